@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Discrete Fourier transforms of any length and the radially averaged power spectrum of a field.
+#pragma once
+
+#include <complex>
+#include <cstdint>
+#include <vector>
+
+namespace finecast::coupling::eval {
+
+/// In-place forward DFT, X[k] = sum_n x[n] exp(-2 pi i k n / N), for any N >= 1: mixed radix
+/// (recursion on the smallest prime factor) with a plain DFT at prime lengths.
+void fft(std::vector<std::complex<double>>& a);
+
+/// In-place forward 2-D DFT of a row-major ny x nx array (rows, then columns).
+void fft2(std::vector<std::complex<double>>& a, int ny, int nx);
+
+/// Power of a 2-D field binned by radial wavenumber. With n = min(ny, nx), mode (ky, kx) has
+/// wavenumber f = sqrt((ky/ny)^2 + (kx/nx)^2) cycles per grid spacing and falls in bin
+/// round(n f); bin b is centred on b / n. Every mode falls in a bin (the corners beyond the
+/// Nyquist circle included), so the energies sum to the mean square of the field (Parseval).
+struct RadialSpectrum {
+  int n = 0;                        ///< min(ny, nx): the bin width is 1/n cycles per spacing
+  std::vector<double> wavenumber;   ///< bin centres, cycles per grid spacing
+  std::vector<double> energy;       ///< sum over the bin's modes of |X|^2 / (ny nx)^2
+  std::vector<int64_t> modes;       ///< number of modes in each bin
+};
+
+/// The radial spectrum of one ny x nx row-major field (NaNs must be replaced beforehand).
+RadialSpectrum radial_spectrum(const double* field, int ny, int nx);
+
+/// Sum of energies in the upper half of wavenumbers: bins centred above 0.25 cycles per grid
+/// spacing (half the Nyquist wavenumber 0.5).
+double upper_half_energy(const RadialSpectrum& s);
+
+}  // namespace finecast::coupling::eval

@@ -1,0 +1,333 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Rebuilding the refinement hierarchy of a global ICON grid from its topology alone.
+//
+// Why topology: ICON grids are often spring-optimised, so fine-cell centres can lie outside the
+// geometric parent triangle (on the R2B4 grid of libncarg-data, centre-in-triangle puts 256
+// cells into only 1 of the 80 R2B0 parents). The connectivity of a refined icosahedron is exact.
+#include "coupling/grid/icon_hierarchy.hpp"
+
+#include <algorithm>
+#include <array>
+#include <bitset>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "coupling/error.hpp"
+#include "coupling/grid/spherical.hpp"
+
+namespace finecast::coupling {
+namespace {
+
+using sphere::Vec3;
+
+constexpr int kMaxDegree = 8;  // 6 in a valid grid; room to report what is wrong instead
+
+[[noreturn]] void fail(const IconGrid& g, const std::string& what) {
+  throw GridError("ICON grid '" + g.path + "': " + what);
+}
+
+/// Edge-hop distances from `source` to every vertex (breadth-first search).
+void bfs(const std::vector<int32_t>& adj, const std::vector<uint8_t>& deg, int32_t source,
+         int32_t* dist, std::vector<int32_t>& queue) {
+  const size_t nv = deg.size();
+  std::fill(dist, dist + nv, -1);
+  queue.clear();
+  queue.push_back(source);
+  dist[source] = 0;
+  for (size_t head = 0; head < queue.size(); ++head) {
+    const int32_t v = queue[head];
+    for (int k = 0; k < deg[v]; ++k) {
+      const int32_t w = adj[v * kMaxDegree + k];
+      if (dist[w] < 0) {
+        dist[w] = dist[v] + 1;
+        queue.push_back(w);
+      }
+    }
+  }
+}
+
+/// Index of a triangle in a triangular lattice of side `side`: strip i (first barycentric
+/// coordinate fixed between i and i+1) holds side-i upward and side-i-1 downward triangles,
+/// interleaved along j.
+inline int64_t lattice_index(int64_t side, int64_t i, int64_t j, bool down) {
+  return 2 * side * i - i * i + 2 * j + (down ? 1 : 0);
+}
+
+/// Position of a lattice triangle from the coordinate sums of its three vertices (3x centroid):
+/// strip i, position j and orientation, for triangles of side `unit`.
+inline void locate(int64_t sum_p, int64_t sum_q, int64_t unit, int64_t& i, int64_t& j,
+                   bool& down) {
+  i = sum_p / (3 * unit);
+  j = sum_q / (3 * unit);
+  down = (sum_p - 3 * unit * i) + (sum_q - 3 * unit * j) >= 3 * unit;
+}
+
+/// Geographic "northernmost" order with exact ties broken by the other coordinates, so the choice
+/// depends on positions only (renumbering a grid cannot change it).
+bool further_north(const Vec3& a, const Vec3& b) {
+  if (a[2] != b[2]) return a[2] > b[2];
+  if (a[0] != b[0]) return a[0] > b[0];
+  return a[1] > b[1];
+}
+
+}  // namespace
+
+int icon_grid_level(const IconGrid& g) {
+  int64_t cells = 80;
+  for (int level = 0; level <= 15; ++level, cells *= 4)
+    if (cells == g.n_cells) return level;
+  fail(g, std::to_string(g.n_cells) +
+              " cells is not an R2B<k> grid size (80 * 4^k cells: 80, 320, 1280, 5120, 20480, ...)");
+}
+
+PatchMap icon_patch_map(const IconGrid& g, int coarse_level) {
+  const int fine_level = icon_grid_level(g);
+  if (coarse_level < 0 || coarse_level > fine_level)
+    fail(g, "coarse level " + std::to_string(coarse_level) + " out of range for an R2B" +
+                std::to_string(fine_level) + " grid, expected 0.." + std::to_string(fine_level));
+  const int64_t n = g.n_cells;
+  const int64_t nv = g.n_vertices;
+  const int64_t side = int64_t(2) << fine_level;           // fine edges per icosahedron edge
+  const int64_t r = int64_t(1) << (fine_level - coarse_level);  // fine edges per coarse edge
+  const int64_t m = side / r;                                // coarse edges per icosahedron edge
+
+  // ---- vertex graph and the 12 icosahedron corners (the vertices of five cells) ----
+  std::vector<int32_t> adj(nv * kMaxDegree);
+  std::vector<uint8_t> deg(nv, 0), cells_at(nv, 0);
+  auto link = [&](int32_t a, int32_t b) {
+    for (int k = 0; k < deg[a]; ++k)
+      if (adj[a * kMaxDegree + k] == b) return;
+    if (deg[a] == kMaxDegree)
+      fail(g, "vertex " + std::to_string(a) + " has more than " + std::to_string(kMaxDegree) +
+                  " edges; not an icosahedral grid");
+    adj[a * kMaxDegree + deg[a]++] = b;
+  };
+  for (const auto& c : g.cell_vertices)
+    for (int k = 0; k < 3; ++k) {
+      link(c[k], c[(k + 1) % 3]);
+      link(c[(k + 1) % 3], c[k]);
+      if (cells_at[c[k]] < 255) ++cells_at[c[k]];
+    }
+  std::vector<int32_t> corners;
+  for (int64_t v = 0; v < nv; ++v) {
+    if (cells_at[v] == 5)
+      corners.push_back(static_cast<int32_t>(v));
+    else if (cells_at[v] != 6)
+      fail(g, "vertex " + std::to_string(v) + " belongs to " + std::to_string(cells_at[v]) +
+                  " cells, expected 5 or 6 in a global icosahedral grid (a regional grid?)");
+  }
+  if (corners.size() != 12)
+    fail(g, std::to_string(corners.size()) +
+                " vertices belong to exactly five cells, expected the 12 icosahedron corners");
+
+  std::vector<int32_t> dist(12 * nv), queue;
+  queue.reserve(nv);
+  for (int a = 0; a < 12; ++a) bfs(adj, deg, corners[a], &dist[a * nv], queue);
+  auto d = [&](int corner, int64_t v) { return dist[corner * nv + v]; };
+
+  // ---- icosahedron edges (corner pairs at the smallest hop distance) and faces ----
+  int32_t edge_hops = std::numeric_limits<int32_t>::max();
+  for (int a = 0; a < 12; ++a)
+    for (int b = a + 1; b < 12; ++b) {
+      if (d(a, corners[b]) < 0) fail(g, "the vertex graph is not connected");
+      edge_hops = std::min(edge_hops, d(a, corners[b]));
+    }
+  if (edge_hops != side)
+    fail(g, "icosahedron corners are " + std::to_string(edge_hops) + " edges apart, expected " +
+                std::to_string(side) + " for an R2B" + std::to_string(fine_level) + " grid");
+  std::array<std::bitset<12>, 12> adjacent;
+  for (int a = 0; a < 12; ++a) {
+    for (int b = 0; b < 12; ++b) adjacent[a][b] = a != b && d(a, corners[b]) == side;
+    if (adjacent[a].count() != 5)
+      fail(g, "icosahedron corner " + std::to_string(corners[a]) + " has " +
+                  std::to_string(adjacent[a].count()) + " neighbouring corners, expected 5");
+  }
+  std::vector<std::array<int, 3>> faces;
+  for (int a = 0; a < 12; ++a)
+    for (int b = a + 1; b < 12; ++b)
+      for (int c = b + 1; c < 12; ++c)
+        if (adjacent[a][b] && adjacent[b][c] && adjacent[a][c]) faces.push_back({a, b, c});
+  if (faces.size() != 20)
+    fail(g, std::to_string(faces.size()) + " icosahedron faces found, expected 20");
+
+  // ---- discrete barycentric coordinates: inside face (a, b, c) a vertex's hop distances are
+  // side - lambda for each corner, so they sum to 2 * side there and exceed it elsewhere ----
+  std::vector<uint32_t> face_mask(nv, 0);
+  for (int64_t v = 0; v < nv; ++v)
+    for (int f = 0; f < 20; ++f) {
+      const auto& F = faces[f];
+      if (d(F[0], v) + d(F[1], v) + d(F[2], v) == 2 * side) face_mask[v] |= 1u << f;
+    }
+
+  // Corners of every coarse triangle, from the vertices on the coarse lattice of each face.
+  const int64_t row = m + 1;
+  std::vector<int32_t> lattice_vertex(20 * row * row, -1);
+  for (int64_t v = 0; v < nv; ++v)
+    for (uint32_t mask = face_mask[v]; mask != 0; mask &= mask - 1) {
+      const int f = __builtin_ctz(mask);
+      const int64_t p = side - d(faces[f][1], v), q = side - d(faces[f][2], v);
+      if (p % r == 0 && q % r == 0) lattice_vertex[(f * row + p / r) * row + q / r] = static_cast<int32_t>(v);
+    }
+  const int64_t per_face = m * m;
+  const int64_t n_coarse = 20 * per_face;
+  std::vector<std::array<int32_t, 3>> coarse_corner(n_coarse);  // canonical order
+  std::vector<std::array<int8_t, 3>> corner_slot(n_coarse);     // canonical k -> lattice corner
+  auto vertex_xyz = [&](int32_t v) { return sphere::to_xyz(g.vlon[v], g.vlat[v]); };
+  for (int f = 0; f < 20; ++f)
+    for (int64_t I = 0; I < m; ++I)
+      for (int64_t J = 0; I + J < m; ++J)
+        for (int down = 0; down < 2; ++down) {
+          if (down && I + J + 1 >= m) continue;
+          // Lattice corners K0, K1, K2 in (p, q); K0 is the corner the local coordinates start at.
+          const int64_t k[3][2] = {
+              {down ? I + 1 : I, down ? J + 1 : J}, {down ? I : I + 1, down ? J + 1 : J},
+              {down ? I + 1 : I, down ? J : J + 1}};
+          std::array<int32_t, 3> K{};
+          for (int c = 0; c < 3; ++c) {
+            K[c] = lattice_vertex[(f * row + k[c][0]) * row + k[c][1]];
+            if (K[c] < 0) fail(g, "a coarse triangle corner is missing from the vertex lattice");
+          }
+          const int64_t id = f * per_face + lattice_index(m, I, J, down != 0);
+          const Vec3 x[3] = {vertex_xyz(K[0]), vertex_xyz(K[1]), vertex_xyz(K[2])};
+          int first = 0;
+          for (int c = 1; c < 3; ++c)
+            if (further_north(x[c], x[first])) first = c;
+          int second = (first + 1) % 3, third = (first + 2) % 3;
+          if (sphere::dot(x[first], sphere::cross(x[second], x[third])) < 0)
+            std::swap(second, third);
+          corner_slot[id] = {static_cast<int8_t>(first), static_cast<int8_t>(second),
+                             static_cast<int8_t>(third)};
+          coarse_corner[id] = {K[first], K[second], K[third]};
+        }
+
+  // ---- every fine cell: its face, coarse triangle and canonical slot ----
+  const int64_t P = r * r;
+  std::vector<int64_t> slot_cell(n_coarse * P, -1);
+  std::vector<int64_t> count(n_coarse, 0);
+  for (int64_t c = 0; c < n; ++c) {
+    const auto& cv = g.cell_vertices[c];
+    const uint32_t mask = face_mask[cv[0]] & face_mask[cv[1]] & face_mask[cv[2]];
+    if (mask == 0 || (mask & (mask - 1)) != 0)
+      fail(g, "cell " + std::to_string(c) + " lies in " + std::to_string(__builtin_popcount(mask)) +
+                  " icosahedron faces, expected exactly 1");
+    const int f = __builtin_ctz(mask);
+    int64_t p[3], q[3];
+    for (int k = 0; k < 3; ++k) {
+      p[k] = side - d(faces[f][1], cv[k]);
+      q[k] = side - d(faces[f][2], cv[k]);
+    }
+    int64_t I, J;
+    bool down;
+    locate(p[0] + p[1] + p[2], q[0] + q[1] + q[2], r, I, J, down);
+    const int64_t id = f * per_face + lattice_index(m, I, J, down);
+    if (I + J >= m || id >= n_coarse) fail(g, "cell " + std::to_string(c) + " falls outside its face");
+    // Local barycentric coordinates w.r.t. the lattice corners K0, K1, K2, then canonical order.
+    int64_t sb = 0, sc = 0;
+    for (int k = 0; k < 3; ++k) {
+      const int64_t s = down ? r * (I + 1) - p[k] : p[k] - r * I;
+      const int64_t t = down ? r * (J + 1) - q[k] : q[k] - r * J;
+      const int64_t bary[3] = {r - s - t, s, t};
+      sb += bary[corner_slot[id][1]];
+      sc += bary[corner_slot[id][2]];
+    }
+    int64_t i, j;
+    bool fine_down;
+    locate(sb, sc, 1, i, j, fine_down);
+    const int64_t local = lattice_index(r, i, j, fine_down);
+    if (local < 0 || local >= P || slot_cell[id * P + local] >= 0)
+      fail(g, "cells " + std::to_string(c) + " and " +
+                  std::to_string(local >= 0 && local < P ? slot_cell[id * P + local] : -1) +
+                  " map to the same place in a coarse cell; the refinement is not regular");
+    slot_cell[id * P + local] = c;
+    ++count[id];
+  }
+  const auto [lo, hi] = std::minmax_element(count.begin(), count.end());
+  if (*lo != P || *hi != P)
+    fail(g, "R2B" + std::to_string(coarse_level) + " coarse cells hold " + std::to_string(*lo) +
+                " to " + std::to_string(*hi) + " fine cells, expected exactly " +
+                std::to_string(P) + " each");
+
+  // ---- numbering: coarse cells in the order of their smallest fine cell ----
+  std::vector<int64_t> smallest(n_coarse), order(n_coarse), rank_of(n_coarse);
+  for (int64_t id = 0; id < n_coarse; ++id) {
+    smallest[id] = *std::min_element(&slot_cell[id * P], &slot_cell[id * P] + P);
+    order[id] = id;
+  }
+  std::sort(order.begin(), order.end(),
+            [&](int64_t a, int64_t b) { return smallest[a] < smallest[b]; });
+  for (int64_t k = 0; k < n_coarse; ++k) rank_of[order[k]] = k;
+
+  PatchMap pm;
+  pm.kind = PatchMap::Kind::kIconTriangles;
+  pm.n_fine = n;
+  pm.n_coarse = n_coarse;
+  pm.patch_size = static_cast<int>(P);
+  pm.n_neighbours = 3;
+  pm.fine_of_patch.resize(n_coarse * P);
+  pm.fine_weight.resize(n_coarse * P);
+  pm.neighbours.assign(n_coarse * 3, -1);
+  pm.coarse_lon.resize(n_coarse);
+  pm.coarse_lat.resize(n_coarse);
+  for (int64_t k = 0; k < n_coarse; ++k) {
+    const int64_t id = order[k];
+    double total = 0.0;
+    Vec3 centre{0, 0, 0};
+    for (int64_t s = 0; s < P; ++s) {
+      const int64_t c = slot_cell[id * P + s];
+      pm.fine_of_patch[k * P + s] = c;
+      total += g.cell_area[c];
+      const Vec3 x = sphere::to_xyz(g.clon[c], g.clat[c]);
+      for (int e = 0; e < 3; ++e) centre[e] += g.cell_area[c] * x[e];
+    }
+    for (int64_t s = 0; s < P; ++s) pm.fine_weight[k * P + s] = g.cell_area[slot_cell[id * P + s]] / total;
+    sphere::to_lonlat(centre, pm.coarse_lon[k], pm.coarse_lat[k]);
+  }
+
+  // ---- coarse edge neighbours: slot k lies across the edge opposite canonical corner k ----
+  struct Half {
+    int64_t key;
+    int64_t coarse;
+    int slot;
+  };
+  std::vector<Half> halves;
+  halves.reserve(3 * n_coarse);
+  for (int64_t k = 0; k < n_coarse; ++k) {
+    const auto& K = coarse_corner[order[k]];
+    for (int s = 0; s < 3; ++s) {
+      int64_t a = K[(s + 1) % 3], b = K[(s + 2) % 3];
+      if (a > b) std::swap(a, b);
+      halves.push_back({a * nv + b, k, s});
+    }
+  }
+  std::sort(halves.begin(), halves.end(), [](const Half& x, const Half& y) { return x.key < y.key; });
+  for (size_t i = 0; i < halves.size(); i += 2) {
+    if (i + 1 >= halves.size() || halves[i].key != halves[i + 1].key ||
+        (i + 2 < halves.size() && halves[i + 2].key == halves[i].key))
+      fail(g, "a coarse edge is not shared by exactly two coarse cells");
+    pm.neighbours[halves[i].coarse * 3 + halves[i].slot] = halves[i + 1].coarse;
+    pm.neighbours[halves[i + 1].coarse * 3 + halves[i + 1].slot] = halves[i].coarse;
+  }
+
+  // ---- the file's own parents, when it has them, must agree ----
+  if (!g.parent_cell.empty() && coarse_level == fine_level - 1) {
+    std::vector<int8_t> seen;
+    for (int64_t k = 0; k < n_coarse; ++k) {
+      const int32_t parent = g.parent_cell[pm.fine_of_patch[k * P]];
+      for (int64_t s = 1; s < P; ++s)
+        if (g.parent_cell[pm.fine_of_patch[k * P + s]] != parent)
+          fail(g, "parent_cell_index disagrees with the topology: cells " +
+                      std::to_string(pm.fine_of_patch[k * P]) + " and " +
+                      std::to_string(pm.fine_of_patch[k * P + s]) +
+                      " share a parent triangle but have parents " + std::to_string(parent) +
+                      " and " + std::to_string(g.parent_cell[pm.fine_of_patch[k * P + s]]));
+      if (parent < 0) fail(g, "parent_cell_index is missing for cell " + std::to_string(pm.fine_of_patch[k * P]));
+      if (static_cast<size_t>(parent) >= seen.size()) seen.resize(parent + 1, 0);
+      if (seen[parent]++) fail(g, "parent_cell_index names parent " + std::to_string(parent) + " for two coarse triangles");
+    }
+  }
+  return pm;
+}
+
+}  // namespace finecast::coupling

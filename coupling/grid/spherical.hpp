@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Small spherical-geometry helpers shared by the grid readers, the generator and the patch maps.
+#pragma once
+
+#include <array>
+#include <cmath>
+
+namespace finecast::coupling::sphere {
+
+/// Earth radius used by ICON (m); areas computed here are on this sphere.
+inline constexpr double kEarthRadius = 6371229.0;
+inline constexpr double kPi = 3.14159265358979323846;
+inline constexpr double kDeg = kPi / 180.0;
+
+using Vec3 = std::array<double, 3>;
+
+/// Unit vector of a point given in radians.
+inline Vec3 to_xyz(double lon, double lat) {
+  const double c = std::cos(lat);
+  return {c * std::cos(lon), c * std::sin(lon), std::sin(lat)};
+}
+
+inline double dot(const Vec3& a, const Vec3& b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
+
+inline Vec3 cross(const Vec3& a, const Vec3& b) {
+  return {a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]};
+}
+
+inline Vec3 normalised(const Vec3& a) {
+  const double n = std::sqrt(dot(a, a));
+  return {a[0] / n, a[1] / n, a[2] / n};
+}
+
+/// (lon, lat) in radians of a non-zero vector.
+inline void to_lonlat(const Vec3& v, double& lon, double& lat) {
+  lon = std::atan2(v[1], v[0]);
+  lat = std::atan2(v[2], std::hypot(v[0], v[1]));
+}
+
+/// Area of the spherical triangle (a, b, c) on the unit sphere (Van Oosterom & Strackee), exact
+/// for small triangles where L'Huilier's formula loses digits.
+inline double triangle_area(const Vec3& a, const Vec3& b, const Vec3& c) {
+  const double num = std::fabs(dot(a, cross(b, c)));
+  const double den = 1.0 + dot(a, b) + dot(b, c) + dot(c, a);
+  return 2.0 * std::atan2(num, den);
+}
+
+/// Geographic (lon, lat) in degrees of a point given in rotated-pole coordinates (degrees), for
+/// the CF rotated_latitude_longitude mapping whose north pole lies at (pole_lon, pole_lat).
+/// Same formulas as COSMO's rlarot2rla / phirot2phi (grid_north_pole_longitude convention).
+inline void unrotate(double rlon, double rlat, double pole_lon, double pole_lat, double& lon,
+                     double& lat) {
+  const double sp = std::sin(pole_lat * kDeg), cp = std::cos(pole_lat * kDeg);
+  const double lp = pole_lon * kDeg;
+  const double x = rlon * kDeg, y = rlat * kDeg;
+  lat = std::asin(cp * std::cos(y) * std::cos(x) + sp * std::sin(y)) / kDeg;
+  const double t = -sp * std::cos(x) * std::cos(y) + cp * std::sin(y);
+  const double a1 = std::sin(lp) * t - std::cos(lp) * std::sin(x) * std::cos(y);
+  const double a2 = std::cos(lp) * t + std::sin(lp) * std::sin(x) * std::cos(y);
+  lon = std::atan2(a1, a2) / kDeg;
+}
+
+}  // namespace finecast::coupling::sphere

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Atomic replacement of a file: write "<path>.tmp", then fsync and rename over the target.
+#pragma once
+
+#include <string>
+
+namespace finecast::coupling {
+
+/// Write to tmp_path(), then commit(): the target is either its previous complete version or
+/// the new complete one, never a partial file. Without commit() the target is left untouched.
+class AtomicFile {
+ public:
+  /// Throws IoError when the target's folder does not exist.
+  explicit AtomicFile(std::string path);
+  /// Removes the temporary file when commit() was never called (and remove_on_abandon is set).
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+
+  const std::string& path() const { return path_; }
+  const std::string& tmp_path() const { return tmp_; }
+  /// fsyncs the temporary file, renames it over path() and fsyncs the folder; throws IoError.
+  void commit();
+  bool committed() const { return committed_; }
+  /// Whether an abandoned temporary file is deleted (default) or kept for inspection.
+  void set_remove_on_abandon(bool remove) { remove_on_abandon_ = remove; }
+
+ private:
+  std::string path_, tmp_;
+  bool committed_ = false;
+  bool remove_on_abandon_ = true;
+};
+
+}  // namespace finecast::coupling

@@ -1,0 +1,17 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Expected size of a classic-format NetCDF file, from its header (to detect truncation).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace finecast::coupling {
+
+/// The number of bytes a classic (CDF-1), 64-bit-offset (CDF-2) or CDF-5 file needs to hold all
+/// the data its header declares, or -1 when the file is not in one of these formats (NetCDF-4
+/// files are HDF5, which detects truncation itself) or its record count is "streaming".
+/// The NetCDF library reads zeros past the end of a truncated classic file without an error;
+/// comparing this number with the file size turns that into a clear IoError.
+int64_t nc_classic_expected_size(const std::string& path);
+
+}  // namespace finecast::coupling

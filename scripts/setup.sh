@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Installs what finecast needs from Debian packages (when missing), then configures and builds
+# Release into build/. Idempotent: a second run installs nothing and rebuilds only what changed.
+#   scripts/setup.sh            # install + build
+#   BUILD_DIR=out scripts/setup.sh
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build_dir="${BUILD_DIR:-$here/build}"
+jobs="${JOBS:-$(nproc)}"
+
+say() { printf '[setup] %s\n' "$*"; }
+die() { printf '[setup] ERROR: %s\n' "$*" >&2; exit 1; }
+
+# Build and test dependencies, the optimised BLAS (libtorch is 7-20x slower without it), the
+# NetCDF/HDF5 command-line tools used by tests, the real data sets, and Debian's Python stack
+# for the reference benchmark and the plots.
+packages=(
+  build-essential cmake pkg-config
+  libtorch-dev libopenblas0-openmp
+  libopenmpi-dev openmpi-bin
+  libnetcdf-c++4-dev netcdf-bin
+  libhdf5-dev hdf5-tools
+  libyaml-cpp-dev googletest libgtest-dev libcli11-dev
+  libncarg-data ferret-datasets
+  shellcheck
+  python3 python3-torch python3-numpy python3-matplotlib python3-netcdf4 python3-yaml
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  say "installing ${#missing[@]} Debian packages: ${missing[*]}"
+  [ "$(id -u)" = 0 ] || die "installing packages needs root (or install these yourself): ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq || die "apt-get update failed (is the Debian mirror reachable?)"
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
+    || die "apt-get install failed for: ${missing[*]}"
+else
+  say "all ${#packages[@]} Debian packages already installed"
+fi
+
+say "configuring Release build in $build_dir"
+mkdir -p "$build_dir"
+cmake -S "$here" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release "$@" >"$build_dir/configure.log" 2>&1 \
+  || { cat "$build_dir/configure.log" >&2; die "cmake configure failed (log above: $build_dir/configure.log)"; }
+say "building with $jobs jobs (the first build takes a while: LibTorch headers are heavy)"
+cmake --build "$build_dir" -j "$jobs" || die "build failed (see the compiler output above)"
+say "done: programs in $build_dir/bin, libraries in $build_dir/lib"

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Installs and builds (scripts/setup.sh), then runs every test with ctest: unit tests, the MPI
+# tests under mpiexec with 1-4 ranks, the plugin end-to-end runs and the script tests.
+# Exits non-zero on any failure.   scripts/test.sh [extra ctest arguments]
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build_dir="${BUILD_DIR:-$here/build}"
+
+"$here/scripts/setup.sh"
+
+# Open MPI refuses to run as root without these (CI runs as root).
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# Each test rank gets one thread; the tests oversubscribe 2 cores with up to 4 ranks.
+export OMP_NUM_THREADS=1
+
+echo "[test] running ctest in $build_dir"
+ctest --test-dir "$build_dir" --output-on-failure --timeout 900 "$@"

@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Interpolation baselines exact on simple inputs; conservative variants restore block means.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "coupling/eval/baselines.hpp"
+#include "coupling/eval/blocks.hpp"
+
+namespace fe = finecast::coupling::eval;
+
+namespace {
+
+fe::BlockLayout layout(int ny, int nx, int k) {
+  fe::BlockLayout L;
+  L.ny = ny;
+  L.nx = nx;
+  L.k = k;
+  return L;
+}
+
+double linear(double i, double j) { return 3.0 + 0.7 * i - 1.3 * j; }
+
+}  // namespace
+
+TEST(EvalBlocks, MeansResidualAndStdOnAHandExample) {
+  auto L = layout(2, 4, 2);
+  L.weight = {1, 1, 1, 1, 3, 3, 3, 3};
+  const std::vector<double> f = {0, 0, 4, 4, 4, 4, 4, 8};
+  const std::vector<double> m = fe::block_means(L, f.data());
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_DOUBLE_EQ(m[0], (0 + 0 + 12 + 12) / 8.0);  // weights 1,1,3,3
+  EXPECT_DOUBLE_EQ(m[1], (4 + 4 + 12 + 24) / 8.0);
+  const std::vector<double> r = fe::block_residual(L, f.data());
+  EXPECT_DOUBLE_EQ(r[0], -3.0);
+  EXPECT_DOUBLE_EQ(r[4], 1.0);
+  // Block 0: deviations -3 (weight 2) and 1 (weight 6): variance (18 + 6) / 8 = 3.
+  EXPECT_DOUBLE_EQ(fe::block_std(L, f.data())[0], std::sqrt(3.0));
+}
+
+TEST(EvalBlocks, LatLonWeightsAreCosLatPerRow) {
+  const std::vector<double> w = fe::latlon_weights({0.0, 60.0}, 3);
+  ASSERT_EQ(w.size(), 6u);
+  EXPECT_DOUBLE_EQ(w[2], 1.0);
+  EXPECT_NEAR(w[3], 0.5, 1e-15);
+}
+
+TEST(EvalBaselines, NearestEqualsTheCoarseValue) {
+  const auto L = layout(8, 12, 4);
+  const std::vector<double> coarse = {1, 2, 3, 4, 5, 6};
+  const std::vector<double> f = fe::interpolate(L, coarse, fe::Interp::kNearest);
+  for (int i = 0; i < L.ny; ++i)
+    for (int j = 0; j < L.nx; ++j) EXPECT_EQ(f[i * L.nx + j], coarse[(i / 4) * 3 + j / 4]);
+}
+
+TEST(EvalBaselines, BilinearAndBicubicReproduceALinearFieldInTheInterior) {
+  const int k = 4;
+  const auto L = layout(20, 24, k);
+  std::vector<double> fine(L.size());
+  for (int i = 0; i < L.ny; ++i)
+    for (int j = 0; j < L.nx; ++j) fine[i * L.nx + j] = linear(i, j);
+  // With uniform weights the block mean of a linear field is its value at the block centre.
+  const std::vector<double> coarse = fe::block_means(L, fine.data());
+  const double c0 = 0.5 * (k - 1);
+  for (auto interp : {fe::Interp::kBilinear, fe::Interp::kBicubic}) {
+    const std::vector<double> f = fe::interpolate(L, coarse, interp);
+    // Bicubic needs one more block centre on each side than bilinear.
+    const double lo = interp == fe::Interp::kBilinear ? c0 : c0 + k;
+    int checked = 0;
+    for (int i = 0; i < L.ny; ++i)
+      for (int j = 0; j < L.nx; ++j) {
+        if (i < lo || i > L.ny - 1 - lo || j < lo || j > L.nx - 1 - lo) continue;
+        EXPECT_NEAR(f[i * L.nx + j], linear(i, j), 1e-12) << i << "," << j;
+        ++checked;
+      }
+    EXPECT_GT(checked, 40);
+  }
+}
+
+TEST(EvalBaselines, BicubicIsExactForQuadraticsSampledAtBlockCentres) {
+  const int k = 3;
+  const auto L = layout(18, 21, k);
+  auto q = [](double i, double j) { return 0.02 * i * i - 0.05 * j * j + 0.1 * i * j + i; };
+  std::vector<double> coarse(L.n_blocks());
+  for (int by = 0; by < L.nby(); ++by)
+    for (int bx = 0; bx < L.nbx(); ++bx)
+      coarse[by * L.nbx() + bx] = q(by * k + 1.0, bx * k + 1.0);
+  const std::vector<double> f = fe::interpolate(L, coarse, fe::Interp::kBicubic);
+  for (int i = k + 1; i <= L.ny - 2 - k; ++i)
+    for (int j = k + 1; j <= L.nx - 2 - k; ++j) EXPECT_NEAR(f[i * L.nx + j], q(i, j), 1e-11);
+  // Bilinear is not exact for a quadratic: the test above would catch a bilinear kernel.
+  const std::vector<double> b = fe::interpolate(L, coarse, fe::Interp::kBilinear);
+  EXPECT_GT(std::abs(b[(k + 2) * L.nx + k + 2] - q(k + 2, k + 2)), 1e-3);
+}
+
+TEST(EvalBaselines, ConservativeVariantsRestoreBlockMeansExactly) {
+  auto L = layout(16, 20, 4);
+  std::vector<double> lat(L.ny);
+  for (int i = 0; i < L.ny; ++i) lat[i] = -70.0 + 9.0 * i;
+  L.weight = fe::latlon_weights(lat, L.nx);
+  std::mt19937 rng(9);
+  std::normal_distribution<double> nd;
+  std::vector<double> truth(L.size());
+  for (double& v : truth) v = 10 * nd(rng);
+  const std::vector<double> coarse = fe::block_means(L, truth.data());
+  for (const fe::Baseline& b : fe::all_baselines()) {
+    const std::vector<double> f = fe::run_baseline(L, coarse, b);
+    const std::vector<double> m = fe::block_means(L, f.data());
+    double worst = 0;
+    for (std::size_t i = 0; i < m.size(); ++i) worst = std::max(worst, std::abs(m[i] - coarse[i]));
+    if (b.conservative || b.interp == fe::Interp::kNearest)
+      EXPECT_LT(worst, 1e-12) << b.name;
+    else
+      EXPECT_GT(worst, 1e-3) << b.name << " should not be conservative on noise";
+  }
+}
+
+TEST(EvalBaselines, PeriodicColumnsWrapAroundTheLongitudeCircle) {
+  auto L = layout(4, 12, 4);
+  const std::vector<double> coarse = {1, 2, 7};  // one block row, three columns
+  L.periodic_x = true;
+  const std::vector<double> p = fe::interpolate(L, coarse, fe::Interp::kBilinear);
+  // Column 0 sits 1.5 cells left of block 0's centre, i.e. between block 2 (wrapped) and 0.
+  EXPECT_DOUBLE_EQ(p[0], 0.375 * 7 + 0.625 * 1);
+  L.periodic_x = false;
+  EXPECT_DOUBLE_EQ(fe::interpolate(L, coarse, fe::Interp::kBilinear)[0], 1.0);
+}

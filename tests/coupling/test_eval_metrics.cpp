@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Evaluation metrics against hand-computed values on tiny arrays.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "coupling/error.hpp"
+#include "coupling/eval/evaluation.hpp"
+#include "coupling/eval/metrics.hpp"
+#include "coupling/eval/report.hpp"
+
+namespace fe = finecast::coupling::eval;
+
+namespace {
+
+fe::BlockLayout layout(int ny, int nx, int k, std::vector<double> w = {}) {
+  fe::BlockLayout L;
+  L.ny = ny;
+  L.nx = nx;
+  L.k = k;
+  L.weight = std::move(w);
+  return L;
+}
+
+fe::Scores score(const fe::BlockLayout& L, const std::vector<double>& truth,
+                 const std::vector<std::vector<double>>& members) {
+  fe::ScoreAccumulator acc;
+  std::vector<const double*> ptrs;
+  for (const auto& m : members) ptrs.push_back(m.data());
+  std::vector<char> valid(L.n_blocks(), 1);
+  acc.add(L, truth.data(), ptrs, valid);
+  const std::vector<double> r = fe::masked_residual(L, truth.data(), valid);
+  return acc.result(fe::radial_spectrum(r.data(), L.ny, L.nx));
+}
+
+}  // namespace
+
+TEST(EvalMetrics, CrpsTwoMembersMatchesFormula) {
+  const double x[2] = {0.0, 2.0};
+  // E|X-y| = 1; E|X-X'| over all 4 ordered pairs = (0+2+2+0)/4 = 1; over the 2 distinct = 2.
+  EXPECT_DOUBLE_EQ(fe::crps_ensemble(x, 2, 1.0), 1.0 - 0.5 * 1.0);
+  EXPECT_DOUBLE_EQ(fe::crps_ensemble_fair(x, 2, 1.0), 1.0 - 0.5 * 2.0);
+  // y = 3: E|X-y| = (3 + 1)/2 = 2.
+  EXPECT_DOUBLE_EQ(fe::crps_ensemble(x, 2, 3.0), 1.5);
+  EXPECT_DOUBLE_EQ(fe::crps_ensemble_fair(x, 2, 3.0), 1.0);
+}
+
+TEST(EvalMetrics, CrpsOfOneMemberIsAbsoluteError) {
+  const double x = 2.5;
+  EXPECT_DOUBLE_EQ(fe::crps_ensemble(&x, 1, 1.0), 1.5);
+  EXPECT_DOUBLE_EQ(fe::crps_ensemble_fair(&x, 1, 1.0), 1.5);
+}
+
+TEST(EvalMetrics, CrpsMatchesBruteForcePairSum) {
+  std::mt19937 rng(7);
+  std::normal_distribution<double> nd;
+  for (int m : {3, 5, 8}) {
+    std::vector<double> x(m);
+    for (double& v : x) v = nd(rng);
+    const double y = nd(rng);
+    double e = 0, pairs = 0;
+    for (int i = 0; i < m; ++i) {
+      e += std::abs(x[i] - y) / m;
+      for (int j = 0; j < m; ++j) pairs += std::abs(x[i] - x[j]);
+    }
+    EXPECT_NEAR(fe::crps_ensemble(x.data(), m, y), e - 0.5 * pairs / (m * m), 1e-12);
+    EXPECT_NEAR(fe::crps_ensemble_fair(x.data(), m, y), e - 0.5 * pairs / (m * (m - 1)), 1e-12);
+  }
+}
+
+TEST(EvalMetrics, DeterministicRmseBiasMaeAndCrpsEqualsMae) {
+  const auto L = layout(2, 2, 2);
+  const std::vector<double> truth = {1, 2, 3, 4};
+  const fe::Scores s = score(L, truth, {{2, 2, 2, 6}});  // errors 1, 0, -1, 2
+  EXPECT_EQ(s.n_points, 4);
+  EXPECT_DOUBLE_EQ(s.bias, 0.5);
+  EXPECT_DOUBLE_EQ(s.rmse, std::sqrt(6.0 / 4.0));
+  EXPECT_DOUBLE_EQ(s.mae, 1.0);
+  EXPECT_DOUBLE_EQ(s.crps, 1.0);
+  EXPECT_DOUBLE_EQ(s.crps_fair, 1.0);
+  EXPECT_DOUBLE_EQ(s.spread, 0.0);
+}
+
+TEST(EvalMetrics, EnsembleScoresUseTheMeanForRmseAndTheMembersForCrps) {
+  const auto L = layout(1, 2, 1);
+  const std::vector<double> truth = {1, 1};
+  // Point 0: members 0, 2 (mean 1, exact); point 1: members 2, 4 (mean 3, error 2).
+  const fe::Scores s = score(L, truth, {{0, 2}, {2, 4}});
+  EXPECT_DOUBLE_EQ(s.rmse, std::sqrt((0.0 + 4.0) / 2.0));
+  EXPECT_DOUBLE_EQ(s.bias, 1.0);
+  // CRPS point 0: 1 - 0.5*1 = 0.5; point 1: E|X-1| = 2, minus 0.5 * 1 = 1.5.
+  EXPECT_DOUBLE_EQ(s.crps, (0.5 + 1.5) / 2);
+  // Unbiased member variance is 2 at both points.
+  EXPECT_DOUBLE_EQ(s.spread, std::sqrt(2.0));
+}
+
+TEST(EvalMetrics, AreaWeightsEnterTheMeans) {
+  const auto L = layout(2, 2, 1, {1, 1, 3, 3});
+  const fe::Scores s = score(L, {0, 0, 0, 0}, {{1, 1, -1, -1}});
+  EXPECT_DOUBLE_EQ(s.bias, (2.0 - 6.0) / 8.0);
+  EXPECT_DOUBLE_EQ(s.rmse, 1.0);
+}
+
+TEST(EvalMetrics, StdRatioAveragesPerBlockStdOverMembers) {
+  const auto L = layout(2, 2, 2);
+  const std::vector<double> truth = {0, 0, 2, 2};  // block std 1
+  EXPECT_DOUBLE_EQ(score(L, truth, {{0, 0, 1, 1}}).std_ratio, 0.5);
+  // Member stds 0.5 and 1.5: the mean over members is 1; the pooled std would not be.
+  const fe::Scores s = score(L, truth, {{0, 0, 1, 1}, {-3, -3, 0, 0}});
+  EXPECT_DOUBLE_EQ(s.std_ratio, 1.0);
+  EXPECT_DOUBLE_EQ(score(L, truth, {{5, 5, 5, 5}}).std_ratio, 0.0);
+}
+
+TEST(EvalMetrics, InvalidBlocksAndNonFiniteMembersAreSkipped) {
+  const auto L = layout(2, 4, 2);
+  const double nan = std::nan("");
+  // Block 0 (columns 0-1) has a NaN truth value; block 1 is scored.
+  const std::vector<double> truth = {nan, 0, 1, 1, 0, 0, 1, 1};
+  fe::Evaluator ev(L);
+  const std::vector<double> pred = {9, 9, 2, 2, 9, 9, 2, nan};
+  ev.add(truth.data(), {pred.data()});
+  const fe::EvalReport r = ev.report();
+  EXPECT_EQ(r.blocks_valid, 1);
+  const fe::Scores& m = r.rows[0].scores;
+  EXPECT_EQ(m.n_points, 3);
+  EXPECT_DOUBLE_EQ(m.bias, 1.0);
+}
+
+TEST(EvalMetrics, AccumulatesOverTimeSteps) {
+  const auto L = layout(1, 2, 1);
+  fe::Evaluator ev(L);
+  const std::vector<double> t = {0, 0}, p1 = {1, 1}, p2 = {3, 3};
+  ev.add(t.data(), {p1.data()});
+  ev.add(t.data(), {p2.data()});
+  const fe::EvalReport r = ev.report();
+  EXPECT_EQ(r.n_times, 2);
+  EXPECT_DOUBLE_EQ(r.rows[0].scores.rmse, std::sqrt((1.0 + 9.0) / 2.0));
+  EXPECT_DOUBLE_EQ(r.rows[0].scores.bias, 2.0);
+}
+
+TEST(EvalMetrics, PerfectEnsembleAndBaselinesOnARoughField) {
+  const auto L = layout(16, 24, 4);
+  std::mt19937 rng(3);
+  std::normal_distribution<double> nd;
+  std::vector<double> truth(L.size());
+  for (double& v : truth) v = nd(rng);
+  fe::Evaluator ev(L);
+  ev.add(truth.data(), {truth.data(), truth.data()});
+  const fe::EvalReport r = ev.report();
+  ASSERT_EQ(r.rows.size(), 1 + fe::all_baselines().size());
+  const fe::Scores& model = r.rows[0].scores;
+  EXPECT_NEAR(model.rmse, 0.0, 1e-12);
+  EXPECT_NEAR(model.crps, 0.0, 1e-12);
+  EXPECT_NEAR(model.std_ratio, 1.0, 1e-12);
+  EXPECT_NEAR(model.upper_energy_ratio, 1.0, 1e-12);
+  for (std::size_t i = 1; i < r.rows.size(); ++i) {
+    const fe::Scores& b = r.rows[i].scores;
+    EXPECT_GT(b.rmse, 0.5) << r.rows[i].name;
+    EXPECT_EQ(b.members, 1);
+    EXPECT_DOUBLE_EQ(b.crps, b.mae) << r.rows[i].name;
+    // Smooth interpolants keep far less fine-scale energy than white noise has.
+    EXPECT_LT(b.upper_energy_ratio, 0.5) << r.rows[i].name;
+  }
+  // Piecewise constant has no within-block variability and is conservative already.
+  EXPECT_EQ(r.rows[1].name, "nearest");
+  EXPECT_NEAR(r.rows[1].scores.std_ratio, 0.0, 1e-12);
+  EXPECT_NEAR(r.rows[1].scores.upper_energy_ratio, 0.0, 1e-20);
+  EXPECT_EQ(r.rows[4].name, "nearest_cons");
+  EXPECT_NEAR(r.rows[4].scores.rmse, r.rows[1].scores.rmse, 1e-12);
+}
+
+TEST(EvalMetrics, BadLayoutIsAConfigError) {
+  EXPECT_THROW(fe::Evaluator(layout(16, 24, 0)), finecast::ConfigError);
+  EXPECT_THROW(fe::Evaluator(layout(16, 24, 5)), finecast::ConfigError);
+  EXPECT_THROW(fe::Evaluator(layout(4, 4, 2, {1, 1})), finecast::ConfigError);
+  try {
+    fe::Evaluator ev(layout(10, 24, 4));
+    FAIL() << "expected ConfigError";
+  } catch (const finecast::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("10 x 24"), std::string::npos) << e.what();
+  }
+}
+
+TEST(EvalReport, CsvAndJsonCarryEveryRowAndMarkUndefinedValues) {
+  const auto L = layout(2, 2, 2);
+  fe::Evaluator ev(L);
+  const std::vector<double> t = {1, 1, 1, 1};  // flat truth: std ratio and spectra undefined
+  ev.add(t.data(), {t.data()});
+  fe::EvalReport r = ev.report();
+  r.meta = {{"truth", "a \"quoted\" path"}};
+  const std::string csv = fe::to_csv(r);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 7);
+  EXPECT_EQ(csv.rfind("name,members,n_points,rmse", 0), 0u);
+  EXPECT_NE(csv.find("model,1,4,0,0,0,0,0,0,,\n"), std::string::npos) << csv;
+  const std::string json = fe::to_json(r);
+  EXPECT_NE(json.find("\"std_ratio\": null"), std::string::npos);
+  EXPECT_NE(json.find("\"a \\\"quoted\\\" path\""), std::string::npos);
+  EXPECT_EQ(json.find("nan"), std::string::npos);
+  EXPECT_NE(fe::format_table(r).find("bicubic_cons"), std::string::npos);
+}

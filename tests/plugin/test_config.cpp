@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Config parsing: good files, every class of bad input, and defaults == configs/reference.yaml.
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "coupling/error.hpp"
+#include "plugin/config.hpp"
+
+namespace fp = finecast::plugin;
+
+namespace {
+
+const char* kMinimal = "fields: [ts]\ngrid:\n  file: grid.nc\n";
+
+/// The message of the ConfigError that parsing `text` throws ("" when it parses).
+std::string error_of(const std::string& text, const std::vector<std::string>& overrides = {}) {
+  try {
+    fp::parse_config(text, "configs/x.yaml", overrides);
+  } catch (const finecast::ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(Config, MinimalConfigGetsEveryDefault) {
+  const fp::Config c = fp::parse_config(kMinimal, "m.yaml");
+  EXPECT_EQ(c.fields, std::vector<std::string>{"ts"});
+  EXPECT_EQ(c.grid.file, "grid.nc");
+  EXPECT_EQ(c.train.batch_size, 16);
+  EXPECT_EQ(c.buffer.capacity, 48);
+  EXPECT_EQ(c.model.diffusion_steps, 50);
+  EXPECT_TRUE(c.train.async);
+  EXPECT_EQ(c.coupling.entry_point, "EP_ATM_WRITE_OUTPUT_BEFORE");
+}
+
+TEST(Config, ValuesAreReadWithTheirTypes) {
+  const fp::Config c = fp::parse_config(
+      "fields: [ts, ps]\ndevice: cuda:1\nseed: 7\ngrid: {type: latlon, file: f.nc, block: 8}\n"
+      "train: {lr: 2.5e-4, async: false, batch_size: 256}\nmodel: {arch: unet}\n",
+      "t.yaml");
+  EXPECT_EQ(c.fields, (std::vector<std::string>{"ts", "ps"}));
+  EXPECT_EQ(c.device, "cuda:1");
+  EXPECT_EQ(c.seed, 7u);
+  EXPECT_EQ(c.grid.block, 8);
+  EXPECT_DOUBLE_EQ(c.train.lr, 2.5e-4);
+  EXPECT_FALSE(c.train.async);
+  EXPECT_EQ(c.train.batch_size, 256);
+  EXPECT_EQ(c.model.arch, "unet");
+}
+
+TEST(Config, WrongTypeNamesFileLineKeyAndValue) {
+  EXPECT_EQ(error_of(std::string(kMinimal) + "train:\n  batch_size: sixteen\n"),
+            "configs/x.yaml:5: train.batch_size must be a positive integer, got \"sixteen\"");
+  EXPECT_EQ(error_of(std::string(kMinimal) + "train:\n  async: maybe\n"),
+            "configs/x.yaml:5: train.async must be true or false, got \"maybe\"");
+  EXPECT_EQ(error_of(std::string(kMinimal) + "train:\n  lr: [1, 2]\n"),
+            "configs/x.yaml:5: train.lr must be a number in (0, 10], got a list");
+}
+
+TEST(Config, OutOfRangeValues) {
+  EXPECT_EQ(error_of(std::string(kMinimal) + "train:\n  batch_size: 0\n"),
+            "configs/x.yaml:5: train.batch_size must be a positive integer, got 0");
+  EXPECT_EQ(error_of(std::string(kMinimal) + "train:\n  ema_decay: 1.5\n"),
+            "configs/x.yaml:5: train.ema_decay must be a number in [0, 1], got 1.5");
+  EXPECT_EQ(error_of(std::string(kMinimal) + "model:\n  schedule: quadratic\n"),
+            "configs/x.yaml:5: model.schedule must be one of linear, cosine, got \"quadratic\"");
+  EXPECT_NE(error_of(std::string(kMinimal) + "device: cuda:N\n").find("device must be one of"), std::string::npos);
+  EXPECT_EQ(error_of(std::string(kMinimal) + "device: cuda:3\n"), "");
+  EXPECT_NE(error_of(std::string(kMinimal) + "device: gpu\n").find("configs/x.yaml:4: device must be one of auto"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string(kMinimal) + "coupling:\n  entry_point: EP_NOPE\n").find("coupling.entry_point"),
+            std::string::npos);
+}
+
+TEST(Config, UnknownKeysListTheAllowedOnes) {
+  const std::string e = error_of(std::string(kMinimal) + "train:\n  batchsize: 3\n");
+  EXPECT_EQ(e.rfind("configs/x.yaml:5: unknown key train.batchsize (allowed in train: async, every,", 0), 0u) << e;
+  EXPECT_NE(e.find("batch_size"), std::string::npos);
+  EXPECT_EQ(error_of(std::string(kMinimal) + "trian: {}\n").rfind("configs/x.yaml:4: unknown key trian (allowed: ", 0), 0u);
+}
+
+TEST(Config, MissingRequiredKeys) {
+  EXPECT_EQ(error_of("grid: {file: g.nc}\n").rfind("configs/x.yaml: missing required key fields", 0), 0u);
+  EXPECT_EQ(error_of("fields: [ts]\n").rfind("configs/x.yaml: missing required key grid.file", 0), 0u);
+  EXPECT_EQ(error_of("fields: []\ngrid: {file: g.nc}\n"),
+            "configs/x.yaml:1: fields must be a non-empty list of variable names, got a list");
+}
+
+TEST(Config, InvalidYamlAndCombinations) {
+  EXPECT_EQ(error_of("fields: [ts\n").rfind("configs/x.yaml:", 0), 0u);
+  EXPECT_NE(error_of("- a\n- b\n").find("must be a mapping"), std::string::npos);
+  EXPECT_NE(error_of(std::string(kMinimal) + "train: {min_steps: 60}\n").find("must not exceed buffer.capacity"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string(kMinimal) + "model: {arch: unet}\n").find("grid.type: latlon"), std::string::npos);
+}
+
+TEST(Config, OverridesApplyAndAreNamedInErrors) {
+  const fp::Config c = fp::parse_config(kMinimal, "m.yaml", {"train.epochs=3", "device=cpu", "checkpoint.resume=ck"});
+  EXPECT_EQ(c.train.epochs, 3);
+  EXPECT_EQ(c.device, "cpu");
+  EXPECT_EQ(c.checkpoint.resume, "ck");
+  EXPECT_EQ(error_of(kMinimal, {"train.epochs=many"}), "--set train.epochs: train.epochs must be a positive integer, got \"many\"");
+  EXPECT_NE(error_of(kMinimal, {"novalue"}).find("expected key.path=value"), std::string::npos);
+}
+
+TEST(Config, MissingFileIsNamed) {
+  try {
+    fp::load_config("/nonexistent/run.yaml");
+    FAIL() << "expected ConfigError";
+  } catch (const finecast::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/run.yaml"), std::string::npos);
+  }
+}
+
+TEST(Config, ResolvedDumpRoundTrips) {
+  const fp::Config c = fp::parse_config(std::string(kMinimal) + "train: {lr: 3.0e-4}\nsample: {members: 4}\n", "m.yaml");
+  const fp::Config again = fp::parse_config(fp::to_yaml(c), "dump.yaml");
+  EXPECT_EQ(fp::to_yaml(again), fp::to_yaml(c));
+  EXPECT_DOUBLE_EQ(again.train.lr, 3.0e-4);
+  EXPECT_EQ(again.sample.members, 4);
+}
+
+// configs/reference.yaml documents every key with its default: it must parse, list exactly the
+// schema's keys, and its values must equal the parser's defaults (required keys are examples).
+TEST(Config, ReferenceYamlAgreesWithTheDefaults) {
+  const std::string path = std::string(FINECAST_SOURCE_DIR) + "/configs/reference.yaml";
+  const fp::Config ref = fp::load_config(path);
+
+  std::set<std::string> listed;
+  const YAML::Node root = YAML::LoadFile(path);
+  for (const auto& kv : root) {
+    const std::string k = kv.first.as<std::string>();
+    if (kv.second.IsMap()) {
+      for (const auto& sub : kv.second) listed.insert(k + "." + sub.first.as<std::string>());
+    } else {
+      listed.insert(k);
+    }
+  }
+  const auto keys = fp::config_keys();
+  EXPECT_EQ(listed, std::set<std::string>(keys.begin(), keys.end()));
+
+  fp::Config defaults;
+  defaults.source = ref.source;
+  defaults.fields = ref.fields;
+  defaults.grid.file = ref.grid.file;
+  for (const auto& k : fp::required_config_keys()) EXPECT_TRUE(k == "fields" || k == "grid.file") << k;
+  EXPECT_EQ(fp::to_yaml(ref), fp::to_yaml(defaults));
+}
+
+TEST(Config, EntryPointIdsFollowComIn) {
+  EXPECT_EQ(fp::entry_point_id("EP_SECONDARY_CONSTRUCTOR"), 1);
+  EXPECT_EQ(fp::entry_point_id("EP_ATM_WRITE_OUTPUT_BEFORE"), 17);
+  EXPECT_EQ(fp::entry_point_id("EP_DESTRUCTOR"), 42);
+  EXPECT_EQ(fp::entry_point_id("EP_NOPE"), -1);
+}

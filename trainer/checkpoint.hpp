@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Checkpoint files and directories: the error type, the format version, keep-last-K and fallback.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace finecast::trainer {
+
+class Downscaler;
+
+/// A checkpoint cannot be written, read, or does not fit the model it is loaded into.
+/// what() names the file and, where it applies, the tensor or option that differs.
+class CheckpointError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Version of the HDF5 layout written by this build; files with another version are refused.
+inline constexpr int kCheckpointFormatVersion = 1;
+/// Value of the root attribute `format`, so that an unrelated HDF5 file is recognised as such.
+inline constexpr const char* kCheckpointFormatName = "finecast-downscaler-checkpoint";
+
+/// Reads every dataset of a checkpoint (checksums included) without building a model;
+/// throws CheckpointError naming the first problem. Cheap enough for directory scans.
+void verify_checkpoint(const std::string& path);
+
+/// The user metadata (string attributes of /metadata) of a checkpoint.
+std::map<std::string, std::string> read_checkpoint_metadata(const std::string& path);
+
+/// Path of the checkpoint for `step` in `dir`: "<dir>/ckpt_<step, 8 digits>.h5".
+std::string checkpoint_path_for_step(const std::string& dir, long long step);
+
+/// Saves `model` as the checkpoint for its current step in `dir` (created if missing), then
+/// deletes all but the newest `keep` checkpoints of that directory. Returns the path written.
+std::string save_checkpoint_in_dir(const Downscaler& model, const std::string& dir, int keep,
+                                   const std::map<std::string, std::string>& metadata = {});
+
+/// The newest checkpoint in `dir` that passes verify_checkpoint, skipping corrupt or truncated
+/// ones (each skip is reported through `on_skip` when given); nullopt when there is none.
+std::optional<std::string> newest_valid_checkpoint(
+    const std::string& dir, const std::function<void(const std::string&)>& on_skip = {});
+
+}  // namespace finecast::trainer

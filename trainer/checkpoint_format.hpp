@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The checkpoint layout shared by writer, loader and verifier (internal, torch-free).
+#pragma once
+
+#include <string>
+
+#include "trainer/downscaler.hpp"
+#include "trainer/h5.hpp"
+
+namespace finecast::trainer::format {
+
+// Layout: root attributes format, format_version, step, ...; groups
+//   /options (ModelOptions as attributes), /train_options (TrainOptions as attributes),
+//   /model/<tensor>, /ema/<tensor>, /optimizer/exp_avg/<tensor>, /optimizer/exp_avg_sq/<tensor>,
+//   /normalisation/{context_count, context_sum, context_sumsq, residual_count, residual_sumsq},
+//   /rng/state (uint8 generator state), /metadata (user string attributes).
+
+/// Throws CheckpointError unless `f` is a finecast checkpoint of kCheckpointFormatVersion.
+void check_header(const h5::File& f);
+void write_model_options(h5::File& f, const ModelOptions& o);
+ModelOptions read_model_options(const h5::File& f);
+void write_train_options(h5::File& f, const TrainOptions& o);
+TrainOptions read_train_options(const h5::File& f);
+/// "" when equal, else one "key: file has X, this model has Y" per difference, joined by "; ".
+std::string describe_differences(const ModelOptions& file, const ModelOptions& model);
+
+}  // namespace finecast::trainer::format

@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Noise and learning-rate schedules, the conservative projection, DDPM and DDIM samplers.
+#include "trainer/diffusion.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace finecast::trainer::diffusion {
+
+std::vector<double> linear_betas(int64_t steps) {
+  const double scale = 1000.0 / static_cast<double>(steps);
+  const double b0 = scale * 1e-4, b1 = std::min(scale * 0.02, 0.999);
+  std::vector<double> beta(static_cast<size_t>(steps));
+  for (int64_t i = 0; i < steps; ++i) beta[i] = b0 + (b1 - b0) * static_cast<double>(i) / static_cast<double>(steps - 1);
+  return beta;
+}
+
+std::vector<double> cosine_alpha_bar(int64_t steps) {
+  const double s = 0.008;
+  auto f = [&](double u) {
+    const double c = std::cos((u / static_cast<double>(steps) + s) / (1.0 + s) * M_PI / 2.0);
+    return c * c;
+  };
+  std::vector<double> ab(static_cast<size_t>(steps));
+  double prev = 1.0;
+  for (int64_t i = 0; i < steps; ++i) {
+    double beta = 1.0 - f(static_cast<double>(i + 1)) / f(static_cast<double>(i));
+    beta = std::min(beta, 0.999);
+    prev *= 1.0 - beta;
+    ab[i] = prev;
+  }
+  return ab;
+}
+
+Schedule make_schedule(const std::string& kind, int64_t steps, const torch::Device& device) {
+  if (steps < 2) throw std::invalid_argument("model.diffusion_steps: must be >= 2");
+  Schedule s;
+  s.steps = steps;
+  const auto n = static_cast<size_t>(steps);
+  if (kind == "linear") {
+    s.beta = linear_betas(steps);
+    s.alpha_bar.resize(n);
+    double p = 1.0;
+    for (size_t i = 0; i < n; ++i) s.alpha_bar[i] = p *= 1.0 - s.beta[i];
+  } else if (kind == "cosine") {
+    s.alpha_bar = cosine_alpha_bar(steps);
+    s.beta.resize(n);
+    for (size_t i = 0; i < n; ++i) s.beta[i] = 1.0 - s.alpha_bar[i] / (i == 0 ? 1.0 : s.alpha_bar[i - 1]);
+  } else {
+    throw std::invalid_argument("model.schedule: must be linear or cosine, got \"" + kind + "\"");
+  }
+  s.post_c0.resize(n);
+  s.post_ct.resize(n);
+  s.post_var.resize(n);
+  std::vector<float> a(n), b(n);
+  for (size_t i = 0; i < n; ++i) {
+    const double ab = s.alpha_bar[i], ab_prev = i == 0 ? 1.0 : s.alpha_bar[i - 1];
+    s.post_c0[i] = s.beta[i] * std::sqrt(ab_prev) / (1.0 - ab);
+    s.post_ct[i] = (1.0 - ab_prev) * std::sqrt(1.0 - s.beta[i]) / (1.0 - ab);
+    s.post_var[i] = s.beta[i] * (1.0 - ab_prev) / (1.0 - ab);
+    a[i] = static_cast<float>(std::sqrt(ab));
+    b[i] = static_cast<float>(std::sqrt(1.0 - ab));
+  }
+  s.sqrt_ab = torch::tensor(a).to(device);
+  s.sqrt_1mab = torch::tensor(b).to(device);
+  return s;
+}
+
+double learning_rate(const TrainOptions& o, int64_t step) {
+  if (o.warmup_steps > 0 && step < o.warmup_steps)
+    return o.lr * static_cast<double>(step + 1) / static_cast<double>(o.warmup_steps);
+  const int64_t d = step - std::max<int64_t>(o.warmup_steps, 0);
+  if (o.decay_steps <= 0 || d >= o.decay_steps) return o.lr * o.min_lr_ratio;
+  const double progress = static_cast<double>(d) / static_cast<double>(o.decay_steps);
+  const double cosine = 0.5 * (1.0 + std::cos(M_PI * progress));
+  return o.lr * (o.min_lr_ratio + (1.0 - o.min_lr_ratio) * cosine);
+}
+
+torch::Tensor remove_mean(const torch::Tensor& x, const torch::Tensor& w) {
+  if (!w.defined()) return x - x.mean(1, true);
+  return x - (x * w).sum(1, true);
+}
+
+std::vector<int64_t> ddim_timesteps(int64_t T, int64_t n) {
+  n = std::clamp<int64_t>(n, 1, T);
+  std::vector<int64_t> ts;
+  if (n == 1) return {T - 1};
+  for (int64_t i = n - 1; i >= 0; --i)
+    ts.push_back(static_cast<int64_t>(std::llround(static_cast<double>(i) * static_cast<double>(T - 1) / static_cast<double>(n - 1))));
+  ts.erase(std::unique(ts.begin(), ts.end()), ts.end());
+  return ts;
+}
+
+namespace {
+
+/// (x0, eps) estimates from the network output at step t.
+std::pair<torch::Tensor, torch::Tensor> estimates(const SamplerSetup& s, const torch::Tensor& x, const torch::Tensor& out,
+                                                  int64_t t) {
+  const double a = std::sqrt(s.schedule->alpha_bar[t]), b = std::sqrt(1.0 - s.schedule->alpha_bar[t]);
+  torch::Tensor x0, eps;
+  if (s.v_objective) {
+    x0 = a * x - b * out;
+    eps = b * x + a * out;
+  } else {
+    x0 = (x - b * out) / a;
+    eps = out;
+  }
+  if (s.x0_clip > 0) {
+    // A clipped x0 must give back the eps that is consistent with it, or DDIM drifts.
+    auto clipped = x0.clamp(-s.x0_clip, s.x0_clip);
+    if (s.conservative) clipped = remove_mean(clipped, s.weights);
+    eps = (x - a * clipped) / b;
+    x0 = clipped;
+  } else if (s.conservative) {
+    x0 = remove_mean(x0, s.weights);
+  }
+  return {x0, eps};
+}
+
+}  // namespace
+
+torch::Tensor ddpm_sample(const SamplerSetup& s, const NetFn& net, torch::Tensor x, at::Generator& gen) {
+  const Schedule& sc = *s.schedule;
+  for (int64_t t = sc.steps - 1; t >= 0; --t) {
+    auto x0 = estimates(s, x, net(x, t), t).first;
+    auto mean = sc.post_c0[t] * x0 + sc.post_ct[t] * x;
+    if (t > 0) {
+      auto z = torch::randn(x.sizes(), gen, torch::TensorOptions().dtype(torch::kFloat32)).to(x.device());
+      if (s.conservative) z = remove_mean(z, s.weights);
+      mean.add_(z, std::sqrt(sc.post_var[t]));
+    }
+    x = mean;
+  }
+  return x;
+}
+
+torch::Tensor ddim_sample(const SamplerSetup& s, const NetFn& net, torch::Tensor x, int64_t steps) {
+  const Schedule& sc = *s.schedule;
+  const auto ts = ddim_timesteps(sc.steps, steps);
+  for (size_t i = 0; i < ts.size(); ++i) {
+    const int64_t t = ts[i];
+    auto [x0, eps] = estimates(s, x, net(x, t), t);
+    if (i + 1 == ts.size()) return x0;
+    const double ab_prev = sc.alpha_bar[ts[i + 1]];
+    x = std::sqrt(ab_prev) * x0 + std::sqrt(1.0 - ab_prev) * eps;
+  }
+  return x;
+}
+
+}  // namespace finecast::trainer::diffusion

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Noise schedules, the learning-rate schedule, conservative projection and the samplers (internal).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "trainer/downscaler.hpp"
+
+namespace finecast::trainer::diffusion {
+
+/// A discrete noise schedule of T steps, t = 0..T-1 (t = 0 is the least noisy).
+struct Schedule {
+  int64_t steps = 0;
+  std::vector<double> beta, alpha_bar;
+  /// DDPM posterior q(x_{t-1} | x_t, x_0) = N(c0[t] x_0 + ct[t] x_t, var[t]).
+  std::vector<double> post_c0, post_ct, post_var;
+  torch::Tensor sqrt_ab, sqrt_1mab;  ///< float32 [T] on the training device, for batched noising
+};
+
+/// beta_t linear from 1e-4 to 0.02, both scaled by 1000/T so that short schedules still end
+/// near pure noise (Nichol & Dhariwal 2021).
+std::vector<double> linear_betas(int64_t steps);
+/// alpha_bar_t = f(t+1)/f(0), f(u) = cos((u/T + s)/(1 + s) * pi/2)^2, s = 0.008, with each
+/// beta clipped to 0.999 (Nichol & Dhariwal 2021).
+std::vector<double> cosine_alpha_bar(int64_t steps);
+/// Builds a schedule ("linear" | "cosine").
+Schedule make_schedule(const std::string& kind, int64_t steps, const torch::Device& device);
+
+/// Learning rate at optimizer step `step` (0-based): linear warm-up to lr, then cosine decay to
+/// lr * min_lr_ratio over decay_steps, constant after.
+double learning_rate(const TrainOptions& o, int64_t step);
+
+/// x minus its weighted row mean (w [B,P] rows summing to 1, or undefined = uniform).
+torch::Tensor remove_mean(const torch::Tensor& x, const torch::Tensor& w);
+
+/// Descending DDIM time steps: `n` steps spread evenly over 0..T-1, always including T-1 and 0.
+std::vector<int64_t> ddim_timesteps(int64_t T, int64_t n);
+
+/// The network as the samplers see it: (x_t [B,P], t) -> raw output (eps or v).
+using NetFn = std::function<torch::Tensor(const torch::Tensor& x_t, int64_t t)>;
+
+/// What the samplers need besides the network.
+struct SamplerSetup {
+  const Schedule* schedule = nullptr;
+  bool v_objective = false;
+  bool conservative = false;
+  torch::Tensor weights;  ///< [B,P] or undefined (uniform); used when conservative
+  double x0_clip = 20.0;  ///< bound on the x0 estimate in normalised units (stability at t ~ T)
+};
+
+/// DDPM ancestral sampling from x_T (noise) through all T steps; returns x_0.
+torch::Tensor ddpm_sample(const SamplerSetup& s, const NetFn& net, torch::Tensor x, at::Generator& gen);
+/// Deterministic DDIM (eta = 0) over ddim_timesteps(T, steps); returns x_0.
+torch::Tensor ddim_sample(const SamplerSetup& s, const NetFn& net, torch::Tensor x, int64_t steps);
+
+}  // namespace finecast::trainer::diffusion

@@ -49,23 +49,35 @@ def plot_spectra(rep, path):
     k = np.asarray(ts["wavenumber"], dtype=float)
     sel = k > 0  # the residual has no mean, and log axes cannot show k = 0
 
-    def draw(spec, **kw):
-        e = np.asarray([np.nan if v is None else v for v in spec["energy"]], dtype=float)
-        ok = sel & (e > 0)
-        ax.loglog(k[ok], e[ok], **kw)
+    te = np.asarray([0.0 if v is None else v for v in ts["energy"]], dtype=float)
+    # Piecewise-constant baselines have no residual at all; their round-off (1e-27) would only
+    # stretch the axis, so energies far below the truth's are treated as zero and not drawn.
+    floor = 1e-12 * max(te.max(), 1e-300)
 
-    draw(ts, color="black", lw=2.5, label="truth")
+    def draw(spec, label, **kw):
+        e = np.asarray([np.nan if v is None else v for v in spec["energy"]], dtype=float)
+        ok = sel & (e > floor)
+        if not ok.any():
+            ax.plot([], [], label=label + " (no residual)", **kw)
+            return
+        ax.loglog(k[ok], e[ok], label=label, **kw)
+
+    draw(ts, "truth", color="black", lw=2.5)
     styles = {"nearest": "tab:gray", "bilinear": "tab:blue", "bicubic": "tab:green"}
     for row in rep["predictions"]:
         name = row["name"]
         if name == "model":
-            draw(row["spectrum"], color="tab:red", lw=2, label="model (%d members)" % row["members"])
+            draw(row["spectrum"], "model (%d members)" % row["members"], color="tab:red", lw=2)
             continue
         base = name.replace("_cons", "")
-        draw(row["spectrum"], color=styles.get(base, "tab:purple"),
-             ls="--" if name.endswith("_cons") else "-", lw=1.2, label=name)
+        draw(row["spectrum"], name, color=styles.get(base, "tab:purple"),
+             ls="--" if name.endswith("_cons") else "-", lw=1.2)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
     ax.axvline(0.25, color="0.6", lw=0.8, ls=":")
     ax.text(0.25, ax.get_ylim()[0], " upper half", color="0.4", va="bottom", fontsize=8)
+    ax.axvline(0.5, color="0.6", lw=0.8, ls="-.")
+    ax.text(0.5, ax.get_ylim()[0], " Nyquist", color="0.4", va="bottom", fontsize=8)
     g = rep["grid"]
     ax.set_xlabel("wavenumber (cycles per grid spacing)")
     ax.set_ylabel("residual energy per radial bin")

@@ -11,9 +11,9 @@ namespace finecast::coupling::eval {
 
 const std::vector<Baseline>& all_baselines() {
   static const std::vector<Baseline> list = {
-      {"nearest", Interp::kNearest, false},        {"bilinear", Interp::kBilinear, false},
-      {"bicubic", Interp::kBicubic, false},        {"nearest_cons", Interp::kNearest, true},
-      {"bilinear_cons", Interp::kBilinear, true},  {"bicubic_cons", Interp::kBicubic, true},
+      {"nearest", Interp::kNearest, false},       {"bilinear", Interp::kBilinear, false},
+      {"bicubic", Interp::kBicubic, false},       {"nearest_cons", Interp::kNearest, true},
+      {"bilinear_cons", Interp::kBilinear, true}, {"bicubic_cons", Interp::kBicubic, true},
   };
   return list;
 }

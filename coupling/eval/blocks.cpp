@@ -45,8 +45,7 @@ namespace {
 template <class Fn>
 void for_block(const BlockLayout& L, int by, int bx, Fn&& fn) {
   for (int i = by * L.k; i < (by + 1) * L.k; ++i)
-    for (int j = bx * L.k; j < (bx + 1) * L.k; ++j)
-      fn(static_cast<std::size_t>(i) * L.nx + j);
+    for (int j = bx * L.k; j < (bx + 1) * L.k; ++j) fn(static_cast<std::size_t>(i) * L.nx + j);
 }
 
 }  // namespace

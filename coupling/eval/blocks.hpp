@@ -9,9 +9,9 @@ namespace finecast::coupling::eval {
 
 /// k x k blocks tiling a row-major ny x nx field (ny and nx multiples of k) with area weights.
 struct BlockLayout {
-  int ny = 0;  ///< rows (latitudes)
-  int nx = 0;  ///< columns (longitudes)
-  int k = 0;   ///< block edge in fine cells
+  int ny = 0;                  ///< rows (latitudes)
+  int nx = 0;                  ///< columns (longitudes)
+  int k = 0;                   ///< block edge in fine cells
   std::vector<double> weight;  ///< ny*nx positive area weights (any scale); empty = uniform
   bool periodic_x = false;     ///< columns close a longitude circle (interpolation wraps)
 

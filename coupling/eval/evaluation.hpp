@@ -22,9 +22,9 @@ struct EvalRow {
 struct EvalReport {
   int ny = 0, nx = 0, k = 0;
   int n_times = 0;
-  int64_t blocks_total = 0;  ///< blocks per time step
-  int64_t blocks_valid = 0;  ///< blocks scored, summed over time steps
-  std::vector<EvalRow> rows;  ///< "model" first, then all_baselines() in order
+  int64_t blocks_total = 0;       ///< blocks per time step
+  int64_t blocks_valid = 0;       ///< blocks scored, summed over time steps
+  std::vector<EvalRow> rows;      ///< "model" first, then all_baselines() in order
   RadialSpectrum truth_spectrum;  ///< mean over time steps
   /// Free-form context written into the JSON header (files, variable, region, ...).
   std::vector<std::pair<std::string, std::string>> meta;

@@ -21,16 +21,16 @@ double crps_ensemble_fair(const double* x, int m, double y);
 /// Final scores of one prediction. Means are area-weighted over the scored fine cells.
 struct Scores {
   int members = 0;
-  int64_t n_points = 0;       ///< fine cells scored (summed over time steps)
-  double rmse = 0.0;          ///< of the ensemble mean
-  double bias = 0.0;          ///< ensemble mean minus truth
-  double mae = 0.0;           ///< of the ensemble mean
-  double crps = 0.0;          ///< crps_ensemble (= MAE for one member)
-  double crps_fair = 0.0;     ///< crps_ensemble_fair
-  double spread = 0.0;        ///< sqrt of the mean unbiased ensemble variance; 0 for one member
-  double std_ratio = 0.0;     ///< mean per-block std of the members over that of the truth
+  int64_t n_points = 0;    ///< fine cells scored (summed over time steps)
+  double rmse = 0.0;       ///< of the ensemble mean
+  double bias = 0.0;       ///< ensemble mean minus truth
+  double mae = 0.0;        ///< of the ensemble mean
+  double crps = 0.0;       ///< crps_ensemble (= MAE for one member)
+  double crps_fair = 0.0;  ///< crps_ensemble_fair
+  double spread = 0.0;     ///< sqrt of the mean unbiased ensemble variance; 0 for one member
+  double std_ratio = 0.0;  ///< mean per-block std of the members over that of the truth
   double upper_energy_ratio = 0.0;  ///< residual energy above 0.25 cycles/spacing, pred / truth
-  RadialSpectrum spectrum;    ///< residual spectrum, mean over members and time steps
+  RadialSpectrum spectrum;          ///< residual spectrum, mean over members and time steps
 };
 
 /// Running sums for one prediction. Only blocks flagged valid (truth finite everywhere in the
@@ -38,8 +38,8 @@ struct Scores {
 class ScoreAccumulator {
  public:
   /// Adds one time step: truth and the members, each layout.size() values in layout order.
-  void add(const BlockLayout& layout, const double* truth, const std::vector<const double*>& members,
-           const std::vector<char>& block_valid);
+  void add(const BlockLayout& layout, const double* truth,
+           const std::vector<const double*>& members, const std::vector<char>& block_valid);
   /// Final scores; truth_spectrum is the truth's residual spectrum summed over the same steps.
   Scores result(const RadialSpectrum& truth_spectrum) const;
   int steps() const { return steps_; }

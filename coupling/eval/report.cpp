@@ -26,10 +26,18 @@ std::string quote(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char buf[8];
@@ -69,8 +77,8 @@ const char* kCsvHeader =
 std::string format_table(const EvalReport& r) {
   std::ostringstream os;
   char line[256];
-  std::snprintf(line, sizeof line, "%-15s %4s %11s %11s %11s %11s %9s %9s\n", "prediction",
-                "mem", "rmse", "bias", "crps", "crps_fair", "std_ratio", "hf_ratio");
+  std::snprintf(line, sizeof line, "%-15s %4s %11s %11s %11s %11s %9s %9s\n", "prediction", "mem",
+                "rmse", "bias", "crps", "crps_fair", "std_ratio", "hf_ratio");
   os << line;
   for (const EvalRow& row : r.rows) {
     const Scores& s = row.scores;
@@ -114,9 +122,9 @@ std::string to_csv(const EvalReport& r) {
     const Scores& s = row.scores;
     // CSV readers take an empty field as missing, which is what an undefined metric is.
     auto c = [](double v) { return std::isfinite(v) ? num(v) : std::string(); };
-    os << row.name << "," << s.members << "," << s.n_points << "," << c(s.rmse) << ","
-       << c(s.bias) << "," << c(s.mae) << "," << c(s.crps) << "," << c(s.crps_fair) << ","
-       << c(s.spread) << "," << c(s.std_ratio) << "," << c(s.upper_energy_ratio) << "\n";
+    os << row.name << "," << s.members << "," << s.n_points << "," << c(s.rmse) << "," << c(s.bias)
+       << "," << c(s.mae) << "," << c(s.crps) << "," << c(s.crps_fair) << "," << c(s.spread) << ","
+       << c(s.std_ratio) << "," << c(s.upper_energy_ratio) << "\n";
   }
   return os.str();
 }

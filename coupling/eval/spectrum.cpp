@@ -20,38 +20,58 @@ int smallest_factor(int n) {
   return n;
 }
 
-/// out[k] = DFT of in[0], in[stride], ..., in[(n-1) stride]. Decimation in time on the smallest
-/// prime factor p: p sub-transforms of length n/p, combined at O(n p) cost. Fields here are at
-/// most a few thousand points along an axis, so the O(n^2) prime leaves stay cheap.
-void dft_rec(const cd* in, std::size_t stride, int n, cd* out) {
+/// exp(-2 pi i j / N) for j < N: one table serves every sub-length m dividing N, since
+/// W_m^e = W_N^(e N / m). Cached per thread for the last N (rows, then columns, repeat N).
+const std::vector<cd>& roots(int N) {
+  thread_local std::vector<cd> table;
+  if (static_cast<int>(table.size()) != N) {
+    table.resize(static_cast<std::size_t>(N));
+    for (int j = 0; j < N; ++j) {
+      const double ang = -2.0 * M_PI * j / N;
+      table[j] = cd(std::cos(ang), std::sin(ang));
+    }
+  }
+  return table;
+}
+
+/// out[k] = DFT of in[0], in[stride], ..., in[(n-1) stride] (out must not alias in).
+/// Decimation in time on the smallest prime factor p: the p sub-transforms of length n/p land
+/// in out[r m ...], then each group {k + q m} is combined in place at O(p) per output. Prime
+/// lengths fall back to a plain O(n^2) DFT, cheap at the few-hundred-point prime factors that
+/// real grid sizes have.
+void dft_rec(const cd* in, std::size_t stride, int n, cd* out, const cd* w, int N,
+             std::vector<cd>& tmp) {
   if (n == 1) {
     out[0] = in[0];
     return;
   }
+  const int step = N / n;  // W_n^e = w[(e mod n) * step]
   const int p = smallest_factor(n);
   if (p == n) {
     for (int k = 0; k < n; ++k) {
       cd s = 0.0;
+      int e = 0;  // j k mod n, kept reduced so the table index stays in range
       for (int j = 0; j < n; ++j) {
-        // (j*k) mod n keeps the angle small so long prime lengths stay accurate.
-        const double ang = -2.0 * M_PI * static_cast<double>((static_cast<int64_t>(j) * k) % n) / n;
-        s += in[j * stride] * cd(std::cos(ang), std::sin(ang));
+        s += in[j * stride] * w[static_cast<std::size_t>(e) * step];
+        e += k;
+        if (e >= n) e -= n;
       }
       out[k] = s;
     }
     return;
   }
   const int m = n / p;
-  std::vector<cd> sub(static_cast<std::size_t>(n));
-  for (int r = 0; r < p; ++r) dft_rec(in + r * stride, stride * p, m, sub.data() + r * m);
-  for (int k = 0; k < n; ++k) {
-    cd s = 0.0;
-    const int km = k % m;
-    for (int r = 0; r < p; ++r) {
-      const double ang = -2.0 * M_PI * static_cast<double>((static_cast<int64_t>(r) * k) % n) / n;
-      s += sub[r * m + km] * cd(std::cos(ang), std::sin(ang));
+  for (int r = 0; r < p; ++r) dft_rec(in + r * stride, stride * p, m, out + r * m, w, N, tmp);
+  tmp.resize(static_cast<std::size_t>(p));
+  for (int k = 0; k < m; ++k) {
+    for (int r = 0; r < p; ++r) tmp[r] = out[r * m + k];
+    for (int q = 0; q < p; ++q) {
+      const int kk = k + q * m;
+      cd s = 0.0;
+      for (int r = 0; r < p; ++r)
+        s += tmp[r] * w[static_cast<std::size_t>((static_cast<int64_t>(r) * kk) % n) * step];
+      out[kk] = s;
     }
-    out[k] = s;
   }
 }
 
@@ -59,8 +79,9 @@ void dft_rec(const cd* in, std::size_t stride, int n, cd* out) {
 
 void fft(std::vector<cd>& a) {
   if (a.empty()) return;
-  std::vector<cd> out(a.size());
-  dft_rec(a.data(), 1, static_cast<int>(a.size()), out.data());
+  const int n = static_cast<int>(a.size());
+  std::vector<cd> out(a.size()), tmp;
+  dft_rec(a.data(), 1, n, out.data(), roots(n).data(), n, tmp);
   a.swap(out);
 }
 

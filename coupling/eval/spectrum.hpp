@@ -20,10 +20,10 @@ void fft2(std::vector<std::complex<double>>& a, int ny, int nx);
 /// round(n f); bin b is centred on b / n. Every mode falls in a bin (the corners beyond the
 /// Nyquist circle included), so the energies sum to the mean square of the field (Parseval).
 struct RadialSpectrum {
-  int n = 0;                        ///< min(ny, nx): the bin width is 1/n cycles per spacing
-  std::vector<double> wavenumber;   ///< bin centres, cycles per grid spacing
-  std::vector<double> energy;       ///< sum over the bin's modes of |X|^2 / (ny nx)^2
-  std::vector<int64_t> modes;       ///< number of modes in each bin
+  int n = 0;                       ///< min(ny, nx): the bin width is 1/n cycles per spacing
+  std::vector<double> wavenumber;  ///< bin centres, cycles per grid spacing
+  std::vector<double> energy;      ///< sum over the bin's modes of |X|^2 / (ny nx)^2
+  std::vector<int64_t> modes;      ///< number of modes in each bin
 };
 
 /// The radial spectrum of one ny x nx row-major field (NaNs must be replaced beforehand).

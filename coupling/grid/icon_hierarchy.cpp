@@ -125,7 +125,13 @@ PatchMap icon_patch_map(const IconGrid& g, int coarse_level) {
   std::vector<int32_t> dist(12 * nv), queue;
   queue.reserve(nv);
   for (int a = 0; a < 12; ++a) bfs(adj, deg, corners[a], &dist[a * nv], queue);
-  auto d = [&](int corner, int64_t v) { return dist[corner * nv + v]; };
+  // Vertex-major copy: the face tests below read all corners of one vertex together.
+  std::vector<int32_t> by_vertex(12 * nv);
+  for (int a = 0; a < 12; ++a)
+    for (int64_t v = 0; v < nv; ++v) by_vertex[v * 12 + a] = dist[a * nv + v];
+  dist.clear();
+  dist.shrink_to_fit();
+  auto d = [&](int corner, int64_t v) { return by_vertex[v * 12 + corner]; };
 
   // ---- icosahedron edges (corner pairs at the smallest hop distance) and faces ----
   int32_t edge_hops = std::numeric_limits<int32_t>::max();

@@ -42,6 +42,7 @@ Mesh bisect(const Mesh& in) {
   Mesh out;
   out.vertices = in.vertices;
   std::unordered_map<int64_t, int32_t> midpoint;
+  midpoint.reserve(2 * in.cells.size());  // 3/2 edges per cell
   const auto nv = static_cast<int64_t>(in.vertices.size());
   auto mid = [&](int32_t a, int32_t b) {
     const int64_t key = std::min(a, b) * nv + std::max(a, b);

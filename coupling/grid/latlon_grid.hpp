@@ -29,6 +29,10 @@ struct LatLonGrid {
 /// from midpoints. Throws IoError naming the file and variable and what was expected.
 LatLonGrid read_latlon_grid(const std::string& path, const std::string& var);
 
+/// The first variable of the file whose last two dimensions both have 1-D coordinate variables
+/// (a field on a lat-lon grid); throws IoError naming the file when there is none.
+std::string find_latlon_variable(const std::string& path);
+
 /// A grid built in memory (tests, synthetic benchmarks): regular spacing, bounds at midpoints.
 LatLonGrid make_latlon_grid(std::vector<double> lat, std::vector<double> lon);
 

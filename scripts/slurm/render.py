@@ -111,7 +111,12 @@ def parse_assignment(text, option):
 
 def apply_param(profile, key, raw):
     """--param a.b=V sets profile[a][b]; V is read as YAML so numbers stay numbers."""
-    value = yaml.safe_load(raw) if raw != "" else ""
+    try:
+        value = yaml.safe_load(raw) if raw != "" else ""
+    except yaml.YAMLError as e:
+        sys.stderr.write("launch: error: --param %s=%s: the value is not valid YAML (%s)\n"
+                         % (key, raw, str(e).splitlines()[0]))
+        sys.exit(2)
     parts = key.split(".")
     node = profile
     for part in parts[:-1]:
@@ -174,21 +179,21 @@ def validate(profile, problems, workdir):
     if program not in (None, "") and program not in PROGRAMS:
         problems.error("program must be one of %s, got %r" % (" | ".join(PROGRAMS), program))
 
-    nodes = positive_int(profile, "nodes", problems) if "nodes" in profile else None
+    if "nodes" in profile:
+        positive_int(profile, "nodes", problems)
     ntasks = positive_int(profile, "ntasks_per_node", problems) if "ntasks_per_node" in profile else None
     cpus = positive_int(profile, "cpus_per_task", problems) if "cpus_per_task" in profile else None
     cores = positive_int(profile, "cores_per_node", problems) if "cores_per_node" in profile else None
-    del nodes
-    if ntasks and cpus and cores and ntasks * cpus > cores:
+    if cpus and cores and cpus > cores:
+        problems.error("cpus_per_task = %d alone exceeds cores_per_node = %d of partition '%s'. "
+                       "Fix: --param cpus_per_task=%d" % (cpus, cores, profile.get("partition"), cores))
+    elif ntasks and cpus and cores and ntasks * cpus > cores:
         problems.error(
             "ntasks_per_node x cpus_per_task = %d x %d = %d cores, but a node of partition '%s' "
             "has cores_per_node = %d. Fix: lower ntasks_per_node to %d (--param ntasks_per_node=%d) "
             "or cpus_per_task to %d (--param cpus_per_task=%d), or add nodes."
             % (ntasks, cpus, ntasks * cpus, profile.get("partition"), cores,
-               max(cores // cpus, 1), max(cores // cpus, 1),
-               max(cores // ntasks, 1), max(cores // ntasks, 1)))
-        if cores // cpus == 0 or cores // ntasks == 0:
-            problems.error("cpus_per_task = %d alone exceeds cores_per_node = %d" % (cpus, cores))
+               cores // cpus, cores // cpus, max(cores // ntasks, 1), max(cores // ntasks, 1)))
 
     time = profile.get("time")
     if time not in (None, "") and not TIME_RE.match(str(time)):

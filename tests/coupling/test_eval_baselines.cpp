@@ -85,8 +85,7 @@ TEST(EvalBaselines, BicubicIsExactForQuadraticsSampledAtBlockCentres) {
   auto q = [](double i, double j) { return 0.02 * i * i - 0.05 * j * j + 0.1 * i * j + i; };
   std::vector<double> coarse(L.n_blocks());
   for (int by = 0; by < L.nby(); ++by)
-    for (int bx = 0; bx < L.nbx(); ++bx)
-      coarse[by * L.nbx() + bx] = q(by * k + 1.0, bx * k + 1.0);
+    for (int bx = 0; bx < L.nbx(); ++bx) coarse[by * L.nbx() + bx] = q(by * k + 1.0, bx * k + 1.0);
   const std::vector<double> f = fe::interpolate(L, coarse, fe::Interp::kBicubic);
   for (int i = k + 1; i <= L.ny - 2 - k; ++i)
     for (int j = k + 1; j <= L.nx - 2 - k; ++j) EXPECT_NEAR(f[i * L.nx + j], q(i, j), 1e-11);

@@ -32,8 +32,8 @@ std::vector<double> wave(int ny, int nx, int ky, int kx) {
   std::vector<double> f(static_cast<std::size_t>(ny) * nx);
   for (int i = 0; i < ny; ++i)
     for (int j = 0; j < nx; ++j)
-      f[static_cast<std::size_t>(i) * nx + j] =
-          std::cos(2 * M_PI * (static_cast<double>(ky) * i / ny + static_cast<double>(kx) * j / nx));
+      f[static_cast<std::size_t>(i) * nx + j] = std::cos(
+          2 * M_PI * (static_cast<double>(ky) * i / ny + static_cast<double>(kx) * j / nx));
   return f;
 }
 

@@ -51,3 +51,78 @@ finish() {
   fi
   echo "all checks passed"
 }
+
+# ---- for the tests that run the real finecast-host with the plugin ----
+
+HOST_EXE="$BIN/bin/finecast-host"
+PLUGIN_LIB="$BIN/lib/libfinecast_comin.so"
+
+# Exits 77 (ctest: skipped) with the reason when the programs are not built.
+require_finecast() {
+  local missing=()
+  [[ -x "$HOST_EXE" ]] || missing+=("$HOST_EXE")
+  [[ -f "$PLUGIN_LIB" ]] || missing+=("$PLUGIN_LIB")
+  command -v mpiexec >/dev/null 2>&1 || missing+=("mpiexec")
+  if ((${#missing[@]} > 0)); then
+    echo "SKIP: not built: ${missing[*]} (cmake --build $BIN --target finecast-host finecast_comin)"
+    exit 77
+  fi
+}
+
+# write_plugin_config FILE: a tiny, fast, deterministic plugin config (the coupling steps and
+# device come from --set on the command line). 80 patches per step, batch 256, synchronous
+# training so the number of optimizer steps is fixed.
+write_plugin_config() {
+  cat >"$1" <<YAML
+fields: [ts]
+device: cpu
+seed: 7
+grid:
+  type: icon
+  file: /usr/share/ncarg/data/nug/triangular_grid_ICON.nc
+  coarse_level: 0
+buffer:
+  capacity: 4
+model:
+  hidden: 32
+  depth: 1
+  time_embedding: 16
+  diffusion_steps: 10
+train:
+  async: false
+  every: 4
+  min_steps: 4
+  epochs: 1
+  batch_size: 256
+  warmup_steps: 1
+  threads: 1
+sample:
+  every: 0
+  members: 2
+  steps: 2
+  output: $WORK/out/finecast_output.nc
+checkpoint:
+  dir: $WORK/ckpt
+  every: 0
+  keep: 2
+  buffer: true
+YAML
+}
+
+# write_host_run_file FILE STEPS PLUGIN_CONFIG: the finecast-host run file. The one place in
+# these tests that knows the host's run-file keys (configs/demo_host.yaml is the reference).
+write_host_run_file() {
+  cat >"$1" <<YAML
+grid: /usr/share/ncarg/data/nug/triangular_grid_ICON.nc
+steps: $2
+plugins:
+  - name: finecast
+    library: $PLUGIN_LIB
+    options: $3
+YAML
+}
+
+# checkpoint_step FILE: the optimizer step stored in a checkpoint (root attribute "step").
+checkpoint_step() {
+  h5dump -a /step "$1" | sed -n 's/^ *(0): *\([0-9][0-9]*\).*/\1/p' | head -1
+}

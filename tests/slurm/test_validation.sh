@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Invalid profiles and arguments are rejected (exit 2, nothing rendered or submitted) with a
 # message that names the key and says how to fix it.
-# shellcheck source=tests/slurm/lib.sh
+# shellcheck disable=SC1091,SC2016  # lib.sh is found at run time; some $ are literal
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 touch run.yaml
@@ -70,6 +70,8 @@ assert_contains "$(cat stderr)" "4 x 32 = 128 cores" "two problems: the core cou
 
 # An invalid profile submits nothing.
 rejects "no submission" "cores_per_node = 128" --profile cpu --run run.yaml --param cpus_per_task=64
+rejects "one task too wide" "cpus_per_task = 256 alone exceeds cores_per_node = 128 of partition 'compute'. Fix: --param cpus_per_task=128" \
+  --profile cpu --run run.yaml --dry-run --param cpus_per_task=256
 [[ ! -e "$FAKE_SLURM_DIR/calls.log" ]] || fail "an invalid profile reached sbatch: $(cat "$FAKE_SLURM_DIR/calls.log")"
 
 finish

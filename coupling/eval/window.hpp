@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Where the scored rectangle lies: prediction grid inside the truth grid, and a lat-lon region.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace finecast::coupling::eval {
+
+/// A latitude-longitude box in degrees; longitudes are compared modulo 360, so lon0 > lon1
+/// means the box crosses the date line (or 0 degrees, for a 0..360 grid).
+struct Region {
+  double lat0 = 0, lat1 = 0, lon0 = 0, lon1 = 0;
+  bool contains_lat(double lat) const;
+  bool contains_lon(double lon) const;
+};
+
+/// Parses "lat0,lat1,lon0,lon1"; throws ConfigError quoting the text when it is not 4 numbers
+/// or lat0 > lat1.
+Region parse_region(const std::string& text);
+
+/// Index i such that full[i + j] matches sub[j] for every j within tol times the grid spacing
+/// of `sub` (a cropped grid); -1 when sub is not a contiguous piece of full. Single-value
+/// coordinates match within tol (absolute).
+int find_offset(const std::vector<double>& full, const std::vector<double>& sub, double tol = 1e-3);
+
+/// Whether regularly spaced longitudes (degrees) go once around the globe: n * spacing = 360.
+bool is_global_lon(const std::vector<double>& lon);
+
+/// The blocks [b0, b1) of size k along an axis (coord.size() / k whole blocks) whose cells all
+/// satisfy `inside`. Throws ConfigError naming `axis` when no block qualifies or the
+/// qualifying blocks are not contiguous.
+template <class Pred>
+std::pair<int, int> blocks_inside(const std::vector<double>& coord, int k, Pred inside,
+                                  const std::string& axis);
+
+/// Non-template core of blocks_inside: flags[b] = block b qualifies.
+std::pair<int, int> contiguous_run(const std::vector<char>& flags, const std::string& axis);
+
+template <class Pred>
+std::pair<int, int> blocks_inside(const std::vector<double>& coord, int k, Pred inside,
+                                  const std::string& axis) {
+  const int nb = static_cast<int>(coord.size()) / k;
+  std::vector<char> flags(nb, 1);
+  for (int b = 0; b < nb; ++b)
+    for (int i = b * k; i < (b + 1) * k; ++i)
+      if (!inside(coord[i])) flags[b] = 0;
+  return contiguous_run(flags, axis);
+}
+
+}  // namespace finecast::coupling::eval

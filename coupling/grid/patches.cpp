@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Conservative coarsening and patch extraction on the per-step hot path.
+#include "coupling/grid/patches.hpp"
+
+#include <cmath>
+#include <string>
+
+#include "coupling/error.hpp"
+
+namespace finecast::coupling {
+namespace {
+
+// Growing only: resize() to a smaller or equal size never reallocates a std::vector.
+template <class T>
+void fit(std::vector<T>& v, size_t n) {
+  if (v.size() != n) v.resize(n);
+}
+
+}  // namespace
+
+int context_size(const PatchMap& map, int n_vars, const PatchOptions& options) {
+  return n_vars * (1 + map.n_neighbours) + (options.static_features ? 3 : 0) +
+         (options.orography ? 1 : 0);
+}
+
+void coarsen(const PatchMap& map, const float* field, float* out) {
+  const int64_t P = map.patch_size;
+  const int64_t* idx = map.fine_of_patch.data();
+  const double* w = map.fine_weight.data();
+  for (int64_t c = 0; c < map.n_coarse; ++c) {
+    double s = 0.0;  // double: 256 float terms would lose the last bits of a conservative mean
+    const int64_t base = c * P;
+    for (int64_t k = 0; k < P; ++k) s += w[base + k] * field[idx[base + k]];
+    out[c] = static_cast<float>(s);
+  }
+}
+
+void scatter_patches(const PatchMap& map, const float* patch_values, float* field) {
+  const int64_t total = map.n_coarse * map.patch_size;
+  const int64_t* idx = map.fine_of_patch.data();
+  for (int64_t i = 0; i < total; ++i) field[idx[i]] = patch_values[i];
+}
+
+void extract_patches(const PatchMap& map, const std::vector<const float*>& fields,
+                     const float* orography, const PatchOptions& options, Patches& out) {
+  if (fields.empty()) throw InternalError("extract_patches: no fields given");
+  for (size_t v = 0; v < fields.size(); ++v)
+    if (fields[v] == nullptr)
+      throw InternalError("extract_patches: field " + std::to_string(v) + " is null");
+  if (options.orography && orography == nullptr)
+    throw InternalError("extract_patches: options.orography is set but no orography field given");
+  const int n_vars = static_cast<int>(fields.size());
+  const int64_t n = map.n_coarse;
+  const int P = map.patch_size;
+  const int nn = map.n_neighbours;
+  const int C = context_size(map, n_vars, options);
+  out.n = n;
+  out.C = C;
+  out.P = P;
+  fit(out.context, static_cast<size_t>(n * C));
+  fit(out.fine, static_cast<size_t>(n * P));
+  fit(out.coarse, static_cast<size_t>(n));
+  fit(out.weights, static_cast<size_t>(n * P));
+  fit(out.valid, static_cast<size_t>(n));
+  fit(out.coarse_vars, static_cast<size_t>(n_vars * n));
+
+  // A non-finite fine value makes the weighted sum non-finite, so one test per coarse cell
+  // finds every missing value.
+  float* coarse_vars = out.coarse_vars.data();
+  for (int v = 0; v < n_vars; ++v) coarsen(map, fields[v], coarse_vars + v * n);
+  const int64_t* idx = map.fine_of_patch.data();
+  const float* target = fields[0];
+  for (int64_t i = 0; i < n * P; ++i) {
+    out.fine[i] = target[idx[i]];
+    out.weights[i] = static_cast<float>(map.fine_weight[i]);
+  }
+  int64_t invalid = 0;
+  for (int64_t c = 0; c < n; ++c) {
+    bool ok = true;
+    for (int v = 0; v < n_vars; ++v) ok = ok && std::isfinite(coarse_vars[v * n + c]);
+    out.valid[c] = ok ? 1 : 0;
+    invalid += ok ? 0 : 1;
+    out.coarse[c] = coarse_vars[c];
+  }
+
+  const int64_t* nbr = map.neighbours.data();
+  for (int64_t c = 0; c < n; ++c) {
+    float* ctx = out.context.data() + c * C;
+    for (int v = 0; v < n_vars; ++v) {
+      const float* cv = coarse_vars + v * n;
+      const float own = cv[c];
+      *ctx++ = own;
+      for (int k = 0; k < nn; ++k) {
+        const int64_t b = nbr[c * nn + k];
+        *ctx++ = (b >= 0 && std::isfinite(cv[b])) ? cv[b] : own;
+      }
+    }
+    if (options.static_features) {
+      const double lat = map.coarse_lat[c], lon = map.coarse_lon[c];
+      const double cl = std::cos(lat);
+      *ctx++ = static_cast<float>(std::sin(lat));
+      *ctx++ = static_cast<float>(cl * std::cos(lon));
+      *ctx++ = static_cast<float>(cl * std::sin(lon));
+    }
+    if (options.orography) {
+      double s = 0.0;
+      const int64_t base = c * P;
+      for (int k = 0; k < P; ++k) s += map.fine_weight[base + k] * orography[idx[base + k]];
+      const auto coarse_oro = static_cast<float>(s);
+      if (!std::isfinite(coarse_oro) && out.valid[c]) {
+        out.valid[c] = 0;
+        ++invalid;
+      }
+      *ctx++ = coarse_oro;
+    }
+  }
+  out.n_invalid = invalid;
+}
+
+}  // namespace finecast::coupling

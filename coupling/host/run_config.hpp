@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// finecast-host's run file (YAML): grid, time stepping, decomposition and the plugin list.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "coupling/comin/host.hpp"
+#include "coupling/host/decomposition.hpp"
+
+namespace finecast::coupling::host {
+
+/// Every key of the run file, with its default (docs/host.md has the table).
+struct HostRunConfig {
+  std::string path;  ///< the run file itself
+  std::string grid = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc";
+  std::string orography = "/usr/share/ferret-vis/data/etopo5.cdf";
+  std::string orography_variable = "ROSE";
+  std::string start = "1979-01-01T00:00:00";
+  double dt = 1800.0;      ///< seconds per step
+  int steps = 200;
+  int output_every = 1;    ///< steps between EP_ATM_WRITE_OUTPUT_BEFORE/AFTER
+  int nproma = 32;
+  Decomposition decomposition = Decomposition::kLatBands;
+  int progress_every = 0;  ///< steps between progress lines; 0 = about ten lines per run
+  std::vector<comin_host::PluginSpec> plugins;
+  std::string comin_namelist;  ///< ICON &comin_nml file; replaces `plugins` when set
+};
+
+/// Loads and checks a run file: unknown keys, wrong types and bad values throw ConfigError
+/// naming the file, line and key (and the allowed keys).
+HostRunConfig load_host_run_config(const std::string& path);
+
+/// Same from YAML text; `path` is only used in messages.
+HostRunConfig parse_host_run_config(const std::string& text, const std::string& path);
+
+}  // namespace finecast::coupling::host

@@ -1,0 +1,325 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// finecast-eval: scores a downscaled ensemble and interpolation baselines against a fine truth.
+#include <netcdf.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "coupling/error.hpp"
+#include "coupling/eval/evaluation.hpp"
+#include "coupling/eval/report.hpp"
+#include "coupling/eval/window.hpp"
+#include "coupling/io/field_reader.hpp"
+
+namespace fe = finecast::coupling::eval;
+using finecast::ConfigError;
+using finecast::IoError;
+
+namespace {
+
+/// A lat-lon field read through coupling/io's FieldReader: [time,] [member,] y, x. FieldReader
+/// treats the member dimension as its one "level" dimension, so each member has a reader.
+class GridVar {
+ public:
+  GridVar(const std::string& path, const std::string& var, const std::string& role);
+
+  std::string describe() const { return role + " '" + path + "' variable '" + var + "'"; }
+  /// Reads rows y0..y0+ny-1, columns x0..x0+nx-1 of step t, member m (NaN = missing).
+  void read(std::size_t t, std::size_t m, int y0, int ny, int x0, int nx, double* out);
+  /// The ISO date of step t, or "" when the file has no time coordinate.
+  std::string date(std::size_t t) const;
+
+  std::string path, var, role;
+  std::size_t n_times = 1, n_members = 1;
+  int ny = 0, nx = 0;
+  std::string y_name, x_name, y_units;
+  std::vector<double> y, x;  ///< coordinate values (empty when the file has none)
+  int recorded_block = 0;    ///< global attribute finecast_block (0 = absent)
+
+ private:
+  std::vector<finecast::coupling::FieldReader> readers_;
+  std::vector<float> buf_;
+};
+
+/// A numeric or numeric-text global attribute; 0 when absent or not a number.
+int global_int(const std::string& path, const char* name) {
+  int ncid = -1;
+  if (nc_open(path.c_str(), NC_NOWRITE, &ncid) != NC_NOERR) return 0;
+  nc_type type = NC_NAT;
+  size_t len = 0;
+  double value = 0;
+  if (nc_inq_att(ncid, NC_GLOBAL, name, &type, &len) == NC_NOERR && len > 0) {
+    if (type == NC_CHAR) {
+      std::string s(len, '\0');
+      if (nc_get_att_text(ncid, NC_GLOBAL, name, s.data()) == NC_NOERR)
+        value = std::atof(s.c_str());
+    } else if (type != NC_STRING && len == 1) {
+      nc_get_att_double(ncid, NC_GLOBAL, name, &value);
+    }
+  }
+  nc_close(ncid);
+  return static_cast<int>(std::lround(value));
+}
+
+GridVar::GridVar(const std::string& p, const std::string& name, const std::string& r)
+    : path(p), var(name), role(r) {
+  using finecast::coupling::FieldReader;
+  try {
+    readers_.emplace_back(path, var, 0);
+  } catch (const finecast::Error& e) {
+    throw IoError(role + " file: " + e.what());
+  }
+  const FieldReader& f = readers_.front();
+  const std::string expected = role == "truth" ? "(time, lat, lon) or (lat, lon)"
+                                               : "(time, member, lat, lon) or (member, lat, lon)";
+  if (f.grid_kind() == FieldReader::GridKind::kUnstructured)
+    throw ConfigError(describe() + " is on an unstructured grid (dimension '" +
+                      f.spatial_dims().at(0) + "'): finecast-eval scores lat-lon fields " +
+                      expected);
+  n_times = static_cast<std::size_t>(f.n_times());
+  n_members = static_cast<std::size_t>(f.n_levels());
+  if (role == "truth" && n_members != 1)
+    throw ConfigError(describe() + " has a further dimension of " + std::to_string(n_members) +
+                      " entries besides time and space; the truth must be " + expected);
+  ny = static_cast<int>(f.spatial_shape().at(0));
+  nx = static_cast<int>(f.spatial_shape().at(1));
+  y_name = f.spatial_dims().at(0);
+  x_name = f.spatial_dims().at(1);
+  try {
+    const finecast::coupling::OutputGrid g = f.output_grid();
+    y = g.y.values;
+    x = g.x.values;
+    const auto u = g.y.text_attrs.find("units");
+    if (u != g.y.text_attrs.end()) y_units = u->second;
+  } catch (const IoError&) {
+    // No 1-D coordinate variables: the grids are then matched by shape alone.
+  }
+  for (std::size_t m = 1; m < n_members; ++m) readers_.emplace_back(path, var, static_cast<int>(m));
+  recorded_block = global_int(path, "finecast_block");
+}
+
+std::string GridVar::date(std::size_t t) const {
+  return readers_.front().has_time_axis() ? readers_.front().time_string(static_cast<int64_t>(t))
+                                          : "";
+}
+
+void GridVar::read(std::size_t t, std::size_t m, int y0, int nyr, int x0, int nxr, double* out) {
+  buf_.resize(static_cast<std::size_t>(ny) * nx);
+  readers_.at(m).read(static_cast<int64_t>(t), buf_.data());
+  for (int i = 0; i < nyr; ++i)
+    for (int j = 0; j < nxr; ++j)
+      out[static_cast<std::size_t>(i) * nxr + j] =
+          buf_[static_cast<std::size_t>(y0 + i) * nx + x0 + j];
+}
+
+std::string range_text(const std::vector<double>& v) {
+  if (v.empty()) return "no coordinate";
+  std::ostringstream os;
+  os << v.front() << ".." << v.back();
+  return os.str();
+}
+
+bool looks_like_latitude(const GridVar& g) {
+  std::string n = g.y_name;
+  std::transform(n.begin(), n.end(), n.begin(), ::tolower);
+  return g.y_units.rfind("degrees_north", 0) == 0 || g.y_units == "degrees" ||
+         g.y_units == "degree" || n.find("lat") != std::string::npos;
+}
+
+std::string join(const std::vector<std::size_t>& v) {
+  std::string s;
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? " " : "") + std::to_string(v[i]);
+  return s;
+}
+
+struct Options {
+  std::string truth, pred, var, truth_var, region, json, csv;
+  int block = 0;
+  int time = -1;
+};
+
+int run(const Options& o) {
+  GridVar truth(o.truth, o.truth_var.empty() ? o.var : o.truth_var, "truth");
+  GridVar pred(o.pred, o.var, "prediction");
+
+  // ---- the prediction grid must be the truth grid or a piece of it ----
+  auto grid_text = [](const GridVar& g) {
+    return g.describe() + " is " + std::to_string(g.ny) + " x " + std::to_string(g.nx) + " (" +
+           g.y_name + " " + range_text(g.y) + ", " + g.x_name + " " + range_text(g.x) + ")";
+  };
+  const std::string mismatch = "grids do not match: " + grid_text(pred) + " but " +
+                               grid_text(truth) +
+                               "; the prediction must be on the truth's grid or on a part of it "
+                               "cropped to whole blocks";
+  int ty0 = 0, tx0 = 0;
+  if (!truth.y.empty() && !pred.y.empty() && !truth.x.empty() && !pred.x.empty()) {
+    ty0 = fe::find_offset(truth.y, pred.y);
+    tx0 = fe::find_offset(truth.x, pred.x);
+    if (ty0 < 0 || tx0 < 0) throw ConfigError(mismatch);
+  } else if (truth.ny != pred.ny || truth.nx != pred.nx) {
+    throw ConfigError(mismatch);
+  }
+
+  // ---- block size ----
+  const int recorded = pred.recorded_block;
+  int k = o.block > 0 ? o.block : (recorded > 0 ? recorded : 16);
+  if (o.block > 0 && recorded > 0 && recorded != o.block)
+    throw ConfigError("--block " + std::to_string(o.block) + " does not match the block size " +
+                      std::to_string(recorded) + " recorded in prediction '" + pred.path + "'");
+  if (pred.ny % k != 0 || pred.nx % k != 0)
+    throw ConfigError("--block " + std::to_string(k) + " does not tile the prediction grid " +
+                      std::to_string(pred.ny) + " x " + std::to_string(pred.nx) + " of '" +
+                      pred.path + "' (a downscaled field covers whole blocks: is --block the " +
+                      "block size it was made with?)");
+
+  // ---- the scored window, in prediction-grid indices ----
+  int py0 = 0, px0 = 0, ny = pred.ny, nx = pred.nx;
+  std::string region_text = "all";
+  if (!o.region.empty()) {
+    const fe::Region reg = fe::parse_region(o.region);
+    if (pred.y.empty() || pred.x.empty())
+      throw ConfigError("--region needs coordinate variables, but prediction '" + pred.path +
+                        "' has none for " + pred.y_name + "/" + pred.x_name);
+    const auto [by0, by1] = fe::blocks_inside(
+        pred.y, k, [&](double v) { return reg.contains_lat(v); }, pred.y_name);
+    const auto [bx0, bx1] = fe::blocks_inside(
+        pred.x, k, [&](double v) { return reg.contains_lon(v); }, pred.x_name);
+    py0 = by0 * k;
+    px0 = bx0 * k;
+    ny = (by1 - by0) * k;
+    nx = (bx1 - bx0) * k;
+    region_text = o.region;
+  }
+
+  // ---- time steps ----
+  std::vector<std::size_t> tsteps, psteps;
+  if (o.time >= 0) {
+    if (static_cast<std::size_t>(o.time) >= truth.n_times)
+      throw ConfigError("--time " + std::to_string(o.time) + ": " + truth.describe() + " has " +
+                        std::to_string(truth.n_times) + " time steps");
+    tsteps = {static_cast<std::size_t>(o.time)};
+    if (pred.n_times == truth.n_times)
+      psteps = tsteps;
+    else if (pred.n_times == 1)
+      psteps = {0};
+    else
+      throw ConfigError("--time " + std::to_string(o.time) + ": " + pred.describe() + " has " +
+                        std::to_string(pred.n_times) + " time steps and " + truth.describe() +
+                        " has " + std::to_string(truth.n_times) +
+                        "; cannot tell which prediction step belongs to it");
+  } else {
+    if (pred.n_times != truth.n_times)
+      throw ConfigError(pred.describe() + " has " + std::to_string(pred.n_times) +
+                        " time steps but " + truth.describe() + " has " +
+                        std::to_string(truth.n_times) + "; pass --time T to score one step");
+    for (std::size_t t = 0; t < truth.n_times; ++t) tsteps.push_back(t), psteps.push_back(t);
+  }
+  // Both files dated: the dates must agree step by step (a prediction of another day would
+  // otherwise be scored silently). Undated prediction steps are matched by index.
+  for (std::size_t i = 0; i < tsteps.size(); ++i) {
+    const std::string td = truth.date(tsteps[i]), pd = pred.date(psteps[i]);
+    if (!td.empty() && !pd.empty() && td != pd)
+      throw ConfigError("time steps do not match: " + truth.describe() + " step " +
+                        std::to_string(tsteps[i]) + " is " + td + " but " + pred.describe() +
+                        " step " + std::to_string(psteps[i]) + " is " + pd);
+  }
+
+  // ---- layout: weights and periodicity of the window ----
+  fe::BlockLayout layout;
+  layout.ny = ny;
+  layout.nx = nx;
+  layout.k = k;
+  const bool latitude = !pred.y.empty() && looks_like_latitude(pred);
+  if (latitude)
+    layout.weight = fe::latlon_weights(
+        std::vector<double>(pred.y.begin() + py0, pred.y.begin() + py0 + ny), nx);
+  layout.periodic_x = nx == pred.nx && !pred.x.empty() && fe::is_global_lon(pred.x);
+
+  fe::Evaluator ev(layout);
+  const std::size_t n = layout.size();
+  std::vector<double> tbuf(n);
+  std::vector<std::vector<double>> mbuf(pred.n_members, std::vector<double>(n));
+  std::vector<const double*> mptr;
+  for (const auto& m : mbuf) mptr.push_back(m.data());
+  for (std::size_t i = 0; i < tsteps.size(); ++i) {
+    truth.read(tsteps[i], 0, ty0 + py0, ny, tx0 + px0, nx, tbuf.data());
+    for (std::size_t m = 0; m < pred.n_members; ++m)
+      pred.read(psteps[i], m, py0, ny, px0, nx, mbuf[m].data());
+    ev.add(tbuf.data(), mptr);
+  }
+
+  const std::string weights_text = latitude ? "cos(" + pred.y_name + ")" : "uniform";
+  fe::EvalReport rep = ev.report();
+  rep.meta = {{"truth", truth.path},
+              {"pred", pred.path},
+              {"var", pred.var},
+              {"truth_var", truth.var},
+              {"block", std::to_string(k)},
+              {"region", region_text},
+              {"truth_y0", std::to_string(ty0 + py0)},
+              {"truth_x0", std::to_string(tx0 + px0)},
+              {"pred_y0", std::to_string(py0)},
+              {"pred_x0", std::to_string(px0)},
+              {"truth_steps", join(tsteps)},
+              {"pred_steps", join(psteps)},
+              {"members", std::to_string(pred.n_members)},
+              {"weights", weights_text},
+              {"periodic_x", layout.periodic_x ? "true" : "false"},
+              {"coarse", "area-weighted block means of the truth"},
+              {"finecast_version", FINECAST_VERSION}};
+
+  std::cout << "finecast-eval: " << truth.describe() << " vs " << pred.describe() << "\n"
+            << "  window " << ny << " x " << nx << " (" << pred.y_name << " rows " << py0 << ".."
+            << py0 + ny - 1 << ", " << pred.x_name << " columns " << px0 << ".." << px0 + nx - 1
+            << " of the prediction), block " << k << ", " << rep.blocks_total
+            << " blocks per step, " << tsteps.size() << " time step(s), " << pred.n_members
+            << " member(s), weights " << weights_text << "\n";
+  if (rep.blocks_valid < rep.blocks_total * static_cast<int64_t>(tsteps.size()))
+    std::cout << "  " << rep.blocks_total * static_cast<int64_t>(tsteps.size()) - rep.blocks_valid
+              << " block-steps skipped (missing truth values)\n";
+  std::cout << fe::format_table(rep);
+  if (!o.json.empty()) fe::write_text_file(o.json, fe::to_json(rep));
+  if (!o.csv.empty()) fe::write_text_file(o.csv, fe::to_csv(rep));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "finecast-eval: scores a downscaled ensemble against the fine truth, next to interpolation "
+      "baselines (nearest, bilinear, bicubic and their conservative variants) computed from the "
+      "truth's k x k block means. Prints a table; --json adds the spectra."};
+  Options o;
+  app.add_option("--truth", o.truth, "fine truth NetCDF: (time, lat, lon) or (lat, lon)")
+      ->required();
+  app.add_option("--pred", o.pred,
+                 "prediction NetCDF: (time, member, lat, lon) or (member, lat, lon)")
+      ->required();
+  app.add_option("--var", o.var, "variable name in the prediction (and the truth)")->required();
+  app.add_option("--truth-var", o.truth_var, "variable name in the truth when it differs");
+  app.add_option("--block", o.block,
+                 "block edge k in fine cells (default: recorded in the prediction, else 16)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--region", o.region,
+                 "lat0,lat1,lon0,lon1 in degrees: score only the whole blocks inside");
+  app.add_option("--time", o.time, "score only this truth time step (0-based)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--json", o.json, "write scores and spectra as JSON to this file");
+  app.add_option("--csv", o.csv, "write scores as CSV to this file");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    return run(o);
+  } catch (const finecast::Error& e) {
+    std::cerr << "finecast-eval: error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "finecast-eval: error: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// finecast-grid: prints a grid's coarse-cell layout and fails when the hierarchy is inconsistent.
+#include <CLI/CLI.hpp>
+#include <netcdf.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "coupling/error.hpp"
+#include "coupling/grid/icon_grid.hpp"
+#include "coupling/grid/icon_hierarchy.hpp"
+#include "coupling/grid/latlon_grid.hpp"
+#include "coupling/grid/patch_map.hpp"
+
+namespace fc = finecast::coupling;
+
+namespace {
+
+constexpr int kInconsistent = 2;  // distinct from 1 (unreadable input, bad arguments)
+
+bool has_variable(const std::string& path, const char* name) {
+  int nc = -1, id = -1;
+  if (nc_open(path.c_str(), NC_NOWRITE, &nc) != NC_NOERR) return false;
+  const bool found = nc_inq_varid(nc, name, &id) == NC_NOERR;
+  nc_close(nc);
+  return found;
+}
+
+/// Every fine cell must lie in at most one patch (exactly one on a global ICON grid).
+int report(const fc::PatchMap& pm, bool every_cell_covered) {
+  std::vector<int> per_coarse(pm.n_coarse, 0);
+  std::vector<int> used(pm.n_fine, 0);
+  for (int64_t c = 0; c < pm.n_coarse; ++c)
+    for (int s = 0; s < pm.patch_size; ++s) {
+      const int64_t f = pm.fine_of_patch[c * pm.patch_size + s];
+      ++per_coarse[c];
+      if (f >= 0 && f < pm.n_fine) ++used[f];
+    }
+  const auto [lo, hi] = std::minmax_element(per_coarse.begin(), per_coarse.end());
+  const int64_t twice = std::count_if(used.begin(), used.end(), [](int u) { return u > 1; });
+  const int64_t outside = std::count(used.begin(), used.end(), 0);
+  std::printf("fine cells: %lld\n", static_cast<long long>(pm.n_fine));
+  std::printf("coarse cells: %lld\n", static_cast<long long>(pm.n_coarse));
+  std::printf("fine cells per coarse cell: min %d, max %d\n", *lo, *hi);
+  std::printf("fine cells outside every coarse cell: %lld\n", static_cast<long long>(outside));
+  const bool ok = *lo == *hi && twice == 0 && (!every_cell_covered || outside == 0);
+  if (twice > 0)
+    std::printf("fine cells in more than one coarse cell: %lld\n", static_cast<long long>(twice));
+  std::printf("consistent: %s\n", ok ? "yes" : "no");
+  return ok ? 0 : kInconsistent;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "finecast-grid: checks a grid before a long run. ICON grids: rebuilds the R2B<L> parents "
+      "from the topology; lat-lon grids: K x K blocks. Prints the number of fine cells, coarse "
+      "cells and the min/max fine cells per coarse cell. Exit status 0 when consistent, 2 when "
+      "the hierarchy is inconsistent, 1 when the file cannot be read."};
+  std::string grid_path, var;
+  int coarse_level = 0, block = 16;
+  app.add_option("--grid", grid_path, "ICON grid file or NetCDF file with a lat-lon field")
+      ->required();
+  auto* level_opt = app.add_option("--coarse-level", coarse_level,
+                                   "ICON: coarse level L (R2B<L> parents; default 0)");
+  auto* block_opt =
+      app.add_option("--block", block, "lat-lon: block size K (K x K fine cells; default 16)");
+  level_opt->excludes(block_opt);
+  app.add_option("--var", var, "lat-lon: variable whose coordinates define the grid "
+                               "(default: the first variable on a lat-lon grid)");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    const bool icon = block_opt->count() == 0 &&
+                      (level_opt->count() > 0 || has_variable(grid_path, "clon"));
+    if (icon) {
+      const fc::IconGrid grid = fc::read_icon_grid(grid_path);
+      std::printf("grid: %s\n", grid_path.c_str());
+      std::printf("kind: ICON triangular, %lld cells, %lld vertices\n",
+                  static_cast<long long>(grid.n_cells), static_cast<long long>(grid.n_vertices));
+      const int level = fc::icon_grid_level(grid);
+      std::printf("fine level: R2B%d, coarse level: R2B%d\n", level, coarse_level);
+      if (coarse_level < 0 || coarse_level > level) {
+        std::fprintf(stderr, "finecast-grid: --coarse-level %d out of range for an R2B%d grid, expected 0..%d\n",
+                     coarse_level, level, level);
+        return 1;
+      }
+      return report(fc::icon_patch_map(grid, coarse_level), true);
+    }
+    if (var.empty()) var = fc::find_latlon_variable(grid_path);
+    const fc::LatLonGrid grid = fc::read_latlon_grid(grid_path, var);
+    std::printf("grid: %s (variable %s)\n", grid_path.c_str(), var.c_str());
+    std::printf("kind: %s lat-lon, %lld x %lld (%s x %s)%s\n",
+                grid.rotated ? "rotated-pole" : "regular", static_cast<long long>(grid.nlat),
+                static_cast<long long>(grid.nlon), grid.lat_name.c_str(), grid.lon_name.c_str(),
+                grid.global_lon ? ", global in longitude" : "");
+    std::printf("block: %d x %d\n", block, block);
+    return report(fc::latlon_patch_map(grid, block), false);
+  } catch (const finecast::GridError& e) {
+    std::printf("consistent: no\n");
+    std::fprintf(stderr, "finecast-grid: %s\n", e.what());
+    return kInconsistent;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "finecast-grid: %s\n", e.what());
+    return 1;
+  }
+}

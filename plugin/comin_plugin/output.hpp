@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// What a sampling step writes: the ensemble on the fine grid (NetCDF), and its mean.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "coupling/grid/patch_map.hpp"
+#include "coupling/io/ensemble_writer.hpp"
+#include "coupling/io/nc_metadata.hpp"
+
+namespace finecast::plugin {
+
+/// Turns sampled patches into fine fields and appends them to the run's NetCDF output.
+class Output {
+ public:
+  /// `grid` describes the whole fine field (n_fine cells, in global cell order).
+  Output(std::string path, const coupling::PatchMap& map, coupling::OutputGrid grid, std::string var,
+         coupling::VarAttributes attrs, int members, std::string checkpoint_used);
+
+  /// samples is [n_coarse][members][P] as drawn by the trainer; coarse [n_coarse] the coarse
+  /// field they were drawn from. Appends one time step and fills `ensemble_mean` [n_fine]
+  /// (cells outside every patch are NaN).
+  void write(const std::string& datetime, const float* samples, const float* coarse, std::vector<float>& ensemble_mean);
+
+  /// Publishes the file (atomic rename). Idempotent.
+  void close();
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  const coupling::PatchMap& map_;
+  int members_;
+  coupling::EnsembleWriter writer_;
+  std::vector<float> patch_scratch_, by_cell_, coarse_on_fine_;
+};
+
+}  // namespace finecast::plugin

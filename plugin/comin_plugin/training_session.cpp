@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "plugin/comin_plugin/training_session.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+#include "coupling/log.hpp"
+
+namespace finecast::plugin {
+
+TrainingSession::~TrainingSession() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void TrainingSession::start(trainer::Downscaler& model, Snapshot data, int epochs, bool async, long long number) {
+  if (in_flight()) throw std::logic_error("a training session is already in flight");
+  if (thread_.joinable()) thread_.join();
+  data_ = std::move(data);
+  error_ = nullptr;
+  finished_ = false;
+  running_ = true;
+  if (async) {
+    thread_ = std::thread(&TrainingSession::run, this, &model, epochs, number);
+  } else {
+    run(&model, epochs, number);
+  }
+}
+
+void TrainingSession::run(trainer::Downscaler* model, int epochs, long long number) noexcept {
+  try {
+    // Test aid: FINECAST_INJECT_FAULT=train makes every session fail, to exercise on_error.
+    if (const char* fault = std::getenv("FINECAST_INJECT_FAULT"); fault && !std::strcmp(fault, "train"))
+      throw std::runtime_error("training session " + std::to_string(number) +
+                               " failed: fault injected by FINECAST_INJECT_FAULT=train");
+    const trainer::DataView view{data_.context.data(), data_.fine.data(), data_.weights.data(), data_.n};
+    model->update_normalisation(view);
+    for (int e = 1; e <= epochs; ++e) {
+      const trainer::EpochStats s = model->train_epoch(view, [](const std::string& event) { log::warning(event); });
+      char line[160];
+      std::snprintf(line, sizeof line, "Epoch %d/%d: avg loss = %.4f (%lld batches, %.2f s)", e, epochs, s.avg_loss,
+                    static_cast<long long>(s.batches), s.seconds);
+      log::progress(line);
+    }
+    model->publish();
+    finished_ = true;
+  } catch (...) {
+    error_ = std::current_exception();
+  }
+  data_ = Snapshot{};  // free the copy
+  running_ = false;
+}
+
+bool TrainingSession::in_flight() const { return running_; }
+
+bool TrainingSession::collect() {
+  if (running_) return false;
+  if (thread_.joinable()) thread_.join();
+  if (error_) {
+    std::exception_ptr e = error_;
+    error_ = nullptr;
+    std::rethrow_exception(e);
+  }
+  const bool done = finished_;
+  finished_ = false;
+  return done;
+}
+
+void TrainingSession::wait() {
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace finecast::plugin

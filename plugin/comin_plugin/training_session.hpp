@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// A training session on a snapshot of the rolling buffer, on a background thread (train.async)
+// or inline. At most one is in flight; the model publishes its EMA weights when it ends.
+#pragma once
+
+#include <atomic>
+#include <exception>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "trainer/downscaler.hpp"
+
+namespace finecast::plugin {
+
+/// The samples a session trains on: a consistent copy, so the host may keep pushing steps.
+struct Snapshot {
+  std::vector<float> context, fine, weights;
+  int64_t n = 0;
+};
+
+class TrainingSession {
+ public:
+  TrainingSession() = default;
+  TrainingSession(const TrainingSession&) = delete;
+  TrainingSession& operator=(const TrainingSession&) = delete;
+  ~TrainingSession();
+
+  /// Starts session number `number` of `epochs` epochs on `data`; when `async` it runs on a
+  /// background thread and this returns at once, otherwise it returns when the session ends.
+  /// A session's exception is rethrown by wait() / collect().
+  void start(trainer::Downscaler& model, Snapshot data, int epochs, bool async, long long number);
+
+  /// True while a background session runs.
+  bool in_flight() const;
+  /// True when a session ran to the end since the last call (then clears the flag); rethrows
+  /// the exception of a session that failed. Never blocks.
+  bool collect();
+  /// Blocks until the running session (if any) ends; collect() then reports its outcome.
+  void wait();
+
+ private:
+  void run(trainer::Downscaler* model, int epochs, long long number) noexcept;
+
+  std::thread thread_;
+  Snapshot data_;
+  std::exception_ptr error_;
+  std::atomic<bool> running_{false};
+  bool finished_ = false;
+};
+
+}  // namespace finecast::plugin

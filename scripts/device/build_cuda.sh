@@ -1,0 +1,181 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Builds finecast's trainer (library, tests, benchmark) against the CUDA LibTorch of an installed
+# PyTorch on a GPU machine without package access, with HDF5 and GoogleTest from .deps/.
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+
+usage() {
+  cat <<'USAGE'
+Usage: scripts/device/build_cuda.sh [options] [-- extra cmake arguments]
+
+For GPU machines where nothing can be installed. Needs: a python3 with PyTorch (its CUDA
+LibTorch is the build's LibTorch), cmake, a C++ compiler, the CUDA toolkit that PyTorch's
+CMake files look for, and .deps/debs/ filled by scripts/device/fetch_debs.sh on a machine
+with package access (carry .deps/ over; git ignores it).
+
+Steps:
+  1. unpacks .deps/debs/*.deb with `dpkg -x` into .deps/root (never into /)
+  2. links into .deps/lib only the shared libraries this machine lacks (ldconfig -p), so the
+     machine's own libssl, libcurl, ... keep being used where it has them
+  3. builds GoogleTest from the unpacked sources with PyTorch's C++ ABI into .deps/prefix
+  4. configures build-cuda with -DFINECAST_TRAINER_ONLY=ON, CMAKE_PREFIX_PATH = PyTorch's
+     cmake prefix + .deps/prefix, HDF5 from .deps/root; builds the trainer targets
+  5. runs the trainer tests (ctest) and `finecast-bench trainer --json`
+     (the JSON goes to build-cuda/bench_trainer.json)
+Prints the environment (LD_LIBRARY_PATH) to use the build afterwards.
+
+Options:
+  --python PY       python with torch (default: $FINECAST_PYTHON, else python3)
+  --build-dir DIR   build directory (default: build-cuda)
+  --jobs N          parallel build jobs (default: nproc)
+  --configure-only  stop after step 4's configure
+  --no-tests        skip the trainer tests
+  --no-bench        skip the benchmark
+  --allow-cpu       accept a PyTorch without CUDA (to check this script on a CPU machine)
+  -h, --help        this text
+USAGE
+}
+
+python="${FINECAST_PYTHON:-python3}"
+build="$repo/build-cuda"
+jobs="$(nproc)"
+configure_only=0 run_tests=1 run_bench=1 allow_cpu=0
+extra=()
+while (($# > 0)); do
+  case "$1" in
+    -h | --help) usage; exit 0 ;;
+    --python) python="$2"; shift 2 ;;
+    --build-dir) build="$(mkdir -p "$2" && cd "$2" && pwd)"; shift 2 ;;
+    --jobs) jobs="$2"; shift 2 ;;
+    --configure-only) configure_only=1; shift ;;
+    --no-tests) run_tests=0; shift ;;
+    --no-bench) run_bench=0; shift ;;
+    --allow-cpu) allow_cpu=1; shift ;;
+    --) shift; extra=("$@"); break ;;
+    *) echo "build_cuda: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+say() { echo "build_cuda: $*"; }
+die() { echo "build_cuda: error: $*" >&2; exit 1; }
+
+deps="$repo/.deps"
+root="$deps/root"
+prefix="$deps/prefix"
+libdir="$deps/lib"
+multiarch="$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)"
+
+# ---- PyTorch: where its LibTorch is, whether it has CUDA, which C++ ABI it uses ----
+command -v "$python" >/dev/null 2>&1 || die "'$python' not found; give --python PATH"
+torch_info="$("$python" - <<'PY'
+import torch, torch.utils
+print(torch.utils.cmake_prefix_path)
+print(torch.__version__)
+print(torch.version.cuda or "")
+print(int(torch.cuda.is_available()))
+print(int(torch._C._GLIBCXX_USE_CXX11_ABI))
+import os
+print(os.path.join(os.path.dirname(torch.__file__), "lib"))
+PY
+)" || die "'$python' cannot import torch"
+{ read -r torch_prefix; read -r torch_version; read -r torch_cuda; read -r cuda_ok; read -r cxx11_abi;
+  read -r torch_lib; } <<<"$torch_info"
+say "PyTorch $torch_version (CUDA ${torch_cuda:-none}, GPU visible: $cuda_ok, C++11 ABI: $cxx11_abi)"
+say "LibTorch cmake prefix: $torch_prefix"
+if [[ -z "$torch_cuda" ]] && ((!allow_cpu)); then
+  die "this PyTorch has no CUDA; use the GPU machine's python (--python), or --allow-cpu to check the script"
+fi
+((cuda_ok)) || say "warning: torch.cuda.is_available() is false; the CUDA tests will not find a GPU"
+
+# ---- 1. unpack the .debs (never into /) ----
+shopt -s nullglob
+debs=("$deps"/debs/*.deb)
+((${#debs[@]} > 0)) || die "no .debs in $deps/debs: run scripts/device/fetch_debs.sh where packages can be downloaded, and carry .deps/ here"
+mkdir -p "$root"
+for deb in "${debs[@]}"; do
+  stamp="$root/.unpacked-$(basename "$deb")"
+  [[ -e "$stamp" ]] && continue
+  if command -v dpkg >/dev/null 2>&1; then
+    dpkg -x "$deb" "$root"
+  else  # a .deb is an ar archive holding data.tar.{xz,zst,gz}; tar detects which from the file
+    member="$(ar t "$deb" | grep '^data\.tar')"
+    ar p "$deb" "$member" >"$deps/$member"
+    tar -xf "$deps/$member" -C "$root"
+    rm -f "$deps/$member"
+  fi
+  touch "$stamp"
+done
+say "unpacked ${#debs[@]} packages into $root"
+
+# ---- 2. only the libraries this machine lacks go onto the library path ----
+rm -rf "$libdir" && mkdir -p "$libdir"
+have="$(ldconfig -p 2>/dev/null || true)"
+for so in "$root"/usr/lib/"$multiarch"/*.so.* "$root"/lib/"$multiarch"/*.so.*; do
+  name="$(basename "$so")"
+  [[ "$name" =~ \.so\.[0-9]+$ ]] || continue  # sonames only
+  if [[ "$name" == libhdf5* ]] || ! grep -q "^[[:space:]]*$name " <<<"$have"; then
+    ln -sf "$(readlink -f "$so")" "$libdir/$name"
+  fi
+done
+say "libraries taken from .deps: $(find "$libdir" -mindepth 1 -printf '%f ')"
+export LD_LIBRARY_PATH="$libdir:$torch_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+hdf5_inc="$root/usr/include/hdf5/serial"
+hdf5_so="$root/usr/lib/$multiarch/libhdf5_serial.so"
+[[ -f "$hdf5_inc/hdf5.h" && -e "$hdf5_so" ]] || die "HDF5 not found in $root (expected $hdf5_inc/hdf5.h and $hdf5_so)"
+
+generator=()
+command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
+
+# ---- 3. GoogleTest with LibTorch's C++ ABI (Debian's libgtest.a may use the other one) ----
+if [[ ! -f "$prefix/.gtest-abi-$cxx11_abi" ]]; then
+  src="$root/usr/src/googletest"
+  [[ -f "$src/CMakeLists.txt" ]] || die "GoogleTest sources missing in $src (the googletest .deb)"
+  cmake -S "$src" -B "$deps/build/googletest" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_INSTALL_PREFIX="$prefix" -DCMAKE_POSITION_INDEPENDENT_CODE=ON \
+    -DCMAKE_CXX_FLAGS="-D_GLIBCXX_USE_CXX11_ABI=$cxx11_abi" -DBUILD_GMOCK=ON >/dev/null
+  cmake --build "$deps/build/googletest" -j "$jobs" >/dev/null
+  cmake --install "$deps/build/googletest" >/dev/null
+  rm -f "$prefix"/.gtest-abi-* && touch "$prefix/.gtest-abi-$cxx11_abi"
+  say "GoogleTest built into $prefix"
+fi
+
+# ---- 4. configure and build the trainer ----
+cuda_args=()
+if [[ -n "$torch_cuda" ]]; then
+  nvcc="$(command -v nvcc || true)"
+  [[ -z "$nvcc" && -x /usr/local/cuda/bin/nvcc ]] && nvcc=/usr/local/cuda/bin/nvcc
+  [[ -n "$nvcc" ]] && cuda_args+=(-DCMAKE_CUDA_COMPILER="$nvcc" -DCUDAToolkit_ROOT="$(dirname "$(dirname "$nvcc")")")
+  # pip's cuDNN lives in site-packages/nvidia/cudnn; PyTorch's CMake files may look for it.
+  cudnn="$("$python" -c 'import nvidia.cudnn as m, os; print(list(m.__path__)[0])' 2>/dev/null || true)"
+  [[ -n "$cudnn" ]] && cuda_args+=(-DCUDNN_INCLUDE_PATH="$cudnn/include" -DCUDNN_LIBRARY_PATH="$cudnn/lib")
+fi
+cmake -S "$repo" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DFINECAST_TRAINER_ONLY=ON \
+  -DCMAKE_PREFIX_PATH="$torch_prefix;$prefix" \
+  -DHDF5_C_COMPILER_EXECUTABLE=HDF5_C_COMPILER_EXECUTABLE-NOTFOUND \
+  -DHDF5_C_INCLUDE_DIR="$hdf5_inc" -DHDF5_hdf5_LIBRARY_RELEASE="$hdf5_so" \
+  "${cuda_args[@]}" "${extra[@]}"
+grep -q "^HDF5_C_LIBRARIES:.*$root" "$build/CMakeCache.txt" 2>/dev/null ||
+  grep -q "HDF5_hdf5_LIBRARY_RELEASE:FILEPATH=$hdf5_so" "$build/CMakeCache.txt" ||
+  die "CMake did not take HDF5 from $root (see $build/CMakeCache.txt)"
+((configure_only)) && { say "configured $build (--configure-only)"; exit 0; }
+
+targets=(finecast_trainer finecast-bench)
+trainer_tests=("$repo"/tests/trainer/*.cpp)  # the test executable exists when its folder has sources
+((${#trainer_tests[@]} > 0)) && targets+=(finecast_trainer_tests)
+cmake --build "$build" -j "$jobs" --target "${targets[@]}"
+
+# ---- 5. tests and benchmark ----
+status=0
+if ((run_tests)); then
+  ctest --test-dir "$build" --output-on-failure -j 1 || status=$?
+fi
+if ((run_bench)); then
+  "$build/bin/finecast-bench" trainer --json | tee "$build/bench_trainer.json" || status=$?
+fi
+
+say "done (status $status). To use this build:"
+echo "  export LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+exit "$status"

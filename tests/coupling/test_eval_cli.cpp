@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// finecast-eval end to end on small files: a correct run, cropped and regional windows, and
+// clear errors for bad arguments and mismatched grids.
+#include <gtest/gtest.h>
+#include <netcdf.h>
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "coupling/io/ensemble_writer.hpp"
+#include "coupling/io/nc_metadata.hpp"
+
+namespace fc = finecast::coupling;
+
+namespace {
+
+const std::string kEval = std::string(FINECAST_BINARY_DIR) + "/bin/finecast-eval";
+
+struct Result {
+  int rc = -1;
+  std::string out;
+};
+
+Result run_eval(const std::string& args) {
+  Result r;
+  FILE* p = popen((kEval + " " + args + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  std::size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::vector<double> axis(double first, double step, int n) {
+  std::vector<double> v(n);
+  for (int i = 0; i < n; ++i) v[i] = first + step * i;
+  return v;
+}
+
+double field(double lat, double lon) {
+  return 280.0 + 10 * std::sin(lat * 0.21) * std::cos(lon * 0.37) + 0.5 * std::sin(lon * 2.3);
+}
+
+/// A (lat, lon) truth with CF coordinates.
+void write_truth(const std::string& path, const std::vector<double>& lat,
+                 const std::vector<double>& lon) {
+  int nc, dy, dx, vy, vx, v;
+  ASSERT_EQ(nc_create(path.c_str(), NC_CLOBBER, &nc), NC_NOERR);
+  nc_def_dim(nc, "lat", lat.size(), &dy);
+  nc_def_dim(nc, "lon", lon.size(), &dx);
+  nc_def_var(nc, "lat", NC_DOUBLE, 1, &dy, &vy);
+  nc_def_var(nc, "lon", NC_DOUBLE, 1, &dx, &vx);
+  nc_put_att_text(nc, vy, "units", 13, "degrees_north");
+  nc_put_att_text(nc, vx, "units", 12, "degrees_east");
+  const int dims[2] = {dy, dx};
+  nc_def_var(nc, "ts", NC_FLOAT, 2, dims, &v);
+  nc_enddef(nc);
+  nc_put_var_double(nc, vy, lat.data());
+  nc_put_var_double(nc, vx, lon.data());
+  std::vector<float> f;
+  for (double a : lat)
+    for (double o : lon) f.push_back(static_cast<float>(field(a, o)));
+  nc_put_var_float(nc, v, f.data());
+  ASSERT_EQ(nc_close(nc), NC_NOERR);
+}
+
+/// Two members truth -+ d: the ensemble mean is exact, the spread is d.
+void write_pred(const std::string& path, const std::vector<double>& lat,
+                const std::vector<double>& lon, double d,
+                const std::map<std::string, std::string>& attrs = {}) {
+  fc::EnsembleWriter w(path, fc::OutputGrid::latlon(lat, lon), "ts", fc::VarAttributes{"K", "", ""},
+                       2, attrs);
+  std::vector<float> m;
+  for (double s : {-d, d})
+    for (double a : lat)
+      for (double o : lon) m.push_back(static_cast<float>(field(a, o) + s));
+  w.write("2000-01-01T00:00:00", m.data());
+  w.close();
+}
+
+std::map<std::string, std::vector<double>> read_csv(const std::string& path) {
+  std::ifstream f(path);
+  std::string line;
+  std::getline(f, line);
+  std::map<std::string, std::vector<double>> rows;
+  while (std::getline(f, line)) {
+    std::stringstream ss(line);
+    std::string name, cell;
+    std::getline(ss, name, ',');
+    while (std::getline(ss, cell, ',')) rows[name].push_back(cell.empty() ? NAN : std::stod(cell));
+  }
+  return rows;
+}
+
+class EvalCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "finecast_eval_cli_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name() + "/";
+    ASSERT_EQ(std::system(("mkdir -p " + dir_).c_str()), 0);
+    lat_ = axis(-39.0, 2.0, 36);  // 36 rows
+    lon_ = axis(0.5, 1.5, 50);    // 50 columns
+    truth_ = dir_ + "truth.nc";
+    write_truth(truth_, lat_, lon_);
+  }
+  std::string dir_, truth_;
+  std::vector<double> lat_, lon_;
+};
+
+// CSV columns after the name: members,n_points,rmse,bias,mae,crps,crps_fair,spread,std_ratio,...
+enum Col { kMembers = 0, kPoints, kRmse, kBias, kMae, kCrps, kCrpsFair, kSpread, kStdRatio };
+
+}  // namespace
+
+TEST_F(EvalCli, ScoresACroppedPredictionAgainstTheTruth) {
+  // The prediction covers rows 2..33 and columns 1..48 (whole 8 x 8 blocks) of the truth.
+  const std::string pred = dir_ + "pred.nc";
+  write_pred(pred, {lat_.begin() + 2, lat_.begin() + 34}, {lon_.begin() + 1, lon_.begin() + 49},
+             0.25, {{"finecast_block", "8"}});
+  const std::string csv = dir_ + "e.csv", json = dir_ + "e.json";
+  const Result r = run_eval("--truth " + truth_ + " --pred " + pred + " --var ts --csv " + csv +
+                            " --json " + json);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("block 8"), std::string::npos) << r.out;
+  auto rows = read_csv(csv);
+  ASSERT_EQ(rows.size(), 7u);
+  const auto& m = rows["model"];
+  EXPECT_EQ(m[kMembers], 2);
+  EXPECT_EQ(m[kPoints], 32 * 48);
+  EXPECT_LT(m[kRmse], 1e-4);  // members stored as float
+  EXPECT_NEAR(m[kMae], 0.0, 1e-4);
+  EXPECT_NEAR(m[kCrps], 0.25 - 0.5 * 0.25, 1e-4);  // E|X-y| = d, E|X-X'| = 2d * 2/4
+  EXPECT_NEAR(m[kSpread], 0.25 * std::sqrt(2.0), 1e-4);
+  EXPECT_NEAR(m[kStdRatio], 1.0, 1e-4);
+  EXPECT_GT(rows["bilinear"][kRmse], 0.1);
+  EXPECT_NEAR(rows["nearest"][kStdRatio], 0.0, 1e-9);
+  std::ifstream j(json);
+  const std::string text((std::istreambuf_iterator<char>(j)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("\"truth_y0\": \"2\""), std::string::npos);
+  EXPECT_NE(text.find("\"truth_x0\": \"1\""), std::string::npos);
+  EXPECT_NE(text.find("\"truth_spectrum\""), std::string::npos);
+}
+
+TEST_F(EvalCli, RegionSelectsTheWholeBlocksInside) {
+  const std::string pred = dir_ + "pred.nc";
+  write_pred(pred, {lat_.begin(), lat_.begin() + 32}, {lon_.begin(), lon_.begin() + 48}, 0.0);
+  const std::string csv = dir_ + "r.csv";
+  // Rows with lat in [-30, 10] are 5..24; whole 4-row blocks inside: rows 8..23 (4 blocks).
+  // Columns with lon in [10, 40] are 7..26; whole blocks: 8..23.
+  const Result r = run_eval("--truth " + truth_ + " --pred " + pred +
+                            " --var ts --block 4 --region=-30,10,10,40 --csv " + csv);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_EQ(read_csv(csv)["model"][kPoints], 16 * 16);
+}
+
+TEST_F(EvalCli, MismatchedGridsNameBothFiles) {
+  const std::string pred = dir_ + "shifted.nc";
+  write_pred(pred, axis(-39.0, 2.0, 32), axis(100.0, 1.5, 48), 0.1);
+  const Result r = run_eval("--truth " + truth_ + " --pred " + pred + " --var ts --block 8");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.out.find("grids do not match"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(truth_), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(pred), std::string::npos) << r.out;
+}
+
+TEST_F(EvalCli, BadArgumentsGiveClearErrors) {
+  const std::string pred = dir_ + "pred.nc";
+  write_pred(pred, {lat_.begin(), lat_.begin() + 32}, {lon_.begin(), lon_.begin() + 48}, 0.1,
+             {{"finecast_block", "8"}});
+  const std::string base = "--truth " + truth_ + " --pred " + pred + " --var ts ";
+
+  Result r = run_eval("--pred " + pred + " --var ts");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.out.find("--truth"), std::string::npos) << r.out;
+
+  r = run_eval("--truth " + dir_ + "nope.nc --pred " + pred + " --var ts");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.out.find(dir_ + "nope.nc"), std::string::npos) << r.out;
+
+  r = run_eval(base + "--truth-var tas");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.out.find("tas"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("truth"), std::string::npos) << r.out;
+
+  r = run_eval(base + "--block 16");  // the file says 8
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.out.find("recorded"), std::string::npos) << r.out;
+
+  r = run_eval(base + "--region 10,20,30");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.out.find("expected 4 numbers"), std::string::npos) << r.out;
+
+  r = run_eval(base + "--region 60,70,0,10");  // north of the grid
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.out.find("no whole block"), std::string::npos) << r.out;
+
+  r = run_eval(base + "--time 3");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.out.find("--time 3"), std::string::npos) << r.out;
+
+  // The truth given as the prediction: no member dimension is fine, but 36 rows are not whole
+  // 8-row blocks.
+  r = run_eval("--truth " + truth_ + " --pred " + truth_ + " --var ts --block 8");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.out.find("does not tile"), std::string::npos) << r.out;
+}

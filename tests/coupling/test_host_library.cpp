@@ -1,0 +1,382 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// finecast's ComIn host library: phases, descriptive data layout, strings, plugin loading,
+// callback order and variable exchange with small C test plugins.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "coupling/comin/comin.h"
+#include "coupling/comin/host.hpp"
+
+namespace ch = finecast::coupling::comin_host;
+
+namespace {
+
+const std::string kLib = std::string(FINECAST_BINARY_DIR) + "/lib/";
+
+void ensure_mpi() {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) MPI_Init(nullptr, nullptr);
+}
+
+ch::SimulationInterval interval() {
+  return {"1979-01-01T00:00:00", "1979-01-11T00:00:00", "1979-01-01T00:00:00", "1979-01-02T00:00:00"};
+}
+
+// 10 local cells with nproma 4 (blocks of 4, 4, 2): cell j has global index 2j+1 of 20, is a
+// halo cell for j >= 8, and neighbours j-1 and j+1 on a chain.
+ch::Domain chain_domain() {
+  ch::Domain d;
+  d.nproma = 4;
+  d.n_cells_global = 20;
+  d.dt = 90.0;
+  for (int j = 0; j < 10; ++j) {
+    d.glb_index.push_back(2 * j + 1);
+    d.decomp_domain.push_back(j >= 8 ? 1 : 0);
+    d.clon.push_back(0.1 * j);
+    d.clat.push_back(-0.05 * j);
+    d.area.push_back(1.0e9 + j);
+    d.neighbours.push_back({j - 1, j + 1 < 10 ? j + 1 : -1, -1});
+  }
+  return d;
+}
+
+// Throws from the finish handler and collects comin_print_* lines while alive.
+struct Capture {
+  std::vector<std::string> lines;
+  Capture() {
+    ch::set_finish_handler([](const std::string& routine, const std::string& text) {
+      throw ch::PluginFinishError(routine + ": " + text);
+    });
+    ch::set_print_sink([this](bool warning, const std::string& msg) {
+      lines.push_back((warning ? "W " : "") + msg);
+    });
+  }
+  ~Capture() {
+    ch::set_finish_handler({});
+    ch::set_print_sink({});
+  }
+};
+
+class HostLibrary : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { ensure_mpi(); }
+  Capture capture;
+};
+
+size_t offset2(int j, int nproma) { return static_cast<size_t>(j % nproma) + nproma * (j / nproma); }
+
+}  // namespace
+
+TEST_F(HostLibrary, DescrdataGettersWriteTheWholeShapeOfThePartialBlockLayout) {
+  ch::Host host(MPI_COMM_WORLD, interval());
+  host.add_domain(chain_domain());
+  EXPECT_EQ(comin_descrdata_get_global_nproma(), 4);
+  EXPECT_EQ(comin_descrdata_get_global_n_dom(), 1);
+  EXPECT_EQ(comin_descrdata_get_domain_cells_ncells(1), 10);
+  EXPECT_EQ(comin_descrdata_get_domain_cells_ncells_global(1), 20);
+  EXPECT_EQ(comin_descrdata_get_domain_cells_nblks(1), 3);
+  EXPECT_DOUBLE_EQ(comin_descrdata_get_timesteplength(1), 90.0);
+  EXPECT_EQ(comin_descrdata_get_index(10), 2);
+  EXPECT_EQ(comin_descrdata_get_block(10), 3);
+  EXPECT_EQ(comin_descrdata_index_lookup_glb2loc_cell(1, 19), 10);  // global 19 = local cell 9
+  EXPECT_EQ(comin_descrdata_index_lookup_glb2loc_cell(1, 2), -1);   // even ones live elsewhere
+
+  int shape[3] = {-7, -7, -7};
+  const int* gi = nullptr;
+  comin_descrdata_get_domain_cells_glb_index(1, &gi, shape);
+  EXPECT_EQ(shape[0], 10);
+  EXPECT_EQ(shape[1], -7);  // 1-D: one int written
+  EXPECT_EQ(gi[9], 19);
+
+  const double* clon = nullptr;
+  shape[0] = shape[1] = shape[2] = -7;
+  comin_descrdata_get_domain_cells_clon(1, &clon, shape);
+  EXPECT_EQ(shape[0], 4);
+  EXPECT_EQ(shape[1], 3);
+  EXPECT_EQ(shape[2], -7);  // 2-D: two ints written
+  for (int j = 0; j < 10; ++j) EXPECT_DOUBLE_EQ(clon[offset2(j, 4)], 0.1 * j) << "cell " << j;
+  EXPECT_TRUE(std::isnan(clon[10]) && std::isnan(clon[11]));  // padding of the partial block
+
+  const int* dd = nullptr;
+  comin_descrdata_get_domain_cells_decomp_domain(1, &dd, shape);
+  EXPECT_EQ(dd[offset2(7, 4)], 0);
+  EXPECT_EQ(dd[offset2(8, 4)], 1);
+  EXPECT_EQ(dd[11], -1);
+
+  const int* nidx = nullptr;
+  const int* nblk = nullptr;
+  shape[2] = -7;
+  comin_descrdata_get_domain_cells_neighbor_idx(1, &nidx, shape);
+  EXPECT_EQ(shape[0], 4);
+  EXPECT_EQ(shape[1], 3);
+  EXPECT_EQ(shape[2], 3);  // 3-D: three ints written
+  comin_descrdata_get_domain_cells_neighbor_blk(1, &nblk, shape);
+  // Cell 4 = (idx 1, blk 2): neighbour 0 is cell 3 = (4, 1), neighbour 1 is cell 5 = (2, 2).
+  const int plane = 4 * 3;
+  EXPECT_EQ(nidx[offset2(4, 4)], 4);
+  EXPECT_EQ(nblk[offset2(4, 4)], 1);
+  EXPECT_EQ(nidx[offset2(4, 4) + plane], 2);
+  EXPECT_EQ(nblk[offset2(4, 4) + plane], 2);
+  EXPECT_EQ(nidx[offset2(4, 4) + 2 * plane], 0);  // no third neighbour
+  EXPECT_EQ(nidx[offset2(9, 4) + plane], 0);      // chain end
+
+  const int* child = nullptr;
+  comin_descrdata_get_domain_cells_child_idx(1, &child, shape);
+  EXPECT_EQ(shape[2], 4);
+  EXPECT_EQ(child[0], 0);  // no children given
+}
+
+TEST_F(HostLibrary, VariablesAreBlockedWithNanPaddingInThePartialLastBlock) {
+  ch::Host host(MPI_COMM_WORLD, interval());
+  host.add_domain(chain_domain());
+  double* t = host.add_variable("temp", 1, 2);  // (4, 2, 3, 1, 1)
+  int nan_count = 0;
+  for (int jb = 0; jb < 3; ++jb)
+    for (int jk = 0; jk < 2; ++jk)
+      for (int jc = 0; jc < 4; ++jc) {
+        const double v = t[jc + 4 * (jk + 2 * jb)];
+        const bool padding = jb * 4 + jc >= 10;
+        EXPECT_EQ(std::isnan(v), padding) << jc << "," << jk << "," << jb;
+        nan_count += std::isnan(v);
+      }
+  EXPECT_EQ(nan_count, 2 * 2);
+  EXPECT_EQ(host.variable("temp", 1), t);
+  EXPECT_EQ(host.variable("temp", 2), nullptr);
+  EXPECT_THROW(host.add_variable("temp", 1, 1), finecast::ConfigError);
+  EXPECT_THROW(host.add_variable("x", 2, 1), finecast::ConfigError);
+}
+
+TEST_F(HostLibrary, StringsHaveExplicitLengthsAndNoTerminatingNul) {
+  ch::Host host(MPI_COMM_WORLD, interval());
+  const char* val = nullptr;
+  int len = 0;
+  comin_descrdata_get_simulation_interval_run_stop(&val, &len);
+  ASSERT_EQ(len, 19);
+  EXPECT_EQ(std::string(val, len), "1979-01-02T00:00:00");
+  EXPECT_EQ(val[len], ' ');  // like a blank-padded Fortran buffer
+  comin_descrdata_get_simulation_interval_exp_stop(&val, &len);
+  EXPECT_EQ(std::string(val, len), "1979-01-11T00:00:00");
+  comin_current_get_datetime(&val, &len);
+  EXPECT_EQ(std::string(val, len), "1979-01-01T00:00:00");
+}
+
+TEST_F(HostLibrary, CallsInTheWrongPhaseAreErrors) {
+  ch::Host host(MPI_COMM_WORLD, interval());
+  host.add_domain(chain_domain());
+  host.add_variable("ts", 1, 1);
+  auto noop = []() {};
+  try {
+    comin_callback_register(EP_ATM_TIMELOOP_START, noop);
+    FAIL() << "register outside comin_main must fail";
+  } catch (const ch::PluginFinishError& e) {
+    EXPECT_NE(std::string(e.what()).find("primary constructor"), std::string::npos) << e.what();
+  }
+  t_comin_var_descriptor d{};
+  std::snprintf(d.name, sizeof d.name, "ts");
+  d.id = 1;
+  EXPECT_THROW(comin_var_request_add(d, false), ch::PluginFinishError);
+  EXPECT_THROW(comin_var_get(0, nullptr, d, COMIN_FLAG_READ), ch::PluginFinishError);
+
+  // With errors returning, the same misuse is reported through the error state.
+  comin_error_set_errors_return(true);
+  EXPECT_EQ(comin_var_get(0, nullptr, d, COMIN_FLAG_READ), nullptr);
+  EXPECT_EQ(comin_error_get(), COMIN_ERROR_STATUS);
+  comin_error_reset();
+  EXPECT_EQ(comin_error_get(), COMIN_SUCCESS);
+  comin_error_set_errors_return(false);
+
+  // The host's own life cycle is checked too.
+  EXPECT_THROW(host.secondary_constructor(), finecast::InternalError);
+  EXPECT_THROW(host.run_entry_point(EP_ATM_TIMELOOP_START, 1, "t"), finecast::InternalError);
+  host.load_plugins({});
+  EXPECT_THROW(host.add_variable("late", 1, 1), finecast::InternalError);
+  host.secondary_constructor();
+  EXPECT_THROW(comin_var_get(0, nullptr, d, COMIN_FLAG_READ), ch::PluginFinishError);
+  EXPECT_THROW(host.run_entry_point(EP_DESTRUCTOR, 1, "t"), finecast::InternalError);
+  host.finish();
+  EXPECT_EQ(host.phase(), ch::Phase::kFinished);
+}
+
+TEST_F(HostLibrary, OnlyOneHostPerProcess) {
+  ch::Host host(MPI_COMM_WORLD, interval());
+  EXPECT_THROW(ch::Host(MPI_COMM_WORLD, interval()), finecast::InternalError);
+}
+
+TEST_F(HostLibrary, PluginsRunInRegistrationOrderAndExchangeVariables) {
+  ch::Host host(MPI_COMM_WORLD, interval());
+  host.add_domain(chain_domain());
+  double* ts = host.add_variable("ts", 1, 1);
+  for (int j = 0; j < 10; ++j) ts[offset2(j, 4)] = 280.0 + j;
+  host.load_plugins({{"alpha", kLib + "libfinecast_test_plugin_a.so", "request", ""},
+                     {"beta", kLib + "libfinecast_test_plugin_b.so", "", ""}});
+  EXPECT_EQ(host.n_callbacks(EP_ATM_WRITE_OUTPUT_BEFORE), 4);
+  ASSERT_NE(host.variable("a_out", 1), nullptr);  // requested in comin_main
+  EXPECT_EQ(host.variable("b_out", 1), nullptr);
+  host.secondary_constructor();
+  host.run_entry_point(EP_ATM_TIMELOOP_START, 1, "1979-01-01T00:01:30");  // nobody registered
+  host.run_entry_point(EP_ATM_WRITE_OUTPUT_BEFORE, 1, "1979-01-01T00:03:00");
+  host.finish();
+
+  const std::vector<std::string> expected = {
+      "a main ep=0 dom=0 name=alpha time=1979-01-01T00:00:00",
+      "b main ep=0 dom=0 name=beta time=1979-01-01T00:00:00",
+      "a sc ep=1 dom=1 name=alpha time=1979-01-01T00:00:00",
+      "a unknown_var_is_null=1",
+      "b sc ep=1 dom=1 name=beta time=1979-01-01T00:00:00",
+      "b unknown_var_is_null=1",
+      "a cb1 ep=17 dom=1 name=alpha time=1979-01-01T00:03:00",
+      "a cb2 ep=17 dom=1 name=alpha time=1979-01-01T00:03:00",
+      "b cb1 ep=17 dom=1 name=beta time=1979-01-01T00:03:00",
+      "b cb2 ep=17 dom=1 name=beta time=1979-01-01T00:03:00",
+      "a finish ep=41 dom=1 name=alpha time=1979-01-01T00:03:00",
+      "b finish ep=41 dom=1 name=beta time=1979-01-01T00:03:00",
+      "a destructor ep=42 dom=1 name=alpha time=1979-01-01T00:03:00",
+      "b destructor ep=42 dom=1 name=beta time=1979-01-01T00:03:00"};
+  EXPECT_EQ(capture.lines, expected);
+
+  const double* out = host.variable("a_out", 1);
+  for (int j = 0; j < 10; ++j) EXPECT_DOUBLE_EQ(out[offset2(j, 4)], 2.0 * (280.0 + j)) << "cell " << j;
+  EXPECT_TRUE(std::isnan(out[10]) && std::isnan(out[11]));  // the plugin left the padding alone
+
+  // The variable list names the host's and the requested variables, in creation order.
+  std::vector<std::string> names;
+  for (auto* it = comin_var_get_descr_list_head(); it != nullptr; it = comin_var_get_descr_list_next(it)) {
+    t_comin_var_descriptor d{};
+    comin_var_get_descr_list_var_desc(it, &d);
+    names.push_back(std::string(d.name) + "@" + std::to_string(d.id));
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"ts@1", "a_out@1"}));
+}
+
+TEST_F(HostLibrary, RegisteringOutsideCominMainSetsTheErrorStateWhenErrorsReturn) {
+  ch::Host host(MPI_COMM_WORLD, interval());
+  host.add_domain(chain_domain());
+  host.add_variable("ts", 1, 1);
+  host.load_plugins({{"alpha", kLib + "libfinecast_test_plugin_a.so", "late_register", ""}});
+  host.secondary_constructor();
+  EXPECT_NE(std::find(capture.lines.begin(), capture.lines.end(),
+                      "a late_register_error=" + std::to_string(COMIN_ERROR_STATUS)),
+            capture.lines.end());
+  EXPECT_EQ(host.n_callbacks(EP_ATM_TIMELOOP_START), 0);
+}
+
+TEST_F(HostLibrary, LibraryWithoutCominMainIsNamedInTheError) {
+  ch::Host host(MPI_COMM_WORLD, interval());
+  host.add_domain(chain_domain());
+  const std::string lib = kLib + "libfinecast_test_no_main.so";
+  try {
+    host.load_plugins({{"nomain", lib, "", ""}});
+    FAIL() << "loading a library without comin_main must fail";
+  } catch (const finecast::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find(lib), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("comin_main"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(HostLibrary, MissingLibraryIsNamedInTheError) {
+  ch::Host host(MPI_COMM_WORLD, interval());
+  const std::string lib = kLib + "libdoes_not_exist.so";
+  try {
+    host.load_plugins({{"ghost", lib, "", ""}});
+    FAIL() << "dlopen of a missing file must fail";
+  } catch (const finecast::IoError& e) {
+    EXPECT_NE(std::string(e.what()).find(lib), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(HostLibrary, PluginFinishStopsTheHostEvenWhenTheHandlerReturns) {
+  ch::Host host(MPI_COMM_WORLD, interval());
+  host.add_domain(chain_domain());
+  std::vector<std::string> calls;
+  ch::set_finish_handler([&](const std::string& routine, const std::string& text) {
+    calls.push_back(routine + ": " + text);
+  });
+  try {
+    host.load_plugins({{"alpha", kLib + "libfinecast_test_plugin_a.so", "finish_in_main", ""}});
+    FAIL() << "comin_plugin_finish must stop load_plugins";
+  } catch (const ch::PluginFinishError& e) {
+    EXPECT_NE(std::string(e.what()).find("stop requested by the options"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("plugin 'alpha'"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(calls, (std::vector<std::string>{"test_plugin: stop requested by the options"}));
+}
+
+TEST_F(HostLibrary, PluginCommunicatorExistsOnlyWhenNamed) {
+  {
+    ch::Host host(MPI_COMM_WORLD, interval());
+    host.add_domain(chain_domain());
+    host.add_variable("ts", 1, 1);
+    host.load_plugins({{"alpha", kLib + "libfinecast_test_plugin_a.so", "plugin_comm", "finecast"}});
+    host.secondary_constructor();
+    int size = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    EXPECT_NE(std::find(capture.lines.begin(), capture.lines.end(),
+                        "a plugin_comm_size=" + std::to_string(size)),
+              capture.lines.end());
+  }
+  ch::Host host(MPI_COMM_WORLD, interval());
+  host.add_domain(chain_domain());
+  host.add_variable("ts", 1, 1);
+  host.load_plugins({{"alpha", kLib + "libfinecast_test_plugin_a.so", "plugin_comm", ""}});
+  try {
+    host.secondary_constructor();
+    FAIL() << "comin_parallel_get_plugin_mpi_comm without comm must abort";
+  } catch (const ch::PluginFinishError& e) {
+    EXPECT_NE(std::string(e.what()).find("comin_parallel_get_plugin_mpi_comm"), std::string::npos);
+  }
+}
+
+TEST(CominNamelist, ParsesPluginListInIndexOrder) {
+  const std::string text = R"(
+&run_nml
+  nsteps = 10 ! another group first
+/
+&COMIN_NML
+  plugin_list(2)%name           = 'second'
+  plugin_list(2)%plugin_library = "libtwo.so", plugin_list(2)%options = 'it''s here'
+  ! a comment line
+  Plugin_List(1)%Name = "finecast"   ! trailing comment with / slash
+  plugin_list(1)%plugin_library = "build/lib/libfinecast_comin.so"
+  plugin_list(1)%options = "configs/demo.yaml"
+  plugin_list(1)%comm = "finecast_comm"
+/
+)";
+  const auto specs = ch::parse_comin_namelist(text);
+  ASSERT_EQ(specs.size(), 2u);
+  EXPECT_EQ(specs[0].name, "finecast");
+  EXPECT_EQ(specs[0].library, "build/lib/libfinecast_comin.so");
+  EXPECT_EQ(specs[0].options, "configs/demo.yaml");
+  EXPECT_EQ(specs[0].comm, "finecast_comm");
+  EXPECT_EQ(specs[1].name, "second");
+  EXPECT_EQ(specs[1].library, "libtwo.so");
+  EXPECT_EQ(specs[1].options, "it's here");
+  EXPECT_EQ(specs[1].comm, "");
+}
+
+TEST(CominNamelist, ErrorsNameTheProblem) {
+  auto message = [](const std::string& text) {
+    try {
+      ch::parse_comin_namelist(text);
+    } catch (const finecast::ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("&other_nml /").find("no &comin_nml"), std::string::npos);
+  EXPECT_NE(message("&comin_nml\n plugin_list(1)%name='x'\n/").find("no plugin_library"), std::string::npos);
+  EXPECT_NE(message("&comin_nml\n plugin_list(1)%colour='x'\n/").find("unknown field 'colour'"),
+            std::string::npos);
+  EXPECT_NE(message("&comin_nml\n\n nsteps=3\n/").find("line 3: unknown key 'nsteps'"), std::string::npos);
+  EXPECT_NE(message("&comin_nml\n plugin_list(2)%name='x'\n plugin_list(2)%plugin_library='y'\n/")
+                .find("plugin_list(1) is missing"),
+            std::string::npos);
+  EXPECT_NE(message("&comin_nml\n plugin_list(1)%name='x\n/").find("unterminated string"), std::string::npos);
+  EXPECT_NE(message("&comin_nml\n plugin_list(1)%name='x'\n").find("not closed"), std::string::npos);
+}

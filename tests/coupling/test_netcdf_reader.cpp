@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// NetCDF reading on real files (oracle values from netCDF4-python) and on small written ones:
+// dimension roles, unpacking, missing values, CF time, and the errors for bad input.
+#include <gtest/gtest.h>
+#include <netcdf.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+
+#include "coupling/error.hpp"
+#include "coupling/io/cf_time.hpp"
+#include "coupling/io/field_reader.hpp"
+#include "tests/coupling/io_test_util.hpp"
+
+namespace finecast::coupling {
+namespace {
+
+using testing_io::ScratchDir;
+
+double sum_of(const std::vector<float>& v) {
+  double s = 0;
+  for (float x : v) s += x;
+  return s;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const IoError& e) {
+    return e.what();
+  }
+  return "no IoError";
+}
+
+TEST(CfTime, GregorianNoLeap360AndAbsolute) {
+  const CfTime g("days since 1850-01-01 00:00:00", "proleptic_gregorian", "test");
+  EXPECT_EQ(format_datetime(g.to_datetime(56628.5)), "2005-01-16T12:00:00");  // netCDF4-python
+  EXPECT_EQ(format_datetime(g.to_datetime(56658.0)), "2005-06-16T00:00:00");
+  const CfTime h("hours since 2000-02-28 18:00", "standard", "test");
+  EXPECT_EQ(format_datetime(h.to_datetime(12)), "2000-02-29T06:00:00");
+  const CfTime nl("days since 2000-01-01", "noleap", "test");
+  EXPECT_EQ(format_datetime(nl.to_datetime(59)), "2000-03-01T00:00:00");
+  EXPECT_EQ(format_datetime(nl.to_datetime(365)), "2001-01-01T00:00:00");
+  const CfTime d360("days since 2000-01-01", "360_day", "test");
+  EXPECT_EQ(format_datetime(d360.to_datetime(59)), "2000-02-30T00:00:00");
+  const CfTime abs("day as %Y%m%d.%f", "proleptic_gregorian", "test");
+  EXPECT_EQ(format_datetime(abs.to_datetime(20981118.25)), "2098-11-18T06:00:00");
+  const CfTime s("seconds since 2021-01-01 00:00:00", "proleptic_gregorian", "test");
+  DateTime t;
+  ASSERT_TRUE(parse_datetime("2021-03-01T01:00:00.000", t));
+  EXPECT_EQ(s.from_datetime(t), (31 + 28) * 86400.0 + 3600.0);
+  EXPECT_FALSE(parse_datetime("step 3", t));
+  EXPECT_THROW(CfTime("fortnights since 2000-01-01", "standard", "test"), IoError);
+  EXPECT_THROW(CfTime("days since 2000-01-01", "martian", "test"), IoError);
+}
+
+TEST(FieldReader, RectilinearMonthlyTemperature) {
+  FINECAST_REQUIRE_FILE(testing_io::kTasFile);
+  FieldReader r(testing_io::kTasFile, "tas");
+  EXPECT_EQ(r.grid_kind(), FieldReader::GridKind::kLatLon);
+  EXPECT_EQ(r.n_times(), 12);
+  EXPECT_EQ(r.spatial_shape(), (std::vector<size_t>{96, 192}));
+  EXPECT_EQ(r.n_values(), 96 * 192);
+  EXPECT_EQ(r.attributes().units, "K");
+  EXPECT_EQ(r.attributes().standard_name, "air_temperature");
+  EXPECT_EQ(r.attributes().long_name, "Near-Surface Air Temperature");
+  EXPECT_EQ(r.time_string(0), "2005-01-16T12:00:00");
+  EXPECT_EQ(r.time_string(11), "2005-12-16T12:00:00");
+  std::vector<float> v(static_cast<size_t>(r.n_values()));
+  r.read(0, v.data());
+  EXPECT_EQ(v[0], 239.09619140625f);
+  EXPECT_NEAR(sum_of(v), 5100469.955078125, 1e-3);
+  r.read(3, v.data());
+  EXPECT_EQ(v[50 * 192 + 100], 299.80975341796875f);
+  const OutputGrid g = r.output_grid();
+  EXPECT_EQ(g.y.name, "lat");
+  EXPECT_EQ(g.x.values.size(), 192u);
+  EXPECT_EQ(g.y.text_attrs.at("units"), "degrees_north");
+  EXPECT_NE(error_of([&] { r.read(12, v.data()); }).find("time step 12 requested, the file has 12"), std::string::npos);
+}
+
+TEST(FieldReader, RotatedPoleWithSingletonHeight) {
+  FINECAST_REQUIRE_FILE(testing_io::kRotatedFile);
+  FieldReader r(testing_io::kRotatedFile, "tas");
+  EXPECT_EQ(r.grid_kind(), FieldReader::GridKind::kRotatedPole);
+  EXPECT_EQ(r.spatial_shape(), (std::vector<size_t>{412, 424}));
+  EXPECT_EQ(r.n_levels(), 1);
+  EXPECT_EQ(r.time_string(0), "2006-01-16T12:00:00");
+  std::vector<float> v(static_cast<size_t>(r.n_values()));
+  r.read(0, v.data());
+  EXPECT_EQ(v[200 * 424 + 300], 264.3837585449219f);
+  const OutputGrid g = r.output_grid();
+  EXPECT_EQ(g.grid_mapping, "rotated_pole");
+  EXPECT_EQ(g.grid_mapping_text_attrs.at("grid_mapping_name"), "rotated_latitude_longitude");
+  EXPECT_EQ(g.grid_mapping_num_attrs.at("grid_north_pole_latitude"), 39.25);
+}
+
+TEST(FieldReader, IconUnstructuredWithDepthLevels) {
+  FINECAST_REQUIRE_FILE(testing_io::kIconFile);
+  FieldReader r(testing_io::kIconFile, "S", 1);
+  EXPECT_EQ(r.grid_kind(), FieldReader::GridKind::kUnstructured);
+  EXPECT_EQ(r.spatial_shape(), (std::vector<size_t>{20480}));
+  EXPECT_EQ(r.n_levels(), 3);
+  EXPECT_EQ(r.time_string(0), "2098-11-18T00:00:00");  // "day as %Y%m%d.%f"
+  std::vector<float> v(20480);
+  r.read(0, v.data());
+  EXPECT_EQ(v[12345], 34.09283447265625f);
+  EXPECT_NEAR(sum_of(v), 438678.25058555603, 0.05);
+  const OutputGrid g = r.output_grid();
+  EXPECT_EQ(g.kind, OutputGrid::Kind::kIcon);
+  EXPECT_EQ(g.clon.size(), 20480u);
+  const std::string e = error_of([] { FieldReader(testing_io::kIconFile, "S", 3); });
+  EXPECT_NE(e.find("level 3 requested, expected 0..2 (dimension 'depth')"), std::string::npos) << e;
+}
+
+TEST(FieldReader, FerretReliefWithoutTime) {
+  FINECAST_REQUIRE_FILE(testing_io::kEtopo20File);
+  FieldReader r(testing_io::kEtopo20File, "ROSE");
+  EXPECT_EQ(r.n_times(), 1);
+  EXPECT_FALSE(r.has_time_axis());
+  EXPECT_EQ(r.time_string(0), "0");
+  EXPECT_EQ(r.spatial_shape(), (std::vector<size_t>{540, 1081}));
+  std::vector<float> v(static_cast<size_t>(r.n_values()));
+  r.read(0, v.data());
+  EXPECT_EQ(v[100 * 1081 + 200], -4588.25f);
+  EXPECT_NEAR(sum_of(v), -1106011510.5625, 2e3);
+}
+
+// A packed short field(time, y, x) with scale/offset, fill, missing and valid range.
+std::string write_packed_file(const std::string& path, const char* calendar) {
+  int nc, dt, dy, dx, vt, vv;
+  EXPECT_EQ(nc_create(path.c_str(), NC_CLOBBER, &nc), NC_NOERR);
+  nc_def_dim(nc, "time", NC_UNLIMITED, &dt);
+  nc_def_dim(nc, "y", 2, &dy);
+  nc_def_dim(nc, "x", 3, &dx);
+  nc_def_var(nc, "time", NC_DOUBLE, 1, &dt, &vt);
+  const std::string units = "hours since 2001-02-28 12:00:00";
+  nc_put_att_text(nc, vt, "units", units.size(), units.c_str());
+  nc_put_att_text(nc, vt, "calendar", std::strlen(calendar), calendar);
+  const int dims[3] = {dt, dy, dx};
+  nc_def_var(nc, "pr", NC_SHORT, 3, dims, &vv);
+  const double scale = 0.5, offset = 100.0;
+  const short fill = -999, missing = -998;
+  const short range[2] = {-100, 100};
+  nc_put_att_double(nc, vv, "scale_factor", NC_DOUBLE, 1, &scale);
+  nc_put_att_double(nc, vv, "add_offset", NC_DOUBLE, 1, &offset);
+  nc_put_att_short(nc, vv, "_FillValue", NC_SHORT, 1, &fill);
+  nc_put_att_short(nc, vv, "missing_value", NC_SHORT, 1, &missing);
+  nc_put_att_short(nc, vv, "valid_range", NC_SHORT, 2, range);
+  nc_enddef(nc);
+  const double times[2] = {0, 24};
+  const size_t t0 = 0, t2 = 2;
+  nc_put_vara_double(nc, vt, &t0, &t2, times);
+  const short data[12] = {0, 1, -2, fill, missing, 101, 10, 20, 30, 40, 50, 60};
+  const size_t start[3] = {0, 0, 0}, count[3] = {2, 2, 3};
+  nc_put_vara_short(nc, vv, start, count, data);
+  nc_close(nc);
+  return path;
+}
+
+TEST(FieldReader, UnpacksAndMasksAsCfSays) {
+  ScratchDir dir;
+  FieldReader r(write_packed_file(dir.file("packed.nc"), "noleap"), "pr");
+  EXPECT_EQ(r.n_times(), 2);
+  std::vector<float> v(6);
+  r.read(0, v.data());
+  EXPECT_EQ(v[0], 100.0f);
+  EXPECT_EQ(v[1], 100.5f);
+  EXPECT_EQ(v[2], 99.0f);
+  EXPECT_TRUE(std::isnan(v[3])) << "_FillValue";
+  EXPECT_TRUE(std::isnan(v[4])) << "missing_value";
+  EXPECT_TRUE(std::isnan(v[5])) << "outside valid_range";
+  r.read(1, v.data());
+  EXPECT_EQ(v[5], 130.0f);
+  EXPECT_EQ(r.time_string(1), "2001-03-01T12:00:00");  // noleap, and 2001 has no Feb 29 anyway
+  FieldReader r360(write_packed_file(dir.file("packed360.nc"), "360_day"), "pr");
+  EXPECT_EQ(r360.time_string(1), "2001-02-29T12:00:00");
+}
+
+TEST(FieldReader, BadInputNamesFileVariableAndExpectation) {
+  ScratchDir dir;
+  std::string e = error_of([&] { FieldReader(dir.file("nope.nc"), "tas"); });
+  EXPECT_NE(e.find("nope.nc"), std::string::npos) << e;
+  EXPECT_NE(e.find("does not exist"), std::string::npos) << e;
+  EXPECT_NE(e.find("'tas'"), std::string::npos) << e;
+
+  const std::string packed = write_packed_file(dir.file("packed.nc"), "standard");
+  e = error_of([&] { FieldReader(packed, "tas"); });
+  EXPECT_NE(e.find("has no variable 'tas' (variables: time, pr)"), std::string::npos) << e;
+  e = error_of([&] { FieldReader(packed, "time"); });
+  EXPECT_NE(e.find("only a time dimension"), std::string::npos) << e;
+
+  testing_io::spit(dir.file("text.nc"), "hello, not NetCDF\n");
+  e = error_of([&] { FieldReader(dir.file("text.nc"), "tas"); });
+  EXPECT_NE(e.find("cannot open"), std::string::npos) << e;
+
+  // Time not first.
+  int nc, dx, dt, v;
+  nc_create(dir.file("order.nc").c_str(), NC_CLOBBER, &nc);
+  nc_def_dim(nc, "x", 4, &dx);
+  nc_def_dim(nc, "time", NC_UNLIMITED, &dt);
+  const int dims[2] = {dx, dt};
+  nc_def_var(nc, "f", NC_FLOAT, 2, dims, &v);
+  nc_close(nc);
+  e = error_of([&] { FieldReader(dir.file("order.nc"), "f"); });
+  EXPECT_NE(e.find("expected it first"), std::string::npos) << e;
+}
+
+TEST(FieldReader, TruncatedFilesAreDetected) {
+  FINECAST_REQUIRE_FILE(testing_io::kTasFile);
+  ScratchDir dir;
+  // Classic format: the library would read zeros past the end without complaint.
+  const std::string bytes = testing_io::slurp(testing_io::kTasFile);
+  testing_io::spit(dir.file("tas_cut.nc"), bytes.substr(0, bytes.size() - 1000));
+  std::string e = error_of([&] { FieldReader(dir.file("tas_cut.nc"), "tas"); });
+  EXPECT_NE(e.find("is truncated"), std::string::npos) << e;
+  EXPECT_NE(e.find("tas_cut.nc"), std::string::npos) << e;
+  testing_io::spit(dir.file("tas_whole.nc"), bytes);
+  EXPECT_NO_THROW(FieldReader(dir.file("tas_whole.nc"), "tas"));
+
+  // NetCDF-4 (HDF5).
+  int nc, d, v;
+  nc_create(dir.file("nc4.nc").c_str(), NC_NETCDF4 | NC_CLOBBER, &nc);
+  nc_def_dim(nc, "ncells", 50000, &d);
+  nc_def_var(nc, "f", NC_FLOAT, 1, &d, &v);
+  std::vector<float> data(50000, 1.0f);
+  nc_put_var_float(nc, v, data.data());
+  nc_close(nc);
+  const std::string nc4 = testing_io::slurp(dir.file("nc4.nc"));
+  testing_io::spit(dir.file("nc4_cut.nc"), nc4.substr(0, nc4.size() / 2));
+  e = error_of([&] {
+    FieldReader r(dir.file("nc4_cut.nc"), "f");
+    std::vector<float> out(50000);
+    r.read(0, out.data());
+  });
+  EXPECT_NE(e.find("nc4_cut.nc"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace finecast::coupling

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// NetCDF ensemble output: content read back, ncdump's view of it, and atomic publication.
+#include <gtest/gtest.h>
+#include <netcdf.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <limits>
+
+#include "coupling/error.hpp"
+#include "coupling/io/ensemble_writer.hpp"
+#include "coupling/io/field_reader.hpp"
+#include "tests/coupling/io_test_util.hpp"
+
+namespace finecast::coupling {
+namespace {
+
+using testing_io::ScratchDir;
+
+std::string run(const std::string& cmd, int* status) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  *status = pclose(p);
+  return out;
+}
+
+OutputGrid small_icon(int n) {
+  std::vector<double> lon(n), lat(n);
+  for (int i = 0; i < n; ++i) lon[i] = 0.01 * i, lat[i] = -0.005 * i;
+  return OutputGrid::icon(lon, lat);
+}
+
+std::vector<float> ensemble(int members, int n, float base) {
+  std::vector<float> v(static_cast<size_t>(members) * n);
+  for (int m = 0; m < members; ++m)
+    for (int i = 0; i < n; ++i) v[m * n + i] = base + 100.0f * m + 0.25f * i;
+  return v;
+}
+
+TEST(EnsembleWriter, IconOutputReadsBackAndNcdumpAcceptsIt) {
+  ScratchDir dir;
+  const std::string path = dir.file("out.nc");
+  const int n = 50, members = 3;
+  {
+    EnsembleWriter w(path, small_icon(n), "tas", {"K", "Near-Surface Air Temperature", "air_temperature"}, members,
+                     {{"finecast_checkpoint", "run1/ckpt_000100.h5"}});
+    auto a = ensemble(members, n, 250.0f);
+    a[1] = std::numeric_limits<float>::quiet_NaN();
+    std::vector<float> coarse(n, 260.0f);
+    w.write("2021-01-01T00:00:00.000", a.data(), coarse.data());
+    w.write("2021-01-01T06:00:00.000", ensemble(members, n, 251.0f).data(), coarse.data());
+    EXPECT_FALSE(testing_io::exists(path)) << "published before close()";
+    w.close();
+  }
+  ASSERT_TRUE(testing_io::exists(path));
+  EXPECT_FALSE(testing_io::exists(path + ".tmp"));
+
+  int status = -1;
+  const std::string header = run("ncdump -h '" + path + "' 2>&1", &status);
+  ASSERT_EQ(status, 0) << header;
+  for (const char* want : {"time = UNLIMITED ; // (2 currently)", "member = 3 ;", "ncells = 50 ;",
+                           "float tas(time, member, ncells) ;", "tas:coordinates = \"clon clat\" ;",
+                           "tas:units = \"K\" ;", "tas:standard_name = \"air_temperature\" ;",
+                           "time:units = \"seconds since 2021-01-01 00:00:00\" ;",
+                           "time:calendar = \"proleptic_gregorian\" ;", ":Conventions = \"CF-1.8\" ;",
+                           ":finecast_checkpoint = \"run1/ckpt_000100.h5\" ;",
+                           "float tas_coarse(time, ncells) ;", "clon:units = \"radian\" ;"})
+    EXPECT_NE(header.find(want), std::string::npos) << "missing: " << want << "\n" << header;
+  EXPECT_NE(header.find(std::string(":finecast_version = \"") + FINECAST_VERSION + "\""), std::string::npos) << header;
+  EXPECT_EQ(run("ncdump -k '" + path + "'", &status), "netCDF-4\n");
+
+  // Values and time through the library, the missing value as NaN through the reader.
+  int nc, vt, vv;
+  ASSERT_EQ(nc_open(path.c_str(), NC_NOWRITE, &nc), NC_NOERR);
+  nc_inq_varid(nc, "time", &vt);
+  nc_inq_varid(nc, "tas", &vv);
+  double times[2];
+  nc_get_var_double(nc, vt, times);
+  EXPECT_EQ(times[0], 0.0);
+  EXPECT_EQ(times[1], 21600.0);
+  std::vector<float> got(2 * members * n);
+  nc_get_var_float(nc, vv, got.data());
+  nc_close(nc);
+  const auto want = ensemble(members, n, 251.0f);
+  for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(got[members * n + i], want[i]) << i;
+  EXPECT_EQ(got[1], 1.0e20f);
+  FieldReader r(path, "tas_coarse");
+  EXPECT_EQ(r.time_string(1), "2021-01-01T06:00:00");
+  std::vector<float> c(n);
+  r.read(1, c.data());
+  EXPECT_EQ(c[7], 260.0f);
+}
+
+TEST(EnsembleWriter, LatLonCopiesCoordinatesFromTheInput) {
+  FINECAST_REQUIRE_FILE(testing_io::kTasFile);
+  ScratchDir dir;
+  FieldReader in(testing_io::kTasFile, "tas");
+  const OutputGrid grid = in.output_grid().cropped(0, 96, 0, 176);  // whole 16 x 16 blocks: 11 columns of blocks
+  std::vector<float> field(static_cast<size_t>(in.n_values())), crop(96 * 176);
+  in.read(2, field.data());
+  for (int y = 0; y < 96; ++y)
+    for (int x = 0; x < 176; ++x) crop[y * 176 + x] = field[y * 192 + x];
+  const std::string path = dir.file("tas_fine.nc");
+  EnsembleWriter w(path, grid, "tas", in.attributes(), 1, {});
+  w.write(in.time_string(2), crop.data());
+  w.close();
+
+  FieldReader back(path, "tas");
+  EXPECT_EQ(back.spatial_shape(), (std::vector<size_t>{96, 176}));
+  EXPECT_EQ(back.time_string(0), in.time_string(2));
+  EXPECT_EQ(back.attributes().units, "K");
+  std::vector<float> v(96 * 176);
+  back.read(0, v.data());
+  EXPECT_EQ(v, crop);
+  const OutputGrid g = back.output_grid();
+  EXPECT_EQ(g.x.values, grid.x.values);
+  EXPECT_EQ(g.y.text_attrs.at("standard_name"), "latitude");
+  int status = -1;
+  const std::string header = run("ncdump -h '" + path + "' 2>&1", &status);
+  EXPECT_EQ(status, 0) << header;
+  EXPECT_NE(header.find("float tas(time, member, lat, lon)"), std::string::npos) << header;
+  EXPECT_NE(header.find(":finecast_checkpoint = \"none\""), std::string::npos) << header;
+}
+
+// A previous complete output survives a run that ends without close().
+TEST(EnsembleWriter, InterruptedRunLeavesPreviousFileIntact) {
+  ScratchDir dir;
+  const std::string path = dir.file("out.nc");
+  const int n = 20;
+  {
+    EnsembleWriter w(path, small_icon(n), "t", {}, 2, {});
+    w.write("2000-01-01T00:00:00", ensemble(2, n, 1.0f).data());
+    w.close();
+  }
+  const std::string complete = testing_io::slurp(path);
+  {
+    EnsembleWriter w(path, small_icon(n), "t", {}, 2, {});
+    w.write("2000-01-02T00:00:00", ensemble(2, n, 2.0f).data());
+    w.write("2000-01-03T00:00:00", ensemble(2, n, 3.0f).data());
+  }  // destroyed without close(), as when an exception unwinds
+  EXPECT_EQ(testing_io::slurp(path), complete);
+  EXPECT_TRUE(testing_io::exists(path + ".tmp"));
+
+  // A process killed in the middle of a run.
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    EnsembleWriter w(path, small_icon(n), "t", {}, 2, {});
+    w.write("2000-01-04T00:00:00", ensemble(2, n, 4.0f).data());
+    raise(SIGKILL);
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(testing_io::slurp(path), complete);
+  FieldReader r(path, "t");
+  EXPECT_EQ(r.n_times(), 1);
+  EXPECT_EQ(r.time_string(0), "2000-01-01T00:00:00");
+}
+
+TEST(EnsembleWriter, RejectsBadUse) {
+  ScratchDir dir;
+  EXPECT_THROW(EnsembleWriter(dir.file("no/such/dir/out.nc"), small_icon(4), "t", {}, 1, {}), IoError);
+  EXPECT_THROW(EnsembleWriter(dir.file("a.nc"), small_icon(4), "t", {}, 0, {}), IoError);
+  EXPECT_THROW(EnsembleWriter(dir.file("b.nc"), small_icon(4), "t", {}, 1, {}, "martian"), IoError);
+  EnsembleWriter w(dir.file("c.nc"), small_icon(4), "t", {}, 1, {});
+  const std::vector<float> v(4, 1.0f);
+  w.write("3", v.data());  // no date: time holds the step index
+  EXPECT_THROW(w.write("2000-01-01T00:00:00", v.data()), IoError);
+  w.write("4", v.data());
+  w.close();
+  FieldReader r(dir.file("c.nc"), "t");
+  EXPECT_EQ(r.n_times(), 2);
+  EXPECT_EQ(r.time_string(1), "1");
+}
+
+}  // namespace
+}  // namespace finecast::coupling

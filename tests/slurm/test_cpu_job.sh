@@ -1,0 +1,35 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# A job rendered from the CPU profile runs for real: launch.sh -> fake sbatch -> job script ->
+# fake srun -> mpiexec -n 2 finecast-host with the plugin, and leaves its outputs behind.
+# shellcheck disable=SC1091,SC2016  # lib.sh is found at run time; some $ are literal
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+require_finecast
+
+write_plugin_config plugin.yaml
+write_host_run_file run.yaml 8 "$WORK/plugin.yaml"
+
+"$LAUNCH" --profile cpu --run run.yaml --param ntasks_per_node=2 --param cpus_per_task=1 \
+  --param time=00:05:00 >launch.out 2>launch.err || fail "launch failed: $(cat launch.err)"
+assert_contains "$(cat launch.out)" "launch: submitted job 1001" "launch output"
+assert_contains "$(cat "$FAKE_SLURM_DIR/calls.log")" \
+  "srun --nodes=1 --ntasks-per-node=2 --cpus-per-task=1 $HOST_EXE $WORK/run.yaml --set device=cpu" "srun call"
+
+log="$(cat out/slurm/finecast-cpu-1001.out 2>/dev/null)"
+assert_eq "$(cat "$FAKE_SLURM_DIR/job-1001.rc" 2>/dev/null)" 0 "job exit status (log: $log)"
+assert_contains "$log" "Using device: CPU" "the plugin's device line"
+assert_contains "$log" "finecast: job 1001 finished with exit status 0" "job summary"
+
+# The outputs: the sampled ensemble as NetCDF and a checkpoint that h5dump recognises.
+[[ -f out/finecast_output.nc ]] || fail "no sample output out/finecast_output.nc"
+ncdump -h out/finecast_output.nc >/dev/null 2>&1 || fail "out/finecast_output.nc is not NetCDF"
+shopt -s nullglob
+ckpts=(ckpt/ckpt_*.h5)
+((${#ckpts[@]} >= 1)) || fail "no checkpoint in ckpt/"
+if ((${#ckpts[@]} >= 1)); then
+  assert_contains "$(h5dump -a /format "${ckpts[-1]}")" "finecast-downscaler-checkpoint" "checkpoint format"
+  assert_contains "$log" "  $WORK/${ckpts[-1]}" "job summary lists the checkpoint"
+fi
+assert_contains "$log" "  $WORK/out/finecast_output.nc" "job summary lists the output"
+
+finish

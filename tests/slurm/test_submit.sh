@@ -1,0 +1,89 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Submission plumbing without finecast: launch.sh -> (fake) sbatch -> job script -> (fake) srun
+# -> mpiexec, with a probe program standing in for finecast-host that records what each rank
+# saw. Also the GPU binding wrapper and the end-of-job summary on their own.
+# shellcheck disable=SC1091,SC2016  # lib.sh is found at run time; some $ are literal
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+touch run.yaml
+mkdir -p probe-bin
+# The probe records its rank's view (threads, GPU, arguments) as an output file of the job.
+cat >probe-bin/finecast-host <<'PROBE'
+#!/bin/bash
+mkdir -p out
+rank="${OMPI_COMM_WORLD_RANK:?not started by mpiexec}"
+{
+  echo "size=${OMPI_COMM_WORLD_SIZE}"
+  echo "threads=${OMP_NUM_THREADS:-unset}"
+  echo "gpu=${CUDA_VISIBLE_DEVICES:-unset}"
+  echo "args=$*"
+} >"out/probe-rank-${rank}.txt"
+echo "probe rank ${rank} ran"
+exit "${PROBE_EXIT:-0}"
+PROBE
+chmod +x probe-bin/finecast-host
+
+# ---- a CPU job, submitted for real (to the fake sbatch) ----
+"$LAUNCH" --profile cpu --run run.yaml --bin-dir probe-bin --param ntasks_per_node=3 \
+  --param cpus_per_task=2 --set train.epochs=1 >launch.out 2>launch.err || fail "launch failed: $(cat launch.err)"
+reply="$(cat launch.out)"
+assert_contains "$reply" "launch: submitted job 1001" "launch output"
+assert_contains "$reply" "squeue -j 1001" "launch output"
+assert_contains "$reply" "$WORK/out/slurm/finecast-cpu-1001.out" "launch output: the log path with the job id"
+calls="$(cat "$FAKE_SLURM_DIR/calls.log")"
+assert_contains "$calls" "sbatch --parsable $WORK/out/slurm/finecast-cpu-" "sbatch call"
+assert_contains "$calls" "srun --nodes=1 --ntasks-per-node=3 --cpus-per-task=2 $WORK/probe-bin/finecast-host $WORK/run.yaml --set device=cpu --set train.epochs=1" "srun call"
+assert_eq "$(cat "$FAKE_SLURM_DIR/job-1001.rc")" 0 "job exit status"
+for rank in 0 1 2; do
+  probe="$(cat "out/probe-rank-$rank.txt" 2>/dev/null)" || { fail "rank $rank did not run"; continue; }
+  assert_contains "$probe" "size=3" "rank $rank"
+  assert_contains "$probe" "threads=2" "rank $rank: OMP_NUM_THREADS from --cpus-per-task"
+  assert_contains "$probe" "gpu=unset" "rank $rank: a CPU job binds no GPU"
+  assert_contains "$probe" "args=$WORK/run.yaml --set device=cpu --set train.epochs=1" "rank $rank"
+done
+[[ ! -e out/probe-rank-3.txt ]] || fail "a 4th rank ran in a 3-task job"
+log="$(cat out/slurm/finecast-cpu-1001.out)"
+assert_contains "$log" "finecast: job 1001 on " "job log header"
+assert_contains "$log" "3 ranks" "job log header"
+assert_contains "$log" "finecast: job 1001 finished with exit status 0" "job log summary"
+assert_contains "$log" "finecast: outputs written (3):"$'\n'"  $WORK/out/probe-rank-0.txt" "job log lists the outputs"
+assert_contains "$log" "finecast: checkpoints written (0):" "job log lists no checkpoints"
+ls out/slurm/finecast-cpu-*.sbatch >/dev/null 2>&1 || fail "the submitted job script is not kept beside the log"
+
+# ---- a GPU job: each rank sees one of the GPUs SLURM gave the step ----
+mkdir -p ckpt && echo x >ckpt/old.h5
+sleep 1  # the job lists files newer than its start; old.h5 must be older
+rm -f out/probe-rank-*.txt
+CUDA_VISIBLE_DEVICES=4,5 "$LAUNCH" --profile gpu --run run.yaml --bin-dir probe-bin \
+  --param gpus.count=2 --param cpus_per_task=8 --set checkpoint.dir=ckpt >launch.out 2>launch.err ||
+  fail "gpu launch failed: $(cat launch.err)"
+assert_contains "$(cat launch.out)" "launch: submitted job 1002" "second job id"
+for rank in 0 1 2 3; do
+  want=$((rank % 2 == 0 ? 4 : 5))
+  assert_contains "$(cat "out/probe-rank-$rank.txt" 2>/dev/null)" "gpu=$want" "rank $rank: bind_gpu.sh"
+done
+log="$(cat out/slurm/finecast-gpu-1002.out)"
+assert_contains "$log" "finecast: local rank 0 on $(hostname) -> GPU 4 (of 2)" "bind_gpu.sh reports the binding"
+assert_contains "$log" "finecast: GPUs visible:" "job log GPU line"
+assert_not_contains "$log" "ckpt/old.h5" "job log: a checkpoint from before the job is not its output"
+
+# ---- a failing program: the job fails with its status and says so ----
+rm -f out/probe-rank-*.txt
+PROBE_EXIT=3 "$LAUNCH" --profile cpu --run run.yaml --bin-dir probe-bin --param ntasks_per_node=1 >/dev/null 2>&1 ||
+  fail "launch of the failing job failed"
+assert_eq "$(cat "$FAKE_SLURM_DIR/job-1003.rc")" 3 "failing job: exit status"
+assert_contains "$(cat out/slurm/finecast-cpu-1003.out)" "the run failed; its error is in the log above" "failing job log"
+
+# ---- the pieces on their own ----
+assert_eq "$(SLURM_LOCALID=5 CUDA_VISIBLE_DEVICES=0,1,2,3 FINECAST_BIND_QUIET=1 \
+  "$SRC/scripts/slurm/bind_gpu.sh" bash -c 'echo "$CUDA_VISIBLE_DEVICES"')" 1 "bind_gpu.sh: local rank 5 of 4 GPUs"
+assert_eq "$(SLURM_LOCALID=2 CUDA_VISIBLE_DEVICES=NoDevFiles \
+  "$SRC/scripts/slurm/bind_gpu.sh" bash -c 'echo "$CUDA_VISIBLE_DEVICES"')" NoDevFiles "bind_gpu.sh: NoDevFiles"
+for script in "$LAUNCH" "$SRC/scripts/slurm/bind_gpu.sh" "$SRC/scripts/slurm/job_summary.sh" \
+              "$SRC/tests/slurm/fake/sbatch" "$SRC/tests/slurm/fake/srun"; do
+  assert_contains "$("$script" --help)" "Usage:" "$script --help"
+done
+assert_contains "$(/usr/bin/python3 "$SRC/scripts/slurm/render.py" --help)" "ntasks_per_node" "render.py --help lists the keys"
+
+finish

@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Schedules against their closed forms, samplers against a Gaussian oracle, models, device choice.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "trainer/device.hpp"
+#include "trainer/diffusion.hpp"
+#include "trainer/models.hpp"
+
+namespace ft = finecast::trainer;
+namespace fd = finecast::trainer::diffusion;
+
+TEST(Schedule, LinearMatchesClosedForm) {
+  const auto s = fd::make_schedule("linear", 50, torch::kCPU);
+  ASSERT_EQ(s.beta.size(), 50u);
+  // 1000/T scaling: beta_0 = 20 * 1e-4, beta_{T-1} = 20 * 0.02.
+  EXPECT_NEAR(s.beta.front(), 2e-3, 1e-15);
+  EXPECT_NEAR(s.beta.back(), 0.4, 1e-15);
+  EXPECT_NEAR(s.beta[25] - s.beta[24], (0.4 - 2e-3) / 49.0, 1e-15);
+  double prod = 1.0;
+  for (int t = 0; t < 50; ++t) {
+    prod *= 1.0 - s.beta[t];
+    EXPECT_NEAR(s.alpha_bar[t], prod, 1e-14);
+  }
+  EXPECT_LT(s.alpha_bar.back(), 1e-4);  // ends near pure noise
+}
+
+TEST(Schedule, CosineMatchesClosedForm) {
+  const auto s = fd::make_schedule("cosine", 50, torch::kCPU);
+  auto f = [](double t) { return std::pow(std::cos((t / 50.0 + 0.008) / 1.008 * M_PI / 2.0), 2); };
+  for (int t = 0; t < 49; ++t) EXPECT_NEAR(s.alpha_bar[t], f(t + 1) / f(0), 1e-12) << "t = " << t;
+  // The last beta is clipped at 0.999 instead of reaching 1.
+  EXPECT_NEAR(s.beta.back(), 0.999, 1e-12);
+  for (int t = 1; t < 50; ++t) EXPECT_LT(s.alpha_bar[t], s.alpha_bar[t - 1]);
+  EXPECT_FLOAT_EQ(s.sqrt_ab[10].item<float>(), static_cast<float>(std::sqrt(s.alpha_bar[10])));
+  EXPECT_FLOAT_EQ(s.sqrt_1mab[10].item<float>(), static_cast<float>(std::sqrt(1 - s.alpha_bar[10])));
+}
+
+TEST(Schedule, PosteriorCoefficientsReproduceTheForwardProcess) {
+  // If x_t ~ q(x_t | x_0), the posterior mean must satisfy E[x_{t-1}] = sqrt(ab_{t-1}) x_0, i.e.
+  // c0 + ct * sqrt(ab_t) = sqrt(ab_{t-1}); and the variances must add up the same way.
+  const auto s = fd::make_schedule("cosine", 30, torch::kCPU);
+  for (int t = 1; t < 30; ++t) {
+    const double ab = s.alpha_bar[t], abp = s.alpha_bar[t - 1];
+    EXPECT_NEAR(s.post_c0[t] + s.post_ct[t] * std::sqrt(ab), std::sqrt(abp), 1e-12);
+    EXPECT_NEAR(s.post_ct[t] * s.post_ct[t] * (1 - ab) + s.post_var[t], 1 - abp, 1e-12);
+  }
+  EXPECT_THROW(fd::make_schedule("quadratic", 30, torch::kCPU), std::invalid_argument);
+}
+
+TEST(Schedule, LearningRateWarmupAndCosineDecay) {
+  ft::TrainOptions o;
+  o.lr = 1e-3;
+  o.warmup_steps = 10;
+  o.decay_steps = 100;
+  o.min_lr_ratio = 0.1;
+  EXPECT_DOUBLE_EQ(fd::learning_rate(o, 0), 1e-4);
+  EXPECT_DOUBLE_EQ(fd::learning_rate(o, 9), 1e-3);
+  EXPECT_DOUBLE_EQ(fd::learning_rate(o, 10), 1e-3);
+  EXPECT_NEAR(fd::learning_rate(o, 60), 1e-3 * (0.1 + 0.9 * 0.5), 1e-15);  // half way: cos = 0
+  EXPECT_DOUBLE_EQ(fd::learning_rate(o, 110), 1e-4);
+  EXPECT_DOUBLE_EQ(fd::learning_rate(o, 100000), 1e-4);
+}
+
+TEST(Schedule, DdimTimesteps) {
+  EXPECT_EQ(fd::ddim_timesteps(50, 10), (std::vector<int64_t>{49, 44, 38, 33, 27, 22, 16, 11, 5, 0}));
+  EXPECT_EQ(fd::ddim_timesteps(50, 1), (std::vector<int64_t>{49}));
+  EXPECT_EQ(fd::ddim_timesteps(5, 50).size(), 5u);  // never more steps than the schedule has
+}
+
+TEST(Diffusion, RemoveMeanHonoursWeights) {
+  auto x = torch::tensor({{1.0f, 2.0f, 3.0f, 6.0f}});
+  auto w = torch::tensor({{0.5f, 0.25f, 0.25f, 0.0f}});
+  auto y = fd::remove_mean(x, w);
+  EXPECT_NEAR((y * w).sum().item<float>(), 0.0f, 1e-6);
+  EXPECT_NEAR(y[0][3].item<float>(), 6.0f - 1.75f, 1e-6);
+  EXPECT_NEAR(fd::remove_mean(x, torch::Tensor()).mean().item<float>(), 0.0f, 1e-6);
+}
+
+TEST(Diffusion, NoisingMatchesClosedForm) {
+  // x_t = sqrt(ab) x0 + sqrt(1-ab) eps, so for fixed x0 the mean is sqrt(ab) x0 and the variance 1-ab.
+  const auto s = fd::make_schedule("linear", 50, torch::kCPU);
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(3);
+  const int64_t n = 200000, t = 20;
+  auto eps = torch::randn({n}, gen);
+  auto x_t = s.sqrt_ab[t] * 2.0 + s.sqrt_1mab[t] * eps;
+  EXPECT_NEAR(x_t.mean().item<double>(), 2.0 * std::sqrt(s.alpha_bar[t]), 0.01);
+  EXPECT_NEAR(x_t.var().item<double>(), 1.0 - s.alpha_bar[t], 0.01);
+}
+
+namespace {
+
+/// The exact noise predictor for data x0 ~ N(mu, sigma^2) per dimension:
+/// E[eps | x_t] = s (x_t - a mu) / (a^2 sigma^2 + s^2).
+struct GaussianOracle {
+  const fd::Schedule* s;
+  double mu, sigma;
+  bool v = false;
+  torch::Tensor operator()(const torch::Tensor& x, int64_t t) const {
+    const double a = std::sqrt(s->alpha_bar[t]), b = std::sqrt(1 - s->alpha_bar[t]);
+    auto eps = b * (x - a * mu) / (a * a * sigma * sigma + b * b);
+    if (!v) return eps;
+    auto x0 = (x - b * eps) / a;
+    return a * eps - b * x0;  // v = sqrt(ab) eps - sqrt(1-ab) x0
+  }
+};
+
+}  // namespace
+
+class SamplerOracle : public ::testing::TestWithParam<std::tuple<std::string, std::string, bool>> {};
+
+TEST_P(SamplerOracle, DrawsTheKnownGaussian) {
+  const auto [schedule, sampler, v] = GetParam();
+  const auto s = fd::make_schedule(schedule, 50, torch::kCPU);
+  GaussianOracle oracle{&s, 1.5, 0.5, v};
+  fd::SamplerSetup setup;
+  setup.schedule = &s;
+  setup.v_objective = v;
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(11);
+  auto x = torch::randn({4000, 8}, gen);
+  auto out = sampler == "ddpm" ? fd::ddpm_sample(setup, oracle, x, gen) : fd::ddim_sample(setup, oracle, x, 10);
+  EXPECT_NEAR(out.mean().item<double>(), 1.5, 0.02);
+  // DDIM with 10 steps discretises the ODE, so its spread has a few per cent of error.
+  EXPECT_NEAR(out.std().item<double>(), 0.5, sampler == "ddpm" ? 0.02 : 0.05);
+  // A sampler that ignored the network would give mean ~0, std ~1: the tolerances exclude it.
+}
+
+INSTANTIATE_TEST_SUITE_P(All, SamplerOracle,
+                         ::testing::Values(std::make_tuple("cosine", "ddpm", false), std::make_tuple("cosine", "ddim", false),
+                                           std::make_tuple("linear", "ddpm", false), std::make_tuple("linear", "ddim", true),
+                                           std::make_tuple("cosine", "ddpm", true)));
+
+TEST(Models, ReferenceMlpSizeAndShapes) {
+  ft::ModelOptions o;  // C = 7, P = 256, width 256, depth 3, embedding 64
+  auto net = finecast::trainer::models::make_denoiser(o, torch::kCPU);
+  int64_t n = 0;
+  for (const auto& p : net->parameters()) n += p.numel();
+  EXPECT_EQ(n, (256 + 7 + 64) * 256 + 256 + 2 * (256 * 256 + 256) + 256 * 256 + 256);
+  auto y = net->forward(torch::zeros({5, 256}), torch::zeros({5, 7}), torch::zeros({5}, torch::kInt64));
+  EXPECT_EQ(y.sizes(), (std::vector<int64_t>{5, 256}));
+}
+
+TEST(Models, UNetShapesAndValidation) {
+  ft::ModelOptions o;
+  o.arch = "unet";
+  o.patch_size = 64;
+  o.unet_channels = 8;
+  auto net = finecast::trainer::models::make_denoiser(o, torch::kCPU);
+  auto y = net->forward(torch::randn({3, 64}), torch::randn({3, 7}), torch::tensor({0, 10, 49}));
+  EXPECT_EQ(y.sizes(), (std::vector<int64_t>{3, 64}));
+  o.patch_size = 60;
+  try {
+    finecast::trainer::models::make_denoiser(o, torch::kCPU);
+    FAIL() << "a non-square patch must be refused by the unet";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("model.patch_size"), std::string::npos) << e.what();
+  }
+  o.arch = "transformer";
+  EXPECT_THROW(finecast::trainer::models::make_denoiser(o, torch::kCPU), std::invalid_argument);
+}
+
+TEST(Models, SinusoidalTable) {
+  auto t = finecast::trainer::models::sinusoidal_table(50, 8);
+  EXPECT_EQ(t.sizes(), (std::vector<int64_t>{50, 8}));
+  EXPECT_FLOAT_EQ(t[0][0].item<float>(), 0.0f);          // sin(0)
+  EXPECT_FLOAT_EQ(t[0][4].item<float>(), 1.0f);          // cos(0)
+  EXPECT_NEAR(t[7][0].item<float>(), std::sin(7.0), 1e-6);  // frequency 1 in the first column
+}
+
+// ---- device selection through an injectable probe ----
+
+namespace {
+ft::DeviceProbe fake_probe(int cuda, bool mps) {
+  ft::DeviceProbe p;
+  p.cuda_device_count = [cuda] { return cuda; };
+  p.mps_available = [mps] { return mps; };
+  p.cuda_device_name = [](int i) { return i == 0 ? std::string("NVIDIA A100-SXM4-40GB") : std::string(); };
+  p.cuda_device_memory_gib = [](int i) { return i == 0 ? 40.0 : 0.0; };
+  p.cpu_threads = [] { return 2; };
+  return p;
+}
+}  // namespace
+
+TEST(Device, AutoPrefersCudaThenMpsThenCpu) {
+  auto c = ft::select_device(ft::parse_device("auto"), fake_probe(2, true));
+  EXPECT_EQ(c.torch_device, "cuda:0");
+  EXPECT_EQ(c.log_line(), "Using device: CUDA - NVIDIA A100-SXM4-40GB (40 GiB)");
+  EXPECT_EQ(ft::select_device(ft::parse_device("auto"), fake_probe(0, true)).torch_device, "mps");
+  auto cpu = ft::select_device(ft::parse_device("auto"), fake_probe(0, false));
+  EXPECT_EQ(cpu.torch_device, "cpu");
+  EXPECT_NE(cpu.description.find("2 threads"), std::string::npos) << cpu.description;
+}
+
+TEST(Device, ExplicitRequestsAreHonouredOrRefused) {
+  EXPECT_EQ(ft::select_device(ft::parse_device("cuda:1"), fake_probe(2, false)).torch_device, "cuda:1");
+  EXPECT_EQ(ft::select_device(ft::parse_device("cpu"), fake_probe(2, true)).torch_device, "cpu");
+  try {
+    ft::select_device(ft::parse_device("cuda"), fake_probe(0, false));
+    FAIL() << "cuda without a GPU must throw";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("no CUDA device"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(ft::select_device(ft::parse_device("cuda:2"), fake_probe(2, false)), std::runtime_error);
+  EXPECT_THROW(ft::select_device(ft::parse_device("mps"), fake_probe(1, false)), std::runtime_error);
+  EXPECT_THROW(ft::parse_device("gpu"), std::invalid_argument);
+  EXPECT_THROW(ft::parse_device("cuda:x"), std::invalid_argument);
+}
+
+TEST(Device, RealProbeOnThisMachine) {
+  // The Debian LibTorch has no CUDA: an explicit cuda request must fail with the clear error.
+  if (torch::cuda::is_available()) GTEST_SKIP() << "this machine has CUDA";
+  EXPECT_THROW(ft::select_device("cuda"), std::runtime_error);
+  EXPECT_EQ(ft::select_device("auto").torch_device, "cpu");
+}

@@ -56,8 +56,8 @@ std::string text_attribute(int nc, int var, const char* name) {
 
 /// Reads a whole variable of `expected` values as doubles (radians when `angle` and the units
 /// say degrees).
-std::vector<double> read_doubles(int nc, const std::string& path, const char* name,
-                                 size_t expected, bool angle) {
+std::vector<double> read_doubles(int nc, const std::string& path, const char* name, size_t expected,
+                                 bool angle) {
   const std::string ctx = "ICON grid file '" + path + "', variable '" + name + "'";
   const int var = find_var(nc, name);
   if (var < 0) throw IoError(ctx + ": missing");
@@ -73,8 +73,7 @@ std::vector<double> read_doubles(int nc, const std::string& path, const char* na
   return v;
 }
 
-std::vector<int32_t> read_ints(int nc, const std::string& path, const char* name,
-                               size_t expected) {
+std::vector<int32_t> read_ints(int nc, const std::string& path, const char* name, size_t expected) {
   const std::string ctx = "ICON grid file '" + path + "', variable '" + name + "'";
   const int var = find_var(nc, name);
   size_t total = 1;
@@ -161,8 +160,8 @@ void complete_icon_grid(IconGrid& g) {
       while (j < halves.size() && halves[j].key == halves[i].key) ++j;
       if (j - i > 2)
         throw GridError("ICON grid '" + g.path + "': an edge is shared by " +
-                        std::to_string(j - i) + " cells (cell " +
-                        std::to_string(halves[i].cell) + "), expected at most 2");
+                        std::to_string(j - i) + " cells (cell " + std::to_string(halves[i].cell) +
+                        "), expected at most 2");
       if (j - i == 2) {
         g.cell_neighbours[halves[i].cell][halves[i].slot] = halves[i + 1].cell;
         g.cell_neighbours[halves[i + 1].cell][halves[i + 1].slot] = halves[i].cell;

@@ -57,8 +57,7 @@ inline int64_t lattice_index(int64_t side, int64_t i, int64_t j, bool down) {
 
 /// Position of a lattice triangle from the coordinate sums of its three vertices (3x centroid):
 /// strip i, position j and orientation, for triangles of side `unit`.
-inline void locate(int64_t sum_p, int64_t sum_q, int64_t unit, int64_t& i, int64_t& j,
-                   bool& down) {
+inline void locate(int64_t sum_p, int64_t sum_q, int64_t unit, int64_t& i, int64_t& j, bool& down) {
   i = sum_p / (3 * unit);
   j = sum_q / (3 * unit);
   down = (sum_p - 3 * unit * i) + (sum_q - 3 * unit * j) >= 3 * unit;
@@ -78,8 +77,9 @@ int icon_grid_level(const IconGrid& g) {
   int64_t cells = 80;
   for (int level = 0; level <= 15; ++level, cells *= 4)
     if (cells == g.n_cells) return level;
-  fail(g, std::to_string(g.n_cells) +
-              " cells is not an R2B<k> grid size (80 * 4^k cells: 80, 320, 1280, 5120, 20480, ...)");
+  fail(g,
+       std::to_string(g.n_cells) +
+           " cells is not an R2B<k> grid size (80 * 4^k cells: 80, 320, 1280, 5120, 20480, ...)");
 }
 
 PatchMap icon_patch_map(const IconGrid& g, int coarse_level) {
@@ -89,9 +89,9 @@ PatchMap icon_patch_map(const IconGrid& g, int coarse_level) {
                 std::to_string(fine_level) + " grid, expected 0.." + std::to_string(fine_level));
   const int64_t n = g.n_cells;
   const int64_t nv = g.n_vertices;
-  const int64_t side = int64_t(2) << fine_level;           // fine edges per icosahedron edge
+  const int64_t side = int64_t(2) << fine_level;                // fine edges per icosahedron edge
   const int64_t r = int64_t(1) << (fine_level - coarse_level);  // fine edges per coarse edge
-  const int64_t m = side / r;                                // coarse edges per icosahedron edge
+  const int64_t m = side / r;                                   // coarse edges per icosahedron edge
 
   // ---- vertex graph and the 12 icosahedron corners (the vertices of five cells) ----
   std::vector<int32_t> adj(nv * kMaxDegree);
@@ -174,7 +174,8 @@ PatchMap icon_patch_map(const IconGrid& g, int coarse_level) {
     for (uint32_t mask = face_mask[v]; mask != 0; mask &= mask - 1) {
       const int f = __builtin_ctz(mask);
       const int64_t p = side - d(faces[f][1], v), q = side - d(faces[f][2], v);
-      if (p % r == 0 && q % r == 0) lattice_vertex[(f * row + p / r) * row + q / r] = static_cast<int32_t>(v);
+      if (p % r == 0 && q % r == 0)
+        lattice_vertex[(f * row + p / r) * row + q / r] = static_cast<int32_t>(v);
     }
   const int64_t per_face = m * m;
   const int64_t n_coarse = 20 * per_face;
@@ -187,9 +188,9 @@ PatchMap icon_patch_map(const IconGrid& g, int coarse_level) {
         for (int down = 0; down < 2; ++down) {
           if (down && I + J + 1 >= m) continue;
           // Lattice corners K0, K1, K2 in (p, q); K0 is the corner the local coordinates start at.
-          const int64_t k[3][2] = {
-              {down ? I + 1 : I, down ? J + 1 : J}, {down ? I : I + 1, down ? J + 1 : J},
-              {down ? I + 1 : I, down ? J : J + 1}};
+          const int64_t k[3][2] = {{down ? I + 1 : I, down ? J + 1 : J},
+                                   {down ? I : I + 1, down ? J + 1 : J},
+                                   {down ? I + 1 : I, down ? J : J + 1}};
           std::array<int32_t, 3> K{};
           for (int c = 0; c < 3; ++c) {
             K[c] = lattice_vertex[(f * row + k[c][0]) * row + k[c][1]];
@@ -228,7 +229,8 @@ PatchMap icon_patch_map(const IconGrid& g, int coarse_level) {
     bool down;
     locate(p[0] + p[1] + p[2], q[0] + q[1] + q[2], r, I, J, down);
     const int64_t id = f * per_face + lattice_index(m, I, J, down);
-    if (I + J >= m || id >= n_coarse) fail(g, "cell " + std::to_string(c) + " falls outside its face");
+    if (I + J >= m || id >= n_coarse)
+      fail(g, "cell " + std::to_string(c) + " falls outside its face");
     // Local barycentric coordinates w.r.t. the lattice corners K0, K1, K2, then canonical order.
     int64_t sb = 0, sc = 0;
     for (int k = 0; k < 3; ++k) {
@@ -287,7 +289,8 @@ PatchMap icon_patch_map(const IconGrid& g, int coarse_level) {
       const Vec3 x = sphere::to_xyz(g.clon[c], g.clat[c]);
       for (int e = 0; e < 3; ++e) centre[e] += g.cell_area[c] * x[e];
     }
-    for (int64_t s = 0; s < P; ++s) pm.fine_weight[k * P + s] = g.cell_area[slot_cell[id * P + s]] / total;
+    for (int64_t s = 0; s < P; ++s)
+      pm.fine_weight[k * P + s] = g.cell_area[slot_cell[id * P + s]] / total;
     sphere::to_lonlat(centre, pm.coarse_lon[k], pm.coarse_lat[k]);
   }
 
@@ -307,7 +310,8 @@ PatchMap icon_patch_map(const IconGrid& g, int coarse_level) {
       halves.push_back({a * nv + b, k, s});
     }
   }
-  std::sort(halves.begin(), halves.end(), [](const Half& x, const Half& y) { return x.key < y.key; });
+  std::sort(halves.begin(), halves.end(),
+            [](const Half& x, const Half& y) { return x.key < y.key; });
   for (size_t i = 0; i < halves.size(); i += 2) {
     if (i + 1 >= halves.size() || halves[i].key != halves[i + 1].key ||
         (i + 2 < halves.size() && halves[i + 2].key == halves[i].key))
@@ -328,9 +332,12 @@ PatchMap icon_patch_map(const IconGrid& g, int coarse_level) {
                       std::to_string(pm.fine_of_patch[k * P + s]) +
                       " share a parent triangle but have parents " + std::to_string(parent) +
                       " and " + std::to_string(g.parent_cell[pm.fine_of_patch[k * P + s]]));
-      if (parent < 0) fail(g, "parent_cell_index is missing for cell " + std::to_string(pm.fine_of_patch[k * P]));
+      if (parent < 0)
+        fail(g, "parent_cell_index is missing for cell " + std::to_string(pm.fine_of_patch[k * P]));
       if (static_cast<size_t>(parent) >= seen.size()) seen.resize(parent + 1, 0);
-      if (seen[parent]++) fail(g, "parent_cell_index names parent " + std::to_string(parent) + " for two coarse triangles");
+      if (seen[parent]++)
+        fail(g, "parent_cell_index names parent " + std::to_string(parent) +
+                    " for two coarse triangles");
     }
   }
   return pm;

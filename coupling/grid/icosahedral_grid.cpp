@@ -30,10 +30,9 @@ Mesh icosahedron() {
                              {0, -1, t}, {0, 1, t}, {0, -1, -t}, {0, 1, -t},
                              {t, 0, -1}, {t, 0, 1}, {-t, 0, -1}, {-t, 0, 1}};
   for (const auto& r : raw) m.vertices.push_back(sphere::normalised({r[0], r[1], r[2]}));
-  m.cells = {{0, 11, 5}, {0, 5, 1},  {0, 1, 7},   {0, 7, 10}, {0, 10, 11},
-             {1, 5, 9},  {5, 11, 4}, {11, 10, 2}, {10, 7, 6}, {7, 1, 8},
-             {3, 9, 4},  {3, 4, 2},  {3, 2, 6},   {3, 6, 8},  {3, 8, 9},
-             {4, 9, 5},  {2, 4, 11}, {6, 2, 10},  {8, 6, 7},  {9, 8, 1}};
+  m.cells = {{0, 11, 5},  {0, 5, 1},  {0, 1, 7},  {0, 7, 10}, {0, 10, 11}, {1, 5, 9}, {5, 11, 4},
+             {11, 10, 2}, {10, 7, 6}, {7, 1, 8},  {3, 9, 4},  {3, 4, 2},   {3, 2, 6}, {3, 6, 8},
+             {3, 8, 9},   {4, 9, 5},  {2, 4, 11}, {6, 2, 10}, {8, 6, 7},   {9, 8, 1}};
   return m;
 }
 
@@ -94,7 +93,8 @@ IconGrid make_icosahedral_grid(int level, uint64_t shuffle_seed) {
   g.n_vertices = nv;
   g.vlon.resize(nv);
   g.vlat.resize(nv);
-  for (int64_t i = 0; i < nv; ++i) sphere::to_lonlat(mesh.vertices[vert_perm[i]], g.vlon[i], g.vlat[i]);
+  for (int64_t i = 0; i < nv; ++i)
+    sphere::to_lonlat(mesh.vertices[vert_perm[i]], g.vlon[i], g.vlat[i]);
   g.cell_vertices.resize(n);
   g.clon.resize(n);
   g.clat.resize(n);

@@ -58,8 +58,8 @@ void finish(LatLonGrid& g, std::vector<double> lat_edges, const std::vector<doub
   g.cell_area.resize(g.nlat * g.nlon);
   const double r2 = sphere::kEarthRadius * sphere::kEarthRadius;
   for (int64_t i = 0; i < g.nlat; ++i) {
-    const double band =
-        std::fabs(std::sin(lat_edges[i + 1] * sphere::kDeg) - std::sin(lat_edges[i] * sphere::kDeg));
+    const double band = std::fabs(std::sin(lat_edges[i + 1] * sphere::kDeg) -
+                                  std::sin(lat_edges[i] * sphere::kDeg));
     for (int64_t j = 0; j < g.nlon; ++j)
       g.cell_area[i * g.nlon + j] =
           r2 * band * std::fabs(lon_edges[j + 1] - lon_edges[j]) * sphere::kDeg;
@@ -80,8 +80,8 @@ std::vector<double> read_coordinate(int nc, const std::string& path, const std::
   name = dim_name;
   int cv = -1;
   int ndims = 0;
-  if (nc_inq_varid(nc, dim_name, &cv) != NC_NOERR ||
-      nc_inq_varndims(nc, cv, &ndims) != NC_NOERR || ndims != 1)
+  if (nc_inq_varid(nc, dim_name, &cv) != NC_NOERR || nc_inq_varndims(nc, cv, &ndims) != NC_NOERR ||
+      ndims != 1)
     throw IoError("'" + path + "', variable '" + var + "': dimension '" + name +
                   "' has no 1-D coordinate variable; expected CF latitude/longitude coordinates");
   const std::string ctx = "'" + path + "', coordinate variable '" + name + "'";
@@ -93,7 +93,8 @@ std::vector<double> read_coordinate(int nc, const std::string& path, const std::
     for (double& v : x) v /= sphere::kDeg;
   for (size_t i = 1; i < len; ++i)
     if (!((x[i] > x[i - 1]) == (x[1] > x[0])) || x[i] == x[i - 1])
-      throw IoError(ctx + ": values are not strictly monotonic (at index " + std::to_string(i) + ")");
+      throw IoError(ctx + ": values are not strictly monotonic (at index " + std::to_string(i) +
+                    ")");
   edges = midpoint_edges(x);
   const std::string bounds = text_attribute(nc, cv, "bounds");
   int bv = -1;
@@ -109,7 +110,8 @@ std::vector<double> read_coordinate(int nc, const std::string& path, const std::
       size_t n0 = 0;
       CHECK_NC(nc_inq_dimlen(nc, bd, &n0), ctx);
       if (blen == 2 && n0 == len) {
-        CHECK_NC(nc_get_var_double(nc, bv, b.data()), "'" + path + "', bounds variable '" + bounds + "'");
+        CHECK_NC(nc_get_var_double(nc, bv, b.data()),
+                 "'" + path + "', bounds variable '" + bounds + "'");
         if (radians)
           for (double& v : b) v /= sphere::kDeg;
         // Bounds of cell i as [lower, upper] in the direction the coordinates run.
@@ -166,12 +168,14 @@ LatLonGrid read_latlon_grid(const std::string& path, const std::string& var) {
       CHECK_NC(nc_get_att_double(nc, mv, "grid_north_pole_latitude", &g.pole_lat), ctx);
       CHECK_NC(nc_get_att_double(nc, mv, "grid_north_pole_longitude", &g.pole_lon), ctx);
       double gamma = 0.0;
-      if (nc_get_att_double(nc, mv, "north_pole_grid_longitude", &gamma) == NC_NOERR && gamma != 0.0)
+      if (nc_get_att_double(nc, mv, "north_pole_grid_longitude", &gamma) == NC_NOERR &&
+          gamma != 0.0)
         throw IoError(ctx + ": north_pole_grid_longitude = " + std::to_string(gamma) +
                       " is not supported, expected 0");
     } else if (!kind.empty() && kind != "latitude_longitude") {
-      throw IoError("'" + path + "', variable '" + var + "': grid mapping '" + kind +
-                    "' is not supported, expected latitude_longitude or rotated_latitude_longitude");
+      throw IoError(
+          "'" + path + "', variable '" + var + "': grid mapping '" + kind +
+          "' is not supported, expected latitude_longitude or rotated_latitude_longitude");
     }
   }
   finish(g, std::move(lat_edges), lon_edges);

@@ -18,8 +18,8 @@ struct LatLonGrid {
   std::vector<double> lat, lon;  ///< degrees as in the file (rotated coordinates when rotated)
   bool rotated = false;          ///< CF rotated_latitude_longitude grid mapping
   double pole_lat = 90, pole_lon = 0;  ///< grid_north_pole_latitude/longitude when rotated
-  bool global_lon = false;       ///< the columns cover the full circle (a duplicate column allowed)
-  std::vector<double> cell_area;  ///< nlat*nlon, m^2 on the sphere, from the cell bounds
+  bool global_lon = false;  ///< the columns cover the full circle (a duplicate column allowed)
+  std::vector<double> cell_area;   ///< nlat*nlon, m^2 on the sphere, from the cell bounds
   std::string lat_name, lon_name;  ///< coordinate variable names (for the writer)
 };
 

@@ -23,12 +23,12 @@ int context_size(const PatchMap& map, int n_vars, const PatchOptions& options);
 struct Patches {
   int64_t n = 0;
   int C = 0, P = 0;
-  std::vector<float> context;     ///< n*C, layout in docs/grids.md
-  std::vector<float> fine;        ///< n*P fine values of the first (target) field, canonical order
-  std::vector<float> coarse;      ///< n area-weighted means of the target (= context[c*C])
-  std::vector<float> weights;     ///< n*P normalised area weights (each patch sums to 1)
-  std::vector<uint8_t> valid;     ///< n: 0 when a fine value of the patch is missing
-  int64_t n_invalid = 0;          ///< patches with a missing value (excluded from training)
+  std::vector<float> context;      ///< n*C, layout in docs/grids.md
+  std::vector<float> fine;         ///< n*P fine values of the first (target) field, canonical order
+  std::vector<float> coarse;       ///< n area-weighted means of the target (= context[c*C])
+  std::vector<float> weights;      ///< n*P normalised area weights (each patch sums to 1)
+  std::vector<uint8_t> valid;      ///< n: 0 when a fine value of the patch is missing
+  int64_t n_invalid = 0;           ///< patches with a missing value (excluded from training)
   std::vector<float> coarse_vars;  ///< n_vars*n coarse means, variable-major (scratch, readable)
 };
 
@@ -36,7 +36,8 @@ struct Patches {
 /// global cell index); fields[0] is the downscaled target. `orography` is a fine field, used when
 /// options.orography (else may be null). A NaN or infinite fine value makes its patch invalid
 /// (counted in n_invalid); a neighbour that is missing (-1) or whose coarse value is missing
-/// contributes the patch's own coarse value. Reuses out's storage: no allocation once the sizes are stable.
+/// contributes the patch's own coarse value. Reuses out's storage: no allocation once the sizes are
+/// stable.
 void extract_patches(const PatchMap& map, const std::vector<const float*>& fields,
                      const float* orography, const PatchOptions& options, Patches& out);
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // finecast-grid: prints a grid's coarse-cell layout and fails when the hierarchy is inconsistent.
-#include <CLI/CLI.hpp>
 #include <netcdf.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -69,13 +69,14 @@ int main(int argc, char** argv) {
   auto* block_opt =
       app.add_option("--block", block, "lat-lon: block size K (K x K fine cells; default 16)");
   level_opt->excludes(block_opt);
-  app.add_option("--var", var, "lat-lon: variable whose coordinates define the grid "
-                               "(default: the first variable on a lat-lon grid)");
+  app.add_option("--var", var,
+                 "lat-lon: variable whose coordinates define the grid "
+                 "(default: the first variable on a lat-lon grid)");
   CLI11_PARSE(app, argc, argv);
 
   try {
-    const bool icon = block_opt->count() == 0 &&
-                      (level_opt->count() > 0 || has_variable(grid_path, "clon"));
+    const bool icon =
+        block_opt->count() == 0 && (level_opt->count() > 0 || has_variable(grid_path, "clon"));
     if (icon) {
       const fc::IconGrid grid = fc::read_icon_grid(grid_path);
       std::printf("grid: %s\n", grid_path.c_str());
@@ -84,8 +85,10 @@ int main(int argc, char** argv) {
       const int level = fc::icon_grid_level(grid);
       std::printf("fine level: R2B%d, coarse level: R2B%d\n", level, coarse_level);
       if (coarse_level < 0 || coarse_level > level) {
-        std::fprintf(stderr, "finecast-grid: --coarse-level %d out of range for an R2B%d grid, expected 0..%d\n",
-                     coarse_level, level, level);
+        std::fprintf(
+            stderr,
+            "finecast-grid: --coarse-level %d out of range for an R2B%d grid, expected 0..%d\n",
+            coarse_level, level, level);
         return 1;
       }
       return report(fc::icon_patch_map(grid, coarse_level), true);

@@ -3,9 +3,11 @@
 // constructor, the coupling entry point, and the destructor. Each callback is a thin shell
 // around guard(); the work is in the functions above it.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <cstdio>
 #include <cstring>
 #include <sstream>
@@ -127,9 +129,21 @@ void locate_owned_cells(HostField& f, int domain) {
   f.owned = coupling::owned_cells(shape, sem, nproma, n_local, decomp, glb, 0);
 }
 
+/// Creates `dir` (and its parents) now, so that an unwritable place fails before the run.
+void ensure_directory(const std::string& dir, const std::string& key) {
+  if (dir.empty()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || access(dir.c_str(), W_OK) != 0)
+    throw ConfigError(plugin_context().config.source + ": " + key + ": cannot create or write to directory " + dir +
+                      (ec ? " (" + ec.message() + ")" : ""));
+}
+
 /// Trainer rank: grid, patch map, device, model (fresh or resumed), buffer.
 void setup_trainer(PluginContext& ctx, int64_t n_global) {
   const Config& cfg = ctx.config;
+  ensure_directory(std::filesystem::path(cfg.sample.output).parent_path().string(), "sample.output");
+  ensure_directory(cfg.checkpoint.dir, "checkpoint.dir");
   if (cfg.grid.type == "icon") {
     coupling::IconGrid grid = coupling::read_icon_grid(cfg.grid.file);
     ctx.map = coupling::icon_patch_map(grid, cfg.grid.coarse_level);
@@ -144,7 +158,7 @@ void setup_trainer(PluginContext& ctx, int64_t n_global) {
     throw GridError(cfg.source + ": grid.file " + cfg.grid.file + " has " + std::to_string(ctx.map.n_fine) +
                     " cells, but the host's domain " + std::to_string(cfg.coupling.domain) + " has " +
                     std::to_string(n_global));
-  ctx.output_attrs.long_name = cfg.fields.front() + " downscaled by finecast";
+  ctx.output_attrs.long_name = cfg.fields.front();  // ComIn's subset carries no units or long names
 
   ctx.patch_options.static_features = cfg.patch.static_features;
   ctx.patch_options.orography = !cfg.patch.orography.empty();
@@ -154,10 +168,9 @@ void setup_trainer(PluginContext& ctx, int64_t n_global) {
   log::info("Patches: " + std::to_string(ctx.map.n_coarse) + " coarse cells of " + std::to_string(P) +
             " fine cells; context of " + std::to_string(C) + " values");
 
+  trainer::set_torch_threads(torch_threads(ctx));  // before the device line, which reports them
   const trainer::DeviceChoice device = trainer::select_device(cfg.device);
-  const int threads = torch_threads(ctx);
-  trainer::set_torch_threads(threads);
-  log::info(device.log_line() + (device.is_cuda() ? "" : "; " + std::to_string(threads) + " torch thread(s) on the trainer rank"));
+  log::info(device.log_line());
 
   trainer::ModelOptions mo;
   mo.arch = cfg.model.arch;

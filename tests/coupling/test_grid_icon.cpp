@@ -89,7 +89,8 @@ TEST(IconHierarchy, RealR2B4ParentsEqualTheFilesHierarchicalNumbering) {
       std::vector<int64_t> cells(pm.fine_of_patch.begin() + k * P,
                                  pm.fine_of_patch.begin() + (k + 1) * P);
       std::sort(cells.begin(), cells.end());
-      for (int64_t s = 0; s < P; ++s) ASSERT_EQ(cells[s], k * P + s) << "level " << level << " patch " << k;
+      for (int64_t s = 0; s < P; ++s)
+        ASSERT_EQ(cells[s], k * P + s) << "level " << level << " patch " << k;
       double w = 0.0;
       for (int64_t s = 0; s < P; ++s) w += pm.fine_weight[k * P + s];
       EXPECT_NEAR(w, 1.0, 1e-12);
@@ -180,9 +181,9 @@ TEST(IconHierarchy, CanonicalOrderFollowsBarycentricCoordinatesFromTheNorthernmo
         const double beta = i + (down ? 2.0 : 1.0) / 3.0;
         const double gamma = static_cast<double>(j / 2) + (down ? 2.0 : 1.0) / 3.0;
         const double alpha = static_cast<double>(r) - beta - gamma;
-        const sphere::Vec3 want = sphere::normalised(
-            {alpha * A[0] + beta * B[0] + gamma * C[0], alpha * A[1] + beta * B[1] + gamma * C[1],
-             alpha * A[2] + beta * B[2] + gamma * C[2]});
+        const sphere::Vec3 want = sphere::normalised({alpha * A[0] + beta * B[0] + gamma * C[0],
+                                                      alpha * A[1] + beta * B[1] + gamma * C[1],
+                                                      alpha * A[2] + beta * B[2] + gamma * C[2]});
         int64_t nearest = -1;
         double best = -2.0;
         for (int64_t t = 0; t < P; ++t) {
@@ -219,7 +220,7 @@ TEST(IconHierarchy, WrongParentIndexIsReported) {
 
 TEST(IconHierarchy, BrokenTopologyAndOddSizesAreGridErrors) {
   fc::IconGrid g = fc::make_icosahedral_grid(2, 5);
-  EXPECT_THROW(fc::icon_patch_map(g, 3), finecast::GridError);   // coarser than fine only
+  EXPECT_THROW(fc::icon_patch_map(g, 3), finecast::GridError);  // coarser than fine only
   EXPECT_THROW(fc::icon_patch_map(g, -1), finecast::GridError);
   fc::IconGrid broken = g;
   broken.cell_vertices[10][0] = broken.cell_vertices[500][1];  // a cell torn out of place

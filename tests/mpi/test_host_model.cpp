@@ -65,7 +65,9 @@ void check_decomposition_and_fields(fh::Decomposition method) {
   std::sort(expected_halo.begin(), expected_halo.end());
   expected_halo.erase(std::unique(expected_halo.begin(), expected_halo.end()), expected_halo.end());
   EXPECT_EQ(mine.cells().halo, expected_halo);
-  if (size > 1) EXPECT_FALSE(mine.cells().halo.empty());
+  if (size > 1) {
+    EXPECT_FALSE(mine.cells().halo.empty());
+  }
 
   // Fields of every local cell equal the one-rank values bit for bit.
   const std::vector<int> local = mine.cells().all();

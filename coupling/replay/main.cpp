@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// finecast-replay: plays fields of NetCDF files, step by step, through finecast's ComIn host
+// library into plugins, decomposed over MPI ranks as a host model would.
+#include <mpi.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "coupling/comin/host.hpp"
+#include "coupling/error.hpp"
+#include "coupling/grid/icon_grid.hpp"
+#include "coupling/grid/latlon_grid.hpp"
+#include "coupling/host/decomposition.hpp"
+#include "coupling/io/field_reader.hpp"
+#include "coupling/log.hpp"
+#include "coupling/replay/latlon_domain.hpp"
+#include "coupling/replay/progress.hpp"
+#include "coupling/replay/replay_input.hpp"
+#include "coupling/replay/run_config.hpp"
+
+namespace fc = finecast::coupling;
+namespace ch = finecast::coupling::comin_host;
+namespace fr = finecast::coupling::replay;
+namespace flog = finecast::log;
+
+namespace {
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::string fmt(const char* format, double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, value);
+  return buf;
+}
+
+struct Options {
+  std::string run_file;
+  std::vector<std::string> sets;
+  int epochs = 0;
+  std::string progress = "auto";
+  std::string log_level = "info";
+};
+
+/// Appends the --set overrides to the plugins' options strings ("CONFIG.yaml key=value ...").
+/// "NAME:key=value" goes to the plugin called NAME only, "key=value" to every plugin.
+void apply_overrides(std::vector<ch::PluginSpec>& plugins, const std::vector<std::string>& sets) {
+  for (const auto& set : sets) {
+    const size_t eq = set.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw finecast::ConfigError("--set " + set + ": expected KEY=VALUE or PLUGIN:KEY=VALUE (e.g. --set device=cpu)");
+    if (set.find_first_of(" \t\n") != std::string::npos)
+      throw finecast::ConfigError("--set '" + set +
+                                  "': the plugin options string is split at blanks, so KEY=VALUE cannot contain any");
+    std::string target, item = set;
+    const size_t colon = set.substr(0, eq).find(':');
+    if (colon != std::string::npos) {
+      target = set.substr(0, colon);
+      item = set.substr(colon + 1);
+    }
+    bool used = false;
+    for (auto& p : plugins) {
+      if (!target.empty() && p.name != target) continue;
+      if (p.options.find_first_not_of(" \t") == std::string::npos)
+        throw finecast::ConfigError("--set " + set + ": plugin '" + p.name +
+                                    "' has an empty options string, so there is no config to override");
+      p.options += " " + item;
+      used = true;
+    }
+    if (!used)
+      throw finecast::ConfigError("--set " + set + ": " +
+                                  (target.empty() ? std::string("the run file lists no plugin")
+                                                  : "no plugin is called '" + target + "'"));
+  }
+}
+
+/// MPI_Bcast of a float array of any length (MPI counts are int).
+void broadcast(std::vector<float>& values) {
+  const size_t chunk = static_cast<size_t>(std::numeric_limits<int>::max() / 2);
+  for (size_t off = 0; off < values.size(); off += chunk) {
+    const int n = static_cast<int>(std::min(chunk, values.size() - off));
+    CHECK_MPI(MPI_Bcast(values.data() + off, n, MPI_FLOAT, 0, MPI_COMM_WORLD));
+  }
+}
+
+/// Writes the local cells' values of a global field into a blocked (nproma, 1, nblks) variable.
+void fill(double* var, const std::vector<float>& global, const ch::Domain& domain) {
+  for (size_t j = 0; j < domain.glb_index.size(); ++j)
+    var[j % domain.nproma + domain.nproma * (j / domain.nproma)] = global[domain.glb_index[j] - 1];
+}
+
+int run(const Options& opt, int rank, int n_ranks) {
+  const double t_start = now();
+  fr::ReplayRunConfig cfg = fr::load_replay_run_config(opt.run_file);
+  if (opt.epochs > 0) cfg.epochs = opt.epochs;
+  std::vector<ch::PluginSpec> plugins = cfg.plugins;
+  if (!cfg.comin_namelist.empty()) plugins = ch::read_comin_namelist(cfg.comin_namelist);
+  if (plugins.empty()) flog::warning(cfg.path + ": no plugins: the replay only reads the files");
+  apply_overrides(plugins, opt.sets);
+  const fr::Progress::Mode progress_mode = fr::Progress::parse_mode(opt.progress);
+
+  // Every rank opens the files: the selection and dates must agree everywhere, and opening is cheap.
+  fr::ReplayInput input(cfg);
+  const int64_t n_steps = input.n_selected() * cfg.epochs;
+  if (rank == 0)
+    flog::info("input: " + std::to_string(input.files().size()) + " file(s), " +
+               std::to_string(input.n_steps_total()) + " steps, " + std::to_string(input.n_selected()) +
+               " selected (" + input.datetime(0) + " .. " + input.datetime(input.n_selected() - 1) + ", stride " +
+               std::to_string(cfg.stride) + ") x " + std::to_string(cfg.epochs) + " epoch(s) = " +
+               std::to_string(n_steps) + " replay steps");
+
+  ch::Domain domain;
+  if (cfg.grid_type == "icon") {
+    const fc::IconGrid grid = fc::read_icon_grid(cfg.grid_file);
+    if (grid.n_cells != input.n_values())
+      throw finecast::GridError(cfg.path + ": grid.file " + cfg.grid_file + " has " + std::to_string(grid.n_cells) +
+                                " cells, but " + input.files().front() + ": " + cfg.variables.front().var + " has " +
+                                std::to_string(input.n_values()) + " values per step");
+    const fc::host::LocalCells cells =
+        fc::host::decompose(grid, fc::host::parse_decomposition(cfg.decomposition), n_ranks, rank);
+    domain = fc::host::make_domain(grid, cells, cfg.nproma, input.step_seconds());
+  } else {
+    if (input.grid_kind() == fc::FieldReader::GridKind::kUnstructured)
+      throw finecast::ConfigError(cfg.path + ": grid.type is latlon but " + input.files().front() + ": " +
+                                  cfg.variables.front().var + " is on an unstructured grid (use grid.type: icon and "
+                                  "grid.file: the ICON grid file)");
+    const std::string grid_file = cfg.grid_file.empty() ? input.files().front() : cfg.grid_file;
+    const fc::LatLonGrid grid = fc::read_latlon_grid(grid_file, cfg.variables.front().var);
+    if (grid.nlat * grid.nlon != input.n_values())
+      throw finecast::GridError(cfg.path + ": the lat-lon grid of " + grid_file + " has " +
+                                std::to_string(grid.nlat) + " x " + std::to_string(grid.nlon) + " cells, but " +
+                                input.files().front() + ": " + cfg.variables.front().var + " has " +
+                                std::to_string(input.n_values()) + " values per step");
+    const fc::host::LocalCells cells = fr::decompose_latlon(grid, cfg.decomposition, cfg.seed, n_ranks, rank);
+    domain = fr::make_latlon_domain(grid, cells, cfg.nproma, input.step_seconds());
+  }
+  int n_owned = 0;
+  for (int d : domain.decomp_domain) n_owned += d == 0;
+  flog::info("grid: " + std::to_string(input.n_values()) + " cells (" + cfg.grid_type + "); this rank owns " +
+             std::to_string(n_owned) + " + " + std::to_string(domain.glb_index.size() - n_owned) + " halo, nproma " +
+             std::to_string(cfg.nproma) + ", decomposition " + cfg.decomposition);
+
+  const std::string first = input.datetime(0), last = input.datetime(input.n_selected() - 1);
+  ch::Host host(MPI_COMM_WORLD, {first, last, first, last});
+  host.add_domain(domain);
+  std::vector<double*> vars;
+  for (const auto& v : cfg.variables) vars.push_back(host.add_variable(v.name, 1, 1));
+  std::vector<float> global(static_cast<size_t>(input.n_values()));
+  for (const auto& s : cfg.static_variables) {
+    double* var = host.add_variable(s.variable.name, 1, 1);
+    if (rank == 0) {
+      fc::FieldReader reader(s.file, s.variable.var, s.variable.level);
+      if (reader.n_values() != input.n_values())
+        throw finecast::GridError(cfg.path + ": input.static: " + s.file + ": " + s.variable.var + " has " +
+                                  std::to_string(reader.n_values()) + " values, the replayed fields " +
+                                  std::to_string(input.n_values()));
+      reader.read(0, global.data());
+    }
+    broadcast(global);
+    fill(var, global, domain);
+  }
+
+  for (const auto& p : plugins)
+    if (rank == 0) flog::info("plugin '" + p.name + "': " + p.library + " (options '" + p.options + "')");
+  host.load_plugins(plugins);
+  host.secondary_constructor();
+  if (rank == 0) flog::info("start-up " + fmt("%.2f", now() - t_start) + " s");
+
+  const double t_loop = now();
+  double t_read = 0;
+  host.run_entry_point(EP_ATM_INIT_FINALIZE, 1, first);
+  host.run_entry_point(EP_ATM_TIMELOOP_BEFORE, 1, first);
+  std::string datetime = first;
+  {
+    fr::Progress progress(n_steps, rank == 0 ? progress_mode : fr::Progress::Mode::kNone, cfg.progress_every);
+    int64_t done = 0;
+    for (int epoch = 1; epoch <= cfg.epochs; ++epoch) {
+      for (int64_t i = 0; i < input.n_selected(); ++i) {
+        datetime = input.datetime(i);
+        // ICON's order; the fields change during the integration, as the model's would.
+        host.run_entry_point(EP_ATM_TIMELOOP_START, 1, datetime);
+        host.run_entry_point(EP_ATM_INTEGRATE_BEFORE, 1, datetime);
+        host.run_entry_point(EP_ATM_INTEGRATE_START, 1, datetime);
+        const double t0 = now();
+        for (size_t v = 0; v < vars.size(); ++v) {
+          if (rank == 0) input.read(i, static_cast<int>(v), global.data());
+          broadcast(global);
+          fill(vars[v], global, domain);
+        }
+        t_read += now() - t0;
+        host.run_entry_point(EP_ATM_INTEGRATE_END, 1, datetime);
+        host.run_entry_point(EP_ATM_INTEGRATE_AFTER, 1, datetime);
+        host.run_entry_point(EP_ATM_WRITE_OUTPUT_BEFORE, 1, datetime);
+        host.run_entry_point(EP_ATM_WRITE_OUTPUT_AFTER, 1, datetime);
+        host.run_entry_point(EP_ATM_TIMELOOP_END, 1, datetime);
+        progress.update(++done, (cfg.epochs > 1 ? "epoch " + std::to_string(epoch) + "/" +
+                                                      std::to_string(cfg.epochs) + ", "
+                                                : std::string()) +
+                                    datetime);
+      }
+    }
+    progress.finish();
+  }
+  host.run_entry_point(EP_ATM_TIMELOOP_AFTER, 1, datetime);
+  host.finish();
+  const double t_total = now() - t_loop;
+  double local[2] = {t_total, t_read}, worst[2] = {0, 0};
+  MPI_Reduce(local, worst, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  if (rank == 0)
+    flog::info("replayed " + std::to_string(n_steps) + " steps on " + std::to_string(n_ranks) + " rank(s) in " +
+               fmt("%.2f", worst[0]) + " s (" + fmt("%.4f", worst[0] / std::max<int64_t>(1, n_steps)) +
+               " s/step, reading " + fmt("%.4f", worst[1] / std::max<int64_t>(1, n_steps)) + " s/step)");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, n_ranks = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &n_ranks);
+
+  CLI::App app{"finecast-replay: plays NetCDF fields through ComIn plugins (finecast's host library), decomposed\n"
+               "over the MPI ranks like a host model. Run file keys: docs/offline.md.\n"
+               "Example: mpiexec -n 4 build/bin/finecast-replay --config configs/replay_tas.yaml --set device=cpu"};
+  Options opt;
+  app.add_option("--config,-c", opt.run_file, "YAML replay run file (input files, grid, time range, plugins)")
+      ->required();
+  app.add_option("--set", opt.sets,
+                 "KEY=VALUE appended to every plugin's options (finecast: a config override, e.g. "
+                 "checkpoint.resume=DIR); PLUGIN:KEY=VALUE for one plugin only. Repeatable.");
+  app.add_option("--epochs", opt.epochs, "override the run file's replay epochs")->check(CLI::PositiveNumber);
+  app.add_option("--progress", opt.progress, "auto (a bar on a terminal, else lines) | bar | lines | none")
+      ->check(CLI::IsMember({"auto", "bar", "lines", "none"}));
+  app.add_option("--log-level", opt.log_level, "debug | info | warning | error")
+      ->check(CLI::IsMember({"debug", "info", "warning", "error"}));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = rank == 0 ? app.exit(e) : (e.get_exit_code() == 0 ? 0 : 1);
+    MPI_Finalize();
+    return code;
+  }
+  int rc = 0;
+  try {
+    flog::configure(n_ranks > 1 ? rank : -1, flog::parse_level(opt.log_level), rank == 0);
+    rc = run(opt, rank, n_ranks);
+  } catch (const std::exception& e) {
+    flog::error(e.what());
+    // Every rank reads the same run file, but one rank's failure must not leave the others waiting.
+    if (n_ranks > 1) MPI_Abort(MPI_COMM_WORLD, 1);
+    rc = 1;
+  }
+  MPI_Finalize();
+  return rc;
+}

@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// finecast-downscale's work: a checkpoint applied to the coarse (or coarsened fine) fields of a
+// NetCDF file, written as the plugin's ensemble output. No MPI.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace finecast::plugin {
+
+/// Every option of finecast-downscale; defaults are the plugin config's.
+struct DownscaleOptions {
+  std::string checkpoint;          ///< checkpoint file, or directory (its newest valid checkpoint)
+  std::string input;               ///< NetCDF file with the fields (fine or coarse)
+  std::vector<std::string> vars;   ///< the fields the model was trained on; the first is downscaled
+  std::string output = "finecast_downscaled.nc";
+  int members = 8;
+  std::string device = "auto";     ///< auto | cpu | cuda | cuda:N | mps
+  std::string grid;                ///< ICON grid file, or lat-lon file of the fine grid ("" = the input)
+  std::string grid_var;            ///< lat-lon: variable whose coordinates define the fine grid
+  int block = 0;                   ///< lat-lon block; 0 = sqrt(patch size of the checkpoint)
+  int coarse_level = -1;           ///< ICON coarse level; -1 = from the checkpoint's patch size
+  std::string input_kind = "auto"; ///< auto (by size) | fine | coarse
+  std::string sampler = "ddim";    ///< ddim | ddpm
+  int steps = 10;                  ///< ddim steps
+  std::vector<std::string> times;  ///< steps to downscale (0-based index or ISO date); empty = all
+  unsigned long long seed = 42;
+  int threads = 0;                 ///< torch threads; 0 = LibTorch's default
+};
+
+/// What run_downscale did.
+struct DownscaleResult {
+  std::string checkpoint;  ///< the checkpoint file used
+  std::string device;      ///< LibTorch device, e.g. "cpu"
+  bool coarse_input = false;
+  long long n_coarse = 0, patch_size = 0, steps_written = 0;
+};
+
+/// Loads the checkpoint, builds the patches exactly as the plugin does (coarsening a fine input
+/// first), samples `members` members per step and writes `output` (EnsembleWriter layout, with
+/// "<var>_coarse"). Throws finecast::ConfigError / GridError / IoError or
+/// trainer::CheckpointError with a message naming the file, option and the sizes that differ.
+DownscaleResult run_downscale(const DownscaleOptions& options);
+
+}  // namespace finecast::plugin

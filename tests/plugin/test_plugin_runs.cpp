@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The real plugin .so in the real host program under mpiexec: loading, rank independence,
+// start-up errors, on_error, and the NetCDF output (conservative samples).
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "coupling/grid/icon_grid.hpp"
+#include "coupling/grid/icon_hierarchy.hpp"
+#include "coupling/io/field_reader.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kBin = std::string(FINECAST_BINARY_DIR) + "/bin/";
+const std::string kPlugin = std::string(FINECAST_BINARY_DIR) + "/lib/libfinecast_comin.so";
+const std::string kGrid = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc";
+
+struct Result {
+  int exit_code = -1;
+  std::string output;
+};
+
+Result run(const std::string& command) {
+  Result r;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, n);
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+/// A fresh directory for one test under the build tree.
+fs::path workdir(const std::string& name) {
+  const fs::path dir = fs::path(FINECAST_BINARY_DIR) / "test-out" / "plugin" / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+void write_file(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
+
+/// A small but complete plugin config: R2B4 -> R2B0, tiny model, synchronous training.
+std::string tiny_plugin_config(const std::string& extra = "") {
+  return "fields: [ts]\nseed: 3\ndevice: cpu\n"
+         "grid: {type: icon, file: " + kGrid + ", coarse_level: 0}\n"
+         "buffer: {capacity: 4}\n"
+         "model: {hidden: 32, depth: 2, time_embedding: 16, diffusion_steps: 10}\n"
+         "train: {async: false, every: 4, min_steps: 4, epochs: 1, batch_size: 64, warmup_steps: 2, threads: 1}\n"
+         "sample: {every: 0, members: 2, steps: 2, output: out.nc}\n"
+         "checkpoint: {dir: ckpt, keep: 2}\n" + extra;
+}
+
+/// A host run file of `steps` steps loading the plugin with `options`.
+std::string host_run_file(int steps, const std::string& options, const std::string& library = kPlugin) {
+  return "grid: " + kGrid + "\norography: /usr/share/ferret-vis/data/etopo20.cdf\norography_variable: ROSE\n"
+         "start: 1979-01-01T00:00:00\ndt: 1800\nsteps: " + std::to_string(steps) +
+         "\noutput_every: 1\nnproma: 24\ndecomposition: lat_bands\nprogress_every: 0\n"
+         "plugins:\n  - name: finecast\n    library: " + library + "\n    options: \"" + options + "\"\n    comm: \"\"\n";
+}
+
+Result run_host(const fs::path& dir, int ranks, const std::string& env = "") {
+  return run("cd " + dir.string() + " && " + env + " mpiexec -n " + std::to_string(ranks) + " --oversubscribe " + kBin +
+             "finecast-host host.yaml");
+}
+
+}  // namespace
+
+TEST(PluginLibrary, LoadsWithDlopenAndExportsCominMain) {
+  void* lib = dlopen(kPlugin.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  EXPECT_NE(dlsym(lib, "comin_main"), nullptr);
+  dlclose(lib);
+}
+
+// The same run on 1, 2 and 4 ranks must buffer the same samples and train the same weights.
+TEST(PluginRuns, BufferAndWeightsDoNotDependOnTheNumberOfRanks) {
+  std::map<int, fs::path> dirs;
+  for (int ranks : {1, 2, 4}) {
+    const fs::path dir = workdir("ranks" + std::to_string(ranks));
+    write_file(dir / "plugin.yaml", tiny_plugin_config());
+    write_file(dir / "host.yaml", host_run_file(8, "plugin.yaml"));
+    const Result r = run_host(dir, ranks);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("Training session 2 at 1979-01-01T04:00:00: 4 steps in buffer = 320 samples"), std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find("Epoch 1/1: avg loss = "), std::string::npos);
+    EXPECT_NE(r.output.find("Using device: CPU"), std::string::npos);
+    EXPECT_TRUE(fs::exists(dir / "ckpt" / "buffer.h5"));
+    dirs[ranks] = dir;
+  }
+  for (int ranks : {2, 4}) {
+    const Result buf = run("h5diff -d 0 " + (dirs[1] / "ckpt/buffer.h5").string() + " " + (dirs[ranks] / "ckpt/buffer.h5").string());
+    EXPECT_EQ(buf.exit_code, 0) << "buffer differs between 1 and " << ranks << " ranks:\n" << buf.output;
+    const std::string ck = "ckpt/ckpt_00000010.h5";  // 2 sessions x 320 samples / batch 64
+    ASSERT_TRUE(fs::exists(dirs[1] / ck)) << "expected checkpoint " << ck;
+    const Result w = run("h5diff -d 0 " + (dirs[1] / ck).string() + " " + (dirs[ranks] / ck).string());
+    EXPECT_EQ(w.exit_code, 0) << "weights differ between 1 and " << ranks << " ranks:\n" << w.output;
+  }
+}
+
+TEST(PluginRuns, MissingConfigStopsAtStartUpNamingTheFile) {
+  const fs::path dir = workdir("missing_config");
+  write_file(dir / "host.yaml", host_run_file(3, "no_such_config.yaml"));
+  const Result r = run_host(dir, 2);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("no_such_config.yaml: cannot open the config file"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("Training session"), std::string::npos);
+}
+
+TEST(PluginRuns, UnknownFieldStopsAtStartUpListingTheHostVariables) {
+  const fs::path dir = workdir("unknown_field");
+  write_file(dir / "plugin.yaml", tiny_plugin_config());
+  write_file(dir / "host.yaml", host_run_file(3, "plugin.yaml fields=[tsurf]"));
+  const Result r = run_host(dir, 2);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("fields: the host has no variable \"tsurf\" on domain 1 (host variables: "), std::string::npos)
+      << r.output;
+}
+
+TEST(PluginRuns, UnknownEntryPointStopsAtStartUp) {
+  const fs::path dir = workdir("unknown_ep");
+  write_file(dir / "plugin.yaml", tiny_plugin_config("coupling: {entry_point: EP_ATM_NOT_THERE}\n"));
+  write_file(dir / "host.yaml", host_run_file(3, "plugin.yaml"));
+  const Result r = run_host(dir, 2);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("plugin.yaml:9: coupling.entry_point must be one of EP_ATM_WRITE_OUTPUT_BEFORE"), std::string::npos)
+      << r.output;
+}
+
+TEST(PluginRuns, OnErrorDisableLetsTheHostFinish) {
+  const fs::path dir = workdir("on_error_disable");
+  write_file(dir / "plugin.yaml", tiny_plugin_config("on_error: disable\n"));
+  write_file(dir / "host.yaml", host_run_file(10, "plugin.yaml"));
+  const Result r = run_host(dir, 2, "FINECAST_INJECT_FAULT=train");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("fault injected by FINECAST_INJECT_FAULT=train"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("finecast stops working for the rest of the run"), std::string::npos);
+  EXPECT_NE(r.output.find("finecast stopped at"), std::string::npos);
+}
+
+TEST(PluginRuns, OnErrorAbortStopsTheRun) {
+  const fs::path dir = workdir("on_error_abort");
+  write_file(dir / "plugin.yaml", tiny_plugin_config());
+  write_file(dir / "host.yaml", host_run_file(10, "plugin.yaml"));
+  const Result r = run_host(dir, 2, "FINECAST_INJECT_FAULT=train");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("fault injected"), std::string::npos) << r.output;
+}
+
+// The NetCDF output opens with ncdump, has the ensemble layout, and every sampled patch's
+// area-weighted mean equals its coarse value (conservative mode, the default).
+TEST(PluginRuns, OutputIsCfNetcdfAndConservative) {
+  const fs::path dir = workdir("output");
+  write_file(dir / "plugin.yaml", tiny_plugin_config("sample: {every: 4, members: 3, steps: 2, output: out/ts.nc}\n"));
+  write_file(dir / "host.yaml", host_run_file(8, "plugin.yaml"));
+  const Result r = run_host(dir, 2);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const Result dump = run("ncdump -h " + (dir / "out/ts.nc").string());
+  ASSERT_EQ(dump.exit_code, 0) << dump.output;
+  for (const char* expected : {"member = 3", "time = UNLIMITED", "ncells = 20480", "float ts(time, member, ncells)",
+                               ":source = \"finecast", ":finecast_checkpoint = "})
+    EXPECT_NE(dump.output.find(expected), std::string::npos) << expected << "\n" << dump.output;
+
+  const auto grid = finecast::coupling::read_icon_grid(kGrid);
+  const auto map = finecast::coupling::icon_patch_map(grid, 0);
+  finecast::coupling::FieldReader members((dir / "out/ts.nc").string(), "ts");
+  finecast::coupling::FieldReader coarse((dir / "out/ts.nc").string(), "ts_coarse");
+  ASSERT_GE(members.n_times(), 1);
+  std::vector<float> values(static_cast<size_t>(members.n_values())), coarse_on_fine(static_cast<size_t>(coarse.n_values()));
+  members.read(members.n_times() - 1, values.data());
+  coarse.read(coarse.n_times() - 1, coarse_on_fine.data());
+  const int64_t n_cells = map.n_fine;
+  ASSERT_EQ(members.n_values(), 3 * n_cells);
+  double spread = 0;
+  for (int m = 0; m < 3; ++m) {
+    for (int64_t c = 0; c < map.n_coarse; ++c) {
+      double mean = 0;
+      const int64_t first = map.fine_of_patch[c * map.patch_size];
+      for (int k = 0; k < map.patch_size; ++k) {
+        const int64_t cell = map.fine_of_patch[c * map.patch_size + k];
+        mean += map.fine_weight[c * map.patch_size + k] * values[m * n_cells + cell];
+        spread += std::fabs(values[m * n_cells + cell] - coarse_on_fine[cell]);
+      }
+      EXPECT_NEAR(mean, coarse_on_fine[first], 2e-3) << "member " << m << " patch " << c;
+    }
+  }
+  EXPECT_GT(spread, 0.0) << "samples equal to the coarse field: nothing was downscaled";
+}

@@ -1,0 +1,308 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The downscaler learns a known conditional distribution; conservation; determinism; NaN recovery.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include "tests/trainer/trainer_test_data.hpp"
+#include "trainer/downscaler.hpp"
+#include "trainer/downscaler_impl.hpp"
+
+namespace ft = finecast::trainer;
+using ft::testing::KnownDistribution;
+
+namespace {
+
+ft::ModelOptions small_model() {
+  ft::ModelOptions o;
+  o.context_size = 3;
+  o.patch_size = 16;
+  o.hidden = 128;
+  o.depth = 3;
+  o.time_embedding = 32;
+  o.diffusion_steps = 50;
+  return o;
+}
+
+ft::TrainOptions fast_training() {
+  ft::TrainOptions t;
+  t.batch_size = 64;
+  t.lr = 3e-3;
+  t.warmup_steps = 50;
+  t.decay_steps = 2500;
+  t.ema_decay = 0.995;
+  t.seed = 5;
+  return t;
+}
+
+ft::DataView view(const KnownDistribution& d) { return {d.context.data(), d.fine.data(), nullptr, d.n}; }
+
+/// How well samples match the truth on `test`: RMS error of the ensemble mean (over all cells),
+/// mean ensemble spread, and the correlation of the sampled pattern amplitude with the true one.
+struct Skill {
+  double mean_rmse = 0, spread = 0, amp_corr = 0;
+};
+
+Skill evaluate(const ft::Downscaler& ds, const KnownDistribution& test, const ft::SampleOptions& so, uint64_t seed) {
+  const int64_t n = test.n, P = test.P, M = so.members;
+  std::vector<float> out(static_cast<size_t>(n * M * P));
+  ds.sample(test.context.data(), test.coarse.data(), nullptr, n, so, seed, out.data());
+  Skill s;
+  double se = 0, spread = 0;
+  std::vector<double> amp_true(n), amp_est(n);
+  for (int64_t i = 0; i < n; ++i) {
+    double proj = 0, pp = 0;
+    for (int64_t j = 0; j < P; ++j) {
+      double m = 0, m2 = 0;
+      for (int64_t k = 0; k < M; ++k) {
+        const double v = out[(i * M + k) * P + j];
+        m += v;
+        m2 += v * v;
+      }
+      m /= M;
+      spread += std::sqrt(std::max(0.0, m2 / M - m * m) * M / (M - 1));
+      se += (m - test.true_mean(i, j)) * (m - test.true_mean(i, j));
+      proj += (m - test.coarse[i]) * test.pattern[j];
+      pp += test.pattern[j] * test.pattern[j];
+    }
+    amp_true[i] = test.context[i * test.C + 1];
+    amp_est[i] = proj / pp;
+  }
+  s.mean_rmse = std::sqrt(se / static_cast<double>(n * P));
+  s.spread = spread / static_cast<double>(n * P);
+  auto mean = [](const std::vector<double>& v) {
+    double m = 0;
+    for (double x : v) m += x;
+    return m / static_cast<double>(v.size());
+  };
+  const double ma = mean(amp_true), me = mean(amp_est);
+  double sab = 0, saa = 0, sbb = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    sab += (amp_true[i] - ma) * (amp_est[i] - me);
+    saa += (amp_true[i] - ma) * (amp_true[i] - ma);
+    sbb += (amp_est[i] - me) * (amp_est[i] - me);
+  }
+  s.amp_corr = sab / std::sqrt(saa * sbb + 1e-30);
+  return s;
+}
+
+}  // namespace
+
+TEST(Downscaler, LearnsAKnownConditionalDistribution) {
+  ft::set_torch_threads(2);
+  const auto t0 = std::chrono::steady_clock::now();
+  KnownDistribution train(4096, 1), test(64, 2);
+  ft::Downscaler ds(small_model(), fast_training(), "cpu");
+  ft::SampleOptions so;
+  so.sampler = "ddpm";
+  so.members = 32;
+
+  // Tolerances: mean error < 0.12 (pattern amplitude 0.2..1.8, cell noise 0.29), spread within
+  // 30% of 0.29, amplitude correlation > 0.95. The untrained model must fail them.
+  const Skill before = evaluate(ds, test, so, 9);
+  EXPECT_GT(before.mean_rmse, 0.3) << "an untrained model already fits: the test would prove nothing";
+
+  for (int epoch = 0; epoch < 40; ++epoch) ds.train_epoch(view(train));
+  ds.publish();
+  const Skill ddpm = evaluate(ds, test, so, 9);
+  EXPECT_LT(ddpm.mean_rmse, 0.12);
+  EXPECT_NEAR(ddpm.spread, test.true_std(), 0.3 * test.true_std());
+  EXPECT_GT(ddpm.amp_corr, 0.95);
+
+  so.sampler = "ddim";
+  so.steps = 10;
+  const Skill ddim = evaluate(ds, test, so, 9);
+  EXPECT_LT(ddim.mean_rmse, 0.15);
+  EXPECT_GT(ddim.amp_corr, 0.95);
+  EXPECT_GT(ddim.spread, 0.4 * test.true_std());  // DDIM with 10 steps under-disperses somewhat
+
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  RecordProperty("seconds", std::to_string(secs));
+  std::printf("learning test: %d steps, %.1f s; ddpm rmse %.3f spread %.3f (truth %.3f) corr %.3f; "
+              "ddim rmse %.3f spread %.3f corr %.3f\n",
+              static_cast<int>(ds.step()), secs, ddpm.mean_rmse, ddpm.spread, test.true_std(), ddpm.amp_corr,
+              ddim.mean_rmse, ddim.spread, ddim.amp_corr);
+}
+
+TEST(Downscaler, ConservativeSamplesKeepTheCoarseValueForEveryMember) {
+  KnownDistribution d(256, 3);
+  ft::Downscaler ds(small_model(), fast_training(), "cpu");
+  ds.train_epoch(view(d));
+  ds.publish();
+  // Non-uniform area weights (rows need not sum to 1: they are normalised).
+  std::vector<float> w(static_cast<size_t>(8 * d.P));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.5f + static_cast<float>(i % 7);
+  std::vector<float> coarse = {-3.0f, 0.0f, 1.25f, 1000.0f, 2.0f, -0.5f, 7.0f, 0.1f};
+  for (const char* sampler : {"ddpm", "ddim"}) {
+    ft::SampleOptions so;
+    so.sampler = sampler;
+    so.members = 5;
+    std::vector<float> out(static_cast<size_t>(8 * 5 * d.P));
+    for (bool weighted : {false, true}) {
+      ds.sample(d.context.data(), coarse.data(), weighted ? w.data() : nullptr, 8, so, 1, out.data());
+      for (int64_t i = 0; i < 8; ++i) {
+        double wsum = 0;
+        for (int64_t j = 0; j < d.P; ++j) wsum += weighted ? w[i * d.P + j] : 1.0;
+        for (int64_t k = 0; k < 5; ++k) {
+          double mean = 0, var = 0;
+          for (int64_t j = 0; j < d.P; ++j) {
+            const double v = out[(i * 5 + k) * d.P + j];
+            mean += v * (weighted ? w[i * d.P + j] : 1.0) / wsum;
+          }
+          for (int64_t j = 0; j < d.P; ++j) var += std::pow(out[(i * 5 + k) * d.P + j] - mean, 2);
+          EXPECT_NEAR(mean, coarse[i], 2e-6 * std::max(1.0f, std::abs(coarse[i])))
+              << sampler << " row " << i << " member " << k << (weighted ? " weighted" : "");
+          EXPECT_GT(var, 1e-6) << "samples must not collapse onto the coarse value";
+        }
+      }
+    }
+  }
+}
+
+TEST(Downscaler, NonConservativeModeDoesNotForceTheMean) {
+  KnownDistribution d(256, 3);
+  auto mo = small_model();
+  mo.conservative = false;
+  ft::Downscaler ds(mo, fast_training(), "cpu");
+  ds.publish();
+  ft::SampleOptions so;
+  so.members = 4;
+  std::vector<float> out(static_cast<size_t>(4 * d.P));
+  ds.sample(d.context.data(), d.coarse.data(), nullptr, 1, so, 1, out.data());
+  double worst = 0;
+  for (int k = 0; k < 4; ++k) {
+    double m = 0;
+    for (int64_t j = 0; j < d.P; ++j) m += out[k * d.P + j] / d.P;
+    worst = std::max(worst, std::abs(m - d.coarse[0]));
+  }
+  EXPECT_GT(worst, 1e-3);  // the projection is what makes conservative mode exact
+}
+
+TEST(Downscaler, SeededTrainingAndSamplingAreDeterministic) {
+  KnownDistribution d(300, 4);
+  auto run = [&](uint64_t seed) {
+    auto to = fast_training();
+    to.seed = seed;
+    to.batch_size = 32;  // 300 = 9 full batches + a partial one
+    ft::Downscaler ds(small_model(), to, "cpu");
+    ds.train_epoch(view(d));
+    ds.train_epoch(view(d));
+    ds.publish();
+    ft::SampleOptions so;
+    so.members = 3;
+    std::vector<float> out(static_cast<size_t>(3 * 3 * d.P));
+    ds.sample(d.context.data(), d.coarse.data(), nullptr, 3, so, 77, out.data());
+    return std::make_pair(ds.impl().flat.clone(), out);
+  };
+  const auto a = run(10), b = run(10), c = run(11);
+  EXPECT_TRUE(torch::equal(a.first, b.first));
+  EXPECT_EQ(a.second, b.second);
+  EXPECT_FALSE(torch::equal(a.first, c.first));
+}
+
+TEST(Downscaler, SamplingUsesOnlyPublishedWeightsWhileTrainingRuns) {
+  KnownDistribution d(2048, 6);
+  ft::Downscaler ds(small_model(), fast_training(), "cpu");
+  ds.update_normalisation(view(d));
+  ds.publish();
+  ft::SampleOptions so;
+  so.members = 2;
+  std::vector<float> before(static_cast<size_t>(4 * 2 * d.P)), during(before.size()), after(before.size());
+  ds.sample(d.context.data(), d.coarse.data(), nullptr, 4, so, 3, before.data());
+  std::atomic<bool> done{false};
+  std::thread trainer([&] {
+    for (int e = 0; e < 3; ++e) ds.train_epoch(view(d));
+    done = true;
+  });
+  int draws = 0;
+  while (!done || draws == 0) {
+    ds.sample(d.context.data(), d.coarse.data(), nullptr, 4, so, 3, during.data());
+    ASSERT_EQ(during, before) << "a sample during training saw unpublished weights";
+    ++draws;
+  }
+  trainer.join();
+  ds.publish();
+  ds.sample(d.context.data(), d.coarse.data(), nullptr, 4, so, 3, after.data());
+  EXPECT_NE(after, before);
+}
+
+TEST(Downscaler, NanLossesAreSkippedAndTheLastGoodWeightsRestored) {
+  KnownDistribution d(640, 7);
+  auto to = fast_training();
+  to.lr = 1e12;  // the first step blows the weights up; every later loss overflows
+  to.warmup_steps = 0;
+  to.grad_clip = 0;
+  to.max_bad_steps = 3;
+  ft::Downscaler ds(small_model(), to, "cpu");
+  std::vector<std::string> events;
+  const auto st = ds.train_epoch(view(d), [&](const std::string& e) { events.push_back(e); });
+  EXPECT_GT(st.bad_steps, 0);
+  bool restored = false;
+  for (const auto& e : events) restored = restored || e.find("restored the last good weights") != std::string::npos;
+  EXPECT_TRUE(restored);
+  EXPECT_TRUE(torch::isfinite(ds.impl().flat).all().item<bool>()) << "training left non-finite weights";
+  EXPECT_TRUE(torch::isfinite(ds.impl().ema).all().item<bool>());
+}
+
+TEST(Downscaler, RowsWithNanAreDroppedNotTrainedOn) {
+  KnownDistribution d(128, 8);
+  d.fine[5 * d.P + 3] = std::nanf("");
+  d.context[9 * d.C] = INFINITY;
+  ft::Downscaler ds(small_model(), fast_training(), "cpu");
+  const auto st = ds.train_epoch(view(d));
+  EXPECT_EQ(st.skipped_samples, 2);
+  EXPECT_EQ(st.bad_steps, 0);
+  EXPECT_TRUE(std::isfinite(st.avg_loss));
+  EXPECT_EQ(st.batches, 2);  // 126 rows at batch 64
+}
+
+TEST(Downscaler, UNetTrainsAndSamplesThroughTheSameInterface) {
+  KnownDistribution d(256, 9, 64);
+  auto mo = small_model();
+  mo.arch = "unet";
+  mo.patch_size = 64;
+  mo.unet_channels = 8;
+  auto to = fast_training();
+  to.batch_size = 32;
+  ft::Downscaler ds(mo, to, "cpu");
+  double first = 0, last = 0;
+  for (int e = 0; e < 6; ++e) {
+    const auto st = ds.train_epoch(view(d));
+    (e == 0 ? first : last) = st.avg_loss;
+  }
+  EXPECT_LT(last, first);
+  ds.publish();
+  ft::SampleOptions so;
+  so.members = 2;
+  std::vector<float> out(static_cast<size_t>(2 * 2 * 64));
+  ds.sample(d.context.data(), d.coarse.data(), nullptr, 2, so, 1, out.data());
+  for (int k = 0; k < 4; ++k) {
+    double m = 0;
+    for (int j = 0; j < 64; ++j) m += out[k * 64 + j] / 64.0;
+    EXPECT_NEAR(m, d.coarse[k / 2], 1e-5);
+  }
+}
+
+TEST(Downscaler, OptionsAreValidatedWithTheKeyName) {
+  auto mo = small_model();
+  mo.schedule = "sigmoid";
+  try {
+    ft::Downscaler ds(mo, fast_training(), "cpu");
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("model.schedule"), std::string::npos) << e.what();
+  }
+  auto to = fast_training();
+  to.batch_size = 0;
+  EXPECT_THROW(ft::Downscaler(small_model(), to, "cpu"), std::invalid_argument);
+  EXPECT_THROW(ft::Downscaler(small_model(), fast_training(), "tpu"), std::invalid_argument);
+  ft::Downscaler ds(small_model(), fast_training(), "cpu");
+  ft::SampleOptions so;
+  so.sampler = "euler";
+  float x = 0;
+  EXPECT_THROW(ds.sample(&x, &x, nullptr, 1, so, 0, &x), std::invalid_argument);
+}

@@ -133,7 +133,7 @@ def sample(model, ctx, coarse, sampler, gen, steps=10):
                 mean.add_(remove_mean(torch.randn(x.shape, generator=gen)), alpha=math.sqrt(beta * (1 - ab_prev) / (1 - ab)))
             x = mean
     else:
-        ts = sorted({round(i * (T - 1) / (steps - 1)) for i in range(steps)}, reverse=True)
+        ts = [i * T // steps for i in range(steps - 1, -1, -1)]
         for i, t in enumerate(ts):
             x0, eps = estimates(x, net(x, t), t)
             if i + 1 == len(ts):

@@ -89,6 +89,9 @@ def plot_spectra(rep, path):
     plt.close(fig)
 
 
+MEMBER_DIMS = ("member", "members", "ens", "ensemble", "realization", "number")
+
+
 def read_var(path, name):
     import netCDF4
     if not os.path.exists(path):
@@ -148,10 +151,13 @@ def plot_maps(rep, args, path):
     lat = np.asarray(tds.variables[lat_name][ty0:ty0 + ny], dtype=float) \
         if lat_name in tds.variables else np.zeros(ny)
     pds, pv = read_var(pred_path, m["var"])
+    has_member = pv.ndim >= 3 and pv.dimensions[-3] in MEMBER_DIMS
     if pv.ndim == 4:
         p = pv[psteps[args.step]]
-    elif pv.ndim == 3:
+    elif pv.ndim == 3 and has_member:
         p = pv[:]
+    elif pv.ndim == 3:
+        p = pv[psteps[args.step]][None]  # (time, lat, lon): one member
     else:
         fail("prediction '%s' in '%s' has %d dimensions, expected (time, member, lat, lon) "
              "or (member, lat, lon)" % (m["var"], pred_path, pv.ndim))

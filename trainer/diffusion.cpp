@@ -84,11 +84,12 @@ torch::Tensor remove_mean(const torch::Tensor& x, const torch::Tensor& w) {
 
 std::vector<int64_t> ddim_timesteps(int64_t T, int64_t n) {
   n = std::clamp<int64_t>(n, 1, T);
+  // "Leading" spacing of the DDIM paper: t = floor(i T / n), i = n-1 .. 0. Starting below T-1
+  // matters for eps prediction: at t = T-1 of a cosine schedule sqrt(alpha_bar) ~ 1e-3, so the
+  // x0 implied by the noise estimate is noise amplified a thousandfold, which DDIM's large
+  // steps carry into the sample (DDPM's small steps damp it).
   std::vector<int64_t> ts;
-  if (n == 1) return {T - 1};
-  for (int64_t i = n - 1; i >= 0; --i)
-    ts.push_back(static_cast<int64_t>(std::llround(static_cast<double>(i) * static_cast<double>(T - 1) / static_cast<double>(n - 1))));
-  ts.erase(std::unique(ts.begin(), ts.end()), ts.end());
+  for (int64_t i = n - 1; i >= 0; --i) ts.push_back(i * T / n);
   return ts;
 }
 

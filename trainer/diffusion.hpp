@@ -37,7 +37,7 @@ double learning_rate(const TrainOptions& o, int64_t step);
 /// x minus its weighted row mean (w [B,P] rows summing to 1, or undefined = uniform).
 torch::Tensor remove_mean(const torch::Tensor& x, const torch::Tensor& w);
 
-/// Descending DDIM time steps: `n` steps spread evenly over 0..T-1, always including T-1 and 0.
+/// Descending DDIM time steps floor(i*T/n), i = n-1..0 (DDIM's "leading" spacing; ends at 0).
 std::vector<int64_t> ddim_timesteps(int64_t T, int64_t n);
 
 /// The network as the samplers see it: (x_t [B,P], t) -> raw output (eps or v).

@@ -17,12 +17,14 @@ namespace finecast::coupling {
 class RollingBuffer {
  public:
   /// `patch_weights` is [patches_per_step][P] (empty: uniform 1/P). Throws std::invalid_argument.
-  RollingBuffer(int capacity_steps, int64_t patches_per_step, int C, int P, std::vector<float> patch_weights = {});
+  RollingBuffer(int capacity_steps, int64_t patches_per_step, int C, int P,
+                std::vector<float> patch_weights = {});
 
   /// Copies one step (context [n][C], fine [n][P], valid [n] or nullptr = all valid) into the
   /// next ring slot, evicting the oldest step when full; no allocation. Returns the number of
   /// valid samples stored from this step.
-  int64_t push(const std::string& datetime, const float* context, const float* fine, const uint8_t* valid = nullptr);
+  int64_t push(const std::string& datetime, const float* context, const float* fine,
+               const uint8_t* valid = nullptr);
 
   int capacity() const { return capacity_; }
   int steps() const { return steps_; }
@@ -47,12 +49,14 @@ class RollingBuffer {
 
   /// Consistent copy of every valid sample, oldest step first, patches in order:
   /// context [samples][C], fine [samples][P], weights [samples][P].
-  void snapshot(std::vector<float>& context, std::vector<float>& fine, std::vector<float>& weights) const;
+  void snapshot(std::vector<float>& context, std::vector<float>& fine,
+                std::vector<float>& weights) const;
 
   /// Draws `batch` samples uniformly over the valid (step, patch) pairs, with replacement; the
   /// draws depend only on the rng state and the held samples (not on the ring position), so a
   /// reloaded buffer draws the same batch. Throws std::logic_error when the buffer is empty.
-  void sample_batch(std::mt19937_64& rng, int64_t batch, float* context, float* fine, float* weights) const;
+  void sample_batch(std::mt19937_64& rng, int64_t batch, float* context, float* fine,
+                    float* weights) const;
 
   /// Writes the buffer to an HDF5 file atomically (tmp + rename), with a checksum.
   void save_h5(const std::string& path) const;
@@ -61,7 +65,8 @@ class RollingBuffer {
   static RollingBuffer load_h5(const std::string& path);
   /// As load_h5(path), but checks patches/C/P against the running configuration (IoError naming
   /// both values) and re-buffers into `capacity_steps`, keeping the newest steps.
-  static RollingBuffer load_h5(const std::string& path, int capacity_steps, int64_t patches_per_step, int C, int P);
+  static RollingBuffer load_h5(const std::string& path, int capacity_steps,
+                               int64_t patches_per_step, int C, int P);
 
  private:
   int slot_of(int step) const { return (head_ + step) % capacity_; }
@@ -71,9 +76,9 @@ class RollingBuffer {
   int C_, P_;
   std::vector<float> context_, fine_, weights_;
   std::vector<uint8_t> valid_;
-  std::vector<int32_t> valid_list_;     // per slot: indices of its valid patches
-  std::vector<int64_t> valid_count_;    // per slot
-  std::vector<std::string> datetime_;   // per slot
+  std::vector<int32_t> valid_list_;    // per slot: indices of its valid patches
+  std::vector<int64_t> valid_count_;   // per slot
+  std::vector<std::string> datetime_;  // per slot
   int head_ = 0, steps_ = 0;
   int64_t samples_ = 0, rejected_total_ = 0, pushed_total_ = 0;
 };

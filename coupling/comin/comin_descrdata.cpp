@@ -33,8 +33,8 @@ const DomainArrays* domain(int jg, const char* routine) {
 
 // Hands out a blocked array: shape (nproma, nblks[, k]) with k = size / (nproma*nblks).
 template <typename T>
-void give_blocked(int jg, const char* routine, std::vector<T> DomainArrays::*member,
-                  const T** data, int* shape) {
+void give_blocked(int jg, const char* routine, std::vector<T> DomainArrays::*member, const T** data,
+                  int* shape) {
   *data = nullptr;
   const DomainArrays* d = domain(jg, routine);
   if (d == nullptr) {
@@ -74,7 +74,9 @@ int global_nproma(const char* routine) {
 
 extern "C" {
 
-int comin_descrdata_get_global_nproma(void) { return global_nproma("comin_descrdata_get_global_nproma"); }
+int comin_descrdata_get_global_nproma(void) {
+  return global_nproma("comin_descrdata_get_global_nproma");
+}
 
 int comin_descrdata_get_global_n_dom(void) {
   Host::State* s = state_or_error("comin_descrdata_get_global_n_dom");
@@ -128,7 +130,7 @@ void comin_descrdata_get_domain_cells_glb_index(int jg, const int** data, int* s
 }
 
 #define FINECAST_BLOCKED_GETTER(T, name)                                                      \
-  void comin_descrdata_get_domain_cells_##name(int jg, const T** data, int* shape) {        \
+  void comin_descrdata_get_domain_cells_##name(int jg, const T** data, int* shape) {          \
     give_blocked<T>(jg, "comin_descrdata_get_domain_cells_" #name, &DomainArrays::name, data, \
                     shape);                                                                   \
   }
@@ -149,16 +151,20 @@ FINECAST_BLOCKED_GETTER(int, refin_ctrl)
 #undef FINECAST_BLOCKED_GETTER
 
 void comin_descrdata_get_simulation_interval_exp_start(char const** val, int* len) {
-  give_interval(&Host::State::exp_start, "comin_descrdata_get_simulation_interval_exp_start", val, len);
+  give_interval(&Host::State::exp_start, "comin_descrdata_get_simulation_interval_exp_start", val,
+                len);
 }
 void comin_descrdata_get_simulation_interval_exp_stop(char const** val, int* len) {
-  give_interval(&Host::State::exp_stop, "comin_descrdata_get_simulation_interval_exp_stop", val, len);
+  give_interval(&Host::State::exp_stop, "comin_descrdata_get_simulation_interval_exp_stop", val,
+                len);
 }
 void comin_descrdata_get_simulation_interval_run_start(char const** val, int* len) {
-  give_interval(&Host::State::run_start, "comin_descrdata_get_simulation_interval_run_start", val, len);
+  give_interval(&Host::State::run_start, "comin_descrdata_get_simulation_interval_run_start", val,
+                len);
 }
 void comin_descrdata_get_simulation_interval_run_stop(char const** val, int* len) {
-  give_interval(&Host::State::run_stop, "comin_descrdata_get_simulation_interval_run_stop", val, len);
+  give_interval(&Host::State::run_stop, "comin_descrdata_get_simulation_interval_run_stop", val,
+                len);
 }
 
 }  // extern "C"

@@ -42,7 +42,8 @@ const finecast::coupling::comin_host::Plugin* current_plugin(const char* routine
 
 extern "C" {
 
-void comin_callback_register(t_comin_entry_point entry_point_id, t_comin_callback_function fct_ptr) {
+void comin_callback_register(t_comin_entry_point entry_point_id,
+                             t_comin_callback_function fct_ptr) {
   const char* routine = "comin_callback_register";
   Host::State* s = state_or_error(routine);
   if (s == nullptr) return;
@@ -53,7 +54,8 @@ void comin_callback_register(t_comin_entry_point entry_point_id, t_comin_callbac
     return;
   }
   if (entry_point_id < EP_SECONDARY_CONSTRUCTOR || entry_point_id > EP_DESTRUCTOR) {
-    api_error(routine, "unknown entry point id " + std::to_string(static_cast<int>(entry_point_id)));
+    api_error(routine,
+              "unknown entry point id " + std::to_string(static_cast<int>(entry_point_id)));
     return;
   }
   if (fct_ptr == nullptr) {
@@ -76,19 +78,22 @@ int comin_current_get_domain_id(void) {
 void comin_current_get_plugin_name(char const** val, int* len) {
   *val = nullptr;
   *len = 0;
-  if (const auto* p = current_plugin("comin_current_get_plugin_name")) give_string(p->name, val, len);
+  if (const auto* p = current_plugin("comin_current_get_plugin_name"))
+    give_string(p->name, val, len);
 }
 
 void comin_current_get_plugin_options(char const** val, int* len) {
   *val = nullptr;
   *len = 0;
-  if (const auto* p = current_plugin("comin_current_get_plugin_options")) give_string(p->options, val, len);
+  if (const auto* p = current_plugin("comin_current_get_plugin_options"))
+    give_string(p->options, val, len);
 }
 
 void comin_current_get_datetime(char const** val, int* len) {
   *val = nullptr;
   *len = 0;
-  if (Host::State* s = state_or_error("comin_current_get_datetime")) give_string(s->datetime, val, len);
+  if (Host::State* s = state_or_error("comin_current_get_datetime"))
+    give_string(s->datetime, val, len);
 }
 
 int comin_parallel_get_plugin_mpi_comm(void) {
@@ -144,7 +149,8 @@ void comin_error_reset(void) {
 }
 
 void comin_error_set_errors_return(bool errors_return) {
-  if (Host::State* s = state_or_error("comin_error_set_errors_return")) s->errors_return = errors_return;
+  if (Host::State* s = state_or_error("comin_error_set_errors_return"))
+    s->errors_return = errors_return;
 }
 
 }  // extern "C"

@@ -56,21 +56,25 @@ void comin_var_request_add(t_comin_var_descriptor var_descriptor, bool lmodexclu
       api_error(routine, "empty variable name");
     return;
   }
-  const std::string what = "variable '" + name + "' (domain " + std::to_string(var_descriptor.id) + ")";
+  const std::string what =
+      "variable '" + name + "' (domain " + std::to_string(var_descriptor.id) + ")";
   if (s->phase != Phase::kPrimaryConstructor) {
-    api_error(routine, what + ": variables can be requested only in the primary constructor (comin_main)");
+    api_error(routine,
+              what + ": variables can be requested only in the primary constructor (comin_main)");
     return;
   }
   if (var_descriptor.id < 1 || var_descriptor.id > static_cast<int>(s->domains.size())) {
-    api_error(routine, what + ": no such domain (the host has " + std::to_string(s->domains.size()) + ")");
+    api_error(routine,
+              what + ": no such domain (the host has " + std::to_string(s->domains.size()) + ")");
     return;
   }
   const int existing = s->find_variable(name, var_descriptor.id);
   if (existing >= 0) {
     Variable& v = s->variables[existing];
     if (lmodexclusive || v.exclusive) {
-      const std::string owner = v.requested_by < 0 ? std::string("the host")
-                                                    : "plugin '" + s->plugins[v.requested_by].spec.name + "'";
+      const std::string owner = v.requested_by < 0
+                                    ? std::string("the host")
+                                    : "plugin '" + s->plugins[v.requested_by].spec.name + "'";
       api_error(routine, what + ": exists already (created by " + owner +
                              ") and an exclusive request cannot share it");
     }
@@ -91,13 +95,15 @@ t_comin_var_handle* comin_var_get(int context_len, t_comin_entry_point* context,
     return nullptr;
   }
   const std::string name = descriptor_name(var_descriptor, routine);
-  const std::string what = "variable '" + name + "' (domain " + std::to_string(var_descriptor.id) + ")";
+  const std::string what =
+      "variable '" + name + "' (domain " + std::to_string(var_descriptor.id) + ")";
   if (s->phase != Phase::kSecondaryConstructor) {
     api_error(routine, what + ": comin_var_get works only during EP_SECONDARY_CONSTRUCTOR");
     return nullptr;
   }
   if (context_len < 0 || (context_len > 0 && context == nullptr)) {
-    api_error(routine, what + ": invalid context (" + std::to_string(context_len) + " entry points)");
+    api_error(routine,
+              what + ": invalid context (" + std::to_string(context_len) + " entry points)");
     return nullptr;
   }
   t_comin_var_handle h;
@@ -115,7 +121,8 @@ t_comin_var_handle* comin_var_get(int context_len, t_comin_entry_point* context,
   if ((flag & COMIN_FLAG_WRITE) != 0) {
     if (v.exclusive && v.requested_by != s->current_plugin) {
       api_error(routine, what + ": requested exclusively by plugin '" +
-                             s->plugins[v.requested_by].spec.name + "', no other plugin may write it");
+                             s->plugins[v.requested_by].spec.name +
+                             "', no other plugin may write it");
       return nullptr;
     }
     if (v.writer < 0) v.writer = s->current_plugin;
@@ -151,7 +158,8 @@ void comin_var_get_shape(t_comin_var_handle* handle, int shape[5]) {
 
 void comin_var_get_dim_semantics(t_comin_var_handle* handle, int dim_semantics[5]) {
   Variable* v = handle_variable(handle, "comin_var_get_dim_semantics");
-  for (int i = 0; i < 5; ++i) dim_semantics[i] = v == nullptr ? COMIN_DIM_SEMANTICS_UNDEF : v->dim_semantics[i];
+  for (int i = 0; i < 5; ++i)
+    dim_semantics[i] = v == nullptr ? COMIN_DIM_SEMANTICS_UNDEF : v->dim_semantics[i];
 }
 
 t_comin_var_descr_list_iterator* comin_var_get_descr_list_head(void) {
@@ -165,7 +173,8 @@ t_comin_var_descr_list_iterator* comin_var_get_descr_list_head(void) {
   return &s->iterators.back();
 }
 
-t_comin_var_descr_list_iterator* comin_var_get_descr_list_next(t_comin_var_descr_list_iterator* current) {
+t_comin_var_descr_list_iterator* comin_var_get_descr_list_next(
+    t_comin_var_descr_list_iterator* current) {
   Host::State* s = current_state();
   if (s == nullptr || current == nullptr) return nullptr;
   // Advances in place, as a Fortran iterator would, and signals the end with NULL.

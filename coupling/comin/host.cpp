@@ -29,12 +29,18 @@ PrintSink& print_sink() {
 
 const char* phase_name(Phase phase) {
   switch (phase) {
-    case Phase::kSetup: return "setup";
-    case Phase::kPrimaryConstructor: return "primary constructor";
-    case Phase::kPluginsLoaded: return "plugins loaded";
-    case Phase::kSecondaryConstructor: return "secondary constructor";
-    case Phase::kRunning: return "time loop";
-    case Phase::kFinished: return "finished";
+    case Phase::kSetup:
+      return "setup";
+    case Phase::kPrimaryConstructor:
+      return "primary constructor";
+    case Phase::kPluginsLoaded:
+      return "plugins loaded";
+    case Phase::kSecondaryConstructor:
+      return "secondary constructor";
+    case Phase::kRunning:
+      return "time loop";
+    case Phase::kFinished:
+      return "finished";
   }
   return "?";
 }
@@ -70,13 +76,15 @@ void fill_blocked(std::vector<T>& out, int nproma, int nblks, int k, T pad) {
 // Offset of (local cell j, component c) in an (nproma, nblks, k) Fortran array.
 size_t blocked_offset(int j, int c, int nproma, int nblks) {
   const int jc = j % nproma, jb = j / nproma;
-  return static_cast<size_t>(jc) + static_cast<size_t>(nproma) * (jb + static_cast<size_t>(nblks) * c);
+  return static_cast<size_t>(jc) +
+         static_cast<size_t>(nproma) * (jb + static_cast<size_t>(nblks) * c);
 }
 
 DomainArrays build_arrays(Domain d, int id) {
   const std::string where = "finecast host: domain " + std::to_string(id) + ": ";
   const int n = static_cast<int>(d.glb_index.size());
-  if (d.nproma <= 0) throw ConfigError(where + "nproma must be > 0, got " + std::to_string(d.nproma));
+  if (d.nproma <= 0)
+    throw ConfigError(where + "nproma must be > 0, got " + std::to_string(d.nproma));
   if (d.n_cells_global <= 0) throw ConfigError(where + "n_cells_global must be > 0");
   auto check = [&](size_t size, const char* name, bool optional) {
     if (optional && size == 0) return;
@@ -138,11 +146,13 @@ DomainArrays build_arrays(Domain d, int id) {
       if (local < 0) return;
       if (local >= n)
         throw ConfigError(where + name + " of local cell " + std::to_string(j) + " is " +
-                          std::to_string(local) + ", beyond the " + std::to_string(n) + " local cells");
+                          std::to_string(local) + ", beyond the " + std::to_string(n) +
+                          " local cells");
       idx[blocked_offset(j, c, np, nb)] = block_index(local, np);
       blk[blocked_offset(j, c, np, nb)] = block_number(local, np);
     };
-    for (int c = 0; c < 3; ++c) set_local(a.neighbor_idx, a.neighbor_blk, c, d.neighbours[j][c], "neighbour");
+    for (int c = 0; c < 3; ++c)
+      set_local(a.neighbor_idx, a.neighbor_blk, c, d.neighbours[j][c], "neighbour");
     if (!d.children.empty())
       for (int c = 0; c < 4; ++c) set_local(a.child_idx, a.child_blk, c, d.children[j][c], "child");
     if (!d.vertices.empty())
@@ -233,7 +243,8 @@ Variable make_variable(const DomainArrays& d, const std::string& name, int domai
   v.data.assign(static_cast<size_t>(np) * nlev * d.nblks, std::numeric_limits<double>::quiet_NaN());
   for (int j = 0; j < d.ncells; ++j)
     for (int k = 0; k < nlev; ++k)
-      v.data[static_cast<size_t>(j % np) + static_cast<size_t>(np) * (k + static_cast<size_t>(nlev) * (j / np))] = 0.0;
+      v.data[static_cast<size_t>(j % np) +
+             static_cast<size_t>(np) * (k + static_cast<size_t>(nlev) * (j / np))] = 0.0;
   return v;
 }
 
@@ -244,7 +255,8 @@ int Host::State::find_variable(const std::string& name, int domain) const {
 }
 
 Host::Host(MPI_Comm host_comm, SimulationInterval interval) {
-  if (g_state != nullptr) throw InternalError("finecast host: a Host already exists in this process");
+  if (g_state != nullptr)
+    throw InternalError("finecast host: a Host already exists in this process");
   auto s = std::make_unique<State>();
   CHECK_MPI(MPI_Comm_dup(host_comm, &s->comm));
   CHECK_MPI(MPI_Comm_rank(s->comm, &s->rank));
@@ -299,7 +311,8 @@ void Host::load_plugins(const std::vector<PluginSpec>& plugins) {
   require_phase(*state_, Phase::kSetup, "load_plugins");
   State& s = *state_;
   for (const PluginSpec& spec : plugins) {
-    const std::string who = "finecast host: plugin '" + spec.name + "' (library '" + spec.library + "')";
+    const std::string who =
+        "finecast host: plugin '" + spec.name + "' (library '" + spec.library + "')";
     if (spec.library.empty()) throw ConfigError(who + ": no plugin_library given");
     dlerror();
     void* handle = dlopen(spec.library.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -402,21 +415,48 @@ MPI_Comm Host::comm() const { return state_->comm; }
 int Host::rank() const { return state_->rank; }
 
 const char* Host::entry_point_name(int ep) {
-  static const char* const names[] = {
-      "EP_SECONDARY_CONSTRUCTOR", "EP_ATM_YAC_DEFCOMP_BEFORE", "EP_ATM_YAC_DEFCOMP_AFTER",
-      "EP_ATM_YAC_SYNCDEF_BEFORE", "EP_ATM_YAC_SYNCDEF_AFTER", "EP_ATM_YAC_ENDDEF_BEFORE",
-      "EP_ATM_YAC_ENDDEF_AFTER", "EP_ATM_INIT_FINALIZE", "EP_ATM_TIMELOOP_BEFORE",
-      "EP_ATM_TIMELOOP_START", "EP_ATM_TIMELOOP_END", "EP_ATM_TIMELOOP_AFTER",
-      "EP_ATM_INTEGRATE_BEFORE", "EP_ATM_INTEGRATE_START", "EP_ATM_INTEGRATE_END",
-      "EP_ATM_INTEGRATE_AFTER", "EP_ATM_WRITE_OUTPUT_BEFORE", "EP_ATM_WRITE_OUTPUT_AFTER",
-      "EP_ATM_CHECKPOINT_BEFORE", "EP_ATM_CHECKPOINT_AFTER", "EP_ATM_ADVECTION_BEFORE",
-      "EP_ATM_ADVECTION_AFTER", "EP_ATM_PHYSICS_BEFORE", "EP_ATM_PHYSICS_AFTER",
-      "EP_ATM_NUDGING_BEFORE", "EP_ATM_NUDGING_AFTER", "EP_ATM_SURFACE_BEFORE",
-      "EP_ATM_SURFACE_AFTER", "EP_ATM_TURBULENCE_BEFORE", "EP_ATM_TURBULENCE_AFTER",
-      "EP_ATM_MICROPHYSICS_BEFORE", "EP_ATM_MICROPHYSICS_AFTER", "EP_ATM_CONVECTION_BEFORE",
-      "EP_ATM_CONVECTION_AFTER", "EP_ATM_RADIATION_BEFORE", "EP_ATM_RADIATION_AFTER",
-      "EP_ATM_RADHEAT_BEFORE", "EP_ATM_RADHEAT_AFTER", "EP_ATM_GWDRAG_BEFORE",
-      "EP_ATM_GWDRAG_AFTER", "EP_FINISH", "EP_DESTRUCTOR"};
+  static const char* const names[] = {"EP_SECONDARY_CONSTRUCTOR",
+                                      "EP_ATM_YAC_DEFCOMP_BEFORE",
+                                      "EP_ATM_YAC_DEFCOMP_AFTER",
+                                      "EP_ATM_YAC_SYNCDEF_BEFORE",
+                                      "EP_ATM_YAC_SYNCDEF_AFTER",
+                                      "EP_ATM_YAC_ENDDEF_BEFORE",
+                                      "EP_ATM_YAC_ENDDEF_AFTER",
+                                      "EP_ATM_INIT_FINALIZE",
+                                      "EP_ATM_TIMELOOP_BEFORE",
+                                      "EP_ATM_TIMELOOP_START",
+                                      "EP_ATM_TIMELOOP_END",
+                                      "EP_ATM_TIMELOOP_AFTER",
+                                      "EP_ATM_INTEGRATE_BEFORE",
+                                      "EP_ATM_INTEGRATE_START",
+                                      "EP_ATM_INTEGRATE_END",
+                                      "EP_ATM_INTEGRATE_AFTER",
+                                      "EP_ATM_WRITE_OUTPUT_BEFORE",
+                                      "EP_ATM_WRITE_OUTPUT_AFTER",
+                                      "EP_ATM_CHECKPOINT_BEFORE",
+                                      "EP_ATM_CHECKPOINT_AFTER",
+                                      "EP_ATM_ADVECTION_BEFORE",
+                                      "EP_ATM_ADVECTION_AFTER",
+                                      "EP_ATM_PHYSICS_BEFORE",
+                                      "EP_ATM_PHYSICS_AFTER",
+                                      "EP_ATM_NUDGING_BEFORE",
+                                      "EP_ATM_NUDGING_AFTER",
+                                      "EP_ATM_SURFACE_BEFORE",
+                                      "EP_ATM_SURFACE_AFTER",
+                                      "EP_ATM_TURBULENCE_BEFORE",
+                                      "EP_ATM_TURBULENCE_AFTER",
+                                      "EP_ATM_MICROPHYSICS_BEFORE",
+                                      "EP_ATM_MICROPHYSICS_AFTER",
+                                      "EP_ATM_CONVECTION_BEFORE",
+                                      "EP_ATM_CONVECTION_AFTER",
+                                      "EP_ATM_RADIATION_BEFORE",
+                                      "EP_ATM_RADIATION_AFTER",
+                                      "EP_ATM_RADHEAT_BEFORE",
+                                      "EP_ATM_RADHEAT_AFTER",
+                                      "EP_ATM_GWDRAG_BEFORE",
+                                      "EP_ATM_GWDRAG_AFTER",
+                                      "EP_FINISH",
+                                      "EP_DESTRUCTOR"};
   static_assert(sizeof(names) / sizeof(names[0]) == EP_DESTRUCTOR, "one name per entry point");
   return ep >= 1 && ep <= EP_DESTRUCTOR ? names[ep - 1] : "EP_UNKNOWN";
 }

@@ -41,14 +41,14 @@ struct FortranString {
 struct DomainArrays {
   Domain input;
   int ncells = 0, nblks = 0;
-  std::vector<int> glb_index;                      // (ncells)
-  std::vector<int> decomp_domain, refin_ctrl;      // (nproma, nblks)
-  std::vector<double> clon, clat, area;            // (nproma, nblks)
-  std::vector<int> neighbor_idx, neighbor_blk;     // (nproma, nblks, 3)
-  std::vector<int> parent_glb_idx, parent_glb_blk; // (nproma, nblks)
-  std::vector<int> child_idx, child_blk;           // (nproma, nblks, 4)
-  std::vector<int> vertex_idx, vertex_blk;         // (nproma, nblks, 3)
-  std::map<int, int> glb2loc;                      // 1-based global -> 1-based local
+  std::vector<int> glb_index;                       // (ncells)
+  std::vector<int> decomp_domain, refin_ctrl;       // (nproma, nblks)
+  std::vector<double> clon, clat, area;             // (nproma, nblks)
+  std::vector<int> neighbor_idx, neighbor_blk;      // (nproma, nblks, 3)
+  std::vector<int> parent_glb_idx, parent_glb_blk;  // (nproma, nblks)
+  std::vector<int> child_idx, child_blk;            // (nproma, nblks, 4)
+  std::vector<int> vertex_idx, vertex_blk;          // (nproma, nblks, 3)
+  std::map<int, int> glb2loc;                       // 1-based global -> 1-based local
 };
 
 struct Variable {
@@ -57,9 +57,9 @@ struct Variable {
   std::array<int, 5> shape{};
   std::array<int, 5> dim_semantics{};
   std::vector<double> data;
-  int requested_by = -1;      ///< plugin index, -1 = the host's own
-  bool exclusive = false;     ///< requested with lmodexclusive
-  int writer = -1;            ///< plugin that got it with COMIN_FLAG_WRITE first
+  int requested_by = -1;   ///< plugin index, -1 = the host's own
+  bool exclusive = false;  ///< requested with lmodexclusive
+  int writer = -1;         ///< plugin that got it with COMIN_FLAG_WRITE first
 };
 
 struct Plugin {
@@ -99,7 +99,8 @@ struct Host::State {
 };
 
 /// A zeroed (NaN-padded) blocked variable (nproma, nlev, nblks, 1, 1) of a domain.
-Variable make_variable(const DomainArrays& domain_arrays, const std::string& name, int domain, int nlev);
+Variable make_variable(const DomainArrays& domain_arrays, const std::string& name, int domain,
+                       int nlev);
 
 /// The live host's state, or nullptr (the comin_* functions then report a fatal error).
 Host::State* current_state();

@@ -86,9 +86,11 @@ std::vector<PluginSpec> parse_comin_namelist(const std::string& text) {
   // Find the group start "&comin_nml" (other groups may share the file).
   const std::string low = lower(text);
   size_t start = std::string::npos;
-  for (size_t p = low.find("&comin_nml"); p != std::string::npos; p = low.find("&comin_nml", p + 1)) {
+  for (size_t p = low.find("&comin_nml"); p != std::string::npos;
+       p = low.find("&comin_nml", p + 1)) {
     const size_t after = p + 10;
-    if (after >= low.size() || !(std::isalnum(static_cast<unsigned char>(low[after])) || low[after] == '_')) {
+    if (after >= low.size() ||
+        !(std::isalnum(static_cast<unsigned char>(low[after])) || low[after] == '_')) {
       start = after;
       break;
     }
@@ -110,14 +112,16 @@ std::vector<PluginSpec> parse_comin_namelist(const std::string& text) {
     if (c.done() || c.peek() != '=') c.fail("expected 'key = value', got '" + trim(key) + "'");
     c.get();
     key = lower(trim(key));
-    key.erase(std::remove_if(key.begin(), key.end(), [](unsigned char ch) { return std::isspace(ch); }),
-              key.end());
+    key.erase(
+        std::remove_if(key.begin(), key.end(), [](unsigned char ch) { return std::isspace(ch); }),
+        key.end());
     const std::string value = read_value(c);
     if (key == "comin_debug" || key == "comin_config%nomp") continue;  // accepted, unused here
     const std::string prefix = "plugin_list(";
     const size_t close = key.find(")%");
     if (key.compare(0, prefix.size(), prefix) != 0 || close == std::string::npos)
-      throw ConfigError("comin namelist, line " + std::to_string(key_line) + ": unknown key '" + key +
+      throw ConfigError("comin namelist, line " + std::to_string(key_line) + ": unknown key '" +
+                        key +
                         "' (expected plugin_list(i)%name, %plugin_library, %options or %comm)");
     int index = 0;
     try {
@@ -126,8 +130,8 @@ std::vector<PluginSpec> parse_comin_namelist(const std::string& text) {
       index = 0;
     }
     if (index < 1)
-      throw ConfigError("comin namelist, line " + std::to_string(key_line) + ": bad index in '" + key +
-                        "' (plugin_list indices start at 1)");
+      throw ConfigError("comin namelist, line " + std::to_string(key_line) + ": bad index in '" +
+                        key + "' (plugin_list indices start at 1)");
     const std::string field = key.substr(close + 2);
     PluginSpec& e = entries[index];
     entry_line.emplace(index, key_line);
@@ -142,8 +146,9 @@ std::vector<PluginSpec> parse_comin_namelist(const std::string& text) {
     } else if (field == "comm") {
       e.comm = value;
     } else {
-      throw ConfigError("comin namelist, line " + std::to_string(key_line) + ": unknown field '" + field +
-                        "' in '" + key + "' (allowed: name, plugin_library, options, comm)");
+      throw ConfigError("comin namelist, line " + std::to_string(key_line) + ": unknown field '" +
+                        field + "' in '" + key +
+                        "' (allowed: name, plugin_library, options, comm)");
     }
   }
   std::vector<PluginSpec> result;
@@ -153,7 +158,8 @@ std::vector<PluginSpec> parse_comin_namelist(const std::string& text) {
                               std::to_string(entry_line[index]) + ")";
     if (index != expected)
       throw ConfigError(where + ": plugin_list(" + std::to_string(expected) + ") is missing");
-    if (!has_library[index] || spec.library.empty()) throw ConfigError(where + ": no plugin_library");
+    if (!has_library[index] || spec.library.empty())
+      throw ConfigError(where + ": no plugin_library");
     if (!has_name[index] || spec.name.empty()) throw ConfigError(where + ": no name");
     result.push_back(spec);
     ++expected;

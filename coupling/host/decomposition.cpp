@@ -24,7 +24,8 @@ std::vector<int> LocalCells::all() const {
 
 LocalCells decompose(const IconGrid& grid, Decomposition method, int n_ranks, int rank) {
   if (n_ranks < 1 || rank < 0 || rank >= n_ranks)
-    throw InternalError("decompose: rank " + std::to_string(rank) + " of " + std::to_string(n_ranks));
+    throw InternalError("decompose: rank " + std::to_string(rank) + " of " +
+                        std::to_string(n_ranks));
   const int n = static_cast<int>(grid.n_cells);
   if (n < n_ranks)
     throw ConfigError(grid.path + ": " + std::to_string(n) + " cells cannot be shared by " +
@@ -58,7 +59,8 @@ LocalCells decompose(const IconGrid& grid, Decomposition method, int n_ranks, in
   return out;
 }
 
-comin_host::Domain make_domain(const IconGrid& grid, const LocalCells& cells, int nproma, double dt) {
+comin_host::Domain make_domain(const IconGrid& grid, const LocalCells& cells, int nproma,
+                               double dt) {
   const std::vector<int> local = cells.all();
   std::unordered_map<int, int> to_local;
   to_local.reserve(local.size() * 2);
@@ -95,8 +97,9 @@ comin_host::Domain make_domain(const IconGrid& grid, const LocalCells& cells, in
     if (have_vertices) {
       std::array<int, 3> vx{};
       for (int k = 0; k < 3; ++k)
-        vx[k] = static_cast<int>(std::lower_bound(vertex_ids.begin(), vertex_ids.end(), grid.cell_vertices[c][k]) -
-                                 vertex_ids.begin());
+        vx[k] = static_cast<int>(
+            std::lower_bound(vertex_ids.begin(), vertex_ids.end(), grid.cell_vertices[c][k]) -
+            vertex_ids.begin());
       d.vertices.push_back(vx);
     }
     if (!grid.parent_cell.empty()) d.parent_glb_index.push_back(grid.parent_cell[c] + 1);

@@ -32,6 +32,7 @@ LocalCells decompose(const IconGrid& grid, Decomposition method, int n_ranks, in
 
 /// The ComIn descriptive data of one rank: local cells (owned, then halo), decomp_domain 0/1,
 /// neighbours and vertices as local indices, parents from the grid file when it has them.
-comin_host::Domain make_domain(const IconGrid& grid, const LocalCells& cells, int nproma, double dt);
+comin_host::Domain make_domain(const IconGrid& grid, const LocalCells& cells, int nproma,
+                               double dt);
 
 }  // namespace finecast::coupling::host

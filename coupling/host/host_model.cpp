@@ -11,7 +11,8 @@ HostModel::HostModel(const IconGrid& grid, const HostModelSetup& setup, int n_ra
   cells_ = decompose(grid, setup.decomposition, n_ranks, rank);
   domain_ = make_domain(grid, cells_, setup.nproma, setup.dt);
   const std::vector<int> local = cells_.all();
-  const CellOrography oro = average_orography(setup.orography, setup.orography_variable, grid, local);
+  const CellOrography oro =
+      average_orography(setup.orography, setup.orography_variable, grid, local);
   surface_.resize(local.size());
   for (size_t j = 0; j < local.size(); ++j)
     surface_[j] = {grid.clon[local[j]], grid.clat[local[j]], oro.height[j], oro.land_fraction[j]};
@@ -30,7 +31,8 @@ void HostModel::compute(double seconds, double* ts, double* ps) const {
 
 void HostModel::write_topography(double* topography) const {
   const size_t np = static_cast<size_t>(setup_.nproma);
-  for (size_t j = 0; j < surface_.size(); ++j) topography[j % np + np * (j / np)] = surface_[j].height;
+  for (size_t j = 0; j < surface_.size(); ++j)
+    topography[j % np + np * (j / np)] = surface_[j].height;
 }
 
 }  // namespace finecast::coupling::host

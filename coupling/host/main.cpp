@@ -48,10 +48,13 @@ int run(const Options& opt, int rank, int n_ranks) {
   if (!cfg.comin_namelist.empty()) plugins = ch::read_comin_namelist(cfg.comin_namelist);
   if (opt.no_plugins) plugins.clear();
 
-  const fc::CfTime clock("seconds since " + cfg.start, "proleptic_gregorian", opt.run_file + ": start");
+  const fc::CfTime clock("seconds since " + cfg.start, "proleptic_gregorian",
+                         opt.run_file + ": start");
   fc::DateTime start;
   fc::parse_datetime(cfg.start, start);
-  auto datetime_at = [&](double seconds) { return fc::format_datetime(clock.to_datetime(seconds)); };
+  auto datetime_at = [&](double seconds) {
+    return fc::format_datetime(clock.to_datetime(seconds));
+  };
   const double stop_seconds = cfg.dt * cfg.steps;
 
   const fc::IconGrid grid = fc::read_icon_grid(cfg.grid);
@@ -64,10 +67,12 @@ int run(const Options& opt, int rank, int n_ranks) {
   setup.start_utc_hours = start.hour + start.minute / 60.0 + start.second / 3600.0;
   const fc::host::HostModel model(grid, setup, n_ranks, rank);
   flog::info("grid " + cfg.grid + ": " + std::to_string(grid.n_cells) + " cells; this rank owns " +
-            std::to_string(model.cells().owned.size()) + " + " + std::to_string(model.cells().halo.size()) +
-            " halo, nproma " + std::to_string(cfg.nproma));
+             std::to_string(model.cells().owned.size()) + " + " +
+             std::to_string(model.cells().halo.size()) + " halo, nproma " +
+             std::to_string(cfg.nproma));
 
-  ch::Host host(MPI_COMM_WORLD, {cfg.start, datetime_at(stop_seconds), cfg.start, datetime_at(stop_seconds)});
+  ch::Host host(MPI_COMM_WORLD,
+                {cfg.start, datetime_at(stop_seconds), cfg.start, datetime_at(stop_seconds)});
   host.add_domain(model.domain());
   double* ts = host.add_variable("ts", 1, 1);
   double* ps = host.add_variable("ps", 1, 1);
@@ -76,12 +81,14 @@ int run(const Options& opt, int rank, int n_ranks) {
   model.compute(0.0, ts, ps);
 
   for (const auto& p : plugins)
-    if (rank == 0) flog::info("plugin '" + p.name + "': " + p.library + " (options '" + p.options + "')");
+    if (rank == 0)
+      flog::info("plugin '" + p.name + "': " + p.library + " (options '" + p.options + "')");
   host.load_plugins(plugins);
   const double t_setup = now() - t_start;
   if (rank == 0)
-    flog::info("start-up " + fmt("%.2f", t_setup) + " s; " + std::to_string(plugins.size()) + " plugin(s); " +
-              std::to_string(cfg.steps) + " steps of " + fmt("%g", cfg.dt) + " s from " + cfg.start);
+    flog::info("start-up " + fmt("%.2f", t_setup) + " s; " + std::to_string(plugins.size()) +
+               " plugin(s); " + std::to_string(cfg.steps) + " steps of " + fmt("%g", cfg.dt) +
+               " s from " + cfg.start);
 
   double t_plugins = 0, t_fields = 0;
   auto ep = [&](t_comin_entry_point id, const std::string& datetime) {
@@ -97,7 +104,8 @@ int run(const Options& opt, int rank, int n_ranks) {
   }
   ep(EP_ATM_INIT_FINALIZE, cfg.start);
   ep(EP_ATM_TIMELOOP_BEFORE, cfg.start);
-  const int progress_every = cfg.progress_every > 0 ? cfg.progress_every : std::max(1, cfg.steps / 10);
+  const int progress_every =
+      cfg.progress_every > 0 ? cfg.progress_every : std::max(1, cfg.steps / 10);
   double t_last = now();
   int step_last = 0;
   for (int step = 1; step <= cfg.steps; ++step) {
@@ -115,7 +123,8 @@ int run(const Options& opt, int rank, int n_ranks) {
       ep(EP_ATM_WRITE_OUTPUT_BEFORE, datetime);
       ep(EP_ATM_WRITE_OUTPUT_AFTER, datetime);
     }
-    // A global diagnostic every step, as ICON's halo exchanges and reductions keep its ranks in step.
+    // A global diagnostic every step, as ICON's halo exchanges and reductions keep its ranks in
+    // step.
     double sums[2] = {0, 0}, global[2] = {0, 0};
     const auto& dom = model.domain();
     for (size_t j = 0; j < model.cells().owned.size(); ++j) {
@@ -126,9 +135,10 @@ int run(const Options& opt, int rank, int n_ranks) {
     ep(EP_ATM_TIMELOOP_END, datetime);
     if (rank == 0 && (step % progress_every == 0 || step == cfg.steps)) {
       const double t = now();
-      flog::info("step " + std::to_string(step) + "/" + std::to_string(cfg.steps) + ", model time " + datetime +
-                ", " + fmt("%.4f", (t - t_last) / (step - step_last)) + " s/step, global mean ts " +
-                fmt("%.2f", global[0] / global[1]) + " K");
+      flog::info("step " + std::to_string(step) + "/" + std::to_string(cfg.steps) +
+                 ", model time " + datetime + ", " +
+                 fmt("%.4f", (t - t_last) / (step - step_last)) + " s/step, global mean ts " +
+                 fmt("%.2f", global[0] / global[1]) + " K");
       t_last = t;
       step_last = step;
     }
@@ -144,10 +154,11 @@ int run(const Options& opt, int rank, int n_ranks) {
   double local[3] = {t_total, t_plugins, t_fields}, worst[3] = {0, 0, 0};
   MPI_Reduce(local, worst, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
   if (rank == 0)
-    flog::info("finished " + std::to_string(cfg.steps) + " steps on " + std::to_string(n_ranks) + " rank(s): " +
-              fmt("%.5f", worst[0] / cfg.steps) + " s/step (fields " + fmt("%.5f", worst[2] / cfg.steps) +
-              " s/step, plugin callbacks " + fmt("%.5f", worst[1] / cfg.steps) + " s/step incl. constructors); loop " +
-              fmt("%.2f", worst[0]) + " s, start-up " + fmt("%.2f", t_setup) + " s");
+    flog::info("finished " + std::to_string(cfg.steps) + " steps on " + std::to_string(n_ranks) +
+               " rank(s): " + fmt("%.5f", worst[0] / cfg.steps) + " s/step (fields " +
+               fmt("%.5f", worst[2] / cfg.steps) + " s/step, plugin callbacks " +
+               fmt("%.5f", worst[1] / cfg.steps) + " s/step incl. constructors); loop " +
+               fmt("%.2f", worst[0]) + " s, start-up " + fmt("%.2f", t_setup) + " s");
   return 0;
 }
 
@@ -159,13 +170,16 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &n_ranks);
 
-  CLI::App app{"finecast-host: an ICON-like MPI model that runs ComIn plugins (finecast's host library).\n"
-               "Example: mpiexec -n 4 build/bin/finecast-host configs/demo_host.yaml"};
+  CLI::App app{
+      "finecast-host: an ICON-like MPI model that runs ComIn plugins (finecast's host library).\n"
+      "Example: mpiexec -n 4 build/bin/finecast-host configs/demo_host.yaml"};
   Options opt;
-  app.add_option("run_file", opt.run_file, "YAML run file (grid, time stepping, decomposition, plugins)")
+  app.add_option("run_file", opt.run_file,
+                 "YAML run file (grid, time stepping, decomposition, plugins)")
       ->required();
   app.add_option("--steps", opt.steps, "override the run file's number of steps");
-  app.add_flag("--no-plugins", opt.no_plugins, "run without any plugin (baseline for overhead measurements)");
+  app.add_flag("--no-plugins", opt.no_plugins,
+               "run without any plugin (baseline for overhead measurements)");
   app.add_option("--log-level", opt.log_level, "debug | info | warning | error");
   try {
     app.parse(argc, argv);

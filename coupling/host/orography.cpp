@@ -34,7 +34,8 @@ Axis read_axis(int nc, int dimid, const std::string& context) {
   a.n = n;
   a.first = v.front();
   a.step = (v.back() - v.front()) / static_cast<double>(n - 1);
-  if (!(std::fabs(a.step) > 0)) throw IoError(context + ": coordinate " + name + " is not increasing");
+  if (!(std::fabs(a.step) > 0))
+    throw IoError(context + ": coordinate " + name + " is not increasing");
   return a;
 }
 
@@ -51,8 +52,8 @@ Triangle triangle(const IconGrid& g, int cell) {
     v[k] = sphere::to_xyz(g.vlon[id], g.vlat[id]);
   }
   Triangle t;
-  t.centre = sphere::normalised({v[0][0] + v[1][0] + v[2][0], v[0][1] + v[1][1] + v[2][1],
-                                 v[0][2] + v[1][2] + v[2][2]});
+  t.centre = sphere::normalised(
+      {v[0][0] + v[1][0] + v[2][0], v[0][1] + v[1][1] + v[2][1], v[0][2] + v[1][2] + v[2][2]});
   for (int k = 0; k < 3; ++k) {
     Vec3 n = sphere::cross(v[k], v[(k + 1) % 3]);
     if (sphere::dot(n, t.centre) < 0) n = {-n[0], -n[1], -n[2]};
@@ -115,13 +116,24 @@ CellOrography average_orography(const std::string& relief_path, const std::strin
   int varid = -1, ndims = 0;
   CHECK_NC(nc_inq_varid(nc, variable.c_str(), &varid), context);
   CHECK_NC(nc_inq_varndims(nc, varid, &ndims), context);
-  if (ndims != 2) throw IoError(context + ": expected 2 dimensions (lat, lon), got " + std::to_string(ndims));
+  if (ndims != 2)
+    throw IoError(context + ": expected 2 dimensions (lat, lon), got " + std::to_string(ndims));
   int dims[2];
   CHECK_NC(nc_inq_vardimid(nc, varid, dims), context);
   const Axis lat_axis = read_axis(nc, dims[0], context);
   const Axis lon_axis = read_axis(nc, dims[1], context);
-  if (std::fabs(lon_axis.step * lon_axis.n - 360.0) > 1e-3 * std::fabs(lon_axis.step) * lon_axis.n)
+  // Some files repeat the first longitude at the end (etopo20: 1081 columns); skip that column.
+  // Files round their coordinates (etopo5 ends at 359.92, not 359.9167): the spacing is taken
+  // as exactly 360 / columns once the columns are known to cover the circle.
+  Axis lon_grid = lon_axis;
+  const double step_abs = std::fabs(lon_axis.step);
+  size_t nx = lon_axis.n;
+  if (std::fabs(step_abs * (lon_axis.n - 1) - 360.0) < 0.5 * step_abs)
+    nx = lon_axis.n - 1;
+  else if (std::fabs(step_abs * lon_axis.n - 360.0) > 0.5 * step_abs)
     throw IoError(context + ": longitudes do not cover 360 degrees evenly");
+  lon_grid.step = std::copysign(360.0 / static_cast<double>(nx), lon_axis.step);
+  const size_t nx_file = lon_axis.n;
   float fill = -1e34f;
   if (nc_get_att_float(nc, varid, "_FillValue", &fill) != NC_NOERR) fill = -1e34f;
 
@@ -132,7 +144,8 @@ CellOrography average_orography(const std::string& relief_path, const std::strin
   long row_lo = static_cast<long>(lat_axis.n), row_hi = -1;
   for (size_t i = 0; i < cells.size(); ++i) {
     if (cells[i] < 0 || cells[i] >= grid.n_cells)
-      throw InternalError("average_orography: cell " + std::to_string(cells[i]) + " outside the grid");
+      throw InternalError("average_orography: cell " + std::to_string(cells[i]) +
+                          " outside the grid");
     tris[i] = triangle(grid, cells[i]);
     boxes[i] = bounding_box(grid, cells[i], tris[i]);
     const double r0 = row_of(boxes[i].lat0), r1 = row_of(boxes[i].lat1);
@@ -145,19 +158,20 @@ CellOrography average_orography(const std::string& relief_path, const std::strin
   if (cells.empty()) return out;
   row_lo = std::max(row_lo, 0L);
   row_hi = std::min(row_hi, static_cast<long>(lat_axis.n) - 1);
-  const size_t nrows = static_cast<size_t>(row_hi - row_lo + 1), nx = lon_axis.n;
-  std::vector<float> relief(nrows * nx);
-  const size_t start[2] = {static_cast<size_t>(row_lo), 0}, count[2] = {nrows, nx};
+  const size_t nrows = static_cast<size_t>(row_hi - row_lo + 1);
+  std::vector<float> relief(nrows * nx_file);
+  const size_t start[2] = {static_cast<size_t>(row_lo), 0}, count[2] = {nrows, nx_file};
   CHECK_NC(nc_get_vara_float(nc, varid, start, count, relief.data()), context);
 
   std::vector<double> row_sin(nrows), row_cos(nrows), col_sin(nx), col_cos(nx);
   for (size_t r = 0; r < nrows; ++r) {
-    const double lat = (lat_axis.first + lat_axis.step * (row_lo + static_cast<long>(r))) * sphere::kDeg;
+    const double lat =
+        (lat_axis.first + lat_axis.step * (row_lo + static_cast<long>(r))) * sphere::kDeg;
     row_sin[r] = std::sin(lat);
     row_cos[r] = std::cos(lat);
   }
   for (size_t c = 0; c < nx; ++c) {
-    const double lon = (lon_axis.first + lon_axis.step * c) * sphere::kDeg;
+    const double lon = (lon_grid.first + lon_grid.step * c) * sphere::kDeg;
     col_sin[c] = std::sin(lon);
     col_cos[c] = std::cos(lon);
   }
@@ -170,8 +184,10 @@ CellOrography average_orography(const std::string& relief_path, const std::strin
     r1 = std::min(r1, row_hi);
     long c0 = 0, c1 = nxl - 1;
     if (!b.all_lon) {
-      c0 = static_cast<long>(std::floor((b.lon0 - lon_axis.first) / lon_axis.step));
-      c1 = static_cast<long>(std::ceil((b.lon1 - lon_axis.first) / lon_axis.step));
+      const double a0 = (b.lon0 - lon_grid.first) / lon_grid.step,
+                   a1 = (b.lon1 - lon_grid.first) / lon_grid.step;
+      c0 = static_cast<long>(std::floor(std::min(a0, a1)));
+      c1 = static_cast<long>(std::ceil(std::max(a0, a1)));
       if (c1 - c0 >= nxl) c1 = c0 + nxl - 1;
     }
     double w_sum = 0, h_sum = 0, land = 0;
@@ -181,7 +197,7 @@ CellOrography average_orography(const std::string& relief_path, const std::strin
         const size_t cc = static_cast<size_t>(((c % nxl) + nxl) % nxl);
         const Vec3 p{row_cos[rr] * col_cos[cc], row_cos[rr] * col_sin[cc], row_sin[rr]};
         if (!inside(tris[i], p)) continue;
-        const float z = relief[rr * nx + cc];
+        const float z = relief[rr * nx_file + cc];
         if (z == fill || !std::isfinite(z)) continue;
         const double w = row_cos[rr];
         w_sum += w;
@@ -198,8 +214,9 @@ CellOrography average_orography(const std::string& relief_path, const std::strin
       sphere::to_lonlat(tris[i].centre, lon, lat);
       long r = std::lround(row_of(lat / sphere::kDeg));
       r = std::clamp(r, row_lo, row_hi);
-      long c = std::lround((lon / sphere::kDeg - lon_axis.first) / lon_axis.step);
-      const float z = relief[static_cast<size_t>(r - row_lo) * nx + static_cast<size_t>(((c % nxl) + nxl) % nxl)];
+      long c = std::lround((lon / sphere::kDeg - lon_grid.first) / lon_grid.step);
+      const float z = relief[static_cast<size_t>(r - row_lo) * nx_file +
+                             static_cast<size_t>(((c % nxl) + nxl) % nxl)];
       out.height[i] = z == fill ? 0.0 : std::max(0.0, static_cast<double>(z));
       out.land_fraction[i] = z > 0 && z != fill ? 1.0 : 0.0;
     }

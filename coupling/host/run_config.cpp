@@ -19,19 +19,21 @@ std::string where(const std::string& path, const YAML::Node& node, const std::st
   return path + ":" + std::to_string(node.Mark().line + 1) + ": " + key;
 }
 
-void check_keys(const YAML::Node& map, const std::set<std::string>& allowed, const std::string& path,
-                const std::string& prefix) {
+void check_keys(const YAML::Node& map, const std::set<std::string>& allowed,
+                const std::string& path, const std::string& prefix) {
   for (const auto& kv : map) {
     const std::string key = kv.first.as<std::string>();
     if (allowed.count(key)) continue;
     std::string list;
     for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-    throw ConfigError(where(path, kv.first, prefix + key) + ": unknown key (allowed: " + list + ")");
+    throw ConfigError(where(path, kv.first, prefix + key) + ": unknown key (allowed: " + list +
+                      ")");
   }
 }
 
 template <typename T>
-void read(const YAML::Node& map, const char* key, T& out, const std::string& path, const std::string& prefix = "") {
+void read(const YAML::Node& map, const char* key, T& out, const std::string& path,
+          const std::string& prefix = "") {
   const YAML::Node node = map[key];
   if (!node) return;
   try {
@@ -39,8 +41,8 @@ void read(const YAML::Node& map, const char* key, T& out, const std::string& pat
   } catch (const YAML::Exception&) {
     throw ConfigError(where(path, node, prefix + key) + ": expected " +
                       (std::is_same<T, std::string>::value ? "a string"
-                       : std::is_integral<T>::value       ? "an integer"
-                                                          : "a number") +
+                       : std::is_integral<T>::value        ? "an integer"
+                                                           : "a number") +
                       ", got '" + YAML::Dump(node) + "'");
   }
 }
@@ -59,8 +61,8 @@ HostRunConfig parse_host_run_config(const std::string& text, const std::string& 
   if (!root || root.IsNull()) return c;
   if (!root.IsMap()) throw ConfigError(path + ": the run file must be a YAML map of keys");
   check_keys(root,
-             {"grid", "orography", "orography_variable", "start", "dt", "steps", "output_every", "nproma",
-              "decomposition", "progress_every", "plugins", "comin_namelist"},
+             {"grid", "orography", "orography_variable", "start", "dt", "steps", "output_every",
+              "nproma", "decomposition", "progress_every", "plugins", "comin_namelist"},
              path, "");
   read(root, "grid", c.grid, path);
   read(root, "orography", c.orography, path);
@@ -81,7 +83,8 @@ HostRunConfig parse_host_run_config(const std::string& text, const std::string& 
   }
   DateTime t;
   if (!parse_datetime(c.start, t))
-    throw ConfigError(where(path, root["start"], "start") + ": not an ISO 8601 date-time: '" + c.start + "'");
+    throw ConfigError(where(path, root["start"], "start") + ": not an ISO 8601 date-time: '" +
+                      c.start + "'");
   c.start = format_datetime(t);
   auto positive = [&](bool ok, const char* key, const std::string& value) {
     if (!ok) throw ConfigError(where(path, root[key], key) + ": must be > 0, got " + value);
@@ -96,13 +99,17 @@ HostRunConfig parse_host_run_config(const std::string& text, const std::string& 
   const YAML::Node plugins = root["plugins"];
   if (plugins && !plugins.IsNull()) {
     if (!plugins.IsSequence())
-      throw ConfigError(where(path, plugins, "plugins") + ": expected a list of {name, library, options, comm}");
+      throw ConfigError(where(path, plugins, "plugins") +
+                        ": expected a list of {name, library, options, comm}");
     if (!c.comin_namelist.empty() && plugins.size() > 0)
-      throw ConfigError(where(path, plugins, "plugins") + ": give either plugins or comin_namelist, not both");
+      throw ConfigError(where(path, plugins, "plugins") +
+                        ": give either plugins or comin_namelist, not both");
     for (size_t i = 0; i < plugins.size(); ++i) {
       const YAML::Node p = plugins[i];
       const std::string prefix = "plugins[" + std::to_string(i) + "].";
-      if (!p.IsMap()) throw ConfigError(where(path, p, "plugins[" + std::to_string(i) + "]") + ": expected a map");
+      if (!p.IsMap())
+        throw ConfigError(where(path, p, "plugins[" + std::to_string(i) + "]") +
+                          ": expected a map");
       check_keys(p, {"name", "library", "options", "comm"}, path, prefix);
       comin_host::PluginSpec spec;
       read(p, "name", spec.name, path, prefix);

@@ -17,9 +17,9 @@ struct HostRunConfig {
   std::string orography = "/usr/share/ferret-vis/data/etopo5.cdf";
   std::string orography_variable = "ROSE";
   std::string start = "1979-01-01T00:00:00";
-  double dt = 1800.0;      ///< seconds per step
+  double dt = 1800.0;  ///< seconds per step
   int steps = 200;
-  int output_every = 1;    ///< steps between EP_ATM_WRITE_OUTPUT_BEFORE/AFTER
+  int output_every = 1;  ///< steps between EP_ATM_WRITE_OUTPUT_BEFORE/AFTER
   int nproma = 32;
   Decomposition decomposition = Decomposition::kLatBands;
   int progress_every = 0;  ///< steps between progress lines; 0 = about ten lines per run

@@ -57,13 +57,15 @@ double surface_temperature(const CellSurface& cell, double seconds, double utc_h
   rotate_about_tilted_axis(x, y, z, -2.0 * kPi * seconds / p.rotation_period_s, p.axis_tilt_deg);
   const double anomaly = temperature_anomaly(x, y, z);
   const double local_hours = utc_hours + cell.lon * 12.0 / kPi;
-  const double amplitude = (p.diurnal_sea_k + (p.diurnal_land_k - p.diurnal_sea_k) * cell.land_fraction) *
-                           std::cos(cell.lat);
+  const double amplitude =
+      (p.diurnal_sea_k + (p.diurnal_land_k - p.diurnal_sea_k) * cell.land_fraction) *
+      std::cos(cell.lat);
   const double diurnal = amplitude * std::cos(2.0 * kPi * (local_hours - 15.0) / 24.0);
   return zonal + anomaly + diurnal - p.lapse_rate * cell.height;
 }
 
-double surface_pressure(const CellSurface& cell, double seconds, double ts, const ToyAtmosphereParams& p) {
+double surface_pressure(const CellSurface& cell, double seconds, double ts,
+                        const ToyAtmosphereParams& p) {
   double x, y, z;
   to_xyz(cell.lon, cell.lat, x, y, z);
   rotate_about_tilted_axis(x, y, z, -2.0 * kPi * seconds / p.pressure_period_s, -p.axis_tilt_deg);

@@ -7,19 +7,19 @@ namespace finecast::coupling::host {
 
 /// The static facts of one cell that the fields depend on.
 struct CellSurface {
-  double lon = 0, lat = 0;      ///< radians
-  double height = 0;            ///< m, >= 0
-  double land_fraction = 0;     ///< 0..1
+  double lon = 0, lat = 0;   ///< radians
+  double height = 0;         ///< m, >= 0
+  double land_fraction = 0;  ///< 0..1
 };
 
 /// Parameters of the fields; the defaults are what finecast-host runs.
 struct ToyAtmosphereParams {
-  double rotation_period_s = 5.0 * 86400.0;  ///< solid-body rotation of the temperature pattern
-  double axis_tilt_deg = 40.0;               ///< rotation axis tilted from the pole towards 0E
-  double pressure_period_s = -3.5 * 86400.0; ///< weather pattern of ps (negative: westward)
-  double lapse_rate = 6.5e-3;                ///< K per m
-  double diurnal_land_k = 7.0;               ///< half the diurnal range over land at the equator
-  double diurnal_sea_k = 1.0;                ///< ... over sea
+  double rotation_period_s = 5.0 * 86400.0;   ///< solid-body rotation of the temperature pattern
+  double axis_tilt_deg = 40.0;                ///< rotation axis tilted from the pole towards 0E
+  double pressure_period_s = -3.5 * 86400.0;  ///< weather pattern of ps (negative: westward)
+  double lapse_rate = 6.5e-3;                 ///< K per m
+  double diurnal_land_k = 7.0;                ///< half the diurnal range over land at the equator
+  double diurnal_sea_k = 1.0;                 ///< ... over sea
 };
 
 /// Near-surface temperature "ts" (K) of a cell at `seconds` since the start, `utc_hours` being

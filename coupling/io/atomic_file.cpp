@@ -26,13 +26,15 @@ std::string folder_of(const std::string& path) {
 void fsync_path(const std::string& path, bool directory) {
   const int fd = ::open(path.c_str(), directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
   if (fd < 0) {
-    if (directory) return;  // some file systems do not allow opening folders; the rename still holds
+    if (directory)
+      return;  // some file systems do not allow opening folders; the rename still holds
     throw IoError("cannot open " + path + " to flush it: " + std::strerror(errno));
   }
   const int rc = ::fsync(fd);
   const int err = errno;
   ::close(fd);
-  if (rc != 0 && !directory) throw IoError("cannot flush " + path + " to disk: " + std::strerror(err));
+  if (rc != 0 && !directory)
+    throw IoError("cannot flush " + path + " to disk: " + std::strerror(err));
 }
 
 }  // namespace

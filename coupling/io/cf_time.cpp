@@ -71,8 +71,11 @@ bool parse_datetime(const std::string& text, DateTime& out) {
   while (pos < s.size() && (s[pos] == 'Z' || s[pos] == ' ')) ++pos;
   // A trailing time zone ("+00:00", " UTC") is accepted only as UTC.
   const std::string rest = s.substr(pos);
-  if (!rest.empty() && rest != "+00:00" && rest != "+0000" && rest != "UTC" && rest != "+00") return false;
-  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 24 || mi < 0 || mi > 59 || sec < 0 || sec >= 61) return false;
+  if (!rest.empty() && rest != "+00:00" && rest != "+0000" && rest != "UTC" && rest != "+00")
+    return false;
+  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 24 || mi < 0 || mi > 59 || sec < 0 ||
+      sec >= 61)
+    return false;
   out = DateTime{y, mo, d, h, mi, sec};
   return true;
 }
@@ -82,18 +85,19 @@ std::string format_datetime(const DateTime& t) {
   const double whole = std::floor(t.second + 1e-9);
   const double frac = t.second - whole;
   if (frac > 5e-4) {
-    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%06.3f", t.year, t.month, t.day, t.hour, t.minute, t.second);
+    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%06.3f", t.year, t.month, t.day,
+                  t.hour, t.minute, t.second);
   } else {
-    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d", t.year, t.month, t.day, t.hour, t.minute,
-                  static_cast<int>(whole));
+    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d", t.year, t.month, t.day, t.hour,
+                  t.minute, static_cast<int>(whole));
   }
   return buf;
 }
 
 CfTime::CfTime(const std::string& units, const std::string& calendar, const std::string& context)
     : units_(trim(units)), calendar_(lower(trim(calendar))), context_(context) {
-  if (calendar_.empty() || calendar_ == "standard" || calendar_ == "gregorian" || calendar_ == "proleptic_gregorian" ||
-      calendar_ == "julian_gregorian") {
+  if (calendar_.empty() || calendar_ == "standard" || calendar_ == "gregorian" ||
+      calendar_ == "proleptic_gregorian" || calendar_ == "julian_gregorian") {
     cal_ = Cal::kGregorian;
   } else if (calendar_ == "noleap" || calendar_ == "365_day") {
     cal_ = Cal::kNoLeap;
@@ -103,7 +107,8 @@ CfTime::CfTime(const std::string& units, const std::string& calendar, const std:
     cal_ = Cal::k360;
   } else {
     throw IoError(context + ": unknown calendar \"" + calendar +
-                  "\" (expected standard, gregorian, proleptic_gregorian, noleap, 365_day, all_leap, 366_day or 360_day)");
+                  "\" (expected standard, gregorian, proleptic_gregorian, noleap, 365_day, "
+                  "all_leap, 366_day or 360_day)");
   }
   const std::string u = lower(units_);
   if (u.rfind("day as %y%m%d", 0) == 0) {
@@ -111,15 +116,21 @@ CfTime::CfTime(const std::string& units, const std::string& calendar, const std:
     return;
   }
   const auto since = u.find(" since ");
-  const std::string bad = context + ": time units \"" + units +
-                          "\" are not \"<seconds|minutes|hours|days> since <date>\" or \"day as %Y%m%d.%f\"";
+  const std::string bad =
+      context + ": time units \"" + units +
+      "\" are not \"<seconds|minutes|hours|days> since <date>\" or \"day as %Y%m%d.%f\"";
   if (since == std::string::npos) throw IoError(bad);
   const std::string unit = trim(u.substr(0, since));
-  if (unit == "seconds" || unit == "second" || unit == "s" || unit == "sec" || unit == "secs") unit_seconds_ = 1;
-  else if (unit == "minutes" || unit == "minute" || unit == "min" || unit == "mins") unit_seconds_ = 60;
-  else if (unit == "hours" || unit == "hour" || unit == "h" || unit == "hr" || unit == "hrs") unit_seconds_ = 3600;
-  else if (unit == "days" || unit == "day" || unit == "d") unit_seconds_ = 86400;
-  else throw IoError(bad);
+  if (unit == "seconds" || unit == "second" || unit == "s" || unit == "sec" || unit == "secs")
+    unit_seconds_ = 1;
+  else if (unit == "minutes" || unit == "minute" || unit == "min" || unit == "mins")
+    unit_seconds_ = 60;
+  else if (unit == "hours" || unit == "hour" || unit == "h" || unit == "hr" || unit == "hrs")
+    unit_seconds_ = 3600;
+  else if (unit == "days" || unit == "day" || unit == "d")
+    unit_seconds_ = 86400;
+  else
+    throw IoError(bad);
   if (!parse_datetime(units_.substr(since + 7), ref_)) throw IoError(bad);
   ref_days_ = days_from_epoch(ref_.year, ref_.month, ref_.day);
 }
@@ -178,8 +189,9 @@ DateTime CfTime::to_datetime(double value) const {
     return t;
   }
   // Round to milliseconds so that e.g. 0.1 h is exactly 6 minutes.
-  const double total_ms = std::round(value * unit_seconds_ * 1000.0) +
-                          std::round((ref_.hour * 3600.0 + ref_.minute * 60.0 + ref_.second) * 1000.0);
+  const double total_ms =
+      std::round(value * unit_seconds_ * 1000.0) +
+      std::round((ref_.hour * 3600.0 + ref_.minute * 60.0 + ref_.second) * 1000.0);
   const double day_ms = 86400000.0;
   const double days = std::floor(total_ms / day_ms);
   double ms = total_ms - days * day_ms;
@@ -196,8 +208,8 @@ double CfTime::from_datetime(const DateTime& t) const {
   if (absolute_day_)
     throw IoError(context_ + ": cannot encode dates on an absolute \"day as %Y%m%d.%f\" axis");
   const double days = static_cast<double>(days_from_epoch(t.year, t.month, t.day) - ref_days_);
-  const double secs = days * 86400.0 + (t.hour - ref_.hour) * 3600.0 + (t.minute - ref_.minute) * 60.0 +
-                      (t.second - ref_.second);
+  const double secs = days * 86400.0 + (t.hour - ref_.hour) * 3600.0 +
+                      (t.minute - ref_.minute) * 60.0 + (t.second - ref_.second);
   return secs / unit_seconds_;
 }
 

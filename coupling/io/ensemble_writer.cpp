@@ -22,8 +22,10 @@ namespace {
 
 constexpr float kFill = 1.0e20f;  // CMIP's fill value: cdo and most tools expect a finite one
 
-void put_text(int ncid, int varid, const std::string& name, const std::string& value, const std::string& ctx) {
-  CHECK_NC(nc_put_att_text(ncid, varid, name.c_str(), value.size(), value.c_str()), ctx + ", attribute " + name);
+void put_text(int ncid, int varid, const std::string& name, const std::string& value,
+              const std::string& ctx) {
+  CHECK_NC(nc_put_att_text(ncid, varid, name.c_str(), value.size(), value.c_str()),
+           ctx + ", attribute " + name);
 }
 
 std::string now_utc() {
@@ -37,15 +39,21 @@ std::string now_utc() {
 
 }  // namespace
 
-std::string EnsembleWriter::context() const { return "NetCDF output " + file_.tmp_path() + ", variable '" + var_ + "'"; }
+std::string EnsembleWriter::context() const {
+  return "NetCDF output " + file_.tmp_path() + ", variable '" + var_ + "'";
+}
 
-EnsembleWriter::EnsembleWriter(const std::string& path, const OutputGrid& grid, const std::string& var,
-                               const VarAttributes& attrs, int members,
-                               const std::map<std::string, std::string>& global_attrs, const std::string& calendar)
+EnsembleWriter::EnsembleWriter(const std::string& path, const OutputGrid& grid,
+                               const std::string& var, const VarAttributes& attrs, int members,
+                               const std::map<std::string, std::string>& global_attrs,
+                               const std::string& calendar)
     : file_(path), var_(var), calendar_(calendar), members_(members) {
-  if (members < 1) throw IoError("NetCDF output " + path + ": members must be >= 1, got " + std::to_string(members));
+  if (members < 1)
+    throw IoError("NetCDF output " + path + ": members must be >= 1, got " +
+                  std::to_string(members));
   if (var.empty()) throw IoError("NetCDF output " + path + ": the variable name is empty");
-  CfTime(std::string("seconds since 2000-01-01"), calendar, "NetCDF output " + path);  // validates the calendar
+  CfTime(std::string("seconds since 2000-01-01"), calendar,
+         "NetCDF output " + path);  // validates the calendar
   n_cells_ = grid.n_cells();
   if (n_cells_ < 1) throw IoError("NetCDF output " + path + ": the output grid has no cells");
   file_.set_remove_on_abandon(false);
@@ -57,14 +65,15 @@ EnsembleWriter::EnsembleWriter(const std::string& path, const OutputGrid& grid, 
     CHECK_NC(nc_def_dim(ncid_, "member", static_cast<size_t>(members), &member_dim), ctx);
     if (grid.kind == OutputGrid::Kind::kIcon) {
       if (grid.clat.size() != grid.clon.size())
-        throw IoError(ctx + ": the ICON output grid has " + std::to_string(grid.clon.size()) + " clon but " +
-                      std::to_string(grid.clat.size()) + " clat values");
+        throw IoError(ctx + ": the ICON output grid has " + std::to_string(grid.clon.size()) +
+                      " clon but " + std::to_string(grid.clat.size()) + " clat values");
       int cell_dim, clon_id, clat_id;
       CHECK_NC(nc_def_dim(ncid_, "ncells", grid.clon.size(), &cell_dim), ctx);
       spatial_dimids_ = {cell_dim};
       spatial_shape_ = {grid.clon.size()};
       const bool bounds = !grid.clon_vertices.empty();
-      if (bounds && (grid.clon_vertices.size() != 3 * grid.clon.size() || grid.clat_vertices.size() != grid.clon_vertices.size()))
+      if (bounds && (grid.clon_vertices.size() != 3 * grid.clon.size() ||
+                     grid.clat_vertices.size() != grid.clon_vertices.size()))
         throw IoError(ctx + ": the cell vertices must hold 3 values per cell");
       int nv_dim = -1;
       if (bounds) CHECK_NC(nc_def_dim(ncid_, "nv", 3, &nv_dim), ctx);
@@ -89,25 +98,32 @@ EnsembleWriter::EnsembleWriter(const std::string& path, const OutputGrid& grid, 
       CHECK_NC(nc_put_var_double(ncid_, clon_id, grid.clon.data()), ctx + " (clon)");
       CHECK_NC(nc_put_var_double(ncid_, clat_id, grid.clat.data()), ctx + " (clat)");
       if (bounds) {
-        CHECK_NC(nc_put_var_double(ncid_, vlon, grid.clon_vertices.data()), ctx + " (clon_vertices)");
-        CHECK_NC(nc_put_var_double(ncid_, vlat, grid.clat_vertices.data()), ctx + " (clat_vertices)");
+        CHECK_NC(nc_put_var_double(ncid_, vlon, grid.clon_vertices.data()),
+                 ctx + " (clon_vertices)");
+        CHECK_NC(nc_put_var_double(ncid_, vlat, grid.clat_vertices.data()),
+                 ctx + " (clat_vertices)");
       }
     } else {
       if (grid.y.name.empty() || grid.x.name.empty() || grid.y.name == grid.x.name)
         throw IoError(ctx + ": the lat-lon output grid needs two distinct coordinate names");
       for (const CoordVar* c : {&grid.y, &grid.x}) {
         int dim, id;
-        CHECK_NC(nc_def_dim(ncid_, c->name.c_str(), c->values.size(), &dim), ctx + " (dimension " + c->name + ")");
-        CHECK_NC(nc_def_var(ncid_, c->name.c_str(), NC_DOUBLE, 1, &dim, &id), ctx + " (coordinate " + c->name + ")");
+        CHECK_NC(nc_def_dim(ncid_, c->name.c_str(), c->values.size(), &dim),
+                 ctx + " (dimension " + c->name + ")");
+        CHECK_NC(nc_def_var(ncid_, c->name.c_str(), NC_DOUBLE, 1, &dim, &id),
+                 ctx + " (coordinate " + c->name + ")");
         for (const auto& [k, v] : c->text_attrs) put_text(ncid_, id, k, v, ctx);
-        for (const auto& [k, v] : c->num_attrs) CHECK_NC(nc_put_att_double(ncid_, id, k.c_str(), NC_DOUBLE, 1, &v), ctx);
-        CHECK_NC(nc_put_var_double(ncid_, id, c->values.data()), ctx + " (coordinate " + c->name + ")");
+        for (const auto& [k, v] : c->num_attrs)
+          CHECK_NC(nc_put_att_double(ncid_, id, k.c_str(), NC_DOUBLE, 1, &v), ctx);
+        CHECK_NC(nc_put_var_double(ncid_, id, c->values.data()),
+                 ctx + " (coordinate " + c->name + ")");
         spatial_dimids_.push_back(dim);
         spatial_shape_.push_back(c->values.size());
       }
       if (!grid.grid_mapping.empty()) {
         int gm;
-        CHECK_NC(nc_def_var(ncid_, grid.grid_mapping.c_str(), NC_INT, 0, nullptr, &gm), ctx + " (grid mapping)");
+        CHECK_NC(nc_def_var(ncid_, grid.grid_mapping.c_str(), NC_INT, 0, nullptr, &gm),
+                 ctx + " (grid mapping)");
         for (const auto& [k, v] : grid.grid_mapping_text_attrs) put_text(ncid_, gm, k, v, ctx);
         for (const auto& [k, v] : grid.grid_mapping_num_attrs)
           CHECK_NC(nc_put_att_double(ncid_, gm, k.c_str(), NC_DOUBLE, 1, &v), ctx);
@@ -127,13 +143,16 @@ EnsembleWriter::EnsembleWriter(const std::string& path, const OutputGrid& grid, 
 
     std::vector<int> dims = {time_dimid_, member_dim};
     dims.insert(dims.end(), spatial_dimids_.begin(), spatial_dimids_.end());
-    CHECK_NC(nc_def_var(ncid_, var.c_str(), NC_FLOAT, static_cast<int>(dims.size()), dims.data(), &varid_), ctx);
+    CHECK_NC(nc_def_var(ncid_, var.c_str(), NC_FLOAT, static_cast<int>(dims.size()), dims.data(),
+                        &varid_),
+             ctx);
     // One chunk per (step, member): a write touches whole chunks, a reader of one member reads one.
     std::vector<size_t> chunks = {1, 1};
     chunks.insert(chunks.end(), spatial_shape_.begin(), spatial_shape_.end());
     CHECK_NC(nc_def_var_chunking(ncid_, varid_, NC_CHUNKED, chunks.data()), ctx);
     CHECK_NC(nc_def_var_fill(ncid_, varid_, 0, &kFill), ctx);
-    if (!attrs.standard_name.empty()) put_text(ncid_, varid_, "standard_name", attrs.standard_name, ctx);
+    if (!attrs.standard_name.empty())
+      put_text(ncid_, varid_, "standard_name", attrs.standard_name, ctx);
     put_text(ncid_, varid_, "long_name",
              (attrs.long_name.empty() ? var : attrs.long_name) + " (downscaled by finecast)", ctx);
     if (!attrs.units.empty()) put_text(ncid_, varid_, "units", attrs.units, ctx);
@@ -149,8 +168,11 @@ EnsembleWriter::EnsembleWriter(const std::string& path, const OutputGrid& grid, 
     put_text(ncid_, NC_GLOBAL, "source", std::string("finecast ") + FINECAST_VERSION, ctx);
     put_text(ncid_, NC_GLOBAL, "finecast_version", FINECAST_VERSION, ctx);
     put_text(ncid_, NC_GLOBAL, "history",
-             now_utc() + ": fine fields sampled by finecast " FINECAST_VERSION " (in-situ diffusion downscaling)", ctx);
-    if (!global_attrs.count("finecast_checkpoint")) put_text(ncid_, NC_GLOBAL, "finecast_checkpoint", "none", ctx);
+             now_utc() + ": fine fields sampled by finecast " FINECAST_VERSION
+                         " (in-situ diffusion downscaling)",
+             ctx);
+    if (!global_attrs.count("finecast_checkpoint"))
+      put_text(ncid_, NC_GLOBAL, "finecast_checkpoint", "none", ctx);
     for (const auto& [k, v] : global_attrs) put_text(ncid_, NC_GLOBAL, k, v, ctx);
     CHECK_NC(nc_enddef(ncid_), ctx);
   } catch (...) {
@@ -167,13 +189,16 @@ void EnsembleWriter::define_coarse() {
   std::vector<int> dims = {time_dimid_};
   dims.insert(dims.end(), spatial_dimids_.begin(), spatial_dimids_.end());
   const std::string name = var_ + "_coarse";
-  CHECK_NC(nc_def_var(ncid_, name.c_str(), NC_FLOAT, static_cast<int>(dims.size()), dims.data(), &coarse_varid_), ctx);
+  CHECK_NC(nc_def_var(ncid_, name.c_str(), NC_FLOAT, static_cast<int>(dims.size()), dims.data(),
+                      &coarse_varid_),
+           ctx);
   std::vector<size_t> chunks = {1};
   chunks.insert(chunks.end(), spatial_shape_.begin(), spatial_shape_.end());
   CHECK_NC(nc_def_var_chunking(ncid_, coarse_varid_, NC_CHUNKED, chunks.data()), ctx);
   CHECK_NC(nc_def_var_fill(ncid_, coarse_varid_, 0, &kFill), ctx);
   CHECK_NC(nc_put_att_float(ncid_, coarse_varid_, "missing_value", NC_FLOAT, 1, &kFill), ctx);
-  put_text(ncid_, coarse_varid_, "long_name", "coarse-grained input on the fine grid (finecast's condition)", ctx);
+  put_text(ncid_, coarse_varid_, "long_name",
+           "coarse-grained input on the fine grid (finecast's condition)", ctx);
   // Units and coordinates as the main variable.
   nc_copy_att(ncid_, varid_, "units", ncid_, coarse_varid_);
   nc_copy_att(ncid_, varid_, "coordinates", ncid_, coarse_varid_);
@@ -182,7 +207,8 @@ void EnsembleWriter::define_coarse() {
   CHECK_NC(nc_enddef(ncid_), ctx);
 }
 
-void EnsembleWriter::write(const std::string& datetime, const float* members_by_cell, const float* coarse_on_fine) {
+void EnsembleWriter::write(const std::string& datetime, const float* members_by_cell,
+                           const float* coarse_on_fine) {
   const std::string ctx = context();
   if (closed_) throw IoError(ctx + ": write after close()");
   if (!members_by_cell) throw IoError(ctx + ": write() got no data");
@@ -208,20 +234,23 @@ void EnsembleWriter::write(const std::string& datetime, const float* members_by_
     throw IoError(ctx + ": time \"" + datetime + "\" is " + (is_date ? "" : "not ") +
                   "an ISO 8601 date but the first written time was " + (dated_ ? "" : "not"));
   }
-  const double tv = dated_ ? CfTime(time_units_, calendar_, ctx).from_datetime(t) : static_cast<double>(steps_);
+  const double tv =
+      dated_ ? CfTime(time_units_, calendar_, ctx).from_datetime(t) : static_cast<double>(steps_);
   if (coarse_on_fine && coarse_varid_ < 0) define_coarse();
 
   const size_t ts = static_cast<size_t>(steps_);
   CHECK_NC(nc_put_var1_double(ncid_, time_varid_, &ts, &tv), ctx + " (time)");
   const size_t total = static_cast<size_t>(members_) * static_cast<size_t>(n_cells_);
   scratch_.resize(total);
-  for (size_t i = 0; i < total; ++i) scratch_[i] = std::isfinite(members_by_cell[i]) ? members_by_cell[i] : kFill;
+  for (size_t i = 0; i < total; ++i)
+    scratch_[i] = std::isfinite(members_by_cell[i]) ? members_by_cell[i] : kFill;
   std::vector<size_t> start = {ts, 0}, count = {1, static_cast<size_t>(members_)};
   for (size_t s : spatial_shape_) start.push_back(0), count.push_back(s);
   CHECK_NC(nc_put_vara_float(ncid_, varid_, start.data(), count.data(), scratch_.data()),
            ctx + " (time step " + std::to_string(steps_) + ")");
   if (coarse_on_fine) {
-    for (int64_t i = 0; i < n_cells_; ++i) scratch_[i] = std::isfinite(coarse_on_fine[i]) ? coarse_on_fine[i] : kFill;
+    for (int64_t i = 0; i < n_cells_; ++i)
+      scratch_[i] = std::isfinite(coarse_on_fine[i]) ? coarse_on_fine[i] : kFill;
     start.erase(start.begin() + 1);
     count.erase(count.begin() + 1);
     CHECK_NC(nc_put_vara_float(ncid_, coarse_varid_, start.data(), count.data(), scratch_.data()),
@@ -243,8 +272,8 @@ EnsembleWriter::~EnsembleWriter() {
   if (closed_) return;
   if (ncid_ >= 0) nc_close(ncid_);
   try {
-    log::warning("NetCDF output " + file_.path() + " was not closed: its partial content is in " + file_.tmp_path() +
-                 " and " + file_.path() + " is unchanged");
+    log::warning("NetCDF output " + file_.path() + " was not closed: its partial content is in " +
+                 file_.tmp_path() + " and " + file_.path() + " is unchanged");
   } catch (...) {
   }
 }

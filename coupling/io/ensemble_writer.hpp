@@ -22,8 +22,9 @@ namespace finecast::coupling {
 class EnsembleWriter {
  public:
   /// `calendar` is the CF calendar of the model's dates. Throws IoError naming the file.
-  EnsembleWriter(const std::string& path, const OutputGrid& grid, const std::string& var, const VarAttributes& attrs,
-                 int members, const std::map<std::string, std::string>& global_attrs,
+  EnsembleWriter(const std::string& path, const OutputGrid& grid, const std::string& var,
+                 const VarAttributes& attrs, int members,
+                 const std::map<std::string, std::string>& global_attrs,
                  const std::string& calendar = "proleptic_gregorian");
   /// Without close() (an exception, an interrupted run) the partial "<path>.tmp" is kept for
   /// inspection and `path` is left as it was; a warning names both. Never throws.
@@ -35,7 +36,8 @@ class EnsembleWriter {
   /// coarse_on_fine (optional, [n_cells]) the coarse field on the fine grid, stored as
   /// "<var>_coarse". `datetime` is ISO 8601; when the first one is not a date, time holds the
   /// write index instead and every later one must not be a date either.
-  void write(const std::string& datetime, const float* members_by_cell, const float* coarse_on_fine = nullptr);
+  void write(const std::string& datetime, const float* members_by_cell,
+             const float* coarse_on_fine = nullptr);
   /// Flushes, closes and atomically publishes the file. Idempotent.
   void close();
 

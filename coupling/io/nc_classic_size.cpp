@@ -40,11 +40,23 @@ class HeaderReader {
 
 uint64_t type_size(uint64_t t) {
   switch (t) {
-    case 1: case 2: case 7: return 1;   // byte, char, ubyte
-    case 3: case 8: return 2;           // short, ushort
-    case 4: case 5: case 9: return 4;   // int, float, uint
-    case 6: case 10: case 11: return 8; // double, int64, uint64
-    default: throw std::runtime_error("unknown type");
+    case 1:
+    case 2:
+    case 7:
+      return 1;  // byte, char, ubyte
+    case 3:
+    case 8:
+      return 2;  // short, ushort
+    case 4:
+    case 5:
+    case 9:
+      return 4;  // int, float, uint
+    case 6:
+    case 10:
+    case 11:
+      return 8;  // double, int64, uint64
+    default:
+      throw std::runtime_error("unknown type");
   }
 }
 
@@ -89,7 +101,10 @@ int64_t nc_classic_expected_size(const std::string& path) {
     }
     skip_attributes(r);
     const uint64_t nvars = list_count(r, 0x0B);
-    struct Var { bool record; uint64_t begin, vsize, bytes; };
+    struct Var {
+      bool record;
+      uint64_t begin, vsize, bytes;
+    };
     std::vector<Var> vars(nvars);
     for (auto& v : vars) {
       r.skip_name();
@@ -99,8 +114,10 @@ int64_t nc_classic_expected_size(const std::string& path) {
       for (uint64_t d = 0; d < rank; ++d) {
         const uint64_t id = r.non_neg();
         if (id >= ndims) throw std::runtime_error("bad dimension id");
-        if (d == 0 && dim_len[id] == 0) v.record = true;  // the unlimited dimension has length 0 here
-        else elems *= dim_len[id];
+        if (d == 0 && dim_len[id] == 0)
+          v.record = true;  // the unlimited dimension has length 0 here
+        else
+          elems *= dim_len[id];
       }
       skip_attributes(r);
       const uint64_t type = r.u32();

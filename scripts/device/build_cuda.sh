@@ -154,7 +154,7 @@ if [[ -n "$torch_cuda" ]]; then
 fi
 cmake -S "$repo" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DFINECAST_TRAINER_ONLY=ON \
   -DCMAKE_PREFIX_PATH="$torch_prefix;$prefix" \
-  -DHDF5_C_COMPILER_EXECUTABLE=HDF5_C_COMPILER_EXECUTABLE-NOTFOUND \
+  -DHDF5_C_COMPILER_EXECUTABLE= -DHDF5_NO_FIND_PACKAGE_CONFIG_FILE=ON \
   -DHDF5_C_INCLUDE_DIR="$hdf5_inc" -DHDF5_hdf5_LIBRARY_RELEASE="$hdf5_so" \
   "${cuda_args[@]}" "${extra[@]}"
 grep -q "^HDF5_C_LIBRARIES:.*$root" "$build/CMakeCache.txt" 2>/dev/null ||
@@ -166,6 +166,9 @@ targets=(finecast_trainer finecast-bench)
 trainer_tests=("$repo"/tests/trainer/*.cpp)  # the test executable exists when its folder has sources
 ((${#trainer_tests[@]} > 0)) && targets+=(finecast_trainer_tests)
 cmake --build "$build" -j "$jobs" --target "${targets[@]}"
+hdf5_used="$(ldd "$build/lib/libfinecast_trainer.so" | awk '$1 ~ /^libhdf5/ {print $3}')"
+say "libfinecast_trainer.so loads HDF5 from: ${hdf5_used:-?}"
+[[ "$hdf5_used" == "$libdir"/* ]] || say "warning: that is not the HDF5 of $libdir (the headers came from there)"
 
 # ---- 5. tests and benchmark ----
 status=0

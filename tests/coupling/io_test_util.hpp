@@ -46,7 +46,8 @@ inline const char* kRotatedFile = "/usr/share/ncarg/data/nug/tas_rotated_grid_EU
 inline const char* kIconFile = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc";
 inline const char* kEtopo20File = "/usr/share/ferret-vis/data/etopo20.cdf";
 
-#define FINECAST_REQUIRE_FILE(path) \
-  if (!::finecast::testing_io::exists(path)) GTEST_SKIP() << "missing data file " << (path) << " (install its Debian package)"
+#define FINECAST_REQUIRE_FILE(path)          \
+  if (!::finecast::testing_io::exists(path)) \
+  GTEST_SKIP() << "missing data file " << (path) << " (install its Debian package)"
 
 }  // namespace finecast::testing_io

@@ -28,12 +28,14 @@ void make_step(int s, int64_t n, std::vector<float>& ctx, std::vector<float>& fi
   }
 }
 
-RollingBuffer filled(int capacity, int64_t n, int first, int last, const std::vector<uint8_t>* valid = nullptr) {
+RollingBuffer filled(int capacity, int64_t n, int first, int last,
+                     const std::vector<uint8_t>* valid = nullptr) {
   RollingBuffer buf(capacity, n, C, P);
   std::vector<float> ctx, fine;
   for (int s = first; s <= last; ++s) {
     make_step(s, n, ctx, fine);
-    buf.push("2021-01-01T" + std::to_string(10 + s) + ":00:00", ctx.data(), fine.data(), valid ? valid->data() : nullptr);
+    buf.push("2021-01-01T" + std::to_string(10 + s) + ":00:00", ctx.data(), fine.data(),
+             valid ? valid->data() : nullptr);
   }
   return buf;
 }
@@ -73,8 +75,8 @@ TEST(RollingBuffer, InvalidAndNonFinitePatchesAreExcludedAndCounted) {
   std::vector<float> c, f, w;
   buf.snapshot(c, f, w);
   ASSERT_EQ(c.size(), 3u * C);
-  EXPECT_EQ(c[0], 0.0f);     // step 0 patch 0
-  EXPECT_EQ(c[C], 20.0f);    // step 0 patch 2
+  EXPECT_EQ(c[0], 0.0f);         // step 0 patch 0
+  EXPECT_EQ(c[C], 20.0f);        // step 0 patch 2
   EXPECT_EQ(c[2 * C], 1010.0f);  // step 1 patch 1
   for (float v : f) EXPECT_TRUE(std::isfinite(v));
 }
@@ -138,8 +140,10 @@ TEST(RollingBuffer, SamplingDependsOnlyOnContentAndSeed) {
   fresh.sample_batch(b, 64, cb.data(), fb.data(), wb.data());
   EXPECT_EQ(ca, cb);
   EXPECT_EQ(fa, fb);
-  for (int64_t k = 0; k < 64; ++k) EXPECT_EQ(fa[k * P], -ca[k * C]);  // context and fine from the same sample
-  EXPECT_THROW(RollingBuffer(2, 2, C, P).sample_batch(a, 1, ca.data(), fa.data(), wa.data()), std::logic_error);
+  for (int64_t k = 0; k < 64; ++k)
+    EXPECT_EQ(fa[k * P], -ca[k * C]);  // context and fine from the same sample
+  EXPECT_THROW(RollingBuffer(2, 2, C, P).sample_batch(a, 1, ca.data(), fa.data(), wa.data()),
+               std::logic_error);
 }
 
 TEST(RollingBufferSnapshot, RoundTripPreservesEverything) {
@@ -172,7 +176,8 @@ TEST(RollingBufferSnapshot, RoundTripPreservesEverything) {
   EXPECT_EQ(RollingBuffer::load_h5(dir.file("empty.h5")).steps(), 0);
 }
 
-std::string load_error(const std::string& path, int cap = -1, int64_t n = -1, int c = -1, int p = -1) {
+std::string load_error(const std::string& path, int cap = -1, int64_t n = -1, int c = -1,
+                       int p = -1) {
   try {
     RollingBuffer::load_h5(path, cap, n, c, p);
   } catch (const IoError& e) {

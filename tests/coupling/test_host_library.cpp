@@ -26,7 +26,8 @@ void ensure_mpi() {
 }
 
 ch::SimulationInterval interval() {
-  return {"1979-01-01T00:00:00", "1979-01-11T00:00:00", "1979-01-01T00:00:00", "1979-01-02T00:00:00"};
+  return {"1979-01-01T00:00:00", "1979-01-11T00:00:00", "1979-01-01T00:00:00",
+          "1979-01-02T00:00:00"};
 }
 
 // 10 local cells with nproma 4 (blocks of 4, 4, 2): cell j has global index 2j+1 of 20, is a
@@ -70,7 +71,9 @@ class HostLibrary : public ::testing::Test {
   Capture capture;
 };
 
-size_t offset2(int j, int nproma) { return static_cast<size_t>(j % nproma) + nproma * (j / nproma); }
+size_t offset2(int j, int nproma) {
+  return static_cast<size_t>(j % nproma) + nproma * (j / nproma);
+}
 
 }  // namespace
 
@@ -242,12 +245,14 @@ TEST_F(HostLibrary, PluginsRunInRegistrationOrderAndExchangeVariables) {
   EXPECT_EQ(capture.lines, expected);
 
   const double* out = host.variable("a_out", 1);
-  for (int j = 0; j < 10; ++j) EXPECT_DOUBLE_EQ(out[offset2(j, 4)], 2.0 * (280.0 + j)) << "cell " << j;
+  for (int j = 0; j < 10; ++j)
+    EXPECT_DOUBLE_EQ(out[offset2(j, 4)], 2.0 * (280.0 + j)) << "cell " << j;
   EXPECT_TRUE(std::isnan(out[10]) && std::isnan(out[11]));  // the plugin left the padding alone
 
   // The variable list names the host's and the requested variables, in creation order.
   std::vector<std::string> names;
-  for (auto* it = comin_var_get_descr_list_head(); it != nullptr; it = comin_var_get_descr_list_next(it)) {
+  for (auto* it = comin_var_get_descr_list_head(); it != nullptr;
+       it = comin_var_get_descr_list_next(it)) {
     t_comin_var_descriptor d{};
     comin_var_get_descr_list_var_desc(it, &d);
     names.push_back(std::string(d.name) + "@" + std::to_string(d.id));
@@ -302,7 +307,8 @@ TEST_F(HostLibrary, PluginFinishStopsTheHostEvenWhenTheHandlerReturns) {
     host.load_plugins({{"alpha", kLib + "libfinecast_test_plugin_a.so", "finish_in_main", ""}});
     FAIL() << "comin_plugin_finish must stop load_plugins";
   } catch (const ch::PluginFinishError& e) {
-    EXPECT_NE(std::string(e.what()).find("stop requested by the options"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("stop requested by the options"), std::string::npos)
+        << e.what();
     EXPECT_NE(std::string(e.what()).find("plugin 'alpha'"), std::string::npos) << e.what();
   }
   EXPECT_EQ(calls, (std::vector<std::string>{"test_plugin: stop requested by the options"}));
@@ -313,7 +319,8 @@ TEST_F(HostLibrary, PluginCommunicatorExistsOnlyWhenNamed) {
     ch::Host host(MPI_COMM_WORLD, interval());
     host.add_domain(chain_domain());
     host.add_variable("ts", 1, 1);
-    host.load_plugins({{"alpha", kLib + "libfinecast_test_plugin_a.so", "plugin_comm", "finecast"}});
+    host.load_plugins(
+        {{"alpha", kLib + "libfinecast_test_plugin_a.so", "plugin_comm", "finecast"}});
     host.secondary_constructor();
     int size = 0;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -370,13 +377,17 @@ TEST(CominNamelist, ErrorsNameTheProblem) {
     return std::string("no error");
   };
   EXPECT_NE(message("&other_nml /").find("no &comin_nml"), std::string::npos);
-  EXPECT_NE(message("&comin_nml\n plugin_list(1)%name='x'\n/").find("no plugin_library"), std::string::npos);
+  EXPECT_NE(message("&comin_nml\n plugin_list(1)%name='x'\n/").find("no plugin_library"),
+            std::string::npos);
   EXPECT_NE(message("&comin_nml\n plugin_list(1)%colour='x'\n/").find("unknown field 'colour'"),
             std::string::npos);
-  EXPECT_NE(message("&comin_nml\n\n nsteps=3\n/").find("line 3: unknown key 'nsteps'"), std::string::npos);
+  EXPECT_NE(message("&comin_nml\n\n nsteps=3\n/").find("line 3: unknown key 'nsteps'"),
+            std::string::npos);
   EXPECT_NE(message("&comin_nml\n plugin_list(2)%name='x'\n plugin_list(2)%plugin_library='y'\n/")
                 .find("plugin_list(1) is missing"),
             std::string::npos);
-  EXPECT_NE(message("&comin_nml\n plugin_list(1)%name='x\n/").find("unterminated string"), std::string::npos);
-  EXPECT_NE(message("&comin_nml\n plugin_list(1)%name='x'\n").find("not closed"), std::string::npos);
+  EXPECT_NE(message("&comin_nml\n plugin_list(1)%name='x\n/").find("unterminated string"),
+            std::string::npos);
+  EXPECT_NE(message("&comin_nml\n plugin_list(1)%name='x'\n").find("not closed"),
+            std::string::npos);
 }

@@ -77,7 +77,8 @@ TEST(FieldReader, RectilinearMonthlyTemperature) {
   EXPECT_EQ(g.y.name, "lat");
   EXPECT_EQ(g.x.values.size(), 192u);
   EXPECT_EQ(g.y.text_attrs.at("units"), "degrees_north");
-  EXPECT_NE(error_of([&] { r.read(12, v.data()); }).find("time step 12 requested, the file has 12"), std::string::npos);
+  EXPECT_NE(error_of([&] { r.read(12, v.data()); }).find("time step 12 requested, the file has 12"),
+            std::string::npos);
 }
 
 TEST(FieldReader, RotatedPoleWithSingletonHeight) {

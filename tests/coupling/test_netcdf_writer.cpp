@@ -50,7 +50,8 @@ TEST(EnsembleWriter, IconOutputReadsBackAndNcdumpAcceptsIt) {
   const std::string path = dir.file("out.nc");
   const int n = 50, members = 3;
   {
-    EnsembleWriter w(path, small_icon(n), "tas", {"K", "Near-Surface Air Temperature", "air_temperature"}, members,
+    EnsembleWriter w(path, small_icon(n), "tas",
+                     {"K", "Near-Surface Air Temperature", "air_temperature"}, members,
                      {{"finecast_checkpoint", "run1/ckpt_000100.h5"}});
     auto a = ensemble(members, n, 250.0f);
     a[1] = std::numeric_limits<float>::quiet_NaN();
@@ -66,15 +67,18 @@ TEST(EnsembleWriter, IconOutputReadsBackAndNcdumpAcceptsIt) {
   int status = -1;
   const std::string header = run("ncdump -h '" + path + "' 2>&1", &status);
   ASSERT_EQ(status, 0) << header;
-  for (const char* want : {"time = UNLIMITED ; // (2 currently)", "member = 3 ;", "ncells = 50 ;",
-                           "float tas(time, member, ncells) ;", "tas:coordinates = \"clon clat\" ;",
-                           "tas:units = \"K\" ;", "tas:standard_name = \"air_temperature\" ;",
-                           "time:units = \"seconds since 2021-01-01 00:00:00\" ;",
-                           "time:calendar = \"proleptic_gregorian\" ;", ":Conventions = \"CF-1.8\" ;",
-                           ":finecast_checkpoint = \"run1/ckpt_000100.h5\" ;",
-                           "float tas_coarse(time, ncells) ;", "clon:units = \"radian\" ;"})
+  for (const char* want :
+       {"time = UNLIMITED ; // (2 currently)", "member = 3 ;", "ncells = 50 ;",
+        "float tas(time, member, ncells) ;", "tas:coordinates = \"clon clat\" ;",
+        "tas:units = \"K\" ;", "tas:standard_name = \"air_temperature\" ;",
+        "time:units = \"seconds since 2021-01-01 00:00:00\" ;",
+        "time:calendar = \"proleptic_gregorian\" ;", ":Conventions = \"CF-1.8\" ;",
+        ":finecast_checkpoint = \"run1/ckpt_000100.h5\" ;", "float tas_coarse(time, ncells) ;",
+        "clon:units = \"radian\" ;"})
     EXPECT_NE(header.find(want), std::string::npos) << "missing: " << want << "\n" << header;
-  EXPECT_NE(header.find(std::string(":finecast_version = \"") + FINECAST_VERSION + "\""), std::string::npos) << header;
+  EXPECT_NE(header.find(std::string(":finecast_version = \"") + FINECAST_VERSION + "\""),
+            std::string::npos)
+      << header;
   EXPECT_EQ(run("ncdump -k '" + path + "'", &status), "netCDF-4\n");
 
   // Values and time through the library, the missing value as NaN through the reader.
@@ -103,7 +107,8 @@ TEST(EnsembleWriter, LatLonCopiesCoordinatesFromTheInput) {
   FINECAST_REQUIRE_FILE(testing_io::kTasFile);
   ScratchDir dir;
   FieldReader in(testing_io::kTasFile, "tas");
-  const OutputGrid grid = in.output_grid().cropped(0, 96, 0, 176);  // whole 16 x 16 blocks: 11 columns of blocks
+  const OutputGrid grid =
+      in.output_grid().cropped(0, 96, 0, 176);  // whole 16 x 16 blocks: 11 columns of blocks
   std::vector<float> field(static_cast<size_t>(in.n_values())), crop(96 * 176);
   in.read(2, field.data());
   for (int y = 0; y < 96; ++y)
@@ -169,7 +174,8 @@ TEST(EnsembleWriter, InterruptedRunLeavesPreviousFileIntact) {
 
 TEST(EnsembleWriter, RejectsBadUse) {
   ScratchDir dir;
-  EXPECT_THROW(EnsembleWriter(dir.file("no/such/dir/out.nc"), small_icon(4), "t", {}, 1, {}), IoError);
+  EXPECT_THROW(EnsembleWriter(dir.file("no/such/dir/out.nc"), small_icon(4), "t", {}, 1, {}),
+               IoError);
   EXPECT_THROW(EnsembleWriter(dir.file("a.nc"), small_icon(4), "t", {}, 0, {}), IoError);
   EXPECT_THROW(EnsembleWriter(dir.file("b.nc"), small_icon(4), "t", {}, 1, {}, "martian"), IoError);
   EnsembleWriter w(dir.file("c.nc"), small_icon(4), "t", {}, 1, {});

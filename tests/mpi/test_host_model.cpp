@@ -24,7 +24,8 @@ Fields evaluate(const fh::HostModel& m, double seconds) {
   const size_t n = m.surface().size();
   const int np = m.nproma();
   const size_t padded = static_cast<size_t>(np) * ((n + np - 1) / np);
-  Fields blocked{std::vector<double>(padded), std::vector<double>(padded), std::vector<double>(padded)};
+  Fields blocked{std::vector<double>(padded), std::vector<double>(padded),
+                 std::vector<double>(padded)};
   m.compute(seconds, blocked.ts.data(), blocked.ps.data());
   m.write_topography(blocked.topo.data());
   Fields out;
@@ -42,6 +43,8 @@ void check_decomposition_and_fields(fh::Decomposition method) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const fc::IconGrid grid = fc::make_icosahedral_grid(3, 7);  // 1,280 shuffled cells
   fh::HostModelSetup setup;
+  setup.orography = "/usr/share/ferret-vis/data/etopo20.cdf";  // 20' relief: a quick test
+  setup.orography_variable = "ROSE";
   setup.decomposition = method;
   setup.nproma = 7;  // does not divide the local cell counts: partial last blocks
   setup.start_utc_hours = 6.0;

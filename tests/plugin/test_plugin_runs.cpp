@@ -77,11 +77,16 @@ Result run_host(const fs::path& dir, int ranks, const std::string& env = "") {
 
 }  // namespace
 
+// As in a host process: the ComIn library's symbols are global, then the plugin is loaded
+// with every symbol resolved at once.
 TEST(PluginLibrary, LoadsWithDlopenAndExportsCominMain) {
+  void* host = dlopen((std::string(FINECAST_BINARY_DIR) + "/lib/libfinecast_host.so").c_str(), RTLD_NOW | RTLD_GLOBAL);
+  ASSERT_NE(host, nullptr) << dlerror();
   void* lib = dlopen(kPlugin.c_str(), RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(lib, nullptr) << dlerror();
   EXPECT_NE(dlsym(lib, "comin_main"), nullptr);
   dlclose(lib);
+  dlclose(host);
 }
 
 // The same run on 1, 2 and 4 ranks must buffer the same samples and train the same weights.
@@ -135,7 +140,7 @@ TEST(PluginRuns, UnknownEntryPointStopsAtStartUp) {
   write_file(dir / "host.yaml", host_run_file(3, "plugin.yaml"));
   const Result r = run_host(dir, 2);
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.output.find("plugin.yaml:9: coupling.entry_point must be one of EP_ATM_WRITE_OUTPUT_BEFORE"), std::string::npos)
+  EXPECT_NE(r.output.find("plugin.yaml:10: coupling.entry_point must be one of EP_ATM_WRITE_OUTPUT_BEFORE"), std::string::npos)
       << r.output;
 }
 
@@ -175,14 +180,18 @@ TEST(PluginRuns, OutputIsCfNetcdfAndConservative) {
 
   const auto grid = finecast::coupling::read_icon_grid(kGrid);
   const auto map = finecast::coupling::icon_patch_map(grid, 0);
-  finecast::coupling::FieldReader members((dir / "out/ts.nc").string(), "ts");
+  // The member dimension is the reader's "level": one reader per member.
   finecast::coupling::FieldReader coarse((dir / "out/ts.nc").string(), "ts_coarse");
-  ASSERT_GE(members.n_times(), 1);
-  std::vector<float> values(static_cast<size_t>(members.n_values())), coarse_on_fine(static_cast<size_t>(coarse.n_values()));
-  members.read(members.n_times() - 1, values.data());
-  coarse.read(coarse.n_times() - 1, coarse_on_fine.data());
   const int64_t n_cells = map.n_fine;
-  ASSERT_EQ(members.n_values(), 3 * n_cells);
+  ASSERT_EQ(coarse.n_values(), n_cells);
+  ASSERT_GE(coarse.n_times(), 1);
+  std::vector<float> values(static_cast<size_t>(3 * n_cells)), coarse_on_fine(static_cast<size_t>(n_cells));
+  coarse.read(coarse.n_times() - 1, coarse_on_fine.data());
+  for (int m = 0; m < 3; ++m) {
+    finecast::coupling::FieldReader member((dir / "out/ts.nc").string(), "ts", m);
+    ASSERT_EQ(member.n_levels(), 3);
+    member.read(member.n_times() - 1, values.data() + m * n_cells);
+  }
   double spread = 0;
   for (int m = 0; m < 3; ++m) {
     for (int64_t c = 0; c < map.n_coarse; ++c) {

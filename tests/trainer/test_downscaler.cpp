@@ -17,6 +17,15 @@ using ft::testing::KnownDistribution;
 
 namespace {
 
+/// One intra-op thread for every trainer test: results do not depend on the core count, and a
+/// busy 2-core CI machine cannot stall OpenMP barriers (spinning threads that are not scheduled
+/// made a 2-thread run ~100x slower under load).
+class OneTorchThread : public ::testing::Environment {
+ public:
+  void SetUp() override { ft::set_torch_threads(1); }
+};
+[[maybe_unused]] ::testing::Environment* const kOneThread = ::testing::AddGlobalTestEnvironment(new OneTorchThread);
+
 ft::ModelOptions small_model() {
   ft::ModelOptions o;
   o.context_size = 3;
@@ -93,7 +102,6 @@ Skill evaluate(const ft::Downscaler& ds, const KnownDistribution& test, const ft
 }  // namespace
 
 TEST(Downscaler, LearnsAKnownConditionalDistribution) {
-  ft::set_torch_threads(2);
   const auto t0 = std::chrono::steady_clock::now();
   KnownDistribution train(4096, 1), test(64, 2);
   ft::Downscaler ds(small_model(), fast_training(), "cpu");

@@ -56,7 +56,8 @@ static void secondary_constructor(void) {
   if (has_option("late_register")) {
     comin_error_set_errors_return(true);
     comin_callback_register(EP_ATM_TIMELOOP_START, secondary_constructor);
-    snprintf(line, sizeof line, "%s late_register_error=%d", TEST_PLUGIN_TAG, (int)comin_error_get());
+    snprintf(line, sizeof line, "%s late_register_error=%d", TEST_PLUGIN_TAG,
+             (int)comin_error_get());
     comin_print_info(line);
     comin_error_reset();
     comin_error_set_errors_return(false);

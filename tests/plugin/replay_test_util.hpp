@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Helpers of the finecast-replay / finecast-downscale tests: scratch folders, running the
+// programs, a tiny replay of the real monthly temperature file.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+
+namespace finecast::testing_replay {
+
+inline const std::string kTas = "/usr/share/ncarg/data/nug/tas_rectilinear_grid_2D.nc";
+
+inline bool exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
+
+inline std::string binary(const std::string& name) { return std::string(FINECAST_BINARY_DIR) + "/bin/" + name; }
+inline std::string plugin_library() { return std::string(FINECAST_BINARY_DIR) + "/lib/libfinecast_comin.so"; }
+
+/// A fresh folder under the test temp dir, removed at the end of the test.
+class ScratchDir {
+ public:
+  explicit ScratchDir(const std::string& tag = "replay") {
+    std::string tmpl = ::testing::TempDir() + "finecast_" + tag + "_XXXXXX";
+    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed for " + tmpl);
+    path_ = tmpl;
+  }
+  ~ScratchDir() {
+    if (!std::getenv("FINECAST_KEEP_TEST_FILES")) std::system(("rm -rf '" + path_ + "'").c_str());
+  }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+inline void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  if (!out) throw std::runtime_error("cannot write " + path);
+}
+
+/// Exit status and combined stdout + stderr of a shell command.
+struct CommandResult {
+  int rc = -1;
+  std::string output;
+};
+
+inline CommandResult run_command(const std::string& command) {
+  // mpiexec refuses root without these; ctest sets them, a developer's shell may not.
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
+  CommandResult r;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) throw std::runtime_error("popen failed for " + command);
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
+  const int status = pclose(pipe);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  return r;
+}
+
+/// A tiny, deterministic finecast plugin config for the tas file: 8 x 8 blocks (288 patches of
+/// 64 cells, context 8), synchronous training on one thread, 2 members sampled at the end.
+inline std::string tiny_plugin_config(const std::string& dir) {
+  return "fields: [tas]\n"
+         "device: cpu\n"
+         "seed: 7\n"
+         "grid: {type: latlon, file: " + kTas + ", block: 8}\n"
+         "buffer: {capacity: 4}\n"
+         "model: {hidden: 32, depth: 2, time_embedding: 16, diffusion_steps: 20}\n"
+         "train: {async: false, every: 2, min_steps: 4, epochs: 1, batch_size: 64, threads: 1, warmup_steps: 5}\n"
+         "sample: {every: 0, members: 2, steps: 4, output: " + dir + "/out.nc}\n"
+         "checkpoint: {dir: " + dir + "/checkpoints, every: 0}\n";
+}
+
+/// A replay run file for the tas file: steps 0..5, the given decomposition, the plugin above.
+inline std::string tiny_run_file(const std::string& plugin_config, const std::string& decomposition) {
+  return "input: {files: [" + kTas + "], variables: [tas]}\n"
+         "grid: {type: latlon}\n"
+         "time: {start: 0, stop: 5}\n"
+         "nproma: 7\n"
+         "decomposition: " + decomposition + "\n"
+         "seed: 3\n"
+         "plugins:\n"
+         "  - {name: finecast, library: " + plugin_library() + ", options: " + plugin_config + "}\n";
+}
+
+/// Writes the tiny plugin config and run file into `dir` and replays them on `ranks` ranks.
+inline CommandResult run_tiny_replay(const std::string& dir, int ranks, const std::string& decomposition,
+                                     const std::string& extra_args = "") {
+  write_text(dir + "/plugin.yaml", tiny_plugin_config(dir));
+  write_text(dir + "/run.yaml", tiny_run_file(dir + "/plugin.yaml", decomposition));
+  return run_command("mpiexec -n " + std::to_string(ranks) + " --oversubscribe " + binary("finecast-replay") +
+                     " --config " + dir + "/run.yaml --progress lines " + extra_args);
+}
+
+}  // namespace finecast::testing_replay

@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// finecast-downscale: a checkpoint written by a replay run reproduces the plugin's own sampling,
+// downscales fine and coarse inputs conservatively, is scored by finecast-eval, and wrong
+// grids, checkpoints and arguments are refused with messages that say what differs.
+#include <gtest/gtest.h>
+#include <netcdf.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "coupling/error.hpp"
+#include "coupling/grid/latlon_grid.hpp"
+#include "coupling/grid/patches.hpp"
+#include "coupling/io/field_reader.hpp"
+#include "plugin/downscale/downscale.hpp"
+#include "tests/plugin/replay_test_util.hpp"
+#include "trainer/checkpoint.hpp"
+#include "trainer/downscaler.hpp"
+
+namespace fc = finecast::coupling;
+namespace fp = finecast::plugin;
+namespace ft = finecast::trainer;
+using namespace finecast::testing_replay;
+
+namespace {
+
+std::vector<float> read_step(const std::string& path, const std::string& var, int64_t t, int level = 0) {
+  fc::FieldReader r(path, var, level);
+  std::vector<float> v(static_cast<size_t>(r.n_values()));
+  r.read(t, v.data());
+  return v;
+}
+
+/// The message of the exception run_downscale throws ("" when it succeeds).
+std::string downscale_error(const fp::DownscaleOptions& o) {
+  try {
+    fp::run_downscale(o);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+/// An untrained checkpoint with the given context and patch sizes (the grid checks need no training).
+std::string make_checkpoint(const std::string& dir, int64_t C, int64_t P) {
+  ft::ModelOptions mo;
+  mo.context_size = C;
+  mo.patch_size = P;
+  mo.hidden = 8;
+  mo.depth = 1;
+  mo.time_embedding = 8;
+  mo.diffusion_steps = 10;
+  ft::Downscaler model(mo, ft::TrainOptions{}, "cpu");
+  const std::string path = dir + "/model_C" + std::to_string(C) + "_P" + std::to_string(P) + ".h5";
+  model.save_checkpoint(path);
+  return path;
+}
+
+/// A coarse field (lat, lon) without coordinates, as a model's coarse output could be.
+void write_coarse_file(const std::string& path, const std::vector<float>& values, int ny, int nx) {
+  int nc, dy, dx, var;
+  ASSERT_EQ(nc_create(path.c_str(), NC_CLOBBER | NC_NETCDF4, &nc), NC_NOERR);
+  ASSERT_EQ(nc_def_dim(nc, "lat", ny, &dy), NC_NOERR);
+  ASSERT_EQ(nc_def_dim(nc, "lon", nx, &dx), NC_NOERR);
+  const int dims[2] = {dy, dx};
+  ASSERT_EQ(nc_def_var(nc, "tas", NC_FLOAT, 2, dims, &var), NC_NOERR);
+  ASSERT_EQ(nc_put_att_text(nc, var, "units", 1, "K"), NC_NOERR);
+  ASSERT_EQ(nc_enddef(nc), NC_NOERR);
+  ASSERT_EQ(nc_put_var_float(nc, var, values.data()), NC_NOERR);
+  ASSERT_EQ(nc_close(nc), NC_NOERR);
+}
+
+}  // namespace
+
+TEST(DownscaleEndToEnd, ReplayCheckpointReproducesThePluginAndIsScored) {
+  ScratchDir dir("downscale");
+  const CommandResult replay = run_tiny_replay(dir.path(), 1, "round_robin");
+  ASSERT_EQ(replay.rc, 0) << replay.output;
+
+  // Same checkpoint, same patches (June, coarsened), same seed and members as the plugin's one
+  // sampling at the end of the replay: the same ensemble.
+  fp::DownscaleOptions o;
+  o.checkpoint = dir.file("checkpoints");  // a directory: its newest valid checkpoint
+  o.input = kTas;
+  o.vars = {"tas"};
+  o.output = dir.file("june.nc");
+  o.members = 2;
+  o.device = "cpu";
+  o.steps = 4;
+  o.seed = 7;
+  o.threads = 1;
+  o.times = {"5"};
+  const fp::DownscaleResult res = fp::run_downscale(o);
+  EXPECT_FALSE(res.coarse_input);
+  EXPECT_EQ(res.n_coarse, 288);
+  EXPECT_EQ(res.patch_size, 64);
+  EXPECT_EQ(res.steps_written, 1);
+  EXPECT_EQ(res.checkpoint.substr(0, dir.file("checkpoints/ckpt_").size()), dir.file("checkpoints/ckpt_"));
+  for (int m = 0; m < 2; ++m) {
+    const auto plugin = read_step(dir.file("out.nc"), "tas", 0, m), offline = read_step(o.output, "tas", 0, m);
+    ASSERT_EQ(plugin.size(), offline.size());
+    double worst = 0;
+    for (size_t i = 0; i < plugin.size(); ++i) worst = std::max(worst, std::fabs(double(plugin[i]) - offline[i]));
+    EXPECT_LT(worst, 1e-4) << "member " << m << " differs from the plugin's sample";
+  }
+
+  // The coarse field written is the block mean of the truth; every member keeps it exactly.
+  const auto june = read_step(kTas, "tas", 5);
+  const fc::PatchMap map = fc::latlon_patch_map(fc::read_latlon_grid(kTas, "tas"), 8);
+  std::vector<float> coarse(static_cast<size_t>(map.n_coarse));
+  fc::coarsen(map, june.data(), coarse.data());
+  const auto coarse_on_fine = read_step(o.output, "tas_coarse", 0);
+  const auto m0 = read_step(o.output, "tas", 0, 0), m1 = read_step(o.output, "tas", 0, 1);
+  double spread = 0;
+  for (int64_t c = 0; c < map.n_coarse; ++c) {
+    double mean = 0;
+    for (int p = 0; p < 64; ++p) {
+      const int64_t i = map.fine_of_patch[c * 64 + p];
+      ASSERT_NEAR(coarse_on_fine[i], coarse[c], 1e-3);
+      mean += map.fine_weight[c * 64 + p] * m0[i];
+      spread += std::fabs(double(m0[i]) - m1[i]);
+    }
+    ASSERT_NEAR(mean, coarse[c], 2e-3) << "patch " << c;
+  }
+  EXPECT_GT(spread, 0.0) << "the two members are identical";
+  fc::FieldReader out(o.output, "tas");
+  EXPECT_EQ(out.time_string(0), fc::FieldReader(kTas, "tas").time_string(5));
+  EXPECT_EQ(out.attributes().units, "K");
+
+  // The coarse input path: June's block means on the 12 x 24 coarse grid give the same coarse
+  // field back and (up to the rounding of the area weights) the same samples.
+  write_coarse_file(dir.file("coarse.nc"), coarse, 12, 24);
+  fp::DownscaleOptions oc = o;
+  oc.input = dir.file("coarse.nc");
+  oc.grid = kTas;
+  oc.grid_var = "tas";
+  oc.times = {};
+  oc.output = dir.file("from_coarse.nc");
+  const fp::DownscaleResult rc = fp::run_downscale(oc);
+  EXPECT_TRUE(rc.coarse_input);
+  const auto cc = read_step(oc.output, "tas_coarse", 0), mc = read_step(oc.output, "tas", 0, 0);
+  double worst_coarse = 0, worst_member = 0;
+  for (size_t i = 0; i < cc.size(); ++i) {
+    worst_coarse = std::max(worst_coarse, std::fabs(double(cc[i]) - coarse_on_fine[i]));
+    worst_member = std::max(worst_member, std::fabs(double(mc[i]) - m0[i]));
+  }
+  EXPECT_LT(worst_coarse, 1e-3);
+  EXPECT_LT(worst_member, 0.05);
+
+  // The command line writes what finecast-eval scores (when the evaluation tool is built).
+  const CommandResult cli = run_command(binary("finecast-downscale") + " --checkpoint " + res.checkpoint +
+                                        " --input " + kTas + " --var tas --output " + dir.file("cli.nc") +
+                                        " --members 3 --device cpu --time 5 --sampler ddim --steps 4 --threads 1");
+  ASSERT_EQ(cli.rc, 0) << cli.output;
+  EXPECT_NE(cli.output.find("288 patches; 1 step(s), 3 member(s), ddim 4 steps"), std::string::npos) << cli.output;
+  fc::FieldReader cli_out(dir.file("cli.nc"), "tas", 2);
+  EXPECT_EQ(cli_out.n_levels(), 3);
+  if (exists(binary("finecast-eval"))) {
+    const CommandResult ev = run_command(binary("finecast-eval") + " --truth " + kTas + " --pred " + dir.file("cli.nc") +
+                                         " --var tas --block 8 --time 5 --json " + dir.file("eval.json"));
+    ASSERT_EQ(ev.rc, 0) << ev.output;
+    std::ifstream in(dir.file("eval.json"));
+    std::stringstream json;
+    json << in.rdbuf();
+    EXPECT_NE(json.str().find("crps"), std::string::npos) << json.str().substr(0, 400);
+  }
+}
+
+TEST(DownscaleErrors, MismatchedGridsAndCheckpointsAreNamed) {
+  ScratchDir dir("downscale_err");
+  const std::string ck = make_checkpoint(dir.path(), 8, 64);
+  fp::DownscaleOptions o;
+  o.checkpoint = ck;
+  o.input = kTas;
+  o.vars = {"tas"};
+  o.output = dir.file("x.nc");
+  o.device = "cpu";
+  o.members = 1;
+  o.times = {"0"};
+
+  fp::DownscaleOptions b = o;
+  b.block = 16;
+  EXPECT_NE(downscale_error(b).find("was trained on patches of 64 fine cells, but " + kTas +
+                                    " (96 x 192, blocks of 16 x 16) gives patches of 256 (check --block)"),
+            std::string::npos)
+      << downscale_error(b);
+
+  b = o;
+  b.checkpoint = make_checkpoint(dir.path(), 7, 64);
+  EXPECT_NE(downscale_error(b).find("expects a context of 7 values per patch, but 1 field(s) on"), std::string::npos)
+      << downscale_error(b);
+  EXPECT_NE(downscale_error(b).find("give 8 (with static features) or 5 (without)"), std::string::npos);
+
+  b = o;
+  b.grid = "/usr/share/ncarg/data/nug/HSURF_regional_model_0.44deg.nc";
+  b.grid_var = "";
+  const std::string grid_error = downscale_error(b);
+  EXPECT_NE(grid_error.find(kTas + ": tas has 18432 values per step, but /usr/share/ncarg/data/nug/"
+                                   "HSURF_regional_model_0.44deg.nc"),
+            std::string::npos)
+      << grid_error;
+
+  b = o;
+  b.coarse_level = 2;
+  EXPECT_NE(downscale_error(b).find("--coarse-level is for ICON grids"), std::string::npos);
+  b = o;
+  b.checkpoint = dir.file("none.h5");
+  EXPECT_NE(downscale_error(b).find("--checkpoint " + dir.file("none.h5") + ": no such file or directory"),
+            std::string::npos);
+  b = o;
+  b.checkpoint = dir.path();  // holds checkpoints, but none named like the plugin's (ckpt_*.h5)
+  EXPECT_NE(downscale_error(b).find("holds no valid checkpoint"), std::string::npos) << downscale_error(b);
+  b = o;
+  b.times = {"12"};
+  EXPECT_NE(downscale_error(b).find("--time 12: " + kTas + ": tas has 12 time step(s) (0..11)"), std::string::npos);
+  b = o;
+  b.vars = {"pr"};
+  EXPECT_NE(downscale_error(b).find("pr"), std::string::npos);
+  EXPECT_FALSE(exists(o.output)) << "a failed run must not leave an output";
+
+  // An untrained but well-formed checkpoint runs: the checks above are not false alarms.
+  EXPECT_EQ(downscale_error(o), "");
+  EXPECT_TRUE(exists(o.output));
+}
+
+TEST(DownscaleCli, BadArgumentsGiveClearErrors) {
+  ScratchDir dir("downscale_cli");
+  const std::string bin = binary("finecast-downscale");
+  auto r = run_command(bin + " --checkpoint x.h5 --input " + kTas);
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.output.find("--var is required"), std::string::npos) << r.output;
+  r = run_command(bin + " --checkpoint x.h5 --input " + kTas + " --var tas --members 0");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.output.find("--members"), std::string::npos) << r.output;
+  r = run_command(bin + " --checkpoint x.h5 --input " + kTas + " --var tas --block 8 --coarse-level 0");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.output.find("excludes"), std::string::npos) << r.output;
+  r = run_command(bin + " --checkpoint x.h5 --input " + kTas + " --var tas --sampler euler");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.output.find("--sampler"), std::string::npos) << r.output;
+  r = run_command(bin + " --checkpoint " + dir.file("x.h5") + " --input " + kTas + " --var tas --device cpu");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.output.find("--checkpoint " + dir.file("x.h5") + ": no such file or directory"), std::string::npos)
+      << r.output;
+  r = run_command(bin + " --help");
+  EXPECT_EQ(r.rc, 0);
+  EXPECT_NE(r.output.find("--coarse-level"), std::string::npos);
+}

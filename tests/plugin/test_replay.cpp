@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// finecast-replay: its run file, lat-lon decompositions, progress text, and a real replay of
+// the monthly temperature file through the plugin on 1 and 2 ranks (equal results required).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <vector>
+
+#include "coupling/buffer/rolling_buffer.hpp"
+#include "coupling/error.hpp"
+#include "coupling/grid/latlon_grid.hpp"
+#include "coupling/grid/patches.hpp"
+#include "coupling/io/field_reader.hpp"
+#include "coupling/replay/latlon_domain.hpp"
+#include "coupling/replay/progress.hpp"
+#include "coupling/replay/replay_input.hpp"
+#include "coupling/replay/run_config.hpp"
+#include "tests/plugin/replay_test_util.hpp"
+
+namespace fc = finecast::coupling;
+namespace fr = finecast::coupling::replay;
+using namespace finecast::testing_replay;
+
+namespace {
+
+std::string config_error(const std::string& text) {
+  try {
+    fr::parse_replay_run_config(text, "run.yaml");
+  } catch (const finecast::ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const char* kMinimalRun = "input: {files: [a.nc], variables: [tas]}\n";
+
+}  // namespace
+
+TEST(ReplayRunConfig, DefaultsAndBothVariableForms) {
+  const fr::ReplayRunConfig c = fr::parse_replay_run_config(
+      "input:\n  files: [a.nc, 'b_*.nc']\n  variables: [tas, {var: ta, name: t850, level: 3}]\n"
+      "  static: [{file: h.nc, var: HSURF, name: topography_c}]\n"
+      "time: {start: 2005-03-01, stop: 7, stride: 2}\n",
+      "run.yaml");
+  EXPECT_EQ(c.files, (std::vector<std::string>{"a.nc", "b_*.nc"}));
+  ASSERT_EQ(c.variables.size(), 2u);
+  EXPECT_EQ(c.variables[0].var, "tas");
+  EXPECT_EQ(c.variables[0].name, "tas");
+  EXPECT_EQ(c.variables[1].var, "ta");
+  EXPECT_EQ(c.variables[1].name, "t850");
+  EXPECT_EQ(c.variables[1].level, 3);
+  ASSERT_EQ(c.static_variables.size(), 1u);
+  EXPECT_EQ(c.static_variables[0].variable.name, "topography_c");
+  EXPECT_TRUE(c.start.is_date);
+  EXPECT_EQ(c.start.date, "2005-03-01T00:00:00");
+  EXPECT_FALSE(c.stop.is_date);
+  EXPECT_EQ(c.stop.index, 7);
+  EXPECT_EQ(c.stride, 2);
+  EXPECT_EQ(c.epochs, 1);
+  EXPECT_EQ(c.nproma, 32);
+  EXPECT_EQ(c.decomposition, "round_robin");
+  EXPECT_EQ(c.grid_type, "latlon");
+}
+
+TEST(ReplayRunConfig, BadFilesNameTheKeyAndLine) {
+  EXPECT_NE(config_error(std::string(kMinimalRun) + "epoch: 3\n").find("run.yaml:2: epoch: unknown key (allowed: "),
+            std::string::npos);
+  EXPECT_NE(config_error("input: {variables: [tas]}\n").find("input.files: missing"), std::string::npos);
+  EXPECT_NE(config_error("input: {files: a.nc}\n").find("input.variables: missing"), std::string::npos);
+  EXPECT_NE(config_error(std::string(kMinimalRun) + "time: {start: March}\n")
+                .find("time.start: expected a 0-based step index or an ISO 8601 date"),
+            std::string::npos);
+  EXPECT_NE(config_error(std::string(kMinimalRun) + "time: {stride: 0}\n").find("time.stride: must be >= 1"),
+            std::string::npos);
+  EXPECT_NE(config_error(std::string(kMinimalRun) + "epochs: two\n").find("epochs: expected an integer"),
+            std::string::npos);
+  EXPECT_NE(config_error(std::string(kMinimalRun) + "grid: {type: icon}\n").find("grid.file: required for grid.type icon"),
+            std::string::npos);
+  EXPECT_NE(config_error(std::string(kMinimalRun) + "decomposition: blocks\n")
+                .find("must be one of round_robin, lat_bands, random; got 'blocks'"),
+            std::string::npos);
+  EXPECT_NE(config_error(std::string(kMinimalRun) + "plugins: [{name: x}]\n").find("plugins[0].library: missing"),
+            std::string::npos);
+  EXPECT_NE(config_error("input: {files: a.nc, variables: [tas, tas]}\n").find("'tas' given twice"), std::string::npos);
+  EXPECT_EQ(config_error(kMinimalRun), "");
+}
+
+TEST(ReplayInput, SelectsRangeStrideAndDatesOfTheRealFile) {
+  fr::ReplayRunConfig c = fr::parse_replay_run_config(
+      "input: {files: [" + kTas + "], variables: [tas]}\ntime: {start: 2005-03-01, stop: 2005-10-31, stride: 3}\n",
+      "run.yaml");
+  fr::ReplayInput input(c);
+  EXPECT_EQ(input.n_steps_total(), 12);
+  EXPECT_EQ(input.n_values(), 96 * 192);
+  // Monthly means are stamped mid-month: March (index 2) is the first at or after 1 March,
+  // October (9) the last at or before 31 October; stride 3 gives months 3, 6, 9.
+  ASSERT_EQ(input.n_selected(), 3);
+  EXPECT_EQ(input.datetime(0).substr(0, 7), "2005-03");
+  EXPECT_EQ(input.datetime(1).substr(0, 7), "2005-06");
+  EXPECT_EQ(input.datetime(2).substr(0, 7), "2005-09");
+  std::vector<float> a(static_cast<size_t>(input.n_values())), b(a.size());
+  input.read(1, 0, a.data());
+  fc::FieldReader direct(kTas, "tas");
+  direct.read(5, b.data());
+  EXPECT_EQ(a, b);
+
+  c.start = {true, false, 20, ""};
+  EXPECT_THROW(fr::ReplayInput{c}, finecast::ConfigError);
+  c = fr::parse_replay_run_config("input: {files: ['/nonexistent/dir/*.nc'], variables: [tas]}\n", "run.yaml");
+  try {
+    fr::ReplayInput input2(c);
+    ADD_FAILURE() << "no error for a pattern without matches";
+  } catch (const finecast::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("'/nonexistent/dir/*.nc' matches no file"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ReplayDecomposition, EveryCellOwnedOnceHalosElsewhereAndNotBlockAligned) {
+  const fc::LatLonGrid grid = fc::make_latlon_grid({-50, -40, -30, -20, -10, 0, 10, 20},
+                                                   {0, 30, 60, 90, 120, 150, 180, 210, 240, 270, 300, 330});
+  const int64_t n = grid.nlat * grid.nlon;
+  for (const std::string method : {"round_robin", "lat_bands", "random"}) {
+    for (int ranks : {1, 3, 5}) {
+      std::vector<int> owner(static_cast<size_t>(n), -1);
+      for (int r = 0; r < ranks; ++r) {
+        const auto cells = fr::decompose_latlon(grid, method, 11, ranks, r);
+        for (int c : cells.owned) {
+          EXPECT_EQ(owner[c], -1) << method << ": cell " << c << " owned twice";
+          owner[c] = r;
+        }
+        const auto domain = fr::make_latlon_domain(grid, cells, 4, 60.0);
+        ASSERT_EQ(domain.glb_index.size(), cells.owned.size() + cells.halo.size());
+        for (size_t j = 0; j < domain.glb_index.size(); ++j) {
+          EXPECT_EQ(domain.decomp_domain[j], j < cells.owned.size() ? 0 : 1);
+          double lon, lat;
+          const int c = domain.glb_index[j] - 1;
+          fc::latlon_cell_centre(grid, c / grid.nlon, c % grid.nlon, lon, lat);
+          EXPECT_DOUBLE_EQ(domain.clon[j], lon);
+          EXPECT_DOUBLE_EQ(domain.clat[j], lat);
+          EXPECT_NEAR(lat, grid.lat[c / grid.nlon] * M_PI / 180, 1e-12);
+        }
+      }
+      for (int64_t c = 0; c < n; ++c) EXPECT_GE(owner[c], 0) << method << ": cell " << c << " owned by no rank";
+      if (ranks == 3) {
+        // Halos: neighbours of owned cells owned elsewhere. Round robin on 12 columns gives rank 2
+        // the columns 2, 5, 8, 11; column 0 is in its halo only because the grid is global and
+        // column 11's east neighbour wraps around to it.
+        const auto cells = fr::decompose_latlon(grid, method, 11, ranks, 2);
+        std::set<int> owned(cells.owned.begin(), cells.owned.end());
+        for (int h : cells.halo) EXPECT_EQ(owned.count(h), 0u);
+        if (method == "round_robin") {
+          EXPECT_TRUE(std::find(cells.halo.begin(), cells.halo.end(), 0) != cells.halo.end());
+          EXPECT_EQ(cells.halo.size() + cells.owned.size(), static_cast<size_t>(n));  // every other column
+        }
+      }
+    }
+  }
+  // The seeded permutation is reproducible and differs between seeds.
+  EXPECT_EQ(fr::decompose_latlon(grid, "random", 5, 2, 0).owned, fr::decompose_latlon(grid, "random", 5, 2, 0).owned);
+  EXPECT_NE(fr::decompose_latlon(grid, "random", 5, 2, 0).owned, fr::decompose_latlon(grid, "random", 6, 2, 0).owned);
+  EXPECT_THROW(fr::decompose_latlon(grid, "blocks", 1, 2, 0), finecast::ConfigError);
+}
+
+TEST(ReplayProgress, StatusLine) {
+  EXPECT_EQ(fr::Progress::status(12, 48, 4.0), "12/48 steps, 3.00 steps/s, ETA 0:00:12");
+  EXPECT_EQ(fr::Progress::status(0, 48, 0.0), "0/48 steps, 0.00 steps/s, ETA ?");
+  EXPECT_EQ(fr::Progress::status(1, 7201, 1.0), "1/7201 steps, 1.00 steps/s, ETA 2:00:00");
+  EXPECT_THROW(fr::Progress::parse_mode("fancy"), finecast::ConfigError);
+}
+
+TEST(ReplayCli, BadArgumentsGiveClearErrors) {
+  ScratchDir dir;
+  auto r = run_command(binary("finecast-replay"));
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.output.find("--config is required"), std::string::npos) << r.output;
+  r = run_command(binary("finecast-replay") + " --config " + dir.file("missing.yaml"));
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.output.find("cannot open replay run file '" + dir.file("missing.yaml") + "'"), std::string::npos)
+      << r.output;
+  write_text(dir.file("plugin.yaml"), tiny_plugin_config(dir.path()));
+  write_text(dir.file("run.yaml"), tiny_run_file(dir.file("plugin.yaml"), "random"));
+  r = run_command(binary("finecast-replay") + " --config " + dir.file("run.yaml") + " --set device");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.output.find("--set device: expected KEY=VALUE"), std::string::npos) << r.output;
+  r = run_command(binary("finecast-replay") + " --config " + dir.file("run.yaml") + " --set other:device=cpu");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.output.find("no plugin is called 'other'"), std::string::npos) << r.output;
+  // A plugin config override reaches the plugin: an unknown key is its error, naming the key.
+  r = run_command(binary("finecast-replay") + " --config " + dir.file("run.yaml") + " --set train.epoch=3");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.output.find("train.epoch"), std::string::npos) << r.output;
+  // A grid file that does not fit the data.
+  write_text(dir.file("icon.yaml"), "input: {files: [" + kTas + "], variables: [tas]}\ngrid: {type: icon, file: "
+                                    "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc}\n");
+  r = run_command(binary("finecast-replay") + " --config " + dir.file("icon.yaml"));
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.output.find("has 20480 cells, but " + kTas + ": tas has 18432 values per step"), std::string::npos)
+      << r.output;
+}
+
+// The plugin gathers by global index, so how the host splits the field must not change a bit
+// of what it buffers, trains and samples (synchronous training on one thread, fixed seeds).
+TEST(ReplayEndToEnd, TwoRanksGiveTheSameResultsAsOne) {
+  ScratchDir one("replay1"), two("replay2");
+  const CommandResult r1 = run_tiny_replay(one.path(), 1, "round_robin");
+  ASSERT_EQ(r1.rc, 0) << r1.output;
+  const CommandResult r2 = run_tiny_replay(two.path(), 2, "random");
+  ASSERT_EQ(r2.rc, 0) << r2.output;
+  EXPECT_NE(r2.output.find("replay: 6/6 steps"), std::string::npos) << r2.output;
+  EXPECT_NE(r2.output.find("2 training sessions"), std::string::npos) << r2.output;
+
+  // The rolling buffers hold the same samples.
+  const fc::RollingBuffer b1 = fc::RollingBuffer::load_h5(one.file("checkpoints/buffer.h5"), 4, 288, 8, 64);
+  const fc::RollingBuffer b2 = fc::RollingBuffer::load_h5(two.file("checkpoints/buffer.h5"), 4, 288, 8, 64);
+  ASSERT_EQ(b1.steps(), 4);
+  std::vector<float> c1, f1, w1, c2, f2, w2;
+  b1.snapshot(c1, f1, w1);
+  b2.snapshot(c2, f2, w2);
+  EXPECT_EQ(c1, c2);
+  EXPECT_EQ(f1, f2);
+
+  // The sampled ensembles are bitwise equal, and their coarse field is the area-weighted block
+  // mean of the last replayed month (June) of the file.
+  fc::FieldReader truth(kTas, "tas");
+  std::vector<float> june(static_cast<size_t>(truth.n_values()));
+  truth.read(5, june.data());
+  const fc::PatchMap map = fc::latlon_patch_map(fc::read_latlon_grid(kTas, "tas"), 8);
+  std::vector<float> coarse(static_cast<size_t>(map.n_coarse));
+  fc::coarsen(map, june.data(), coarse.data());
+  fc::FieldReader coarse1(one.file("out.nc"), "tas_coarse"), coarse2(two.file("out.nc"), "tas_coarse");
+  std::vector<float> k1(june.size()), k2(june.size());
+  coarse1.read(0, k1.data());
+  coarse2.read(0, k2.data());
+  EXPECT_EQ(k1, k2);
+  for (int64_t c = 0; c < map.n_coarse; ++c)
+    for (int p = 0; p < map.patch_size; ++p) ASSERT_NEAR(k1[map.fine_of_patch[c * 64 + p]], coarse[c], 1e-3);
+  for (int m = 0; m < 2; ++m) {
+    fc::FieldReader m1(one.file("out.nc"), "tas", m), m2(two.file("out.nc"), "tas", m);
+    ASSERT_EQ(m1.n_times(), 1);
+    std::vector<float> v1(june.size()), v2(june.size());
+    m1.read(0, v1.data());
+    m2.read(0, v2.data());
+    EXPECT_EQ(v1, v2) << "member " << m;
+    // Conservative sampling: each patch's weighted mean is its coarse value.
+    for (int64_t c = 0; c < map.n_coarse; ++c) {
+      double mean = 0;
+      for (int p = 0; p < 64; ++p) mean += map.fine_weight[c * 64 + p] * v1[map.fine_of_patch[c * 64 + p]];
+      ASSERT_NEAR(mean, coarse[c], 2e-3) << "member " << m << ", patch " << c;
+    }
+  }
+}

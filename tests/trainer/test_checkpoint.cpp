@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// HDF5 checkpoints: bitwise round trip, resume equivalence, atomicity, keep-last-K, clear errors.
+#include <gtest/gtest.h>
+#include <hdf5.h>
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/trainer/trainer_test_data.hpp"
+#include "trainer/checkpoint.hpp"
+#include "trainer/downscaler.hpp"
+#include "trainer/downscaler_impl.hpp"
+
+namespace fs = std::filesystem;
+namespace ft = finecast::trainer;
+using ft::testing::KnownDistribution;
+
+namespace {
+
+ft::ModelOptions tiny_model() {
+  ft::ModelOptions o;
+  o.context_size = 3;
+  o.patch_size = 16;
+  o.hidden = 32;
+  o.depth = 2;
+  o.time_embedding = 16;
+  o.diffusion_steps = 20;
+  return o;
+}
+
+ft::TrainOptions tiny_training() {
+  ft::TrainOptions t;
+  t.batch_size = 16;
+  t.warmup_steps = 5;
+  t.seed = 123;
+  return t;
+}
+
+/// A fresh directory per test under the build tree's temp area.
+class Checkpoint : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ft::set_torch_threads(1);
+    dir_ = fs::temp_directory_path() / ("finecast_ckpt_test_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  /// The message of the CheckpointError that `f` throws ("" when it does not throw).
+  template <class F>
+  static std::string error_of(F&& f) {
+    try {
+      f();
+    } catch (const ft::CheckpointError& e) {
+      return e.what();
+    }
+    return "";
+  }
+
+  fs::path dir_;
+  KnownDistribution data_{200, 4};
+  ft::DataView view() const { return {data_.context.data(), data_.fine.data(), nullptr, data_.n}; }
+};
+
+bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+
+}  // namespace
+
+TEST_F(Checkpoint, RoundTripIsBitwise) {
+  ft::Downscaler a(tiny_model(), tiny_training(), "cpu");
+  a.train_epoch(view());
+  a.save_checkpoint(path("a.h5"), {{"run", "test"}, {"host_step", "12"}});
+  auto b = ft::Downscaler::load_checkpoint(path("a.h5"), "cpu");
+  const auto& ia = a.impl();
+  const auto& ib = b.impl();
+  EXPECT_TRUE(torch::equal(ia.flat, ib.flat));
+  EXPECT_TRUE(torch::equal(ia.ema, ib.ema));
+  EXPECT_TRUE(torch::equal(ia.exp_avg, ib.exp_avg));
+  EXPECT_TRUE(torch::equal(ia.exp_avg_sq, ib.exp_avg_sq));
+  EXPECT_EQ(ia.sums.context_sum, ib.sums.context_sum);
+  EXPECT_EQ(ia.sums.residual_sumsq, ib.sums.residual_sumsq);
+  EXPECT_EQ(a.step(), b.step());
+  EXPECT_GT(b.step(), 0);
+  EXPECT_TRUE(torch::equal(ia.gen.get_state(), ib.gen.get_state()));
+  const auto md = ft::Downscaler::checkpoint_metadata(path("a.h5"));
+  EXPECT_EQ(md.at("run"), "test");
+  EXPECT_EQ(md.at("host_step"), "12");
+  // The loaded model samples exactly what the saved one does (both published their EMA weights).
+  a.publish();
+  ft::SampleOptions so;
+  so.members = 2;
+  std::vector<float> oa(2 * 2 * 16), ob(oa.size());
+  a.sample(data_.context.data(), data_.coarse.data(), nullptr, 2, so, 5, oa.data());
+  b.sample(data_.context.data(), data_.coarse.data(), nullptr, 2, so, 5, ob.data());
+  EXPECT_EQ(oa, ob);
+  // No temporary file is left behind by the atomic write.
+  for (const auto& e : fs::directory_iterator(dir_)) EXPECT_EQ(e.path().filename(), "a.h5");
+}
+
+TEST_F(Checkpoint, ResumingEqualsTrainingStraight) {
+  // 2N epochs straight == N epochs, save, load into a fresh object, N epochs (same seed, CPU).
+  ft::Downscaler straight(tiny_model(), tiny_training(), "cpu");
+  for (int e = 0; e < 4; ++e) straight.train_epoch(view());
+
+  {
+    ft::Downscaler first(tiny_model(), tiny_training(), "cpu");
+    for (int e = 0; e < 2; ++e) first.train_epoch(view());
+    first.save_checkpoint(path("half.h5"));
+  }
+  auto resumed = ft::Downscaler::load_checkpoint(path("half.h5"), "cpu");
+  for (int e = 0; e < 2; ++e) resumed.train_epoch(view());
+  EXPECT_EQ(resumed.step(), straight.step());
+  EXPECT_TRUE(torch::equal(resumed.impl().flat, straight.impl().flat));
+  EXPECT_TRUE(torch::equal(resumed.impl().ema, straight.impl().ema));
+  // Without the generator state the continuation would differ: the check has teeth.
+  ft::Downscaler other(tiny_model(), tiny_training(), "cpu");
+  other.restore(path("half.h5"));
+  other.impl().gen = at::make_generator<at::CPUGeneratorImpl>(999);
+  for (int e = 0; e < 2; ++e) other.train_epoch(view());
+  EXPECT_FALSE(torch::equal(other.impl().flat, straight.impl().flat));
+}
+
+TEST_F(Checkpoint, WrongArchitectureAndShapesAreNamed) {
+  ft::Downscaler mlp(tiny_model(), tiny_training(), "cpu");
+  mlp.save_checkpoint(path("mlp.h5"));
+  auto unet_opts = tiny_model();
+  unet_opts.arch = "unet";
+  unet_opts.unet_channels = 4;
+  ft::Downscaler unet(unet_opts, tiny_training(), "cpu");
+  const auto e1 = error_of([&] { unet.restore(path("mlp.h5")); });
+  EXPECT_TRUE(contains(e1, "arch: file has mlp, this model has unet")) << e1;
+
+  auto wide = tiny_model();
+  wide.hidden = 48;
+  ft::Downscaler w(wide, tiny_training(), "cpu");
+  const auto before = w.impl().flat.clone();
+  const auto e2 = error_of([&] { w.restore(path("mlp.h5")); });
+  EXPECT_TRUE(contains(e2, "hidden: file has 32, this model has 48")) << e2;
+  EXPECT_TRUE(torch::equal(before, w.impl().flat)) << "a failed restore must leave the model unchanged";
+}
+
+TEST_F(Checkpoint, MissingAndMisshapenTensorsAreListed) {
+  ft::Downscaler a(tiny_model(), tiny_training(), "cpu");
+  a.save_checkpoint(path("a.h5"));
+  {
+    const hid_t f = H5Fopen(path("a.h5").c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(f, 0);
+    ASSERT_GE(H5Ldelete(f, "/ema/layer1.bias", H5P_DEFAULT), 0);
+    ASSERT_GE(H5Ldelete(f, "/model/out.weight", H5P_DEFAULT), 0);
+    std::vector<float> wrong(7, 0.0f);
+    const hsize_t dims[1] = {7};
+    const hid_t space = H5Screate_simple(1, dims, nullptr);
+    const hid_t ds = H5Dcreate2(f, "/model/out.weight", H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, wrong.data());
+    H5Dclose(ds);
+    H5Sclose(space);
+    H5Fclose(f);
+  }
+  ft::Downscaler b(tiny_model(), tiny_training(), "cpu");
+  const auto e = error_of([&] { b.restore(path("a.h5")); });
+  EXPECT_TRUE(contains(e, "missing tensor /ema/layer1.bias")) << e;
+  EXPECT_TRUE(contains(e, "/model/out.weight is float32[7], the model expects float32[16,32]")) << e;
+}
+
+TEST_F(Checkpoint, WrongFormatVersionIsRefused) {
+  ft::Downscaler a(tiny_model(), tiny_training(), "cpu");
+  a.save_checkpoint(path("a.h5"));
+  {
+    const hid_t f = H5Fopen(path("a.h5").c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    const hid_t attr = H5Aopen(f, "format_version", H5P_DEFAULT);
+    const int64_t v = ft::kCheckpointFormatVersion + 1;
+    H5Awrite(attr, H5T_NATIVE_INT64, &v);
+    H5Aclose(attr);
+    H5Fclose(f);
+  }
+  const auto e = error_of([&] { ft::Downscaler::load_checkpoint(path("a.h5"), "cpu"); });
+  EXPECT_TRUE(contains(e, "checkpoint format version 2, but this build reads version 1")) << e;
+  EXPECT_TRUE(contains(e, "newer finecast")) << e;
+  EXPECT_FALSE(ft::newest_valid_checkpoint(dir_.string()).has_value());
+}
+
+TEST_F(Checkpoint, TruncatedCorruptAndForeignFilesGiveClearErrors) {
+  ft::Downscaler a(tiny_model(), tiny_training(), "cpu");
+  a.train_epoch(view());
+  a.save_checkpoint(path("good.h5"));
+  const auto size = fs::file_size(path("good.h5"));
+
+  fs::copy_file(path("good.h5"), path("truncated.h5"));
+  fs::resize_file(path("truncated.h5"), size / 2);
+  const auto e1 = error_of([&] { ft::Downscaler::load_checkpoint(path("truncated.h5"), "cpu"); });
+  EXPECT_TRUE(contains(e1, "truncated.h5")) << e1;
+  EXPECT_TRUE(contains(e1, "truncated or corrupt")) << e1;
+
+  // Flip bytes inside the raw data of one tensor: the Fletcher-32 checksum must catch it.
+  fs::copy_file(path("good.h5"), path("corrupt.h5"));
+  haddr_t offset = 0;
+  {
+    const hid_t f = H5Fopen(path("corrupt.h5").c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    const hid_t ds = H5Dopen2(f, "/model/layer0.weight", H5P_DEFAULT);
+    const hsize_t origin[2] = {0, 0};
+    unsigned mask = 0;
+    hsize_t chunk_size = 0;
+    ASSERT_GE(H5Dget_chunk_info_by_coord(ds, origin, &mask, &offset, &chunk_size), 0);
+    H5Dclose(ds);
+    H5Fclose(f);
+  }
+  {
+    std::fstream io(path("corrupt.h5"), std::ios::in | std::ios::out | std::ios::binary);
+    io.seekp(static_cast<std::streamoff>(offset + 100));
+    const char junk[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    io.write(junk, sizeof junk);
+  }
+  const auto e2 = error_of([&] { ft::Downscaler::load_checkpoint(path("corrupt.h5"), "cpu"); });
+  EXPECT_TRUE(contains(e2, "cannot read dataset model/layer0.weight")) << e2;
+  EXPECT_TRUE(contains(e2, "checksum")) << e2;
+  const auto e2v = error_of([&] { ft::verify_checkpoint(path("corrupt.h5")); });
+  EXPECT_TRUE(contains(e2v, "layer0.weight")) << e2v;
+
+  {
+    std::ofstream junk(path("text.h5"));
+    junk << "this is not HDF5\n";
+  }
+  const auto e3 = error_of([&] { ft::Downscaler::load_checkpoint(path("text.h5"), "cpu"); });
+  EXPECT_TRUE(contains(e3, "not an HDF5 file")) << e3;
+
+  const hid_t f = H5Fcreate(path("foreign.h5").c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  H5Fclose(f);
+  const auto e4 = error_of([&] { ft::Downscaler::load_checkpoint(path("foreign.h5"), "cpu"); });
+  EXPECT_TRUE(contains(e4, "not a finecast checkpoint")) << e4;
+
+  const auto e5 = error_of([&] { ft::Downscaler::load_checkpoint(path("absent.h5"), "cpu"); });
+  EXPECT_TRUE(contains(e5, "no such checkpoint file")) << e5;
+}
+
+TEST_F(Checkpoint, DirectoryKeepsTheLastKAndFallsBackToTheNewestValid) {
+  ft::Downscaler a(tiny_model(), tiny_training(), "cpu");
+  const std::string d = (dir_ / "ckpts").string();
+  std::vector<std::string> written;
+  for (int e = 0; e < 4; ++e) {
+    a.train_epoch(view());
+    written.push_back(ft::save_checkpoint_in_dir(a, d, 3, {{"epoch", std::to_string(e)}}));
+  }
+  EXPECT_EQ(written.back(), ft::checkpoint_path_for_step(d, a.step()));
+  EXPECT_TRUE(contains(written.back(), "ckpt_000000" + std::to_string(a.step()) + ".h5")) << written.back();
+  EXPECT_FALSE(fs::exists(written[0]));  // only the last 3 are kept
+  for (int i = 1; i < 4; ++i) EXPECT_TRUE(fs::exists(written[i]));
+  EXPECT_EQ(ft::newest_valid_checkpoint(d), written[3]);
+
+  // A crash mid-write leaves a temporary file and, worst case, a damaged newest file.
+  { std::ofstream(d + "/ckpt_99999999.h5.tmp.4242") << "partial"; }
+  fs::resize_file(written[3], fs::file_size(written[3]) / 3);
+  std::vector<std::string> skipped;
+  const auto best = ft::newest_valid_checkpoint(d, [&](const std::string& s) { skipped.push_back(s); });
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(*best, written[2]);
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_TRUE(contains(skipped[0], written[3])) << skipped[0];
+  EXPECT_EQ(ft::read_checkpoint_metadata(*best).at("epoch"), "2");
+  EXPECT_FALSE(ft::newest_valid_checkpoint((dir_ / "empty").string()).has_value());
+}
+
+TEST_F(Checkpoint, AFailedWriteLeavesThePreviousCheckpointIntact) {
+  ft::Downscaler a(tiny_model(), tiny_training(), "cpu");
+  a.save_checkpoint(path("keep.h5"));
+  const auto bytes = fs::file_size(path("keep.h5"));
+  // A directory where the file should go makes the final rename fail after the write.
+  fs::create_directories(path("blocked.h5/sub"));
+  const auto e = error_of([&] { a.save_checkpoint(path("blocked.h5")); });
+  EXPECT_TRUE(contains(e, "cannot rename")) << e;
+  for (const auto& entry : fs::directory_iterator(dir_))
+    EXPECT_FALSE(contains(entry.path().filename().string(), ".tmp.")) << "temporary file left behind";
+  EXPECT_EQ(fs::file_size(path("keep.h5")), bytes);
+  EXPECT_NO_THROW(ft::verify_checkpoint(path("keep.h5")));
+}
+
+TEST_F(Checkpoint, FileIsReadableWithStandardTools) {
+  ft::Downscaler a(tiny_model(), tiny_training(), "cpu");
+  a.save_checkpoint(path("a.h5"));
+  if (!fs::exists("/usr/bin/h5dump")) GTEST_SKIP() << "h5dump not installed";
+  const std::string cmd = "/usr/bin/h5dump -H " + path("a.h5") + " > " + path("dump.txt") + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  std::ifstream in(path("dump.txt"));
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const char* what : {"GROUP \"model\"", "DATASET \"layer0.weight\"", "GROUP \"optimizer\"", "GROUP \"normalisation\"",
+                           "ATTRIBUTE \"format_version\"", "\"rng\""})
+    EXPECT_TRUE(contains(text, what)) << what;
+}

@@ -307,7 +307,7 @@ void File::set_attr(const std::string& object, const std::string& key, double va
 void File::set_attr(const std::string& object, const std::string& key, const std::string& value) {
   ErrorScope scope;
   Handle type(H5Tcopy(H5T_C_S1));
-  // Fixed-length UTF-8 strings read back as plain `str` in h5py and print in h5dump.
+  // Fixed-length UTF-8 strings: h5dump prints them, h5py returns them as bytes (.decode()).
   H5Tset_size(type, std::max<size_t>(1, value.size()));
   H5Tset_strpad(type, H5T_STR_NULLPAD);
   H5Tset_cset(type, H5T_CSET_UTF8);

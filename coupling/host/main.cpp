@@ -4,11 +4,13 @@
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <exception>
 #include <string>
+#include <thread>
 
 #include "coupling/comin/host.hpp"
 #include "coupling/grid/icon_grid.hpp"
@@ -38,6 +40,7 @@ struct Options {
   int steps = 0;
   bool no_plugins = false;
   std::string log_level = "info";
+  std::vector<std::string> plugin_overrides;  ///< "key.path=value", appended to every plugin's options
 };
 
 int run(const Options& opt, int rank, int n_ranks) {
@@ -47,6 +50,10 @@ int run(const Options& opt, int rank, int n_ranks) {
   std::vector<ch::PluginSpec> plugins = cfg.plugins;
   if (!cfg.comin_namelist.empty()) plugins = ch::read_comin_namelist(cfg.comin_namelist);
   if (opt.no_plugins) plugins.clear();
+  // finecast reads "CONFIG.yaml key.path=value ..." from its options string, so overrides
+  // given on the command line travel the same way they would in an ICON namelist.
+  for (auto& p : plugins)
+    for (const auto& o : opt.plugin_overrides) p.options += " " + o;
 
   const fc::CfTime clock("seconds since " + cfg.start, "proleptic_gregorian",
                          opt.run_file + ": start");
@@ -109,6 +116,7 @@ int run(const Options& opt, int rank, int n_ranks) {
   double t_last = now();
   int step_last = 0;
   for (int step = 1; step <= cfg.steps; ++step) {
+    const double step_start = now();
     const double seconds = cfg.dt * step;
     const std::string datetime = datetime_at(seconds);
     ep(EP_ATM_TIMELOOP_START, datetime);
@@ -133,6 +141,10 @@ int run(const Options& opt, int rank, int n_ranks) {
     }
     MPI_Allreduce(sums, global, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     ep(EP_ATM_TIMELOOP_END, datetime);
+    if (cfg.step_seconds > 0) {
+      const double left = cfg.step_seconds - (now() - step_start);
+      if (left > 0) std::this_thread::sleep_for(std::chrono::duration<double>(left));
+    }
     if (rank == 0 && (step % progress_every == 0 || step == cfg.steps)) {
       const double t = now();
       flog::info("step " + std::to_string(step) + "/" + std::to_string(cfg.steps) +
@@ -181,6 +193,9 @@ int main(int argc, char** argv) {
   app.add_flag("--no-plugins", opt.no_plugins,
                "run without any plugin (baseline for overhead measurements)");
   app.add_option("--log-level", opt.log_level, "debug | info | warning | error");
+  app.add_option("--set", opt.plugin_overrides,
+                 "append key.path=value to the plugins' options (finecast config overrides), e.g. "
+                 "--set checkpoint.resume=out/ckpt --set device=cpu");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

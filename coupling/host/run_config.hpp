@@ -23,6 +23,11 @@ struct HostRunConfig {
   int nproma = 32;
   Decomposition decomposition = Decomposition::kLatBands;
   int progress_every = 0;  ///< steps between progress lines; 0 = about ten lines per run
+  /// Minimum wall time of one step. The toy model computes a step in ~1 ms, a production
+  /// model in seconds; a pause up to this length gives the demo a realistic ratio of model
+  /// time to training time (the pause sleeps, so it leaves the cores to the trainer, as a
+  /// GPU-resident model would). 0 = as fast as possible.
+  double step_seconds = 0.0;
   std::vector<comin_host::PluginSpec> plugins;
   std::string comin_namelist;  ///< ICON &comin_nml file; replaces `plugins` when set
 };

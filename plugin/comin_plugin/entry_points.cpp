@@ -66,17 +66,22 @@ bool is_directory(const std::string& path) {
   return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/// Torch threads for the trainer: the config's value, else this node's cores divided by the
-/// ranks running on it (the host's ranks keep their cores), at least 1.
-int torch_threads(const PluginContext& ctx) {
-  if (ctx.config.train.threads > 0) return ctx.config.train.threads;
+/// Ranks of `comm` on this node. Collective: every rank must call it.
+int ranks_on_this_node(MPI_Comm comm) {
   MPI_Comm node;
-  CHECK_MPI(MPI_Comm_split_type(ctx.comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  CHECK_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
   int local = 1;
   MPI_Comm_size(node, &local);
   MPI_Comm_free(&node);
+  return local;
+}
+
+/// Torch threads for the trainer: the config's value, else this node's cores divided by the
+/// ranks running on it (the host's ranks keep their cores), at least 1.
+int torch_threads(const Config& cfg, int ranks_on_node) {
+  if (cfg.train.threads > 0) return cfg.train.threads;
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return std::max(1, cores / local);
+  return std::max(1, cores / std::max(1, ranks_on_node));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -140,7 +145,7 @@ void ensure_directory(const std::string& dir, const std::string& key) {
 }
 
 /// Trainer rank: grid, patch map, device, model (fresh or resumed), buffer.
-void setup_trainer(PluginContext& ctx, int64_t n_global) {
+void setup_trainer(PluginContext& ctx, int64_t n_global, int ranks_on_node) {
   const Config& cfg = ctx.config;
   ensure_directory(std::filesystem::path(cfg.sample.output).parent_path().string(), "sample.output");
   ensure_directory(cfg.checkpoint.dir, "checkpoint.dir");
@@ -168,7 +173,7 @@ void setup_trainer(PluginContext& ctx, int64_t n_global) {
   log::info("Patches: " + std::to_string(ctx.map.n_coarse) + " coarse cells of " + std::to_string(P) +
             " fine cells; context of " + std::to_string(C) + " values");
 
-  trainer::set_torch_threads(torch_threads(ctx));  // before the device line, which reports them
+  trainer::set_torch_threads(torch_threads(cfg, ranks_on_node));  // before the device line, which reports them
   const trainer::DeviceChoice device = trainer::select_device(cfg.device);
   log::info(device.log_line());
 
@@ -211,7 +216,7 @@ void setup_trainer(PluginContext& ctx, int64_t n_global) {
     ctx.model->restore(path);  // checks architecture, shapes and version against this config
     const auto meta = trainer::Downscaler::checkpoint_metadata(path);
     if (auto it = meta.find("sessions"); it != meta.end()) ctx.sessions = std::stoll(it->second);
-    ctx.model_ready = true;
+    ctx.model_ready = ctx.unsampled_weights = true;
     ctx.resumed_from = path;
     log::info("Resumed from " + path + " (optimizer step " + std::to_string(ctx.model->step()) + ", " +
               std::to_string(ctx.sessions) + " training sessions so far)");
@@ -263,7 +268,8 @@ void secondary_constructor() {
   ctx.gatherer = std::make_unique<coupling::Gatherer>(ctx.comm, cfg.coupling.trainer_rank,
                                                       ctx.fields.front().owned.global_index, n_global);
   ctx.local_values.resize(static_cast<size_t>(ctx.n_inputs()) * static_cast<size_t>(ctx.gatherer->n_owned()));
-  if (ctx.is_trainer) setup_trainer(ctx, n_global);
+  const int ranks_on_node = ranks_on_this_node(ctx.comm);  // collective, so before the trainer-only part
+  if (ctx.is_trainer) setup_trainer(ctx, n_global, ranks_on_node);
   log::info("Coupling " + std::to_string(cfg.fields.size()) + " field(s) at " + cfg.coupling.entry_point +
             (cfg.coupling.every > 1 ? " every " + std::to_string(cfg.coupling.every) + " calls" : "") + " on " +
             std::to_string(ctx.size) + " rank(s); trainer rank " + std::to_string(cfg.coupling.trainer_rank) +
@@ -299,7 +305,7 @@ void start_training_session(PluginContext& ctx) {
   ctx.session.start(*ctx.model, std::move(snap), cfg.train.epochs, cfg.train.async, ctx.sessions);
   if (!cfg.train.async) {
     ctx.timers.train_wait += seconds_since(t0);
-    if (ctx.session.collect()) ctx.model_ready = true;
+    if (ctx.session.collect()) ctx.model_ready = ctx.unsampled_weights = true;
   }
   ctx.training_due = false;
 }
@@ -307,7 +313,7 @@ void start_training_session(PluginContext& ctx) {
 /// Trainer rank: patches, buffer, training sessions, checkpoints.
 void trainer_step(PluginContext& ctx) {
   const Config& cfg = ctx.config;
-  if (ctx.session.collect()) ctx.model_ready = true;  // rethrows the error of a failed session
+  if (ctx.session.collect()) ctx.model_ready = ctx.unsampled_weights = true;  // rethrows the error of a failed session
 
   const auto t0 = Clock::now();
   const int64_t n_fine = ctx.map.n_fine;
@@ -352,6 +358,7 @@ void sample_step(PluginContext& ctx, bool write_back) {
                                               ctx.resumed_from.empty() ? "none (trained in this run)" : ctx.resumed_from);
       ctx.output->write(ctx.datetime, ctx.samples.data(), ctx.patches.coarse.data(), ctx.ensemble_mean);
       ++ctx.samplings;
+      ctx.unsampled_weights = false;
       log::progress("Sampled " + std::to_string(members) + " member(s) at " + ctx.datetime + " (" + cfg.sample.sampler +
                     ") in " + std::to_string(seconds_since(t0)).substr(0, 5) + " s");
     }
@@ -405,8 +412,9 @@ void destructor() {
     const auto t0 = Clock::now();
     ctx.session.wait();
     ctx.timers.train_wait += seconds_since(t0);
-    if (ctx.session.collect()) ctx.model_ready = true;
-    if (cfg.sample.every == 0 && ctx.steps > 0) sample_step(ctx, false);
+    if (ctx.session.collect()) ctx.model_ready = ctx.unsampled_weights = true;
+    // The run ends with a sampling of the final weights, unless the latest one already used them.
+    if (ctx.steps > 0 && ctx.model_ready && (cfg.sample.every == 0 || ctx.unsampled_weights)) sample_step(ctx, false);
     if (ctx.model_ready) save_checkpoint(ctx);
     if (ctx.output) {
       ctx.output->close();

@@ -69,6 +69,7 @@ struct PluginContext {
   std::vector<float> samples;             ///< [n_coarse][members][P] scratch
   std::vector<float> ensemble_mean;       ///< [n_fine] scratch
   bool training_due = false;              ///< a session is due but one was still in flight
+  bool unsampled_weights = false;         ///< a session finished after the latest sampling
 
   // ---- progress (every rank) ----
   long long calls = 0;  ///< calls of the coupling entry point

@@ -166,7 +166,7 @@ targets=(finecast_trainer finecast-bench)
 trainer_tests=("$repo"/tests/trainer/*.cpp)  # the test executable exists when its folder has sources
 ((${#trainer_tests[@]} > 0)) && targets+=(finecast_trainer_tests)
 cmake --build "$build" -j "$jobs" --target "${targets[@]}"
-hdf5_used="$(ldd "$build/lib/libfinecast_trainer.so" | awk '$1 ~ /^libhdf5/ {print $3}')"
+hdf5_used="$(ldd "$build/lib/libfinecast_trainer.so" | awk '$1 ~ /^libhdf5(_serial)?\.so\./ {print $3}')"
 say "libfinecast_trainer.so loads HDF5 from: ${hdf5_used:-?}"
 [[ "$hdf5_used" == "$libdir"/* ]] || say "warning: that is not the HDF5 of $libdir (the headers came from there)"
 

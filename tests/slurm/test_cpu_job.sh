@@ -9,8 +9,8 @@ require_finecast
 write_plugin_config plugin.yaml
 write_host_run_file run.yaml 8 "$WORK/plugin.yaml"
 
-"$LAUNCH" --profile cpu --run run.yaml --param ntasks_per_node=2 --param cpus_per_task=1 \
-  --param time=00:05:00 >launch.out 2>launch.err || fail "launch failed: $(cat launch.err)"
+"$LAUNCH" --profile cpu --run run.yaml --bin-dir "$BIN/bin" --param ntasks_per_node=2 --param cpus_per_task=1 \
+  --param time=00:05:00 --param "outputs=[out, ckpt]" >launch.out 2>launch.err || fail "launch failed: $(cat launch.err)"
 assert_contains "$(cat launch.out)" "launch: submitted job 1001" "launch output"
 assert_contains "$(cat "$FAKE_SLURM_DIR/calls.log")" \
   "srun --nodes=1 --ntasks-per-node=2 --cpus-per-task=1 $HOST_EXE $WORK/run.yaml --set device=cpu" "srun call"

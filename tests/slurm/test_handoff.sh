@@ -21,7 +21,7 @@ echo "hand-off: run 1 on cpu, run 2 on $device"
 write_plugin_config plugin.yaml
 # ---- run 1: 8 coupling steps on the CPU; trains at steps 4 and 8, checkpoints at the end ----
 write_host_run_file run1.yaml 8 "$WORK/plugin.yaml"
-"$LAUNCH" --profile cpu --run run1.yaml --param ntasks_per_node=2 --param cpus_per_task=1 \
+"$LAUNCH" --profile cpu --run run1.yaml --bin-dir "$BIN/bin" --param ntasks_per_node=2 --param cpus_per_task=1 \
   --set device=cpu >launch1.out 2>launch1.err || fail "launch 1 failed: $(cat launch1.err)"
 log1="$(cat out/slurm/finecast-cpu-1001.out 2>/dev/null)"
 assert_eq "$(cat "$FAKE_SLURM_DIR/job-1001.rc" 2>/dev/null)" 0 "run 1 exit status (log: $log1)"
@@ -49,7 +49,7 @@ if [[ "$device" == cuda* ]]; then
 else
   profile=(--profile cpu)
 fi
-"$LAUNCH" "${profile[@]}" --run run2.yaml --param ntasks_per_node=2 --param cpus_per_task=1 \
+"$LAUNCH" "${profile[@]}" --run run2.yaml --bin-dir "$BIN/bin" --param ntasks_per_node=2 --param cpus_per_task=1 \
   --resume ckpt --set device="$device" --set train.every=1 >launch2.out 2>launch2.err ||
   fail "launch 2 failed: $(cat launch2.err)"
 assert_contains "$(grep '^srun' "$FAKE_SLURM_DIR/calls.log" | tail -1)" \
@@ -61,7 +61,7 @@ if [[ "$device" == cuda* ]]; then
 else
   assert_contains "$log2" "Using device: CPU" "run 2 device line"
 fi
-assert_contains "$log2" "$(basename "$saved")" "run 2 names the checkpoint it resumed from"
+assert_contains "$log2" "Resumed from $WORK/$saved (optimizer step $step1" "run 2 resumes from run 1's checkpoint"
 
 # Every optimizer step of run 2 is logged as "(N batches, ...)"; the step counter must go on
 # from run 1's, not restart at 0.

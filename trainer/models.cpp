@@ -118,7 +118,8 @@ class UNetDenoiser : public Denoiser {
     auto s1 = down1_->forward(h0, cond);
     auto h = down2_->forward(downsample_->forward(s1), cond);
     h = mid_->forward(h, cond);
-    h = upconv_->forward(torch::upsample_nearest2d(h, {k_, k_}));
+    // Nearest-neighbour x2 upsampling spelled with repeat_interleave: one overload in every LibTorch.
+    h = upconv_->forward(h.repeat_interleave(2, 2).repeat_interleave(2, 3));
     h = up_->forward(torch::cat({h, s1}, 1), cond);
     return out_->forward(torch::silu(h)).reshape({b, k_ * k_});
   }

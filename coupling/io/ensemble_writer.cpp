@@ -183,32 +183,39 @@ EnsembleWriter::EnsembleWriter(const std::string& path, const OutputGrid& grid,
   }
 }
 
-void EnsembleWriter::define_coarse() {
+int EnsembleWriter::define_companion(const std::string& suffix, const std::string& long_name) {
   const std::string ctx = context();
   CHECK_NC(nc_redef(ncid_), ctx);
   std::vector<int> dims = {time_dimid_};
   dims.insert(dims.end(), spatial_dimids_.begin(), spatial_dimids_.end());
-  const std::string name = var_ + "_coarse";
-  CHECK_NC(nc_def_var(ncid_, name.c_str(), NC_FLOAT, static_cast<int>(dims.size()), dims.data(),
-                      &coarse_varid_),
-           ctx);
+  const std::string name = var_ + suffix;
+  int id = -1;
+  CHECK_NC(nc_def_var(ncid_, name.c_str(), NC_FLOAT, static_cast<int>(dims.size()), dims.data(), &id), ctx);
   std::vector<size_t> chunks = {1};
   chunks.insert(chunks.end(), spatial_shape_.begin(), spatial_shape_.end());
-  CHECK_NC(nc_def_var_chunking(ncid_, coarse_varid_, NC_CHUNKED, chunks.data()), ctx);
-  CHECK_NC(nc_def_var_fill(ncid_, coarse_varid_, 0, &kFill), ctx);
-  CHECK_NC(nc_put_att_float(ncid_, coarse_varid_, "missing_value", NC_FLOAT, 1, &kFill), ctx);
-  put_text(ncid_, coarse_varid_, "long_name",
-           "coarse-grained input on the fine grid (finecast's condition)", ctx);
+  CHECK_NC(nc_def_var_chunking(ncid_, id, NC_CHUNKED, chunks.data()), ctx);
+  CHECK_NC(nc_def_var_fill(ncid_, id, 0, &kFill), ctx);
+  CHECK_NC(nc_put_att_float(ncid_, id, "missing_value", NC_FLOAT, 1, &kFill), ctx);
+  put_text(ncid_, id, "long_name", long_name, ctx);
   // Units and coordinates as the main variable.
-  nc_copy_att(ncid_, varid_, "units", ncid_, coarse_varid_);
-  nc_copy_att(ncid_, varid_, "coordinates", ncid_, coarse_varid_);
-  nc_copy_att(ncid_, varid_, "grid_mapping", ncid_, coarse_varid_);
-  nc_copy_att(ncid_, varid_, "CDI_grid_type", ncid_, coarse_varid_);
+  nc_copy_att(ncid_, varid_, "units", ncid_, id);
+  nc_copy_att(ncid_, varid_, "coordinates", ncid_, id);
+  nc_copy_att(ncid_, varid_, "grid_mapping", ncid_, id);
+  nc_copy_att(ncid_, varid_, "CDI_grid_type", ncid_, id);
   CHECK_NC(nc_enddef(ncid_), ctx);
+  return id;
+}
+
+void EnsembleWriter::put_companion(int varid, const std::string& suffix, const float* values) {
+  for (int64_t i = 0; i < n_cells_; ++i) scratch_[i] = std::isfinite(values[i]) ? values[i] : kFill;
+  std::vector<size_t> start = {static_cast<size_t>(steps_)}, count = {1};
+  for (size_t s : spatial_shape_) start.push_back(0), count.push_back(s);
+  CHECK_NC(nc_put_vara_float(ncid_, varid, start.data(), count.data(), scratch_.data()),
+           context() + suffix + " (time step " + std::to_string(steps_) + ")");
 }
 
 void EnsembleWriter::write(const std::string& datetime, const float* members_by_cell,
-                           const float* coarse_on_fine) {
+                           const float* coarse_on_fine, const float* host_field) {
   const std::string ctx = context();
   if (closed_) throw IoError(ctx + ": write after close()");
   if (!members_by_cell) throw IoError(ctx + ": write() got no data");
@@ -236,7 +243,9 @@ void EnsembleWriter::write(const std::string& datetime, const float* members_by_
   }
   const double tv =
       dated_ ? CfTime(time_units_, calendar_, ctx).from_datetime(t) : static_cast<double>(steps_);
-  if (coarse_on_fine && coarse_varid_ < 0) define_coarse();
+  if (coarse_on_fine && coarse_varid_ < 0)
+    coarse_varid_ = define_companion("_coarse", "coarse-grained input on the fine grid (finecast's condition)");
+  if (host_field && host_varid_ < 0) host_varid_ = define_companion("_host", "the host model's own fine field");
 
   const size_t ts = static_cast<size_t>(steps_);
   CHECK_NC(nc_put_var1_double(ncid_, time_varid_, &ts, &tv), ctx + " (time)");
@@ -248,14 +257,8 @@ void EnsembleWriter::write(const std::string& datetime, const float* members_by_
   for (size_t s : spatial_shape_) start.push_back(0), count.push_back(s);
   CHECK_NC(nc_put_vara_float(ncid_, varid_, start.data(), count.data(), scratch_.data()),
            ctx + " (time step " + std::to_string(steps_) + ")");
-  if (coarse_on_fine) {
-    for (int64_t i = 0; i < n_cells_; ++i)
-      scratch_[i] = std::isfinite(coarse_on_fine[i]) ? coarse_on_fine[i] : kFill;
-    start.erase(start.begin() + 1);
-    count.erase(count.begin() + 1);
-    CHECK_NC(nc_put_vara_float(ncid_, coarse_varid_, start.data(), count.data(), scratch_.data()),
-             ctx + "_coarse (time step " + std::to_string(steps_) + ")");
-  }
+  if (coarse_on_fine) put_companion(coarse_varid_, "_coarse", coarse_on_fine);
+  if (host_field) put_companion(host_varid_, "_host", host_field);
   ++steps_;
 }
 

@@ -35,9 +35,11 @@ class EnsembleWriter {
   /// Appends one time step: members_by_cell is [members][n_cells] (NaN = missing), and
   /// coarse_on_fine (optional, [n_cells]) the coarse field on the fine grid, stored as
   /// "<var>_coarse". `datetime` is ISO 8601; when the first one is not a date, time holds the
-  /// write index instead and every later one must not be a date either.
-  void write(const std::string& datetime, const float* members_by_cell,
-             const float* coarse_on_fine = nullptr);
+  /// write index instead and every later one must not be a date either. host_field (optional,
+  /// [n_cells]) is the host's own fine field at that time, stored as "<var>_host" (the truth,
+  /// for evaluation and figures).
+  void write(const std::string& datetime, const float* members_by_cell, const float* coarse_on_fine = nullptr,
+             const float* host_field = nullptr);
   /// Flushes, closes and atomically publishes the file. Idempotent.
   void close();
 
@@ -47,11 +49,12 @@ class EnsembleWriter {
 
  private:
   std::string context() const;
-  void define_coarse();
+  int define_companion(const std::string& suffix, const std::string& long_name);
+  void put_companion(int varid, const std::string& suffix, const float* values);
 
   AtomicFile file_;
   std::string var_, calendar_;
-  int ncid_ = -1, varid_ = -1, coarse_varid_ = -1, time_varid_ = -1;
+  int ncid_ = -1, varid_ = -1, coarse_varid_ = -1, host_varid_ = -1, time_varid_ = -1;
   int members_ = 0;
   int64_t n_cells_ = 0, steps_ = 0;
   std::vector<int> spatial_dimids_;

@@ -356,7 +356,8 @@ void sample_step(PluginContext& ctx, bool write_back) {
         ctx.output = std::make_unique<Output>(cfg.sample.output, ctx.map, ctx.output_grid, cfg.fields.front(),
                                               ctx.output_attrs, static_cast<int>(members),
                                               ctx.resumed_from.empty() ? "none (trained in this run)" : ctx.resumed_from);
-      ctx.output->write(ctx.datetime, ctx.samples.data(), ctx.patches.coarse.data(), ctx.ensemble_mean);
+      ctx.output->write(ctx.datetime, ctx.samples.data(), ctx.patches.coarse.data(), ctx.global_values.data(),
+                        ctx.ensemble_mean);
       ++ctx.samplings;
       ctx.unsampled_weights = false;
       log::progress("Sampled " + std::to_string(members) + " member(s) at " + ctx.datetime + " (" + cfg.sample.sampler +

@@ -15,7 +15,7 @@ Output::Output(std::string path, const coupling::PatchMap& map, coupling::Output
       members_(members),
       writer_(path_, grid, var, attrs, members, {{"finecast_checkpoint", checkpoint_used}}) {}
 
-void Output::write(const std::string& datetime, const float* samples, const float* coarse,
+void Output::write(const std::string& datetime, const float* samples, const float* coarse, const float* host_field,
                    std::vector<float>& ensemble_mean) {
   const int64_t n = map_.n_coarse, P = map_.patch_size, n_fine = map_.n_fine;
   const float nan = std::numeric_limits<float>::quiet_NaN();
@@ -32,7 +32,7 @@ void Output::write(const std::string& datetime, const float* samples, const floa
   coarse_on_fine_.assign(static_cast<size_t>(n_fine), nan);
   for (int64_t c = 0; c < n; ++c)
     for (int64_t k = 0; k < P; ++k) coarse_on_fine_[map_.fine_of_patch[c * P + k]] = coarse[c];
-  writer_.write(datetime, by_cell_.data(), coarse_on_fine_.data());
+  writer_.write(datetime, by_cell_.data(), coarse_on_fine_.data(), host_field);
 
   ensemble_mean.assign(static_cast<size_t>(n_fine), 0.0f);
   for (int m = 0; m < members_; ++m)

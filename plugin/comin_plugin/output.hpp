@@ -20,9 +20,11 @@ class Output {
          coupling::VarAttributes attrs, int members, std::string checkpoint_used);
 
   /// samples is [n_coarse][members][P] as drawn by the trainer; coarse [n_coarse] the coarse
-  /// field they were drawn from. Appends one time step and fills `ensemble_mean` [n_fine]
+  /// field they were drawn from; host_field [n_fine] the host's own fine field (stored beside
+  /// the ensemble as the truth). Appends one time step and fills `ensemble_mean` [n_fine]
   /// (cells outside every patch are NaN).
-  void write(const std::string& datetime, const float* samples, const float* coarse, std::vector<float>& ensemble_mean);
+  void write(const std::string& datetime, const float* samples, const float* coarse, const float* host_field,
+             std::vector<float>& ensemble_mean);
 
   /// Publishes the file (atomic rename). Idempotent.
   void close();

@@ -12,6 +12,8 @@ cd "$here"
 "$here/scripts/setup.sh"
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# OpenMP threads that spin at barriers steal the cores of 4 host ranks on a small machine.
+export OMP_WAIT_POLICY=PASSIVE
 out=out/demo
 mkdir -p "$out"
 echo "[demo] running: mpiexec -n 4 --oversubscribe $build_dir/bin/finecast-host configs/demo_host.yaml"

@@ -38,6 +38,7 @@ std::string fmt(const char* format, double value) {
 struct Options {
   std::string run_file;
   int steps = 0;
+  double step_seconds = -1;  ///< < 0: the run file's value
   bool no_plugins = false;
   std::string log_level = "info";
   std::vector<std::string> plugin_overrides;  ///< "key.path=value", appended to every plugin's options
@@ -47,6 +48,7 @@ int run(const Options& opt, int rank, int n_ranks) {
   const double t_start = now();
   fc::host::HostRunConfig cfg = fc::host::load_host_run_config(opt.run_file);
   if (opt.steps > 0) cfg.steps = opt.steps;
+  if (opt.step_seconds >= 0) cfg.step_seconds = opt.step_seconds;
   std::vector<ch::PluginSpec> plugins = cfg.plugins;
   if (!cfg.comin_namelist.empty()) plugins = ch::read_comin_namelist(cfg.comin_namelist);
   if (opt.no_plugins) plugins.clear();
@@ -190,6 +192,7 @@ int main(int argc, char** argv) {
                  "YAML run file (grid, time stepping, decomposition, plugins)")
       ->required();
   app.add_option("--steps", opt.steps, "override the run file's number of steps");
+  app.add_option("--step-seconds", opt.step_seconds, "override the run file's minimum wall time per step (0 = none)");
   app.add_flag("--no-plugins", opt.no_plugins,
                "run without any plugin (baseline for overhead measurements)");
   app.add_option("--log-level", opt.log_level, "debug | info | warning | error");

@@ -237,7 +237,7 @@ const std::vector<Field>& schema() {
     s.push_back(int_field("model.unet_channels", GET(model.unet_channels), 1, 4096, "U-Net base channels"));
     s.push_back(int_field("model.diffusion_steps", GET(model.diffusion_steps), 2, 100000, "diffusion steps (training and DDPM sampling)"));
     s.push_back(string_field("model.schedule", GET(model.schedule), {"linear", "cosine"}, "noise schedule"));
-    s.push_back(string_field("model.objective", GET(model.objective), {"eps", "v"}, "epsilon or v prediction"));
+    s.push_back(string_field("model.objective", GET(model.objective), {"v", "eps"}, "v or epsilon prediction"));
     s.push_back(bool_field("model.conservative", GET(model.conservative), "every sampled patch's mean equals its coarse value"));
     s.push_back(bool_field("train.async", GET(train.async), "train on a background thread while the host keeps stepping"));
     s.push_back(int_field("train.every", GET(train.every), 1, kMax, "coupling steps between training sessions"));

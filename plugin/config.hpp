@@ -48,7 +48,7 @@ struct ModelConfig {
   int unet_channels = 32;
   int diffusion_steps = 50;
   std::string schedule = "cosine";  ///< linear | cosine
-  std::string objective = "eps";    ///< eps | v
+  std::string objective = "v";      ///< v | eps (v: well-conditioned DDIM/DDPM with few steps; see docs/plugin.md)
   bool conservative = true;
 };
 

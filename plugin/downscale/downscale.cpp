@@ -246,7 +246,9 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
     // Same seed sequence as the plugin's samplings: 1st, 2nd, ... write.
     model.sample(patches.context.data(), patches.coarse.data(), patches.weights.data(), patches.n, so,
                  opt.seed + 7919 * static_cast<uint64_t>(i + 1), samples.data());
-    output.write(first.time_string(times[i]), samples.data(), patches.coarse.data(), mean);
+    // A fine input is the truth the downscaled ensemble can be scored against: keep it beside it.
+    output.write(first.time_string(times[i]), samples.data(), patches.coarse.data(),
+                 result.coarse_input ? nullptr : fine[0].data(), mean);
     ++result.steps_written;
   }
   output.close();

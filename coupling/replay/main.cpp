@@ -55,10 +55,12 @@ void apply_overrides(std::vector<ch::PluginSpec>& plugins, const std::vector<std
   for (const auto& set : sets) {
     const size_t eq = set.find('=');
     if (eq == std::string::npos || eq == 0)
-      throw finecast::ConfigError("--set " + set + ": expected KEY=VALUE or PLUGIN:KEY=VALUE (e.g. --set device=cpu)");
+      throw finecast::ConfigError(
+          "--set " + set + ": expected KEY=VALUE or PLUGIN:KEY=VALUE (e.g. --set device=cpu)");
     if (set.find_first_of(" \t\n") != std::string::npos)
-      throw finecast::ConfigError("--set '" + set +
-                                  "': the plugin options string is split at blanks, so KEY=VALUE cannot contain any");
+      throw finecast::ConfigError(
+          "--set '" + set +
+          "': the plugin options string is split at blanks, so KEY=VALUE cannot contain any");
     std::string target, item = set;
     const size_t colon = set.substr(0, eq).find(':');
     if (colon != std::string::npos) {
@@ -69,8 +71,9 @@ void apply_overrides(std::vector<ch::PluginSpec>& plugins, const std::vector<std
     for (auto& p : plugins) {
       if (!target.empty() && p.name != target) continue;
       if (p.options.find_first_not_of(" \t") == std::string::npos)
-        throw finecast::ConfigError("--set " + set + ": plugin '" + p.name +
-                                    "' has an empty options string, so there is no config to override");
+        throw finecast::ConfigError(
+            "--set " + set + ": plugin '" + p.name +
+            "' has an empty options string, so there is no config to override");
       p.options += " " + item;
       used = true;
     }
@@ -106,45 +109,52 @@ int run(const Options& opt, int rank, int n_ranks) {
   apply_overrides(plugins, opt.sets);
   const fr::Progress::Mode progress_mode = fr::Progress::parse_mode(opt.progress);
 
-  // Every rank opens the files: the selection and dates must agree everywhere, and opening is cheap.
+  // Every rank opens the files: the selection and dates must agree everywhere, and opening is
+  // cheap.
   fr::ReplayInput input(cfg);
   const int64_t n_steps = input.n_selected() * cfg.epochs;
   if (rank == 0)
     flog::info("input: " + std::to_string(input.files().size()) + " file(s), " +
-               std::to_string(input.n_steps_total()) + " steps, " + std::to_string(input.n_selected()) +
-               " selected (" + input.datetime(0) + " .. " + input.datetime(input.n_selected() - 1) + ", stride " +
-               std::to_string(cfg.stride) + ") x " + std::to_string(cfg.epochs) + " epoch(s) = " +
-               std::to_string(n_steps) + " replay steps");
+               std::to_string(input.n_steps_total()) + " steps, " +
+               std::to_string(input.n_selected()) + " selected (" + input.datetime(0) + " .. " +
+               input.datetime(input.n_selected() - 1) + ", stride " + std::to_string(cfg.stride) +
+               ") x " + std::to_string(cfg.epochs) + " epoch(s) = " + std::to_string(n_steps) +
+               " replay steps");
 
   ch::Domain domain;
   if (cfg.grid_type == "icon") {
     const fc::IconGrid grid = fc::read_icon_grid(cfg.grid_file);
     if (grid.n_cells != input.n_values())
-      throw finecast::GridError(cfg.path + ": grid.file " + cfg.grid_file + " has " + std::to_string(grid.n_cells) +
-                                " cells, but " + input.files().front() + ": " + cfg.variables.front().var + " has " +
+      throw finecast::GridError(cfg.path + ": grid.file " + cfg.grid_file + " has " +
+                                std::to_string(grid.n_cells) + " cells, but " +
+                                input.files().front() + ": " + cfg.variables.front().var + " has " +
                                 std::to_string(input.n_values()) + " values per step");
     const fc::host::LocalCells cells =
         fc::host::decompose(grid, fc::host::parse_decomposition(cfg.decomposition), n_ranks, rank);
     domain = fc::host::make_domain(grid, cells, cfg.nproma, input.step_seconds());
   } else {
     if (input.grid_kind() == fc::FieldReader::GridKind::kUnstructured)
-      throw finecast::ConfigError(cfg.path + ": grid.type is latlon but " + input.files().front() + ": " +
-                                  cfg.variables.front().var + " is on an unstructured grid (use grid.type: icon and "
+      throw finecast::ConfigError(cfg.path + ": grid.type is latlon but " + input.files().front() +
+                                  ": " + cfg.variables.front().var +
+                                  " is on an unstructured grid (use grid.type: icon and "
                                   "grid.file: the ICON grid file)");
     const std::string grid_file = cfg.grid_file.empty() ? input.files().front() : cfg.grid_file;
     const fc::LatLonGrid grid = fc::read_latlon_grid(grid_file, cfg.variables.front().var);
     if (grid.nlat * grid.nlon != input.n_values())
       throw finecast::GridError(cfg.path + ": the lat-lon grid of " + grid_file + " has " +
-                                std::to_string(grid.nlat) + " x " + std::to_string(grid.nlon) + " cells, but " +
-                                input.files().front() + ": " + cfg.variables.front().var + " has " +
+                                std::to_string(grid.nlat) + " x " + std::to_string(grid.nlon) +
+                                " cells, but " + input.files().front() + ": " +
+                                cfg.variables.front().var + " has " +
                                 std::to_string(input.n_values()) + " values per step");
-    const fc::host::LocalCells cells = fr::decompose_latlon(grid, cfg.decomposition, cfg.seed, n_ranks, rank);
+    const fc::host::LocalCells cells =
+        fr::decompose_latlon(grid, cfg.decomposition, cfg.seed, n_ranks, rank);
     domain = fr::make_latlon_domain(grid, cells, cfg.nproma, input.step_seconds());
   }
   int n_owned = 0;
   for (int d : domain.decomp_domain) n_owned += d == 0;
-  flog::info("grid: " + std::to_string(input.n_values()) + " cells (" + cfg.grid_type + "); this rank owns " +
-             std::to_string(n_owned) + " + " + std::to_string(domain.glb_index.size() - n_owned) + " halo, nproma " +
+  flog::info("grid: " + std::to_string(input.n_values()) + " cells (" + cfg.grid_type +
+             "); this rank owns " + std::to_string(n_owned) + " + " +
+             std::to_string(domain.glb_index.size() - n_owned) + " halo, nproma " +
              std::to_string(cfg.nproma) + ", decomposition " + cfg.decomposition);
 
   const std::string first = input.datetime(0), last = input.datetime(input.n_selected() - 1);
@@ -158,8 +168,9 @@ int run(const Options& opt, int rank, int n_ranks) {
     if (rank == 0) {
       fc::FieldReader reader(s.file, s.variable.var, s.variable.level);
       if (reader.n_values() != input.n_values())
-        throw finecast::GridError(cfg.path + ": input.static: " + s.file + ": " + s.variable.var + " has " +
-                                  std::to_string(reader.n_values()) + " values, the replayed fields " +
+        throw finecast::GridError(cfg.path + ": input.static: " + s.file + ": " + s.variable.var +
+                                  " has " + std::to_string(reader.n_values()) +
+                                  " values, the replayed fields " +
                                   std::to_string(input.n_values()));
       reader.read(0, global.data());
     }
@@ -168,7 +179,8 @@ int run(const Options& opt, int rank, int n_ranks) {
   }
 
   for (const auto& p : plugins)
-    if (rank == 0) flog::info("plugin '" + p.name + "': " + p.library + " (options '" + p.options + "')");
+    if (rank == 0)
+      flog::info("plugin '" + p.name + "': " + p.library + " (options '" + p.options + "')");
   host.load_plugins(plugins);
   host.secondary_constructor();
   if (rank == 0) flog::info("start-up " + fmt("%.2f", now() - t_start) + " s");
@@ -179,7 +191,8 @@ int run(const Options& opt, int rank, int n_ranks) {
   host.run_entry_point(EP_ATM_TIMELOOP_BEFORE, 1, first);
   std::string datetime = first;
   {
-    fr::Progress progress(n_steps, rank == 0 ? progress_mode : fr::Progress::Mode::kNone, cfg.progress_every);
+    fr::Progress progress(n_steps, rank == 0 ? progress_mode : fr::Progress::Mode::kNone,
+                          cfg.progress_every);
     int64_t done = 0;
     for (int epoch = 1; epoch <= cfg.epochs; ++epoch) {
       for (int64_t i = 0; i < input.n_selected(); ++i) {
@@ -218,10 +231,11 @@ int run(const Options& opt, int rank, int n_ranks) {
   double worst = 0;
   MPI_Reduce(&t_total, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
   if (rank == 0)
-    flog::info("replayed " + std::to_string(n_steps) + " steps on " + std::to_string(n_ranks) + " rank(s) in " +
-               fmt("%.2f", worst) + " s (" + fmt("%.4f", worst / std::max<int64_t>(1, n_steps)) +
-               " s/step, of which reading the files on rank 0 " + fmt("%.4f", t_read / std::max<int64_t>(1, n_steps)) +
-               " s/step)");
+    flog::info("replayed " + std::to_string(n_steps) + " steps on " + std::to_string(n_ranks) +
+               " rank(s) in " + fmt("%.2f", worst) + " s (" +
+               fmt("%.4f", worst / std::max<int64_t>(1, n_steps)) +
+               " s/step, of which reading the files on rank 0 " +
+               fmt("%.4f", t_read / std::max<int64_t>(1, n_steps)) + " s/step)");
   return 0;
 }
 
@@ -233,17 +247,23 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &n_ranks);
 
-  CLI::App app{"finecast-replay: plays NetCDF fields through ComIn plugins (finecast's host library), decomposed\n"
-               "over the MPI ranks like a host model. Run file keys: docs/offline.md.\n"
-               "Example: mpiexec -n 4 build/bin/finecast-replay --config configs/replay_tas.yaml --set device=cpu"};
+  CLI::App app{
+      "finecast-replay: plays NetCDF fields through ComIn plugins (finecast's host library), "
+      "decomposed\n"
+      "over the MPI ranks like a host model. Run file keys: docs/offline.md.\n"
+      "Example: mpiexec -n 4 build/bin/finecast-replay --config configs/replay_tas.yaml --set "
+      "device=cpu"};
   Options opt;
-  app.add_option("--config,-c", opt.run_file, "YAML replay run file (input files, grid, time range, plugins)")
+  app.add_option("--config,-c", opt.run_file,
+                 "YAML replay run file (input files, grid, time range, plugins)")
       ->required();
   app.add_option("--set", opt.sets,
                  "KEY=VALUE appended to every plugin's options (finecast: a config override, e.g. "
                  "checkpoint.resume=DIR); PLUGIN:KEY=VALUE for one plugin only. Repeatable.");
-  app.add_option("--epochs", opt.epochs, "override the run file's replay epochs")->check(CLI::PositiveNumber);
-  app.add_option("--progress", opt.progress, "auto (a bar on a terminal, else lines) | bar | lines | none")
+  app.add_option("--epochs", opt.epochs, "override the run file's replay epochs")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--progress", opt.progress,
+                 "auto (a bar on a terminal, else lines) | bar | lines | none")
       ->check(CLI::IsMember({"auto", "bar", "lines", "none"}));
   app.add_option("--log-level", opt.log_level, "debug | info | warning | error")
       ->check(CLI::IsMember({"debug", "info", "warning", "error"}));

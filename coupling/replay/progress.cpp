@@ -35,8 +35,8 @@ Progress::Mode Progress::parse_mode(const std::string& text) {
 std::string Progress::status(int64_t done, int64_t total, double seconds) {
   const double rate = seconds > 0 ? done / seconds : 0.0;
   char buf[128];
-  std::snprintf(buf, sizeof buf, "%lld/%lld steps, %.2f steps/s, ETA %s", static_cast<long long>(done),
-                static_cast<long long>(total), rate,
+  std::snprintf(buf, sizeof buf, "%lld/%lld steps, %.2f steps/s, ETA %s",
+                static_cast<long long>(done), static_cast<long long>(total), rate,
                 rate > 0 ? clock_text((total - done) / rate).c_str() : "?");
   return buf;
 }
@@ -48,7 +48,8 @@ Progress::Progress(int64_t total_steps, Mode mode, int64_t every, std::FILE* out
       out_(out),
       t0_(std::chrono::steady_clock::now()) {
   if (mode_ != Mode::kBar) return;
-  // Log lines (also the plugin's: it shares libfinecast_coupling) must not be overwritten by the bar.
+  // Log lines (also the plugin's: it shares libfinecast_coupling) must not be overwritten by the
+  // bar.
   previous_sink_ = log::set_sink([this](log::Level level, const std::string& line) {
     std::lock_guard<std::mutex> lock(mutex_);
     clear();
@@ -75,11 +76,13 @@ void Progress::clear() {
 }
 
 void Progress::draw() {
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
   const int filled = static_cast<int>(kBarWidth * done_ / total_);
   std::string bar(static_cast<size_t>(filled), '#');
   bar.resize(kBarWidth, '.');
-  std::fprintf(out_, "\r\033[K[%s] %s  %s", bar.c_str(), status(done_, total_, seconds).c_str(), what_.c_str());
+  std::fprintf(out_, "\r\033[K[%s] %s  %s", bar.c_str(), status(done_, total_, seconds).c_str(),
+               what_.c_str());
   std::fflush(out_);
   drawn_ = true;
   last_draw_ = seconds;
@@ -90,7 +93,8 @@ void Progress::update(int64_t done, const std::string& what) {
   done_ = done;
   what_ = what;
   if (mode_ == Mode::kNone) return;
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
   if (mode_ == Mode::kBar) {
     // Redrawing costs a write per step; a few per second are enough for the eye.
     if (done == total_ || last_draw_ < 0 || seconds - last_draw_ >= 0.2) draw();

@@ -30,7 +30,8 @@ bool parse(const std::string& text, std::tuple<int, int, int, int, int, double>&
 
 }  // namespace
 
-std::vector<std::string> expand_files(const std::vector<std::string>& patterns, const std::string& context) {
+std::vector<std::string> expand_files(const std::vector<std::string>& patterns,
+                                      const std::string& context) {
   std::vector<std::string> files;
   for (const auto& p : patterns) {
     if (!has_glob_chars(p)) {
@@ -42,7 +43,8 @@ std::vector<std::string> expand_files(const std::vector<std::string>& patterns, 
     if (rc == 0)
       for (size_t i = 0; i < g.gl_pathc; ++i) files.emplace_back(g.gl_pathv[i]);
     globfree(&g);
-    if (rc != 0) throw ConfigError(context + ": input.files: the pattern '" + p + "' matches no file");
+    if (rc != 0)
+      throw ConfigError(context + ": input.files: the pattern '" + p + "' matches no file");
   }
   return files;
 }
@@ -59,15 +61,17 @@ ReplayInput::ReplayInput(const ReplayRunConfig& config) : variables_(config.vari
         kind_ = reader.grid_kind();
       } else if (reader.spatial_shape() != shape_) {
         throw IoError(files_[f] + ": variable " + variables_[v].var + " has the spatial shape " +
-                      shape_text(reader.spatial_shape()) + ", but " + files_[0] + ": " + variables_[0].var + " has " +
-                      shape_text(shape_) + " (every replayed variable must live on the same grid)");
+                      shape_text(reader.spatial_shape()) + ", but " + files_[0] + ": " +
+                      variables_[0].var + " has " + shape_text(shape_) +
+                      " (every replayed variable must live on the same grid)");
       }
       if (v == 0) {
         n_times = reader.n_times();
         for (int64_t t = 0; t < n_times; ++t) steps_.push_back({f, t, reader.time_string(t)});
       } else if (reader.n_times() != n_times) {
-        throw IoError(files_[f] + ": variable " + variables_[v].var + " has " + std::to_string(reader.n_times()) +
-                      " time steps, " + variables_[0].var + " has " + std::to_string(n_times));
+        throw IoError(files_[f] + ": variable " + variables_[v].var + " has " +
+                      std::to_string(reader.n_times()) + " time steps, " + variables_[0].var +
+                      " has " + std::to_string(n_times));
       }
     }
   }
@@ -77,8 +81,9 @@ ReplayInput::ReplayInput(const ReplayRunConfig& config) : variables_(config.vari
     const std::string key = is_start ? "time.start" : "time.stop";
     if (!b.is_date) {
       if (b.index >= n)
-        throw ConfigError(config.path + ": " + key + " is step " + std::to_string(b.index) + " but the input has " +
-                          std::to_string(n) + " steps (0.." + std::to_string(n - 1) + ")");
+        throw ConfigError(config.path + ": " + key + " is step " + std::to_string(b.index) +
+                          " but the input has " + std::to_string(n) + " steps (0.." +
+                          std::to_string(n - 1) + ")");
       return b.index;
     }
     std::tuple<int, int, int, int, int, double> bound, t;
@@ -104,13 +109,15 @@ ReplayInput::ReplayInput(const ReplayRunConfig& config) : variables_(config.vari
   };
   const int64_t first = resolve(config.start, true), last = resolve(config.stop, false);
   if (last < first)
-    throw ConfigError(config.path + ": time.stop (step " + std::to_string(last) + ", " + steps_[last].datetime +
-                      ") is before time.start (step " + std::to_string(first) + ", " + steps_[first].datetime + ")");
+    throw ConfigError(config.path + ": time.stop (step " + std::to_string(last) + ", " +
+                      steps_[last].datetime + ") is before time.start (step " +
+                      std::to_string(first) + ", " + steps_[first].datetime + ")");
   for (int64_t i = first; i <= last; i += config.stride) selected_.push_back(i);
 
   if (selected_.size() >= 2) {
     DateTime a, b;
-    if (parse_datetime(steps_[selected_[0]].datetime, a) && parse_datetime(steps_[selected_[1]].datetime, b)) {
+    if (parse_datetime(steps_[selected_[0]].datetime, a) &&
+        parse_datetime(steps_[selected_[1]].datetime, b)) {
       const CfTime clock("seconds since " + format_datetime(a), "proleptic_gregorian", config.path);
       step_seconds_ = clock.from_datetime(b);
     }
@@ -119,12 +126,15 @@ ReplayInput::ReplayInput(const ReplayRunConfig& config) : variables_(config.vari
 
 ReplayInput::~ReplayInput() = default;
 
-const std::string& ReplayInput::datetime(int64_t i) const { return steps_.at(selected_.at(i)).datetime; }
+const std::string& ReplayInput::datetime(int64_t i) const {
+  return steps_.at(selected_.at(i)).datetime;
+}
 
 void ReplayInput::open_file(int file) {
   if (file == open_file_) return;
   readers_.clear();
-  for (const auto& v : variables_) readers_.push_back(std::make_unique<FieldReader>(files_[file], v.var, v.level));
+  for (const auto& v : variables_)
+    readers_.push_back(std::make_unique<FieldReader>(files_[file], v.var, v.level));
   open_file_ = file;
 }
 

@@ -35,21 +35,21 @@ struct StepBound {
 
 /// Every key of the run file, with its default (docs/offline.md has the table).
 struct ReplayRunConfig {
-  std::string path;                     ///< the run file itself
-  std::vector<std::string> files;       ///< file names or glob patterns, concatenated in time
+  std::string path;                ///< the run file itself
+  std::vector<std::string> files;  ///< file names or glob patterns, concatenated in time
   std::vector<ReplayVariable> variables;
   std::vector<StaticVariable> static_variables;
-  std::string grid_type = "latlon";     ///< latlon | icon
-  std::string grid_file;                ///< icon: the ICON grid file (required)
-  StepBound start, stop;                ///< inclusive range; default: every step
-  int stride = 1;                       ///< replay every stride-th step of the range
-  int epochs = 1;                       ///< passes over the selected steps
+  std::string grid_type = "latlon";  ///< latlon | icon
+  std::string grid_file;             ///< icon: the ICON grid file (required)
+  StepBound start, stop;             ///< inclusive range; default: every step
+  int stride = 1;                    ///< replay every stride-th step of the range
+  int epochs = 1;                    ///< passes over the selected steps
   int nproma = 32;
   std::string decomposition = "round_robin";  ///< round_robin | lat_bands | random
-  unsigned long long seed = 1;          ///< permutation seed of `random`
-  int progress_every = 0;               ///< steps between plain progress lines; 0 = about 20 per run
+  unsigned long long seed = 1;                ///< permutation seed of `random`
+  int progress_every = 0;  ///< steps between plain progress lines; 0 = about 20 per run
   std::vector<comin_host::PluginSpec> plugins;
-  std::string comin_namelist;           ///< ICON &comin_nml file; replaces `plugins` when set
+  std::string comin_namelist;  ///< ICON &comin_nml file; replaces `plugins` when set
 };
 
 /// Loads and checks a run file: unknown keys, wrong types and bad values throw ConfigError

@@ -3,17 +3,29 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include "coupling/grid/patches.hpp"
 
 namespace finecast::plugin {
+
+namespace {
+/// What finecast-eval needs to score the file without being told: the checkpoint and, on
+/// lat-lon grids, the block size k (patches are k x k).
+std::map<std::string, std::string> output_attributes(const coupling::PatchMap& map, const std::string& checkpoint) {
+  std::map<std::string, std::string> attrs{{"finecast_checkpoint", checkpoint}};
+  if (map.kind == coupling::PatchMap::Kind::kLatLonBlocks)
+    attrs["finecast_block"] = std::to_string(std::lround(std::sqrt(static_cast<double>(map.patch_size))));
+  return attrs;
+}
+}  // namespace
 
 Output::Output(std::string path, const coupling::PatchMap& map, coupling::OutputGrid grid, std::string var,
                coupling::VarAttributes attrs, int members, std::string checkpoint_used)
     : path_(std::move(path)),
       map_(map),
       members_(members),
-      writer_(path_, grid, var, attrs, members, {{"finecast_checkpoint", checkpoint_used}}) {}
+      writer_(path_, grid, var, attrs, members, output_attributes(map, checkpoint_used)) {}
 
 void Output::write(const std::string& datetime, const float* samples, const float* coarse, const float* host_field,
                    std::vector<float>& ensemble_mean) {

@@ -30,14 +30,18 @@ bool is_directory(const std::string& path) {
 }
 
 std::string resolve_checkpoint(const std::string& path) {
-  if (path.empty()) throw ConfigError("--checkpoint is required (a checkpoint file or a checkpoint directory)");
+  if (path.empty())
+    throw ConfigError("--checkpoint is required (a checkpoint file or a checkpoint directory)");
   if (!is_directory(path)) {
     struct stat st {};
-    if (stat(path.c_str(), &st) != 0) throw IoError("--checkpoint " + path + ": no such file or directory");
+    if (stat(path.c_str(), &st) != 0)
+      throw IoError("--checkpoint " + path + ": no such file or directory");
     return path;
   }
-  auto newest = trainer::newest_valid_checkpoint(path, [](const std::string& why) { log::warning(why); });
-  if (!newest) throw IoError("--checkpoint " + path + ": the directory holds no valid checkpoint (ckpt_*.h5)");
+  auto newest =
+      trainer::newest_valid_checkpoint(path, [](const std::string& why) { log::warning(why); });
+  if (!newest)
+    throw IoError("--checkpoint " + path + ": the directory holds no valid checkpoint (ckpt_*.h5)");
   return *newest;
 }
 
@@ -58,7 +62,8 @@ int exact_log4(int64_t n) {
 }
 
 /// The selected step indices of `reader`: every step, or each of `times` (index or date).
-std::vector<int64_t> select_times(const coupling::FieldReader& reader, const std::vector<std::string>& times) {
+std::vector<int64_t> select_times(const coupling::FieldReader& reader,
+                                  const std::vector<std::string>& times) {
   std::vector<int64_t> out;
   if (times.empty()) {
     for (int64_t t = 0; t < reader.n_times(); ++t) out.push_back(t);
@@ -75,8 +80,8 @@ std::vector<int64_t> select_times(const coupling::FieldReader& reader, const std
     if (used == text.size() && !text.empty()) {
       if (index < 0 || index >= reader.n_times())
         throw ConfigError("--time " + text + ": " + reader.path() + ": " + reader.var() + " has " +
-                          std::to_string(reader.n_times()) + " time step(s) (0.." + std::to_string(reader.n_times() - 1) +
-                          ")");
+                          std::to_string(reader.n_times()) + " time step(s) (0.." +
+                          std::to_string(reader.n_times() - 1) + ")");
       out.push_back(index);
       continue;
     }
@@ -87,11 +92,14 @@ std::vector<int64_t> select_times(const coupling::FieldReader& reader, const std
     int64_t found = -1;
     for (int64_t t = 0; t < reader.n_times() && found < 0; ++t) {
       coupling::DateTime have;
-      if (coupling::parse_datetime(reader.time_string(t), have) && coupling::format_datetime(have) == wanted) found = t;
+      if (coupling::parse_datetime(reader.time_string(t), have) &&
+          coupling::format_datetime(have) == wanted)
+        found = t;
     }
     if (found < 0)
-      throw ConfigError("--time " + text + ": " + reader.path() + " has no step at " + wanted + " (steps " +
-                        reader.time_string(0) + " .. " + reader.time_string(reader.n_times() - 1) + ")");
+      throw ConfigError("--time " + text + ": " + reader.path() + " has no step at " + wanted +
+                        " (steps " + reader.time_string(0) + " .. " +
+                        reader.time_string(reader.n_times() - 1) + ")");
     out.push_back(found);
   }
   return out;
@@ -101,7 +109,8 @@ std::vector<int64_t> select_times(const coupling::FieldReader& reader, const std
 
 DownscaleResult run_downscale(const DownscaleOptions& opt) {
   if (opt.vars.empty()) throw ConfigError("--var is required (the field to downscale)");
-  if (opt.members < 1) throw ConfigError("--members must be >= 1, got " + std::to_string(opt.members));
+  if (opt.members < 1)
+    throw ConfigError("--members must be >= 1, got " + std::to_string(opt.members));
   if (opt.input_kind != "auto" && opt.input_kind != "fine" && opt.input_kind != "coarse")
     throw ConfigError("--input-kind must be auto, fine or coarse; got '" + opt.input_kind + "'");
   DownscaleResult result;
@@ -111,19 +120,22 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
   for (const auto& v : opt.vars) readers.emplace_back(opt.input, v);
   for (const auto& r : readers)
     if (r.n_values() != readers.front().n_values() || r.n_times() != readers.front().n_times())
-      throw IoError(opt.input + ": variable " + r.var() + " has " + std::to_string(r.n_times()) + " steps of " +
-                    std::to_string(r.n_values()) + " values, " + opt.vars.front() + " has " +
-                    std::to_string(readers.front().n_times()) + " of " + std::to_string(readers.front().n_values()));
+      throw IoError(opt.input + ": variable " + r.var() + " has " + std::to_string(r.n_times()) +
+                    " steps of " + std::to_string(r.n_values()) + " values, " + opt.vars.front() +
+                    " has " + std::to_string(readers.front().n_times()) + " of " +
+                    std::to_string(readers.front().n_values()));
   const coupling::FieldReader& first = readers.front();
 
   const trainer::DeviceChoice device = trainer::select_device(opt.device);
   if (opt.threads > 0) trainer::set_torch_threads(opt.threads);
   log::info(device.log_line());
-  trainer::Downscaler model = trainer::Downscaler::load_checkpoint(result.checkpoint, device.torch_device);
+  trainer::Downscaler model =
+      trainer::Downscaler::load_checkpoint(result.checkpoint, device.torch_device);
   result.device = model.device();
   const trainer::ModelOptions& mo = model.model_options();
-  log::info("Checkpoint " + result.checkpoint + ": " + mo.arch + ", context " + std::to_string(mo.context_size) +
-            ", patch " + std::to_string(mo.patch_size) + ", optimizer step " + std::to_string(model.step()));
+  log::info("Checkpoint " + result.checkpoint + ": " + mo.arch + ", context " +
+            std::to_string(mo.context_size) + ", patch " + std::to_string(mo.patch_size) +
+            ", optimizer step " + std::to_string(model.step()));
 
   // The fine grid and its patches, sized from the checkpoint unless given.
   coupling::PatchMap map;
@@ -132,36 +144,44 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
   const bool icon = first.grid_kind() == coupling::FieldReader::GridKind::kUnstructured;
   if (icon) {
     if (opt.grid.empty())
-      throw ConfigError("--grid is required for ICON input " + opt.input + " (the fine ICON grid file)");
-    if (opt.block > 0) throw ConfigError("--block is for lat-lon grids; " + opt.input + " is an ICON field (use --coarse-level)");
+      throw ConfigError("--grid is required for ICON input " + opt.input +
+                        " (the fine ICON grid file)");
+    if (opt.block > 0)
+      throw ConfigError("--block is for lat-lon grids; " + opt.input +
+                        " is an ICON field (use --coarse-level)");
     const coupling::IconGrid grid = coupling::read_icon_grid(opt.grid);
     int level = opt.coarse_level;
     const int fine_level = coupling::icon_grid_level(grid);
     if (level < 0) {
       const int k = exact_log4(mo.patch_size);
       if (k < 0 || k > fine_level)
-        throw GridError("checkpoint " + result.checkpoint + " has patches of " + std::to_string(mo.patch_size) +
+        throw GridError("checkpoint " + result.checkpoint + " has patches of " +
+                        std::to_string(mo.patch_size) +
                         " fine cells, which is no ICON refinement of " + opt.grid + " (R2B" +
-                        std::to_string(fine_level) + ": 4^k cells per coarse cell, k <= " + std::to_string(fine_level) +
-                        ")");
+                        std::to_string(fine_level) +
+                        ": 4^k cells per coarse cell, k <= " + std::to_string(fine_level) + ")");
       level = fine_level - k;
     }
     map = coupling::icon_patch_map(grid, level);
     grid_out = coupling::OutputGrid::icon(grid.clon, grid.clat);
-    grid_text = opt.grid + " (R2B" + std::to_string(fine_level) + " -> R2B" + std::to_string(level) + ")";
+    grid_text =
+        opt.grid + " (R2B" + std::to_string(fine_level) + " -> R2B" + std::to_string(level) + ")";
   } else {
     if (opt.coarse_level >= 0)
-      throw ConfigError("--coarse-level is for ICON grids; " + opt.input + " is a lat-lon field (use --block)");
+      throw ConfigError("--coarse-level is for ICON grids; " + opt.input +
+                        " is a lat-lon field (use --block)");
     const std::string grid_file = opt.grid.empty() ? opt.input : opt.grid;
-    const std::string grid_var = !opt.grid_var.empty()   ? opt.grid_var
-                                 : grid_file == opt.input ? opt.vars.front()
-                                                          : coupling::find_latlon_variable(grid_file);
+    const std::string grid_var = !opt.grid_var.empty() ? opt.grid_var
+                                 : grid_file == opt.input
+                                     ? opt.vars.front()
+                                     : coupling::find_latlon_variable(grid_file);
     const coupling::LatLonGrid grid = coupling::read_latlon_grid(grid_file, grid_var);
     int block = opt.block;
     if (block <= 0) {
       block = exact_sqrt(mo.patch_size);
       if (block == 0)
-        throw GridError("checkpoint " + result.checkpoint + " has patches of " + std::to_string(mo.patch_size) +
+        throw GridError("checkpoint " + result.checkpoint + " has patches of " +
+                        std::to_string(mo.patch_size) +
                         " fine cells, not a square block; give --block");
     }
     map = coupling::latlon_patch_map(grid, block);
@@ -169,12 +189,13 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
     if (grid_out.n_cells() != map.n_fine)
       throw GridError(grid_file + ": " + grid_var + " has " + std::to_string(grid_out.n_cells()) +
                       " cells, its coordinates give " + std::to_string(map.n_fine));
-    grid_text = grid_file + " (" + std::to_string(grid.nlat) + " x " + std::to_string(grid.nlon) + ", blocks of " +
-                std::to_string(block) + " x " + std::to_string(block) + ")";
+    grid_text = grid_file + " (" + std::to_string(grid.nlat) + " x " + std::to_string(grid.nlon) +
+                ", blocks of " + std::to_string(block) + " x " + std::to_string(block) + ")";
   }
   if (map.patch_size != mo.patch_size)
-    throw GridError("checkpoint " + result.checkpoint + " was trained on patches of " + std::to_string(mo.patch_size) +
-                    " fine cells, but " + grid_text + " gives patches of " + std::to_string(map.patch_size) +
+    throw GridError("checkpoint " + result.checkpoint + " was trained on patches of " +
+                    std::to_string(mo.patch_size) + " fine cells, but " + grid_text +
+                    " gives patches of " + std::to_string(map.patch_size) +
                     (icon ? " (check --coarse-level)" : " (check --block)"));
 
   // Which features the context holds: the checkpoint fixes the size, the options give it.
@@ -187,38 +208,45 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
   if (mo.context_size == c_static) {
     patch_options.static_features = true;
   } else if (mo.context_size != c_plain) {
-    throw GridError("checkpoint " + result.checkpoint + " expects a context of " + std::to_string(mo.context_size) +
-                    " values per patch, but " + std::to_string(n_vars) + " field(s) on " + grid_text + " give " +
-                    std::to_string(c_static) + " (with static features) or " + std::to_string(c_plain) +
-                    " (without); pass the fields the model was trained on with --var, in the same order"
-                    " (an orography context is not supported here)");
+    throw GridError(
+        "checkpoint " + result.checkpoint + " expects a context of " +
+        std::to_string(mo.context_size) + " values per patch, but " + std::to_string(n_vars) +
+        " field(s) on " + grid_text + " give " + std::to_string(c_static) +
+        " (with static features) or " + std::to_string(c_plain) +
+        " (without); pass the fields the model was trained on with --var, in the same order"
+        " (an orography context is not supported here)");
   }
 
   // Fine input is coarsened by the patch extraction itself; a coarse input is spread over its
   // patches so that the same extraction returns it (up to rounding of the area weights).
   const int64_t n_values = first.n_values();
-  if (opt.input_kind == "coarse" || (opt.input_kind == "auto" && n_values == map.n_coarse && n_values != map.n_fine)) {
+  if (opt.input_kind == "coarse" ||
+      (opt.input_kind == "auto" && n_values == map.n_coarse && n_values != map.n_fine)) {
     result.coarse_input = true;
     if (n_values != map.n_coarse)
-      throw GridError(opt.input + ": " + first.var() + " has " + std::to_string(n_values) + " values per step, the coarse grid of " +
-                      grid_text + " has " + std::to_string(map.n_coarse) + " cells");
+      throw GridError(opt.input + ": " + first.var() + " has " + std::to_string(n_values) +
+                      " values per step, the coarse grid of " + grid_text + " has " +
+                      std::to_string(map.n_coarse) + " cells");
   } else if (n_values != map.n_fine) {
     throw GridError(opt.input + ": " + first.var() + " has " + std::to_string(n_values) +
-                    " values per step, but " + grid_text + " has " + std::to_string(map.n_fine) + " fine and " +
-                    std::to_string(map.n_coarse) + " coarse cells: give the grid the field lives on with --grid");
+                    " values per step, but " + grid_text + " has " + std::to_string(map.n_fine) +
+                    " fine and " + std::to_string(map.n_coarse) +
+                    " coarse cells: give the grid the field lives on with --grid");
   }
   const std::vector<int64_t> times = select_times(first, opt.times);
   result.n_coarse = map.n_coarse;
   result.patch_size = map.patch_size;
-  log::info("Input " + opt.input + ": " + first.var() + (result.coarse_input ? " (coarse)" : " (fine, coarsened)") +
-            "; grid " + grid_text + ": " + std::to_string(map.n_coarse) + " patches; " +
-            std::to_string(times.size()) + " step(s), " + std::to_string(opt.members) + " member(s), " + opt.sampler +
+  log::info("Input " + opt.input + ": " + first.var() +
+            (result.coarse_input ? " (coarse)" : " (fine, coarsened)") + "; grid " + grid_text +
+            ": " + std::to_string(map.n_coarse) + " patches; " + std::to_string(times.size()) +
+            " step(s), " + std::to_string(opt.members) + " member(s), " + opt.sampler +
             (opt.sampler == "ddim" ? " " + std::to_string(opt.steps) + " steps" : ""));
 
-  Output output(opt.output, map, grid_out, opt.vars.front(), first.attributes(), opt.members, result.checkpoint);
-  std::vector<std::vector<float>> fine(static_cast<size_t>(n_vars),
-                                       std::vector<float>(static_cast<size_t>(map.n_fine),
-                                                          std::numeric_limits<float>::quiet_NaN()));
+  Output output(opt.output, map, grid_out, opt.vars.front(), first.attributes(), opt.members,
+                result.checkpoint);
+  std::vector<std::vector<float>> fine(
+      static_cast<size_t>(n_vars),
+      std::vector<float>(static_cast<size_t>(map.n_fine), std::numeric_limits<float>::quiet_NaN()));
   std::vector<float> raw(static_cast<size_t>(n_values));
   coupling::Patches patches;
   std::vector<float> samples(static_cast<size_t>(map.n_coarse * opt.members * map.patch_size));
@@ -233,7 +261,8 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
       if (result.coarse_input) {
         readers[v].read(times[i], raw.data());
         for (int64_t c = 0; c < map.n_coarse; ++c)
-          for (int64_t k = 0; k < map.patch_size; ++k) fine[v][map.fine_of_patch[c * map.patch_size + k]] = raw[c];
+          for (int64_t k = 0; k < map.patch_size; ++k)
+            fine[v][map.fine_of_patch[c * map.patch_size + k]] = raw[c];
       } else {
         readers[v].read(times[i], fine[v].data());
       }
@@ -241,18 +270,20 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
     }
     coupling::extract_patches(map, fields, nullptr, patch_options, patches);
     if (patches.n_invalid > 0)
-      log::warning(opt.input + " at " + first.time_string(times[i]) + ": " + std::to_string(patches.n_invalid) +
+      log::warning(opt.input + " at " + first.time_string(times[i]) + ": " +
+                   std::to_string(patches.n_invalid) +
                    " patch(es) with missing values; their output is NaN");
     // Same seed sequence as the plugin's samplings: 1st, 2nd, ... write.
-    model.sample(patches.context.data(), patches.coarse.data(), patches.weights.data(), patches.n, so,
-                 opt.seed + 7919 * static_cast<uint64_t>(i + 1), samples.data());
+    model.sample(patches.context.data(), patches.coarse.data(), patches.weights.data(), patches.n,
+                 so, opt.seed + 7919 * static_cast<uint64_t>(i + 1), samples.data());
     // A fine input is the truth the downscaled ensemble can be scored against: keep it beside it.
     output.write(first.time_string(times[i]), samples.data(), patches.coarse.data(),
                  result.coarse_input ? nullptr : fine[0].data(), mean);
     ++result.steps_written;
   }
   output.close();
-  log::info("Output written: " + opt.output + " (" + std::to_string(result.steps_written) + " step(s))");
+  log::info("Output written: " + opt.output + " (" + std::to_string(result.steps_written) +
+            " step(s))");
   return result;
 }
 

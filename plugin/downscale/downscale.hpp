@@ -10,22 +10,22 @@ namespace finecast::plugin {
 
 /// Every option of finecast-downscale; defaults are the plugin config's.
 struct DownscaleOptions {
-  std::string checkpoint;          ///< checkpoint file, or directory (its newest valid checkpoint)
-  std::string input;               ///< NetCDF file with the fields (fine or coarse)
-  std::vector<std::string> vars;   ///< the fields the model was trained on; the first is downscaled
+  std::string checkpoint;         ///< checkpoint file, or directory (its newest valid checkpoint)
+  std::string input;              ///< NetCDF file with the fields (fine or coarse)
+  std::vector<std::string> vars;  ///< the fields the model was trained on; the first is downscaled
   std::string output = "finecast_downscaled.nc";
   int members = 8;
-  std::string device = "auto";     ///< auto | cpu | cuda | cuda:N | mps
-  std::string grid;                ///< ICON grid file, or lat-lon file of the fine grid ("" = the input)
-  std::string grid_var;            ///< lat-lon: variable whose coordinates define the fine grid
-  int block = 0;                   ///< lat-lon block; 0 = sqrt(patch size of the checkpoint)
-  int coarse_level = -1;           ///< ICON coarse level; -1 = from the checkpoint's patch size
-  std::string input_kind = "auto"; ///< auto (by size) | fine | coarse
-  std::string sampler = "ddim";    ///< ddim | ddpm
-  int steps = 10;                  ///< ddim steps
-  std::vector<std::string> times;  ///< steps to downscale (0-based index or ISO date); empty = all
+  std::string device = "auto";  ///< auto | cpu | cuda | cuda:N | mps
+  std::string grid;       ///< ICON grid file, or lat-lon file of the fine grid ("" = the input)
+  std::string grid_var;   ///< lat-lon: variable whose coordinates define the fine grid
+  int block = 0;          ///< lat-lon block; 0 = sqrt(patch size of the checkpoint)
+  int coarse_level = -1;  ///< ICON coarse level; -1 = from the checkpoint's patch size
+  std::string input_kind = "auto";  ///< auto (by size) | fine | coarse
+  std::string sampler = "ddim";     ///< ddim | ddpm
+  int steps = 10;                   ///< ddim steps
+  std::vector<std::string> times;   ///< steps to downscale (0-based index or ISO date); empty = all
   unsigned long long seed = 42;
-  int threads = 0;                 ///< torch threads; 0 = LibTorch's default
+  int threads = 0;  ///< torch threads; 0 = LibTorch's default
 };
 
 /// What run_downscale did.

@@ -10,38 +10,56 @@
 int main(int argc, char** argv) {
   namespace fp = finecast::plugin;
   CLI::App app{
-      "finecast-downscale: samples an ensemble of fine fields from a trained finecast checkpoint (written on any\n"
-      "device). The input is either the coarse field on the coarse grid or a fine field that is coarsened first\n"
+      "finecast-downscale: samples an ensemble of fine fields from a trained finecast checkpoint "
+      "(written on any\n"
+      "device). The input is either the coarse field on the coarse grid or a fine field that is "
+      "coarsened first\n"
       "(to compare with the truth); the output is the plugin's NetCDF layout, with <var>_coarse.\n"
-      "Example: finecast-downscale --checkpoint out/checkpoints --input tas.nc --var tas --output down.nc --members 8"};
+      "Example: finecast-downscale --checkpoint out/checkpoints --input tas.nc --var tas --output "
+      "down.nc --members 8"};
   fp::DownscaleOptions opt;
   std::string log_level = "info";
-  app.add_option("--checkpoint", opt.checkpoint, "checkpoint file (.h5), or a directory: its newest valid checkpoint")
+  app.add_option("--checkpoint", opt.checkpoint,
+                 "checkpoint file (.h5), or a directory: its newest valid checkpoint")
       ->required();
-  app.add_option("--input,-i", opt.input, "NetCDF file with the field (fine or coarse)")->required();
+  app.add_option("--input,-i", opt.input, "NetCDF file with the field (fine or coarse)")
+      ->required();
   app.add_option("--var", opt.vars,
-                 "field(s) the model was trained on, in the plugin's `fields` order; the first is downscaled")
+                 "field(s) the model was trained on, in the plugin's `fields` order; the first is "
+                 "downscaled")
       ->required();
   app.add_option("--output,-o", opt.output, "output NetCDF file")->capture_default_str();
-  app.add_option("--members", opt.members, "ensemble members")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--members", opt.members, "ensemble members")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--device", opt.device, "auto | cpu | cuda | cuda:N | mps")->capture_default_str();
   app.add_option("--grid", opt.grid,
-                 "fine grid: the ICON grid file (required for ICON input), or a lat-lon file (default: the input)");
-  app.add_option("--grid-var", opt.grid_var, "lat-lon: the variable of --grid whose coordinates define the grid");
-  auto* block = app.add_option("--block", opt.block, "lat-lon: block size (default: sqrt of the checkpoint's patch size)")
+                 "fine grid: the ICON grid file (required for ICON input), or a lat-lon file "
+                 "(default: the input)");
+  app.add_option("--grid-var", opt.grid_var,
+                 "lat-lon: the variable of --grid whose coordinates define the grid");
+  auto* block = app.add_option("--block", opt.block,
+                               "lat-lon: block size (default: sqrt of the checkpoint's patch size)")
                     ->check(CLI::PositiveNumber);
-  app.add_option("--coarse-level", opt.coarse_level,
-                 "ICON: patches are the cells of R2B<L> (default: from the checkpoint's patch size)")
+  app.add_option(
+         "--coarse-level", opt.coarse_level,
+         "ICON: patches are the cells of R2B<L> (default: from the checkpoint's patch size)")
       ->check(CLI::NonNegativeNumber)
       ->excludes(block);
   app.add_option("--input-kind", opt.input_kind, "auto (by the number of values) | fine | coarse")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "fine", "coarse"}));
-  app.add_option("--sampler", opt.sampler, "ddim | ddpm")->capture_default_str()->check(CLI::IsMember({"ddim", "ddpm"}));
-  app.add_option("--steps", opt.steps, "DDIM steps")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--time", opt.times, "time step(s) to downscale: 0-based index or ISO 8601 date (default: all)");
+  app.add_option("--sampler", opt.sampler, "ddim | ddpm")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"ddim", "ddpm"}));
+  app.add_option("--steps", opt.steps, "DDIM steps")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--time", opt.times,
+                 "time step(s) to downscale: 0-based index or ISO 8601 date (default: all)");
   app.add_option("--seed", opt.seed, "sampling seed")->capture_default_str();
-  app.add_option("--threads", opt.threads, "torch threads (0: LibTorch's default)")->check(CLI::NonNegativeNumber);
+  app.add_option("--threads", opt.threads, "torch threads (0: LibTorch's default)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--log-level", log_level, "debug | info | warning | error")
       ->check(CLI::IsMember({"debug", "info", "warning", "error"}));
   CLI11_PARSE(app, argc, argv);

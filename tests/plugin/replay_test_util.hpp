@@ -20,8 +20,12 @@ inline const std::string kTas = "/usr/share/ncarg/data/nug/tas_rectilinear_grid_
 
 inline bool exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
 
-inline std::string binary(const std::string& name) { return std::string(FINECAST_BINARY_DIR) + "/bin/" + name; }
-inline std::string plugin_library() { return std::string(FINECAST_BINARY_DIR) + "/lib/libfinecast_comin.so"; }
+inline std::string binary(const std::string& name) {
+  return std::string(FINECAST_BINARY_DIR) + "/bin/" + name;
+}
+inline std::string plugin_library() {
+  return std::string(FINECAST_BINARY_DIR) + "/lib/libfinecast_comin.so";
+}
 
 /// A fresh folder under the test temp dir, removed at the end of the test.
 class ScratchDir {
@@ -74,33 +78,46 @@ inline std::string tiny_plugin_config(const std::string& dir) {
   return "fields: [tas]\n"
          "device: cpu\n"
          "seed: 7\n"
-         "grid: {type: latlon, file: " + kTas + ", block: 8}\n"
+         "grid: {type: latlon, file: " +
+         kTas +
+         ", block: 8}\n"
          "buffer: {capacity: 4}\n"
          "model: {hidden: 32, depth: 2, time_embedding: 16, diffusion_steps: 20}\n"
-         "train: {async: false, every: 2, min_steps: 4, epochs: 1, batch_size: 64, threads: 1, warmup_steps: 5}\n"
-         "sample: {every: 0, members: 2, steps: 4, output: " + dir + "/out.nc}\n"
-         "checkpoint: {dir: " + dir + "/checkpoints, every: 0}\n";
+         "train: {async: false, every: 2, min_steps: 4, epochs: 1, batch_size: 64, threads: 1, "
+         "warmup_steps: 5}\n"
+         "sample: {every: 0, members: 2, steps: 4, output: " +
+         dir +
+         "/out.nc}\n"
+         "checkpoint: {dir: " +
+         dir + "/checkpoints, every: 0}\n";
 }
 
 /// A replay run file for the tas file: steps 0..5, the given decomposition, the plugin above.
-inline std::string tiny_run_file(const std::string& plugin_config, const std::string& decomposition) {
-  return "input: {files: [" + kTas + "], variables: [tas]}\n"
+inline std::string tiny_run_file(const std::string& plugin_config,
+                                 const std::string& decomposition) {
+  return "input: {files: [" + kTas +
+         "], variables: [tas]}\n"
          "grid: {type: latlon}\n"
          "time: {start: 0, stop: 5}\n"
          "nproma: 7\n"
-         "decomposition: " + decomposition + "\n"
+         "decomposition: " +
+         decomposition +
+         "\n"
          "seed: 3\n"
          "plugins:\n"
-         "  - {name: finecast, library: " + plugin_library() + ", options: " + plugin_config + "}\n";
+         "  - {name: finecast, library: " +
+         plugin_library() + ", options: " + plugin_config + "}\n";
 }
 
 /// Writes the tiny plugin config and run file into `dir` and replays them on `ranks` ranks.
-inline CommandResult run_tiny_replay(const std::string& dir, int ranks, const std::string& decomposition,
+inline CommandResult run_tiny_replay(const std::string& dir, int ranks,
+                                     const std::string& decomposition,
                                      const std::string& extra_args = "") {
   write_text(dir + "/plugin.yaml", tiny_plugin_config(dir));
   write_text(dir + "/run.yaml", tiny_run_file(dir + "/plugin.yaml", decomposition));
-  return run_command("mpiexec -n " + std::to_string(ranks) + " --oversubscribe " + binary("finecast-replay") +
-                     " --config " + dir + "/run.yaml --progress lines " + extra_args);
+  return run_command("mpiexec -n " + std::to_string(ranks) + " --oversubscribe " +
+                     binary("finecast-replay") + " --config " + dir +
+                     "/run.yaml --progress lines " + extra_args);
 }
 
 }  // namespace finecast::testing_replay

@@ -25,7 +25,8 @@ using namespace finecast::testing_replay;
 
 namespace {
 
-std::vector<float> read_step(const std::string& path, const std::string& var, int64_t t, int level = 0) {
+std::vector<float> read_step(const std::string& path, const std::string& var, int64_t t,
+                             int level = 0) {
   fc::FieldReader r(path, var, level);
   std::vector<float> v(static_cast<size_t>(r.n_values()));
   r.read(t, v.data());
@@ -42,7 +43,8 @@ std::string downscale_error(const fp::DownscaleOptions& o) {
   return "";
 }
 
-/// An untrained checkpoint with the given context and patch sizes (the grid checks need no training).
+/// An untrained checkpoint with the given context and patch sizes (the grid checks need no
+/// training).
 std::string make_checkpoint(const std::string& dir, int64_t C, int64_t P) {
   ft::ModelOptions mo;
   mo.context_size = C;
@@ -96,12 +98,15 @@ TEST(DownscaleEndToEnd, ReplayCheckpointReproducesThePluginAndIsScored) {
   EXPECT_EQ(res.n_coarse, 288);
   EXPECT_EQ(res.patch_size, 64);
   EXPECT_EQ(res.steps_written, 1);
-  EXPECT_EQ(res.checkpoint.substr(0, dir.file("checkpoints/ckpt_").size()), dir.file("checkpoints/ckpt_"));
+  EXPECT_EQ(res.checkpoint.substr(0, dir.file("checkpoints/ckpt_").size()),
+            dir.file("checkpoints/ckpt_"));
   for (int m = 0; m < 2; ++m) {
-    const auto plugin = read_step(dir.file("out.nc"), "tas", 0, m), offline = read_step(o.output, "tas", 0, m);
+    const auto plugin = read_step(dir.file("out.nc"), "tas", 0, m),
+               offline = read_step(o.output, "tas", 0, m);
     ASSERT_EQ(plugin.size(), offline.size());
     double worst = 0;
-    for (size_t i = 0; i < plugin.size(); ++i) worst = std::max(worst, std::fabs(double(plugin[i]) - offline[i]));
+    for (size_t i = 0; i < plugin.size(); ++i)
+      worst = std::max(worst, std::fabs(double(plugin[i]) - offline[i]));
     EXPECT_LT(worst, 1e-4) << "member " << m << " differs from the plugin's sample";
   }
 
@@ -149,16 +154,19 @@ TEST(DownscaleEndToEnd, ReplayCheckpointReproducesThePluginAndIsScored) {
   EXPECT_LT(worst_member, 0.05);
 
   // The command line writes what finecast-eval scores (when the evaluation tool is built).
-  const CommandResult cli = run_command(binary("finecast-downscale") + " --checkpoint " + res.checkpoint +
-                                        " --input " + kTas + " --var tas --output " + dir.file("cli.nc") +
-                                        " --members 3 --device cpu --time 5 --sampler ddim --steps 4 --threads 1");
+  const CommandResult cli =
+      run_command(binary("finecast-downscale") + " --checkpoint " + res.checkpoint + " --input " +
+                  kTas + " --var tas --output " + dir.file("cli.nc") +
+                  " --members 3 --device cpu --time 5 --sampler ddim --steps 4 --threads 1");
   ASSERT_EQ(cli.rc, 0) << cli.output;
-  EXPECT_NE(cli.output.find("288 patches; 1 step(s), 3 member(s), ddim 4 steps"), std::string::npos) << cli.output;
+  EXPECT_NE(cli.output.find("288 patches; 1 step(s), 3 member(s), ddim 4 steps"), std::string::npos)
+      << cli.output;
   fc::FieldReader cli_out(dir.file("cli.nc"), "tas", 2);
   EXPECT_EQ(cli_out.n_levels(), 3);
   if (exists(binary("finecast-eval"))) {
-    const CommandResult ev = run_command(binary("finecast-eval") + " --truth " + kTas + " --pred " + dir.file("cli.nc") +
-                                         " --var tas --block 8 --time 5 --json " + dir.file("eval.json"));
+    const CommandResult ev =
+        run_command(binary("finecast-eval") + " --truth " + kTas + " --pred " + dir.file("cli.nc") +
+                    " --var tas --block 8 --time 5 --json " + dir.file("eval.json"));
     ASSERT_EQ(ev.rc, 0) << ev.output;
     std::ifstream in(dir.file("eval.json"));
     std::stringstream json;
@@ -181,16 +189,19 @@ TEST(DownscaleErrors, MismatchedGridsAndCheckpointsAreNamed) {
 
   fp::DownscaleOptions b = o;
   b.block = 16;
-  EXPECT_NE(downscale_error(b).find("was trained on patches of 64 fine cells, but " + kTas +
-                                    " (96 x 192, blocks of 16 x 16) gives patches of 256 (check --block)"),
+  EXPECT_NE(downscale_error(b).find(
+                "was trained on patches of 64 fine cells, but " + kTas +
+                " (96 x 192, blocks of 16 x 16) gives patches of 256 (check --block)"),
             std::string::npos)
       << downscale_error(b);
 
   b = o;
   b.checkpoint = make_checkpoint(dir.path(), 7, 64);
-  EXPECT_NE(downscale_error(b).find("expects a context of 7 values per patch, but 1 field(s) on"), std::string::npos)
+  EXPECT_NE(downscale_error(b).find("expects a context of 7 values per patch, but 1 field(s) on"),
+            std::string::npos)
       << downscale_error(b);
-  EXPECT_NE(downscale_error(b).find("give 8 (with static features) or 5 (without)"), std::string::npos);
+  EXPECT_NE(downscale_error(b).find("give 8 (with static features) or 5 (without)"),
+            std::string::npos);
 
   b = o;
   b.grid = "/usr/share/ncarg/data/nug/HSURF_regional_model_0.44deg.nc";
@@ -206,14 +217,17 @@ TEST(DownscaleErrors, MismatchedGridsAndCheckpointsAreNamed) {
   EXPECT_NE(downscale_error(b).find("--coarse-level is for ICON grids"), std::string::npos);
   b = o;
   b.checkpoint = dir.file("none.h5");
-  EXPECT_NE(downscale_error(b).find("--checkpoint " + dir.file("none.h5") + ": no such file or directory"),
+  EXPECT_NE(downscale_error(b).find("--checkpoint " + dir.file("none.h5") +
+                                    ": no such file or directory"),
             std::string::npos);
   b = o;
   b.checkpoint = dir.path();  // holds checkpoints, but none named like the plugin's (ckpt_*.h5)
-  EXPECT_NE(downscale_error(b).find("holds no valid checkpoint"), std::string::npos) << downscale_error(b);
+  EXPECT_NE(downscale_error(b).find("holds no valid checkpoint"), std::string::npos)
+      << downscale_error(b);
   b = o;
   b.times = {"12"};
-  EXPECT_NE(downscale_error(b).find("--time 12: " + kTas + ": tas has 12 time step(s) (0..11)"), std::string::npos);
+  EXPECT_NE(downscale_error(b).find("--time 12: " + kTas + ": tas has 12 time step(s) (0..11)"),
+            std::string::npos);
   b = o;
   b.vars = {"pr"};
   EXPECT_NE(downscale_error(b).find("pr"), std::string::npos);
@@ -233,17 +247,89 @@ TEST(DownscaleCli, BadArgumentsGiveClearErrors) {
   r = run_command(bin + " --checkpoint x.h5 --input " + kTas + " --var tas --members 0");
   EXPECT_NE(r.rc, 0);
   EXPECT_NE(r.output.find("--members"), std::string::npos) << r.output;
-  r = run_command(bin + " --checkpoint x.h5 --input " + kTas + " --var tas --block 8 --coarse-level 0");
+  r = run_command(bin + " --checkpoint x.h5 --input " + kTas +
+                  " --var tas --block 8 --coarse-level 0");
   EXPECT_NE(r.rc, 0);
   EXPECT_NE(r.output.find("excludes"), std::string::npos) << r.output;
   r = run_command(bin + " --checkpoint x.h5 --input " + kTas + " --var tas --sampler euler");
   EXPECT_NE(r.rc, 0);
   EXPECT_NE(r.output.find("--sampler"), std::string::npos) << r.output;
-  r = run_command(bin + " --checkpoint " + dir.file("x.h5") + " --input " + kTas + " --var tas --device cpu");
+  r = run_command(bin + " --checkpoint " + dir.file("x.h5") + " --input " + kTas +
+                  " --var tas --device cpu");
   EXPECT_EQ(r.rc, 1);
-  EXPECT_NE(r.output.find("--checkpoint " + dir.file("x.h5") + ": no such file or directory"), std::string::npos)
+  EXPECT_NE(r.output.find("--checkpoint " + dir.file("x.h5") + ": no such file or directory"),
+            std::string::npos)
       << r.output;
   r = run_command(bin + " --help");
   EXPECT_EQ(r.rc, 0);
   EXPECT_NE(r.output.find("--coarse-level"), std::string::npos);
+}
+
+// ICON: a real R2B4 output file (one step, two fields) replayed on 3 ranks in latitude bands,
+// coarsened to R2B0 by the plugin; downscaling the same step offline gives the same ensemble.
+TEST(DownscaleEndToEnd, IconReplayOnThreeRanksIsReproducedOffline) {
+  const std::string data = "/usr/share/ncarg/data/nug/atm_phy_mag0004_1985.nc";
+  const std::string grid = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc";
+  ScratchDir dir("downscale_icon");
+  write_text(
+      dir.file("plugin.yaml"),
+      "fields: [ts]\ndevice: cpu\nseed: 5\n"
+      "grid: {type: icon, file: " +
+          grid +
+          ", coarse_level: 0}\n"
+          "buffer: {capacity: 2}\n"
+          "model: {hidden: 32, depth: 2, time_embedding: 16, diffusion_steps: 10}\n"
+          "train: {async: false, every: 1, min_steps: 1, epochs: 1, batch_size: 16, threads: 1}\n"
+          "sample: {every: 0, members: 2, steps: 3, output: " +
+          dir.file("out.nc") +
+          "}\n"
+          "checkpoint: {dir: " +
+          dir.file("checkpoints") + "}\n");
+  write_text(dir.file("run.yaml"), "input: {files: " + data +
+                                       ", variables: [ts, {var: ts_wtr, name: tsw}]}\n"
+                                       "grid: {type: icon, file: " +
+                                       grid +
+                                       "}\n"
+                                       "epochs: 3\nnproma: 16\ndecomposition: lat_bands\n"
+                                       "plugins:\n  - {name: finecast, library: " +
+                                       plugin_library() + ", options: " + dir.file("plugin.yaml") +
+                                       "}\n");
+  const CommandResult r = run_command("mpiexec -n 3 --oversubscribe " + binary("finecast-replay") +
+                                      " --config " + dir.file("run.yaml") + " --progress lines");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("3 coupling steps, 3 training sessions, 1 samplings"), std::string::npos)
+      << r.output;
+
+  fp::DownscaleOptions o;
+  o.checkpoint = dir.file("checkpoints");
+  o.input = data;
+  o.vars = {"ts"};
+  o.grid = grid;
+  o.output = dir.file("offline.nc");
+  o.members = 2;
+  o.device = "cpu";
+  o.steps = 3;
+  o.seed = 5;
+  o.threads = 1;
+  const fp::DownscaleResult res = fp::run_downscale(o);
+  EXPECT_EQ(res.n_coarse, 80);
+  EXPECT_EQ(res.patch_size, 256);
+  for (int m = 0; m < 2; ++m) {
+    const auto plugin = read_step(dir.file("out.nc"), "ts", 0, m),
+               offline = read_step(o.output, "ts", 0, m);
+    ASSERT_EQ(plugin.size(), 20480u);
+    double worst = 0;
+    for (size_t i = 0; i < plugin.size(); ++i)
+      worst = std::max(worst, std::fabs(double(plugin[i]) - offline[i]));
+    EXPECT_LT(worst, 1e-4) << "member " << m;
+  }
+  // A lat-lon block size makes no sense on an ICON field, and R2B1 patches do not fit the model.
+  o.block = 16;
+  EXPECT_NE(downscale_error(o).find("--block is for lat-lon grids"), std::string::npos);
+  o.block = 0;
+  o.coarse_level = 1;
+  EXPECT_NE(downscale_error(o).find("was trained on patches of 256 fine cells, but " + grid +
+                                    " (R2B4 -> R2B1) gives patches of 64 (check --coarse-level)"),
+            std::string::npos)
+      << downscale_error(o);
 }

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <set>
+#include <sstream>
 #include <vector>
 
 #include "coupling/buffer/rolling_buffer.hpp"
@@ -17,6 +19,7 @@
 #include "coupling/replay/progress.hpp"
 #include "coupling/replay/replay_input.hpp"
 #include "coupling/replay/run_config.hpp"
+#include "plugin/config.hpp"
 #include "tests/plugin/replay_test_util.hpp"
 
 namespace fc = finecast::coupling;
@@ -65,31 +68,40 @@ TEST(ReplayRunConfig, DefaultsAndBothVariableForms) {
 }
 
 TEST(ReplayRunConfig, BadFilesNameTheKeyAndLine) {
-  EXPECT_NE(config_error(std::string(kMinimalRun) + "epoch: 3\n").find("run.yaml:2: epoch: unknown key (allowed: "),
+  EXPECT_NE(config_error(std::string(kMinimalRun) + "epoch: 3\n")
+                .find("run.yaml:2: epoch: unknown key (allowed: "),
             std::string::npos);
-  EXPECT_NE(config_error("input: {variables: [tas]}\n").find("input.files: missing"), std::string::npos);
-  EXPECT_NE(config_error("input: {files: a.nc}\n").find("input.variables: missing"), std::string::npos);
+  EXPECT_NE(config_error("input: {variables: [tas]}\n").find("input.files: missing"),
+            std::string::npos);
+  EXPECT_NE(config_error("input: {files: a.nc}\n").find("input.variables: missing"),
+            std::string::npos);
   EXPECT_NE(config_error(std::string(kMinimalRun) + "time: {start: March}\n")
                 .find("time.start: expected a 0-based step index or an ISO 8601 date"),
             std::string::npos);
-  EXPECT_NE(config_error(std::string(kMinimalRun) + "time: {stride: 0}\n").find("time.stride: must be >= 1"),
+  EXPECT_NE(config_error(std::string(kMinimalRun) + "time: {stride: 0}\n")
+                .find("time.stride: must be >= 1"),
             std::string::npos);
-  EXPECT_NE(config_error(std::string(kMinimalRun) + "epochs: two\n").find("epochs: expected an integer"),
-            std::string::npos);
-  EXPECT_NE(config_error(std::string(kMinimalRun) + "grid: {type: icon}\n").find("grid.file: required for grid.type icon"),
+  EXPECT_NE(
+      config_error(std::string(kMinimalRun) + "epochs: two\n").find("epochs: expected an integer"),
+      std::string::npos);
+  EXPECT_NE(config_error(std::string(kMinimalRun) + "grid: {type: icon}\n")
+                .find("grid.file: required for grid.type icon"),
             std::string::npos);
   EXPECT_NE(config_error(std::string(kMinimalRun) + "decomposition: blocks\n")
                 .find("must be one of round_robin, lat_bands, random; got 'blocks'"),
             std::string::npos);
-  EXPECT_NE(config_error(std::string(kMinimalRun) + "plugins: [{name: x}]\n").find("plugins[0].library: missing"),
+  EXPECT_NE(config_error(std::string(kMinimalRun) + "plugins: [{name: x}]\n")
+                .find("plugins[0].library: missing"),
             std::string::npos);
-  EXPECT_NE(config_error("input: {files: a.nc, variables: [tas, tas]}\n").find("'tas' given twice"), std::string::npos);
+  EXPECT_NE(config_error("input: {files: a.nc, variables: [tas, tas]}\n").find("'tas' given twice"),
+            std::string::npos);
   EXPECT_EQ(config_error(kMinimalRun), "");
 }
 
 TEST(ReplayInput, SelectsRangeStrideAndDatesOfTheRealFile) {
   fr::ReplayRunConfig c = fr::parse_replay_run_config(
-      "input: {files: [" + kTas + "], variables: [tas]}\ntime: {start: 2005-03-01, stop: 2005-10-31, stride: 3}\n",
+      "input: {files: [" + kTas +
+          "], variables: [tas]}\ntime: {start: 2005-03-01, stop: 2005-10-31, stride: 3}\n",
       "run.yaml");
   fr::ReplayInput input(c);
   EXPECT_EQ(input.n_steps_total(), 12);
@@ -108,18 +120,22 @@ TEST(ReplayInput, SelectsRangeStrideAndDatesOfTheRealFile) {
 
   c.start = {true, false, 20, ""};
   EXPECT_THROW(fr::ReplayInput{c}, finecast::ConfigError);
-  c = fr::parse_replay_run_config("input: {files: ['/nonexistent/dir/*.nc'], variables: [tas]}\n", "run.yaml");
+  c = fr::parse_replay_run_config("input: {files: ['/nonexistent/dir/*.nc'], variables: [tas]}\n",
+                                  "run.yaml");
   try {
     fr::ReplayInput input2(c);
     ADD_FAILURE() << "no error for a pattern without matches";
   } catch (const finecast::ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("'/nonexistent/dir/*.nc' matches no file"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'/nonexistent/dir/*.nc' matches no file"),
+              std::string::npos)
+        << e.what();
   }
 }
 
 TEST(ReplayDecomposition, EveryCellOwnedOnceHalosElsewhereAndNotBlockAligned) {
-  const fc::LatLonGrid grid = fc::make_latlon_grid({-50, -40, -30, -20, -10, 0, 10, 20},
-                                                   {0, 30, 60, 90, 120, 150, 180, 210, 240, 270, 300, 330});
+  const fc::LatLonGrid grid =
+      fc::make_latlon_grid({-50, -40, -30, -20, -10, 0, 10, 20},
+                           {0, 30, 60, 90, 120, 150, 180, 210, 240, 270, 300, 330});
   const int64_t n = grid.nlat * grid.nlon;
   for (const std::string method : {"round_robin", "lat_bands", "random"}) {
     for (int ranks : {1, 3, 5}) {
@@ -142,7 +158,8 @@ TEST(ReplayDecomposition, EveryCellOwnedOnceHalosElsewhereAndNotBlockAligned) {
           EXPECT_NEAR(lat, grid.lat[c / grid.nlon] * M_PI / 180, 1e-12);
         }
       }
-      for (int64_t c = 0; c < n; ++c) EXPECT_GE(owner[c], 0) << method << ": cell " << c << " owned by no rank";
+      for (int64_t c = 0; c < n; ++c)
+        EXPECT_GE(owner[c], 0) << method << ": cell " << c << " owned by no rank";
       if (ranks == 3) {
         // Halos: neighbours of owned cells owned elsewhere. Round robin on 12 columns gives rank 2
         // the columns 2, 5, 8, 11; column 0 is in its halo only because the grid is global and
@@ -152,14 +169,17 @@ TEST(ReplayDecomposition, EveryCellOwnedOnceHalosElsewhereAndNotBlockAligned) {
         for (int h : cells.halo) EXPECT_EQ(owned.count(h), 0u);
         if (method == "round_robin") {
           EXPECT_TRUE(std::find(cells.halo.begin(), cells.halo.end(), 0) != cells.halo.end());
-          EXPECT_EQ(cells.halo.size() + cells.owned.size(), static_cast<size_t>(n));  // every other column
+          EXPECT_EQ(cells.halo.size() + cells.owned.size(),
+                    static_cast<size_t>(n));  // every other column
         }
       }
     }
   }
   // The seeded permutation is reproducible and differs between seeds.
-  EXPECT_EQ(fr::decompose_latlon(grid, "random", 5, 2, 0).owned, fr::decompose_latlon(grid, "random", 5, 2, 0).owned);
-  EXPECT_NE(fr::decompose_latlon(grid, "random", 5, 2, 0).owned, fr::decompose_latlon(grid, "random", 6, 2, 0).owned);
+  EXPECT_EQ(fr::decompose_latlon(grid, "random", 5, 2, 0).owned,
+            fr::decompose_latlon(grid, "random", 5, 2, 0).owned);
+  EXPECT_NE(fr::decompose_latlon(grid, "random", 5, 2, 0).owned,
+            fr::decompose_latlon(grid, "random", 6, 2, 0).owned);
   EXPECT_THROW(fr::decompose_latlon(grid, "blocks", 1, 2, 0), finecast::ConfigError);
 }
 
@@ -177,26 +197,32 @@ TEST(ReplayCli, BadArgumentsGiveClearErrors) {
   EXPECT_NE(r.output.find("--config is required"), std::string::npos) << r.output;
   r = run_command(binary("finecast-replay") + " --config " + dir.file("missing.yaml"));
   EXPECT_NE(r.rc, 0);
-  EXPECT_NE(r.output.find("cannot open replay run file '" + dir.file("missing.yaml") + "'"), std::string::npos)
+  EXPECT_NE(r.output.find("cannot open replay run file '" + dir.file("missing.yaml") + "'"),
+            std::string::npos)
       << r.output;
   write_text(dir.file("plugin.yaml"), tiny_plugin_config(dir.path()));
   write_text(dir.file("run.yaml"), tiny_run_file(dir.file("plugin.yaml"), "random"));
-  r = run_command(binary("finecast-replay") + " --config " + dir.file("run.yaml") + " --set device");
+  r = run_command(binary("finecast-replay") + " --config " + dir.file("run.yaml") +
+                  " --set device");
   EXPECT_NE(r.rc, 0);
   EXPECT_NE(r.output.find("--set device: expected KEY=VALUE"), std::string::npos) << r.output;
-  r = run_command(binary("finecast-replay") + " --config " + dir.file("run.yaml") + " --set other:device=cpu");
+  r = run_command(binary("finecast-replay") + " --config " + dir.file("run.yaml") +
+                  " --set other:device=cpu");
   EXPECT_NE(r.rc, 0);
   EXPECT_NE(r.output.find("no plugin is called 'other'"), std::string::npos) << r.output;
   // A plugin config override reaches the plugin: an unknown key is its error, naming the key.
-  r = run_command(binary("finecast-replay") + " --config " + dir.file("run.yaml") + " --set train.epoch=3");
+  r = run_command(binary("finecast-replay") + " --config " + dir.file("run.yaml") +
+                  " --set train.epoch=3");
   EXPECT_NE(r.rc, 0);
   EXPECT_NE(r.output.find("train.epoch"), std::string::npos) << r.output;
   // A grid file that does not fit the data.
-  write_text(dir.file("icon.yaml"), "input: {files: [" + kTas + "], variables: [tas]}\ngrid: {type: icon, file: "
-                                    "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc}\n");
+  write_text(dir.file("icon.yaml"), "input: {files: [" + kTas +
+                                        "], variables: [tas]}\ngrid: {type: icon, file: "
+                                        "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc}\n");
   r = run_command(binary("finecast-replay") + " --config " + dir.file("icon.yaml"));
   EXPECT_NE(r.rc, 0);
-  EXPECT_NE(r.output.find("has 20480 cells, but " + kTas + ": tas has 18432 values per step"), std::string::npos)
+  EXPECT_NE(r.output.find("has 20480 cells, but " + kTas + ": tas has 18432 values per step"),
+            std::string::npos)
       << r.output;
 }
 
@@ -212,8 +238,10 @@ TEST(ReplayEndToEnd, TwoRanksGiveTheSameResultsAsOne) {
   EXPECT_NE(r2.output.find("2 training sessions"), std::string::npos) << r2.output;
 
   // The rolling buffers hold the same samples.
-  const fc::RollingBuffer b1 = fc::RollingBuffer::load_h5(one.file("checkpoints/buffer.h5"), 4, 288, 8, 64);
-  const fc::RollingBuffer b2 = fc::RollingBuffer::load_h5(two.file("checkpoints/buffer.h5"), 4, 288, 8, 64);
+  const fc::RollingBuffer b1 =
+      fc::RollingBuffer::load_h5(one.file("checkpoints/buffer.h5"), 4, 288, 8, 64);
+  const fc::RollingBuffer b2 =
+      fc::RollingBuffer::load_h5(two.file("checkpoints/buffer.h5"), 4, 288, 8, 64);
   ASSERT_EQ(b1.steps(), 4);
   std::vector<float> c1, f1, w1, c2, f2, w2;
   b1.snapshot(c1, f1, w1);
@@ -229,13 +257,15 @@ TEST(ReplayEndToEnd, TwoRanksGiveTheSameResultsAsOne) {
   const fc::PatchMap map = fc::latlon_patch_map(fc::read_latlon_grid(kTas, "tas"), 8);
   std::vector<float> coarse(static_cast<size_t>(map.n_coarse));
   fc::coarsen(map, june.data(), coarse.data());
-  fc::FieldReader coarse1(one.file("out.nc"), "tas_coarse"), coarse2(two.file("out.nc"), "tas_coarse");
+  fc::FieldReader coarse1(one.file("out.nc"), "tas_coarse"),
+      coarse2(two.file("out.nc"), "tas_coarse");
   std::vector<float> k1(june.size()), k2(june.size());
   coarse1.read(0, k1.data());
   coarse2.read(0, k2.data());
   EXPECT_EQ(k1, k2);
   for (int64_t c = 0; c < map.n_coarse; ++c)
-    for (int p = 0; p < map.patch_size; ++p) ASSERT_NEAR(k1[map.fine_of_patch[c * 64 + p]], coarse[c], 1e-3);
+    for (int p = 0; p < map.patch_size; ++p)
+      ASSERT_NEAR(k1[map.fine_of_patch[c * 64 + p]], coarse[c], 1e-3);
   for (int m = 0; m < 2; ++m) {
     fc::FieldReader m1(one.file("out.nc"), "tas", m), m2(two.file("out.nc"), "tas", m);
     ASSERT_EQ(m1.n_times(), 1);
@@ -246,8 +276,42 @@ TEST(ReplayEndToEnd, TwoRanksGiveTheSameResultsAsOne) {
     // Conservative sampling: each patch's weighted mean is its coarse value.
     for (int64_t c = 0; c < map.n_coarse; ++c) {
       double mean = 0;
-      for (int p = 0; p < 64; ++p) mean += map.fine_weight[c * 64 + p] * v1[map.fine_of_patch[c * 64 + p]];
+      for (int p = 0; p < 64; ++p)
+        mean += map.fine_weight[c * 64 + p] * v1[map.fine_of_patch[c * 64 + p]];
       ASSERT_NEAR(mean, coarse[c], 2e-3) << "member " << m << ", patch " << c;
     }
   }
+}
+
+// The shipped replay configs parse, and configs/replay_tas.yaml (which documents every key)
+// still sets every top-level and nested key the parser knows.
+TEST(ReplayConfigs, ShippedRunFilesAndTheirPluginConfigsParse) {
+  const std::string dir = std::string(FINECAST_SOURCE_DIR) + "/configs/";
+  for (const std::string name : {"replay_tas", "replay_etopo"}) {
+    const fr::ReplayRunConfig c = fr::load_replay_run_config(dir + name + ".yaml");
+    ASSERT_EQ(c.plugins.size(), 1u) << name;
+    EXPECT_EQ(c.plugins[0].library, "build/lib/libfinecast_comin.so");
+    EXPECT_EQ(c.plugins[0].options, "configs/" + name + "_plugin.yaml");
+    const finecast::plugin::Config pc = finecast::plugin::load_config(dir + name + "_plugin.yaml");
+    EXPECT_EQ(pc.fields.front(), c.variables.front().name) << name;
+    EXPECT_EQ(pc.grid.type, c.grid_type) << name;
+    EXPECT_FALSE(pc.train.async) << name << ": offline the replay outruns asynchronous training";
+  }
+  const fr::ReplayRunConfig tas = fr::load_replay_run_config(dir + "replay_tas.yaml");
+  EXPECT_EQ(tas.epochs, 10);
+  EXPECT_EQ(tas.stop.index, 11);
+  EXPECT_EQ(tas.decomposition, "random");
+  const std::string text = [&] {
+    std::ifstream in(dir + "replay_tas.yaml");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }();
+  for (const char* key :
+       {"input:",   "files:",         "variables:", "static:",         "grid:",    "type:",
+        "file:",    "time:",          "start:",     "stop:",           "stride:",  "epochs:",
+        "nproma:",  "decomposition:", "seed:",      "progress_every:", "plugins:", "name:",
+        "library:", "options:",       "comm:"})
+    EXPECT_NE(text.find(std::string(key)), std::string::npos)
+        << "configs/replay_tas.yaml lacks " << key;
 }

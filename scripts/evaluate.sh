@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# The evaluation pipeline of docs/evaluation.md: split -> finecast-replay (train) ->
+# finecast-downscale (held-out data) -> finecast-eval -> scripts/plot_eval.py.
+set -euo pipefail
+
+usage() {
+  cat <<'EOF'
+Usage: scripts/evaluate.sh CASE [options]
+
+Runs one evaluation case of docs/evaluation.md end to end and writes everything into
+out/eval/<CASE>/ (or out/eval/<CASE>_val/ with --split val):
+  data/train.nc, data/test.nc   the split, cut by scripts/eval_crop.py (git-ignored copies)
+  run.yaml, plugin.yaml         configs/eval_<CASE>*.yaml with paths pointed at this folder
+  replay.log, checkpoints/      training (finecast-replay through the finecast plugin)
+  downscaled.nc, downscale.log  the ensemble on the held-out data (finecast-downscale)
+  eval.txt, eval.json, eval.csv scores of the model and the interpolation baselines
+  figures/<CASE>_spectra.png, figures/<CASE>_maps.png
+  summary.txt                   machine, load, wall times, commands
+
+CASE:
+  etopo5   global 5' relief (ferret-datasets), 16 x 16 blocks. test: train on lon -180..0,
+           score on lon 0..180. val: train on lon -180..-60, score on -60..0 (for tuning).
+  tas      monthly near-surface temperature 2005 (libncarg-data), 8 x 8 blocks. test: train on
+           Jan..Sep, score on Oct..Dec. val: train on Jan..Jun, score on Jul..Sep (for tuning).
+
+Options:
+  --split test|val   which split (default: test). Tune on val; test is scored once.
+  --build DIR        build folder holding bin/ and lib/ (default: build)
+  --ranks N          MPI ranks of the replay (default: 1; N > 1 runs mpiexec --oversubscribe)
+  --members N        ensemble members (default: 8)
+  --sampler S        ddim | ddpm (default: ddim)
+  --steps N          DDIM steps (default: 10)
+  --set KEY=VALUE    plugin config override for the replay (repeatable), e.g. train.epochs=5
+  --skip-train       reuse the checkpoints already in the output folder
+  --out DIR          output folder (default: out/eval/<CASE>[_val])
+  -h, --help         this help
+EOF
+}
+
+die() { echo "evaluate.sh: error: $*" >&2; exit 2; }
+
+[[ $# -ge 1 ]] || { usage >&2; exit 2; }
+case "$1" in -h|--help) usage; exit 0 ;; esac
+CASE=$1; shift
+SPLIT=test BUILD=build RANKS=1 MEMBERS=8 SAMPLER=ddim STEPS=10 SKIP_TRAIN=0 OUT=""
+SETS=()
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --split) SPLIT=${2:?--split needs a value}; shift 2 ;;
+    --build) BUILD=${2:?--build needs a value}; shift 2 ;;
+    --ranks) RANKS=${2:?--ranks needs a value}; shift 2 ;;
+    --members) MEMBERS=${2:?--members needs a value}; shift 2 ;;
+    --sampler) SAMPLER=${2:?--sampler needs a value}; shift 2 ;;
+    --steps) STEPS=${2:?--steps needs a value}; shift 2 ;;
+    --set) SETS+=(--set "${2:?--set needs KEY=VALUE}"); shift 2 ;;
+    --skip-train) SKIP_TRAIN=1; shift ;;
+    --out) OUT=${2:?--out needs a value}; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) die "unknown argument '$1' (see --help)" ;;
+  esac
+done
+[[ $SPLIT == test || $SPLIT == val ]] || die "--split must be test or val, got '$SPLIT'"
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+PY=/usr/bin/python3
+ETOPO=/usr/share/ferret-vis/data/etopo5.cdf
+TAS=/usr/share/ncarg/data/nug/tas_rectilinear_grid_2D.nc
+
+case "$CASE" in
+  etopo5)
+    VAR=ROSE BLOCK=16 SRC=$ETOPO
+    if [[ $SPLIT == test ]]; then TRAIN_CUT=(--lon 180 360 --rows 0 2160); TEST_CUT=(--lon 0 180 --rows 0 2160)
+    else TRAIN_CUT=(--lon 180 300 --rows 0 2160); TEST_CUT=(--lon 300 360 --rows 0 2160); fi
+    SPLIT_SETS=() ;;
+  tas)
+    VAR=tas BLOCK=8 SRC=$TAS
+    if [[ $SPLIT == test ]]; then TRAIN_CUT=(--time 0 9); TEST_CUT=(--time 9 12); SPLIT_SETS=()
+    else TRAIN_CUT=(--time 0 6); TEST_CUT=(--time 6 9)
+      # six training months instead of nine: buffer them all, train once when they are in
+      SPLIT_SETS=(--set buffer.capacity=6 --set train.every=6 --set train.min_steps=6); fi ;;
+  *) die "unknown case '$CASE' (etopo5 or tas)" ;;
+esac
+[[ -r $SRC ]] || die "input $SRC is missing (install the Debian package named in docs/evaluation.md)"
+for exe in "$BUILD/bin/finecast-replay" "$BUILD/bin/finecast-downscale" "$BUILD/bin/finecast-eval"; do
+  [[ -x $exe ]] || die "$exe not built (cmake --build $BUILD --target finecast_comin finecast-replay finecast-downscale finecast-eval)"
+done
+[[ -r $BUILD/lib/libfinecast_comin.so ]] || die "$BUILD/lib/libfinecast_comin.so not built"
+
+[[ -n $OUT ]] || OUT=out/eval/$CASE$([[ $SPLIT == val ]] && echo _val || true)
+mkdir -p "$OUT/data" "$OUT/figures"
+SUMMARY=$OUT/summary.txt
+log() { echo "$*" | tee -a "$SUMMARY"; }
+: > "$SUMMARY"
+log "case $CASE, split $SPLIT, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+log "machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')), $(free -g | awk '/Mem:/{print $2}') GiB"
+log "load before: $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min; other jobs share these cores)"
+
+# 1. the split
+$PY scripts/eval_crop.py --input "$SRC" --var "$VAR" --output "$OUT/data/train.nc" "${TRAIN_CUT[@]}" | tee -a "$SUMMARY"
+$PY scripts/eval_crop.py --input "$SRC" --var "$VAR" --output "$OUT/data/test.nc" "${TEST_CUT[@]}" | tee -a "$SUMMARY"
+
+# 2. the committed configs, with their paths pointed at this output folder and build
+sed -e "s#out/eval/$CASE/#$OUT/#g" -e "s#build/lib/libfinecast_comin.so#$BUILD/lib/libfinecast_comin.so#" \
+    -e "s#configs/eval_${CASE}_plugin.yaml#$OUT/plugin.yaml#" "configs/eval_$CASE.yaml" > "$OUT/run.yaml"
+sed -e "s#out/eval/$CASE/#$OUT/#g" "configs/eval_${CASE}_plugin.yaml" > "$OUT/plugin.yaml"
+
+# 3. training: replay the training split through the plugin
+if [[ $SKIP_TRAIN == 0 ]]; then
+  rm -rf "$OUT/checkpoints"
+  REPLAY=("$BUILD/bin/finecast-replay" --config "$OUT/run.yaml" --progress lines "${SPLIT_SETS[@]}" "${SETS[@]}")
+  if [[ $RANKS -gt 1 ]]; then
+    REPLAY=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpiexec -n "$RANKS" --oversubscribe "${REPLAY[@]}")
+  fi
+  log "train: ${REPLAY[*]}"
+  t0=$(date +%s.%N)
+  "${REPLAY[@]}" 2>&1 | tee "$OUT/replay.log"
+  t1=$(date +%s.%N)
+  log "train wall time: $(echo "$t1 - $t0" | bc) s (load after: $(cut -d' ' -f1-3 /proc/loadavg))"
+  log "training epochs: $(grep -c 'Epoch [0-9]*/' "$OUT/replay.log" || true), sum of epoch times: $(grep -o '[0-9.]* s)$' "$OUT/replay.log" | tr -d ' s)' | paste -sd+ | bc) s"
+fi
+
+# 4. the ensemble on the held-out data (finecast-downscale coarsens the fine field first)
+DOWN=("$BUILD/bin/finecast-downscale" --checkpoint "$OUT/checkpoints" --input "$OUT/data/test.nc" --var "$VAR"
+      --output "$OUT/downscaled.nc" --members "$MEMBERS" --device cpu --sampler "$SAMPLER" --steps "$STEPS" --seed 42)
+log "downscale: ${DOWN[*]}"
+t0=$(date +%s.%N)
+"${DOWN[@]}" 2>&1 | tee "$OUT/downscale.log"
+t1=$(date +%s.%N)
+log "downscale wall time: $(echo "$t1 - $t0" | bc) s"
+
+# 5. scores
+EVAL=("$BUILD/bin/finecast-eval" --truth "$OUT/data/test.nc" --pred "$OUT/downscaled.nc" --var "$VAR"
+      --block "$BLOCK" --json "$OUT/eval.json" --csv "$OUT/eval.csv")
+log "eval: ${EVAL[*]}"
+"${EVAL[@]}" 2>&1 | tee "$OUT/eval.txt"
+
+# 6. figures
+PLOT=($PY scripts/plot_eval.py --json "$OUT/eval.json" --out "$OUT/figures/$CASE")
+log "plot: ${PLOT[*]}"
+"${PLOT[@]}" 2>&1 | tee -a "$SUMMARY"
+log "load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -24,8 +24,8 @@ packages=(
   libhdf5-dev hdf5-tools
   libyaml-cpp-dev googletest libgtest-dev libcli11-dev
   libncarg-data ferret-datasets
-  shellcheck
-  python3 python3-torch python3-numpy python3-matplotlib python3-netcdf4 python3-yaml
+  shellcheck cdo
+  python3 python3-torch python3-numpy python3-matplotlib python3-netcdf4 python3-yaml python3-xarray python3-h5py
 )
 
 missing=()

@@ -7,14 +7,13 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
-#include <exception>
 #include <string>
 #include <thread>
 
 #include "coupling/comin/host.hpp"
 #include "coupling/grid/icon_grid.hpp"
 #include "coupling/host/host_model.hpp"
+#include "coupling/host/mpi_program.hpp"
 #include "coupling/host/run_config.hpp"
 #include "coupling/io/cf_time.hpp"
 #include "coupling/log.hpp"
@@ -22,18 +21,11 @@
 namespace fc = finecast::coupling;
 namespace ch = finecast::coupling::comin_host;
 namespace flog = finecast::log;
+namespace fh = finecast::coupling::host;
+using fh::fmt;
+using fh::now;
 
 namespace {
-
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-std::string fmt(const char* format, double value) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, value);
-  return buf;
-}
 
 struct Options {
   std::string run_file;
@@ -181,11 +173,6 @@ int run(const Options& opt, int rank, int n_ranks) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int rank = 0, n_ranks = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &n_ranks);
-
   CLI::App app{
       "finecast-host: an ICON-like MPI model that runs ComIn plugins (finecast's host library).\n"
       "Example: mpiexec -n 4 build/bin/finecast-host configs/demo_host.yaml"};
@@ -201,22 +188,6 @@ int main(int argc, char** argv) {
   app.add_option("--set", opt.plugin_overrides,
                  "append key.path=value to the plugins' options (finecast config overrides), e.g. "
                  "--set checkpoint.resume=out/ckpt --set device=cpu");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = rank == 0 ? app.exit(e) : (e.get_exit_code() == 0 ? 0 : 1);
-    MPI_Finalize();
-    return code;
-  }
-  int rc = 0;
-  try {
-    flog::configure(n_ranks > 1 ? rank : -1, flog::parse_level(opt.log_level), rank == 0);
-    rc = run(opt, rank, n_ranks);
-  } catch (const std::exception& e) {
-    flog::error(e.what());
-    // Every rank reads the same inputs, but one rank's failure must not leave the others waiting.
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
-  MPI_Finalize();
-  return rc;
+  return fh::mpi_main(argc, argv, app, opt.log_level,
+                      [&](int rank, int n_ranks) { return run(opt, rank, n_ranks); });
 }

@@ -2,60 +2,18 @@
 // Parsing and checking of finecast-host's YAML run file.
 #include "coupling/host/run_config.hpp"
 
-#include <yaml-cpp/yaml.h>
-
-#include <fstream>
-#include <set>
-#include <sstream>
-#include <type_traits>
-
 #include "coupling/error.hpp"
+#include "coupling/host/run_file.hpp"
 #include "coupling/io/cf_time.hpp"
 
 namespace finecast::coupling::host {
-namespace {
 
-std::string where(const std::string& path, const YAML::Node& node, const std::string& key) {
-  return path + ":" + std::to_string(node.Mark().line + 1) + ": " + key;
-}
-
-void check_keys(const YAML::Node& map, const std::set<std::string>& allowed,
-                const std::string& path, const std::string& prefix) {
-  for (const auto& kv : map) {
-    const std::string key = kv.first.as<std::string>();
-    if (allowed.count(key)) continue;
-    std::string list;
-    for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-    throw ConfigError(where(path, kv.first, prefix + key) + ": unknown key (allowed: " + list +
-                      ")");
-  }
-}
-
-template <typename T>
-void read(const YAML::Node& map, const char* key, T& out, const std::string& path,
-          const std::string& prefix = "") {
-  const YAML::Node node = map[key];
-  if (!node) return;
-  try {
-    out = node.as<T>();
-  } catch (const YAML::Exception&) {
-    throw ConfigError(where(path, node, prefix + key) + ": expected " +
-                      (std::is_same<T, std::string>::value ? "a string"
-                       : std::is_integral<T>::value        ? "an integer"
-                                                           : "a number") +
-                      ", got '" + YAML::Dump(node) + "'");
-  }
-}
-
-}  // namespace
+using run_file::check_keys;
+using run_file::read;
+using run_file::where;
 
 HostRunConfig parse_host_run_config(const std::string& text, const std::string& path) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    throw ConfigError(path + ": not valid YAML: " + e.what());
-  }
+  const YAML::Node root = run_file::parse(text, path);
   HostRunConfig c;
   c.path = path;
   if (!root || root.IsNull()) return c;
@@ -99,40 +57,12 @@ HostRunConfig parse_host_run_config(const std::string& text, const std::string& 
   if (c.progress_every < 0)
     throw ConfigError(where(path, root["progress_every"], "progress_every") + ": must be >= 0");
 
-  const YAML::Node plugins = root["plugins"];
-  if (plugins && !plugins.IsNull()) {
-    if (!plugins.IsSequence())
-      throw ConfigError(where(path, plugins, "plugins") +
-                        ": expected a list of {name, library, options, comm}");
-    if (!c.comin_namelist.empty() && plugins.size() > 0)
-      throw ConfigError(where(path, plugins, "plugins") +
-                        ": give either plugins or comin_namelist, not both");
-    for (size_t i = 0; i < plugins.size(); ++i) {
-      const YAML::Node p = plugins[i];
-      const std::string prefix = "plugins[" + std::to_string(i) + "].";
-      if (!p.IsMap())
-        throw ConfigError(where(path, p, "plugins[" + std::to_string(i) + "]") +
-                          ": expected a map");
-      check_keys(p, {"name", "library", "options", "comm"}, path, prefix);
-      comin_host::PluginSpec spec;
-      read(p, "name", spec.name, path, prefix);
-      read(p, "library", spec.library, path, prefix);
-      read(p, "options", spec.options, path, prefix);
-      read(p, "comm", spec.comm, path, prefix);
-      if (spec.library.empty()) throw ConfigError(where(path, p, prefix + "library") + ": missing");
-      if (spec.name.empty()) throw ConfigError(where(path, p, prefix + "name") + ": missing");
-      c.plugins.push_back(spec);
-    }
-  }
+  c.plugins = run_file::read_plugins(root, path, c.comin_namelist);
   return c;
 }
 
 HostRunConfig load_host_run_config(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError("cannot open run file '" + path + "'");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_host_run_config(text.str(), path);
+  return parse_host_run_config(run_file::load_text(path, "run file"), path);
 }
 
 }  // namespace finecast::coupling::host

@@ -5,9 +5,6 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <chrono>
-#include <cstdio>
-#include <exception>
 #include <limits>
 #include <string>
 #include <vector>
@@ -17,6 +14,7 @@
 #include "coupling/grid/icon_grid.hpp"
 #include "coupling/grid/latlon_grid.hpp"
 #include "coupling/host/decomposition.hpp"
+#include "coupling/host/mpi_program.hpp"
 #include "coupling/io/field_reader.hpp"
 #include "coupling/log.hpp"
 #include "coupling/replay/latlon_domain.hpp"
@@ -28,18 +26,11 @@ namespace fc = finecast::coupling;
 namespace ch = finecast::coupling::comin_host;
 namespace fr = finecast::coupling::replay;
 namespace flog = finecast::log;
+namespace fh = finecast::coupling::host;
+using fh::fmt;
+using fh::now;
 
 namespace {
-
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-std::string fmt(const char* format, double value) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, value);
-  return buf;
-}
 
 struct Options {
   std::string run_file;
@@ -242,11 +233,6 @@ int run(const Options& opt, int rank, int n_ranks) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int rank = 0, n_ranks = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &n_ranks);
-
   CLI::App app{
       "finecast-replay: plays NetCDF fields through ComIn plugins (finecast's host library), "
       "decomposed\n"
@@ -267,23 +253,6 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "bar", "lines", "none"}));
   app.add_option("--log-level", opt.log_level, "debug | info | warning | error")
       ->check(CLI::IsMember({"debug", "info", "warning", "error"}));
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = rank == 0 ? app.exit(e) : (e.get_exit_code() == 0 ? 0 : 1);
-    MPI_Finalize();
-    return code;
-  }
-  int rc = 0;
-  try {
-    flog::configure(n_ranks > 1 ? rank : -1, flog::parse_level(opt.log_level), rank == 0);
-    rc = run(opt, rank, n_ranks);
-  } catch (const std::exception& e) {
-    flog::error(e.what());
-    // Every rank reads the same run file, but one rank's failure must not leave the others waiting.
-    if (n_ranks > 1) MPI_Abort(MPI_COMM_WORLD, 1);
-    rc = 1;
-  }
-  MPI_Finalize();
-  return rc;
+  return fh::mpi_main(argc, argv, app, opt.log_level,
+                      [&](int rank, int n_ranks) { return run(opt, rank, n_ranks); });
 }

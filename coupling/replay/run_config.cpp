@@ -2,58 +2,18 @@
 // Parsing and checking of finecast-replay's YAML run file.
 #include "coupling/replay/run_config.hpp"
 
-#include <yaml-cpp/yaml.h>
-
-#include <fstream>
 #include <set>
-#include <sstream>
-#include <type_traits>
 
 #include "coupling/error.hpp"
+#include "coupling/host/run_file.hpp"
 #include "coupling/io/cf_time.hpp"
 
 namespace finecast::coupling::replay {
 namespace {
 
-std::string where(const std::string& path, const YAML::Node& node, const std::string& key) {
-  return path + ":" + std::to_string(node.Mark().line + 1) + ": " + key;
-}
-
-std::string join(const std::set<std::string>& names) {
-  std::string list;
-  for (const auto& a : names) list += (list.empty() ? "" : ", ") + a;
-  return list;
-}
-
-void check_keys(const YAML::Node& map, const std::set<std::string>& allowed,
-                const std::string& path, const std::string& prefix) {
-  if (!map.IsMap())
-    throw ConfigError(where(path, map, prefix.empty() ? "(top level)" : prefix) +
-                      ": expected a map");
-  for (const auto& kv : map) {
-    const std::string key = kv.first.as<std::string>();
-    if (!allowed.count(key))
-      throw ConfigError(where(path, kv.first, prefix + key) +
-                        ": unknown key (allowed: " + join(allowed) + ")");
-  }
-}
-
-template <typename T>
-void read(const YAML::Node& map, const char* key, T& out, const std::string& path,
-          const std::string& prefix) {
-  const YAML::Node node = map[key];
-  if (!node || node.IsNull()) return;
-  try {
-    if (!node.IsScalar()) throw YAML::Exception(node.Mark(), "not a scalar");
-    out = node.as<T>();
-  } catch (const YAML::Exception&) {
-    throw ConfigError(where(path, node, prefix + key) + ": expected " +
-                      (std::is_same<T, std::string>::value ? "a string"
-                       : std::is_integral<T>::value        ? "an integer"
-                                                           : "a number") +
-                      ", got '" + YAML::Dump(node) + "'");
-  }
-}
+using run_file::check_keys;
+using run_file::read;
+using run_file::where;
 
 /// A string or a list of strings.
 std::vector<std::string> read_string_list(const YAML::Node& node, const std::string& path,
@@ -126,12 +86,7 @@ StepBound read_bound(const YAML::Node& time, const char* key, const std::string&
 }  // namespace
 
 ReplayRunConfig parse_replay_run_config(const std::string& text, const std::string& path) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    throw ConfigError(path + ": not valid YAML: " + e.what());
-  }
+  const YAML::Node root = run_file::parse(text, path);
   if (!root || root.IsNull())
     throw ConfigError(path +
                       ": the run file is empty; it needs at least input.files, "
@@ -229,37 +184,12 @@ ReplayRunConfig parse_replay_run_config(const std::string& text, const std::stri
         where(path, root["decomposition"], "decomposition") +
         ": random is for latlon grids; ICON grids use round_robin or lat_bands (as finecast-host)");
 
-  const YAML::Node plugins = root["plugins"];
-  if (plugins && !plugins.IsNull()) {
-    if (!plugins.IsSequence())
-      throw ConfigError(where(path, plugins, "plugins") +
-                        ": expected a list of {name, library, options, comm}");
-    if (!c.comin_namelist.empty() && plugins.size() > 0)
-      throw ConfigError(where(path, plugins, "plugins") +
-                        ": give either plugins or comin_namelist, not both");
-    for (size_t i = 0; i < plugins.size(); ++i) {
-      const YAML::Node p = plugins[i];
-      const std::string prefix = "plugins[" + std::to_string(i) + "].";
-      check_keys(p, {"name", "library", "options", "comm"}, path, prefix);
-      comin_host::PluginSpec spec;
-      read(p, "name", spec.name, path, prefix);
-      read(p, "library", spec.library, path, prefix);
-      read(p, "options", spec.options, path, prefix);
-      read(p, "comm", spec.comm, path, prefix);
-      if (spec.library.empty()) throw ConfigError(where(path, p, prefix + "library") + ": missing");
-      if (spec.name.empty()) throw ConfigError(where(path, p, prefix + "name") + ": missing");
-      c.plugins.push_back(spec);
-    }
-  }
+  c.plugins = run_file::read_plugins(root, path, c.comin_namelist);
   return c;
 }
 
 ReplayRunConfig load_replay_run_config(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError("cannot open replay run file '" + path + "'");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_replay_run_config(text.str(), path);
+  return parse_replay_run_config(run_file::load_text(path, "replay run file"), path);
 }
 
 }  // namespace finecast::coupling::replay

@@ -177,6 +177,14 @@ TEST(PluginRuns, OutputIsCfNetcdfAndConservative) {
   for (const char* expected : {"member = 3", "time = UNLIMITED", "ncells = 20480", "float ts(time, member, ncells)",
                                ":source = \"finecast", ":finecast_checkpoint = "})
     EXPECT_NE(dump.output.find(expected), std::string::npos) << expected << "\n" << dump.output;
+  // The tools climate scientists use open it too: cdo and xarray (both installed by setup.sh).
+  const Result cdo = run("cdo -s sinfon " + (dir / "out/ts.nc").string());
+  EXPECT_EQ(cdo.exit_code, 0) << cdo.output;
+  EXPECT_NE(cdo.output.find("points=20480"), std::string::npos) << cdo.output;
+  const Result xr = run("/usr/bin/python3 -c \"import xarray as xr; ds = xr.open_dataset('" + (dir / "out/ts.nc").string() +
+                        "'); print(dict(ds.sizes)['member'], ds.ts.dims)\"");
+  EXPECT_EQ(xr.exit_code, 0) << xr.output;
+  EXPECT_NE(xr.output.find("3 ('time', 'member', 'ncells')"), std::string::npos) << xr.output;
 
   const auto grid = finecast::coupling::read_icon_grid(kGrid);
   const auto map = finecast::coupling::icon_patch_map(grid, 0);

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Start-up, timing and error handling shared by finecast's MPI programs (host, replay).
+#include "coupling/host/mpi_program.hpp"
+
+#include <mpi.h>
+
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <exception>
+
+#include "coupling/log.hpp"
+
+namespace finecast::coupling::host {
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::string fmt(const char* format, double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, value);
+  return buf;
+}
+
+int mpi_main(int argc, char** argv, CLI::App& app, const std::string& log_level,
+             const std::function<int(int rank, int n_ranks)>& body) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, n_ranks = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &n_ranks);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = rank == 0 ? app.exit(e) : (e.get_exit_code() == 0 ? 0 : 1);
+    MPI_Finalize();
+    return code;
+  }
+  int rc = 0;
+  try {
+    finecast::log::configure(n_ranks > 1 ? rank : -1, finecast::log::parse_level(log_level),
+                             rank == 0);
+    rc = body(rank, n_ranks);
+  } catch (const std::exception& e) {
+    finecast::log::error(e.what());
+    if (n_ranks > 1) MPI_Abort(MPI_COMM_WORLD, 1);
+    rc = 1;
+  }
+  MPI_Finalize();
+  return rc;
+}
+
+}  // namespace finecast::coupling::host

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Start-up, timing and error handling shared by finecast's MPI programs (host, replay).
+#pragma once
+
+#include <functional>
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace finecast::coupling::host {
+
+/// Seconds on a steady clock, for differences (durations) only.
+double now();
+
+/// One number through a printf format, e.g. fmt("%.2f", x).
+std::string fmt(const char* format, double value);
+
+/// The whole of an MPI program's main(): MPI_Init, parses `app` (help and usage errors are
+/// printed by rank 0), configures the log at `log_level` (bound to one of `app`'s options, so it
+/// is read after parsing), returns body(rank, n_ranks) after MPI_Finalize. An exception from
+/// `body` is logged and gives exit code 1; on several ranks it aborts them all, since the
+/// failing rank would otherwise leave the others waiting in a collective.
+int mpi_main(int argc, char** argv, CLI::App& app, const std::string& log_level,
+             const std::function<int(int rank, int n_ranks)>& body);
+
+}  // namespace finecast::coupling::host

@@ -88,7 +88,7 @@ for exe in "$BUILD/bin/finecast-replay" "$BUILD/bin/finecast-downscale" "$BUILD/
 done
 [[ -r $BUILD/lib/libfinecast_comin.so ]] || die "$BUILD/lib/libfinecast_comin.so not built"
 
-[[ -n $OUT ]] || OUT=out/eval/$CASE$([[ $SPLIT == val ]] && echo _val || true)
+if [[ -z $OUT ]]; then OUT=out/eval/$CASE; if [[ $SPLIT == val ]]; then OUT=${OUT}_val; fi; fi
 mkdir -p "$OUT/data" "$OUT/figures"
 SUMMARY=$OUT/summary.txt
 log() { echo "$*" | tee -a "$SUMMARY"; }
@@ -137,7 +137,7 @@ log "eval: ${EVAL[*]}"
 "${EVAL[@]}" 2>&1 | tee "$OUT/eval.txt"
 
 # 6. figures
-PLOT=($PY scripts/plot_eval.py --json "$OUT/eval.json" --out "$OUT/figures/$CASE")
+PLOT=("$PY" scripts/plot_eval.py --json "$OUT/eval.json" --out "$OUT/figures/$CASE")
 log "plot: ${PLOT[*]}"
 "${PLOT[@]}" 2>&1 | tee -a "$SUMMARY"
 log "load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -10,25 +10,12 @@
 #include <unordered_map>
 
 #include "coupling/error.hpp"
+#include "coupling/io/nc_file.hpp"
 #include "coupling/grid/spherical.hpp"
 
 namespace finecast::coupling {
 namespace {
 
-/// Closes the file on every path out of the reader.
-struct NcFile {
-  int id = -1;
-  explicit NcFile(const std::string& path) {
-    const int rc = nc_open(path.c_str(), NC_NOWRITE, &id);
-    if (rc != NC_NOERR)
-      throw IoError("cannot open ICON grid file '" + path + "': " + nc_strerror(rc));
-  }
-  ~NcFile() {
-    if (id >= 0) nc_close(id);
-  }
-  NcFile(const NcFile&) = delete;
-  NcFile& operator=(const NcFile&) = delete;
-};
 
 int find_var(int nc, const char* name) {
   int id = -1;
@@ -184,7 +171,7 @@ void complete_icon_grid(IconGrid& g) {
 }
 
 IconGrid read_icon_grid(const std::string& path) {
-  NcFile file(path);
+  NcReadFile file(path, "ICON grid file");
   const int nc = file.id;
   IconGrid g;
   g.path = path;

@@ -8,24 +8,13 @@
 #include <cmath>
 
 #include "coupling/error.hpp"
+#include "coupling/io/nc_file.hpp"
 #include "coupling/grid/spherical.hpp"
 #include "coupling/log.hpp"
 
 namespace finecast::coupling {
 namespace {
 
-struct NcFile {
-  int id = -1;
-  explicit NcFile(const std::string& path) {
-    const int rc = nc_open(path.c_str(), NC_NOWRITE, &id);
-    if (rc != NC_NOERR) throw IoError("cannot open '" + path + "': " + nc_strerror(rc));
-  }
-  ~NcFile() {
-    if (id >= 0) nc_close(id);
-  }
-  NcFile(const NcFile&) = delete;
-  NcFile& operator=(const NcFile&) = delete;
-};
 
 std::string text_attribute(int nc, int var, const char* name) {
   size_t len = 0;
@@ -126,7 +115,7 @@ std::vector<double> read_coordinate(int nc, const std::string& path, const std::
 }  // namespace
 
 LatLonGrid read_latlon_grid(const std::string& path, const std::string& var) {
-  NcFile file(path);
+  NcReadFile file(path, "lat-lon grid file");
   const int nc = file.id;
   int vid = -1;
   if (nc_inq_varid(nc, var.c_str(), &vid) != NC_NOERR)
@@ -183,7 +172,7 @@ LatLonGrid read_latlon_grid(const std::string& path, const std::string& var) {
 }
 
 std::string find_latlon_variable(const std::string& path) {
-  NcFile file(path);
+  NcReadFile file(path, "lat-lon grid file");
   int nvars = 0;
   CHECK_NC(nc_inq_nvars(file.id, &nvars), "'" + path + "'");
   auto is_coordinate = [&](int dim) {

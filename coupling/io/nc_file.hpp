@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// A NetCDF file opened read-only for the lifetime of a scope.
+#pragma once
+
+#include <netcdf.h>
+
+#include <string>
+
+#include "coupling/error.hpp"
+
+namespace finecast::coupling {
+
+/// Opens `path` read-only and closes it on every path out of the scope. `what` names the
+/// file's role in the error (e.g. "ICON grid file").
+struct NcReadFile {
+  int id = -1;
+  NcReadFile(const std::string& path, const std::string& what) {
+    const int rc = nc_open(path.c_str(), NC_NOWRITE, &id);
+    if (rc != NC_NOERR) throw IoError("cannot open " + what + " '" + path + "': " + nc_strerror(rc));
+  }
+  ~NcReadFile() {
+    if (id >= 0) nc_close(id);
+  }
+  NcReadFile(const NcReadFile&) = delete;
+  NcReadFile& operator=(const NcReadFile&) = delete;
+};
+
+}  // namespace finecast::coupling

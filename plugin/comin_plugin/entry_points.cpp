@@ -326,11 +326,13 @@ void trainer_step(PluginContext& ctx) {
     log::debug(std::to_string(ctx.patches.n_invalid) + " patch(es) with missing values excluded at " + ctx.datetime);
   ctx.timers.patches += seconds_since(t0);
 
-  if (ctx.steps % cfg.train.every == 0 && ctx.buffer->steps() >= cfg.train.min_steps) ctx.training_due = true;
-  if (ctx.training_due && !ctx.session.in_flight()) start_training_session(ctx);
-
+  // A due checkpoint goes first: when sessions run back to back, the gap between two of them
+  // is the only moment the model is not being trained.
   if (cfg.checkpoint.every > 0 && ctx.steps % cfg.checkpoint.every == 0) ctx.checkpoint_due = true;
   if (ctx.checkpoint_due && ctx.model_ready && !ctx.session.in_flight()) save_checkpoint(ctx);
+
+  if (ctx.steps % cfg.train.every == 0 && ctx.buffer->steps() >= cfg.train.min_steps) ctx.training_due = true;
+  if (ctx.training_due && !ctx.session.in_flight()) start_training_session(ctx);
 }
 
 /// Samples the latest coarse field (trainer rank), writes the NetCDF output and, when

@@ -230,6 +230,7 @@ void setup_trainer(PluginContext& ctx, int64_t n_global, int ranks_on_node) {
   }
   log::info(ctx.buffer->describe());
   ctx.global_values.resize(static_cast<size_t>(ctx.n_inputs()) * static_cast<size_t>(n_global));
+  for (size_t v = 0; v < cfg.fields.size(); ++v) ctx.field_pointers.push_back(ctx.global_values.data() + v * n_global);
 }
 
 void secondary_constructor() {
@@ -317,10 +318,8 @@ void trainer_step(PluginContext& ctx) {
 
   const auto t0 = Clock::now();
   const int64_t n_fine = ctx.map.n_fine;
-  std::vector<const float*> inputs;
-  for (size_t v = 0; v < cfg.fields.size(); ++v) inputs.push_back(ctx.global_values.data() + v * n_fine);
   const float* orography = ctx.patch_options.orography ? ctx.global_values.data() + cfg.fields.size() * n_fine : nullptr;
-  coupling::extract_patches(ctx.map, inputs, orography, ctx.patch_options, ctx.patches);
+  coupling::extract_patches(ctx.map, ctx.field_pointers, orography, ctx.patch_options, ctx.patches);
   ctx.buffer->push(ctx.datetime, ctx.patches.context.data(), ctx.patches.fine.data(), ctx.patches.valid.data());
   if (ctx.patches.n_invalid > 0)
     log::debug(std::to_string(ctx.patches.n_invalid) + " patch(es) with missing values excluded at " + ctx.datetime);
@@ -396,12 +395,14 @@ void coupling_step() {
   ctx.datetime = fortran_string(comin_current_get_datetime);
   const auto t0 = Clock::now();
   const int64_t n_owned = ctx.gatherer->n_owned();
-  for (int f = 0; f < ctx.n_inputs(); ++f) {
+  // The orography (last input) is static: gathered with the first step only.
+  const int n_gather = ctx.steps == 1 ? ctx.n_inputs() : static_cast<int>(cfg.fields.size());
+  for (int f = 0; f < n_gather; ++f) {
     const double* data = comin_var_get_ptr_double(ctx.fields[f].handle);
     if (!data) throw InternalError("no data pointer for host variable " + ctx.fields[f].name);
     coupling::pack(data, ctx.fields[f].owned, ctx.local_values.data() + f * n_owned);
   }
-  ctx.gatherer->gather(ctx.n_inputs(), ctx.local_values.data(), ctx.is_trainer ? ctx.global_values.data() : nullptr);
+  ctx.gatherer->gather(n_gather, ctx.local_values.data(), ctx.is_trainer ? ctx.global_values.data() : nullptr);
   ctx.timers.gather += seconds_since(t0);
 
   if (ctx.is_trainer) trainer_step(ctx);

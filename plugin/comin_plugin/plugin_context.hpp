@@ -56,7 +56,8 @@ struct PluginContext {
   // ---- trainer rank only ----
   coupling::PatchMap map;
   coupling::PatchOptions patch_options;
-  std::vector<float> global_values;  ///< [n_fields][n_fine] gathered per step
+  std::vector<float> global_values;  ///< [n_inputs][n_fine]: fields gathered per step, orography once
+  std::vector<const float*> field_pointers;  ///< into global_values, one per config field
   coupling::Patches patches;         ///< the latest step's patches (also what sampling uses)
   std::unique_ptr<coupling::RollingBuffer> buffer;
   std::unique_ptr<trainer::Downscaler> model;

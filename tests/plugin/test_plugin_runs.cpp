@@ -12,6 +12,7 @@
 #include <map>
 #include <string>
 
+#include "coupling/buffer/rolling_buffer.hpp"
 #include "coupling/grid/icon_grid.hpp"
 #include "coupling/grid/icon_hierarchy.hpp"
 #include "coupling/io/field_reader.hpp"
@@ -94,7 +95,7 @@ TEST(PluginRuns, BufferAndWeightsDoNotDependOnTheNumberOfRanks) {
   std::map<int, fs::path> dirs;
   for (int ranks : {1, 2, 4}) {
     const fs::path dir = workdir("ranks" + std::to_string(ranks));
-    write_file(dir / "plugin.yaml", tiny_plugin_config());
+    write_file(dir / "plugin.yaml", tiny_plugin_config("patch: {orography: topography_c}\n"));
     write_file(dir / "host.yaml", host_run_file(8, "plugin.yaml"));
     const Result r = run_host(dir, ranks);
     ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -105,6 +106,20 @@ TEST(PluginRuns, BufferAndWeightsDoNotDependOnTheNumberOfRanks) {
     EXPECT_TRUE(fs::exists(dir / "ckpt" / "buffer.h5"));
     dirs[ranks] = dir;
   }
+  // The orography joins the context (its last value) at every buffered step, although the
+  // plugin gathers it only once: it is static.
+  const auto buffer = finecast::coupling::RollingBuffer::load_h5((dirs[1] / "ckpt/buffer.h5").string());
+  ASSERT_EQ(buffer.context_size(), 8);
+  std::vector<float> context, fine, weights;
+  buffer.snapshot(context, fine, weights);
+  const int64_t n = buffer.patches_per_step();
+  ASSERT_EQ(static_cast<int64_t>(context.size()), 4 * n * 8);
+  double highest = 0;
+  for (int64_t c = 0; c < n; ++c) {
+    for (int step = 1; step < 4; ++step) EXPECT_EQ(context[(step * n + c) * 8 + 7], context[c * 8 + 7]) << "patch " << c;
+    highest = std::max(highest, static_cast<double>(context[c * 8 + 7]));
+  }
+  EXPECT_GT(highest, 1000.0) << "no mountains in the coarse orography";
   for (int ranks : {2, 4}) {
     const Result buf = run("h5diff -d 0 " + (dirs[1] / "ckpt/buffer.h5").string() + " " + (dirs[ranks] / "ckpt/buffer.h5").string());
     EXPECT_EQ(buf.exit_code, 0) << "buffer differs between 1 and " << ranks << " ranks:\n" << buf.output;

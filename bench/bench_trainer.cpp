@@ -93,15 +93,16 @@ std::map<std::string, double> measure(const std::string& device, const Data& d, 
 }
 
 /// Runs bench/reference_pytorch.py with `python` and returns its numeric JSON fields.
-std::map<std::string, double> run_reference(const std::string& python, const std::string& script, int threads,
-                                            int repeats, std::string* why_not) {
+std::map<std::string, double> run_reference(const std::string& python, const std::string& script,
+                                            const std::string& device, int threads, int repeats,
+                                            std::string* why_not) {
   std::map<std::string, double> r;
   if (!std::filesystem::exists(python) || !std::filesystem::exists(script)) {
     *why_not = "reference not run: " + (std::filesystem::exists(python) ? script : python) + " not found";
     return r;
   }
-  const std::string cmd = python + " " + script + " --json --threads " + std::to_string(threads) + " --repeats " +
-                          std::to_string(repeats) + " 2>/dev/null";
+  const std::string cmd = python + " " + script + " --json --device " + device + " --threads " +
+                          std::to_string(threads) + " --repeats " + std::to_string(repeats) + " 2>/dev/null";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) {
     *why_not = "reference not run: cannot start " + python;
@@ -112,7 +113,7 @@ std::map<std::string, double> run_reference(const std::string& python, const std
   size_t got;
   while ((got = fread(buf.data(), 1, buf.size(), p)) > 0) text.append(buf.data(), got);
   if (pclose(p) != 0 || text.find('{') == std::string::npos) {
-    *why_not = "reference failed (is torch importable by " + python + "?)";
+    *why_not = "reference failed (is torch importable by " + python + ", and does it see " + device + "?)";
     return r;
   }
   // The reference prints one flat JSON object: pick "key": number pairs.
@@ -153,7 +154,8 @@ int run(int argc, char** argv) {
   const auto ours = measure(choice.torch_device, data, repeats);
   std::string why_not;
   std::map<std::string, double> ref;
-  if (!no_reference) ref = run_reference(python, script, threads, repeats, &why_not);
+  // The reference runs on the same device as finecast (its own PyTorch must see it).
+  if (!no_reference) ref = run_reference(python, script, choice.torch_device, threads, repeats, &why_not);
 
   const char* keys[] = {"train_samples_per_s_b16", "train_samples_per_s_b256", "train_epoch_s_b16", "train_epoch_s_b256",
                         "sample_ddpm50_80_s", "sample_ddim10_80_s"};

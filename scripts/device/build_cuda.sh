@@ -22,14 +22,16 @@ Steps:
   3. builds GoogleTest from the unpacked sources with PyTorch's C++ ABI into .deps/prefix
   4. configures build-cuda with -DFINECAST_TRAINER_ONLY=ON, CMAKE_PREFIX_PATH = PyTorch's
      cmake prefix + .deps/prefix, HDF5 from .deps/root; builds the trainer targets
-  5. runs the trainer tests (ctest) and `finecast-bench trainer --json`
-     (the JSON goes to build-cuda/bench_trainer.json)
+  5. runs the trainer tests (ctest; the CUDA tests run only where a GPU is visible) and
+     `finecast-bench trainer --json` on the GPU and on this machine's CPU, each beside the PyTorch
+     reference on the same device (build-cuda/bench_trainer_{cuda,cpu}.json)
 Prints the environment (LD_LIBRARY_PATH) to use the build afterwards.
 
 Options:
   --python PY       python with torch (default: $FINECAST_PYTHON, else python3)
   --build-dir DIR   build directory (default: build-cuda)
   --jobs N          parallel build jobs (default: nproc)
+  --cpu-threads N   threads of the CPU benchmark (default: min(nproc, 16))
   --configure-only  stop after step 4's configure
   --no-tests        skip the trainer tests
   --no-bench        skip the benchmark
@@ -41,6 +43,7 @@ USAGE
 python="${FINECAST_PYTHON:-python3}"
 build="$repo/build-cuda"
 jobs="$(nproc)"
+cpu_threads="$(( $(nproc) < 16 ? $(nproc) : 16 ))"
 configure_only=0 run_tests=1 run_bench=1 allow_cpu=0
 extra=()
 while (($# > 0)); do
@@ -49,6 +52,7 @@ while (($# > 0)); do
     --python) python="$2"; shift 2 ;;
     --build-dir) build="$(mkdir -p "$2" && cd "$2" && pwd)"; shift 2 ;;
     --jobs) jobs="$2"; shift 2 ;;
+    --cpu-threads) cpu_threads="$2"; shift 2 ;;
     --configure-only) configure_only=1; shift ;;
     --no-tests) run_tests=0; shift ;;
     --no-bench) run_bench=0; shift ;;
@@ -152,7 +156,12 @@ if [[ -n "$torch_cuda" ]]; then
   cudnn="$("$python" -c 'import nvidia.cudnn as m, os; print(list(m.__path__)[0])' 2>/dev/null || true)"
   [[ -n "$cudnn" ]] && cuda_args+=(-DCUDNN_INCLUDE_PATH="$cudnn/include" -DCUDNN_LIBRARY_PATH="$cudnn/lib")
 fi
+# PyTorch >= 2.12 wants C++20 from code that includes its headers.
+IFS=. read -r torch_major torch_minor _ <<<"${torch_version%%+*}"
+cxx_std=17
+((torch_major > 2 || (torch_major == 2 && torch_minor >= 12))) && cxx_std=20
 cmake -S "$repo" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DFINECAST_TRAINER_ONLY=ON \
+  -DCMAKE_CXX_STANDARD="$cxx_std" \
   -DCMAKE_PREFIX_PATH="$torch_prefix;$prefix" \
   -DHDF5_C_COMPILER_EXECUTABLE= -DHDF5_NO_FIND_PACKAGE_CONFIG_FILE=ON \
   -DHDF5_C_INCLUDE_DIR="$hdf5_inc" -DHDF5_hdf5_LIBRARY_RELEASE="$hdf5_so" \
@@ -165,7 +174,10 @@ grep -q "^HDF5_C_LIBRARIES:.*$root" "$build/CMakeCache.txt" 2>/dev/null ||
 targets=(finecast_trainer finecast-bench)
 trainer_tests=("$repo"/tests/trainer/*.cpp)  # the test executable exists when its folder has sources
 ((${#trainer_tests[@]} > 0)) && targets+=(finecast_trainer_tests)
-cmake --build "$build" -j "$jobs" --target "${targets[@]}"
+# Keep going past a failing file, so one run shows every compile error.
+keep_going=(-k)
+[[ -f "$build/build.ninja" ]] && keep_going=(-k 0)
+cmake --build "$build" -j "$jobs" --target "${targets[@]}" -- "${keep_going[@]}"
 hdf5_used="$(ldd "$build/lib/libfinecast_trainer.so" | awk '$1 ~ /^libhdf5(_serial)?\.so\./ {print $3}')"
 say "libfinecast_trainer.so loads HDF5 from: ${hdf5_used:-?}"
 [[ "$hdf5_used" == "$libdir"/* ]] || say "warning: that is not the HDF5 of $libdir (the headers came from there)"
@@ -173,10 +185,20 @@ say "libfinecast_trainer.so loads HDF5 from: ${hdf5_used:-?}"
 # ---- 5. tests and benchmark ----
 status=0
 if ((run_tests)); then
-  ctest --test-dir "$build" --output-on-failure -j 1 || status=$?
+  # Every test's own output (the CUDA tests print their measured differences) goes to ctest.log.
+  ctest --test-dir "$build" --output-on-failure -j "$(( jobs > 8 ? 8 : jobs ))" --output-log "$build/ctest.log" ||
+    status=$?
 fi
 if ((run_bench)); then
-  "$build/bin/finecast-bench" trainer --json | tee "$build/bench_trainer.json" || status=$?
+  devices=(cpu)
+  ((cuda_ok)) && devices=(cuda cpu)
+  for dev in "${devices[@]}"; do
+    threads=1
+    [[ "$dev" == cpu ]] && threads="$cpu_threads"
+    say "benchmark on $dev ($threads threads), beside the PyTorch reference ($python)"
+    "$build/bin/finecast-bench" trainer --json --device "$dev" --threads "$threads" --python "$(command -v "$python")" \
+      --reference "$repo/bench/reference_pytorch.py" | tee "$build/bench_trainer_$dev.json" || status=$?
+  done
 fi
 
 say "done (status $status). To use this build:"

@@ -1,13 +1,19 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// A known conditional distribution for trainer tests: fine = coarse + amp * pattern + noise.
+// A known conditional distribution for trainer tests (fine = coarse + amp * pattern + noise),
+// the small model that learns it, and how its samples are scored.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
 #include <vector>
 
+#include "trainer/downscaler.hpp"
+
 namespace finecast::trainer::testing {
+
+namespace ft = finecast::trainer;
 
 /// Context = (coarse, amp, unrelated); fine_j = coarse + amp * pattern_j + noise_j, where pattern
 /// and noise have zero patch mean, so the patch mean is exactly `coarse` and, given the
@@ -45,5 +51,80 @@ struct KnownDistribution {
   double true_mean(int64_t i, int64_t j) const { return context[i * C] + context[i * C + 1] * pattern[j]; }
   double true_std() const { return noise * std::sqrt(1.0 - 1.0 / static_cast<double>(P)); }
 };
+
+/// The model and training settings of the learning tests (64-wide patches of 16 values).
+inline ft::ModelOptions small_model() {
+  ft::ModelOptions o;
+  o.context_size = 3;
+  o.patch_size = 16;
+  o.hidden = 128;
+  o.depth = 3;
+  o.time_embedding = 32;
+  o.diffusion_steps = 50;
+  return o;
+}
+
+inline ft::TrainOptions fast_training() {
+  ft::TrainOptions t;
+  t.batch_size = 64;
+  t.lr = 3e-3;
+  t.warmup_steps = 50;
+  t.decay_steps = 2500;
+  t.ema_decay = 0.995;
+  t.seed = 5;
+  return t;
+}
+
+inline ft::DataView view(const KnownDistribution& d) { return {d.context.data(), d.fine.data(), nullptr, d.n}; }
+
+/// How well samples match the truth on `test`: RMS error of the ensemble mean (over all cells),
+/// mean ensemble spread, and the correlation of the sampled pattern amplitude with the true one.
+struct Skill {
+  double mean_rmse = 0, spread = 0, amp_corr = 0;
+};
+
+inline Skill evaluate(const ft::Downscaler& ds, const KnownDistribution& test, const ft::SampleOptions& so,
+                      uint64_t seed) {
+  const int64_t n = test.n, P = test.P, M = so.members;
+  std::vector<float> out(static_cast<size_t>(n * M * P));
+  ds.sample(test.context.data(), test.coarse.data(), nullptr, n, so, seed, out.data());
+  Skill s;
+  double se = 0, spread = 0;
+  std::vector<double> amp_true(n), amp_est(n);
+  for (int64_t i = 0; i < n; ++i) {
+    double proj = 0, pp = 0;
+    for (int64_t j = 0; j < P; ++j) {
+      double m = 0, m2 = 0;
+      for (int64_t k = 0; k < M; ++k) {
+        const double v = out[(i * M + k) * P + j];
+        m += v;
+        m2 += v * v;
+      }
+      m /= M;
+      spread += std::sqrt(std::max(0.0, m2 / M - m * m) * M / (M - 1));
+      se += (m - test.true_mean(i, j)) * (m - test.true_mean(i, j));
+      proj += (m - test.coarse[i]) * test.pattern[j];
+      pp += test.pattern[j] * test.pattern[j];
+    }
+    amp_true[i] = test.context[i * test.C + 1];
+    amp_est[i] = proj / pp;
+  }
+  s.mean_rmse = std::sqrt(se / static_cast<double>(n * P));
+  s.spread = spread / static_cast<double>(n * P);
+  auto mean = [](const std::vector<double>& v) {
+    double m = 0;
+    for (double x : v) m += x;
+    return m / static_cast<double>(v.size());
+  };
+  const double ma = mean(amp_true), me = mean(amp_est);
+  double sab = 0, saa = 0, sbb = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    sab += (amp_true[i] - ma) * (amp_est[i] - me);
+    saa += (amp_true[i] - ma) * (amp_true[i] - ma);
+    sbb += (amp_est[i] - me) * (amp_est[i] - me);
+  }
+  s.amp_corr = sab / std::sqrt(saa * sbb + 1e-30);
+  return s;
+}
 
 }  // namespace finecast::trainer::testing

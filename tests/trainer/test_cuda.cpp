@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The trainer on a GPU: it learns there, bf16 learns, and checkpoints move between CPU and CUDA in
+// both directions. Every test is skipped (not passed) where LibTorch sees no CUDA device, as on CI;
+// scripts/device/build_cuda.sh runs them on a GPU machine.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "tests/trainer/trainer_test_data.hpp"
+#include "trainer/device.hpp"
+#include "trainer/downscaler.hpp"
+#include "trainer/downscaler_impl.hpp"
+
+namespace fs = std::filesystem;
+namespace ft = finecast::trainer;
+using ft::testing::KnownDistribution;
+using ft::testing::Skill;
+using ft::testing::evaluate;
+using ft::testing::fast_training;
+using ft::testing::small_model;
+using ft::testing::view;
+
+namespace {
+
+class Cuda : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
+    ft::set_torch_threads(1);
+    dir_ = fs::temp_directory_path() / ("finecast_cuda_test_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  fs::path dir_;
+};
+
+/// ||a - b|| / ||b|| of the weight updates since `init` (both on the CPU).
+double relative_update_difference(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& init) {
+  auto da = a.cpu() - init.cpu(), db = b.cpu() - init.cpu();
+  return (da - db).norm().item<double>() / db.norm().item<double>();
+}
+
+std::vector<float> draw(const ft::Downscaler& ds, const KnownDistribution& d, int64_t n, uint64_t seed) {
+  ft::SampleOptions so;
+  so.members = 4;
+  std::vector<float> out(static_cast<size_t>(n * so.members * d.P));
+  ds.sample(d.context.data(), d.coarse.data(), nullptr, n, so, seed, out.data());
+  return out;
+}
+
+double max_abs_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  double m = 0;
+  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, static_cast<double>(std::abs(a[i] - b[i])));
+  return m;
+}
+
+}  // namespace
+
+TEST_F(Cuda, AutoSelectsTheGpu) {
+  const auto c = ft::select_device("auto");
+  EXPECT_EQ(c.torch_device, "cuda:0");
+  EXPECT_NE(c.log_line().find("Using device: CUDA - "), std::string::npos) << c.log_line();
+  EXPECT_NE(c.log_line().find("GiB"), std::string::npos) << c.log_line();
+  std::printf("%s\n", c.log_line().c_str());
+}
+
+TEST_F(Cuda, LearnsAKnownConditionalDistribution) {
+  // The CPU test's data, model, schedule and tolerances (tests/trainer/test_downscaler.cpp).
+  KnownDistribution train(4096, 1), test(64, 2);
+  ft::Downscaler ds(small_model(), fast_training(), "cuda");
+  EXPECT_EQ(ds.device(), "cuda:0");
+  ft::SampleOptions so;
+  so.sampler = "ddpm";
+  so.members = 32;
+  EXPECT_GT(evaluate(ds, test, so, 9).mean_rmse, 0.3);
+  for (int epoch = 0; epoch < 40; ++epoch) ds.train_epoch(view(train));
+  ds.publish();
+  const Skill s = evaluate(ds, test, so, 9);
+  EXPECT_LT(s.mean_rmse, 0.12);
+  EXPECT_NEAR(s.spread, test.true_std(), 0.3 * test.true_std());
+  EXPECT_GT(s.amp_corr, 0.95);
+  std::printf("cuda learning: %lld steps; ddpm rmse %.3f spread %.3f (truth %.3f) corr %.3f\n",
+              static_cast<long long>(ds.step()), s.mean_rmse, s.spread, test.true_std(), s.amp_corr);
+}
+
+TEST_F(Cuda, TrainingFollowsTheCpuTrajectoryForTheSameSeed) {
+  // Noise, steps and shuffling come from the same CPU generator on both devices, so the two runs
+  // see identical batches; only floating-point rounding differs.
+  KnownDistribution d(1024, 3);
+  ft::Downscaler cpu(small_model(), fast_training(), "cpu"), gpu(small_model(), fast_training(), "cuda");
+  const auto init = cpu.impl().flat.clone();
+  ASSERT_TRUE(torch::equal(init, gpu.impl().flat.cpu())) << "same seed, same initial weights";
+  double loss_cpu = 0, loss_gpu = 0;
+  for (int e = 0; e < 3; ++e) {
+    loss_cpu = cpu.train_epoch(view(d)).avg_loss;
+    loss_gpu = gpu.train_epoch(view(d)).avg_loss;
+  }
+  EXPECT_EQ(cpu.step(), gpu.step());
+  const double diff = relative_update_difference(gpu.impl().flat, cpu.impl().flat, init);
+  std::printf("cpu vs cuda after %lld steps: loss %.5f vs %.5f, relative weight-update difference %.2e\n",
+              static_cast<long long>(cpu.step()), loss_cpu, loss_gpu, diff);
+  EXPECT_NEAR(loss_gpu, loss_cpu, 0.02 * loss_cpu);
+  EXPECT_LT(diff, 0.05);
+  // With another seed the updates differ by O(1): the tolerance above has teeth.
+  auto other_seed = fast_training();
+  other_seed.seed = 6;
+  ft::Downscaler other(small_model(), other_seed, "cpu");
+  other.impl().flat.copy_(init);
+  for (int e = 0; e < 3; ++e) other.train_epoch(view(d));
+  EXPECT_GT(relative_update_difference(other.impl().flat, cpu.impl().flat, init), 0.2);
+}
+
+TEST_F(Cuda, Bf16TrainingLearns) {
+  KnownDistribution train(4096, 1), test(64, 2);
+  auto to = fast_training();
+  to.bf16 = true;
+  ft::Downscaler ds(small_model(), to, "cuda");
+  std::vector<std::string> events;
+  double first = 0, last = 0;
+  for (int epoch = 0; epoch < 40; ++epoch) {
+    const auto st = ds.train_epoch(view(train), [&](const std::string& e) { events.push_back(e); });
+    EXPECT_EQ(st.bad_steps, 0);
+    (epoch == 0 ? first : last) = st.avg_loss;
+  }
+  EXPECT_TRUE(events.empty()) << events.front();
+  EXPECT_LT(last, 0.7 * first);
+  ds.publish();
+  ft::SampleOptions so;
+  so.sampler = "ddpm";
+  so.members = 32;
+  const Skill s = evaluate(ds, test, so, 9);
+  std::printf("bf16 learning: loss %.4f -> %.4f; ddpm rmse %.3f spread %.3f corr %.3f\n", first, last, s.mean_rmse,
+              s.spread, s.amp_corr);
+  EXPECT_LT(s.mean_rmse, 0.15);
+  EXPECT_GT(s.amp_corr, 0.95);
+}
+
+TEST_F(Cuda, CheckpointWrittenOnGpuContinuesOnCpu) {
+  KnownDistribution d(512, 4);
+  ft::Downscaler gpu(small_model(), fast_training(), "cuda");
+  for (int e = 0; e < 2; ++e) gpu.train_epoch(view(d));
+  gpu.publish();
+  gpu.save_checkpoint(path("gpu.h5"), {{"written_on", "cuda"}});
+
+  auto cpu = ft::Downscaler::load_checkpoint(path("gpu.h5"), "cpu");
+  EXPECT_EQ(cpu.device(), "cpu");
+  EXPECT_EQ(cpu.step(), gpu.step());
+  // The state crosses devices bitwise.
+  EXPECT_TRUE(torch::equal(cpu.impl().flat, gpu.impl().flat.cpu()));
+  EXPECT_TRUE(torch::equal(cpu.impl().ema, gpu.impl().ema.cpu()));
+  EXPECT_TRUE(torch::equal(cpu.impl().exp_avg, gpu.impl().exp_avg.cpu()));
+  EXPECT_TRUE(torch::equal(cpu.impl().exp_avg_sq, gpu.impl().exp_avg_sq.cpu()));
+  // The same weights and seed sample the same fields on both devices (up to rounding).
+  cpu.publish();
+  const double sample_diff = max_abs_difference(draw(cpu, d, 16, 11), draw(gpu, d, 16, 11));
+  EXPECT_LT(sample_diff, 1e-3);
+  // Training goes on from the same optimizer step and follows the GPU's own continuation.
+  const auto at_save = gpu.impl().flat.cpu().clone();
+  for (int e = 0; e < 2; ++e) {
+    gpu.train_epoch(view(d));
+    cpu.train_epoch(view(d));
+  }
+  EXPECT_EQ(cpu.step(), gpu.step());
+  const double diff = relative_update_difference(cpu.impl().flat, gpu.impl().flat, at_save);
+  std::printf("gpu -> cpu: sample difference %.2e, relative difference of the continued updates %.2e\n", sample_diff,
+              diff);
+  EXPECT_LT(diff, 0.05);
+}
+
+TEST_F(Cuda, CheckpointWrittenOnCpuContinuesOnGpu) {
+  KnownDistribution d(512, 5);
+  ft::Downscaler cpu(small_model(), fast_training(), "cpu");
+  for (int e = 0; e < 2; ++e) cpu.train_epoch(view(d));
+  cpu.save_checkpoint(path("cpu.h5"));
+  auto gpu = ft::Downscaler::load_checkpoint(path("cpu.h5"), "cuda");
+  EXPECT_EQ(gpu.device(), "cuda:0");
+  EXPECT_TRUE(gpu.impl().exp_avg.is_cuda()) << "the optimizer state must move with the weights";
+  EXPECT_TRUE(torch::equal(gpu.impl().flat.cpu(), cpu.impl().flat));
+  const auto at_save = cpu.impl().flat.clone();
+  for (int e = 0; e < 2; ++e) {
+    const auto st = gpu.train_epoch(view(d));
+    EXPECT_EQ(st.bad_steps, 0);
+    cpu.train_epoch(view(d));
+  }
+  EXPECT_EQ(gpu.step(), cpu.step());
+  const double diff = relative_update_difference(gpu.impl().flat, cpu.impl().flat, at_save);
+  std::printf("cpu -> gpu: relative difference of the continued updates %.2e\n", diff);
+  EXPECT_LT(diff, 0.05);
+}
+
+TEST_F(Cuda, UNetTrainsAndSamplesOnTheGpu) {
+  KnownDistribution d(256, 9, 64);
+  auto mo = small_model();
+  mo.arch = "unet";
+  mo.patch_size = 64;
+  mo.unet_channels = 8;
+  ft::Downscaler ds(mo, fast_training(), "cuda");
+  double first = 0, last = 0;
+  for (int e = 0; e < 10; ++e) (e == 0 ? first : last) = ds.train_epoch(view(d)).avg_loss;
+  EXPECT_LT(last, first);
+  ds.publish();
+  const auto out = draw(ds, d, 8, 3);
+  // Conservative sampling: every member keeps its patch mean on the GPU too.
+  for (int64_t i = 0; i < 8; ++i)
+    for (int64_t k = 0; k < 4; ++k) {
+      double m = 0;
+      for (int64_t j = 0; j < d.P; ++j) m += out[(i * 4 + k) * d.P + j];
+      EXPECT_NEAR(m / static_cast<double>(d.P), d.coarse[i], 1e-4);
+    }
+}

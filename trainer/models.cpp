@@ -49,6 +49,8 @@ class MlpDenoiser : public Denoiser {
  public:
   MlpDenoiser(const ModelOptions& o, const torch::Device& device)
       : table_(sinusoidal_table(o.diffusion_steps, o.time_embedding).to(device)) {
+    // A buffer, so that module.to(device) moves it with the weights (not a parameter: not trained).
+    table_ = register_buffer("step_table", table_);
     int64_t in = o.patch_size + o.context_size + o.time_embedding;
     for (int64_t i = 0; i < o.depth; ++i) {
       layers_.push_back(register_module("layer" + std::to_string(i), nn::Linear(in, o.hidden)));
@@ -97,6 +99,7 @@ class UNetDenoiser : public Denoiser {
   UNetDenoiser(const ModelOptions& o, const torch::Device& device)
       : table_(sinusoidal_table(o.diffusion_steps, o.time_embedding).to(device)),
         k_(static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(o.patch_size))))) {
+    table_ = register_buffer("step_table", table_);
     const int64_t c = o.unet_channels, cond = 4 * c;
     cond1_ = register_module("cond1", nn::Linear(o.context_size + o.time_embedding, cond));
     cond2_ = register_module("cond2", nn::Linear(cond, cond));

@@ -45,10 +45,10 @@ class Checkpoint : public ::testing::Test {
     ft::set_torch_threads(1);
     dir_ = fs::temp_directory_path() / ("finecast_ckpt_test_" + std::to_string(::getpid()) + "_" +
                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
+    ft::testing::remove_tree(dir_.string());
     fs::create_directories(dir_);
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  void TearDown() override { ft::testing::remove_tree(dir_.string()); }
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
   /// The message of the CheckpointError that `f` throws ("" when it does not throw).

@@ -32,11 +32,11 @@ class Cuda : public ::testing::Test {
     ft::set_torch_threads(1);
     dir_ = fs::temp_directory_path() / ("finecast_cuda_test_" + std::to_string(::getpid()) + "_" +
                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
+    ft::testing::remove_tree(dir_.string());
     fs::create_directories(dir_);
   }
   void TearDown() override {
-    if (!dir_.empty()) fs::remove_all(dir_);
+    if (!dir_.empty()) ft::testing::remove_tree(dir_.string());
   }
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
   fs::path dir_;

@@ -3,10 +3,13 @@
 // the small model that learns it, and how its samples are scored.
 #pragma once
 
+#include <ftw.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "trainer/downscaler.hpp"
@@ -125,6 +128,14 @@ inline Skill evaluate(const ft::Downscaler& ds, const KnownDistribution& test, c
   }
   s.amp_corr = sab / std::sqrt(saa * sbb + 1e-30);
   return s;
+}
+
+/// Removes a directory tree with POSIX nftw. Not std::filesystem::remove_all: PyTorch's pip
+/// wheels (2.11 seen) export their own copy of it from libtorch.so, which wins symbol lookup and
+/// crashes (a call through a null pointer) on a non-empty directory.
+inline void remove_tree(const std::string& dir) {
+  ::nftw(dir.c_str(), [](const char* path, const struct stat*, int, struct FTW*) { return ::remove(path); }, 16,
+         FTW_DEPTH | FTW_PHYS);
 }
 
 }  // namespace finecast::trainer::testing

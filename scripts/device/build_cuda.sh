@@ -22,7 +22,8 @@ Steps:
   3. builds GoogleTest from the unpacked sources with PyTorch's C++ ABI into .deps/prefix
   4. configures build-cuda with -DFINECAST_TRAINER_ONLY=ON, CMAKE_PREFIX_PATH = PyTorch's
      cmake prefix + .deps/prefix, HDF5 from .deps/root; builds the trainer targets
-  5. runs the trainer tests (ctest; the CUDA tests run only where a GPU is visible) and
+  5. runs the trainer tests (ctest; the CUDA tests run only where a GPU is visible; their
+     measurements go to build-cuda/cuda_tests.txt) and
      `finecast-bench trainer --json` on the GPU and on this machine's CPU, each beside the PyTorch
      reference on the same device (build-cuda/bench_trainer_{cuda,cpu}.json)
 Prints the environment (LD_LIBRARY_PATH) to use the build afterwards.
@@ -185,9 +186,12 @@ say "libfinecast_trainer.so loads HDF5 from: ${hdf5_used:-?}"
 # ---- 5. tests and benchmark ----
 status=0
 if ((run_tests)); then
-  # Every test's own output (the CUDA tests print their measured differences) goes to ctest.log.
   ctest --test-dir "$build" --output-on-failure -j "$(( jobs > 8 ? 8 : jobs ))" --output-log "$build/ctest.log" ||
     status=$?
+  if ((cuda_ok)); then  # the CUDA tests print what they measured (CPU/GPU differences): keep it
+    "$build/bin/finecast_trainer_tests" --gtest_filter='Cuda*' >"$build/cuda_tests.txt" 2>&1 || status=$?
+    grep -E '^(Using device|cuda|cpu|gpu|bf16)' "$build/cuda_tests.txt" || true
+  fi
 fi
 if ((run_bench)); then
   devices=(cpu)

@@ -258,6 +258,7 @@ const std::vector<Field>& schema() {
     s.push_back(int_field("sample.members", GET(sample.members), 1, 4096, "ensemble members per sampling"));
     s.push_back(string_field("sample.sampler", GET(sample.sampler), {"ddpm", "ddim"}, "ddpm (all diffusion steps) or ddim"));
     s.push_back(int_field("sample.steps", GET(sample.steps), 1, 100000, "ddim steps"));
+    s.push_back(real_field("sample.eta", GET(sample.eta), 0.0, 1.0, false, "ddim noise per step: 0 deterministic .. 1 ancestral"));
     s.push_back(string_field("sample.output", GET(sample.output), {}, "NetCDF file for the sampled ensembles"));
     s.push_back(string_field("sample.write_back", GET(sample.write_back), {}, "host variable created for the ensemble mean (\"\" = none)"));
     s.push_back(string_field("checkpoint.dir", GET(checkpoint.dir), {}, "directory of the checkpoints"));

@@ -75,6 +75,7 @@ struct SampleConfig {
   int members = 8;
   std::string sampler = "ddim";  ///< ddpm | ddim
   int steps = 10;                ///< ddim steps (ddpm uses model.diffusion_steps)
+  double eta = 0.0;              ///< ddim noise per step: 0 deterministic .. 1 ancestral
   std::string output = "finecast_output.nc";
   std::string write_back;  ///< host variable (created by the plugin) for the ensemble mean; "" = none
 };

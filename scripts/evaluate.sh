@@ -31,6 +31,8 @@ Options:
   --members N        ensemble members (default: 8)
   --sampler S        ddim | ddpm (default: ddim)
   --steps N          DDIM steps (default: 10)
+  --eta X            DDIM noise per step, 0..1 (default: etopo5 1, tas 0; docs/evaluation.md)
+  --threads N        torch threads of finecast-downscale (default: the number of cores)
   --set KEY=VALUE    plugin config override for the replay (repeatable), e.g. train.epochs=5
   --skip-train       reuse the checkpoints already in the output folder
   --out DIR          output folder (default: out/eval/<CASE>[_val])
@@ -43,7 +45,7 @@ die() { echo "evaluate.sh: error: $*" >&2; exit 2; }
 [[ $# -ge 1 ]] || { usage >&2; exit 2; }
 case "$1" in -h|--help) usage; exit 0 ;; esac
 CASE=$1; shift
-SPLIT=test BUILD=build RANKS=1 MEMBERS=8 SAMPLER=ddim STEPS=10 SKIP_TRAIN=0 OUT=""
+SPLIT=test BUILD=build RANKS=1 MEMBERS=8 SAMPLER=ddim STEPS=10 ETA="" THREADS=$(nproc) SKIP_TRAIN=0 OUT=""
 SETS=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -53,6 +55,8 @@ while [[ $# -gt 0 ]]; do
     --members) MEMBERS=${2:?--members needs a value}; shift 2 ;;
     --sampler) SAMPLER=${2:?--sampler needs a value}; shift 2 ;;
     --steps) STEPS=${2:?--steps needs a value}; shift 2 ;;
+    --eta) ETA=${2:?--eta needs a value}; shift 2 ;;
+    --threads) THREADS=${2:?--threads needs a value}; shift 2 ;;
     --set) SETS+=(--set "${2:?--set needs KEY=VALUE}"); shift 2 ;;
     --skip-train) SKIP_TRAIN=1; shift ;;
     --out) OUT=${2:?--out needs a value}; shift 2 ;;
@@ -70,12 +74,12 @@ TAS=/usr/share/ncarg/data/nug/tas_rectilinear_grid_2D.nc
 
 case "$CASE" in
   etopo5)
-    VAR=ROSE BLOCK=16 SRC=$ETOPO
+    VAR=ROSE BLOCK=16 SRC=$ETOPO DEFAULT_ETA=1
     if [[ $SPLIT == test ]]; then TRAIN_CUT=(--lon 180 360 --rows 0 2160); TEST_CUT=(--lon 0 180 --rows 0 2160)
     else TRAIN_CUT=(--lon 180 300 --rows 0 2160); TEST_CUT=(--lon 300 360 --rows 0 2160); fi
     SPLIT_SETS=() ;;
   tas)
-    VAR=tas BLOCK=8 SRC=$TAS
+    VAR=tas BLOCK=8 SRC=$TAS DEFAULT_ETA=0
     if [[ $SPLIT == test ]]; then TRAIN_CUT=(--time 0 9); TEST_CUT=(--time 9 12); SPLIT_SETS=()
     else TRAIN_CUT=(--time 0 6); TEST_CUT=(--time 6 9)
       # six training months instead of nine: buffer them all, train once when they are in
@@ -123,7 +127,8 @@ fi
 
 # 4. the ensemble on the held-out data (finecast-downscale coarsens the fine field first)
 DOWN=("$BUILD/bin/finecast-downscale" --checkpoint "$OUT/checkpoints" --input "$OUT/data/test.nc" --var "$VAR"
-      --output "$OUT/downscaled.nc" --members "$MEMBERS" --device cpu --sampler "$SAMPLER" --steps "$STEPS" --seed 42)
+      --output "$OUT/downscaled.nc" --members "$MEMBERS" --device cpu --sampler "$SAMPLER" --steps "$STEPS"
+      --eta "${ETA:-$DEFAULT_ETA}" --threads "$THREADS" --seed 42)
 log "downscale: ${DOWN[*]}"
 t0=$(date +%s.%N)
 "${DOWN[@]}" 2>&1 | tee "$OUT/downscale.log"

@@ -136,15 +136,24 @@ torch::Tensor ddpm_sample(const SamplerSetup& s, const NetFn& net, torch::Tensor
   return x;
 }
 
-torch::Tensor ddim_sample(const SamplerSetup& s, const NetFn& net, torch::Tensor x, int64_t steps) {
+torch::Tensor ddim_sample(const SamplerSetup& s, const NetFn& net, torch::Tensor x, int64_t steps, double eta,
+                          at::Generator* gen) {
   const Schedule& sc = *s.schedule;
+  if (eta > 0 && gen == nullptr) throw std::invalid_argument("ddim_sample: eta > 0 needs a generator");
   const auto ts = ddim_timesteps(sc.steps, steps);
   for (size_t i = 0; i < ts.size(); ++i) {
     const int64_t t = ts[i];
     auto [x0, eps] = estimates(s, x, net(x, t), t);
     if (i + 1 == ts.size()) return x0;
-    const double ab_prev = sc.alpha_bar[ts[i + 1]];
-    x = std::sqrt(ab_prev) * x0 + std::sqrt(1.0 - ab_prev) * eps;
+    const double ab = sc.alpha_bar[t], ab_prev = sc.alpha_bar[ts[i + 1]];
+    // Song et al. (2021), eq. 16: sigma = eta * sqrt((1 - ab_prev) / (1 - ab)) * sqrt(1 - ab / ab_prev).
+    const double sigma = eta * std::sqrt((1.0 - ab_prev) / (1.0 - ab)) * std::sqrt(1.0 - ab / ab_prev);
+    x = std::sqrt(ab_prev) * x0 + std::sqrt(std::max(0.0, 1.0 - ab_prev - sigma * sigma)) * eps;
+    if (sigma > 0) {
+      auto z = torch::randn(x.sizes(), *gen, torch::TensorOptions().dtype(torch::kFloat32)).to(x.device());
+      if (s.conservative) z = remove_mean(z, s.weights);
+      x.add_(z, sigma);
+    }
   }
   return x;
 }

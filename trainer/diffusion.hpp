@@ -55,6 +55,11 @@ struct SamplerSetup {
 /// DDPM ancestral sampling from x_T (noise) through all T steps; returns x_0.
 torch::Tensor ddpm_sample(const SamplerSetup& s, const NetFn& net, torch::Tensor x, at::Generator& gen);
 /// Deterministic DDIM (eta = 0) over ddim_timesteps(T, steps); returns x_0.
-torch::Tensor ddim_sample(const SamplerSetup& s, const NetFn& net, torch::Tensor x, int64_t steps);
+/// eta scales the noise added at each DDIM step: 0 is deterministic DDIM; 1 with steps = T draws
+/// exactly what ddpm_sample draws (same posterior, same order of generator calls). Values in
+/// between (and eta = 1 with fewer steps) keep more fine-scale variability than eta = 0.
+/// `gen` is needed when eta > 0.
+torch::Tensor ddim_sample(const SamplerSetup& s, const NetFn& net, torch::Tensor x, int64_t steps,
+                          double eta = 0.0, at::Generator* gen = nullptr);
 
 }  // namespace finecast::trainer::diffusion

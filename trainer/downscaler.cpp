@@ -441,12 +441,15 @@ void Downscaler::publish() {
 }
 
 void Downscaler::sample(const float* context, const float* coarse, const float* weights, int64_t n,
-                        const SampleOptions& o, uint64_t seed, float* out) const {
+                        const SampleOptions& o, uint64_t seed, float* out,
+                        const std::function<void(int64_t, int64_t)>& progress) const {
   const auto& im = *impl_;
   if (o.sampler != "ddpm" && o.sampler != "ddim")
     throw std::invalid_argument("sample.sampler: must be ddpm or ddim, got \"" + o.sampler + "\"");
   if (o.members < 1) throw std::invalid_argument("sample.members: must be >= 1");
   if (o.sampler == "ddim" && o.steps < 1) throw std::invalid_argument("sample.steps: must be >= 1");
+  if (!(o.eta >= 0.0 && o.eta <= 1.0))
+    throw std::invalid_argument("sample.eta: must be in [0, 1], got " + std::to_string(o.eta));
   if (n <= 0) return;
   const auto C = im.mo.context_size, P = im.mo.patch_size, M = o.members;
   if (!coarse || !out || (C > 0 && !context)) throw std::invalid_argument("sample: context, coarse and out must not be null");
@@ -479,12 +482,13 @@ void Downscaler::sample(const float* context, const float* coarse, const float* 
       auto y = im.sample_net->forward(xt, ctx, tt);
       return im.mo.conservative ? diffusion::remove_mean(y, w) : y;
     };
-    auto r = o.sampler == "ddpm" ? diffusion::ddpm_sample(setup, net, x, gen) : diffusion::ddim_sample(setup, net, x, o.steps);
+    auto r = o.sampler == "ddpm" ? diffusion::ddpm_sample(setup, net, x, gen) : diffusion::ddim_sample(setup, net, x, o.steps, o.eta, &gen);
     auto fine = cc + r * norm.residual_std;
     // Re-centre in the output precision so the weighted mean equals coarse to float rounding.
     if (im.mo.conservative) fine = fine - patch_mean(fine, w).unsqueeze(1) + cc;
     auto host = fine.to(torch::kCPU).contiguous();
     std::memcpy(out + r0 * M * P, host.data_ptr<float>(), static_cast<size_t>(B * P) * sizeof(float));
+    if (progress) progress(r0 + rows, n);
   }
 }
 

@@ -48,6 +48,7 @@ struct SampleOptions {
   std::string sampler = "ddim";  ///< ddpm (ancestral, all T steps) | ddim (deterministic, `steps` steps)
   int64_t steps = 10;            ///< DDIM steps (ignored by ddpm)
   int64_t members = 8;           ///< ensemble members per patch, drawn in one batch
+  double eta = 0.0;              ///< ddim noise: 0 deterministic .. 1 ancestral (ddpm-like); in [0, 1]
 };
 
 /// n samples, row-major: context [n,C], fine [n,P], optional weights [n,P] (area weights of the
@@ -97,8 +98,11 @@ class Downscaler {
   /// Draws members fine patches per row from the last published weights; safe while another
   /// thread trains. coarse [n] is each patch's coarse value; weights [n,P] or nullptr;
   /// out [n, members, P]. Deterministic for a given seed on CPU.
+  /// `progress(rows_done, n)`, when given, is called after each internal batch of rows (bounded
+  /// batches keep memory flat; 16384 / members rows each) for progress lines.
   void sample(const float* context, const float* coarse, const float* weights, int64_t n,
-              const SampleOptions& options, uint64_t seed, float* out) const;
+              const SampleOptions& options, uint64_t seed, float* out,
+              const std::function<void(int64_t rows_done, int64_t rows)>& progress = {}) const;
 
   /// Writes an HDF5 checkpoint atomically (temporary file in the same directory, flushed, renamed).
   void save_checkpoint(const std::string& path,

@@ -350,6 +350,7 @@ void sample_step(PluginContext& ctx, bool write_back) {
       trainer::SampleOptions so;
       so.sampler = cfg.sample.sampler;
       so.steps = cfg.sample.steps;
+      so.eta = cfg.sample.eta;
       so.members = members;
       ctx.model->sample(ctx.patches.context.data(), ctx.patches.coarse.data(), ctx.patches.weights.data(), n, so,
                         cfg.seed + 7919 * static_cast<uint64_t>(ctx.samplings + 1), ctx.samples.data());

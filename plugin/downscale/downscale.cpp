@@ -4,7 +4,9 @@
 
 #include <sys/stat.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <memory>
 
@@ -254,6 +256,7 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
   trainer::SampleOptions so;
   so.sampler = opt.sampler;
   so.steps = opt.steps;
+  so.eta = opt.eta;
   so.members = opt.members;
   for (size_t i = 0; i < times.size(); ++i) {
     std::vector<const float*> fields;
@@ -274,8 +277,22 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
                    std::to_string(patches.n_invalid) +
                    " patch(es) with missing values; their output is NaN");
     // Same seed sequence as the plugin's samplings: 1st, 2nd, ... write.
+    const auto t0 = std::chrono::steady_clock::now();
+    auto last_line = t0;
+    auto progress = [&](int64_t done, int64_t total) {
+      const auto now = std::chrono::steady_clock::now();
+      if (done < total && now - last_line < std::chrono::seconds(5)) return;
+      last_line = now;
+      const double secs = std::chrono::duration<double>(now - t0).count();
+      char line[160];
+      std::snprintf(line, sizeof line, "step %zu/%zu: %lld/%lld patches (%.0f%%), %.1f s, ETA %.0f s", i + 1,
+                    times.size(), static_cast<long long>(done), static_cast<long long>(total),
+                    100.0 * static_cast<double>(done) / static_cast<double>(total), secs,
+                    done > 0 ? secs * static_cast<double>(total - done) / static_cast<double>(done) : 0.0);
+      log::info(line);
+    };
     model.sample(patches.context.data(), patches.coarse.data(), patches.weights.data(), patches.n,
-                 so, opt.seed + 7919 * static_cast<uint64_t>(i + 1), samples.data());
+                 so, opt.seed + 7919 * static_cast<uint64_t>(i + 1), samples.data(), progress);
     // A fine input is the truth the downscaled ensemble can be scored against: keep it beside it.
     output.write(first.time_string(times[i]), samples.data(), patches.coarse.data(),
                  result.coarse_input ? nullptr : fine[0].data(), mean);

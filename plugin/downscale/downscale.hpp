@@ -23,6 +23,7 @@ struct DownscaleOptions {
   std::string input_kind = "auto";  ///< auto (by size) | fine | coarse
   std::string sampler = "ddim";     ///< ddim | ddpm
   int steps = 10;                   ///< ddim steps
+  double eta = 0.0;                 ///< ddim noise per step (0 deterministic .. 1 ancestral)
   std::vector<std::string> times;   ///< steps to downscale (0-based index or ISO date); empty = all
   unsigned long long seed = 42;
   int threads = 0;  ///< torch threads; 0 = LibTorch's default

@@ -55,6 +55,9 @@ int main(int argc, char** argv) {
   app.add_option("--steps", opt.steps, "DDIM steps")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--eta", opt.eta, "DDIM noise per step: 0 deterministic, 1 ancestral (sharper fine scales)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--time", opt.times,
                  "time step(s) to downscale: 0-based index or ISO 8601 date (default: all)");
   app.add_option("--seed", opt.seed, "sampling seed")->capture_default_str();

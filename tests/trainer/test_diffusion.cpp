@@ -4,9 +4,11 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <vector>
 
 #include "trainer/device.hpp"
 #include "trainer/diffusion.hpp"
+#include "trainer/downscaler.hpp"
 #include "trainer/models.hpp"
 
 namespace ft = finecast::trainer;
@@ -215,4 +217,45 @@ TEST(Device, RealProbeOnThisMachine) {
   if (torch::cuda::is_available()) GTEST_SKIP() << "this machine has CUDA";
   EXPECT_THROW(ft::select_device("cuda"), std::runtime_error);
   EXPECT_EQ(ft::select_device("auto").torch_device, "cpu");
+}
+
+TEST(Sampler, DdimWithEtaOneOverAllStepsIsDdpm) {
+  // Song et al.'s sigma with eta = 1 is the DDPM posterior std, and the generator is called in the
+  // same order, so the two samplers must agree to rounding from the same start and seed.
+  const auto s = fd::make_schedule("cosine", 50, torch::kCPU);
+  GaussianOracle oracle{&s, 1.5, 0.5, true};
+  fd::SamplerSetup setup;
+  setup.schedule = &s;
+  setup.v_objective = true;
+  auto start_gen = at::make_generator<at::CPUGeneratorImpl>(4);
+  const auto x = torch::randn({64, 16}, start_gen);
+  auto g1 = at::make_generator<at::CPUGeneratorImpl>(5), g2 = at::make_generator<at::CPUGeneratorImpl>(5);
+  const auto ddpm = fd::ddpm_sample(setup, oracle, x.clone(), g1);
+  const auto ddim1 = fd::ddim_sample(setup, oracle, x.clone(), 50, 1.0, &g2);
+  EXPECT_LT((ddpm - ddim1).abs().max().item<double>(), 1e-4);
+  // eta = 0 is the deterministic sampler, which differs from the ancestral draw.
+  const auto ddim0 = fd::ddim_sample(setup, oracle, x.clone(), 50);
+  EXPECT_GT((ddpm - ddim0).abs().max().item<double>(), 0.1);
+  auto g3 = at::make_generator<at::CPUGeneratorImpl>(5);
+  const auto ddim0_gen = fd::ddim_sample(setup, oracle, x.clone(), 50, 0.0, &g3);
+  EXPECT_TRUE(torch::equal(ddim0, ddim0_gen)) << "eta = 0 must not draw noise";
+  EXPECT_THROW(fd::ddim_sample(setup, oracle, x.clone(), 10, 0.5), std::invalid_argument);
+}
+
+TEST(Sampler, EtaReachesTheDownscalerAndIsValidated) {
+  ft::ModelOptions mo;
+  mo.context_size = 3;
+  mo.patch_size = 16;
+  mo.hidden = 16;
+  mo.depth = 1;
+  ft::Downscaler ds(mo, ft::TrainOptions{}, "cpu");
+  std::vector<float> ctx(2 * 3, 0.f), coarse(2, 1.f), a(2 * 4 * 16), b(a.size());
+  ft::SampleOptions so;
+  so.members = 4;
+  ds.sample(ctx.data(), coarse.data(), nullptr, 2, so, 1, a.data());
+  so.eta = 1.0;
+  ds.sample(ctx.data(), coarse.data(), nullptr, 2, so, 1, b.data());
+  EXPECT_NE(a, b) << "eta must reach the sampler";
+  so.eta = 1.5;
+  EXPECT_THROW(ds.sample(ctx.data(), coarse.data(), nullptr, 2, so, 1, b.data()), std::invalid_argument);
 }

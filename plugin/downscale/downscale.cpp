@@ -128,8 +128,8 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
                     std::to_string(readers.front().n_values()));
   const coupling::FieldReader& first = readers.front();
 
+  if (opt.threads > 0) trainer::set_torch_threads(opt.threads);  // first: the device line reports them
   const trainer::DeviceChoice device = trainer::select_device(opt.device);
-  if (opt.threads > 0) trainer::set_torch_threads(opt.threads);
   log::info(device.log_line());
   trainer::Downscaler model =
       trainer::Downscaler::load_checkpoint(result.checkpoint, device.torch_device);

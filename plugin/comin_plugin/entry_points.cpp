@@ -361,6 +361,7 @@ void sample_step(PluginContext& ctx, bool write_back) {
       ctx.output->write(ctx.datetime, ctx.samples.data(), ctx.patches.coarse.data(), ctx.global_values.data(),
                         ctx.ensemble_mean);
       ++ctx.samplings;
+      ctx.sampled_datetime = ctx.datetime;
       ctx.unsampled_weights = false;
       log::progress("Sampled " + std::to_string(members) + " member(s) at " + ctx.datetime + " (" + cfg.sample.sampler +
                     ") in " + std::to_string(seconds_since(t0)).substr(0, 5) + " s");
@@ -418,8 +419,15 @@ void destructor() {
     ctx.session.wait();
     ctx.timers.train_wait += seconds_since(t0);
     if (ctx.session.collect()) ctx.model_ready = ctx.unsampled_weights = true;
-    // The run ends with a sampling of the final weights, unless the latest one already used them.
-    if (ctx.steps > 0 && ctx.model_ready && (cfg.sample.every == 0 || ctx.unsampled_weights)) sample_step(ctx, false);
+    // The run ends with a sampling of the final weights, unless the latest one already used them
+    // or was at this same model time (a second record with one time would break the time axis).
+    if (ctx.steps > 0 && ctx.model_ready && (cfg.sample.every == 0 || ctx.unsampled_weights)) {
+      if (ctx.sampled_datetime == ctx.datetime)
+        log::info("The final weights are not sampled: the last sampling was already at " + ctx.datetime +
+                  "; they are in the final checkpoint (finecast-downscale samples them)");
+      else
+        sample_step(ctx, false);
+    }
     if (ctx.model_ready) save_checkpoint(ctx);
     if (ctx.output) {
       ctx.output->close();

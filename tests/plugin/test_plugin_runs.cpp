@@ -230,3 +230,34 @@ TEST(PluginRuns, OutputIsCfNetcdfAndConservative) {
   }
   EXPECT_GT(spread, 0.0) << "samples equal to the coarse field: nothing was downscaled";
 }
+
+TEST(PluginRuns, OutputTimesStrictlyIncreaseWhenTheLastSessionEndsAfterTheLastSampling) {
+  // Asynchronous training: the session started at step 4 is done by step 8 (the host steps take
+  // 0.2 s), step 8 starts another one and samples the step-4 weights, so the run ends with weights
+  // newer than the last sampling, at the same model time.
+  const fs::path dir = workdir("final_sampling");
+  std::string cfg = tiny_plugin_config("sample: {every: 4, members: 2, steps: 2, output: out.nc}\n");
+  cfg.replace(cfg.find("async: false"), 12, "async: true");
+  write_file(dir / "plugin.yaml", cfg);
+  write_file(dir / "host.yaml", host_run_file(8, "plugin.yaml") + "step_seconds: 0.2\n");
+  const Result r = run_host(dir, 2);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const Result times = run("/usr/bin/python3 -c \"import netCDF4; print(list(netCDF4.Dataset('" +
+                           (dir / "out.nc").string() + "')['time'][:]))\"");
+  ASSERT_EQ(times.exit_code, 0) << times.output;
+  std::vector<double> t;
+  for (size_t pos = times.output.find('['); pos != std::string::npos && pos + 1 < times.output.size();) {
+    char* end = nullptr;
+    const double v = std::strtod(times.output.c_str() + pos + 1, &end);
+    if (end == times.output.c_str() + pos + 1) break;
+    t.push_back(v);
+    pos = times.output.find(',', static_cast<size_t>(end - times.output.c_str()));
+  }
+  ASSERT_FALSE(t.empty()) << times.output;
+  for (size_t i = 1; i < t.size(); ++i) EXPECT_LT(t[i - 1], t[i]) << times.output;
+  // Step 4 has no trained model yet (skipped), step 8 writes one record; before the fix the end of
+  // the run wrote a second record with step 8's time.
+  EXPECT_EQ(t.size(), 1u) << times.output;
+  EXPECT_NE(r.output.find("final weights are not sampled: the last sampling was already at"), std::string::npos)
+      << r.output;
+}

@@ -476,7 +476,12 @@ void Downscaler::sample(const float* context, const float* coarse, const float* 
     setup.conservative = im.mo.conservative;
     setup.weights = w;
     std::vector<torch::Tensor> t_cache(static_cast<size_t>(im.mo.diffusion_steps));
+    // Progress inside a batch: one network evaluation per sampler step.
+    const int64_t evaluations = o.sampler == "ddpm" ? im.mo.diffusion_steps : std::min(o.steps, im.mo.diffusion_steps);
+    int64_t evaluated = 0;
     auto net = [&](const torch::Tensor& xt, int64_t t) {
+      if (progress && evaluated > 0) progress(r0 + rows * evaluated / evaluations, n);
+      ++evaluated;
       auto& tt = t_cache[static_cast<size_t>(t)];
       if (!tt.defined()) tt = torch::full({B}, t, torch::TensorOptions().dtype(torch::kInt64).device(im.device));
       auto y = im.sample_net->forward(xt, ctx, tt);

@@ -98,8 +98,9 @@ class Downscaler {
   /// Draws members fine patches per row from the last published weights; safe while another
   /// thread trains. coarse [n] is each patch's coarse value; weights [n,P] or nullptr;
   /// out [n, members, P]. Deterministic for a given seed on CPU.
-  /// `progress(rows_done, n)`, when given, is called after each internal batch of rows (bounded
-  /// batches keep memory flat; 16384 / members rows each) for progress lines.
+  /// `progress(rows_done, n)`, when given, is called at every sampler step (rows_done counts the
+  /// finished part of the current batch pro rata) and after each internal batch of rows (bounded
+  /// batches keep memory flat; 16384 / members rows each), for progress lines.
   void sample(const float* context, const float* coarse, const float* weights, int64_t n,
               const SampleOptions& options, uint64_t seed, float* out,
               const std::function<void(int64_t rows_done, int64_t rows)>& progress = {}) const;

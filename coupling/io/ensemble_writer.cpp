@@ -206,12 +206,12 @@ int EnsembleWriter::define_companion(const std::string& suffix, const std::strin
   return id;
 }
 
-void EnsembleWriter::put_companion(int varid, const std::string& suffix, const float* values) {
+void EnsembleWriter::put_companion(int varid, const std::string& suffix, const float* values, size_t record) {
   for (int64_t i = 0; i < n_cells_; ++i) scratch_[i] = std::isfinite(values[i]) ? values[i] : kFill;
-  std::vector<size_t> start = {static_cast<size_t>(steps_)}, count = {1};
+  std::vector<size_t> start = {record}, count = {1};
   for (size_t s : spatial_shape_) start.push_back(0), count.push_back(s);
   CHECK_NC(nc_put_vara_float(ncid_, varid, start.data(), count.data(), scratch_.data()),
-           context() + suffix + " (time step " + std::to_string(steps_) + ")");
+           context() + suffix + " (time step " + std::to_string(record) + ")");
 }
 
 void EnsembleWriter::write(const std::string& datetime, const float* members_by_cell,
@@ -241,13 +241,16 @@ void EnsembleWriter::write(const std::string& datetime, const float* members_by_
     throw IoError(ctx + ": time \"" + datetime + "\" is " + (is_date ? "" : "not ") +
                   "an ISO 8601 date but the first written time was " + (dated_ ? "" : "not"));
   }
+  // The same model time again replaces its record: one time, one record.
+  const bool replace = steps_ > 0 && datetime == last_datetime_;
+  const int64_t record = replace ? steps_ - 1 : steps_;
   const double tv =
-      dated_ ? CfTime(time_units_, calendar_, ctx).from_datetime(t) : static_cast<double>(steps_);
+      dated_ ? CfTime(time_units_, calendar_, ctx).from_datetime(t) : static_cast<double>(record);
   if (coarse_on_fine && coarse_varid_ < 0)
     coarse_varid_ = define_companion("_coarse", "coarse-grained input on the fine grid (finecast's condition)");
   if (host_field && host_varid_ < 0) host_varid_ = define_companion("_host", "the host model's own fine field");
 
-  const size_t ts = static_cast<size_t>(steps_);
+  const size_t ts = static_cast<size_t>(record);
   CHECK_NC(nc_put_var1_double(ncid_, time_varid_, &ts, &tv), ctx + " (time)");
   const size_t total = static_cast<size_t>(members_) * static_cast<size_t>(n_cells_);
   scratch_.resize(total);
@@ -256,10 +259,11 @@ void EnsembleWriter::write(const std::string& datetime, const float* members_by_
   std::vector<size_t> start = {ts, 0}, count = {1, static_cast<size_t>(members_)};
   for (size_t s : spatial_shape_) start.push_back(0), count.push_back(s);
   CHECK_NC(nc_put_vara_float(ncid_, varid_, start.data(), count.data(), scratch_.data()),
-           ctx + " (time step " + std::to_string(steps_) + ")");
-  if (coarse_on_fine) put_companion(coarse_varid_, "_coarse", coarse_on_fine);
-  if (host_field) put_companion(host_varid_, "_host", host_field);
-  ++steps_;
+           ctx + " (time step " + std::to_string(record) + ")");
+  if (coarse_on_fine) put_companion(coarse_varid_, "_coarse", coarse_on_fine, ts);
+  if (host_field) put_companion(host_varid_, "_host", host_field, ts);
+  last_datetime_ = datetime;
+  if (!replace) ++steps_;
 }
 
 void EnsembleWriter::close() {

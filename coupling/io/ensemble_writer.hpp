@@ -37,7 +37,8 @@ class EnsembleWriter {
   /// "<var>_coarse". `datetime` is ISO 8601; when the first one is not a date, time holds the
   /// write index instead and every later one must not be a date either. host_field (optional,
   /// [n_cells]) is the host's own fine field at that time, stored as "<var>_host" (the truth,
-  /// for evaluation and figures).
+  /// for evaluation and figures). A write with the same `datetime` as the previous one replaces
+  /// that record (the newer data win) instead of adding a second record with the same time.
   void write(const std::string& datetime, const float* members_by_cell, const float* coarse_on_fine = nullptr,
              const float* host_field = nullptr);
   /// Flushes, closes and atomically publishes the file. Idempotent.
@@ -50,13 +51,14 @@ class EnsembleWriter {
  private:
   std::string context() const;
   int define_companion(const std::string& suffix, const std::string& long_name);
-  void put_companion(int varid, const std::string& suffix, const float* values);
+  void put_companion(int varid, const std::string& suffix, const float* values, size_t record);
 
   AtomicFile file_;
   std::string var_, calendar_;
   int ncid_ = -1, varid_ = -1, coarse_varid_ = -1, host_varid_ = -1, time_varid_ = -1;
   int members_ = 0;
   int64_t n_cells_ = 0, steps_ = 0;
+  std::string last_datetime_;  ///< `datetime` of the latest record
   std::vector<int> spatial_dimids_;
   std::vector<size_t> spatial_shape_;
   int time_dimid_ = -1;

@@ -419,14 +419,13 @@ void destructor() {
     ctx.session.wait();
     ctx.timers.train_wait += seconds_since(t0);
     if (ctx.session.collect()) ctx.model_ready = ctx.unsampled_weights = true;
-    // The run ends with a sampling of the final weights, unless the latest one already used them
-    // or was at this same model time (a second record with one time would break the time axis).
+    // The run ends with a sampling of the final weights, unless the latest one already used them.
+    // At the model time of the last sampling it replaces that record (the output writer keeps one
+    // record per time).
     if (ctx.steps > 0 && ctx.model_ready && (cfg.sample.every == 0 || ctx.unsampled_weights)) {
       if (ctx.sampled_datetime == ctx.datetime)
-        log::info("The final weights are not sampled: the last sampling was already at " + ctx.datetime +
-                  "; they are in the final checkpoint (finecast-downscale samples them)");
-      else
-        sample_step(ctx, false);
+        log::info("Final weights: sampling " + ctx.datetime + " again; the record of the last sampling is replaced");
+      sample_step(ctx, false);
     }
     if (ctx.model_ready) save_checkpoint(ctx);
     if (ctx.output) {

@@ -172,6 +172,33 @@ TEST(EnsembleWriter, InterruptedRunLeavesPreviousFileIntact) {
   EXPECT_EQ(r.time_string(0), "2000-01-01T00:00:00");
 }
 
+TEST(EnsembleWriter, ASecondWriteAtTheSameTimeReplacesTheRecord) {
+  ScratchDir dir;
+  const std::string path = dir.file("out.nc");
+  const int n = 10;
+  {
+    EnsembleWriter w(path, small_icon(n), "t", {}, 2, {});
+    std::vector<float> coarse(n, 5.0f), coarse2(n, 6.0f);
+    w.write("2000-01-01T00:00:00", ensemble(2, n, 1.0f).data(), coarse.data());
+    w.write("2000-01-02T00:00:00", ensemble(2, n, 2.0f).data(), coarse.data());
+    w.write("2000-01-02T00:00:00", ensemble(2, n, 3.0f).data(), coarse2.data());  // newer weights, same time
+    EXPECT_EQ(w.steps_written(), 2);
+    w.write("2000-01-03T00:00:00", ensemble(2, n, 4.0f).data(), coarse.data());
+    w.close();
+  }
+  FieldReader r(path, "t"), c(path, "t_coarse");
+  ASSERT_EQ(r.n_times(), 3);
+  EXPECT_EQ(r.time_string(1), "2000-01-02T00:00:00");
+  EXPECT_EQ(r.time_string(2), "2000-01-03T00:00:00");
+  std::vector<float> v(n);
+  r.read(1, v.data());
+  EXPECT_EQ(v[0], 3.0f) << "the replacing write's values";
+  c.read(1, v.data());
+  EXPECT_EQ(v[0], 6.0f);
+  r.read(2, v.data());
+  EXPECT_EQ(v[0], 4.0f);
+}
+
 TEST(EnsembleWriter, RejectsBadUse) {
   ScratchDir dir;
   EXPECT_THROW(EnsembleWriter(dir.file("no/such/dir/out.nc"), small_icon(4), "t", {}, 1, {}),

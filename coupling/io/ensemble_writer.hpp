@@ -46,6 +46,8 @@ class EnsembleWriter {
 
   const std::string& path() const { return file_.path(); }
   int64_t steps_written() const { return steps_; }
+  /// `datetime` of the latest record ("" before the first write).
+  const std::string& last_datetime() const { return last_datetime_; }
   int64_t n_cells() const { return n_cells_; }
 
  private:

@@ -361,7 +361,6 @@ void sample_step(PluginContext& ctx, bool write_back) {
       ctx.output->write(ctx.datetime, ctx.samples.data(), ctx.patches.coarse.data(), ctx.global_values.data(),
                         ctx.ensemble_mean);
       ++ctx.samplings;
-      ctx.sampled_datetime = ctx.datetime;
       ctx.unsampled_weights = false;
       log::progress("Sampled " + std::to_string(members) + " member(s) at " + ctx.datetime + " (" + cfg.sample.sampler +
                     ") in " + std::to_string(seconds_since(t0)).substr(0, 5) + " s");
@@ -423,7 +422,7 @@ void destructor() {
     // At the model time of the last sampling it replaces that record (the output writer keeps one
     // record per time).
     if (ctx.steps > 0 && ctx.model_ready && (cfg.sample.every == 0 || ctx.unsampled_weights)) {
-      if (ctx.sampled_datetime == ctx.datetime)
+      if (ctx.output && ctx.output->last_datetime() == ctx.datetime)
         log::info("Final weights: sampling " + ctx.datetime + " again; the record of the last sampling is replaced");
       sample_step(ctx, false);
     }

@@ -29,6 +29,9 @@ class Output {
   /// Publishes the file (atomic rename). Idempotent.
   void close();
   const std::string& path() const { return path_; }
+  /// Model time of the latest record ("" before the first write); a write at the same time
+  /// replaces that record.
+  const std::string& last_datetime() const { return writer_.last_datetime(); }
 
  private:
   std::string path_;

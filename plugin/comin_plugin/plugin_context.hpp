@@ -78,7 +78,6 @@ struct PluginContext {
   long long sessions = 0;
   long long samplings = 0;
   std::string datetime;  ///< model time of the latest coupling step
-  std::string sampled_datetime;  ///< model time of the latest sampling ("" = none yet)
   bool checkpoint_due = false;
   Timers timers;
 

@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 #include <hdf5.h>
 #include <torch/torch.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -38,18 +37,10 @@ ft::TrainOptions tiny_training() {
   return t;
 }
 
-/// A fresh directory per test under the build tree's temp area.
+/// A fresh directory per test (one torch thread: the global environment of test_downscaler.cpp).
 class Checkpoint : public ::testing::Test {
  protected:
-  void SetUp() override {
-    ft::set_torch_threads(1);
-    dir_ = fs::temp_directory_path() / ("finecast_ckpt_test_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    ft::testing::remove_tree(dir_.string());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { ft::testing::remove_tree(dir_.string()); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  std::string path(const std::string& name) const { return scratch_.path(name); }
 
   /// The message of the CheckpointError that `f` throws ("" when it does not throw).
   template <class F>
@@ -62,7 +53,7 @@ class Checkpoint : public ::testing::Test {
     return "";
   }
 
-  fs::path dir_;
+  ft::testing::ScratchDir scratch_{"ckpt_test"};
   KnownDistribution data_{200, 4};
   ft::DataView view() const { return {data_.context.data(), data_.fine.data(), nullptr, data_.n}; }
 };
@@ -99,7 +90,7 @@ TEST_F(Checkpoint, RoundTripIsBitwise) {
   b.sample(data_.context.data(), data_.coarse.data(), nullptr, 2, so, 5, ob.data());
   EXPECT_EQ(oa, ob);
   // No temporary file is left behind by the atomic write.
-  for (const auto& e : fs::directory_iterator(dir_)) EXPECT_EQ(e.path().filename(), "a.h5");
+  for (const auto& e : fs::directory_iterator(scratch_.dir())) EXPECT_EQ(e.path().filename(), "a.h5");
 }
 
 TEST_F(Checkpoint, ResumingEqualsTrainingStraight) {
@@ -181,7 +172,7 @@ TEST_F(Checkpoint, WrongFormatVersionIsRefused) {
   const auto e = error_of([&] { ft::Downscaler::load_checkpoint(path("a.h5"), "cpu"); });
   EXPECT_TRUE(contains(e, "checkpoint format version 2, but this build reads version 1")) << e;
   EXPECT_TRUE(contains(e, "newer finecast")) << e;
-  EXPECT_FALSE(ft::newest_valid_checkpoint(dir_.string()).has_value());
+  EXPECT_FALSE(ft::newest_valid_checkpoint(scratch_.dir().string()).has_value());
 }
 
 TEST_F(Checkpoint, TruncatedCorruptAndForeignFilesGiveClearErrors) {
@@ -239,7 +230,7 @@ TEST_F(Checkpoint, TruncatedCorruptAndForeignFilesGiveClearErrors) {
 
 TEST_F(Checkpoint, DirectoryKeepsTheLastKAndFallsBackToTheNewestValid) {
   ft::Downscaler a(tiny_model(), tiny_training(), "cpu");
-  const std::string d = (dir_ / "ckpts").string();
+  const std::string d = path("ckpts");
   std::vector<std::string> written;
   for (int e = 0; e < 4; ++e) {
     a.train_epoch(view());
@@ -261,7 +252,7 @@ TEST_F(Checkpoint, DirectoryKeepsTheLastKAndFallsBackToTheNewestValid) {
   ASSERT_EQ(skipped.size(), 1u);
   EXPECT_TRUE(contains(skipped[0], written[3])) << skipped[0];
   EXPECT_EQ(ft::read_checkpoint_metadata(*best).at("epoch"), "2");
-  EXPECT_FALSE(ft::newest_valid_checkpoint((dir_ / "empty").string()).has_value());
+  EXPECT_FALSE(ft::newest_valid_checkpoint(path("empty")).has_value());
 }
 
 TEST_F(Checkpoint, AFailedWriteLeavesThePreviousCheckpointIntact) {
@@ -272,7 +263,7 @@ TEST_F(Checkpoint, AFailedWriteLeavesThePreviousCheckpointIntact) {
   fs::create_directories(path("blocked.h5/sub"));
   const auto e = error_of([&] { a.save_checkpoint(path("blocked.h5")); });
   EXPECT_TRUE(contains(e, "cannot rename")) << e;
-  for (const auto& entry : fs::directory_iterator(dir_))
+  for (const auto& entry : fs::directory_iterator(scratch_.dir()))
     EXPECT_FALSE(contains(entry.path().filename().string(), ".tmp.")) << "temporary file left behind";
   EXPECT_EQ(fs::file_size(path("keep.h5")), bytes);
   EXPECT_NO_THROW(ft::verify_checkpoint(path("keep.h5")));

@@ -4,42 +4,27 @@
 // scripts/device/build_cuda.sh runs them on a GPU machine.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
-#include <unistd.h>
 
 #include <cstdio>
-#include <filesystem>
 
 #include "tests/trainer/trainer_test_data.hpp"
 #include "trainer/device.hpp"
 #include "trainer/downscaler.hpp"
 #include "trainer/downscaler_impl.hpp"
 
-namespace fs = std::filesystem;
 namespace ft = finecast::trainer;
-using ft::testing::KnownDistribution;
-using ft::testing::Skill;
-using ft::testing::evaluate;
-using ft::testing::fast_training;
-using ft::testing::small_model;
-using ft::testing::view;
+using namespace finecast::trainer::testing;  // NOLINT: the shared test data and scoring
 
 namespace {
 
+/// Skips without a GPU; one torch thread comes from the global environment of test_downscaler.cpp.
 class Cuda : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
-    ft::set_torch_threads(1);
-    dir_ = fs::temp_directory_path() / ("finecast_cuda_test_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    ft::testing::remove_tree(dir_.string());
-    fs::create_directories(dir_);
   }
-  void TearDown() override {
-    if (!dir_.empty()) ft::testing::remove_tree(dir_.string());
-  }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  fs::path dir_;
+  std::string path(const std::string& name) const { return scratch_.path(name); }
+  ft::testing::ScratchDir scratch_{"cuda_test"};
 };
 
 /// ||a - b|| / ||b|| of the weight updates since `init` (both on the CPU).

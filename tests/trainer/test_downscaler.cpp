@@ -13,12 +13,7 @@
 #include "trainer/downscaler_impl.hpp"
 
 namespace ft = finecast::trainer;
-using ft::testing::KnownDistribution;
-using ft::testing::Skill;
-using ft::testing::evaluate;
-using ft::testing::fast_training;
-using ft::testing::small_model;
-using ft::testing::view;
+using namespace finecast::trainer::testing;  // NOLINT: the shared test data and scoring
 
 namespace {
 

@@ -4,10 +4,13 @@
 #pragma once
 
 #include <ftw.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -137,5 +140,26 @@ inline void remove_tree(const std::string& dir) {
   ::nftw(dir.c_str(), [](const char* path, const struct stat*, int, struct FTW*) { return ::remove(path); }, 16,
          FTW_DEPTH | FTW_PHYS);
 }
+
+/// A fresh directory for the running test (under the system temp directory, named after the
+/// test and the process), removed with everything in it when the test ends.
+class ScratchDir {
+ public:
+  explicit ScratchDir(const std::string& tag)
+      : dir_(std::filesystem::temp_directory_path() /
+             ("finecast_" + tag + "_" + std::to_string(::getpid()) + "_" +
+              ::testing::UnitTest::GetInstance()->current_test_info()->name())) {
+    remove_tree(dir_.string());
+    std::filesystem::create_directories(dir_);
+  }
+  ~ScratchDir() { remove_tree(dir_.string()); }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::filesystem::path& dir() const { return dir_; }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+ private:
+  std::filesystem::path dir_;
+};
 
 }  // namespace finecast::trainer::testing

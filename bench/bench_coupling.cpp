@@ -17,7 +17,7 @@
 
 #include "bench/registry.hpp"
 #include "coupling/buffer/rolling_buffer.hpp"
-#include "coupling/comin/comin.h"
+#include "comin.h"
 #include "coupling/grid/icon_grid.hpp"
 #include "coupling/grid/icon_hierarchy.hpp"
 #include "coupling/grid/icosahedral_grid.hpp"

@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -136,27 +137,65 @@ Field string_field(std::string key, Get get, std::vector<std::string> choices, s
   return f;
 }
 
-template <class Get>
-Field string_list_field(std::string key, Get get, std::string comment) {
+/// `fields`: host variables, each a name or {name: NAME, level: K} (ICON level numbering,
+/// 1 = model top) for one level of a 3-D variable.
+Field coupled_fields_field(std::string comment) {
   Field f;
-  f.key = key;
+  f.key = "fields";
   f.comment = std::move(comment);
-  f.read = [key, get](const YAML::Node& n, Config& c, const std::string& where) {
-    std::vector<std::string> v;
-    if (n.IsScalar() && !n.Scalar().empty()) {
-      v.push_back(n.Scalar());
-    } else if (n.IsSequence()) {
-      for (const auto& item : n) {
-        if (!item.IsScalar() || item.Scalar().empty()) fail(where, key + " must be a list of variable names, got an entry " + scalar_text(item));
-        v.push_back(item.Scalar());
+  f.required = true;
+  f.read = [](const YAML::Node& n, Config& c, const std::string& where) {
+    const std::string key = "fields";
+    std::vector<std::string> names;
+    std::vector<int> levels;
+    auto add = [&](const YAML::Node& item) {
+      if (item.IsScalar() && !item.Scalar().empty()) {
+        names.push_back(item.Scalar());
+        levels.push_back(0);
+        return;
+      }
+      if (!item.IsMap())
+        fail(where, key + " entries must be variable names or {name: NAME, level: K}, got " + scalar_text(item));
+      std::string name;
+      long long level = 0;
+      for (const auto& kv : item) {
+        const std::string k = kv.first.IsScalar() ? kv.first.Scalar() : "";
+        if (k == "name" && kv.second.IsScalar() && !kv.second.Scalar().empty()) {
+          name = kv.second.Scalar();
+        } else if (k == "level" && kv.second.IsScalar() && YAML::convert<long long>::decode(kv.second, level) &&
+                   level >= 1 && level <= 100000) {
+        } else {
+          fail(where, key + " entries of the form {name: NAME, level: K} take a variable name and a level >= 1 "
+                            "(1 = model top), got " + (k.empty() ? "a key that is not a string" : k + ": " + scalar_text(kv.second)));
+        }
+      }
+      if (name.empty()) fail(where, key + " entry {name: NAME, level: K} has no name");
+      names.push_back(name);
+      levels.push_back(static_cast<int>(level));
+    };
+    if (n.IsSequence()) {
+      for (const auto& item : n) add(item);
+    } else if (n.IsScalar() || n.IsMap()) {
+      add(n);
+    }
+    if (names.empty()) fail(where, key + " must be a non-empty list of variable names, got " + scalar_text(n));
+    c.fields = names;
+    c.field_levels = levels;
+  };
+  f.write = [](const Config& c) {
+    YAML::Node n(YAML::NodeType::Sequence);
+    for (size_t i = 0; i < c.fields.size(); ++i) {
+      const int level = i < c.field_levels.size() ? c.field_levels[i] : 0;
+      if (level == 0) {
+        n.push_back(c.fields[i]);
+      } else {
+        YAML::Node m(YAML::NodeType::Map);
+        m["name"] = c.fields[i];
+        m["level"] = level;
+        m.SetStyle(YAML::EmitterStyle::Flow);
+        n.push_back(m);
       }
     }
-    if (v.empty()) fail(where, key + " must be a non-empty list of variable names, got " + scalar_text(n));
-    get(c) = v;
-  };
-  f.write = [get](const Config& c) {
-    YAML::Node n(YAML::NodeType::Sequence);
-    for (const auto& s : get(const_cast<Config&>(c))) n.push_back(s);
     n.SetStyle(YAML::EmitterStyle::Flow);
     return n;
   };
@@ -200,9 +239,9 @@ constexpr int kMax = std::numeric_limits<int>::max();
 const std::vector<Field>& schema() {
   static const std::vector<Field> fields = [] {
     std::vector<Field> s;
-    Field fields_key = string_list_field("fields", GET(fields), "host variables to couple; the first one is downscaled");
-    fields_key.required = true;
-    s.push_back(fields_key);
+    s.push_back(coupled_fields_field(
+        "host variables to couple, each a name or {name: NAME, level: K} (one level of a 3-D variable, "
+        "1 = model top); the first one is downscaled"));
     s.push_back(string_field("device", GET(device), {"auto", "cpu", "cuda", "cuda:N", "mps"},
                              "auto picks CUDA, then MPS, then CPU; cuda/cuda:N/mps fail when absent", valid_device));
     s.push_back(u64_field("seed", GET(seed), "seed of every random choice (training and sampling)"));
@@ -331,6 +370,33 @@ int entry_point_id(const std::string& name) {
   for (const auto& [n, id] : entry_points())
     if (n == name) return id;
   return -1;
+}
+
+std::vector<std::string> split_options(const std::string& options) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  char quote = 0;
+  for (char ch : options) {
+    if (quote != 0) {
+      if (ch == quote) quote = 0;
+      else word += ch;
+    } else if (ch == '\'' || ch == '"') {
+      quote = ch;
+      in_word = true;
+    } else if (std::isspace(static_cast<unsigned char>(ch))) {
+      if (in_word) words.push_back(word);
+      word.clear();
+      in_word = false;
+    } else {
+      word += ch;
+      in_word = true;
+    }
+  }
+  if (quote != 0)
+    throw ConfigError("plugin options: unterminated " + std::string(1, quote) + " quote in \"" + options + "\"");
+  if (in_word) words.push_back(word);
+  return words;
 }
 
 std::vector<std::string> config_keys() {

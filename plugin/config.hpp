@@ -91,6 +91,7 @@ struct CheckpointConfig {
 struct Config {
   std::string source;               ///< file the config came from (for messages)
   std::vector<std::string> fields;  ///< required: host variables; the first is downscaled
+  std::vector<int> field_levels;    ///< per field: level of a 3-D variable (1 = model top), 0 = 2-D
   std::string device = "auto";      ///< auto | cpu | cuda | cuda:N | mps
   uint64_t seed = 42;
   std::string on_error = "abort";   ///< abort | disable
@@ -104,6 +105,11 @@ struct Config {
   SampleConfig sample;
   CheckpointConfig checkpoint;
 };
+
+/// Splits a plugin options string ("CONFIG.yaml key.path=value ...") into words at blanks, as a
+/// shell would: single or double quotes keep blanks inside a word and are removed
+/// ("fields='[{name: temp, level: 90}]'" is one word). Throws ConfigError on an unterminated quote.
+std::vector<std::string> split_options(const std::string& options);
 
 /// Reads and validates a config file. `overrides` are "key.path=value" strings (the value is
 /// YAML), applied before validation. Throws finecast::ConfigError with "file:line: key.path ...".

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The Host: life-cycle phases, the plugin loader (dlopen + comin_main) and entry-point dispatch.
+// The Host: life-cycle phases, the plugin loader (dlopen, comin_plugin_init, primary
+// constructor), the variables plugins request, and entry-point dispatch.
 #include "coupling/comin/host.hpp"
 
 #include <dlfcn.h>
@@ -10,7 +11,17 @@
 #include <limits>
 #include <utility>
 
+#include "coupling/comin/descrdata_arrays.hpp"
 #include "coupling/comin/host_state.hpp"
+
+extern "C" {
+// The hand-over a ComIn host makes to each plugin's libcomin (see comin_plugin_init in
+// api_lifecycle.cpp); declared here, not in comin.h, because only hosts call it.
+struct finecast_comin_version {
+  int major, minor, patch;
+};
+void comin_plugin_init(void* state, const finecast_comin_version* host_version, const int* host_wp);
+}
 
 namespace finecast::coupling::comin_host {
 namespace {
@@ -52,8 +63,8 @@ void require_phase(const Host::State& s, Phase wanted, const char* what) {
                         phase_name(s.phase) + " phase");
 }
 
-// Runs one plugin function with the plugin made current; turns a finish request that the handler
-// did not end the process for into an exception once the plugin has returned.
+// Runs one plugin function with the plugin made current; turns a finish request that the
+// handler did not end the process for into an exception once the plugin has returned.
 void call_plugin(Host::State& s, int plugin, void (*fn)()) {
   struct Restore {
     Host::State& s;
@@ -68,108 +79,108 @@ void call_plugin(Host::State& s, int plugin, void (*fn)()) {
   }
 }
 
-template <typename T>
-void fill_blocked(std::vector<T>& out, int nproma, int nblks, int k, T pad) {
-  out.assign(static_cast<size_t>(nproma) * nblks * k, pad);
+// ComIn's plugin name when the namelist gives none: "<library file>(<constructor>)".
+std::string default_plugin_name(const PluginSpec& spec) {
+  const size_t slash = spec.library.find_last_of('/');
+  return (slash == std::string::npos ? spec.library : spec.library.substr(slash + 1)) + "(" +
+         spec.primary_constructor + ")";
 }
 
-// Offset of (local cell j, component c) in an (nproma, nblks, k) Fortran array.
-size_t blocked_offset(int j, int c, int nproma, int nblks) {
-  const int jc = j % nproma, jb = j / nproma;
-  return static_cast<size_t>(jc) +
-         static_cast<size_t>(nproma) * (jb + static_cast<size_t>(nblks) * c);
+// dlopen's message for a library that cannot be loaded, explained where finecast knows why.
+std::string explain_dlopen_failure(const std::string& why) {
+  if (why.find("_MOD_") != std::string::npos && why.find("comin") != std::string::npos)
+    return why +
+           "\n  This is a Fortran plugin: it uses ComIn's Fortran module interface, which "
+           "finecast-host does not provide (it implements ComIn's C interface, comin.h). Run "
+           "Fortran plugins under ICON or ComIn's comin_replay.";
+  if (why.find("undefined symbol: yac_") != std::string::npos)
+    return why + "\n  The plugin needs YAC, which finecast-host does not provide.";
+  return why;
 }
 
-DomainArrays build_arrays(Domain d, int id) {
-  const std::string where = "finecast host: domain " + std::to_string(id) + ": ";
-  const int n = static_cast<int>(d.glb_index.size());
-  if (d.nproma <= 0)
-    throw ConfigError(where + "nproma must be > 0, got " + std::to_string(d.nproma));
-  if (d.n_cells_global <= 0) throw ConfigError(where + "n_cells_global must be > 0");
-  auto check = [&](size_t size, const char* name, bool optional) {
-    if (optional && size == 0) return;
-    if (size != static_cast<size_t>(n))
-      throw ConfigError(where + name + " has " + std::to_string(size) + " entries, glb_index has " +
-                        std::to_string(n) + " (one per local cell)");
+// The variable a plugin's request creates: ComIn's defaults for the metadata it did not set.
+Variable variable_for_request(const Host::State& s, const Request& r) {
+  const auto get_int = [&](const char* key, int fallback) {
+    auto it = r.metadata.find(key);
+    if (it == r.metadata.end()) return fallback;
+    if (const int* v = std::get_if<int>(&it->second)) return *v;
+    throw ConfigError("variable '" + r.name + "': metadata '" + key + "' must be an integer");
   };
-  check(d.decomp_domain.size(), "decomp_domain", false);
-  check(d.clon.size(), "clon", false);
-  check(d.clat.size(), "clat", false);
-  check(d.area.size(), "area", false);
-  check(d.neighbours.size(), "neighbours", false);
-  check(d.parent_glb_index.size(), "parent_glb_index", true);
-  check(d.children.size(), "children", true);
-  check(d.vertices.size(), "vertices", true);
-  check(d.refin_ctrl.size(), "refin_ctrl", true);
+  const auto get_bool = [&](const char* key, bool fallback) {
+    auto it = r.metadata.find(key);
+    if (it == r.metadata.end()) return fallback;
+    if (const bool* v = std::get_if<bool>(&it->second)) return *v;
+    throw ConfigError("variable '" + r.name + "': metadata '" + key + "' must be logical");
+  };
+  const std::string who = "variable '" + r.name + "' (domain " + std::to_string(r.domain) +
+                          ") requested by plugin '" + s.plugins[r.plugins.front()].spec.name + "'";
+  const DomainArrays& d = s.domains[r.domain - 1];
+  const int zaxis = get_int("zaxis_id", COMIN_ZAXIS_3D);
+  const int hgrid = get_int("hgrid_id", COMIN_HGRID_UNSTRUCTURED_CELL);
+  const int datatype = get_int("datatype", COMIN_VAR_DATATYPE_DOUBLE);
+  const bool tracer = get_bool("tracer", false);
+  if (hgrid != COMIN_HGRID_UNSTRUCTURED_CELL)
+    throw ConfigError(who + ": hgrid_id " + std::to_string(hgrid) +
+                      " (edges or vertices): finecast-host creates variables on cells only");
+  int nlev = 0;
+  if (zaxis == COMIN_ZAXIS_3D)
+    nlev = d.input.nlev;
+  else if (zaxis == COMIN_ZAXIS_3D_HALF)
+    nlev = d.input.nlev + 1;
+  else if (zaxis != COMIN_ZAXIS_2D)
+    throw ConfigError(who + ": unsupported zaxis_id " + std::to_string(zaxis));
+  if (datatype < COMIN_VAR_DATATYPE_DOUBLE || datatype > COMIN_VAR_DATATYPE_INT)
+    throw ConfigError(who + ": unknown datatype " + std::to_string(datatype));
+  if (tracer && datatype != COMIN_VAR_DATATYPE_DOUBLE)
+    throw ConfigError(who + ": tracers must be double precision");
+  Variable v = make_variable(d, r.name, r.domain, nlev, datatype);
+  v.requested_by = r.plugins.front();
+  v.exclusive = r.exclusive;
+  // ComIn's defaults for a requested variable, then what the plugins set.
+  v.metadata = {{"zaxis_id", zaxis},     {"hgrid_id", hgrid},        {"restart", false},
+                {"multi_timelevel", false}, {"tracer", tracer},        {"tracer_turb", false},
+                {"tracer_conv", false},   {"tracer_hlimit", 4},       {"tracer_vlimit", 1},
+                {"tracer_hadv", 2},       {"tracer_vadv", 3},         {"units", std::string()},
+                {"standard_name", std::string()}, {"long_name", std::string()},
+                {"short_name", std::string()},    {"datatype", datatype}};
+  for (const auto& [key, value] : r.metadata) v.metadata[key] = value;
+  return v;
+}
 
-  DomainArrays a;
-  a.ncells = n;
-  const int np = d.nproma;
-  a.nblks = n_blocks(n, np);
-  const int nb = a.nblks;
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  a.glb_index = d.glb_index;
-  // Padding of the last block: index 0 = "no cell", decomp_domain -1 and NaN coordinates, so a
-  // reader that loops over nproma*nblks instead of ncells sees it at once.
-  fill_blocked(a.decomp_domain, np, nb, 1, -1);
-  fill_blocked(a.refin_ctrl, np, nb, 1, 0);
-  fill_blocked(a.clon, np, nb, 1, nan);
-  fill_blocked(a.clat, np, nb, 1, nan);
-  fill_blocked(a.area, np, nb, 1, nan);
-  fill_blocked(a.neighbor_idx, np, nb, 3, 0);
-  fill_blocked(a.neighbor_blk, np, nb, 3, 0);
-  fill_blocked(a.parent_glb_idx, np, nb, 1, 0);
-  fill_blocked(a.parent_glb_blk, np, nb, 1, 0);
-  fill_blocked(a.child_idx, np, nb, 4, 0);
-  fill_blocked(a.child_blk, np, nb, 4, 0);
-  fill_blocked(a.vertex_idx, np, nb, 3, 0);
-  fill_blocked(a.vertex_blk, np, nb, 3, 0);
-  for (int j = 0; j < n; ++j) {
-    const int g = d.glb_index[j];
-    if (g < 1 || g > d.n_cells_global)
-      throw ConfigError(where + "glb_index[" + std::to_string(j) + "] = " + std::to_string(g) +
-                        " is outside 1.." + std::to_string(d.n_cells_global));
-    if (!a.glb2loc.emplace(g, j + 1).second)
-      throw ConfigError(where + "global cell " + std::to_string(g) + " appears twice in glb_index");
-    const size_t o = blocked_offset(j, 0, np, nb);
-    a.decomp_domain[o] = d.decomp_domain[j];
-    a.clon[o] = d.clon[j];
-    a.clat[o] = d.clat[j];
-    a.area[o] = d.area[j];
-    if (!d.refin_ctrl.empty()) a.refin_ctrl[o] = d.refin_ctrl[j];
-    if (!d.parent_glb_index.empty() && d.parent_glb_index[j] > 0) {
-      a.parent_glb_idx[o] = block_index(d.parent_glb_index[j] - 1, np);
-      a.parent_glb_blk[o] = block_number(d.parent_glb_index[j] - 1, np);
+// After every primary constructor: each request becomes a variable (or shares the host's).
+void apply_requests(Host::State& s) {
+  std::map<int, int> tracers;  // per domain
+  for (const Request& r : s.requests) {
+    const int existing = s.find_variable(r.name, r.domain);
+    if (existing >= 0) {
+      if (r.exclusive)
+        throw ConfigError("plugin '" + s.plugins[r.plugins.front()].spec.name +
+                          "' requested variable '" + r.name + "' (domain " +
+                          std::to_string(r.domain) +
+                          ") exclusively, but it is one of the host's own fields; an exclusive "
+                          "request creates a new variable and cannot share an existing one");
+      continue;  // a shared request of a host field: the plugin uses the host's variable
     }
-    auto set_local = [&](std::vector<int>& idx, std::vector<int>& blk, int c, int local,
-                         const char* name) {
-      if (local < 0) return;
-      if (local >= n)
-        throw ConfigError(where + name + " of local cell " + std::to_string(j) + " is " +
-                          std::to_string(local) + ", beyond the " + std::to_string(n) +
-                          " local cells");
-      idx[blocked_offset(j, c, np, nb)] = block_index(local, np);
-      blk[blocked_offset(j, c, np, nb)] = block_number(local, np);
-    };
-    for (int c = 0; c < 3; ++c)
-      set_local(a.neighbor_idx, a.neighbor_blk, c, d.neighbours[j][c], "neighbour");
-    if (!d.children.empty())
-      for (int c = 0; c < 4; ++c) set_local(a.child_idx, a.child_blk, c, d.children[j][c], "child");
-    if (!d.vertices.empty())
-      for (int c = 0; c < 3; ++c) {
-        const int v = d.vertices[j][c];
-        if (v < 0) continue;
-        a.vertex_idx[blocked_offset(j, c, np, nb)] = block_index(v, np);
-        a.vertex_blk[blocked_offset(j, c, np, nb)] = block_number(v, np);
-      }
+    Variable v = variable_for_request(s, r);
+    if (std::get<bool>(v.metadata["tracer"])) v.ncontained = ++tracers[r.domain];
+    s.variables.push_back(std::move(v));
   }
-  a.input = std::move(d);
-  return a;
 }
 
 }  // namespace
 
 Host::State* current_state() { return g_state; }
+
+void* Variable::data() {
+  switch (datatype) {
+    case COMIN_VAR_DATATYPE_FLOAT:
+      return f32.data();
+    case COMIN_VAR_DATATYPE_INT:
+      return i32.data();
+    default:
+      return f64.data();
+  }
+}
 
 FinishHandler set_finish_handler(FinishHandler handler) {
   FinishHandler old = std::move(finish_handler());
@@ -183,18 +194,19 @@ PrintSink set_print_sink(PrintSink sink) {
   return old;
 }
 
-void print_line(bool is_warning, const std::string& msg) {
+void print_line(bool is_warning, const std::string& line) {
   if (print_sink()) {
-    print_sink()(is_warning, msg);
+    print_sink()(is_warning, line);
     return;
   }
-  std::FILE* out = is_warning ? stderr : stdout;
-  std::fprintf(out, "%s%s\n", is_warning ? "WARNING: " : "", msg.c_str());
-  std::fflush(out);
+  std::fprintf(stderr, "%s\n", line.c_str());  // ComIn writes its messages to stderr
+  std::fflush(stderr);
 }
 
 void fatal(const std::string& routine, const std::string& text) {
   Host::State* s = g_state;
+  // ComIn ignores a finish request made inside EP_FINISH itself (the host is finishing).
+  if (s != nullptr && s->current_ep == EP_FINISH) return;
   std::string who;
   if (s != nullptr) {
     who = " (rank " + std::to_string(s->rank);
@@ -217,34 +229,71 @@ void fatal(const std::string& routine, const std::string& text) {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
-  if (initialized && !finalized) MPI_Abort(s != nullptr ? s->comm : MPI_COMM_WORLD, 1);
+  if (initialized && !finalized) MPI_Abort(MPI_COMM_WORLD, 1);
   std::abort();
 }
 
-void api_error(const char* routine, const std::string& text) {
+void api_error(t_comin_error_code code, const char* routine, const std::string& detail) {
   Host::State* s = g_state;
-  if (s != nullptr && s->errors_return) {
-    s->error = COMIN_ERROR_STATUS;
-    s->error_message = std::string(routine) + ": " + text;
-    return;
+  if (s != nullptr) {
+    s->error = code;
+    s->error_detail = std::string(routine) + ": " + detail;
+    if (s->plugin() != nullptr && s->plugin()->errors_return) return;
   }
-  fatal(routine, text);
+  fatal(routine, std::string(code >= COMIN_ERROR_STATUS ? "ERROR: " : "") + error_message(code) +
+                     " " + detail);
 }
 
-Variable make_variable(const DomainArrays& d, const std::string& name, int domain, int nlev) {
+Host::State* state_or_fatal(const char* routine) {
+  if (g_state == nullptr) fatal(routine, "no ComIn host is running in this process");
+  return g_state;
+}
+
+DomainArrays* domain_or_fatal(int jg, const char* routine) {
+  Host::State* s = state_or_fatal(routine);
+  if (s == nullptr) return nullptr;
+  if (jg < 1 || jg > static_cast<int>(s->domains.size())) {
+    fatal(routine, "domain " + std::to_string(jg) + " does not exist (the host has " +
+                       std::to_string(s->domains.size()) + ")");
+    return nullptr;
+  }
+  return &s->domains[jg - 1];
+}
+
+Variable make_variable(const DomainArrays& d, const std::string& name, int domain_id, int nlev,
+                       int datatype) {
   Variable v;
   v.name = name;
-  v.domain = domain;
-  v.shape = {d.input.nproma, nlev, d.nblks, 1, 1};
-  v.dim_semantics = {COMIN_DIM_SEMANTICS_NPROMA, COMIN_DIM_SEMANTICS_LEVEL,
-                     COMIN_DIM_SEMANTICS_BLOCK, COMIN_DIM_SEMANTICS_UNUSED,
-                     COMIN_DIM_SEMANTICS_UNUSED};
-  const int np = d.input.nproma;
-  v.data.assign(static_cast<size_t>(np) * nlev * d.nblks, std::numeric_limits<double>::quiet_NaN());
-  for (int j = 0; j < d.ncells; ++j)
-    for (int k = 0; k < nlev; ++k)
-      v.data[static_cast<size_t>(j % np) +
-             static_cast<size_t>(np) * (k + static_cast<size_t>(nlev) * (j / np))] = 0.0;
+  v.domain = domain_id;
+  v.datatype = datatype;
+  const int np = d.input.nproma, nb = d.cells.nblks, levels = std::max(nlev, 1);
+  if (nlev == 0) {
+    v.shape = {np, nb, 1, 1, 1};
+    v.dim_semantics = {COMIN_DIM_SEMANTICS_NPROMA, COMIN_DIM_SEMANTICS_BLOCK,
+                       COMIN_DIM_SEMANTICS_UNUSED, COMIN_DIM_SEMANTICS_UNUSED,
+                       COMIN_DIM_SEMANTICS_UNUSED};
+  } else {
+    v.shape = {np, nlev, nb, 1, 1};
+    v.dim_semantics = {COMIN_DIM_SEMANTICS_NPROMA, COMIN_DIM_SEMANTICS_LEVEL,
+                       COMIN_DIM_SEMANTICS_BLOCK, COMIN_DIM_SEMANTICS_UNUSED,
+                       COMIN_DIM_SEMANTICS_UNUSED};
+  }
+  const size_t total = static_cast<size_t>(np) * levels * nb;
+  // Valid cells start at 0; the padding of the last block is NaN (or INT_MIN), so that a reader
+  // that loops over nproma*nblks instead of ncells sees it at once.
+  auto fill = [&](auto& vec, auto pad) {
+    vec.assign(total, pad);
+    for (int j = 0; j < d.cells.n; ++j)
+      for (int k = 0; k < levels; ++k)
+        vec[static_cast<size_t>(j % np) +
+            static_cast<size_t>(np) * (k + static_cast<size_t>(levels) * (j / np))] = 0;
+  };
+  if (datatype == COMIN_VAR_DATATYPE_FLOAT)
+    fill(v.f32, std::numeric_limits<float>::quiet_NaN());
+  else if (datatype == COMIN_VAR_DATATYPE_INT)
+    fill(v.i32, std::numeric_limits<int>::min());
+  else
+    fill(v.f64, std::numeric_limits<double>::quiet_NaN());
   return v;
 }
 
@@ -254,17 +303,28 @@ int Host::State::find_variable(const std::string& name, int domain) const {
   return -1;
 }
 
-Host::Host(MPI_Comm host_comm, SimulationInterval interval) {
+t_comin_var_handle* Host::State::handle(int variable) {
+  auto it = handle_of.find(variable);
+  if (it != handle_of.end()) return it->second;
+  handles.push_back({variable});
+  handle_of[variable] = &handles.back();
+  return &handles.back();
+}
+
+Host::Host(MPI_Comm host_comm, SimulationInterval interval, GlobalData global) {
   if (g_state != nullptr)
     throw InternalError("finecast host: a Host already exists in this process");
   auto s = std::make_unique<State>();
   CHECK_MPI(MPI_Comm_dup(host_comm, &s->comm));
   CHECK_MPI(MPI_Comm_rank(s->comm, &s->rank));
+  s->global = std::move(global);
   s->exp_start.set(interval.exp_start);
   s->exp_stop.set(interval.exp_stop);
   s->run_start.set(interval.run_start);
   s->run_stop.set(interval.run_stop);
   s->datetime.set(interval.run_start);
+  s->host_revision.set(s->global.host_revision);
+  s->empty.set("");
   state_ = std::move(s);
   g_state = state_.get();
 }
@@ -277,7 +337,8 @@ Host::~Host() {
     for (auto& [name, comm] : state_->plugin_comms) MPI_Comm_free(&comm);
     MPI_Comm_free(&state_->comm);
   }
-  // Plugin libraries stay loaded: their threads or atexit handlers may still refer to their code.
+  // Plugin libraries stay loaded (ComIn does not dlclose either): their threads or atexit
+  // handlers may still refer to their code.
 }
 
 int Host::add_domain(Domain domain) {
@@ -287,30 +348,47 @@ int Host::add_domain(Domain domain) {
     throw ConfigError("finecast host: domain " + std::to_string(id) + " has nproma " +
                       std::to_string(domain.nproma) + ", domain 1 has " +
                       std::to_string(state_->domains.front().input.nproma) + " (nproma is global)");
-  state_->domains.push_back(build_arrays(std::move(domain), id));
+  state_->domains.push_back(build_domain_arrays(std::move(domain), id));
+  state_->global.max_dom = std::max(state_->global.max_dom, id);
   return id;
 }
 
-double* Host::add_variable(const std::string& name, int domain, int nlev) {
+double* Host::add_variable(const std::string& name, int domain, const VariableInfo& info) {
   require_phase(*state_, Phase::kSetup, "add_variable");
   if (domain < 1 || domain > static_cast<int>(state_->domains.size()))
     throw ConfigError("finecast host: variable '" + name + "': domain " + std::to_string(domain) +
                       " does not exist (" + std::to_string(state_->domains.size()) + " domains)");
-  if (nlev < 1) throw ConfigError("finecast host: variable '" + name + "': nlev must be >= 1");
+  if (info.nlev < 0) throw ConfigError("finecast host: variable '" + name + "': nlev must be >= 0");
   if (name.empty() || name.size() > COMIN_MAX_LEN_VAR_NAME)
     throw ConfigError("finecast host: variable name '" + name + "' must have 1.." +
                       std::to_string(COMIN_MAX_LEN_VAR_NAME) + " characters");
   if (state_->find_variable(name, domain) >= 0)
     throw ConfigError("finecast host: variable '" + name + "' exists already on domain " +
                       std::to_string(domain));
-  state_->variables.push_back(make_variable(state_->domains[domain - 1], name, domain, nlev));
-  return state_->variables.back().data.data();
+  Variable v = make_variable(state_->domains[domain - 1], name, domain, info.nlev,
+                             COMIN_VAR_DATATYPE_DOUBLE);
+  v.metadata = {{"zaxis_id", info.nlev == 0 ? COMIN_ZAXIS_2D : COMIN_ZAXIS_3D},
+                {"hgrid_id", COMIN_HGRID_UNSTRUCTURED_CELL},
+                {"restart", info.restart},
+                {"multi_timelevel", false},
+                {"tracer", false},
+                {"units", info.units},
+                {"standard_name", info.standard_name},
+                {"long_name", info.long_name},
+                {"short_name", name},
+                {"datatype", COMIN_VAR_DATATYPE_DOUBLE}};
+  state_->variables.push_back(std::move(v));
+  return state_->variables.back().f64.data();
 }
 
 void Host::load_plugins(const std::vector<PluginSpec>& plugins) {
   require_phase(*state_, Phase::kSetup, "load_plugins");
   State& s = *state_;
-  for (const PluginSpec& spec : plugins) {
+  if (s.domains.empty()) throw InternalError("finecast host: load_plugins before add_domain");
+  for (const PluginSpec& given : plugins) {
+    PluginSpec spec = given;
+    if (spec.primary_constructor.empty()) spec.primary_constructor = "comin_main";
+    if (spec.name.empty()) spec.name = default_plugin_name(spec);
     const std::string who =
         "finecast host: plugin '" + spec.name + "' (library '" + spec.library + "')";
     if (spec.library.empty()) throw ConfigError(who + ": no plugin_library given");
@@ -318,17 +396,37 @@ void Host::load_plugins(const std::vector<PluginSpec>& plugins) {
     void* handle = dlopen(spec.library.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr) {
       const char* why = dlerror();
-      throw IoError(who + ": dlopen failed: " + (why ? why : "unknown reason"));
+      throw IoError(who + ": cannot load the library: " +
+                    explain_dlopen_failure(why ? why : "unknown reason"));
+    }
+    // As ComIn does: the plugin's own libcomin (found through its dependencies) must accept
+    // this host's state, version and precision.
+    dlerror();
+    auto* init = reinterpret_cast<decltype(&comin_plugin_init)>(dlsym(handle, "comin_plugin_init"));
+    if (init == nullptr)
+      throw ConfigError(who + ": cannot load 'comin_plugin_init' from the plugin: a ComIn plugin "
+                              "links libcomin.so.0, which defines it (" +
+                        std::string(dlerror() ? "symbol not found" : "") + ")");
+    if (init != &comin_plugin_init) {
+      Dl_info info{};
+      dladdr(reinterpret_cast<void*>(init), &info);
+      throw ConfigError(who + ": its comin_plugin_init comes from " +
+                        (info.dli_fname ? info.dli_fname : "another library") +
+                        ", not from the libcomin.so.0 of this host; the plugin must link "
+                        "libcomin by its SONAME libcomin.so.0");
     }
     dlerror();
-    void* sym = dlsym(handle, "comin_main");
-    if (sym == nullptr)
-      throw ConfigError(who + ": the library has no symbol comin_main (is it a ComIn plugin?)");
+    void* main = dlsym(handle, spec.primary_constructor.c_str());
+    if (main == nullptr)
+      throw ConfigError(who + ": cannot load the primary constructor '" +
+                        spec.primary_constructor + "' from the plugin (is it a ComIn plugin?)");
     Plugin p;
     p.spec = spec;
+    p.id = static_cast<int>(s.plugins.size()) + 1;
     p.handle = handle;
     p.name.set(spec.name);
     p.options.set(spec.options);
+    p.comm_name.set(spec.comm);
     if (!spec.comm.empty()) {
       auto it = s.plugin_comms.find(spec.comm);
       if (it == s.plugin_comms.end()) {
@@ -345,8 +443,16 @@ void Host::load_plugins(const std::vector<PluginSpec>& plugins) {
       State& s;
       ~Back() { s.phase = Phase::kSetup; }
     } back{s};
-    call_plugin(s, index, reinterpret_cast<void (*)()>(sym));
+    const finecast_comin_version version{COMIN_VERSION_MAJOR, COMIN_VERSION_MINOR,
+                                         COMIN_VERSION_PATCH};
+    const int wp = 8;  // C_DOUBLE's kind: the host's working precision is double
+    s.error = COMIN_SUCCESS;
+    init(&s, &version, &wp);
+    if (s.error != COMIN_SUCCESS)
+      throw ConfigError(who + ": comin_plugin_init refused this host: " + error_message(s.error));
+    call_plugin(s, index, reinterpret_cast<void (*)()>(main));
   }
+  apply_requests(s);
   s.phase = Phase::kPluginsLoaded;
 }
 
@@ -355,8 +461,8 @@ void Host::secondary_constructor() {
   State& s = *state_;
   s.phase = Phase::kSecondaryConstructor;
   s.current_ep = EP_SECONDARY_CONSTRUCTOR;
-  s.current_domain = 1;
-  for (const Callback& cb : s.callbacks[EP_SECONDARY_CONSTRUCTOR]) call_plugin(s, cb.plugin, cb.fn);
+  s.current_domain = COMIN_DOMAIN_OUTSIDE_LOOP;
+  for (const auto& [plugin, fn] : s.callbacks[EP_SECONDARY_CONSTRUCTOR]) call_plugin(s, plugin, fn);
   s.current_ep = 0;
   s.phase = Phase::kRunning;
 }
@@ -367,6 +473,10 @@ void Host::run_entry_point(t_comin_entry_point ep, int domain, const std::string
       ep > EP_DESTRUCTOR)
     throw InternalError(std::string("finecast host: run_entry_point cannot run ") +
                         entry_point_name(ep) + " (use secondary_constructor() / finish())");
+  if (domain != COMIN_DOMAIN_OUTSIDE_LOOP &&
+      (domain < 1 || domain > static_cast<int>(state_->domains.size())))
+    throw InternalError("finecast host: run_entry_point on domain " + std::to_string(domain) +
+                        ", which does not exist");
   State& s = *state_;
   s.datetime.set(datetime);
   s.current_ep = ep;
@@ -375,7 +485,7 @@ void Host::run_entry_point(t_comin_entry_point ep, int domain, const std::string
     State& s;
     ~Reset() { s.current_ep = 0; }
   } reset{s};
-  for (const Callback& cb : s.callbacks[ep]) call_plugin(s, cb.plugin, cb.fn);
+  for (const auto& [plugin, fn] : s.callbacks[ep]) call_plugin(s, plugin, fn);
 }
 
 void Host::finish() {
@@ -388,14 +498,15 @@ void Host::finish() {
   } reset{s};
   for (int ep : {EP_FINISH, EP_DESTRUCTOR}) {
     s.current_ep = ep;
-    s.current_domain = 1;
-    for (const Callback& cb : s.callbacks[ep]) call_plugin(s, cb.plugin, cb.fn);
+    s.current_domain = COMIN_DOMAIN_OUTSIDE_LOOP;
+    for (const auto& [plugin, fn] : s.callbacks[ep]) call_plugin(s, plugin, fn);
   }
 }
 
 double* Host::variable(const std::string& name, int domain) const {
   const int i = state_->find_variable(name, domain);
-  return i < 0 ? nullptr : state_->variables[i].data.data();
+  if (i < 0 || state_->variables[i].datatype != COMIN_VAR_DATATYPE_DOUBLE) return nullptr;
+  return state_->variables[i].f64.data();
 }
 
 std::vector<std::string> Host::variable_names(int domain) const {
@@ -458,7 +569,7 @@ const char* Host::entry_point_name(int ep) {
                                       "EP_FINISH",
                                       "EP_DESTRUCTOR"};
   static_assert(sizeof(names) / sizeof(names[0]) == EP_DESTRUCTOR, "one name per entry point");
-  return ep >= 1 && ep <= EP_DESTRUCTOR ? names[ep - 1] : "EP_UNKNOWN";
+  return ep >= 1 && ep <= EP_DESTRUCTOR ? names[ep - 1] : "UNKNOWN";
 }
 
 }  // namespace finecast::coupling::comin_host

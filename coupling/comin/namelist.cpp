@@ -80,6 +80,15 @@ std::string read_value(Cursor& c) {
   return value;
 }
 
+// A Fortran logical: .true. / .false. / t / f (case-insensitive).
+bool parse_logical(const std::string& value, const std::string& key, int line) {
+  const std::string v = lower(value);
+  if (v == ".true." || v == "t" || v == ".t." || v == "true") return true;
+  if (v == ".false." || v == "f" || v == ".f." || v == "false") return false;
+  throw ConfigError("comin namelist, line " + std::to_string(line) + ": '" + key +
+                    "' must be a logical (.true. or .false.), got '" + value + "'");
+}
+
 }  // namespace
 
 std::vector<PluginSpec> parse_comin_namelist(const std::string& text) {
@@ -101,7 +110,7 @@ std::vector<PluginSpec> parse_comin_namelist(const std::string& text) {
   while (c.pos < start) c.get();
   std::map<int, PluginSpec> entries;
   std::map<int, int> entry_line;
-  std::map<int, bool> has_library, has_name;
+  std::map<int, bool> has_library;
   for (;;) {
     c.skip();
     if (c.done()) c.fail("&comin_nml is not closed by '/'");
@@ -137,18 +146,23 @@ std::vector<PluginSpec> parse_comin_namelist(const std::string& text) {
     entry_line.emplace(index, key_line);
     if (field == "name") {
       e.name = value;
-      has_name[index] = true;
     } else if (field == "plugin_library") {
       e.library = value;
       has_library[index] = true;
+    } else if (field == "primary_constructor") {
+      e.primary_constructor = value;
     } else if (field == "options") {
       e.options = value;
     } else if (field == "comm") {
       e.comm = value;
+    } else if (field == "log_debug" || field == "log_info" || field == "log_warning") {
+      bool& flag = field == "log_debug" ? e.log_debug : field == "log_info" ? e.log_info : e.log_warning;
+      flag = parse_logical(value, key, key_line);
     } else {
       throw ConfigError("comin namelist, line " + std::to_string(key_line) + ": unknown field '" +
                         field + "' in '" + key +
-                        "' (allowed: name, plugin_library, options, comm)");
+                        "' (allowed: name, plugin_library, primary_constructor, options, comm, "
+                        "log_debug, log_info, log_warning)");
     }
   }
   std::vector<PluginSpec> result;
@@ -160,7 +174,6 @@ std::vector<PluginSpec> parse_comin_namelist(const std::string& text) {
       throw ConfigError(where + ": plugin_list(" + std::to_string(expected) + ") is missing");
     if (!has_library[index] || spec.library.empty())
       throw ConfigError(where + ": no plugin_library");
-    if (!has_name[index] || spec.name.empty()) throw ConfigError(where + ": no name");
     result.push_back(spec);
     ++expected;
   }

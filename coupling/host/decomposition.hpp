@@ -2,7 +2,9 @@
 // How finecast-host splits an ICON grid over MPI ranks, and the ComIn domain of one rank.
 #pragma once
 
+#include <array>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "coupling/comin/host.hpp"
@@ -30,8 +32,17 @@ struct LocalCells {
 /// partition.
 LocalCells decompose(const IconGrid& grid, Decomposition method, int n_ranks, int rank);
 
+/// The edges of a grid, derived from its cells' vertices: edge e joins vertices[e] (0-based,
+/// sorted pairs, so every rank numbers them alike); of_cell[c] lists the edges of cell c.
+struct GridEdges {
+  std::vector<std::pair<int, int>> vertices;
+  std::vector<std::array<int, 3>> of_cell;
+};
+GridEdges grid_edges(const IconGrid& grid);
+
 /// The ComIn descriptive data of one rank: local cells (owned, then halo), decomp_domain 0/1,
-/// neighbours and vertices as local indices, parents from the grid file when it has them.
+/// neighbours as local indices, parents from the grid file when it has them, and the
+/// vertices and edges of the local cells (those of owned cells first) when the grid has vertices.
 comin_host::Domain make_domain(const IconGrid& grid, const LocalCells& cells, int nproma,
                                double dt);
 

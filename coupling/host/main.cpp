@@ -66,20 +66,35 @@ int run(const Options& opt, int rank, int n_ranks) {
   setup.nproma = cfg.nproma;
   setup.dt = cfg.dt;
   setup.start_utc_hours = start.hour + start.minute / 60.0 + start.second / 3600.0;
+  setup.nlev = cfg.nlev;
   const fc::host::HostModel model(grid, setup, n_ranks, rank);
   flog::info("grid " + cfg.grid + ": " + std::to_string(grid.n_cells) + " cells; this rank owns " +
              std::to_string(model.cells().owned.size()) + " + " +
              std::to_string(model.cells().halo.size()) + " halo, nproma " +
              std::to_string(cfg.nproma));
 
+  ch::GlobalData global;
+  global.vct_a = model.vct_a();
+  global.host_revision = std::string("finecast-host ") + FINECAST_VERSION;
   ch::Host host(MPI_COMM_WORLD,
-                {cfg.start, datetime_at(stop_seconds), cfg.start, datetime_at(stop_seconds)});
-  host.add_domain(model.domain());
-  double* ts = host.add_variable("ts", 1, 1);
-  double* ps = host.add_variable("ps", 1, 1);
-  double* topography = host.add_variable("topography_c", 1, 1);
+                {cfg.start, datetime_at(stop_seconds), cfg.start, datetime_at(stop_seconds)}, global);
+  ch::Domain domain = model.domain();
+  domain.dom_start = 0.0;
+  domain.dom_end = stop_seconds;
+  host.add_domain(std::move(domain));
+  // ICON's names, units and CF standard names for the fields finecast-host computes.
+  const int nlev = cfg.nlev;
+  double* ts = host.add_variable("ts", 1, {0, "K", "surface_temperature", "surface temperature", true});
+  double* ps = host.add_variable("ps", 1, {0, "Pa", "surface_air_pressure", "surface pressure", true});
+  double* temp = host.add_variable("temp", 1, {nlev, "K", "air_temperature", "temperature", true});
+  double* pres = host.add_variable("pres", 1, {nlev, "Pa", "air_pressure", "pressure", false});
+  double* topography =
+      host.add_variable("topography_c", 1, {0, "m", "surface_altitude", "geometric height of the earth's surface above sea level", false});
+  double* fr_land = host.add_variable("fr_land", 1, {0, "1", "land_area_fraction", "fraction land", false});
   model.write_topography(topography);
-  model.compute(0.0, ts, ps);
+  model.write_land_fraction(fr_land);
+  const fc::host::FieldPointers fields{ts, ps, temp, pres};
+  model.compute(0.0, fields);
 
   for (const auto& p : plugins)
     if (rank == 0)
@@ -92,9 +107,11 @@ int run(const Options& opt, int rank, int n_ranks) {
                " s from " + cfg.start);
 
   double t_plugins = 0, t_fields = 0;
-  auto ep = [&](t_comin_entry_point id, const std::string& datetime) {
+  // As in ICON: the entry points of the time loop, output and checkpoints are called outside
+  // the loop over domains (COMIN_DOMAIN_OUTSIDE_LOOP), the model's own per domain.
+  auto ep = [&](t_comin_entry_point id, const std::string& datetime, int domain = COMIN_DOMAIN_OUTSIDE_LOOP) {
     const double t0 = now();
-    host.run_entry_point(id, 1, datetime);
+    host.run_entry_point(id, domain, datetime);
     t_plugins += now() - t0;
   };
   const double t_loop = now();
@@ -114,13 +131,13 @@ int run(const Options& opt, int rank, int n_ranks) {
     const double seconds = cfg.dt * step;
     const std::string datetime = datetime_at(seconds);
     ep(EP_ATM_TIMELOOP_START, datetime);
-    ep(EP_ATM_INTEGRATE_BEFORE, datetime);
-    ep(EP_ATM_INTEGRATE_START, datetime);
+    ep(EP_ATM_INTEGRATE_BEFORE, datetime, 1);
+    ep(EP_ATM_INTEGRATE_START, datetime, 1);
     const double t0 = now();
-    model.compute(seconds, ts, ps);
+    model.compute(seconds, fields);
     t_fields += now() - t0;
-    ep(EP_ATM_INTEGRATE_END, datetime);
-    ep(EP_ATM_INTEGRATE_AFTER, datetime);
+    ep(EP_ATM_INTEGRATE_END, datetime, 1);
+    ep(EP_ATM_INTEGRATE_AFTER, datetime, 1);
     if (step % cfg.output_every == 0) {
       ep(EP_ATM_WRITE_OUTPUT_BEFORE, datetime);
       ep(EP_ATM_WRITE_OUTPUT_AFTER, datetime);

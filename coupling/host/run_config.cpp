@@ -20,7 +20,7 @@ HostRunConfig parse_host_run_config(const std::string& text, const std::string& 
   if (!root.IsMap()) throw ConfigError(path + ": the run file must be a YAML map of keys");
   check_keys(root,
              {"grid", "orography", "orography_variable", "start", "dt", "steps", "output_every",
-              "nproma", "decomposition", "progress_every", "step_seconds", "plugins", "comin_namelist"},
+              "nproma", "nlev", "decomposition", "progress_every", "step_seconds", "plugins", "comin_namelist"},
              path, "");
   read(root, "grid", c.grid, path);
   read(root, "orography", c.orography, path);
@@ -30,6 +30,7 @@ HostRunConfig parse_host_run_config(const std::string& text, const std::string& 
   read(root, "steps", c.steps, path);
   read(root, "output_every", c.output_every, path);
   read(root, "nproma", c.nproma, path);
+  read(root, "nlev", c.nlev, path);
   read(root, "progress_every", c.progress_every, path);
   read(root, "step_seconds", c.step_seconds, path);
   read(root, "comin_namelist", c.comin_namelist, path);
@@ -52,6 +53,7 @@ HostRunConfig parse_host_run_config(const std::string& text, const std::string& 
   positive(c.steps > 0, "steps", std::to_string(c.steps));
   positive(c.output_every > 0, "output_every", std::to_string(c.output_every));
   positive(c.nproma > 0, "nproma", std::to_string(c.nproma));
+  positive(c.nlev > 0, "nlev", std::to_string(c.nlev));
   if (c.step_seconds < 0)
     throw ConfigError(where(path, root["step_seconds"], "step_seconds") + ": must be >= 0");
   if (c.progress_every < 0)

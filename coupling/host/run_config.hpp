@@ -21,6 +21,7 @@ struct HostRunConfig {
   int steps = 200;
   int output_every = 1;  ///< steps between EP_ATM_WRITE_OUTPUT_BEFORE/AFTER
   int nproma = 32;
+  int nlev = 10;  ///< full levels of the 3-D fields (temp, pres)
   Decomposition decomposition = Decomposition::kLatBands;
   int progress_every = 0;  ///< steps between progress lines; 0 = about ten lines per run
   /// Minimum wall time of one step. The toy model computes a step in ~1 ms, a production

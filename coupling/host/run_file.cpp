@@ -49,7 +49,7 @@ std::vector<comin_host::PluginSpec> read_plugins(const YAML::Node& root, const s
   if (!plugins || plugins.IsNull()) return specs;
   if (!plugins.IsSequence())
     throw ConfigError(where(path, plugins, "plugins") +
-                      ": expected a list of {name, library, options, comm}");
+                      ": expected a list of {name, library, options, comm, primary_constructor}");
   if (!comin_namelist.empty() && plugins.size() > 0)
     throw ConfigError(where(path, plugins, "plugins") +
                       ": give either plugins or comin_namelist, not both");
@@ -58,14 +58,14 @@ std::vector<comin_host::PluginSpec> read_plugins(const YAML::Node& root, const s
     const std::string prefix = "plugins[" + std::to_string(i) + "].";
     if (!p.IsMap())
       throw ConfigError(where(path, p, "plugins[" + std::to_string(i) + "]") + ": expected a map");
-    check_keys(p, {"name", "library", "options", "comm"}, path, prefix);
+    check_keys(p, {"name", "library", "options", "comm", "primary_constructor"}, path, prefix);
     comin_host::PluginSpec spec;
     read(p, "name", spec.name, path, prefix);
     read(p, "library", spec.library, path, prefix);
     read(p, "options", spec.options, path, prefix);
     read(p, "comm", spec.comm, path, prefix);
+    read(p, "primary_constructor", spec.primary_constructor, path, prefix);
     if (spec.library.empty()) throw ConfigError(where(path, p, prefix + "library") + ": missing");
-    if (spec.name.empty()) throw ConfigError(where(path, p, prefix + "name") + ": missing");
     specs.push_back(spec);
   }
   return specs;

@@ -5,7 +5,7 @@
 #include <sstream>
 #include <string>
 
-#include "coupling/comin/comin.h"
+#include "comin.h"
 #include "coupling/error.hpp"
 
 namespace finecast::coupling {

@@ -16,7 +16,7 @@ struct OwnedCells {
 };
 
 /// Computes the owned cells of a cell field from its 5-D shape and ComIn dimension semantics
-/// (COMIN_DIM_SEMANTICS_* of coupling/comin/comin.h; an NPROMA + BLOCK pair or one UNBLOCK
+/// (COMIN_DIM_SEMANTICS_* of comin.h; an NPROMA + BLOCK pair or one UNBLOCK
 /// dimension holds the cells, LEVEL the level, every other dimension is taken at index 0).
 /// decomp_domain and glb_index hold one value per local cell (0 = owned; 1-based global index).
 /// `level` is 0-based. Throws GridError naming the shape and semantics when they do not fit.

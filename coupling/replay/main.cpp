@@ -152,10 +152,13 @@ int run(const Options& opt, int rank, int n_ranks) {
   ch::Host host(MPI_COMM_WORLD, {first, last, first, last});
   host.add_domain(domain);
   std::vector<double*> vars;
-  for (const auto& v : cfg.variables) vars.push_back(host.add_variable(v.name, 1, 1));
+  for (size_t v = 0; v < cfg.variables.size(); ++v) {
+    const fc::VarAttributes& a = input.attributes(static_cast<int>(v));
+    vars.push_back(host.add_variable(cfg.variables[v].name, 1, {0, a.units, a.standard_name, a.long_name, false}));
+  }
   std::vector<float> global(static_cast<size_t>(input.n_values()));
   for (const auto& s : cfg.static_variables) {
-    double* var = host.add_variable(s.variable.name, 1, 1);
+    double* var = host.add_variable(s.variable.name, 1, ch::VariableInfo{});
     if (rank == 0) {
       fc::FieldReader reader(s.file, s.variable.var, s.variable.level);
       if (reader.n_values() != input.n_values())
@@ -178,8 +181,10 @@ int run(const Options& opt, int rank, int n_ranks) {
 
   const double t_loop = now();
   double t_read = 0;
-  host.run_entry_point(EP_ATM_INIT_FINALIZE, 1, first);
-  host.run_entry_point(EP_ATM_TIMELOOP_BEFORE, 1, first);
+  // ICON's domain ids: the time loop's entry points are outside the loop over domains.
+  const int outside = COMIN_DOMAIN_OUTSIDE_LOOP;
+  host.run_entry_point(EP_ATM_INIT_FINALIZE, outside, first);
+  host.run_entry_point(EP_ATM_TIMELOOP_BEFORE, outside, first);
   std::string datetime = first;
   {
     fr::Progress progress(n_steps, rank == 0 ? progress_mode : fr::Progress::Mode::kNone,
@@ -189,7 +194,7 @@ int run(const Options& opt, int rank, int n_ranks) {
       for (int64_t i = 0; i < input.n_selected(); ++i) {
         datetime = input.datetime(i);
         // ICON's order; the fields change during the integration, as the model's would.
-        host.run_entry_point(EP_ATM_TIMELOOP_START, 1, datetime);
+        host.run_entry_point(EP_ATM_TIMELOOP_START, outside, datetime);
         host.run_entry_point(EP_ATM_INTEGRATE_BEFORE, 1, datetime);
         host.run_entry_point(EP_ATM_INTEGRATE_START, 1, datetime);
         for (size_t v = 0; v < vars.size(); ++v) {
@@ -205,9 +210,9 @@ int run(const Options& opt, int rank, int n_ranks) {
         }
         host.run_entry_point(EP_ATM_INTEGRATE_END, 1, datetime);
         host.run_entry_point(EP_ATM_INTEGRATE_AFTER, 1, datetime);
-        host.run_entry_point(EP_ATM_WRITE_OUTPUT_BEFORE, 1, datetime);
-        host.run_entry_point(EP_ATM_WRITE_OUTPUT_AFTER, 1, datetime);
-        host.run_entry_point(EP_ATM_TIMELOOP_END, 1, datetime);
+        host.run_entry_point(EP_ATM_WRITE_OUTPUT_BEFORE, outside, datetime);
+        host.run_entry_point(EP_ATM_WRITE_OUTPUT_AFTER, outside, datetime);
+        host.run_entry_point(EP_ATM_TIMELOOP_END, outside, datetime);
         progress.update(++done, (cfg.epochs > 1 ? "epoch " + std::to_string(epoch) + "/" +
                                                       std::to_string(cfg.epochs) + ", "
                                                 : std::string()) +
@@ -216,7 +221,7 @@ int run(const Options& opt, int rank, int n_ranks) {
     }
     progress.finish();
   }
-  host.run_entry_point(EP_ATM_TIMELOOP_AFTER, 1, datetime);
+  host.run_entry_point(EP_ATM_TIMELOOP_AFTER, outside, datetime);
   host.finish();
   const double t_total = now() - t_loop;
   double worst = 0;

@@ -65,6 +65,7 @@ ReplayInput::ReplayInput(const ReplayRunConfig& config) : variables_(config.vari
                       variables_[0].var + " has " + shape_text(shape_) +
                       " (every replayed variable must live on the same grid)");
       }
+      if (f == 0) attributes_.push_back(reader.attributes());
       if (v == 0) {
         n_times = reader.n_times();
         for (int64_t t = 0; t < n_times; ++t) steps_.push_back({f, t, reader.time_string(t)});

@@ -41,6 +41,9 @@ class ReplayInput {
   const std::string& datetime(int64_t i) const;
   /// Seconds between the first two selected steps (0 when undated or a single step).
   double step_seconds() const { return step_seconds_; }
+  /// Units, long and standard name of variable v (index into config.variables), as the first
+  /// file has them.
+  const VarAttributes& attributes(int v) const { return attributes_.at(v); }
   /// Reads selected step i of variable v (index into config.variables) into out[n_values()].
   void read(int64_t i, int v, float* out);
 
@@ -58,6 +61,7 @@ class ReplayInput {
   std::vector<int64_t> selected_;
   int64_t n_values_ = 0;
   std::vector<size_t> shape_;
+  std::vector<VarAttributes> attributes_;
   FieldReader::GridKind kind_ = FieldReader::GridKind::kLatLon;
   double step_seconds_ = 0;
   int open_file_ = -1;

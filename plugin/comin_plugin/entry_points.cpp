@@ -51,14 +51,44 @@ t_comin_var_descriptor descriptor(const std::string& name, int domain) {
   return d;
 }
 
-std::string host_variable_names() {
-  std::string names;
+/// The host's variables as (name, domain), from ComIn's variable list.
+std::vector<std::pair<std::string, int>> host_variables() {
+  std::vector<std::pair<std::string, int>> vars;
   for (auto* it = comin_var_get_descr_list_head(); it; it = comin_var_get_descr_list_next(it)) {
     t_comin_var_descriptor d{};
     comin_var_get_descr_list_var_desc(it, &d);
-    names += (names.empty() ? "" : ", ") + std::string(d.name) + "@" + std::to_string(d.id);
+    vars.emplace_back(std::string(d.name, strnlen(d.name, sizeof d.name)), d.id);
   }
+  return vars;
+}
+
+std::string host_variable_names(int domain) {
+  std::string names;
+  for (const auto& [name, id] : host_variables())
+    if (id == domain) names += (names.empty() ? "" : ", ") + name;
   return names.empty() ? "none" : names;
+}
+
+/// The long_name finecast gives its write-back variable: how the plugin recognises its own
+/// variable (a host that hands over an existing field instead keeps that field's metadata).
+std::string write_back_marker(const Config& cfg) { return "finecast ensemble mean of " + cfg.fields.front(); }
+
+/// A text metadata item of a host variable, "" when the host has none.
+std::string text_metadata(const std::string& name, int domain, const char* key) {
+  const t_comin_var_descriptor d = descriptor(name, domain);
+  if (comin_metadata_get_typeid(d, key) != COMIN_METADATA_TYPEID_CHARACTER) return "";
+  const char* val = nullptr;
+  int len = 0;
+  comin_metadata_get_character(d, key, &val, &len);
+  return val && len > 0 ? std::string(val, static_cast<size_t>(len)) : std::string();
+}
+
+int int_metadata(const std::string& name, int domain, const char* key, int fallback) {
+  const t_comin_var_descriptor d = descriptor(name, domain);
+  if (comin_metadata_get_typeid(d, key) != COMIN_METADATA_TYPEID_INTEGER) return fallback;
+  int v = fallback;
+  comin_metadata_get_integer(d, key, &v);
+  return v;
 }
 
 bool is_directory(const std::string& path) {
@@ -91,14 +121,20 @@ int torch_threads(const Config& cfg, int ranks_on_node) {
 /// Reads the options string: "CONFIG.yaml [key.path=value ...]".
 void primary_constructor() {
   PluginContext& ctx = plugin_context();
+  // A plugin list that names this library twice gets one library (dlopen shares it) with one
+  // state: a second instance would overwrite the first's.
+  const int id = comin_current_get_plugin_id();
+  if (ctx.plugin_id != 0)
+    throw ConfigError("finecast is listed twice in the host's plugin list (plugins " + std::to_string(ctx.plugin_id) +
+                      " and " + std::to_string(id) + "); one finecast instance runs per process: couple several "
+                      "fields through one config's `fields`");
+  ctx.plugin_id = id;
   ctx.host_rank = comin_parallel_get_host_mpi_rank();
   log::configure(ctx.host_rank, log::Level::kInfo, ctx.host_rank == 0);
 
-  std::istringstream options(fortran_string(comin_current_get_plugin_options));
-  std::string path, item;
-  std::vector<std::string> overrides;
-  options >> path;
-  while (options >> item) overrides.push_back(item);
+  std::vector<std::string> overrides = split_options(fortran_string(comin_current_get_plugin_options));
+  const std::string path = overrides.empty() ? std::string() : overrides.front();
+  if (!overrides.empty()) overrides.erase(overrides.begin());
   if (path.empty())
     throw ConfigError("the plugin options must be the path of finecast's YAML config, optionally followed by "
                       "key.path=value overrides (e.g. options = \"configs/demo.yaml device=cpu\"); got none");
@@ -107,20 +143,48 @@ void primary_constructor() {
   log::configure(ctx.host_rank, log::parse_level(cfg.log.level), cfg.log.all_ranks || ctx.host_rank == 0);
 
   ctx.coupling_ep = entry_point_id(cfg.coupling.entry_point);
-  if (!cfg.sample.write_back.empty()) comin_var_request_add(descriptor(cfg.sample.write_back, cfg.coupling.domain), false);
+  if (!cfg.sample.write_back.empty()) {
+    // finecast's own 2-D variable, exclusively: nobody else writes it, and it never is one of
+    // the host's fields (a requested variable is 3-D unless zaxis_id says otherwise).
+    const t_comin_var_descriptor d = descriptor(cfg.sample.write_back, cfg.coupling.domain);
+    comin_var_request_add(d, true);
+    comin_metadata_set_integer(d, "zaxis_id", COMIN_ZAXIS_2D);
+    comin_metadata_set_integer(d, "datatype", COMIN_VAR_DATATYPE_DOUBLE);
+    comin_metadata_set_character(d, "long_name", write_back_marker(cfg).c_str());
+  }
 }
 
-HostField get_field(const std::string& name, int domain, t_comin_entry_point ep, int flag, const std::string& key) {
+/// A host variable the plugin reads or writes. The variable list is checked first, so that an
+/// unknown name gets finecast's message (the host's variables listed) instead of ComIn's abort.
+HostField get_field(const std::string& name, int level, int domain, t_comin_entry_point ep, int flag,
+                    const std::string& key) {
+  const Config& cfg = plugin_context().config;
+  const auto vars = host_variables();
+  if (std::find(vars.begin(), vars.end(), std::make_pair(name, domain)) == vars.end())
+    throw ConfigError(cfg.source + ": " + key + ": the host has no variable \"" + name + "\" on domain " +
+                      std::to_string(domain) + " (its variables there: " + host_variable_names(domain) + ")");
   HostField f;
   f.name = name;
+  f.level = level;
+  f.datatype = int_metadata(name, domain, "datatype", COMIN_VAR_DATATYPE_DOUBLE);
+  if (f.datatype != COMIN_VAR_DATATYPE_DOUBLE && f.datatype != COMIN_VAR_DATATYPE_FLOAT)
+    throw ConfigError(cfg.source + ": " + key + ": host variable \"" + name +
+                      "\" holds integers; finecast couples floating-point fields");
   f.handle = comin_var_get(1, &ep, descriptor(name, domain), flag);
   if (!f.handle)
-    throw ConfigError(plugin_context().config.source + ": " + key + ": the host has no variable \"" + name +
-                      "\" on domain " + std::to_string(domain) + " (host variables: " + host_variable_names() + ")");
+    throw ConfigError(cfg.source + ": " + key + ": the host did not hand out variable \"" + name + "\"");
   return f;
 }
 
-void locate_owned_cells(HostField& f, int domain) {
+/// The number of levels of a host variable (the extent of its LEVEL dimension; 1 = 2-D).
+int level_count(const int shape[5], const int sem[5]) {
+  for (int i = 0; i < 5; ++i)
+    if (sem[i] == COMIN_DIM_SEMANTICS_LEVEL) return shape[i];
+  return 1;
+}
+
+void locate_owned_cells(HostField& f, int domain, const std::string& key) {
+  const Config& cfg = plugin_context().config;
   const int nproma = comin_descrdata_get_global_nproma();
   const int n_local = comin_descrdata_get_domain_cells_ncells(domain);
   const int* glb = nullptr;
@@ -131,7 +195,18 @@ void locate_owned_cells(HostField& f, int domain) {
   int shape[5], sem[5];
   comin_var_get_shape(f.handle, shape);
   comin_var_get_dim_semantics(f.handle, sem);
-  f.owned = coupling::owned_cells(shape, sem, nproma, n_local, decomp, glb, 0);
+  const int nlev = level_count(shape, sem);
+  // A 3-D variable is read at one level, which the config must name: level index 0 would be
+  // ICON's model top, almost never what a user means.
+  if (nlev > 1 && f.level == 0)
+    throw ConfigError(cfg.source + ": " + key + ": host variable \"" + f.name + "\" has " + std::to_string(nlev) +
+                      " levels; name one, e.g. {name: " + f.name + ", level: " + std::to_string(nlev) +
+                      "} (1 = model top, " + std::to_string(nlev) + " = lowest)");
+  if (f.level > nlev)
+    throw ConfigError(cfg.source + ": " + key + ": host variable \"" + f.name + "\" has " +
+                      (nlev == 1 ? std::string("no levels (it is 2-D)") : std::to_string(nlev) + " levels") +
+                      ", level " + std::to_string(f.level) + " does not exist");
+  f.owned = coupling::owned_cells(shape, sem, nproma, n_local, decomp, glb, std::max(f.level - 1, 0));
 }
 
 /// Creates `dir` (and its parents) now, so that an unwritable place fails before the run.
@@ -163,7 +238,12 @@ void setup_trainer(PluginContext& ctx, int64_t n_global, int ranks_on_node) {
     throw GridError(cfg.source + ": grid.file " + cfg.grid.file + " has " + std::to_string(ctx.map.n_fine) +
                     " cells, but the host's domain " + std::to_string(cfg.coupling.domain) + " has " +
                     std::to_string(n_global));
-  ctx.output_attrs.long_name = cfg.fields.front();  // ComIn's subset carries no units or long names
+  // The downscaled field's description, as the host gives it in its metadata.
+  const std::string& field = cfg.fields.front();
+  ctx.output_attrs.units = text_metadata(field, cfg.coupling.domain, "units");
+  ctx.output_attrs.standard_name = text_metadata(field, cfg.coupling.domain, "standard_name");
+  ctx.output_attrs.long_name = text_metadata(field, cfg.coupling.domain, "long_name");
+  if (ctx.output_attrs.long_name.empty()) ctx.output_attrs.long_name = field;
 
   ctx.patch_options.static_features = cfg.patch.static_features;
   ctx.patch_options.orography = !cfg.patch.orography.empty();
@@ -252,17 +332,26 @@ void secondary_constructor() {
     throw ConfigError(cfg.source + ": coupling.domain is " + std::to_string(jg) + " but the host has " +
                       std::to_string(comin_descrdata_get_global_n_dom()) + " domain(s)");
   const auto ep = static_cast<t_comin_entry_point>(ctx.coupling_ep);
-  for (const auto& name : cfg.fields) ctx.fields.push_back(get_field(name, jg, ep, COMIN_FLAG_READ, "fields"));
+  for (size_t i = 0; i < cfg.fields.size(); ++i)
+    ctx.fields.push_back(get_field(cfg.fields[i], i < cfg.field_levels.size() ? cfg.field_levels[i] : 0, jg, ep,
+                                   COMIN_FLAG_READ, "fields"));
   if (!cfg.patch.orography.empty())
-    ctx.fields.push_back(get_field(cfg.patch.orography, jg, ep, COMIN_FLAG_READ, "patch.orography"));
-  for (auto& f : ctx.fields) locate_owned_cells(f, jg);
+    ctx.fields.push_back(get_field(cfg.patch.orography, 0, jg, ep, COMIN_FLAG_READ, "patch.orography"));
+  for (size_t i = 0; i < ctx.fields.size(); ++i)
+    locate_owned_cells(ctx.fields[i], jg, i < cfg.fields.size() ? "fields" : "patch.orography");
   for (const auto& f : ctx.fields)
     if (f.owned.global_index != ctx.fields.front().owned.global_index)
       throw ConfigError(cfg.source + ": host variable \"" + f.name + "\" is not a cell field like \"" +
                         ctx.fields.front().name + "\" (different owned cells)");
   if (!cfg.sample.write_back.empty()) {
-    ctx.write_back = get_field(cfg.sample.write_back, jg, ep, COMIN_FLAG_WRITE, "sample.write_back");
-    locate_owned_cells(ctx.write_back, jg);
+    ctx.write_back = get_field(cfg.sample.write_back, 0, jg, ep, COMIN_FLAG_WRITE, "sample.write_back");
+    // Only into finecast's own variable: a host that handed over one of its fields instead
+    // (it keeps that field's metadata) would see a prognostic field overwritten.
+    if (text_metadata(cfg.sample.write_back, jg, "long_name") != write_back_marker(cfg))
+      throw ConfigError(cfg.source + ": sample.write_back: \"" + cfg.sample.write_back +
+                        "\" is one of the host's own fields; write-back goes into a new variable that finecast "
+                        "creates (choose a name the host does not have, e.g. " + cfg.fields.front() + "_finecast)");
+    locate_owned_cells(ctx.write_back, jg, "sample.write_back");
   }
 
   const int64_t n_global = comin_descrdata_get_domain_cells_ncells_global(jg);
@@ -379,6 +468,9 @@ void sample_step(PluginContext& ctx, bool write_back) {
 void coupling_step() {
   PluginContext& ctx = plugin_context();
   const Config& cfg = ctx.config;
+  // Entry points inside the host's loop over domains run once per domain: couple on ours only.
+  const int domain = comin_current_get_domain_id();
+  if (domain != COMIN_DOMAIN_OUTSIDE_LOOP && domain != cfg.coupling.domain) return;
   if (ctx.stopped || ++ctx.calls % cfg.coupling.every != 0) return;
 
   // Under on_error: disable a failed rank must not leave the others waiting in a collective:
@@ -399,9 +491,13 @@ void coupling_step() {
   // The orography (last input) is static: gathered with the first step only.
   const int n_gather = ctx.steps == 1 ? ctx.n_inputs() : static_cast<int>(cfg.fields.size());
   for (int f = 0; f < n_gather; ++f) {
-    const double* data = comin_var_get_ptr_double(ctx.fields[f].handle);
-    if (!data) throw InternalError("no data pointer for host variable " + ctx.fields[f].name);
-    coupling::pack(data, ctx.fields[f].owned, ctx.local_values.data() + f * n_owned);
+    const HostField& field = ctx.fields[f];
+    const void* data = comin_var_get_ptr(field.handle);
+    if (!data) throw InternalError("no data pointer for host variable " + field.name);
+    if (field.datatype == COMIN_VAR_DATATYPE_FLOAT)
+      coupling::pack(static_cast<const float*>(data), field.owned, ctx.local_values.data() + f * n_owned);
+    else
+      coupling::pack(static_cast<const double*>(data), field.owned, ctx.local_values.data() + f * n_owned);
   }
   ctx.gatherer->gather(n_gather, ctx.local_values.data(), ctx.is_trainer ? ctx.global_values.data() : nullptr);
   ctx.timers.gather += seconds_since(t0);

@@ -34,6 +34,8 @@ struct Timers {
 /// One host variable the plugin reads or writes, and where this rank's owned cells sit in it.
 struct HostField {
   std::string name;
+  int level = 0;  ///< 1-based level of a 3-D variable (1 = model top); 0 = a 2-D variable
+  int datatype = COMIN_VAR_DATATYPE_DOUBLE;
   t_comin_var_handle* handle = nullptr;
   coupling::OwnedCells owned;
 };
@@ -41,6 +43,7 @@ struct HostField {
 struct PluginContext {
   // ---- set in comin_main (every rank) ----
   Config config;
+  int plugin_id = 0;    ///< ComIn's id of this plugin instance (0 = comin_main not called yet)
   int coupling_ep = 0;  ///< ComIn id of config.coupling.entry_point
   int host_rank = 0;
 

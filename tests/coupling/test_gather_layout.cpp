@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "coupling/comin/comin.h"
+#include "comin.h"
 #include "coupling/error.hpp"
 #include "coupling/mpi/owned_cells.hpp"
 

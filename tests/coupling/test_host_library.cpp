@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "coupling/comin/comin.h"
+#include "comin.h"
 #include "coupling/comin/host.hpp"
 
 namespace ch = finecast::coupling::comin_host;
@@ -55,8 +55,10 @@ struct Capture {
     ch::set_finish_handler([](const std::string& routine, const std::string& text) {
       throw ch::PluginFinishError(routine + ": " + text);
     });
-    ch::set_print_sink([this](bool warning, const std::string& msg) {
-      lines.push_back((warning ? "W " : "") + msg);
+    // Lines arrive as ComIn prints them, "INFO(plugin): message"; keep the message.
+    ch::set_print_sink([this](bool warning, const std::string& line) {
+      const size_t colon = line.find("): ");
+      lines.push_back((warning ? "W " : "") + (colon == std::string::npos ? line : line.substr(colon + 3)));
     });
   }
   ~Capture() {
@@ -70,6 +72,22 @@ class HostLibrary : public ::testing::Test {
   static void SetUpTestSuite() { ensure_mpi(); }
   Capture capture;
 };
+
+ch::PluginSpec plugin(const std::string& name, const std::string& library, const std::string& options = "",
+                      const std::string& comm = "") {
+  ch::PluginSpec spec;
+  spec.name = name;
+  spec.library = library;
+  spec.options = options;
+  spec.comm = comm;
+  return spec;
+}
+
+ch::VariableInfo levels(int nlev) {
+  ch::VariableInfo info;
+  info.nlev = nlev;
+  return info;
+}
 
 size_t offset2(int j, int nproma) {
   return static_cast<size_t>(j % nproma) + nproma * (j / nproma);
@@ -139,7 +157,7 @@ TEST_F(HostLibrary, DescrdataGettersWriteTheWholeShapeOfThePartialBlockLayout) {
 TEST_F(HostLibrary, VariablesAreBlockedWithNanPaddingInThePartialLastBlock) {
   ch::Host host(MPI_COMM_WORLD, interval());
   host.add_domain(chain_domain());
-  double* t = host.add_variable("temp", 1, 2);  // (4, 2, 3, 1, 1)
+  double* t = host.add_variable("temp", 1, levels(2));  // (4, 2, 3, 1, 1)
   int nan_count = 0;
   for (int jb = 0; jb < 3; ++jb)
     for (int jk = 0; jk < 2; ++jk)
@@ -152,8 +170,11 @@ TEST_F(HostLibrary, VariablesAreBlockedWithNanPaddingInThePartialLastBlock) {
   EXPECT_EQ(nan_count, 2 * 2);
   EXPECT_EQ(host.variable("temp", 1), t);
   EXPECT_EQ(host.variable("temp", 2), nullptr);
-  EXPECT_THROW(host.add_variable("temp", 1, 1), finecast::ConfigError);
-  EXPECT_THROW(host.add_variable("x", 2, 1), finecast::ConfigError);
+  EXPECT_THROW(host.add_variable("temp", 1, levels(1)), finecast::ConfigError);
+  EXPECT_THROW(host.add_variable("x", 2, levels(1)), finecast::ConfigError);
+  // A 2-D field is (nproma, nblks), as ICON's: no level dimension.
+  double* ts = host.add_variable("ts", 1, levels(0));
+  for (int j = 0; j < 12; ++j) EXPECT_EQ(std::isnan(ts[j]), j >= 10) << j;
 }
 
 TEST_F(HostLibrary, StringsHaveExplicitLengthsAndNoTerminatingNul) {
@@ -173,7 +194,7 @@ TEST_F(HostLibrary, StringsHaveExplicitLengthsAndNoTerminatingNul) {
 TEST_F(HostLibrary, CallsInTheWrongPhaseAreErrors) {
   ch::Host host(MPI_COMM_WORLD, interval());
   host.add_domain(chain_domain());
-  host.add_variable("ts", 1, 1);
+  host.add_variable("ts", 1, {});
   auto noop = []() {};
   try {
     comin_callback_register(EP_ATM_TIMELOOP_START, noop);
@@ -186,20 +207,17 @@ TEST_F(HostLibrary, CallsInTheWrongPhaseAreErrors) {
   d.id = 1;
   EXPECT_THROW(comin_var_request_add(d, false), ch::PluginFinishError);
   EXPECT_THROW(comin_var_get(0, nullptr, d, COMIN_FLAG_READ), ch::PluginFinishError);
-
-  // With errors returning, the same misuse is reported through the error state.
-  comin_error_set_errors_return(true);
-  EXPECT_EQ(comin_var_get(0, nullptr, d, COMIN_FLAG_READ), nullptr);
-  EXPECT_EQ(comin_error_get(), COMIN_ERROR_STATUS);
+  EXPECT_EQ(comin_error_get(), COMIN_ERROR_VAR_GET_OUTSIDE_SECONDARY_CONSTRUCTOR);
   comin_error_reset();
   EXPECT_EQ(comin_error_get(), COMIN_SUCCESS);
-  comin_error_set_errors_return(false);
+  // Errors return per plugin: outside of any plugin there is nobody to ask.
+  EXPECT_THROW(comin_error_set_errors_return(true), ch::PluginFinishError);
 
   // The host's own life cycle is checked too.
   EXPECT_THROW(host.secondary_constructor(), finecast::InternalError);
   EXPECT_THROW(host.run_entry_point(EP_ATM_TIMELOOP_START, 1, "t"), finecast::InternalError);
   host.load_plugins({});
-  EXPECT_THROW(host.add_variable("late", 1, 1), finecast::InternalError);
+  EXPECT_THROW(host.add_variable("late", 1, {}), finecast::InternalError);
   host.secondary_constructor();
   EXPECT_THROW(comin_var_get(0, nullptr, d, COMIN_FLAG_READ), ch::PluginFinishError);
   EXPECT_THROW(host.run_entry_point(EP_DESTRUCTOR, 1, "t"), finecast::InternalError);
@@ -212,36 +230,43 @@ TEST_F(HostLibrary, OnlyOneHostPerProcess) {
   EXPECT_THROW(ch::Host(MPI_COMM_WORLD, interval()), finecast::InternalError);
 }
 
-TEST_F(HostLibrary, PluginsRunInRegistrationOrderAndExchangeVariables) {
+TEST_F(HostLibrary, PluginsRunInPluginOrderAndExchangeVariables) {
   ch::Host host(MPI_COMM_WORLD, interval());
   host.add_domain(chain_domain());
-  double* ts = host.add_variable("ts", 1, 1);
+  double* ts = host.add_variable("ts", 1, {});
   for (int j = 0; j < 10; ++j) ts[offset2(j, 4)] = 280.0 + j;
-  host.load_plugins({{"alpha", kLib + "libfinecast_test_plugin_a.so", "request", ""},
-                     {"beta", kLib + "libfinecast_test_plugin_b.so", "", ""}});
-  EXPECT_EQ(host.n_callbacks(EP_ATM_WRITE_OUTPUT_BEFORE), 4);
+  // ComIn calls the plugins of an entry point in plugin-list order, one callback per entry point
+  // and plugin: b's second registration for EP_ATM_WRITE_OUTPUT_AFTER replaces its first.
+  host.load_plugins({plugin("alpha", kLib + "libfinecast_test_plugin_a.so", "request"),
+                     plugin("beta", kLib + "libfinecast_test_plugin_b.so", "twice")});
+  EXPECT_EQ(host.n_callbacks(EP_ATM_WRITE_OUTPUT_BEFORE), 2);
+  EXPECT_EQ(host.n_callbacks(EP_ATM_WRITE_OUTPUT_AFTER), 2);
   ASSERT_NE(host.variable("a_out", 1), nullptr);  // requested in comin_main
   EXPECT_EQ(host.variable("b_out", 1), nullptr);
   host.secondary_constructor();
-  host.run_entry_point(EP_ATM_TIMELOOP_START, 1, "1979-01-01T00:01:30");  // nobody registered
-  host.run_entry_point(EP_ATM_WRITE_OUTPUT_BEFORE, 1, "1979-01-01T00:03:00");
+  host.run_entry_point(EP_ATM_TIMELOOP_START, COMIN_DOMAIN_OUTSIDE_LOOP, "1979-01-01T00:01:30");
+  host.run_entry_point(EP_ATM_WRITE_OUTPUT_BEFORE, COMIN_DOMAIN_OUTSIDE_LOOP, "1979-01-01T00:03:00");
+  host.run_entry_point(EP_ATM_WRITE_OUTPUT_AFTER, 1, "1979-01-01T00:03:00");
   host.finish();
 
+  const std::string unknown = "unknown_var_is_null=1 error=" + std::to_string(COMIN_ERROR_VAR_GET_VARIABLE_NOT_FOUND);
   const std::vector<std::string> expected = {
-      "a main ep=0 dom=0 name=alpha time=1979-01-01T00:00:00",
-      "b main ep=0 dom=0 name=beta time=1979-01-01T00:00:00",
-      "a sc ep=1 dom=1 name=alpha time=1979-01-01T00:00:00",
-      "a unknown_var_is_null=1",
-      "b sc ep=1 dom=1 name=beta time=1979-01-01T00:00:00",
-      "b unknown_var_is_null=1",
-      "a cb1 ep=17 dom=1 name=alpha time=1979-01-01T00:03:00",
-      "a cb2 ep=17 dom=1 name=alpha time=1979-01-01T00:03:00",
-      "b cb1 ep=17 dom=1 name=beta time=1979-01-01T00:03:00",
-      "b cb2 ep=17 dom=1 name=beta time=1979-01-01T00:03:00",
-      "a finish ep=41 dom=1 name=alpha time=1979-01-01T00:03:00",
-      "b finish ep=41 dom=1 name=beta time=1979-01-01T00:03:00",
-      "a destructor ep=42 dom=1 name=alpha time=1979-01-01T00:03:00",
-      "b destructor ep=42 dom=1 name=beta time=1979-01-01T00:03:00"};
+      "a main ep=0 dom=-1 name=alpha time=1979-01-01T00:00:00",
+      "b main ep=0 dom=-1 name=beta time=1979-01-01T00:00:00",
+      "W WARNING: plugin 'beta' registered a second callback for EP_ATM_WRITE_OUTPUT_AFTER: it replaces the "
+      "first (ComIn keeps one callback per entry point and plugin)",
+      "a sc ep=1 dom=-1 name=alpha time=1979-01-01T00:00:00",
+      "a " + unknown,
+      "b sc ep=1 dom=-1 name=beta time=1979-01-01T00:00:00",
+      "b " + unknown,
+      "a cb1 ep=17 dom=-1 name=alpha time=1979-01-01T00:03:00",
+      "b cb1 ep=17 dom=-1 name=beta time=1979-01-01T00:03:00",
+      "a cb2 ep=18 dom=1 name=alpha time=1979-01-01T00:03:00",
+      "b cb1 ep=18 dom=1 name=beta time=1979-01-01T00:03:00",  // the second registration won
+      "a finish ep=41 dom=-1 name=alpha time=1979-01-01T00:03:00",
+      "b finish ep=41 dom=-1 name=beta time=1979-01-01T00:03:00",
+      "a destructor ep=42 dom=-1 name=alpha time=1979-01-01T00:03:00",
+      "b destructor ep=42 dom=-1 name=beta time=1979-01-01T00:03:00"};
   EXPECT_EQ(capture.lines, expected);
 
   const double* out = host.variable("a_out", 1);
@@ -263,11 +288,12 @@ TEST_F(HostLibrary, PluginsRunInRegistrationOrderAndExchangeVariables) {
 TEST_F(HostLibrary, RegisteringOutsideCominMainSetsTheErrorStateWhenErrorsReturn) {
   ch::Host host(MPI_COMM_WORLD, interval());
   host.add_domain(chain_domain());
-  host.add_variable("ts", 1, 1);
-  host.load_plugins({{"alpha", kLib + "libfinecast_test_plugin_a.so", "late_register", ""}});
+  host.add_variable("ts", 1, {});
+  host.load_plugins({plugin("alpha", kLib + "libfinecast_test_plugin_a.so", "late_register")});
   host.secondary_constructor();
   EXPECT_NE(std::find(capture.lines.begin(), capture.lines.end(),
-                      "a late_register_error=" + std::to_string(COMIN_ERROR_STATUS)),
+                      "a late_register_error=" +
+                          std::to_string(COMIN_ERROR_CALLBACK_REGISTER_OUTSIDE_PRIMARYCONSTRUCTOR)),
             capture.lines.end());
   EXPECT_EQ(host.n_callbacks(EP_ATM_TIMELOOP_START), 0);
 }
@@ -277,7 +303,7 @@ TEST_F(HostLibrary, LibraryWithoutCominMainIsNamedInTheError) {
   host.add_domain(chain_domain());
   const std::string lib = kLib + "libfinecast_test_no_main.so";
   try {
-    host.load_plugins({{"nomain", lib, "", ""}});
+    host.load_plugins({plugin("nomain", lib)});
     FAIL() << "loading a library without comin_main must fail";
   } catch (const finecast::ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find(lib), std::string::npos) << e.what();
@@ -287,9 +313,10 @@ TEST_F(HostLibrary, LibraryWithoutCominMainIsNamedInTheError) {
 
 TEST_F(HostLibrary, MissingLibraryIsNamedInTheError) {
   ch::Host host(MPI_COMM_WORLD, interval());
+  host.add_domain(chain_domain());
   const std::string lib = kLib + "libdoes_not_exist.so";
   try {
-    host.load_plugins({{"ghost", lib, "", ""}});
+    host.load_plugins({plugin("ghost", lib)});
     FAIL() << "dlopen of a missing file must fail";
   } catch (const finecast::IoError& e) {
     EXPECT_NE(std::string(e.what()).find(lib), std::string::npos) << e.what();
@@ -304,7 +331,7 @@ TEST_F(HostLibrary, PluginFinishStopsTheHostEvenWhenTheHandlerReturns) {
     calls.push_back(routine + ": " + text);
   });
   try {
-    host.load_plugins({{"alpha", kLib + "libfinecast_test_plugin_a.so", "finish_in_main", ""}});
+    host.load_plugins({plugin("alpha", kLib + "libfinecast_test_plugin_a.so", "finish_in_main")});
     FAIL() << "comin_plugin_finish must stop load_plugins";
   } catch (const ch::PluginFinishError& e) {
     EXPECT_NE(std::string(e.what()).find("stop requested by the options"), std::string::npos)
@@ -318,9 +345,8 @@ TEST_F(HostLibrary, PluginCommunicatorExistsOnlyWhenNamed) {
   {
     ch::Host host(MPI_COMM_WORLD, interval());
     host.add_domain(chain_domain());
-    host.add_variable("ts", 1, 1);
-    host.load_plugins(
-        {{"alpha", kLib + "libfinecast_test_plugin_a.so", "plugin_comm", "finecast"}});
+    host.add_variable("ts", 1, {});
+    host.load_plugins({plugin("alpha", kLib + "libfinecast_test_plugin_a.so", "plugin_comm", "finecast")});
     host.secondary_constructor();
     int size = 0;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -330,14 +356,154 @@ TEST_F(HostLibrary, PluginCommunicatorExistsOnlyWhenNamed) {
   }
   ch::Host host(MPI_COMM_WORLD, interval());
   host.add_domain(chain_domain());
-  host.add_variable("ts", 1, 1);
-  host.load_plugins({{"alpha", kLib + "libfinecast_test_plugin_a.so", "plugin_comm", ""}});
+  host.add_variable("ts", 1, {});
+  host.load_plugins({plugin("alpha", kLib + "libfinecast_test_plugin_a.so", "plugin_comm", "")});
   try {
     host.secondary_constructor();
     FAIL() << "comin_parallel_get_plugin_mpi_comm without comm must abort";
   } catch (const ch::PluginFinishError& e) {
     EXPECT_NE(std::string(e.what()).find("comin_parallel_get_plugin_mpi_comm"), std::string::npos);
   }
+}
+
+TEST_F(HostLibrary, RequestsGetComInDefaultsAndTheirMetadata) {
+  ch::Host host(MPI_COMM_WORLD, interval());
+  ch::Domain d = chain_domain();
+  d.nlev = 5;
+  host.add_domain(d);
+  host.add_variable("ts", 1, {});
+  host.load_plugins({plugin("alpha", kLib + "libfinecast_test_plugin_a.so", "metadata")});
+  host.secondary_constructor();
+  auto has = [&](const std::string& line) {
+    return std::find(capture.lines.begin(), capture.lines.end(), line) != capture.lines.end();
+  };
+  EXPECT_TRUE(has("a type_clash_error=" + std::to_string(COMIN_ERROR_VAR_METADATA_INCONSISTENT_TYPE)));
+  EXPECT_TRUE(has("a tracer_domain_error=" + std::to_string(COMIN_ERROR_TRACER_REQUEST_NOT_FOR_ALL_DOMAINS)));
+  EXPECT_TRUE(has("a exclusive_error=" + std::to_string(COMIN_ERROR_VAR_REQUEST_EXISTS_REQUEST_LMODEXCLUSIVE)));
+  // No zaxis_id: 3-D with the domain's levels; 2-D as asked, in float; the tracer is 3-D and the
+  // first of its container (ncontained is 0-based in C). 16 metadata keys: ComIn's defaults
+  // (zaxis_id, hgrid_id, restart, multi_timelevel, tracer, 6 tracer_*, units, standard_name,
+  // long_name, short_name, datatype) + "scale".
+  EXPECT_TRUE(has("a m3d shape=4,5,3,1,1 sem=25388 zaxis=2 ncontained=-1 keys=17 float=0")) << capture.lines.size();
+  EXPECT_TRUE(has("a m2d shape=4,3,1,1,1 sem=23888 zaxis=1 ncontained=-1 keys=16 float=1"));
+  EXPECT_TRUE(has("a trc shape=4,5,3,1,1 sem=25388 zaxis=2 ncontained=0 keys=16 float=0"));
+  EXPECT_TRUE(has("a m3d units=K scale=0.5 typeid=1 undefined=-1"));
+}
+
+TEST_F(HostLibrary, AnExclusiveRequestCannotTakeOverAHostField) {
+  ch::Host host(MPI_COMM_WORLD, interval());
+  host.add_domain(chain_domain());
+  host.add_variable("ts", 1, {});
+  host.add_variable("probe_out", 1, {});
+  try {
+    host.load_plugins({plugin("probe", kLib + "libfinecast_probe_plugin.so", "vars=ts out=probe_out")});
+    FAIL() << "an exclusive request of a host field must fail";
+  } catch (const finecast::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("'probe_out'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("exclusive"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(HostLibrary, PluginsThatCannotRunHereAreRefusedAtLoadWithTheReason) {
+  ch::Host host(MPI_COMM_WORLD, interval());
+  host.add_domain(chain_domain());
+  auto load_error = [&](const std::string& lib) {
+    try {
+      host.load_plugins({plugin("x", kLib + lib)});
+    } catch (const finecast::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("loaded");
+  };
+  // ComIn finds comin_plugin_init through the plugin's own dependencies: a plugin must link libcomin.
+  const std::string no_libcomin = load_error("libfinecast_test_no_libcomin.so");
+  EXPECT_NE(no_libcomin.find("cannot load 'comin_plugin_init'"), std::string::npos) << no_libcomin;
+  EXPECT_NE(no_libcomin.find("libcomin.so.0"), std::string::npos) << no_libcomin;
+  const std::string fortran = load_error("libfinecast_test_fortran_like.so");
+  EXPECT_NE(fortran.find("__comin_descrdata_MOD_comin_descrdata_get_global"), std::string::npos) << fortran;
+  EXPECT_NE(fortran.find("Fortran plugin"), std::string::npos) << fortran;
+  EXPECT_NE(fortran.find("comin_replay"), std::string::npos) << fortran;
+}
+
+TEST_F(HostLibrary, ProbeSeesAHostThatBehavesLikeComIn) {
+  ch::Host host(MPI_COMM_WORLD, interval());
+  host.add_domain(chain_domain());
+  double* ts = host.add_variable("ts", 1, {});
+  for (int j = 0; j < 10; ++j) ts[offset2(j, 4)] = 280.5 + j;
+  host.load_plugins({plugin("probe", kLib + "libfinecast_probe_plugin.so", "vars=ts out=probe_out")});
+  host.secondary_constructor();
+  host.run_entry_point(EP_ATM_WRITE_OUTPUT_BEFORE, COMIN_DOMAIN_OUTSIDE_LOOP, "1979-01-01T00:03:00");
+  host.run_entry_point(EP_ATM_WRITE_OUTPUT_AFTER, COMIN_DOMAIN_OUTSIDE_LOOP, "1979-01-01T00:03:00");
+  host.finish();
+  // Owned cells 0..7 (global 1, 3, .., 15): ts sums to 8 * 280.5 + 28, the output to 2 ts + 1.
+  const std::vector<std::string> expected = {
+      "probe main version=0.3 wp=8 n_dom=1 nproma=4",
+      "probe main ep_name=EP_ATM_WRITE_OUTPUT_BEFORE 17",
+      "probe sc ncells_global=20 owned=8 glb_index_sum=64",
+      "probe sc nlev=1 dt=90 max_dom=1",
+      "probe var ts sem=23888 zaxis_id=1 level=0",
+      "probe out probe_out long_name=probe zaxis_id=1 block_dim=1",
+      "probe ep=17 time=1979-01-01T00:03:00 dom=-1 ep_now=17",
+      "probe checksum ts:0 = 2272000",
+      "probe checksum probe_out = 4552000",
+      "probe destructor  dom=-1 ep=42"};
+  EXPECT_EQ(capture.lines, expected);
+}
+
+TEST_F(HostLibrary, VerticesEdgesAndLoopIndicesFollowIcon) {
+  // Two triangles sharing an edge, cell 0 owned, cell 1 a halo cell: 4 vertices, 5 edges.
+  ch::Domain d;
+  d.nproma = 2;
+  d.n_cells_global = 2;
+  d.dt = 60;
+  d.glb_index = {1, 2};
+  d.decomp_domain = {0, 1};
+  d.clon = {0.0, 0.1};
+  d.clat = {0.0, 0.0};
+  d.area = {1.0, 1.0};
+  d.neighbours = {{1, -1, -1}, {0, -1, -1}};
+  d.vertices = {{0, 1, 2}, {1, 2, 3}};
+  d.n_verts_global = 4;
+  d.vert_glb_index = {1, 2, 3, 4};
+  d.vlon = {0, 1, 2, 3};
+  d.vlat = {0, 0, 0, 0};
+  d.cell_edges = {{0, 1, 2}, {1, 3, 4}};
+  d.n_edges_global = 5;
+  d.edge_glb_index = {1, 2, 3, 4, 5};
+  d.elon = {0, 1, 2, 3, 4};
+  d.elat = {0, 0, 0, 0, 0};
+  d.edge_cells = {{0, -1}, {0, 1}, {0, -1}, {1, -1}, {1, -1}};
+  d.edge_vertices = {{0, 1}, {1, 2}, {2, 0}, {2, 3}, {3, 1}};
+  ch::Host host(MPI_COMM_WORLD, interval());
+  host.add_domain(d);
+  EXPECT_EQ(comin_descrdata_get_domain_verts_nverts(1), 4);
+  EXPECT_EQ(comin_descrdata_get_domain_edges_nedges(1), 5);
+  int shape[3] = {0, 0, 0};
+  const int* cells_of_edge = nullptr;
+  comin_descrdata_get_domain_edges_cell_idx(1, &cells_of_edge, shape);
+  EXPECT_EQ(shape[0], 2);  // (nproma, nblks, 2)
+  EXPECT_EQ(shape[1], 3);
+  EXPECT_EQ(shape[2], 2);
+  EXPECT_EQ(cells_of_edge[1], 1);      // edge 1 (idx 2, blk 1): first cell is cell 0 = (1, 1)
+  EXPECT_EQ(cells_of_edge[1 + 6], 2);  // ... second cell is cell 1 = (2, 1)
+  const int* edges_of_vertex = nullptr;
+  comin_descrdata_get_domain_verts_num_edges(1, &edges_of_vertex, shape);
+  EXPECT_EQ(edges_of_vertex[1], 3);  // vertex 1 has edges 0, 1, 4
+  // ICON's loop bounds: owned cells end at min_rlcell_int, halo cells at min_rlcell.
+  int start = 0, end = 0;
+  comin_descrdata_get_cell_indices(1, 1, 1, 1, &start, &end, ch::kGrfBdyWidthC + 1, ch::kMinRlCellInt);
+  EXPECT_EQ(start, 1);
+  EXPECT_EQ(end, 1);
+  comin_descrdata_get_cell_indices(1, 1, 1, 1, &start, &end, 1, ch::kMinRlCell);
+  EXPECT_EQ(end, 2);
+  EXPECT_EQ(comin_descrdata_get_cell_npromz(1), 2);
+  EXPECT_EQ(comin_descrdata_get_index(-3), -1);  // ICON keeps the sign
+  EXPECT_EQ(comin_descrdata_get_block(0), 1);
+  char name[COMIN_MAX_LEN_EP_NAME + 1];
+  comin_callback_get_ep_name(EP_DESTRUCTOR, name);
+  EXPECT_STREQ(name, "EP_DESTRUCTOR");
+  const double* hhl = nullptr;  // no vertical grid given: ComIn stops the run
+  EXPECT_THROW(comin_descrdata_get_domain_cells_hhl(1, &hhl, shape), ch::PluginFinishError);
 }
 
 TEST(CominNamelist, ParsesPluginListInIndexOrder) {

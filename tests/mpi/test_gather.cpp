@@ -10,7 +10,7 @@
 #include <numeric>
 #include <random>
 
-#include "coupling/comin/comin.h"
+#include "comin.h"
 #include "coupling/error.hpp"
 #include "coupling/mpi/gatherer.hpp"
 #include "coupling/mpi/owned_cells.hpp"

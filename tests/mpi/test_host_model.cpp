@@ -26,10 +26,10 @@ Fields evaluate(const fh::HostModel& m, double seconds) {
   const size_t padded = static_cast<size_t>(np) * ((n + np - 1) / np);
   Fields blocked{std::vector<double>(padded), std::vector<double>(padded),
                  std::vector<double>(padded)};
-  m.compute(seconds, blocked.ts.data(), blocked.ps.data());
+  m.compute(seconds, {blocked.ts.data(), blocked.ps.data()});
   m.write_topography(blocked.topo.data());
   Fields out;
-  for (size_t j = 0; j < n; ++j) {  // nlev = 1: cell j sits at j % np + np * (j / np) = j
+  for (size_t j = 0; j < n; ++j) {  // 2-D: cell j sits at j % np + np * (j / np) = j
     out.ts.push_back(blocked.ts[j]);
     out.ps.push_back(blocked.ps[j]);
     out.topo.push_back(blocked.topo[j]);

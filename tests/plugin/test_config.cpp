@@ -159,3 +159,27 @@ TEST(Config, EntryPointIdsFollowComIn) {
   EXPECT_EQ(fp::entry_point_id("EP_DESTRUCTOR"), 42);
   EXPECT_EQ(fp::entry_point_id("EP_NOPE"), -1);
 }
+
+// The plugin options string is split like a shell would: quotes keep blanks (a YAML flow value).
+TEST(Config, OptionsStringKeepsQuotedValuesWhole) {
+  using finecast::plugin::split_options;
+  EXPECT_EQ(split_options("  a.yaml  device=cpu "), (std::vector<std::string>{"a.yaml", "device=cpu"}));
+  EXPECT_EQ(split_options("a.yaml fields='[{name: temp, level: 90}]' \"checkpoint.dir=a b\""),
+            (std::vector<std::string>{"a.yaml", "fields=[{name: temp, level: 90}]", "checkpoint.dir=a b"}));
+  EXPECT_EQ(split_options("x=''"), (std::vector<std::string>{"x="}));
+  EXPECT_THROW(split_options("a.yaml fields='[ts"), finecast::ConfigError);
+}
+
+// A field may name one level of a 3-D variable (ICON numbering, 1 = model top).
+TEST(Config, FieldsMayNameALevel) {
+  const auto c = finecast::plugin::parse_config(
+      "fields: [ts, {name: temp, level: 90}]\ngrid: {type: icon, file: g.nc}\n", "levels.yaml");
+  EXPECT_EQ(c.fields, (std::vector<std::string>{"ts", "temp"}));
+  EXPECT_EQ(c.field_levels, (std::vector<int>{0, 90}));
+  const auto again = finecast::plugin::parse_config(finecast::plugin::to_yaml(c), "dump");
+  EXPECT_EQ(again.field_levels, c.field_levels);
+  EXPECT_THROW(finecast::plugin::parse_config("fields: [{name: temp, level: 0}]\ngrid: {file: g.nc}\n", "x"),
+               finecast::ConfigError);
+  EXPECT_THROW(finecast::plugin::parse_config("fields: [{level: 3}]\ngrid: {file: g.nc}\n", "x"),
+               finecast::ConfigError);
+}

@@ -10,7 +10,9 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "coupling/buffer/rolling_buffer.hpp"
 #include "coupling/grid/icon_grid.hpp"
@@ -78,16 +80,35 @@ Result run_host(const fs::path& dir, int ranks, const std::string& env = "") {
 
 }  // namespace
 
-// As in a host process: the ComIn library's symbols are global, then the plugin is loaded
-// with every symbol resolved at once.
-TEST(PluginLibrary, LoadsWithDlopenAndExportsCominMain) {
-  void* host = dlopen((std::string(FINECAST_BINARY_DIR) + "/lib/libfinecast_host.so").c_str(), RTLD_NOW | RTLD_GLOBAL);
-  ASSERT_NE(host, nullptr) << dlerror();
+// As ComIn loads it: RTLD_NOW, then comin_plugin_init found through the plugin's own libcomin
+// dependency, then comin_main.
+TEST(PluginLibrary, LoadsWithDlopenLikeComIn) {
   void* lib = dlopen(kPlugin.c_str(), RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(lib, nullptr) << dlerror();
+  EXPECT_NE(dlsym(lib, "comin_plugin_init"), nullptr) << "the plugin must link libcomin.so.0";
   EXPECT_NE(dlsym(lib, "comin_main"), nullptr);
   dlclose(lib);
-  dlclose(host);
+}
+
+// The plugin links libcomin by SONAME and defines one dynamic symbol, comin_main: nothing of its
+// C++ code can clash with a host's or another plugin's symbols.
+TEST(PluginLibrary, ExportsCominMainAndNothingElse) {
+  const Result needed = run("readelf -d " + kPlugin);
+  ASSERT_EQ(needed.exit_code, 0) << needed.output;
+  EXPECT_NE(needed.output.find("Shared library: [libcomin.so.0]"), std::string::npos) << needed.output;
+  const Result syms = run("readelf --dyn-syms -W " + kPlugin);
+  ASSERT_EQ(syms.exit_code, 0) << syms.output;
+  std::vector<std::string> defined;
+  std::istringstream lines(syms.output);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream fields(line);
+    std::vector<std::string> f;
+    for (std::string w; fields >> w;) f.push_back(w);
+    // Num: Value Size Type Bind Vis Ndx Name
+    if (f.size() >= 8 && f[0].back() == ':' && f[0] != "Num:" && f[6] != "UND") defined.push_back(f[3] + " " + f[7]);
+  }
+  EXPECT_EQ(defined, std::vector<std::string>{"FUNC comin_main"}) << syms.output;
 }
 
 // The same run on 1, 2 and 4 ranks must buffer the same samples and train the same weights.
@@ -145,7 +166,58 @@ TEST(PluginRuns, UnknownFieldStopsAtStartUpListingTheHostVariables) {
   write_file(dir / "host.yaml", host_run_file(3, "plugin.yaml fields=[tsurf]"));
   const Result r = run_host(dir, 2);
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.output.find("fields: the host has no variable \"tsurf\" on domain 1 (host variables: "), std::string::npos)
+  EXPECT_NE(r.output.find("fields: the host has no variable \"tsurf\" on domain 1 (its variables there: ts, ps, temp, "
+                          "pres, topography_c, fr_land)"),
+            std::string::npos)
+      << r.output;
+}
+
+// A 3-D field is coupled at one named level (ICON numbering); without one the config is wrong.
+TEST(PluginRuns, ThreeDimensionalFieldsNeedALevel) {
+  const fs::path dir = workdir("levels");
+  write_file(dir / "plugin.yaml", tiny_plugin_config());
+  write_file(dir / "host.yaml", host_run_file(3, "plugin.yaml fields=[temp]"));
+  Result r = run_host(dir, 2);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("fields: host variable \"temp\" has 10 levels; name one, e.g. {name: temp, level: 10} "
+                          "(1 = model top, 10 = lowest)"),
+            std::string::npos)
+      << r.output;
+  write_file(dir / "host.yaml", host_run_file(3, "plugin.yaml fields='[{name: ts, level: 2}]'"));
+  r = run_host(dir, 1);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("host variable \"ts\" has no levels (it is 2-D), level 2 does not exist"), std::string::npos)
+      << r.output;
+  write_file(dir / "host.yaml", host_run_file(4, "plugin.yaml 'fields=[{name: temp, level: 10}]'"));
+  r = run_host(dir, 2);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Training session 1"), std::string::npos) << r.output;
+}
+
+// Write-back goes into finecast's own variable; naming a host field is refused before the run.
+TEST(PluginRuns, WriteBackIntoAHostFieldIsRefused) {
+  const fs::path dir = workdir("write_back_host_field");
+  write_file(dir / "plugin.yaml", tiny_plugin_config());
+  for (const std::string field : {"topography_c", "ps"}) {
+    write_file(dir / "host.yaml", host_run_file(3, "plugin.yaml sample.write_back=" + field));
+    const Result r = run_host(dir, 2);
+    EXPECT_NE(r.exit_code, 0) << field;
+    EXPECT_NE(r.output.find("requested variable '" + field + "' (domain 1) exclusively, but it is one of the host's own"),
+              std::string::npos)
+        << r.output;
+    EXPECT_EQ(r.output.find("Training session"), std::string::npos);
+  }
+}
+
+// One instance per process: a plugin list naming the library twice stops at start-up.
+TEST(PluginRuns, ASecondInstanceIsRefused) {
+  const fs::path dir = workdir("two_instances");
+  write_file(dir / "plugin.yaml", tiny_plugin_config());
+  write_file(dir / "host.yaml", host_run_file(3, "plugin.yaml") +
+                                    "  - name: finecast2\n    library: " + kPlugin + "\n    options: plugin.yaml\n");
+  const Result r = run_host(dir, 1);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("finecast is listed twice in the host's plugin list (plugins 1 and 2)"), std::string::npos)
       << r.output;
 }
 

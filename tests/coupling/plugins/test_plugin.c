@@ -24,6 +24,8 @@ static int has_option(const char* word) {
   return strstr(padded, needle) != NULL;
 }
 
+static void metadata_report(void);
+
 static void report(const char* what) {
   const char* name = NULL;
   const char* dt = NULL;
@@ -38,6 +40,10 @@ static void report(const char* what) {
 
 static void secondary_constructor(void) {
   report("sc");
+  if (has_option("metadata")) {
+    metadata_report();
+    return;
+  }
   t_comin_entry_point context[1] = {EP_ATM_WRITE_OUTPUT_BEFORE};
   t_comin_var_descriptor d;
   memset(&d, 0, sizeof d);
@@ -48,10 +54,16 @@ static void secondary_constructor(void) {
     snprintf(d.name, sizeof d.name, "%s_out", TEST_PLUGIN_TAG);
     out_handle = comin_var_get(1, context, d, COMIN_FLAG_WRITE);
   }
+  /* An unknown variable is an error (ComIn's abort), reported through the error state when the
+   * plugin asked for errors to return. */
   strcpy(d.name, "no_such_var");
   char line[128];
-  snprintf(line, sizeof line, "%s unknown_var_is_null=%d", TEST_PLUGIN_TAG,
-           comin_var_get(1, context, d, COMIN_FLAG_READ) == NULL);
+  comin_error_set_errors_return(true);
+  const int is_null = comin_var_get(1, context, d, COMIN_FLAG_READ) == NULL;
+  snprintf(line, sizeof line, "%s unknown_var_is_null=%d error=%d", TEST_PLUGIN_TAG, is_null,
+           (int)comin_error_get());
+  comin_error_reset();
+  comin_error_set_errors_return(false);
   comin_print_info(line);
   if (has_option("late_register")) {
     comin_error_set_errors_return(true);
@@ -70,19 +82,94 @@ static void secondary_constructor(void) {
   }
 }
 
+/* "metadata": what ComIn does with requests and their metadata. */
+static void metadata_requests(void) {
+  t_comin_var_descriptor d;
+  memset(&d, 0, sizeof d);
+  strcpy(d.name, "m3d"); /* no zaxis_id: ComIn makes it 3-D */
+  d.id = 1;
+  comin_var_request_add(d, false);
+  comin_metadata_set_character(d, "units", "K");
+  comin_metadata_set_real(d, "scale", 0.5);
+  comin_error_set_errors_return(true);
+  comin_metadata_set_integer(d, "units", 3); /* another type for the same key */
+  char line[128];
+  snprintf(line, sizeof line, "%s type_clash_error=%d", TEST_PLUGIN_TAG, (int)comin_error_get());
+  comin_print_info(line);
+  comin_error_reset();
+  comin_metadata_set_logical(d, "tracer", true); /* a tracer must be requested for all domains */
+  snprintf(line, sizeof line, "%s tracer_domain_error=%d", TEST_PLUGIN_TAG, (int)comin_error_get());
+  comin_print_info(line);
+  comin_error_reset();
+  comin_var_request_add(d, true); /* exclusive after a shared request */
+  snprintf(line, sizeof line, "%s exclusive_error=%d", TEST_PLUGIN_TAG, (int)comin_error_get());
+  comin_print_info(line);
+  comin_error_reset();
+  comin_error_set_errors_return(false);
+  strcpy(d.name, "trc");
+  d.id = -1;
+  comin_var_request_add(d, false);
+  comin_metadata_set_logical(d, "tracer", true);
+  strcpy(d.name, "m2d");
+  d.id = 1;
+  comin_var_request_add(d, false);
+  comin_metadata_set_integer(d, "zaxis_id", COMIN_ZAXIS_2D);
+  comin_metadata_set_integer(d, "datatype", COMIN_VAR_DATATYPE_FLOAT);
+}
+
+static void metadata_report(void) {
+  t_comin_entry_point context[1] = {EP_ATM_WRITE_OUTPUT_BEFORE};
+  const char* names[3] = {"m3d", "m2d", "trc"};
+  for (int i = 0; i < 3; ++i) {
+    t_comin_var_descriptor d;
+    memset(&d, 0, sizeof d);
+    strcpy(d.name, names[i]);
+    d.id = 1;
+    t_comin_var_handle* h = comin_var_get(1, context, d, COMIN_FLAG_READ);
+    int shape[5], sem[5], zaxis = -9, ncontained = -9, keys = 0, datatype = 0;
+    comin_var_get_shape(h, shape);
+    comin_var_get_dim_semantics(h, sem);
+    comin_var_get_ncontained(h, &ncontained);
+    comin_metadata_get_integer(d, "zaxis_id", &zaxis);
+    comin_metadata_get_integer(d, "datatype", &datatype);
+    t_comin_metadata_iterator* it = comin_metadata_get_iterator_begin(d);
+    t_comin_metadata_iterator* end = comin_metadata_get_iterator_end(d);
+    for (; !comin_metadata_iterator_compare(it, end); comin_metadata_iterator_next(it)) ++keys;
+    comin_metadata_iterator_delete(it);
+    comin_metadata_iterator_delete(end);
+    char line[256];
+    snprintf(line, sizeof line, "%s %s shape=%d,%d,%d,%d,%d sem=%d%d%d%d%d zaxis=%d ncontained=%d keys=%d float=%d",
+             TEST_PLUGIN_TAG, names[i], shape[0], shape[1], shape[2], shape[3], shape[4], sem[0], sem[1],
+             sem[2], sem[3], sem[4], zaxis, ncontained, keys,
+             datatype == COMIN_VAR_DATATYPE_FLOAT && comin_var_get_ptr_float(h) != NULL);
+    comin_print_info(line);
+  }
+  t_comin_var_descriptor d;
+  memset(&d, 0, sizeof d);
+  strcpy(d.name, "m3d");
+  d.id = 1;
+  const char* units = NULL;
+  int len = 0;
+  double scale = 0;
+  comin_metadata_get_character(d, "units", &units, &len);
+  comin_metadata_get_real(d, "scale", &scale);
+  char line[128];
+  snprintf(line, sizeof line, "%s m3d units=%.*s scale=%g typeid=%d undefined=%d", TEST_PLUGIN_TAG, len, units,
+           scale, (int)comin_metadata_get_typeid(d, "scale"), (int)comin_metadata_get_typeid(d, "nothing"));
+  comin_print_info(line);
+}
+
 static void output_1(void) {
   report("cb1");
   if (ts_handle == NULL || out_handle == NULL) return;
-  /* Doubles ts into <tag>_out over the valid cells only (the last block may be partial). */
+  /* Doubles ts into <tag>_out over the valid cells only (the last block may be partial); both
+   * are 2-D (nproma, nblks). */
   int shape[5];
   comin_var_get_shape(ts_handle, shape);
   const double* ts = comin_var_get_ptr_double(ts_handle);
   double* out = comin_var_get_ptr_double(out_handle);
   const int ncells = comin_descrdata_get_domain_cells_ncells(1);
-  for (int j = 0; j < ncells; ++j) {
-    const int jc = j % shape[0], jb = j / shape[0];
-    out[jc + shape[0] * shape[1] * jb] = 2.0 * ts[jc + shape[0] * shape[1] * jb];
-  }
+  for (int j = 0; j < ncells; ++j) out[j % shape[0] + shape[0] * (j / shape[0])] = 2.0 * ts[j % shape[0] + shape[0] * (j / shape[0])];
 }
 
 static void output_2(void) { report("cb2"); }
@@ -102,14 +189,18 @@ void comin_main(void) {
   }
   comin_callback_register(EP_SECONDARY_CONSTRUCTOR, secondary_constructor);
   comin_callback_register(EP_ATM_WRITE_OUTPUT_BEFORE, output_1);
-  comin_callback_register(EP_ATM_WRITE_OUTPUT_BEFORE, output_2);
+  comin_callback_register(EP_ATM_WRITE_OUTPUT_AFTER, output_2);
+  if (has_option("twice")) /* ComIn keeps one callback per entry point and plugin: the last */
+    comin_callback_register(EP_ATM_WRITE_OUTPUT_AFTER, output_1);
   comin_callback_register(EP_FINISH, finish);
   comin_callback_register(EP_DESTRUCTOR, destructor);
+  if (has_option("metadata")) metadata_requests();
   if (has_option("request")) {
     t_comin_var_descriptor d;
     memset(&d, 0, sizeof d);
     d.id = 1;
     snprintf(d.name, sizeof d.name, "%s_out", TEST_PLUGIN_TAG);
     comin_var_request_add(d, false);
+    comin_metadata_set_integer(d, "zaxis_id", COMIN_ZAXIS_2D);
   }
 }

@@ -13,7 +13,8 @@ jobs="${JOBS:-$(nproc)}"
 say() { printf '[setup] %s\n' "$*"; }
 die() { printf '[setup] ERROR: %s\n' "$*" >&2; exit 1; }
 
-# Build and test dependencies, the optimised BLAS (libtorch is 7-20x slower without it), the
+# Build and test dependencies (gfortran and NetCDF-Fortran build the real ComIn for the tests),
+# the optimised BLAS (libtorch is 7-20x slower without it), the
 # NetCDF/HDF5 command-line tools used by tests, the real data sets, and Debian's Python stack
 # for the reference benchmark and the plots.
 packages=(
@@ -25,6 +26,7 @@ packages=(
   libyaml-cpp-dev googletest libgtest-dev libcli11-dev
   libncarg-data ferret-datasets
   shellcheck cdo
+  gfortran libnetcdff-dev
   python3 python3-torch python3-numpy python3-matplotlib python3-netcdf4 python3-yaml python3-xarray python3-h5py
 )
 

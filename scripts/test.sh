@@ -7,7 +7,18 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${BUILD_DIR:-$here/build}"
 
-"$here/scripts/setup.sh"
+# The real-ComIn tests (tests/plugin/test_real_comin.cpp) build ComIn 0.3 out of tree from its
+# sources: FINECAST_COMIN_SOURCE, or ../shared/third_party/comin-0.3.0 beside the checkout.
+comin_source="${FINECAST_COMIN_SOURCE-}"
+if [ -z "$comin_source" ] && [ -f "$here/../shared/third_party/comin-0.3.0/include/comin.h" ]; then
+  comin_source="$(cd "$here/../shared/third_party/comin-0.3.0" && pwd)"
+fi
+if [ -n "$comin_source" ]; then
+  echo "[test] real-ComIn tests: ComIn sources in $comin_source"
+else
+  echo "[test] real-ComIn tests skipped: no ComIn sources (set FINECAST_COMIN_SOURCE or put them in ../shared/third_party/comin-0.3.0)"
+fi
+"$here/scripts/setup.sh" "-DFINECAST_COMIN_SOURCE=$comin_source"
 
 # Open MPI refuses to run as root without these (CI runs as root).
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

@@ -98,6 +98,17 @@ std::string explain_dlopen_failure(const std::string& why) {
   return why;
 }
 
+// The metadata every variable carries, with ComIn's defaults (docs: "Metadata" of ComIn's ICON
+// documentation); the host or a request then sets what it knows.
+CominMetadata default_metadata(int zaxis, int hgrid, int datatype, bool tracer) {
+  return {{"zaxis_id", zaxis},       {"hgrid_id", hgrid},       {"restart", false},
+          {"multi_timelevel", false}, {"tracer", tracer},         {"tracer_turb", false},
+          {"tracer_conv", false},     {"tracer_hlimit", 4},      {"tracer_vlimit", 1},
+          {"tracer_hadv", 2},         {"tracer_vadv", 3},        {"units", std::string()},
+          {"standard_name", std::string()}, {"long_name", std::string()},
+          {"short_name", std::string()},    {"datatype", datatype}};
+}
+
 // The variable a plugin's request creates: ComIn's defaults for the metadata it did not set.
 Variable variable_for_request(const Host::State& s, const Request& r) {
   const auto get_int = [&](const char* key, int fallback) {
@@ -136,13 +147,7 @@ Variable variable_for_request(const Host::State& s, const Request& r) {
   Variable v = make_variable(d, r.name, r.domain, nlev, datatype);
   v.requested_by = r.plugins.front();
   v.exclusive = r.exclusive;
-  // ComIn's defaults for a requested variable, then what the plugins set.
-  v.metadata = {{"zaxis_id", zaxis},     {"hgrid_id", hgrid},        {"restart", false},
-                {"multi_timelevel", false}, {"tracer", tracer},        {"tracer_turb", false},
-                {"tracer_conv", false},   {"tracer_hlimit", 4},       {"tracer_vlimit", 1},
-                {"tracer_hadv", 2},       {"tracer_vadv", 3},         {"units", std::string()},
-                {"standard_name", std::string()}, {"long_name", std::string()},
-                {"short_name", std::string()},    {"datatype", datatype}};
+  v.metadata = default_metadata(zaxis, hgrid, datatype, tracer);
   for (const auto& [key, value] : r.metadata) v.metadata[key] = value;
   return v;
 }
@@ -367,16 +372,13 @@ double* Host::add_variable(const std::string& name, int domain, const VariableIn
                       std::to_string(domain));
   Variable v = make_variable(state_->domains[domain - 1], name, domain, info.nlev,
                              COMIN_VAR_DATATYPE_DOUBLE);
-  v.metadata = {{"zaxis_id", info.nlev == 0 ? COMIN_ZAXIS_2D : COMIN_ZAXIS_3D},
-                {"hgrid_id", COMIN_HGRID_UNSTRUCTURED_CELL},
-                {"restart", info.restart},
-                {"multi_timelevel", false},
-                {"tracer", false},
-                {"units", info.units},
-                {"standard_name", info.standard_name},
-                {"long_name", info.long_name},
-                {"short_name", name},
-                {"datatype", COMIN_VAR_DATATYPE_DOUBLE}};
+  v.metadata = default_metadata(info.nlev == 0 ? COMIN_ZAXIS_2D : COMIN_ZAXIS_3D,
+                                COMIN_HGRID_UNSTRUCTURED_CELL, COMIN_VAR_DATATYPE_DOUBLE, false);
+  v.metadata["restart"] = info.restart;
+  v.metadata["units"] = info.units;
+  v.metadata["standard_name"] = info.standard_name;
+  v.metadata["long_name"] = info.long_name;
+  v.metadata["short_name"] = name;
   state_->variables.push_back(std::move(v));
   return state_->variables.back().f64.data();
 }

@@ -15,6 +15,7 @@
 #include <mpi.h>
 #include <netcdf.h>
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <sstream>
@@ -266,9 +267,10 @@ void record_entry_point() {
   Recorder& r = recorder();
   const int ep = comin_current_get_ep();
   const int domain = comin_current_get_domain_id();
+  // The time without padding: the rest of the fixed-length record stays NUL, as ComIn writes it.
   std::string datetime = fortran_string(comin_current_get_datetime);
-  datetime.resize(COMIN_MAX_DATETIME_STR_LEN, ' ');
-  const size_t start[2] = {r.n_callbacks, 0}, count[2] = {1, COMIN_MAX_DATETIME_STR_LEN};
+  datetime.resize(std::min<size_t>(datetime.size(), COMIN_MAX_DATETIME_STR_LEN));
+  const size_t start[2] = {r.n_callbacks, 0}, count[2] = {1, datetime.size()};
   nc(nc_put_var1_int(r.run_ncid, r.ep_varid, start, &ep), "current_ep");
   nc(nc_put_var1_int(r.run_ncid, r.domain_varid, start, &domain), "current_domain_id");
   nc(nc_put_vara_text(r.run_ncid, r.datetime_varid, start, count, datetime.data()), "current_datetime");

@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The very same libfinecast_comin.so in finecast-host and under the real ComIn 0.3 (its replay
+// tool comin_replay, built from its sources: tests/comin/CMakeLists.txt), on 1, 2 and 4 ranks:
+// finecast-host records a run with finecast's recorder plugin while it runs finecast, ComIn's
+// simple_c example and finecast's probe plugin (compiled against ComIn's own comin.h); comin_replay
+// plays the recording back with ComIn's comin_var_replay_plugin and the same plugins. Everything
+// each plugin observes and writes must be equal. Skipped unless configured with
+// -DFINECAST_COMIN_SOURCE (scripts/test.sh does so when ../shared/third_party/comin-0.3.0 exists).
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/plugin/replay_test_util.hpp"
+
+namespace ftr = finecast::testing_replay;
+
+#ifndef FINECAST_COMIN_BUILD_DIR
+
+TEST(RealComin, NeedsComInSources) {
+  GTEST_SKIP() << "the real-ComIn tests are off: configure with -DFINECAST_COMIN_SOURCE=<ComIn 0.3 sources> "
+                  "(scripts/test.sh does when ../shared/third_party/comin-0.3.0 exists)";
+}
+
+#else
+
+namespace {
+
+const std::string kComin = FINECAST_COMIN_BUILD_DIR;
+const std::string kReplay = kComin + "/replay_tool/comin_replay";
+const std::string kVarReplay = kComin + "/replay_tool/libcomin_var_replay_plugin.so";
+const std::string kRunRecorder = kComin + "/replay_tool/libcomin_run_recorder_plugin.so";
+const std::string kVarRecorder = kComin + "/replay_tool/libcomin_var_recorder_plugin.so";
+const std::string kSimpleC = kComin + "/plugins/simple_c/libsimple_c_plugin.so";
+const std::string kProbe = kComin + "/probe/libcomin_probe_plugin.so";
+const std::string kRecorder = std::string(FINECAST_BINARY_DIR) + "/lib/libfinecast_recorder.so";
+const std::string kGrid = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc";
+const std::string kCompare = std::string(FINECAST_SOURCE_DIR) + "/tests/comin/compare_netcdf.py";
+const std::string kRecordedVars = "ts,ps,temp,pres,topography_c,fr_land";
+const std::string kProbeOptions = "vars=ts,temp:5,topography_c out=probe_out";
+
+/// finecast with write-back into its own variable, sampling and checkpoints: every output path
+/// of the plugin is exercised.
+std::string plugin_config() {
+  return "fields: [ts]\nseed: 3\ndevice: cpu\n"
+         "grid: {type: icon, file: " + kGrid + ", coarse_level: 0}\n"
+         "patch: {orography: topography_c}\n"
+         "buffer: {capacity: 4}\n"
+         "model: {hidden: 32, depth: 2, time_embedding: 16, diffusion_steps: 10}\n"
+         "train: {async: false, every: 4, min_steps: 4, epochs: 1, batch_size: 64, warmup_steps: 2, threads: 1}\n"
+         "sample: {every: 4, members: 2, steps: 2, output: out.nc, write_back: ts_finecast}\n"
+         "checkpoint: {dir: ckpt, keep: 2}\n";
+}
+
+std::string host_run_file(const std::string& plugins) {
+  return "grid: " + kGrid + "\norography: /usr/share/ferret-vis/data/etopo20.cdf\norography_variable: ROSE\n"
+         "start: 1979-01-01T00:00:00\ndt: 1800\nsteps: 8\nnproma: 24\nnlev: 5\nprogress_every: 0\n"
+         "plugins:\n" + plugins;
+}
+
+std::string host_plugin(const std::string& name, const std::string& library, const std::string& options) {
+  return "  - {name: " + name + ", library: " + library + ", options: \"" + options + "\"}\n";
+}
+
+std::string replay_namelist(const std::string& recording, const std::vector<std::array<std::string, 3>>& plugins) {
+  std::string nml = "&replay_tool_nml\n  replay_data_path = \"" + recording + "\"\n  msg_level = 0\n/\n&comin_nml\n";
+  for (size_t i = 0; i < plugins.size(); ++i) {
+    const std::string p = "  plugin_list(" + std::to_string(i + 1) + ")%";
+    nml += p + "name = \"" + plugins[i][0] + "\"\n" + p + "plugin_library = \"" + plugins[i][1] + "\"\n" + p +
+           "options = \"" + plugins[i][2] + "\"\n";
+  }
+  return nml + "/\n";
+}
+
+ftr::CommandResult mpirun(const std::string& dir, int ranks, const std::string& command) {
+  return ftr::run_command("cd '" + dir + "' && OMP_NUM_THREADS=1 mpiexec -n " + std::to_string(ranks) +
+                          " --oversubscribe " + command);
+}
+
+/// The messages a plugin printed through comin_print_info ("INFO(name): message"), in order.
+std::vector<std::string> messages_of(const std::string& output, const std::string& plugin) {
+  std::vector<std::string> lines;
+  std::istringstream in(output);
+  const std::string tag = "INFO(" + plugin + "): ";
+  for (std::string line; std::getline(in, line);) {
+    const size_t at = line.find(tag);
+    if (at != std::string::npos) lines.push_back(line.substr(at + tag.size()));
+  }
+  return lines;
+}
+
+/// simple_c's observable lines as a sorted multiset, each metadata key with its value line. Its
+/// variable list depends on the host (comin_replay has only the requested variables and its
+/// tracer container), and ComIn iterates metadata in hash order, finecast in key order.
+std::vector<std::string> simple_c_observations(const std::string& output) {
+  std::vector<std::string> lines;
+  for (const std::string& m : messages_of(output, "simple_c")) {
+    if (m.rfind("found variable:", 0) == 0) continue;
+    if (m.rfind(" value:", 0) == 0 && !lines.empty())
+      lines.back() += m;
+    else
+      lines.push_back(m);
+  }
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
+struct FileId {
+  ino_t inode = 0;
+  off_t size = 0;
+  time_t mtime = 0;
+  bool operator==(const FileId& o) const { return inode == o.inode && size == o.size && mtime == o.mtime; }
+};
+
+FileId file_id(const std::string& path) {
+  struct stat st {};
+  stat(path.c_str(), &st);
+  return {st.st_ino, st.st_size, st.st_mtime};
+}
+
+}  // namespace
+
+class RealComin : public ::testing::TestWithParam<int> {};
+
+// The tentpole: one plugin file, two hosts, equal outputs, checkpoints and observations.
+TEST_P(RealComin, TheSamePluginFileGivesTheSameResultsInFinecastHostAndComInReplay) {
+  const int ranks = GetParam();
+  const std::string plugin = ftr::plugin_library();
+  const FileId before = file_id(plugin);
+  ftr::ScratchDir dir("real_comin");
+  const std::string host_dir = dir.file("host"), replay_dir = dir.file("replay");
+  ASSERT_EQ(ftr::run_command("mkdir -p '" + host_dir + "/rec' '" + replay_dir + "'").rc, 0);
+  ftr::write_text(host_dir + "/plugin.yaml", plugin_config());
+  ftr::write_text(replay_dir + "/plugin.yaml", plugin_config());
+
+  ftr::write_text(host_dir + "/host.yaml",
+                  host_run_file(host_plugin("recorder", kRecorder, "rec/run_ vars=" + kRecordedVars) +
+                                host_plugin("probe", kProbe, kProbeOptions) + host_plugin("simple_c", kSimpleC, "") +
+                                host_plugin("finecast", plugin, "plugin.yaml")));
+  const ftr::CommandResult host = mpirun(host_dir, ranks, ftr::binary("finecast-host") + " host.yaml");
+  ASSERT_EQ(host.rc, 0) << host.output;
+
+  ftr::write_text(replay_dir + "/replay.nml",
+                  replay_namelist(host_dir + "/rec/run_", {{"comin_var_replay_plugin", kVarReplay, host_dir + "/rec/run_vars_"},
+                                                           {"probe", kProbe, kProbeOptions},
+                                                           {"simple_c", kSimpleC, ""},
+                                                           {"finecast", plugin, "plugin.yaml"}}));
+  const ftr::CommandResult replay = mpirun(replay_dir, ranks, kReplay + " replay.nml");
+  ASSERT_EQ(replay.rc, 0) << replay.output;
+  EXPECT_TRUE(file_id(plugin) == before) << "the plugin file changed between the two runs";
+
+  // What the probe (ComIn's header, ComIn's libcomin in the replay) and simple_c observed.
+  const auto probe_host = messages_of(host.output, "probe"), probe_replay = messages_of(replay.output, "probe");
+  EXPECT_EQ(probe_host, probe_replay);
+  // 2 lines in comin_main, 2 + 3 variables + 1 output in the secondary constructor, 5 per step, 1 at the end.
+  EXPECT_EQ(probe_host.size(), 2u + 6u + 8u * 5u + 1u) << host.output;
+  EXPECT_NE(std::find(probe_host.begin(), probe_host.end(), "probe out probe_out long_name=probe zaxis_id=1 block_dim=1"),
+            probe_host.end());
+  EXPECT_EQ(simple_c_observations(host.output), simple_c_observations(replay.output));
+  EXPECT_FALSE(simple_c_observations(host.output).empty());
+
+  // finecast: the same training, samples, write-back, output file and checkpoints, bitwise.
+  for (const char* line : {"Training session 2 at 1979-01-01T04:00:00: 4 steps in buffer = 320 samples",
+                           "Sampled 2 member(s) at 1979-01-01T04:00:00"}) {
+    EXPECT_NE(host.output.find(line), std::string::npos) << host.output;
+    EXPECT_NE(replay.output.find(line), std::string::npos) << replay.output;
+  }
+  const ftr::CommandResult out = ftr::run_command("/usr/bin/python3 " + kCompare + " " + host_dir + "/out.nc " +
+                                                  replay_dir + "/out.nc --ignore history");
+  EXPECT_EQ(out.rc, 0) << out.output;
+  for (const std::string file : {"ckpt_00000010.h5", "buffer.h5"}) {
+    const ftr::CommandResult diff =
+        ftr::run_command("h5diff '" + host_dir + "/ckpt/" + file + "' '" + replay_dir + "/ckpt/" + file + "'");
+    EXPECT_EQ(diff.rc, 0) << file << ": " << diff.output;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, RealComin, ::testing::Values(1, 2, 4),
+                         [](const ::testing::TestParamInfo<int>& info) { return "on" + std::to_string(info.param) + "ranks"; });
+
+// finecast's recorder writes what ComIn's own run and variable recorders write: ComIn's recorders
+// re-record the replay of a finecast-host recording, and the files agree.
+TEST(RealCominRecorder, WritesWhatComInsRecordersWrite) {
+  ftr::ScratchDir dir("real_comin_recorder");
+  const std::string host_dir = dir.file("host"), replay_dir = dir.file("replay");
+  ASSERT_EQ(ftr::run_command("mkdir -p '" + host_dir + "/rec' '" + replay_dir + "'").rc, 0);
+  ftr::write_text(host_dir + "/host.yaml",
+                  host_run_file(host_plugin("recorder", kRecorder, "rec/run_ vars=" + kRecordedVars)));
+  ASSERT_EQ(mpirun(host_dir, 2, ftr::binary("finecast-host") + " host.yaml").rc, 0);
+  ftr::write_text(replay_dir + "/replay.nml",
+                  replay_namelist(host_dir + "/rec/run_",
+                                  {{"comin_var_replay_plugin", kVarReplay, host_dir + "/rec/run_vars_"},
+                                   {"comin_run_recorder_plugin", kRunRecorder, "comin_run_"},
+                                   {"comin_var_recorder_plugin", kVarRecorder, kRecordedVars}}));
+  const ftr::CommandResult replay = mpirun(replay_dir, 2, kReplay + " replay.nml");
+  ASSERT_EQ(replay.rc, 0) << replay.output;
+  for (int rank : {0, 1}) {
+    const std::string r = std::to_string(rank);
+    // comin_replay adds its own device strings; everything finecast recorded comes back.
+    const ftr::CommandResult run = ftr::run_command(
+        "/usr/bin/python3 " + kCompare + " " + host_dir + "/rec/run_" + r + ".nc " + replay_dir + "/comin_run_" + r +
+        ".nc --subset --ignore device_name device_vendor device_driver");
+    EXPECT_EQ(run.rc, 0) << run.output;
+    const ftr::CommandResult vars = ftr::run_command("/usr/bin/python3 " + kCompare + " " + host_dir + "/rec/run_vars_" +
+                                                     r + ".nc " + replay_dir + "/vars_" + r + ".nc");
+    EXPECT_EQ(vars.rc, 0) << vars.output;
+  }
+}
+
+// Fortran plugins use ComIn's Fortran module interface, which finecast-host does not offer: it
+// refuses them at load with the reason, instead of crashing.
+TEST(RealCominRecorder, FinecastHostRefusesFortranPluginsWithTheReason) {
+  ftr::ScratchDir dir("real_comin_fortran");
+  ftr::write_text(dir.file("host.yaml"), host_run_file(host_plugin("comin_var_recorder_plugin", kVarRecorder, "ts")));
+  const ftr::CommandResult r = mpirun(dir.path(), 1, ftr::binary("finecast-host") + " host.yaml");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.output.find("This is a Fortran plugin"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("comin_replay"), std::string::npos) << r.output;
+}
+
+// Under ComIn an unknown field gets finecast's message (the host's variables listed), not
+// ComIn's abort inside comin_var_get.
+TEST(RealCominRecorder, AnUnknownFieldIsNamedByFinecastUnderComIn) {
+  ftr::ScratchDir dir("real_comin_unknown");
+  const std::string host_dir = dir.file("host"), replay_dir = dir.file("replay");
+  ASSERT_EQ(ftr::run_command("mkdir -p '" + host_dir + "/rec' '" + replay_dir + "'").rc, 0);
+  ftr::write_text(host_dir + "/host.yaml", host_run_file(host_plugin("recorder", kRecorder, "rec/run_ vars=ts,topography_c")));
+  ASSERT_EQ(mpirun(host_dir, 1, ftr::binary("finecast-host") + " host.yaml").rc, 0);
+  ftr::write_text(replay_dir + "/plugin.yaml", plugin_config());
+  ftr::write_text(replay_dir + "/replay.nml",
+                  replay_namelist(host_dir + "/rec/run_", {{"comin_var_replay_plugin", kVarReplay, host_dir + "/rec/run_vars_"},
+                                                           {"finecast", ftr::plugin_library(), "plugin.yaml fields=[tsurf]"}}));
+  const ftr::CommandResult r = mpirun(replay_dir, 1, kReplay + " replay.nml");
+  EXPECT_NE(r.rc, 0);
+  // comin_replay has the requested variables (and its tracer container) only.
+  EXPECT_NE(r.output.find("fields: the host has no variable \"tsurf\" on domain 1 (its variables there: container, ts, "
+                          "topography_c, ts_finecast)"),
+            std::string::npos)
+      << r.output;
+}
+
+#endif

@@ -258,9 +258,9 @@ const std::vector<Field>& schema() {
     s.push_back(int_field("grid.block", GET(grid.block), 2, 4096, "latlon: patches are block x block cells"));
     s.push_back(string_field("coupling.entry_point", GET(coupling.entry_point),
                              {"EP_ATM_WRITE_OUTPUT_BEFORE", "EP_ATM_TIMELOOP_END", "EP_ATM_INTEGRATE_AFTER",
-                              "or another ComIn EP_* name after EP_SECONDARY_CONSTRUCTOR"},
+                              "or another ComIn EP_* name between EP_SECONDARY_CONSTRUCTOR and EP_FINISH"},
                              "ComIn entry point that couples (EP_...)",
-                             [](const std::string& v) { return entry_point_id(v) > 1; }));
+                             [](const std::string& v) { return entry_point_id(v) > 1 && entry_point_id(v) < 41; }));
     s.push_back(int_field("coupling.every", GET(coupling.every), 1, kMax, "couple on every n-th call of the entry point"));
     s.push_back(string_field("coupling.communicator", GET(coupling.communicator), {"host", "plugin"},
                              "host, or plugin (needs a comm for the plugin in the namelist)"));
@@ -305,6 +305,11 @@ const std::vector<Field>& schema() {
     s.push_back(int_field("checkpoint.keep", GET(checkpoint.keep), 1, 100000, "checkpoints kept (oldest removed)"));
     s.push_back(string_field("checkpoint.resume", GET(checkpoint.resume), {}, "checkpoint file or directory to resume from (\"\" = fresh)"));
     s.push_back(bool_field("checkpoint.buffer", GET(checkpoint.buffer), "snapshot the rolling buffer with each checkpoint"));
+    s.push_back(string_field("testing.fault", GET(testing.fault),
+                             {"none", "gather", "training", "checkpoint", "sampling", "output", "write_back"},
+                             "fail on purpose there (tests of on_error; never in production)"));
+    s.push_back(int_field("testing.fault_step", GET(testing.fault_step), 0, kMax, "coupling step of the failure; 0 = every occasion"));
+    s.push_back(int_field("testing.fault_rank", GET(testing.fault_rank), -1, kMax, "rank that fails; -1 = the trainer rank"));
     return s;
   }();
   return fields;

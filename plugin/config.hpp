@@ -88,6 +88,13 @@ struct CheckpointConfig {
   bool buffer = true;  ///< also snapshot the rolling buffer so a resumed run keeps its samples
 };
 
+/// Deliberate failures, for testing how a run survives them (on_error). Never set in production.
+struct TestingConfig {
+  std::string fault = "none";  ///< none | gather | training | checkpoint | sampling | output | write_back
+  int fault_step = 0;          ///< coupling step at which to fail; 0 = at every occasion
+  int fault_rank = -1;         ///< rank of the plugin communicator that fails; -1 = the trainer rank
+};
+
 struct Config {
   std::string source;               ///< file the config came from (for messages)
   std::vector<std::string> fields;  ///< required: host variables; the first is downscaled
@@ -104,6 +111,7 @@ struct Config {
   TrainConfig train;
   SampleConfig sample;
   CheckpointConfig checkpoint;
+  TestingConfig testing;
 };
 
 /// Splits a plugin options string ("CONFIG.yaml key.path=value ...") into words at blanks, as a

@@ -26,7 +26,9 @@ std::string fmt(const char* format, double value) {
 
 int mpi_main(int argc, char** argv, CLI::App& app, const std::string& log_level,
              const std::function<int(int rank, int n_ranks)>& body) {
-  MPI_Init(&argc, &argv);
+  // Plugins may run threads of their own (finecast trains on one); only this thread calls MPI.
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   int rank = 0, n_ranks = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &n_ranks);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// NetCDF-4 ensemble output: definitions, per-step appends, atomic publication.
+// Ensemble output: definitions, and per-step appends that are on disk as soon as they return.
 #include "coupling/io/ensemble_writer.hpp"
 
 #include <netcdf.h>
@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <functional>
 
 #include "coupling/error.hpp"
 #include "coupling/io/cf_time.hpp"
@@ -39,15 +40,13 @@ std::string now_utc() {
 
 }  // namespace
 
-std::string EnsembleWriter::context() const {
-  return "NetCDF output " + file_.tmp_path() + ", variable '" + var_ + "'";
-}
+std::string EnsembleWriter::context() const { return "NetCDF output " + path_ + ", variable '" + var_ + "'"; }
 
 EnsembleWriter::EnsembleWriter(const std::string& path, const OutputGrid& grid,
                                const std::string& var, const VarAttributes& attrs, int members,
                                const std::map<std::string, std::string>& global_attrs,
                                const std::string& calendar)
-    : file_(path), var_(var), calendar_(calendar), members_(members) {
+    : path_(path), var_(var), calendar_(calendar), members_(members) {
   if (members < 1)
     throw IoError("NetCDF output " + path + ": members must be >= 1, got " +
                   std::to_string(members));
@@ -56,9 +55,15 @@ EnsembleWriter::EnsembleWriter(const std::string& path, const OutputGrid& grid,
          "NetCDF output " + path);  // validates the calendar
   n_cells_ = grid.n_cells();
   if (n_cells_ < 1) throw IoError("NetCDF output " + path + ": the output grid has no cells");
-  file_.set_remove_on_abandon(false);
   const std::string ctx = context();
-  CHECK_NC(nc_create(file_.tmp_path().c_str(), NC_NETCDF4 | NC_CLOBBER, &ncid_), ctx);
+  // CDF-5 (64-bit data): a record is on disk once nc_sync returns and the header's record count
+  // is updated after the data, so a run that dies or fails mid-write leaves a readable file
+  // with every record written before (HDF5-based NetCDF-4 cannot promise that).
+  CHECK_NC(nc_create(path_.c_str(), NC_64BIT_DATA | NC_CLOBBER, &ncid_), ctx);
+  int old_fill = 0;  // every value is written: no pre-fill (it would write each record twice)
+  CHECK_NC(nc_set_fill(ncid_, NC_NOFILL, &old_fill), ctx);
+  // Classic files take data only after the definitions: coordinate values are written then.
+  std::vector<std::function<void()>> data;
   try {
     CHECK_NC(nc_def_dim(ncid_, "time", NC_UNLIMITED, &time_dimid_), ctx);
     int member_dim;
@@ -95,14 +100,14 @@ EnsembleWriter::EnsembleWriter(const std::string& path, const OutputGrid& grid,
         put_text(ncid_, clon_id, "bounds", "clon_vertices", ctx);
         put_text(ncid_, clat_id, "bounds", "clat_vertices", ctx);
       }
-      CHECK_NC(nc_put_var_double(ncid_, clon_id, grid.clon.data()), ctx + " (clon)");
-      CHECK_NC(nc_put_var_double(ncid_, clat_id, grid.clat.data()), ctx + " (clat)");
-      if (bounds) {
-        CHECK_NC(nc_put_var_double(ncid_, vlon, grid.clon_vertices.data()),
-                 ctx + " (clon_vertices)");
-        CHECK_NC(nc_put_var_double(ncid_, vlat, grid.clat_vertices.data()),
-                 ctx + " (clat_vertices)");
-      }
+      data.push_back([=, &grid] {
+        CHECK_NC(nc_put_var_double(ncid_, clon_id, grid.clon.data()), ctx + " (clon)");
+        CHECK_NC(nc_put_var_double(ncid_, clat_id, grid.clat.data()), ctx + " (clat)");
+        if (bounds) {
+          CHECK_NC(nc_put_var_double(ncid_, vlon, grid.clon_vertices.data()), ctx + " (clon_vertices)");
+          CHECK_NC(nc_put_var_double(ncid_, vlat, grid.clat_vertices.data()), ctx + " (clat_vertices)");
+        }
+      });
     } else {
       if (grid.y.name.empty() || grid.x.name.empty() || grid.y.name == grid.x.name)
         throw IoError(ctx + ": the lat-lon output grid needs two distinct coordinate names");
@@ -115,8 +120,9 @@ EnsembleWriter::EnsembleWriter(const std::string& path, const OutputGrid& grid,
         for (const auto& [k, v] : c->text_attrs) put_text(ncid_, id, k, v, ctx);
         for (const auto& [k, v] : c->num_attrs)
           CHECK_NC(nc_put_att_double(ncid_, id, k.c_str(), NC_DOUBLE, 1, &v), ctx);
-        CHECK_NC(nc_put_var_double(ncid_, id, c->values.data()),
-                 ctx + " (coordinate " + c->name + ")");
+        data.push_back([=] {
+          CHECK_NC(nc_put_var_double(ncid_, id, c->values.data()), ctx + " (coordinate " + c->name + ")");
+        });
         spatial_dimids_.push_back(dim);
         spatial_shape_.push_back(c->values.size());
       }
@@ -137,19 +143,17 @@ EnsembleWriter::EnsembleWriter(const std::string& path, const OutputGrid& grid,
     CHECK_NC(nc_def_var(ncid_, "member", NC_INT, 1, &member_dim, &member_id), ctx);
     put_text(ncid_, member_id, "standard_name", "realization", ctx);
     put_text(ncid_, member_id, "long_name", "ensemble member", ctx);
-    std::vector<int> member_values(static_cast<size_t>(members));
-    for (int m = 0; m < members; ++m) member_values[m] = m;
-    CHECK_NC(nc_put_var_int(ncid_, member_id, member_values.data()), ctx + " (member)");
+    data.push_back([=] {
+      std::vector<int> member_values(static_cast<size_t>(members));
+      for (int m = 0; m < members; ++m) member_values[m] = m;
+      CHECK_NC(nc_put_var_int(ncid_, member_id, member_values.data()), ctx + " (member)");
+    });
 
     std::vector<int> dims = {time_dimid_, member_dim};
     dims.insert(dims.end(), spatial_dimids_.begin(), spatial_dimids_.end());
     CHECK_NC(nc_def_var(ncid_, var.c_str(), NC_FLOAT, static_cast<int>(dims.size()), dims.data(),
                         &varid_),
              ctx);
-    // One chunk per (step, member): a write touches whole chunks, a reader of one member reads one.
-    std::vector<size_t> chunks = {1, 1};
-    chunks.insert(chunks.end(), spatial_shape_.begin(), spatial_shape_.end());
-    CHECK_NC(nc_def_var_chunking(ncid_, varid_, NC_CHUNKED, chunks.data()), ctx);
     CHECK_NC(nc_def_var_fill(ncid_, varid_, 0, &kFill), ctx);
     if (!attrs.standard_name.empty())
       put_text(ncid_, varid_, "standard_name", attrs.standard_name, ctx);
@@ -174,11 +178,15 @@ EnsembleWriter::EnsembleWriter(const std::string& path, const OutputGrid& grid,
     if (!global_attrs.count("finecast_checkpoint"))
       put_text(ncid_, NC_GLOBAL, "finecast_checkpoint", "none", ctx);
     for (const auto& [k, v] : global_attrs) put_text(ncid_, NC_GLOBAL, k, v, ctx);
-    CHECK_NC(nc_enddef(ncid_), ctx);
+    // Room in the header for what the first write adds (time units, the companion variables),
+    // so that it does not move the data already on disk.
+    CHECK_NC(nc__enddef(ncid_, 16384, 4, 0, 4), ctx);
+    for (const auto& write : data) write();
+    CHECK_NC(nc_sync(ncid_), ctx);
   } catch (...) {
     nc_close(ncid_);
     ncid_ = -1;
-    std::remove(file_.tmp_path().c_str());
+    std::remove(path_.c_str());
     throw;
   }
 }
@@ -191,9 +199,6 @@ int EnsembleWriter::define_companion(const std::string& suffix, const std::strin
   const std::string name = var_ + suffix;
   int id = -1;
   CHECK_NC(nc_def_var(ncid_, name.c_str(), NC_FLOAT, static_cast<int>(dims.size()), dims.data(), &id), ctx);
-  std::vector<size_t> chunks = {1};
-  chunks.insert(chunks.end(), spatial_shape_.begin(), spatial_shape_.end());
-  CHECK_NC(nc_def_var_chunking(ncid_, id, NC_CHUNKED, chunks.data()), ctx);
   CHECK_NC(nc_def_var_fill(ncid_, id, 0, &kFill), ctx);
   CHECK_NC(nc_put_att_float(ncid_, id, "missing_value", NC_FLOAT, 1, &kFill), ctx);
   put_text(ncid_, id, "long_name", long_name, ctx);
@@ -211,13 +216,34 @@ void EnsembleWriter::put_companion(int varid, const std::string& suffix, const f
   std::vector<size_t> start = {record}, count = {1};
   for (size_t s : spatial_shape_) start.push_back(0), count.push_back(s);
   CHECK_NC(nc_put_vara_float(ncid_, varid, start.data(), count.data(), scratch_.data()),
-           context() + suffix + " (time step " + std::to_string(record) + ")");
+           "NetCDF output " + path_ + ", variable '" + var_ + suffix + "' (time step " + std::to_string(record) + ")");
 }
 
 void EnsembleWriter::write(const std::string& datetime, const float* members_by_cell,
                            const float* coarse_on_fine, const float* host_field) {
   const std::string ctx = context();
   if (closed_) throw IoError(ctx + ": write after close()");
+  if (broken_) throw IoError(ctx + ": an earlier write failed; the file keeps the records written before it");
+  DateTime t;
+  const bool is_date = parse_datetime(datetime, t);
+  if (steps_ > 0 && is_date != dated_)
+    throw IoError(ctx + ": time \"" + datetime + "\" is " + (is_date ? "" : "not ") +
+                  "an ISO 8601 date but the first written time was " + (dated_ ? "" : "not"));
+  try {
+    append(datetime, members_by_cell, coarse_on_fine, host_field);
+  } catch (const std::exception& e) {
+    // The file keeps every record synced before this one: close it without writing more.
+    broken_ = true;
+    nc_abort(ncid_);
+    ncid_ = -1;
+    throw IoError(std::string(e.what()) + "; " + path_ + " keeps the " + std::to_string(steps_) +
+                  " record(s) written before");
+  }
+}
+
+void EnsembleWriter::append(const std::string& datetime, const float* members_by_cell,
+                            const float* coarse_on_fine, const float* host_field) {
+  const std::string ctx = context();
   if (!members_by_cell) throw IoError(ctx + ": write() got no data");
   DateTime t;
   const bool is_date = parse_datetime(datetime, t);
@@ -237,9 +263,6 @@ void EnsembleWriter::write(const std::string& datetime, const float* members_by_
       put_text(ncid_, time_varid_, "long_name", "output step index (the model gave no date)", ctx);
       CHECK_NC(nc_enddef(ncid_), ctx);
     }
-  } else if (is_date != dated_) {
-    throw IoError(ctx + ": time \"" + datetime + "\" is " + (is_date ? "" : "not ") +
-                  "an ISO 8601 date but the first written time was " + (dated_ ? "" : "not"));
   }
   // The same model time again replaces its record: one time, one record.
   const bool replace = steps_ > 0 && datetime == last_datetime_;
@@ -262,6 +285,7 @@ void EnsembleWriter::write(const std::string& datetime, const float* members_by_
            ctx + " (time step " + std::to_string(record) + ")");
   if (coarse_on_fine) put_companion(coarse_varid_, "_coarse", coarse_on_fine, ts);
   if (host_field) put_companion(host_varid_, "_host", host_field, ts);
+  CHECK_NC(nc_sync(ncid_), ctx + " (time step " + std::to_string(record) + ", writing to disk)");
   last_datetime_ = datetime;
   if (!replace) ++steps_;
 }
@@ -269,20 +293,15 @@ void EnsembleWriter::write(const std::string& datetime, const float* members_by_
 void EnsembleWriter::close() {
   if (closed_) return;
   closed_ = true;
+  if (broken_) return;  // closed when the write failed
   const int id = ncid_;
   ncid_ = -1;
   CHECK_NC(nc_close(id), context() + " (closing)");
-  file_.commit();
 }
 
 EnsembleWriter::~EnsembleWriter() {
-  if (closed_) return;
-  if (ncid_ >= 0) nc_close(ncid_);
-  try {
-    log::warning("NetCDF output " + file_.path() + " was not closed: its partial content is in " +
-                 file_.tmp_path() + " and " + file_.path() + " is unchanged");
-  } catch (...) {
-  }
+  if (closed_ || broken_ || ncid_ < 0) return;
+  nc_close(ncid_);  // every record is on disk already
 }
 
 }  // namespace finecast::coupling

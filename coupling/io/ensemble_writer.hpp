@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// CF-compliant NetCDF-4 output of downscaled ensembles, written atomically.
+// CF-compliant NetCDF output of downscaled ensembles, each record on disk when write() returns.
 #pragma once
 
 #include <cstdint>
@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "coupling/io/atomic_file.hpp"
 #include "coupling/io/nc_metadata.hpp"
 
 namespace finecast::coupling {
@@ -17,8 +16,10 @@ namespace finecast::coupling {
 /// with the input's coordinates and attributes, a `member` dimension and an unlimited `time`
 /// dimension that grows by one per write(). Global attributes: Conventions, source and
 /// finecast_version (FINECAST_VERSION), history, finecast_checkpoint ("none" unless given in
-/// global_attrs), then every entry of global_attrs. The file is written as "<path>.tmp" and
-/// renamed to `path` by close(); until then a previous file at `path` is untouched.
+/// global_attrs), then every entry of global_attrs. The file is CDF-5 (NetCDF "64-bit data")
+/// under its final name from the start, and every record is synced to disk before write()
+/// returns: readers see the records of a running job, and a job that is killed, or whose disk
+/// fills up, keeps every record written before (a previous file at `path` is replaced).
 class EnsembleWriter {
  public:
   /// `calendar` is the CF calendar of the model's dates. Throws IoError naming the file.
@@ -26,8 +27,7 @@ class EnsembleWriter {
                  const VarAttributes& attrs, int members,
                  const std::map<std::string, std::string>& global_attrs,
                  const std::string& calendar = "proleptic_gregorian");
-  /// Without close() (an exception, an interrupted run) the partial "<path>.tmp" is kept for
-  /// inspection and `path` is left as it was; a warning names both. Never throws.
+  /// Closes the file when close() was not called (its records are on disk). Never throws.
   ~EnsembleWriter();
   EnsembleWriter(const EnsembleWriter&) = delete;
   EnsembleWriter& operator=(const EnsembleWriter&) = delete;
@@ -39,12 +39,14 @@ class EnsembleWriter {
   /// [n_cells]) is the host's own fine field at that time, stored as "<var>_host" (the truth,
   /// for evaluation and figures). A write with the same `datetime` as the previous one replaces
   /// that record (the newer data win) instead of adding a second record with the same time.
+  /// A failed write (a full disk) throws IoError; the file keeps the records written before it
+  /// and takes no more writes.
   void write(const std::string& datetime, const float* members_by_cell, const float* coarse_on_fine = nullptr,
              const float* host_field = nullptr);
-  /// Flushes, closes and atomically publishes the file. Idempotent.
+  /// Closes the file. Idempotent.
   void close();
 
-  const std::string& path() const { return file_.path(); }
+  const std::string& path() const { return path_; }
   int64_t steps_written() const { return steps_; }
   /// `datetime` of the latest record ("" before the first write).
   const std::string& last_datetime() const { return last_datetime_; }
@@ -55,7 +57,10 @@ class EnsembleWriter {
   int define_companion(const std::string& suffix, const std::string& long_name);
   void put_companion(int varid, const std::string& suffix, const float* values, size_t record);
 
-  AtomicFile file_;
+  void append(const std::string& datetime, const float* members_by_cell, const float* coarse_on_fine,
+              const float* host_field);
+
+  std::string path_;
   std::string var_, calendar_;
   int ncid_ = -1, varid_ = -1, coarse_varid_ = -1, host_varid_ = -1, time_varid_ = -1;
   int members_ = 0;
@@ -68,6 +73,7 @@ class EnsembleWriter {
   std::string time_units_;
   std::vector<float> scratch_;
   bool closed_ = false;
+  bool broken_ = false;  ///< a write failed: the file was closed with what it had
 };
 
 }  // namespace finecast::coupling

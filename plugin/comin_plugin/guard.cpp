@@ -2,14 +2,13 @@
 #include "plugin/comin_plugin/guard.hpp"
 
 #include <exception>
+#include <new>
 #include <string>
 
 #include "comin.h"
 #include "coupling/log.hpp"
-#include "plugin/comin_plugin/plugin_context.hpp"
 
 namespace finecast::plugin {
-namespace {
 
 std::string describe_current_exception() {
   try {
@@ -23,39 +22,25 @@ std::string describe_current_exception() {
   }
 }
 
-void finish(const char* where, const std::string& what) {
+void stop_the_run(const std::string& why) {
   // comin_plugin_finish prints on rank 0 only: log on every rank first.
-  const std::string text = std::string(where) + ": " + what;
-  log::error(text);
-  comin_plugin_finish("finecast", text.c_str());
+  log::error(why);
+  comin_plugin_finish("finecast", why.c_str());
+  throw RunStopped{};
 }
-
-}  // namespace
 
 void guard(const char* where, const std::function<void()>& fn) noexcept {
-  PluginContext& ctx = plugin_context();
   try {
     fn();
+  } catch (const RunStopped&) {
   } catch (...) {
-    const std::string what = describe_current_exception();
-    if (ctx.config.on_error == "disable") {
-      // The ranks agree on stopping at the start of the next coupling step (see
-      // PluginContext::failed), so that no rank is left waiting in a collective.
-      ctx.failed = true;
-      log::error(std::string(where) + ": " + what);
-      log::error("finecast stops working for the rest of the run (on_error: disable); the simulation continues");
-      return;
+    try {
+      stop_the_run(std::string(where) + ": " + describe_current_exception());
+    } catch (const RunStopped&) {
     }
-    finish(where, what);
   }
 }
 
-void guard_startup(const char* where, const std::function<void()>& fn) noexcept {
-  try {
-    fn();
-  } catch (...) {
-    finish(where, describe_current_exception());
-  }
-}
+void guard_startup(const char* where, const std::function<void()>& fn) noexcept { guard(where, fn); }
 
 }  // namespace finecast::plugin

@@ -1,16 +1,27 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The C boundary: every ComIn callback runs through guard(), which stops every exception there.
+// The C boundary: every ComIn callback runs through a guard, which stops every exception there.
 #pragma once
 
 #include <functional>
+#include <string>
 
 namespace finecast::plugin {
 
-/// Runs `fn` for entry point `where`. Any exception (finecast's, LibTorch's, yaml-cpp's,
-/// std::bad_alloc, or anything else) is logged with the rank and entry point, then handled by
-/// the config's on_error: abort (comin_plugin_finish, which ends the run) or disable (log once,
-/// mark this rank failed; at the next coupling step all ranks stop working together and the
-/// host finishes its time loop). Never throws.
+/// The message of the exception being handled (finecast's, LibTorch's, yaml-cpp's,
+/// std::bad_alloc, or anything else). Call inside a catch block only.
+std::string describe_current_exception();
+
+/// Logs `why` on this rank and stops the whole run through comin_plugin_finish (the host
+/// aborts every rank). Throws RunStopped when the host's finish handler returns.
+[[noreturn]] void stop_the_run(const std::string& why);
+
+/// Thrown by stop_the_run when comin_plugin_finish returned; the guards let it end quietly.
+struct RunStopped {};
+
+/// Runs a callback's work. The work handles the failures it can survive itself (see
+/// coupling_step.hpp); an exception that escapes means a collective or the plugin's own state
+/// is broken, so it stops the run whatever on_error says: a rank that went on could leave the
+/// others waiting in a collective. Never throws.
 void guard(const char* where, const std::function<void()>& fn) noexcept;
 
 /// Start-up (comin_main, the secondary constructor): errors always stop the run through

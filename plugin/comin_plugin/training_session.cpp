@@ -2,11 +2,10 @@
 #include "plugin/comin_plugin/training_session.hpp"
 
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <stdexcept>
 
 #include "coupling/log.hpp"
+#include "trainer/threads.hpp"
 
 namespace finecast::plugin {
 
@@ -14,26 +13,26 @@ TrainingSession::~TrainingSession() {
   if (thread_.joinable()) thread_.join();
 }
 
-void TrainingSession::start(trainer::Downscaler& model, Snapshot data, int epochs, bool async, long long number) {
+void TrainingSession::start(trainer::Downscaler& model, Snapshot data, int epochs, bool async,
+                            int threads, std::function<void()> before) {
   if (in_flight()) throw std::logic_error("a training session is already in flight");
   if (thread_.joinable()) thread_.join();
   data_ = std::move(data);
   error_ = nullptr;
   finished_ = false;
+  before_ = std::move(before);
   running_ = true;
   if (async) {
-    thread_ = std::thread(&TrainingSession::run, this, &model, epochs, number);
+    thread_ = std::thread(&TrainingSession::run, this, &model, epochs, threads);
   } else {
-    run(&model, epochs, number);
+    run(&model, epochs, threads);
   }
 }
 
-void TrainingSession::run(trainer::Downscaler* model, int epochs, long long number) noexcept {
+void TrainingSession::run(trainer::Downscaler* model, int epochs, int threads) noexcept {
   try {
-    // Test aid: FINECAST_INJECT_FAULT=train makes every session fail, to exercise on_error.
-    if (const char* fault = std::getenv("FINECAST_INJECT_FAULT"); fault && !std::strcmp(fault, "train"))
-      throw std::runtime_error("training session " + std::to_string(number) +
-                               " failed: fault injected by FINECAST_INJECT_FAULT=train");
+    const trainer::ScopedTorchThreads scope(threads);
+    if (before_) before_();
     const trainer::DataView view{data_.context.data(), data_.fine.data(), data_.weights.data(), data_.n};
     model->update_normalisation(view);
     for (int e = 1; e <= epochs; ++e) {

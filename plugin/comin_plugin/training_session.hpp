@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <exception>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,10 +27,13 @@ class TrainingSession {
   TrainingSession& operator=(const TrainingSession&) = delete;
   ~TrainingSession();
 
-  /// Starts session number `number` of `epochs` epochs on `data`; when `async` it runs on a
-  /// background thread and this returns at once, otherwise it returns when the session ends.
-  /// A session's exception is rethrown by wait() / collect().
-  void start(trainer::Downscaler& model, Snapshot data, int epochs, bool async, long long number);
+  /// Starts a session of `epochs` epochs on `data` with `threads` LibTorch threads
+  /// (set on the thread that trains, restored afterwards); when `async` it runs on a background
+  /// thread and this returns at once, otherwise it returns when the session ends. `before` (may
+  /// be empty) runs first on the training thread; it and the session may throw: the exception is
+  /// rethrown by collect().
+  void start(trainer::Downscaler& model, Snapshot data, int epochs, bool async, int threads,
+             std::function<void()> before = {});
 
   /// True while a background session runs.
   bool in_flight() const;
@@ -40,11 +44,12 @@ class TrainingSession {
   void wait();
 
  private:
-  void run(trainer::Downscaler* model, int epochs, long long number) noexcept;
+  void run(trainer::Downscaler* model, int epochs, int threads) noexcept;
 
   std::thread thread_;
   Snapshot data_;
   std::exception_ptr error_;
+  std::function<void()> before_;
   std::atomic<bool> running_{false};
   bool finished_ = false;
 };

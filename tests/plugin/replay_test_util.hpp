@@ -4,6 +4,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <dirent.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +20,22 @@ namespace finecast::testing_replay {
 inline const std::string kTas = "/usr/share/ncarg/data/nug/tas_rectilinear_grid_2D.nc";
 
 inline bool exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
+
+/// The newest buffer snapshot "buffer_<step>.h5" of a checkpoint directory ("" when none): the
+/// one written with the newest checkpoint.
+inline std::string newest_buffer_snapshot(const std::string& dir) {
+  std::string newest;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (const dirent* e = readdir(d)) {
+      const std::string name = e->d_name;
+      if (name.rfind("buffer_", 0) == 0 && name.size() > 10 && name.compare(name.size() - 3, 3, ".h5") == 0 &&
+          name > newest)
+        newest = name;
+    }
+    closedir(d);
+  }
+  return newest.empty() ? "" : dir + "/" + newest;
+}
 
 inline std::string binary(const std::string& name) {
   return std::string(FINECAST_BINARY_DIR) + "/bin/" + name;

@@ -173,7 +173,7 @@ TEST_P(RealComin, TheSamePluginFileGivesTheSameResultsInFinecastHostAndComInRepl
   const ftr::CommandResult out = ftr::run_command("/usr/bin/python3 " + kCompare + " " + host_dir + "/out.nc " +
                                                   replay_dir + "/out.nc --ignore history");
   EXPECT_EQ(out.rc, 0) << out.output;
-  for (const std::string file : {"ckpt_00000010.h5", "buffer.h5"}) {
+  for (const std::string file : {"ckpt_00000010.h5", "buffer_00000010.h5"}) {
     const ftr::CommandResult diff =
         ftr::run_command("h5diff '" + host_dir + "/ckpt/" + file + "' '" + replay_dir + "/ckpt/" + file + "'");
     EXPECT_EQ(diff.rc, 0) << file << ": " << diff.output;

@@ -239,9 +239,9 @@ TEST(ReplayEndToEnd, TwoRanksGiveTheSameResultsAsOne) {
 
   // The rolling buffers hold the same samples.
   const fc::RollingBuffer b1 =
-      fc::RollingBuffer::load_h5(one.file("checkpoints/buffer.h5"), 4, 288, 8, 64);
+      fc::RollingBuffer::load_h5(newest_buffer_snapshot(one.file("checkpoints")), 4, 288, 8, 64);
   const fc::RollingBuffer b2 =
-      fc::RollingBuffer::load_h5(two.file("checkpoints/buffer.h5"), 4, 288, 8, 64);
+      fc::RollingBuffer::load_h5(newest_buffer_snapshot(two.file("checkpoints")), 4, 288, 8, 64);
   ASSERT_EQ(b1.steps(), 4);
   std::vector<float> c1, f1, w1, c2, f2, w2;
   b1.snapshot(c1, f1, w1);

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// One coupling step, and the end of the run, arranged so that a failure on one rank can never
+// leave another waiting in a collective:
+//   1. every rank packs its owned values (local work that can fail);
+//   2. one agreement (MPI_Allreduce) on every rank's failure flag and the trainer's phase: if
+//      any rank failed, every rank stops here, together;
+//   3. the gather of the fields (every rank);
+//   4. the trainer's local work: buffer, checkpoint, training, sampling, output;
+//   5. with write-back, one broadcast of the trainer's outcome, then the scatter of the ensemble
+//      mean only when the trainer succeeded.
+// A failure in local work makes the rank "failed" under on_error: disable (it still joins the
+// collectives of the step, and the next step's agreement stops every rank), or stops the run at
+// once under on_error: abort. A failure inside a collective cannot be survived and aborts.
+#pragma once
+
+#include "plugin/comin_plugin/plugin_state.hpp"
+
+namespace finecast::plugin {
+
+/// The coupling entry point.
+void coupling_step(PluginState& s);
+
+/// EP_DESTRUCTOR: the trainer waits for its session, samples the final weights, writes the final
+/// checkpoint; every rank prints its summary. Local work only; failures are logged (disable) or
+/// stop the run (abort). The caller then releases the state.
+void finish_run(PluginState& s);
+
+}  // namespace finecast::plugin

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "plugin/comin_plugin/plugin_state.hpp"
+
+#include "coupling/error.hpp"
+#include "coupling/log.hpp"
+
+namespace finecast::plugin {
+namespace {
+
+// The one state of this process. A raw owner, so that nothing of finecast is destroyed by a
+// static destructor after the host has finalised MPI: EP_DESTRUCTOR destroys it.
+PluginState* g_state = nullptr;
+
+}  // namespace
+
+CouplingState::~CouplingState() {
+  gatherer.reset();  // frees its duplicate of the communicator first
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (comm != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm);
+}
+
+TrainerState::~TrainerState() { session.wait(); }
+
+PluginState::PluginState(Config c) : config(std::move(c)) {
+  faults.point = parse_fault_point(config.testing.fault);
+  faults.step = config.testing.fault_step;
+  faults.rank = config.testing.fault_rank;
+}
+
+PluginState::~PluginState() { release(); }
+
+void PluginState::transition(Phase to, const std::string& why) {
+  const Phase from = phase_.current();
+  if (from == to) return;
+  phase_.move_to(to);
+  if (why.empty()) return;
+  if (to == Phase::kFailed || to == Phase::kStopped)
+    log::warning(why);
+  else
+    log::info(why);
+}
+
+void PluginState::release() {
+  // The trainer first: its destructor joins a running session (which uses the model), then the
+  // output is published and the model, buffer and patch map are freed.
+  if (trainer) {
+    if (trainer->output) {
+      try {
+        trainer->output->close();
+        log::info("Output written: " + trainer->output->path());
+      } catch (const std::exception& e) {
+        log::error(std::string("publishing the output: ") + e.what());
+      }
+    }
+    trainer.reset();
+  }
+  coupling.reset();
+}
+
+PluginState& plugin_state() {
+  if (g_state == nullptr) throw InternalError("finecast: no plugin state (comin_main has not run, or the run ended)");
+  return *g_state;
+}
+
+bool has_plugin_state() { return g_state != nullptr; }
+
+PluginState& create_plugin_state(Config config) {
+  if (g_state != nullptr) throw InternalError("finecast: the plugin state exists already");
+  g_state = new PluginState(std::move(config));
+  return *g_state;
+}
+
+void destroy_plugin_state() {
+  delete g_state;
+  g_state = nullptr;
+}
+
+}  // namespace finecast::plugin

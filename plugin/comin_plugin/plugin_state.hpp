@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The plugin's state. ComIn callbacks take no arguments, so it is reached through one accessor;
+// it is split by lifetime (the whole run / every rank from the secondary constructor / the
+// trainer rank / counters) and its phase is an explicit state machine (phase.hpp). It is created
+// in comin_main and released completely at EP_DESTRUCTOR, before the host finalises MPI.
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comin.h"
+#include "coupling/buffer/rolling_buffer.hpp"
+#include "coupling/grid/patch_map.hpp"
+#include "coupling/grid/patches.hpp"
+#include "coupling/mpi/gatherer.hpp"
+#include "coupling/mpi/owned_cells.hpp"
+#include "plugin/comin_plugin/faults.hpp"
+#include "plugin/comin_plugin/output.hpp"
+#include "plugin/comin_plugin/phase.hpp"
+#include "plugin/comin_plugin/training_session.hpp"
+#include "plugin/config.hpp"
+#include "trainer/downscaler.hpp"
+
+namespace finecast::plugin {
+
+/// One host variable the plugin reads or writes, and where this rank's owned cells sit in it.
+struct HostField {
+  std::string name;
+  int level = 0;  ///< 1-based level of a 3-D variable (1 = model top); 0 = a 2-D variable
+  int datatype = COMIN_VAR_DATATYPE_DOUBLE;
+  t_comin_var_handle* handle = nullptr;
+  coupling::OwnedCells owned;
+};
+
+/// Every rank, from the secondary constructor to EP_DESTRUCTOR: the communicator, the host's
+/// variables and the gather of their owned cells.
+struct CouplingState {
+  MPI_Comm comm = MPI_COMM_NULL;  ///< duplicate of the host or plugin communicator
+  int rank = 0, size = 1;
+  bool is_trainer = false;
+  std::vector<HostField> fields;  ///< config.fields, then patch.orography when set
+  HostField write_back;           ///< sample.write_back (handle null when unused)
+  std::unique_ptr<coupling::Gatherer> gatherer;
+  std::vector<float> local_values;  ///< [n_inputs][n_owned] packed per step
+  std::vector<float> write_back_values;  ///< [n_owned] received at write-back steps
+
+  CouplingState() = default;
+  CouplingState(const CouplingState&) = delete;
+  CouplingState& operator=(const CouplingState&) = delete;
+  ~CouplingState();
+  /// The number of host variables read per step (fields, plus orography when configured).
+  int n_inputs() const { return static_cast<int>(fields.size()); }
+};
+
+/// Work the trainer has to do as soon as it can (each flag is set when the work falls due and
+/// cleared when it is done).
+struct PendingWork {
+  bool training = false;    ///< a session is due but one was still in flight
+  bool checkpoint = false;  ///< a checkpoint is due but a session was in flight
+  bool sampling = false;    ///< a session finished after the latest sampling (new weights)
+};
+
+/// The trainer rank only: grid, patches, buffer, model, training session, output.
+struct TrainerState {
+  coupling::PatchMap map;
+  coupling::PatchOptions patch_options;
+  std::vector<float> global_values;  ///< [n_inputs][n_fine]: fields gathered per step, orography once
+  std::vector<const float*> field_pointers;  ///< into global_values, one per config field
+  coupling::Patches patches;         ///< the latest step's patches (also what sampling uses)
+  std::unique_ptr<coupling::RollingBuffer> buffer;
+  std::unique_ptr<trainer::Downscaler> model;
+  TrainingSession session;           ///< joined before the model it trains is released
+  coupling::OutputGrid output_grid;     ///< the fine grid, for the NetCDF output
+  coupling::VarAttributes output_attrs;  ///< units/long_name of the downscaled field
+  std::string resumed_from;              ///< checkpoint the run started from ("" = fresh)
+  std::string last_checkpoint;           ///< the latest checkpoint written in this run
+  std::unique_ptr<Output> output;        ///< opened at the first sampling
+  std::vector<float> samples;            ///< [n_coarse][members][P] scratch
+  std::vector<float> ensemble_mean;      ///< [n_fine] scratch
+  int torch_threads = 1;                 ///< LibTorch threads for this rank's training and sampling
+  PendingWork pending;
+
+  TrainerState() = default;
+  TrainerState(const TrainerState&) = delete;
+  TrainerState& operator=(const TrainerState&) = delete;
+  /// Joins a running session first: its thread uses the model.
+  ~TrainerState();
+};
+
+/// Wall-clock seconds spent per activity, for the summary at EP_DESTRUCTOR.
+struct Timers {
+  double gather = 0;      ///< pack + collective gather (every rank)
+  double patches = 0;     ///< coarsening, patch extraction, buffer insert (trainer rank)
+  double train_wait = 0;  ///< time the host waited for training (sync mode, or final join)
+  double sample = 0;      ///< sampling + output + write-back
+  double checkpoint = 0;
+};
+
+/// Counters of the run (every rank).
+struct RunStats {
+  long long calls = 0;  ///< calls of the coupling entry point on our domain
+  long long steps = 0;  ///< coupling steps done (every `coupling.every`-th call)
+  long long sessions = 0;
+  long long samplings = 0;
+  std::string datetime;  ///< model time of the latest coupling step
+  Timers timers;
+};
+
+/// The whole plugin state of this process.
+class PluginState {
+ public:
+  explicit PluginState(Config config);
+  PluginState(const PluginState&) = delete;
+  PluginState& operator=(const PluginState&) = delete;
+  ~PluginState();
+
+  // ---- from comin_main ----
+  Config config;
+  int plugin_id = 0;    ///< ComIn's id of this plugin instance
+  int coupling_ep = 0;  ///< ComIn id of config.coupling.entry_point
+  int host_rank = 0;
+  Faults faults;        ///< testing.fault: where to fail on purpose
+
+  // ---- from the secondary constructor ----
+  std::unique_ptr<CouplingState> coupling;
+  std::unique_ptr<TrainerState> trainer;  ///< trainer rank only
+  RunStats stats;
+
+  Phase phase() const { return phase_.current(); }
+  /// Moves to `to` (the table of allowed transitions is in phase.cpp); logs `why` for the
+  /// phases a user should notice (failed, stopped, ready).
+  void transition(Phase to, const std::string& why = "");
+  bool is_trainer() const { return coupling && coupling->is_trainer; }
+
+  /// Releases everything in a stated order: the trainer state (its session thread is joined,
+  /// the output published, the model and buffer freed), then the coupling state (the gatherer,
+  /// then the communicator). Called at EP_DESTRUCTOR; idempotent.
+  void release();
+
+ private:
+  PhaseMachine phase_;
+};
+
+/// The live state of this process; InternalError when there is none.
+PluginState& plugin_state();
+/// Whether a state exists (comin_main ran and EP_DESTRUCTOR has not yet released it).
+bool has_plugin_state();
+/// Creates the state (comin_main); a second one in one process is a ConfigError.
+PluginState& create_plugin_state(Config config);
+/// Destroys the state (end of EP_DESTRUCTOR).
+void destroy_plugin_state();
+
+}  // namespace finecast::plugin

@@ -1,0 +1,366 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Start-up of the plugin: config, host fields, communicator, and on the trainer rank the grid,
+// the model and the buffer. Everything that can be checked before the first time step is.
+#include "plugin/comin_plugin/setup.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "coupling/error.hpp"
+#include "coupling/grid/icon_grid.hpp"
+#include "coupling/grid/icon_hierarchy.hpp"
+#include "coupling/grid/latlon_grid.hpp"
+#include "coupling/log.hpp"
+#include "plugin/comin_plugin/host_api.hpp"
+#include "plugin/comin_plugin/plugin_state.hpp"
+#include "trainer/checkpoint.hpp"
+#include "trainer/device.hpp"
+#include "trainer/threads.hpp"
+
+namespace finecast::plugin {
+namespace {
+
+/// The long_name finecast gives its write-back variable: how the plugin recognises its own
+/// variable (a host that hands over an existing field instead keeps that field's metadata).
+std::string write_back_marker(const Config& cfg) { return "finecast ensemble mean of " + cfg.fields.front(); }
+
+bool is_directory(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool is_file(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/// Ranks of `comm` on this node. Collective: every rank must call it.
+int ranks_on_this_node(MPI_Comm comm) {
+  MPI_Comm node;
+  CHECK_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  int local = 1;
+  MPI_Comm_size(node, &local);
+  MPI_Comm_free(&node);
+  return local;
+}
+
+/// Torch threads for the trainer: the config's value, else this node's cores divided by the
+/// ranks running on it (the host's ranks keep their cores), at least 1.
+int torch_threads(const Config& cfg, int ranks_on_node) {
+  if (cfg.train.threads > 0) return cfg.train.threads;
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, cores / std::max(1, ranks_on_node));
+}
+
+/// A host variable the plugin reads or writes. The variable list is checked first, so that an
+/// unknown name gets finecast's message (the host's variables listed) instead of ComIn's abort.
+HostField get_field(const Config& cfg, const std::string& name, int level, int domain, t_comin_entry_point ep,
+                    int flag, const std::string& key) {
+  if (!host_has_variable(name, domain))
+    throw ConfigError(cfg.source + ": " + key + ": the host has no variable \"" + name + "\" on domain " +
+                      std::to_string(domain) + " (its variables there: " + host_variable_names(domain) + ")");
+  HostField f;
+  f.name = name;
+  f.level = level;
+  f.datatype = int_metadata(name, domain, "datatype", COMIN_VAR_DATATYPE_DOUBLE);
+  if (f.datatype != COMIN_VAR_DATATYPE_DOUBLE && f.datatype != COMIN_VAR_DATATYPE_FLOAT)
+    throw ConfigError(cfg.source + ": " + key + ": host variable \"" + name +
+                      "\" holds integers; finecast couples floating-point fields");
+  f.handle = comin_var_get(1, &ep, descriptor(name, domain), flag);
+  if (!f.handle) throw ConfigError(cfg.source + ": " + key + ": the host did not hand out variable \"" + name + "\"");
+  return f;
+}
+
+/// The number of levels of a host variable (the extent of its LEVEL dimension; 1 = 2-D).
+int level_count(const int shape[5], const int sem[5]) {
+  for (int i = 0; i < 5; ++i)
+    if (sem[i] == COMIN_DIM_SEMANTICS_LEVEL) return shape[i];
+  return 1;
+}
+
+void locate_owned_cells(const Config& cfg, HostField& f, int domain, const std::string& key) {
+  const int nproma = comin_descrdata_get_global_nproma();
+  const int n_local = comin_descrdata_get_domain_cells_ncells(domain);
+  const int* glb = nullptr;
+  const int* decomp = nullptr;
+  int shape3[3] = {0, 0, 0};  // the getters write the whole Fortran shape
+  comin_descrdata_get_domain_cells_glb_index(domain, &glb, shape3);
+  comin_descrdata_get_domain_cells_decomp_domain(domain, &decomp, shape3);
+  int shape[5], sem[5];
+  comin_var_get_shape(f.handle, shape);
+  comin_var_get_dim_semantics(f.handle, sem);
+  const int nlev = level_count(shape, sem);
+  // A 3-D variable is read at one level, which the config must name: level index 0 would be
+  // ICON's model top, almost never what a user means.
+  if (nlev > 1 && f.level == 0)
+    throw ConfigError(cfg.source + ": " + key + ": host variable \"" + f.name + "\" has " + std::to_string(nlev) +
+                      " levels; name one, e.g. {name: " + f.name + ", level: " + std::to_string(nlev) +
+                      "} (1 = model top, " + std::to_string(nlev) + " = lowest)");
+  if (f.level > nlev)
+    throw ConfigError(cfg.source + ": " + key + ": host variable \"" + f.name + "\" has " +
+                      (nlev == 1 ? std::string("no levels (it is 2-D)") : std::to_string(nlev) + " levels") +
+                      ", level " + std::to_string(f.level) + " does not exist");
+  f.owned = coupling::owned_cells(shape, sem, nproma, n_local, decomp, glb, std::max(f.level - 1, 0));
+}
+
+/// Creates `dir` (and its parents) now, so that an unwritable place fails before the run.
+void ensure_directory(const Config& cfg, const std::string& dir, const std::string& key) {
+  if (dir.empty()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || access(dir.c_str(), W_OK) != 0)
+    throw ConfigError(cfg.source + ": " + key + ": cannot create or write to directory " + dir +
+                      (ec ? " (" + ec.message() + ")" : ""));
+}
+
+/// MPI must allow what finecast does with threads: an asynchronous session trains on a thread
+/// of its own, which makes no MPI calls (MPI_THREAD_FUNNELED).
+void check_mpi_thread_level(const Config& cfg) {
+  int provided = MPI_THREAD_SINGLE;
+  CHECK_MPI(MPI_Query_thread(&provided));
+  if (cfg.train.async && provided < MPI_THREAD_FUNNELED)
+    throw ConfigError(cfg.source +
+                      ": train.async: asynchronous training runs on a thread of its own, but the host initialised "
+                      "MPI with MPI_THREAD_SINGLE (it must use MPI_Init_thread with at least MPI_THREAD_FUNNELED); "
+                      "set train.async: false to train on the host's thread");
+}
+
+void read_grid(const Config& cfg, TrainerState& t) {
+  if (cfg.grid.type == "icon") {
+    coupling::IconGrid grid = coupling::read_icon_grid(cfg.grid.file);
+    t.map = coupling::icon_patch_map(grid, cfg.grid.coarse_level);
+    t.output_grid = coupling::OutputGrid::icon(grid.clon, grid.clat);
+  } else {
+    const std::string var = cfg.grid.variable.empty() ? cfg.fields.front() : cfg.grid.variable;
+    coupling::LatLonGrid grid = coupling::read_latlon_grid(cfg.grid.file, var);
+    t.map = coupling::latlon_patch_map(grid, cfg.grid.block);
+    t.output_grid = coupling::OutputGrid::latlon(grid.lat, grid.lon);
+  }
+}
+
+std::unique_ptr<trainer::Downscaler> build_model(const Config& cfg, int context_size, int patch_size,
+                                                 const std::string& device) {
+  trainer::ModelOptions mo;
+  mo.arch = cfg.model.arch;
+  mo.context_size = context_size;
+  mo.patch_size = patch_size;
+  mo.hidden = cfg.model.hidden;
+  mo.depth = cfg.model.depth;
+  mo.time_embedding = cfg.model.time_embedding;
+  mo.unet_channels = cfg.model.unet_channels;
+  mo.diffusion_steps = cfg.model.diffusion_steps;
+  mo.schedule = cfg.model.schedule;
+  mo.objective = cfg.model.objective;
+  mo.conservative = cfg.model.conservative;
+  trainer::TrainOptions to;
+  to.batch_size = cfg.train.batch_size;
+  to.lr = cfg.train.lr;
+  to.weight_decay = cfg.train.weight_decay;
+  to.warmup_steps = cfg.train.warmup_steps;
+  to.decay_steps = cfg.train.decay_steps;
+  to.min_lr_ratio = cfg.train.min_lr_ratio;
+  to.grad_clip = cfg.train.grad_clip;
+  to.ema_decay = cfg.train.ema_decay;
+  to.bf16 = cfg.train.mixed_precision;
+  to.max_bad_steps = cfg.train.max_bad_steps;
+  to.seed = cfg.seed;
+  return std::make_unique<trainer::Downscaler>(mo, to, device);
+}
+
+/// checkpoint.resume: the model from the checkpoint, the buffer from the snapshot written with it.
+void resume(PluginState& s, TrainerState& t) {
+  const Config& cfg = s.config;
+  std::string path = cfg.checkpoint.resume;
+  if (is_directory(path)) {
+    auto newest = trainer::newest_valid_checkpoint(path, [](const std::string& why) { log::warning(why); });
+    if (!newest) throw ConfigError(cfg.source + ": checkpoint.resume: no valid checkpoint in directory " + path);
+    path = *newest;
+  }
+  t.model->restore(path);  // checks architecture, shapes and version against this config
+  const auto meta = trainer::Downscaler::checkpoint_metadata(path);
+  if (auto it = meta.find("sessions"); it != meta.end()) s.stats.sessions = std::stoll(it->second);
+  t.resumed_from = path;
+  t.pending.sampling = true;
+  log::info("Resumed from " + path + " (optimizer step " + std::to_string(t.model->step()) + ", " +
+            std::to_string(s.stats.sessions) + " training sessions so far)");
+  if (!cfg.checkpoint.buffer) return;
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  const std::string paired = buffer_path_for_step(dir.empty() ? "." : dir, t.model->step());
+  const std::string legacy = (dir.empty() ? std::string(".") : dir) + "/buffer.h5";
+  const int C = t.buffer->context_size(), P = t.buffer->patch_size();
+  if (is_file(paired)) {
+    *t.buffer = coupling::RollingBuffer::load_h5(paired, cfg.buffer.capacity, t.map.n_coarse, C, P);
+    log::info("Resumed the rolling buffer from " + paired + ": " + std::to_string(t.buffer->steps()) + " steps");
+  } else if (is_file(legacy)) {
+    *t.buffer = coupling::RollingBuffer::load_h5(legacy, cfg.buffer.capacity, t.map.n_coarse, C, P);
+    log::warning("Resumed the rolling buffer from " + legacy + " (" + std::to_string(t.buffer->steps()) +
+                 " steps), written by an older finecast without a link to the checkpoint: it may be older or "
+                 "newer than " + path);
+  } else {
+    log::warning("No buffer snapshot " + paired + " beside the checkpoint: the buffer starts empty");
+  }
+}
+
+/// Trainer rank: grid, patch map, device, model (fresh or resumed), buffer.
+std::unique_ptr<TrainerState> setup_trainer(PluginState& s, int64_t n_global, int ranks_on_node) {
+  const Config& cfg = s.config;
+  auto t = std::make_unique<TrainerState>();
+  ensure_directory(cfg, std::filesystem::path(cfg.sample.output).parent_path().string(), "sample.output");
+  ensure_directory(cfg, cfg.checkpoint.dir, "checkpoint.dir");
+  read_grid(cfg, *t);
+  if (t->map.n_fine != n_global)
+    throw GridError(cfg.source + ": grid.file " + cfg.grid.file + " has " + std::to_string(t->map.n_fine) +
+                    " cells, but the host's domain " + std::to_string(cfg.coupling.domain) + " has " +
+                    std::to_string(n_global));
+  // The downscaled field's description, as the host gives it in its metadata.
+  const std::string& field = cfg.fields.front();
+  t->output_attrs.units = text_metadata(field, cfg.coupling.domain, "units");
+  t->output_attrs.standard_name = text_metadata(field, cfg.coupling.domain, "standard_name");
+  t->output_attrs.long_name = text_metadata(field, cfg.coupling.domain, "long_name");
+  if (t->output_attrs.long_name.empty()) t->output_attrs.long_name = field;
+
+  t->patch_options.static_features = cfg.patch.static_features;
+  t->patch_options.orography = !cfg.patch.orography.empty();
+  const int n_vars = static_cast<int>(cfg.fields.size());
+  const int C = coupling::context_size(t->map, n_vars, t->patch_options);
+  const int P = t->map.patch_size;
+  log::info("Patches: " + std::to_string(t->map.n_coarse) + " coarse cells of " + std::to_string(P) +
+            " fine cells; context of " + std::to_string(C) + " values");
+
+  // LibTorch's threads are set around finecast's own work only (the host's OpenMP count stays
+  // as it is); the device line reports them.
+  t->torch_threads = torch_threads(cfg, ranks_on_node);
+  const trainer::ScopedTorchThreads threads(t->torch_threads);
+  const trainer::DeviceChoice device = trainer::select_device(cfg.device);
+  log::info(device.log_line());
+  t->model = build_model(cfg, C, P, device.torch_device);
+
+  std::vector<float> weights(t->map.fine_weight.begin(), t->map.fine_weight.end());
+  t->buffer = std::make_unique<coupling::RollingBuffer>(cfg.buffer.capacity, t->map.n_coarse, C, P, std::move(weights));
+  if (!cfg.checkpoint.resume.empty()) resume(s, *t);
+  log::info(t->buffer->describe());
+  t->global_values.resize(static_cast<size_t>(s.coupling->n_inputs()) * static_cast<size_t>(n_global));
+  for (size_t v = 0; v < cfg.fields.size(); ++v) t->field_pointers.push_back(t->global_values.data() + v * n_global);
+  return t;
+}
+
+void couple_fields(PluginState& s) {
+  const Config& cfg = s.config;
+  CouplingState& c = *s.coupling;
+  const int jg = cfg.coupling.domain;
+  const auto ep = static_cast<t_comin_entry_point>(s.coupling_ep);
+  for (size_t i = 0; i < cfg.fields.size(); ++i)
+    c.fields.push_back(get_field(cfg, cfg.fields[i], i < cfg.field_levels.size() ? cfg.field_levels[i] : 0, jg, ep,
+                                 COMIN_FLAG_READ, "fields"));
+  if (!cfg.patch.orography.empty())
+    c.fields.push_back(get_field(cfg, cfg.patch.orography, 0, jg, ep, COMIN_FLAG_READ, "patch.orography"));
+  for (size_t i = 0; i < c.fields.size(); ++i)
+    locate_owned_cells(cfg, c.fields[i], jg, i < cfg.fields.size() ? "fields" : "patch.orography");
+  for (const auto& f : c.fields)
+    if (f.owned.global_index != c.fields.front().owned.global_index)
+      throw ConfigError(cfg.source + ": host variable \"" + f.name + "\" is not a cell field like \"" +
+                        c.fields.front().name + "\" (different owned cells)");
+  if (!cfg.sample.write_back.empty()) {
+    c.write_back = get_field(cfg, cfg.sample.write_back, 0, jg, ep, COMIN_FLAG_WRITE, "sample.write_back");
+    // Only into finecast's own variable: a host that handed over one of its fields instead
+    // (it keeps that field's metadata) would see a prognostic field overwritten.
+    if (text_metadata(cfg.sample.write_back, jg, "long_name") != write_back_marker(cfg))
+      throw ConfigError(cfg.source + ": sample.write_back: \"" + cfg.sample.write_back +
+                        "\" is one of the host's own fields; write-back goes into a new variable that finecast "
+                        "creates (choose a name the host does not have, e.g. " + cfg.fields.front() + "_finecast)");
+    locate_owned_cells(cfg, c.write_back, jg, "sample.write_back");
+  }
+}
+
+}  // namespace
+
+std::string buffer_path_for_step(const std::string& dir, long long step) {
+  char name[40];
+  std::snprintf(name, sizeof name, "buffer_%08lld.h5", step);
+  return (std::filesystem::path(dir) / name).string();
+}
+
+t_comin_entry_point primary_constructor() {
+  const int id = comin_current_get_plugin_id();
+  // A plugin list that names this library twice gets one library (dlopen shares it) with one
+  // state: a second instance would overwrite the first's.
+  if (has_plugin_state())
+    throw ConfigError("finecast is listed twice in the host's plugin list (plugins " +
+                      std::to_string(plugin_state().plugin_id) + " and " + std::to_string(id) +
+                      "); one finecast instance runs per process: couple several fields through one config's "
+                      "`fields`");
+  const int host_rank = comin_parallel_get_host_mpi_rank();
+  log::configure(host_rank, log::Level::kInfo, host_rank == 0);
+
+  std::vector<std::string> overrides = split_options(fortran_string(comin_current_get_plugin_options));
+  const std::string path = overrides.empty() ? std::string() : overrides.front();
+  if (!overrides.empty()) overrides.erase(overrides.begin());
+  if (path.empty())
+    throw ConfigError("the plugin options must be the path of finecast's YAML config, optionally followed by "
+                      "key.path=value overrides (e.g. options = \"configs/demo.yaml device=cpu\"); got none");
+  PluginState& s = create_plugin_state(load_config(path, overrides));
+  s.plugin_id = id;
+  s.host_rank = host_rank;
+  const Config& cfg = s.config;
+  log::configure(host_rank, log::parse_level(cfg.log.level), cfg.log.all_ranks || host_rank == 0);
+  s.coupling_ep = entry_point_id(cfg.coupling.entry_point);
+  if (!cfg.sample.write_back.empty()) {
+    // finecast's own 2-D variable, exclusively: nobody else writes it, and it never is one of
+    // the host's fields (a requested variable is 3-D unless zaxis_id says otherwise).
+    const t_comin_var_descriptor d = descriptor(cfg.sample.write_back, cfg.coupling.domain);
+    comin_var_request_add(d, true);
+    comin_metadata_set_integer(d, "zaxis_id", COMIN_ZAXIS_2D);
+    comin_metadata_set_integer(d, "datatype", COMIN_VAR_DATATYPE_DOUBLE);
+    comin_metadata_set_character(d, "long_name", write_back_marker(cfg).c_str());
+  }
+  return static_cast<t_comin_entry_point>(s.coupling_ep);
+}
+
+void secondary_constructor() {
+  PluginState& s = plugin_state();
+  const Config& cfg = s.config;
+  check_mpi_thread_level(cfg);
+  s.coupling = std::make_unique<CouplingState>();
+  CouplingState& c = *s.coupling;
+  const int base = cfg.coupling.communicator == "plugin" ? comin_parallel_get_plugin_mpi_comm()
+                                                           : comin_parallel_get_host_mpi_comm();
+  CHECK_MPI(MPI_Comm_dup(MPI_Comm_f2c(base), &c.comm));
+  // MPI errors on finecast's communicator come back as codes, which CHECK_MPI turns into
+  // finecast errors (MpiError) instead of MPI's default abort.
+  CHECK_MPI(MPI_Comm_set_errhandler(c.comm, MPI_ERRORS_RETURN));
+  CHECK_MPI(MPI_Comm_rank(c.comm, &c.rank));
+  CHECK_MPI(MPI_Comm_size(c.comm, &c.size));
+  if (cfg.coupling.trainer_rank >= c.size)
+    throw ConfigError(cfg.source + ": coupling.trainer_rank is " + std::to_string(cfg.coupling.trainer_rank) +
+                      " but the " + cfg.coupling.communicator + " communicator has " + std::to_string(c.size) + " ranks");
+  c.is_trainer = c.rank == cfg.coupling.trainer_rank;
+  log::configure(c.rank, log::parse_level(cfg.log.level), cfg.log.all_ranks || c.is_trainer);
+
+  const int jg = cfg.coupling.domain;
+  if (jg > comin_descrdata_get_global_n_dom())
+    throw ConfigError(cfg.source + ": coupling.domain is " + std::to_string(jg) + " but the host has " +
+                      std::to_string(comin_descrdata_get_global_n_dom()) + " domain(s)");
+  couple_fields(s);
+  const int64_t n_global = comin_descrdata_get_domain_cells_ncells_global(jg);
+  c.gatherer = std::make_unique<coupling::Gatherer>(c.comm, cfg.coupling.trainer_rank,
+                                                    c.fields.front().owned.global_index, n_global);
+  c.local_values.resize(static_cast<size_t>(c.n_inputs()) * static_cast<size_t>(c.gatherer->n_owned()));
+  const int ranks_on_node = ranks_on_this_node(c.comm);  // collective, so before the trainer-only part
+  if (c.is_trainer) s.trainer = setup_trainer(s, n_global, ranks_on_node);
+  s.transition(Phase::kCoupled);
+  // A resumed model samples from the first step on: every rank learns that from the first
+  // step's agreement; the trainer knows it now.
+  if (s.trainer && !s.trainer->resumed_from.empty()) s.transition(Phase::kReady);
+  log::info("Coupling " + std::to_string(cfg.fields.size()) + " field(s) at " + cfg.coupling.entry_point +
+            (cfg.coupling.every > 1 ? " every " + std::to_string(cfg.coupling.every) + " calls" : "") + " on " +
+            std::to_string(c.size) + " rank(s); trainer rank " + std::to_string(cfg.coupling.trainer_rank) +
+            (cfg.train.async ? " (asynchronous training)" : " (synchronous training)"));
+}
+
+}  // namespace finecast::plugin

@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "plugin/comin_plugin/trainer_work.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <regex>
+
+#include "coupling/error.hpp"
+#include "coupling/log.hpp"
+#include "plugin/comin_plugin/setup.hpp"
+#include "trainer/checkpoint.hpp"
+#include "trainer/threads.hpp"
+
+namespace finecast::plugin {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+/// Removes buffer snapshots whose checkpoint is gone (rotated away, or never written).
+void remove_orphan_snapshots(const std::string& dir) {
+  namespace fs = std::filesystem;
+  static const std::regex snapshot("buffer_([0-9]+)\\.h5");
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    std::smatch m;
+    const std::string name = entry.path().filename().string();
+    if (!std::regex_match(name, m, snapshot)) continue;
+    if (!fs::exists(trainer::checkpoint_path_for_step(dir, std::stoll(m[1].str())), ec)) fs::remove(entry.path(), ec);
+  }
+}
+
+void start_session(PluginState& s) {
+  const Config& cfg = s.config;
+  TrainerState& t = *s.trainer;
+  Snapshot snap;
+  t.buffer->snapshot(snap.context, snap.fine, snap.weights);
+  snap.n = t.buffer->samples();
+  ++s.stats.sessions;
+  log::progress("Training session " + std::to_string(s.stats.sessions) + " at " + s.stats.datetime + ": " +
+                std::to_string(t.buffer->steps()) + " steps in buffer = " + std::to_string(snap.n) + " samples");
+  if (s.phase() == Phase::kBuffering) s.transition(Phase::kTraining);
+  const long long step = s.stats.steps;
+  const int rank = s.coupling->rank;
+  const Faults faults = s.faults;
+  const auto t0 = Clock::now();
+  t.session.start(*t.model, std::move(snap), cfg.train.epochs, cfg.train.async, t.torch_threads,
+                  [faults, step, rank] { faults.check(FaultPoint::kTraining, step, rank, true); });
+  t.pending.training = false;
+  if (!cfg.train.async) {
+    s.stats.timers.train_wait += seconds_since(t0);
+    collect_session(s);
+  }
+}
+
+}  // namespace
+
+void collect_session(PluginState& s) {
+  TrainerState& t = *s.trainer;
+  if (!t.session.collect()) return;  // rethrows the error of a failed session
+  t.pending.sampling = true;
+  if (s.phase() != Phase::kReady) s.transition(Phase::kReady, "First model trained: sampling from now on");
+}
+
+void buffer_step(PluginState& s) {
+  const Config& cfg = s.config;
+  TrainerState& t = *s.trainer;
+  const auto t0 = Clock::now();
+  const int64_t n_fine = t.map.n_fine;
+  const float* orography =
+      t.patch_options.orography ? t.global_values.data() + cfg.fields.size() * static_cast<size_t>(n_fine) : nullptr;
+  coupling::extract_patches(t.map, t.field_pointers, orography, t.patch_options, t.patches);
+  t.buffer->push(s.stats.datetime, t.patches.context.data(), t.patches.fine.data(), t.patches.valid.data());
+  if (t.patches.n_invalid > 0)
+    log::debug(std::to_string(t.patches.n_invalid) + " patch(es) with missing values excluded at " + s.stats.datetime);
+  s.stats.timers.patches += seconds_since(t0);
+}
+
+void checkpoint_if_due(PluginState& s) {
+  const Config& cfg = s.config;
+  TrainerState& t = *s.trainer;
+  // A due checkpoint goes first: when sessions run back to back, the gap between two of them is
+  // the only moment the model is not being trained.
+  if (cfg.checkpoint.every > 0 && s.stats.steps % cfg.checkpoint.every == 0) t.pending.checkpoint = true;
+  if (t.pending.checkpoint && s.phase() == Phase::kReady && !t.session.in_flight()) write_checkpoint(s);
+}
+
+void train_if_due(PluginState& s) {
+  const Config& cfg = s.config;
+  TrainerState& t = *s.trainer;
+  if (s.stats.steps % cfg.train.every == 0 && t.buffer->steps() >= cfg.train.min_steps) t.pending.training = true;
+  if (t.pending.training && !t.session.in_flight()) start_session(s);
+}
+
+void draw_samples(PluginState& s) {
+  const Config& cfg = s.config;
+  TrainerState& t = *s.trainer;
+  s.faults.check(FaultPoint::kSampling, s.stats.steps, s.coupling->rank, true);
+  const int64_t n = t.map.n_coarse, P = t.map.patch_size, members = cfg.sample.members;
+  t.samples.resize(static_cast<size_t>(n * members * P));
+  trainer::SampleOptions so;
+  so.sampler = cfg.sample.sampler;
+  so.steps = cfg.sample.steps;
+  so.eta = cfg.sample.eta;
+  so.members = members;
+  const trainer::ScopedTorchThreads threads(t.torch_threads);
+  t.model->sample(t.patches.context.data(), t.patches.coarse.data(), t.patches.weights.data(), n, so,
+                  cfg.seed + 7919 * static_cast<uint64_t>(s.stats.samplings + 1), t.samples.data());
+}
+
+void write_samples(PluginState& s) {
+  const Config& cfg = s.config;
+  TrainerState& t = *s.trainer;
+  s.faults.check(FaultPoint::kOutput, s.stats.steps, s.coupling->rank, true);
+  if (!t.output)
+    t.output = std::make_unique<Output>(cfg.sample.output, t.map, t.output_grid, cfg.fields.front(), t.output_attrs,
+                                        cfg.sample.members,
+                                        t.resumed_from.empty() ? "none (trained in this run)" : t.resumed_from);
+  t.output->write(s.stats.datetime, t.samples.data(), t.patches.coarse.data(), t.global_values.data(), t.ensemble_mean);
+  ++s.stats.samplings;
+  t.pending.sampling = false;
+}
+
+void write_checkpoint(PluginState& s) {
+  const Config& cfg = s.config;
+  TrainerState& t = *s.trainer;
+  s.faults.check(FaultPoint::kCheckpoint, s.stats.steps, s.coupling->rank, true);
+  const auto t0 = Clock::now();
+  if (cfg.checkpoint.buffer) t.buffer->save_h5(buffer_path_for_step(cfg.checkpoint.dir, t.model->step()));
+  const std::string path = trainer::save_checkpoint_in_dir(
+      *t.model, cfg.checkpoint.dir, cfg.checkpoint.keep,
+      {{"sessions", std::to_string(s.stats.sessions)},
+       {"coupling_steps", std::to_string(s.stats.steps)},
+       {"datetime", s.stats.datetime},
+       {"config", cfg.source},
+       {"fields", cfg.fields.front()}});
+  remove_orphan_snapshots(cfg.checkpoint.dir);
+  t.last_checkpoint = path;
+  t.pending.checkpoint = false;
+  s.stats.timers.checkpoint += seconds_since(t0);
+  log::info("Checkpoint written: " + path + " (optimizer step " + std::to_string(t.model->step()) + ")");
+}
+
+}  // namespace finecast::plugin

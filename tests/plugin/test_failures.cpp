@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// A failure on one rank, at every point of a coupling step, never hangs or crashes the host:
+// under on_error: disable every rank stops together and the run finishes with exit status 0,
+// keeping what was written; under on_error: abort every rank stops promptly. The failures are
+// injected through the config (testing.fault), and real I/O failures through a file-size limit
+// (a full disk, as far as the writers can tell). Every run has a time limit, so a hang fails.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/plugin/replay_test_util.hpp"
+
+namespace ftr = finecast::testing_replay;
+
+namespace {
+
+const std::string kGrid = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc";
+
+/// Training from step 4, a checkpoint every 4 steps, sampling every 2 with write-back into
+/// finecast's own variable: every failure point is reached within 10 steps.
+std::string plugin_config(const std::string& extra, bool async = false, bool write_back = true) {
+  return "fields: [ts]\nseed: 3\ndevice: cpu\n"
+         "grid: {type: icon, file: " + kGrid + ", coarse_level: 0}\n"
+         "buffer: {capacity: 4}\n"
+         "model: {hidden: 16, depth: 1, time_embedding: 8, diffusion_steps: 5}\n"
+         "train: {async: " + (async ? "true" : "false") +
+         ", every: 4, min_steps: 4, epochs: 1, batch_size: 80, warmup_steps: 1, threads: 1}\n"
+         "sample: {every: 2, members: 2, steps: 2, output: out.nc" + (write_back ? ", write_back: ts_finecast" : "") +
+         "}\ncheckpoint: {dir: ckpt, every: 4, keep: 2}\n" + extra;
+}
+
+/// `step_seconds` gives an asynchronous session time to finish within a few steps, as a real
+/// model's step would: the failure then happens well before the end of the run.
+std::string host_run_file(int steps, double step_seconds = 0) {
+  return "grid: " + kGrid + "\norography: /usr/share/ferret-vis/data/etopo20.cdf\norography_variable: ROSE\n"
+         "start: 1979-01-01T00:00:00\ndt: 1800\nsteps: " + std::to_string(steps) +
+         "\nnproma: 24\nnlev: 2\nprogress_every: 0\nstep_seconds: " + std::to_string(step_seconds) + "\n"
+         "plugins:\n  - {name: finecast, library: " + ftr::plugin_library() + ", options: plugin.yaml}\n";
+}
+
+/// finecast-host on `ranks` ranks in `dir`, killed after `limit` seconds (exit status 124 then).
+ftr::CommandResult run_host(const std::string& dir, int ranks, int limit = 90, const std::string& prefix = "") {
+  return ftr::run_command("cd '" + dir + "' && " + prefix + " timeout -k 5 " + std::to_string(limit) +
+                          " mpiexec -n " + std::to_string(ranks) + " --oversubscribe " + ftr::binary("finecast-host") +
+                          " host.yaml");
+}
+
+struct Case {
+  std::string fault;        ///< testing.fault
+  int rank;                 ///< testing.fault_rank (-1 = the trainer)
+  bool async;               ///< train.async
+  bool write_back;          ///< sample.write_back set
+  bool output_expected;     ///< samples were written before the failure
+};
+
+std::string name_of(const Case& c) {
+  return c.fault + (c.rank >= 0 ? "_on_rank" + std::to_string(c.rank) : "_on_trainer") + (c.async ? "_async" : "_sync") +
+         (c.write_back ? "_write_back" : "");
+}
+
+class FailureUnderDisable : public ::testing::TestWithParam<Case> {};
+
+TEST_P(FailureUnderDisable, EveryRankStopsTogetherAndTheHostFinishes) {
+  const Case& c = GetParam();
+  ftr::ScratchDir dir("failure");
+  const std::string extra =
+      "on_error: disable\ntesting: {fault: " + c.fault + ", fault_rank: " + std::to_string(c.rank) + "}\n";
+  ftr::write_text(dir.file("plugin.yaml"), plugin_config(extra, c.async, c.write_back));
+  ftr::write_text(dir.file("host.yaml"), host_run_file(12, c.async ? 0.1 : 0));
+  const ftr::CommandResult r = run_host(dir.path(), 3);
+  ASSERT_NE(r.rc, 124) << "the run hung:\n" << r.output;
+  EXPECT_EQ(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find(c.fault + " failed at coupling step"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("fault injected by testing.fault"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("finecast stopped at"), std::string::npos) << r.output;  // the next step's agreement
+  EXPECT_NE(r.output.find("finished 12 steps on 3 rank(s)"), std::string::npos) << r.output;
+  // Nothing sampled is discarded: the output keeps the records written before the failure.
+  EXPECT_EQ(ftr::exists(dir.file("out.nc")), c.output_expected) << r.output;
+  if (c.output_expected) {
+    const ftr::CommandResult dump = ftr::run_command("ncdump -h " + dir.file("out.nc"));
+    EXPECT_EQ(dump.rc, 0) << dump.output;
+  }
+}
+
+// Failures: before the gather (on a non-trainer rank), in the trainer's session, at its
+// checkpoint, sampling, output, and in the write-back on a non-trainer rank; synchronous and
+// asynchronous training; sampling with and without write-back.
+INSTANTIATE_TEST_SUITE_P(
+    Points, FailureUnderDisable,
+    ::testing::Values(Case{"gather", 1, false, true, false}, Case{"gather", 0, true, true, false},
+                      Case{"training", -1, false, true, false}, Case{"training", -1, true, true, false},
+                      Case{"checkpoint", -1, false, true, true}, Case{"checkpoint", -1, true, true, false},
+                      Case{"sampling", -1, false, true, false}, Case{"sampling", -1, true, false, false},
+                      Case{"output", -1, false, true, false}, Case{"output", -1, true, false, false},
+                      Case{"write_back", 2, false, true, true}, Case{"write_back", 1, true, true, true}),
+    [](const ::testing::TestParamInfo<Case>& info) { return name_of(info.param); });
+
+class FailureUnderAbort : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FailureUnderAbort, EveryRankStopsPromptly) {
+  ftr::ScratchDir dir("failure_abort");
+  ftr::write_text(dir.file("plugin.yaml"),
+                  plugin_config("on_error: abort\ntesting: {fault: " + GetParam() + ", fault_rank: " +
+                                (GetParam() == "gather" ? "2" : "-1") + "}\n"));
+  ftr::write_text(dir.file("host.yaml"), host_run_file(12));
+  const ftr::CommandResult r = run_host(dir.path(), 3, 60);
+  ASSERT_NE(r.rc, 124) << "the run hung:\n" << r.output;
+  EXPECT_NE(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("fault injected by testing.fault"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("finished 12 steps"), std::string::npos) << r.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(Points, FailureUnderAbort,
+                         ::testing::Values("gather", "training", "checkpoint", "sampling", "output"));
+
+// A full disk, as the writers see it: tests/plugin/enospc_shim.c (preloaded) makes every write
+// to the chosen files fail with ENOSPC once a number of bytes is written. Under on_error: disable
+// the run ends normally (no crash at exit from a half-closed HDF5 file) and keeps what it wrote.
+ftr::CommandResult run_with_full_disk(const std::string& dir, const std::string& files, long long after) {
+  const std::string shim = std::string(FINECAST_BINARY_DIR) + "/lib/libfinecast_test_enospc.so";
+  return run_host(dir, 2, 90,
+                  "FINECAST_TEST_ENOSPC='" + files + "' FINECAST_TEST_ENOSPC_AFTER=" + std::to_string(after) +
+                      " LD_PRELOAD=" + shim + " ");
+}
+
+TEST(FullDisk, AFailedCheckpointEndsTheRunNormallyAndTheOutputIsPublished) {
+  ftr::ScratchDir dir("full_disk_checkpoint");
+  ftr::write_text(dir.file("plugin.yaml"), plugin_config("on_error: disable\n"));
+  ftr::write_text(dir.file("host.yaml"), host_run_file(12));
+  const ftr::CommandResult r = run_with_full_disk(dir.path(), "/ckpt/", 0);
+  ASSERT_NE(r.rc, 124) << "the run hung:\n" << r.output;
+  EXPECT_EQ(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("checkpoint at 1979-01-01T"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("finished 12 steps on 2 rank(s)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Output written: out.nc"), std::string::npos) << r.output;
+  const ftr::CommandResult dump = ftr::run_command("ncdump -h " + dir.file("out.nc"));
+  EXPECT_EQ(dump.rc, 0) << dump.output;
+}
+
+TEST(FullDisk, AFailedOutputKeepsTheRecordsWrittenBefore) {
+  ftr::ScratchDir dir("full_disk_output");
+  ftr::write_text(dir.file("plugin.yaml"), plugin_config("on_error: disable\n"));
+  ftr::write_text(dir.file("host.yaml"), host_run_file(12));
+  // The coordinates (330 kB) and one record (2 members, the coarse and the host field on 20,480
+  // cells: 330 kB) fit, the second record does not.
+  const ftr::CommandResult r = run_with_full_disk(dir.path(), "out.nc", 900000);
+  ASSERT_NE(r.rc, 124) << "the run hung:\n" << r.output;
+  EXPECT_EQ(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("output at 1979-01-01T"), std::string::npos) << r.output;
+  const ftr::CommandResult dump = ftr::run_command("ncdump -v time " + dir.file("out.nc"));
+  ASSERT_EQ(dump.rc, 0) << dump.output;
+  EXPECT_NE(dump.output.find("time = UNLIMITED ; // (1 currently)"), std::string::npos) << dump.output;
+}
+
+}  // namespace

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "coupling/io/atomic_file.hpp"
+#include "common/atomic_file.hpp"
 #include "coupling/io/nc_metadata.hpp"
 
 namespace finecast::coupling {

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "coupling/comin/comin.h"
-#include "coupling/error.hpp"
+#include "common/error.hpp"
 
 namespace finecast::coupling {
 namespace {

@@ -18,7 +18,7 @@
 #include "coupling/grid/icon_grid.hpp"
 #include "coupling/grid/icon_hierarchy.hpp"
 #include "coupling/grid/latlon_grid.hpp"
-#include "coupling/log.hpp"
+#include "common/log.hpp"
 #include "plugin/comin_plugin/guard.hpp"
 #include "plugin/comin_plugin/plugin_context.hpp"
 #include "trainer/checkpoint.hpp"

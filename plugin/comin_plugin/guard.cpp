@@ -5,7 +5,7 @@
 #include <string>
 
 #include "comin.h"
-#include "coupling/log.hpp"
+#include "common/log.hpp"
 #include "plugin/comin_plugin/plugin_context.hpp"
 
 namespace finecast::plugin {

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "coupling/log.hpp"
+#include "common/log.hpp"
 
 namespace finecast::plugin {
 

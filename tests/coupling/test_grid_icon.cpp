@@ -9,7 +9,7 @@
 #include <set>
 #include <utility>
 
-#include "coupling/error.hpp"
+#include "common/error.hpp"
 #include "coupling/grid/icon_grid.hpp"
 #include "coupling/grid/icon_hierarchy.hpp"
 #include "coupling/grid/icosahedral_grid.hpp"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "coupling/log.hpp"
+#include "common/log.hpp"
 
 #include <cstdio>
 #include <mutex>

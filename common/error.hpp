@@ -55,8 +55,7 @@ class GridError : public Error {
 /// what() names the file and, where it applies, the tensor or option that differs.
 class CheckpointError : public Error {
  public:
-  explicit CheckpointError(const std::string& message)
-      : Error(ErrorCode::kCheckpoint, message) {}
+  explicit CheckpointError(const std::string& message) : Error(ErrorCode::kCheckpoint, message) {}
 };
 
 /// An MPI call failed, or ranks disagree (CHECK_MPI in coupling/error.hpp raises it).

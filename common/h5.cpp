@@ -62,7 +62,7 @@ std::string describe(const Reporting& r, const std::string& path) {
 [[noreturn]] void fail_file(const Reporting& r, const std::string& path, const std::string& what,
                             bool with_cause) {
   throw_error(r.code, describe(r, path) + ": " + what +
-                    (with_cause ? " (HDF5: " + hdf5_cause() + ")" : std::string()));
+                          (with_cause ? " (HDF5: " + hdf5_cause() + ")" : std::string()));
 }
 
 /// Closes an HDF5 handle of any kind when it goes out of scope.
@@ -144,8 +144,8 @@ std::string attr_name(const std::string& object, const std::string& key) {
 hid_t string_type(size_t size) {
   const hid_t type = H5Tcopy(H5T_C_S1);
   if (type < 0) return type;
-  if (H5Tset_size(type, std::max<size_t>(1, size)) < 0 || H5Tset_strpad(type, H5T_STR_NULLPAD) < 0 ||
-      H5Tset_cset(type, H5T_CSET_UTF8) < 0) {
+  if (H5Tset_size(type, std::max<size_t>(1, size)) < 0 ||
+      H5Tset_strpad(type, H5T_STR_NULLPAD) < 0 || H5Tset_cset(type, H5T_CSET_UTF8) < 0) {
     H5Tclose(type);
     return -1;
   }
@@ -374,9 +374,9 @@ void File::write_rows(const std::string& name, Type type, const std::vector<int6
   std::vector<hsize_t> start(dims.size(), 0);
   for (hsize_t i = 0; i < dims[0]; ++i) {
     start[0] = i;
-    CHECK_H5(H5Sselect_hyperslab(space, H5S_SELECT_SET, start.data(), nullptr, count.data(),
-                                 nullptr),
-             "cannot select row " + std::to_string(i) + " of " + name);
+    CHECK_H5(
+        H5Sselect_hyperslab(space, H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr),
+        "cannot select row " + std::to_string(i) + " of " + name);
     CHECK_H5(H5Dwrite(ds, mem_type(type), mem, space, H5P_DEFAULT, row(static_cast<int64_t>(i))),
              "cannot write dataset " + name);
   }
@@ -472,7 +472,8 @@ void File::set_attr(const std::string& object, const std::string& key, int64_t v
   Handle a(H5Acreate_by_name(id_, obj_name(object).c_str(), key.c_str(), H5T_STD_I64LE, space,
                              H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
   CHECK_H5(a, "cannot write attribute " + attr_name(object, key));
-  CHECK_H5(H5Awrite(a, H5T_NATIVE_INT64, &value), "cannot write attribute " + attr_name(object, key));
+  CHECK_H5(H5Awrite(a, H5T_NATIVE_INT64, &value),
+           "cannot write attribute " + attr_name(object, key));
 }
 
 void File::set_attr(const std::string& object, const std::string& key, double value) {

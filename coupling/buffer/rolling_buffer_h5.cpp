@@ -32,8 +32,8 @@ std::string dims_text(const std::vector<int64_t>& dims) {
 
 /// Reads dataset `name` whole into `out` after checking that its shape is `dims`.
 template <typename T>
-void read_all(const h5::File& f, const char* name, h5::Type type,
-              const std::vector<int64_t>& dims, std::vector<T>& out) {
+void read_all(const h5::File& f, const char* name, h5::Type type, const std::vector<int64_t>& dims,
+              std::vector<T>& out) {
   if (!f.exists(name)) f.fail(std::string("dataset '") + name + "' is missing");
   const h5::DatasetInfo info = f.info(name);
   if (info.shape != dims)

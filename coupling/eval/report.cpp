@@ -28,9 +28,8 @@ Json numbers(const std::vector<double>& v) {
 }
 
 Json spectrum_json(const RadialSpectrum& s) {
-  return Json{{"wavenumber", numbers(s.wavenumber)},
-              {"energy", numbers(s.energy)},
-              {"modes", s.modes}};
+  return Json{
+      {"wavenumber", numbers(s.wavenumber)}, {"energy", numbers(s.energy)}, {"modes", s.modes}};
 }
 
 constexpr const char* kCsvHeader =
@@ -39,9 +38,9 @@ constexpr const char* kCsvHeader =
 }  // namespace
 
 std::string format_table(const EvalReport& r) {
-  std::string out = fmt::format("{:<15} {:>4} {:>11} {:>11} {:>11} {:>11} {:>9} {:>9}\n",
-                                "prediction", "mem", "rmse", "bias", "crps", "crps_fair",
-                                "std_ratio", "hf_ratio");
+  std::string out =
+      fmt::format("{:<15} {:>4} {:>11} {:>11} {:>11} {:>11} {:>9} {:>9}\n", "prediction", "mem",
+                  "rmse", "bias", "crps", "crps_fair", "std_ratio", "hf_ratio");
   for (const EvalRow& row : r.rows) {
     const Scores& s = row.scores;
     out += fmt::format("{:<15} {:4d} {:11.5g} {:11.4g} {:11.5g} {:11.5g} {:9.4f} {:9.4f}\n",
@@ -100,7 +99,8 @@ void write_text_file(const std::string& path, const std::string& text) {
   AtomicFile file(path);
   {
     std::ofstream f(file.tmp_path(), std::ios::binary | std::ios::trunc);
-    if (!f) throw IoError("cannot open '" + file.tmp_path() + "' for writing (output " + path + ")");
+    if (!f)
+      throw IoError("cannot open '" + file.tmp_path() + "' for writing (output " + path + ")");
     f << text;
     f.flush();
     if (!f) throw IoError("writing '" + file.tmp_path() + "' failed (output " + path + ")");

@@ -64,7 +64,8 @@ TEST(H5, RowsStringsScalarsAndAttributesRoundTrip) {
   EXPECT_EQ(scalar, 2.5);
   EXPECT_EQ(f.attr_int("/", "count"), -7);
   EXPECT_EQ(f.attr_string("group", "name"), "finecast");
-  EXPECT_EQ(f.children("/"), (std::vector<std::string>{"dates", "group", "no_dates", "none", "rows"}));
+  EXPECT_EQ(f.children("/"),
+            (std::vector<std::string>{"dates", "group", "no_dates", "none", "rows"}));
 }
 
 TEST(H5, AFlippedByteInAnyChunkFailsTheReadWithChecksum) {
@@ -77,13 +78,15 @@ TEST(H5, AFlippedByteInAnyChunkFailsTheReadWithChecksum) {
     {
       h5::File f = h5::File::create(path);
       if (by_rows)
-        f.write_rows("x", h5::Type::kFloat32, {4, 16}, [&](int64_t i) { return data.data() + i * 16; });
+        f.write_rows("x", h5::Type::kFloat32, {4, 16},
+                     [&](int64_t i) { return data.data() + i * 16; });
       else
         f.write("x", h5::Type::kFloat32, data.data(), {4, 16});
       f.close();
     }
     std::string bytes = tio::slurp(path);
-    const std::string needle(reinterpret_cast<const char*>(data.data() + 3 * 16 + 5), 4 * sizeof(float));
+    const std::string needle(reinterpret_cast<const char*>(data.data() + 3 * 16 + 5),
+                             4 * sizeof(float));
     const size_t at = bytes.find(needle);
     ASSERT_NE(at, std::string::npos) << "raw data is stored uncompressed";
     bytes[at + 2] ^= 0x10;

@@ -44,8 +44,8 @@ Progress::Progress(int64_t total_steps, Mode mode, int64_t every, std::FILE* out
       out_(out),
       t0_(std::chrono::steady_clock::now()) {
   if (mode_ != Mode::kBar) return;
-  // Log lines (also the plugin's: it shares libfinecast_coupling) must not be overwritten by the
-  // bar.
+  // Log lines (also the plugin's: the log lives once, in libfinecast_common) must not be
+  // overwritten by the bar.
   previous_sink_ = log::set_sink([this](log::Level level, const std::string& line) {
     std::lock_guard<std::mutex> lock(mutex_);
     clear();

@@ -1,27 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// finecast's error types: one class per cause, each carrying where it was raised.
+// The coupling layer's checks: failed MPI and NetCDF-C calls become errors of finecast's one
+// error family (common/error.hpp, included here for every user of the coupling layer).
 #pragma once
 
-#include <stdexcept>
 #include <string>
 
-namespace finecast {
+#include "common/error.hpp"
 
-/// Base of every finecast error; what() is the full user-facing message.
-class Error : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-/// A config file, key or value is wrong (message names file:line and key path).
-class ConfigError : public Error { using Error::Error; };
-/// A file cannot be read or written, or its content is not what was expected.
-class IoError : public Error { using Error::Error; };
-/// An MPI call failed.
-class MpiError : public Error { using Error::Error; };
-/// A grid is inconsistent (e.g. the refinement hierarchy has unequal patch sizes).
-class GridError : public Error { using Error::Error; };
-/// A bug in finecast: an invariant that must hold did not.
-class InternalError : public Error { using Error::Error; };
+namespace finecast {
 
 namespace detail {
 [[noreturn]] void throw_mpi_error(int code, const char* call, const char* file, int line);

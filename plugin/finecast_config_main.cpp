@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <iostream>
 
-#include "coupling/error.hpp"
+#include "common/error.hpp"
 #include "plugin/config.hpp"
 
 int main(int argc, char** argv) {

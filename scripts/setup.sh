@@ -24,6 +24,7 @@ packages=(
   libnetcdf-c++4-dev netcdf-bin
   libhdf5-dev hdf5-tools
   libyaml-cpp-dev googletest libgtest-dev libcli11-dev
+  libfmt-dev nlohmann-json3-dev libfftw3-dev
   libncarg-data ferret-datasets
   shellcheck cdo
   gfortran libnetcdff-dev

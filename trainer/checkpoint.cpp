@@ -8,9 +8,9 @@
 #include <functional>
 #include <vector>
 
+#include "common/h5.hpp"
 #include "trainer/checkpoint_format.hpp"
 #include "trainer/downscaler.hpp"
-#include "trainer/h5.hpp"
 
 namespace fs = std::filesystem;
 
@@ -161,7 +161,7 @@ std::vector<std::pair<long long, fs::path>> list_checkpoints(const std::string& 
 void verify_checkpoint(const std::string& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw CheckpointError(path + ": no such checkpoint file");
-  h5::File f = h5::File::open_read(path);
+  h5::File f = h5::File::open_read(path, format::kCheckpointReporting);
   format::check_header(f);
   format::read_model_options(f);
   for (const char* group : {"model", "ema", "optimizer", "normalisation", "rng"})
@@ -171,7 +171,7 @@ void verify_checkpoint(const std::string& path) {
 }
 
 std::map<std::string, std::string> read_checkpoint_metadata(const std::string& path) {
-  h5::File f = h5::File::open_read(path);
+  h5::File f = h5::File::open_read(path, format::kCheckpointReporting);
   format::check_header(f);
   std::map<std::string, std::string> out;
   if (!f.exists("metadata")) return out;

@@ -5,19 +5,17 @@
 #include <functional>
 #include <map>
 #include <optional>
-#include <stdexcept>
 #include <string>
+
+#include "common/error.hpp"
 
 namespace finecast::trainer {
 
 class Downscaler;
 
-/// A checkpoint cannot be written, read, or does not fit the model it is loaded into.
-/// what() names the file and, where it applies, the tensor or option that differs.
-class CheckpointError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+/// Every checkpoint failure throws finecast::CheckpointError (common/error.hpp); it is named
+/// here too because it belongs to this API.
+using finecast::CheckpointError;
 
 /// Version of the HDF5 layout written by this build; files with another version are refused.
 inline constexpr int kCheckpointFormatVersion = 1;

@@ -4,8 +4,8 @@
 
 #include <string>
 
+#include "common/h5.hpp"
 #include "trainer/downscaler.hpp"
-#include "trainer/h5.hpp"
 
 namespace finecast::trainer::format {
 
@@ -14,6 +14,9 @@ namespace finecast::trainer::format {
 //   /model/<tensor>, /ema/<tensor>, /optimizer/exp_avg/<tensor>, /optimizer/exp_avg_sq/<tensor>,
 //   /normalisation/{context_count, context_sum, context_sumsq, residual_count, residual_sumsq},
 //   /rng/state (uint8 generator state), /metadata (user string attributes).
+
+/// How checkpoint files report failures: as CheckpointError, the message starting with the path.
+inline const h5::Reporting kCheckpointReporting{ErrorCode::kCheckpoint, ""};
 
 /// Throws CheckpointError unless `f` is a finecast checkpoint of kCheckpointFormatVersion.
 void check_header(const h5::File& f);

@@ -6,8 +6,6 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
 #include <ATen/autocast_mode.h>
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -15,9 +13,10 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "common/atomic_file.hpp"
+#include "common/h5.hpp"
 #include "trainer/checkpoint_format.hpp"
 #include "trainer/downscaler_impl.hpp"
-#include "trainer/h5.hpp"
 
 namespace finecast::trainer {
 
@@ -178,13 +177,6 @@ CleanData clean(const DataView& d, int64_t C, int64_t P, const char* who) {
 
 torch::Tensor patch_mean(const torch::Tensor& fine, const torch::Tensor& w) {
   return w.defined() ? (fine * w).sum(1) : fine.mean(1);
-}
-
-void fsync_path(const std::string& path, bool directory) {
-  const int fd = ::open(path.c_str(), directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
-  if (fd < 0) return;
-  ::fsync(fd);
-  ::close(fd);
 }
 
 }  // namespace
@@ -496,10 +488,9 @@ void Downscaler::sample(const float* context, const float* coarse, const float* 
 
 void Downscaler::save_checkpoint(const std::string& path, const std::map<std::string, std::string>& metadata) const {
   const auto& im = *impl_;
-  namespace fs = std::filesystem;
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  try {
-    h5::File f = h5::File::create(tmp);
+  AtomicFile out(path, ErrorCode::kCheckpoint);
+  {
+    h5::File f = h5::File::create(out.tmp_path(), format::kCheckpointReporting);
     f.set_attr("/", "format", std::string(kCheckpointFormatName));
     f.set_attr("/", "format_version", static_cast<int64_t>(kCheckpointFormatVersion));
     f.set_attr("/", "step", im.step);
@@ -538,25 +529,15 @@ void Downscaler::save_checkpoint(const std::string& path, const std::map<std::st
     f.set_attr("rng", "kind", std::string("pytorch-cpu-mt19937"));
     f.create_group("metadata");
     for (const auto& [k, v] : metadata) f.set_attr("metadata", k, v);
-    f.flush();
     f.close();
-    fsync_path(tmp, false);
-    std::error_code ec;
-    fs::rename(tmp, path, ec);
-    if (ec) throw CheckpointError(path + ": cannot rename the temporary checkpoint " + tmp + " into place (" + ec.message() + ")");
-    const auto parent = fs::path(path).parent_path();
-    fsync_path(parent.empty() ? "." : parent.string(), true);
-  } catch (...) {
-    std::error_code ec;
-    fs::remove(tmp, ec);
-    throw;
   }
+  out.commit();
 }
 
 void Downscaler::restore(const std::string& path) {
   auto& im = *impl_;
   if (!std::filesystem::exists(path)) throw CheckpointError(path + ": no such checkpoint file");
-  h5::File f = h5::File::open_read(path);
+  h5::File f = h5::File::open_read(path, format::kCheckpointReporting);
   format::check_header(f);
   const ModelOptions file_mo = format::read_model_options(f);
   const std::string diff = format::describe_differences(file_mo, im.mo);
@@ -652,7 +633,7 @@ Downscaler Downscaler::load_checkpoint(const std::string& path, const std::strin
   ModelOptions mo;
   TrainOptions to;
   {
-    h5::File f = h5::File::open_read(path);
+    h5::File f = h5::File::open_read(path, format::kCheckpointReporting);
     format::check_header(f);
     mo = format::read_model_options(f);
     to = format::read_train_options(f);

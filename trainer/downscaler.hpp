@@ -125,12 +125,9 @@ class Downscaler {
   /// Learning rate used at optimizer step `step` (warm-up, then cosine decay).
   double learning_rate(int64_t step) const;
 
-  struct Impl;
-  /// For tests and benchmarks in C++ that include trainer/internal.hpp.
-  Impl& impl() { return *impl_; }
-  const Impl& impl() const { return *impl_; }
-
  private:
+  struct Impl;  // trainer/downscaler_impl.hpp (internal, LibTorch)
+  friend struct DownscalerInternals;  // white-box access for the trainer's own tests
   explicit Downscaler(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -61,4 +61,17 @@ struct Downscaler::Impl {
   NormApplied derive_norm() const;
 };
 
+/// The only way to the state behind a Downscaler from outside it (Downscaler befriends it);
+/// internal like this header, which is not installed.
+struct DownscalerInternals {
+  static Downscaler::Impl& of(Downscaler& d) { return *d.impl_; }
+  static const Downscaler::Impl& of(const Downscaler& d) { return *d.impl_; }
+};
+
+/// The state behind `d` (weights, optimizer moments, generator), for the trainer's white-box
+/// tests: a restore must leave the weights bitwise equal, a resumed run must follow the same
+/// trajectory, and so on.
+inline auto& internals(Downscaler& d) { return DownscalerInternals::of(d); }
+inline const auto& internals(const Downscaler& d) { return DownscalerInternals::of(d); }
+
 }  // namespace finecast::trainer

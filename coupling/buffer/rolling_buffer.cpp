@@ -2,6 +2,8 @@
 // Rolling buffer: ring slots, FIFO eviction, unbiased uniform sampling over valid samples.
 #include "coupling/buffer/rolling_buffer.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -105,13 +107,9 @@ size_t RollingBuffer::bytes() const {
 }
 
 std::string RollingBuffer::describe() const {
-  char line[256];
-  std::snprintf(
-      line, sizeof line,
-      "rolling buffer: %d steps x %lld patches x (%d context + %d fine) floats, %.1f MiB allocated",
-      capacity_, static_cast<long long>(n_), C_, P_,
-      static_cast<double>(bytes()) / (1024.0 * 1024.0));
-  return line;
+  return fmt::format(
+      "rolling buffer: {} steps x {} patches x ({} context + {} fine) floats, {:.1f} MiB allocated",
+      capacity_, n_, C_, P_, static_cast<double>(bytes()) / (1024.0 * 1024.0));
 }
 
 const std::string& RollingBuffer::datetime(int step) const {

@@ -5,7 +5,7 @@
 #include <array>
 #include <cmath>
 
-#include "coupling/error.hpp"
+#include "common/error.hpp"
 
 namespace finecast::coupling::eval {
 

@@ -17,7 +17,7 @@ std::string to_json(const EvalReport& report);
 /// CSV: a header line and one line per prediction (scores only, no spectra).
 std::string to_csv(const EvalReport& report);
 
-/// Writes text to path through a temporary file and a rename; throws IoError naming the path.
+/// Writes text to path atomically (common/atomic_file.hpp); throws IoError naming the path.
 void write_text_file(const std::string& path, const std::string& text);
 
 }  // namespace finecast::coupling::eval

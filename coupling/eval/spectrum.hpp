@@ -1,19 +1,11 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Discrete Fourier transforms of any length and the radially averaged power spectrum of a field.
+// The radially averaged power spectrum of a 2-D field (its DFT computed by FFTW3).
 #pragma once
 
-#include <complex>
 #include <cstdint>
 #include <vector>
 
 namespace finecast::coupling::eval {
-
-/// In-place forward DFT, X[k] = sum_n x[n] exp(-2 pi i k n / N), for any N >= 1: mixed radix
-/// (recursion on the smallest prime factor) with a plain DFT at prime lengths.
-void fft(std::vector<std::complex<double>>& a);
-
-/// In-place forward 2-D DFT of a row-major ny x nx array (rows, then columns).
-void fft2(std::vector<std::complex<double>>& a, int ny, int nx);
 
 /// Power of a 2-D field binned by radial wavenumber. With n = min(ny, nx), mode (ky, kx) has
 /// wavenumber f = sqrt((ky/ny)^2 + (kx/nx)^2) cycles per grid spacing and falls in bin
@@ -26,7 +18,8 @@ struct RadialSpectrum {
   std::vector<int64_t> modes;      ///< number of modes in each bin
 };
 
-/// The radial spectrum of one ny x nx row-major field (NaNs must be replaced beforehand).
+/// The radial spectrum of one ny x nx row-major field (NaNs must be replaced beforehand), from
+/// its 2-D DFT X[ky][kx] = sum x[i][j] exp(-2 pi i (ky i / ny + kx j / nx)), any ny, nx >= 1.
 RadialSpectrum radial_spectrum(const double* field, int ny, int nx);
 
 /// Sum of energies in the upper half of wavenumbers: bins centred above 0.25 cycles per grid

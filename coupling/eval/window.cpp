@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "coupling/error.hpp"
+#include "common/error.hpp"
 
 namespace finecast::coupling::eval {
 

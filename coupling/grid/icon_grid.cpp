@@ -10,8 +10,9 @@
 #include <unordered_map>
 
 #include "coupling/error.hpp"
-#include "coupling/io/nc_file.hpp"
+#include "coupling/grid/edge_neighbours.hpp"
 #include "coupling/grid/spherical.hpp"
+#include "coupling/io/nc_file.hpp"
 
 namespace finecast::coupling {
 namespace {
@@ -123,39 +124,8 @@ class VertexMerger {
 
 void complete_icon_grid(IconGrid& g) {
   const int64_t n = g.n_cells;
-  if (g.cell_neighbours.empty()) {
-    // Sort the 3n (edge, cell) pairs: the two cells of an edge end up next to each other.
-    struct Half {
-      int64_t key;
-      int32_t cell;
-      int8_t slot;
-    };
-    std::vector<Half> halves;
-    halves.reserve(3 * n);
-    for (int64_t c = 0; c < n; ++c)
-      for (int k = 0; k < 3; ++k) {
-        // Slot k is the edge opposite vertex k, so neighbour k lies across from vertex k.
-        int64_t a = g.cell_vertices[c][(k + 1) % 3], b = g.cell_vertices[c][(k + 2) % 3];
-        if (a > b) std::swap(a, b);
-        halves.push_back({a * g.n_vertices + b, static_cast<int32_t>(c), static_cast<int8_t>(k)});
-      }
-    std::sort(halves.begin(), halves.end(),
-              [](const Half& x, const Half& y) { return x.key < y.key; });
-    g.cell_neighbours.assign(n, {-1, -1, -1});
-    for (size_t i = 0; i < halves.size();) {
-      size_t j = i;
-      while (j < halves.size() && halves[j].key == halves[i].key) ++j;
-      if (j - i > 2)
-        throw GridError("ICON grid '" + g.path + "': an edge is shared by " +
-                        std::to_string(j - i) + " cells (cell " + std::to_string(halves[i].cell) +
-                        "), expected at most 2");
-      if (j - i == 2) {
-        g.cell_neighbours[halves[i].cell][halves[i].slot] = halves[i + 1].cell;
-        g.cell_neighbours[halves[i + 1].cell][halves[i + 1].slot] = halves[i].cell;
-      }
-      i = j;
-    }
-  }
+  if (g.cell_neighbours.empty())
+    g.cell_neighbours = edge_neighbours(g.cell_vertices, g.n_vertices, "ICON grid '" + g.path + "'");
   if (g.cell_area.empty()) {
     g.cell_area.resize(n);
     for (int64_t c = 0; c < n; ++c) {

@@ -14,7 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "coupling/error.hpp"
+#include "common/error.hpp"
+#include "coupling/grid/edge_neighbours.hpp"
 #include "coupling/grid/spherical.hpp"
 
 namespace finecast::coupling {
@@ -295,30 +296,17 @@ PatchMap icon_patch_map(const IconGrid& g, int coarse_level) {
   }
 
   // ---- coarse edge neighbours: slot k lies across the edge opposite canonical corner k ----
-  struct Half {
-    int64_t key;
-    int64_t coarse;
-    int slot;
-  };
-  std::vector<Half> halves;
-  halves.reserve(3 * n_coarse);
-  for (int64_t k = 0; k < n_coarse; ++k) {
-    const auto& K = coarse_corner[order[k]];
+  std::vector<std::array<int32_t, 3>> ordered_corners(n_coarse);
+  for (int64_t k = 0; k < n_coarse; ++k) ordered_corners[k] = coarse_corner[order[k]];
+  const auto coarse_neighbours =
+      edge_neighbours(ordered_corners, nv, "ICON grid '" + g.path + "', coarse triangles");
+  for (int64_t k = 0; k < n_coarse; ++k)
     for (int s = 0; s < 3; ++s) {
-      int64_t a = K[(s + 1) % 3], b = K[(s + 2) % 3];
-      if (a > b) std::swap(a, b);
-      halves.push_back({a * nv + b, k, s});
+      // The coarse triangles of a global grid close up: every edge has a triangle on each side.
+      if (coarse_neighbours[k][s] < 0)
+        fail(g, "a coarse edge is not shared by exactly two coarse cells");
+      pm.neighbours[k * 3 + s] = coarse_neighbours[k][s];
     }
-  }
-  std::sort(halves.begin(), halves.end(),
-            [](const Half& x, const Half& y) { return x.key < y.key; });
-  for (size_t i = 0; i < halves.size(); i += 2) {
-    if (i + 1 >= halves.size() || halves[i].key != halves[i + 1].key ||
-        (i + 2 < halves.size() && halves[i + 2].key == halves[i].key))
-      fail(g, "a coarse edge is not shared by exactly two coarse cells");
-    pm.neighbours[halves[i].coarse * 3 + halves[i].slot] = halves[i + 1].coarse;
-    pm.neighbours[halves[i + 1].coarse * 3 + halves[i + 1].slot] = halves[i].coarse;
-  }
 
   // ---- the file's own parents, when it has them, must agree ----
   if (!g.parent_cell.empty() && coarse_level == fine_level - 1) {

@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "coupling/error.hpp"
+#include "common/error.hpp"
 #include "coupling/grid/spherical.hpp"
 
 namespace finecast::coupling {

@@ -10,7 +10,7 @@
 #include "coupling/error.hpp"
 #include "coupling/io/nc_file.hpp"
 #include "coupling/grid/spherical.hpp"
-#include "coupling/log.hpp"
+#include "common/log.hpp"
 
 namespace finecast::coupling {
 namespace {

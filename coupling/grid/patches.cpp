@@ -5,7 +5,7 @@
 #include <cmath>
 #include <string>
 
-#include "coupling/error.hpp"
+#include "common/error.hpp"
 
 namespace finecast::coupling {
 namespace {

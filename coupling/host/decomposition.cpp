@@ -7,7 +7,7 @@
 #include <numeric>
 #include <unordered_map>
 
-#include "coupling/error.hpp"
+#include "common/error.hpp"
 
 namespace finecast::coupling::host {
 

@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
@@ -16,13 +17,12 @@
 #include "coupling/host/mpi_program.hpp"
 #include "coupling/host/run_config.hpp"
 #include "coupling/io/cf_time.hpp"
-#include "coupling/log.hpp"
+#include "common/log.hpp"
 
 namespace fc = finecast::coupling;
 namespace ch = finecast::coupling::comin_host;
 namespace flog = finecast::log;
 namespace fh = finecast::coupling::host;
-using fh::fmt;
 using fh::now;
 
 namespace {
@@ -102,8 +102,8 @@ int run(const Options& opt, int rank, int n_ranks) {
   host.load_plugins(plugins);
   const double t_setup = now() - t_start;
   if (rank == 0)
-    flog::info("start-up " + fmt("%.2f", t_setup) + " s; " + std::to_string(plugins.size()) +
-               " plugin(s); " + std::to_string(cfg.steps) + " steps of " + fmt("%g", cfg.dt) +
+    flog::info("start-up " + fmt::format("{:.2f}", t_setup) + " s; " + std::to_string(plugins.size()) +
+               " plugin(s); " + std::to_string(cfg.steps) + " steps of " + fmt::format("{:g}", cfg.dt) +
                " s from " + cfg.start);
 
   double t_plugins = 0, t_fields = 0;
@@ -160,8 +160,8 @@ int run(const Options& opt, int rank, int n_ranks) {
       const double t = now();
       flog::info("step " + std::to_string(step) + "/" + std::to_string(cfg.steps) +
                  ", model time " + datetime + ", " +
-                 fmt("%.4f", (t - t_last) / (step - step_last)) + " s/step, global mean ts " +
-                 fmt("%.2f", global[0] / global[1]) + " K");
+                 fmt::format("{:.4f}", (t - t_last) / (step - step_last)) + " s/step, global mean ts " +
+                 fmt::format("{:.2f}", global[0] / global[1]) + " K");
       t_last = t;
       step_last = step;
     }
@@ -179,11 +179,11 @@ int run(const Options& opt, int rank, int n_ranks) {
   MPI_Reduce(local, worst, 4, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
   if (rank == 0)
     flog::info("finished " + std::to_string(cfg.steps) + " steps on " + std::to_string(n_ranks) +
-               " rank(s): " + fmt("%.5f", worst[0] / cfg.steps) + " s/step (fields " +
-               fmt("%.5f", worst[2] / cfg.steps) + " s/step, plugin callbacks " +
-               fmt("%.5f", worst[1] / cfg.steps) + " s/step incl. constructors); loop " +
-               fmt("%.2f", worst[0]) + " s, start-up " + fmt("%.2f", t_setup) + " s; time loop alone " +
-               fmt("%.5f", worst[3] / cfg.steps) + " s/step");
+               " rank(s): " + fmt::format("{:.5f}", worst[0] / cfg.steps) + " s/step (fields " +
+               fmt::format("{:.5f}", worst[2] / cfg.steps) + " s/step, plugin callbacks " +
+               fmt::format("{:.5f}", worst[1] / cfg.steps) + " s/step incl. constructors); loop " +
+               fmt::format("{:.2f}", worst[0]) + " s, start-up " + fmt::format("{:.2f}", t_setup) + " s; time loop alone " +
+               fmt::format("{:.5f}", worst[3] / cfg.steps) + " s/step");
   return 0;
 }
 

@@ -10,18 +10,12 @@
 #include <cstdio>
 #include <exception>
 
-#include "coupling/log.hpp"
+#include "common/log.hpp"
 
 namespace finecast::coupling::host {
 
 double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-std::string fmt(const char* format, double value) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, value);
-  return buf;
 }
 
 int mpi_main(int argc, char** argv, CLI::App& app, const std::string& log_level,

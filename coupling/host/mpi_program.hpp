@@ -14,9 +14,6 @@ namespace finecast::coupling::host {
 /// Seconds on a steady clock, for differences (durations) only.
 double now();
 
-/// One number through a printf format, e.g. fmt("%.2f", x).
-std::string fmt(const char* format, double value);
-
 /// The whole of an MPI program's main(): MPI_Init, parses `app` (help and usage errors are
 /// printed by rank 0), configures the log at `log_level` (bound to one of `app`'s options, so it
 /// is read after parsing), returns body(rank, n_ranks) after MPI_Finalize. An exception from

@@ -2,7 +2,7 @@
 // Parsing and checking of finecast-host's YAML run file.
 #include "coupling/host/run_config.hpp"
 
-#include "coupling/error.hpp"
+#include "common/error.hpp"
 #include "coupling/host/run_file.hpp"
 #include "coupling/io/cf_time.hpp"
 

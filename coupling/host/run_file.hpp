@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "coupling/comin/host.hpp"
-#include "coupling/error.hpp"
+#include "common/error.hpp"
 
 namespace finecast::coupling::run_file {
 

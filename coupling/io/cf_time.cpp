@@ -2,13 +2,15 @@
 // CF time coordinate conversion for the NetCDF reader and writer.
 #include "coupling/io/cf_time.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
-#include "coupling/error.hpp"
+#include "common/error.hpp"
 
 namespace finecast::coupling {
 namespace {
@@ -81,17 +83,12 @@ bool parse_datetime(const std::string& text, DateTime& out) {
 }
 
 std::string format_datetime(const DateTime& t) {
-  char buf[64];
   const double whole = std::floor(t.second + 1e-9);
-  const double frac = t.second - whole;
-  if (frac > 5e-4) {
-    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%06.3f", t.year, t.month, t.day,
-                  t.hour, t.minute, t.second);
-  } else {
-    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d", t.year, t.month, t.day, t.hour,
-                  t.minute, static_cast<int>(whole));
-  }
-  return buf;
+  if (t.second - whole > 5e-4)
+    return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:06.3f}", t.year, t.month, t.day, t.hour,
+                       t.minute, t.second);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}", t.year, t.month, t.day, t.hour,
+                     t.minute, static_cast<int>(whole));
 }
 
 CfTime::CfTime(const std::string& units, const std::string& calendar, const std::string& context)

@@ -12,7 +12,7 @@
 
 #include "coupling/error.hpp"
 #include "coupling/io/cf_time.hpp"
-#include "coupling/log.hpp"
+#include "common/log.hpp"
 
 #ifndef FINECAST_VERSION
 #define FINECAST_VERSION "unknown"

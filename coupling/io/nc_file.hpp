@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "coupling/error.hpp"
+#include "common/error.hpp"
 
 namespace finecast::coupling {
 

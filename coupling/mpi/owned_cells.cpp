@@ -6,7 +6,7 @@
 #include <string>
 
 #include "comin.h"
-#include "coupling/error.hpp"
+#include "common/error.hpp"
 
 namespace finecast::coupling {
 namespace {

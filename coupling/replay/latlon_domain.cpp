@@ -6,7 +6,7 @@
 #include <numeric>
 #include <random>
 
-#include "coupling/error.hpp"
+#include "common/error.hpp"
 
 namespace finecast::coupling::replay {
 

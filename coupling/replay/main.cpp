@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 #include <algorithm>
 #include <limits>
 #include <string>
@@ -16,7 +17,7 @@
 #include "coupling/host/decomposition.hpp"
 #include "coupling/host/mpi_program.hpp"
 #include "coupling/io/field_reader.hpp"
-#include "coupling/log.hpp"
+#include "common/log.hpp"
 #include "coupling/replay/latlon_domain.hpp"
 #include "coupling/replay/progress.hpp"
 #include "coupling/replay/replay_input.hpp"
@@ -27,7 +28,6 @@ namespace ch = finecast::coupling::comin_host;
 namespace fr = finecast::coupling::replay;
 namespace flog = finecast::log;
 namespace fh = finecast::coupling::host;
-using fh::fmt;
 using fh::now;
 
 namespace {
@@ -177,7 +177,7 @@ int run(const Options& opt, int rank, int n_ranks) {
       flog::info("plugin '" + p.name + "': " + p.library + " (options '" + p.options + "')");
   host.load_plugins(plugins);
   host.secondary_constructor();
-  if (rank == 0) flog::info("start-up " + fmt("%.2f", now() - t_start) + " s");
+  if (rank == 0) flog::info("start-up " + fmt::format("{:.2f}", now() - t_start) + " s");
 
   const double t_loop = now();
   double t_read = 0;
@@ -228,10 +228,10 @@ int run(const Options& opt, int rank, int n_ranks) {
   MPI_Reduce(&t_total, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
   if (rank == 0)
     flog::info("replayed " + std::to_string(n_steps) + " steps on " + std::to_string(n_ranks) +
-               " rank(s) in " + fmt("%.2f", worst) + " s (" +
-               fmt("%.4f", worst / std::max<int64_t>(1, n_steps)) +
+               " rank(s) in " + fmt::format("{:.2f}", worst) + " s (" +
+               fmt::format("{:.4f}", worst / std::max<int64_t>(1, n_steps)) +
                " s/step, of which reading the files on rank 0 " +
-               fmt("%.4f", t_read / std::max<int64_t>(1, n_steps)) + " s/step)");
+               fmt::format("{:.4f}", t_read / std::max<int64_t>(1, n_steps)) + " s/step)");
   return 0;
 }
 

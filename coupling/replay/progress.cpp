@@ -2,12 +2,13 @@
 // Progress bar / progress lines of finecast-replay.
 #include "coupling/replay/progress.hpp"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 
-#include "coupling/error.hpp"
+#include "common/error.hpp"
 
 namespace finecast::coupling::replay {
 namespace {
@@ -15,9 +16,7 @@ namespace {
 std::string clock_text(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
   const long long s = std::llround(seconds);
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", s / 3600, s / 60 % 60, s % 60);
-  return buf;
+  return fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60);
 }
 
 constexpr int kBarWidth = 30;
@@ -34,11 +33,8 @@ Progress::Mode Progress::parse_mode(const std::string& text) {
 
 std::string Progress::status(int64_t done, int64_t total, double seconds) {
   const double rate = seconds > 0 ? done / seconds : 0.0;
-  char buf[128];
-  std::snprintf(buf, sizeof buf, "%lld/%lld steps, %.2f steps/s, ETA %s",
-                static_cast<long long>(done), static_cast<long long>(total), rate,
-                rate > 0 ? clock_text((total - done) / rate).c_str() : "?");
-  return buf;
+  return fmt::format("{}/{} steps, {:.2f} steps/s, ETA {}", done, total, rate,
+                     rate > 0 ? clock_text((total - done) / rate) : "?");
 }
 
 Progress::Progress(int64_t total_steps, Mode mode, int64_t every, std::FILE* out)
@@ -48,8 +44,8 @@ Progress::Progress(int64_t total_steps, Mode mode, int64_t every, std::FILE* out
       out_(out),
       t0_(std::chrono::steady_clock::now()) {
   if (mode_ != Mode::kBar) return;
-  // Log lines (also the plugin's: it shares libfinecast_coupling) must not be overwritten by the
-  // bar.
+  // Log lines (also the plugin's: the log lives once, in libfinecast_common) must not be
+  // overwritten by the bar.
   previous_sink_ = log::set_sink([this](log::Level level, const std::string& line) {
     std::lock_guard<std::mutex> lock(mutex_);
     clear();

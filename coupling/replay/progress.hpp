@@ -8,7 +8,7 @@
 #include <mutex>
 #include <string>
 
-#include "coupling/log.hpp"
+#include "common/log.hpp"
 
 namespace finecast::coupling::replay {
 

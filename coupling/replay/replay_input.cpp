@@ -6,7 +6,7 @@
 
 #include <tuple>
 
-#include "coupling/error.hpp"
+#include "common/error.hpp"
 #include "coupling/io/cf_time.hpp"
 
 namespace finecast::coupling::replay {

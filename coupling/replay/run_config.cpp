@@ -4,7 +4,7 @@
 
 #include <set>
 
-#include "coupling/error.hpp"
+#include "common/error.hpp"
 #include "coupling/host/run_file.hpp"
 #include "coupling/io/cf_time.hpp"
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "coupling/error.hpp"
+#include "common/error.hpp"
 #include "coupling/eval/evaluation.hpp"
 #include "coupling/eval/report.hpp"
 #include "coupling/eval/window.hpp"

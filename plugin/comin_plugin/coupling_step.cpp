@@ -6,7 +6,7 @@
 #include <functional>
 
 #include "coupling/error.hpp"
-#include "coupling/log.hpp"
+#include "common/log.hpp"
 #include "plugin/comin_plugin/guard.hpp"
 #include "plugin/comin_plugin/host_api.hpp"
 #include "plugin/comin_plugin/trainer_work.hpp"

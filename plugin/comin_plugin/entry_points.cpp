@@ -3,7 +3,7 @@
 // plugin exports), the secondary constructor, the coupling entry point and the destructor. Each
 // callback is a thin shell around a guard; the work is in setup.cpp and coupling_step.cpp.
 #include "comin.h"
-#include "coupling/log.hpp"
+#include "common/log.hpp"
 #include "plugin/comin_plugin/coupling_step.hpp"
 #include "plugin/comin_plugin/guard.hpp"
 #include "plugin/comin_plugin/plugin_state.hpp"

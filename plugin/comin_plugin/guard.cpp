@@ -6,7 +6,7 @@
 #include <string>
 
 #include "comin.h"
-#include "coupling/log.hpp"
+#include "common/log.hpp"
 
 namespace finecast::plugin {
 

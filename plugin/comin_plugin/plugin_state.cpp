@@ -2,7 +2,7 @@
 #include "plugin/comin_plugin/plugin_state.hpp"
 
 #include "coupling/error.hpp"
-#include "coupling/log.hpp"
+#include "common/log.hpp"
 
 namespace finecast::plugin {
 namespace {

@@ -16,7 +16,7 @@
 #include "coupling/grid/icon_grid.hpp"
 #include "coupling/grid/icon_hierarchy.hpp"
 #include "coupling/grid/latlon_grid.hpp"
-#include "coupling/log.hpp"
+#include "common/log.hpp"
 #include "plugin/comin_plugin/host_api.hpp"
 #include "plugin/comin_plugin/plugin_state.hpp"
 #include "trainer/checkpoint.hpp"

@@ -7,7 +7,7 @@
 #include <regex>
 
 #include "coupling/error.hpp"
-#include "coupling/log.hpp"
+#include "common/log.hpp"
 #include "plugin/comin_plugin/setup.hpp"
 #include "trainer/checkpoint.hpp"
 #include "trainer/threads.hpp"

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <stdexcept>
 
-#include "coupling/log.hpp"
+#include "common/log.hpp"
 #include "trainer/threads.hpp"
 
 namespace finecast::plugin {

@@ -2,6 +2,7 @@
 // finecast-downscale: grid and patch set-up checked against the checkpoint, sampling, output.
 #include "plugin/downscale/downscale.hpp"
 
+#include <fmt/format.h>
 #include <sys/stat.h>
 
 #include <chrono>
@@ -10,14 +11,14 @@
 #include <limits>
 #include <memory>
 
-#include "coupling/error.hpp"
+#include "common/error.hpp"
 #include "coupling/grid/icon_grid.hpp"
 #include "coupling/grid/icon_hierarchy.hpp"
 #include "coupling/grid/latlon_grid.hpp"
 #include "coupling/grid/patches.hpp"
 #include "coupling/io/cf_time.hpp"
 #include "coupling/io/field_reader.hpp"
-#include "coupling/log.hpp"
+#include "common/log.hpp"
 #include "plugin/comin_plugin/output.hpp"
 #include "trainer/checkpoint.hpp"
 #include "trainer/device.hpp"
@@ -284,12 +285,9 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
       if (done < total && now - last_line < std::chrono::seconds(5)) return;
       last_line = now;
       const double secs = std::chrono::duration<double>(now - t0).count();
-      char line[160];
-      std::snprintf(line, sizeof line, "step %zu/%zu: %lld/%lld patches (%.0f%%), %.1f s, ETA %.0f s", i + 1,
-                    times.size(), static_cast<long long>(done), static_cast<long long>(total),
-                    100.0 * static_cast<double>(done) / static_cast<double>(total), secs,
-                    done > 0 ? secs * static_cast<double>(total - done) / static_cast<double>(done) : 0.0);
-      log::info(line);
+      log::info(fmt::format("step {}/{}: {}/{} patches ({:.0f}%), {:.1f} s, ETA {:.0f} s", i + 1, times.size(), done,
+                            total, 100.0 * static_cast<double>(done) / static_cast<double>(total), secs,
+                            done > 0 ? secs * static_cast<double>(total - done) / static_cast<double>(done) : 0.0));
     };
     model.sample(patches.context.data(), patches.coarse.data(), patches.weights.data(), patches.n,
                  so, opt.seed + 7919 * static_cast<uint64_t>(i + 1), samples.data(), progress);

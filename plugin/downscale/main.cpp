@@ -4,7 +4,7 @@
 #include <exception>
 #include <string>
 
-#include "coupling/log.hpp"
+#include "common/log.hpp"
 #include "plugin/downscale/downscale.hpp"
 
 int main(int argc, char** argv) {

@@ -8,7 +8,7 @@
 #include <random>
 
 #include "coupling/buffer/rolling_buffer.hpp"
-#include "coupling/error.hpp"
+#include "common/error.hpp"
 #include "tests/coupling/io_test_util.hpp"
 
 namespace finecast::coupling {

@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "coupling/error.hpp"
+#include "common/error.hpp"
 #include "coupling/eval/evaluation.hpp"
 #include "coupling/eval/metrics.hpp"
 #include "coupling/eval/report.hpp"

@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "coupling/error.hpp"
+#include "common/error.hpp"
 #include "coupling/eval/window.hpp"
 
 namespace fe = finecast::coupling::eval;

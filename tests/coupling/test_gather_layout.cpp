@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "comin.h"
-#include "coupling/error.hpp"
+#include "common/error.hpp"
 #include "coupling/mpi/owned_cells.hpp"
 
 namespace finecast::coupling {

@@ -9,7 +9,8 @@
 #include <set>
 #include <utility>
 
-#include "coupling/error.hpp"
+#include "common/error.hpp"
+#include "coupling/grid/edge_neighbours.hpp"
 #include "coupling/grid/icon_grid.hpp"
 #include "coupling/grid/icon_hierarchy.hpp"
 #include "coupling/grid/icosahedral_grid.hpp"
@@ -54,6 +55,25 @@ void expect_consistent_neighbours(const fc::IconGrid& g, const fc::PatchMap& pm)
 }
 
 }  // namespace
+
+TEST(EdgeNeighbours, SlotKFacesCornerKAndBoundaryEdgesHaveNone) {
+  // A square 0-1-2-3 cut along the diagonal 0-2: the triangles meet across that edge only.
+  const std::vector<std::array<int32_t, 3>> square = {{0, 1, 2}, {0, 2, 3}};
+  const auto nb = fc::edge_neighbours(square, 4, "square");
+  // Slot 1 of triangle 0 is the edge opposite vertex 1 (2-0); slot 2 of triangle 1 the edge
+  // opposite vertex 3 (0-2).
+  EXPECT_EQ(nb[0], (std::array<int32_t, 3>{-1, 1, -1}));
+  EXPECT_EQ(nb[1], (std::array<int32_t, 3>{-1, -1, 0}));
+  // A third triangle on the same edge is not a surface.
+  const std::vector<std::array<int32_t, 3>> fan = {{0, 1, 2}, {0, 2, 3}, {2, 0, 4}};
+  try {
+    fc::edge_neighbours(fan, 5, "fan");
+    FAIL() << "expected GridError";
+  } catch (const finecast::GridError& e) {
+    EXPECT_NE(std::string(e.what()).find("fan: an edge is shared by 3 triangles"), std::string::npos)
+        << e.what();
+  }
+}
 
 TEST(IconGrid, ReadsRealR2B4WithDeduplicatedVerticesAndNeighbours) {
   if (!have(kR2B4)) GTEST_SKIP() << kR2B4 << " missing (install libncarg-data)";

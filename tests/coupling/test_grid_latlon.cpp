@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "coupling/error.hpp"
+#include "common/error.hpp"
 #include "coupling/grid/latlon_grid.hpp"
 #include "coupling/grid/spherical.hpp"
-#include "coupling/log.hpp"
+#include "common/log.hpp"
 
 namespace fc = finecast::coupling;
 namespace sphere = finecast::coupling::sphere;

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <string>
 
-#include "coupling/error.hpp"
+#include "common/error.hpp"
 #include "coupling/grid/icosahedral_grid.hpp"
 #include "coupling/host/orography.hpp"
 #include "coupling/host/run_config.hpp"

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <functional>
 
-#include "coupling/error.hpp"
+#include "common/error.hpp"
 #include "coupling/io/cf_time.hpp"
 #include "coupling/io/field_reader.hpp"
 #include "tests/coupling/io_test_util.hpp"

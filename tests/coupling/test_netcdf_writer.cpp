@@ -11,7 +11,7 @@
 #include <functional>
 #include <limits>
 
-#include "coupling/error.hpp"
+#include "common/error.hpp"
 #include "coupling/io/ensemble_writer.hpp"
 #include "coupling/io/field_reader.hpp"
 #include "tests/coupling/io_test_util.hpp"

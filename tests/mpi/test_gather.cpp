@@ -11,7 +11,7 @@
 #include <random>
 
 #include "comin.h"
-#include "coupling/error.hpp"
+#include "common/error.hpp"
 #include "coupling/mpi/gatherer.hpp"
 #include "coupling/mpi/owned_cells.hpp"
 

@@ -7,7 +7,7 @@
 #include <set>
 #include <sstream>
 
-#include "coupling/error.hpp"
+#include "common/error.hpp"
 #include "plugin/config.hpp"
 
 namespace fp = finecast::plugin;

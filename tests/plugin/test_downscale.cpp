@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "coupling/error.hpp"
+#include "common/error.hpp"
 #include "coupling/grid/latlon_grid.hpp"
 #include "coupling/grid/patches.hpp"
 #include "coupling/io/field_reader.hpp"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "coupling/buffer/rolling_buffer.hpp"
-#include "coupling/error.hpp"
+#include "common/error.hpp"
 #include "coupling/grid/latlon_grid.hpp"
 #include "coupling/grid/patches.hpp"
 #include "coupling/io/field_reader.hpp"

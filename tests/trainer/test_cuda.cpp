@@ -81,15 +81,15 @@ TEST_F(Cuda, TrainingFollowsTheCpuTrajectoryForTheSameSeed) {
   // see identical batches; only floating-point rounding differs.
   KnownDistribution d(1024, 3);
   ft::Downscaler cpu(small_model(), fast_training(), "cpu"), gpu(small_model(), fast_training(), "cuda");
-  const auto init = cpu.impl().flat.clone();
-  ASSERT_TRUE(torch::equal(init, gpu.impl().flat.cpu())) << "same seed, same initial weights";
+  const auto init = ft::internals(cpu).flat.clone();
+  ASSERT_TRUE(torch::equal(init, ft::internals(gpu).flat.cpu())) << "same seed, same initial weights";
   double loss_cpu = 0, loss_gpu = 0;
   for (int e = 0; e < 3; ++e) {
     loss_cpu = cpu.train_epoch(view(d)).avg_loss;
     loss_gpu = gpu.train_epoch(view(d)).avg_loss;
   }
   EXPECT_EQ(cpu.step(), gpu.step());
-  const double diff = relative_update_difference(gpu.impl().flat, cpu.impl().flat, init);
+  const double diff = relative_update_difference(ft::internals(gpu).flat, ft::internals(cpu).flat, init);
   std::printf("cpu vs cuda after %lld steps: loss %.5f vs %.5f, relative weight-update difference %.2e\n",
               static_cast<long long>(cpu.step()), loss_cpu, loss_gpu, diff);
   EXPECT_NEAR(loss_gpu, loss_cpu, 0.02 * loss_cpu);
@@ -98,9 +98,9 @@ TEST_F(Cuda, TrainingFollowsTheCpuTrajectoryForTheSameSeed) {
   auto other_seed = fast_training();
   other_seed.seed = 6;
   ft::Downscaler other(small_model(), other_seed, "cpu");
-  other.impl().flat.copy_(init);
+  ft::internals(other).flat.copy_(init);
   for (int e = 0; e < 3; ++e) other.train_epoch(view(d));
-  EXPECT_GT(relative_update_difference(other.impl().flat, cpu.impl().flat, init), 0.2);
+  EXPECT_GT(relative_update_difference(ft::internals(other).flat, ft::internals(cpu).flat, init), 0.2);
 }
 
 TEST_F(Cuda, Bf16TrainingLearns) {
@@ -113,10 +113,10 @@ TEST_F(Cuda, Bf16TrainingLearns) {
     // float32 CPU/GPU rounding difference (~1e-5, TrainingFollowsTheCpuTrajectoryForTheSameSeed).
     KnownDistribution d(1024, 3);
     ft::Downscaler f32(small_model(), fast_training(), "cuda"), b16(small_model(), to, "cuda");
-    const auto init = f32.impl().flat.cpu().clone();
+    const auto init = ft::internals(f32).flat.cpu().clone();
     f32.train_epoch(view(d));
     b16.train_epoch(view(d));
-    const double diff = relative_update_difference(b16.impl().flat, f32.impl().flat, init);
+    const double diff = relative_update_difference(ft::internals(b16).flat, ft::internals(f32).flat, init);
     std::printf("bf16 vs float32 after one epoch: relative weight-update difference %.2e\n", diff);
     EXPECT_GT(diff, 1e-4);
   }
@@ -151,22 +151,22 @@ TEST_F(Cuda, CheckpointWrittenOnGpuContinuesOnCpu) {
   EXPECT_EQ(cpu.device(), "cpu");
   EXPECT_EQ(cpu.step(), gpu.step());
   // The state crosses devices bitwise.
-  EXPECT_TRUE(torch::equal(cpu.impl().flat, gpu.impl().flat.cpu()));
-  EXPECT_TRUE(torch::equal(cpu.impl().ema, gpu.impl().ema.cpu()));
-  EXPECT_TRUE(torch::equal(cpu.impl().exp_avg, gpu.impl().exp_avg.cpu()));
-  EXPECT_TRUE(torch::equal(cpu.impl().exp_avg_sq, gpu.impl().exp_avg_sq.cpu()));
+  EXPECT_TRUE(torch::equal(ft::internals(cpu).flat, ft::internals(gpu).flat.cpu()));
+  EXPECT_TRUE(torch::equal(ft::internals(cpu).ema, ft::internals(gpu).ema.cpu()));
+  EXPECT_TRUE(torch::equal(ft::internals(cpu).exp_avg, ft::internals(gpu).exp_avg.cpu()));
+  EXPECT_TRUE(torch::equal(ft::internals(cpu).exp_avg_sq, ft::internals(gpu).exp_avg_sq.cpu()));
   // The same weights and seed sample the same fields on both devices (up to rounding).
   cpu.publish();
   const double sample_diff = max_abs_difference(draw(cpu, d, 16, 11), draw(gpu, d, 16, 11));
   EXPECT_LT(sample_diff, 1e-3);
   // Training goes on from the same optimizer step and follows the GPU's own continuation.
-  const auto at_save = gpu.impl().flat.cpu().clone();
+  const auto at_save = ft::internals(gpu).flat.cpu().clone();
   for (int e = 0; e < 2; ++e) {
     gpu.train_epoch(view(d));
     cpu.train_epoch(view(d));
   }
   EXPECT_EQ(cpu.step(), gpu.step());
-  const double diff = relative_update_difference(cpu.impl().flat, gpu.impl().flat, at_save);
+  const double diff = relative_update_difference(ft::internals(cpu).flat, ft::internals(gpu).flat, at_save);
   std::printf("gpu -> cpu: sample difference %.2e, relative difference of the continued updates %.2e\n", sample_diff,
               diff);
   EXPECT_LT(diff, 0.05);
@@ -179,16 +179,16 @@ TEST_F(Cuda, CheckpointWrittenOnCpuContinuesOnGpu) {
   cpu.save_checkpoint(path("cpu.h5"));
   auto gpu = ft::Downscaler::load_checkpoint(path("cpu.h5"), "cuda");
   EXPECT_EQ(gpu.device(), "cuda:0");
-  EXPECT_TRUE(gpu.impl().exp_avg.is_cuda()) << "the optimizer state must move with the weights";
-  EXPECT_TRUE(torch::equal(gpu.impl().flat.cpu(), cpu.impl().flat));
-  const auto at_save = cpu.impl().flat.clone();
+  EXPECT_TRUE(ft::internals(gpu).exp_avg.is_cuda()) << "the optimizer state must move with the weights";
+  EXPECT_TRUE(torch::equal(ft::internals(gpu).flat.cpu(), ft::internals(cpu).flat));
+  const auto at_save = ft::internals(cpu).flat.clone();
   for (int e = 0; e < 2; ++e) {
     const auto st = gpu.train_epoch(view(d));
     EXPECT_EQ(st.bad_steps, 0);
     cpu.train_epoch(view(d));
   }
   EXPECT_EQ(gpu.step(), cpu.step());
-  const double diff = relative_update_difference(gpu.impl().flat, cpu.impl().flat, at_save);
+  const double diff = relative_update_difference(ft::internals(gpu).flat, ft::internals(cpu).flat, at_save);
   std::printf("cpu -> gpu: relative difference of the continued updates %.2e\n", diff);
   EXPECT_LT(diff, 0.05);
 }

@@ -131,7 +131,7 @@ TEST(Downscaler, SeededTrainingAndSamplingAreDeterministic) {
     so.members = 3;
     std::vector<float> out(static_cast<size_t>(3 * 3 * d.P));
     ds.sample(d.context.data(), d.coarse.data(), nullptr, 3, so, 77, out.data());
-    return std::make_pair(ds.impl().flat.clone(), out);
+    return std::make_pair(ft::internals(ds).flat.clone(), out);
   };
   const auto a = run(10), b = run(10), c = run(11);
   EXPECT_TRUE(torch::equal(a.first, b.first));
@@ -179,8 +179,8 @@ TEST(Downscaler, NanLossesAreSkippedAndTheLastGoodWeightsRestored) {
   bool restored = false;
   for (const auto& e : events) restored = restored || e.find("restored the last good weights") != std::string::npos;
   EXPECT_TRUE(restored);
-  EXPECT_TRUE(torch::isfinite(ds.impl().flat).all().item<bool>()) << "training left non-finite weights";
-  EXPECT_TRUE(torch::isfinite(ds.impl().ema).all().item<bool>());
+  EXPECT_TRUE(torch::isfinite(ft::internals(ds).flat).all().item<bool>()) << "training left non-finite weights";
+  EXPECT_TRUE(torch::isfinite(ft::internals(ds).ema).all().item<bool>());
 }
 
 TEST(Downscaler, RowsWithNanAreDroppedNotTrainedOn) {

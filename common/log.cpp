@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "coupling/log.hpp"
+#include "common/log.hpp"
 
 #include <cstdio>
 #include <mutex>
@@ -23,10 +23,14 @@ State& state() {
 
 const char* tag(Level level) {
   switch (level) {
-    case Level::kDebug: return "DEBUG: ";
-    case Level::kWarning: return "WARNING: ";
-    case Level::kError: return "ERROR: ";
-    default: return "";
+    case Level::kDebug:
+      return "DEBUG: ";
+    case Level::kWarning:
+      return "WARNING: ";
+    case Level::kError:
+      return "ERROR: ";
+    default:
+      return "";
   }
 }
 
@@ -34,8 +38,9 @@ void emit(Level level, const std::string& msg) {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   if (level < s.min_level) return;
-  const std::string line = (s.rank < 0 ? std::string("[finecast] ") : "[finecast r" + std::to_string(s.rank) + "] ") +
-                           tag(level) + msg;
+  const std::string line =
+      (s.rank < 0 ? std::string("[finecast] ") : "[finecast r" + std::to_string(s.rank) + "] ") +
+      tag(level) + msg;
   if (s.sink) {
     s.sink(level, line);
     return;
@@ -53,7 +58,8 @@ Level parse_level(const std::string& text) {
   if (text == "info") return Level::kInfo;
   if (text == "warning") return Level::kWarning;
   if (text == "error") return Level::kError;
-  throw std::invalid_argument("log level must be one of debug, info, warning, error; got \"" + text + "\"");
+  throw std::invalid_argument("log level must be one of debug, info, warning, error; got \"" +
+                              text + "\"");
 }
 
 void configure(int rank, Level min_level, bool progress_on_this_rank) {

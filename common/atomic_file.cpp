@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Atomic file replacement shared by the NetCDF writer and the rolling-buffer snapshot.
-#include "coupling/io/atomic_file.hpp"
+#include "common/atomic_file.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -10,9 +9,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "coupling/error.hpp"
-
-namespace finecast::coupling {
+namespace finecast {
 namespace {
 
 std::string folder_of(const std::string& path) {
@@ -23,28 +20,28 @@ std::string folder_of(const std::string& path) {
 }
 
 // Without these fsyncs a crash right after rename can leave an empty file under the new name.
-void fsync_path(const std::string& path, bool directory) {
+void fsync_path(const std::string& path, bool directory, ErrorCode code) {
   const int fd = ::open(path.c_str(), directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
   if (fd < 0) {
-    if (directory)
-      return;  // some file systems do not allow opening folders; the rename still holds
-    throw IoError("cannot open " + path + " to flush it: " + std::strerror(errno));
+    if (directory) return;  // some file systems do not allow opening folders; the rename holds
+    throw_error(code, "cannot open " + path + " to flush it: " + std::strerror(errno));
   }
   const int rc = ::fsync(fd);
   const int err = errno;
   ::close(fd);
   if (rc != 0 && !directory)
-    throw IoError("cannot flush " + path + " to disk: " + std::strerror(err));
+    throw_error(code, "cannot flush " + path + " to disk: " + std::strerror(err));
 }
 
 }  // namespace
 
-AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp") {
-  if (path_.empty()) throw IoError("output path is empty");
+AtomicFile::AtomicFile(std::string path, ErrorCode code)
+    : path_(std::move(path)), tmp_(path_ + ".tmp"), code_(code) {
+  if (path_.empty()) throw_error(code_, "output path is empty");
   struct stat st {};
   const std::string dir = folder_of(path_);
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    throw IoError("cannot write " + path_ + ": folder " + dir + " does not exist");
+    throw_error(code_, "cannot write " + path_ + ": folder " + dir + " does not exist");
 }
 
 AtomicFile::~AtomicFile() {
@@ -53,11 +50,11 @@ AtomicFile::~AtomicFile() {
 
 void AtomicFile::commit() {
   if (committed_) return;
-  fsync_path(tmp_, false);
+  fsync_path(tmp_, false, code_);
   if (std::rename(tmp_.c_str(), path_.c_str()) != 0)
-    throw IoError("cannot rename " + tmp_ + " to " + path_ + ": " + std::strerror(errno));
+    throw_error(code_, "cannot rename " + tmp_ + " to " + path_ + ": " + std::strerror(errno));
   committed_ = true;
-  fsync_path(folder_of(path_), true);
+  fsync_path(folder_of(path_), true, code_);
 }
 
-}  // namespace finecast::coupling
+}  // namespace finecast

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// finecast's one HDF5 layer (checkpoints, rolling-buffer snapshots): RAII over the C API,
+// named datasets, groups and attributes, and one checksum scheme (Fletcher-32 on every chunk).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+
+namespace finecast::h5 {
+
+/// Element types finecast stores; each maps to a fixed little-endian HDF5 type.
+enum class Type { kFloat32, kFloat64, kInt64, kUInt8 };
+
+/// Bytes per element of `t`.
+size_t type_size(Type t);
+/// "float32", "float64", "int64" or "uint8".
+const char* type_name(Type t);
+
+/// Shape and type of a stored dataset.
+struct DatasetInfo {
+  Type type;
+  std::vector<int64_t> shape;
+  int64_t numel() const;
+};
+
+/// How a File reports failures: which error it raises and what the file is, in words.
+struct Reporting {
+  ErrorCode code = ErrorCode::kIo;  ///< IoError for data files, CheckpointError for checkpoints
+  std::string subject;              ///< put before the path, e.g. "rolling buffer snapshot"
+};
+
+/// One open HDF5 file. Every failure raises the Reporting's error, naming the file, the object
+/// and HDF5's own innermost message; HDF5's automatic error printing is silenced during calls.
+///
+/// Integrity: files are written with v1.8+ object headers (metadata checksums), and every
+/// non-empty dataset is chunked with the Fletcher-32 filter, which HDF5 verifies on each read:
+/// a flipped byte anywhere in the data makes read() fail with "checksum" in the message.
+class File {
+ public:
+  /// Creates (truncating) a file.
+  static File create(const std::string& path, Reporting reporting = {});
+  /// Opens an existing file read-only; says so when it does not exist or is not HDF5.
+  static File open_read(const std::string& path, Reporting reporting = {});
+  File(File&&) noexcept;
+  File& operator=(File&&) noexcept;
+  File(const File&) = delete;
+  File& operator=(const File&) = delete;
+  ~File();
+
+  const std::string& path() const { return path_; }
+  /// Flushes everything to the OS (used before an atomic rename).
+  void flush();
+  /// Closes the file, reporting errors (the destructor closes silently).
+  void close();
+
+  /// Creates group `name` ("a/b/c", intermediates included).
+  void create_group(const std::string& name);
+  /// True when a link `name` exists (every intermediate group included).
+  bool exists(const std::string& name) const;
+  /// True when `name` is a dataset (false for groups).
+  bool is_dataset(const std::string& name) const;
+  /// Names of the direct children of group `name`, sorted.
+  std::vector<std::string> children(const std::string& group) const;
+
+  /// Writes dataset `name` (shape {} = scalar) from `data`, as one checksummed chunk.
+  void write(const std::string& name, Type type, const void* data,
+             const std::vector<int64_t>& shape);
+  /// Writes dataset `name` of `shape` one row (index along the first dimension) at a time,
+  /// `row(i)` pointing at row i; one checksummed chunk per row. For data that is not contiguous
+  /// in memory (a ring buffer) or too large for one chunk.
+  void write_rows(const std::string& name, Type type, const std::vector<int64_t>& shape,
+                  const std::function<const void*(int64_t)>& row);
+  /// Writes a 1-D dataset of fixed-length strings (as long as the longest, NUL padded).
+  void write_strings(const std::string& name, const std::vector<std::string>& values);
+  /// Type and shape of dataset `name`.
+  DatasetInfo info(const std::string& name) const;
+  /// Reads dataset `name` into `out`, which must hold exactly `numel` elements of `type`.
+  void read(const std::string& name, Type type, void* out, int64_t numel) const;
+  /// Reads a 1-D dataset of fixed-length strings written by write_strings.
+  std::vector<std::string> read_strings(const std::string& name) const;
+
+  void set_attr(const std::string& object, const std::string& key, int64_t value);
+  void set_attr(const std::string& object, const std::string& key, double value);
+  void set_attr(const std::string& object, const std::string& key, const std::string& value);
+  bool has_attr(const std::string& object, const std::string& key) const;
+  std::vector<std::string> attr_names(const std::string& object) const;
+  int64_t attr_int(const std::string& object, const std::string& key) const;
+  double attr_double(const std::string& object, const std::string& key) const;
+  std::string attr_string(const std::string& object, const std::string& key) const;
+
+  /// Raises this file's error: "<subject> <path>: <what>".
+  [[noreturn]] void fail(const std::string& what) const;
+
+ private:
+  File(std::string path, int64_t id, Reporting reporting)
+      : path_(std::move(path)), id_(id), reporting_(std::move(reporting)) {}
+  /// Raises this file's error with HDF5's innermost messages appended.
+  [[noreturn]] void fail_hdf5(const std::string& what) const;
+  std::string path_;
+  int64_t id_ = -1;  // hid_t, kept as int64_t so this header needs no hdf5.h
+  Reporting reporting_;
+};
+
+}  // namespace finecast::h5

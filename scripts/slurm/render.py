@@ -101,6 +101,28 @@ def known_profiles():
         return []
 
 
+def load_profile(path):
+    """(profile, None), or (None, message) for a file that cannot be read, is not UTF-8 text or
+    is not YAML: the message names the file and where, never a traceback."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        return None, "%s: cannot read the profile (%s)" % (path, e.strerror or e)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        return None, ("%s is not UTF-8 text: byte 0x%02x at line %d, column %d. Fix: save the "
+                      "profile as UTF-8 (e.g. iconv -f latin1 -t utf-8)"
+                      % (path, data[e.start], line, column))
+    try:
+        return yaml.safe_load(text), None
+    except yaml.YAMLError as e:
+        return None, "%s is not valid YAML: %s" % (path, e)
+
+
 def parse_assignment(text, option):
     key, sep, value = text.partition("=")
     if not sep or not key:
@@ -416,11 +438,9 @@ def main():
                          "or give a path to a profile YAML\n"
                          % (args.profile, profile_path, ", ".join(known_profiles()) or "none"))
         return 2
-    try:
-        with open(profile_path) as f:
-            profile = yaml.safe_load(f)
-    except yaml.YAMLError as e:
-        sys.stderr.write("launch: error: %s is not valid YAML: %s\n" % (profile_path, e))
+    profile, error = load_profile(profile_path)
+    if error:
+        sys.stderr.write("launch: error: %s\n" % error)
         return 2
     if profile is None:
         profile = {}

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 
 #include "common/error.hpp"
 #include "coupling/io/cf_time.hpp"
@@ -172,11 +173,59 @@ TEST(FieldReader, UnpacksAndMasksAsCfSays) {
   EXPECT_TRUE(std::isnan(v[3])) << "_FillValue";
   EXPECT_TRUE(std::isnan(v[4])) << "missing_value";
   EXPECT_TRUE(std::isnan(v[5])) << "outside valid_range";
-  r.read(1, v.data());
+  EXPECT_EQ(r.out_of_range(), 1) << "only the value outside valid_range is counted";
+  EXPECT_EQ(r.valid_range_text(), "valid range [-100, 100]");
+  EXPECT_EQ(r.read(1, v.data()), 0);
   EXPECT_EQ(v[5], 130.0f);
   EXPECT_EQ(r.time_string(1), "2001-03-01T12:00:00");  // noleap, and 2001 has no Feb 29 anyway
   FieldReader r360(write_packed_file(dir.file("packed360.nc"), "360_day"), "pr");
   EXPECT_EQ(r360.time_string(1), "2001-02-29T12:00:00");
+}
+
+// Finite values far outside any plausible range (3e38 where _FillValue is 1e20) were once read
+// as data and shifted whole patches: the range a _FillValue implies (NUG), values beyond float
+// and an absolute bound (io.max_abs) make them missing, and they are counted for the log.
+TEST(FieldReader, ImplausibleValuesBecomeMissingAndAreCounted) {
+  ScratchDir dir;
+  const std::string path = dir.file("implausible.nc");
+  int nc, dx, vf, vd;
+  ASSERT_EQ(nc_create(path.c_str(), NC_CLOBBER | NC_64BIT_DATA, &nc), NC_NOERR);
+  nc_def_dim(nc, "ncells", 6, &dx);
+  nc_def_var(nc, "tas", NC_FLOAT, 1, &dx, &vf);
+  nc_def_var(nc, "big", NC_DOUBLE, 1, &dx, &vd);
+  const float fill = 1e20f;
+  nc_put_att_float(nc, vf, "_FillValue", NC_FLOAT, 1, &fill);
+  nc_enddef(nc);
+  const float tas[6] = {280.0f, 3e38f, 1e20f, -3e38f, 290.0f, 2e20f};
+  nc_put_var_float(nc, vf, tas);
+  const double big[6] = {1.0, 1e300, -1e300, 2.0, 3.0, 4.0};
+  nc_put_var_double(nc, vd, big);
+  nc_close(nc);
+
+  FieldReader r(path, "tas");
+  EXPECT_EQ(r.valid_range_text(), "beyond _FillValue 1e+20");
+  std::vector<float> v(6);
+  EXPECT_EQ(r.read(0, v.data()), 2) << "3e38 and 2e20 lie beyond the positive _FillValue";
+  EXPECT_EQ(v[0], 280.0f);
+  EXPECT_TRUE(std::isnan(v[1]));
+  EXPECT_TRUE(std::isnan(v[2])) << "the fill value itself";
+  EXPECT_EQ(v[3], -3e38f) << "a positive _FillValue bounds only the top";
+  EXPECT_TRUE(std::isnan(v[5]));
+  r.set_max_abs(1000);
+  EXPECT_EQ(r.valid_range_text(), "beyond _FillValue 1e+20, |value| > 1000");
+  EXPECT_EQ(r.read(0, v.data()), 3);
+  EXPECT_TRUE(std::isnan(v[3]));
+  EXPECT_EQ(v[4], 290.0f);
+  EXPECT_EQ(r.out_of_range(), 5) << "counted over all reads";
+  r.set_max_abs(std::numeric_limits<double>::infinity());
+  EXPECT_EQ(r.read(0, v.data()), 2) << "an infinite bound is no bound";
+
+  // No attributes at all: values a float cannot hold are still not data.
+  FieldReader b(path, "big");
+  EXPECT_EQ(b.read(0, v.data()), 2);
+  EXPECT_EQ(v[0], 1.0f);
+  EXPECT_TRUE(std::isnan(v[1]) && std::isnan(v[2]));
+  EXPECT_EQ(v[3], 2.0f);
 }
 
 TEST(FieldReader, BadInputNamesFileVariableAndExpectation) {

@@ -4,7 +4,13 @@
 # Release into build/. Idempotent: a second run installs nothing and rebuilds only what changed.
 #   scripts/setup.sh            # install + build
 #   BUILD_DIR=out scripts/setup.sh
+#   scripts/setup.sh --install-only   # install, build nothing (sanitizer and fuzz builds)
 set -euo pipefail
+install_only=0
+if [ "${1-}" = "--install-only" ]; then
+  install_only=1
+  shift
+fi
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${BUILD_DIR:-$here/build}"
@@ -45,6 +51,8 @@ if ((${#missing[@]})); then
 else
   say "all ${#packages[@]} Debian packages already installed"
 fi
+
+[ "$install_only" = 0 ] || exit 0
 
 say "configuring Release build in $build_dir"
 mkdir -p "$build_dir"

@@ -38,6 +38,19 @@ std::string now_utc() {
   return buf;
 }
 
+/// Closes a file whose last write failed without writing anything more. In define mode nc_abort
+/// discards instead of syncing: a sync would write the failed record's data and header again,
+/// and when that fails too (a full disk), netCDF 4.9's nc_abort returns early and keeps the
+/// file's state and descriptor (one leak per failure, found by ASan). The file keeps what the
+/// last nc_sync put on disk.
+void abandon(int ncid) {
+  if (nc_redef(ncid) == NC_NOERR) {
+    nc_abort(ncid);
+  } else {
+    nc_close(ncid);  // releases the file even when its final sync fails
+  }
+}
+
 }  // namespace
 
 std::string EnsembleWriter::context() const { return "NetCDF output " + path_ + ", variable '" + var_ + "'"; }
@@ -234,7 +247,7 @@ void EnsembleWriter::write(const std::string& datetime, const float* members_by_
   } catch (const std::exception& e) {
     // The file keeps every record synced before this one: close it without writing more.
     broken_ = true;
-    nc_abort(ncid_);
+    abandon(ncid_);
     ncid_ = -1;
     throw IoError(std::string(e.what()) + "; " + path_ + " keeps the " + std::to_string(steps_) +
                   " record(s) written before");

@@ -2,7 +2,9 @@
 // NetCDF ensemble output: content read back, ncdump's view of it, and atomic publication.
 #include <gtest/gtest.h>
 #include <netcdf.h>
+#include <dirent.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -171,6 +173,60 @@ TEST(EnsembleWriter, AKilledRunKeepsEveryRecordItWrote) {
   r.read(1, values.data());  // member 0 of the second record
   EXPECT_FLOAT_EQ(values[0], 4.0f);
   EXPECT_FALSE(testing_io::exists(path + ".tmp"));
+}
+
+/// Open file descriptors of this process.
+int open_fds() {
+  int n = 0;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (readdir(d)) ++n;
+    closedir(d);
+  }
+  return n;
+}
+
+// A write that fails (here: the file-size limit, as a full disk does it) leaves the file with
+// the records synced before, and releases it: nc_abort once tried to sync the failed record,
+// failed again, and kept netCDF's state and the file's descriptor (ASan: a leak per failure).
+TEST(EnsembleWriter, AFailedWriteReleasesTheFileAndKeepsTheRecordsBefore) {
+  ScratchDir dir;
+  const std::string path = dir.file("out.nc");
+  const int n = 20000;
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {  // the size limit applies to this child only
+    signal(SIGXFSZ, SIG_IGN);
+    const int before = open_fds();
+    int written = 0;
+    {
+      EnsembleWriter w(path, small_icon(n), "t", {}, 2, {});
+      const rlimit limit{750000, RLIM_INFINITY};  // coordinates (330 kB) and 2.6 records (160 kB each)
+      setrlimit(RLIMIT_FSIZE, &limit);
+      try {
+        for (int day = 1; day <= 10; ++day, ++written)
+          w.write("2000-01-0" + std::to_string(day % 10) + "T00:00:00", ensemble(2, n, 1.0f * day).data());
+        _exit(10);  // never failed
+      } catch (const IoError&) {
+      }
+      try {
+        w.write("2000-01-09T00:00:00", ensemble(2, n, 9.0f).data());
+        _exit(11);  // a broken writer took another record
+      } catch (const IoError&) {
+      }
+      if (open_fds() != before) _exit(12);  // the failed file is still open
+    }
+    _exit(written == 2 ? 0 : 13);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0) << "10: no write failed, 11: a write after the failure was taken, "
+                                       "12: the file was not released, 13: not 2 records before the failure";
+  FieldReader r(path, "t");
+  ASSERT_EQ(r.n_times(), 2) << "the records synced before the failure, and only those";
+  std::vector<float> values(static_cast<size_t>(n));
+  r.read(1, values.data());
+  EXPECT_FLOAT_EQ(values[0], 2.0f);
 }
 
 TEST(EnsembleWriter, ASecondWriteAtTheSameTimeReplacesTheRecord) {

@@ -71,6 +71,8 @@ for kind in "${kinds[@]}"; do
       dir="$here/build-tsan"
       logs="$dir/sanitizer-logs"
       rm -rf "$logs" && mkdir -p "$logs"
+      # One LibTorch thread per finecast thread (OMP_NUM_THREADS=1 above): TSan cannot see the
+      # barriers of the uninstrumented libgomp (tests/sanitizers/tsan.supp says more).
       export TSAN_OPTIONS="log_path=$logs/tsan:halt_on_error=0:second_deadlock_stack=1:suppressions=$supp/tsan.supp"
       build thread "$dir" finecast_session_tests
       say "thread: running the training-session tests"

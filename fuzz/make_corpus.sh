@@ -115,7 +115,8 @@ data:
   rlat = -1, 1 ; rlon = -1, 1 ; height = 2 ; tas = 1, 2, 3, 4 ;
 }' 1 3
 
-# ---- checkpoint: written by finecast (untrained and trained small model) ----
+# ---- checkpoint: written by finecast (the small model after one epoch; 64 kB, mostly HDF5's
+# object headers and chunk indices of its 40 datasets) ----
 seed="$build/bin/make_seed_checkpoint"
 [ -x "$seed" ] || { echo "make_corpus: $seed is missing (build it: scripts/fuzz.sh --build-only)" >&2; exit 1; }
 "$seed" "$out/checkpoint"

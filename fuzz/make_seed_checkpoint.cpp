@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Writes the seed checkpoints of the checkpoint fuzz target (fuzz/make_corpus.sh): the small
-// model untrained, and after one epoch on 16 synthetic samples (with metadata).
+// Writes the seed checkpoint of the checkpoint fuzz target (fuzz/make_corpus.sh): the small
+// model after one epoch on 16 synthetic samples, with metadata.
 //   make_seed_checkpoint OUT_DIR
 #include <cstdio>
 #include <string>
@@ -17,7 +17,6 @@ int main(int argc, char** argv) {
   }
   const std::string dir = argv[1];
   ft::Downscaler model(finecast::fuzz::seed_model(), finecast::fuzz::seed_training(), "cpu");
-  model.save_checkpoint(dir + "/untrained.h5");
   const int64_t n = 16, C = 2, P = 4;
   std::vector<float> context(n * C), fine(n * P);
   for (int64_t i = 0; i < n; ++i) {

@@ -8,9 +8,10 @@
 # Builds the targets in build-fuzz/ (finecast's code instrumented; LibTorch, HDF5, NetCDF and
 # yaml-cpp are Debian's uninstrumented libraries), then runs each for --seconds (default 600) at
 # nice 19, starting from the committed seed corpus fuzz/corpus/<target>/ (read only; what the
-# run adds goes to build-fuzz/corpus/<target>/). A crash, leak, timeout (10 s per input) or
-# out-of-memory (2 GB) stops that target and leaves its input in build-fuzz/artifacts/<target>/.
-# A summary (seconds, executions, corpus, findings) goes to build-fuzz/summary.txt.
+# run adds goes to build-fuzz/corpus/<target>/). Every crash, leak, timeout (10 s per input) or
+# out-of-memory (2 GB) leaves its input in build-fuzz/artifacts/<target>/ and the run goes on;
+# a summary (seconds, executions, corpus, each finding with what it is) goes to
+# build-fuzz/summary.txt. Reproduce one: build-fuzz/bin/fuzz_<target> <artifact>.
 #   scripts/fuzz.sh [--seconds N] [--build-only] [TARGET ...]
 # Exit status: 0 no finding; 1 a finding; 2 bad arguments.
 set -euo pipefail
@@ -58,7 +59,7 @@ nice cmake --build "$build" -j "$jobs" --target "${build_targets[@]}"
 
 # Known leaks of the uninstrumented libraries (each with its reason) are suppressed; any leak of
 # finecast's code is a finding.
-export LSAN_OPTIONS="suppressions=$here/tests/sanitizers/lsan.supp:print_suppressions=0"
+export LSAN_OPTIONS="suppressions=$here/fuzz/lsan.supp:print_suppressions=0"
 export ASAN_OPTIONS="detect_leaks=1:check_initialization_order=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export OMP_NUM_THREADS=1
@@ -66,25 +67,31 @@ status=0
 : >"$build/summary.txt"
 for t in "${targets[@]}"; do
   corpus="$build/corpus/$t" artifacts="$build/artifacts/$t/"
+  rm -rf "$artifacts"
   mkdir -p "$corpus" "$artifacts"
   dict=()
   [ -f "$here/fuzz/$t.dict" ] && dict=(-dict="$here/fuzz/$t.dict")
   say "$t: fuzzing for $seconds s (log: $build/$t.log)"
-  rc=0
-  nice -n 19 "$build/bin/fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-    -print_final_stats=1 -artifact_prefix="$artifacts" "${dict[@]}" "$corpus" "$here/fuzz/corpus/$t" \
-    >"$build/$t.log" 2>&1 || rc=$?
-  runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$build/$t.log" | grep -o '[0-9]*$' || echo "?")
-  secs=$(grep -o 'Done [0-9]* runs in [0-9]* second' "$build/$t.log" | grep -o 'in [0-9]*' | grep -o '[0-9]*' || echo "?")
+  # Fork mode goes on after a finding, so one run reports every distinct one it meets.
+  nice -n 19 "$build/bin/fuzz_$t" -fork=1 -ignore_crashes=1 -ignore_ooms=1 -ignore_timeouts=1 \
+    -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -artifact_prefix="$artifacts" "${dict[@]}" \
+    "$corpus" "$here/fuzz/corpus/$t" >"$build/$t.log" 2>&1 || true
+  last=$(grep -E '^#[0-9]+: cov' "$build/$t.log" | tail -1)
+  runs=$(sed -E 's/^#([0-9]+):.*/\1/' <<<"$last")
+  secs=$(grep -oE 'time: [0-9]+s' <<<"$last" | grep -oE '[0-9]+')
   units=$(find "$corpus" -type f | wc -l)
   findings=$(find "$artifacts" -type f | wc -l)
-  line="$t: rc=$rc seconds=${secs:-?} executions=${runs:-?} corpus=$units findings=$findings"
+  line="$t: seconds=${secs:-?} executions=${runs:-?} corpus=$units findings=$findings"
   echo "$line" >>"$build/summary.txt"
   say "$line"
-  if ((rc != 0 || findings != 0)); then
+  # One line per finding: its file and the first line that says what went wrong.
+  for a in "$artifacts"*; do
+    [ -f "$a" ] || continue
     status=1
-    grep -E 'ERROR|SUMMARY|==[0-9]+==|#[0-9]+ 0x' "$build/$t.log" | head -40 || true
-  fi
+    why=$(nice -n 19 timeout 60 "$build/bin/fuzz_$t" -timeout=10 -rss_limit_mb=2048 "$a" 2>&1 \
+      | grep -m1 -E "what\(\)|ERROR: |round trip|refused by|returned an infinite|failed restore|without a library" || true)
+    echo "  $(basename "$a"): ${why:-no longer reproduces}" | tee -a "$build/summary.txt"
+  done
 done
 say "summary in $build/summary.txt"
 exit "$status"

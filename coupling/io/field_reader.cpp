@@ -86,6 +86,8 @@ FieldReader::FieldReader(const std::string& path, const std::string& var, int le
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0)
     throw IoError("NetCDF file " + path + " does not exist (reading variable '" + var + "')");
+  if (const std::string damage = nc_classic_header_damage(path); !damage.empty())
+    throw IoError("NetCDF file " + path + " is damaged: " + damage + " (reading variable '" + var + "')");
   int rc = nc_open(path.c_str(), NC_NOWRITE, &ncid_);
   if (rc != NC_NOERR) {
     ncid_ = -1;

@@ -441,8 +441,8 @@ DatasetInfo File::info(const std::string& name) const {
   }
   if (dims.empty() || std::find(dims.begin(), dims.end(), hsize_t(0)) == dims.end())
     if (size_ >= 0 && bytes > static_cast<uint64_t>(size_))
-      fail("dataset " + name + " claims " + std::to_string(bytes) + " bytes, more than the whole file (" +
-           std::to_string(size_) + " bytes): damaged");
+      fail("dataset " + name + " claims " + std::to_string(bytes) +
+           " bytes, more than the whole file (" + std::to_string(size_) + " bytes): damaged");
   return info;
 }
 
@@ -539,12 +539,14 @@ std::vector<std::string> File::attr_names(const std::string& object) const {
   return out;
 }
 
-void File::check_single_value(int64_t attribute, const std::string& object, const std::string& key) const {
+void File::check_single_value(int64_t attribute, const std::string& object,
+                              const std::string& key) const {
   Handle space(H5Aget_space(attribute));
   const hssize_t n = H5Sget_simple_extent_npoints(space);
   CHECK_H5(n, "cannot read the shape of attribute " + attr_name(object, key));
   if (n != 1)
-    fail("attribute " + attr_name(object, key) + " holds " + std::to_string(n) + " values, expected one");
+    fail("attribute " + attr_name(object, key) + " holds " + std::to_string(n) +
+         " values, expected one");
 }
 
 int64_t File::attr_int(const std::string& object, const std::string& key) const {

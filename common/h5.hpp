@@ -102,7 +102,8 @@ class File {
   File(std::string path, int64_t id, Reporting reporting, int64_t size = -1)
       : path_(std::move(path)), id_(id), reporting_(std::move(reporting)), size_(size) {}
   /// Raises this file's error unless attribute `attribute` (an hid_t) holds exactly one value.
-  void check_single_value(int64_t attribute, const std::string& object, const std::string& key) const;
+  void check_single_value(int64_t attribute, const std::string& object,
+                          const std::string& key) const;
   /// Raises this file's error with HDF5's innermost messages appended.
   [[noreturn]] void fail_hdf5(const std::string& what) const;
   std::string path_;

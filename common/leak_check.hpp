@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // LeakSanitizer around MPI in ASan builds (scripts/sanitize.sh); nothing otherwise. The check
-// runs before MPI_Finalize. Open MPI unloads its components in MPI_Finalize, after which the leaks they made
-// can no longer be attributed to a library (and so not suppressed as Open MPI's), while
+// runs before MPI_Finalize. Open MPI unloads its components in MPI_Finalize, after which the leaks
+// they made can no longer be attributed to a library (and so not suppressed as Open MPI's), while
 // finecast's own state is released before (the plugin at EP_DESTRUCTOR). The usual check at
 // exit does not run after this one.
 #pragma once

@@ -87,7 +87,8 @@ FieldReader::FieldReader(const std::string& path, const std::string& var, int le
   if (::stat(path.c_str(), &st) != 0)
     throw IoError("NetCDF file " + path + " does not exist (reading variable '" + var + "')");
   if (const std::string damage = nc_classic_header_damage(path); !damage.empty())
-    throw IoError("NetCDF file " + path + " is damaged: " + damage + " (reading variable '" + var + "')");
+    throw IoError("NetCDF file " + path + " is damaged: " + damage + " (reading variable '" + var +
+                  "')");
   int rc = nc_open(path.c_str(), NC_NOWRITE, &ncid_);
   if (rc != NC_NOERR) {
     ncid_ = -1;
@@ -246,7 +247,8 @@ FieldReader::FieldReader(const std::string& path, const std::string& var, int le
     if (auto v = num_attr(ncid_, varid_, "valid_max"); !v.empty())
       valid_max_ = v[0], explicit_range = true;
     if (explicit_range) {
-      range_source_ = "valid range [" + number_text(valid_min_) + ", " + number_text(valid_max_) + "]";
+      range_source_ =
+          "valid range [" + number_text(valid_min_) + ", " + number_text(valid_max_) + "]";
     } else if (fill.size() == 1 && std::isfinite(fill[0]) && fill[0] != 0) {
       // NUG: "If valid_range is not defined ... a positive _FillValue is the upper bound of the
       // valid range, a negative one the lower bound" (the fill itself is missing, not counted).
@@ -315,7 +317,8 @@ void FieldReader::set_max_abs(double bound) {
 
 std::string FieldReader::valid_range_text() const {
   std::string s = range_source_;
-  if (max_abs_ > 0) s += (s.empty() ? "" : ", ") + std::string("|value| > ") + number_text(max_abs_);
+  if (max_abs_ > 0)
+    s += (s.empty() ? "" : ", ") + std::string("|value| > ") + number_text(max_abs_);
   return s.empty() ? "none" : s;
 }
 

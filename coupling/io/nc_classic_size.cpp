@@ -31,17 +31,18 @@ class HeaderReader {
   uint64_t offset() { return version_ == 1 ? u32() : u64(); }
   void skip(uint64_t n, const char* what) {
     if (n > remaining())
-      throw Overclaim(std::string("its header declares ") + what + " of " + std::to_string(n) + " bytes at byte " +
-                      std::to_string(position()) + ", but the file has " + std::to_string(size_) + " bytes");
+      throw Overclaim(std::string("its header declares ") + what + " of " + std::to_string(n) +
+                      " bytes at byte " + std::to_string(position()) + ", but the file has " +
+                      std::to_string(size_) + " bytes");
     in_.seekg(static_cast<std::streamoff>(n), std::ios::cur);
     if (!in_) throw std::runtime_error("header ends early");
   }
   // `n` entries of at least 4 bytes each must fit in the rest of the file.
   uint64_t count(uint64_t n, const char* what) {
     if (n > remaining() / 4)
-      throw Overclaim(std::string("its header declares ") + std::to_string(n) + " " + what + " at byte " +
-                      std::to_string(position()) + ", more than the " + std::to_string(size_) +
-                      "-byte file can hold");
+      throw Overclaim(std::string("its header declares ") + std::to_string(n) + " " + what +
+                      " at byte " + std::to_string(position()) + ", more than the " +
+                      std::to_string(size_) + "-byte file can hold");
     return n;
   }
   void skip_name() { skip(pad4(non_neg()), "a name"); }
@@ -104,7 +105,8 @@ void skip_attributes(HeaderReader& r) {
     const uint64_t type = r.u32();
     const uint64_t count = r.non_neg();
     const uint64_t size = type_size(type);
-    r.skip(count > UINT64_MAX / size ? UINT64_MAX : HeaderReader::pad4(count * size), "an attribute");
+    r.skip(count > UINT64_MAX / size ? UINT64_MAX : HeaderReader::pad4(count * size),
+           "an attribute");
   }
 }
 

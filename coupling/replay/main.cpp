@@ -204,7 +204,8 @@ int run(const Options& opt, int rank, int n_ranks) {
             t_read += now() - t0;
             if (bad > 0 && input.out_of_range(static_cast<int>(v)) == bad)  // the first time only
               flog::warning("input: " + std::to_string(bad) + " value(s) of '" +
-                            cfg.variables[v].var + "' at " + datetime + " outside its valid range (" +
+                            cfg.variables[v].var + "' at " + datetime +
+                            " outside its valid range (" +
                             input.valid_range_text(static_cast<int>(v)) +
                             ") treated as missing; the total follows at the end");
           }

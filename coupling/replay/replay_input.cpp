@@ -157,7 +157,9 @@ int64_t ReplayInput::read(int64_t i, int v, float* out) {
 }
 
 std::string ReplayInput::valid_range_text(int v) const {
-  if (open_file_ < 0) return FieldReader(files_.front(), variables_.at(v).var, variables_.at(v).level).valid_range_text();
+  if (open_file_ < 0)
+    return FieldReader(files_.front(), variables_.at(v).var, variables_.at(v).level)
+        .valid_range_text();
   return readers_.at(v)->valid_range_text();
 }
 

@@ -145,7 +145,8 @@ TEST(H5, ArrayAttributesAndImpossibleShapesAreRefused) {
     const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     ASSERT_GE(file, 0);
     const hsize_t four = 4, three = 3;
-    const hid_t four_space = H5Screate_simple(1, &four, nullptr), three_space = H5Screate_simple(1, &three, nullptr);
+    const hid_t four_space = H5Screate_simple(1, &four, nullptr),
+                three_space = H5Screate_simple(1, &three, nullptr);
     const int64_t ints[4] = {1, 2, 3, 4};
     hid_t a = H5Acreate2(file, "ints", H5T_STD_I64LE, four_space, H5P_DEFAULT, H5P_DEFAULT);
     H5Awrite(a, H5T_NATIVE_INT64, ints);
@@ -170,10 +171,13 @@ TEST(H5, ArrayAttributesAndImpossibleShapesAreRefused) {
     const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
     const hsize_t chunk[2] = {16, 16};
     H5Pset_chunk(dcpl, 2, chunk);
-    const hsize_t huge[2] = {hsize_t(1) << 20, hsize_t(1) << 20}, overflow[2] = {hsize_t(1) << 40, hsize_t(1) << 40};
-    const hid_t huge_space = H5Screate_simple(2, huge, nullptr), overflow_space = H5Screate_simple(2, overflow, nullptr);
+    const hsize_t huge[2] = {hsize_t(1) << 20, hsize_t(1) << 20},
+                  overflow[2] = {hsize_t(1) << 40, hsize_t(1) << 40};
+    const hid_t huge_space = H5Screate_simple(2, huge, nullptr),
+                overflow_space = H5Screate_simple(2, overflow, nullptr);
     H5Dclose(H5Dcreate2(file, "huge", H5T_IEEE_F32LE, huge_space, H5P_DEFAULT, dcpl, H5P_DEFAULT));
-    H5Dclose(H5Dcreate2(file, "overflow", H5T_IEEE_F32LE, overflow_space, H5P_DEFAULT, dcpl, H5P_DEFAULT));
+    H5Dclose(H5Dcreate2(file, "overflow", H5T_IEEE_F32LE, overflow_space, H5P_DEFAULT, dcpl,
+                        H5P_DEFAULT));
     for (hid_t id : {four_space, three_space, huge_space, overflow_space}) H5Sclose(id);
     H5Tclose(fixed);
     H5Tclose(vlen);
@@ -189,12 +193,17 @@ TEST(H5, ArrayAttributesAndImpossibleShapesAreRefused) {
     }
     return std::string("no IoError");
   };
-  EXPECT_TRUE(contains(error([&] { f.attr_int("/", "ints"); }), "attribute /@ints holds 4 values, expected one"));
-  EXPECT_TRUE(contains(error([&] { f.attr_double("/", "doubles"); }), "holds 4 values, expected one"));
-  EXPECT_TRUE(contains(error([&] { f.attr_string("/", "strings"); }), "holds 3 values, expected one"));
-  EXPECT_TRUE(contains(error([&] { f.attr_string("/", "vstrings"); }), "holds 3 values, expected one"));
+  EXPECT_TRUE(contains(error([&] { f.attr_int("/", "ints"); }),
+                       "attribute /@ints holds 4 values, expected one"));
+  EXPECT_TRUE(
+      contains(error([&] { f.attr_double("/", "doubles"); }), "holds 4 values, expected one"));
+  EXPECT_TRUE(
+      contains(error([&] { f.attr_string("/", "strings"); }), "holds 3 values, expected one"));
+  EXPECT_TRUE(
+      contains(error([&] { f.attr_string("/", "vstrings"); }), "holds 3 values, expected one"));
   const std::string huge = error([&] { f.info("huge"); });
-  EXPECT_TRUE(contains(huge, "dataset huge claims 4398046511104 bytes, more than the whole file")) << huge;
+  EXPECT_TRUE(contains(huge, "dataset huge claims 4398046511104 bytes, more than the whole file"))
+      << huge;
   EXPECT_TRUE(contains(huge, path)) << huge;
   const std::string overflow = error([&] { f.info("overflow"); });
   EXPECT_TRUE(contains(overflow, "dataset overflow claims an impossible shape")) << overflow;

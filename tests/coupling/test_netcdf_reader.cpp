@@ -263,20 +263,24 @@ TEST(FieldReader, BadInputNamesFileVariableAndExpectation) {
 TEST(FieldReader, HeadersDeclaringMoreThanTheFileAreRefusedBeforeTheLibraryOpensThem) {
   ScratchDir dir;
   auto be32 = [](uint32_t v) {
-    return std::string{static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
-                       static_cast<char>(v)};
+    return std::string{static_cast<char>(v >> 24), static_cast<char>(v >> 16),
+                       static_cast<char>(v >> 8), static_cast<char>(v)};
   };
   // CDF-1, no records, one dimension whose name claims 0xBEBEBEBE bytes.
-  testing_io::spit(dir.file("name.nc"), "CDF\x01" + be32(0) + be32(0x0A) + be32(1) + be32(0xBEBEBEBEu) + "tas");
+  testing_io::spit(dir.file("name.nc"),
+                   "CDF\x01" + be32(0) + be32(0x0A) + be32(1) + be32(0xBEBEBEBEu) + "tas");
   std::string e = error_of([&] { FieldReader(dir.file("name.nc"), "tas"); });
-  EXPECT_NE(e.find("name.nc is damaged: its header declares a name of 3200171712 bytes at byte 20, but the file "
+  EXPECT_NE(e.find("name.nc is damaged: its header declares a name of 3200171712 bytes at byte 20, "
+                   "but the file "
                    "has 23 bytes"),
             std::string::npos)
       << e;
   // A list of 2^31 - 1 dimensions in a 16-byte file.
   testing_io::spit(dir.file("count.nc"), "CDF\x01" + be32(0) + be32(0x0A) + be32(0x7FFFFFFF));
   e = error_of([&] { FieldReader(dir.file("count.nc"), "tas"); });
-  EXPECT_NE(e.find("count.nc is damaged: its header declares 2147483647 dimensions"), std::string::npos) << e;
+  EXPECT_NE(e.find("count.nc is damaged: its header declares 2147483647 dimensions"),
+            std::string::npos)
+      << e;
   // Intact files are untouched by the check.
   const std::string packed = write_packed_file(dir.file("packed.nc"), "standard");
   EXPECT_NO_THROW(FieldReader(packed, "pr"));

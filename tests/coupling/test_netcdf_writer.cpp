@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // NetCDF ensemble output: content read back, ncdump's view of it, and atomic publication.
+#include <dirent.h>
 #include <gtest/gtest.h>
 #include <netcdf.h>
-#include <dirent.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -200,11 +200,13 @@ TEST(EnsembleWriter, AFailedWriteReleasesTheFileAndKeepsTheRecordsBefore) {
     int written = 0;
     {
       EnsembleWriter w(path, small_icon(n), "t", {}, 2, {});
-      const rlimit limit{750000, RLIM_INFINITY};  // coordinates (330 kB) and 2.6 records (160 kB each)
+      const rlimit limit{750000,
+                         RLIM_INFINITY};  // coordinates (330 kB) and 2.6 records (160 kB each)
       setrlimit(RLIMIT_FSIZE, &limit);
       try {
         for (int day = 1; day <= 10; ++day, ++written)
-          w.write("2000-01-0" + std::to_string(day % 10) + "T00:00:00", ensemble(2, n, 1.0f * day).data());
+          w.write("2000-01-0" + std::to_string(day % 10) + "T00:00:00",
+                  ensemble(2, n, 1.0f * day).data());
         _exit(10);  // never failed
       } catch (const IoError&) {
       }
@@ -220,8 +222,9 @@ TEST(EnsembleWriter, AFailedWriteReleasesTheFileAndKeepsTheRecordsBefore) {
   int status = 0;
   waitpid(pid, &status, 0);
   ASSERT_TRUE(WIFEXITED(status));
-  ASSERT_EQ(WEXITSTATUS(status), 0) << "10: no write failed, 11: a write after the failure was taken, "
-                                       "12: the file was not released, 13: not 2 records before the failure";
+  ASSERT_EQ(WEXITSTATUS(status), 0)
+      << "10: no write failed, 11: a write after the failure was taken, "
+         "12: the file was not released, 13: not 2 records before the failure";
   FieldReader r(path, "t");
   ASSERT_EQ(r.n_times(), 2) << "the records synced before the failure, and only those";
   std::vector<float> values(static_cast<size_t>(n));

@@ -22,26 +22,24 @@ namespace {
 /// Writes `cdl` (netCDF's text form) as a NetCDF file with ncgen; returns the file's path.
 std::string ncgen(const ScratchDir& dir, const std::string& name, const std::string& cdl) {
   write_text(dir.file(name + ".cdl"), cdl);
-  const CommandResult r = run_command("ncgen -o " + dir.file(name + ".nc") + " " + dir.file(name + ".cdl"));
+  const CommandResult r =
+      run_command("ncgen -o " + dir.file(name + ".nc") + " " + dir.file(name + ".cdl"));
   if (r.rc != 0) throw std::runtime_error("ncgen failed: " + r.output);
   return dir.file(name + ".nc");
 }
 
 /// tas(time, lat, lon) on a 4 x 4 grid with `steps` records of `values` (16 per record).
 std::string tas_cdl(int steps, const std::string& values) {
+  std::string times;
+  for (int i = 0; i < steps; ++i) times += (i ? ", " : "") + std::to_string(i);
+  const std::string data = steps > 0 ? "  time = " + times + " ;\n  tas = " + values + " ;\n" : "";
   return "netcdf tas {\ndimensions:\n  time = UNLIMITED ;\n  lat = 4 ;\n  lon = 4 ;\nvariables:\n"
          "  double time(time) ;\n    time:units = \"days since 2000-01-01\" ;\n"
          "  double lat(lat) ;\n    lat:units = \"degrees_north\" ;\n"
          "  double lon(lon) ;\n    lon:units = \"degrees_east\" ;\n"
          "  float tas(time, lat, lon) ;\n    tas:units = \"K\" ;\n    tas:_FillValue = 1.e+20f ;\n"
          "data:\n  lat = -30, -10, 10, 30 ;\n  lon = 0, 90, 180, 270 ;\n" +
-         (steps > 0 ? "  time = " + [&] {
-           std::string t;
-           for (int i = 0; i < steps; ++i) t += (i ? ", " : "") + std::to_string(i);
-           return t;
-         }() + " ;\n  tas = " + values + " ;\n"
-                    : std::string()) +
-         "}\n";
+         data + "}\n";
 }
 
 std::string run_file(const std::string& input) {
@@ -65,8 +63,9 @@ TEST(ReplayBadInput, NoTimeStepsIsAClearErrorOnEveryRank) {
   }
   // The program, on 2 ranks: exit status 1 with that message, not a signal.
   write_text(dir.file("run.yaml"), run_file(input));
-  const CommandResult r = run_command("timeout -k 5 60 mpiexec -n 2 --oversubscribe " + binary("finecast-replay") +
-                                      " --config " + dir.file("run.yaml"));
+  const CommandResult r =
+      run_command("timeout -k 5 60 mpiexec -n 2 --oversubscribe " + binary("finecast-replay") +
+                  " --config " + dir.file("run.yaml"));
   EXPECT_NE(r.rc, 0) << r.output;
   EXPECT_NE(r.rc, 124) << "hung:\n" << r.output;
   EXPECT_EQ(r.output.find("Segmentation fault"), std::string::npos) << r.output;
@@ -81,19 +80,22 @@ TEST(ReplayBadInput, ImplausibleValuesAreMissingAndCountedInTheLog) {
     for (int i = 0; i < 16; ++i) {
       // Step 0 holds two values beyond the _FillValue (3e38), step 1 one (2e20).
       const bool bad = (t == 0 && (i == 3 || i == 9)) || (t == 1 && i == 5);
-      values += std::string(values.empty() ? "" : ", ") + (bad ? (t == 0 ? "3e38" : "2e20") : "280");
+      values +=
+          std::string(values.empty() ? "" : ", ") + (bad ? (t == 0 ? "3e38" : "2e20") : "280");
     }
   const std::string input = ncgen(dir, "implausible", tas_cdl(2, values));
   write_text(dir.file("run.yaml"), run_file(input));
-  const CommandResult r = run_command("timeout -k 5 60 mpiexec -n 1 " + binary("finecast-replay") + " --config " +
-                                      dir.file("run.yaml") + " --progress none");
+  const CommandResult r = run_command("timeout -k 5 60 mpiexec -n 1 " + binary("finecast-replay") +
+                                      " --config " + dir.file("run.yaml") + " --progress none");
   ASSERT_EQ(r.rc, 0) << r.output;
-  EXPECT_NE(r.output.find("input: 2 value(s) of 'tas' at 2000-01-01T00:00:00 outside its valid range (beyond "
-                          "_FillValue 1e+20) treated as missing"),
+  EXPECT_NE(r.output.find(
+                "input: 2 value(s) of 'tas' at 2000-01-01T00:00:00 outside its valid range (beyond "
+                "_FillValue 1e+20) treated as missing"),
             std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("3 value(s) of 'tas' outside its valid range (beyond _FillValue 1e+20) treated as "
-                          "missing in 2 replay steps"),
+  EXPECT_NE(r.output.find(
+                "3 value(s) of 'tas' outside its valid range (beyond _FillValue 1e+20) treated as "
+                "missing in 2 replay steps"),
             std::string::npos)
       << r.output;
 

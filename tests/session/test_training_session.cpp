@@ -145,7 +145,8 @@ TEST(TrainingSession, AFailureOnTheTrainingThreadIsRethrownByCollect) {
   KnownDistribution d(128, 22);
   ft::Downscaler model(tiny_model(), tiny_training(), "cpu");
   fp::TrainingSession session;
-  session.start(model, snapshot_of(d), 1, true, 1, [] { throw std::runtime_error("injected before training"); });
+  session.start(model, snapshot_of(d), 1, true, 1,
+                [] { throw std::runtime_error("injected before training"); });
   session.wait();
   try {
     session.collect();

@@ -89,7 +89,7 @@ for t in "${targets[@]}"; do
     [ -f "$a" ] || continue
     status=1
     why=$(nice -n 19 timeout 60 "$build/bin/fuzz_$t" -timeout=10 -rss_limit_mb=2048 "$a" 2>&1 \
-      | grep -m1 -E "what\(\)|ERROR: |round trip|refused by|returned an infinite|failed restore|without a library" || true)
+      | grep -m1 -E "what\(\)|ERROR: |runtime error|round trip|refused by|returned an infinite|failed restore|without a library" || true)
     echo "  $(basename "$a"): ${why:-no longer reproduces}" | tee -a "$build/summary.txt"
   done
 done

@@ -56,6 +56,30 @@ TEST(CfTime, GregorianNoLeap360AndAbsolute) {
   EXPECT_THROW(CfTime("days since 2000-01-01", "martian", "test"), IoError);
 }
 
+// A damaged time axis may hold NaN or 2e214 (found by fuzzing: UBSan, a double outside the range
+// of int64 converted to it); such a value is refused with the file's context, not turned into
+// an arbitrary date.
+TEST(CfTime, ValuesThatAreNoDateAreRefused) {
+  const CfTime days("days since 1850-01-01", "noleap", "file.nc, time");
+  const CfTime absolute("day as %Y%m%d.%f", "proleptic_gregorian", "file.nc, time");
+  auto error = [](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const IoError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no IoError");
+  };
+  EXPECT_NE(error([&] { days.to_datetime(2.11615e+214); })
+                .find("file.nc, time: time value 2.11615e+214 (days since 1850-01-01) is not a date"),
+            std::string::npos);
+  EXPECT_NE(error([&] { days.to_datetime(std::nan("")); }).find("not a finite number"), std::string::npos);
+  EXPECT_NE(error([&] { days.to_datetime(-INFINITY); }).find("not a finite number"), std::string::npos);
+  EXPECT_NE(error([&] { absolute.to_datetime(1e300); }).find("a million years or more away"), std::string::npos);
+  EXPECT_EQ(format_datetime(days.to_datetime(365.0 * 999999)).substr(0, 8), "1001849-") << "still a date";
+  EXPECT_EQ(format_datetime(absolute.to_datetime(99991231.5)), "9999-12-31T12:00:00");
+}
+
 TEST(FieldReader, RectilinearMonthlyTemperature) {
   FINECAST_REQUIRE_FILE(testing_io::kTasFile);
   FieldReader r(testing_io::kTasFile, "tas");
@@ -279,6 +303,24 @@ TEST(FieldReader, HeadersDeclaringMoreThanTheFileAreRefusedBeforeTheLibraryOpens
   testing_io::spit(dir.file("count.nc"), "CDF\x01" + be32(0) + be32(0x0A) + be32(0x7FFFFFFF));
   e = error_of([&] { FieldReader(dir.file("count.nc"), "tas"); });
   EXPECT_NE(e.find("count.nc is damaged: its header declares 2147483647 dimensions"),
+            std::string::npos)
+      << e;
+  // The library reads zeros past the end of the file: a length cut off by the end (6 of its 8
+  // bytes in CDF-5) is as long as the zeros make it.
+  testing_io::spit(dir.file("cut.nc"), "CDF\x05" + std::string(7, '\0') + "\x02" + be32(0x0A) +
+                                           std::string(7, '\0') + "\x01" +
+                                           std::string("\xb1\xe6\x43\x8c\x80\x00", 6));
+  e = error_of([&] { FieldReader(dir.file("cut.nc"), "tas"); });
+  EXPECT_NE(e.find("cut.nc is damaged: its header declares a name of"), std::string::npos) << e;
+  // The library accepts any tag on an empty list and string attributes (type 12, no values)
+  // in a classic header, and reads on: so does the check, to the variable name that follows.
+  const std::string absent = be32(0x00930000) + be32(0);
+  const std::string string_attr = be32(1) + std::string("a\0\0\0", 4) + be32(12) + be32(5);
+  testing_io::spit(dir.file("lenient.nc"), "CDF\x01" + be32(0) + absent + be32(0x0C) + be32(1) +
+                                               string_attr + be32(0x0B) + be32(1) +
+                                               be32(0x7FFFFFF0u) + "tas");
+  e = error_of([&] { FieldReader(dir.file("lenient.nc"), "tas"); });
+  EXPECT_NE(e.find("lenient.nc is damaged: its header declares a name of 2147483632 bytes"),
             std::string::npos)
       << e;
   // Intact files are untouched by the check.

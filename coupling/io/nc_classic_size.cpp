@@ -12,9 +12,10 @@ namespace finecast::coupling {
 namespace {
 
 // A header that declares more bytes (a name, an attribute's values, a list's entries) than the
-// file holds: damaged or forged. The NetCDF library allocates what the header declares before
-// it reads it (a few bytes of a damaged file made it ask for gigabytes), so this is checked
-// before the library opens the file.
+// file holds, or what no classic file holds (strings): damaged or forged. The NetCDF library
+// allocates what the header declares before it reads it (a few bytes of a damaged file made it
+// ask for gigabytes) and divides by a string's size of zero, so this is checked before the
+// library opens the file.
 class Overclaim : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -72,6 +73,10 @@ class HeaderReader {
   uint64_t size_;
 };
 
+// NC_STRING: no classic type, yet netCDF 4.9 accepts it in a classic header, as values of zero
+// bytes, and then divides by that size (SIGFPE in NC_check_vlen for a string variable).
+constexpr uint64_t kStringType = 12;
+
 uint64_t type_size(uint64_t t) {
   switch (t) {
     case 1:
@@ -89,8 +94,6 @@ uint64_t type_size(uint64_t t) {
     case 10:
     case 11:
       return 8;  // double, int64, uint64
-    case 12:
-      return 0;  // string: not a classic type, yet the library accepts it with no bytes of values
     default:
       throw std::runtime_error("unknown type");
   }
@@ -110,6 +113,9 @@ void skip_attributes(HeaderReader& r) {
   for (uint64_t i = 0; i < n; ++i) {
     r.skip_name();
     const uint64_t type = r.u32();
+    if (type == kStringType)
+      throw Overclaim("its header declares a string attribute at byte " +
+                      std::to_string(r.position()) + ", which classic NetCDF files cannot hold");
     const uint64_t count = r.non_neg();
     const uint64_t size = type_size(type);
     r.skip(size > 0 && count > UINT64_MAX / size ? UINT64_MAX : HeaderReader::pad4(count * size),
@@ -167,6 +173,9 @@ int64_t expected_size(const std::string& path) {
       }
       skip_attributes(r);
       const uint64_t type = r.u32();
+      if (type == kStringType)
+        throw Overclaim("its header declares a string variable at byte " +
+                        std::to_string(r.position()) + ", which classic NetCDF files cannot hold");
       v.vsize = r.non_neg();
       v.begin = r.offset();
       v.bytes = elems * type_size(type);

@@ -303,7 +303,11 @@ const std::vector<Field>& schema() {
     s.push_back(string_field("checkpoint.dir", GET(checkpoint.dir), {}, "directory of the checkpoints"));
     s.push_back(int_field("checkpoint.every", GET(checkpoint.every), 0, kMax, "coupling steps between checkpoints; 0 = only at the end"));
     s.push_back(int_field("checkpoint.keep", GET(checkpoint.keep), 1, 100000, "checkpoints kept (oldest removed)"));
-    s.push_back(string_field("checkpoint.resume", GET(checkpoint.resume), {}, "checkpoint file or directory to resume from (\"\" = fresh)"));
+    s.push_back(string_field("checkpoint.resume", GET(checkpoint.resume), {},
+                             "checkpoint file or directory to resume from; auto = the newest in checkpoint.dir if any "
+                             "(restart chains); \"\" = fresh"));
+    s.push_back(bool_field("checkpoint.at_host_restart", GET(checkpoint.at_host_restart),
+                           "also checkpoint when the host writes its restart (EP_ATM_CHECKPOINT_AFTER)"));
     s.push_back(bool_field("checkpoint.buffer", GET(checkpoint.buffer), "snapshot the rolling buffer with each checkpoint"));
     s.push_back(string_field("testing.fault", GET(testing.fault),
                              {"none", "gather", "training", "checkpoint", "sampling", "output", "write_back"},

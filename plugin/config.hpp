@@ -84,7 +84,11 @@ struct CheckpointConfig {
   std::string dir = "checkpoints";
   int every = 0;   ///< coupling steps between checkpoints; 0 = only at the end
   int keep = 3;
-  std::string resume;  ///< checkpoint file or directory (newest valid one); "" = start fresh
+  /// checkpoint file, or directory (its newest valid checkpoint), to resume from; "auto" = the
+  /// newest valid checkpoint in `dir` when there is one, else a fresh start (restart chains);
+  /// "" = start fresh
+  std::string resume;
+  bool at_host_restart = true;  ///< also checkpoint at EP_ATM_CHECKPOINT_AFTER (the host's restart)
   bool buffer = true;  ///< also snapshot the rolling buffer so a resumed run keeps its samples
 };
 

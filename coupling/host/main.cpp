@@ -47,12 +47,19 @@ int run(const Options& opt, int rank, int n_ranks) {
   // finecast reads "CONFIG.yaml key.path=value ..." from its options string, so overrides
   // given on the command line travel the same way they would in an ICON namelist.
   for (auto& p : plugins)
-    for (const auto& o : opt.plugin_overrides) p.options += " " + o;
+    for (const auto& o : opt.plugin_overrides) p.options += " " + fh::quote_option(o);
 
+  // Time: the fields are functions of the time since the experiment's start, so that a run in
+  // chunks (restarts) computes what one long run computes; this run covers `steps` steps from
+  // its own start.
   const fc::CfTime clock("seconds since " + cfg.start, "proleptic_gregorian",
                          opt.run_file + ": start");
-  fc::DateTime start;
+  const fc::CfTime experiment("seconds since " + cfg.experiment_start, "proleptic_gregorian",
+                              opt.run_file + ": experiment_start");
+  fc::DateTime start, exp_start;
   fc::parse_datetime(cfg.start, start);
+  fc::parse_datetime(cfg.experiment_start, exp_start);
+  const double run_offset = experiment.from_datetime(start);  // seconds from the experiment's start
   auto datetime_at = [&](double seconds) {
     return fc::format_datetime(clock.to_datetime(seconds));
   };
@@ -65,7 +72,7 @@ int run(const Options& opt, int rank, int n_ranks) {
   setup.decomposition = cfg.decomposition;
   setup.nproma = cfg.nproma;
   setup.dt = cfg.dt;
-  setup.start_utc_hours = start.hour + start.minute / 60.0 + start.second / 3600.0;
+  setup.start_utc_hours = exp_start.hour + exp_start.minute / 60.0 + exp_start.second / 3600.0;
   setup.nlev = cfg.nlev;
   const fc::host::HostModel model(grid, setup, n_ranks, rank);
   flog::info("grid " + cfg.grid + ": " + std::to_string(grid.n_cells) + " cells; this rank owns " +
@@ -76,11 +83,14 @@ int run(const Options& opt, int rank, int n_ranks) {
   ch::GlobalData global;
   global.vct_a = model.vct_a();
   global.host_revision = std::string("finecast-host ") + FINECAST_VERSION;
+  global.restart_run = cfg.restart_run;
   ch::Host host(MPI_COMM_WORLD,
-                {cfg.start, datetime_at(stop_seconds), cfg.start, datetime_at(stop_seconds)}, global);
+                {cfg.experiment_start, cfg.experiment_stop.empty() ? datetime_at(stop_seconds) : cfg.experiment_stop,
+                 cfg.start, datetime_at(stop_seconds)},
+                global);
   ch::Domain domain = model.domain();
-  domain.dom_start = 0.0;
-  domain.dom_end = stop_seconds;
+  domain.dom_start = run_offset;
+  domain.dom_end = run_offset + stop_seconds;
   host.add_domain(std::move(domain));
   // ICON's names, units and CF standard names for the fields finecast-host computes.
   const int nlev = cfg.nlev;
@@ -94,7 +104,7 @@ int run(const Options& opt, int rank, int n_ranks) {
   model.write_topography(topography);
   model.write_land_fraction(fr_land);
   const fc::host::FieldPointers fields{ts, ps, temp, pres};
-  model.compute(0.0, fields);
+  model.compute(run_offset, fields);
 
   for (const auto& p : plugins)
     if (rank == 0)
@@ -134,7 +144,7 @@ int run(const Options& opt, int rank, int n_ranks) {
     ep(EP_ATM_INTEGRATE_BEFORE, datetime, 1);
     ep(EP_ATM_INTEGRATE_START, datetime, 1);
     const double t0 = now();
-    model.compute(seconds, fields);
+    model.compute(run_offset + seconds, fields);
     t_fields += now() - t0;
     ep(EP_ATM_INTEGRATE_END, datetime, 1);
     ep(EP_ATM_INTEGRATE_AFTER, datetime, 1);
@@ -151,6 +161,11 @@ int run(const Options& opt, int rank, int n_ranks) {
       sums[1] += dom.area[j];
     }
     MPI_Allreduce(sums, global, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    // ICON writes its restart files at the restart interval and at the end of the run.
+    if (step == cfg.steps || (cfg.restart_every > 0 && step % cfg.restart_every == 0)) {
+      ep(EP_ATM_CHECKPOINT_BEFORE, datetime);
+      ep(EP_ATM_CHECKPOINT_AFTER, datetime);
+    }
     ep(EP_ATM_TIMELOOP_END, datetime);
     if (cfg.step_seconds > 0) {
       const double left = cfg.step_seconds - (now() - step_start);

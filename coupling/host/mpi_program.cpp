@@ -18,6 +18,12 @@ double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+std::string quote_option(const std::string& word) {
+  if (word.find_first_of(" \t'\"") == std::string::npos) return word;
+  if (word.find('\'') == std::string::npos) return "'" + word + "'";
+  return "\"" + word + "\"";  // a word with both kinds of quotes cannot be passed through
+}
+
 int mpi_main(int argc, char** argv, CLI::App& app, const std::string& log_level,
              const std::function<int(int rank, int n_ranks)>& body) {
   // Plugins may run threads of their own (finecast trains on one); only this thread calls MPI.

@@ -14,6 +14,10 @@ namespace finecast::coupling::host {
 /// Seconds on a steady clock, for differences (durations) only.
 double now();
 
+/// A `key.path=value` override as one word of a plugin's options string: quoted when it holds
+/// blanks or quotes, so that the plugin splits it back as written ("a b" -> 'a b').
+std::string quote_option(const std::string& word);
+
 /// The whole of an MPI program's main(): MPI_Init, parses `app` (help and usage errors are
 /// printed by rank 0), configures the log at `log_level` (bound to one of `app`'s options, so it
 /// is read after parsing), returns body(rank, n_ranks) after MPI_Finalize. An exception from

@@ -191,6 +191,70 @@ EnsembleWriter::EnsembleWriter(const std::string& path, const OutputGrid& grid,
   }
 }
 
+EnsembleWriter::EnsembleWriter(Append, const std::string& path, const std::string& var, int members,
+                               int64_t n_cells)
+    : path_(path), var_(var), members_(members), n_cells_(n_cells) {
+  const std::string ctx = context() + " (appending)";
+  CHECK_NC(nc_open(path_.c_str(), NC_WRITE, &ncid_), ctx);
+  try {
+    int format = 0;
+    CHECK_NC(nc_inq_format(ncid_, &format), ctx);
+    if (format == NC_FORMAT_NETCDF4 || format == NC_FORMAT_NETCDF4_CLASSIC)
+      throw IoError(ctx + ": the file is NetCDF-4 (an older finecast's output); finecast appends to CDF-5 outputs only");
+    CHECK_NC(nc_inq_varid(ncid_, var.c_str(), &varid_), ctx + ": no variable '" + var + "'");
+    int ndims = 0;
+    CHECK_NC(nc_inq_varndims(ncid_, varid_, &ndims), ctx);
+    std::vector<int> dims(static_cast<size_t>(ndims));
+    CHECK_NC(nc_inq_vardimid(ncid_, varid_, dims.data()), ctx);
+    int unlimited = -1;
+    CHECK_NC(nc_inq_unlimdim(ncid_, &unlimited), ctx);
+    if (ndims < 3 || dims[0] != unlimited) throw IoError(ctx + ": '" + var + "' is not (time, member, cells...)");
+    size_t len = 0;
+    CHECK_NC(nc_inq_dimlen(ncid_, dims[1], &len), ctx);
+    if (static_cast<int>(len) != members)
+      throw IoError(ctx + ": the file has " + std::to_string(len) + " members, this run samples " + std::to_string(members));
+    size_t cells = 1;
+    for (int d = 2; d < ndims; ++d) {
+      CHECK_NC(nc_inq_dimlen(ncid_, dims[d], &len), ctx);
+      spatial_dimids_.push_back(dims[d]);
+      spatial_shape_.push_back(len);
+      cells *= len;
+    }
+    if (static_cast<int64_t>(cells) != n_cells)
+      throw IoError(ctx + ": the file's grid has " + std::to_string(cells) + " cells, this run's " + std::to_string(n_cells));
+    time_dimid_ = dims[0];
+    CHECK_NC(nc_inq_varid(ncid_, "time", &time_varid_), ctx + ": no variable 'time'");
+    if (nc_inq_varid(ncid_, (var + "_coarse").c_str(), &coarse_varid_) != NC_NOERR) coarse_varid_ = -1;
+    if (nc_inq_varid(ncid_, (var + "_host").c_str(), &host_varid_) != NC_NOERR) host_varid_ = -1;
+    size_t records = 0;
+    CHECK_NC(nc_inq_dimlen(ncid_, time_dimid_, &records), ctx);
+    steps_ = static_cast<int64_t>(records);
+    auto text = [&](const char* name) {
+      size_t n = 0;
+      if (nc_inq_attlen(ncid_, time_varid_, name, &n) != NC_NOERR) return std::string();
+      std::string v(n, '\0');
+      CHECK_NC(nc_get_att_text(ncid_, time_varid_, name, v.data()), ctx);
+      return v;
+    };
+    time_units_ = text("units");
+    calendar_ = text("calendar");
+    if (calendar_.empty()) calendar_ = "proleptic_gregorian";
+    dated_ = time_units_.find(" since ") != std::string::npos;
+    if (steps_ > 0) {
+      const size_t last = records - 1;
+      CHECK_NC(nc_get_var1_double(ncid_, time_varid_, &last, &last_time_), ctx + " (time)");
+      last_datetime_ = dated_ ? format_datetime(CfTime(time_units_, calendar_, ctx).to_datetime(last_time_))
+                              : std::to_string(static_cast<long long>(last_time_));
+    }
+    int old_fill = 0;
+    CHECK_NC(nc_set_fill(ncid_, NC_NOFILL, &old_fill), ctx);
+  } catch (...) {
+    nc_close(ncid_);
+    ncid_ = -1;
+    throw;
+  }
+}
+
 int EnsembleWriter::define_companion(const std::string& suffix, const std::string& long_name) {
   const std::string ctx = context();
   CHECK_NC(nc_redef(ncid_), ctx);
@@ -229,6 +293,9 @@ void EnsembleWriter::write(const std::string& datetime, const float* members_by_
   if (steps_ > 0 && is_date != dated_)
     throw IoError(ctx + ": time \"" + datetime + "\" is " + (is_date ? "" : "not ") +
                   "an ISO 8601 date but the first written time was " + (dated_ ? "" : "not"));
+  if (steps_ > 0 && dated_ && datetime != last_datetime_ &&
+      CfTime(time_units_, calendar_, ctx).from_datetime(t) < last_time_)
+    throw IoError(ctx + ": time " + datetime + " is earlier than the file's last record (" + last_datetime_ + ")");
   try {
     append(datetime, members_by_cell, coarse_on_fine, host_field);
   } catch (const std::exception& e) {
@@ -287,6 +354,7 @@ void EnsembleWriter::append(const std::string& datetime, const float* members_by
   if (host_field) put_companion(host_varid_, "_host", host_field, ts);
   CHECK_NC(nc_sync(ncid_), ctx + " (time step " + std::to_string(record) + ", writing to disk)");
   last_datetime_ = datetime;
+  last_time_ = tv;
   if (!replace) ++steps_;
 }
 

@@ -27,6 +27,12 @@ class EnsembleWriter {
                  const VarAttributes& attrs, int members,
                  const std::map<std::string, std::string>& global_attrs,
                  const std::string& calendar = "proleptic_gregorian");
+  /// Opens an existing output written by this class (CDF-5) to append to it: a resumed run
+  /// continues the file of the runs before it. The variable `var` must have `members` members
+  /// and `n_cells` cells; its records, time axis and companions are taken over, and the next
+  /// write must be later than the last record. Throws IoError naming the file and the mismatch.
+  struct Append {};
+  EnsembleWriter(Append, const std::string& path, const std::string& var, int members, int64_t n_cells);
   /// Closes the file when close() was not called (its records are on disk). Never throws.
   ~EnsembleWriter();
   EnsembleWriter(const EnsembleWriter&) = delete;
@@ -70,6 +76,7 @@ class EnsembleWriter {
   std::vector<size_t> spatial_shape_;
   int time_dimid_ = -1;
   bool dated_ = false;
+  double last_time_ = 0;  ///< time coordinate of the latest record
   std::string time_units_;
   std::vector<float> scratch_;
   bool closed_ = false;

@@ -48,10 +48,6 @@ void apply_overrides(std::vector<ch::PluginSpec>& plugins, const std::vector<std
     if (eq == std::string::npos || eq == 0)
       throw finecast::ConfigError(
           "--set " + set + ": expected KEY=VALUE or PLUGIN:KEY=VALUE (e.g. --set device=cpu)");
-    if (set.find_first_of(" \t\n") != std::string::npos)
-      throw finecast::ConfigError(
-          "--set '" + set +
-          "': the plugin options string is split at blanks, so KEY=VALUE cannot contain any");
     std::string target, item = set;
     const size_t colon = set.substr(0, eq).find(':');
     if (colon != std::string::npos) {
@@ -65,7 +61,7 @@ void apply_overrides(std::vector<ch::PluginSpec>& plugins, const std::vector<std
         throw finecast::ConfigError(
             "--set " + set + ": plugin '" + p.name +
             "' has an empty options string, so there is no config to override");
-      p.options += " " + item;
+      p.options += " " + fh::quote_option(item);
       used = true;
     }
     if (!used)

@@ -66,9 +66,10 @@ void follow_trainer(PluginState& s, const Agreement& a) {
 }
 
 /// The host variables gathered this step: the orography (the last input) is static, so it is
-/// gathered with the first step only.
+/// gathered with the first step of the run only (a resumed run counts on from the checkpoint's
+/// step, so this is not "step 1").
 int inputs_this_step(const PluginState& s) {
-  return s.stats.steps == 1 ? s.coupling->n_inputs() : static_cast<int>(s.config.fields.size());
+  return s.coupling->static_gathered ? static_cast<int>(s.config.fields.size()) : s.coupling->n_inputs();
 }
 
 void pack_fields(PluginState& s) {
@@ -134,6 +135,14 @@ void coupling_step(PluginState& s) {
   ++s.stats.steps;
   s.stats.datetime = fortran_string(comin_current_get_datetime);
   if (s.phase() == Phase::kCoupled) s.transition(Phase::kBuffering);
+  if (s.is_trainer() && !s.trainer->resumed_datetime.empty()) {
+    // ISO 8601 times of one format compare as strings.
+    if (s.stats.datetime <= s.trainer->resumed_datetime)
+      log::warning("The host's model time " + s.stats.datetime + " is not later than that of the checkpoint this run "
+                   "resumed from (" + s.trainer->resumed_datetime + "): the run restarts earlier than the checkpoint, "
+                   "and the buffer holds steps from its future");
+    s.trainer->resumed_datetime.clear();
+  }
 
   const auto t0 = Clock::now();
   local(s, "gather", [&] { pack_fields(s); });                                       // 1
@@ -148,6 +157,7 @@ void coupling_step(PluginState& s) {
   CouplingState& c = *s.coupling;
   c.gatherer->gather(inputs_this_step(s), c.local_values.data(),
                      c.is_trainer ? s.trainer->global_values.data() : nullptr);  // 3
+  c.static_gathered = true;
   s.stats.timers.gather += seconds_since(t0);
 
   if (s.is_trainer()) {                                                               // 4
@@ -158,6 +168,12 @@ void coupling_step(PluginState& s) {
   }
   if (cfg.sample.every > 0 && s.stats.steps % cfg.sample.every == 0)                 // 4, 5
     sampling_step(s, !cfg.sample.write_back.empty());
+}
+
+void host_restart(PluginState& s) {
+  if (!s.is_trainer() || !working(s)) return;
+  s.stats.datetime = fortran_string(comin_current_get_datetime);
+  local(s, "checkpoint", [&] { write_restart_checkpoint(s, "the host's restart at " + s.stats.datetime); });
 }
 
 void finish_run(PluginState& s) {
@@ -176,7 +192,7 @@ void finish_run(PluginState& s) {
         log::info("Final weights: sampling " + s.stats.datetime + " again; the record of the last sampling is replaced");
       sampling_step(s, false);
     }
-    if (s.phase() == Phase::kReady) local(s, "checkpoint", [&] { write_checkpoint(s); });
+    local(s, "checkpoint", [&] { write_restart_checkpoint(s, "the end of the run"); });
   } else if (s.is_trainer()) {
     s.trainer->session.wait();
   }

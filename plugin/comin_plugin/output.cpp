@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "plugin/comin_plugin/output.hpp"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
 
+#include "common/log.hpp"
 #include "coupling/grid/patches.hpp"
 
 namespace finecast::plugin {
@@ -21,11 +25,33 @@ std::map<std::string, std::string> output_attributes(const coupling::PatchMap& m
 }  // namespace
 
 Output::Output(std::string path, const coupling::PatchMap& map, coupling::OutputGrid grid, std::string var,
-               coupling::VarAttributes attrs, int members, std::string checkpoint_used)
-    : path_(std::move(path)),
-      map_(map),
-      members_(members),
-      writer_(path_, grid, var, attrs, members, output_attributes(map, checkpoint_used)) {}
+               coupling::VarAttributes attrs, int members, std::string checkpoint_used, bool append,
+               const std::string& first_datetime)
+    : path_(std::move(path)), map_(map), members_(members) {
+  if (append && access(path_.c_str(), F_OK) == 0) {
+    try {
+      auto writer = std::make_unique<coupling::EnsembleWriter>(coupling::EnsembleWriter::Append{}, path_, var, members,
+                                                               map.n_fine);
+      if (writer->last_datetime().empty() || writer->last_datetime() < first_datetime) {
+        log::info("Appending to " + path_ + " (" + std::to_string(writer->steps_written()) + " records, the last at " +
+                  writer->last_datetime() + ")");
+        writer_ = std::move(writer);
+        return;
+      }
+      log::warning(path_ + " ends at " + writer->last_datetime() + ", not before this run's first sampling at " +
+                   first_datetime + ": it is kept as it is");
+    } catch (const std::exception& e) {
+      log::warning(std::string("cannot continue the output: ") + e.what() + "; it is kept as it is");
+    }
+    std::string stamp = first_datetime;
+    std::replace(stamp.begin(), stamp.end(), ':', '-');
+    const size_t dot = path_.rfind(".nc");
+    path_ = (dot == std::string::npos ? path_ : path_.substr(0, dot)) + "_" + stamp + ".nc";
+    log::info("This run's samples go to " + path_);
+  }
+  writer_ = std::make_unique<coupling::EnsembleWriter>(path_, grid, var, attrs, members,
+                                                       output_attributes(map, checkpoint_used));
+}
 
 void Output::write(const std::string& datetime, const float* samples, const float* coarse, const float* host_field,
                    std::vector<float>& ensemble_mean) {
@@ -44,13 +70,13 @@ void Output::write(const std::string& datetime, const float* samples, const floa
   coarse_on_fine_.assign(static_cast<size_t>(n_fine), nan);
   for (int64_t c = 0; c < n; ++c)
     for (int64_t k = 0; k < P; ++k) coarse_on_fine_[map_.fine_of_patch[c * P + k]] = coarse[c];
-  writer_.write(datetime, by_cell_.data(), coarse_on_fine_.data(), host_field);
+  writer_->write(datetime, by_cell_.data(), coarse_on_fine_.data(), host_field);
 
   ensemble_mean.assign(static_cast<size_t>(n_fine), 0.0f);
   for (int m = 0; m < members_; ++m)
     for (int64_t i = 0; i < n_fine; ++i) ensemble_mean[i] += by_cell_[m * n_fine + i] / members_;
 }
 
-void Output::close() { writer_.close(); }
+void Output::close() { writer_->close(); }
 
 }  // namespace finecast::plugin

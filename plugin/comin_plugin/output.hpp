@@ -15,9 +15,13 @@ namespace finecast::plugin {
 /// Turns sampled patches into fine fields and appends them to the run's NetCDF output.
 class Output {
  public:
-  /// `grid` describes the whole fine field (n_fine cells, in global cell order).
+  /// `grid` describes the whole fine field (n_fine cells, in global cell order). With `append`
+  /// (a resumed run) an existing output of the same layout whose last record is earlier than
+  /// `first_datetime` is continued; otherwise a new file is written (an existing one that cannot
+  /// be continued is kept, and the new file is named "<stem>_<first_datetime>.nc").
   Output(std::string path, const coupling::PatchMap& map, coupling::OutputGrid grid, std::string var,
-         coupling::VarAttributes attrs, int members, std::string checkpoint_used);
+         coupling::VarAttributes attrs, int members, std::string checkpoint_used, bool append,
+         const std::string& first_datetime);
 
   /// samples is [n_coarse][members][P] as drawn by the trainer; coarse [n_coarse] the coarse
   /// field they were drawn from; host_field [n_fine] the host's own fine field (stored beside
@@ -31,13 +35,13 @@ class Output {
   const std::string& path() const { return path_; }
   /// Model time of the latest record ("" before the first write); a write at the same time
   /// replaces that record.
-  const std::string& last_datetime() const { return writer_.last_datetime(); }
+  const std::string& last_datetime() const { return writer_->last_datetime(); }
 
  private:
   std::string path_;
   const coupling::PatchMap& map_;
   int members_;
-  coupling::EnsembleWriter writer_;
+  std::unique_ptr<coupling::EnsembleWriter> writer_;
   std::vector<float> patch_scratch_, by_cell_, coarse_on_fine_;
 };
 

@@ -46,6 +46,7 @@ struct CouplingState {
   std::unique_ptr<coupling::Gatherer> gatherer;
   std::vector<float> local_values;  ///< [n_inputs][n_owned] packed per step
   std::vector<float> write_back_values;  ///< [n_owned] received at write-back steps
+  bool static_gathered = false;          ///< the static inputs (orography) were gathered
 
   CouplingState() = default;
   CouplingState(const CouplingState&) = delete;
@@ -76,6 +77,7 @@ struct TrainerState {
   coupling::OutputGrid output_grid;     ///< the fine grid, for the NetCDF output
   coupling::VarAttributes output_attrs;  ///< units/long_name of the downscaled field
   std::string resumed_from;              ///< checkpoint the run started from ("" = fresh)
+  std::string resumed_datetime;          ///< model time at which that checkpoint was written
   std::string last_checkpoint;           ///< the latest checkpoint written in this run
   std::unique_ptr<Output> output;        ///< opened at the first sampling
   std::vector<float> samples;            ///< [n_coarse][members][P] scratch

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "coupling/error.hpp"
@@ -173,38 +174,66 @@ std::unique_ptr<trainer::Downscaler> build_model(const Config& cfg, int context_
   return std::make_unique<trainer::Downscaler>(mo, to, device);
 }
 
-/// checkpoint.resume: the model from the checkpoint, the buffer from the snapshot written with it.
-void resume(PluginState& s, TrainerState& t) {
-  const Config& cfg = s.config;
-  std::string path = cfg.checkpoint.resume;
-  if (is_directory(path)) {
-    auto newest = trainer::newest_valid_checkpoint(path, [](const std::string& why) { log::warning(why); });
-    if (!newest) throw ConfigError(cfg.source + ": checkpoint.resume: no valid checkpoint in directory " + path);
-    path = *newest;
+/// The checkpoint checkpoint.resume names: a file, the newest valid one of a directory, or with
+/// "auto" the newest valid one in checkpoint.dir ("" = none there: a fresh start).
+std::string checkpoint_to_resume(const Config& cfg) {
+  const std::string& resume = cfg.checkpoint.resume;
+  auto newest_in = [](const std::string& dir) {
+    return trainer::newest_valid_checkpoint(dir, [](const std::string& why) { log::warning(why); });
+  };
+  if (resume == "auto") {
+    const auto newest = is_directory(cfg.checkpoint.dir) ? newest_in(cfg.checkpoint.dir) : std::nullopt;
+    if (!newest) log::info("checkpoint.resume: auto: no valid checkpoint in " + cfg.checkpoint.dir + ": a fresh start");
+    return newest ? *newest : std::string();
   }
+  if (is_directory(resume)) {
+    const auto newest = newest_in(resume);
+    if (!newest) throw ConfigError(cfg.source + ": checkpoint.resume: no valid checkpoint in directory " + resume);
+    return *newest;
+  }
+  return resume;
+}
+
+/// checkpoint.resume: the model from the checkpoint, the buffer from the snapshot written with
+/// it, and the run's counters, so that a chain of runs continues where the last one stopped.
+void resume(PluginState& s, TrainerState& t, const std::string& path) {
+  const Config& cfg = s.config;
   t.model->restore(path);  // checks architecture, shapes and version against this config
   const auto meta = trainer::Downscaler::checkpoint_metadata(path);
-  if (auto it = meta.find("sessions"); it != meta.end()) s.stats.sessions = std::stoll(it->second);
+  auto number = [&](const char* key) {
+    auto it = meta.find(key);
+    return it == meta.end() ? 0LL : std::stoll(it->second);
+  };
+  s.stats.sessions = number("sessions");
+  s.stats.steps = number("coupling_steps");
+  s.stats.samplings = number("samplings");
+  if (auto it = meta.find("datetime"); it != meta.end()) t.resumed_datetime = it->second;
   t.resumed_from = path;
-  t.pending.sampling = true;
   log::info("Resumed from " + path + " (optimizer step " + std::to_string(t.model->step()) + ", " +
-            std::to_string(s.stats.sessions) + " training sessions so far)");
-  if (!cfg.checkpoint.buffer) return;
-  const std::string dir = std::filesystem::path(path).parent_path().string();
-  const std::string paired = buffer_path_for_step(dir.empty() ? "." : dir, t.model->step());
-  const std::string legacy = (dir.empty() ? std::string(".") : dir) + "/buffer.h5";
-  const int C = t.buffer->context_size(), P = t.buffer->patch_size();
-  if (is_file(paired)) {
-    *t.buffer = coupling::RollingBuffer::load_h5(paired, cfg.buffer.capacity, t.map.n_coarse, C, P);
-    log::info("Resumed the rolling buffer from " + paired + ": " + std::to_string(t.buffer->steps()) + " steps");
-  } else if (is_file(legacy)) {
-    *t.buffer = coupling::RollingBuffer::load_h5(legacy, cfg.buffer.capacity, t.map.n_coarse, C, P);
-    log::warning("Resumed the rolling buffer from " + legacy + " (" + std::to_string(t.buffer->steps()) +
-                 " steps), written by an older finecast without a link to the checkpoint: it may be older or "
-                 "newer than " + path);
-  } else {
-    log::warning("No buffer snapshot " + paired + " beside the checkpoint: the buffer starts empty");
+            std::to_string(s.stats.sessions) + " training sessions and " + std::to_string(s.stats.steps) +
+            " coupling steps so far" + (t.resumed_datetime.empty() ? "" : ", model time " + t.resumed_datetime) + ")");
+  if (cfg.checkpoint.buffer) {
+    const std::string dir = std::filesystem::path(path).parent_path().string();
+    const std::string paired = buffer_path_for_step(dir.empty() ? "." : dir, t.model->step());
+    const std::string legacy = (dir.empty() ? std::string(".") : dir) + "/buffer.h5";
+    const int C = t.buffer->context_size(), P = t.buffer->patch_size();
+    if (is_file(paired)) {
+      *t.buffer = coupling::RollingBuffer::load_h5(paired, cfg.buffer.capacity, t.map.n_coarse, C, P);
+      log::info("Resumed the rolling buffer from " + paired + ": " + std::to_string(t.buffer->steps()) + " steps");
+    } else if (is_file(legacy)) {
+      *t.buffer = coupling::RollingBuffer::load_h5(legacy, cfg.buffer.capacity, t.map.n_coarse, C, P);
+      log::warning("Resumed the rolling buffer from " + legacy + " (" + std::to_string(t.buffer->steps()) +
+                   " steps), written by an older finecast without a link to the checkpoint: it may be older or "
+                   "newer than " + path);
+    } else {
+      log::warning("No buffer snapshot " + paired + " beside the checkpoint: the buffer starts empty");
+    }
   }
+  // A checkpoint written before the first session holds an untrained model: keep buffering.
+  t.pending.sampling = s.stats.sessions > 0;
+  // The step count goes on from the checkpoint, so sessions fall due on the same steps as in one
+  // long run; a session that was due when the last run ended runs at once.
+  t.pending.training = number("training_due") != 0 && t.buffer->steps() >= cfg.train.min_steps;
 }
 
 /// Trainer rank: grid, patch map, device, model (fresh or resumed), buffer.
@@ -243,7 +272,8 @@ std::unique_ptr<TrainerState> setup_trainer(PluginState& s, int64_t n_global, in
 
   std::vector<float> weights(t->map.fine_weight.begin(), t->map.fine_weight.end());
   t->buffer = std::make_unique<coupling::RollingBuffer>(cfg.buffer.capacity, t->map.n_coarse, C, P, std::move(weights));
-  if (!cfg.checkpoint.resume.empty()) resume(s, *t);
+  if (!cfg.checkpoint.resume.empty())
+    if (const std::string path = checkpoint_to_resume(cfg); !path.empty()) resume(s, *t, path);
   log::info(t->buffer->describe());
   t->global_values.resize(static_cast<size_t>(s.coupling->n_inputs()) * static_cast<size_t>(n_global));
   for (size_t v = 0; v < cfg.fields.size(); ++v) t->field_pointers.push_back(t->global_values.data() + v * n_global);
@@ -354,9 +384,9 @@ void secondary_constructor() {
   const int ranks_on_node = ranks_on_this_node(c.comm);  // collective, so before the trainer-only part
   if (c.is_trainer) s.trainer = setup_trainer(s, n_global, ranks_on_node);
   s.transition(Phase::kCoupled);
-  // A resumed model samples from the first step on: every rank learns that from the first
+  // A resumed trained model samples from the first step on: every rank learns that from the first
   // step's agreement; the trainer knows it now.
-  if (s.trainer && !s.trainer->resumed_from.empty()) s.transition(Phase::kReady);
+  if (s.trainer && !s.trainer->resumed_from.empty() && s.stats.sessions > 0) s.transition(Phase::kReady);
   log::info("Coupling " + std::to_string(cfg.fields.size()) + " field(s) at " + cfg.coupling.entry_point +
             (cfg.coupling.every > 1 ? " every " + std::to_string(cfg.coupling.every) + " calls" : "") + " on " +
             std::to_string(c.size) + " rank(s); trainer rank " + std::to_string(cfg.coupling.trainer_rank) +

@@ -116,7 +116,8 @@ void write_samples(PluginState& s) {
   if (!t.output)
     t.output = std::make_unique<Output>(cfg.sample.output, t.map, t.output_grid, cfg.fields.front(), t.output_attrs,
                                         cfg.sample.members,
-                                        t.resumed_from.empty() ? "none (trained in this run)" : t.resumed_from);
+                                        t.resumed_from.empty() ? "none (trained in this run)" : t.resumed_from,
+                                        !t.resumed_from.empty(), s.stats.datetime);
   t.output->write(s.stats.datetime, t.samples.data(), t.patches.coarse.data(), t.global_values.data(), t.ensemble_mean);
   ++s.stats.samplings;
   t.pending.sampling = false;
@@ -132,6 +133,8 @@ void write_checkpoint(PluginState& s) {
       *t.model, cfg.checkpoint.dir, cfg.checkpoint.keep,
       {{"sessions", std::to_string(s.stats.sessions)},
        {"coupling_steps", std::to_string(s.stats.steps)},
+       {"samplings", std::to_string(s.stats.samplings)},
+       {"training_due", t.pending.training ? "1" : "0"},
        {"datetime", s.stats.datetime},
        {"config", cfg.source},
        {"fields", cfg.fields.front()}});
@@ -140,6 +143,23 @@ void write_checkpoint(PluginState& s) {
   t.pending.checkpoint = false;
   s.stats.timers.checkpoint += seconds_since(t0);
   log::info("Checkpoint written: " + path + " (optimizer step " + std::to_string(t.model->step()) + ")");
+}
+
+void write_restart_checkpoint(PluginState& s, const std::string& occasion) {
+  TrainerState& t = *s.trainer;
+  if (t.session.in_flight()) {
+    const auto t0 = Clock::now();
+    t.session.wait();
+    s.stats.timers.train_wait += seconds_since(t0);
+    log::info("Waited " + std::to_string(seconds_since(t0)).substr(0, 5) + " s for the training session to finish (" +
+              occasion + ")");
+  }
+  collect_session(s);
+  if (s.stats.sessions == 0)
+    log::warning("Checkpoint at " + occasion + " before any training session: it keeps the buffer (" +
+                 std::to_string(t.buffer->steps()) + " of train.min_steps " + std::to_string(s.config.train.min_steps) +
+                 " steps) and an untrained model; a resumed run goes on buffering");
+  write_checkpoint(s);
 }
 
 }  // namespace finecast::plugin

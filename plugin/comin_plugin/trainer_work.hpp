@@ -22,5 +22,9 @@ void write_samples(PluginState& s);
 /// The buffer snapshot, then the checkpoint of the same optimizer step (the pair a resumed run
 /// loads together); older snapshots without their checkpoint are removed.
 void write_checkpoint(PluginState& s);
+/// A checkpoint for a restart (the host's restart, the end of the run): waits for a session in
+/// flight, then writes the checkpoint whatever the phase, so that a chain of runs shorter than
+/// train.min_steps keeps its buffer (a warning says when no model was trained yet).
+void write_restart_checkpoint(PluginState& s, const std::string& occasion);
 
 }  // namespace finecast::plugin

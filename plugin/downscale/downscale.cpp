@@ -246,7 +246,7 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
             (opt.sampler == "ddim" ? " " + std::to_string(opt.steps) + " steps" : ""));
 
   Output output(opt.output, map, grid_out, opt.vars.front(), first.attributes(), opt.members,
-                result.checkpoint);
+                result.checkpoint, false, "");
   std::vector<std::vector<float>> fine(
       static_cast<size_t>(n_vars),
       std::vector<float>(static_cast<size_t>(map.n_fine), std::numeric_limits<float>::quiet_NaN()));

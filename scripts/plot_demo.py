@@ -30,9 +30,9 @@ def main():
         ds = netCDF4.Dataset(args.input)
     except OSError as e:
         sys.exit(f"plot_demo: cannot open {args.input}: {e}")
-    var = args.var or next((n for n, v in ds.variables.items() if "member" in v.dimensions and v.ndim >= 3), None)
+    var = args.var or next((n for n, v in ds.variables.items() if "realization" in v.dimensions and v.ndim >= 3), None)
     if var is None or var not in ds.variables:
-        sys.exit(f"plot_demo: {args.input} has no ensemble variable (one with a 'member' dimension)")
+        sys.exit(f"plot_demo: {args.input} has no ensemble variable (one with a 'realization' dimension)")
     members = np.ma.filled(ds.variables[var][args.time], np.nan)  # (member, cells...) or (member, y, x)
     coarse = np.ma.filled(ds.variables[var + "_coarse"][args.time], np.nan) if var + "_coarse" in ds.variables else None
     truth = np.ma.filled(ds.variables[var + "_host"][args.time], np.nan) if var + "_host" in ds.variables else None

@@ -12,11 +12,15 @@
 
 namespace finecast::coupling {
 
-/// Writes var(time, member, ncells) for ICON grids or var(time, member, y, x) for lat-lon ones,
-/// with the input's coordinates and attributes, a `member` dimension and an unlimited `time`
-/// dimension that grows by one per write(). Global attributes: Conventions, source and
-/// finecast_version (FINECAST_VERSION), history, finecast_checkpoint ("none" unless given in
-/// global_attrs), then every entry of global_attrs. The file is CDF-5 (NetCDF "64-bit data")
+/// Writes var(time, realization, ncells) for ICON grids or var(time, realization, y, x) for
+/// lat-lon ones, with the grid's coordinates, cell bounds, grid mapping and identity
+/// (OutputGrid), the input's units/standard_name/long_name, a CF ensemble dimension
+/// `realization` (standard_name realization) and an unlimited `time` dimension that grows by one
+/// per write(). Each record also stores "<var>_mean", the ensemble mean (cell_methods
+/// "realization: mean"). Global attributes: Conventions, source and finecast_version
+/// (FINECAST_VERSION), history, grid_file_uri, uuidOfHGrid and number_of_grid_used (ICON, when
+/// known), finecast_checkpoint ("none" unless given in global_attrs), then every entry of
+/// global_attrs. The file is CDF-5 (NetCDF "64-bit data")
 /// under its final name from the start, and every record is synced to disk before write()
 /// returns: readers see the records of a running job, and a job that is killed, or whose disk
 /// fills up, keeps every record written before (a previous file at `path` is replaced).
@@ -49,8 +53,13 @@ class EnsembleWriter {
   /// and takes no more writes.
   void write(const std::string& datetime, const float* members_by_cell, const float* coarse_on_fine = nullptr,
              const float* host_field = nullptr);
+  /// Sets (or replaces) a global text attribute of the open file and syncs it to disk, e.g.
+  /// finecast_checkpoint once a checkpoint is written. Throws IoError naming the file.
+  void set_global_attribute(const std::string& name, const std::string& value);
   /// Closes the file. Idempotent.
   void close();
+  /// The ensemble mean of the latest write, [n_cells] (NaN where no member has a value).
+  const std::vector<float>& last_mean() const { return mean_; }
 
   const std::string& path() const { return path_; }
   int64_t steps_written() const { return steps_; }
@@ -60,7 +69,7 @@ class EnsembleWriter {
 
  private:
   std::string context() const;
-  int define_companion(const std::string& suffix, const std::string& long_name);
+  int define_companion(const std::string& suffix, const std::string& long_name, const std::string& cell_methods = "");
   void put_companion(int varid, const std::string& suffix, const float* values, size_t record);
 
   void append(const std::string& datetime, const float* members_by_cell, const float* coarse_on_fine,
@@ -68,7 +77,7 @@ class EnsembleWriter {
 
   std::string path_;
   std::string var_, calendar_;
-  int ncid_ = -1, varid_ = -1, coarse_varid_ = -1, host_varid_ = -1, time_varid_ = -1;
+  int ncid_ = -1, varid_ = -1, coarse_varid_ = -1, host_varid_ = -1, mean_varid_ = -1, time_varid_ = -1;
   int members_ = 0;
   int64_t n_cells_ = 0, steps_ = 0;
   std::string last_datetime_;  ///< `datetime` of the latest record
@@ -78,7 +87,7 @@ class EnsembleWriter {
   bool dated_ = false;
   double last_time_ = 0;  ///< time coordinate of the latest record
   std::string time_units_;
-  std::vector<float> scratch_;
+  std::vector<float> scratch_, mean_;
   bool closed_ = false;
   bool broken_ = false;  ///< a write failed: the file was closed with what it had
 };

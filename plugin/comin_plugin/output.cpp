@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <map>
 
@@ -14,10 +15,17 @@
 namespace finecast::plugin {
 
 namespace {
+/// Checkpoint paths are stored absolute: the output is read from elsewhere.
+std::string absolute_checkpoint(const std::string& path) {
+  std::error_code ec;
+  const auto abs = std::filesystem::absolute(path, ec);
+  return ec || path.rfind("none", 0) == 0 ? path : abs.lexically_normal().string();
+}
+
 /// What finecast-eval needs to score the file without being told: the checkpoint and, on
 /// lat-lon grids, the block size k (patches are k x k).
 std::map<std::string, std::string> output_attributes(const coupling::PatchMap& map, const std::string& checkpoint) {
-  std::map<std::string, std::string> attrs{{"finecast_checkpoint", checkpoint}};
+  std::map<std::string, std::string> attrs{{"finecast_checkpoint", absolute_checkpoint(checkpoint)}};
   if (map.kind == coupling::PatchMap::Kind::kLatLonBlocks)
     attrs["finecast_block"] = std::to_string(std::lround(std::sqrt(static_cast<double>(map.patch_size))));
   return attrs;
@@ -71,10 +79,15 @@ void Output::write(const std::string& datetime, const float* samples, const floa
   for (int64_t c = 0; c < n; ++c)
     for (int64_t k = 0; k < P; ++k) coarse_on_fine_[map_.fine_of_patch[c * P + k]] = coarse[c];
   writer_->write(datetime, by_cell_.data(), coarse_on_fine_.data(), host_field);
+  ensemble_mean = writer_->last_mean();
+}
 
-  ensemble_mean.assign(static_cast<size_t>(n_fine), 0.0f);
-  for (int m = 0; m < members_; ++m)
-    for (int64_t i = 0; i < n_fine; ++i) ensemble_mean[i] += by_cell_[m * n_fine + i] / members_;
+void Output::set_checkpoint(const std::string& path) {
+  try {
+    writer_->set_global_attribute("finecast_checkpoint", absolute_checkpoint(path));
+  } catch (const std::exception& e) {  // the checkpoint is written; only its mention is missing
+    log::warning(std::string("cannot record the checkpoint in the output: ") + e.what());
+  }
 }
 
 void Output::close() { writer_->close(); }

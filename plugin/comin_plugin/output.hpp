@@ -30,7 +30,10 @@ class Output {
   void write(const std::string& datetime, const float* samples, const float* coarse, const float* host_field,
              std::vector<float>& ensemble_mean);
 
-  /// Publishes the file (atomic rename). Idempotent.
+  /// Records the latest checkpoint of the model in the file (global finecast_checkpoint); a
+  /// failure (a full disk) is logged as a warning, never thrown.
+  void set_checkpoint(const std::string& path);
+  /// Closes the file (its records are on disk after every write). Idempotent.
   void close();
   const std::string& path() const { return path_; }
   /// Model time of the latest record ("" before the first write); a write at the same time

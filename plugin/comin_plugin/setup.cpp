@@ -136,12 +136,12 @@ void read_grid(const Config& cfg, TrainerState& t) {
   if (cfg.grid.type == "icon") {
     coupling::IconGrid grid = coupling::read_icon_grid(cfg.grid.file);
     t.map = coupling::icon_patch_map(grid, cfg.grid.coarse_level);
-    t.output_grid = coupling::OutputGrid::icon(grid.clon, grid.clat);
+    t.output_grid = coupling::OutputGrid::of(grid);
   } else {
     const std::string var = cfg.grid.variable.empty() ? cfg.fields.front() : cfg.grid.variable;
     coupling::LatLonGrid grid = coupling::read_latlon_grid(cfg.grid.file, var);
     t.map = coupling::latlon_patch_map(grid, cfg.grid.block);
-    t.output_grid = coupling::OutputGrid::latlon(grid.lat, grid.lon);
+    t.output_grid = coupling::OutputGrid::of(grid, var);
   }
 }
 

@@ -116,7 +116,9 @@ void write_samples(PluginState& s) {
   if (!t.output)
     t.output = std::make_unique<Output>(cfg.sample.output, t.map, t.output_grid, cfg.fields.front(), t.output_attrs,
                                         cfg.sample.members,
-                                        t.resumed_from.empty() ? "none (trained in this run)" : t.resumed_from,
+                                        !t.last_checkpoint.empty() ? t.last_checkpoint
+                                        : !t.resumed_from.empty() ? t.resumed_from
+                                                                  : "none written yet (checkpoint.dir " + cfg.checkpoint.dir + ")",
                                         !t.resumed_from.empty(), s.stats.datetime);
   t.output->write(s.stats.datetime, t.samples.data(), t.patches.coarse.data(), t.global_values.data(), t.ensemble_mean);
   ++s.stats.samplings;
@@ -141,6 +143,7 @@ void write_checkpoint(PluginState& s) {
   remove_orphan_snapshots(cfg.checkpoint.dir);
   t.last_checkpoint = path;
   t.pending.checkpoint = false;
+  if (t.output) t.output->set_checkpoint(path);
   s.stats.timers.checkpoint += seconds_since(t0);
   log::info("Checkpoint written: " + path + " (optimizer step " + std::to_string(t.model->step()) + ")");
 }

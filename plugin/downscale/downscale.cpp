@@ -166,7 +166,7 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
       level = fine_level - k;
     }
     map = coupling::icon_patch_map(grid, level);
-    grid_out = coupling::OutputGrid::icon(grid.clon, grid.clat);
+    grid_out = coupling::OutputGrid::of(grid);
     grid_text =
         opt.grid + " (R2B" + std::to_string(fine_level) + " -> R2B" + std::to_string(level) + ")";
   } else {
@@ -188,7 +188,7 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
                         " fine cells, not a square block; give --block");
     }
     map = coupling::latlon_patch_map(grid, block);
-    grid_out = coupling::FieldReader(grid_file, grid_var).output_grid();
+    grid_out = coupling::OutputGrid::of(grid, grid_var);
     if (grid_out.n_cells() != map.n_fine)
       throw GridError(grid_file + ": " + grid_var + " has " + std::to_string(grid_out.n_cells()) +
                       " cells, its coordinates give " + std::to_string(map.n_fine));

@@ -59,6 +59,7 @@ TEST(EnsembleWriter, IconOutputReadsBackAndNcdumpAcceptsIt) {
     w.write("2021-01-01T00:00:00.000", a.data(), coarse.data());
     w.write("2021-01-01T06:00:00.000", ensemble(members, n, 251.0f).data(), coarse.data());
     EXPECT_EQ(FieldReader(path, "tas_coarse").n_times(), 2) << "records are readable during the run";
+    w.set_global_attribute("finecast_checkpoint", "run1/ckpt_000200.h5");
     w.close();
   }
   ASSERT_TRUE(testing_io::exists(path));
@@ -68,12 +69,15 @@ TEST(EnsembleWriter, IconOutputReadsBackAndNcdumpAcceptsIt) {
   const std::string header = run("ncdump -h '" + path + "' 2>&1", &status);
   ASSERT_EQ(status, 0) << header;
   for (const char* want :
-       {"time = UNLIMITED ; // (2 currently)", "member = 3 ;", "ncells = 50 ;",
-        "float tas(time, member, ncells) ;", "tas:coordinates = \"clon clat\" ;",
+       {"time = UNLIMITED ; // (2 currently)", "realization = 3 ;", "ncells = 50 ;",
+        "float tas(time, realization, ncells) ;", "tas:coordinates = \"clon clat\" ;",
+        "realization:standard_name = \"realization\" ;", "float tas_mean(time, ncells) ;",
+        "tas_mean:cell_methods = \"realization: mean\" ;", "tas_mean:units = \"K\" ;",
+        "tas_coarse:standard_name = \"air_temperature\" ;",
         "tas:units = \"K\" ;", "tas:standard_name = \"air_temperature\" ;",
         "time:units = \"seconds since 2021-01-01 00:00:00\" ;",
         "time:calendar = \"proleptic_gregorian\" ;", ":Conventions = \"CF-1.8\" ;",
-        ":finecast_checkpoint = \"run1/ckpt_000100.h5\" ;", "float tas_coarse(time, ncells) ;",
+        ":finecast_checkpoint = \"run1/ckpt_000200.h5\" ;", "float tas_coarse(time, ncells) ;",
         "clon:units = \"radian\" ;"})
     EXPECT_NE(header.find(want), std::string::npos) << "missing: " << want << "\n" << header;
   EXPECT_NE(header.find(std::string(":finecast_version = \"") + FINECAST_VERSION + "\""),
@@ -96,6 +100,13 @@ TEST(EnsembleWriter, IconOutputReadsBackAndNcdumpAcceptsIt) {
   const auto want = ensemble(members, n, 251.0f);
   for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(got[members * n + i], want[i]) << i;
   EXPECT_EQ(got[1], 1.0e20f);
+  // The ensemble mean: over the members with a value (cell 1 of the first record has two).
+  FieldReader mean(path, "tas_mean");
+  std::vector<float> m(n);
+  mean.read(0, m.data());
+  const auto first = ensemble(members, n, 250.0f);
+  EXPECT_FLOAT_EQ(m[1], (first[n + 1] + first[2 * n + 1]) / 2);
+  EXPECT_FLOAT_EQ(m[7], (first[7] + first[n + 7] + first[2 * n + 7]) / 3);
   FieldReader r(path, "tas_coarse");
   EXPECT_EQ(r.time_string(1), "2021-01-01T06:00:00");
   std::vector<float> c(n);
@@ -131,7 +142,7 @@ TEST(EnsembleWriter, LatLonCopiesCoordinatesFromTheInput) {
   int status = -1;
   const std::string header = run("ncdump -h '" + path + "' 2>&1", &status);
   EXPECT_EQ(status, 0) << header;
-  EXPECT_NE(header.find("float tas(time, member, lat, lon)"), std::string::npos) << header;
+  EXPECT_NE(header.find("float tas(time, realization, lat, lon)"), std::string::npos) << header;
   EXPECT_NE(header.find(":finecast_checkpoint = \"none\""), std::string::npos) << header;
 }
 

@@ -241,7 +241,7 @@ TEST(PluginRuns, OutputIsCfNetcdfAndConservative) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const Result dump = run("ncdump -h " + (dir / "out/ts.nc").string());
   ASSERT_EQ(dump.exit_code, 0) << dump.output;
-  for (const char* expected : {"member = 3", "time = UNLIMITED", "ncells = 20480", "float ts(time, member, ncells)",
+  for (const char* expected : {"realization = 3", "time = UNLIMITED", "ncells = 20480", "float ts(time, realization, ncells)",
                                ":source = \"finecast", ":finecast_checkpoint = "})
     EXPECT_NE(dump.output.find(expected), std::string::npos) << expected << "\n" << dump.output;
   // The tools climate scientists use open it too: cdo and xarray (both installed by setup.sh).
@@ -249,9 +249,9 @@ TEST(PluginRuns, OutputIsCfNetcdfAndConservative) {
   EXPECT_EQ(cdo.exit_code, 0) << cdo.output;
   EXPECT_NE(cdo.output.find("points=20480"), std::string::npos) << cdo.output;
   const Result xr = run("/usr/bin/python3 -c \"import xarray as xr; ds = xr.open_dataset('" + (dir / "out/ts.nc").string() +
-                        "'); print(dict(ds.sizes)['member'], ds.ts.dims)\"");
+                        "'); print(dict(ds.sizes)['realization'], ds.ts.dims)\"");
   EXPECT_EQ(xr.exit_code, 0) << xr.output;
-  EXPECT_NE(xr.output.find("3 ('time', 'member', 'ncells')"), std::string::npos) << xr.output;
+  EXPECT_NE(xr.output.find("3 ('time', 'realization', 'ncells')"), std::string::npos) << xr.output;
 
   const auto grid = finecast::coupling::read_icon_grid(kGrid);
   const auto map = finecast::coupling::icon_patch_map(grid, 0);

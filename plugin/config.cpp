@@ -342,6 +342,13 @@ void apply_override(YAML::Node& root, const std::string& text, std::set<std::str
   const auto eq = text.find('=');
   if (eq == std::string::npos || eq == 0) throw ConfigError("--set " + text + ": expected key.path=value");
   const std::string key = text.substr(0, eq);
+  // "device.x=1" would turn the value of `device` into a section: say so here, where the
+  // mistake is, rather than as a type error of `device`.
+  const auto keys = config_keys();
+  for (auto dot = key.find('.'); dot != std::string::npos; dot = key.find('.', dot + 1))
+    if (std::find(keys.begin(), keys.end(), key.substr(0, dot)) != keys.end())
+      throw ConfigError("--set " + text + ": " + key.substr(0, dot) + " takes a value, it has no keys below it (--set " +
+                        key.substr(0, dot) + "=VALUE)");
   YAML::Node value;
   try {
     value = YAML::Load(text.substr(eq + 1));
@@ -442,10 +449,18 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
   config.source = source;
   std::set<std::string> seen;
   std::function<void(const YAML::Node&, const std::string&)> walk = [&](const YAML::Node& map, const std::string& prefix) {
+    std::map<std::string, YAML::Mark> names;  // keys of this mapping so far, for duplicates
     for (auto it = map.begin(); it != map.end(); ++it) {
-      const std::string name = it->first.as<std::string>();
+      if (!it->first.IsScalar())
+        fail(origin.where(it->first, prefix), "keys must be names, got " + scalar_text(it->first) +
+                                                  (prefix.empty() ? "" : " in " + prefix));
+      const std::string name = it->first.Scalar();
       const std::string key = prefix.empty() ? name : prefix + "." + name;
       const std::string where = origin.where(it->first, key);
+      // YAML forbids a key twice in one mapping; yaml-cpp would silently keep one of them.
+      if (const auto dup = names.find(name); dup != names.end() && !overridden.count(key))
+        fail(where, "duplicate key " + key + " (first given on line " + std::to_string(dup->second.line + 1) + ")");
+      names.emplace(name, it->first.Mark());
       if (by_key.count(key)) {
         by_key[key]->read(it->second, config, origin.where(it->second.IsDefined() ? it->second : it->first, key));
         seen.insert(key);

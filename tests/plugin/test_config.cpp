@@ -100,6 +100,19 @@ TEST(Config, InvalidYamlAndCombinations) {
   EXPECT_NE(error_of(std::string(kMinimal) + "model: {arch: unet}\n").find("grid.type: latlon"), std::string::npos);
 }
 
+// Inputs that once crashed finecast-config or were silently accepted.
+TEST(Config, DuplicateAndNonScalarKeysAreRefused) {
+  EXPECT_EQ(error_of(std::string(kMinimal) + "seed: 1\nseed: 2\n"),
+            "configs/x.yaml:5: duplicate key seed (first given on line 4)");
+  EXPECT_EQ(error_of(std::string(kMinimal) + "train:\n  lr: 1\n  lr: 2\n"),
+            "configs/x.yaml:6: duplicate key train.lr (first given on line 5)");
+  EXPECT_EQ(error_of(std::string(kMinimal) + "? [a, b]\n: 1\n"), "configs/x.yaml:4: keys must be names, got a list");
+  EXPECT_EQ(error_of(std::string(kMinimal) + "train: {{x: 1}: 2}\n"),
+            "configs/x.yaml:4: keys must be names, got a mapping in train");
+  EXPECT_EQ(error_of(kMinimal, {"device.x=1"}),
+            "--set device.x=1: device takes a value, it has no keys below it (--set device=VALUE)");
+}
+
 TEST(Config, OverridesApplyAndAreNamedInErrors) {
   const fp::Config c = fp::parse_config(kMinimal, "m.yaml", {"train.epochs=3", "device=cpu", "checkpoint.resume=ck"});
   EXPECT_EQ(c.train.epochs, 3);

@@ -2,6 +2,7 @@
 // finecast-host: an ICON-like MPI model on an ICON grid that drives ComIn plugins through
 // finecast's host library, with entry points in ICON's order.
 #include <mpi.h>
+#include <omp.h>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -75,10 +76,13 @@ int run(const Options& opt, int rank, int n_ranks) {
   setup.start_utc_hours = exp_start.hour + exp_start.minute / 60.0 + exp_start.second / 3600.0;
   setup.nlev = cfg.nlev;
   const fc::host::HostModel model(grid, setup, n_ranks, rank);
+  // Like ICON, the model computes its fields with OpenMP threads; plugins must leave the count
+  // as they found it (checked after every callback below).
+  const int omp_threads = omp_get_max_threads();
   flog::info("grid " + cfg.grid + ": " + std::to_string(grid.n_cells) + " cells; this rank owns " +
              std::to_string(model.cells().owned.size()) + " + " +
              std::to_string(model.cells().halo.size()) + " halo, nproma " +
-             std::to_string(cfg.nproma));
+             std::to_string(cfg.nproma) + ", " + std::to_string(omp_threads) + " OpenMP thread(s)");
 
   ch::GlobalData global;
   global.vct_a = model.vct_a();
@@ -117,18 +121,28 @@ int run(const Options& opt, int rank, int n_ranks) {
                " s from " + cfg.start);
 
   double t_plugins = 0, t_fields = 0;
+  // A plugin that changes this rank's OpenMP thread count (LibTorch's set_num_threads does)
+  // would slow down or oversubscribe the model's own loops: say so, and restore it.
+  auto check_omp_threads = [&](const std::string& where) {
+    if (omp_get_max_threads() == omp_threads) return;
+    flog::warning("the plugins changed this rank's OpenMP thread count from " + std::to_string(omp_threads) +
+                  " to " + std::to_string(omp_get_max_threads()) + " in " + where + "; restored");
+    omp_set_num_threads(omp_threads);
+  };
   // As in ICON: the entry points of the time loop, output and checkpoints are called outside
   // the loop over domains (COMIN_DOMAIN_OUTSIDE_LOOP), the model's own per domain.
   auto ep = [&](t_comin_entry_point id, const std::string& datetime, int domain = COMIN_DOMAIN_OUTSIDE_LOOP) {
     const double t0 = now();
     host.run_entry_point(id, domain, datetime);
     t_plugins += now() - t0;
+    check_omp_threads(ch::Host::entry_point_name(id));
   };
   const double t_loop = now();
   {
     const double t0 = now();
     host.secondary_constructor();
     t_plugins += now() - t0;
+    check_omp_threads("the secondary constructors");
   }
   ep(EP_ATM_INIT_FINALIZE, cfg.start);
   ep(EP_ATM_TIMELOOP_BEFORE, cfg.start);
@@ -187,6 +201,7 @@ int run(const Options& opt, int rank, int n_ranks) {
     const double t0 = now();
     host.finish();
     t_plugins += now() - t0;
+    check_omp_threads("EP_FINISH");
   }
   const double t_total = now() - t_loop;
   // The slowest rank sets the pace of an MPI model.

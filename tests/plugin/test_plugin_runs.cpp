@@ -18,6 +18,7 @@
 #include "coupling/grid/icon_grid.hpp"
 #include "coupling/grid/icon_hierarchy.hpp"
 #include "coupling/io/field_reader.hpp"
+#include "tests/plugin/yaml_merge.hpp"
 
 namespace fs = std::filesystem;
 
@@ -54,15 +55,18 @@ fs::path workdir(const std::string& name) {
 
 void write_file(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
 
-/// A small but complete plugin config: R2B4 -> R2B0, tiny model, synchronous training.
+/// A small but complete plugin config: R2B4 -> R2B0, tiny model, synchronous training; `extra`
+/// changes or adds keys.
 std::string tiny_plugin_config(const std::string& extra = "") {
-  return "fields: [ts]\nseed: 3\ndevice: cpu\n"
+  return finecast::testing_config::merged_yaml(
+      "fields: [ts]\nseed: 3\ndevice: cpu\n"
          "grid: {type: icon, file: " + kGrid + ", coarse_level: 0}\n"
          "buffer: {capacity: 4}\n"
          "model: {hidden: 32, depth: 2, time_embedding: 16, diffusion_steps: 10}\n"
          "train: {async: false, every: 4, min_steps: 4, epochs: 1, batch_size: 64, warmup_steps: 2, threads: 1}\n"
          "sample: {every: 0, members: 2, steps: 2, output: out.nc}\n"
-         "checkpoint: {dir: ckpt, keep: 2}\n" + extra;
+         "checkpoint: {dir: ckpt, keep: 2}\n",
+      extra);
 }
 
 /// A host run file of `steps` steps loading the plugin with `options`.
@@ -229,6 +233,22 @@ TEST(PluginRuns, UnknownEntryPointStopsAtStartUp) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("plugin.yaml:10: coupling.entry_point must be one of EP_ATM_WRITE_OUTPUT_BEFORE"), std::string::npos)
       << r.output;
+}
+
+// LibTorch sets its thread count through OpenMP on the calling thread, which is the host's:
+// the plugin trains (here on the host's thread) and samples with train.threads threads and
+// leaves the host rank's OpenMP thread count as it was. finecast-host checks it after every
+// callback and would warn.
+TEST(PluginRuns, HostOpenMpThreadCountIsLeftAsItWas) {
+  const fs::path dir = workdir("omp_threads");
+  write_file(dir / "plugin.yaml",
+             tiny_plugin_config("sample: {every: 4, members: 2, steps: 2, output: out.nc}\ntrain: {threads: 3}\n"));
+  write_file(dir / "host.yaml", host_run_file(8, "plugin.yaml"));
+  const Result r = run_host(dir, 2, "OMP_NUM_THREADS=8");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("8 OpenMP thread(s)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Training session 1 "), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("changed this rank's OpenMP thread count"), std::string::npos) << r.output;
 }
 
 // The NetCDF output opens with ncdump, has the ensemble layout, and every sampled patch's

@@ -27,6 +27,7 @@ class EagerRunner : public Runner {
     if (device_cuda_) torch::cuda::synchronize();
   }
   bool captured() const override { return false; }
+  void follow_current_stream() override {}
   bool device_cuda_ = false;
 };
 
@@ -88,6 +89,11 @@ class CudaGraphRunner : public Runner {
     ++runs_;
   }
   void synchronize() override { stream_.synchronize(); }
+  void follow_current_stream() override {
+    at::cuda::CUDAEvent ready;
+    ready.record(c10::cuda::getCurrentCUDAStream(device_.index()));
+    ready.block(stream_);
+  }
   bool captured() const override { return graph_ != nullptr; }
 
  private:

@@ -28,8 +28,11 @@ class Runner {
   virtual void wait_slot(int slot) = 0;
   /// Runs the body: warm-up, capture + replay, or replay.
   virtual void run(const std::function<void()>& body) = 0;
-  /// Waits for everything enqueued on the runner's stream.
+  /// Waits (host) for everything enqueued on the runner's stream.
   virtual void synchronize() = 0;
+  /// Makes the runner's stream wait for the work already enqueued on the device's current
+  /// stream (e.g. weights written by eager code) before what it runs next.
+  virtual void follow_current_stream() = 0;
   virtual bool captured() const = 0;
 };
 

@@ -101,7 +101,11 @@ void TrainGraph::set_data(const EpochTensors& data) {
   data_r0_ = data.r0.to(torch::kCPU).contiguous();
   data_ctx_ = data.ctx.to(torch::kCPU).contiguous();
   data_w_ = data.w.defined() ? data.w.to(torch::kCPU).contiguous() : torch::Tensor();
+  // Eager work of this epoch so far (the NaN-recovery copies, a checkpoint restore) comes first.
+  runner_->follow_current_stream();
 }
+
+void TrainGraph::wait() { runner_->synchronize(); }
 
 void TrainGraph::step(const StepDraws& d) {
   auto& im = im_;

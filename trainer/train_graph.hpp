@@ -62,6 +62,8 @@ class TrainGraph {
   /// The epoch's data (copied to the host once per epoch when it lives on the device).
   void set_data(const EpochTensors& data);
   void step(const StepDraws& d);
+  /// Waits until every replayed step has finished (before eager work on the same buffers).
+  void wait();
   EpochResult finish_epoch(const std::function<void(const std::string&)>& event);
   bool captured() const { return runner_->captured(); }
 

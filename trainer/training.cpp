@@ -260,6 +260,7 @@ EpochStats run_epoch(Downscaler::Impl& im, const EpochTensors& data,
         event(std::string("train: CUDA graph step failed (") + e.what() + "); continuing without graphs");
       }
     }
+    if (graph) graph->wait();  // an eager step after replays (the partial last batch)
     LossAndNorm r;
     while (true) {
       try {

@@ -85,9 +85,9 @@ int tune_training(Downscaler::Impl& im, const EpochTensors& data, const std::fun
   }
   im.apply_state(saved);
   size_t best = 0;
+  const std::string measured = describe(per_step, &best);  // sets best: evaluate before using it
   const std::string line = "train.threads auto: per step at batch " + std::to_string(b) + " with 1.." +
-                           std::to_string(limit) + " threads: " + describe(per_step, &best) + "; using " +
-                           std::to_string(best + 1);
+                           std::to_string(limit) + " threads: " + measured + "; using " + std::to_string(best + 1);
   {
     std::lock_guard<std::mutex> lock(im.log_mutex);
     im.thread_log.push_back(line);
@@ -125,9 +125,10 @@ int tune_sampling(const Downscaler::Impl& im, const sampling::Model& m, int64_t 
   }
   at::set_num_threads(before);
   size_t best = 0;
+  const std::string measured = describe(per_call, &best);
   const std::string line = "sample.threads auto: per call (3 DDIM steps) of " + std::to_string(B) +
-                           " rows with 1.." + std::to_string(limit) + " threads: " + describe(per_call, &best) +
-                           "; using " + std::to_string(best + 1);
+                           " rows with 1.." + std::to_string(limit) + " threads: " + measured + "; using " +
+                           std::to_string(best + 1);
   {
     std::lock_guard<std::mutex> lock(im.log_mutex);
     im.thread_log.push_back(line);

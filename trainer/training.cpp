@@ -428,7 +428,13 @@ SessionStats Downscaler::train_session(const DataView& data, int64_t epochs,
 
   if (!split.validation.empty()) {
     const CleanData held_out = part(split.validation);
-    const validation::Scores sc = validation::score(im, held_out, event);
+    validation::Scores sc;
+    try {
+      sc = validation::score(im, held_out, event);
+    } catch (const std::exception& e) {
+      if (!is_out_of_memory(e)) throw;
+      event(std::string("validation skipped: out of device memory (") + e.what() + ")");
+    }
     st.validation_loss = sc.loss;
     st.validation_crps = sc.crps;
     st.score = im.to.validation_metric == "crps" ? sc.crps : sc.loss;

@@ -41,7 +41,8 @@ double held_out_loss(Downscaler::Impl& im, const EpochTensors& v) {
   const auto t_all = torch::randint(0, T, {n}, gen, torch::TensorOptions().dtype(torch::kInt64));
   const auto eps_all = torch::randn({n, P}, gen, torch::TensorOptions().dtype(torch::kFloat32));
   const auto idx_all = torch::arange(n, torch::TensorOptions().dtype(torch::kInt64));
-  constexpr int64_t kChunk = 1024;
+  // Forward passes only, but on a device the chunk stays near the training micro-batch's memory.
+  const int64_t kChunk = im.fused_mlp ? 1024 : std::clamp<int64_t>(2 * im.micro_batch, 1, 1024);
   double sse = 0;
   if (im.fused_mlp) {
     fused::EpochInputs in;

@@ -222,6 +222,7 @@ void Downscaler::restore(const std::string& path) {
                           " bytes)");
   }
   im.apply_state(s);
+  im.best.reset();  // a kept best state belongs to the run before the restore
   publish();
 }
 

@@ -49,6 +49,12 @@ void validate_train_options(const TrainOptions& t) {
   if (t.plateau < 0) bad("plateau", "must be >= 0 (0 = off)");
   if (!(t.plateau_factor > 0 && t.plateau_factor < 1)) bad("plateau_factor", "must be in (0, 1)");
   if (!(t.plateau_min_scale > 0 && t.plateau_min_scale <= 1)) bad("plateau_min_scale", "must be in (0, 1]");
+  // These act on the validation score, which needs held-out data.
+  if (t.validation == 0) {
+    if (t.early_stop > 0) bad("early_stop", "needs train.validation > 0 (a held-out part to score)");
+    if (t.plateau > 0) bad("plateau", "needs train.validation > 0 (a held-out part to score)");
+    if (t.keep_best) bad("keep_best", "needs train.validation > 0 (a held-out part to score)");
+  }
   if (t.max_device_memory < 0) bad("max_device_memory", "must be >= 0 (0 = no limit)");
   if (t.threads < -1) bad("threads", "must be -1 (auto), 0 (leave as is) or a thread count");
   if (t.max_threads < 0) bad("max_threads", "must be >= 0 (0 = all cores)");

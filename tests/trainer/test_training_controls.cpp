@@ -352,6 +352,12 @@ TEST(TrainOptions, NewKeysAreValidatedWithTheirNames) {
   t = fast_training();
   t.threads = -2;
   expect_key(t, "threads");
+  t = fast_training();
+  t.early_stop = 3;  // without validation there is no score to stop on
+  expect_key(t, "early_stop");
+  t = fast_training();
+  t.keep_best = true;
+  expect_key(t, "keep_best");
   auto mo = small_model();
   mo.activation = "tanh";
   EXPECT_THROW(ft::Downscaler(mo, fast_training(), "cpu"), std::invalid_argument);

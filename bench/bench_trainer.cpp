@@ -232,7 +232,8 @@ int run(int argc, char** argv) {
   app.add_flag("--json", json, "print one JSON object instead of the table");
   app.add_option("--threads", threads_arg, "finecast's intra-op threads: auto (measured, as train.threads: auto) or N");
   app.add_option("--reference-threads", ref_threads_arg,
-                 "the reference's threads: best (each of 1..cores, the best per measure) or N");
+                 "the reference's threads: best (on the CPU each of 1..cores, the best per measure; on CUDA "
+                 "finecast's count) or N");
   app.add_option("--device", device, "cpu, cuda, cuda:N, or auto (CUDA when present)");
   app.add_option("--repeats", repeats, "timed repetitions; the best is reported");
   app.add_option("--python", python, "Python interpreter with torch for the reference loop");
@@ -257,7 +258,9 @@ int run(int argc, char** argv) {
   std::map<std::string, int> ref_threads;
   if (!no_reference) {
     std::vector<int> counts;
-    if (ref_threads_arg == "best") {
+    if (ref_threads_arg == "best" && choice.is_cuda()) {
+      counts.push_back(threads > 0 ? threads : 1);  // on a GPU the host threads hardly matter
+    } else if (ref_threads_arg == "best") {
       for (int t = 1; t <= cores; ++t) counts.push_back(t);
     } else {
       counts.push_back(std::stoi(ref_threads_arg));

@@ -76,7 +76,8 @@ void write_checkpoint(const std::string& path, const Downscaler::Impl& im, const
       f.create_group(kBuffers[b]);
       for (size_t i = 0; i < im.names.size(); ++i) {
         const auto v = im.view(host, i).contiguous();
-        f.write(std::string(kBuffers[b]) + "/" + im.names[i], h5::Type::kFloat32, v.data_ptr<float>(), im.shapes[i]);
+        f.write(std::string(kBuffers[b]) + "/" + im.names[i], h5::Type::kFloat32,
+                v.data_ptr<float>(), im.shapes[i]);
       }
     }
     f.set_attr("optimizer", "kind", std::string("adamw"));
@@ -103,7 +104,9 @@ void write_checkpoint(const std::string& path, const Downscaler::Impl& im, const
     fsync_path(tmp, false);
     std::error_code ec;
     fs::rename(tmp, path, ec);
-    if (ec) throw CheckpointError(path + ": cannot rename the temporary checkpoint " + tmp + " into place (" + ec.message() + ")");
+    if (ec)
+      throw CheckpointError(path + ": cannot rename the temporary checkpoint " + tmp +
+                            " into place (" + ec.message() + ")");
     const auto parent = fs::path(path).parent_path();
     fsync_path(parent.empty() ? "." : parent.string(), true);
   } catch (...) {
@@ -115,7 +118,8 @@ void write_checkpoint(const std::string& path, const Downscaler::Impl& im, const
 
 }  // namespace
 
-void Downscaler::save_checkpoint(const std::string& path, const std::map<std::string, std::string>& metadata) const {
+void Downscaler::save_checkpoint(const std::string& path,
+                                 const std::map<std::string, std::string>& metadata) const {
   const auto& im = *impl_;
   TrainState s;  // views of the live buffers: nothing copied but what the writer copies to the host
   s.flat = im.flat;
@@ -131,7 +135,8 @@ void Downscaler::save_checkpoint(const std::string& path, const std::map<std::st
   write_checkpoint(path, im, s, metadata);
 }
 
-bool Downscaler::save_best_checkpoint(const std::string& path, const std::map<std::string, std::string>& metadata) const {
+bool Downscaler::save_best_checkpoint(const std::string& path,
+                                      const std::map<std::string, std::string>& metadata) const {
   const auto& im = *impl_;
   if (!im.best) return false;
   write_checkpoint(path, im, *im.best, metadata);
@@ -172,15 +177,17 @@ void Downscaler::restore(const std::string& path) {
           for (size_t j = 0; j < s.size(); ++j) o += (j ? "," : "") + std::to_string(s[j]);
           return o + "]";
         };
-        problems.push_back("/" + name + " is " + h5::type_name(info.type) + fmt(info.shape) + ", the model expects float32" +
-                           fmt(im.shapes[i]));
+        problems.push_back("/" + name + " is " + h5::type_name(info.type) + fmt(info.shape) +
+                           ", the model expects float32" + fmt(im.shapes[i]));
       }
     }
-    for (const auto& extra : stored) problems.push_back("unexpected tensor /" + std::string(group) + "/" + extra);
+    for (const auto& extra : stored)
+      problems.push_back("unexpected tensor /" + std::string(group) + "/" + extra);
   }
   const int64_t C = im.mo.context_size;
-  for (const char* ds : {"normalisation/context_count", "normalisation/context_sum", "normalisation/context_sumsq",
-                         "normalisation/residual_count", "normalisation/residual_sumsq", "rng/state"})
+  for (const char* ds :
+       {"normalisation/context_count", "normalisation/context_sum", "normalisation/context_sumsq",
+        "normalisation/residual_count", "normalisation/residual_sumsq", "rng/state"})
     if (!f.exists(ds)) problems.push_back("missing dataset /" + std::string(ds));
   if (!problems.empty()) {
     std::string msg = path + ": does not fit this model:";
@@ -196,7 +203,8 @@ void Downscaler::restore(const std::string& path) {
     auto host = torch::empty({N}, torch::kFloat32);
     for (size_t i = 0; i < im.names.size(); ++i) {
       auto v = im.view(host, i);
-      f.read(std::string(kBuffers[b]) + "/" + im.names[i], h5::Type::kFloat32, v.data_ptr<float>(), v.numel());
+      f.read(std::string(kBuffers[b]) + "/" + im.names[i], h5::Type::kFloat32, v.data_ptr<float>(),
+             v.numel());
     }
     *staged[b] = host;
   }
@@ -211,15 +219,16 @@ void Downscaler::restore(const std::string& path) {
   s.rng_state = torch::empty({state_info.numel()}, torch::kUInt8);
   f.read("rng/state", h5::Type::kUInt8, s.rng_state.data_ptr<uint8_t>(), s.rng_state.numel());
   s.step = f.attr_int("/", "step");
-  s.consecutive_bad = f.has_attr("/", "consecutive_bad_steps") ? f.attr_int("/", "consecutive_bad_steps") : 0;
+  s.consecutive_bad =
+      f.has_attr("/", "consecutive_bad_steps") ? f.attr_int("/", "consecutive_bad_steps") : 0;
   s.total_bad = f.has_attr("/", "total_bad_steps") ? f.attr_int("/", "total_bad_steps") : 0;
   s.validation = read_validation(f);
   try {
     auto gen = at::make_generator<at::CPUGeneratorImpl>(0);
     gen.set_state(s.rng_state);
   } catch (const c10::Error& e) {
-    throw CheckpointError(path + ": /rng/state is not a valid generator state (" + std::to_string(s.rng_state.numel()) +
-                          " bytes)");
+    throw CheckpointError(path + ": /rng/state is not a valid generator state (" +
+                          std::to_string(s.rng_state.numel()) + " bytes)");
   }
   im.apply_state(s);
   im.best.reset();  // a kept best state belongs to the run before the restore

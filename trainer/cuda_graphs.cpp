@@ -19,7 +19,9 @@ namespace {
 /// Runs the body directly; copies are synchronous.
 class EagerRunner : public Runner {
  public:
-  torch::Tensor host_buffer(int64_t n, torch::ScalarType type) override { return torch::empty({n}, torch::TensorOptions().dtype(type)); }
+  torch::Tensor host_buffer(int64_t n, torch::ScalarType type) override {
+    return torch::empty({n}, torch::TensorOptions().dtype(type));
+  }
   void copy_in(torch::Tensor& dst, const torch::Tensor& src, int) override { dst.copy_(src); }
   void wait_slot(int) override {}
   void run(const std::function<void()>& body) override { body(); }
@@ -38,7 +40,9 @@ class EagerRunner : public Runner {
 class CudaGraphRunner : public Runner {
  public:
   CudaGraphRunner(const torch::Device& device, int warmup)
-      : device_(device), warmup_(warmup), stream_(c10::cuda::getStreamFromPool(false, device.index())) {}
+      : device_(device),
+        warmup_(warmup),
+        stream_(c10::cuda::getStreamFromPool(false, device.index())) {}
   ~CudaGraphRunner() override {
     try {
       stream_.synchronize();
@@ -55,7 +59,8 @@ class CudaGraphRunner : public Runner {
     events_[static_cast<size_t>(slot)].record(stream_);
   }
   void wait_slot(int slot) override {
-    if (static_cast<size_t>(slot) < events_.size()) events_[static_cast<size_t>(slot)].synchronize();
+    if (static_cast<size_t>(slot) < events_.size())
+      events_[static_cast<size_t>(slot)].synchronize();
   }
   void run(const std::function<void()>& body) override {
     c10::cuda::CUDAStreamGuard guard(stream_);

@@ -26,7 +26,8 @@ struct NormApplied {
 };
 
 /// Means and standard deviations from the sums (unit scale for constant features), on `device`.
-NormApplied derive_normalisation(const NormSums& sums, int64_t context_size, const torch::Device& device);
+NormApplied derive_normalisation(const NormSums& sums, int64_t context_size,
+                                 const torch::Device& device);
 
 /// A [rows, cols] float32 CPU tensor over caller memory (not copied).
 torch::Tensor cpu_float(const float* data, int64_t rows, int64_t cols);
@@ -41,7 +42,8 @@ torch::Tensor patch_mean(const torch::Tensor& fine, const torch::Tensor& w);
 /// original row of each kept sample.
 struct CleanData {
   torch::Tensor context, fine, weights;
-  torch::Tensor rows;  ///< int64 [kept]: index into the DataView (undefined when nothing was dropped)
+  torch::Tensor
+      rows;  ///< int64 [kept]: index into the DataView (undefined when nothing was dropped)
   int64_t dropped = 0;
 };
 
@@ -55,7 +57,7 @@ void accumulate_normalisation(NormSums& sums, const CleanData& c, int64_t C);
 /// time steps (at least one step when fraction > 0 and there are two or more steps; never all
 /// of them) are held out. Rows keep their order within each part.
 struct TimeSplit {
-  std::vector<int64_t> train, validation;  ///< row indices into the DataView
+  std::vector<int64_t> train, validation;   ///< row indices into the DataView
   int64_t steps = 0, validation_steps = 0;  ///< distinct time steps in all, held out
 };
 /// `time` may be null: then each row is its own step, in row order.
@@ -69,7 +71,8 @@ struct Subset {
 };
 Subset take_rows(const DataView& d, const std::vector<int64_t>& rows, int64_t C, int64_t P);
 
-/// Normalised epoch tensors on `device`: residual / std [n,P], context [n,C], weights [n,P] or undefined.
+/// Normalised epoch tensors on `device`: residual / std [n,P], context [n,C], weights [n,P] or
+/// undefined.
 struct EpochTensors {
   torch::Tensor r0, ctx, w;
   int64_t n = 0;

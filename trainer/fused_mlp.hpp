@@ -39,7 +39,8 @@ struct MicroBatch {
   int64_t b = 0;
   const int64_t* idx = nullptr;  ///< [b] rows of EpochInputs
   const int64_t* t = nullptr;    ///< [b] diffusion steps
-  const float* eps = nullptr;    ///< [b,P] N(0,1) draws; the weighted mean is removed here when conservative
+  const float* eps =
+      nullptr;  ///< [b,P] N(0,1) draws; the weighted mean is removed here when conservative
 };
 
 /// Forward and backward of the MLP denoiser (noising, concatenation, layers, conservative MSE
@@ -57,15 +58,17 @@ class Mlp {
   double train_micro(const float* params, float* grad, const EpochInputs& in, const MicroBatch& mb,
                      double loss_scale, bool overwrite);
 
-  /// The raw network output (eps or v) for given inputs: x_t [b,P], context [b,C], t [b] -> out [b,P].
-  void forward(const float* params, const float* x_t, const float* context, const int64_t* t, int64_t b, float* out);
+  /// The raw network output (eps or v) for given inputs: x_t [b,P], context [b,C], t [b] -> out
+  /// [b,P].
+  void forward(const float* params, const float* x_t, const float* context, const int64_t* t,
+               int64_t b, float* out);
 
   /// What the fused samplers need per batch.
   struct SampleInputs {
     int64_t b = 0;
-    const float* context = nullptr;   ///< [b,C] normalised
-    const float* weights = nullptr;   ///< [b,P] rows summing to 1, or nullptr
-    const float* noise = nullptr;     ///< [draws, b, P] pre-drawn N(0,1); draw 0 is x_T
+    const float* context = nullptr;  ///< [b,C] normalised
+    const float* weights = nullptr;  ///< [b,P] rows summing to 1, or nullptr
+    const float* noise = nullptr;    ///< [draws, b, P] pre-drawn N(0,1); draw 0 is x_T
     int64_t draws = 0;
   };
   /// The whole DDPM or DDIM loop (same arithmetic as diffusion::ddpm_sample / ddim_sample with
@@ -73,15 +76,17 @@ class Mlp {
   /// Noise draw k (k >= 1) is used at the k-th noisy update, in loop order.
   void sample(const float* params, const SampleInputs& in, const std::vector<double>& alpha_bar,
               const std::vector<double>& post_c0, const std::vector<double>& post_ct,
-              const std::vector<double>& post_var, bool ddpm, const std::vector<int64_t>& ddim_steps, double eta,
-              bool v_objective, bool conservative, double x0_clip, float* x0);
+              const std::vector<double>& post_var, bool ddpm,
+              const std::vector<int64_t>& ddim_steps, double eta, bool v_objective,
+              bool conservative, double x0_clip, float* x0);
 
  private:
   void ensure(int64_t b, bool derivatives);
   /// The hidden layers from layer 0's product already in z_, then the output product in y_
   /// (without its bias). Layer 0 adds `bias0` (default: its bias) and `row0` ([b,H] or nullptr);
   /// fills h_ (activations) and, when `derivative`, d_ (their derivatives).
-  void hidden_layers(const float* params, int64_t b, bool derivative, const float* bias0, const float* row0);
+  void hidden_layers(const float* params, int64_t b, bool derivative, const float* bias0,
+                     const float* row0);
 
   ModelOptions mo_;
   Layout layout_;
@@ -89,11 +94,12 @@ class Mlp {
   Activation act_;
   int64_t C_, P_, E_, H_, D_, in_;
   int64_t cap_ = 0;
-  std::vector<float> x_, tgt_;                 ///< [b,in] layer-0 input, [b,P] target
-  std::vector<std::vector<float>> h_, d_;      ///< per hidden layer: activation, derivative [b,H]
-  std::vector<float> z_, y_, dy_, g0_, g1_;    ///< scratch [b,H], out [b,P], dout [b,P], ping-pong [b,H]
+  std::vector<float> x_, tgt_;             ///< [b,in] layer-0 input, [b,P] target
+  std::vector<std::vector<float>> h_, d_;  ///< per hidden layer: activation, derivative [b,H]
+  std::vector<float> z_, y_, dy_, g0_,
+      g1_;  ///< scratch [b,H], out [b,P], dout [b,P], ping-pong [b,H]
   std::vector<double> row_sse_;
-  std::vector<float> emb_;                     ///< [H] step-embedding term of layer 0 (sampling)
+  std::vector<float> emb_;  ///< [H] step-embedding term of layer 0 (sampling)
 };
 
 }  // namespace finecast::trainer::fused

@@ -13,10 +13,10 @@
 
 #include "trainer/adamw.hpp"
 #include "trainer/autocast.hpp"
-#include "trainer/train_graph.hpp"
 #include "trainer/downscaler.hpp"
 #include "trainer/downscaler_impl.hpp"
 #include "trainer/thread_tuning.hpp"
+#include "trainer/train_graph.hpp"
 #include "trainer/training_internal.hpp"
 #include "trainer/validation.hpp"
 
@@ -27,7 +27,9 @@
 namespace finecast::trainer {
 
 void validate_train_options(const TrainOptions& t) {
-  auto bad = [](const std::string& key, const std::string& why) { throw std::invalid_argument("train." + key + ": " + why); };
+  auto bad = [](const std::string& key, const std::string& why) {
+    throw std::invalid_argument("train." + key + ": " + why);
+  };
   if (t.batch_size < 1) bad("batch_size", "must be >= 1");
   if (!(t.lr > 0)) bad("lr", "must be > 0");
   if (t.weight_decay < 0) bad("weight_decay", "must be >= 0");
@@ -48,10 +50,12 @@ void validate_train_options(const TrainOptions& t) {
   if (t.early_stop < 0) bad("early_stop", "must be >= 0 (0 = off)");
   if (t.plateau < 0) bad("plateau", "must be >= 0 (0 = off)");
   if (!(t.plateau_factor > 0 && t.plateau_factor < 1)) bad("plateau_factor", "must be in (0, 1)");
-  if (!(t.plateau_min_scale > 0 && t.plateau_min_scale <= 1)) bad("plateau_min_scale", "must be in (0, 1]");
+  if (!(t.plateau_min_scale > 0 && t.plateau_min_scale <= 1))
+    bad("plateau_min_scale", "must be in (0, 1]");
   // These act on the validation score, which needs held-out data.
   if (t.validation == 0) {
-    if (t.early_stop > 0) bad("early_stop", "needs train.validation > 0 (a held-out part to score)");
+    if (t.early_stop > 0)
+      bad("early_stop", "needs train.validation > 0 (a held-out part to score)");
     if (t.plateau > 0) bad("plateau", "needs train.validation > 0 (a held-out part to score)");
     if (t.keep_best) bad("keep_best", "needs train.validation > 0 (a held-out part to score)");
   }
@@ -84,7 +88,8 @@ bool is_out_of_memory(const std::exception& e) {
   if (dynamic_cast<const c10::OutOfMemoryError*>(&e)) return true;
   if (dynamic_cast<const c10::Error*>(&e)) {
     const std::string what = e.what();
-    return what.find("out of memory") != std::string::npos || what.find("CUBLAS_STATUS_ALLOC_FAILED") != std::string::npos;
+    return what.find("out of memory") != std::string::npos ||
+           what.find("CUBLAS_STATUS_ALLOC_FAILED") != std::string::npos;
   }
   return false;
 }
@@ -98,12 +103,15 @@ void check_memory_limit(const Downscaler::Impl& im, int64_t b) {
   if (im.to.max_device_memory <= 0) return;
   const int64_t need = estimate_batch_bytes(im.mo, im.flat.numel(), b);
   if (need > im.to.max_device_memory)
-    throw DeviceMemoryLimit("a micro-batch of " + std::to_string(b) + " needs about " + std::to_string(need) +
-                            " bytes, above train.max_device_memory = " + std::to_string(im.to.max_device_memory));
+    throw DeviceMemoryLimit(
+        "a micro-batch of " + std::to_string(b) + " needs about " + std::to_string(need) +
+        " bytes, above train.max_device_memory = " + std::to_string(im.to.max_device_memory));
 }
 
-LossAndNorm fused_forward_backward(Downscaler::Impl& im, const EpochTensors& data, const StepDraws& d) {
-  const int64_t b = d.idx.size(0), P = im.mo.patch_size, micro = std::max<int64_t>(1, im.micro_batch);
+LossAndNorm fused_forward_backward(Downscaler::Impl& im, const EpochTensors& data,
+                                   const StepDraws& d) {
+  const int64_t b = d.idx.size(0), P = im.mo.patch_size,
+                micro = std::max<int64_t>(1, im.micro_batch);
   fused::EpochInputs in;
   in.x0 = data.r0.data_ptr<float>();
   in.context = data.ctx.data_ptr<float>();
@@ -122,7 +130,8 @@ LossAndNorm fused_forward_backward(Downscaler::Impl& im, const EpochTensors& dat
     mb.idx = idx + m0;
     mb.t = t + m0;
     mb.eps = eps + m0 * P;
-    sse += im.fused_mlp->train_micro(im.flat.data_ptr<float>(), im.grad.data_ptr<float>(), in, mb, scale, m0 == 0);
+    sse += im.fused_mlp->train_micro(im.flat.data_ptr<float>(), im.grad.data_ptr<float>(), in, mb,
+                                     scale, m0 == 0);
   }
   LossAndNorm r;
   r.loss = sse * scale;
@@ -130,7 +139,8 @@ LossAndNorm fused_forward_backward(Downscaler::Impl& im, const EpochTensors& dat
   return r;
 }
 
-LossAndNorm autograd_forward_backward(Downscaler::Impl& im, const EpochTensors& data, const StepDraws& d) {
+LossAndNorm autograd_forward_backward(Downscaler::Impl& im, const EpochTensors& data,
+                                      const StepDraws& d) {
   const int64_t b = d.idx.size(0), micro = std::max<int64_t>(1, im.micro_batch);
   const bool v_obj = im.mo.objective == "v", conservative = im.mo.conservative;
   const bool bf16 = im.to.bf16 && im.cuda;
@@ -189,15 +199,17 @@ bool back_off(Downscaler::Impl& im, int64_t global, const std::exception& e,
   if (im.cuda) c10::cuda::CUDACachingAllocator::emptyCache();
 #endif
   event("train: out of device memory at micro-batch " + std::to_string(before) + " (" + e.what() +
-        "); micro-batch now " + std::to_string(im.micro_batch) + ", " + std::to_string(im.accumulate) +
-        " micro-batches per optimizer step (global batch " + std::to_string(global) + " kept)");
+        "); micro-batch now " + std::to_string(im.micro_batch) + ", " +
+        std::to_string(im.accumulate) + " micro-batches per optimizer step (global batch " +
+        std::to_string(global) + " kept)");
   return true;
 }
 
 }  // namespace
 
 LossAndNorm forward_backward(Downscaler::Impl& im, const EpochTensors& data, const StepDraws& d) {
-  return uses_fused(im) ? fused_forward_backward(im, data, d) : autograd_forward_backward(im, data, d);
+  return uses_fused(im) ? fused_forward_backward(im, data, d)
+                        : autograd_forward_backward(im, data, d);
 }
 
 void apply_update(Downscaler::Impl& im, double grad_norm) {
@@ -205,8 +217,9 @@ void apply_update(Downscaler::Impl& im, double grad_norm) {
   const adamw::StepParams p = adamw::step_params(im.to, im.step, lr, grad_norm);
   torch::NoGradGuard no_grad;
   if (!im.cuda && im.device.is_cpu()) {
-    adamw::update_cpu(im.flat.data_ptr<float>(), im.grad.data_ptr<float>(), im.exp_avg.data_ptr<float>(),
-                      im.exp_avg_sq.data_ptr<float>(), im.ema.data_ptr<float>(), im.flat.numel(), p);
+    adamw::update_cpu(im.flat.data_ptr<float>(), im.grad.data_ptr<float>(),
+                      im.exp_avg.data_ptr<float>(), im.exp_avg_sq.data_ptr<float>(),
+                      im.ema.data_ptr<float>(), im.flat.numel(), p);
   } else {
     adamw::update_tensors(im.flat, im.grad, im.exp_avg, im.exp_avg_sq, im.ema, im.denom, p);
   }
@@ -228,7 +241,8 @@ EpochStats run_epoch(Downscaler::Impl& im, const EpochTensors& data,
     im.good_exp_avg = im.exp_avg.clone();
     im.good_exp_avg_sq = im.exp_avg_sq.clone();
   }
-  if (im.to.bf16 && !im.cuda) event("train.bf16 is honoured on CUDA only; training in float32 on " + im.device.str());
+  if (im.to.bf16 && !im.cuda)
+    event("train.bf16 is honoured on CUDA only; training in float32 on " + im.device.str());
 
   const auto long_cpu = torch::TensorOptions().dtype(torch::kInt64);
   const auto float_cpu = torch::TensorOptions().dtype(torch::kFloat32);
@@ -263,7 +277,8 @@ EpochStats run_epoch(Downscaler::Impl& im, const EpochTensors& data,
         graph = nullptr;
         im.train_graph.reset();
         im.train_graph_failed = true;
-        event(std::string("train: CUDA graph step failed (") + e.what() + "); continuing without graphs");
+        event(std::string("train: CUDA graph step failed (") + e.what() +
+              "); continuing without graphs");
       }
     }
     if (graph) graph->wait();  // an eager step after replays (the partial last batch)
@@ -274,7 +289,8 @@ EpochStats run_epoch(Downscaler::Impl& im, const EpochTensors& data,
         break;
       } catch (const std::exception& e) {
         if (!is_out_of_memory(e)) throw;
-        if (graph) {  // collect what the graph did so far; back_off drops it (captured for the old shape)
+        if (graph) {  // collect what the graph did so far; back_off drops it (captured for the old
+                      // shape)
           const auto g = graph->finish_epoch(event);
           loss_sum += g.loss_sum;
           good += g.good;
@@ -282,7 +298,8 @@ EpochStats run_epoch(Downscaler::Impl& im, const EpochTensors& data,
           graph = nullptr;
         }
         if (!back_off(im, global, e, event))
-          throw std::runtime_error("train: out of device memory even at micro-batch 1 (" + std::string(e.what()) + ")");
+          throw std::runtime_error("train: out of device memory even at micro-batch 1 (" +
+                                   std::string(e.what()) + ")");
         ++st.oom_backoffs;
       }
     }
@@ -291,8 +308,9 @@ EpochStats run_epoch(Downscaler::Impl& im, const EpochTensors& data,
       ++st.bad_steps;
       ++im.total_bad;
       ++im.consecutive_bad;
-      event("train_epoch: step " + std::to_string(im.step) + " skipped: loss " + std::to_string(r.loss) +
-            ", gradient norm " + std::to_string(r.norm) + " (" + std::to_string(im.consecutive_bad) + " in a row)");
+      event("train_epoch: step " + std::to_string(im.step) + " skipped: loss " +
+            std::to_string(r.loss) + ", gradient norm " + std::to_string(r.norm) + " (" +
+            std::to_string(im.consecutive_bad) + " in a row)");
       if (im.consecutive_bad >= im.to.max_bad_steps) {
         torch::NoGradGuard no_grad;
         im.flat.copy_(im.good_flat);
@@ -330,7 +348,8 @@ void Downscaler::update_normalisation(const DataView& data) {
   accumulate_normalisation(im.sums, c, im.mo.context_size);
 }
 
-EpochStats Downscaler::train_epoch(const DataView& data, const std::function<void(const std::string&)>& on_event) {
+EpochStats Downscaler::train_epoch(const DataView& data,
+                                   const std::function<void(const std::string&)>& on_event) {
   auto& im = *impl_;
   const auto t0 = std::chrono::steady_clock::now();
   auto event = [&](const std::string& s) {
@@ -345,7 +364,8 @@ EpochStats Downscaler::train_epoch(const DataView& data, const std::function<voi
     c = clean(data, C, P, "train_epoch");
   }
   if (c.dropped > 0)
-    event("train_epoch: dropped " + std::to_string(c.dropped) + " of " + std::to_string(data.n) + " samples holding NaN/Inf");
+    event("train_epoch: dropped " + std::to_string(c.dropped) + " of " + std::to_string(data.n) +
+          " samples holding NaN/Inf");
   const EpochTensors e = normalise(c, im.norm, im.device);
   EpochStats st = run_epoch(im, e, event);
   st.skipped_samples = c.dropped;
@@ -376,9 +396,9 @@ SessionStats Downscaler::train_session(const DataView& data, int64_t epochs,
     return st;
   };
   if (im.validation.stopped) {
-    event("train: early stopping stopped training (best validation " + im.to.validation_metric + " " +
-          std::to_string(im.validation.best_score) + " at step " + std::to_string(im.validation.best_step) +
-          "); session skipped");
+    event("train: early stopping stopped training (best validation " + im.to.validation_metric +
+          " " + std::to_string(im.validation.best_score) + " at step " +
+          std::to_string(im.validation.best_step) + "); session skipped");
     return finish();
   }
   const auto C = im.mo.context_size, P = im.mo.patch_size;
@@ -388,8 +408,8 @@ SessionStats Downscaler::train_session(const DataView& data, int64_t epochs,
     all = clean(data, C, P, "train_session");
   }
   if (all.dropped > 0)
-    event("train_session: dropped " + std::to_string(all.dropped) + " of " + std::to_string(data.n) +
-          " samples holding NaN/Inf");
+    event("train_session: dropped " + std::to_string(all.dropped) + " of " +
+          std::to_string(data.n) + " samples holding NaN/Inf");
   // The time of each kept row, then the split by time.
   const int64_t kept = all.fine.size(0);
   std::vector<int64_t> times(static_cast<size_t>(kept));

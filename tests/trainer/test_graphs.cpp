@@ -35,7 +35,8 @@ TEST(GraphPath, StaticStepTrainsLikeTheEagerStep) {
   for (bool weighted : {false, true}) {
     ft::DataView v = view(d);
     if (weighted) v.weights = w.data();
-    ft::Downscaler eager(small_model(), autograd_training(), "cpu"), graph(small_model(), autograd_training(), "cpu");
+    ft::Downscaler eager(small_model(), autograd_training(), "cpu"),
+        graph(small_model(), autograd_training(), "cpu");
     graph.impl().force_graph_path = true;
     const auto init = eager.impl().flat.clone();
     double loss_e = 0, loss_g = 0;
@@ -48,8 +49,9 @@ TEST(GraphPath, StaticStepTrainsLikeTheEagerStep) {
     EXPECT_NEAR(loss_g, loss_e, 1e-5 * loss_e);
     const double diff = (graph.impl().flat - eager.impl().flat).norm().item<double>() /
                         (eager.impl().flat - init).norm().item<double>();
-    std::printf("static step vs eager (%s): loss %.6f vs %.6f, relative weight-update difference %.2e\n",
-                weighted ? "weighted" : "uniform", loss_g, loss_e, diff);
+    std::printf(
+        "static step vs eager (%s): loss %.6f vs %.6f, relative weight-update difference %.2e\n",
+        weighted ? "weighted" : "uniform", loss_g, loss_e, diff);
     EXPECT_LT(diff, 1e-4);
     EXPECT_LT((graph.impl().ema - eager.impl().ema).abs().max().item<double>(), 1e-5);
   }

@@ -2,6 +2,7 @@
 // The trainer on a GPU: it learns there, bf16 learns, and checkpoints move between CPU and CUDA in
 // both directions. Every test is skipped (not passed) where LibTorch sees no CUDA device, as on CI;
 // scripts/device/build_cuda.sh runs them on a GPU machine.
+#include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -11,6 +12,7 @@
 #include "trainer/device.hpp"
 #include "trainer/downscaler.hpp"
 #include "trainer/downscaler_impl.hpp"
+#include "trainer/adamw.hpp"
 #include "trainer/sample_graph.hpp"
 #include "trainer/train_graph.hpp"
 #include "trainer/training_internal.hpp"
@@ -306,4 +308,27 @@ TEST_F(Cuda, OutOfMemoryBackOffOnTheGpu) {
   EXPECT_EQ(ds.micro_batch(), 32);
   EXPECT_EQ(st.batches, 8);
   EXPECT_EQ(st.bad_steps, 0);
+}
+
+TEST_F(Cuda, FusedAdamWStepEqualsTorchOptimAdamWOnTheGpu) {
+  // The tensor form of the fused step (the eager CUDA path) against torch::optim::AdamW, on the GPU.
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(1);
+  const int64_t n = 10007;
+  const auto p0 = torch::randn({n}, gen).cuda(), g = torch::randn({n}, gen).cuda();
+  ft::TrainOptions o;
+  o.weight_decay = 0.05;
+  o.grad_clip = 0;
+  const double lr = 3e-3;
+  auto ref = p0.clone().requires_grad_(true);
+  torch::optim::AdamW opt({ref}, torch::optim::AdamWOptions(lr).weight_decay(o.weight_decay));
+  auto p = p0.clone(), m = torch::zeros_like(p0), v = torch::zeros_like(p0), e = p0.clone(), denom = torch::zeros_like(p0);
+  for (int64_t step = 0; step < 3; ++step) {
+    auto gs = g * (1.0 + 0.5 * static_cast<double>(step));
+    ref.mutable_grad() = gs.clone();
+    opt.step();
+    auto gt = gs.clone();
+    ft::adamw::update_tensors(p, gt, m, v, e, denom, ft::adamw::step_params(o, step, lr, 0.0));
+    const double step_size = (ref.detach() - p0).abs().max().item<double>();
+    EXPECT_LT((p - ref.detach()).abs().max().item<double>(), 1e-3 * step_size) << "step " << step;
+  }
 }

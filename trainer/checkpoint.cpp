@@ -28,8 +28,9 @@ void check_header(const h5::File& f) {
   if (!f.has_attr("/", "format_version"))
     throw CheckpointError(f.path() + ": the root attribute `format_version` is missing");
   const int64_t v = f.attr_int("/", "format_version");
-  if (v != kCheckpointFormatVersion)
-    throw CheckpointError(f.path() + ": checkpoint format version " + std::to_string(v) + ", but this build reads version " +
+  if (v < kCheckpointOldestReadableVersion || v > kCheckpointFormatVersion)
+    throw CheckpointError(f.path() + ": checkpoint format version " + std::to_string(v) + ", but this build reads versions " +
+                          std::to_string(kCheckpointOldestReadableVersion) + " to " +
                           std::to_string(kCheckpointFormatVersion) +
                           (v > kCheckpointFormatVersion ? " (written by a newer finecast)" : " (written by an older finecast)"));
 }
@@ -47,6 +48,8 @@ void write_model_options(h5::File& f, const ModelOptions& o) {
   f.set_attr("options", "schedule", o.schedule);
   f.set_attr("options", "objective", o.objective);
   f.set_attr("options", "conservative", static_cast<int64_t>(o.conservative));
+  f.set_attr("options", "activation", o.activation);
+  f.set_attr("options", "attention", static_cast<int64_t>(o.attention));
 }
 
 ModelOptions read_model_options(const h5::File& f) {
@@ -63,6 +66,9 @@ ModelOptions read_model_options(const h5::File& f) {
   o.schedule = f.attr_string("options", "schedule");
   o.objective = f.attr_string("options", "objective");
   o.conservative = f.attr_int("options", "conservative") != 0;
+  // Added in format version 2; version 1 models are silu without attention.
+  if (f.has_attr("options", "activation")) o.activation = f.attr_string("options", "activation");
+  if (f.has_attr("options", "attention")) o.attention = f.attr_int("options", "attention") != 0;
   return o;
 }
 
@@ -80,6 +86,21 @@ void write_train_options(h5::File& f, const TrainOptions& o) {
   f.set_attr("train_options", "max_bad_steps", o.max_bad_steps);
   // uint64 seeds above 2^63 keep their bits through the int64 attribute.
   f.set_attr("train_options", "seed", static_cast<int64_t>(o.seed));
+  f.set_attr("train_options", "accumulate", o.accumulate);
+  f.set_attr("train_options", "validation", o.validation);
+  f.set_attr("train_options", "validation_members", o.validation_members);
+  f.set_attr("train_options", "validation_max_samples", o.validation_max_samples);
+  f.set_attr("train_options", "validation_metric", o.validation_metric);
+  f.set_attr("train_options", "early_stop", o.early_stop);
+  f.set_attr("train_options", "plateau", o.plateau);
+  f.set_attr("train_options", "plateau_factor", o.plateau_factor);
+  f.set_attr("train_options", "plateau_min_scale", o.plateau_min_scale);
+  f.set_attr("train_options", "keep_best", static_cast<int64_t>(o.keep_best));
+  f.set_attr("train_options", "max_device_memory", o.max_device_memory);
+  f.set_attr("train_options", "force_autograd", static_cast<int64_t>(o.force_autograd));
+  f.set_attr("train_options", "threads", o.threads);
+  f.set_attr("train_options", "max_threads", o.max_threads);
+  f.set_attr("train_options", "cuda_graphs", static_cast<int64_t>(o.cuda_graphs));
 }
 
 TrainOptions read_train_options(const h5::File& f) {
@@ -96,6 +117,32 @@ TrainOptions read_train_options(const h5::File& f) {
   o.bf16 = f.attr_int("train_options", "bf16") != 0;
   o.max_bad_steps = f.attr_int("train_options", "max_bad_steps");
   o.seed = static_cast<uint64_t>(f.attr_int("train_options", "seed"));
+  // Added in format version 2: each read only where present, else its default.
+  const char* g = "train_options";
+  auto opt_int = [&](const char* key, int64_t& v) {
+    if (f.has_attr(g, key)) v = f.attr_int(g, key);
+  };
+  auto opt_double = [&](const char* key, double& v) {
+    if (f.has_attr(g, key)) v = f.attr_double(g, key);
+  };
+  auto opt_bool = [&](const char* key, bool& v) {
+    if (f.has_attr(g, key)) v = f.attr_int(g, key) != 0;
+  };
+  opt_int("accumulate", o.accumulate);
+  opt_double("validation", o.validation);
+  opt_int("validation_members", o.validation_members);
+  opt_int("validation_max_samples", o.validation_max_samples);
+  if (f.has_attr(g, "validation_metric")) o.validation_metric = f.attr_string(g, "validation_metric");
+  opt_int("early_stop", o.early_stop);
+  opt_int("plateau", o.plateau);
+  opt_double("plateau_factor", o.plateau_factor);
+  opt_double("plateau_min_scale", o.plateau_min_scale);
+  opt_bool("keep_best", o.keep_best);
+  opt_int("max_device_memory", o.max_device_memory);
+  opt_bool("force_autograd", o.force_autograd);
+  opt_int("threads", o.threads);
+  opt_int("max_threads", o.max_threads);
+  opt_bool("cuda_graphs", o.cuda_graphs);
   return o;
 }
 
@@ -114,6 +161,8 @@ std::string describe_differences(const ModelOptions& a, const ModelOptions& b) {
     add("depth", std::to_string(a.depth), std::to_string(b.depth));
   }
   if (a.arch == "unet" && b.arch == "unet") add("unet_channels", std::to_string(a.unet_channels), std::to_string(b.unet_channels));
+  if (a.arch == "unet" && b.arch == "unet") add("attention", a.attention ? "true" : "false", b.attention ? "true" : "false");
+  add("activation", a.activation, b.activation);
   add("time_embedding", std::to_string(a.time_embedding), std::to_string(b.time_embedding));
   add("diffusion_steps", std::to_string(a.diffusion_steps), std::to_string(b.diffusion_steps));
   add("schedule", a.schedule, b.schedule);
@@ -185,6 +234,8 @@ std::string checkpoint_path_for_step(const std::string& dir, long long step) {
   return (fs::path(dir) / name).string();
 }
 
+std::string best_checkpoint_path(const std::string& dir) { return (fs::path(dir) / "ckpt_best.h5").string(); }
+
 std::string save_checkpoint_in_dir(const Downscaler& model, const std::string& dir, int keep,
                                    const std::map<std::string, std::string>& metadata) {
   std::error_code ec;
@@ -192,6 +243,20 @@ std::string save_checkpoint_in_dir(const Downscaler& model, const std::string& d
   if (ec) throw CheckpointError(dir + ": cannot create the checkpoint directory (" + ec.message() + ")");
   const std::string path = checkpoint_path_for_step(dir, model.step());
   model.save_checkpoint(path, metadata);
+  if (model.best_state_step() >= 0) {
+    // Rewritten only when the kept best state changed since the file was written.
+    const std::string best = best_checkpoint_path(dir);
+    bool current = false;
+    if (fs::exists(best, ec)) {
+      try {
+        h5::File f = h5::File::open_read(best);
+        current = f.has_attr("/", "step") && f.attr_int("/", "step") == model.best_state_step();
+      } catch (const std::exception&) {
+        current = false;
+      }
+    }
+    if (!current) model.save_best_checkpoint(best, metadata);
+  }
   if (keep > 0) {
     const auto all = list_checkpoints(dir);
     for (size_t i = static_cast<size_t>(keep); i < all.size(); ++i) fs::remove(all[i].second, ec);

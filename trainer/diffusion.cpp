@@ -123,11 +123,13 @@ std::pair<torch::Tensor, torch::Tensor> estimates(const SamplerSetup& s, const t
 
 torch::Tensor ddpm_sample(const SamplerSetup& s, const NetFn& net, torch::Tensor x, at::Generator& gen) {
   const Schedule& sc = *s.schedule;
+  int64_t draw = 1;
   for (int64_t t = sc.steps - 1; t >= 0; --t) {
     auto x0 = estimates(s, x, net(x, t), t).first;
     auto mean = sc.post_c0[t] * x0 + sc.post_ct[t] * x;
     if (t > 0) {
-      auto z = torch::randn(x.sizes(), gen, torch::TensorOptions().dtype(torch::kFloat32)).to(x.device());
+      auto z = s.noise.defined() ? s.noise[draw++]
+                                 : torch::randn(x.sizes(), gen, torch::TensorOptions().dtype(torch::kFloat32)).to(x.device());
       if (s.conservative) z = remove_mean(z, s.weights);
       mean.add_(z, std::sqrt(sc.post_var[t]));
     }
@@ -139,7 +141,8 @@ torch::Tensor ddpm_sample(const SamplerSetup& s, const NetFn& net, torch::Tensor
 torch::Tensor ddim_sample(const SamplerSetup& s, const NetFn& net, torch::Tensor x, int64_t steps, double eta,
                           at::Generator* gen) {
   const Schedule& sc = *s.schedule;
-  if (eta > 0 && gen == nullptr) throw std::invalid_argument("ddim_sample: eta > 0 needs a generator");
+  if (eta > 0 && gen == nullptr && !s.noise.defined())
+    throw std::invalid_argument("ddim_sample: eta > 0 needs a generator or pre-drawn noise");
   const auto ts = ddim_timesteps(sc.steps, steps);
   for (size_t i = 0; i < ts.size(); ++i) {
     const int64_t t = ts[i];
@@ -150,7 +153,8 @@ torch::Tensor ddim_sample(const SamplerSetup& s, const NetFn& net, torch::Tensor
     const double sigma = eta * std::sqrt((1.0 - ab_prev) / (1.0 - ab)) * std::sqrt(1.0 - ab / ab_prev);
     x = std::sqrt(ab_prev) * x0 + std::sqrt(std::max(0.0, 1.0 - ab_prev - sigma * sigma)) * eps;
     if (sigma > 0) {
-      auto z = torch::randn(x.sizes(), *gen, torch::TensorOptions().dtype(torch::kFloat32)).to(x.device());
+      auto z = s.noise.defined() ? s.noise[static_cast<int64_t>(i) + 1]
+                                 : torch::randn(x.sizes(), *gen, torch::TensorOptions().dtype(torch::kFloat32)).to(x.device());
       if (s.conservative) z = remove_mean(z, s.weights);
       x.add_(z, sigma);
     }

@@ -1,0 +1,477 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The training loop: epochs over shuffled global batches, micro-batch accumulation, the fused
+// CPU path or autograd, NaN/Inf recovery, out-of-memory back-off, and the training session
+// (time split, validation, early stopping, plateau, best state, threads).
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+#include "trainer/adamw.hpp"
+#include "trainer/autocast.hpp"
+#include "trainer/downscaler.hpp"
+#include "trainer/downscaler_impl.hpp"
+#include "trainer/thread_tuning.hpp"
+#include "trainer/train_graph.hpp"
+#include "trainer/training_internal.hpp"
+#include "trainer/validation.hpp"
+
+#if FINECAST_HAVE_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
+
+namespace finecast::trainer {
+
+void validate_train_options(const TrainOptions& t) {
+  auto bad = [](const std::string& key, const std::string& why) {
+    throw std::invalid_argument("train." + key + ": " + why);
+  };
+  if (t.batch_size < 1) bad("batch_size", "must be >= 1");
+  if (!(t.lr > 0)) bad("lr", "must be > 0");
+  if (t.weight_decay < 0) bad("weight_decay", "must be >= 0");
+  if (t.warmup_steps < 0) bad("warmup_steps", "must be >= 0");
+  if (t.decay_steps < 0) bad("decay_steps", "must be >= 0");
+  if (t.min_lr_ratio < 0 || t.min_lr_ratio > 1) bad("min_lr_ratio", "must be in [0, 1]");
+  if (t.ema_decay < 0 || t.ema_decay >= 1) bad("ema_decay", "must be in [0, 1)");
+  if (t.max_bad_steps < 1) bad("max_bad_steps", "must be >= 1");
+  if (t.accumulate < 1) bad("accumulate", "must be >= 1");
+  if (!(t.validation >= 0 && t.validation < 1)) bad("validation", "must be in [0, 1)");
+  if (t.validation_members < 0 || t.validation_members == 1)
+    bad("validation_members", "must be 0 (no CRPS) or >= 2 (an ensemble)");
+  if (t.validation_max_samples < 1) bad("validation_max_samples", "must be >= 1");
+  if (t.validation_metric != "loss" && t.validation_metric != "crps")
+    bad("validation_metric", "must be loss or crps, got \"" + t.validation_metric + "\"");
+  if (t.validation_metric == "crps" && t.validation_members == 0)
+    bad("validation_metric", "crps needs validation_members >= 2");
+  if (t.early_stop < 0) bad("early_stop", "must be >= 0 (0 = off)");
+  if (t.plateau < 0) bad("plateau", "must be >= 0 (0 = off)");
+  if (!(t.plateau_factor > 0 && t.plateau_factor < 1)) bad("plateau_factor", "must be in (0, 1)");
+  if (!(t.plateau_min_scale > 0 && t.plateau_min_scale <= 1))
+    bad("plateau_min_scale", "must be in (0, 1]");
+  // These act on the validation score, which needs held-out data.
+  if (t.validation == 0) {
+    if (t.early_stop > 0)
+      bad("early_stop", "needs train.validation > 0 (a held-out part to score)");
+    if (t.plateau > 0) bad("plateau", "needs train.validation > 0 (a held-out part to score)");
+    if (t.keep_best) bad("keep_best", "needs train.validation > 0 (a held-out part to score)");
+  }
+  if (t.max_device_memory < 0) bad("max_device_memory", "must be >= 0 (0 = no limit)");
+  if (t.threads < -1) bad("threads", "must be -1 (auto), 0 (leave as is) or a thread count");
+  if (t.max_threads < 0) bad("max_threads", "must be >= 0 (0 = all cores)");
+}
+
+int64_t estimate_batch_bytes(const ModelOptions& mo, int64_t parameters, int64_t b) {
+  // Parameters, gradient, Adam moments, EMA, denominator and the NaN-recovery copies.
+  const int64_t fixed = 4 * parameters * 9;
+  int64_t per_sample = 0;
+  const int64_t P = mo.patch_size;
+  if (mo.arch == "mlp") {
+    const int64_t in = P + mo.context_size + mo.time_embedding;
+    per_sample = in + 3 * mo.depth * mo.hidden + 6 * P;
+  } else {
+    // Full-resolution maps of c channels (about 16 kept for backward), half-resolution maps of
+    // 2c channels (about 16), and the attention matrices of the lowest level.
+    const int64_t c = mo.unet_channels, tokens = P / 4;
+    per_sample = 16 * P * c + 16 * tokens * 2 * c + 6 * P;
+    if (mo.attention) per_sample += 3 * 4 * tokens * tokens + 8 * tokens * 2 * c;
+  }
+  // x2: forward activations plus the backward pass's temporaries of the same size.
+  return fixed + 2 * 4 * per_sample * b;
+}
+
+bool is_out_of_memory(const std::exception& e) {
+  if (dynamic_cast<const DeviceMemoryLimit*>(&e)) return true;
+  if (dynamic_cast<const c10::OutOfMemoryError*>(&e)) return true;
+  if (dynamic_cast<const c10::Error*>(&e)) {
+    const std::string what = e.what();
+    return what.find("out of memory") != std::string::npos ||
+           what.find("CUBLAS_STATUS_ALLOC_FAILED") != std::string::npos;
+  }
+  return false;
+}
+
+bool uses_fused(const Downscaler::Impl& im) { return im.fused_mlp != nullptr; }
+
+namespace {
+
+/// Throws DeviceMemoryLimit when the estimate for a micro-batch of `b` exceeds the limit.
+void check_memory_limit(const Downscaler::Impl& im, int64_t b) {
+  if (im.to.max_device_memory <= 0) return;
+  const int64_t need = estimate_batch_bytes(im.mo, im.flat.numel(), b);
+  if (need > im.to.max_device_memory)
+    throw DeviceMemoryLimit(
+        "a micro-batch of " + std::to_string(b) + " needs about " + std::to_string(need) +
+        " bytes, above train.max_device_memory = " + std::to_string(im.to.max_device_memory));
+}
+
+LossAndNorm fused_forward_backward(Downscaler::Impl& im, const EpochTensors& data,
+                                   const StepDraws& d) {
+  const int64_t b = d.idx.size(0), P = im.mo.patch_size,
+                micro = std::max<int64_t>(1, im.micro_batch);
+  fused::EpochInputs in;
+  in.x0 = data.r0.data_ptr<float>();
+  in.context = data.ctx.data_ptr<float>();
+  in.weights = data.w.defined() ? data.w.data_ptr<float>() : nullptr;
+  in.sqrt_ab = im.schedule.sqrt_ab.data_ptr<float>();
+  in.sqrt_1mab = im.schedule.sqrt_1mab.data_ptr<float>();
+  const int64_t* idx = d.idx.data_ptr<int64_t>();
+  const int64_t* t = d.t.data_ptr<int64_t>();
+  const float* eps = d.eps.data_ptr<float>();
+  const double scale = 1.0 / (static_cast<double>(b) * static_cast<double>(P));
+  double sse = 0;
+  for (int64_t m0 = 0; m0 < b; m0 += micro) {
+    fused::MicroBatch mb;
+    mb.b = std::min(micro, b - m0);
+    check_memory_limit(im, mb.b);
+    mb.idx = idx + m0;
+    mb.t = t + m0;
+    mb.eps = eps + m0 * P;
+    sse += im.fused_mlp->train_micro(im.flat.data_ptr<float>(), im.grad.data_ptr<float>(), in, mb,
+                                     scale, m0 == 0);
+  }
+  LossAndNorm r;
+  r.loss = sse * scale;
+  r.norm = adamw::norm_cpu(im.grad.data_ptr<float>(), im.grad.numel());
+  return r;
+}
+
+LossAndNorm autograd_forward_backward(Downscaler::Impl& im, const EpochTensors& data,
+                                      const StepDraws& d) {
+  const int64_t b = d.idx.size(0), micro = std::max<int64_t>(1, im.micro_batch);
+  const bool v_obj = im.mo.objective == "v", conservative = im.mo.conservative;
+  const bool bf16 = im.to.bf16 && im.cuda;
+  im.grad.zero_();
+  torch::Tensor loss_sum;
+  for (int64_t m0 = 0; m0 < b; m0 += micro) {
+    const int64_t mb = std::min(micro, b - m0);
+    check_memory_limit(im, mb);
+    auto idx = d.idx.narrow(0, m0, mb);
+    auto t = d.t.narrow(0, m0, mb);
+    auto eps = d.eps.narrow(0, m0, mb);
+    if (im.cuda) {
+      idx = idx.to(im.device, /*non_blocking=*/true);
+      t = t.to(im.device, true);
+      eps = eps.to(im.device, true);
+    }
+    auto wb = data.w.defined() ? data.w.index_select(0, idx) : torch::Tensor();
+    auto x0 = data.r0.index_select(0, idx);
+    auto cb = data.ctx.index_select(0, idx);
+    if (conservative) eps = diffusion::remove_mean(eps, wb);
+    auto a = im.schedule.sqrt_ab.index_select(0, t).unsqueeze(1);
+    auto s = im.schedule.sqrt_1mab.index_select(0, t).unsqueeze(1);
+    auto x_t = torch::addcmul(a * x0, s, eps);
+    auto target = v_obj ? a * eps - s * x0 : eps;
+    torch::Tensor loss;
+    {
+      AutocastBf16 autocast(bf16);
+      auto out = im.net->forward(x_t, cb, t);
+      if (bf16) out = out.to(torch::kFloat32);
+      if (conservative) out = diffusion::remove_mean(out, wb);
+      loss = torch::mse_loss(out, target);
+    }
+    // Each micro-batch's mean loss weighted by its share of the global batch: the accumulated
+    // gradient is that of the global batch's mean loss.
+    if (mb != b) loss = loss * (static_cast<double>(mb) / static_cast<double>(b));
+    loss.backward();
+    loss_sum = loss_sum.defined() ? loss_sum + loss.detach() : loss.detach();
+  }
+  // Loss and gradient norm in one device-to-host copy (on CUDA one wait per step, not two).
+  const auto both = torch::stack({loss_sum.to(torch::kFloat32), im.grad.norm()}).to(torch::kCPU);
+  LossAndNorm r;
+  r.loss = both[0].item<double>();
+  r.norm = both[1].item<double>();
+  return r;
+}
+
+/// Halves the micro-batch after an out-of-memory error; false when it cannot shrink further.
+bool back_off(Downscaler::Impl& im, int64_t global, const std::exception& e,
+              const std::function<void(const std::string&)>& event) {
+  if (im.micro_batch <= 1) return false;
+  const int64_t before = im.micro_batch;
+  im.micro_batch = (im.micro_batch + 1) / 2;
+  im.accumulate = (global + im.micro_batch - 1) / im.micro_batch;
+  im.train_graph.reset();  // captured for the old shape
+#if FINECAST_HAVE_CUDA
+  if (im.cuda) c10::cuda::CUDACachingAllocator::emptyCache();
+#endif
+  event("train: out of device memory at micro-batch " + std::to_string(before) + " (" + e.what() +
+        "); micro-batch now " + std::to_string(im.micro_batch) + ", " +
+        std::to_string(im.accumulate) + " micro-batches per optimizer step (global batch " +
+        std::to_string(global) + " kept)");
+  return true;
+}
+
+}  // namespace
+
+LossAndNorm forward_backward(Downscaler::Impl& im, const EpochTensors& data, const StepDraws& d) {
+  return uses_fused(im) ? fused_forward_backward(im, data, d)
+                        : autograd_forward_backward(im, data, d);
+}
+
+void apply_update(Downscaler::Impl& im, double grad_norm) {
+  const double lr = diffusion::learning_rate(im.to, im.step) * im.validation.lr_scale;
+  const adamw::StepParams p = adamw::step_params(im.to, im.step, lr, grad_norm);
+  torch::NoGradGuard no_grad;
+  if (!im.cuda && im.device.is_cpu()) {
+    adamw::update_cpu(im.flat.data_ptr<float>(), im.grad.data_ptr<float>(),
+                      im.exp_avg.data_ptr<float>(), im.exp_avg_sq.data_ptr<float>(),
+                      im.ema.data_ptr<float>(), im.flat.numel(), p);
+  } else {
+    adamw::update_tensors(im.flat, im.grad, im.exp_avg, im.exp_avg_sq, im.ema, im.denom, p);
+  }
+  ++im.step;
+}
+
+EpochStats run_epoch(Downscaler::Impl& im, const EpochTensors& data,
+                     const std::function<void(const std::string&)>& event) {
+  const auto t0 = std::chrono::steady_clock::now();
+  EpochStats st;
+  const int64_t n = data.n;
+  if (n == 0) {
+    st.step = im.step;
+    return st;
+  }
+  {
+    torch::NoGradGuard no_grad;
+    im.good_flat = im.flat.clone();
+    im.good_exp_avg = im.exp_avg.clone();
+    im.good_exp_avg_sq = im.exp_avg_sq.clone();
+  }
+  if (im.to.bf16 && !im.cuda)
+    event("train.bf16 is honoured on CUDA only; training in float32 on " + im.device.str());
+
+  const auto long_cpu = torch::TensorOptions().dtype(torch::kInt64);
+  const auto float_cpu = torch::TensorOptions().dtype(torch::kFloat32);
+  const int64_t P = im.mo.patch_size, T = im.mo.diffusion_steps;
+  const int64_t global = im.to.batch_size * im.to.accumulate;
+  auto perm = torch::randperm(n, im.gen, long_cpu);
+  double loss_sum = 0;
+  int64_t good = 0;
+
+  // On CUDA, full global batches replay a captured graph of the whole step (graphs::TrainGraph);
+  // it reports its losses and bad steps at the end of the epoch.
+  graphs::TrainGraph* graph = graphs::train_graph_for(im, data, global);
+
+  for (int64_t start = 0; start < n; start += global) {
+    const int64_t b = std::min(global, n - start);
+    StepDraws d;
+    d.idx = perm.narrow(0, start, b);
+    d.t = torch::randint(0, T, {b}, im.gen, long_cpu);
+    d.eps = torch::randn({b, P}, im.gen, float_cpu);
+    if (graph && graph->accepts(b)) {
+      try {
+        graph->step(d);
+        ++st.batches;
+        continue;
+      } catch (const std::exception& e) {
+        // The step did not run: collect the graph's epoch so far and go on eagerly (which backs
+        // off on out-of-memory like any other step).
+        const auto g = graph->finish_epoch(event);
+        loss_sum += g.loss_sum;
+        good += g.good;
+        st.bad_steps += g.bad;
+        graph = nullptr;
+        im.train_graph.reset();
+        im.train_graph_failed = true;
+        event(std::string("train: CUDA graph step failed (") + e.what() +
+              "); continuing without graphs");
+      }
+    }
+    if (graph) graph->wait();  // an eager step after replays (the partial last batch)
+    LossAndNorm r;
+    while (true) {
+      try {
+        r = forward_backward(im, data, d);
+        break;
+      } catch (const std::exception& e) {
+        if (!is_out_of_memory(e)) throw;
+        if (graph) {  // collect what the graph did so far; back_off drops it (captured for the old
+                      // shape)
+          const auto g = graph->finish_epoch(event);
+          loss_sum += g.loss_sum;
+          good += g.good;
+          st.bad_steps += g.bad;
+          graph = nullptr;
+        }
+        if (!back_off(im, global, e, event))
+          throw std::runtime_error("train: out of device memory even at micro-batch 1 (" +
+                                   std::string(e.what()) + ")");
+        ++st.oom_backoffs;
+      }
+    }
+    ++st.batches;
+    if (!std::isfinite(r.loss) || !std::isfinite(r.norm)) {
+      ++st.bad_steps;
+      ++im.total_bad;
+      ++im.consecutive_bad;
+      event("train_epoch: step " + std::to_string(im.step) + " skipped: loss " +
+            std::to_string(r.loss) + ", gradient norm " + std::to_string(r.norm) + " (" +
+            std::to_string(im.consecutive_bad) + " in a row)");
+      if (im.consecutive_bad >= im.to.max_bad_steps) {
+        torch::NoGradGuard no_grad;
+        im.flat.copy_(im.good_flat);
+        im.exp_avg.copy_(im.good_exp_avg);
+        im.exp_avg_sq.copy_(im.good_exp_avg_sq);
+        event("train_epoch: " + std::to_string(im.consecutive_bad) +
+              " bad steps in a row; restored the last good weights (from the start of this epoch)");
+        im.consecutive_bad = 0;
+      }
+      continue;
+    }
+    im.consecutive_bad = 0;
+    loss_sum += r.loss;
+    ++good;
+    apply_update(im, r.norm);
+  }
+  if (graph) {
+    const auto g = graph->finish_epoch(event);
+    loss_sum += g.loss_sum;
+    good += g.good;
+    st.bad_steps += g.bad;
+  }
+  st.avg_loss = good > 0 ? loss_sum / static_cast<double>(good) : 0.0;
+  st.step = im.step;
+  st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return st;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+void Downscaler::update_normalisation(const DataView& data) {
+  auto& im = *impl_;
+  torch::NoGradGuard no_grad;
+  CleanData c = clean(data, im.mo.context_size, im.mo.patch_size, "update_normalisation");
+  accumulate_normalisation(im.sums, c, im.mo.context_size);
+}
+
+EpochStats Downscaler::train_epoch(const DataView& data,
+                                   const std::function<void(const std::string&)>& on_event) {
+  auto& im = *impl_;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto event = [&](const std::string& s) {
+    if (on_event) on_event(s);
+  };
+  const auto C = im.mo.context_size, P = im.mo.patch_size;
+  if (im.sums.context_count == 0 && im.sums.residual_count == 0) update_normalisation(data);
+  im.norm = im.derive_norm();
+  CleanData c;
+  {
+    torch::NoGradGuard no_grad;
+    c = clean(data, C, P, "train_epoch");
+  }
+  if (c.dropped > 0)
+    event("train_epoch: dropped " + std::to_string(c.dropped) + " of " + std::to_string(data.n) +
+          " samples holding NaN/Inf");
+  const EpochTensors e = normalise(c, im.norm, im.device);
+  EpochStats st = run_epoch(im, e, event);
+  st.skipped_samples = c.dropped;
+  st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return st;
+}
+
+SessionStats Downscaler::train_session(const DataView& data, int64_t epochs,
+                                       const std::function<void(const std::string&)>& on_event) {
+  auto& im = *impl_;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto event = [&](const std::string& s) {
+    if (on_event) on_event(s);
+  };
+  if (epochs < 0) throw std::invalid_argument("train_session: epochs must be >= 0");
+  SessionStats st;
+  auto finish = [&]() {
+    const auto& v = im.validation;
+    st.best_score = v.best_score;
+    st.best_step = v.best_step;
+    st.sessions_without_improvement = v.sessions_without_improvement;
+    st.lr_scale = v.lr_scale;
+    st.stopped = v.stopped;
+    st.micro_batch = im.micro_batch;
+    st.accumulate = im.accumulate;
+    st.train_threads = im.train_threads;
+    st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return st;
+  };
+  if (im.validation.stopped) {
+    event("train: early stopping stopped training (best validation " + im.to.validation_metric +
+          " " + std::to_string(im.validation.best_score) + " at step " +
+          std::to_string(im.validation.best_step) + "); session skipped");
+    return finish();
+  }
+  const auto C = im.mo.context_size, P = im.mo.patch_size;
+  CleanData all;
+  {
+    torch::NoGradGuard no_grad;
+    all = clean(data, C, P, "train_session");
+  }
+  if (all.dropped > 0)
+    event("train_session: dropped " + std::to_string(all.dropped) + " of " +
+          std::to_string(data.n) + " samples holding NaN/Inf");
+  // The time of each kept row, then the split by time.
+  const int64_t kept = all.fine.size(0);
+  std::vector<int64_t> times(static_cast<size_t>(kept));
+  const torch::Tensor rows = all.rows.defined() ? all.rows.contiguous() : torch::Tensor();
+  for (int64_t i = 0; i < kept; ++i) {
+    const int64_t row = rows.defined() ? rows.data_ptr<int64_t>()[i] : i;
+    times[static_cast<size_t>(i)] = data.time ? data.time[row] : row;
+  }
+  const TimeSplit split = split_by_time(times.data(), kept, im.to.validation);
+  auto part = [&](const std::vector<int64_t>& rows) {
+    if (static_cast<int64_t>(rows.size()) == kept) return all;
+    CleanData c;
+    auto idx = torch::tensor(rows, torch::kInt64);
+    c.context = all.context.index_select(0, idx);
+    c.fine = all.fine.index_select(0, idx);
+    if (all.weights.defined()) c.weights = all.weights.index_select(0, idx);
+    return c;
+  };
+  const CleanData train = part(split.train);
+  st.train_samples = static_cast<int64_t>(split.train.size());
+  st.validation_samples = static_cast<int64_t>(split.validation.size());
+  st.validation_steps = split.validation_steps;
+
+  accumulate_normalisation(im.sums, train, C);
+  im.norm = im.derive_norm();
+  const EpochTensors e = normalise(train, im.norm, im.device);
+
+  if (im.to.threads == -1 && im.train_threads == 0 && e.n > 0) {
+    im.train_threads = threads::tune_training(im, e, event);
+  } else if (im.to.threads > 0) {
+    im.train_threads = static_cast<int>(im.to.threads);
+  }
+  if (im.train_threads > 0) at::set_num_threads(im.train_threads);
+
+  for (int64_t k = 0; k < epochs; ++k) {
+    EpochStats es = run_epoch(im, e, event);
+    es.skipped_samples = k == 0 ? all.dropped : 0;
+    st.epochs.push_back(es);
+  }
+  st.trained = true;
+  ++im.validation.sessions;
+
+  if (!split.validation.empty()) {
+    const CleanData held_out = part(split.validation);
+    validation::Scores sc;
+    try {
+      sc = validation::score(im, held_out, event);
+    } catch (const std::exception& e) {
+      if (!is_out_of_memory(e)) throw;
+      event(std::string("validation skipped: out of device memory (") + e.what() + ")");
+    }
+    st.validation_loss = sc.loss;
+    st.validation_crps = sc.crps;
+    st.score = im.to.validation_metric == "crps" ? sc.crps : sc.loss;
+    st.improved = validation::record(im, st.score, event);
+  }
+  publish();
+  return finish();
+}
+
+const ValidationRecord& Downscaler::validation_record() const { return impl_->validation; }
+int64_t Downscaler::micro_batch() const { return impl_->micro_batch; }
+int64_t Downscaler::accumulation() const { return impl_->accumulate; }
+
+}  // namespace finecast::trainer

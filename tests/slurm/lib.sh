@@ -52,6 +52,23 @@ finish() {
   echo "all checks passed"
 }
 
+# make_stub_plugin DIR cuda|cpu: DIR/libfinecast_comin.so, an empty library that depends (by
+# SONAME, found through its RUNPATH) on stub LibTorch libraries as a CUDA or a CPU-only build of
+# the plugin does: what launch.sh's CUDA check reads with ldd.
+make_stub_plugin() {
+  local dir="$1" flavour="$2" libs=(torch c10 torch_cpu)
+  [[ "$flavour" == cuda ]] && libs+=(torch_cuda c10_cuda)
+  mkdir -p "$dir"
+  echo 'int finecast_stub(void) { return 0; }' >"$dir/stub.c"
+  local links=()
+  for lib in "${libs[@]}"; do
+    gcc -shared -fPIC -o "$dir/lib$lib.so" -Wl,-soname,"lib$lib.so" "$dir/stub.c"
+    links+=("-l$lib")
+  done
+  gcc -shared -fPIC -o "$dir/libfinecast_comin.so" "$dir/stub.c" -L"$dir" -Wl,--no-as-needed \
+    "${links[@]}" -Wl,-rpath,"$(cd "$dir" && pwd)"
+}
+
 # ---- for the tests that run the real finecast-host with the plugin ----
 
 HOST_EXE="$BIN/bin/finecast-host"

@@ -36,10 +36,10 @@ rejects "bad time" "time '90min' is not a SLURM time; use MM, HH:MM:SS or D-HH:M
   --profile cpu --run run.yaml --dry-run --param time=90min
 rejects "zero nodes" "nodes must be >= 1, got 0" --profile cpu --run run.yaml --dry-run --param nodes=0
 rejects "unknown kind" "kind must be 'gpu' or 'cpu', got 'tpu'" --profile cpu --run run.yaml --dry-run --param kind=tpu
-rejects "unknown program" "program must be one of host | replay, got 'icon'" \
+rejects "unknown program" "program must be one of host | replay, or a mapping {executable: PATH, args: [...], namelists: [...]} for ICON or another ComIn host (configs/slurm/icon.yaml), got 'icon'" \
   --profile cpu --run run.yaml --dry-run --param program=icon
 rejects "unknown profile" "profile 'nosuch' not found" --profile nosuch --run run.yaml --dry-run
-assert_contains "$(cat stderr)" "known profiles: cpu, gpu, replay" "unknown profile lists the known ones"
+assert_contains "$(cat stderr)" "known profiles: cpu, gpu, icon, replay" "unknown profile lists the known ones"
 rejects "missing resume directory" "--resume $WORK/nockpt: no such directory" \
   --profile cpu --run run.yaml --dry-run --resume "$WORK/nockpt"
 rejects "unknown argument" "unknown argument '--bogus'" --profile cpu --bogus

@@ -81,7 +81,9 @@ def _from_build_dir(build):
 
 
 HOW_TO_BUILD = (
-    "Build the CUDA variant on a GPU node (docs/cuda.md):\n"
-    "    scripts/build_cuda.sh --torch /path/to/libtorch-with-cuda   (or --python PY with a CUDA PyTorch)\n"
-    "  then launch it with --bin-dir build-cuda/bin (and a plugin_library/run file naming "
-    "build-cuda/lib/libfinecast_comin.so).")
+    "Fix: build finecast against a CUDA LibTorch on a GPU node (docs/cuda.md):\n"
+    "    scripts/build_cuda.sh --torch /path/to/libtorch   (or --python PY, a python with CUDA PyTorch)\n"
+    "  then point the job at that build: --bin-dir build-cuda/bin and, in the run file, "
+    "library: build-cuda/lib/libfinecast_comin.so (finecast-host, finecast-replay), or "
+    "--param program.plugin_library=build-cuda/lib/libfinecast_comin.so (ICON). "
+    "To train on the CPU instead: --profile cpu, or --set device=cpu")

@@ -257,7 +257,7 @@ def put_plugin(text, name, library, options, source, library_stem="libfinecast_c
             if field not in ("name", "plugin_library", "options"):
                 extra[field] = a.value
             continue
-        kept.append("  %s = %s" % (a.lhs, a.value))
+        kept.append("  " + text[a.start:a.value_end])  # as the user wrote it
     if index is None:
         index = max(entries) + 1 if entries else 1
     body = "\n".join(kept + [_entry_lines(index, name, library, options, extra).rstrip("\n")])

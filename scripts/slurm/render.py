@@ -399,8 +399,20 @@ class Job:
             self.exe = resolve_executable(prog, self.workdir, problems)
             library = self.absolute(prog["plugin_library"]) if prog.get("plugin_library") \
                 else default_library
-            self.plugin = plugin_setup.Plugin(library, self.run, [], "the profile's run")
+            self.plugin = plugin_setup.Plugin(
+                library, self.run, [], "program.plugin_library" if prog.get("plugin_library")
+                else "the default program.plugin_library")
             self.comin_nml = comin_namelist_name(prog, self.workdir, problems)
+            restart = prog.get("restart") or {}
+            bases = [os.path.basename(str(n)) for n in prog.get("namelists") or []]
+            if self.chain > 1 and restart and os.path.basename(str(restart["namelist"])) not in bases:
+                problems.error("program.restart.namelist '%s' is not one of program.namelists (%s): "
+                               "the chunks of --chain %d could not be restarts"
+                               % (restart["namelist"], ", ".join(bases), self.chain))
+            elif self.chain > 1 and not restart:
+                problems.warning("program.restart is not set: every chunk of --chain starts the "
+                                 "program from its namelists unchanged; only finecast resumes "
+                                 "(checkpoint.resume: auto)")
             rundir = prog.get("rundir") or (self.task_dir if self.array else "out/" + self.job_name)
             self.rundir = self.absolute(rundir)
             if self.array and TASK not in self.rundir:
@@ -738,7 +750,8 @@ class Job:
             "JOB_NOTE": job_note,
             "NTASKS": str(nodes * per_node),
             "GPUS_PER_NODE": str(self.gpu_count),
-            "RUN_NOTE": run_note.replace('"', "'").replace("$", "\\$").replace("`", "'"),
+            "RUN_NOTE": run_note.replace('"', "'").replace("$", "\\$").replace("`", "'")
+                                .replace(TASK, "${task}"),
             "GPU_REPORT": "\n".join(gpu_report),
             "PREPARE": "\n".join(prepare),
             "SRUN_OPTS": " ".join(q(o) for o in srun),

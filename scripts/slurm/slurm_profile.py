@@ -239,9 +239,6 @@ def validate_program(program, problems, workdir):
                     problems.error("program.restart.%s is missing (e.g. {namelist: "
                                    "icon_master.namelist, group: master_nml, key: lrestart, "
                                    "value: .true.})" % k)
-            if restart.get("namelist") and os.path.basename(str(restart["namelist"])) not in names:
-                problems.error("program.restart.namelist '%s' is not one of program.namelists"
-                               % restart["namelist"])
     for key in ("rundir", "plugin_library", "plugin_name"):
         if program.get(key) is not None and not isinstance(program.get(key), str):
             problems.error("program.%s must be a string, got %r" % (key, program.get(key)))

@@ -135,7 +135,7 @@ def read_config(plugin, overrides, bin_dir, problems):
                                  % (tool, plugin.config))
         elif r is not None and r.returncode == 1:
             problems.error("the plugin config is invalid (checked with %s%s):\n  %s"
-                           % (os.path.relpath(tool),
+                           % (tool,
                               " and the overrides " + " ".join(all_overrides) if all_overrides else "",
                               r.stderr.strip().replace("\n", "\n  ")))
             return None

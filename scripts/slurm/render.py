@@ -69,6 +69,15 @@ def heredoc(target, content, expand_task):
     return "cat >%s <<'%s'\n%s%s" % (target, tag, content, tag)
 
 
+def outermost(dirs):
+    """The folders to search for a job's files, each once: none inside another."""
+    result = []
+    for d in sorted(set(dirs)):
+        if not any(d.startswith(r.rstrip("/") + "/") for r in result):
+            result.append(d)
+    return result
+
+
 # ---------------------------------------------------------------- arrays and overrides
 
 def array_ids(spec):
@@ -758,7 +767,7 @@ class Job:
             "COMMAND": command,
             "REPO": q(REPO_ROOT),
             "LOG_FILE": q(self.log_file),
-            "SEARCH": " ".join(sh(d) for d in sorted(set(search))),
+            "SEARCH": " ".join(sh(d) for d in outermost(search)),
         }
         text = re.sub(r"@([A-Z_]+)@", lambda m: values[m.group(1)], template)
         return re.sub(r"\n{3,}", "\n\n", text)

@@ -687,12 +687,11 @@ class Job:
             run_arg = self.run
             if self.program == "host" and self.chain > 1:
                 text, start = self.chunk_run_files[k - 1]
-                run_file = os.path.join(self.log_dir, "%s-chunk%d-%s.run.yaml" % (
-                    self.job_name, k, "${SLURM_JOB_ID:-0}"))
+                run_file = os.path.join(self.log_dir, "%s-chunk%d-" % (self.job_name, k))
                 prepare += ["# This chunk's run file: %s from %s%s." % (
                     os.path.relpath(self.run, self.workdir), start,
                     ", a restart (restart_run: true)" if k > 1 else ""),
-                    'run_file="%s"' % run_file.replace('"', '\\"'),
+                    'run_file=%s"${SLURM_JOB_ID:-0}".run.yaml' % shlex.quote(run_file),
                     heredoc('"$run_file"', text, False), ""]
                 run_arg = "{run_file}"
             argv = [self.exe] + ([run_arg] if self.program == "host" else ["--config", run_arg])

@@ -148,6 +148,8 @@ rejects "no run" "missing required key 'run': the finecast plugin config" --prof
   --param program.executable=./probe-icon --param 'program.namelists=[exp/NAMELIST_atm]'
 rejects "unknown program key" "unknown key 'program.namelist' (did you mean 'program.namelists'?)" \
   "${icon[@]}" --dry-run --param 'program.namelist=[exp/A]'
+rejects "chain without the restart namelist" "program.restart.namelist 'icon_master.namelist' is not one of program.namelists (NAMELIST_atm): the chunks of --chain 2 could not be restarts" \
+  "${icon[@]}" --dry-run --chain 2 --param 'program.namelists=[exp/NAMELIST_atm]'
 rejects "task without array" "{task} (in seed={task}) is the array task's id: it needs --array" \
   "${icon[@]}" --dry-run --set 'seed={task}'
 

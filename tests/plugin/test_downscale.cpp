@@ -200,8 +200,11 @@ TEST(DownscaleErrors, MismatchedGridsAndCheckpointsAreNamed) {
   EXPECT_NE(downscale_error(b).find("expects a context of 7 values per patch, but 1 field(s) on"),
             std::string::npos)
       << downscale_error(b);
-  EXPECT_NE(downscale_error(b).find("give 8 (with static features) or 5 (without)"),
-            std::string::npos);
+  EXPECT_NE(downscale_error(b).find("give 8 with position features, 9 with position features "
+                                    "and orography, 5 without position features or orography, "
+                                    "6 with orography"),
+            std::string::npos)
+      << downscale_error(b);
 
   b = o;
   b.grid = "/usr/share/ncarg/data/nug/HSURF_regional_model_0.44deg.nc";

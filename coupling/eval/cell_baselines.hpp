@@ -33,7 +33,7 @@ const std::vector<CellBaseline>& cell_baselines();
 /// weight. Three rings hold every patch that shares a vertex with the own patch on a triangular
 /// grid. A layout without neighbour lists searches every patch.
 struct IdwOptions {
-  int neighbours = 4;
+  int neighbours = 6;
   double power = 2.0;
   int rings = 3;
 };

@@ -19,7 +19,7 @@ struct EvalOptions {
   int time = -1;          ///< truth step to score; -1 = every step
   std::string grid;       ///< ICON grid file; "" = the prediction's grid_file_uri
   int coarse_level = -1;  ///< ICON: patches are the R2B<L> cells; -1 = from <var>_coarse
-  int idw_neighbours = 4;
+  int idw_neighbours = 6;
   double idw_power = 2.0;
 
   /// The truth file and variable after the defaults.

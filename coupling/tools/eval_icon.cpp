@@ -216,7 +216,7 @@ int run_icon(const EvalOptions& o) {
                         "' is not constant on the cells of any coarse level R2B0..R2B" +
                         std::to_string(F - 1) + " of grid '" + grid_path +
                         "': give --coarse-level (is it the grid the prediction was made on?)");
-    level_source = "derived from " + coarse_var;
+    level_source = coarse_var;
   } else if (coarse && !constant_per_patch(hierarchy.map(L), coarse_field)) {
     throw ConfigError("--coarse-level " + std::to_string(L) + " does not match prediction '" +
                       o.pred + "': its '" + coarse_var + "' is not constant on the R2B" +
@@ -310,10 +310,10 @@ int run_icon(const EvalOptions& o) {
 
   std::cout << "finecast-eval: " << truth.describe() << " vs " << pred.describe() << "\n"
             << "  ICON grid " << grid_path << ": R2B" << F << " (" << grid.n_cells
-            << " cells) in R2B" << L << " patches of " << layout.patch_size() << " (coarse level "
-            << level_source << "), " << patches_in_region << " of " << layout.n_patches()
-            << " patches scored per step, " << tsteps.size() << " time step(s), "
-            << pred.n_members() << " member(s), weights cell_area\n";
+            << " cells) in R2B" << L << " patches of " << layout.patch_size()
+            << " (coarse level from " << level_source << "), " << patches_in_region << " of "
+            << layout.n_patches() << " patches scored per step, " << tsteps.size()
+            << " time step(s), " << pred.n_members() << " member(s), weights cell_area\n";
   if (coarse)
     std::cout << "  " << coarse_var << " matches the truth's R2B" << L << " means (max difference "
               << worst_coarse << ")\n";

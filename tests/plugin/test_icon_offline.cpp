@@ -247,7 +247,7 @@ TEST_F(IconOffline, EvalScoresThePluginsIconOutput) {
       ftr::run_command(ftr::binary("finecast-eval") + " --pred " + file("out.nc") +
                        " --var ts --csv " + csv + " --json " + json);
   ASSERT_EQ(r.rc, 0) << r.output;
-  EXPECT_NE(r.output.find("R2B4 (20480 cells) in R2B0 patches of 256 (coarse level derived from "
+  EXPECT_NE(r.output.find("R2B4 (20480 cells) in R2B0 patches of 256 (coarse level from "
                           "ts_coarse), 80 of 80 patches scored per step, 1 time step(s), 3 "
                           "member(s)"),
             std::string::npos)

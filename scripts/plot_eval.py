@@ -78,11 +78,17 @@ def plot_spectra(rep, path):
              ls="--" if name.endswith("_cons") else "-", lw=1.2)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.axvline(0.25, color="0.6", lw=0.8, ls=":")
-    ax.text(0.25, ax.get_ylim()[0], " upper half", color="0.4", va="bottom", fontsize=8)
-    ax.axvline(0.5, color="0.6", lw=0.8, ls="-.")
-    ax.text(0.5, ax.get_ylim()[0], " Nyquist", color="0.4", va="bottom", fontsize=8)
     g = rep["grid"]
+    if g.get("kind") != "unstructured":
+        ax.axvline(0.25, color="0.6", lw=0.8, ls=":")
+        ax.text(0.25, ax.get_ylim()[0], " upper half", color="0.4", va="bottom", fontsize=8)
+        ax.axvline(0.5, color="0.6", lw=0.8, ls="-.")
+        ax.text(0.5, ax.get_ylim()[0], " Nyquist", color="0.4", va="bottom", fontsize=8)
+    else:
+        # hf_ratio compares the finest level's variance (its band is labelled 0.5).
+        ax.axvline(0.5, color="0.6", lw=0.8, ls=":")
+        ax.text(0.5, ax.get_ylim()[0], "hf_ratio ", color="0.4", va="bottom", ha="right",
+                fontsize=8)
     if g.get("kind") == "unstructured":
         # Band b is the R2B<coarse + b> level, labelled 0.5 / 2^(B - b) cycles per fine cell.
         ax.set_xticks(k[sel])
@@ -177,21 +183,36 @@ def plot_icon_maps(rep, args, path):
     panels.append(("member %d" % args.member, pred[args.member]))
     panels.append(("ensemble std (%d members)" % pred.shape[0],
                    pred.std(axis=0, ddof=1) if pred.shape[0] > 1 else np.zeros_like(truth)))
+    # The cells as triangles when the file has their corners (the plugin's outputs do), each
+    # corner's longitude taken next to its centre so that no cell spans the map.
+    polys = None
+    if "clon_bnds" in pds.variables and "clat_bnds" in pds.variables:
+        blon = np.rad2deg(np.asarray(pds.variables["clon_bnds"][:], dtype=float))
+        blat = np.rad2deg(np.asarray(pds.variables["clat_bnds"][:], dtype=float))
+        blon = lon[:, None] + (blon - lon[:, None] + 180.0) % 360.0 - 180.0
+        polys = np.stack([blon, blat], axis=-1)
+    from matplotlib.collections import PolyCollection
     vmin, vmax = np.nanpercentile(truth, [1, 99])
     fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.4),
                              constrained_layout=True)
     for i, (title, f) in enumerate(panels):
         last = i == len(panels) - 1
-        im = axes[i].scatter(lon, lat, c=f, s=1.5, marker=".", linewidths=0,
-                             cmap="magma" if last else "viridis",
-                             vmin=None if last else vmin, vmax=None if last else vmax)
+        cmap = "magma" if last else "viridis"
+        lim = (None, None) if last else (vmin, vmax)
+        if polys is not None:
+            im = PolyCollection(polys, array=f, cmap=cmap, edgecolors="face", linewidths=0.1)
+            im.set_clim(*lim)
+            axes[i].add_collection(im)
+        else:
+            im = axes[i].scatter(lon, lat, c=f, s=4, marker=".", linewidths=0, cmap=cmap,
+                                 vmin=lim[0], vmax=lim[1])
         axes[i].set_title(title)
         axes[i].set_xlim(-180, 180)
         axes[i].set_ylim(-90, 90)
         axes[i].set_aspect("equal")
         if i >= len(panels) - 2:
             fig.colorbar(im, ax=axes[i], shrink=0.8)
-    fig.suptitle("%s, evaluated step %d (ICON cell centres)" % (m["var"], args.step))
+    fig.suptitle("%s, evaluated step %d (ICON cells)" % (m["var"], args.step))
     fig.savefig(path, dpi=110)
     plt.close(fig)
     tds.close()

@@ -150,9 +150,14 @@ bool prediction_is_icon(const ft::EvalOptions& o) {
 int run_latlon(const ft::EvalOptions& o) {
   GridVar truth(o.truth_path(), o.truth_variable(), "truth");
   GridVar pred(o.pred, o.var, "prediction");
-  if (!o.grid.empty() || o.coarse_level >= 0)
-    throw ConfigError(std::string(o.grid.empty() ? "--coarse-level" : "--grid") +
-                      " is for ICON fields; " + pred.describe() +
+  const ft::EvalOptions defaults;
+  const char* icon_option = !o.grid.empty()                               ? "--grid"
+                            : o.coarse_level >= 0                         ? "--coarse-level"
+                            : o.idw_neighbours != defaults.idw_neighbours ? "--idw-neighbours"
+                            : o.idw_power != defaults.idw_power           ? "--idw-power"
+                                                                          : nullptr;
+  if (icon_option)
+    throw ConfigError(std::string(icon_option) + " is for ICON fields; " + pred.describe() +
                       " is a lat-lon field (blocks of k x k cells: use --block)");
 
   // ---- the prediction grid must be the truth grid or a piece of it ----

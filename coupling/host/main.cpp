@@ -18,8 +18,8 @@
 #include "coupling/host/host_model.hpp"
 #include "coupling/host/mpi_program.hpp"
 #include "coupling/host/orography.hpp"
-#include "coupling/host/surface_file.hpp"
 #include "coupling/host/run_config.hpp"
+#include "coupling/host/surface_file.hpp"
 #include "coupling/io/cf_time.hpp"
 #include "common/log.hpp"
 
@@ -38,7 +38,8 @@ struct Options {
   bool no_plugins = false;
   std::string log_level = "info";
   std::vector<std::string> plugin_overrides;  ///< "key.path=value", appended to every plugin's options
-  std::string write_orography;  ///< write the surface fields to this file and stop ("" = run)
+  /// --write-orography: write the surface fields to this file and stop ("" = run the model)
+  std::string write_orography;
 };
 
 /// --write-orography: the surface fields the run would hand its plugins, for every cell, into
@@ -53,9 +54,9 @@ int write_orography(const Options& opt, const fc::host::HostRunConfig& cfg, int 
       fc::host::average_orography(cfg.orography, cfg.orography_variable, grid, cells);
   fc::host::write_surface_file(opt.write_orography, grid, surface,
                                cfg.orography + " (" + cfg.orography_variable + ")");
-  flog::info("wrote topography_c and fr_land of the " + std::to_string(grid.n_cells) + " cells of " +
-             cfg.grid + " (relief " + cfg.orography + ": " + cfg.orography_variable + ") to " +
-             opt.write_orography + " in " + fmt::format("{:.2f}", now() - t0) + " s");
+  flog::info("wrote topography_c and fr_land of the " + std::to_string(grid.n_cells) +
+             " cells of " + cfg.grid + " (relief " + cfg.orography + ": " + cfg.orography_variable +
+             ") to " + opt.write_orography + " in " + fmt::format("{:.2f}", now() - t0) + " s");
   return 0;
 }
 

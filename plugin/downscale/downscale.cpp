@@ -111,13 +111,11 @@ std::vector<int64_t> select_times(const coupling::FieldReader& reader,
   return out;
 }
 
-
 /// FILE[:VAR] of --orography: (file, var); var is "" when not given. A colon followed by a path
 /// separator belongs to the file name.
 std::pair<std::string, std::string> split_file_var(const std::string& text) {
   const size_t colon = text.rfind(':');
-  if (colon == std::string::npos || text.find('/', colon) != std::string::npos)
-    return {text, ""};
+  if (colon == std::string::npos || text.find('/', colon) != std::string::npos) return {text, ""};
   return {text.substr(0, colon), text.substr(colon + 1)};
 }
 
@@ -341,8 +339,7 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
   result.static_features = patch_options.static_features;
   std::vector<float> orography;
   if (patch_options.orography)
-    orography =
-        read_orography(opt, result.checkpoint, map, grid_text, icon ? &grid_out : nullptr);
+    orography = read_orography(opt, result.checkpoint, map, grid_text, icon ? &grid_out : nullptr);
 
   // Fine input is coarsened by the patch extraction itself; a coarse input is spread over its
   // patches so that the same extraction returns it (up to rounding of the area weights).

@@ -21,15 +21,15 @@ struct DownscaleOptions {
   int block = 0;          ///< lat-lon block; 0 = sqrt(patch size of the checkpoint)
   int coarse_level = -1;  ///< ICON coarse level; -1 = from the checkpoint's patch size
   std::string input_kind = "auto";  ///< auto (by size) | fine | coarse
-  /// FILE[:VAR]: the surface height on the fine grid, for checkpoints trained with an orography
-  /// context (patch.orography); VAR defaults to the host field the checkpoint names.
-  std::string orography;
   std::string sampler = "ddim";     ///< ddim | ddpm
   int steps = 10;                   ///< ddim steps
   double eta = 0.0;                 ///< ddim noise per step (0 deterministic .. 1 ancestral)
   std::vector<std::string> times;   ///< steps to downscale (0-based index or ISO date); empty = all
   unsigned long long seed = 42;
   int threads = 0;  ///< torch threads; 0 = LibTorch's default
+  /// FILE[:VAR]: the surface height on the fine grid, for checkpoints trained with an orography
+  /// context (patch.orography); VAR defaults to the host field the checkpoint names.
+  std::string orography;
 };
 
 /// What run_downscale did.
@@ -37,8 +37,8 @@ struct DownscaleResult {
   std::string checkpoint;  ///< the checkpoint file used
   std::string device;      ///< LibTorch device, e.g. "cpu"
   bool coarse_input = false;
-  bool orography = false;         ///< the context holds the coarse orography
-  bool static_features = false;   ///< the context holds the position features
+  bool orography = false;        ///< the context holds the coarse orography
+  bool static_features = false;  ///< the context holds the position features
   long long n_coarse = 0, patch_size = 0, steps_written = 0;
 };
 

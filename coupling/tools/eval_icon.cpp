@@ -186,8 +186,7 @@ int run_icon(const EvalOptions& o) {
   std::vector<std::size_t> tsteps, psteps;
   match_steps(truth.axis(), pred.axis(), o.time, tsteps, psteps);
 
-  // ---- the coarse level: given, or the coarsest level on whose cells <var>_coarse is constant
-  // ----
+  // ---- the coarse level: given, or the coarsest one on whose cells <var>_coarse is constant ----
   IconLevels hierarchy(grid);
   const int F = hierarchy.fine_level();
   const std::string coarse_var = o.var + "_coarse";

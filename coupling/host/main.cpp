@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <numeric>
 #include <string>
 #include <thread>
 
@@ -16,7 +17,9 @@
 #include "coupling/grid/icon_grid.hpp"
 #include "coupling/host/host_model.hpp"
 #include "coupling/host/mpi_program.hpp"
+#include "coupling/host/orography.hpp"
 #include "coupling/host/run_config.hpp"
+#include "coupling/host/surface_file.hpp"
 #include "coupling/io/cf_time.hpp"
 #include "common/log.hpp"
 
@@ -35,13 +38,34 @@ struct Options {
   bool no_plugins = false;
   std::string log_level = "info";
   std::vector<std::string> plugin_overrides;  ///< "key.path=value", appended to every plugin's options
+  /// --write-orography: write the surface fields to this file and stop ("" = run the model)
+  std::string write_orography;
 };
+
+/// --write-orography: the surface fields the run would hand its plugins, for every cell, into
+/// one file (rank 0; each cell's value depends on that cell alone, as in the run).
+int write_orography(const Options& opt, const fc::host::HostRunConfig& cfg, int rank) {
+  if (rank != 0) return 0;
+  const double t0 = now();
+  const fc::IconGrid grid = fc::read_icon_grid(cfg.grid);
+  std::vector<int> cells(static_cast<size_t>(grid.n_cells));
+  std::iota(cells.begin(), cells.end(), 0);
+  const fc::host::CellOrography surface =
+      fc::host::average_orography(cfg.orography, cfg.orography_variable, grid, cells);
+  fc::host::write_surface_file(opt.write_orography, grid, surface,
+                               cfg.orography + " (" + cfg.orography_variable + ")");
+  flog::info("wrote topography_c and fr_land of the " + std::to_string(grid.n_cells) +
+             " cells of " + cfg.grid + " (relief " + cfg.orography + ": " + cfg.orography_variable +
+             ") to " + opt.write_orography + " in " + fmt::format("{:.2f}", now() - t0) + " s");
+  return 0;
+}
 
 int run(const Options& opt, int rank, int n_ranks) {
   const double t_start = now();
   fc::host::HostRunConfig cfg = fc::host::load_host_run_config(opt.run_file);
   if (opt.steps > 0) cfg.steps = opt.steps;
   if (opt.step_seconds >= 0) cfg.step_seconds = opt.step_seconds;
+  if (!opt.write_orography.empty()) return write_orography(opt, cfg, rank);
   std::vector<ch::PluginSpec> plugins = cfg.plugins;
   if (!cfg.comin_namelist.empty()) plugins = ch::read_comin_namelist(cfg.comin_namelist);
   if (opt.no_plugins) plugins.clear();
@@ -232,6 +256,10 @@ int main(int argc, char** argv) {
   app.add_flag("--no-plugins", opt.no_plugins,
                "run without any plugin (baseline for overhead measurements)");
   app.add_option("--log-level", opt.log_level, "debug | info | warning | error");
+  app.add_option("--write-orography", opt.write_orography,
+                 "write the surface fields the run gives its plugins (topography_c, fr_land, on "
+                 "every cell of the grid) to this NetCDF file and stop without running; "
+                 "finecast-downscale --orography FILE reads it");
   app.add_option("--set", opt.plugin_overrides,
                  "append key.path=value to the plugins' options (finecast config overrides), e.g. "
                  "--set checkpoint.resume=out/ckpt --set device=cpu");

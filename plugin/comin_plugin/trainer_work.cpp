@@ -131,6 +131,10 @@ void write_checkpoint(PluginState& s) {
   s.faults.check(FaultPoint::kCheckpoint, s.stats.steps, s.coupling->rank, true);
   const auto t0 = Clock::now();
   if (cfg.checkpoint.buffer) t.buffer->save_h5(buffer_path_for_step(cfg.checkpoint.dir, t.model->step()));
+  // What the context holds, so that finecast-downscale can rebuild it (and ask for the static
+  // fields it needs): every coupled field in order, the position features, the orography field.
+  std::string context_fields;
+  for (const auto& f : cfg.fields) context_fields += (context_fields.empty() ? "" : ",") + f;
   const std::string path = trainer::save_checkpoint_in_dir(
       *t.model, cfg.checkpoint.dir, cfg.checkpoint.keep,
       {{"sessions", std::to_string(s.stats.sessions)},
@@ -139,7 +143,10 @@ void write_checkpoint(PluginState& s) {
        {"training_due", t.pending.training ? "1" : "0"},
        {"datetime", s.stats.datetime},
        {"config", cfg.source},
-       {"fields", cfg.fields.front()}});
+       {"fields", cfg.fields.front()},
+       {"context_fields", context_fields},
+       {"patch.static_features", cfg.patch.static_features ? "true" : "false"},
+       {"patch.orography", cfg.patch.orography}});
   remove_orphan_snapshots(cfg.checkpoint.dir);
   t.last_checkpoint = path;
   t.pending.checkpoint = false;

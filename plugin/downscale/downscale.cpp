@@ -10,6 +10,9 @@
 #include <cstdio>
 #include <limits>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "common/error.hpp"
 #include "coupling/grid/icon_grid.hpp"
@@ -108,6 +111,132 @@ std::vector<int64_t> select_times(const coupling::FieldReader& reader,
   return out;
 }
 
+/// FILE[:VAR] of --orography: (file, var); var is "" when not given. A colon followed by a path
+/// separator belongs to the file name.
+std::pair<std::string, std::string> split_file_var(const std::string& text) {
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos || text.find('/', colon) != std::string::npos) return {text, ""};
+  return {text.substr(0, colon), text.substr(colon + 1)};
+}
+
+std::string context_text(const coupling::PatchOptions& o) {
+  if (o.static_features && o.orography) return "with position features and orography";
+  if (o.static_features) return "with position features";
+  if (o.orography) return "with orography";
+  return "without position features or orography";
+}
+
+/// The context features of the checkpoint: from its metadata (patch.static_features,
+/// patch.orography, context_fields), else from its context size. Throws ConfigError when the
+/// orography is needed and --orography is missing, or given for a model without one, and
+/// GridError when no combination of features gives the checkpoint's context size.
+coupling::PatchOptions context_features(const DownscaleOptions& opt, const std::string& checkpoint,
+                                        int64_t context_size, const coupling::PatchMap& map,
+                                        int n_vars, const std::string& grid_text) {
+  const auto meta = trainer::Downscaler::checkpoint_metadata(checkpoint);
+  auto value = [&](const char* key) -> const std::string* {
+    const auto it = meta.find(key);
+    return it == meta.end() ? nullptr : &it->second;
+  };
+  const std::string* oro_name = value("patch.orography");
+  const std::string* static_text = value("patch.static_features");
+  const std::string* trained_fields = value("context_fields");
+  const bool given = !opt.orography.empty();
+  const std::string fields_hint =
+      trained_fields ? " (it was trained on the field(s) " + *trained_fields + ")" : "";
+
+  if (oro_name && !oro_name->empty() && !given)
+    throw ConfigError("checkpoint " + checkpoint +
+                      " was trained with an orography context (patch.orography: " + *oro_name +
+                      "): give the surface height on the fine grid with --orography FILE:VAR "
+                      "(finecast-host writes its own with --write-orography FILE)");
+  if (oro_name && oro_name->empty() && given)
+    throw ConfigError("--orography " + opt.orography + " given, but checkpoint " + checkpoint +
+                      " was trained without an orography context (patch.orography is unset)");
+
+  // Candidates in order of preference; the metadata, when present, leaves one.
+  std::vector<coupling::PatchOptions> candidates;
+  for (bool st : {true, false})
+    for (bool oro : {false, true}) {
+      if (static_text && st != (*static_text == "true")) continue;
+      if (oro_name && oro != !oro_name->empty()) continue;
+      coupling::PatchOptions o;
+      o.static_features = st;
+      o.orography = oro;
+      candidates.push_back(o);
+    }
+  std::string sizes;
+  for (const auto& c : candidates) {
+    const int size = coupling::context_size(map, n_vars, c);
+    if (size == context_size && c.orography == given) return c;
+    sizes += (sizes.empty() ? "" : ", ") + std::to_string(size) + " " + context_text(c);
+  }
+  // Old checkpoints: the size may fit only with (or only without) the orography.
+  for (const auto& c : candidates)
+    if (coupling::context_size(map, n_vars, c) == context_size) {
+      if (c.orography)
+        throw ConfigError("checkpoint " + checkpoint + " expects a context of " +
+                          std::to_string(context_size) + " values per patch, which " +
+                          std::to_string(n_vars) + " field(s) give " + context_text(c) +
+                          ": give the surface height on the fine grid with --orography FILE:VAR");
+      throw ConfigError("--orography " + opt.orography + " given, but checkpoint " + checkpoint +
+                        " expects a context of " + std::to_string(context_size) +
+                        " values per patch, which " + std::to_string(n_vars) + " field(s) give " +
+                        context_text(c));
+    }
+  throw GridError("checkpoint " + checkpoint + " expects a context of " +
+                  std::to_string(context_size) + " values per patch, but " +
+                  std::to_string(n_vars) + " field(s) on " + grid_text + " give " + sizes +
+                  "; pass the fields the model was trained on with --var, in the same order" +
+                  fields_hint);
+}
+
+/// The fine orography of --orography, checked against the fine grid (its size, and for ICON
+/// the cell centres when the file has them). Float, as the plugin holds the host's field.
+std::vector<float> read_orography(const DownscaleOptions& opt, const std::string& checkpoint,
+                                  const coupling::PatchMap& map, const std::string& grid_text,
+                                  const coupling::OutputGrid* icon) {
+  auto [file, var] = split_file_var(opt.orography);
+  if (var.empty()) {
+    const auto meta = trainer::Downscaler::checkpoint_metadata(checkpoint);
+    const auto it = meta.find("patch.orography");
+    if (it == meta.end() || it->second.empty())
+      throw ConfigError("--orography " + opt.orography +
+                        ": name the variable as FILE:VAR (the checkpoint does not record the "
+                        "orography's name)");
+    var = it->second;
+  }
+  coupling::FieldReader reader(file, var);
+  if (reader.n_values() != map.n_fine)
+    throw GridError("--orography " + file + ": " + var + " has " +
+                    std::to_string(reader.n_values()) + " values, but the fine grid " + grid_text +
+                    " has " + std::to_string(map.n_fine) +
+                    " cells: the orography must be on the fine grid of the input");
+  if (reader.n_times() > 1)
+    log::warning("--orography " + file + ": " + var + " has " + std::to_string(reader.n_times()) +
+                 " steps; the first is used");
+  if (icon) {
+    coupling::OutputGrid g;
+    try {
+      g = reader.output_grid();
+    } catch (const IoError&) {
+      // No clon/clat in the file: the size check above is all there is.
+    }
+    for (size_t i = 0; i < g.clon.size() && g.clon.size() == icon->clon.size(); ++i)
+      if (std::fabs(std::remainder(g.clon[i] - icon->clon[i], 2 * M_PI)) > 1e-5 ||
+          std::fabs(g.clat[i] - icon->clat[i]) > 1e-5)
+        throw GridError("--orography " + file + ": cell " + std::to_string(i) + " of " + var +
+                        " lies at clon " + std::to_string(g.clon[i]) + ", clat " +
+                        std::to_string(g.clat[i]) + " but in " + grid_text + " at " +
+                        std::to_string(icon->clon[i]) + ", " + std::to_string(icon->clat[i]) +
+                        " (radians): not the same grid");
+  }
+  std::vector<float> out(static_cast<size_t>(map.n_fine));
+  reader.read(0, out.data());
+  log::info("Orography " + file + ": " + var + " (coarsened with the patches, as in the plugin)");
+  return out;
+}
+
 }  // namespace
 
 DownscaleResult run_downscale(const DownscaleOptions& opt) {
@@ -201,24 +330,16 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
                     " gives patches of " + std::to_string(map.patch_size) +
                     (icon ? " (check --coarse-level)" : " (check --block)"));
 
-  // Which features the context holds: the checkpoint fixes the size, the options give it.
-  coupling::PatchOptions patch_options;
+  // Which features the context holds: the checkpoint says so (or, for checkpoints written
+  // before it recorded that, its context size does), and the options must provide them.
   const int n_vars = static_cast<int>(opt.vars.size());
-  patch_options.static_features = true;
-  const int c_static = coupling::context_size(map, n_vars, patch_options);
-  patch_options.static_features = false;
-  const int c_plain = coupling::context_size(map, n_vars, patch_options);
-  if (mo.context_size == c_static) {
-    patch_options.static_features = true;
-  } else if (mo.context_size != c_plain) {
-    throw GridError(
-        "checkpoint " + result.checkpoint + " expects a context of " +
-        std::to_string(mo.context_size) + " values per patch, but " + std::to_string(n_vars) +
-        " field(s) on " + grid_text + " give " + std::to_string(c_static) +
-        " (with static features) or " + std::to_string(c_plain) +
-        " (without); pass the fields the model was trained on with --var, in the same order"
-        " (an orography context is not supported here)");
-  }
+  const coupling::PatchOptions patch_options =
+      context_features(opt, result.checkpoint, mo.context_size, map, n_vars, grid_text);
+  result.orography = patch_options.orography;
+  result.static_features = patch_options.static_features;
+  std::vector<float> orography;
+  if (patch_options.orography)
+    orography = read_orography(opt, result.checkpoint, map, grid_text, icon ? &grid_out : nullptr);
 
   // Fine input is coarsened by the patch extraction itself; a coarse input is spread over its
   // patches so that the same extraction returns it (up to rounding of the area weights).
@@ -272,7 +393,8 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
       }
       fields.push_back(fine[v].data());
     }
-    coupling::extract_patches(map, fields, nullptr, patch_options, patches);
+    coupling::extract_patches(map, fields, orography.empty() ? nullptr : orography.data(),
+                              patch_options, patches);
     if (patches.n_invalid > 0)
       log::warning(opt.input + " at " + first.time_string(times[i]) + ": " +
                    std::to_string(patches.n_invalid) +

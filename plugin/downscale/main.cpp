@@ -49,6 +49,10 @@ int main(int argc, char** argv) {
   app.add_option("--input-kind", opt.input_kind, "auto (by the number of values) | fine | coarse")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "fine", "coarse"}));
+  app.add_option("--orography", opt.orography,
+                 "FILE[:VAR]: the surface height on the fine grid, for checkpoints trained with "
+                 "patch.orography (VAR defaults to the field the checkpoint names; finecast-host "
+                 "writes its own with --write-orography FILE)");
   app.add_option("--sampler", opt.sampler, "ddim | ddpm")
       ->capture_default_str()
       ->check(CLI::IsMember({"ddim", "ddpm"}));

@@ -175,6 +175,54 @@ TEST(DownscaleEndToEnd, ReplayCheckpointReproducesThePluginAndIsScored) {
   }
 }
 
+// A lat-lon replay with an orography-like static field (input.static: January's tas held
+// constant, named oro; patch.orography: oro): the checkpoint records the orography context and
+// finecast-downscale, given the same field with --orography FILE:VAR, reproduces the sample.
+TEST(DownscaleEndToEnd, LatLonStaticOrographyFromAReplayIsReproduced) {
+  ScratchDir dir("downscale_oro");
+  std::string run = tiny_run_file(dir.file("plugin.yaml"), "round_robin");
+  const std::string vars = "variables: [tas]}";
+  ASSERT_NE(run.find(vars), std::string::npos);
+  run.replace(run.find(vars), vars.size(),
+              "variables: [tas], static: [{file: " + kTas + ", var: tas, name: oro}]}");
+  write_text(dir.file("plugin.yaml"), tiny_plugin_config(dir.path()) + "patch: {orography: oro}\n");
+  write_text(dir.file("run.yaml"), run);
+  const CommandResult replay =
+      run_command("mpiexec -n 1 " + binary("finecast-replay") + " --config " +
+                  dir.file("run.yaml") + " --progress lines");
+  ASSERT_EQ(replay.rc, 0) << replay.output;
+  EXPECT_NE(replay.output.find("context of 9 values"), std::string::npos) << replay.output;
+
+  fp::DownscaleOptions o;
+  o.checkpoint = dir.file("checkpoints");
+  o.input = kTas;
+  o.vars = {"tas"};
+  o.output = dir.file("june.nc");
+  o.members = 2;
+  o.device = "cpu";
+  o.steps = 4;
+  o.seed = 7;
+  o.threads = 1;
+  o.times = {"5"};
+  EXPECT_NE(downscale_error(o).find("--orography FILE:VAR"), std::string::npos)
+      << downscale_error(o);
+  o.orography = kTas;  // FILE alone: the variable is the one the checkpoint names (oro): absent
+  EXPECT_NE(downscale_error(o).find("has no variable 'oro'"), std::string::npos)
+      << downscale_error(o);
+  o.orography = kTas + ":tas";
+  const fp::DownscaleResult res = fp::run_downscale(o);
+  EXPECT_TRUE(res.orography);
+  for (int m = 0; m < 2; ++m) {
+    const auto plugin = read_step(dir.file("out.nc"), "tas", 0, m),
+               offline = read_step(o.output, "tas", 0, m);
+    ASSERT_EQ(plugin.size(), offline.size());
+    double worst = 0;
+    for (size_t i = 0; i < plugin.size(); ++i)
+      worst = std::max(worst, std::fabs(double(plugin[i]) - offline[i]));
+    EXPECT_LT(worst, 1e-4) << "member " << m << " differs from the plugin's sample";
+  }
+}
+
 TEST(DownscaleErrors, MismatchedGridsAndCheckpointsAreNamed) {
   ScratchDir dir("downscale_err");
   const std::string ck = make_checkpoint(dir.path(), 8, 64);
@@ -200,8 +248,11 @@ TEST(DownscaleErrors, MismatchedGridsAndCheckpointsAreNamed) {
   EXPECT_NE(downscale_error(b).find("expects a context of 7 values per patch, but 1 field(s) on"),
             std::string::npos)
       << downscale_error(b);
-  EXPECT_NE(downscale_error(b).find("give 8 (with static features) or 5 (without)"),
-            std::string::npos);
+  EXPECT_NE(downscale_error(b).find("give 8 with position features, 9 with position features "
+                                    "and orography, 5 without position features or orography, "
+                                    "6 with orography"),
+            std::string::npos)
+      << downscale_error(b);
 
   b = o;
   b.grid = "/usr/share/ncarg/data/nug/HSURF_regional_model_0.44deg.nc";

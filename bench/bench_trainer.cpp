@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "bench/registry.hpp"
+#include "common/cli.hpp"
 #include "trainer/device.hpp"
 #include "trainer/downscaler.hpp"
 
@@ -23,6 +24,12 @@ using finecast::trainer::DataView;
 using finecast::trainer::Downscaler;
 
 constexpr int64_t kC = 7, kP = 256, kN = 3840;
+
+std::string fmt_seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f s", s);
+  return buf;
+}
 
 /// Synthetic reference-sized data: fine = context[0] + context[1] * pattern + noise.
 struct Data {
@@ -50,19 +57,45 @@ Data make_data() {
   return d;
 }
 
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// Progress lines on stderr (stdout holds the table or the JSON): on a small CPU the whole
+/// measurement takes minutes, so each step says what it measures, which repeat, and the time.
+class Progress {
+ public:
+  explicit Progress(bool quiet) : quiet_(quiet) {}
+  void line(const std::string& what) const {
+    if (quiet_) return;
+    const long long s = std::llround(seconds_since(t0_));
+    std::fprintf(stderr, "[bench trainer %lld:%02lld] %s\n", s / 60, s % 60, what.c_str());
+    std::fflush(stderr);
+  }
+
+ private:
+  bool quiet_;
+  std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
+};
+
+/// The best time of `repeats` runs of f, each reported as "<what>: repeat i/n: S s".
 template <class F>
-double best_of(int repeats, F&& f) {
+double best_of(const Progress& progress, const std::string& what, int repeats, F&& f) {
   double best = 1e300;
   for (int i = 0; i < repeats; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     f();
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    const double s = seconds_since(t0);
+    best = std::min(best, s);
+    progress.line(what + ": repeat " + std::to_string(i + 1) + "/" + std::to_string(repeats) + ": " +
+                  fmt_seconds(s));
   }
   return best;
 }
 
 /// One device's numbers, keyed like the JSON output.
-std::map<std::string, double> measure(const std::string& device, const Data& d, int repeats) {
+std::map<std::string, double> measure(const std::string& device, const Data& d, int repeats,
+                                      const Progress& progress) {
   std::map<std::string, double> r;
   DataView view{d.context.data(), d.fine.data(), nullptr, kN};
   finecast::trainer::ModelOptions mo;
@@ -70,9 +103,11 @@ std::map<std::string, double> measure(const std::string& device, const Data& d, 
   for (int64_t batch : {16, 256}) {
     finecast::trainer::TrainOptions to;
     to.batch_size = batch;
+    const std::string what = "training epoch (3,840 samples), batch " + std::to_string(batch);
+    progress.line(what + ": warm-up epoch");
     auto ds = std::make_unique<Downscaler>(mo, to, device);
     ds->train_epoch(view);  // warm-up: first-touch allocations, thread pool
-    const double s = best_of(repeats, [&] { ds->train_epoch(view); });
+    const double s = best_of(progress, what, repeats, [&] { ds->train_epoch(view); });
     r["train_epoch_s_b" + std::to_string(batch)] = s;
     r["train_samples_per_s_b" + std::to_string(batch)] = static_cast<double>(kN) / s;
     r["parameters"] = static_cast<double>(ds->parameter_count());
@@ -86,8 +121,11 @@ std::map<std::string, double> measure(const std::string& device, const Data& d, 
     so.steps = 10;
     so.members = 1;
     auto once = [&] { last->sample(d.context.data(), d.coarse.data(), nullptr, 80, so, 7, out.data()); };
+    const std::string what = std::string("sampling 80 patches, ") + (so.sampler == "ddpm" ? "DDPM 50 steps" : "DDIM 10 steps");
+    progress.line(what + ": warm-up");
     once();
-    r[std::string("sample_") + (so.sampler == "ddpm" ? "ddpm50" : "ddim10") + "_80_s"] = best_of(repeats * 3, once);
+    r[std::string("sample_") + (so.sampler == "ddpm" ? "ddpm50" : "ddim10") + "_80_s"] =
+        best_of(progress, what, repeats * 3, once);
   }
   return r;
 }
@@ -135,7 +173,7 @@ int run(int argc, char** argv) {
                "patches x 1 member (DDPM 50 steps, DDIM 10 steps) for the reference model; compares with the "
                "same loop in PyTorch from Python when /usr/bin/python3 has torch.",
                "finecast-bench trainer"};
-  bool json = false, no_reference = false;
+  bool json = false, no_reference = false, quiet = false;
   int threads = 2, repeats = 3;
   std::string device = "cpu", python = "/usr/bin/python3";
   std::string script = (std::filesystem::path(__FILE__).parent_path() / "reference_pytorch.py").string();
@@ -146,16 +184,27 @@ int run(int argc, char** argv) {
   app.add_option("--python", python, "Python interpreter with torch for the reference loop");
   app.add_option("--reference", script, "path of bench/reference_pytorch.py");
   app.add_flag("--no-reference", no_reference, "do not run the PyTorch-from-Python reference");
+  app.add_flag("-q,--quiet", quiet, "no progress lines on stderr");
+  finecast::cli::add_version(app, "finecast-bench trainer");
   CLI11_PARSE(app, argc, argv);
 
   finecast::trainer::set_torch_threads(threads);
   const auto choice = finecast::trainer::select_device(device);
+  const Progress progress(quiet);
+  progress.line("finecast on " + choice.torch_device + ", " + std::to_string(threads) + " thread(s), best of " +
+                std::to_string(repeats) + " repeats (sampling: " + std::to_string(3 * repeats) +
+                "); then the PyTorch reference" + (no_reference ? " (skipped: --no-reference)" : ""));
   const Data data = make_data();
-  const auto ours = measure(choice.torch_device, data, repeats);
+  const auto ours = measure(choice.torch_device, data, repeats, progress);
   std::string why_not;
   std::map<std::string, double> ref;
   // The reference runs on the same device as finecast (its own PyTorch must see it).
-  if (!no_reference) ref = run_reference(python, script, choice.torch_device, threads, repeats, &why_not);
+  if (!no_reference) {
+    progress.line("PyTorch reference: " + python + " " + script + " (the same measurements; no output until it ends)");
+    const auto t0 = std::chrono::steady_clock::now();
+    ref = run_reference(python, script, choice.torch_device, threads, repeats, &why_not);
+    progress.line("PyTorch reference: " + (why_not.empty() ? "done in " + fmt_seconds(seconds_since(t0)) : why_not));
+  }
 
   const char* keys[] = {"train_samples_per_s_b16", "train_samples_per_s_b256", "train_epoch_s_b16", "train_epoch_s_b256",
                         "sample_ddpm50_80_s", "sample_ddim10_80_s"};

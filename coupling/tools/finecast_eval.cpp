@@ -10,11 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "common/cli.hpp"
 #include "common/error.hpp"
 #include "coupling/eval/evaluation.hpp"
 #include "coupling/eval/report.hpp"
 #include "coupling/eval/window.hpp"
 #include "coupling/io/field_reader.hpp"
+#include "coupling/io/step_select.hpp"
 
 namespace fe = finecast::coupling::eval;
 using finecast::ConfigError;
@@ -33,6 +35,10 @@ class GridVar {
   void read(std::size_t t, std::size_t m, int y0, int ny, int x0, int nx, double* out);
   /// The ISO date of step t, or "" when the file has no time coordinate.
   std::string date(std::size_t t) const;
+  /// The step that --time `text` names: a 0-based index or an ISO 8601 date.
+  std::size_t step(const std::string& text) const {
+    return static_cast<std::size_t>(finecast::coupling::select_step(readers_.front(), text));
+  }
 
   std::string path, var, role;
   std::size_t n_times = 1, n_members = 1;
@@ -140,7 +146,7 @@ std::string join(const std::vector<std::size_t>& v) {
 struct Options {
   std::string truth, pred, var, truth_var, region, json, csv;
   int block = 0;
-  int time = -1;
+  std::string time;  ///< --time: "" = every step
 };
 
 int run(const Options& o) {
@@ -198,17 +204,17 @@ int run(const Options& o) {
 
   // ---- time steps ----
   std::vector<std::size_t> tsteps, psteps;
-  if (o.time >= 0) {
-    if (static_cast<std::size_t>(o.time) >= truth.n_times)
-      throw ConfigError("--time " + std::to_string(o.time) + ": " + truth.describe() + " has " +
-                        std::to_string(truth.n_times) + " time steps");
-    tsteps = {static_cast<std::size_t>(o.time)};
+  if (!o.time.empty()) {
+    const std::size_t t = truth.step(o.time);
+    tsteps = {t};
     if (pred.n_times == truth.n_times)
       psteps = tsteps;
+    else if (!pred.date(0).empty() && !truth.date(t).empty())
+      psteps = {pred.step(truth.date(t))};  // both dated: the prediction's step at that date
     else if (pred.n_times == 1)
       psteps = {0};
     else
-      throw ConfigError("--time " + std::to_string(o.time) + ": " + pred.describe() + " has " +
+      throw ConfigError("--time " + o.time + ": " + pred.describe() + " has " +
                         std::to_string(pred.n_times) + " time steps and " + truth.describe() +
                         " has " + std::to_string(truth.n_times) +
                         "; cannot tell which prediction step belongs to it");
@@ -308,10 +314,10 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--region", o.region,
                  "lat0,lat1,lon0,lon1 in degrees: score only the whole blocks inside");
-  app.add_option("--time", o.time, "score only this truth time step (0-based)")
-      ->check(CLI::NonNegativeNumber);
+  finecast::cli::add_time(app, o.time, "score only this step of the truth");
   app.add_option("--json", o.json, "write scores and spectra as JSON to this file");
   app.add_option("--csv", o.csv, "write scores as CSV to this file");
+  finecast::cli::add_version(app, "finecast-eval");
   CLI11_PARSE(app, argc, argv);
   try {
     return run(o);

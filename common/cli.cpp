@@ -38,7 +38,7 @@ CLI::Option* add_set(CLI::App& app, std::vector<std::string>& sets, const std::s
               return "expected KEY=VALUE (e.g. --set device=cpu), got '" + v + "'";
             return {};
           },
-          "KEY=VALUE"));
+          ""));
 }
 
 CLI::Option* add_log_level(CLI::App& app, std::string& level) {

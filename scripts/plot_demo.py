@@ -189,7 +189,9 @@ def main():
     coarse = field(ds, var + "_coarse", t) if var + "_coarse" in ds.variables else None
     truth = field(ds, var + "_host", t) if var + "_host" in ds.variables else None
     units = getattr(ds.variables[var], "units", "")
-    name = getattr(ds.variables[var], "long_name", var)
+    # The quantity, not this variable's long_name ("... downscaled by finecast"): the truth and the
+    # coarse input share the colour bar.
+    name = getattr(ds.variables[var], "standard_name", var).replace("_", " ")
     when = str(dates_of(ds)[t]) if "time" in ds.variables else f"step {t}"
 
     unstructured = "clon" in ds.variables and members.ndim == 2
@@ -247,7 +249,8 @@ def main():
     for ax, (title, data, kind) in zip(axes.flat, panels):
         kw = dict(cmap=cmaps[kind], norm=norms[kind])
         if unstructured:
-            im = PolyCollection(polys, array=np.ravel(data)[index], edgecolors="face", linewidths=0.1, **kw)
+            # Edges in the cell's colour close the hairline seams an antialiased fill leaves.
+            im = PolyCollection(polys, array=np.ravel(data)[index], edgecolors="face", linewidths=0.3, **kw)
             ax.add_collection(im)
             ax.set_xlim(-180, 180)
             ax.set_ylim(-90, 90)

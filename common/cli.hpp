@@ -22,7 +22,8 @@ void add_version(CLI::App& app, const std::string& program);
 /// The program's run or config file, given either positionally or as --config FILE (-c): both
 /// spellings are one option, so giving it twice is a usage error. `more_names` adds spellings
 /// users already have (e.g. "--run"). When `required`, a missing file is a usage error that
-/// names both spellings; otherwise `path` keeps its default.
+/// names both spellings (checked in the app's final callback, which this takes); otherwise
+/// `path` keeps its default.
 CLI::Option* add_config(CLI::App& app, std::string& path, const std::string& help,
                         bool required = true, const std::string& more_names = "");
 

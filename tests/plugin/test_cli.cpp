@@ -4,6 +4,8 @@
 // --log-level, --time by index or date, --help and --version everywhere.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -115,6 +117,32 @@ TEST(Cli, GridFileComesPositionallyOrAsGrid) {
   ASSERT_EQ(a.rc, 0) << a.output;
   EXPECT_EQ(a.output, b.output);
   EXPECT_TRUE(contains(a.output, "consistent: yes")) << a.output;
+}
+
+// finecast-bench trainer measures for minutes on a small machine: stderr says what it measures,
+// which repeat and the time, while stdout keeps only the result (here one JSON object).
+TEST(Cli, BenchTrainerReportsProgressOnStderrOnly) {
+  ScratchDir dir("cli_bench");
+  // In a subshell: run_command sends stderr to stdout after the command's own redirections.
+  const CommandResult r = run_command("(" + binary("finecast-bench") +
+                                      " trainer --json --no-reference --repeats 1 --threads 1 2> " +
+                                      dir.file("progress.txt") + ")");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("{\"device\": \"cpu\"", 0), 0u) << r.output;
+  EXPECT_EQ(r.output.find('\n'), r.output.size() - 1) << r.output;
+  std::ifstream in(dir.file("progress.txt"));
+  const std::string progress((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t at = 0;
+  for (const std::string& line :
+       {"[bench trainer 0:00] finecast on cpu, 1 thread(s), best of 1 repeats",
+        "] training epoch (3,840 samples), batch 16: warm-up epoch\n",
+        "] training epoch (3,840 samples), batch 16: repeat 1/1: ",
+        "] training epoch (3,840 samples), batch 256: repeat 1/1: ",
+        "] sampling 80 patches, DDPM 50 steps: repeat 3/3: ", "] sampling 80 patches, DDIM 10 steps: repeat 3/3: "}) {
+    const size_t found = progress.find(line, at);
+    EXPECT_NE(found, std::string::npos) << "'" << line << "' missing or out of order:\n" << progress;
+    if (found != std::string::npos) at = found;
+  }
 }
 
 // Under mpiexec, Open MPI gives a rank a pseudo-terminal as stdout even when the output is

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "bench/registry.hpp"
+#include "common/cli.hpp"
 #include "trainer/device.hpp"
 #include "trainer/downscaler.hpp"
 
@@ -31,6 +32,12 @@ using finecast::trainer::DataView;
 using finecast::trainer::Downscaler;
 
 constexpr int64_t kC = 7, kP = 256, kN = 3840;
+
+std::string fmt_seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f s", s);
+  return buf;
+}
 
 /// Synthetic reference-sized data: fine = context[0] + context[1] * pattern + noise, in 48
 /// output steps of 80 patches (the reference setup's buffer).
@@ -65,13 +72,36 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+/// Progress lines on stderr (stdout holds the table or the JSON): on a small CPU the whole
+/// measurement takes minutes, so each step says what it measures, which repeat, and the time.
+class Progress {
+ public:
+  explicit Progress(bool quiet) : quiet_(quiet) {}
+  void line(const std::string& what) const {
+    if (quiet_) return;
+    const long long s = std::llround(seconds_since(t0_));
+    std::fprintf(stderr, "[bench trainer %lld:%02lld] %s\n", s / 60, s % 60, what.c_str());
+    std::fflush(stderr);
+  }
+
+ private:
+  bool quiet_;
+  std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
+};
+
+/// The best time of `repeats` runs of f, each reported as "<what>: repeat i/n: S s" when
+/// `progress` is given.
 template <class F>
-double best_of(int repeats, F&& f) {
+double best_of(const Progress* progress, const std::string& what, int repeats, F&& f) {
   double best = 1e300;
   for (int i = 0; i < repeats; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     f();
-    best = std::min(best, seconds_since(t0));
+    const double s = seconds_since(t0);
+    best = std::min(best, s);
+    if (progress)
+      progress->line(what + ": repeat " + std::to_string(i + 1) + "/" + std::to_string(repeats) + ": " +
+                     fmt_seconds(s));
   }
   return best;
 }
@@ -89,7 +119,7 @@ std::string cpu_model() {
 double gemm_peak_gflops() {
   auto a = torch::randn({1024, 1024}), b = torch::randn({1024, 1024}), c = torch::empty({1024, 1024});
   torch::mm_out(c, a, b);
-  const double s = best_of(8, [&] { torch::mm_out(c, a, b); });
+  const double s = best_of(nullptr, "", 8, [&] { torch::mm_out(c, a, b); });
   return 2.0 * 1024 * 1024 * 1024 / s / 1e9;
 }
 
@@ -104,7 +134,7 @@ double epoch_gflop(const finecast::trainer::ModelOptions& mo) {
 
 /// One device's numbers, keyed like the JSON output.
 std::map<std::string, double> measure(const std::string& device, const Data& d, int repeats, int threads,
-                                      std::map<std::string, std::string>* notes) {
+                                      std::map<std::string, std::string>* notes, const Progress& progress) {
   std::map<std::string, double> r;
   DataView view{d.context.data(), d.fine.data(), nullptr, kN};
   finecast::trainer::ModelOptions mo;
@@ -113,10 +143,12 @@ std::map<std::string, double> measure(const std::string& device, const Data& d, 
     finecast::trainer::TrainOptions to;
     to.batch_size = batch;
     to.threads = threads;  // -1: measured at the first session
+    const std::string what = "training epoch (3,840 samples), batch " + std::to_string(batch);
+    progress.line(what + ": warm-up session" + (threads < 0 ? " (threads: auto measures its thread count)" : ""));
     auto ds = std::make_unique<Downscaler>(mo, to, device);
     // Warm-up (first-touch allocations, thread pool) as a session, which also tunes threads: auto.
     const auto session = ds->train_session(view, 1);
-    const double s = best_of(repeats, [&] { ds->train_epoch(view); });
+    const double s = best_of(&progress, what, repeats, [&] { ds->train_epoch(view); });
     const std::string b = "_b" + std::to_string(batch);
     r["train_epoch_s" + b] = s;
     r["train_samples_per_s" + b] = static_cast<double>(kN) / s;
@@ -156,8 +188,11 @@ std::map<std::string, double> measure(const std::string& device, const Data& d, 
     so.members = 1;
     so.threads = threads;
     auto once = [&] { last->sample(d.context.data(), d.coarse.data(), nullptr, 80, so, 7, out.data()); };
+    const std::string what = std::string("sampling 80 patches, ") + (so.sampler == "ddpm" ? "DDPM 50 steps" : "DDIM 10 steps");
+    progress.line(what + ": warm-up");
     once();
-    r[std::string("sample_") + (so.sampler == "ddpm" ? "ddpm50" : "ddim10") + "_80_s"] = best_of(repeats * 3, once);
+    r[std::string("sample_") + (so.sampler == "ddpm" ? "ddpm50" : "ddim10") + "_80_s"] =
+        best_of(&progress, what, repeats * 3, once);
   }
   for (const auto& line : last->thread_choices())
     if (line.rfind("sample", 0) == 0) (*notes)["threads_log_sample"] = line;
@@ -225,7 +260,7 @@ int run(int argc, char** argv) {
                "synchronous session, for the reference model; compares with the same loop in PyTorch from Python "
                "(at its best thread count) when /usr/bin/python3 has torch.",
                "finecast-bench trainer"};
-  bool json = false, no_reference = false;
+  bool json = false, no_reference = false, quiet = false;
   std::string threads_arg = "auto", ref_threads_arg = "best", device = "cpu", python = "/usr/bin/python3";
   int repeats = 3;
   std::string script = (std::filesystem::path(__FILE__).parent_path() / "reference_pytorch.py").string();
@@ -239,6 +274,8 @@ int run(int argc, char** argv) {
   app.add_option("--python", python, "Python interpreter with torch for the reference loop");
   app.add_option("--reference", script, "path of bench/reference_pytorch.py");
   app.add_flag("--no-reference", no_reference, "do not run the PyTorch-from-Python reference");
+  app.add_flag("-q,--quiet", quiet, "no progress lines on stderr");
+  finecast::cli::add_version(app, "finecast-bench trainer");
   CLI11_PARSE(app, argc, argv);
   const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   int threads = -1;
@@ -248,9 +285,14 @@ int run(int argc, char** argv) {
   }
 
   const auto choice = finecast::trainer::select_device(device);
+  const Progress progress(quiet);
+  progress.line("finecast on " + choice.torch_device + ", " + (threads < 0 ? std::string("auto") : std::to_string(threads)) +
+                " thread(s), best of " +
+                std::to_string(repeats) + " repeats (sampling: " + std::to_string(3 * repeats) +
+                "); then the PyTorch reference" + (no_reference ? " (skipped: --no-reference)" : ""));
   const Data data = make_data();
   std::map<std::string, std::string> notes;
-  const auto ours = measure(choice.torch_device, data, repeats, threads, &notes);
+  const auto ours = measure(choice.torch_device, data, repeats, threads, &notes, progress);
 
   // The reference on the same device; at each thread count 1..cores, keeping the best per measure.
   std::string why_not;
@@ -266,7 +308,12 @@ int run(int argc, char** argv) {
       counts.push_back(std::stoi(ref_threads_arg));
     }
     for (int t : counts) {
+      progress.line("PyTorch reference at " + std::to_string(t) + " thread(s): " + python + " " + script +
+                    " (the same measurements; no output until it ends)");
+      const auto t0 = std::chrono::steady_clock::now();
       const auto one = run_reference(python, script, choice.torch_device, t, repeats, &why_not);
+      progress.line("PyTorch reference at " + std::to_string(t) + " thread(s): " +
+                    (why_not.empty() ? "done in " + fmt_seconds(seconds_since(t0)) : why_not));
       for (const char* k : kKeys) {
         if (!one.count(k)) continue;
         const bool better = !ref.count(k) || (is_rate(k) ? one.at(k) > ref.at(k) : one.at(k) < ref.at(k));

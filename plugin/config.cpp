@@ -9,6 +9,7 @@
 #include <cctype>
 #include <fstream>
 #include <functional>
+#include <initializer_list>
 #include <limits>
 #include <map>
 #include <set>
@@ -48,6 +49,42 @@ struct Field {
 };
 
 [[noreturn]] void fail(const std::string& where, const std::string& msg) { throw ConfigError(where + ": " + msg); }
+
+/// The errors of one validation pass, so that a config with several mistakes reports them all
+/// at once. Each is recorded against the key it concerns; rules on several keys skip keys that
+/// already failed (their value is then a default the user did not write).
+class ErrorList {
+ public:
+  /// Runs `check`; a ConfigError it throws is recorded against `key` instead of propagating.
+  template <class F>
+  void collect(const std::string& key, F&& check) {
+    try {
+      check();
+    } catch (const ConfigError& e) {
+      add(key, e.what());
+    }
+  }
+  void add(const std::string& key, const std::string& message) {
+    messages_.push_back(message);
+    failed_.insert(key);
+  }
+  /// Whether `key`, or its section ("grid" for "grid.type"), had an error.
+  bool failed(const std::string& key) const {
+    const auto dot = key.find('.');
+    return failed_.count(key) != 0 || (dot != std::string::npos && failed_.count(key.substr(0, dot)) != 0);
+  }
+  /// One ConfigError with every message, one per line, in the order found (file order).
+  void throw_if_any() const {
+    if (messages_.empty()) return;
+    std::string all;
+    for (const auto& m : messages_) all += (all.empty() ? "" : "\n") + m;
+    throw ConfigError(all);
+  }
+
+ private:
+  std::vector<std::string> messages_;
+  std::set<std::string> failed_;
+};
 
 template <class Get>
 Field int_field(std::string key, Get get, int lo, int hi, std::string comment) {
@@ -367,17 +404,35 @@ void apply_override(YAML::Node& root, const std::string& text, std::set<std::str
   overridden.insert(key);
 }
 
-void validate_together(const Config& c) {
-  const std::string& s = c.source;
-  if (c.train.min_steps > c.buffer.capacity)
-    throw ConfigError(s + ": train.min_steps (" + std::to_string(c.train.min_steps) +
-                      ") must not exceed buffer.capacity (" + std::to_string(c.buffer.capacity) + ")");
-  if (c.model.arch == "unet" && c.grid.type != "latlon")
-    throw ConfigError(s + ": model.arch unet needs square patches: set grid.type: latlon (ICON triangles use mlp)");
-  if (c.sample.write_back == c.fields.front())
-    throw ConfigError(s + ": sample.write_back must name a new variable, not the input field \"" + c.fields.front() + "\"");
-  if (c.train.mixed_precision && c.device == "cpu")
-    throw ConfigError(s + ": train.mixed_precision needs a CUDA device, but device is cpu");
+void validate_together(const Config& c, ErrorList& errors) {
+  // A rule runs only when its keys were read without error, and `check` returns "" or the message.
+  auto rule = [&](std::initializer_list<const char*> keys, const std::function<std::string()>& check) {
+    for (const char* k : keys)
+      if (errors.failed(k)) return;
+    const std::string message = check();
+    if (!message.empty()) errors.add(*keys.begin(), c.source + ": " + message);
+  };
+  rule({"train.min_steps", "buffer.capacity"}, [&] {
+    return c.train.min_steps <= c.buffer.capacity
+               ? std::string()
+               : "train.min_steps (" + std::to_string(c.train.min_steps) + ") must not exceed buffer.capacity (" +
+                     std::to_string(c.buffer.capacity) + ")";
+  });
+  rule({"model.arch", "grid.type"}, [&] {
+    return c.model.arch == "unet" && c.grid.type != "latlon"
+               ? "model.arch unet needs square patches: set grid.type: latlon (ICON triangles use mlp)"
+               : std::string();
+  });
+  rule({"sample.write_back", "fields"}, [&] {
+    return c.sample.write_back == c.fields.front()
+               ? "sample.write_back must name a new variable, not the input field \"" + c.fields.front() + "\""
+               : std::string();
+  });
+  rule({"train.mixed_precision", "device"}, [&] {
+    return c.train.mixed_precision && c.device == "cpu"
+               ? "train.mixed_precision needs a CUDA device, but device is cpu"
+               : std::string();
+  });
 }
 
 }  // namespace
@@ -438,7 +493,8 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
   if (!root.IsDefined() || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   if (!root.IsMap()) throw ConfigError(source + ": the config must be a mapping of keys (e.g. \"fields: [ts]\")");
   std::set<std::string> overridden;
-  for (const auto& o : overrides) apply_override(root, o, overridden);
+  ErrorList errors;
+  for (const auto& o : overrides) errors.collect("--set", [&] { apply_override(root, o, overridden); });
 
   const Origin origin{source, &overridden};
   const auto children = children_of();
@@ -451,37 +507,48 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
   std::function<void(const YAML::Node&, const std::string&)> walk = [&](const YAML::Node& map, const std::string& prefix) {
     std::map<std::string, YAML::Mark> names;  // keys of this mapping so far, for duplicates
     for (auto it = map.begin(); it != map.end(); ++it) {
-      if (!it->first.IsScalar())
-        fail(origin.where(it->first, prefix), "keys must be names, got " + scalar_text(it->first) +
-                                                  (prefix.empty() ? "" : " in " + prefix));
+      if (!it->first.IsScalar()) {
+        errors.add(prefix, origin.where(it->first, prefix) + ": keys must be names, got " + scalar_text(it->first) +
+                               (prefix.empty() ? "" : " in " + prefix));
+        continue;
+      }
       const std::string name = it->first.Scalar();
       const std::string key = prefix.empty() ? name : prefix + "." + name;
       const std::string where = origin.where(it->first, key);
       // YAML forbids a key twice in one mapping; yaml-cpp would silently keep one of them.
-      if (const auto dup = names.find(name); dup != names.end() && !overridden.count(key))
-        fail(where, "duplicate key " + key + " (first given on line " + std::to_string(dup->second.line + 1) + ")");
+      if (const auto dup = names.find(name); dup != names.end() && !overridden.count(key)) {
+        errors.add(key, where + ": duplicate key " + key + " (first given on line " +
+                            std::to_string(dup->second.line + 1) + ")");
+        continue;
+      }
       names.emplace(name, it->first.Mark());
       if (by_key.count(key)) {
-        by_key[key]->read(it->second, config, origin.where(it->second.IsDefined() ? it->second : it->first, key));
         seen.insert(key);
+        errors.collect(key, [&] {
+          by_key[key]->read(it->second, config, origin.where(it->second.IsDefined() ? it->second : it->first, key));
+        });
       } else if (children.count(key)) {
-        if (!it->second.IsMap()) fail(where, key + " must be a mapping of keys (" + [&] {
+        if (it->second.IsMap()) {
+          walk(it->second, key);
+        } else {
           std::string l;
           for (const auto& c : children.at(key)) l += (l.empty() ? "" : ", ") + c;
-          return l;
-        }() + ")");
-        walk(it->second, key);
+          errors.add(key, where + ": " + key + " must be a mapping of keys (" + l + ")");
+          for (const auto& c : children.at(key)) seen.insert(key + "." + c);  // not "missing" too
+        }
       } else {
         std::string allowed;
         for (const auto& c : children.at(prefix)) allowed += (allowed.empty() ? "" : ", ") + c;
-        fail(where, "unknown key " + key + " (allowed" + (prefix.empty() ? "" : " in " + prefix) + ": " + allowed + ")");
+        errors.add(key, where + ": unknown key " + key + " (allowed" + (prefix.empty() ? "" : " in " + prefix) + ": " +
+                            allowed + ")");
       }
     }
   };
   walk(root, "");
   for (const auto& f : schema())
-    if (f.required && !seen.count(f.key)) fail(source, "missing required key " + f.key + " (" + f.comment + ")");
-  validate_together(config);
+    if (f.required && !seen.count(f.key)) errors.add(f.key, source + ": missing required key " + f.key + " (" + f.comment + ")");
+  validate_together(config, errors);
+  errors.throw_if_any();
   return config;
 }
 

@@ -21,6 +21,7 @@
 #include "coupling/host/run_config.hpp"
 #include "coupling/host/surface_file.hpp"
 #include "coupling/io/cf_time.hpp"
+#include "common/cli.hpp"
 #include "common/log.hpp"
 
 namespace fc = finecast::coupling;
@@ -61,7 +62,8 @@ int write_orography(const Options& opt, const fc::host::HostRunConfig& cfg, int 
 }
 
 int run(const Options& opt, int rank, int n_ranks) {
-  const double t_start = now();
+  const fh::StartupLog startup(rank);
+  startup.stage("reading the run file " + opt.run_file);
   fc::host::HostRunConfig cfg = fc::host::load_host_run_config(opt.run_file);
   if (opt.steps > 0) cfg.steps = opt.steps;
   if (opt.step_seconds >= 0) cfg.step_seconds = opt.step_seconds;
@@ -90,6 +92,7 @@ int run(const Options& opt, int rank, int n_ranks) {
   };
   const double stop_seconds = cfg.dt * cfg.steps;
 
+  startup.stage("reading the ICON grid " + cfg.grid);
   const fc::IconGrid grid = fc::read_icon_grid(cfg.grid);
   fc::host::HostModelSetup setup;
   setup.orography = cfg.orography;
@@ -99,6 +102,8 @@ int run(const Options& opt, int rank, int n_ranks) {
   setup.dt = cfg.dt;
   setup.start_utc_hours = exp_start.hour + exp_start.minute / 60.0 + exp_start.second / 3600.0;
   setup.nlev = cfg.nlev;
+  startup.stage("decomposing the grid over " + std::to_string(n_ranks) +
+                " rank(s) and interpolating the orography of " + cfg.orography);
   const fc::host::HostModel model(grid, setup, n_ranks, rank);
   // Like ICON, the model computes its fields with OpenMP threads; plugins must leave the count
   // as they found it (checked after every callback below).
@@ -137,8 +142,9 @@ int run(const Options& opt, int rank, int n_ranks) {
   for (const auto& p : plugins)
     if (rank == 0)
       flog::info("plugin '" + p.name + "': " + p.library + " (options '" + p.options + "')");
+  startup.stage("loading " + std::to_string(plugins.size()) + " plugin(s) (primary constructors)");
   host.load_plugins(plugins);
-  const double t_setup = now() - t_start;
+  const double t_setup = startup.seconds();
   if (rank == 0)
     flog::info("start-up " + fmt::format("{:.2f}", t_setup) + " s; " + std::to_string(plugins.size()) +
                " plugin(s); " + std::to_string(cfg.steps) + " steps of " + fmt::format("{:g}", cfg.dt) +
@@ -246,23 +252,23 @@ int run(const Options& opt, int rank, int n_ranks) {
 int main(int argc, char** argv) {
   CLI::App app{
       "finecast-host: an ICON-like MPI model that runs ComIn plugins (finecast's host library).\n"
-      "Example: mpiexec -n 4 build/bin/finecast-host configs/demo_host.yaml"};
+      "Example: mpiexec -n 4 --oversubscribe build/bin/finecast-host configs/demo_host.yaml --set device=cpu"};
   Options opt;
-  app.add_option("run_file", opt.run_file,
-                 "YAML run file (grid, time stepping, decomposition, plugins)")
-      ->required();
+  finecast::cli::add_config(app, opt.run_file,
+                            "YAML run file (grid, time stepping, decomposition, plugins)");
   app.add_option("--steps", opt.steps, "override the run file's number of steps");
   app.add_option("--step-seconds", opt.step_seconds, "override the run file's minimum wall time per step (0 = none)");
   app.add_flag("--no-plugins", opt.no_plugins,
                "run without any plugin (baseline for overhead measurements)");
-  app.add_option("--log-level", opt.log_level, "debug | info | warning | error");
+  finecast::cli::add_log_level(app, opt.log_level);
   app.add_option("--write-orography", opt.write_orography,
                  "write the surface fields the run gives its plugins (topography_c, fr_land, on "
                  "every cell of the grid) to this NetCDF file and stop without running; "
                  "finecast-downscale --orography FILE reads it");
-  app.add_option("--set", opt.plugin_overrides,
-                 "append key.path=value to the plugins' options (finecast config overrides), e.g. "
-                 "--set checkpoint.resume=out/ckpt --set device=cpu");
+  finecast::cli::add_set(app, opt.plugin_overrides,
+                         "append key.path=value to every plugin's options (finecast config overrides), e.g. "
+                         "--set checkpoint.resume=out/ckpt --set device=cpu.");
+  finecast::cli::add_version(app, "finecast-host");
   return fh::mpi_main(argc, argv, app, opt.log_level,
                       [&](int rank, int n_ranks) { return run(opt, rank, n_ranks); });
 }

@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include <chrono>
 #include <cstdio>
@@ -16,6 +17,14 @@ namespace finecast::coupling::host {
 
 double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+StartupLog::StartupLog(int rank) : t0_(now()), print_(rank == 0) {}
+
+double StartupLog::seconds() const { return now() - t0_; }
+
+void StartupLog::stage(const std::string& what) const {
+  if (print_) finecast::log::info(fmt::format("start-up {:.1f} s: {}", seconds(), what));
 }
 
 std::string quote_option(const std::string& word) {

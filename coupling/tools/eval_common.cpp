@@ -24,23 +24,22 @@ void check_default_truth(const EvalOptions& o) {
                       "give the fine truth with --truth FILE");
 }
 
-void match_steps(const StepAxis& truth, const StepAxis& pred, int time,
+void match_steps(const StepAxis& truth, const StepAxis& pred, const std::string& time,
                  std::vector<std::size_t>& tsteps, std::vector<std::size_t>& psteps) {
   tsteps.clear();
   psteps.clear();
-  if (time >= 0) {
-    if (static_cast<std::size_t>(time) >= truth.n_times)
-      throw ConfigError("--time " + std::to_string(time) + ": " + truth.description + " has " +
-                        std::to_string(truth.n_times) + " time steps");
-    tsteps = {static_cast<std::size_t>(time)};
+  if (!time.empty()) {
+    const std::size_t t = truth.step(time);
+    tsteps = {t};
     if (pred.n_times == truth.n_times)
       psteps = tsteps;
+    else if (!pred.date(0).empty() && !truth.date(t).empty())
+      psteps = {pred.step(truth.date(t))};  // both dated: the prediction's step at that date
     else if (pred.n_times == 1)
       psteps = {0};
     else
-      throw ConfigError("--time " + std::to_string(time) + ": " + pred.description + " has " +
-                        std::to_string(pred.n_times) + " time steps and " + truth.description +
-                        " has " + std::to_string(truth.n_times) +
+      throw ConfigError("--time " + time + ": " + pred.description + " has " + std::to_string(pred.n_times) +
+                        " time steps and " + truth.description + " has " + std::to_string(truth.n_times) +
                         "; cannot tell which prediction step belongs to it");
   } else {
     if (pred.n_times != truth.n_times)

@@ -16,7 +16,7 @@ struct EvalOptions {
   std::string truth;  ///< "" = the prediction file, variable <var>_host (plugin outputs)
   std::string pred, var, truth_var, region, json, csv;
   int block = 0;          ///< lat-lon block edge; 0 = recorded in the prediction, else 16
-  int time = -1;          ///< truth step to score; -1 = every step
+  std::string time;       ///< --time: truth step to score, index or ISO 8601 date; "" = every step
   std::string grid;       ///< ICON grid file; "" = the prediction's grid_file_uri
   int coarse_level = -1;  ///< ICON: patches are the R2B<L> cells; -1 = from <var>_coarse
   int idw_neighbours = 6;
@@ -38,12 +38,15 @@ struct StepAxis {
   std::string description;  ///< e.g. "truth 'a.nc' variable 'ts'"
   std::size_t n_times = 1;
   std::function<std::string(std::size_t)> date;  ///< ISO date of a step, "" when undated
+  /// The step an index or date names (coupling::select_step); throws ConfigError.
+  std::function<std::size_t(const std::string&)> step;
 };
 
-/// The truth and prediction steps scored together: --time T (with the matching prediction
-/// step, or step 0 of a one-step prediction), else every step of two files with as many steps.
-/// Dated steps must have the same dates. Throws ConfigError naming both inputs.
-void match_steps(const StepAxis& truth, const StepAxis& pred, int time,
+/// The truth and prediction steps scored together: --time T, an index or date of the truth (with
+/// the prediction step of the same index, of the same date when both are dated, or step 0 of a
+/// one-step prediction), else every step of two files with as many steps. Dated steps must have
+/// the same dates. Throws ConfigError naming both inputs.
+void match_steps(const StepAxis& truth, const StepAxis& pred, const std::string& time,
                  std::vector<std::size_t>& truth_steps, std::vector<std::size_t>& pred_steps);
 
 /// "0 1 2": step lists for the JSON meta.

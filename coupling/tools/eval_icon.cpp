@@ -19,6 +19,7 @@
 #include "coupling/grid/icon_grid.hpp"
 #include "coupling/grid/icon_hierarchy.hpp"
 #include "coupling/io/field_reader.hpp"
+#include "coupling/io/step_select.hpp"
 #include "coupling/tools/eval_common.hpp"
 #include "coupling/tools/icon_levels.hpp"
 
@@ -90,7 +91,10 @@ class IconVar {
                                             : "";
   }
   StepAxis axis() const {
-    return {describe(), n_times(), [this](std::size_t t) { return date(t); }};
+    return {describe(), n_times(), [this](std::size_t t) { return date(t); },
+            [this](const std::string& text) {
+              return static_cast<std::size_t>(coupling::select_step(readers_.front(), text));
+            }};
   }
   /// clon/clat of the file (radians), empty when it has none.
   coupling::OutputGrid grid() const {

@@ -11,12 +11,14 @@
 #include <string>
 #include <vector>
 
+#include "common/cli.hpp"
 #include "common/error.hpp"
 #include "coupling/eval/evaluation.hpp"
 #include "coupling/eval/report.hpp"
 #include "coupling/eval/window.hpp"
 #include "coupling/io/field_reader.hpp"
 #include "coupling/tools/eval_common.hpp"
+#include "coupling/io/step_select.hpp"
 
 namespace fe = finecast::coupling::eval;
 namespace ft = finecast::tools;
@@ -36,6 +38,10 @@ class GridVar {
   void read(std::size_t t, std::size_t m, int y0, int ny, int x0, int nx, double* out);
   /// The ISO date of step t, or "" when the file has no time coordinate.
   std::string date(std::size_t t) const;
+  /// The step that --time `text` names: a 0-based index or an ISO 8601 date.
+  std::size_t step(const std::string& text) const {
+    return static_cast<std::size_t>(finecast::coupling::select_step(readers_.front(), text));
+  }
 
   std::string path, var, role;
   std::size_t n_times = 1, n_members = 1;
@@ -211,8 +217,10 @@ int run_latlon(const ft::EvalOptions& o) {
 
   // ---- time steps ----
   std::vector<std::size_t> tsteps, psteps;
-  ft::match_steps({truth.describe(), truth.n_times, [&](std::size_t t) { return truth.date(t); }},
-                  {pred.describe(), pred.n_times, [&](std::size_t t) { return pred.date(t); }},
+  ft::match_steps({truth.describe(), truth.n_times, [&](std::size_t t) { return truth.date(t); },
+                   [&](const std::string& text) { return truth.step(text); }},
+                  {pred.describe(), pred.n_times, [&](std::size_t t) { return pred.date(t); },
+                   [&](const std::string& text) { return pred.step(text); }},
                   o.time, tsteps, psteps);
 
   // ---- layout: weights and periodicity of the window ----
@@ -311,10 +319,10 @@ int main(int argc, char** argv) {
   app.add_option(
       "--region", o.region,
       "lat0,lat1,lon0,lon1 in degrees: score only the whole blocks (coarse cells) inside");
-  app.add_option("--time", o.time, "score only this truth time step (0-based)")
-      ->check(CLI::NonNegativeNumber);
+  finecast::cli::add_time(app, o.time, "score only this step of the truth");
   app.add_option("--json", o.json, "write scores and spectra as JSON to this file");
   app.add_option("--csv", o.csv, "write scores as CSV to this file");
+  finecast::cli::add_version(app, "finecast-eval");
   CLI11_PARSE(app, argc, argv);
   try {
     ft::check_default_truth(o);

@@ -19,8 +19,8 @@
 #include "coupling/grid/icon_hierarchy.hpp"
 #include "coupling/grid/latlon_grid.hpp"
 #include "coupling/grid/patches.hpp"
-#include "coupling/io/cf_time.hpp"
 #include "coupling/io/field_reader.hpp"
+#include "coupling/io/step_select.hpp"
 #include "common/log.hpp"
 #include "plugin/comin_plugin/output.hpp"
 #include "trainer/checkpoint.hpp"
@@ -65,50 +65,6 @@ int exact_log4(int64_t n) {
     ++k;
   }
   return n == 1 ? k : -1;
-}
-
-/// The selected step indices of `reader`: every step, or each of `times` (index or date).
-std::vector<int64_t> select_times(const coupling::FieldReader& reader,
-                                  const std::vector<std::string>& times) {
-  std::vector<int64_t> out;
-  if (times.empty()) {
-    for (int64_t t = 0; t < reader.n_times(); ++t) out.push_back(t);
-    return out;
-  }
-  for (const auto& text : times) {
-    size_t used = 0;
-    long long index = -1;
-    try {
-      index = std::stoll(text, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == text.size() && !text.empty()) {
-      if (index < 0 || index >= reader.n_times())
-        throw ConfigError("--time " + text + ": " + reader.path() + ": " + reader.var() + " has " +
-                          std::to_string(reader.n_times()) + " time step(s) (0.." +
-                          std::to_string(reader.n_times() - 1) + ")");
-      out.push_back(index);
-      continue;
-    }
-    coupling::DateTime want;
-    if (!coupling::parse_datetime(text, want))
-      throw ConfigError("--time " + text + ": expected a 0-based step index or an ISO 8601 date");
-    const std::string wanted = coupling::format_datetime(want);
-    int64_t found = -1;
-    for (int64_t t = 0; t < reader.n_times() && found < 0; ++t) {
-      coupling::DateTime have;
-      if (coupling::parse_datetime(reader.time_string(t), have) &&
-          coupling::format_datetime(have) == wanted)
-        found = t;
-    }
-    if (found < 0)
-      throw ConfigError("--time " + text + ": " + reader.path() + " has no step at " + wanted +
-                        " (steps " + reader.time_string(0) + " .. " +
-                        reader.time_string(reader.n_times() - 1) + ")");
-    out.push_back(found);
-  }
-  return out;
 }
 
 /// FILE[:VAR] of --orography: (file, var); var is "" when not given. A colon followed by a path
@@ -357,7 +313,7 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
                     " fine and " + std::to_string(map.n_coarse) +
                     " coarse cells: give the grid the field lives on with --grid");
   }
-  const std::vector<int64_t> times = select_times(first, opt.times);
+  const std::vector<int64_t> times = coupling::select_steps(first, opt.times);
   result.n_coarse = map.n_coarse;
   result.patch_size = map.patch_size;
   log::info("Input " + opt.input + ": " + first.var() +

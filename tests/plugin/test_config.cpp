@@ -113,6 +113,43 @@ TEST(Config, DuplicateAndNonScalarKeysAreRefused) {
             "--set device.x=1: device takes a value, it has no keys below it (--set device=VALUE)");
 }
 
+TEST(Config, EveryErrorIsReportedInOneRun) {
+  // Independent mistakes, each reported, one per line: in file order (the --set key is added at the
+  // end of the file), then the missing key.
+  const std::string e = error_of(
+      "fields: [ts]\n"
+      "train:\n"
+      "  batch_size: sixteen\n"
+      "  batchsize: 3\n"
+      "model: {schedule: quadratic}\n"
+      "sample: 7\n",
+      {"device=gpu"});
+  EXPECT_EQ(e,
+            "configs/x.yaml:3: train.batch_size must be a positive integer, got \"sixteen\"\n"
+            "configs/x.yaml:4: unknown key train.batchsize (allowed in train: async, every, min_steps, epochs, "
+            "batch_size, lr, weight_decay, warmup_steps, decay_steps, min_lr_ratio, grad_clip, ema_decay, "
+            "mixed_precision, max_bad_steps, threads)\n"
+            "configs/x.yaml:5: model.schedule must be one of linear, cosine, got \"quadratic\"\n"
+            "configs/x.yaml:6: sample must be a mapping of keys (every, members, sampler, steps, eta, output, "
+            "write_back)\n"
+            "--set device: device must be one of auto, cpu, cuda, cuda:N, mps, got \"gpu\"\n"
+            "configs/x.yaml: missing required key grid.file (ICON grid file, or a CF file with the lat/lon "
+            "coordinates)");
+}
+
+TEST(Config, RulesOnSeveralKeysSkipKeysThatFailed) {
+  // min_steps is unreadable, so "min_steps must not exceed capacity" would judge its default (48)
+  // against a capacity of 4: a mistake the user did not make.
+  EXPECT_EQ(error_of(std::string(kMinimal) + "train: {min_steps: lots}\nbuffer: {capacity: 4}\n"),
+            "configs/x.yaml:4: train.min_steps must be a positive integer, got \"lots\"");
+  // Two rules that fail together are both reported.
+  const std::string e = error_of(std::string(kMinimal) + "train: {min_steps: 60, mixed_precision: true}\ndevice: cpu\n");
+  EXPECT_NE(e.find("train.min_steps (60) must not exceed buffer.capacity (48)"), std::string::npos) << e;
+  EXPECT_NE(e.find("\nconfigs/x.yaml: train.mixed_precision needs a CUDA device"), std::string::npos) << e;
+  // A missing `fields` is reported alone: the write_back rule needs it.
+  EXPECT_EQ(error_of("grid: {file: g.nc}\nsample: {write_back: ts}\n").find('\n'), std::string::npos);
+}
+
 TEST(Config, OverridesApplyAndAreNamedInErrors) {
   const fp::Config c = fp::parse_config(kMinimal, "m.yaml", {"train.epochs=3", "device=cpu", "checkpoint.resume=ck"});
   EXPECT_EQ(c.train.epochs, 3);

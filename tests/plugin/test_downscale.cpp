@@ -172,6 +172,25 @@ TEST(DownscaleEndToEnd, ReplayCheckpointReproducesThePluginAndIsScored) {
     std::stringstream json;
     json << in.rdbuf();
     EXPECT_NE(json.str().find("crps"), std::string::npos) << json.str().substr(0, 400);
+    // --time by date scores the same step: the truth's step at that date, and the one-step
+    // prediction's step with the same date.
+    const std::string date = cli_out.time_string(0);
+    ASSERT_EQ(date.rfind("2005-06-", 0), 0u) << date;
+    const CommandResult by_date =
+        run_command(binary("finecast-eval") + " --truth " + kTas + " --pred " + dir.file("cli.nc") +
+                    " --var tas --block 8 --time " + date);
+    ASSERT_EQ(by_date.rc, 0) << by_date.output;
+    const CommandResult by_index =
+        run_command(binary("finecast-eval") + " --truth " + kTas + " --pred " + dir.file("cli.nc") +
+                    " --var tas --block 8 --time 5");
+    EXPECT_EQ(by_date.output, by_index.output);
+    const CommandResult no_step =
+        run_command(binary("finecast-eval") + " --truth " + kTas + " --pred " + dir.file("cli.nc") +
+                    " --var tas --block 8 --time 1999-01-01");
+    EXPECT_EQ(no_step.rc, 1);
+    EXPECT_NE(no_step.output.find("--time 1999-01-01: " + kTas + " has no step at 1999-01-01T00:00:00"),
+              std::string::npos)
+        << no_step.output;
   }
 }
 

@@ -194,7 +194,8 @@ TEST(ReplayCli, BadArgumentsGiveClearErrors) {
   ScratchDir dir;
   auto r = run_command(binary("finecast-replay"));
   EXPECT_NE(r.rc, 0);
-  EXPECT_NE(r.output.find("--config is required"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("a run/config file (FILE or --config FILE) is required"), std::string::npos)
+      << r.output;
   r = run_command(binary("finecast-replay") + " --config " + dir.file("missing.yaml"));
   EXPECT_NE(r.rc, 0);
   EXPECT_NE(r.output.find("cannot open replay run file '" + dir.file("missing.yaml") + "'"),
@@ -205,7 +206,9 @@ TEST(ReplayCli, BadArgumentsGiveClearErrors) {
   r = run_command(binary("finecast-replay") + " --config " + dir.file("run.yaml") +
                   " --set device");
   EXPECT_NE(r.rc, 0);
-  EXPECT_NE(r.output.find("--set device: expected KEY=VALUE"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--set: expected KEY=VALUE (e.g. --set device=cpu), got 'device'"),
+            std::string::npos)
+      << r.output;
   r = run_command(binary("finecast-replay") + " --config " + dir.file("run.yaml") +
                   " --set other:device=cpu");
   EXPECT_NE(r.rc, 0);

@@ -138,6 +138,7 @@ std::map<std::string, double> measure(const std::string& device, const Data& d, 
   std::map<std::string, double> r;
   DataView view{d.context.data(), d.fine.data(), nullptr, kN};
   finecast::trainer::ModelOptions mo;
+  mo.objective = finecast::trainer::Objective::kEps;  // the reference loop predicts the noise
   std::unique_ptr<Downscaler> last;
   for (int64_t batch : {16, 256}) {
     finecast::trainer::TrainOptions to;
@@ -181,17 +182,17 @@ std::map<std::string, double> measure(const std::string& device, const Data& d, 
   }
   last->publish();
   std::vector<float> out(80 * kP);
-  for (const char* sampler : {"ddpm", "ddim"}) {
+  for (const auto sampler : {finecast::trainer::Sampler::kDdpm, finecast::trainer::Sampler::kDdim}) {
     finecast::trainer::SampleOptions so;
     so.sampler = sampler;
     so.steps = 10;
     so.members = 1;
     so.threads = threads;
     auto once = [&] { last->sample(d.context.data(), d.coarse.data(), nullptr, 80, so, 7, out.data()); };
-    const std::string what = std::string("sampling 80 patches, ") + (so.sampler == "ddpm" ? "DDPM 50 steps" : "DDIM 10 steps");
+    const std::string what = std::string("sampling 80 patches, ") + (so.sampler == finecast::trainer::Sampler::kDdpm ? "DDPM 50 steps" : "DDIM 10 steps");
     progress.line(what + ": warm-up");
     once();
-    r[std::string("sample_") + (so.sampler == "ddpm" ? "ddpm50" : "ddim10") + "_80_s"] =
+    r[std::string("sample_") + (so.sampler == finecast::trainer::Sampler::kDdpm ? "ddpm50" : "ddim10") + "_80_s"] =
         best_of(&progress, what, repeats * 3, once);
   }
   for (const auto& line : last->thread_choices())

@@ -35,140 +35,107 @@ void check_header(const h5::File& f) {
                           (v > kCheckpointFormatVersion ? " (written by a newer finecast)" : " (written by an older finecast)"));
 }
 
-void write_model_options(h5::File& f, const ModelOptions& o) {
-  f.create_group("options");
-  f.set_attr("options", "arch", o.arch);
-  f.set_attr("options", "context_size", o.context_size);
-  f.set_attr("options", "patch_size", o.patch_size);
-  f.set_attr("options", "hidden", o.hidden);
-  f.set_attr("options", "depth", o.depth);
-  f.set_attr("options", "time_embedding", o.time_embedding);
-  f.set_attr("options", "unet_channels", o.unet_channels);
-  f.set_attr("options", "diffusion_steps", o.diffusion_steps);
-  f.set_attr("options", "schedule", o.schedule);
-  f.set_attr("options", "objective", o.objective);
-  f.set_attr("options", "conservative", static_cast<int64_t>(o.conservative));
-  f.set_attr("options", "activation", o.activation);
-  f.set_attr("options", "attention", static_cast<int64_t>(o.attention));
+namespace {
+
+/// Writes every checkpoint field of `table` as an attribute of `group`, typed by its kind.
+template <class S>
+void write_options(h5::File& f, const std::string& group, const schema::Table<S>& table, const S& o) {
+  f.create_group(group);
+  for (const auto& field : schema::in_scope(table, schema::Scope::kCheckpoint)) {
+    const std::string text = field.get(o);
+    switch (field.kind) {
+      case schema::Kind::kInteger: {
+        long long v = 0;
+        unsigned long long u = 0;
+        if (!schema::parse_integer(text, v) && schema::parse_unsigned(text, u))
+          v = static_cast<long long>(u);  // uint64 seeds keep their bits in the int64 attribute
+        f.set_attr(group, field.key, static_cast<int64_t>(v));
+        break;
+      }
+      case schema::Kind::kReal: {
+        double v = 0;
+        schema::parse_real(text, v);
+        f.set_attr(group, field.key, v);
+        break;
+      }
+      case schema::Kind::kBool:
+        f.set_attr(group, field.key, static_cast<int64_t>(text == "true"));
+        break;
+      case schema::Kind::kText:
+        f.set_attr(group, field.key, text);
+        break;
+    }
+  }
 }
 
-ModelOptions read_model_options(const h5::File& f) {
-  if (!f.exists("options")) throw CheckpointError(f.path() + ": the group /options (model options) is missing");
-  ModelOptions o;
-  o.arch = f.attr_string("options", "arch");
-  o.context_size = f.attr_int("options", "context_size");
-  o.patch_size = f.attr_int("options", "patch_size");
-  o.hidden = f.attr_int("options", "hidden");
-  o.depth = f.attr_int("options", "depth");
-  o.time_embedding = f.attr_int("options", "time_embedding");
-  o.unet_channels = f.attr_int("options", "unet_channels");
-  o.diffusion_steps = f.attr_int("options", "diffusion_steps");
-  o.schedule = f.attr_string("options", "schedule");
-  o.objective = f.attr_string("options", "objective");
-  o.conservative = f.attr_int("options", "conservative") != 0;
-  // Added in format version 2; version 1 models are silu without attention.
-  if (f.has_attr("options", "activation")) o.activation = f.attr_string("options", "activation");
-  if (f.has_attr("options", "attention")) o.attention = f.attr_int("options", "attention") != 0;
+/// Reads the fields of `table` from the attributes of `group`; an attribute an older version
+/// did not write (nor under an earlier name) keeps the default. A stored value the field refuses
+/// is a CheckpointError naming the file and key.
+template <class S>
+S read_options(const h5::File& f, const std::string& group, const schema::Table<S>& table) {
+  S o;
+  for (const auto& field : schema::in_scope(table, schema::Scope::kCheckpoint)) {
+    std::string key = field.key;
+    for (const auto& old : field.old_keys)
+      if (!f.has_attr(group, key) && f.has_attr(group, old)) key = old;
+    if (!f.has_attr(group, key)) continue;
+    std::string text;
+    switch (field.kind) {
+      case schema::Kind::kInteger: {
+        const int64_t v = f.attr_int(group, key);
+        text = v < 0 && field.rule == "a non-negative integer" ? std::to_string(static_cast<uint64_t>(v))
+                                                                : std::to_string(v);
+        break;
+      }
+      case schema::Kind::kReal:
+        text = schema::format_real(f.attr_double(group, key));
+        break;
+      case schema::Kind::kBool:
+        text = f.attr_int(group, key) != 0 ? "true" : "false";
+        break;
+      case schema::Kind::kText:
+        text = f.attr_is_string(group, key) ? f.attr_string(group, key) : std::to_string(f.attr_int(group, key));
+        break;
+    }
+    try {
+      field.set(o, text);
+    } catch (const schema::BadValue& e) {
+      throw CheckpointError(f.path() + ": /" + group + " " + key + " " + e.what());
+    }
+  }
   return o;
 }
 
+}  // namespace
+
+void write_model_options(h5::File& f, const ModelOptions& o) { write_options(f, "options", model_options_table(), o); }
+
+ModelOptions read_model_options(const h5::File& f) {
+  if (!f.exists("options")) throw CheckpointError(f.path() + ": the group /options (model options) is missing");
+  return read_options(f, "options", model_options_table());
+}
+
 void write_train_options(h5::File& f, const TrainOptions& o) {
-  f.create_group("train_options");
-  f.set_attr("train_options", "batch_size", o.batch_size);
-  f.set_attr("train_options", "lr", o.lr);
-  f.set_attr("train_options", "weight_decay", o.weight_decay);
-  f.set_attr("train_options", "warmup_steps", o.warmup_steps);
-  f.set_attr("train_options", "decay_steps", o.decay_steps);
-  f.set_attr("train_options", "min_lr_ratio", o.min_lr_ratio);
-  f.set_attr("train_options", "grad_clip", o.grad_clip);
-  f.set_attr("train_options", "ema_decay", o.ema_decay);
-  f.set_attr("train_options", "bf16", static_cast<int64_t>(o.bf16));
-  f.set_attr("train_options", "max_bad_steps", o.max_bad_steps);
-  // uint64 seeds above 2^63 keep their bits through the int64 attribute.
-  f.set_attr("train_options", "seed", static_cast<int64_t>(o.seed));
-  f.set_attr("train_options", "accumulate", o.accumulate);
-  f.set_attr("train_options", "validation", o.validation);
-  f.set_attr("train_options", "validation_members", o.validation_members);
-  f.set_attr("train_options", "validation_max_samples", o.validation_max_samples);
-  f.set_attr("train_options", "validation_metric", o.validation_metric);
-  f.set_attr("train_options", "early_stop", o.early_stop);
-  f.set_attr("train_options", "plateau", o.plateau);
-  f.set_attr("train_options", "plateau_factor", o.plateau_factor);
-  f.set_attr("train_options", "plateau_min_scale", o.plateau_min_scale);
-  f.set_attr("train_options", "keep_best", static_cast<int64_t>(o.keep_best));
-  f.set_attr("train_options", "max_device_memory", o.max_device_memory);
-  f.set_attr("train_options", "force_autograd", static_cast<int64_t>(o.force_autograd));
-  f.set_attr("train_options", "threads", o.threads);
-  f.set_attr("train_options", "max_threads", o.max_threads);
-  f.set_attr("train_options", "cuda_graphs", static_cast<int64_t>(o.cuda_graphs));
+  write_options(f, "train_options", train_options_table(), o);
 }
 
 TrainOptions read_train_options(const h5::File& f) {
   if (!f.exists("train_options")) throw CheckpointError(f.path() + ": the group /train_options is missing");
-  TrainOptions o;
-  o.batch_size = f.attr_int("train_options", "batch_size");
-  o.lr = f.attr_double("train_options", "lr");
-  o.weight_decay = f.attr_double("train_options", "weight_decay");
-  o.warmup_steps = f.attr_int("train_options", "warmup_steps");
-  o.decay_steps = f.attr_int("train_options", "decay_steps");
-  o.min_lr_ratio = f.attr_double("train_options", "min_lr_ratio");
-  o.grad_clip = f.attr_double("train_options", "grad_clip");
-  o.ema_decay = f.attr_double("train_options", "ema_decay");
-  o.bf16 = f.attr_int("train_options", "bf16") != 0;
-  o.max_bad_steps = f.attr_int("train_options", "max_bad_steps");
-  o.seed = static_cast<uint64_t>(f.attr_int("train_options", "seed"));
-  // Added in format version 2: each read only where present, else its default.
-  const char* g = "train_options";
-  auto opt_int = [&](const char* key, int64_t& v) {
-    if (f.has_attr(g, key)) v = f.attr_int(g, key);
-  };
-  auto opt_double = [&](const char* key, double& v) {
-    if (f.has_attr(g, key)) v = f.attr_double(g, key);
-  };
-  auto opt_bool = [&](const char* key, bool& v) {
-    if (f.has_attr(g, key)) v = f.attr_int(g, key) != 0;
-  };
-  opt_int("accumulate", o.accumulate);
-  opt_double("validation", o.validation);
-  opt_int("validation_members", o.validation_members);
-  opt_int("validation_max_samples", o.validation_max_samples);
-  if (f.has_attr(g, "validation_metric")) o.validation_metric = f.attr_string(g, "validation_metric");
-  opt_int("early_stop", o.early_stop);
-  opt_int("plateau", o.plateau);
-  opt_double("plateau_factor", o.plateau_factor);
-  opt_double("plateau_min_scale", o.plateau_min_scale);
-  opt_bool("keep_best", o.keep_best);
-  opt_int("max_device_memory", o.max_device_memory);
-  opt_bool("force_autograd", o.force_autograd);
-  opt_int("threads", o.threads);
-  opt_int("max_threads", o.max_threads);
-  opt_bool("cuda_graphs", o.cuda_graphs);
-  return o;
+  return read_options(f, "train_options", train_options_table());
 }
 
 std::string describe_differences(const ModelOptions& a, const ModelOptions& b) {
-  std::string out;
-  auto add = [&](const char* key, const std::string& fa, const std::string& fb) {
-    if (fa == fb) return;
-    if (!out.empty()) out += "; ";
-    out += std::string(key) + ": file has " + fa + ", this model has " + fb;
-  };
-  add("arch", a.arch, b.arch);
-  add("context_size", std::to_string(a.context_size), std::to_string(b.context_size));
-  add("patch_size", std::to_string(a.patch_size), std::to_string(b.patch_size));
-  if (a.arch == "mlp" && b.arch == "mlp") {
-    add("hidden", std::to_string(a.hidden), std::to_string(b.hidden));
-    add("depth", std::to_string(a.depth), std::to_string(b.depth));
+  // The width and depth belong to the MLP, the channels and attention to the U-Net: compared
+  // only when both models have that architecture.
+  schema::Table<ModelOptions> compared;
+  for (const auto& field : model_options_table()) {
+    const bool mlp_only = field.key == "hidden" || field.key == "depth";
+    const bool unet_only = field.key == "unet_channels" || field.key == "attention";
+    if (mlp_only && !(a.arch == Arch::kMlp && b.arch == Arch::kMlp)) continue;
+    if (unet_only && !(a.arch == Arch::kUnet && b.arch == Arch::kUnet)) continue;
+    compared.push_back(field);
   }
-  if (a.arch == "unet" && b.arch == "unet") add("unet_channels", std::to_string(a.unet_channels), std::to_string(b.unet_channels));
-  if (a.arch == "unet" && b.arch == "unet") add("attention", a.attention ? "true" : "false", b.attention ? "true" : "false");
-  add("activation", a.activation, b.activation);
-  add("time_embedding", std::to_string(a.time_embedding), std::to_string(b.time_embedding));
-  add("diffusion_steps", std::to_string(a.diffusion_steps), std::to_string(b.diffusion_steps));
-  add("schedule", a.schedule, b.schedule);
-  add("objective", a.objective, b.objective);
-  add("conservative", a.conservative ? "true" : "false", b.conservative ? "true" : "false");
-  return out;
+  return schema::differences(compared, a, b, "file", "this model");
 }
 
 }  // namespace format

@@ -33,22 +33,20 @@ std::vector<double> cosine_alpha_bar(int64_t steps) {
   return ab;
 }
 
-Schedule make_schedule(const std::string& kind, int64_t steps, const torch::Device& device) {
+Schedule make_schedule(NoiseSchedule kind, int64_t steps, const torch::Device& device) {
   if (steps < 2) throw std::invalid_argument("model.diffusion_steps: must be >= 2");
   Schedule s;
   s.steps = steps;
   const auto n = static_cast<size_t>(steps);
-  if (kind == "linear") {
+  if (kind == NoiseSchedule::kLinear) {
     s.beta = linear_betas(steps);
     s.alpha_bar.resize(n);
     double p = 1.0;
     for (size_t i = 0; i < n; ++i) s.alpha_bar[i] = p *= 1.0 - s.beta[i];
-  } else if (kind == "cosine") {
+  } else {
     s.alpha_bar = cosine_alpha_bar(steps);
     s.beta.resize(n);
     for (size_t i = 0; i < n; ++i) s.beta[i] = 1.0 - s.alpha_bar[i] / (i == 0 ? 1.0 : s.alpha_bar[i - 1]);
-  } else {
-    throw std::invalid_argument("model.schedule: must be linear or cosine, got \"" + kind + "\"");
   }
   s.post_c0.resize(n);
   s.post_ct.resize(n);

@@ -27,8 +27,8 @@ std::vector<double> linear_betas(int64_t steps);
 /// alpha_bar_t = f(t+1)/f(0), f(u) = cos((u/T + s)/(1 + s) * pi/2)^2, s = 0.008, with each
 /// beta clipped to 0.999 (Nichol & Dhariwal 2021).
 std::vector<double> cosine_alpha_bar(int64_t steps);
-/// Builds a schedule ("linear" | "cosine").
-Schedule make_schedule(const std::string& kind, int64_t steps, const torch::Device& device);
+/// Builds a schedule.
+Schedule make_schedule(NoiseSchedule kind, int64_t steps, const torch::Device& device);
 
 /// Learning rate at optimizer step `step` (0-based): linear warm-up to lr, then cosine decay to
 /// lr * min_lr_ratio over decay_steps, constant after.

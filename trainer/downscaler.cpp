@@ -23,7 +23,7 @@ namespace {
 /// the CPU, no CBLAS in this build, or switched off).
 std::unique_ptr<fused::Mlp> make_fused(const ModelOptions& mo, const fused::Layout& layout, const torch::Device& device,
                                        const torch::Tensor& table, bool off) {
-  if (off || mo.arch != "mlp" || !device.is_cpu() || !fused::compiled()) return nullptr;
+  if (off || mo.arch != Arch::kMlp || !device.is_cpu() || !fused::compiled()) return nullptr;
   return std::make_unique<fused::Mlp>(mo, layout, table.data_ptr<float>());
 }
 
@@ -57,7 +57,7 @@ Downscaler::Impl::Impl(const ModelOptions& m, const TrainOptions& t, const std::
   norm = derive_norm();
   sample_norm = derive_normalisation(sums, mo.context_size, sample_device);
 
-  if (mo.arch == "mlp") step_table_cpu = models::sinusoidal_table(mo.diffusion_steps, mo.time_embedding);
+  if (mo.arch == Arch::kMlp) step_table_cpu = models::sinusoidal_table(mo.diffusion_steps, mo.time_embedding);
   fused_mlp = make_fused(mo, fused_layout(), device, step_table_cpu, to.force_autograd);
   sample_fused = make_fused(mo, fused_layout(), sample_device, step_table_cpu, to.force_autograd);
   sample_graphs = graphs::make_sample_graphs(sample_device);
@@ -73,7 +73,7 @@ torch::Tensor Downscaler::Impl::view(const torch::Tensor& buf, size_t i) const {
 
 fused::Layout Downscaler::Impl::fused_layout() const {
   fused::Layout l;
-  if (mo.arch != "mlp") return l;
+  if (mo.arch != Arch::kMlp) return l;
   auto offset_of = [&](const std::string& name) {
     for (size_t i = 0; i < names.size(); ++i)
       if (names[i] == name) return offsets[i];

@@ -287,13 +287,6 @@ int64_t grain_rows(int64_t n_per_row, int64_t work = 32768) {
 
 }  // namespace
 
-Activation parse_activation(const std::string& name) {
-  if (name == "silu") return Activation::kSilu;
-  if (name == "gelu") return Activation::kGelu;
-  if (name == "relu") return Activation::kRelu;
-  throw std::invalid_argument("model.activation: must be silu, gelu or relu, got \"" + name + "\"");
-}
-
 bool compiled() {
 #if FINECAST_HAVE_CBLAS
   return true;
@@ -306,7 +299,7 @@ Mlp::Mlp(const ModelOptions& mo, Layout layout, const float* step_table)
     : mo_(mo),
       layout_(std::move(layout)),
       table_(step_table),
-      act_(parse_activation(mo.activation)),
+      act_(mo.activation),
       C_(mo.context_size),
       P_(mo.patch_size),
       E_(mo.time_embedding),
@@ -364,7 +357,7 @@ double Mlp::train_micro(const float* params, float* grad, const EpochInputs& in,
   const int64_t b = mb.b, P = P_, C = C_, E = E_;
   if (b <= 0) return 0.0;
   ensure(b, grad != nullptr);
-  const bool conservative = mo_.conservative, v_obj = mo_.objective == "v";
+  const bool conservative = mo_.conservative, v_obj = mo_.objective == Objective::kV;
   // Noising, concatenation and the target in one pass over the rows.
   at::parallel_for(0, b, grain_rows(in_), [&](int64_t r0, int64_t r1) {
     for (int64_t i = r0; i < r1; ++i) {

@@ -12,10 +12,7 @@ namespace finecast::trainer::fused {
 
 /// The activations of the MLP (and U-Net) hidden layers. gelu is the tanh approximation
 /// (torch::gelu(x, "tanh")), whose derivative needs no erf.
-enum class Activation { kSilu, kGelu, kRelu };
 
-/// Parses model.activation; throws std::invalid_argument naming the allowed values.
-Activation parse_activation(const std::string& name);
 
 /// True when this build links a CBLAS (the OpenBLAS LibTorch uses), so the fused path exists.
 bool compiled();

@@ -27,30 +27,21 @@ void validate(const ModelOptions& o) {
   auto bad = [](const std::string& key, const std::string& why) {
     throw std::invalid_argument("model." + key + ": " + why);
   };
-  if (o.arch != "mlp" && o.arch != "unet") bad("arch", "must be mlp or unet, got \"" + o.arch + "\"");
-  if (o.context_size < 0) bad("context_size", "must be >= 0");
-  if (o.patch_size < 1) bad("patch_size", "must be >= 1");
-  if (o.hidden < 1) bad("hidden", "must be >= 1");
-  if (o.depth < 1) bad("depth", "must be >= 1");
-  if (o.time_embedding < 2) bad("time_embedding", "must be >= 2");
-  if (o.diffusion_steps < 2) bad("diffusion_steps", "must be >= 2");
-  if (o.schedule != "linear" && o.schedule != "cosine") bad("schedule", "must be linear or cosine, got \"" + o.schedule + "\"");
-  if (o.objective != "eps" && o.objective != "v") bad("objective", "must be eps or v, got \"" + o.objective + "\"");
-  fused::parse_activation(o.activation);
-  if (o.attention && o.arch != "unet") bad("attention", "self-attention is part of the unet only (arch is \"" + o.arch + "\")");
-  if (o.arch == "unet") {
+  schema::check(model_options_table(), o, "model.");  // every value in its range
+  if (o.attention && o.arch != Arch::kUnet)
+    bad("attention", "self-attention is part of the unet only (arch is " + name(o.arch) + ")");
+  if (o.arch == Arch::kUnet) {
     const auto k = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(o.patch_size))));
     if (k * k != o.patch_size || k % 2 != 0 || k < 4)
       bad("patch_size", "the unet needs a square k*k patch with k even and >= 4, got " + std::to_string(o.patch_size));
-    if (o.unet_channels < 1) bad("unet_channels", "must be >= 1");
   }
 }
 
-torch::Tensor activation(const torch::Tensor& x, const std::string& name) {
-  switch (fused::parse_activation(name)) {
-    case fused::Activation::kSilu: return torch::silu(x);
-    case fused::Activation::kGelu: return torch::gelu(x, "tanh");
-    case fused::Activation::kRelu: return torch::relu(x);
+torch::Tensor activation(const torch::Tensor& x, Activation act) {
+  switch (act) {
+    case Activation::kSilu: return torch::silu(x);
+    case Activation::kGelu: return torch::gelu(x, "tanh");
+    case Activation::kRelu: return torch::relu(x);
   }
   return x;
 }
@@ -80,7 +71,7 @@ class MlpDenoiser : public Denoiser {
 
  private:
   torch::Tensor table_;
-  std::string act_;
+  Activation act_;
   std::vector<nn::Linear> layers_;
   nn::Linear out_{nullptr};
 };
@@ -88,7 +79,7 @@ class MlpDenoiser : public Denoiser {
 /// Two 3x3 convolutions with a per-channel bias from the conditioning vector, plus a skip.
 class CondBlockImpl : public nn::Module {
  public:
-  CondBlockImpl(int64_t in, int64_t out, int64_t cond, std::string act) : act_(std::move(act)) {
+  CondBlockImpl(int64_t in, int64_t out, int64_t cond, Activation act) : act_(act) {
     conv1_ = register_module("conv1", nn::Conv2d(nn::Conv2dOptions(in, out, 3).padding(1)));
     conv2_ = register_module("conv2", nn::Conv2d(nn::Conv2dOptions(out, out, 3).padding(1)));
     film_ = register_module("cond", nn::Linear(cond, out));
@@ -101,7 +92,7 @@ class CondBlockImpl : public nn::Module {
   }
 
  private:
-  std::string act_;
+  Activation act_;
   nn::Conv2d conv1_{nullptr}, conv2_{nullptr}, skip_{nullptr};
   nn::Linear film_{nullptr};
 };
@@ -174,7 +165,7 @@ class UNetDenoiser : public Denoiser {
  private:
   torch::Tensor table_;
   int64_t k_;
-  std::string act_;
+  Activation act_;
   SelfAttention attn_{nullptr};
   nn::Linear cond1_{nullptr}, cond2_{nullptr};
   nn::Conv2d in_{nullptr}, downsample_{nullptr}, upconv_{nullptr}, out_{nullptr};
@@ -186,7 +177,7 @@ class UNetDenoiser : public Denoiser {
 std::shared_ptr<Denoiser> make_denoiser(const ModelOptions& options, const torch::Device& device) {
   validate(options);
   std::shared_ptr<Denoiser> net;
-  if (options.arch == "mlp") net = std::make_shared<MlpDenoiser>(options, device);
+  if (options.arch == Arch::kMlp) net = std::make_shared<MlpDenoiser>(options, device);
   else net = std::make_shared<UNetDenoiser>(options, device);
   net->to(device);
   return net;

@@ -20,7 +20,7 @@ class Denoiser : public torch::nn::Module {
 torch::Tensor sinusoidal_table(int64_t steps, int64_t dim);
 
 /// The hidden activation `name` (silu | gelu | relu) applied to x.
-torch::Tensor activation(const torch::Tensor& x, const std::string& name);
+torch::Tensor activation(const torch::Tensor& x, Activation act);
 
 /// Checks the options that shape a network; throws std::invalid_argument naming the option.
 void validate(const ModelOptions& options);

@@ -22,7 +22,7 @@ torch::Tensor SampleGraphs::run(const Downscaler::Impl& im, models::Denoiser& ne
                                 const SampleOptions& o, const torch::Tensor& ctx,
                                 const torch::Tensor& w, const torch::Tensor& noise) {
   const int64_t B = ctx.size(0), P = im.mo.patch_size;
-  const std::string key = std::to_string(B) + "/" + o.sampler + "/" + std::to_string(o.steps) +
+  const std::string key = std::to_string(B) + "/" + name(o.sampler) + "/" + std::to_string(o.steps) +
                           "/" + std::to_string(o.eta) + "/" + (w.defined() ? "w" : "u") + "/" +
                           std::to_string(noise.size(0));
   auto it = entries_.find(key);
@@ -51,12 +51,12 @@ torch::Tensor SampleGraphs::run(const Downscaler::Impl& im, models::Denoiser& ne
   if (w.defined()) e.runner->copy_in(e.w, e.host_w, 0);
   e.runner->copy_in(e.noise, e.host_noise, 0);
 
-  const bool conservative = im.mo.conservative, ddpm = o.sampler == "ddpm";
+  const bool conservative = im.mo.conservative, ddpm = o.sampler == Sampler::kDdpm;
   const diffusion::Schedule* sc = &im.sample_schedule;
   e.runner->run([&] {
     diffusion::SamplerSetup setup;
     setup.schedule = sc;
-    setup.v_objective = im.mo.objective == "v";
+    setup.v_objective = im.mo.objective == Objective::kV;
     setup.conservative = conservative;
     setup.weights = e.w;
     setup.noise = e.noise;

@@ -28,7 +28,7 @@ constexpr int64_t kNoiseBudgetBytes = 64ll << 20;
 }  // namespace
 
 int64_t noise_draws(const ModelOptions& mo, const SampleOptions& o) {
-  if (o.sampler == "ddpm") return mo.diffusion_steps;
+  if (o.sampler == Sampler::kDdpm) return mo.diffusion_steps;
   const int64_t n = std::clamp<int64_t>(o.steps, 1, mo.diffusion_steps);
   return o.eta > 0 ? n : 1;
 }
@@ -37,7 +37,7 @@ void draw(const Downscaler::Impl& im, const Model& m, const float* context, cons
           const float* weights, int64_t n, const SampleOptions& o, uint64_t seed, float* out,
           const std::function<void(int64_t, int64_t)>& progress) {
   const auto C = im.mo.context_size, P = im.mo.patch_size, M = o.members;
-  const bool ddpm = o.sampler == "ddpm", conservative = im.mo.conservative;
+  const bool ddpm = o.sampler == Sampler::kDdpm, conservative = im.mo.conservative;
   const int64_t draws = noise_draws(im.mo, o);
   c10::InferenceMode inference;
   auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
@@ -77,7 +77,7 @@ void draw(const Downscaler::Impl& im, const Model& m, const float* context, cons
       in.noise = noise.data_ptr<float>();
       in.draws = draws;
       m.fused->sample(m.params, in, sc.alpha_bar, sc.post_c0, sc.post_ct, sc.post_var, ddpm,
-                      ddim_ts, o.eta, im.mo.objective == "v", conservative,
+                      ddim_ts, o.eta, im.mo.objective == Objective::kV, conservative,
                       diffusion::SamplerSetup{}.x0_clip, r.data_ptr<float>());
       if (progress) progress(r0 + rows, n);  // one pass; no per-step progress on this path
     } else if (m.graphs && o.cuda_graphs) {
@@ -91,7 +91,7 @@ void draw(const Downscaler::Impl& im, const Model& m, const float* context, cons
       {
         diffusion::SamplerSetup setup;
         setup.schedule = &sc;
-        setup.v_objective = im.mo.objective == "v";
+        setup.v_objective = im.mo.objective == Objective::kV;
         setup.conservative = conservative;
         setup.weights = w_d;
         setup.noise = noise_d;
@@ -132,17 +132,7 @@ void Downscaler::sample(const float* context, const float* coarse, const float* 
                         const SampleOptions& o, uint64_t seed, float* out,
                         const std::function<void(int64_t, int64_t)>& progress) const {
   const auto& im = *impl_;
-  if (o.sampler != "ddpm" && o.sampler != "ddim")
-    throw std::invalid_argument("sample.sampler: must be ddpm or ddim, got \"" + o.sampler + "\"");
-  if (o.members < 1) throw std::invalid_argument("sample.members: must be >= 1");
-  if (o.sampler == "ddim" && o.steps < 1) throw std::invalid_argument("sample.steps: must be >= 1");
-  if (!(o.eta >= 0.0 && o.eta <= 1.0))
-    throw std::invalid_argument("sample.eta: must be in [0, 1], got " + std::to_string(o.eta));
-  if (o.threads < -1)
-    throw std::invalid_argument(
-        "sample.threads: must be -1 (auto), 0 (leave as is) or a thread count");
-  if (o.max_threads < 0)
-    throw std::invalid_argument("sample.max_threads: must be >= 0 (0 = all cores)");
+  schema::check(sample_options_table(), o, "sample.");  // every value in its range
   if (n <= 0) return;
   const auto C = im.mo.context_size;
   if (!coarse || !out || (C > 0 && !context))

@@ -113,7 +113,7 @@ int tune_sampling(const Downscaler::Impl& im, const sampling::Model& m, int64_t 
   std::vector<float> coarse(static_cast<size_t>(rows), 0.0f),
       out(static_cast<size_t>(B * im.mo.patch_size));
   SampleOptions probe = o;
-  probe.sampler = "ddim";  // a few network evaluations at the batch size of the real sampling
+  probe.sampler = Sampler::kDdim;  // a few network evaluations at the batch size of the real sampling
   probe.steps = 3;
   probe.eta = 0;
   std::vector<double> per_call;

@@ -43,7 +43,7 @@ void StaticStep::reset_statistics() { statistics.zero_(); }
 
 void StaticStep::run() {
   auto& im = im_;
-  const bool v_obj = im.mo.objective == "v", conservative = im.mo.conservative,
+  const bool v_obj = im.mo.objective == Objective::kV, conservative = im.mo.conservative,
              bf16 = im.to.bf16 && im.cuda;
   im.grad.zero_();
   torch::Tensor loss;

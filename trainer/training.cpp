@@ -30,28 +30,10 @@ void validate_train_options(const TrainOptions& t) {
   auto bad = [](const std::string& key, const std::string& why) {
     throw std::invalid_argument("train." + key + ": " + why);
   };
-  if (t.batch_size < 1) bad("batch_size", "must be >= 1");
-  if (!(t.lr > 0)) bad("lr", "must be > 0");
-  if (t.weight_decay < 0) bad("weight_decay", "must be >= 0");
-  if (t.warmup_steps < 0) bad("warmup_steps", "must be >= 0");
-  if (t.decay_steps < 0) bad("decay_steps", "must be >= 0");
-  if (t.min_lr_ratio < 0 || t.min_lr_ratio > 1) bad("min_lr_ratio", "must be in [0, 1]");
-  if (t.ema_decay < 0 || t.ema_decay >= 1) bad("ema_decay", "must be in [0, 1)");
-  if (t.max_bad_steps < 1) bad("max_bad_steps", "must be >= 1");
-  if (t.accumulate < 1) bad("accumulate", "must be >= 1");
-  if (!(t.validation >= 0 && t.validation < 1)) bad("validation", "must be in [0, 1)");
-  if (t.validation_members < 0 || t.validation_members == 1)
-    bad("validation_members", "must be 0 (no CRPS) or >= 2 (an ensemble)");
-  if (t.validation_max_samples < 1) bad("validation_max_samples", "must be >= 1");
-  if (t.validation_metric != "loss" && t.validation_metric != "crps")
-    bad("validation_metric", "must be loss or crps, got \"" + t.validation_metric + "\"");
-  if (t.validation_metric == "crps" && t.validation_members == 0)
+  schema::check(train_options_table(), t, "train.");  // every value in its range
+  if (t.validation_members == 1) bad("validation_members", "must be 0 (no CRPS) or >= 2 (an ensemble), got 1");
+  if (t.validation_metric == ValidationMetric::kCrps && t.validation_members == 0)
     bad("validation_metric", "crps needs validation_members >= 2");
-  if (t.early_stop < 0) bad("early_stop", "must be >= 0 (0 = off)");
-  if (t.plateau < 0) bad("plateau", "must be >= 0 (0 = off)");
-  if (!(t.plateau_factor > 0 && t.plateau_factor < 1)) bad("plateau_factor", "must be in (0, 1)");
-  if (!(t.plateau_min_scale > 0 && t.plateau_min_scale <= 1))
-    bad("plateau_min_scale", "must be in (0, 1]");
   // These act on the validation score, which needs held-out data.
   if (t.validation == 0) {
     if (t.early_stop > 0)
@@ -59,9 +41,6 @@ void validate_train_options(const TrainOptions& t) {
     if (t.plateau > 0) bad("plateau", "needs train.validation > 0 (a held-out part to score)");
     if (t.keep_best) bad("keep_best", "needs train.validation > 0 (a held-out part to score)");
   }
-  if (t.max_device_memory < 0) bad("max_device_memory", "must be >= 0 (0 = no limit)");
-  if (t.threads < -1) bad("threads", "must be -1 (auto), 0 (leave as is) or a thread count");
-  if (t.max_threads < 0) bad("max_threads", "must be >= 0 (0 = all cores)");
 }
 
 int64_t estimate_batch_bytes(const ModelOptions& mo, int64_t parameters, int64_t b) {
@@ -69,7 +48,7 @@ int64_t estimate_batch_bytes(const ModelOptions& mo, int64_t parameters, int64_t
   const int64_t fixed = 4 * parameters * 9;
   int64_t per_sample = 0;
   const int64_t P = mo.patch_size;
-  if (mo.arch == "mlp") {
+  if (mo.arch == Arch::kMlp) {
     const int64_t in = P + mo.context_size + mo.time_embedding;
     per_sample = in + 3 * mo.depth * mo.hidden + 6 * P;
   } else {
@@ -142,7 +121,7 @@ LossAndNorm fused_forward_backward(Downscaler::Impl& im, const EpochTensors& dat
 LossAndNorm autograd_forward_backward(Downscaler::Impl& im, const EpochTensors& data,
                                       const StepDraws& d) {
   const int64_t b = d.idx.size(0), micro = std::max<int64_t>(1, im.micro_batch);
-  const bool v_obj = im.mo.objective == "v", conservative = im.mo.conservative;
+  const bool v_obj = im.mo.objective == Objective::kV, conservative = im.mo.conservative;
   const bool bf16 = im.to.bf16 && im.cuda;
   im.grad.zero_();
   torch::Tensor loss_sum;
@@ -396,7 +375,7 @@ SessionStats Downscaler::train_session(const DataView& data, int64_t epochs,
     return st;
   };
   if (im.validation.stopped) {
-    event("train: early stopping stopped training (best validation " + im.to.validation_metric +
+    event("train: early stopping stopped training (best validation " + name(im.to.validation_metric) +
           " " + std::to_string(im.validation.best_score) + " at step " +
           std::to_string(im.validation.best_step) + "); session skipped");
     return finish();
@@ -463,7 +442,7 @@ SessionStats Downscaler::train_session(const DataView& data, int64_t epochs,
     }
     st.validation_loss = sc.loss;
     st.validation_crps = sc.crps;
-    st.score = im.to.validation_metric == "crps" ? sc.crps : sc.loss;
+    st.score = im.to.validation_metric == ValidationMetric::kCrps ? sc.crps : sc.loss;
     st.improved = validation::record(im, st.score, event);
   }
   publish();

@@ -61,7 +61,7 @@ double held_out_loss(Downscaler::Impl& im, const EpochTensors& v) {
     }
   } else {
     auto& net = eval_net(im);
-    const bool v_obj = im.mo.objective == "v";
+    const bool v_obj = im.mo.objective == Objective::kV;
     for (int64_t s = 0; s < n; s += kChunk) {
       const int64_t b = std::min(kChunk, n - s);
       auto idx = idx_all.narrow(0, s, b).to(im.device);
@@ -105,7 +105,7 @@ double held_out_crps(Downscaler::Impl& im, const CleanData& held_out) {
     model.net = &eval_net(im);
   }
   SampleOptions so;
-  so.sampler = "ddim";
+  so.sampler = Sampler::kDdim;
   so.steps = 10;
   so.members = M;
   so.cuda_graphs = false;
@@ -170,7 +170,7 @@ bool record(Downscaler::Impl& im, double score,
   }
   ++v.sessions_without_improvement;
   ++v.sessions_since_reduction;
-  const std::string metric = "validation " + im.to.validation_metric;
+  const std::string metric = "validation " + name(im.to.validation_metric);
   if (im.to.plateau > 0 && v.sessions_since_reduction >= im.to.plateau &&
       v.lr_scale > im.to.plateau_min_scale) {
     v.lr_scale = std::max(im.to.plateau_min_scale, v.lr_scale * im.to.plateau_factor);

@@ -48,9 +48,10 @@ class RollingBuffer {
   const std::vector<float>& patch_weights() const { return weights_; }
 
   /// Consistent copy of every valid sample, oldest step first, patches in order:
-  /// context [samples][C], fine [samples][P], weights [samples][P].
-  void snapshot(std::vector<float>& context, std::vector<float>& fine,
-                std::vector<float>& weights) const;
+  /// context [samples][C], fine [samples][P], weights [samples][P]; `step_of_sample` (when
+  /// given) receives each sample's step, 0 = oldest (for splits by time).
+  void snapshot(std::vector<float>& context, std::vector<float>& fine, std::vector<float>& weights,
+                std::vector<int64_t>* step_of_sample = nullptr) const;
 
   /// Draws `batch` samples uniformly over the valid (step, patch) pairs, with replacement; the
   /// draws depend only on the rng state and the held samples (not on the ring position), so a

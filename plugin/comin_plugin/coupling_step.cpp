@@ -29,7 +29,7 @@ bool local(PluginState& s, const char* what, const std::function<void()>& fn) {
     return true;
   } catch (...) {
     const std::string why = std::string(what) + " at " + s.stats.datetime + ": " + describe_current_exception();
-    if (s.config.on_error != "disable") stop_the_run(why);
+    if (s.config.on_error != OnError::kDisable) stop_the_run(why);
     log::error(why);
     s.transition(Phase::kFailed, "finecast stops working after this error (on_error: disable); the simulation "
                                  "continues and finecast's outputs keep what was written");
@@ -117,7 +117,7 @@ void sampling_step(PluginState& s, bool with_write_back) {
       outcome = ok ? kSampled : kFailedSampling;
       if (ok)
         log::progress("Sampled " + std::to_string(s.config.sample.members) + " member(s) at " + s.stats.datetime + " (" +
-                      s.config.sample.sampler + ") in " + std::to_string(seconds_since(t0)).substr(0, 5) + " s");
+                      trainer::name(s.config.sample.sampler) + ") in " + std::to_string(seconds_since(t0)).substr(0, 5) + " s");
     }
   }
   if (with_write_back) write_back(s, outcome);

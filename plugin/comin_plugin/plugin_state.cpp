@@ -23,7 +23,7 @@ CouplingState::~CouplingState() {
 TrainerState::~TrainerState() { session.wait(); }
 
 PluginState::PluginState(Config c) : config(std::move(c)) {
-  faults.point = parse_fault_point(config.testing.fault);
+  faults.point = config.testing.fault;
   faults.step = config.testing.fault_step;
   faults.rank = config.testing.fault_rank;
 }

@@ -133,7 +133,7 @@ void check_mpi_thread_level(const Config& cfg) {
 }
 
 void read_grid(const Config& cfg, TrainerState& t) {
-  if (cfg.grid.type == "icon") {
+  if (cfg.grid.type == GridType::kIcon) {
     coupling::IconGrid grid = coupling::read_icon_grid(cfg.grid.file);
     t.map = coupling::icon_patch_map(grid, cfg.grid.coarse_level);
     t.output_grid = coupling::OutputGrid::of(grid);
@@ -147,31 +147,14 @@ void read_grid(const Config& cfg, TrainerState& t) {
 
 std::unique_ptr<trainer::Downscaler> build_model(const Config& cfg, int context_size, int patch_size,
                                                  const std::string& device) {
-  trainer::ModelOptions mo;
-  mo.arch = cfg.model.arch;
+  // The config's model and train sections are the trainer's options; the run adds what it
+  // derives (context and patch size from the grid and fields) and the seed.
+  trainer::ModelOptions mo = cfg.model;
   mo.context_size = context_size;
   mo.patch_size = patch_size;
-  mo.hidden = cfg.model.hidden;
-  mo.depth = cfg.model.depth;
-  mo.time_embedding = cfg.model.time_embedding;
-  mo.unet_channels = cfg.model.unet_channels;
-  mo.diffusion_steps = cfg.model.diffusion_steps;
-  mo.schedule = cfg.model.schedule;
-  mo.objective = cfg.model.objective;
-  mo.conservative = cfg.model.conservative;
-  trainer::TrainOptions to;
-  to.batch_size = cfg.train.batch_size;
-  to.lr = cfg.train.lr;
-  to.weight_decay = cfg.train.weight_decay;
-  to.warmup_steps = cfg.train.warmup_steps;
-  to.decay_steps = cfg.train.decay_steps;
-  to.min_lr_ratio = cfg.train.min_lr_ratio;
-  to.grad_clip = cfg.train.grad_clip;
-  to.ema_decay = cfg.train.ema_decay;
-  to.bf16 = cfg.train.mixed_precision;
-  to.max_bad_steps = cfg.train.max_bad_steps;
+  trainer::TrainOptions to = cfg.train;
   to.seed = cfg.seed;
-  return std::make_unique<trainer::Downscaler>(mo, to, device);
+  return std::make_unique<trainer::Downscaler>(mo, to, device, cfg.sample.device);
 }
 
 /// The checkpoint checkpoint.resume names: a file, the newest valid one of a directory, or with
@@ -338,7 +321,7 @@ t_comin_entry_point primary_constructor() {
   s.plugin_id = id;
   s.host_rank = host_rank;
   const Config& cfg = s.config;
-  log::configure(host_rank, log::parse_level(cfg.log.level), cfg.log.all_ranks || host_rank == 0);
+  log::configure(host_rank, cfg.log.level, cfg.log.all_ranks || host_rank == 0);
   s.coupling_ep = entry_point_id(cfg.coupling.entry_point);
   if (!cfg.sample.write_back.empty()) {
     // finecast's own 2-D variable, exclusively: nobody else writes it, and it never is one of
@@ -358,7 +341,7 @@ void secondary_constructor() {
   check_mpi_thread_level(cfg);
   s.coupling = std::make_unique<CouplingState>();
   CouplingState& c = *s.coupling;
-  const int base = cfg.coupling.communicator == "plugin" ? comin_parallel_get_plugin_mpi_comm()
+  const int base = cfg.coupling.communicator == CommunicatorKind::kPlugin ? comin_parallel_get_plugin_mpi_comm()
                                                            : comin_parallel_get_host_mpi_comm();
   CHECK_MPI(MPI_Comm_dup(MPI_Comm_f2c(base), &c.comm));
   // MPI errors on finecast's communicator come back as codes, which CHECK_MPI turns into
@@ -368,9 +351,9 @@ void secondary_constructor() {
   CHECK_MPI(MPI_Comm_size(c.comm, &c.size));
   if (cfg.coupling.trainer_rank >= c.size)
     throw ConfigError(cfg.source + ": coupling.trainer_rank is " + std::to_string(cfg.coupling.trainer_rank) +
-                      " but the " + cfg.coupling.communicator + " communicator has " + std::to_string(c.size) + " ranks");
+                      " but the " + schema::name_of(cfg.coupling.communicator) + " communicator has " + std::to_string(c.size) + " ranks");
   c.is_trainer = c.rank == cfg.coupling.trainer_rank;
-  log::configure(c.rank, log::parse_level(cfg.log.level), cfg.log.all_ranks || c.is_trainer);
+  log::configure(c.rank, cfg.log.level, cfg.log.all_ranks || c.is_trainer);
 
   const int jg = cfg.coupling.domain;
   if (jg > comin_descrdata_get_global_n_dom())

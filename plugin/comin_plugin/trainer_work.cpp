@@ -35,7 +35,7 @@ void start_session(PluginState& s) {
   const Config& cfg = s.config;
   TrainerState& t = *s.trainer;
   Snapshot snap;
-  t.buffer->snapshot(snap.context, snap.fine, snap.weights);
+  t.buffer->snapshot(snap.context, snap.fine, snap.weights, &snap.step);
   snap.n = t.buffer->samples();
   ++s.stats.sessions;
   log::progress("Training session " + std::to_string(s.stats.sessions) + " at " + s.stats.datetime + ": " +
@@ -59,9 +59,37 @@ void start_session(PluginState& s) {
 void collect_session(PluginState& s) {
   TrainerState& t = *s.trainer;
   if (!t.session.collect()) return;  // rethrows the error of a failed session
+  const trainer::SessionStats& st = t.session.last_stats();
+  if (st.validation_samples > 0) {
+    char line[240];
+    std::snprintf(line, sizeof line,
+                  "Validation (%lld held-out samples of the %lld most recent steps): loss %.4f, CRPS %.4g; best %s %.4g "
+                  "at optimizer step %lld%s",
+                  static_cast<long long>(st.validation_samples), static_cast<long long>(st.validation_steps),
+                  st.validation_loss, st.validation_crps, trainer::name(s.config.train.validation_metric).c_str(),
+                  st.best_score, static_cast<long long>(st.best_step),
+                  st.lr_scale < 1.0 ? (", learning rate x" + std::to_string(st.lr_scale).substr(0, 5)).c_str() : "");
+    log::progress(line);
+  }
+  if (st.stopped && !st.trained) log::progress("Early stopping: training has stopped; sampling goes on with the best model");
   t.pending.sampling = true;
   if (s.phase() != Phase::kReady) s.transition(Phase::kReady, "First model trained: sampling from now on");
 }
+
+namespace {
+/// "Buffer 12/48 steps; first training session in 36 coupling steps": why the trainer is idle at
+/// the start. About eight lines until the buffer is full, and the first and last step.
+void report_buffer_progress(const PluginState& s) {
+  const Config& cfg = s.config;
+  const long long held = s.trainer->buffer->steps(), needed = cfg.train.min_steps;
+  const long long every = std::max(1LL, needed / 8);
+  if (held != 1 && held != needed && held % every != 0) return;
+  const long long full_at = s.stats.steps + std::max(0LL, needed - held);  // the coupling step the buffer is full
+  const long long first = (full_at + cfg.train.every - 1) / cfg.train.every * cfg.train.every;
+  log::progress("Buffer " + std::to_string(held) + "/" + std::to_string(needed) + " steps; first training session " +
+                (first == s.stats.steps ? std::string("now") : "in " + std::to_string(first - s.stats.steps) + " coupling steps"));
+}
+}  // namespace
 
 void buffer_step(PluginState& s) {
   const Config& cfg = s.config;
@@ -74,6 +102,7 @@ void buffer_step(PluginState& s) {
   t.buffer->push(s.stats.datetime, t.patches.context.data(), t.patches.fine.data(), t.patches.valid.data());
   if (t.patches.n_invalid > 0)
     log::debug(std::to_string(t.patches.n_invalid) + " patch(es) with missing values excluded at " + s.stats.datetime);
+  if (s.phase() == Phase::kBuffering) report_buffer_progress(s);
   s.stats.timers.patches += seconds_since(t0);
 }
 
@@ -99,11 +128,7 @@ void draw_samples(PluginState& s) {
   s.faults.check(FaultPoint::kSampling, s.stats.steps, s.coupling->rank, true);
   const int64_t n = t.map.n_coarse, P = t.map.patch_size, members = cfg.sample.members;
   t.samples.resize(static_cast<size_t>(n * members * P));
-  trainer::SampleOptions so;
-  so.sampler = cfg.sample.sampler;
-  so.steps = cfg.sample.steps;
-  so.eta = cfg.sample.eta;
-  so.members = members;
+  const trainer::SampleOptions& so = cfg.sample;  // the trainer's part of the sample section
   const trainer::ScopedTorchThreads threads(t.torch_threads);
   t.model->sample(t.patches.context.data(), t.patches.coarse.data(), t.patches.weights.data(), n, so,
                   cfg.seed + 7919 * static_cast<uint64_t>(s.stats.samplings + 1), t.samples.data());

@@ -17,6 +17,7 @@ namespace finecast::plugin {
 /// The samples a session trains on: a consistent copy, so the host may keep pushing steps.
 struct Snapshot {
   std::vector<float> context, fine, weights;
+  std::vector<int64_t> step;  ///< each sample's buffer step (0 = oldest): train.validation splits by time
   int64_t n = 0;
 };
 
@@ -27,7 +28,8 @@ class TrainingSession {
   TrainingSession& operator=(const TrainingSession&) = delete;
   ~TrainingSession();
 
-  /// Starts a session of `epochs` epochs on `data` with `threads` LibTorch threads
+  /// Starts a session (Downscaler::train_session: validation split, `epochs` epochs, early
+  /// stopping, publishing) on `data` with `threads` LibTorch threads
   /// (set on the thread that trains, restored afterwards); when `async` it runs on a background
   /// thread and this returns at once, otherwise it returns when the session ends. `before` (may
   /// be empty) runs first on the training thread; it and the session may throw: the exception is
@@ -40,6 +42,8 @@ class TrainingSession {
   /// True when a session ran to the end since the last call (then clears the flag); rethrows
   /// the exception of a session that failed. Never blocks.
   bool collect();
+  /// What the last finished session did (valid after collect() returned true).
+  const trainer::SessionStats& last_stats() const { return stats_; }
   /// Blocks until the running session (if any) ends; collect() then reports its outcome.
   void wait();
 
@@ -49,6 +53,7 @@ class TrainingSession {
   std::thread thread_;
   Snapshot data_;
   std::exception_ptr error_;
+  trainer::SessionStats stats_;
   std::function<void()> before_;
   std::atomic<bool> running_{false};
   bool finished_ = false;

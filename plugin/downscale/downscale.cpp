@@ -221,7 +221,7 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
       trainer::Downscaler::load_checkpoint(result.checkpoint, device.torch_device);
   result.device = model.device();
   const trainer::ModelOptions& mo = model.model_options();
-  log::info("Checkpoint " + result.checkpoint + ": " + mo.arch + ", context " +
+  log::info("Checkpoint " + result.checkpoint + ": " + trainer::name(mo.arch) + ", context " +
             std::to_string(mo.context_size) + ", patch " + std::to_string(mo.patch_size) +
             ", optimizer step " + std::to_string(model.step()));
 
@@ -332,7 +332,8 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
   std::vector<float> samples(static_cast<size_t>(map.n_coarse * opt.members * map.patch_size));
   std::vector<float> mean;
   trainer::SampleOptions so;
-  so.sampler = opt.sampler;
+  if (!schema::parse_name(opt.sampler, so.sampler))
+    throw ConfigError("--sampler must be one of " + schema::name_list<trainer::Sampler>() + ", got \"" + opt.sampler + "\"");
   so.steps = opt.steps;
   so.eta = opt.eta;
   so.members = opt.members;

@@ -106,7 +106,9 @@ TEST(Cli, FinecastConfigListsEveryErrorInOneRun) {
                           ":3: train.epochs must be a positive integer, got 0\n" + f +
                           ":3: unknown key train.batchsize (allowed in train: async, every, min_steps, epochs, "
                           "batch_size, lr, weight_decay, warmup_steps, decay_steps, min_lr_ratio, grad_clip, "
-                          "ema_decay, mixed_precision, max_bad_steps, threads)\n"
+                          "ema_decay, mixed_precision, max_bad_steps, accumulate, validation, validation_members, "
+            "validation_max_samples, validation_metric, early_stop, plateau, plateau_factor, plateau_min_scale, "
+            "keep_best, max_device_memory, force_autograd, threads, max_threads, cuda_graphs)\n"
                           "--set device: device must be one of auto, cpu, cuda, cuda:N, mps, got \"gpu\"\n");
 }
 

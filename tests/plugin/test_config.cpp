@@ -51,7 +51,7 @@ TEST(Config, ValuesAreReadWithTheirTypes) {
   EXPECT_DOUBLE_EQ(c.train.lr, 2.5e-4);
   EXPECT_FALSE(c.train.async);
   EXPECT_EQ(c.train.batch_size, 256);
-  EXPECT_EQ(c.model.arch, "unet");
+  EXPECT_EQ(c.model.arch, finecast::trainer::Arch::kUnet);
 }
 
 TEST(Config, WrongTypeNamesFileLineKeyAndValue) {
@@ -60,14 +60,14 @@ TEST(Config, WrongTypeNamesFileLineKeyAndValue) {
   EXPECT_EQ(error_of(std::string(kMinimal) + "train:\n  async: maybe\n"),
             "configs/x.yaml:5: train.async must be true or false, got \"maybe\"");
   EXPECT_EQ(error_of(std::string(kMinimal) + "train:\n  lr: [1, 2]\n"),
-            "configs/x.yaml:5: train.lr must be a number in (0, 10], got a list");
+            "configs/x.yaml:5: train.lr must be a positive number, got a list");
 }
 
 TEST(Config, OutOfRangeValues) {
   EXPECT_EQ(error_of(std::string(kMinimal) + "train:\n  batch_size: 0\n"),
             "configs/x.yaml:5: train.batch_size must be a positive integer, got 0");
   EXPECT_EQ(error_of(std::string(kMinimal) + "train:\n  ema_decay: 1.5\n"),
-            "configs/x.yaml:5: train.ema_decay must be a number in [0, 1], got 1.5");
+            "configs/x.yaml:5: train.ema_decay must be a number in [0, 1), got 1.5");
   EXPECT_EQ(error_of(std::string(kMinimal) + "model:\n  schedule: quadratic\n"),
             "configs/x.yaml:5: model.schedule must be one of linear, cosine, got \"quadratic\"");
   EXPECT_NE(error_of(std::string(kMinimal) + "device: cuda:N\n").find("device must be one of"), std::string::npos);
@@ -128,10 +128,12 @@ TEST(Config, EveryErrorIsReportedInOneRun) {
             "configs/x.yaml:3: train.batch_size must be a positive integer, got \"sixteen\"\n"
             "configs/x.yaml:4: unknown key train.batchsize (allowed in train: async, every, min_steps, epochs, "
             "batch_size, lr, weight_decay, warmup_steps, decay_steps, min_lr_ratio, grad_clip, ema_decay, "
-            "mixed_precision, max_bad_steps, threads)\n"
+            "mixed_precision, max_bad_steps, accumulate, validation, validation_members, validation_max_samples, "
+            "validation_metric, early_stop, plateau, plateau_factor, plateau_min_scale, keep_best, max_device_memory, "
+            "force_autograd, threads, max_threads, cuda_graphs)\n"
             "configs/x.yaml:5: model.schedule must be one of linear, cosine, got \"quadratic\"\n"
-            "configs/x.yaml:6: sample must be a mapping of keys (every, members, sampler, steps, eta, output, "
-            "write_back)\n"
+            "configs/x.yaml:6: sample must be a mapping of keys (every, members, sampler, steps, eta, threads, "
+            "max_threads, cuda_graphs, output, write_back, device)\n"
             "--set device: device must be one of auto, cpu, cuda, cuda:N, mps, got \"gpu\"\n"
             "configs/x.yaml: missing required key grid.file (ICON grid file, or a CF file with the lat/lon "
             "coordinates)");

@@ -251,6 +251,21 @@ TEST(PluginRuns, HostOpenMpThreadCountIsLeftAsItWas) {
   EXPECT_EQ(r.output.find("changed this rank's OpenMP thread count"), std::string::npos) << r.output;
 }
 
+// Before the first session the trainer rank says why it is idle, and train.validation reaches
+// the trainer through the config: the session holds out the most recent step and scores it.
+TEST(PluginRuns, BufferProgressAndValidationAreLogged) {
+  const fs::path dir = workdir("validation");
+  write_file(dir / "plugin.yaml",
+             tiny_plugin_config("train: {validation: 0.25, validation_members: 2, validation_max_samples: 16}\n"));
+  write_file(dir / "host.yaml", host_run_file(8, "plugin.yaml"));
+  const Result r = run_host(dir, 2);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* line : {"Buffer 1/4 steps; first training session in 3 coupling steps",
+                           "Buffer 4/4 steps; first training session now", "Training session 1 ",
+                           "Validation (80 held-out samples of the 1 most recent steps): loss "})
+    EXPECT_NE(r.output.find(line), std::string::npos) << line << "\n" << r.output;
+}
+
 // The NetCDF output opens with ncdump, has the ensemble layout, and every sampled patch's
 // area-weighted mean equals its coarse value (conservative mode, the default).
 TEST(PluginRuns, OutputIsCfNetcdfAndConservative) {

@@ -297,7 +297,7 @@ TEST(ReplayConfigs, ShippedRunFilesAndTheirPluginConfigsParse) {
     EXPECT_EQ(c.plugins[0].options, "configs/" + name + "_plugin.yaml");
     const finecast::plugin::Config pc = finecast::plugin::load_config(dir + name + "_plugin.yaml");
     EXPECT_EQ(pc.fields.front(), c.variables.front().name) << name;
-    EXPECT_EQ(pc.grid.type, c.grid_type) << name;
+    EXPECT_EQ(finecast::schema::name_of(pc.grid.type), c.grid_type) << name;
     EXPECT_FALSE(pc.train.async) << name << ": offline the replay outruns asynchronous training";
   }
   const fr::ReplayRunConfig tas = fr::load_replay_run_config(dir + "replay_tas.yaml");

@@ -17,7 +17,7 @@ namespace {
 
 ft::ModelOptions unet(bool attention) {
   auto mo = small_model();
-  mo.arch = "unet";
+  mo.arch = finecast::trainer::Arch::kUnet;
   mo.patch_size = 64;
   mo.unet_channels = 8;
   mo.attention = attention;

@@ -120,7 +120,7 @@ TEST_F(Checkpoint, WrongArchitectureAndShapesAreNamed) {
   ft::Downscaler mlp(tiny_model(), tiny_training(), "cpu");
   mlp.save_checkpoint(path("mlp.h5"));
   auto unet_opts = tiny_model();
-  unet_opts.arch = "unet";
+  unet_opts.arch = finecast::trainer::Arch::kUnet;
   unet_opts.unet_channels = 4;
   ft::Downscaler unet(unet_opts, tiny_training(), "cpu");
   const auto e1 = error_of([&] { unet.restore(path("mlp.h5")); });
@@ -303,7 +303,7 @@ TEST_F(Checkpoint, VersionOneFilesAreReadWithTheNewKeysAtTheirDefaults) {
     H5Fclose(f);
   }
   auto b = ft::Downscaler::load_checkpoint(path("v1.h5"), "cpu");
-  EXPECT_EQ(b.model_options().activation, "silu");
+  EXPECT_EQ(b.model_options().activation, ft::Activation::kSilu);
   EXPECT_FALSE(b.model_options().attention);
   EXPECT_EQ(b.train_options().accumulate, 1);
   EXPECT_EQ(b.train_options().validation, 0.0);

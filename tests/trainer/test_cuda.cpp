@@ -68,7 +68,7 @@ TEST_F(Cuda, LearnsAKnownConditionalDistribution) {
   ft::Downscaler ds(small_model(), fast_training(), "cuda");
   EXPECT_EQ(ds.device(), "cuda:0");
   ft::SampleOptions so;
-  so.sampler = "ddpm";
+  so.sampler = finecast::trainer::Sampler::kDdpm;
   so.members = 32;
   EXPECT_GT(evaluate(ds, test, so, 9).mean_rmse, 0.3);
   for (int epoch = 0; epoch < 40; ++epoch) ds.train_epoch(view(train));
@@ -136,7 +136,7 @@ TEST_F(Cuda, Bf16TrainingLearns) {
   EXPECT_LT(last, 0.7 * first);
   ds.publish();
   ft::SampleOptions so;
-  so.sampler = "ddpm";
+  so.sampler = finecast::trainer::Sampler::kDdpm;
   so.members = 32;
   const Skill s = evaluate(ds, test, so, 9);
   std::printf("bf16 learning: loss %.4f -> %.4f; ddpm rmse %.3f spread %.3f corr %.3f\n", first, last, s.mean_rmse,
@@ -201,7 +201,7 @@ TEST_F(Cuda, CheckpointWrittenOnCpuContinuesOnGpu) {
 TEST_F(Cuda, UNetTrainsAndSamplesOnTheGpu) {
   KnownDistribution d(256, 9, 64);
   auto mo = small_model();
-  mo.arch = "unet";
+  mo.arch = finecast::trainer::Arch::kUnet;
   mo.patch_size = 64;
   mo.unet_channels = 8;
   ft::Downscaler ds(mo, fast_training(), "cuda");
@@ -253,7 +253,7 @@ TEST_F(Cuda, GraphReplayedSamplingEqualsEagerSampling) {
   ft::Downscaler ds(small_model(), fast_training(), "cuda");
   ds.train_epoch(view(d));
   ds.publish();
-  for (const char* sampler : {"ddpm", "ddim"}) {
+  for (const auto sampler : {ft::Sampler::kDdpm, ft::Sampler::kDdim}) {
     ft::SampleOptions so;
     so.sampler = sampler;
     so.members = 4;
@@ -264,8 +264,8 @@ TEST_F(Cuda, GraphReplayedSamplingEqualsEagerSampling) {
       ds.sample(d.context.data(), d.coarse.data(), nullptr, 80, so, 7 + call, a.data());
       ds.sample(d.context.data(), d.coarse.data(), nullptr, 80, eager, 7 + call, b.data());
       const double diff = max_abs_difference(a, b);
-      if (call == 2) std::printf("cuda graph vs eager sampling (%s): max difference %.2e\n", sampler, diff);
-      EXPECT_LT(diff, 1e-4) << sampler << " call " << call;
+      if (call == 2) std::printf("cuda graph vs eager sampling (%s): max difference %.2e\n", ft::name(sampler).c_str(), diff);
+      EXPECT_LT(diff, 1e-4) << ft::name(sampler) << " call " << call;
     }
   }
   EXPECT_EQ(ft::internals(ds).sample_graphs->shapes(), 2u);

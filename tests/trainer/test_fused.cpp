@@ -54,7 +54,7 @@ double relative_max_difference(const torch::Tensor& a, const torch::Tensor& b) {
 }  // namespace
 
 // activation, hidden width, depth, conservative with area weights, v objective
-using FusedCase = std::tuple<std::string, int64_t, int64_t, bool, bool>;
+using FusedCase = std::tuple<ft::Activation, int64_t, int64_t, bool, bool>;
 class FusedMlp : public ::testing::TestWithParam<FusedCase> {};
 
 TEST_P(FusedMlp, LossAndEveryGradientEqualAutograd) {
@@ -64,7 +64,7 @@ TEST_P(FusedMlp, LossAndEveryGradientEqualAutograd) {
   mo.activation = activation;
   mo.hidden = hidden;
   mo.depth = depth;
-  mo.objective = v_objective ? "v" : "eps";
+  mo.objective = v_objective ? finecast::trainer::Objective::kV : finecast::trainer::Objective::kEps;
   ft::TrainOptions to = fast_training();
   ft::Downscaler fused(mo, to, "cpu");
   to.force_autograd = true;
@@ -89,7 +89,7 @@ TEST_P(FusedMlp, LossAndEveryGradientEqualAutograd) {
   }
   std::printf(
       "%s width %lld depth %lld %s %s: loss %.7g vs %.7g, worst gradient difference %.2e (%s)\n",
-      activation.c_str(), static_cast<long long>(hidden), static_cast<long long>(depth),
+      ft::name(activation).c_str(), static_cast<long long>(hidden), static_cast<long long>(depth),
       weighted ? "weighted" : "uniform", v_objective ? "v" : "eps", f.loss, r.loss, worst,
       worst_name.c_str());
   // Float32 rounding of sums in a different order (and a 1e-7 exp): measured below 5e-7.
@@ -102,12 +102,12 @@ TEST_P(FusedMlp, LossAndEveryGradientEqualAutograd) {
 
 INSTANTIATE_TEST_SUITE_P(
     ActivationsAndWidths, FusedMlp,
-    ::testing::Values(FusedCase{"silu", 128, 3, false, false},
-                      FusedCase{"silu", 16, 1, true, false}, FusedCase{"silu", 256, 2, true, true},
-                      FusedCase{"gelu", 128, 3, false, false}, FusedCase{"gelu", 64, 2, true, true},
-                      FusedCase{"gelu", 16, 1, false, true}, FusedCase{"relu", 128, 3, true, false},
-                      FusedCase{"relu", 64, 1, false, true},
-                      FusedCase{"relu", 256, 2, false, false}));
+    ::testing::Values(FusedCase{ft::Activation::kSilu, 128, 3, false, false},
+                      FusedCase{ft::Activation::kSilu, 16, 1, true, false}, FusedCase{ft::Activation::kSilu, 256, 2, true, true},
+                      FusedCase{ft::Activation::kGelu, 128, 3, false, false}, FusedCase{ft::Activation::kGelu, 64, 2, true, true},
+                      FusedCase{ft::Activation::kGelu, 16, 1, false, true}, FusedCase{ft::Activation::kRelu, 128, 3, true, false},
+                      FusedCase{ft::Activation::kRelu, 64, 1, false, true},
+                      FusedCase{ft::Activation::kRelu, 256, 2, false, false}));
 
 TEST(FusedMlpPath, MicroBatchesAccumulateToTheGlobalBatchGradient) {
   if (!ft::fused::compiled()) GTEST_SKIP() << "no fused path in this build";
@@ -139,7 +139,7 @@ TEST(FusedMlpPath, SamplingEqualsTheAutogradSamplers) {
   std::vector<float> w(static_cast<size_t>(6 * d.P));
   for (size_t i = 0; i < w.size(); ++i) w[i] = 0.5f + static_cast<float>(i % 5);
   for (const auto& [sampler, eta] :
-       {std::make_pair("ddpm", 0.0), std::make_pair("ddim", 0.0), std::make_pair("ddim", 0.7)}) {
+       {std::make_pair(ft::Sampler::kDdpm, 0.0), std::make_pair(ft::Sampler::kDdim, 0.0), std::make_pair(ft::Sampler::kDdim, 0.7)}) {
     ft::SampleOptions so;
     so.sampler = sampler;
     so.eta = eta;
@@ -152,9 +152,9 @@ TEST(FusedMlpPath, SamplingEqualsTheAutogradSamplers) {
       worst = std::max(worst, static_cast<double>(std::abs(a[i] - b[i])));
       scale = std::max(scale, static_cast<double>(std::abs(b[i])));
     }
-    std::printf("fused vs autograd sampling (%s, eta %.1f): max difference %.2e of %.2f\n", sampler,
-                eta, worst, scale);
-    EXPECT_LT(worst, 1e-4 * scale) << sampler;
+    std::printf("fused vs autograd sampling (%s, eta %.1f): max difference %.2e of %.2f\n",
+                ft::name(sampler).c_str(), eta, worst, scale);
+    EXPECT_LT(worst, 1e-4 * scale) << ft::name(sampler);
   }
 }
 

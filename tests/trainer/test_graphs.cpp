@@ -95,7 +95,7 @@ TEST(GraphPath, NotTakenWhenMicroBatching) {
 TEST(GraphPath, StagedSamplerLoopEqualsTheEagerSampler) {
   KnownDistribution d(128, 9, 64);
   auto mo = small_model();
-  mo.arch = "unet";
+  mo.arch = finecast::trainer::Arch::kUnet;
   mo.patch_size = 64;
   mo.unet_channels = 8;
   ft::Downscaler a(mo, fast_training(), "cpu"), b(mo, fast_training(), "cpu");
@@ -105,7 +105,7 @@ TEST(GraphPath, StagedSamplerLoopEqualsTheEagerSampler) {
   b.publish();
   ft::internals(b).sample_graphs = std::make_unique<ft::graphs::SampleGraphs>(torch::Device(torch::kCPU));
   std::vector<float> w(static_cast<size_t>(4 * d.P), 1.0f);
-  for (const char* sampler : {"ddpm", "ddim"}) {
+  for (const auto sampler : {ft::Sampler::kDdpm, ft::Sampler::kDdim}) {
     ft::SampleOptions so;
     so.sampler = sampler;
     so.members = 3;
@@ -114,7 +114,7 @@ TEST(GraphPath, StagedSamplerLoopEqualsTheEagerSampler) {
       std::vector<float> x(static_cast<size_t>(4 * 3 * d.P)), y(x.size());
       a.sample(d.context.data(), d.coarse.data(), w.data(), 4, so, 5 + call, x.data());
       b.sample(d.context.data(), d.coarse.data(), w.data(), 4, so, 5 + call, y.data());
-      EXPECT_EQ(x, y) << sampler << " call " << call;
+      EXPECT_EQ(x, y) << ft::name(sampler) << " call " << call;
     }
   }
   EXPECT_EQ(ft::internals(b).sample_graphs->shapes(), 2u);

@@ -354,7 +354,8 @@ TEST(TrainOptions, NewKeysAreValidatedWithTheirNames) {
   t.validation = 1.0;
   expect_key(t, "validation");
   t = fast_training();
-  t.validation_metric = "mse";
+  t.validation_metric = ft::ValidationMetric::kCrps;
+  t.validation_members = 0;  // a CRPS needs an ensemble
   expect_key(t, "validation_metric");
   t = fast_training();
   t.validation_members = 1;
@@ -372,7 +373,7 @@ TEST(TrainOptions, NewKeysAreValidatedWithTheirNames) {
   t.keep_best = true;
   expect_key(t, "keep_best");
   auto mo = small_model();
-  mo.activation = "tanh";
+  mo.hidden = 0;
   EXPECT_THROW(ft::Downscaler(mo, fast_training(), "cpu"), std::invalid_argument);
   mo = small_model();
   mo.attention = true;  // the MLP has no attention

@@ -115,10 +115,11 @@ void apply_override(YAML::Node& root, const std::string& text, const std::vector
 }
 
 void read(const YAML::Node& root, const std::vector<Entry>& entries, const Origin& origin, ErrorList& errors,
-          std::set<std::string>* seen_out) {
+          std::set<std::string>* seen_out, const std::string& key_prefix) {
+  const std::string& kp = key_prefix;
   if (!root.IsDefined() || root.IsNull()) {
     for (const auto& e : entries)
-      if (e.required) errors.add(e.key, origin.source + ": missing required key " + e.key + " (" + e.comment + ")");
+      if (e.required) errors.add(e.key, origin.source + ": missing required key " + kp + e.key + " (" + e.comment + ")");
     return;
   }
   if (!root.IsMap()) {
@@ -136,7 +137,7 @@ void read(const YAML::Node& root, const std::vector<Entry>& entries, const Origi
     for (auto it = map.begin(); it != map.end(); ++it) {
       if (!it->first.IsScalar()) {
         errors.add(prefix, origin.where(it->first, prefix) + ": keys must be names, got " + describe(it->first) +
-                               (prefix.empty() ? "" : " in " + prefix));
+                               (prefix.empty() && kp.empty() ? "" : " in " + kp + prefix));
         continue;
       }
       const std::string name = it->first.Scalar();
@@ -144,8 +145,8 @@ void read(const YAML::Node& root, const std::vector<Entry>& entries, const Origi
       const std::string where = origin.where(it->first, key);
       // YAML forbids a key twice in one mapping; yaml-cpp would silently keep both.
       if (const auto dup = names.find(name); dup != names.end() && !origin.overridden.count(key)) {
-        errors.add(key, where + ": duplicate key " + key + " (first given on line " + std::to_string(dup->second.line + 1) +
-                            ")");
+        errors.add(key, where + ": duplicate key " + kp + key + " (first given on line " +
+                            std::to_string(dup->second.line + 1) + ")");
         continue;
       }
       names.emplace(name, it->first.Mark());
@@ -156,7 +157,7 @@ void read(const YAML::Node& root, const std::vector<Entry>& entries, const Origi
         try {
           by_key[key]->read(value);
         } catch (const schema::BadValue& e) {
-          errors.add(key, at + ": " + key + " " + e.what());
+          errors.add(key, at + ": " + kp + key + " " + e.what());
         } catch (const ConfigError& e) {
           errors.add(key, e.what());
         }
@@ -166,19 +167,23 @@ void read(const YAML::Node& root, const std::vector<Entry>& entries, const Origi
         } else if (it->second.IsNull()) {
           // "train:" with nothing below: every key of the section keeps its default.
         } else {
-          errors.add(key, where + ": " + key + " must be a mapping of keys (" + joined(children.at(key)) + ")");
+          errors.add(key, where + ": " + kp + key + " must be a mapping of keys (" + joined(children.at(key)) + ")");
           for (const auto& c : children.at(key)) seen.insert(key + "." + c);  // not "missing" too
         }
       } else {
-        errors.add(key, where + ": unknown key " + key + " (allowed" + (prefix.empty() ? "" : " in " + prefix) + ": " +
-                            joined(children.at(prefix)) + ")");
+        // The mapping the key is in: "train", "plugins[0]", or none at the top level.
+        const std::string section = !prefix.empty() ? kp + prefix : kp.empty() ? "" : kp.substr(0, kp.size() - 1);
+        errors.add(key, where + ": unknown key " + kp + key + " (allowed" + (section.empty() ? "" : " in " + section) +
+                            ": " + joined(children.at(prefix)) + ")");
       }
     }
   };
   walk(root, "");
+  // Inside a list ("plugins[0]."), the item's line says which one.
+  const std::string at = kp.empty() ? origin.source : origin.where(root, kp + "?");
   for (const auto& e : entries)
     if (e.required && !seen.count(e.key))
-      errors.add(e.key, origin.source + ": missing required key " + e.key + " (" + e.comment + ")");
+      errors.add(e.key, at + ": missing required key " + kp + e.key + " (" + e.comment + ")");
   if (seen_out) seen_out->insert(seen.begin(), seen.end());
 }
 

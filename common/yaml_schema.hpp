@@ -97,13 +97,49 @@ std::string load_text(const std::string& path, const std::string& what);
 void apply_override(YAML::Node& root, const std::string& text, const std::vector<Entry>& entries, Origin& origin);
 
 /// Reads the mapping `root` into `entries`, every problem recorded in `errors`. `seen` (when
-/// given) receives the keys present.
+/// given) receives the keys present. `key_prefix` is put before the keys in messages, for
+/// mappings inside lists ("plugins[0].").
 void read(const YAML::Node& root, const std::vector<Entry>& entries, const Origin& origin, ErrorList& errors,
-          std::set<std::string>* seen = nullptr);
+          std::set<std::string>* seen = nullptr, const std::string& key_prefix = "");
+
+/// A list of mappings, each read through entries that `bind_item` binds to a new element of
+/// `items` (e.g. the `plugins` of a run file). Problems inside an item are named "key[i].name".
+template <class T>
+Entry list_of(std::string key, std::string comment, std::vector<T>& items,
+              std::function<std::vector<Entry>(T&)> bind_item, const Origin& origin);
 
 /// Every entry's current value, as a document (sections as mappings, in entry order).
 YAML::Node write(const std::vector<Entry>& entries);
 /// The same as text.
 std::string dump(const std::vector<Entry>& entries);
+
+template <class T>
+Entry list_of(std::string key, std::string comment, std::vector<T>& items,
+              std::function<std::vector<Entry>(T&)> bind_item, const Origin& origin) {
+  Entry e;
+  e.key = key;
+  e.comment = std::move(comment);
+  e.read = [key, &items, bind_item, &origin](const YAML::Node& n) {
+    if (!n.IsSequence()) throw schema::BadValue("must be a list of mappings, got " + describe(n));
+    items.clear();
+    ErrorList errors;
+    for (std::size_t i = 0; i < n.size(); ++i) {
+      items.emplace_back();
+      const std::string item_key = key + "[" + std::to_string(i) + "]";
+      if (!n[i].IsMap()) {
+        errors.add(item_key, origin.where(n[i], item_key) + ": " + item_key + " must be a mapping, got " + describe(n[i]));
+        continue;
+      }
+      read(n[i], bind_item(items.back()), origin, errors, nullptr, item_key + ".");
+    }
+    errors.throw_if_any();
+  };
+  e.write = [&items, bind_item] {
+    YAML::Node list(YAML::NodeType::Sequence);
+    for (T& item : items) list.push_back(write(bind_item(item)));
+    return list;
+  };
+  return e;
+}
 
 }  // namespace finecast::yaml_schema

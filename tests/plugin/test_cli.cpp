@@ -90,7 +90,7 @@ TEST(Cli, UsageErrorsNameTheFlagAndWhatItExpects) {
   // A valid level is taken.
   r = run_command(binary("finecast-replay") + " --log-level debug " + dir.file("missing.yaml"));
   EXPECT_NE(r.rc, 0);
-  EXPECT_TRUE(contains(r.output, "cannot open replay run file '" + dir.file("missing.yaml") + "'")) << r.output;
+  EXPECT_TRUE(contains(r.output, dir.file("missing.yaml") + ": cannot open the replay run file")) << r.output;
 }
 
 TEST(Cli, FinecastConfigListsEveryErrorInOneRun) {

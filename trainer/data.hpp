@@ -76,6 +76,10 @@ Subset take_rows(const DataView& d, const std::vector<int64_t>& rows, int64_t C,
 struct EpochTensors {
   torch::Tensor r0, ctx, w;
   int64_t n = 0;
+  /// Data-parallel: the group's rows (global_n) and, for each, its row here or -1. Empty when
+  /// training alone.
+  std::vector<int64_t> global_to_local;
+  int64_t global_n = 0;
 };
 EpochTensors normalise(const CleanData& c, const NormApplied& norm, const torch::Device& device);
 

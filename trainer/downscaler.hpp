@@ -13,6 +13,7 @@
 
 #include "trainer/checkpoint.hpp"
 #include "trainer/options.hpp"
+#include "trainer/reducer.hpp"
 
 namespace finecast::trainer {
 
@@ -27,6 +28,11 @@ struct DataView {
   const float* weights = nullptr;
   int64_t n = 0;
   const int64_t* time = nullptr;
+  /// Data-parallel training (set_reducer): each row's index among the rows of the whole group
+  /// (`global_rows` of them, ordered by time first, as a single process would hold them), so
+  /// that every member draws the same global batches and the group trains as one process would.
+  const int64_t* global_row = nullptr;
+  int64_t global_rows = 0;
 };
 
 /// What one train_epoch did.
@@ -101,6 +107,14 @@ class Downscaler {
   /// event (bad step, restore of the last good weights, dropped rows, bf16 ignored).
   EpochStats train_epoch(const DataView& data,
                          const std::function<void(const std::string&)>& on_event = {});
+
+  /// Trains data-parallel with the group of `reducer` (nullptr: alone). Every member then calls
+  /// train_session with its own rows (DataView::global_row set) at the same time; the members
+  /// draw the same global batches, each computes the gradient of the rows it holds, the
+  /// gradients and losses are summed across the group, and every member takes the same step, so
+  /// the weights stay identical and equal (to rounding) those of one process holding all rows.
+  /// Normalisation statistics and validation scores are summed across the group too.
+  void set_reducer(std::shared_ptr<Reducer> reducer);
 
   /// A training session: holds out the most recent `validation` fraction of time steps,
   /// accumulates normalisation statistics on the rest, trains `epochs` epochs on it, scores

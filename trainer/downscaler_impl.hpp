@@ -97,6 +97,8 @@ struct Downscaler::Impl {
   NormApplied derive_norm() const { return derive_normalisation(sums, mo.context_size, device); }
   /// The fused MLP layout of the flat buffer (by parameter name).
   fused::Layout fused_layout() const;
+  std::shared_ptr<Reducer> reducer;  ///< data-parallel group (null: training alone)
+
   /// A copy of the training state on the CPU, and its inverse.
   TrainState capture_state() const;
   void apply_state(const TrainState& s);

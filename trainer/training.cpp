@@ -5,6 +5,7 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <limits>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -100,8 +101,11 @@ LossAndNorm fused_forward_backward(Downscaler::Impl& im, const EpochTensors& dat
   const int64_t* idx = d.idx.data_ptr<int64_t>();
   const int64_t* t = d.t.data_ptr<int64_t>();
   const float* eps = d.eps.data_ptr<float>();
-  const double scale = 1.0 / (static_cast<double>(b) * static_cast<double>(P));
+  // The mean over the step's rows: all the group's in data-parallel training (d.rows).
+  const int64_t rows = d.rows > 0 ? d.rows : b;
+  const double scale = 1.0 / (static_cast<double>(rows) * static_cast<double>(P));
   double sse = 0;
+  if (b == 0) im.grad.zero_();  // a member holding none of the step's rows adds nothing
   for (int64_t m0 = 0; m0 < b; m0 += micro) {
     fused::MicroBatch mb;
     mb.b = std::min(micro, b - m0);
@@ -121,6 +125,7 @@ LossAndNorm fused_forward_backward(Downscaler::Impl& im, const EpochTensors& dat
 LossAndNorm autograd_forward_backward(Downscaler::Impl& im, const EpochTensors& data,
                                       const StepDraws& d) {
   const int64_t b = d.idx.size(0), micro = std::max<int64_t>(1, im.micro_batch);
+  const int64_t rows = d.rows > 0 ? d.rows : b;  // all the group's rows in data-parallel training
   const bool v_obj = im.mo.objective == Objective::kV, conservative = im.mo.conservative;
   const bool bf16 = im.to.bf16 && im.cuda;
   im.grad.zero_();
@@ -154,10 +159,11 @@ LossAndNorm autograd_forward_backward(Downscaler::Impl& im, const EpochTensors& 
     }
     // Each micro-batch's mean loss weighted by its share of the global batch: the accumulated
     // gradient is that of the global batch's mean loss.
-    if (mb != b) loss = loss * (static_cast<double>(mb) / static_cast<double>(b));
+    if (mb != rows) loss = loss * (static_cast<double>(mb) / static_cast<double>(rows));
     loss.backward();
     loss_sum = loss_sum.defined() ? loss_sum + loss.detach() : loss.detach();
   }
+  if (!loss_sum.defined()) return {};  // no rows here: a zero gradient
   // Loss and gradient norm in one device-to-host copy (on CUDA one wait per step, not two).
   const auto both = torch::stack({loss_sum.to(torch::kFloat32), im.grad.norm()}).to(torch::kCPU);
   LossAndNorm r;
@@ -187,9 +193,42 @@ bool back_off(Downscaler::Impl& im, int64_t global, const std::exception& e,
 }  // namespace
 
 LossAndNorm forward_backward(Downscaler::Impl& im, const EpochTensors& data, const StepDraws& d) {
-  return uses_fused(im) ? fused_forward_backward(im, data, d)
-                        : autograd_forward_backward(im, data, d);
+  LossAndNorm r = uses_fused(im) ? fused_forward_backward(im, data, d) : autograd_forward_backward(im, data, d);
+  if (d.rows == 0 || !im.reducer) return r;
+  // Data-parallel: the step's gradient and loss are the sums of the members' parts (each
+  // already divided by the whole step's rows); the norm is that of the sum.
+  torch::NoGradGuard no_grad;
+  if (im.grad.is_cpu()) {
+    im.reducer->sum(im.grad.data_ptr<float>(), im.grad.numel());
+  } else {
+    auto host = im.grad.to(torch::kCPU).contiguous();
+    im.reducer->sum(host.data_ptr<float>(), host.numel());
+    im.grad.copy_(host);
+  }
+  im.reducer->sum(&r.loss, 1);
+  r.norm = im.grad.is_cpu() ? adamw::norm_cpu(im.grad.data_ptr<float>(), im.grad.numel())
+                            : im.grad.norm().item<double>();
+  return r;
 }
+
+namespace {
+/// The part of a step's draws on this member's rows (data-parallel): the same global draws on
+/// every member, each keeping the rows it holds.
+StepDraws local_part(const StepDraws& d, const std::vector<int64_t>& global_to_local) {
+  const int64_t b = d.idx.size(0);
+  const int64_t* idx = d.idx.data_ptr<int64_t>();
+  std::vector<int64_t> keep, local;
+  for (int64_t i = 0; i < b; ++i)
+    if (const int64_t l = global_to_local[static_cast<size_t>(idx[i])]; l >= 0) keep.push_back(i), local.push_back(l);
+  StepDraws out;
+  const auto pos = torch::tensor(keep, torch::kInt64);
+  out.idx = torch::tensor(local, torch::kInt64);
+  out.t = d.t.index_select(0, pos);
+  out.eps = d.eps.index_select(0, pos);
+  out.rows = b;
+  return out;
+}
+}  // namespace
 
 void apply_update(Downscaler::Impl& im, double grad_norm) {
   const double lr = diffusion::learning_rate(im.to, im.step) * im.validation.lr_scale;
@@ -209,7 +248,9 @@ EpochStats run_epoch(Downscaler::Impl& im, const EpochTensors& data,
                      const std::function<void(const std::string&)>& event) {
   const auto t0 = std::chrono::steady_clock::now();
   EpochStats st;
-  const int64_t n = data.n;
+  // Data-parallel: every member draws over the group's rows and trains on its own part.
+  const bool group = im.reducer && data.global_n > 0;
+  const int64_t n = group ? data.global_n : data.n;
   if (n == 0) {
     st.step = im.step;
     return st;
@@ -233,7 +274,7 @@ EpochStats run_epoch(Downscaler::Impl& im, const EpochTensors& data,
 
   // On CUDA, full global batches replay a captured graph of the whole step (graphs::TrainGraph);
   // it reports its losses and bad steps at the end of the epoch.
-  graphs::TrainGraph* graph = graphs::train_graph_for(im, data, global);
+  graphs::TrainGraph* graph = group ? nullptr : graphs::train_graph_for(im, data, global);
 
   for (int64_t start = 0; start < n; start += global) {
     const int64_t b = std::min(global, n - start);
@@ -241,6 +282,7 @@ EpochStats run_epoch(Downscaler::Impl& im, const EpochTensors& data,
     d.idx = perm.narrow(0, start, b);
     d.t = torch::randint(0, T, {b}, im.gen, long_cpu);
     d.eps = torch::randn({b, P}, im.gen, float_cpu);
+    if (group) d = local_part(d, data.global_to_local);
     if (graph && graph->accepts(b)) {
       try {
         graph->step(d);
@@ -352,6 +394,88 @@ EpochStats Downscaler::train_epoch(const DataView& data,
   return st;
 }
 
+void Downscaler::set_reducer(std::shared_ptr<Reducer> reducer) { impl_->reducer = std::move(reducer); }
+
+namespace {
+
+/// Data-parallel bookkeeping of a session: the group's split by time (from the union of the
+/// members' time steps) and each kept row's index among the group's kept rows (renumbered past
+/// rows any member dropped), so that training rows are 0..train_rows-1 in every member.
+struct GroupRows {
+  TimeSplit split;                ///< this member's rows (indices into its kept rows)
+  std::vector<int64_t> global;    ///< per kept row, its index among the group's kept rows
+  int64_t train_rows = 0, validation_rows = 0;
+};
+
+GroupRows group_rows(Reducer& r, const DataView& data, const torch::Tensor& kept_rows, int64_t kept,
+                     const std::vector<int64_t>& times, double fraction) {
+  GroupRows g;
+  const int size = r.size(), me = r.rank();
+  // Rows every member dropped (NaN/Inf), so that the kept rows can be numbered as one process
+  // would number them.
+  std::vector<int64_t> dropped;
+  {
+    std::vector<uint8_t> is_kept(static_cast<size_t>(data.n), kept_rows.defined() ? 0 : 1);
+    for (int64_t i = 0; kept_rows.defined() && i < kept; ++i) is_kept[static_cast<size_t>(kept_rows.data_ptr<int64_t>()[i])] = 1;
+    for (int64_t row = 0; row < data.n; ++row)
+      if (!is_kept[static_cast<size_t>(row)]) dropped.push_back(data.global_row[row]);
+  }
+  std::vector<double> counts(static_cast<size_t>(size), 0.0);
+  counts[static_cast<size_t>(me)] = static_cast<double>(dropped.size());
+  r.sum(counts.data(), size);
+  int64_t total = 0, offset = 0;
+  for (int k = 0; k < size; ++k) {
+    if (k < me) offset += static_cast<int64_t>(counts[static_cast<size_t>(k)]);
+    total += static_cast<int64_t>(counts[static_cast<size_t>(k)]);
+  }
+  std::vector<double> all_dropped(static_cast<size_t>(total), 0.0);
+  for (size_t i = 0; i < dropped.size(); ++i) all_dropped[static_cast<size_t>(offset) + i] = static_cast<double>(dropped[i]);
+  if (total > 0) r.sum(all_dropped.data(), total);
+  std::sort(all_dropped.begin(), all_dropped.end());
+  g.global.resize(static_cast<size_t>(kept));
+  for (int64_t i = 0; i < kept; ++i) {
+    const int64_t row = kept_rows.defined() ? kept_rows.data_ptr<int64_t>()[i] : i;
+    const int64_t gr = data.global_row[row];
+    const auto before = std::lower_bound(all_dropped.begin(), all_dropped.end(), static_cast<double>(gr)) - all_dropped.begin();
+    g.global[static_cast<size_t>(i)] = gr - static_cast<int64_t>(before);
+  }
+  // The group's distinct time steps, then the held-out ones by the single-process rule.
+  // Each member's last time step + 1 in its own slot (the others 0), so the sum holds them all.
+  double t_end = 0;
+  for (int64_t t : times) t_end = std::max(t_end, static_cast<double>(t + 1));
+  std::vector<double> ends_t(static_cast<size_t>(size), 0.0);
+  ends_t[static_cast<size_t>(me)] = t_end;
+  r.sum(ends_t.data(), size);
+  const auto steps = static_cast<int64_t>(*std::max_element(ends_t.begin(), ends_t.end()));
+  std::vector<double> present(static_cast<size_t>(std::max<int64_t>(steps, 0)), 0.0);
+  for (int64_t t : times) present[static_cast<size_t>(t)] = 1.0;
+  if (steps > 0) r.sum(present.data(), steps);
+  std::vector<int64_t> distinct;
+  for (int64_t t = 0; t < steps; ++t)
+    if (present[static_cast<size_t>(t)] > 0) distinct.push_back(t);
+  const TimeSplit by_step = split_by_time(distinct.data(), static_cast<int64_t>(distinct.size()), fraction);
+  const int64_t cut = by_step.validation.empty() ? std::numeric_limits<int64_t>::max()
+                                                 : distinct[static_cast<size_t>(by_step.validation.front())];
+  g.split.steps = by_step.steps;
+  g.split.validation_steps = by_step.validation_steps;
+  for (int64_t i = 0; i < kept; ++i) (times[static_cast<size_t>(i)] >= cut ? g.split.validation : g.split.train).push_back(i);
+  // Training rows come first in the group's order (rows are ordered by time): 0..train_rows-1.
+  double n[3] = {static_cast<double>(g.split.train.size()), static_cast<double>(g.split.validation.size()), 0.0};
+  for (int64_t i : g.split.train) n[2] = std::max(n[2], static_cast<double>(g.global[static_cast<size_t>(i)] + 1));
+  std::vector<double> ends(static_cast<size_t>(size), 0.0);
+  ends[static_cast<size_t>(me)] = n[2];
+  r.sum(n, 2);
+  r.sum(ends.data(), size);
+  g.train_rows = static_cast<int64_t>(n[0]);
+  g.validation_rows = static_cast<int64_t>(n[1]);
+  if (*std::max_element(ends.begin(), ends.end()) > static_cast<double>(g.train_rows))
+    throw std::invalid_argument("train_session: DataView::global_row must order the group's rows by time (the "
+                                "training rows first)");
+  return g;
+}
+
+}  // namespace
+
 SessionStats Downscaler::train_session(const DataView& data, int64_t epochs,
                                        const std::function<void(const std::string&)>& on_event) {
   auto& im = *impl_;
@@ -397,7 +521,12 @@ SessionStats Downscaler::train_session(const DataView& data, int64_t epochs,
     const int64_t row = rows.defined() ? rows.data_ptr<int64_t>()[i] : i;
     times[static_cast<size_t>(i)] = data.time ? data.time[row] : row;
   }
-  const TimeSplit split = split_by_time(times.data(), kept, im.to.validation);
+  const bool group = im.reducer != nullptr;
+  if (group && data.n > 0 && (!data.global_row || !data.time))
+    throw std::invalid_argument("train_session: data-parallel training needs DataView::global_row and time");
+  GroupRows g;
+  if (group) g = group_rows(*im.reducer, data, rows, kept, times, im.to.validation);
+  const TimeSplit split = group ? g.split : split_by_time(times.data(), kept, im.to.validation);
   auto part = [&](const std::vector<int64_t>& rows) {
     if (static_cast<int64_t>(rows.size()) == kept) return all;
     CleanData c;
@@ -412,9 +541,36 @@ SessionStats Downscaler::train_session(const DataView& data, int64_t epochs,
   st.validation_samples = static_cast<int64_t>(split.validation.size());
   st.validation_steps = split.validation_steps;
 
-  accumulate_normalisation(im.sums, train, C);
+  if (group) {
+    // Every member's statistics count: the same normalisation on all of them.
+    NormSums session;
+    accumulate_normalisation(session, train, C);
+    session.context_sum.resize(static_cast<size_t>(C), 0.0);
+    session.context_sumsq.resize(static_cast<size_t>(C), 0.0);
+    std::vector<double> flat{session.context_count, session.residual_count, session.residual_sumsq};
+    flat.insert(flat.end(), session.context_sum.begin(), session.context_sum.end());
+    flat.insert(flat.end(), session.context_sumsq.begin(), session.context_sumsq.end());
+    im.reducer->sum(flat.data(), static_cast<int64_t>(flat.size()));
+    im.sums.context_count += flat[0];
+    im.sums.residual_count += flat[1];
+    im.sums.residual_sumsq += flat[2];
+    im.sums.context_sum.resize(static_cast<size_t>(C), 0.0);
+    im.sums.context_sumsq.resize(static_cast<size_t>(C), 0.0);
+    for (int64_t k = 0; k < C; ++k) {
+      im.sums.context_sum[static_cast<size_t>(k)] += flat[static_cast<size_t>(3 + k)];
+      im.sums.context_sumsq[static_cast<size_t>(k)] += flat[static_cast<size_t>(3 + C + k)];
+    }
+  } else {
+    accumulate_normalisation(im.sums, train, C);
+  }
   im.norm = im.derive_norm();
-  const EpochTensors e = normalise(train, im.norm, im.device);
+  EpochTensors e = normalise(train, im.norm, im.device);
+  if (group) {
+    e.global_n = g.train_rows;
+    e.global_to_local.assign(static_cast<size_t>(g.train_rows), -1);
+    for (size_t i = 0; i < split.train.size(); ++i)
+      e.global_to_local[static_cast<size_t>(g.global[static_cast<size_t>(split.train[i])])] = static_cast<int64_t>(i);
+  }
 
   if (im.to.threads == -1 && im.train_threads == 0 && e.n > 0) {
     im.train_threads = threads::tune_training(im, e, event);
@@ -431,14 +587,26 @@ SessionStats Downscaler::train_session(const DataView& data, int64_t epochs,
   st.trained = true;
   ++im.validation.sessions;
 
-  if (!split.validation.empty()) {
-    const CleanData held_out = part(split.validation);
+  if (group ? g.validation_rows > 0 : !split.validation.empty()) {
     validation::Scores sc;
-    try {
-      sc = validation::score(im, held_out, event);
-    } catch (const std::exception& e) {
-      if (!is_out_of_memory(e)) throw;
-      event(std::string("validation skipped: out of device memory (") + e.what() + ")");
+    if (!split.validation.empty()) {
+      const CleanData held_out = part(split.validation);
+      try {
+        sc = validation::score(im, held_out, event);
+      } catch (const std::exception& e) {
+        if (!is_out_of_memory(e)) throw;
+        event(std::string("validation skipped: out of device memory (") + e.what() + ")");
+      }
+    }
+    if (group) {
+      // The group's scores: each member's mean weighted by its held-out rows.
+      const auto n_here = static_cast<double>(split.validation.size());
+      const bool l = std::isfinite(sc.loss), c = std::isfinite(sc.crps);
+      double w[4] = {l ? sc.loss * n_here : 0.0, l ? n_here : 0.0, c ? sc.crps * n_here : 0.0, c ? n_here : 0.0};
+      im.reducer->sum(w, 4);
+      sc.loss = w[1] > 0 ? w[0] / w[1] : SessionStats::kNone;
+      sc.crps = w[3] > 0 ? w[2] / w[3] : SessionStats::kNone;
+      st.validation_samples = static_cast<int64_t>(g.validation_rows);
     }
     st.validation_loss = sc.loss;
     st.validation_crps = sc.crps;

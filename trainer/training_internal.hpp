@@ -38,6 +38,7 @@ struct StepDraws {
   torch::Tensor idx;  ///< int64 [b] (CPU) rows of the epoch tensors
   torch::Tensor t;    ///< int64 [b] (CPU)
   torch::Tensor eps;  ///< float [b,P] (CPU) raw N(0,1)
+  int64_t rows = 0;   ///< rows of the whole step (data-parallel: all members); 0 = b
 };
 
 /// Forward + backward of one global batch (split into micro-batches of im.micro_batch) into

@@ -329,19 +329,41 @@ void EnsembleWriter::set_global_attribute(const std::string& name, const std::st
   CHECK_NC(nc_sync(ncid_), ctx);
 }
 
-void EnsembleWriter::put_companion(int varid, const std::string& suffix, const float* values, size_t record) {
-  for (int64_t i = 0; i < n_cells_; ++i) scratch_[i] = std::isfinite(values[i]) ? values[i] : kFill;
-  std::vector<size_t> start = {record}, count = {1};
-  for (size_t s : spatial_shape_) start.push_back(0), count.push_back(s);
-  CHECK_NC(nc_put_vara_float(ncid_, varid, start.data(), count.data(), scratch_.data()),
-           "NetCDF output " + path_ + ", variable '" + var_ + suffix + "' (time step " + std::to_string(record) + ")");
-}
 
 void EnsembleWriter::write(const std::string& datetime, const float* members_by_cell,
                            const float* coarse_on_fine, const float* host_field) {
+  if (!members_by_cell) throw IoError(context() + ": write() got no data");
+  begin(datetime, coarse_on_fine != nullptr, host_field != nullptr);
+  put(0, n_cells_, members_by_cell, coarse_on_fine, host_field);
+  end();
+  mean_ = chunk_mean_;
+}
+
+int64_t EnsembleWriter::chunk_alignment() const {
+  // Lat-lon records are written row by row: a chunk is whole rows.
+  return spatial_shape_.size() == 2 ? static_cast<int64_t>(spatial_shape_[1]) : 1;
+}
+
+void EnsembleWriter::guarded(const std::function<void()>& io) {
+  try {
+    io();
+  } catch (const std::exception& e) {
+    // The file keeps every record synced before this one: close it without writing more.
+    broken_ = true;
+    in_record_ = false;
+    nc_redef(ncid_);  // discarded by nc_abort: nothing more reaches the disk
+    nc_abort(ncid_);
+    ncid_ = -1;
+    throw IoError(std::string(e.what()) + "; " + path_ + " keeps the " + std::to_string(steps_) +
+                  " record(s) written before");
+  }
+}
+
+void EnsembleWriter::begin(const std::string& datetime, bool with_coarse, bool with_host) {
   const std::string ctx = context();
   if (closed_) throw IoError(ctx + ": write after close()");
   if (broken_) throw IoError(ctx + ": an earlier write failed; the file keeps the records written before it");
+  if (in_record_) throw IoError(ctx + ": begin() of " + datetime + " before end() of the record before");
   DateTime t;
   const bool is_date = parse_datetime(datetime, t);
   if (steps_ > 0 && is_date != dated_)
@@ -350,78 +372,100 @@ void EnsembleWriter::write(const std::string& datetime, const float* members_by_
   if (steps_ > 0 && dated_ && datetime != last_datetime_ &&
       CfTime(time_units_, calendar_, ctx).from_datetime(t) < last_time_)
     throw IoError(ctx + ": time " + datetime + " is earlier than the file's last record (" + last_datetime_ + ")");
-  try {
-    append(datetime, members_by_cell, coarse_on_fine, host_field);
-  } catch (const std::exception& e) {
-    // The file keeps every record synced before this one: close it without writing more.
-    broken_ = true;
-    nc_abort(ncid_);
-    ncid_ = -1;
-    throw IoError(std::string(e.what()) + "; " + path_ + " keeps the " + std::to_string(steps_) +
-                  " record(s) written before");
-  }
+  guarded([&] {
+    if (steps_ == 0) {
+      dated_ = is_date;
+      CHECK_NC(nc_redef(ncid_), ctx);
+      if (dated_) {
+        DateTime ref = t;
+        ref.second = std::floor(ref.second);
+        time_units_ = "seconds since " + format_datetime(ref);
+        std::replace(time_units_.begin(), time_units_.end(), 'T', ' ');
+        put_text(ncid_, time_varid_, "units", time_units_, ctx);
+        put_text(ncid_, time_varid_, "calendar", calendar_, ctx);
+      } else {
+        put_text(ncid_, time_varid_, "long_name", "output step index (the model gave no date)", ctx);
+      }
+      CHECK_NC(nc_enddef(ncid_), ctx);
+    }
+    // The same model time again replaces its record: one time, one record.
+    replace_ = steps_ > 0 && datetime == last_datetime_;
+    record_ = replace_ ? steps_ - 1 : steps_;
+    record_time_ = dated_ ? CfTime(time_units_, calendar_, ctx).from_datetime(t) : static_cast<double>(record_);
+    if (mean_varid_ < 0) mean_varid_ = define_companion("_mean", "ensemble mean of " + var_, "realization: mean");
+    if (with_coarse && coarse_varid_ < 0)
+      coarse_varid_ = define_companion("_coarse", "coarse-grained input on the fine grid (finecast's condition)");
+    if (with_host && host_varid_ < 0) host_varid_ = define_companion("_host", "the host model's own fine field");
+    const size_t ts = static_cast<size_t>(record_);
+    CHECK_NC(nc_put_var1_double(ncid_, time_varid_, &ts, &record_time_), ctx + " (time)");
+  });
+  record_datetime_ = datetime;
+  in_record_ = true;
 }
 
-void EnsembleWriter::append(const std::string& datetime, const float* members_by_cell,
-                            const float* coarse_on_fine, const float* host_field) {
-  const std::string ctx = context();
-  if (!members_by_cell) throw IoError(ctx + ": write() got no data");
-  DateTime t;
-  const bool is_date = parse_datetime(datetime, t);
-  if (steps_ == 0) {
-    dated_ = is_date;
-    if (dated_) {
-      DateTime ref = t;
-      ref.second = std::floor(ref.second);
-      time_units_ = "seconds since " + format_datetime(ref);
-      std::replace(time_units_.begin(), time_units_.end(), 'T', ' ');
-      CHECK_NC(nc_redef(ncid_), ctx);
-      put_text(ncid_, time_varid_, "units", time_units_, ctx);
-      put_text(ncid_, time_varid_, "calendar", calendar_, ctx);
-      CHECK_NC(nc_enddef(ncid_), ctx);
+void EnsembleWriter::put(int64_t first_cell, int64_t count, const float* members, const float* coarse,
+                         const float* host) {
+  const std::string ctx = context() + " (time step " + std::to_string(record_) + ")";
+  if (!in_record_) throw IoError(context() + ": put() outside begin()/end()");
+  const int64_t align = chunk_alignment();
+  if (first_cell < 0 || count < 0 || first_cell + count > n_cells_ || first_cell % align != 0 ||
+      (count % align != 0 && first_cell + count != n_cells_))
+    throw IoError(ctx + ": cells " + std::to_string(first_cell) + "+" + std::to_string(count) + " are not whole rows of " +
+                  std::to_string(align) + " within " + std::to_string(n_cells_));
+  if (count == 0) return;
+  guarded([&] {
+    // The hyperslab of cells first_cell..first_cell+count-1 (whole rows on lat-lon grids).
+    std::vector<size_t> start{static_cast<size_t>(record_)}, shape{1};
+    if (spatial_shape_.size() == 2) {
+      start.insert(start.end(), {static_cast<size_t>(first_cell / align), 0});
+      shape.insert(shape.end(), {static_cast<size_t>(count / align), spatial_shape_[1]});
     } else {
-      CHECK_NC(nc_redef(ncid_), ctx);
-      put_text(ncid_, time_varid_, "long_name", "output step index (the model gave no date)", ctx);
-      CHECK_NC(nc_enddef(ncid_), ctx);
+      start.push_back(static_cast<size_t>(first_cell));
+      shape.push_back(static_cast<size_t>(count));
     }
-  }
-  // The same model time again replaces its record: one time, one record.
-  const bool replace = steps_ > 0 && datetime == last_datetime_;
-  const int64_t record = replace ? steps_ - 1 : steps_;
-  const double tv =
-      dated_ ? CfTime(time_units_, calendar_, ctx).from_datetime(t) : static_cast<double>(record);
-  if (mean_varid_ < 0) mean_varid_ = define_companion("_mean", "ensemble mean of " + var_, "realization: mean");
-  if (coarse_on_fine && coarse_varid_ < 0)
-    coarse_varid_ = define_companion("_coarse", "coarse-grained input on the fine grid (finecast's condition)");
-  if (host_field && host_varid_ < 0) host_varid_ = define_companion("_host", "the host model's own fine field");
+    auto with_member = [](std::vector<size_t> v, size_t value) {
+      v.insert(v.begin() + 1, value);
+      return v;
+    };
+    scratch_.resize(static_cast<size_t>(count));
+    chunk_mean_.assign(static_cast<size_t>(count), 0.0f);
+    std::vector<int> counted(static_cast<size_t>(count), 0);
+    for (int m = 0; m < members_; ++m) {
+      const float* v = members + static_cast<size_t>(m) * static_cast<size_t>(count);
+      for (int64_t i = 0; i < count; ++i) {
+        scratch_[i] = std::isfinite(v[i]) ? v[i] : kFill;
+        if (std::isfinite(v[i])) chunk_mean_[i] += v[i], ++counted[i];
+      }
+      const auto st = with_member(start, static_cast<size_t>(m)), sh = with_member(shape, 1);
+      CHECK_NC(nc_put_vara_float(ncid_, varid_, st.data(), sh.data(), scratch_.data()), ctx);
+    }
+    // The ensemble mean over the members with a value (NaN where none has one).
+    for (int64_t i = 0; i < count; ++i)
+      chunk_mean_[i] = counted[i] > 0 ? chunk_mean_[i] / static_cast<float>(counted[i])
+                                      : std::numeric_limits<float>::quiet_NaN();
+    auto companion = [&](int varid, const float* values, const char* suffix) {
+      for (int64_t i = 0; i < count; ++i) scratch_[i] = std::isfinite(values[i]) ? values[i] : kFill;
+      CHECK_NC(nc_put_vara_float(ncid_, varid, start.data(), shape.data(), scratch_.data()), ctx + " (" + var_ + suffix + ")");
+    };
+    companion(mean_varid_, chunk_mean_.data(), "_mean");
+    if (coarse) {
+      if (coarse_varid_ < 0) throw IoError(ctx + ": a coarse field given although begin() said none");
+      companion(coarse_varid_, coarse, "_coarse");
+    }
+    if (host) {
+      if (host_varid_ < 0) throw IoError(ctx + ": a host field given although begin() said none");
+      companion(host_varid_, host, "_host");
+    }
+  });
+}
 
-  const size_t ts = static_cast<size_t>(record);
-  CHECK_NC(nc_put_var1_double(ncid_, time_varid_, &ts, &tv), ctx + " (time)");
-  const size_t total = static_cast<size_t>(members_) * static_cast<size_t>(n_cells_);
-  scratch_.resize(total);
-  for (size_t i = 0; i < total; ++i)
-    scratch_[i] = std::isfinite(members_by_cell[i]) ? members_by_cell[i] : kFill;
-  std::vector<size_t> start = {ts, 0}, count = {1, static_cast<size_t>(members_)};
-  for (size_t s : spatial_shape_) start.push_back(0), count.push_back(s);
-  CHECK_NC(nc_put_vara_float(ncid_, varid_, start.data(), count.data(), scratch_.data()),
-           ctx + " (time step " + std::to_string(record) + ")");
-  // The ensemble mean over the members with a value (NaN where none has one).
-  mean_.assign(static_cast<size_t>(n_cells_), 0.0f);
-  std::vector<int> counted(static_cast<size_t>(n_cells_), 0);
-  for (int m = 0; m < members_; ++m)
-    for (int64_t i = 0; i < n_cells_; ++i) {
-      const float v = members_by_cell[m * n_cells_ + i];
-      if (std::isfinite(v)) mean_[i] += v, ++counted[i];
-    }
-  for (int64_t i = 0; i < n_cells_; ++i)
-    mean_[i] = counted[i] > 0 ? mean_[i] / static_cast<float>(counted[i]) : std::numeric_limits<float>::quiet_NaN();
-  put_companion(mean_varid_, "_mean", mean_.data(), ts);
-  if (coarse_on_fine) put_companion(coarse_varid_, "_coarse", coarse_on_fine, ts);
-  if (host_field) put_companion(host_varid_, "_host", host_field, ts);
-  CHECK_NC(nc_sync(ncid_), ctx + " (time step " + std::to_string(record) + ", writing to disk)");
-  last_datetime_ = datetime;
-  last_time_ = tv;
-  if (!replace) ++steps_;
+void EnsembleWriter::end() {
+  if (!in_record_) throw IoError(context() + ": end() without begin()");
+  guarded([&] { CHECK_NC(nc_sync(ncid_), context() + " (time step " + std::to_string(record_) + ", writing to disk)"); });
+  in_record_ = false;
+  last_datetime_ = record_datetime_;
+  last_time_ = record_time_;
+  if (!replace_) ++steps_;
 }
 
 void EnsembleWriter::close() {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -53,6 +54,17 @@ class EnsembleWriter {
   /// and takes no more writes.
   void write(const std::string& datetime, const float* members_by_cell, const float* coarse_on_fine = nullptr,
              const float* host_field = nullptr);
+  /// One record in parts, for writers that hold a chunk of cells at a time (the plugin's trainer
+  /// ranks): begin() the record (its time; whether coarse/host companions come), put() cells
+  /// first_cell..first_cell+count-1 (lat-lon: whole rows, see chunk_alignment) any number of
+  /// times, end() (synced to disk). members is [members][count]; coarse and host [count] or
+  /// nullptr. write() is begin, one put of every cell, end.
+  void begin(const std::string& datetime, bool with_coarse, bool with_host);
+  void put(int64_t first_cell, int64_t count, const float* members, const float* coarse, const float* host);
+  void end();
+  /// Cells per row of the grid (lat-lon), 1 on ICON: chunks start and end at multiples of it.
+  int64_t chunk_alignment() const;
+
   /// Sets (or replaces) a global text attribute of the open file and syncs it to disk, e.g.
   /// finecast_checkpoint once a checkpoint is written. Throws IoError naming the file.
   void set_global_attribute(const std::string& name, const std::string& value);
@@ -70,10 +82,8 @@ class EnsembleWriter {
  private:
   std::string context() const;
   int define_companion(const std::string& suffix, const std::string& long_name, const std::string& cell_methods = "");
-  void put_companion(int varid, const std::string& suffix, const float* values, size_t record);
-
-  void append(const std::string& datetime, const float* members_by_cell, const float* coarse_on_fine,
-              const float* host_field);
+  /// Runs file I/O; a failure closes the file with the records written before and rethrows.
+  void guarded(const std::function<void()>& io);
 
   std::string path_;
   std::string var_, calendar_;
@@ -87,7 +97,12 @@ class EnsembleWriter {
   bool dated_ = false;
   double last_time_ = 0;  ///< time coordinate of the latest record
   std::string time_units_;
-  std::vector<float> scratch_, mean_;
+  std::vector<float> scratch_, mean_, chunk_mean_;
+  // The record between begin() and end().
+  bool in_record_ = false, replace_ = false;
+  int64_t record_ = 0;
+  double record_time_ = 0;
+  std::string record_datetime_;
   bool closed_ = false;
   bool broken_ = false;  ///< a write failed: the file was closed with what it had
 };

@@ -228,5 +228,53 @@ TEST(EnsembleWriter, RejectsBadUse) {
   EXPECT_EQ(r.time_string(1), "1");
 }
 
+// A record written in chunks of cells (as the plugin's trainer ranks deliver it) is the record
+// written at once: members, mean and companions, on ICON and on lat-lon grids (whole rows).
+TEST(EnsembleWriter, ARecordWrittenInChunksEqualsOneWrite) {
+  ScratchDir dir;
+  const int members = 3;
+  std::vector<double> lat(6), lon(8);
+  for (int i = 0; i < 6; ++i) lat[i] = -50 + 20 * i;
+  for (int i = 0; i < 8; ++i) lon[i] = 45 * i;
+  for (const OutputGrid& grid : {small_icon(50), OutputGrid::latlon(lat, lon)}) {
+    const int64_t n = grid.n_cells();
+    auto a = ensemble(members, static_cast<int>(n), 250.0f);
+    a[5] = std::numeric_limits<float>::quiet_NaN();
+    std::vector<float> coarse(static_cast<size_t>(n)), host(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) coarse[i] = 260.0f + 0.5f * i, host[i] = 270.0f - 0.25f * i;
+    const std::string once = dir.file("once.nc"), parts = dir.file("parts.nc");
+    {
+      EnsembleWriter w(once, grid, "t", {"K", "", ""}, members, {});
+      w.write("2021-01-01T00:00:00", a.data(), coarse.data(), host.data());
+    }
+    {
+      EnsembleWriter w(parts, grid, "t", {"K", "", ""}, members, {});
+      const int64_t chunk = 2 * w.chunk_alignment() + (grid.kind == OutputGrid::Kind::kIcon ? 5 : 0);
+      EXPECT_THROW(w.put(0, 1, a.data(), nullptr, nullptr), IoError) << "put() outside a record";
+      w.begin("2021-01-01T00:00:00", true, true);
+      for (int64_t first = 0; first < n; first += chunk) {
+        const int64_t count = std::min(chunk, n - first);
+        std::vector<float> m(static_cast<size_t>(members * count));
+        for (int k = 0; k < members; ++k)
+          std::copy(a.begin() + k * n + first, a.begin() + k * n + first + count, m.begin() + k * count);
+        w.put(first, count, m.data(), coarse.data() + first, host.data() + first);
+      }
+      w.end();
+    }
+    if (grid.kind == OutputGrid::Kind::kLatLon) {
+      EnsembleWriter w(dir.file("rows.nc"), grid, "t", {"K", "", ""}, members, {});
+      w.begin("2021-01-01T06:00:00", false, false);
+      EXPECT_THROW(w.put(3, 8, a.data(), nullptr, nullptr), IoError) << "not whole rows";
+    }
+    int status = -1;
+    const std::string diff =
+        run("/usr/bin/python3 " + std::string(FINECAST_SOURCE_DIR) + "/tests/comin/compare_netcdf.py '" + once + "' '" +
+                parts + "' --ignore history 2>&1",
+            &status);
+    EXPECT_EQ(status, 0) << diff;
+  }
+}
+
+
 }  // namespace
 }  // namespace finecast::coupling

@@ -30,6 +30,10 @@ const schema::Names<CommunicatorKind>& names(CommunicatorKind) {
                                                  {CommunicatorKind::kPlugin, "plugin"}};
   return n;
 }
+const schema::Names<Placement>& names(Placement) {
+  static const schema::Names<Placement> n{{Placement::kSpread, "spread"}, {Placement::kPacked, "packed"}};
+  return n;
+}
 const schema::Names<FaultPoint>& names(FaultPoint) {
   static const schema::Names<FaultPoint> n{{FaultPoint::kNone, "none"},         {FaultPoint::kGather, "gather"},
                                            {FaultPoint::kTraining, "training"}, {FaultPoint::kCheckpoint, "checkpoint"},
@@ -125,7 +129,11 @@ const schema::Table<Config>& config_table() {
         boolean("async", &TrainConfig::async, "train on a background thread while the host keeps stepping"),
         integer("every", &TrainConfig::every, 1, kMax, "coupling steps between training sessions"),
         integer("min_steps", &TrainConfig::min_steps, 1, kMax, "buffered steps before the first session"),
-        integer("epochs", &TrainConfig::epochs, 1, kMax, "epochs per training session")};
+        integer("epochs", &TrainConfig::epochs, 1, kMax, "epochs per training session"),
+        integer("ranks", &TrainConfig::ranks, 1, 1 << 20,
+                "trainer ranks: each holds, trains on and samples its share of the patches (data-parallel)"),
+        choice("placement", &TrainConfig::placement,
+               "spread: the trainer ranks evenly over the communicator; packed: next to coupling.trainer_rank")};
     for (const auto& f : inherited<TrainConfig>(in_scope(trainer::train_options_table(), Scope::kConfig)))
       train.push_back(f);
     add(nested(&Config::train, train, "train."));
@@ -232,12 +240,39 @@ yaml_schema::Entry fields_entry(Config& c) {
   return e;
 }
 
+/// `train.gpu_ids`: a list of CUDA device numbers.
+yaml_schema::Entry gpu_ids_entry(Config& c) {
+  yaml_schema::Entry e;
+  e.key = "train.gpu_ids";
+  e.comment = "CUDA device of each trainer rank on a node, e.g. [0, 1, 2, 3] ([] = 0, 1, ... in rank order)";
+  e.read = [&c](const YAML::Node& n) {
+    std::vector<int> ids;
+    if (!n.IsSequence()) throw BadValue("must be a list of device numbers, e.g. [0, 1], got " + yaml_schema::describe(n));
+    for (const auto& item : n) {
+      long long v = -1;
+      if (!item.IsScalar() || !schema::parse_integer(item.Scalar(), v) || v < 0 || v > 1023)
+        throw BadValue("must be a list of device numbers >= 0, got an entry " + yaml_schema::describe(item));
+      ids.push_back(static_cast<int>(v));
+    }
+    c.train.gpu_ids = ids;
+  };
+  e.write = [&c] {
+    YAML::Node n(YAML::NodeType::Sequence);
+    for (int id : c.train.gpu_ids) n.push_back(id);
+    n.SetStyle(YAML::EmitterStyle::Flow);
+    return n;
+  };
+  return e;
+}
+
 /// Every key of the config bound to `c`, in file order: `fields` first, then the table.
 std::vector<yaml_schema::Entry> config_entries(Config& c) {
   std::vector<yaml_schema::Entry> entries{fields_entry(c)};
   for (auto& e : yaml_schema::bind(c, config_table())) {
     e.required = e.key == "grid.file";
+    const bool after = e.key == "train.placement";
     entries.push_back(std::move(e));
+    if (after) entries.push_back(gpu_ids_entry(c));
   }
   return entries;
 }

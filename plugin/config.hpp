@@ -15,12 +15,16 @@ namespace finecast::plugin {
 enum class GridType { kIcon, kLatLon };
 enum class OnError { kAbort, kDisable };
 enum class CommunicatorKind { kHost, kPlugin };
+/// Where the trainer ranks sit in the communicator: spread evenly over it (across nodes) or
+/// packed next to coupling.trainer_rank.
+enum class Placement { kSpread, kPacked };
 /// Points of a coupling step where testing.fault makes a run fail on purpose.
 enum class FaultPoint { kNone, kGather, kTraining, kCheckpoint, kSampling, kOutput, kWriteBack };
 
 const schema::Names<GridType>& names(GridType);
 const schema::Names<OnError>& names(OnError);
 const schema::Names<CommunicatorKind>& names(CommunicatorKind);
+const schema::Names<Placement>& names(Placement);
 const schema::Names<FaultPoint>& names(FaultPoint);
 
 /// Every default lives in these initialisers (and in the trainer's option structs) and nowhere
@@ -63,6 +67,11 @@ struct TrainConfig : trainer::TrainOptions {
   int every = 48;      ///< coupling steps between training sessions
   int min_steps = 48;  ///< buffer fill (steps) before the first session
   int epochs = 1;
+  /// Trainer ranks: the patches are split among them (each receives, buffers and samples its
+  /// own), and they train data-parallel, summing gradients every step.
+  int ranks = 1;
+  Placement placement = Placement::kSpread;
+  std::vector<int> gpu_ids;  ///< CUDA device of each trainer rank on a node ([] = 0, 1, ... in rank order)
 };
 
 /// The sample section: when and where the plugin samples, plus the trainer's sampling options.

@@ -35,9 +35,10 @@ std::string quote_option(const std::string& word) {
 
 int mpi_main(int argc, char** argv, CLI::App& app, const std::string& log_level,
              const std::function<int(int rank, int n_ranks)>& body) {
-  // Plugins may run threads of their own (finecast trains on one); only this thread calls MPI.
+  // Plugins may run threads of their own that call MPI (finecast's training thread sums
+  // gradients across its trainer ranks while the model steps on): MPI_THREAD_MULTIPLE.
   int provided = MPI_THREAD_SINGLE;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   int rank = 0, n_ranks = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &n_ranks);

@@ -14,10 +14,12 @@ PluginState* g_state = nullptr;
 }  // namespace
 
 CouplingState::~CouplingState() {
-  gatherer.reset();  // frees its duplicate of the communicator first
+  redist.reset();  // frees its duplicate of the communicator first
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (comm != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm);
+  if (finalized) return;
+  for (MPI_Comm* c : {&training, &trainers, &comm})
+    if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
 }
 
 TrainerState::~TrainerState() { session.wait(); }

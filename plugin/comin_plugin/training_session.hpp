@@ -18,6 +18,8 @@ namespace finecast::plugin {
 struct Snapshot {
   std::vector<float> context, fine, weights;
   std::vector<int64_t> step;  ///< each sample's buffer step (0 = oldest): train.validation splits by time
+  std::vector<int64_t> global_row;  ///< each sample's row among all trainer ranks' (data-parallel)
+  int64_t global_rows = 0;
   int64_t n = 0;
 };
 
@@ -37,6 +39,11 @@ class TrainingSession {
   void start(trainer::Downscaler& model, Snapshot data, int epochs, bool async, int threads,
              std::function<void()> before = {});
 
+  /// With several trainer ranks, a session that fails on one of them leaves the others waiting
+  /// in their gradient sums: `handler` (called on the training thread with the error) must end
+  /// the run.
+  void on_group_failure(std::function<void(const std::string&)> handler) { group_failure_ = std::move(handler); }
+
   /// True while a background session runs.
   bool in_flight() const;
   /// True when a session ran to the end since the last call (then clears the flag); rethrows
@@ -55,6 +62,7 @@ class TrainingSession {
   std::exception_ptr error_;
   trainer::SessionStats stats_;
   std::function<void()> before_;
+  std::function<void(const std::string&)> group_failure_;
   std::atomic<bool> running_{false};
   bool finished_ = false;
 };

@@ -322,15 +322,14 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
             " step(s), " + std::to_string(opt.members) + " member(s), " + opt.sampler +
             (opt.sampler == "ddim" ? " " + std::to_string(opt.steps) + " steps" : ""));
 
-  Output output(opt.output, map, grid_out, opt.vars.front(), first.attributes(), opt.members,
-                result.checkpoint, false, "");
+  Output output(opt.output, grid_out, opt.vars.front(), first.attributes(), opt.members,
+                output_attributes(map, result.checkpoint), false, "");
   std::vector<std::vector<float>> fine(
       static_cast<size_t>(n_vars),
       std::vector<float>(static_cast<size_t>(map.n_fine), std::numeric_limits<float>::quiet_NaN()));
   std::vector<float> raw(static_cast<size_t>(n_values));
   coupling::Patches patches;
   std::vector<float> samples(static_cast<size_t>(map.n_coarse * opt.members * map.patch_size));
-  std::vector<float> mean;
   trainer::SampleOptions so;
   if (!schema::parse_name(opt.sampler, so.sampler))
     throw ConfigError("--sampler must be one of " + schema::name_list<trainer::Sampler>() + ", got \"" + opt.sampler + "\"");
@@ -371,8 +370,8 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
     model.sample(patches.context.data(), patches.coarse.data(), patches.weights.data(), patches.n,
                  so, opt.seed + 7919 * static_cast<uint64_t>(i + 1), samples.data(), progress);
     // A fine input is the truth the downscaled ensemble can be scored against: keep it beside it.
-    output.write(first.time_string(times[i]), samples.data(), patches.coarse.data(),
-                 result.coarse_input ? nullptr : fine[0].data(), mean);
+    write_patch_record(output, map, first.time_string(times[i]), samples.data(), opt.members, patches.coarse.data(),
+                       result.coarse_input ? nullptr : fine[0].data());
     ++result.steps_written;
   }
   output.close();

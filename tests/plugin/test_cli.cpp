@@ -104,7 +104,7 @@ TEST(Cli, FinecastConfigListsEveryErrorInOneRun) {
   const std::string f = dir.file("bad.yaml");
   EXPECT_EQ(r.output, f + ":2: grid.type must be one of icon, latlon, got \"hexagons\"\n" + f +
                           ":3: train.epochs must be a positive integer, got 0\n" + f +
-                          ":3: unknown key train.batchsize (allowed in train: async, every, min_steps, epochs, "
+                          ":3: unknown key train.batchsize (allowed in train: async, every, min_steps, epochs, ranks, placement, gpu_ids, "
                           "batch_size, lr, weight_decay, warmup_steps, decay_steps, min_lr_ratio, grad_clip, "
                           "ema_decay, mixed_precision, max_bad_steps, accumulate, validation, validation_members, "
             "validation_max_samples, validation_metric, early_stop, plateau, plateau_factor, plateau_min_scale, "

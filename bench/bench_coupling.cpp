@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "bench/registry.hpp"
+#include "common/cli.hpp"
 #include "coupling/buffer/rolling_buffer.hpp"
 #include "comin.h"
 #include "coupling/grid/icon_grid.hpp"
@@ -320,6 +321,7 @@ int run(int argc, char** argv) {
       ->default_str(kDefaultGrid);
   app.add_flag("--skip-r2b6", o.skip_r2b6, "measure only the R2B4 grid");
   app.add_flag("--worker", o.worker, "internal: measure inside mpiexec and print RESULT lines");
+  finecast::cli::add_version(app, "finecast-bench coupling");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bench/registry.hpp"
+#include "common/cli.hpp"
 
 namespace {
 
@@ -43,13 +44,15 @@ int bench_plugin(int argc, char** argv) {
   int ranks = 4, steps = 120;
   double step_seconds = 0;
   bool json = false;
-  app.add_option("--run", run_file, "host run file (default configs/demo_host.yaml)");
+  finecast::cli::add_config(app, run_file, "host run file (default configs/demo_host.yaml; --run FILE too)",
+                            false, "--run");
   app.add_option("--ranks", ranks, "MPI ranks (default 4)");
   app.add_option("--steps", steps, "host steps per case (default 120: training sessions at steps 48 and 96)");
   app.add_option("--step-seconds", step_seconds,
                  "minimum wall time per host step (default 0: the toy model's own speed)");
   app.add_option("--bin-dir", bin_dir, "directory of finecast-host (default: this program's directory)");
   app.add_flag("--json", json, "print one JSON object");
+  finecast::cli::add_version(app, "finecast-bench plugin");
   CLI11_PARSE(app, argc, argv);
   if (bin_dir.empty()) bin_dir = std::filesystem::canonical("/proc/self/exe").parent_path().string();
   const std::string out_dir = std::filesystem::temp_directory_path().string() + "/finecast-bench-plugin";

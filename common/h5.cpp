@@ -576,6 +576,14 @@ double File::attr_double(const std::string& object, const std::string& key) cons
   return v;
 }
 
+bool File::attr_is_string(const std::string& object, const std::string& key) const {
+  ErrorScope scope;
+  Handle a(H5Aopen_by_name(id_, obj_name(object).c_str(), key.c_str(), H5P_DEFAULT, H5P_DEFAULT));
+  CHECK_H5(a, "missing attribute " + attr_name(object, key));
+  Handle type(H5Aget_type(a));
+  return H5Tget_class(type) == H5T_STRING;
+}
+
 std::string File::attr_string(const std::string& object, const std::string& key) const {
   ErrorScope scope;
   Handle a(H5Aopen_by_name(id_, obj_name(object).c_str(), key.c_str(), H5P_DEFAULT, H5P_DEFAULT));

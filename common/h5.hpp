@@ -94,6 +94,8 @@ class File {
   int64_t attr_int(const std::string& object, const std::string& key) const;
   double attr_double(const std::string& object, const std::string& key) const;
   std::string attr_string(const std::string& object, const std::string& key) const;
+  /// Whether the attribute holds a string (rather than a number).
+  bool attr_is_string(const std::string& object, const std::string& key) const;
 
   /// Raises this file's error: "<subject> <path>: <what>".
   [[noreturn]] void fail(const std::string& what) const;

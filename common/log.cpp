@@ -53,11 +53,15 @@ void emit(Level level, const std::string& msg) {
 
 }  // namespace
 
+const schema::Names<Level>& names(Level) {
+  static const schema::Names<Level> n{
+      {Level::kDebug, "debug"}, {Level::kInfo, "info"}, {Level::kWarning, "warning"}, {Level::kError, "error"}};
+  return n;
+}
+
 Level parse_level(const std::string& text) {
-  if (text == "debug") return Level::kDebug;
-  if (text == "info") return Level::kInfo;
-  if (text == "warning") return Level::kWarning;
-  if (text == "error") return Level::kError;
+  Level level{};
+  if (schema::parse_name(text, level)) return level;
   throw std::invalid_argument("log level must be one of debug, info, warning, error; got \"" +
                               text + "\"");
 }

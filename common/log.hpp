@@ -6,12 +6,17 @@
 #include <functional>
 #include <string>
 
+#include "common/schema.hpp"
+
 namespace finecast::log {
 
 enum class Level { kDebug = 0, kInfo = 1, kWarning = 2, kError = 3 };
 
 /// Receives each finished line (prefix included, no trailing newline).
 using Sink = std::function<void(Level, const std::string&)>;
+
+/// The level names "debug", "info", "warning", "error" (option tables, schema::name_of).
+const schema::Names<Level>& names(Level);
 
 /// Parses "debug" | "info" | "warning" | "error"; throws std::invalid_argument otherwise.
 Level parse_level(const std::string& text);

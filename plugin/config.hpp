@@ -6,29 +6,49 @@
 #include <string>
 #include <vector>
 
+#include "common/log.hpp"
+#include "common/schema.hpp"
+#include "trainer/options.hpp"
+
 namespace finecast::plugin {
 
-/// Every default lives in these initialisers and nowhere else; configs/reference.yaml mirrors
-/// them and a test keeps the two in agreement.
+enum class GridType { kIcon, kLatLon };
+enum class OnError { kAbort, kDisable };
+enum class CommunicatorKind { kHost, kPlugin };
+/// Where the trainer ranks sit in the communicator: spread evenly over it (across nodes) or
+/// packed next to coupling.trainer_rank.
+enum class Placement { kSpread, kPacked };
+/// Points of a coupling step where testing.fault makes a run fail on purpose.
+enum class FaultPoint { kNone, kGather, kTraining, kCheckpoint, kSampling, kOutput, kWriteBack };
+
+const schema::Names<GridType>& names(GridType);
+const schema::Names<OnError>& names(OnError);
+const schema::Names<CommunicatorKind>& names(CommunicatorKind);
+const schema::Names<Placement>& names(Placement);
+const schema::Names<FaultPoint>& names(FaultPoint);
+
+/// Every default lives in these initialisers (and in the trainer's option structs) and nowhere
+/// else; every key is declared once, in the option tables of plugin/config.cpp and
+/// trainer/options.cpp; configs/reference.yaml mirrors them and a test keeps the two in agreement.
 struct LogConfig {
-  std::string level = "info";  ///< debug | info | warning | error
-  bool all_ranks = false;      ///< training progress on every rank, not only the trainer rank
+  log::Level level = log::Level::kInfo;
+  bool all_ranks = false;  ///< training progress on every rank, not only the trainer rank
 };
 
 struct GridConfig {
-  std::string type = "icon";  ///< icon | latlon
-  std::string file;           ///< required: ICON grid file, or a CF NetCDF file with the lat/lon coordinates
-  std::string variable;       ///< latlon: the variable whose coordinates define the grid ("" = first field)
-  int coarse_level = 0;       ///< icon: patches are the cells of R2B<coarse_level>
-  int block = 16;             ///< latlon: patches are block x block cells
+  GridType type = GridType::kIcon;
+  std::string file;      ///< required: ICON grid file, or a CF NetCDF file with the lat/lon coordinates
+  std::string variable;  ///< latlon: the variable whose coordinates define the grid ("" = first field)
+  int coarse_level = 0;  ///< icon: patches are the cells of R2B<coarse_level>
+  int block = 16;        ///< latlon: patches are block x block cells
 };
 
 struct CouplingConfig {
   std::string entry_point = "EP_ATM_WRITE_OUTPUT_BEFORE";  ///< ComIn entry point that couples
-  int every = 1;                  ///< couple on every n-th call of the entry point
-  std::string communicator = "host";  ///< host | plugin (the plugin must have a comm in the namelist)
-  int trainer_rank = 0;           ///< rank (of the communicator) that gathers, trains and samples
-  int domain = 1;                 ///< ComIn domain id (1-based)
+  int every = 1;                                          ///< couple on every n-th call of the entry point
+  CommunicatorKind communicator = CommunicatorKind::kHost;  ///< plugin: the plugin's comm from the namelist
+  int trainer_rank = 0;  ///< rank (of the communicator) that gathers, trains and samples
+  int domain = 1;        ///< ComIn domain id (1-based)
 };
 
 struct PatchConfig {
@@ -40,59 +60,45 @@ struct BufferConfig {
   int capacity = 48;  ///< coupling steps held (FIFO)
 };
 
-struct ModelConfig {
-  std::string arch = "mlp";  ///< mlp | unet (unet needs square patches: latlon blocks)
-  int hidden = 256;
-  int depth = 3;
-  int time_embedding = 64;
-  int unet_channels = 32;
-  int diffusion_steps = 50;
-  std::string schedule = "cosine";  ///< linear | cosine
-  std::string objective = "v";      ///< v | eps (v: well-conditioned DDIM/DDPM with few steps; see docs/plugin.md)
-  bool conservative = true;
-};
-
-struct TrainConfig {
-  bool async = true;  ///< train on a background thread of the trainer rank
-  int every = 48;     ///< coupling steps between training sessions
-  int min_steps = 48; ///< buffer fill (steps) before the first session
+/// The train section: when the plugin trains, plus every option of the trainer's optimisation
+/// (trainer::TrainOptions; `threads` 0 = cores / ranks on this node, at least 1).
+struct TrainConfig : trainer::TrainOptions {
+  bool async = true;   ///< train on a background thread of the trainer rank
+  int every = 48;      ///< coupling steps between training sessions
+  int min_steps = 48;  ///< buffer fill (steps) before the first session
   int epochs = 1;
-  int batch_size = 16;
-  double lr = 1e-3;
-  double weight_decay = 1e-4;
-  int warmup_steps = 100;
-  int decay_steps = 10000;
-  double min_lr_ratio = 0.1;
-  double grad_clip = 1.0;
-  double ema_decay = 0.999;
-  bool mixed_precision = false;  ///< bf16 autocast (CUDA only)
-  int max_bad_steps = 10;
-  int threads = 0;  ///< torch threads on the trainer rank; 0 = cores / ranks on this node, min 1
+  /// Trainer ranks: the patches are split among them (each receives, buffers and samples its
+  /// own), and they train data-parallel, summing gradients every step.
+  int ranks = 1;
+  Placement placement = Placement::kSpread;
+  std::vector<int> gpu_ids;  ///< CUDA device of each trainer rank on a node ([] = 0, 1, ... in rank order)
 };
 
-struct SampleConfig {
+/// The sample section: when and where the plugin samples, plus the trainer's sampling options.
+struct SampleConfig : trainer::SampleOptions {
   int every = 0;  ///< coupling steps between samplings; 0 = only at the end of the run
-  int members = 8;
-  std::string sampler = "ddim";  ///< ddpm | ddim
-  int steps = 10;                ///< ddim steps (ddpm uses model.diffusion_steps)
-  double eta = 0.0;              ///< ddim noise per step: 0 deterministic .. 1 ancestral
   std::string output = "finecast_output.nc";
   std::string write_back;  ///< host variable (created by the plugin) for the ensemble mean; "" = none
+  std::string device;      ///< device that samples ("" = the training device)
 };
 
 struct CheckpointConfig {
   std::string dir = "checkpoints";
-  int every = 0;   ///< coupling steps between checkpoints; 0 = only at the end
+  int every = 0;  ///< coupling steps between checkpoints; 0 = only at the end
   int keep = 3;
-  std::string resume;  ///< checkpoint file or directory (newest valid one); "" = start fresh
-  bool buffer = true;  ///< also snapshot the rolling buffer so a resumed run keeps its samples
+  /// checkpoint file, or directory (its newest valid checkpoint), to resume from; "auto" = the
+  /// newest valid checkpoint in `dir` when there is one, else a fresh start (restart chains);
+  /// "" = start fresh
+  std::string resume;
+  bool at_host_restart = true;  ///< also checkpoint at EP_ATM_CHECKPOINT_AFTER (the host's restart)
+  bool buffer = true;           ///< also snapshot the rolling buffer so a resumed run keeps its samples
 };
 
 /// Deliberate failures, for testing how a run survives them (on_error). Never set in production.
 struct TestingConfig {
-  std::string fault = "none";  ///< none | gather | training | checkpoint | sampling | output | write_back
-  int fault_step = 0;          ///< coupling step at which to fail; 0 = at every occasion
-  int fault_rank = -1;         ///< rank of the plugin communicator that fails; -1 = the trainer rank
+  FaultPoint fault = FaultPoint::kNone;
+  int fault_step = 0;   ///< coupling step at which to fail; 0 = at every occasion
+  int fault_rank = -1;  ///< rank of the plugin communicator that fails; -1 = the trainer rank
 };
 
 struct Config {
@@ -101,13 +107,13 @@ struct Config {
   std::vector<int> field_levels;    ///< per field: level of a 3-D variable (1 = model top), 0 = 2-D
   std::string device = "auto";      ///< auto | cpu | cuda | cuda:N | mps
   uint64_t seed = 42;
-  std::string on_error = "abort";   ///< abort | disable
+  OnError on_error = OnError::kAbort;
   LogConfig log;
   GridConfig grid;
   CouplingConfig coupling;
   PatchConfig patch;
   BufferConfig buffer;
-  ModelConfig model;
+  trainer::ModelOptions model;  ///< context_size and patch_size are set by the run from the grid
   TrainConfig train;
   SampleConfig sample;
   CheckpointConfig checkpoint;

@@ -5,20 +5,22 @@
 #include <cstdio>
 #include <iostream>
 
+#include "common/cli.hpp"
 #include "common/error.hpp"
 #include "plugin/config.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{
       "Validates a finecast config and prints it fully resolved (every key, defaults filled in).\n"
-      "Exits non-zero with file:line, the key and what was expected when the config is invalid.\n"
-      "Every key is documented in configs/reference.yaml."};
+      "Exits non-zero when the config is invalid, listing every error found (file:line, the key and\n"
+      "what was expected), one per line. Every key is documented in configs/reference.yaml."};
   std::string path;
   std::vector<std::string> overrides;
   bool quiet = false;
-  app.add_option("FILE", path, "YAML config file")->required();
-  app.add_option("--set", overrides, "override a key before validation, e.g. --set train.epochs=3");
+  finecast::cli::add_config(app, path, "YAML config file");
+  finecast::cli::add_set(app, overrides, "override a key before validation, e.g. --set train.epochs=3.");
   app.add_flag("-q,--quiet", quiet, "print nothing when the config is valid");
+  finecast::cli::add_version(app, "finecast-config");
   CLI11_PARSE(app, argc, argv);
   try {
     const auto config = finecast::plugin::load_config(path, overrides);

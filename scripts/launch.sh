@@ -1,41 +1,55 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# Renders a finecast SLURM job from a profile, validates it, and submits it (or prints it).
+# Renders finecast SLURM jobs from a profile, validates them, and submits them (or prints them).
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 usage() {
   cat <<'USAGE'
-Usage: scripts/launch.sh --profile gpu|cpu|replay|PATH [--run FILE] [options]
+Usage: scripts/launch.sh --profile gpu|cpu|replay|icon|PATH [--run FILE] [options]
 
-Renders the job script for a finecast run from a SLURM profile (configs/slurm/NAME.yaml),
-checks that it fits the nodes it asks for, and submits it with sbatch. Prints the job id,
-how to watch it and where its log goes. Nothing is submitted with --dry-run.
+Renders the job script of a finecast run from a SLURM profile (configs/slurm/NAME.yaml),
+checks it (the node's cores and GPUs, the plugin config, a CUDA build for GPU jobs, the
+modules, the account), and submits it with sbatch. Prints the job id, how to watch it and
+where its log goes. Nothing is submitted with --dry-run, and SLURM need not be installed.
 
 Options:
   --profile NAME|PATH   gpu (production, trains on a GPU), cpu (debugging), replay (offline
-                        finecast-replay), or the path of your own profile YAML
-  --run FILE            finecast host run file (program: host) or replay config
-                        (program: replay); default: the profile's 'run'
-  --set KEY=VALUE       plugin config override handed to the program as --set KEY=VALUE,
-                        e.g. --set device=cpu --set train.epochs=2 (repeatable)
+                        finecast-replay), icon (ICON or any ComIn host program with finecast
+                        in its &comin_nml), or the path of your own profile YAML
+  --run FILE            the finecast host run file (program: host), replay config
+                        (program: replay) or plugin config (ICON); default: the profile's 'run'
+  --set KEY=VALUE       plugin config override, e.g. --set device=cpu --set train.epochs=2
+                        (repeatable); {task} in VALUE is the array task's id
   --resume DIR          continue from the newest valid checkpoint in DIR
                         (same as --set checkpoint.resume=DIR); works across CPU and GPU
   --param KEY=VALUE     profile override, e.g. --param account=bb1234
-                        --param time=04:00:00 --param gpus.count=1 (repeatable)
+                        --param time=04:00:00 --param program.executable=PATH (repeatable)
+  --chain N             N jobs in a row (a restart chain): each waits for the one before
+                        (--dependency=afterok) and resumes from its checkpoints
+                        (checkpoint.resume: auto); finecast-host chunks continue its model
+                        time, ICON chunks set the profile's program.restart (lrestart)
+  --array SPEC          a job array (0-3, 1,5,7, 0-15%4): one task per id, each with its own
+                        output folder; use {task} in --set values (--set seed={task})
   --bin-dir DIR         where finecast-host / finecast-replay live (default: <repo>/build/bin)
-  --output FILE         where to write the job script (default: <log_dir>/<job>-<time>.sbatch)
-  --dry-run             print the job script and exit; submit nothing
+  --output FILE         where to write the job script (default: <log_dir>/<job>-<time>.sbatch;
+                        with --chain N: FILE-chunk1 ... FILE-chunkN)
+  --no-cuda-check       submit a GPU job without checking that its build has CUDA
+  --dry-run             print the job script(s) and exit; submit nothing
   -h, --help            this text
 
 Environment: FINECAST_PYTHON (default /usr/bin/python3 if it has PyYAML, else python3)
-runs the renderer; SBATCH (default sbatch) is the submit command.
+runs the renderer; SBATCH (default sbatch) is the submit command; FINECAST_MODULE_INIT is a
+script that defines the shell function 'module' (default: the site's, where it is found).
 
 Examples:
   scripts/launch.sh --profile gpu --run configs/demo_host.yaml --param account=bb1234
   scripts/launch.sh --profile cpu --run configs/demo_host.yaml --resume out/checkpoints --dry-run
-The profile keys and the CPU <-> GPU workflow: docs/slurm.md.
+  scripts/launch.sh --profile gpu --run configs/demo_host.yaml --chain 4 --param account=bb1234
+  scripts/launch.sh --profile cpu --run configs/demo_host.yaml --array 0-3 --set seed={task}
+  scripts/launch.sh --profile my_icon.yaml --chain 10 --param account=bb1234
+The profile keys, chains, arrays and the CPU <-> GPU workflow: docs/slurm.md.
 USAGE
 }
 
@@ -48,26 +62,33 @@ render_args=()
 dry_run=0
 output=""
 have_profile=0
+chain=1
 while (($# > 0)); do
   case "$1" in
     -h | --help) usage; exit 0 ;;
     --dry-run) dry_run=1; shift ;;
-    --profile | --run | --set | --resume | --param | --bin-dir | --output)
+    --no-cuda-check) render_args+=("$1"); shift ;;
+    --profile | --run | --set | --resume | --param | --bin-dir | --output | --chain | --array)
       (($# >= 2)) || die "$1 needs a value (see --help)"
       case "$1" in
         --output) output="$2" ;;
         --profile) have_profile=1; render_args+=("$1" "$2") ;;
+        --chain) chain="$2"; render_args+=("$1" "$2") ;;
         *) render_args+=("$1" "$2") ;;
       esac
       shift 2 ;;
-    --profile=* | --run=* | --set=* | --resume=* | --param=* | --bin-dir=*)
+    --profile=* | --run=* | --set=* | --resume=* | --param=* | --bin-dir=* | --array=*)
       [[ "$1" == --profile=* ]] && have_profile=1
       render_args+=("${1%%=*}" "${1#*=}"); shift ;;
+    --chain=*) chain="${1#*=}"; render_args+=(--chain "$chain"); shift ;;
     --output=*) output="${1#*=}"; shift ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
-((have_profile)) || die "--profile is required: gpu, cpu, replay or a profile path (see --help)"
+((have_profile)) || die "--profile is required: gpu, cpu, replay, icon or a profile path (see --help)"
+if ! [[ "$chain" =~ ^[0-9]+$ ]] || ((chain < 1)); then
+  die "--chain expects a number of chunks >= 1, got '$chain'"
+fi
 
 python="${FINECAST_PYTHON:-}"
 if [[ -z "$python" ]]; then
@@ -77,47 +98,99 @@ if [[ -z "$python" ]]; then
     python=python3
   fi
 fi
+render="$repo/scripts/slurm/render.py"
 
 if ((dry_run)) && [[ -z "$output" ]]; then
-  exec "$python" "$repo/scripts/slurm/render.py" "${render_args[@]}" --output -
+  "$python" "$render" "${render_args[@]}" --output -
+  if ((chain > 1)); then
+    echo "launch: not submitted (--dry-run); launch.sh would submit chunk 1, then chunk k with" \
+      "sbatch --dependency=afterok:<job id of chunk k-1> --kill-on-invalid-dep=yes" >&2
+  fi
+  exit 0
 fi
 
 summary="$(mktemp "${TMPDIR:-/tmp}/finecast-launch.XXXXXX")"
 trap 'rm -f "$summary"' EXIT
-tmp_script="${output:-$(mktemp "${TMPDIR:-/tmp}/finecast-job.XXXXXX")}"
-"$python" "$repo/scripts/slurm/render.py" "${render_args[@]}" --output "$tmp_script" \
-  --summary "$summary"
+if [[ -n "$output" ]]; then
+  target="$output"
+else
+  # Rendered into a scratch folder first: the log folder comes from the profile.
+  scratch="$(mktemp -d "${TMPDIR:-/tmp}/finecast-job.XXXXXX")"
+  trap 'rm -f "$summary"; rm -rf "$scratch"' EXIT
+  target="$scratch/job.sbatch"
+fi
+submit_flag=()
+((dry_run)) || submit_flag=(--submit)
+"$python" "$render" "${render_args[@]}" "${submit_flag[@]}" --output "$target" --summary "$summary"
 
-log_file="" log_dir="" job_name=""
+log_file="" log_dir="" job_name="" dependency="afterok" array=""
+scripts=()
 while IFS='=' read -r key value; do
   case "$key" in
     log_file) log_file="$value" ;;
     log_dir) log_dir="$value" ;;
     job_name) job_name="$value" ;;
+    dependency) dependency="$value" ;;
+    array) array="$value" ;;
+    script) scripts+=("$value") ;;
   esac
 done <"$summary"
 mkdir -p "$log_dir"  # sbatch does not create the --output directory; a missing one loses the log
 
-if [[ -n "$output" ]]; then
-  script="$output"
-else
-  script="$log_dir/$job_name-$(date +%Y%m%d-%H%M%S).sbatch"
-  mv "$tmp_script" "$script"
+if [[ -z "$output" ]]; then  # keep every submitted script beside the logs
+  stamp="$(date +%Y%m%d-%H%M%S)"
+  for i in "${!scripts[@]}"; do
+    name="$job_name-$stamp.sbatch"
+    ((${#scripts[@]} > 1)) && name="$job_name-$stamp-chunk$((i + 1)).sbatch"
+    mv "${scripts[i]}" "$log_dir/$name"
+    scripts[i]="$log_dir/$name"
+  done
 fi
 if ((dry_run)); then
-  cat "$script"
-  echo "launch: job script written to $script (not submitted: --dry-run)" >&2
+  for i in "${!scripts[@]}"; do
+    if ((${#scripts[@]} > 1)); then
+      ((i == 0)) || echo
+      echo "# ==== chunk $((i + 1)) of ${#scripts[@]} ===="
+    fi
+    cat "${scripts[i]}"
+  done
+  echo "launch: job script(s) written: ${scripts[*]} (not submitted: --dry-run)" >&2
   exit 0
 fi
 
 sbatch="${SBATCH:-sbatch}"
 command -v "$sbatch" >/dev/null 2>&1 ||
   die "'$sbatch' not found: submit from a SLURM login node, or use --dry-run to only render"
-echo "launch: submitting $script"
-reply="$("$sbatch" --parsable "$script")" || die "sbatch refused $script (its message is above)"
-job_id="${reply%%;*}"  # --parsable prints ID or ID;CLUSTER
-[[ "$job_id" =~ ^[0-9]+$ ]] || die "could not read a job id from sbatch's reply '$reply'"
-echo "launch: submitted job $job_id"
-echo "launch: watch it with:  squeue -j $job_id"
-echo "launch: its log:        ${log_file//%j/$job_id}   (tail -f it once the job runs)"
-echo "launch: cancel with:    scancel $job_id"
+ids=()
+for i in "${!scripts[@]}"; do
+  script="${scripts[i]}"
+  dep=()
+  if ((i > 0)); then
+    # A chunk whose predecessor failed is cancelled instead of waiting for ever.
+    dep=("--dependency=$dependency:${ids[i - 1]}" --kill-on-invalid-dep=yes)
+  fi
+  what="$script"
+  ((${#scripts[@]} > 1)) && what="chunk $((i + 1)) of ${#scripts[@]}: $script"
+  echo "launch: submitting $what"
+  reply="$("$sbatch" --parsable "${dep[@]}" "$script")" ||
+    die "sbatch refused $script (its message is above)${ids[*]:+; already submitted: ${ids[*]} (scancel them if needed)}"
+  job_id="${reply%%;*}"  # --parsable prints ID or ID;CLUSTER
+  [[ "$job_id" =~ ^[0-9]+$ ]] || die "could not read a job id from sbatch's reply '$reply'"
+  ids+=("$job_id")
+  if ((i > 0)); then
+    echo "launch: submitted job $job_id (starts after job ${ids[i - 1]} succeeded)"
+  else
+    echo "launch: submitted job $job_id"
+  fi
+done
+first="${ids[0]}"
+log="${log_file//%j/$first}"
+log="${log//%A/$first}"
+log="${log//%a/<task>}"
+echo "launch: watch it with:  squeue -j $(IFS=,; echo "${ids[*]}")"
+echo "launch: its log:        $log   (tail -f it once the job runs)"
+if ((${#ids[@]} > 1)); then
+  echo "launch: the later chunks log to the same pattern with their own job ids"
+fi
+[[ -n "$array" ]] && echo "launch: array $array: one log and one output folder per task"
+echo "launch: cancel with:    scancel ${ids[*]}"

@@ -4,9 +4,12 @@
 
 Reads the JSON written by `finecast-eval --json` (spectra are inside it) and, for the maps,
 the truth and prediction NetCDF files named in the JSON (or given with --truth / --pred).
-The coarse field and the bilinear baseline are recomputed here with the same conventions as
-finecast-eval (cos(lat)-weighted k x k block means; bilinear between block centres, held
-constant beyond the outer centres, wrapping in longitude on a global grid).
+Lat-lon: the coarse field and the bilinear baseline are recomputed here with the same
+conventions as finecast-eval (cos(lat)-weighted k x k block means; bilinear between block
+centres, held constant beyond the outer centres, wrapping in longitude on a global grid).
+ICON: the "spectra" are finecast-eval's variance by refinement level, and the maps show the
+cell centres (clon/clat of the prediction file) with the coarse field the prediction holds
+(<var>_coarse).
 """
 import argparse
 import json
@@ -63,7 +66,8 @@ def plot_spectra(rep, path):
         ax.loglog(k[ok], e[ok], label=label, **kw)
 
     draw(ts, "truth", color="black", lw=2.5)
-    styles = {"nearest": "tab:gray", "bilinear": "tab:blue", "bicubic": "tab:green"}
+    styles = {"nearest": "tab:gray", "bilinear": "tab:blue", "bicubic": "tab:green",
+              "idw": "tab:blue"}
     for row in rep["predictions"]:
         name = row["name"]
         if name == "model":
@@ -74,15 +78,31 @@ def plot_spectra(rep, path):
              ls="--" if name.endswith("_cons") else "-", lw=1.2)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.axvline(0.25, color="0.6", lw=0.8, ls=":")
-    ax.text(0.25, ax.get_ylim()[0], " upper half", color="0.4", va="bottom", fontsize=8)
-    ax.axvline(0.5, color="0.6", lw=0.8, ls="-.")
-    ax.text(0.5, ax.get_ylim()[0], " Nyquist", color="0.4", va="bottom", fontsize=8)
     g = rep["grid"]
-    ax.set_xlabel("wavenumber (cycles per grid spacing)")
-    ax.set_ylabel("residual energy per radial bin")
-    ax.set_title("fine-scale residual spectrum (%d x %d, block %d, %d steps)"
-                 % (g["ny"], g["nx"], g["block"], g["n_times"]))
+    if g.get("kind") != "unstructured":
+        ax.axvline(0.25, color="0.6", lw=0.8, ls=":")
+        ax.text(0.25, ax.get_ylim()[0], " upper half", color="0.4", va="bottom", fontsize=8)
+        ax.axvline(0.5, color="0.6", lw=0.8, ls="-.")
+        ax.text(0.5, ax.get_ylim()[0], " Nyquist", color="0.4", va="bottom", fontsize=8)
+    else:
+        # hf_ratio compares the finest level's variance (its band is labelled 0.5).
+        ax.axvline(0.5, color="0.6", lw=0.8, ls=":")
+        ax.text(0.5, ax.get_ylim()[0], "hf_ratio ", color="0.4", va="bottom", ha="right",
+                fontsize=8)
+    if g.get("kind") == "unstructured":
+        # Band b is the R2B<coarse + b> level, labelled 0.5 / 2^(B - b) cycles per fine cell.
+        ax.set_xticks(k[sel])
+        ax.set_xticklabels(["R2B%d" % v for v in g["spectrum_levels"]])
+        ax.minorticks_off()
+        ax.set_xlabel("refinement level (band of scales between it and the level above)")
+        ax.set_ylabel("residual variance per level")
+        ax.set_title("fine-scale variance by level (R2B%d in R2B%d patches, %d steps)"
+                     % (g["fine_level"], g["coarse_level"], g["n_times"]))
+    else:
+        ax.set_xlabel("wavenumber (cycles per grid spacing)")
+        ax.set_ylabel("residual energy per radial bin")
+        ax.set_title("fine-scale residual spectrum (%d x %d, block %d, %d steps)"
+                     % (g["ny"], g["nx"], g["block"], g["n_times"]))
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -131,7 +151,77 @@ def bilinear(coarse, k, periodic_x):
     return rows[:, x0] * (1 - tx)[None, :] + rows[:, x1] * tx[None, :]
 
 
+def plot_icon_maps(rep, args, path):
+    m = rep["meta"]
+    truth_path = args.truth or m["truth"]
+    pred_path = args.pred or m["pred"]
+    steps = [int(s) for s in m["truth_steps"].split()]
+    psteps = [int(s) for s in m["pred_steps"].split()]
+    if not 0 <= args.step < len(steps):
+        fail("--step %d: the JSON holds %d evaluated steps" % (args.step, len(steps)))
+    tds, tv = read_var(truth_path, m["truth_var"])
+    truth = np.ma.filled(np.ma.asarray(tv[steps[args.step]] if tv.ndim == 2 else tv[:],
+                                       dtype=float), np.nan)
+    pds, pv = read_var(pred_path, m["var"])
+    if "clon" not in pds.variables:
+        fail("prediction '%s' has no clon/clat to draw the cells at" % pred_path)
+    lon = np.rad2deg(np.asarray(pds.variables["clon"][:], dtype=float))
+    lat = np.rad2deg(np.asarray(pds.variables["clat"][:], dtype=float))
+    p = pv[psteps[args.step]] if pv.ndim == 3 else pv[:]
+    pred = np.ma.filled(np.ma.asarray(p, dtype=float), np.nan)
+    if pred.ndim == 1:
+        pred = pred[None]
+    if not 0 <= args.member < pred.shape[0]:
+        fail("--member %d: the prediction has %d members" % (args.member, pred.shape[0]))
+    panels = [("truth", truth)]
+    cname = m["var"] + "_coarse"
+    if cname in pds.variables:
+        c = pds.variables[cname]
+        panels.append(("coarse (R2B%s means)" % m.get("coarse_level", "?"),
+                       np.ma.filled(np.ma.asarray(c[psteps[args.step]] if c.ndim == 2 else c[:],
+                                                  dtype=float), np.nan)))
+    panels.append(("member %d" % args.member, pred[args.member]))
+    panels.append(("ensemble std (%d members)" % pred.shape[0],
+                   pred.std(axis=0, ddof=1) if pred.shape[0] > 1 else np.zeros_like(truth)))
+    # The cells as triangles when the file has their corners (the plugin's outputs do), each
+    # corner's longitude taken next to its centre so that no cell spans the map.
+    polys = None
+    if "clon_bnds" in pds.variables and "clat_bnds" in pds.variables:
+        blon = np.rad2deg(np.asarray(pds.variables["clon_bnds"][:], dtype=float))
+        blat = np.rad2deg(np.asarray(pds.variables["clat_bnds"][:], dtype=float))
+        blon = lon[:, None] + (blon - lon[:, None] + 180.0) % 360.0 - 180.0
+        polys = np.stack([blon, blat], axis=-1)
+    from matplotlib.collections import PolyCollection
+    vmin, vmax = np.nanpercentile(truth, [1, 99])
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.4),
+                             constrained_layout=True)
+    for i, (title, f) in enumerate(panels):
+        last = i == len(panels) - 1
+        cmap = "magma" if last else "viridis"
+        lim = (None, None) if last else (vmin, vmax)
+        if polys is not None:
+            im = PolyCollection(polys, array=f, cmap=cmap, edgecolors="face", linewidths=0.1)
+            im.set_clim(*lim)
+            axes[i].add_collection(im)
+        else:
+            im = axes[i].scatter(lon, lat, c=f, s=4, marker=".", linewidths=0, cmap=cmap,
+                                 vmin=lim[0], vmax=lim[1])
+        axes[i].set_title(title)
+        axes[i].set_xlim(-180, 180)
+        axes[i].set_ylim(-90, 90)
+        axes[i].set_aspect("equal")
+        if i >= len(panels) - 2:
+            fig.colorbar(im, ax=axes[i], shrink=0.8)
+    fig.suptitle("%s, evaluated step %d (ICON cells)" % (m["var"], args.step))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    tds.close()
+    pds.close()
+
+
 def plot_maps(rep, args, path):
+    if rep["grid"].get("kind") == "unstructured":
+        return plot_icon_maps(rep, args, path)
     m = rep["meta"]
     k = rep["grid"]["block"]
     ny, nx = rep["grid"]["ny"], rep["grid"]["nx"]

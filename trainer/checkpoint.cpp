@@ -28,98 +28,114 @@ void check_header(const h5::File& f) {
   if (!f.has_attr("/", "format_version"))
     throw CheckpointError(f.path() + ": the root attribute `format_version` is missing");
   const int64_t v = f.attr_int("/", "format_version");
-  if (v != kCheckpointFormatVersion)
-    throw CheckpointError(f.path() + ": checkpoint format version " + std::to_string(v) + ", but this build reads version " +
+  if (v < kCheckpointOldestReadableVersion || v > kCheckpointFormatVersion)
+    throw CheckpointError(f.path() + ": checkpoint format version " + std::to_string(v) + ", but this build reads versions " +
+                          std::to_string(kCheckpointOldestReadableVersion) + " to " +
                           std::to_string(kCheckpointFormatVersion) +
                           (v > kCheckpointFormatVersion ? " (written by a newer finecast)" : " (written by an older finecast)"));
 }
 
-void write_model_options(h5::File& f, const ModelOptions& o) {
-  f.create_group("options");
-  f.set_attr("options", "arch", o.arch);
-  f.set_attr("options", "context_size", o.context_size);
-  f.set_attr("options", "patch_size", o.patch_size);
-  f.set_attr("options", "hidden", o.hidden);
-  f.set_attr("options", "depth", o.depth);
-  f.set_attr("options", "time_embedding", o.time_embedding);
-  f.set_attr("options", "unet_channels", o.unet_channels);
-  f.set_attr("options", "diffusion_steps", o.diffusion_steps);
-  f.set_attr("options", "schedule", o.schedule);
-  f.set_attr("options", "objective", o.objective);
-  f.set_attr("options", "conservative", static_cast<int64_t>(o.conservative));
+namespace {
+
+/// Writes every checkpoint field of `table` as an attribute of `group`, typed by its kind.
+template <class S>
+void write_options(h5::File& f, const std::string& group, const schema::Table<S>& table, const S& o) {
+  f.create_group(group);
+  for (const auto& field : schema::in_scope(table, schema::Scope::kCheckpoint)) {
+    const std::string text = field.get(o);
+    switch (field.kind) {
+      case schema::Kind::kInteger: {
+        long long v = 0;
+        unsigned long long u = 0;
+        if (!schema::parse_integer(text, v) && schema::parse_unsigned(text, u))
+          v = static_cast<long long>(u);  // uint64 seeds keep their bits in the int64 attribute
+        f.set_attr(group, field.key, static_cast<int64_t>(v));
+        break;
+      }
+      case schema::Kind::kReal: {
+        double v = 0;
+        schema::parse_real(text, v);
+        f.set_attr(group, field.key, v);
+        break;
+      }
+      case schema::Kind::kBool:
+        f.set_attr(group, field.key, static_cast<int64_t>(text == "true"));
+        break;
+      case schema::Kind::kText:
+        f.set_attr(group, field.key, text);
+        break;
+    }
+  }
 }
 
-ModelOptions read_model_options(const h5::File& f) {
-  if (!f.exists("options")) throw CheckpointError(f.path() + ": the group /options (model options) is missing");
-  ModelOptions o;
-  o.arch = f.attr_string("options", "arch");
-  o.context_size = f.attr_int("options", "context_size");
-  o.patch_size = f.attr_int("options", "patch_size");
-  o.hidden = f.attr_int("options", "hidden");
-  o.depth = f.attr_int("options", "depth");
-  o.time_embedding = f.attr_int("options", "time_embedding");
-  o.unet_channels = f.attr_int("options", "unet_channels");
-  o.diffusion_steps = f.attr_int("options", "diffusion_steps");
-  o.schedule = f.attr_string("options", "schedule");
-  o.objective = f.attr_string("options", "objective");
-  o.conservative = f.attr_int("options", "conservative") != 0;
+/// Reads the fields of `table` from the attributes of `group`; an attribute an older version
+/// did not write (nor under an earlier name) keeps the default. A stored value the field refuses
+/// is a CheckpointError naming the file and key.
+template <class S>
+S read_options(const h5::File& f, const std::string& group, const schema::Table<S>& table) {
+  S o;
+  for (const auto& field : schema::in_scope(table, schema::Scope::kCheckpoint)) {
+    std::string key = field.key;
+    for (const auto& old : field.old_keys)
+      if (!f.has_attr(group, key) && f.has_attr(group, old)) key = old;
+    if (!f.has_attr(group, key)) continue;
+    std::string text;
+    switch (field.kind) {
+      case schema::Kind::kInteger: {
+        const int64_t v = f.attr_int(group, key);
+        text = v < 0 && field.rule == "a non-negative integer" ? std::to_string(static_cast<uint64_t>(v))
+                                                                : std::to_string(v);
+        break;
+      }
+      case schema::Kind::kReal:
+        text = schema::format_real(f.attr_double(group, key));
+        break;
+      case schema::Kind::kBool:
+        text = f.attr_int(group, key) != 0 ? "true" : "false";
+        break;
+      case schema::Kind::kText:
+        text = f.attr_is_string(group, key) ? f.attr_string(group, key) : std::to_string(f.attr_int(group, key));
+        break;
+    }
+    try {
+      field.set(o, text);
+    } catch (const schema::BadValue& e) {
+      throw CheckpointError(f.path() + ": /" + group + " " + key + " " + e.what());
+    }
+  }
   return o;
 }
 
+}  // namespace
+
+void write_model_options(h5::File& f, const ModelOptions& o) { write_options(f, "options", model_options_table(), o); }
+
+ModelOptions read_model_options(const h5::File& f) {
+  if (!f.exists("options")) throw CheckpointError(f.path() + ": the group /options (model options) is missing");
+  return read_options(f, "options", model_options_table());
+}
+
 void write_train_options(h5::File& f, const TrainOptions& o) {
-  f.create_group("train_options");
-  f.set_attr("train_options", "batch_size", o.batch_size);
-  f.set_attr("train_options", "lr", o.lr);
-  f.set_attr("train_options", "weight_decay", o.weight_decay);
-  f.set_attr("train_options", "warmup_steps", o.warmup_steps);
-  f.set_attr("train_options", "decay_steps", o.decay_steps);
-  f.set_attr("train_options", "min_lr_ratio", o.min_lr_ratio);
-  f.set_attr("train_options", "grad_clip", o.grad_clip);
-  f.set_attr("train_options", "ema_decay", o.ema_decay);
-  f.set_attr("train_options", "bf16", static_cast<int64_t>(o.bf16));
-  f.set_attr("train_options", "max_bad_steps", o.max_bad_steps);
-  // uint64 seeds above 2^63 keep their bits through the int64 attribute.
-  f.set_attr("train_options", "seed", static_cast<int64_t>(o.seed));
+  write_options(f, "train_options", train_options_table(), o);
 }
 
 TrainOptions read_train_options(const h5::File& f) {
   if (!f.exists("train_options")) throw CheckpointError(f.path() + ": the group /train_options is missing");
-  TrainOptions o;
-  o.batch_size = f.attr_int("train_options", "batch_size");
-  o.lr = f.attr_double("train_options", "lr");
-  o.weight_decay = f.attr_double("train_options", "weight_decay");
-  o.warmup_steps = f.attr_int("train_options", "warmup_steps");
-  o.decay_steps = f.attr_int("train_options", "decay_steps");
-  o.min_lr_ratio = f.attr_double("train_options", "min_lr_ratio");
-  o.grad_clip = f.attr_double("train_options", "grad_clip");
-  o.ema_decay = f.attr_double("train_options", "ema_decay");
-  o.bf16 = f.attr_int("train_options", "bf16") != 0;
-  o.max_bad_steps = f.attr_int("train_options", "max_bad_steps");
-  o.seed = static_cast<uint64_t>(f.attr_int("train_options", "seed"));
-  return o;
+  return read_options(f, "train_options", train_options_table());
 }
 
 std::string describe_differences(const ModelOptions& a, const ModelOptions& b) {
-  std::string out;
-  auto add = [&](const char* key, const std::string& fa, const std::string& fb) {
-    if (fa == fb) return;
-    if (!out.empty()) out += "; ";
-    out += std::string(key) + ": file has " + fa + ", this model has " + fb;
-  };
-  add("arch", a.arch, b.arch);
-  add("context_size", std::to_string(a.context_size), std::to_string(b.context_size));
-  add("patch_size", std::to_string(a.patch_size), std::to_string(b.patch_size));
-  if (a.arch == "mlp" && b.arch == "mlp") {
-    add("hidden", std::to_string(a.hidden), std::to_string(b.hidden));
-    add("depth", std::to_string(a.depth), std::to_string(b.depth));
+  // The width and depth belong to the MLP, the channels and attention to the U-Net: compared
+  // only when both models have that architecture.
+  schema::Table<ModelOptions> compared;
+  for (const auto& field : model_options_table()) {
+    const bool mlp_only = field.key == "hidden" || field.key == "depth";
+    const bool unet_only = field.key == "unet_channels" || field.key == "attention";
+    if (mlp_only && !(a.arch == Arch::kMlp && b.arch == Arch::kMlp)) continue;
+    if (unet_only && !(a.arch == Arch::kUnet && b.arch == Arch::kUnet)) continue;
+    compared.push_back(field);
   }
-  if (a.arch == "unet" && b.arch == "unet") add("unet_channels", std::to_string(a.unet_channels), std::to_string(b.unet_channels));
-  add("time_embedding", std::to_string(a.time_embedding), std::to_string(b.time_embedding));
-  add("diffusion_steps", std::to_string(a.diffusion_steps), std::to_string(b.diffusion_steps));
-  add("schedule", a.schedule, b.schedule);
-  add("objective", a.objective, b.objective);
-  add("conservative", a.conservative ? "true" : "false", b.conservative ? "true" : "false");
-  return out;
+  return schema::differences(compared, a, b, "file", "this model");
 }
 
 }  // namespace format
@@ -185,6 +201,8 @@ std::string checkpoint_path_for_step(const std::string& dir, long long step) {
   return (fs::path(dir) / name).string();
 }
 
+std::string best_checkpoint_path(const std::string& dir) { return (fs::path(dir) / "ckpt_best.h5").string(); }
+
 std::string save_checkpoint_in_dir(const Downscaler& model, const std::string& dir, int keep,
                                    const std::map<std::string, std::string>& metadata) {
   std::error_code ec;
@@ -192,6 +210,20 @@ std::string save_checkpoint_in_dir(const Downscaler& model, const std::string& d
   if (ec) throw CheckpointError(dir + ": cannot create the checkpoint directory (" + ec.message() + ")");
   const std::string path = checkpoint_path_for_step(dir, model.step());
   model.save_checkpoint(path, metadata);
+  if (model.best_state_step() >= 0) {
+    // Rewritten only when the kept best state changed since the file was written.
+    const std::string best = best_checkpoint_path(dir);
+    bool current = false;
+    if (fs::exists(best, ec)) {
+      try {
+        h5::File f = h5::File::open_read(best);
+        current = f.has_attr("/", "step") && f.attr_int("/", "step") == model.best_state_step();
+      } catch (const std::exception&) {
+        current = false;
+      }
+    }
+    if (!current) model.save_best_checkpoint(best, metadata);
+  }
   if (keep > 0) {
     const auto all = list_checkpoints(dir);
     for (size_t i = static_cast<size_t>(keep); i < all.size(); ++i) fs::remove(all[i].second, ec);

@@ -17,8 +17,12 @@ class Downscaler;
 /// here too because it belongs to this API.
 using finecast::CheckpointError;
 
-/// Version of the HDF5 layout written by this build; files with another version are refused.
-inline constexpr int kCheckpointFormatVersion = 1;
+/// Version of the HDF5 layout written by this build. Version 2 added model.activation,
+/// model.attention, the new train options and the /validation group; version 1 files are read
+/// with their defaults (silu, no attention, no validation record). Other versions are refused.
+inline constexpr int kCheckpointFormatVersion = 2;
+/// The oldest version this build reads.
+inline constexpr int kCheckpointOldestReadableVersion = 1;
 /// Value of the root attribute `format`, so that an unrelated HDF5 file is recognised as such.
 inline constexpr const char* kCheckpointFormatName = "finecast-downscaler-checkpoint";
 
@@ -34,8 +38,13 @@ std::string checkpoint_path_for_step(const std::string& dir, long long step);
 
 /// Saves `model` as the checkpoint for its current step in `dir` (created if missing), then
 /// deletes all but the newest `keep` checkpoints of that directory. Returns the path written.
+/// When the model keeps its best state (train.keep_best), that state is also written to
+/// best_checkpoint_path(dir) unless the file there already holds it; keep-last-K never deletes it.
 std::string save_checkpoint_in_dir(const Downscaler& model, const std::string& dir, int keep,
                                    const std::map<std::string, std::string>& metadata = {});
+
+/// "<dir>/ckpt_best.h5": the state at the best validation score (train.keep_best).
+std::string best_checkpoint_path(const std::string& dir);
 
 /// The newest checkpoint in `dir` that passes verify_checkpoint, skipping corrupt or truncated
 /// ones (each skip is reported through `on_skip` when given); nullopt when there is none.

@@ -13,12 +13,14 @@ namespace finecast::trainer::format {
 //   /options (ModelOptions as attributes), /train_options (TrainOptions as attributes),
 //   /model/<tensor>, /ema/<tensor>, /optimizer/exp_avg/<tensor>, /optimizer/exp_avg_sq/<tensor>,
 //   /normalisation/{context_count, context_sum, context_sumsq, residual_count, residual_sumsq},
-//   /rng/state (uint8 generator state), /metadata (user string attributes).
+//   /rng/state (uint8 generator state), /metadata (user string attributes),
+//   /validation (attributes: best_score, best_step, sessions_without_improvement,
+//   sessions_since_reduction, lr_scale, stopped, sessions; version 2).
 
 /// How checkpoint files report failures: as CheckpointError, the message starting with the path.
 inline const h5::Reporting kCheckpointReporting{ErrorCode::kCheckpoint, ""};
 
-/// Throws CheckpointError unless `f` is a finecast checkpoint of kCheckpointFormatVersion.
+/// Throws CheckpointError unless `f` is a finecast checkpoint of a readable format version.
 void check_header(const h5::File& f);
 void write_model_options(h5::File& f, const ModelOptions& o);
 ModelOptions read_model_options(const h5::File& f);

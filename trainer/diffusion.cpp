@@ -33,22 +33,20 @@ std::vector<double> cosine_alpha_bar(int64_t steps) {
   return ab;
 }
 
-Schedule make_schedule(const std::string& kind, int64_t steps, const torch::Device& device) {
+Schedule make_schedule(NoiseSchedule kind, int64_t steps, const torch::Device& device) {
   if (steps < 2) throw std::invalid_argument("model.diffusion_steps: must be >= 2");
   Schedule s;
   s.steps = steps;
   const auto n = static_cast<size_t>(steps);
-  if (kind == "linear") {
+  if (kind == NoiseSchedule::kLinear) {
     s.beta = linear_betas(steps);
     s.alpha_bar.resize(n);
     double p = 1.0;
     for (size_t i = 0; i < n; ++i) s.alpha_bar[i] = p *= 1.0 - s.beta[i];
-  } else if (kind == "cosine") {
+  } else {
     s.alpha_bar = cosine_alpha_bar(steps);
     s.beta.resize(n);
     for (size_t i = 0; i < n; ++i) s.beta[i] = 1.0 - s.alpha_bar[i] / (i == 0 ? 1.0 : s.alpha_bar[i - 1]);
-  } else {
-    throw std::invalid_argument("model.schedule: must be linear or cosine, got \"" + kind + "\"");
   }
   s.post_c0.resize(n);
   s.post_ct.resize(n);
@@ -123,11 +121,13 @@ std::pair<torch::Tensor, torch::Tensor> estimates(const SamplerSetup& s, const t
 
 torch::Tensor ddpm_sample(const SamplerSetup& s, const NetFn& net, torch::Tensor x, at::Generator& gen) {
   const Schedule& sc = *s.schedule;
+  int64_t draw = 1;
   for (int64_t t = sc.steps - 1; t >= 0; --t) {
     auto x0 = estimates(s, x, net(x, t), t).first;
     auto mean = sc.post_c0[t] * x0 + sc.post_ct[t] * x;
     if (t > 0) {
-      auto z = torch::randn(x.sizes(), gen, torch::TensorOptions().dtype(torch::kFloat32)).to(x.device());
+      auto z = s.noise.defined() ? s.noise[draw++]
+                                 : torch::randn(x.sizes(), gen, torch::TensorOptions().dtype(torch::kFloat32)).to(x.device());
       if (s.conservative) z = remove_mean(z, s.weights);
       mean.add_(z, std::sqrt(sc.post_var[t]));
     }
@@ -139,7 +139,8 @@ torch::Tensor ddpm_sample(const SamplerSetup& s, const NetFn& net, torch::Tensor
 torch::Tensor ddim_sample(const SamplerSetup& s, const NetFn& net, torch::Tensor x, int64_t steps, double eta,
                           at::Generator* gen) {
   const Schedule& sc = *s.schedule;
-  if (eta > 0 && gen == nullptr) throw std::invalid_argument("ddim_sample: eta > 0 needs a generator");
+  if (eta > 0 && gen == nullptr && !s.noise.defined())
+    throw std::invalid_argument("ddim_sample: eta > 0 needs a generator or pre-drawn noise");
   const auto ts = ddim_timesteps(sc.steps, steps);
   for (size_t i = 0; i < ts.size(); ++i) {
     const int64_t t = ts[i];
@@ -150,7 +151,8 @@ torch::Tensor ddim_sample(const SamplerSetup& s, const NetFn& net, torch::Tensor
     const double sigma = eta * std::sqrt((1.0 - ab_prev) / (1.0 - ab)) * std::sqrt(1.0 - ab / ab_prev);
     x = std::sqrt(ab_prev) * x0 + std::sqrt(std::max(0.0, 1.0 - ab_prev - sigma * sigma)) * eps;
     if (sigma > 0) {
-      auto z = torch::randn(x.sizes(), *gen, torch::TensorOptions().dtype(torch::kFloat32)).to(x.device());
+      auto z = s.noise.defined() ? s.noise[static_cast<int64_t>(i) + 1]
+                                 : torch::randn(x.sizes(), *gen, torch::TensorOptions().dtype(torch::kFloat32)).to(x.device());
       if (s.conservative) z = remove_mean(z, s.weights);
       x.add_(z, sigma);
     }

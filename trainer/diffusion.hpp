@@ -27,8 +27,8 @@ std::vector<double> linear_betas(int64_t steps);
 /// alpha_bar_t = f(t+1)/f(0), f(u) = cos((u/T + s)/(1 + s) * pi/2)^2, s = 0.008, with each
 /// beta clipped to 0.999 (Nichol & Dhariwal 2021).
 std::vector<double> cosine_alpha_bar(int64_t steps);
-/// Builds a schedule ("linear" | "cosine").
-Schedule make_schedule(const std::string& kind, int64_t steps, const torch::Device& device);
+/// Builds a schedule.
+Schedule make_schedule(NoiseSchedule kind, int64_t steps, const torch::Device& device);
 
 /// Learning rate at optimizer step `step` (0-based): linear warm-up to lr, then cosine decay to
 /// lr * min_lr_ratio over decay_steps, constant after.
@@ -50,9 +50,13 @@ struct SamplerSetup {
   bool conservative = false;
   torch::Tensor weights;  ///< [B,P] or undefined (uniform); used when conservative
   double x0_clip = 20.0;  ///< bound on the x0 estimate in normalised units (stability at t ~ T)
+  /// Pre-drawn N(0,1) noise [draws, B, P] on x's device, or undefined (draw from the generator).
+  /// DDPM uses draw k at its k-th noisy update (k = 1..T-1); DDIM uses draw i+1 after step i.
+  torch::Tensor noise;
 };
 
-/// DDPM ancestral sampling from x_T (noise) through all T steps; returns x_0.
+/// DDPM ancestral sampling from x_T (noise) through all T steps; returns x_0. `gen` is used
+/// only when s.noise is undefined.
 torch::Tensor ddpm_sample(const SamplerSetup& s, const NetFn& net, torch::Tensor x, at::Generator& gen);
 /// Deterministic DDIM (eta = 0) over ddim_timesteps(T, steps); returns x_0.
 /// eta scales the noise added at each DDIM step: 0 is deterministic DDIM; 1 with steps = T draws

@@ -4,60 +4,35 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "trainer/checkpoint.hpp"
+#include "trainer/options.hpp"
+#include "trainer/reducer.hpp"
 
 namespace finecast::trainer {
 
-/// The model part of the config; stored in every checkpoint and checked on load.
-struct ModelOptions {
-  std::string arch = "mlp";         ///< mlp | unet
-  int64_t context_size = 7;         ///< C: context values per patch
-  int64_t patch_size = 256;         ///< P: fine values per patch (unet: a square k*k, k even)
-  int64_t hidden = 256;             ///< MLP width
-  int64_t depth = 3;                ///< MLP hidden layers (C=7, P=256: 281K parameters)
-  int64_t time_embedding = 64;      ///< size of the sinusoidal step embedding
-  int64_t unet_channels = 32;       ///< U-Net base channels
-  int64_t diffusion_steps = 50;     ///< T
-  std::string schedule = "cosine";  ///< linear | cosine
-  std::string objective = "eps";    ///< eps | v
-  bool conservative = true;         ///< every sample's weighted patch mean equals the coarse value
-};
-
-/// Optimisation settings; not part of the model, but stored in checkpoints for the record.
-struct TrainOptions {
-  int64_t batch_size = 16;
-  double lr = 1e-3;            ///< peak learning rate (AdamW)
-  double weight_decay = 1e-4;  ///< AdamW decoupled weight decay
-  int64_t warmup_steps = 100;  ///< linear warm-up from lr/warmup_steps to lr
-  int64_t decay_steps = 10000; ///< cosine decay from lr to lr*min_lr_ratio after the warm-up
-  double min_lr_ratio = 0.1;
-  double grad_clip = 1.0;      ///< max global gradient norm; <= 0 disables clipping
-  double ema_decay = 0.999;    ///< EMA of the weights used for sampling
-  bool bf16 = false;           ///< bf16 autocast; honoured on CUDA only (ignored, with an event, on CPU)
-  int64_t max_bad_steps = 10;  ///< consecutive NaN/Inf steps before the last good weights are restored
-  uint64_t seed = 42;          ///< seeds the trainer's own generator (noise, steps, shuffling)
-};
-
-/// How sample() draws.
-struct SampleOptions {
-  std::string sampler = "ddim";  ///< ddpm (ancestral, all T steps) | ddim (deterministic, `steps` steps)
-  int64_t steps = 10;            ///< DDIM steps (ignored by ddpm)
-  int64_t members = 8;           ///< ensemble members per patch, drawn in one batch
-  double eta = 0.0;              ///< ddim noise: 0 deterministic .. 1 ancestral (ddpm-like); in [0, 1]
-};
-
 /// n samples, row-major: context [n,C], fine [n,P], optional weights [n,P] (area weights of the
 /// fine cells of each patch; rows are normalised to sum 1; nullptr = uniform). Not copied.
+/// `time` [n] (optional) is each sample's time step (e.g. the host's output step number, larger
+/// = more recent); the validation split holds out the samples of the most recent steps. Without
+/// it, rows are taken to be in time order and each row is its own step.
 struct DataView {
   const float* context = nullptr;
   const float* fine = nullptr;
   const float* weights = nullptr;
   int64_t n = 0;
+  const int64_t* time = nullptr;
+  /// Data-parallel training (set_reducer): each row's index among the rows of the whole group
+  /// (`global_rows` of them, ordered by time first, as a single process would hold them), so
+  /// that every member draws the same global batches and the group trains as one process would.
+  const int64_t* global_row = nullptr;
+  int64_t global_rows = 0;
 };
 
 /// What one train_epoch did.
@@ -68,15 +43,57 @@ struct EpochStats {
   int64_t skipped_samples = 0;  ///< rows dropped because they held NaN/Inf
   double seconds = 0;      ///< wall time of the epoch
   int64_t step = 0;        ///< optimizer steps taken so far (all sessions)
+  int64_t oom_backoffs = 0;  ///< out-of-memory back-offs (micro-batch halved) in this epoch
+};
+
+/// What one train_session did (one line per session in the log).
+struct SessionStats {
+  static constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
+  bool trained = false;            ///< false when early stopping had already stopped training
+  std::vector<EpochStats> epochs;
+  int64_t train_samples = 0, validation_samples = 0;
+  int64_t validation_steps = 0;    ///< distinct time steps held out
+  double validation_loss = kNone;  ///< diffusion loss of the EMA weights on the held-out samples
+  double validation_crps = kNone;  ///< CRPS of a small ensemble, in the units of `fine`
+  double score = kNone;            ///< the metric early stopping follows (validation_metric)
+  bool improved = false;           ///< score is the best so far
+  double best_score = kNone;
+  int64_t best_step = -1;          ///< optimizer step of the best score
+  int64_t sessions_without_improvement = 0;
+  double lr_scale = 1.0;           ///< plateau reductions so far (product of plateau_factor)
+  bool stopped = false;            ///< early stopping: later sessions do not train
+  int64_t micro_batch = 0, accumulate = 1;  ///< after any out-of-memory back-off
+  int train_threads = 0;           ///< intra-op threads used (0 = not set by the trainer)
+  double seconds = 0;
+};
+
+/// Where validation-driven training stands; stored in checkpoints.
+struct ValidationRecord {
+  double best_score = SessionStats::kNone;  ///< NaN until a session was validated
+  int64_t best_step = -1;
+  int64_t sessions_without_improvement = 0;
+  int64_t sessions_since_reduction = 0;     ///< plateau counter
+  double lr_scale = 1.0;
+  bool stopped = false;
+  int64_t sessions = 0;                     ///< sessions run through train_session
 };
 
 /// The conditional diffusion downscaler (pimpl; move-only). One thread trains; any number of
 /// threads may call sample() concurrently with training.
 class Downscaler {
  public:
+  /// The state behind the interface: named here so the trainer's internal files can take it,
+  /// defined in trainer/downscaler_impl.hpp (LibTorch; not installed). Outside the trainer it is
+  /// an incomplete type: nothing can reach it.
+  struct Impl;
+
   /// Builds the model on `device` ("cpu", "cuda", "cuda:N", "mps"); throws std::invalid_argument
   /// naming a bad option.
   Downscaler(const ModelOptions& model, const TrainOptions& train, const std::string& device);
+  /// Trains on `device` and samples on `sample_device` (publish() copies the weights across in
+  /// memory; "" = the training device).
+  Downscaler(const ModelOptions& model, const TrainOptions& train, const std::string& device,
+             const std::string& sample_device);
   Downscaler(Downscaler&&) noexcept;
   Downscaler& operator=(Downscaler&&) noexcept;
   ~Downscaler();
@@ -90,6 +107,29 @@ class Downscaler {
   /// event (bad step, restore of the last good weights, dropped rows, bf16 ignored).
   EpochStats train_epoch(const DataView& data,
                          const std::function<void(const std::string&)>& on_event = {});
+
+  /// Trains data-parallel with the group of `reducer` (nullptr: alone). Every member then calls
+  /// train_session with its own rows (DataView::global_row set) at the same time; the members
+  /// draw the same global batches, each computes the gradient of the rows it holds, the
+  /// gradients and losses are summed across the group, and every member takes the same step, so
+  /// the weights stay identical and equal (to rounding) those of one process holding all rows.
+  /// Normalisation statistics and validation scores are summed across the group too.
+  void set_reducer(std::shared_ptr<Reducer> reducer);
+
+  /// A training session: holds out the most recent `validation` fraction of time steps,
+  /// accumulates normalisation statistics on the rest, trains `epochs` epochs on it, scores
+  /// the EMA weights on the held-out part (loss, CRPS), applies early stopping and plateau
+  /// reduction, keeps the best state when keep_best, and publishes. Once early stopping has
+  /// stopped training, returns at once with trained = false. `on_event` gets one line per
+  /// notable event (thread choice, out-of-memory back-off, plateau, early stop, ...).
+  SessionStats train_session(const DataView& data, int64_t epochs,
+                             const std::function<void(const std::string&)>& on_event = {});
+  /// Validation-driven state (best score, early stopping, learning-rate scale).
+  const ValidationRecord& validation_record() const;
+  /// Current micro-batch and accumulation (batch_size and accumulate unless an out-of-memory
+  /// back-off halved the micro-batch).
+  int64_t micro_batch() const;
+  int64_t accumulation() const;
 
   /// Copies the current EMA weights and normalisation to the sampling copy (thread-safe).
   /// train_epoch does not call it; the caller publishes at the end of a training session.
@@ -108,8 +148,15 @@ class Downscaler {
   /// Writes an HDF5 checkpoint atomically (temporary file in the same directory, flushed, renamed).
   void save_checkpoint(const std::string& path,
                        const std::map<std::string, std::string>& metadata = {}) const;
-  /// Builds a Downscaler from a checkpoint's options and state, on `device`.
-  static Downscaler load_checkpoint(const std::string& path, const std::string& device);
+  /// Builds a Downscaler from a checkpoint's options and state, on `device` (sampling on
+  /// `sample_device`, "" = the same).
+  static Downscaler load_checkpoint(const std::string& path, const std::string& device,
+                                    const std::string& sample_device = "");
+  /// Writes the state kept at the best validation score (keep_best) as a checkpoint; false
+  /// when there is none.
+  bool save_best_checkpoint(const std::string& path, const std::map<std::string, std::string>& metadata = {}) const;
+  /// Optimizer step of the kept best state, or -1.
+  int64_t best_state_step() const;
   /// Loads a checkpoint into this object; throws CheckpointError naming every incompatibility
   /// (architecture, shapes, missing tensors, format version). On error this object is unchanged.
   void restore(const std::string& path);
@@ -122,11 +169,17 @@ class Downscaler {
   const TrainOptions& train_options() const;
   /// The LibTorch device string in use, e.g. "cpu" or "cuda:0".
   std::string device() const;
-  /// Learning rate used at optimizer step `step` (warm-up, then cosine decay).
+  /// The device sample() runs on.
+  std::string sample_device() const;
+  /// Which training path train_epoch uses: "fused-cpu", "autograd" or "autograd+cuda-graphs".
+  std::string training_path() const;
+  /// One line per threads: auto measurement so far (training and sampling), for the log.
+  std::vector<std::string> thread_choices() const;
+  /// Learning rate used at optimizer step `step` (warm-up, then cosine decay, times the
+  /// plateau reductions so far).
   double learning_rate(int64_t step) const;
 
  private:
-  struct Impl;  // trainer/downscaler_impl.hpp (internal, LibTorch)
   friend struct DownscalerInternals;  // white-box access for the trainer's own tests
   explicit Downscaler(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

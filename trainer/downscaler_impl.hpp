@@ -4,33 +4,41 @@
 
 #include <torch/torch.h>
 
+#include <map>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "trainer/data.hpp"
 #include "trainer/diffusion.hpp"
 #include "trainer/downscaler.hpp"
+#include "trainer/fused_mlp.hpp"
 #include "trainer/models.hpp"
 
 namespace finecast::trainer {
 
-/// Running sums behind the normalisation; doubles so that many sessions accumulate exactly enough.
-struct NormSums {
-  double context_count = 0;
-  std::vector<double> context_sum, context_sumsq;  ///< [C]
-  double residual_count = 0, residual_sumsq = 0;   ///< residuals have zero weighted patch mean
-};
+namespace graphs {
+class TrainGraph;
+class SampleGraphs;
+}  // namespace graphs
 
-/// Normalisation as applied: context (x - mean) / std per feature, residual r / std.
-struct NormApplied {
-  torch::Tensor context_mean, context_std;  ///< float32 [C] on the device
-  double residual_std = 1.0;
+/// Everything a checkpoint holds besides the options: the optimizer-side state of the trainer.
+/// Also the form of the state kept at the best validation score (keep_best), on the CPU.
+struct TrainState {
+  torch::Tensor flat, ema, exp_avg, exp_avg_sq;  ///< [N]
+  NormSums sums;
+  torch::Tensor rng_state;  ///< uint8 CPU generator state
+  int64_t step = 0, consecutive_bad = 0, total_bad = 0;
+  ValidationRecord validation;
 };
 
 struct Downscaler::Impl {
   ModelOptions mo;
   TrainOptions to;
   torch::Device device{torch::kCPU};
+  torch::Device sample_device{torch::kCPU};
   bool cuda = false;
   diffusion::Schedule schedule;
   at::Generator gen;  ///< CPU generator: noise, steps, shuffling; its state goes into checkpoints
@@ -49,16 +57,51 @@ struct Downscaler::Impl {
   NormSums sums;
   NormApplied norm;  ///< derived from `sums` at the start of each epoch
 
-  /// The sampling copy: its own network whose parameters are views of `sample_flat`.
+  /// The fused CPU path for the MLP (null where it does not apply or is switched off).
+  std::unique_ptr<fused::Mlp> fused_mlp;
+  torch::Tensor step_table_cpu;  ///< the MLP's sinusoidal table the fused path reads
+
+  /// Micro-batch and accumulation now in use (an out-of-memory back-off halves / doubles them).
+  int64_t micro_batch = 0, accumulate = 1;
+  ValidationRecord validation;
+  std::optional<TrainState> best;  ///< keep_best: the state at the best validation score
+  int train_threads = 0;           ///< intra-op threads chosen for training (0 = not set)
+
+  /// Network with the EMA weights for validation (autograd path), parameters views of eval_flat.
+  std::shared_ptr<models::Denoiser> eval_net;
+  torch::Tensor eval_flat;
+
+  /// CUDA graph of the training step (null on the CPU or when switched off).
+  std::unique_ptr<graphs::TrainGraph> train_graph;
+  bool train_graph_failed = false;  ///< a capture or replay failed: eager from then on
+  /// Tests: run the graph paths (staging, static step, device-side checks) on any device,
+  /// eagerly where no CUDA graph can be captured.
+  bool force_graph_path = false;
+
+  /// The sampling copy: its own network on sample_device whose parameters are views of `sample_flat`.
   mutable std::mutex sample_mutex;
   std::shared_ptr<models::Denoiser> sample_net;
   torch::Tensor sample_flat;
   NormApplied sample_norm;
+  diffusion::Schedule sample_schedule;  ///< on sample_device
+  std::unique_ptr<fused::Mlp> sample_fused;  ///< fused sampler (MLP on a CPU sample device)
+  mutable std::map<int64_t, int> sample_threads;  ///< threads: auto choices per batch size
+  mutable std::mutex log_mutex;
+  mutable std::vector<std::string> thread_log;     ///< one line per threads: auto measurement
+  std::unique_ptr<graphs::SampleGraphs> sample_graphs;
 
-  Impl(const ModelOptions& m, const TrainOptions& t, const std::string& device);
+  Impl(const ModelOptions& m, const TrainOptions& t, const std::string& device, const std::string& sample_device);
+  ~Impl();
   /// Tensor `i` of a flat buffer, shaped like parameter i.
   torch::Tensor view(const torch::Tensor& flat_buffer, size_t i) const;
-  NormApplied derive_norm() const;
+  NormApplied derive_norm() const { return derive_normalisation(sums, mo.context_size, device); }
+  /// The fused MLP layout of the flat buffer (by parameter name).
+  fused::Layout fused_layout() const;
+  std::shared_ptr<Reducer> reducer;  ///< data-parallel group (null: training alone)
+
+  /// A copy of the training state on the CPU, and its inverse.
+  TrainState capture_state() const;
+  void apply_state(const TrainState& s);
 };
 
 /// The only way to the state behind a Downscaler from outside it (Downscaler befriends it);

@@ -6,6 +6,8 @@
 #include <map>
 #include <stdexcept>
 
+#include "trainer/fused_mlp.hpp"
+
 namespace finecast::trainer::models {
 
 namespace nn = torch::nn;
@@ -25,30 +27,32 @@ void validate(const ModelOptions& o) {
   auto bad = [](const std::string& key, const std::string& why) {
     throw std::invalid_argument("model." + key + ": " + why);
   };
-  if (o.arch != "mlp" && o.arch != "unet") bad("arch", "must be mlp or unet, got \"" + o.arch + "\"");
-  if (o.context_size < 0) bad("context_size", "must be >= 0");
-  if (o.patch_size < 1) bad("patch_size", "must be >= 1");
-  if (o.hidden < 1) bad("hidden", "must be >= 1");
-  if (o.depth < 1) bad("depth", "must be >= 1");
-  if (o.time_embedding < 2) bad("time_embedding", "must be >= 2");
-  if (o.diffusion_steps < 2) bad("diffusion_steps", "must be >= 2");
-  if (o.schedule != "linear" && o.schedule != "cosine") bad("schedule", "must be linear or cosine, got \"" + o.schedule + "\"");
-  if (o.objective != "eps" && o.objective != "v") bad("objective", "must be eps or v, got \"" + o.objective + "\"");
-  if (o.arch == "unet") {
+  schema::check(model_options_table(), o, "model.");  // every value in its range
+  if (o.attention && o.arch != Arch::kUnet)
+    bad("attention", "self-attention is part of the unet only (arch is " + name(o.arch) + ")");
+  if (o.arch == Arch::kUnet) {
     const auto k = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(o.patch_size))));
     if (k * k != o.patch_size || k % 2 != 0 || k < 4)
       bad("patch_size", "the unet needs a square k*k patch with k even and >= 4, got " + std::to_string(o.patch_size));
-    if (o.unet_channels < 1) bad("unet_channels", "must be >= 1");
   }
+}
+
+torch::Tensor activation(const torch::Tensor& x, Activation act) {
+  switch (act) {
+    case Activation::kSilu: return torch::silu(x);
+    case Activation::kGelu: return torch::gelu(x, "tanh");
+    case Activation::kRelu: return torch::relu(x);
+  }
+  return x;
 }
 
 namespace {
 
-/// Input = concat(noisy patch, context, step embedding); depth SiLU layers of width `hidden`.
+/// Input = concat(noisy patch, context, step embedding); depth layers of width `hidden`.
 class MlpDenoiser : public Denoiser {
  public:
   MlpDenoiser(const ModelOptions& o, const torch::Device& device)
-      : table_(sinusoidal_table(o.diffusion_steps, o.time_embedding).to(device)) {
+      : table_(sinusoidal_table(o.diffusion_steps, o.time_embedding).to(device)), act_(o.activation) {
     // A buffer, so that module.to(device) moves it with the weights (not a parameter: not trained).
     table_ = register_buffer("step_table", table_);
     int64_t in = o.patch_size + o.context_size + o.time_embedding;
@@ -61,12 +65,13 @@ class MlpDenoiser : public Denoiser {
 
   torch::Tensor forward(const torch::Tensor& x_t, const torch::Tensor& context, const torch::Tensor& t) override {
     auto h = torch::cat({x_t, context, table_.index_select(0, t)}, 1);
-    for (auto& l : layers_) h = torch::silu(l->forward(h));
+    for (auto& l : layers_) h = activation(l->forward(h), act_);
     return out_->forward(h);
   }
 
  private:
   torch::Tensor table_;
+  Activation act_;
   std::vector<nn::Linear> layers_;
   nn::Linear out_{nullptr};
 };
@@ -74,23 +79,48 @@ class MlpDenoiser : public Denoiser {
 /// Two 3x3 convolutions with a per-channel bias from the conditioning vector, plus a skip.
 class CondBlockImpl : public nn::Module {
  public:
-  CondBlockImpl(int64_t in, int64_t out, int64_t cond) {
+  CondBlockImpl(int64_t in, int64_t out, int64_t cond, Activation act) : act_(act) {
     conv1_ = register_module("conv1", nn::Conv2d(nn::Conv2dOptions(in, out, 3).padding(1)));
     conv2_ = register_module("conv2", nn::Conv2d(nn::Conv2dOptions(out, out, 3).padding(1)));
     film_ = register_module("cond", nn::Linear(cond, out));
     if (in != out) skip_ = register_module("skip", nn::Conv2d(nn::Conv2dOptions(in, out, 1)));
   }
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cond) {
-    auto h = conv1_->forward(torch::silu(x)) + film_->forward(cond).unsqueeze(-1).unsqueeze(-1);
-    h = conv2_->forward(torch::silu(h));
+    auto h = conv1_->forward(activation(x, act_)) + film_->forward(cond).unsqueeze(-1).unsqueeze(-1);
+    h = conv2_->forward(activation(h, act_));
     return h + (skip_ ? skip_->forward(x) : x);
   }
 
  private:
+  Activation act_;
   nn::Conv2d conv1_{nullptr}, conv2_{nullptr}, skip_{nullptr};
   nn::Linear film_{nullptr};
 };
 TORCH_MODULE(CondBlock);
+
+/// Multi-head self-attention over the h*w tokens of a [B, ch, h, w] map, pre-normalised (layer
+/// norm without affine parameters), with a residual connection.
+class SelfAttentionImpl : public nn::Module {
+ public:
+  SelfAttentionImpl(int64_t channels, int64_t heads) : ch_(channels), heads_(heads) {
+    qkv_ = register_module("qkv", nn::Linear(channels, 3 * channels));
+    out_ = register_module("proj", nn::Linear(channels, channels));
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    const int64_t b = x.size(0), h = x.size(2), w = x.size(3), n = h * w, d = ch_ / heads_;
+    auto tokens = x.flatten(2).transpose(1, 2);  // [B, N, ch]
+    auto qkv = qkv_->forward(torch::layer_norm(tokens, {ch_})).view({b, n, 3, heads_, d}).permute({2, 0, 3, 1, 4});
+    auto q = qkv[0], k = qkv[1], v = qkv[2];  // [B, heads, N, d]
+    auto att = torch::softmax(torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(d)), -1);
+    auto o = torch::matmul(att, v).transpose(1, 2).reshape({b, n, ch_});
+    return x + out_->forward(o).transpose(1, 2).reshape({b, ch_, h, w});
+  }
+
+ private:
+  int64_t ch_, heads_;
+  nn::Linear qkv_{nullptr}, out_{nullptr};
+};
+TORCH_MODULE(SelfAttention);
 
 /// One down/up level U-Net over the k x k block; context and step enter through the
 /// conditioning vector of every block.
@@ -104,32 +134,39 @@ class UNetDenoiser : public Denoiser {
     cond1_ = register_module("cond1", nn::Linear(o.context_size + o.time_embedding, cond));
     cond2_ = register_module("cond2", nn::Linear(cond, cond));
     in_ = register_module("conv_in", nn::Conv2d(nn::Conv2dOptions(1, c, 3).padding(1)));
-    down1_ = register_module("down1", CondBlock(c, c, cond));
+    const auto& a = o.activation;
+    down1_ = register_module("down1", CondBlock(c, c, cond, a));
     downsample_ = register_module("downsample", nn::Conv2d(nn::Conv2dOptions(c, 2 * c, 3).stride(2).padding(1)));
-    down2_ = register_module("down2", CondBlock(2 * c, 2 * c, cond));
-    mid_ = register_module("mid", CondBlock(2 * c, 2 * c, cond));
+    down2_ = register_module("down2", CondBlock(2 * c, 2 * c, cond, a));
+    // Attention at the lowest resolution ((k/2)^2 tokens of 2c channels): 4 heads when they divide.
+    if (o.attention) attn_ = register_module("attn", SelfAttention(2 * c, (2 * c) % 4 == 0 ? 4 : 1));
+    mid_ = register_module("mid", CondBlock(2 * c, 2 * c, cond, a));
     upconv_ = register_module("upconv", nn::Conv2d(nn::Conv2dOptions(2 * c, c, 3).padding(1)));
-    up_ = register_module("up", CondBlock(2 * c, c, cond));
+    up_ = register_module("up", CondBlock(2 * c, c, cond, a));
+    act_ = a;
     out_ = register_module("conv_out", nn::Conv2d(nn::Conv2dOptions(c, 1, 3).padding(1)));
   }
 
   torch::Tensor forward(const torch::Tensor& x_t, const torch::Tensor& context, const torch::Tensor& t) override {
     const int64_t b = x_t.size(0);
-    auto cond = torch::silu(cond1_->forward(torch::cat({context, table_.index_select(0, t)}, 1)));
-    cond = torch::silu(cond2_->forward(cond));
+    auto cond = activation(cond1_->forward(torch::cat({context, table_.index_select(0, t)}, 1)), act_);
+    cond = activation(cond2_->forward(cond), act_);
     auto h0 = in_->forward(x_t.reshape({b, 1, k_, k_}));
     auto s1 = down1_->forward(h0, cond);
     auto h = down2_->forward(downsample_->forward(s1), cond);
+    if (attn_) h = attn_->forward(h);
     h = mid_->forward(h, cond);
     // Nearest-neighbour x2 upsampling spelled with repeat_interleave: one overload in every LibTorch.
     h = upconv_->forward(h.repeat_interleave(2, 2).repeat_interleave(2, 3));
     h = up_->forward(torch::cat({h, s1}, 1), cond);
-    return out_->forward(torch::silu(h)).reshape({b, k_ * k_});
+    return out_->forward(activation(h, act_)).reshape({b, k_ * k_});
   }
 
  private:
   torch::Tensor table_;
   int64_t k_;
+  Activation act_;
+  SelfAttention attn_{nullptr};
   nn::Linear cond1_{nullptr}, cond2_{nullptr};
   nn::Conv2d in_{nullptr}, downsample_{nullptr}, upconv_{nullptr}, out_{nullptr};
   CondBlock down1_{nullptr}, down2_{nullptr}, mid_{nullptr}, up_{nullptr};
@@ -140,7 +177,7 @@ class UNetDenoiser : public Denoiser {
 std::shared_ptr<Denoiser> make_denoiser(const ModelOptions& options, const torch::Device& device) {
   validate(options);
   std::shared_ptr<Denoiser> net;
-  if (options.arch == "mlp") net = std::make_shared<MlpDenoiser>(options, device);
+  if (options.arch == Arch::kMlp) net = std::make_shared<MlpDenoiser>(options, device);
   else net = std::make_shared<UNetDenoiser>(options, device);
   net->to(device);
   return net;

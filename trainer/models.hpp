@@ -19,6 +19,9 @@ class Denoiser : public torch::nn::Module {
 /// Sinusoidal embedding of the steps 0..T-1: [T, dim] (sin in the first half, cos in the second).
 torch::Tensor sinusoidal_table(int64_t steps, int64_t dim);
 
+/// The hidden activation `name` (silu | gelu | relu) applied to x.
+torch::Tensor activation(const torch::Tensor& x, Activation act);
+
 /// Checks the options that shape a network; throws std::invalid_argument naming the option.
 void validate(const ModelOptions& options);
 

@@ -119,8 +119,9 @@ const std::string& RollingBuffer::datetime(int step) const {
   return datetime_[static_cast<size_t>(slot_of(step))];
 }
 
-void RollingBuffer::snapshot(std::vector<float>& context, std::vector<float>& fine,
-                             std::vector<float>& weights) const {
+void RollingBuffer::snapshot(std::vector<float>& context, std::vector<float>& fine, std::vector<float>& weights,
+                             std::vector<int64_t>* step_of_sample) const {
+  if (step_of_sample) step_of_sample->resize(static_cast<size_t>(samples_));
   context.resize(static_cast<size_t>(samples_) * C_);
   fine.resize(static_cast<size_t>(samples_) * P_);
   weights.resize(static_cast<size_t>(samples_) * P_);
@@ -133,6 +134,7 @@ void RollingBuffer::snapshot(std::vector<float>& context, std::vector<float>& fi
       std::memcpy(context.data() + k * C_, context_.data() + (s * n_ + i) * C_, sizeof(float) * C_);
       std::memcpy(fine.data() + k * P_, fine_.data() + (s * n_ + i) * P_, sizeof(float) * P_);
       std::memcpy(weights.data() + k * P_, weights_.data() + i * P_, sizeof(float) * P_);
+      if (step_of_sample) (*step_of_sample)[k] = step;
     }
   }
 }

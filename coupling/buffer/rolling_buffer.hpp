@@ -48,9 +48,10 @@ class RollingBuffer {
   const std::vector<float>& patch_weights() const { return weights_; }
 
   /// Consistent copy of every valid sample, oldest step first, patches in order:
-  /// context [samples][C], fine [samples][P], weights [samples][P].
-  void snapshot(std::vector<float>& context, std::vector<float>& fine,
-                std::vector<float>& weights) const;
+  /// context [samples][C], fine [samples][P], weights [samples][P]; `step_of_sample` (when
+  /// given) receives each sample's step, 0 = oldest (for splits by time).
+  void snapshot(std::vector<float>& context, std::vector<float>& fine, std::vector<float>& weights,
+                std::vector<int64_t>* step_of_sample = nullptr) const;
 
   /// Draws `batch` samples uniformly over the valid (step, patch) pairs, with replacement; the
   /// draws depend only on the rng state and the held samples (not on the ring position), so a
@@ -58,8 +59,17 @@ class RollingBuffer {
   void sample_batch(std::mt19937_64& rng, int64_t batch, float* context, float* fine,
                     float* weights) const;
 
-  /// Writes the buffer to an HDF5 file atomically (tmp + rename), with a checksum.
-  void save_h5(const std::string& path) const;
+  /// Writes the buffer to an HDF5 file atomically (tmp + rename), with a checksum. A buffer that
+  /// holds patches first_patch..first_patch+n-1 of patches_total (one trainer rank's part) says
+  /// so in the file, so that a run with another number of trainer ranks can re-shard it.
+  void save_h5(const std::string& path, int64_t first_patch = 0, int64_t patches_total = -1) const;
+
+  /// Patches first..first+count-1 from the parts of a snapshot written by any number of trainer
+  /// ranks (each part saved with its patch range): each part's overlap is taken, the parts must
+  /// agree on the steps and cover the range. Re-buffers into `capacity_steps`, keeping the newest
+  /// steps. Throws IoError naming the file and the mismatch.
+  static RollingBuffer load_h5_range(const std::vector<std::string>& parts, int capacity_steps, int64_t first,
+                                     int64_t count, int C, int P);
   /// Reads a buffer saved by save_h5 with its saved shape. Throws IoError naming the file and
   /// the problem (missing, not HDF5, missing dataset, inconsistent shape, checksum mismatch).
   static RollingBuffer load_h5(const std::string& path);

@@ -50,7 +50,7 @@ int64_t read_attr(const h5::File& f, const char* key) {
 
 }  // namespace
 
-void RollingBuffer::save_h5(const std::string& path) const {
+void RollingBuffer::save_h5(const std::string& path, int64_t first_patch, int64_t patches_total) const {
   AtomicFile out(path);
   {
     h5::File f = h5::File::create(out.tmp_path(), {ErrorCode::kIo, kSubject});
@@ -76,6 +76,8 @@ void RollingBuffer::save_h5(const std::string& path) const {
     f.set_attr("/", "steps", static_cast<int64_t>(steps_));
     f.set_attr("/", "pushed_total", pushed_total_);
     f.set_attr("/", "rejected_total", rejected_total_);
+    f.set_attr("/", "first_patch", first_patch);
+    f.set_attr("/", "patches_total", patches_total >= 0 ? patches_total : n_);
     f.close();
   }
   out.commit();
@@ -132,6 +134,62 @@ RollingBuffer RollingBuffer::load_h5(const std::string& path, int capacity_steps
              fine.data() + i * fine_step, valid.data() + i * n);
   buf.pushed_total_ = read_attr(f, "pushed_total");
   buf.rejected_total_ = read_attr(f, "rejected_total");
+  return buf;
+}
+
+RollingBuffer RollingBuffer::load_h5_range(const std::vector<std::string>& parts, int capacity_steps, int64_t first,
+                                           int64_t count, int C, int P) {
+  if (parts.empty()) throw IoError("rolling buffer snapshot: no part files given");
+  std::vector<std::string> datetimes;
+  int64_t steps = -1, pushed = 0, rejected = 0;
+  // The range's samples, step-major: [steps][count][C] etc., filled part by part.
+  std::vector<float> context, fine, weights(static_cast<size_t>(count * P));
+  std::vector<uint8_t> valid;
+  std::vector<uint8_t> covered(static_cast<size_t>(count), 0);
+  for (const std::string& path : parts) {
+    const RollingBuffer part = load_h5(path, -1, -1, C, P);
+    const h5::File f = h5::File::open_read(path, {ErrorCode::kIo, kSubject});
+    const int64_t p0 = f.has_attr("/", "first_patch") ? f.attr_int("/", "first_patch") : 0;
+    const int64_t pn = part.n_;
+    if (steps < 0) {
+      steps = part.steps_;
+      for (int i = 0; i < part.steps_; ++i) datetimes.push_back(part.datetime(i));
+      context.assign(static_cast<size_t>(steps * count * C), 0.0f);
+      fine.assign(static_cast<size_t>(steps * count * P), 0.0f);
+      valid.assign(static_cast<size_t>(steps * count), 0);
+      pushed = part.pushed_total_;
+      rejected = part.rejected_total_;
+    } else if (part.steps_ != steps || (steps > 0 && part.datetime(part.steps_ - 1) != datetimes.back())) {
+      throw IoError("rolling buffer snapshot " + path + ": holds " + std::to_string(part.steps_) +
+                    " steps ending at " + (part.steps_ > 0 ? part.datetime(part.steps_ - 1) : std::string("-")) +
+                    ", but " + parts.front() + " holds " + std::to_string(steps) + " ending at " +
+                    (steps > 0 ? datetimes.back() : std::string("-")) + ": the parts are not of one snapshot");
+    }
+    const int64_t lo = std::max(first, p0), hi = std::min(first + count, p0 + pn);
+    for (int64_t p = lo; p < hi; ++p) {
+      const int64_t src = p - p0, dst = p - first;
+      covered[static_cast<size_t>(dst)] = 1;
+      std::copy(part.weights_.begin() + src * P, part.weights_.begin() + (src + 1) * P, weights.begin() + dst * P);
+      for (int64_t i = 0; i < steps; ++i) {
+        const size_t s = static_cast<size_t>(part.slot_of(static_cast<int>(i)));
+        std::copy(part.context_.begin() + (s * pn + src) * C, part.context_.begin() + (s * pn + src + 1) * C,
+                  context.begin() + (i * count + dst) * C);
+        std::copy(part.fine_.begin() + (s * pn + src) * P, part.fine_.begin() + (s * pn + src + 1) * P,
+                  fine.begin() + (i * count + dst) * P);
+        valid[static_cast<size_t>(i * count + dst)] = part.valid_[s * pn + src];
+      }
+    }
+  }
+  if (const auto gap = std::find(covered.begin(), covered.end(), 0); gap != covered.end())
+    throw IoError("rolling buffer snapshot " + parts.front() + " (" + std::to_string(parts.size()) +
+                  " part(s)): patch " + std::to_string(first + (gap - covered.begin())) +
+                  " is in none of the parts; the snapshot is incomplete");
+  RollingBuffer buf(capacity_steps, count, C, P, std::move(weights));
+  for (int64_t i = std::max<int64_t>(0, steps - capacity_steps); i < steps; ++i)
+    buf.push(datetimes[static_cast<size_t>(i)], context.data() + i * count * C, fine.data() + i * count * P,
+             valid.data() + i * count);
+  buf.pushed_total_ = pushed;
+  buf.rejected_total_ = rejected;
   return buf;
 }
 

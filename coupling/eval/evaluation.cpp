@@ -3,6 +3,10 @@
 #include "coupling/eval/evaluation.hpp"
 
 #include <cmath>
+#include <string>
+#include <utility>
+
+#include "common/error.hpp"
 
 namespace finecast::coupling::eval {
 
@@ -40,6 +44,53 @@ EvalReport Evaluator::report() const {
   rep.rows.push_back({"model", model_.result(truth_spectrum_)});
   for (std::size_t i = 0; i < baselines_.size(); ++i)
     rep.rows.push_back({all_baselines()[i].name, baselines_[i].result(truth_spectrum_)});
+  rep.truth_spectrum = truth_spectrum_;
+  if (steps_ > 0)
+    for (double& e : rep.truth_spectrum.energy) e /= steps_;
+  return rep;
+}
+
+CellEvaluator::CellEvaluator(CellLayout layout, IdwOptions idw)
+    : layout_(std::move(layout)), interp_(layout_, idw) {
+  baselines_.resize(cell_baselines().size());
+}
+
+void CellEvaluator::add(const double* truth, const std::vector<const double*>& members,
+                        const std::vector<char>& patch_mask) {
+  const CellLayout& L = layout_;
+  if (!patch_mask.empty() && static_cast<int64_t>(patch_mask.size()) != L.n_patches())
+    throw InternalError("CellEvaluator::add: the patch mask has " +
+                        std::to_string(patch_mask.size()) + " flags for " +
+                        std::to_string(L.n_patches()) + " patches");
+  const std::vector<double> coarse = patch_means(L, truth);
+  std::vector<char> valid(coarse.size());
+  for (std::size_t p = 0; p < coarse.size(); ++p) {
+    valid[p] = std::isfinite(coarse[p]) && (patch_mask.empty() || patch_mask[p]) ? 1 : 0;
+    patches_valid_ += valid[p];
+  }
+  model_.add(L, truth, members, valid);
+  for (std::size_t i = 0; i < baselines_.size(); ++i) {
+    const std::vector<double> fine = interp_.run(coarse, cell_baselines()[i]);
+    baselines_[i].add(L, truth, {fine.data()}, valid);
+  }
+  const std::vector<double> r = masked_residual(L, truth, valid);
+  accumulate_spectrum(truth_spectrum_, hierarchy_spectrum(L, r.data()), 1.0);
+  ++steps_;
+}
+
+EvalReport CellEvaluator::report() const {
+  EvalReport rep;
+  rep.grid = EvalReport::Grid::kCells;
+  rep.n_cells = layout_.size();
+  rep.patch_size = layout_.patch_size();
+  rep.fine_level = layout_.spec().fine_level;
+  rep.coarse_level = layout_.spec().coarse_level;
+  rep.n_times = steps_;
+  rep.blocks_total = layout_.n_patches();
+  rep.blocks_valid = patches_valid_;
+  rep.rows.push_back({"model", model_.result(truth_spectrum_)});
+  for (std::size_t i = 0; i < baselines_.size(); ++i)
+    rep.rows.push_back({cell_baselines()[i].name, baselines_[i].result(truth_spectrum_)});
   rep.truth_spectrum = truth_spectrum_;
   if (steps_ > 0)
     for (double& e : rep.truth_spectrum.energy) e /= steps_;

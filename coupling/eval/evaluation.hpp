@@ -8,6 +8,8 @@
 
 #include "coupling/eval/baselines.hpp"
 #include "coupling/eval/blocks.hpp"
+#include "coupling/eval/cell_baselines.hpp"
+#include "coupling/eval/cells.hpp"
 #include "coupling/eval/metrics.hpp"
 
 namespace finecast::coupling::eval {
@@ -20,11 +22,16 @@ struct EvalRow {
 
 /// Everything an evaluation produced, ready for the table, JSON and CSV writers.
 struct EvalReport {
-  int ny = 0, nx = 0, k = 0;
+  enum class Grid { kLatLon, kCells };
+  Grid grid = Grid::kLatLon;
+  int ny = 0, nx = 0, k = 0;  ///< lat-lon window and block edge
+  /// Unstructured grids: fine cells, fine cells per patch, and the R2B levels (-1 = unknown).
+  int64_t n_cells = 0;
+  int patch_size = 0, fine_level = -1, coarse_level = -1;
   int n_times = 0;
-  int64_t blocks_total = 0;       ///< blocks per time step
-  int64_t blocks_valid = 0;       ///< blocks scored, summed over time steps
-  std::vector<EvalRow> rows;      ///< "model" first, then all_baselines() in order
+  int64_t blocks_total = 0;       ///< blocks (patches) per time step
+  int64_t blocks_valid = 0;       ///< blocks (patches) scored, summed over time steps
+  std::vector<EvalRow> rows;      ///< "model" first, then the baselines in order
   RadialSpectrum truth_spectrum;  ///< mean over time steps
   /// Free-form context written into the JSON header (files, variable, region, ...).
   std::vector<std::pair<std::string, std::string>> meta;
@@ -49,6 +56,35 @@ class Evaluator {
   RadialSpectrum truth_spectrum_;  // summed over steps
   int steps_ = 0;
   int64_t blocks_valid_ = 0;
+};
+
+/// The same for patches of an unstructured grid (ICON's coarse cells): the coarse field is the
+/// area-weighted patch mean of the truth, the baselines are cell_baselines(), and the spectra
+/// are the hierarchy's bands (hierarchy_spectrum).
+class CellEvaluator {
+ public:
+  /// Throws ConfigError when the layout or the IDW options are not usable.
+  explicit CellEvaluator(CellLayout layout, IdwOptions idw = {});
+  CellEvaluator(const CellEvaluator&) = delete;
+  CellEvaluator& operator=(const CellEvaluator&) = delete;
+  /// One time step: the truth and the predicted members, each layout().size() values. A patch
+  /// is scored when `patch_mask` (n_patches flags, empty = all) allows it and its truth is
+  /// finite everywhere.
+  void add(const double* truth, const std::vector<const double*>& members,
+           const std::vector<char>& patch_mask = {});
+  /// Scores so far; "model" first, then the baselines.
+  EvalReport report() const;
+  const CellLayout& layout() const { return layout_; }
+  const CellInterpolator& interpolator() const { return interp_; }
+
+ private:
+  CellLayout layout_;
+  CellInterpolator interp_;
+  ScoreAccumulator model_;
+  std::vector<ScoreAccumulator> baselines_;
+  RadialSpectrum truth_spectrum_;  // summed over steps
+  int steps_ = 0;
+  int64_t patches_valid_ = 0;
 };
 
 }  // namespace finecast::coupling::eval

@@ -69,14 +69,33 @@ std::string to_json(const EvalReport& r) {
                                {"upper_energy_ratio", number(s.upper_energy_ratio)},
                                {"spectrum", spectrum_json(s.spectrum)}});
   }
+  Json grid;
+  if (r.grid == EvalReport::Grid::kLatLon) {
+    grid = Json{{"ny", r.ny},
+                {"nx", r.nx},
+                {"block", r.k},
+                {"n_times", r.n_times},
+                {"blocks_per_step", r.blocks_total},
+                {"blocks_scored", r.blocks_valid}};
+  } else {
+    // The same keys where they mean the same (blocks are patches here), so readers of lat-lon
+    // results need no second path for the counts.
+    Json levels = Json::array();
+    for (int b = 1; b <= static_cast<int>(r.truth_spectrum.energy.size()); ++b)
+      levels.push_back(r.coarse_level >= 0 ? r.coarse_level + b : b);
+    grid = Json{{"kind", "unstructured"},
+                {"n_cells", r.n_cells},
+                {"patch_size", r.patch_size},
+                {"fine_level", r.fine_level},
+                {"coarse_level", r.coarse_level},
+                {"n_times", r.n_times},
+                {"blocks_per_step", r.blocks_total},
+                {"blocks_scored", r.blocks_valid},
+                {"spectrum", "variance by refinement level (Haar): band b = R2B<coarse_level + b>"},
+                {"spectrum_levels", levels}};
+  }
   const Json doc{{"meta", meta},
-                 {"grid",
-                  {{"ny", r.ny},
-                   {"nx", r.nx},
-                   {"block", r.k},
-                   {"n_times", r.n_times},
-                   {"blocks_per_step", r.blocks_total},
-                   {"blocks_scored", r.blocks_valid}}},
+                 {"grid", grid},
                  {"truth_spectrum", spectrum_json(r.truth_spectrum)},
                  {"predictions", predictions}};
   return doc.dump(2) + "\n";

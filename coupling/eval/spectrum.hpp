@@ -11,6 +11,7 @@ namespace finecast::coupling::eval {
 /// wavenumber f = sqrt((ky/ny)^2 + (kx/nx)^2) cycles per grid spacing and falls in bin
 /// round(n f); bin b is centred on b / n. Every mode falls in a bin (the corners beyond the
 /// Nyquist circle included), so the energies sum to the mean square of the field (Parseval).
+/// On unstructured grids the same container holds the bands of hierarchy_spectrum (cells.hpp).
 struct RadialSpectrum {
   int n = 0;                       ///< min(ny, nx): the bin width is 1/n cycles per spacing
   std::vector<double> wavenumber;  ///< bin centres, cycles per grid spacing

@@ -145,6 +145,19 @@ IconGrid read_icon_grid(const std::string& path) {
   const int nc = file.id;
   IconGrid g;
   g.path = path;
+  // The grid's identity, which ICON's output and CDO use to find the grid again.
+  size_t len = 0;
+  nc_type type = NC_NAT;
+  if (nc_inq_att(nc, NC_GLOBAL, "uuidOfHGrid", &type, &len) == NC_NOERR && type == NC_CHAR) {
+    g.uuid_of_hgrid.assign(len, '\0');
+    CHECK_NC(nc_get_att_text(nc, NC_GLOBAL, "uuidOfHGrid", g.uuid_of_hgrid.data()),
+             "ICON grid file '" + path + "', attribute uuidOfHGrid");
+    while (!g.uuid_of_hgrid.empty() && g.uuid_of_hgrid.back() == '\0') g.uuid_of_hgrid.pop_back();
+  }
+  int number = -1;
+  if (nc_inq_att(nc, NC_GLOBAL, "number_of_grid_used", &type, &len) == NC_NOERR && len == 1 && type != NC_CHAR &&
+      nc_get_att_int(nc, NC_GLOBAL, "number_of_grid_used", &number) == NC_NOERR)
+    g.number_of_grid_used = number;
 
   const int clon_id = find_var(nc, "clon");
   if (clon_id < 0 || find_var(nc, "clat") < 0)

@@ -21,6 +21,8 @@ struct IconGrid {
   int64_t n_vertices = 0;
   std::vector<double> vlon, vlat;    ///< unique vertices, radians
   std::vector<int32_t> parent_cell;  ///< from parent_cell_index; empty when absent
+  std::string uuid_of_hgrid;         ///< the file's global uuidOfHGrid ("" when absent)
+  int number_of_grid_used = -1;      ///< the file's global number_of_grid_used (-1 when absent)
 };
 
 /// Reads an ICON grid file; throws IoError naming the file and the missing/odd variable.

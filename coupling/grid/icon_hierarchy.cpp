@@ -72,38 +72,26 @@ bool further_north(const Vec3& a, const Vec3& b) {
   return a[1] > b[1];
 }
 
-}  // namespace
+/// The vertex graph of the fine grid and the 12 icosahedron corners (the vertices of five cells).
+struct VertexGraph {
+  std::vector<int32_t> adj;  ///< [nv][kMaxDegree]
+  std::vector<uint8_t> deg;
+  std::vector<int32_t> corners;
+};
 
-int icon_grid_level(const IconGrid& g) {
-  int64_t cells = 80;
-  for (int level = 0; level <= 15; ++level, cells *= 4)
-    if (cells == g.n_cells) return level;
-  fail(g,
-       std::to_string(g.n_cells) +
-           " cells is not an R2B<k> grid size (80 * 4^k cells: 80, 320, 1280, 5120, 20480, ...)");
-}
-
-PatchMap icon_patch_map(const IconGrid& g, int coarse_level) {
-  const int fine_level = icon_grid_level(g);
-  if (coarse_level < 0 || coarse_level > fine_level)
-    fail(g, "coarse level " + std::to_string(coarse_level) + " out of range for an R2B" +
-                std::to_string(fine_level) + " grid, expected 0.." + std::to_string(fine_level));
-  const int64_t n = g.n_cells;
+VertexGraph vertex_graph(const IconGrid& g) {
   const int64_t nv = g.n_vertices;
-  const int64_t side = int64_t(2) << fine_level;                // fine edges per icosahedron edge
-  const int64_t r = int64_t(1) << (fine_level - coarse_level);  // fine edges per coarse edge
-  const int64_t m = side / r;                                   // coarse edges per icosahedron edge
-
-  // ---- vertex graph and the 12 icosahedron corners (the vertices of five cells) ----
-  std::vector<int32_t> adj(nv * kMaxDegree);
-  std::vector<uint8_t> deg(nv, 0), cells_at(nv, 0);
+  VertexGraph graph;
+  graph.adj.resize(nv * kMaxDegree);
+  graph.deg.assign(nv, 0);
+  std::vector<uint8_t> cells_at(nv, 0);
   auto link = [&](int32_t a, int32_t b) {
-    for (int k = 0; k < deg[a]; ++k)
-      if (adj[a * kMaxDegree + k] == b) return;
-    if (deg[a] == kMaxDegree)
+    for (int k = 0; k < graph.deg[a]; ++k)
+      if (graph.adj[a * kMaxDegree + k] == b) return;
+    if (graph.deg[a] == kMaxDegree)
       fail(g, "vertex " + std::to_string(a) + " has more than " + std::to_string(kMaxDegree) +
                   " edges; not an icosahedral grid");
-    adj[a * kMaxDegree + deg[a]++] = b;
+    graph.adj[a * kMaxDegree + graph.deg[a]++] = b;
   };
   for (const auto& c : g.cell_vertices)
     for (int k = 0; k < 3; ++k) {
@@ -111,78 +99,110 @@ PatchMap icon_patch_map(const IconGrid& g, int coarse_level) {
       link(c[(k + 1) % 3], c[k]);
       if (cells_at[c[k]] < 255) ++cells_at[c[k]];
     }
-  std::vector<int32_t> corners;
   for (int64_t v = 0; v < nv; ++v) {
     if (cells_at[v] == 5)
-      corners.push_back(static_cast<int32_t>(v));
+      graph.corners.push_back(static_cast<int32_t>(v));
     else if (cells_at[v] != 6)
       fail(g, "vertex " + std::to_string(v) + " belongs to " + std::to_string(cells_at[v]) +
                   " cells, expected 5 or 6 in a global icosahedral grid (a regional grid?)");
   }
-  if (corners.size() != 12)
-    fail(g, std::to_string(corners.size()) +
+  if (graph.corners.size() != 12)
+    fail(g, std::to_string(graph.corners.size()) +
                 " vertices belong to exactly five cells, expected the 12 icosahedron corners");
+  return graph;
+}
 
+/// The icosahedron behind the grid: hop distances of every vertex from the 12 corners, the 20
+/// faces (corner triples), and for each vertex the faces it lies in.
+struct Icosahedron {
+  std::vector<int32_t> corners;
+  std::vector<int32_t> hops;  ///< [vertex][corner]
+  std::vector<std::array<int, 3>> faces;
+  std::vector<uint32_t> face_mask;  ///< per vertex: bit f set when it lies in face f
+  int32_t d(int corner, int64_t v) const { return hops[v * 12 + corner]; }
+};
+
+Icosahedron icosahedron(const IconGrid& g, const VertexGraph& graph, int64_t side, int fine_level) {
+  const int64_t nv = g.n_vertices;
+  Icosahedron ico;
+  ico.corners = graph.corners;
   std::vector<int32_t> dist(12 * nv), queue;
   queue.reserve(nv);
-  for (int a = 0; a < 12; ++a) bfs(adj, deg, corners[a], &dist[a * nv], queue);
-  // Vertex-major copy: the face tests below read all corners of one vertex together.
-  std::vector<int32_t> by_vertex(12 * nv);
+  for (int a = 0; a < 12; ++a) bfs(graph.adj, graph.deg, ico.corners[a], &dist[a * nv], queue);
+  // Vertex-major: the face tests read all corners of one vertex together.
+  ico.hops.resize(12 * nv);
   for (int a = 0; a < 12; ++a)
-    for (int64_t v = 0; v < nv; ++v) by_vertex[v * 12 + a] = dist[a * nv + v];
-  dist.clear();
-  dist.shrink_to_fit();
-  auto d = [&](int corner, int64_t v) { return by_vertex[v * 12 + corner]; };
+    for (int64_t v = 0; v < nv; ++v) ico.hops[v * 12 + a] = dist[a * nv + v];
 
-  // ---- icosahedron edges (corner pairs at the smallest hop distance) and faces ----
+  // Edges: corner pairs at the smallest hop distance; faces: mutually adjacent triples.
   int32_t edge_hops = std::numeric_limits<int32_t>::max();
   for (int a = 0; a < 12; ++a)
     for (int b = a + 1; b < 12; ++b) {
-      if (d(a, corners[b]) < 0) fail(g, "the vertex graph is not connected");
-      edge_hops = std::min(edge_hops, d(a, corners[b]));
+      if (ico.d(a, ico.corners[b]) < 0) fail(g, "the vertex graph is not connected");
+      edge_hops = std::min(edge_hops, ico.d(a, ico.corners[b]));
     }
   if (edge_hops != side)
     fail(g, "icosahedron corners are " + std::to_string(edge_hops) + " edges apart, expected " +
                 std::to_string(side) + " for an R2B" + std::to_string(fine_level) + " grid");
   std::array<std::bitset<12>, 12> adjacent;
   for (int a = 0; a < 12; ++a) {
-    for (int b = 0; b < 12; ++b) adjacent[a][b] = a != b && d(a, corners[b]) == side;
+    for (int b = 0; b < 12; ++b) adjacent[a][b] = a != b && ico.d(a, ico.corners[b]) == side;
     if (adjacent[a].count() != 5)
-      fail(g, "icosahedron corner " + std::to_string(corners[a]) + " has " +
+      fail(g, "icosahedron corner " + std::to_string(ico.corners[a]) + " has " +
                   std::to_string(adjacent[a].count()) + " neighbouring corners, expected 5");
   }
-  std::vector<std::array<int, 3>> faces;
   for (int a = 0; a < 12; ++a)
     for (int b = a + 1; b < 12; ++b)
       for (int c = b + 1; c < 12; ++c)
-        if (adjacent[a][b] && adjacent[b][c] && adjacent[a][c]) faces.push_back({a, b, c});
-  if (faces.size() != 20)
-    fail(g, std::to_string(faces.size()) + " icosahedron faces found, expected 20");
+        if (adjacent[a][b] && adjacent[b][c] && adjacent[a][c]) ico.faces.push_back({a, b, c});
+  if (ico.faces.size() != 20)
+    fail(g, std::to_string(ico.faces.size()) + " icosahedron faces found, expected 20");
 
-  // ---- discrete barycentric coordinates: inside face (a, b, c) a vertex's hop distances are
-  // side - lambda for each corner, so they sum to 2 * side there and exceed it elsewhere ----
-  std::vector<uint32_t> face_mask(nv, 0);
+  // Discrete barycentric coordinates: inside face (a, b, c) a vertex's hop distances are
+  // side - lambda for each corner, so they sum to 2 * side there and exceed it elsewhere.
+  ico.face_mask.assign(nv, 0);
   for (int64_t v = 0; v < nv; ++v)
     for (int f = 0; f < 20; ++f) {
-      const auto& F = faces[f];
-      if (d(F[0], v) + d(F[1], v) + d(F[2], v) == 2 * side) face_mask[v] |= 1u << f;
+      const auto& F = ico.faces[f];
+      if (ico.d(F[0], v) + ico.d(F[1], v) + ico.d(F[2], v) == 2 * side) ico.face_mask[v] |= 1u << f;
     }
+  return ico;
+}
 
-  // Corners of every coarse triangle, from the vertices on the coarse lattice of each face.
-  const int64_t row = m + 1;
+/// The sizes of the refinement: fine and coarse edges per icosahedron edge, fine edges per
+/// coarse edge, and the coarse triangles.
+struct Refinement {
+  int64_t side = 0;  ///< fine edges per icosahedron edge
+  int64_t r = 0;     ///< fine edges per coarse edge
+  int64_t m = 0;     ///< coarse edges per icosahedron edge
+  int64_t per_face() const { return m * m; }
+  int64_t n_coarse() const { return 20 * per_face(); }
+  int64_t patch_size() const { return r * r; }
+};
+
+/// Every coarse triangle's corners in canonical order (northernmost first, then
+/// anticlockwise), and for each canonical corner the lattice corner it is.
+struct CoarseTriangles {
+  std::vector<std::array<int32_t, 3>> corner;
+  std::vector<std::array<int8_t, 3>> slot;
+};
+
+CoarseTriangles coarse_triangles(const IconGrid& g, const Icosahedron& ico, const Refinement& ref) {
+  const int64_t row = ref.m + 1;
   std::vector<int32_t> lattice_vertex(20 * row * row, -1);
-  for (int64_t v = 0; v < nv; ++v)
-    for (uint32_t mask = face_mask[v]; mask != 0; mask &= mask - 1) {
+  for (int64_t v = 0; v < g.n_vertices; ++v)
+    for (uint32_t mask = ico.face_mask[v]; mask != 0; mask &= mask - 1) {
       const int f = __builtin_ctz(mask);
-      const int64_t p = side - d(faces[f][1], v), q = side - d(faces[f][2], v);
-      if (p % r == 0 && q % r == 0)
-        lattice_vertex[(f * row + p / r) * row + q / r] = static_cast<int32_t>(v);
+      const int64_t p = ref.side - ico.d(ico.faces[f][1], v),
+                    q = ref.side - ico.d(ico.faces[f][2], v);
+      if (p % ref.r == 0 && q % ref.r == 0)
+        lattice_vertex[(f * row + p / ref.r) * row + q / ref.r] = static_cast<int32_t>(v);
     }
-  const int64_t per_face = m * m;
-  const int64_t n_coarse = 20 * per_face;
-  std::vector<std::array<int32_t, 3>> coarse_corner(n_coarse);  // canonical order
-  std::vector<std::array<int8_t, 3>> corner_slot(n_coarse);     // canonical k -> lattice corner
+  CoarseTriangles tri;
+  tri.corner.resize(ref.n_coarse());
+  tri.slot.resize(ref.n_coarse());
   auto vertex_xyz = [&](int32_t v) { return sphere::to_xyz(g.vlon[v], g.vlat[v]); };
+  const int64_t m = ref.m;
   for (int f = 0; f < 20; ++f)
     for (int64_t I = 0; I < m; ++I)
       for (int64_t J = 0; I + J < m; ++J)
@@ -197,7 +217,7 @@ PatchMap icon_patch_map(const IconGrid& g, int coarse_level) {
             K[c] = lattice_vertex[(f * row + k[c][0]) * row + k[c][1]];
             if (K[c] < 0) fail(g, "a coarse triangle corner is missing from the vertex lattice");
           }
-          const int64_t id = f * per_face + lattice_index(m, I, J, down != 0);
+          const int64_t id = f * ref.per_face() + lattice_index(m, I, J, down != 0);
           const Vec3 x[3] = {vertex_xyz(K[0]), vertex_xyz(K[1]), vertex_xyz(K[2])};
           int first = 0;
           for (int c = 1; c < 3; ++c)
@@ -205,31 +225,37 @@ PatchMap icon_patch_map(const IconGrid& g, int coarse_level) {
           int second = (first + 1) % 3, third = (first + 2) % 3;
           if (sphere::dot(x[first], sphere::cross(x[second], x[third])) < 0)
             std::swap(second, third);
-          corner_slot[id] = {static_cast<int8_t>(first), static_cast<int8_t>(second),
-                             static_cast<int8_t>(third)};
-          coarse_corner[id] = {K[first], K[second], K[third]};
+          tri.slot[id] = {static_cast<int8_t>(first), static_cast<int8_t>(second),
+                          static_cast<int8_t>(third)};
+          tri.corner[id] = {K[first], K[second], K[third]};
         }
+  return tri;
+}
 
-  // ---- every fine cell: its face, coarse triangle and canonical slot ----
-  const int64_t P = r * r;
+/// The fine cell at each canonical slot of each coarse triangle, [n_coarse][patch_size]: its
+/// face, then its coarse triangle and its place in it, from the vertices' hop distances.
+std::vector<int64_t> fine_cells_by_slot(const IconGrid& g, const Icosahedron& ico,
+                                        const Refinement& ref, const CoarseTriangles& tri,
+                                        int coarse_level) {
+  const int64_t P = ref.patch_size(), r = ref.r, m = ref.m, n_coarse = ref.n_coarse();
   std::vector<int64_t> slot_cell(n_coarse * P, -1);
   std::vector<int64_t> count(n_coarse, 0);
-  for (int64_t c = 0; c < n; ++c) {
+  for (int64_t c = 0; c < g.n_cells; ++c) {
     const auto& cv = g.cell_vertices[c];
-    const uint32_t mask = face_mask[cv[0]] & face_mask[cv[1]] & face_mask[cv[2]];
+    const uint32_t mask = ico.face_mask[cv[0]] & ico.face_mask[cv[1]] & ico.face_mask[cv[2]];
     if (mask == 0 || (mask & (mask - 1)) != 0)
       fail(g, "cell " + std::to_string(c) + " lies in " + std::to_string(__builtin_popcount(mask)) +
                   " icosahedron faces, expected exactly 1");
     const int f = __builtin_ctz(mask);
     int64_t p[3], q[3];
     for (int k = 0; k < 3; ++k) {
-      p[k] = side - d(faces[f][1], cv[k]);
-      q[k] = side - d(faces[f][2], cv[k]);
+      p[k] = ref.side - ico.d(ico.faces[f][1], cv[k]);
+      q[k] = ref.side - ico.d(ico.faces[f][2], cv[k]);
     }
     int64_t I, J;
     bool down;
     locate(p[0] + p[1] + p[2], q[0] + q[1] + q[2], r, I, J, down);
-    const int64_t id = f * per_face + lattice_index(m, I, J, down);
+    const int64_t id = f * ref.per_face() + lattice_index(m, I, J, down);
     if (I + J >= m || id >= n_coarse)
       fail(g, "cell " + std::to_string(c) + " falls outside its face");
     // Local barycentric coordinates w.r.t. the lattice corners K0, K1, K2, then canonical order.
@@ -238,8 +264,8 @@ PatchMap icon_patch_map(const IconGrid& g, int coarse_level) {
       const int64_t s = down ? r * (I + 1) - p[k] : p[k] - r * I;
       const int64_t t = down ? r * (J + 1) - q[k] : q[k] - r * J;
       const int64_t bary[3] = {r - s - t, s, t};
-      sb += bary[corner_slot[id][1]];
-      sc += bary[corner_slot[id][2]];
+      sb += bary[tri.slot[id][1]];
+      sc += bary[tri.slot[id][2]];
     }
     int64_t i, j;
     bool fine_down;
@@ -257,20 +283,26 @@ PatchMap icon_patch_map(const IconGrid& g, int coarse_level) {
     fail(g, "R2B" + std::to_string(coarse_level) + " coarse cells hold " + std::to_string(*lo) +
                 " to " + std::to_string(*hi) + " fine cells, expected exactly " +
                 std::to_string(P) + " each");
+  return slot_cell;
+}
 
-  // ---- numbering: coarse cells in the order of their smallest fine cell ----
-  std::vector<int64_t> smallest(n_coarse), order(n_coarse), rank_of(n_coarse);
+/// The patch map: coarse cells numbered in the order of their smallest fine cell (so that the
+/// numbering follows the file's, not the icosahedron's), area weights, centres and edge
+/// neighbours (slot k lies across the edge opposite canonical corner k).
+PatchMap assemble_patch_map(const IconGrid& g, const Refinement& ref, const CoarseTriangles& tri,
+                            const std::vector<int64_t>& slot_cell) {
+  const int64_t n_coarse = ref.n_coarse(), P = ref.patch_size();
+  std::vector<int64_t> smallest(n_coarse), order(n_coarse);
   for (int64_t id = 0; id < n_coarse; ++id) {
     smallest[id] = *std::min_element(&slot_cell[id * P], &slot_cell[id * P] + P);
     order[id] = id;
   }
   std::sort(order.begin(), order.end(),
             [&](int64_t a, int64_t b) { return smallest[a] < smallest[b]; });
-  for (int64_t k = 0; k < n_coarse; ++k) rank_of[order[k]] = k;
 
   PatchMap pm;
   pm.kind = PatchMap::Kind::kIconTriangles;
-  pm.n_fine = n;
+  pm.n_fine = g.n_cells;
   pm.n_coarse = n_coarse;
   pm.patch_size = static_cast<int>(P);
   pm.n_neighbours = 3;
@@ -295,11 +327,10 @@ PatchMap icon_patch_map(const IconGrid& g, int coarse_level) {
     sphere::to_lonlat(centre, pm.coarse_lon[k], pm.coarse_lat[k]);
   }
 
-  // ---- coarse edge neighbours: slot k lies across the edge opposite canonical corner k ----
   std::vector<std::array<int32_t, 3>> ordered_corners(n_coarse);
-  for (int64_t k = 0; k < n_coarse; ++k) ordered_corners[k] = coarse_corner[order[k]];
-  const auto coarse_neighbours =
-      edge_neighbours(ordered_corners, nv, "ICON grid '" + g.path + "', coarse triangles");
+  for (int64_t k = 0; k < n_coarse; ++k) ordered_corners[k] = tri.corner[order[k]];
+  const auto coarse_neighbours = edge_neighbours(ordered_corners, g.n_vertices,
+                                                 "ICON grid '" + g.path + "', coarse triangles");
   for (int64_t k = 0; k < n_coarse; ++k)
     for (int s = 0; s < 3; ++s) {
       // The coarse triangles of a global grid close up: every edge has a triangle on each side.
@@ -307,27 +338,56 @@ PatchMap icon_patch_map(const IconGrid& g, int coarse_level) {
         fail(g, "a coarse edge is not shared by exactly two coarse cells");
       pm.neighbours[k * 3 + s] = coarse_neighbours[k][s];
     }
+  return pm;
+}
 
-  // ---- the file's own parents, when it has them, must agree ----
-  if (!g.parent_cell.empty() && coarse_level == fine_level - 1) {
-    std::vector<int8_t> seen;
-    for (int64_t k = 0; k < n_coarse; ++k) {
-      const int32_t parent = g.parent_cell[pm.fine_of_patch[k * P]];
-      for (int64_t s = 1; s < P; ++s)
-        if (g.parent_cell[pm.fine_of_patch[k * P + s]] != parent)
-          fail(g, "parent_cell_index disagrees with the topology: cells " +
-                      std::to_string(pm.fine_of_patch[k * P]) + " and " +
-                      std::to_string(pm.fine_of_patch[k * P + s]) +
-                      " share a parent triangle but have parents " + std::to_string(parent) +
-                      " and " + std::to_string(g.parent_cell[pm.fine_of_patch[k * P + s]]));
-      if (parent < 0)
-        fail(g, "parent_cell_index is missing for cell " + std::to_string(pm.fine_of_patch[k * P]));
-      if (static_cast<size_t>(parent) >= seen.size()) seen.resize(parent + 1, 0);
-      if (seen[parent]++)
-        fail(g, "parent_cell_index names parent " + std::to_string(parent) +
-                    " for two coarse triangles");
-    }
+/// The file's own parents (parent_cell_index), when it has them, must agree with the topology.
+void check_file_parents(const IconGrid& g, const PatchMap& pm) {
+  const int64_t P = pm.patch_size;
+  std::vector<int8_t> seen;
+  for (int64_t k = 0; k < pm.n_coarse; ++k) {
+    const int32_t parent = g.parent_cell[pm.fine_of_patch[k * P]];
+    for (int64_t s = 1; s < P; ++s)
+      if (g.parent_cell[pm.fine_of_patch[k * P + s]] != parent)
+        fail(g, "parent_cell_index disagrees with the topology: cells " +
+                    std::to_string(pm.fine_of_patch[k * P]) + " and " +
+                    std::to_string(pm.fine_of_patch[k * P + s]) +
+                    " share a parent triangle but have parents " + std::to_string(parent) +
+                    " and " + std::to_string(g.parent_cell[pm.fine_of_patch[k * P + s]]));
+    if (parent < 0)
+      fail(g, "parent_cell_index is missing for cell " + std::to_string(pm.fine_of_patch[k * P]));
+    if (static_cast<size_t>(parent) >= seen.size()) seen.resize(parent + 1, 0);
+    if (seen[parent]++)
+      fail(g, "parent_cell_index names parent " + std::to_string(parent) +
+                  " for two coarse triangles");
   }
+}
+
+}  // namespace
+
+int icon_grid_level(const IconGrid& g) {
+  int64_t cells = 80;
+  for (int level = 0; level <= 15; ++level, cells *= 4)
+    if (cells == g.n_cells) return level;
+  fail(g,
+       std::to_string(g.n_cells) +
+           " cells is not an R2B<k> grid size (80 * 4^k cells: 80, 320, 1280, 5120, 20480, ...)");
+}
+
+PatchMap icon_patch_map(const IconGrid& g, int coarse_level) {
+  const int fine_level = icon_grid_level(g);
+  if (coarse_level < 0 || coarse_level > fine_level)
+    fail(g, "coarse level " + std::to_string(coarse_level) + " out of range for an R2B" +
+                std::to_string(fine_level) + " grid, expected 0.." + std::to_string(fine_level));
+  Refinement ref;
+  ref.side = int64_t(2) << fine_level;
+  ref.r = int64_t(1) << (fine_level - coarse_level);
+  ref.m = ref.side / ref.r;
+  const Icosahedron ico = icosahedron(g, vertex_graph(g), ref.side, fine_level);
+  const CoarseTriangles tri = coarse_triangles(g, ico, ref);
+  const PatchMap pm =
+      assemble_patch_map(g, ref, tri, fine_cells_by_slot(g, ico, ref, tri, coarse_level));
+  if (!g.parent_cell.empty() && coarse_level == fine_level - 1) check_file_parents(g, pm);
   return pm;
 }
 

@@ -44,6 +44,8 @@ std::vector<double> midpoint_edges(const std::vector<double>& x) {
 /// Cell areas and the longitude wrap flag from cell edges (degrees).
 void finish(LatLonGrid& g, std::vector<double> lat_edges, const std::vector<double>& lon_edges) {
   for (double& e : lat_edges) e = std::clamp(e, -90.0, 90.0);
+  g.lat_edges = lat_edges;
+  g.lon_edges = lon_edges;
   g.cell_area.resize(g.nlat * g.nlon);
   const double r2 = sphere::kEarthRadius * sphere::kEarthRadius;
   for (int64_t i = 0; i < g.nlat; ++i) {

@@ -30,6 +30,7 @@ struct Patches {
   std::vector<uint8_t> valid;      ///< n: 0 when a fine value of the patch is missing
   int64_t n_invalid = 0;           ///< patches with a missing value (excluded from training)
   std::vector<float> coarse_vars;  ///< n_vars*n coarse means, variable-major (scratch, readable)
+  std::vector<float> coarse_orography;  ///< n coarse orography means (when options.orography)
 };
 
 /// Builds the patches of one step. fields[v] points at a global fine field (n_fine values by
@@ -40,6 +41,22 @@ struct Patches {
 /// stable.
 void extract_patches(const PatchMap& map, const std::vector<const float*>& fields,
                      const float* orography, const PatchOptions& options, Patches& out);
+
+/// The two stages of extract_patches, for patches spread over several trainer ranks:
+/// coarsen_patches fills everything but the context (fine values, weights, coarse means, valid
+/// flags) from the patches' own fine cells; fill_contexts then builds the contexts from the
+/// coarse means of every patch (all_coarse_vars [n_vars][n_all], the neighbours' included) for
+/// the map's patches, which are patches first..first+n_coarse-1 of all. extract_patches is both
+/// on one map, and a shard (shard_map) gives bitwise the same patches.
+void coarsen_patches(const PatchMap& map, const std::vector<const float*>& fields, const float* orography,
+                     const PatchOptions& options, Patches& out);
+void fill_contexts(const PatchMap& map, int64_t first, const float* all_coarse_vars, int64_t n_all, int n_vars,
+                   const PatchOptions& options, Patches& out);
+
+/// Patches first..first+count-1 of `global` as a map of their own: fine cells renumbered to
+/// slots (patch c, canonical position k -> c * P + k), weights, centres and neighbours (still
+/// global patch ids) kept. The slots of a trainer rank's shard.
+PatchMap shard_map(const PatchMap& global, int64_t first, int64_t count);
 
 /// Area-weighted coarse means of one fine field: out[n_coarse].
 void coarsen(const PatchMap& map, const float* field, float* out);

@@ -11,9 +11,15 @@
 
 namespace finecast::coupling::host {
 
+const schema::Names<Decomposition>& names(Decomposition) {
+  static const schema::Names<Decomposition> n{{Decomposition::kLatBands, "lat_bands"},
+                                              {Decomposition::kRoundRobin, "round_robin"}};
+  return n;
+}
+
 Decomposition parse_decomposition(const std::string& name) {
-  if (name == "lat_bands") return Decomposition::kLatBands;
-  if (name == "round_robin") return Decomposition::kRoundRobin;
+  Decomposition d{};
+  if (schema::parse_name(name, d)) return d;
   throw ConfigError("decomposition must be one of lat_bands, round_robin; got '" + name + "'");
 }
 

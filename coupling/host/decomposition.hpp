@@ -2,6 +2,8 @@
 // How finecast-host splits an ICON grid over MPI ranks, and the ComIn domain of one rank.
 #pragma once
 
+#include "common/schema.hpp"
+
 #include <array>
 #include <string>
 #include <utility>
@@ -16,6 +18,8 @@ namespace finecast::coupling::host {
 /// index), deliberately not aligned with coarse cells; round_robin: cell i on rank i % n (a
 /// worst case: every cell's neighbours live elsewhere).
 enum class Decomposition { kLatBands, kRoundRobin };
+/// "lat_bands", "round_robin" (option tables, schema::name_of).
+const schema::Names<Decomposition>& names(Decomposition);
 
 /// Parses "lat_bands" | "round_robin"; throws ConfigError listing the allowed names.
 Decomposition parse_decomposition(const std::string& name);

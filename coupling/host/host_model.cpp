@@ -49,6 +49,8 @@ void HostModel::compute(double seconds, const FieldPointers& f) const {
   const double utc_hours = setup_.start_utc_hours + seconds / 3600.0;
   const size_t np = static_cast<size_t>(setup_.nproma);
   const int nlev = setup_.nlev;
+  // Cells are independent: the same values with any number of OpenMP threads.
+#pragma omp parallel for schedule(static)
   for (size_t j = 0; j < surface_.size(); ++j) {
     const size_t o2 = j % np + np * (j / np);  // (jc, jb)
     const double t = surface_temperature(surface_[j], seconds, utc_hours);

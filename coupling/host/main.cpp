@@ -2,12 +2,14 @@
 // finecast-host: an ICON-like MPI model on an ICON grid that drives ComIn plugins through
 // finecast's host library, with entry points in ICON's order.
 #include <mpi.h>
+#include <omp.h>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
+#include <numeric>
 #include <string>
 #include <thread>
 
@@ -15,8 +17,11 @@
 #include "coupling/grid/icon_grid.hpp"
 #include "coupling/host/host_model.hpp"
 #include "coupling/host/mpi_program.hpp"
+#include "coupling/host/orography.hpp"
 #include "coupling/host/run_config.hpp"
+#include "coupling/host/surface_file.hpp"
 #include "coupling/io/cf_time.hpp"
+#include "common/cli.hpp"
 #include "common/log.hpp"
 
 namespace fc = finecast::coupling;
@@ -34,30 +39,60 @@ struct Options {
   bool no_plugins = false;
   std::string log_level = "info";
   std::vector<std::string> plugin_overrides;  ///< "key.path=value", appended to every plugin's options
+  /// --write-orography: write the surface fields to this file and stop ("" = run the model)
+  std::string write_orography;
 };
 
+/// --write-orography: the surface fields the run would hand its plugins, for every cell, into
+/// one file (rank 0; each cell's value depends on that cell alone, as in the run).
+int write_orography(const Options& opt, const fc::host::HostRunConfig& cfg, int rank) {
+  if (rank != 0) return 0;
+  const double t0 = now();
+  const fc::IconGrid grid = fc::read_icon_grid(cfg.grid);
+  std::vector<int> cells(static_cast<size_t>(grid.n_cells));
+  std::iota(cells.begin(), cells.end(), 0);
+  const fc::host::CellOrography surface =
+      fc::host::average_orography(cfg.orography, cfg.orography_variable, grid, cells);
+  fc::host::write_surface_file(opt.write_orography, grid, surface,
+                               cfg.orography + " (" + cfg.orography_variable + ")");
+  flog::info("wrote topography_c and fr_land of the " + std::to_string(grid.n_cells) +
+             " cells of " + cfg.grid + " (relief " + cfg.orography + ": " + cfg.orography_variable +
+             ") to " + opt.write_orography + " in " + fmt::format("{:.2f}", now() - t0) + " s");
+  return 0;
+}
+
 int run(const Options& opt, int rank, int n_ranks) {
-  const double t_start = now();
+  const fh::StartupLog startup(rank);
+  startup.stage("reading the run file " + opt.run_file);
   fc::host::HostRunConfig cfg = fc::host::load_host_run_config(opt.run_file);
   if (opt.steps > 0) cfg.steps = opt.steps;
   if (opt.step_seconds >= 0) cfg.step_seconds = opt.step_seconds;
+  if (!opt.write_orography.empty()) return write_orography(opt, cfg, rank);
   std::vector<ch::PluginSpec> plugins = cfg.plugins;
   if (!cfg.comin_namelist.empty()) plugins = ch::read_comin_namelist(cfg.comin_namelist);
   if (opt.no_plugins) plugins.clear();
   // finecast reads "CONFIG.yaml key.path=value ..." from its options string, so overrides
   // given on the command line travel the same way they would in an ICON namelist.
   for (auto& p : plugins)
-    for (const auto& o : opt.plugin_overrides) p.options += " " + o;
+    for (const auto& o : opt.plugin_overrides) p.options += " " + fh::quote_option(o);
 
+  // Time: the fields are functions of the time since the experiment's start, so that a run in
+  // chunks (restarts) computes what one long run computes; this run covers `steps` steps from
+  // its own start.
   const fc::CfTime clock("seconds since " + cfg.start, "proleptic_gregorian",
                          opt.run_file + ": start");
-  fc::DateTime start;
+  const fc::CfTime experiment("seconds since " + cfg.experiment_start, "proleptic_gregorian",
+                              opt.run_file + ": experiment_start");
+  fc::DateTime start, exp_start;
   fc::parse_datetime(cfg.start, start);
+  fc::parse_datetime(cfg.experiment_start, exp_start);
+  const double run_offset = experiment.from_datetime(start);  // seconds from the experiment's start
   auto datetime_at = [&](double seconds) {
     return fc::format_datetime(clock.to_datetime(seconds));
   };
   const double stop_seconds = cfg.dt * cfg.steps;
 
+  startup.stage("reading the ICON grid " + cfg.grid);
   const fc::IconGrid grid = fc::read_icon_grid(cfg.grid);
   fc::host::HostModelSetup setup;
   setup.orography = cfg.orography;
@@ -65,22 +100,30 @@ int run(const Options& opt, int rank, int n_ranks) {
   setup.decomposition = cfg.decomposition;
   setup.nproma = cfg.nproma;
   setup.dt = cfg.dt;
-  setup.start_utc_hours = start.hour + start.minute / 60.0 + start.second / 3600.0;
+  setup.start_utc_hours = exp_start.hour + exp_start.minute / 60.0 + exp_start.second / 3600.0;
   setup.nlev = cfg.nlev;
+  startup.stage("decomposing the grid over " + std::to_string(n_ranks) +
+                " rank(s) and interpolating the orography of " + cfg.orography);
   const fc::host::HostModel model(grid, setup, n_ranks, rank);
+  // Like ICON, the model computes its fields with OpenMP threads; plugins must leave the count
+  // as they found it (checked after every callback below).
+  const int omp_threads = omp_get_max_threads();
   flog::info("grid " + cfg.grid + ": " + std::to_string(grid.n_cells) + " cells; this rank owns " +
              std::to_string(model.cells().owned.size()) + " + " +
              std::to_string(model.cells().halo.size()) + " halo, nproma " +
-             std::to_string(cfg.nproma));
+             std::to_string(cfg.nproma) + ", " + std::to_string(omp_threads) + " OpenMP thread(s)");
 
   ch::GlobalData global;
   global.vct_a = model.vct_a();
   global.host_revision = std::string("finecast-host ") + FINECAST_VERSION;
+  global.restart_run = cfg.restart_run;
   ch::Host host(MPI_COMM_WORLD,
-                {cfg.start, datetime_at(stop_seconds), cfg.start, datetime_at(stop_seconds)}, global);
+                {cfg.experiment_start, cfg.experiment_stop.empty() ? datetime_at(stop_seconds) : cfg.experiment_stop,
+                 cfg.start, datetime_at(stop_seconds)},
+                global);
   ch::Domain domain = model.domain();
-  domain.dom_start = 0.0;
-  domain.dom_end = stop_seconds;
+  domain.dom_start = run_offset;
+  domain.dom_end = run_offset + stop_seconds;
   host.add_domain(std::move(domain));
   // ICON's names, units and CF standard names for the fields finecast-host computes.
   const int nlev = cfg.nlev;
@@ -94,31 +137,42 @@ int run(const Options& opt, int rank, int n_ranks) {
   model.write_topography(topography);
   model.write_land_fraction(fr_land);
   const fc::host::FieldPointers fields{ts, ps, temp, pres};
-  model.compute(0.0, fields);
+  model.compute(run_offset, fields);
 
   for (const auto& p : plugins)
     if (rank == 0)
       flog::info("plugin '" + p.name + "': " + p.library + " (options '" + p.options + "')");
+  startup.stage("loading " + std::to_string(plugins.size()) + " plugin(s) (primary constructors)");
   host.load_plugins(plugins);
-  const double t_setup = now() - t_start;
+  const double t_setup = startup.seconds();
   if (rank == 0)
     flog::info("start-up " + fmt::format("{:.2f}", t_setup) + " s; " + std::to_string(plugins.size()) +
                " plugin(s); " + std::to_string(cfg.steps) + " steps of " + fmt::format("{:g}", cfg.dt) +
                " s from " + cfg.start);
 
   double t_plugins = 0, t_fields = 0;
+  // A plugin that changes this rank's OpenMP thread count (LibTorch's set_num_threads does)
+  // would slow down or oversubscribe the model's own loops: say so, and restore it.
+  auto check_omp_threads = [&](const std::string& where) {
+    if (omp_get_max_threads() == omp_threads) return;
+    flog::warning("the plugins changed this rank's OpenMP thread count from " + std::to_string(omp_threads) +
+                  " to " + std::to_string(omp_get_max_threads()) + " in " + where + "; restored");
+    omp_set_num_threads(omp_threads);
+  };
   // As in ICON: the entry points of the time loop, output and checkpoints are called outside
   // the loop over domains (COMIN_DOMAIN_OUTSIDE_LOOP), the model's own per domain.
   auto ep = [&](t_comin_entry_point id, const std::string& datetime, int domain = COMIN_DOMAIN_OUTSIDE_LOOP) {
     const double t0 = now();
     host.run_entry_point(id, domain, datetime);
     t_plugins += now() - t0;
+    check_omp_threads(ch::Host::entry_point_name(id));
   };
   const double t_loop = now();
   {
     const double t0 = now();
     host.secondary_constructor();
     t_plugins += now() - t0;
+    check_omp_threads("the secondary constructors");
   }
   ep(EP_ATM_INIT_FINALIZE, cfg.start);
   ep(EP_ATM_TIMELOOP_BEFORE, cfg.start);
@@ -134,7 +188,7 @@ int run(const Options& opt, int rank, int n_ranks) {
     ep(EP_ATM_INTEGRATE_BEFORE, datetime, 1);
     ep(EP_ATM_INTEGRATE_START, datetime, 1);
     const double t0 = now();
-    model.compute(seconds, fields);
+    model.compute(run_offset + seconds, fields);
     t_fields += now() - t0;
     ep(EP_ATM_INTEGRATE_END, datetime, 1);
     ep(EP_ATM_INTEGRATE_AFTER, datetime, 1);
@@ -151,6 +205,11 @@ int run(const Options& opt, int rank, int n_ranks) {
       sums[1] += dom.area[j];
     }
     MPI_Allreduce(sums, global, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    // ICON writes its restart files at the restart interval and at the end of the run.
+    if (step == cfg.steps || (cfg.restart_every > 0 && step % cfg.restart_every == 0)) {
+      ep(EP_ATM_CHECKPOINT_BEFORE, datetime);
+      ep(EP_ATM_CHECKPOINT_AFTER, datetime);
+    }
     ep(EP_ATM_TIMELOOP_END, datetime);
     if (cfg.step_seconds > 0) {
       const double left = cfg.step_seconds - (now() - step_start);
@@ -172,6 +231,7 @@ int run(const Options& opt, int rank, int n_ranks) {
     const double t0 = now();
     host.finish();
     t_plugins += now() - t0;
+    check_omp_threads("EP_FINISH");
   }
   const double t_total = now() - t_loop;
   // The slowest rank sets the pace of an MPI model.
@@ -192,19 +252,23 @@ int run(const Options& opt, int rank, int n_ranks) {
 int main(int argc, char** argv) {
   CLI::App app{
       "finecast-host: an ICON-like MPI model that runs ComIn plugins (finecast's host library).\n"
-      "Example: mpiexec -n 4 build/bin/finecast-host configs/demo_host.yaml"};
+      "Example: mpiexec -n 4 --oversubscribe build/bin/finecast-host configs/demo_host.yaml --set device=cpu"};
   Options opt;
-  app.add_option("run_file", opt.run_file,
-                 "YAML run file (grid, time stepping, decomposition, plugins)")
-      ->required();
+  finecast::cli::add_config(app, opt.run_file,
+                            "YAML run file (grid, time stepping, decomposition, plugins)");
   app.add_option("--steps", opt.steps, "override the run file's number of steps");
   app.add_option("--step-seconds", opt.step_seconds, "override the run file's minimum wall time per step (0 = none)");
   app.add_flag("--no-plugins", opt.no_plugins,
                "run without any plugin (baseline for overhead measurements)");
-  app.add_option("--log-level", opt.log_level, "debug | info | warning | error");
-  app.add_option("--set", opt.plugin_overrides,
-                 "append key.path=value to the plugins' options (finecast config overrides), e.g. "
-                 "--set checkpoint.resume=out/ckpt --set device=cpu");
+  finecast::cli::add_log_level(app, opt.log_level);
+  app.add_option("--write-orography", opt.write_orography,
+                 "write the surface fields the run gives its plugins (topography_c, fr_land, on "
+                 "every cell of the grid) to this NetCDF file and stop without running; "
+                 "finecast-downscale --orography FILE reads it");
+  finecast::cli::add_set(app, opt.plugin_overrides,
+                         "append key.path=value to every plugin's options (finecast config overrides), e.g. "
+                         "--set checkpoint.resume=out/ckpt --set device=cpu.");
+  finecast::cli::add_version(app, "finecast-host");
   return fh::mpi_main(argc, argv, app, opt.log_level,
                       [&](int rank, int n_ranks) { return run(opt, rank, n_ranks); });
 }

@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include <chrono>
 #include <cstdio>
@@ -19,13 +20,28 @@ double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+StartupLog::StartupLog(int rank) : t0_(now()), print_(rank == 0) {}
+
+double StartupLog::seconds() const { return now() - t0_; }
+
+void StartupLog::stage(const std::string& what) const {
+  if (print_) finecast::log::info(fmt::format("start-up {:.1f} s: {}", seconds(), what));
+}
+
+std::string quote_option(const std::string& word) {
+  if (word.find_first_of(" \t'\"") == std::string::npos) return word;
+  if (word.find('\'') == std::string::npos) return "'" + word + "'";
+  return "\"" + word + "\"";  // a word with both kinds of quotes cannot be passed through
+}
+
 int mpi_main(int argc, char** argv, CLI::App& app, const std::string& log_level,
              const std::function<int(int rank, int n_ranks)>& body) {
-  // Plugins may run threads of their own (finecast trains on one); only this thread calls MPI.
+  // Plugins may run threads of their own that call MPI (finecast's training thread sums
+  // gradients across its trainer ranks while the model steps on): MPI_THREAD_MULTIPLE.
   int provided = MPI_THREAD_SINGLE;
   {
     const finecast::IgnoreLeaksHere open_mpi_init;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   }
   int rank = 0, n_ranks = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

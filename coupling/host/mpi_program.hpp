@@ -14,6 +14,25 @@ namespace finecast::coupling::host {
 /// Seconds on a steady clock, for differences (durations) only.
 double now();
 
+/// Start-up progress of an MPI program, on rank 0: "start-up 12.3 s: reading the grid ...", a
+/// line before each stage, so that a slow start (large grids, a loaded machine, the plugins'
+/// set-up) shows what it is doing instead of printing nothing for a minute.
+class StartupLog {
+ public:
+  explicit StartupLog(int rank);
+  /// Logs `what` (info, rank 0 only) with the seconds since construction.
+  void stage(const std::string& what) const;
+  double seconds() const;
+
+ private:
+  double t0_;
+  bool print_;
+};
+
+/// A `key.path=value` override as one word of a plugin's options string: quoted when it holds
+/// blanks or quotes, so that the plugin splits it back as written ("a b" -> 'a b').
+std::string quote_option(const std::string& word);
+
 /// The whole of an MPI program's main(): MPI_Init, parses `app` (help and usage errors are
 /// printed by rank 0), configures the log at `log_level` (bound to one of `app`'s options, so it
 /// is read after parsing), returns body(rank, n_ranks) after MPI_Finalize. An exception from

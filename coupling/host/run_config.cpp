@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Parsing and checking of finecast-host's YAML run file.
+// finecast-host's run file: one option table, read by the YAML walker the plugin's config uses.
 #include "coupling/host/run_config.hpp"
+
+#include <limits>
 
 #include "common/error.hpp"
 #include "coupling/host/run_file.hpp"
@@ -8,63 +10,63 @@
 
 namespace finecast::coupling::host {
 
-using run_file::check_keys;
-using run_file::read;
-using run_file::where;
+namespace {
+
+const schema::Table<HostRunConfig>& host_run_table() {
+  using C = HostRunConfig;
+  using namespace schema;
+  constexpr long long kMax = std::numeric_limits<int>::max();
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const std::string date_rule = "an ISO 8601 date-time (e.g. 1979-01-01T00:00:00)";
+  static const Table<C> t{
+      text("grid", &C::grid, "ICON grid file"),
+      text("orography", &C::orography, "relief file averaged onto the cells (topography_c, fr_land)"),
+      text("orography_variable", &C::orography_variable, "its variable"),
+      text("start", &C::start, "model time of this run's first step", date_rule,
+           [](const std::string& s) { return !s.empty() && run_file::is_datetime_or_empty(s); }),
+      text("experiment_start", &C::experiment_start, "the experiment's start when this run is one chunk (\"\" = start)",
+           "\"\" or " + date_rule, run_file::is_datetime_or_empty),
+      text("experiment_stop", &C::experiment_stop, "the experiment's end (\"\" = the end of this run)",
+           "\"\" or " + date_rule, run_file::is_datetime_or_empty),
+      real("dt", &C::dt, 0.0, kInf, "seconds per step", true),
+      integer("steps", &C::steps, 1, kMax, "steps of this run"),
+      integer("output_every", &C::output_every, 1, kMax, "steps between EP_ATM_WRITE_OUTPUT_BEFORE/AFTER"),
+      integer("restart_every", &C::restart_every, 0, kMax, "steps between the host's restarts (0 = at the end only)"),
+      boolean("restart_run", &C::restart_run, "this run continues an earlier one (ComIn's lrestartrun)"),
+      integer("nproma", &C::nproma, 1, kMax, "block length of the host arrays"),
+      integer("nlev", &C::nlev, 1, kMax, "full levels of the 3-D fields (temp, pres)"),
+      choice("decomposition", &C::decomposition, "how the cells are spread over the ranks"),
+      integer("progress_every", &C::progress_every, 0, kMax, "steps between progress lines; 0 = about ten per run"),
+      real("step_seconds", &C::step_seconds, 0.0, kInf, "minimum wall time of one step (0 = as fast as possible)"),
+      text("comin_namelist", &C::comin_namelist, "ICON &comin_nml file; replaces `plugins` when set")};
+  return t;
+}
+
+}  // namespace
 
 HostRunConfig parse_host_run_config(const std::string& text, const std::string& path) {
-  const YAML::Node root = run_file::parse(text, path);
   HostRunConfig c;
   c.path = path;
-  if (!root || root.IsNull()) return c;
-  if (!root.IsMap()) throw ConfigError(path + ": the run file must be a YAML map of keys");
-  check_keys(root,
-             {"grid", "orography", "orography_variable", "start", "dt", "steps", "output_every",
-              "nproma", "nlev", "decomposition", "progress_every", "step_seconds", "plugins", "comin_namelist"},
-             path, "");
-  read(root, "grid", c.grid, path);
-  read(root, "orography", c.orography, path);
-  read(root, "orography_variable", c.orography_variable, path);
-  read(root, "start", c.start, path);
-  read(root, "dt", c.dt, path);
-  read(root, "steps", c.steps, path);
-  read(root, "output_every", c.output_every, path);
-  read(root, "nproma", c.nproma, path);
-  read(root, "nlev", c.nlev, path);
-  read(root, "progress_every", c.progress_every, path);
-  read(root, "step_seconds", c.step_seconds, path);
-  read(root, "comin_namelist", c.comin_namelist, path);
-  std::string decomposition = "lat_bands";
-  read(root, "decomposition", decomposition, path);
-  try {
-    c.decomposition = parse_decomposition(decomposition);
-  } catch (const ConfigError& e) {
-    throw ConfigError(where(path, root["decomposition"], "decomposition") + ": " + e.what());
-  }
-  DateTime t;
-  if (!parse_datetime(c.start, t))
-    throw ConfigError(where(path, root["start"], "start") + ": not an ISO 8601 date-time: '" +
-                      c.start + "'");
-  c.start = format_datetime(t);
-  auto positive = [&](bool ok, const char* key, const std::string& value) {
-    if (!ok) throw ConfigError(where(path, root[key], key) + ": must be > 0, got " + value);
-  };
-  positive(c.dt > 0, "dt", std::to_string(c.dt));
-  positive(c.steps > 0, "steps", std::to_string(c.steps));
-  positive(c.output_every > 0, "output_every", std::to_string(c.output_every));
-  positive(c.nproma > 0, "nproma", std::to_string(c.nproma));
-  positive(c.nlev > 0, "nlev", std::to_string(c.nlev));
-  if (c.step_seconds < 0)
-    throw ConfigError(where(path, root["step_seconds"], "step_seconds") + ": must be >= 0");
-  if (c.progress_every < 0)
-    throw ConfigError(where(path, root["progress_every"], "progress_every") + ": must be >= 0");
-
-  c.plugins = run_file::read_plugins(root, path, c.comin_namelist);
+  const yaml_schema::Origin origin{path, {}};
+  auto entries = yaml_schema::bind(c, host_run_table());
+  entries.push_back(run_file::plugins_entry(c.plugins, origin));
+  run_file::read(text, path, entries, origin, [&](yaml_schema::ErrorList& errors) {
+    // Dates in one form; the experiment starts with this run unless it is a later chunk.
+    for (std::string* d : {&c.start, &c.experiment_start, &c.experiment_stop}) {
+      DateTime t;
+      if (parse_datetime(*d, t)) *d = format_datetime(t);
+    }
+    if (c.experiment_start.empty()) c.experiment_start = c.start;
+    if (!errors.failed("experiment_start") && !errors.failed("start") && c.experiment_start > c.start)
+      errors.add("experiment_start", path + ": experiment_start " + c.experiment_start + " is after this run's start " +
+                                         c.start);
+    run_file::check_plugin_source(c.plugins, c.comin_namelist, path, errors);
+  });
   return c;
 }
 
 HostRunConfig load_host_run_config(const std::string& path) {
-  return parse_host_run_config(run_file::load_text(path, "run file"), path);
+  return parse_host_run_config(yaml_schema::load_text(path, "run file"), path);
 }
 
 }  // namespace finecast::coupling::host

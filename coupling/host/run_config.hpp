@@ -17,9 +17,17 @@ struct HostRunConfig {
   std::string orography = "/usr/share/ferret-vis/data/etopo5.cdf";
   std::string orography_variable = "ROSE";
   std::string start = "1979-01-01T00:00:00";
+  /// The experiment's start, when this run is one chunk of it (a restart); "" = `start`. The
+  /// fields depend on the time since the experiment's start.
+  std::string experiment_start;
+  std::string experiment_stop;  ///< the experiment's end ("" = the end of this run)
   double dt = 1800.0;  ///< seconds per step
   int steps = 200;
   int output_every = 1;  ///< steps between EP_ATM_WRITE_OUTPUT_BEFORE/AFTER
+  /// Steps between the host's restarts (EP_ATM_CHECKPOINT_BEFORE/AFTER, as ICON's restart
+  /// files); 0 = at the end of the run only. The last step always writes one.
+  int restart_every = 0;
+  bool restart_run = false;  ///< this run continues an earlier one (ComIn's lrestartrun)
   int nproma = 32;
   int nlev = 10;  ///< full levels of the 3-D fields (temp, pres)
   Decomposition decomposition = Decomposition::kLatBands;

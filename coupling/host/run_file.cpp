@@ -1,74 +1,57 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// YAML helpers shared by the run files of finecast-host and finecast-replay.
+// The plugin list of run files, and the one way run files are read.
 #include "coupling/host/run_file.hpp"
 
-#include <fstream>
-#include <sstream>
+#include "coupling/io/cf_time.hpp"
 
 namespace finecast::coupling::run_file {
 
-std::string where(const std::string& path, const YAML::Node& node, const std::string& key) {
-  return path + ":" + std::to_string(node.Mark().line + 1) + ": " + key;
+namespace {
+
+const schema::Table<comin_host::PluginSpec>& plugin_table() {
+  using P = comin_host::PluginSpec;
+  using namespace schema;
+  static const Table<P> t{
+      text("name", &P::name, "the plugin's name (ComIn's plugin_list(i)%name)"),
+      text("library", &P::library, "the plugin's shared library (absolute, or found by dlopen)"),
+      text("options", &P::options, "the plugin's options string (finecast: its config file and key.path=value overrides)"),
+      text("comm", &P::comm, "name of the plugin's own MPI communicator (\"\" = none)"),
+      text("primary_constructor", &P::primary_constructor, "the plugin's entry symbol (default comin_main)")};
+  return t;
 }
 
-void check_keys(const YAML::Node& map, const std::set<std::string>& allowed,
-                const std::string& path, const std::string& prefix) {
-  if (!map.IsMap())
-    throw ConfigError(where(path, map, prefix.empty() ? "(top level)" : prefix) +
-                      ": expected a map");
-  for (const auto& kv : map) {
-    const std::string key = kv.first.as<std::string>();
-    if (allowed.count(key)) continue;
-    std::string list;
-    for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-    throw ConfigError(where(path, kv.first, prefix + key) + ": unknown key (allowed: " + list +
-                      ")");
-  }
+}  // namespace
+
+yaml_schema::Entry plugins_entry(std::vector<comin_host::PluginSpec>& plugins, const yaml_schema::Origin& origin) {
+  return yaml_schema::list_of<comin_host::PluginSpec>(
+      "plugins", "the plugins in load order, as in ICON's &comin_nml", plugins,
+      [](comin_host::PluginSpec& p) {
+        auto entries = yaml_schema::bind(p, plugin_table());
+        for (auto& e : entries) e.required = e.key == "library";
+        return entries;
+      },
+      origin);
 }
 
-YAML::Node parse(const std::string& text, const std::string& path) {
-  try {
-    return YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    throw ConfigError(path + ": not valid YAML: " + e.what());
-  }
+void read(const std::string& text, const std::string& path, const std::vector<yaml_schema::Entry>& entries,
+          const yaml_schema::Origin& origin, const std::function<void(yaml_schema::ErrorList&)>& check) {
+  const YAML::Node root = yaml_schema::parse(text, path);
+  yaml_schema::ErrorList errors;
+  yaml_schema::read(root, entries, origin, errors);
+  if (check) check(errors);
+  errors.throw_if_any();
 }
 
-std::string load_text(const std::string& path, const std::string& what) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError("cannot open " + what + " '" + path + "'");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+void check_plugin_source(const std::vector<comin_host::PluginSpec>& plugins, const std::string& comin_namelist,
+                         const std::string& path, yaml_schema::ErrorList& errors) {
+  if (errors.failed("plugins") || errors.failed("comin_namelist")) return;
+  if (!comin_namelist.empty() && !plugins.empty())
+    errors.add("plugins", path + ": give either plugins or comin_namelist, not both");
 }
 
-std::vector<comin_host::PluginSpec> read_plugins(const YAML::Node& root, const std::string& path,
-                                                 const std::string& comin_namelist) {
-  std::vector<comin_host::PluginSpec> specs;
-  const YAML::Node plugins = root["plugins"];
-  if (!plugins || plugins.IsNull()) return specs;
-  if (!plugins.IsSequence())
-    throw ConfigError(where(path, plugins, "plugins") +
-                      ": expected a list of {name, library, options, comm, primary_constructor}");
-  if (!comin_namelist.empty() && plugins.size() > 0)
-    throw ConfigError(where(path, plugins, "plugins") +
-                      ": give either plugins or comin_namelist, not both");
-  for (size_t i = 0; i < plugins.size(); ++i) {
-    const YAML::Node p = plugins[i];
-    const std::string prefix = "plugins[" + std::to_string(i) + "].";
-    if (!p.IsMap())
-      throw ConfigError(where(path, p, "plugins[" + std::to_string(i) + "]") + ": expected a map");
-    check_keys(p, {"name", "library", "options", "comm", "primary_constructor"}, path, prefix);
-    comin_host::PluginSpec spec;
-    read(p, "name", spec.name, path, prefix);
-    read(p, "library", spec.library, path, prefix);
-    read(p, "options", spec.options, path, prefix);
-    read(p, "comm", spec.comm, path, prefix);
-    read(p, "primary_constructor", spec.primary_constructor, path, prefix);
-    if (spec.library.empty()) throw ConfigError(where(path, p, prefix + "library") + ": missing");
-    specs.push_back(spec);
-  }
-  return specs;
+bool is_datetime_or_empty(const std::string& text) {
+  DateTime t;
+  return text.empty() || parse_datetime(text, t);
 }
 
 }  // namespace finecast::coupling::run_file

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <ctime>
 #include <functional>
+#include <limits>
 
 #include "coupling/error.hpp"
 #include "coupling/io/cf_time.hpp"
@@ -22,6 +23,7 @@ namespace finecast::coupling {
 namespace {
 
 constexpr float kFill = 1.0e20f;  // CMIP's fill value: cdo and most tools expect a finite one
+constexpr size_t kHeaderRoom = 16384;  // bytes kept free in the header for later attributes
 
 void put_text(int ncid, int varid, const std::string& name, const std::string& value,
               const std::string& ctx) {
@@ -38,34 +40,124 @@ std::string now_utc() {
   return buf;
 }
 
-/// Closes a file whose last write failed without writing anything more. In define mode nc_abort
-/// discards instead of syncing: a sync would write the failed record's data and header again,
-/// and when that fails too (a full disk), netCDF 4.9's nc_abort returns early and keeps the
-/// file's state and descriptor (one leak per failure, found by ASan). The file keeps what the
-/// last nc_sync put on disk.
-void abandon(int ncid) {
-  if (nc_redef(ncid) == NC_NOERR) {
-    nc_abort(ncid);
-  } else {
-    nc_close(ncid);  // releases the file even when its final sync fails
-  }
-}
-
 }  // namespace
 
 std::string EnsembleWriter::context() const { return "NetCDF output " + path_ + ", variable '" + var_ + "'"; }
 
-EnsembleWriter::EnsembleWriter(const std::string& path, const OutputGrid& grid,
-                               const std::string& var, const VarAttributes& attrs, int members,
-                               const std::map<std::string, std::string>& global_attrs,
-                               const std::string& calendar)
+namespace {
+
+/// Definitions of a grid and the writes of its coordinate values, which classic files take only
+/// after the definitions.
+using DeferredWrites = std::vector<std::function<void()>>;
+
+void put_double_attrs(int ncid, int varid, const std::map<std::string, double>& attrs, const std::string& ctx) {
+  for (const auto& [k, v] : attrs)
+    CHECK_NC(nc_put_att_double(ncid, varid, k.c_str(), NC_DOUBLE, 1, &v), ctx + ", attribute " + k);
+}
+
+/// A double variable over `dims` whose values are written later from `values` (which must
+/// outlive the deferred writes).
+int define_doubles(int ncid, const std::string& name, const std::vector<int>& dims, const std::vector<double>& values,
+                   DeferredWrites& data, const std::string& ctx) {
+  int id = -1;
+  CHECK_NC(nc_def_var(ncid, name.c_str(), NC_DOUBLE, static_cast<int>(dims.size()), dims.data(), &id),
+           ctx + " (variable " + name + ")");
+  data.push_back([=, &values] { CHECK_NC(nc_put_var_double(ncid, id, values.data()), ctx + " (" + name + ")"); });
+  return id;
+}
+
+/// ICON cells: clon/clat with their corners (clon_bnds/clat_bnds, as ICON's own output names
+/// them) and the grid's identity, which CDO uses to match grids. Returns the cell dimension.
+int define_icon_grid(int ncid, const OutputGrid& grid, DeferredWrites& data, const std::string& ctx) {
+  const size_t n = grid.clon.size();
+  if (grid.clat.size() != n)
+    throw IoError(ctx + ": the ICON output grid has " + std::to_string(n) + " clon but " +
+                  std::to_string(grid.clat.size()) + " clat values");
+  const bool corners = !grid.clon_bnds.empty();
+  if (corners && (grid.clon_bnds.size() != 3 * n || grid.clat_bnds.size() != 3 * n))
+    throw IoError(ctx + ": the cell corners must hold 3 values per cell");
+  int cell_dim = -1, corner_dim = -1;
+  CHECK_NC(nc_def_dim(ncid, "ncells", n, &cell_dim), ctx);
+  if (corners) CHECK_NC(nc_def_dim(ncid, "vertices", 3, &corner_dim), ctx);
+  for (const bool lon : {true, false}) {
+    const std::string name = lon ? "clon" : "clat", what = lon ? "longitude" : "latitude";
+    const int id = define_doubles(ncid, name, {cell_dim}, lon ? grid.clon : grid.clat, data, ctx);
+    put_text(ncid, id, "standard_name", what, ctx);
+    put_text(ncid, id, "long_name", "center " + what, ctx);
+    put_text(ncid, id, "units", "radian", ctx);
+    if (!corners) continue;
+    put_text(ncid, id, "bounds", name + "_bnds", ctx);
+    const int b = define_doubles(ncid, name + "_bnds", {cell_dim, corner_dim}, lon ? grid.clon_bnds : grid.clat_bnds,
+                                 data, ctx);
+    put_text(ncid, b, "units", "radian", ctx);
+  }
+  if (!grid.uuid_of_hgrid.empty()) put_text(ncid, NC_GLOBAL, "uuidOfHGrid", grid.uuid_of_hgrid, ctx);
+  if (grid.number_of_grid_used >= 0)
+    CHECK_NC(nc_put_att_int(ncid, NC_GLOBAL, "number_of_grid_used", NC_INT, 1, &grid.number_of_grid_used), ctx);
+  return cell_dim;
+}
+
+/// Lat-lon cells: the y and x coordinates as the input had them (lat/lon, or rlat/rlon of a
+/// rotated grid) with bounds, the grid mapping, and for rotated grids 2-D geographic lat/lon.
+/// Returns the y and x dimensions and fills the `coordinates` attribute the fields need.
+std::vector<int> define_latlon_grid(int ncid, const OutputGrid& grid, DeferredWrites& data, std::string& coordinates,
+                                    const std::string& ctx) {
+  if (grid.y.name.empty() || grid.x.name.empty() || grid.y.name == grid.x.name)
+    throw IoError(ctx + ": the lat-lon output grid needs two distinct coordinate names");
+  std::vector<int> dims;
+  int bnds_dim = -1;
+  for (const CoordVar* c : {&grid.y, &grid.x}) {
+    int dim = -1;
+    CHECK_NC(nc_def_dim(ncid, c->name.c_str(), c->values.size(), &dim), ctx + " (dimension " + c->name + ")");
+    const int id = define_doubles(ncid, c->name, {dim}, c->values, data, ctx);
+    for (const auto& [k, v] : c->text_attrs)
+      if (k != "bounds") put_text(ncid, id, k, v, ctx);
+    put_double_attrs(ncid, id, c->num_attrs, ctx);
+    if (!c->bounds.empty()) {
+      if (c->bounds.size() != 2 * c->values.size())
+        throw IoError(ctx + ": coordinate " + c->name + " has " + std::to_string(c->values.size()) + " values but " +
+                      std::to_string(c->bounds.size()) + " bounds (expected 2 per value)");
+      if (bnds_dim < 0) CHECK_NC(nc_def_dim(ncid, "bnds", 2, &bnds_dim), ctx);
+      put_text(ncid, id, "bounds", c->name + "_bnds", ctx);
+      const int b = define_doubles(ncid, c->name + "_bnds", {dim, bnds_dim}, c->bounds, data, ctx);
+      if (const auto u = c->text_attrs.find("units"); u != c->text_attrs.end()) put_text(ncid, b, "units", u->second, ctx);
+    }
+    dims.push_back(dim);
+  }
+  if (!grid.grid_mapping.empty()) {
+    int gm = -1;
+    CHECK_NC(nc_def_var(ncid, grid.grid_mapping.c_str(), NC_INT, 0, nullptr, &gm), ctx + " (grid mapping)");
+    for (const auto& [k, v] : grid.grid_mapping_text_attrs) put_text(ncid, gm, k, v, ctx);
+    put_double_attrs(ncid, gm, grid.grid_mapping_num_attrs, ctx);
+  }
+  if (!grid.lat_2d.empty()) {
+    const size_t cells = grid.y.values.size() * grid.x.values.size();
+    if (grid.lat_2d.size() != cells || grid.lon_2d.size() != cells)
+      throw IoError(ctx + ": the 2-D latitudes and longitudes must hold one value per cell");
+    // CF's auxiliary coordinates of a rotated grid; renamed if the grid's own axes are lat/lon.
+    const bool clash = grid.y.name == "lat" || grid.x.name == "lon" || grid.y.name == "lon" || grid.x.name == "lat";
+    const std::string lat = clash ? "geographic_lat" : "lat", lon = clash ? "geographic_lon" : "lon";
+    for (const bool is_lat : {true, false}) {
+      const int id = define_doubles(ncid, is_lat ? lat : lon, dims, is_lat ? grid.lat_2d : grid.lon_2d, data, ctx);
+      put_text(ncid, id, "standard_name", is_lat ? "latitude" : "longitude", ctx);
+      put_text(ncid, id, "long_name", is_lat ? "latitude" : "longitude", ctx);
+      put_text(ncid, id, "units", is_lat ? "degrees_north" : "degrees_east", ctx);
+    }
+    coordinates = lat + " " + lon;
+  }
+  return dims;
+}
+
+}  // namespace
+
+EnsembleWriter::EnsembleWriter(const std::string& path, const OutputGrid& grid, const std::string& var,
+                               const VarAttributes& attrs, int members,
+                               const std::map<std::string, std::string>& global_attrs, const std::string& calendar)
     : path_(path), var_(var), calendar_(calendar), members_(members) {
   if (members < 1)
-    throw IoError("NetCDF output " + path + ": members must be >= 1, got " +
-                  std::to_string(members));
+    throw IoError("NetCDF output " + path + ": members must be >= 1, got " + std::to_string(members));
   if (var.empty()) throw IoError("NetCDF output " + path + ": the variable name is empty");
-  CfTime(std::string("seconds since 2000-01-01"), calendar,
-         "NetCDF output " + path);  // validates the calendar
+  CfTime(std::string("seconds since 2000-01-01"), calendar, "NetCDF output " + path);  // validates the calendar
   n_cells_ = grid.n_cells();
   if (n_cells_ < 1) throw IoError("NetCDF output " + path + ": the output grid has no cells");
   const std::string ctx = context();
@@ -75,125 +167,64 @@ EnsembleWriter::EnsembleWriter(const std::string& path, const OutputGrid& grid,
   CHECK_NC(nc_create(path_.c_str(), NC_64BIT_DATA | NC_CLOBBER, &ncid_), ctx);
   int old_fill = 0;  // every value is written: no pre-fill (it would write each record twice)
   CHECK_NC(nc_set_fill(ncid_, NC_NOFILL, &old_fill), ctx);
-  // Classic files take data only after the definitions: coordinate values are written then.
-  std::vector<std::function<void()>> data;
+  DeferredWrites data;
+  std::vector<int> member_values(static_cast<size_t>(members));
+  for (int m = 0; m < members; ++m) member_values[m] = m;
   try {
     CHECK_NC(nc_def_dim(ncid_, "time", NC_UNLIMITED, &time_dimid_), ctx);
-    int member_dim;
-    CHECK_NC(nc_def_dim(ncid_, "member", static_cast<size_t>(members), &member_dim), ctx);
+    // The ensemble axis as CF names it: standard_name "realization" (xarray and Iris read it as
+    // the ensemble dimension; see docs/output.md for CDO).
+    int member_dim = -1, member_id = -1;
+    CHECK_NC(nc_def_dim(ncid_, "realization", static_cast<size_t>(members), &member_dim), ctx);
+    std::string coordinates;
     if (grid.kind == OutputGrid::Kind::kIcon) {
-      if (grid.clat.size() != grid.clon.size())
-        throw IoError(ctx + ": the ICON output grid has " + std::to_string(grid.clon.size()) +
-                      " clon but " + std::to_string(grid.clat.size()) + " clat values");
-      int cell_dim, clon_id, clat_id;
-      CHECK_NC(nc_def_dim(ncid_, "ncells", grid.clon.size(), &cell_dim), ctx);
-      spatial_dimids_ = {cell_dim};
-      spatial_shape_ = {grid.clon.size()};
-      const bool bounds = !grid.clon_vertices.empty();
-      if (bounds && (grid.clon_vertices.size() != 3 * grid.clon.size() ||
-                     grid.clat_vertices.size() != grid.clon_vertices.size()))
-        throw IoError(ctx + ": the cell vertices must hold 3 values per cell");
-      int nv_dim = -1;
-      if (bounds) CHECK_NC(nc_def_dim(ncid_, "nv", 3, &nv_dim), ctx);
-      CHECK_NC(nc_def_var(ncid_, "clon", NC_DOUBLE, 1, &cell_dim, &clon_id), ctx);
-      CHECK_NC(nc_def_var(ncid_, "clat", NC_DOUBLE, 1, &cell_dim, &clat_id), ctx);
-      put_text(ncid_, clon_id, "standard_name", "longitude", ctx);
-      put_text(ncid_, clon_id, "long_name", "center longitude", ctx);
-      put_text(ncid_, clon_id, "units", "radian", ctx);
-      put_text(ncid_, clat_id, "standard_name", "latitude", ctx);
-      put_text(ncid_, clat_id, "long_name", "center latitude", ctx);
-      put_text(ncid_, clat_id, "units", "radian", ctx);
-      int vlon = -1, vlat = -1;
-      if (bounds) {
-        const int d2[2] = {cell_dim, nv_dim};
-        CHECK_NC(nc_def_var(ncid_, "clon_vertices", NC_DOUBLE, 2, d2, &vlon), ctx);
-        CHECK_NC(nc_def_var(ncid_, "clat_vertices", NC_DOUBLE, 2, d2, &vlat), ctx);
-        put_text(ncid_, vlon, "units", "radian", ctx);
-        put_text(ncid_, vlat, "units", "radian", ctx);
-        put_text(ncid_, clon_id, "bounds", "clon_vertices", ctx);
-        put_text(ncid_, clat_id, "bounds", "clat_vertices", ctx);
-      }
-      data.push_back([=, &grid] {
-        CHECK_NC(nc_put_var_double(ncid_, clon_id, grid.clon.data()), ctx + " (clon)");
-        CHECK_NC(nc_put_var_double(ncid_, clat_id, grid.clat.data()), ctx + " (clat)");
-        if (bounds) {
-          CHECK_NC(nc_put_var_double(ncid_, vlon, grid.clon_vertices.data()), ctx + " (clon_vertices)");
-          CHECK_NC(nc_put_var_double(ncid_, vlat, grid.clat_vertices.data()), ctx + " (clat_vertices)");
-        }
-      });
+      spatial_dimids_ = {define_icon_grid(ncid_, grid, data, ctx)};
+      coordinates = "clon clat";
     } else {
-      if (grid.y.name.empty() || grid.x.name.empty() || grid.y.name == grid.x.name)
-        throw IoError(ctx + ": the lat-lon output grid needs two distinct coordinate names");
-      for (const CoordVar* c : {&grid.y, &grid.x}) {
-        int dim, id;
-        CHECK_NC(nc_def_dim(ncid_, c->name.c_str(), c->values.size(), &dim),
-                 ctx + " (dimension " + c->name + ")");
-        CHECK_NC(nc_def_var(ncid_, c->name.c_str(), NC_DOUBLE, 1, &dim, &id),
-                 ctx + " (coordinate " + c->name + ")");
-        for (const auto& [k, v] : c->text_attrs) put_text(ncid_, id, k, v, ctx);
-        for (const auto& [k, v] : c->num_attrs)
-          CHECK_NC(nc_put_att_double(ncid_, id, k.c_str(), NC_DOUBLE, 1, &v), ctx);
-        data.push_back([=] {
-          CHECK_NC(nc_put_var_double(ncid_, id, c->values.data()), ctx + " (coordinate " + c->name + ")");
-        });
-        spatial_dimids_.push_back(dim);
-        spatial_shape_.push_back(c->values.size());
-      }
-      if (!grid.grid_mapping.empty()) {
-        int gm;
-        CHECK_NC(nc_def_var(ncid_, grid.grid_mapping.c_str(), NC_INT, 0, nullptr, &gm),
-                 ctx + " (grid mapping)");
-        for (const auto& [k, v] : grid.grid_mapping_text_attrs) put_text(ncid_, gm, k, v, ctx);
-        for (const auto& [k, v] : grid.grid_mapping_num_attrs)
-          CHECK_NC(nc_put_att_double(ncid_, gm, k.c_str(), NC_DOUBLE, 1, &v), ctx);
-      }
+      spatial_dimids_ = define_latlon_grid(ncid_, grid, data, coordinates, ctx);
+    }
+    for (int d : spatial_dimids_) {
+      size_t len = 0;
+      CHECK_NC(nc_inq_dimlen(ncid_, d, &len), ctx);
+      spatial_shape_.push_back(len);
     }
 
     CHECK_NC(nc_def_var(ncid_, "time", NC_DOUBLE, 1, &time_dimid_, &time_varid_), ctx);
     put_text(ncid_, time_varid_, "standard_name", "time", ctx);
     put_text(ncid_, time_varid_, "axis", "T", ctx);
-    int member_id;
-    CHECK_NC(nc_def_var(ncid_, "member", NC_INT, 1, &member_dim, &member_id), ctx);
+    CHECK_NC(nc_def_var(ncid_, "realization", NC_INT, 1, &member_dim, &member_id), ctx);
     put_text(ncid_, member_id, "standard_name", "realization", ctx);
     put_text(ncid_, member_id, "long_name", "ensemble member", ctx);
-    data.push_back([=] {
-      std::vector<int> member_values(static_cast<size_t>(members));
-      for (int m = 0; m < members; ++m) member_values[m] = m;
-      CHECK_NC(nc_put_var_int(ncid_, member_id, member_values.data()), ctx + " (member)");
+    put_text(ncid_, member_id, "units", "1", ctx);
+    data.push_back([&, member_id] {
+      CHECK_NC(nc_put_var_int(ncid_, member_id, member_values.data()), ctx + " (realization)");
     });
 
     std::vector<int> dims = {time_dimid_, member_dim};
     dims.insert(dims.end(), spatial_dimids_.begin(), spatial_dimids_.end());
-    CHECK_NC(nc_def_var(ncid_, var.c_str(), NC_FLOAT, static_cast<int>(dims.size()), dims.data(),
-                        &varid_),
-             ctx);
+    CHECK_NC(nc_def_var(ncid_, var.c_str(), NC_FLOAT, static_cast<int>(dims.size()), dims.data(), &varid_), ctx);
     CHECK_NC(nc_def_var_fill(ncid_, varid_, 0, &kFill), ctx);
-    if (!attrs.standard_name.empty())
-      put_text(ncid_, varid_, "standard_name", attrs.standard_name, ctx);
-    put_text(ncid_, varid_, "long_name",
-             (attrs.long_name.empty() ? var : attrs.long_name) + " (downscaled by finecast)", ctx);
+    if (!attrs.standard_name.empty()) put_text(ncid_, varid_, "standard_name", attrs.standard_name, ctx);
+    put_text(ncid_, varid_, "long_name", (attrs.long_name.empty() ? var : attrs.long_name) + " (downscaled by finecast)",
+             ctx);
     if (!attrs.units.empty()) put_text(ncid_, varid_, "units", attrs.units, ctx);
     CHECK_NC(nc_put_att_float(ncid_, varid_, "missing_value", NC_FLOAT, 1, &kFill), ctx);
-    if (grid.kind == OutputGrid::Kind::kIcon) {
-      put_text(ncid_, varid_, "coordinates", "clon clat", ctx);
-      put_text(ncid_, varid_, "CDI_grid_type", "unstructured", ctx);
-    } else if (!grid.grid_mapping.empty()) {
+    if (!coordinates.empty()) put_text(ncid_, varid_, "coordinates", coordinates, ctx);
+    if (grid.kind == OutputGrid::Kind::kIcon) put_text(ncid_, varid_, "CDI_grid_type", "unstructured", ctx);
+    if (grid.kind == OutputGrid::Kind::kLatLon && !grid.grid_mapping.empty())
       put_text(ncid_, varid_, "grid_mapping", grid.grid_mapping, ctx);
-    }
 
     put_text(ncid_, NC_GLOBAL, "Conventions", "CF-1.8", ctx);
     put_text(ncid_, NC_GLOBAL, "source", std::string("finecast ") + FINECAST_VERSION, ctx);
     put_text(ncid_, NC_GLOBAL, "finecast_version", FINECAST_VERSION, ctx);
     put_text(ncid_, NC_GLOBAL, "history",
-             now_utc() + ": fine fields sampled by finecast " FINECAST_VERSION
-                         " (in-situ diffusion downscaling)",
-             ctx);
-    if (!global_attrs.count("finecast_checkpoint"))
-      put_text(ncid_, NC_GLOBAL, "finecast_checkpoint", "none", ctx);
+             now_utc() + ": fine fields sampled by finecast " FINECAST_VERSION " (in-situ diffusion downscaling)", ctx);
+    if (!grid.grid_file.empty()) put_text(ncid_, NC_GLOBAL, "grid_file_uri", grid.grid_file, ctx);
+    if (!global_attrs.count("finecast_checkpoint")) put_text(ncid_, NC_GLOBAL, "finecast_checkpoint", "none", ctx);
     for (const auto& [k, v] : global_attrs) put_text(ncid_, NC_GLOBAL, k, v, ctx);
-    // Room in the header for what the first write adds (time units, the companion variables),
-    // so that it does not move the data already on disk.
-    CHECK_NC(nc__enddef(ncid_, 16384, 4, 0, 4), ctx);
+    // Room in the header for what later writes add (time units, the companion variables, the
+    // checkpoint attribute), so that they do not move the data already on disk.
+    CHECK_NC(nc__enddef(ncid_, kHeaderRoom, 4, 0, 4), ctx);
     for (const auto& write : data) write();
     CHECK_NC(nc_sync(ncid_), ctx);
   } catch (...) {
@@ -204,7 +235,73 @@ EnsembleWriter::EnsembleWriter(const std::string& path, const OutputGrid& grid,
   }
 }
 
-int EnsembleWriter::define_companion(const std::string& suffix, const std::string& long_name) {
+EnsembleWriter::EnsembleWriter(Append, const std::string& path, const std::string& var, int members,
+                               int64_t n_cells)
+    : path_(path), var_(var), members_(members), n_cells_(n_cells) {
+  const std::string ctx = context() + " (appending)";
+  CHECK_NC(nc_open(path_.c_str(), NC_WRITE, &ncid_), ctx);
+  try {
+    int format = 0;
+    CHECK_NC(nc_inq_format(ncid_, &format), ctx);
+    if (format == NC_FORMAT_NETCDF4 || format == NC_FORMAT_NETCDF4_CLASSIC)
+      throw IoError(ctx + ": the file is NetCDF-4 (an older finecast's output); finecast appends to CDF-5 outputs only");
+    CHECK_NC(nc_inq_varid(ncid_, var.c_str(), &varid_), ctx + ": no variable '" + var + "'");
+    int ndims = 0;
+    CHECK_NC(nc_inq_varndims(ncid_, varid_, &ndims), ctx);
+    std::vector<int> dims(static_cast<size_t>(ndims));
+    CHECK_NC(nc_inq_vardimid(ncid_, varid_, dims.data()), ctx);
+    int unlimited = -1;
+    CHECK_NC(nc_inq_unlimdim(ncid_, &unlimited), ctx);
+    if (ndims < 3 || dims[0] != unlimited) throw IoError(ctx + ": '" + var + "' is not (time, member, cells...)");
+    size_t len = 0;
+    CHECK_NC(nc_inq_dimlen(ncid_, dims[1], &len), ctx);
+    if (static_cast<int>(len) != members)
+      throw IoError(ctx + ": the file has " + std::to_string(len) + " members, this run samples " + std::to_string(members));
+    size_t cells = 1;
+    for (int d = 2; d < ndims; ++d) {
+      CHECK_NC(nc_inq_dimlen(ncid_, dims[d], &len), ctx);
+      spatial_dimids_.push_back(dims[d]);
+      spatial_shape_.push_back(len);
+      cells *= len;
+    }
+    if (static_cast<int64_t>(cells) != n_cells)
+      throw IoError(ctx + ": the file's grid has " + std::to_string(cells) + " cells, this run's " + std::to_string(n_cells));
+    time_dimid_ = dims[0];
+    CHECK_NC(nc_inq_varid(ncid_, "time", &time_varid_), ctx + ": no variable 'time'");
+    if (nc_inq_varid(ncid_, (var + "_coarse").c_str(), &coarse_varid_) != NC_NOERR) coarse_varid_ = -1;
+    if (nc_inq_varid(ncid_, (var + "_host").c_str(), &host_varid_) != NC_NOERR) host_varid_ = -1;
+    if (nc_inq_varid(ncid_, (var + "_mean").c_str(), &mean_varid_) != NC_NOERR) mean_varid_ = -1;
+    size_t records = 0;
+    CHECK_NC(nc_inq_dimlen(ncid_, time_dimid_, &records), ctx);
+    steps_ = static_cast<int64_t>(records);
+    auto text = [&](const char* name) {
+      size_t n = 0;
+      if (nc_inq_attlen(ncid_, time_varid_, name, &n) != NC_NOERR) return std::string();
+      std::string v(n, '\0');
+      CHECK_NC(nc_get_att_text(ncid_, time_varid_, name, v.data()), ctx);
+      return v;
+    };
+    time_units_ = text("units");
+    calendar_ = text("calendar");
+    if (calendar_.empty()) calendar_ = "proleptic_gregorian";
+    dated_ = time_units_.find(" since ") != std::string::npos;
+    if (steps_ > 0) {
+      const size_t last = records - 1;
+      CHECK_NC(nc_get_var1_double(ncid_, time_varid_, &last, &last_time_), ctx + " (time)");
+      last_datetime_ = dated_ ? format_datetime(CfTime(time_units_, calendar_, ctx).to_datetime(last_time_))
+                              : std::to_string(static_cast<long long>(last_time_));
+    }
+    int old_fill = 0;
+    CHECK_NC(nc_set_fill(ncid_, NC_NOFILL, &old_fill), ctx);
+  } catch (...) {
+    nc_close(ncid_);
+    ncid_ = -1;
+    throw;
+  }
+}
+
+int EnsembleWriter::define_companion(const std::string& suffix, const std::string& long_name,
+                                     const std::string& cell_methods) {
   const std::string ctx = context();
   CHECK_NC(nc_redef(ncid_), ctx);
   std::vector<int> dims = {time_dimid_};
@@ -215,92 +312,160 @@ int EnsembleWriter::define_companion(const std::string& suffix, const std::strin
   CHECK_NC(nc_def_var_fill(ncid_, id, 0, &kFill), ctx);
   CHECK_NC(nc_put_att_float(ncid_, id, "missing_value", NC_FLOAT, 1, &kFill), ctx);
   put_text(ncid_, id, "long_name", long_name, ctx);
-  // Units and coordinates as the main variable.
-  nc_copy_att(ncid_, varid_, "units", ncid_, id);
-  nc_copy_att(ncid_, varid_, "coordinates", ncid_, id);
-  nc_copy_att(ncid_, varid_, "grid_mapping", ncid_, id);
-  nc_copy_att(ncid_, varid_, "CDI_grid_type", ncid_, id);
+  if (!cell_methods.empty()) put_text(ncid_, id, "cell_methods", cell_methods, ctx);
+  // The same quantity on the same grid as the main variable.
+  for (const char* att : {"standard_name", "units", "coordinates", "grid_mapping", "CDI_grid_type"})
+    nc_copy_att(ncid_, varid_, att, ncid_, id);
   CHECK_NC(nc_enddef(ncid_), ctx);
   return id;
 }
 
-void EnsembleWriter::put_companion(int varid, const std::string& suffix, const float* values, size_t record) {
-  for (int64_t i = 0; i < n_cells_; ++i) scratch_[i] = std::isfinite(values[i]) ? values[i] : kFill;
-  std::vector<size_t> start = {record}, count = {1};
-  for (size_t s : spatial_shape_) start.push_back(0), count.push_back(s);
-  CHECK_NC(nc_put_vara_float(ncid_, varid, start.data(), count.data(), scratch_.data()),
-           "NetCDF output " + path_ + ", variable '" + var_ + suffix + "' (time step " + std::to_string(record) + ")");
+void EnsembleWriter::set_global_attribute(const std::string& name, const std::string& value) {
+  const std::string ctx = context() + ", global attribute " + name;
+  if (closed_ || broken_) throw IoError(ctx + ": the file is closed");
+  CHECK_NC(nc_redef(ncid_), ctx);
+  put_text(ncid_, NC_GLOBAL, name, value, ctx);
+  CHECK_NC(nc_enddef(ncid_), ctx);
+  CHECK_NC(nc_sync(ncid_), ctx);
 }
+
 
 void EnsembleWriter::write(const std::string& datetime, const float* members_by_cell,
                            const float* coarse_on_fine, const float* host_field) {
-  const std::string ctx = context();
-  if (closed_) throw IoError(ctx + ": write after close()");
-  if (broken_) throw IoError(ctx + ": an earlier write failed; the file keeps the records written before it");
-  DateTime t;
-  const bool is_date = parse_datetime(datetime, t);
-  if (steps_ > 0 && is_date != dated_)
-    throw IoError(ctx + ": time \"" + datetime + "\" is " + (is_date ? "" : "not ") +
-                  "an ISO 8601 date but the first written time was " + (dated_ ? "" : "not"));
+  if (!members_by_cell) throw IoError(context() + ": write() got no data");
+  begin(datetime, coarse_on_fine != nullptr, host_field != nullptr);
+  put(0, n_cells_, members_by_cell, coarse_on_fine, host_field);
+  end();
+  mean_ = chunk_mean_;
+}
+
+int64_t EnsembleWriter::chunk_alignment() const {
+  // Lat-lon records are written row by row: a chunk is whole rows.
+  return spatial_shape_.size() == 2 ? static_cast<int64_t>(spatial_shape_[1]) : 1;
+}
+
+void EnsembleWriter::guarded(const std::function<void()>& io) {
   try {
-    append(datetime, members_by_cell, coarse_on_fine, host_field);
+    io();
   } catch (const std::exception& e) {
     // The file keeps every record synced before this one: close it without writing more.
     broken_ = true;
-    abandon(ncid_);
+    in_record_ = false;
+    nc_redef(ncid_);  // discarded by nc_abort: nothing more reaches the disk
+    nc_abort(ncid_);
     ncid_ = -1;
     throw IoError(std::string(e.what()) + "; " + path_ + " keeps the " + std::to_string(steps_) +
                   " record(s) written before");
   }
 }
 
-void EnsembleWriter::append(const std::string& datetime, const float* members_by_cell,
-                            const float* coarse_on_fine, const float* host_field) {
+void EnsembleWriter::begin(const std::string& datetime, bool with_coarse, bool with_host) {
   const std::string ctx = context();
-  if (!members_by_cell) throw IoError(ctx + ": write() got no data");
+  if (closed_) throw IoError(ctx + ": write after close()");
+  if (broken_) throw IoError(ctx + ": an earlier write failed; the file keeps the records written before it");
+  if (in_record_) throw IoError(ctx + ": begin() of " + datetime + " before end() of the record before");
   DateTime t;
   const bool is_date = parse_datetime(datetime, t);
-  if (steps_ == 0) {
-    dated_ = is_date;
-    if (dated_) {
-      DateTime ref = t;
-      ref.second = std::floor(ref.second);
-      time_units_ = "seconds since " + format_datetime(ref);
-      std::replace(time_units_.begin(), time_units_.end(), 'T', ' ');
+  if (steps_ > 0 && is_date != dated_)
+    throw IoError(ctx + ": time \"" + datetime + "\" is " + (is_date ? "" : "not ") +
+                  "an ISO 8601 date but the first written time was " + (dated_ ? "" : "not"));
+  if (steps_ > 0 && dated_ && datetime != last_datetime_ &&
+      CfTime(time_units_, calendar_, ctx).from_datetime(t) < last_time_)
+    throw IoError(ctx + ": time " + datetime + " is earlier than the file's last record (" + last_datetime_ + ")");
+  guarded([&] {
+    if (steps_ == 0) {
+      dated_ = is_date;
       CHECK_NC(nc_redef(ncid_), ctx);
-      put_text(ncid_, time_varid_, "units", time_units_, ctx);
-      put_text(ncid_, time_varid_, "calendar", calendar_, ctx);
-      CHECK_NC(nc_enddef(ncid_), ctx);
-    } else {
-      CHECK_NC(nc_redef(ncid_), ctx);
-      put_text(ncid_, time_varid_, "long_name", "output step index (the model gave no date)", ctx);
+      if (dated_) {
+        DateTime ref = t;
+        ref.second = std::floor(ref.second);
+        time_units_ = "seconds since " + format_datetime(ref);
+        std::replace(time_units_.begin(), time_units_.end(), 'T', ' ');
+        put_text(ncid_, time_varid_, "units", time_units_, ctx);
+        put_text(ncid_, time_varid_, "calendar", calendar_, ctx);
+      } else {
+        put_text(ncid_, time_varid_, "long_name", "output step index (the model gave no date)", ctx);
+      }
       CHECK_NC(nc_enddef(ncid_), ctx);
     }
-  }
-  // The same model time again replaces its record: one time, one record.
-  const bool replace = steps_ > 0 && datetime == last_datetime_;
-  const int64_t record = replace ? steps_ - 1 : steps_;
-  const double tv =
-      dated_ ? CfTime(time_units_, calendar_, ctx).from_datetime(t) : static_cast<double>(record);
-  if (coarse_on_fine && coarse_varid_ < 0)
-    coarse_varid_ = define_companion("_coarse", "coarse-grained input on the fine grid (finecast's condition)");
-  if (host_field && host_varid_ < 0) host_varid_ = define_companion("_host", "the host model's own fine field");
+    // The same model time again replaces its record: one time, one record.
+    replace_ = steps_ > 0 && datetime == last_datetime_;
+    record_ = replace_ ? steps_ - 1 : steps_;
+    record_time_ = dated_ ? CfTime(time_units_, calendar_, ctx).from_datetime(t) : static_cast<double>(record_);
+    if (mean_varid_ < 0) mean_varid_ = define_companion("_mean", "ensemble mean of " + var_, "realization: mean");
+    if (with_coarse && coarse_varid_ < 0)
+      coarse_varid_ = define_companion("_coarse", "coarse-grained input on the fine grid (finecast's condition)");
+    if (with_host && host_varid_ < 0) host_varid_ = define_companion("_host", "the host model's own fine field");
+    const size_t ts = static_cast<size_t>(record_);
+    CHECK_NC(nc_put_var1_double(ncid_, time_varid_, &ts, &record_time_), ctx + " (time)");
+  });
+  record_datetime_ = datetime;
+  in_record_ = true;
+}
 
-  const size_t ts = static_cast<size_t>(record);
-  CHECK_NC(nc_put_var1_double(ncid_, time_varid_, &ts, &tv), ctx + " (time)");
-  const size_t total = static_cast<size_t>(members_) * static_cast<size_t>(n_cells_);
-  scratch_.resize(total);
-  for (size_t i = 0; i < total; ++i)
-    scratch_[i] = std::isfinite(members_by_cell[i]) ? members_by_cell[i] : kFill;
-  std::vector<size_t> start = {ts, 0}, count = {1, static_cast<size_t>(members_)};
-  for (size_t s : spatial_shape_) start.push_back(0), count.push_back(s);
-  CHECK_NC(nc_put_vara_float(ncid_, varid_, start.data(), count.data(), scratch_.data()),
-           ctx + " (time step " + std::to_string(record) + ")");
-  if (coarse_on_fine) put_companion(coarse_varid_, "_coarse", coarse_on_fine, ts);
-  if (host_field) put_companion(host_varid_, "_host", host_field, ts);
-  CHECK_NC(nc_sync(ncid_), ctx + " (time step " + std::to_string(record) + ", writing to disk)");
-  last_datetime_ = datetime;
-  if (!replace) ++steps_;
+void EnsembleWriter::put(int64_t first_cell, int64_t count, const float* members, const float* coarse,
+                         const float* host) {
+  const std::string ctx = context() + " (time step " + std::to_string(record_) + ")";
+  if (!in_record_) throw IoError(context() + ": put() outside begin()/end()");
+  const int64_t align = chunk_alignment();
+  if (first_cell < 0 || count < 0 || first_cell + count > n_cells_ || first_cell % align != 0 ||
+      (count % align != 0 && first_cell + count != n_cells_))
+    throw IoError(ctx + ": cells " + std::to_string(first_cell) + "+" + std::to_string(count) + " are not whole rows of " +
+                  std::to_string(align) + " within " + std::to_string(n_cells_));
+  if (count == 0) return;
+  guarded([&] {
+    // The hyperslab of cells first_cell..first_cell+count-1 (whole rows on lat-lon grids).
+    std::vector<size_t> start{static_cast<size_t>(record_)}, shape{1};
+    if (spatial_shape_.size() == 2) {
+      start.insert(start.end(), {static_cast<size_t>(first_cell / align), 0});
+      shape.insert(shape.end(), {static_cast<size_t>(count / align), spatial_shape_[1]});
+    } else {
+      start.push_back(static_cast<size_t>(first_cell));
+      shape.push_back(static_cast<size_t>(count));
+    }
+    auto with_member = [](std::vector<size_t> v, size_t value) {
+      v.insert(v.begin() + 1, value);
+      return v;
+    };
+    scratch_.resize(static_cast<size_t>(count));
+    chunk_mean_.assign(static_cast<size_t>(count), 0.0f);
+    std::vector<int> counted(static_cast<size_t>(count), 0);
+    for (int m = 0; m < members_; ++m) {
+      const float* v = members + static_cast<size_t>(m) * static_cast<size_t>(count);
+      for (int64_t i = 0; i < count; ++i) {
+        scratch_[i] = std::isfinite(v[i]) ? v[i] : kFill;
+        if (std::isfinite(v[i])) chunk_mean_[i] += v[i], ++counted[i];
+      }
+      const auto st = with_member(start, static_cast<size_t>(m)), sh = with_member(shape, 1);
+      CHECK_NC(nc_put_vara_float(ncid_, varid_, st.data(), sh.data(), scratch_.data()), ctx);
+    }
+    // The ensemble mean over the members with a value (NaN where none has one).
+    for (int64_t i = 0; i < count; ++i)
+      chunk_mean_[i] = counted[i] > 0 ? chunk_mean_[i] / static_cast<float>(counted[i])
+                                      : std::numeric_limits<float>::quiet_NaN();
+    auto companion = [&](int varid, const float* values, const char* suffix) {
+      for (int64_t i = 0; i < count; ++i) scratch_[i] = std::isfinite(values[i]) ? values[i] : kFill;
+      CHECK_NC(nc_put_vara_float(ncid_, varid, start.data(), shape.data(), scratch_.data()), ctx + " (" + var_ + suffix + ")");
+    };
+    companion(mean_varid_, chunk_mean_.data(), "_mean");
+    if (coarse) {
+      if (coarse_varid_ < 0) throw IoError(ctx + ": a coarse field given although begin() said none");
+      companion(coarse_varid_, coarse, "_coarse");
+    }
+    if (host) {
+      if (host_varid_ < 0) throw IoError(ctx + ": a host field given although begin() said none");
+      companion(host_varid_, host, "_host");
+    }
+  });
+}
+
+void EnsembleWriter::end() {
+  if (!in_record_) throw IoError(context() + ": end() without begin()");
+  guarded([&] { CHECK_NC(nc_sync(ncid_), context() + " (time step " + std::to_string(record_) + ", writing to disk)"); });
+  in_record_ = false;
+  last_datetime_ = record_datetime_;
+  last_time_ = record_time_;
+  if (!replace_) ++steps_;
 }
 
 void EnsembleWriter::close() {

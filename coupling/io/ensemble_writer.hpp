@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -12,11 +13,15 @@
 
 namespace finecast::coupling {
 
-/// Writes var(time, member, ncells) for ICON grids or var(time, member, y, x) for lat-lon ones,
-/// with the input's coordinates and attributes, a `member` dimension and an unlimited `time`
-/// dimension that grows by one per write(). Global attributes: Conventions, source and
-/// finecast_version (FINECAST_VERSION), history, finecast_checkpoint ("none" unless given in
-/// global_attrs), then every entry of global_attrs. The file is CDF-5 (NetCDF "64-bit data")
+/// Writes var(time, realization, ncells) for ICON grids or var(time, realization, y, x) for
+/// lat-lon ones, with the grid's coordinates, cell bounds, grid mapping and identity
+/// (OutputGrid), the input's units/standard_name/long_name, a CF ensemble dimension
+/// `realization` (standard_name realization) and an unlimited `time` dimension that grows by one
+/// per write(). Each record also stores "<var>_mean", the ensemble mean (cell_methods
+/// "realization: mean"). Global attributes: Conventions, source and finecast_version
+/// (FINECAST_VERSION), history, grid_file_uri, uuidOfHGrid and number_of_grid_used (ICON, when
+/// known), finecast_checkpoint ("none" unless given in global_attrs), then every entry of
+/// global_attrs. The file is CDF-5 (NetCDF "64-bit data")
 /// under its final name from the start, and every record is synced to disk before write()
 /// returns: readers see the records of a running job, and a job that is killed, or whose disk
 /// fills up, keeps every record written before (a previous file at `path` is replaced).
@@ -27,6 +32,12 @@ class EnsembleWriter {
                  const VarAttributes& attrs, int members,
                  const std::map<std::string, std::string>& global_attrs,
                  const std::string& calendar = "proleptic_gregorian");
+  /// Opens an existing output written by this class (CDF-5) to append to it: a resumed run
+  /// continues the file of the runs before it. The variable `var` must have `members` members
+  /// and `n_cells` cells; its records, time axis and companions are taken over, and the next
+  /// write must be later than the last record. Throws IoError naming the file and the mismatch.
+  struct Append {};
+  EnsembleWriter(Append, const std::string& path, const std::string& var, int members, int64_t n_cells);
   /// Closes the file when close() was not called (its records are on disk). Never throws.
   ~EnsembleWriter();
   EnsembleWriter(const EnsembleWriter&) = delete;
@@ -43,8 +54,24 @@ class EnsembleWriter {
   /// and takes no more writes.
   void write(const std::string& datetime, const float* members_by_cell, const float* coarse_on_fine = nullptr,
              const float* host_field = nullptr);
+  /// One record in parts, for writers that hold a chunk of cells at a time (the plugin's trainer
+  /// ranks): begin() the record (its time; whether coarse/host companions come), put() cells
+  /// first_cell..first_cell+count-1 (lat-lon: whole rows, see chunk_alignment) any number of
+  /// times, end() (synced to disk). members is [members][count]; coarse and host [count] or
+  /// nullptr. write() is begin, one put of every cell, end.
+  void begin(const std::string& datetime, bool with_coarse, bool with_host);
+  void put(int64_t first_cell, int64_t count, const float* members, const float* coarse, const float* host);
+  void end();
+  /// Cells per row of the grid (lat-lon), 1 on ICON: chunks start and end at multiples of it.
+  int64_t chunk_alignment() const;
+
+  /// Sets (or replaces) a global text attribute of the open file and syncs it to disk, e.g.
+  /// finecast_checkpoint once a checkpoint is written. Throws IoError naming the file.
+  void set_global_attribute(const std::string& name, const std::string& value);
   /// Closes the file. Idempotent.
   void close();
+  /// The ensemble mean of the latest write, [n_cells] (NaN where no member has a value).
+  const std::vector<float>& last_mean() const { return mean_; }
 
   const std::string& path() const { return path_; }
   int64_t steps_written() const { return steps_; }
@@ -54,15 +81,13 @@ class EnsembleWriter {
 
  private:
   std::string context() const;
-  int define_companion(const std::string& suffix, const std::string& long_name);
-  void put_companion(int varid, const std::string& suffix, const float* values, size_t record);
-
-  void append(const std::string& datetime, const float* members_by_cell, const float* coarse_on_fine,
-              const float* host_field);
+  int define_companion(const std::string& suffix, const std::string& long_name, const std::string& cell_methods = "");
+  /// Runs file I/O; a failure closes the file with the records written before and rethrows.
+  void guarded(const std::function<void()>& io);
 
   std::string path_;
   std::string var_, calendar_;
-  int ncid_ = -1, varid_ = -1, coarse_varid_ = -1, host_varid_ = -1, time_varid_ = -1;
+  int ncid_ = -1, varid_ = -1, coarse_varid_ = -1, host_varid_ = -1, mean_varid_ = -1, time_varid_ = -1;
   int members_ = 0;
   int64_t n_cells_ = 0, steps_ = 0;
   std::string last_datetime_;  ///< `datetime` of the latest record
@@ -70,8 +95,14 @@ class EnsembleWriter {
   std::vector<size_t> spatial_shape_;
   int time_dimid_ = -1;
   bool dated_ = false;
+  double last_time_ = 0;  ///< time coordinate of the latest record
   std::string time_units_;
-  std::vector<float> scratch_;
+  std::vector<float> scratch_, mean_, chunk_mean_;
+  // The record between begin() and end().
+  bool in_record_ = false, replace_ = false;
+  int64_t record_ = 0;
+  double record_time_ = 0;
+  std::string record_datetime_;
   bool closed_ = false;
   bool broken_ = false;  ///< a write failed: the file was closed with what it had
 };

@@ -17,6 +17,7 @@
 #include "coupling/host/decomposition.hpp"
 #include "coupling/host/mpi_program.hpp"
 #include "coupling/io/field_reader.hpp"
+#include "common/cli.hpp"
 #include "common/log.hpp"
 #include "coupling/replay/latlon_domain.hpp"
 #include "coupling/replay/progress.hpp"
@@ -48,10 +49,6 @@ void apply_overrides(std::vector<ch::PluginSpec>& plugins, const std::vector<std
     if (eq == std::string::npos || eq == 0)
       throw finecast::ConfigError(
           "--set " + set + ": expected KEY=VALUE or PLUGIN:KEY=VALUE (e.g. --set device=cpu)");
-    if (set.find_first_of(" \t\n") != std::string::npos)
-      throw finecast::ConfigError(
-          "--set '" + set +
-          "': the plugin options string is split at blanks, so KEY=VALUE cannot contain any");
     std::string target, item = set;
     const size_t colon = set.substr(0, eq).find(':');
     if (colon != std::string::npos) {
@@ -65,7 +62,7 @@ void apply_overrides(std::vector<ch::PluginSpec>& plugins, const std::vector<std
         throw finecast::ConfigError(
             "--set " + set + ": plugin '" + p.name +
             "' has an empty options string, so there is no config to override");
-      p.options += " " + item;
+      p.options += " " + fh::quote_option(item);
       used = true;
     }
     if (!used)
@@ -91,7 +88,8 @@ void fill(double* var, const std::vector<float>& global, const ch::Domain& domai
 }
 
 int run(const Options& opt, int rank, int n_ranks) {
-  const double t_start = now();
+  const fh::StartupLog startup(rank);
+  startup.stage("reading the run file " + opt.run_file);
   fr::ReplayRunConfig cfg = fr::load_replay_run_config(opt.run_file);
   if (opt.epochs > 0) cfg.epochs = opt.epochs;
   std::vector<ch::PluginSpec> plugins = cfg.plugins;
@@ -102,6 +100,8 @@ int run(const Options& opt, int rank, int n_ranks) {
 
   // Every rank opens the files: the selection and dates must agree everywhere, and opening is
   // cheap.
+  startup.stage("opening the input files (" + std::to_string(cfg.files.size()) +
+                " name(s) or pattern(s)) and reading their time coordinates");
   fr::ReplayInput input(cfg);
   const int64_t n_steps = input.n_selected() * cfg.epochs;
   if (rank == 0)
@@ -114,6 +114,8 @@ int run(const Options& opt, int rank, int n_ranks) {
 
   ch::Domain domain;
   if (cfg.grid_type == "icon") {
+    startup.stage("reading the ICON grid " + cfg.grid_file + " and decomposing it over " +
+                  std::to_string(n_ranks) + " rank(s)");
     const fc::IconGrid grid = fc::read_icon_grid(cfg.grid_file);
     if (grid.n_cells != input.n_values())
       throw finecast::GridError(cfg.path + ": grid.file " + cfg.grid_file + " has " +
@@ -130,6 +132,8 @@ int run(const Options& opt, int rank, int n_ranks) {
                                   " is on an unstructured grid (use grid.type: icon and "
                                   "grid.file: the ICON grid file)");
     const std::string grid_file = cfg.grid_file.empty() ? input.files().front() : cfg.grid_file;
+    startup.stage("reading the lat-lon grid of " + grid_file + " and decomposing it over " +
+                  std::to_string(n_ranks) + " rank(s)");
     const fc::LatLonGrid grid = fc::read_latlon_grid(grid_file, cfg.variables.front().var);
     if (grid.nlat * grid.nlon != input.n_values())
       throw finecast::GridError(cfg.path + ": the lat-lon grid of " + grid_file + " has " +
@@ -158,6 +162,7 @@ int run(const Options& opt, int rank, int n_ranks) {
   }
   std::vector<float> global(static_cast<size_t>(input.n_values()));
   for (const auto& s : cfg.static_variables) {
+    startup.stage("reading the static field " + s.variable.var + " of " + s.file);
     double* var = host.add_variable(s.variable.name, 1, ch::VariableInfo{});
     if (rank == 0) {
       fc::FieldReader reader(s.file, s.variable.var, s.variable.level);
@@ -175,9 +180,12 @@ int run(const Options& opt, int rank, int n_ranks) {
   for (const auto& p : plugins)
     if (rank == 0)
       flog::info("plugin '" + p.name + "': " + p.library + " (options '" + p.options + "')");
+  startup.stage("loading " + std::to_string(plugins.size()) +
+                " plugin(s) (primary constructors: configs)");
   host.load_plugins(plugins);
+  startup.stage("plugin set-up (secondary constructors: grids, patches, models, checkpoints)");
   host.secondary_constructor();
-  if (rank == 0) flog::info("start-up " + fmt::format("{:.2f}", now() - t_start) + " s");
+  if (rank == 0) flog::info("start-up " + fmt::format("{:.2f}", startup.seconds()) + " s");
 
   const double t_loop = now();
   double t_read = 0;
@@ -254,22 +262,22 @@ int main(int argc, char** argv) {
       "finecast-replay: plays NetCDF fields through ComIn plugins (finecast's host library), "
       "decomposed\n"
       "over the MPI ranks like a host model. Run file keys: docs/offline.md.\n"
-      "Example: mpiexec -n 4 build/bin/finecast-replay --config configs/replay_tas.yaml --set "
-      "device=cpu"};
+      "Example: mpiexec -n 2 --oversubscribe build/bin/finecast-replay configs/replay_tas.yaml "
+      "--set device=cpu"};
   Options opt;
-  app.add_option("--config,-c", opt.run_file,
-                 "YAML replay run file (input files, grid, time range, plugins)")
-      ->required();
-  app.add_option("--set", opt.sets,
-                 "KEY=VALUE appended to every plugin's options (finecast: a config override, e.g. "
-                 "checkpoint.resume=DIR); PLUGIN:KEY=VALUE for one plugin only. Repeatable.");
+  finecast::cli::add_config(app, opt.run_file,
+                            "YAML replay run file (input files, grid, time range, plugins)");
+  finecast::cli::add_set(app, opt.sets,
+                         "KEY=VALUE appended to every plugin's options (finecast: a config override, e.g. "
+                         "checkpoint.resume=DIR); PLUGIN:KEY=VALUE for one plugin only.");
   app.add_option("--epochs", opt.epochs, "override the run file's replay epochs")
       ->check(CLI::PositiveNumber);
   app.add_option("--progress", opt.progress,
-                 "auto (a bar on a terminal, else lines) | bar | lines | none")
-      ->check(CLI::IsMember({"auto", "bar", "lines", "none"}));
-  app.add_option("--log-level", opt.log_level, "debug | info | warning | error")
-      ->check(CLI::IsMember({"debug", "info", "warning", "error"}));
+                 "auto (a bar when stdout and stderr are terminals, else lines) | bar | lines | none")
+      ->check(CLI::IsMember({"auto", "bar", "lines", "none"}))
+      ->capture_default_str();
+  finecast::cli::add_log_level(app, opt.log_level);
+  finecast::cli::add_version(app, "finecast-replay");
   return fh::mpi_main(argc, argv, app, opt.log_level,
                       [&](int rank, int n_ranks) { return run(opt, rank, n_ranks); });
 }

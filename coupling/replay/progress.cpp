@@ -24,7 +24,10 @@ constexpr int kBarWidth = 30;
 }  // namespace
 
 Progress::Mode Progress::parse_mode(const std::string& text) {
-  if (text == "auto") return isatty(fileno(stdout)) ? Mode::kBar : Mode::kLines;
+  // Both streams: Open MPI gives its ranks a pseudo-terminal for stdout even when mpiexec's
+  // output goes to a file or a pipe (stderr stays a pipe), and a captured log must not fill with
+  // redrawn bars.
+  if (text == "auto") return isatty(fileno(stdout)) && isatty(fileno(stderr)) ? Mode::kBar : Mode::kLines;
   if (text == "bar") return Mode::kBar;
   if (text == "lines") return Mode::kLines;
   if (text == "none") return Mode::kNone;

@@ -18,7 +18,7 @@ namespace finecast::coupling::replay {
 class Progress {
  public:
   enum class Mode { kBar, kLines, kNone };
-  /// "auto" (bar when stdout is a terminal, else lines) | "bar" | "lines" | "none"; throws
+  /// "auto" (bar when stdout and stderr are both terminals, else lines) | "bar" | "lines" | "none"; throws
   /// ConfigError otherwise.
   static Mode parse_mode(const std::string& text);
 

@@ -3,6 +3,7 @@
 // decomposition and the plugin list.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -46,7 +47,7 @@ struct ReplayRunConfig {
   int epochs = 1;                    ///< passes over the selected steps
   int nproma = 32;
   std::string decomposition = "round_robin";  ///< round_robin | lat_bands | random
-  unsigned long long seed = 1;                ///< permutation seed of `random`
+  uint64_t seed = 1;                          ///< permutation seed of `random`
   int progress_every = 0;  ///< steps between plain progress lines; 0 = about 20 per run
   std::vector<comin_host::PluginSpec> plugins;
   std::string comin_namelist;  ///< ICON &comin_nml file; replaces `plugins` when set

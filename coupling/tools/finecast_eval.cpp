@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // finecast-eval: scores a downscaled ensemble and interpolation baselines against a fine truth.
+// This file: the command line and lat-lon fields; ICON fields are eval_icon.cpp's.
 #include <netcdf.h>
 
 #include <CLI/CLI.hpp>
@@ -10,13 +11,17 @@
 #include <string>
 #include <vector>
 
+#include "common/cli.hpp"
 #include "common/error.hpp"
 #include "coupling/eval/evaluation.hpp"
 #include "coupling/eval/report.hpp"
 #include "coupling/eval/window.hpp"
 #include "coupling/io/field_reader.hpp"
+#include "coupling/tools/eval_common.hpp"
+#include "coupling/io/step_select.hpp"
 
 namespace fe = finecast::coupling::eval;
+namespace ft = finecast::tools;
 using finecast::ConfigError;
 using finecast::IoError;
 
@@ -33,6 +38,10 @@ class GridVar {
   void read(std::size_t t, std::size_t m, int y0, int ny, int x0, int nx, double* out);
   /// The ISO date of step t, or "" when the file has no time coordinate.
   std::string date(std::size_t t) const;
+  /// The step that --time `text` names: a 0-based index or an ISO 8601 date.
+  std::size_t step(const std::string& text) const {
+    return static_cast<std::size_t>(finecast::coupling::select_step(readers_.front(), text));
+  }
 
   std::string path, var, role;
   std::size_t n_times = 1, n_members = 1;
@@ -79,8 +88,10 @@ GridVar::GridVar(const std::string& p, const std::string& name, const std::strin
                                                : "(time, member, lat, lon) or (member, lat, lon)";
   if (f.grid_kind() == FieldReader::GridKind::kUnstructured)
     throw ConfigError(describe() + " is on an unstructured grid (dimension '" +
-                      f.spatial_dims().at(0) + "'): finecast-eval scores lat-lon fields " +
-                      expected);
+                      f.spatial_dims().at(0) +
+                      "') but the prediction is a lat-lon field: both must be on the same grid, "
+                      "lat-lon " +
+                      expected + " or ICON (time, ncells)");
   n_times = static_cast<std::size_t>(f.n_times());
   n_members = static_cast<std::size_t>(f.n_levels());
   if (role == "truth" && n_members != 1)
@@ -131,21 +142,29 @@ bool looks_like_latitude(const GridVar& g) {
          g.y_units == "degree" || n.find("lat") != std::string::npos;
 }
 
-std::string join(const std::vector<std::size_t>& v) {
-  std::string s;
-  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? " " : "") + std::to_string(v[i]);
-  return s;
+/// Whether the prediction is an unstructured (ICON) field; false also when it cannot be read
+/// (the lat-lon path then reports why).
+bool prediction_is_icon(const ft::EvalOptions& o) {
+  try {
+    const finecast::coupling::FieldReader f(o.pred, o.var, 0);
+    return f.grid_kind() == finecast::coupling::FieldReader::GridKind::kUnstructured;
+  } catch (const finecast::Error&) {
+    return false;
+  }
 }
 
-struct Options {
-  std::string truth, pred, var, truth_var, region, json, csv;
-  int block = 0;
-  int time = -1;
-};
-
-int run(const Options& o) {
-  GridVar truth(o.truth, o.truth_var.empty() ? o.var : o.truth_var, "truth");
+int run_latlon(const ft::EvalOptions& o) {
+  GridVar truth(o.truth_path(), o.truth_variable(), "truth");
   GridVar pred(o.pred, o.var, "prediction");
+  const ft::EvalOptions defaults;
+  const char* icon_option = !o.grid.empty()                               ? "--grid"
+                            : o.coarse_level >= 0                         ? "--coarse-level"
+                            : o.idw_neighbours != defaults.idw_neighbours ? "--idw-neighbours"
+                            : o.idw_power != defaults.idw_power           ? "--idw-power"
+                                                                          : nullptr;
+  if (icon_option)
+    throw ConfigError(std::string(icon_option) + " is for ICON fields; " + pred.describe() +
+                      " is a lat-lon field (blocks of k x k cells: use --block)");
 
   // ---- the prediction grid must be the truth grid or a piece of it ----
   auto grid_text = [](const GridVar& g) {
@@ -198,36 +217,11 @@ int run(const Options& o) {
 
   // ---- time steps ----
   std::vector<std::size_t> tsteps, psteps;
-  if (o.time >= 0) {
-    if (static_cast<std::size_t>(o.time) >= truth.n_times)
-      throw ConfigError("--time " + std::to_string(o.time) + ": " + truth.describe() + " has " +
-                        std::to_string(truth.n_times) + " time steps");
-    tsteps = {static_cast<std::size_t>(o.time)};
-    if (pred.n_times == truth.n_times)
-      psteps = tsteps;
-    else if (pred.n_times == 1)
-      psteps = {0};
-    else
-      throw ConfigError("--time " + std::to_string(o.time) + ": " + pred.describe() + " has " +
-                        std::to_string(pred.n_times) + " time steps and " + truth.describe() +
-                        " has " + std::to_string(truth.n_times) +
-                        "; cannot tell which prediction step belongs to it");
-  } else {
-    if (pred.n_times != truth.n_times)
-      throw ConfigError(pred.describe() + " has " + std::to_string(pred.n_times) +
-                        " time steps but " + truth.describe() + " has " +
-                        std::to_string(truth.n_times) + "; pass --time T to score one step");
-    for (std::size_t t = 0; t < truth.n_times; ++t) tsteps.push_back(t), psteps.push_back(t);
-  }
-  // Both files dated: the dates must agree step by step (a prediction of another day would
-  // otherwise be scored silently). Undated prediction steps are matched by index.
-  for (std::size_t i = 0; i < tsteps.size(); ++i) {
-    const std::string td = truth.date(tsteps[i]), pd = pred.date(psteps[i]);
-    if (!td.empty() && !pd.empty() && td != pd)
-      throw ConfigError("time steps do not match: " + truth.describe() + " step " +
-                        std::to_string(tsteps[i]) + " is " + td + " but " + pred.describe() +
-                        " step " + std::to_string(psteps[i]) + " is " + pd);
-  }
+  ft::match_steps({truth.describe(), truth.n_times, [&](std::size_t t) { return truth.date(t); },
+                   [&](const std::string& text) { return truth.step(text); }},
+                  {pred.describe(), pred.n_times, [&](std::size_t t) { return pred.date(t); },
+                   [&](const std::string& text) { return pred.step(text); }},
+                  o.time, tsteps, psteps);
 
   // ---- layout: weights and periodicity of the window ----
   fe::BlockLayout layout;
@@ -265,8 +259,8 @@ int run(const Options& o) {
               {"truth_x0", std::to_string(tx0 + px0)},
               {"pred_y0", std::to_string(py0)},
               {"pred_x0", std::to_string(px0)},
-              {"truth_steps", join(tsteps)},
-              {"pred_steps", join(psteps)},
+              {"truth_steps", ft::join(tsteps)},
+              {"pred_steps", ft::join(psteps)},
               {"members", std::to_string(pred.n_members)},
               {"weights", weights_text},
               {"periodic_x", layout.periodic_x ? "true" : "false"},
@@ -282,9 +276,7 @@ int run(const Options& o) {
   if (rep.blocks_valid < rep.blocks_total * static_cast<int64_t>(tsteps.size()))
     std::cout << "  " << rep.blocks_total * static_cast<int64_t>(tsteps.size()) - rep.blocks_valid
               << " block-steps skipped (missing truth values)\n";
-  std::cout << fe::format_table(rep);
-  if (!o.json.empty()) fe::write_text_file(o.json, fe::to_json(rep));
-  if (!o.csv.empty()) fe::write_text_file(o.csv, fe::to_csv(rep));
+  ft::write_reports(rep, o);
   return 0;
 }
 
@@ -293,28 +285,48 @@ int run(const Options& o) {
 int main(int argc, char** argv) {
   CLI::App app{
       "finecast-eval: scores a downscaled ensemble against the fine truth, next to interpolation "
-      "baselines (nearest, bilinear, bicubic and their conservative variants) computed from the "
-      "truth's k x k block means. Prints a table; --json adds the spectra."};
-  Options o;
-  app.add_option("--truth", o.truth, "fine truth NetCDF: (time, lat, lon) or (lat, lon)")
-      ->required();
+      "baselines computed from the truth's coarse means. Lat-lon fields: k x k blocks, baselines "
+      "nearest, bilinear, bicubic and their conservative variants. ICON fields (ncells): the "
+      "coarse R2B<L> cells of --grid, baselines nearest and inverse-distance weighting and their "
+      "conservative variants. Prints a table; --json adds the spectra."};
+  ft::EvalOptions o;
+  app.add_option("--truth", o.truth,
+                 "fine truth NetCDF: (time, lat, lon), (lat, lon), (time, ncells) or (ncells) "
+                 "(default: the prediction file's <var>_host, which plugin outputs carry)");
   app.add_option("--pred", o.pred,
-                 "prediction NetCDF: (time, member, lat, lon) or (member, lat, lon)")
+                 "prediction NetCDF: (time, member, lat, lon), (member, lat, lon), "
+                 "(time, member, ncells) or (member, ncells)")
       ->required();
   app.add_option("--var", o.var, "variable name in the prediction (and the truth)")->required();
   app.add_option("--truth-var", o.truth_var, "variable name in the truth when it differs");
-  app.add_option("--block", o.block,
-                 "block edge k in fine cells (default: recorded in the prediction, else 16)")
+  app.add_option(
+         "--block", o.block,
+         "lat-lon: block edge k in fine cells (default: recorded in the prediction, else 16)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--region", o.region,
-                 "lat0,lat1,lon0,lon1 in degrees: score only the whole blocks inside");
-  app.add_option("--time", o.time, "score only this truth time step (0-based)")
+  app.add_option("--grid", o.grid,
+                 "ICON: the fine ICON grid file (default: the prediction's grid_file_uri)");
+  app.add_option("--coarse-level", o.coarse_level,
+                 "ICON: patches are the R2B<L> cells (default: the coarsest level on whose cells "
+                 "the prediction's <var>_coarse is constant)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--idw-neighbours", o.idw_neighbours,
+                 "ICON: coarse cell centres in the inverse-distance baselines")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--idw-power", o.idw_power, "ICON: the inverse-distance weights are 1/d^power")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option(
+      "--region", o.region,
+      "lat0,lat1,lon0,lon1 in degrees: score only the whole blocks (coarse cells) inside");
+  finecast::cli::add_time(app, o.time, "score only this step of the truth");
   app.add_option("--json", o.json, "write scores and spectra as JSON to this file");
   app.add_option("--csv", o.csv, "write scores as CSV to this file");
+  finecast::cli::add_version(app, "finecast-eval");
   CLI11_PARSE(app, argc, argv);
   try {
-    return run(o);
+    ft::check_default_truth(o);
+    return prediction_is_icon(o) ? ft::run_icon(o) : run_latlon(o);
   } catch (const finecast::Error& e) {
     std::cerr << "finecast-eval: error: " << e.what() << "\n";
     return 1;

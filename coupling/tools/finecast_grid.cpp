@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cli.hpp"
 #include "common/error.hpp"
 #include "coupling/grid/icon_grid.hpp"
 #include "coupling/grid/icon_hierarchy.hpp"
@@ -62,7 +63,8 @@ int main(int argc, char** argv) {
       "the hierarchy is inconsistent, 1 when the file cannot be read."};
   std::string grid_path, var;
   int coarse_level = 0, block = 16;
-  app.add_option("--grid", grid_path, "ICON grid file or NetCDF file with a lat-lon field")
+  app.add_option("FILE,--grid", grid_path,
+                 "ICON grid file or NetCDF file with a lat-lon field (positional, or --grid FILE)")
       ->required();
   auto* level_opt = app.add_option("--coarse-level", coarse_level,
                                    "ICON: coarse level L (R2B<L> parents; default 0)");
@@ -72,6 +74,7 @@ int main(int argc, char** argv) {
   app.add_option("--var", var,
                  "lat-lon: variable whose coordinates define the grid "
                  "(default: the first variable on a lat-lon grid)");
+  finecast::cli::add_version(app, "finecast-grid");
   CLI11_PARSE(app, argc, argv);
 
   try {

@@ -29,7 +29,7 @@ bool local(PluginState& s, const char* what, const std::function<void()>& fn) {
     return true;
   } catch (...) {
     const std::string why = std::string(what) + " at " + s.stats.datetime + ": " + describe_current_exception();
-    if (s.config.on_error != "disable") stop_the_run(why);
+    if (s.config.on_error != OnError::kDisable) stop_the_run(why);
     log::error(why);
     s.transition(Phase::kFailed, "finecast stops working after this error (on_error: disable); the simulation "
                                  "continues and finecast's outputs keep what was written");
@@ -39,23 +39,33 @@ bool local(PluginState& s, const char* what, const std::function<void()>& fn) {
 
 /// What every rank tells the others once per step (MPI_Allreduce, maximum of each entry).
 struct Agreement {
-  int failed = 0;    ///< some rank failed
-  int training = 0;  ///< the trainer runs its first session
-  int ready = 0;     ///< the trainer has a model to sample
+  int failed = 0;     ///< some rank failed
+  int training = 0;   ///< the trainers run their first session
+  int ready = 0;      ///< the trainers have a model to sample
+  int in_flight = 0;  ///< a trainer's session is still running (none may start or checkpoint)
 };
 
 Agreement agree(PluginState& s) {
-  int mine[3] = {s.phase() == Phase::kFailed ? 1 : 0, 0, 0};
+  int mine[4] = {s.phase() == Phase::kFailed ? 1 : 0, 0, 0, 0};
   if (s.is_trainer()) {
     mine[1] = s.phase() == Phase::kTraining ? 1 : 0;
     mine[2] = s.phase() == Phase::kReady ? 1 : 0;
+    mine[3] = s.trainer->session.in_flight() ? 1 : 0;
   }
-  int all[3] = {0, 0, 0};
-  CHECK_MPI(MPI_Allreduce(mine, all, 3, MPI_INT, MPI_MAX, s.coupling->comm));
-  return {all[0], all[1], all[2]};
+  int all[4] = {0, 0, 0, 0};
+  CHECK_MPI(MPI_Allreduce(mine, all, 4, MPI_INT, MPI_MAX, s.coupling->comm));
+  return {all[0], all[1], all[2], all[3]};
 }
 
-/// The others learn the trainer's phase from the agreement.
+/// Before each collective among the trainer ranks: whether none of them failed. A trainer that
+/// failed still calls it at the same points, so no trainer waits in a collective another skips.
+bool trainers_agree(PluginState& s) {
+  int mine = working(s) ? 0 : 1, any = 0;
+  CHECK_MPI(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, s.coupling->trainers));
+  return any == 0;
+}
+
+/// The others learn the trainers' phase from the agreement.
 void follow_trainer(PluginState& s, const Agreement& a) {
   if (s.is_trainer()) return;
   if (a.ready && s.phase() != Phase::kReady) {
@@ -65,21 +75,21 @@ void follow_trainer(PluginState& s, const Agreement& a) {
   }
 }
 
-/// The host variables gathered this step: the orography (the last input) is static, so it is
-/// gathered with the first step only.
+/// The host variables sent this step: the orography (the last input) is static, so it is sent
+/// with the first step of the run only (a resumed run counts on from the checkpoint's step, so
+/// this is not "step 1").
 int inputs_this_step(const PluginState& s) {
-  return s.stats.steps == 1 ? s.coupling->n_inputs() : static_cast<int>(s.config.fields.size());
+  return s.coupling->static_gathered ? static_cast<int>(s.config.fields.size()) : s.coupling->n_inputs();
 }
 
 void pack_fields(PluginState& s) {
   CouplingState& c = *s.coupling;
-  s.faults.check(FaultPoint::kGather, s.stats.steps, c.rank, c.is_trainer);
-  const int64_t n_owned = c.gatherer->n_owned();
+  s.faults.check(FaultPoint::kGather, s.stats.steps, c.rank, c.is_lead);
   for (int f = 0; f < inputs_this_step(s); ++f) {
     const HostField& field = c.fields[f];
     const void* data = comin_var_get_ptr(field.handle);
     if (!data) throw InternalError("no data pointer for host variable " + field.name);
-    float* out = c.local_values.data() + f * n_owned;
+    float* out = c.local_values.data() + f * c.n_owned;
     if (field.datatype == COMIN_VAR_DATATYPE_FLOAT)
       coupling::pack(static_cast<const float*>(data), field.owned, out);
     else
@@ -87,18 +97,42 @@ void pack_fields(PluginState& s) {
   }
 }
 
-/// Step 5: the trainer's outcome (0 nothing sampled, 1 sampled, 2 failed), then the ensemble
-/// mean for the ranks' own cells when there is one.
+/// The trainers' work of a step: their patches and buffer, a checkpoint and a session when due.
+/// Collectives among them only after they agreed that none failed.
+void trainer_step(PluginState& s, const Agreement& a) {
+  if (!a.in_flight) local(s, "training", [&] { collect_session(s); });
+  local(s, "buffer", [&] { coarsen_step(s); });
+  if (!trainers_agree(s)) return;
+  share_coarse(s);
+  local(s, "buffer", [&] { buffer_step(s); });
+  // From here on every trainer has the same state, so each decision is the same on all of them.
+  if (!trainers_agree(s)) return;
+  if (checkpoint_due(s, a.in_flight)) {
+    local(s, "checkpoint", [&] { write_buffer_part(s); });
+    if (!trainers_agree(s)) return;  // no model checkpoint without every part of its buffer
+    if (s.is_lead()) local(s, "checkpoint", [&] { write_model_checkpoint(s); });
+    s.trainer->pending.checkpoint = false;
+    if (!trainers_agree(s)) return;
+  }
+  if (training_due(s, a.in_flight)) {
+    start_session(s);
+    if (!s.config.train.async) local(s, "training", [&] { collect_session(s); });
+  }
+}
+
+/// Step 5: the outcome of the sampling everywhere (0 nothing sampled, 1 sampled, 2 failed; the
+/// maximum over the ranks), then the ensemble mean for the ranks' own cells when there is one.
 enum SamplingOutcome { kNothing = 0, kSampled = 1, kFailedSampling = 2 };
 
 void write_back(PluginState& s, int outcome) {
   CouplingState& c = *s.coupling;
-  CHECK_MPI(MPI_Bcast(&outcome, 1, MPI_INT, s.config.coupling.trainer_rank, c.comm));
-  if (outcome != kSampled) return;
-  c.write_back_values.resize(static_cast<size_t>(c.gatherer->n_owned()));
-  c.gatherer->scatter(c.is_trainer ? s.trainer->ensemble_mean.data() : nullptr, c.write_back_values.data());
+  int all = kNothing;
+  CHECK_MPI(MPI_Allreduce(&outcome, &all, 1, MPI_INT, MPI_MAX, c.comm));
+  if (all != kSampled) return;
+  c.write_back_values.resize(static_cast<size_t>(c.n_owned));
+  c.redist->reverse(c.is_trainer ? s.trainer->slot_mean.data() : nullptr, c.write_back_values.data());
   local(s, "write_back", [&] {
-    s.faults.check(FaultPoint::kWriteBack, s.stats.steps, c.rank, c.is_trainer);
+    s.faults.check(FaultPoint::kWriteBack, s.stats.steps, c.rank, c.is_lead);
     double* field = comin_var_get_ptr_double(c.write_back.handle);
     if (!field) throw InternalError("sample.write_back: no data pointer for host variable " + c.write_back.name);
     coupling::unpack(c.write_back_values.data(), c.write_back.owned, field);
@@ -108,19 +142,45 @@ void write_back(PluginState& s, int outcome) {
 void sampling_step(PluginState& s, bool with_write_back) {
   const auto t0 = Clock::now();
   int outcome = kNothing;
-  if (s.is_trainer() && working(s)) {
-    if (s.phase() != Phase::kReady) {
+  if (s.is_trainer() && s.phase() != Phase::kStopped) {
+    if (!trainers_agree(s)) {
+      outcome = kFailedSampling;
+    } else if (s.phase() != Phase::kReady) {  // the same phase on every trainer
       log::progress("Sampling at " + s.stats.datetime + " skipped: no trained model yet");
     } else {
-      const bool ok = local(s, "sampling", [&] { draw_samples(s); }) && local(s, "output", [&] { write_samples(s); });
+      bool ok = local(s, "sampling", [&] { draw_samples(s); });
+      if (trainers_agree(s)) {
+        // Collective among the trainers; a failure to write (on the lead) comes after the last piece.
+        ok = local(s, "output", [&] { write_samples(s); }) && ok;
+        if (ok && with_write_back) ok = local(s, "write_back", [&] { compute_slot_mean(s); });
+      } else {
+        ok = false;
+      }
       outcome = ok ? kSampled : kFailedSampling;
       if (ok)
         log::progress("Sampled " + std::to_string(s.config.sample.members) + " member(s) at " + s.stats.datetime + " (" +
-                      s.config.sample.sampler + ") in " + std::to_string(seconds_since(t0)).substr(0, 5) + " s");
+                      trainer::name(s.config.sample.sampler) + ") in " + std::to_string(seconds_since(t0)).substr(0, 5) +
+                      " s");
     }
   }
   if (with_write_back) write_back(s, outcome);
   s.stats.timers.sample += seconds_since(t0);
+}
+
+/// A checkpoint of every trainer (their buffer parts, then the lead's model checkpoint) at a
+/// restart or the end of the run, whatever the phase: a chain of runs shorter than
+/// train.min_steps keeps its buffer.
+void restart_checkpoint(PluginState& s, const std::string& occasion) {
+  local(s, "training", [&] { finish_session(s, occasion); });
+  if (!trainers_agree(s)) return;
+  if (s.stats.sessions == 0 && s.is_lead())
+    log::warning("Checkpoint at " + occasion + " before any training session: it keeps the buffer (" +
+                 std::to_string(s.trainer->buffer->steps()) + " of train.min_steps " +
+                 std::to_string(s.config.train.min_steps) + " steps) and an untrained model; a resumed run goes on "
+                 "buffering");
+  local(s, "checkpoint", [&] { write_buffer_part(s); });
+  if (trainers_agree(s) && s.is_lead()) local(s, "checkpoint", [&] { write_model_checkpoint(s); });
+  s.trainer->pending.checkpoint = false;
 }
 
 }  // namespace
@@ -134,6 +194,14 @@ void coupling_step(PluginState& s) {
   ++s.stats.steps;
   s.stats.datetime = fortran_string(comin_current_get_datetime);
   if (s.phase() == Phase::kCoupled) s.transition(Phase::kBuffering);
+  if (s.is_trainer() && !s.trainer->resumed_datetime.empty()) {
+    // ISO 8601 times of one format compare as strings.
+    if (s.stats.datetime <= s.trainer->resumed_datetime && s.is_lead())
+      log::warning("The host's model time " + s.stats.datetime + " is not later than that of the checkpoint this run "
+                   "resumed from (" + s.trainer->resumed_datetime + "): the run restarts earlier than the checkpoint, "
+                   "and the buffer holds steps from its future");
+    s.trainer->resumed_datetime.clear();
+  }
 
   const auto t0 = Clock::now();
   local(s, "gather", [&] { pack_fields(s); });                                       // 1
@@ -146,28 +214,35 @@ void coupling_step(PluginState& s) {
   }
   follow_trainer(s, a);
   CouplingState& c = *s.coupling;
-  c.gatherer->gather(inputs_this_step(s), c.local_values.data(),
-                     c.is_trainer ? s.trainer->global_values.data() : nullptr);  // 3
+  // 3: every owned cell straight to the trainer rank of its patch (no rank holds a field).
+  c.redist->forward(inputs_this_step(s), c.local_values.data(), c.is_trainer ? s.trainer->slot_values.data() : nullptr);
+  c.static_gathered = true;
   s.stats.timers.gather += seconds_since(t0);
 
-  if (s.is_trainer()) {                                                               // 4
-    local(s, "training", [&] { collect_session(s); });
-    local(s, "buffer", [&] { buffer_step(s); });
-    local(s, "checkpoint", [&] { checkpoint_if_due(s); });
-    local(s, "training", [&] { train_if_due(s); });
-  }
+  if (s.is_trainer()) trainer_step(s, a);                                             // 4
   if (cfg.sample.every > 0 && s.stats.steps % cfg.sample.every == 0)                 // 4, 5
     sampling_step(s, !cfg.sample.write_back.empty());
 }
 
+void host_restart(PluginState& s) {
+  if (!s.is_trainer() || s.phase() == Phase::kStopped) return;
+  s.stats.datetime = fortran_string(comin_current_get_datetime);
+  restart_checkpoint(s, "the host's restart at " + s.stats.datetime);
+}
+
 void finish_run(PluginState& s) {
   const Config& cfg = s.config;
-  if (s.is_trainer() && working(s)) {
+  if (s.is_trainer() && s.phase() != Phase::kStopped) {
     TrainerState& t = *s.trainer;
     const auto t0 = Clock::now();
     t.session.wait();
     s.stats.timers.train_wait += seconds_since(t0);
     local(s, "training", [&] { collect_session(s); });
+    // No agreement of all ranks comes after the last step: the trainers settle it among them.
+    if (!trainers_agree(s)) {
+      if (working(s)) s.transition(Phase::kFailed, "another trainer rank failed: no final sampling or checkpoint");
+      return;
+    }
     // The run ends with a sampling of the final weights, unless the latest one already used them.
     // At the model time of the last sampling it replaces that record (the output keeps one record
     // per time).
@@ -176,14 +251,14 @@ void finish_run(PluginState& s) {
         log::info("Final weights: sampling " + s.stats.datetime + " again; the record of the last sampling is replaced");
       sampling_step(s, false);
     }
-    if (s.phase() == Phase::kReady) local(s, "checkpoint", [&] { write_checkpoint(s); });
+    restart_checkpoint(s, "the end of the run");
   } else if (s.is_trainer()) {
     s.trainer->session.wait();
   }
-  if (s.is_trainer()) {
+  if (s.is_lead()) {
     char line[400];
     std::snprintf(line, sizeof line,
-                  "Summary: %lld coupling steps, %lld training sessions, %lld samplings; seconds in gather %.3f, "
+                  "Summary: %lld coupling steps, %lld training sessions, %lld samplings; seconds in redistribution %.3f, "
                   "patches+buffer %.3f, waiting for training %.3f, sampling+output %.3f, checkpoints %.3f",
                   s.stats.steps, s.stats.sessions, s.stats.samplings, s.stats.timers.gather, s.stats.timers.patches,
                   s.stats.timers.train_wait, s.stats.timers.sample, s.stats.timers.checkpoint);

@@ -20,6 +20,10 @@ namespace finecast::plugin {
 /// The coupling entry point.
 void coupling_step(PluginState& s);
 
+/// EP_ATM_CHECKPOINT_AFTER (the host writes its restart): the trainer writes a checkpoint and
+/// buffer snapshot too, so a chain of runs restarts from matching states. Local work only.
+void host_restart(PluginState& s);
+
 /// EP_DESTRUCTOR: the trainer waits for its session, samples the final weights, writes the final
 /// checkpoint; every rank prints its summary. Local work only; failures are logged (disable) or
 /// stop the run (abort). The caller then releases the state.

@@ -16,7 +16,12 @@ namespace {
 void secondary_constructor_callback() { fp::guard_startup("EP_SECONDARY_CONSTRUCTOR", fp::secondary_constructor); }
 
 void coupling_callback() {
-  fp::guard("coupling step", [] { fp::coupling_step(fp::plugin_state()); });
+  fp::guard("coupling step", [] {
+    fp::PluginState& s = fp::plugin_state();
+    const int ep = comin_current_get_ep();
+    if (ep == s.coupling_ep) fp::coupling_step(s);
+    if (ep == EP_ATM_CHECKPOINT_AFTER && s.config.checkpoint.at_host_restart) fp::host_restart(s);
+  });
 }
 
 // Everything of finecast is released here, in a stated order (PluginState::release), before the
@@ -38,6 +43,9 @@ extern "C" __attribute__((visibility("default"))) void comin_main(void) {
     const t_comin_entry_point ep = fp::primary_constructor();
     comin_callback_register(EP_SECONDARY_CONSTRUCTOR, secondary_constructor_callback);
     comin_callback_register(ep, coupling_callback);
+    // The host's restart: one callback per entry point and plugin, the same when it couples there.
+    if (fp::plugin_state().config.checkpoint.at_host_restart && ep != EP_ATM_CHECKPOINT_AFTER)
+      comin_callback_register(EP_ATM_CHECKPOINT_AFTER, coupling_callback);
     comin_callback_register(EP_DESTRUCTOR, destructor_callback);
   });
 }

@@ -3,16 +3,9 @@
 // can check that every failure leaves the run in a defined state. Off unless configured.
 #pragma once
 
-#include <string>
+#include "plugin/config.hpp"
 
 namespace finecast::plugin {
-
-/// The points of a coupling step where work can fail.
-enum class FaultPoint { kNone, kGather, kTraining, kCheckpoint, kSampling, kOutput, kWriteBack };
-
-/// Parses the values of `testing.fault`; ConfigError otherwise.
-FaultPoint parse_fault_point(const std::string& name);
-const char* fault_point_name(FaultPoint point);
 
 /// The configured failure: where, at which coupling step (0 = every time), on which rank.
 struct Faults {

@@ -2,6 +2,7 @@
 // What a sampling step writes: the ensemble on the fine grid (NetCDF), and its mean.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,33 +13,51 @@
 
 namespace finecast::plugin {
 
-/// Turns sampled patches into fine fields and appends them to the run's NetCDF output.
+/// The run's NetCDF output, on the lead trainer rank: records arrive in pieces of cells (from
+/// every trainer rank's patches) and go to disk as they come.
 class Output {
  public:
-  /// `grid` describes the whole fine field (n_fine cells, in global cell order).
-  Output(std::string path, const coupling::PatchMap& map, coupling::OutputGrid grid, std::string var,
-         coupling::VarAttributes attrs, int members, std::string checkpoint_used);
+  /// `grid` describes the whole fine field (in global cell order); `global_attrs` go into the
+  /// file (finecast_checkpoint made absolute). With `append` (a resumed run)
+  /// an existing output of the same layout whose last record is earlier than `first_datetime`
+  /// is continued; otherwise a new file is written (an existing one that cannot be continued is
+  /// kept, and the new file is named "<stem>_<first_datetime>.nc").
+  Output(std::string path, const coupling::OutputGrid& grid, const std::string& var, const coupling::VarAttributes& attrs,
+         int members, std::map<std::string, std::string> global_attrs, bool append, const std::string& first_datetime);
 
-  /// samples is [n_coarse][members][P] as drawn by the trainer; coarse [n_coarse] the coarse
-  /// field they were drawn from; host_field [n_fine] the host's own fine field (stored beside
-  /// the ensemble as the truth). Appends one time step and fills `ensemble_mean` [n_fine]
-  /// (cells outside every patch are NaN).
-  void write(const std::string& datetime, const float* samples, const float* coarse, const float* host_field,
-             std::vector<float>& ensemble_mean);
+  /// One record: begin, then cells first..first+count-1 as many times as it takes (members
+  /// [members][count], the coarse condition and the host's field [count] each), then end.
+  void begin(const std::string& datetime, bool with_host = true) { writer_->begin(datetime, true, with_host); }
+  void put(int64_t first, int64_t count, const float* members, const float* coarse, const float* host) {
+    writer_->put(first, count, members, coarse, host);
+  }
+  void end() { writer_->end(); }
+  /// Cells per grid row (lat-lon) or 1: pieces start at multiples of it.
+  int64_t alignment() const { return writer_->chunk_alignment(); }
 
-  /// Publishes the file (atomic rename). Idempotent.
+  /// Records the latest checkpoint of the model in the file (global finecast_checkpoint); a
+  /// failure (a full disk) is logged as a warning, never thrown.
+  void set_checkpoint(const std::string& path);
+  /// Closes the file (its records are on disk after every write). Idempotent.
   void close();
   const std::string& path() const { return path_; }
   /// Model time of the latest record ("" before the first write); a write at the same time
   /// replaces that record.
-  const std::string& last_datetime() const { return writer_.last_datetime(); }
+  const std::string& last_datetime() const { return writer_->last_datetime(); }
 
  private:
   std::string path_;
-  const coupling::PatchMap& map_;
-  int members_;
-  coupling::EnsembleWriter writer_;
-  std::vector<float> patch_scratch_, by_cell_, coarse_on_fine_;
+  std::unique_ptr<coupling::EnsembleWriter> writer_;
 };
+
+/// A whole record from patch samples [n_coarse][members][P] (finecast-downscale, which holds
+/// every patch): the members and the coarse condition on the fine cells, the host's (or the
+/// input's) fine field when given. Cells in no patch stay missing.
+void write_patch_record(Output& out, const coupling::PatchMap& map, const std::string& datetime, const float* samples,
+                        int members, const float* coarse, const float* host_field);
+
+/// The global attributes finecast-eval reads: the checkpoint and, on lat-lon grids, the block
+/// size k (patches are k x k).
+std::map<std::string, std::string> output_attributes(const coupling::PatchMap& map, const std::string& checkpoint);
 
 }  // namespace finecast::plugin

@@ -14,16 +14,18 @@ PluginState* g_state = nullptr;
 }  // namespace
 
 CouplingState::~CouplingState() {
-  gatherer.reset();  // frees its duplicate of the communicator first
+  redist.reset();  // frees its duplicate of the communicator first
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (comm != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm);
+  if (finalized) return;
+  for (MPI_Comm* c : {&training, &trainers, &comm})
+    if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
 }
 
 TrainerState::~TrainerState() { session.wait(); }
 
 PluginState::PluginState(Config c) : config(std::move(c)) {
-  faults.point = parse_fault_point(config.testing.fault);
+  faults.point = config.testing.fault;
   faults.step = config.testing.fault_step;
   faults.rank = config.testing.fault_rank;
 }

@@ -15,7 +15,7 @@
 #include "coupling/buffer/rolling_buffer.hpp"
 #include "coupling/grid/patch_map.hpp"
 #include "coupling/grid/patches.hpp"
-#include "coupling/mpi/gatherer.hpp"
+#include "coupling/mpi/redistribution.hpp"
 #include "coupling/mpi/owned_cells.hpp"
 #include "plugin/comin_plugin/faults.hpp"
 #include "plugin/comin_plugin/output.hpp"
@@ -35,18 +35,24 @@ struct HostField {
   coupling::OwnedCells owned;
 };
 
-/// Every rank, from the secondary constructor to EP_DESTRUCTOR: the communicator, the host's
-/// variables and the gather of their owned cells.
+/// Every rank, from the secondary constructor to EP_DESTRUCTOR: the communicators, the host's
+/// variables and the redistribution of their owned cells to the trainer ranks.
 struct CouplingState {
   MPI_Comm comm = MPI_COMM_NULL;  ///< duplicate of the host or plugin communicator
   int rank = 0, size = 1;
+  std::vector<int> trainer_ranks;  ///< ranks of `comm` that train, in trainer order (train.ranks)
+  int trainer_index = -1;          ///< this rank's place among them; -1 = not a trainer
   bool is_trainer = false;
+  bool is_lead = false;            ///< trainer 0 (coupling.trainer_rank): writes outputs and checkpoints
+  MPI_Comm trainers = MPI_COMM_NULL;  ///< trainer ranks: the per-step collectives among them
+  MPI_Comm training = MPI_COMM_NULL;  ///< trainer ranks: the sessions' gradient sums (the training thread)
   std::vector<HostField> fields;  ///< config.fields, then patch.orography when set
   HostField write_back;           ///< sample.write_back (handle null when unused)
-  std::unique_ptr<coupling::Gatherer> gatherer;
+  std::unique_ptr<coupling::Redistribution> redist;  ///< owned cells <-> the trainers' patch slots
+  int64_t n_owned = 0;
   std::vector<float> local_values;  ///< [n_inputs][n_owned] packed per step
   std::vector<float> write_back_values;  ///< [n_owned] received at write-back steps
-
+  bool static_gathered = false;          ///< the static inputs (orography) were sent
   CouplingState() = default;
   CouplingState(const CouplingState&) = delete;
   CouplingState& operator=(const CouplingState&) = delete;
@@ -63,23 +69,32 @@ struct PendingWork {
   bool sampling = false;    ///< a session finished after the latest sampling (new weights)
 };
 
-/// The trainer rank only: grid, patches, buffer, model, training session, output.
+/// A trainer rank only: its share of the patches, their buffer, the model (the same on every
+/// trainer rank), the training session and, on the lead, the output.
 struct TrainerState {
-  coupling::PatchMap map;
+  coupling::PatchMap map;            ///< every patch of the grid (the topology)
+  int64_t first_patch = 0, n_patches = 0;  ///< this trainer's patches
+  std::vector<int> trainer_patches, trainer_first;  ///< per trainer: its patch count and first patch
+  coupling::PatchMap shard;          ///< this trainer's patches as a map of their own (slots)
+  std::vector<int64_t> slot_cells;   ///< global fine cell of each slot
   coupling::PatchOptions patch_options;
-  std::vector<float> global_values;  ///< [n_inputs][n_fine]: fields gathered per step, orography once
-  std::vector<const float*> field_pointers;  ///< into global_values, one per config field
-  coupling::Patches patches;         ///< the latest step's patches (also what sampling uses)
-  std::unique_ptr<coupling::RollingBuffer> buffer;
+  std::vector<float> slot_values;    ///< [n_inputs][n_slots]: the fields per step, orography once
+  std::vector<float> all_coarse;     ///< [n_vars][n_coarse]: every patch's coarse means (from all trainers)
+  coupling::Patches patches;         ///< this trainer's patches of the latest step (also what sampling uses)
+  std::unique_ptr<coupling::RollingBuffer> buffer;  ///< this trainer's patches
   std::unique_ptr<trainer::Downscaler> model;
   TrainingSession session;           ///< joined before the model it trains is released
-  coupling::OutputGrid output_grid;     ///< the fine grid, for the NetCDF output
+  std::shared_ptr<trainer::Reducer> reducer;  ///< the trainers' gradient sums (train.ranks > 1)
+  coupling::OutputGrid output_grid;     ///< the fine grid, for the NetCDF output (lead)
   coupling::VarAttributes output_attrs;  ///< units/long_name of the downscaled field
   std::string resumed_from;              ///< checkpoint the run started from ("" = fresh)
+  std::string resumed_datetime;          ///< model time at which that checkpoint was written
   std::string last_checkpoint;           ///< the latest checkpoint written in this run
-  std::unique_ptr<Output> output;        ///< opened at the first sampling
-  std::vector<float> samples;            ///< [n_coarse][members][P] scratch
-  std::vector<float> ensemble_mean;      ///< [n_fine] scratch
+  std::unique_ptr<Output> output;        ///< the lead's, opened at the first sampling
+  int64_t output_chunk = 0;              ///< cells per piece of a record sent to the lead
+  std::vector<int64_t> slots_by_cell;    ///< the slots ordered by their cell (for the output)
+  std::vector<float> samples;            ///< [n_patches][members][P] scratch
+  std::vector<float> slot_mean;          ///< [n_slots]: the ensemble mean for write-back
   int torch_threads = 1;                 ///< LibTorch threads for this rank's training and sampling
   PendingWork pending;
 
@@ -134,6 +149,7 @@ class PluginState {
   /// phases a user should notice (failed, stopped, ready).
   void transition(Phase to, const std::string& why = "");
   bool is_trainer() const { return coupling && coupling->is_trainer; }
+  bool is_lead() const { return coupling && coupling->is_lead; }
 
   /// Releases everything in a stated order: the trainer state (its session thread is joined,
   /// the output published, the model and buffer freed), then the coupling state (the gatherer,

@@ -7,9 +7,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <numeric>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "coupling/error.hpp"
@@ -18,7 +20,9 @@
 #include "coupling/grid/latlon_grid.hpp"
 #include "common/log.hpp"
 #include "plugin/comin_plugin/host_api.hpp"
+#include "plugin/comin_plugin/mpi_reducer.hpp"
 #include "plugin/comin_plugin/plugin_state.hpp"
+#include "plugin/comin_plugin/trainer_work.hpp"
 #include "trainer/checkpoint.hpp"
 #include "trainer/device.hpp"
 #include "trainer/threads.hpp"
@@ -124,6 +128,13 @@ void ensure_directory(const Config& cfg, const std::string& dir, const std::stri
 void check_mpi_thread_level(const Config& cfg) {
   int provided = MPI_THREAD_SINGLE;
   CHECK_MPI(MPI_Query_thread(&provided));
+  // Several trainer ranks sum their gradients from the training thread while the host's thread
+  // makes its own MPI calls.
+  if (cfg.train.async && cfg.train.ranks > 1 && provided < MPI_THREAD_MULTIPLE)
+    throw ConfigError(cfg.source + ": train.ranks " + std::to_string(cfg.train.ranks) +
+                      " with train.async: the trainer ranks sum gradients on their training threads, which needs "
+                      "MPI_THREAD_MULTIPLE, but the host initialised MPI with a lower thread level; set "
+                      "train.async: false, or train.ranks: 1");
   if (cfg.train.async && provided < MPI_THREAD_FUNNELED)
     throw ConfigError(cfg.source +
                       ": train.async: asynchronous training runs on a thread of its own, but the host initialised "
@@ -131,89 +142,130 @@ void check_mpi_thread_level(const Config& cfg) {
                       "set train.async: false to train on the host's thread");
 }
 
-void read_grid(const Config& cfg, TrainerState& t) {
-  if (cfg.grid.type == "icon") {
+/// The grid and its patches; the lead also the output's description of the grid. Returns the
+/// cells of a grid row (lat-lon; 1 on ICON): pieces of output records are whole rows.
+int64_t read_grid(const Config& cfg, TrainerState& t, bool lead) {
+  if (cfg.grid.type == GridType::kIcon) {
     coupling::IconGrid grid = coupling::read_icon_grid(cfg.grid.file);
     t.map = coupling::icon_patch_map(grid, cfg.grid.coarse_level);
-    t.output_grid = coupling::OutputGrid::icon(grid.clon, grid.clat);
-  } else {
-    const std::string var = cfg.grid.variable.empty() ? cfg.fields.front() : cfg.grid.variable;
-    coupling::LatLonGrid grid = coupling::read_latlon_grid(cfg.grid.file, var);
-    t.map = coupling::latlon_patch_map(grid, cfg.grid.block);
-    t.output_grid = coupling::OutputGrid::latlon(grid.lat, grid.lon);
+    if (lead) t.output_grid = coupling::OutputGrid::of(grid);
+    return 1;
   }
+  const std::string var = cfg.grid.variable.empty() ? cfg.fields.front() : cfg.grid.variable;
+  coupling::LatLonGrid grid = coupling::read_latlon_grid(cfg.grid.file, var);
+  t.map = coupling::latlon_patch_map(grid, cfg.grid.block);
+  if (lead) t.output_grid = coupling::OutputGrid::of(grid, var);
+  return grid.nlon;
 }
 
 std::unique_ptr<trainer::Downscaler> build_model(const Config& cfg, int context_size, int patch_size,
                                                  const std::string& device) {
-  trainer::ModelOptions mo;
-  mo.arch = cfg.model.arch;
+  // The config's model and train sections are the trainer's options; the run adds what it
+  // derives (context and patch size from the grid and fields) and the seed.
+  trainer::ModelOptions mo = cfg.model;
   mo.context_size = context_size;
   mo.patch_size = patch_size;
-  mo.hidden = cfg.model.hidden;
-  mo.depth = cfg.model.depth;
-  mo.time_embedding = cfg.model.time_embedding;
-  mo.unet_channels = cfg.model.unet_channels;
-  mo.diffusion_steps = cfg.model.diffusion_steps;
-  mo.schedule = cfg.model.schedule;
-  mo.objective = cfg.model.objective;
-  mo.conservative = cfg.model.conservative;
-  trainer::TrainOptions to;
-  to.batch_size = cfg.train.batch_size;
-  to.lr = cfg.train.lr;
-  to.weight_decay = cfg.train.weight_decay;
-  to.warmup_steps = cfg.train.warmup_steps;
-  to.decay_steps = cfg.train.decay_steps;
-  to.min_lr_ratio = cfg.train.min_lr_ratio;
-  to.grad_clip = cfg.train.grad_clip;
-  to.ema_decay = cfg.train.ema_decay;
-  to.bf16 = cfg.train.mixed_precision;
-  to.max_bad_steps = cfg.train.max_bad_steps;
+  trainer::TrainOptions to = cfg.train;
   to.seed = cfg.seed;
-  return std::make_unique<trainer::Downscaler>(mo, to, device);
+  return std::make_unique<trainer::Downscaler>(mo, to, device, cfg.sample.device);
 }
 
-/// checkpoint.resume: the model from the checkpoint, the buffer from the snapshot written with it.
-void resume(PluginState& s, TrainerState& t) {
-  const Config& cfg = s.config;
-  std::string path = cfg.checkpoint.resume;
-  if (is_directory(path)) {
-    auto newest = trainer::newest_valid_checkpoint(path, [](const std::string& why) { log::warning(why); });
-    if (!newest) throw ConfigError(cfg.source + ": checkpoint.resume: no valid checkpoint in directory " + path);
-    path = *newest;
+/// The checkpoint checkpoint.resume names: a file, the newest valid one of a directory, or with
+/// "auto" the newest valid one in checkpoint.dir ("" = none there: a fresh start).
+std::string checkpoint_to_resume(const Config& cfg) {
+  const std::string& resume = cfg.checkpoint.resume;
+  auto newest_in = [](const std::string& dir) {
+    return trainer::newest_valid_checkpoint(dir, [](const std::string& why) { log::warning(why); });
+  };
+  if (resume == "auto") {
+    const auto newest = is_directory(cfg.checkpoint.dir) ? newest_in(cfg.checkpoint.dir) : std::nullopt;
+    if (!newest) log::info("checkpoint.resume: auto: no valid checkpoint in " + cfg.checkpoint.dir + ": a fresh start");
+    return newest ? *newest : std::string();
   }
+  if (is_directory(resume)) {
+    const auto newest = newest_in(resume);
+    if (!newest) throw ConfigError(cfg.source + ": checkpoint.resume: no valid checkpoint in directory " + resume);
+    return *newest;
+  }
+  return resume;
+}
+
+/// checkpoint.resume: the model from the checkpoint, the buffer from the snapshot written with
+/// it, and the run's counters, so that a chain of runs continues where the last one stopped.
+void resume(PluginState& s, TrainerState& t, const std::string& path) {
+  const Config& cfg = s.config;
   t.model->restore(path);  // checks architecture, shapes and version against this config
   const auto meta = trainer::Downscaler::checkpoint_metadata(path);
-  if (auto it = meta.find("sessions"); it != meta.end()) s.stats.sessions = std::stoll(it->second);
+  auto number = [&](const char* key) {
+    auto it = meta.find(key);
+    return it == meta.end() ? 0LL : std::stoll(it->second);
+  };
+  s.stats.sessions = number("sessions");
+  s.stats.steps = number("coupling_steps");
+  s.stats.samplings = number("samplings");
+  if (auto it = meta.find("datetime"); it != meta.end()) t.resumed_datetime = it->second;
   t.resumed_from = path;
-  t.pending.sampling = true;
   log::info("Resumed from " + path + " (optimizer step " + std::to_string(t.model->step()) + ", " +
-            std::to_string(s.stats.sessions) + " training sessions so far)");
-  if (!cfg.checkpoint.buffer) return;
-  const std::string dir = std::filesystem::path(path).parent_path().string();
-  const std::string paired = buffer_path_for_step(dir.empty() ? "." : dir, t.model->step());
-  const std::string legacy = (dir.empty() ? std::string(".") : dir) + "/buffer.h5";
-  const int C = t.buffer->context_size(), P = t.buffer->patch_size();
-  if (is_file(paired)) {
-    *t.buffer = coupling::RollingBuffer::load_h5(paired, cfg.buffer.capacity, t.map.n_coarse, C, P);
-    log::info("Resumed the rolling buffer from " + paired + ": " + std::to_string(t.buffer->steps()) + " steps");
-  } else if (is_file(legacy)) {
-    *t.buffer = coupling::RollingBuffer::load_h5(legacy, cfg.buffer.capacity, t.map.n_coarse, C, P);
-    log::warning("Resumed the rolling buffer from " + legacy + " (" + std::to_string(t.buffer->steps()) +
-                 " steps), written by an older finecast without a link to the checkpoint: it may be older or "
-                 "newer than " + path);
-  } else {
-    log::warning("No buffer snapshot " + paired + " beside the checkpoint: the buffer starts empty");
+            std::to_string(s.stats.sessions) + " training sessions and " + std::to_string(s.stats.steps) +
+            " coupling steps so far" + (t.resumed_datetime.empty() ? "" : ", model time " + t.resumed_datetime) + ")");
+  if (cfg.checkpoint.buffer) {
+    const std::string dir = std::filesystem::path(path).parent_path().string();
+    const std::string paired = buffer_path_for_step(dir.empty() ? "." : dir, t.model->step());
+    const std::string legacy = (dir.empty() ? std::string(".") : dir) + "/buffer.h5";
+    const int C = t.buffer->context_size(), P = t.buffer->patch_size();
+    if (is_file(paired)) {
+      // The parts of the trainer ranks that wrote it (any number of them), re-sharded to this
+      // trainer's patches.
+      std::vector<std::string> parts{paired};
+      for (int k = 1; is_file(buffer_part_path(dir.empty() ? "." : dir, t.model->step(), k)); ++k)
+        parts.push_back(buffer_part_path(dir.empty() ? "." : dir, t.model->step(), k));
+      *t.buffer = coupling::RollingBuffer::load_h5_range(parts, cfg.buffer.capacity, t.first_patch, t.n_patches, C, P);
+      log::info("Resumed the rolling buffer from " + paired + (parts.size() > 1 ? " (" + std::to_string(parts.size()) +
+                                                                                      " parts)" : std::string()) +
+                ": " + std::to_string(t.buffer->steps()) + " steps");
+    } else if (is_file(legacy)) {
+      *t.buffer = coupling::RollingBuffer::load_h5_range({legacy}, cfg.buffer.capacity, t.first_patch, t.n_patches, C, P);
+      log::warning("Resumed the rolling buffer from " + legacy + " (" + std::to_string(t.buffer->steps()) +
+                   " steps), written by an older finecast without a link to the checkpoint: it may be older or "
+                   "newer than " + path);
+    } else {
+      log::warning("No buffer snapshot " + paired + " beside the checkpoint: the buffer starts empty");
+    }
   }
+  // A checkpoint written before the first session holds an untrained model: keep buffering.
+  t.pending.sampling = s.stats.sessions > 0;
+  // The step count goes on from the checkpoint, so sessions fall due on the same steps as in one
+  // long run; a session that was due when the last run ended runs at once.
+  t.pending.training = number("training_due") != 0 && t.buffer->steps() >= cfg.train.min_steps;
 }
 
-/// Trainer rank: grid, patch map, device, model (fresh or resumed), buffer.
+/// The device of this trainer rank: with several trainer ranks on CUDA, each takes a GPU of its
+/// node (train.gpu_ids, or 0, 1, ... in rank order).
+std::string trainer_device(const Config& cfg, MPI_Comm trainers) {
+  if (cfg.train.ranks == 1 || (cfg.device != "cuda" && cfg.device != "auto")) return cfg.device;
+  MPI_Comm node;
+  CHECK_MPI(MPI_Comm_split_type(trainers, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  int local = 0;
+  MPI_Comm_rank(node, &local);
+  MPI_Comm_free(&node);
+  if (!cfg.train.gpu_ids.empty()) {
+    if (local >= static_cast<int>(cfg.train.gpu_ids.size()))
+      throw ConfigError(cfg.source + ": train.gpu_ids lists " + std::to_string(cfg.train.gpu_ids.size()) +
+                        " device(s), but trainer rank " + std::to_string(local) + " of a node needs one more");
+    return "cuda:" + std::to_string(cfg.train.gpu_ids[static_cast<size_t>(local)]);
+  }
+  return cfg.device == "cuda" ? "cuda:" + std::to_string(local) : cfg.device;
+}
+
+/// A trainer rank: grid, its share of the patches, device, model (fresh or resumed), buffer.
+/// Collective over the trainer ranks.
 std::unique_ptr<TrainerState> setup_trainer(PluginState& s, int64_t n_global, int ranks_on_node) {
   const Config& cfg = s.config;
+  const CouplingState& c = *s.coupling;
   auto t = std::make_unique<TrainerState>();
-  ensure_directory(cfg, std::filesystem::path(cfg.sample.output).parent_path().string(), "sample.output");
+  if (c.is_lead) ensure_directory(cfg, std::filesystem::path(cfg.sample.output).parent_path().string(), "sample.output");
   ensure_directory(cfg, cfg.checkpoint.dir, "checkpoint.dir");
-  read_grid(cfg, *t);
+  const int64_t row_cells = read_grid(cfg, *t, c.is_lead);
   if (t->map.n_fine != n_global)
     throw GridError(cfg.source + ": grid.file " + cfg.grid.file + " has " + std::to_string(t->map.n_fine) +
                     " cells, but the host's domain " + std::to_string(cfg.coupling.domain) + " has " +
@@ -225,28 +277,62 @@ std::unique_ptr<TrainerState> setup_trainer(PluginState& s, int64_t n_global, in
   t->output_attrs.long_name = text_metadata(field, cfg.coupling.domain, "long_name");
   if (t->output_attrs.long_name.empty()) t->output_attrs.long_name = field;
 
+  // This trainer's patches: contiguous, balanced ranges in trainer order.
+  const int n_trainers = static_cast<int>(c.trainer_ranks.size());
+  const int64_t n_coarse = t->map.n_coarse, P = t->map.patch_size;
+  for (int k = 0; k < n_trainers; ++k) {
+    t->trainer_first.push_back(static_cast<int>(n_coarse * k / n_trainers));
+    t->trainer_patches.push_back(static_cast<int>(n_coarse * (k + 1) / n_trainers - n_coarse * k / n_trainers));
+  }
+  t->first_patch = t->trainer_first[static_cast<size_t>(c.trainer_index)];
+  t->n_patches = t->trainer_patches[static_cast<size_t>(c.trainer_index)];
+  t->shard = coupling::shard_map(t->map, t->first_patch, t->n_patches);
+  t->slot_cells.assign(t->map.fine_of_patch.begin() + t->first_patch * P,
+                       t->map.fine_of_patch.begin() + (t->first_patch + t->n_patches) * P);
+  t->slots_by_cell.resize(t->slot_cells.size());
+  std::iota(t->slots_by_cell.begin(), t->slots_by_cell.end(), int64_t{0});
+  std::sort(t->slots_by_cell.begin(), t->slots_by_cell.end(),
+            [&](int64_t a, int64_t b) { return t->slot_cells[static_cast<size_t>(a)] < t->slot_cells[static_cast<size_t>(b)]; });
+  // Output records travel to the lead in pieces of at most ~1M cells (whole grid rows).
+  t->output_chunk = std::max<int64_t>(row_cells, ((int64_t{1} << 20) / row_cells) * row_cells);
+
   t->patch_options.static_features = cfg.patch.static_features;
   t->patch_options.orography = !cfg.patch.orography.empty();
   const int n_vars = static_cast<int>(cfg.fields.size());
   const int C = coupling::context_size(t->map, n_vars, t->patch_options);
-  const int P = t->map.patch_size;
-  log::info("Patches: " + std::to_string(t->map.n_coarse) + " coarse cells of " + std::to_string(P) +
-            " fine cells; context of " + std::to_string(C) + " values");
+  log::info("Patches: " + std::to_string(n_coarse) + " coarse cells of " + std::to_string(P) + " fine cells; context of " +
+            std::to_string(C) + " values" +
+            (n_trainers > 1 ? "; " + std::to_string(n_trainers) + " trainer ranks, this one holds patches " +
+                                  std::to_string(t->first_patch) + "-" + std::to_string(t->first_patch + t->n_patches - 1)
+                            : std::string()));
 
   // LibTorch's threads are set around finecast's own work only (the host's OpenMP count stays
   // as it is); the device line reports them.
   t->torch_threads = torch_threads(cfg, ranks_on_node);
   const trainer::ScopedTorchThreads threads(t->torch_threads);
-  const trainer::DeviceChoice device = trainer::select_device(cfg.device);
+  const trainer::DeviceChoice device = trainer::select_device(trainer_device(cfg, c.trainers));
   log::info(device.log_line());
-  t->model = build_model(cfg, C, P, device.torch_device);
+  t->model = build_model(cfg, C, static_cast<int>(P), device.torch_device);
+  if (n_trainers > 1) {
+    t->reducer = std::make_shared<MpiReducer>(c.training);
+    t->model->set_reducer(t->reducer);
+    // The other trainer ranks wait in the failed session's gradient sums: the run cannot go on.
+    MPI_Comm comm = c.comm;
+    t->session.on_group_failure([comm](const std::string& what) {
+      log::error("a training session failed on this trainer rank (" + what +
+                 "); with train.ranks > 1 the others wait in the session's collectives, so the run is aborted");
+      MPI_Abort(comm, 1);
+    });
+  }
 
-  std::vector<float> weights(t->map.fine_weight.begin(), t->map.fine_weight.end());
-  t->buffer = std::make_unique<coupling::RollingBuffer>(cfg.buffer.capacity, t->map.n_coarse, C, P, std::move(weights));
-  if (!cfg.checkpoint.resume.empty()) resume(s, *t);
+  std::vector<float> weights(t->shard.fine_weight.begin(), t->shard.fine_weight.end());
+  t->buffer = std::make_unique<coupling::RollingBuffer>(cfg.buffer.capacity, t->n_patches, C, static_cast<int>(P),
+                                                        std::move(weights));
+  if (!cfg.checkpoint.resume.empty())
+    if (const std::string path = checkpoint_to_resume(cfg); !path.empty()) resume(s, *t, path);
   log::info(t->buffer->describe());
-  t->global_values.resize(static_cast<size_t>(s.coupling->n_inputs()) * static_cast<size_t>(n_global));
-  for (size_t v = 0; v < cfg.fields.size(); ++v) t->field_pointers.push_back(t->global_values.data() + v * n_global);
+  t->slot_values.resize(static_cast<size_t>(s.coupling->n_inputs()) * t->slot_cells.size());
+  t->all_coarse.resize(static_cast<size_t>(n_vars * n_coarse));
   return t;
 }
 
@@ -308,7 +394,7 @@ t_comin_entry_point primary_constructor() {
   s.plugin_id = id;
   s.host_rank = host_rank;
   const Config& cfg = s.config;
-  log::configure(host_rank, log::parse_level(cfg.log.level), cfg.log.all_ranks || host_rank == 0);
+  log::configure(host_rank, cfg.log.level, cfg.log.all_ranks || host_rank == 0);
   s.coupling_ep = entry_point_id(cfg.coupling.entry_point);
   if (!cfg.sample.write_back.empty()) {
     // finecast's own 2-D variable, exclusively: nobody else writes it, and it never is one of
@@ -328,7 +414,7 @@ void secondary_constructor() {
   check_mpi_thread_level(cfg);
   s.coupling = std::make_unique<CouplingState>();
   CouplingState& c = *s.coupling;
-  const int base = cfg.coupling.communicator == "plugin" ? comin_parallel_get_plugin_mpi_comm()
+  const int base = cfg.coupling.communicator == CommunicatorKind::kPlugin ? comin_parallel_get_plugin_mpi_comm()
                                                            : comin_parallel_get_host_mpi_comm();
   CHECK_MPI(MPI_Comm_dup(MPI_Comm_f2c(base), &c.comm));
   // MPI errors on finecast's communicator come back as codes, which CHECK_MPI turns into
@@ -338,9 +424,26 @@ void secondary_constructor() {
   CHECK_MPI(MPI_Comm_size(c.comm, &c.size));
   if (cfg.coupling.trainer_rank >= c.size)
     throw ConfigError(cfg.source + ": coupling.trainer_rank is " + std::to_string(cfg.coupling.trainer_rank) +
-                      " but the " + cfg.coupling.communicator + " communicator has " + std::to_string(c.size) + " ranks");
-  c.is_trainer = c.rank == cfg.coupling.trainer_rank;
-  log::configure(c.rank, log::parse_level(cfg.log.level), cfg.log.all_ranks || c.is_trainer);
+                      " but the " + schema::name_of(cfg.coupling.communicator) + " communicator has " + std::to_string(c.size) + " ranks");
+  if (cfg.train.ranks > c.size)
+    throw ConfigError(cfg.source + ": train.ranks is " + std::to_string(cfg.train.ranks) + " but the " +
+                      schema::name_of(cfg.coupling.communicator) + " communicator has " + std::to_string(c.size) + " ranks");
+  // The trainer ranks: the first at coupling.trainer_rank, the others spread evenly over the
+  // communicator (across nodes) or packed after it.
+  for (int k = 0; k < cfg.train.ranks; ++k) {
+    const int offset = cfg.train.placement == Placement::kPacked ? k : static_cast<int>(int64_t{k} * c.size / cfg.train.ranks);
+    c.trainer_ranks.push_back((cfg.coupling.trainer_rank + offset) % c.size);
+  }
+  const auto me = std::find(c.trainer_ranks.begin(), c.trainer_ranks.end(), c.rank);
+  c.trainer_index = me == c.trainer_ranks.end() ? -1 : static_cast<int>(me - c.trainer_ranks.begin());
+  c.is_trainer = c.trainer_index >= 0;
+  c.is_lead = c.trainer_index == 0;
+  CHECK_MPI(MPI_Comm_split(c.comm, c.is_trainer ? 0 : MPI_UNDEFINED, c.trainer_index, &c.trainers));
+  if (c.is_trainer) {
+    CHECK_MPI(MPI_Comm_set_errhandler(c.trainers, MPI_ERRORS_RETURN));
+    CHECK_MPI(MPI_Comm_dup(c.trainers, &c.training));
+  }
+  log::configure(c.rank, cfg.log.level, cfg.log.all_ranks || c.is_lead);
 
   const int jg = cfg.coupling.domain;
   if (jg > comin_descrdata_get_global_n_dom())
@@ -348,18 +451,24 @@ void secondary_constructor() {
                       std::to_string(comin_descrdata_get_global_n_dom()) + " domain(s)");
   couple_fields(s);
   const int64_t n_global = comin_descrdata_get_domain_cells_ncells_global(jg);
-  c.gatherer = std::make_unique<coupling::Gatherer>(c.comm, cfg.coupling.trainer_rank,
-                                                    c.fields.front().owned.global_index, n_global);
-  c.local_values.resize(static_cast<size_t>(c.n_inputs()) * static_cast<size_t>(c.gatherer->n_owned()));
+  const std::vector<int64_t>& owned = c.fields.front().owned.global_index;
+  c.n_owned = static_cast<int64_t>(owned.size());
+  c.local_values.resize(static_cast<size_t>(c.n_inputs()) * static_cast<size_t>(c.n_owned));
   const int ranks_on_node = ranks_on_this_node(c.comm);  // collective, so before the trainer-only part
   if (c.is_trainer) s.trainer = setup_trainer(s, n_global, ranks_on_node);
+  // Where every owned cell goes: the trainer rank owning its patch (collective over all ranks).
+  c.redist = std::make_unique<coupling::Redistribution>(c.comm, owned, c.is_trainer ? s.trainer->slot_cells
+                                                                                   : std::vector<int64_t>{},
+                                                        n_global);
   s.transition(Phase::kCoupled);
-  // A resumed model samples from the first step on: every rank learns that from the first
+  // A resumed trained model samples from the first step on: every rank learns that from the first
   // step's agreement; the trainer knows it now.
-  if (s.trainer && !s.trainer->resumed_from.empty()) s.transition(Phase::kReady);
+  if (s.trainer && !s.trainer->resumed_from.empty() && s.stats.sessions > 0) s.transition(Phase::kReady);
+  std::string trainers;
+  for (int r : c.trainer_ranks) trainers += (trainers.empty() ? "" : ",") + std::to_string(r);
   log::info("Coupling " + std::to_string(cfg.fields.size()) + " field(s) at " + cfg.coupling.entry_point +
             (cfg.coupling.every > 1 ? " every " + std::to_string(cfg.coupling.every) + " calls" : "") + " on " +
-            std::to_string(c.size) + " rank(s); trainer rank " + std::to_string(cfg.coupling.trainer_rank) +
+            std::to_string(c.size) + " rank(s); trainer rank" + (c.trainer_ranks.size() > 1 ? "s " : " ") + trainers +
             (cfg.train.async ? " (asynchronous training)" : " (synchronous training)"));
 }
 

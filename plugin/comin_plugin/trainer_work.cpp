@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "plugin/comin_plugin/trainer_work.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <regex>
 
-#include "coupling/error.hpp"
 #include "common/log.hpp"
+#include "coupling/error.hpp"
+#include "plugin/comin_plugin/guard.hpp"
 #include "plugin/comin_plugin/setup.hpp"
 #include "trainer/checkpoint.hpp"
 #include "trainer/threads.hpp"
@@ -18,10 +22,11 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-/// Removes buffer snapshots whose checkpoint is gone (rotated away, or never written).
+/// Removes buffer snapshots (all their parts) whose checkpoint is gone (rotated away, or never
+/// written).
 void remove_orphan_snapshots(const std::string& dir) {
   namespace fs = std::filesystem;
-  static const std::regex snapshot("buffer_([0-9]+)\\.h5");
+  static const std::regex snapshot("buffer_([0-9]+)(\\.p[0-9]+)?\\.h5");
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     std::smatch m;
@@ -31,115 +36,323 @@ void remove_orphan_snapshots(const std::string& dir) {
   }
 }
 
-void start_session(PluginState& s) {
+/// "Buffer 12/48 steps; first training session in 36 coupling steps": why the trainer is idle at
+/// the start. About eight lines until the buffer is full, and the first and last step.
+void report_buffer_progress(const PluginState& s) {
   const Config& cfg = s.config;
-  TrainerState& t = *s.trainer;
-  Snapshot snap;
-  t.buffer->snapshot(snap.context, snap.fine, snap.weights);
-  snap.n = t.buffer->samples();
-  ++s.stats.sessions;
-  log::progress("Training session " + std::to_string(s.stats.sessions) + " at " + s.stats.datetime + ": " +
-                std::to_string(t.buffer->steps()) + " steps in buffer = " + std::to_string(snap.n) + " samples");
-  if (s.phase() == Phase::kBuffering) s.transition(Phase::kTraining);
-  const long long step = s.stats.steps;
-  const int rank = s.coupling->rank;
-  const Faults faults = s.faults;
-  const auto t0 = Clock::now();
-  t.session.start(*t.model, std::move(snap), cfg.train.epochs, cfg.train.async, t.torch_threads,
-                  [faults, step, rank] { faults.check(FaultPoint::kTraining, step, rank, true); });
-  t.pending.training = false;
-  if (!cfg.train.async) {
-    s.stats.timers.train_wait += seconds_since(t0);
-    collect_session(s);
-  }
+  const long long held = s.trainer->buffer->steps(), needed = cfg.train.min_steps;
+  const long long every = std::max(1LL, needed / 8);
+  if (held != 1 && held != needed && held % every != 0) return;
+  const long long full_at = s.stats.steps + std::max(0LL, needed - held);  // the coupling step the buffer is full
+  const long long first = (full_at + cfg.train.every - 1) / cfg.train.every * cfg.train.every;
+  log::progress("Buffer " + std::to_string(held) + "/" + std::to_string(needed) + " steps; first training session " +
+                (first == s.stats.steps ? std::string("now")
+                                        : "in " + std::to_string(first - s.stats.steps) + " coupling steps"));
 }
 
 }  // namespace
 
+std::string buffer_part_path(const std::string& dir, long long step, int index) {
+  if (index == 0) return buffer_path_for_step(dir, step);
+  char name[64];
+  std::snprintf(name, sizeof name, "buffer_%08lld.p%d.h5", step, index);
+  return (std::filesystem::path(dir) / name).string();
+}
+
 void collect_session(PluginState& s) {
   TrainerState& t = *s.trainer;
   if (!t.session.collect()) return;  // rethrows the error of a failed session
+  const trainer::SessionStats& st = t.session.last_stats();
+  if (st.validation_samples > 0) {
+    char line[240];
+    std::snprintf(line, sizeof line,
+                  "Validation (%lld held-out samples of the %lld most recent steps): loss %.4f, CRPS %.4g; best %s %.4g "
+                  "at optimizer step %lld%s",
+                  static_cast<long long>(st.validation_samples), static_cast<long long>(st.validation_steps),
+                  st.validation_loss, st.validation_crps, trainer::name(s.config.train.validation_metric).c_str(),
+                  st.best_score, static_cast<long long>(st.best_step),
+                  st.lr_scale < 1.0 ? (", learning rate x" + std::to_string(st.lr_scale).substr(0, 5)).c_str() : "");
+    log::progress(line);
+  }
+  if (st.stopped && !st.trained) log::progress("Early stopping: training has stopped; sampling goes on with the best model");
   t.pending.sampling = true;
-  if (s.phase() != Phase::kReady) s.transition(Phase::kReady, "First model trained: sampling from now on");
+  if (s.phase() != Phase::kReady)
+    s.transition(Phase::kReady, s.is_lead() ? "First model trained: sampling from now on" : "");
+}
+
+void coarsen_step(PluginState& s) {
+  const Config& cfg = s.config;
+  TrainerState& t = *s.trainer;
+  const auto t0 = Clock::now();
+  const int64_t n_slots = t.n_patches * t.map.patch_size;
+  std::vector<const float*> fields;
+  for (size_t v = 0; v < cfg.fields.size(); ++v) fields.push_back(t.slot_values.data() + v * n_slots);
+  const float* orography = t.patch_options.orography ? t.slot_values.data() + cfg.fields.size() * n_slots : nullptr;
+  coupling::coarsen_patches(t.shard, fields, orography, t.patch_options, t.patches);
+  s.stats.timers.patches += seconds_since(t0);
+}
+
+void share_coarse(PluginState& s) {
+  TrainerState& t = *s.trainer;
+  const auto n_vars = static_cast<int64_t>(s.config.fields.size());
+  for (int64_t v = 0; v < n_vars; ++v)
+    CHECK_MPI(MPI_Allgatherv(t.patches.coarse_vars.data() + v * t.n_patches, static_cast<int>(t.n_patches), MPI_FLOAT,
+                             t.all_coarse.data() + v * t.map.n_coarse, t.trainer_patches.data(), t.trainer_first.data(),
+                             MPI_FLOAT, s.coupling->trainers));
 }
 
 void buffer_step(PluginState& s) {
   const Config& cfg = s.config;
   TrainerState& t = *s.trainer;
   const auto t0 = Clock::now();
-  const int64_t n_fine = t.map.n_fine;
-  const float* orography =
-      t.patch_options.orography ? t.global_values.data() + cfg.fields.size() * static_cast<size_t>(n_fine) : nullptr;
-  coupling::extract_patches(t.map, t.field_pointers, orography, t.patch_options, t.patches);
+  coupling::fill_contexts(t.shard, t.first_patch, t.all_coarse.data(), t.map.n_coarse, static_cast<int>(cfg.fields.size()),
+                          t.patch_options, t.patches);
   t.buffer->push(s.stats.datetime, t.patches.context.data(), t.patches.fine.data(), t.patches.valid.data());
   if (t.patches.n_invalid > 0)
     log::debug(std::to_string(t.patches.n_invalid) + " patch(es) with missing values excluded at " + s.stats.datetime);
+  if (s.phase() == Phase::kBuffering) report_buffer_progress(s);
   s.stats.timers.patches += seconds_since(t0);
 }
 
-void checkpoint_if_due(PluginState& s) {
+bool checkpoint_due(PluginState& s, bool in_flight) {
   const Config& cfg = s.config;
   TrainerState& t = *s.trainer;
   // A due checkpoint goes first: when sessions run back to back, the gap between two of them is
   // the only moment the model is not being trained.
   if (cfg.checkpoint.every > 0 && s.stats.steps % cfg.checkpoint.every == 0) t.pending.checkpoint = true;
-  if (t.pending.checkpoint && s.phase() == Phase::kReady && !t.session.in_flight()) write_checkpoint(s);
+  return t.pending.checkpoint && s.phase() == Phase::kReady && !in_flight;
 }
 
-void train_if_due(PluginState& s) {
+void write_buffer_part(PluginState& s) {
+  const Config& cfg = s.config;
+  TrainerState& t = *s.trainer;
+  s.faults.check(FaultPoint::kCheckpoint, s.stats.steps, s.coupling->rank, s.is_lead());
+  const auto t0 = Clock::now();
+  if (cfg.checkpoint.buffer)
+    t.buffer->save_h5(buffer_part_path(cfg.checkpoint.dir, t.model->step(), s.coupling->trainer_index), t.first_patch,
+                      t.map.n_coarse);
+  s.stats.timers.checkpoint += seconds_since(t0);
+}
+
+void write_model_checkpoint(PluginState& s) {
+  const Config& cfg = s.config;
+  TrainerState& t = *s.trainer;
+  const auto t0 = Clock::now();
+  // What finecast-downscale needs to rebuild the context without the config (which host
+  // fields it needs): every coupled field in order, the position features, the orography field.
+  std::string context_fields;
+  for (const auto& f : cfg.fields) context_fields += (context_fields.empty() ? "" : ",") + f;
+  const std::string path = trainer::save_checkpoint_in_dir(
+      *t.model, cfg.checkpoint.dir, cfg.checkpoint.keep,
+      {{"sessions", std::to_string(s.stats.sessions)},
+       {"coupling_steps", std::to_string(s.stats.steps)},
+       {"samplings", std::to_string(s.stats.samplings)},
+       {"training_due", t.pending.training ? "1" : "0"},
+       {"datetime", s.stats.datetime},
+       {"config", cfg.source},
+       {"fields", cfg.fields.front()},
+       {"context_fields", context_fields},
+       {"patch.static_features", cfg.patch.static_features ? "true" : "false"},
+       {"patch.orography", cfg.patch.orography},
+       {"trainer_ranks", std::to_string(s.coupling->trainer_ranks.size())}});
+  remove_orphan_snapshots(cfg.checkpoint.dir);
+  t.last_checkpoint = path;
+  if (t.output) t.output->set_checkpoint(path);
+  s.stats.timers.checkpoint += seconds_since(t0);
+  log::info("Checkpoint written: " + path + " (optimizer step " + std::to_string(t.model->step()) + ")");
+}
+
+bool training_due(PluginState& s, bool in_flight) {
   const Config& cfg = s.config;
   TrainerState& t = *s.trainer;
   if (s.stats.steps % cfg.train.every == 0 && t.buffer->steps() >= cfg.train.min_steps) t.pending.training = true;
-  if (t.pending.training && !t.session.in_flight()) start_session(s);
+  return t.pending.training && !in_flight;
+}
+
+void start_session(PluginState& s) {
+  const Config& cfg = s.config;
+  TrainerState& t = *s.trainer;
+  Snapshot snap;
+  t.buffer->snapshot(snap.context, snap.fine, snap.weights, &snap.step);
+  snap.n = t.buffer->samples();
+  // The rows in the order one trainer holding every patch would have them (by step, then by
+  // patch): each trainer's rows of a step follow those of the trainers before it.
+  const int n_trainers = static_cast<int>(s.coupling->trainer_ranks.size());
+  const int steps = t.buffer->steps(), me = s.coupling->trainer_index;
+  std::vector<int64_t> mine(static_cast<size_t>(steps), 0), all(static_cast<size_t>(steps) * n_trainers, 0);
+  for (int64_t step : snap.step) ++mine[static_cast<size_t>(step)];
+  CHECK_MPI(MPI_Allgather(mine.data(), steps, MPI_INT64_T, all.data(), steps, MPI_INT64_T, s.coupling->trainers));
+  std::vector<int64_t> step_offset(static_cast<size_t>(steps), 0), before_me(static_cast<size_t>(steps), 0);
+  int64_t total = 0;
+  for (int i = 0; i < steps; ++i) {
+    step_offset[static_cast<size_t>(i)] = total;
+    for (int k = 0; k < n_trainers; ++k) {
+      const int64_t c = all[static_cast<size_t>(k) * steps + i];
+      if (k < me) before_me[static_cast<size_t>(i)] += c;
+      total += c;
+    }
+  }
+  snap.global_row.resize(static_cast<size_t>(snap.n));
+  std::vector<int64_t> seen(static_cast<size_t>(steps), 0);
+  for (int64_t r = 0; r < snap.n; ++r) {
+    const auto i = static_cast<size_t>(snap.step[static_cast<size_t>(r)]);
+    snap.global_row[static_cast<size_t>(r)] = step_offset[i] + before_me[i] + seen[i]++;
+  }
+  snap.global_rows = total;
+
+  ++s.stats.sessions;
+  log::progress("Training session " + std::to_string(s.stats.sessions) + " at " + s.stats.datetime + ": " +
+                std::to_string(steps) + " steps in buffer = " + std::to_string(total) + " samples" +
+                (n_trainers > 1 ? " on " + std::to_string(n_trainers) + " trainer ranks" : std::string()));
+  if (s.phase() == Phase::kBuffering) s.transition(Phase::kTraining);
+  const long long step = s.stats.steps;
+  const int rank = s.coupling->rank;
+  const bool lead = s.is_lead();
+  const Faults faults = s.faults;
+  const auto t0 = Clock::now();
+  t.session.start(*t.model, std::move(snap), cfg.train.epochs, cfg.train.async, t.torch_threads,
+                  [faults, step, rank, lead] { faults.check(FaultPoint::kTraining, step, rank, lead); });
+  t.pending.training = false;
+  if (!cfg.train.async) s.stats.timers.train_wait += seconds_since(t0);
 }
 
 void draw_samples(PluginState& s) {
   const Config& cfg = s.config;
   TrainerState& t = *s.trainer;
-  s.faults.check(FaultPoint::kSampling, s.stats.steps, s.coupling->rank, true);
-  const int64_t n = t.map.n_coarse, P = t.map.patch_size, members = cfg.sample.members;
+  s.faults.check(FaultPoint::kSampling, s.stats.steps, s.coupling->rank, s.is_lead());
+  const int64_t n = t.n_patches, P = t.map.patch_size, members = cfg.sample.members;
   t.samples.resize(static_cast<size_t>(n * members * P));
-  trainer::SampleOptions so;
-  so.sampler = cfg.sample.sampler;
-  so.steps = cfg.sample.steps;
-  so.eta = cfg.sample.eta;
-  so.members = members;
+  const trainer::SampleOptions& so = cfg.sample;  // the trainer's part of the sample section
   const trainer::ScopedTorchThreads threads(t.torch_threads);
-  t.model->sample(t.patches.context.data(), t.patches.coarse.data(), t.patches.weights.data(), n, so,
-                  cfg.seed + 7919 * static_cast<uint64_t>(s.stats.samplings + 1), t.samples.data());
+  // Each trainer draws its own patches with a seed of its own.
+  const uint64_t seed = cfg.seed + 7919 * static_cast<uint64_t>(s.stats.samplings + 1) +
+                        1000003ULL * static_cast<uint64_t>(s.coupling->trainer_index);
+  t.model->sample(t.patches.context.data(), t.patches.coarse.data(), t.patches.weights.data(), n, so, seed,
+                  t.samples.data());
 }
 
 void write_samples(PluginState& s) {
   const Config& cfg = s.config;
   TrainerState& t = *s.trainer;
-  s.faults.check(FaultPoint::kOutput, s.stats.steps, s.coupling->rank, true);
-  if (!t.output)
-    t.output = std::make_unique<Output>(cfg.sample.output, t.map, t.output_grid, cfg.fields.front(), t.output_attrs,
-                                        cfg.sample.members,
-                                        t.resumed_from.empty() ? "none (trained in this run)" : t.resumed_from);
-  t.output->write(s.stats.datetime, t.samples.data(), t.patches.coarse.data(), t.global_values.data(), t.ensemble_mean);
+  const CouplingState& c = *s.coupling;
+  const bool lead = s.is_lead();
+  const int members = cfg.sample.members;
+  const int64_t P = t.map.patch_size, n_fine = t.map.n_fine;
+  const int n_trainers = static_cast<int>(c.trainer_ranks.size());
+  // The lead opens the output at the first sampling; the others just send.
+  std::string failure;
+  if (lead && !t.output) {
+    try {
+      s.faults.check(FaultPoint::kOutput, s.stats.steps, c.rank, true);
+      const auto attrs = output_attributes(
+          t.map, !t.last_checkpoint.empty() ? t.last_checkpoint
+                 : !t.resumed_from.empty()  ? t.resumed_from
+                                            : "none written yet (checkpoint.dir " + cfg.checkpoint.dir + ")");
+      t.output = std::make_unique<Output>(cfg.sample.output, t.output_grid, cfg.fields.front(), t.output_attrs, members,
+                                          attrs, !t.resumed_from.empty(), s.stats.datetime);
+    } catch (...) {
+      failure = describe_current_exception();
+    }
+  } else if (lead) {
+    try {
+      s.faults.check(FaultPoint::kOutput, s.stats.steps, c.rank, true);
+    } catch (...) {
+      failure = describe_current_exception();
+    }
+  }
+  if (lead && failure.empty()) {
+    try {
+      t.output->begin(s.stats.datetime);
+    } catch (...) {
+      failure = describe_current_exception();
+    }
+  }
+  // Pieces of `chunk` cells: each trainer sends, for its slots in the piece (by cell), the cell
+  // id, every member, the coarse value and the host's value; the lead writes the piece.
+  const int64_t chunk = t.output_chunk;
+  const int width = members + 3;
+  std::vector<float> send, recv;
+  std::vector<int> counts(static_cast<size_t>(n_trainers)), displs(static_cast<size_t>(n_trainers));
+  std::vector<float> piece_members, piece_coarse, piece_host;
+  auto lo = t.slots_by_cell.begin();
+  for (int64_t first = 0; first < n_fine; first += chunk) {
+    const int64_t count = std::min(chunk, n_fine - first);
+    auto hi = std::partition_point(lo, t.slots_by_cell.end(), [&](int64_t slot) {
+      return t.slot_cells[static_cast<size_t>(slot)] < first + count;
+    });
+    const auto k = static_cast<int>(hi - lo);
+    send.resize(static_cast<size_t>(k) * width);
+    for (int i = 0; i < k; ++i) {
+      const int64_t slot = lo[i], patch = slot / P, pos = slot % P;
+      float* row = send.data() + static_cast<size_t>(i) * width;
+      row[0] = static_cast<float>(t.slot_cells[static_cast<size_t>(slot)] - first);  // exact below 2^24
+      for (int m = 0; m < members; ++m) row[1 + m] = t.samples[static_cast<size_t>((patch * members + m) * P + pos)];
+      row[1 + members] = t.patches.coarse[static_cast<size_t>(patch)];
+      row[2 + members] = t.slot_values[static_cast<size_t>(slot)];
+    }
+    const int mine = k * width;
+    CHECK_MPI(MPI_Gather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, c.trainers));
+    if (lead) {
+      displs[0] = 0;
+      for (int r = 1; r < n_trainers; ++r) displs[r] = displs[r - 1] + counts[r - 1];
+      recv.resize(static_cast<size_t>(displs.back() + counts.back()));
+    }
+    CHECK_MPI(MPI_Gatherv(send.data(), mine, MPI_FLOAT, recv.data(), counts.data(), displs.data(), MPI_FLOAT, 0,
+                          c.trainers));
+    if (lead && failure.empty()) {
+      const float nan = std::numeric_limits<float>::quiet_NaN();
+      piece_members.assign(static_cast<size_t>(members * count), nan);
+      piece_coarse.assign(static_cast<size_t>(count), nan);
+      piece_host.assign(static_cast<size_t>(count), nan);
+      for (size_t i = 0; i + width <= recv.size(); i += static_cast<size_t>(width)) {
+        const auto cell = static_cast<int64_t>(recv[i]);
+        for (int m = 0; m < members; ++m) piece_members[static_cast<size_t>(m * count + cell)] = recv[i + 1 + m];
+        piece_coarse[static_cast<size_t>(cell)] = recv[i + 1 + members];
+        piece_host[static_cast<size_t>(cell)] = recv[i + 2 + members];
+      }
+      try {
+        t.output->put(first, count, piece_members.data(), piece_coarse.data(), piece_host.data());
+      } catch (...) {
+        failure = describe_current_exception();
+      }
+    }
+    lo = hi;
+  }
+  if (lead && failure.empty()) {
+    try {
+      t.output->end();
+    } catch (...) {
+      failure = describe_current_exception();
+    }
+  }
+  if (!failure.empty()) throw IoError("output at " + s.stats.datetime + ": " + failure);
   ++s.stats.samplings;
   t.pending.sampling = false;
 }
 
-void write_checkpoint(PluginState& s) {
-  const Config& cfg = s.config;
+void compute_slot_mean(PluginState& s) {
   TrainerState& t = *s.trainer;
-  s.faults.check(FaultPoint::kCheckpoint, s.stats.steps, s.coupling->rank, true);
-  const auto t0 = Clock::now();
-  if (cfg.checkpoint.buffer) t.buffer->save_h5(buffer_path_for_step(cfg.checkpoint.dir, t.model->step()));
-  const std::string path = trainer::save_checkpoint_in_dir(
-      *t.model, cfg.checkpoint.dir, cfg.checkpoint.keep,
-      {{"sessions", std::to_string(s.stats.sessions)},
-       {"coupling_steps", std::to_string(s.stats.steps)},
-       {"datetime", s.stats.datetime},
-       {"config", cfg.source},
-       {"fields", cfg.fields.front()}});
-  remove_orphan_snapshots(cfg.checkpoint.dir);
-  t.last_checkpoint = path;
-  t.pending.checkpoint = false;
-  s.stats.timers.checkpoint += seconds_since(t0);
-  log::info("Checkpoint written: " + path + " (optimizer step " + std::to_string(t.model->step()) + ")");
+  const int members = s.config.sample.members;
+  const int64_t P = t.map.patch_size, n_slots = t.n_patches * P;
+  t.slot_mean.assign(static_cast<size_t>(n_slots), 0.0f);
+  for (int64_t slot = 0; slot < n_slots; ++slot) {
+    const int64_t patch = slot / P, pos = slot % P;
+    double sum = 0;
+    for (int m = 0; m < members; ++m) sum += t.samples[static_cast<size_t>((patch * members + m) * P + pos)];
+    t.slot_mean[static_cast<size_t>(slot)] = static_cast<float>(sum / members);
+  }
+}
+
+void finish_session(PluginState& s, const std::string& occasion) {
+  TrainerState& t = *s.trainer;
+  if (t.session.in_flight()) {
+    const auto t0 = Clock::now();
+    t.session.wait();
+    s.stats.timers.train_wait += seconds_since(t0);
+    log::info("Waited " + std::to_string(seconds_since(t0)).substr(0, 5) + " s for the training session to finish (" +
+              occasion + ")");
+  }
+  collect_session(s);
 }
 
 }  // namespace finecast::plugin

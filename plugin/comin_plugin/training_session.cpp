@@ -33,19 +33,33 @@ void TrainingSession::run(trainer::Downscaler* model, int epochs, int threads) n
   try {
     const trainer::ScopedTorchThreads scope(threads);
     if (before_) before_();
-    const trainer::DataView view{data_.context.data(), data_.fine.data(), data_.weights.data(), data_.n};
-    model->update_normalisation(view);
-    for (int e = 1; e <= epochs; ++e) {
-      const trainer::EpochStats s = model->train_epoch(view, [](const std::string& event) { log::warning(event); });
+    trainer::DataView view{data_.context.data(), data_.fine.data(), data_.weights.data(), data_.n};
+    if (static_cast<int64_t>(data_.step.size()) == data_.n) view.time = data_.step.data();
+    if (static_cast<int64_t>(data_.global_row.size()) == data_.n && data_.global_rows > 0) {
+      view.global_row = data_.global_row.data();
+      view.global_rows = data_.global_rows;
+    }
+    stats_ = model->train_session(view, epochs, [](const std::string& event) { log::warning(event); });
+    int e = 0;
+    for (const trainer::EpochStats& s : stats_.epochs) {
       char line[160];
-      std::snprintf(line, sizeof line, "Epoch %d/%d: avg loss = %.4f (%lld batches, %.2f s)", e, epochs, s.avg_loss,
-                    static_cast<long long>(s.batches), s.seconds);
+      std::snprintf(line, sizeof line, "Epoch %d/%zu: avg loss = %.4f (%lld batches, %.2f s)", ++e,
+                    stats_.epochs.size(), s.avg_loss, static_cast<long long>(s.batches), s.seconds);
       log::progress(line);
     }
-    model->publish();
     finished_ = true;
   } catch (...) {
     error_ = std::current_exception();
+    if (group_failure_) {
+      std::string what = "unknown error";
+      try {
+        std::rethrow_exception(error_);
+      } catch (const std::exception& e) {
+        what = e.what();
+      } catch (...) {
+      }
+      group_failure_(what);
+    }
   }
   data_ = Snapshot{};  // free the copy
   running_ = false;

@@ -10,14 +10,17 @@
 #include <cstdio>
 #include <limits>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "common/error.hpp"
 #include "coupling/grid/icon_grid.hpp"
 #include "coupling/grid/icon_hierarchy.hpp"
 #include "coupling/grid/latlon_grid.hpp"
 #include "coupling/grid/patches.hpp"
-#include "coupling/io/cf_time.hpp"
 #include "coupling/io/field_reader.hpp"
+#include "coupling/io/step_select.hpp"
 #include "common/log.hpp"
 #include "plugin/comin_plugin/output.hpp"
 #include "trainer/checkpoint.hpp"
@@ -64,47 +67,129 @@ int exact_log4(int64_t n) {
   return n == 1 ? k : -1;
 }
 
-/// The selected step indices of `reader`: every step, or each of `times` (index or date).
-std::vector<int64_t> select_times(const coupling::FieldReader& reader,
-                                  const std::vector<std::string>& times) {
-  std::vector<int64_t> out;
-  if (times.empty()) {
-    for (int64_t t = 0; t < reader.n_times(); ++t) out.push_back(t);
-    return out;
+/// FILE[:VAR] of --orography: (file, var); var is "" when not given. A colon followed by a path
+/// separator belongs to the file name.
+std::pair<std::string, std::string> split_file_var(const std::string& text) {
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos || text.find('/', colon) != std::string::npos) return {text, ""};
+  return {text.substr(0, colon), text.substr(colon + 1)};
+}
+
+std::string context_text(const coupling::PatchOptions& o) {
+  if (o.static_features && o.orography) return "with position features and orography";
+  if (o.static_features) return "with position features";
+  if (o.orography) return "with orography";
+  return "without position features or orography";
+}
+
+/// The context features of the checkpoint: from its metadata (patch.static_features,
+/// patch.orography, context_fields), else from its context size. Throws ConfigError when the
+/// orography is needed and --orography is missing, or given for a model without one, and
+/// GridError when no combination of features gives the checkpoint's context size.
+coupling::PatchOptions context_features(const DownscaleOptions& opt, const std::string& checkpoint,
+                                        int64_t context_size, const coupling::PatchMap& map,
+                                        int n_vars, const std::string& grid_text) {
+  const auto meta = trainer::Downscaler::checkpoint_metadata(checkpoint);
+  auto value = [&](const char* key) -> const std::string* {
+    const auto it = meta.find(key);
+    return it == meta.end() ? nullptr : &it->second;
+  };
+  const std::string* oro_name = value("patch.orography");
+  const std::string* static_text = value("patch.static_features");
+  const std::string* trained_fields = value("context_fields");
+  const bool given = !opt.orography.empty();
+  const std::string fields_hint =
+      trained_fields ? " (it was trained on the field(s) " + *trained_fields + ")" : "";
+
+  if (oro_name && !oro_name->empty() && !given)
+    throw ConfigError("checkpoint " + checkpoint +
+                      " was trained with an orography context (patch.orography: " + *oro_name +
+                      "): give the surface height on the fine grid with --orography FILE:VAR "
+                      "(finecast-host writes its own with --write-orography FILE)");
+  if (oro_name && oro_name->empty() && given)
+    throw ConfigError("--orography " + opt.orography + " given, but checkpoint " + checkpoint +
+                      " was trained without an orography context (patch.orography is unset)");
+
+  // Candidates in order of preference; the metadata, when present, leaves one.
+  std::vector<coupling::PatchOptions> candidates;
+  for (bool st : {true, false})
+    for (bool oro : {false, true}) {
+      if (static_text && st != (*static_text == "true")) continue;
+      if (oro_name && oro != !oro_name->empty()) continue;
+      coupling::PatchOptions o;
+      o.static_features = st;
+      o.orography = oro;
+      candidates.push_back(o);
+    }
+  std::string sizes;
+  for (const auto& c : candidates) {
+    const int size = coupling::context_size(map, n_vars, c);
+    if (size == context_size && c.orography == given) return c;
+    sizes += (sizes.empty() ? "" : ", ") + std::to_string(size) + " " + context_text(c);
   }
-  for (const auto& text : times) {
-    size_t used = 0;
-    long long index = -1;
+  // Old checkpoints: the size may fit only with (or only without) the orography.
+  for (const auto& c : candidates)
+    if (coupling::context_size(map, n_vars, c) == context_size) {
+      if (c.orography)
+        throw ConfigError("checkpoint " + checkpoint + " expects a context of " +
+                          std::to_string(context_size) + " values per patch, which " +
+                          std::to_string(n_vars) + " field(s) give " + context_text(c) +
+                          ": give the surface height on the fine grid with --orography FILE:VAR");
+      throw ConfigError("--orography " + opt.orography + " given, but checkpoint " + checkpoint +
+                        " expects a context of " + std::to_string(context_size) +
+                        " values per patch, which " + std::to_string(n_vars) + " field(s) give " +
+                        context_text(c));
+    }
+  throw GridError("checkpoint " + checkpoint + " expects a context of " +
+                  std::to_string(context_size) + " values per patch, but " +
+                  std::to_string(n_vars) + " field(s) on " + grid_text + " give " + sizes +
+                  "; pass the fields the model was trained on with --var, in the same order" +
+                  fields_hint);
+}
+
+/// The fine orography of --orography, checked against the fine grid (its size, and for ICON
+/// the cell centres when the file has them). Float, as the plugin holds the host's field.
+std::vector<float> read_orography(const DownscaleOptions& opt, const std::string& checkpoint,
+                                  const coupling::PatchMap& map, const std::string& grid_text,
+                                  const coupling::OutputGrid* icon) {
+  auto [file, var] = split_file_var(opt.orography);
+  if (var.empty()) {
+    const auto meta = trainer::Downscaler::checkpoint_metadata(checkpoint);
+    const auto it = meta.find("patch.orography");
+    if (it == meta.end() || it->second.empty())
+      throw ConfigError("--orography " + opt.orography +
+                        ": name the variable as FILE:VAR (the checkpoint does not record the "
+                        "orography's name)");
+    var = it->second;
+  }
+  coupling::FieldReader reader(file, var);
+  if (reader.n_values() != map.n_fine)
+    throw GridError("--orography " + file + ": " + var + " has " +
+                    std::to_string(reader.n_values()) + " values, but the fine grid " + grid_text +
+                    " has " + std::to_string(map.n_fine) +
+                    " cells: the orography must be on the fine grid of the input");
+  if (reader.n_times() > 1)
+    log::warning("--orography " + file + ": " + var + " has " + std::to_string(reader.n_times()) +
+                 " steps; the first is used");
+  if (icon) {
+    coupling::OutputGrid g;
     try {
-      index = std::stoll(text, &used);
-    } catch (const std::exception&) {
-      used = 0;
+      g = reader.output_grid();
+    } catch (const IoError&) {
+      // No clon/clat in the file: the size check above is all there is.
     }
-    if (used == text.size() && !text.empty()) {
-      if (index < 0 || index >= reader.n_times())
-        throw ConfigError("--time " + text + ": " + reader.path() + ": " + reader.var() + " has " +
-                          std::to_string(reader.n_times()) + " time step(s) (0.." +
-                          std::to_string(reader.n_times() - 1) + ")");
-      out.push_back(index);
-      continue;
-    }
-    coupling::DateTime want;
-    if (!coupling::parse_datetime(text, want))
-      throw ConfigError("--time " + text + ": expected a 0-based step index or an ISO 8601 date");
-    const std::string wanted = coupling::format_datetime(want);
-    int64_t found = -1;
-    for (int64_t t = 0; t < reader.n_times() && found < 0; ++t) {
-      coupling::DateTime have;
-      if (coupling::parse_datetime(reader.time_string(t), have) &&
-          coupling::format_datetime(have) == wanted)
-        found = t;
-    }
-    if (found < 0)
-      throw ConfigError("--time " + text + ": " + reader.path() + " has no step at " + wanted +
-                        " (steps " + reader.time_string(0) + " .. " +
-                        reader.time_string(reader.n_times() - 1) + ")");
-    out.push_back(found);
+    for (size_t i = 0; i < g.clon.size() && g.clon.size() == icon->clon.size(); ++i)
+      if (std::fabs(std::remainder(g.clon[i] - icon->clon[i], 2 * M_PI)) > 1e-5 ||
+          std::fabs(g.clat[i] - icon->clat[i]) > 1e-5)
+        throw GridError("--orography " + file + ": cell " + std::to_string(i) + " of " + var +
+                        " lies at clon " + std::to_string(g.clon[i]) + ", clat " +
+                        std::to_string(g.clat[i]) + " but in " + grid_text + " at " +
+                        std::to_string(icon->clon[i]) + ", " + std::to_string(icon->clat[i]) +
+                        " (radians): not the same grid");
   }
+  std::vector<float> out(static_cast<size_t>(map.n_fine));
+  reader.read(0, out.data());
+  log::info("Orography " + file + ": " + var + " (coarsened with the patches, as in the plugin)");
   return out;
 }
 
@@ -136,7 +221,7 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
       trainer::Downscaler::load_checkpoint(result.checkpoint, device.torch_device);
   result.device = model.device();
   const trainer::ModelOptions& mo = model.model_options();
-  log::info("Checkpoint " + result.checkpoint + ": " + mo.arch + ", context " +
+  log::info("Checkpoint " + result.checkpoint + ": " + trainer::name(mo.arch) + ", context " +
             std::to_string(mo.context_size) + ", patch " + std::to_string(mo.patch_size) +
             ", optimizer step " + std::to_string(model.step()));
 
@@ -166,7 +251,7 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
       level = fine_level - k;
     }
     map = coupling::icon_patch_map(grid, level);
-    grid_out = coupling::OutputGrid::icon(grid.clon, grid.clat);
+    grid_out = coupling::OutputGrid::of(grid);
     grid_text =
         opt.grid + " (R2B" + std::to_string(fine_level) + " -> R2B" + std::to_string(level) + ")";
   } else {
@@ -188,7 +273,7 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
                         " fine cells, not a square block; give --block");
     }
     map = coupling::latlon_patch_map(grid, block);
-    grid_out = coupling::FieldReader(grid_file, grid_var).output_grid();
+    grid_out = coupling::OutputGrid::of(grid, grid_var);
     if (grid_out.n_cells() != map.n_fine)
       throw GridError(grid_file + ": " + grid_var + " has " + std::to_string(grid_out.n_cells()) +
                       " cells, its coordinates give " + std::to_string(map.n_fine));
@@ -201,24 +286,16 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
                     " gives patches of " + std::to_string(map.patch_size) +
                     (icon ? " (check --coarse-level)" : " (check --block)"));
 
-  // Which features the context holds: the checkpoint fixes the size, the options give it.
-  coupling::PatchOptions patch_options;
+  // Which features the context holds: the checkpoint says so (or, for checkpoints written
+  // before it recorded that, its context size does), and the options must provide them.
   const int n_vars = static_cast<int>(opt.vars.size());
-  patch_options.static_features = true;
-  const int c_static = coupling::context_size(map, n_vars, patch_options);
-  patch_options.static_features = false;
-  const int c_plain = coupling::context_size(map, n_vars, patch_options);
-  if (mo.context_size == c_static) {
-    patch_options.static_features = true;
-  } else if (mo.context_size != c_plain) {
-    throw GridError(
-        "checkpoint " + result.checkpoint + " expects a context of " +
-        std::to_string(mo.context_size) + " values per patch, but " + std::to_string(n_vars) +
-        " field(s) on " + grid_text + " give " + std::to_string(c_static) +
-        " (with static features) or " + std::to_string(c_plain) +
-        " (without); pass the fields the model was trained on with --var, in the same order"
-        " (an orography context is not supported here)");
-  }
+  const coupling::PatchOptions patch_options =
+      context_features(opt, result.checkpoint, mo.context_size, map, n_vars, grid_text);
+  result.orography = patch_options.orography;
+  result.static_features = patch_options.static_features;
+  std::vector<float> orography;
+  if (patch_options.orography)
+    orography = read_orography(opt, result.checkpoint, map, grid_text, icon ? &grid_out : nullptr);
 
   // Fine input is coarsened by the patch extraction itself; a coarse input is spread over its
   // patches so that the same extraction returns it (up to rounding of the area weights).
@@ -236,7 +313,7 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
                     " fine and " + std::to_string(map.n_coarse) +
                     " coarse cells: give the grid the field lives on with --grid");
   }
-  const std::vector<int64_t> times = select_times(first, opt.times);
+  const std::vector<int64_t> times = coupling::select_steps(first, opt.times);
   result.n_coarse = map.n_coarse;
   result.patch_size = map.patch_size;
   log::info("Input " + opt.input + ": " + first.var() +
@@ -245,17 +322,17 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
             " step(s), " + std::to_string(opt.members) + " member(s), " + opt.sampler +
             (opt.sampler == "ddim" ? " " + std::to_string(opt.steps) + " steps" : ""));
 
-  Output output(opt.output, map, grid_out, opt.vars.front(), first.attributes(), opt.members,
-                result.checkpoint);
+  Output output(opt.output, grid_out, opt.vars.front(), first.attributes(), opt.members,
+                output_attributes(map, result.checkpoint), false, "");
   std::vector<std::vector<float>> fine(
       static_cast<size_t>(n_vars),
       std::vector<float>(static_cast<size_t>(map.n_fine), std::numeric_limits<float>::quiet_NaN()));
   std::vector<float> raw(static_cast<size_t>(n_values));
   coupling::Patches patches;
   std::vector<float> samples(static_cast<size_t>(map.n_coarse * opt.members * map.patch_size));
-  std::vector<float> mean;
   trainer::SampleOptions so;
-  so.sampler = opt.sampler;
+  if (!schema::parse_name(opt.sampler, so.sampler))
+    throw ConfigError("--sampler must be one of " + schema::name_list<trainer::Sampler>() + ", got \"" + opt.sampler + "\"");
   so.steps = opt.steps;
   so.eta = opt.eta;
   so.members = opt.members;
@@ -272,7 +349,8 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
       }
       fields.push_back(fine[v].data());
     }
-    coupling::extract_patches(map, fields, nullptr, patch_options, patches);
+    coupling::extract_patches(map, fields, orography.empty() ? nullptr : orography.data(),
+                              patch_options, patches);
     if (patches.n_invalid > 0)
       log::warning(opt.input + " at " + first.time_string(times[i]) + ": " +
                    std::to_string(patches.n_invalid) +
@@ -292,8 +370,8 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
     model.sample(patches.context.data(), patches.coarse.data(), patches.weights.data(), patches.n,
                  so, opt.seed + 7919 * static_cast<uint64_t>(i + 1), samples.data(), progress);
     // A fine input is the truth the downscaled ensemble can be scored against: keep it beside it.
-    output.write(first.time_string(times[i]), samples.data(), patches.coarse.data(),
-                 result.coarse_input ? nullptr : fine[0].data(), mean);
+    write_patch_record(output, map, first.time_string(times[i]), samples.data(), opt.members, patches.coarse.data(),
+                       result.coarse_input ? nullptr : fine[0].data());
     ++result.steps_written;
   }
   output.close();

@@ -27,6 +27,9 @@ struct DownscaleOptions {
   std::vector<std::string> times;   ///< steps to downscale (0-based index or ISO date); empty = all
   unsigned long long seed = 42;
   int threads = 0;  ///< torch threads; 0 = LibTorch's default
+  /// FILE[:VAR]: the surface height on the fine grid, for checkpoints trained with an orography
+  /// context (patch.orography); VAR defaults to the host field the checkpoint names.
+  std::string orography;
 };
 
 /// What run_downscale did.
@@ -34,13 +37,17 @@ struct DownscaleResult {
   std::string checkpoint;  ///< the checkpoint file used
   std::string device;      ///< LibTorch device, e.g. "cpu"
   bool coarse_input = false;
+  bool orography = false;        ///< the context holds the coarse orography
+  bool static_features = false;  ///< the context holds the position features
   long long n_coarse = 0, patch_size = 0, steps_written = 0;
 };
 
 /// Loads the checkpoint, builds the patches exactly as the plugin does (coarsening a fine input
-/// first), samples `members` members per step and writes `output` (EnsembleWriter layout, with
-/// "<var>_coarse"). Throws finecast::ConfigError / GridError / IoError or
-/// trainer::CheckpointError with a message naming the file, option and the sizes that differ.
+/// first, and the fine orography when the checkpoint's context has one), samples `members`
+/// members per step and writes `output` (EnsembleWriter layout, with "<var>_coarse"). Throws
+/// finecast::ConfigError / GridError / IoError or trainer::CheckpointError with a message naming
+/// the file, option and the sizes that differ, and ConfigError naming --orography when the
+/// checkpoint needs an orography that was not given (or was given to one that has none).
 DownscaleResult run_downscale(const DownscaleOptions& options);
 
 }  // namespace finecast::plugin

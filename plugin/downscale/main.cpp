@@ -4,6 +4,7 @@
 #include <exception>
 #include <string>
 
+#include "common/cli.hpp"
 #include "common/log.hpp"
 #include "plugin/downscale/downscale.hpp"
 
@@ -49,6 +50,10 @@ int main(int argc, char** argv) {
   app.add_option("--input-kind", opt.input_kind, "auto (by the number of values) | fine | coarse")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "fine", "coarse"}));
+  app.add_option("--orography", opt.orography,
+                 "FILE[:VAR]: the surface height on the fine grid, for checkpoints trained with "
+                 "patch.orography (VAR defaults to the field the checkpoint names; finecast-host "
+                 "writes its own with --write-orography FILE)");
   app.add_option("--sampler", opt.sampler, "ddim | ddpm")
       ->capture_default_str()
       ->check(CLI::IsMember({"ddim", "ddpm"}));
@@ -58,13 +63,12 @@ int main(int argc, char** argv) {
   app.add_option("--eta", opt.eta, "DDIM noise per step: 0 deterministic, 1 ancestral (sharper fine scales)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
-  app.add_option("--time", opt.times,
-                 "time step(s) to downscale: 0-based index or ISO 8601 date (default: all)");
+  finecast::cli::add_time(app, opt.times, "time step(s) to downscale (default: all)");
   app.add_option("--seed", opt.seed, "sampling seed")->capture_default_str();
   app.add_option("--threads", opt.threads, "torch threads (0: LibTorch's default)")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--log-level", log_level, "debug | info | warning | error")
-      ->check(CLI::IsMember({"debug", "info", "warning", "error"}));
+  finecast::cli::add_log_level(app, log_level);
+  finecast::cli::add_version(app, "finecast-downscale");
   CLI11_PARSE(app, argc, argv);
   try {
     finecast::log::configure(-1, finecast::log::parse_level(log_level), true);

@@ -10,6 +10,9 @@ usage() {
   cat <<'USAGE'
 Usage: scripts/device/build_cuda.sh [options] [-- extra cmake arguments]
 
+Builds the trainer alone. For the whole of finecast (plugin, finecast-host, finecast-replay,
+tools) on a GPU node with packages: scripts/build_cuda.sh (docs/cuda.md).
+
 For GPU machines where nothing can be installed. Needs: a python3 with PyTorch (its CUDA
 LibTorch is the build's LibTorch), cmake, a C++ compiler, the CUDA toolkit that PyTorch's
 CMake files look for, and .deps/debs/ filled by scripts/device/fetch_debs.sh on a machine

@@ -10,7 +10,7 @@ Usage: job_summary.sh STAMP STATUS LOG_PATTERN [DIR...]
 Called at the end of the finecast job scripts. Lists the files under each DIR that are newer
 than STAMP (a file the job created at its start): *.h5 as checkpoints, the rest as outputs,
 except the files beside the log (the log directory holds logs and job scripts).
-LOG_PATTERN's %j becomes $SLURM_JOB_ID.
+LOG_PATTERN's %j becomes $SLURM_JOB_ID, %A and %a an array's job and task id.
 USAGE
   [[ $# -lt 3 ]] && exit 2
   exit 0
@@ -19,6 +19,8 @@ fi
 stamp="$1" status="$2" log="$3"
 shift 3
 log="${log//%j/${SLURM_JOB_ID:-unknown}}"
+log="${log//%A/${SLURM_ARRAY_JOB_ID:-${SLURM_JOB_ID:-unknown}}}"
+log="${log//%a/${SLURM_ARRAY_TASK_ID:-0}}"
 
 checkpoints=()
 outputs=()

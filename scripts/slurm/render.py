@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-3-Clause
-# Renders a finecast SLURM job script from a profile (configs/slurm/*.yaml) and a template
-# (scripts/slurm/*.sbatch.in), after validating the profile against the node it asks for.
-"""Render and validate a finecast SLURM job script.
+# Renders finecast SLURM job scripts from a profile (configs/slurm/*.yaml) and the template
+# scripts/slurm/job.sbatch.in, after validating the profile, the run's plugin config and build.
+"""Render and validate finecast SLURM job scripts.
 
 Normally called by scripts/launch.sh; usable on its own:
 
@@ -13,15 +13,11 @@ Exit status: 0 rendered, 2 invalid profile or arguments (every problem is listed
 
 import argparse
 import datetime
-import difflib
 import os
 import re
 import shlex
+import shutil
 import sys
-
-SCRIPT_DIR = os.path.dirname(os.path.abspath(__file__))
-REPO_ROOT = os.path.dirname(os.path.dirname(SCRIPT_DIR))
-PROFILE_DIR = os.path.join(REPO_ROOT, "configs", "slurm")
 
 try:
     import yaml
@@ -33,128 +29,67 @@ except ImportError:  # a login node's python3 without PyYAML: say what to do ins
         "  FINECAST_PYTHON at such a python.\n" % sys.executable)
     sys.exit(2)
 
-# One place for every key: its meaning doubles as the --help text and docs/slurm.md's table.
-PROFILE_KEYS = {
-    "kind": "gpu | cpu: what the partition's nodes offer",
-    "program": "host (finecast-host RUN) | replay (finecast-replay --config RUN)",
-    "run": "the finecast host run file or replay config",
-    "account": "SLURM account (--account); empty = the cluster's default",
-    "partition": "SLURM partition (--partition)",
-    "nodes": "number of nodes (--nodes)",
-    "ntasks_per_node": "MPI ranks per node (--ntasks-per-node)",
-    "cpus_per_task": "cores per rank (--cpus-per-task); also OMP_NUM_THREADS and torch's threads",
-    "cores_per_node": "physical cores of one node, for validation",
-    "gpus_per_node": "GPUs of one node, for validation (gpu profiles)",
-    "gpus": "{type, count}: GPUs per node to request (--gres=gpu:TYPE:COUNT)",
-    "time": "wall-clock limit (--time), e.g. 01:00:00 or 1-00:00:00",
-    "modules": "list of environment modules to load before the run",
-    "env": "mapping of environment variables exported in the job",
-    "set": "mapping of plugin config overrides passed as --set KEY=VALUE",
-    "log_dir": "directory of the job logs and the rendered job scripts",
-    "outputs": "directories searched at the end of the job for the files it wrote",
-    "job_name": "SLURM job name; default finecast-<profile>",
-    "workdir": "working directory of the job; default the directory launch.sh is called from",
-    "bin_dir": "directory of finecast-host / finecast-replay; default <repo>/build/bin",
-    "sbatch_extra": "list of extra sbatch options, e.g. ['--mem=0', '--exclusive']",
-    "srun_extra": "list of extra srun options, e.g. ['--hint=nomultithread']",
-}
-GPU_KEYS = {"type", "count"}
-PROGRAMS = {"host": "finecast-host", "replay": "finecast-replay"}
-TIME_RE = re.compile(r"^(\d+-\d{1,2}(:\d{2}){0,2}|\d+(:\d{2}){0,2})$")
-ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+import build_check
+import namelist
+import plugin_setup
+import site_check
+import slurm_profile as sp
+from slurm_profile import PROFILE_KEYS, PROGRAM_KEYS, PROGRAMS, REPO_ROOT, SCRIPT_DIR, TASK
+
+ARRAY_RE = re.compile(r"^(\d+(-\d+(:\d+)?)?)(,\d+(-\d+(:\d+)?)?)*(%\d+)?$")
 SET_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
+# Words of the job script that stand for shell variables of the job.
+SHELL_VARS = {TASK: "task", "{run_file}": "run_file"}
+SHELL_VAR_RE = re.compile("(" + "|".join(re.escape(k) for k in SHELL_VARS) + ")")
 
 
-class Problems:
-    """Collects every validation error so the user fixes them in one round."""
+# ---------------------------------------------------------------- shell text
 
-    def __init__(self, source):
-        self.source = source
-        self.errors = []
-        self.warnings = []
-
-    def error(self, text):
-        self.errors.append(text)
-
-    def warning(self, text):
-        self.warnings.append(text)
-
-    def report(self):
-        for w in self.warnings:
-            sys.stderr.write("launch: warning: %s\n" % w)
-        for e in self.errors:
-            sys.stderr.write("launch: error: %s: %s\n" % (self.source, e))
-        return not self.errors
+def sh(word):
+    """One shell word; {task} and {run_file} become the job's "${task}" and "${run_file}"."""
+    out = []
+    for part in SHELL_VAR_RE.split(str(word)):
+        if part in SHELL_VARS:
+            out.append('"${%s}"' % SHELL_VARS[part])
+        elif part:
+            out.append(shlex.quote(part))
+    return "".join(out) or "''"
 
 
-def resolve_profile(name):
-    """A profile name (gpu) maps to configs/slurm/gpu.yaml; anything with a / or .yaml is a path."""
-    if "/" in name or name.endswith((".yaml", ".yml")):
-        return os.path.abspath(name)
-    return os.path.join(PROFILE_DIR, name + ".yaml")
+def heredoc(target, content, expand_task):
+    """`cat >target <<EOF` writing content; {task} becomes the array task's id when expand_task."""
+    if not content.endswith("\n"):
+        content += "\n"
+    tag = "FINECAST_EOF"
+    while tag in content.splitlines():
+        tag += "_"
+    if expand_task and TASK in content:
+        text = content.replace("\\", "\\\\").replace("$", "\\$").replace("`", "\\`")
+        return "cat >%s <<%s\n%s%s" % (target, tag, text.replace(TASK, "${task}"), tag)
+    return "cat >%s <<'%s'\n%s%s" % (target, tag, content, tag)
 
 
-def known_profiles():
-    try:
-        return sorted(f[:-5] for f in os.listdir(PROFILE_DIR) if f.endswith(".yaml"))
-    except OSError:
-        return []
+def outermost(dirs):
+    """The folders to search for a job's files, each once: none inside another."""
+    result = []
+    for d in sorted(set(dirs)):
+        if not any(d.startswith(r.rstrip("/") + "/") for r in result):
+            result.append(d)
+    return result
 
 
-def load_profile(path):
-    """(profile, None), or (None, message) for a file that cannot be read, is not UTF-8 text or
-    is not YAML: the message names the file and where, never a traceback."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        return None, "%s: cannot read the profile (%s)" % (path, e.strerror or e)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data.count(b"\n", 0, e.start) + 1
-        column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
-        return None, ("%s is not UTF-8 text: byte 0x%02x at line %d, column %d. Fix: save the "
-                      "profile as UTF-8 (e.g. iconv -f latin1 -t utf-8)"
-                      % (path, data[e.start], line, column))
-    try:
-        return yaml.safe_load(text), None
-    except yaml.YAMLError as e:
-        return None, "%s is not valid YAML: %s" % (path, e)
+# ---------------------------------------------------------------- arrays and overrides
 
-
-def parse_assignment(text, option):
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        sys.stderr.write("launch: error: %s expects KEY=VALUE, got '%s'\n" % (option, text))
-        sys.exit(2)
-    return key, value
-
-
-def apply_param(profile, key, raw):
-    """--param a.b=V sets profile[a][b]; V is read as YAML so numbers stay numbers."""
-    try:
-        value = yaml.safe_load(raw) if raw != "" else ""
-    except yaml.YAMLError as e:
-        sys.stderr.write("launch: error: --param %s=%s: the value is not valid YAML (%s)\n"
-                         % (key, raw, str(e).splitlines()[0]))
-        sys.exit(2)
-    parts = key.split(".")
-    node = profile
-    for part in parts[:-1]:
-        if not isinstance(node.get(part), dict):
-            node[part] = {}
-        node = node[part]
-    node[parts[-1]] = value
-
-
-def scalar_text(value):
-    """YAML scalars as the plugin's --set parser reads them (true, not True)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if value is None:
-        return ""
-    return str(value)
+def array_ids(spec):
+    """The task ids of a SLURM --array spec (0-3, 1,5,7, 0-15:4, 0-99%10)."""
+    ids = []
+    for item in spec.split("%")[0].split(","):
+        m = re.match(r"^(\d+)(?:-(\d+)(?::(\d+))?)?$", item)
+        first = int(m.group(1))
+        last = int(m.group(2)) if m.group(2) else first
+        step = int(m.group(3)) if m.group(3) else 1
+        ids.extend(range(first, last + 1, max(step, 1)))
+    return ids
 
 
 def flatten_set(mapping, prefix, out, problems):
@@ -166,260 +101,179 @@ def flatten_set(mapping, prefix, out, problems):
             problems.error("set.%s: lists cannot be passed as --set overrides; put them in the "
                            "plugin config" % full)
         else:
-            out.append((full, scalar_text(value)))
+            out.append((full, sp.scalar_text(value)))
 
 
-def positive_int(profile, key, problems, allow_zero=False):
-    value = profile.get(key)
-    if isinstance(value, bool) or not isinstance(value, int):
-        problems.error("%s must be an integer, got %r" % (key, value))
+class Overrides:
+    """Plugin config overrides in order; setting a key again replaces it in place."""
+
+    def __init__(self, pairs=()):
+        self.items = {}
+        for k, v in pairs:
+            self.items[k] = v
+
+    def copy(self):
+        return Overrides(self.items.items())
+
+    def set(self, key, value):
+        self.items[key] = value
+
+    def words(self):
+        return ["%s=%s" % kv for kv in self.items.items()]
+
+    def with_task(self, task_id):
+        return [w.replace(TASK, str(task_id)) for w in self.words()]
+
+
+# ---------------------------------------------------------------- finecast-host chunks
+
+def _datetime(value, what, problems):
+    if isinstance(value, datetime.datetime):
+        return value.replace(tzinfo=None)
+    if isinstance(value, datetime.date):
+        return datetime.datetime(value.year, value.month, value.day)
+    text = str(value).strip().replace("Z", "")
+    try:
+        return datetime.datetime.fromisoformat(text).replace(tzinfo=None)
+    except ValueError:
+        problems.error("%s: %r is not an ISO 8601 date-time" % (what, value))
         return None
-    if value < 0 or (value == 0 and not allow_zero):
-        problems.error("%s must be %s, got %d" % (key, ">= 0" if allow_zero else ">= 1", value))
-        return None
+
+
+def _iso(t):
+    return t.strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def _plain(value):
+    """YAML-loaded values back to what finecast-host reads (date-times as ISO 8601 text)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, datetime.datetime):
+        return _iso(value)
+    if isinstance(value, datetime.date):
+        return value.isoformat()
     return value
 
 
-def validate(profile, problems, workdir):
-    """Checks keys, types and that the request fits the node; returns the normalised profile."""
-    for key in profile:
-        if key not in PROFILE_KEYS:
-            close = difflib.get_close_matches(str(key), PROFILE_KEYS, n=1)
-            hint = " (did you mean '%s'?)" % close[0] if close else ""
-            problems.error("unknown key '%s'%s; allowed keys: %s"
-                           % (key, hint, ", ".join(sorted(PROFILE_KEYS))))
-
-    for key in ("kind", "program", "run", "partition", "nodes", "ntasks_per_node",
-                "cpus_per_task", "cores_per_node", "time"):
-        if profile.get(key) in (None, ""):
-            problems.error("missing required key '%s' (%s)" % (key, PROFILE_KEYS[key]))
-
-    kind = profile.get("kind")
-    if kind not in (None, "", "gpu", "cpu"):
-        problems.error("kind must be 'gpu' or 'cpu', got %r" % (kind,))
-    program = profile.get("program")
-    if program not in (None, "") and program not in PROGRAMS:
-        problems.error("program must be one of %s, got %r" % (" | ".join(PROGRAMS), program))
-
-    if "nodes" in profile:
-        positive_int(profile, "nodes", problems)
-    ntasks = positive_int(profile, "ntasks_per_node", problems) if "ntasks_per_node" in profile else None
-    cpus = positive_int(profile, "cpus_per_task", problems) if "cpus_per_task" in profile else None
-    cores = positive_int(profile, "cores_per_node", problems) if "cores_per_node" in profile else None
-    if cpus and cores and cpus > cores:
-        problems.error("cpus_per_task = %d alone exceeds cores_per_node = %d of partition '%s'. "
-                       "Fix: --param cpus_per_task=%d" % (cpus, cores, profile.get("partition"), cores))
-    elif ntasks and cpus and cores and ntasks * cpus > cores:
-        problems.error(
-            "ntasks_per_node x cpus_per_task = %d x %d = %d cores, but a node of partition '%s' "
-            "has cores_per_node = %d. Fix: lower ntasks_per_node to %d (--param ntasks_per_node=%d) "
-            "or cpus_per_task to %d (--param cpus_per_task=%d), or add nodes."
-            % (ntasks, cpus, ntasks * cpus, profile.get("partition"), cores,
-               cores // cpus, cores // cpus, max(cores // ntasks, 1), max(cores // ntasks, 1)))
-
-    time = profile.get("time")
-    if time not in (None, "") and not TIME_RE.match(str(time)):
-        problems.error("time %r is not a SLURM time; use MM, HH:MM:SS or D-HH:MM:SS "
-                       "(quote it in YAML: time: \"01:00:00\")" % (time,))
-
-    gpus = profile.get("gpus")
-    count = 0
-    if gpus is not None:
-        if not isinstance(gpus, dict):
-            problems.error("gpus must be a mapping {type, count}, got %r" % (gpus,))
-        else:
-            for key in gpus:
-                if key not in GPU_KEYS:
-                    problems.error("unknown key 'gpus.%s'; allowed keys: count, type" % key)
-            count = gpus.get("count", 0)
-            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-                problems.error("gpus.count must be an integer >= 0, got %r" % (count,))
-                count = 0
-            gtype = gpus.get("type", "")
-            if gtype is None:
-                gtype = ""
-            if not re.match(r"^[A-Za-z0-9_\-.]*$", str(gtype)):
-                problems.error("gpus.type %r is not a GRES type name (e.g. a100)" % (gtype,))
-    device = scalar_text((profile.get("set") or {}).get("device", "")) \
-        if isinstance(profile.get("set"), dict) else ""
-    if kind == "cpu":
-        if count > 0:
-            problems.error("gpus.count = %d on a cpu profile: CPU partitions have no GPUs. Fix: "
-                           "remove 'gpus' (or --param gpus.count=0), or use a gpu profile "
-                           "(--profile gpu)" % count)
-        if device.startswith("cuda"):
-            problems.error("set.device = %s on a cpu profile, where no GPU exists. Fix: "
-                           "--set device=cpu (or device=auto), or use --profile gpu" % device)
-    if kind == "gpu":
-        if count == 0:
-            problems.error("a gpu profile needs gpus.count >= 1 (e.g. gpus: {type: a100, count: 4})")
-        per_node = profile.get("gpus_per_node")
-        if per_node is None:
-            problems.error("missing required key 'gpus_per_node' (%s)" % PROFILE_KEYS["gpus_per_node"])
-        elif isinstance(per_node, bool) or not isinstance(per_node, int) or per_node < 1:
-            problems.error("gpus_per_node must be an integer >= 1, got %r" % (per_node,))
-        elif count > per_node:
-            problems.error("gpus.count = %d, but a node of partition '%s' has gpus_per_node = %d. "
-                           "Fix: --param gpus.count=%d" % (count, profile.get("partition"),
-                                                           per_node, per_node))
-        if device == "cpu":
-            problems.warning("set.device = cpu on a gpu profile: the GPUs will sit idle")
-
-    for key in ("modules", "outputs", "sbatch_extra", "srun_extra"):
-        value = profile.get(key)
-        if value is not None and (not isinstance(value, list)
-                                  or not all(isinstance(v, (str, int, float)) for v in value)):
-            problems.error("%s must be a list of strings, got %r" % (key, value))
-    for opt in profile.get("sbatch_extra") or []:
-        if not str(opt).startswith("-"):
-            problems.error("sbatch_extra entry %r is not an option (it must start with -)" % opt)
-    for opt in profile.get("srun_extra") or []:
-        if not str(opt).startswith("-"):
-            problems.error("srun_extra entry %r is not an option (it must start with -)" % opt)
-
-    env = profile.get("env")
-    if env is not None:
-        if not isinstance(env, dict):
-            problems.error("env must be a mapping NAME: value, got %r" % (env,))
-        else:
-            for name, value in env.items():
-                if not ENV_NAME_RE.match(str(name)):
-                    problems.error("env: %r is not a valid environment variable name" % (name,))
-                if isinstance(value, (dict, list)):
-                    problems.error("env.%s must be a scalar, got %r" % (name, value))
-    overrides = profile.get("set")
-    if overrides is not None and not isinstance(overrides, dict):
-        problems.error("set must be a mapping KEY: value, got %r" % (overrides,))
-
-    run = profile.get("run")
-    if run not in (None, ""):
-        path = os.path.join(workdir, str(run))
-        if not os.path.isfile(path):
-            problems.error("run file '%s' does not exist (looked in %s). Fix: --run PATH to "
-                           "your finecast %s" % (run, os.path.dirname(path) or ".",
-                                                 "replay config" if program == "replay"
-                                                 else "host run file"))
+def host_chunk_run_files(run_path, chunks, problems):
+    """finecast-host run files for a chain: chunk k starts (k-1) x steps x dt after the run
+    file's start, inside one experiment (experiment_start, experiment_stop), and chunks 2.. are
+    restarts (restart_run: true), as ICON's chunks are. Returns [(text, start)] or None."""
+    try:
+        with open(run_path) as f:
+            data = yaml.safe_load(f) or {}
+    except (OSError, yaml.YAMLError) as e:
+        problems.error("%s: cannot read it to make the chunks of --chain (%s)"
+                       % (run_path, str(e).splitlines()[0]))
+        return None
+    if not isinstance(data, dict):
+        problems.error("%s: a host run file is a mapping of keys" % run_path)
+        return None
+    start = _datetime(data.get("start", "1979-01-01T00:00:00"), run_path + ": start", problems)
+    exp_start = _datetime(data["experiment_start"], run_path + ": experiment_start", problems) \
+        if data.get("experiment_start") else start
+    dt, steps = data.get("dt", 1800), data.get("steps", 200)
+    if isinstance(dt, bool) or not isinstance(dt, (int, float)) or dt <= 0 or \
+            isinstance(steps, bool) or not isinstance(steps, int) or steps <= 0:
+        problems.error("%s: dt and steps must be positive numbers to chain it (got dt %r, "
+                       "steps %r)" % (run_path, dt, steps))
+        return None
+    if start is None or exp_start is None:
+        return None
+    chunk = datetime.timedelta(seconds=dt * steps)
+    exp_stop = _iso(start + chunk * chunks)
+    if data.get("experiment_stop"):
+        stop = _datetime(data["experiment_stop"], run_path + ": experiment_stop", problems)
+        if stop is not None and stop < start + chunk * chunks:
+            problems.warning("%s: experiment_stop %s is before the end of the chain's %d chunks "
+                             "(%s)" % (run_path, _iso(stop), chunks, exp_stop))
+        exp_stop = _iso(stop) if stop else exp_stop
+    files = []
+    for k in range(1, chunks + 1):
+        d = _plain(dict(data))
+        chunk_start = start + chunk * (k - 1)
+        d["experiment_start"] = _iso(exp_start)
+        d["experiment_stop"] = exp_stop
+        d["start"] = _iso(chunk_start)
+        d["restart_run"] = True if k > 1 else bool(data.get("restart_run", False))
+        text = ("# Chunk %d of %d of %s, written by scripts/launch.sh --chain %d: %d steps from %s\n"
+                % (k, chunks, run_path, chunks, steps, _iso(chunk_start)))
+        text += yaml.safe_dump(d, sort_keys=False, default_flow_style=False)
+        files.append((text, _iso(chunk_start)))
+    return files
 
 
-def render(profile, args, problems, workdir, profile_name, profile_path):
-    kind = profile["kind"]
-    program = profile["program"]
-    template_name = "replay" if program == "replay" else kind
-    template_path = os.path.join(SCRIPT_DIR, template_name + ".sbatch.in")
-    with open(template_path) as f:
-        template = f.read()
+# ---------------------------------------------------------------- executable programs
 
-    def absolute(path):
-        return os.path.normpath(os.path.join(workdir, str(path)))
+def comin_namelist_name(program, workdir, problems):
+    """Which namelist of program.namelists gets finecast's &comin_nml entry (a basename)."""
+    namelists = [str(n) for n in program.get("namelists") or []]
+    bases = [os.path.basename(n) for n in namelists]
+    if program.get("comin_namelist"):
+        return os.path.basename(str(program["comin_namelist"]))
+    if len(namelists) == 1:
+        return bases[0]
+    if not namelists:
+        problems.error("program.namelists is empty: finecast is put into the &comin_nml of one "
+                       "of the program's namelist files (ICON: its atmosphere namelist)")
+        return None
+    if "icon_master.namelist" in bases:
+        master = os.path.join(workdir, namelists[bases.index("icon_master.namelist")])
+        try:
+            with open(master) as f:
+                value = namelist.get_value(f.read(), "master_model_nml", "model_namelist_filename",
+                                           master)
+        except (OSError, namelist.NamelistError) as e:
+            problems.error(str(e))
+            return None
+        if value:
+            name = os.path.basename(namelist.unquote(value.split(",")[0]))
+            if name in bases:
+                return name
+            problems.error("%s names the atmosphere namelist '%s' (master_model_nml: "
+                           "model_namelist_filename), which is not one of program.namelists (%s)"
+                           % (master, name, ", ".join(namelists)))
+            return None
+    problems.error("program.comin_namelist: say which of program.namelists (%s) gets finecast's "
+                   "&comin_nml entry" % ", ".join(namelists))
+    return None
 
-    q = shlex.quote
-    bin_dir = os.path.abspath(args.bin_dir) if args.bin_dir else \
-        absolute(profile["bin_dir"]) if profile.get("bin_dir") else os.path.join(REPO_ROOT, "build", "bin")
-    exe = os.path.join(bin_dir, PROGRAMS[program])
-    if not os.access(exe, os.X_OK):
-        problems.warning("%s is not built yet; the job will fail until it is "
-                         "(cmake --build build --target %s)" % (exe, PROGRAMS[program]))
-    run = absolute(profile["run"])
-    log_dir = absolute(profile.get("log_dir") or "out/slurm")
-    job_name = str(profile.get("job_name") or "finecast-" + profile_name)
-    log_file = os.path.join(log_dir, "%s-%%j.out" % job_name)
 
-    flat = []
-    flatten_set(profile.get("set") or {}, "", flat, problems)
-    # A later setting of the same key (command line over profile) replaces the earlier one.
-    overrides = list(dict(flat).items())
-    for key, value in overrides:
-        if not SET_KEY_RE.match(key):
-            problems.error("set: %r is not a config key (letters, digits, _ and .)" % key)
+def resolve_executable(program, workdir, problems):
+    exe = os.path.expanduser(os.path.expandvars(str(program.get("executable") or "")))
+    if not exe:
+        return ""
+    if "$" in exe:
+        problems.error("program.executable %r: an environment variable in it is not set here"
+                       % program["executable"])
+        return exe
+    if "/" in exe:
+        exe = os.path.normpath(os.path.join(workdir, exe))
+        if not os.access(exe, os.X_OK):
+            problems.warning("program.executable %s is not an executable file (yet); the job "
+                             "will fail until it is" % exe)
+    elif shutil.which(exe) is None:
+        problems.warning("program.executable '%s' is not on PATH here; it must be in the job "
+                         "(after its modules)" % exe)
+    return exe
 
-    argv = [exe] + ([run] if program == "host" else ["--config", run])
-    for key, value in overrides:
-        argv += ["--set", "%s=%s" % (key, value)]
 
-    search = [absolute(d) for d in (profile.get("outputs") or [])]
-    for key, value in overrides:
-        if key in ("checkpoint.dir", "checkpoint.resume", "output.path", "output.dir") and value:
-            search.append(absolute(value))
-    search = sorted(set(search))
-
-    gpus = profile.get("gpus") or {}
-    count = gpus.get("count", 0) or 0
-    gres = ""
-    if count:
-        gtype = str(gpus.get("type") or "")
-        gres = "gpu:%s:%d" % (gtype, count) if gtype else "gpu:%d" % count
-
-    def sbatch_lines():
-        lines = []
-        if profile.get("account"):
-            lines.append("#SBATCH --account=%s" % profile["account"])
-        lines.append("#SBATCH --partition=%s" % profile["partition"])
-        lines.append("#SBATCH --nodes=%d" % profile["nodes"])
-        lines.append("#SBATCH --ntasks-per-node=%d" % profile["ntasks_per_node"])
-        lines.append("#SBATCH --cpus-per-task=%d" % profile["cpus_per_task"])
-        if gres:
-            lines.append("#SBATCH --gres=%s" % gres)
-        lines.append("#SBATCH --time=%s" % profile["time"])
-        lines.append("#SBATCH --job-name=%s" % job_name)
-        lines.append("#SBATCH --output=%s" % log_file)
-        for opt in profile.get("sbatch_extra") or []:
-            lines.append("#SBATCH %s" % opt)
-        return "\n".join(lines)
-
-    modules = [str(m) for m in profile.get("modules") or []]
-    if modules:
-        module_block = "\n".join([
-            "# 'module' is a shell function that batch shells may not have yet.",
-            "if ! command -v module >/dev/null 2>&1 && [[ -f /etc/profile.d/modules.sh ]]; then",
-            "  # shellcheck source=/dev/null",
-            "  source /etc/profile.d/modules.sh",
-            "fi",
-            "module load " + " ".join(q(m) for m in modules)])
-    else:
-        module_block = "# No modules requested (profile key 'modules')."
-    env = profile.get("env") or {}
-    env_block = "\n".join("export %s=%s" % (name, q(scalar_text(value)))
-                          for name, value in env.items()) or "# No extra environment (profile key 'env')."
-
-    srun_opts = ["--nodes=%d" % profile["nodes"],
-                 "--ntasks-per-node=%d" % profile["ntasks_per_node"],
-                 "--cpus-per-task=%d" % profile["cpus_per_task"]]
-    srun_opts += [str(o) for o in profile.get("srun_extra") or []]
-
-    values = {
-        "PROFILE": profile_path,
-        "DATE": datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S"),
-        "SBATCH": sbatch_lines(),
-        "MODULES": module_block,
-        "ENV": env_block,
-        "CPUS_PER_TASK": str(profile["cpus_per_task"]),
-        "WORKDIR": q(workdir),
-        "REPO": q(REPO_ROOT),
-        "NTASKS": str(profile["nodes"] * profile["ntasks_per_node"]),
-        "SRUN_OPTS": " ".join(q(o) for o in srun_opts),
-        "COMMAND": " ".join(q(a) for a in argv),
-        "RUN": q(run),
-        "SEARCH": " ".join(q(d) for d in search),
-        "LOG_FILE": q(log_file),
-        "GPUS_PER_NODE": str(count),
-    }
-
-    def substitute(match):
-        return values[match.group(1)]
-
-    text = re.sub(r"@([A-Z_]+)@", substitute, template)
-    return text, {"log_file": log_file, "log_dir": log_dir, "job_name": job_name}
-
+# ---------------------------------------------------------------- the job script
 
 def main():
     parser = argparse.ArgumentParser(
         prog="render.py",
-        description="Render and validate a finecast SLURM job script from a profile.",
-        epilog="Profile keys:\n" + "\n".join("  %-16s %s" % kv for kv in PROFILE_KEYS.items()),
+        description="Render and validate finecast SLURM job scripts from a profile.",
+        epilog="Profile keys:\n" + "\n".join("  %-16s %s" % kv for kv in PROFILE_KEYS.items())
+        + "\n\nprogram: {...} keys (ICON or any ComIn host):\n"
+        + "\n".join("  %-16s %s" % kv for kv in PROGRAM_KEYS.items()),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--profile", required=True,
-                        help="gpu | cpu | replay (configs/slurm/NAME.yaml) or a profile path")
-    parser.add_argument("--run", help="host run file / replay config (overrides the profile's 'run')")
+                        help="gpu | cpu | replay | icon (configs/slurm/NAME.yaml) or a profile path")
+    parser.add_argument("--run", help="host run file / replay config / plugin config "
+                                      "(overrides the profile's 'run')")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="plugin config override passed to the program (repeatable)")
     parser.add_argument("--resume", metavar="DIR",
@@ -428,70 +282,519 @@ def main():
     parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                         help="profile override, e.g. account=bb1234 or gpus.count=1 (repeatable)")
     parser.add_argument("--bin-dir", help="directory of the finecast programs (default <repo>/build/bin)")
-    parser.add_argument("--output", default="-", help="where to write the job script (- = stdout)")
-    parser.add_argument("--summary", help="write log_file=, log_dir=, job_name= lines here")
+    parser.add_argument("--chain", type=int, default=1, metavar="N",
+                        help="N chunks, each a job that resumes from the previous one's checkpoint")
+    parser.add_argument("--array", metavar="SPEC", help="a SLURM job array (0-3, 1,5,7, 0-15%%4)")
+    parser.add_argument("--submit", action="store_true",
+                        help="the scripts will be submitted: a build that cannot serve the job "
+                             "is an error, not a warning")
+    parser.add_argument("--no-cuda-check", action="store_true",
+                        help="do not check that a GPU job's build has CUDA")
+    parser.add_argument("--output", default="-",
+                        help="where to write the job script (- = stdout); with --chain N, "
+                             "chunk k goes to OUTPUT with -chunkK before its extension")
+    parser.add_argument("--summary", help="write log_file=, log_dir=, job_name=, script= lines here")
     args = parser.parse_args()
 
-    profile_path = resolve_profile(args.profile)
-    if not os.path.isfile(profile_path):
-        sys.stderr.write("launch: error: profile '%s' not found (%s); known profiles: %s, "
-                         "or give a path to a profile YAML\n"
-                         % (args.profile, profile_path, ", ".join(known_profiles()) or "none"))
-        return 2
-    profile, error = load_profile(profile_path)
-    if error:
-        sys.stderr.write("launch: error: %s\n" % error)
-        return 2
-    if profile is None:
-        profile = {}
-    if not isinstance(profile, dict):
-        sys.stderr.write("launch: error: %s: a profile is a mapping of keys, got %s\n"
-                         % (profile_path, type(profile).__name__))
-        return 2
-
+    profile, profile_path = sp.load(args.profile)
     for item in args.param:
-        key, raw = parse_assignment(item, "--param")
-        apply_param(profile, key, raw)
+        key, raw = sp.parse_assignment(item, "--param")
+        sp.apply_param(profile, key, raw)
     if args.run:
         profile["run"] = os.path.abspath(args.run)
-    overrides = profile.get("set")
-    if args.set or args.resume:
-        if overrides is None:
-            overrides = profile["set"] = {}
-        if isinstance(overrides, dict):
-            for item in args.set:
-                key, value = parse_assignment(item, "--set")
-                overrides[key] = value
-            if args.resume:
-                overrides["checkpoint.resume"] = os.path.abspath(args.resume)
+    set_items = []
+    for item in args.set:
+        set_items.append(sp.parse_assignment(item, "--set"))
 
     workdir = os.path.abspath(str(profile.get("workdir") or os.getcwd()))
-    problems = Problems(profile_path)
-    validate(profile, problems, workdir)
+    problems = sp.Problems(profile_path)
+    sp.validate(profile, problems, workdir)
     if args.resume and not os.path.isdir(args.resume):
         problems.error("--resume %s: no such directory (it must hold the checkpoints of an "
                        "earlier run: its checkpoint.dir)" % args.resume)
+    if args.chain < 1:
+        problems.error("--chain must be >= 1, got %d" % args.chain)
+    if args.array is not None and not ARRAY_RE.match(args.array):
+        problems.error("--array %r is not a SLURM array: use e.g. 0-3, 1,5,7, 0-15:4 or 0-99%%10"
+                       % args.array)
     if problems.errors:
         problems.report()
         return 2
 
-    name = os.path.splitext(os.path.basename(profile_path))[0]
-    text, meta = render(profile, args, problems, workdir, name, profile_path)
+    job = Job(profile, profile_path, args, set_items, workdir, problems)
+    if not job.plan():
+        problems.report()
+        return 2
+    scripts = [job.render_chunk(k) for k in range(1, args.chain + 1)]
     if not problems.report():
         return 2
+
+    paths = []
     if args.output == "-":
-        sys.stdout.write(text)
+        for k, text in enumerate(scripts, 1):
+            if args.chain > 1:
+                sys.stdout.write("%s# ==== chunk %d of %d ====\n" % ("\n" if k > 1 else "", k, args.chain))
+            sys.stdout.write(text)
     else:
-        os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
-        with open(args.output, "w") as f:
-            f.write(text)
-        os.chmod(args.output, 0o755)
+        base = os.path.abspath(args.output)
+        os.makedirs(os.path.dirname(base), exist_ok=True)
+        for k, text in enumerate(scripts, 1):
+            path = base
+            if args.chain > 1:
+                stem, ext = os.path.splitext(base)
+                path = "%s-chunk%d%s" % (stem, k, ext)
+            with open(path, "w") as f:
+                f.write(text)
+            os.chmod(path, 0o755)
+            paths.append(path)
     if args.summary:
         with open(args.summary, "w") as f:
-            for key, value in meta.items():
-                f.write("%s=%s\n" % (key, value))
+            for key in ("log_file", "log_dir", "job_name", "dependency", "array"):
+                f.write("%s=%s\n" % (key, job.meta[key]))
+            for path in paths:
+                f.write("script=%s\n" % path)
     return 0
 
+
+class Job:
+    """Everything the chunks of one launch share, worked out once (plan), then rendered."""
+
+    def __init__(self, profile, profile_path, args, set_items, workdir, problems):
+        self.profile = profile
+        self.profile_path = profile_path
+        self.args = args
+        self.set_items = set_items
+        self.workdir = workdir
+        self.problems = problems
+        self.program = profile["program"]
+        self.executable_program = isinstance(self.program, dict)
+        self.array = args.array
+        self.task_ids = array_ids(args.array) if args.array else []
+        self.chain = args.chain
+
+    def absolute(self, path):
+        return os.path.normpath(os.path.join(self.workdir, os.path.expanduser(str(path))))
+
+    # ---- everything that can be checked, before a line is written
+    def plan(self):
+        p, problems = self.profile, self.problems
+        self.name = os.path.splitext(os.path.basename(self.profile_path))[0]
+        self.job_name = str(p.get("job_name") or "finecast-" + self.name)
+        self.bin_dir = os.path.abspath(self.args.bin_dir) if self.args.bin_dir else \
+            self.absolute(p["bin_dir"]) if p.get("bin_dir") else os.path.join(REPO_ROOT, "build", "bin")
+        self.log_dir = self.absolute(p.get("log_dir") or "out/slurm")
+        self.log_file = os.path.join(self.log_dir, "%s-%s.out" % (
+            self.job_name, "%A_%a" if self.array else "%j"))
+        self.run = self.absolute(p["run"])
+        self.task_dir = self.absolute(p.get("task_dir") or "out/%s/task_%s" % (self.job_name, TASK)) \
+            if self.array else None
+
+        # Overrides: the profile's set:, then --set, then --resume (a later one wins).
+        flat = []
+        if isinstance(p.get("set"), dict):
+            flatten_set(p["set"], "", flat, problems)
+        self.overrides = Overrides(flat + self.set_items)
+        if self.args.resume:
+            self.overrides.set("checkpoint.resume", os.path.abspath(self.args.resume))
+        for key in self.overrides.items:
+            if not SET_KEY_RE.match(key):
+                problems.error("set: %r is not a config key (letters, digits, _ and .)" % key)
+        self.check_task_placeholders()
+
+        # The program and its finecast plugin.
+        default_library = os.path.join(os.path.dirname(self.bin_dir), "lib", LIBRARY_FILE)
+        if self.executable_program:
+            prog = self.program
+            self.exe = resolve_executable(prog, self.workdir, problems)
+            library = self.absolute(prog["plugin_library"]) if prog.get("plugin_library") \
+                else default_library
+            self.plugin = plugin_setup.Plugin(
+                library, self.run, [], "program.plugin_library" if prog.get("plugin_library")
+                else "the default program.plugin_library")
+            self.comin_nml = comin_namelist_name(prog, self.workdir, problems)
+            restart = prog.get("restart") or {}
+            bases = [os.path.basename(str(n)) for n in prog.get("namelists") or []]
+            if self.chain > 1 and restart and os.path.basename(str(restart["namelist"])) not in bases:
+                problems.error("program.restart.namelist '%s' is not one of program.namelists (%s): "
+                               "the chunks of --chain %d could not be restarts"
+                               % (restart["namelist"], ", ".join(bases), self.chain))
+            elif self.chain > 1 and not restart:
+                problems.warning("program.restart is not set: every chunk of --chain starts the "
+                                 "program from its namelists unchanged; only finecast resumes "
+                                 "(checkpoint.resume: auto)")
+            rundir = prog.get("rundir") or (self.task_dir if self.array else "out/" + self.job_name)
+            self.rundir = self.absolute(rundir)
+            if self.array and TASK not in self.rundir:
+                problems.error("program.rundir %r must contain {task} with --array, so that the "
+                               "tasks do not run in one folder" % rundir)
+        else:
+            self.exe = os.path.join(self.bin_dir, PROGRAMS[self.program])
+            if not os.access(self.exe, os.X_OK):
+                problems.warning("%s is not built yet; the job will fail until it is "
+                                 "(cmake --build build --target %s)" % (self.exe, PROGRAMS[self.program]))
+            self.plugin = plugin_setup.find_in_run_file(self.run, self.workdir, problems) \
+                if os.path.isfile(self.run) else None
+            self.rundir = None
+        if problems.errors:
+            return False
+
+        # The plugin config as the job's first chunk will see it (finecast-config checks it).
+        first = self.chunk_overrides(1)
+        self.config = None
+        if self.plugin is not None:
+            sample_id = self.task_ids[0] if self.task_ids else 0
+            self.config = plugin_setup.read_config(self.plugin, first.with_task(sample_id),
+                                                   self.bin_dir, problems)
+        if self.array:
+            self.add_task_outputs()
+        self.check_gpus()
+        if self.executable_program and not problems.errors:
+            self.namelist_texts = self.prepare_namelists()
+        if self.program == "host" and self.chain > 1 and not problems.errors:
+            self.chunk_run_files = host_chunk_run_files(self.run, self.chain, problems)
+        for w in site_check.account_warnings(p):
+            problems.warning(w)
+        for w in site_check.module_warnings([str(m) for m in p.get("modules") or []]):
+            problems.warning(w)
+        self.meta = {"log_file": self.log_file, "log_dir": self.log_dir, "job_name": self.job_name,
+                     "dependency": "aftercorr" if self.array else "afterok",
+                     "array": self.array or ""}
+        return not problems.errors
+
+    def check_task_placeholders(self):
+        uses = [w for w in self.overrides.words() if TASK in w]
+        if self.executable_program:
+            uses += [a for a in self.program.get("args") or [] if TASK in str(a)]
+            if TASK in str(self.program.get("rundir") or ""):
+                uses.append("program.rundir")
+        if uses and not self.array:
+            self.problems.error("{task} (in %s) is the array task's id: it needs --array"
+                                % ", ".join(uses))
+
+    def chunk_overrides(self, k):
+        """Chunk k's overrides: with --chain every chunk resumes with checkpoint.resume: auto
+        (the first from --resume DIR when given, or fresh when checkpoint.dir is empty)."""
+        o = self.overrides.copy()
+        if self.chain > 1 and (k > 1 or "checkpoint.resume" not in o.items):
+            o.set("checkpoint.resume", "auto")
+        for key, value in getattr(self, "task_overrides", []):
+            o.set(key, value)
+        return o
+
+    def add_task_outputs(self):
+        """With --array each task writes its own samples and checkpoints: sample.output and
+        checkpoint.dir go into the task's folder, unless --set/set already puts {task} in them.
+        An executable program runs in a folder per task, where relative paths already differ."""
+        self.task_overrides = []
+        if self.config is None:
+            self.problems.warning("the plugin config could not be read: with --array, give "
+                                  "--set sample.output=.../{task}/... and --set "
+                                  "checkpoint.dir=.../{task}/... yourself")
+            return
+        for key in ("sample.output", "checkpoint.dir"):
+            given = self.overrides.items.get(key)
+            if given is not None:
+                if TASK not in given:
+                    self.problems.error("--set %s=%s with --array: every task would write there. "
+                                        "Put {task} in it (e.g. out/sweep/{task}/...), or leave it "
+                                        "out: each task then gets %s" % (key, given, self.task_dir))
+                continue
+            value = str(plugin_setup.lookup(self.config, key) or "")
+            if not value:
+                continue
+            if self.executable_program and not os.path.isabs(value):
+                continue  # relative to the task's own run directory
+            self.task_overrides.append(
+                (key, os.path.join(self.task_dir, os.path.basename(os.path.normpath(value)))))
+
+    def check_gpus(self):
+        """How many GPUs to request (gpus.count, or 'auto': what the plugin config uses), checked
+        against the kind of partition, the node and the build."""
+        p, problems = self.profile, self.problems
+        kind = p["kind"]
+        device_set = "device" in self.overrides.items
+        device = self.overrides.items["device"] if device_set else \
+            sp.scalar_text(plugin_setup.lookup(self.config, "device", "auto")) if self.config else "auto"
+        source = "set.device = %s" % device if device_set else \
+            "device = %s (%s)" % (device, self.plugin.config if self.plugin and self.plugin.config
+                                  else "finecast's default")
+        used = plugin_setup.gpus_used(device)
+        gpus = p.get("gpus") or {}
+        count = gpus.get("count", "auto") if isinstance(gpus, dict) else 0
+        if count == "auto":
+            count = used if kind == "gpu" else 0
+        self.gpu_count = count
+        if kind == "cpu":
+            if count > 0:
+                problems.error("gpus.count = %d on a cpu profile: CPU partitions have no GPUs. Fix: "
+                               "remove 'gpus' (or --param gpus.count=0), or use a gpu profile "
+                               "(--profile gpu)" % count)
+            if device.startswith("cuda"):
+                problems.error("%s on a cpu profile, where no GPU exists. Fix: --set device=cpu "
+                               "(or device=auto), or use --profile gpu" % source)
+            return
+        m = re.match(r"^cuda:(\d+)$", device.strip().lower())
+        if m and int(m.group(1)) > 0:
+            problems.error("%s: every rank of a GPU job sees exactly one GPU (scripts/slurm/"
+                           "bind_gpu.sh: local rank modulo the node's GPUs), which is cuda:0. "
+                           "Fix: --set device=cuda" % source)
+        if device == "cpu":
+            problems.warning("%s on a gpu profile: the GPUs will sit idle" % source)
+        if count == 0:
+            problems.error("a gpu profile needs gpus.count >= 1 (e.g. gpus: {type: a100, count: "
+                           "auto}); %s uses no GPU: use --profile cpu, or --set device=cuda"
+                           % source if device == "cpu" else
+                           "a gpu profile needs gpus.count >= 1 (e.g. gpus: {type: a100, count: auto})")
+        per_node = p.get("gpus_per_node")
+        if isinstance(per_node, int) and count > per_node:
+            problems.error("gpus.count = %d, but a node of partition '%s' has gpus_per_node = %d. "
+                           "Fix: --param gpus.count=%d" % (count, p.get("partition"), per_node, per_node))
+        elif used and count > used and not self.executable_program:
+            problems.warning("gpus.count = %d, but finecast trains on one GPU (the trainer "
+                             "rank's); %d would sit idle. Fix: --param gpus.count=auto"
+                             % (count, count - used))
+        if used and not self.args.no_cuda_check:
+            self.check_cuda()
+
+    def check_cuda(self):
+        library = self.plugin.library if self.plugin else \
+            os.path.join(os.path.dirname(self.bin_dir), "lib", LIBRARY_FILE)
+        flavour, evidence = build_check.torch_flavour(library)
+        where = " (%s)" % self.plugin.where if self.plugin else ""
+        report = self.problems.error if self.args.submit else self.problems.warning
+        later = "" if self.args.submit else " (sbatch would be refused; this is a dry run)"
+        if flavour == build_check.CPU:
+            report("this is a GPU job, but the finecast plugin it loads%s is a CPU-only build: %s. "
+                   "It would train on the CPU (device: auto) or stop at start-up (device: cuda)%s. "
+                   "%s" % (where, evidence, later, build_check.HOW_TO_BUILD))
+        elif flavour == build_check.MISSING:
+            report("this is a GPU job, but the finecast plugin it loads%s is not built: %s%s. %s"
+                   % (where, evidence, later, build_check.HOW_TO_BUILD))
+        elif flavour == build_check.UNKNOWN:
+            self.problems.warning("could not tell whether %s has CUDA: %s. The job's log shows "
+                                  "the plugin's device line (Using device: CUDA ...)"
+                                  % (library, evidence))
+
+    def prepare_namelists(self):
+        """[(basename, source, text for chunk 1, text for chunks 2..)]: the program's namelists,
+        finecast in &comin_nml, the restart key set from chunk 2 on."""
+        prog, problems = self.program, self.problems
+        restart = prog.get("restart") or {}
+        name = str(prog.get("plugin_name") or "finecast")
+        result = []
+        for nml in [str(n) for n in prog.get("namelists") or []]:
+            src = self.absolute(nml)
+            base = os.path.basename(nml)
+            with open(src) as f:
+                text = f.read()
+            try:
+                namelist.groups(text, src)
+            except namelist.NamelistError as e:
+                problems.error(str(e))
+                continue
+            texts = []
+            for k in (1, 2):
+                t = text
+                if base == self.comin_nml:
+                    options = " ".join(plugin_setup.quote_option(w) for w in
+                                       [self.run] + self.chunk_overrides(k).words())
+                    longest = options.replace(TASK, str(max(self.task_ids))) if self.task_ids else options
+                    if len(longest) > namelist.COMIN_MAX_LEN["options"]:
+                        problems.error(
+                            "%s: finecast's &comin_nml options would be %d characters, but ComIn "
+                            "reads at most %d: '%s'. Fix: put the overrides into %s and launch with "
+                            "fewer --set" % (src, len(longest), namelist.COMIN_MAX_LEN["options"],
+                                             longest, self.run))
+                        return []
+                    try:
+                        t, index = namelist.put_plugin(t, name, self.plugin.library, options, src)
+                    except namelist.NamelistError as e:
+                        problems.error(str(e))
+                        return []
+                    self.plugin_index = index
+                if k == 2 and restart and os.path.basename(str(restart["namelist"])) == base:
+                    value = sp.scalar_text(restart.get("value", ".true."))
+                    if value in ("true", "false"):
+                        value = "." + value + "."
+                    try:
+                        t = namelist.set_value(t, str(restart["group"]), str(restart["key"]), value, src)
+                    except namelist.NamelistError as e:
+                        problems.error("program.restart: %s" % e)
+                        return []
+                texts.append(t)
+            result.append((base, src, texts[0], texts[1]))
+        return result
+
+    # ---- the script of chunk k
+    def render_chunk(self, k):
+        p = self.profile
+        with open(os.path.join(SCRIPT_DIR, "job.sbatch.in")) as f:
+            template = f.read()
+        q = shlex.quote
+        overrides = self.chunk_overrides(k)
+        nodes, per_node, cpus = p["nodes"], p["ntasks_per_node"], p["cpus_per_task"]
+        hint = p.get("hint") or ""
+        kind = p["kind"]
+
+        sbatch = []
+        if p.get("account"):
+            sbatch.append("--account=%s" % p["account"])
+        sbatch += ["--partition=%s" % p["partition"], "--nodes=%d" % nodes,
+                   "--ntasks-per-node=%d" % per_node, "--cpus-per-task=%d" % cpus]
+        if hint:
+            sbatch.append("--hint=%s" % hint)
+        if p.get("mem") not in (None, ""):
+            sbatch.append("--mem=%s" % p["mem"])
+        if self.gpu_count:
+            gtype = str((p.get("gpus") or {}).get("type") or "")
+            sbatch.append("--gres=gpu:%s%d" % (gtype + ":" if gtype else "", self.gpu_count))
+        sbatch.append("--time=%s" % p["time"])
+        if self.array:
+            sbatch.append("--array=%s" % self.array)
+        sbatch += ["--job-name=%s" % self.job_name, "--output=%s" % self.log_file]
+        sbatch += [str(o) for o in p.get("sbatch_extra") or []]
+
+        srun = ["--nodes=%d" % nodes, "--ntasks-per-node=%d" % per_node, "--cpus-per-task=%d" % cpus]
+        extra = [str(o) for o in p.get("srun_extra") or []]
+        if hint and not any(o.startswith("--hint") for o in extra):
+            srun.append("--hint=%s" % hint)
+        srun += extra
+
+        modules = [str(m) for m in p.get("modules") or []]
+        if modules:
+            module_block = "\n".join([
+                "# 'module' is a shell function that batch shells may not have yet.",
+                "if ! command -v module >/dev/null 2>&1 && [[ -f /etc/profile.d/modules.sh ]]; then",
+                "  # shellcheck source=/dev/null",
+                "  source /etc/profile.d/modules.sh",
+                "fi",
+                "module load " + " ".join(q(m) for m in modules)])
+        else:
+            module_block = "# No modules requested (profile key 'modules')."
+        env = p.get("env") or {}
+        env_block = "\n".join("export %s=%s" % (name, q(sp.scalar_text(value)))
+                              for name, value in env.items()) or "# No extra environment (profile key 'env')."
+
+        # What runs, and what is prepared for it.
+        prepare = []
+        search = [self.absolute(d) for d in p.get("outputs") or []]
+        if self.executable_program:
+            argv = [self.exe] + [str(a) for a in self.program.get("args") or []]
+            run_note = "%s in %s, finecast config %s" % (os.path.basename(self.exe), self.rundir, self.run)
+            prepare += self.prepare_rundir(k)
+            search.append(self.rundir)
+        else:
+            run_arg = self.run
+            if self.program == "host" and self.chain > 1:
+                text, start = self.chunk_run_files[k - 1]
+                run_file = os.path.join(self.log_dir, "%s-chunk%d-" % (self.job_name, k))
+                prepare += ["# This chunk's run file: %s from %s%s." % (
+                    os.path.relpath(self.run, self.workdir), start,
+                    ", a restart (restart_run: true)" if k > 1 else ""),
+                    'run_file=%s"${SLURM_JOB_ID:-0}".run.yaml' % shlex.quote(run_file),
+                    heredoc('"$run_file"', text, False), ""]
+                run_arg = "{run_file}"
+            argv = [self.exe] + ([run_arg] if self.program == "host" else ["--config", run_arg])
+            run_note = "%s %s" % ("run file" if self.program == "host" else "config", self.run)
+        for word in overrides.words():
+            if not self.executable_program:
+                argv += ["--set", word]
+        for key in ("checkpoint.dir", "checkpoint.resume", "sample.output", "output.path", "output.dir"):
+            value = overrides.items.get(key)
+            if value and value != "auto":
+                search.append(self.absolute(value) if key != "sample.output"
+                              else os.path.dirname(self.absolute(value)))
+        if self.task_dir:
+            search.append(self.task_dir)
+        for line in [str(x) for x in p.get("prolog") or []]:
+            prepare.append(line)
+        if p.get("prolog"):
+            prepare.append("")
+
+        gpu_report = ["# bind_gpu.sh gives each rank exactly one of the node's GPUs (local rank modulo GPU",
+                      "# count), so the trainer rank (rank 0) owns GPU 0 and no two ranks fight over it.",
+                      "if command -v nvidia-smi >/dev/null 2>&1; then",
+                      '  echo "finecast: GPUs visible:"',
+                      '  nvidia-smi -L || echo "finecast: nvidia-smi -L failed"',
+                      "else",
+                      '  echo "finecast: GPUs visible: nvidia-smi not found (CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-unset})"',
+                      "fi"] if kind == "gpu" else \
+            ['echo "finecast: GPUs visible: none requested (CPU partition); the device line below says what trains"']
+        command = " ".join(sh(a) for a in argv)
+        if kind == "gpu":
+            command = "%s/scripts/slurm/bind_gpu.sh %s" % (q(REPO_ROOT), command)
+
+        what = {"host": "finecast-host with the plugin", "replay": "offline replay (finecast-replay)"}.get(
+            self.program if isinstance(self.program, str) else "", "%s with finecast in &comin_nml" % (
+                os.path.basename(self.exe) if self.executable_program else ""))
+        what += " on a %s partition" % kind.upper()
+        if self.chain > 1:
+            what += ", chunk %d of %d" % (k, self.chain)
+        if self.array:
+            what += ", array %s" % self.array
+        chain_note = "# Chunk %d of %d: sbatch --dependency=%s:<job id of chunk %d> --kill-on-invalid-dep=yes." \
+            % (k, self.chain, self.meta["dependency"], k - 1) if k > 1 else \
+            ("# Chunk 1 of %d: the later chunks wait for it (afterok), each resumes from the checkpoints "
+             "of the one before (checkpoint.resume: auto)." % self.chain if self.chain > 1 else "")
+        task = ('task="${SLURM_ARRAY_TASK_ID:?this is an array job: submit it with sbatch --array}"'
+                if self.array else "")
+        job_note = ""
+        if self.array:
+            job_note += ' (array task ${task})'
+        if self.chain > 1:
+            job_note += ", chunk %d of %d" % (k, self.chain)
+
+        values = {
+            "WHAT": what,
+            "PROFILE": self.profile_path,
+            "DATE": datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S"),
+            "CHAIN_NOTE": chain_note,
+            "SBATCH": "\n".join("#SBATCH %s" % o for o in sbatch),
+            "MODULES": module_block,
+            "ENV": env_block,
+            "CPUS_PER_TASK": str(cpus),
+            "WORKDIR": q(self.workdir),
+            "TASK": task,
+            "JOB_NOTE": job_note,
+            "NTASKS": str(nodes * per_node),
+            "GPUS_PER_NODE": str(self.gpu_count),
+            "RUN_NOTE": run_note.replace('"', "'").replace("$", "\\$").replace("`", "'")
+                                .replace(TASK, "${task}"),
+            "GPU_REPORT": "\n".join(gpu_report),
+            "PREPARE": "\n".join(prepare),
+            "SRUN_OPTS": " ".join(q(o) for o in srun),
+            "COMMAND": command,
+            "REPO": q(REPO_ROOT),
+            "LOG_FILE": q(self.log_file),
+            "SEARCH": " ".join(sh(d) for d in outermost(search)),
+        }
+        text = re.sub(r"@([A-Z_]+)@", lambda m: values[m.group(1)], template)
+        return re.sub(r"\n{3,}", "\n\n", text)
+
+    def prepare_rundir(self, k):
+        """Shell lines: the run directory, the namelists (finecast in &comin_nml), the inputs."""
+        expand = bool(self.array)
+        lines = ["# The run directory: the program's namelists (finecast in &comin_nml), its inputs.",
+                 "rundir=%s" % sh(self.rundir), 'mkdir -p "$rundir"']
+        for base, src, first, later in self.namelist_texts:
+            text = first if k == 1 else later
+            notes = []
+            if base == self.comin_nml:
+                notes.append("finecast as &comin_nml plugin_list(%d)" % self.plugin_index)
+            restart = self.program.get("restart") or {}
+            if k > 1 and restart and os.path.basename(str(restart["namelist"])) == base:
+                notes.append("%s%%%s = %s (a restart chunk)" % (
+                    restart["group"], restart["key"], sp.scalar_text(restart.get("value", ".true."))))
+            lines.append("# %s: a copy of %s%s" % (base, src, ", with " + " and ".join(notes) if notes else ""))
+            lines.append(heredoc('"$rundir"/%s' % sh(base), text, expand))
+        for inp in [str(i) for i in self.program.get("inputs") or []]:
+            path = self.absolute(inp)
+            lines.append('ln -sfn %s "$rundir"/%s' % (sh(path), sh(os.path.basename(path.rstrip("/")))))
+        lines += ['cd "$rundir"', ""]
+        return lines
+
+
+LIBRARY_FILE = plugin_setup.LIBRARY_STEM + ".so"
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -176,6 +176,60 @@ TEST(RollingBufferSnapshot, RoundTripPreservesEverything) {
   EXPECT_EQ(RollingBuffer::load_h5(dir.file("empty.h5")).steps(), 0);
 }
 
+// A buffer held in parts by 3 trainer ranks (patches 0-3, 4-6, 7-9) is re-sharded for 2 ranks
+// (0-4, 5-9) and for 1: each range's samples, step by step, equal the whole buffer's.
+TEST(RollingBufferSnapshot, PartsOfAnyShardingLoadAnyRange) {
+  ScratchDir dir;
+  const int64_t n = 10;
+  std::vector<uint8_t> valid(n, 1);
+  valid[5] = 0;
+  const RollingBuffer whole = filled(4, n, 0, 5, &valid);
+  const int64_t bounds[] = {0, 4, 7, 10};
+  std::vector<std::string> parts;
+  for (int k = 0; k < 3; ++k) {
+    const int64_t first = bounds[k], count = bounds[k + 1] - bounds[k];
+    RollingBuffer part(4, count, C, P);
+    std::vector<float> ctx, fine;
+    for (int s = 2; s <= 5; ++s) {  // the steps the whole buffer holds
+      make_step(s, n, ctx, fine);
+      part.push(whole.datetime(s - 2), ctx.data() + first * C, fine.data() + first * P, valid.data() + first);
+    }
+    parts.push_back(dir.file("buffer.p" + std::to_string(k) + ".h5"));
+    part.save_h5(parts.back(), first, n);
+  }
+  std::vector<float> wc, wf, ww;
+  whole.snapshot(wc, wf, ww);
+  for (const auto& [first, count] : {std::pair<int64_t, int64_t>{0, 5}, {5, 5}, {0, 10}, {3, 2}}) {
+    SCOPED_TRACE("patches " + std::to_string(first) + "+" + std::to_string(count));
+    const RollingBuffer b = RollingBuffer::load_h5_range(parts, 4, first, count, C, P);
+    ASSERT_EQ(b.steps(), whole.steps());
+    std::vector<float> c, f, w;
+    b.snapshot(c, f, w);
+    // The whole buffer's samples of this range, in the same order (step-major, valid only).
+    std::vector<float> ec, ef;
+    size_t k = 0;
+    for (int s = 0; s < whole.steps(); ++s)
+      for (int64_t i = 0; i < n; ++i) {
+        if (!valid[i]) continue;
+        if (i >= first && i < first + count) {
+          ec.insert(ec.end(), wc.begin() + k * C, wc.begin() + (k + 1) * C);
+          ef.insert(ef.end(), wf.begin() + k * P, wf.begin() + (k + 1) * P);
+        }
+        ++k;
+      }
+    EXPECT_EQ(c, ec);
+    EXPECT_EQ(f, ef);
+  }
+  // A missing part is named.
+  const std::vector<std::string> two(parts.begin(), parts.begin() + 2);
+  try {
+    RollingBuffer::load_h5_range(two, 4, 0, 10, C, P);
+    ADD_FAILURE() << "an incomplete snapshot must be refused";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("patch 7 is in none of the parts"), std::string::npos) << e.what();
+  }
+}
+
 std::string load_error(const std::string& path, int cap = -1, int64_t n = -1, int c = -1,
                        int p = -1) {
   try {

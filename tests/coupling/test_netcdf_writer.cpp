@@ -61,6 +61,7 @@ TEST(EnsembleWriter, IconOutputReadsBackAndNcdumpAcceptsIt) {
     w.write("2021-01-01T00:00:00.000", a.data(), coarse.data());
     w.write("2021-01-01T06:00:00.000", ensemble(members, n, 251.0f).data(), coarse.data());
     EXPECT_EQ(FieldReader(path, "tas_coarse").n_times(), 2) << "records are readable during the run";
+    w.set_global_attribute("finecast_checkpoint", "run1/ckpt_000200.h5");
     w.close();
   }
   ASSERT_TRUE(testing_io::exists(path));
@@ -70,12 +71,15 @@ TEST(EnsembleWriter, IconOutputReadsBackAndNcdumpAcceptsIt) {
   const std::string header = run("ncdump -h '" + path + "' 2>&1", &status);
   ASSERT_EQ(status, 0) << header;
   for (const char* want :
-       {"time = UNLIMITED ; // (2 currently)", "member = 3 ;", "ncells = 50 ;",
-        "float tas(time, member, ncells) ;", "tas:coordinates = \"clon clat\" ;",
+       {"time = UNLIMITED ; // (2 currently)", "realization = 3 ;", "ncells = 50 ;",
+        "float tas(time, realization, ncells) ;", "tas:coordinates = \"clon clat\" ;",
+        "realization:standard_name = \"realization\" ;", "float tas_mean(time, ncells) ;",
+        "tas_mean:cell_methods = \"realization: mean\" ;", "tas_mean:units = \"K\" ;",
+        "tas_coarse:standard_name = \"air_temperature\" ;",
         "tas:units = \"K\" ;", "tas:standard_name = \"air_temperature\" ;",
         "time:units = \"seconds since 2021-01-01 00:00:00\" ;",
         "time:calendar = \"proleptic_gregorian\" ;", ":Conventions = \"CF-1.8\" ;",
-        ":finecast_checkpoint = \"run1/ckpt_000100.h5\" ;", "float tas_coarse(time, ncells) ;",
+        ":finecast_checkpoint = \"run1/ckpt_000200.h5\" ;", "float tas_coarse(time, ncells) ;",
         "clon:units = \"radian\" ;"})
     EXPECT_NE(header.find(want), std::string::npos) << "missing: " << want << "\n" << header;
   EXPECT_NE(header.find(std::string(":finecast_version = \"") + FINECAST_VERSION + "\""),
@@ -98,6 +102,13 @@ TEST(EnsembleWriter, IconOutputReadsBackAndNcdumpAcceptsIt) {
   const auto want = ensemble(members, n, 251.0f);
   for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(got[members * n + i], want[i]) << i;
   EXPECT_EQ(got[1], 1.0e20f);
+  // The ensemble mean: over the members with a value (cell 1 of the first record has two).
+  FieldReader mean(path, "tas_mean");
+  std::vector<float> m(n);
+  mean.read(0, m.data());
+  const auto first = ensemble(members, n, 250.0f);
+  EXPECT_FLOAT_EQ(m[1], (first[n + 1] + first[2 * n + 1]) / 2);
+  EXPECT_FLOAT_EQ(m[7], (first[7] + first[n + 7] + first[2 * n + 7]) / 3);
   FieldReader r(path, "tas_coarse");
   EXPECT_EQ(r.time_string(1), "2021-01-01T06:00:00");
   std::vector<float> c(n);
@@ -133,7 +144,7 @@ TEST(EnsembleWriter, LatLonCopiesCoordinatesFromTheInput) {
   int status = -1;
   const std::string header = run("ncdump -h '" + path + "' 2>&1", &status);
   EXPECT_EQ(status, 0) << header;
-  EXPECT_NE(header.find("float tas(time, member, lat, lon)"), std::string::npos) << header;
+  EXPECT_NE(header.find("float tas(time, realization, lat, lon)"), std::string::npos) << header;
   EXPECT_NE(header.find(":finecast_checkpoint = \"none\""), std::string::npos) << header;
 }
 
@@ -275,6 +286,54 @@ TEST(EnsembleWriter, RejectsBadUse) {
   EXPECT_EQ(r.n_times(), 2);
   EXPECT_EQ(r.time_string(1), "1");
 }
+
+// A record written in chunks of cells (as the plugin's trainer ranks deliver it) is the record
+// written at once: members, mean and companions, on ICON and on lat-lon grids (whole rows).
+TEST(EnsembleWriter, ARecordWrittenInChunksEqualsOneWrite) {
+  ScratchDir dir;
+  const int members = 3;
+  std::vector<double> lat(6), lon(8);
+  for (int i = 0; i < 6; ++i) lat[i] = -50 + 20 * i;
+  for (int i = 0; i < 8; ++i) lon[i] = 45 * i;
+  for (const OutputGrid& grid : {small_icon(50), OutputGrid::latlon(lat, lon)}) {
+    const int64_t n = grid.n_cells();
+    auto a = ensemble(members, static_cast<int>(n), 250.0f);
+    a[5] = std::numeric_limits<float>::quiet_NaN();
+    std::vector<float> coarse(static_cast<size_t>(n)), host(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) coarse[i] = 260.0f + 0.5f * i, host[i] = 270.0f - 0.25f * i;
+    const std::string once = dir.file("once.nc"), parts = dir.file("parts.nc");
+    {
+      EnsembleWriter w(once, grid, "t", {"K", "", ""}, members, {});
+      w.write("2021-01-01T00:00:00", a.data(), coarse.data(), host.data());
+    }
+    {
+      EnsembleWriter w(parts, grid, "t", {"K", "", ""}, members, {});
+      const int64_t chunk = 2 * w.chunk_alignment() + (grid.kind == OutputGrid::Kind::kIcon ? 5 : 0);
+      EXPECT_THROW(w.put(0, 1, a.data(), nullptr, nullptr), IoError) << "put() outside a record";
+      w.begin("2021-01-01T00:00:00", true, true);
+      for (int64_t first = 0; first < n; first += chunk) {
+        const int64_t count = std::min(chunk, n - first);
+        std::vector<float> m(static_cast<size_t>(members * count));
+        for (int k = 0; k < members; ++k)
+          std::copy(a.begin() + k * n + first, a.begin() + k * n + first + count, m.begin() + k * count);
+        w.put(first, count, m.data(), coarse.data() + first, host.data() + first);
+      }
+      w.end();
+    }
+    if (grid.kind == OutputGrid::Kind::kLatLon) {
+      EnsembleWriter w(dir.file("rows.nc"), grid, "t", {"K", "", ""}, members, {});
+      w.begin("2021-01-01T06:00:00", false, false);
+      EXPECT_THROW(w.put(3, 8, a.data(), nullptr, nullptr), IoError) << "not whole rows";
+    }
+    int status = -1;
+    const std::string diff =
+        run("/usr/bin/python3 " + std::string(FINECAST_SOURCE_DIR) + "/tests/comin/compare_netcdf.py '" + once + "' '" +
+                parts + "' --ignore history 2>&1",
+            &status);
+    EXPECT_EQ(status, 0) << diff;
+  }
+}
+
 
 }  // namespace
 }  // namespace finecast::coupling

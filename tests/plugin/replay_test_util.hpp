@@ -21,21 +21,27 @@ inline const std::string kTas = "/usr/share/ncarg/data/nug/tas_rectilinear_grid_
 
 inline bool exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
 
-/// The newest buffer snapshot "buffer_<step>.h5" of a checkpoint directory ("" when none): the
-/// one written with the newest checkpoint.
-inline std::string newest_buffer_snapshot(const std::string& dir) {
+/// The newest "<prefix><step>.h5" of a checkpoint directory ("" when none).
+inline std::string newest_h5(const std::string& dir, const std::string& prefix) {
   std::string newest;
   if (DIR* d = opendir(dir.c_str())) {
     while (const dirent* e = readdir(d)) {
       const std::string name = e->d_name;
-      if (name.rfind("buffer_", 0) == 0 && name.size() > 10 && name.compare(name.size() - 3, 3, ".h5") == 0 &&
-          name > newest)
+      if (name.rfind(prefix, 0) == 0 && name.size() > prefix.size() + 3 &&
+          name.compare(name.size() - 3, 3, ".h5") == 0 && name > newest)
         newest = name;
     }
     closedir(d);
   }
   return newest.empty() ? "" : dir + "/" + newest;
 }
+
+/// The newest buffer snapshot "buffer_<step>.h5" of a checkpoint directory ("" when none): the
+/// one written with the newest checkpoint.
+inline std::string newest_buffer_snapshot(const std::string& dir) { return newest_h5(dir, "buffer_"); }
+
+/// The newest checkpoint "ckpt_<step>.h5" of a checkpoint directory ("" when none).
+inline std::string newest_checkpoint(const std::string& dir) { return newest_h5(dir, "ckpt_"); }
 
 inline std::string binary(const std::string& name) {
   return std::string(FINECAST_BINARY_DIR) + "/bin/" + name;

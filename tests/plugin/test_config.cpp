@@ -51,7 +51,7 @@ TEST(Config, ValuesAreReadWithTheirTypes) {
   EXPECT_DOUBLE_EQ(c.train.lr, 2.5e-4);
   EXPECT_FALSE(c.train.async);
   EXPECT_EQ(c.train.batch_size, 256);
-  EXPECT_EQ(c.model.arch, "unet");
+  EXPECT_EQ(c.model.arch, finecast::trainer::Arch::kUnet);
 }
 
 TEST(Config, WrongTypeNamesFileLineKeyAndValue) {
@@ -60,14 +60,14 @@ TEST(Config, WrongTypeNamesFileLineKeyAndValue) {
   EXPECT_EQ(error_of(std::string(kMinimal) + "train:\n  async: maybe\n"),
             "configs/x.yaml:5: train.async must be true or false, got \"maybe\"");
   EXPECT_EQ(error_of(std::string(kMinimal) + "train:\n  lr: [1, 2]\n"),
-            "configs/x.yaml:5: train.lr must be a number in (0, 10], got a list");
+            "configs/x.yaml:5: train.lr must be a positive number, got a list");
 }
 
 TEST(Config, OutOfRangeValues) {
   EXPECT_EQ(error_of(std::string(kMinimal) + "train:\n  batch_size: 0\n"),
             "configs/x.yaml:5: train.batch_size must be a positive integer, got 0");
   EXPECT_EQ(error_of(std::string(kMinimal) + "train:\n  ema_decay: 1.5\n"),
-            "configs/x.yaml:5: train.ema_decay must be a number in [0, 1], got 1.5");
+            "configs/x.yaml:5: train.ema_decay must be a number in [0, 1), got 1.5");
   EXPECT_EQ(error_of(std::string(kMinimal) + "model:\n  schedule: quadratic\n"),
             "configs/x.yaml:5: model.schedule must be one of linear, cosine, got \"quadratic\"");
   EXPECT_NE(error_of(std::string(kMinimal) + "device: cuda:N\n").find("device must be one of"), std::string::npos);
@@ -98,6 +98,58 @@ TEST(Config, InvalidYamlAndCombinations) {
   EXPECT_NE(error_of(std::string(kMinimal) + "train: {min_steps: 60}\n").find("must not exceed buffer.capacity"),
             std::string::npos);
   EXPECT_NE(error_of(std::string(kMinimal) + "model: {arch: unet}\n").find("grid.type: latlon"), std::string::npos);
+}
+
+// Inputs that once crashed finecast-config or were silently accepted.
+TEST(Config, DuplicateAndNonScalarKeysAreRefused) {
+  EXPECT_EQ(error_of(std::string(kMinimal) + "seed: 1\nseed: 2\n"),
+            "configs/x.yaml:5: duplicate key seed (first given on line 4)");
+  EXPECT_EQ(error_of(std::string(kMinimal) + "train:\n  lr: 1\n  lr: 2\n"),
+            "configs/x.yaml:6: duplicate key train.lr (first given on line 5)");
+  EXPECT_EQ(error_of(std::string(kMinimal) + "? [a, b]\n: 1\n"), "configs/x.yaml:4: keys must be names, got a list");
+  EXPECT_EQ(error_of(std::string(kMinimal) + "train: {{x: 1}: 2}\n"),
+            "configs/x.yaml:4: keys must be names, got a mapping in train");
+  EXPECT_EQ(error_of(kMinimal, {"device.x=1"}),
+            "--set device.x=1: device takes a value, it has no keys below it (--set device=VALUE)");
+}
+
+TEST(Config, EveryErrorIsReportedInOneRun) {
+  // Independent mistakes, each reported, one per line: in file order (the --set key is added at the
+  // end of the file), then the missing key.
+  const std::string e = error_of(
+      "fields: [ts]\n"
+      "train:\n"
+      "  batch_size: sixteen\n"
+      "  batchsize: 3\n"
+      "model: {schedule: quadratic}\n"
+      "sample: 7\n",
+      {"device=gpu"});
+  EXPECT_EQ(e,
+            "configs/x.yaml:3: train.batch_size must be a positive integer, got \"sixteen\"\n"
+            "configs/x.yaml:4: unknown key train.batchsize (allowed in train: async, every, min_steps, epochs, ranks, placement, gpu_ids, "
+            "batch_size, lr, weight_decay, warmup_steps, decay_steps, min_lr_ratio, grad_clip, ema_decay, "
+            "mixed_precision, max_bad_steps, accumulate, validation, validation_members, validation_max_samples, "
+            "validation_metric, early_stop, plateau, plateau_factor, plateau_min_scale, keep_best, max_device_memory, "
+            "force_autograd, threads, max_threads, cuda_graphs)\n"
+            "configs/x.yaml:5: model.schedule must be one of linear, cosine, got \"quadratic\"\n"
+            "configs/x.yaml:6: sample must be a mapping of keys (every, members, sampler, steps, eta, threads, "
+            "max_threads, cuda_graphs, output, write_back, device)\n"
+            "--set device: device must be one of auto, cpu, cuda, cuda:N, mps, got \"gpu\"\n"
+            "configs/x.yaml: missing required key grid.file (ICON grid file, or a CF file with the lat/lon "
+            "coordinates)");
+}
+
+TEST(Config, RulesOnSeveralKeysSkipKeysThatFailed) {
+  // min_steps is unreadable, so "min_steps must not exceed capacity" would judge its default (48)
+  // against a capacity of 4: a mistake the user did not make.
+  EXPECT_EQ(error_of(std::string(kMinimal) + "train: {min_steps: lots}\nbuffer: {capacity: 4}\n"),
+            "configs/x.yaml:4: train.min_steps must be a positive integer, got \"lots\"");
+  // Two rules that fail together are both reported.
+  const std::string e = error_of(std::string(kMinimal) + "train: {min_steps: 60, mixed_precision: true}\ndevice: cpu\n");
+  EXPECT_NE(e.find("train.min_steps (60) must not exceed buffer.capacity (48)"), std::string::npos) << e;
+  EXPECT_NE(e.find("\nconfigs/x.yaml: train.mixed_precision needs a CUDA device"), std::string::npos) << e;
+  // A missing `fields` is reported alone: the write_back rule needs it.
+  EXPECT_EQ(error_of("grid: {file: g.nc}\nsample: {write_back: ts}\n").find('\n'), std::string::npos);
 }
 
 TEST(Config, OverridesApplyAndAreNamedInErrors) {

@@ -172,6 +172,73 @@ TEST(DownscaleEndToEnd, ReplayCheckpointReproducesThePluginAndIsScored) {
     std::stringstream json;
     json << in.rdbuf();
     EXPECT_NE(json.str().find("crps"), std::string::npos) << json.str().substr(0, 400);
+    // --time by date scores the same step: the truth's step at that date, and the one-step
+    // prediction's step with the same date.
+    const std::string date = cli_out.time_string(0);
+    ASSERT_EQ(date.rfind("2005-06-", 0), 0u) << date;
+    const CommandResult by_date =
+        run_command(binary("finecast-eval") + " --truth " + kTas + " --pred " + dir.file("cli.nc") +
+                    " --var tas --block 8 --time " + date);
+    ASSERT_EQ(by_date.rc, 0) << by_date.output;
+    const CommandResult by_index =
+        run_command(binary("finecast-eval") + " --truth " + kTas + " --pred " + dir.file("cli.nc") +
+                    " --var tas --block 8 --time 5");
+    EXPECT_EQ(by_date.output, by_index.output);
+    const CommandResult no_step =
+        run_command(binary("finecast-eval") + " --truth " + kTas + " --pred " + dir.file("cli.nc") +
+                    " --var tas --block 8 --time 1999-01-01");
+    EXPECT_EQ(no_step.rc, 1);
+    EXPECT_NE(no_step.output.find("--time 1999-01-01: " + kTas + " has no step at 1999-01-01T00:00:00"),
+              std::string::npos)
+        << no_step.output;
+  }
+}
+
+// A lat-lon replay with an orography-like static field (input.static: January's tas held
+// constant, named oro; patch.orography: oro): the checkpoint records the orography context and
+// finecast-downscale, given the same field with --orography FILE:VAR, reproduces the sample.
+TEST(DownscaleEndToEnd, LatLonStaticOrographyFromAReplayIsReproduced) {
+  ScratchDir dir("downscale_oro");
+  std::string run = tiny_run_file(dir.file("plugin.yaml"), "round_robin");
+  const std::string vars = "variables: [tas]}";
+  ASSERT_NE(run.find(vars), std::string::npos);
+  run.replace(run.find(vars), vars.size(),
+              "variables: [tas], static: [{file: " + kTas + ", var: tas, name: oro}]}");
+  write_text(dir.file("plugin.yaml"), tiny_plugin_config(dir.path()) + "patch: {orography: oro}\n");
+  write_text(dir.file("run.yaml"), run);
+  const CommandResult replay =
+      run_command("mpiexec -n 1 " + binary("finecast-replay") + " --config " +
+                  dir.file("run.yaml") + " --progress lines");
+  ASSERT_EQ(replay.rc, 0) << replay.output;
+  EXPECT_NE(replay.output.find("context of 9 values"), std::string::npos) << replay.output;
+
+  fp::DownscaleOptions o;
+  o.checkpoint = dir.file("checkpoints");
+  o.input = kTas;
+  o.vars = {"tas"};
+  o.output = dir.file("june.nc");
+  o.members = 2;
+  o.device = "cpu";
+  o.steps = 4;
+  o.seed = 7;
+  o.threads = 1;
+  o.times = {"5"};
+  EXPECT_NE(downscale_error(o).find("--orography FILE:VAR"), std::string::npos)
+      << downscale_error(o);
+  o.orography = kTas;  // FILE alone: the variable is the one the checkpoint names (oro): absent
+  EXPECT_NE(downscale_error(o).find("has no variable 'oro'"), std::string::npos)
+      << downscale_error(o);
+  o.orography = kTas + ":tas";
+  const fp::DownscaleResult res = fp::run_downscale(o);
+  EXPECT_TRUE(res.orography);
+  for (int m = 0; m < 2; ++m) {
+    const auto plugin = read_step(dir.file("out.nc"), "tas", 0, m),
+               offline = read_step(o.output, "tas", 0, m);
+    ASSERT_EQ(plugin.size(), offline.size());
+    double worst = 0;
+    for (size_t i = 0; i < plugin.size(); ++i)
+      worst = std::max(worst, std::fabs(double(plugin[i]) - offline[i]));
+    EXPECT_LT(worst, 1e-4) << "member " << m << " differs from the plugin's sample";
   }
 }
 
@@ -200,8 +267,11 @@ TEST(DownscaleErrors, MismatchedGridsAndCheckpointsAreNamed) {
   EXPECT_NE(downscale_error(b).find("expects a context of 7 values per patch, but 1 field(s) on"),
             std::string::npos)
       << downscale_error(b);
-  EXPECT_NE(downscale_error(b).find("give 8 (with static features) or 5 (without)"),
-            std::string::npos);
+  EXPECT_NE(downscale_error(b).find("give 8 with position features, 9 with position features "
+                                    "and orography, 5 without position features or orography, "
+                                    "6 with orography"),
+            std::string::npos)
+      << downscale_error(b);
 
   b = o;
   b.grid = "/usr/share/ncarg/data/nug/HSURF_regional_model_0.44deg.nc";

@@ -141,9 +141,9 @@ TEST(FullDisk, AFailedOutputKeepsTheRecordsWrittenBefore) {
   ftr::ScratchDir dir("full_disk_output");
   ftr::write_text(dir.file("plugin.yaml"), plugin_config("on_error: disable\n"));
   ftr::write_text(dir.file("host.yaml"), host_run_file(12));
-  // The coordinates (330 kB) and one record (2 members, the coarse and the host field on 20,480
-  // cells: 330 kB) fit, the second record does not.
-  const ftr::CommandResult r = run_with_full_disk(dir.path(), "out.nc", 900000);
+  // The coordinates with their corners (1.33 MB) and one record (2 members, their mean, the
+  // coarse and the host field on 20,480 cells: 410 kB) fit, the second record does not.
+  const ftr::CommandResult r = run_with_full_disk(dir.path(), "out.nc", 1950000);
   ASSERT_NE(r.rc, 124) << "the run hung:\n" << r.output;
   EXPECT_EQ(r.rc, 0) << r.output;
   EXPECT_NE(r.output.find("output at 1979-01-01T"), std::string::npos) << r.output;

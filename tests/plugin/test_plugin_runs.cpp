@@ -18,6 +18,7 @@
 #include "coupling/grid/icon_grid.hpp"
 #include "coupling/grid/icon_hierarchy.hpp"
 #include "coupling/io/field_reader.hpp"
+#include "tests/plugin/yaml_merge.hpp"
 
 namespace fs = std::filesystem;
 
@@ -54,15 +55,18 @@ fs::path workdir(const std::string& name) {
 
 void write_file(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
 
-/// A small but complete plugin config: R2B4 -> R2B0, tiny model, synchronous training.
+/// A small but complete plugin config: R2B4 -> R2B0, tiny model, synchronous training; `extra`
+/// changes or adds keys.
 std::string tiny_plugin_config(const std::string& extra = "") {
-  return "fields: [ts]\nseed: 3\ndevice: cpu\n"
+  return finecast::testing_config::merged_yaml(
+      "fields: [ts]\nseed: 3\ndevice: cpu\n"
          "grid: {type: icon, file: " + kGrid + ", coarse_level: 0}\n"
          "buffer: {capacity: 4}\n"
          "model: {hidden: 32, depth: 2, time_embedding: 16, diffusion_steps: 10}\n"
          "train: {async: false, every: 4, min_steps: 4, epochs: 1, batch_size: 64, warmup_steps: 2, threads: 1}\n"
          "sample: {every: 0, members: 2, steps: 2, output: out.nc}\n"
-         "checkpoint: {dir: ckpt, keep: 2}\n" + extra;
+         "checkpoint: {dir: ckpt, keep: 2}\n",
+      extra);
 }
 
 /// A host run file of `steps` steps loading the plugin with `options`.
@@ -231,6 +235,37 @@ TEST(PluginRuns, UnknownEntryPointStopsAtStartUp) {
       << r.output;
 }
 
+// LibTorch sets its thread count through OpenMP on the calling thread, which is the host's:
+// the plugin trains (here on the host's thread) and samples with train.threads threads and
+// leaves the host rank's OpenMP thread count as it was. finecast-host checks it after every
+// callback and would warn.
+TEST(PluginRuns, HostOpenMpThreadCountIsLeftAsItWas) {
+  const fs::path dir = workdir("omp_threads");
+  write_file(dir / "plugin.yaml",
+             tiny_plugin_config("sample: {every: 4, members: 2, steps: 2, output: out.nc}\ntrain: {threads: 3}\n"));
+  write_file(dir / "host.yaml", host_run_file(8, "plugin.yaml"));
+  const Result r = run_host(dir, 2, "OMP_NUM_THREADS=8");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("8 OpenMP thread(s)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Training session 1 "), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("changed this rank's OpenMP thread count"), std::string::npos) << r.output;
+}
+
+// Before the first session the trainer rank says why it is idle, and train.validation reaches
+// the trainer through the config: the session holds out the most recent step and scores it.
+TEST(PluginRuns, BufferProgressAndValidationAreLogged) {
+  const fs::path dir = workdir("validation");
+  write_file(dir / "plugin.yaml",
+             tiny_plugin_config("train: {validation: 0.25, validation_members: 2, validation_max_samples: 16}\n"));
+  write_file(dir / "host.yaml", host_run_file(8, "plugin.yaml"));
+  const Result r = run_host(dir, 2);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* line : {"Buffer 1/4 steps; first training session in 3 coupling steps",
+                           "Buffer 4/4 steps; first training session now", "Training session 1 ",
+                           "Validation (80 held-out samples of the 1 most recent steps): loss "})
+    EXPECT_NE(r.output.find(line), std::string::npos) << line << "\n" << r.output;
+}
+
 // The NetCDF output opens with ncdump, has the ensemble layout, and every sampled patch's
 // area-weighted mean equals its coarse value (conservative mode, the default).
 TEST(PluginRuns, OutputIsCfNetcdfAndConservative) {
@@ -241,7 +276,7 @@ TEST(PluginRuns, OutputIsCfNetcdfAndConservative) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const Result dump = run("ncdump -h " + (dir / "out/ts.nc").string());
   ASSERT_EQ(dump.exit_code, 0) << dump.output;
-  for (const char* expected : {"member = 3", "time = UNLIMITED", "ncells = 20480", "float ts(time, member, ncells)",
+  for (const char* expected : {"realization = 3", "time = UNLIMITED", "ncells = 20480", "float ts(time, realization, ncells)",
                                ":source = \"finecast", ":finecast_checkpoint = "})
     EXPECT_NE(dump.output.find(expected), std::string::npos) << expected << "\n" << dump.output;
   // The tools climate scientists use open it too: cdo and xarray (both installed by setup.sh).
@@ -249,9 +284,9 @@ TEST(PluginRuns, OutputIsCfNetcdfAndConservative) {
   EXPECT_EQ(cdo.exit_code, 0) << cdo.output;
   EXPECT_NE(cdo.output.find("points=20480"), std::string::npos) << cdo.output;
   const Result xr = run("/usr/bin/python3 -c \"import xarray as xr; ds = xr.open_dataset('" + (dir / "out/ts.nc").string() +
-                        "'); print(dict(ds.sizes)['member'], ds.ts.dims)\"");
+                        "'); print(dict(ds.sizes)['realization'], ds.ts.dims)\"");
   EXPECT_EQ(xr.exit_code, 0) << xr.output;
-  EXPECT_NE(xr.output.find("3 ('time', 'member', 'ncells')"), std::string::npos) << xr.output;
+  EXPECT_NE(xr.output.find("3 ('time', 'realization', 'ncells')"), std::string::npos) << xr.output;
 
   const auto grid = finecast::coupling::read_icon_grid(kGrid);
   const auto map = finecast::coupling::icon_patch_map(grid, 0);

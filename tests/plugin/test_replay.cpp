@@ -68,31 +68,24 @@ TEST(ReplayRunConfig, DefaultsAndBothVariableForms) {
 }
 
 TEST(ReplayRunConfig, BadFilesNameTheKeyAndLine) {
-  EXPECT_NE(config_error(std::string(kMinimalRun) + "epoch: 3\n")
-                .find("run.yaml:2: epoch: unknown key (allowed: "),
-            std::string::npos);
-  EXPECT_NE(config_error("input: {variables: [tas]}\n").find("input.files: missing"),
-            std::string::npos);
-  EXPECT_NE(config_error("input: {files: a.nc}\n").find("input.variables: missing"),
-            std::string::npos);
-  EXPECT_NE(config_error(std::string(kMinimalRun) + "time: {start: March}\n")
-                .find("time.start: expected a 0-based step index or an ISO 8601 date"),
-            std::string::npos);
-  EXPECT_NE(config_error(std::string(kMinimalRun) + "time: {stride: 0}\n")
-                .find("time.stride: must be >= 1"),
-            std::string::npos);
-  EXPECT_NE(
-      config_error(std::string(kMinimalRun) + "epochs: two\n").find("epochs: expected an integer"),
-      std::string::npos);
-  EXPECT_NE(config_error(std::string(kMinimalRun) + "grid: {type: icon}\n")
-                .find("grid.file: required for grid.type icon"),
-            std::string::npos);
-  EXPECT_NE(config_error(std::string(kMinimalRun) + "decomposition: blocks\n")
-                .find("must be one of round_robin, lat_bands, random; got 'blocks'"),
-            std::string::npos);
-  EXPECT_NE(config_error(std::string(kMinimalRun) + "plugins: [{name: x}]\n")
-                .find("plugins[0].library: missing"),
-            std::string::npos);
+  // The same walker and messages as the plugin's config (common/yaml_schema).
+  EXPECT_EQ(config_error(std::string(kMinimalRun) + "epoch: 3\n"),
+            "run.yaml:2: unknown key epoch (allowed: input, time, grid, epochs, nproma, decomposition, seed, "
+            "progress_every, comin_namelist, plugins)");
+  EXPECT_EQ(config_error("input: {variables: [tas]}\n").rfind("run.yaml: missing required key input.files (", 0), 0u);
+  EXPECT_EQ(config_error("input: {files: a.nc}\n").rfind("run.yaml: missing required key input.variables (", 0), 0u);
+  EXPECT_EQ(config_error(std::string(kMinimalRun) + "time: {start: March}\n"),
+            "run.yaml:2: time.start must be a 0-based step index or an ISO 8601 date, got \"March\"");
+  EXPECT_EQ(config_error(std::string(kMinimalRun) + "time: {stride: 0}\n"),
+            "run.yaml:2: time.stride must be a positive integer, got 0");
+  EXPECT_EQ(config_error(std::string(kMinimalRun) + "epochs: two\n"), "run.yaml:2: epochs must be a positive integer, got \"two\"");
+  EXPECT_EQ(config_error(std::string(kMinimalRun) + "grid: {type: icon}\n"),
+            "run.yaml: grid.file is required for grid.type icon (the ICON grid file)");
+  EXPECT_EQ(config_error(std::string(kMinimalRun) + "decomposition: blocks\n"),
+            "run.yaml:2: decomposition must be one of round_robin, lat_bands, random, got \"blocks\"");
+  EXPECT_EQ(config_error(std::string(kMinimalRun) + "plugins: [{name: x}]\n").rfind(
+                "run.yaml:2: missing required key plugins[0].library (", 0),
+            0u);
   EXPECT_NE(config_error("input: {files: a.nc, variables: [tas, tas]}\n").find("'tas' given twice"),
             std::string::npos);
   EXPECT_EQ(config_error(kMinimalRun), "");
@@ -194,10 +187,11 @@ TEST(ReplayCli, BadArgumentsGiveClearErrors) {
   ScratchDir dir;
   auto r = run_command(binary("finecast-replay"));
   EXPECT_NE(r.rc, 0);
-  EXPECT_NE(r.output.find("--config is required"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("a run/config file (FILE or --config FILE) is required"), std::string::npos)
+      << r.output;
   r = run_command(binary("finecast-replay") + " --config " + dir.file("missing.yaml"));
   EXPECT_NE(r.rc, 0);
-  EXPECT_NE(r.output.find("cannot open replay run file '" + dir.file("missing.yaml") + "'"),
+  EXPECT_NE(r.output.find(dir.file("missing.yaml") + ": cannot open the replay run file"),
             std::string::npos)
       << r.output;
   write_text(dir.file("plugin.yaml"), tiny_plugin_config(dir.path()));
@@ -205,7 +199,9 @@ TEST(ReplayCli, BadArgumentsGiveClearErrors) {
   r = run_command(binary("finecast-replay") + " --config " + dir.file("run.yaml") +
                   " --set device");
   EXPECT_NE(r.rc, 0);
-  EXPECT_NE(r.output.find("--set device: expected KEY=VALUE"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--set: expected KEY=VALUE (e.g. --set device=cpu), got 'device'"),
+            std::string::npos)
+      << r.output;
   r = run_command(binary("finecast-replay") + " --config " + dir.file("run.yaml") +
                   " --set other:device=cpu");
   EXPECT_NE(r.rc, 0);
@@ -294,7 +290,7 @@ TEST(ReplayConfigs, ShippedRunFilesAndTheirPluginConfigsParse) {
     EXPECT_EQ(c.plugins[0].options, "configs/" + name + "_plugin.yaml");
     const finecast::plugin::Config pc = finecast::plugin::load_config(dir + name + "_plugin.yaml");
     EXPECT_EQ(pc.fields.front(), c.variables.front().name) << name;
-    EXPECT_EQ(pc.grid.type, c.grid_type) << name;
+    EXPECT_EQ(finecast::schema::name_of(pc.grid.type), c.grid_type) << name;
     EXPECT_FALSE(pc.train.async) << name << ": offline the replay outruns asynchronous training";
   }
   const fr::ReplayRunConfig tas = fr::load_replay_run_config(dir + "replay_tas.yaml");

@@ -52,6 +52,26 @@ finish() {
   echo "all checks passed"
 }
 
+# make_stub_plugin DIR cuda|cpu: DIR/libfinecast_comin.so, an empty library that depends, as the
+# real plugin does, on DIR/libfinecast_trainer.so.0, which depends on stub LibTorch libraries of a
+# CUDA or a CPU-only build (found through RUNPATH): what launch.sh's CUDA check reads with ldd.
+make_stub_plugin() {
+  local dir="$1" flavour="$2" libs=(torch c10 torch_cpu) links=() lib
+  [[ "$flavour" == cuda ]] && libs+=(torch_cuda c10_cuda)
+  mkdir -p "$dir"
+  dir="$(cd "$dir" && pwd)"
+  echo 'int finecast_stub(void) { return 0; }' >"$dir/stub.c"
+  for lib in "${libs[@]}"; do
+    gcc -shared -fPIC -o "$dir/lib$lib.so" -Wl,-soname,"lib$lib.so" "$dir/stub.c"
+    links+=("-l$lib")
+  done
+  gcc -shared -fPIC -o "$dir/libfinecast_trainer.so.0" -Wl,-soname,libfinecast_trainer.so.0 "$dir/stub.c" \
+    -L"$dir" -Wl,--no-as-needed "${links[@]}" -Wl,-rpath,"$dir"
+  ln -sf libfinecast_trainer.so.0 "$dir/libfinecast_trainer.so"
+  gcc -shared -fPIC -o "$dir/libfinecast_comin.so" "$dir/stub.c" -L"$dir" -Wl,--no-as-needed \
+    -lfinecast_trainer -Wl,-rpath,"$dir"
+}
+
 # ---- for the tests that run the real finecast-host with the plugin ----
 
 HOST_EXE="$BIN/bin/finecast-host"

@@ -13,7 +13,7 @@ write_host_run_file run.yaml 8 "$WORK/plugin.yaml"
   --param time=00:05:00 --param "outputs=[out, ckpt]" >launch.out 2>launch.err || fail "launch failed: $(cat launch.err)"
 assert_contains "$(cat launch.out)" "launch: submitted job 1001" "launch output"
 assert_contains "$(cat "$FAKE_SLURM_DIR/calls.log")" \
-  "srun --nodes=1 --ntasks-per-node=2 --cpus-per-task=1 $HOST_EXE $WORK/run.yaml --set device=cpu" "srun call"
+  "srun --nodes=1 --ntasks-per-node=2 --cpus-per-task=1 --hint=nomultithread $HOST_EXE $WORK/run.yaml --set device=cpu" "srun call"
 
 log="$(cat out/slurm/finecast-cpu-1001.out 2>/dev/null)"
 assert_eq "$(cat "$FAKE_SLURM_DIR/job-1001.rc" 2>/dev/null)" 0 "job exit status (log: $log)"

@@ -28,7 +28,8 @@ for line in "#SBATCH --account=bb1234" "#SBATCH --partition=gpu-a100" "#SBATCH -
             "#SBATCH --time=02:30:00" "#SBATCH --job-name=finecast-gpu" \
             "#SBATCH --output=$WORK/out/slurm/finecast-gpu-%j.out" \
             "module load gcc/11.2.0 openmpi/4.1.2" "export MY_FLAG=fast" "nvidia-smi -L" \
-            "srun --nodes=1 --ntasks-per-node=4 --cpus-per-task=16 $SRC/scripts/slurm/bind_gpu.sh" \
+            "#SBATCH --hint=nomultithread" \
+            "srun --nodes=1 --ntasks-per-node=4 --cpus-per-task=16 --hint=nomultithread $SRC/scripts/slurm/bind_gpu.sh" \
             "/finecast-host $WORK/run.yaml --set device=cuda --set train.epochs=3 --set checkpoint.resume=$WORK/ckpt" \
             "job_summary.sh"; do
   assert_contains "$gpu" "$line" "gpu script"

@@ -33,7 +33,7 @@ assert_contains "$reply" "squeue -j 1001" "launch output"
 assert_contains "$reply" "$WORK/out/slurm/finecast-cpu-1001.out" "launch output: the log path with the job id"
 calls="$(cat "$FAKE_SLURM_DIR/calls.log")"
 assert_contains "$calls" "sbatch --parsable $WORK/out/slurm/finecast-cpu-" "sbatch call"
-assert_contains "$calls" "srun --nodes=1 --ntasks-per-node=3 --cpus-per-task=2 $WORK/probe-bin/finecast-host $WORK/run.yaml --set device=cpu --set train.epochs=1" "srun call"
+assert_contains "$calls" "srun --nodes=1 --ntasks-per-node=3 --cpus-per-task=2 --hint=nomultithread $WORK/probe-bin/finecast-host $WORK/run.yaml --set device=cpu --set train.epochs=1" "srun call"
 assert_eq "$(cat "$FAKE_SLURM_DIR/job-1001.rc")" 0 "job exit status"
 for rank in 0 1 2; do
   probe="$(cat "out/probe-rank-$rank.txt" 2>/dev/null)" || { fail "rank $rank did not run"; continue; }
@@ -52,6 +52,8 @@ assert_contains "$log" "finecast: checkpoints written (0):" "job log lists no ch
 ls out/slurm/finecast-cpu-*.sbatch >/dev/null 2>&1 || fail "the submitted job script is not kept beside the log"
 
 # ---- a GPU job: each rank sees one of the GPUs SLURM gave the step ----
+# launch.sh submits a GPU job only with a CUDA build of the plugin it loads (<bin-dir>/../lib).
+make_stub_plugin lib cuda
 mkdir -p ckpt && echo x >ckpt/old.h5
 sleep 1  # the job lists files newer than its start; old.h5 must be older
 rm -f out/probe-rank-*.txt

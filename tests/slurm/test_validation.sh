@@ -36,15 +36,22 @@ rejects "bad time" "time '90min' is not a SLURM time; use MM, HH:MM:SS or D-HH:M
   --profile cpu --run run.yaml --dry-run --param time=90min
 rejects "zero nodes" "nodes must be >= 1, got 0" --profile cpu --run run.yaml --dry-run --param nodes=0
 rejects "unknown kind" "kind must be 'gpu' or 'cpu', got 'tpu'" --profile cpu --run run.yaml --dry-run --param kind=tpu
-rejects "unknown program" "program must be one of host | replay, got 'icon'" \
+rejects "unknown program" "program must be one of host | replay, or a mapping {executable: PATH, args: [...], namelists: [...]} for ICON or another ComIn host (configs/slurm/icon.yaml), got 'icon'" \
   --profile cpu --run run.yaml --dry-run --param program=icon
 rejects "unknown profile" "profile 'nosuch' not found" --profile nosuch --run run.yaml --dry-run
-assert_contains "$(cat stderr)" "known profiles: cpu, gpu, replay" "unknown profile lists the known ones"
+assert_contains "$(cat stderr)" "known profiles: cpu, gpu, icon, replay" "unknown profile lists the known ones"
 rejects "missing resume directory" "--resume $WORK/nockpt: no such directory" \
   --profile cpu --run run.yaml --dry-run --resume "$WORK/nockpt"
 rejects "unknown argument" "unknown argument '--bogus'" --profile cpu --bogus
 rejects "no profile" "--profile is required" --run run.yaml --dry-run
 rejects "--set without =" "--set expects KEY=VALUE, got 'device'" --profile cpu --run run.yaml --dry-run --set device
+rejects "chain of zero" "--chain expects a number of chunks >= 1, got '0'" --profile cpu --run run.yaml --dry-run --chain 0
+rejects "chain not a number" "--chain expects a number of chunks >= 1, got 'x'" --profile cpu --run run.yaml --dry-run --chain x
+rejects "bad mem" "mem '2 GB' is not a SLURM memory size" --profile cpu --run run.yaml --dry-run --param 'mem=2 GB'
+rejects "bad hint" "hint must be one of nomultithread, multithread, compute_bound, memory_bound (or empty), got 'fast'" \
+  --profile cpu --run run.yaml --dry-run --param hint=fast
+rejects "array in sbatch_extra" "sbatch_extra '--array=0-3': use launch.sh --array / --chain instead" \
+  --profile cpu --run run.yaml --dry-run --param 'sbatch_extra=[--array=0-3]'
 
 # A typo in a profile of one's own names the key, suggests the right one and lists all.
 cat >typo.yaml <<'YAML'

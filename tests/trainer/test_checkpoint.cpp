@@ -120,7 +120,7 @@ TEST_F(Checkpoint, WrongArchitectureAndShapesAreNamed) {
   ft::Downscaler mlp(tiny_model(), tiny_training(), "cpu");
   mlp.save_checkpoint(path("mlp.h5"));
   auto unet_opts = tiny_model();
-  unet_opts.arch = "unet";
+  unet_opts.arch = finecast::trainer::Arch::kUnet;
   unet_opts.unet_channels = 4;
   ft::Downscaler unet(unet_opts, tiny_training(), "cpu");
   const auto e1 = error_of([&] { unet.restore(path("mlp.h5")); });
@@ -170,7 +170,9 @@ TEST_F(Checkpoint, WrongFormatVersionIsRefused) {
     H5Fclose(f);
   }
   const auto e = error_of([&] { ft::Downscaler::load_checkpoint(path("a.h5"), "cpu"); });
-  EXPECT_TRUE(contains(e, "checkpoint format version 2, but this build reads version 1")) << e;
+  EXPECT_TRUE(contains(e, "checkpoint format version " + std::to_string(ft::kCheckpointFormatVersion + 1) +
+                              ", but this build reads versions 1 to " + std::to_string(ft::kCheckpointFormatVersion)))
+      << e;
   EXPECT_TRUE(contains(e, "newer finecast")) << e;
   EXPECT_FALSE(ft::newest_valid_checkpoint(scratch_.dir().string()).has_value());
 }
@@ -280,4 +282,33 @@ TEST_F(Checkpoint, FileIsReadableWithStandardTools) {
   for (const char* what : {"GROUP \"model\"", "DATASET \"layer0.weight\"", "GROUP \"optimizer\"", "GROUP \"normalisation\"",
                            "ATTRIBUTE \"format_version\"", "\"rng\""})
     EXPECT_TRUE(contains(text, what)) << what;
+}
+
+TEST_F(Checkpoint, VersionOneFilesAreReadWithTheNewKeysAtTheirDefaults) {
+  // A version-1 file has no model.activation/attention, none of the version-2 train options and
+  // no /validation group: rewrite a new file into that shape and load it.
+  ft::Downscaler a(tiny_model(), tiny_training(), "cpu");
+  a.train_epoch(view());
+  a.save_checkpoint(path("v1.h5"));
+  {
+    const hid_t f = H5Fopen(path("v1.h5").c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    const hid_t attr = H5Aopen(f, "format_version", H5P_DEFAULT);
+    const int64_t v = 1;
+    H5Awrite(attr, H5T_NATIVE_INT64, &v);
+    H5Aclose(attr);
+    for (const char* key : {"activation", "attention"}) H5Adelete_by_name(f, "options", key, H5P_DEFAULT);
+    for (const char* key : {"accumulate", "validation", "early_stop", "keep_best", "max_device_memory", "threads"})
+      H5Adelete_by_name(f, "train_options", key, H5P_DEFAULT);
+    H5Ldelete(f, "validation", H5P_DEFAULT);
+    H5Fclose(f);
+  }
+  auto b = ft::Downscaler::load_checkpoint(path("v1.h5"), "cpu");
+  EXPECT_EQ(b.model_options().activation, ft::Activation::kSilu);
+  EXPECT_FALSE(b.model_options().attention);
+  EXPECT_EQ(b.train_options().accumulate, 1);
+  EXPECT_EQ(b.train_options().validation, 0.0);
+  EXPECT_TRUE(std::isnan(b.validation_record().best_score));
+  EXPECT_FALSE(b.validation_record().stopped);
+  EXPECT_TRUE(torch::equal(ft::internals(b).flat, ft::internals(a).flat));
+  EXPECT_EQ(b.step(), a.step());
 }

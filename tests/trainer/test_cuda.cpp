@@ -2,6 +2,7 @@
 // The trainer on a GPU: it learns there, bf16 learns, and checkpoints move between CPU and CUDA in
 // both directions. Every test is skipped (not passed) where LibTorch sees no CUDA device, as on CI;
 // scripts/device/build_cuda.sh runs them on a GPU machine.
+#include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -11,6 +12,10 @@
 #include "trainer/device.hpp"
 #include "trainer/downscaler.hpp"
 #include "trainer/downscaler_impl.hpp"
+#include "trainer/adamw.hpp"
+#include "trainer/sample_graph.hpp"
+#include "trainer/train_graph.hpp"
+#include "trainer/training_internal.hpp"
 
 namespace ft = finecast::trainer;
 using namespace finecast::trainer::testing;  // NOLINT: the shared test data and scoring
@@ -63,7 +68,7 @@ TEST_F(Cuda, LearnsAKnownConditionalDistribution) {
   ft::Downscaler ds(small_model(), fast_training(), "cuda");
   EXPECT_EQ(ds.device(), "cuda:0");
   ft::SampleOptions so;
-  so.sampler = "ddpm";
+  so.sampler = finecast::trainer::Sampler::kDdpm;
   so.members = 32;
   EXPECT_GT(evaluate(ds, test, so, 9).mean_rmse, 0.3);
   for (int epoch = 0; epoch < 40; ++epoch) ds.train_epoch(view(train));
@@ -131,7 +136,7 @@ TEST_F(Cuda, Bf16TrainingLearns) {
   EXPECT_LT(last, 0.7 * first);
   ds.publish();
   ft::SampleOptions so;
-  so.sampler = "ddpm";
+  so.sampler = finecast::trainer::Sampler::kDdpm;
   so.members = 32;
   const Skill s = evaluate(ds, test, so, 9);
   std::printf("bf16 learning: loss %.4f -> %.4f; ddpm rmse %.3f spread %.3f corr %.3f\n", first, last, s.mean_rmse,
@@ -196,7 +201,7 @@ TEST_F(Cuda, CheckpointWrittenOnCpuContinuesOnGpu) {
 TEST_F(Cuda, UNetTrainsAndSamplesOnTheGpu) {
   KnownDistribution d(256, 9, 64);
   auto mo = small_model();
-  mo.arch = "unet";
+  mo.arch = finecast::trainer::Arch::kUnet;
   mo.patch_size = 64;
   mo.unet_channels = 8;
   ft::Downscaler ds(mo, fast_training(), "cuda");
@@ -212,4 +217,118 @@ TEST_F(Cuda, UNetTrainsAndSamplesOnTheGpu) {
       for (int64_t j = 0; j < d.P; ++j) m += out[(i * 4 + k) * d.P + j];
       EXPECT_NEAR(m / static_cast<double>(d.P), d.coarse[i], 1e-4);
     }
+}
+
+// ---- issue 17: CUDA graphs, separate devices, out-of-memory back-off on the GPU ----
+
+TEST_F(Cuda, GraphReplayedTrainingEqualsEagerTraining) {
+  // The captured step (three eager warm-up steps, then capture and replays) against the eager
+  // step on the same GPU: the same arithmetic in a different kernel order (device-side clipping
+  // and masked AdamW), so equal to float rounding.
+  KnownDistribution d(1024, 3);
+  auto to = fast_training();
+  ft::Downscaler graph(small_model(), to, "cuda");
+  to.cuda_graphs = false;
+  ft::Downscaler eager(small_model(), to, "cuda");
+  EXPECT_EQ(graph.training_path(), "autograd+cuda-graphs");
+  EXPECT_EQ(eager.training_path(), "autograd");
+  const auto init = ft::internals(eager).flat.cpu().clone();
+  double lg = 0, le = 0;
+  for (int e = 0; e < 3; ++e) {
+    lg = graph.train_epoch(view(d)).avg_loss;
+    le = eager.train_epoch(view(d)).avg_loss;
+  }
+  ASSERT_TRUE(ft::internals(graph).train_graph);
+  EXPECT_TRUE(ft::internals(graph).train_graph->captured());
+  EXPECT_EQ(graph.step(), eager.step());
+  const double diff = relative_update_difference(ft::internals(graph).flat, ft::internals(eager).flat, init);
+  std::printf("cuda graph vs eager after %lld steps: loss %.6f vs %.6f, relative weight-update difference %.2e\n",
+              static_cast<long long>(graph.step()), lg, le, diff);
+  EXPECT_NEAR(lg, le, 1e-4 * le);
+  EXPECT_LT(diff, 1e-3);
+}
+
+TEST_F(Cuda, GraphReplayedSamplingEqualsEagerSampling) {
+  KnownDistribution d(512, 4);
+  ft::Downscaler ds(small_model(), fast_training(), "cuda");
+  ds.train_epoch(view(d));
+  ds.publish();
+  for (const auto sampler : {ft::Sampler::kDdpm, ft::Sampler::kDdim}) {
+    ft::SampleOptions so;
+    so.sampler = sampler;
+    so.members = 4;
+    auto eager = so;
+    eager.cuda_graphs = false;
+    for (int call = 0; call < 3; ++call) {  // warm-up, capture, replay
+      std::vector<float> a(static_cast<size_t>(80 * 4 * d.P)), b(a.size());
+      ds.sample(d.context.data(), d.coarse.data(), nullptr, 80, so, 7 + call, a.data());
+      ds.sample(d.context.data(), d.coarse.data(), nullptr, 80, eager, 7 + call, b.data());
+      const double diff = max_abs_difference(a, b);
+      if (call == 2) std::printf("cuda graph vs eager sampling (%s): max difference %.2e\n", ft::name(sampler).c_str(), diff);
+      EXPECT_LT(diff, 1e-4) << ft::name(sampler) << " call " << call;
+    }
+  }
+  EXPECT_EQ(ft::internals(ds).sample_graphs->shapes(), 2u);
+}
+
+TEST_F(Cuda, TrainedOnTheGpuSamplesOnTheCpuAndTheReverse) {
+  KnownDistribution d(512, 5);
+  ft::Downscaler gpu_cpu(small_model(), fast_training(), "cuda", "cpu");
+  ft::Downscaler cpu_gpu(small_model(), fast_training(), "cpu", "cuda");
+  ft::Downscaler cpu_cpu(small_model(), fast_training(), "cpu");
+  EXPECT_EQ(gpu_cpu.sample_device(), "cpu");
+  EXPECT_EQ(cpu_gpu.sample_device(), "cuda:0");
+  for (int e = 0; e < 2; ++e) {
+    gpu_cpu.train_epoch(view(d));
+    cpu_gpu.train_epoch(view(d));
+    cpu_cpu.train_epoch(view(d));
+  }
+  gpu_cpu.publish();
+  cpu_gpu.publish();
+  cpu_cpu.publish();
+  EXPECT_TRUE(ft::internals(gpu_cpu).sample_flat.is_cpu());
+  EXPECT_TRUE(ft::internals(cpu_gpu).sample_flat.is_cuda());
+  const auto ref = draw(cpu_cpu, d, 16, 11);
+  const double d1 = max_abs_difference(draw(gpu_cpu, d, 16, 11), ref), d2 = max_abs_difference(draw(cpu_gpu, d, 16, 11), ref);
+  std::printf("gpu-trained, cpu-sampled vs cpu/cpu: %.2e; cpu-trained, gpu-sampled: %.2e\n", d1, d2);
+  EXPECT_LT(d1, 1e-2);  // training on the GPU rounds differently (see TrainingFollowsTheCpuTrajectory...)
+  EXPECT_LT(d2, 1e-3);  // the same weights, sampled on the GPU
+}
+
+TEST_F(Cuda, OutOfMemoryBackOffOnTheGpu) {
+  KnownDistribution d(512, 6);
+  const auto mo = small_model();
+  auto to = fast_training();
+  const int64_t params = ft::Downscaler(mo, to, "cpu").parameter_count();
+  to.max_device_memory = (ft::estimate_batch_bytes(mo, params, 32) + ft::estimate_batch_bytes(mo, params, 64)) / 2;
+  ft::Downscaler ds(mo, to, "cuda");
+  std::vector<std::string> events;
+  const auto st = ds.train_epoch(view(d), [&](const std::string& e) { events.push_back(e); });
+  EXPECT_EQ(st.oom_backoffs, 1);
+  EXPECT_EQ(ds.micro_batch(), 32);
+  EXPECT_EQ(st.batches, 8);
+  EXPECT_EQ(st.bad_steps, 0);
+}
+
+TEST_F(Cuda, FusedAdamWStepEqualsTorchOptimAdamWOnTheGpu) {
+  // The tensor form of the fused step (the eager CUDA path) against torch::optim::AdamW, on the GPU.
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(1);
+  const int64_t n = 10007;
+  const auto p0 = torch::randn({n}, gen).cuda(), g = torch::randn({n}, gen).cuda();
+  ft::TrainOptions o;
+  o.weight_decay = 0.05;
+  o.grad_clip = 0;
+  const double lr = 3e-3;
+  auto ref = p0.clone().requires_grad_(true);
+  torch::optim::AdamW opt({ref}, torch::optim::AdamWOptions(lr).weight_decay(o.weight_decay));
+  auto p = p0.clone(), m = torch::zeros_like(p0), v = torch::zeros_like(p0), e = p0.clone(), denom = torch::zeros_like(p0);
+  for (int64_t step = 0; step < 3; ++step) {
+    auto gs = g * (1.0 + 0.5 * static_cast<double>(step));
+    ref.mutable_grad() = gs.clone();
+    opt.step();
+    auto gt = gs.clone();
+    ft::adamw::update_tensors(p, gt, m, v, e, denom, ft::adamw::step_params(o, step, lr, 0.0));
+    const double step_size = (ref.detach() - p0).abs().max().item<double>();
+    EXPECT_LT((p - ref.detach()).abs().max().item<double>(), 1e-3 * step_size) << "step " << step;
+  }
 }

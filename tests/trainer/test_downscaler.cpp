@@ -33,7 +33,7 @@ TEST(Downscaler, LearnsAKnownConditionalDistribution) {
   KnownDistribution train(4096, 1), test(64, 2);
   ft::Downscaler ds(small_model(), fast_training(), "cpu");
   ft::SampleOptions so;
-  so.sampler = "ddpm";
+  so.sampler = finecast::trainer::Sampler::kDdpm;
   so.members = 32;
 
   // Tolerances: mean error < 0.12 (pattern amplitude 0.2..1.8, cell noise 0.29), spread within
@@ -48,7 +48,7 @@ TEST(Downscaler, LearnsAKnownConditionalDistribution) {
   EXPECT_NEAR(ddpm.spread, test.true_std(), 0.3 * test.true_std());
   EXPECT_GT(ddpm.amp_corr, 0.95);
 
-  so.sampler = "ddim";
+  so.sampler = finecast::trainer::Sampler::kDdim;
   so.steps = 10;
   const Skill ddim = evaluate(ds, test, so, 9);
   EXPECT_LT(ddim.mean_rmse, 0.15);
@@ -72,7 +72,7 @@ TEST(Downscaler, ConservativeSamplesKeepTheCoarseValueForEveryMember) {
   std::vector<float> w(static_cast<size_t>(8 * d.P));
   for (size_t i = 0; i < w.size(); ++i) w[i] = 0.5f + static_cast<float>(i % 7);
   std::vector<float> coarse = {-3.0f, 0.0f, 1.25f, 1000.0f, 2.0f, -0.5f, 7.0f, 0.1f};
-  for (const char* sampler : {"ddpm", "ddim"}) {
+  for (const auto sampler : {ft::Sampler::kDdpm, ft::Sampler::kDdim}) {
     ft::SampleOptions so;
     so.sampler = sampler;
     so.members = 5;
@@ -90,7 +90,7 @@ TEST(Downscaler, ConservativeSamplesKeepTheCoarseValueForEveryMember) {
           }
           for (int64_t j = 0; j < d.P; ++j) var += std::pow(out[(i * 5 + k) * d.P + j] - mean, 2);
           EXPECT_NEAR(mean, coarse[i], 2e-6 * std::max(1.0f, std::abs(coarse[i])))
-              << sampler << " row " << i << " member " << k << (weighted ? " weighted" : "");
+              << ft::name(sampler) << " row " << i << " member " << k << (weighted ? " weighted" : "");
           EXPECT_GT(var, 1e-6) << "samples must not collapse onto the coarse value";
         }
       }
@@ -198,7 +198,7 @@ TEST(Downscaler, RowsWithNanAreDroppedNotTrainedOn) {
 TEST(Downscaler, UNetTrainsAndSamplesThroughTheSameInterface) {
   KnownDistribution d(256, 9, 64);
   auto mo = small_model();
-  mo.arch = "unet";
+  mo.arch = finecast::trainer::Arch::kUnet;
   mo.patch_size = 64;
   mo.unet_channels = 8;
   auto to = fast_training();
@@ -224,12 +224,12 @@ TEST(Downscaler, UNetTrainsAndSamplesThroughTheSameInterface) {
 
 TEST(Downscaler, OptionsAreValidatedWithTheKeyName) {
   auto mo = small_model();
-  mo.schedule = "sigmoid";
+  mo.diffusion_steps = 1;
   try {
     ft::Downscaler ds(mo, fast_training(), "cpu");
     FAIL();
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("model.schedule"), std::string::npos) << e.what();
+    EXPECT_STREQ(e.what(), "model.diffusion_steps: must be an integer in [2, 100000], got 1");
   }
   auto to = fast_training();
   to.batch_size = 0;
@@ -237,7 +237,7 @@ TEST(Downscaler, OptionsAreValidatedWithTheKeyName) {
   EXPECT_THROW(ft::Downscaler(small_model(), fast_training(), "tpu"), std::invalid_argument);
   ft::Downscaler ds(small_model(), fast_training(), "cpu");
   ft::SampleOptions so;
-  so.sampler = "euler";
+  so.members = 0;
   float x = 0;
   EXPECT_THROW(ds.sample(&x, &x, nullptr, 1, so, 0, &x), std::invalid_argument);
 }

@@ -1,0 +1,316 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Option tables: every option of a struct declared once - its key, its type with the range or
+// the names it takes, and a one-line comment; the default is the struct's own initialiser. Every
+// place options are stored or read walks the same table: YAML configs and run files
+// (common/yaml_schema.hpp), checkpoint attributes (trainer/checkpoint.cpp), the resolved dump and
+// configs/reference.yaml. No dependencies beyond the standard library.
+#pragma once
+
+#include <charconv>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace finecast::schema {
+
+/// The names of an enum class's values, in declaration order. An enum takes part in option
+/// tables by an overload `const schema::Names<E>& names(E)` found by argument-dependent lookup,
+/// next to the enum: {{Arch::kMlp, "mlp"}, {Arch::kUnet, "unet"}}.
+template <class E>
+using Names = std::vector<std::pair<E, const char*>>;
+
+/// The name of `value` ("mlp").
+template <class E>
+std::string name_of(E value) {
+  for (const auto& [v, n] : names(E{}))
+    if (v == value) return n;
+  return "?";
+}
+
+/// `text` as an enum value; false when it is none of the names.
+template <class E>
+bool parse_name(const std::string& text, E& out) {
+  for (const auto& [v, n] : names(E{}))
+    if (text == n) {
+      out = v;
+      return true;
+    }
+  return false;
+}
+
+/// "mlp, unet".
+template <class E>
+std::string name_list() {
+  std::string list;
+  for (const auto& [v, n] : names(E{})) list += (list.empty() ? "" : ", ") + std::string(n);
+  return list;
+}
+
+/// The kind of a value, for formats that store types (HDF5 attributes, YAML scalars).
+enum class Kind { kInteger, kReal, kBool, kText };
+
+/// A value that an option does not take: what() is the rule and the value, e.g.
+/// "must be a positive integer, got \"x\"" (the caller puts the file, line and key in front).
+struct BadValue : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+/// Where a key lives: in user configs and checkpoints (most), only in checkpoints (what a run
+/// derives, e.g. a model's context size), or only in configs (when and how a run trains).
+enum class Scope { kEverywhere, kCheckpoint, kConfig };
+
+/// One option of struct S, read and written as text.
+template <class S>
+struct Field {
+  std::string key;
+  Kind kind = Kind::kText;
+  std::string comment;
+  Scope scope = Scope::kEverywhere;
+  std::string rule;  ///< what a value must be: "a positive integer", "one of linear, cosine"
+  std::vector<std::string> old_keys;  ///< earlier names, still read (checkpoints of older versions)
+  std::function<std::string(const S&)> get;         ///< the canonical text: "16", "0.001", "true", "cosine"
+  std::function<void(S&, const std::string&)> set;  ///< parses and checks; throws BadValue
+
+  Field& only_in(Scope s) {
+    scope = s;
+    return *this;
+  }
+  Field& was(std::string old_key) {
+    old_keys.push_back(std::move(old_key));
+    return *this;
+  }
+};
+
+template <class S>
+using Table = std::vector<Field<S>>;
+
+// ---- text of numbers: shortest round-trip form, parsed in full or refused ----
+
+std::string format_real(double v);
+/// Full-text parses; false on anything else ("1e3" is not an integer, "1.5x" not a number).
+bool parse_integer(const std::string& text, long long& out);
+bool parse_unsigned(const std::string& text, unsigned long long& out);
+bool parse_real(const std::string& text, double& out);
+/// true/false (also yes/no, on/off, as YAML 1.1 spells them).
+bool parse_bool(const std::string& text, bool& out);
+/// "a positive integer", "a non-negative integer", "an integer in [lo, hi]".
+std::string integer_rule(long long lo, long long hi);
+
+// ---- builders ----
+
+/// An integer member of any integral type, in [lo, hi].
+template <class S, class T>
+Field<S> integer(std::string key, T S::*member, long long lo, long long hi, std::string comment) {
+  static_assert(std::is_integral_v<T>);
+  Field<S> f;
+  f.key = std::move(key);
+  f.kind = Kind::kInteger;
+  f.comment = std::move(comment);
+  f.rule = integer_rule(lo, hi);
+  f.get = [member](const S& s) { return std::to_string(s.*member); };
+  f.set = [member, lo, hi, rule = f.rule](S& s, const std::string& text) {
+    long long v = 0;
+    if (!parse_integer(text, v)) throw BadValue("must be " + rule + ", got \"" + text + "\"");
+    if (v < lo || v > hi) throw BadValue("must be " + rule + ", got " + text);
+    s.*member = static_cast<T>(v);
+  };
+  return f;
+}
+
+/// An unsigned 64-bit member (seeds): any value 0 .. 2^64-1.
+template <class S>
+Field<S> unsigned64(std::string key, uint64_t S::*member, std::string comment) {
+  Field<S> f;
+  f.key = std::move(key);
+  f.kind = Kind::kInteger;
+  f.comment = std::move(comment);
+  f.rule = "a non-negative integer";
+  f.get = [member](const S& s) { return std::to_string(s.*member); };
+  f.set = [member](S& s, const std::string& text) {
+    unsigned long long v = 0;
+    if (!parse_unsigned(text, v)) throw BadValue("must be a non-negative integer, got \"" + text + "\"");
+    s.*member = static_cast<uint64_t>(v);
+  };
+  return f;
+}
+
+/// An integer that may also be "auto" (stored as -1), e.g. thread counts: auto or 0..hi.
+template <class S, class T>
+Field<S> integer_or_auto(std::string key, T S::*member, long long hi, std::string comment) {
+  Field<S> f = integer(std::move(key), member, 0, hi, std::move(comment));
+  f.kind = Kind::kText;
+  f.rule = "auto or " + integer_rule(0, hi);
+  f.get = [member](const S& s) { return s.*member == -1 ? std::string("auto") : std::to_string(s.*member); };
+  f.set = [member, hi, rule = f.rule](S& s, const std::string& text) {
+    long long v = 0;
+    if (text == "auto" || (parse_integer(text, v) && v == -1)) {
+      s.*member = static_cast<T>(-1);
+      return;
+    }
+    if (!parse_integer(text, v) || v < 0 || v > hi) throw BadValue("must be " + rule + ", got \"" + text + "\"");
+    s.*member = static_cast<T>(v);
+  };
+  return f;
+}
+
+/// A real number in [lo, hi] (hi may be infinity: no upper bound); `lo_open` / `hi_open` exclude
+/// the ends. Not-a-number and infinite values are refused.
+template <class S>
+Field<S> real(std::string key, double S::*member, double lo, double hi, std::string comment, bool lo_open = false,
+              bool hi_open = false) {
+  Field<S> f;
+  f.key = std::move(key);
+  f.kind = Kind::kReal;
+  f.comment = std::move(comment);
+  // Unbounded above: "a positive number" (lo 0, open) or "a number >= lo".
+  f.rule = hi == std::numeric_limits<double>::infinity()
+               ? (lo == 0 && lo_open ? std::string("a positive number")
+                                     : "a number " + std::string(lo_open ? "> " : ">= ") + format_real(lo))
+               : "a number in " + std::string(lo_open ? "(" : "[") + format_real(lo) + ", " + format_real(hi) +
+                     (hi_open ? ")" : "]");
+  f.get = [member](const S& s) { return format_real(s.*member); };
+  f.set = [member, lo, hi, lo_open, hi_open, rule = f.rule](S& s, const std::string& text) {
+    double v = 0;
+    if (!parse_real(text, v)) throw BadValue("must be " + rule + ", got \"" + text + "\"");
+    if (!(lo_open ? v > lo : v >= lo) || !(hi_open ? v < hi : v <= hi)) throw BadValue("must be " + rule + ", got " + text);
+    s.*member = v;
+  };
+  return f;
+}
+
+template <class S>
+Field<S> boolean(std::string key, bool S::*member, std::string comment) {
+  Field<S> f;
+  f.key = std::move(key);
+  f.kind = Kind::kBool;
+  f.comment = std::move(comment);
+  f.rule = "true or false";
+  f.get = [member](const S& s) { return std::string(s.*member ? "true" : "false"); };
+  f.set = [member](S& s, const std::string& text) {
+    bool v = false;
+    if (!parse_bool(text, v)) throw BadValue("must be true or false, got \"" + text + "\"");
+    s.*member = v;
+  };
+  return f;
+}
+
+/// A string; with `accept`, only the values it accepts, `rule` describing them ("one of auto,
+/// cpu, cuda, cuda:N, mps").
+template <class S>
+Field<S> text(std::string key, std::string S::*member, std::string comment, std::string rule = "a string",
+              std::function<bool(const std::string&)> accept = {}) {
+  Field<S> f;
+  f.key = std::move(key);
+  f.kind = Kind::kText;
+  f.comment = std::move(comment);
+  f.rule = std::move(rule);
+  f.get = [member](const S& s) { return s.*member; };
+  f.set = [member, accept, rule = f.rule](S& s, const std::string& value) {
+    if (accept && !accept(value)) throw BadValue("must be " + rule + ", got \"" + value + "\"");
+    s.*member = value;
+  };
+  return f;
+}
+
+/// An enum class member, by name.
+template <class S, class E>
+Field<S> choice(std::string key, E S::*member, std::string comment) {
+  static_assert(std::is_enum_v<E>);
+  Field<S> f;
+  f.key = std::move(key);
+  f.kind = Kind::kText;
+  f.comment = std::move(comment);
+  f.rule = "one of " + name_list<E>();
+  f.get = [member](const S& s) { return name_of(s.*member); };
+  f.set = [member, rule = f.rule](S& s, const std::string& text) {
+    E v{};
+    if (!parse_name(text, v)) throw BadValue("must be " + rule + ", got \"" + text + "\"");
+    s.*member = v;
+  };
+  return f;
+}
+
+/// The fields of `table` as fields of Outer, reached through `member` (the trainer's options
+/// inside the plugin's config), their keys prefixed with `prefix` ("model.").
+template <class Outer, class Inner>
+Table<Outer> nested(Inner Outer::*member, const Table<Inner>& table, const std::string& prefix) {
+  Table<Outer> out;
+  for (const auto& in : table) {
+    Field<Outer> f;
+    f.key = prefix + in.key;
+    f.kind = in.kind;
+    f.comment = in.comment;
+    f.scope = in.scope;
+    f.rule = in.rule;
+    for (const auto& k : in.old_keys) f.old_keys.push_back(prefix + k);
+    f.get = [member, get = in.get](const Outer& o) { return get(o.*member); };
+    f.set = [member, set = in.set](Outer& o, const std::string& t) { set(o.*member, t); };
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+/// The fields of a base class's table as fields of a derived struct (a plugin section that
+/// extends the trainer's options with its own keys), keys prefixed with `prefix`.
+template <class Derived, class Base>
+Table<Derived> inherited(const Table<Base>& table, const std::string& prefix = "") {
+  static_assert(std::is_base_of_v<Base, Derived>);
+  Table<Derived> out;
+  for (const auto& in : table) {
+    Field<Derived> f;
+    f.key = prefix + in.key;
+    f.kind = in.kind;
+    f.comment = in.comment;
+    f.scope = in.scope;
+    f.rule = in.rule;
+    for (const auto& k : in.old_keys) f.old_keys.push_back(prefix + k);
+    f.get = [get = in.get](const Derived& d) { return get(static_cast<const Base&>(d)); };
+    f.set = [set = in.set](Derived& d, const std::string& t) { set(static_cast<Base&>(d), t); };
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+/// Keys whose values differ between a and b, as "key: a has X, b has Y" joined by "; ".
+template <class S>
+std::string differences(const Table<S>& table, const S& a, const S& b, const std::string& a_name,
+                        const std::string& b_name) {
+  std::string out;
+  for (const auto& f : table) {
+    const std::string x = f.get(a), y = f.get(b);
+    if (x == y) continue;
+    out += (out.empty() ? "" : "; ") + f.key + ": " + a_name + " has " + x + ", " + b_name + " has " + y;
+  }
+  return out;
+}
+
+/// Checks every value of `object` against its field's rule (by reading its own text back):
+/// throws std::invalid_argument "<prefix><key>: must be ..., got ..." for the first that breaks
+/// it. Programs that fill option structs in code get the messages a config file would.
+template <class S>
+void check(const Table<S>& table, const S& object, const std::string& prefix) {
+  for (const auto& f : table) {
+    S copy = object;
+    try {
+      f.set(copy, f.get(object));
+    } catch (const BadValue& e) {
+      throw std::invalid_argument(prefix + f.key + ": " + e.what());
+    }
+  }
+}
+
+/// The fields of `table` in `scope` (and those everywhere).
+template <class S>
+Table<S> in_scope(const Table<S>& table, Scope scope) {
+  Table<S> out;
+  for (const auto& f : table)
+    if (f.scope == Scope::kEverywhere || f.scope == scope) out.push_back(f);
+  return out;
+}
+
+}  // namespace finecast::schema

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// finecast-eval's options and what its lat-lon and ICON paths share: step matching and output.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "coupling/eval/evaluation.hpp"
+
+namespace finecast::tools {
+
+/// Every option of finecast-eval.
+struct EvalOptions {
+  std::string truth;  ///< "" = the prediction file, variable <var>_host (plugin outputs)
+  std::string pred, var, truth_var, region, json, csv;
+  int block = 0;          ///< lat-lon block edge; 0 = recorded in the prediction, else 16
+  std::string time;       ///< --time: truth step to score, index or ISO 8601 date; "" = every step
+  std::string grid;       ///< ICON grid file; "" = the prediction's grid_file_uri
+  int coarse_level = -1;  ///< ICON: patches are the R2B<L> cells; -1 = from <var>_coarse
+  int idw_neighbours = 6;
+  double idw_power = 2.0;
+
+  /// The truth file and variable after the defaults.
+  std::string truth_path() const { return truth.empty() ? pred : truth; }
+  std::string truth_variable() const {
+    return !truth_var.empty() ? truth_var : truth.empty() ? var + "_host" : var;
+  }
+};
+
+/// Without --truth the truth is the prediction's <var>_host: throws ConfigError (naming --truth
+/// and the file) when the prediction has no such variable.
+void check_default_truth(const EvalOptions& options);
+
+/// The time axis of one input, as the step matching sees it.
+struct StepAxis {
+  std::string description;  ///< e.g. "truth 'a.nc' variable 'ts'"
+  std::size_t n_times = 1;
+  std::function<std::string(std::size_t)> date;  ///< ISO date of a step, "" when undated
+  /// The step an index or date names (coupling::select_step); throws ConfigError.
+  std::function<std::size_t(const std::string&)> step;
+};
+
+/// The truth and prediction steps scored together: --time T, an index or date of the truth (with
+/// the prediction step of the same index, of the same date when both are dated, or step 0 of a
+/// one-step prediction), else every step of two files with as many steps. Dated steps must have
+/// the same dates. Throws ConfigError naming both inputs.
+void match_steps(const StepAxis& truth, const StepAxis& pred, const std::string& time,
+                 std::vector<std::size_t>& truth_steps, std::vector<std::size_t>& pred_steps);
+
+/// "0 1 2": step lists for the JSON meta.
+std::string join(const std::vector<std::size_t>& v);
+
+/// Prints the table and writes --json / --csv.
+void write_reports(const coupling::eval::EvalReport& report, const EvalOptions& options);
+
+/// finecast-eval on unstructured ICON fields (eval_icon.cpp); returns the exit status.
+int run_icon(const EvalOptions& options);
+
+}  // namespace finecast::tools

@@ -1,0 +1,334 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// finecast-eval on ICON fields: patches are the coarse R2B<L> cells of the fine grid (the
+// plugin's patch map), weights the grid's cell areas, baselines nearest and inverse-distance
+// weighting, spectra the variance by refinement level.
+#include <netcdf.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "coupling/eval/evaluation.hpp"
+#include "coupling/eval/window.hpp"
+#include "coupling/grid/icon_grid.hpp"
+#include "coupling/grid/icon_hierarchy.hpp"
+#include "coupling/io/field_reader.hpp"
+#include "coupling/io/step_select.hpp"
+#include "coupling/tools/eval_common.hpp"
+#include "coupling/tools/icon_levels.hpp"
+
+namespace finecast::tools {
+namespace {
+
+namespace fe = coupling::eval;
+using coupling::FieldReader;
+
+bool file_exists(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0;
+}
+
+/// A global text attribute ("" when absent).
+std::string global_text(const std::string& path, const char* name) {
+  int ncid = -1;
+  if (nc_open(path.c_str(), NC_NOWRITE, &ncid) != NC_NOERR) return "";
+  std::string s;
+  size_t len = 0;
+  nc_type type = NC_NAT;
+  if (nc_inq_att(ncid, NC_GLOBAL, name, &type, &len) == NC_NOERR && type == NC_CHAR) {
+    s.resize(len);
+    if (nc_get_att_text(ncid, NC_GLOBAL, name, s.data()) != NC_NOERR) s.clear();
+    while (!s.empty() && s.back() == '\0') s.pop_back();
+  }
+  nc_close(ncid);
+  return s;
+}
+
+bool has_variable(const std::string& path, const std::string& var) {
+  int ncid = -1, id = -1;
+  if (nc_open(path.c_str(), NC_NOWRITE, &ncid) != NC_NOERR) return false;
+  const bool found = nc_inq_varid(ncid, var.c_str(), &id) == NC_NOERR;
+  nc_close(ncid);
+  return found;
+}
+
+/// An ICON field, [time,] [member,] ncells, read one member of one step at a time.
+class IconVar {
+ public:
+  IconVar(const std::string& path, const std::string& var, const std::string& role)
+      : path_(path), var_(var), role_(role) {
+    try {
+      readers_.emplace_back(path, var, 0);
+    } catch (const Error& e) {
+      throw IoError(role + " file: " + e.what());
+    }
+    const FieldReader& f = readers_.front();
+    if (f.grid_kind() != FieldReader::GridKind::kUnstructured)
+      throw ConfigError(describe() + " is on a lat-lon grid (" + f.spatial_dims().at(0) + " x " +
+                        f.spatial_dims().at(1) +
+                        ") but the other input is an ICON field: both must be on the same grid");
+    n_cells_ = f.n_values();
+    n_members_ = static_cast<std::size_t>(f.n_levels());
+    for (std::size_t m = 1; m < n_members_; ++m)
+      readers_.emplace_back(path, var, static_cast<int>(m));
+    buf_.resize(static_cast<std::size_t>(n_cells_));
+  }
+
+  std::string describe() const { return role_ + " '" + path_ + "' variable '" + var_ + "'"; }
+  const std::string& path() const { return path_; }
+  const std::string& var() const { return var_; }
+  int64_t n_cells() const { return n_cells_; }
+  std::size_t n_members() const { return n_members_; }
+  std::size_t n_times() const { return static_cast<std::size_t>(readers_.front().n_times()); }
+  std::string date(std::size_t t) const {
+    return readers_.front().has_time_axis() ? readers_.front().time_string(static_cast<int64_t>(t))
+                                            : "";
+  }
+  StepAxis axis() const {
+    return {describe(), n_times(), [this](std::size_t t) { return date(t); },
+            [this](const std::string& text) {
+              return static_cast<std::size_t>(coupling::select_step(readers_.front(), text));
+            }};
+  }
+  /// clon/clat of the file (radians), empty when it has none.
+  coupling::OutputGrid grid() const {
+    try {
+      return readers_.front().output_grid();
+    } catch (const IoError&) {
+      return {};
+    }
+  }
+  void read(std::size_t t, std::size_t m, double* out) {
+    readers_.at(m).read(static_cast<int64_t>(t), buf_.data());
+    for (int64_t i = 0; i < n_cells_; ++i) out[i] = buf_[static_cast<std::size_t>(i)];
+  }
+
+ private:
+  std::string path_, var_, role_;
+  std::vector<FieldReader> readers_;
+  int64_t n_cells_ = 0;
+  std::size_t n_members_ = 1;
+  std::vector<float> buf_;
+};
+
+/// The grid file: --grid, else the prediction's grid_file_uri (as written, or beside the
+/// prediction when the path is relative).
+std::string grid_file(const EvalOptions& o) {
+  if (!o.grid.empty()) return o.grid;
+  const std::string uri = global_text(o.pred, "grid_file_uri");
+  if (uri.empty())
+    throw ConfigError("--grid is required for ICON fields: prediction '" + o.pred +
+                      "' has no global attribute grid_file_uri naming its grid file");
+  if (file_exists(uri)) return uri;
+  const std::size_t slash = o.pred.find_last_of('/');
+  if (uri[0] != '/' && slash != std::string::npos) {
+    const std::string beside = o.pred.substr(0, slash + 1) + uri;
+    if (file_exists(beside)) return beside;
+  }
+  throw ConfigError("prediction '" + o.pred + "' names its grid file '" + uri +
+                    "' (grid_file_uri), which does not exist here: give the ICON grid file with "
+                    "--grid");
+}
+
+/// Whether `field` is constant (bitwise, NaN cells ignored) on every cell of the map.
+bool constant_per_patch(const coupling::PatchMap& m, const std::vector<double>& field) {
+  for (int64_t c = 0; c < m.n_coarse; ++c) {
+    double first = std::nan("");
+    for (int k = 0; k < m.patch_size; ++k) {
+      const double v = field[m.fine_of_patch[c * m.patch_size + k]];
+      if (std::isnan(v)) continue;
+      if (std::isnan(first))
+        first = v;
+      else if (v != first)
+        return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+int run_icon(const EvalOptions& o) {
+  IconVar pred(o.pred, o.var, "prediction");
+  IconVar truth(o.truth_path(), o.truth_variable(), "truth");
+  if (truth.n_members() != 1)
+    throw ConfigError(truth.describe() + " has a further dimension of " +
+                      std::to_string(truth.n_members()) +
+                      " entries besides time and cells; the truth must be (time, ncells) or "
+                      "(ncells)");
+  if (o.block > 0)
+    throw ConfigError("--block is for lat-lon fields; " + pred.describe() +
+                      " is an ICON field (patches are coarse cells: use --coarse-level)");
+
+  const std::string grid_path = grid_file(o);
+  const coupling::IconGrid grid = coupling::read_icon_grid(grid_path);
+  for (const IconVar* v : {&pred, &truth})
+    if (v->n_cells() != grid.n_cells)
+      throw ConfigError("grids do not match: " + v->describe() + " has " +
+                        std::to_string(v->n_cells()) + " cells but the ICON grid file '" +
+                        grid_path + "' has " + std::to_string(grid.n_cells));
+  // Files that carry their cell centres must carry the grid's (the same cells in the same order).
+  for (const IconVar* v : {&pred, &truth}) {
+    const coupling::OutputGrid g = v->grid();
+    if (g.clon.size() != static_cast<std::size_t>(grid.n_cells)) continue;
+    for (int64_t i = 0; i < grid.n_cells; ++i)
+      if (std::abs(std::remainder(g.clon[i] - grid.clon[i], 2 * M_PI)) > 1e-5 ||
+          std::abs(g.clat[i] - grid.clat[i]) > 1e-5)
+        throw ConfigError("grids do not match: cell " + std::to_string(i) + " of " + v->describe() +
+                          " lies at clon " + std::to_string(g.clon[i]) + ", clat " +
+                          std::to_string(g.clat[i]) + " but in the ICON grid file '" + grid_path +
+                          "' at " + std::to_string(grid.clon[i]) + ", " +
+                          std::to_string(grid.clat[i]) + " (radians)");
+  }
+
+  std::vector<std::size_t> tsteps, psteps;
+  match_steps(truth.axis(), pred.axis(), o.time, tsteps, psteps);
+
+  // ---- the coarse level: given, or the coarsest one on whose cells <var>_coarse is constant ----
+  IconLevels hierarchy(grid);
+  const int F = hierarchy.fine_level();
+  const std::string coarse_var = o.var + "_coarse";
+  std::unique_ptr<IconVar> coarse;
+  if (has_variable(o.pred, coarse_var))
+    coarse = std::make_unique<IconVar>(o.pred, coarse_var, "prediction");
+  std::vector<double> coarse_field(static_cast<std::size_t>(grid.n_cells));
+  if (coarse) coarse->read(psteps.front(), 0, coarse_field.data());
+  int L = o.coarse_level;
+  std::string level_source = "--coarse-level";
+  if (L > F)
+    throw ConfigError("--coarse-level " + std::to_string(L) + " out of range: grid '" + grid_path +
+                      "' is R2B" + std::to_string(F) + " (coarse levels 0.." +
+                      std::to_string(F - 1) + ")");
+  if (L == F)
+    throw ConfigError("--coarse-level " + std::to_string(L) + " is the fine level of grid '" +
+                      grid_path + "': patches of one cell have no fine scales to score");
+  if (L < 0) {
+    if (!coarse)
+      throw ConfigError("--coarse-level is required: " + pred.describe() + " has no companion '" +
+                        coarse_var + "' to derive the coarse level from");
+    for (int l = 0; l < F && L < 0; ++l)
+      if (constant_per_patch(hierarchy.map(l), coarse_field)) L = l;
+    if (L < 0)
+      throw ConfigError("'" + coarse_var + "' of prediction '" + o.pred +
+                        "' is not constant on the cells of any coarse level R2B0..R2B" +
+                        std::to_string(F - 1) + " of grid '" + grid_path +
+                        "': give --coarse-level (is it the grid the prediction was made on?)");
+    level_source = coarse_var;
+  } else if (coarse && !constant_per_patch(hierarchy.map(L), coarse_field)) {
+    throw ConfigError("--coarse-level " + std::to_string(L) + " does not match prediction '" +
+                      o.pred + "': its '" + coarse_var + "' is not constant on the R2B" +
+                      std::to_string(L) + " cells of grid '" + grid_path + "'");
+  }
+
+  // ---- the layout: patches, areas, centres, and the levels in between for the bands ----
+  fe::CellLayoutSpec spec = hierarchy.layout_spec(L);
+  fe::IdwOptions idw;
+  idw.neighbours = o.idw_neighbours;
+  idw.power = o.idw_power;
+  fe::CellEvaluator ev(fe::CellLayout(std::move(spec)), idw);
+  const fe::CellLayout& layout = ev.layout();
+
+  // ---- region: the patches whose fine cell centres all lie inside ----
+  std::vector<char> mask;
+  std::string region_text = "all";
+  int64_t patches_in_region = layout.n_patches();
+  if (!o.region.empty()) {
+    const fe::Region reg = fe::parse_region(o.region);
+    mask.assign(static_cast<std::size_t>(layout.n_patches()), 1);
+    for (int64_t p = 0; p < layout.n_patches(); ++p)
+      for (int k = 0; k < layout.patch_size(); ++k) {
+        const int64_t c = layout.cells(p)[k];
+        if (!reg.contains_lat(grid.clat[c] * 180.0 / M_PI) ||
+            !reg.contains_lon(grid.clon[c] * 180.0 / M_PI))
+          mask[p] = 0;
+      }
+    patches_in_region = 0;
+    for (char m : mask) patches_in_region += m;
+    if (patches_in_region == 0)
+      throw ConfigError("--region " + o.region + ": no R2B" + std::to_string(L) +
+                        " cell of grid '" + grid_path + "' lies wholly inside the region");
+    region_text = o.region;
+  }
+
+  // ---- score, checking that the model saw the truth's coarse field ----
+  const std::size_t n = static_cast<std::size_t>(grid.n_cells);
+  std::vector<double> tbuf(n);
+  std::vector<std::vector<double>> mbuf(pred.n_members(), std::vector<double>(n));
+  std::vector<const double*> mptr;
+  for (const auto& m : mbuf) mptr.push_back(m.data());
+  double worst_coarse = 0.0;
+  for (std::size_t i = 0; i < tsteps.size(); ++i) {
+    truth.read(tsteps[i], 0, tbuf.data());
+    for (std::size_t m = 0; m < pred.n_members(); ++m) pred.read(psteps[i], m, mbuf[m].data());
+    if (coarse) {
+      coarse->read(psteps[i], 0, coarse_field.data());
+      const std::vector<double> means = fe::patch_means(layout, tbuf.data());
+      for (int64_t p = 0; p < layout.n_patches(); ++p) {
+        const double model_coarse = coarse_field[layout.cells(p)[0]];
+        if (!std::isfinite(means[p]) || !std::isfinite(model_coarse)) continue;
+        const double d = std::abs(model_coarse - means[p]);
+        worst_coarse = std::max(worst_coarse, d);
+        // Float fields coarsened in double agree to a few float roundings.
+        if (d > 1e-5 * std::max(1.0, std::abs(means[p])))
+          throw ConfigError(
+              "the prediction was not made from this truth: at " + truth.describe() + " step " +
+              std::to_string(tsteps[i]) + ", R2B" + std::to_string(L) + " cell " +
+              std::to_string(p) + " has the area-weighted mean " + std::to_string(means[p]) +
+              " but prediction '" + o.pred + "' variable '" + coarse_var +
+              "' (the coarse field the model was given) holds " + std::to_string(model_coarse));
+      }
+    }
+    ev.add(tbuf.data(), mptr, mask);
+  }
+
+  fe::EvalReport rep = ev.report();
+  rep.meta = {{"truth", truth.path()},
+              {"pred", pred.path()},
+              {"var", pred.var()},
+              {"truth_var", truth.var()},
+              {"grid", "icon"},
+              {"grid_file", grid_path},
+              {"fine_level", std::to_string(F)},
+              {"coarse_level", std::to_string(L)},
+              {"coarse_level_source", level_source},
+              {"region", region_text},
+              {"truth_steps", join(tsteps)},
+              {"pred_steps", join(psteps)},
+              {"members", std::to_string(pred.n_members())},
+              {"weights", "cell_area of the grid file"},
+              {"coarse", "area-weighted R2B" + std::to_string(L) + " cell means of the truth"},
+              {"coarse_check",
+               coarse ? "max |" + coarse_var + " - coarse| = " + std::to_string(worst_coarse)
+                      : "no " + coarse_var + " in the prediction"},
+              {"idw", std::to_string(idw.neighbours) + " nearest R2B" + std::to_string(L) +
+                          " centres, weights 1/d^" + std::to_string(idw.power)},
+              {"spectrum", "variance by refinement level (no Fourier spectrum on ICON cells)"},
+              {"finecast_version", FINECAST_VERSION}};
+
+  std::cout << "finecast-eval: " << truth.describe() << " vs " << pred.describe() << "\n"
+            << "  ICON grid " << grid_path << ": R2B" << F << " (" << grid.n_cells
+            << " cells) in R2B" << L << " patches of " << layout.patch_size()
+            << " (coarse level from " << level_source << "), " << patches_in_region << " of "
+            << layout.n_patches() << " patches scored per step, " << tsteps.size()
+            << " time step(s), " << pred.n_members() << " member(s), weights cell_area\n";
+  if (coarse)
+    std::cout << "  " << coarse_var << " matches the truth's R2B" << L << " means (max difference "
+              << worst_coarse << ")\n";
+  const int64_t possible = patches_in_region * static_cast<int64_t>(tsteps.size());
+  if (rep.blocks_valid < possible)
+    std::cout << "  " << possible - rep.blocks_valid
+              << " patch-steps skipped (missing truth values)\n";
+  std::cout << "  spectra: variance by refinement level R2B" << L + 1 << "..R2B" << F
+            << "; hf_ratio = the finest level's (R2B" << F - 1 << " -> R2B" << F
+            << ") energy over the truth's\n";
+  write_reports(rep, o);
+  return 0;
+}
+
+}  // namespace finecast::tools

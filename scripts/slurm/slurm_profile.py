@@ -1,0 +1,366 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""A SLURM profile (configs/slurm/*.yaml): its keys, loading with --param overrides, and the
+checks that need nothing but the profile (types, the node's cores and GPUs, files that must
+exist). The checks that read the run's own files are in plugin_setup.py and build_check.py."""
+
+import difflib
+import os
+import re
+import sys
+
+import yaml
+
+SCRIPT_DIR = os.path.dirname(os.path.abspath(__file__))
+REPO_ROOT = os.path.dirname(os.path.dirname(SCRIPT_DIR))
+PROFILE_DIR = os.path.join(REPO_ROOT, "configs", "slurm")
+
+# One place for every key: its meaning doubles as the --help text and docs/slurm.md's table.
+PROFILE_KEYS = {
+    "kind": "gpu | cpu: what the partition's nodes offer",
+    "program": "host (finecast-host RUN) | replay (finecast-replay --config RUN) | a mapping "
+               "{executable, args, namelists, ...} for ICON or any ComIn host (see program.*)",
+    "run": "the finecast host run file (host), replay config (replay), or the finecast plugin "
+           "config that goes into &comin_nml (an executable program)",
+    "account": "SLURM account (--account); empty = the cluster's default (warned about)",
+    "partition": "SLURM partition (--partition)",
+    "nodes": "number of nodes (--nodes)",
+    "ntasks_per_node": "MPI ranks per node (--ntasks-per-node)",
+    "cpus_per_task": "cores per rank (--cpus-per-task); also OMP_NUM_THREADS and torch's threads",
+    "cores_per_node": "physical cores of one node, for validation",
+    "gpus_per_node": "GPUs of one node, for validation (gpu profiles)",
+    "gpus": "{type, count}: GPUs per node to request (--gres=gpu:TYPE:COUNT); count 'auto' = "
+            "what the plugin config uses (1 when its device is cuda or auto, else 0)",
+    "time": "wall-clock limit (--time), e.g. 01:00:00 or 1-00:00:00; per chunk with --chain",
+    "mem": "memory per node (--mem), e.g. 200G; 0 = all of the node's memory; empty = the "
+           "partition's default",
+    "hint": "nomultithread (one rank thread per physical core; --hint for sbatch and srun) | "
+            "multithread | compute_bound | memory_bound | empty",
+    "modules": "list of environment modules to load before the run (checked where 'module' exists)",
+    "env": "mapping of environment variables exported in the job",
+    "prolog": "list of shell lines run before the program, e.g. ['ulimit -s unlimited']",
+    "set": "mapping of plugin config overrides passed as --set KEY=VALUE",
+    "log_dir": "directory of the job logs and the rendered job scripts",
+    "outputs": "directories searched at the end of the job for the files it wrote",
+    "task_dir": "with --array: each task's output folder, containing {task}; default "
+                "out/<job_name>/task_{task}",
+    "job_name": "SLURM job name; default finecast-<profile>",
+    "workdir": "working directory of the job; default the directory launch.sh is called from",
+    "bin_dir": "directory of finecast-host / finecast-replay; default <repo>/build/bin",
+    "sbatch_extra": "list of extra sbatch options, e.g. ['--exclusive']",
+    "srun_extra": "list of extra srun options, e.g. ['--cpu-bind=cores']",
+}
+# program: {...} for ICON or any other executable that loads ComIn plugins.
+PROGRAM_KEYS = {
+    "executable": "the host program (path, relative to workdir, or a command name on PATH)",
+    "args": "list of its arguments ({task} = the array task id)",
+    "namelists": "namelist files copied into the run directory (finecast goes into &comin_nml)",
+    "comin_namelist": "which of the namelists gets finecast's &comin_nml entry; default: the only "
+                      "one, or the atmosphere namelist that icon_master.namelist names",
+    "inputs": "files or folders linked into the run directory (grids, external data, ...)",
+    "rundir": "the run directory (the program runs there); default out/<job_name>, with "
+              "--array the task_dir",
+    "restart": "{namelist, group, key, value}: set in chunks 2.. of a --chain (ICON: "
+               "{namelist: icon_master.namelist, group: master_nml, key: lrestart, value: .true.})",
+    "plugin_library": "the finecast plugin; default <bin_dir>/../lib/libfinecast_comin.so",
+    "plugin_name": "finecast's plugin_list name; default finecast",
+}
+RESTART_KEYS = ("namelist", "group", "key", "value")
+PROGRAMS = {"host": "finecast-host", "replay": "finecast-replay"}
+GPU_KEYS = {"type", "count"}
+HINTS = ("", "nomultithread", "multithread", "compute_bound", "memory_bound")
+TIME_RE = re.compile(r"^(\d+-\d{1,2}(:\d{2}){0,2}|\d+(:\d{2}){0,2})$")
+MEM_RE = re.compile(r"^\d+[KMGT]?$")
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+TASK = "{task}"
+
+
+class Problems:
+    """Collects every validation error so the user fixes them in one round."""
+
+    def __init__(self, source):
+        self.source = source
+        self.errors = []
+        self.warnings = []
+
+    def error(self, text):
+        self.errors.append(text)
+
+    def warning(self, text):
+        self.warnings.append(text)
+
+    def report(self):
+        for w in self.warnings:
+            sys.stderr.write("launch: warning: %s\n" % w)
+        for e in self.errors:
+            sys.stderr.write("launch: error: %s: %s\n" % (self.source, e))
+        self.warnings = []
+        return not self.errors
+
+
+def fail(text):
+    sys.stderr.write("launch: error: %s\n" % text)
+    sys.exit(2)
+
+
+def resolve_profile(name):
+    """A profile name (gpu) maps to configs/slurm/gpu.yaml; anything with a / or .yaml is a path."""
+    if "/" in name or name.endswith((".yaml", ".yml")):
+        return os.path.abspath(name)
+    return os.path.join(PROFILE_DIR, name + ".yaml")
+
+
+def known_profiles():
+    try:
+        return sorted(f[:-5] for f in os.listdir(PROFILE_DIR) if f.endswith(".yaml"))
+    except OSError:
+        return []
+
+
+def load(name):
+    path = resolve_profile(name)
+    if not os.path.isfile(path):
+        fail("profile '%s' not found (%s); known profiles: %s, or give a path to a profile YAML"
+             % (name, path, ", ".join(known_profiles()) or "none"))
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        fail("%s: cannot read the profile (%s)" % (path, e.strerror or e))
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        # A clear error instead of a traceback: where the first byte that is no UTF-8 sits.
+        line = data.count(b"\n", 0, e.start) + 1
+        column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        fail("%s is not UTF-8 text: byte 0x%02x at line %d, column %d. Fix: save the profile "
+             "as UTF-8 (e.g. iconv -f latin1 -t utf-8)" % (path, data[e.start], line, column))
+    try:
+        profile = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        fail("%s is not valid YAML: %s" % (path, e))
+    if profile is None:
+        profile = {}
+    if not isinstance(profile, dict):
+        fail("%s: a profile is a mapping of keys, got %s" % (path, type(profile).__name__))
+    return profile, path
+
+
+def parse_assignment(text, option):
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        fail("%s expects KEY=VALUE, got '%s'" % (option, text))
+    return key, value
+
+
+def apply_param(profile, key, raw):
+    """--param a.b=V sets profile[a][b]; V is read as YAML so numbers stay numbers."""
+    try:
+        value = yaml.safe_load(raw) if raw != "" else ""
+    except yaml.YAMLError as e:
+        fail("--param %s=%s: the value is not valid YAML (%s)" % (key, raw, str(e).splitlines()[0]))
+    parts = key.split(".")
+    node = profile
+    for part in parts[:-1]:
+        if not isinstance(node.get(part), dict):
+            node[part] = {}
+        node = node[part]
+    node[parts[-1]] = value
+
+
+def scalar_text(value):
+    """YAML scalars as the plugin's --set parser reads them (true, not True)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return ""
+    return str(value)
+
+
+def _unknown_keys(mapping, allowed, prefix, problems):
+    for key in mapping:
+        if key not in allowed:
+            close = difflib.get_close_matches(str(key), allowed, n=1)
+            hint = " (did you mean '%s%s'?)" % (prefix, close[0]) if close else ""
+            problems.error("unknown key '%s%s'%s; allowed keys: %s"
+                           % (prefix, key, hint, ", ".join(sorted(allowed))))
+
+
+def positive_int(profile, key, problems, allow_zero=False):
+    value = profile.get(key)
+    if isinstance(value, bool) or not isinstance(value, int):
+        problems.error("%s must be an integer, got %r" % (key, value))
+        return None
+    if value < 0 or (value == 0 and not allow_zero):
+        problems.error("%s must be %s, got %d" % (key, ">= 0" if allow_zero else ">= 1", value))
+        return None
+    return value
+
+
+def is_executable_program(profile):
+    return isinstance(profile.get("program"), dict)
+
+
+def _string_list(value, key, problems):
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, (str, int, float)) for v in value):
+        problems.error("%s must be a list of strings, got %r" % (key, value))
+        return []
+    return [str(v) for v in value]
+
+
+def validate_program(program, problems, workdir):
+    """program: {executable, ...}: the keys, the files that must exist."""
+    _unknown_keys(program, PROGRAM_KEYS, "program.", problems)
+    exe = program.get("executable")
+    if exe in (None, ""):
+        problems.error("program.executable is empty: give the host program, e.g. "
+                       "--param program.executable=$HOME/icon/build/bin/icon")
+    elif not isinstance(exe, str):
+        problems.error("program.executable must be a path, got %r" % (exe,))
+    _string_list(program.get("args"), "program.args", problems)
+    namelists = _string_list(program.get("namelists"), "program.namelists", problems)
+    _string_list(program.get("inputs"), "program.inputs", problems)
+    names = {}
+    for nml in namelists:
+        path = os.path.join(workdir, nml)
+        if not os.path.isfile(path):
+            problems.error("program.namelists: '%s' does not exist (looked in %s)"
+                           % (nml, os.path.dirname(path) or "."))
+        base = os.path.basename(nml)
+        if base in names:
+            problems.error("program.namelists: '%s' and '%s' would both be %s in the run "
+                           "directory" % (names[base], nml, base))
+        names[base] = nml
+    for inp in _string_list(program.get("inputs"), "program.inputs", problems):
+        if not os.path.exists(os.path.join(workdir, os.path.expanduser(inp))):
+            problems.error("program.inputs: '%s' does not exist" % inp)
+    cn = program.get("comin_namelist")
+    if cn not in (None, "") and os.path.basename(str(cn)) not in names:
+        problems.error("program.comin_namelist '%s' is not one of program.namelists (%s)"
+                       % (cn, ", ".join(namelists) or "none"))
+    restart = program.get("restart")
+    if restart not in (None, "", {}):
+        if not isinstance(restart, dict):
+            problems.error("program.restart must be a mapping {namelist, group, key, value}, "
+                           "got %r" % (restart,))
+        else:
+            _unknown_keys(restart, RESTART_KEYS, "program.restart.", problems)
+            for k in ("namelist", "group", "key"):
+                if restart.get(k) in (None, ""):
+                    problems.error("program.restart.%s is missing (e.g. {namelist: "
+                                   "icon_master.namelist, group: master_nml, key: lrestart, "
+                                   "value: .true.})" % k)
+    for key in ("rundir", "plugin_library", "plugin_name"):
+        if program.get(key) is not None and not isinstance(program.get(key), str):
+            problems.error("program.%s must be a string, got %r" % (key, program.get(key)))
+
+
+def validate(profile, problems, workdir):
+    """Checks keys, types and that the request fits the node."""
+    _unknown_keys(profile, PROFILE_KEYS, "", problems)
+    for key in ("kind", "program", "run", "partition", "nodes", "ntasks_per_node",
+                "cpus_per_task", "cores_per_node", "time"):
+        if profile.get(key) in (None, ""):
+            if key == "run" and is_executable_program(profile):
+                problems.error("missing required key 'run': the finecast plugin config that goes "
+                               "into &comin_nml (--run finecast.yaml)")
+            else:
+                problems.error("missing required key '%s' (%s)" % (key, PROFILE_KEYS[key]))
+
+    kind = profile.get("kind")
+    if kind not in (None, "", "gpu", "cpu"):
+        problems.error("kind must be 'gpu' or 'cpu', got %r" % (kind,))
+    program = profile.get("program")
+    if isinstance(program, dict):
+        validate_program(program, problems, workdir)
+    elif program not in (None, "") and program not in PROGRAMS:
+        problems.error("program must be one of %s, or a mapping {executable: PATH, args: [...], "
+                       "namelists: [...]} for ICON or another ComIn host "
+                       "(configs/slurm/icon.yaml), got %r" % (" | ".join(PROGRAMS), program))
+
+    if "nodes" in profile:
+        positive_int(profile, "nodes", problems)
+    ntasks = positive_int(profile, "ntasks_per_node", problems) if "ntasks_per_node" in profile else None
+    cpus = positive_int(profile, "cpus_per_task", problems) if "cpus_per_task" in profile else None
+    cores = positive_int(profile, "cores_per_node", problems) if "cores_per_node" in profile else None
+    if cpus and cores and cpus > cores:
+        problems.error("cpus_per_task = %d alone exceeds cores_per_node = %d of partition '%s'. "
+                       "Fix: --param cpus_per_task=%d" % (cpus, cores, profile.get("partition"), cores))
+    elif ntasks and cpus and cores and ntasks * cpus > cores:
+        problems.error(
+            "ntasks_per_node x cpus_per_task = %d x %d = %d cores, but a node of partition '%s' "
+            "has cores_per_node = %d. Fix: lower ntasks_per_node to %d (--param ntasks_per_node=%d) "
+            "or cpus_per_task to %d (--param cpus_per_task=%d), or add nodes."
+            % (ntasks, cpus, ntasks * cpus, profile.get("partition"), cores,
+               cores // cpus, cores // cpus, max(cores // ntasks, 1), max(cores // ntasks, 1)))
+
+    time = profile.get("time")
+    if time not in (None, "") and not TIME_RE.match(str(time)):
+        problems.error("time %r is not a SLURM time; use MM, HH:MM:SS or D-HH:MM:SS "
+                       "(quote it in YAML: time: \"01:00:00\")" % (time,))
+    mem = profile.get("mem")
+    if mem not in (None, "") and not MEM_RE.match(str(mem)):
+        problems.error("mem %r is not a SLURM memory size; use e.g. 0 (all of the node's), "
+                       "240G or 512000M" % (mem,))
+    hint = profile.get("hint")
+    if hint is not None and hint not in HINTS:
+        problems.error("hint must be one of %s (or empty), got %r" % (", ".join(HINTS[1:]), hint))
+
+    gpus = profile.get("gpus")
+    if gpus is not None:
+        if not isinstance(gpus, dict):
+            problems.error("gpus must be a mapping {type, count}, got %r" % (gpus,))
+        else:
+            _unknown_keys(gpus, GPU_KEYS, "gpus.", problems)
+            count = gpus.get("count", "auto")
+            if count != "auto" and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
+                problems.error("gpus.count must be 'auto' or an integer >= 0, got %r" % (count,))
+            gtype = gpus.get("type", "")
+            if gtype is None:
+                gtype = ""
+            if not re.match(r"^[A-Za-z0-9_\-.]*$", str(gtype)):
+                problems.error("gpus.type %r is not a GRES type name (e.g. a100)" % (gtype,))
+    if kind == "gpu":
+        per_node = profile.get("gpus_per_node")
+        if per_node is None:
+            problems.error("missing required key 'gpus_per_node' (%s)" % PROFILE_KEYS["gpus_per_node"])
+        elif isinstance(per_node, bool) or not isinstance(per_node, int) or per_node < 1:
+            problems.error("gpus_per_node must be an integer >= 1, got %r" % (per_node,))
+
+    for key in ("modules", "outputs", "sbatch_extra", "srun_extra", "prolog"):
+        _string_list(profile.get(key), key, problems)
+    for key in ("sbatch_extra", "srun_extra"):
+        for opt in profile.get(key) or []:
+            if isinstance(opt, str) and not opt.startswith("-"):
+                problems.error("%s entry %r is not an option (it must start with -)" % (key, opt))
+    for opt in profile.get("sbatch_extra") or []:
+        if isinstance(opt, str) and opt.split("=")[0] in ("--array", "--dependency", "-a", "-d"):
+            problems.error("sbatch_extra %r: use launch.sh --array / --chain instead" % opt)
+
+    env = profile.get("env")
+    if env is not None:
+        if not isinstance(env, dict):
+            problems.error("env must be a mapping NAME: value, got %r" % (env,))
+        else:
+            for name, value in env.items():
+                if not ENV_NAME_RE.match(str(name)):
+                    problems.error("env: %r is not a valid environment variable name" % (name,))
+                if isinstance(value, (dict, list)):
+                    problems.error("env.%s must be a scalar, got %r" % (name, value))
+    overrides = profile.get("set")
+    if overrides is not None and not isinstance(overrides, dict):
+        problems.error("set must be a mapping KEY: value, got %r" % (overrides,))
+    task_dir = profile.get("task_dir")
+    if task_dir not in (None, "") and TASK not in str(task_dir):
+        problems.error("task_dir %r must contain {task}, so that array tasks do not share a "
+                       "folder" % (task_dir,))
+
+    run = profile.get("run")
+    if run not in (None, ""):
+        path = os.path.join(workdir, str(run))
+        if not os.path.isfile(path):
+            what = {"replay": "replay config", "host": "host run file"}.get(
+                program if isinstance(program, str) else "", "plugin config")
+            problems.error("run file '%s' does not exist (looked in %s). Fix: --run PATH to "
+                           "your finecast %s" % (run, os.path.dirname(path) or ".", what))

@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The command-line convention every program follows (README, "Command lines"; common/cli.hpp):
+// the run/config file positionally or as --config, --set before or after it, a validated
+// --log-level, --time by index or date, --help and --version everywhere.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "replay_test_util.hpp"
+
+namespace {
+
+using namespace finecast::testing_replay;
+
+bool contains(const std::string& text, const std::string& needle) {
+  return text.find(needle) != std::string::npos;
+}
+
+const std::vector<std::string> kPrograms = {"finecast-host",      "finecast-replay", "finecast-config",
+                                            "finecast-downscale", "finecast-eval",   "finecast-grid"};
+
+/// A minimal valid plugin config.
+const std::string kConfig = "fields: [ts]\ngrid: {file: grid.nc}\n";
+
+TEST(Cli, EveryProgramHasHelpAndVersion) {
+  for (const auto& p : kPrograms) {
+    SCOPED_TRACE(p);
+    CommandResult r = run_command(binary(p) + " --help");
+    EXPECT_EQ(r.rc, 0) << r.output;
+    EXPECT_TRUE(contains(r.output, "--version")) << r.output;
+    r = run_command(binary(p) + " --version");
+    EXPECT_EQ(r.rc, 0) << r.output;
+    EXPECT_EQ(r.output, p + " " + FINECAST_VERSION + "\n");
+  }
+  CommandResult r = run_command(binary("finecast-bench") + " --version");
+  EXPECT_EQ(r.rc, 0) << r.output;
+  EXPECT_EQ(r.output, std::string("finecast-bench ") + FINECAST_VERSION + "\n");
+  for (const char* sub : {"trainer", "coupling", "plugin"}) {
+    r = run_command(binary("finecast-bench") + " " + sub + " --help");
+    EXPECT_EQ(r.rc, 0) << sub << ": " << r.output;
+    EXPECT_TRUE(contains(r.output, "--version")) << sub << ": " << r.output;
+  }
+}
+
+TEST(Cli, TheConfigFileComesPositionallyOrAsConfigAndSetMayPrecedeIt) {
+  ScratchDir dir("cli");
+  write_text(dir.file("c.yaml"), kConfig);
+  const std::string config = binary("finecast-config");
+  const CommandResult positional = run_command(config + " " + dir.file("c.yaml") + " --set train.epochs=3");
+  ASSERT_EQ(positional.rc, 0) << positional.output;
+  EXPECT_TRUE(contains(positional.output, "epochs: 3")) << positional.output;
+  // The same run with --config, -c, and with --set before the file (one value per --set).
+  for (const std::string& args : {"--config " + dir.file("c.yaml") + " --set train.epochs=3",
+                                  "-c " + dir.file("c.yaml") + " --set train.epochs=3",
+                                  "--set train.epochs=3 " + dir.file("c.yaml"),
+                                  "--set train.epochs=2 --set train.epochs=3 " + dir.file("c.yaml")}) {
+    const CommandResult r = run_command(config + " " + args);
+    EXPECT_EQ(r.rc, 0) << args << ": " << r.output;
+    EXPECT_EQ(r.output, positional.output) << args;
+  }
+}
+
+TEST(Cli, UsageErrorsNameTheFlagAndWhatItExpects) {
+  ScratchDir dir("cli");
+  write_text(dir.file("c.yaml"), kConfig);
+  // No file: both spellings are named, by every program that takes one.
+  for (const char* p : {"finecast-config", "finecast-host", "finecast-replay"}) {
+    const CommandResult r = run_command(binary(p));
+    EXPECT_NE(r.rc, 0) << p;
+    EXPECT_TRUE(contains(r.output, "a run/config file (FILE or --config FILE) is required")) << p << ": " << r.output;
+  }
+  // The file twice.
+  CommandResult r = run_command(binary("finecast-config") + " " + dir.file("c.yaml") + " --config " + dir.file("c.yaml"));
+  EXPECT_NE(r.rc, 0) << r.output;
+  // --set without '='.
+  r = run_command(binary("finecast-config") + " " + dir.file("c.yaml") + " --set device");
+  EXPECT_NE(r.rc, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "--set: expected KEY=VALUE (e.g. --set device=cpu), got 'device'")) << r.output;
+  // --log-level is checked by every program that logs, before it does anything.
+  for (const char* p : {"finecast-host", "finecast-replay", "finecast-downscale"}) {
+    r = run_command(binary(p) + " --log-level verbose " + dir.file("missing.yaml") +
+                    (std::string(p) == "finecast-downscale" ? " --checkpoint x --input y --var z" : ""));
+    EXPECT_NE(r.rc, 0) << p;
+    EXPECT_TRUE(contains(r.output, "--log-level: verbose not in {debug,info,warning,error}")) << p << ": " << r.output;
+    EXPECT_FALSE(contains(r.output, "missing.yaml")) << p << ": " << r.output;
+  }
+  // A valid level is taken.
+  r = run_command(binary("finecast-replay") + " --log-level debug " + dir.file("missing.yaml"));
+  EXPECT_NE(r.rc, 0);
+  EXPECT_TRUE(contains(r.output, dir.file("missing.yaml") + ": cannot open the replay run file")) << r.output;
+}
+
+TEST(Cli, FinecastConfigListsEveryErrorInOneRun) {
+  ScratchDir dir("cli");
+  write_text(dir.file("bad.yaml"),
+             "fields: [ts]\n"
+             "grid: {file: g.nc, type: hexagons}\n"
+             "train: {epochs: 0, batchsize: 4}\n");
+  const CommandResult r = run_command(binary("finecast-config") + " " + dir.file("bad.yaml") + " --set device=gpu");
+  EXPECT_EQ(r.rc, 1) << r.output;
+  const std::string f = dir.file("bad.yaml");
+  EXPECT_EQ(r.output, f + ":2: grid.type must be one of icon, latlon, got \"hexagons\"\n" + f +
+                          ":3: train.epochs must be a positive integer, got 0\n" + f +
+                          ":3: unknown key train.batchsize (allowed in train: async, every, min_steps, epochs, ranks, placement, gpu_ids, "
+                          "batch_size, lr, weight_decay, warmup_steps, decay_steps, min_lr_ratio, grad_clip, "
+                          "ema_decay, mixed_precision, max_bad_steps, accumulate, validation, validation_members, "
+            "validation_max_samples, validation_metric, early_stop, plateau, plateau_factor, plateau_min_scale, "
+            "keep_best, max_device_memory, force_autograd, threads, max_threads, cuda_graphs)\n"
+                          "--set device: device must be one of auto, cpu, cuda, cuda:N, mps, got \"gpu\"\n");
+}
+
+TEST(Cli, GridFileComesPositionallyOrAsGrid) {
+  const std::string grid = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc";
+  const CommandResult a = run_command(binary("finecast-grid") + " " + grid + " --coarse-level 2");
+  const CommandResult b = run_command(binary("finecast-grid") + " --grid " + grid + " --coarse-level 2");
+  ASSERT_EQ(a.rc, 0) << a.output;
+  EXPECT_EQ(a.output, b.output);
+  EXPECT_TRUE(contains(a.output, "consistent: yes")) << a.output;
+}
+
+// finecast-bench trainer measures for minutes on a small machine: stderr says what it measures,
+// which repeat and the time, while stdout keeps only the result (here one JSON object).
+TEST(Cli, BenchTrainerReportsProgressOnStderrOnly) {
+  ScratchDir dir("cli_bench");
+  // In a subshell: run_command sends stderr to stdout after the command's own redirections.
+  const CommandResult r = run_command("(" + binary("finecast-bench") +
+                                      " trainer --json --no-reference --repeats 1 --threads 1 2> " +
+                                      dir.file("progress.txt") + ")");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("{\"device\": \"cpu\"", 0), 0u) << r.output;
+  EXPECT_EQ(r.output.find('\n'), r.output.size() - 1) << r.output;
+  std::ifstream in(dir.file("progress.txt"));
+  const std::string progress((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t at = 0;
+  for (const std::string& line :
+       {"[bench trainer 0:00] finecast on cpu, 1 thread(s), best of 1 repeats",
+        "] training epoch (3,840 samples), batch 16: warm-up session\n",
+        "] training epoch (3,840 samples), batch 16: repeat 1/1: ",
+        "] training epoch (3,840 samples), batch 256: repeat 1/1: ",
+        "] sampling 80 patches, DDPM 50 steps: repeat 3/3: ", "] sampling 80 patches, DDIM 10 steps: repeat 3/3: "}) {
+    const size_t found = progress.find(line, at);
+    EXPECT_NE(found, std::string::npos) << "'" << line << "' missing or out of order:\n" << progress;
+    if (found != std::string::npos) at = found;
+  }
+}
+
+// Under mpiexec, Open MPI gives a rank a pseudo-terminal as stdout even when the output is
+// captured; the progress mode "auto" must still print lines (no bar escapes) there, and the
+// start-up stages are logged before the first step.
+TEST(Cli, ReplayUnderMpiexecLogsStartUpAndPlainProgressLines) {
+  ScratchDir dir("cli_replay");
+  write_text(dir.file("plugin.yaml"), tiny_plugin_config(dir.path()));
+  write_text(dir.file("run.yaml"), tiny_run_file(dir.file("plugin.yaml"), "round_robin"));
+  const CommandResult r = run_command("mpiexec -n 1 --oversubscribe " + binary("finecast-replay") + " " +
+                                      dir.file("run.yaml") + " --set train.epochs=1");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  EXPECT_FALSE(contains(r.output, "\033[K")) << r.output;
+  EXPECT_FALSE(contains(r.output, "\r")) << r.output;
+  EXPECT_TRUE(contains(r.output, "replay: 6/6 steps")) << r.output;
+  const std::vector<std::string> stages = {"start-up 0.", "s: reading the run file " + dir.file("run.yaml"),
+                                           "s: opening the input files", "s: reading the lat-lon grid of " + kTas,
+                                           "s: loading 1 plugin(s)", "s: plugin set-up (secondary constructors"};
+  size_t at = 0;
+  for (const auto& s : stages) {
+    const size_t found = r.output.find(s, at);
+    EXPECT_NE(found, std::string::npos) << "stage '" << s << "' missing or out of order:\n" << r.output;
+    if (found != std::string::npos) at = found;
+  }
+  EXPECT_LT(at, r.output.find("replay: 1/6 steps")) << r.output;
+}
+
+}  // namespace

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Restart chains, as ICON runs them: a run in chunks, each a new process that resumes from the
+// checkpoint of the one before (checkpoint.resume: auto), each shorter than train.min_steps.
+// The chain must buffer exactly what one long run buffers, train once the buffer is full, and
+// continue one output file.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "coupling/buffer/rolling_buffer.hpp"
+#include "tests/plugin/replay_test_util.hpp"
+
+namespace ftr = finecast::testing_replay;
+
+namespace {
+
+const std::string kGrid = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc";
+
+std::string plugin_config() {
+  return "fields: [ts]\nseed: 5\ndevice: cpu\n"
+         "grid: {type: icon, file: " + kGrid + ", coarse_level: 0}\n"
+         "patch: {orography: topography_c}\n"
+         "buffer: {capacity: 6}\n"
+         "model: {hidden: 16, depth: 1, time_embedding: 8, diffusion_steps: 5}\n"
+         "train: {async: false, every: 3, min_steps: 6, epochs: 1, batch_size: 96, warmup_steps: 1, threads: 1}\n"
+         "sample: {every: 3, members: 2, steps: 2, output: out.nc}\n"
+         "checkpoint: {dir: ckpt, keep: 2, resume: auto}\n";
+}
+
+/// `steps` steps of 30 min starting `offset` steps after 1979-01-01T00:00.
+std::string host_run_file(int offset, int steps) {
+  const int minutes = offset * 30;
+  char start[32];
+  std::snprintf(start, sizeof start, "1979-01-01T%02d:%02d:00", minutes / 60, minutes % 60);
+  return "grid: " + kGrid + "\norography: /usr/share/ferret-vis/data/etopo20.cdf\norography_variable: ROSE\n"
+         "experiment_start: 1979-01-01T00:00:00\nstart: " + start + "\ndt: 1800\nsteps: " + std::to_string(steps) + "\nnproma: 24\nnlev: 2\n"
+         "progress_every: 0\nrestart_run: " + (offset > 0 ? "true" : "false") + "\n"
+         "plugins:\n  - {name: finecast, library: " + ftr::plugin_library() + ", options: plugin.yaml}\n";
+}
+
+ftr::CommandResult run_chunk(const std::string& dir, int offset, int steps) {
+  ftr::write_text(dir + "/host.yaml", host_run_file(offset, steps));
+  return ftr::run_command("cd '" + dir + "' && mpiexec -n 2 --oversubscribe " + ftr::binary("finecast-host") +
+                          " host.yaml");
+}
+
+struct BufferContent {
+  std::vector<float> context, fine, weights;
+  std::vector<std::string> datetimes;
+};
+
+BufferContent read_buffer(const std::string& path) {
+  const auto b = finecast::coupling::RollingBuffer::load_h5(path);
+  BufferContent c;
+  b.snapshot(c.context, c.fine, c.weights);
+  for (int i = 0; i < b.steps(); ++i) c.datetimes.push_back(b.datetime(i));
+  return c;
+}
+
+}  // namespace
+
+TEST(RestartChain, FourShortChunksBufferWhatOneLongRunBuffers) {
+  ftr::ScratchDir long_dir("chain_long"), chain_dir("chain");
+  ftr::write_text(long_dir.file("plugin.yaml"), plugin_config());
+  ftr::write_text(chain_dir.file("plugin.yaml"), plugin_config());
+  const ftr::CommandResult whole = run_chunk(long_dir.path(), 0, 12);
+  ASSERT_EQ(whole.rc, 0) << whole.output;
+
+  std::string chain_log;
+  for (int chunk = 0; chunk < 4; ++chunk) {
+    const ftr::CommandResult r = run_chunk(chain_dir.path(), 3 * chunk, 3);
+    ASSERT_EQ(r.rc, 0) << "chunk " << chunk << ":\n" << r.output;
+    chain_log += r.output;
+    if (chunk == 0) {
+      EXPECT_NE(r.output.find("checkpoint.resume: auto: no valid checkpoint in ckpt: a fresh start"), std::string::npos)
+          << r.output;
+      EXPECT_NE(r.output.find("Checkpoint at the end of the run before any training session"), std::string::npos)
+          << r.output;
+    } else {
+      EXPECT_NE(r.output.find("Resumed the rolling buffer from ckpt/buffer_"), std::string::npos) << r.output;
+      EXPECT_NE(r.output.find(std::to_string(3 * chunk) + " coupling steps so far"), std::string::npos) << r.output;
+    }
+  }
+  // The chain trained on the same steps as the long run (the step count goes on across chunks).
+  for (const char* session : {"Training session 1 at 1979-01-01T03:00:00: 6 steps in buffer",
+                              "Training session 2 at 1979-01-01T04:30:00: 6 steps in buffer",
+                              "Training session 3 at 1979-01-01T06:00:00: 6 steps in buffer"}) {
+    EXPECT_NE(whole.output.find(session), std::string::npos) << whole.output;
+    EXPECT_NE(chain_log.find(session), std::string::npos) << chain_log;
+  }
+
+  const BufferContent a = read_buffer(ftr::newest_buffer_snapshot(long_dir.file("ckpt")));
+  const BufferContent b = read_buffer(ftr::newest_buffer_snapshot(chain_dir.file("ckpt")));
+  ASSERT_EQ(a.datetimes.size(), 6u);
+  EXPECT_EQ(a.datetimes, b.datetimes);
+  EXPECT_EQ(a.datetimes.back(), "1979-01-01T06:00:00");
+  EXPECT_EQ(a.context, b.context);  // orography included: the static field is gathered in every chunk
+  EXPECT_EQ(a.fine, b.fine);
+
+  // The same weights: the chain restores the optimizer, EMA, normalisation and RNG state.
+  const ftr::CommandResult weights = ftr::run_command("h5diff -d 0 '" + long_dir.file("ckpt/ckpt_00000015.h5") +
+                                                      "' '" + chain_dir.file("ckpt/ckpt_00000015.h5") + "' /model");
+  EXPECT_EQ(weights.rc, 0) << weights.output;
+
+  // One output file, continued by every chunk that sampled, in time order, with the long run's
+  // samples (the sampling seeds go on across chunks too).
+  const ftr::CommandResult dump = ftr::run_command("ncdump -t -v time " + chain_dir.file("out.nc"));
+  ASSERT_EQ(dump.rc, 0) << dump.output;
+  EXPECT_NE(chain_log.find("Appending to out.nc"), std::string::npos) << chain_log;
+  EXPECT_NE(dump.output.find("\"1979-01-01 03\", \"1979-01-01 04:30\", \"1979-01-01 06\""), std::string::npos)
+      << dump.output;
+  const ftr::CommandResult out = ftr::run_command("/usr/bin/python3 " + std::string(FINECAST_SOURCE_DIR) +
+                                                  "/tests/comin/compare_netcdf.py " + long_dir.file("out.nc") + " " +
+                                                  chain_dir.file("out.nc") + " --ignore history finecast_checkpoint");
+  EXPECT_EQ(out.rc, 0) << out.output;
+}

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Several trainer ranks (train.ranks) in finecast-host on 4 MPI ranks: each receives only its
+// patches, they train data-parallel, and the result is that of one trainer rank holding every
+// patch (to rounding); checkpoints written by any number of trainer ranks resume with any other.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "tests/plugin/replay_test_util.hpp"
+
+namespace ftr = finecast::testing_replay;
+
+namespace {
+
+const std::string kGrid = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc";
+
+std::string plugin_config(int ranks, bool async) {
+  return "fields: [ts]\nseed: 3\ndevice: cpu\n"
+         "grid: {type: icon, file: " + kGrid + ", coarse_level: 1}\n"
+         "buffer: {capacity: 4}\n"
+         "model: {hidden: 32, depth: 2, time_embedding: 16, diffusion_steps: 10}\n"
+         "train: {async: " + std::string(async ? "true" : "false") +
+         ", every: 4, min_steps: 4, epochs: 1, batch_size: 64, warmup_steps: 2, threads: 1, ranks: " +
+         std::to_string(ranks) + "}\n"
+         "sample: {every: 4, members: 2, steps: 2, output: out.nc, write_back: ts_finecast}\n"
+         "checkpoint: {dir: ckpt, keep: 2, resume: auto}\n";
+}
+
+/// `steps` steps of 30 min starting `offset` steps after 1979-01-01T00:00 (a chunk of a chain).
+std::string host_run_file(int offset, int steps) {
+  const int minutes = offset * 30;
+  char start[32];
+  std::snprintf(start, sizeof start, "1979-01-01T%02d:%02d:00", minutes / 60, minutes % 60);
+  return "grid: " + kGrid + "\norography: /usr/share/ferret-vis/data/etopo20.cdf\norography_variable: ROSE\n"
+         "experiment_start: 1979-01-01T00:00:00\nstart: " + start + "\ndt: 1800\nsteps: " + std::to_string(steps) +
+         "\nnproma: 24\nnlev: 2\nprogress_every: 0\nrestart_run: " + (offset > 0 ? "true" : "false") +
+         "\nplugins:\n  - {name: finecast, library: " + ftr::plugin_library() + ", options: plugin.yaml}\n";
+}
+
+ftr::CommandResult run(const std::string& dir, int ranks, bool async, int offset, int steps) {
+  ftr::write_text(dir + "/plugin.yaml", plugin_config(ranks, async));
+  ftr::write_text(dir + "/host.yaml", host_run_file(offset, steps));
+  return ftr::run_command("cd '" + dir + "' && mpiexec -n 4 --oversubscribe " + ftr::binary("finecast-host") +
+                          " host.yaml");
+}
+
+/// Runs a Python snippet (Debian's python with numpy and h5py); "key=value" lines as a map,
+/// the whole output under "".
+std::map<std::string, std::string> python_facts(const std::string& script) {
+  const std::string path = ::testing::TempDir() + "finecast_trainer_groups_facts.py";
+  ftr::write_text(path, script);
+  const ftr::CommandResult r = ftr::run_command("/usr/bin/python3 " + path);
+  std::map<std::string, std::string> facts{{"", r.output}, {"rc", std::to_string(r.rc)}};
+  std::istringstream lines(r.output);
+  for (std::string line; std::getline(lines, line);)
+    if (const size_t eq = line.find('='); eq != std::string::npos) facts[line.substr(0, eq)] = line.substr(eq + 1);
+  return facts;
+}
+
+const char* kPythonHelpers = R"(
+import glob, h5py, numpy as np
+def weights(path):
+    with h5py.File(path, "r") as f:
+        return np.concatenate([f["model"][k][()].ravel() for k in sorted(f["model"])])
+def buffer(ckpt_dir, step):
+    # Every part of the snapshot, its patches put in place: [steps][patches][...].
+    parts = sorted(glob.glob(f"{ckpt_dir}/buffer_{step:08d}*.h5"))
+    out = {}
+    for p in parts:
+        with h5py.File(p, "r") as f:
+            first = int(f.attrs.get("first_patch", 0)); total = int(f.attrs.get("patches_total", f["valid"].shape[1]))
+            for name in ("context", "fine", "valid"):
+                d = f[name][()]
+                if name not in out:
+                    out[name] = np.zeros((d.shape[0], total) + d.shape[2:], d.dtype)
+                out[name][:, first:first + d.shape[1]] = d
+    return out, len(parts)
+def relative(a, b):
+    return float(np.abs(a - b).max() / np.abs(b).max())
+)";
+
+}  // namespace
+
+// The same run with 1, 2 and 4 trainer ranks: the same checkpointed weights to rounding, the
+// same buffer, and each run writes its output and write-back. Asynchronously (the trainers sum
+// gradients on their training threads while the host steps on) the sessions start when the
+// previous ones have ended, so only the run itself is compared.
+TEST(TrainerGroups, DataParallelTrainingMatchesOneTrainerRank) {
+  ftr::ScratchDir dir("trainer_groups");
+  struct Case {
+    int ranks;
+    bool async;
+  };
+  std::string paths;
+  for (const Case c : {Case{1, false}, Case{2, false}, Case{4, false}, Case{2, true}}) {
+    const std::string d = dir.file("r" + std::to_string(c.ranks) + (c.async ? "a" : "s"));
+    ftr::run_command("mkdir -p '" + d + "'");
+    const ftr::CommandResult r = run(d, c.ranks, c.async, 0, 8);
+    ASSERT_EQ(r.rc, 0) << r.output;
+    if (c.async) {
+      EXPECT_NE(r.output.find("samples on 2 trainer ranks"), std::string::npos) << r.output;
+      EXPECT_NE(r.output.find("Checkpoint written"), std::string::npos) << r.output;
+      continue;
+    }
+    EXPECT_NE(r.output.find("Training session 2 at 1979-01-01T04:00:00: 4 steps in buffer = 1280 samples" +
+                            std::string(c.ranks > 1 ? " on " + std::to_string(c.ranks) + " trainer ranks" : "")),
+              std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find("Sampled 2 member(s) at 1979-01-01T04:00:00"), std::string::npos) << r.output;
+    paths += "'" + d + "', ";
+  }
+  const auto facts = python_facts(std::string(kPythonHelpers) + "dirs = [" + paths + "]\n" + R"(
+one = weights(dirs[0] + "/ckpt/ckpt_00000040.h5")
+for d in dirs[1:]:
+    print(d.rsplit("/", 1)[1] + "=%.3g" % relative(weights(d + "/ckpt/ckpt_00000040.h5"), one))
+for d in dirs:
+    b, n = buffer(d + "/ckpt", 40)
+    print(d.rsplit("/", 1)[1] + ".parts=%d" % n)
+    print(d.rsplit("/", 1)[1] + ".buffer_equal=%d" % int(all(np.array_equal(b[k], buffer(dirs[0] + "/ckpt", 40)[0][k]) for k in b)))
+)");
+  ASSERT_EQ(facts.at("rc"), "0") << facts.at("");
+  for (const char* run : {"r2s", "r4s"}) {
+    ASSERT_TRUE(facts.count(run)) << facts.at("");
+    EXPECT_LT(std::stod(facts.at(run)), 1e-4) << run << "\n" << facts.at("");
+    EXPECT_EQ(facts.at(std::string(run) + ".buffer_equal"), "1") << run;
+  }
+  EXPECT_EQ(facts.at("r4s.parts"), "4");
+  EXPECT_EQ(facts.at("r1s.parts"), "1");
+}
+
+// A chain of two chunks, the first with 4 trainer ranks and the second resumed with 2 (and the
+// reverse, 1 then 4), holds the same buffer as a chain on one trainer rank and trains the same
+// weights to rounding.
+TEST(TrainerGroups, CheckpointsResumeWithAnyNumberOfTrainerRanks) {
+  ftr::ScratchDir dir("trainer_groups_resume");
+  std::string paths;
+  for (const auto& [first, second] : {std::pair<int, int>{1, 1}, {4, 2}, {1, 4}}) {
+    const std::string d = dir.file("c" + std::to_string(first) + std::to_string(second));
+    ftr::run_command("mkdir -p '" + d + "'");
+    const ftr::CommandResult a = run(d, first, false, 0, 4);
+    ASSERT_EQ(a.rc, 0) << a.output;
+    const ftr::CommandResult b = run(d, second, false, 4, 4);
+    ASSERT_EQ(b.rc, 0) << b.output;
+    EXPECT_NE(b.output.find("Resumed the rolling buffer from"), std::string::npos) << b.output;
+    if (first > 1)
+      EXPECT_NE(b.output.find("(" + std::to_string(first) + " parts): 4 steps"), std::string::npos) << b.output;
+    paths += "'" + d + "', ";
+  }
+  const auto facts = python_facts(std::string(kPythonHelpers) + "dirs = [" + paths + "]\n" + R"(
+one = weights(dirs[0] + "/ckpt/ckpt_00000040.h5")
+ref, _ = buffer(dirs[0] + "/ckpt", 40)
+for d in dirs[1:]:
+    name = d.rsplit("/", 1)[1]
+    print(name + "=%.3g" % relative(weights(d + "/ckpt/ckpt_00000040.h5"), one))
+    b, n = buffer(d + "/ckpt", 40)
+    print(name + ".buffer_equal=%d" % int(all(np.array_equal(b[k], ref[k]) for k in ref)))
+)");
+  ASSERT_EQ(facts.at("rc"), "0") << facts.at("");
+  for (const char* chain : {"c42", "c14"}) {
+    ASSERT_TRUE(facts.count(chain)) << facts.at("");
+    EXPECT_LT(std::stod(facts.at(chain)), 1e-4) << chain << "\n" << facts.at("");
+    EXPECT_EQ(facts.at(std::string(chain) + ".buffer_equal"), "1") << chain;
+  }
+}

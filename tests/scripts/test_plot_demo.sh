@@ -1,0 +1,132 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# scripts/plot_demo.py on the output of a real (tiny) finecast-host run on the R2B4 grid: the PNG
+# is written, and the scores it prints equal an independent computation (xarray; cell areas by
+# L'Huilier's theorem from the grid file's own vertices instead of the triple product of the
+# output's corners; the sorted-member form of the ensemble CRPS instead of the pairwise one).
+# --time by date draws the step it names.
+set -euo pipefail
+
+SRC="${FINECAST_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+BIN="${FINECAST_BINARY_DIR:-$SRC/build}"
+PY=/usr/bin/python3
+GRID=/usr/share/ncarg/data/nug/triangular_grid_ICON.nc
+ORO=/usr/share/ferret-vis/data/etopo20.cdf
+for f in "$BIN/bin/finecast-host" "$BIN/lib/libfinecast_comin.so" "$GRID" "$ORO"; do
+  [[ -e "$f" ]] || { echo "skipped: $f is missing"; exit 77; }
+done
+"$PY" -c "import matplotlib, netCDF4, xarray" 2>/dev/null || { echo "skipped: $PY lacks matplotlib/netCDF4/xarray"; exit 77; }
+
+failures=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+work="$(mktemp -d "${TMPDIR:-/tmp}/finecast-plot-test.XXXXXX")"
+trap 'if ((failures == 0)); then rm -rf "$work"; else echo "kept $work"; fi' EXIT
+cd "$work"
+
+cat >plugin.yaml <<YAML
+fields: [ts]
+seed: 5
+device: cpu
+grid: {type: icon, file: $GRID, coarse_level: 0}
+patch: {orography: topography_c}
+buffer: {capacity: 4}
+model: {hidden: 16, depth: 1, time_embedding: 8, diffusion_steps: 5}
+train: {async: false, every: 4, min_steps: 4, epochs: 1, batch_size: 128, warmup_steps: 1, threads: 1}
+sample: {every: 4, members: 3, steps: 2, output: out.nc}
+checkpoint: {dir: ckpt, every: 0}
+YAML
+cat >host.yaml <<YAML
+grid: $GRID
+orography: $ORO
+orography_variable: ROSE
+start: 1979-01-01T00:00:00
+dt: 1800
+steps: 8
+nproma: 24
+nlev: 2
+plugins:
+  - {name: finecast, library: $BIN/lib/libfinecast_comin.so, options: plugin.yaml}
+YAML
+mpiexec -n 2 --oversubscribe "$BIN/bin/finecast-host" host.yaml >host.log 2>&1 \
+  || { cat host.log; fail "finecast-host failed"; exit 1; }
+
+plot() { "$PY" "$SRC/scripts/plot_demo.py" --input out.nc --orography "$ORO:ROSE" "$@"; }
+out="$(plot --output last.png)" || { echo "$out"; fail "plot_demo.py failed"; exit 1; }
+echo "$out"
+[[ "$(head -c 8 last.png | od -An -c | tr -d ' ')" == '211PNG\r\n032\n' ]] || fail "last.png is not a PNG"
+size="$(stat -c %s last.png)"
+((size > 50000)) || fail "last.png is only $size bytes"
+
+# The printed scores against an independent computation.
+cat >independent.py <<'PY'
+import re, sys
+import numpy as np, xarray as xr
+line = sys.argv[1]
+grid = xr.open_dataset(sys.argv[2])
+t = int(sys.argv[3])
+names = ["rmse_mean", "rmse_coarse", "crps", "crps_coarse"]
+pattern = (r"ensemble-mean RMSE (\S+) K, coarse input RMSE (\S+) K; "
+           r"CRPS (\S+) K, coarse input CRPS (\S+) K")
+m = re.search(pattern, line)
+if not m:
+    sys.exit(f"no scores in: {line}")
+printed = dict(zip(names, map(float, m.groups())))
+ds = xr.open_dataset("out.nc").isel(time=t)
+lon, lat = grid.clon_vertices.values, grid.clat_vertices.values  # radians, (ncells, 3)
+def side(i, j):  # great-circle distance between corners i and j (haversine)
+    h = np.sin((lat[:, j] - lat[:, i]) / 2) ** 2 + np.cos(lat[:, i]) * np.cos(lat[:, j]) * np.sin((lon[:, j] - lon[:, i]) / 2) ** 2
+    return 2 * np.arcsin(np.sqrt(h))
+a, b, cc = side(1, 2), side(2, 0), side(0, 1)
+s = (a + b + cc) / 2
+area = 4 * np.arctan(np.sqrt(np.tan(s / 2) * np.tan((s - a) / 2) * np.tan((s - b) / 2) * np.tan((s - cc) / 2)))
+w = area / area.sum()
+x = ds.ts.values.astype(np.float64)            # (realization, ncells)
+y = ds.ts_host.values.astype(np.float64)
+c = ds.ts_coarse.values.astype(np.float64)
+mean = ds.ts_mean.values.astype(np.float64)
+n = x.shape[0]
+xs = np.sort(x, axis=0)
+i = np.arange(1, n + 1)[:, None]
+# CRPS of the empirical distribution, sorted-member form: 2/n^2 sum_i (x_(i) - y) (n 1{y < x_(i)} - i + 1/2)
+crps = 2.0 / n**2 * np.sum((xs - y) * (n * (y < xs) - i + 0.5), axis=0)
+mine = {
+    "rmse_mean": np.sqrt(np.sum(w * (mean - y) ** 2)),
+    "rmse_coarse": np.sqrt(np.sum(w * (c - y) ** 2)),
+    "crps": np.sum(w * crps),
+    "crps_coarse": np.sum(w * np.abs(c - y)),
+}
+bad = [f"{k}: printed {printed[k]:.6g}, independent {mine[k]:.6g}" for k in names
+       if not abs(printed[k] - mine[k]) <= 2e-4 * abs(mine[k])]
+# The scores must say something: the coarse input is worse than nothing only if they are broken.
+if not mine["rmse_coarse"] > 0.01:
+    bad.append(f"coarse RMSE {mine['rmse_coarse']} K: the truth and the coarse field are the same?")
+print("independent: " + ", ".join(f"{k} {mine[k]:.6g}" for k in names))
+if bad:
+    sys.exit("\n".join(bad))
+PY
+score_line="$(grep 'plot_demo: scores of ts at' <<<"$out" || true)"
+[[ -n "$score_line" ]] || fail "plot_demo.py printed no scores"
+"$PY" independent.py "$score_line" "$GRID" -1 || fail "the printed scores differ from the independent ones"
+
+# --time by date: the first record (model time of the sampling at step 4).
+date="$("$PY" -c "import netCDF4 as n; f = n.Dataset('out.nc'); t = f['time']; print(n.num2date(t[0], t.units, getattr(t, 'calendar', 'standard')).isoformat())")"
+out0="$(plot --output first.png --time "$date")" || fail "plot_demo.py --time $date failed"
+[[ -s first.png ]] || fail "first.png not written"
+line0="$(grep 'plot_demo: scores of ts at' <<<"$out0" || true)"
+[[ "$line0" != "$score_line" ]] || fail "--time $date drew the last step again"
+"$PY" independent.py "$line0" "$GRID" 0 || fail "scores of --time $date differ from those of step 0"
+[[ "$(plot --output x.png --time 0 | grep 'scores of')" == "$line0" ]] || fail "--time 0 and --time $date differ"
+
+# Clear errors for a step that is not there.
+set +e
+err="$(plot --output x.png --time 1999-01-01 2>&1)"
+rc=$?
+set -e
+((rc != 0)) || fail "--time 1999-01-01 succeeded"
+[[ "$err" == *"--time 1999-01-01: out.nc has no step at 1999-01-01T00:00:00"* ]] || fail "unclear error: $err"
+
+if ((failures)); then
+  echo "$failures check(s) failed"
+  exit 1
+fi
+echo "plot_demo.py: all checks passed"

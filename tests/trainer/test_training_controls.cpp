@@ -1,0 +1,381 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Training controls: gradient accumulation, out-of-memory back-off, the validation split by
+// time, early stopping, plateau reduction, the best state in checkpoints, threads: auto, and
+// separate training and sampling devices.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "tests/trainer/trainer_test_data.hpp"
+#include "trainer/checkpoint.hpp"
+#include "trainer/data.hpp"
+#include "trainer/downscaler.hpp"
+#include "trainer/downscaler_impl.hpp"
+#include "trainer/training_internal.hpp"
+#include "trainer/validation.hpp"
+
+namespace ft = finecast::trainer;
+using namespace finecast::trainer::testing;  // NOLINT: the shared test data
+
+namespace {
+
+bool any_contains(const std::vector<std::string>& lines, const std::string& what) {
+  for (const auto& l : lines)
+    if (l.find(what) != std::string::npos) return true;
+  return false;
+}
+
+/// ||a - b|| / ||b||.
+double relative_difference(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a - b).norm().item<double>() / b.norm().item<double>();
+}
+
+/// `steps` host output steps of `per_step` samples each, in time order, with their step numbers.
+struct TimedData {
+  KnownDistribution d;
+  std::vector<int64_t> time;
+  TimedData(int64_t steps, int64_t per_step, uint32_t seed) : d(steps * per_step, seed) {
+    for (int64_t s = 0; s < steps; ++s)
+      for (int64_t i = 0; i < per_step; ++i) time.push_back(100 + s);
+  }
+  ft::DataView view() const {
+    ft::DataView v{d.context.data(), d.fine.data(), nullptr, d.n};
+    v.time = time.data();
+    return v;
+  }
+};
+
+}  // namespace
+
+TEST(Accumulation, MicroBatchesEqualTheLargeBatch) {
+  // Batch 64 in one piece against 4 accumulated micro-batches of 16: the same draws (they are
+  // made per global batch), so the weights after two epochs agree to float rounding, on the
+  // fused path and on autograd.
+  KnownDistribution d(300, 2);  // 4 full global batches + one of 44
+  for (bool autograd : {false, true}) {
+    auto large = fast_training();
+    large.batch_size = 64;
+    large.force_autograd = autograd;
+    auto small = large;
+    small.batch_size = 16;
+    small.accumulate = 4;
+    ft::Downscaler a(small_model(), large, "cpu"), b(small_model(), small, "cpu");
+    const auto init = ft::internals(a).flat.clone();
+    for (int e = 0; e < 2; ++e) {
+      const auto sa = a.train_epoch(view(d)), sb = b.train_epoch(view(d));
+      EXPECT_EQ(sa.batches, 5);
+      EXPECT_EQ(sb.batches, 5) << "one optimizer step per global batch";
+      EXPECT_NEAR(sa.avg_loss, sb.avg_loss, 1e-5 * sa.avg_loss);
+    }
+    EXPECT_EQ(a.step(), b.step());
+    const double diff = relative_difference(ft::internals(b).flat - init, ft::internals(a).flat - init);
+    std::printf("%s: accumulated vs large batch, relative weight-update difference %.2e\n",
+                autograd ? "autograd" : "fused", diff);
+    EXPECT_LT(diff, 1e-4);
+    // Without accumulation, batch 16 takes four times the steps and lands elsewhere.
+    auto plain = small;
+    plain.accumulate = 1;
+    ft::Downscaler c(small_model(), plain, "cpu");
+    c.train_epoch(view(d));
+    c.train_epoch(view(d));
+    EXPECT_GT(relative_difference(ft::internals(c).flat - init, ft::internals(a).flat - init), 0.1);
+  }
+}
+
+TEST(OutOfMemory, TheMemoryLimitHalvesTheMicroBatchAndKeepsTheGlobalBatch) {
+  KnownDistribution d(256, 3);
+  const auto mo = small_model();
+  auto to = fast_training();  // batch 64
+  const int64_t params = ft::Downscaler(mo, to, "cpu").parameter_count();
+  // A limit that a micro-batch of 32 fits and one of 64 does not.
+  to.max_device_memory =
+      (ft::estimate_batch_bytes(mo, params, 32) + ft::estimate_batch_bytes(mo, params, 64)) / 2;
+  for (bool autograd : {false, true}) {
+    to.force_autograd = autograd;
+    ft::Downscaler limited(mo, to, "cpu");
+    auto free_to = to;
+    free_to.max_device_memory = 0;
+    ft::Downscaler free(mo, free_to, "cpu");
+    std::vector<std::string> events;
+    const auto st =
+        limited.train_epoch(view(d), [&](const std::string& e) { events.push_back(e); });
+    free.train_epoch(view(d));
+    EXPECT_EQ(st.oom_backoffs, 1);
+    EXPECT_EQ(limited.micro_batch(), 32);
+    EXPECT_EQ(limited.accumulation(), 2);
+    EXPECT_EQ(st.batches, 4) << "the global batch of 64 is kept: 256 / 64 optimizer steps";
+    EXPECT_TRUE(any_contains(events, "out of device memory at micro-batch 64"))
+        << (events.empty() ? "" : events[0]);
+    EXPECT_TRUE(any_contains(
+        events, "micro-batch now 32, 2 micro-batches per optimizer step (global batch 64 kept)"));
+    // It went on training, and trained what the unlimited model trained.
+    EXPECT_EQ(limited.step(), free.step());
+    EXPECT_LT(relative_difference(ft::internals(limited).flat, ft::internals(free).flat), 1e-5);
+    // The next epoch starts at the smaller micro-batch: no second back-off.
+    EXPECT_EQ(limited.train_epoch(view(d)).oom_backoffs, 0);
+  }
+  // A limit that not even one sample fits is an error, not an endless loop.
+  to.max_device_memory = 1000;
+  ft::Downscaler hopeless(mo, to, "cpu");
+  try {
+    hopeless.train_epoch(view(d));
+    FAIL() << "expected an error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("even at micro-batch 1"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Validation, SplitHoldsOutTheMostRecentSteps) {
+  // Steps given out of order and with repeats: the held-out rows are those of the largest step
+  // numbers, whatever their position.
+  const std::vector<int64_t> time = {7, 3, 9, 3, 5, 9, 7, 1, 5, 1};  // steps 1, 3, 5, 7, 9
+  auto s = ft::split_by_time(time.data(), 10, 0.4);
+  EXPECT_EQ(s.steps, 5);
+  EXPECT_EQ(s.validation_steps, 2);
+  EXPECT_EQ(s.validation, (std::vector<int64_t>{0, 2, 5, 6}));  // steps 7 and 9
+  EXPECT_EQ(s.train, (std::vector<int64_t>{1, 3, 4, 7, 8, 9}));
+  // At least one step when asked for any, never all; none when asked for none.
+  EXPECT_EQ(ft::split_by_time(time.data(), 10, 0.01).validation_steps, 1);
+  EXPECT_EQ(ft::split_by_time(time.data(), 10, 0.99).validation_steps, 4);
+  EXPECT_TRUE(ft::split_by_time(time.data(), 10, 0.0).validation.empty());
+  // Without step numbers each row is a step, in row order.
+  auto rows = ft::split_by_time(nullptr, 10, 0.2);
+  EXPECT_EQ(rows.validation, (std::vector<int64_t>{8, 9}));
+  EXPECT_THROW(ft::split_by_time(nullptr, 10, 1.0), std::invalid_argument);
+}
+
+TEST(Validation, ASessionTrainsOnTheOlderStepsAndScoresTheRecentOnes) {
+  TimedData data(10, 40, 4);  // 10 output steps of 40 patches
+  auto to = fast_training();
+  to.validation = 0.2;
+  to.validation_members = 4;
+  to.validation_max_samples = 32;
+  ft::Downscaler ds(small_model(), to, "cpu");
+  std::vector<std::string> events;
+  auto first = ds.train_session(data.view(), 3, [&](const std::string& e) { events.push_back(e); });
+  EXPECT_TRUE(first.trained);
+  EXPECT_EQ(first.validation_steps, 2);
+  EXPECT_EQ(first.validation_samples, 80);
+  EXPECT_EQ(first.train_samples, 320);
+  ASSERT_EQ(first.epochs.size(), 3u);
+  EXPECT_EQ(first.epochs[0].batches, 5) << "320 training samples at batch 64";
+  EXPECT_TRUE(std::isfinite(first.validation_loss));
+  EXPECT_TRUE(std::isfinite(first.validation_crps));
+  EXPECT_GT(first.validation_crps, 0.0);
+  EXPECT_TRUE(first.improved);
+  EXPECT_EQ(first.best_step, ds.step());
+  EXPECT_TRUE(any_contains(events, "validation: 80 held-out samples")) << events.front();
+  // Normalisation statistics come from the training part only.
+  EXPECT_EQ(ft::internals(ds).sums.context_count, 320.0);
+  // Training lowers the validation loss and CRPS of this learnable distribution.
+  ft::SessionStats last;
+  for (int s = 0; s < 4; ++s) last = ds.train_session(data.view(), 3);
+  std::printf("validation loss %.4f -> %.4f, CRPS %.4f -> %.4f\n", first.validation_loss,
+              last.validation_loss, first.validation_crps, last.validation_crps);
+  EXPECT_LT(last.validation_loss, first.validation_loss);
+  EXPECT_LT(last.validation_crps, first.validation_crps);
+}
+
+TEST(Validation, CrpsOfAnEnsemble) {
+  // One member: the absolute error. Two members at +-1 around y: (1 + 1)/2 - |2|/4 = 0.5.
+  EXPECT_DOUBLE_EQ(ft::validation::crps({3.0f}, 1.0), 2.0);
+  EXPECT_DOUBLE_EQ(ft::validation::crps({-1.0f, 1.0f}, 0.0), 0.5);
+  // A sharper ensemble around the truth scores better than a wide one.
+  EXPECT_LT(ft::validation::crps({-0.1f, 0.0f, 0.1f}, 0.0),
+            ft::validation::crps({-1.0f, 0.0f, 1.0f}, 0.0));
+}
+
+TEST(EarlyStopping, StopsAfterPatienceSessionsWithoutImprovement) {
+  // A learning rate too small to move any weight: the validation loss repeats exactly, so only
+  // the first session improves; with patience 2 the third session is the last that trains.
+  TimedData data(6, 32, 5);
+  auto to = fast_training();
+  to.lr = 1e-30;
+  to.warmup_steps = 0;
+  to.validation = 0.34;
+  to.validation_members = 0;
+  to.early_stop = 2;
+  ft::Downscaler ds(small_model(), to, "cpu");
+  std::vector<std::string> events;
+  auto log = [&](const std::string& e) { events.push_back(e); };
+  const auto s1 = ds.train_session(data.view(), 1, log);
+  const auto s2 = ds.train_session(data.view(), 1, log);
+  EXPECT_TRUE(s1.improved);
+  EXPECT_FALSE(s2.improved);
+  EXPECT_EQ(s2.sessions_without_improvement, 1);
+  EXPECT_FALSE(s2.stopped);
+  const auto s3 = ds.train_session(data.view(), 1, log);
+  EXPECT_TRUE(s3.trained);
+  EXPECT_TRUE(s3.stopped);
+  EXPECT_TRUE(any_contains(events, "early stopping: validation loss not better than"))
+      << events.back();
+  const int64_t step = ds.step();
+  const auto s4 = ds.train_session(data.view(), 1, log);
+  EXPECT_FALSE(s4.trained);
+  EXPECT_TRUE(s4.stopped);
+  EXPECT_EQ(ds.step(), step) << "a stopped trainer takes no more steps";
+  EXPECT_TRUE(any_contains(events, "session skipped"));
+  // Without early stopping the same run keeps training.
+  to.early_stop = 0;
+  ft::Downscaler go_on(small_model(), to, "cpu");
+  for (int s = 0; s < 4; ++s) EXPECT_TRUE(go_on.train_session(data.view(), 1).trained);
+}
+
+TEST(Plateau, ReducesTheLearningRateAfterPatienceSessions) {
+  TimedData data(6, 32, 5);
+  auto to = fast_training();
+  to.lr = 1e-30;
+  to.warmup_steps = 0;
+  to.validation = 0.34;
+  to.validation_members = 0;
+  to.plateau = 2;
+  to.plateau_factor = 0.5;
+  to.plateau_min_scale = 0.2;
+  ft::Downscaler ds(small_model(), to, "cpu");
+  std::vector<double> scales;
+  std::vector<std::string> events;
+  for (int s = 0; s < 7; ++s)
+    scales.push_back(ds.train_session(data.view(), 1, [&](const std::string& e) {
+                         events.push_back(e);
+                       }).lr_scale);
+  // Session 1 improves; reductions after sessions 3 and 5 (two without improvement each), then
+  // the floor 0.2 holds.
+  EXPECT_EQ(scales, (std::vector<double>{1.0, 1.0, 0.5, 0.5, 0.25, 0.25, 0.2}));
+  EXPECT_TRUE(any_contains(events, "plateau: validation loss not better than"));
+  EXPECT_DOUBLE_EQ(ds.learning_rate(1000),
+                   0.2 * ft::Downscaler(small_model(), to, "cpu").learning_rate(1000));
+}
+
+TEST(BestState, IsRecordedInCheckpointsAndKeptAsItsOwnFile) {
+  ScratchDir dir("best_state");
+  TimedData data(8, 32, 6);
+  auto to = fast_training();
+  to.validation = 0.25;
+  to.validation_members = 0;
+  to.keep_best = true;
+  ft::Downscaler ds(small_model(), to, "cpu");
+  ft::SessionStats st;
+  int64_t best_step = -1;
+  double best = 1e300;
+  for (int s = 0; s < 4; ++s) {
+    st = ds.train_session(data.view(), 2);
+    if (st.improved) best_step = ds.step(), best = st.validation_loss;
+  }
+  ASSERT_GE(best_step, 0);
+  EXPECT_EQ(ds.best_state_step(), best_step);
+  EXPECT_DOUBLE_EQ(st.best_score, best);
+  const std::string path = ft::save_checkpoint_in_dir(ds, dir.dir().string(), 2);
+  const std::string best_path = ft::best_checkpoint_path(dir.dir().string());
+  ASSERT_TRUE(std::filesystem::exists(best_path));
+  // The periodic checkpoint records the best score; the best file holds the state of that step.
+  auto resumed = ft::Downscaler::load_checkpoint(path, "cpu");
+  EXPECT_DOUBLE_EQ(resumed.validation_record().best_score, best);
+  EXPECT_EQ(resumed.validation_record().best_step, best_step);
+  EXPECT_EQ(resumed.validation_record().sessions, 4);
+  auto best_model = ft::Downscaler::load_checkpoint(best_path, "cpu");
+  EXPECT_EQ(best_model.step(), best_step);
+  EXPECT_TRUE(torch::equal(ft::internals(best_model).flat, ft::internals(ds).best->flat));
+  // keep-last-K never deletes it, and the newest valid checkpoint is a periodic one.
+  for (int s = 0; s < 3; ++s) {
+    ds.train_session(data.view(), 1);
+    ft::save_checkpoint_in_dir(ds, dir.dir().string(), 1);
+  }
+  EXPECT_TRUE(std::filesystem::exists(best_path));
+  EXPECT_EQ(*ft::newest_valid_checkpoint(dir.dir().string()),
+            ft::checkpoint_path_for_step(dir.dir().string(), ds.step()));
+}
+
+TEST(Threads, AutoMeasuresAndLeavesTheTrainingUnchanged) {
+  // Tuning runs real steps on a copy of the state: a session with threads: auto trains exactly
+  // what a session with a fixed thread count trains.
+  TimedData data(4, 64, 7);
+  auto to = fast_training();
+  to.threads = -1;
+  to.max_threads = 2;
+  ft::Downscaler tuned(small_model(), to, "cpu");
+  to.threads = 1;
+  ft::Downscaler fixed(small_model(), to, "cpu");
+  std::vector<std::string> events;
+  const auto st =
+      tuned.train_session(data.view(), 2, [&](const std::string& e) { events.push_back(e); });
+  fixed.train_session(data.view(), 2);
+  ft::set_torch_threads(1);  // back to the suite's setting
+  EXPECT_TRUE(st.train_threads == 1 || st.train_threads == 2) << st.train_threads;
+  EXPECT_TRUE(
+      any_contains(events, "train.threads auto: per step at batch 64 with 1..2 threads: 1: "))
+      << events.front();
+  EXPECT_EQ(tuned.thread_choices().size(), 1u);
+  EXPECT_EQ(tuned.step(), fixed.step());
+  EXPECT_TRUE(torch::equal(ft::internals(tuned).flat, ft::internals(fixed).flat));
+  EXPECT_TRUE(torch::equal(ft::internals(tuned).exp_avg_sq, ft::internals(fixed).exp_avg_sq));
+  // Sampling: measured once per batch size, then remembered.
+  tuned.publish();
+  ft::SampleOptions so;
+  so.members = 2;
+  so.threads = -1;
+  so.max_threads = 2;
+  std::vector<float> a(static_cast<size_t>(5 * 2 * data.d.P)), b(a.size());
+  tuned.sample(data.d.context.data(), data.d.coarse.data(), nullptr, 5, so, 3, a.data());
+  tuned.sample(data.d.context.data(), data.d.coarse.data(), nullptr, 5, so, 3, b.data());
+  EXPECT_EQ(tuned.thread_choices().size(), 2u);
+  EXPECT_EQ(a, b);
+}
+
+TEST(Devices, TrainingAndSamplingDevicesAreSeparate) {
+  // CPU only here (the CUDA combinations are in test_cuda.cpp): the API keeps both devices and
+  // publish() moves the weights to the sampling copy.
+  KnownDistribution d(128, 8);
+  ft::Downscaler ds(small_model(), fast_training(), "cpu", "cpu");
+  EXPECT_EQ(ds.device(), "cpu");
+  EXPECT_EQ(ds.sample_device(), "cpu");
+  EXPECT_THROW(ft::Downscaler(small_model(), fast_training(), "cpu", "tpu"), std::invalid_argument);
+  ds.train_epoch(view(d));
+  ds.publish();
+  EXPECT_TRUE(torch::equal(ft::internals(ds).sample_flat, ft::internals(ds).ema));
+}
+
+TEST(TrainOptions, NewKeysAreValidatedWithTheirNames) {
+  auto expect_key = [](const ft::TrainOptions& to, const std::string& key) {
+    try {
+      ft::Downscaler ds(small_model(), to, "cpu");
+      ADD_FAILURE() << key << " accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("train." + key), std::string::npos) << e.what();
+    }
+  };
+  auto t = fast_training();
+  t.accumulate = 0;
+  expect_key(t, "accumulate");
+  t = fast_training();
+  t.validation = 1.0;
+  expect_key(t, "validation");
+  t = fast_training();
+  t.validation_metric = ft::ValidationMetric::kCrps;
+  t.validation_members = 0;  // a CRPS needs an ensemble
+  expect_key(t, "validation_metric");
+  t = fast_training();
+  t.validation_members = 1;
+  expect_key(t, "validation_members");
+  t = fast_training();
+  t.plateau_factor = 1.0;
+  expect_key(t, "plateau_factor");
+  t = fast_training();
+  t.threads = -2;
+  expect_key(t, "threads");
+  t = fast_training();
+  t.early_stop = 3;  // without validation there is no score to stop on
+  expect_key(t, "early_stop");
+  t = fast_training();
+  t.keep_best = true;
+  expect_key(t, "keep_best");
+  auto mo = small_model();
+  mo.hidden = 0;
+  EXPECT_THROW(ft::Downscaler(mo, fast_training(), "cpu"), std::invalid_argument);
+  mo = small_model();
+  mo.attention = true;  // the MLP has no attention
+  EXPECT_THROW(ft::Downscaler(mo, fast_training(), "cpu"), std::invalid_argument);
+}

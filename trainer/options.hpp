@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The trainer's options (model, optimisation, sampling), their enumerated values with names
+// (parsed once, printed by name), and their option tables (common/schema.hpp): the one
+// declaration of each key that the plugin's config, checkpoints and the resolved dump share.
+// Torch-free, in its own small library (libfinecast_options), so that the config and every
+// host rank can use it without loading LibTorch.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/schema.hpp"
+
+namespace finecast::trainer {
+
+enum class Arch { kMlp, kUnet };
+enum class Activation { kSilu, kGelu, kRelu };
+enum class NoiseSchedule { kLinear, kCosine };
+enum class Objective { kEps, kV };
+enum class Sampler { kDdpm, kDdim };
+enum class ValidationMetric { kLoss, kCrps };
+
+const schema::Names<Arch>& names(Arch);
+const schema::Names<Activation>& names(Activation);
+const schema::Names<NoiseSchedule>& names(NoiseSchedule);
+const schema::Names<Objective>& names(Objective);
+const schema::Names<Sampler>& names(Sampler);
+const schema::Names<ValidationMetric>& names(ValidationMetric);
+
+/// "mlp", "cosine", ...: the name of any of the enums above.
+template <class E>
+std::string name(E value) {
+  return schema::name_of(value);
+}
+
+/// The model part of the config; stored in every checkpoint and checked on load. Every key is
+/// declared once, in model_options_table() (trainer/options.cpp).
+struct ModelOptions {
+  Arch arch = Arch::kMlp;
+  int64_t context_size = 7;         ///< C: context values per patch
+  int64_t patch_size = 256;         ///< P: fine values per patch (unet: a square k*k, k even)
+  int64_t hidden = 256;             ///< MLP width
+  int64_t depth = 3;                ///< MLP hidden layers (C=7, P=256: 281K parameters)
+  int64_t time_embedding = 64;      ///< size of the sinusoidal step embedding
+  Activation activation = Activation::kSilu;  ///< gelu: the tanh approximation
+  int64_t unet_channels = 32;       ///< U-Net base channels
+  bool attention = false;           ///< unet only: self-attention over the tokens of the lowest resolution
+  int64_t diffusion_steps = 50;     ///< T
+  NoiseSchedule schedule = NoiseSchedule::kCosine;
+  /// v: well-conditioned DDIM/DDPM with few steps (docs/plugin.md); eps: the noise itself
+  Objective objective = Objective::kV;
+  bool conservative = true;         ///< every sample's weighted patch mean equals the coarse value
+};
+
+/// Optimisation settings; not part of the model, but stored in checkpoints for the record.
+/// Declared once in train_options_table().
+struct TrainOptions {
+  int64_t batch_size = 16;
+  double lr = 1e-3;            ///< peak learning rate (AdamW)
+  double weight_decay = 1e-4;  ///< AdamW decoupled weight decay
+  int64_t warmup_steps = 100;  ///< linear warm-up from lr/warmup_steps to lr
+  int64_t decay_steps = 10000; ///< cosine decay from lr to lr*min_lr_ratio after the warm-up
+  double min_lr_ratio = 0.1;
+  double grad_clip = 1.0;      ///< max global gradient norm; <= 0 disables clipping
+  double ema_decay = 0.999;    ///< EMA of the weights used for sampling
+  bool bf16 = false;           ///< bf16 autocast; honoured on CUDA only (ignored, with an event, on CPU)
+  int64_t max_bad_steps = 10;  ///< consecutive NaN/Inf steps before the last good weights are restored
+  uint64_t seed = 42;          ///< seeds the trainer's own generator (noise, steps, shuffling)
+
+  /// Micro-batches of batch_size per optimizer step (global batch = batch_size * accumulate).
+  int64_t accumulate = 1;
+  /// Fraction of the most recent time steps of a session's data held out for validation
+  /// (train_session; 0 = none). Needs DataView::time, or rows in time order.
+  double validation = 0.0;
+  /// Ensemble members drawn (DDIM, 10 steps) per held-out sample for the validation CRPS; 0 = no CRPS.
+  int64_t validation_members = 4;
+  /// The CRPS uses at most this many held-out samples (evenly spaced); the loss uses all.
+  int64_t validation_max_samples = 256;
+  /// The score that early stopping, plateau and keep_best follow.
+  ValidationMetric validation_metric = ValidationMetric::kLoss;
+  /// Sessions without a better validation score before training stops for good; 0 = never.
+  int64_t early_stop = 0;
+  /// Sessions without a better validation score before the learning rate is multiplied by
+  /// plateau_factor (again after each further `plateau` sessions); 0 = never.
+  int64_t plateau = 0;
+  double plateau_factor = 0.5;     ///< in (0, 1)
+  double plateau_min_scale = 0.01; ///< the learning-rate scale never goes below this
+  /// Keep a copy of the state at the best validation score; save_checkpoint_in_dir writes it as
+  /// ckpt_best.h5 beside the periodic checkpoints.
+  bool keep_best = false;
+  /// Bytes a training micro-batch may use on the device; an estimate above it takes the
+  /// out-of-memory path (halve the micro-batch, accumulate twice as many). 0 = no limit.
+  int64_t max_device_memory = 0;
+  /// Train with LibTorch autograd even where the fused CPU path applies (MLP on the CPU).
+  bool force_autograd = false;
+  /// Intra-op threads of the training thread: 0 = leave the process setting (set_torch_threads),
+  /// -1 = auto (measured with 1..max_threads at the first session, the fastest kept), N = N.
+  int64_t threads = 0;
+  int64_t max_threads = 0;  ///< upper end of the auto search; 0 = the hardware's cores
+  /// On CUDA, capture the training step in a CUDA graph and replay it (full batches, after the
+  /// first eager steps of a session); off = eager on every step.
+  bool cuda_graphs = true;
+};
+
+/// How sample() draws. Declared once in sample_options_table().
+struct SampleOptions {
+  Sampler sampler = Sampler::kDdim;  ///< ddpm: ancestral, all T steps; ddim: `steps` steps
+  int64_t steps = 10;            ///< DDIM steps (ignored by ddpm)
+  int64_t members = 8;           ///< ensemble members per patch, drawn in one batch
+  double eta = 0.0;              ///< ddim noise: 0 deterministic .. 1 ancestral (ddpm-like); in [0, 1]
+  /// Intra-op threads of the calling thread while it samples: 0 = leave as is, -1 = auto (measured
+  /// with 1..max_threads at the first call of a given batch size, then remembered), N = N.
+  int64_t threads = 0;
+  int64_t max_threads = 0;       ///< upper end of the auto search; 0 = the hardware's cores
+  /// On CUDA, capture the sampler loop (all steps, noise pre-drawn and copied once) in a CUDA
+  /// graph per batch shape and replay it.
+  bool cuda_graphs = true;
+};
+
+
+/// Every option of the model; context_size and patch_size are derived by the run (checkpoint
+/// only).
+const schema::Table<ModelOptions>& model_options_table();
+/// Every option of the optimisation; seed comes from the config's top-level seed (checkpoint
+/// only).
+const schema::Table<TrainOptions>& train_options_table();
+/// Every option of sample().
+const schema::Table<SampleOptions>& sample_options_table();
+
+}  // namespace finecast::trainer

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Captured sampler loops.
+#include "trainer/sample_graph.hpp"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <cstring>
+#include <vector>
+
+namespace finecast::trainer::graphs {
+
+namespace {
+
+void stage(torch::Tensor& host, const torch::Tensor& src) {
+  std::memcpy(host.data_ptr(), src.contiguous().data_ptr(),
+              static_cast<size_t>(src.numel()) * src.element_size());
+}
+
+}  // namespace
+
+torch::Tensor SampleGraphs::run(const Downscaler::Impl& im, models::Denoiser& net,
+                                const SampleOptions& o, const torch::Tensor& ctx,
+                                const torch::Tensor& w, const torch::Tensor& noise) {
+  const int64_t B = ctx.size(0), P = im.mo.patch_size;
+  const std::string key = std::to_string(B) + "/" + name(o.sampler) + "/" + std::to_string(o.steps) +
+                          "/" + std::to_string(o.eta) + "/" + (w.defined() ? "w" : "u") + "/" +
+                          std::to_string(noise.size(0));
+  auto it = entries_.find(key);
+  if (it == entries_.end()) {
+    Entry e;
+    e.runner = make_runner(device_, /*warmup=*/1);
+    const auto fo = torch::TensorOptions().dtype(torch::kFloat32).device(device_);
+    e.host_ctx = e.runner->host_buffer(ctx.numel(), torch::kFloat32).view(ctx.sizes());
+    e.ctx = torch::empty(ctx.sizes(), fo);
+    if (w.defined()) {
+      e.host_w = e.runner->host_buffer(w.numel(), torch::kFloat32).view(w.sizes());
+      e.w = torch::empty(w.sizes(), fo);
+    }
+    e.host_noise = e.runner->host_buffer(noise.numel(), torch::kFloat32).view(noise.sizes());
+    e.noise = torch::empty(noise.sizes(), fo);
+    e.out = torch::empty({B, P}, fo);
+    it = entries_.emplace(key, std::move(e)).first;
+  }
+  Entry& e = it->second;
+  e.runner->follow_current_stream();  // the weights publish() wrote
+  e.runner->wait_slot(0);
+  stage(e.host_ctx, ctx);
+  if (w.defined()) stage(e.host_w, w);
+  stage(e.host_noise, noise);
+  e.runner->copy_in(e.ctx, e.host_ctx, 0);
+  if (w.defined()) e.runner->copy_in(e.w, e.host_w, 0);
+  e.runner->copy_in(e.noise, e.host_noise, 0);
+
+  const bool conservative = im.mo.conservative, ddpm = o.sampler == Sampler::kDdpm;
+  const diffusion::Schedule* sc = &im.sample_schedule;
+  e.runner->run([&] {
+    diffusion::SamplerSetup setup;
+    setup.schedule = sc;
+    setup.v_objective = im.mo.objective == Objective::kV;
+    setup.conservative = conservative;
+    setup.weights = e.w;
+    setup.noise = e.noise;
+    std::vector<torch::Tensor> t_cache(static_cast<size_t>(im.mo.diffusion_steps));
+    auto fn = [&](const torch::Tensor& xt, int64_t t) {
+      auto& tt = t_cache[static_cast<size_t>(t)];
+      if (!tt.defined())
+        tt = torch::full({B}, t, torch::TensorOptions().dtype(torch::kInt64).device(device_));
+      auto y = net.forward(xt, e.ctx, tt);
+      return conservative ? diffusion::remove_mean(y, e.w) : y;
+    };
+    auto x = e.noise[0];
+    if (conservative) x = diffusion::remove_mean(x, e.w);
+    auto unused = at::make_generator<at::CPUGeneratorImpl>(0);  // the noise is pre-drawn
+    auto r = ddpm ? diffusion::ddpm_sample(setup, fn, x, unused)
+                  : diffusion::ddim_sample(setup, fn, x, o.steps, o.eta, &unused);
+    e.out.copy_(r);
+  });
+  e.runner->synchronize();
+  return e.out.clone();  // the static output is overwritten by the next call
+}
+
+std::unique_ptr<SampleGraphs> make_sample_graphs(const torch::Device& device) {
+  if (!compiled() || !device.is_cuda()) return nullptr;
+  return std::make_unique<SampleGraphs>(device);
+}
+
+}  // namespace finecast::trainer::graphs

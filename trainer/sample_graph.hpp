@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The whole sampler loop captured as a CUDA graph per batch shape, its noise pre-drawn on the
+// host and copied once per sampling (internal).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "trainer/cuda_graphs.hpp"
+#include "trainer/downscaler_impl.hpp"
+
+namespace finecast::trainer::graphs {
+
+/// One captured sampler loop per (batch, sampler, steps, eta, weighted); the first call of a
+/// shape runs eagerly (warm-up), the second captures, later calls replay.
+class SampleGraphs {
+ public:
+  explicit SampleGraphs(const torch::Device& device) : device_(device) {}
+  /// The normalised residual [B,P] on the device, from host (CPU) inputs: normalised context
+  /// [B,C], weights [B,P] or undefined, noise [draws,B,P]. Each input reaches the device in one
+  /// asynchronous copy from pinned memory.
+  torch::Tensor run(const Downscaler::Impl& im, models::Denoiser& net, const SampleOptions& o,
+                    const torch::Tensor& ctx, const torch::Tensor& w, const torch::Tensor& noise);
+  size_t shapes() const { return entries_.size(); }
+
+ private:
+  struct Entry {
+    std::unique_ptr<Runner> runner;
+    torch::Tensor host_ctx, host_w, host_noise;  ///< pinned staging
+    torch::Tensor ctx, w, noise, out;            ///< static device tensors
+  };
+  torch::Device device_;
+  std::map<std::string, Entry> entries_;
+};
+
+/// SampleGraphs for a sample device where CUDA graphs can be captured, else null.
+std::unique_ptr<SampleGraphs> make_sample_graphs(const torch::Device& device);
+
+}  // namespace finecast::trainer::graphs

@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Sampling: fine patches from coarse ones with the published weights on the sample device,
+// through the fused CPU MLP sampler, a captured CUDA graph, or the eager samplers.
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+#include "trainer/downscaler.hpp"
+#include "trainer/downscaler_impl.hpp"
+#include "trainer/sample_graph.hpp"
+#include "trainer/sampling_internal.hpp"
+#include "trainer/thread_tuning.hpp"
+
+namespace finecast::trainer {
+
+namespace sampling {
+
+namespace {
+
+/// Pre-drawn noise of one internal batch stays below this (the DDPM noise of 16384 rows x 50
+/// steps x 256 values would be 800 MiB); the batch is made smaller instead.
+constexpr int64_t kNoiseBudgetBytes = 64ll << 20;
+
+}  // namespace
+
+int64_t noise_draws(const ModelOptions& mo, const SampleOptions& o) {
+  if (o.sampler == Sampler::kDdpm) return mo.diffusion_steps;
+  const int64_t n = std::clamp<int64_t>(o.steps, 1, mo.diffusion_steps);
+  return o.eta > 0 ? n : 1;
+}
+
+void draw(const Downscaler::Impl& im, const Model& m, const float* context, const float* coarse,
+          const float* weights, int64_t n, const SampleOptions& o, uint64_t seed, float* out,
+          const std::function<void(int64_t, int64_t)>& progress) {
+  const auto C = im.mo.context_size, P = im.mo.patch_size, M = o.members;
+  const bool ddpm = o.sampler == Sampler::kDdpm, conservative = im.mo.conservative;
+  const int64_t draws = noise_draws(im.mo, o);
+  c10::InferenceMode inference;
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  const NormApplied& norm = *m.norm;
+  const auto& sc = *m.schedule;
+  const auto ddim_ts = diffusion::ddim_timesteps(im.mo.diffusion_steps, o.steps);
+  // Bounded batches keep memory flat for whole fields (20,480 patches x 8 members).
+  const int64_t by_noise = std::max<int64_t>(1, kNoiseBudgetBytes / (draws * P * 4) / M);
+  // The fused path gains nothing from batches above a few thousand rows; its buffers stay small.
+  const int64_t cap = m.fused ? 2048 : 16384;
+  const int64_t rows_per_chunk = std::max<int64_t>(1, std::min<int64_t>(cap / M, by_noise));
+  const auto cpu_f = torch::TensorOptions().dtype(torch::kFloat32);
+  const torch::Tensor mean_cpu = norm.context_mean.to(torch::kCPU),
+                      std_cpu = norm.context_std.to(torch::kCPU);
+  for (int64_t r0 = 0; r0 < n; r0 += rows_per_chunk) {
+    const int64_t rows = std::min(rows_per_chunk, n - r0), B = rows * M;
+    // Inputs on the CPU first: normalised context and weights, one row per member.
+    auto ctx = C > 0 ? cpu_float(context + r0 * C, rows, C) : torch::zeros({rows, 0}, cpu_f);
+    ctx = ((ctx - mean_cpu) / std_cpu).repeat_interleave(M, 0).contiguous();
+    torch::Tensor w;
+    if (weights)
+      w = normalised_weights(cpu_float(weights + r0 * P, rows, P), "sample")
+              .repeat_interleave(M, 0)
+              .contiguous();
+    auto cc = torch::from_blob(const_cast<float*>(coarse + r0), {rows, 1}, torch::kFloat32)
+                  .repeat_interleave(M, 0);
+    // All the noise of this batch in one draw, in one copy to the device.
+    auto noise = torch::randn({draws, B, P}, gen, cpu_f);
+
+    torch::Tensor r;  // normalised residual [B,P] (CPU)
+    if (m.fused) {
+      r = torch::empty({B, P}, cpu_f);
+      fused::Mlp::SampleInputs in;
+      in.b = B;
+      in.context = ctx.data_ptr<float>();
+      in.weights = w.defined() ? w.data_ptr<float>() : nullptr;
+      in.noise = noise.data_ptr<float>();
+      in.draws = draws;
+      m.fused->sample(m.params, in, sc.alpha_bar, sc.post_c0, sc.post_ct, sc.post_var, ddpm,
+                      ddim_ts, o.eta, im.mo.objective == Objective::kV, conservative,
+                      diffusion::SamplerSetup{}.x0_clip, r.data_ptr<float>());
+      if (progress) progress(r0 + rows, n);  // one pass; no per-step progress on this path
+    } else if (m.graphs && o.cuda_graphs) {
+      r = m.graphs->run(im, *m.net, o, ctx, w, noise).to(torch::kCPU);
+      if (progress) progress(r0 + rows, n);
+    } else {
+      const auto dev = m.device;
+      auto ctx_d = ctx.to(dev);
+      auto w_d = w.defined() ? w.to(dev) : torch::Tensor();
+      auto noise_d = noise.to(dev);
+      {
+        diffusion::SamplerSetup setup;
+        setup.schedule = &sc;
+        setup.v_objective = im.mo.objective == Objective::kV;
+        setup.conservative = conservative;
+        setup.weights = w_d;
+        setup.noise = noise_d;
+        std::vector<torch::Tensor> t_cache(static_cast<size_t>(im.mo.diffusion_steps));
+        // Progress inside a batch: one network evaluation per sampler step.
+        const int64_t evaluations =
+            ddpm ? im.mo.diffusion_steps : static_cast<int64_t>(ddim_ts.size());
+        int64_t evaluated = 0;
+        auto net = [&](const torch::Tensor& xt, int64_t t) {
+          if (progress && evaluated > 0) progress(r0 + rows * evaluated / evaluations, n);
+          ++evaluated;
+          auto& tt = t_cache[static_cast<size_t>(t)];
+          if (!tt.defined())
+            tt = torch::full({B}, t, torch::TensorOptions().dtype(torch::kInt64).device(dev));
+          auto y = m.net->forward(xt, ctx_d, tt);
+          return conservative ? diffusion::remove_mean(y, w_d) : y;
+        };
+        auto x = noise_d[0];
+        if (conservative) x = diffusion::remove_mean(x, w_d);
+        auto res = ddpm ? diffusion::ddpm_sample(setup, net, x, gen)
+                        : diffusion::ddim_sample(setup, net, x, o.steps, o.eta, &gen);
+        r = res.to(torch::kCPU);
+      }
+      if (progress) progress(r0 + rows, n);
+    }
+    auto fine = cc + r * norm.residual_std;
+    // Re-centre in the output precision so the weighted mean equals coarse to float rounding.
+    if (conservative) fine = fine - patch_mean(fine, w).unsqueeze(1) + cc;
+    auto host = fine.contiguous();
+    std::memcpy(out + r0 * M * P, host.data_ptr<float>(),
+                static_cast<size_t>(B * P) * sizeof(float));
+  }
+}
+
+}  // namespace sampling
+
+void Downscaler::sample(const float* context, const float* coarse, const float* weights, int64_t n,
+                        const SampleOptions& o, uint64_t seed, float* out,
+                        const std::function<void(int64_t, int64_t)>& progress) const {
+  const auto& im = *impl_;
+  schema::check(sample_options_table(), o, "sample.");  // every value in its range
+  if (n <= 0) return;
+  const auto C = im.mo.context_size;
+  if (!coarse || !out || (C > 0 && !context))
+    throw std::invalid_argument("sample: context, coarse and out must not be null");
+
+  std::lock_guard<std::mutex> lock(im.sample_mutex);
+  sampling::Model m;
+  m.device = im.sample_device;
+  m.schedule = &im.sample_schedule;
+  m.norm = &im.sample_norm;
+  m.graphs = im.sample_graphs.get();
+  if (im.sample_fused) {
+    m.fused = im.sample_fused.get();
+    m.params = im.sample_flat.data_ptr<float>();
+  } else {
+    m.net = im.sample_net.get();
+  }
+  // Threads of this (the calling) thread for the duration of the call.
+  const int before = at::get_num_threads();
+  int use = 0;
+  if (o.threads > 0) use = static_cast<int>(o.threads);
+  if (o.threads == -1)
+    use = threads::tune_sampling(im, m,
+                                 std::min<int64_t>(n, std::max<int64_t>(1, 16384 / o.members)), o);
+  if (use > 0 && use != before) at::set_num_threads(use);
+  try {
+    sampling::draw(im, m, context, coarse, weights, n, o, seed, out, progress);
+  } catch (...) {
+    if (use > 0 && use != before) at::set_num_threads(before);
+    throw;
+  }
+  if (use > 0 && use != before) at::set_num_threads(before);
+}
+
+}  // namespace finecast::trainer

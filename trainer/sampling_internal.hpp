@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The sampling core shared by Downscaler::sample and the validation CRPS (internal).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <functional>
+
+#include "trainer/data.hpp"
+#include "trainer/diffusion.hpp"
+#include "trainer/downscaler_impl.hpp"
+
+namespace finecast::trainer::sampling {
+
+/// The network a sampling uses: the fused CPU MLP over a flat parameter buffer, or a module.
+struct Model {
+  fused::Mlp* fused = nullptr;
+  const float* params = nullptr;    ///< with `fused`
+  models::Denoiser* net = nullptr;  ///< otherwise
+  torch::Device device{torch::kCPU};
+  const diffusion::Schedule* schedule = nullptr;
+  const NormApplied* norm = nullptr;
+  graphs::SampleGraphs* graphs = nullptr;  ///< CUDA graphs of the sampler loop, or null
+};
+
+/// Number of pre-drawn noise fields of one sampling: x_T plus one per noisy update (DDPM: T-1;
+/// DDIM with eta > 0: one per step but the last; DDIM with eta = 0: none).
+int64_t noise_draws(const ModelOptions& mo, const SampleOptions& o);
+
+/// Draws o.members fine patches per row (see Downscaler::sample) with model `m`. The noise of
+/// each internal batch is drawn at once on the CPU generator of `seed` ([draws, rows*members, P]).
+void draw(const Downscaler::Impl& im, const Model& m, const float* context, const float* coarse,
+          const float* weights, int64_t n, const SampleOptions& o, uint64_t seed, float* out,
+          const std::function<void(int64_t, int64_t)>& progress);
+
+}  // namespace finecast::trainer::sampling

@@ -1,0 +1,624 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The training loop: epochs over shuffled global batches, micro-batch accumulation, the fused
+// CPU path or autograd, NaN/Inf recovery, out-of-memory back-off, and the training session
+// (time split, validation, early stopping, plateau, best state, threads).
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <limits>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+#include "trainer/adamw.hpp"
+#include "trainer/autocast.hpp"
+#include "trainer/downscaler.hpp"
+#include "trainer/downscaler_impl.hpp"
+#include "trainer/thread_tuning.hpp"
+#include "trainer/train_graph.hpp"
+#include "trainer/training_internal.hpp"
+#include "trainer/validation.hpp"
+
+#if FINECAST_HAVE_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
+
+namespace finecast::trainer {
+
+void validate_train_options(const TrainOptions& t) {
+  auto bad = [](const std::string& key, const std::string& why) {
+    throw std::invalid_argument("train." + key + ": " + why);
+  };
+  schema::check(train_options_table(), t, "train.");  // every value in its range
+  if (t.validation_members == 1) bad("validation_members", "must be 0 (no CRPS) or >= 2 (an ensemble), got 1");
+  if (t.validation_metric == ValidationMetric::kCrps && t.validation_members == 0)
+    bad("validation_metric", "crps needs validation_members >= 2");
+  // These act on the validation score, which needs held-out data.
+  if (t.validation == 0) {
+    if (t.early_stop > 0)
+      bad("early_stop", "needs train.validation > 0 (a held-out part to score)");
+    if (t.plateau > 0) bad("plateau", "needs train.validation > 0 (a held-out part to score)");
+    if (t.keep_best) bad("keep_best", "needs train.validation > 0 (a held-out part to score)");
+  }
+}
+
+int64_t estimate_batch_bytes(const ModelOptions& mo, int64_t parameters, int64_t b) {
+  // Parameters, gradient, Adam moments, EMA, denominator and the NaN-recovery copies.
+  const int64_t fixed = 4 * parameters * 9;
+  int64_t per_sample = 0;
+  const int64_t P = mo.patch_size;
+  if (mo.arch == Arch::kMlp) {
+    const int64_t in = P + mo.context_size + mo.time_embedding;
+    per_sample = in + 3 * mo.depth * mo.hidden + 6 * P;
+  } else {
+    // Full-resolution maps of c channels (about 16 kept for backward), half-resolution maps of
+    // 2c channels (about 16), and the attention matrices of the lowest level.
+    const int64_t c = mo.unet_channels, tokens = P / 4;
+    per_sample = 16 * P * c + 16 * tokens * 2 * c + 6 * P;
+    if (mo.attention) per_sample += 3 * 4 * tokens * tokens + 8 * tokens * 2 * c;
+  }
+  // x2: forward activations plus the backward pass's temporaries of the same size.
+  return fixed + 2 * 4 * per_sample * b;
+}
+
+bool is_out_of_memory(const std::exception& e) {
+  if (dynamic_cast<const DeviceMemoryLimit*>(&e)) return true;
+  if (dynamic_cast<const c10::OutOfMemoryError*>(&e)) return true;
+  if (dynamic_cast<const c10::Error*>(&e)) {
+    const std::string what = e.what();
+    return what.find("out of memory") != std::string::npos ||
+           what.find("CUBLAS_STATUS_ALLOC_FAILED") != std::string::npos;
+  }
+  return false;
+}
+
+bool uses_fused(const Downscaler::Impl& im) { return im.fused_mlp != nullptr; }
+
+namespace {
+
+/// Throws DeviceMemoryLimit when the estimate for a micro-batch of `b` exceeds the limit.
+void check_memory_limit(const Downscaler::Impl& im, int64_t b) {
+  if (im.to.max_device_memory <= 0) return;
+  const int64_t need = estimate_batch_bytes(im.mo, im.flat.numel(), b);
+  if (need > im.to.max_device_memory)
+    throw DeviceMemoryLimit(
+        "a micro-batch of " + std::to_string(b) + " needs about " + std::to_string(need) +
+        " bytes, above train.max_device_memory = " + std::to_string(im.to.max_device_memory));
+}
+
+LossAndNorm fused_forward_backward(Downscaler::Impl& im, const EpochTensors& data,
+                                   const StepDraws& d) {
+  const int64_t b = d.idx.size(0), P = im.mo.patch_size,
+                micro = std::max<int64_t>(1, im.micro_batch);
+  fused::EpochInputs in;
+  in.x0 = data.r0.data_ptr<float>();
+  in.context = data.ctx.data_ptr<float>();
+  in.weights = data.w.defined() ? data.w.data_ptr<float>() : nullptr;
+  in.sqrt_ab = im.schedule.sqrt_ab.data_ptr<float>();
+  in.sqrt_1mab = im.schedule.sqrt_1mab.data_ptr<float>();
+  const int64_t* idx = d.idx.data_ptr<int64_t>();
+  const int64_t* t = d.t.data_ptr<int64_t>();
+  const float* eps = d.eps.data_ptr<float>();
+  // The mean over the step's rows: all the group's in data-parallel training (d.rows).
+  const int64_t rows = d.rows > 0 ? d.rows : b;
+  const double scale = 1.0 / (static_cast<double>(rows) * static_cast<double>(P));
+  double sse = 0;
+  if (b == 0) im.grad.zero_();  // a member holding none of the step's rows adds nothing
+  for (int64_t m0 = 0; m0 < b; m0 += micro) {
+    fused::MicroBatch mb;
+    mb.b = std::min(micro, b - m0);
+    check_memory_limit(im, mb.b);
+    mb.idx = idx + m0;
+    mb.t = t + m0;
+    mb.eps = eps + m0 * P;
+    sse += im.fused_mlp->train_micro(im.flat.data_ptr<float>(), im.grad.data_ptr<float>(), in, mb,
+                                     scale, m0 == 0);
+  }
+  LossAndNorm r;
+  r.loss = sse * scale;
+  r.norm = adamw::norm_cpu(im.grad.data_ptr<float>(), im.grad.numel());
+  return r;
+}
+
+LossAndNorm autograd_forward_backward(Downscaler::Impl& im, const EpochTensors& data,
+                                      const StepDraws& d) {
+  const int64_t b = d.idx.size(0), micro = std::max<int64_t>(1, im.micro_batch);
+  const int64_t rows = d.rows > 0 ? d.rows : b;  // all the group's rows in data-parallel training
+  const bool v_obj = im.mo.objective == Objective::kV, conservative = im.mo.conservative;
+  const bool bf16 = im.to.bf16 && im.cuda;
+  im.grad.zero_();
+  torch::Tensor loss_sum;
+  for (int64_t m0 = 0; m0 < b; m0 += micro) {
+    const int64_t mb = std::min(micro, b - m0);
+    check_memory_limit(im, mb);
+    auto idx = d.idx.narrow(0, m0, mb);
+    auto t = d.t.narrow(0, m0, mb);
+    auto eps = d.eps.narrow(0, m0, mb);
+    if (im.cuda) {
+      idx = idx.to(im.device, /*non_blocking=*/true);
+      t = t.to(im.device, true);
+      eps = eps.to(im.device, true);
+    }
+    auto wb = data.w.defined() ? data.w.index_select(0, idx) : torch::Tensor();
+    auto x0 = data.r0.index_select(0, idx);
+    auto cb = data.ctx.index_select(0, idx);
+    if (conservative) eps = diffusion::remove_mean(eps, wb);
+    auto a = im.schedule.sqrt_ab.index_select(0, t).unsqueeze(1);
+    auto s = im.schedule.sqrt_1mab.index_select(0, t).unsqueeze(1);
+    auto x_t = torch::addcmul(a * x0, s, eps);
+    auto target = v_obj ? a * eps - s * x0 : eps;
+    torch::Tensor loss;
+    {
+      AutocastBf16 autocast(bf16);
+      auto out = im.net->forward(x_t, cb, t);
+      if (bf16) out = out.to(torch::kFloat32);
+      if (conservative) out = diffusion::remove_mean(out, wb);
+      loss = torch::mse_loss(out, target);
+    }
+    // Each micro-batch's mean loss weighted by its share of the global batch: the accumulated
+    // gradient is that of the global batch's mean loss.
+    if (mb != rows) loss = loss * (static_cast<double>(mb) / static_cast<double>(rows));
+    loss.backward();
+    loss_sum = loss_sum.defined() ? loss_sum + loss.detach() : loss.detach();
+  }
+  if (!loss_sum.defined()) return {};  // no rows here: a zero gradient
+  // Loss and gradient norm in one device-to-host copy (on CUDA one wait per step, not two).
+  const auto both = torch::stack({loss_sum.to(torch::kFloat32), im.grad.norm()}).to(torch::kCPU);
+  LossAndNorm r;
+  r.loss = both[0].item<double>();
+  r.norm = both[1].item<double>();
+  return r;
+}
+
+/// Halves the micro-batch after an out-of-memory error; false when it cannot shrink further.
+bool back_off(Downscaler::Impl& im, int64_t global, const std::exception& e,
+              const std::function<void(const std::string&)>& event) {
+  if (im.micro_batch <= 1) return false;
+  const int64_t before = im.micro_batch;
+  im.micro_batch = (im.micro_batch + 1) / 2;
+  im.accumulate = (global + im.micro_batch - 1) / im.micro_batch;
+  im.train_graph.reset();  // captured for the old shape
+#if FINECAST_HAVE_CUDA
+  if (im.cuda) c10::cuda::CUDACachingAllocator::emptyCache();
+#endif
+  event("train: out of device memory at micro-batch " + std::to_string(before) + " (" + e.what() +
+        "); micro-batch now " + std::to_string(im.micro_batch) + ", " +
+        std::to_string(im.accumulate) + " micro-batches per optimizer step (global batch " +
+        std::to_string(global) + " kept)");
+  return true;
+}
+
+}  // namespace
+
+LossAndNorm forward_backward(Downscaler::Impl& im, const EpochTensors& data, const StepDraws& d) {
+  LossAndNorm r = uses_fused(im) ? fused_forward_backward(im, data, d) : autograd_forward_backward(im, data, d);
+  if (d.rows == 0 || !im.reducer) return r;
+  // Data-parallel: the step's gradient and loss are the sums of the members' parts (each
+  // already divided by the whole step's rows); the norm is that of the sum.
+  torch::NoGradGuard no_grad;
+  if (im.grad.is_cpu()) {
+    im.reducer->sum(im.grad.data_ptr<float>(), im.grad.numel());
+  } else {
+    auto host = im.grad.to(torch::kCPU).contiguous();
+    im.reducer->sum(host.data_ptr<float>(), host.numel());
+    im.grad.copy_(host);
+  }
+  im.reducer->sum(&r.loss, 1);
+  r.norm = im.grad.is_cpu() ? adamw::norm_cpu(im.grad.data_ptr<float>(), im.grad.numel())
+                            : im.grad.norm().item<double>();
+  return r;
+}
+
+namespace {
+/// The part of a step's draws on this member's rows (data-parallel): the same global draws on
+/// every member, each keeping the rows it holds.
+StepDraws local_part(const StepDraws& d, const std::vector<int64_t>& global_to_local) {
+  const int64_t b = d.idx.size(0);
+  const int64_t* idx = d.idx.data_ptr<int64_t>();
+  std::vector<int64_t> keep, local;
+  for (int64_t i = 0; i < b; ++i)
+    if (const int64_t l = global_to_local[static_cast<size_t>(idx[i])]; l >= 0) keep.push_back(i), local.push_back(l);
+  StepDraws out;
+  const auto pos = torch::tensor(keep, torch::kInt64);
+  out.idx = torch::tensor(local, torch::kInt64);
+  out.t = d.t.index_select(0, pos);
+  out.eps = d.eps.index_select(0, pos);
+  out.rows = b;
+  return out;
+}
+}  // namespace
+
+void apply_update(Downscaler::Impl& im, double grad_norm) {
+  const double lr = diffusion::learning_rate(im.to, im.step) * im.validation.lr_scale;
+  const adamw::StepParams p = adamw::step_params(im.to, im.step, lr, grad_norm);
+  torch::NoGradGuard no_grad;
+  if (!im.cuda && im.device.is_cpu()) {
+    adamw::update_cpu(im.flat.data_ptr<float>(), im.grad.data_ptr<float>(),
+                      im.exp_avg.data_ptr<float>(), im.exp_avg_sq.data_ptr<float>(),
+                      im.ema.data_ptr<float>(), im.flat.numel(), p);
+  } else {
+    adamw::update_tensors(im.flat, im.grad, im.exp_avg, im.exp_avg_sq, im.ema, im.denom, p);
+  }
+  ++im.step;
+}
+
+EpochStats run_epoch(Downscaler::Impl& im, const EpochTensors& data,
+                     const std::function<void(const std::string&)>& event) {
+  const auto t0 = std::chrono::steady_clock::now();
+  EpochStats st;
+  // Data-parallel: every member draws over the group's rows and trains on its own part.
+  const bool group = im.reducer && data.global_n > 0;
+  const int64_t n = group ? data.global_n : data.n;
+  if (n == 0) {
+    st.step = im.step;
+    return st;
+  }
+  {
+    torch::NoGradGuard no_grad;
+    im.good_flat = im.flat.clone();
+    im.good_exp_avg = im.exp_avg.clone();
+    im.good_exp_avg_sq = im.exp_avg_sq.clone();
+  }
+  if (im.to.bf16 && !im.cuda)
+    event("train.bf16 is honoured on CUDA only; training in float32 on " + im.device.str());
+
+  const auto long_cpu = torch::TensorOptions().dtype(torch::kInt64);
+  const auto float_cpu = torch::TensorOptions().dtype(torch::kFloat32);
+  const int64_t P = im.mo.patch_size, T = im.mo.diffusion_steps;
+  const int64_t global = im.to.batch_size * im.to.accumulate;
+  auto perm = torch::randperm(n, im.gen, long_cpu);
+  double loss_sum = 0;
+  int64_t good = 0;
+
+  // On CUDA, full global batches replay a captured graph of the whole step (graphs::TrainGraph);
+  // it reports its losses and bad steps at the end of the epoch.
+  graphs::TrainGraph* graph = group ? nullptr : graphs::train_graph_for(im, data, global);
+
+  for (int64_t start = 0; start < n; start += global) {
+    const int64_t b = std::min(global, n - start);
+    StepDraws d;
+    d.idx = perm.narrow(0, start, b);
+    d.t = torch::randint(0, T, {b}, im.gen, long_cpu);
+    d.eps = torch::randn({b, P}, im.gen, float_cpu);
+    if (group) d = local_part(d, data.global_to_local);
+    if (graph && graph->accepts(b)) {
+      try {
+        graph->step(d);
+        ++st.batches;
+        continue;
+      } catch (const std::exception& e) {
+        // The step did not run: collect the graph's epoch so far and go on eagerly (which backs
+        // off on out-of-memory like any other step).
+        const auto g = graph->finish_epoch(event);
+        loss_sum += g.loss_sum;
+        good += g.good;
+        st.bad_steps += g.bad;
+        graph = nullptr;
+        im.train_graph.reset();
+        im.train_graph_failed = true;
+        event(std::string("train: CUDA graph step failed (") + e.what() +
+              "); continuing without graphs");
+      }
+    }
+    if (graph) graph->wait();  // an eager step after replays (the partial last batch)
+    LossAndNorm r;
+    while (true) {
+      try {
+        r = forward_backward(im, data, d);
+        break;
+      } catch (const std::exception& e) {
+        if (!is_out_of_memory(e)) throw;
+        if (graph) {  // collect what the graph did so far; back_off drops it (captured for the old
+                      // shape)
+          const auto g = graph->finish_epoch(event);
+          loss_sum += g.loss_sum;
+          good += g.good;
+          st.bad_steps += g.bad;
+          graph = nullptr;
+        }
+        if (!back_off(im, global, e, event))
+          throw std::runtime_error("train: out of device memory even at micro-batch 1 (" +
+                                   std::string(e.what()) + ")");
+        ++st.oom_backoffs;
+      }
+    }
+    ++st.batches;
+    if (!std::isfinite(r.loss) || !std::isfinite(r.norm)) {
+      ++st.bad_steps;
+      ++im.total_bad;
+      ++im.consecutive_bad;
+      event("train_epoch: step " + std::to_string(im.step) + " skipped: loss " +
+            std::to_string(r.loss) + ", gradient norm " + std::to_string(r.norm) + " (" +
+            std::to_string(im.consecutive_bad) + " in a row)");
+      if (im.consecutive_bad >= im.to.max_bad_steps) {
+        torch::NoGradGuard no_grad;
+        im.flat.copy_(im.good_flat);
+        im.exp_avg.copy_(im.good_exp_avg);
+        im.exp_avg_sq.copy_(im.good_exp_avg_sq);
+        event("train_epoch: " + std::to_string(im.consecutive_bad) +
+              " bad steps in a row; restored the last good weights (from the start of this epoch)");
+        im.consecutive_bad = 0;
+      }
+      continue;
+    }
+    im.consecutive_bad = 0;
+    loss_sum += r.loss;
+    ++good;
+    apply_update(im, r.norm);
+  }
+  if (graph) {
+    const auto g = graph->finish_epoch(event);
+    loss_sum += g.loss_sum;
+    good += g.good;
+    st.bad_steps += g.bad;
+  }
+  st.avg_loss = good > 0 ? loss_sum / static_cast<double>(good) : 0.0;
+  st.step = im.step;
+  st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return st;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+void Downscaler::update_normalisation(const DataView& data) {
+  auto& im = *impl_;
+  torch::NoGradGuard no_grad;
+  CleanData c = clean(data, im.mo.context_size, im.mo.patch_size, "update_normalisation");
+  accumulate_normalisation(im.sums, c, im.mo.context_size);
+}
+
+EpochStats Downscaler::train_epoch(const DataView& data,
+                                   const std::function<void(const std::string&)>& on_event) {
+  auto& im = *impl_;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto event = [&](const std::string& s) {
+    if (on_event) on_event(s);
+  };
+  const auto C = im.mo.context_size, P = im.mo.patch_size;
+  if (im.sums.context_count == 0 && im.sums.residual_count == 0) update_normalisation(data);
+  im.norm = im.derive_norm();
+  CleanData c;
+  {
+    torch::NoGradGuard no_grad;
+    c = clean(data, C, P, "train_epoch");
+  }
+  if (c.dropped > 0)
+    event("train_epoch: dropped " + std::to_string(c.dropped) + " of " + std::to_string(data.n) +
+          " samples holding NaN/Inf");
+  const EpochTensors e = normalise(c, im.norm, im.device);
+  EpochStats st = run_epoch(im, e, event);
+  st.skipped_samples = c.dropped;
+  st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return st;
+}
+
+void Downscaler::set_reducer(std::shared_ptr<Reducer> reducer) { impl_->reducer = std::move(reducer); }
+
+namespace {
+
+/// Data-parallel bookkeeping of a session: the group's split by time (from the union of the
+/// members' time steps) and each kept row's index among the group's kept rows (renumbered past
+/// rows any member dropped), so that training rows are 0..train_rows-1 in every member.
+struct GroupRows {
+  TimeSplit split;                ///< this member's rows (indices into its kept rows)
+  std::vector<int64_t> global;    ///< per kept row, its index among the group's kept rows
+  int64_t train_rows = 0, validation_rows = 0;
+};
+
+GroupRows group_rows(Reducer& r, const DataView& data, const torch::Tensor& kept_rows, int64_t kept,
+                     const std::vector<int64_t>& times, double fraction) {
+  GroupRows g;
+  const int size = r.size(), me = r.rank();
+  // Rows every member dropped (NaN/Inf), so that the kept rows can be numbered as one process
+  // would number them.
+  std::vector<int64_t> dropped;
+  {
+    std::vector<uint8_t> is_kept(static_cast<size_t>(data.n), kept_rows.defined() ? 0 : 1);
+    for (int64_t i = 0; kept_rows.defined() && i < kept; ++i) is_kept[static_cast<size_t>(kept_rows.data_ptr<int64_t>()[i])] = 1;
+    for (int64_t row = 0; row < data.n; ++row)
+      if (!is_kept[static_cast<size_t>(row)]) dropped.push_back(data.global_row[row]);
+  }
+  std::vector<double> counts(static_cast<size_t>(size), 0.0);
+  counts[static_cast<size_t>(me)] = static_cast<double>(dropped.size());
+  r.sum(counts.data(), size);
+  int64_t total = 0, offset = 0;
+  for (int k = 0; k < size; ++k) {
+    if (k < me) offset += static_cast<int64_t>(counts[static_cast<size_t>(k)]);
+    total += static_cast<int64_t>(counts[static_cast<size_t>(k)]);
+  }
+  std::vector<double> all_dropped(static_cast<size_t>(total), 0.0);
+  for (size_t i = 0; i < dropped.size(); ++i) all_dropped[static_cast<size_t>(offset) + i] = static_cast<double>(dropped[i]);
+  if (total > 0) r.sum(all_dropped.data(), total);
+  std::sort(all_dropped.begin(), all_dropped.end());
+  g.global.resize(static_cast<size_t>(kept));
+  for (int64_t i = 0; i < kept; ++i) {
+    const int64_t row = kept_rows.defined() ? kept_rows.data_ptr<int64_t>()[i] : i;
+    const int64_t gr = data.global_row[row];
+    const auto before = std::lower_bound(all_dropped.begin(), all_dropped.end(), static_cast<double>(gr)) - all_dropped.begin();
+    g.global[static_cast<size_t>(i)] = gr - static_cast<int64_t>(before);
+  }
+  // The group's distinct time steps, then the held-out ones by the single-process rule.
+  // Each member's last time step + 1 in its own slot (the others 0), so the sum holds them all.
+  double t_end = 0;
+  for (int64_t t : times) t_end = std::max(t_end, static_cast<double>(t + 1));
+  std::vector<double> ends_t(static_cast<size_t>(size), 0.0);
+  ends_t[static_cast<size_t>(me)] = t_end;
+  r.sum(ends_t.data(), size);
+  const auto steps = static_cast<int64_t>(*std::max_element(ends_t.begin(), ends_t.end()));
+  std::vector<double> present(static_cast<size_t>(std::max<int64_t>(steps, 0)), 0.0);
+  for (int64_t t : times) present[static_cast<size_t>(t)] = 1.0;
+  if (steps > 0) r.sum(present.data(), steps);
+  std::vector<int64_t> distinct;
+  for (int64_t t = 0; t < steps; ++t)
+    if (present[static_cast<size_t>(t)] > 0) distinct.push_back(t);
+  const TimeSplit by_step = split_by_time(distinct.data(), static_cast<int64_t>(distinct.size()), fraction);
+  const int64_t cut = by_step.validation.empty() ? std::numeric_limits<int64_t>::max()
+                                                 : distinct[static_cast<size_t>(by_step.validation.front())];
+  g.split.steps = by_step.steps;
+  g.split.validation_steps = by_step.validation_steps;
+  for (int64_t i = 0; i < kept; ++i) (times[static_cast<size_t>(i)] >= cut ? g.split.validation : g.split.train).push_back(i);
+  // Training rows come first in the group's order (rows are ordered by time): 0..train_rows-1.
+  double n[3] = {static_cast<double>(g.split.train.size()), static_cast<double>(g.split.validation.size()), 0.0};
+  for (int64_t i : g.split.train) n[2] = std::max(n[2], static_cast<double>(g.global[static_cast<size_t>(i)] + 1));
+  std::vector<double> ends(static_cast<size_t>(size), 0.0);
+  ends[static_cast<size_t>(me)] = n[2];
+  r.sum(n, 2);
+  r.sum(ends.data(), size);
+  g.train_rows = static_cast<int64_t>(n[0]);
+  g.validation_rows = static_cast<int64_t>(n[1]);
+  if (*std::max_element(ends.begin(), ends.end()) > static_cast<double>(g.train_rows))
+    throw std::invalid_argument("train_session: DataView::global_row must order the group's rows by time (the "
+                                "training rows first)");
+  return g;
+}
+
+}  // namespace
+
+SessionStats Downscaler::train_session(const DataView& data, int64_t epochs,
+                                       const std::function<void(const std::string&)>& on_event) {
+  auto& im = *impl_;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto event = [&](const std::string& s) {
+    if (on_event) on_event(s);
+  };
+  if (epochs < 0) throw std::invalid_argument("train_session: epochs must be >= 0");
+  SessionStats st;
+  auto finish = [&]() {
+    const auto& v = im.validation;
+    st.best_score = v.best_score;
+    st.best_step = v.best_step;
+    st.sessions_without_improvement = v.sessions_without_improvement;
+    st.lr_scale = v.lr_scale;
+    st.stopped = v.stopped;
+    st.micro_batch = im.micro_batch;
+    st.accumulate = im.accumulate;
+    st.train_threads = im.train_threads;
+    st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return st;
+  };
+  if (im.validation.stopped) {
+    event("train: early stopping stopped training (best validation " + name(im.to.validation_metric) +
+          " " + std::to_string(im.validation.best_score) + " at step " +
+          std::to_string(im.validation.best_step) + "); session skipped");
+    return finish();
+  }
+  const auto C = im.mo.context_size, P = im.mo.patch_size;
+  CleanData all;
+  {
+    torch::NoGradGuard no_grad;
+    all = clean(data, C, P, "train_session");
+  }
+  if (all.dropped > 0)
+    event("train_session: dropped " + std::to_string(all.dropped) + " of " +
+          std::to_string(data.n) + " samples holding NaN/Inf");
+  // The time of each kept row, then the split by time.
+  const int64_t kept = all.fine.size(0);
+  std::vector<int64_t> times(static_cast<size_t>(kept));
+  const torch::Tensor rows = all.rows.defined() ? all.rows.contiguous() : torch::Tensor();
+  for (int64_t i = 0; i < kept; ++i) {
+    const int64_t row = rows.defined() ? rows.data_ptr<int64_t>()[i] : i;
+    times[static_cast<size_t>(i)] = data.time ? data.time[row] : row;
+  }
+  const bool group = im.reducer != nullptr;
+  if (group && data.n > 0 && (!data.global_row || !data.time))
+    throw std::invalid_argument("train_session: data-parallel training needs DataView::global_row and time");
+  GroupRows g;
+  if (group) g = group_rows(*im.reducer, data, rows, kept, times, im.to.validation);
+  const TimeSplit split = group ? g.split : split_by_time(times.data(), kept, im.to.validation);
+  auto part = [&](const std::vector<int64_t>& rows) {
+    if (static_cast<int64_t>(rows.size()) == kept) return all;
+    CleanData c;
+    auto idx = torch::tensor(rows, torch::kInt64);
+    c.context = all.context.index_select(0, idx);
+    c.fine = all.fine.index_select(0, idx);
+    if (all.weights.defined()) c.weights = all.weights.index_select(0, idx);
+    return c;
+  };
+  const CleanData train = part(split.train);
+  st.train_samples = static_cast<int64_t>(split.train.size());
+  st.validation_samples = static_cast<int64_t>(split.validation.size());
+  st.validation_steps = split.validation_steps;
+
+  if (group) {
+    // Every member's statistics count: the same normalisation on all of them.
+    NormSums session;
+    accumulate_normalisation(session, train, C);
+    session.context_sum.resize(static_cast<size_t>(C), 0.0);
+    session.context_sumsq.resize(static_cast<size_t>(C), 0.0);
+    std::vector<double> flat{session.context_count, session.residual_count, session.residual_sumsq};
+    flat.insert(flat.end(), session.context_sum.begin(), session.context_sum.end());
+    flat.insert(flat.end(), session.context_sumsq.begin(), session.context_sumsq.end());
+    im.reducer->sum(flat.data(), static_cast<int64_t>(flat.size()));
+    im.sums.context_count += flat[0];
+    im.sums.residual_count += flat[1];
+    im.sums.residual_sumsq += flat[2];
+    im.sums.context_sum.resize(static_cast<size_t>(C), 0.0);
+    im.sums.context_sumsq.resize(static_cast<size_t>(C), 0.0);
+    for (int64_t k = 0; k < C; ++k) {
+      im.sums.context_sum[static_cast<size_t>(k)] += flat[static_cast<size_t>(3 + k)];
+      im.sums.context_sumsq[static_cast<size_t>(k)] += flat[static_cast<size_t>(3 + C + k)];
+    }
+  } else {
+    accumulate_normalisation(im.sums, train, C);
+  }
+  im.norm = im.derive_norm();
+  EpochTensors e = normalise(train, im.norm, im.device);
+  if (group) {
+    e.global_n = g.train_rows;
+    e.global_to_local.assign(static_cast<size_t>(g.train_rows), -1);
+    for (size_t i = 0; i < split.train.size(); ++i)
+      e.global_to_local[static_cast<size_t>(g.global[static_cast<size_t>(split.train[i])])] = static_cast<int64_t>(i);
+  }
+
+  if (im.to.threads == -1 && im.train_threads == 0 && e.n > 0) {
+    im.train_threads = threads::tune_training(im, e, event);
+  } else if (im.to.threads > 0) {
+    im.train_threads = static_cast<int>(im.to.threads);
+  }
+  if (im.train_threads > 0) at::set_num_threads(im.train_threads);
+
+  for (int64_t k = 0; k < epochs; ++k) {
+    EpochStats es = run_epoch(im, e, event);
+    es.skipped_samples = k == 0 ? all.dropped : 0;
+    st.epochs.push_back(es);
+  }
+  st.trained = true;
+  ++im.validation.sessions;
+
+  if (group ? g.validation_rows > 0 : !split.validation.empty()) {
+    validation::Scores sc;
+    if (!split.validation.empty()) {
+      const CleanData held_out = part(split.validation);
+      try {
+        sc = validation::score(im, held_out, event);
+      } catch (const std::exception& e) {
+        if (!is_out_of_memory(e)) throw;
+        event(std::string("validation skipped: out of device memory (") + e.what() + ")");
+      }
+    }
+    if (group) {
+      // The group's scores: each member's mean weighted by its held-out rows.
+      const auto n_here = static_cast<double>(split.validation.size());
+      const bool l = std::isfinite(sc.loss), c = std::isfinite(sc.crps);
+      double w[4] = {l ? sc.loss * n_here : 0.0, l ? n_here : 0.0, c ? sc.crps * n_here : 0.0, c ? n_here : 0.0};
+      im.reducer->sum(w, 4);
+      sc.loss = w[1] > 0 ? w[0] / w[1] : SessionStats::kNone;
+      sc.crps = w[3] > 0 ? w[2] / w[3] : SessionStats::kNone;
+      st.validation_samples = static_cast<int64_t>(g.validation_rows);
+    }
+    st.validation_loss = sc.loss;
+    st.validation_crps = sc.crps;
+    st.score = im.to.validation_metric == ValidationMetric::kCrps ? sc.crps : sc.loss;
+    st.improved = validation::record(im, st.score, event);
+  }
+  publish();
+  return finish();
+}
+
+const ValidationRecord& Downscaler::validation_record() const { return impl_->validation; }
+int64_t Downscaler::micro_batch() const { return impl_->micro_batch; }
+int64_t Downscaler::accumulation() const { return impl_->accumulate; }
+
+}  // namespace finecast::trainer

@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Validation of a session on its held-out (most recent) samples, and what acts on the score:
+// early stopping, plateau learning-rate reduction, the kept best state (internal).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "trainer/data.hpp"
+#include "trainer/downscaler_impl.hpp"
+
+namespace finecast::trainer::validation {
+
+/// Validation scores of the EMA weights.
+struct Scores {
+  double loss = SessionStats::kNone;  ///< the training loss on held-out samples (fixed noise draws)
+  double crps = SessionStats::kNone;  ///< ensemble CRPS per fine value, in the data's units
+};
+
+/// Scores the EMA weights on held-out clean data. The loss uses fixed noise and steps (a
+/// generator seeded from train.seed), so successive sessions are compared on equal terms.
+Scores score(Downscaler::Impl& im, const CleanData& held_out,
+             const std::function<void(const std::string&)>& event);
+
+/// Records a session's score: best score and step, sessions without improvement, plateau
+/// reduction, early stopping, the kept best state. Returns whether the score improved.
+bool record(Downscaler::Impl& im, double score,
+            const std::function<void(const std::string&)>& event);
+
+/// The CRPS of an ensemble `members` [M] for the observation y (the usual estimator
+/// mean|X - y| - mean|X - X'| / 2 over all pairs, computed from the sorted members).
+double crps(std::vector<float> members, double y);
+
+}  // namespace finecast::trainer::validation

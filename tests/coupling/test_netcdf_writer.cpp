@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <limits>
 
@@ -211,11 +212,18 @@ TEST(EnsembleWriter, AFailedWriteReleasesTheFileAndKeepsTheRecordsBefore) {
     int written = 0;
     {
       EnsembleWriter w(path, small_icon(n), "t", {}, 2, {});
-      const rlimit limit{750000,
-                         RLIM_INFINITY};  // coordinates (330 kB) and 2.6 records (160 kB each)
+      // Two records without a limit, then a limit half a record beyond them (the sizes of the
+      // header, coordinates and records follow the writer's layout, so they are measured).
+      rlim_t size[3] = {0, 0, 0};
+      for (; written < 2; ++written) {
+        w.write("2000-01-0" + std::to_string(written + 1) + "T00:00:00",
+                ensemble(2, n, 1.0f * (written + 1)).data());
+        size[written + 1] = static_cast<rlim_t>(std::filesystem::file_size(path));
+      }
+      const rlimit limit{size[2] + (size[2] - size[1]) / 2, RLIM_INFINITY};
       setrlimit(RLIMIT_FSIZE, &limit);
       try {
-        for (int day = 1; day <= 10; ++day, ++written)
+        for (int day = 3; day <= 10; ++day, ++written)
           w.write("2000-01-0" + std::to_string(day % 10) + "T00:00:00",
                   ensemble(2, n, 1.0f * day).data());
         _exit(10);  // never failed

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <future>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -128,9 +129,14 @@ TEST(TrainingSession, BackgroundSessionWhileTheMainThreadBuffersSamplesAndPolls)
   // The next session on the buffer as it is now; its weights are published when it ends.
   std::vector<float> before(out.size()), after(out.size());
   model.sample(d.context.data(), d.coarse.data(), nullptr, 8, so, 5, before.data());
-  session.start(model, snapshot_of(d), 1, true, 1);
+  // The session waits for the main thread's second start() to be refused: a session of one
+  // epoch may otherwise end before it.
+  std::promise<void> refused;
+  std::shared_future<void> refused_done = refused.get_future().share();
+  session.start(model, snapshot_of(d), 1, true, 1, [refused_done] { refused_done.wait(); });
   EXPECT_THROW(session.start(model, snapshot_of(d), 1, true, 1), std::logic_error)
       << "at most one session in flight";
+  refused.set_value();
   session.wait();
   EXPECT_TRUE(session.collect());
   model.sample(d.context.data(), d.coarse.data(), nullptr, 8, so, 5, after.data());

@@ -20,9 +20,9 @@
 #include "plugin/comin_plugin/faults.hpp"
 #include "plugin/comin_plugin/output.hpp"
 #include "plugin/comin_plugin/phase.hpp"
+#include "plugin/comin_plugin/trainer_module.hpp"
 #include "plugin/comin_plugin/training_session.hpp"
 #include "plugin/config.hpp"
-#include "trainer/downscaler.hpp"
 
 namespace finecast::plugin {
 
@@ -82,7 +82,7 @@ struct TrainerState {
   std::vector<float> all_coarse;     ///< [n_vars][n_coarse]: every patch's coarse means (from all trainers)
   coupling::Patches patches;         ///< this trainer's patches of the latest step (also what sampling uses)
   std::unique_ptr<coupling::RollingBuffer> buffer;  ///< this trainer's patches
-  std::unique_ptr<trainer::Downscaler> model;
+  std::unique_ptr<Model> model;       ///< from the trainer module (LibTorch)
   TrainingSession session;           ///< joined before the model it trains is released
   std::shared_ptr<trainer::Reducer> reducer;  ///< the trainers' gradient sums (train.ranks > 1)
   coupling::OutputGrid output_grid;     ///< the fine grid, for the NetCDF output (lead)

@@ -23,9 +23,6 @@
 #include "plugin/comin_plugin/mpi_reducer.hpp"
 #include "plugin/comin_plugin/plugin_state.hpp"
 #include "plugin/comin_plugin/trainer_work.hpp"
-#include "trainer/checkpoint.hpp"
-#include "trainer/device.hpp"
-#include "trainer/threads.hpp"
 
 namespace finecast::plugin {
 namespace {
@@ -158,8 +155,8 @@ int64_t read_grid(const Config& cfg, TrainerState& t, bool lead) {
   return grid.nlon;
 }
 
-std::unique_ptr<trainer::Downscaler> build_model(const Config& cfg, int context_size, int patch_size,
-                                                 const std::string& device) {
+std::unique_ptr<Model> build_model(const Config& cfg, int context_size, int patch_size, const std::string& device,
+                                   int threads) {
   // The config's model and train sections are the trainer's options; the run adds what it
   // derives (context and patch size from the grid and fields) and the seed.
   trainer::ModelOptions mo = cfg.model;
@@ -167,7 +164,10 @@ std::unique_ptr<trainer::Downscaler> build_model(const Config& cfg, int context_
   mo.patch_size = patch_size;
   trainer::TrainOptions to = cfg.train;
   to.seed = cfg.seed;
-  return std::make_unique<trainer::Downscaler>(mo, to, device, cfg.sample.device);
+  std::string device_line;
+  auto model = trainer_module().create_model(mo, to, device, cfg.sample.device, threads, device_line);
+  log::info(device_line);
+  return model;
 }
 
 /// The checkpoint checkpoint.resume names: a file, the newest valid one of a directory, or with
@@ -175,7 +175,7 @@ std::unique_ptr<trainer::Downscaler> build_model(const Config& cfg, int context_
 std::string checkpoint_to_resume(const Config& cfg) {
   const std::string& resume = cfg.checkpoint.resume;
   auto newest_in = [](const std::string& dir) {
-    return trainer::newest_valid_checkpoint(dir, [](const std::string& why) { log::warning(why); });
+    return trainer_module().newest_valid_checkpoint(dir, [](const std::string& why) { log::warning(why); });
   };
   if (resume == "auto") {
     const auto newest = is_directory(cfg.checkpoint.dir) ? newest_in(cfg.checkpoint.dir) : std::nullopt;
@@ -195,7 +195,7 @@ std::string checkpoint_to_resume(const Config& cfg) {
 void resume(PluginState& s, TrainerState& t, const std::string& path) {
   const Config& cfg = s.config;
   t.model->restore(path);  // checks architecture, shapes and version against this config
-  const auto meta = trainer::Downscaler::checkpoint_metadata(path);
+  const auto meta = trainer_module().checkpoint_metadata(path);
   auto number = [&](const char* key) {
     auto it = meta.find(key);
     return it == meta.end() ? 0LL : std::stoll(it->second);
@@ -307,12 +307,9 @@ std::unique_ptr<TrainerState> setup_trainer(PluginState& s, int64_t n_global, in
                             : std::string()));
 
   // LibTorch's threads are set around finecast's own work only (the host's OpenMP count stays
-  // as it is); the device line reports them.
+  // as it is); the device line reports them. LibTorch is loaded here, on trainer ranks only.
   t->torch_threads = torch_threads(cfg, ranks_on_node);
-  const trainer::ScopedTorchThreads threads(t->torch_threads);
-  const trainer::DeviceChoice device = trainer::select_device(trainer_device(cfg, c.trainers));
-  log::info(device.log_line());
-  t->model = build_model(cfg, C, static_cast<int>(P), device.torch_device);
+  t->model = build_model(cfg, C, static_cast<int>(P), trainer_device(cfg, c.trainers), t->torch_threads);
   if (n_trainers > 1) {
     t->reducer = std::make_shared<MpiReducer>(c.training);
     t->model->set_reducer(t->reducer);

@@ -13,8 +13,6 @@
 #include "coupling/error.hpp"
 #include "plugin/comin_plugin/guard.hpp"
 #include "plugin/comin_plugin/setup.hpp"
-#include "trainer/checkpoint.hpp"
-#include "trainer/threads.hpp"
 
 namespace finecast::plugin {
 namespace {
@@ -32,7 +30,7 @@ void remove_orphan_snapshots(const std::string& dir) {
     std::smatch m;
     const std::string name = entry.path().filename().string();
     if (!std::regex_match(name, m, snapshot)) continue;
-    if (!fs::exists(trainer::checkpoint_path_for_step(dir, std::stoll(m[1].str())), ec)) fs::remove(entry.path(), ec);
+    if (!fs::exists(trainer_module().checkpoint_path_for_step(dir, std::stoll(m[1].str())), ec)) fs::remove(entry.path(), ec);
   }
 }
 
@@ -142,8 +140,8 @@ void write_model_checkpoint(PluginState& s) {
   // fields it needs): every coupled field in order, the position features, the orography field.
   std::string context_fields;
   for (const auto& f : cfg.fields) context_fields += (context_fields.empty() ? "" : ",") + f;
-  const std::string path = trainer::save_checkpoint_in_dir(
-      *t.model, cfg.checkpoint.dir, cfg.checkpoint.keep,
+  const std::string path = t.model->save_in_dir(
+      cfg.checkpoint.dir, cfg.checkpoint.keep,
       {{"sessions", std::to_string(s.stats.sessions)},
        {"coupling_steps", std::to_string(s.stats.steps)},
        {"samplings", std::to_string(s.stats.samplings)},
@@ -223,12 +221,11 @@ void draw_samples(PluginState& s) {
   const int64_t n = t.n_patches, P = t.map.patch_size, members = cfg.sample.members;
   t.samples.resize(static_cast<size_t>(n * members * P));
   const trainer::SampleOptions& so = cfg.sample;  // the trainer's part of the sample section
-  const trainer::ScopedTorchThreads threads(t.torch_threads);
   // Each trainer draws its own patches with a seed of its own.
   const uint64_t seed = cfg.seed + 7919 * static_cast<uint64_t>(s.stats.samplings + 1) +
                         1000003ULL * static_cast<uint64_t>(s.coupling->trainer_index);
   t.model->sample(t.patches.context.data(), t.patches.coarse.data(), t.patches.weights.data(), n, so, seed,
-                  t.samples.data());
+                  t.torch_threads, t.samples.data());
 }
 
 void write_samples(PluginState& s) {

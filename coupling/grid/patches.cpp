@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/error.hpp"
+#include "coupling/grid/context_stencil.hpp"
 
 namespace finecast::coupling {
 namespace {
@@ -19,7 +20,11 @@ void fit(std::vector<T>& v, size_t n) {
 }  // namespace
 
 int context_size(const PatchMap& map, int n_vars, const PatchOptions& options) {
-  return n_vars * (1 + map.n_neighbours) + (options.static_features ? 3 : 0) +
+  return static_offset(map, n_vars, options) + options.n_static * (1 + map.patch_size);
+}
+
+int static_offset(const PatchMap& map, int n_vars, const PatchOptions& options) {
+  return n_vars * (1 + ring_count(map, options.rings)) + (options.static_features ? 3 : 0) +
          (options.orography ? 1 : 0);
 }
 
@@ -43,16 +48,36 @@ void scatter_patches(const PatchMap& map, const float* patch_values, float* fiel
 
 void extract_patches(const PatchMap& map, const std::vector<const float*>& fields,
                      const float* orography, const PatchOptions& options, Patches& out) {
+  extract_patches(map, fields, orography, {}, options, out);
+}
+
+void extract_patches(const PatchMap& map, const std::vector<const float*>& fields,
+                     const float* orography, const std::vector<const float*>& statics,
+                     const PatchOptions& options, Patches& out) {
   if (fields.empty()) throw InternalError("extract_patches: no fields given");
   for (size_t v = 0; v < fields.size(); ++v)
     if (fields[v] == nullptr)
       throw InternalError("extract_patches: field " + std::to_string(v) + " is null");
   if (options.orography && orography == nullptr)
     throw InternalError("extract_patches: options.orography is set but no orography field given");
+  if (options.target < 0 || options.target >= static_cast<int>(fields.size()))
+    throw InternalError("extract_patches: target " + std::to_string(options.target) + " of " +
+                        std::to_string(fields.size()) + " fields");
+  if (static_cast<int>(statics.size()) != options.n_static)
+    throw InternalError("extract_patches: " + std::to_string(statics.size()) + " static covariates given, " +
+                        std::to_string(options.n_static) + " expected");
+  for (const float* f : statics)
+    if (f == nullptr) throw InternalError("extract_patches: a static covariate is null");
+  if (options.rings > 0 && map.rings != options.rings)
+    throw InternalError("extract_patches: the patch map was not prepared for context_rings " +
+                        std::to_string(options.rings) + " (prepare_patch_map)");
+  if (options.interp_base && map.base.width == 0)
+    throw InternalError("extract_patches: the patch map was not prepared for the interpolant base (prepare_patch_map)");
   const int n_vars = static_cast<int>(fields.size());
   const int64_t n = map.n_coarse;
   const int P = map.patch_size;
-  const int nn = map.n_neighbours;
+  const int nr = ring_count(map, options.rings);
+  const int64_t* ring = options.rings > 0 ? map.ring_cells.data() : map.neighbours.data();
   const int C = context_size(map, n_vars, options);
   out.n = n;
   out.C = C;
@@ -69,7 +94,8 @@ void extract_patches(const PatchMap& map, const std::vector<const float*>& field
   float* coarse_vars = out.coarse_vars.data();
   for (int v = 0; v < n_vars; ++v) coarsen(map, fields[v], coarse_vars + v * n);
   const int64_t* idx = map.fine_of_patch.data();
-  const float* target = fields[0];
+  const float* target = fields[options.target];
+  const float* target_coarse = coarse_vars + options.target * n;
   for (int64_t i = 0; i < n * P; ++i) {
     out.fine[i] = target[idx[i]];
     out.weights[i] = static_cast<float>(map.fine_weight[i]);
@@ -80,18 +106,23 @@ void extract_patches(const PatchMap& map, const std::vector<const float*>& field
     for (int v = 0; v < n_vars; ++v) ok = ok && std::isfinite(coarse_vars[v * n + c]);
     out.valid[c] = ok ? 1 : 0;
     invalid += ok ? 0 : 1;
-    out.coarse[c] = coarse_vars[c];
+    out.coarse[c] = target_coarse[c];
   }
+  auto invalidate = [&](int64_t c) {
+    if (out.valid[c]) {
+      out.valid[c] = 0;
+      ++invalid;
+    }
+  };
 
-  const int64_t* nbr = map.neighbours.data();
   for (int64_t c = 0; c < n; ++c) {
     float* ctx = out.context.data() + c * C;
     for (int v = 0; v < n_vars; ++v) {
       const float* cv = coarse_vars + v * n;
       const float own = cv[c];
       *ctx++ = own;
-      for (int k = 0; k < nn; ++k) {
-        const int64_t b = nbr[c * nn + k];
+      for (int k = 0; k < nr; ++k) {
+        const int64_t b = ring[c * nr + k];
         *ctx++ = (b >= 0 && std::isfinite(cv[b])) ? cv[b] : own;
       }
     }
@@ -102,17 +133,33 @@ void extract_patches(const PatchMap& map, const std::vector<const float*>& field
       *ctx++ = static_cast<float>(cl * std::cos(lon));
       *ctx++ = static_cast<float>(cl * std::sin(lon));
     }
+    const int64_t base = c * P;
     if (options.orography) {
       double s = 0.0;
-      const int64_t base = c * P;
       for (int k = 0; k < P; ++k) s += map.fine_weight[base + k] * orography[idx[base + k]];
       const auto coarse_oro = static_cast<float>(s);
-      if (!std::isfinite(coarse_oro) && out.valid[c]) {
-        out.valid[c] = 0;
-        ++invalid;
-      }
+      if (!std::isfinite(coarse_oro)) invalidate(c);
       *ctx++ = coarse_oro;
     }
+    // Static covariates: the block means first, then each covariate's fine anomalies.
+    float* anomalies = ctx + options.n_static;
+    for (int s = 0; s < options.n_static; ++s) {
+      const float* x = statics[s];
+      double m = 0.0;
+      for (int k = 0; k < P; ++k) m += map.fine_weight[base + k] * x[idx[base + k]];
+      if (!std::isfinite(m)) invalidate(c);
+      *ctx++ = static_cast<float>(m);
+      for (int k = 0; k < P; ++k) *anomalies++ = static_cast<float>(x[idx[base + k]] - m);
+    }
+  }
+  if (options.interp_base) {
+    fit(out.base, static_cast<size_t>(n * P));
+    fit(out.residual, static_cast<size_t>(n * P));
+    interpolate_patches(map, target_coarse, out.base.data());
+    for (int64_t i = 0; i < n * P; ++i) out.residual[i] = out.fine[i] - out.base[i];
+  } else {
+    out.base.clear();
+    out.residual.clear();
   }
   out.n_invalid = invalid;
 }

@@ -9,23 +9,37 @@
 
 namespace finecast::coupling {
 
-/// What goes into the context vector besides the coarse values of the variables.
+/// What goes into the context vector besides the coarse values of the variables, which field is
+/// downscaled, and what the model's residual is taken from.
 struct PatchOptions {
   bool static_features = true;  ///< sin lat, cos lat cos lon, cos lat sin lon of the coarse centre
   bool orography = false;       ///< area-weighted coarse orography (a fine field passed in)
+  int rings = 0;                ///< patch.context_rings: 0 edge neighbours, K >= 1 (context_stencil.hpp)
+  int target = 0;               ///< the downscaled field is fields[target]
+  int n_static = 0;             ///< fine static covariates: each adds its block mean and P fine anomalies
+  /// patch.residual: interp. The patches carry the conservative interpolant of the target's
+  /// coarse neighbourhood (`base`) and the fine values minus it (`residual`), which the model
+  /// learns; the map must be prepared for it (prepare_patch_map).
+  bool interp_base = false;
 };
 
-/// Context length: n_vars * (1 + n_neighbours) + (static_features ? 3 : 0) + (orography ? 1 : 0).
-/// 7 for one variable on an ICON grid with the defaults.
+/// Context length: n_vars * (1 + ring_count(map, rings)) + (static_features ? 3 : 0) +
+/// (orography ? 1 : 0) + n_static * (1 + P). 7 for one variable on an ICON grid with the defaults.
 int context_size(const PatchMap& map, int n_vars, const PatchOptions& options);
+
+/// Where the static covariates start in the context: their n_static block means, then their
+/// n_static * P fine anomalies (the U-Net and graph denoisers read these as input channels).
+int static_offset(const PatchMap& map, int n_vars, const PatchOptions& options);
 
 /// One coupling step's samples, n patches of C context and P fine values, all patch-major.
 struct Patches {
   int64_t n = 0;
   int C = 0, P = 0;
   std::vector<float> context;      ///< n*C, layout in docs/grids.md
-  std::vector<float> fine;         ///< n*P fine values of the first (target) field, canonical order
-  std::vector<float> coarse;       ///< n area-weighted means of the target (= context[c*C])
+  std::vector<float> fine;         ///< n*P fine values of the target field, canonical order
+  std::vector<float> coarse;       ///< n area-weighted means of the target
+  std::vector<float> base;         ///< n*P conservative interpolant of the target (interp_base only)
+  std::vector<float> residual;     ///< n*P fine - base (interp_base only): what the model learns
   std::vector<float> weights;      ///< n*P normalised area weights (each patch sums to 1)
   std::vector<uint8_t> valid;      ///< n: 0 when a fine value of the patch is missing
   int64_t n_invalid = 0;           ///< patches with a missing value (excluded from training)
@@ -33,11 +47,18 @@ struct Patches {
 };
 
 /// Builds the patches of one step. fields[v] points at a global fine field (n_fine values by
-/// global cell index); fields[0] is the downscaled target. `orography` is a fine field, used when
-/// options.orography (else may be null). A NaN or infinite fine value makes its patch invalid
-/// (counted in n_invalid); a neighbour that is missing (-1) or whose coarse value is missing
-/// contributes the patch's own coarse value. Reuses out's storage: no allocation once the sizes are
-/// stable.
+/// global cell index); fields[options.target] is the downscaled target. `orography` is a fine
+/// field, used when options.orography (else may be null). `statics` are options.n_static fine
+/// covariates, already normalised by the caller (static_covariates.hpp). A NaN or infinite fine
+/// value of a field, the orography or a covariate makes its patch invalid (counted in
+/// n_invalid); a ring cell that is missing (-1) or whose coarse value is missing contributes the
+/// patch's own coarse value. The context layout is docs/grids.md's. Reuses out's storage: no
+/// allocation once the sizes are stable.
+void extract_patches(const PatchMap& map, const std::vector<const float*>& fields,
+                     const float* orography, const std::vector<const float*>& statics,
+                     const PatchOptions& options, Patches& out);
+
+/// The same without static covariates.
 void extract_patches(const PatchMap& map, const std::vector<const float*>& fields,
                      const float* orography, const PatchOptions& options, Patches& out);
 

@@ -4,10 +4,13 @@
 
 #include <netcdf.h>
 
+#include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "common/error.hpp"
 #include "coupling/eval/report.hpp"
+#include "coupling/eval/regression.hpp"
 
 namespace finecast::tools {
 
@@ -70,6 +73,75 @@ void write_reports(const coupling::eval::EvalReport& report, const EvalOptions& 
   std::cout << fe::format_table(report);
   if (!o.json.empty()) fe::write_text_file(o.json, fe::to_json(report));
   if (!o.csv.empty()) fe::write_text_file(o.csv, fe::to_csv(report));
+}
+
+std::pair<std::string, std::string> split_file_var(const std::string& text, const std::string& option) {
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos || colon + 1 == text.size() || text.find('/', colon) != std::string::npos)
+    throw ConfigError(option + " " + text + ": expected FILE:VAR (a NetCDF file and the variable in it)");
+  return {text.substr(0, colon), text.substr(colon + 1)};
+}
+
+bool check_regression_options(const EvalOptions& o) {
+  if (o.statics.empty()) {
+    const char* needs = !o.fit_on.empty()          ? "--fit-on"
+                        : !o.regression_in.empty()  ? "--regression-in"
+                        : !o.regression_out.empty() ? "--regression-out"
+                                                    : nullptr;
+    if (needs)
+      throw ConfigError(std::string(needs) +
+                        " is for the regression_cons baseline, which needs the fine covariates: give them "
+                        "with --static FILE:VAR");
+    return false;
+  }
+  for (const auto& s : o.statics) split_file_var(s, "--static");
+  if (!o.regression_in.empty() && !o.fit_on.empty())
+    throw ConfigError("--regression-in " + o.regression_in + " and --fit-on " + o.fit_on +
+                      " both given: use the saved coefficients or fit new ones, not both");
+  if (o.regression_in.empty() && o.fit_on.empty() && o.hold_out.empty())
+    throw ConfigError("--static needs --fit-on REGION|FILE (the training split regression_cons is fitted on), "
+                      "--hold-out (it is then fitted on the rest), or --regression-in FILE (saved coefficients)");
+  return true;
+}
+
+coupling::eval::RegressionFit finish_regression(const EvalOptions& o, const std::vector<std::string>& names,
+                                               const std::function<coupling::eval::RegressionFit()>& fit) {
+  namespace fe = coupling::eval;
+  fe::RegressionFit r;
+  if (!o.regression_in.empty()) {
+    std::ifstream in(o.regression_in);
+    if (!in) throw IoError("--regression-in " + o.regression_in + ": cannot open the file");
+    std::stringstream text;
+    text << in.rdbuf();
+    r = fe::regression_from_json(text.str(), "--regression-in " + o.regression_in);
+    if (r.names != names) {
+      std::string want, have;
+      for (const auto& n : names) want += (want.empty() ? "" : ", ") + n;
+      for (const auto& n : r.names) have += (have.empty() ? "" : ", ") + n;
+      throw ConfigError("--regression-in " + o.regression_in + " holds coefficients of " + have +
+                        ", but the --static covariates give " + want + " (same covariates, same order)");
+    }
+  } else {
+    r = fit();
+  }
+  std::cout << "  " << fe::describe(r) << "\n";
+  if (!o.regression_out.empty()) {
+    fe::write_text_file(o.regression_out, fe::regression_to_json(r));
+    std::cout << "  regression_cons coefficients written to " << o.regression_out << "\n";
+  }
+  return r;
+}
+
+void add_regression_meta(const coupling::eval::RegressionFit& fit,
+                         std::vector<std::pair<std::string, std::string>>& meta) {
+  meta.push_back({"regression_fit_on", fit.fit_on});
+  meta.push_back({"regression_points", std::to_string(fit.n_points)});
+  for (std::size_t j = 0; j < fit.coef.size(); ++j) {
+    std::ostringstream v;
+    v.precision(10);
+    v << fit.coef[j];
+    meta.push_back({"regression_coef " + fit.names[j], v.str()});
+  }
 }
 
 }  // namespace finecast::tools

@@ -17,6 +17,7 @@
 #include "coupling/grid/patches.hpp"
 #include "coupling/mpi/gatherer.hpp"
 #include "coupling/mpi/owned_cells.hpp"
+#include "plugin/comin_plugin/conditioning.hpp"
 #include "plugin/comin_plugin/faults.hpp"
 #include "plugin/comin_plugin/output.hpp"
 #include "plugin/comin_plugin/phase.hpp"
@@ -41,7 +42,7 @@ struct CouplingState {
   MPI_Comm comm = MPI_COMM_NULL;  ///< duplicate of the host or plugin communicator
   int rank = 0, size = 1;
   bool is_trainer = false;
-  std::vector<HostField> fields;  ///< config.fields, then patch.orography when set
+  std::vector<HostField> fields;  ///< config.fields, then patch.orography when set, then patch.static
   HostField write_back;           ///< sample.write_back (handle null when unused)
   std::unique_ptr<coupling::Gatherer> gatherer;
   std::vector<float> local_values;  ///< [n_inputs][n_owned] packed per step
@@ -52,7 +53,7 @@ struct CouplingState {
   CouplingState(const CouplingState&) = delete;
   CouplingState& operator=(const CouplingState&) = delete;
   ~CouplingState();
-  /// The number of host variables read per step (fields, plus orography when configured).
+  /// The number of host variables gathered (fields, then the static ones: orography, patch.static).
   int n_inputs() const { return static_cast<int>(fields.size()); }
 };
 
@@ -70,7 +71,10 @@ struct TrainerState {
   coupling::PatchOptions patch_options;
   std::vector<float> global_values;  ///< [n_inputs][n_fine]: fields gathered per step, orography once
   std::vector<const float*> field_pointers;  ///< into global_values, one per config field
+  std::vector<const float*> static_pointers;  ///< into global_values, one per patch.static covariate
   coupling::Patches patches;         ///< the latest step's patches (also what sampling uses)
+  ConditioningState conditioning;    ///< static covariates' normalisation, held-out patches, sampler inputs
+  std::vector<uint8_t> train_valid;  ///< the step's valid patches less the held-out ones: what the buffer keeps
   std::unique_ptr<coupling::RollingBuffer> buffer;
   std::unique_ptr<trainer::Downscaler> model;
   TrainingSession session;           ///< joined before the model it trains is released

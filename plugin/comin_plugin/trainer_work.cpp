@@ -98,8 +98,8 @@ void buffer_step(PluginState& s) {
   const int64_t n_fine = t.map.n_fine;
   const float* orography =
       t.patch_options.orography ? t.global_values.data() + cfg.fields.size() * static_cast<size_t>(n_fine) : nullptr;
-  coupling::extract_patches(t.map, t.field_pointers, orography, t.patch_options, t.patches);
-  t.buffer->push(s.stats.datetime, t.patches.context.data(), t.patches.fine.data(), t.patches.valid.data());
+  extract_step(cfg, t.map, t.field_pointers, orography, t.static_pointers, t.conditioning, t.patches, t.train_valid);
+  t.buffer->push(s.stats.datetime, t.patches.context.data(), training_targets(cfg, t.patches), t.train_valid.data());
   if (t.patches.n_invalid > 0)
     log::debug(std::to_string(t.patches.n_invalid) + " patch(es) with missing values excluded at " + s.stats.datetime);
   if (s.phase() == Phase::kBuffering) report_buffer_progress(s);
@@ -130,8 +130,9 @@ void draw_samples(PluginState& s) {
   t.samples.resize(static_cast<size_t>(n * members * P));
   const trainer::SampleOptions& so = cfg.sample;  // the trainer's part of the sample section
   const trainer::ScopedTorchThreads threads(t.torch_threads);
-  t.model->sample(t.patches.context.data(), t.patches.coarse.data(), t.patches.weights.data(), n, so,
-                  cfg.seed + 7919 * static_cast<uint64_t>(s.stats.samplings + 1), t.samples.data());
+  t.model->sample(t.patches.context.data(), sampler_coarse(cfg, t.patches, t.conditioning), t.patches.weights.data(), n,
+                  so, cfg.seed + 7919 * static_cast<uint64_t>(s.stats.samplings + 1), t.samples.data());
+  add_base(cfg, t.patches, members, t.samples.data());
 }
 
 void write_samples(PluginState& s) {
@@ -139,13 +140,14 @@ void write_samples(PluginState& s) {
   TrainerState& t = *s.trainer;
   s.faults.check(FaultPoint::kOutput, s.stats.steps, s.coupling->rank, true);
   if (!t.output)
-    t.output = std::make_unique<Output>(cfg.sample.output, t.map, t.output_grid, cfg.fields.front(), t.output_attrs,
+    t.output = std::make_unique<Output>(cfg.sample.output, t.map, t.output_grid, target_field(cfg), t.output_attrs,
                                         cfg.sample.members,
                                         !t.last_checkpoint.empty() ? t.last_checkpoint
                                         : !t.resumed_from.empty() ? t.resumed_from
                                                                   : "none written yet (checkpoint.dir " + cfg.checkpoint.dir + ")",
                                         !t.resumed_from.empty(), s.stats.datetime);
-  t.output->write(s.stats.datetime, t.samples.data(), t.patches.coarse.data(), t.global_values.data(), t.ensemble_mean);
+  t.output->write(s.stats.datetime, t.samples.data(), t.patches.coarse.data(), t.field_pointers[target_index(cfg)],
+                  t.ensemble_mean);
   ++s.stats.samplings;
   t.pending.sampling = false;
 }
@@ -157,21 +159,15 @@ void write_checkpoint(PluginState& s) {
   const auto t0 = Clock::now();
   if (cfg.checkpoint.buffer) t.buffer->save_h5(buffer_path_for_step(cfg.checkpoint.dir, t.model->step()));
   // What the context holds, so that finecast-downscale can rebuild it (and ask for the static
-  // fields it needs): every coupled field in order, the position features, the orography field.
-  std::string context_fields;
-  for (const auto& f : cfg.fields) context_fields += (context_fields.empty() ? "" : ",") + f;
-  const std::string path = trainer::save_checkpoint_in_dir(
-      *t.model, cfg.checkpoint.dir, cfg.checkpoint.keep,
-      {{"sessions", std::to_string(s.stats.sessions)},
-       {"coupling_steps", std::to_string(s.stats.steps)},
-       {"samplings", std::to_string(s.stats.samplings)},
-       {"training_due", t.pending.training ? "1" : "0"},
-       {"datetime", s.stats.datetime},
-       {"config", cfg.source},
-       {"fields", cfg.fields.front()},
-       {"context_fields", context_fields},
-       {"patch.static_features", cfg.patch.static_features ? "true" : "false"},
-       {"patch.orography", cfg.patch.orography}});
+  // fields it needs): conditioning.cpp's context_metadata.
+  std::map<std::string, std::string> meta{{"sessions", std::to_string(s.stats.sessions)},
+                                          {"coupling_steps", std::to_string(s.stats.steps)},
+                                          {"samplings", std::to_string(s.stats.samplings)},
+                                          {"training_due", t.pending.training ? "1" : "0"},
+                                          {"datetime", s.stats.datetime},
+                                          {"config", cfg.source}};
+  for (const auto& [key, value] : context_metadata(cfg, t.conditioning)) meta[key] = value;
+  const std::string path = trainer::save_checkpoint_in_dir(*t.model, cfg.checkpoint.dir, cfg.checkpoint.keep, meta);
   remove_orphan_snapshots(cfg.checkpoint.dir);
   t.last_checkpoint = path;
   t.pending.checkpoint = false;

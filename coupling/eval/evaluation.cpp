@@ -39,15 +39,18 @@ void Evaluator::add(const double* truth, const std::vector<const double*>& membe
     blocks_valid_ += valid[b];
   }
   model_.add(L, truth, members, valid);
+  last_.clear();
   for (std::size_t i = 0; i < baselines_.size(); ++i) {
-    const std::vector<double> fine = run_baseline(L, coarse, all_baselines()[i]);
+    std::vector<double> fine = run_baseline(L, coarse, all_baselines()[i]);
     baselines_[i].add(L, truth, {fine.data()}, valid);
+    last_.emplace_back(all_baselines()[i].name, std::move(fine));
   }
   if (has_regression_) {
     static const Baseline bicubic_cons{"bicubic_cons", Interp::kBicubic, true};
-    const std::vector<double> fine =
+    std::vector<double> fine =
         apply_regression(fit_, predictors_, run_baseline(L, coarse, bicubic_cons));
     regression_.add(L, truth, {fine.data()}, valid);
+    last_.emplace_back("regression_cons", std::move(fine));
   }
   const std::vector<double> r = masked_residual(L, truth, valid);
   accumulate_spectrum(truth_spectrum_, radial_spectrum(r.data(), L.ny, L.nx), 1.0);
@@ -102,14 +105,17 @@ void CellEvaluator::add(const double* truth, const std::vector<const double*>& m
     patches_valid_ += valid[p];
   }
   model_.add(L, truth, members, valid);
+  last_.clear();
   for (std::size_t i = 0; i < baselines_.size(); ++i) {
-    const std::vector<double> fine = interp_.run(coarse, cell_baselines()[i]);
+    std::vector<double> fine = interp_.run(coarse, cell_baselines()[i]);
     baselines_[i].add(L, truth, {fine.data()}, valid);
+    last_.emplace_back(cell_baselines()[i].name, std::move(fine));
   }
   if (has_regression_) {
     static const CellBaseline idw_cons{"idw_cons", CellInterp::kIdw, true};
-    const std::vector<double> fine = apply_regression(fit_, predictors_, interp_.run(coarse, idw_cons));
+    std::vector<double> fine = apply_regression(fit_, predictors_, interp_.run(coarse, idw_cons));
     regression_.add(L, truth, {fine.data()}, valid);
+    last_.emplace_back("regression_cons", std::move(fine));
   }
   const std::vector<double> r = masked_residual(L, truth, valid);
   accumulate_spectrum(truth_spectrum_, hierarchy_spectrum(L, r.data()), 1.0);

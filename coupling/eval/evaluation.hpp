@@ -56,6 +56,10 @@ class Evaluator {
   /// Scores so far; "model" first, then the baselines.
   EvalReport report() const;
   const BlockLayout& layout() const { return layout_; }
+  /// Every baseline's fine field of the latest step, by name (finecast-eval --baselines-out).
+  const std::vector<std::pair<std::string, std::vector<double>>>& last_baselines() const {
+    return last_;
+  }
 
  private:
   BlockLayout layout_;
@@ -68,6 +72,7 @@ class Evaluator {
   RadialSpectrum truth_spectrum_;  // summed over steps
   int steps_ = 0;
   int64_t blocks_valid_ = 0;
+  std::vector<std::pair<std::string, std::vector<double>>> last_;
 };
 
 /// The same for patches of an unstructured grid (ICON's coarse cells): the coarse field is the
@@ -90,6 +95,10 @@ class CellEvaluator {
   EvalReport report() const;
   const CellLayout& layout() const { return layout_; }
   const CellInterpolator& interpolator() const { return interp_; }
+  /// Every baseline's fine field of the latest step, by name (finecast-eval --baselines-out).
+  const std::vector<std::pair<std::string, std::vector<double>>>& last_baselines() const {
+    return last_;
+  }
 
  private:
   CellLayout layout_;
@@ -103,6 +112,7 @@ class CellEvaluator {
   RadialSpectrum truth_spectrum_;  // summed over steps
   int steps_ = 0;
   int64_t patches_valid_ = 0;
+  std::vector<std::pair<std::string, std::vector<double>>> last_;
 };
 
 }  // namespace finecast::coupling::eval

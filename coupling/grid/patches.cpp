@@ -20,8 +20,10 @@ void fit(std::vector<T>& v, size_t n) {
 }  // namespace
 
 int context_size(const PatchMap& map, int n_vars, const PatchOptions& options) {
-  return static_offset(map, n_vars, options) + options.n_static * (1 + map.patch_size);
+  return static_offset(map, n_vars, options) + options.n_static * (1 + 2 * map.patch_size);
 }
+
+int static_channels(const PatchOptions& options) { return 2 * options.n_static; }
 
 int static_offset(const PatchMap& map, int n_vars, const PatchOptions& options) {
   return n_vars * (1 + ring_count(map, options.rings)) + (options.static_features ? 3 : 0) +
@@ -71,13 +73,22 @@ void extract_patches(const PatchMap& map, const std::vector<const float*>& field
   if (options.rings > 0 && map.rings != options.rings)
     throw InternalError("extract_patches: the patch map was not prepared for context_rings " +
                         std::to_string(options.rings) + " (prepare_patch_map)");
-  if (options.interp_base && map.base.width == 0)
-    throw InternalError("extract_patches: the patch map was not prepared for the interpolant base (prepare_patch_map)");
+  if ((options.interp_base || options.n_static > 0) && map.base.width == 0)
+    throw InternalError(
+        "extract_patches: the patch map was not prepared with the interpolant (prepare_patch_map)");
   const int n_vars = static_cast<int>(fields.size());
   const int64_t n = map.n_coarse;
   const int P = map.patch_size;
   const int nr = ring_count(map, options.rings);
   const int64_t* ring = options.rings > 0 ? map.ring_cells.data() : map.neighbours.data();
+  // The static covariates' block means and the conservative interpolant of them.
+  fit(out.static_means, static_cast<size_t>(options.n_static * map.n_coarse));
+  fit(out.static_interp, static_cast<size_t>(options.n_static * map.n_coarse * map.patch_size));
+  for (int s = 0; s < options.n_static; ++s) {
+    coarsen(map, statics[s], out.static_means.data() + s * map.n_coarse);
+    interpolate_patches(map, out.static_means.data() + s * map.n_coarse,
+                        out.static_interp.data() + s * map.n_coarse * map.patch_size);
+  }
   const int C = context_size(map, n_vars, options);
   out.n = n;
   out.C = C;
@@ -141,15 +152,17 @@ void extract_patches(const PatchMap& map, const std::vector<const float*>& field
       if (!std::isfinite(coarse_oro)) invalidate(c);
       *ctx++ = coarse_oro;
     }
-    // Static covariates: the block means first, then each covariate's fine anomalies.
-    float* anomalies = ctx + options.n_static;
+    // Static covariates: the block means first, then each covariate's anomalies and deviations.
+    float* fields = ctx + options.n_static;
     for (int s = 0; s < options.n_static; ++s) {
       const float* x = statics[s];
-      double m = 0.0;
-      for (int k = 0; k < P; ++k) m += map.fine_weight[base + k] * x[idx[base + k]];
+      const float m = out.static_means[s * n + c];
       if (!std::isfinite(m)) invalidate(c);
-      *ctx++ = static_cast<float>(m);
-      for (int k = 0; k < P; ++k) *anomalies++ = static_cast<float>(x[idx[base + k]] - m);
+      *ctx++ = m;
+      for (int k = 0; k < P; ++k)
+        *fields++ = static_cast<float>(x[idx[base + k]] - static_cast<double>(m));
+      const float* interp = out.static_interp.data() + (s * n + c) * P;
+      for (int k = 0; k < P; ++k) *fields++ = x[idx[base + k]] - interp[k];
     }
   }
   if (options.interp_base) {

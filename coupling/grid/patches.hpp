@@ -16,7 +16,10 @@ struct PatchOptions {
   bool orography = false;       ///< area-weighted coarse orography (a fine field passed in)
   int rings = 0;                ///< patch.context_rings: 0 edge neighbours, K >= 1 (context_stencil.hpp)
   int target = 0;               ///< the downscaled field is fields[target]
-  int n_static = 0;             ///< fine static covariates: each adds its block mean and P fine anomalies
+  /// Fine static covariates: each adds its block mean, its P within-block anomalies and its P
+  /// deviations from the conservative interpolant of its own block means (the map must then be
+  /// prepared with the interpolant: prepare_patch_map).
+  int n_static = 0;
   /// patch.residual: interp. The patches carry the conservative interpolant of the target's
   /// coarse neighbourhood (`base`) and the fine values minus it (`residual`), which the model
   /// learns; the map must be prepared for it (prepare_patch_map).
@@ -24,12 +27,17 @@ struct PatchOptions {
 };
 
 /// Context length: n_vars * (1 + ring_count(map, rings)) + (static_features ? 3 : 0) +
-/// (orography ? 1 : 0) + n_static * (1 + P). 7 for one variable on an ICON grid with the defaults.
+/// (orography ? 1 : 0) + n_static * (1 + 2 P). 7 for one variable on an ICON grid with the
+/// defaults.
 int context_size(const PatchMap& map, int n_vars, const PatchOptions& options);
 
-/// Where the static covariates start in the context: their n_static block means, then their
-/// n_static * P fine anomalies (the U-Net and graph denoisers read these as input channels).
+/// Where the static covariates start in the context: their n_static block means, then for each
+/// covariate its P anomalies and its P deviations (2 n_static fields of P values, which the U-Net
+/// and the graph denoiser read as input channels).
 int static_offset(const PatchMap& map, int n_vars, const PatchOptions& options);
+
+/// The fine fields at the end of the context: 2 per static covariate.
+int static_channels(const PatchOptions& options);
 
 /// One coupling step's samples, n patches of C context and P fine values, all patch-major.
 struct Patches {
@@ -44,6 +52,8 @@ struct Patches {
   std::vector<uint8_t> valid;      ///< n: 0 when a fine value of the patch is missing
   int64_t n_invalid = 0;           ///< patches with a missing value (excluded from training)
   std::vector<float> coarse_vars;  ///< n_vars*n coarse means, variable-major (scratch, readable)
+  std::vector<float> static_means;   ///< n_static*n block means of the covariates (scratch)
+  std::vector<float> static_interp;  ///< n_static*n*P their conservative interpolant (scratch)
 };
 
 /// Builds the patches of one step. fields[v] points at a global fine field (n_fine values by

@@ -132,6 +132,43 @@ coupling::eval::RegressionFit finish_regression(const EvalOptions& o, const std:
   return r;
 }
 
+void write_baselines(const EvalOptions& o,
+                     const std::vector<std::pair<std::string, std::vector<double>>>& fields,
+                     const std::vector<std::string>& dims, const std::vector<std::size_t>& shape,
+                     const std::string& step) {
+  if (o.baselines_out.empty()) return;
+  const std::string ctx = "--baselines-out " + o.baselines_out;
+  int nc = -1;
+  if (nc_create(o.baselines_out.c_str(), NC_CLOBBER | NC_NETCDF4, &nc) != NC_NOERR)
+    throw IoError(ctx + ": cannot create the file");
+  std::vector<int> ids(dims.size());
+  bool ok = true;
+  for (std::size_t d = 0; d < dims.size(); ++d)
+    ok = ok && nc_def_dim(nc, dims[d].c_str(), shape[d], &ids[d]) == NC_NOERR;
+  auto text = [&](const char* key, const std::string& value) {
+    ok = ok && nc_put_att_text(nc, NC_GLOBAL, key, value.size(), value.c_str()) == NC_NOERR;
+  };
+  text("truth", o.truth_path());
+  text("pred", o.pred);
+  text("var", o.var);
+  text("step", step);
+  text("content",
+       "finecast-eval's baselines at the last scored step, computed from the truth's coarse field");
+  std::vector<int> vars;
+  for (const auto& f : fields) {
+    int v = -1;
+    ok = ok && nc_def_var(nc, f.first.c_str(), NC_DOUBLE, static_cast<int>(ids.size()), ids.data(),
+                          &v) == NC_NOERR;
+    vars.push_back(v);
+  }
+  ok = ok && nc_enddef(nc) == NC_NOERR;
+  for (std::size_t i = 0; i < fields.size() && ok; ++i)
+    ok = nc_put_var_double(nc, vars[i], fields[i].second.data()) == NC_NOERR;
+  ok = nc_close(nc) == NC_NOERR && ok;
+  if (!ok) throw IoError(ctx + ": writing failed");
+  std::cout << "  baselines of the last scored step written to " << o.baselines_out << "\n";
+}
+
 void add_regression_meta(const coupling::eval::RegressionFit& fit,
                          std::vector<std::pair<std::string, std::string>>& meta) {
   meta.push_back({"regression_fit_on", fit.fit_on});

@@ -33,6 +33,7 @@ struct EvalOptions {
   /// prediction's grid (a block is held out when any of its cells is non-zero).
   std::string hold_out;
   std::string regression_in, regression_out;  ///< reuse / save regression_cons's coefficients
+  std::string baselines_out;  ///< NetCDF file for every baseline's field at the last scored step
 
   /// The truth file and variable after the defaults.
   std::string truth_path() const { return truth.empty() ? pred : truth; }
@@ -81,6 +82,14 @@ bool check_regression_options(const EvalOptions& options);
 coupling::eval::RegressionFit finish_regression(const EvalOptions& options,
                                                const std::vector<std::string>& predictor_names,
                                                const std::function<coupling::eval::RegressionFit()>& fit);
+
+/// Writes every baseline's field of the last scored step to --baselines-out: one variable per
+/// baseline named after it, on `dims` (("ncells") or (y, x)) with `shape`, double precision, and
+/// the global attributes truth/pred/var/step. Throws IoError naming the file.
+void write_baselines(const EvalOptions& options,
+                     const std::vector<std::pair<std::string, std::vector<double>>>& fields,
+                     const std::vector<std::string>& dims, const std::vector<std::size_t>& shape,
+                     const std::string& step);
 
 /// The regression's meta entries for the JSON report.
 void add_regression_meta(const coupling::eval::RegressionFit& fit,

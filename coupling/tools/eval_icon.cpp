@@ -453,6 +453,8 @@ int run_icon(const EvalOptions& o) {
             << "; hf_ratio = the finest level's (R2B" << F - 1 << " -> R2B" << F
             << ") energy over the truth's\n";
   write_reports(rep, o);
+  write_baselines(o, ev.last_baselines(), {"ncells"}, {static_cast<std::size_t>(grid.n_cells)},
+                  tsteps.empty() ? "" : std::to_string(tsteps.back()));
   return 0;
 }
 

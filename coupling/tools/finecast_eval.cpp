@@ -460,6 +460,9 @@ int run_latlon(const ft::EvalOptions& o) {
     std::cout << "  " << rep.blocks_total * static_cast<int64_t>(tsteps.size()) - rep.blocks_valid
               << " block-steps skipped (missing truth values)\n";
   ft::write_reports(rep, o);
+  ft::write_baselines(o, ev.last_baselines(), {pred.y_name, pred.x_name},
+                      {static_cast<std::size_t>(ny), static_cast<std::size_t>(nx)},
+                      tsteps.empty() ? "" : std::to_string(tsteps.back()));
   return 0;
 }
 
@@ -515,6 +518,9 @@ int main(int argc, char** argv) {
                  "score only the held-out blocks (coarse cells): a region lat0,lat1,lon0,lon1 (whole blocks "
                  "inside), or FILE:VAR, a mask on the prediction's grid (non-zero = held out); regression_cons "
                  "is then fitted on the rest unless --fit-on says otherwise");
+  app.add_option(
+      "--baselines-out", o.baselines_out,
+      "write every baseline's field at the last scored step to this NetCDF file (for figures)");
   app.add_option("--regression-out", o.regression_out, "write regression_cons's coefficients as JSON to this file");
   app.add_option("--regression-in", o.regression_in,
                  "use the coefficients of a file written by --regression-out instead of fitting");

@@ -26,7 +26,7 @@ coupling::PatchOptions patch_options(const Config& cfg) {
 void setup_conditioning(const Config& cfg, coupling::PatchMap& map, ConditioningState& state,
                         const std::function<void(int64_t, double&, double&)>& cell_lat_lon) {
   const coupling::PatchOptions o = patch_options(cfg);
-  coupling::prepare_patch_map(map, o.rings, o.interp_base);
+  coupling::prepare_patch_map(map, o.rings, o.interp_base || o.n_static > 0);
   state.zeros.assign(static_cast<size_t>(map.n_coarse), 0.0f);
   state.held_out.assign(static_cast<size_t>(map.n_coarse), 0);
   state.n_held_out = 0;

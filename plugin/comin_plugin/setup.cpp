@@ -165,7 +165,7 @@ std::unique_ptr<trainer::Downscaler> build_model(const Config& cfg, int context_
   trainer::ModelOptions mo = cfg.model;
   mo.context_size = context_size;
   mo.patch_size = patch_size;
-  mo.static_channels = static_cast<int64_t>(cfg.patch.statics.size());
+  mo.static_channels = coupling::static_channels(patch_options(cfg));
   trainer::TrainOptions to = cfg.train;
   to.seed = cfg.seed;
   return std::make_unique<trainer::Downscaler>(mo, to, device, cfg.sample.device);

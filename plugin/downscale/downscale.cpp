@@ -343,7 +343,8 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
   result.context_rings = patch_options.rings;
   result.interp_base = patch_options.interp_base;
   result.n_static = patch_options.n_static;
-  coupling::prepare_patch_map(map, patch_options.rings, patch_options.interp_base);
+  coupling::prepare_patch_map(map, patch_options.rings,
+                              patch_options.interp_base || patch_options.n_static > 0);
 
   // Static covariates: on the fine grid, normalised as when the model was trained.
   std::vector<std::vector<float>> statics;
@@ -358,9 +359,12 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
       throw CheckpointError("checkpoint " + result.checkpoint + " records " + std::to_string(names.size()) +
                             " static covariate(s) but the normalisation of " + std::to_string(norms.size()) +
                             " (patch.static_norm; written before its first coupling step?)");
-    if (mo.static_channels != 0 && mo.static_channels != static_cast<int64_t>(names.size()))
-      throw CheckpointError("checkpoint " + result.checkpoint + ": the model has " + std::to_string(mo.static_channels) +
-                            " covariate channels but patch.static names " + std::to_string(names.size()));
+    if (mo.static_channels != 0 && mo.static_channels != coupling::static_channels(patch_options))
+      throw CheckpointError("checkpoint " + result.checkpoint + ": the model has " +
+                            std::to_string(mo.static_channels) +
+                            " covariate channels but patch.static names " +
+                            std::to_string(names.size()) + " covariate(s), which give " +
+                            std::to_string(coupling::static_channels(patch_options)));
     for (size_t s = 0; s < names.size(); ++s) {
       auto [file, var] = coupling::split_file_var(opt.statics[s]);
       if (var.empty()) var = names[s];

@@ -102,12 +102,20 @@ TEST(ContextRings, ContextOrderIsFieldsWithRingsFeaturesOrographyCovariateMeansT
   o.orography = true;
   o.n_static = 2;
   o.target = 1;
-  fc::prepare_patch_map(b.map, o.rings, false);
+  fc::prepare_patch_map(b.map, o.rings, true);
   fc::Patches p;
   fc::extract_patches(b.map, {b.field.data(), second.data()}, oro.data(), {s0.data(), s1.data()}, o, p);
   const int off = fc::static_offset(b.map, 2, o);
   ASSERT_EQ(off, 2 * 9 + 3 + 1);
-  ASSERT_EQ(p.C, off + 2 * (1 + P));
+  ASSERT_EQ(p.C, off + 2 * (1 + 2 * P));
+  ASSERT_EQ(fc::static_channels(o), 4);
+  // The conservative interpolant of each covariate's block means, for the deviations.
+  std::vector<float> m0s(static_cast<size_t>(b.map.n_coarse)), m1s(m0s.size()),
+      i0(static_cast<size_t>(b.map.n_coarse * P)), i1(i0.size());
+  fc::coarsen(b.map, s0.data(), m0s.data());
+  fc::coarsen(b.map, s1.data(), m1s.data());
+  fc::interpolate_patches(b.map, m0s.data(), i0.data());
+  fc::interpolate_patches(b.map, m1s.data(), i1.data());
   for (int64_t c = 0; c < b.map.n_coarse; ++c) {
     const float* ctx = &p.context[c * p.C];
     EXPECT_EQ(ctx[0], b.field[b.map.fine_of_patch[c * P]]);         // field 0, then its 8 ring cells
@@ -121,10 +129,13 @@ TEST(ContextRings, ContextOrderIsFieldsWithRingsFeaturesOrographyCovariateMeansT
     }
     EXPECT_NEAR(ctx[off], m0, 1e-2);  // block means of both covariates
     EXPECT_NEAR(ctx[off + 1], m1, 1e-2);
-    for (int k = 0; k < P; ++k) {  // then covariate 0's anomalies slot by slot, then covariate 1's
+    // Then covariate 0's anomalies and deviations slot by slot, then covariate 1's.
+    for (int k = 0; k < P; ++k) {
       const int64_t cell = b.map.fine_of_patch[c * P + k];
       EXPECT_NEAR(ctx[off + 2 + k], s0[cell] - m0, 1e-2) << "patch " << c << " slot " << k;
-      EXPECT_NEAR(ctx[off + 2 + P + k], s1[cell] - m1, 1e-2);
+      EXPECT_NEAR(ctx[off + 2 + P + k], s0[cell] - i0[c * P + k], 1e-2);
+      EXPECT_NEAR(ctx[off + 2 + 2 * P + k], s1[cell] - m1, 1e-2);
+      EXPECT_NEAR(ctx[off + 2 + 3 * P + k], s1[cell] - i1[c * P + k], 1e-2);
     }
     // The target is field 1: its fine values and coarse value.
     EXPECT_EQ(p.fine[c * P], second[b.map.fine_of_patch[c * P]]);

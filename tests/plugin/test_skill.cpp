@@ -150,8 +150,9 @@ TEST(SkillReplay, IconRingsCovariatesAndHoldOutBufferTheSameOnOneTwoAndFourRanks
   const CommandResult r4 = icon_skill_replay(four, 4);
   ASSERT_EQ(r4.rc, 0) << r4.output;
 
-  // 2 fields x (1 + 9 ring cells) + 3 position features + the covariate's mean and 256 anomalies.
-  const int C = 2 * 10 + 3 + 1 + 256, P = 256;
+  // 2 fields x (1 + 9 ring cells) + 3 position features + the covariate's mean, 256 anomalies
+  // and 256 deviations from its own interpolant.
+  const int C = 2 * 10 + 3 + 1 + 2 * 256, P = 256;
   const auto b1 = fc::RollingBuffer::load_h5(newest_buffer_snapshot(one.file("checkpoints")), 1, 80, C, P);
   const auto b2 = fc::RollingBuffer::load_h5(newest_buffer_snapshot(two.file("checkpoints")), 1, 80, C, P);
   const auto b4 = fc::RollingBuffer::load_h5(newest_buffer_snapshot(four.file("checkpoints")), 1, 80, C, P);

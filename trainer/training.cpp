@@ -231,7 +231,7 @@ StepDraws local_part(const StepDraws& d, const std::vector<int64_t>& global_to_l
 }  // namespace
 
 void apply_update(Downscaler::Impl& im, double grad_norm) {
-  const double lr = diffusion::learning_rate(im.to, im.step) * im.validation.lr_scale;
+  const double lr = im.current_lr();
   const adamw::StepParams p = adamw::step_params(im.to, im.step, lr, grad_norm);
   torch::NoGradGuard no_grad;
   if (!im.cuda && im.device.is_cpu()) {
@@ -277,6 +277,10 @@ EpochStats run_epoch(Downscaler::Impl& im, const EpochTensors& data,
   graphs::TrainGraph* graph = group ? nullptr : graphs::train_graph_for(im, data, global);
 
   for (int64_t start = 0; start < n; start += global) {
+    if (im.budget_active && im.budget_used() >= im.to.max_seconds) {
+      st.budget_spent = true;
+      break;
+    }
     const int64_t b = std::min(global, n - start);
     StepDraws d;
     d.idx = perm.narrow(0, start, b);
@@ -579,10 +583,33 @@ SessionStats Downscaler::train_session(const DataView& data, int64_t epochs,
   }
   if (im.train_threads > 0) at::set_num_threads(im.train_threads);
 
+  // train.max_seconds: the clock runs from here (per session, or on from the run's earlier sessions).
+  im.budget_active = im.to.max_seconds > 0;
+  im.budget_before = im.to.budget == BudgetScope::kRun ? im.validation.budget_used : 0.0;
+  im.budget_start = std::chrono::steady_clock::now();
+  if (im.budget_active && im.budget_before >= im.to.max_seconds)
+    event("train: the run's training budget (train.max_seconds " + std::to_string(im.to.max_seconds) +
+          " s) is spent; session skipped");
   for (int64_t k = 0; k < epochs; ++k) {
+    if (im.budget_active && im.budget_used() >= im.to.max_seconds) {
+      st.budget_spent = true;
+      break;
+    }
     EpochStats es = run_epoch(im, e, event);
     es.skipped_samples = k == 0 ? all.dropped : 0;
     st.epochs.push_back(es);
+    if (es.budget_spent) {
+      st.budget_spent = true;
+      break;
+    }
+  }
+  if (im.budget_active) {
+    st.budget_used = im.budget_used();
+    if (im.to.budget == BudgetScope::kRun) im.validation.budget_used = st.budget_used;
+    if (st.budget_spent)
+      event("train: training budget train.max_seconds " + std::to_string(im.to.max_seconds) + " s spent after " +
+            std::to_string(st.epochs.size()) + " epoch(s), optimizer step " + std::to_string(im.step));
+    im.budget_active = false;
   }
   st.trained = true;
   ++im.validation.sessions;

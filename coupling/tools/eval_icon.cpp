@@ -152,6 +152,75 @@ bool constant_per_patch(const coupling::PatchMap& m, const std::vector<double>& 
   return true;
 }
 
+
+/// Patches wholly inside a region (every fine cell centre), as --region selects them.
+std::vector<char> patches_inside(const fe::CellLayout& layout, const coupling::IconGrid& grid,
+                                    const fe::Region& reg) {
+  std::vector<char> mask(static_cast<std::size_t>(layout.n_patches()), 1);
+  for (int64_t p = 0; p < layout.n_patches(); ++p)
+    for (int k = 0; k < layout.patch_size(); ++k) {
+      const int64_t c = layout.cells(p)[k];
+      if (!reg.contains_lat(grid.clat[c] * 180.0 / M_PI) || !reg.contains_lon(grid.clon[c] * 180.0 / M_PI))
+        mask[p] = 0;
+    }
+  return mask;
+}
+
+/// An ICON field on the grid `grid_path` describes: the cell count, and the centres when the
+/// file carries them. Throws ConfigError naming the file and the grid file.
+void check_on_grid(const IconVar& v, const coupling::IconGrid& grid, const std::string& grid_path) {
+  if (v.n_cells() != grid.n_cells)
+    throw ConfigError("grids do not match: " + v.describe() + " has " + std::to_string(v.n_cells()) +
+                      " cells but the ICON grid file '" + grid_path + "' has " + std::to_string(grid.n_cells));
+  const coupling::OutputGrid g = v.grid();
+  if (g.clon.size() != static_cast<std::size_t>(grid.n_cells)) return;
+  for (int64_t i = 0; i < grid.n_cells; ++i)
+    if (std::abs(std::remainder(g.clon[i] - grid.clon[i], 2 * M_PI)) > 1e-5 ||
+        std::abs(g.clat[i] - grid.clat[i]) > 1e-5)
+      throw ConfigError("grids do not match: cell " + std::to_string(i) + " of " + v.describe() + " lies at clon " +
+                        std::to_string(g.clon[i]) + ", clat " + std::to_string(g.clat[i]) +
+                        " but in the ICON grid file '" + grid_path + "' at " + std::to_string(grid.clon[i]) + ", " +
+                        std::to_string(grid.clat[i]) + " (radians)");
+}
+
+/// The first step of a static field on the grid (covariate or mask), checked against it.
+std::vector<double> read_static(const std::string& spec, const std::string& option, const std::string& role,
+                                const coupling::IconGrid& grid, const std::string& grid_path, std::string* name) {
+  const auto [file, var] = split_file_var(spec, option);
+  IconVar v(file, var, role);
+  if (v.n_members() != 1)
+    throw ConfigError(v.describe() + " has a further dimension besides time and cells; " + option +
+                      " takes a (time, ncells) or (ncells) field");
+  check_on_grid(v, grid, grid_path);
+  std::vector<double> out(static_cast<std::size_t>(grid.n_cells));
+  v.read(0, 0, out.data());
+  if (name) *name = var;
+  return out;
+}
+
+/// Adds to `fitter` the cells of the patches flagged in `use` (empty = all), for each step of
+/// `src`: residual = truth - idw_cons(patch means).
+void add_cell_fit_data(fe::RegressionFitter& fitter, IconVar& src, const std::vector<std::size_t>& steps,
+                       const fe::CellInterpolator& interp, const fe::Predictors& p, const std::vector<char>& use) {
+  const fe::CellLayout& L = interp.layout();
+  static const fe::CellBaseline idw_cons{"idw_cons", fe::CellInterp::kIdw, true};
+  std::vector<char> cell_use;
+  if (!use.empty()) {
+    cell_use.resize(static_cast<std::size_t>(L.size()));
+    for (int64_t c = 0; c < L.size(); ++c) cell_use[c] = use[L.patch_of(c)];
+  }
+  std::vector<double> w(static_cast<std::size_t>(L.size()));
+  for (int64_t c = 0; c < L.size(); ++c) w[c] = L.w(c);
+  std::vector<double> truth(static_cast<std::size_t>(L.size()));
+  for (std::size_t t : steps) {
+    src.read(t, 0, truth.data());
+    const std::vector<double> base = interp.run(fe::patch_means(L, truth.data()), idw_cons);
+    std::vector<double> residual(truth.size());
+    for (std::size_t i = 0; i < residual.size(); ++i) residual[i] = truth[i] - base[i];
+    fitter.add(p, residual, w, cell_use);
+  }
+}
+
 }  // namespace
 
 int run_icon(const EvalOptions& o) {
@@ -239,21 +308,75 @@ int run_icon(const EvalOptions& o) {
   std::string region_text = "all";
   int64_t patches_in_region = layout.n_patches();
   if (!o.region.empty()) {
-    const fe::Region reg = fe::parse_region(o.region);
-    mask.assign(static_cast<std::size_t>(layout.n_patches()), 1);
-    for (int64_t p = 0; p < layout.n_patches(); ++p)
-      for (int k = 0; k < layout.patch_size(); ++k) {
-        const int64_t c = layout.cells(p)[k];
-        if (!reg.contains_lat(grid.clat[c] * 180.0 / M_PI) ||
-            !reg.contains_lon(grid.clon[c] * 180.0 / M_PI))
-          mask[p] = 0;
-      }
+    mask = patches_inside(layout, grid, fe::parse_region(o.region));
+    region_text = o.region;
+  }
+  // ---- held out: a region (patches wholly inside) or a mask (patches with a flagged cell) ----
+  std::vector<char> held;
+  if (!o.hold_out.empty()) {
+    if (fe::is_region_text(o.hold_out)) {
+      held = patches_inside(layout, grid, fe::parse_region(o.hold_out, "--hold-out"));
+    } else {
+      const std::vector<double> m = read_static(o.hold_out, "--hold-out", "hold-out mask", grid, grid_path, nullptr);
+      held.assign(static_cast<std::size_t>(layout.n_patches()), 0);
+      for (int64_t c = 0; c < layout.size(); ++c)
+        if (std::isfinite(m[c]) && m[c] != 0.0) held[layout.patch_of(c)] = 1;
+    }
+    if (mask.empty()) mask.assign(held.size(), 1);
+    for (std::size_t p = 0; p < held.size(); ++p) mask[p] = mask[p] && held[p];
+  }
+  if (!mask.empty()) {
     patches_in_region = 0;
     for (char m : mask) patches_in_region += m;
     if (patches_in_region == 0)
-      throw ConfigError("--region " + o.region + ": no R2B" + std::to_string(L) +
-                        " cell of grid '" + grid_path + "' lies wholly inside the region");
-    region_text = o.region;
+      throw ConfigError((o.region.empty() ? "--hold-out " + o.hold_out : "--region " + o.region) + ": no R2B" +
+                        std::to_string(L) + " cell of grid '" + grid_path + "' lies wholly inside" +
+                        (o.region.empty() || o.hold_out.empty() ? "" : " both --region and --hold-out"));
+  }
+
+  // ---- regression_cons: idw_cons plus the covariate terms fitted on the training split ----
+  fe::RegressionFit fit;
+  const bool regression = check_regression_options(o);
+  if (regression) {
+    std::vector<std::vector<double>> values;
+    std::vector<std::string> names;
+    for (const auto& spec : o.statics) {
+      names.emplace_back();
+      values.push_back(read_static(spec, "--static", "covariate", grid, grid_path, &names.back()));
+    }
+    std::vector<const double*> ptrs;
+    for (const auto& v : values) ptrs.push_back(v.data());
+    fe::Predictors p = fe::cell_predictors(ev.interpolator(), names, ptrs);
+    fit = finish_regression(o, p.names, [&] {
+      fe::RegressionFitter fitter(p.names);
+      std::string where;
+      if (o.fit_on.empty()) {
+        std::vector<char> rest(held.size());
+        for (std::size_t q = 0; q < held.size(); ++q) rest[q] = held[q] ? 0 : 1;
+        add_cell_fit_data(fitter, truth, tsteps, ev.interpolator(), p, rest);
+        where = "the R2B" + std::to_string(L) + " cells of " + truth.path() + " not held out (--hold-out " +
+                o.hold_out + ")";
+      } else if (fe::is_region_text(o.fit_on)) {
+        const auto use = patches_inside(layout, grid, fe::parse_region(o.fit_on, "--fit-on"));
+        int64_t n = 0;
+        for (char c : use) n += c;
+        if (n == 0)
+          throw ConfigError("--fit-on " + o.fit_on + ": no R2B" + std::to_string(L) + " cell of grid '" + grid_path +
+                            "' lies wholly inside");
+        add_cell_fit_data(fitter, truth, tsteps, ev.interpolator(), p, use);
+        where = "region " + o.fit_on + " of " + truth.path() + " (" + std::to_string(n) + " R2B" +
+                std::to_string(L) + " cells)";
+      } else {
+        IconVar src(o.fit_on, truth.var(), "fit-on");
+        check_on_grid(src, grid, grid_path);
+        std::vector<std::size_t> steps;
+        for (std::size_t t = 0; t < src.n_times(); ++t) steps.push_back(t);
+        add_cell_fit_data(fitter, src, steps, ev.interpolator(), p, {});
+        where = o.fit_on + " (" + std::to_string(steps.size()) + " step(s))";
+      }
+      return fitter.solve(where);
+    });
+    ev.set_regression(fit, std::move(p));
   }
 
   // ---- score, checking that the model saw the truth's coarse field ----
@@ -310,6 +433,8 @@ int run_icon(const EvalOptions& o) {
                           " centres, weights 1/d^" + std::to_string(idw.power)},
               {"spectrum", "variance by refinement level (no Fourier spectrum on ICON cells)"},
               {"finecast_version", FINECAST_VERSION}};
+  if (!o.hold_out.empty()) rep.meta.push_back({"hold_out", o.hold_out});
+  if (regression) add_regression_meta(fit, rep.meta);
 
   std::cout << "finecast-eval: " << truth.describe() << " vs " << pred.describe() << "\n"
             << "  ICON grid " << grid_path << ": R2B" << F << " (" << grid.n_cells
@@ -328,6 +453,8 @@ int run_icon(const EvalOptions& o) {
             << "; hf_ratio = the finest level's (R2B" << F - 1 << " -> R2B" << F
             << ") energy over the truth's\n";
   write_reports(rep, o);
+  write_baselines(o, ev.last_baselines(), {"ncells"}, {static_cast<std::size_t>(grid.n_cells)},
+                  tsteps.empty() ? "" : std::to_string(tsteps.back()));
   return 0;
 }
 

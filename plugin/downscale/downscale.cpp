@@ -8,7 +8,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <algorithm>
 #include <limits>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -19,7 +21,10 @@
 #include "coupling/grid/icon_hierarchy.hpp"
 #include "coupling/grid/latlon_grid.hpp"
 #include "coupling/grid/patches.hpp"
+#include "coupling/grid/context_stencil.hpp"
+#include "coupling/grid/static_covariates.hpp"
 #include "coupling/io/field_reader.hpp"
+#include "coupling/io/static_field.hpp"
 #include "coupling/io/step_select.hpp"
 #include "common/log.hpp"
 #include "plugin/comin_plugin/output.hpp"
@@ -67,12 +72,22 @@ int exact_log4(int64_t n) {
   return n == 1 ? k : -1;
 }
 
-/// FILE[:VAR] of --orography: (file, var); var is "" when not given. A colon followed by a path
-/// separator belongs to the file name.
-std::pair<std::string, std::string> split_file_var(const std::string& text) {
-  const size_t colon = text.rfind(':');
-  if (colon == std::string::npos || text.find('/', colon) != std::string::npos) return {text, ""};
-  return {text.substr(0, colon), text.substr(colon + 1)};
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size() && !text.empty()) {
+    const size_t comma = text.find(',', start);
+    out.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+/// The static covariates a checkpoint was trained with (patch.static; none before it existed).
+std::vector<std::string> static_covariates(const std::map<std::string, std::string>& meta) {
+  const auto it = meta.find("patch.static");
+  return it == meta.end() ? std::vector<std::string>{} : split_list(it->second);
 }
 
 std::string context_text(const coupling::PatchOptions& o) {
@@ -100,6 +115,35 @@ coupling::PatchOptions context_features(const DownscaleOptions& opt, const std::
   const bool given = !opt.orography.empty();
   const std::string fields_hint =
       trained_fields ? " (it was trained on the field(s) " + *trained_fields + ")" : "";
+  // Recorded since patch.context_rings, patch.residual and patch.static exist; older
+  // checkpoints had none of them (edge neighbours, residual from the mean, no covariates).
+  coupling::PatchOptions recorded;
+  if (const std::string* r = value("patch.context_rings")) recorded.rings = std::stoi(*r);
+  if (const std::string* r = value("patch.residual")) {
+    if (*r != "mean" && *r != "interp")
+      throw CheckpointError("checkpoint " + checkpoint + ": patch.residual is \"" + *r + "\", expected mean or interp");
+    recorded.interp_base = *r == "interp";
+  }
+  const std::vector<std::string> static_names = static_covariates(meta);
+  recorded.n_static = static_cast<int>(static_names.size());
+  if (!static_names.empty() && opt.statics.size() != static_names.size())
+    throw ConfigError("checkpoint " + checkpoint + " was trained with " + std::to_string(static_names.size()) +
+                      " static covariate(s) (patch.static: " + value("patch.static")->c_str() + ")" +
+                      (opt.statics.empty() ? ", but no --static was given" : ", but " + std::to_string(opt.statics.size()) +
+                                                                                  " --static given") +
+                      ": give each on the fine grid with --static FILE:VAR, in that order");
+  if (static_names.empty() && !opt.statics.empty())
+    throw ConfigError("--static " + opt.statics.front() + " given, but checkpoint " + checkpoint +
+                      " was trained without static covariates (patch.static is empty)");
+  if (const std::string* t = value("target"); t && trained_fields) {
+    const auto names = split_list(*trained_fields);
+    const auto it = std::find(names.begin(), names.end(), *t);
+    if (it != names.end()) recorded.target = static_cast<int>(it - names.begin());
+    if (static_cast<int>(names.size()) != n_vars)
+      throw ConfigError("checkpoint " + checkpoint + " was trained on " + std::to_string(names.size()) +
+                        " field(s) (" + *trained_fields + ", downscaling " + *t + "), but " + std::to_string(n_vars) +
+                        " --var given: pass them in that order");
+  }
 
   if (oro_name && !oro_name->empty() && !given)
     throw ConfigError("checkpoint " + checkpoint +
@@ -116,7 +160,7 @@ coupling::PatchOptions context_features(const DownscaleOptions& opt, const std::
     for (bool oro : {false, true}) {
       if (static_text && st != (*static_text == "true")) continue;
       if (oro_name && oro != !oro_name->empty()) continue;
-      coupling::PatchOptions o;
+      coupling::PatchOptions o = recorded;
       o.static_features = st;
       o.orography = oro;
       candidates.push_back(o);
@@ -152,7 +196,7 @@ coupling::PatchOptions context_features(const DownscaleOptions& opt, const std::
 std::vector<float> read_orography(const DownscaleOptions& opt, const std::string& checkpoint,
                                   const coupling::PatchMap& map, const std::string& grid_text,
                                   const coupling::OutputGrid* icon) {
-  auto [file, var] = split_file_var(opt.orography);
+  auto [file, var] = coupling::split_file_var(opt.orography);
   if (var.empty()) {
     const auto meta = trainer::Downscaler::checkpoint_metadata(checkpoint);
     const auto it = meta.find("patch.orography");
@@ -296,6 +340,53 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
   std::vector<float> orography;
   if (patch_options.orography)
     orography = read_orography(opt, result.checkpoint, map, grid_text, icon ? &grid_out : nullptr);
+  result.context_rings = patch_options.rings;
+  result.interp_base = patch_options.interp_base;
+  result.n_static = patch_options.n_static;
+  coupling::prepare_patch_map(map, patch_options.rings,
+                              patch_options.interp_base || patch_options.n_static > 0);
+
+  // Static covariates: on the fine grid, normalised as when the model was trained.
+  std::vector<std::vector<float>> statics;
+  std::vector<const float*> static_ptrs;
+  if (patch_options.n_static > 0) {
+    const auto meta = trainer::Downscaler::checkpoint_metadata(result.checkpoint);
+    const auto names = static_covariates(meta);
+    const auto norm_it = meta.find("patch.static_norm");
+    const auto norms = norm_it == meta.end() ? std::vector<coupling::StaticNorm>{}
+                                             : coupling::parse_static_norms(norm_it->second, result.checkpoint);
+    if (norms.size() != names.size())
+      throw CheckpointError("checkpoint " + result.checkpoint + " records " + std::to_string(names.size()) +
+                            " static covariate(s) but the normalisation of " + std::to_string(norms.size()) +
+                            " (patch.static_norm; written before its first coupling step?)");
+    if (mo.static_channels != 0 && mo.static_channels != coupling::static_channels(patch_options))
+      throw CheckpointError("checkpoint " + result.checkpoint + ": the model has " +
+                            std::to_string(mo.static_channels) +
+                            " covariate channels but patch.static names " +
+                            std::to_string(names.size()) + " covariate(s), which give " +
+                            std::to_string(coupling::static_channels(patch_options)));
+    for (size_t s = 0; s < names.size(); ++s) {
+      auto [file, var] = coupling::split_file_var(opt.statics[s]);
+      if (var.empty()) var = names[s];
+      std::vector<float> fine_values;
+      if (icon) {
+        fine_values = coupling::read_static_icon(file, var, coupling::read_icon_grid(opt.grid));
+      } else {
+        const std::string grid_file = opt.grid.empty() ? opt.input : opt.grid;
+        const std::string grid_var = !opt.grid_var.empty() ? opt.grid_var
+                                     : grid_file == opt.input ? opt.vars.front()
+                                                              : coupling::find_latlon_variable(grid_file);
+        fine_values = coupling::read_static_latlon(file, var, coupling::read_latlon_grid(grid_file, grid_var),
+                                                   "--input " + grid_file);
+      }
+      statics.emplace_back(fine_values.size());
+      coupling::normalise_static(norms[s], fine_values.data(), statics.back().data(),
+                                 static_cast<int64_t>(fine_values.size()));
+      log::info("Static covariate " + names[s] + " <- " + file + ":" + var + " (normalised with the checkpoint's mean " +
+                std::to_string(norms[s].mean) + ", scale " + std::to_string(norms[s].scale) + ")");
+    }
+    for (const auto& v : statics) static_ptrs.push_back(v.data());
+  }
 
   // Fine input is coarsened by the patch extraction itself; a coarse input is spread over its
   // patches so that the same extraction returns it (up to rounding of the area weights).
@@ -322,7 +413,8 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
             " step(s), " + std::to_string(opt.members) + " member(s), " + opt.sampler +
             (opt.sampler == "ddim" ? " " + std::to_string(opt.steps) + " steps" : ""));
 
-  Output output(opt.output, grid_out, opt.vars.front(), first.attributes(), opt.members,
+  Output output(opt.output, grid_out, opt.vars[static_cast<size_t>(patch_options.target)],
+                readers[static_cast<size_t>(patch_options.target)].attributes(), opt.members,
                 output_attributes(map, result.checkpoint), false, "");
   std::vector<std::vector<float>> fine(
       static_cast<size_t>(n_vars),
@@ -330,6 +422,7 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
   std::vector<float> raw(static_cast<size_t>(n_values));
   coupling::Patches patches;
   std::vector<float> samples(static_cast<size_t>(map.n_coarse * opt.members * map.patch_size));
+  std::vector<float> zeros;
   trainer::SampleOptions so;
   if (!schema::parse_name(opt.sampler, so.sampler))
     throw ConfigError("--sampler must be one of " + schema::name_list<trainer::Sampler>() + ", got \"" + opt.sampler + "\"");
@@ -349,7 +442,7 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
       }
       fields.push_back(fine[v].data());
     }
-    coupling::extract_patches(map, fields, orography.empty() ? nullptr : orography.data(),
+    coupling::extract_patches(map, fields, orography.empty() ? nullptr : orography.data(), static_ptrs,
                               patch_options, patches);
     if (patches.n_invalid > 0)
       log::warning(opt.input + " at " + first.time_string(times[i]) + ": " +
@@ -367,11 +460,19 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
                             total, 100.0 * static_cast<double>(done) / static_cast<double>(total), secs,
                             done > 0 ? secs * static_cast<double>(total - done) / static_cast<double>(done) : 0.0));
     };
-    model.sample(patches.context.data(), patches.coarse.data(), patches.weights.data(), patches.n,
-                 so, opt.seed + 7919 * static_cast<uint64_t>(i + 1), samples.data(), progress);
+    // patch.residual: interp: the model draws the residual from the interpolant, added after.
+    if (patch_options.interp_base) zeros.assign(static_cast<size_t>(patches.n), 0.0f);
+    model.sample(patches.context.data(), patch_options.interp_base ? zeros.data() : patches.coarse.data(),
+                 patches.weights.data(), patches.n, so, opt.seed + 7919 * static_cast<uint64_t>(i + 1), samples.data(),
+                 progress);
+    if (patch_options.interp_base)
+      for (int64_t c = 0; c < patches.n; ++c)
+        for (int m = 0; m < opt.members; ++m)
+          for (int64_t k = 0; k < patches.P; ++k)
+            samples[static_cast<size_t>((c * opt.members + m) * patches.P + k)] += patches.base[static_cast<size_t>(c * patches.P + k)];
     // A fine input is the truth the downscaled ensemble can be scored against: keep it beside it.
     write_patch_record(output, map, first.time_string(times[i]), samples.data(), opt.members, patches.coarse.data(),
-                       result.coarse_input ? nullptr : fine[0].data());
+                       result.coarse_input ? nullptr : fine[static_cast<size_t>(patch_options.target)].data());
     ++result.steps_written;
   }
   output.close();

@@ -183,3 +183,38 @@ TEST(TrainerGroups, OnlyTrainerRanksLoadLibTorch) {
     EXPECT_NE(rest.find(trainer ? "LibTorch loaded (trainer rank)" : "LibTorch not loaded"), std::string::npos) << rest;
   }
 }
+
+// The conditioning that reaches beyond a patch - two rings of coarse neighbours, a static
+// covariate normalised over the whole field, the interpolated residual base - is the same with 4
+// trainer ranks as with one: every trainer sees the other trainers' coarse values and the group's
+// normalisation (to the rounding of a sum in another order).
+TEST(TrainerGroups, ContextBeyondThePatchIsTheSameOnFourTrainerRanks) {
+  ftr::ScratchDir dir("trainer_groups_context");
+  const std::string extra = "patch: {context_rings: 2, static: [topography_c, fr_land], residual: interp}\n";
+  std::string paths;
+  for (int ranks : {1, 4}) {
+    const std::string d = dir.file("r" + std::to_string(ranks));
+    ftr::run_command("mkdir -p '" + d + "'");
+    const ftr::CommandResult r = run(d, ranks, false, 0, 4, extra);
+    ASSERT_EQ(r.rc, 0) << r.output;
+    EXPECT_NE(r.output.find("2 static covariate(s)"), std::string::npos) << r.output;
+    paths += "'" + d + "', ";
+  }
+  const auto facts = python_facts(std::string(kPythonHelpers) + "dirs = [" + paths + "]\n" + R"(
+ckpt = sorted(glob.glob(dirs[0] + "/ckpt/ckpt_*.h5"))[-1].rsplit("/", 1)[1]
+step = int(ckpt[5:13])
+one, _ = buffer(dirs[0] + "/ckpt", step)
+four, n = buffer(dirs[1] + "/ckpt", step)
+print("parts=%d" % n)
+print("context=%.3g" % relative(four["context"], one["context"]))
+print("fine=%.3g" % relative(four["fine"], one["fine"]))
+print("valid_equal=%d" % int(np.array_equal(four["valid"], one["valid"])))
+print("weights=%.3g" % relative(weights(dirs[1] + "/ckpt/" + ckpt), weights(dirs[0] + "/ckpt/" + ckpt)))
+)");
+  ASSERT_EQ(facts.at("rc"), "0") << facts.at("");
+  EXPECT_EQ(facts.at("parts"), "4") << facts.at("");
+  EXPECT_LT(std::stod(facts.at("context")), 1e-5) << facts.at("");
+  EXPECT_LT(std::stod(facts.at("fine")), 1e-5) << facts.at("");
+  EXPECT_EQ(facts.at("valid_equal"), "1") << facts.at("");
+  EXPECT_LT(std::stod(facts.at("weights")), 1e-4) << facts.at("");
+}

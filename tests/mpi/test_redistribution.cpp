@@ -75,6 +75,15 @@ TEST_P(Redistribute, ShardPatchesEqualTheSerialPatchesBitwise) {
   }
   Redistribution redist(MPI_COMM_WORLD, owned, slot_cells, n);
   ASSERT_EQ(redist.n_slots(), count * map.patch_size);
+  // Messages (for the scaling benchmark): each has a sender and a receiver; one trainer with
+  // contiguous owners receives one from every other rank, and each of them sends it one.
+  int ends[2] = {redist.messages_sent(), redist.messages_received()};
+  MPI_Allreduce(MPI_IN_PLACE, ends, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  EXPECT_EQ(ends[0], ends[1]);
+  if (trainers == 1 && !setup.shuffled) {
+    EXPECT_EQ(redist.messages_sent(), trainer >= 0 ? 0 : 1);
+    EXPECT_EQ(redist.messages_received(), trainer >= 0 ? size - 1 : 0);
+  }
 
   // Two fields and a static covariate, packed [field][owned] as the plugin packs them.
   std::vector<float> local(3 * owned.size());

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <numeric>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <optional>
@@ -263,8 +264,18 @@ void resume(PluginState& s, TrainerState& t, const std::string& path) {
   t.pending.training = number("training_due") != 0 && t.buffer->steps() >= cfg.train.min_steps;
 }
 
+/// The CUDA devices this process may use by CUDA_VISIBLE_DEVICES (-1: not set, all of them).
+int visible_cuda_devices() {
+  const char* env = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (env == nullptr) return -1;
+  const std::string list = env;
+  if (list.empty() || list == "NoDevFiles") return 0;
+  return static_cast<int>(std::count(list.begin(), list.end(), ',')) + 1;
+}
+
 /// The device of this trainer rank: with several trainer ranks on CUDA, each takes a GPU of its
-/// node (train.gpu_ids, or 0, 1, ... in rank order).
+/// node (train.gpu_ids, or 0, 1, ... in the order of the trainer ranks on the node). A rank that
+/// sees one GPU only (scripts/slurm/bind_gpu.sh gives each rank its own) uses that one, cuda:0.
 std::string trainer_device(const Config& cfg, MPI_Comm trainers) {
   if (cfg.train.ranks == 1 || (cfg.device != "cuda" && cfg.device != "auto")) return cfg.device;
   MPI_Comm node;
@@ -272,12 +283,20 @@ std::string trainer_device(const Config& cfg, MPI_Comm trainers) {
   int local = 0;
   MPI_Comm_rank(node, &local);
   MPI_Comm_free(&node);
+  const int visible = visible_cuda_devices();
   if (!cfg.train.gpu_ids.empty()) {
     if (local >= static_cast<int>(cfg.train.gpu_ids.size()))
       throw ConfigError(cfg.source + ": train.gpu_ids lists " + std::to_string(cfg.train.gpu_ids.size()) +
                         " device(s), but trainer rank " + std::to_string(local) + " of a node needs one more");
-    return "cuda:" + std::to_string(cfg.train.gpu_ids[static_cast<size_t>(local)]);
+    const int id = cfg.train.gpu_ids[static_cast<size_t>(local)];
+    if (visible >= 0 && id >= visible)
+      throw ConfigError(cfg.source + ": train.gpu_ids gives this trainer rank GPU " + std::to_string(id) +
+                        ", but CUDA_VISIBLE_DEVICES=" + std::getenv("CUDA_VISIBLE_DEVICES") + " lets it see " +
+                        std::to_string(visible) + " (with scripts/slurm/bind_gpu.sh every rank sees only its own: "
+                        "leave train.gpu_ids empty)");
+    return "cuda:" + std::to_string(id);
   }
+  if (visible == 1) return cfg.device == "cuda" ? "cuda:0" : cfg.device;
   return cfg.device == "cuda" ? "cuda:" + std::to_string(local) : cfg.device;
 }
 

@@ -188,6 +188,23 @@ void extract_patches(const PatchMap& map, const std::vector<const float*>& field
   extract_patches(map, fields, orography, {}, options, out);
 }
 
+const float* sampler_coarse(Patches& p) {
+  if (p.base.empty()) return p.coarse.data();
+  p.zeros.assign(static_cast<size_t>(p.n), 0.0f);
+  return p.zeros.data();
+}
+
+void add_patch_base(const Patches& p, int64_t members, float* samples) {
+  if (p.base.empty()) return;
+  const int64_t P = p.P;
+  for (int64_t c = 0; c < p.n; ++c)
+    for (int64_t m = 0; m < members; ++m) {
+      float* x = samples + (c * members + m) * P;
+      const float* b = p.base.data() + c * P;
+      for (int64_t k = 0; k < P; ++k) x[k] += b[k];
+    }
+}
+
 PatchMap shard_map(const PatchMap& global, int64_t first, int64_t count) {
   if (first < 0 || count < 0 || first + count > global.n_coarse)
     throw InternalError("shard_map: patches " + std::to_string(first) + "+" + std::to_string(count) + " outside 0.." +

@@ -55,6 +55,7 @@ struct Patches {
   std::vector<float> coarse_orography;  ///< n coarse orography means (when options.orography)
   std::vector<float> static_means;   ///< n_static*n block means of the covariates (scratch)
   std::vector<float> static_interp;  ///< n_static*n*P their conservative interpolant (scratch)
+  std::vector<float> zeros;          ///< n zeros: sampler_coarse with a residual base
 };
 
 /// Builds the patches of one step. fields[v] points at a global fine field (n_fine values by
@@ -97,6 +98,13 @@ void fill_contexts(const PatchMap& global, int64_t first, const PatchMap& local,
 /// global patch ids) kept. The slots of a trainer rank's shard; its contexts come from the
 /// global map (fill_contexts).
 PatchMap shard_map(const PatchMap& global, int64_t first, int64_t count);
+
+/// The coarse values the sampler conditions on: the patches' coarse means, or with a residual
+/// base (options.interp_base) zeros, since the model then draws the residual, whose patch mean
+/// is 0. add_patch_base adds the base to every drawn member [n][members][P] (nothing without a
+/// base).
+const float* sampler_coarse(Patches& patches);
+void add_patch_base(const Patches& patches, int64_t members, float* samples);
 
 /// Area-weighted coarse means of one fine field: out[n_coarse].
 void coarsen(const PatchMap& map, const float* field, float* out);

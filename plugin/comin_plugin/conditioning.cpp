@@ -27,7 +27,6 @@ void setup_conditioning(const Config& cfg, coupling::PatchMap& map, Conditioning
                         const std::function<void(int64_t, double&, double&)>& cell_lat_lon) {
   const coupling::PatchOptions o = patch_options(cfg);
   coupling::prepare_patch_map(map, o.rings, o.interp_base || o.n_static > 0);
-  state.zeros.assign(static_cast<size_t>(map.n_coarse), 0.0f);
   state.held_out.assign(static_cast<size_t>(map.n_coarse), 0);
   state.n_held_out = 0;
   if (cfg.train.hold_out.empty()) return;
@@ -103,23 +102,6 @@ std::vector<const float*> static_pointers(const ConditioningState& state) {
 
 const float* training_targets(const Config& cfg, const coupling::Patches& p) {
   return cfg.patch.residual == Residual::kInterp ? p.residual.data() : p.fine.data();
-}
-
-const float* sampler_coarse(const Config& cfg, const coupling::Patches& p, ConditioningState& state) {
-  if (cfg.patch.residual != Residual::kInterp) return p.coarse.data();
-  state.zeros.assign(static_cast<size_t>(p.n), 0.0f);
-  return state.zeros.data();
-}
-
-void add_base(const Config& cfg, const coupling::Patches& p, int64_t members, float* samples) {
-  if (cfg.patch.residual != Residual::kInterp) return;
-  const int64_t P = p.P;
-  for (int64_t c = 0; c < p.n; ++c)
-    for (int64_t m = 0; m < members; ++m) {
-      float* x = samples + (c * members + m) * P;
-      const float* b = p.base.data() + c * P;
-      for (int64_t k = 0; k < P; ++k) x[k] += b[k];
-    }
 }
 
 std::vector<std::pair<std::string, std::string>> context_metadata(const Config& cfg, const ConditioningState& state) {

@@ -23,7 +23,6 @@ struct ConditioningState {
   std::vector<std::vector<float>> statics;         ///< the normalised fine covariates on the trainer's slots
   std::vector<uint8_t> held_out;                   ///< per patch: 1 = never trained on (train.hold_out)
   int64_t n_held_out = 0;
-  std::vector<float> zeros;                        ///< n_coarse zeros: the coarse value of residual samples
 };
 
 /// The patch options the config asks for (static_features, orography, context_rings, target,
@@ -58,12 +57,6 @@ std::vector<const float*> static_pointers(const ConditioningState& state);
 /// What the buffer stores as the fine values of a sample: the fine field, or with
 /// patch.residual: interp its difference from the interpolant.
 const float* training_targets(const Config& config, const coupling::Patches& patches);
-
-/// The coarse values to hand the sampler, and the base to add to its samples afterwards
-/// (patch.residual: interp: zeros and the interpolant; mean: the coarse values and none).
-const float* sampler_coarse(const Config& config, const coupling::Patches& patches, ConditioningState& state);
-/// Adds the interpolant to every member of samples [n][members][P] (residual: interp only).
-void add_base(const Config& config, const coupling::Patches& patches, int64_t members, float* samples);
 
 /// The checkpoint metadata that says what the context holds (docs/offline.md).
 std::vector<std::pair<std::string, std::string>> context_metadata(const Config& config, const ConditioningState& state);

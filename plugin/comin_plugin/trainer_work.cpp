@@ -239,9 +239,10 @@ void draw_samples(PluginState& s) {
   // Each trainer draws its own patches with a seed of its own.
   const uint64_t seed = cfg.seed + 7919 * static_cast<uint64_t>(s.stats.samplings + 1) +
                         1000003ULL * static_cast<uint64_t>(s.coupling->trainer_index);
-  t.model->sample(t.patches.context.data(), sampler_coarse(cfg, t.patches, t.conditioning), t.patches.weights.data(), n,
-                  so, seed, t.torch_threads, t.samples.data());
-  add_base(cfg, t.patches, members, t.samples.data());
+  // With patch.residual: interp the model draws the residual from the interpolant, added after.
+  t.model->sample(t.patches.context.data(), coupling::sampler_coarse(t.patches), t.patches.weights.data(), n, so, seed,
+                  t.torch_threads, t.samples.data());
+  coupling::add_patch_base(t.patches, members, t.samples.data());
 }
 
 void write_samples(PluginState& s) {

@@ -144,7 +144,7 @@ TEST(Cli, BenchTrainerReportsProgressOnStderrOnly) {
   std::ifstream in(dir.file("progress.txt"));
   const std::string progress((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   size_t at = 0;
-  for (const std::string& line :
+  for (const std::string line :
        {"[bench trainer 0:00] finecast on cpu, 1 thread(s), best of 1 repeats",
         "] training epoch (3,840 samples), batch 16: warm-up session\n",
         "] training epoch (3,840 samples), batch 16: repeat 1/1: ",
@@ -191,9 +191,13 @@ TEST(Cli, BenchScaleMeasuresAndModelsTheTrainerGroup) {
     }
     // Contiguous host ranges and patch ranges: 2 ranks with 1 trainer exchange one message,
     // with 2 trainers (one per rank, the same ranges) none.
-    if (ranks == 2) EXPECT_EQ(messages, trainers == 1 ? 1 : 0);
+    if (ranks == 2) {
+      EXPECT_EQ(messages, trainers == 1 ? 1 : 0);
+    }
     // One trainer receives every cell.
-    if (trainers == 1) EXPECT_GE(bytes, 4 * cells);
+    if (trainers == 1) {
+      EXPECT_GE(bytes, 4 * cells);
+    }
   }
   const std::set<std::tuple<int64_t, int, int>> expected = {
       {20480, 1, 1}, {20480, 2, 1}, {20480, 2, 2}, {20480, 4, 1}, {20480, 4, 2}, {20480, 4, 4},

@@ -10,6 +10,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/cli.hpp"
@@ -288,9 +289,8 @@ bool prediction_is_icon(const ft::EvalOptions& o) {
   }
 }
 
-int run_latlon(const ft::EvalOptions& o) {
-  GridVar truth(o.truth_path(), o.truth_variable(), "truth");
-  GridVar pred(o.pred, o.var, "prediction");
+/// The ICON-only options must not be given for a lat-lon field.
+void refuse_icon_options(const ft::EvalOptions& o, const GridVar& pred) {
   const ft::EvalOptions defaults;
   const char* icon_option = !o.grid.empty()                               ? "--grid"
                             : o.coarse_level >= 0                         ? "--coarse-level"
@@ -300,57 +300,120 @@ int run_latlon(const ft::EvalOptions& o) {
   if (icon_option)
     throw ConfigError(std::string(icon_option) + " is for ICON fields; " + pred.describe() +
                       " is a lat-lon field (blocks of k x k cells: use --block)");
+}
 
-  // ---- the prediction grid must be the truth grid or a piece of it ----
+/// Where the prediction grid sits in the truth grid (row and column offsets): the same grid or
+/// a piece of it.
+std::pair<int, int> prediction_offset(const GridVar& truth, const GridVar& pred) {
   auto grid_text = [](const GridVar& g) {
-    return g.describe() + " is " + std::to_string(g.ny) + " x " + std::to_string(g.nx) + " (" +
-           g.y_name + " " + range_text(g.y) + ", " + g.x_name + " " + range_text(g.x) + ")";
+    return g.describe() + " is " + std::to_string(g.ny) + " x " + std::to_string(g.nx) + " (" + g.y_name + " " +
+           range_text(g.y) + ", " + g.x_name + " " + range_text(g.x) + ")";
   };
-  const std::string mismatch = "grids do not match: " + grid_text(pred) + " but " +
-                               grid_text(truth) +
-                               "; the prediction must be on the truth's grid or on a part of it "
-                               "cropped to whole blocks";
-  int ty0 = 0, tx0 = 0;
+  const std::string mismatch = "grids do not match: " + grid_text(pred) + " but " + grid_text(truth) +
+                               "; the prediction must be on the truth's grid or on a part of it cropped to whole blocks";
   if (!truth.y.empty() && !pred.y.empty() && !truth.x.empty() && !pred.x.empty()) {
-    ty0 = fe::find_offset(truth.y, pred.y);
-    tx0 = fe::find_offset(truth.x, pred.x);
+    const int ty0 = fe::find_offset(truth.y, pred.y), tx0 = fe::find_offset(truth.x, pred.x);
     if (ty0 < 0 || tx0 < 0) throw ConfigError(mismatch);
-  } else if (truth.ny != pred.ny || truth.nx != pred.nx) {
-    throw ConfigError(mismatch);
+    return {ty0, tx0};
   }
+  if (truth.ny != pred.ny || truth.nx != pred.nx) throw ConfigError(mismatch);
+  return {0, 0};
+}
 
-  // ---- block size ----
+/// The block size: --block, or the one the prediction records (16 when neither says); it must
+/// tile the prediction grid.
+int block_size(const ft::EvalOptions& o, const GridVar& pred) {
   const int recorded = pred.recorded_block;
-  int k = o.block > 0 ? o.block : (recorded > 0 ? recorded : 16);
+  const int k = o.block > 0 ? o.block : (recorded > 0 ? recorded : 16);
   if (o.block > 0 && recorded > 0 && recorded != o.block)
     throw ConfigError("--block " + std::to_string(o.block) + " does not match the block size " +
                       std::to_string(recorded) + " recorded in prediction '" + pred.path + "'");
   if (pred.ny % k != 0 || pred.nx % k != 0)
-    throw ConfigError("--block " + std::to_string(k) + " does not tile the prediction grid " +
-                      std::to_string(pred.ny) + " x " + std::to_string(pred.nx) + " of '" +
-                      pred.path + "' (a downscaled field covers whole blocks: is --block the " +
-                      "block size it was made with?)");
+    throw ConfigError("--block " + std::to_string(k) + " does not tile the prediction grid " + std::to_string(pred.ny) +
+                      " x " + std::to_string(pred.nx) + " of '" + pred.path +
+                      "' (a downscaled field covers whole blocks: is --block the block size it was made with?)");
+  return k;
+}
 
-  // ---- the scored window, in prediction-grid indices ----
-  int py0 = 0, px0 = 0, ny = pred.ny, nx = pred.nx;
+/// The scored window in prediction-grid indices: all of it, or the whole blocks inside --region.
+struct Window {
+  int y0 = 0, x0 = 0, ny = 0, nx = 0;
   std::string region_text = "all";
-  if (!o.region.empty()) {
-    const fe::Region reg = fe::parse_region(o.region);
-    if (pred.y.empty() || pred.x.empty())
-      throw ConfigError("--region needs coordinate variables, but prediction '" + pred.path +
-                        "' has none for " + pred.y_name + "/" + pred.x_name);
-    const auto [by0, by1] = fe::blocks_inside(
-        pred.y, k, [&](double v) { return reg.contains_lat(v); }, pred.y_name);
-    const auto [bx0, bx1] = fe::blocks_inside(
-        pred.x, k, [&](double v) { return reg.contains_lon(v); }, pred.x_name);
-    py0 = by0 * k;
-    px0 = bx0 * k;
-    ny = (by1 - by0) * k;
-    nx = (bx1 - bx0) * k;
-    region_text = o.region;
-  }
+};
 
-  // ---- time steps ----
+Window scored_window(const ft::EvalOptions& o, const GridVar& pred, int k) {
+  Window w{0, 0, pred.ny, pred.nx, "all"};
+  if (o.region.empty()) return w;
+  const fe::Region reg = fe::parse_region(o.region);
+  if (pred.y.empty() || pred.x.empty())
+    throw ConfigError("--region needs coordinate variables, but prediction '" + pred.path + "' has none for " +
+                      pred.y_name + "/" + pred.x_name);
+  const auto [by0, by1] = fe::blocks_inside(pred.y, k, [&](double v) { return reg.contains_lat(v); }, pred.y_name);
+  const auto [bx0, bx1] = fe::blocks_inside(pred.x, k, [&](double v) { return reg.contains_lon(v); }, pred.x_name);
+  w.y0 = by0 * k;
+  w.x0 = bx0 * k;
+  w.ny = (by1 - by0) * k;
+  w.nx = (bx1 - bx0) * k;
+  w.region_text = o.region;
+  return w;
+}
+
+/// regression_cons: the covariates on the window, coefficients fitted on the training split
+/// (the window's blocks not held out, a --fit-on region of the truth, or a --fit-on file);
+/// handed to the evaluator.
+fe::RegressionFit fit_regression(const ft::EvalOptions& o, fe::Evaluator& ev, const fe::BlockLayout& layout,
+                                 GridVar& truth, const GridVar& pred, const Window& w, int ty0, int tx0, int k,
+                                 const std::vector<std::size_t>& tsteps, const std::vector<char>& scored) {
+  Covariates cov(o.statics);
+  const auto values = cov.read(pred, w.y0, w.ny, w.x0, w.nx);
+  fe::Predictors p = fe::block_predictors(layout, cov.names, pointers(values));
+  fe::RegressionFit fit = ft::finish_regression(o, p.names, [&] {
+    fe::RegressionFitter fitter(p.names);
+    std::string where;
+    if (o.fit_on.empty()) {
+      // The scored window's blocks that are not held out, same steps.
+      std::vector<char> rest(scored.size());
+      for (std::size_t b = 0; b < scored.size(); ++b) rest[b] = scored[b] ? 0 : 1;
+      add_fit_data(fitter, truth, cov, ty0 + w.y0, w.ny, tx0 + w.x0, w.nx, k, tsteps, rest);
+      where = "the blocks of " + truth.path + " not held out (--hold-out " + o.hold_out + ")";
+    } else if (fe::is_region_text(o.fit_on)) {
+      // Whole blocks of the truth file, aligned with the prediction's blocks.
+      const int y0 = (ty0 + w.y0) % k, x0 = (tx0 + w.x0) % k;
+      const int fny = (truth.ny - y0) / k * k, fnx = (truth.nx - x0) / k * k;
+      const auto use =
+          blocks_in_region(truth, fe::parse_region(o.fit_on, "--fit-on"), y0, fny, x0, fnx, k, "--fit-on");
+      int64_t n = 0;
+      for (char c : use) n += c;
+      if (n == 0) throw ConfigError("--fit-on " + o.fit_on + ": no whole block of " + truth.describe() + " lies inside");
+      add_fit_data(fitter, truth, cov, y0, fny, x0, fnx, k, tsteps, use);
+      where = "region " + o.fit_on + " of " + truth.path + " (" + std::to_string(n) + " blocks)";
+    } else {
+      GridVar src(o.fit_on, truth.var, "fit-on");
+      std::vector<std::size_t> steps;
+      for (std::size_t t = 0; t < src.n_times; ++t) steps.push_back(t);
+      if (src.ny < k || src.nx < k)
+        throw ConfigError("--fit-on " + o.fit_on + ": " + src.describe() + " is smaller than one block of " +
+                          std::to_string(k));
+      add_fit_data(fitter, src, cov, 0, src.ny / k * k, 0, src.nx / k * k, k, steps, {});
+      where = o.fit_on + " (" + std::to_string(src.ny / k * (src.nx / k)) + " blocks, " +
+              std::to_string(steps.size()) + " step(s))";
+    }
+    return fitter.solve(where);
+  });
+  ev.set_regression(fit, std::move(p));
+  return fit;
+}
+
+int run_latlon(const ft::EvalOptions& o) {
+  GridVar truth(o.truth_path(), o.truth_variable(), "truth");
+  GridVar pred(o.pred, o.var, "prediction");
+  refuse_icon_options(o, pred);
+  const auto [ty0, tx0] = prediction_offset(truth, pred);
+  const int k = block_size(o, pred);
+  const Window w = scored_window(o, pred, k);
+  const int py0 = w.y0, px0 = w.x0, ny = w.ny, nx = w.nx;
+  const std::string& region_text = w.region_text;
+
   std::vector<std::size_t> tsteps, psteps;
   ft::match_steps({truth.describe(), truth.n_times, [&](std::size_t t) { return truth.date(t); },
                    [&](const std::string& text) { return truth.step(text); }},
@@ -358,58 +421,15 @@ int run_latlon(const ft::EvalOptions& o) {
                    [&](const std::string& text) { return pred.step(text); }},
                   o.time, tsteps, psteps);
 
-  // ---- layout: weights and periodicity of the window ----
+  // The layout: weights and periodicity of the window; with --hold-out only those blocks score.
   const fe::BlockLayout layout = window_layout(pred, py0, ny, px0, nx, k);
   const bool latitude = !layout.weight.empty();
   fe::Evaluator ev(layout);
-
-  // ---- held-out blocks: only they are scored ----
   std::vector<char> scored;
   if (!o.hold_out.empty()) scored = hold_out_blocks(o, pred, py0, ny, px0, nx, k);
-
-  // ---- regression_cons: covariates on the window, coefficients fitted on the training split ----
-  fe::RegressionFit fit;
   const bool regression = ft::check_regression_options(o);
-  if (regression) {
-    Covariates cov(o.statics);
-    const auto values = cov.read(pred, py0, ny, px0, nx);
-    fe::Predictors p = fe::block_predictors(layout, cov.names, pointers(values));
-    fit = ft::finish_regression(o, p.names, [&] {
-      fe::RegressionFitter fitter(p.names);
-      std::string where;
-      if (o.fit_on.empty()) {
-        // The scored window's blocks that are not held out, same steps.
-        std::vector<char> rest(scored.size());
-        for (std::size_t b = 0; b < scored.size(); ++b) rest[b] = scored[b] ? 0 : 1;
-        add_fit_data(fitter, truth, cov, ty0 + py0, ny, tx0 + px0, nx, k, tsteps, rest);
-        where = "the blocks of " + truth.path + " not held out (--hold-out " + o.hold_out + ")";
-      } else if (fe::is_region_text(o.fit_on)) {
-        // Whole blocks of the truth file, aligned with the prediction's blocks.
-        const int y0 = (ty0 + py0) % k, x0 = (tx0 + px0) % k;
-        const int fny = (truth.ny - y0) / k * k, fnx = (truth.nx - x0) / k * k;
-        const auto use = blocks_in_region(truth, fe::parse_region(o.fit_on, "--fit-on"), y0, fny, x0, fnx, k,
-                                          "--fit-on");
-        int64_t n = 0;
-        for (char c : use) n += c;
-        if (n == 0) throw ConfigError("--fit-on " + o.fit_on + ": no whole block of " + truth.describe() + " lies inside");
-        add_fit_data(fitter, truth, cov, y0, fny, x0, fnx, k, tsteps, use);
-        where = "region " + o.fit_on + " of " + truth.path + " (" + std::to_string(n) + " blocks)";
-      } else {
-        GridVar src(o.fit_on, truth.var, "fit-on");
-        std::vector<std::size_t> steps;
-        for (std::size_t t = 0; t < src.n_times; ++t) steps.push_back(t);
-        if (src.ny < k || src.nx < k)
-          throw ConfigError("--fit-on " + o.fit_on + ": " + src.describe() + " is smaller than one block of " +
-                            std::to_string(k));
-        add_fit_data(fitter, src, cov, 0, src.ny / k * k, 0, src.nx / k * k, k, steps, {});
-        where = o.fit_on + " (" + std::to_string(src.ny / k * (src.nx / k)) + " blocks, " +
-                std::to_string(steps.size()) + " step(s))";
-      }
-      return fitter.solve(where);
-    });
-    ev.set_regression(fit, std::move(p));
-  }
-
+  fe::RegressionFit fit;
+  if (regression) fit = fit_regression(o, ev, layout, truth, pred, w, ty0, tx0, k, tsteps, scored);
 
   const std::size_t n = layout.size();
   std::vector<double> tbuf(n);
@@ -418,8 +438,7 @@ int run_latlon(const ft::EvalOptions& o) {
   for (const auto& m : mbuf) mptr.push_back(m.data());
   for (std::size_t i = 0; i < tsteps.size(); ++i) {
     truth.read(tsteps[i], 0, ty0 + py0, ny, tx0 + px0, nx, tbuf.data());
-    for (std::size_t m = 0; m < pred.n_members; ++m)
-      pred.read(psteps[i], m, py0, ny, px0, nx, mbuf[m].data());
+    for (std::size_t m = 0; m < pred.n_members; ++m) pred.read(psteps[i], m, py0, ny, px0, nx, mbuf[m].data());
     ev.add(tbuf.data(), mptr, scored);
   }
 

@@ -20,26 +20,6 @@ bool is_latlon(const PatchMap& m) { return m.kind == PatchMap::Kind::kLatLonBloc
 int64_t clamp_index(int64_t i, int64_t n) { return i < 0 ? 0 : (i >= n ? n - 1 : i); }
 int64_t wrap_index(int64_t i, int64_t n) { return ((i % n) + n) % n; }
 
-/// Coarse cells within `rings` edge steps of p, p first, in breadth-first slot order.
-void breadth_first(const PatchMap& m, int64_t p, int rings, std::vector<int64_t>& out, std::vector<int64_t>& seen_at) {
-  out.clear();
-  out.push_back(p);
-  seen_at[p] = p;
-  std::size_t begin = 0;
-  for (int r = 0; r < rings; ++r) {
-    const std::size_t end = out.size();
-    for (std::size_t i = begin; i < end; ++i)
-      for (int k = 0; k < m.n_neighbours; ++k) {
-        const int64_t q = m.neighbours[out[i] * m.n_neighbours + k];
-        if (q >= 0 && seen_at[q] != p) {
-          seen_at[q] = p;
-          out.push_back(q);
-        }
-      }
-    begin = end;
-  }
-}
-
 void build_rings(PatchMap& m, int rings) {
   const int n = ring_count(m, rings);
   m.ring_cells.assign(static_cast<std::size_t>(m.n_coarse * n), -1);
@@ -58,7 +38,7 @@ void build_rings(PatchMap& m, int rings) {
   } else {
     std::vector<int64_t> cells, seen(static_cast<std::size_t>(m.n_coarse), -1);
     for (int64_t p = 0; p < m.n_coarse; ++p) {
-      breadth_first(m, p, rings, cells, seen);
+      cells_within(m.neighbours.data(), m.n_neighbours, p, rings, cells, seen);
       if (static_cast<int>(cells.size()) - 1 > n)
         throw GridError("ICON patch map: " + std::to_string(cells.size() - 1) + " coarse cells lie within " +
                         std::to_string(rings) + " edge steps of coarse cell " + std::to_string(p) + ", more than the " +
@@ -110,7 +90,7 @@ void idw_table(PatchMap& m) {
   std::vector<int64_t> cand, seen(static_cast<std::size_t>(m.n_coarse), -1);
   std::vector<std::pair<double, int64_t>> by_distance;
   for (int64_t p = 0; p < m.n_coarse; ++p) {
-    breadth_first(m, p, kRings, cand, seen);
+    cells_within(m.neighbours.data(), m.n_neighbours, p, kRings, cand, seen);
     for (int j = 0; j < m.patch_size; ++j) {
       const int64_t c = m.fine_of_patch[p * m.patch_size + j];
       const sphere::Vec3 x = sphere::to_xyz(m.fine_lon[c], m.fine_lat[c]);
@@ -138,6 +118,26 @@ void idw_table(PatchMap& m) {
 }
 
 }  // namespace
+
+void cells_within(const int64_t* neighbours, int n_neighbours, int64_t p, int rings, std::vector<int64_t>& out,
+                  std::vector<int64_t>& seen_at) {
+  out.clear();
+  out.push_back(p);
+  seen_at[p] = p;
+  std::size_t begin = 0;
+  for (int r = 0; r < rings; ++r) {
+    const std::size_t end = out.size();
+    for (std::size_t i = begin; i < end; ++i)
+      for (int k = 0; k < n_neighbours; ++k) {
+        const int64_t q = neighbours[out[i] * n_neighbours + k];
+        if (q >= 0 && seen_at[q] != p) {
+          seen_at[q] = p;
+          out.push_back(q);
+        }
+      }
+    begin = end;
+  }
+}
 
 int ring_count(const PatchMap& map, int rings) {
   if (rings < 0) throw ConfigError("patch.context_rings must be >= 0, got " + std::to_string(rings));

@@ -20,6 +20,13 @@ namespace finecast::coupling {
 ///    left over are -1).
 int ring_count(const PatchMap& map, int rings);
 
+/// The cells within `rings` steps of cell p through a neighbour table [cells][n_neighbours]
+/// (-1 = none): p first, then breadth-first in slot order. `seen_at` has one entry per cell;
+/// the visited ones are marked with p, so the same vector serves every p without clearing
+/// (start it at -1).
+void cells_within(const int64_t* neighbours, int n_neighbours, int64_t p, int rings, std::vector<int64_t>& out,
+                  std::vector<int64_t>& seen_at);
+
 /// Builds what extract_patches needs for context_rings = `rings` (> 0: the ring table) and, when
 /// `interpolant` is set, the conservative interpolant's weights (lat-lon: bicubic between block
 /// centres, Keys a = -1/2, exactly as finecast-eval's bicubic; ICON: inverse-distance weighting

@@ -17,6 +17,7 @@
 #include "coupling/grid/patches.hpp"
 #include "coupling/io/field_reader.hpp"
 #include "plugin/downscale/downscale.hpp"
+#include "tests/plugin/downscale_test_util.hpp"
 #include "tests/plugin/replay_test_util.hpp"
 #include "trainer/downscaler.hpp"
 
@@ -25,23 +26,10 @@ namespace fp = finecast::plugin;
 namespace ft = finecast::trainer;
 using namespace finecast::testing_replay;
 
+using finecast::testing_downscale::downscale_error;
+using finecast::testing_downscale::read_step;
+
 namespace {
-
-std::vector<float> read_member(const std::string& path, const std::string& var, int member) {
-  fc::FieldReader r(path, var, member);
-  std::vector<float> v(static_cast<size_t>(r.n_values()));
-  r.read(0, v.data());
-  return v;
-}
-
-std::string downscale_error(const fp::DownscaleOptions& o) {
-  try {
-    fp::run_downscale(o);
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
 
 }  // namespace
 
@@ -192,7 +180,7 @@ TEST(SkillReplay, IconRingsCovariatesAndHoldOutBufferTheSameOnOneTwoAndFourRanks
   EXPECT_EQ(res.context_rings, 2);
   EXPECT_TRUE(res.interp_base);
   EXPECT_EQ(res.n_static, 1);
-  const auto plugin = read_member(one.file("out.nc"), "ts", 0), offline = read_member(o.output, "ts", 0);
+  const auto plugin = read_step(one.file("out.nc"), "ts", 0), offline = read_step(o.output, "ts", 0);
   ASSERT_EQ(plugin.size(), 20480u);
   double worst = 0;
   for (size_t i = 0; i < plugin.size(); ++i) worst = std::max(worst, std::fabs(double(plugin[i]) - offline[i]));

@@ -49,9 +49,10 @@ double field(double lat, double lon) {
   return 280.0 + 10 * std::sin(lat * 0.21) * std::cos(lon * 0.37) + 0.5 * std::sin(lon * 2.3);
 }
 
-/// A (lat, lon) truth with CF coordinates.
-void write_truth(const std::string& path, const std::vector<double>& lat,
-                 const std::vector<double>& lon) {
+/// A (lat, lon) field `var` with CF coordinates and the values of `f`.
+template <class F>
+void write_field(const std::string& path, const std::string& var, const std::vector<double>& lat,
+                 const std::vector<double>& lon, F f) {
   int nc, dy, dx, vy, vx, v;
   ASSERT_EQ(nc_create(path.c_str(), NC_CLOBBER, &nc), NC_NOERR);
   nc_def_dim(nc, "lat", lat.size(), &dy);
@@ -61,15 +62,20 @@ void write_truth(const std::string& path, const std::vector<double>& lat,
   nc_put_att_text(nc, vy, "units", 13, "degrees_north");
   nc_put_att_text(nc, vx, "units", 12, "degrees_east");
   const int dims[2] = {dy, dx};
-  nc_def_var(nc, "ts", NC_FLOAT, 2, dims, &v);
+  nc_def_var(nc, var.c_str(), NC_FLOAT, 2, dims, &v);
   nc_enddef(nc);
   nc_put_var_double(nc, vy, lat.data());
   nc_put_var_double(nc, vx, lon.data());
-  std::vector<float> f;
+  std::vector<float> values;
   for (double a : lat)
-    for (double o : lon) f.push_back(static_cast<float>(field(a, o)));
-  nc_put_var_float(nc, v, f.data());
+    for (double o : lon) values.push_back(static_cast<float>(f(a, o)));
+  nc_put_var_float(nc, v, values.data());
   ASSERT_EQ(nc_close(nc), NC_NOERR);
+}
+
+/// A (lat, lon) truth with CF coordinates.
+void write_truth(const std::string& path, const std::vector<double>& lat, const std::vector<double>& lon) {
+  write_field(path, "ts", lat, lon, field);
 }
 
 /// Two members truth -+ d: the ensemble mean is exact, the spread is d.
@@ -215,29 +221,6 @@ TEST_F(EvalCli, BadArgumentsGiveClearErrors) {
 
 namespace {
 
-/// A (lat, lon) field `var` with CF coordinates and the values of `f`.
-template <class F>
-void write_field(const std::string& path, const std::string& var, const std::vector<double>& lat,
-                 const std::vector<double>& lon, F f) {
-  int nc, dy, dx, vy, vx, v;
-  ASSERT_EQ(nc_create(path.c_str(), NC_CLOBBER, &nc), NC_NOERR);
-  nc_def_dim(nc, "lat", lat.size(), &dy);
-  nc_def_dim(nc, "lon", lon.size(), &dx);
-  nc_def_var(nc, "lat", NC_DOUBLE, 1, &dy, &vy);
-  nc_def_var(nc, "lon", NC_DOUBLE, 1, &dx, &vx);
-  nc_put_att_text(nc, vy, "units", 13, "degrees_north");
-  nc_put_att_text(nc, vx, "units", 12, "degrees_east");
-  const int dims[2] = {dy, dx};
-  nc_def_var(nc, var.c_str(), NC_FLOAT, 2, dims, &v);
-  nc_enddef(nc);
-  nc_put_var_double(nc, vy, lat.data());
-  nc_put_var_double(nc, vx, lon.data());
-  std::vector<float> values;
-  for (double a : lat)
-    for (double o : lon) values.push_back(static_cast<float>(f(a, o)));
-  nc_put_var_float(nc, v, values.data());
-  ASSERT_EQ(nc_close(nc), NC_NOERR);
-}
 
 /// A "surface height" with structure at every scale.
 double height(double lat, double lon) {

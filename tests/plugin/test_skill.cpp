@@ -29,9 +29,6 @@ using namespace finecast::testing_replay;
 using finecast::testing_downscale::downscale_error;
 using finecast::testing_downscale::read_step;
 
-namespace {
-
-}  // namespace
 
 // The fine field is the conservative interpolant of its own coarse field: there is nothing for
 // a model to add. Learning the residual from the interpolant, an untrained model (normalisation

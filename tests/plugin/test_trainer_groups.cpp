@@ -218,3 +218,18 @@ print("weights=%.3g" % relative(weights(dirs[1] + "/ckpt/" + ckpt), weights(dirs
   EXPECT_EQ(facts.at("valid_equal"), "1") << facts.at("");
   EXPECT_LT(std::stod(facts.at("weights")), 1e-4) << facts.at("");
 }
+
+// A trainer module that cannot be loaded stops the run at start-up with the path and the
+// loader's reason, on the trainer rank; the host's other ranks never needed it.
+TEST(TrainerGroups, AMissingTrainerModuleIsAStartUpErrorNamingIt) {
+  ftr::ScratchDir dir("trainer_groups_module");
+  ftr::write_text(dir.file("plugin.yaml"), plugin_config(1, false));
+  ftr::write_text(dir.file("host.yaml"), host_run_file(0, 2));
+  const ftr::CommandResult r =
+      ftr::run_command("cd '" + dir.path() + "' && FINECAST_TRAINER_MODULE=/nonexistent/libfinecast_trainer_module.so "
+                       "mpiexec -n 2 --oversubscribe " + ftr::binary("finecast-host") + " host.yaml");
+  EXPECT_NE(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("cannot load finecast's trainer module /nonexistent/libfinecast_trainer_module.so"),
+            std::string::npos)
+      << r.output;
+}

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/machine.hpp"
 #include "bench/registry.hpp"
 #include "common/cli.hpp"
 #include "trainer/device.hpp"
@@ -28,6 +29,7 @@
 
 namespace {
 
+using finecast::bench::cpu_model;
 using finecast::trainer::DataView;
 using finecast::trainer::Downscaler;
 
@@ -104,14 +106,6 @@ double best_of(const Progress* progress, const std::string& what, int repeats, F
                      fmt_seconds(s));
   }
   return best;
-}
-
-std::string cpu_model() {
-  std::ifstream f("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown";
 }
 
 /// sgemm throughput through LibTorch (the same BLAS the fused path calls), best of a few

@@ -13,12 +13,17 @@
 #include <limits>
 
 #include "common/error.hpp"
+#include "common/region.hpp"
 #include "common/yaml_schema.hpp"
 
 namespace finecast::plugin {
 
 const schema::Names<GridType>& names(GridType) {
   static const schema::Names<GridType> n{{GridType::kIcon, "icon"}, {GridType::kLatLon, "latlon"}};
+  return n;
+}
+const schema::Names<Residual>& names(Residual) {
+  static const schema::Names<Residual> n{{Residual::kMean, "mean"}, {Residual::kInterp, "interp"}};
   return n;
 }
 const schema::Names<OnError>& names(OnError) {
@@ -85,6 +90,7 @@ const schema::Table<Config>& config_table() {
   static const Table<Config> table = [] {
     Table<Config> s;
     auto add = [&s](const Table<Config>& more) { s.insert(s.end(), more.begin(), more.end()); };
+    s.push_back(text("target", &Config::target, "the downscaled field, one of fields (\"\" = the first); the others are predictors only"));
     s.push_back(text("device", &Config::device, "auto picks CUDA, then MPS, then CPU; cuda/cuda:N/mps fail when absent",
                      "one of auto, cpu, cuda, cuda:N, mps", valid_device));
     s.push_back(unsigned64("seed", &Config::seed, "seed of every random choice (training and sampling)"));
@@ -118,7 +124,12 @@ const schema::Table<Config>& config_table() {
                Table<PatchConfig>{boolean("static_features", &PatchConfig::static_features,
                                           "add sin lat, cos lat cos lon, cos lat sin lon to the context"),
                                   text("orography", &PatchConfig::orography,
-                                       "host variable with the surface height for the context (\"\" = none)")},
+                                       "host variable with the surface height for the context (\"\" = none)"),
+                                  integer("context_rings", &PatchConfig::context_rings, 0, 8,
+                                          "coarse context: 0 = edge neighbours; K = every coarse cell within K rings"),
+                                  choice("residual", &PatchConfig::residual,
+                                         "the model learns fine minus: mean (the coarse value) | interp (the "
+                                         "conservative interpolant of the coarse neighbourhood)")},
                "patch."));
     add(nested(&Config::buffer,
                Table<BufferConfig>{integer("capacity", &BufferConfig::capacity, 1, 100000,
@@ -133,7 +144,12 @@ const schema::Table<Config>& config_table() {
         integer("ranks", &TrainConfig::ranks, 1, 1 << 20,
                 "trainer ranks: each holds, trains on and samples its share of the patches (data-parallel)"),
         choice("placement", &TrainConfig::placement,
-               "spread: the trainer ranks evenly over the communicator; packed: next to coupling.trainer_rank")};
+               "spread: the trainer ranks evenly over the communicator; packed: next to coupling.trainer_rank"),
+        text("hold_out", &TrainConfig::hold_out,
+             "lat0,lat1,lon0,lon1: patches wholly inside are not trained on (their coarse values stay in the "
+             "context); \"\" = none",
+             "\"\" or lat0,lat1,lon0,lon1 in degrees",
+             [](const std::string& v) { return v.empty() || is_region_text(v); })};
     for (const auto& f : inherited<TrainConfig>(in_scope(trainer::train_options_table(), Scope::kConfig)))
       train.push_back(f);
     add(nested(&Config::train, train, "train."));
@@ -265,14 +281,47 @@ yaml_schema::Entry gpu_ids_entry(Config& c) {
   return e;
 }
 
-/// Every key of the config bound to `c`, in file order: `fields` first, then the table.
+/// `patch.static`: a list of host variable names (a single name is a list of one).
+yaml_schema::Entry statics_entry(Config& c) {
+  yaml_schema::Entry e;
+  e.key = "patch.static";
+  e.comment = "host variables with fine static covariates (e.g. [topography_c, fr_land]), gathered once; each adds its "
+              "normalised block mean and fine anomalies to the context";
+  e.read = [&c](const YAML::Node& n) {
+    std::vector<std::string> names;
+    auto add = [&](const YAML::Node& item) {
+      if (!item.IsScalar() || item.Scalar().empty())
+        throw BadValue("must be a list of host variable names, got " + yaml_schema::describe(item));
+      names.push_back(item.Scalar());
+    };
+    if (n.IsSequence()) {
+      for (const auto& item : n) add(item);
+    } else if (n.IsScalar() && !n.Scalar().empty()) {
+      add(n);
+    } else if (!n.IsNull() && !(n.IsScalar() && n.Scalar().empty())) {
+      throw BadValue("must be a list of host variable names, got " + yaml_schema::describe(n));
+    }
+    c.patch.statics = names;
+  };
+  e.write = [&c] {
+    YAML::Node n(YAML::NodeType::Sequence);
+    for (const auto& name : c.patch.statics) n.push_back(name);
+    n.SetStyle(YAML::EmitterStyle::Flow);
+    return n;
+  };
+  return e;
+}
+
+/// Every key of the config bound to `c`, in file order: `fields` first, then the table (with
+/// patch.static after the patch section's scalar keys, train.gpu_ids after train.placement).
 std::vector<yaml_schema::Entry> config_entries(Config& c) {
   std::vector<yaml_schema::Entry> entries{fields_entry(c)};
   for (auto& e : yaml_schema::bind(c, config_table())) {
     e.required = e.key == "grid.file";
-    const bool after = e.key == "train.placement";
+    const std::string key = e.key;
     entries.push_back(std::move(e));
-    if (after) entries.push_back(gpu_ids_entry(c));
+    if (key == "train.placement") entries.push_back(gpu_ids_entry(c));
+    if (key == "patch.residual") entries.push_back(statics_entry(c));
   }
   return entries;
 }
@@ -293,7 +342,9 @@ void validate_together(const Config& c, ErrorList& errors) {
   });
   rule({"model.arch", "grid.type"}, [&] {
     return c.model.arch == trainer::Arch::kUnet && c.grid.type != GridType::kLatLon
-               ? "model.arch unet needs square patches: set grid.type: latlon (ICON triangles use mlp)"
+               ? "model.arch unet needs square patches: set grid.type: latlon (ICON triangles use mlp or graph)"
+           : c.model.arch == trainer::Arch::kGraph && c.grid.type != GridType::kIcon
+               ? "model.arch graph needs ICON triangles: set grid.type: icon (lat-lon blocks use mlp or unet)"
                : std::string();
   });
   rule({"model.attention", "model.arch"}, [&] {
@@ -301,10 +352,27 @@ void validate_together(const Config& c, ErrorList& errors) {
                ? "model.attention is part of the unet: set model.arch: unet, or model.attention: false"
                : std::string();
   });
+  rule({"target", "fields"}, [&] {
+    if (c.target.empty() || std::find(c.fields.begin(), c.fields.end(), c.target) != c.fields.end()) return std::string();
+    std::string list;
+    for (const auto& f : c.fields) list += (list.empty() ? "" : ", ") + f;
+    return "target \"" + c.target + "\" is not one of fields (" + list + ")";
+  });
   rule({"sample.write_back", "fields"}, [&] {
-    return c.sample.write_back == c.fields.front()
-               ? "sample.write_back must name a new variable, not the input field \"" + c.fields.front() + "\""
-               : std::string();
+    for (const auto& f : c.fields)
+      if (c.sample.write_back == f)
+        return "sample.write_back must name a new variable, not the input field \"" + f + "\"";
+    return std::string();
+  });
+  rule({"patch.static", "fields", "patch.orography"}, [&] {
+    for (size_t i = 0; i < c.patch.statics.size(); ++i) {
+      const std::string& v = c.patch.statics[i];
+      if (std::find(c.patch.statics.begin(), c.patch.statics.begin() + i, v) != c.patch.statics.begin() + i)
+        return "patch.static lists \"" + v + "\" twice";
+      if (std::find(c.fields.begin(), c.fields.end(), v) != c.fields.end())
+        return "patch.static: \"" + v + "\" is one of fields; a static covariate is a field that does not change";
+    }
+    return std::string();
   });
   rule({"train.mixed_precision", "device"}, [&] {
     return c.train.bf16 && c.device == "cpu" ? "train.mixed_precision needs a CUDA device, but device is cpu"
@@ -334,6 +402,13 @@ void validate_together(const Config& c, ErrorList& errors) {
 }
 
 }  // namespace
+
+const std::string& target_field(const Config& c) { return c.target.empty() ? c.fields.front() : c.target; }
+
+int target_index(const Config& c) {
+  const auto it = std::find(c.fields.begin(), c.fields.end(), target_field(c));
+  return it == c.fields.end() ? 0 : static_cast<int>(it - c.fields.begin());
+}
 
 int entry_point_id(const std::string& name) {
   for (const auto& [n, id] : entry_points())

@@ -13,6 +13,9 @@
 namespace finecast::plugin {
 
 enum class GridType { kIcon, kLatLon };
+/// What the model's residual is taken from: each patch's coarse value (mean), or the
+/// conservative interpolant of the coarse neighbourhood (interp; docs/training.md).
+enum class Residual { kMean, kInterp };
 enum class OnError { kAbort, kDisable };
 enum class CommunicatorKind { kHost, kPlugin };
 /// Where the trainer ranks sit in the communicator: spread evenly over it (across nodes) or
@@ -22,6 +25,7 @@ enum class Placement { kSpread, kPacked };
 enum class FaultPoint { kNone, kGather, kTraining, kCheckpoint, kSampling, kOutput, kWriteBack };
 
 const schema::Names<GridType>& names(GridType);
+const schema::Names<Residual>& names(Residual);
 const schema::Names<OnError>& names(OnError);
 const schema::Names<CommunicatorKind>& names(CommunicatorKind);
 const schema::Names<Placement>& names(Placement);
@@ -54,6 +58,11 @@ struct CouplingConfig {
 struct PatchConfig {
   bool static_features = true;  ///< add sin lat, cos lat cos lon, cos lat sin lon to the context
   std::string orography;        ///< host variable with the surface height ("" = none)
+  /// Host variables with fine static covariates (surface height, land fraction), gathered once;
+  /// each adds its normalised block mean and fine anomalies to every patch's context.
+  std::vector<std::string> statics;
+  int context_rings = 0;  ///< 0: edge neighbours; K: every coarse cell within K rings (coupling/grid/context_stencil.hpp)
+  Residual residual = Residual::kMean;
 };
 
 struct BufferConfig {
@@ -64,6 +73,10 @@ struct BufferConfig {
 /// (trainer::TrainOptions; `threads` 0 = cores / ranks on this node, at least 1).
 struct TrainConfig : trainer::TrainOptions {
   bool async = true;   ///< train on a background thread of the trainer rank
+  /// "lat0,lat1,lon0,lon1": patches wholly inside (every fine cell centre, in the grid's own
+  /// coordinates) are never trained on, though their coarse values stay in their neighbours'
+  /// context and they are sampled ("" = none).
+  std::string hold_out;
   int every = 48;      ///< coupling steps between training sessions
   int min_steps = 48;  ///< buffer fill (steps) before the first session
   int epochs = 1;
@@ -103,7 +116,8 @@ struct TestingConfig {
 
 struct Config {
   std::string source;               ///< file the config came from (for messages)
-  std::vector<std::string> fields;  ///< required: host variables; the first is downscaled
+  std::vector<std::string> fields;  ///< required: host variables, every one a coarse predictor
+  std::string target;               ///< the downscaled field, one of `fields` ("" = the first)
   std::vector<int> field_levels;    ///< per field: level of a 3-D variable (1 = model top), 0 = 2-D
   std::string device = "auto";      ///< auto | cpu | cuda | cuda:N | mps
   uint64_t seed = 42;
@@ -119,6 +133,11 @@ struct Config {
   CheckpointConfig checkpoint;
   TestingConfig testing;
 };
+
+/// The downscaled field: `target`, or the first of `fields`.
+const std::string& target_field(const Config& config);
+/// Its index in `fields`.
+int target_index(const Config& config);
 
 /// Splits a plugin options string ("CONFIG.yaml key.path=value ...") into words at blanks, as a
 /// shell would: single or double quotes keep blanks inside a word and are removed

@@ -19,8 +19,19 @@ mkdir -p "$out"
 echo "[demo] running: mpiexec -n 4 --oversubscribe $build_dir/bin/finecast-host configs/demo_host.yaml"
 mpiexec -n 4 --oversubscribe "$build_dir/bin/finecast-host" configs/demo_host.yaml "$@" 2>&1 | tee "$out/run.log"
 
+# Scores of the last sampling against the interpolation baselines and regression_cons (the host's
+# surface height and land fraction as covariates, fitted on the run's own sampled steps of the
+# host's field, so the regression is scored partly on what it was fitted on: a strong baseline).
+echo "[demo] scoring the last sampling against the baselines (finecast-eval)"
+"$build_dir/bin/finecast-host" configs/demo_host.yaml --write-orography "$out/surface.nc" > "$out/surface.log" 2>&1
+last=$(/usr/bin/python3 -c "import netCDF4; print(len(netCDF4.Dataset('$out/finecast_ts.nc').dimensions['time']) - 1)")
+"$build_dir/bin/finecast-eval" --pred "$out/finecast_ts.nc" --var ts --time "$last" \
+  --static "$out/surface.nc:topography_c" --static "$out/surface.nc:fr_land" --fit-on "$out/finecast_ts.nc" \
+  --json "$out/eval.json" --baselines-out "$out/baselines.nc" > "$out/eval.txt"
+
 echo "[demo] drawing the figure"
-/usr/bin/python3 scripts/plot_demo.py --input "$out/finecast_ts.nc" --output "$out/finecast_ts.png"
+/usr/bin/python3 scripts/plot_demo.py --input "$out/finecast_ts.nc" --output "$out/finecast_ts.png" \
+  --baselines "$out/baselines.nc" --eval "$out/eval.json"
 
 latest="$(ls -1 "$out"/checkpoints/ckpt_*.h5 2>/dev/null | tail -n 1 || true)"
 cat <<MSG
@@ -30,4 +41,8 @@ cat <<MSG
   latest checkpoint (HDF5):   ${latest:+$here/}${latest:-none written}
   figure (PNG):               $here/$out/finecast_ts.png
   log:                        $here/$out/run.log
+  scores (finecast-eval):     $here/$out/eval.txt
+
+[demo] the last sampling, area-weighted over the R2B4 cells (regression_cons fitted on the run's sampled steps):
 MSG
+/usr/bin/python3 scripts/eval_summary.py --json "$out/eval.json" --prefix "[demo]"

@@ -6,7 +6,9 @@ finecast-replay and finecast-downscale take whole files, so the held-out splits 
 docs/evaluation.md (longitude bands of etopo5, month ranges of tas) are cut out here into a
 git-ignored folder (out/eval/...). The copy holds only the chosen field, its lat/lon
 coordinates (CF names and units) and, when the source has one, its time axis; values are copied
-bit for bit, missing values stay missing (_FillValue of the source).
+bit for bit, missing values stay missing (_FillValue of the source). A rotated-pole field keeps
+its rotated coordinates (names and attributes as in the source) and its grid mapping; a
+dimension of length 1 between time and the grid (e.g. height) is dropped.
 """
 import argparse
 import sys
@@ -25,6 +27,8 @@ def parse_args(argv):
                         "LON0 > LON1 crosses 0). Default: all")
     p.add_argument("--rows", nargs=2, type=int, metavar=("R0", "R1"),
                    help="keep rows R0 <= row < R1 (0-based, file order). Default: all")
+    p.add_argument("--cols", nargs=2, type=int, metavar=("C0", "C1"),
+                   help="keep columns C0 <= column < C1 (0-based, file order; not with --lon)")
     p.add_argument("--time", nargs=2, type=int, metavar=("T0", "T1"),
                    help="keep steps T0 <= step < T1 (0-based). Default: all")
     return p.parse_args(argv)
@@ -42,8 +46,15 @@ def main(argv):
         fail(f"{a.input} has no variable '{a.var}'")
     v = src.variables[a.var]
     dims = v.dimensions
-    if len(dims) not in (2, 3):
-        fail(f"{a.input}:{a.var} has dims {dims}; expected [time,] lat, lon")
+    # Dimensions of length 1 between time and the grid (height) are dropped.
+    squeeze = [i for i, d in enumerate(dims[:-2]) if i > 0 and v.shape[i] == 1]
+    if len(dims) == 4 and len(squeeze) == 1:
+        dims = (dims[0],) + dims[2:]
+    elif len(dims) not in (2, 3):
+        fail(f"{a.input}:{a.var} has dims {dims}; expected [time,] [1,] lat, lon")
+    mapping = v.getncattr("grid_mapping") if "grid_mapping" in v.ncattrs() else ""
+    rotated = bool(mapping) and mapping in src.variables and \
+        src.variables[mapping].getncattr("grid_mapping_name") == "rotated_latitude_longitude"
     ydim, xdim = dims[-2], dims[-1]
     if ydim not in src.variables or xdim not in src.variables:
         fail(f"{a.input}: coordinate variables '{ydim}' / '{xdim}' are missing")
@@ -58,6 +69,12 @@ def main(argv):
         cols = np.nonzero(keep)[0]
         if l0 > l1:  # crossing 0: the columns from LON0 come first
             cols = np.concatenate([cols[lm[cols] >= l0], cols[lm[cols] < l1]])
+    if a.cols:
+        if a.lon:
+            fail("give --lon or --cols, not both")
+        cols = np.arange(a.cols[0], a.cols[1])
+        if cols.size == 0 or cols[0] < 0 or cols[-1] >= lon.size:
+            fail(f"--cols {a.cols} is outside the {lon.size} columns of {a.input}")
     rows = np.arange(lat.size) if not a.rows else np.arange(a.rows[0], a.rows[1])
     if cols.size == 0 or rows.size == 0 or rows[-1] >= lat.size or rows[0] < 0:
         fail(f"empty or out-of-range selection: {rows.size} rows, {cols.size} columns "
@@ -79,13 +96,23 @@ def main(argv):
     out.setncattr("source", a.input)
     if has_time:
         out.createDimension("time", None)
-    out.createDimension("lat", rows.size)
-    out.createDimension("lon", cols.size)
-    la = out.createVariable("lat", "f8", ("lat",))
-    la.units, la.standard_name, la.axis = "degrees_north", "latitude", "Y"
+    yname, xname = (ydim, xdim) if rotated else ("lat", "lon")
+    out.createDimension(yname, rows.size)
+    out.createDimension(xname, cols.size)
+    la = out.createVariable(yname, "f8", (yname,))
+    lo = out.createVariable(xname, "f8", (xname,))
+    if rotated:  # the source's rotated coordinates and its grid mapping, as they are
+        for var_out, name in ((la, ydim), (lo, xdim)):
+            for att in src.variables[name].ncattrs():
+                if att not in ("_FillValue", "bounds"):
+                    var_out.setncattr(att, src.variables[name].getncattr(att))
+        gm = out.createVariable(mapping, "c")
+        for att in src.variables[mapping].ncattrs():
+            gm.setncattr(att, src.variables[mapping].getncattr(att))
+    else:
+        la.units, la.standard_name, la.axis = "degrees_north", "latitude", "Y"
+        lo.units, lo.standard_name, lo.axis = "degrees_east", "longitude", "X"
     la[:] = lat[rows]
-    lo = out.createVariable("lon", "f8", ("lon",))
-    lo.units, lo.standard_name, lo.axis = "degrees_east", "longitude", "X"
     lo[:] = lon[cols]
     if has_time:
         tdim = dims[0]
@@ -99,15 +126,20 @@ def main(argv):
         else:
             t[:] = steps
     fill = v.getncattr("_FillValue") if "_FillValue" in v.ncattrs() else None
-    ov = out.createVariable(a.var, v.dtype, (("time",) if has_time else ()) + ("lat", "lon"),
+    ov = out.createVariable(a.var, v.dtype, (("time",) if has_time else ()) + (yname, xname),
                             fill_value=fill, zlib=True, complevel=1)
     for att in v.ncattrs():
-        if att not in ("_FillValue",):
+        if att not in ("_FillValue", "coordinates"):
             ov.setncattr(att, v.getncattr(att))
     r0, r1 = rows[0], rows[-1] + 1
+
+    def step_slice(t):
+        x = np.asarray(v[t, 0, r0:r1, :] if len(v.dimensions) == 4 else v[t, r0:r1, :])
+        return x[:, cols]
+
     if has_time:
         for i, s in enumerate(steps):
-            ov[i] = np.asarray(v[s, r0:r1, :])[:, cols]
+            ov[i] = step_slice(s)
     else:
         ov[:] = np.asarray(v[r0:r1, :])[:, cols]
     out.close()

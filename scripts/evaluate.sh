@@ -23,6 +23,17 @@ CASE:
            score on lon 0..180. val: train on lon -180..-60, score on -60..0 (for tuning).
   tas      monthly near-surface temperature 2005 (libncarg-data), 8 x 8 blocks. test: train on
            Jan..Sep, score on Oct..Dec. val: train on Jan..Jun, score on Jul..Sep (for tuning).
+  eur11    EURO-CORDEX EUR-11 January tas (libncarg-data, rotated pole, cut to 400 x 416), 16 x 16
+           blocks, surface height and land fraction as static covariates. test: train on the
+           western half (rotated lon < -5.52), score the eastern half. val: the western half
+           only, train on its western 8 block columns, score its eastern 5.
+  icon     ICON ts of atm_phy_mag0004_1985.nc, R2B4 -> R2B0 (80 patches of 256 cells), the surface
+           height and land fraction finecast-host averages onto the cells as covariates. test:
+           hold out the 18 R2B0 cells wholly inside lat 0..90, lon -180..0. val: the 13 inside
+           lon 30..150 (the training then sees the test box: for tuning only).
+  Spatial cases (eur11, icon) replay the whole field with --hold-out: the held-out patches are
+  never trained on, their coarse values stay in their neighbours' context, and finecast-eval
+  scores them only (--hold-out), with regression_cons fitted on the rest.
 
 Options:
   --split test|val   which split (default: test). Tune on val; test is scored once.
@@ -35,6 +46,7 @@ Options:
   --threads N        torch threads of finecast-downscale (default: the number of cores)
   --set KEY=VALUE    plugin config override for the replay (repeatable), e.g. train.epochs=5
   --skip-train       reuse the checkpoints already in the output folder
+  --only-eval        reuse the checkpoints and the downscaled ensemble: score and plot only
   --out DIR          output folder (default: out/eval/<CASE>[_val])
   -h, --help         this help
 EOF
@@ -45,7 +57,7 @@ die() { echo "evaluate.sh: error: $*" >&2; exit 2; }
 [[ $# -ge 1 ]] || { usage >&2; exit 2; }
 case "$1" in -h|--help) usage; exit 0 ;; esac
 CASE=$1; shift
-SPLIT=test BUILD=build RANKS=1 MEMBERS="" SAMPLER="" STEPS=10 ETA=0 THREADS=$(nproc) SKIP_TRAIN=0 OUT=""
+SPLIT=test BUILD=build RANKS=1 MEMBERS="" SAMPLER="" STEPS=10 ETA=0 THREADS=$(nproc) SKIP_TRAIN=0 ONLY_EVAL=0 OUT=""
 SETS=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -59,6 +71,7 @@ while [[ $# -gt 0 ]]; do
     --threads) THREADS=${2:?--threads needs a value}; shift 2 ;;
     --set) SETS+=(--set "${2:?--set needs KEY=VALUE}"); shift 2 ;;
     --skip-train) SKIP_TRAIN=1; shift ;;
+    --only-eval) SKIP_TRAIN=1; ONLY_EVAL=1; shift ;;
     --out) OUT=${2:?--out needs a value}; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
@@ -71,6 +84,8 @@ cd "$ROOT"
 PY=/usr/bin/python3
 ETOPO=/usr/share/ferret-vis/data/etopo5.cdf
 TAS=/usr/share/ncarg/data/nug/tas_rectilinear_grid_2D.nc
+NUG=/usr/share/ncarg/data/nug
+HOLD="" STATICS=() TRAIN_HOLD=""
 
 case "$CASE" in
   etopo5)
@@ -86,7 +101,20 @@ case "$CASE" in
     else TRAIN_CUT=(--time 0 6); TEST_CUT=(--time 6 9)
       # six training months instead of nine: buffer them all, train once when they are in
       SPLIT_SETS=(--set buffer.capacity=6 --set train.every=6 --set train.min_steps=6); fi ;;
-  *) die "unknown case '$CASE' (etopo5 or tas)" ;;
+  eur11)
+    # One field: a spatial split of the same file. DDPM over all 50 steps keeps the fine scales.
+    VAR=tas BLOCK=16 SRC=$NUG/tas_rotated_grid_EUR11.nc DEFAULT_SAMPLER=ddpm DEFAULT_MEMBERS=16
+    STATICS=(--static "$NUG/HSURF_regional_model_0.11deg.nc:HSURF" --static "$NUG/FR-LAND_regional_model_0.11deg.nc:FR_LAND")
+    if [[ $SPLIT == test ]]; then DATA_CUT=(--rows 0 400 --cols 0 416); HOLD=-90,90,-5.52,20
+    else DATA_CUT=(--rows 0 400 --cols 0 208); HOLD=-90,90,-14.30,20; fi
+    TRAIN_HOLD=$HOLD SPLIT_SETS=() ;;
+  icon)
+    VAR=ts BLOCK=0 SRC=$NUG/atm_phy_mag0004_1985.nc DEFAULT_SAMPLER=ddpm DEFAULT_MEMBERS=16
+    ICON_GRID=$NUG/triangular_grid_ICON.nc
+    # The plugin holds out one box, so a val run trains on the test box: val is for tuning only.
+    if [[ $SPLIT == test ]]; then HOLD=0,90,-180,0; else HOLD=-90,90,30,150; fi
+    TRAIN_HOLD=$HOLD SPLIT_SETS=() ;;
+  *) die "unknown case '$CASE' (etopo5, tas, eur11 or icon)" ;;
 esac
 [[ -r $SRC ]] || die "input $SRC is missing (install the Debian package named in docs/evaluation.md)"
 for exe in "$BUILD/bin/finecast-replay" "$BUILD/bin/finecast-downscale" "$BUILD/bin/finecast-eval"; do
@@ -103,9 +131,21 @@ log "case $CASE, split $SPLIT, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 log "machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')), $(free -g | awk '/Mem:/{print $2}') GiB"
 log "load before: $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min; other jobs share these cores)"
 
-# 1. the split
-$PY scripts/eval_crop.py --input "$SRC" --var "$VAR" --output "$OUT/data/train.nc" "${TRAIN_CUT[@]}" | tee -a "$SUMMARY"
-$PY scripts/eval_crop.py --input "$SRC" --var "$VAR" --output "$OUT/data/test.nc" "${TEST_CUT[@]}" | tee -a "$SUMMARY"
+# 1. the split (spatial cases: one data file, and the covariates)
+if [[ -n $HOLD ]]; then
+  if [[ $CASE == eur11 ]]; then
+    $PY scripts/eval_crop.py --input "$SRC" --var "$VAR" --output "$OUT/data/data.nc" "${DATA_CUT[@]}" | tee -a "$SUMMARY"
+  else
+    cp "$SRC" "$OUT/data/data.nc"
+    # the surface fields finecast-host would hand a plugin: etopo5 averaged onto the R2B4 cells
+    sed -e "s#^steps:.*#steps: 1#" configs/demo_host.yaml > "$OUT/host.yaml"
+    "$BUILD/bin/finecast-host" "$OUT/host.yaml" --write-orography "$OUT/data/surface.nc" | tee -a "$SUMMARY"
+    STATICS=(--static "$OUT/data/surface.nc:topography_c" --static "$OUT/data/surface.nc:fr_land")
+  fi
+else
+  $PY scripts/eval_crop.py --input "$SRC" --var "$VAR" --output "$OUT/data/train.nc" "${TRAIN_CUT[@]}" | tee -a "$SUMMARY"
+  $PY scripts/eval_crop.py --input "$SRC" --var "$VAR" --output "$OUT/data/test.nc" "${TEST_CUT[@]}" | tee -a "$SUMMARY"
+fi
 
 # 2. the committed configs, with their paths pointed at this output folder and build
 sed -e "s#out/eval/$CASE/#$OUT/#g" -e "s#build/lib/libfinecast_comin.so#$BUILD/lib/libfinecast_comin.so#" \
@@ -116,6 +156,7 @@ sed -e "s#out/eval/$CASE/#$OUT/#g" "configs/eval_${CASE}_plugin.yaml" > "$OUT/pl
 if [[ $SKIP_TRAIN == 0 ]]; then
   rm -rf "$OUT/checkpoints"
   REPLAY=("$BUILD/bin/finecast-replay" --config "$OUT/run.yaml" --progress lines "${SPLIT_SETS[@]}" "${SETS[@]}")
+  if [[ -n $TRAIN_HOLD ]]; then REPLAY+=(--hold-out "$TRAIN_HOLD"); fi
   if [[ $RANKS -gt 1 ]]; then
     REPLAY=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpiexec -n "$RANKS" --oversubscribe "${REPLAY[@]}")
   fi
@@ -127,21 +168,38 @@ if [[ $SKIP_TRAIN == 0 ]]; then
   log "training epochs: $(grep -c 'Epoch [0-9]*/' "$OUT/replay.log" || true), sum of epoch times: $(grep -o '[0-9.]* s)$' "$OUT/replay.log" | tr -d ' s)' | paste -sd+ | bc) s"
 fi
 
-# 4. the ensemble on the held-out data (finecast-downscale coarsens the fine field first)
-DOWN=("$BUILD/bin/finecast-downscale" --checkpoint "$OUT/checkpoints" --input "$OUT/data/test.nc" --var "$VAR"
-      --output "$OUT/downscaled.nc" --members "${MEMBERS:-$DEFAULT_MEMBERS}" --device cpu
+# 4. the ensemble on the held-out data (finecast-downscale coarsens the fine field first); the
+#    spatial cases downscale the whole field (the held-out patches see their true neighbours)
+TEST=$OUT/data/test.nc
+if [[ -n $HOLD ]]; then TEST=$OUT/data/data.nc; fi
+GRID_ARGS=()
+if [[ $CASE == icon ]]; then GRID_ARGS=(--grid "$ICON_GRID"); fi
+DOWN=("$BUILD/bin/finecast-downscale" --checkpoint "$OUT/checkpoints" --input "$TEST" --var "$VAR" "${GRID_ARGS[@]}"
+      "${STATICS[@]}" --output "$OUT/downscaled.nc" --members "${MEMBERS:-$DEFAULT_MEMBERS}" --device cpu
       --sampler "${SAMPLER:-$DEFAULT_SAMPLER}" --steps "$STEPS" --eta "$ETA" --threads "$THREADS" --seed 42)
-log "downscale: ${DOWN[*]}"
-t0=$(date +%s.%N)
-"${DOWN[@]}" 2>&1 | tee "$OUT/downscale.log"
-t1=$(date +%s.%N)
-log "downscale wall time: $(echo "$t1 - $t0" | bc) s"
+if [[ $ONLY_EVAL == 0 ]]; then
+  log "downscale: ${DOWN[*]}"
+  t0=$(date +%s.%N)
+  "${DOWN[@]}" 2>&1 | tee "$OUT/downscale.log"
+  t1=$(date +%s.%N)
+  log "downscale wall time: $(echo "$t1 - $t0" | bc) s"
+fi
 
-# 5. scores
-EVAL=("$BUILD/bin/finecast-eval" --truth "$OUT/data/test.nc" --pred "$OUT/downscaled.nc" --var "$VAR"
-      --block "$BLOCK" --json "$OUT/eval.json" --csv "$OUT/eval.csv")
+# 5. scores (spatial cases: the held-out patches, regression_cons fitted on the others)
+EVAL=("$BUILD/bin/finecast-eval" --truth "$TEST" --pred "$OUT/downscaled.nc" --var "$VAR"
+      --json "$OUT/eval.json" --csv "$OUT/eval.csv")
+if [[ $BLOCK -gt 0 ]]; then EVAL+=(--block "$BLOCK"); else EVAL+=("${GRID_ARGS[@]}" --coarse-level 0); fi
+if [[ -n $HOLD ]]; then
+  EVAL+=("${STATICS[@]}" --hold-out "$HOLD" --regression-out "$OUT/regression.json" --baselines-out "$OUT/baselines.nc")
+fi
 log "eval: ${EVAL[*]}"
 "${EVAL[@]}" 2>&1 | tee "$OUT/eval.txt"
+
+# the quality bars of issue 15 (docs/evaluation.md); EUR-11 also against 0.9 x regression_cons
+BARS=("$PY" scripts/eval_summary.py --json "$OUT/eval.json")
+if [[ $CASE == eur11 ]]; then BARS+=(--factor 0.9 --against regression_cons); fi
+log "bars: ${BARS[*]}"
+"${BARS[@]}" 2>&1 | tee -a "$SUMMARY"
 
 # 6. figures
 PLOT=("$PY" scripts/plot_eval.py --json "$OUT/eval.json" --out "$OUT/figures/$CASE")

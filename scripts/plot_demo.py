@@ -17,6 +17,10 @@ cell areas from the ICON corners, cos(latitude) on lat-lon grids):
   empirical-distribution formula of finecast-eval) against that of the coarse input, which for a
   single value is its absolute error.
 
+With --baselines FILE (finecast-eval --baselines-out of the same output, last scored step) and
+--eval JSON (its report), a panel shows the baseline with the lowest RMSE on the same colour
+scale as the truth and the members, and the title adds its scores.
+
 Uses Debian's python3-matplotlib and python3-netcdf4:
     /usr/bin/python3 scripts/plot_demo.py --input out/demo/finecast_ts.nc --output out/demo/finecast_ts.png
 """
@@ -167,6 +171,9 @@ def main():
     parser.add_argument("--time", default="-1",
                         help="step to draw: an index (negative from the end; default -1, the last) or an ISO 8601 date")
     parser.add_argument("--member", type=int, default=0, help="member drawn in the 'one member' panel (default 0)")
+    parser.add_argument("--baselines", default=None,
+                        help="finecast-eval --baselines-out file of this output: draw the best baseline")
+    parser.add_argument("--eval", default=None, help="finecast-eval --json report of this output (which baseline is best)")
     parser.add_argument("--orography", default=DEFAULT_OROGRAPHY,
                         help="FILE:VAR, a lon-lat relief (m) whose 0 m contour is drawn as the coastline "
                              f"(default {DEFAULT_OROGRAPHY}, finecast-host's); 'none' for no outline")
@@ -218,11 +225,25 @@ def main():
     else:
         print(f"plot_demo: {args.input} has no {var}_host (truth) or {var}_coarse: no scores")
 
+    best = None  # (name, field, rmse, mae) of the baseline with the lowest RMSE
+    if args.baselines and args.eval:
+        import json
+        with open(args.eval) as f:
+            rows = [r for r in json.load(f)["predictions"] if r["name"] != "model"]
+        row = min(rows, key=lambda r: r["rmse"])
+        with netCDF4.Dataset(args.baselines) as b:
+            if row["name"] not in b.variables:
+                fail(f"--baselines {args.baselines} has no variable {row['name']} (written by another finecast-eval run?)")
+            best = (row["name"], np.asarray(b.variables[row["name"]][:], dtype=np.float64).reshape(members.shape[1:]),
+                    row["rmse"], row["mae"])
+
     panels = []  # (title, data, kind)
     if truth is not None:
         panels.append(("host model, fine (truth)", truth, "field"))
     panels.append((f"one sampled member (#{args.member})", members[args.member], "field"))
     panels.append((f"ensemble mean ({members.shape[0]} members)", mean, "field"))
+    if best is not None:
+        panels.append((f"best baseline: {best[0]} (RMSE {best[2]:.3g} {units})", best[1], "field"))
     if coarse is not None:
         panels.append(("coarse input (finecast's condition)", coarse, "field"))
     if truth is not None:
@@ -243,9 +264,9 @@ def main():
     labels = {"field": f"{name} ({units})", "error": f"error ({units})", "spread": f"spread ({units})"}
 
     outline = None if args.orography == "none" else land_outline(args.orography)
-    ncols = 3
+    ncols = 4 if len(panels) > 6 else 3
     nrows = (len(panels) + ncols - 1) // ncols
-    fig, axes = plt.subplots(nrows, ncols, figsize=(17, 4.6 * nrows + 0.6), constrained_layout=True, squeeze=False)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(5.7 * ncols, 4.6 * nrows + 0.6), constrained_layout=True, squeeze=False)
     for ax, (title, data, kind) in zip(axes.flat, panels):
         kw = dict(cmap=cmaps[kind], norm=norms[kind])
         if unstructured:
@@ -277,6 +298,8 @@ def main():
     if score is not None:
         title += (f"\nensemble-mean RMSE {score['rmse_mean']:.3g} {units} (coarse input {score['rmse_coarse']:.3g} {units}), "
                   f"CRPS {score['crps']:.3g} {units} (coarse input {score['crps_coarse']:.3g} {units}); area-weighted")
+    if best is not None:
+        title += f"; best baseline {best[0]}: RMSE {best[2]:.3g} {units}, MAE (its CRPS) {best[3]:.3g} {units}"
     fig.suptitle(title)
     fig.savefig(args.output, dpi=110)
     print(f"plot_demo: wrote {args.output}")

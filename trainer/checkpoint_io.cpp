@@ -29,6 +29,7 @@ void write_validation(h5::File& f, const ValidationRecord& v) {
   f.set_attr("validation", "lr_scale", v.lr_scale);
   f.set_attr("validation", "stopped", static_cast<int64_t>(v.stopped));
   f.set_attr("validation", "sessions", v.sessions);
+  f.set_attr("validation", "budget_used", v.budget_used);
 }
 
 ValidationRecord read_validation(const h5::File& f) {
@@ -42,6 +43,7 @@ ValidationRecord read_validation(const h5::File& f) {
   v.lr_scale = f.attr_double(g, "lr_scale");
   v.stopped = f.attr_int(g, "stopped") != 0;
   v.sessions = f.attr_int(g, "sessions");
+  if (f.has_attr(g, "budget_used")) v.budget_used = f.attr_double(g, "budget_used");  // newer files
   return v;
 }
 

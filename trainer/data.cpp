@@ -26,8 +26,10 @@ NormApplied derive_normalisation(const NormSums& sums, int64_t C, const torch::D
   a.context_mean = torch::tensor(mean, torch::kFloat32).to(device);
   a.context_std = torch::tensor(sd, torch::kFloat32).to(device);
   if (sums.residual_count > 0) {
+    // Data whose residual is zero (a field its base already reproduces: nothing to add) keeps a
+    // vanishing scale, so that samples add nothing either; before any data the scale is 1.
     const double s = std::sqrt(sums.residual_sumsq / sums.residual_count);
-    a.residual_std = s > 1e-12 ? s : 1.0;
+    a.residual_std = std::max(s, 1e-12);
   }
   return a;
 }

@@ -75,6 +75,13 @@ double learning_rate(const TrainOptions& o, int64_t step) {
   return o.lr * (o.min_lr_ratio + (1.0 - o.min_lr_ratio) * cosine);
 }
 
+double learning_rate(const TrainOptions& o, int64_t step, double budget_fraction) {
+  if (budget_fraction < 0.0 || (o.warmup_steps > 0 && step < o.warmup_steps)) return learning_rate(o, step);
+  const double progress = std::min(1.0, budget_fraction);
+  const double cosine = 0.5 * (1.0 + std::cos(M_PI * progress));
+  return o.lr * (o.min_lr_ratio + (1.0 - o.min_lr_ratio) * cosine);
+}
+
 torch::Tensor remove_mean(const torch::Tensor& x, const torch::Tensor& w) {
   if (!w.defined()) return x - x.mean(1, true);
   return x - (x * w).sum(1, true);

@@ -33,6 +33,9 @@ Schedule make_schedule(NoiseSchedule kind, int64_t steps, const torch::Device& d
 /// Learning rate at optimizer step `step` (0-based): linear warm-up to lr, then cosine decay to
 /// lr * min_lr_ratio over decay_steps, constant after.
 double learning_rate(const TrainOptions& o, int64_t step);
+/// With a time budget: the warm-up by steps, then the cosine decay over the fraction of the
+/// budget used (`budget_fraction` in [0, 1]; negative = no budget: learning_rate(o, step)).
+double learning_rate(const TrainOptions& o, int64_t step, double budget_fraction);
 
 /// x minus its weighted row mean (w [B,P] rows summing to 1, or undefined = uniform).
 torch::Tensor remove_mean(const torch::Tensor& x, const torch::Tensor& w);

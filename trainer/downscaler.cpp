@@ -140,6 +140,11 @@ double Downscaler::learning_rate(int64_t step) const {
   return diffusion::learning_rate(impl_->to, step) * impl_->validation.lr_scale;
 }
 
+double Downscaler::Impl::current_lr() const {
+  const double fraction = budget_active ? budget_used() / to.max_seconds : -1.0;
+  return diffusion::learning_rate(to, step, fraction) * validation.lr_scale;
+}
+
 std::string Downscaler::training_path() const {
   const auto& im = *impl_;
   if (im.fused_mlp) return "fused-cpu";

@@ -44,6 +44,7 @@ struct EpochStats {
   double seconds = 0;      ///< wall time of the epoch
   int64_t step = 0;        ///< optimizer steps taken so far (all sessions)
   int64_t oom_backoffs = 0;  ///< out-of-memory back-offs (micro-batch halved) in this epoch
+  bool budget_spent = false;  ///< train.max_seconds ran out during this epoch (it ended early)
 };
 
 /// What one train_session did (one line per session in the log).
@@ -62,6 +63,8 @@ struct SessionStats {
   int64_t sessions_without_improvement = 0;
   double lr_scale = 1.0;           ///< plateau reductions so far (product of plateau_factor)
   bool stopped = false;            ///< early stopping: later sessions do not train
+  bool budget_spent = false;       ///< train.max_seconds ran out in this session
+  double budget_used = 0;          ///< seconds of the budget used so far (this session, or the run)
   int64_t micro_batch = 0, accumulate = 1;  ///< after any out-of-memory back-off
   int train_threads = 0;           ///< intra-op threads used (0 = not set by the trainer)
   double seconds = 0;
@@ -76,6 +79,7 @@ struct ValidationRecord {
   double lr_scale = 1.0;
   bool stopped = false;
   int64_t sessions = 0;                     ///< sessions run through train_session
+  double budget_used = 0;                   ///< training seconds counted against max_seconds (budget: run)
 };
 
 /// The conditional diffusion downscaler (pimpl; move-only). One thread trains; any number of

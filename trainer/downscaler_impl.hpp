@@ -4,6 +4,7 @@
 
 #include <torch/torch.h>
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -66,6 +67,19 @@ struct Downscaler::Impl {
   ValidationRecord validation;
   std::optional<TrainState> best;  ///< keep_best: the state at the best validation score
   int train_threads = 0;           ///< intra-op threads chosen for training (0 = not set)
+  /// train.max_seconds: when the running session's training began, and the budget used before it
+  /// (the run's, with budget: run). Inactive when to.max_seconds == 0.
+  std::chrono::steady_clock::time_point budget_start{};
+  double budget_before = 0.0;
+  bool budget_active = false;
+  /// Seconds of the budget used so far (0 without a budget).
+  double budget_used() const {
+    return budget_active ? budget_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - budget_start).count()
+                         : 0.0;
+  }
+  /// The learning rate of the next optimizer step (warm-up, decay by steps or over the budget,
+  /// plateau reductions).
+  double current_lr() const;
 
   /// Network with the EMA weights for validation (autograd path), parameters views of eval_flat.
   std::shared_ptr<models::Denoiser> eval_net;

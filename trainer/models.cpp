@@ -2,6 +2,7 @@
 // Denoiser networks: MLP (the reference model) and a small conditional U-Net for k x k blocks.
 #include "trainer/models.hpp"
 
+#include <array>
 #include <cmath>
 #include <map>
 #include <stdexcept>
@@ -35,6 +36,64 @@ void validate(const ModelOptions& o) {
     if (k * k != o.patch_size || k % 2 != 0 || k < 4)
       bad("patch_size", "the unet needs a square k*k patch with k even and >= 4, got " + std::to_string(o.patch_size));
   }
+  if (o.arch == Arch::kGraph && lattice_side(o.patch_size) < 4)
+    bad("patch_size", "the graph denoiser needs a triangle of r*r cells with r a power of 2 and >= 4 (an ICON "
+                      "patch at least two levels finer than its coarse cell), got " + std::to_string(o.patch_size));
+  if (o.static_channels * o.patch_size > o.context_size)
+    bad("static_channels", std::to_string(o.static_channels) + " fine fields of " + std::to_string(o.patch_size) +
+                               " values do not fit a context of " + std::to_string(o.context_size));
+}
+
+int64_t lattice_side(int64_t patch_size) {
+  int64_t r = 1;
+  while (r * r < patch_size) r *= 2;
+  return r * r == patch_size ? r : 0;
+}
+
+TriangleLattice triangle_lattice(int64_t r) {
+  // Slot of (i, j, down) in the canonical order of docs/grids.md.
+  auto slot = [r](int64_t i, int64_t j, bool down) { return 2 * r * i - i * i + 2 * j + (down ? 1 : 0); };
+  TriangleLattice L;
+  L.side = r;
+  const int64_t P = r * r;
+  L.neighbours.assign(static_cast<size_t>(P * 3), P);
+  L.parent.assign(static_cast<size_t>(P), -1);
+  L.down.assign(static_cast<size_t>(P), 0);
+  for (int64_t i = 0; i < r; ++i)
+    for (int64_t j = 0; i + j < r; ++j)
+      for (int d = 0; d < 2; ++d) {
+        if (d == 1 && i + j > r - 2) continue;
+        const int64_t s = slot(i, j, d == 1);
+        int64_t* nb = &L.neighbours[static_cast<size_t>(s * 3)];
+        // One neighbour across each edge direction: the beta-constant, gamma-constant and
+        // beta+gamma-constant edge, in that order (P = none: outside the patch).
+        if (d == 0) {
+          if (i >= 1) nb[0] = slot(i - 1, j, true);
+          if (j >= 1) nb[1] = slot(i, j - 1, true);
+          if (i + j <= r - 2) nb[2] = slot(i, j, true);
+        } else {
+          nb[0] = slot(i + 1, j, false);
+          nb[1] = slot(i, j + 1, false);
+          nb[2] = slot(i, j, false);
+        }
+        L.down[static_cast<size_t>(s)] = static_cast<uint8_t>(d);
+        if (r >= 2) {
+          // The parent in the lattice of side r/2: upward children with both coordinates odd and
+          // downward ones with either odd lie in a downward parent.
+          const bool parent_down = d == 0 ? (i % 2 == 1 && j % 2 == 1) : (i % 2 == 1 || j % 2 == 1);
+          const int64_t h = r / 2, I = i / 2, J = j / 2;
+          L.parent[static_cast<size_t>(s)] = 2 * h * I - I * I + 2 * J + (parent_down ? 1 : 0);
+        }
+      }
+  return L;
+}
+
+SplitContext split_context(const torch::Tensor& context, int64_t static_channels, int64_t patch_size) {
+  SplitContext s;
+  const int64_t fine = static_channels * patch_size, head = context.size(1) - fine;
+  s.head = context.narrow(1, 0, head);
+  if (static_channels > 0) s.fields = context.narrow(1, head, fine).reshape({context.size(0), static_channels, patch_size});
+  return s;
 }
 
 torch::Tensor activation(const torch::Tensor& x, Activation act) {
@@ -131,9 +190,10 @@ class UNetDenoiser : public Denoiser {
         k_(static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(o.patch_size))))) {
     table_ = register_buffer("step_table", table_);
     const int64_t c = o.unet_channels, cond = 4 * c;
-    cond1_ = register_module("cond1", nn::Linear(o.context_size + o.time_embedding, cond));
+    channels_ = o.static_channels;
+    cond1_ = register_module("cond1", nn::Linear(o.context_size - channels_ * o.patch_size + o.time_embedding, cond));
     cond2_ = register_module("cond2", nn::Linear(cond, cond));
-    in_ = register_module("conv_in", nn::Conv2d(nn::Conv2dOptions(1, c, 3).padding(1)));
+    in_ = register_module("conv_in", nn::Conv2d(nn::Conv2dOptions(1 + channels_, c, 3).padding(1)));
     const auto& a = o.activation;
     down1_ = register_module("down1", CondBlock(c, c, cond, a));
     downsample_ = register_module("downsample", nn::Conv2d(nn::Conv2dOptions(c, 2 * c, 3).stride(2).padding(1)));
@@ -149,9 +209,13 @@ class UNetDenoiser : public Denoiser {
 
   torch::Tensor forward(const torch::Tensor& x_t, const torch::Tensor& context, const torch::Tensor& t) override {
     const int64_t b = x_t.size(0);
-    auto cond = activation(cond1_->forward(torch::cat({context, table_.index_select(0, t)}, 1)), act_);
+    // The context's head is the conditioning vector, its tail the fine covariate fields.
+    const SplitContext split = split_context(context, channels_, k_ * k_);
+    auto cond = activation(cond1_->forward(torch::cat({split.head, table_.index_select(0, t)}, 1)), act_);
     cond = activation(cond2_->forward(cond), act_);
-    auto h0 = in_->forward(x_t.reshape({b, 1, k_, k_}));
+    auto image = x_t.reshape({b, 1, k_, k_});
+    if (channels_ > 0) image = torch::cat({image, split.fields.reshape({b, channels_, k_, k_})}, 1);
+    auto h0 = in_->forward(image);
     auto s1 = down1_->forward(h0, cond);
     auto h = down2_->forward(downsample_->forward(s1), cond);
     if (attn_) h = attn_->forward(h);
@@ -165,11 +229,127 @@ class UNetDenoiser : public Denoiser {
  private:
   torch::Tensor table_;
   int64_t k_;
+  int64_t channels_ = 0;
   Activation act_;
   SelfAttention attn_{nullptr};
   nn::Linear cond1_{nullptr}, cond2_{nullptr};
   nn::Conv2d in_{nullptr}, downsample_{nullptr}, upconv_{nullptr}, out_{nullptr};
   CondBlock down1_{nullptr}, down2_{nullptr}, mid_{nullptr}, up_{nullptr};
+};
+
+/// A convolution over a triangle lattice: each cell's features and those of its three edge
+/// neighbours (in the lattice's edge-direction order; zeros outside the patch) through one
+/// linear map.
+class GraphConvImpl : public nn::Module {
+ public:
+  GraphConvImpl(int64_t in, int64_t out, torch::Tensor neighbours)
+      : in_(in), n_(neighbours.numel() / 3) {
+    neighbours_ = register_buffer("neighbours", neighbours);
+    lin_ = register_module("lin", nn::Linear(4 * in, out));
+  }
+  torch::Tensor forward(const torch::Tensor& h) {  // [B, N, in]
+    const int64_t b = h.size(0);
+    auto padded = torch::cat({h, torch::zeros({b, 1, in_}, h.options())}, 1);
+    auto nb = padded.index_select(1, neighbours_).reshape({b, n_, 3 * in_});
+    return lin_->forward(torch::cat({h, nb}, 2));
+  }
+
+ private:
+  int64_t in_, n_;
+  torch::Tensor neighbours_;
+  nn::Linear lin_{nullptr};
+};
+TORCH_MODULE(GraphConv);
+
+/// Two graph convolutions with a per-channel bias from the conditioning vector, plus a skip.
+class GraphBlockImpl : public nn::Module {
+ public:
+  GraphBlockImpl(int64_t in, int64_t out, int64_t cond, Activation act, const torch::Tensor& neighbours) : act_(act) {
+    conv1_ = register_module("conv1", GraphConv(in, out, neighbours));
+    conv2_ = register_module("conv2", GraphConv(out, out, neighbours));
+    film_ = register_module("cond", nn::Linear(cond, out));
+    if (in != out) skip_ = register_module("skip", nn::Linear(in, out));
+  }
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cond) {
+    auto h = conv1_->forward(activation(x, act_)) + film_->forward(cond).unsqueeze(1);
+    h = conv2_->forward(activation(h, act_));
+    return h + (skip_ ? skip_->forward(x) : x);
+  }
+
+ private:
+  Activation act_;
+  GraphConv conv1_{nullptr}, conv2_{nullptr};
+  nn::Linear film_{nullptr}, skip_{nullptr};
+};
+TORCH_MODULE(GraphBlock);
+
+/// A U-Net over the triangles of an ICON patch (r x r cells of the canonical lattice): graph
+/// convolutions at the patch's own level and two coarser ones (each cell pooled with its three
+/// siblings, as the refinement made them), context and step through the conditioning vector of
+/// every block, the fine covariates as input channels, a learned embedding of each cell's place.
+class GraphDenoiser : public Denoiser {
+ public:
+  GraphDenoiser(const ModelOptions& o, const torch::Device& device)
+      : table_(sinusoidal_table(o.diffusion_steps, o.time_embedding).to(device)), act_(o.activation) {
+    table_ = register_buffer("step_table", table_);
+    channels_ = o.static_channels;
+    p_ = o.patch_size;
+    const int64_t c = o.unet_channels, cond = 4 * c;
+    cond1_ = register_module("cond1", nn::Linear(o.context_size - channels_ * p_ + o.time_embedding, cond));
+    cond2_ = register_module("cond2", nn::Linear(cond, cond));
+    in_ = register_module("in", nn::Linear(1 + channels_, c));
+    place_ = register_parameter("place", torch::zeros({p_, c}));
+    // Three levels: side r, r/2, r/4; the pooling order lists each parent's four children together.
+    const int64_t r = lattice_side(p_);
+    std::vector<torch::Tensor> nb;
+    for (int level = 0; level < 3; ++level) {
+      const TriangleLattice L = triangle_lattice(r >> level);
+      nb.push_back(torch::tensor(L.neighbours, torch::kInt64));
+      if (level < 2) {
+        std::vector<int64_t> order(L.parent.size()), count(L.parent.size() / 4, 0);
+        for (size_t s = 0; s < L.parent.size(); ++s) order[static_cast<size_t>(L.parent[s] * 4 + count[L.parent[s]]++)] = static_cast<int64_t>(s);
+        pool_[level] = register_buffer("pool" + std::to_string(level), torch::tensor(order, torch::kInt64));
+        up_[level] = register_buffer("up" + std::to_string(level), torch::tensor(L.parent, torch::kInt64));
+      }
+    }
+    const auto& a = o.activation;
+    down0_ = register_module("down0", GraphBlock(c, c, cond, a, nb[0]));
+    down1_ = register_module("down1", GraphBlock(c, 2 * c, cond, a, nb[1]));
+    mid_ = register_module("mid", GraphBlock(2 * c, 2 * c, cond, a, nb[2]));
+    up1_ = register_module("up1", GraphBlock(4 * c, 2 * c, cond, a, nb[1]));
+    up0_ = register_module("up0", GraphBlock(3 * c, c, cond, a, nb[0]));
+    out_ = register_module("out", nn::Linear(c, 1));
+  }
+
+  torch::Tensor forward(const torch::Tensor& x_t, const torch::Tensor& context, const torch::Tensor& t) override {
+    const SplitContext split = split_context(context, channels_, p_);
+    auto cond = activation(cond1_->forward(torch::cat({split.head, table_.index_select(0, t)}, 1)), act_);
+    cond = activation(cond2_->forward(cond), act_);
+    auto cells = x_t.unsqueeze(2);  // [B, P, 1]
+    if (channels_ > 0) cells = torch::cat({cells, split.fields.transpose(1, 2)}, 2);
+    auto h0 = in_->forward(cells) + place_.unsqueeze(0);
+    auto s0 = down0_->forward(h0, cond);
+    auto s1 = down1_->forward(pool(s0, 0), cond);
+    auto h = mid_->forward(pool(s1, 1), cond);
+    h = up1_->forward(torch::cat({h.index_select(1, up_[1]), s1}, 2), cond);
+    h = up0_->forward(torch::cat({h.index_select(1, up_[0]), s0}, 2), cond);
+    return out_->forward(activation(h, act_)).squeeze(2);
+  }
+
+ private:
+  /// Mean of each parent's four children at `level`.
+  torch::Tensor pool(const torch::Tensor& h, int level) const {
+    const int64_t b = h.size(0), n = h.size(1), c = h.size(2);
+    return h.index_select(1, pool_[level]).reshape({b, n / 4, 4, c}).mean(2);
+  }
+
+  torch::Tensor table_;
+  Activation act_;
+  int64_t channels_ = 0, p_ = 0;
+  torch::Tensor place_;
+  std::array<torch::Tensor, 2> pool_, up_;
+  nn::Linear cond1_{nullptr}, cond2_{nullptr}, in_{nullptr}, out_{nullptr};
+  GraphBlock down0_{nullptr}, down1_{nullptr}, mid_{nullptr}, up1_{nullptr}, up0_{nullptr};
 };
 
 }  // namespace
@@ -178,7 +358,8 @@ std::shared_ptr<Denoiser> make_denoiser(const ModelOptions& options, const torch
   validate(options);
   std::shared_ptr<Denoiser> net;
   if (options.arch == Arch::kMlp) net = std::make_shared<MlpDenoiser>(options, device);
-  else net = std::make_shared<UNetDenoiser>(options, device);
+  else if (options.arch == Arch::kUnet) net = std::make_shared<UNetDenoiser>(options, device);
+  else net = std::make_shared<GraphDenoiser>(options, device);
   net->to(device);
   return net;
 }

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <memory>
+#include <vector>
 
 #include "trainer/downscaler.hpp"
 
@@ -21,6 +22,31 @@ torch::Tensor sinusoidal_table(int64_t steps, int64_t dim);
 
 /// The hidden activation `name` (silu | gelu | relu) applied to x.
 torch::Tensor activation(const torch::Tensor& x, Activation act);
+
+/// r with r*r == patch_size and r a power of 2, else 0: the side of an ICON patch's triangle.
+int64_t lattice_side(int64_t patch_size);
+
+/// The cells of a triangle refined r times along each edge, in the canonical order of
+/// docs/grids.md (slot = 2 r i - i^2 + 2 j + down): each cell's neighbour across its
+/// beta-constant, gamma-constant and (beta + gamma)-constant edge (r*r = outside the patch), its
+/// parent in the triangle of side r/2, and whether it points down.
+struct TriangleLattice {
+  int64_t side = 0;
+  std::vector<int64_t> neighbours;  ///< [r*r][3]
+  std::vector<int64_t> parent;      ///< [r*r]
+  std::vector<uint8_t> down;        ///< [r*r]
+};
+TriangleLattice triangle_lattice(int64_t r);
+
+/// The context of a batch split as the U-Net and the graph denoiser read it: the conditioning
+/// vector (every value but the last static_channels * P) and the fine covariate fields
+/// [B, static_channels, P] (covariate s's P values in canonical order, covariate after
+/// covariate; coupling/grid/patches.hpp writes them so).
+struct SplitContext {
+  torch::Tensor head;    ///< [B, C - S P]
+  torch::Tensor fields;  ///< [B, S, P] (undefined when S = 0)
+};
+SplitContext split_context(const torch::Tensor& context, int64_t static_channels, int64_t patch_size);
 
 /// Checks the options that shape a network; throws std::invalid_argument naming the option.
 void validate(const ModelOptions& options);

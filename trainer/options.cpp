@@ -8,7 +8,7 @@
 namespace finecast::trainer {
 
 const schema::Names<Arch>& names(Arch) {
-  static const schema::Names<Arch> n{{Arch::kMlp, "mlp"}, {Arch::kUnet, "unet"}};
+  static const schema::Names<Arch> n{{Arch::kMlp, "mlp"}, {Arch::kUnet, "unet"}, {Arch::kGraph, "graph"}};
   return n;
 }
 const schema::Names<Activation>& names(Activation) {
@@ -33,6 +33,11 @@ const schema::Names<ValidationMetric>& names(ValidationMetric) {
   return n;
 }
 
+const schema::Names<BudgetScope>& names(BudgetScope) {
+  static const schema::Names<BudgetScope> n{{BudgetScope::kSession, "session"}, {BudgetScope::kRun, "run"}};
+  return n;
+}
+
 namespace {
 constexpr long long kMax = std::numeric_limits<int>::max();
 constexpr long long kMax64 = std::numeric_limits<int64_t>::max();
@@ -44,16 +49,21 @@ const schema::Table<ModelOptions>& model_options_table() {
   using namespace schema;
   static const Table<M> t = [] {
     Table<M> s;
-    s.push_back(choice("arch", &M::arch, "denoiser: mlp, or unet for square latlon blocks"));
+    s.push_back(choice("arch", &M::arch,
+                       "denoiser: mlp; unet (square latlon blocks); graph (ICON triangles: convolutions over the patch's "
+                       "edge-neighbour graph)"));
     s.push_back(integer("context_size", &M::context_size, 0, 1 << 20, "context values per patch (from the coupling)")
                     .only_in(Scope::kCheckpoint));
     s.push_back(integer("patch_size", &M::patch_size, 1, 1 << 26, "fine values per patch (from the grid)")
+                    .only_in(Scope::kCheckpoint));
+    s.push_back(integer("static_channels", &M::static_channels, 0, 1024,
+                        "fine covariate fields at the end of the context (from patch.static)")
                     .only_in(Scope::kCheckpoint));
     s.push_back(integer("hidden", &M::hidden, 1, 65536, "MLP hidden width"));
     s.push_back(integer("depth", &M::depth, 1, 64, "MLP hidden layers"));
     s.push_back(integer("time_embedding", &M::time_embedding, 2, 4096, "size of the sinusoidal step embedding"));
     s.push_back(choice("activation", &M::activation, "hidden activation (gelu: the tanh approximation)"));
-    s.push_back(integer("unet_channels", &M::unet_channels, 1, 4096, "U-Net base channels"));
+    s.push_back(integer("unet_channels", &M::unet_channels, 1, 4096, "U-Net and graph denoiser base channels"));
     s.push_back(boolean("attention", &M::attention, "unet: self-attention at the lowest resolution"));
     s.push_back(integer("diffusion_steps", &M::diffusion_steps, 2, 100000, "diffusion steps (training and DDPM sampling)"));
     s.push_back(choice("schedule", &M::schedule, "noise schedule"));
@@ -100,6 +110,9 @@ const schema::Table<TrainOptions>& train_options_table() {
                                 "torch threads of training: auto (measured), or N; 0 = cores / local ranks"));
     s.push_back(integer("max_threads", &T::max_threads, 0, 4096, "upper end of threads: auto (0 = all cores)"));
     s.push_back(boolean("cuda_graphs", &T::cuda_graphs, "capture the training step in a CUDA graph"));
+    s.push_back(real("max_seconds", &T::max_seconds, 0.0, kInf,
+                     "training wall-time budget (0 = none); the cosine decay then runs over it, not decay_steps"));
+    s.push_back(choice("budget", &T::budget, "what max_seconds covers: each session, or the whole run"));
     return s;
   }();
   return t;

@@ -13,12 +13,13 @@
 
 namespace finecast::trainer {
 
-enum class Arch { kMlp, kUnet };
+enum class Arch { kMlp, kUnet, kGraph };
 enum class Activation { kSilu, kGelu, kRelu };
 enum class NoiseSchedule { kLinear, kCosine };
 enum class Objective { kEps, kV };
 enum class Sampler { kDdpm, kDdim };
 enum class ValidationMetric { kLoss, kCrps };
+enum class BudgetScope { kSession, kRun };
 
 const schema::Names<Arch>& names(Arch);
 const schema::Names<Activation>& names(Activation);
@@ -26,6 +27,7 @@ const schema::Names<NoiseSchedule>& names(NoiseSchedule);
 const schema::Names<Objective>& names(Objective);
 const schema::Names<Sampler>& names(Sampler);
 const schema::Names<ValidationMetric>& names(ValidationMetric);
+const schema::Names<BudgetScope>& names(BudgetScope);
 
 /// "mlp", "cosine", ...: the name of any of the enums above.
 template <class E>
@@ -38,12 +40,16 @@ std::string name(E value) {
 struct ModelOptions {
   Arch arch = Arch::kMlp;
   int64_t context_size = 7;         ///< C: context values per patch
-  int64_t patch_size = 256;         ///< P: fine values per patch (unet: a square k*k, k even)
+  int64_t patch_size = 256;         ///< P: fine values per patch (unet: a square k*k, k even; graph: 4^m, m >= 2)
+  /// The last static_channels * P context values are fine fields on the patch (the static
+  /// covariates' anomalies): the U-Net and the graph denoiser take them as input channels, the
+  /// MLP as more inputs. Derived by the run.
+  int64_t static_channels = 0;
   int64_t hidden = 256;             ///< MLP width
   int64_t depth = 3;                ///< MLP hidden layers (C=7, P=256: 281K parameters)
   int64_t time_embedding = 64;      ///< size of the sinusoidal step embedding
   Activation activation = Activation::kSilu;  ///< gelu: the tanh approximation
-  int64_t unet_channels = 32;       ///< U-Net base channels
+  int64_t unet_channels = 32;       ///< U-Net and graph denoiser base channels
   bool attention = false;           ///< unet only: self-attention over the tokens of the lowest resolution
   int64_t diffusion_steps = 50;     ///< T
   NoiseSchedule schedule = NoiseSchedule::kCosine;
@@ -100,6 +106,13 @@ struct TrainOptions {
   /// On CUDA, capture the training step in a CUDA graph and replay it (full batches, after the
   /// first eager steps of a session); off = eager on every step.
   bool cuda_graphs = true;
+  /// Training wall-time budget in seconds (0 = none): training stops between optimizer steps
+  /// once it is spent, and the learning rate's cosine decay (after the warm-up) runs over it
+  /// instead of over decay_steps.
+  double max_seconds = 0.0;
+  /// What max_seconds covers: each session (in situ), or every session of the run together
+  /// (offline; the time used is kept in checkpoints).
+  BudgetScope budget = BudgetScope::kSession;
 };
 
 /// How sample() draws. Declared once in sample_options_table().

@@ -140,7 +140,7 @@ void TrainGraph::step(const StepDraws& d) {
   std::memcpy(host_longs_[s].data_ptr<int64_t>(), d.t.data_ptr<int64_t>(),
               static_cast<size_t>(B) * sizeof(int64_t));
   // The hyper-parameters of this step, assuming the steps before it in the epoch were good.
-  const double lr = diffusion::learning_rate(im.to, im.step) * im.validation.lr_scale;
+  const double lr = im.current_lr();
   const adamw::StepParams sp = adamw::step_params(im.to, im.step, lr, 0.0);
   hp[StaticStep::kLr] = sp.lr;
   hp[StaticStep::kDecay] = sp.decay_factor;

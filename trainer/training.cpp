@@ -231,7 +231,7 @@ StepDraws local_part(const StepDraws& d, const std::vector<int64_t>& global_to_l
 }  // namespace
 
 void apply_update(Downscaler::Impl& im, double grad_norm) {
-  const double lr = diffusion::learning_rate(im.to, im.step) * im.validation.lr_scale;
+  const double lr = im.current_lr();
   const adamw::StepParams p = adamw::step_params(im.to, im.step, lr, grad_norm);
   torch::NoGradGuard no_grad;
   if (!im.cuda && im.device.is_cpu()) {
@@ -277,6 +277,10 @@ EpochStats run_epoch(Downscaler::Impl& im, const EpochTensors& data,
   graphs::TrainGraph* graph = group ? nullptr : graphs::train_graph_for(im, data, global);
 
   for (int64_t start = 0; start < n; start += global) {
+    if (im.budget_active && im.budget_used() >= im.to.max_seconds) {
+      st.budget_spent = true;
+      break;
+    }
     const int64_t b = std::min(global, n - start);
     StepDraws d;
     d.idx = perm.narrow(0, start, b);
@@ -474,6 +478,116 @@ GroupRows group_rows(Reducer& r, const DataView& data, const torch::Tensor& kept
   return g;
 }
 
+/// The buffer time of each kept row (a row's index when the data give no times).
+std::vector<int64_t> times_of_rows(const DataView& data, const CleanData& all) {
+  const int64_t kept = all.fine.size(0);
+  std::vector<int64_t> times(static_cast<size_t>(kept));
+  const torch::Tensor rows = all.rows.defined() ? all.rows.contiguous() : torch::Tensor();
+  for (int64_t i = 0; i < kept; ++i) {
+    const int64_t row = rows.defined() ? rows.data_ptr<int64_t>()[i] : i;
+    times[static_cast<size_t>(i)] = data.time ? data.time[row] : row;
+  }
+  return times;
+}
+
+/// The kept rows `rows` of `all` (all of it when that is every row).
+CleanData select_rows(const CleanData& all, const std::vector<int64_t>& rows) {
+  if (static_cast<int64_t>(rows.size()) == all.fine.size(0)) return all;
+  CleanData c;
+  auto idx = torch::tensor(rows, torch::kInt64);
+  c.context = all.context.index_select(0, idx);
+  c.fine = all.fine.index_select(0, idx);
+  if (all.weights.defined()) c.weights = all.weights.index_select(0, idx);
+  return c;
+}
+
+/// Adds the session's training rows to the normalisation statistics; in a group, every
+/// member's rows (the same statistics on all of them).
+void add_session_normalisation(Downscaler::Impl& im, const CleanData& train, int64_t C) {
+  if (!im.reducer) {
+    accumulate_normalisation(im.sums, train, C);
+    return;
+  }
+  NormSums session;
+  accumulate_normalisation(session, train, C);
+  session.context_sum.resize(static_cast<size_t>(C), 0.0);
+  session.context_sumsq.resize(static_cast<size_t>(C), 0.0);
+  std::vector<double> flat{session.context_count, session.residual_count, session.residual_sumsq};
+  flat.insert(flat.end(), session.context_sum.begin(), session.context_sum.end());
+  flat.insert(flat.end(), session.context_sumsq.begin(), session.context_sumsq.end());
+  im.reducer->sum(flat.data(), static_cast<int64_t>(flat.size()));
+  im.sums.context_count += flat[0];
+  im.sums.residual_count += flat[1];
+  im.sums.residual_sumsq += flat[2];
+  im.sums.context_sum.resize(static_cast<size_t>(C), 0.0);
+  im.sums.context_sumsq.resize(static_cast<size_t>(C), 0.0);
+  for (int64_t k = 0; k < C; ++k) {
+    im.sums.context_sum[static_cast<size_t>(k)] += flat[static_cast<size_t>(3 + k)];
+    im.sums.context_sumsq[static_cast<size_t>(k)] += flat[static_cast<size_t>(3 + C + k)];
+  }
+}
+
+/// The session's epochs, within train.max_seconds (per session, or on from the run's earlier
+/// sessions).
+void run_epochs(Downscaler::Impl& im, EpochTensors& e, int64_t epochs, int64_t dropped, SessionStats& st,
+                const std::function<void(const std::string&)>& event) {
+  im.budget_active = im.to.max_seconds > 0;
+  im.budget_before = im.to.budget == BudgetScope::kRun ? im.validation.budget_used : 0.0;
+  im.budget_start = std::chrono::steady_clock::now();
+  if (im.budget_active && im.budget_before >= im.to.max_seconds)
+    event("train: the run's training budget (train.max_seconds " + std::to_string(im.to.max_seconds) +
+          " s) is spent; session skipped");
+  for (int64_t k = 0; k < epochs; ++k) {
+    if (im.budget_active && im.budget_used() >= im.to.max_seconds) {
+      st.budget_spent = true;
+      break;
+    }
+    EpochStats es = run_epoch(im, e, event);
+    es.skipped_samples = k == 0 ? dropped : 0;
+    st.epochs.push_back(es);
+    if (es.budget_spent) {
+      st.budget_spent = true;
+      break;
+    }
+  }
+  if (!im.budget_active) return;
+  st.budget_used = im.budget_used();
+  if (im.to.budget == BudgetScope::kRun) im.validation.budget_used = st.budget_used;
+  if (st.budget_spent)
+    event("train: training budget train.max_seconds " + std::to_string(im.to.max_seconds) + " s spent after " +
+          std::to_string(st.epochs.size()) + " epoch(s), optimizer step " + std::to_string(im.step));
+  im.budget_active = false;
+}
+
+/// Scores the held-out rows (in a group: the group's mean, weighted by each member's rows) and
+/// records the score for early stopping, the plateau and keep-best.
+void validate_session(Downscaler::Impl& im, const CleanData& held_out, int64_t group_rows, SessionStats& st,
+                      const std::function<void(const std::string&)>& event) {
+  validation::Scores sc;
+  const int64_t n_here = held_out.fine.defined() ? held_out.fine.size(0) : 0;
+  if (n_here > 0) {
+    try {
+      sc = validation::score(im, held_out, event);
+    } catch (const std::exception& e) {
+      if (!is_out_of_memory(e)) throw;
+      event(std::string("validation skipped: out of device memory (") + e.what() + ")");
+    }
+  }
+  if (im.reducer) {
+    const auto n = static_cast<double>(n_here);
+    const bool l = std::isfinite(sc.loss), c = std::isfinite(sc.crps);
+    double w[4] = {l ? sc.loss * n : 0.0, l ? n : 0.0, c ? sc.crps * n : 0.0, c ? n : 0.0};
+    im.reducer->sum(w, 4);
+    sc.loss = w[1] > 0 ? w[0] / w[1] : SessionStats::kNone;
+    sc.crps = w[3] > 0 ? w[2] / w[3] : SessionStats::kNone;
+    st.validation_samples = group_rows;
+  }
+  st.validation_loss = sc.loss;
+  st.validation_crps = sc.crps;
+  st.score = im.to.validation_metric == ValidationMetric::kCrps ? sc.crps : sc.loss;
+  st.improved = validation::record(im, st.score, event);
+}
+
 }  // namespace
 
 SessionStats Downscaler::train_session(const DataView& data, int64_t epochs,
@@ -499,9 +613,9 @@ SessionStats Downscaler::train_session(const DataView& data, int64_t epochs,
     return st;
   };
   if (im.validation.stopped) {
-    event("train: early stopping stopped training (best validation " + name(im.to.validation_metric) +
-          " " + std::to_string(im.validation.best_score) + " at step " +
-          std::to_string(im.validation.best_step) + "); session skipped");
+    event("train: early stopping stopped training (best validation " + name(im.to.validation_metric) + " " +
+          std::to_string(im.validation.best_score) + " at step " + std::to_string(im.validation.best_step) +
+          "); session skipped");
     return finish();
   }
   const auto C = im.mo.context_size, P = im.mo.patch_size;
@@ -511,58 +625,26 @@ SessionStats Downscaler::train_session(const DataView& data, int64_t epochs,
     all = clean(data, C, P, "train_session");
   }
   if (all.dropped > 0)
-    event("train_session: dropped " + std::to_string(all.dropped) + " of " +
-          std::to_string(data.n) + " samples holding NaN/Inf");
-  // The time of each kept row, then the split by time.
+    event("train_session: dropped " + std::to_string(all.dropped) + " of " + std::to_string(data.n) +
+          " samples holding NaN/Inf");
+  // The split by time: of this process's rows, or in a group of the group's rows.
   const int64_t kept = all.fine.size(0);
-  std::vector<int64_t> times(static_cast<size_t>(kept));
-  const torch::Tensor rows = all.rows.defined() ? all.rows.contiguous() : torch::Tensor();
-  for (int64_t i = 0; i < kept; ++i) {
-    const int64_t row = rows.defined() ? rows.data_ptr<int64_t>()[i] : i;
-    times[static_cast<size_t>(i)] = data.time ? data.time[row] : row;
-  }
+  const std::vector<int64_t> times = times_of_rows(data, all);
   const bool group = im.reducer != nullptr;
   if (group && data.n > 0 && (!data.global_row || !data.time))
     throw std::invalid_argument("train_session: data-parallel training needs DataView::global_row and time");
   GroupRows g;
-  if (group) g = group_rows(*im.reducer, data, rows, kept, times, im.to.validation);
+  if (group) {
+    const torch::Tensor rows = all.rows.defined() ? all.rows.contiguous() : torch::Tensor();
+    g = group_rows(*im.reducer, data, rows, kept, times, im.to.validation);
+  }
   const TimeSplit split = group ? g.split : split_by_time(times.data(), kept, im.to.validation);
-  auto part = [&](const std::vector<int64_t>& rows) {
-    if (static_cast<int64_t>(rows.size()) == kept) return all;
-    CleanData c;
-    auto idx = torch::tensor(rows, torch::kInt64);
-    c.context = all.context.index_select(0, idx);
-    c.fine = all.fine.index_select(0, idx);
-    if (all.weights.defined()) c.weights = all.weights.index_select(0, idx);
-    return c;
-  };
-  const CleanData train = part(split.train);
+  const CleanData train = select_rows(all, split.train);
   st.train_samples = static_cast<int64_t>(split.train.size());
   st.validation_samples = static_cast<int64_t>(split.validation.size());
   st.validation_steps = split.validation_steps;
 
-  if (group) {
-    // Every member's statistics count: the same normalisation on all of them.
-    NormSums session;
-    accumulate_normalisation(session, train, C);
-    session.context_sum.resize(static_cast<size_t>(C), 0.0);
-    session.context_sumsq.resize(static_cast<size_t>(C), 0.0);
-    std::vector<double> flat{session.context_count, session.residual_count, session.residual_sumsq};
-    flat.insert(flat.end(), session.context_sum.begin(), session.context_sum.end());
-    flat.insert(flat.end(), session.context_sumsq.begin(), session.context_sumsq.end());
-    im.reducer->sum(flat.data(), static_cast<int64_t>(flat.size()));
-    im.sums.context_count += flat[0];
-    im.sums.residual_count += flat[1];
-    im.sums.residual_sumsq += flat[2];
-    im.sums.context_sum.resize(static_cast<size_t>(C), 0.0);
-    im.sums.context_sumsq.resize(static_cast<size_t>(C), 0.0);
-    for (int64_t k = 0; k < C; ++k) {
-      im.sums.context_sum[static_cast<size_t>(k)] += flat[static_cast<size_t>(3 + k)];
-      im.sums.context_sumsq[static_cast<size_t>(k)] += flat[static_cast<size_t>(3 + C + k)];
-    }
-  } else {
-    accumulate_normalisation(im.sums, train, C);
-  }
+  add_session_normalisation(im, train, C);
   im.norm = im.derive_norm();
   EpochTensors e = normalise(train, im.norm, im.device);
   if (group) {
@@ -571,7 +653,6 @@ SessionStats Downscaler::train_session(const DataView& data, int64_t epochs,
     for (size_t i = 0; i < split.train.size(); ++i)
       e.global_to_local[static_cast<size_t>(g.global[static_cast<size_t>(split.train[i])])] = static_cast<int64_t>(i);
   }
-
   if (im.to.threads == -1 && im.train_threads == 0 && e.n > 0) {
     im.train_threads = threads::tune_training(im, e, event);
   } else if (im.to.threads > 0) {
@@ -579,39 +660,12 @@ SessionStats Downscaler::train_session(const DataView& data, int64_t epochs,
   }
   if (im.train_threads > 0) at::set_num_threads(im.train_threads);
 
-  for (int64_t k = 0; k < epochs; ++k) {
-    EpochStats es = run_epoch(im, e, event);
-    es.skipped_samples = k == 0 ? all.dropped : 0;
-    st.epochs.push_back(es);
-  }
+  run_epochs(im, e, epochs, all.dropped, st, event);
   st.trained = true;
   ++im.validation.sessions;
-
   if (group ? g.validation_rows > 0 : !split.validation.empty()) {
-    validation::Scores sc;
-    if (!split.validation.empty()) {
-      const CleanData held_out = part(split.validation);
-      try {
-        sc = validation::score(im, held_out, event);
-      } catch (const std::exception& e) {
-        if (!is_out_of_memory(e)) throw;
-        event(std::string("validation skipped: out of device memory (") + e.what() + ")");
-      }
-    }
-    if (group) {
-      // The group's scores: each member's mean weighted by its held-out rows.
-      const auto n_here = static_cast<double>(split.validation.size());
-      const bool l = std::isfinite(sc.loss), c = std::isfinite(sc.crps);
-      double w[4] = {l ? sc.loss * n_here : 0.0, l ? n_here : 0.0, c ? sc.crps * n_here : 0.0, c ? n_here : 0.0};
-      im.reducer->sum(w, 4);
-      sc.loss = w[1] > 0 ? w[0] / w[1] : SessionStats::kNone;
-      sc.crps = w[3] > 0 ? w[2] / w[3] : SessionStats::kNone;
-      st.validation_samples = static_cast<int64_t>(g.validation_rows);
-    }
-    st.validation_loss = sc.loss;
-    st.validation_crps = sc.crps;
-    st.score = im.to.validation_metric == ValidationMetric::kCrps ? sc.crps : sc.loss;
-    st.improved = validation::record(im, st.score, event);
+    const CleanData held_out = split.validation.empty() ? CleanData{} : select_rows(all, split.validation);
+    validate_session(im, held_out, static_cast<int64_t>(g.validation_rows), st, event);
   }
   publish();
   return finish();

@@ -5,6 +5,7 @@
 #include <array>
 #include <cmath>
 
+#include "common/cubic.hpp"
 #include "common/error.hpp"
 
 namespace finecast::coupling::eval {
@@ -51,11 +52,9 @@ Stencil stencil(int i, int k, int nb, Interp interp, bool periodic) {
     s.w = {1.0 - t, t, 0.0, 0.0};
   } else {
     // Keys' cubic convolution kernel with a = -0.5 (Catmull-Rom): exact for quadratics.
-    const double t2 = t * t, t3 = t2 * t;
     s.n = 4;
     s.idx = {b0 - 1, b0, b0 + 1, b0 + 2};
-    s.w = {0.5 * (-t3 + 2 * t2 - t), 0.5 * (3 * t3 - 5 * t2 + 2), 0.5 * (-3 * t3 + 4 * t2 + t),
-           0.5 * (t3 - t2)};
+    s.w = keys_cubic_weights(t);
   }
   for (int m = 0; m < s.n; ++m) s.idx[m] = wrap_or_clamp(s.idx[m], nb, periodic);
   return s;

@@ -2,6 +2,7 @@
 // Nearest and inverse-distance-weighted interpolation of patch means, and the conservative
 // correction, on unstructured grids.
 #include "coupling/eval/cell_baselines.hpp"
+#include "coupling/grid/context_stencil.hpp"
 
 #include <algorithm>
 #include <array>
@@ -29,30 +30,14 @@ double angle(const Vec3& a, const Vec3& b) {
 
 /// Patches within `rings` edge-neighbour steps of patch p (p first), or every patch when the
 /// layout has no neighbour lists.
-void candidates(const CellLayout& L, int64_t p, int rings, std::vector<int64_t>& out,
-                std::vector<int>& seen_at, int stamp) {
-  out.clear();
+void candidates(const CellLayout& L, int64_t p, int rings, std::vector<int64_t>& out, std::vector<int64_t>& seen_at) {
   const CellLayoutSpec& s = L.spec();
   if (s.n_neighbours == 0) {
     out.resize(static_cast<std::size_t>(L.n_patches()));
     std::iota(out.begin(), out.end(), 0);
     return;
   }
-  out.push_back(p);
-  seen_at[p] = stamp;
-  std::size_t begin = 0;
-  for (int r = 0; r < rings; ++r) {
-    const std::size_t end = out.size();
-    for (std::size_t i = begin; i < end; ++i)
-      for (int k = 0; k < s.n_neighbours; ++k) {
-        const int64_t q = s.patch_neighbours[out[i] * s.n_neighbours + k];
-        if (q >= 0 && seen_at[q] != stamp) {
-          seen_at[q] = stamp;
-          out.push_back(q);
-        }
-      }
-    begin = end;
-  }
+  coupling::cells_within(s.patch_neighbours.data(), s.n_neighbours, p, rings, out, seen_at);
 }
 
 }  // namespace
@@ -84,11 +69,11 @@ CellInterpolator::CellInterpolator(const CellLayout& layout, IdwOptions options)
   idw_weight_.assign(static_cast<std::size_t>(n * k), 0.0);
 
   std::vector<int64_t> cand;
-  std::vector<int> seen_at(static_cast<std::size_t>(layout.n_patches()), -1);
+  std::vector<int64_t> seen_at(static_cast<std::size_t>(layout.n_patches()), -1);
   std::vector<std::pair<double, int64_t>> by_distance;
   // Cells of one patch share the candidate set: visit them patch by patch.
   for (int64_t p = 0; p < layout.n_patches(); ++p) {
-    candidates(layout, p, options_.rings, cand, seen_at, static_cast<int>(p));
+    candidates(layout, p, options_.rings, cand, seen_at);
     for (int j = 0; j < layout.patch_size(); ++j) {
       const int64_t c = layout.cells(p)[j];
       const Vec3 x = unit(s.lon[c], s.lat[c]);

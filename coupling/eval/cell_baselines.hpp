@@ -50,6 +50,7 @@ class CellInterpolator {
   /// interpolate() and, for a conservative baseline, restore_patch_means().
   std::vector<double> run(const std::vector<double>& coarse, const CellBaseline& baseline) const;
   const IdwOptions& options() const { return options_; }
+  const CellLayout& layout() const { return layout_; }
 
  private:
   const CellLayout& layout_;

@@ -15,18 +15,42 @@ Evaluator::Evaluator(BlockLayout layout) : layout_(std::move(layout)) {
   baselines_.resize(all_baselines().size());
 }
 
-void Evaluator::add(const double* truth, const std::vector<const double*>& members) {
+void Evaluator::set_regression(RegressionFit fit, Predictors predictors) {
+  if (predictors.values.size() != fit.coef.size())
+    throw InternalError("Evaluator::set_regression: predictors and coefficients differ in number");
+  for (const auto& v : predictors.values)
+    if (v.size() != layout_.size())
+      throw InternalError("Evaluator::set_regression: predictors of another window");
+  fit_ = std::move(fit);
+  predictors_ = std::move(predictors);
+  has_regression_ = true;
+}
+
+void Evaluator::add(const double* truth, const std::vector<const double*>& members,
+                    const std::vector<char>& block_mask) {
   const BlockLayout& L = layout_;
+  if (!block_mask.empty() && block_mask.size() != L.n_blocks())
+    throw InternalError("Evaluator::add: the block mask has " + std::to_string(block_mask.size()) +
+                        " flags for " + std::to_string(L.n_blocks()) + " blocks");
   const std::vector<double> coarse = block_means(L, truth);
   std::vector<char> valid(coarse.size());
   for (std::size_t b = 0; b < coarse.size(); ++b) {
-    valid[b] = std::isfinite(coarse[b]) ? 1 : 0;
+    valid[b] = std::isfinite(coarse[b]) && (block_mask.empty() || block_mask[b]) ? 1 : 0;
     blocks_valid_ += valid[b];
   }
   model_.add(L, truth, members, valid);
+  last_.clear();
   for (std::size_t i = 0; i < baselines_.size(); ++i) {
-    const std::vector<double> fine = run_baseline(L, coarse, all_baselines()[i]);
+    std::vector<double> fine = run_baseline(L, coarse, all_baselines()[i]);
     baselines_[i].add(L, truth, {fine.data()}, valid);
+    last_.emplace_back(all_baselines()[i].name, std::move(fine));
+  }
+  if (has_regression_) {
+    static const Baseline bicubic_cons{"bicubic_cons", Interp::kBicubic, true};
+    std::vector<double> fine =
+        apply_regression(fit_, predictors_, run_baseline(L, coarse, bicubic_cons));
+    regression_.add(L, truth, {fine.data()}, valid);
+    last_.emplace_back("regression_cons", std::move(fine));
   }
   const std::vector<double> r = masked_residual(L, truth, valid);
   accumulate_spectrum(truth_spectrum_, radial_spectrum(r.data(), L.ny, L.nx), 1.0);
@@ -44,6 +68,7 @@ EvalReport Evaluator::report() const {
   rep.rows.push_back({"model", model_.result(truth_spectrum_)});
   for (std::size_t i = 0; i < baselines_.size(); ++i)
     rep.rows.push_back({all_baselines()[i].name, baselines_[i].result(truth_spectrum_)});
+  if (has_regression_) rep.rows.push_back({"regression_cons", regression_.result(truth_spectrum_)});
   rep.truth_spectrum = truth_spectrum_;
   if (steps_ > 0)
     for (double& e : rep.truth_spectrum.energy) e /= steps_;
@@ -53,6 +78,17 @@ EvalReport Evaluator::report() const {
 CellEvaluator::CellEvaluator(CellLayout layout, IdwOptions idw)
     : layout_(std::move(layout)), interp_(layout_, idw) {
   baselines_.resize(cell_baselines().size());
+}
+
+void CellEvaluator::set_regression(RegressionFit fit, Predictors predictors) {
+  if (predictors.values.size() != fit.coef.size())
+    throw InternalError("CellEvaluator::set_regression: predictors and coefficients differ in number");
+  for (const auto& v : predictors.values)
+    if (static_cast<int64_t>(v.size()) != layout_.size())
+      throw InternalError("CellEvaluator::set_regression: predictors of another grid");
+  fit_ = std::move(fit);
+  predictors_ = std::move(predictors);
+  has_regression_ = true;
 }
 
 void CellEvaluator::add(const double* truth, const std::vector<const double*>& members,
@@ -69,9 +105,17 @@ void CellEvaluator::add(const double* truth, const std::vector<const double*>& m
     patches_valid_ += valid[p];
   }
   model_.add(L, truth, members, valid);
+  last_.clear();
   for (std::size_t i = 0; i < baselines_.size(); ++i) {
-    const std::vector<double> fine = interp_.run(coarse, cell_baselines()[i]);
+    std::vector<double> fine = interp_.run(coarse, cell_baselines()[i]);
     baselines_[i].add(L, truth, {fine.data()}, valid);
+    last_.emplace_back(cell_baselines()[i].name, std::move(fine));
+  }
+  if (has_regression_) {
+    static const CellBaseline idw_cons{"idw_cons", CellInterp::kIdw, true};
+    std::vector<double> fine = apply_regression(fit_, predictors_, interp_.run(coarse, idw_cons));
+    regression_.add(L, truth, {fine.data()}, valid);
+    last_.emplace_back("regression_cons", std::move(fine));
   }
   const std::vector<double> r = masked_residual(L, truth, valid);
   accumulate_spectrum(truth_spectrum_, hierarchy_spectrum(L, r.data()), 1.0);
@@ -91,6 +135,7 @@ EvalReport CellEvaluator::report() const {
   rep.rows.push_back({"model", model_.result(truth_spectrum_)});
   for (std::size_t i = 0; i < baselines_.size(); ++i)
     rep.rows.push_back({cell_baselines()[i].name, baselines_[i].result(truth_spectrum_)});
+  if (has_regression_) rep.rows.push_back({"regression_cons", regression_.result(truth_spectrum_)});
   rep.truth_spectrum = truth_spectrum_;
   if (steps_ > 0)
     for (double& e : rep.truth_spectrum.energy) e /= steps_;

@@ -11,6 +11,7 @@
 #include "coupling/eval/cell_baselines.hpp"
 #include "coupling/eval/cells.hpp"
 #include "coupling/eval/metrics.hpp"
+#include "coupling/eval/regression.hpp"
 
 namespace finecast::coupling::eval {
 
@@ -43,19 +44,35 @@ class Evaluator {
  public:
   /// Throws ConfigError when the layout is not usable (see BlockLayout::validate).
   explicit Evaluator(BlockLayout layout);
-  /// One time step: the truth and the predicted members, each layout().size() values.
-  void add(const double* truth, const std::vector<const double*>& members);
+  /// Adds the baseline regression_cons (bicubic_cons plus the fitted covariate terms), listed
+  /// after the interpolation baselines; `predictors` are those of the covariates on this window
+  /// (block_predictors).
+  void set_regression(RegressionFit fit, Predictors predictors);
+  /// One time step: the truth and the predicted members, each layout().size() values. A block
+  /// is scored when `block_mask` (n_blocks flags, empty = all) allows it and its truth is finite
+  /// everywhere.
+  void add(const double* truth, const std::vector<const double*>& members,
+           const std::vector<char>& block_mask = {});
   /// Scores so far; "model" first, then the baselines.
   EvalReport report() const;
   const BlockLayout& layout() const { return layout_; }
+  /// Every baseline's fine field of the latest step, by name (finecast-eval --baselines-out).
+  const std::vector<std::pair<std::string, std::vector<double>>>& last_baselines() const {
+    return last_;
+  }
 
  private:
   BlockLayout layout_;
   ScoreAccumulator model_;
   std::vector<ScoreAccumulator> baselines_;
+  bool has_regression_ = false;
+  RegressionFit fit_;
+  Predictors predictors_;
+  ScoreAccumulator regression_;
   RadialSpectrum truth_spectrum_;  // summed over steps
   int steps_ = 0;
   int64_t blocks_valid_ = 0;
+  std::vector<std::pair<std::string, std::vector<double>>> last_;
 };
 
 /// The same for patches of an unstructured grid (ICON's coarse cells): the coarse field is the
@@ -65,6 +82,8 @@ class CellEvaluator {
  public:
   /// Throws ConfigError when the layout or the IDW options are not usable.
   explicit CellEvaluator(CellLayout layout, IdwOptions idw = {});
+  /// Adds regression_cons (idw_cons plus the fitted covariate terms; cell_predictors).
+  void set_regression(RegressionFit fit, Predictors predictors);
   CellEvaluator(const CellEvaluator&) = delete;
   CellEvaluator& operator=(const CellEvaluator&) = delete;
   /// One time step: the truth and the predicted members, each layout().size() values. A patch
@@ -76,15 +95,24 @@ class CellEvaluator {
   EvalReport report() const;
   const CellLayout& layout() const { return layout_; }
   const CellInterpolator& interpolator() const { return interp_; }
+  /// Every baseline's fine field of the latest step, by name (finecast-eval --baselines-out).
+  const std::vector<std::pair<std::string, std::vector<double>>>& last_baselines() const {
+    return last_;
+  }
 
  private:
   CellLayout layout_;
   CellInterpolator interp_;
   ScoreAccumulator model_;
   std::vector<ScoreAccumulator> baselines_;
+  bool has_regression_ = false;
+  RegressionFit fit_;
+  Predictors predictors_;
+  ScoreAccumulator regression_;
   RadialSpectrum truth_spectrum_;  // summed over steps
   int steps_ = 0;
   int64_t patches_valid_ = 0;
+  std::vector<std::pair<std::string, std::vector<double>>> last_;
 };
 
 }  // namespace finecast::coupling::eval

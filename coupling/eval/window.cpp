@@ -10,42 +10,6 @@
 
 namespace finecast::coupling::eval {
 
-namespace {
-double mod360(double x) {
-  double r = std::fmod(x, 360.0);
-  return r < 0 ? r + 360.0 : r;
-}
-}  // namespace
-
-bool Region::contains_lat(double lat) const { return lat >= lat0 && lat <= lat1; }
-
-bool Region::contains_lon(double lon) const {
-  const double span = mod360(lon1 - lon0);
-  // A box given as e.g. -180,180 spans the whole circle, which mod 360 would shrink to zero.
-  if (span == 0.0 && lon1 != lon0) return true;
-  return mod360(lon - lon0) <= span + 1e-9;
-}
-
-Region parse_region(const std::string& text) {
-  std::vector<double> v;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    char* end = nullptr;
-    const double d = std::strtod(item.c_str(), &end);
-    if (item.empty() || end == item.c_str() || *end != '\0' || !std::isfinite(d))
-      throw ConfigError("--region '" + text + "': '" + item +
-                        "' is not a number (expected lat0,lat1,lon0,lon1 in degrees)");
-    v.push_back(d);
-  }
-  if (v.size() != 4)
-    throw ConfigError("--region '" + text + "': expected 4 numbers lat0,lat1,lon0,lon1, got " +
-                      std::to_string(v.size()));
-  if (v[0] > v[1] || v[0] < -90 || v[1] > 90)
-    throw ConfigError("--region '" + text + "': latitudes must satisfy -90 <= lat0 <= lat1 <= 90");
-  return Region{v[0], v[1], v[2], v[3]};
-}
-
 int find_offset(const std::vector<double>& full, const std::vector<double>& sub, double tol) {
   if (sub.empty() || sub.size() > full.size()) return -1;
   const double spacing = sub.size() > 1 ? std::abs(sub[1] - sub[0]) : 1.0;

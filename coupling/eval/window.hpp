@@ -6,19 +6,14 @@
 #include <utility>
 #include <vector>
 
+#include "common/region.hpp"
+
 namespace finecast::coupling::eval {
 
-/// A latitude-longitude box in degrees; longitudes are compared modulo 360, so lon0 > lon1
-/// means the box crosses the date line (or 0 degrees, for a 0..360 grid).
-struct Region {
-  double lat0 = 0, lat1 = 0, lon0 = 0, lon1 = 0;
-  bool contains_lat(double lat) const;
-  bool contains_lon(double lon) const;
-};
-
-/// Parses "lat0,lat1,lon0,lon1"; throws ConfigError quoting the text when it is not 4 numbers
-/// or lat0 > lat1.
-Region parse_region(const std::string& text);
+/// The box type and its parser live in common/region.hpp (the plugin uses them too).
+using finecast::is_region_text;
+using finecast::parse_region;
+using finecast::Region;
 
 /// Index i such that full[i + j] matches sub[j] for every j within tol times the grid spacing
 /// of `sub` (a cropped grid); -1 when sub is not a contiguous piece of full. Single-value

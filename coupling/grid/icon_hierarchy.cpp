@@ -311,6 +311,8 @@ PatchMap assemble_patch_map(const IconGrid& g, const Refinement& ref, const Coar
   pm.neighbours.assign(n_coarse * 3, -1);
   pm.coarse_lon.resize(n_coarse);
   pm.coarse_lat.resize(n_coarse);
+  pm.fine_lon = g.clon;
+  pm.fine_lat = g.clat;
   for (int64_t k = 0; k < n_coarse; ++k) {
     const int64_t id = order[k];
     double total = 0.0;

@@ -259,6 +259,11 @@ PatchMap latlon_patch_map(const LatLonGrid& g, int block) {
   pm.neighbours.resize(pm.n_coarse * 4);
   pm.coarse_lon.resize(pm.n_coarse);
   pm.coarse_lat.resize(pm.n_coarse);
+  pm.block_rows = rows;
+  pm.block_cols = cols;
+  pm.block = block;
+  pm.grid_columns = g.nlon;
+  pm.wrap_columns = wrap;
   for (int64_t I = 0; I < rows; ++I)
     for (int64_t J = 0; J < cols; ++J) {
       const int64_t k = I * cols + J;

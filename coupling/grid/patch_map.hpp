@@ -7,6 +7,18 @@
 
 namespace finecast::coupling {
 
+/// Interpolation weights from coarse cells to fine cells (the residual base of
+/// patch.residual: interp). Lat-lon blocks: separable, `width` = 4 block rows per fine row and
+/// 4 block columns per fine column (bicubic). ICON: `width` coarse cells per fine cell
+/// (inverse-distance weighting). Built by prepare_patch_map (coupling/grid/context_stencil.hpp).
+struct CoarseInterpolation {
+  int width = 0;                       ///< 0 = not built
+  std::vector<int64_t> row, col;       ///< lat-lon: [fine rows][width], [fine columns][width] block indices
+  std::vector<double> row_w, col_w;    ///< their weights
+  std::vector<int64_t> cell;           ///< ICON: [n_fine][width] coarse indices, -1 = unused
+  std::vector<double> cell_w;          ///< their weights (each fine cell's sum to 1)
+};
+
 /// One patch per coarse cell: P fine cells in a canonical order that is the same for every
 /// patch, their normalised area weights, the coarse cell's edge neighbours and its centre.
 struct PatchMap {
@@ -20,6 +32,20 @@ struct PatchMap {
   int n_neighbours = 0;                        ///< 3 (triangles) or 4 (blocks)
   std::vector<int64_t> neighbours;             ///< n_coarse*n_neighbours coarse indices; -1 = none
   std::vector<double> coarse_lon, coarse_lat;  ///< coarse cell centres, radians
+
+  // Lat-lon blocks (0 on ICON): the block grid, for context rings and the bicubic base.
+  int64_t block_rows = 0, block_cols = 0;  ///< blocks along y and x
+  int block = 0;                           ///< k
+  int64_t grid_columns = 0;                ///< columns of the full fine grid (nlon)
+  bool wrap_columns = false;               ///< the kept columns close a longitude circle
+  // ICON (empty on lat-lon): fine cell centres, radians, for the inverse-distance base.
+  std::vector<double> fine_lon, fine_lat;
+
+  // Built by prepare_patch_map (context_stencil.hpp) for the patch options that need them.
+  int rings = 0;                       ///< patch.context_rings the ring table was built for
+  int ring_count = 0;                  ///< coarse cells per patch in ring_cells
+  std::vector<int64_t> ring_cells;     ///< n_coarse*ring_count, canonical order; -1 = none
+  CoarseInterpolation base;            ///< the residual base's interpolation weights
 };
 
 }  // namespace finecast::coupling

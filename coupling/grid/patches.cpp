@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/error.hpp"
+#include "coupling/grid/context_stencil.hpp"
 
 namespace finecast::coupling {
 namespace {
@@ -20,7 +21,13 @@ void fit(std::vector<T>& v, size_t n) {
 }  // namespace
 
 int context_size(const PatchMap& map, int n_vars, const PatchOptions& options) {
-  return n_vars * (1 + map.n_neighbours) + (options.static_features ? 3 : 0) +
+  return static_offset(map, n_vars, options) + options.n_static * (1 + 2 * map.patch_size);
+}
+
+int static_channels(const PatchOptions& options) { return 2 * options.n_static; }
+
+int static_offset(const PatchMap& map, int n_vars, const PatchOptions& options) {
+  return n_vars * (1 + ring_count(map, options.rings)) + (options.static_features ? 3 : 0) +
          (options.orography ? 1 : 0);
 }
 
@@ -46,10 +53,12 @@ void coarsen_patches(const PatchMap& map, const std::vector<const float*>& field
                      const PatchOptions& options, Patches& out) {
   if (fields.empty()) throw InternalError("extract_patches: no fields given");
   for (size_t v = 0; v < fields.size(); ++v)
-    if (fields[v] == nullptr)
-      throw InternalError("extract_patches: field " + std::to_string(v) + " is null");
+    if (fields[v] == nullptr) throw InternalError("extract_patches: field " + std::to_string(v) + " is null");
   if (options.orography && orography == nullptr)
     throw InternalError("extract_patches: options.orography is set but no orography field given");
+  if (options.target < 0 || options.target >= static_cast<int>(fields.size()))
+    throw InternalError("extract_patches: target " + std::to_string(options.target) + " of " +
+                        std::to_string(fields.size()) + " fields");
   const int n_vars = static_cast<int>(fields.size());
   const int64_t n = map.n_coarse;
   const int P = map.patch_size;
@@ -69,7 +78,8 @@ void coarsen_patches(const PatchMap& map, const std::vector<const float*>& field
   for (int v = 0; v < n_vars; ++v) coarsen(map, fields[v], coarse_vars + v * n);
   if (options.orography) coarsen(map, orography, out.coarse_orography.data());
   const int64_t* idx = map.fine_of_patch.data();
-  const float* target = fields[0];
+  const float* target = fields[options.target];
+  const float* target_coarse = coarse_vars + options.target * n;
   for (int64_t i = 0; i < n * P; ++i) {
     out.fine[i] = target[idx[i]];
     out.weights[i] = static_cast<float>(map.fine_weight[i]);
@@ -81,44 +91,118 @@ void coarsen_patches(const PatchMap& map, const std::vector<const float*>& field
     if (options.orography) ok = ok && std::isfinite(out.coarse_orography[c]);
     out.valid[c] = ok ? 1 : 0;
     invalid += ok ? 0 : 1;
-    out.coarse[c] = coarse_vars[c];
+    out.coarse[c] = target_coarse[c];
   }
   out.n_invalid = invalid;
 }
 
-void fill_contexts(const PatchMap& map, int64_t first, const float* all_coarse_vars, int64_t n_all, int n_vars,
+void fill_contexts(const PatchMap& global, int64_t first, const PatchMap& local, const float* all_coarse_vars,
+                   int n_vars, const float* all_static_means, const std::vector<const float*>& statics,
                    const PatchOptions& options, Patches& out) {
-  const int64_t n = map.n_coarse;
-  const int nn = map.n_neighbours;
-  const int C = context_size(map, n_vars, options);
+  const int64_t n = local.n_coarse, N = global.n_coarse;
+  const int P = local.patch_size;
+  if (first < 0 || first + n > N)
+    throw InternalError("fill_contexts: patches " + std::to_string(first) + "+" + std::to_string(n) + " of " +
+                        std::to_string(N));
+  if (static_cast<int>(statics.size()) != options.n_static)
+    throw InternalError("extract_patches: " + std::to_string(statics.size()) + " static covariates given, " +
+                        std::to_string(options.n_static) + " expected");
+  for (const float* f : statics)
+    if (f == nullptr) throw InternalError("extract_patches: a static covariate is null");
+  if (options.rings > 0 && global.rings != options.rings)
+    throw InternalError("extract_patches: the patch map was not prepared for context_rings " +
+                        std::to_string(options.rings) + " (prepare_patch_map)");
+  if ((options.interp_base || options.n_static > 0) && global.base.width == 0)
+    throw InternalError("extract_patches: the patch map was not prepared with the interpolant (prepare_patch_map)");
+  const int nr = ring_count(global, options.rings);
+  const int64_t* ring = options.rings > 0 ? global.ring_cells.data() : global.neighbours.data();
+  const int C = context_size(global, n_vars, options);
   fit(out.context, static_cast<size_t>(n * C));
-  const int64_t* nbr = map.neighbours.data();
+  // The conservative interpolant of each covariate's block means on these patches.
+  fit(out.static_interp, static_cast<size_t>(options.n_static * n * P));
+  for (int s = 0; s < options.n_static; ++s)
+    interpolate_patches(global, all_static_means + s * N, out.static_interp.data() + s * n * P, first, n);
+  const int64_t* idx = local.fine_of_patch.data();
+  auto invalidate = [&](int64_t c) {
+    if (out.valid[c]) {
+      out.valid[c] = 0;
+      ++out.n_invalid;
+    }
+  };
   for (int64_t c = 0; c < n; ++c) {
+    const int64_t g = first + c;
     float* ctx = out.context.data() + c * C;
     for (int v = 0; v < n_vars; ++v) {
-      const float* cv = all_coarse_vars + v * n_all;
-      const float own = cv[first + c];
+      const float* cv = all_coarse_vars + v * N;
+      const float own = cv[g];
       *ctx++ = own;
-      for (int k = 0; k < nn; ++k) {
-        const int64_t b = nbr[c * nn + k];
+      for (int k = 0; k < nr; ++k) {
+        const int64_t b = ring[g * nr + k];
         *ctx++ = (b >= 0 && std::isfinite(cv[b])) ? cv[b] : own;
       }
     }
     if (options.static_features) {
-      const double lat = map.coarse_lat[c], lon = map.coarse_lon[c];
+      const double lat = global.coarse_lat[g], lon = global.coarse_lon[g];
       const double cl = std::cos(lat);
       *ctx++ = static_cast<float>(std::sin(lat));
       *ctx++ = static_cast<float>(cl * std::cos(lon));
       *ctx++ = static_cast<float>(cl * std::sin(lon));
     }
     if (options.orography) *ctx++ = out.coarse_orography[c];
+    // Static covariates: the block means first, then each covariate's anomalies and deviations.
+    const int64_t base = c * P;
+    float* fine_fields = ctx + options.n_static;
+    for (int s = 0; s < options.n_static; ++s) {
+      const float* x = statics[s];
+      const float m = all_static_means[s * N + g];
+      if (!std::isfinite(m)) invalidate(c);
+      *ctx++ = m;
+      for (int k = 0; k < P; ++k) *fine_fields++ = static_cast<float>(x[idx[base + k]] - static_cast<double>(m));
+      const float* interp = out.static_interp.data() + (s * n + c) * P;
+      for (int k = 0; k < P; ++k) *fine_fields++ = x[idx[base + k]] - interp[k];
+    }
+  }
+  if (options.interp_base) {
+    fit(out.base, static_cast<size_t>(n * P));
+    fit(out.residual, static_cast<size_t>(n * P));
+    interpolate_patches(global, all_coarse_vars + options.target * N, out.base.data(), first, n);
+    for (int64_t i = 0; i < n * P; ++i) out.residual[i] = out.fine[i] - out.base[i];
+  } else {
+    out.base.clear();
+    out.residual.clear();
   }
 }
 
 void extract_patches(const PatchMap& map, const std::vector<const float*>& fields, const float* orography,
-                     const PatchOptions& options, Patches& out) {
+                     const std::vector<const float*>& statics, const PatchOptions& options, Patches& out) {
   coarsen_patches(map, fields, orography, options, out);
-  fill_contexts(map, 0, out.coarse_vars.data(), map.n_coarse, static_cast<int>(fields.size()), options, out);
+  fit(out.static_means, static_cast<size_t>(options.n_static * map.n_coarse));
+  for (size_t s = 0; s < statics.size() && static_cast<int>(s) < options.n_static; ++s)
+    coarsen(map, statics[s], out.static_means.data() + s * map.n_coarse);
+  fill_contexts(map, 0, map, out.coarse_vars.data(), static_cast<int>(fields.size()), out.static_means.data(), statics,
+                options, out);
+}
+
+void extract_patches(const PatchMap& map, const std::vector<const float*>& fields, const float* orography,
+                     const PatchOptions& options, Patches& out) {
+  extract_patches(map, fields, orography, {}, options, out);
+}
+
+const float* sampler_coarse(Patches& p) {
+  if (p.base.empty()) return p.coarse.data();
+  p.zeros.assign(static_cast<size_t>(p.n), 0.0f);
+  return p.zeros.data();
+}
+
+void add_patch_base(const Patches& p, int64_t members, float* samples) {
+  if (p.base.empty()) return;
+  const int64_t P = p.P;
+  for (int64_t c = 0; c < p.n; ++c)
+    for (int64_t m = 0; m < members; ++m) {
+      float* x = samples + (c * members + m) * P;
+      const float* b = p.base.data() + c * P;
+      for (int64_t k = 0; k < P; ++k) x[k] += b[k];
+    }
 }
 
 PatchMap shard_map(const PatchMap& global, int64_t first, int64_t count) {

@@ -63,9 +63,9 @@ Redistribution::Redistribution(MPI_Comm comm, const std::vector<int64_t>& owned_
                                const std::vector<int64_t>& slot_cells, int64_t n_global)
     : n_owned_(static_cast<int64_t>(owned_global.size())) {
   CHECK_MPI(MPI_Comm_dup(comm, &comm_));
-  int rank = 0;
-  MPI_Comm_rank(comm_, &rank);
+  MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
+  const int rank = rank_;
   const int size = size_;
   // The directory rank of cell g: contiguous, balanced ranges of the global ids.
   auto directory = [size, n_global](int64_t g) {

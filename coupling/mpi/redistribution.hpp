@@ -40,10 +40,19 @@ class Redistribution {
   /// Values this rank sends and receives per forward() of one field (for the scaling benchmark).
   int64_t values_sent() const { return static_cast<int64_t>(send_pos_.size()); }
   int64_t values_received() const { return n_slots(); }
+  /// Other ranks this rank sends values to, and receives values from, per exchange (messages of
+  /// the forward exchange; the reverse swaps them).
+  int messages_sent() const { return peers(send_counts_); }
+  int messages_received() const { return peers(recv_counts_); }
 
  private:
+  int peers(const std::vector<int>& counts) const {
+    int n = 0;
+    for (size_t r = 0; r < counts.size(); ++r) n += counts[r] > 0 && static_cast<int>(r) != rank_;
+    return n;
+  }
   MPI_Comm comm_ = MPI_COMM_NULL;
-  int size_ = 1;
+  int rank_ = 0, size_ = 1;
   int64_t n_owned_ = 0;
   std::vector<int64_t> send_pos_;      ///< owned positions in send order (grouped by trainer, slot order)
   std::vector<int> send_counts_, send_displs_;

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,7 +18,9 @@
 #include "coupling/host/decomposition.hpp"
 #include "coupling/host/mpi_program.hpp"
 #include "coupling/io/field_reader.hpp"
+#include "coupling/io/static_field.hpp"
 #include "common/cli.hpp"
+#include "common/region.hpp"
 #include "common/log.hpp"
 #include "coupling/replay/latlon_domain.hpp"
 #include "coupling/replay/progress.hpp"
@@ -39,6 +42,7 @@ struct Options {
   int epochs = 0;
   std::string progress = "auto";
   std::string log_level = "info";
+  std::string hold_out;  ///< --hold-out: forwarded to the plugins as train.hold_out
 };
 
 /// Appends the --set overrides to the plugins' options strings ("CONFIG.yaml key=value ...").
@@ -95,7 +99,13 @@ int run(const Options& opt, int rank, int n_ranks) {
   std::vector<ch::PluginSpec> plugins = cfg.plugins;
   if (!cfg.comin_namelist.empty()) plugins = ch::read_comin_namelist(cfg.comin_namelist);
   if (plugins.empty()) flog::warning(cfg.path + ": no plugins: the replay only reads the files");
-  apply_overrides(plugins, opt.sets);
+  std::vector<std::string> sets = opt.sets;
+  if (!opt.hold_out.empty()) {
+    if (!finecast::is_region_text(opt.hold_out))
+      throw finecast::ConfigError("--hold-out " + opt.hold_out + ": expected a region lat0,lat1,lon0,lon1 in degrees");
+    sets.push_back("train.hold_out=" + opt.hold_out);
+  }
+  apply_overrides(plugins, sets);
   const fr::Progress::Mode progress_mode = fr::Progress::parse_mode(opt.progress);
 
   // Every rank opens the files: the selection and dates must agree everywhere, and opening is
@@ -113,6 +123,9 @@ int run(const Options& opt, int rank, int n_ranks) {
                " replay steps");
 
   ch::Domain domain;
+  std::optional<fc::IconGrid> icon_grid;
+  std::optional<fc::LatLonGrid> latlon_grid;
+  std::string latlon_source;
   if (cfg.grid_type == "icon") {
     startup.stage("reading the ICON grid " + cfg.grid_file + " and decomposing it over " +
                   std::to_string(n_ranks) + " rank(s)");
@@ -125,6 +138,7 @@ int run(const Options& opt, int rank, int n_ranks) {
     const fc::host::LocalCells cells =
         fc::host::decompose(grid, fc::host::parse_decomposition(cfg.decomposition), n_ranks, rank);
     domain = fc::host::make_domain(grid, cells, cfg.nproma, input.step_seconds());
+    icon_grid = grid;
   } else {
     if (input.grid_kind() == fc::FieldReader::GridKind::kUnstructured)
       throw finecast::ConfigError(cfg.path + ": grid.type is latlon but " + input.files().front() +
@@ -144,6 +158,8 @@ int run(const Options& opt, int rank, int n_ranks) {
     const fc::host::LocalCells cells =
         fr::decompose_latlon(grid, cfg.decomposition, cfg.seed, n_ranks, rank);
     domain = fr::make_latlon_domain(grid, cells, cfg.nproma, input.step_seconds());
+    latlon_grid = grid;
+    latlon_source = grid_file + " (" + cfg.path + ")";
   }
   int n_owned = 0;
   for (int d : domain.decomp_domain) n_owned += d == 0;
@@ -165,13 +181,24 @@ int run(const Options& opt, int rank, int n_ranks) {
     startup.stage("reading the static field " + s.variable.var + " of " + s.file);
     double* var = host.add_variable(s.variable.name, 1, ch::VariableInfo{});
     if (rank == 0) {
-      fc::FieldReader reader(s.file, s.variable.var, s.variable.level);
-      if (reader.n_values() != input.n_values())
-        throw finecast::GridError(cfg.path + ": input.static: " + s.file + ": " + s.variable.var +
-                                  " has " + std::to_string(reader.n_values()) +
-                                  " values, the replayed fields " +
-                                  std::to_string(input.n_values()));
-      reader.read(0, global.data());
+      if (s.variable.level != 0) {
+        fc::FieldReader reader(s.file, s.variable.var, s.variable.level);
+        if (reader.n_values() != input.n_values())
+          throw finecast::GridError(cfg.path + ": input.static: " + s.file + ": " + s.variable.var +
+                                    " has " + std::to_string(reader.n_values()) +
+                                    " values, the replayed fields " +
+                                    std::to_string(input.n_values()));
+        reader.read(0, global.data());
+      } else {
+        // Checked against the grid: ICON cells (and centres), or lat-lon coordinates (a larger
+        // grid that contains the replayed one, such as a model's orography file, is cut).
+        try {
+          global = icon_grid ? fc::read_static_icon(s.file, s.variable.var, *icon_grid)
+                             : fc::read_static_latlon(s.file, s.variable.var, *latlon_grid, latlon_source);
+        } catch (const finecast::Error& e) {
+          throw finecast::GridError(cfg.path + ": input.static: " + e.what());
+        }
+      }
     }
     broadcast(global);
     fill(var, global, domain);
@@ -270,6 +297,10 @@ int main(int argc, char** argv) {
   finecast::cli::add_set(app, opt.sets,
                          "KEY=VALUE appended to every plugin's options (finecast: a config override, e.g. "
                          "checkpoint.resume=DIR); PLUGIN:KEY=VALUE for one plugin only.");
+  app.add_option("--hold-out", opt.hold_out,
+                 "lat0,lat1,lon0,lon1 (the grid's own coordinates, degrees): the patches wholly inside are not "
+                 "trained on, but their coarse values stay in their neighbours' context (sets the plugins' "
+                 "train.hold_out)");
   app.add_option("--epochs", opt.epochs, "override the run file's replay epochs")
       ->check(CLI::PositiveNumber);
   app.add_option("--progress", opt.progress,

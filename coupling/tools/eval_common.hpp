@@ -5,9 +5,11 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "coupling/eval/evaluation.hpp"
+#include "coupling/eval/regression.hpp"
 
 namespace finecast::tools {
 
@@ -21,6 +23,17 @@ struct EvalOptions {
   int coarse_level = -1;  ///< ICON: patches are the R2B<L> cells; -1 = from <var>_coarse
   int idw_neighbours = 6;
   double idw_power = 2.0;
+  /// --static FILE:VAR: fine static covariates of regression_cons (repeatable).
+  std::vector<std::string> statics;
+  /// --fit-on: where regression_cons is fitted: a region lat0,lat1,lon0,lon1 of the truth file,
+  /// or a file with the truth variable on (part of) the covariates' grid. Default with
+  /// --hold-out: every block (patch) that is not held out.
+  std::string fit_on;
+  /// --hold-out: score only these blocks (patches): a region, or FILE:VAR, a mask on the
+  /// prediction's grid (a block is held out when any of its cells is non-zero).
+  std::string hold_out;
+  std::string regression_in, regression_out;  ///< reuse / save regression_cons's coefficients
+  std::string baselines_out;  ///< NetCDF file for every baseline's field at the last scored step
 
   /// The truth file and variable after the defaults.
   std::string truth_path() const { return truth.empty() ? pred : truth; }
@@ -54,6 +67,33 @@ std::string join(const std::vector<std::size_t>& v);
 
 /// Prints the table and writes --json / --csv.
 void write_reports(const coupling::eval::EvalReport& report, const EvalOptions& options);
+
+/// FILE:VAR of --static and --hold-out (a colon followed by a path separator belongs to the
+/// file name); throws ConfigError naming `option` when VAR is missing.
+std::pair<std::string, std::string> split_file_var(const std::string& text, const std::string& option);
+
+/// Whether regression_cons is scored: --static given. Checks the combinations of --static,
+/// --fit-on, --hold-out, --regression-in and --regression-out (ConfigError naming them).
+bool check_regression_options(const EvalOptions& options);
+
+/// After a fit (or --regression-in): prints the coefficients, writes --regression-out, and puts
+/// them into the report's meta. With --regression-in, checks that the file's predictors are the
+/// covariates given (ConfigError naming both).
+coupling::eval::RegressionFit finish_regression(const EvalOptions& options,
+                                               const std::vector<std::string>& predictor_names,
+                                               const std::function<coupling::eval::RegressionFit()>& fit);
+
+/// Writes every baseline's field of the last scored step to --baselines-out: one variable per
+/// baseline named after it, on `dims` (("ncells") or (y, x)) with `shape`, double precision, and
+/// the global attributes truth/pred/var/step. Throws IoError naming the file.
+void write_baselines(const EvalOptions& options,
+                     const std::vector<std::pair<std::string, std::vector<double>>>& fields,
+                     const std::vector<std::string>& dims, const std::vector<std::size_t>& shape,
+                     const std::string& step);
+
+/// The regression's meta entries for the JSON report.
+void add_regression_meta(const coupling::eval::RegressionFit& fit,
+                         std::vector<std::pair<std::string, std::string>>& meta);
 
 /// finecast-eval on unstructured ICON fields (eval_icon.cpp); returns the exit status.
 int run_icon(const EvalOptions& options);

@@ -17,12 +17,13 @@
 #include "coupling/grid/patches.hpp"
 #include "coupling/mpi/redistribution.hpp"
 #include "coupling/mpi/owned_cells.hpp"
+#include "plugin/comin_plugin/conditioning.hpp"
 #include "plugin/comin_plugin/faults.hpp"
 #include "plugin/comin_plugin/output.hpp"
 #include "plugin/comin_plugin/phase.hpp"
+#include "plugin/comin_plugin/trainer_module.hpp"
 #include "plugin/comin_plugin/training_session.hpp"
 #include "plugin/config.hpp"
-#include "trainer/downscaler.hpp"
 
 namespace finecast::plugin {
 
@@ -46,7 +47,7 @@ struct CouplingState {
   bool is_lead = false;            ///< trainer 0 (coupling.trainer_rank): writes outputs and checkpoints
   MPI_Comm trainers = MPI_COMM_NULL;  ///< trainer ranks: the per-step collectives among them
   MPI_Comm training = MPI_COMM_NULL;  ///< trainer ranks: the sessions' gradient sums (the training thread)
-  std::vector<HostField> fields;  ///< config.fields, then patch.orography when set
+  std::vector<HostField> fields;  ///< config.fields, then patch.orography when set, then patch.static
   HostField write_back;           ///< sample.write_back (handle null when unused)
   std::unique_ptr<coupling::Redistribution> redist;  ///< owned cells <-> the trainers' patch slots
   int64_t n_owned = 0;
@@ -57,7 +58,7 @@ struct CouplingState {
   CouplingState(const CouplingState&) = delete;
   CouplingState& operator=(const CouplingState&) = delete;
   ~CouplingState();
-  /// The number of host variables read per step (fields, plus orography when configured).
+  /// The number of host variables gathered (fields, then the static ones: orography, patch.static).
   int n_inputs() const { return static_cast<int>(fields.size()); }
 };
 
@@ -78,11 +79,14 @@ struct TrainerState {
   coupling::PatchMap shard;          ///< this trainer's patches as a map of their own (slots)
   std::vector<int64_t> slot_cells;   ///< global fine cell of each slot
   coupling::PatchOptions patch_options;
-  std::vector<float> slot_values;    ///< [n_inputs][n_slots]: the fields per step, orography once
+  std::vector<float> slot_values;    ///< [n_inputs][n_slots]: the fields per step, the static inputs once
   std::vector<float> all_coarse;     ///< [n_vars][n_coarse]: every patch's coarse means (from all trainers)
+  std::vector<float> all_static_means;  ///< [n_static][n_coarse]: every patch's covariate means (once)
   coupling::Patches patches;         ///< this trainer's patches of the latest step (also what sampling uses)
+  ConditioningState conditioning;    ///< static covariates (normalised, on the slots), held-out patches
+  std::vector<uint8_t> train_valid;  ///< the step's valid patches less the held-out ones: what the buffer keeps
   std::unique_ptr<coupling::RollingBuffer> buffer;  ///< this trainer's patches
-  std::unique_ptr<trainer::Downscaler> model;
+  std::unique_ptr<Model> model;       ///< from the trainer module (LibTorch)
   TrainingSession session;           ///< joined before the model it trains is released
   std::shared_ptr<trainer::Reducer> reducer;  ///< the trainers' gradient sums (train.ranks > 1)
   coupling::OutputGrid output_grid;     ///< the fine grid, for the NetCDF output (lead)

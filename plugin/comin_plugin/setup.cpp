@@ -9,12 +9,16 @@
 #include <algorithm>
 #include <numeric>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <optional>
 #include <thread>
 
+#include <cmath>
+
 #include "coupling/error.hpp"
+#include "coupling/grid/context_stencil.hpp"
 #include "coupling/grid/icon_grid.hpp"
 #include "coupling/grid/icon_hierarchy.hpp"
 #include "coupling/grid/latlon_grid.hpp"
@@ -23,16 +27,13 @@
 #include "plugin/comin_plugin/mpi_reducer.hpp"
 #include "plugin/comin_plugin/plugin_state.hpp"
 #include "plugin/comin_plugin/trainer_work.hpp"
-#include "trainer/checkpoint.hpp"
-#include "trainer/device.hpp"
-#include "trainer/threads.hpp"
 
 namespace finecast::plugin {
 namespace {
 
 /// The long_name finecast gives its write-back variable: how the plugin recognises its own
 /// variable (a host that hands over an existing field instead keeps that field's metadata).
-std::string write_back_marker(const Config& cfg) { return "finecast ensemble mean of " + cfg.fields.front(); }
+std::string write_back_marker(const Config& cfg) { return "finecast ensemble mean of " + target_field(cfg); }
 
 bool is_directory(const std::string& path) {
   struct stat st {};
@@ -142,32 +143,46 @@ void check_mpi_thread_level(const Config& cfg) {
                       "set train.async: false to train on the host's thread");
 }
 
-/// The grid and its patches; the lead also the output's description of the grid. Returns the
-/// cells of a grid row (lat-lon; 1 on ICON): pieces of output records are whole rows.
+/// The grid and its patches, the map prepared for the context the config asks for and the
+/// held-out patches (train.hold_out, in the grid's own coordinates); the lead also the output's
+/// description of the grid. Returns the cells of a grid row (lat-lon; 1 on ICON): pieces of
+/// output records are whole rows.
 int64_t read_grid(const Config& cfg, TrainerState& t, bool lead) {
   if (cfg.grid.type == GridType::kIcon) {
     coupling::IconGrid grid = coupling::read_icon_grid(cfg.grid.file);
     t.map = coupling::icon_patch_map(grid, cfg.grid.coarse_level);
     if (lead) t.output_grid = coupling::OutputGrid::of(grid);
+    setup_conditioning(cfg, t.map, t.conditioning, [&](int64_t i, double& lat, double& lon) {
+      lat = grid.clat[i] * 180.0 / M_PI;
+      lon = grid.clon[i] * 180.0 / M_PI;
+    });
     return 1;
   }
   const std::string var = cfg.grid.variable.empty() ? cfg.fields.front() : cfg.grid.variable;
   coupling::LatLonGrid grid = coupling::read_latlon_grid(cfg.grid.file, var);
   t.map = coupling::latlon_patch_map(grid, cfg.grid.block);
   if (lead) t.output_grid = coupling::OutputGrid::of(grid, var);
+  setup_conditioning(cfg, t.map, t.conditioning, [&](int64_t i, double& lat, double& lon) {
+    lat = grid.lat[i / grid.nlon];
+    lon = grid.lon[i % grid.nlon];
+  });
   return grid.nlon;
 }
 
-std::unique_ptr<trainer::Downscaler> build_model(const Config& cfg, int context_size, int patch_size,
-                                                 const std::string& device) {
+std::unique_ptr<Model> build_model(const Config& cfg, int context_size, int patch_size, const std::string& device,
+                                   int threads) {
   // The config's model and train sections are the trainer's options; the run adds what it
-  // derives (context and patch size from the grid and fields) and the seed.
+  // derives (context and patch size from the grid and fields, the covariate channels) and the seed.
   trainer::ModelOptions mo = cfg.model;
   mo.context_size = context_size;
   mo.patch_size = patch_size;
+  mo.static_channels = coupling::static_channels(patch_options(cfg));
   trainer::TrainOptions to = cfg.train;
   to.seed = cfg.seed;
-  return std::make_unique<trainer::Downscaler>(mo, to, device, cfg.sample.device);
+  std::string device_line;
+  auto model = trainer_module().create_model(mo, to, device, cfg.sample.device, threads, device_line);
+  log::info(device_line);
+  return model;
 }
 
 /// The checkpoint checkpoint.resume names: a file, the newest valid one of a directory, or with
@@ -175,7 +190,7 @@ std::unique_ptr<trainer::Downscaler> build_model(const Config& cfg, int context_
 std::string checkpoint_to_resume(const Config& cfg) {
   const std::string& resume = cfg.checkpoint.resume;
   auto newest_in = [](const std::string& dir) {
-    return trainer::newest_valid_checkpoint(dir, [](const std::string& why) { log::warning(why); });
+    return trainer_module().newest_valid_checkpoint(dir, [](const std::string& why) { log::warning(why); });
   };
   if (resume == "auto") {
     const auto newest = is_directory(cfg.checkpoint.dir) ? newest_in(cfg.checkpoint.dir) : std::nullopt;
@@ -195,7 +210,7 @@ std::string checkpoint_to_resume(const Config& cfg) {
 void resume(PluginState& s, TrainerState& t, const std::string& path) {
   const Config& cfg = s.config;
   t.model->restore(path);  // checks architecture, shapes and version against this config
-  const auto meta = trainer::Downscaler::checkpoint_metadata(path);
+  const auto meta = trainer_module().checkpoint_metadata(path);
   auto number = [&](const char* key) {
     auto it = meta.find(key);
     return it == meta.end() ? 0LL : std::stoll(it->second);
@@ -204,6 +219,16 @@ void resume(PluginState& s, TrainerState& t, const std::string& path) {
   s.stats.steps = number("coupling_steps");
   s.stats.samplings = number("samplings");
   if (auto it = meta.find("datetime"); it != meta.end()) t.resumed_datetime = it->second;
+  // The static covariates keep the normalisation the model was trained with.
+  if (auto it = meta.find("patch.static_norm"); it != meta.end() && !cfg.patch.statics.empty()) {
+    const auto names = meta.find("patch.static");
+    std::string want;
+    for (const auto& v : cfg.patch.statics) want += (want.empty() ? "" : ",") + v;
+    if (names == meta.end() || names->second != want)
+      throw ConfigError(cfg.source + ": patch.static [" + want + "] differs from the static covariates of checkpoint " +
+                        path + " (" + (names == meta.end() ? std::string("none") : names->second) + ")");
+    t.conditioning.static_norms = coupling::parse_static_norms(it->second, path);
+  }
   t.resumed_from = path;
   log::info("Resumed from " + path + " (optimizer step " + std::to_string(t.model->step()) + ", " +
             std::to_string(s.stats.sessions) + " training sessions and " + std::to_string(s.stats.steps) +
@@ -239,8 +264,18 @@ void resume(PluginState& s, TrainerState& t, const std::string& path) {
   t.pending.training = number("training_due") != 0 && t.buffer->steps() >= cfg.train.min_steps;
 }
 
+/// The CUDA devices this process may use by CUDA_VISIBLE_DEVICES (-1: not set, all of them).
+int visible_cuda_devices() {
+  const char* env = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (env == nullptr) return -1;
+  const std::string list = env;
+  if (list.empty() || list == "NoDevFiles") return 0;
+  return static_cast<int>(std::count(list.begin(), list.end(), ',')) + 1;
+}
+
 /// The device of this trainer rank: with several trainer ranks on CUDA, each takes a GPU of its
-/// node (train.gpu_ids, or 0, 1, ... in rank order).
+/// node (train.gpu_ids, or 0, 1, ... in the order of the trainer ranks on the node). A rank that
+/// sees one GPU only (scripts/slurm/bind_gpu.sh gives each rank its own) uses that one, cuda:0.
 std::string trainer_device(const Config& cfg, MPI_Comm trainers) {
   if (cfg.train.ranks == 1 || (cfg.device != "cuda" && cfg.device != "auto")) return cfg.device;
   MPI_Comm node;
@@ -248,12 +283,20 @@ std::string trainer_device(const Config& cfg, MPI_Comm trainers) {
   int local = 0;
   MPI_Comm_rank(node, &local);
   MPI_Comm_free(&node);
+  const int visible = visible_cuda_devices();
   if (!cfg.train.gpu_ids.empty()) {
     if (local >= static_cast<int>(cfg.train.gpu_ids.size()))
       throw ConfigError(cfg.source + ": train.gpu_ids lists " + std::to_string(cfg.train.gpu_ids.size()) +
                         " device(s), but trainer rank " + std::to_string(local) + " of a node needs one more");
-    return "cuda:" + std::to_string(cfg.train.gpu_ids[static_cast<size_t>(local)]);
+    const int id = cfg.train.gpu_ids[static_cast<size_t>(local)];
+    if (visible >= 0 && id >= visible)
+      throw ConfigError(cfg.source + ": train.gpu_ids gives this trainer rank GPU " + std::to_string(id) +
+                        ", but CUDA_VISIBLE_DEVICES=" + std::getenv("CUDA_VISIBLE_DEVICES") + " lets it see " +
+                        std::to_string(visible) + " (with scripts/slurm/bind_gpu.sh every rank sees only its own: "
+                        "leave train.gpu_ids empty)");
+    return "cuda:" + std::to_string(id);
   }
+  if (visible == 1) return cfg.device == "cuda" ? "cuda:0" : cfg.device;
   return cfg.device == "cuda" ? "cuda:" + std::to_string(local) : cfg.device;
 }
 
@@ -271,7 +314,7 @@ std::unique_ptr<TrainerState> setup_trainer(PluginState& s, int64_t n_global, in
                     " cells, but the host's domain " + std::to_string(cfg.coupling.domain) + " has " +
                     std::to_string(n_global));
   // The downscaled field's description, as the host gives it in its metadata.
-  const std::string& field = cfg.fields.front();
+  const std::string& field = target_field(cfg);
   t->output_attrs.units = text_metadata(field, cfg.coupling.domain, "units");
   t->output_attrs.standard_name = text_metadata(field, cfg.coupling.domain, "standard_name");
   t->output_attrs.long_name = text_metadata(field, cfg.coupling.domain, "long_name");
@@ -296,23 +339,24 @@ std::unique_ptr<TrainerState> setup_trainer(PluginState& s, int64_t n_global, in
   // Output records travel to the lead in pieces of at most ~1M cells (whole grid rows).
   t->output_chunk = std::max<int64_t>(row_cells, ((int64_t{1} << 20) / row_cells) * row_cells);
 
-  t->patch_options.static_features = cfg.patch.static_features;
-  t->patch_options.orography = !cfg.patch.orography.empty();
+  t->patch_options = patch_options(cfg);
   const int n_vars = static_cast<int>(cfg.fields.size());
   const int C = coupling::context_size(t->map, n_vars, t->patch_options);
-  log::info("Patches: " + std::to_string(n_coarse) + " coarse cells of " + std::to_string(P) + " fine cells; context of " +
-            std::to_string(C) + " values" +
+  log::info("Patches: " + std::to_string(n_coarse) + " coarse cells of " + std::to_string(P) +
+            " fine cells; context of " + std::to_string(C) + " values (" + std::to_string(n_vars) + " field(s) x " +
+            std::to_string(1 + coupling::ring_count(t->map, cfg.patch.context_rings)) + " coarse cells" +
+            (cfg.patch.statics.empty() ? std::string()
+                                       : ", " + std::to_string(cfg.patch.statics.size()) + " static covariate(s)") +
+            "); the model learns fine minus " +
+            (cfg.patch.residual == Residual::kInterp ? "the conservative interpolant" : "the coarse value") +
             (n_trainers > 1 ? "; " + std::to_string(n_trainers) + " trainer ranks, this one holds patches " +
                                   std::to_string(t->first_patch) + "-" + std::to_string(t->first_patch + t->n_patches - 1)
                             : std::string()));
 
   // LibTorch's threads are set around finecast's own work only (the host's OpenMP count stays
-  // as it is); the device line reports them.
+  // as it is); the device line reports them. LibTorch is loaded here, on trainer ranks only.
   t->torch_threads = torch_threads(cfg, ranks_on_node);
-  const trainer::ScopedTorchThreads threads(t->torch_threads);
-  const trainer::DeviceChoice device = trainer::select_device(trainer_device(cfg, c.trainers));
-  log::info(device.log_line());
-  t->model = build_model(cfg, C, static_cast<int>(P), device.torch_device);
+  t->model = build_model(cfg, C, static_cast<int>(P), trainer_device(cfg, c.trainers), t->torch_threads);
   if (n_trainers > 1) {
     t->reducer = std::make_shared<MpiReducer>(c.training);
     t->model->set_reducer(t->reducer);
@@ -346,8 +390,12 @@ void couple_fields(PluginState& s) {
                                  COMIN_FLAG_READ, "fields"));
   if (!cfg.patch.orography.empty())
     c.fields.push_back(get_field(cfg, cfg.patch.orography, 0, jg, ep, COMIN_FLAG_READ, "patch.orography"));
+  for (const auto& name : cfg.patch.statics)  // gathered once, like the orography
+    c.fields.push_back(get_field(cfg, name, 0, jg, ep, COMIN_FLAG_READ, "patch.static"));
+  const size_t first_static = cfg.fields.size() + (cfg.patch.orography.empty() ? 0 : 1);
   for (size_t i = 0; i < c.fields.size(); ++i)
-    locate_owned_cells(cfg, c.fields[i], jg, i < cfg.fields.size() ? "fields" : "patch.orography");
+    locate_owned_cells(cfg, c.fields[i], jg,
+                       i < cfg.fields.size() ? "fields" : i < first_static ? "patch.orography" : "patch.static");
   for (const auto& f : c.fields)
     if (f.owned.global_index != c.fields.front().owned.global_index)
       throw ConfigError(cfg.source + ": host variable \"" + f.name + "\" is not a cell field like \"" +
@@ -359,7 +407,7 @@ void couple_fields(PluginState& s) {
     if (text_metadata(cfg.sample.write_back, jg, "long_name") != write_back_marker(cfg))
       throw ConfigError(cfg.source + ": sample.write_back: \"" + cfg.sample.write_back +
                         "\" is one of the host's own fields; write-back goes into a new variable that finecast "
-                        "creates (choose a name the host does not have, e.g. " + cfg.fields.front() + "_finecast)");
+                        "creates (choose a name the host does not have, e.g. " + target_field(cfg) + "_finecast)");
     locate_owned_cells(cfg, c.write_back, jg, "sample.write_back");
   }
 }

@@ -7,14 +7,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <regex>
 
 #include "common/log.hpp"
 #include "coupling/error.hpp"
 #include "plugin/comin_plugin/guard.hpp"
 #include "plugin/comin_plugin/setup.hpp"
-#include "trainer/checkpoint.hpp"
-#include "trainer/threads.hpp"
 
 namespace finecast::plugin {
 namespace {
@@ -32,7 +31,7 @@ void remove_orphan_snapshots(const std::string& dir) {
     std::smatch m;
     const std::string name = entry.path().filename().string();
     if (!std::regex_match(name, m, snapshot)) continue;
-    if (!fs::exists(trainer::checkpoint_path_for_step(dir, std::stoll(m[1].str())), ec)) fs::remove(entry.path(), ec);
+    if (!fs::exists(trainer_module().checkpoint_path_for_step(dir, std::stoll(m[1].str())), ec)) fs::remove(entry.path(), ec);
   }
 }
 
@@ -93,21 +92,41 @@ void coarsen_step(PluginState& s) {
 }
 
 void share_coarse(PluginState& s) {
+  const Config& cfg = s.config;
   TrainerState& t = *s.trainer;
-  const auto n_vars = static_cast<int64_t>(s.config.fields.size());
-  for (int64_t v = 0; v < n_vars; ++v)
-    CHECK_MPI(MPI_Allgatherv(t.patches.coarse_vars.data() + v * t.n_patches, static_cast<int>(t.n_patches), MPI_FLOAT,
-                             t.all_coarse.data() + v * t.map.n_coarse, t.trainer_patches.data(), t.trainer_first.data(),
-                             MPI_FLOAT, s.coupling->trainers));
+  const MPI_Comm trainers = s.coupling->trainers;
+  // Rows [n_rows][n_patches] of this trainer to rows [n_rows][n_coarse] of every trainer.
+  auto share = [&](const float* mine, int64_t n_rows, float* all) {
+    for (int64_t v = 0; v < n_rows; ++v)
+      CHECK_MPI(MPI_Allgatherv(mine + v * t.n_patches, static_cast<int>(t.n_patches), MPI_FLOAT, all + v * t.map.n_coarse,
+                               t.trainer_patches.data(), t.trainer_first.data(), MPI_FLOAT, trainers));
+  };
+  share(t.patches.coarse_vars.data(), static_cast<int64_t>(cfg.fields.size()), t.all_coarse.data());
+  // The static covariates arrive with the first step of the run: normalised over the whole
+  // field, their block means known to every trainer.
+  const auto n_static = static_cast<int64_t>(cfg.patch.statics.size());
+  if (n_static > 0 && t.conditioning.statics.empty()) {
+    const int64_t n_slots = t.n_patches * t.map.patch_size;
+    const size_t first_static = cfg.fields.size() + (cfg.patch.orography.empty() ? 0 : 1);
+    std::vector<const float*> raw;
+    for (int64_t k = 0; k < n_static; ++k) raw.push_back(t.slot_values.data() + (first_static + k) * n_slots);
+    const std::vector<float> means =
+        prepare_statics(cfg, t.shard, raw, t.conditioning, [trainers](double* values, int n) {
+          CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, MPI_SUM, trainers));
+        });
+    t.all_static_means.resize(static_cast<size_t>(n_static * t.map.n_coarse));
+    share(means.data(), n_static, t.all_static_means.data());
+  }
 }
 
 void buffer_step(PluginState& s) {
   const Config& cfg = s.config;
   TrainerState& t = *s.trainer;
   const auto t0 = Clock::now();
-  coupling::fill_contexts(t.shard, t.first_patch, t.all_coarse.data(), t.map.n_coarse, static_cast<int>(cfg.fields.size()),
-                          t.patch_options, t.patches);
-  t.buffer->push(s.stats.datetime, t.patches.context.data(), t.patches.fine.data(), t.patches.valid.data());
+  coupling::fill_contexts(t.map, t.first_patch, t.shard, t.all_coarse.data(), static_cast<int>(cfg.fields.size()),
+                          t.all_static_means.data(), static_pointers(t.conditioning), t.patch_options, t.patches);
+  training_valid(t.conditioning, t.first_patch, t.patches, t.train_valid);
+  t.buffer->push(s.stats.datetime, t.patches.context.data(), training_targets(cfg, t.patches), t.train_valid.data());
   if (t.patches.n_invalid > 0)
     log::debug(std::to_string(t.patches.n_invalid) + " patch(es) with missing values excluded at " + s.stats.datetime);
   if (s.phase() == Phase::kBuffering) report_buffer_progress(s);
@@ -138,23 +157,17 @@ void write_model_checkpoint(PluginState& s) {
   const Config& cfg = s.config;
   TrainerState& t = *s.trainer;
   const auto t0 = Clock::now();
-  // What finecast-downscale needs to rebuild the context without the config (which host
-  // fields it needs): every coupled field in order, the position features, the orography field.
-  std::string context_fields;
-  for (const auto& f : cfg.fields) context_fields += (context_fields.empty() ? "" : ",") + f;
-  const std::string path = trainer::save_checkpoint_in_dir(
-      *t.model, cfg.checkpoint.dir, cfg.checkpoint.keep,
-      {{"sessions", std::to_string(s.stats.sessions)},
-       {"coupling_steps", std::to_string(s.stats.steps)},
-       {"samplings", std::to_string(s.stats.samplings)},
-       {"training_due", t.pending.training ? "1" : "0"},
-       {"datetime", s.stats.datetime},
-       {"config", cfg.source},
-       {"fields", cfg.fields.front()},
-       {"context_fields", context_fields},
-       {"patch.static_features", cfg.patch.static_features ? "true" : "false"},
-       {"patch.orography", cfg.patch.orography},
-       {"trainer_ranks", std::to_string(s.coupling->trainer_ranks.size())}});
+  // What the context holds, so that finecast-downscale can rebuild it without the config (and
+  // ask for the static fields it needs): conditioning.cpp's context_metadata.
+  std::map<std::string, std::string> meta{{"sessions", std::to_string(s.stats.sessions)},
+                                          {"coupling_steps", std::to_string(s.stats.steps)},
+                                          {"samplings", std::to_string(s.stats.samplings)},
+                                          {"training_due", t.pending.training ? "1" : "0"},
+                                          {"datetime", s.stats.datetime},
+                                          {"config", cfg.source},
+                                          {"trainer_ranks", std::to_string(s.coupling->trainer_ranks.size())}};
+  for (const auto& [key, value] : context_metadata(cfg, t.conditioning)) meta[key] = value;
+  const std::string path = t.model->save_in_dir(cfg.checkpoint.dir, cfg.checkpoint.keep, meta);
   remove_orphan_snapshots(cfg.checkpoint.dir);
   t.last_checkpoint = path;
   if (t.output) t.output->set_checkpoint(path);
@@ -223,12 +236,13 @@ void draw_samples(PluginState& s) {
   const int64_t n = t.n_patches, P = t.map.patch_size, members = cfg.sample.members;
   t.samples.resize(static_cast<size_t>(n * members * P));
   const trainer::SampleOptions& so = cfg.sample;  // the trainer's part of the sample section
-  const trainer::ScopedTorchThreads threads(t.torch_threads);
   // Each trainer draws its own patches with a seed of its own.
   const uint64_t seed = cfg.seed + 7919 * static_cast<uint64_t>(s.stats.samplings + 1) +
                         1000003ULL * static_cast<uint64_t>(s.coupling->trainer_index);
-  t.model->sample(t.patches.context.data(), t.patches.coarse.data(), t.patches.weights.data(), n, so, seed,
-                  t.samples.data());
+  // With patch.residual: interp the model draws the residual from the interpolant, added after.
+  t.model->sample(t.patches.context.data(), coupling::sampler_coarse(t.patches), t.patches.weights.data(), n, so, seed,
+                  t.torch_threads, t.samples.data());
+  coupling::add_patch_base(t.patches, members, t.samples.data());
 }
 
 void write_samples(PluginState& s) {
@@ -239,6 +253,7 @@ void write_samples(PluginState& s) {
   const int members = cfg.sample.members;
   const int64_t P = t.map.patch_size, n_fine = t.map.n_fine;
   const int n_trainers = static_cast<int>(c.trainer_ranks.size());
+  const float* host_target = t.slot_values.data() + static_cast<size_t>(target_index(cfg)) * t.slot_cells.size();
   // The lead opens the output at the first sampling; the others just send.
   std::string failure;
   if (lead && !t.output) {
@@ -248,7 +263,7 @@ void write_samples(PluginState& s) {
           t.map, !t.last_checkpoint.empty() ? t.last_checkpoint
                  : !t.resumed_from.empty()  ? t.resumed_from
                                             : "none written yet (checkpoint.dir " + cfg.checkpoint.dir + ")");
-      t.output = std::make_unique<Output>(cfg.sample.output, t.output_grid, cfg.fields.front(), t.output_attrs, members,
+      t.output = std::make_unique<Output>(cfg.sample.output, t.output_grid, target_field(cfg), t.output_attrs, members,
                                           attrs, !t.resumed_from.empty(), s.stats.datetime);
     } catch (...) {
       failure = describe_current_exception();
@@ -288,7 +303,7 @@ void write_samples(PluginState& s) {
       row[0] = static_cast<float>(t.slot_cells[static_cast<size_t>(slot)] - first);  // exact below 2^24
       for (int m = 0; m < members; ++m) row[1 + m] = t.samples[static_cast<size_t>((patch * members + m) * P + pos)];
       row[1 + members] = t.patches.coarse[static_cast<size_t>(patch)];
-      row[2 + members] = t.slot_values[static_cast<size_t>(slot)];
+      row[2 + members] = host_target[slot];
     }
     const int mine = k * width;
     CHECK_MPI(MPI_Gather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, c.trainers));

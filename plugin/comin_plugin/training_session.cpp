@@ -5,7 +5,6 @@
 #include <stdexcept>
 
 #include "common/log.hpp"
-#include "trainer/threads.hpp"
 
 namespace finecast::plugin {
 
@@ -13,7 +12,7 @@ TrainingSession::~TrainingSession() {
   if (thread_.joinable()) thread_.join();
 }
 
-void TrainingSession::start(trainer::Downscaler& model, Snapshot data, int epochs, bool async,
+void TrainingSession::start(Model& model, Snapshot data, int epochs, bool async,
                             int threads, std::function<void()> before) {
   if (in_flight()) throw std::logic_error("a training session is already in flight");
   if (thread_.joinable()) thread_.join();
@@ -29,9 +28,8 @@ void TrainingSession::start(trainer::Downscaler& model, Snapshot data, int epoch
   }
 }
 
-void TrainingSession::run(trainer::Downscaler* model, int epochs, int threads) noexcept {
+void TrainingSession::run(Model* model, int epochs, int threads) noexcept {
   try {
-    const trainer::ScopedTorchThreads scope(threads);
     if (before_) before_();
     trainer::DataView view{data_.context.data(), data_.fine.data(), data_.weights.data(), data_.n};
     if (static_cast<int64_t>(data_.step.size()) == data_.n) view.time = data_.step.data();
@@ -39,7 +37,7 @@ void TrainingSession::run(trainer::Downscaler* model, int epochs, int threads) n
       view.global_row = data_.global_row.data();
       view.global_rows = data_.global_rows;
     }
-    stats_ = model->train_session(view, epochs, [](const std::string& event) { log::warning(event); });
+    stats_ = model->train_session(view, epochs, threads, [](const std::string& event) { log::warning(event); });
     int e = 0;
     for (const trainer::EpochStats& s : stats_.epochs) {
       char line[160];

@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "trainer/downscaler.hpp"
+#include "plugin/comin_plugin/trainer_module.hpp"
 
 namespace finecast::plugin {
 
@@ -30,13 +30,13 @@ class TrainingSession {
   TrainingSession& operator=(const TrainingSession&) = delete;
   ~TrainingSession();
 
-  /// Starts a session (Downscaler::train_session: validation split, `epochs` epochs, early
+  /// Starts a session (trainer::Downscaler::train_session: validation split, `epochs` epochs, early
   /// stopping, publishing) on `data` with `threads` LibTorch threads
   /// (set on the thread that trains, restored afterwards); when `async` it runs on a background
   /// thread and this returns at once, otherwise it returns when the session ends. `before` (may
   /// be empty) runs first on the training thread; it and the session may throw: the exception is
   /// rethrown by collect().
-  void start(trainer::Downscaler& model, Snapshot data, int epochs, bool async, int threads,
+  void start(Model& model, Snapshot data, int epochs, bool async, int threads,
              std::function<void()> before = {});
 
   /// With several trainer ranks, a session that fails on one of them leaves the others waiting
@@ -55,7 +55,7 @@ class TrainingSession {
   void wait();
 
  private:
-  void run(trainer::Downscaler* model, int epochs, int threads) noexcept;
+  void run(Model* model, int epochs, int threads) noexcept;
 
   std::thread thread_;
   Snapshot data_;

@@ -6,10 +6,14 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <functional>
 #include <cmath>
 #include <cstdio>
+#include <algorithm>
 #include <limits>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,7 +23,10 @@
 #include "coupling/grid/icon_hierarchy.hpp"
 #include "coupling/grid/latlon_grid.hpp"
 #include "coupling/grid/patches.hpp"
+#include "coupling/grid/context_stencil.hpp"
+#include "coupling/grid/static_covariates.hpp"
 #include "coupling/io/field_reader.hpp"
+#include "coupling/io/static_field.hpp"
 #include "coupling/io/step_select.hpp"
 #include "common/log.hpp"
 #include "plugin/comin_plugin/output.hpp"
@@ -67,12 +74,22 @@ int exact_log4(int64_t n) {
   return n == 1 ? k : -1;
 }
 
-/// FILE[:VAR] of --orography: (file, var); var is "" when not given. A colon followed by a path
-/// separator belongs to the file name.
-std::pair<std::string, std::string> split_file_var(const std::string& text) {
-  const size_t colon = text.rfind(':');
-  if (colon == std::string::npos || text.find('/', colon) != std::string::npos) return {text, ""};
-  return {text.substr(0, colon), text.substr(colon + 1)};
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size() && !text.empty()) {
+    const size_t comma = text.find(',', start);
+    out.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+/// The static covariates a checkpoint was trained with (patch.static; none before it existed).
+std::vector<std::string> static_covariates(const std::map<std::string, std::string>& meta) {
+  const auto it = meta.find("patch.static");
+  return it == meta.end() ? std::vector<std::string>{} : split_list(it->second);
 }
 
 std::string context_text(const coupling::PatchOptions& o) {
@@ -100,6 +117,35 @@ coupling::PatchOptions context_features(const DownscaleOptions& opt, const std::
   const bool given = !opt.orography.empty();
   const std::string fields_hint =
       trained_fields ? " (it was trained on the field(s) " + *trained_fields + ")" : "";
+  // Recorded since patch.context_rings, patch.residual and patch.static exist; older
+  // checkpoints had none of them (edge neighbours, residual from the mean, no covariates).
+  coupling::PatchOptions recorded;
+  if (const std::string* r = value("patch.context_rings")) recorded.rings = std::stoi(*r);
+  if (const std::string* r = value("patch.residual")) {
+    if (*r != "mean" && *r != "interp")
+      throw CheckpointError("checkpoint " + checkpoint + ": patch.residual is \"" + *r + "\", expected mean or interp");
+    recorded.interp_base = *r == "interp";
+  }
+  const std::vector<std::string> static_names = static_covariates(meta);
+  recorded.n_static = static_cast<int>(static_names.size());
+  if (!static_names.empty() && opt.statics.size() != static_names.size())
+    throw ConfigError("checkpoint " + checkpoint + " was trained with " + std::to_string(static_names.size()) +
+                      " static covariate(s) (patch.static: " + value("patch.static")->c_str() + ")" +
+                      (opt.statics.empty() ? ", but no --static was given" : ", but " + std::to_string(opt.statics.size()) +
+                                                                                  " --static given") +
+                      ": give each on the fine grid with --static FILE:VAR, in that order");
+  if (static_names.empty() && !opt.statics.empty())
+    throw ConfigError("--static " + opt.statics.front() + " given, but checkpoint " + checkpoint +
+                      " was trained without static covariates (patch.static is empty)");
+  if (const std::string* t = value("target"); t && trained_fields) {
+    const auto names = split_list(*trained_fields);
+    const auto it = std::find(names.begin(), names.end(), *t);
+    if (it != names.end()) recorded.target = static_cast<int>(it - names.begin());
+    if (static_cast<int>(names.size()) != n_vars)
+      throw ConfigError("checkpoint " + checkpoint + " was trained on " + std::to_string(names.size()) +
+                        " field(s) (" + *trained_fields + ", downscaling " + *t + "), but " + std::to_string(n_vars) +
+                        " --var given: pass them in that order");
+  }
 
   if (oro_name && !oro_name->empty() && !given)
     throw ConfigError("checkpoint " + checkpoint +
@@ -116,7 +162,7 @@ coupling::PatchOptions context_features(const DownscaleOptions& opt, const std::
     for (bool oro : {false, true}) {
       if (static_text && st != (*static_text == "true")) continue;
       if (oro_name && oro != !oro_name->empty()) continue;
-      coupling::PatchOptions o;
+      coupling::PatchOptions o = recorded;
       o.static_features = st;
       o.orography = oro;
       candidates.push_back(o);
@@ -152,7 +198,7 @@ coupling::PatchOptions context_features(const DownscaleOptions& opt, const std::
 std::vector<float> read_orography(const DownscaleOptions& opt, const std::string& checkpoint,
                                   const coupling::PatchMap& map, const std::string& grid_text,
                                   const coupling::OutputGrid* icon) {
-  auto [file, var] = split_file_var(opt.orography);
+  auto [file, var] = coupling::split_file_var(opt.orography);
   if (var.empty()) {
     const auto meta = trainer::Downscaler::checkpoint_metadata(checkpoint);
     const auto it = meta.find("patch.orography");
@@ -193,190 +239,283 @@ std::vector<float> read_orography(const DownscaleOptions& opt, const std::string
   return out;
 }
 
-}  // namespace
-
-DownscaleResult run_downscale(const DownscaleOptions& opt) {
+void check_options(const DownscaleOptions& opt) {
   if (opt.vars.empty()) throw ConfigError("--var is required (the field to downscale)");
-  if (opt.members < 1)
-    throw ConfigError("--members must be >= 1, got " + std::to_string(opt.members));
+  if (opt.members < 1) throw ConfigError("--members must be >= 1, got " + std::to_string(opt.members));
   if (opt.input_kind != "auto" && opt.input_kind != "fine" && opt.input_kind != "coarse")
     throw ConfigError("--input-kind must be auto, fine or coarse; got '" + opt.input_kind + "'");
-  DownscaleResult result;
-  result.checkpoint = resolve_checkpoint(opt.checkpoint);
+}
 
+/// One reader per --var, all with the same steps and values per step.
+std::vector<coupling::FieldReader> open_inputs(const DownscaleOptions& opt) {
   std::vector<coupling::FieldReader> readers;
   for (const auto& v : opt.vars) readers.emplace_back(opt.input, v);
   for (const auto& r : readers)
     if (r.n_values() != readers.front().n_values() || r.n_times() != readers.front().n_times())
-      throw IoError(opt.input + ": variable " + r.var() + " has " + std::to_string(r.n_times()) +
-                    " steps of " + std::to_string(r.n_values()) + " values, " + opt.vars.front() +
-                    " has " + std::to_string(readers.front().n_times()) + " of " +
-                    std::to_string(readers.front().n_values()));
-  const coupling::FieldReader& first = readers.front();
+      throw IoError(opt.input + ": variable " + r.var() + " has " + std::to_string(r.n_times()) + " steps of " +
+                    std::to_string(r.n_values()) + " values, " + opt.vars.front() + " has " +
+                    std::to_string(readers.front().n_times()) + " of " + std::to_string(readers.front().n_values()));
+  return readers;
+}
 
+trainer::Downscaler load_model(const DownscaleOptions& opt, const std::string& checkpoint) {
   if (opt.threads > 0) trainer::set_torch_threads(opt.threads);  // first: the device line reports them
   const trainer::DeviceChoice device = trainer::select_device(opt.device);
   log::info(device.log_line());
-  trainer::Downscaler model =
-      trainer::Downscaler::load_checkpoint(result.checkpoint, device.torch_device);
+  trainer::Downscaler model = trainer::Downscaler::load_checkpoint(checkpoint, device.torch_device);
+  const trainer::ModelOptions& mo = model.model_options();
+  log::info("Checkpoint " + checkpoint + ": " + trainer::name(mo.arch) + ", context " +
+            std::to_string(mo.context_size) + ", patch " + std::to_string(mo.patch_size) + ", optimizer step " +
+            std::to_string(model.step()));
+  return model;
+}
+
+/// The fine grid the input lives on, its patches (sized from the checkpoint unless --block or
+/// --coarse-level say otherwise) and its description for the output and the messages.
+struct FineGrid {
+  bool icon = false;
+  coupling::PatchMap map;
+  coupling::OutputGrid out;
+  std::string text;  ///< e.g. "grid.nc (R2B4 -> R2B2)"
+  std::optional<coupling::IconGrid> icon_grid;
+  std::optional<coupling::LatLonGrid> latlon_grid;
+  std::string latlon_source;  ///< the file and variable whose coordinates define the lat-lon grid
+};
+
+void icon_fine_grid(const DownscaleOptions& opt, const std::string& checkpoint, int64_t patch_size, FineGrid& g) {
+  if (opt.grid.empty()) throw ConfigError("--grid is required for ICON input " + opt.input + " (the fine ICON grid file)");
+  if (opt.block > 0)
+    throw ConfigError("--block is for lat-lon grids; " + opt.input + " is an ICON field (use --coarse-level)");
+  const coupling::IconGrid& grid = g.icon_grid.emplace(coupling::read_icon_grid(opt.grid));
+  int level = opt.coarse_level;
+  const int fine_level = coupling::icon_grid_level(grid);
+  if (level < 0) {
+    const int k = exact_log4(patch_size);
+    if (k < 0 || k > fine_level)
+      throw GridError("checkpoint " + checkpoint + " has patches of " + std::to_string(patch_size) +
+                      " fine cells, which is no ICON refinement of " + opt.grid + " (R2B" + std::to_string(fine_level) +
+                      ": 4^k cells per coarse cell, k <= " + std::to_string(fine_level) + ")");
+    level = fine_level - k;
+  }
+  g.map = coupling::icon_patch_map(grid, level);
+  g.out = coupling::OutputGrid::of(grid);
+  g.text = opt.grid + " (R2B" + std::to_string(fine_level) + " -> R2B" + std::to_string(level) + ")";
+}
+
+void latlon_fine_grid(const DownscaleOptions& opt, const std::string& checkpoint, int64_t patch_size, FineGrid& g) {
+  if (opt.coarse_level >= 0)
+    throw ConfigError("--coarse-level is for ICON grids; " + opt.input + " is a lat-lon field (use --block)");
+  const std::string grid_file = opt.grid.empty() ? opt.input : opt.grid;
+  const std::string grid_var = !opt.grid_var.empty()  ? opt.grid_var
+                               : grid_file == opt.input ? opt.vars.front()
+                                                        : coupling::find_latlon_variable(grid_file);
+  const coupling::LatLonGrid& grid = g.latlon_grid.emplace(coupling::read_latlon_grid(grid_file, grid_var));
+  g.latlon_source = grid_file;
+  int block = opt.block;
+  if (block <= 0) {
+    block = exact_sqrt(patch_size);
+    if (block == 0)
+      throw GridError("checkpoint " + checkpoint + " has patches of " + std::to_string(patch_size) +
+                      " fine cells, not a square block; give --block");
+  }
+  g.map = coupling::latlon_patch_map(grid, block);
+  g.out = coupling::OutputGrid::of(grid, grid_var);
+  if (g.out.n_cells() != g.map.n_fine)
+    throw GridError(grid_file + ": " + grid_var + " has " + std::to_string(g.out.n_cells()) +
+                    " cells, its coordinates give " + std::to_string(g.map.n_fine));
+  g.text = grid_file + " (" + std::to_string(grid.nlat) + " x " + std::to_string(grid.nlon) + ", blocks of " +
+           std::to_string(block) + " x " + std::to_string(block) + ")";
+}
+
+FineGrid fine_grid(const DownscaleOptions& opt, const coupling::FieldReader& first, const std::string& checkpoint,
+                   int64_t patch_size) {
+  FineGrid g;
+  g.icon = first.grid_kind() == coupling::FieldReader::GridKind::kUnstructured;
+  if (g.icon)
+    icon_fine_grid(opt, checkpoint, patch_size, g);
+  else
+    latlon_fine_grid(opt, checkpoint, patch_size, g);
+  if (g.map.patch_size != patch_size)
+    throw GridError("checkpoint " + checkpoint + " was trained on patches of " + std::to_string(patch_size) +
+                    " fine cells, but " + g.text + " gives patches of " + std::to_string(g.map.patch_size) +
+                    (g.icon ? " (check --coarse-level)" : " (check --block)"));
+  return g;
+}
+
+/// The static covariates of --static on the fine grid, normalised as when the model was
+/// trained (the checkpoint records the normalisation).
+std::vector<std::vector<float>> read_statics(const DownscaleOptions& opt, const std::string& checkpoint,
+                                             const trainer::ModelOptions& mo,
+                                             const coupling::PatchOptions& patch_options, const FineGrid& grid) {
+  std::vector<std::vector<float>> statics;
+  if (patch_options.n_static == 0) return statics;
+  const auto meta = trainer::Downscaler::checkpoint_metadata(checkpoint);
+  const auto names = static_covariates(meta);
+  const auto norm_it = meta.find("patch.static_norm");
+  const auto norms = norm_it == meta.end() ? std::vector<coupling::StaticNorm>{}
+                                           : coupling::parse_static_norms(norm_it->second, checkpoint);
+  if (norms.size() != names.size())
+    throw CheckpointError("checkpoint " + checkpoint + " records " + std::to_string(names.size()) +
+                          " static covariate(s) but the normalisation of " + std::to_string(norms.size()) +
+                          " (patch.static_norm; written before its first coupling step?)");
+  if (mo.static_channels != 0 && mo.static_channels != coupling::static_channels(patch_options))
+    throw CheckpointError("checkpoint " + checkpoint + ": the model has " + std::to_string(mo.static_channels) +
+                          " covariate channels but patch.static names " + std::to_string(names.size()) +
+                          " covariate(s), which give " + std::to_string(coupling::static_channels(patch_options)));
+  for (size_t s = 0; s < names.size(); ++s) {
+    auto [file, var] = coupling::split_file_var(opt.statics[s]);
+    if (var.empty()) var = names[s];
+    const std::vector<float> fine_values =
+        grid.icon ? coupling::read_static_icon(file, var, *grid.icon_grid)
+                  : coupling::read_static_latlon(file, var, *grid.latlon_grid, "--input " + grid.latlon_source);
+    statics.emplace_back(fine_values.size());
+    coupling::normalise_static(norms[s], fine_values.data(), statics.back().data(),
+                               static_cast<int64_t>(fine_values.size()));
+    log::info("Static covariate " + names[s] + " <- " + file + ":" + var + " (normalised with the checkpoint's mean " +
+              std::to_string(norms[s].mean) + ", scale " + std::to_string(norms[s].scale) + ")");
+  }
+  return statics;
+}
+
+/// Whether the input holds coarse values (one per patch) rather than the fine field; checks the
+/// size against the grid either way.
+bool is_coarse_input(const DownscaleOptions& opt, const coupling::FieldReader& first, const FineGrid& grid) {
+  const int64_t n_values = first.n_values();
+  const coupling::PatchMap& map = grid.map;
+  if (opt.input_kind == "coarse" || (opt.input_kind == "auto" && n_values == map.n_coarse && n_values != map.n_fine)) {
+    if (n_values != map.n_coarse)
+      throw GridError(opt.input + ": " + first.var() + " has " + std::to_string(n_values) +
+                      " values per step, the coarse grid of " + grid.text + " has " + std::to_string(map.n_coarse) +
+                      " cells");
+    return true;
+  }
+  if (n_values != map.n_fine)
+    throw GridError(opt.input + ": " + first.var() + " has " + std::to_string(n_values) + " values per step, but " +
+                    grid.text + " has " + std::to_string(map.n_fine) + " fine and " + std::to_string(map.n_coarse) +
+                    " coarse cells: give the grid the field lives on with --grid");
+  return false;
+}
+
+trainer::SampleOptions sample_options(const DownscaleOptions& opt) {
+  trainer::SampleOptions so;
+  if (!schema::parse_name(opt.sampler, so.sampler))
+    throw ConfigError("--sampler must be one of " + schema::name_list<trainer::Sampler>() + ", got \"" + opt.sampler +
+                      "\"");
+  so.steps = opt.steps;
+  so.eta = opt.eta;
+  so.members = opt.members;
+  return so;
+}
+
+/// Step `t` of every --var as fine fields: a fine input as it is, a coarse one spread over its
+/// patches, so that the patch extraction returns it (up to rounding of the area weights).
+std::vector<const float*> read_step(std::vector<coupling::FieldReader>& readers, int64_t t, bool coarse_input,
+                                    const coupling::PatchMap& map, std::vector<float>& raw,
+                                    std::vector<std::vector<float>>& fine) {
+  std::vector<const float*> fields;
+  for (size_t v = 0; v < readers.size(); ++v) {
+    if (coarse_input) {
+      readers[v].read(t, raw.data());
+      for (int64_t c = 0; c < map.n_coarse; ++c)
+        for (int64_t k = 0; k < map.patch_size; ++k) fine[v][map.fine_of_patch[c * map.patch_size + k]] = raw[c];
+    } else {
+      readers[v].read(t, fine[v].data());
+    }
+    fields.push_back(fine[v].data());
+  }
+  return fields;
+}
+
+/// Progress lines of one step's sampling, at most every 5 s.
+class SamplingProgress {
+ public:
+  SamplingProgress(size_t step, size_t steps) : step_(step), steps_(steps) {}
+  void operator()(int64_t done, int64_t total) {
+    const auto now = std::chrono::steady_clock::now();
+    if (done < total && now - last_line_ < std::chrono::seconds(5)) return;
+    last_line_ = now;
+    const double secs = std::chrono::duration<double>(now - t0_).count();
+    log::info(fmt::format("step {}/{}: {}/{} patches ({:.0f}%), {:.1f} s, ETA {:.0f} s", step_ + 1, steps_, done,
+                          total, 100.0 * static_cast<double>(done) / static_cast<double>(total), secs,
+                          done > 0 ? secs * static_cast<double>(total - done) / static_cast<double>(done) : 0.0));
+  }
+
+ private:
+  size_t step_, steps_;
+  std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now(), last_line_ = t0_;
+};
+
+}  // namespace
+
+DownscaleResult run_downscale(const DownscaleOptions& opt) {
+  check_options(opt);
+  DownscaleResult result;
+  result.checkpoint = resolve_checkpoint(opt.checkpoint);
+  std::vector<coupling::FieldReader> readers = open_inputs(opt);
+  const coupling::FieldReader& first = readers.front();
+  trainer::Downscaler model = load_model(opt, result.checkpoint);
   result.device = model.device();
   const trainer::ModelOptions& mo = model.model_options();
-  log::info("Checkpoint " + result.checkpoint + ": " + trainer::name(mo.arch) + ", context " +
-            std::to_string(mo.context_size) + ", patch " + std::to_string(mo.patch_size) +
-            ", optimizer step " + std::to_string(model.step()));
-
-  // The fine grid and its patches, sized from the checkpoint unless given.
-  coupling::PatchMap map;
-  coupling::OutputGrid grid_out;
-  std::string grid_text;
-  const bool icon = first.grid_kind() == coupling::FieldReader::GridKind::kUnstructured;
-  if (icon) {
-    if (opt.grid.empty())
-      throw ConfigError("--grid is required for ICON input " + opt.input +
-                        " (the fine ICON grid file)");
-    if (opt.block > 0)
-      throw ConfigError("--block is for lat-lon grids; " + opt.input +
-                        " is an ICON field (use --coarse-level)");
-    const coupling::IconGrid grid = coupling::read_icon_grid(opt.grid);
-    int level = opt.coarse_level;
-    const int fine_level = coupling::icon_grid_level(grid);
-    if (level < 0) {
-      const int k = exact_log4(mo.patch_size);
-      if (k < 0 || k > fine_level)
-        throw GridError("checkpoint " + result.checkpoint + " has patches of " +
-                        std::to_string(mo.patch_size) +
-                        " fine cells, which is no ICON refinement of " + opt.grid + " (R2B" +
-                        std::to_string(fine_level) +
-                        ": 4^k cells per coarse cell, k <= " + std::to_string(fine_level) + ")");
-      level = fine_level - k;
-    }
-    map = coupling::icon_patch_map(grid, level);
-    grid_out = coupling::OutputGrid::of(grid);
-    grid_text =
-        opt.grid + " (R2B" + std::to_string(fine_level) + " -> R2B" + std::to_string(level) + ")";
-  } else {
-    if (opt.coarse_level >= 0)
-      throw ConfigError("--coarse-level is for ICON grids; " + opt.input +
-                        " is a lat-lon field (use --block)");
-    const std::string grid_file = opt.grid.empty() ? opt.input : opt.grid;
-    const std::string grid_var = !opt.grid_var.empty() ? opt.grid_var
-                                 : grid_file == opt.input
-                                     ? opt.vars.front()
-                                     : coupling::find_latlon_variable(grid_file);
-    const coupling::LatLonGrid grid = coupling::read_latlon_grid(grid_file, grid_var);
-    int block = opt.block;
-    if (block <= 0) {
-      block = exact_sqrt(mo.patch_size);
-      if (block == 0)
-        throw GridError("checkpoint " + result.checkpoint + " has patches of " +
-                        std::to_string(mo.patch_size) +
-                        " fine cells, not a square block; give --block");
-    }
-    map = coupling::latlon_patch_map(grid, block);
-    grid_out = coupling::OutputGrid::of(grid, grid_var);
-    if (grid_out.n_cells() != map.n_fine)
-      throw GridError(grid_file + ": " + grid_var + " has " + std::to_string(grid_out.n_cells()) +
-                      " cells, its coordinates give " + std::to_string(map.n_fine));
-    grid_text = grid_file + " (" + std::to_string(grid.nlat) + " x " + std::to_string(grid.nlon) +
-                ", blocks of " + std::to_string(block) + " x " + std::to_string(block) + ")";
-  }
-  if (map.patch_size != mo.patch_size)
-    throw GridError("checkpoint " + result.checkpoint + " was trained on patches of " +
-                    std::to_string(mo.patch_size) + " fine cells, but " + grid_text +
-                    " gives patches of " + std::to_string(map.patch_size) +
-                    (icon ? " (check --coarse-level)" : " (check --block)"));
+  FineGrid grid = fine_grid(opt, first, result.checkpoint, mo.patch_size);
+  coupling::PatchMap& map = grid.map;
 
   // Which features the context holds: the checkpoint says so (or, for checkpoints written
   // before it recorded that, its context size does), and the options must provide them.
   const int n_vars = static_cast<int>(opt.vars.size());
   const coupling::PatchOptions patch_options =
-      context_features(opt, result.checkpoint, mo.context_size, map, n_vars, grid_text);
+      context_features(opt, result.checkpoint, mo.context_size, map, n_vars, grid.text);
   result.orography = patch_options.orography;
   result.static_features = patch_options.static_features;
+  result.context_rings = patch_options.rings;
+  result.interp_base = patch_options.interp_base;
+  result.n_static = patch_options.n_static;
   std::vector<float> orography;
   if (patch_options.orography)
-    orography = read_orography(opt, result.checkpoint, map, grid_text, icon ? &grid_out : nullptr);
+    orography = read_orography(opt, result.checkpoint, map, grid.text, grid.icon ? &grid.out : nullptr);
+  coupling::prepare_patch_map(map, patch_options.rings, patch_options.interp_base || patch_options.n_static > 0);
+  const std::vector<std::vector<float>> statics = read_statics(opt, result.checkpoint, mo, patch_options, grid);
+  std::vector<const float*> static_ptrs;
+  for (const auto& v : statics) static_ptrs.push_back(v.data());
 
-  // Fine input is coarsened by the patch extraction itself; a coarse input is spread over its
-  // patches so that the same extraction returns it (up to rounding of the area weights).
-  const int64_t n_values = first.n_values();
-  if (opt.input_kind == "coarse" ||
-      (opt.input_kind == "auto" && n_values == map.n_coarse && n_values != map.n_fine)) {
-    result.coarse_input = true;
-    if (n_values != map.n_coarse)
-      throw GridError(opt.input + ": " + first.var() + " has " + std::to_string(n_values) +
-                      " values per step, the coarse grid of " + grid_text + " has " +
-                      std::to_string(map.n_coarse) + " cells");
-  } else if (n_values != map.n_fine) {
-    throw GridError(opt.input + ": " + first.var() + " has " + std::to_string(n_values) +
-                    " values per step, but " + grid_text + " has " + std::to_string(map.n_fine) +
-                    " fine and " + std::to_string(map.n_coarse) +
-                    " coarse cells: give the grid the field lives on with --grid");
-  }
+  result.coarse_input = is_coarse_input(opt, first, grid);
   const std::vector<int64_t> times = coupling::select_steps(first, opt.times);
   result.n_coarse = map.n_coarse;
   result.patch_size = map.patch_size;
-  log::info("Input " + opt.input + ": " + first.var() +
-            (result.coarse_input ? " (coarse)" : " (fine, coarsened)") + "; grid " + grid_text +
-            ": " + std::to_string(map.n_coarse) + " patches; " + std::to_string(times.size()) +
+  log::info("Input " + opt.input + ": " + first.var() + (result.coarse_input ? " (coarse)" : " (fine, coarsened)") +
+            "; grid " + grid.text + ": " + std::to_string(map.n_coarse) + " patches; " + std::to_string(times.size()) +
             " step(s), " + std::to_string(opt.members) + " member(s), " + opt.sampler +
             (opt.sampler == "ddim" ? " " + std::to_string(opt.steps) + " steps" : ""));
 
-  Output output(opt.output, grid_out, opt.vars.front(), first.attributes(), opt.members,
+  const auto target = static_cast<size_t>(patch_options.target);
+  Output output(opt.output, grid.out, opt.vars[target], readers[target].attributes(), opt.members,
                 output_attributes(map, result.checkpoint), false, "");
   std::vector<std::vector<float>> fine(
       static_cast<size_t>(n_vars),
       std::vector<float>(static_cast<size_t>(map.n_fine), std::numeric_limits<float>::quiet_NaN()));
-  std::vector<float> raw(static_cast<size_t>(n_values));
+  std::vector<float> raw(static_cast<size_t>(first.n_values()));
   coupling::Patches patches;
   std::vector<float> samples(static_cast<size_t>(map.n_coarse * opt.members * map.patch_size));
-  trainer::SampleOptions so;
-  if (!schema::parse_name(opt.sampler, so.sampler))
-    throw ConfigError("--sampler must be one of " + schema::name_list<trainer::Sampler>() + ", got \"" + opt.sampler + "\"");
-  so.steps = opt.steps;
-  so.eta = opt.eta;
-  so.members = opt.members;
+  const trainer::SampleOptions so = sample_options(opt);
   for (size_t i = 0; i < times.size(); ++i) {
-    std::vector<const float*> fields;
-    for (int v = 0; v < n_vars; ++v) {
-      if (result.coarse_input) {
-        readers[v].read(times[i], raw.data());
-        for (int64_t c = 0; c < map.n_coarse; ++c)
-          for (int64_t k = 0; k < map.patch_size; ++k)
-            fine[v][map.fine_of_patch[c * map.patch_size + k]] = raw[c];
-      } else {
-        readers[v].read(times[i], fine[v].data());
-      }
-      fields.push_back(fine[v].data());
-    }
-    coupling::extract_patches(map, fields, orography.empty() ? nullptr : orography.data(),
-                              patch_options, patches);
+    const std::vector<const float*> fields = read_step(readers, times[i], result.coarse_input, map, raw, fine);
+    coupling::extract_patches(map, fields, orography.empty() ? nullptr : orography.data(), static_ptrs, patch_options,
+                              patches);
     if (patches.n_invalid > 0)
-      log::warning(opt.input + " at " + first.time_string(times[i]) + ": " +
-                   std::to_string(patches.n_invalid) +
+      log::warning(opt.input + " at " + first.time_string(times[i]) + ": " + std::to_string(patches.n_invalid) +
                    " patch(es) with missing values; their output is NaN");
-    // Same seed sequence as the plugin's samplings: 1st, 2nd, ... write.
-    const auto t0 = std::chrono::steady_clock::now();
-    auto last_line = t0;
-    auto progress = [&](int64_t done, int64_t total) {
-      const auto now = std::chrono::steady_clock::now();
-      if (done < total && now - last_line < std::chrono::seconds(5)) return;
-      last_line = now;
-      const double secs = std::chrono::duration<double>(now - t0).count();
-      log::info(fmt::format("step {}/{}: {}/{} patches ({:.0f}%), {:.1f} s, ETA {:.0f} s", i + 1, times.size(), done,
-                            total, 100.0 * static_cast<double>(done) / static_cast<double>(total), secs,
-                            done > 0 ? secs * static_cast<double>(total - done) / static_cast<double>(done) : 0.0));
-    };
-    model.sample(patches.context.data(), patches.coarse.data(), patches.weights.data(), patches.n,
-                 so, opt.seed + 7919 * static_cast<uint64_t>(i + 1), samples.data(), progress);
+    // Same seed sequence as the plugin's samplings: 1st, 2nd, ... write. With patch.residual:
+    // interp the model draws the residual from the interpolant, which is added after.
+    SamplingProgress progress(i, times.size());
+    model.sample(patches.context.data(), coupling::sampler_coarse(patches), patches.weights.data(), patches.n, so,
+                 opt.seed + 7919 * static_cast<uint64_t>(i + 1), samples.data(), std::ref(progress));
+    coupling::add_patch_base(patches, opt.members, samples.data());
     // A fine input is the truth the downscaled ensemble can be scored against: keep it beside it.
     write_patch_record(output, map, first.time_string(times[i]), samples.data(), opt.members, patches.coarse.data(),
-                       result.coarse_input ? nullptr : fine[0].data());
+                       result.coarse_input ? nullptr : fine[target].data());
     ++result.steps_written;
   }
   output.close();
-  log::info("Output written: " + opt.output + " (" + std::to_string(result.steps_written) +
-            " step(s))");
+  log::info("Output written: " + opt.output + " (" + std::to_string(result.steps_written) + " step(s))");
   return result;
 }
 

@@ -30,6 +30,8 @@ struct DownscaleOptions {
   /// FILE[:VAR]: the surface height on the fine grid, for checkpoints trained with an orography
   /// context (patch.orography); VAR defaults to the host field the checkpoint names.
   std::string orography;
+  /// FILE:VAR, one per static covariate of a checkpoint trained with patch.static, in its order.
+  std::vector<std::string> statics;
 };
 
 /// What run_downscale did.
@@ -39,6 +41,9 @@ struct DownscaleResult {
   bool coarse_input = false;
   bool orography = false;        ///< the context holds the coarse orography
   bool static_features = false;  ///< the context holds the position features
+  int context_rings = 0;         ///< patch.context_rings of the checkpoint
+  bool interp_base = false;      ///< patch.residual: interp
+  int n_static = 0;              ///< static covariates read (--static)
   long long n_coarse = 0, patch_size = 0, steps_written = 0;
 };
 

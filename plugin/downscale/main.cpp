@@ -50,6 +50,10 @@ int main(int argc, char** argv) {
   app.add_option("--input-kind", opt.input_kind, "auto (by the number of values) | fine | coarse")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "fine", "coarse"}));
+  app.add_option("--static", opt.statics,
+                 "FILE:VAR, a fine static covariate on the input's grid (or a larger grid holding it, matched by "
+                 "coordinates), for checkpoints trained with patch.static: one per covariate, in the checkpoint's "
+                 "order (VAR defaults to the name the checkpoint records)");
   app.add_option("--orography", opt.orography,
                  "FILE[:VAR]: the surface height on the fine grid, for checkpoints trained with "
                  "patch.orography (VAR defaults to the field the checkpoint names; finecast-host "

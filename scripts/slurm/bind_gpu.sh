@@ -11,8 +11,8 @@ Used by the finecast GPU job scripts as `srun ... bind_gpu.sh finecast-host RUN`
 Sets CUDA_VISIBLE_DEVICES to a single GPU: entry (local rank mod n) of the GPUs SLURM gave
 the step (its CUDA_VISIBLE_DEVICES), or of the n GPUs nvidia-smi lists when SLURM set none.
 The local rank comes from SLURM_LOCALID (srun), else OMPI_COMM_WORLD_LOCAL_RANK (mpiexec).
-finecast trains on rank 0, so the trainer owns GPU 0 of its node; the other ranks see one GPU
-each but never create a CUDA context. Without any GPU the command runs unchanged.
+finecast's trainer ranks (train.ranks) each use the one GPU they see (as cuda:0); the other
+ranks never create a CUDA context. Without any GPU the command runs unchanged.
 Set FINECAST_BIND_QUIET=1 to drop the one line per rank it prints to stderr.
 USAGE
   [[ $# -eq 0 ]] && exit 2

@@ -27,6 +27,10 @@ def torch_flavour(library):
     """(CUDA | CPU | UNKNOWN | MISSING, the evidence in words)."""
     if not os.path.isfile(library):
         return MISSING, "%s does not exist" % library
+    # The plugin does not link LibTorch: its trainer ranks load the trainer module beside it.
+    module = os.path.join(os.path.dirname(library), "libfinecast_trainer_module.so")
+    if os.path.basename(library).startswith("libfinecast_comin") and os.path.isfile(module):
+        library = module
     deps = {}
     try:
         r = subprocess.run(["ldd", library], capture_output=True, text=True, timeout=60)

@@ -186,10 +186,36 @@ def lookup(config, key, default=None):
     return node
 
 
-def gpus_used(device):
-    """GPUs finecast uses on a node for a device setting: the trainer rank's one GPU for cuda,
-    cuda:0 or auto (which picks CUDA when there is one); none for cpu and mps."""
+def gpus_used(device, trainers_on_node=1):
+    """GPUs finecast uses on a node for a device setting: one per trainer rank on the node for
+    cuda, cuda:0 or auto (which picks CUDA when there is one); none for cpu and mps."""
     device = scalar_text(device).strip().lower()
     if device in ("cuda", "cuda:0", "auto"):
-        return 1
+        return max(1, trainers_on_node)
     return 0
+
+
+def trainers_on_busiest_node(config, overrides, nodes, ntasks_per_node):
+    """The most trainer ranks (train.ranks) one node holds, as the plugin places them on the
+    host's ranks in node order: the first at coupling.trainer_rank, the others spread evenly
+    over all ranks (train.placement: spread) or next to it (packed)."""
+    def setting(key, default):
+        if key in overrides:
+            return overrides[key]
+        return lookup(config, key, default) if config else default
+    try:
+        ranks = int(scalar_text(setting("train.ranks", 1)))
+        first = int(scalar_text(setting("coupling.trainer_rank", 0)))
+        nodes, per_node = int(nodes), int(ntasks_per_node)
+    except (TypeError, ValueError):
+        return 1
+    size = nodes * per_node
+    if ranks < 1 or size < 1:
+        return 1
+    packed = scalar_text(setting("train.placement", "spread")).strip() == "packed"
+    counts = {}
+    for k in range(min(ranks, size)):
+        offset = k if packed else k * size // ranks
+        node = ((first + offset) % size) // per_node
+        counts[node] = counts.get(node, 0) + 1
+    return max(counts.values())

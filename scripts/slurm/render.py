@@ -518,7 +518,9 @@ class Job:
         source = "set.device = %s" % device if device_set else \
             "device = %s (%s)" % (device, self.plugin.config if self.plugin and self.plugin.config
                                   else "finecast's default")
-        used = plugin_setup.gpus_used(device)
+        trainers = plugin_setup.trainers_on_busiest_node(
+            self.config, self.overrides.items, p.get("nodes", 1), p.get("ntasks_per_node", 1))
+        used = plugin_setup.gpus_used(device, trainers)
         gpus = p.get("gpus") or {}
         count = gpus.get("count", "auto") if isinstance(gpus, dict) else 0
         if count == "auto":
@@ -550,9 +552,9 @@ class Job:
             problems.error("gpus.count = %d, but a node of partition '%s' has gpus_per_node = %d. "
                            "Fix: --param gpus.count=%d" % (count, p.get("partition"), per_node, per_node))
         elif used and count > used and not self.executable_program:
-            problems.warning("gpus.count = %d, but finecast trains on one GPU (the trainer "
-                             "rank's); %d would sit idle. Fix: --param gpus.count=auto"
-                             % (count, count - used))
+            problems.warning("gpus.count = %d, but finecast trains on %d GPU(s) of a node (one per "
+                             "trainer rank there, train.ranks); %d would sit idle. Fix: --param "
+                             "gpus.count=auto" % (count, used, count - used))
         if used and not self.args.no_cuda_check:
             self.check_cuda()
 

@@ -29,7 +29,8 @@ PROFILE_KEYS = {
     "cores_per_node": "physical cores of one node, for validation",
     "gpus_per_node": "GPUs of one node, for validation (gpu profiles)",
     "gpus": "{type, count}: GPUs per node to request (--gres=gpu:TYPE:COUNT); count 'auto' = "
-            "what the plugin config uses (1 when its device is cuda or auto, else 0)",
+            "what the plugin config uses (when its device is cuda or auto: its trainer ranks on "
+            "the busiest node, train.ranks and train.placement; else 0)",
     "time": "wall-clock limit (--time), e.g. 01:00:00 or 1-00:00:00; per chunk with --chain",
     "mem": "memory per node (--mem), e.g. 200G; 0 = all of the node's memory; empty = the "
            "partition's default",

@@ -49,9 +49,10 @@ double field(double lat, double lon) {
   return 280.0 + 10 * std::sin(lat * 0.21) * std::cos(lon * 0.37) + 0.5 * std::sin(lon * 2.3);
 }
 
-/// A (lat, lon) truth with CF coordinates.
-void write_truth(const std::string& path, const std::vector<double>& lat,
-                 const std::vector<double>& lon) {
+/// A (lat, lon) field `var` with CF coordinates and the values of `f`.
+template <class F>
+void write_field(const std::string& path, const std::string& var, const std::vector<double>& lat,
+                 const std::vector<double>& lon, F f) {
   int nc, dy, dx, vy, vx, v;
   ASSERT_EQ(nc_create(path.c_str(), NC_CLOBBER, &nc), NC_NOERR);
   nc_def_dim(nc, "lat", lat.size(), &dy);
@@ -61,15 +62,20 @@ void write_truth(const std::string& path, const std::vector<double>& lat,
   nc_put_att_text(nc, vy, "units", 13, "degrees_north");
   nc_put_att_text(nc, vx, "units", 12, "degrees_east");
   const int dims[2] = {dy, dx};
-  nc_def_var(nc, "ts", NC_FLOAT, 2, dims, &v);
+  nc_def_var(nc, var.c_str(), NC_FLOAT, 2, dims, &v);
   nc_enddef(nc);
   nc_put_var_double(nc, vy, lat.data());
   nc_put_var_double(nc, vx, lon.data());
-  std::vector<float> f;
+  std::vector<float> values;
   for (double a : lat)
-    for (double o : lon) f.push_back(static_cast<float>(field(a, o)));
-  nc_put_var_float(nc, v, f.data());
+    for (double o : lon) values.push_back(static_cast<float>(f(a, o)));
+  nc_put_var_float(nc, v, values.data());
   ASSERT_EQ(nc_close(nc), NC_NOERR);
+}
+
+/// A (lat, lon) truth with CF coordinates.
+void write_truth(const std::string& path, const std::vector<double>& lat, const std::vector<double>& lon) {
+  write_field(path, "ts", lat, lon, field);
 }
 
 /// Two members truth -+ d: the ensemble mean is exact, the spread is d.
@@ -211,4 +217,75 @@ TEST_F(EvalCli, BadArgumentsGiveClearErrors) {
   r = run_eval("--truth " + truth_ + " --pred " + truth_ + " --var ts --block 8");
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.out.find("does not tile"), std::string::npos) << r.out;
+}
+
+namespace {
+
+
+/// A "surface height" with structure at every scale.
+double height(double lat, double lon) {
+  return 800.0 + 600.0 * std::sin(lat * 1.7) * std::cos(lon * 2.9) + 300.0 * std::cos(lon * 0.4);
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+TEST_F(EvalCli, RegressionBaselineIsFittedOnTheTrainingRegionPrintedSavedAndScored) {
+  // Truth: a smooth field minus a lapse rate on the height; the covariate covers a larger grid
+  // (2 more rows and columns on each side), found by its coordinates.
+  const std::string truth = dir_ + "t.nc", cov = dir_ + "hsurf.nc", pred = dir_ + "pred.nc";
+  auto smooth = [](double a, double o) { return 280.0 + 0.1 * a + 0.02 * o; };
+  write_field(truth, "ts", lat_, lon_, [&](double a, double o) { return smooth(a, o) - 0.0065 * height(a, o); });
+  write_field(cov, "HSURF", axis(-43.0, 2.0, 40), axis(-2.5, 1.5, 54), height);
+  fc::EnsembleWriter w(pred, fc::OutputGrid::latlon({lat_.begin(), lat_.begin() + 32}, {lon_.begin(), lon_.begin() + 48}),
+                       "ts", fc::VarAttributes{"K", "", ""}, 1, {{"finecast_block", "8"}});
+  std::vector<float> m;
+  for (int i = 0; i < 32; ++i)
+    for (int j = 0; j < 48; ++j) m.push_back(static_cast<float>(smooth(lat_[i], lon_[j])));
+  w.write("2000-01-01T00:00:00", m.data());
+  w.close();
+
+  const std::string csv = dir_ + "r.csv", coef = dir_ + "coef.json", json = dir_ + "r.json";
+  const std::string base = "--truth " + truth + " --pred " + pred + " --var ts --static " + cov + ":HSURF ";
+  Result r = run_eval(base + "--fit-on=-40,0,0,80 --hold-out=0,40,0,80 --csv " + csv + " --json " + json +
+                      " --regression-out " + coef);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("regression_cons: residual ="), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("HSURF anomaly"), std::string::npos) << r.out;
+  auto rows = read_csv(csv);
+  ASSERT_EQ(rows.count("regression_cons"), 1u);
+  // Held-out blocks: rows with lat in [0, 40] are 20..35, whole 8-row blocks of the 32-row
+  // prediction inside: rows 24..31 (1 block row of 6 blocks).
+  EXPECT_EQ(rows["model"][kPoints], 8 * 48);
+  EXPECT_EQ(rows["regression_cons"][kPoints], 8 * 48);
+  // The lapse rate is what bicubic_cons cannot know.
+  EXPECT_LT(rows["regression_cons"][kRmse], 0.5 * rows["bicubic_cons"][kRmse]);
+  const std::string saved = slurp(coef);
+  EXPECT_NE(saved.find("\"coefficients\""), std::string::npos) << saved;
+  EXPECT_NE(slurp(json).find("regression_coef HSURF anomaly"), std::string::npos);
+
+  // The saved coefficients give the same scores.
+  const std::string csv2 = dir_ + "r2.csv";
+  r = run_eval(base + "--hold-out=0,40,0,80 --regression-in " + coef + " --csv " + csv2);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_DOUBLE_EQ(read_csv(csv2)["regression_cons"][kRmse], rows["regression_cons"][kRmse]);
+
+  // Without a training split, or with a covariate on another grid: errors naming what to fix.
+  r = run_eval(base);
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.out.find("--fit-on"), std::string::npos) << r.out;
+  const std::string shifted = dir_ + "shifted.nc";
+  write_field(shifted, "HSURF", axis(20.0, 2.0, 40), axis(-2.5, 1.5, 54), height);
+  r = run_eval("--truth " + truth + " --pred " + pred + " --var ts --static " + shifted + ":HSURF --fit-on=-40,0,0,80");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.out.find("grids do not match"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(shifted), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(pred), std::string::npos) << r.out;
+  r = run_eval("--truth " + truth + " --pred " + pred + " --var ts --fit-on=-40,0,0,80");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.out.find("--static"), std::string::npos) << r.out;
 }

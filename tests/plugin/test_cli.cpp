@@ -6,7 +6,11 @@
 
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "replay_test_util.hpp"
@@ -38,7 +42,7 @@ TEST(Cli, EveryProgramHasHelpAndVersion) {
   CommandResult r = run_command(binary("finecast-bench") + " --version");
   EXPECT_EQ(r.rc, 0) << r.output;
   EXPECT_EQ(r.output, std::string("finecast-bench ") + FINECAST_VERSION + "\n");
-  for (const char* sub : {"trainer", "coupling", "plugin"}) {
+  for (const char* sub : {"trainer", "coupling", "plugin", "scale"}) {
     r = run_command(binary("finecast-bench") + " " + sub + " --help");
     EXPECT_EQ(r.rc, 0) << sub << ": " << r.output;
     EXPECT_TRUE(contains(r.output, "--version")) << sub << ": " << r.output;
@@ -102,14 +106,19 @@ TEST(Cli, FinecastConfigListsEveryErrorInOneRun) {
   const CommandResult r = run_command(binary("finecast-config") + " " + dir.file("bad.yaml") + " --set device=gpu");
   EXPECT_EQ(r.rc, 1) << r.output;
   const std::string f = dir.file("bad.yaml");
-  EXPECT_EQ(r.output, f + ":2: grid.type must be one of icon, latlon, got \"hexagons\"\n" + f +
-                          ":3: train.epochs must be a positive integer, got 0\n" + f +
-                          ":3: unknown key train.batchsize (allowed in train: async, every, min_steps, epochs, ranks, placement, gpu_ids, "
-                          "batch_size, lr, weight_decay, warmup_steps, decay_steps, min_lr_ratio, grad_clip, "
-                          "ema_decay, mixed_precision, max_bad_steps, accumulate, validation, validation_members, "
-            "validation_max_samples, validation_metric, early_stop, plateau, plateau_factor, plateau_min_scale, "
-            "keep_best, max_device_memory, force_autograd, threads, max_threads, cuda_graphs)\n"
-                          "--set device: device must be one of auto, cpu, cuda, cuda:N, mps, got \"gpu\"\n");
+  EXPECT_EQ(
+      r.output,
+      f + ":2: grid.type must be one of icon, latlon, got \"hexagons\"\n" + f +
+          ":3: train.epochs must be a positive integer, got 0\n" + f +
+          ":3: unknown key train.batchsize (allowed in train: async, every, min_steps, epochs, "
+          "ranks, placement, gpu_ids, hold_out, batch_size, lr, weight_decay, warmup_steps, decay_steps, min_lr_ratio, "
+          "grad_clip, "
+          "ema_decay, mixed_precision, max_bad_steps, accumulate, validation, validation_members, "
+          "validation_max_samples, validation_metric, early_stop, plateau, plateau_factor, "
+          "plateau_min_scale, "
+          "keep_best, max_device_memory, force_autograd, threads, max_threads, cuda_graphs, "
+          "max_seconds, budget)\n"
+          "--set device: device must be one of auto, cpu, cuda, cuda:N, mps, got \"gpu\"\n");
 }
 
 TEST(Cli, GridFileComesPositionallyOrAsGrid) {
@@ -135,7 +144,7 @@ TEST(Cli, BenchTrainerReportsProgressOnStderrOnly) {
   std::ifstream in(dir.file("progress.txt"));
   const std::string progress((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   size_t at = 0;
-  for (const std::string& line :
+  for (const std::string line :
        {"[bench trainer 0:00] finecast on cpu, 1 thread(s), best of 1 repeats",
         "] training epoch (3,840 samples), batch 16: warm-up session\n",
         "] training epoch (3,840 samples), batch 16: repeat 1/1: ",
@@ -145,6 +154,118 @@ TEST(Cli, BenchTrainerReportsProgressOnStderrOnly) {
     EXPECT_NE(found, std::string::npos) << "'" << line << "' missing or out of order:\n" << progress;
     if (found != std::string::npos) at = found;
   }
+}
+
+// finecast-bench scale (issue 16): a short run with 1, 2 and 4 ranks; the JSON holds what was
+// measured (every redistribution, all-reduce and training run asked for, with positive times) and
+// the model, whose volumes are checked against numbers computed here.
+TEST(Cli, BenchScaleMeasuresAndModelsTheTrainerGroup) {
+  ScratchDir dir("cli_bench_scale");
+  const CommandResult r =
+      run_command("(" + binary("finecast-bench") +
+                  " scale --json --ranks 1,2,4 --cells 20480,81920 --steps 4 --train-steps 12 "
+                  "--train-patches 80 --batch 64 --epochs 1 --repeats 1 --model-fields 2 2> " +
+                  dir.file("progress.txt") + ")");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  ASSERT_EQ(r.output.find('\n'), r.output.size() - 1) << "one JSON line on stdout:\n" << r.output;
+  const nlohmann::json j = nlohmann::json::parse(r.output);
+  const int cores = j.at("machine").at("cores").get<int>();
+  EXPECT_GT(cores, 0);
+
+  // (a) Every (cells, ranks, trainers <= ranks) run, with positive times; the exchanges' sizes.
+  std::set<std::tuple<int64_t, int, int>> runs;
+  for (const auto& row : j.at("redistribution")) {
+    const auto cells = row.at("cells").get<int64_t>();
+    const int ranks = row.at("host_ranks").get<int>(), trainers = row.at("trainers").get<int>();
+    SCOPED_TRACE(std::to_string(cells) + " cells, " + std::to_string(ranks) + " ranks, " +
+                 std::to_string(trainers) + " trainers");
+    runs.insert({cells, ranks, trainers});
+    EXPECT_GT(row.at("forward_ms").get<double>(), 0.0);
+    EXPECT_GT(row.at("reverse_ms").get<double>(), 0.0);
+    EXPECT_EQ(row.at("oversubscribed").get<bool>(), ranks > cores);
+    const auto messages = row.at("busiest_rank_messages").get<int64_t>();
+    const auto bytes = row.at("busiest_rank_bytes_forward").get<int64_t>();
+    if (ranks == 1) {
+      EXPECT_EQ(messages, 0);
+      EXPECT_EQ(bytes, 8 * cells);  // every cell sent to itself and received, 4 bytes each
+    }
+    // Contiguous host ranges and patch ranges: 2 ranks with 1 trainer exchange one message,
+    // with 2 trainers (one per rank, the same ranges) none.
+    if (ranks == 2) {
+      EXPECT_EQ(messages, trainers == 1 ? 1 : 0);
+    }
+    // One trainer receives every cell.
+    if (trainers == 1) {
+      EXPECT_GE(bytes, 4 * cells);
+    }
+  }
+  const std::set<std::tuple<int64_t, int, int>> expected = {
+      {20480, 1, 1}, {20480, 2, 1}, {20480, 2, 2}, {20480, 4, 1}, {20480, 4, 2}, {20480, 4, 4},
+      {81920, 1, 1}, {81920, 2, 1}, {81920, 2, 2}, {81920, 4, 1}, {81920, 4, 2}, {81920, 4, 4}};
+  EXPECT_EQ(runs, expected);
+  const auto& fit = j.at("fit");
+  EXPECT_GE(fit.at("alpha_us").get<double>(), 0.0);
+  EXPECT_GE(fit.at("beta_ns_per_byte").get<double>(), 0.0);
+  EXPECT_GE(fit.at("gamma_ns_per_byte").get<double>(), 0.0);
+  EXPECT_GT(fit.at("remote_gbytes_per_s").get<double>(), 0.0);
+  EXPECT_EQ(fit.at("per_byte_from_cells").get<int64_t>(), 81920);
+  EXPECT_EQ(fit.at("per_message_from_cells").get<int64_t>(), 20480);
+  EXPECT_GE(fit.at("points").get<int>(), 4);
+
+  // (b) Training with 1, 2 and 4 ranks on the same global batch; the groups summed gradients.
+  std::map<int, nlohmann::json> train;
+  for (const auto& t : j.at("training")) train[t.at("ranks").get<int>()] = t;
+  ASSERT_EQ(train.size(), 3u) << j.at("training").dump();
+  int64_t params = 0;
+  for (int ranks : {1, 2, 4}) {
+    SCOPED_TRACE(std::to_string(ranks) + " training ranks");
+    const auto& t = train.at(ranks);
+    EXPECT_GT(t.at("samples_per_s").get<double>(), 0.0);
+    EXPECT_EQ(t.at("global_batch").get<int64_t>(), 64);
+    EXPECT_EQ(t.at("rows").get<int64_t>(), 12 * 80);
+    params = t.at("parameters").get<int64_t>();
+    if (ranks > 1) {
+      EXPECT_GT(t.at("allreduce_s_per_epoch").get<double>(), 0.0);
+      // A gradient and a loss sum per optimizer step at least: 960 rows / 64 = 15 steps.
+      EXPECT_GE(t.at("reducer_calls_per_epoch").get<int64_t>(), 2 * 15);
+    } else {
+      EXPECT_EQ(t.at("reducer_calls_per_epoch").get<int64_t>(), 0);
+    }
+  }
+  EXPECT_GT(params, 0);
+  std::set<int> reduce_ranks;
+  for (const auto& a : j.at("allreduce")) {
+    reduce_ranks.insert(a.at("ranks").get<int>());
+    EXPECT_EQ(a.at("bytes").get<int64_t>(), 4 * params);
+    EXPECT_GT(a.at("measured_ms").get<double>(), 0.0);
+  }
+  EXPECT_EQ(reduce_ranks, (std::set<int>{2, 4}));
+
+  // (c) The model: R2B9 and R2B10 on 64, 512, 4096 host ranks with 4-256 trainers (<= hosts).
+  const int64_t r2b9 = 20 * 4 * (int64_t{1} << 18), r2b10 = 4 * r2b9;  // 20 n^2 4^k, n = 2
+  int rows = 0;
+  for (const auto& m : j.at("model").at("rows")) {
+    ++rows;
+    const auto cells = m.at("cells").get<int64_t>();
+    const int trainers = m.at("trainers").get<int>(), hosts = m.at("host_ranks").get<int>();
+    EXPECT_EQ(cells, m.at("grid") == "R2B9" ? r2b9 : r2b10);
+    EXPECT_LE(trainers, hosts);
+    EXPECT_EQ(m.at("forward_bytes_per_step").get<int64_t>(), cells * 4 * 2);  // --model-fields 2
+    EXPECT_EQ(m.at("reverse_bytes_per_step").get<int64_t>(), cells * 4);
+    EXPECT_NEAR(m.at("trainer_receives_bytes").get<double>() * trainers,
+                static_cast<double>(cells * 4 * 2), 1.0);
+    EXPECT_GT(m.at("forward_ms").get<double>(), 0.0);
+    EXPECT_GT(m.at("step_comm_ms").get<double>(), m.at("forward_ms").get<double>());
+    EXPECT_EQ(m.at("gradient_bytes").get<double>(), 4.0 * static_cast<double>(params));
+    // The whole grid's patch map on every trainer: 16 bytes per fine cell at least.
+    EXPECT_GE(m.at("patch_map_mb").get<double>(), 16.0 * static_cast<double>(cells) / 1e6);
+  }
+  EXPECT_EQ(rows, 2 * (3 + 4 + 4));
+  std::ifstream in(dir.file("progress.txt"));
+  const std::string progress((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+  EXPECT_TRUE(contains(progress, "[bench scale 0:")) << progress;
+  EXPECT_TRUE(contains(progress, "] training: 4 trainer rank(s)")) << progress;
 }
 
 // Under mpiexec, Open MPI gives a rank a pseudo-terminal as stdout even when the output is

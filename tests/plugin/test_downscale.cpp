@@ -14,6 +14,7 @@
 #include "coupling/grid/patches.hpp"
 #include "coupling/io/field_reader.hpp"
 #include "plugin/downscale/downscale.hpp"
+#include "tests/plugin/downscale_test_util.hpp"
 #include "tests/plugin/replay_test_util.hpp"
 #include "trainer/checkpoint.hpp"
 #include "trainer/downscaler.hpp"
@@ -23,25 +24,10 @@ namespace fp = finecast::plugin;
 namespace ft = finecast::trainer;
 using namespace finecast::testing_replay;
 
+using finecast::testing_downscale::downscale_error;
+using finecast::testing_downscale::read_step;
+
 namespace {
-
-std::vector<float> read_step(const std::string& path, const std::string& var, int64_t t,
-                             int level = 0) {
-  fc::FieldReader r(path, var, level);
-  std::vector<float> v(static_cast<size_t>(r.n_values()));
-  r.read(t, v.data());
-  return v;
-}
-
-/// The message of the exception run_downscale throws ("" when it succeeds).
-std::string downscale_error(const fp::DownscaleOptions& o) {
-  try {
-    fp::run_downscale(o);
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
 
 /// An untrained checkpoint with the given context and patch sizes (the grid checks need no
 /// training).

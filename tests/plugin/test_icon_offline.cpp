@@ -15,6 +15,7 @@
 
 #include "coupling/io/field_reader.hpp"
 #include "plugin/downscale/downscale.hpp"
+#include "tests/plugin/downscale_test_util.hpp"
 #include "tests/plugin/replay_test_util.hpp"
 #include "trainer/checkpoint.hpp"
 #include "trainer/downscaler.hpp"
@@ -24,27 +25,13 @@ namespace fp = finecast::plugin;
 namespace ft = finecast::trainer;
 namespace ftr = finecast::testing_replay;
 
+using finecast::testing_downscale::downscale_error;
+using finecast::testing_downscale::read_step;
+
 namespace {
 
 const std::string kGrid = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc";
 const std::string kRelief = "/usr/share/ferret-vis/data/etopo20.cdf";
-
-std::vector<float> read_step(const std::string& path, const std::string& var, int64_t t,
-                             int level = 0) {
-  fc::FieldReader r(path, var, level);
-  std::vector<float> v(static_cast<size_t>(r.n_values()));
-  r.read(t, v.data());
-  return v;
-}
-
-std::string downscale_error(const fp::DownscaleOptions& o) {
-  try {
-    fp::run_downscale(o);
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
 
 std::map<std::string, std::vector<double>> read_csv(const std::string& path) {
   std::ifstream f(path);

@@ -16,7 +16,7 @@ namespace {
 
 const std::string kGrid = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc";
 
-std::string plugin_config(int ranks, bool async) {
+std::string plugin_config(int ranks, bool async, const std::string& extra = "") {
   return "fields: [ts]\nseed: 3\ndevice: cpu\n"
          "grid: {type: icon, file: " + kGrid + ", coarse_level: 1}\n"
          "buffer: {capacity: 4}\n"
@@ -25,7 +25,7 @@ std::string plugin_config(int ranks, bool async) {
          ", every: 4, min_steps: 4, epochs: 1, batch_size: 64, warmup_steps: 2, threads: 1, ranks: " +
          std::to_string(ranks) + "}\n"
          "sample: {every: 4, members: 2, steps: 2, output: out.nc, write_back: ts_finecast}\n"
-         "checkpoint: {dir: ckpt, keep: 2, resume: auto}\n";
+         "checkpoint: {dir: ckpt, keep: 2, resume: auto}\n" + extra;
 }
 
 /// `steps` steps of 30 min starting `offset` steps after 1979-01-01T00:00 (a chunk of a chain).
@@ -39,8 +39,9 @@ std::string host_run_file(int offset, int steps) {
          "\nplugins:\n  - {name: finecast, library: " + ftr::plugin_library() + ", options: plugin.yaml}\n";
 }
 
-ftr::CommandResult run(const std::string& dir, int ranks, bool async, int offset, int steps) {
-  ftr::write_text(dir + "/plugin.yaml", plugin_config(ranks, async));
+ftr::CommandResult run(const std::string& dir, int ranks, bool async, int offset, int steps,
+                       const std::string& extra = "") {
+  ftr::write_text(dir + "/plugin.yaml", plugin_config(ranks, async, extra));
   ftr::write_text(dir + "/host.yaml", host_run_file(offset, steps));
   return ftr::run_command("cd '" + dir + "' && mpiexec -n 4 --oversubscribe " + ftr::binary("finecast-host") +
                           " host.yaml");
@@ -144,8 +145,9 @@ TEST(TrainerGroups, CheckpointsResumeWithAnyNumberOfTrainerRanks) {
     const ftr::CommandResult b = run(d, second, false, 4, 4);
     ASSERT_EQ(b.rc, 0) << b.output;
     EXPECT_NE(b.output.find("Resumed the rolling buffer from"), std::string::npos) << b.output;
-    if (first > 1)
+    if (first > 1) {
       EXPECT_NE(b.output.find("(" + std::to_string(first) + " parts): 4 steps"), std::string::npos) << b.output;
+    }
     paths += "'" + d + "', ";
   }
   const auto facts = python_facts(std::string(kPythonHelpers) + "dirs = [" + paths + "]\n" + R"(
@@ -163,4 +165,71 @@ for d in dirs[1:]:
     EXPECT_LT(std::stod(facts.at(chain)), 1e-4) << chain << "\n" << facts.at("");
     EXPECT_EQ(facts.at(std::string(chain) + ".buffer_equal"), "1") << chain;
   }
+}
+
+// LibTorch lives in the trainer module, which only trainer ranks load: with 2 trainer ranks
+// spread over 4 (ranks 0 and 2), ranks 1 and 3 never map it, and the run still trains and samples.
+TEST(TrainerGroups, OnlyTrainerRanksLoadLibTorch) {
+  ftr::ScratchDir dir("trainer_groups_libtorch");
+  const ftr::CommandResult r = run(dir.path(), 2, true, 0, 8, "log: {all_ranks: true}\n");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("Sampled 2 member(s)"), std::string::npos) << r.output;
+  for (int rank = 0; rank < 4; ++rank) {
+    const std::string line = "[finecast r" + std::to_string(rank) + "] Peak resident memory ";
+    const size_t at = r.output.find(line);
+    ASSERT_NE(at, std::string::npos) << line << "\n" << r.output;
+    const std::string rest = r.output.substr(at, r.output.find('\n', at) - at);
+    const bool trainer = rank == 0 || rank == 2;
+    EXPECT_NE(rest.find(trainer ? "LibTorch loaded (trainer rank)" : "LibTorch not loaded"), std::string::npos) << rest;
+  }
+}
+
+// The conditioning that reaches beyond a patch - two rings of coarse neighbours, a static
+// covariate normalised over the whole field, the interpolated residual base - is the same with 4
+// trainer ranks as with one: every trainer sees the other trainers' coarse values and the group's
+// normalisation (to the rounding of a sum in another order).
+TEST(TrainerGroups, ContextBeyondThePatchIsTheSameOnFourTrainerRanks) {
+  ftr::ScratchDir dir("trainer_groups_context");
+  const std::string extra = "patch: {context_rings: 2, static: [topography_c, fr_land], residual: interp}\n";
+  std::string paths;
+  for (int ranks : {1, 4}) {
+    const std::string d = dir.file("r" + std::to_string(ranks));
+    ftr::run_command("mkdir -p '" + d + "'");
+    const ftr::CommandResult r = run(d, ranks, false, 0, 4, extra);
+    ASSERT_EQ(r.rc, 0) << r.output;
+    EXPECT_NE(r.output.find("2 static covariate(s)"), std::string::npos) << r.output;
+    paths += "'" + d + "', ";
+  }
+  const auto facts = python_facts(std::string(kPythonHelpers) + "dirs = [" + paths + "]\n" + R"(
+ckpt = sorted(glob.glob(dirs[0] + "/ckpt/ckpt_*.h5"))[-1].rsplit("/", 1)[1]
+step = int(ckpt[5:13])
+one, _ = buffer(dirs[0] + "/ckpt", step)
+four, n = buffer(dirs[1] + "/ckpt", step)
+print("parts=%d" % n)
+print("context=%.3g" % relative(four["context"], one["context"]))
+print("fine=%.3g" % relative(four["fine"], one["fine"]))
+print("valid_equal=%d" % int(np.array_equal(four["valid"], one["valid"])))
+print("weights=%.3g" % relative(weights(dirs[1] + "/ckpt/" + ckpt), weights(dirs[0] + "/ckpt/" + ckpt)))
+)");
+  ASSERT_EQ(facts.at("rc"), "0") << facts.at("");
+  EXPECT_EQ(facts.at("parts"), "4") << facts.at("");
+  EXPECT_LT(std::stod(facts.at("context")), 1e-5) << facts.at("");
+  EXPECT_LT(std::stod(facts.at("fine")), 1e-5) << facts.at("");
+  EXPECT_EQ(facts.at("valid_equal"), "1") << facts.at("");
+  EXPECT_LT(std::stod(facts.at("weights")), 1e-4) << facts.at("");
+}
+
+// A trainer module that cannot be loaded stops the run at start-up with the path and the
+// loader's reason, on the trainer rank; the host's other ranks never needed it.
+TEST(TrainerGroups, AMissingTrainerModuleIsAStartUpErrorNamingIt) {
+  ftr::ScratchDir dir("trainer_groups_module");
+  ftr::write_text(dir.file("plugin.yaml"), plugin_config(1, false));
+  ftr::write_text(dir.file("host.yaml"), host_run_file(0, 2));
+  const ftr::CommandResult r =
+      ftr::run_command("cd '" + dir.path() + "' && FINECAST_TRAINER_MODULE=/nonexistent/libfinecast_trainer_module.so "
+                       "mpiexec -n 2 --oversubscribe " + ftr::binary("finecast-host") + " host.yaml");
+  EXPECT_NE(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("cannot load finecast's trainer module /nonexistent/libfinecast_trainer_module.so"),
+            std::string::npos)
+      << r.output;
 }

@@ -117,6 +117,57 @@ line0="$(grep 'plot_demo: scores of ts at' <<<"$out0" || true)"
 "$PY" independent.py "$line0" "$GRID" 0 || fail "scores of --time $date differ from those of step 0"
 [[ "$(plot --output x.png --time 0 | grep 'scores of')" == "$line0" ]] || fail "--time 0 and --time $date differ"
 
+# The demo's scoring path (scripts/demo.sh): finecast-eval with the host's surface fields as
+# covariates writes every baseline's field (--baselines-out), plot_demo.py draws the best one,
+# and eval_summary.py prints the model beside the baselines. Each baseline's written field must
+# give the RMSE the report lists for it.
+"$BIN/bin/finecast-host" host.yaml --write-orography surface.nc >surface.log 2>&1 \
+  || { cat surface.log; fail "finecast-host --write-orography failed"; }
+last="$("$PY" -c "import netCDF4; print(len(netCDF4.Dataset('out.nc').dimensions['time']) - 1)")"
+"$BIN/bin/finecast-eval" --pred out.nc --var ts --time "$last" --static surface.nc:topography_c \
+  --static surface.nc:fr_land --fit-on out.nc --json eval.json --baselines-out baselines.nc >eval.txt 2>&1 \
+  || { cat eval.txt; fail "finecast-eval --baselines-out failed"; }
+cat >baselines.py <<'PY'
+import json, sys
+import numpy as np, netCDF4
+rep = json.load(open("eval.json"))
+t = int(sys.argv[1])
+with netCDF4.Dataset("out.nc") as f:
+    y = np.asarray(f["ts_host"][t], dtype=np.float64)
+with netCDF4.Dataset(sys.argv[2]) as g:  # cell areas by L'Huilier's theorem, as independent.py
+    lon, lat = np.asarray(g["clon_vertices"][:]), np.asarray(g["clat_vertices"][:])
+def side(i, j):
+    h = np.sin((lat[:, j] - lat[:, i]) / 2) ** 2 + np.cos(lat[:, i]) * np.cos(lat[:, j]) * np.sin((lon[:, j] - lon[:, i]) / 2) ** 2
+    return 2 * np.arcsin(np.sqrt(h))
+a, b_, c = side(1, 2), side(2, 0), side(0, 1)
+s = (a + b_ + c) / 2
+w = 4 * np.arctan(np.sqrt(np.tan(s / 2) * np.tan((s - a) / 2) * np.tan((s - b_) / 2) * np.tan((s - c) / 2)))
+names = [r["name"] for r in rep["predictions"] if r["name"] != "model"]
+assert "regression_cons" in names, names
+bad = []
+with netCDF4.Dataset("baselines.nc") as b:
+    for r in rep["predictions"]:
+        if r["name"] == "model":
+            continue
+        if r["name"] not in b.variables:
+            bad.append(f"baselines.nc lacks {r['name']}")
+            continue
+        x = np.asarray(b[r["name"]][:], dtype=np.float64)
+        rmse = np.sqrt(np.sum(w * (x - y) ** 2) / np.sum(w))
+        if not abs(rmse - r["rmse"]) <= 1e-3 * r["rmse"]:
+            bad.append(f"{r['name']}: RMSE of the written field {rmse:.6g}, report {r['rmse']:.6g}")
+print("baselines.nc: " + ", ".join(names))
+if bad:
+    sys.exit("\n".join(bad))
+PY
+"$PY" baselines.py "$last" "$GRID" || fail "the fields of --baselines-out do not give the reported scores"
+out_b="$(plot --output best.png --baselines baselines.nc --eval eval.json)" || { echo "$out_b"; fail "plot_demo.py --baselines failed"; }
+[[ -s best.png ]] || fail "best.png not written"
+summary="$("$PY" "$SRC/scripts/eval_summary.py" --json eval.json --prefix "[demo] ")" || fail "eval_summary.py failed"
+echo "$summary"
+grep -q "^\[demo\]   regression_cons " <<<"$summary" || fail "eval_summary.py lists no regression_cons"
+grep -q "sqrt(1+1/3) x best baseline" <<<"$summary" || fail "eval_summary.py checks no RMSE bar for 3 members"
+
 # Clear errors for a step that is not there.
 set +e
 err="$(plot --output x.png --time 1999-01-01 2>&1)"

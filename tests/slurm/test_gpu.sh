@@ -34,7 +34,15 @@ assert_not_contains "$(cat stdout)" "gpu:a100:4" "device cuda: not the node's 4"
 assert_eq "$(cat stderr)" "" "cuda build, account given: no warning"
 launch "${gpu[@]}" --run cuda-run.yaml --dry-run --param gpus.count=3
 assert_contains "$(cat stdout)" "#SBATCH --gres=gpu:a100:3" "gpus.count=3 is requested as given"
-assert_contains "$(cat stderr)" "gpus.count = 3, but finecast trains on one GPU (the trainer rank's); 2 would sit idle" "gpus.count=3: idle warning"
+assert_contains "$(cat stderr)" "gpus.count = 3, but finecast trains on 1 GPU(s) of a node (one per trainer rank there, train.ranks); 2 would sit idle" "gpus.count=3: idle warning"
+# A trainer group: one GPU per trainer rank on the node (1 node of 4 ranks in the gpu profile).
+launch "${gpu[@]}" --run cuda-run.yaml --dry-run --set train.ranks=4
+assert_eq "$rc" 0 "train.ranks 4: dry run"
+assert_contains "$(cat stdout)" "#SBATCH --gres=gpu:a100:4" "train.ranks 4 on one node: 4 GPUs"
+launch "${gpu[@]}" --run cuda-run.yaml --dry-run --set train.ranks=2 --param nodes=2
+assert_contains "$(cat stdout)" "#SBATCH --gres=gpu:a100:1" "train.ranks 2 spread over 2 nodes: 1 GPU per node"
+launch "${gpu[@]}" --run cuda-run.yaml --dry-run --set train.ranks=2 --set train.placement=packed --param nodes=2
+assert_contains "$(cat stdout)" "#SBATCH --gres=gpu:a100:2" "train.ranks 2 packed: both on the first node"
 printf 'fields: [ts]\ndevice: cpu\n' >plugin.yaml
 launch "${gpu[@]}" --run cuda-run.yaml --dry-run --param 'set={}'  # the profile's set.device: cuda gone
 assert_eq "$rc" 2 "device cpu in the plugin config on a gpu profile: refused"

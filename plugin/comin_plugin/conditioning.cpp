@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Patch options from the config, static covariates' normalisation, held-out patches, the
+// residual base, and their record in checkpoints.
+#include "plugin/comin_plugin/conditioning.hpp"
+
+#include <algorithm>
+
+#include "common/error.hpp"
+#include "common/log.hpp"
+#include "common/region.hpp"
+#include "coupling/grid/context_stencil.hpp"
+
+namespace finecast::plugin {
+
+coupling::PatchOptions patch_options(const Config& cfg) {
+  coupling::PatchOptions o;
+  o.static_features = cfg.patch.static_features;
+  o.orography = !cfg.patch.orography.empty();
+  o.rings = cfg.patch.context_rings;
+  o.target = target_index(cfg);
+  o.n_static = static_cast<int>(cfg.patch.statics.size());
+  o.interp_base = cfg.patch.residual == Residual::kInterp;
+  return o;
+}
+
+void setup_conditioning(const Config& cfg, coupling::PatchMap& map, ConditioningState& state,
+                        const std::function<void(int64_t, double&, double&)>& cell_lat_lon) {
+  const coupling::PatchOptions o = patch_options(cfg);
+  coupling::prepare_patch_map(map, o.rings, o.interp_base || o.n_static > 0);
+  state.held_out.assign(static_cast<size_t>(map.n_coarse), 0);
+  state.n_held_out = 0;
+  if (cfg.train.hold_out.empty()) return;
+  const Region box = parse_region(cfg.train.hold_out, cfg.source + ": train.hold_out");
+  for (int64_t c = 0; c < map.n_coarse; ++c) {
+    bool inside = true;
+    for (int k = 0; k < map.patch_size && inside; ++k) {
+      double lat = 0, lon = 0;
+      cell_lat_lon(map.fine_of_patch[c * map.patch_size + k], lat, lon);
+      inside = box.contains_lat(lat) && box.contains_lon(lon);
+    }
+    state.held_out[c] = inside ? 1 : 0;
+    state.n_held_out += inside ? 1 : 0;
+  }
+  if (state.n_held_out == 0)
+    throw ConfigError(cfg.source + ": train.hold_out " + cfg.train.hold_out +
+                      ": no patch lies wholly inside the box (coordinates of grid.file " + cfg.grid.file + ")");
+  if (state.n_held_out == map.n_coarse)
+    throw ConfigError(cfg.source + ": train.hold_out " + cfg.train.hold_out + ": every patch lies inside the box; "
+                      "nothing would be trained on");
+  log::info("train.hold_out " + cfg.train.hold_out + ": " + std::to_string(state.n_held_out) + " of " +
+            std::to_string(map.n_coarse) + " patches are never trained on (their coarse values stay in the context)");
+}
+
+std::vector<float> prepare_statics(const Config& cfg, const coupling::PatchMap& local,
+                                   const std::vector<const float*>& raw, ConditioningState& state,
+                                   const std::function<void(double*, int)>& sum_over_trainers) {
+  const int n_static = static_cast<int>(cfg.patch.statics.size());
+  if (static_cast<int>(raw.size()) != n_static)
+    throw InternalError("prepare_statics: " + std::to_string(raw.size()) + " static covariates for " +
+                        std::to_string(n_static) + " in patch.static");
+  // With the norms of the resumed checkpoint when there are some (the model was trained on those).
+  const bool fixed = static_cast<int>(state.static_norms.size()) == n_static;
+  if (!fixed) {
+    std::vector<double> moments;
+    for (int s = 0; s < n_static; ++s) {
+      const coupling::StaticMoments m = coupling::static_moments(local, raw[s]);
+      moments.insert(moments.end(), {m.w, m.wx, m.wxx});
+    }
+    sum_over_trainers(moments.data(), static_cast<int>(moments.size()));
+    state.static_norms.clear();
+    for (int s = 0; s < n_static; ++s)
+      state.static_norms.push_back(coupling::static_normalisation(
+          coupling::StaticMoments{moments[3 * s], moments[3 * s + 1], moments[3 * s + 2]},
+          "patch.static \"" + cfg.patch.statics[s] + "\""));
+  }
+  const int64_t n_cells = local.n_coarse * local.patch_size, n = local.n_coarse;
+  state.statics.assign(static_cast<size_t>(n_static), std::vector<float>(static_cast<size_t>(n_cells)));
+  std::vector<float> means(static_cast<size_t>(n_static * n));
+  for (int s = 0; s < n_static; ++s) {
+    coupling::normalise_static(state.static_norms[s], raw[s], state.statics[s].data(), n_cells);
+    coupling::coarsen(local, state.statics[s].data(), means.data() + s * n);
+    log::info("Static covariate " + cfg.patch.statics[s] + ": normalised with mean " +
+              std::to_string(state.static_norms[s].mean) + ", scale " + std::to_string(state.static_norms[s].scale) +
+              (fixed ? " (from the checkpoint)" : ""));
+  }
+  return means;
+}
+
+void training_valid(const ConditioningState& state, int64_t first, const coupling::Patches& patches,
+                    std::vector<uint8_t>& train_valid) {
+  train_valid = patches.valid;
+  if (state.n_held_out > 0)
+    for (int64_t c = 0; c < patches.n; ++c)
+      if (state.held_out[static_cast<size_t>(first + c)]) train_valid[static_cast<size_t>(c)] = 0;
+}
+
+std::vector<const float*> static_pointers(const ConditioningState& state) {
+  std::vector<const float*> out;
+  for (const auto& v : state.statics) out.push_back(v.data());
+  return out;
+}
+
+const float* training_targets(const Config& cfg, const coupling::Patches& p) {
+  return cfg.patch.residual == Residual::kInterp ? p.residual.data() : p.fine.data();
+}
+
+std::vector<std::pair<std::string, std::string>> context_metadata(const Config& cfg, const ConditioningState& state) {
+  std::string fields, statics;
+  for (const auto& f : cfg.fields) fields += (fields.empty() ? "" : ",") + f;
+  for (const auto& s : cfg.patch.statics) statics += (statics.empty() ? "" : ",") + s;
+  return {{"fields", target_field(cfg)},
+          {"target", target_field(cfg)},
+          {"context_fields", fields},
+          {"patch.static_features", cfg.patch.static_features ? "true" : "false"},
+          {"patch.orography", cfg.patch.orography},
+          {"patch.context_rings", std::to_string(cfg.patch.context_rings)},
+          {"patch.residual", schema::name_of(cfg.patch.residual)},
+          {"patch.static", statics},
+          {"patch.static_norm", coupling::format_static_norms(state.static_norms)}};
+}
+
+}  // namespace finecast::plugin

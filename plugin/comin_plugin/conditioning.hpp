@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// What the model is conditioned on and what it learns, on the trainer rank: the patch options
+// from the config (context rings, target, static covariates, residual base), the static
+// covariates' normalisation, the held-out patches, and the checkpoint record of it all, which
+// finecast-downscale reads back (context_record.hpp).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "coupling/grid/patch_map.hpp"
+#include "coupling/grid/patches.hpp"
+#include "coupling/grid/static_covariates.hpp"
+#include "plugin/config.hpp"
+
+namespace finecast::plugin {
+
+/// The trainer rank's conditioning state (one member of TrainerState).
+struct ConditioningState {
+  std::vector<coupling::StaticNorm> static_norms;  ///< fixed at the first step, or from the resumed checkpoint
+  std::vector<std::vector<float>> statics;         ///< the normalised fine covariates on the trainer's slots
+  std::vector<uint8_t> held_out;                   ///< per patch: 1 = never trained on (train.hold_out)
+  int64_t n_held_out = 0;
+};
+
+/// The patch options the config asks for (static_features, orography, context_rings, target,
+/// patch.static, patch.residual).
+coupling::PatchOptions patch_options(const Config& config);
+
+/// Prepares the patch map for the options (ring table, interpolant) and flags the patches of
+/// train.hold_out: those whose fine cells all lie in the box, `cell_lat_lon(i, lat, lon)` giving
+/// fine cell i's coordinates in degrees (the grid's own: rotated on rotated-pole grids). Logs
+/// how many are held out; a box that holds none is a ConfigError.
+void setup_conditioning(const Config& config, coupling::PatchMap& map, ConditioningState& state,
+                        const std::function<void(int64_t, double&, double&)>& cell_lat_lon);
+
+/// The static covariates of a trainer's patches, at the first step: `raw[s]` is the host's
+/// field s on `local`'s cells (the trainer's slots). Normalises them into state.statics with the
+/// norms of a resumed checkpoint, or else with the area-weighted moments of the whole field
+/// (`sum_over_trainers` adds each trainer's moments up, in place: every trainer gets the same
+/// norms); returns their block means on local's patches, [n_static][local.n_coarse], which
+/// the trainers then share.
+std::vector<float> prepare_statics(const Config& config, const coupling::PatchMap& local,
+                                   const std::vector<const float*>& raw, ConditioningState& state,
+                                   const std::function<void(double* values, int n)>& sum_over_trainers);
+
+/// The step's valid patches less the held-out ones (patches first.. of the grid): what the
+/// buffer keeps.
+void training_valid(const ConditioningState& state, int64_t first, const coupling::Patches& patches,
+                    std::vector<uint8_t>& train_valid);
+
+/// state.statics as pointers (empty when there are none).
+std::vector<const float*> static_pointers(const ConditioningState& state);
+
+/// What the buffer stores as the fine values of a sample: the fine field, or with
+/// patch.residual: interp its difference from the interpolant.
+const float* training_targets(const Config& config, const coupling::Patches& patches);
+
+/// The checkpoint metadata that says what the context holds (docs/offline.md).
+std::vector<std::pair<std::string, std::string>> context_metadata(const Config& config, const ConditioningState& state);
+
+}  // namespace finecast::plugin

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// libfinecast_trainer_module.so: the plugin's interface to the trainer (plugin/comin_plugin/
+// trainer_module.hpp) implemented with trainer::Downscaler. Only trainer ranks load it, so only
+// they map LibTorch. It exports one symbol, finecast_trainer_module_v1.
+#include <memory>
+
+#include "plugin/comin_plugin/trainer_module.hpp"
+#include "trainer/checkpoint.hpp"
+#include "trainer/device.hpp"
+#include "trainer/downscaler.hpp"
+#include "trainer/threads.hpp"
+
+namespace finecast::plugin {
+namespace {
+
+class DownscalerModel final : public Model {
+ public:
+  explicit DownscalerModel(trainer::Downscaler model) : model_(std::move(model)) {}
+
+  void restore(const std::string& checkpoint) override { model_.restore(checkpoint); }
+  int64_t step() const override { return model_.step(); }
+  void set_reducer(std::shared_ptr<trainer::Reducer> reducer) override { model_.set_reducer(std::move(reducer)); }
+
+  trainer::SessionStats train_session(const trainer::DataView& data, int epochs, int threads,
+                                      const std::function<void(const std::string&)>& on_event) override {
+    const trainer::ScopedTorchThreads scope(threads);
+    return model_.train_session(data, epochs, on_event);
+  }
+
+  void sample(const float* context, const float* coarse, const float* weights, int64_t n,
+              const trainer::SampleOptions& options, uint64_t seed, int threads, float* out) override {
+    const trainer::ScopedTorchThreads scope(threads);
+    model_.sample(context, coarse, weights, n, options, seed, out);
+  }
+
+  std::string save_in_dir(const std::string& dir, int keep,
+                          const std::map<std::string, std::string>& metadata) override {
+    return trainer::save_checkpoint_in_dir(model_, dir, keep, metadata);
+  }
+
+ private:
+  trainer::Downscaler model_;
+};
+
+class Module final : public TrainerModule {
+ public:
+  std::unique_ptr<Model> create_model(const trainer::ModelOptions& model, const trainer::TrainOptions& train,
+                                      const std::string& device_request, const std::string& sample_device, int threads,
+                                      std::string& device_line) override {
+    const trainer::ScopedTorchThreads scope(threads);
+    const trainer::DeviceChoice device = trainer::select_device(device_request);
+    device_line = device.log_line();
+    return std::make_unique<DownscalerModel>(trainer::Downscaler(model, train, device.torch_device, sample_device));
+  }
+
+  std::map<std::string, std::string> checkpoint_metadata(const std::string& checkpoint) override {
+    return trainer::Downscaler::checkpoint_metadata(checkpoint);
+  }
+
+  std::optional<std::string> newest_valid_checkpoint(
+      const std::string& dir, const std::function<void(const std::string&)>& on_skip) override {
+    return trainer::newest_valid_checkpoint(dir, on_skip);
+  }
+
+  std::string checkpoint_path_for_step(const std::string& dir, long long step) override {
+    return trainer::checkpoint_path_for_step(dir, step);
+  }
+};
+
+}  // namespace
+}  // namespace finecast::plugin
+
+extern "C" __attribute__((visibility("default"))) finecast::plugin::TrainerModule* finecast_trainer_module_v1() {
+  static finecast::plugin::Module module;
+  return &module;
+}

@@ -1,0 +1,83 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Summarise a finecast-eval report: the model beside the best interpolation baseline and
+regression_cons, and the quality bars of issue 15 (docs/evaluation.md).
+
+Criteria checked (M = the model's members):
+  - ensemble-mean RMSE <= sqrt(1 + 1/M) x the best baseline's RMSE (a calibrated M-member ensemble
+    whose conditional mean is no worse than that baseline), and with --factor F against --against
+    NAME also RMSE <= F x NAME's RMSE (EUR-11: 0.9 x regression_cons);
+  - CRPS below every baseline's (a deterministic baseline's CRPS is its MAE);
+  - std_ratio in 0.8..1.2, upper-half spectral ratio (hf_ratio) in 0.5..2;
+  - the spread/RMSE ratio (goal 0.9..1.1) is reported, and the sqrt(1 + 1/M) thresholds for
+    M = 16 and 32.
+
+    /usr/bin/python3 scripts/eval_summary.py --json out/eval/eur11/eval.json --factor 0.9 --against regression_cons
+"""
+import argparse
+import json
+import math
+import sys
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--json", required=True, help="finecast-eval --json report")
+    p.add_argument("--factor", type=float, default=None, help="also require RMSE <= FACTOR x the --against row's")
+    p.add_argument("--against", default="regression_cons", help="row of --factor (default regression_cons)")
+    p.add_argument("--prefix", default="", help="text put before every line (e.g. '[demo] ')")
+    a = p.parse_args(argv)
+    with open(a.json) as f:
+        rep = json.load(f)
+    rows = {r["name"]: r for r in rep["predictions"]}
+    if "model" not in rows:
+        sys.exit(f"eval_summary.py: {a.json} has no 'model' row")
+    model = rows["model"]
+    baselines = [r for n, r in rows.items() if n != "model"]
+    interp = [r for r in baselines if r["name"] != "regression_cons"]
+    best = min(baselines, key=lambda r: r["rmse"])
+    best_interp = min(interp, key=lambda r: r["rmse"])
+    units = ""
+    M = model["members"]
+    out = []
+
+    def num(x, spec):  # JSON null (an undefined score) prints as n/a
+        return "n/a" if x is None else format(x, spec)
+
+    def line(name, r):
+        spread = (f", spread/RMSE {r['spread'] / r['rmse']:.2f}"
+                  if r["members"] > 1 and r.get("spread") is not None and r["rmse"] else "")
+        crps = f"CRPS {r['crps']:.4g}" if r["members"] > 1 else f"CRPS = MAE {r['crps']:.4g}"
+        return (f"{a.prefix}  {name:<34} RMSE {r['rmse']:.4g}{units}, {crps}, std ratio {num(r['std_ratio'], '.3f')}, "
+                f"hf ratio {num(r['upper_energy_ratio'], '.3f')}{spread}")
+
+    out.append(line(f"finecast ({M} members)", model))
+    out.append(line(f"best interpolation: {best_interp['name']}", best_interp))
+    if "regression_cons" in rows:
+        out.append(line("regression_cons", rows["regression_cons"]))
+    bar = math.sqrt(1 + 1 / M) * best["rmse"]
+    checks = [(f"RMSE {model['rmse']:.4g} <= sqrt(1+1/{M}) x best baseline {best['name']} {best['rmse']:.4g} = {bar:.4g}",
+               model["rmse"] <= bar)]
+    if a.factor is not None:
+        if a.against not in rows:
+            sys.exit(f"eval_summary.py: {a.json} has no row '{a.against}' for --factor")
+        lim = a.factor * rows[a.against]["rmse"]
+        checks.append((f"RMSE {model['rmse']:.4g} <= {a.factor} x {a.against} {rows[a.against]['rmse']:.4g} = {lim:.4g}",
+                       model["rmse"] <= lim))
+    worst = min(baselines, key=lambda r: r["crps"])
+    checks.append((f"CRPS {model['crps']:.4g} < every baseline's (lowest: {worst['name']} {worst['crps']:.4g})",
+                   model["crps"] < worst["crps"]))
+    sr = model["std_ratio"]
+    checks.append((f"std ratio {num(sr, '.3f')} in 0.8..1.2", sr is not None and 0.8 <= sr <= 1.2))
+    hf = model["upper_energy_ratio"]
+    checks.append((f"hf ratio {num(hf, '.3f')} in 0.5..2", hf is not None and 0.5 <= hf <= 2))
+    for text, ok in checks:
+        out.append(f"{a.prefix}  {'met   ' if ok else 'MISSED'} {text}")
+    for m in (16, 32):
+        out.append(f"{a.prefix}  (with {m} members the RMSE bar would be sqrt(1+1/{m}) x {best['rmse']:.4g} = "
+                   f"{math.sqrt(1 + 1 / m) * best['rmse']:.4g})")
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// What a patch sees: context rings (lat-lon squares with replicated edges and wrapped
+// longitudes; ICON breadth-first rings that do not depend on the numbering), the documented
+// context order with position-encoding fields (rings, features, orography, static covariates),
+// the static covariates' normalisation, and the residual base, which must be finecast-eval's
+// bicubic_cons on lat-lon blocks and idw_cons on ICON patches and keep every coarse mean.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+#include <vector>
+
+#include "common/error.hpp"
+#include "coupling/eval/baselines.hpp"
+#include "coupling/eval/cell_baselines.hpp"
+#include "coupling/grid/context_stencil.hpp"
+#include "coupling/grid/icon_hierarchy.hpp"
+#include "coupling/grid/icosahedral_grid.hpp"
+#include "coupling/grid/latlon_grid.hpp"
+#include "coupling/grid/patches.hpp"
+#include "coupling/grid/static_covariates.hpp"
+#include "coupling/tools/icon_levels.hpp"
+
+namespace fc = finecast::coupling;
+namespace fe = finecast::coupling::eval;
+
+namespace {
+
+/// nlat x nlon cells in blocks of k; block (I, J) holds the constant 1000 I + J, so its coarse
+/// value names it.
+struct Blocks {
+  fc::LatLonGrid grid;
+  fc::PatchMap map;
+  std::vector<float> field;
+  Blocks(int nlat, int nlon, int k, bool global) {
+    std::vector<double> lat, lon;
+    for (int i = 0; i < nlat; ++i) lat.push_back(-40.0 + 80.0 * (i + 0.5) / nlat);
+    for (int j = 0; j < nlon; ++j) lon.push_back((global ? 360.0 / nlon : 1.0) * j);
+    grid = fc::make_latlon_grid(lat, lon);
+    map = fc::latlon_patch_map(grid, k);
+    for (int i = 0; i < nlat; ++i)
+      for (int j = 0; j < nlon; ++j) field.push_back(static_cast<float>(1000 * (i / k) + j / k));
+  }
+};
+
+int64_t clamp(int64_t i, int64_t n) { return std::max<int64_t>(0, std::min(n - 1, i)); }
+
+}  // namespace
+
+TEST(ContextRings, LatLonRingsAreTheSquareAroundRowMajorWithEdgesReplicated) {
+  Blocks b(12, 16, 2, false);  // 6 x 8 blocks, regional
+  fc::PatchOptions o;
+  o.static_features = false;
+  o.rings = 2;
+  fc::prepare_patch_map(b.map, o.rings, false);
+  fc::Patches p;
+  fc::extract_patches(b.map, {b.field.data()}, nullptr, o, p);
+  ASSERT_EQ(p.C, 25);  // the block and the 24 others of the 5 x 5 square
+  for (int64_t I = 0; I < 6; ++I)
+    for (int64_t J = 0; J < 8; ++J) {
+      const float* ctx = &p.context[(I * 8 + J) * p.C];
+      ASSERT_EQ(ctx[0], 1000 * I + J);
+      int slot = 1;
+      for (int di = -2; di <= 2; ++di)
+        for (int dj = -2; dj <= 2; ++dj) {
+          if (di == 0 && dj == 0) continue;
+          ASSERT_EQ(ctx[slot++], 1000 * clamp(I + di, 6) + clamp(J + dj, 8)) << I << "," << J << " " << di << "," << dj;
+        }
+    }
+}
+
+TEST(ContextRings, GlobalLatLonRingsWrapInLongitude) {
+  Blocks b(8, 16, 4, true);  // 2 x 4 blocks around the globe
+  fc::PatchOptions o;
+  o.static_features = false;
+  o.rings = 1;
+  fc::prepare_patch_map(b.map, o.rings, false);
+  ASSERT_TRUE(b.map.wrap_columns);
+  fc::Patches p;
+  fc::extract_patches(b.map, {b.field.data()}, nullptr, o, p);
+  // Block (1, 0): the row above is row 0, the row below replicates row 1, the column left wraps to 3.
+  const float* ctx = &p.context[4 * p.C];
+  // Square order: (-1,-1) (-1,0) (-1,1) (0,-1) (0,1) (1,-1) (1,0) (1,1), the block itself first.
+  EXPECT_EQ(ctx[0], 1000);
+  EXPECT_EQ(std::vector<float>(ctx + 1, ctx + 9), (std::vector<float>{3, 0, 1, 1003, 1001, 1003, 1000, 1001}));
+}
+
+TEST(ContextRings, ContextOrderIsFieldsWithRingsFeaturesOrographyCovariateMeansThenAnomalies) {
+  Blocks b(8, 8, 2, false);  // 4 x 4 blocks of 4 cells
+  const int64_t n_fine = 64, P = 4;
+  // A second field, the orography and two covariates whose values encode their cell.
+  std::vector<float> second(n_fine), oro(n_fine), s0(n_fine), s1(n_fine);
+  for (int64_t i = 0; i < n_fine; ++i) {
+    second[i] = b.field[i] + 0.5f;
+    oro[i] = 7.0f;
+    s0[i] = static_cast<float>(10000 + i);
+    s1[i] = static_cast<float>(20000 + i);
+  }
+  fc::PatchOptions o;
+  o.rings = 1;
+  o.orography = true;
+  o.n_static = 2;
+  o.target = 1;
+  fc::prepare_patch_map(b.map, o.rings, true);
+  fc::Patches p;
+  fc::extract_patches(b.map, {b.field.data(), second.data()}, oro.data(), {s0.data(), s1.data()}, o, p);
+  const int off = fc::static_offset(b.map, 2, o);
+  ASSERT_EQ(off, 2 * 9 + 3 + 1);
+  ASSERT_EQ(p.C, off + 2 * (1 + 2 * P));
+  ASSERT_EQ(fc::static_channels(o), 4);
+  // The conservative interpolant of each covariate's block means, for the deviations.
+  std::vector<float> m0s(static_cast<size_t>(b.map.n_coarse)), m1s(m0s.size()),
+      i0(static_cast<size_t>(b.map.n_coarse * P)), i1(i0.size());
+  fc::coarsen(b.map, s0.data(), m0s.data());
+  fc::coarsen(b.map, s1.data(), m1s.data());
+  fc::interpolate_patches(b.map, m0s.data(), i0.data());
+  fc::interpolate_patches(b.map, m1s.data(), i1.data());
+  for (int64_t c = 0; c < b.map.n_coarse; ++c) {
+    const float* ctx = &p.context[c * p.C];
+    EXPECT_EQ(ctx[0], b.field[b.map.fine_of_patch[c * P]]);         // field 0, then its 8 ring cells
+    EXPECT_EQ(ctx[9], b.field[b.map.fine_of_patch[c * P]] + 0.5f);  // field 1
+    EXPECT_NEAR(ctx[18], std::sin(b.map.coarse_lat[c]), 1e-6);      // position features
+    EXPECT_EQ(ctx[21], 7.0f);                                       // orography
+    double m0 = 0, m1 = 0;
+    for (int k = 0; k < P; ++k) {
+      m0 += b.map.fine_weight[c * P + k] * s0[b.map.fine_of_patch[c * P + k]];
+      m1 += b.map.fine_weight[c * P + k] * s1[b.map.fine_of_patch[c * P + k]];
+    }
+    EXPECT_NEAR(ctx[off], m0, 1e-2);  // block means of both covariates
+    EXPECT_NEAR(ctx[off + 1], m1, 1e-2);
+    // Then covariate 0's anomalies and deviations slot by slot, then covariate 1's.
+    for (int k = 0; k < P; ++k) {
+      const int64_t cell = b.map.fine_of_patch[c * P + k];
+      EXPECT_NEAR(ctx[off + 2 + k], s0[cell] - m0, 1e-2) << "patch " << c << " slot " << k;
+      EXPECT_NEAR(ctx[off + 2 + P + k], s0[cell] - i0[c * P + k], 1e-2);
+      EXPECT_NEAR(ctx[off + 2 + 2 * P + k], s1[cell] - m1, 1e-2);
+      EXPECT_NEAR(ctx[off + 2 + 3 * P + k], s1[cell] - i1[c * P + k], 1e-2);
+    }
+    // The target is field 1: its fine values and coarse value.
+    EXPECT_EQ(p.fine[c * P], second[b.map.fine_of_patch[c * P]]);
+    EXPECT_EQ(p.coarse[c], ctx[9]);
+  }
+  // A missing covariate value makes its patch invalid.
+  s1[b.map.fine_of_patch[5 * P + 2]] = NAN;
+  fc::extract_patches(b.map, {b.field.data(), second.data()}, oro.data(), {s0.data(), s1.data()}, o, p);
+  EXPECT_EQ(p.valid[5], 0);
+  EXPECT_EQ(p.n_invalid, 1);
+  // The map must be prepared for the rings it is asked for.
+  o.rings = 2;
+  EXPECT_THROW(fc::extract_patches(b.map, {b.field.data(), second.data()}, oro.data(), {s0.data(), s1.data()}, o, p),
+               finecast::InternalError);
+}
+
+TEST(ContextRings, IconRingsDoNotDependOnTheNumbering) {
+  const fc::IconGrid plain = fc::make_icosahedral_grid(3, 0);
+  const fc::IconGrid shuffled = fc::make_icosahedral_grid(3, 20240611);
+  fc::PatchMap a = fc::icon_patch_map(plain, 1), b = fc::icon_patch_map(shuffled, 1);
+  ASSERT_EQ(fc::ring_count(a, 2), 9);
+  ASSERT_EQ(fc::ring_count(a, 3), 18);
+  fc::prepare_patch_map(a, 3, false);
+  fc::prepare_patch_map(b, 3, false);
+  // A field of the position: every coarse value names its cell's place on the sphere.
+  auto field = [](const fc::IconGrid& g) {
+    std::vector<float> f(static_cast<size_t>(g.n_cells));
+    for (int64_t i = 0; i < g.n_cells; ++i)
+      f[i] = static_cast<float>(std::cos(g.clat[i]) * std::cos(g.clon[i]) + 2 * std::cos(g.clat[i]) * std::sin(g.clon[i]) +
+                                4 * std::sin(g.clat[i]));
+    return f;
+  };
+  const std::vector<float> fa = field(plain), fb = field(shuffled);
+  fc::PatchOptions o;
+  o.rings = 3;
+  fc::Patches pa, pb;
+  fc::extract_patches(a, {fa.data()}, nullptr, o, pa);
+  fc::extract_patches(b, {fb.data()}, nullptr, o, pb);
+  ASSERT_EQ(pa.C, 1 + 18 + 3);
+  std::map<std::pair<double, double>, int64_t> by_centre;
+  for (int64_t k = 0; k < a.n_coarse; ++k) by_centre[{a.coarse_lon[k], a.coarse_lat[k]}] = k;
+  int64_t short_rings = 0;
+  for (int64_t k = 0; k < b.n_coarse; ++k) {
+    const int64_t ka = by_centre.at({b.coarse_lon[k], b.coarse_lat[k]});
+    for (int j = 0; j < pa.C; ++j)
+      ASSERT_EQ(pb.context[k * pb.C + j], pa.context[ka * pa.C + j]) << "patch " << k << " context " << j;
+    // The ring cells are distinct and ring 1 is the edge neighbours in slot order.
+    const int64_t* ring = &a.ring_cells[ka * 18];
+    for (int s = 0; s < 3; ++s) EXPECT_EQ(ring[s], a.neighbours[ka * 3 + s]);
+    short_rings += ring[17] < 0;
+  }
+  // Near the 12 pentagon points three rings hold fewer cells than on a regular lattice.
+  EXPECT_GT(short_rings, 0);
+  EXPECT_LT(short_rings, a.n_coarse / 2);
+}
+
+TEST(ResidualBase, LatLonBaseIsFinecastEvalsBicubicConsAndKeepsEveryCoarseMean) {
+  Blocks b(24, 32, 4, false);
+  std::mt19937 rng(5);
+  std::normal_distribution<float> noise(0.0f, 1.0f);
+  for (size_t i = 0; i < b.field.size(); ++i)
+    b.field[i] = 280.0f + 0.3f * static_cast<float>(i % 32) + 2.0f * noise(rng);
+  fc::PatchOptions o;
+  o.interp_base = true;
+  fc::prepare_patch_map(b.map, 0, true);
+  fc::Patches p;
+  fc::extract_patches(b.map, {b.field.data()}, nullptr, o, p);
+  fe::BlockLayout L;
+  L.ny = 24;
+  L.nx = 32;
+  L.k = 4;
+  L.weight = b.grid.cell_area;
+  std::vector<double> coarse(p.coarse.begin(), p.coarse.end());
+  const std::vector<double> want = fe::run_baseline(L, coarse, {"bicubic_cons", fe::Interp::kBicubic, true});
+  const int64_t P = b.map.patch_size;
+  for (int64_t c = 0; c < b.map.n_coarse; ++c) {
+    double mean = 0;
+    for (int64_t k = 0; k < P; ++k) {
+      const int64_t cell = b.map.fine_of_patch[c * P + k];
+      ASSERT_NEAR(p.base[c * P + k], want[cell], 2e-4) << "patch " << c << " slot " << k;
+      ASSERT_NEAR(p.residual[c * P + k], p.fine[c * P + k] - p.base[c * P + k], 1e-6);
+      mean += b.map.fine_weight[c * P + k] * p.base[c * P + k];
+    }
+    ASSERT_NEAR(mean, p.coarse[c], 1e-4);
+  }
+}
+
+TEST(ResidualBase, IconBaseIsFinecastEvalsIdwCons) {
+  const fc::IconGrid g = fc::make_icosahedral_grid(4, 3);
+  fc::PatchMap map = fc::icon_patch_map(g, 1);
+  fc::prepare_patch_map(map, 0, true);
+  std::vector<float> f(static_cast<size_t>(g.n_cells));
+  for (int64_t i = 0; i < g.n_cells; ++i)
+    f[i] = static_cast<float>(280 + 20 * std::sin(3 * g.clat[i]) * std::cos(2 * g.clon[i]));
+  fc::PatchOptions o;
+  o.interp_base = true;
+  fc::Patches p;
+  fc::extract_patches(map, {f.data()}, nullptr, o, p);
+  finecast::tools::IconLevels levels(g);
+  const fe::CellLayout L(levels.layout_spec(1));
+  const fe::CellInterpolator interp(L);
+  const std::vector<double> want =
+      interp.run(std::vector<double>(p.coarse.begin(), p.coarse.end()), {"idw_cons", fe::CellInterp::kIdw, true});
+  const int64_t P = map.patch_size;
+  for (int64_t c = 0; c < map.n_coarse; ++c)
+    for (int64_t k = 0; k < P; ++k)
+      ASSERT_NEAR(p.base[c * P + k], want[map.fine_of_patch[c * P + k]], 2e-4) << "patch " << c << " slot " << k;
+}
+
+TEST(StaticCovariates, NormalisationIsAreaWeightedAndSurvivesItsTextForm) {
+  Blocks b(8, 8, 2, false);
+  std::vector<float> h(64);
+  for (int i = 0; i < 64; ++i) h[i] = static_cast<float>(100 * (i % 8));
+  const fc::StaticNorm n = fc::static_normalisation(b.map, h.data(), "test");
+  EXPECT_NEAR(n.mean, 350.0, 1.0);  // columns 0..7 weighted alike in every row
+  EXPECT_NEAR(n.scale, 229.1, 0.5);
+  std::vector<float> out(64);
+  fc::normalise_static(n, h.data(), out.data(), 64);
+  EXPECT_NEAR(out[7], (700 - n.mean) / n.scale, 1e-6);
+  const auto back = fc::parse_static_norms(fc::format_static_norms({n, {1.5, 2.0}}), "x");
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_DOUBLE_EQ(back[0].mean, n.mean);
+  EXPECT_DOUBLE_EQ(back[0].scale, n.scale);
+  EXPECT_DOUBLE_EQ(back[1].scale, 2.0);
+  EXPECT_THROW(fc::parse_static_norms("1 0", "x"), finecast::ConfigError);
+  std::vector<float> nan(64, NAN);
+  EXPECT_THROW(fc::static_normalisation(b.map, nan.data(), "all missing"), finecast::GridError);
+}

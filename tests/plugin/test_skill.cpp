@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Issue 15 end to end: the residual formulation (a model with nothing to add reproduces the
+// conservative interpolant), an ICON replay with context rings, a static covariate, the
+// interpolant base, the graph denoiser and a held-out region that buffers the same samples on
+// 1, 2 and 4 ranks, and finecast-downscale, which reproduces the plugin's sample from its
+// checkpoint and refuses to run without the covariates the model was trained with.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "coupling/buffer/rolling_buffer.hpp"
+#include "coupling/grid/context_stencil.hpp"
+#include "coupling/grid/latlon_grid.hpp"
+#include "coupling/grid/patches.hpp"
+#include "coupling/io/field_reader.hpp"
+#include "plugin/downscale/downscale.hpp"
+#include "tests/plugin/downscale_test_util.hpp"
+#include "tests/plugin/replay_test_util.hpp"
+#include "trainer/downscaler.hpp"
+
+namespace fc = finecast::coupling;
+namespace fp = finecast::plugin;
+namespace ft = finecast::trainer;
+using namespace finecast::testing_replay;
+
+using finecast::testing_downscale::downscale_error;
+using finecast::testing_downscale::read_step;
+
+
+// The fine field is the conservative interpolant of its own coarse field: there is nothing for
+// a model to add. Learning the residual from the interpolant, an untrained model (normalisation
+// statistics only) returns the interpolant to float precision; learning it from the coarse value
+// (patch.residual: mean), the same untrained model returns noise of the field's own sub-block size.
+TEST(ResidualFormulation, AModelWithNothingToAddReproducesTheInterpolant) {
+  std::vector<double> lat, lon;
+  for (int i = 0; i < 32; ++i) lat.push_back(30.0 + 0.5 * i);
+  for (int j = 0; j < 48; ++j) lon.push_back(0.5 * j);
+  const fc::LatLonGrid grid = fc::make_latlon_grid(lat, lon);
+  fc::PatchMap map = fc::latlon_patch_map(grid, 8);
+  fc::prepare_patch_map(map, 0, true);
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal;
+  std::vector<float> coarse(static_cast<size_t>(map.n_coarse)), base(static_cast<size_t>(map.n_coarse * 64));
+  for (auto& c : coarse) c = 280.0f + 5.0f * normal(rng);
+  fc::interpolate_patches(map, coarse.data(), base.data());
+  std::vector<float> field(static_cast<size_t>(map.n_fine));
+  fc::scatter_patches(map, base.data(), field.data());
+
+  fc::PatchOptions o;
+  o.interp_base = true;
+  fc::Patches p;
+  fc::extract_patches(map, {field.data()}, nullptr, o, p);
+  ft::ModelOptions mo;
+  mo.context_size = p.C;
+  mo.patch_size = p.P;
+  mo.hidden = 64;
+  mo.depth = 2;
+  mo.time_embedding = 16;
+  mo.diffusion_steps = 20;
+  ft::SampleOptions so;
+  so.members = 2;
+  so.steps = 5;
+  std::vector<float> out(static_cast<size_t>(p.n * 2 * p.P));
+  auto worst_vs_field = [&] {
+    double worst = 0;
+    for (int64_t c = 0; c < p.n; ++c)
+      for (int m = 0; m < 2; ++m)
+        for (int64_t k = 0; k < p.P; ++k)
+          worst = std::max(worst, std::fabs(double(out[(c * 2 + m) * p.P + k]) - p.fine[c * p.P + k]));
+    return worst;
+  };
+  {
+    ft::Downscaler model(mo, ft::TrainOptions{}, "cpu");
+    model.update_normalisation({p.context.data(), p.residual.data(), p.weights.data(), p.n});
+    model.publish();
+    const std::vector<float> zeros(static_cast<size_t>(p.n), 0.0f);
+    model.sample(p.context.data(), zeros.data(), p.weights.data(), p.n, so, 3, out.data());
+    for (int64_t c = 0; c < p.n; ++c)
+      for (int m = 0; m < 2; ++m)
+        for (int64_t k = 0; k < p.P; ++k) out[(c * 2 + m) * p.P + k] += p.base[c * p.P + k];
+    EXPECT_LT(worst_vs_field(), 1e-3) << "residual from the interpolant";
+  }
+  {
+    ft::Downscaler model(mo, ft::TrainOptions{}, "cpu");
+    model.update_normalisation({p.context.data(), p.fine.data(), p.weights.data(), p.n});
+    model.publish();
+    model.sample(p.context.data(), p.coarse.data(), p.weights.data(), p.n, so, 3, out.data());
+    EXPECT_GT(worst_vs_field(), 0.5) << "residual from the coarse value";
+  }
+}
+
+namespace {
+
+const std::string kIconData = "/usr/share/ncarg/data/nug/atm_phy_mag0004_1985.nc";
+const std::string kIconGrid = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc";
+
+/// Replays the real R2B4 ts with rings, a covariate (sea-ice fraction, as a stand-in for a
+/// static field), the interpolant base, the graph denoiser and a held-out box on `ranks` ranks.
+CommandResult icon_skill_replay(const ScratchDir& dir, int ranks) {
+  write_text(dir.file("plugin.yaml"),
+             "fields: [ts, tsw]\ntarget: ts\ndevice: cpu\nseed: 5\n"
+             "grid: {type: icon, file: " + kIconGrid + ", coarse_level: 0}\n"
+             "patch: {context_rings: 2, residual: interp, static: [sic]}\n"
+             "buffer: {capacity: 1}\n"
+             "model: {arch: graph, unet_channels: 4, time_embedding: 8, diffusion_steps: 6}\n"
+             "train: {async: false, every: 1, min_steps: 1, epochs: 1, batch_size: 16, threads: 1, "
+             "hold_out: '0,90,0,180'}\n"
+             "sample: {every: 0, members: 1, steps: 2, output: " + dir.file("out.nc") + "}\n"
+             "checkpoint: {dir: " + dir.file("checkpoints") + "}\n");
+  write_text(dir.file("run.yaml"), "input: {files: " + kIconData +
+                                       ", variables: [ts, {var: ts_wtr, name: tsw}], static: [{file: " + kIconData +
+                                       ", var: sic, name: sic}]}\n"
+                                       "grid: {type: icon, file: " + kIconGrid + "}\n"
+                                       "nproma: 16\ndecomposition: " + (ranks == 4 ? "round_robin" : "lat_bands") +
+                                       "\nplugins:\n  - {name: finecast, library: " + plugin_library() +
+                                       ", options: " + dir.file("plugin.yaml") + "}\n");
+  return run_command("mpiexec -n " + std::to_string(ranks) + " --oversubscribe " + binary("finecast-replay") +
+                     " --config " + dir.file("run.yaml") + " --progress lines");
+}
+
+}  // namespace
+
+TEST(SkillReplay, IconRingsCovariatesAndHoldOutBufferTheSameOnOneTwoAndFourRanks) {
+  if (!exists(kIconData) || !exists(kIconGrid)) GTEST_SKIP() << "libncarg-data is not installed";
+  ScratchDir one("skill1"), two("skill2"), four("skill4");
+  const CommandResult r1 = icon_skill_replay(one, 1);
+  ASSERT_EQ(r1.rc, 0) << r1.output;
+  EXPECT_NE(r1.output.find("context of"), std::string::npos) << r1.output;
+  EXPECT_NE(r1.output.find("patches are never trained on"), std::string::npos) << r1.output;
+  const CommandResult r2 = icon_skill_replay(two, 2);
+  ASSERT_EQ(r2.rc, 0) << r2.output;
+  const CommandResult r4 = icon_skill_replay(four, 4);
+  ASSERT_EQ(r4.rc, 0) << r4.output;
+
+  // 2 fields x (1 + 9 ring cells) + 3 position features + the covariate's mean, 256 anomalies
+  // and 256 deviations from its own interpolant.
+  const int C = 2 * 10 + 3 + 1 + 2 * 256, P = 256;
+  const auto b1 = fc::RollingBuffer::load_h5(newest_buffer_snapshot(one.file("checkpoints")), 1, 80, C, P);
+  const auto b2 = fc::RollingBuffer::load_h5(newest_buffer_snapshot(two.file("checkpoints")), 1, 80, C, P);
+  const auto b4 = fc::RollingBuffer::load_h5(newest_buffer_snapshot(four.file("checkpoints")), 1, 80, C, P);
+  // The held-out patches (the quarter of the globe in the box) are not buffered.
+  EXPECT_GT(b1.samples(), 40);
+  EXPECT_LT(b1.samples(), 80);
+  std::vector<float> c1, f1, w1, c2, f2, w2, c4, f4, w4;
+  b1.snapshot(c1, f1, w1);
+  b2.snapshot(c2, f2, w2);
+  b4.snapshot(c4, f4, w4);
+  EXPECT_EQ(c1, c2);
+  EXPECT_EQ(c1, c4);
+  EXPECT_EQ(f1, f2);
+  EXPECT_EQ(f1, f4);
+  // What is buffered is fine minus the interpolant: small against the field (ts ~ 200..310 K).
+  double rms = 0;
+  for (float v : f1) rms += double(v) * v;
+  EXPECT_LT(std::sqrt(rms / static_cast<double>(f1.size())), 20.0);
+
+  // finecast-downscale reproduces the plugin's sample from its checkpoint, given the covariate.
+  fp::DownscaleOptions o;
+  o.checkpoint = one.file("checkpoints");
+  o.input = kIconData;
+  o.vars = {"ts", "ts_wtr"};
+  o.grid = kIconGrid;
+  o.output = one.file("offline.nc");
+  o.members = 1;
+  o.device = "cpu";
+  o.steps = 2;
+  o.seed = 5;
+  o.threads = 1;
+  const std::string missing = downscale_error(o);
+  EXPECT_NE(missing.find("--static FILE:VAR"), std::string::npos) << missing;
+  EXPECT_NE(missing.find("sic"), std::string::npos) << missing;
+  o.statics = {kIconData + ":sic"};
+  const fp::DownscaleResult res = fp::run_downscale(o);
+  EXPECT_EQ(res.context_rings, 2);
+  EXPECT_TRUE(res.interp_base);
+  EXPECT_EQ(res.n_static, 1);
+  const auto plugin = read_step(one.file("out.nc"), "ts", 0), offline = read_step(o.output, "ts", 0);
+  ASSERT_EQ(plugin.size(), 20480u);
+  double worst = 0;
+  for (size_t i = 0; i < plugin.size(); ++i) worst = std::max(worst, std::fabs(double(plugin[i]) - offline[i]));
+  EXPECT_LT(worst, 1e-3);
+  // A covariate on another grid is refused, naming both files.
+  o.statics = {kTas + ":tas"};
+  const std::string wrong = downscale_error(o);
+  EXPECT_NE(wrong.find(kTas), std::string::npos) << wrong;
+  EXPECT_NE(wrong.find(kIconGrid), std::string::npos) << wrong;
+}

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The plugin's TrainingSession with a real (small) Downscaler: a session on a background thread
+// The plugin's TrainingSession with a real (small) model of the plugin's trainer module
+// (plugin/trainer_module/, a trainer::Downscaler behind the Model interface, linked in here
+// rather than loaded with dlopen): a session on a background thread
 // while the main thread does what the coupling step does meanwhile (pushes new samples into its
 // own buffer, samples from the published weights, logs, polls collect()), failures carried to
 // collect(), and the thread count left as it was. Its own executable, so that
@@ -16,9 +18,13 @@
 #include <vector>
 
 #include "common/log.hpp"
+#include "plugin/comin_plugin/trainer_module.hpp"
 #include "plugin/comin_plugin/training_session.hpp"
 #include "tests/trainer/trainer_test_data.hpp"
 #include "trainer/threads.hpp"
+
+// The trainer module's one export (plugin/trainer_module/trainer_module.cpp, linked in).
+extern "C" finecast::plugin::TrainerModule* finecast_trainer_module_v1();
 
 namespace fp = finecast::plugin;
 namespace ft = finecast::trainer;
@@ -55,6 +61,13 @@ fp::Snapshot snapshot_of(const KnownDistribution& d) {
   s.weights.assign(d.fine.size(), 1.0f);
   s.n = d.n;
   return s;
+}
+
+/// A model as the plugin's trainer ranks make it (plugin/trainer_module/trainer_module.cpp).
+std::unique_ptr<fp::Model> make_model() {
+  std::string device_line;
+  return finecast_trainer_module_v1()->create_model(tiny_model(), tiny_training(), "cpu", "", 1,
+                                                    device_line);
 }
 
 /// Captures the log lines of every thread (the log's own mutex orders them).
@@ -94,16 +107,18 @@ bool all_finite(const std::vector<float>& v) {
 TEST(TrainingSession, BackgroundSessionWhileTheMainThreadBuffersSamplesAndPolls) {
   LogCapture log;
   KnownDistribution d(512, 21);
-  ft::Downscaler model(tiny_model(), tiny_training(), "cpu");
-  model.update_normalisation({d.context.data(), d.fine.data(), nullptr, d.n});
-  model.publish();
+  const auto model = make_model();
+  fp::TrainingSession session;
+  // A first, synchronous session publishes weights and normalisation to sample from.
+  session.start(*model, snapshot_of(d), 1, /*async=*/false, /*threads=*/1);
+  ASSERT_TRUE(session.collect());
+  const int64_t steps_before = model->step();
   ft::SampleOptions so;
   so.members = 2;
   so.steps = 3;
   std::vector<float> out(static_cast<size_t>(8 * so.members * d.P));
 
-  fp::TrainingSession session;
-  session.start(model, snapshot_of(d), 3, /*async=*/true, /*threads=*/1);
+  session.start(*model, snapshot_of(d), 3, /*async=*/true, /*threads=*/1);
   int polls = 0, draws = 0;
   bool finished = false;
   while (!finished) {
@@ -111,7 +126,7 @@ TEST(TrainingSession, BackgroundSessionWhileTheMainThreadBuffersSamplesAndPolls)
     KnownDistribution next(512, static_cast<uint32_t>(100 + polls));
     d.context = next.context;  // the buffer moves on; the session has its own copy
     d.fine = next.fine;
-    model.sample(d.context.data(), d.coarse.data(), nullptr, 8, so, 5, out.data());
+    model->sample(d.context.data(), d.coarse.data(), nullptr, 8, so, 5, /*threads=*/1, out.data());
     ++draws;
     flog::info("coupling step " + std::to_string(polls));
     finished = session.collect();
@@ -121,25 +136,25 @@ TEST(TrainingSession, BackgroundSessionWhileTheMainThreadBuffersSamplesAndPolls)
   }
   EXPECT_FALSE(session.in_flight());
   EXPECT_FALSE(session.collect()) << "a finished session is reported once";
-  EXPECT_EQ(model.step(), 3 * (512 / 32)) << "3 epochs of 16 batches";
+  EXPECT_EQ(model->step() - steps_before, 3 * (512 / 32)) << "3 epochs of 16 batches";
   EXPECT_TRUE(all_finite(out));
   EXPECT_EQ(log.count("Epoch 3/3"), 1u);
   EXPECT_EQ(log.count("coupling step"), static_cast<size_t>(polls));
 
   // The next session on the buffer as it is now; its weights are published when it ends.
   std::vector<float> before(out.size()), after(out.size());
-  model.sample(d.context.data(), d.coarse.data(), nullptr, 8, so, 5, before.data());
+  model->sample(d.context.data(), d.coarse.data(), nullptr, 8, so, 5, /*threads=*/1, before.data());
   // The session waits for the main thread's second start() to be refused: a session of one
   // epoch may otherwise end before it.
   std::promise<void> refused;
   std::shared_future<void> refused_done = refused.get_future().share();
-  session.start(model, snapshot_of(d), 1, true, 1, [refused_done] { refused_done.wait(); });
-  EXPECT_THROW(session.start(model, snapshot_of(d), 1, true, 1), std::logic_error)
+  session.start(*model, snapshot_of(d), 1, true, 1, [refused_done] { refused_done.wait(); });
+  EXPECT_THROW(session.start(*model, snapshot_of(d), 1, true, 1), std::logic_error)
       << "at most one session in flight";
   refused.set_value();
   session.wait();
   EXPECT_TRUE(session.collect());
-  model.sample(d.context.data(), d.coarse.data(), nullptr, 8, so, 5, after.data());
+  model->sample(d.context.data(), d.coarse.data(), nullptr, 8, so, 5, /*threads=*/1, after.data());
   EXPECT_NE(before, after) << "the second session's weights were not published";
   EXPECT_GT(draws, 0);
 }
@@ -149,9 +164,9 @@ TEST(TrainingSession, BackgroundSessionWhileTheMainThreadBuffersSamplesAndPolls)
 TEST(TrainingSession, AFailureOnTheTrainingThreadIsRethrownByCollect) {
   LogCapture log;
   KnownDistribution d(128, 22);
-  ft::Downscaler model(tiny_model(), tiny_training(), "cpu");
+  const auto model = make_model();
   fp::TrainingSession session;
-  session.start(model, snapshot_of(d), 1, true, 1,
+  session.start(*model, snapshot_of(d), 1, true, 1,
                 [] { throw std::runtime_error("injected before training"); });
   session.wait();
   try {
@@ -161,12 +176,12 @@ TEST(TrainingSession, AFailureOnTheTrainingThreadIsRethrownByCollect) {
     EXPECT_STREQ(e.what(), "injected before training");
   }
   EXPECT_FALSE(session.collect()) << "the error is reported once";
-  EXPECT_EQ(model.step(), 0);
+  EXPECT_EQ(model->step(), 0);
 
-  session.start(model, snapshot_of(d), 1, true, 1);
+  session.start(*model, snapshot_of(d), 1, true, 1);
   session.wait();
   EXPECT_TRUE(session.collect());
-  EXPECT_GT(model.step(), 0);
+  EXPECT_GT(model->step(), 0);
 }
 
 // Synchronous sessions return when done; both kinds restore the calling thread's LibTorch
@@ -174,14 +189,14 @@ TEST(TrainingSession, AFailureOnTheTrainingThreadIsRethrownByCollect) {
 TEST(TrainingSession, SynchronousSessionsAndTheThreadCountIsRestored) {
   LogCapture log;
   KnownDistribution d(128, 23);
-  ft::Downscaler model(tiny_model(), tiny_training(), "cpu");
+  const auto model = make_model();
   const int threads = ft::torch_threads();
   fp::TrainingSession session;
-  session.start(model, snapshot_of(d), 2, /*async=*/false, /*threads=*/threads + 1);
+  session.start(*model, snapshot_of(d), 2, /*async=*/false, /*threads=*/threads + 1);
   EXPECT_FALSE(session.in_flight());
   EXPECT_EQ(ft::torch_threads(), threads) << "the session left its thread count behind";
   EXPECT_TRUE(session.collect());
-  EXPECT_EQ(model.step(), 2 * (128 / 32));
+  EXPECT_EQ(model->step(), 2 * (128 / 32));
   EXPECT_EQ(log.count("Epoch 2/2"), 1u);
 }
 
@@ -189,11 +204,11 @@ TEST(TrainingSession, SynchronousSessionsAndTheThreadCountIsRestored) {
 TEST(TrainingSession, TheDestructorWaitsForARunningSession) {
   LogCapture log;
   KnownDistribution d(256, 24);
-  ft::Downscaler model(tiny_model(), tiny_training(), "cpu");
+  const auto model = make_model();
   {
     fp::TrainingSession session;
-    session.start(model, snapshot_of(d), 2, true, 1);
+    session.start(*model, snapshot_of(d), 2, true, 1);
   }
-  EXPECT_EQ(model.step(), 2 * (256 / 32));
+  EXPECT_EQ(model->step(), 2 * (256 / 32));
   EXPECT_EQ(log.count("Epoch 2/2"), 1u);
 }

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 namespace finecast::h5 {
@@ -211,11 +212,11 @@ File File::open_read(const std::string& path, Reporting reporting) {
               false);
   const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   if (id < 0) fail_file(reporting, path, "cannot open the HDF5 file (truncated or corrupt)", true);
-  return File(path, id, std::move(reporting));
+  return File(path, id, std::move(reporting), static_cast<int64_t>(st.st_size));
 }
 
 File::File(File&& o) noexcept
-    : path_(std::move(o.path_)), id_(o.id_), reporting_(std::move(o.reporting_)) {
+    : path_(std::move(o.path_)), id_(o.id_), reporting_(std::move(o.reporting_)), size_(o.size_) {
   o.id_ = -1;
 }
 
@@ -228,6 +229,7 @@ File& File::operator=(File&& o) noexcept {
     path_ = std::move(o.path_);
     id_ = o.id_;
     reporting_ = std::move(o.reporting_);
+    size_ = o.size_;
     o.id_ = -1;
   }
   return *this;
@@ -428,6 +430,19 @@ DatasetInfo File::info(const std::string& name) const {
     info.type = Type::kUInt8;
   else
     fail("dataset " + name + " has an unsupported element type");
+  // A damaged header may claim any shape: refuse one whose data cannot be in the file before a
+  // caller allocates for it (and before the element count overflows).
+  const uint64_t elem = type_size(info.type);
+  uint64_t bytes = elem;
+  for (const hsize_t d : dims) {
+    if (d != 0 && bytes > static_cast<uint64_t>(INT64_MAX) / d)
+      fail("dataset " + name + " claims an impossible shape (damaged file?)");
+    bytes *= d;
+  }
+  if (dims.empty() || std::find(dims.begin(), dims.end(), hsize_t(0)) == dims.end())
+    if (size_ >= 0 && bytes > static_cast<uint64_t>(size_))
+      fail("dataset " + name + " claims " + std::to_string(bytes) +
+           " bytes, more than the whole file (" + std::to_string(size_) + " bytes): damaged");
   return info;
 }
 
@@ -458,6 +473,8 @@ std::vector<std::string> File::read_strings(const std::string& name) const {
   H5Sget_simple_extent_dims(space, &n, nullptr);
   std::vector<std::string> out;
   if (n == 0) return out;
+  if (size_ >= 0 && (len == 0 || n > static_cast<uint64_t>(size_) / len))
+    fail("dataset " + name + " claims more strings than the whole file holds: damaged");
   std::vector<char> packed(len * n, '\0');
   CHECK_H5(H5Dread(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, packed.data()),
            "cannot read dataset " + name + " (checksum mismatch or damaged data)");
@@ -522,10 +539,21 @@ std::vector<std::string> File::attr_names(const std::string& object) const {
   return out;
 }
 
+void File::check_single_value(int64_t attribute, const std::string& object,
+                              const std::string& key) const {
+  Handle space(H5Aget_space(attribute));
+  const hssize_t n = H5Sget_simple_extent_npoints(space);
+  CHECK_H5(n, "cannot read the shape of attribute " + attr_name(object, key));
+  if (n != 1)
+    fail("attribute " + attr_name(object, key) + " holds " + std::to_string(n) +
+         " values, expected one");
+}
+
 int64_t File::attr_int(const std::string& object, const std::string& key) const {
   ErrorScope scope;
   Handle a(H5Aopen_by_name(id_, obj_name(object).c_str(), key.c_str(), H5P_DEFAULT, H5P_DEFAULT));
   CHECK_H5(a, "missing attribute " + attr_name(object, key));
+  check_single_value(a, object, key);
   Handle type(H5Aget_type(a));
   if (H5Tget_class(type) != H5T_INTEGER)
     fail("attribute " + attr_name(object, key) + " is not an integer");
@@ -538,6 +566,7 @@ double File::attr_double(const std::string& object, const std::string& key) cons
   ErrorScope scope;
   Handle a(H5Aopen_by_name(id_, obj_name(object).c_str(), key.c_str(), H5P_DEFAULT, H5P_DEFAULT));
   CHECK_H5(a, "missing attribute " + attr_name(object, key));
+  check_single_value(a, object, key);
   Handle type(H5Aget_type(a));
   const H5T_class_t cls = H5Tget_class(type);
   if (cls != H5T_FLOAT && cls != H5T_INTEGER)
@@ -559,6 +588,7 @@ std::string File::attr_string(const std::string& object, const std::string& key)
   ErrorScope scope;
   Handle a(H5Aopen_by_name(id_, obj_name(object).c_str(), key.c_str(), H5P_DEFAULT, H5P_DEFAULT));
   CHECK_H5(a, "missing attribute " + attr_name(object, key));
+  check_single_value(a, object, key);
   Handle type(H5Aget_type(a));
   if (H5Tget_class(type) != H5T_STRING)
     fail("attribute " + attr_name(object, key) + " is not a string");
@@ -571,7 +601,11 @@ std::string File::attr_string(const std::string& object, const std::string& key)
     H5free_memory(s);
     return out;
   }
-  std::string s(H5Tget_size(type), '\0');
+  const size_t len = H5Tget_size(type);
+  if (size_ >= 0 && len > static_cast<uint64_t>(size_))
+    fail("attribute " + attr_name(object, key) + " claims " + std::to_string(len) +
+         " bytes, more than the whole file: damaged");
+  std::string s(len, '\0');
   CHECK_H5(H5Aread(a, type, s.data()), "cannot read attribute " + attr_name(object, key));
   s.resize(std::strlen(s.c_str()));
   return s;

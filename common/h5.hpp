@@ -76,7 +76,9 @@ class File {
                   const std::function<const void*(int64_t)>& row);
   /// Writes a 1-D dataset of fixed-length strings (as long as the longest, NUL padded).
   void write_strings(const std::string& name, const std::vector<std::string>& values);
-  /// Type and shape of dataset `name`.
+  /// Type and shape of dataset `name`. In a file opened for reading, a shape whose data would
+  /// not fit in the file (finecast writes no compressed data) is refused as damaged, so no
+  /// caller sizes a buffer from a corrupt header.
   DatasetInfo info(const std::string& name) const;
   /// Reads dataset `name` into `out`, which must hold exactly `numel` elements of `type`.
   void read(const std::string& name, Type type, void* out, int64_t numel) const;
@@ -88,6 +90,7 @@ class File {
   void set_attr(const std::string& object, const std::string& key, const std::string& value);
   bool has_attr(const std::string& object, const std::string& key) const;
   std::vector<std::string> attr_names(const std::string& object) const;
+  /// Attributes are single values; an array attribute (a damaged or foreign file) is refused.
   int64_t attr_int(const std::string& object, const std::string& key) const;
   double attr_double(const std::string& object, const std::string& key) const;
   std::string attr_string(const std::string& object, const std::string& key) const;
@@ -98,13 +101,17 @@ class File {
   [[noreturn]] void fail(const std::string& what) const;
 
  private:
-  File(std::string path, int64_t id, Reporting reporting)
-      : path_(std::move(path)), id_(id), reporting_(std::move(reporting)) {}
+  File(std::string path, int64_t id, Reporting reporting, int64_t size = -1)
+      : path_(std::move(path)), id_(id), reporting_(std::move(reporting)), size_(size) {}
+  /// Raises this file's error unless attribute `attribute` (an hid_t) holds exactly one value.
+  void check_single_value(int64_t attribute, const std::string& object,
+                          const std::string& key) const;
   /// Raises this file's error with HDF5's innermost messages appended.
   [[noreturn]] void fail_hdf5(const std::string& what) const;
   std::string path_;
   int64_t id_ = -1;  // hid_t, kept as int64_t so this header needs no hdf5.h
   Reporting reporting_;
+  int64_t size_ = -1;  // bytes of a file opened for reading (bounds what a dataset can hold)
 };
 
 }  // namespace finecast::h5

@@ -152,7 +152,7 @@ void read(const YAML::Node& root, const std::vector<Entry>& entries, const Origi
       names.emplace(name, it->first.Mark());
       if (by_key.count(key)) {
         seen.insert(key);
-        const YAML::Node& value = it->second;
+        const YAML::Node value = it->second;  // a copy: `it->` is a temporary that holds the node
         const std::string at = origin.where(value.IsDefined() && value.Mark().line >= 0 ? value : it->first, key);
         try {
           by_key[key]->read(value);

@@ -5,10 +5,16 @@
 #   scripts/setup.sh            # install + build
 #   BUILD_DIR=out scripts/setup.sh
 #   CONFIGURE_ONLY=1 scripts/setup.sh   # install + configure, no build
+#   scripts/setup.sh --install-only   # install, build nothing (sanitizer and fuzz builds)
 # A build directory configured for another source directory (a moved or copied checkout) is
 # removed and configured afresh when it lies inside this checkout (e.g. build/); one elsewhere
 # (BUILD_DIR) may belong to another checkout, so setup stops and says what to run.
 set -euo pipefail
+install_only=0
+if [ "${1-}" = "--install-only" ]; then
+  install_only=1
+  shift
+fi
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${BUILD_DIR:-$here/build}"
@@ -49,6 +55,8 @@ if ((${#missing[@]})); then
 else
   say "all ${#packages[@]} Debian packages already installed"
 fi
+
+[ "$install_only" = 0 ] || exit 0
 
 # CMake refuses a cache made for other sources with a raw error; say what happened instead.
 cache="$build_dir/CMakeCache.txt"

@@ -3,8 +3,15 @@
 # Installs and builds (scripts/setup.sh), then runs every test with ctest: unit tests, the MPI
 # tests under mpiexec with 1-4 ranks, the plugin end-to-end runs and the script tests.
 # Exits non-zero on any failure.   scripts/test.sh [extra ctest arguments]
+#   scripts/test.sh --sanitize [address] [thread]: instead, the sanitizer builds and runs
+#   (scripts/sanitize.sh: ASan+UBSan over the coupling, MPI and plugin tests in build-asan/,
+#   ThreadSanitizer over the training-session tests in build-tsan/)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+if [ "${1-}" = "--sanitize" ]; then
+  shift
+  exec "$here/scripts/sanitize.sh" "$@"
+fi
 build_dir="${BUILD_DIR:-$here/build}"
 
 # The real-ComIn tests (tests/plugin/test_real_comin.cpp) build ComIn 0.3 out of tree from its

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "common/leak_check.hpp"
 #include "common/log.hpp"
 
 namespace finecast::coupling::host {
@@ -38,7 +39,10 @@ int mpi_main(int argc, char** argv, CLI::App& app, const std::string& log_level,
   // Plugins may run threads of their own that call MPI (finecast's training thread sums
   // gradients across its trainer ranks while the model steps on): MPI_THREAD_MULTIPLE.
   int provided = MPI_THREAD_SINGLE;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  {
+    const finecast::IgnoreLeaksHere open_mpi_init;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  }
   int rank = 0, n_ranks = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &n_ranks);
@@ -46,6 +50,7 @@ int mpi_main(int argc, char** argv, CLI::App& app, const std::string& log_level,
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int code = rank == 0 ? app.exit(e) : (e.get_exit_code() == 0 ? 0 : 1);
+    finecast::leak_check_before_mpi_finalize();
     MPI_Finalize();
     return code;
   }
@@ -59,6 +64,7 @@ int mpi_main(int argc, char** argv, CLI::App& app, const std::string& log_level,
     if (n_ranks > 1) MPI_Abort(MPI_COMM_WORLD, 1);
     rc = 1;
   }
+  finecast::leak_check_before_mpi_finalize();
   MPI_Finalize();
   return rc;
 }

@@ -170,6 +170,16 @@ void CfTime::civil_from_days(int64_t days, int& y, int& m, int& d) const {
 }
 
 DateTime CfTime::to_datetime(double value) const {
+  // A damaged or foreign time axis may hold anything: a value that is no date (NaN, infinite,
+  // a million years or more away) is refused before any conversion to an integer.
+  constexpr double kMaxYears = 1e6;
+  const double years = absolute_day_ ? value / 10000.0 : value * unit_seconds_ / (365.25 * 86400.0);
+  if (!(std::fabs(years) < kMaxYears)) {
+    char v[32];
+    std::snprintf(v, sizeof v, "%g", value);
+    throw IoError(context_ + ": time value " + v + " (" + units_ + ") is not a date (" +
+                  (std::isfinite(value) ? "a million years or more away" : "not a finite number") + ")");
+  }
   DateTime t;
   if (absolute_day_) {
     // YYYYMMDD.fraction-of-day

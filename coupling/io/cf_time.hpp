@@ -29,7 +29,8 @@ class CfTime {
  public:
   /// Throws IoError naming `context` (file and variable) when the units or calendar are unknown.
   CfTime(const std::string& units, const std::string& calendar, const std::string& context);
-  /// The date of a coordinate value.
+  /// The date of a coordinate value; throws IoError naming the context for a value that is no
+  /// date (NaN, infinite, or a million years or more from the reference).
   DateTime to_datetime(double value) const;
   /// The coordinate value of a date; throws IoError for an absolute ("day as") axis.
   double from_datetime(const DateTime& t) const;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 #include "coupling/error.hpp"
@@ -49,6 +50,12 @@ bool is_cell_dim_name(const std::string& name) {
          n == "ncol" || n == "cells_of_grid" || n == "nc";
 }
 
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
 double default_fill(nc_type t) {
   switch (t) {
     case NC_SHORT:
@@ -79,6 +86,9 @@ FieldReader::FieldReader(const std::string& path, const std::string& var, int le
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0)
     throw IoError("NetCDF file " + path + " does not exist (reading variable '" + var + "')");
+  if (const std::string damage = nc_classic_header_damage(path); !damage.empty())
+    throw IoError("NetCDF file " + path + " is damaged: " + damage + " (reading variable '" + var +
+                  "')");
   int rc = nc_open(path.c_str(), NC_NOWRITE, &ncid_);
   if (rc != NC_NOERR) {
     ncid_ = -1;
@@ -229,10 +239,22 @@ FieldReader::FieldReader(const std::string& path, const std::string& var, int le
     for (double m : num_attr(ncid_, varid_, "missing_value")) missing_.push_back(m);
     valid_min_ = -std::numeric_limits<double>::infinity();
     valid_max_ = std::numeric_limits<double>::infinity();
+    bool explicit_range = false;
     if (auto v = num_attr(ncid_, varid_, "valid_range"); v.size() == 2)
-      valid_min_ = v[0], valid_max_ = v[1];
-    if (auto v = num_attr(ncid_, varid_, "valid_min"); !v.empty()) valid_min_ = v[0];
-    if (auto v = num_attr(ncid_, varid_, "valid_max"); !v.empty()) valid_max_ = v[0];
+      valid_min_ = v[0], valid_max_ = v[1], explicit_range = true;
+    if (auto v = num_attr(ncid_, varid_, "valid_min"); !v.empty())
+      valid_min_ = v[0], explicit_range = true;
+    if (auto v = num_attr(ncid_, varid_, "valid_max"); !v.empty())
+      valid_max_ = v[0], explicit_range = true;
+    if (explicit_range) {
+      range_source_ =
+          "valid range [" + number_text(valid_min_) + ", " + number_text(valid_max_) + "]";
+    } else if (fill.size() == 1 && std::isfinite(fill[0]) && fill[0] != 0) {
+      // NUG: "If valid_range is not defined ... a positive _FillValue is the upper bound of the
+      // valid range, a negative one the lower bound" (the fill itself is missing, not counted).
+      (fill[0] > 0 ? valid_max_ : valid_min_) = fill[0];
+      range_source_ = "beyond _FillValue " + number_text(fill[0]);
+    }
   } catch (...) {
     nc_close(ncid_);
     ncid_ = -1;
@@ -272,6 +294,9 @@ FieldReader& FieldReader::operator=(FieldReader&& o) noexcept {
   missing_ = std::move(o.missing_);
   valid_min_ = o.valid_min_;
   valid_max_ = o.valid_max_;
+  range_source_ = std::move(o.range_source_);
+  max_abs_ = o.max_abs_;
+  out_of_range_ = o.out_of_range_;
   time_ = std::move(o.time_);
   time_values_ = std::move(o.time_values_);
   raw_ = std::move(o.raw_);
@@ -286,7 +311,18 @@ std::string FieldReader::time_string(int64_t t) const {
   return format_datetime(time_->to_datetime(time_values_[static_cast<size_t>(t)]));
 }
 
-void FieldReader::read(int64_t t, float* out) {
+void FieldReader::set_max_abs(double bound) {
+  max_abs_ = std::isfinite(bound) && bound > 0 ? bound : 0;
+}
+
+std::string FieldReader::valid_range_text() const {
+  std::string s = range_source_;
+  if (max_abs_ > 0)
+    s += (s.empty() ? "" : ", ") + std::string("|value| > ") + number_text(max_abs_);
+  return s.empty() ? "none" : s;
+}
+
+int64_t FieldReader::read(int64_t t, float* out) {
   if (ncid_ < 0) throw IoError(context() + ": reader was moved from");
   if (t < 0 || t >= n_times_)
     throw IoError(context() + ": time step " + std::to_string(t) + " requested, the file has " +
@@ -296,14 +332,29 @@ void FieldReader::read(int64_t t, float* out) {
   CHECK_NC(nc_get_vara_double(ncid_, varid_, start_.data(), count_.data(), raw_.data()),
            context() + " (time step " + std::to_string(t) + ")");
   const double* raw = raw_.data();
-  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  int64_t out_of_range = 0;
   for (int64_t i = 0; i < n_values_; ++i) {
-    double v = raw[i];
-    // Missing values are compared on the packed value, as CF specifies.
-    bool missing = std::isnan(v) || v < valid_min_ || v > valid_max_;
+    const double v = raw[i];
+    // Missing values and the valid range are compared on the packed value, as CF specifies.
+    bool missing = std::isnan(v);
     for (double m : missing_) missing |= v == m;
-    out[i] = static_cast<float>(missing ? nan : v * scale_ + offset_);
+    if (missing) {
+      out[i] = nan;
+      continue;
+    }
+    const double value = v * scale_ + offset_;
+    // Beyond float's range a finite value would become infinite: out of any plausible range.
+    if (v < valid_min_ || v > valid_max_ || (max_abs_ > 0 && std::fabs(value) > max_abs_) ||
+        !(std::fabs(value) <= std::numeric_limits<float>::max())) {
+      out[i] = nan;
+      ++out_of_range;
+      continue;
+    }
+    out[i] = static_cast<float>(value);
   }
+  out_of_range_ += out_of_range;
+  return out_of_range;
 }
 
 std::vector<double> FieldReader::read_coord(const std::string& name) const {

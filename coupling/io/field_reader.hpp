@@ -19,7 +19,11 @@ namespace finecast::coupling {
 /// a cell dimension name, or being the only one), else the last two (y, x). Values are
 /// unpacked with scale_factor/add_offset; _FillValue, missing_value, values outside
 /// valid_min/valid_max/valid_range (and the NetCDF default fill when no _FillValue is set)
-/// become NaN. Only one time step is in memory at a time.
+/// become NaN. Without valid_* attributes an explicit _FillValue bounds the valid range as the
+/// NetCDF User Guide says (a positive fill: values above it are invalid; a negative one: values
+/// below it), so 3e38 in a file whose _FillValue is 1e20 is missing, not data. Values made
+/// missing for being out of range are counted (out_of_range()), for the reader's log.
+/// Only one time step is in memory at a time.
 class FieldReader {
  public:
   enum class GridKind { kLatLon, kRotatedPole, kUnstructured };
@@ -53,8 +57,20 @@ class FieldReader {
   /// ISO 8601 date of step t from the CF time coordinate; the step index ("0", "1", ...) when
   /// the field has no time coordinate. Throws IoError when t is out of range.
   std::string time_string(int64_t t) const;
-  /// Reads step t into out[n_values()] (row-major [y][x] or cell order). Throws IoError.
-  void read(int64_t t, float* out);
+  /// Reads step t into out[n_values()] (row-major [y][x] or cell order). Returns how many of
+  /// its values lay outside the valid range (or beyond set_max_abs) and became missing; values
+  /// equal to _FillValue / missing_value are missing without being counted. Throws IoError.
+  int64_t read(int64_t t, float* out);
+
+  /// Values whose magnitude (after unpacking) exceeds `bound` become missing and are counted
+  /// like values outside the valid range: a plausibility bound for files without valid_*
+  /// attributes (a config's io.max_abs). <= 0, NaN or infinity: no bound (the default).
+  void set_max_abs(double bound);
+  /// Values made missing by the range checks in all reads so far.
+  int64_t out_of_range() const { return out_of_range_; }
+  /// The range checks in words for log lines, e.g. "valid_range [0, 400]",
+  /// "beyond _FillValue 1e+20", "|value| > 1000"; "none" when there is none.
+  std::string valid_range_text() const;
 
   /// The 1-D coordinates of a lat-lon grid (values and attributes of the coordinate variables
   /// named like the spatial dimensions, the grid mapping of rotated grids), or for unstructured
@@ -79,6 +95,9 @@ class FieldReader {
   double scale_ = 1, offset_ = 0;
   std::vector<double> missing_;  // raw (packed) values that mean "missing"
   double valid_min_, valid_max_;
+  std::string range_source_;  // where valid_min_/valid_max_ come from, for valid_range_text()
+  double max_abs_ = 0;        // 0 = no bound
+  int64_t out_of_range_ = 0;
   std::unique_ptr<CfTime> time_;
   std::vector<double> time_values_;
   std::vector<double> raw_;

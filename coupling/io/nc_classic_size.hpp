@@ -14,4 +14,11 @@ namespace finecast::coupling {
 /// comparing this number with the file size turns that into a clear IoError.
 int64_t nc_classic_expected_size(const std::string& path);
 
+/// "" unless the file is classic, 64-bit-offset or CDF-5 and its header declares more than the
+/// file holds (a name, an attribute's values or a list longer than the rest of the file) or a
+/// string attribute or variable (no classic type); then what and where, for an error message.
+/// The NetCDF library allocates what a header declares before reading it, and netCDF 4.9
+/// divides by zero for a string variable, so a damaged header must be refused before nc_open.
+std::string nc_classic_header_damage(const std::string& path);
+
 }  // namespace finecast::coupling

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/error.hpp"
+#include "coupling/io/nc_classic_size.hpp"
 
 namespace finecast::coupling {
 
@@ -15,6 +16,8 @@ namespace finecast::coupling {
 struct NcReadFile {
   int id = -1;
   NcReadFile(const std::string& path, const std::string& what) {
+    if (const std::string damage = nc_classic_header_damage(path); !damage.empty())
+      throw IoError(what + " '" + path + "' is damaged: " + damage);
     const int rc = nc_open(path.c_str(), NC_NOWRITE, &id);
     if (rc != NC_NOERR) throw IoError("cannot open " + what + " '" + path + "': " + nc_strerror(rc));
   }

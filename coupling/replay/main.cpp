@@ -235,8 +235,14 @@ int run(const Options& opt, int rank, int n_ranks) {
         for (size_t v = 0; v < vars.size(); ++v) {
           if (rank == 0) {
             const double t0 = now();
-            input.read(i, static_cast<int>(v), global.data());
+            const int64_t bad = input.read(i, static_cast<int>(v), global.data());
             t_read += now() - t0;
+            if (bad > 0 && input.out_of_range(static_cast<int>(v)) == bad)  // the first time only
+              flog::warning("input: " + std::to_string(bad) + " value(s) of '" +
+                            cfg.variables[v].var + "' at " + datetime +
+                            " outside its valid range (" +
+                            input.valid_range_text(static_cast<int>(v)) +
+                            ") treated as missing; the total follows at the end");
           }
           // The other ranks wait here while rank 0 trains (synchronous training), as ICON's
           // ranks wait in their next halo exchange.
@@ -261,6 +267,12 @@ int run(const Options& opt, int rank, int n_ranks) {
   const double t_total = now() - t_loop;
   double worst = 0;
   MPI_Reduce(&t_total, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  if (rank == 0)
+    for (size_t v = 0; v < cfg.variables.size(); ++v)
+      if (const int64_t bad = input.out_of_range(static_cast<int>(v)); bad > 0)
+        flog::warning(std::to_string(bad) + " value(s) of '" + cfg.variables[v].var +
+                      "' outside its valid range (" + input.valid_range_text(static_cast<int>(v)) +
+                      ") treated as missing in " + std::to_string(n_steps) + " replay steps");
   if (rank == 0)
     flog::info("replayed " + std::to_string(n_steps) + " steps on " + std::to_string(n_ranks) +
                " rank(s) in " + fmt::format("{:.2f}", worst) + " s (" +

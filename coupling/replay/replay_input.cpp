@@ -49,7 +49,8 @@ std::vector<std::string> expand_files(const std::vector<std::string>& patterns,
   return files;
 }
 
-ReplayInput::ReplayInput(const ReplayRunConfig& config) : variables_(config.variables) {
+ReplayInput::ReplayInput(const ReplayRunConfig& config)
+    : variables_(config.variables), out_of_range_(config.variables.size(), 0) {
   files_ = expand_files(config.files, config.path);
   for (int f = 0; f < static_cast<int>(files_.size()); ++f) {
     int64_t n_times = -1;
@@ -77,6 +78,14 @@ ReplayInput::ReplayInput(const ReplayRunConfig& config) : variables_(config.vari
     }
   }
   const int64_t n = n_steps_total();
+  // Every message below names existing steps; an input without steps has none to name.
+  if (n == 0) {
+    std::string what = std::to_string(files_.size()) + " file(s)";
+    if (!files_.empty() && !variables_.empty())
+      what += ": the time dimension of '" + variables_.front().var + "' in " + files_.front() +
+              (files_.size() > 1 ? " and the other files" : "") + " is empty";
+    throw IoError(config.path + ": the input has no time steps (" + what + "); nothing to replay");
+  }
   auto resolve = [&](const StepBound& b, bool is_start) -> int64_t {
     if (!b.given) return is_start ? 0 : n - 1;
     const std::string key = is_start ? "time.start" : "time.stop";
@@ -139,10 +148,19 @@ void ReplayInput::open_file(int file) {
   open_file_ = file;
 }
 
-void ReplayInput::read(int64_t i, int v, float* out) {
+int64_t ReplayInput::read(int64_t i, int v, float* out) {
   const Step& s = steps_.at(selected_.at(i));
   open_file(s.file);
-  readers_.at(v)->read(s.t, out);
+  const int64_t n = readers_.at(v)->read(s.t, out);
+  out_of_range_.at(v) += n;
+  return n;
+}
+
+std::string ReplayInput::valid_range_text(int v) const {
+  if (open_file_ < 0)
+    return FieldReader(files_.front(), variables_.at(v).var, variables_.at(v).level)
+        .valid_range_text();
+  return readers_.at(v)->valid_range_text();
 }
 
 }  // namespace finecast::coupling::replay

@@ -44,8 +44,14 @@ class ReplayInput {
   /// Units, long and standard name of variable v (index into config.variables), as the first
   /// file has them.
   const VarAttributes& attributes(int v) const { return attributes_.at(v); }
-  /// Reads selected step i of variable v (index into config.variables) into out[n_values()].
-  void read(int64_t i, int v, float* out);
+  /// Reads selected step i of variable v (index into config.variables) into out[n_values()];
+  /// returns how many values lay outside the variable's valid range and became missing
+  /// (FieldReader::read).
+  int64_t read(int64_t i, int v, float* out);
+  /// Values of variable v made missing for lying outside its valid range, in all reads so far.
+  int64_t out_of_range(int v) const { return out_of_range_.at(v); }
+  /// Variable v's range checks in words (FieldReader::valid_range_text of the file read last).
+  std::string valid_range_text(int v) const;
 
  private:
   struct Step {
@@ -66,6 +72,7 @@ class ReplayInput {
   double step_seconds_ = 0;
   int open_file_ = -1;
   std::vector<std::unique_ptr<FieldReader>> readers_;  ///< one per variable, of open_file_
+  std::vector<int64_t> out_of_range_;                  ///< per variable, all files
 };
 
 }  // namespace finecast::coupling::replay

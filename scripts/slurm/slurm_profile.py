@@ -123,8 +123,20 @@ def load(name):
         fail("profile '%s' not found (%s); known profiles: %s, or give a path to a profile YAML"
              % (name, path, ", ".join(known_profiles()) or "none"))
     try:
-        with open(path) as f:
-            profile = yaml.safe_load(f)
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        fail("%s: cannot read the profile (%s)" % (path, e.strerror or e))
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        # A clear error instead of a traceback: where the first byte that is no UTF-8 sits.
+        line = data.count(b"\n", 0, e.start) + 1
+        column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        fail("%s is not UTF-8 text: byte 0x%02x at line %d, column %d. Fix: save the profile "
+             "as UTF-8 (e.g. iconv -f latin1 -t utf-8)" % (path, data[e.start], line, column))
+    try:
+        profile = yaml.safe_load(text)
     except yaml.YAMLError as e:
         fail("%s is not valid YAML: %s" % (path, e))
     if profile is None:

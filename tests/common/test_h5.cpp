@@ -2,9 +2,11 @@
 // The HDF5 layer: round trips of every kind of dataset, the Fletcher-32 checksum on every
 // chunk, and failures reported as the caller's error type naming the file.
 #include <gtest/gtest.h>
+#include <hdf5.h>
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -130,4 +132,79 @@ TEST(H5, FailuresThrowTheCallersErrorTypeNamingTheFile) {
   } catch (const finecast::CheckpointError& e) {
     EXPECT_TRUE(contains(e.what(), "dataset v has 1 elements, expected 2")) << e.what();
   }
+}
+
+// A damaged or foreign file may hold an array where finecast expects one value, or claim a shape
+// far larger than itself. Reading an array attribute into one value once wrote past the value
+// (a stack/heap overflow); a claimed shape sized the caller's buffer (terabytes). Both are now
+// refused with the file's error before anything is read or allocated.
+TEST(H5, ArrayAttributesAndImpossibleShapesAreRefused) {
+  tio::ScratchDir dir;
+  const std::string path = dir.file("damaged.h5");
+  {
+    const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    ASSERT_GE(file, 0);
+    const hsize_t four = 4, three = 3;
+    const hid_t four_space = H5Screate_simple(1, &four, nullptr),
+                three_space = H5Screate_simple(1, &three, nullptr);
+    const int64_t ints[4] = {1, 2, 3, 4};
+    hid_t a = H5Acreate2(file, "ints", H5T_STD_I64LE, four_space, H5P_DEFAULT, H5P_DEFAULT);
+    H5Awrite(a, H5T_NATIVE_INT64, ints);
+    H5Aclose(a);
+    const double doubles[4] = {1, 2, 3, 4};
+    a = H5Acreate2(file, "doubles", H5T_IEEE_F64LE, four_space, H5P_DEFAULT, H5P_DEFAULT);
+    H5Awrite(a, H5T_NATIVE_DOUBLE, doubles);
+    H5Aclose(a);
+    const hid_t fixed = H5Tcopy(H5T_C_S1);
+    H5Tset_size(fixed, 8);
+    const char strings[3][8] = {"finecas", "t-downs", "caler"};
+    a = H5Acreate2(file, "strings", fixed, three_space, H5P_DEFAULT, H5P_DEFAULT);
+    H5Awrite(a, fixed, strings);
+    H5Aclose(a);
+    const hid_t vlen = H5Tcopy(H5T_C_S1);
+    H5Tset_size(vlen, H5T_VARIABLE);
+    const char* vstrings[3] = {"a", "b", "c"};
+    a = H5Acreate2(file, "vstrings", vlen, three_space, H5P_DEFAULT, H5P_DEFAULT);
+    H5Awrite(a, vlen, vstrings);
+    H5Aclose(a);
+    // Chunked datasets allocate nothing until written: a header can claim any shape.
+    const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    const hsize_t chunk[2] = {16, 16};
+    H5Pset_chunk(dcpl, 2, chunk);
+    const hsize_t huge[2] = {hsize_t(1) << 20, hsize_t(1) << 20},
+                  overflow[2] = {hsize_t(1) << 40, hsize_t(1) << 40};
+    const hid_t huge_space = H5Screate_simple(2, huge, nullptr),
+                overflow_space = H5Screate_simple(2, overflow, nullptr);
+    H5Dclose(H5Dcreate2(file, "huge", H5T_IEEE_F32LE, huge_space, H5P_DEFAULT, dcpl, H5P_DEFAULT));
+    H5Dclose(H5Dcreate2(file, "overflow", H5T_IEEE_F32LE, overflow_space, H5P_DEFAULT, dcpl,
+                        H5P_DEFAULT));
+    for (hid_t id : {four_space, three_space, huge_space, overflow_space}) H5Sclose(id);
+    H5Tclose(fixed);
+    H5Tclose(vlen);
+    H5Pclose(dcpl);
+    H5Fclose(file);
+  }
+  const h5::File f = h5::File::open_read(path);
+  auto error = [](const std::function<void()>& fn) {
+    try {
+      fn();
+    } catch (const finecast::IoError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no IoError");
+  };
+  EXPECT_TRUE(contains(error([&] { f.attr_int("/", "ints"); }),
+                       "attribute /@ints holds 4 values, expected one"));
+  EXPECT_TRUE(
+      contains(error([&] { f.attr_double("/", "doubles"); }), "holds 4 values, expected one"));
+  EXPECT_TRUE(
+      contains(error([&] { f.attr_string("/", "strings"); }), "holds 3 values, expected one"));
+  EXPECT_TRUE(
+      contains(error([&] { f.attr_string("/", "vstrings"); }), "holds 3 values, expected one"));
+  const std::string huge = error([&] { f.info("huge"); });
+  EXPECT_TRUE(contains(huge, "dataset huge claims 4398046511104 bytes, more than the whole file"))
+      << huge;
+  EXPECT_TRUE(contains(huge, path)) << huge;
+  const std::string overflow = error([&] { f.info("overflow"); });
+  EXPECT_TRUE(contains(overflow, "dataset overflow claims an impossible shape")) << overflow;
 }

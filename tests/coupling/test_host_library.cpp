@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "comin.h"
+#include "common/leak_check.hpp"
 #include "coupling/comin/host.hpp"
 
 namespace ch = finecast::coupling::comin_host;
@@ -22,7 +23,10 @@ const std::string kLib = std::string(FINECAST_BINARY_DIR) + "/lib/";
 void ensure_mpi() {
   int initialized = 0;
   MPI_Initialized(&initialized);
-  if (!initialized) MPI_Init(nullptr, nullptr);
+  if (!initialized) {
+    const finecast::IgnoreLeaksHere open_mpi_init;
+    MPI_Init(nullptr, nullptr);
+  }
 }
 
 ch::SimulationInterval interval() {

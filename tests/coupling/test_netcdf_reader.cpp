@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 
 #include "common/error.hpp"
 #include "coupling/io/cf_time.hpp"
@@ -53,6 +54,30 @@ TEST(CfTime, GregorianNoLeap360AndAbsolute) {
   EXPECT_FALSE(parse_datetime("step 3", t));
   EXPECT_THROW(CfTime("fortnights since 2000-01-01", "standard", "test"), IoError);
   EXPECT_THROW(CfTime("days since 2000-01-01", "martian", "test"), IoError);
+}
+
+// A damaged time axis may hold NaN or 2e214 (found by fuzzing: UBSan, a double outside the range
+// of int64 converted to it); such a value is refused with the file's context, not turned into
+// an arbitrary date.
+TEST(CfTime, ValuesThatAreNoDateAreRefused) {
+  const CfTime days("days since 1850-01-01", "noleap", "file.nc, time");
+  const CfTime absolute("day as %Y%m%d.%f", "proleptic_gregorian", "file.nc, time");
+  auto error = [](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const IoError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no IoError");
+  };
+  EXPECT_NE(error([&] { days.to_datetime(2.11615e+214); })
+                .find("file.nc, time: time value 2.11615e+214 (days since 1850-01-01) is not a date"),
+            std::string::npos);
+  EXPECT_NE(error([&] { days.to_datetime(std::nan("")); }).find("not a finite number"), std::string::npos);
+  EXPECT_NE(error([&] { days.to_datetime(-INFINITY); }).find("not a finite number"), std::string::npos);
+  EXPECT_NE(error([&] { absolute.to_datetime(1e300); }).find("a million years or more away"), std::string::npos);
+  EXPECT_EQ(format_datetime(days.to_datetime(365.0 * 999999)).substr(0, 8), "1001849-") << "still a date";
+  EXPECT_EQ(format_datetime(absolute.to_datetime(99991231.5)), "9999-12-31T12:00:00");
 }
 
 TEST(FieldReader, RectilinearMonthlyTemperature) {
@@ -172,11 +197,59 @@ TEST(FieldReader, UnpacksAndMasksAsCfSays) {
   EXPECT_TRUE(std::isnan(v[3])) << "_FillValue";
   EXPECT_TRUE(std::isnan(v[4])) << "missing_value";
   EXPECT_TRUE(std::isnan(v[5])) << "outside valid_range";
-  r.read(1, v.data());
+  EXPECT_EQ(r.out_of_range(), 1) << "only the value outside valid_range is counted";
+  EXPECT_EQ(r.valid_range_text(), "valid range [-100, 100]");
+  EXPECT_EQ(r.read(1, v.data()), 0);
   EXPECT_EQ(v[5], 130.0f);
   EXPECT_EQ(r.time_string(1), "2001-03-01T12:00:00");  // noleap, and 2001 has no Feb 29 anyway
   FieldReader r360(write_packed_file(dir.file("packed360.nc"), "360_day"), "pr");
   EXPECT_EQ(r360.time_string(1), "2001-02-29T12:00:00");
+}
+
+// Finite values far outside any plausible range (3e38 where _FillValue is 1e20) were once read
+// as data and shifted whole patches: the range a _FillValue implies (NUG), values beyond float
+// and an absolute bound (io.max_abs) make them missing, and they are counted for the log.
+TEST(FieldReader, ImplausibleValuesBecomeMissingAndAreCounted) {
+  ScratchDir dir;
+  const std::string path = dir.file("implausible.nc");
+  int nc, dx, vf, vd;
+  ASSERT_EQ(nc_create(path.c_str(), NC_CLOBBER | NC_64BIT_DATA, &nc), NC_NOERR);
+  nc_def_dim(nc, "ncells", 6, &dx);
+  nc_def_var(nc, "tas", NC_FLOAT, 1, &dx, &vf);
+  nc_def_var(nc, "big", NC_DOUBLE, 1, &dx, &vd);
+  const float fill = 1e20f;
+  nc_put_att_float(nc, vf, "_FillValue", NC_FLOAT, 1, &fill);
+  nc_enddef(nc);
+  const float tas[6] = {280.0f, 3e38f, 1e20f, -3e38f, 290.0f, 2e20f};
+  nc_put_var_float(nc, vf, tas);
+  const double big[6] = {1.0, 1e300, -1e300, 2.0, 3.0, 4.0};
+  nc_put_var_double(nc, vd, big);
+  nc_close(nc);
+
+  FieldReader r(path, "tas");
+  EXPECT_EQ(r.valid_range_text(), "beyond _FillValue 1e+20");
+  std::vector<float> v(6);
+  EXPECT_EQ(r.read(0, v.data()), 2) << "3e38 and 2e20 lie beyond the positive _FillValue";
+  EXPECT_EQ(v[0], 280.0f);
+  EXPECT_TRUE(std::isnan(v[1]));
+  EXPECT_TRUE(std::isnan(v[2])) << "the fill value itself";
+  EXPECT_EQ(v[3], -3e38f) << "a positive _FillValue bounds only the top";
+  EXPECT_TRUE(std::isnan(v[5]));
+  r.set_max_abs(1000);
+  EXPECT_EQ(r.valid_range_text(), "beyond _FillValue 1e+20, |value| > 1000");
+  EXPECT_EQ(r.read(0, v.data()), 3);
+  EXPECT_TRUE(std::isnan(v[3]));
+  EXPECT_EQ(v[4], 290.0f);
+  EXPECT_EQ(r.out_of_range(), 5) << "counted over all reads";
+  r.set_max_abs(std::numeric_limits<double>::infinity());
+  EXPECT_EQ(r.read(0, v.data()), 2) << "an infinite bound is no bound";
+
+  // No attributes at all: values a float cannot hold are still not data.
+  FieldReader b(path, "big");
+  EXPECT_EQ(b.read(0, v.data()), 2);
+  EXPECT_EQ(v[0], 1.0f);
+  EXPECT_TRUE(std::isnan(v[1]) && std::isnan(v[2]));
+  EXPECT_EQ(v[3], 2.0f);
 }
 
 TEST(FieldReader, BadInputNamesFileVariableAndExpectation) {
@@ -206,6 +279,62 @@ TEST(FieldReader, BadInputNamesFileVariableAndExpectation) {
   nc_close(nc);
   e = error_of([&] { FieldReader(dir.file("order.nc"), "f"); });
   EXPECT_NE(e.find("expected it first"), std::string::npos) << e;
+}
+
+// A few damaged bytes in a classic header can declare a name, an attribute or a list of
+// gigabytes; the NetCDF library allocates that much before it reads (found by fuzzing:
+// malloc(3200171727) from nc_open). The reader refuses such a header before nc_open.
+TEST(FieldReader, HeadersDeclaringMoreThanTheFileAreRefusedBeforeTheLibraryOpensThem) {
+  ScratchDir dir;
+  auto be32 = [](uint32_t v) {
+    return std::string{static_cast<char>(v >> 24), static_cast<char>(v >> 16),
+                       static_cast<char>(v >> 8), static_cast<char>(v)};
+  };
+  // CDF-1, no records, one dimension whose name claims 0xBEBEBEBE bytes.
+  testing_io::spit(dir.file("name.nc"),
+                   "CDF\x01" + be32(0) + be32(0x0A) + be32(1) + be32(0xBEBEBEBEu) + "tas");
+  std::string e = error_of([&] { FieldReader(dir.file("name.nc"), "tas"); });
+  EXPECT_NE(e.find("name.nc is damaged: its header declares a name of 3200171712 bytes at byte 20, "
+                   "but the file "
+                   "has 23 bytes"),
+            std::string::npos)
+      << e;
+  // A list of 2^31 - 1 dimensions in a 16-byte file.
+  testing_io::spit(dir.file("count.nc"), "CDF\x01" + be32(0) + be32(0x0A) + be32(0x7FFFFFFF));
+  e = error_of([&] { FieldReader(dir.file("count.nc"), "tas"); });
+  EXPECT_NE(e.find("count.nc is damaged: its header declares 2147483647 dimensions"),
+            std::string::npos)
+      << e;
+  // The library reads zeros past the end of the file: a length cut off by the end (6 of its 8
+  // bytes in CDF-5) is as long as the zeros make it.
+  testing_io::spit(dir.file("cut.nc"), "CDF\x05" + std::string(7, '\0') + "\x02" + be32(0x0A) +
+                                           std::string(7, '\0') + "\x01" +
+                                           std::string("\xb1\xe6\x43\x8c\x80\x00", 6));
+  e = error_of([&] { FieldReader(dir.file("cut.nc"), "tas"); });
+  EXPECT_NE(e.find("cut.nc is damaged: its header declares a name of"), std::string::npos) << e;
+  // The library accepts any tag on an empty list and reads on: so does the check, to the
+  // variable name that follows.
+  const std::string absent = be32(0x00930000) + be32(0);
+  testing_io::spit(dir.file("lenient.nc"), "CDF\x01" + be32(0) + absent + absent + be32(0x0B) +
+                                               be32(1) + be32(0x7FFFFFF0u) + "tas");
+  e = error_of([&] { FieldReader(dir.file("lenient.nc"), "tas"); });
+  EXPECT_NE(e.find("lenient.nc is damaged: its header declares a name of 2147483632 bytes"),
+            std::string::npos)
+      << e;
+  // A string variable (type 12) in a classic header: netCDF 4.9 divides by its element size of
+  // zero (SIGFPE in NC_check_vlen; found by fuzzing).
+  const std::string name_tas = be32(3) + std::string("tas\0", 4);
+  testing_io::spit(dir.file("string.nc"), "CDF\x01" + be32(0) + be32(0x0A) + be32(1) + be32(1) +
+                                              std::string("x\0\0\0", 4) + be32(4) + absent +
+                                              be32(0x0B) + be32(1) + name_tas + be32(1) + be32(0) +
+                                              absent + be32(12) + be32(16) + be32(100));
+  e = error_of([&] { FieldReader(dir.file("string.nc"), "tas"); });
+  EXPECT_NE(e.find("string.nc is damaged: its header declares a string variable"),
+            std::string::npos)
+      << e;
+  // Intact files are untouched by the check.
+  const std::string packed = write_packed_file(dir.file("packed.nc"), "standard");
+  EXPECT_NO_THROW(FieldReader(packed, "pr"));
 }
 
 TEST(FieldReader, TruncatedFilesAreDetected) {

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // NetCDF ensemble output: content read back, ncdump's view of it, and atomic publication.
+#include <dirent.h>
 #include <gtest/gtest.h>
 #include <netcdf.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <limits>
 
@@ -182,6 +185,70 @@ TEST(EnsembleWriter, AKilledRunKeepsEveryRecordItWrote) {
   r.read(1, values.data());  // member 0 of the second record
   EXPECT_FLOAT_EQ(values[0], 4.0f);
   EXPECT_FALSE(testing_io::exists(path + ".tmp"));
+}
+
+/// Open file descriptors of this process.
+int open_fds() {
+  int n = 0;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (readdir(d)) ++n;
+    closedir(d);
+  }
+  return n;
+}
+
+// A write that fails (here: the file-size limit, as a full disk does it) leaves the file with
+// the records synced before, and releases it: nc_abort once tried to sync the failed record,
+// failed again, and kept netCDF's state and the file's descriptor (ASan: a leak per failure).
+TEST(EnsembleWriter, AFailedWriteReleasesTheFileAndKeepsTheRecordsBefore) {
+  ScratchDir dir;
+  const std::string path = dir.file("out.nc");
+  const int n = 20000;
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {  // the size limit applies to this child only
+    signal(SIGXFSZ, SIG_IGN);
+    const int before = open_fds();
+    int written = 0;
+    {
+      EnsembleWriter w(path, small_icon(n), "t", {}, 2, {});
+      // Two records without a limit, then a limit half a record beyond them (the sizes of the
+      // header, coordinates and records follow the writer's layout, so they are measured).
+      rlim_t size[3] = {0, 0, 0};
+      for (; written < 2; ++written) {
+        w.write("2000-01-0" + std::to_string(written + 1) + "T00:00:00",
+                ensemble(2, n, 1.0f * (written + 1)).data());
+        size[written + 1] = static_cast<rlim_t>(std::filesystem::file_size(path));
+      }
+      const rlimit limit{size[2] + (size[2] - size[1]) / 2, RLIM_INFINITY};
+      setrlimit(RLIMIT_FSIZE, &limit);
+      try {
+        for (int day = 3; day <= 10; ++day, ++written)
+          w.write("2000-01-0" + std::to_string(day % 10) + "T00:00:00",
+                  ensemble(2, n, 1.0f * day).data());
+        _exit(10);  // never failed
+      } catch (const IoError&) {
+      }
+      try {
+        w.write("2000-01-09T00:00:00", ensemble(2, n, 9.0f).data());
+        _exit(11);  // a broken writer took another record
+      } catch (const IoError&) {
+      }
+      if (open_fds() != before) _exit(12);  // the failed file is still open
+    }
+    _exit(written == 2 ? 0 : 13);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0)
+      << "10: no write failed, 11: a write after the failure was taken, "
+         "12: the file was not released, 13: not 2 records before the failure";
+  FieldReader r(path, "t");
+  ASSERT_EQ(r.n_times(), 2) << "the records synced before the failure, and only those";
+  std::vector<float> values(static_cast<size_t>(n));
+  r.read(1, values.data());
+  EXPECT_FLOAT_EQ(values[0], 2.0f);
 }
 
 TEST(EnsembleWriter, ASecondWriteAtTheSameTimeReplacesTheRecord) {

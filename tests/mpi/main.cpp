@@ -4,8 +4,13 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include "common/leak_check.hpp"
+
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  {
+    const finecast::IgnoreLeaksHere open_mpi_init;
+    MPI_Init(&argc, &argv);
+  }
   ::testing::InitGoogleTest(&argc, argv);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -17,6 +22,7 @@ int main(int argc, char** argv) {
   int any_failed = 0;
   MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   if (rank != 0 && failed) std::fprintf(stderr, "rank %d: some tests failed\n", rank);
+  finecast::leak_check_before_mpi_finalize();
   MPI_Finalize();
   return any_failed;
 }

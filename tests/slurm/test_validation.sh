@@ -70,6 +70,16 @@ rejects "unknown key" "unknown key 'ntask_per_node' (did you mean 'ntasks_per_no
 assert_contains "$(cat stderr)" "missing required key 'ntasks_per_node'" "typo: the real key is missing too"
 assert_contains "$(cat stderr)" "$WORK/typo.yaml:" "typo: the message names the profile file"
 
+# A profile saved in another encoding (here Latin-1) is named with the byte and where it is,
+# never answered with a Python traceback; so is a file with control characters.
+printf 'kind: cpu\nprogram: host\npartition: r\xe9gion\n' >latin1.yaml
+rejects "non-UTF-8 profile" "latin1.yaml is not UTF-8 text: byte 0xe9 at line 3, column 13. Fix: save the profile as UTF-8" \
+  --profile ./latin1.yaml --run run.yaml --dry-run
+assert_not_contains "$(cat stderr)" "Traceback" "non-UTF-8 profile: no traceback"
+printf 'kind: cpu\n\001program: host\n' >control.yaml
+rejects "control character in a profile" "control.yaml is not valid YAML" --profile ./control.yaml --run run.yaml --dry-run
+assert_not_contains "$(cat stderr)" "Traceback" "control character: no traceback"
+
 # Several problems are reported together, so one round of fixes is enough.
 rejects "two problems" "time 'soon' is not a SLURM time" \
   --profile gpu --run run.yaml --dry-run --param time=soon --param cpus_per_task=32

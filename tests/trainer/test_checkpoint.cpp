@@ -4,8 +4,11 @@
 #include <hdf5.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <vector>
 
 #include "tests/trainer/trainer_test_data.hpp"
 #include "trainer/checkpoint.hpp"
@@ -228,6 +231,46 @@ TEST_F(Checkpoint, TruncatedCorruptAndForeignFilesGiveClearErrors) {
 
   const auto e5 = error_of([&] { ft::Downscaler::load_checkpoint(path("absent.h5"), "cpu"); });
   EXPECT_TRUE(contains(e5, "no such checkpoint file")) << e5;
+}
+
+// NaN or Inf weights would poison every run resumed from them: they are never written, and a file
+// that holds them with valid checksums (written by another program, or damaged before HDF5
+// computed the checksums) is refused at load instead of downscaling to all-fill output.
+TEST_F(Checkpoint, NonFiniteWeightsAreNeverWrittenAndRefusedAtLoad) {
+  ft::Downscaler a(tiny_model(), tiny_training(), "cpu");
+  a.train_epoch(view());
+  a.save_checkpoint(path("good.h5"));
+  {
+    ft::Downscaler poisoned(tiny_model(), tiny_training(), "cpu");
+    {
+      const torch::NoGradGuard no_grad;
+      ft::internals(poisoned).flat.view(-1)[0].fill_(std::numeric_limits<float>::quiet_NaN());
+    }
+    const auto e = error_of([&] { poisoned.save_checkpoint(path("poisoned.h5")); });
+    EXPECT_TRUE(contains(e, "not written")) << e;
+    EXPECT_FALSE(fs::exists(path("poisoned.h5")));
+  }
+  for (const float bad :
+       {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    const std::string name = std::isnan(bad) ? "nan.h5" : "inf.h5";
+    fs::copy_file(path("good.h5"), path(name));
+    {
+      // Through HDF5, so that the chunk's Fletcher-32 checksum is written anew and stays valid.
+      const hid_t f = H5Fopen(path(name).c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+      const hid_t ds = H5Dopen2(f, "/model/layer0.weight", H5P_DEFAULT);
+      const hid_t space = H5Dget_space(ds);
+      std::vector<float> values(static_cast<size_t>(H5Sget_simple_extent_npoints(space)));
+      ASSERT_GE(H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), 0);
+      values[values.size() / 2] = bad;
+      ASSERT_GE(H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), 0);
+      H5Sclose(space);
+      H5Dclose(ds);
+      H5Fclose(f);
+    }
+    const auto e = error_of([&] { ft::Downscaler::load_checkpoint(path(name), "cpu"); });
+    EXPECT_TRUE(contains(e, name)) << e;
+    EXPECT_TRUE(contains(e, "/model holds NaN or Inf values")) << e;
+  }
 }
 
 TEST_F(Checkpoint, DirectoryKeepsTheLastKAndFallsBackToTheNewestValid) {

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Regenerates the committed seed corpus fuzz/corpus/<target>/ from finecast's own configs, small
+# namelists written here, tiny NetCDF files (ncgen from CDL text written here: every on-disk
+# format the reader meets) and checkpoints written by finecast itself. Nothing is copied from
+# Debian's data packages.
+#   fuzz/make_corpus.sh [BUILD_DIR]   (BUILD_DIR: a scripts/fuzz.sh build, default build-fuzz;
+#                                      its bin/make_seed_checkpoint writes the checkpoints)
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${1:-$here/build-fuzz}"
+out="$here/fuzz/corpus"
+rm -rf "$out"
+mkdir -p "$out"/{config,namelist,field_reader,checkpoint}
+
+# ---- config: the shipped plugin configs, and overrides after "#--set" (fuzz_config.cpp) ----
+for f in reference demo replay_tas_plugin replay_etopo_plugin eval_tas_plugin eval_etopo5_plugin; do
+  cp "$here/configs/$f.yaml" "$out/config/$f.yaml"
+done
+{
+  cat "$here/configs/demo.yaml"
+  printf '#--set\ndevice=cpu\ntrain.epochs=2\nfields=[{name: temp, level: 90}]\ncheckpoint.resume=ckpt\n'
+} >"$out/config/demo_with_overrides.yaml"
+printf 'fields: [ts]\ngrid: {type: icon, file: grid.nc, coarse_level: 0}\n#--set\nsample.every=0\n' \
+  >"$out/config/minimal_with_override.yaml"
+
+# ---- namelist: &comin_nml as ICON and finecast-host read it ----
+cat >"$out/namelist/one_plugin.nml" <<'NML'
+&comin_nml
+  plugin_list(1)%name           = "finecast"
+  plugin_list(1)%plugin_library = "/path/to/build/lib/libfinecast_comin.so"
+  plugin_list(1)%options        = "finecast.yaml device=cuda checkpoint.resume=ckpt"
+/
+NML
+cat >"$out/namelist/three_plugins.nml" <<'NML'
+! ICON's run namelist holds other groups too
+&run_nml
+  nsteps = 10
+/
+&comin_nml
+  comin_debug = .false.
+  plugin_list(1)%name = 'recorder', plugin_list(1)%plugin_library = 'libfinecast_recorder.so'
+  plugin_list(2)%name='simple_c'
+  plugin_list(2)%plugin_library='libsimple_c_plugin.so'
+  plugin_list(2)%primary_constructor='comin_main'
+  plugin_list(2)%log_info = T
+  plugin_list(3)%NAME = "finecast"   ! keys are case-insensitive
+  plugin_list(3)%plugin_library = "libfinecast_comin.so"
+  plugin_list(3)%options = 'plugin.yaml fields=''[{name: temp, level: 90}]'''
+  plugin_list(3)%comm = "finecast"
+  plugin_list(3)%log_debug = .true., plugin_list(3)%log_warning = .f.
+/
+NML
+printf '&comin_nml plugin_list(1)%%plugin_library="a.so" /\n' >"$out/namelist/one_line.nml"
+
+# ---- field_reader: tiny NetCDF files of variable tas (or ts), in every format ncgen writes ----
+cdl() {  # NAME CDL-TEXT: writes NAME in the formats given by the remaining arguments
+  local name="$1" text="$2"
+  shift 2
+  printf '%s\n' "$text" >"$out/field_reader/$name.cdl"
+  for k in "$@"; do
+    ncgen -k "$k" -o "$out/field_reader/${name}_k$k.nc" "$out/field_reader/$name.cdl"
+  done
+  rm "$out/field_reader/$name.cdl"
+}
+cdl latlon 'netcdf latlon {
+dimensions:
+  time = UNLIMITED ; lat = 3 ; lon = 4 ;
+variables:
+  double time(time) ; time:units = "days since 1850-01-01" ; time:calendar = "noleap" ;
+  double lat(lat) ; lat:units = "degrees_north" ;
+  double lon(lon) ; lon:units = "degrees_east" ;
+  float tas(time, lat, lon) ; tas:units = "K" ; tas:_FillValue = 1.e+20f ;
+    tas:standard_name = "air_temperature" ;
+data:
+  time = 0.5, 31.5 ; lat = -45, 0, 45 ; lon = 0, 90, 180, 270 ;
+  tas = 280, 281, 282, 283, 284, 285, 1e20, 287, 288, 289, 290, 291,
+        270, 271, 272, 273, 274, 275, 276, 277, 278, 279, 3e38, 281 ;
+}' 1 2 5 3
+cdl packed 'netcdf packed {
+dimensions:
+  time = 2 ; lev = 2 ; y = 2 ; x = 3 ;
+variables:
+  double time(time) ; time:units = "hours since 2001-02-28 12:00:00" ; time:calendar = "360_day" ;
+  short tas(time, lev, y, x) ; tas:scale_factor = 0.5 ; tas:add_offset = 100. ;
+    tas:_FillValue = -999s ; tas:missing_value = -998s ; tas:valid_range = -100s, 100s ;
+data:
+  time = 0, 24 ;
+  tas = 0, 1, -2, -999, -998, 101, 10, 20, 30, 40, 50, 60,
+        1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 ;
+}' 1 4
+cdl icon 'netcdf icon {
+dimensions:
+  time = UNLIMITED ; ncells = 5 ;
+variables:
+  double time(time) ; time:units = "day as %Y%m%d.%f" ;
+  double clon(ncells) ; clon:units = "radian" ;
+  double clat(ncells) ; clat:units = "radian" ;
+  double ts(time, ncells) ; ts:coordinates = "clon clat" ; ts:valid_min = 200. ; ts:valid_max = 330. ;
+data:
+  time = 19790101.25 ; clon = 0, 1, 2, 3, 4 ; clat = -1, -0.5, 0, 0.5, 1 ;
+  ts = 250, 260, 199, 331, 300 ;
+}' 2
+cdl rotated 'netcdf rotated {
+dimensions:
+  rlat = 2 ; rlon = 2 ; height = 1 ;
+variables:
+  char rotated_pole ; rotated_pole:grid_mapping_name = "rotated_latitude_longitude" ;
+    rotated_pole:grid_north_pole_latitude = 39.25 ; rotated_pole:grid_north_pole_longitude = -162. ;
+  double rlat(rlat) ; rlat:units = "degrees" ;
+  double rlon(rlon) ; rlon:units = "degrees" ;
+  double height(height) ;
+  float tas(height, rlat, rlon) ; tas:grid_mapping = "rotated_pole" ; tas:missing_value = 1.e+20f ;
+data:
+  rlat = -1, 1 ; rlon = -1, 1 ; height = 2 ; tas = 1, 2, 3, 4 ;
+}' 1 3
+
+# ---- checkpoint: written by finecast (the small model after one epoch; 64 kB, mostly HDF5's
+# object headers and chunk indices of its 40 datasets) ----
+seed="$build/bin/make_seed_checkpoint"
+[ -x "$seed" ] || { echo "make_corpus: $seed is missing (build it: scripts/fuzz.sh --build-only)" >&2; exit 1; }
+"$seed" "$out/checkpoint"
+du -sh "$out"/* | sed 's|^|[corpus] |'

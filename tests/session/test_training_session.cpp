@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The plugin's TrainingSession with a real (small) model of the plugin's trainer module
+// (plugin/trainer_module/, a trainer::Downscaler behind the Model interface, linked in here
+// rather than loaded with dlopen): a session on a background thread
+// while the main thread does what the coupling step does meanwhile (pushes new samples into its
+// own buffer, samples from the published weights, logs, polls collect()), failures carried to
+// collect(), and the thread count left as it was. Its own executable, so that
+// `scripts/test.sh --sanitize` can run it under ThreadSanitizer without the rest of the plugin.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <future>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/log.hpp"
+#include "plugin/comin_plugin/trainer_module.hpp"
+#include "plugin/comin_plugin/training_session.hpp"
+#include "tests/trainer/trainer_test_data.hpp"
+#include "trainer/threads.hpp"
+
+// The trainer module's one export (plugin/trainer_module/trainer_module.cpp, linked in).
+extern "C" finecast::plugin::TrainerModule* finecast_trainer_module_v1();
+
+namespace fp = finecast::plugin;
+namespace ft = finecast::trainer;
+namespace flog = finecast::log;
+using finecast::trainer::testing::KnownDistribution;
+
+namespace {
+
+/// A model small enough that a session of a few epochs takes a fraction of a second, even under
+/// ThreadSanitizer.
+ft::ModelOptions tiny_model() {
+  ft::ModelOptions o;
+  o.context_size = 3;
+  o.patch_size = 16;
+  o.hidden = 32;
+  o.depth = 1;
+  o.time_embedding = 8;
+  o.diffusion_steps = 10;
+  return o;
+}
+
+ft::TrainOptions tiny_training() {
+  ft::TrainOptions t;
+  t.batch_size = 32;
+  t.warmup_steps = 2;
+  t.seed = 11;
+  return t;
+}
+
+fp::Snapshot snapshot_of(const KnownDistribution& d) {
+  fp::Snapshot s;
+  s.context = d.context;
+  s.fine = d.fine;
+  s.weights.assign(d.fine.size(), 1.0f);
+  s.n = d.n;
+  return s;
+}
+
+/// A model as the plugin's trainer ranks make it (plugin/trainer_module/trainer_module.cpp).
+std::unique_ptr<fp::Model> make_model() {
+  std::string device_line;
+  return finecast_trainer_module_v1()->create_model(tiny_model(), tiny_training(), "cpu", "", 1,
+                                                    device_line);
+}
+
+/// Captures the log lines of every thread (the log's own mutex orders them).
+class LogCapture {
+ public:
+  LogCapture() {
+    previous_ = flog::set_sink([this](flog::Level, const std::string& line) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      lines_.push_back(line);
+    });
+  }
+  ~LogCapture() { flog::set_sink(std::move(previous_)); }
+  size_t count(const std::string& needle) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    size_t n = 0;
+    for (const auto& l : lines_) n += l.find(needle) != std::string::npos;
+    return n;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<std::string> lines_;
+  flog::Sink previous_;
+};
+
+bool all_finite(const std::vector<float>& v) {
+  for (float x : v)
+    if (!std::isfinite(x)) return false;
+  return true;
+}
+
+}  // namespace
+
+// The asynchronous path of a coupling step: the session trains on its snapshot while the main
+// thread keeps buffering (it overwrites the data the snapshot was taken from), samples from the
+// weights published so far, logs and polls; then a second session on the new data.
+TEST(TrainingSession, BackgroundSessionWhileTheMainThreadBuffersSamplesAndPolls) {
+  LogCapture log;
+  KnownDistribution d(512, 21);
+  const auto model = make_model();
+  fp::TrainingSession session;
+  // A first, synchronous session publishes weights and normalisation to sample from.
+  session.start(*model, snapshot_of(d), 1, /*async=*/false, /*threads=*/1);
+  ASSERT_TRUE(session.collect());
+  const int64_t steps_before = model->step();
+  ft::SampleOptions so;
+  so.members = 2;
+  so.steps = 3;
+  std::vector<float> out(static_cast<size_t>(8 * so.members * d.P));
+
+  session.start(*model, snapshot_of(d), 3, /*async=*/true, /*threads=*/1);
+  int polls = 0, draws = 0;
+  bool finished = false;
+  while (!finished) {
+    // What the host's next coupling steps do meanwhile.
+    KnownDistribution next(512, static_cast<uint32_t>(100 + polls));
+    d.context = next.context;  // the buffer moves on; the session has its own copy
+    d.fine = next.fine;
+    model->sample(d.context.data(), d.coarse.data(), nullptr, 8, so, 5, /*threads=*/1, out.data());
+    ++draws;
+    flog::info("coupling step " + std::to_string(polls));
+    finished = session.collect();
+    ++polls;
+    if (!finished) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ASSERT_LT(polls, 100000) << "the session never finished";
+  }
+  EXPECT_FALSE(session.in_flight());
+  EXPECT_FALSE(session.collect()) << "a finished session is reported once";
+  EXPECT_EQ(model->step() - steps_before, 3 * (512 / 32)) << "3 epochs of 16 batches";
+  EXPECT_TRUE(all_finite(out));
+  EXPECT_EQ(log.count("Epoch 3/3"), 1u);
+  EXPECT_EQ(log.count("coupling step"), static_cast<size_t>(polls));
+
+  // The next session on the buffer as it is now; its weights are published when it ends.
+  std::vector<float> before(out.size()), after(out.size());
+  model->sample(d.context.data(), d.coarse.data(), nullptr, 8, so, 5, /*threads=*/1, before.data());
+  // The session waits for the main thread's second start() to be refused: a session of one
+  // epoch may otherwise end before it.
+  std::promise<void> refused;
+  std::shared_future<void> refused_done = refused.get_future().share();
+  session.start(*model, snapshot_of(d), 1, true, 1, [refused_done] { refused_done.wait(); });
+  EXPECT_THROW(session.start(*model, snapshot_of(d), 1, true, 1), std::logic_error)
+      << "at most one session in flight";
+  refused.set_value();
+  session.wait();
+  EXPECT_TRUE(session.collect());
+  model->sample(d.context.data(), d.coarse.data(), nullptr, 8, so, 5, /*threads=*/1, after.data());
+  EXPECT_NE(before, after) << "the second session's weights were not published";
+  EXPECT_GT(draws, 0);
+}
+
+// A failure on the training thread (here the fault hook that testing.fault uses) is rethrown by
+// collect() on the main thread, once; the session can start again afterwards.
+TEST(TrainingSession, AFailureOnTheTrainingThreadIsRethrownByCollect) {
+  LogCapture log;
+  KnownDistribution d(128, 22);
+  const auto model = make_model();
+  fp::TrainingSession session;
+  session.start(*model, snapshot_of(d), 1, true, 1,
+                [] { throw std::runtime_error("injected before training"); });
+  session.wait();
+  try {
+    session.collect();
+    ADD_FAILURE() << "collect() did not rethrow";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "injected before training");
+  }
+  EXPECT_FALSE(session.collect()) << "the error is reported once";
+  EXPECT_EQ(model->step(), 0);
+
+  session.start(*model, snapshot_of(d), 1, true, 1);
+  session.wait();
+  EXPECT_TRUE(session.collect());
+  EXPECT_GT(model->step(), 0);
+}
+
+// Synchronous sessions return when done; both kinds restore the calling thread's LibTorch
+// (OpenMP) thread count, which the host model shares.
+TEST(TrainingSession, SynchronousSessionsAndTheThreadCountIsRestored) {
+  LogCapture log;
+  KnownDistribution d(128, 23);
+  const auto model = make_model();
+  const int threads = ft::torch_threads();
+  fp::TrainingSession session;
+  session.start(*model, snapshot_of(d), 2, /*async=*/false, /*threads=*/threads + 1);
+  EXPECT_FALSE(session.in_flight());
+  EXPECT_EQ(ft::torch_threads(), threads) << "the session left its thread count behind";
+  EXPECT_TRUE(session.collect());
+  EXPECT_EQ(model->step(), 2 * (128 / 32));
+  EXPECT_EQ(log.count("Epoch 2/2"), 1u);
+}
+
+// A session still running when the plugin state is released: the destructor waits for it.
+TEST(TrainingSession, TheDestructorWaitsForARunningSession) {
+  LogCapture log;
+  KnownDistribution d(256, 24);
+  const auto model = make_model();
+  {
+    fp::TrainingSession session;
+    session.start(*model, snapshot_of(d), 2, true, 1);
+  }
+  EXPECT_EQ(model->step(), 2 * (256 / 32));
+  EXPECT_EQ(log.count("Epoch 2/2"), 1u);
+}

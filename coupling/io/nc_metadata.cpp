@@ -76,6 +76,7 @@ OutputGrid OutputGrid::latlon(std::vector<double> lat_deg, std::vector<double> l
                   {"standard_name", "latitude"},
                   {"long_name", "latitude"},
                   {"axis", "Y"}},
+                 {},
                  {}};
   g.x = CoordVar{"lon",
                  std::move(lon_deg),
@@ -83,6 +84,7 @@ OutputGrid OutputGrid::latlon(std::vector<double> lat_deg, std::vector<double> l
                   {"standard_name", "longitude"},
                   {"long_name", "longitude"},
                   {"axis", "X"}},
+                 {},
                  {}};
   return g;
 }

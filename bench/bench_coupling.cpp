@@ -31,9 +31,7 @@ namespace finecast::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -51,8 +49,7 @@ struct Options {
 };
 
 bool under_mpiexec() {
-  for (const char* v :
-       {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS", "SLURM_STEP_NUM_TASKS"})
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS", "SLURM_STEP_NUM_TASKS"})
     if (std::getenv(v)) return true;
   return false;
 }
@@ -94,12 +91,10 @@ Result run_grid(int fine_level, int coarse_level, const std::string& file, int s
   const int nproma = 32, n_local = static_cast<int>(glb.size());
   const int nblks = std::max(1, (n_local + nproma - 1) / nproma);
   const int shape[5] = {nproma, 1, nblks, 1, 1};
-  const int sem[5] = {COMIN_DIM_SEMANTICS_NPROMA, COMIN_DIM_SEMANTICS_LEVEL,
-                      COMIN_DIM_SEMANTICS_BLOCK, COMIN_DIM_SEMANTICS_UNUSED,
-                      COMIN_DIM_SEMANTICS_UNUSED};
+  const int sem[5] = {COMIN_DIM_SEMANTICS_NPROMA, COMIN_DIM_SEMANTICS_LEVEL, COMIN_DIM_SEMANTICS_BLOCK,
+                      COMIN_DIM_SEMANTICS_UNUSED, COMIN_DIM_SEMANTICS_UNUSED};
   std::vector<double> host(static_cast<size_t>(nproma) * nblks, 0.0);
-  const coupling::OwnedCells cells =
-      coupling::owned_cells(shape, sem, nproma, n_local, decomp.data(), glb.data());
+  const coupling::OwnedCells cells = coupling::owned_cells(shape, sem, nproma, n_local, decomp.data(), glb.data());
   coupling::Gatherer gatherer(MPI_COMM_WORLD, 0, cells.global_index, n_global);
   std::vector<float> local(static_cast<size_t>(cells.size()));
   std::vector<float> global(rank == 0 ? static_cast<size_t>(n_global) : 0);
@@ -110,8 +105,7 @@ Result run_grid(int fine_level, int coarse_level, const std::string& file, int s
   if (rank == 0) {
     const int C = coupling::context_size(map, 1, popt);
     std::vector<float> w(map.fine_weight.begin(), map.fine_weight.end());
-    buffer = std::make_unique<coupling::RollingBuffer>(48, map.n_coarse, C, map.patch_size,
-                                                       std::move(w));
+    buffer = std::make_unique<coupling::RollingBuffer>(48, map.n_coarse, C, map.patch_size, std::move(w));
     res.patches = map.n_coarse;
   }
   MPI_Barrier(MPI_COMM_WORLD);
@@ -121,8 +115,7 @@ Result run_grid(int fine_level, int coarse_level, const std::string& file, int s
   std::vector<double> t_step, t_gather, t_patch, t_push;
   for (int s = 0; s < warmup + steps; ++s) {
     // The model advances: new values in the host array (not timed).
-    for (int j = 0; j < n_local; ++j)
-      host[static_cast<size_t>(j)] = 280.0 + 20.0 * std::sin(1e-3 * glb[j] + 0.1 * s);
+    for (int j = 0; j < n_local; ++j) host[static_cast<size_t>(j)] = 280.0 + 20.0 * std::sin(1e-3 * glb[j] + 0.1 * s);
     MPI_Barrier(MPI_COMM_WORLD);
     const auto t0 = Clock::now();
     coupling::pack(host.data(), cells, local.data());
@@ -134,8 +127,7 @@ Result run_grid(int fine_level, int coarse_level, const std::string& file, int s
                                 patches);  // coarsening included
       patch_ms = ms_since(t1);
       const auto t2 = Clock::now();
-      buffer->push("step " + std::to_string(s), patches.context.data(), patches.fine.data(),
-                   patches.valid.data());
+      buffer->push("step " + std::to_string(s), patches.context.data(), patches.fine.data(), patches.valid.data());
       push_ms = ms_since(t2);
     }
     // A step ends when the slowest rank is done: the others wait in the next collective.
@@ -192,16 +184,14 @@ int report(const std::vector<Row>& rows, bool json, int first_ranks) {
   std::printf(
       "finecast coupling step: pack + MPI gather to rank 0 + coarsen/patch + rolling-buffer "
       "insert\n");
-  std::printf("%-6s %9s %8s %6s %10s %10s %10s %10s %8s\n", "grid", "cells", "patches", "ranks",
-              "step ms", "gather ms", "patch ms", "push ms", "setup s");
+  std::printf("%-6s %9s %8s %6s %10s %10s %10s %10s %8s\n", "grid", "cells", "patches", "ranks", "step ms", "gather ms",
+              "patch ms", "push ms", "setup s");
   for (const auto& row : rows)
     std::printf("%-6s %9lld %8lld %6d %10.3f %10.3f %10.3f %10.3f %8.2f\n", row.grid.c_str(),
-                static_cast<long long>(row.r.cells), static_cast<long long>(row.r.patches),
-                row.ranks, row.r.step_ms, row.r.gather_ms, row.r.patch_ms, row.r.push_ms,
-                row.r.setup_s);
+                static_cast<long long>(row.r.cells), static_cast<long long>(row.r.patches), row.ranks, row.r.step_ms,
+                row.r.gather_ms, row.r.patch_ms, row.r.push_ms, row.r.setup_s);
   for (const auto& row : rows)
-    if (row.ranks == first_ranks)
-      std::printf("%s grid: %s\n", row.grid.c_str(), row.source.c_str());
+    if (row.ranks == first_ranks) std::printf("%s grid: %s\n", row.grid.c_str(), row.source.c_str());
   std::printf("targets: < 2 ms/step at R2B4 with 4 ranks, < 40 ms/step at R2B6 size\n");
   return 0;
 }
@@ -229,9 +219,8 @@ int worker(const Options& o) {
     report(rows, o.json, size);
   } else if (rank == 0) {
     for (const auto& [name, r] : results)
-      std::printf("RESULT %s %d %.4f %.4f %.4f %.4f %lld %lld %.2f %s\n", name.c_str(), size,
-                  r.step_ms, r.gather_ms, r.patch_ms, r.push_ms, static_cast<long long>(r.cells),
-                  static_cast<long long>(r.patches), r.setup_s,
+      std::printf("RESULT %s %d %.4f %.4f %.4f %.4f %lld %lld %.2f %s\n", name.c_str(), size, r.step_ms, r.gather_ms,
+                  r.patch_ms, r.push_ms, static_cast<long long>(r.cells), static_cast<long long>(r.patches), r.setup_s,
                   name == "r2b4" ? (have_file ? o.grid.c_str() : "synthetic") : "synthetic");
     std::fflush(stdout);
   }
@@ -262,9 +251,9 @@ int driver(const Options& o) {
   const char* mpiexec = std::getenv("MPIEXEC") ? std::getenv("MPIEXEC") : "mpiexec";
   std::vector<Row> rows;
   for (int k : ranks) {
-    std::string cmd = std::string(mpiexec) + " -n " + std::to_string(k) + " --oversubscribe '" +
-                      self + "' coupling --worker --steps " + std::to_string(o.steps) +
-                      " --grid '" + o.grid + "'" + (o.skip_r2b6 ? " --skip-r2b6" : "");
+    std::string cmd = std::string(mpiexec) + " -n " + std::to_string(k) + " --oversubscribe '" + self +
+                      "' coupling --worker --steps " + std::to_string(o.steps) + " --grid '" + o.grid + "'" +
+                      (o.skip_r2b6 ? " --skip-r2b6" : "");
     FILE* p = popen(cmd.c_str(), "r");
     if (!p) {
       std::fprintf(stderr, "finecast-bench coupling: cannot run %s\n", cmd.c_str());
@@ -277,9 +266,8 @@ int driver(const Options& o) {
       int n = 0;
       long long cells = 0, patches = 0;
       Result r;
-      if (std::sscanf(line, "RESULT %31s %d %lf %lf %lf %lf %lld %lld %lf %2047s", grid, &n,
-                      &r.step_ms, &r.gather_ms, &r.patch_ms, &r.push_ms, &cells, &patches,
-                      &r.setup_s, source) == 10) {
+      if (std::sscanf(line, "RESULT %31s %d %lf %lf %lf %lf %lld %lld %lf %2047s", grid, &n, &r.step_ms, &r.gather_ms,
+                      &r.patch_ms, &r.push_ms, &cells, &patches, &r.setup_s, source) == 10) {
         r.cells = cells;
         r.patches = patches;
         rows.push_back({grid, n, r, source});
@@ -322,8 +310,7 @@ int run(int argc, char** argv) {
                "_push_ms_)");
   app.add_option("--steps", o.steps, "measured steps per grid")->check(CLI::PositiveNumber);
   app.add_option("--ranks", o.ranks, "comma-separated rank counts to launch")->default_str("1,2,4");
-  app.add_option("--grid", o.grid, "the R2B4 ICON grid file (synthetic R2B4 when missing)")
-      ->default_str(kDefaultGrid);
+  app.add_option("--grid", o.grid, "the R2B4 ICON grid file (synthetic R2B4 when missing)")->default_str(kDefaultGrid);
   app.add_flag("--skip-r2b6", o.skip_r2b6, "measure only the R2B4 grid");
   app.add_flag("--worker", o.worker, "internal: measure inside mpiexec and print RESULT lines");
   finecast::cli::add_version(app, "finecast-bench coupling");
@@ -345,9 +332,7 @@ int run(int argc, char** argv) {
   }
 }
 
-const Register reg("coupling",
-                   {"gather + coarsen + patch + buffer insert per step, R2B4 and R2B6, 1/2/4 ranks",
-                    run});
+const Register reg("coupling", {"gather + coarsen + patch + buffer insert per step, R2B4 and R2B6, 1/2/4 ranks", run});
 
 }  // namespace
 }  // namespace finecast::bench

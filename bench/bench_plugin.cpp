@@ -44,8 +44,8 @@ int bench_plugin(int argc, char** argv) {
   int ranks = 4, steps = 120;
   double step_seconds = 0;
   bool json = false;
-  finecast::cli::add_config(app, run_file, "host run file (default configs/demo_host.yaml; --run FILE too)",
-                            false, "--run");
+  finecast::cli::add_config(app, run_file, "host run file (default configs/demo_host.yaml; --run FILE too)", false,
+                            "--run");
   app.add_option("--ranks", ranks, "MPI ranks (default 4)");
   app.add_option("--steps", steps, "host steps per case (default 120: training sessions at steps 48 and 96)");
   app.add_option("--step-seconds", step_seconds,
@@ -74,7 +74,8 @@ int bench_plugin(int argc, char** argv) {
     const int rc = run(cmd, output);
     std::smatch m;
     if (rc != 0 || !std::regex_search(output, m, finished)) {
-      std::fprintf(stderr, "finecast-bench plugin: case \"%s\" failed (exit %d):\n%s\n", c.name.c_str(), rc, output.c_str());
+      std::fprintf(stderr, "finecast-bench plugin: case \"%s\" failed (exit %d):\n%s\n", c.name.c_str(), rc,
+                   output.c_str());
       return 1;
     }
     c.s_per_step = std::stod(m[1]);
@@ -83,16 +84,18 @@ int bench_plugin(int argc, char** argv) {
   }
   const double base = cases[0].s_per_step;
   if (json) {
-    std::printf("{\"ranks\": %d, \"steps\": %d, \"step_seconds\": %g, \"no_plugin_s_per_step\": %.6f, "
-                "\"sync_s_per_step\": %.6f, \"async_s_per_step\": %.6f, \"sync_loop_s_per_step\": %.6f, "
-                "\"async_loop_s_per_step\": %.6f, \"sync_overhead\": %.3f, \"async_overhead\": %.3f}\n",
-                ranks, steps, step_seconds, base, cases[1].s_per_step, cases[2].s_per_step, cases[1].loop_s_per_step,
-                cases[2].loop_s_per_step, cases[1].s_per_step / base, cases[2].s_per_step / base);
+    std::printf(
+        "{\"ranks\": %d, \"steps\": %d, \"step_seconds\": %g, \"no_plugin_s_per_step\": %.6f, "
+        "\"sync_s_per_step\": %.6f, \"async_s_per_step\": %.6f, \"sync_loop_s_per_step\": %.6f, "
+        "\"async_loop_s_per_step\": %.6f, \"sync_overhead\": %.3f, \"async_overhead\": %.3f}\n",
+        ranks, steps, step_seconds, base, cases[1].s_per_step, cases[2].s_per_step, cases[1].loop_s_per_step,
+        cases[2].loop_s_per_step, cases[1].s_per_step / base, cases[2].s_per_step / base);
     return 0;
   }
   std::printf("host time per step, %d ranks, %d steps, demo setup (%s)\n", ranks, steps, run_file.c_str());
-  std::printf("(s/step: whole run incl. the final EP_DESTRUCTOR, which waits for a session in flight;\n"
-              " loop: the time loop alone, what the model feels while it steps)\n");
+  std::printf(
+      "(s/step: whole run incl. the final EP_DESTRUCTOR, which waits for a session in flight;\n"
+      " loop: the time loop alone, what the model feels while it steps)\n");
   std::printf("%-30s %10s %10s %10s %10s\n", "case", "s/step", "in plugin", "loop", "loop vs none");
   for (const auto& c : cases)
     std::printf("%-30s %10.4f %10.4f %10.4f %9.2fx\n", c.name.c_str(), c.s_per_step, c.plugin_s_per_step,
@@ -100,6 +103,7 @@ int bench_plugin(int argc, char** argv) {
   return 0;
 }
 
-const finecast::bench::Register reg("plugin", {"host time per step: no plugin vs plugin (sync / async training)", bench_plugin});
+const finecast::bench::Register reg("plugin",
+                                    {"host time per step: no plugin vs plugin (sync / async training)", bench_plugin});
 
 }  // namespace

@@ -38,9 +38,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -73,9 +71,7 @@ std::string load_average() {
   return buf;
 }
 
-double wall_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double wall_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 struct Options {
   bool json = false, worker = false, no_train = false;
@@ -111,9 +107,7 @@ class Progress {
 // Worker: inside mpiexec -n K.
 
 /// The trainer ranks spread over the communicator as the plugin's train.placement: spread does.
-int trainer_rank(int k, int size, int trainers) {
-  return static_cast<int>(int64_t{k} * size / trainers);
-}
+int trainer_rank(int k, int size, int trainers) { return static_cast<int>(int64_t{k} * size / trainers); }
 
 /// Synthetic ICON-like layout of `cells` fine cells in patches of P: host rank r owns the
 /// contiguous range [N r/K, N (r+1)/K) (compact regions of the global numbering); patch
@@ -125,12 +119,10 @@ void redistribution(const Options& o, int64_t cells, int trainers, const Progres
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const int64_t P = o.patch, n_coarse = cells / P;
-  const int steps =
-      std::max(5, static_cast<int>(std::min<int64_t>(o.steps, o.steps * int64_t{1000000} / cells)));
+  const int steps = std::max(5, static_cast<int>(std::min<int64_t>(o.steps, o.steps * int64_t{1000000} / cells)));
   if (rank == 0)
-    progress.line("redistribution: " + std::to_string(cells) + " cells, " + std::to_string(size) +
-                  " host rank(s), " + std::to_string(trainers) + " trainer(s), " +
-                  std::to_string(steps) + " steps");
+    progress.line("redistribution: " + std::to_string(cells) + " cells, " + std::to_string(size) + " host rank(s), " +
+                  std::to_string(trainers) + " trainer(s), " + std::to_string(steps) + " steps");
   const auto t_setup = Clock::now();
   const int64_t lo = cells * rank / size, hi = cells * (rank + 1) / size;
   std::vector<int64_t> owned(static_cast<size_t>(hi - lo));
@@ -150,8 +142,7 @@ void redistribution(const Options& o, int64_t cells, int trainers, const Progres
   std::vector<float> local(static_cast<size_t>(F) * owned.size()), back(owned.size());
   for (int f = 0; f < F; ++f)
     for (size_t i = 0; i < owned.size(); ++i)
-      local[f * owned.size() + i] =
-          static_cast<float>(std::sin(1e-3 * static_cast<double>(owned[i]) + f));
+      local[f * owned.size() + i] = static_cast<float>(std::sin(1e-3 * static_cast<double>(owned[i]) + f));
   std::vector<float> slots(static_cast<size_t>(F * redist.n_slots()));
   const int warmup = 3;
   std::vector<double> fwd, rev;
@@ -173,9 +164,7 @@ void redistribution(const Options& o, int64_t cells, int trainers, const Progres
   for (size_t i = 0; i < owned.size(); ++i)
     if (owned[i] < n_coarse * P && back[i] != local[i]) ++wrong;
   MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
-  if (wrong != 0)
-    throw std::runtime_error("redistribution round trip changed " + std::to_string(wrong) +
-                             " values");
+  if (wrong != 0) throw std::runtime_error("redistribution round trip changed " + std::to_string(wrong) + " values");
 
   // The busiest rank's messages (to and from other ranks) and bytes per exchange: all it packs
   // and unpacks (its own share included) and those that cross to or from other ranks.
@@ -183,16 +172,15 @@ void redistribution(const Options& o, int64_t cells, int trainers, const Progres
   int64_t own = 0;  // values this rank sends to itself (its cells in its own slots)
   for (int64_t g : slot_cells) own += g >= lo && g < hi;
   const int64_t remote = values - 2 * own;
-  int64_t mine[5] = {redist.messages_sent() + redist.messages_received(), values * 4 * F,
-                     values * 4, remote * 4 * F, remote * 4},
+  int64_t mine[5] = {redist.messages_sent() + redist.messages_received(), values * 4 * F, values * 4, remote * 4 * F,
+                     remote * 4},
           most[5];
   MPI_Allreduce(mine, most, 5, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
   if (rank == 0) {
     std::printf("RESULT redist %lld %d %d %d %.6f %.6f %lld %lld %lld %lld %lld %.4f %d\n",
                 static_cast<long long>(cells), size, trainers, F, median(fwd), median(rev),
-                static_cast<long long>(most[0]), static_cast<long long>(most[1]),
-                static_cast<long long>(most[2]), static_cast<long long>(most[3]),
-                static_cast<long long>(most[4]), setup_s, steps);
+                static_cast<long long>(most[0]), static_cast<long long>(most[1]), static_cast<long long>(most[2]),
+                static_cast<long long>(most[3]), static_cast<long long>(most[4]), setup_s, steps);
     std::fflush(stdout);
   }
 }
@@ -290,12 +278,10 @@ void training(const Options& o, const Progress& progress) {
   const int64_t params = ds.parameter_count();
   if (size > 1) {
     if (rank == 0)
-      progress.line("MPI_Allreduce of the gradient (" + std::to_string(params) +
-                    " floats) and of 1 float");
+      progress.line("MPI_Allreduce of the gradient (" + std::to_string(params) + " floats) and of 1 float");
     const double grad_ms = allreduce_ms(params, 20), small_ms = allreduce_ms(1, 50);
     if (rank == 0)
-      std::printf("RESULT allreduce %d %lld %.6f %.6f\n", size, static_cast<long long>(params * 4),
-                  grad_ms, small_ms);
+      std::printf("RESULT allreduce %d %lld %.6f %.6f\n", size, static_cast<long long>(params * 4), grad_ms, small_ms);
   }
   if (rank == 0)
     progress.line("training: " + std::to_string(size) + " trainer rank(s), " + std::to_string(n) +
@@ -314,9 +300,8 @@ void training(const Options& o, const Progress& progress) {
     MPI_Allreduce(mine, most, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     const double rate = static_cast<double>(n) * o.epochs / most[0];
     if (rank == 0)
-      progress.line("training: " + std::to_string(size) + " rank(s): repeat " +
-                    std::to_string(r + 1) + "/" + std::to_string(o.repeats) + ": " +
-                    std::to_string(static_cast<long long>(rate)) + " samples/s");
+      progress.line("training: " + std::to_string(size) + " rank(s): repeat " + std::to_string(r + 1) + "/" +
+                    std::to_string(o.repeats) + ": " + std::to_string(static_cast<long long>(rate)) + " samples/s");
     if (rate > best) {
       best = rate, best_epoch_s = most[0] / o.epochs, best_reduce_s = most[1] / o.epochs;
       best_compute_s = most[2] / o.epochs;
@@ -324,10 +309,9 @@ void training(const Options& o, const Progress& progress) {
     }
   }
   if (rank == 0) {
-    std::printf("RESULT train %d %lld %lld %.3f %.6f %.6f %lld %lld %.6f\n", size,
-                static_cast<long long>(o.batch), static_cast<long long>(n), best, best_epoch_s,
-                best_reduce_s, static_cast<long long>(calls), static_cast<long long>(params),
-                best_compute_s);
+    std::printf("RESULT train %d %lld %lld %.3f %.6f %.6f %lld %lld %.6f\n", size, static_cast<long long>(o.batch),
+                static_cast<long long>(n), best, best_epoch_s, best_reduce_s, static_cast<long long>(calls),
+                static_cast<long long>(params), best_compute_s);
     std::fflush(stdout);
   }
   reducer.reset();
@@ -366,8 +350,7 @@ struct RedistRow {
   int64_t cells = 0;
   int ranks = 0, trainers = 0, fields = 0, steps = 0;
   double forward_ms = 0, reverse_ms = 0, setup_s = 0;
-  int64_t messages = 0, bytes_forward = 0, bytes_reverse = 0, remote_forward = 0,
-          remote_reverse = 0;
+  int64_t messages = 0, bytes_forward = 0, bytes_reverse = 0, remote_forward = 0, remote_reverse = 0;
 };
 struct AllreduceRow {
   int ranks = 0;
@@ -468,8 +451,7 @@ json model(const Options& o, const Fit& fit, int64_t params) {
   const double C = F * 4 + 3;  // per field the patch mean and 3 neighbours; 3 static features
   const double G = 4.0 * static_cast<double>(params);
   json rows = json::array();
-  const std::vector<std::pair<std::string, int64_t>> grids = {{"R2B9", 20971520},
-                                                              {"R2B10", 83886080}};
+  const std::vector<std::pair<std::string, int64_t>> grids = {{"R2B9", 20971520}, {"R2B10", 83886080}};
   for (const auto& [grid, N] : grids)
     for (int H : {64, 512, 4096})
       for (int T : {4, 16, 64, 256}) {
@@ -490,10 +472,9 @@ json model(const Options& o, const Fit& fit, int64_t params) {
         const double ring = ring_allreduce(fit, T, G);
         const double net_fwd = net_alpha * m + net_beta * 4 * F * remote + gamma * 4 * F * values;
         const double net_rev = net_alpha * m + net_beta * 4 * remote + gamma * 4 * values;
-        const double net_ring =
-            2.0 * (T - 1) * net_alpha + 2.0 * (T - 1.0) / T * G * (net_beta + gamma);
-        const double nccl = 2.0 * (T - 1.0) / T * G / (o.nccl_gbps * 1e9) +
-                            2.0 * std::log2(T) * o.nccl_latency_us * 1e-6;
+        const double net_ring = 2.0 * (T - 1) * net_alpha + 2.0 * (T - 1.0) / T * G * (net_beta + gamma);
+        const double nccl =
+            2.0 * (T - 1.0) / T * G / (o.nccl_gbps * 1e9) + 2.0 * std::log2(T) * o.nccl_latency_us * 1e-6;
         const double patches_per_trainer = std::ceil(n_coarse / T);
         json r;
         r["grid"] = grid;
@@ -523,9 +504,7 @@ json model(const Options& o, const Fit& fit, int64_t params) {
         // arrays while the map is built (about 60 bytes per cell), its buffer shard, its slots.
         r["patch_map_mb"] = (16.0 * n + 40.0 * n_coarse) / 1e6;
         r["grid_read_mb"] = 60.0 * n / 1e6;
-        r["buffer_mb"] =
-            (o.capacity * patches_per_trainer * (C + P) * 4.0 + patches_per_trainer * P * 4.0) /
-            1e6;
+        r["buffer_mb"] = (o.capacity * patches_per_trainer * (C + P) * 4.0 + patches_per_trainer * P * 4.0) / 1e6;
         r["slot_values_mb"] = 4.0 * F * patches_per_trainer * P / 1e6;
         rows.push_back(r);
       }
@@ -559,14 +538,13 @@ int driver(const Options& o) {
   for (int64_t k : parse_list(o.ranks)) {
     char since_text[64];
     std::snprintf(since_text, sizeof since_text, "%.3f", since);
-    const std::string cmd =
-        std::string(mpiexec) + " -n " + std::to_string(k) + " --oversubscribe '" + self +
-        "' scale --worker --since " + since_text + " --cells " + o.cells + " --trainers " +
-        o.trainers + " --steps " + std::to_string(o.steps) + " --patch " + std::to_string(o.patch) +
-        " --fields " + std::to_string(o.fields) + " --batch " + std::to_string(o.batch) +
-        " --train-steps " + std::to_string(o.train_steps) + " --train-patches " +
-        std::to_string(o.train_patches) + " --epochs " + std::to_string(o.epochs) + " --repeats " +
-        std::to_string(o.repeats) + (o.no_train ? " --no-train" : "");
+    const std::string cmd = std::string(mpiexec) + " -n " + std::to_string(k) + " --oversubscribe '" + self +
+                            "' scale --worker --since " + since_text + " --cells " + o.cells + " --trainers " +
+                            o.trainers + " --steps " + std::to_string(o.steps) + " --patch " + std::to_string(o.patch) +
+                            " --fields " + std::to_string(o.fields) + " --batch " + std::to_string(o.batch) +
+                            " --train-steps " + std::to_string(o.train_steps) + " --train-patches " +
+                            std::to_string(o.train_patches) + " --epochs " + std::to_string(o.epochs) + " --repeats " +
+                            std::to_string(o.repeats) + (o.no_train ? " --no-train" : "");
     progress.line("launching " + std::to_string(k) + " rank(s)" +
                   (k > cores ? " (oversubscribed: " + std::to_string(cores) + " cores)" : ""));
     FILE* p = popen(cmd.c_str(), "r");
@@ -578,19 +556,17 @@ int driver(const Options& o) {
       AllreduceRow ar;
       TrainRow tr;
       long long f = 0, g = 0;
-      if (std::sscanf(line, "RESULT redist %lld %d %d %d %lf %lf %lld %lld %lld %lld %lld %lf %d",
-                      &a, &r.ranks, &r.trainers, &r.fields, &r.forward_ms, &r.reverse_ms, &b, &c,
-                      &d, &f, &g, &r.setup_s, &r.steps) == 13) {
+      if (std::sscanf(line, "RESULT redist %lld %d %d %d %lf %lf %lld %lld %lld %lld %lld %lf %d", &a, &r.ranks,
+                      &r.trainers, &r.fields, &r.forward_ms, &r.reverse_ms, &b, &c, &d, &f, &g, &r.setup_s,
+                      &r.steps) == 13) {
         r.cells = a, r.messages = b, r.bytes_forward = c, r.bytes_reverse = d, r.remote_forward = f,
         r.remote_reverse = g;
         redist.push_back(r);
-      } else if (std::sscanf(line, "RESULT allreduce %d %lld %lf %lf", &ar.ranks, &a, &ar.ms,
-                             &ar.small_ms) == 4) {
+      } else if (std::sscanf(line, "RESULT allreduce %d %lld %lf %lf", &ar.ranks, &a, &ar.ms, &ar.small_ms) == 4) {
         ar.bytes = a;
         reduce.push_back(ar);
-      } else if (std::sscanf(line, "RESULT train %d %lld %lld %lf %lf %lf %lld %lld %lf", &tr.ranks,
-                             &a, &b, &tr.samples_per_s, &tr.epoch_s, &tr.reduce_s, &c, &e,
-                             &tr.compute_s) == 9) {
+      } else if (std::sscanf(line, "RESULT train %d %lld %lld %lf %lf %lf %lld %lld %lf", &tr.ranks, &a, &b,
+                             &tr.samples_per_s, &tr.epoch_s, &tr.reduce_s, &c, &e, &tr.compute_s) == 9) {
         tr.batch = a, tr.rows = b, tr.reduce_calls = c, tr.params = e;
         train.push_back(tr);
       } else {
@@ -598,8 +574,7 @@ int driver(const Options& o) {
       }
     }
     const int rc = pclose(p);
-    if (rc != 0)
-      throw std::runtime_error("`" + cmd + "` failed (status " + std::to_string(rc) + ")");
+    if (rc != 0) throw std::runtime_error("`" + cmd + "` failed (status " + std::to_string(rc) + ")");
   }
   if (redist.empty()) throw std::runtime_error("no redistribution was measured");
 
@@ -609,29 +584,26 @@ int driver(const Options& o) {
   // kilobytes (all three terms fitted there, its per-byte costs are those of data in cache);
   // then, alpha kept, the per-byte costs beta and gamma from the largest grid, where a rank moves
   // megabytes out of cache as at R2B9.
-  const int64_t largest =
-      std::max_element(redist.begin(), redist.end(), [](const auto& a, const auto& b) {
-        return a.cells < b.cells;
-      })->cells;
-  const int64_t smallest =
-      std::min_element(redist.begin(), redist.end(), [](const auto& a, const auto& b) {
-        return a.cells < b.cells;
-      })->cells;
+  const int64_t largest = std::max_element(redist.begin(), redist.end(), [](const auto& a, const auto& b) {
+                            return a.cells < b.cells;
+                          })->cells;
+  const int64_t smallest = std::min_element(redist.begin(), redist.end(), [](const auto& a, const auto& b) {
+                             return a.cells < b.cells;
+                           })->cells;
   auto points = [&](int64_t cells, bool all) {
     std::vector<Point> pts;
     for (const auto& r : redist)
       if ((cells < 0 || r.cells == cells) && (all || r.ranks <= cores)) {
         const double m = static_cast<double>(r.messages);
-        pts.push_back({m, static_cast<double>(r.remote_forward),
-                       static_cast<double>(r.bytes_forward), r.forward_ms * 1e-3});
-        pts.push_back({m, static_cast<double>(r.remote_reverse),
-                       static_cast<double>(r.bytes_reverse), r.reverse_ms * 1e-3});
+        pts.push_back(
+            {m, static_cast<double>(r.remote_forward), static_cast<double>(r.bytes_forward), r.forward_ms * 1e-3});
+        pts.push_back(
+            {m, static_cast<double>(r.remote_reverse), static_cast<double>(r.bytes_reverse), r.reverse_ms * 1e-3});
       }
     return pts;
   };
   auto has = [](const std::vector<Point>& pts, bool messages) {
-    return std::any_of(pts.begin(), pts.end(),
-                       [&](const Point& p) { return messages ? p.m > 0 : p.r > 0; });
+    return std::any_of(pts.begin(), pts.end(), [&](const Point& p) { return messages ? p.m > 0 : p.r > 0; });
   };
   std::vector<Point> big = points(largest, false), small = points(smallest, false);
   const bool used_all = !has(big, false) || !has(small, true);
@@ -674,36 +646,33 @@ int driver(const Options& o) {
                   {"busiest_rank_bytes_reverse", r.bytes_reverse},
                   {"busiest_rank_remote_bytes_forward", r.remote_forward},
                   {"busiest_rank_remote_bytes_reverse", r.remote_reverse},
-                  {"fit_forward_ms", fit.time(m, static_cast<double>(r.remote_forward),
-                                              static_cast<double>(r.bytes_forward)) *
-                                         1e3},
-                  {"fit_reverse_ms", fit.time(m, static_cast<double>(r.remote_reverse),
-                                              static_cast<double>(r.bytes_reverse)) *
-                                         1e3},
+                  {"fit_forward_ms",
+                   fit.time(m, static_cast<double>(r.remote_forward), static_cast<double>(r.bytes_forward)) * 1e3},
+                  {"fit_reverse_ms",
+                   fit.time(m, static_cast<double>(r.remote_reverse), static_cast<double>(r.bytes_reverse)) * 1e3},
                   {"setup_s", r.setup_s}});
   }
   out["redistribution"] = jr;
-  out["fit"] = {
-      {"alpha_us", fit.alpha * 1e6},
-      {"beta_ns_per_byte", fit.beta * 1e9},
-      {"gamma_ns_per_byte", fit.gamma * 1e9},
-      {"remote_gbytes_per_s", fit.beta + fit.gamma > 0 ? 1e-9 / (fit.beta + fit.gamma) : 0.0},
-      {"points", fit.points},
-      {"max_relative_error_largest_grid", fit.max_rel_error},
-      {"max_relative_error_all_runs", all_runs_error},
-      {"per_byte_from_cells", largest},
-      {"per_message_from_cells", smallest},
-      {"smallest_grid_beta_ns_per_byte", in_cache.beta * 1e9},
-      {"smallest_grid_gamma_ns_per_byte", in_cache.gamma * 1e9},
-      {"oversubscribed_runs_included", fit.used_oversubscribed},
-      {"method",
-       "t = alpha*m + beta*r + gamma*b per exchange (median step, slowest rank): m = the busiest "
-       "rank's messages to and from other ranks, r = its bytes to and from other ranks, b = all "
-       "bytes it packs and unpacks (own share included). alpha: least squares of the relative "
-       "error (alpha, beta, gamma) over the forward and reverse exchanges of the smallest grid "
-       "(kilobytes per message); beta and gamma: the same over the largest grid with that alpha "
-       "(at the default sizes 5,242,880 cells: megabytes per rank, out of cache, the regime of "
-       "R2B9); no intercept, coefficients >= 0; runs with more ranks than cores left out"}};
+  out["fit"] = {{"alpha_us", fit.alpha * 1e6},
+                {"beta_ns_per_byte", fit.beta * 1e9},
+                {"gamma_ns_per_byte", fit.gamma * 1e9},
+                {"remote_gbytes_per_s", fit.beta + fit.gamma > 0 ? 1e-9 / (fit.beta + fit.gamma) : 0.0},
+                {"points", fit.points},
+                {"max_relative_error_largest_grid", fit.max_rel_error},
+                {"max_relative_error_all_runs", all_runs_error},
+                {"per_byte_from_cells", largest},
+                {"per_message_from_cells", smallest},
+                {"smallest_grid_beta_ns_per_byte", in_cache.beta * 1e9},
+                {"smallest_grid_gamma_ns_per_byte", in_cache.gamma * 1e9},
+                {"oversubscribed_runs_included", fit.used_oversubscribed},
+                {"method",
+                 "t = alpha*m + beta*r + gamma*b per exchange (median step, slowest rank): m = the busiest "
+                 "rank's messages to and from other ranks, r = its bytes to and from other ranks, b = all "
+                 "bytes it packs and unpacks (own share included). alpha: least squares of the relative "
+                 "error (alpha, beta, gamma) over the forward and reverse exchanges of the smallest grid "
+                 "(kilobytes per message); beta and gamma: the same over the largest grid with that alpha "
+                 "(at the default sizes 5,242,880 cells: megabytes per rank, out of cache, the regime of "
+                 "R2B9); no intercept, coefficients >= 0; runs with more ranks than cores left out"}};
   json ja = json::array();
   for (const auto& a : reduce)
     ja.push_back({{"ranks", a.ranks},
@@ -729,47 +698,43 @@ int driver(const Options& o) {
                   {"torch_threads_per_rank", 1},
                   {"oversubscribed", t.ranks > cores}});
   out["training"] = jt;
-  out["model"] = {
-      {"assumptions",
-       {{"fields", o.model_fields},
-        {"patch_size", o.model_patch},
-        {"buffer_capacity_steps", o.capacity},
-        {"gradient_parameters", params},
-        {"layout",
-         "host ranks own compact contiguous ranges of the hierarchically numbered cells, trainers "
-         "hold contiguous patch ranges and are host ranks too (train.placement: spread)"},
-        {"net_alpha_us", o.net_alpha_us},
-        {"net_gbytes_per_s_per_rank", o.net_gbps},
-        {"nccl_bus_gbytes_per_s", o.nccl_gbps},
-        {"nccl_latency_us_per_hop", o.nccl_latency_us},
-        {"not_measured",
-         "the net_* columns use the assumed network alpha/bandwidth and nccl_allreduce_ms the "
-         "assumed NCCL bus bandwidth: no network and no GPU were measured"}}},
-      {"rows", model(o, fit, params)}};
+  out["model"] = {{"assumptions",
+                   {{"fields", o.model_fields},
+                    {"patch_size", o.model_patch},
+                    {"buffer_capacity_steps", o.capacity},
+                    {"gradient_parameters", params},
+                    {"layout",
+                     "host ranks own compact contiguous ranges of the hierarchically numbered cells, trainers "
+                     "hold contiguous patch ranges and are host ranks too (train.placement: spread)"},
+                    {"net_alpha_us", o.net_alpha_us},
+                    {"net_gbytes_per_s_per_rank", o.net_gbps},
+                    {"nccl_bus_gbytes_per_s", o.nccl_gbps},
+                    {"nccl_latency_us_per_hop", o.nccl_latency_us},
+                    {"not_measured",
+                     "the net_* columns use the assumed network alpha/bandwidth and nccl_allreduce_ms the "
+                     "assumed NCCL bus bandwidth: no network and no GPU were measured"}}},
+                  {"rows", model(o, fit, params)}};
   out["elapsed_s"] = wall_now() - since;
 
   if (o.json) {
     std::printf("%s\n", out.dump().c_str());
     return 0;
   }
-  std::printf("finecast scale-out (issue 16) on %s, %d cores (load %s -> %s)\n\n",
-              cpu_model().c_str(), cores, load_before.c_str(), load_average().c_str());
+  std::printf("finecast scale-out (issue 16) on %s, %d cores (load %s -> %s)\n\n", cpu_model().c_str(), cores,
+              load_before.c_str(), load_average().c_str());
   std::printf(
       "MEASURED: redistribution per step (forward %d field(s), reverse 1 field; median, slowest "
       "rank)\n",
       o.fields);
-  std::printf("%9s %6s %8s %11s %11s %5s %12s %12s %11s %11s\n", "cells", "ranks", "trainers",
-              "forward ms", "reverse ms", "msgs", "bytes fwd", "remote fwd", "fit fwd ms",
-              "fit rev ms");
+  std::printf("%9s %6s %8s %11s %11s %5s %12s %12s %11s %11s\n", "cells", "ranks", "trainers", "forward ms",
+              "reverse ms", "msgs", "bytes fwd", "remote fwd", "fit fwd ms", "fit rev ms");
   for (const auto& r : jr)
-    std::printf("%9lld %6d %8d %11.3f %11.3f %5lld %12lld %12lld %11.3f %11.3f%s\n",
-                r["cells"].get<long long>(), r["host_ranks"].get<int>(), r["trainers"].get<int>(),
-                r["forward_ms"].get<double>(), r["reverse_ms"].get<double>(),
-                r["busiest_rank_messages"].get<long long>(),
+    std::printf("%9lld %6d %8d %11.3f %11.3f %5lld %12lld %12lld %11.3f %11.3f%s\n", r["cells"].get<long long>(),
+                r["host_ranks"].get<int>(), r["trainers"].get<int>(), r["forward_ms"].get<double>(),
+                r["reverse_ms"].get<double>(), r["busiest_rank_messages"].get<long long>(),
                 r["busiest_rank_bytes_forward"].get<long long>(),
-                r["busiest_rank_remote_bytes_forward"].get<long long>(),
-                r["fit_forward_ms"].get<double>(), r["fit_reverse_ms"].get<double>(),
-                r["oversubscribed"].get<bool>() ? "  (oversubscribed)" : "");
+                r["busiest_rank_remote_bytes_forward"].get<long long>(), r["fit_forward_ms"].get<double>(),
+                r["fit_reverse_ms"].get<double>(), r["oversubscribed"].get<bool>() ? "  (oversubscribed)" : "");
   std::printf(
       "  msgs, bytes: the busiest rank's messages to/from other ranks and bytes it packs and "
       "unpacks (remote: those to/from other ranks)\n");
@@ -778,21 +743,18 @@ int driver(const Options& o) {
       "packed (a remote byte: %.2f GB/s); %d points; max relative error %.0f%% on the largest "
       "grid, %.0f%% over all runs with a core per rank (smaller grids run in cache, faster per "
       "byte)%s\n",
-      fit.alpha * 1e6, fit.beta * 1e9, fit.gamma * 1e9,
-      fit.beta + fit.gamma > 0 ? 1e-9 / (fit.beta + fit.gamma) : 0.0, fit.points,
-      100 * fit.max_rel_error, 100 * all_runs_error,
+      fit.alpha * 1e6, fit.beta * 1e9, fit.gamma * 1e9, fit.beta + fit.gamma > 0 ? 1e-9 / (fit.beta + fit.gamma) : 0.0,
+      fit.points, 100 * fit.max_rel_error, 100 * all_runs_error,
       fit.used_oversubscribed ? " (oversubscribed runs included: no other run had a message)" : "");
   std::printf("  %s\n", out["fit"]["method"].get<std::string>().c_str());
   if (!ja.empty()) {
     std::printf(
         "\nMEASURED: MPI_Allreduce of the gradient (median, slowest rank) vs the ring model from "
         "the fit\n");
-    std::printf("%6s %10s %12s %12s %14s\n", "ranks", "bytes", "measured ms", "ring fit ms",
-                "1 float ms");
+    std::printf("%6s %10s %12s %12s %14s\n", "ranks", "bytes", "measured ms", "ring fit ms", "1 float ms");
     for (const auto& a : ja)
-      std::printf("%6d %10lld %12.3f %12.3f %14.4f%s\n", a["ranks"].get<int>(),
-                  a["bytes"].get<long long>(), a["measured_ms"].get<double>(),
-                  a["fit_ring_ms"].get<double>(), a["measured_1float_ms"].get<double>(),
+      std::printf("%6d %10lld %12.3f %12.3f %14.4f%s\n", a["ranks"].get<int>(), a["bytes"].get<long long>(),
+                  a["measured_ms"].get<double>(), a["fit_ring_ms"].get<double>(), a["measured_1float_ms"].get<double>(),
                   a["oversubscribed"].get<bool>() ? "  (oversubscribed)" : "");
   }
   if (!jt.empty()) {
@@ -800,14 +762,13 @@ int driver(const Options& o) {
         "\nMEASURED: data-parallel training, global batch %lld, %lld rows, CPU, 1 LibTorch thread "
         "per rank\n",
         static_cast<long long>(o.batch), static_cast<long long>(train.front().rows));
-    std::printf("%6s %12s %8s %10s %16s %14s\n", "ranks", "samples/s", "speedup", "epoch s",
-                "in sums s/ep", "compute s/ep");
+    std::printf("%6s %12s %8s %10s %16s %14s\n", "ranks", "samples/s", "speedup", "epoch s", "in sums s/ep",
+                "compute s/ep");
     for (const auto& t : jt)
-      std::printf(
-          "%6d %12.0f %7.2fx %10.4f %16.4f %14.4f%s\n", t["ranks"].get<int>(),
-          t["samples_per_s"].get<double>(), t["speedup"].get<double>(), t["epoch_s"].get<double>(),
-          t["allreduce_s_per_epoch"].get<double>(), t["compute_s_per_epoch"].get<double>(),
-          t["oversubscribed"].get<bool>() ? "  (oversubscribed: more ranks than cores)" : "");
+      std::printf("%6d %12.0f %7.2fx %10.4f %16.4f %14.4f%s\n", t["ranks"].get<int>(), t["samples_per_s"].get<double>(),
+                  t["speedup"].get<double>(), t["epoch_s"].get<double>(), t["allreduce_s_per_epoch"].get<double>(),
+                  t["compute_s_per_epoch"].get<double>(),
+                  t["oversubscribed"].get<bool>() ? "  (oversubscribed: more ranks than cores)" : "");
     std::printf(
         "  in sums: the slowest rank's time in the gradient/loss sums (waiting for the others "
         "included); compute: the slowest rank's epoch without them\n");
@@ -820,18 +781,15 @@ int driver(const Options& o) {
       "  fit = this machine's alpha/beta/gamma; net = assumed %.1f us, %.1f GB/s per rank; nccl = "
       "assumed %.0f GB/s bus, %.0f us per hop\n",
       o.net_alpha_us, o.net_gbps, o.nccl_gbps, o.nccl_latency_us);
-  std::printf("%-6s %5s %4s %11s %9s %9s %9s %10s %9s %9s %9s %9s %9s\n", "grid", "hosts", "T",
-              "fwd MB/step", "fwd ms", "rev ms", "step ms", "allred ms", "net fwd", "net ared",
-              "nccl ms", "map MB", "buf MB");
+  std::printf("%-6s %5s %4s %11s %9s %9s %9s %10s %9s %9s %9s %9s %9s\n", "grid", "hosts", "T", "fwd MB/step", "fwd ms",
+              "rev ms", "step ms", "allred ms", "net fwd", "net ared", "nccl ms", "map MB", "buf MB");
   for (const auto& r : out["model"]["rows"])
     std::printf("%-6s %5d %4d %11.1f %9.3f %9.3f %9.3f %10.3f %9.3f %9.3f %9.3f %9.0f %9.0f\n",
-                r["grid"].get<std::string>().c_str(), r["host_ranks"].get<int>(),
-                r["trainers"].get<int>(), r["forward_bytes_per_step"].get<double>() / 1e6,
-                r["forward_ms"].get<double>(), r["reverse_ms"].get<double>(),
-                r["step_comm_ms"].get<double>(), r["allreduce_mpi_ms"].get<double>(),
+                r["grid"].get<std::string>().c_str(), r["host_ranks"].get<int>(), r["trainers"].get<int>(),
+                r["forward_bytes_per_step"].get<double>() / 1e6, r["forward_ms"].get<double>(),
+                r["reverse_ms"].get<double>(), r["step_comm_ms"].get<double>(), r["allreduce_mpi_ms"].get<double>(),
                 r["net_forward_ms"].get<double>(), r["net_allreduce_ms"].get<double>(),
-                r["nccl_allreduce_ms"].get<double>(), r["patch_map_mb"].get<double>(),
-                r["buffer_mb"].get<double>());
+                r["nccl_allreduce_ms"].get<double>(), r["patch_map_mb"].get<double>(), r["buffer_mb"].get<double>());
   std::printf(
       "  step ms = forward + reverse + coarse-mean allgather + agreement, per coupling step; "
       "allred ms = the gradient sum per optimizer step (ring); map MB = the whole grid's patch map "
@@ -865,19 +823,14 @@ int run(int argc, char** argv) {
       "OMPI_ALLOW_RUN_AS_ROOT). Progress on stderr; the table, or with --json one JSON object, on "
       "stdout.",
       "finecast-bench scale"};
-  app.add_flag("--json", o.json,
-               "print one JSON object (machine, redistribution, fit, allreduce, training, model)");
-  app.add_option("--ranks", o.ranks, "host rank counts to launch, comma-separated")
-      ->default_str("1,2,4");
+  app.add_flag("--json", o.json, "print one JSON object (machine, redistribution, fit, allreduce, training, model)");
+  app.add_option("--ranks", o.ranks, "host rank counts to launch, comma-separated")->default_str("1,2,4");
   app.add_option("--cells", o.cells, "grid sizes of the redistribution, comma-separated")
       ->default_str("2048,20480,327680,1310720,5242880");
-  app.add_option("--trainers", o.trainers, "trainer counts of the redistribution (<= ranks)")
-      ->default_str("1,2,4");
+  app.add_option("--trainers", o.trainers, "trainer counts of the redistribution (<= ranks)")->default_str("1,2,4");
   // A positive count with its default shown.
   auto count = [&](const char* name, auto& value, const char* help) {
-    app.add_option(name, value, help)
-        ->check(CLI::PositiveNumber)
-        ->default_str(std::to_string(value));
+    app.add_option(name, value, help)->check(CLI::PositiveNumber)->default_str(std::to_string(value));
   };
   count("--steps", o.steps, "measured steps per redistribution (fewer above 1M cells)");
   count("--patch", o.patch, "fine cells per patch in the measurement");
@@ -891,14 +844,10 @@ int run(int argc, char** argv) {
   count("--model-fields", o.model_fields, "model: fields per step");
   count("--model-patch", o.model_patch, "model: fine cells per patch");
   count("--capacity", o.capacity, "model: buffer capacity in steps");
-  app.add_option("--net-alpha-us", o.net_alpha_us, "model (assumed): network latency per message")
-      ->default_str("2");
-  app.add_option("--net-gbps", o.net_gbps, "model (assumed): network GB/s per rank")
-      ->default_str("12.5");
-  app.add_option("--nccl-gbps", o.nccl_gbps, "model (assumed): NCCL all-reduce bus GB/s")
-      ->default_str("20");
-  app.add_option("--nccl-latency-us", o.nccl_latency_us,
-                 "model (assumed): NCCL latency per tree hop")
+  app.add_option("--net-alpha-us", o.net_alpha_us, "model (assumed): network latency per message")->default_str("2");
+  app.add_option("--net-gbps", o.net_gbps, "model (assumed): network GB/s per rank")->default_str("12.5");
+  app.add_option("--nccl-gbps", o.nccl_gbps, "model (assumed): NCCL all-reduce bus GB/s")->default_str("20");
+  app.add_option("--nccl-latency-us", o.nccl_latency_us, "model (assumed): NCCL latency per tree hop")
       ->default_str("20");
   app.add_flag("--worker", o.worker, "internal: measure inside mpiexec and print RESULT lines");
   app.add_option("--since", o.since, "internal: the driver's start time")->group("");

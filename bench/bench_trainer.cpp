@@ -183,7 +183,8 @@ std::map<std::string, double> measure(const std::string& device, const Data& d, 
     so.members = 1;
     so.threads = threads;
     auto once = [&] { last->sample(d.context.data(), d.coarse.data(), nullptr, 80, so, 7, out.data()); };
-    const std::string what = std::string("sampling 80 patches, ") + (so.sampler == finecast::trainer::Sampler::kDdpm ? "DDPM 50 steps" : "DDIM 10 steps");
+    const std::string what = std::string("sampling 80 patches, ") +
+                             (so.sampler == finecast::trainer::Sampler::kDdpm ? "DDPM 50 steps" : "DDIM 10 steps");
     progress.line(what + ": warm-up");
     once();
     r[std::string("sample_") + (so.sampler == finecast::trainer::Sampler::kDdpm ? "ddpm50" : "ddim10") + "_80_s"] =
@@ -208,8 +209,7 @@ std::map<std::string, double> measure(const std::string& device, const Data& d, 
 
 /// Runs bench/reference_pytorch.py with `python` and returns its numeric JSON fields.
 std::map<std::string, double> run_reference(const std::string& python, const std::string& script,
-                                            const std::string& device, int threads, int repeats,
-                                            std::string* why_not) {
+                                            const std::string& device, int threads, int repeats, std::string* why_not) {
   std::map<std::string, double> r;
   if (!std::filesystem::exists(python) || !std::filesystem::exists(script)) {
     *why_not = "reference not run: " + (std::filesystem::exists(python) ? script : python) + " not found";
@@ -244,17 +244,18 @@ std::map<std::string, double> run_reference(const std::string& python, const std
   return r;
 }
 
-const char* kKeys[] = {"train_samples_per_s_b16", "train_samples_per_s_b256", "train_epoch_s_b16", "train_epoch_s_b256",
-                       "sample_ddpm50_80_s", "sample_ddim10_80_s"};
+const char* kKeys[] = {"train_samples_per_s_b16", "train_samples_per_s_b256", "train_epoch_s_b16",
+                       "train_epoch_s_b256",      "sample_ddpm50_80_s",       "sample_ddim10_80_s"};
 
 bool is_rate(const std::string& k) { return k.find("per_s") != std::string::npos; }
 
 int run(int argc, char** argv) {
-  CLI::App app{"Seconds per 3,840-sample epoch (batch 16 and 256), seconds to draw 80 patches x 1 member (DDPM 50 "
-               "steps, DDIM 10 steps), the GEMM limit of an epoch on this machine and the host-blocked time of a "
-               "synchronous session, for the reference model; compares with the same loop in PyTorch from Python "
-               "(at its best thread count) when /usr/bin/python3 has torch.",
-               "finecast-bench trainer"};
+  CLI::App app{
+      "Seconds per 3,840-sample epoch (batch 16 and 256), seconds to draw 80 patches x 1 member (DDPM 50 "
+      "steps, DDIM 10 steps), the GEMM limit of an epoch on this machine and the host-blocked time of a "
+      "synchronous session, for the reference model; compares with the same loop in PyTorch from Python "
+      "(at its best thread count) when /usr/bin/python3 has torch.",
+      "finecast-bench trainer"};
   bool json = false, no_reference = false, quiet = false;
   std::string threads_arg = "auto", ref_threads_arg = "best", device = "cpu", python = "/usr/bin/python3";
   int repeats = 3;
@@ -281,8 +282,8 @@ int run(int argc, char** argv) {
 
   const auto choice = finecast::trainer::select_device(device);
   const Progress progress(quiet);
-  progress.line("finecast on " + choice.torch_device + ", " + (threads < 0 ? std::string("auto") : std::to_string(threads)) +
-                " thread(s), best of " +
+  progress.line("finecast on " + choice.torch_device + ", " +
+                (threads < 0 ? std::string("auto") : std::to_string(threads)) + " thread(s), best of " +
                 std::to_string(repeats) + " repeats (sampling: " + std::to_string(3 * repeats) +
                 "); then the PyTorch reference" + (no_reference ? " (skipped: --no-reference)" : ""));
   const Data data = make_data();
@@ -307,8 +308,8 @@ int run(int argc, char** argv) {
                     " (the same measurements; no output until it ends)");
       const auto t0 = std::chrono::steady_clock::now();
       const auto one = run_reference(python, script, choice.torch_device, t, repeats, &why_not);
-      progress.line("PyTorch reference at " + std::to_string(t) + " thread(s): " +
-                    (why_not.empty() ? "done in " + fmt_seconds(seconds_since(t0)) : why_not));
+      progress.line("PyTorch reference at " + std::to_string(t) +
+                    " thread(s): " + (why_not.empty() ? "done in " + fmt_seconds(seconds_since(t0)) : why_not));
       for (const char* k : kKeys) {
         if (!one.count(k)) continue;
         const bool better = !ref.count(k) || (is_rate(k) ? one.at(k) > ref.at(k) : one.at(k) < ref.at(k));
@@ -321,15 +322,24 @@ int run(int argc, char** argv) {
     // Ratios are "times faster than the reference": rates divide one way, times the other.
     return is_rate(k) ? ours.at(k) / ref.at(k) : ref.at(k) / ours.at(k);
   };
-  const char* extra[] = {"threads_train_b16", "threads_train_b256", "gemm_peak_gflops_1", "gemm_peak_gflops",
-                         "epoch_gflop", "gemm_limit_epoch_s_1", "gemm_limit_epoch_s", "epoch_vs_gemm_limit_b16",
+  const char* extra[] = {"threads_train_b16",
+                         "threads_train_b256",
+                         "gemm_peak_gflops_1",
+                         "gemm_peak_gflops",
+                         "epoch_gflop",
+                         "gemm_limit_epoch_s_1",
+                         "gemm_limit_epoch_s",
+                         "epoch_vs_gemm_limit_b16",
                          "epoch_vs_gemm_limit_b256",
-                         "session_host_blocked_s_b16", "session_epoch_s_b16", "session_blocked_vs_epoch_b16"};
+                         "session_host_blocked_s_b16",
+                         "session_epoch_s_b16",
+                         "session_blocked_vs_epoch_b16"};
   if (json) {
-    std::printf("{\"device\": \"%s\", \"cpu\": \"%s\", \"cores\": %d, \"build_type\": \"%s\", \"torch\": \"%s\", "
-                "\"threads\": \"%s\", \"training_path\": \"%s\", \"parameters\": %.0f",
-                choice.torch_device.c_str(), cpu_model().c_str(), cores, FINECAST_BUILD_TYPE, TORCH_VERSION,
-                threads_arg.c_str(), notes["training_path"].c_str(), ours.at("parameters"));
+    std::printf(
+        "{\"device\": \"%s\", \"cpu\": \"%s\", \"cores\": %d, \"build_type\": \"%s\", \"torch\": \"%s\", "
+        "\"threads\": \"%s\", \"training_path\": \"%s\", \"parameters\": %.0f",
+        choice.torch_device.c_str(), cpu_model().c_str(), cores, FINECAST_BUILD_TYPE, TORCH_VERSION,
+        threads_arg.c_str(), notes["training_path"].c_str(), ours.at("parameters"));
     for (const char* k : kKeys) std::printf(", \"%s\": %.6g", k, ours.at(k));
     for (const char* k : extra) std::printf(", \"%s\": %.6g", k, ours.at(k));
     for (const char* k : kKeys)
@@ -342,10 +352,11 @@ int run(int argc, char** argv) {
     std::printf("}\n");
     return 0;
   }
-  std::printf("%s; %s (%d cores); %s build; LibTorch %s; threads %s; path %s; reference model: %.0f parameters, "
-              "3,840 samples per epoch\n\n",
-              choice.log_line().c_str(), cpu_model().c_str(), cores, FINECAST_BUILD_TYPE, TORCH_VERSION,
-              threads_arg.c_str(), notes["training_path"].c_str(), ours.at("parameters"));
+  std::printf(
+      "%s; %s (%d cores); %s build; LibTorch %s; threads %s; path %s; reference model: %.0f parameters, "
+      "3,840 samples per epoch\n\n",
+      choice.log_line().c_str(), cpu_model().c_str(), cores, FINECAST_BUILD_TYPE, TORCH_VERSION, threads_arg.c_str(),
+      notes["training_path"].c_str(), ours.at("parameters"));
   std::printf("%-28s %14s %14s %8s %10s\n", "measure", "finecast", "pytorch-py", "threads", "speed-up");
   for (const char* k : kKeys) {
     if (ref.count(k))
@@ -357,20 +368,23 @@ int run(int argc, char** argv) {
               ours.at("threads_train_b256"));
   for (const auto& [k, v] : notes)
     if (k.rfind("threads_log", 0) == 0) std::printf("  %s\n", v.c_str());
-  std::printf("GEMM limit: %.2f GFLOP per epoch; sgemm %.0f GFLOP/s on 1 core -> %.4f s, %.0f GFLOP/s on %d cores -> "
-              "%.4f s; epoch / all-core limit: b16 %.2fx, b256 %.2fx\n",
-              ours.at("epoch_gflop"), ours.at("gemm_peak_gflops_1"), ours.at("gemm_limit_epoch_s_1"),
-              ours.at("gemm_peak_gflops"), cores, ours.at("gemm_limit_epoch_s"), ours.at("epoch_vs_gemm_limit_b16"),
-              ours.at("epoch_vs_gemm_limit_b256"));
+  std::printf(
+      "GEMM limit: %.2f GFLOP per epoch; sgemm %.0f GFLOP/s on 1 core -> %.4f s, %.0f GFLOP/s on %d cores -> "
+      "%.4f s; epoch / all-core limit: b16 %.2fx, b256 %.2fx\n",
+      ours.at("epoch_gflop"), ours.at("gemm_peak_gflops_1"), ours.at("gemm_limit_epoch_s_1"),
+      ours.at("gemm_peak_gflops"), cores, ours.at("gemm_limit_epoch_s"), ours.at("epoch_vs_gemm_limit_b16"),
+      ours.at("epoch_vs_gemm_limit_b256"));
   std::printf("host-blocked time of a synchronous 1-epoch session (b16): %.4f s, its epoch %.4f s (%.2fx)\n",
               ours.at("session_host_blocked_s_b16"), ours.at("session_epoch_s_b16"),
               ours.at("session_blocked_vs_epoch_b16"));
   if (!why_not.empty() && ref.empty()) std::printf("\n%s\n", why_not.c_str());
-  std::printf("\nspeed-up = how many times faster finecast is; the reference column is its best over the thread "
-              "counts tried (issue 17 targets on 2 cores: b16 epoch <= 0.07 s, b256 <= 0.045 s, DDPM-50 >= 2x)\n");
+  std::printf(
+      "\nspeed-up = how many times faster finecast is; the reference column is its best over the thread "
+      "counts tried (issue 17 targets on 2 cores: b16 epoch <= 0.07 s, b256 <= 0.045 s, DDPM-50 >= 2x)\n");
   return 0;
 }
 
-const finecast::bench::Register reg("trainer", {"training and sampling speed of the downscaler vs PyTorch from Python", run});
+const finecast::bench::Register reg("trainer",
+                                    {"training and sampling speed of the downscaler vs PyTorch from Python", run});
 
 }  // namespace

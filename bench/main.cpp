@@ -9,9 +9,10 @@
 int main(int argc, char** argv) {
   auto& reg = finecast::bench::registry();
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
-    std::printf("Usage: finecast-bench SUBCOMMAND [--json] [options]\n       finecast-bench --version\n\n"
-                "Measures finecast's performance; run `finecast-bench SUBCOMMAND --help` for details.\n\n"
-                "Subcommands:\n");
+    std::printf(
+        "Usage: finecast-bench SUBCOMMAND [--json] [options]\n       finecast-bench --version\n\n"
+        "Measures finecast's performance; run `finecast-bench SUBCOMMAND --help` for details.\n\n"
+        "Subcommands:\n");
     for (const auto& [name, sub] : reg) std::printf("  %-10s %s\n", name.c_str(), sub.summary.c_str());
     return argc < 2 ? 2 : 0;
   }

@@ -9,8 +9,8 @@
 namespace finecast::bench {
 
 struct Subcommand {
-  std::string summary;                          ///< one line for `finecast-bench --help`
-  std::function<int(int, char**)> run;          ///< argv[0] is the subcommand name
+  std::string summary;                  ///< one line for `finecast-bench --help`
+  std::function<int(int, char**)> run;  ///< argv[0] is the subcommand name
 };
 
 inline std::map<std::string, Subcommand>& registry() {

@@ -29,14 +29,12 @@ void fsync_path(const std::string& path, bool directory, ErrorCode code) {
   const int rc = ::fsync(fd);
   const int err = errno;
   ::close(fd);
-  if (rc != 0 && !directory)
-    throw_error(code, "cannot flush " + path + " to disk: " + std::strerror(err));
+  if (rc != 0 && !directory) throw_error(code, "cannot flush " + path + " to disk: " + std::strerror(err));
 }
 
 }  // namespace
 
-AtomicFile::AtomicFile(std::string path, ErrorCode code)
-    : path_(std::move(path)), tmp_(path_ + ".tmp"), code_(code) {
+AtomicFile::AtomicFile(std::string path, ErrorCode code) : path_(std::move(path)), tmp_(path_ + ".tmp"), code_(code) {
   if (path_.empty()) throw_error(code_, "output path is empty");
   struct stat st {};
   const std::string dir = folder_of(path_);

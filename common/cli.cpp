@@ -14,14 +14,12 @@ void add_version(CLI::App& app, const std::string& program) {
 
 CLI::Option* add_config(CLI::App& app, std::string& path, const std::string& help, bool required,
                         const std::string& more_names) {
-  CLI::Option* opt =
-      app.add_option("FILE,--config,-c" + (more_names.empty() ? std::string() : "," + more_names),
-                     path, help + " (positional, or --config FILE)");
+  CLI::Option* opt = app.add_option("FILE,--config,-c" + (more_names.empty() ? std::string() : "," + more_names), path,
+                                    help + " (positional, or --config FILE)");
   if (required) {
     // CLI11's own message would name only "--config"; the file may as well come positionally.
     app.callback([opt] {
-      if (opt->count() == 0)
-        throw CLI::RequiredError("a run/config file (FILE or --config FILE)");
+      if (opt->count() == 0) throw CLI::RequiredError("a run/config file (FILE or --config FILE)");
     });
   }
   return opt;

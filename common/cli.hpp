@@ -24,8 +24,8 @@ void add_version(CLI::App& app, const std::string& program);
 /// users already have (e.g. "--run"). When `required`, a missing file is a usage error that
 /// names both spellings (checked in the app's final callback, which this takes); otherwise
 /// `path` keeps its default.
-CLI::Option* add_config(CLI::App& app, std::string& path, const std::string& help,
-                        bool required = true, const std::string& more_names = "");
+CLI::Option* add_config(CLI::App& app, std::string& path, const std::string& help, bool required = true,
+                        const std::string& more_names = "");
 
 /// --set KEY=VALUE, repeatable. Each --set takes exactly one value, so a positional file may
 /// follow it (`--set device=cpu run.yaml`). The values are checked by the program (a plugin

@@ -60,10 +60,8 @@ std::string describe(const Reporting& r, const std::string& path) {
   return r.subject.empty() ? path : r.subject + " " + path;
 }
 
-[[noreturn]] void fail_file(const Reporting& r, const std::string& path, const std::string& what,
-                            bool with_cause) {
-  throw_error(r.code, describe(r, path) + ": " + what +
-                          (with_cause ? " (HDF5: " + hdf5_cause() + ")" : std::string()));
+[[noreturn]] void fail_file(const Reporting& r, const std::string& path, const std::string& what, bool with_cause) {
+  throw_error(r.code, describe(r, path) + ": " + what + (with_cause ? " (HDF5: " + hdf5_cause() + ")" : std::string()));
 }
 
 /// Closes an HDF5 handle of any kind when it goes out of scope.
@@ -136,17 +134,15 @@ hid_t mem_type(Type t) {
 
 std::string obj_name(const std::string& object) { return object.empty() ? "/" : object; }
 
-std::string attr_name(const std::string& object, const std::string& key) {
-  return obj_name(object) + "@" + key;
-}
+std::string attr_name(const std::string& object, const std::string& key) { return obj_name(object) + "@" + key; }
 
 /// A fixed-length, NUL-padded UTF-8 string type of `size` bytes (h5dump prints it; h5py
 /// returns bytes).
 hid_t string_type(size_t size) {
   const hid_t type = H5Tcopy(H5T_C_S1);
   if (type < 0) return type;
-  if (H5Tset_size(type, std::max<size_t>(1, size)) < 0 ||
-      H5Tset_strpad(type, H5T_STR_NULLPAD) < 0 || H5Tset_cset(type, H5T_CSET_UTF8) < 0) {
+  if (H5Tset_size(type, std::max<size_t>(1, size)) < 0 || H5Tset_strpad(type, H5T_STR_NULLPAD) < 0 ||
+      H5Tset_cset(type, H5T_CSET_UTF8) < 0) {
     H5Tclose(type);
     return -1;
   }
@@ -203,13 +199,10 @@ File File::create(const std::string& path, Reporting reporting) {
 File File::open_read(const std::string& path, Reporting reporting) {
   ErrorScope scope;
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0)
-    fail_file(reporting, path, "does not exist or cannot be read", false);
+  if (::stat(path.c_str(), &st) != 0) fail_file(reporting, path, "does not exist or cannot be read", false);
   const htri_t is_h5 = H5Fis_hdf5(path.c_str());
   if (is_h5 < 0) fail_file(reporting, path, "cannot open the file", true);
-  if (is_h5 == 0)
-    fail_file(reporting, path, "not an HDF5 file (no HDF5 signature; truncated or corrupt?)",
-              false);
+  if (is_h5 == 0) fail_file(reporting, path, "not an HDF5 file (no HDF5 signature; truncated or corrupt?)", false);
   const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   if (id < 0) fail_file(reporting, path, "cannot open the HDF5 file (truncated or corrupt)", true);
   return File(path, id, std::move(reporting), static_cast<int64_t>(st.st_size));
@@ -300,8 +293,7 @@ std::vector<std::string> File::children(const std::string& group) const {
   CHECK_H5(H5Gget_info(g, &info), "cannot list group " + obj_name(group));
   std::vector<std::string> out;
   for (hsize_t i = 0; i < info.nlinks; ++i) {
-    const ssize_t len =
-        H5Lget_name_by_idx(g, ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
+    const ssize_t len = H5Lget_name_by_idx(g, ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
     CHECK_H5(len, "cannot list group " + obj_name(group));
     std::string s(static_cast<size_t>(len), '\0');
     H5Lget_name_by_idx(g, ".", H5_INDEX_NAME, H5_ITER_INC, i, s.data(), s.size() + 1, H5P_DEFAULT);
@@ -320,8 +312,7 @@ hid_t checksummed_layout(const std::vector<hsize_t>& dims, const std::vector<hsi
   if (dcpl < 0) return dcpl;
   const bool empty = std::find(dims.begin(), dims.end(), hsize_t(0)) != dims.end();
   if (!dims.empty() && !empty) {
-    if (H5Pset_chunk(dcpl, static_cast<int>(chunk.size()), chunk.data()) < 0 ||
-        H5Pset_fletcher32(dcpl) < 0) {
+    if (H5Pset_chunk(dcpl, static_cast<int>(chunk.size()), chunk.data()) < 0 || H5Pset_fletcher32(dcpl) < 0) {
       H5Pclose(dcpl);
       return -1;
     }
@@ -330,14 +321,12 @@ hid_t checksummed_layout(const std::vector<hsize_t>& dims, const std::vector<hsi
 }
 
 hid_t simple_space(const std::vector<hsize_t>& dims) {
-  return dims.empty() ? H5Screate(H5S_SCALAR)
-                      : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
+  return dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
 }
 
 }  // namespace
 
-void File::write(const std::string& name, Type type, const void* data,
-                 const std::vector<int64_t>& shape) {
+void File::write(const std::string& name, Type type, const void* data, const std::vector<int64_t>& shape) {
   ErrorScope scope;
   const std::vector<hsize_t> dims(shape.begin(), shape.end());
   Handle space(simple_space(dims));
@@ -351,8 +340,7 @@ void File::write(const std::string& name, Type type, const void* data,
   CHECK_H5(ds, "cannot create dataset " + name);
   const bool empty = std::find(dims.begin(), dims.end(), hsize_t(0)) != dims.end();
   if (!empty)
-    CHECK_H5(H5Dwrite(ds, mem_type(type), H5S_ALL, H5S_ALL, H5P_DEFAULT, data),
-             "cannot write dataset " + name);
+    CHECK_H5(H5Dwrite(ds, mem_type(type), H5S_ALL, H5S_ALL, H5P_DEFAULT, data), "cannot write dataset " + name);
 }
 
 void File::write_rows(const std::string& name, Type type, const std::vector<int64_t>& shape,
@@ -376,9 +364,8 @@ void File::write_rows(const std::string& name, Type type, const std::vector<int6
   std::vector<hsize_t> start(dims.size(), 0);
   for (hsize_t i = 0; i < dims[0]; ++i) {
     start[0] = i;
-    CHECK_H5(
-        H5Sselect_hyperslab(space, H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr),
-        "cannot select row " + std::to_string(i) + " of " + name);
+    CHECK_H5(H5Sselect_hyperslab(space, H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr),
+             "cannot select row " + std::to_string(i) + " of " + name);
     CHECK_H5(H5Dwrite(ds, mem_type(type), mem, space, H5P_DEFAULT, row(static_cast<int64_t>(i))),
              "cannot write dataset " + name);
   }
@@ -389,8 +376,7 @@ void File::write_strings(const std::string& name, const std::vector<std::string>
   size_t len = 1;
   for (const auto& v : values) len = std::max(len, v.size());
   std::vector<char> packed(len * values.size(), '\0');
-  for (size_t i = 0; i < values.size(); ++i)
-    std::memcpy(packed.data() + i * len, values[i].data(), values[i].size());
+  for (size_t i = 0; i < values.size(); ++i) std::memcpy(packed.data() + i * len, values[i].data(), values[i].size());
   const std::vector<hsize_t> dims = {values.size()};
   Handle type(string_type(len));
   CHECK_H5(type, "cannot create the string type of " + name);
@@ -403,8 +389,7 @@ void File::write_strings(const std::string& name, const std::vector<std::string>
   Handle ds(H5Dcreate2(id_, name.c_str(), type, space, lcpl, dcpl, H5P_DEFAULT));
   CHECK_H5(ds, "cannot create dataset " + name);
   if (!values.empty())
-    CHECK_H5(H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, packed.data()),
-             "cannot write dataset " + name);
+    CHECK_H5(H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, packed.data()), "cannot write dataset " + name);
 }
 
 DatasetInfo File::info(const std::string& name) const {
@@ -441,16 +426,15 @@ DatasetInfo File::info(const std::string& name) const {
   }
   if (dims.empty() || std::find(dims.begin(), dims.end(), hsize_t(0)) == dims.end())
     if (size_ >= 0 && bytes > static_cast<uint64_t>(size_))
-      fail("dataset " + name + " claims " + std::to_string(bytes) +
-           " bytes, more than the whole file (" + std::to_string(size_) + " bytes): damaged");
+      fail("dataset " + name + " claims " + std::to_string(bytes) + " bytes, more than the whole file (" +
+           std::to_string(size_) + " bytes): damaged");
   return info;
 }
 
 void File::read(const std::string& name, Type type, void* out, int64_t numel) const {
   const DatasetInfo di = info(name);
   if (di.numel() != numel)
-    fail("dataset " + name + " has " + std::to_string(di.numel()) + " elements, expected " +
-         std::to_string(numel));
+    fail("dataset " + name + " has " + std::to_string(di.numel()) + " elements, expected " + std::to_string(numel));
   if (numel == 0) return;
   ErrorScope scope;
   Handle ds(H5Dopen2(id_, name.c_str(), H5P_DEFAULT));
@@ -478,29 +462,26 @@ std::vector<std::string> File::read_strings(const std::string& name) const {
   std::vector<char> packed(len * n, '\0');
   CHECK_H5(H5Dread(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, packed.data()),
            "cannot read dataset " + name + " (checksum mismatch or damaged data)");
-  for (hsize_t i = 0; i < n; ++i)
-    out.emplace_back(packed.data() + i * len, strnlen(packed.data() + i * len, len));
+  for (hsize_t i = 0; i < n; ++i) out.emplace_back(packed.data() + i * len, strnlen(packed.data() + i * len, len));
   return out;
 }
 
 void File::set_attr(const std::string& object, const std::string& key, int64_t value) {
   ErrorScope scope;
   Handle space(H5Screate(H5S_SCALAR));
-  Handle a(H5Acreate_by_name(id_, obj_name(object).c_str(), key.c_str(), H5T_STD_I64LE, space,
-                             H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  Handle a(H5Acreate_by_name(id_, obj_name(object).c_str(), key.c_str(), H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT,
+                             H5P_DEFAULT));
   CHECK_H5(a, "cannot write attribute " + attr_name(object, key));
-  CHECK_H5(H5Awrite(a, H5T_NATIVE_INT64, &value),
-           "cannot write attribute " + attr_name(object, key));
+  CHECK_H5(H5Awrite(a, H5T_NATIVE_INT64, &value), "cannot write attribute " + attr_name(object, key));
 }
 
 void File::set_attr(const std::string& object, const std::string& key, double value) {
   ErrorScope scope;
   Handle space(H5Screate(H5S_SCALAR));
-  Handle a(H5Acreate_by_name(id_, obj_name(object).c_str(), key.c_str(), H5T_IEEE_F64LE, space,
-                             H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  Handle a(H5Acreate_by_name(id_, obj_name(object).c_str(), key.c_str(), H5T_IEEE_F64LE, space, H5P_DEFAULT,
+                             H5P_DEFAULT, H5P_DEFAULT));
   CHECK_H5(a, "cannot write attribute " + attr_name(object, key));
-  CHECK_H5(H5Awrite(a, H5T_NATIVE_DOUBLE, &value),
-           "cannot write attribute " + attr_name(object, key));
+  CHECK_H5(H5Awrite(a, H5T_NATIVE_DOUBLE, &value), "cannot write attribute " + attr_name(object, key));
 }
 
 void File::set_attr(const std::string& object, const std::string& key, const std::string& value) {
@@ -508,8 +489,8 @@ void File::set_attr(const std::string& object, const std::string& key, const std
   Handle type(string_type(value.size()));
   CHECK_H5(type, "cannot write attribute " + attr_name(object, key));
   Handle space(H5Screate(H5S_SCALAR));
-  Handle a(H5Acreate_by_name(id_, obj_name(object).c_str(), key.c_str(), type, space, H5P_DEFAULT,
-                             H5P_DEFAULT, H5P_DEFAULT));
+  Handle a(H5Acreate_by_name(id_, obj_name(object).c_str(), key.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT,
+                             H5P_DEFAULT));
   CHECK_H5(a, "cannot write attribute " + attr_name(object, key));
   const std::string padded = value.empty() ? std::string(1, '\0') : value;
   CHECK_H5(H5Awrite(a, type, padded.data()), "cannot write attribute " + attr_name(object, key));
@@ -527,26 +508,23 @@ std::vector<std::string> File::attr_names(const std::string& object) const {
            "missing object " + obj_name(object));
   std::vector<std::string> out;
   for (hsize_t i = 0; i < info.num_attrs; ++i) {
-    const ssize_t len = H5Aget_name_by_idx(id_, obj_name(object).c_str(), H5_INDEX_NAME,
-                                           H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
+    const ssize_t len =
+        H5Aget_name_by_idx(id_, obj_name(object).c_str(), H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
     CHECK_H5(len, "cannot list the attributes of " + obj_name(object));
     std::string s(static_cast<size_t>(len), '\0');
-    H5Aget_name_by_idx(id_, obj_name(object).c_str(), H5_INDEX_NAME, H5_ITER_INC, i, s.data(),
-                       s.size() + 1, H5P_DEFAULT);
+    H5Aget_name_by_idx(id_, obj_name(object).c_str(), H5_INDEX_NAME, H5_ITER_INC, i, s.data(), s.size() + 1,
+                       H5P_DEFAULT);
     out.push_back(s);
   }
   std::sort(out.begin(), out.end());
   return out;
 }
 
-void File::check_single_value(int64_t attribute, const std::string& object,
-                              const std::string& key) const {
+void File::check_single_value(int64_t attribute, const std::string& object, const std::string& key) const {
   Handle space(H5Aget_space(attribute));
   const hssize_t n = H5Sget_simple_extent_npoints(space);
   CHECK_H5(n, "cannot read the shape of attribute " + attr_name(object, key));
-  if (n != 1)
-    fail("attribute " + attr_name(object, key) + " holds " + std::to_string(n) +
-         " values, expected one");
+  if (n != 1) fail("attribute " + attr_name(object, key) + " holds " + std::to_string(n) + " values, expected one");
 }
 
 int64_t File::attr_int(const std::string& object, const std::string& key) const {
@@ -555,8 +533,7 @@ int64_t File::attr_int(const std::string& object, const std::string& key) const 
   CHECK_H5(a, "missing attribute " + attr_name(object, key));
   check_single_value(a, object, key);
   Handle type(H5Aget_type(a));
-  if (H5Tget_class(type) != H5T_INTEGER)
-    fail("attribute " + attr_name(object, key) + " is not an integer");
+  if (H5Tget_class(type) != H5T_INTEGER) fail("attribute " + attr_name(object, key) + " is not an integer");
   int64_t v = 0;
   CHECK_H5(H5Aread(a, H5T_NATIVE_INT64, &v), "cannot read attribute " + attr_name(object, key));
   return v;
@@ -569,8 +546,7 @@ double File::attr_double(const std::string& object, const std::string& key) cons
   check_single_value(a, object, key);
   Handle type(H5Aget_type(a));
   const H5T_class_t cls = H5Tget_class(type);
-  if (cls != H5T_FLOAT && cls != H5T_INTEGER)
-    fail("attribute " + attr_name(object, key) + " is not a number");
+  if (cls != H5T_FLOAT && cls != H5T_INTEGER) fail("attribute " + attr_name(object, key) + " is not a number");
   double v = 0;
   CHECK_H5(H5Aread(a, H5T_NATIVE_DOUBLE, &v), "cannot read attribute " + attr_name(object, key));
   return v;
@@ -590,8 +566,7 @@ std::string File::attr_string(const std::string& object, const std::string& key)
   CHECK_H5(a, "missing attribute " + attr_name(object, key));
   check_single_value(a, object, key);
   Handle type(H5Aget_type(a));
-  if (H5Tget_class(type) != H5T_STRING)
-    fail("attribute " + attr_name(object, key) + " is not a string");
+  if (H5Tget_class(type) != H5T_STRING) fail("attribute " + attr_name(object, key) + " is not a string");
   if (H5Tis_variable_str(type) > 0) {
     char* s = nullptr;
     Handle mt(H5Tcopy(H5T_C_S1));

@@ -67,8 +67,7 @@ class File {
   std::vector<std::string> children(const std::string& group) const;
 
   /// Writes dataset `name` (shape {} = scalar) from `data`, as one checksummed chunk.
-  void write(const std::string& name, Type type, const void* data,
-             const std::vector<int64_t>& shape);
+  void write(const std::string& name, Type type, const void* data, const std::vector<int64_t>& shape);
   /// Writes dataset `name` of `shape` one row (index along the first dimension) at a time,
   /// `row(i)` pointing at row i; one checksummed chunk per row. For data that is not contiguous
   /// in memory (a ring buffer) or too large for one chunk.
@@ -104,8 +103,7 @@ class File {
   File(std::string path, int64_t id, Reporting reporting, int64_t size = -1)
       : path_(std::move(path)), id_(id), reporting_(std::move(reporting)), size_(size) {}
   /// Raises this file's error unless attribute `attribute` (an hid_t) holds exactly one value.
-  void check_single_value(int64_t attribute, const std::string& object,
-                          const std::string& key) const;
+  void check_single_value(int64_t attribute, const std::string& object, const std::string& key) const;
   /// Raises this file's error with HDF5's innermost messages appended.
   [[noreturn]] void fail_hdf5(const std::string& what) const;
   std::string path_;

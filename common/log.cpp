@@ -39,8 +39,7 @@ void emit(Level level, const std::string& msg) {
   std::lock_guard<std::mutex> lock(s.mutex);
   if (level < s.min_level) return;
   const std::string line =
-      (s.rank < 0 ? std::string("[finecast] ") : "[finecast r" + std::to_string(s.rank) + "] ") +
-      tag(level) + msg;
+      (s.rank < 0 ? std::string("[finecast] ") : "[finecast r" + std::to_string(s.rank) + "] ") + tag(level) + msg;
   if (s.sink) {
     s.sink(level, line);
     return;
@@ -62,8 +61,7 @@ const schema::Names<Level>& names(Level) {
 Level parse_level(const std::string& text) {
   Level level{};
   if (schema::parse_name(text, level)) return level;
-  throw std::invalid_argument("log level must be one of debug, info, warning, error; got \"" +
-                              text + "\"");
+  throw std::invalid_argument("log level must be one of debug, info, warning, error; got \"" + text + "\"");
 }
 
 void configure(int rank, Level min_level, bool progress_on_this_rank) {

@@ -71,9 +71,9 @@ struct Field {
   Kind kind = Kind::kText;
   std::string comment;
   Scope scope = Scope::kEverywhere;
-  std::string rule;  ///< what a value must be: "a positive integer", "one of linear, cosine"
-  std::vector<std::string> old_keys;  ///< earlier names, still read (checkpoints of older versions)
-  std::function<std::string(const S&)> get;         ///< the canonical text: "16", "0.001", "true", "cosine"
+  std::string rule;                          ///< what a value must be: "a positive integer", "one of linear, cosine"
+  std::vector<std::string> old_keys;         ///< earlier names, still read (checkpoints of older versions)
+  std::function<std::string(const S&)> get;  ///< the canonical text: "16", "0.001", "true", "cosine"
   std::function<void(S&, const std::string&)> set;  ///< parses and checks; throws BadValue
 
   Field& only_in(Scope s) {
@@ -177,7 +177,8 @@ Field<S> real(std::string key, double S::*member, double lo, double hi, std::str
   f.set = [member, lo, hi, lo_open, hi_open, rule = f.rule](S& s, const std::string& text) {
     double v = 0;
     if (!parse_real(text, v)) throw BadValue("must be " + rule + ", got \"" + text + "\"");
-    if (!(lo_open ? v > lo : v >= lo) || !(hi_open ? v < hi : v <= hi)) throw BadValue("must be " + rule + ", got " + text);
+    if (!(lo_open ? v > lo : v >= lo) || !(hi_open ? v < hi : v <= hi))
+      throw BadValue("must be " + rule + ", got " + text);
     s.*member = v;
   };
   return f;

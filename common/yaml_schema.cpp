@@ -119,7 +119,8 @@ void read(const YAML::Node& root, const std::vector<Entry>& entries, const Origi
   const std::string& kp = key_prefix;
   if (!root.IsDefined() || root.IsNull()) {
     for (const auto& e : entries)
-      if (e.required) errors.add(e.key, origin.source + ": missing required key " + kp + e.key + " (" + e.comment + ")");
+      if (e.required)
+        errors.add(e.key, origin.source + ": missing required key " + kp + e.key + " (" + e.comment + ")");
     return;
   }
   if (!root.IsMap()) {
@@ -132,7 +133,7 @@ void read(const YAML::Node& root, const std::vector<Entry>& entries, const Origi
   std::set<std::string> seen;
 
   std::function<void(const YAML::Node&, const std::string&)> walk = [&](const YAML::Node& map,
-                                                                         const std::string& prefix) {
+                                                                        const std::string& prefix) {
     std::map<std::string, YAML::Mark> names;  // keys of this mapping so far, for duplicates
     for (auto it = map.begin(); it != map.end(); ++it) {
       if (!it->first.IsScalar()) {

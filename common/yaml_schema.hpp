@@ -127,7 +127,8 @@ Entry list_of(std::string key, std::string comment, std::vector<T>& items,
       items.emplace_back();
       const std::string item_key = key + "[" + std::to_string(i) + "]";
       if (!n[i].IsMap()) {
-        errors.add(item_key, origin.where(n[i], item_key) + ": " + item_key + " must be a mapping, got " + describe(n[i]));
+        errors.add(item_key,
+                   origin.where(n[i], item_key) + ": " + item_key + " must be a mapping, got " + describe(n[i]));
         continue;
       }
       read(n[i], bind_item(items.back()), origin, errors, nullptr, item_key + ".");

@@ -17,17 +17,16 @@ namespace detail {
 }  // namespace finecast
 
 /// Turns a failed MPI call into an MpiError naming the call and its MPI error string.
-#define CHECK_MPI(call)                                                              \
-  do {                                                                               \
-    const int finecast_mpi_rc_ = (call);                                             \
-    if (finecast_mpi_rc_ != 0)                                                       \
-      ::finecast::detail::throw_mpi_error(finecast_mpi_rc_, #call, __FILE__, __LINE__); \
+#define CHECK_MPI(call)                                                                                          \
+  do {                                                                                                           \
+    const int finecast_mpi_rc_ = (call);                                                                         \
+    if (finecast_mpi_rc_ != 0) ::finecast::detail::throw_mpi_error(finecast_mpi_rc_, #call, __FILE__, __LINE__); \
   } while (0)
 
 /// Turns a failed NetCDF-C call into an IoError; `context` names the file and variable.
-#define CHECK_NC(call, context)                                                                \
-  do {                                                                                         \
-    const int finecast_nc_rc_ = (call);                                                        \
-    if (finecast_nc_rc_ != 0)                                                                  \
+#define CHECK_NC(call, context)                                                                  \
+  do {                                                                                           \
+    const int finecast_nc_rc_ = (call);                                                          \
+    if (finecast_nc_rc_ != 0)                                                                    \
       ::finecast::detail::throw_nc_error(finecast_nc_rc_, #call, (context), __FILE__, __LINE__); \
   } while (0)

@@ -40,14 +40,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     const std::string again = fp::to_yaml(fp::parse_config(resolved, "resolved.yaml"));
     if (again != resolved) {
-      std::fprintf(stderr,
-                   "to_yaml round trip changed the config:\n--- first\n%s\n--- second\n%s\n",
-                   resolved.c_str(), again.c_str());
+      std::fprintf(stderr, "to_yaml round trip changed the config:\n--- first\n%s\n--- second\n%s\n", resolved.c_str(),
+                   again.c_str());
       std::abort();
     }
   } catch (const finecast::ConfigError& e) {
-    std::fprintf(stderr, "to_yaml output is refused by parse_config: %s\n--- resolved\n%s\n",
-                 e.what(), resolved.c_str());
+    std::fprintf(stderr, "to_yaml output is refused by parse_config: %s\n--- resolved\n%s\n", e.what(),
+                 resolved.c_str());
     std::abort();
   }
   return 0;

@@ -18,8 +18,7 @@ class InputFile {
  public:
   explicit InputFile(const char* suffix) {
     const char* dir = std::getenv("TMPDIR");
-    path_ = std::string(dir && *dir ? dir : "/tmp") + "/finecast_fuzz_" +
-            std::to_string(::getpid()) + suffix;
+    path_ = std::string(dir && *dir ? dir : "/tmp") + "/finecast_fuzz_" + std::to_string(::getpid()) + suffix;
   }
   ~InputFile() { std::remove(path_.c_str()); }
   /// Writes the input; false when the disk refuses (then the input is skipped, not a finding).

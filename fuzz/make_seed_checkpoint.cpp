@@ -22,12 +22,10 @@ int main(int argc, char** argv) {
   for (int64_t i = 0; i < n; ++i) {
     context[i * C] = static_cast<float>(i % 5);
     context[i * C + 1] = static_cast<float>(i % 3) - 1.0f;
-    for (int64_t j = 0; j < P; ++j)
-      fine[i * P + j] = context[i * C] + 0.25f * static_cast<float>(j - 1);
+    for (int64_t j = 0; j < P; ++j) fine[i * P + j] = context[i * C] + 0.25f * static_cast<float>(j - 1);
   }
   model.train_epoch({context.data(), fine.data(), nullptr, n});
   model.publish();
-  model.save_checkpoint(dir + "/trained.h5",
-                        {{"fields", "ts"}, {"datetime", "1979-01-01T02:00:00"}});
+  model.save_checkpoint(dir + "/trained.h5", {{"fields", "ts"}, {"datetime", "1979-01-01T02:00:00"}});
   return 0;
 }

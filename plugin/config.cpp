@@ -40,10 +40,11 @@ const schema::Names<Placement>& names(Placement) {
   return n;
 }
 const schema::Names<FaultPoint>& names(FaultPoint) {
-  static const schema::Names<FaultPoint> n{{FaultPoint::kNone, "none"},         {FaultPoint::kGather, "gather"},
-                                           {FaultPoint::kTraining, "training"}, {FaultPoint::kCheckpoint, "checkpoint"},
-                                           {FaultPoint::kSampling, "sampling"}, {FaultPoint::kOutput, "output"},
-                                           {FaultPoint::kWriteBack, "write_back"}};
+  static const schema::Names<FaultPoint> n{
+      {FaultPoint::kNone, "none"},           {FaultPoint::kGather, "gather"},
+      {FaultPoint::kTraining, "training"},   {FaultPoint::kCheckpoint, "checkpoint"},
+      {FaultPoint::kSampling, "sampling"},   {FaultPoint::kOutput, "output"},
+      {FaultPoint::kWriteBack, "write_back"}};
   return n;
 }
 
@@ -55,20 +56,48 @@ using yaml_schema::ErrorList;
 const std::vector<std::pair<std::string, int>>& entry_points() {
   // Names and ids follow ComIn's t_comin_entry_point (the order is ABI).
   static const std::vector<std::pair<std::string, int>> eps = [] {
-    const char* names[] = {"EP_SECONDARY_CONSTRUCTOR", "EP_ATM_YAC_DEFCOMP_BEFORE", "EP_ATM_YAC_DEFCOMP_AFTER",
-                           "EP_ATM_YAC_SYNCDEF_BEFORE", "EP_ATM_YAC_SYNCDEF_AFTER", "EP_ATM_YAC_ENDDEF_BEFORE",
-                           "EP_ATM_YAC_ENDDEF_AFTER", "EP_ATM_INIT_FINALIZE", "EP_ATM_TIMELOOP_BEFORE",
-                           "EP_ATM_TIMELOOP_START", "EP_ATM_TIMELOOP_END", "EP_ATM_TIMELOOP_AFTER",
-                           "EP_ATM_INTEGRATE_BEFORE", "EP_ATM_INTEGRATE_START", "EP_ATM_INTEGRATE_END",
-                           "EP_ATM_INTEGRATE_AFTER", "EP_ATM_WRITE_OUTPUT_BEFORE", "EP_ATM_WRITE_OUTPUT_AFTER",
-                           "EP_ATM_CHECKPOINT_BEFORE", "EP_ATM_CHECKPOINT_AFTER", "EP_ATM_ADVECTION_BEFORE",
-                           "EP_ATM_ADVECTION_AFTER", "EP_ATM_PHYSICS_BEFORE", "EP_ATM_PHYSICS_AFTER",
-                           "EP_ATM_NUDGING_BEFORE", "EP_ATM_NUDGING_AFTER", "EP_ATM_SURFACE_BEFORE",
-                           "EP_ATM_SURFACE_AFTER", "EP_ATM_TURBULENCE_BEFORE", "EP_ATM_TURBULENCE_AFTER",
-                           "EP_ATM_MICROPHYSICS_BEFORE", "EP_ATM_MICROPHYSICS_AFTER", "EP_ATM_CONVECTION_BEFORE",
-                           "EP_ATM_CONVECTION_AFTER", "EP_ATM_RADIATION_BEFORE", "EP_ATM_RADIATION_AFTER",
-                           "EP_ATM_RADHEAT_BEFORE", "EP_ATM_RADHEAT_AFTER", "EP_ATM_GWDRAG_BEFORE",
-                           "EP_ATM_GWDRAG_AFTER", "EP_FINISH", "EP_DESTRUCTOR"};
+    const char* names[] = {"EP_SECONDARY_CONSTRUCTOR",
+                           "EP_ATM_YAC_DEFCOMP_BEFORE",
+                           "EP_ATM_YAC_DEFCOMP_AFTER",
+                           "EP_ATM_YAC_SYNCDEF_BEFORE",
+                           "EP_ATM_YAC_SYNCDEF_AFTER",
+                           "EP_ATM_YAC_ENDDEF_BEFORE",
+                           "EP_ATM_YAC_ENDDEF_AFTER",
+                           "EP_ATM_INIT_FINALIZE",
+                           "EP_ATM_TIMELOOP_BEFORE",
+                           "EP_ATM_TIMELOOP_START",
+                           "EP_ATM_TIMELOOP_END",
+                           "EP_ATM_TIMELOOP_AFTER",
+                           "EP_ATM_INTEGRATE_BEFORE",
+                           "EP_ATM_INTEGRATE_START",
+                           "EP_ATM_INTEGRATE_END",
+                           "EP_ATM_INTEGRATE_AFTER",
+                           "EP_ATM_WRITE_OUTPUT_BEFORE",
+                           "EP_ATM_WRITE_OUTPUT_AFTER",
+                           "EP_ATM_CHECKPOINT_BEFORE",
+                           "EP_ATM_CHECKPOINT_AFTER",
+                           "EP_ATM_ADVECTION_BEFORE",
+                           "EP_ATM_ADVECTION_AFTER",
+                           "EP_ATM_PHYSICS_BEFORE",
+                           "EP_ATM_PHYSICS_AFTER",
+                           "EP_ATM_NUDGING_BEFORE",
+                           "EP_ATM_NUDGING_AFTER",
+                           "EP_ATM_SURFACE_BEFORE",
+                           "EP_ATM_SURFACE_AFTER",
+                           "EP_ATM_TURBULENCE_BEFORE",
+                           "EP_ATM_TURBULENCE_AFTER",
+                           "EP_ATM_MICROPHYSICS_BEFORE",
+                           "EP_ATM_MICROPHYSICS_AFTER",
+                           "EP_ATM_CONVECTION_BEFORE",
+                           "EP_ATM_CONVECTION_AFTER",
+                           "EP_ATM_RADIATION_BEFORE",
+                           "EP_ATM_RADIATION_AFTER",
+                           "EP_ATM_RADHEAT_BEFORE",
+                           "EP_ATM_RADHEAT_AFTER",
+                           "EP_ATM_GWDRAG_BEFORE",
+                           "EP_ATM_GWDRAG_AFTER",
+                           "EP_FINISH",
+                           "EP_DESTRUCTOR"};
     std::vector<std::pair<std::string, int>> v;
     for (int i = 0; i < static_cast<int>(sizeof names / sizeof *names); ++i) v.emplace_back(names[i], i + 1);
     return v;
@@ -90,36 +119,40 @@ const schema::Table<Config>& config_table() {
   static const Table<Config> table = [] {
     Table<Config> s;
     auto add = [&s](const Table<Config>& more) { s.insert(s.end(), more.begin(), more.end()); };
-    s.push_back(text("target", &Config::target, "the downscaled field, one of fields (\"\" = the first); the others are predictors only"));
+    s.push_back(text("target", &Config::target,
+                     "the downscaled field, one of fields (\"\" = the first); the others are predictors only"));
     s.push_back(text("device", &Config::device, "auto picks CUDA, then MPS, then CPU; cuda/cuda:N/mps fail when absent",
                      "one of auto, cpu, cuda, cuda:N, mps", valid_device));
     s.push_back(unsigned64("seed", &Config::seed, "seed of every random choice (training and sampling)"));
-    s.push_back(choice("on_error", &Config::on_error, "on a runtime failure: abort the run, or log once and stop working"));
+    s.push_back(
+        choice("on_error", &Config::on_error, "on a runtime failure: abort the run, or log once and stop working"));
     add(nested(&Config::log,
                Table<LogConfig>{choice("level", &LogConfig::level, "lowest level printed"),
                                 boolean("all_ranks", &LogConfig::all_ranks, "print training progress on every rank")},
                "log."));
     add(nested(
         &Config::grid,
-        Table<GridConfig>{
-            choice("type", &GridConfig::type, "icon (triangles) or latlon (blocks)"),
-            text("file", &GridConfig::file, "ICON grid file, or a CF file with the lat/lon coordinates"),
-            text("variable", &GridConfig::variable, "latlon: variable whose coordinates define the grid (\"\" = first field)"),
-            integer("coarse_level", &GridConfig::coarse_level, 0, 20, "icon: patches are the cells of R2B<coarse_level>"),
-            integer("block", &GridConfig::block, 2, 4096, "latlon: patches are block x block cells")},
+        Table<GridConfig>{choice("type", &GridConfig::type, "icon (triangles) or latlon (blocks)"),
+                          text("file", &GridConfig::file, "ICON grid file, or a CF file with the lat/lon coordinates"),
+                          text("variable", &GridConfig::variable,
+                               "latlon: variable whose coordinates define the grid (\"\" = first field)"),
+                          integer("coarse_level", &GridConfig::coarse_level, 0, 20,
+                                  "icon: patches are the cells of R2B<coarse_level>"),
+                          integer("block", &GridConfig::block, 2, 4096, "latlon: patches are block x block cells")},
         "grid."));
-    add(nested(&Config::coupling,
-               Table<CouplingConfig>{
-                   text("entry_point", &CouplingConfig::entry_point, "ComIn entry point that couples (EP_...)",
-                        "one of EP_ATM_WRITE_OUTPUT_BEFORE, EP_ATM_TIMELOOP_END, EP_ATM_INTEGRATE_AFTER, or another ComIn "
-                        "EP_* name between EP_SECONDARY_CONSTRUCTOR and EP_FINISH",
-                        [](const std::string& v) { return entry_point_id(v) > 1 && entry_point_id(v) < 41; }),
-                   integer("every", &CouplingConfig::every, 1, kMax, "couple on every n-th call of the entry point"),
-                   choice("communicator", &CouplingConfig::communicator,
-                          "host, or plugin (needs a comm for the plugin in the namelist)"),
-                   integer("trainer_rank", &CouplingConfig::trainer_rank, 0, kMax, "rank that gathers, trains and samples"),
-                   integer("domain", &CouplingConfig::domain, 1, kMax, "ComIn domain id (1-based)")},
-               "coupling."));
+    add(nested(
+        &Config::coupling,
+        Table<CouplingConfig>{
+            text("entry_point", &CouplingConfig::entry_point, "ComIn entry point that couples (EP_...)",
+                 "one of EP_ATM_WRITE_OUTPUT_BEFORE, EP_ATM_TIMELOOP_END, EP_ATM_INTEGRATE_AFTER, or another ComIn "
+                 "EP_* name between EP_SECONDARY_CONSTRUCTOR and EP_FINISH",
+                 [](const std::string& v) { return entry_point_id(v) > 1 && entry_point_id(v) < 41; }),
+            integer("every", &CouplingConfig::every, 1, kMax, "couple on every n-th call of the entry point"),
+            choice("communicator", &CouplingConfig::communicator,
+                   "host, or plugin (needs a comm for the plugin in the namelist)"),
+            integer("trainer_rank", &CouplingConfig::trainer_rank, 0, kMax, "rank that gathers, trains and samples"),
+            integer("domain", &CouplingConfig::domain, 1, kMax, "ComIn domain id (1-based)")},
+        "coupling."));
     add(nested(&Config::patch,
                Table<PatchConfig>{boolean("static_features", &PatchConfig::static_features,
                                           "add sin lat, cos lat cos lon, cos lat sin lon to the context"),
@@ -177,13 +210,14 @@ const schema::Table<Config>& config_table() {
                            "also checkpoint when the host writes its restart (EP_ATM_CHECKPOINT_AFTER)"),
                    boolean("buffer", &CheckpointConfig::buffer, "snapshot the rolling buffer with each checkpoint")},
                "checkpoint."));
-    add(nested(&Config::testing,
-               Table<TestingConfig>{
-                   choice("fault", &TestingConfig::fault, "fail on purpose there (tests of on_error; never in production)"),
-                   integer("fault_step", &TestingConfig::fault_step, 0, kMax,
-                           "coupling step of the failure; 0 = every occasion"),
-                   integer("fault_rank", &TestingConfig::fault_rank, -1, kMax, "rank that fails; -1 = the trainer rank")},
-               "testing."));
+    add(nested(
+        &Config::testing,
+        Table<TestingConfig>{
+            choice("fault", &TestingConfig::fault, "fail on purpose there (tests of on_error; never in production)"),
+            integer("fault_step", &TestingConfig::fault_step, 0, kMax,
+                    "coupling step of the failure; 0 = every occasion"),
+            integer("fault_rank", &TestingConfig::fault_rank, -1, kMax, "rank that fails; -1 = the trainer rank")},
+        "testing."));
     return s;
   }();
   return table;
@@ -218,9 +252,10 @@ yaml_schema::Entry fields_entry(Config& c) {
         } else if (k == "level" && kv.second.IsScalar() && schema::parse_integer(kv.second.Scalar(), level) &&
                    level >= 1 && level <= 100000) {
         } else {
-          throw BadValue("entries of the form {name: NAME, level: K} take a variable name and a level >= 1 "
-                         "(1 = model top), got " +
-                         (k.empty() ? "a key that is not a string" : k + ": " + yaml_schema::describe(kv.second)));
+          throw BadValue(
+              "entries of the form {name: NAME, level: K} take a variable name and a level >= 1 "
+              "(1 = model top), got " +
+              (k.empty() ? "a key that is not a string" : k + ": " + yaml_schema::describe(kv.second)));
         }
       }
       if (name.empty()) throw BadValue("entry {name: NAME, level: K} has no name");
@@ -263,7 +298,8 @@ yaml_schema::Entry gpu_ids_entry(Config& c) {
   e.comment = "CUDA device of each trainer rank on a node, e.g. [0, 1, 2, 3] ([] = 0, 1, ... in rank order)";
   e.read = [&c](const YAML::Node& n) {
     std::vector<int> ids;
-    if (!n.IsSequence()) throw BadValue("must be a list of device numbers, e.g. [0, 1], got " + yaml_schema::describe(n));
+    if (!n.IsSequence())
+      throw BadValue("must be a list of device numbers, e.g. [0, 1], got " + yaml_schema::describe(n));
     for (const auto& item : n) {
       long long v = -1;
       if (!item.IsScalar() || !schema::parse_integer(item.Scalar(), v) || v < 0 || v > 1023)
@@ -285,8 +321,9 @@ yaml_schema::Entry gpu_ids_entry(Config& c) {
 yaml_schema::Entry statics_entry(Config& c) {
   yaml_schema::Entry e;
   e.key = "patch.static";
-  e.comment = "host variables with fine static covariates (e.g. [topography_c, fr_land]), gathered once; each adds its "
-              "normalised block mean and fine anomalies to the context";
+  e.comment =
+      "host variables with fine static covariates (e.g. [topography_c, fr_land]), gathered once; each adds its "
+      "normalised block mean and fine anomalies to the context";
   e.read = [&c](const YAML::Node& n) {
     std::vector<std::string> names;
     auto add = [&](const YAML::Node& item) {
@@ -353,7 +390,8 @@ void validate_together(const Config& c, ErrorList& errors) {
                : std::string();
   });
   rule({"target", "fields"}, [&] {
-    if (c.target.empty() || std::find(c.fields.begin(), c.fields.end(), c.target) != c.fields.end()) return std::string();
+    if (c.target.empty() || std::find(c.fields.begin(), c.fields.end(), c.target) != c.fields.end())
+      return std::string();
     std::string list;
     for (const auto& f : c.fields) list += (list.empty() ? "" : ", ") + f;
     return "target \"" + c.target + "\" is not one of fields (" + list + ")";
@@ -423,8 +461,10 @@ std::vector<std::string> split_options(const std::string& options) {
   char quote = 0;
   for (char ch : options) {
     if (quote != 0) {
-      if (ch == quote) quote = 0;
-      else word += ch;
+      if (ch == quote)
+        quote = 0;
+      else
+        word += ch;
     } else if (ch == '\'' || ch == '"') {
       quote = ch;
       in_word = true;
@@ -458,7 +498,8 @@ std::vector<std::string> required_config_keys() {
   return keys;
 }
 
-Config parse_config(const std::string& yaml_text, const std::string& source, const std::vector<std::string>& overrides) {
+Config parse_config(const std::string& yaml_text, const std::string& source,
+                    const std::vector<std::string>& overrides) {
   YAML::Node root = yaml_schema::parse(yaml_text, source);
   if (!root.IsDefined() || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   if (!root.IsMap()) throw ConfigError(source + ": the config must be a mapping of keys (e.g. \"fields: [ts]\")");
@@ -467,7 +508,8 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
   const auto entries = config_entries(config);
   yaml_schema::Origin origin{source, {}};
   ErrorList errors;
-  for (const auto& o : overrides) errors.collect("--set", [&] { yaml_schema::apply_override(root, o, entries, origin); });
+  for (const auto& o : overrides)
+    errors.collect("--set", [&] { yaml_schema::apply_override(root, o, entries, origin); });
   yaml_schema::read(root, entries, origin, errors);
   validate_together(config, errors);
   errors.throw_if_any();

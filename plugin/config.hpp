@@ -48,8 +48,8 @@ struct GridConfig {
 };
 
 struct CouplingConfig {
-  std::string entry_point = "EP_ATM_WRITE_OUTPUT_BEFORE";  ///< ComIn entry point that couples
-  int every = 1;                                          ///< couple on every n-th call of the entry point
+  std::string entry_point = "EP_ATM_WRITE_OUTPUT_BEFORE";   ///< ComIn entry point that couples
+  int every = 1;                                            ///< couple on every n-th call of the entry point
   CommunicatorKind communicator = CommunicatorKind::kHost;  ///< plugin: the plugin's comm from the namelist
   int trainer_rank = 0;  ///< rank (of the communicator) that gathers, trains and samples
   int domain = 1;        ///< ComIn domain id (1-based)
@@ -61,7 +61,8 @@ struct PatchConfig {
   /// Host variables with fine static covariates (surface height, land fraction), gathered once;
   /// each adds its normalised block mean and fine anomalies to every patch's context.
   std::vector<std::string> statics;
-  int context_rings = 0;  ///< 0: edge neighbours; K: every coarse cell within K rings (coupling/grid/context_stencil.hpp)
+  int context_rings =
+      0;  ///< 0: edge neighbours; K: every coarse cell within K rings (coupling/grid/context_stencil.hpp)
   Residual residual = Residual::kMean;
 };
 
@@ -72,7 +73,7 @@ struct BufferConfig {
 /// The train section: when the plugin trains, plus every option of the trainer's optimisation
 /// (trainer::TrainOptions; `threads` 0 = cores / ranks on this node, at least 1).
 struct TrainConfig : trainer::TrainOptions {
-  bool async = true;   ///< train on a background thread of the trainer rank
+  bool async = true;  ///< train on a background thread of the trainer rank
   /// "lat0,lat1,lon0,lon1": patches wholly inside (every fine cell centre, in the grid's own
   /// coordinates) are never trained on, though their coarse values stay in their neighbours'
   /// context and they are sampled ("" = none).

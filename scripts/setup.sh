@@ -36,7 +36,7 @@ packages=(
   libyaml-cpp-dev googletest libgtest-dev libcli11-dev
   libfmt-dev nlohmann-json3-dev libfftw3-dev
   libncarg-data ferret-datasets
-  shellcheck cdo
+  shellcheck cdo clang-format
   gfortran libnetcdff-dev
   python3 python3-torch python3-numpy python3-matplotlib python3-netcdf4 python3-yaml python3-xarray python3-h5py
 )

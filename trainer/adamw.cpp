@@ -21,10 +21,8 @@ namespace finecast::trainer::adamw {
 namespace {
 
 FINECAST_CLONES
-void update_range(float* p, const float* g, float* m, float* v, float* e, int64_t begin,
-                  int64_t end, StepParams s) {
-  const float b1c = s.one_minus_beta1, b2c = s.one_minus_beta2, step_size = s.lr / s.bc1,
-              inv_bc2 = 1.0f / s.bc2_sqrt;
+void update_range(float* p, const float* g, float* m, float* v, float* e, int64_t begin, int64_t end, StepParams s) {
+  const float b1c = s.one_minus_beta1, b2c = s.one_minus_beta2, step_size = s.lr / s.bc1, inv_bc2 = 1.0f / s.bc2_sqrt;
   for (int64_t i = begin; i < end; ++i) {
     const float gi = g[i] * s.grad_scale;
     const float mi = m[i] + b1c * (gi - m[i]);
@@ -61,9 +59,8 @@ StepParams step_params(const TrainOptions& o, int64_t step, double lr, double gr
   const int64_t k = step + 1;  // 1-based step for the bias corrections, as in PyTorch
   const double b1 = 0.9, b2 = 0.999;
   StepParams p;
-  p.grad_scale = o.grad_clip > 0 && grad_norm > o.grad_clip
-                     ? static_cast<float>(o.grad_clip / (grad_norm + 1e-6))
-                     : 1.0f;
+  p.grad_scale =
+      o.grad_clip > 0 && grad_norm > o.grad_clip ? static_cast<float>(o.grad_clip / (grad_norm + 1e-6)) : 1.0f;
   p.lr = static_cast<float>(lr);
   p.decay_factor = static_cast<float>(1.0 - lr * o.weight_decay);
   p.beta1 = static_cast<float>(b1);
@@ -74,16 +71,13 @@ StepParams step_params(const TrainOptions& o, int64_t step, double lr, double gr
   p.bc1 = static_cast<float>(1.0 - std::pow(b1, static_cast<double>(k)));
   p.bc2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(b2, static_cast<double>(k))));
   // EMA warm-up: early weights are far from converged, so average over fewer steps at first.
-  const double decay =
-      std::min(o.ema_decay, (1.0 + static_cast<double>(step)) / (10.0 + static_cast<double>(step)));
+  const double decay = std::min(o.ema_decay, (1.0 + static_cast<double>(step)) / (10.0 + static_cast<double>(step)));
   p.ema_weight = static_cast<float>(1.0 - decay);
   return p;
 }
 
-void update_cpu(float* p, const float* g, float* m, float* v, float* e, int64_t n,
-                const StepParams& s) {
-  at::parallel_for(0, n, 65536,
-                   [&](int64_t begin, int64_t end) { update_range(p, g, m, v, e, begin, end, s); });
+void update_cpu(float* p, const float* g, float* m, float* v, float* e, int64_t n, const StepParams& s) {
+  at::parallel_for(0, n, 65536, [&](int64_t begin, int64_t end) { update_range(p, g, m, v, e, begin, end, s); });
 }
 
 double norm_cpu(const float* g, int64_t n) {
@@ -92,16 +86,15 @@ double norm_cpu(const float* g, int64_t n) {
   const int64_t chunks = std::max<int64_t>(1, (n + kChunk - 1) / kChunk);
   std::vector<double> part(static_cast<size_t>(chunks), 0.0);
   at::parallel_for(0, chunks, 1, [&](int64_t c0, int64_t c1) {
-    for (int64_t c = c0; c < c1; ++c)
-      part[c] = sumsq_range(g, c * kChunk, std::min(n, (c + 1) * kChunk));
+    for (int64_t c = c0; c < c1; ++c) part[c] = sumsq_range(g, c * kChunk, std::min(n, (c + 1) * kChunk));
   });
   double total = 0;
   for (double x : part) total += x;
   return std::sqrt(total);
 }
 
-void update_tensors(torch::Tensor& p, torch::Tensor& g, torch::Tensor& m, torch::Tensor& v,
-                    torch::Tensor& e, torch::Tensor& denom, const StepParams& s) {
+void update_tensors(torch::Tensor& p, torch::Tensor& g, torch::Tensor& m, torch::Tensor& v, torch::Tensor& e,
+                    torch::Tensor& denom, const StepParams& s) {
   torch::NoGradGuard no_grad;
   if (s.grad_scale != 1.0f) g.mul_(s.grad_scale);
   p.mul_(s.decay_factor);

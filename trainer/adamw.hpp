@@ -12,8 +12,8 @@ namespace finecast::trainer::adamw {
 
 /// Hyper-parameters of one optimizer step (PyTorch's AdamW formulas).
 struct StepParams {
-  float grad_scale = 1, lr = 0, decay_factor = 1, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f,
-        bc1 = 1, bc2_sqrt = 1, ema_weight = 0;
+  float grad_scale = 1, lr = 0, decay_factor = 1, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, bc1 = 1, bc2_sqrt = 1,
+        ema_weight = 0;
   /// 1 - beta in double, then rounded (1.0f - 0.999f would be 4.7e-5 off, as torch's is not).
   float one_minus_beta1 = 0.1f, one_minus_beta2 = 0.001f;
 };
@@ -24,14 +24,13 @@ struct StepParams {
 StepParams step_params(const TrainOptions& o, int64_t step, double lr, double grad_norm);
 
 /// p, m, v, e (the EMA) updated in place from gradient g, in one vectorised pass (CPU).
-void update_cpu(float* p, const float* g, float* m, float* v, float* e, int64_t n,
-                const StepParams& s);
+void update_cpu(float* p, const float* g, float* m, float* v, float* e, int64_t n, const StepParams& s);
 
 /// ||g||_2 over a flat CPU buffer (double accumulation).
 double norm_cpu(const float* g, int64_t n);
 
 /// The same update as update_cpu with tensor operations on any device (eager).
-void update_tensors(torch::Tensor& p, torch::Tensor& g, torch::Tensor& m, torch::Tensor& v,
-                    torch::Tensor& e, torch::Tensor& denom, const StepParams& s);
+void update_tensors(torch::Tensor& p, torch::Tensor& g, torch::Tensor& m, torch::Tensor& v, torch::Tensor& e,
+                    torch::Tensor& denom, const StepParams& s);
 
 }  // namespace finecast::trainer::adamw

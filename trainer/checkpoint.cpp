@@ -29,10 +29,10 @@ void check_header(const h5::File& f) {
     throw CheckpointError(f.path() + ": the root attribute `format_version` is missing");
   const int64_t v = f.attr_int("/", "format_version");
   if (v < kCheckpointOldestReadableVersion || v > kCheckpointFormatVersion)
-    throw CheckpointError(f.path() + ": checkpoint format version " + std::to_string(v) + ", but this build reads versions " +
-                          std::to_string(kCheckpointOldestReadableVersion) + " to " +
-                          std::to_string(kCheckpointFormatVersion) +
-                          (v > kCheckpointFormatVersion ? " (written by a newer finecast)" : " (written by an older finecast)"));
+    throw CheckpointError(
+        f.path() + ": checkpoint format version " + std::to_string(v) + ", but this build reads versions " +
+        std::to_string(kCheckpointOldestReadableVersion) + " to " + std::to_string(kCheckpointFormatVersion) +
+        (v > kCheckpointFormatVersion ? " (written by a newer finecast)" : " (written by an older finecast)"));
 }
 
 namespace {
@@ -84,7 +84,7 @@ S read_options(const h5::File& f, const std::string& group, const schema::Table<
       case schema::Kind::kInteger: {
         const int64_t v = f.attr_int(group, key);
         text = v < 0 && field.rule == "a non-negative integer" ? std::to_string(static_cast<uint64_t>(v))
-                                                                : std::to_string(v);
+                                                               : std::to_string(v);
         break;
       }
       case schema::Kind::kReal:

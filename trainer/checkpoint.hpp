@@ -48,7 +48,7 @@ std::string best_checkpoint_path(const std::string& dir);
 
 /// The newest checkpoint in `dir` that passes verify_checkpoint, skipping corrupt or truncated
 /// ones (each skip is reported through `on_skip` when given); nullopt when there is none.
-std::optional<std::string> newest_valid_checkpoint(
-    const std::string& dir, const std::function<void(const std::string&)>& on_skip = {});
+std::optional<std::string> newest_valid_checkpoint(const std::string& dir,
+                                                   const std::function<void(const std::string&)>& on_skip = {});
 
 }  // namespace finecast::trainer

@@ -53,7 +53,8 @@ void write_checkpoint(const std::string& path, const Downscaler::Impl& im, const
   // Weights that are not finite would poison every run that resumes from them.
   for (const auto* t : {&state.flat, &state.ema})
     if (!torch::isfinite(*t).all().item<bool>())
-      throw CheckpointError(path + ": not written: the model's " + (t == &state.flat ? "weights" : "averaged (EMA) weights") +
+      throw CheckpointError(path + ": not written: the model's " +
+                            (t == &state.flat ? "weights" : "averaged (EMA) weights") +
                             " contain NaN or Inf (the last good checkpoint is kept)");
   AtomicFile out(path, ErrorCode::kCheckpoint);
   {
@@ -74,8 +75,7 @@ void write_checkpoint(const std::string& path, const Downscaler::Impl& im, const
       f.create_group(kBuffers[b]);
       for (size_t i = 0; i < im.names.size(); ++i) {
         const auto v = im.view(host, i).contiguous();
-        f.write(std::string(kBuffers[b]) + "/" + im.names[i], h5::Type::kFloat32,
-                v.data_ptr<float>(), im.shapes[i]);
+        f.write(std::string(kBuffers[b]) + "/" + im.names[i], h5::Type::kFloat32, v.data_ptr<float>(), im.shapes[i]);
       }
     }
     f.set_attr("optimizer", "kind", std::string("adamw"));
@@ -104,8 +104,7 @@ void write_checkpoint(const std::string& path, const Downscaler::Impl& im, const
 
 }  // namespace
 
-void Downscaler::save_checkpoint(const std::string& path,
-                                 const std::map<std::string, std::string>& metadata) const {
+void Downscaler::save_checkpoint(const std::string& path, const std::map<std::string, std::string>& metadata) const {
   const auto& im = *impl_;
   TrainState s;  // views of the live buffers: nothing copied but what the writer copies to the host
   s.flat = im.flat;
@@ -167,13 +166,11 @@ void Downscaler::restore(const std::string& path) {
                            ", the model expects float32" + fmt(im.shapes[i]));
       }
     }
-    for (const auto& extra : stored)
-      problems.push_back("unexpected tensor /" + std::string(group) + "/" + extra);
+    for (const auto& extra : stored) problems.push_back("unexpected tensor /" + std::string(group) + "/" + extra);
   }
   const int64_t C = im.mo.context_size;
-  for (const char* ds :
-       {"normalisation/context_count", "normalisation/context_sum", "normalisation/context_sumsq",
-        "normalisation/residual_count", "normalisation/residual_sumsq", "rng/state"})
+  for (const char* ds : {"normalisation/context_count", "normalisation/context_sum", "normalisation/context_sumsq",
+                         "normalisation/residual_count", "normalisation/residual_sumsq", "rng/state"})
     if (!f.exists(ds)) problems.push_back("missing dataset /" + std::string(ds));
   if (!problems.empty()) {
     std::string msg = path + ": does not fit this model:";
@@ -189,8 +186,7 @@ void Downscaler::restore(const std::string& path) {
     auto host = torch::empty({N}, torch::kFloat32);
     for (size_t i = 0; i < im.names.size(); ++i) {
       auto v = im.view(host, i);
-      f.read(std::string(kBuffers[b]) + "/" + im.names[i], h5::Type::kFloat32, v.data_ptr<float>(),
-             v.numel());
+      f.read(std::string(kBuffers[b]) + "/" + im.names[i], h5::Type::kFloat32, v.data_ptr<float>(), v.numel());
     }
     // A model with NaN or Inf weights cannot sample; refuse it here rather than at the first use.
     if (b < 2 && !torch::isfinite(host).all().item<bool>())
@@ -208,16 +204,15 @@ void Downscaler::restore(const std::string& path) {
   s.rng_state = torch::empty({state_info.numel()}, torch::kUInt8);
   f.read("rng/state", h5::Type::kUInt8, s.rng_state.data_ptr<uint8_t>(), s.rng_state.numel());
   s.step = f.attr_int("/", "step");
-  s.consecutive_bad =
-      f.has_attr("/", "consecutive_bad_steps") ? f.attr_int("/", "consecutive_bad_steps") : 0;
+  s.consecutive_bad = f.has_attr("/", "consecutive_bad_steps") ? f.attr_int("/", "consecutive_bad_steps") : 0;
   s.total_bad = f.has_attr("/", "total_bad_steps") ? f.attr_int("/", "total_bad_steps") : 0;
   s.validation = read_validation(f);
   try {
     auto gen = at::make_generator<at::CPUGeneratorImpl>(0);
     gen.set_state(s.rng_state);
   } catch (const c10::Error& e) {
-    throw CheckpointError(path + ": /rng/state is not a valid generator state (" +
-                          std::to_string(s.rng_state.numel()) + " bytes)");
+    throw CheckpointError(path + ": /rng/state is not a valid generator state (" + std::to_string(s.rng_state.numel()) +
+                          " bytes)");
   }
   im.apply_state(s);
   im.best.reset();  // a kept best state belongs to the run before the restore

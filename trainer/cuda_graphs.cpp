@@ -40,9 +40,7 @@ class EagerRunner : public Runner {
 class CudaGraphRunner : public Runner {
  public:
   CudaGraphRunner(const torch::Device& device, int warmup)
-      : device_(device),
-        warmup_(warmup),
-        stream_(c10::cuda::getStreamFromPool(false, device.index())) {}
+      : device_(device), warmup_(warmup), stream_(c10::cuda::getStreamFromPool(false, device.index())) {}
   ~CudaGraphRunner() override {
     try {
       stream_.synchronize();
@@ -59,8 +57,7 @@ class CudaGraphRunner : public Runner {
     events_[static_cast<size_t>(slot)].record(stream_);
   }
   void wait_slot(int slot) override {
-    if (static_cast<size_t>(slot) < events_.size())
-      events_[static_cast<size_t>(slot)].synchronize();
+    if (static_cast<size_t>(slot) < events_.size()) events_[static_cast<size_t>(slot)].synchronize();
   }
   void run(const std::function<void()>& body) override {
     c10::cuda::CUDAStreamGuard guard(stream_);

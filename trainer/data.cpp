@@ -39,8 +39,7 @@ torch::Tensor cpu_float(const float* data, int64_t rows, int64_t cols) {
 }
 
 torch::Tensor normalised_weights(const torch::Tensor& w, const char* who) {
-  if ((w < 0).any().item<bool>())
-    throw std::invalid_argument(std::string(who) + ": weights must be >= 0");
+  if ((w < 0).any().item<bool>()) throw std::invalid_argument(std::string(who) + ": weights must be >= 0");
   auto sum = w.sum(1, true);
   if ((sum <= 0).any().item<bool>())
     throw std::invalid_argument(std::string(who) + ": every weights row needs a positive sum");
@@ -99,8 +98,7 @@ void accumulate_normalisation(NormSums& s, const CleanData& c, int64_t C) {
 }
 
 TimeSplit split_by_time(const int64_t* time, int64_t n, double fraction) {
-  if (!(fraction >= 0.0 && fraction < 1.0))
-    throw std::invalid_argument("train.validation: must be in [0, 1)");
+  if (!(fraction >= 0.0 && fraction < 1.0)) throw std::invalid_argument("train.validation: must be in [0, 1)");
   TimeSplit s;
   std::vector<int64_t> steps;
   steps.reserve(static_cast<size_t>(n));
@@ -114,11 +112,9 @@ TimeSplit split_by_time(const int64_t* time, int64_t n, double fraction) {
     s.validation_steps = std::clamp<int64_t>(k, 1, s.steps - 1);
   }
   // Rows at or after the first held-out step are validation.
-  const int64_t cut = s.validation_steps > 0
-                          ? distinct[static_cast<size_t>(s.steps - s.validation_steps)]
-                          : std::numeric_limits<int64_t>::max();
-  for (int64_t i = 0; i < n; ++i)
-    (steps[static_cast<size_t>(i)] >= cut ? s.validation : s.train).push_back(i);
+  const int64_t cut = s.validation_steps > 0 ? distinct[static_cast<size_t>(s.steps - s.validation_steps)]
+                                             : std::numeric_limits<int64_t>::max();
+  for (int64_t i = 0; i < n; ++i) (steps[static_cast<size_t>(i)] >= cut ? s.validation : s.train).push_back(i);
   return s;
 }
 
@@ -141,11 +137,9 @@ Subset take_rows(const DataView& d, const std::vector<int64_t>& rows, int64_t C,
   s.time.resize(static_cast<size_t>(m));
   for (int64_t k = 0; k < m; ++k) {
     const int64_t i = rows[static_cast<size_t>(k)];
-    if (C > 0)
-      std::memcpy(&s.context[k * C], d.context + i * C, static_cast<size_t>(C) * sizeof(float));
+    if (C > 0) std::memcpy(&s.context[k * C], d.context + i * C, static_cast<size_t>(C) * sizeof(float));
     std::memcpy(&s.fine[k * P], d.fine + i * P, static_cast<size_t>(P) * sizeof(float));
-    if (d.weights)
-      std::memcpy(&s.weights[k * P], d.weights + i * P, static_cast<size_t>(P) * sizeof(float));
+    if (d.weights) std::memcpy(&s.weights[k * P], d.weights + i * P, static_cast<size_t>(P) * sizeof(float));
     s.time[k] = d.time ? d.time[i] : i;
   }
   return s;

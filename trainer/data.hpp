@@ -26,8 +26,7 @@ struct NormApplied {
 };
 
 /// Means and standard deviations from the sums (unit scale for constant features), on `device`.
-NormApplied derive_normalisation(const NormSums& sums, int64_t context_size,
-                                 const torch::Device& device);
+NormApplied derive_normalisation(const NormSums& sums, int64_t context_size, const torch::Device& device);
 
 /// A [rows, cols] float32 CPU tensor over caller memory (not copied).
 torch::Tensor cpu_float(const float* data, int64_t rows, int64_t cols);
@@ -42,8 +41,7 @@ torch::Tensor patch_mean(const torch::Tensor& fine, const torch::Tensor& w);
 /// original row of each kept sample.
 struct CleanData {
   torch::Tensor context, fine, weights;
-  torch::Tensor
-      rows;  ///< int64 [kept]: index into the DataView (undefined when nothing was dropped)
+  torch::Tensor rows;  ///< int64 [kept]: index into the DataView (undefined when nothing was dropped)
   int64_t dropped = 0;
 };
 

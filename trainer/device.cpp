@@ -16,9 +16,18 @@ namespace finecast::trainer {
 DeviceRequest parse_device(const std::string& text) {
   DeviceRequest r;
   if (text == "auto") return r;
-  if (text == "cpu") { r.kind = DeviceRequest::Kind::kCpu; return r; }
-  if (text == "mps") { r.kind = DeviceRequest::Kind::kMps; return r; }
-  if (text == "cuda") { r.kind = DeviceRequest::Kind::kCuda; return r; }
+  if (text == "cpu") {
+    r.kind = DeviceRequest::Kind::kCpu;
+    return r;
+  }
+  if (text == "mps") {
+    r.kind = DeviceRequest::Kind::kMps;
+    return r;
+  }
+  if (text == "cuda") {
+    r.kind = DeviceRequest::Kind::kCuda;
+    return r;
+  }
   if (text.rfind("cuda:", 0) == 0) {
     const std::string ord = text.substr(5);
     if (!ord.empty() && ord.find_first_not_of("0123456789") == std::string::npos && ord.size() < 6) {
@@ -96,16 +105,18 @@ DeviceChoice select_device(const DeviceRequest& request, const DeviceProbe& prob
     case DeviceRequest::Kind::kCuda: {
       const int index = request.index < 0 ? 0 : request.index;
       if (n_cuda == 0)
-        throw std::runtime_error("device: cuda was requested but no CUDA device is available "
-                                 "(this LibTorch has no CUDA support or no GPU is visible); use device: auto or cpu");
+        throw std::runtime_error(
+            "device: cuda was requested but no CUDA device is available "
+            "(this LibTorch has no CUDA support or no GPU is visible); use device: auto or cpu");
       if (index >= n_cuda)
         throw std::runtime_error("device: cuda:" + std::to_string(index) + " was requested but only " +
-                                 std::to_string(n_cuda) + " CUDA device(s) are visible (cuda:0 .. cuda:" +
-                                 std::to_string(n_cuda - 1) + ")");
+                                 std::to_string(n_cuda) +
+                                 " CUDA device(s) are visible (cuda:0 .. cuda:" + std::to_string(n_cuda - 1) + ")");
       return cuda_choice(index, probe);
     }
     case DeviceRequest::Kind::kMps:
-      if (!mps) throw std::runtime_error("device: mps was requested but Apple MPS is not available; use device: auto or cpu");
+      if (!mps)
+        throw std::runtime_error("device: mps was requested but Apple MPS is not available; use device: auto or cpu");
       return DeviceChoice{"mps", "MPS - Apple GPU"};
     case DeviceRequest::Kind::kAuto:
       if (n_cuda > 0) return cuda_choice(0, probe);

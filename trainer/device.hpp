@@ -21,8 +21,8 @@ DeviceRequest parse_device(const std::string& text);
 struct DeviceProbe {
   std::function<int()> cuda_device_count;
   std::function<bool()> mps_available;
-  std::function<std::string(int)> cuda_device_name;     ///< "" when unknown
-  std::function<double(int)> cuda_device_memory_gib;    ///< 0 when unknown
+  std::function<std::string(int)> cuda_device_name;   ///< "" when unknown
+  std::function<double(int)> cuda_device_memory_gib;  ///< 0 when unknown
   std::function<int()> cpu_threads;
 };
 

@@ -12,7 +12,8 @@ std::vector<double> linear_betas(int64_t steps) {
   const double scale = 1000.0 / static_cast<double>(steps);
   const double b0 = scale * 1e-4, b1 = std::min(scale * 0.02, 0.999);
   std::vector<double> beta(static_cast<size_t>(steps));
-  for (int64_t i = 0; i < steps; ++i) beta[i] = b0 + (b1 - b0) * static_cast<double>(i) / static_cast<double>(steps - 1);
+  for (int64_t i = 0; i < steps; ++i)
+    beta[i] = b0 + (b1 - b0) * static_cast<double>(i) / static_cast<double>(steps - 1);
   return beta;
 }
 
@@ -101,8 +102,8 @@ std::vector<int64_t> ddim_timesteps(int64_t T, int64_t n) {
 namespace {
 
 /// (x0, eps) estimates from the network output at step t.
-std::pair<torch::Tensor, torch::Tensor> estimates(const SamplerSetup& s, const torch::Tensor& x, const torch::Tensor& out,
-                                                  int64_t t) {
+std::pair<torch::Tensor, torch::Tensor> estimates(const SamplerSetup& s, const torch::Tensor& x,
+                                                  const torch::Tensor& out, int64_t t) {
   const double a = std::sqrt(s.schedule->alpha_bar[t]), b = std::sqrt(1.0 - s.schedule->alpha_bar[t]);
   torch::Tensor x0, eps;
   if (s.v_objective) {
@@ -133,8 +134,9 @@ torch::Tensor ddpm_sample(const SamplerSetup& s, const NetFn& net, torch::Tensor
     auto x0 = estimates(s, x, net(x, t), t).first;
     auto mean = sc.post_c0[t] * x0 + sc.post_ct[t] * x;
     if (t > 0) {
-      auto z = s.noise.defined() ? s.noise[draw++]
-                                 : torch::randn(x.sizes(), gen, torch::TensorOptions().dtype(torch::kFloat32)).to(x.device());
+      auto z = s.noise.defined()
+                   ? s.noise[draw++]
+                   : torch::randn(x.sizes(), gen, torch::TensorOptions().dtype(torch::kFloat32)).to(x.device());
       if (s.conservative) z = remove_mean(z, s.weights);
       mean.add_(z, std::sqrt(sc.post_var[t]));
     }
@@ -158,8 +160,9 @@ torch::Tensor ddim_sample(const SamplerSetup& s, const NetFn& net, torch::Tensor
     const double sigma = eta * std::sqrt((1.0 - ab_prev) / (1.0 - ab)) * std::sqrt(1.0 - ab / ab_prev);
     x = std::sqrt(ab_prev) * x0 + std::sqrt(std::max(0.0, 1.0 - ab_prev - sigma * sigma)) * eps;
     if (sigma > 0) {
-      auto z = s.noise.defined() ? s.noise[static_cast<int64_t>(i) + 1]
-                                 : torch::randn(x.sizes(), *gen, torch::TensorOptions().dtype(torch::kFloat32)).to(x.device());
+      auto z = s.noise.defined()
+                   ? s.noise[static_cast<int64_t>(i) + 1]
+                   : torch::randn(x.sizes(), *gen, torch::TensorOptions().dtype(torch::kFloat32)).to(x.device());
       if (s.conservative) z = remove_mean(z, s.weights);
       x.add_(z, sigma);
     }

@@ -66,7 +66,7 @@ torch::Tensor ddpm_sample(const SamplerSetup& s, const NetFn& net, torch::Tensor
 /// exactly what ddpm_sample draws (same posterior, same order of generator calls). Values in
 /// between (and eta = 1 with fewer steps) keep more fine-scale variability than eta = 0.
 /// `gen` is needed when eta > 0.
-torch::Tensor ddim_sample(const SamplerSetup& s, const NetFn& net, torch::Tensor x, int64_t steps,
-                          double eta = 0.0, at::Generator* gen = nullptr);
+torch::Tensor ddim_sample(const SamplerSetup& s, const NetFn& net, torch::Tensor x, int64_t steps, double eta = 0.0,
+                          at::Generator* gen = nullptr);
 
 }  // namespace finecast::trainer::diffusion

@@ -37,20 +37,20 @@ struct DataView {
 
 /// What one train_epoch did.
 struct EpochStats {
-  double avg_loss = 0;     ///< mean loss over the good steps (0 when there were none)
-  int64_t batches = 0;     ///< steps attempted
-  int64_t bad_steps = 0;   ///< steps skipped for a NaN/Inf loss or gradient
+  double avg_loss = 0;          ///< mean loss over the good steps (0 when there were none)
+  int64_t batches = 0;          ///< steps attempted
+  int64_t bad_steps = 0;        ///< steps skipped for a NaN/Inf loss or gradient
   int64_t skipped_samples = 0;  ///< rows dropped because they held NaN/Inf
-  double seconds = 0;      ///< wall time of the epoch
-  int64_t step = 0;        ///< optimizer steps taken so far (all sessions)
-  int64_t oom_backoffs = 0;  ///< out-of-memory back-offs (micro-batch halved) in this epoch
-  bool budget_spent = false;  ///< train.max_seconds ran out during this epoch (it ended early)
+  double seconds = 0;           ///< wall time of the epoch
+  int64_t step = 0;             ///< optimizer steps taken so far (all sessions)
+  int64_t oom_backoffs = 0;     ///< out-of-memory back-offs (micro-batch halved) in this epoch
+  bool budget_spent = false;    ///< train.max_seconds ran out during this epoch (it ended early)
 };
 
 /// What one train_session did (one line per session in the log).
 struct SessionStats {
   static constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
-  bool trained = false;            ///< false when early stopping had already stopped training
+  bool trained = false;  ///< false when early stopping had already stopped training
   std::vector<EpochStats> epochs;
   int64_t train_samples = 0, validation_samples = 0;
   int64_t validation_steps = 0;    ///< distinct time steps held out
@@ -59,14 +59,14 @@ struct SessionStats {
   double score = kNone;            ///< the metric early stopping follows (validation_metric)
   bool improved = false;           ///< score is the best so far
   double best_score = kNone;
-  int64_t best_step = -1;          ///< optimizer step of the best score
+  int64_t best_step = -1;  ///< optimizer step of the best score
   int64_t sessions_without_improvement = 0;
-  double lr_scale = 1.0;           ///< plateau reductions so far (product of plateau_factor)
-  bool stopped = false;            ///< early stopping: later sessions do not train
-  bool budget_spent = false;       ///< train.max_seconds ran out in this session
-  double budget_used = 0;          ///< seconds of the budget used so far (this session, or the run)
+  double lr_scale = 1.0;                    ///< plateau reductions so far (product of plateau_factor)
+  bool stopped = false;                     ///< early stopping: later sessions do not train
+  bool budget_spent = false;                ///< train.max_seconds ran out in this session
+  double budget_used = 0;                   ///< seconds of the budget used so far (this session, or the run)
   int64_t micro_batch = 0, accumulate = 1;  ///< after any out-of-memory back-off
-  int train_threads = 0;           ///< intra-op threads used (0 = not set by the trainer)
+  int train_threads = 0;                    ///< intra-op threads used (0 = not set by the trainer)
   double seconds = 0;
 };
 
@@ -75,11 +75,11 @@ struct ValidationRecord {
   double best_score = SessionStats::kNone;  ///< NaN until a session was validated
   int64_t best_step = -1;
   int64_t sessions_without_improvement = 0;
-  int64_t sessions_since_reduction = 0;     ///< plateau counter
+  int64_t sessions_since_reduction = 0;  ///< plateau counter
   double lr_scale = 1.0;
   bool stopped = false;
-  int64_t sessions = 0;                     ///< sessions run through train_session
-  double budget_used = 0;                   ///< training seconds counted against max_seconds (budget: run)
+  int64_t sessions = 0;    ///< sessions run through train_session
+  double budget_used = 0;  ///< training seconds counted against max_seconds (budget: run)
 };
 
 /// The conditional diffusion downscaler (pimpl; move-only). One thread trains; any number of
@@ -109,8 +109,7 @@ class Downscaler {
 
   /// One pass over `data` in a seeded random order. `on_event` receives one line per notable
   /// event (bad step, restore of the last good weights, dropped rows, bf16 ignored).
-  EpochStats train_epoch(const DataView& data,
-                         const std::function<void(const std::string&)>& on_event = {});
+  EpochStats train_epoch(const DataView& data, const std::function<void(const std::string&)>& on_event = {});
 
   /// Trains data-parallel with the group of `reducer` (nullptr: alone). Every member then calls
   /// train_session with its own rows (DataView::global_row set) at the same time; the members
@@ -145,13 +144,12 @@ class Downscaler {
   /// `progress(rows_done, n)`, when given, is called at every sampler step (rows_done counts the
   /// finished part of the current batch pro rata) and after each internal batch of rows (bounded
   /// batches keep memory flat; 16384 / members rows each), for progress lines.
-  void sample(const float* context, const float* coarse, const float* weights, int64_t n,
-              const SampleOptions& options, uint64_t seed, float* out,
+  void sample(const float* context, const float* coarse, const float* weights, int64_t n, const SampleOptions& options,
+              uint64_t seed, float* out,
               const std::function<void(int64_t rows_done, int64_t rows)>& progress = {}) const;
 
   /// Writes an HDF5 checkpoint atomically (temporary file in the same directory, flushed, renamed).
-  void save_checkpoint(const std::string& path,
-                       const std::map<std::string, std::string>& metadata = {}) const;
+  void save_checkpoint(const std::string& path, const std::map<std::string, std::string>& metadata = {}) const;
   /// Builds a Downscaler from a checkpoint's options and state, on `device` (sampling on
   /// `sample_device`, "" = the same).
   static Downscaler load_checkpoint(const std::string& path, const std::string& device,

@@ -44,9 +44,9 @@ struct Downscaler::Impl {
   diffusion::Schedule schedule;
   at::Generator gen;  ///< CPU generator: noise, steps, shuffling; its state goes into checkpoints
 
-  std::shared_ptr<models::Denoiser> net;         ///< trained network; parameters are views of `flat`
-  std::vector<std::string> names;                ///< parameter names, in `flat` order
-  std::vector<int64_t> offsets;                  ///< start of each parameter in `flat`
+  std::shared_ptr<models::Denoiser> net;  ///< trained network; parameters are views of `flat`
+  std::vector<std::string> names;         ///< parameter names, in `flat` order
+  std::vector<int64_t> offsets;           ///< start of each parameter in `flat`
   std::vector<std::vector<int64_t>> shapes;
   torch::Tensor flat, grad, exp_avg, exp_avg_sq, ema, denom;  ///< [N] on the device
   torch::Tensor good_flat, good_exp_avg, good_exp_avg_sq;     ///< last good state (NaN recovery)
@@ -74,8 +74,9 @@ struct Downscaler::Impl {
   bool budget_active = false;
   /// Seconds of the budget used so far (0 without a budget).
   double budget_used() const {
-    return budget_active ? budget_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - budget_start).count()
-                         : 0.0;
+    return budget_active
+               ? budget_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - budget_start).count()
+               : 0.0;
   }
   /// The learning rate of the next optimizer step (warm-up, decay by steps or over the budget,
   /// plateau reductions).
@@ -97,11 +98,11 @@ struct Downscaler::Impl {
   std::shared_ptr<models::Denoiser> sample_net;
   torch::Tensor sample_flat;
   NormApplied sample_norm;
-  diffusion::Schedule sample_schedule;  ///< on sample_device
-  std::unique_ptr<fused::Mlp> sample_fused;  ///< fused sampler (MLP on a CPU sample device)
+  diffusion::Schedule sample_schedule;            ///< on sample_device
+  std::unique_ptr<fused::Mlp> sample_fused;       ///< fused sampler (MLP on a CPU sample device)
   mutable std::map<int64_t, int> sample_threads;  ///< threads: auto choices per batch size
   mutable std::mutex log_mutex;
-  mutable std::vector<std::string> thread_log;     ///< one line per threads: auto measurement
+  mutable std::vector<std::string> thread_log;  ///< one line per threads: auto measurement
   std::unique_ptr<graphs::SampleGraphs> sample_graphs;
 
   Impl(const ModelOptions& m, const TrainOptions& t, const std::string& device, const std::string& sample_device);

@@ -4,9 +4,8 @@
 
 namespace finecast::trainer {
 
-torch::Tensor flatten_parameters(torch::nn::Module& net, const torch::Device& device,
-                                 std::vector<std::string>* names, std::vector<int64_t>* offsets,
-                                 std::vector<std::vector<int64_t>>* shapes) {
+torch::Tensor flatten_parameters(torch::nn::Module& net, const torch::Device& device, std::vector<std::string>* names,
+                                 std::vector<int64_t>* offsets, std::vector<std::vector<int64_t>>* shapes) {
   torch::NoGradGuard no_grad;
   const auto params = net.named_parameters(true);
   int64_t total = 0;

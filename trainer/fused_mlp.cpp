@@ -14,10 +14,10 @@
 // The CBLAS entry points of the OpenBLAS that LibTorch loads; declared here so no cblas.h is
 // needed (the enum values are fixed by the CBLAS standard).
 extern "C" {
-void cblas_sgemm(int order, int transa, int transb, int m, int n, int k, float alpha,
-                 const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc);
-void cblas_sgemv(int order, int trans, int m, int n, float alpha, const float* a, int lda,
-                 const float* x, int incx, float beta, float* y, int incy);
+void cblas_sgemm(int order, int transa, int transb, int m, int n, int k, float alpha, const float* a, int lda,
+                 const float* b, int ldb, float beta, float* c, int ldc);
+void cblas_sgemv(int order, int trans, int m, int n, float alpha, const float* a, int lda, const float* x, int incx,
+                 float beta, float* y, int incy);
 }
 #endif
 
@@ -28,8 +28,8 @@ namespace {
 constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
 
 /// C[m,n] (=|+=) A[m,k] op B, row-major. transb: B is [n,k] (C = A B^T), else [k,n].
-void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-          const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+          int64_t ldb, float beta, float* c, int64_t ldc) {
 #if FINECAST_HAVE_CBLAS
   if (m == 0 || n == 0) return;
   if (k == 0) {
@@ -38,12 +38,12 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const flo
       for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
     return;
   }
-  cblas_sgemm(kRowMajor, trans_a ? kTrans : kNoTrans, trans_b ? kTrans : kNoTrans,
-              static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0f, a,
-              static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+  cblas_sgemm(kRowMajor, trans_a ? kTrans : kNoTrans, trans_b ? kTrans : kNoTrans, static_cast<int>(m),
+              static_cast<int>(n), static_cast<int>(k), 1.0f, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
+              c, static_cast<int>(ldc));
 #else
-  (void)trans_a, (void)trans_b, (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b, (void)ldb,
-      (void)beta, (void)c, (void)ldc;
+  (void)trans_a, (void)trans_b, (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b, (void)ldb, (void)beta, (void)c,
+      (void)ldc;
   throw std::logic_error("fused MLP: this build has no CBLAS");
 #endif
 }
@@ -55,8 +55,8 @@ void gemv(int64_t m, int64_t n, const float* a, int64_t lda, const float* x, flo
     std::fill(y, y + m, 0.0f);
     return;
   }
-  cblas_sgemv(kRowMajor, kNoTrans, static_cast<int>(m), static_cast<int>(n), 1.0f, a,
-              static_cast<int>(lda), x, 1, 0.0f, y, 1);
+  cblas_sgemv(kRowMajor, kNoTrans, static_cast<int>(m), static_cast<int>(n), 1.0f, a, static_cast<int>(lda), x, 1, 0.0f,
+              y, 1);
 #else
   (void)m, (void)n, (void)a, (void)lda, (void)x, (void)y;
   throw std::logic_error("fused MLP: this build has no CBLAS");
@@ -98,11 +98,9 @@ inline __attribute__((always_inline)) float fast_exp(float x) {
 /// h = act(z + bias [+ row]) and, when Der, d = act'(...): one pass over [rows, n], written as a
 /// straight loop per (activation, row term, derivative) so that it vectorises.
 template <Activation A, bool Row, bool Der>
-inline __attribute__((always_inline)) void activate_rows(const float* __restrict z,
-                                                         const float* __restrict bias,
-                                                         const float* __restrict row, int64_t rows,
-                                                         int64_t n, float* __restrict h,
-                                                         float* __restrict d) {
+inline __attribute__((always_inline)) void activate_rows(const float* __restrict z, const float* __restrict bias,
+                                                         const float* __restrict row, int64_t rows, int64_t n,
+                                                         float* __restrict h, float* __restrict d) {
   for (int64_t i = 0; i < rows; ++i) {
     const float* zi = z + i * n;
     const float* ri = Row ? row + i * n : nullptr;
@@ -134,9 +132,8 @@ inline __attribute__((always_inline)) void activate_rows(const float* __restrict
 }
 
 template <Activation A>
-inline __attribute__((always_inline)) void activate_as(const float* z, const float* bias,
-                                                       const float* row, int64_t rows, int64_t n,
-                                                       float* h, float* d) {
+inline __attribute__((always_inline)) void activate_as(const float* z, const float* bias, const float* row,
+                                                       int64_t rows, int64_t n, float* h, float* d) {
   if (row) {
     if (d)
       activate_rows<A, true, true>(z, bias, row, rows, n, h, d);
@@ -151,8 +148,8 @@ inline __attribute__((always_inline)) void activate_as(const float* z, const flo
 }
 
 FINECAST_CLONES
-void activate(Activation act, const float* z, const float* bias, const float* row, int64_t rows,
-              int64_t n, float* h, float* d) {
+void activate(Activation act, const float* z, const float* bias, const float* row, int64_t rows, int64_t n, float* h,
+              float* d) {
   switch (act) {
     case Activation::kSilu:
       activate_as<Activation::kSilu>(z, bias, row, rows, n, h, d);
@@ -168,8 +165,7 @@ void activate(Activation act, const float* z, const float* bias, const float* ro
 
 /// dz = dh * d over [rows, n] (in place in dh), and db (=|+=) its column sums.
 FINECAST_CLONES
-void backprop_activation(float* dh, const float* d, int64_t rows, int64_t n, float* db,
-                         bool overwrite) {
+void backprop_activation(float* dh, const float* d, int64_t rows, int64_t n, float* db, bool overwrite) {
   if (overwrite) std::fill(db, db + n, 0.0f);
   for (int64_t i = 0; i < rows; ++i) {
     float* gi = dh + i * n;
@@ -222,8 +218,7 @@ struct SamplerStep {
 /// Rows [r0, r1): y (raw output, bias added here) -> x0 and eps estimates -> the new x, in place.
 /// `scratch` holds 2P floats.
 FINECAST_CLONES
-void sampler_rows(const SamplerStep& st, float* x, float* y, int64_t r0, int64_t r1,
-                  float* scratch) {
+void sampler_rows(const SamplerStep& st, float* x, float* y, int64_t r0, int64_t r1, float* scratch) {
   const int64_t P = st.P;
   float* x0 = scratch;
   float* eps = scratch + P;
@@ -266,16 +261,14 @@ void sampler_rows(const SamplerStep& st, float* x, float* y, int64_t r0, int64_t
     const float zm = zi && st.conservative ? static_cast<float>(row_mean(zi, w, P)) : 0.0f;
     if (st.ddpm) {
       if (zi) {
-        for (int64_t j = 0; j < P; ++j)
-          xi[j] = st.c_x0 * x0[j] + st.c_x * xi[j] + st.sigma * (zi[j] - zm);
+        for (int64_t j = 0; j < P; ++j) xi[j] = st.c_x0 * x0[j] + st.c_x * xi[j] + st.sigma * (zi[j] - zm);
       } else {
         for (int64_t j = 0; j < P; ++j) xi[j] = st.c_x0 * x0[j] + st.c_x * xi[j];
       }
     } else if (st.last) {
       for (int64_t j = 0; j < P; ++j) xi[j] = x0[j];
     } else if (zi) {
-      for (int64_t j = 0; j < P; ++j)
-        xi[j] = st.c_x0 * x0[j] + st.c_eps * eps[j] + st.sigma * (zi[j] - zm);
+      for (int64_t j = 0; j < P; ++j) xi[j] = st.c_x0 * x0[j] + st.c_eps * eps[j] + st.sigma * (zi[j] - zm);
     } else {
       for (int64_t j = 0; j < P; ++j) xi[j] = st.c_x0 * x0[j] + st.c_eps * eps[j];
     }
@@ -308,8 +301,7 @@ Mlp::Mlp(const ModelOptions& mo, Layout layout, const float* step_table)
       H_(mo.hidden),
       D_(mo.depth),
       in_(mo.patch_size + mo.context_size + mo.time_embedding) {
-  if (static_cast<int64_t>(layout_.weight.size()) != D_ + 1 ||
-      static_cast<int64_t>(layout_.bias.size()) != D_ + 1)
+  if (static_cast<int64_t>(layout_.weight.size()) != D_ + 1 || static_cast<int64_t>(layout_.bias.size()) != D_ + 1)
     throw std::logic_error("fused MLP: the parameter layout does not match model.depth");
   h_.resize(static_cast<size_t>(D_));
   d_.resize(static_cast<size_t>(D_));
@@ -334,28 +326,24 @@ void Mlp::ensure(int64_t b, bool derivatives) {
   emb_.assign(static_cast<size_t>(H_), 0.0f);
 }
 
-void Mlp::hidden_layers(const float* params, int64_t b, bool derivative, const float* bias0,
-                        const float* row0) {
+void Mlp::hidden_layers(const float* params, int64_t b, bool derivative, const float* bias0, const float* row0) {
   for (int64_t l = 0; l < D_; ++l) {
-    if (l > 0)
-      gemm(false, true, b, H_, H_, h_[l - 1].data(), H_, params + layout_.weight[l], H_, 0.0f,
-           z_.data(), H_);
+    if (l > 0) gemm(false, true, b, H_, H_, h_[l - 1].data(), H_, params + layout_.weight[l], H_, 0.0f, z_.data(), H_);
     const float* bias = l == 0 && bias0 ? bias0 : params + layout_.bias[l];
     const float* row = l == 0 ? row0 : nullptr;
     float* h = h_[l].data();
     float* d = derivative ? d_[l].data() : nullptr;
     at::parallel_for(0, b, grain_rows(H_), [&](int64_t r0, int64_t r1) {
-      activate(act_, z_.data() + r0 * H_, bias, row ? row + r0 * H_ : nullptr, r1 - r0, H_,
-               h + r0 * H_, d ? d + r0 * H_ : nullptr);
+      activate(act_, z_.data() + r0 * H_, bias, row ? row + r0 * H_ : nullptr, r1 - r0, H_, h + r0 * H_,
+               d ? d + r0 * H_ : nullptr);
     });
   }
   // Output layer: y = h_{D-1} Wo^T (bias added by the caller's loss or sampler pass).
-  gemm(false, true, b, P_, H_, h_[D_ - 1].data(), H_, params + layout_.weight[D_], H_, 0.0f,
-       y_.data(), P_);
+  gemm(false, true, b, P_, H_, h_[D_ - 1].data(), H_, params + layout_.weight[D_], H_, 0.0f, y_.data(), P_);
 }
 
-double Mlp::train_micro(const float* params, float* grad, const EpochInputs& in,
-                        const MicroBatch& mb, double loss_scale, bool overwrite) {
+double Mlp::train_micro(const float* params, float* grad, const EpochInputs& in, const MicroBatch& mb,
+                        double loss_scale, bool overwrite) {
   const int64_t b = mb.b, P = P_, C = C_, E = E_;
   if (b <= 0) return 0.0;
   ensure(b, grad != nullptr);
@@ -380,8 +368,7 @@ double Mlp::train_micro(const float* params, float* grad, const EpochInputs& in,
       std::memcpy(xi + P + C, table_ + t * E, static_cast<size_t>(E) * sizeof(float));
     }
   });
-  gemm(false, true, b, H_, in_, x_.data(), in_, params + layout_.weight[0], in_, 0.0f, z_.data(),
-       H_);
+  gemm(false, true, b, H_, in_, x_.data(), in_, params + layout_.weight[0], in_, 0.0f, z_.data(), H_);
   hidden_layers(params, b, grad != nullptr, nullptr, nullptr);
 
   // Loss and dLoss/dy: out = y + bias, minus its (weighted) mean when conservative.
@@ -420,8 +407,7 @@ double Mlp::train_micro(const float* params, float* grad, const EpochInputs& in,
 
   const float beta = overwrite ? 0.0f : 1.0f;
   // Output layer.
-  gemm(true, false, P, H_, b, dy_.data(), P, h_[D_ - 1].data(), H_, beta, grad + layout_.weight[D_],
-       H_);
+  gemm(true, false, P, H_, b, dy_.data(), P, h_[D_ - 1].data(), H_, beta, grad + layout_.weight[D_], H_);
   column_sums(dy_.data(), b, P, grad + layout_.bias[D_], overwrite);
   float* dh = g0_.data();
   float* other = g1_.data();
@@ -439,8 +425,8 @@ double Mlp::train_micro(const float* params, float* grad, const EpochInputs& in,
   return sse;
 }
 
-void Mlp::forward(const float* params, const float* x_t, const float* context, const int64_t* t,
-                  int64_t b, float* out) {
+void Mlp::forward(const float* params, const float* x_t, const float* context, const int64_t* t, int64_t b,
+                  float* out) {
   if (b <= 0) return;
   ensure(b, false);
   const int64_t P = P_, C = C_, E = E_;
@@ -450,8 +436,7 @@ void Mlp::forward(const float* params, const float* x_t, const float* context, c
     std::memcpy(xi + P, context + i * C, static_cast<size_t>(C) * sizeof(float));
     std::memcpy(xi + P + C, table_ + t[i] * E, static_cast<size_t>(E) * sizeof(float));
   }
-  gemm(false, true, b, H_, in_, x_.data(), in_, params + layout_.weight[0], in_, 0.0f, z_.data(),
-       H_);
+  gemm(false, true, b, H_, in_, x_.data(), in_, params + layout_.weight[0], in_, 0.0f, z_.data(), H_);
   hidden_layers(params, b, false, nullptr, nullptr);
   const float* bo = params + layout_.bias[D_];
   for (int64_t i = 0; i < b; ++i)
@@ -460,9 +445,8 @@ void Mlp::forward(const float* params, const float* x_t, const float* context, c
 
 void Mlp::sample(const float* params, const SampleInputs& in, const std::vector<double>& alpha_bar,
                  const std::vector<double>& post_c0, const std::vector<double>& post_ct,
-                 const std::vector<double>& post_var, bool ddpm,
-                 const std::vector<int64_t>& ddim_steps, double eta, bool v_objective,
-                 bool conservative, double x0_clip, float* x0_out) {
+                 const std::vector<double>& post_var, bool ddpm, const std::vector<int64_t>& ddim_steps, double eta,
+                 bool v_objective, bool conservative, double x0_clip, float* x0_out) {
   const int64_t b = in.b, P = P_, C = C_, E = E_;
   if (b <= 0) return;
   ensure(b, false);
@@ -519,12 +503,10 @@ void Mlp::sample(const float* params, const SampleInputs& in, const std::vector<
     }
     const float* z = nullptr;
     if (noisy) {
-      if (draw >= in.draws)
-        throw std::logic_error("fused sampler: fewer pre-drawn noise fields than noisy steps");
+      if (draw >= in.draws) throw std::logic_error("fused sampler: fewer pre-drawn noise fields than noisy steps");
       z = in.noise + draw * b * P;
     }
-    if (noisy || (!ddpm && !last))
-      ++draw;  // DDIM keeps one draw per non-final step (see noise_draws)
+    if (noisy || (!ddpm && !last)) ++draw;  // DDIM keeps one draw per non-final step (see noise_draws)
     SamplerStep st;
     st.P = P;
     st.conservative = conservative;

@@ -13,7 +13,6 @@ namespace finecast::trainer::fused {
 /// The activations of the MLP (and U-Net) hidden layers. gelu is the tanh approximation
 /// (torch::gelu(x, "tanh")), whose derivative needs no erf.
 
-
 /// True when this build links a CBLAS (the OpenBLAS LibTorch uses), so the fused path exists.
 bool compiled();
 
@@ -36,8 +35,7 @@ struct MicroBatch {
   int64_t b = 0;
   const int64_t* idx = nullptr;  ///< [b] rows of EpochInputs
   const int64_t* t = nullptr;    ///< [b] diffusion steps
-  const float* eps =
-      nullptr;  ///< [b,P] N(0,1) draws; the weighted mean is removed here when conservative
+  const float* eps = nullptr;    ///< [b,P] N(0,1) draws; the weighted mean is removed here when conservative
 };
 
 /// Forward and backward of the MLP denoiser (noising, concatenation, layers, conservative MSE
@@ -52,13 +50,12 @@ class Mlp {
   /// loss_scale * sum of squared errors into `grad`; returns that micro-batch's sum of squared
   /// errors. With loss_scale = 1 / (global batch * P) the accumulated gradient is the gradient
   /// of the mean loss over the global batch. grad == nullptr: forward and loss only.
-  double train_micro(const float* params, float* grad, const EpochInputs& in, const MicroBatch& mb,
-                     double loss_scale, bool overwrite);
+  double train_micro(const float* params, float* grad, const EpochInputs& in, const MicroBatch& mb, double loss_scale,
+                     bool overwrite);
 
   /// The raw network output (eps or v) for given inputs: x_t [b,P], context [b,C], t [b] -> out
   /// [b,P].
-  void forward(const float* params, const float* x_t, const float* context, const int64_t* t,
-               int64_t b, float* out);
+  void forward(const float* params, const float* x_t, const float* context, const int64_t* t, int64_t b, float* out);
 
   /// What the fused samplers need per batch.
   struct SampleInputs {
@@ -73,17 +70,15 @@ class Mlp {
   /// Noise draw k (k >= 1) is used at the k-th noisy update, in loop order.
   void sample(const float* params, const SampleInputs& in, const std::vector<double>& alpha_bar,
               const std::vector<double>& post_c0, const std::vector<double>& post_ct,
-              const std::vector<double>& post_var, bool ddpm,
-              const std::vector<int64_t>& ddim_steps, double eta, bool v_objective,
-              bool conservative, double x0_clip, float* x0);
+              const std::vector<double>& post_var, bool ddpm, const std::vector<int64_t>& ddim_steps, double eta,
+              bool v_objective, bool conservative, double x0_clip, float* x0);
 
  private:
   void ensure(int64_t b, bool derivatives);
   /// The hidden layers from layer 0's product already in z_, then the output product in y_
   /// (without its bias). Layer 0 adds `bias0` (default: its bias) and `row0` ([b,H] or nullptr);
   /// fills h_ (activations) and, when `derivative`, d_ (their derivatives).
-  void hidden_layers(const float* params, int64_t b, bool derivative, const float* bias0,
-                     const float* row0);
+  void hidden_layers(const float* params, int64_t b, bool derivative, const float* bias0, const float* row0);
 
   ModelOptions mo_;
   Layout layout_;

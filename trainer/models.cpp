@@ -37,8 +37,10 @@ void validate(const ModelOptions& o) {
       bad("patch_size", "the unet needs a square k*k patch with k even and >= 4, got " + std::to_string(o.patch_size));
   }
   if (o.arch == Arch::kGraph && lattice_side(o.patch_size) < 4)
-    bad("patch_size", "the graph denoiser needs a triangle of r*r cells with r a power of 2 and >= 4 (an ICON "
-                      "patch at least two levels finer than its coarse cell), got " + std::to_string(o.patch_size));
+    bad("patch_size",
+        "the graph denoiser needs a triangle of r*r cells with r a power of 2 and >= 4 (an ICON "
+        "patch at least two levels finer than its coarse cell), got " +
+            std::to_string(o.patch_size));
   if (o.static_channels * o.patch_size > o.context_size)
     bad("static_channels", std::to_string(o.static_channels) + " fine fields of " + std::to_string(o.patch_size) +
                                " values do not fit a context of " + std::to_string(o.context_size));
@@ -92,15 +94,19 @@ SplitContext split_context(const torch::Tensor& context, int64_t static_channels
   SplitContext s;
   const int64_t fine = static_channels * patch_size, head = context.size(1) - fine;
   s.head = context.narrow(1, 0, head);
-  if (static_channels > 0) s.fields = context.narrow(1, head, fine).reshape({context.size(0), static_channels, patch_size});
+  if (static_channels > 0)
+    s.fields = context.narrow(1, head, fine).reshape({context.size(0), static_channels, patch_size});
   return s;
 }
 
 torch::Tensor activation(const torch::Tensor& x, Activation act) {
   switch (act) {
-    case Activation::kSilu: return torch::silu(x);
-    case Activation::kGelu: return torch::gelu(x, "tanh");
-    case Activation::kRelu: return torch::relu(x);
+    case Activation::kSilu:
+      return torch::silu(x);
+    case Activation::kGelu:
+      return torch::gelu(x, "tanh");
+    case Activation::kRelu:
+      return torch::relu(x);
   }
   return x;
 }
@@ -242,8 +248,7 @@ class UNetDenoiser : public Denoiser {
 /// linear map.
 class GraphConvImpl : public nn::Module {
  public:
-  GraphConvImpl(int64_t in, int64_t out, torch::Tensor neighbours)
-      : in_(in), n_(neighbours.numel() / 3) {
+  GraphConvImpl(int64_t in, int64_t out, torch::Tensor neighbours) : in_(in), n_(neighbours.numel() / 3) {
     neighbours_ = register_buffer("neighbours", neighbours);
     lin_ = register_module("lin", nn::Linear(4 * in, out));
   }
@@ -307,7 +312,8 @@ class GraphDenoiser : public Denoiser {
       nb.push_back(torch::tensor(L.neighbours, torch::kInt64));
       if (level < 2) {
         std::vector<int64_t> order(L.parent.size()), count(L.parent.size() / 4, 0);
-        for (size_t s = 0; s < L.parent.size(); ++s) order[static_cast<size_t>(L.parent[s] * 4 + count[L.parent[s]]++)] = static_cast<int64_t>(s);
+        for (size_t s = 0; s < L.parent.size(); ++s)
+          order[static_cast<size_t>(L.parent[s] * 4 + count[L.parent[s]]++)] = static_cast<int64_t>(s);
         pool_[level] = register_buffer("pool" + std::to_string(level), torch::tensor(order, torch::kInt64));
         up_[level] = register_buffer("up" + std::to_string(level), torch::tensor(L.parent, torch::kInt64));
       }
@@ -357,9 +363,12 @@ class GraphDenoiser : public Denoiser {
 std::shared_ptr<Denoiser> make_denoiser(const ModelOptions& options, const torch::Device& device) {
   validate(options);
   std::shared_ptr<Denoiser> net;
-  if (options.arch == Arch::kMlp) net = std::make_shared<MlpDenoiser>(options, device);
-  else if (options.arch == Arch::kUnet) net = std::make_shared<UNetDenoiser>(options, device);
-  else net = std::make_shared<GraphDenoiser>(options, device);
+  if (options.arch == Arch::kMlp)
+    net = std::make_shared<MlpDenoiser>(options, device);
+  else if (options.arch == Arch::kUnet)
+    net = std::make_shared<UNetDenoiser>(options, device);
+  else
+    net = std::make_shared<GraphDenoiser>(options, device);
   net->to(device);
   return net;
 }

@@ -4,7 +4,6 @@
 
 #include <limits>
 
-
 namespace finecast::trainer {
 
 const schema::Names<Arch>& names(Arch) {
@@ -49,9 +48,10 @@ const schema::Table<ModelOptions>& model_options_table() {
   using namespace schema;
   static const Table<M> t = [] {
     Table<M> s;
-    s.push_back(choice("arch", &M::arch,
-                       "denoiser: mlp; unet (square latlon blocks); graph (ICON triangles: convolutions over the patch's "
-                       "edge-neighbour graph)"));
+    s.push_back(
+        choice("arch", &M::arch,
+               "denoiser: mlp; unet (square latlon blocks); graph (ICON triangles: convolutions over the patch's "
+               "edge-neighbour graph)"));
     s.push_back(integer("context_size", &M::context_size, 0, 1 << 20, "context values per patch (from the coupling)")
                     .only_in(Scope::kCheckpoint));
     s.push_back(integer("patch_size", &M::patch_size, 1, 1 << 26, "fine values per patch (from the grid)")
@@ -65,7 +65,8 @@ const schema::Table<ModelOptions>& model_options_table() {
     s.push_back(choice("activation", &M::activation, "hidden activation (gelu: the tanh approximation)"));
     s.push_back(integer("unet_channels", &M::unet_channels, 1, 4096, "U-Net and graph denoiser base channels"));
     s.push_back(boolean("attention", &M::attention, "unet: self-attention at the lowest resolution"));
-    s.push_back(integer("diffusion_steps", &M::diffusion_steps, 2, 100000, "diffusion steps (training and DDPM sampling)"));
+    s.push_back(
+        integer("diffusion_steps", &M::diffusion_steps, 2, 100000, "diffusion steps (training and DDPM sampling)"));
     s.push_back(choice("schedule", &M::schedule, "noise schedule"));
     s.push_back(choice("objective", &M::objective, "v or epsilon prediction (v: well-conditioned with few steps)"));
     s.push_back(boolean("conservative", &M::conservative, "every sampled patch's mean equals its coarse value"));
@@ -83,29 +84,40 @@ const schema::Table<TrainOptions>& train_options_table() {
     s.push_back(real("lr", &T::lr, 0.0, kInf, "peak learning rate (AdamW)", true));
     s.push_back(real("weight_decay", &T::weight_decay, 0.0, 1.0, "AdamW weight decay"));
     s.push_back(integer("warmup_steps", &T::warmup_steps, 0, kMax, "linear learning-rate warm-up (optimizer steps)"));
-    s.push_back(integer("decay_steps", &T::decay_steps, 1, kMax, "cosine decay length after warm-up (optimizer steps)"));
+    s.push_back(
+        integer("decay_steps", &T::decay_steps, 1, kMax, "cosine decay length after warm-up (optimizer steps)"));
     s.push_back(real("min_lr_ratio", &T::min_lr_ratio, 0.0, 1.0, "final learning rate as a fraction of lr"));
-    s.push_back(real("grad_clip", &T::grad_clip, 0.0, 1e9, "largest gradient norm (clipped above it); 0 = no clipping"));
-    s.push_back(real("ema_decay", &T::ema_decay, 0.0, 1.0, "decay of the weight average used for sampling", false, true));
+    s.push_back(
+        real("grad_clip", &T::grad_clip, 0.0, 1e9, "largest gradient norm (clipped above it); 0 = no clipping"));
+    s.push_back(
+        real("ema_decay", &T::ema_decay, 0.0, 1.0, "decay of the weight average used for sampling", false, true));
     s.push_back(boolean("mixed_precision", &T::bf16, "bf16 autocast (CUDA only)").was("bf16"));
     s.push_back(integer("max_bad_steps", &T::max_bad_steps, 1, kMax,
                         "consecutive NaN/Inf losses before restoring the last good weights"));
-    s.push_back(unsigned64("seed", &T::seed, "the trainer's generator (the config's seed)").only_in(Scope::kCheckpoint));
-    s.push_back(integer("accumulate", &T::accumulate, 1, kMax, "micro-batches per optimizer step (global batch = batch_size x accumulate)"));
-    s.push_back(real("validation", &T::validation, 0.0, 1.0, "fraction of the most recent buffered steps held out for validation (0 = none)",
-                     false, true));
+    s.push_back(
+        unsigned64("seed", &T::seed, "the trainer's generator (the config's seed)").only_in(Scope::kCheckpoint));
+    s.push_back(integer("accumulate", &T::accumulate, 1, kMax,
+                        "micro-batches per optimizer step (global batch = batch_size x accumulate)"));
+    s.push_back(real("validation", &T::validation, 0.0, 1.0,
+                     "fraction of the most recent buffered steps held out for validation (0 = none)", false, true));
     s.push_back(integer("validation_members", &T::validation_members, 0, 4096,
                         "ensemble members of the validation CRPS (0 = no CRPS, else >= 2)"));
-    s.push_back(integer("validation_max_samples", &T::validation_max_samples, 1, kMax, "held-out samples scored by the CRPS at most"));
-    s.push_back(choice("validation_metric", &T::validation_metric, "what early stopping, plateau and keep_best follow"));
-    s.push_back(integer("early_stop", &T::early_stop, 0, kMax, "sessions without a better validation score before training stops (0 = never)"));
-    s.push_back(integer("plateau", &T::plateau, 0, kMax, "sessions without a better score before the learning rate drops (0 = never)"));
+    s.push_back(integer("validation_max_samples", &T::validation_max_samples, 1, kMax,
+                        "held-out samples scored by the CRPS at most"));
+    s.push_back(
+        choice("validation_metric", &T::validation_metric, "what early stopping, plateau and keep_best follow"));
+    s.push_back(integer("early_stop", &T::early_stop, 0, kMax,
+                        "sessions without a better validation score before training stops (0 = never)"));
+    s.push_back(integer("plateau", &T::plateau, 0, kMax,
+                        "sessions without a better score before the learning rate drops (0 = never)"));
     s.push_back(real("plateau_factor", &T::plateau_factor, 0.0, 1.0, "learning-rate factor per plateau", true, true));
     s.push_back(real("plateau_min_scale", &T::plateau_min_scale, 0.0, 1.0, "the learning rate's smallest scale", true));
-    s.push_back(boolean("keep_best", &T::keep_best, "also keep the checkpoint of the best validation score (ckpt_best.h5)"));
+    s.push_back(
+        boolean("keep_best", &T::keep_best, "also keep the checkpoint of the best validation score (ckpt_best.h5)"));
     s.push_back(integer("max_device_memory", &T::max_device_memory, 0, kMax64,
                         "bytes a micro-batch may use on the device; above it the micro-batch halves (0 = no limit)"));
-    s.push_back(boolean("force_autograd", &T::force_autograd, "train the MLP through autograd even where the fused CPU path applies"));
+    s.push_back(boolean("force_autograd", &T::force_autograd,
+                        "train the MLP through autograd even where the fused CPU path applies"));
     s.push_back(integer_or_auto("threads", &T::threads, 4096,
                                 "torch threads of training: auto (measured), or N; 0 = cores / local ranks"));
     s.push_back(integer("max_threads", &T::max_threads, 0, 4096, "upper end of threads: auto (0 = all cores)"));
@@ -127,7 +139,8 @@ const schema::Table<SampleOptions>& sample_options_table() {
     s.push_back(choice("sampler", &S::sampler, "ddpm (all diffusion steps) or ddim"));
     s.push_back(integer("steps", &S::steps, 1, 100000, "ddim steps"));
     s.push_back(real("eta", &S::eta, 0.0, 1.0, "ddim noise per step: 0 deterministic .. 1 ancestral"));
-    s.push_back(integer_or_auto("threads", &S::threads, 4096, "torch threads of sampling: auto (measured), or N; 0 = as training"));
+    s.push_back(integer_or_auto("threads", &S::threads, 4096,
+                                "torch threads of sampling: auto (measured), or N; 0 = as training"));
     s.push_back(integer("max_threads", &S::max_threads, 0, 4096, "upper end of threads: auto (0 = all cores)"));
     s.push_back(boolean("cuda_graphs", &S::cuda_graphs, "capture the sampler loop in a CUDA graph"));
     return s;

@@ -39,33 +39,33 @@ std::string name(E value) {
 /// declared once, in model_options_table() (trainer/options.cpp).
 struct ModelOptions {
   Arch arch = Arch::kMlp;
-  int64_t context_size = 7;         ///< C: context values per patch
-  int64_t patch_size = 256;         ///< P: fine values per patch (unet: a square k*k, k even; graph: 4^m, m >= 2)
+  int64_t context_size = 7;  ///< C: context values per patch
+  int64_t patch_size = 256;  ///< P: fine values per patch (unet: a square k*k, k even; graph: 4^m, m >= 2)
   /// The last static_channels * P context values are fine fields on the patch (the static
   /// covariates' anomalies): the U-Net and the graph denoiser take them as input channels, the
   /// MLP as more inputs. Derived by the run.
   int64_t static_channels = 0;
-  int64_t hidden = 256;             ///< MLP width
-  int64_t depth = 3;                ///< MLP hidden layers (C=7, P=256: 281K parameters)
-  int64_t time_embedding = 64;      ///< size of the sinusoidal step embedding
+  int64_t hidden = 256;                       ///< MLP width
+  int64_t depth = 3;                          ///< MLP hidden layers (C=7, P=256: 281K parameters)
+  int64_t time_embedding = 64;                ///< size of the sinusoidal step embedding
   Activation activation = Activation::kSilu;  ///< gelu: the tanh approximation
-  int64_t unet_channels = 32;       ///< U-Net and graph denoiser base channels
-  bool attention = false;           ///< unet only: self-attention over the tokens of the lowest resolution
-  int64_t diffusion_steps = 50;     ///< T
+  int64_t unet_channels = 32;                 ///< U-Net and graph denoiser base channels
+  bool attention = false;                     ///< unet only: self-attention over the tokens of the lowest resolution
+  int64_t diffusion_steps = 50;               ///< T
   NoiseSchedule schedule = NoiseSchedule::kCosine;
   /// v: well-conditioned DDIM/DDPM with few steps (docs/plugin.md); eps: the noise itself
   Objective objective = Objective::kV;
-  bool conservative = true;         ///< every sample's weighted patch mean equals the coarse value
+  bool conservative = true;  ///< every sample's weighted patch mean equals the coarse value
 };
 
 /// Optimisation settings; not part of the model, but stored in checkpoints for the record.
 /// Declared once in train_options_table().
 struct TrainOptions {
   int64_t batch_size = 16;
-  double lr = 1e-3;            ///< peak learning rate (AdamW)
-  double weight_decay = 1e-4;  ///< AdamW decoupled weight decay
-  int64_t warmup_steps = 100;  ///< linear warm-up from lr/warmup_steps to lr
-  int64_t decay_steps = 10000; ///< cosine decay from lr to lr*min_lr_ratio after the warm-up
+  double lr = 1e-3;             ///< peak learning rate (AdamW)
+  double weight_decay = 1e-4;   ///< AdamW decoupled weight decay
+  int64_t warmup_steps = 100;   ///< linear warm-up from lr/warmup_steps to lr
+  int64_t decay_steps = 10000;  ///< cosine decay from lr to lr*min_lr_ratio after the warm-up
   double min_lr_ratio = 0.1;
   double grad_clip = 1.0;      ///< max global gradient norm; <= 0 disables clipping
   double ema_decay = 0.999;    ///< EMA of the weights used for sampling
@@ -89,8 +89,8 @@ struct TrainOptions {
   /// Sessions without a better validation score before the learning rate is multiplied by
   /// plateau_factor (again after each further `plateau` sessions); 0 = never.
   int64_t plateau = 0;
-  double plateau_factor = 0.5;     ///< in (0, 1)
-  double plateau_min_scale = 0.01; ///< the learning-rate scale never goes below this
+  double plateau_factor = 0.5;      ///< in (0, 1)
+  double plateau_min_scale = 0.01;  ///< the learning-rate scale never goes below this
   /// Keep a copy of the state at the best validation score; save_checkpoint_in_dir writes it as
   /// ckpt_best.h5 beside the periodic checkpoints.
   bool keep_best = false;
@@ -118,18 +118,17 @@ struct TrainOptions {
 /// How sample() draws. Declared once in sample_options_table().
 struct SampleOptions {
   Sampler sampler = Sampler::kDdim;  ///< ddpm: ancestral, all T steps; ddim: `steps` steps
-  int64_t steps = 10;            ///< DDIM steps (ignored by ddpm)
-  int64_t members = 8;           ///< ensemble members per patch, drawn in one batch
-  double eta = 0.0;              ///< ddim noise: 0 deterministic .. 1 ancestral (ddpm-like); in [0, 1]
+  int64_t steps = 10;                ///< DDIM steps (ignored by ddpm)
+  int64_t members = 8;               ///< ensemble members per patch, drawn in one batch
+  double eta = 0.0;                  ///< ddim noise: 0 deterministic .. 1 ancestral (ddpm-like); in [0, 1]
   /// Intra-op threads of the calling thread while it samples: 0 = leave as is, -1 = auto (measured
   /// with 1..max_threads at the first call of a given batch size, then remembered), N = N.
   int64_t threads = 0;
-  int64_t max_threads = 0;       ///< upper end of the auto search; 0 = the hardware's cores
+  int64_t max_threads = 0;  ///< upper end of the auto search; 0 = the hardware's cores
   /// On CUDA, capture the sampler loop (all steps, noise pre-drawn and copied once) in a CUDA
   /// graph per batch shape and replay it.
   bool cuda_graphs = true;
 };
-
 
 /// Every option of the model; context_size and patch_size are derived by the run (checkpoint
 /// only).

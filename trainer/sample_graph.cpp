@@ -12,19 +12,16 @@ namespace finecast::trainer::graphs {
 namespace {
 
 void stage(torch::Tensor& host, const torch::Tensor& src) {
-  std::memcpy(host.data_ptr(), src.contiguous().data_ptr(),
-              static_cast<size_t>(src.numel()) * src.element_size());
+  std::memcpy(host.data_ptr(), src.contiguous().data_ptr(), static_cast<size_t>(src.numel()) * src.element_size());
 }
 
 }  // namespace
 
-torch::Tensor SampleGraphs::run(const Downscaler::Impl& im, models::Denoiser& net,
-                                const SampleOptions& o, const torch::Tensor& ctx,
-                                const torch::Tensor& w, const torch::Tensor& noise) {
+torch::Tensor SampleGraphs::run(const Downscaler::Impl& im, models::Denoiser& net, const SampleOptions& o,
+                                const torch::Tensor& ctx, const torch::Tensor& w, const torch::Tensor& noise) {
   const int64_t B = ctx.size(0), P = im.mo.patch_size;
-  const std::string key = std::to_string(B) + "/" + name(o.sampler) + "/" + std::to_string(o.steps) +
-                          "/" + std::to_string(o.eta) + "/" + (w.defined() ? "w" : "u") + "/" +
-                          std::to_string(noise.size(0));
+  const std::string key = std::to_string(B) + "/" + name(o.sampler) + "/" + std::to_string(o.steps) + "/" +
+                          std::to_string(o.eta) + "/" + (w.defined() ? "w" : "u") + "/" + std::to_string(noise.size(0));
   auto it = entries_.find(key);
   if (it == entries_.end()) {
     Entry e;
@@ -63,8 +60,7 @@ torch::Tensor SampleGraphs::run(const Downscaler::Impl& im, models::Denoiser& ne
     std::vector<torch::Tensor> t_cache(static_cast<size_t>(im.mo.diffusion_steps));
     auto fn = [&](const torch::Tensor& xt, int64_t t) {
       auto& tt = t_cache[static_cast<size_t>(t)];
-      if (!tt.defined())
-        tt = torch::full({B}, t, torch::TensorOptions().dtype(torch::kInt64).device(device_));
+      if (!tt.defined()) tt = torch::full({B}, t, torch::TensorOptions().dtype(torch::kInt64).device(device_));
       auto y = net.forward(xt, e.ctx, tt);
       return conservative ? diffusion::remove_mean(y, e.w) : y;
     };

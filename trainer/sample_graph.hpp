@@ -22,8 +22,8 @@ class SampleGraphs {
   /// The normalised residual [B,P] on the device, from host (CPU) inputs: normalised context
   /// [B,C], weights [B,P] or undefined, noise [draws,B,P]. Each input reaches the device in one
   /// asynchronous copy from pinned memory.
-  torch::Tensor run(const Downscaler::Impl& im, models::Denoiser& net, const SampleOptions& o,
-                    const torch::Tensor& ctx, const torch::Tensor& w, const torch::Tensor& noise);
+  torch::Tensor run(const Downscaler::Impl& im, models::Denoiser& net, const SampleOptions& o, const torch::Tensor& ctx,
+                    const torch::Tensor& w, const torch::Tensor& noise);
   size_t shapes() const { return entries_.size(); }
 
  private:

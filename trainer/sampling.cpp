@@ -33,8 +33,8 @@ int64_t noise_draws(const ModelOptions& mo, const SampleOptions& o) {
   return o.eta > 0 ? n : 1;
 }
 
-void draw(const Downscaler::Impl& im, const Model& m, const float* context, const float* coarse,
-          const float* weights, int64_t n, const SampleOptions& o, uint64_t seed, float* out,
+void draw(const Downscaler::Impl& im, const Model& m, const float* context, const float* coarse, const float* weights,
+          int64_t n, const SampleOptions& o, uint64_t seed, float* out,
           const std::function<void(int64_t, int64_t)>& progress) {
   const auto C = im.mo.context_size, P = im.mo.patch_size, M = o.members;
   const bool ddpm = o.sampler == Sampler::kDdpm, conservative = im.mo.conservative;
@@ -50,8 +50,7 @@ void draw(const Downscaler::Impl& im, const Model& m, const float* context, cons
   const int64_t cap = m.fused ? 2048 : 16384;
   const int64_t rows_per_chunk = std::max<int64_t>(1, std::min<int64_t>(cap / M, by_noise));
   const auto cpu_f = torch::TensorOptions().dtype(torch::kFloat32);
-  const torch::Tensor mean_cpu = norm.context_mean.to(torch::kCPU),
-                      std_cpu = norm.context_std.to(torch::kCPU);
+  const torch::Tensor mean_cpu = norm.context_mean.to(torch::kCPU), std_cpu = norm.context_std.to(torch::kCPU);
   for (int64_t r0 = 0; r0 < n; r0 += rows_per_chunk) {
     const int64_t rows = std::min(rows_per_chunk, n - r0), B = rows * M;
     // Inputs on the CPU first: normalised context and weights, one row per member.
@@ -59,11 +58,8 @@ void draw(const Downscaler::Impl& im, const Model& m, const float* context, cons
     ctx = ((ctx - mean_cpu) / std_cpu).repeat_interleave(M, 0).contiguous();
     torch::Tensor w;
     if (weights)
-      w = normalised_weights(cpu_float(weights + r0 * P, rows, P), "sample")
-              .repeat_interleave(M, 0)
-              .contiguous();
-    auto cc = torch::from_blob(const_cast<float*>(coarse + r0), {rows, 1}, torch::kFloat32)
-                  .repeat_interleave(M, 0);
+      w = normalised_weights(cpu_float(weights + r0 * P, rows, P), "sample").repeat_interleave(M, 0).contiguous();
+    auto cc = torch::from_blob(const_cast<float*>(coarse + r0), {rows, 1}, torch::kFloat32).repeat_interleave(M, 0);
     // All the noise of this batch in one draw, in one copy to the device.
     auto noise = torch::randn({draws, B, P}, gen, cpu_f);
 
@@ -76,9 +72,9 @@ void draw(const Downscaler::Impl& im, const Model& m, const float* context, cons
       in.weights = w.defined() ? w.data_ptr<float>() : nullptr;
       in.noise = noise.data_ptr<float>();
       in.draws = draws;
-      m.fused->sample(m.params, in, sc.alpha_bar, sc.post_c0, sc.post_ct, sc.post_var, ddpm,
-                      ddim_ts, o.eta, im.mo.objective == Objective::kV, conservative,
-                      diffusion::SamplerSetup{}.x0_clip, r.data_ptr<float>());
+      m.fused->sample(m.params, in, sc.alpha_bar, sc.post_c0, sc.post_ct, sc.post_var, ddpm, ddim_ts, o.eta,
+                      im.mo.objective == Objective::kV, conservative, diffusion::SamplerSetup{}.x0_clip,
+                      r.data_ptr<float>());
       if (progress) progress(r0 + rows, n);  // one pass; no per-step progress on this path
     } else if (m.graphs && o.cuda_graphs) {
       r = m.graphs->run(im, *m.net, o, ctx, w, noise).to(torch::kCPU);
@@ -97,15 +93,13 @@ void draw(const Downscaler::Impl& im, const Model& m, const float* context, cons
         setup.noise = noise_d;
         std::vector<torch::Tensor> t_cache(static_cast<size_t>(im.mo.diffusion_steps));
         // Progress inside a batch: one network evaluation per sampler step.
-        const int64_t evaluations =
-            ddpm ? im.mo.diffusion_steps : static_cast<int64_t>(ddim_ts.size());
+        const int64_t evaluations = ddpm ? im.mo.diffusion_steps : static_cast<int64_t>(ddim_ts.size());
         int64_t evaluated = 0;
         auto net = [&](const torch::Tensor& xt, int64_t t) {
           if (progress && evaluated > 0) progress(r0 + rows * evaluated / evaluations, n);
           ++evaluated;
           auto& tt = t_cache[static_cast<size_t>(t)];
-          if (!tt.defined())
-            tt = torch::full({B}, t, torch::TensorOptions().dtype(torch::kInt64).device(dev));
+          if (!tt.defined()) tt = torch::full({B}, t, torch::TensorOptions().dtype(torch::kInt64).device(dev));
           auto y = m.net->forward(xt, ctx_d, tt);
           return conservative ? diffusion::remove_mean(y, w_d) : y;
         };
@@ -121,8 +115,7 @@ void draw(const Downscaler::Impl& im, const Model& m, const float* context, cons
     // Re-centre in the output precision so the weighted mean equals coarse to float rounding.
     if (conservative) fine = fine - patch_mean(fine, w).unsqueeze(1) + cc;
     auto host = fine.contiguous();
-    std::memcpy(out + r0 * M * P, host.data_ptr<float>(),
-                static_cast<size_t>(B * P) * sizeof(float));
+    std::memcpy(out + r0 * M * P, host.data_ptr<float>(), static_cast<size_t>(B * P) * sizeof(float));
   }
 }
 
@@ -155,8 +148,7 @@ void Downscaler::sample(const float* context, const float* coarse, const float* 
   int use = 0;
   if (o.threads > 0) use = static_cast<int>(o.threads);
   if (o.threads == -1)
-    use = threads::tune_sampling(im, m,
-                                 std::min<int64_t>(n, std::max<int64_t>(1, 16384 / o.members)), o);
+    use = threads::tune_sampling(im, m, std::min<int64_t>(n, std::max<int64_t>(1, 16384 / o.members)), o);
   if (use > 0 && use != before) at::set_num_threads(use);
   try {
     sampling::draw(im, m, context, coarse, weights, n, o, seed, out, progress);

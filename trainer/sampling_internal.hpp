@@ -29,8 +29,8 @@ int64_t noise_draws(const ModelOptions& mo, const SampleOptions& o);
 
 /// Draws o.members fine patches per row (see Downscaler::sample) with model `m`. The noise of
 /// each internal batch is drawn at once on the CPU generator of `seed` ([draws, rows*members, P]).
-void draw(const Downscaler::Impl& im, const Model& m, const float* context, const float* coarse,
-          const float* weights, int64_t n, const SampleOptions& o, uint64_t seed, float* out,
+void draw(const Downscaler::Impl& im, const Model& m, const float* context, const float* coarse, const float* weights,
+          int64_t n, const SampleOptions& o, uint64_t seed, float* out,
           const std::function<void(int64_t, int64_t)>& progress);
 
 }  // namespace finecast::trainer::sampling

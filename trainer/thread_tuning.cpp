@@ -54,8 +54,7 @@ int tune_training(Downscaler::Impl& im, const EpochTensors& data,
   auto gen = at::make_generator<at::CPUGeneratorImpl>(12345);
   StepDraws d;
   d.idx = torch::randperm(data.n, gen, torch::TensorOptions().dtype(torch::kInt64)).narrow(0, 0, b);
-  d.t = torch::randint(0, im.mo.diffusion_steps, {b}, gen,
-                       torch::TensorOptions().dtype(torch::kInt64));
+  d.t = torch::randint(0, im.mo.diffusion_steps, {b}, gen, torch::TensorOptions().dtype(torch::kInt64));
   d.eps = torch::randn({b, im.mo.patch_size}, gen, torch::TensorOptions().dtype(torch::kFloat32));
   // Enough steps for a stable minimum, but not more than about a tenth of an epoch's work.
   const int steps = static_cast<int>(std::clamp<int64_t>(data.n / b / 10, 3, 20));
@@ -81,16 +80,15 @@ int tune_training(Downscaler::Impl& im, const EpochTensors& data,
   } catch (const std::exception& e) {
     im.apply_state(saved);
     at::set_num_threads(before);
-    event(std::string("train.threads auto: measuring failed (") + e.what() + "); keeping " +
-          std::to_string(before) + " threads");
+    event(std::string("train.threads auto: measuring failed (") + e.what() + "); keeping " + std::to_string(before) +
+          " threads");
     return before;
   }
   im.apply_state(saved);
   size_t best = 0;
   const std::string measured = describe(per_step, &best);  // sets best: evaluate before using it
-  const std::string line = "train.threads auto: per step at batch " + std::to_string(b) +
-                           " with 1.." + std::to_string(limit) + " threads: " + measured +
-                           "; using " + std::to_string(best + 1);
+  const std::string line = "train.threads auto: per step at batch " + std::to_string(b) + " with 1.." +
+                           std::to_string(limit) + " threads: " + measured + "; using " + std::to_string(best + 1);
   {
     std::lock_guard<std::mutex> lock(im.log_mutex);
     im.thread_log.push_back(line);
@@ -99,8 +97,7 @@ int tune_training(Downscaler::Impl& im, const EpochTensors& data,
   return static_cast<int>(best + 1);
 }
 
-int tune_sampling(const Downscaler::Impl& im, const sampling::Model& m, int64_t rows,
-                  const SampleOptions& o) {
+int tune_sampling(const Downscaler::Impl& im, const sampling::Model& m, int64_t rows, const SampleOptions& o) {
   const int64_t B = rows * o.members;
   if (auto it = im.sample_threads.find(B); it != im.sample_threads.end()) return it->second;
   const int limit = search_limit(o.max_threads);
@@ -108,10 +105,8 @@ int tune_sampling(const Downscaler::Impl& im, const sampling::Model& m, int64_t 
   const int before = at::get_num_threads();
   const int64_t C = im.mo.context_size;
   auto gen = at::make_generator<at::CPUGeneratorImpl>(54321);
-  const auto ctx = torch::randn({rows, std::max<int64_t>(C, 1)}, gen,
-                                torch::TensorOptions().dtype(torch::kFloat32));
-  std::vector<float> coarse(static_cast<size_t>(rows), 0.0f),
-      out(static_cast<size_t>(B * im.mo.patch_size));
+  const auto ctx = torch::randn({rows, std::max<int64_t>(C, 1)}, gen, torch::TensorOptions().dtype(torch::kFloat32));
+  std::vector<float> coarse(static_cast<size_t>(rows), 0.0f), out(static_cast<size_t>(B * im.mo.patch_size));
   SampleOptions probe = o;
   probe.sampler = Sampler::kDdim;  // a few network evaluations at the batch size of the real sampling
   probe.steps = 3;
@@ -120,8 +115,7 @@ int tune_sampling(const Downscaler::Impl& im, const sampling::Model& m, int64_t 
   for (int n = 1; n <= limit; ++n) {
     at::set_num_threads(n);
     auto once = [&] {
-      sampling::draw(im, m, ctx.data_ptr<float>(), coarse.data(), nullptr, rows, probe, 1,
-                     out.data(), {});
+      sampling::draw(im, m, ctx.data_ptr<float>(), coarse.data(), nullptr, rows, probe, 1, out.data(), {});
     };
     once();
     double best = 1e300;
@@ -135,9 +129,8 @@ int tune_sampling(const Downscaler::Impl& im, const sampling::Model& m, int64_t 
   at::set_num_threads(before);
   size_t best = 0;
   const std::string measured = describe(per_call, &best);
-  const std::string line = "sample.threads auto: per call (3 DDIM steps) of " + std::to_string(B) +
-                           " rows with 1.." + std::to_string(limit) + " threads: " + measured +
-                           "; using " + std::to_string(best + 1);
+  const std::string line = "sample.threads auto: per call (3 DDIM steps) of " + std::to_string(B) + " rows with 1.." +
+                           std::to_string(limit) + " threads: " + measured + "; using " + std::to_string(best + 1);
   {
     std::lock_guard<std::mutex> lock(im.log_mutex);
     im.thread_log.push_back(line);

@@ -17,12 +17,10 @@ int search_limit(int64_t max_threads);
 /// Times a few training steps at the configured batch with 1..N threads on `data` and returns
 /// the fastest count; the training state (weights, optimizer, generator, step) is restored
 /// afterwards, so tuning changes nothing but the thread count. Logs one line through `event`.
-int tune_training(Downscaler::Impl& im, const EpochTensors& data,
-                  const std::function<void(const std::string&)>& event);
+int tune_training(Downscaler::Impl& im, const EpochTensors& data, const std::function<void(const std::string&)>& event);
 
 /// The thread count for sampling `rows` rows x o.members members: measured once per batch
 /// size (a short DDIM sampling with 1..N threads) and remembered.
-int tune_sampling(const Downscaler::Impl& im, const sampling::Model& m, int64_t rows,
-                  const SampleOptions& o);
+int tune_sampling(const Downscaler::Impl& im, const sampling::Model& m, int64_t rows, const SampleOptions& o);
 
 }  // namespace finecast::trainer::threads

@@ -17,8 +17,7 @@ constexpr int kWarmupSteps = 3;
 
 }  // namespace
 
-StaticStep::StaticStep(Downscaler::Impl& im, int64_t batch, bool weighted)
-    : im_(im), batch_(batch) {
+StaticStep::StaticStep(Downscaler::Impl& im, int64_t batch, bool weighted) : im_(im), batch_(batch) {
   const int64_t B = batch, P = im.mo.patch_size, C = im.mo.context_size;
   const int64_t floats = B * P + B * C + (weighted ? B * P : 0) + B * P + kHyper;
   const auto fo = torch::TensorOptions().dtype(torch::kFloat32).device(im.device);
@@ -43,8 +42,7 @@ void StaticStep::reset_statistics() { statistics.zero_(); }
 
 void StaticStep::run() {
   auto& im = im_;
-  const bool v_obj = im.mo.objective == Objective::kV, conservative = im.mo.conservative,
-             bf16 = im.to.bf16 && im.cuda;
+  const bool v_obj = im.mo.objective == Objective::kV, conservative = im.mo.conservative, bf16 = im.to.bf16 && im.cuda;
   im.grad.zero_();
   torch::Tensor loss;
   {
@@ -67,8 +65,7 @@ void StaticStep::run() {
   auto okf = ok.to(torch::kFloat32);
   // clip_grad_norm_: scale by max / (norm + 1e-6) when the norm exceeds max (> 0).
   auto clip = hyper[kClip];
-  auto scale =
-      torch::where((clip > 0) & (norm > clip), clip / (norm + 1e-6), torch::ones_like(norm));
+  auto scale = torch::where((clip > 0) & (norm > clip), clip / (norm + 1e-6), torch::ones_like(norm));
   auto g = torch::where(ok, im.grad * scale, torch::zeros_like(im.grad));
   const double b1 = 0.9, b2 = 0.999;
   auto m = im.exp_avg + (1.0 - b1) * (g - im.exp_avg);
@@ -137,8 +134,7 @@ void TrainGraph::step(const StepDraws& d) {
     if (weighted_) std::memcpy(wp + i * P, w + idx[i] * P, static_cast<size_t>(P) * sizeof(float));
   }
   std::memcpy(ep, d.eps.data_ptr<float>(), static_cast<size_t>(B * P) * sizeof(float));
-  std::memcpy(host_longs_[s].data_ptr<int64_t>(), d.t.data_ptr<int64_t>(),
-              static_cast<size_t>(B) * sizeof(int64_t));
+  std::memcpy(host_longs_[s].data_ptr<int64_t>(), d.t.data_ptr<int64_t>(), static_cast<size_t>(B) * sizeof(int64_t));
   // The hyper-parameters of this step, assuming the steps before it in the epoch were good.
   const double lr = im.current_lr();
   const adamw::StepParams sp = adamw::step_params(im.to, im.step, lr, 0.0);
@@ -172,8 +168,7 @@ EpochResult TrainGraph::finish_epoch(const std::function<void(const std::string&
   if (r.bad > 0) {
     im.step -= r.bad;  // counted as taken by step(); bad steps change no weight
     im.total_bad += r.bad;
-    event("train_epoch: " + std::to_string(r.bad) +
-          " graph-replayed steps skipped for a NaN/Inf loss or gradient");
+    event("train_epoch: " + std::to_string(r.bad) + " graph-replayed steps skipped for a NaN/Inf loss or gradient");
     if (longest_run >= im.to.max_bad_steps) {
       torch::NoGradGuard no_grad;
       im.flat.copy_(im.good_flat);
@@ -194,12 +189,10 @@ EpochResult TrainGraph::finish_epoch(const std::function<void(const std::string&
 TrainGraph* train_graph_for(Downscaler::Impl& im, const EpochTensors& data, int64_t global) {
   const bool wanted = (im.cuda && im.to.cuda_graphs && compiled()) || im.force_graph_path;
   if (!wanted || im.train_graph_failed || im.fused_mlp || im.micro_batch != global) return nullptr;
-  if (im.to.max_device_memory > 0 &&
-      estimate_batch_bytes(im.mo, im.flat.numel(), global) > im.to.max_device_memory)
+  if (im.to.max_device_memory > 0 && estimate_batch_bytes(im.mo, im.flat.numel(), global) > im.to.max_device_memory)
     return nullptr;
   const bool weighted = data.w.defined();
-  if (!im.train_graph || im.train_graph->batch() != global ||
-      im.train_graph->weighted() != weighted)
+  if (!im.train_graph || im.train_graph->batch() != global || im.train_graph->weighted() != weighted)
     im.train_graph = std::make_unique<TrainGraph>(im, global, weighted);
   im.train_graph->set_data(data);
   return im.train_graph.get();

@@ -37,8 +37,7 @@ void validate_train_options(const TrainOptions& t) {
     bad("validation_metric", "crps needs validation_members >= 2");
   // These act on the validation score, which needs held-out data.
   if (t.validation == 0) {
-    if (t.early_stop > 0)
-      bad("early_stop", "needs train.validation > 0 (a held-out part to score)");
+    if (t.early_stop > 0) bad("early_stop", "needs train.validation > 0 (a held-out part to score)");
     if (t.plateau > 0) bad("plateau", "needs train.validation > 0 (a held-out part to score)");
     if (t.keep_best) bad("keep_best", "needs train.validation > 0 (a held-out part to score)");
   }
@@ -83,15 +82,12 @@ void check_memory_limit(const Downscaler::Impl& im, int64_t b) {
   if (im.to.max_device_memory <= 0) return;
   const int64_t need = estimate_batch_bytes(im.mo, im.flat.numel(), b);
   if (need > im.to.max_device_memory)
-    throw DeviceMemoryLimit(
-        "a micro-batch of " + std::to_string(b) + " needs about " + std::to_string(need) +
-        " bytes, above train.max_device_memory = " + std::to_string(im.to.max_device_memory));
+    throw DeviceMemoryLimit("a micro-batch of " + std::to_string(b) + " needs about " + std::to_string(need) +
+                            " bytes, above train.max_device_memory = " + std::to_string(im.to.max_device_memory));
 }
 
-LossAndNorm fused_forward_backward(Downscaler::Impl& im, const EpochTensors& data,
-                                   const StepDraws& d) {
-  const int64_t b = d.idx.size(0), P = im.mo.patch_size,
-                micro = std::max<int64_t>(1, im.micro_batch);
+LossAndNorm fused_forward_backward(Downscaler::Impl& im, const EpochTensors& data, const StepDraws& d) {
+  const int64_t b = d.idx.size(0), P = im.mo.patch_size, micro = std::max<int64_t>(1, im.micro_batch);
   fused::EpochInputs in;
   in.x0 = data.r0.data_ptr<float>();
   in.context = data.ctx.data_ptr<float>();
@@ -113,8 +109,7 @@ LossAndNorm fused_forward_backward(Downscaler::Impl& im, const EpochTensors& dat
     mb.idx = idx + m0;
     mb.t = t + m0;
     mb.eps = eps + m0 * P;
-    sse += im.fused_mlp->train_micro(im.flat.data_ptr<float>(), im.grad.data_ptr<float>(), in, mb,
-                                     scale, m0 == 0);
+    sse += im.fused_mlp->train_micro(im.flat.data_ptr<float>(), im.grad.data_ptr<float>(), in, mb, scale, m0 == 0);
   }
   LossAndNorm r;
   r.loss = sse * scale;
@@ -122,8 +117,7 @@ LossAndNorm fused_forward_backward(Downscaler::Impl& im, const EpochTensors& dat
   return r;
 }
 
-LossAndNorm autograd_forward_backward(Downscaler::Impl& im, const EpochTensors& data,
-                                      const StepDraws& d) {
+LossAndNorm autograd_forward_backward(Downscaler::Impl& im, const EpochTensors& data, const StepDraws& d) {
   const int64_t b = d.idx.size(0), micro = std::max<int64_t>(1, im.micro_batch);
   const int64_t rows = d.rows > 0 ? d.rows : b;  // all the group's rows in data-parallel training
   const bool v_obj = im.mo.objective == Objective::kV, conservative = im.mo.conservative;
@@ -184,9 +178,8 @@ bool back_off(Downscaler::Impl& im, int64_t global, const std::exception& e,
   if (im.cuda) c10::cuda::CUDACachingAllocator::emptyCache();
 #endif
   event("train: out of device memory at micro-batch " + std::to_string(before) + " (" + e.what() +
-        "); micro-batch now " + std::to_string(im.micro_batch) + ", " +
-        std::to_string(im.accumulate) + " micro-batches per optimizer step (global batch " +
-        std::to_string(global) + " kept)");
+        "); micro-batch now " + std::to_string(im.micro_batch) + ", " + std::to_string(im.accumulate) +
+        " micro-batches per optimizer step (global batch " + std::to_string(global) + " kept)");
   return true;
 }
 
@@ -206,8 +199,8 @@ LossAndNorm forward_backward(Downscaler::Impl& im, const EpochTensors& data, con
     im.grad.copy_(host);
   }
   im.reducer->sum(&r.loss, 1);
-  r.norm = im.grad.is_cpu() ? adamw::norm_cpu(im.grad.data_ptr<float>(), im.grad.numel())
-                            : im.grad.norm().item<double>();
+  r.norm =
+      im.grad.is_cpu() ? adamw::norm_cpu(im.grad.data_ptr<float>(), im.grad.numel()) : im.grad.norm().item<double>();
   return r;
 }
 
@@ -235,9 +228,8 @@ void apply_update(Downscaler::Impl& im, double grad_norm) {
   const adamw::StepParams p = adamw::step_params(im.to, im.step, lr, grad_norm);
   torch::NoGradGuard no_grad;
   if (!im.cuda && im.device.is_cpu()) {
-    adamw::update_cpu(im.flat.data_ptr<float>(), im.grad.data_ptr<float>(),
-                      im.exp_avg.data_ptr<float>(), im.exp_avg_sq.data_ptr<float>(),
-                      im.ema.data_ptr<float>(), im.flat.numel(), p);
+    adamw::update_cpu(im.flat.data_ptr<float>(), im.grad.data_ptr<float>(), im.exp_avg.data_ptr<float>(),
+                      im.exp_avg_sq.data_ptr<float>(), im.ema.data_ptr<float>(), im.flat.numel(), p);
   } else {
     adamw::update_tensors(im.flat, im.grad, im.exp_avg, im.exp_avg_sq, im.ema, im.denom, p);
   }
@@ -261,8 +253,7 @@ EpochStats run_epoch(Downscaler::Impl& im, const EpochTensors& data,
     im.good_exp_avg = im.exp_avg.clone();
     im.good_exp_avg_sq = im.exp_avg_sq.clone();
   }
-  if (im.to.bf16 && !im.cuda)
-    event("train.bf16 is honoured on CUDA only; training in float32 on " + im.device.str());
+  if (im.to.bf16 && !im.cuda) event("train.bf16 is honoured on CUDA only; training in float32 on " + im.device.str());
 
   const auto long_cpu = torch::TensorOptions().dtype(torch::kInt64);
   const auto float_cpu = torch::TensorOptions().dtype(torch::kFloat32);
@@ -302,8 +293,7 @@ EpochStats run_epoch(Downscaler::Impl& im, const EpochTensors& data,
         graph = nullptr;
         im.train_graph.reset();
         im.train_graph_failed = true;
-        event(std::string("train: CUDA graph step failed (") + e.what() +
-              "); continuing without graphs");
+        event(std::string("train: CUDA graph step failed (") + e.what() + "); continuing without graphs");
       }
     }
     if (graph) graph->wait();  // an eager step after replays (the partial last batch)
@@ -323,8 +313,7 @@ EpochStats run_epoch(Downscaler::Impl& im, const EpochTensors& data,
           graph = nullptr;
         }
         if (!back_off(im, global, e, event))
-          throw std::runtime_error("train: out of device memory even at micro-batch 1 (" +
-                                   std::string(e.what()) + ")");
+          throw std::runtime_error("train: out of device memory even at micro-batch 1 (" + std::string(e.what()) + ")");
         ++st.oom_backoffs;
       }
     }
@@ -333,9 +322,8 @@ EpochStats run_epoch(Downscaler::Impl& im, const EpochTensors& data,
       ++st.bad_steps;
       ++im.total_bad;
       ++im.consecutive_bad;
-      event("train_epoch: step " + std::to_string(im.step) + " skipped: loss " +
-            std::to_string(r.loss) + ", gradient norm " + std::to_string(r.norm) + " (" +
-            std::to_string(im.consecutive_bad) + " in a row)");
+      event("train_epoch: step " + std::to_string(im.step) + " skipped: loss " + std::to_string(r.loss) +
+            ", gradient norm " + std::to_string(r.norm) + " (" + std::to_string(im.consecutive_bad) + " in a row)");
       if (im.consecutive_bad >= im.to.max_bad_steps) {
         torch::NoGradGuard no_grad;
         im.flat.copy_(im.good_flat);
@@ -373,8 +361,7 @@ void Downscaler::update_normalisation(const DataView& data) {
   accumulate_normalisation(im.sums, c, im.mo.context_size);
 }
 
-EpochStats Downscaler::train_epoch(const DataView& data,
-                                   const std::function<void(const std::string&)>& on_event) {
+EpochStats Downscaler::train_epoch(const DataView& data, const std::function<void(const std::string&)>& on_event) {
   auto& im = *impl_;
   const auto t0 = std::chrono::steady_clock::now();
   auto event = [&](const std::string& s) {
@@ -406,8 +393,8 @@ namespace {
 /// members' time steps) and each kept row's index among the group's kept rows (renumbered past
 /// rows any member dropped), so that training rows are 0..train_rows-1 in every member.
 struct GroupRows {
-  TimeSplit split;                ///< this member's rows (indices into its kept rows)
-  std::vector<int64_t> global;    ///< per kept row, its index among the group's kept rows
+  TimeSplit split;              ///< this member's rows (indices into its kept rows)
+  std::vector<int64_t> global;  ///< per kept row, its index among the group's kept rows
   int64_t train_rows = 0, validation_rows = 0;
 };
 
@@ -420,7 +407,8 @@ GroupRows group_rows(Reducer& r, const DataView& data, const torch::Tensor& kept
   std::vector<int64_t> dropped;
   {
     std::vector<uint8_t> is_kept(static_cast<size_t>(data.n), kept_rows.defined() ? 0 : 1);
-    for (int64_t i = 0; kept_rows.defined() && i < kept; ++i) is_kept[static_cast<size_t>(kept_rows.data_ptr<int64_t>()[i])] = 1;
+    for (int64_t i = 0; kept_rows.defined() && i < kept; ++i)
+      is_kept[static_cast<size_t>(kept_rows.data_ptr<int64_t>()[i])] = 1;
     for (int64_t row = 0; row < data.n; ++row)
       if (!is_kept[static_cast<size_t>(row)]) dropped.push_back(data.global_row[row]);
   }
@@ -433,14 +421,16 @@ GroupRows group_rows(Reducer& r, const DataView& data, const torch::Tensor& kept
     total += static_cast<int64_t>(counts[static_cast<size_t>(k)]);
   }
   std::vector<double> all_dropped(static_cast<size_t>(total), 0.0);
-  for (size_t i = 0; i < dropped.size(); ++i) all_dropped[static_cast<size_t>(offset) + i] = static_cast<double>(dropped[i]);
+  for (size_t i = 0; i < dropped.size(); ++i)
+    all_dropped[static_cast<size_t>(offset) + i] = static_cast<double>(dropped[i]);
   if (total > 0) r.sum(all_dropped.data(), total);
   std::sort(all_dropped.begin(), all_dropped.end());
   g.global.resize(static_cast<size_t>(kept));
   for (int64_t i = 0; i < kept; ++i) {
     const int64_t row = kept_rows.defined() ? kept_rows.data_ptr<int64_t>()[i] : i;
     const int64_t gr = data.global_row[row];
-    const auto before = std::lower_bound(all_dropped.begin(), all_dropped.end(), static_cast<double>(gr)) - all_dropped.begin();
+    const auto before =
+        std::lower_bound(all_dropped.begin(), all_dropped.end(), static_cast<double>(gr)) - all_dropped.begin();
     g.global[static_cast<size_t>(i)] = gr - static_cast<int64_t>(before);
   }
   // The group's distinct time steps, then the held-out ones by the single-process rule.
@@ -462,7 +452,8 @@ GroupRows group_rows(Reducer& r, const DataView& data, const torch::Tensor& kept
                                                  : distinct[static_cast<size_t>(by_step.validation.front())];
   g.split.steps = by_step.steps;
   g.split.validation_steps = by_step.validation_steps;
-  for (int64_t i = 0; i < kept; ++i) (times[static_cast<size_t>(i)] >= cut ? g.split.validation : g.split.train).push_back(i);
+  for (int64_t i = 0; i < kept; ++i)
+    (times[static_cast<size_t>(i)] >= cut ? g.split.validation : g.split.train).push_back(i);
   // Training rows come first in the group's order (rows are ordered by time): 0..train_rows-1.
   double n[3] = {static_cast<double>(g.split.train.size()), static_cast<double>(g.split.validation.size()), 0.0};
   for (int64_t i : g.split.train) n[2] = std::max(n[2], static_cast<double>(g.global[static_cast<size_t>(i)] + 1));
@@ -473,8 +464,9 @@ GroupRows group_rows(Reducer& r, const DataView& data, const torch::Tensor& kept
   g.train_rows = static_cast<int64_t>(n[0]);
   g.validation_rows = static_cast<int64_t>(n[1]);
   if (*std::max_element(ends.begin(), ends.end()) > static_cast<double>(g.train_rows))
-    throw std::invalid_argument("train_session: DataView::global_row must order the group's rows by time (the "
-                                "training rows first)");
+    throw std::invalid_argument(
+        "train_session: DataView::global_row must order the group's rows by time (the "
+        "training rows first)");
   return g;
 }
 

@@ -90,8 +90,7 @@ double held_out_crps(Downscaler::Impl& im, const CleanData& held_out) {
   auto idx = torch::tensor(rows, torch::kInt64);
   const auto fine = held_out.fine.index_select(0, idx).contiguous();
   const auto ctx = held_out.context.index_select(0, idx).contiguous();
-  const auto w = held_out.weights.defined() ? held_out.weights.index_select(0, idx).contiguous()
-                                            : torch::Tensor();
+  const auto w = held_out.weights.defined() ? held_out.weights.index_select(0, idx).contiguous() : torch::Tensor();
   const auto coarse = patch_mean(fine, w).contiguous();
 
   sampling::Model model;
@@ -111,8 +110,7 @@ double held_out_crps(Downscaler::Impl& im, const CleanData& held_out) {
   so.cuda_graphs = false;
   std::vector<float> out(static_cast<size_t>(m * M * P));
   sampling::draw(im, model, C > 0 ? ctx.data_ptr<float>() : nullptr, coarse.data_ptr<float>(),
-                 w.defined() ? w.data_ptr<float>() : nullptr, m, so, im.to.seed ^ kValidationSeed,
-                 out.data(), {});
+                 w.defined() ? w.data_ptr<float>() : nullptr, m, so, im.to.seed ^ kValidationSeed, out.data(), {});
   const float* y = fine.data_ptr<float>();
   double total = 0;
   std::vector<float> ens(static_cast<size_t>(M));
@@ -134,15 +132,13 @@ double crps(std::vector<float> x, double y) {
   for (int64_t i = 0; i < M; ++i) {
     abs_err += std::abs(x[static_cast<size_t>(i)] - y);
     // sum over pairs |x_i - x_j| = 2 sum_i (2i - M + 1) x_(i), i 0-based.
-    spread +=
-        (2.0 * static_cast<double>(i) - static_cast<double>(M) + 1.0) * x[static_cast<size_t>(i)];
+    spread += (2.0 * static_cast<double>(i) - static_cast<double>(M) + 1.0) * x[static_cast<size_t>(i)];
   }
   const double m = static_cast<double>(M);
   return abs_err / m - spread / (m * m);
 }
 
-Scores score(Downscaler::Impl& im, const CleanData& held_out,
-             const std::function<void(const std::string&)>& event) {
+Scores score(Downscaler::Impl& im, const CleanData& held_out, const std::function<void(const std::string&)>& event) {
   Scores s;
   if (held_out.fine.size(0) == 0) return s;
   const EpochTensors v = normalise(held_out, im.norm, im.device);
@@ -150,13 +146,11 @@ Scores score(Downscaler::Impl& im, const CleanData& held_out,
   if (im.to.validation_members >= 2) s.crps = held_out_crps(im, held_out);
   event("validation: " + std::to_string(v.n) + " held-out samples; loss " + fmt(s.loss) +
         (std::isnan(s.crps) ? std::string()
-                            : ", CRPS " + fmt(s.crps) + " (" +
-                                  std::to_string(im.to.validation_members) + " members)"));
+                            : ", CRPS " + fmt(s.crps) + " (" + std::to_string(im.to.validation_members) + " members)"));
   return s;
 }
 
-bool record(Downscaler::Impl& im, double score,
-            const std::function<void(const std::string&)>& event) {
+bool record(Downscaler::Impl& im, double score, const std::function<void(const std::string&)>& event) {
   auto& v = im.validation;
   if (std::isnan(score)) return false;
   const bool improved = std::isnan(v.best_score) || score < v.best_score;
@@ -171,13 +165,12 @@ bool record(Downscaler::Impl& im, double score,
   ++v.sessions_without_improvement;
   ++v.sessions_since_reduction;
   const std::string metric = "validation " + name(im.to.validation_metric);
-  if (im.to.plateau > 0 && v.sessions_since_reduction >= im.to.plateau &&
-      v.lr_scale > im.to.plateau_min_scale) {
+  if (im.to.plateau > 0 && v.sessions_since_reduction >= im.to.plateau && v.lr_scale > im.to.plateau_min_scale) {
     v.lr_scale = std::max(im.to.plateau_min_scale, v.lr_scale * im.to.plateau_factor);
     v.sessions_since_reduction = 0;
     event("plateau: " + metric + " not better than " + fmt(v.best_score) + " for " +
-          std::to_string(v.sessions_without_improvement) + " sessions; learning rate scaled to " +
-          fmt(v.lr_scale) + " of the schedule");
+          std::to_string(v.sessions_without_improvement) + " sessions; learning rate scaled to " + fmt(v.lr_scale) +
+          " of the schedule");
   }
   if (im.to.early_stop > 0 && v.sessions_without_improvement >= im.to.early_stop) {
     v.stopped = true;

@@ -20,13 +20,11 @@ struct Scores {
 
 /// Scores the EMA weights on held-out clean data. The loss uses fixed noise and steps (a
 /// generator seeded from train.seed), so successive sessions are compared on equal terms.
-Scores score(Downscaler::Impl& im, const CleanData& held_out,
-             const std::function<void(const std::string&)>& event);
+Scores score(Downscaler::Impl& im, const CleanData& held_out, const std::function<void(const std::string&)>& event);
 
 /// Records a session's score: best score and step, sessions without improvement, plateau
 /// reduction, early stopping, the kept best state. Returns whether the score improved.
-bool record(Downscaler::Impl& im, double score,
-            const std::function<void(const std::string&)>& event);
+bool record(Downscaler::Impl& im, double score, const std::function<void(const std::string&)>& event);
 
 /// The CRPS of an ensemble `members` [M] for the observation y (the usual estimator
 /// mean|X - y| - mean|X - X'| / 2 over all pairs, computed from the sorted members).

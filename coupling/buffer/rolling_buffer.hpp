@@ -17,14 +17,12 @@ namespace finecast::coupling {
 class RollingBuffer {
  public:
   /// `patch_weights` is [patches_per_step][P] (empty: uniform 1/P). Throws std::invalid_argument.
-  RollingBuffer(int capacity_steps, int64_t patches_per_step, int C, int P,
-                std::vector<float> patch_weights = {});
+  RollingBuffer(int capacity_steps, int64_t patches_per_step, int C, int P, std::vector<float> patch_weights = {});
 
   /// Copies one step (context [n][C], fine [n][P], valid [n] or nullptr = all valid) into the
   /// next ring slot, evicting the oldest step when full; no allocation. Returns the number of
   /// valid samples stored from this step.
-  int64_t push(const std::string& datetime, const float* context, const float* fine,
-               const uint8_t* valid = nullptr);
+  int64_t push(const std::string& datetime, const float* context, const float* fine, const uint8_t* valid = nullptr);
 
   int capacity() const { return capacity_; }
   int steps() const { return steps_; }
@@ -56,8 +54,7 @@ class RollingBuffer {
   /// Draws `batch` samples uniformly over the valid (step, patch) pairs, with replacement; the
   /// draws depend only on the rng state and the held samples (not on the ring position), so a
   /// reloaded buffer draws the same batch. Throws std::logic_error when the buffer is empty.
-  void sample_batch(std::mt19937_64& rng, int64_t batch, float* context, float* fine,
-                    float* weights) const;
+  void sample_batch(std::mt19937_64& rng, int64_t batch, float* context, float* fine, float* weights) const;
 
   /// Writes the buffer to an HDF5 file atomically (tmp + rename), with a checksum. A buffer that
   /// holds patches first_patch..first_patch+n-1 of patches_total (one trainer rank's part) says
@@ -75,8 +72,7 @@ class RollingBuffer {
   static RollingBuffer load_h5(const std::string& path);
   /// As load_h5(path), but checks patches/C/P against the running configuration (IoError naming
   /// both values) and re-buffers into `capacity_steps`, keeping the newest steps.
-  static RollingBuffer load_h5(const std::string& path, int capacity_steps,
-                               int64_t patches_per_step, int C, int P);
+  static RollingBuffer load_h5(const std::string& path, int capacity_steps, int64_t patches_per_step, int C, int P);
 
  private:
   int slot_of(int step) const { return (head_ + step) % capacity_; }

@@ -37,8 +37,8 @@ void read_all(const h5::File& f, const char* name, h5::Type type, const std::vec
   if (!f.exists(name)) f.fail(std::string("dataset '") + name + "' is missing");
   const h5::DatasetInfo info = f.info(name);
   if (info.shape != dims)
-    f.fail(std::string("dataset '") + name + "' has shape (" + dims_text(info.shape) +
-           "), expected (" + dims_text(dims) + ") from the file's attributes");
+    f.fail(std::string("dataset '") + name + "' has shape (" + dims_text(info.shape) + "), expected (" +
+           dims_text(dims) + ") from the file's attributes");
   out.resize(static_cast<size_t>(info.numel()));
   f.read(name, type, out.data(), info.numel());
 }
@@ -58,10 +58,8 @@ void RollingBuffer::save_h5(const std::string& path, int64_t first_patch, int64_
     auto slot = [&](int64_t i) { return static_cast<size_t>(slot_of(static_cast<int>(i))); };
     f.write_rows("context", h5::Type::kFloat32, {S, N, C_},
                  [&](int64_t i) { return context_.data() + slot(i) * n_ * C_; });
-    f.write_rows("fine", h5::Type::kFloat32, {S, N, P_},
-                 [&](int64_t i) { return fine_.data() + slot(i) * n_ * P_; });
-    f.write_rows("valid", h5::Type::kUInt8, {S, N},
-                 [&](int64_t i) { return valid_.data() + slot(i) * n_; });
+    f.write_rows("fine", h5::Type::kFloat32, {S, N, P_}, [&](int64_t i) { return fine_.data() + slot(i) * n_ * P_; });
+    f.write_rows("valid", h5::Type::kUInt8, {S, N}, [&](int64_t i) { return valid_.data() + slot(i) * n_; });
     f.write("weights", h5::Type::kFloat32, weights_.data(), {N, P_});
     std::vector<std::string> datetimes;
     for (int i = 0; i < steps_; ++i) datetimes.push_back(datetime(i));
@@ -83,12 +81,10 @@ void RollingBuffer::save_h5(const std::string& path, int64_t first_patch, int64_
   out.commit();
 }
 
-RollingBuffer RollingBuffer::load_h5(const std::string& path) {
-  return load_h5(path, -1, -1, -1, -1);
-}
+RollingBuffer RollingBuffer::load_h5(const std::string& path) { return load_h5(path, -1, -1, -1, -1); }
 
-RollingBuffer RollingBuffer::load_h5(const std::string& path, int capacity_steps,
-                                     int64_t patches_per_step, int C, int P) {
+RollingBuffer RollingBuffer::load_h5(const std::string& path, int capacity_steps, int64_t patches_per_step, int C,
+                                     int P) {
   const h5::File f = h5::File::open_read(path, {ErrorCode::kIo, kSubject});
   if (!f.has_attr("/", "format") || f.attr_string("/", "format") != kFormat)
     f.fail(std::string("attribute 'format' is not \"") + kFormat + "\"");
@@ -102,13 +98,12 @@ RollingBuffer RollingBuffer::load_h5(const std::string& path, int capacity_steps
   const int64_t p = read_attr(f, "patch_size");
   const int64_t steps = read_attr(f, "steps");
   if (saved_cap < 1 || n < 1 || c < 1 || p < 1 || steps < 0 || steps > saved_cap)
-    f.fail("inconsistent attributes (capacity " + std::to_string(saved_cap) + ", steps " +
-           std::to_string(steps) + ", patches " + std::to_string(n) + ", C " + std::to_string(c) +
-           ", P " + std::to_string(p) + ")");
+    f.fail("inconsistent attributes (capacity " + std::to_string(saved_cap) + ", steps " + std::to_string(steps) +
+           ", patches " + std::to_string(n) + ", C " + std::to_string(c) + ", P " + std::to_string(p) + ")");
   auto expect = [&](const char* what, int64_t want, int64_t got) {
     if (want >= 0 && want != got)
-      f.fail(std::string("holds ") + what + " = " + std::to_string(got) + " but this run uses " +
-             std::to_string(want) + " (delete the snapshot or restore the configuration)");
+      f.fail(std::string("holds ") + what + " = " + std::to_string(got) + " but this run uses " + std::to_string(want) +
+             " (delete the snapshot or restore the configuration)");
   };
   expect("patches per step", patches_per_step, n);
   expect("context size C", C, c);
@@ -130,8 +125,8 @@ RollingBuffer RollingBuffer::load_h5(const std::string& path, int capacity_steps
   // Keep the newest steps when the configured capacity shrank.
   const size_t ctx_step = static_cast<size_t>(n * c), fine_step = static_cast<size_t>(n * p);
   for (int64_t i = std::max<int64_t>(0, steps - cap); i < steps; ++i)
-    buf.push(datetimes[static_cast<size_t>(i)], context.data() + i * ctx_step,
-             fine.data() + i * fine_step, valid.data() + i * n);
+    buf.push(datetimes[static_cast<size_t>(i)], context.data() + i * ctx_step, fine.data() + i * fine_step,
+             valid.data() + i * n);
   buf.pushed_total_ = read_attr(f, "pushed_total");
   buf.rejected_total_ = read_attr(f, "rejected_total");
   return buf;
@@ -160,9 +155,9 @@ RollingBuffer RollingBuffer::load_h5_range(const std::vector<std::string>& parts
       pushed = part.pushed_total_;
       rejected = part.rejected_total_;
     } else if (part.steps_ != steps || (steps > 0 && part.datetime(part.steps_ - 1) != datetimes.back())) {
-      throw IoError("rolling buffer snapshot " + path + ": holds " + std::to_string(part.steps_) +
-                    " steps ending at " + (part.steps_ > 0 ? part.datetime(part.steps_ - 1) : std::string("-")) +
-                    ", but " + parts.front() + " holds " + std::to_string(steps) + " ending at " +
+      throw IoError("rolling buffer snapshot " + path + ": holds " + std::to_string(part.steps_) + " steps ending at " +
+                    (part.steps_ > 0 ? part.datetime(part.steps_ - 1) : std::string("-")) + ", but " + parts.front() +
+                    " holds " + std::to_string(steps) + " ending at " +
                     (steps > 0 ? datetimes.back() : std::string("-")) + ": the parts are not of one snapshot");
     }
     const int64_t lo = std::max(first, p0), hi = std::min(first + count, p0 + pn);

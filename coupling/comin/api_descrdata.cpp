@@ -27,8 +27,8 @@ const EntityArrays* entity_or_fatal(int jg, EntityArrays DomainArrays::*entity, 
   if (d == nullptr) return nullptr;
   const EntityArrays& e = d->*entity;
   if (!e.present) {
-    ch::fatal(routine, std::string("this host offers no ") + entity_name(entity) + " data for domain " +
-                           std::to_string(jg));
+    ch::fatal(routine,
+              std::string("this host offers no ") + entity_name(entity) + " data for domain " + std::to_string(jg));
     return nullptr;
   }
   return &e;
@@ -46,8 +46,8 @@ void give_array(const FortranArray<T>& a, const T** data, int* shape, const char
 }
 
 template <typename T>
-void give_entity_array(int jg, EntityArrays DomainArrays::*entity, FortranArray<T> EntityArrays::*array,
-                       const T** data, int* shape, const char* routine) {
+void give_entity_array(int jg, EntityArrays DomainArrays::*entity, FortranArray<T> EntityArrays::*array, const T** data,
+                       int* shape, const char* routine) {
   *data = nullptr;
   if (const EntityArrays* e = entity_or_fatal(jg, entity, routine)) give_array(e->*array, data, shape, routine);
 }
@@ -80,17 +80,16 @@ int global_nproma(const char* routine) {
 
 // ICON's get_indices_c: the (start, end) cell index within block i_blk of a loop from zone
 // irl_start to zone irl_end.
-void loop_indices(int jg, EntityArrays DomainArrays::*entity, int min_rl, int max_rl, int i_blk,
-                  int i_startblk, int i_endblk, int* i_startidx, int* i_endidx, int irl_start,
-                  int irl_end, const char* routine) {
+void loop_indices(int jg, EntityArrays DomainArrays::*entity, int min_rl, int max_rl, int i_blk, int i_startblk,
+                  int i_endblk, int* i_startidx, int* i_endidx, int irl_start, int irl_end, const char* routine) {
   *i_startidx = 1;
   *i_endidx = 0;
   const EntityArrays* e = entity_or_fatal(jg, entity, routine);
   if (e == nullptr) return;
   for (int irl : {irl_start, irl_end})
     if (irl < min_rl || irl > max_rl) {
-      ch::fatal(routine, "refin_ctrl zone " + std::to_string(irl) + " is outside " +
-                             std::to_string(min_rl) + ".." + std::to_string(max_rl));
+      ch::fatal(routine, "refin_ctrl zone " + std::to_string(irl) + " is outside " + std::to_string(min_rl) + ".." +
+                             std::to_string(max_rl));
       return;
     }
   const int nproma = global_nproma(routine);
@@ -107,15 +106,15 @@ int npromz(int jg, EntityArrays DomainArrays::*entity, const char* routine) {
 
 // One C getter per (entity, array): the name says which, e.g.
 // comin_descrdata_get_domain_cells_neighbor_idx -> cells.neighbor_idx.
-#define FINECAST_ENTITY_ARRAY(T, entity, name, member)                                            \
-  void comin_descrdata_get_domain_##entity##_##name(int jg, const T** data, int* shape) {        \
-    give_entity_array<T>(jg, &DomainArrays::entity, &EntityArrays::member, data, shape,           \
-                         "comin_descrdata_get_domain_" #entity "_" #name);                        \
+#define FINECAST_ENTITY_ARRAY(T, entity, name, member)                                    \
+  void comin_descrdata_get_domain_##entity##_##name(int jg, const T** data, int* shape) { \
+    give_entity_array<T>(jg, &DomainArrays::entity, &EntityArrays::member, data, shape,   \
+                         "comin_descrdata_get_domain_" #entity "_" #name);                \
   }
-#define FINECAST_ENTITY_COUNT(entity, name, member)                                               \
-  int comin_descrdata_get_domain_##entity##_##name(int jg) {                                      \
-    return entity_count(jg, &DomainArrays::entity, &EntityArrays::member,                         \
-                        "comin_descrdata_get_domain_" #entity "_" #name);                         \
+#define FINECAST_ENTITY_COUNT(entity, name, member)                       \
+  int comin_descrdata_get_domain_##entity##_##name(int jg) {              \
+    return entity_count(jg, &DomainArrays::entity, &EntityArrays::member, \
+                        "comin_descrdata_get_domain_" #entity "_" #name); \
   }
 
 extern "C" {
@@ -216,8 +215,7 @@ void comin_descrdata_get_domain_grid_uuid(int jg, const int8_t** grid_uuid, int*
   arr_size[0] = static_cast<int>(d->grid_uuid.size());
 }
 
-void comin_descrdata_get_domain_number_of_grid_used(int jg, const int** number_of_grid_used,
-                                                    int* arr_size) {
+void comin_descrdata_get_domain_number_of_grid_used(int jg, const int** number_of_grid_used, int* arr_size) {
   *number_of_grid_used = nullptr;
   const DomainArrays* d = ch::domain_or_fatal(jg, "comin_descrdata_get_domain_number_of_grid_used");
   if (d == nullptr) return;
@@ -301,13 +299,13 @@ int comin_descrdata_get_global_yac_instance_id(void) { return -1; }  // no YAC
 bool comin_descrdata_get_global_has_device(void) { return false; }
 
 // Strings of the global data: the host's revision, and empty ones for what it does not have.
-#define FINECAST_GLOBAL_STRING(name, member)                                         \
-  void comin_descrdata_get_global_##name(const char** val, int* arr_size) {          \
-    *val = nullptr;                                                                  \
-    if (Host::State* s = ch::state_or_fatal("comin_descrdata_get_global_" #name)) {  \
-      *val = s->member.buffer.data();                                                \
-      arr_size[0] = s->member.length;                                                \
-    }                                                                                \
+#define FINECAST_GLOBAL_STRING(name, member)                                        \
+  void comin_descrdata_get_global_##name(const char** val, int* arr_size) {         \
+    *val = nullptr;                                                                 \
+    if (Host::State* s = ch::state_or_fatal("comin_descrdata_get_global_" #name)) { \
+      *val = s->member.buffer.data();                                               \
+      arr_size[0] = s->member.length;                                               \
+    }                                                                               \
   }
 FINECAST_GLOBAL_STRING(host_git_remote_url, empty)
 FINECAST_GLOBAL_STRING(host_git_branch, empty)
@@ -338,20 +336,20 @@ int comin_descrdata_get_block(int j) {
   return np <= 0 ? 0 : std::max((std::abs(j) - 1) / np + 1, 1);
 }
 
-void comin_descrdata_get_cell_indices(int jg, int i_blk, int i_startblk, int i_endblk, int* i_startidx,
-                                      int* i_endidx, int irl_start, int irl_end) {
-  loop_indices(jg, &DomainArrays::cells, ch::kMinRlCell, ch::kMaxRlCell, i_blk, i_startblk, i_endblk,
-               i_startidx, i_endidx, irl_start, irl_end, "comin_descrdata_get_cell_indices");
+void comin_descrdata_get_cell_indices(int jg, int i_blk, int i_startblk, int i_endblk, int* i_startidx, int* i_endidx,
+                                      int irl_start, int irl_end) {
+  loop_indices(jg, &DomainArrays::cells, ch::kMinRlCell, ch::kMaxRlCell, i_blk, i_startblk, i_endblk, i_startidx,
+               i_endidx, irl_start, irl_end, "comin_descrdata_get_cell_indices");
 }
-void comin_descrdata_get_edge_indices(int jg, int i_blk, int i_startblk, int i_endblk, int* i_startidx,
-                                      int* i_endidx, int irl_start, int irl_end) {
-  loop_indices(jg, &DomainArrays::edges, ch::kMinRlEdge, ch::kMaxRlEdge, i_blk, i_startblk, i_endblk,
-               i_startidx, i_endidx, irl_start, irl_end, "comin_descrdata_get_edge_indices");
+void comin_descrdata_get_edge_indices(int jg, int i_blk, int i_startblk, int i_endblk, int* i_startidx, int* i_endidx,
+                                      int irl_start, int irl_end) {
+  loop_indices(jg, &DomainArrays::edges, ch::kMinRlEdge, ch::kMaxRlEdge, i_blk, i_startblk, i_endblk, i_startidx,
+               i_endidx, irl_start, irl_end, "comin_descrdata_get_edge_indices");
 }
-void comin_descrdata_get_vert_indices(int jg, int i_blk, int i_startblk, int i_endblk, int* i_startidx,
-                                      int* i_endidx, int irl_start, int irl_end) {
-  loop_indices(jg, &DomainArrays::verts, ch::kMinRlVert, ch::kMaxRlVert, i_blk, i_startblk, i_endblk,
-               i_startidx, i_endidx, irl_start, irl_end, "comin_descrdata_get_vert_indices");
+void comin_descrdata_get_vert_indices(int jg, int i_blk, int i_startblk, int i_endblk, int* i_startidx, int* i_endidx,
+                                      int irl_start, int irl_end) {
+  loop_indices(jg, &DomainArrays::verts, ch::kMinRlVert, ch::kMaxRlVert, i_blk, i_startblk, i_endblk, i_startidx,
+               i_endidx, irl_start, irl_end, "comin_descrdata_get_vert_indices");
 }
 
 int comin_descrdata_get_cell_npromz(int jg) {

@@ -28,8 +28,9 @@ Plugin* current_plugin(const char* routine) {
   Host::State* s = state_or_fatal(routine);
   if (s == nullptr) return nullptr;
   if (s->plugin() == nullptr) {
-    fatal(routine, "called while no plugin function is running (only inside a plugin's "
-                   "primary constructor or callbacks)");
+    fatal(routine,
+          "called while no plugin function is running (only inside a plugin's "
+          "primary constructor or callbacks)");
     return nullptr;
   }
   return s->plugin();
@@ -47,8 +48,7 @@ struct finecast_comin_version {
 /// state. Like ComIn, it refuses another major version or another working precision, and a
 /// state other than the one this library already serves. In finecast-host the plugin's
 /// libcomin is the host's own, so the state handed over is always this library's.
-void comin_plugin_init(void* state, const finecast_comin_version* host_version,
-                       const int* host_wp) {
+void comin_plugin_init(void* state, const finecast_comin_version* host_version, const int* host_wp) {
   Host::State* s = current_state();
   if (s == nullptr) return;  // no finecast host in this process: nothing to hand over to
   if (host_version == nullptr || host_version->major != COMIN_VERSION_MAJOR) {
@@ -62,8 +62,7 @@ void comin_plugin_init(void* state, const finecast_comin_version* host_version,
   if (state != s) s->error = COMIN_ERROR_PLUGIN_INIT_STATE_INITIALIZED;
 }
 
-void comin_callback_register(t_comin_entry_point entry_point_id,
-                             t_comin_callback_function fct_ptr) {
+void comin_callback_register(t_comin_entry_point entry_point_id, t_comin_callback_function fct_ptr) {
   const char* routine = "comin_callback_register";
   Host::State* s = state_or_fatal(routine);
   if (s == nullptr) return;
@@ -84,14 +83,13 @@ void comin_callback_register(t_comin_entry_point entry_point_id,
   auto& slot = s->callbacks[entry_point_id][s->current_plugin];
   if (slot != nullptr && s->rank == 0)
     finecast::coupling::comin_host::print_line(
-        true, std::string("WARNING: plugin '") + s->plugin()->spec.name +
-                  "' registered a second callback for " + Host::entry_point_name(entry_point_id) +
+        true, std::string("WARNING: plugin '") + s->plugin()->spec.name + "' registered a second callback for " +
+                  Host::entry_point_name(entry_point_id) +
                   ": it replaces the first (ComIn keeps one callback per entry point and plugin)");
   slot = fct_ptr;
 }
 
-void comin_callback_get_ep_name(t_comin_entry_point iep,
-                                char out_ep_name[COMIN_MAX_LEN_EP_NAME + 1]) {
+void comin_callback_get_ep_name(t_comin_entry_point iep, char out_ep_name[COMIN_MAX_LEN_EP_NAME + 1]) {
   const char* name = Host::entry_point_name(iep);
   std::strncpy(out_ep_name, name, COMIN_MAX_LEN_EP_NAME);
   out_ep_name[COMIN_MAX_LEN_EP_NAME] = '\0';
@@ -124,15 +122,13 @@ void comin_current_get_plugin_name(char const** val, int* len) {
 void comin_current_get_plugin_options(char const** val, int* len) {
   *val = nullptr;
   *len = 0;
-  if (const Plugin* p = current_plugin("comin_current_get_plugin_options"))
-    give_string(p->options, val, len);
+  if (const Plugin* p = current_plugin("comin_current_get_plugin_options")) give_string(p->options, val, len);
 }
 
 void comin_current_get_plugin_comm(char const** val, int* len) {
   *val = nullptr;
   *len = 0;
-  if (const Plugin* p = current_plugin("comin_current_get_plugin_comm"))
-    give_string(p->comm_name, val, len);
+  if (const Plugin* p = current_plugin("comin_current_get_plugin_comm")) give_string(p->comm_name, val, len);
 }
 
 void comin_current_get_datetime(char const** val, int* len) {

@@ -22,8 +22,8 @@ std::string name_of(const t_comin_var_descriptor& d) {
 }
 
 std::string describe(const t_comin_var_descriptor& d, const char* key) {
-  return "(variable '" + name_of(d) + "', domain " + std::to_string(d.id) + ", key '" +
-         (key != nullptr ? key : "") + "')";
+  return "(variable '" + name_of(d) + "', domain " + std::to_string(d.id) + ", key '" + (key != nullptr ? key : "") +
+         "')";
 }
 
 void set(const t_comin_var_descriptor& d, const char* key, MetadataValue value, const char* routine) {
@@ -38,8 +38,7 @@ void set(const t_comin_var_descriptor& d, const char* key, MetadataValue value, 
     return;
   }
   // ComIn: a tracer lives on every domain, so it must be requested (and marked) with id -1.
-  if (std::strcmp(key, "tracer") == 0 && std::holds_alternative<bool>(value) &&
-      std::get<bool>(value) && d.id != -1) {
+  if (std::strcmp(key, "tracer") == 0 && std::holds_alternative<bool>(value) && std::get<bool>(value) && d.id != -1) {
     api_error(COMIN_ERROR_TRACER_REQUEST_NOT_FOR_ALL_DOMAINS, routine, describe(d, key));
     return;
   }
@@ -55,13 +54,11 @@ void set(const t_comin_var_descriptor& d, const char* key, MetadataValue value, 
     }
     r.metadata[key] = value;
   }
-  if (!found) api_error(COMIN_ERROR_VAR_DESCRIPTOR_NOT_FOUND, routine, describe(d, key) +
-                                                                       ": no request for it");
+  if (!found) api_error(COMIN_ERROR_VAR_DESCRIPTOR_NOT_FOUND, routine, describe(d, key) + ": no request for it");
 }
 
 // The metadata of an existing variable, or NULL after ComIn's error.
-const CominMetadata* metadata_of(const t_comin_var_descriptor& d, const char* key,
-                                 const char* routine) {
+const CominMetadata* metadata_of(const t_comin_var_descriptor& d, const char* key, const char* routine) {
   Host::State* s = ch::state_or_fatal(routine);
   if (s == nullptr) return nullptr;
   if (s->phase == Phase::kSetup || s->phase == Phase::kPrimaryConstructor) {
@@ -116,8 +113,7 @@ void comin_metadata_get_logical(t_comin_var_descriptor d, const char* key, bool*
 void comin_metadata_get_real(t_comin_var_descriptor d, const char* key, double* val) {
   if (const double* v = get<double>(d, key, "comin_metadata_get_real")) *val = *v;
 }
-void comin_metadata_get_character(t_comin_var_descriptor d, const char* key, char const** val,
-                                  int* len) {
+void comin_metadata_get_character(t_comin_var_descriptor d, const char* key, char const** val, int* len) {
   if (const std::string* v = get<std::string>(d, key, "comin_metadata_get_character")) {
     *val = v->c_str();
     *len = static_cast<int>(v->size());
@@ -128,8 +124,7 @@ t_comin_metadata_typeid comin_metadata_get_typeid(t_comin_var_descriptor d, cons
   const CominMetadata* m = metadata_of(d, key, "comin_metadata_get_typeid");
   if (m == nullptr) return COMIN_METADATA_TYPEID_UNDEFINED;
   auto it = m->find(key != nullptr ? key : "");
-  return it == m->end() ? COMIN_METADATA_TYPEID_UNDEFINED
-                        : static_cast<t_comin_metadata_typeid>(it->second.index());
+  return it == m->end() ? COMIN_METADATA_TYPEID_UNDEFINED : static_cast<t_comin_metadata_typeid>(it->second.index());
 }
 
 t_comin_metadata_iterator* comin_metadata_get_iterator_begin(t_comin_var_descriptor d) {

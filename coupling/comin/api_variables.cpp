@@ -28,8 +28,7 @@ std::string describe(const t_comin_var_descriptor& d) {
 Variable* handle_variable(t_comin_var_handle* handle, const char* routine) {
   Host::State* s = ch::state_or_fatal(routine);
   if (s == nullptr) return nullptr;
-  if (handle == nullptr || handle->variable < 0 ||
-      handle->variable >= static_cast<int>(s->variables.size())) {
+  if (handle == nullptr || handle->variable < 0 || handle->variable >= static_cast<int>(s->variables.size())) {
     api_error(COMIN_ERROR_POINTER_NOT_ASSOCIATED, routine, "(variable handle)");
     return nullptr;
   }
@@ -50,8 +49,7 @@ void* typed_pointer(t_comin_var_handle* handle, int datatype, const char* routin
   return v->data();
 }
 
-void request_one(Host::State& s, const std::string& name, int domain, bool exclusive,
-                 const char* routine) {
+void request_one(Host::State& s, const std::string& name, int domain, bool exclusive, const char* routine) {
   for (ch::Request& r : s.requests) {
     if (r.name != name || r.domain != domain) continue;
     const std::string what = "(variable '" + name + "', domain " + std::to_string(domain) + ")";
@@ -92,15 +90,14 @@ void comin_var_request_add(t_comin_var_descriptor var_descriptor, bool lmodexclu
     return;
   }
   if (var_descriptor.id < 1 || var_descriptor.id > n_dom) {
-    ch::fatal(routine, describe(var_descriptor) + ": no such domain (the host has " +
-                           std::to_string(n_dom) + ")");
+    ch::fatal(routine, describe(var_descriptor) + ": no such domain (the host has " + std::to_string(n_dom) + ")");
     return;
   }
   request_one(*s, name, var_descriptor.id, lmodexclusive, routine);
 }
 
-t_comin_var_handle* comin_var_get(int context_len, t_comin_entry_point* context,
-                                  t_comin_var_descriptor var_descriptor, int flag) {
+t_comin_var_handle* comin_var_get(int context_len, t_comin_entry_point* context, t_comin_var_descriptor var_descriptor,
+                                  int flag) {
   const char* routine = "comin_var_get";
   Host::State* s = ch::state_or_fatal(routine);
   if (s == nullptr) return nullptr;
@@ -113,8 +110,8 @@ t_comin_var_handle* comin_var_get(int context_len, t_comin_entry_point* context,
     return nullptr;
   }
   if (context_len < 0 || (context_len > 0 && context == nullptr)) {
-    ch::fatal(routine, describe(var_descriptor) + ": invalid context (" +
-                           std::to_string(context_len) + " entry points)");
+    ch::fatal(routine,
+              describe(var_descriptor) + ": invalid context (" + std::to_string(context_len) + " entry points)");
     return nullptr;
   }
   for (int i = 0; i < context_len; ++i)
@@ -199,8 +196,7 @@ t_comin_var_descr_list_iterator* comin_var_get_descr_list_head(void) {
   return new t_comin_var_descr_list_iterator{0};
 }
 
-t_comin_var_descr_list_iterator* comin_var_get_descr_list_next(
-    t_comin_var_descr_list_iterator* current) {
+t_comin_var_descr_list_iterator* comin_var_get_descr_list_next(t_comin_var_descr_list_iterator* current) {
   Host::State* s = ch::state_or_fatal("comin_var_get_descr_list_next");
   if (s == nullptr || current == nullptr) return nullptr;
   // Advances in place and, at the end, frees the iterator and returns NULL (as ComIn does).
@@ -211,8 +207,7 @@ t_comin_var_descr_list_iterator* comin_var_get_descr_list_next(
   return current;
 }
 
-void comin_var_get_descr_list_var_desc(t_comin_var_descr_list_iterator* current,
-                                       t_comin_var_descriptor* var_desc) {
+void comin_var_get_descr_list_var_desc(t_comin_var_descr_list_iterator* current, t_comin_var_descriptor* var_desc) {
   const char* routine = "comin_var_get_descr_list_var_desc";
   Host::State* s = ch::state_or_fatal(routine);
   if (s == nullptr) return;

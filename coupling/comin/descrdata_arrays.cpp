@@ -19,8 +19,7 @@ FortranArray<T> blocked(int n, int nproma, int k, T pad) {
 
 // Offset of (local entity j, component c) in an (nproma, nblks, k) Fortran array.
 size_t offset(int j, int c, int nproma, int nblks) {
-  return static_cast<size_t>(j % nproma) +
-         static_cast<size_t>(nproma) * (j / nproma + static_cast<size_t>(nblks) * c);
+  return static_cast<size_t>(j % nproma) + static_cast<size_t>(nproma) * (j / nproma + static_cast<size_t>(nblks) * c);
 }
 
 // Connectivity as (index, block) pairs: -1 (no entity, or not on this rank) becomes (0, 0).
@@ -46,8 +45,8 @@ FortranArray<T> blocked_values(const std::vector<T>& values, int nproma, T pad) 
 // ICON's start/end index lists: one entry per refin_ctrl zone min_rl..max_rl, in the order the
 // zones are laid out (1, 2, .., max_rl, then 0, -1, .., min_rl). `zone` gives each local
 // entity's zone, which must already follow that order.
-void zone_lists(const std::vector<int>& zone, int min_rl, int max_rl, int nproma,
-                EntityArrays& a, const std::string& what) {
+void zone_lists(const std::vector<int>& zone, int min_rl, int max_rl, int nproma, EntityArrays& a,
+                const std::string& what) {
   const int nz = max_rl - min_rl + 1;
   a.start_index.data.assign(nz, 0);
   a.end_index.data.assign(nz, 0);
@@ -57,9 +56,10 @@ void zone_lists(const std::vector<int>& zone, int min_rl, int max_rl, int nproma
   auto rank_of = [&](int z) { return z > 0 ? z - 1 : max_rl - z; };  // layout position
   for (size_t j = 1; j < zone.size(); ++j)
     if (rank_of(zone[j]) < rank_of(zone[j - 1]))
-      throw ConfigError("finecast host: " + what + " are not in ICON's order (owned first, then "
-                        "halo by level): entity " + std::to_string(j) + " is in zone " +
-                        std::to_string(zone[j]) + " after one in zone " +
+      throw ConfigError("finecast host: " + what +
+                        " are not in ICON's order (owned first, then "
+                        "halo by level): entity " +
+                        std::to_string(j) + " is in zone " + std::to_string(zone[j]) + " after one in zone " +
                         std::to_string(zone[j - 1]));
   int next = 1;  // 1-based position of the next entity
   std::vector<int> order;
@@ -80,12 +80,11 @@ void zone_lists(const std::vector<int>& zone, int min_rl, int max_rl, int nproma
   }
 }
 
-void check_size(size_t size, size_t n, bool optional, const std::string& where, const char* name,
-                const char* per) {
+void check_size(size_t size, size_t n, bool optional, const std::string& where, const char* name, const char* per) {
   if (optional && size == 0) return;
   if (size != n)
-    throw ConfigError(where + name + " has " + std::to_string(size) + " entries, expected " +
-                      std::to_string(n) + " (one per " + per + ")");
+    throw ConfigError(where + name + " has " + std::to_string(size) + " entries, expected " + std::to_string(n) +
+                      " (one per " + per + ")");
 }
 
 void build_cells(const Domain& d, const std::string& where, DomainArrays& out) {
@@ -114,8 +113,8 @@ void build_cells(const Domain& d, const std::string& where, DomainArrays& out) {
   for (int j = 0; j < n; ++j) {
     const int g = d.glb_index[j];
     if (g < 1 || g > d.n_cells_global)
-      throw ConfigError(where + "glb_index[" + std::to_string(j) + "] = " + std::to_string(g) +
-                        " is outside 1.." + std::to_string(d.n_cells_global));
+      throw ConfigError(where + "glb_index[" + std::to_string(j) + "] = " + std::to_string(g) + " is outside 1.." +
+                        std::to_string(d.n_cells_global));
     if (!out.glb2loc.emplace(g, j + 1).second)
       throw ConfigError(where + "global cell " + std::to_string(g) + " appears twice in glb_index");
     const size_t o = offset(j, 0, np, c.nblks);
@@ -126,8 +125,8 @@ void build_cells(const Domain& d, const std::string& where, DomainArrays& out) {
     }
     auto local = [&](int v, int limit, const char* name) {
       if (v >= limit)
-        throw ConfigError(where + name + " of local cell " + std::to_string(j) + " is " +
-                          std::to_string(v) + ", beyond the " + std::to_string(limit) + " local " +
+        throw ConfigError(where + name + " of local cell " + std::to_string(j) + " is " + std::to_string(v) +
+                          ", beyond the " + std::to_string(limit) + " local " +
                           (std::string(name) == "vertex" ? "vertices" : std::string(name) + "s"));
       return v;
     };
@@ -170,8 +169,7 @@ void build_cells(const Domain& d, const std::string& where, DomainArrays& out) {
 }
 
 // Vertices or edges: owned when one of the rank's owned cells has them.
-std::vector<char> owned_by_cells(const Domain& d, const std::vector<std::array<int, 3>>& of_cell,
-                                 size_t n) {
+std::vector<char> owned_by_cells(const Domain& d, const std::vector<std::array<int, 3>>& of_cell, size_t n) {
   std::vector<char> owned(n, 0);
   for (size_t j = 0; j < of_cell.size(); ++j)
     if (d.decomp_domain[j] == 0)
@@ -293,8 +291,7 @@ DomainArrays build_domain_arrays(Domain d, int id) {
   check_size(d.vertices.size(), n, true, where, "vertices", "local cell");
   check_size(d.cell_edges.size(), n, true, where, "cell_edges", "local cell");
   check_size(d.refin_ctrl.size(), n, true, where, "refin_ctrl", "local cell");
-  check_size(d.hhl.size(), n * static_cast<size_t>(d.nlev + 1), true, where, "hhl",
-             "local cell and half level");
+  check_size(d.hhl.size(), n * static_cast<size_t>(d.nlev + 1), true, where, "hhl", "local cell and half level");
   if (!d.grid_uuid.empty() && d.grid_uuid.size() != 16)
     throw ConfigError(where + "grid_uuid must have 16 bytes, has " + std::to_string(d.grid_uuid.size()));
 

@@ -58,9 +58,8 @@ const char* phase_name(Phase phase) {
 
 void require_phase(const Host::State& s, Phase wanted, const char* what) {
   if (s.phase != wanted)
-    throw InternalError(std::string("finecast host: ") + what + " is allowed in the " +
-                        phase_name(wanted) + " phase only, the host is in the " +
-                        phase_name(s.phase) + " phase");
+    throw InternalError(std::string("finecast host: ") + what + " is allowed in the " + phase_name(wanted) +
+                        " phase only, the host is in the " + phase_name(s.phase) + " phase");
 }
 
 // Runs one plugin function with the plugin made current; turns a finish request that the
@@ -82,8 +81,8 @@ void call_plugin(Host::State& s, int plugin, void (*fn)()) {
 // ComIn's plugin name when the namelist gives none: "<library file>(<constructor>)".
 std::string default_plugin_name(const PluginSpec& spec) {
   const size_t slash = spec.library.find_last_of('/');
-  return (slash == std::string::npos ? spec.library : spec.library.substr(slash + 1)) + "(" +
-         spec.primary_constructor + ")";
+  return (slash == std::string::npos ? spec.library : spec.library.substr(slash + 1)) + "(" + spec.primary_constructor +
+         ")";
 }
 
 // dlopen's message for a library that cannot be loaded, explained where finecast knows why.
@@ -101,12 +100,22 @@ std::string explain_dlopen_failure(const std::string& why) {
 // The metadata every variable carries, with ComIn's defaults (docs: "Metadata" of ComIn's ICON
 // documentation); the host or a request then sets what it knows.
 CominMetadata default_metadata(int zaxis, int hgrid, int datatype, bool tracer) {
-  return {{"zaxis_id", zaxis},       {"hgrid_id", hgrid},       {"restart", false},
-          {"multi_timelevel", false}, {"tracer", tracer},         {"tracer_turb", false},
-          {"tracer_conv", false},     {"tracer_hlimit", 4},      {"tracer_vlimit", 1},
-          {"tracer_hadv", 2},         {"tracer_vadv", 3},        {"units", std::string()},
-          {"standard_name", std::string()}, {"long_name", std::string()},
-          {"short_name", std::string()},    {"datatype", datatype}};
+  return {{"zaxis_id", zaxis},
+          {"hgrid_id", hgrid},
+          {"restart", false},
+          {"multi_timelevel", false},
+          {"tracer", tracer},
+          {"tracer_turb", false},
+          {"tracer_conv", false},
+          {"tracer_hlimit", 4},
+          {"tracer_vlimit", 1},
+          {"tracer_hadv", 2},
+          {"tracer_vadv", 3},
+          {"units", std::string()},
+          {"standard_name", std::string()},
+          {"long_name", std::string()},
+          {"short_name", std::string()},
+          {"datatype", datatype}};
 }
 
 // The variable a plugin's request creates: ComIn's defaults for the metadata it did not set.
@@ -123,8 +132,8 @@ Variable variable_for_request(const Host::State& s, const Request& r) {
     if (const bool* v = std::get_if<bool>(&it->second)) return *v;
     throw ConfigError("variable '" + r.name + "': metadata '" + key + "' must be logical");
   };
-  const std::string who = "variable '" + r.name + "' (domain " + std::to_string(r.domain) +
-                          ") requested by plugin '" + s.plugins[r.plugins.front()].spec.name + "'";
+  const std::string who = "variable '" + r.name + "' (domain " + std::to_string(r.domain) + ") requested by plugin '" +
+                          s.plugins[r.plugins.front()].spec.name + "'";
   const DomainArrays& d = s.domains[r.domain - 1];
   const int zaxis = get_int("zaxis_id", COMIN_ZAXIS_3D);
   const int hgrid = get_int("hgrid_id", COMIN_HGRID_UNSTRUCTURED_CELL);
@@ -142,8 +151,7 @@ Variable variable_for_request(const Host::State& s, const Request& r) {
     throw ConfigError(who + ": unsupported zaxis_id " + std::to_string(zaxis));
   if (datatype < COMIN_VAR_DATATYPE_DOUBLE || datatype > COMIN_VAR_DATATYPE_INT)
     throw ConfigError(who + ": unknown datatype " + std::to_string(datatype));
-  if (tracer && datatype != COMIN_VAR_DATATYPE_DOUBLE)
-    throw ConfigError(who + ": tracers must be double precision");
+  if (tracer && datatype != COMIN_VAR_DATATYPE_DOUBLE) throw ConfigError(who + ": tracers must be double precision");
   Variable v = make_variable(d, r.name, r.domain, nlev, datatype);
   v.requested_by = r.plugins.front();
   v.exclusive = r.exclusive;
@@ -159,9 +167,8 @@ void apply_requests(Host::State& s) {
     const int existing = s.find_variable(r.name, r.domain);
     if (existing >= 0) {
       if (r.exclusive)
-        throw ConfigError("plugin '" + s.plugins[r.plugins.front()].spec.name +
-                          "' requested variable '" + r.name + "' (domain " +
-                          std::to_string(r.domain) +
+        throw ConfigError("plugin '" + s.plugins[r.plugins.front()].spec.name + "' requested variable '" + r.name +
+                          "' (domain " + std::to_string(r.domain) +
                           ") exclusively, but it is one of the host's own fields; an exclusive "
                           "request creates a new variable and cannot share an existing one");
       continue;  // a shared request of a host field: the plugin uses the host's variable
@@ -245,8 +252,7 @@ void api_error(t_comin_error_code code, const char* routine, const std::string& 
     s->error_detail = std::string(routine) + ": " + detail;
     if (s->plugin() != nullptr && s->plugin()->errors_return) return;
   }
-  fatal(routine, std::string(code >= COMIN_ERROR_STATUS ? "ERROR: " : "") + error_message(code) +
-                     " " + detail);
+  fatal(routine, std::string(code >= COMIN_ERROR_STATUS ? "ERROR: " : "") + error_message(code) + " " + detail);
 }
 
 Host::State* state_or_fatal(const char* routine) {
@@ -258,15 +264,14 @@ DomainArrays* domain_or_fatal(int jg, const char* routine) {
   Host::State* s = state_or_fatal(routine);
   if (s == nullptr) return nullptr;
   if (jg < 1 || jg > static_cast<int>(s->domains.size())) {
-    fatal(routine, "domain " + std::to_string(jg) + " does not exist (the host has " +
-                       std::to_string(s->domains.size()) + ")");
+    fatal(routine,
+          "domain " + std::to_string(jg) + " does not exist (the host has " + std::to_string(s->domains.size()) + ")");
     return nullptr;
   }
   return &s->domains[jg - 1];
 }
 
-Variable make_variable(const DomainArrays& d, const std::string& name, int domain_id, int nlev,
-                       int datatype) {
+Variable make_variable(const DomainArrays& d, const std::string& name, int domain_id, int nlev, int datatype) {
   Variable v;
   v.name = name;
   v.domain = domain_id;
@@ -274,14 +279,12 @@ Variable make_variable(const DomainArrays& d, const std::string& name, int domai
   const int np = d.input.nproma, nb = d.cells.nblks, levels = std::max(nlev, 1);
   if (nlev == 0) {
     v.shape = {np, nb, 1, 1, 1};
-    v.dim_semantics = {COMIN_DIM_SEMANTICS_NPROMA, COMIN_DIM_SEMANTICS_BLOCK,
-                       COMIN_DIM_SEMANTICS_UNUSED, COMIN_DIM_SEMANTICS_UNUSED,
-                       COMIN_DIM_SEMANTICS_UNUSED};
+    v.dim_semantics = {COMIN_DIM_SEMANTICS_NPROMA, COMIN_DIM_SEMANTICS_BLOCK, COMIN_DIM_SEMANTICS_UNUSED,
+                       COMIN_DIM_SEMANTICS_UNUSED, COMIN_DIM_SEMANTICS_UNUSED};
   } else {
     v.shape = {np, nlev, nb, 1, 1};
-    v.dim_semantics = {COMIN_DIM_SEMANTICS_NPROMA, COMIN_DIM_SEMANTICS_LEVEL,
-                       COMIN_DIM_SEMANTICS_BLOCK, COMIN_DIM_SEMANTICS_UNUSED,
-                       COMIN_DIM_SEMANTICS_UNUSED};
+    v.dim_semantics = {COMIN_DIM_SEMANTICS_NPROMA, COMIN_DIM_SEMANTICS_LEVEL, COMIN_DIM_SEMANTICS_BLOCK,
+                       COMIN_DIM_SEMANTICS_UNUSED, COMIN_DIM_SEMANTICS_UNUSED};
   }
   const size_t total = static_cast<size_t>(np) * levels * nb;
   // Valid cells start at 0; the padding of the last block is NaN (or INT_MIN), so that a reader
@@ -290,8 +293,7 @@ Variable make_variable(const DomainArrays& d, const std::string& name, int domai
     vec.assign(total, pad);
     for (int j = 0; j < d.cells.n; ++j)
       for (int k = 0; k < levels; ++k)
-        vec[static_cast<size_t>(j % np) +
-            static_cast<size_t>(np) * (k + static_cast<size_t>(levels) * (j / np))] = 0;
+        vec[static_cast<size_t>(j % np) + static_cast<size_t>(np) * (k + static_cast<size_t>(levels) * (j / np))] = 0;
   };
   if (datatype == COMIN_VAR_DATATYPE_FLOAT)
     fill(v.f32, std::numeric_limits<float>::quiet_NaN());
@@ -317,8 +319,7 @@ t_comin_var_handle* Host::State::handle(int variable) {
 }
 
 Host::Host(MPI_Comm host_comm, SimulationInterval interval, GlobalData global) {
-  if (g_state != nullptr)
-    throw InternalError("finecast host: a Host already exists in this process");
+  if (g_state != nullptr) throw InternalError("finecast host: a Host already exists in this process");
   auto s = std::make_unique<State>();
   CHECK_MPI(MPI_Comm_dup(host_comm, &s->comm));
   CHECK_MPI(MPI_Comm_rank(s->comm, &s->rank));
@@ -350,9 +351,8 @@ int Host::add_domain(Domain domain) {
   require_phase(*state_, Phase::kSetup, "add_domain");
   const int id = static_cast<int>(state_->domains.size()) + 1;
   if (id > 1 && domain.nproma != state_->domains.front().input.nproma)
-    throw ConfigError("finecast host: domain " + std::to_string(id) + " has nproma " +
-                      std::to_string(domain.nproma) + ", domain 1 has " +
-                      std::to_string(state_->domains.front().input.nproma) + " (nproma is global)");
+    throw ConfigError("finecast host: domain " + std::to_string(id) + " has nproma " + std::to_string(domain.nproma) +
+                      ", domain 1 has " + std::to_string(state_->domains.front().input.nproma) + " (nproma is global)");
   state_->domains.push_back(build_domain_arrays(std::move(domain), id));
   state_->global.max_dom = std::max(state_->global.max_dom, id);
   return id;
@@ -361,19 +361,17 @@ int Host::add_domain(Domain domain) {
 double* Host::add_variable(const std::string& name, int domain, const VariableInfo& info) {
   require_phase(*state_, Phase::kSetup, "add_variable");
   if (domain < 1 || domain > static_cast<int>(state_->domains.size()))
-    throw ConfigError("finecast host: variable '" + name + "': domain " + std::to_string(domain) +
-                      " does not exist (" + std::to_string(state_->domains.size()) + " domains)");
+    throw ConfigError("finecast host: variable '" + name + "': domain " + std::to_string(domain) + " does not exist (" +
+                      std::to_string(state_->domains.size()) + " domains)");
   if (info.nlev < 0) throw ConfigError("finecast host: variable '" + name + "': nlev must be >= 0");
   if (name.empty() || name.size() > COMIN_MAX_LEN_VAR_NAME)
     throw ConfigError("finecast host: variable name '" + name + "' must have 1.." +
                       std::to_string(COMIN_MAX_LEN_VAR_NAME) + " characters");
   if (state_->find_variable(name, domain) >= 0)
-    throw ConfigError("finecast host: variable '" + name + "' exists already on domain " +
-                      std::to_string(domain));
-  Variable v = make_variable(state_->domains[domain - 1], name, domain, info.nlev,
-                             COMIN_VAR_DATATYPE_DOUBLE);
-  v.metadata = default_metadata(info.nlev == 0 ? COMIN_ZAXIS_2D : COMIN_ZAXIS_3D,
-                                COMIN_HGRID_UNSTRUCTURED_CELL, COMIN_VAR_DATATYPE_DOUBLE, false);
+    throw ConfigError("finecast host: variable '" + name + "' exists already on domain " + std::to_string(domain));
+  Variable v = make_variable(state_->domains[domain - 1], name, domain, info.nlev, COMIN_VAR_DATATYPE_DOUBLE);
+  v.metadata = default_metadata(info.nlev == 0 ? COMIN_ZAXIS_2D : COMIN_ZAXIS_3D, COMIN_HGRID_UNSTRUCTURED_CELL,
+                                COMIN_VAR_DATATYPE_DOUBLE, false);
   v.metadata["restart"] = info.restart;
   v.metadata["units"] = info.units;
   v.metadata["standard_name"] = info.standard_name;
@@ -391,23 +389,22 @@ void Host::load_plugins(const std::vector<PluginSpec>& plugins) {
     PluginSpec spec = given;
     if (spec.primary_constructor.empty()) spec.primary_constructor = "comin_main";
     if (spec.name.empty()) spec.name = default_plugin_name(spec);
-    const std::string who =
-        "finecast host: plugin '" + spec.name + "' (library '" + spec.library + "')";
+    const std::string who = "finecast host: plugin '" + spec.name + "' (library '" + spec.library + "')";
     if (spec.library.empty()) throw ConfigError(who + ": no plugin_library given");
     dlerror();
     void* handle = dlopen(spec.library.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr) {
       const char* why = dlerror();
-      throw IoError(who + ": cannot load the library: " +
-                    explain_dlopen_failure(why ? why : "unknown reason"));
+      throw IoError(who + ": cannot load the library: " + explain_dlopen_failure(why ? why : "unknown reason"));
     }
     // As ComIn does: the plugin's own libcomin (found through its dependencies) must accept
     // this host's state, version and precision.
     dlerror();
     auto* init = reinterpret_cast<decltype(&comin_plugin_init)>(dlsym(handle, "comin_plugin_init"));
     if (init == nullptr)
-      throw ConfigError(who + ": cannot load 'comin_plugin_init' from the plugin: a ComIn plugin "
-                              "links libcomin.so.0, which defines it (" +
+      throw ConfigError(who +
+                        ": cannot load 'comin_plugin_init' from the plugin: a ComIn plugin "
+                        "links libcomin.so.0, which defines it (" +
                         std::string(dlerror() ? "symbol not found" : "") + ")");
     if (init != &comin_plugin_init) {
       Dl_info info{};
@@ -420,8 +417,8 @@ void Host::load_plugins(const std::vector<PluginSpec>& plugins) {
     dlerror();
     void* main = dlsym(handle, spec.primary_constructor.c_str());
     if (main == nullptr)
-      throw ConfigError(who + ": cannot load the primary constructor '" +
-                        spec.primary_constructor + "' from the plugin (is it a ComIn plugin?)");
+      throw ConfigError(who + ": cannot load the primary constructor '" + spec.primary_constructor +
+                        "' from the plugin (is it a ComIn plugin?)");
     Plugin p;
     p.spec = spec;
     p.id = static_cast<int>(s.plugins.size()) + 1;
@@ -445,8 +442,7 @@ void Host::load_plugins(const std::vector<PluginSpec>& plugins) {
       State& s;
       ~Back() { s.phase = Phase::kSetup; }
     } back{s};
-    const finecast_comin_version version{COMIN_VERSION_MAJOR, COMIN_VERSION_MINOR,
-                                         COMIN_VERSION_PATCH};
+    const finecast_comin_version version{COMIN_VERSION_MAJOR, COMIN_VERSION_MINOR, COMIN_VERSION_PATCH};
     const int wp = 8;  // C_DOUBLE's kind: the host's working precision is double
     s.error = COMIN_SUCCESS;
     init(&s, &version, &wp);
@@ -471,12 +467,10 @@ void Host::secondary_constructor() {
 
 void Host::run_entry_point(t_comin_entry_point ep, int domain, const std::string& datetime) {
   require_phase(*state_, Phase::kRunning, "run_entry_point");
-  if (ep == EP_SECONDARY_CONSTRUCTOR || ep == EP_FINISH || ep == EP_DESTRUCTOR || ep < 1 ||
-      ep > EP_DESTRUCTOR)
-    throw InternalError(std::string("finecast host: run_entry_point cannot run ") +
-                        entry_point_name(ep) + " (use secondary_constructor() / finish())");
-  if (domain != COMIN_DOMAIN_OUTSIDE_LOOP &&
-      (domain < 1 || domain > static_cast<int>(state_->domains.size())))
+  if (ep == EP_SECONDARY_CONSTRUCTOR || ep == EP_FINISH || ep == EP_DESTRUCTOR || ep < 1 || ep > EP_DESTRUCTOR)
+    throw InternalError(std::string("finecast host: run_entry_point cannot run ") + entry_point_name(ep) +
+                        " (use secondary_constructor() / finish())");
+  if (domain != COMIN_DOMAIN_OUTSIDE_LOOP && (domain < 1 || domain > static_cast<int>(state_->domains.size())))
     throw InternalError("finecast host: run_entry_point on domain " + std::to_string(domain) +
                         ", which does not exist");
   State& s = *state_;

@@ -25,9 +25,9 @@ struct PluginSpec {
   std::string options;  ///< options string (comin_current_get_plugin_options)
   std::string comm;     ///< communicator name; "" = the plugin has none
   std::string primary_constructor = "comin_main";  ///< symbol called after loading
-  bool log_debug = false;                           ///< comin_print_debug is shown
-  bool log_info = true;                             ///< comin_print_info is shown
-  bool log_warning = true;                          ///< comin_print_warning is shown
+  bool log_debug = false;                          ///< comin_print_debug is shown
+  bool log_info = true;                            ///< comin_print_info is shown
+  bool log_warning = true;                         ///< comin_print_warning is shown
 };
 
 /// Descriptive data of one domain on this rank, in local cell order (cell j = 0..n_local-1:
@@ -63,14 +63,14 @@ struct Domain {
   /// Edges of each cell as 0-based LOCAL edge indices.
   std::vector<std::array<int, 3>> cell_edges;
   int n_edges_global = 0;
-  std::vector<int> edge_glb_index;                 ///< 1-based global index of each local edge
-  std::vector<double> elon, elat;                  ///< edge midpoints, radians
-  std::vector<std::array<int, 2>> edge_cells;      ///< local cells of each edge, -1 = not here
-  std::vector<std::array<int, 2>> edge_vertices;   ///< local vertices of each edge
+  std::vector<int> edge_glb_index;                ///< 1-based global index of each local edge
+  std::vector<double> elon, elat;                 ///< edge midpoints, radians
+  std::vector<std::array<int, 2>> edge_cells;     ///< local cells of each edge, -1 = not here
+  std::vector<std::array<int, 2>> edge_vertices;  ///< local vertices of each edge
 
   // ---- identity and time ----
-  std::string grid_filename;            ///< "" = unknown
-  std::vector<int8_t> grid_uuid;        ///< 16 bytes, or empty when unknown
+  std::string grid_filename;      ///< "" = unknown
+  std::vector<int8_t> grid_uuid;  ///< 16 bytes, or empty when unknown
   int number_of_grid_used = 0;
   double dom_start = 0.0, dom_end = 0.0;  ///< seconds since the experiment start
 };

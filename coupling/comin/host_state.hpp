@@ -88,9 +88,9 @@ struct Variable {
   std::vector<float> f32;   ///< ... float
   std::vector<int> i32;     ///< ... int
   CominMetadata metadata;
-  int ncontained = 0;       ///< 1-based position of a tracer among its domain's tracers; 0 = none
-  int requested_by = -1;    ///< plugin index that created it, -1 = the host's own
-  bool exclusive = false;   ///< requested with lmodexclusive
+  int ncontained = 0;      ///< 1-based position of a tracer among its domain's tracers; 0 = none
+  int requested_by = -1;   ///< plugin index that created it, -1 = the host's own
+  bool exclusive = false;  ///< requested with lmodexclusive
   void* data();
 };
 
@@ -133,7 +133,7 @@ struct Host::State {
   int current_ep = 0;       ///< 0 outside entry points (e.g. in a primary constructor)
   int current_domain = COMIN_DOMAIN_OUTSIDE_LOOP;
   t_comin_error_code error = COMIN_SUCCESS;
-  std::string error_detail;  ///< finecast's explanation of the last error
+  std::string error_detail;       ///< finecast's explanation of the last error
   bool finish_requested = false;  ///< set when the finish handler returned
   std::string finish_message;
 
@@ -145,8 +145,7 @@ struct Host::State {
 
 /// A zeroed (NaN-padded) blocked variable of a domain: (nproma, nblks) when nlev == 0,
 /// (nproma, nlev, nblks) otherwise.
-Variable make_variable(const DomainArrays& domain, const std::string& name, int domain_id,
-                       int nlev, int datatype);
+Variable make_variable(const DomainArrays& domain, const std::string& name, int domain_id, int nlev, int datatype);
 
 /// The live host's state, or nullptr (the comin_* functions then report a fatal error).
 Host::State* current_state();

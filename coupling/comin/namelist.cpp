@@ -74,8 +74,8 @@ std::string read_value(Cursor& c) {
     }
   }
   std::string value;
-  while (!c.done() && !std::isspace(static_cast<unsigned char>(c.peek())) && c.peek() != ',' &&
-         c.peek() != '/' && c.peek() != '!')
+  while (!c.done() && !std::isspace(static_cast<unsigned char>(c.peek())) && c.peek() != ',' && c.peek() != '/' &&
+         c.peek() != '!')
     value += c.get();
   return value;
 }
@@ -95,11 +95,9 @@ std::vector<PluginSpec> parse_comin_namelist(const std::string& text) {
   // Find the group start "&comin_nml" (other groups may share the file).
   const std::string low = lower(text);
   size_t start = std::string::npos;
-  for (size_t p = low.find("&comin_nml"); p != std::string::npos;
-       p = low.find("&comin_nml", p + 1)) {
+  for (size_t p = low.find("&comin_nml"); p != std::string::npos; p = low.find("&comin_nml", p + 1)) {
     const size_t after = p + 10;
-    if (after >= low.size() ||
-        !(std::isalnum(static_cast<unsigned char>(low[after])) || low[after] == '_')) {
+    if (after >= low.size() || !(std::isalnum(static_cast<unsigned char>(low[after])) || low[after] == '_')) {
       start = after;
       break;
     }
@@ -121,16 +119,13 @@ std::vector<PluginSpec> parse_comin_namelist(const std::string& text) {
     if (c.done() || c.peek() != '=') c.fail("expected 'key = value', got '" + trim(key) + "'");
     c.get();
     key = lower(trim(key));
-    key.erase(
-        std::remove_if(key.begin(), key.end(), [](unsigned char ch) { return std::isspace(ch); }),
-        key.end());
+    key.erase(std::remove_if(key.begin(), key.end(), [](unsigned char ch) { return std::isspace(ch); }), key.end());
     const std::string value = read_value(c);
     if (key == "comin_debug" || key == "comin_config%nomp") continue;  // accepted, unused here
     const std::string prefix = "plugin_list(";
     const size_t close = key.find(")%");
     if (key.compare(0, prefix.size(), prefix) != 0 || close == std::string::npos)
-      throw ConfigError("comin namelist, line " + std::to_string(key_line) + ": unknown key '" +
-                        key +
+      throw ConfigError("comin namelist, line " + std::to_string(key_line) + ": unknown key '" + key +
                         "' (expected plugin_list(i)%name, %plugin_library, %options or %comm)");
     int index = 0;
     try {
@@ -139,8 +134,8 @@ std::vector<PluginSpec> parse_comin_namelist(const std::string& text) {
       index = 0;
     }
     if (index < 1)
-      throw ConfigError("comin namelist, line " + std::to_string(key_line) + ": bad index in '" +
-                        key + "' (plugin_list indices start at 1)");
+      throw ConfigError("comin namelist, line " + std::to_string(key_line) + ": bad index in '" + key +
+                        "' (plugin_list indices start at 1)");
     const std::string field = key.substr(close + 2);
     PluginSpec& e = entries[index];
     entry_line.emplace(index, key_line);
@@ -159,8 +154,8 @@ std::vector<PluginSpec> parse_comin_namelist(const std::string& text) {
       bool& flag = field == "log_debug" ? e.log_debug : field == "log_info" ? e.log_info : e.log_warning;
       flag = parse_logical(value, key, key_line);
     } else {
-      throw ConfigError("comin namelist, line " + std::to_string(key_line) + ": unknown field '" +
-                        field + "' in '" + key +
+      throw ConfigError("comin namelist, line " + std::to_string(key_line) + ": unknown field '" + field + "' in '" +
+                        key +
                         "' (allowed: name, plugin_library, primary_constructor, options, comm, "
                         "log_debug, log_info, log_warning)");
     }
@@ -168,12 +163,10 @@ std::vector<PluginSpec> parse_comin_namelist(const std::string& text) {
   std::vector<PluginSpec> result;
   int expected = 1;
   for (auto& [index, spec] : entries) {
-    const std::string where = "comin namelist, plugin_list(" + std::to_string(index) + ") (line " +
-                              std::to_string(entry_line[index]) + ")";
-    if (index != expected)
-      throw ConfigError(where + ": plugin_list(" + std::to_string(expected) + ") is missing");
-    if (!has_library[index] || spec.library.empty())
-      throw ConfigError(where + ": no plugin_library");
+    const std::string where =
+        "comin namelist, plugin_list(" + std::to_string(index) + ") (line " + std::to_string(entry_line[index]) + ")";
+    if (index != expected) throw ConfigError(where + ": plugin_list(" + std::to_string(expected) + ") is missing");
+    if (!has_library[index] || spec.library.empty()) throw ConfigError(where + ": no plugin_library");
     result.push_back(spec);
     ++expected;
   }

@@ -62,11 +62,10 @@ Stencil stencil(int i, int k, int nb, Interp interp, bool periodic) {
 
 }  // namespace
 
-std::vector<double> interpolate(const BlockLayout& L, const std::vector<double>& coarse,
-                                Interp interp) {
+std::vector<double> interpolate(const BlockLayout& L, const std::vector<double>& coarse, Interp interp) {
   if (coarse.size() != L.n_blocks())
-    throw InternalError("interpolate: expected " + std::to_string(L.n_blocks()) +
-                        " block values, got " + std::to_string(coarse.size()));
+    throw InternalError("interpolate: expected " + std::to_string(L.n_blocks()) + " block values, got " +
+                        std::to_string(coarse.size()));
   const int nby = L.nby(), nbx = L.nbx();
   std::vector<Stencil> sx(L.nx);
   for (int j = 0; j < L.nx; ++j) sx[j] = stencil(j, L.k, nbx, interp, L.periodic_x);
@@ -87,8 +86,7 @@ std::vector<double> interpolate(const BlockLayout& L, const std::vector<double>&
   return out;
 }
 
-void restore_block_means(const BlockLayout& L, const std::vector<double>& coarse,
-                         std::vector<double>& fine) {
+void restore_block_means(const BlockLayout& L, const std::vector<double>& coarse, std::vector<double>& fine) {
   const std::vector<double> mean = block_means(L, fine.data());
   for (int i = 0; i < L.ny; ++i)
     for (int j = 0; j < L.nx; ++j) {
@@ -97,8 +95,7 @@ void restore_block_means(const BlockLayout& L, const std::vector<double>& coarse
     }
 }
 
-std::vector<double> run_baseline(const BlockLayout& L, const std::vector<double>& coarse,
-                                 const Baseline& baseline) {
+std::vector<double> run_baseline(const BlockLayout& L, const std::vector<double>& coarse, const Baseline& baseline) {
   std::vector<double> fine = interpolate(L, coarse, baseline.interp);
   if (baseline.conservative) restore_block_means(L, coarse, fine);
   return fine;

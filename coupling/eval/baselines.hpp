@@ -28,13 +28,11 @@ const std::vector<Baseline>& all_baselines();
 
 /// Interpolates nby*nbx block values to the ny*nx fine grid. Beyond the outer block centres
 /// values are held constant, except along x when layout.periodic_x (columns wrap).
-std::vector<double> interpolate(const BlockLayout& layout, const std::vector<double>& coarse,
-                                Interp interp);
+std::vector<double> interpolate(const BlockLayout& layout, const std::vector<double>& coarse, Interp interp);
 
 /// Adds to every cell of each block the block's coarse value minus the block's area-weighted
 /// mean of `fine`, so that block_means(fine) equals `coarse` afterwards.
-void restore_block_means(const BlockLayout& layout, const std::vector<double>& coarse,
-                         std::vector<double>& fine);
+void restore_block_means(const BlockLayout& layout, const std::vector<double>& coarse, std::vector<double>& fine);
 
 /// interpolate() and, for a conservative baseline, restore_block_means().
 std::vector<double> run_baseline(const BlockLayout& layout, const std::vector<double>& coarse,

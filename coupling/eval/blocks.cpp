@@ -13,17 +13,15 @@ namespace finecast::coupling::eval {
 void BlockLayout::validate() const {
   if (k < 1) throw ConfigError("block size must be >= 1, got " + std::to_string(k));
   if (ny < k || nx < k || ny % k != 0 || nx % k != 0)
-    throw ConfigError("field of " + std::to_string(ny) + " x " + std::to_string(nx) +
-                      " is not tiled by whole " + std::to_string(k) + " x " + std::to_string(k) +
-                      " blocks");
+    throw ConfigError("field of " + std::to_string(ny) + " x " + std::to_string(nx) + " is not tiled by whole " +
+                      std::to_string(k) + " x " + std::to_string(k) + " blocks");
   if (!weight.empty()) {
     if (weight.size() != size())
       throw ConfigError("area weights: expected " + std::to_string(size()) + " values, got " +
                         std::to_string(weight.size()));
     for (double v : weight)
       if (!(v > 0.0) || !std::isfinite(v))
-        throw ConfigError("area weights must be positive and finite (got " + std::to_string(v) +
-                          ")");
+        throw ConfigError("area weights must be positive and finite (got " + std::to_string(v) + ")");
   }
 }
 

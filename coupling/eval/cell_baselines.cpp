@@ -24,8 +24,7 @@ Vec3 unit(double lon, double lat) {
 /// Great-circle angle between unit vectors (atan2 form: accurate for small and large angles).
 double angle(const Vec3& a, const Vec3& b) {
   const Vec3 c = {a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]};
-  return std::atan2(std::sqrt(c[0] * c[0] + c[1] * c[1] + c[2] * c[2]),
-                    a[0] * b[0] + a[1] * b[1] + a[2] * b[2]);
+  return std::atan2(std::sqrt(c[0] * c[0] + c[1] * c[1] + c[2] * c[2]), a[0] * b[0] + a[1] * b[1] + a[2] * b[2]);
 }
 
 /// Patches within `rings` edge-neighbour steps of patch p (p first), or every patch when the
@@ -52,14 +51,11 @@ const std::vector<CellBaseline>& cell_baselines() {
   return list;
 }
 
-CellInterpolator::CellInterpolator(const CellLayout& layout, IdwOptions options)
-    : layout_(layout), options_(options) {
+CellInterpolator::CellInterpolator(const CellLayout& layout, IdwOptions options) : layout_(layout), options_(options) {
   if (options_.neighbours < 1)
     throw ConfigError("IDW: neighbours must be >= 1, got " + std::to_string(options_.neighbours));
-  if (!(options_.power > 0.0))
-    throw ConfigError("IDW: power must be > 0, got " + std::to_string(options_.power));
-  if (options_.rings < 1)
-    throw ConfigError("IDW: rings must be >= 1, got " + std::to_string(options_.rings));
+  if (!(options_.power > 0.0)) throw ConfigError("IDW: power must be > 0, got " + std::to_string(options_.power));
+  if (options_.rings < 1) throw ConfigError("IDW: rings must be >= 1, got " + std::to_string(options_.rings));
   const CellLayoutSpec& s = layout.spec();
   const int k = options_.neighbours;
   const int64_t n = layout.size();
@@ -100,12 +96,11 @@ CellInterpolator::CellInterpolator(const CellLayout& layout, IdwOptions options)
   }
 }
 
-std::vector<double> CellInterpolator::interpolate(const std::vector<double>& coarse,
-                                                  CellInterp interp) const {
+std::vector<double> CellInterpolator::interpolate(const std::vector<double>& coarse, CellInterp interp) const {
   const CellLayout& L = layout_;
   if (static_cast<int64_t>(coarse.size()) != L.n_patches())
-    throw InternalError("CellInterpolator: expected " + std::to_string(L.n_patches()) +
-                        " patch values, got " + std::to_string(coarse.size()));
+    throw InternalError("CellInterpolator: expected " + std::to_string(L.n_patches()) + " patch values, got " +
+                        std::to_string(coarse.size()));
   std::vector<double> out(static_cast<std::size_t>(L.size()));
   if (interp == CellInterp::kNearest) {
     for (int64_t i = 0; i < L.size(); ++i) out[i] = coarse[L.patch_of(i)];
@@ -125,15 +120,13 @@ std::vector<double> CellInterpolator::interpolate(const std::vector<double>& coa
   return out;
 }
 
-std::vector<double> CellInterpolator::run(const std::vector<double>& coarse,
-                                          const CellBaseline& baseline) const {
+std::vector<double> CellInterpolator::run(const std::vector<double>& coarse, const CellBaseline& baseline) const {
   std::vector<double> fine = interpolate(coarse, baseline.interp);
   if (baseline.conservative) restore_patch_means(layout_, coarse, fine);
   return fine;
 }
 
-void restore_patch_means(const CellLayout& L, const std::vector<double>& coarse,
-                         std::vector<double>& fine) {
+void restore_patch_means(const CellLayout& L, const std::vector<double>& coarse, std::vector<double>& fine) {
   const std::vector<double> mean = patch_means(L, fine.data());
   for (int64_t i = 0; i < L.size(); ++i) {
     const int64_t p = L.patch_of(i);

@@ -61,7 +61,6 @@ class CellInterpolator {
 
 /// Adds to every cell of each patch the patch's coarse value minus the area-weighted mean of
 /// `fine` over the patch, so that patch_means(fine) equals `coarse` afterwards.
-void restore_patch_means(const CellLayout& layout, const std::vector<double>& coarse,
-                         std::vector<double>& fine);
+void restore_patch_means(const CellLayout& layout, const std::vector<double>& coarse, std::vector<double>& fine);
 
 }  // namespace finecast::coupling::eval

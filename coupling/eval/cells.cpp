@@ -13,13 +13,11 @@ namespace finecast::coupling::eval {
 
 namespace {
 
-[[noreturn]] void bad(const std::string& what) {
-  throw ConfigError("unstructured patch layout: " + what);
-}
+[[noreturn]] void bad(const std::string& what) { throw ConfigError("unstructured patch layout: " + what); }
 
 /// Area-weighted means of `field` over the groups of `group` (n_groups values).
-std::vector<double> group_means(const CellLayout& L, const std::vector<int64_t>& group,
-                                int64_t n_groups, const double* field) {
+std::vector<double> group_means(const CellLayout& L, const std::vector<int64_t>& group, int64_t n_groups,
+                                const double* field) {
   std::vector<double> sw(static_cast<std::size_t>(n_groups), 0.0), swx(sw);
   for (int64_t i = 0; i < L.size(); ++i) {
     sw[group[i]] += L.w(i);
@@ -42,9 +40,8 @@ CellLayout::CellLayout(CellLayoutSpec spec) : spec_(std::move(spec)) {
   const auto n = static_cast<std::size_t>(s.n_cells);
   const auto np = static_cast<std::size_t>(n_patches_);
   if (s.area.size() != n || s.lon.size() != n || s.lat.size() != n)
-    bad("area, lon and lat need " + std::to_string(n) + " values each, got " +
-        std::to_string(s.area.size()) + ", " + std::to_string(s.lon.size()) + ", " +
-        std::to_string(s.lat.size()));
+    bad("area, lon and lat need " + std::to_string(n) + " values each, got " + std::to_string(s.area.size()) + ", " +
+        std::to_string(s.lon.size()) + ", " + std::to_string(s.lat.size()));
   if (s.patch_lon.size() != np || s.patch_lat.size() != np)
     bad("patch centres: expected " + std::to_string(np) + " values");
   if (s.patch_neighbours.size() != np * static_cast<std::size_t>(s.n_neighbours))
@@ -53,8 +50,7 @@ CellLayout::CellLayout(CellLayoutSpec spec) : spec_(std::move(spec)) {
   for (int64_t nb : s.patch_neighbours)
     if (nb < -1 || nb >= n_patches_) bad("patch neighbour " + std::to_string(nb) + " out of range");
   for (double a : s.area)
-    if (!(a > 0.0) || !std::isfinite(a))
-      bad("cell areas must be positive and finite (got " + std::to_string(a) + ")");
+    if (!(a > 0.0) || !std::isfinite(a)) bad("cell areas must be positive and finite (got " + std::to_string(a) + ")");
 
   patch_of_.assign(n, -1);
   for (int64_t p = 0; p < n_patches_; ++p)
@@ -62,8 +58,8 @@ CellLayout::CellLayout(CellLayoutSpec spec) : spec_(std::move(spec)) {
       const int64_t c = s.cell_of_patch[static_cast<std::size_t>(p * s.patch_size + k)];
       if (c < 0 || c >= s.n_cells) bad("fine cell index " + std::to_string(c) + " out of range");
       if (patch_of_[c] >= 0)
-        bad("fine cell " + std::to_string(c) + " lies in patches " + std::to_string(patch_of_[c]) +
-            " and " + std::to_string(p));
+        bad("fine cell " + std::to_string(c) + " lies in patches " + std::to_string(patch_of_[c]) + " and " +
+            std::to_string(p));
       patch_of_[c] = p;
     }
   if (n_patches_ * s.patch_size != s.n_cells)
@@ -75,8 +71,7 @@ CellLayout::CellLayout(CellLayoutSpec spec) : spec_(std::move(spec)) {
   const std::vector<int64_t>* above = &patch_of_;
   for (std::size_t j = 0; j < s.levels.size(); ++j) {
     const std::vector<int64_t>& g = s.levels[j];
-    if (g.size() != n)
-      bad("level " + std::to_string(j) + " needs " + std::to_string(n) + " values");
+    if (g.size() != n) bad("level " + std::to_string(j) + " needs " + std::to_string(n) + " values");
     int64_t n_groups = 0;
     for (int64_t v : g) {
       if (v < 0 || v >= s.n_cells) bad("level " + std::to_string(j) + ": index out of range");
@@ -86,8 +81,7 @@ CellLayout::CellLayout(CellLayoutSpec spec) : spec_(std::move(spec)) {
     for (std::size_t i = 0; i < n; ++i) {
       int64_t& p = parent[g[i]];
       if (p >= 0 && p != (*above)[i])
-        bad("level " + std::to_string(j) + " does not nest in the level above it (cell " +
-            std::to_string(g[i]) + ")");
+        bad("level " + std::to_string(j) + " does not nest in the level above it (cell " + std::to_string(g[i]) + ")");
       p = (*above)[i];
       ++count[g[i]];
     }

@@ -43,9 +43,7 @@ class CellLayout {
   double w(int64_t cell) const { return spec_.area[cell]; }
   int64_t patch_of(int64_t cell) const { return patch_of_[cell]; }
   /// Fine cells of patch p (patch_size() of them).
-  const int64_t* cells(int64_t p) const {
-    return spec_.cell_of_patch.data() + p * spec_.patch_size;
-  }
+  const int64_t* cells(int64_t p) const { return spec_.cell_of_patch.data() + p * spec_.patch_size; }
   /// Number of scale bands of the hierarchy: levels + 1 (the last is the fine cells themselves).
   int n_bands() const { return static_cast<int>(spec_.levels.size()) + 1; }
   /// Number of cells at band b (1..n_bands()); band 0 is the patches.

@@ -19,8 +19,7 @@ void Evaluator::set_regression(RegressionFit fit, Predictors predictors) {
   if (predictors.values.size() != fit.coef.size())
     throw InternalError("Evaluator::set_regression: predictors and coefficients differ in number");
   for (const auto& v : predictors.values)
-    if (v.size() != layout_.size())
-      throw InternalError("Evaluator::set_regression: predictors of another window");
+    if (v.size() != layout_.size()) throw InternalError("Evaluator::set_regression: predictors of another window");
   fit_ = std::move(fit);
   predictors_ = std::move(predictors);
   has_regression_ = true;
@@ -30,8 +29,8 @@ void Evaluator::add(const double* truth, const std::vector<const double*>& membe
                     const std::vector<char>& block_mask) {
   const BlockLayout& L = layout_;
   if (!block_mask.empty() && block_mask.size() != L.n_blocks())
-    throw InternalError("Evaluator::add: the block mask has " + std::to_string(block_mask.size()) +
-                        " flags for " + std::to_string(L.n_blocks()) + " blocks");
+    throw InternalError("Evaluator::add: the block mask has " + std::to_string(block_mask.size()) + " flags for " +
+                        std::to_string(L.n_blocks()) + " blocks");
   const std::vector<double> coarse = block_means(L, truth);
   std::vector<char> valid(coarse.size());
   for (std::size_t b = 0; b < coarse.size(); ++b) {
@@ -47,8 +46,7 @@ void Evaluator::add(const double* truth, const std::vector<const double*>& membe
   }
   if (has_regression_) {
     static const Baseline bicubic_cons{"bicubic_cons", Interp::kBicubic, true};
-    std::vector<double> fine =
-        apply_regression(fit_, predictors_, run_baseline(L, coarse, bicubic_cons));
+    std::vector<double> fine = apply_regression(fit_, predictors_, run_baseline(L, coarse, bicubic_cons));
     regression_.add(L, truth, {fine.data()}, valid);
     last_.emplace_back("regression_cons", std::move(fine));
   }
@@ -75,8 +73,7 @@ EvalReport Evaluator::report() const {
   return rep;
 }
 
-CellEvaluator::CellEvaluator(CellLayout layout, IdwOptions idw)
-    : layout_(std::move(layout)), interp_(layout_, idw) {
+CellEvaluator::CellEvaluator(CellLayout layout, IdwOptions idw) : layout_(std::move(layout)), interp_(layout_, idw) {
   baselines_.resize(cell_baselines().size());
 }
 
@@ -95,8 +92,7 @@ void CellEvaluator::add(const double* truth, const std::vector<const double*>& m
                         const std::vector<char>& patch_mask) {
   const CellLayout& L = layout_;
   if (!patch_mask.empty() && static_cast<int64_t>(patch_mask.size()) != L.n_patches())
-    throw InternalError("CellEvaluator::add: the patch mask has " +
-                        std::to_string(patch_mask.size()) + " flags for " +
+    throw InternalError("CellEvaluator::add: the patch mask has " + std::to_string(patch_mask.size()) + " flags for " +
                         std::to_string(L.n_patches()) + " patches");
   const std::vector<double> coarse = patch_means(L, truth);
   std::vector<char> valid(coarse.size());

@@ -51,15 +51,12 @@ class Evaluator {
   /// One time step: the truth and the predicted members, each layout().size() values. A block
   /// is scored when `block_mask` (n_blocks flags, empty = all) allows it and its truth is finite
   /// everywhere.
-  void add(const double* truth, const std::vector<const double*>& members,
-           const std::vector<char>& block_mask = {});
+  void add(const double* truth, const std::vector<const double*>& members, const std::vector<char>& block_mask = {});
   /// Scores so far; "model" first, then the baselines.
   EvalReport report() const;
   const BlockLayout& layout() const { return layout_; }
   /// Every baseline's fine field of the latest step, by name (finecast-eval --baselines-out).
-  const std::vector<std::pair<std::string, std::vector<double>>>& last_baselines() const {
-    return last_;
-  }
+  const std::vector<std::pair<std::string, std::vector<double>>>& last_baselines() const { return last_; }
 
  private:
   BlockLayout layout_;
@@ -89,16 +86,13 @@ class CellEvaluator {
   /// One time step: the truth and the predicted members, each layout().size() values. A patch
   /// is scored when `patch_mask` (n_patches flags, empty = all) allows it and its truth is
   /// finite everywhere.
-  void add(const double* truth, const std::vector<const double*>& members,
-           const std::vector<char>& patch_mask = {});
+  void add(const double* truth, const std::vector<const double*>& members, const std::vector<char>& patch_mask = {});
   /// Scores so far; "model" first, then the baselines.
   EvalReport report() const;
   const CellLayout& layout() const { return layout_; }
   const CellInterpolator& interpolator() const { return interp_; }
   /// Every baseline's fine field of the latest step, by name (finecast-eval --baselines-out).
-  const std::vector<std::pair<std::string, std::vector<double>>>& last_baselines() const {
-    return last_;
-  }
+  const std::vector<std::pair<std::string, std::vector<double>>>& last_baselines() const { return last_; }
 
  private:
   CellLayout layout_;

@@ -37,8 +37,7 @@ double crps_ensemble_fair(const double* x, int m, double y) {
   return e - 0.5 * pairs / (static_cast<double>(m) * (m - 1));
 }
 
-std::vector<double> masked_residual(const BlockLayout& L, const double* field,
-                                    const std::vector<char>& block_valid) {
+std::vector<double> masked_residual(const BlockLayout& L, const double* field, const std::vector<char>& block_valid) {
   std::vector<double> r = block_residual(L, field);
   for (int i = 0; i < L.ny; ++i)
     for (int j = 0; j < L.nx; ++j) {
@@ -49,8 +48,7 @@ std::vector<double> masked_residual(const BlockLayout& L, const double* field,
   return r;
 }
 
-std::vector<double> masked_residual(const CellLayout& L, const double* field,
-                                    const std::vector<char>& patch_valid) {
+std::vector<double> masked_residual(const CellLayout& L, const double* field, const std::vector<char>& patch_valid) {
   std::vector<double> r = patch_residual(L, field);
   for (int64_t i = 0; i < L.size(); ++i)
     if (!patch_valid[L.patch_of(i)] || !std::isfinite(r[i])) r[i] = 0.0;
@@ -72,16 +70,15 @@ void accumulate_spectrum(RadialSpectrum& a, const RadialSpectrum& b, double scal
 void ScoreAccumulator::begin_step(int m) {
   if (m < 1) throw InternalError("ScoreAccumulator::add: no members");
   if (members_ != 0 && m != members_)
-    throw InternalError("ScoreAccumulator::add: member count changed from " +
-                        std::to_string(members_) + " to " + std::to_string(m));
+    throw InternalError("ScoreAccumulator::add: member count changed from " + std::to_string(members_) + " to " +
+                        std::to_string(m));
   members_ = m;
   ++steps_;
 }
 
 template <class PatchOf, class Weight>
 void ScoreAccumulator::add_points(int64_t n, PatchOf patch_of, Weight weight, const double* truth,
-                                  const std::vector<const double*>& members,
-                                  const std::vector<char>& valid) {
+                                  const std::vector<const double*>& members, const std::vector<char>& valid) {
   const int m = static_cast<int>(members.size());
   std::vector<double> x(static_cast<std::size_t>(m));
   for (int64_t p = 0; p < n; ++p) {
@@ -120,11 +117,9 @@ void ScoreAccumulator::add_spread(const std::vector<double>& tstd, const std::ve
     }
 }
 
-void ScoreAccumulator::add(const BlockLayout& L, const double* truth,
-                           const std::vector<const double*>& members,
+void ScoreAccumulator::add(const BlockLayout& L, const double* truth, const std::vector<const double*>& members,
                            const std::vector<char>& block_valid) {
-  if (block_valid.size() != L.n_blocks())
-    throw InternalError("ScoreAccumulator::add: block mask has the wrong size");
+  if (block_valid.size() != L.n_blocks()) throw InternalError("ScoreAccumulator::add: block mask has the wrong size");
   begin_step(static_cast<int>(members.size()));
   const int m = members_;
   const int nx = L.nx, k = L.k, nbx = L.nbx();
@@ -146,16 +141,15 @@ void ScoreAccumulator::add(const BlockLayout& L, const double* truth,
   }
 }
 
-void ScoreAccumulator::add(const CellLayout& L, const double* truth,
-                           const std::vector<const double*>& members,
+void ScoreAccumulator::add(const CellLayout& L, const double* truth, const std::vector<const double*>& members,
                            const std::vector<char>& patch_valid) {
   if (static_cast<int64_t>(patch_valid.size()) != L.n_patches())
     throw InternalError("ScoreAccumulator::add: patch mask has the wrong size");
   begin_step(static_cast<int>(members.size()));
   const int m = members_;
   add_points(
-      L.size(), [&](int64_t i) { return L.patch_of(i); }, [&](int64_t i) { return L.w(i); }, truth,
-      members, patch_valid);
+      L.size(), [&](int64_t i) { return L.patch_of(i); }, [&](int64_t i) { return L.w(i); }, truth, members,
+      patch_valid);
 
   std::vector<double> pstd(static_cast<std::size_t>(L.n_patches()), 0.0);
   for (int e = 0; e < m; ++e) {

@@ -22,14 +22,14 @@ double crps_ensemble_fair(const double* x, int m, double y);
 /// Final scores of one prediction. Means are area-weighted over the scored fine cells.
 struct Scores {
   int members = 0;
-  int64_t n_points = 0;    ///< fine cells scored (summed over time steps)
-  double rmse = 0.0;       ///< of the ensemble mean
-  double bias = 0.0;       ///< ensemble mean minus truth
-  double mae = 0.0;        ///< of the ensemble mean
-  double crps = 0.0;       ///< crps_ensemble (= MAE for one member)
-  double crps_fair = 0.0;  ///< crps_ensemble_fair
-  double spread = 0.0;     ///< sqrt of the mean unbiased ensemble variance; 0 for one member
-  double std_ratio = 0.0;  ///< mean per-block (patch) std of the members over that of the truth
+  int64_t n_points = 0;             ///< fine cells scored (summed over time steps)
+  double rmse = 0.0;                ///< of the ensemble mean
+  double bias = 0.0;                ///< ensemble mean minus truth
+  double mae = 0.0;                 ///< of the ensemble mean
+  double crps = 0.0;                ///< crps_ensemble (= MAE for one member)
+  double crps_fair = 0.0;           ///< crps_ensemble_fair
+  double spread = 0.0;              ///< sqrt of the mean unbiased ensemble variance; 0 for one member
+  double std_ratio = 0.0;           ///< mean per-block (patch) std of the members over that of the truth
   double upper_energy_ratio = 0.0;  ///< residual energy above 0.25 cycles/spacing, pred / truth
   /// Residual energy by scale, mean over members and time steps: the radial spectrum on lat-lon
   /// windows, the hierarchy's bands (hierarchy_spectrum) on unstructured grids.
@@ -41,8 +41,8 @@ struct Scores {
 class ScoreAccumulator {
  public:
   /// Adds one time step: truth and the members, each layout.size() values in layout order.
-  void add(const BlockLayout& layout, const double* truth,
-           const std::vector<const double*>& members, const std::vector<char>& block_valid);
+  void add(const BlockLayout& layout, const double* truth, const std::vector<const double*>& members,
+           const std::vector<char>& block_valid);
   /// The same on an unstructured grid: patches instead of blocks, the hierarchy's bands
   /// instead of the radial spectrum.
   void add(const CellLayout& layout, const double* truth, const std::vector<const double*>& members,
@@ -54,8 +54,8 @@ class ScoreAccumulator {
  private:
   /// The pointwise sums of one step; patch_of(i) is the block or patch of fine cell i.
   template <class PatchOf, class Weight>
-  void add_points(int64_t n, PatchOf patch_of, Weight w, const double* truth,
-                  const std::vector<const double*>& members, const std::vector<char>& valid);
+  void add_points(int64_t n, PatchOf patch_of, Weight w, const double* truth, const std::vector<const double*>& members,
+                  const std::vector<char>& valid);
   /// The per-block (patch) std sums of one step.
   void add_spread(const std::vector<double>& truth_std, const std::vector<double>& member_std,
                   const std::vector<char>& valid);

@@ -47,8 +47,7 @@ bool cholesky_solve(std::vector<double> A, std::vector<double> b, int n, std::ve
   return true;
 }
 
-void check_sizes(std::size_t n, const std::vector<const double*>& covariates,
-                 const std::vector<std::string>& names) {
+void check_sizes(std::size_t n, const std::vector<const double*>& covariates, const std::vector<std::string>& names) {
   if (covariates.size() != names.size())
     throw InternalError("regression: " + std::to_string(covariates.size()) + " covariates but " +
                         std::to_string(names.size()) + " names");
@@ -111,12 +110,12 @@ RegressionFitter::RegressionFitter(std::vector<std::string> names) : names_(std:
   xty_.assign(m, 0.0);
 }
 
-void RegressionFitter::add(const Predictors& p, const std::vector<double>& residual,
-                           const std::vector<double>& w, const std::vector<char>& use) {
+void RegressionFitter::add(const Predictors& p, const std::vector<double>& residual, const std::vector<double>& w,
+                           const std::vector<char>& use) {
   const std::size_t m = names_.size();
   if (p.values.size() != m)
-    throw InternalError("RegressionFitter::add: " + std::to_string(p.values.size()) +
-                        " predictors, expected " + std::to_string(m));
+    throw InternalError("RegressionFitter::add: " + std::to_string(p.values.size()) + " predictors, expected " +
+                        std::to_string(m));
   const std::size_t n = residual.size();
   std::vector<double> x(m);
   for (std::size_t i = 0; i < n; ++i) {
@@ -145,8 +144,7 @@ RegressionFit RegressionFitter::solve(const std::string& fit_on) const {
   std::string list;
   for (const auto& n : names_) list += (list.empty() ? "" : ", ") + n;
   if (n_ == 0 || sw_ <= 0.0)
-    throw ConfigError("regression_cons: no fine cell with finite truth and covariates to fit on (" +
-                      fit_on + ")");
+    throw ConfigError("regression_cons: no fine cell with finite truth and covariates to fit on (" + fit_on + ")");
   std::vector<double> A(xtx_);
   for (int a = 0; a < m; ++a)
     for (int b = a + 1; b < m; ++b) A[a * m + b] = A[b * m + a];
@@ -155,8 +153,8 @@ RegressionFit RegressionFitter::solve(const std::string& fit_on) const {
   fit.fit_on = fit_on;
   fit.n_points = n_;
   if (!cholesky_solve(A, xty_, m, fit.coef))
-    throw ConfigError("regression_cons: the predictors (" + list + ") are collinear on the fit data (" +
-                      fit_on + "): a covariate constant in every block, or two covariates that are the "
+    throw ConfigError("regression_cons: the predictors (" + list + ") are collinear on the fit data (" + fit_on +
+                      "): a covariate constant in every block, or two covariates that are the "
                       "same field?");
   // Residual sum of squares after the fit: y'y - 2 c'X'y + c'X'X c.
   double rss = yty_;
@@ -169,11 +167,10 @@ RegressionFit RegressionFitter::solve(const std::string& fit_on) const {
   return fit;
 }
 
-std::vector<double> apply_regression(const RegressionFit& fit, const Predictors& p,
-                                     std::vector<double> base) {
+std::vector<double> apply_regression(const RegressionFit& fit, const Predictors& p, std::vector<double> base) {
   if (p.values.size() != fit.coef.size())
-    throw InternalError("apply_regression: " + std::to_string(p.values.size()) +
-                        " predictors for " + std::to_string(fit.coef.size()) + " coefficients");
+    throw InternalError("apply_regression: " + std::to_string(p.values.size()) + " predictors for " +
+                        std::to_string(fit.coef.size()) + " coefficients");
   for (std::size_t j = 0; j < fit.coef.size(); ++j) {
     const std::vector<double>& x = p.values[j];
     // A missing covariate value adds nothing: the cell keeps the interpolant.
@@ -187,8 +184,8 @@ std::string describe(const RegressionFit& fit) {
   std::string s = "regression_cons: residual =";
   for (std::size_t j = 0; j < fit.coef.size(); ++j)
     s += fmt::format("{} {:.6g} * {}", j == 0 ? "" : " +", fit.coef[j], fit.names[j]);
-  s += fmt::format(" (fitted on {}: {} fine cells, residual RMS {:.5g} -> {:.5g})", fit.fit_on,
-                   fit.n_points, fit.residual_rms, fit.fitted_rms);
+  s += fmt::format(" (fitted on {}: {} fine cells, residual RMS {:.5g} -> {:.5g})", fit.fit_on, fit.n_points,
+                   fit.residual_rms, fit.fitted_rms);
   return s;
 }
 
@@ -211,16 +208,16 @@ RegressionFit regression_from_json(const std::string& text, const std::string& s
     const auto j = nlohmann::ordered_json::parse(text);
     if (!j.is_object() || j.value("baseline", "") != "regression_cons" || !j.contains("coefficients") ||
         !j["coefficients"].is_object())
-      throw ConfigError(source + ": not a regression_cons fit (expected the JSON that finecast-eval "
-                                 "--regression-out writes, with \"baseline\": \"regression_cons\" and "
-                                 "\"coefficients\")");
+      throw ConfigError(source +
+                        ": not a regression_cons fit (expected the JSON that finecast-eval "
+                        "--regression-out writes, with \"baseline\": \"regression_cons\" and "
+                        "\"coefficients\")");
     fit.fit_on = j.value("fit_on", source);
     fit.n_points = j.value("n_points", int64_t{0});
     fit.residual_rms = j.value("residual_rms", 0.0);
     fit.fitted_rms = j.value("fitted_rms", 0.0);
     for (const auto& [name, value] : j["coefficients"].items()) {
-      if (!value.is_number())
-        throw ConfigError(source + ": coefficient '" + name + "' is not a number");
+      if (!value.is_number()) throw ConfigError(source + ": coefficient '" + name + "' is not a number");
       fit.names.push_back(name);
       fit.coef.push_back(value.get<double>());
     }

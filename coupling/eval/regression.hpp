@@ -20,7 +20,7 @@ namespace finecast::coupling::eval {
 ///    (bicubic_cons on lat-lon blocks, idw_cons on ICON patches).
 /// Predictor j = 2 s + 0 is covariate s's anomaly, 2 s + 1 its deviation.
 struct Predictors {
-  std::vector<std::string> names;          ///< "NAME anomaly", "NAME deviation"
+  std::vector<std::string> names;           ///< "NAME anomaly", "NAME deviation"
   std::vector<std::vector<double>> values;  ///< [2 S][n cells]
 };
 
@@ -38,10 +38,10 @@ Predictors cell_predictors(const CellInterpolator& interp, const std::vector<std
 struct RegressionFit {
   std::vector<std::string> names;
   std::vector<double> coef;
-  int64_t n_points = 0;         ///< fine cells the fit used
-  double residual_rms = 0.0;    ///< area-weighted RMS of the residual before the fit
-  double fitted_rms = 0.0;      ///< and after it (on the fit data)
-  std::string fit_on;           ///< where the fit came from (for reports)
+  int64_t n_points = 0;       ///< fine cells the fit used
+  double residual_rms = 0.0;  ///< area-weighted RMS of the residual before the fit
+  double fitted_rms = 0.0;    ///< and after it (on the fit data)
+  std::string fit_on;         ///< where the fit came from (for reports)
 };
 
 /// Accumulates the area-weighted normal equations over fit data (any number of steps or
@@ -68,8 +68,7 @@ class RegressionFitter {
 };
 
 /// base + sum_j fit.coef[j] * p.values[j]: the regression_cons prediction.
-std::vector<double> apply_regression(const RegressionFit& fit, const Predictors& p,
-                                     std::vector<double> base);
+std::vector<double> apply_regression(const RegressionFit& fit, const Predictors& p, std::vector<double> base);
 
 /// The coefficients as text: "regression_cons: residual = 0.0061 * HSURF anomaly + ...".
 std::string describe(const RegressionFit& fit);

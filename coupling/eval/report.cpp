@@ -28,8 +28,7 @@ Json numbers(const std::vector<double>& v) {
 }
 
 Json spectrum_json(const RadialSpectrum& s) {
-  return Json{
-      {"wavenumber", numbers(s.wavenumber)}, {"energy", numbers(s.energy)}, {"modes", s.modes}};
+  return Json{{"wavenumber", numbers(s.wavenumber)}, {"energy", numbers(s.energy)}, {"modes", s.modes}};
 }
 
 constexpr const char* kCsvHeader =
@@ -38,14 +37,12 @@ constexpr const char* kCsvHeader =
 }  // namespace
 
 std::string format_table(const EvalReport& r) {
-  std::string out =
-      fmt::format("{:<15} {:>4} {:>11} {:>11} {:>11} {:>11} {:>9} {:>9}\n", "prediction", "mem",
-                  "rmse", "bias", "crps", "crps_fair", "std_ratio", "hf_ratio");
+  std::string out = fmt::format("{:<15} {:>4} {:>11} {:>11} {:>11} {:>11} {:>9} {:>9}\n", "prediction", "mem", "rmse",
+                                "bias", "crps", "crps_fair", "std_ratio", "hf_ratio");
   for (const EvalRow& row : r.rows) {
     const Scores& s = row.scores;
-    out += fmt::format("{:<15} {:4d} {:11.5g} {:11.4g} {:11.5g} {:11.5g} {:9.4f} {:9.4f}\n",
-                       row.name, s.members, s.rmse, s.bias, s.crps, s.crps_fair, s.std_ratio,
-                       s.upper_energy_ratio);
+    out += fmt::format("{:<15} {:4d} {:11.5g} {:11.4g} {:11.5g} {:11.5g} {:9.4f} {:9.4f}\n", row.name, s.members,
+                       s.rmse, s.bias, s.crps, s.crps_fair, s.std_ratio, s.upper_energy_ratio);
   }
   return out;
 }
@@ -107,9 +104,8 @@ std::string to_csv(const EvalReport& r) {
   std::string out = std::string(kCsvHeader) + "\n";
   for (const EvalRow& row : r.rows) {
     const Scores& s = row.scores;
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{}\n", row.name, s.members, s.n_points,
-                       c(s.rmse), c(s.bias), c(s.mae), c(s.crps), c(s.crps_fair), c(s.spread),
-                       c(s.std_ratio), c(s.upper_energy_ratio));
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{}\n", row.name, s.members, s.n_points, c(s.rmse), c(s.bias),
+                       c(s.mae), c(s.crps), c(s.crps_fair), c(s.spread), c(s.std_ratio), c(s.upper_energy_ratio));
   }
   return out;
 }
@@ -118,8 +114,7 @@ void write_text_file(const std::string& path, const std::string& text) {
   AtomicFile file(path);
   {
     std::ofstream f(file.tmp_path(), std::ios::binary | std::ios::trunc);
-    if (!f)
-      throw IoError("cannot open '" + file.tmp_path() + "' for writing (output " + path + ")");
+    if (!f) throw IoError("cannot open '" + file.tmp_path() + "' for writing (output " + path + ")");
     f << text;
     f.flush();
     if (!f) throw IoError("writing '" + file.tmp_path() + "' failed (output " + path + ")");

@@ -41,8 +41,8 @@ std::vector<double> half_power(const double* field, int ny, int nx) {
   std::unique_ptr<double, FftwFree> in(fftw_alloc_real(n_in));
   std::unique_ptr<fftw_complex, FftwFree> out(fftw_alloc_complex(n_out));
   if (!in || !out)
-    throw InternalError("radial_spectrum: cannot allocate the FFT buffers of a " +
-                        std::to_string(ny) + " x " + std::to_string(nx) + " field");
+    throw InternalError("radial_spectrum: cannot allocate the FFT buffers of a " + std::to_string(ny) + " x " +
+                        std::to_string(nx) + " field");
   std::unique_ptr<fftw_plan_s, PlanDestroy> plan;
   {
     // FFTW_ESTIMATE plans without touching the arrays, so the field is copied in afterwards.
@@ -50,13 +50,12 @@ std::vector<double> half_power(const double* field, int ny, int nx) {
     plan.reset(fftw_plan_dft_r2c_2d(ny, nx, in.get(), out.get(), FFTW_ESTIMATE));
   }
   if (!plan)
-    throw InternalError("radial_spectrum: FFTW cannot plan a " + std::to_string(ny) + " x " +
-                        std::to_string(nx) + " transform");
+    throw InternalError("radial_spectrum: FFTW cannot plan a " + std::to_string(ny) + " x " + std::to_string(nx) +
+                        " transform");
   std::copy(field, field + n_in, in.get());
   fftw_execute(plan.get());
   std::vector<double> power(n_out);
-  for (size_t i = 0; i < n_out; ++i)
-    power[i] = out.get()[i][0] * out.get()[i][0] + out.get()[i][1] * out.get()[i][1];
+  for (size_t i = 0; i < n_out; ++i) power[i] = out.get()[i][0] * out.get()[i][0] + out.get()[i][1] * out.get()[i][1];
   return power;
 }
 

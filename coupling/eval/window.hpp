@@ -27,15 +27,13 @@ bool is_global_lon(const std::vector<double>& lon);
 /// satisfy `inside`. Throws ConfigError naming `axis` when no block qualifies or the
 /// qualifying blocks are not contiguous.
 template <class Pred>
-std::pair<int, int> blocks_inside(const std::vector<double>& coord, int k, Pred inside,
-                                  const std::string& axis);
+std::pair<int, int> blocks_inside(const std::vector<double>& coord, int k, Pred inside, const std::string& axis);
 
 /// Non-template core of blocks_inside: flags[b] = block b qualifies.
 std::pair<int, int> contiguous_run(const std::vector<char>& flags, const std::string& axis);
 
 template <class Pred>
-std::pair<int, int> blocks_inside(const std::vector<double>& coord, int k, Pred inside,
-                                  const std::string& axis) {
+std::pair<int, int> blocks_inside(const std::vector<double>& coord, int k, Pred inside, const std::string& axis) {
   const int nb = static_cast<int>(coord.size()) / k;
   std::vector<char> flags(nb, 1);
   for (int b = 0; b < nb; ++b)

@@ -47,7 +47,6 @@ void prepare_patch_map(PatchMap& map, int rings, bool interpolant);
 /// patch's area-weighted mean corrected to its coarse value (computed in double). Needs
 /// prepare_patch_map(map, ..., true). With `count` >= 0, only patches first..first+count-1
 /// (out then holds count patches; `coarse` is still indexed by every patch).
-void interpolate_patches(const PatchMap& map, const float* coarse, float* out, int64_t first = 0,
-                         int64_t count = -1);
+void interpolate_patches(const PatchMap& map, const float* coarse, float* out, int64_t first = 0, int64_t count = -1);
 
 }  // namespace finecast::coupling

@@ -8,9 +8,8 @@
 
 namespace finecast::coupling {
 
-std::vector<std::array<int32_t, 3>> edge_neighbours(
-    const std::vector<std::array<int32_t, 3>>& corners, int64_t n_vertices,
-    const std::string& what) {
+std::vector<std::array<int32_t, 3>> edge_neighbours(const std::vector<std::array<int32_t, 3>>& corners,
+                                                    int64_t n_vertices, const std::string& what) {
   struct Half {
     int64_t key;  // the edge's two vertex ids, smaller first, as one number
     int32_t triangle;
@@ -26,16 +25,14 @@ std::vector<std::array<int32_t, 3>> edge_neighbours(
       if (a > b) std::swap(a, b);
       halves.push_back({a * n_vertices + b, static_cast<int32_t>(t), static_cast<int8_t>(k)});
     }
-  std::sort(halves.begin(), halves.end(),
-            [](const Half& x, const Half& y) { return x.key < y.key; });
+  std::sort(halves.begin(), halves.end(), [](const Half& x, const Half& y) { return x.key < y.key; });
   std::vector<std::array<int32_t, 3>> out(n, {-1, -1, -1});
   for (size_t i = 0; i < halves.size();) {
     size_t j = i;
     while (j < halves.size() && halves[j].key == halves[i].key) ++j;
     if (j - i > 2)
-      throw GridError(what + ": an edge is shared by " + std::to_string(j - i) +
-                      " triangles (triangle " + std::to_string(halves[i].triangle) +
-                      "), expected at most 2");
+      throw GridError(what + ": an edge is shared by " + std::to_string(j - i) + " triangles (triangle " +
+                      std::to_string(halves[i].triangle) + "), expected at most 2");
     if (j - i == 2) {
       out[halves[i].triangle][halves[i].slot] = halves[i + 1].triangle;
       out[halves[i + 1].triangle][halves[i + 1].slot] = halves[i].triangle;

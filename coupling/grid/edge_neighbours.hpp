@@ -15,8 +15,7 @@ namespace finecast::coupling {
 /// triangle has that edge (the boundary of a regional grid). Sorting the 3n half-edges by their
 /// vertex pair puts the two triangles of an edge next to each other: O(n log n), no hashing.
 /// Throws GridError "<what>: an edge is shared by m triangles ..." when m > 2.
-std::vector<std::array<int32_t, 3>> edge_neighbours(
-    const std::vector<std::array<int32_t, 3>>& corners, int64_t n_vertices,
-    const std::string& what);
+std::vector<std::array<int32_t, 3>> edge_neighbours(const std::vector<std::array<int32_t, 3>>& corners,
+                                                    int64_t n_vertices, const std::string& what);
 
 }  // namespace finecast::coupling

@@ -17,7 +17,6 @@
 namespace finecast::coupling {
 namespace {
 
-
 int find_var(int nc, const char* name) {
   int id = -1;
   return nc_inq_varid(nc, name, &id) == NC_NOERR ? id : -1;
@@ -44,16 +43,14 @@ std::string text_attribute(int nc, int var, const char* name) {
 
 /// Reads a whole variable of `expected` values as doubles (radians when `angle` and the units
 /// say degrees).
-std::vector<double> read_doubles(int nc, const std::string& path, const char* name, size_t expected,
-                                 bool angle) {
+std::vector<double> read_doubles(int nc, const std::string& path, const char* name, size_t expected, bool angle) {
   const std::string ctx = "ICON grid file '" + path + "', variable '" + name + "'";
   const int var = find_var(nc, name);
   if (var < 0) throw IoError(ctx + ": missing");
   size_t total = 1;
   for (size_t n : var_shape(nc, var, ctx)) total *= n;
   if (total != expected)
-    throw IoError(ctx + ": has " + std::to_string(total) + " values, expected " +
-                  std::to_string(expected));
+    throw IoError(ctx + ": has " + std::to_string(total) + " values, expected " + std::to_string(expected));
   std::vector<double> v(total);
   CHECK_NC(nc_get_var_double(nc, var, v.data()), ctx);
   if (angle && text_attribute(nc, var, "units").find("degree") != std::string::npos)
@@ -67,8 +64,7 @@ std::vector<int32_t> read_ints(int nc, const std::string& path, const char* name
   size_t total = 1;
   for (size_t n : var_shape(nc, var, ctx)) total *= n;
   if (total != expected)
-    throw IoError(ctx + ": has " + std::to_string(total) + " values, expected " +
-                  std::to_string(expected));
+    throw IoError(ctx + ": has " + std::to_string(total) + " values, expected " + std::to_string(expected));
   std::vector<int32_t> v(total);
   CHECK_NC(nc_get_var_int(nc, var, v.data()), ctx);
   return v;
@@ -134,8 +130,7 @@ void complete_icon_grid(IconGrid& g) {
         const int32_t v = g.cell_vertices[c][k];
         p[k] = sphere::to_xyz(g.vlon[v], g.vlat[v]);
       }
-      g.cell_area[c] =
-          sphere::triangle_area(p[0], p[1], p[2]) * sphere::kEarthRadius * sphere::kEarthRadius;
+      g.cell_area[c] = sphere::triangle_area(p[0], p[1], p[2]) * sphere::kEarthRadius * sphere::kEarthRadius;
     }
   }
 }
@@ -164,16 +159,14 @@ IconGrid read_icon_grid(const std::string& path) {
     throw IoError("ICON grid file '" + path +
                   "': no 'clon'/'clat' variables (cell centres); is this an ICON grid file?");
   const auto shape = var_shape(nc, clon_id, "ICON grid file '" + path + "', variable 'clon'");
-  if (shape.size() != 1)
-    throw IoError("ICON grid file '" + path + "', variable 'clon': expected 1 dimension (cells)");
+  if (shape.size() != 1) throw IoError("ICON grid file '" + path + "', variable 'clon': expected 1 dimension (cells)");
   g.n_cells = static_cast<int64_t>(shape[0]);
   const size_t n = shape[0];
   g.clon = read_doubles(nc, path, "clon", n, true);
   g.clat = read_doubles(nc, path, "clat", n, true);
 
   g.cell_vertices.resize(n);
-  if (find_var(nc, "vertex_of_cell") >= 0 && find_var(nc, "vlon") >= 0 &&
-      find_var(nc, "vlat") >= 0) {
+  if (find_var(nc, "vertex_of_cell") >= 0 && find_var(nc, "vlon") >= 0 && find_var(nc, "vlat") >= 0) {
     // ICON writes Fortran (nv, cell) arrays with 1-based indices.
     const int vlon_id = find_var(nc, "vlon");
     const auto vshape = var_shape(nc, vlon_id, "ICON grid file '" + path + "', variable 'vlon'");
@@ -188,9 +181,8 @@ IconGrid read_icon_grid(const std::string& path) {
       for (int k = 0; k < 3; ++k) {
         const int32_t v = voc[k * n + c] - 1;
         if (v < 0 || static_cast<size_t>(v) >= nv)
-          throw IoError("ICON grid file '" + path + "', variable 'vertex_of_cell': cell " +
-                        std::to_string(c + 1) + " names vertex " + std::to_string(v + 1) +
-                        ", expected 1.." + std::to_string(nv));
+          throw IoError("ICON grid file '" + path + "', variable 'vertex_of_cell': cell " + std::to_string(c + 1) +
+                        " names vertex " + std::to_string(v + 1) + ", expected 1.." + std::to_string(nv));
         g.cell_vertices[c][k] = unique[v];
       }
     for (const auto& p : merger.points()) {
@@ -205,8 +197,7 @@ IconGrid read_icon_grid(const std::string& path) {
     const auto cy = read_doubles(nc, path, "clat_vertices", 3 * n, true);
     VertexMerger merger(3 * n);
     for (size_t c = 0; c < n; ++c)
-      for (int k = 0; k < 3; ++k)
-        g.cell_vertices[c][k] = merger.add(sphere::to_xyz(cx[3 * c + k], cy[3 * c + k]));
+      for (int k = 0; k < 3; ++k) g.cell_vertices[c][k] = merger.add(sphere::to_xyz(cx[3 * c + k], cy[3 * c + k]));
     for (const auto& p : merger.points()) {
       double lon, lat;
       sphere::to_lonlat(p, lon, lat);
@@ -222,8 +213,7 @@ IconGrid read_icon_grid(const std::string& path) {
   for (size_t c = 0; c < n; ++c) {
     const auto& v = g.cell_vertices[c];
     if (v[0] == v[1] || v[1] == v[2] || v[0] == v[2])
-      throw IoError("ICON grid file '" + path + "': cell " + std::to_string(c) +
-                    " has two coinciding vertices");
+      throw IoError("ICON grid file '" + path + "': cell " + std::to_string(c) + " has two coinciding vertices");
   }
 
   if (find_var(nc, "neighbor_cell_index") >= 0) {
@@ -239,9 +229,8 @@ IconGrid read_icon_grid(const std::string& path) {
     g.cell_area = read_doubles(nc, path, "cell_area", n, false);
     for (size_t c = 0; c < n; ++c)
       if (!(g.cell_area[c] > 0.0))
-        throw IoError("ICON grid file '" + path + "', variable 'cell_area': cell " +
-                      std::to_string(c) + " has area " + std::to_string(g.cell_area[c]) +
-                      ", expected > 0");
+        throw IoError("ICON grid file '" + path + "', variable 'cell_area': cell " + std::to_string(c) + " has area " +
+                      std::to_string(g.cell_area[c]) + ", expected > 0");
   }
   if (find_var(nc, "parent_cell_index") >= 0) {
     const auto parent = read_ints(nc, path, "parent_cell_index", n);

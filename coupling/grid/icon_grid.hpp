@@ -14,8 +14,8 @@ namespace finecast::coupling {
 struct IconGrid {
   std::string path;
   int64_t n_cells = 0;
-  std::vector<double> clon, clat;  ///< cell centres, radians
-  std::vector<double> cell_area;   ///< m^2 (file's cell_area, else spherical area)
+  std::vector<double> clon, clat;                       ///< cell centres, radians
+  std::vector<double> cell_area;                        ///< m^2 (file's cell_area, else spherical area)
   std::vector<std::array<int32_t, 3>> cell_vertices;    ///< unique vertex ids of each cell
   std::vector<std::array<int32_t, 3>> cell_neighbours;  ///< edge neighbours; -1 = none
   int64_t n_vertices = 0;

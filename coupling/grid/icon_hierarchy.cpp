@@ -30,8 +30,8 @@ constexpr int kMaxDegree = 8;  // 6 in a valid grid; room to report what is wron
 }
 
 /// Edge-hop distances from `source` to every vertex (breadth-first search).
-void bfs(const std::vector<int32_t>& adj, const std::vector<uint8_t>& deg, int32_t source,
-         int32_t* dist, std::vector<int32_t>& queue) {
+void bfs(const std::vector<int32_t>& adj, const std::vector<uint8_t>& deg, int32_t source, int32_t* dist,
+         std::vector<int32_t>& queue) {
   const size_t nv = deg.size();
   std::fill(dist, dist + nv, -1);
   queue.clear();
@@ -142,21 +142,20 @@ Icosahedron icosahedron(const IconGrid& g, const VertexGraph& graph, int64_t sid
       edge_hops = std::min(edge_hops, ico.d(a, ico.corners[b]));
     }
   if (edge_hops != side)
-    fail(g, "icosahedron corners are " + std::to_string(edge_hops) + " edges apart, expected " +
-                std::to_string(side) + " for an R2B" + std::to_string(fine_level) + " grid");
+    fail(g, "icosahedron corners are " + std::to_string(edge_hops) + " edges apart, expected " + std::to_string(side) +
+                " for an R2B" + std::to_string(fine_level) + " grid");
   std::array<std::bitset<12>, 12> adjacent;
   for (int a = 0; a < 12; ++a) {
     for (int b = 0; b < 12; ++b) adjacent[a][b] = a != b && ico.d(a, ico.corners[b]) == side;
     if (adjacent[a].count() != 5)
-      fail(g, "icosahedron corner " + std::to_string(ico.corners[a]) + " has " +
-                  std::to_string(adjacent[a].count()) + " neighbouring corners, expected 5");
+      fail(g, "icosahedron corner " + std::to_string(ico.corners[a]) + " has " + std::to_string(adjacent[a].count()) +
+                  " neighbouring corners, expected 5");
   }
   for (int a = 0; a < 12; ++a)
     for (int b = a + 1; b < 12; ++b)
       for (int c = b + 1; c < 12; ++c)
         if (adjacent[a][b] && adjacent[b][c] && adjacent[a][c]) ico.faces.push_back({a, b, c});
-  if (ico.faces.size() != 20)
-    fail(g, std::to_string(ico.faces.size()) + " icosahedron faces found, expected 20");
+  if (ico.faces.size() != 20) fail(g, std::to_string(ico.faces.size()) + " icosahedron faces found, expected 20");
 
   // Discrete barycentric coordinates: inside face (a, b, c) a vertex's hop distances are
   // side - lambda for each corner, so they sum to 2 * side there and exceed it elsewhere.
@@ -193,8 +192,7 @@ CoarseTriangles coarse_triangles(const IconGrid& g, const Icosahedron& ico, cons
   for (int64_t v = 0; v < g.n_vertices; ++v)
     for (uint32_t mask = ico.face_mask[v]; mask != 0; mask &= mask - 1) {
       const int f = __builtin_ctz(mask);
-      const int64_t p = ref.side - ico.d(ico.faces[f][1], v),
-                    q = ref.side - ico.d(ico.faces[f][2], v);
+      const int64_t p = ref.side - ico.d(ico.faces[f][1], v), q = ref.side - ico.d(ico.faces[f][2], v);
       if (p % ref.r == 0 && q % ref.r == 0)
         lattice_vertex[(f * row + p / ref.r) * row + q / ref.r] = static_cast<int32_t>(v);
     }
@@ -223,10 +221,8 @@ CoarseTriangles coarse_triangles(const IconGrid& g, const Icosahedron& ico, cons
           for (int c = 1; c < 3; ++c)
             if (further_north(x[c], x[first])) first = c;
           int second = (first + 1) % 3, third = (first + 2) % 3;
-          if (sphere::dot(x[first], sphere::cross(x[second], x[third])) < 0)
-            std::swap(second, third);
-          tri.slot[id] = {static_cast<int8_t>(first), static_cast<int8_t>(second),
-                          static_cast<int8_t>(third)};
+          if (sphere::dot(x[first], sphere::cross(x[second], x[third])) < 0) std::swap(second, third);
+          tri.slot[id] = {static_cast<int8_t>(first), static_cast<int8_t>(second), static_cast<int8_t>(third)};
           tri.corner[id] = {K[first], K[second], K[third]};
         }
   return tri;
@@ -234,9 +230,8 @@ CoarseTriangles coarse_triangles(const IconGrid& g, const Icosahedron& ico, cons
 
 /// The fine cell at each canonical slot of each coarse triangle, [n_coarse][patch_size]: its
 /// face, then its coarse triangle and its place in it, from the vertices' hop distances.
-std::vector<int64_t> fine_cells_by_slot(const IconGrid& g, const Icosahedron& ico,
-                                        const Refinement& ref, const CoarseTriangles& tri,
-                                        int coarse_level) {
+std::vector<int64_t> fine_cells_by_slot(const IconGrid& g, const Icosahedron& ico, const Refinement& ref,
+                                        const CoarseTriangles& tri, int coarse_level) {
   const int64_t P = ref.patch_size(), r = ref.r, m = ref.m, n_coarse = ref.n_coarse();
   std::vector<int64_t> slot_cell(n_coarse * P, -1);
   std::vector<int64_t> count(n_coarse, 0);
@@ -256,8 +251,7 @@ std::vector<int64_t> fine_cells_by_slot(const IconGrid& g, const Icosahedron& ic
     bool down;
     locate(p[0] + p[1] + p[2], q[0] + q[1] + q[2], r, I, J, down);
     const int64_t id = f * ref.per_face() + lattice_index(m, I, J, down);
-    if (I + J >= m || id >= n_coarse)
-      fail(g, "cell " + std::to_string(c) + " falls outside its face");
+    if (I + J >= m || id >= n_coarse) fail(g, "cell " + std::to_string(c) + " falls outside its face");
     // Local barycentric coordinates w.r.t. the lattice corners K0, K1, K2, then canonical order.
     int64_t sb = 0, sc = 0;
     for (int k = 0; k < 3; ++k) {
@@ -280,9 +274,8 @@ std::vector<int64_t> fine_cells_by_slot(const IconGrid& g, const Icosahedron& ic
   }
   const auto [lo, hi] = std::minmax_element(count.begin(), count.end());
   if (*lo != P || *hi != P)
-    fail(g, "R2B" + std::to_string(coarse_level) + " coarse cells hold " + std::to_string(*lo) +
-                " to " + std::to_string(*hi) + " fine cells, expected exactly " +
-                std::to_string(P) + " each");
+    fail(g, "R2B" + std::to_string(coarse_level) + " coarse cells hold " + std::to_string(*lo) + " to " +
+                std::to_string(*hi) + " fine cells, expected exactly " + std::to_string(P) + " each");
   return slot_cell;
 }
 
@@ -297,8 +290,7 @@ PatchMap assemble_patch_map(const IconGrid& g, const Refinement& ref, const Coar
     smallest[id] = *std::min_element(&slot_cell[id * P], &slot_cell[id * P] + P);
     order[id] = id;
   }
-  std::sort(order.begin(), order.end(),
-            [&](int64_t a, int64_t b) { return smallest[a] < smallest[b]; });
+  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return smallest[a] < smallest[b]; });
 
   PatchMap pm;
   pm.kind = PatchMap::Kind::kIconTriangles;
@@ -324,20 +316,18 @@ PatchMap assemble_patch_map(const IconGrid& g, const Refinement& ref, const Coar
       const Vec3 x = sphere::to_xyz(g.clon[c], g.clat[c]);
       for (int e = 0; e < 3; ++e) centre[e] += g.cell_area[c] * x[e];
     }
-    for (int64_t s = 0; s < P; ++s)
-      pm.fine_weight[k * P + s] = g.cell_area[slot_cell[id * P + s]] / total;
+    for (int64_t s = 0; s < P; ++s) pm.fine_weight[k * P + s] = g.cell_area[slot_cell[id * P + s]] / total;
     sphere::to_lonlat(centre, pm.coarse_lon[k], pm.coarse_lat[k]);
   }
 
   std::vector<std::array<int32_t, 3>> ordered_corners(n_coarse);
   for (int64_t k = 0; k < n_coarse; ++k) ordered_corners[k] = tri.corner[order[k]];
-  const auto coarse_neighbours = edge_neighbours(ordered_corners, g.n_vertices,
-                                                 "ICON grid '" + g.path + "', coarse triangles");
+  const auto coarse_neighbours =
+      edge_neighbours(ordered_corners, g.n_vertices, "ICON grid '" + g.path + "', coarse triangles");
   for (int64_t k = 0; k < n_coarse; ++k)
     for (int s = 0; s < 3; ++s) {
       // The coarse triangles of a global grid close up: every edge has a triangle on each side.
-      if (coarse_neighbours[k][s] < 0)
-        fail(g, "a coarse edge is not shared by exactly two coarse cells");
+      if (coarse_neighbours[k][s] < 0) fail(g, "a coarse edge is not shared by exactly two coarse cells");
       pm.neighbours[k * 3 + s] = coarse_neighbours[k][s];
     }
   return pm;
@@ -351,17 +341,14 @@ void check_file_parents(const IconGrid& g, const PatchMap& pm) {
     const int32_t parent = g.parent_cell[pm.fine_of_patch[k * P]];
     for (int64_t s = 1; s < P; ++s)
       if (g.parent_cell[pm.fine_of_patch[k * P + s]] != parent)
-        fail(g, "parent_cell_index disagrees with the topology: cells " +
-                    std::to_string(pm.fine_of_patch[k * P]) + " and " +
-                    std::to_string(pm.fine_of_patch[k * P + s]) +
-                    " share a parent triangle but have parents " + std::to_string(parent) +
-                    " and " + std::to_string(g.parent_cell[pm.fine_of_patch[k * P + s]]));
-    if (parent < 0)
-      fail(g, "parent_cell_index is missing for cell " + std::to_string(pm.fine_of_patch[k * P]));
+        fail(g, "parent_cell_index disagrees with the topology: cells " + std::to_string(pm.fine_of_patch[k * P]) +
+                    " and " + std::to_string(pm.fine_of_patch[k * P + s]) +
+                    " share a parent triangle but have parents " + std::to_string(parent) + " and " +
+                    std::to_string(g.parent_cell[pm.fine_of_patch[k * P + s]]));
+    if (parent < 0) fail(g, "parent_cell_index is missing for cell " + std::to_string(pm.fine_of_patch[k * P]));
     if (static_cast<size_t>(parent) >= seen.size()) seen.resize(parent + 1, 0);
     if (seen[parent]++)
-      fail(g, "parent_cell_index names parent " + std::to_string(parent) +
-                  " for two coarse triangles");
+      fail(g, "parent_cell_index names parent " + std::to_string(parent) + " for two coarse triangles");
   }
 }
 
@@ -371,24 +358,22 @@ int icon_grid_level(const IconGrid& g) {
   int64_t cells = 80;
   for (int level = 0; level <= 15; ++level, cells *= 4)
     if (cells == g.n_cells) return level;
-  fail(g,
-       std::to_string(g.n_cells) +
-           " cells is not an R2B<k> grid size (80 * 4^k cells: 80, 320, 1280, 5120, 20480, ...)");
+  fail(g, std::to_string(g.n_cells) +
+              " cells is not an R2B<k> grid size (80 * 4^k cells: 80, 320, 1280, 5120, 20480, ...)");
 }
 
 PatchMap icon_patch_map(const IconGrid& g, int coarse_level) {
   const int fine_level = icon_grid_level(g);
   if (coarse_level < 0 || coarse_level > fine_level)
-    fail(g, "coarse level " + std::to_string(coarse_level) + " out of range for an R2B" +
-                std::to_string(fine_level) + " grid, expected 0.." + std::to_string(fine_level));
+    fail(g, "coarse level " + std::to_string(coarse_level) + " out of range for an R2B" + std::to_string(fine_level) +
+                " grid, expected 0.." + std::to_string(fine_level));
   Refinement ref;
   ref.side = int64_t(2) << fine_level;
   ref.r = int64_t(1) << (fine_level - coarse_level);
   ref.m = ref.side / ref.r;
   const Icosahedron ico = icosahedron(g, vertex_graph(g), ref.side, fine_level);
   const CoarseTriangles tri = coarse_triangles(g, ico, ref);
-  const PatchMap pm =
-      assemble_patch_map(g, ref, tri, fine_cells_by_slot(g, ico, ref, tri, coarse_level));
+  const PatchMap pm = assemble_patch_map(g, ref, tri, fine_cells_by_slot(g, ico, ref, tri, coarse_level));
   if (!g.parent_cell.empty() && coarse_level == fine_level - 1) check_file_parents(g, pm);
   return pm;
 }

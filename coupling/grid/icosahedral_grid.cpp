@@ -26,9 +26,8 @@ struct Mesh {
 Mesh icosahedron() {
   Mesh m;
   const double t = (1.0 + std::sqrt(5.0)) / 2.0;
-  const double raw[12][3] = {{-1, t, 0}, {1, t, 0}, {-1, -t, 0}, {1, -t, 0},
-                             {0, -1, t}, {0, 1, t}, {0, -1, -t}, {0, 1, -t},
-                             {t, 0, -1}, {t, 0, 1}, {-t, 0, -1}, {-t, 0, 1}};
+  const double raw[12][3] = {{-1, t, 0},  {1, t, 0},  {-1, -t, 0}, {1, -t, 0}, {0, -1, t},  {0, 1, t},
+                             {0, -1, -t}, {0, 1, -t}, {t, 0, -1},  {t, 0, 1},  {-t, 0, -1}, {-t, 0, 1}};
   for (const auto& r : raw) m.vertices.push_back(sphere::normalised({r[0], r[1], r[2]}));
   m.cells = {{0, 11, 5},  {0, 5, 1},  {0, 1, 7},  {0, 7, 10}, {0, 10, 11}, {1, 5, 9}, {5, 11, 4},
              {11, 10, 2}, {10, 7, 6}, {7, 1, 8},  {3, 9, 4},  {3, 4, 2},   {3, 2, 6}, {3, 6, 8},
@@ -69,8 +68,7 @@ Mesh bisect(const Mesh& in) {
 
 IconGrid make_icosahedral_grid(int level, uint64_t shuffle_seed) {
   if (level < 0 || level > 9)
-    throw GridError("make_icosahedral_grid: level " + std::to_string(level) +
-                    " out of range, expected 0..9");
+    throw GridError("make_icosahedral_grid: level " + std::to_string(level) + " out of range, expected 0..9");
   Mesh mesh = bisect(icosahedron());  // R2B0: the root bisection
   for (int l = 0; l < level; ++l) mesh = bisect(mesh);
 
@@ -93,8 +91,7 @@ IconGrid make_icosahedral_grid(int level, uint64_t shuffle_seed) {
   g.n_vertices = nv;
   g.vlon.resize(nv);
   g.vlat.resize(nv);
-  for (int64_t i = 0; i < nv; ++i)
-    sphere::to_lonlat(mesh.vertices[vert_perm[i]], g.vlon[i], g.vlat[i]);
+  for (int64_t i = 0; i < nv; ++i) sphere::to_lonlat(mesh.vertices[vert_perm[i]], g.vlon[i], g.vlat[i]);
   g.cell_vertices.resize(n);
   g.clon.resize(n);
   g.clat.resize(n);

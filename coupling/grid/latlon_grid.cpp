@@ -15,7 +15,6 @@
 namespace finecast::coupling {
 namespace {
 
-
 std::string text_attribute(int nc, int var, const char* name) {
   size_t len = 0;
   nc_type type;
@@ -49,11 +48,9 @@ void finish(LatLonGrid& g, std::vector<double> lat_edges, const std::vector<doub
   g.cell_area.resize(g.nlat * g.nlon);
   const double r2 = sphere::kEarthRadius * sphere::kEarthRadius;
   for (int64_t i = 0; i < g.nlat; ++i) {
-    const double band = std::fabs(std::sin(lat_edges[i + 1] * sphere::kDeg) -
-                                  std::sin(lat_edges[i] * sphere::kDeg));
+    const double band = std::fabs(std::sin(lat_edges[i + 1] * sphere::kDeg) - std::sin(lat_edges[i] * sphere::kDeg));
     for (int64_t j = 0; j < g.nlon; ++j)
-      g.cell_area[i * g.nlon + j] =
-          r2 * band * std::fabs(lon_edges[j + 1] - lon_edges[j]) * sphere::kDeg;
+      g.cell_area[i * g.nlon + j] = r2 * band * std::fabs(lon_edges[j + 1] - lon_edges[j]) * sphere::kDeg;
   }
   if (g.nlon >= 2) {
     const double dlon = std::fabs(g.lon[g.nlon - 1] - g.lon[0]) / static_cast<double>(g.nlon - 1);
@@ -63,16 +60,15 @@ void finish(LatLonGrid& g, std::vector<double> lat_edges, const std::vector<doub
   }
 }
 
-std::vector<double> read_coordinate(int nc, const std::string& path, const std::string& var,
-                                    int dim, std::string& name, std::vector<double>& edges) {
+std::vector<double> read_coordinate(int nc, const std::string& path, const std::string& var, int dim, std::string& name,
+                                    std::vector<double>& edges) {
   char dim_name[NC_MAX_NAME + 1];
   size_t len = 0;
   CHECK_NC(nc_inq_dim(nc, dim, dim_name, &len), "'" + path + "', variable '" + var + "'");
   name = dim_name;
   int cv = -1;
   int ndims = 0;
-  if (nc_inq_varid(nc, dim_name, &cv) != NC_NOERR || nc_inq_varndims(nc, cv, &ndims) != NC_NOERR ||
-      ndims != 1)
+  if (nc_inq_varid(nc, dim_name, &cv) != NC_NOERR || nc_inq_varndims(nc, cv, &ndims) != NC_NOERR || ndims != 1)
     throw IoError("'" + path + "', variable '" + var + "': dimension '" + name +
                   "' has no 1-D coordinate variable; expected CF latitude/longitude coordinates");
   const std::string ctx = "'" + path + "', coordinate variable '" + name + "'";
@@ -84,8 +80,7 @@ std::vector<double> read_coordinate(int nc, const std::string& path, const std::
     for (double& v : x) v /= sphere::kDeg;
   for (size_t i = 1; i < len; ++i)
     if (!((x[i] > x[i - 1]) == (x[1] > x[0])) || x[i] == x[i - 1])
-      throw IoError(ctx + ": values are not strictly monotonic (at index " + std::to_string(i) +
-                    ")");
+      throw IoError(ctx + ": values are not strictly monotonic (at index " + std::to_string(i) + ")");
   edges = midpoint_edges(x);
   const std::string bounds = text_attribute(nc, cv, "bounds");
   int bv = -1;
@@ -101,8 +96,7 @@ std::vector<double> read_coordinate(int nc, const std::string& path, const std::
       size_t n0 = 0;
       CHECK_NC(nc_inq_dimlen(nc, bd, &n0), ctx);
       if (blen == 2 && n0 == len) {
-        CHECK_NC(nc_get_var_double(nc, bv, b.data()),
-                 "'" + path + "', bounds variable '" + bounds + "'");
+        CHECK_NC(nc_get_var_double(nc, bv, b.data()), "'" + path + "', bounds variable '" + bounds + "'");
         if (radians)
           for (double& v : b) v /= sphere::kDeg;
         // Bounds of cell i as [lower, upper] in the direction the coordinates run.
@@ -120,8 +114,7 @@ LatLonGrid read_latlon_grid(const std::string& path, const std::string& var) {
   NcReadFile file(path, "lat-lon grid file");
   const int nc = file.id;
   int vid = -1;
-  if (nc_inq_varid(nc, var.c_str(), &vid) != NC_NOERR)
-    throw IoError("'" + path + "': no variable '" + var + "'");
+  if (nc_inq_varid(nc, var.c_str(), &vid) != NC_NOERR) throw IoError("'" + path + "': no variable '" + var + "'");
   int ndims = 0;
   CHECK_NC(nc_inq_varndims(nc, vid, &ndims), "'" + path + "', variable '" + var + "'");
   if (ndims < 2)
@@ -141,8 +134,7 @@ LatLonGrid read_latlon_grid(const std::string& path, const std::string& var) {
   nc_inq_varid(nc, g.lon_name.c_str(), &lon_var);
   const std::string lon_units = text_attribute(nc, lon_var, "units");
   const std::string lon_std = text_attribute(nc, lon_var, "standard_name");
-  if (lon_units.find("north") != std::string::npos || lon_std == "latitude" ||
-      lon_std == "grid_latitude")
+  if (lon_units.find("north") != std::string::npos || lon_std == "latitude" || lon_std == "grid_latitude")
     throw IoError("'" + path + "', variable '" + var + "': its last dimension '" + g.lon_name +
                   "' is a latitude; expected dimensions (..., latitude, longitude)");
 
@@ -159,14 +151,11 @@ LatLonGrid read_latlon_grid(const std::string& path, const std::string& var) {
       CHECK_NC(nc_get_att_double(nc, mv, "grid_north_pole_latitude", &g.pole_lat), ctx);
       CHECK_NC(nc_get_att_double(nc, mv, "grid_north_pole_longitude", &g.pole_lon), ctx);
       double gamma = 0.0;
-      if (nc_get_att_double(nc, mv, "north_pole_grid_longitude", &gamma) == NC_NOERR &&
-          gamma != 0.0)
-        throw IoError(ctx + ": north_pole_grid_longitude = " + std::to_string(gamma) +
-                      " is not supported, expected 0");
+      if (nc_get_att_double(nc, mv, "north_pole_grid_longitude", &gamma) == NC_NOERR && gamma != 0.0)
+        throw IoError(ctx + ": north_pole_grid_longitude = " + std::to_string(gamma) + " is not supported, expected 0");
     } else if (!kind.empty() && kind != "latitude_longitude") {
-      throw IoError(
-          "'" + path + "', variable '" + var + "': grid mapping '" + kind +
-          "' is not supported, expected latitude_longitude or rotated_latitude_longitude");
+      throw IoError("'" + path + "', variable '" + var + "': grid mapping '" + kind +
+                    "' is not supported, expected latitude_longitude or rotated_latitude_longitude");
     }
   }
   finish(g, std::move(lat_edges), lon_edges);
@@ -180,8 +169,7 @@ std::string find_latlon_variable(const std::string& path) {
   auto is_coordinate = [&](int dim) {
     char name[NC_MAX_NAME + 1];
     int cv = -1, nd = 0;
-    return nc_inq_dimname(file.id, dim, name) == NC_NOERR &&
-           nc_inq_varid(file.id, name, &cv) == NC_NOERR &&
+    return nc_inq_dimname(file.id, dim, name) == NC_NOERR && nc_inq_varid(file.id, name, &cv) == NC_NOERR &&
            nc_inq_varndims(file.id, cv, &nd) == NC_NOERR && nd == 1;
   };
   for (int v = 0; v < nvars; ++v) {
@@ -227,19 +215,16 @@ void latlon_cell_centre(const LatLonGrid& g, int64_t row, int64_t col, double& l
 
 PatchMap latlon_patch_map(const LatLonGrid& g, int block) {
   if (block < 1)
-    throw GridError("lat-lon grid '" + g.path + "': block size " + std::to_string(block) +
-                    ", expected >= 1");
+    throw GridError("lat-lon grid '" + g.path + "': block size " + std::to_string(block) + ", expected >= 1");
   const int64_t rows = g.nlat / block, cols = g.nlon / block;
   if (rows == 0 || cols == 0)
-    throw GridError("lat-lon grid '" + g.path + "' (" + std::to_string(g.nlat) + " x " +
-                    std::to_string(g.nlon) + ") is smaller than one " + std::to_string(block) +
-                    " x " + std::to_string(block) + " block");
+    throw GridError("lat-lon grid '" + g.path + "' (" + std::to_string(g.nlat) + " x " + std::to_string(g.nlon) +
+                    ") is smaller than one " + std::to_string(block) + " x " + std::to_string(block) + " block");
   const int64_t drop_rows = g.nlat - rows * block, drop_cols = g.nlon - cols * block;
   if (drop_rows > 0 || drop_cols > 0)
-    log::warning("lat-lon grid '" + g.path + "': " + std::to_string(g.nlat) + " x " +
-                 std::to_string(g.nlon) + " is not a multiple of " + std::to_string(block) +
-                 "; dropped the last " + std::to_string(drop_rows) + " rows and the last " +
-                 std::to_string(drop_cols) + " columns (" + std::to_string(rows) + " x " +
+    log::warning("lat-lon grid '" + g.path + "': " + std::to_string(g.nlat) + " x " + std::to_string(g.nlon) +
+                 " is not a multiple of " + std::to_string(block) + "; dropped the last " + std::to_string(drop_rows) +
+                 " rows and the last " + std::to_string(drop_cols) + " columns (" + std::to_string(rows) + " x " +
                  std::to_string(cols) + " blocks)");
   bool wrap = false;
   if (g.global_lon && g.nlon >= 2) {
@@ -281,8 +266,7 @@ PatchMap latlon_patch_map(const LatLonGrid& g, int block) {
           const sphere::Vec3 x = sphere::to_xyz(lon, lat);
           for (int e = 0; e < 3; ++e) centre[e] += area * x[e];
         }
-      for (int64_t s = 0; s < P; ++s)
-        pm.fine_weight[k * P + s] = g.cell_area[pm.fine_of_patch[k * P + s]] / total;
+      for (int64_t s = 0; s < P; ++s) pm.fine_weight[k * P + s] = g.cell_area[pm.fine_of_patch[k * P + s]] / total;
       sphere::to_lonlat(centre, pm.coarse_lon[k], pm.coarse_lat[k]);
       int64_t* nb = &pm.neighbours[k * 4];
       nb[0] = I > 0 ? k - cols : -1;

@@ -15,13 +15,13 @@ namespace finecast::coupling {
 struct LatLonGrid {
   std::string path;
   int64_t nlat = 0, nlon = 0;
-  std::vector<double> lat, lon;  ///< degrees as in the file (rotated coordinates when rotated)
-  bool rotated = false;          ///< CF rotated_latitude_longitude grid mapping
-  double pole_lat = 90, pole_lon = 0;  ///< grid_north_pole_latitude/longitude when rotated
-  bool global_lon = false;  ///< the columns cover the full circle (a duplicate column allowed)
-  std::vector<double> cell_area;   ///< nlat*nlon, m^2 on the sphere, from the cell bounds
+  std::vector<double> lat, lon;              ///< degrees as in the file (rotated coordinates when rotated)
+  bool rotated = false;                      ///< CF rotated_latitude_longitude grid mapping
+  double pole_lat = 90, pole_lon = 0;        ///< grid_north_pole_latitude/longitude when rotated
+  bool global_lon = false;                   ///< the columns cover the full circle (a duplicate column allowed)
+  std::vector<double> cell_area;             ///< nlat*nlon, m^2 on the sphere, from the cell bounds
   std::vector<double> lat_edges, lon_edges;  ///< cell bounds, degrees: nlat+1 and nlon+1 values
-  std::string lat_name, lon_name;  ///< coordinate variable names (for the writer)
+  std::string lat_name, lon_name;            ///< coordinate variable names (for the writer)
 };
 
 /// Reads the CF coordinates of `var` (its last two dimensions are latitude-like, longitude-like,

@@ -12,11 +12,11 @@ namespace finecast::coupling {
 /// 4 block columns per fine column (bicubic). ICON: `width` coarse cells per fine cell
 /// (inverse-distance weighting). Built by prepare_patch_map (coupling/grid/context_stencil.hpp).
 struct CoarseInterpolation {
-  int width = 0;                       ///< 0 = not built
-  std::vector<int64_t> row, col;       ///< lat-lon: [fine rows][width], [fine columns][width] block indices
-  std::vector<double> row_w, col_w;    ///< their weights
-  std::vector<int64_t> cell;           ///< ICON: [n_fine][width] coarse indices, -1 = unused
-  std::vector<double> cell_w;          ///< their weights (each fine cell's sum to 1)
+  int width = 0;                     ///< 0 = not built
+  std::vector<int64_t> row, col;     ///< lat-lon: [fine rows][width], [fine columns][width] block indices
+  std::vector<double> row_w, col_w;  ///< their weights
+  std::vector<int64_t> cell;         ///< ICON: [n_fine][width] coarse indices, -1 = unused
+  std::vector<double> cell_w;        ///< their weights (each fine cell's sum to 1)
 };
 
 /// One patch per coarse cell: P fine cells in a canonical order that is the same for every
@@ -42,10 +42,10 @@ struct PatchMap {
   std::vector<double> fine_lon, fine_lat;
 
   // Built by prepare_patch_map (context_stencil.hpp) for the patch options that need them.
-  int rings = 0;                       ///< patch.context_rings the ring table was built for
-  int ring_count = 0;                  ///< coarse cells per patch in ring_cells
-  std::vector<int64_t> ring_cells;     ///< n_coarse*ring_count, canonical order; -1 = none
-  CoarseInterpolation base;            ///< the residual base's interpolation weights
+  int rings = 0;                    ///< patch.context_rings the ring table was built for
+  int ring_count = 0;               ///< coarse cells per patch in ring_cells
+  std::vector<int64_t> ring_cells;  ///< n_coarse*ring_count, canonical order; -1 = none
+  CoarseInterpolation base;         ///< the residual base's interpolation weights
 };
 
 }  // namespace finecast::coupling

@@ -43,19 +43,19 @@ int static_channels(const PatchOptions& options);
 struct Patches {
   int64_t n = 0;
   int C = 0, P = 0;
-  std::vector<float> context;      ///< n*C, layout in docs/grids.md
-  std::vector<float> fine;         ///< n*P fine values of the target field, canonical order
-  std::vector<float> coarse;       ///< n area-weighted means of the target
-  std::vector<float> base;         ///< n*P conservative interpolant of the target (interp_base only)
-  std::vector<float> residual;     ///< n*P fine - base (interp_base only): what the model learns
-  std::vector<float> weights;      ///< n*P normalised area weights (each patch sums to 1)
-  std::vector<uint8_t> valid;      ///< n: 0 when a fine value of the patch is missing
-  int64_t n_invalid = 0;           ///< patches with a missing value (excluded from training)
-  std::vector<float> coarse_vars;  ///< n_vars*n coarse means, variable-major (scratch, readable)
+  std::vector<float> context;           ///< n*C, layout in docs/grids.md
+  std::vector<float> fine;              ///< n*P fine values of the target field, canonical order
+  std::vector<float> coarse;            ///< n area-weighted means of the target
+  std::vector<float> base;              ///< n*P conservative interpolant of the target (interp_base only)
+  std::vector<float> residual;          ///< n*P fine - base (interp_base only): what the model learns
+  std::vector<float> weights;           ///< n*P normalised area weights (each patch sums to 1)
+  std::vector<uint8_t> valid;           ///< n: 0 when a fine value of the patch is missing
+  int64_t n_invalid = 0;                ///< patches with a missing value (excluded from training)
+  std::vector<float> coarse_vars;       ///< n_vars*n coarse means, variable-major (scratch, readable)
   std::vector<float> coarse_orography;  ///< n coarse orography means (when options.orography)
-  std::vector<float> static_means;   ///< n_static*n block means of the covariates (scratch)
-  std::vector<float> static_interp;  ///< n_static*n*P their conservative interpolant (scratch)
-  std::vector<float> zeros;          ///< n zeros: sampler_coarse with a residual base
+  std::vector<float> static_means;      ///< n_static*n block means of the covariates (scratch)
+  std::vector<float> static_interp;     ///< n_static*n*P their conservative interpolant (scratch)
+  std::vector<float> zeros;             ///< n zeros: sampler_coarse with a residual base
 };
 
 /// Builds the patches of one step. fields[v] points at a global fine field (n_fine values by
@@ -66,13 +66,12 @@ struct Patches {
 /// n_invalid); a ring cell that is missing (-1) or whose coarse value is missing contributes the
 /// patch's own coarse value. The context layout is docs/grids.md's. Reuses out's storage: no
 /// allocation once the sizes are stable.
-void extract_patches(const PatchMap& map, const std::vector<const float*>& fields,
-                     const float* orography, const std::vector<const float*>& statics,
-                     const PatchOptions& options, Patches& out);
+void extract_patches(const PatchMap& map, const std::vector<const float*>& fields, const float* orography,
+                     const std::vector<const float*>& statics, const PatchOptions& options, Patches& out);
 
 /// The same without static covariates.
-void extract_patches(const PatchMap& map, const std::vector<const float*>& fields,
-                     const float* orography, const PatchOptions& options, Patches& out);
+void extract_patches(const PatchMap& map, const std::vector<const float*>& fields, const float* orography,
+                     const PatchOptions& options, Patches& out);
 
 /// The two stages of extract_patches, for patches spread over several trainer ranks.
 ///

@@ -48,8 +48,7 @@ inline double triangle_area(const Vec3& a, const Vec3& b, const Vec3& c) {
 /// Geographic (lon, lat) in degrees of a point given in rotated-pole coordinates (degrees), for
 /// the CF rotated_latitude_longitude mapping whose north pole lies at (pole_lon, pole_lat).
 /// Same formulas as COSMO's rlarot2rla / phirot2phi (grid_north_pole_longitude convention).
-inline void unrotate(double rlon, double rlat, double pole_lon, double pole_lat, double& lon,
-                     double& lat) {
+inline void unrotate(double rlon, double rlat, double pole_lon, double pole_lat, double& lon, double& lat) {
   const double sp = std::sin(pole_lat * kDeg), cp = std::cos(pole_lat * kDeg);
   const double lp = pole_lon * kDeg;
   const double x = rlon * kDeg, y = rlat * kDeg;

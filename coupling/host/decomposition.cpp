@@ -31,12 +31,11 @@ std::vector<int> LocalCells::all() const {
 
 LocalCells decompose(const IconGrid& grid, Decomposition method, int n_ranks, int rank) {
   if (n_ranks < 1 || rank < 0 || rank >= n_ranks)
-    throw InternalError("decompose: rank " + std::to_string(rank) + " of " +
-                        std::to_string(n_ranks));
+    throw InternalError("decompose: rank " + std::to_string(rank) + " of " + std::to_string(n_ranks));
   const int n = static_cast<int>(grid.n_cells);
   if (n < n_ranks)
-    throw ConfigError(grid.path + ": " + std::to_string(n) + " cells cannot be shared by " +
-                      std::to_string(n_ranks) + " ranks");
+    throw ConfigError(grid.path + ": " + std::to_string(n) + " cells cannot be shared by " + std::to_string(n_ranks) +
+                      " ranks");
   std::vector<char> mine(n, 0);
   LocalCells out;
   if (method == Decomposition::kRoundRobin) {
@@ -111,15 +110,13 @@ GridEdges grid_edges(const IconGrid& grid) {
   for (size_t c = 0; c < grid.cell_vertices.size(); ++c)
     for (int k = 0; k < 3; ++k) {
       const auto key = std::minmax(grid.cell_vertices[c][k], grid.cell_vertices[c][(k + 1) % 3]);
-      e.of_cell[c][k] = static_cast<int>(std::lower_bound(e.vertices.begin(), e.vertices.end(),
-                                                          std::pair<int, int>(key)) -
-                                         e.vertices.begin());
+      e.of_cell[c][k] = static_cast<int>(
+          std::lower_bound(e.vertices.begin(), e.vertices.end(), std::pair<int, int>(key)) - e.vertices.begin());
     }
   return e;
 }
 
-comin_host::Domain make_domain(const IconGrid& grid, const LocalCells& cells, int nproma,
-                               double dt) {
+comin_host::Domain make_domain(const IconGrid& grid, const LocalCells& cells, int nproma, double dt) {
   const std::vector<int> local = cells.all();
   std::unordered_map<int, int> to_local;
   to_local.reserve(local.size() * 2);

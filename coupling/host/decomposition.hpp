@@ -47,7 +47,6 @@ GridEdges grid_edges(const IconGrid& grid);
 /// The ComIn descriptive data of one rank: local cells (owned, then halo), decomp_domain 0/1,
 /// neighbours as local indices, parents from the grid file when it has them, and the
 /// vertices and edges of the local cells (those of owned cells first) when the grid has vertices.
-comin_host::Domain make_domain(const IconGrid& grid, const LocalCells& cells, int nproma,
-                               double dt);
+comin_host::Domain make_domain(const IconGrid& grid, const LocalCells& cells, int nproma, double dt);
 
 }  // namespace finecast::coupling::host

@@ -26,14 +26,12 @@ double half_level_height(int k, int nlev, double top, double h) {
 
 }  // namespace
 
-HostModel::HostModel(const IconGrid& grid, const HostModelSetup& setup, int n_ranks, int rank)
-    : setup_(setup) {
+HostModel::HostModel(const IconGrid& grid, const HostModelSetup& setup, int n_ranks, int rank) : setup_(setup) {
   if (setup.nlev < 1) throw ConfigError("finecast-host: nlev must be >= 1, got " + std::to_string(setup.nlev));
   cells_ = decompose(grid, setup.decomposition, n_ranks, rank);
   domain_ = make_domain(grid, cells_, setup.nproma, setup.dt);
   const std::vector<int> local = cells_.all();
-  const CellOrography oro =
-      average_orography(setup.orography, setup.orography_variable, grid, local);
+  const CellOrography oro = average_orography(setup.orography, setup.orography_variable, grid, local);
   surface_.resize(local.size());
   for (size_t j = 0; j < local.size(); ++j)
     surface_[j] = {grid.clon[local[j]], grid.clat[local[j]], oro.height[j], oro.land_fraction[j]};
@@ -41,8 +39,7 @@ HostModel::HostModel(const IconGrid& grid, const HostModelSetup& setup, int n_ra
   domain_.hhl.resize(local.size() * (setup.nlev + 1));
   for (size_t j = 0; j < local.size(); ++j)
     for (int k = 0; k <= setup.nlev; ++k)
-      domain_.hhl[j * (setup.nlev + 1) + k] =
-          half_level_height(k, setup.nlev, setup.model_top, surface_[j].height);
+      domain_.hhl[j * (setup.nlev + 1) + k] = half_level_height(k, setup.nlev, setup.model_top, surface_[j].height);
 }
 
 void HostModel::compute(double seconds, const FieldPointers& f) const {

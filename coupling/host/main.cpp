@@ -54,11 +54,10 @@ int write_orography(const Options& opt, const fc::host::HostRunConfig& cfg, int 
   std::iota(cells.begin(), cells.end(), 0);
   const fc::host::CellOrography surface =
       fc::host::average_orography(cfg.orography, cfg.orography_variable, grid, cells);
-  fc::host::write_surface_file(opt.write_orography, grid, surface,
-                               cfg.orography + " (" + cfg.orography_variable + ")");
-  flog::info("wrote topography_c and fr_land of the " + std::to_string(grid.n_cells) +
-             " cells of " + cfg.grid + " (relief " + cfg.orography + ": " + cfg.orography_variable +
-             ") to " + opt.write_orography + " in " + fmt::format("{:.2f}", now() - t0) + " s");
+  fc::host::write_surface_file(opt.write_orography, grid, surface, cfg.orography + " (" + cfg.orography_variable + ")");
+  flog::info("wrote topography_c and fr_land of the " + std::to_string(grid.n_cells) + " cells of " + cfg.grid +
+             " (relief " + cfg.orography + ": " + cfg.orography_variable + ") to " + opt.write_orography + " in " +
+             fmt::format("{:.2f}", now() - t0) + " s");
   return 0;
 }
 
@@ -106,8 +105,9 @@ fh::FieldPointers add_variables(ch::Host& host, const fh::HostModel& model, int 
   double* ps = host.add_variable("ps", 1, {0, "Pa", "surface_air_pressure", "surface pressure", true});
   double* temp = host.add_variable("temp", 1, {nlev, "K", "air_temperature", "temperature", true});
   double* pres = host.add_variable("pres", 1, {nlev, "Pa", "air_pressure", "pressure", false});
-  double* topography = host.add_variable(
-      "topography_c", 1, {0, "m", "surface_altitude", "geometric height of the earth's surface above sea level", false});
+  double* topography =
+      host.add_variable("topography_c", 1,
+                        {0, "m", "surface_altitude", "geometric height of the earth's surface above sea level", false});
   double* fr_land = host.add_variable("fr_land", 1, {0, "1", "land_area_fraction", "fraction land", false});
   model.write_topography(topography);
   model.write_land_fraction(fr_land);
@@ -209,8 +209,7 @@ void time_loop(const fc::host::HostRunConfig& cfg, const RunClock& time, const f
 }
 
 /// The summary line; the slowest rank sets the pace of an MPI model. Collective.
-void report(const fc::host::HostRunConfig& cfg, const RunTimes& times, double plugin_seconds, int rank,
-            int n_ranks) {
+void report(const fc::host::HostRunConfig& cfg, const RunTimes& times, double plugin_seconds, int rank, int n_ranks) {
   double local[4] = {times.total, plugin_seconds, times.fields, times.steps}, worst[4] = {0, 0, 0, 0};
   MPI_Reduce(local, worst, 4, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
   if (rank != 0) return;
@@ -297,12 +296,10 @@ int main(int argc, char** argv) {
       "finecast-host: an ICON-like MPI model that runs ComIn plugins (finecast's host library).\n"
       "Example: mpiexec -n 4 --oversubscribe build/bin/finecast-host configs/demo_host.yaml --set device=cpu"};
   Options opt;
-  finecast::cli::add_config(app, opt.run_file,
-                            "YAML run file (grid, time stepping, decomposition, plugins)");
+  finecast::cli::add_config(app, opt.run_file, "YAML run file (grid, time stepping, decomposition, plugins)");
   app.add_option("--steps", opt.steps, "override the run file's number of steps");
   app.add_option("--step-seconds", opt.step_seconds, "override the run file's minimum wall time per step (0 = none)");
-  app.add_flag("--no-plugins", opt.no_plugins,
-               "run without any plugin (baseline for overhead measurements)");
+  app.add_flag("--no-plugins", opt.no_plugins, "run without any plugin (baseline for overhead measurements)");
   finecast::cli::add_log_level(app, opt.log_level);
   app.add_option("--write-orography", opt.write_orography,
                  "write the surface fields the run gives its plugins (topography_c, fr_land, on "
@@ -312,6 +309,5 @@ int main(int argc, char** argv) {
                          "append key.path=value to every plugin's options (finecast config overrides), e.g. "
                          "--set checkpoint.resume=out/ckpt --set device=cpu.");
   finecast::cli::add_version(app, "finecast-host");
-  return fh::mpi_main(argc, argv, app, opt.log_level,
-                      [&](int rank, int n_ranks) { return run(opt, rank, n_ranks); });
+  return fh::mpi_main(argc, argv, app, opt.log_level, [&](int rank, int n_ranks) { return run(opt, rank, n_ranks); });
 }

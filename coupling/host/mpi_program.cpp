@@ -16,9 +16,7 @@
 
 namespace finecast::coupling::host {
 
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 StartupLog::StartupLog(int rank) : t0_(now()), print_(rank == 0) {}
 
@@ -56,8 +54,7 @@ int mpi_main(int argc, char** argv, CLI::App& app, const std::string& log_level,
   }
   int rc = 0;
   try {
-    finecast::log::configure(n_ranks > 1 ? rank : -1, finecast::log::parse_level(log_level),
-                             rank == 0);
+    finecast::log::configure(n_ranks > 1 ? rank : -1, finecast::log::parse_level(log_level), rank == 0);
     rc = body(rank, n_ranks);
   } catch (const std::exception& e) {
     finecast::log::error(e.what());

@@ -34,8 +34,7 @@ Axis read_axis(int nc, int dimid, const std::string& context) {
   a.n = n;
   a.first = v.front();
   a.step = (v.back() - v.front()) / static_cast<double>(n - 1);
-  if (!(std::fabs(a.step) > 0))
-    throw IoError(context + ": coordinate " + name + " is not increasing");
+  if (!(std::fabs(a.step) > 0)) throw IoError(context + ": coordinate " + name + " is not increasing");
   return a;
 }
 
@@ -52,8 +51,8 @@ Triangle triangle(const IconGrid& g, int cell) {
     v[k] = sphere::to_xyz(g.vlon[id], g.vlat[id]);
   }
   Triangle t;
-  t.centre = sphere::normalised(
-      {v[0][0] + v[1][0] + v[2][0], v[0][1] + v[1][1] + v[2][1], v[0][2] + v[1][2] + v[2][2]});
+  t.centre =
+      sphere::normalised({v[0][0] + v[1][0] + v[2][0], v[0][1] + v[1][1] + v[2][1], v[0][2] + v[1][2] + v[2][2]});
   for (int k = 0; k < 3; ++k) {
     Vec3 n = sphere::cross(v[k], v[(k + 1) % 3]);
     if (sphere::dot(n, t.centre) < 0) n = {-n[0], -n[1], -n[2]};
@@ -63,8 +62,7 @@ Triangle triangle(const IconGrid& g, int cell) {
 }
 
 bool inside(const Triangle& t, const Vec3& p) {
-  return sphere::dot(t.normal[0], p) >= 0 && sphere::dot(t.normal[1], p) >= 0 &&
-         sphere::dot(t.normal[2], p) >= 0;
+  return sphere::dot(t.normal[0], p) >= 0 && sphere::dot(t.normal[1], p) >= 0 && sphere::dot(t.normal[2], p) >= 0;
 }
 
 // Latitude/longitude box (degrees; lon relative to nothing, may exceed [0, 360)) around a cell.
@@ -102,8 +100,8 @@ Box bounding_box(const IconGrid& g, int cell, const Triangle& t) {
 
 }  // namespace
 
-CellOrography average_orography(const std::string& relief_path, const std::string& variable,
-                                const IconGrid& grid, const std::vector<int>& cells) {
+CellOrography average_orography(const std::string& relief_path, const std::string& variable, const IconGrid& grid,
+                                const std::vector<int>& cells) {
   const std::string context = relief_path + ": " + variable;
   if (grid.cell_vertices.size() != static_cast<size_t>(grid.n_cells))
     throw IoError(grid.path + ": the grid has no cell vertices, needed to average " + context);
@@ -116,8 +114,7 @@ CellOrography average_orography(const std::string& relief_path, const std::strin
   int varid = -1, ndims = 0;
   CHECK_NC(nc_inq_varid(nc, variable.c_str(), &varid), context);
   CHECK_NC(nc_inq_varndims(nc, varid, &ndims), context);
-  if (ndims != 2)
-    throw IoError(context + ": expected 2 dimensions (lat, lon), got " + std::to_string(ndims));
+  if (ndims != 2) throw IoError(context + ": expected 2 dimensions (lat, lon), got " + std::to_string(ndims));
   int dims[2];
   CHECK_NC(nc_inq_vardimid(nc, varid, dims), context);
   const Axis lat_axis = read_axis(nc, dims[0], context);
@@ -144,8 +141,7 @@ CellOrography average_orography(const std::string& relief_path, const std::strin
   long row_lo = static_cast<long>(lat_axis.n), row_hi = -1;
   for (size_t i = 0; i < cells.size(); ++i) {
     if (cells[i] < 0 || cells[i] >= grid.n_cells)
-      throw InternalError("average_orography: cell " + std::to_string(cells[i]) +
-                          " outside the grid");
+      throw InternalError("average_orography: cell " + std::to_string(cells[i]) + " outside the grid");
     tris[i] = triangle(grid, cells[i]);
     boxes[i] = bounding_box(grid, cells[i], tris[i]);
     const double r0 = row_of(boxes[i].lat0), r1 = row_of(boxes[i].lat1);
@@ -165,8 +161,7 @@ CellOrography average_orography(const std::string& relief_path, const std::strin
 
   std::vector<double> row_sin(nrows), row_cos(nrows), col_sin(nx), col_cos(nx);
   for (size_t r = 0; r < nrows; ++r) {
-    const double lat =
-        (lat_axis.first + lat_axis.step * (row_lo + static_cast<long>(r))) * sphere::kDeg;
+    const double lat = (lat_axis.first + lat_axis.step * (row_lo + static_cast<long>(r))) * sphere::kDeg;
     row_sin[r] = std::sin(lat);
     row_cos[r] = std::cos(lat);
   }
@@ -184,8 +179,7 @@ CellOrography average_orography(const std::string& relief_path, const std::strin
     r1 = std::min(r1, row_hi);
     long c0 = 0, c1 = nxl - 1;
     if (!b.all_lon) {
-      const double a0 = (b.lon0 - lon_grid.first) / lon_grid.step,
-                   a1 = (b.lon1 - lon_grid.first) / lon_grid.step;
+      const double a0 = (b.lon0 - lon_grid.first) / lon_grid.step, a1 = (b.lon1 - lon_grid.first) / lon_grid.step;
       c0 = static_cast<long>(std::floor(std::min(a0, a1)));
       c1 = static_cast<long>(std::ceil(std::max(a0, a1)));
       if (c1 - c0 >= nxl) c1 = c0 + nxl - 1;
@@ -215,8 +209,7 @@ CellOrography average_orography(const std::string& relief_path, const std::strin
       long r = std::lround(row_of(lat / sphere::kDeg));
       r = std::clamp(r, row_lo, row_hi);
       long c = std::lround((lon / sphere::kDeg - lon_grid.first) / lon_grid.step);
-      const float z = relief[static_cast<size_t>(r - row_lo) * nx_file +
-                             static_cast<size_t>(((c % nxl) + nxl) % nxl)];
+      const float z = relief[static_cast<size_t>(r - row_lo) * nx_file + static_cast<size_t>(((c % nxl) + nxl) % nxl)];
       out.height[i] = z == fill ? 0.0 : std::max(0.0, static_cast<double>(z));
       out.land_fraction[i] = z > 0 && z != fill ? 1.0 : 0.0;
     }

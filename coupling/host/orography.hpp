@@ -20,7 +20,7 @@ struct CellOrography {
 /// points inside each spherical triangle `cells` (0-based) of `grid`, weighting by cos(lat).
 /// Reads only the rows the cells need. Each cell's value depends on that cell alone, so any
 /// decomposition gives identical values. Throws IoError naming the file and variable.
-CellOrography average_orography(const std::string& relief_path, const std::string& variable,
-                                const IconGrid& grid, const std::vector<int>& cells);
+CellOrography average_orography(const std::string& relief_path, const std::string& variable, const IconGrid& grid,
+                                const std::vector<int>& cells);
 
 }  // namespace finecast::coupling::host

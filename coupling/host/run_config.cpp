@@ -58,8 +58,8 @@ HostRunConfig parse_host_run_config(const std::string& text, const std::string& 
     }
     if (c.experiment_start.empty()) c.experiment_start = c.start;
     if (!errors.failed("experiment_start") && !errors.failed("start") && c.experiment_start > c.start)
-      errors.add("experiment_start", path + ": experiment_start " + c.experiment_start + " is after this run's start " +
-                                         c.start);
+      errors.add("experiment_start",
+                 path + ": experiment_start " + c.experiment_start + " is after this run's start " + c.start);
     run_file::check_plugin_source(c.plugins, c.comin_namelist, path, errors);
   });
   return c;

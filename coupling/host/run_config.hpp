@@ -21,7 +21,7 @@ struct HostRunConfig {
   /// fields depend on the time since the experiment's start.
   std::string experiment_start;
   std::string experiment_stop;  ///< the experiment's end ("" = the end of this run)
-  double dt = 1800.0;  ///< seconds per step
+  double dt = 1800.0;           ///< seconds per step
   int steps = 200;
   int output_every = 1;  ///< steps between EP_ATM_WRITE_OUTPUT_BEFORE/AFTER
   /// Steps between the host's restarts (EP_ATM_CHECKPOINT_BEFORE/AFTER, as ICON's restart

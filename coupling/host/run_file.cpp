@@ -14,7 +14,8 @@ const schema::Table<comin_host::PluginSpec>& plugin_table() {
   static const Table<P> t{
       text("name", &P::name, "the plugin's name (ComIn's plugin_list(i)%name)"),
       text("library", &P::library, "the plugin's shared library (absolute, or found by dlopen)"),
-      text("options", &P::options, "the plugin's options string (finecast: its config file and key.path=value overrides)"),
+      text("options", &P::options,
+           "the plugin's options string (finecast: its config file and key.path=value overrides)"),
       text("comm", &P::comm, "name of the plugin's own MPI communicator (\"\" = none)"),
       text("primary_constructor", &P::primary_constructor, "the plugin's entry symbol (default comin_main)")};
   return t;

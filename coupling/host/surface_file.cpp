@@ -23,8 +23,8 @@ void write_surface_file(const std::string& path, const IconGrid& grid, const Cel
                         const std::string& source) {
   const size_t n = static_cast<size_t>(grid.n_cells);
   if (surface.height.size() != n || surface.land_fraction.size() != n)
-    throw InternalError("write_surface_file: " + std::to_string(surface.height.size()) +
-                        " values for a grid of " + std::to_string(n) + " cells");
+    throw InternalError("write_surface_file: " + std::to_string(surface.height.size()) + " values for a grid of " +
+                        std::to_string(n) + " cells");
   const OutputGrid g = OutputGrid::of(grid);
   AtomicFile file(path);
   const std::string ctx = "writing " + path;
@@ -70,9 +70,7 @@ void write_surface_file(const std::string& path, const IconGrid& grid, const Cel
   put_text(nc, NC_GLOBAL, "grid_file_uri", grid.path, ctx);
   if (!grid.uuid_of_hgrid.empty()) put_text(nc, NC_GLOBAL, "uuidOfHGrid", grid.uuid_of_hgrid, ctx);
   if (grid.number_of_grid_used >= 0)
-    CHECK_NC(
-        nc_put_att_int(nc, NC_GLOBAL, "number_of_grid_used", NC_INT, 1, &grid.number_of_grid_used),
-        ctx);
+    CHECK_NC(nc_put_att_int(nc, NC_GLOBAL, "number_of_grid_used", NC_INT, 1, &grid.number_of_grid_used), ctx);
   CHECK_NC(nc_enddef(nc), ctx);
   CHECK_NC(nc_put_var_double(nc, vclon, g.clon.data()), ctx);
   CHECK_NC(nc_put_var_double(nc, vclat, g.clat.data()), ctx);

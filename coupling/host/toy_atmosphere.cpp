@@ -47,8 +47,7 @@ double temperature_anomaly(double x, double y, double z) {
   return 6.0 * x * z + 5.0 * (x * x - y * y) + 4.0 * std::sin(3.0 * lon) * rho * rho * rho;
 }
 
-double surface_temperature(const CellSurface& cell, double seconds, double utc_hours,
-                           const ToyAtmosphereParams& p) {
+double surface_temperature(const CellSurface& cell, double seconds, double utc_hours, const ToyAtmosphereParams& p) {
   const double s = std::sin(cell.lat);
   const double zonal = 300.0 - 48.0 * s * s;
   double x, y, z;
@@ -58,14 +57,12 @@ double surface_temperature(const CellSurface& cell, double seconds, double utc_h
   const double anomaly = temperature_anomaly(x, y, z);
   const double local_hours = utc_hours + cell.lon * 12.0 / kPi;
   const double amplitude =
-      (p.diurnal_sea_k + (p.diurnal_land_k - p.diurnal_sea_k) * cell.land_fraction) *
-      std::cos(cell.lat);
+      (p.diurnal_sea_k + (p.diurnal_land_k - p.diurnal_sea_k) * cell.land_fraction) * std::cos(cell.lat);
   const double diurnal = amplitude * std::cos(2.0 * kPi * (local_hours - 15.0) / 24.0);
   return zonal + anomaly + diurnal - p.lapse_rate * cell.height;
 }
 
-double surface_pressure(const CellSurface& cell, double seconds, double ts,
-                        const ToyAtmosphereParams& p) {
+double surface_pressure(const CellSurface& cell, double seconds, double ts, const ToyAtmosphereParams& p) {
   double x, y, z;
   to_xyz(cell.lon, cell.lat, x, y, z);
   rotate_about_tilted_axis(x, y, z, -2.0 * kPi * seconds / p.pressure_period_s, -p.axis_tilt_deg);

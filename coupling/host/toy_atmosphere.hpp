@@ -30,8 +30,7 @@ double surface_temperature(const CellSurface& cell, double seconds, double utc_h
 
 /// Surface pressure "ps" (Pa): a moving sea-level pressure pattern reduced hydrostatically to
 /// the cell's height with the column temperature implied by `ts`.
-double surface_pressure(const CellSurface& cell, double seconds, double ts,
-                        const ToyAtmosphereParams& p = {});
+double surface_pressure(const CellSurface& cell, double seconds, double ts, const ToyAtmosphereParams& p = {});
 
 /// The large-scale temperature anomaly (K) at a point given by its unit vector in the frame
 /// that moves with the pattern (exposed so tests can check the advection).

@@ -73,10 +73,8 @@ bool parse_datetime(const std::string& text, DateTime& out) {
   while (pos < s.size() && (s[pos] == 'Z' || s[pos] == ' ')) ++pos;
   // A trailing time zone ("+00:00", " UTC") is accepted only as UTC.
   const std::string rest = s.substr(pos);
-  if (!rest.empty() && rest != "+00:00" && rest != "+0000" && rest != "UTC" && rest != "+00")
-    return false;
-  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 24 || mi < 0 || mi > 59 || sec < 0 ||
-      sec >= 61)
+  if (!rest.empty() && rest != "+00:00" && rest != "+0000" && rest != "UTC" && rest != "+00") return false;
+  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 24 || mi < 0 || mi > 59 || sec < 0 || sec >= 61)
     return false;
   out = DateTime{y, mo, d, h, mi, sec};
   return true;
@@ -85,16 +83,15 @@ bool parse_datetime(const std::string& text, DateTime& out) {
 std::string format_datetime(const DateTime& t) {
   const double whole = std::floor(t.second + 1e-9);
   if (t.second - whole > 5e-4)
-    return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:06.3f}", t.year, t.month, t.day, t.hour,
-                       t.minute, t.second);
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}", t.year, t.month, t.day, t.hour,
-                     t.minute, static_cast<int>(whole));
+    return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:06.3f}", t.year, t.month, t.day, t.hour, t.minute, t.second);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}", t.year, t.month, t.day, t.hour, t.minute,
+                     static_cast<int>(whole));
 }
 
 CfTime::CfTime(const std::string& units, const std::string& calendar, const std::string& context)
     : units_(trim(units)), calendar_(lower(trim(calendar))), context_(context) {
-  if (calendar_.empty() || calendar_ == "standard" || calendar_ == "gregorian" ||
-      calendar_ == "proleptic_gregorian" || calendar_ == "julian_gregorian") {
+  if (calendar_.empty() || calendar_ == "standard" || calendar_ == "gregorian" || calendar_ == "proleptic_gregorian" ||
+      calendar_ == "julian_gregorian") {
     cal_ = Cal::kGregorian;
   } else if (calendar_ == "noleap" || calendar_ == "365_day") {
     cal_ = Cal::kNoLeap;
@@ -113,9 +110,8 @@ CfTime::CfTime(const std::string& units, const std::string& calendar, const std:
     return;
   }
   const auto since = u.find(" since ");
-  const std::string bad =
-      context + ": time units \"" + units +
-      "\" are not \"<seconds|minutes|hours|days> since <date>\" or \"day as %Y%m%d.%f\"";
+  const std::string bad = context + ": time units \"" + units +
+                          "\" are not \"<seconds|minutes|hours|days> since <date>\" or \"day as %Y%m%d.%f\"";
   if (since == std::string::npos) throw IoError(bad);
   const std::string unit = trim(u.substr(0, since));
   if (unit == "seconds" || unit == "second" || unit == "s" || unit == "sec" || unit == "secs")
@@ -196,9 +192,8 @@ DateTime CfTime::to_datetime(double value) const {
     return t;
   }
   // Round to milliseconds so that e.g. 0.1 h is exactly 6 minutes.
-  const double total_ms =
-      std::round(value * unit_seconds_ * 1000.0) +
-      std::round((ref_.hour * 3600.0 + ref_.minute * 60.0 + ref_.second) * 1000.0);
+  const double total_ms = std::round(value * unit_seconds_ * 1000.0) +
+                          std::round((ref_.hour * 3600.0 + ref_.minute * 60.0 + ref_.second) * 1000.0);
   const double day_ms = 86400000.0;
   const double days = std::floor(total_ms / day_ms);
   double ms = total_ms - days * day_ms;
@@ -212,11 +207,10 @@ DateTime CfTime::to_datetime(double value) const {
 }
 
 double CfTime::from_datetime(const DateTime& t) const {
-  if (absolute_day_)
-    throw IoError(context_ + ": cannot encode dates on an absolute \"day as %Y%m%d.%f\" axis");
+  if (absolute_day_) throw IoError(context_ + ": cannot encode dates on an absolute \"day as %Y%m%d.%f\" axis");
   const double days = static_cast<double>(days_from_epoch(t.year, t.month, t.day) - ref_days_);
-  const double secs = days * 86400.0 + (t.hour - ref_.hour) * 3600.0 +
-                      (t.minute - ref_.minute) * 60.0 + (t.second - ref_.second);
+  const double secs =
+      days * 86400.0 + (t.hour - ref_.hour) * 3600.0 + (t.minute - ref_.minute) * 60.0 + (t.second - ref_.second);
   return secs / unit_seconds_;
 }
 

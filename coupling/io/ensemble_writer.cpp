@@ -22,13 +22,11 @@
 namespace finecast::coupling {
 namespace {
 
-constexpr float kFill = 1.0e20f;  // CMIP's fill value: cdo and most tools expect a finite one
+constexpr float kFill = 1.0e20f;       // CMIP's fill value: cdo and most tools expect a finite one
 constexpr size_t kHeaderRoom = 16384;  // bytes kept free in the header for later attributes
 
-void put_text(int ncid, int varid, const std::string& name, const std::string& value,
-              const std::string& ctx) {
-  CHECK_NC(nc_put_att_text(ncid, varid, name.c_str(), value.size(), value.c_str()),
-           ctx + ", attribute " + name);
+void put_text(int ncid, int varid, const std::string& name, const std::string& value, const std::string& ctx) {
+  CHECK_NC(nc_put_att_text(ncid, varid, name.c_str(), value.size(), value.c_str()), ctx + ", attribute " + name);
 }
 
 std::string now_utc() {
@@ -87,8 +85,8 @@ int define_icon_grid(int ncid, const OutputGrid& grid, DeferredWrites& data, con
     put_text(ncid, id, "units", "radian", ctx);
     if (!corners) continue;
     put_text(ncid, id, "bounds", name + "_bnds", ctx);
-    const int b = define_doubles(ncid, name + "_bnds", {cell_dim, corner_dim}, lon ? grid.clon_bnds : grid.clat_bnds,
-                                 data, ctx);
+    const int b =
+        define_doubles(ncid, name + "_bnds", {cell_dim, corner_dim}, lon ? grid.clon_bnds : grid.clat_bnds, data, ctx);
     put_text(ncid, b, "units", "radian", ctx);
   }
   if (!grid.uuid_of_hgrid.empty()) put_text(ncid, NC_GLOBAL, "uuidOfHGrid", grid.uuid_of_hgrid, ctx);
@@ -120,7 +118,8 @@ std::vector<int> define_latlon_grid(int ncid, const OutputGrid& grid, DeferredWr
       if (bnds_dim < 0) CHECK_NC(nc_def_dim(ncid, "bnds", 2, &bnds_dim), ctx);
       put_text(ncid, id, "bounds", c->name + "_bnds", ctx);
       const int b = define_doubles(ncid, c->name + "_bnds", {dim, bnds_dim}, c->bounds, data, ctx);
-      if (const auto u = c->text_attrs.find("units"); u != c->text_attrs.end()) put_text(ncid, b, "units", u->second, ctx);
+      if (const auto u = c->text_attrs.find("units"); u != c->text_attrs.end())
+        put_text(ncid, b, "units", u->second, ctx);
     }
     dims.push_back(dim);
   }
@@ -154,8 +153,7 @@ EnsembleWriter::EnsembleWriter(const std::string& path, const OutputGrid& grid, 
                                const VarAttributes& attrs, int members,
                                const std::map<std::string, std::string>& global_attrs, const std::string& calendar)
     : path_(path), var_(var), calendar_(calendar), members_(members) {
-  if (members < 1)
-    throw IoError("NetCDF output " + path + ": members must be >= 1, got " + std::to_string(members));
+  if (members < 1) throw IoError("NetCDF output " + path + ": members must be >= 1, got " + std::to_string(members));
   if (var.empty()) throw IoError("NetCDF output " + path + ": the variable name is empty");
   CfTime(std::string("seconds since 2000-01-01"), calendar, "NetCDF output " + path);  // validates the calendar
   n_cells_ = grid.n_cells();
@@ -196,17 +194,16 @@ EnsembleWriter::EnsembleWriter(const std::string& path, const OutputGrid& grid, 
     put_text(ncid_, member_id, "standard_name", "realization", ctx);
     put_text(ncid_, member_id, "long_name", "ensemble member", ctx);
     put_text(ncid_, member_id, "units", "1", ctx);
-    data.push_back([&, member_id] {
-      CHECK_NC(nc_put_var_int(ncid_, member_id, member_values.data()), ctx + " (realization)");
-    });
+    data.push_back(
+        [&, member_id] { CHECK_NC(nc_put_var_int(ncid_, member_id, member_values.data()), ctx + " (realization)"); });
 
     std::vector<int> dims = {time_dimid_, member_dim};
     dims.insert(dims.end(), spatial_dimids_.begin(), spatial_dimids_.end());
     CHECK_NC(nc_def_var(ncid_, var.c_str(), NC_FLOAT, static_cast<int>(dims.size()), dims.data(), &varid_), ctx);
     CHECK_NC(nc_def_var_fill(ncid_, varid_, 0, &kFill), ctx);
     if (!attrs.standard_name.empty()) put_text(ncid_, varid_, "standard_name", attrs.standard_name, ctx);
-    put_text(ncid_, varid_, "long_name", (attrs.long_name.empty() ? var : attrs.long_name) + " (downscaled by finecast)",
-             ctx);
+    put_text(ncid_, varid_, "long_name",
+             (attrs.long_name.empty() ? var : attrs.long_name) + " (downscaled by finecast)", ctx);
     if (!attrs.units.empty()) put_text(ncid_, varid_, "units", attrs.units, ctx);
     CHECK_NC(nc_put_att_float(ncid_, varid_, "missing_value", NC_FLOAT, 1, &kFill), ctx);
     if (!coordinates.empty()) put_text(ncid_, varid_, "coordinates", coordinates, ctx);
@@ -235,8 +232,7 @@ EnsembleWriter::EnsembleWriter(const std::string& path, const OutputGrid& grid, 
   }
 }
 
-EnsembleWriter::EnsembleWriter(Append, const std::string& path, const std::string& var, int members,
-                               int64_t n_cells)
+EnsembleWriter::EnsembleWriter(Append, const std::string& path, const std::string& var, int members, int64_t n_cells)
     : path_(path), var_(var), members_(members), n_cells_(n_cells) {
   const std::string ctx = context() + " (appending)";
   CHECK_NC(nc_open(path_.c_str(), NC_WRITE, &ncid_), ctx);
@@ -244,7 +240,8 @@ EnsembleWriter::EnsembleWriter(Append, const std::string& path, const std::strin
     int format = 0;
     CHECK_NC(nc_inq_format(ncid_, &format), ctx);
     if (format == NC_FORMAT_NETCDF4 || format == NC_FORMAT_NETCDF4_CLASSIC)
-      throw IoError(ctx + ": the file is NetCDF-4 (an older finecast's output); finecast appends to CDF-5 outputs only");
+      throw IoError(ctx +
+                    ": the file is NetCDF-4 (an older finecast's output); finecast appends to CDF-5 outputs only");
     CHECK_NC(nc_inq_varid(ncid_, var.c_str(), &varid_), ctx + ": no variable '" + var + "'");
     int ndims = 0;
     CHECK_NC(nc_inq_varndims(ncid_, varid_, &ndims), ctx);
@@ -256,7 +253,8 @@ EnsembleWriter::EnsembleWriter(Append, const std::string& path, const std::strin
     size_t len = 0;
     CHECK_NC(nc_inq_dimlen(ncid_, dims[1], &len), ctx);
     if (static_cast<int>(len) != members)
-      throw IoError(ctx + ": the file has " + std::to_string(len) + " members, this run samples " + std::to_string(members));
+      throw IoError(ctx + ": the file has " + std::to_string(len) + " members, this run samples " +
+                    std::to_string(members));
     size_t cells = 1;
     for (int d = 2; d < ndims; ++d) {
       CHECK_NC(nc_inq_dimlen(ncid_, dims[d], &len), ctx);
@@ -265,7 +263,8 @@ EnsembleWriter::EnsembleWriter(Append, const std::string& path, const std::strin
       cells *= len;
     }
     if (static_cast<int64_t>(cells) != n_cells)
-      throw IoError(ctx + ": the file's grid has " + std::to_string(cells) + " cells, this run's " + std::to_string(n_cells));
+      throw IoError(ctx + ": the file's grid has " + std::to_string(cells) + " cells, this run's " +
+                    std::to_string(n_cells));
     time_dimid_ = dims[0];
     CHECK_NC(nc_inq_varid(ncid_, "time", &time_varid_), ctx + ": no variable 'time'");
     if (nc_inq_varid(ncid_, (var + "_coarse").c_str(), &coarse_varid_) != NC_NOERR) coarse_varid_ = -1;
@@ -329,9 +328,8 @@ void EnsembleWriter::set_global_attribute(const std::string& name, const std::st
   CHECK_NC(nc_sync(ncid_), ctx);
 }
 
-
-void EnsembleWriter::write(const std::string& datetime, const float* members_by_cell,
-                           const float* coarse_on_fine, const float* host_field) {
+void EnsembleWriter::write(const std::string& datetime, const float* members_by_cell, const float* coarse_on_fine,
+                           const float* host_field) {
   if (!members_by_cell) throw IoError(context() + ": write() got no data");
   begin(datetime, coarse_on_fine != nullptr, host_field != nullptr);
   put(0, n_cells_, members_by_cell, coarse_on_fine, host_field);
@@ -410,8 +408,8 @@ void EnsembleWriter::put(int64_t first_cell, int64_t count, const float* members
   const int64_t align = chunk_alignment();
   if (first_cell < 0 || count < 0 || first_cell + count > n_cells_ || first_cell % align != 0 ||
       (count % align != 0 && first_cell + count != n_cells_))
-    throw IoError(ctx + ": cells " + std::to_string(first_cell) + "+" + std::to_string(count) + " are not whole rows of " +
-                  std::to_string(align) + " within " + std::to_string(n_cells_));
+    throw IoError(ctx + ": cells " + std::to_string(first_cell) + "+" + std::to_string(count) +
+                  " are not whole rows of " + std::to_string(align) + " within " + std::to_string(n_cells_));
   if (count == 0) return;
   guarded([&] {
     // The hyperslab of cells first_cell..first_cell+count-1 (whole rows on lat-lon grids).
@@ -441,11 +439,12 @@ void EnsembleWriter::put(int64_t first_cell, int64_t count, const float* members
     }
     // The ensemble mean over the members with a value (NaN where none has one).
     for (int64_t i = 0; i < count; ++i)
-      chunk_mean_[i] = counted[i] > 0 ? chunk_mean_[i] / static_cast<float>(counted[i])
-                                      : std::numeric_limits<float>::quiet_NaN();
+      chunk_mean_[i] =
+          counted[i] > 0 ? chunk_mean_[i] / static_cast<float>(counted[i]) : std::numeric_limits<float>::quiet_NaN();
     auto companion = [&](int varid, const float* values, const char* suffix) {
       for (int64_t i = 0; i < count; ++i) scratch_[i] = std::isfinite(values[i]) ? values[i] : kFill;
-      CHECK_NC(nc_put_vara_float(ncid_, varid, start.data(), shape.data(), scratch_.data()), ctx + " (" + var_ + suffix + ")");
+      CHECK_NC(nc_put_vara_float(ncid_, varid, start.data(), shape.data(), scratch_.data()),
+               ctx + " (" + var_ + suffix + ")");
     };
     companion(mean_varid_, chunk_mean_.data(), "_mean");
     if (coarse) {
@@ -461,7 +460,8 @@ void EnsembleWriter::put(int64_t first_cell, int64_t count, const float* members
 
 void EnsembleWriter::end() {
   if (!in_record_) throw IoError(context() + ": end() without begin()");
-  guarded([&] { CHECK_NC(nc_sync(ncid_), context() + " (time step " + std::to_string(record_) + ", writing to disk)"); });
+  guarded(
+      [&] { CHECK_NC(nc_sync(ncid_), context() + " (time step " + std::to_string(record_) + ", writing to disk)"); });
   in_record_ = false;
   last_datetime_ = record_datetime_;
   last_time_ = record_time_;

@@ -28,9 +28,8 @@ namespace finecast::coupling {
 class EnsembleWriter {
  public:
   /// `calendar` is the CF calendar of the model's dates. Throws IoError naming the file.
-  EnsembleWriter(const std::string& path, const OutputGrid& grid, const std::string& var,
-                 const VarAttributes& attrs, int members,
-                 const std::map<std::string, std::string>& global_attrs,
+  EnsembleWriter(const std::string& path, const OutputGrid& grid, const std::string& var, const VarAttributes& attrs,
+                 int members, const std::map<std::string, std::string>& global_attrs,
                  const std::string& calendar = "proleptic_gregorian");
   /// Opens an existing output written by this class (CDF-5) to append to it: a resumed run
   /// continues the file of the runs before it. The variable `var` must have `members` members

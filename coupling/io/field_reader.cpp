@@ -31,8 +31,7 @@ bool text_attr(int ncid, int varid, const char* name, std::string& out) {
 std::vector<double> num_attr(int ncid, int varid, const char* name) {
   nc_type type;
   size_t len = 0;
-  if (nc_inq_att(ncid, varid, name, &type, &len) != NC_NOERR || type == NC_CHAR ||
-      type == NC_STRING || len == 0)
+  if (nc_inq_att(ncid, varid, name, &type, &len) != NC_NOERR || type == NC_CHAR || type == NC_STRING || len == 0)
     return {};
   std::vector<double> v(len);
   if (nc_get_att_double(ncid, varid, name, v.data()) != NC_NOERR) return {};
@@ -46,8 +45,8 @@ std::string lower(std::string s) {
 
 bool is_cell_dim_name(const std::string& name) {
   const std::string n = lower(name);
-  return n == "ncells" || n == "cell" || n == "cells" || n == "ncell" || n == "ncells2" ||
-         n == "ncol" || n == "cells_of_grid" || n == "nc";
+  return n == "ncells" || n == "cell" || n == "cells" || n == "ncell" || n == "ncells2" || n == "ncol" ||
+         n == "cells_of_grid" || n == "nc";
 }
 
 std::string number_text(double v) {
@@ -77,9 +76,7 @@ double default_fill(nc_type t) {
 
 }  // namespace
 
-std::string FieldReader::context() const {
-  return "NetCDF file " + path_ + ", variable '" + var_ + "'";
-}
+std::string FieldReader::context() const { return "NetCDF file " + path_ + ", variable '" + var_ + "'"; }
 
 FieldReader::FieldReader(const std::string& path, const std::string& var, int level)
     : path_(path), var_(var), level_(level) {
@@ -87,20 +84,18 @@ FieldReader::FieldReader(const std::string& path, const std::string& var, int le
   if (::stat(path.c_str(), &st) != 0)
     throw IoError("NetCDF file " + path + " does not exist (reading variable '" + var + "')");
   if (const std::string damage = nc_classic_header_damage(path); !damage.empty())
-    throw IoError("NetCDF file " + path + " is damaged: " + damage + " (reading variable '" + var +
-                  "')");
+    throw IoError("NetCDF file " + path + " is damaged: " + damage + " (reading variable '" + var + "')");
   int rc = nc_open(path.c_str(), NC_NOWRITE, &ncid_);
   if (rc != NC_NOERR) {
     ncid_ = -1;
-    throw IoError("cannot open " + path + " as NetCDF (reading variable '" + var +
-                  "'): " + nc_strerror(rc) + " (not a NetCDF file, or truncated?)");
+    throw IoError("cannot open " + path + " as NetCDF (reading variable '" + var + "'): " + nc_strerror(rc) +
+                  " (not a NetCDF file, or truncated?)");
   }
   try {
     const int64_t expected = nc_classic_expected_size(path);
     if (expected >= 0 && static_cast<int64_t>(st.st_size) < expected)
-      throw IoError("NetCDF file " + path + " is truncated: its header describes " +
-                    std::to_string(expected) + " bytes but the file has " +
-                    std::to_string(st.st_size) + " (reading variable '" + var + "')");
+      throw IoError("NetCDF file " + path + " is truncated: its header describes " + std::to_string(expected) +
+                    " bytes but the file has " + std::to_string(st.st_size) + " (reading variable '" + var + "')");
 
     if (nc_inq_varid(ncid_, var.c_str(), &varid_) != NC_NOERR) {
       int nvars = 0;
@@ -108,19 +103,15 @@ FieldReader::FieldReader(const std::string& path, const std::string& var, int le
       std::string names;
       for (int v = 0; v < nvars; ++v) {
         char name[NC_MAX_NAME + 1];
-        if (nc_inq_varname(ncid_, v, name) == NC_NOERR)
-          names += (names.empty() ? "" : ", ") + std::string(name);
+        if (nc_inq_varname(ncid_, v, name) == NC_NOERR) names += (names.empty() ? "" : ", ") + std::string(name);
       }
-      throw IoError("NetCDF file " + path + " has no variable '" + var + "' (variables: " + names +
-                    ")");
+      throw IoError("NetCDF file " + path + " has no variable '" + var + "' (variables: " + names + ")");
     }
     nc_type type;
     CHECK_NC(nc_inq_vartype(ncid_, varid_, &type), context());
-    if (type == NC_CHAR || type == NC_STRING)
-      throw IoError(context() + " holds text, expected numbers");
+    if (type == NC_CHAR || type == NC_STRING) throw IoError(context() + " holds text, expected numbers");
     CHECK_NC(nc_inq_varndims(ncid_, varid_, &n_dims_), context());
-    if (n_dims_ < 1)
-      throw IoError(context() + " is a scalar, expected a field with spatial dimensions");
+    if (n_dims_ < 1) throw IoError(context() + " is a scalar, expected a field with spatial dimensions");
     std::vector<int> dimids(static_cast<size_t>(n_dims_));
     CHECK_NC(nc_inq_vardimid(ncid_, varid_, dimids.data()), context());
     std::vector<std::string> names(static_cast<size_t>(n_dims_));
@@ -135,8 +126,7 @@ FieldReader::FieldReader(const std::string& path, const std::string& var, int le
     nc_inq_unlimdims(ncid_, &n_unlim, unlim.data());
 
     auto is_time_dim = [&](int d) {
-      if (std::find(unlim.begin(), unlim.begin() + n_unlim, dimids[d]) != unlim.begin() + n_unlim)
-        return true;
+      if (std::find(unlim.begin(), unlim.begin() + n_unlim, dimids[d]) != unlim.begin() + n_unlim) return true;
       const std::string n = lower(names[d]);
       if (n == "time" || n == "t") return true;
       int cv;
@@ -145,8 +135,8 @@ FieldReader::FieldReader(const std::string& path, const std::string& var, int le
         text_attr(ncid_, cv, "units", units);
         text_attr(ncid_, cv, "axis", axis);
         text_attr(ncid_, cv, "standard_name", sn);
-        if (units.find(" since ") != std::string::npos || lower(units).rfind("day as", 0) == 0 ||
-            axis == "T" || sn == "time")
+        if (units.find(" since ") != std::string::npos || lower(units).rfind("day as", 0) == 0 || axis == "T" ||
+            sn == "time")
           return true;
       }
       return false;
@@ -154,23 +144,19 @@ FieldReader::FieldReader(const std::string& path, const std::string& var, int le
     for (int d = 0; d < n_dims_; ++d) {
       if (!is_time_dim(d)) continue;
       if (d != 0)
-        throw IoError(
-            context() + " has its time dimension '" + names[d] + "' at position " +
-            std::to_string(d + 1) +
-            ", expected it first (CF order: time, [level,] y, x or time, [level,] cells)");
+        throw IoError(context() + " has its time dimension '" + names[d] + "' at position " + std::to_string(d + 1) +
+                      ", expected it first (CF order: time, [level,] y, x or time, [level,] cells)");
       time_dim_pos_ = 0;
     }
     const int first_space = time_dim_pos_ == 0 ? 1 : 0;
     const int n_rest = n_dims_ - first_space;
-    if (n_rest < 1)
-      throw IoError(context() + " has only a time dimension, expected spatial dimensions after it");
+    if (n_rest < 1) throw IoError(context() + " has only a time dimension, expected spatial dimensions after it");
 
     std::string coords, grid_type, mapping;
     text_attr(ncid_, varid_, "coordinates", coords);
     text_attr(ncid_, varid_, "grid_type", grid_type);
     text_attr(ncid_, varid_, "grid_mapping", mapping);
-    const bool unstructured = n_rest == 1 || is_cell_dim_name(names.back()) ||
-                              lower(grid_type) == "unstructured" ||
+    const bool unstructured = n_rest == 1 || is_cell_dim_name(names.back()) || lower(grid_type) == "unstructured" ||
                               coords.find("clon") != std::string::npos;
     const int n_space = unstructured ? 1 : 2;
     kind_ = unstructured ? GridKind::kUnstructured : GridKind::kLatLon;
@@ -178,8 +164,7 @@ FieldReader::FieldReader(const std::string& path, const std::string& var, int le
       std::string gm_name;
       int gm;
       if (!mapping.empty() && nc_inq_varid(ncid_, mapping.c_str(), &gm) == NC_NOERR &&
-          text_attr(ncid_, gm, "grid_mapping_name", gm_name) &&
-          gm_name == "rotated_latitude_longitude")
+          text_attr(ncid_, gm, "grid_mapping_name", gm_name) && gm_name == "rotated_latitude_longitude")
         kind_ = GridKind::kRotatedPole;
       else if (lower(names[n_dims_ - 1]) == "rlon" && lower(names[n_dims_ - 2]) == "rlat")
         kind_ = GridKind::kRotatedPole;
@@ -190,9 +175,8 @@ FieldReader::FieldReader(const std::string& path, const std::string& var, int le
     for (int d = first_space; d < n_dims_ - n_space; ++d) {
       if (lens[d] <= 1) continue;
       if (level_dim_pos_ >= 0)
-        throw IoError(context() + " has two non-spatial dimensions of size > 1 ('" +
-                      names[level_dim_pos_] + "' and '" + names[d] +
-                      "'), expected at most one level dimension between time and space");
+        throw IoError(context() + " has two non-spatial dimensions of size > 1 ('" + names[level_dim_pos_] + "' and '" +
+                      names[d] + "'), expected at most one level dimension between time and space");
       level_dim_pos_ = d;
     }
     n_levels_ = level_dim_pos_ >= 0 ? static_cast<int64_t>(lens[level_dim_pos_]) : 1;
@@ -204,8 +188,7 @@ FieldReader::FieldReader(const std::string& path, const std::string& var, int le
 
     n_values_ = 1;
     for (int d = n_dims_ - n_space; d < n_dims_; ++d) {
-      if (lens[d] == 0)
-        throw IoError(context() + ": spatial dimension '" + names[d] + "' is empty");
+      if (lens[d] == 0) throw IoError(context() + ": spatial dimension '" + names[d] + "' is empty");
       spatial_shape_.push_back(lens[d]);
       spatial_dims_.push_back(names[d]);
       count_[d] = lens[d];
@@ -215,16 +198,12 @@ FieldReader::FieldReader(const std::string& path, const std::string& var, int le
       n_times_ = static_cast<int64_t>(lens[0]);
       int tv;
       std::string units;
-      if (nc_inq_varid(ncid_, names[0].c_str(), &tv) == NC_NOERR &&
-          text_attr(ncid_, tv, "units", units)) {
+      if (nc_inq_varid(ncid_, names[0].c_str(), &tv) == NC_NOERR && text_attr(ncid_, tv, "units", units)) {
         std::string calendar;
         text_attr(ncid_, tv, "calendar", calendar);
-        time_ = std::make_unique<CfTime>(
-            units, calendar, "NetCDF file " + path + ", time variable '" + names[0] + "'");
+        time_ = std::make_unique<CfTime>(units, calendar, "NetCDF file " + path + ", time variable '" + names[0] + "'");
         time_values_.resize(lens[0]);
-        if (lens[0] > 0)
-          CHECK_NC(nc_get_var_double(ncid_, tv, time_values_.data()),
-                   context() + " (time coordinate)");
+        if (lens[0] > 0) CHECK_NC(nc_get_var_double(ncid_, tv, time_values_.data()), context() + " (time coordinate)");
       }
     }
 
@@ -242,13 +221,10 @@ FieldReader::FieldReader(const std::string& path, const std::string& var, int le
     bool explicit_range = false;
     if (auto v = num_attr(ncid_, varid_, "valid_range"); v.size() == 2)
       valid_min_ = v[0], valid_max_ = v[1], explicit_range = true;
-    if (auto v = num_attr(ncid_, varid_, "valid_min"); !v.empty())
-      valid_min_ = v[0], explicit_range = true;
-    if (auto v = num_attr(ncid_, varid_, "valid_max"); !v.empty())
-      valid_max_ = v[0], explicit_range = true;
+    if (auto v = num_attr(ncid_, varid_, "valid_min"); !v.empty()) valid_min_ = v[0], explicit_range = true;
+    if (auto v = num_attr(ncid_, varid_, "valid_max"); !v.empty()) valid_max_ = v[0], explicit_range = true;
     if (explicit_range) {
-      range_source_ =
-          "valid range [" + number_text(valid_min_) + ", " + number_text(valid_max_) + "]";
+      range_source_ = "valid range [" + number_text(valid_min_) + ", " + number_text(valid_max_) + "]";
     } else if (fill.size() == 1 && std::isfinite(fill[0]) && fill[0] != 0) {
       // NUG: "If valid_range is not defined ... a positive _FillValue is the upper bound of the
       // valid range, a negative one the lower bound" (the fill itself is missing, not counted).
@@ -311,14 +287,11 @@ std::string FieldReader::time_string(int64_t t) const {
   return format_datetime(time_->to_datetime(time_values_[static_cast<size_t>(t)]));
 }
 
-void FieldReader::set_max_abs(double bound) {
-  max_abs_ = std::isfinite(bound) && bound > 0 ? bound : 0;
-}
+void FieldReader::set_max_abs(double bound) { max_abs_ = std::isfinite(bound) && bound > 0 ? bound : 0; }
 
 std::string FieldReader::valid_range_text() const {
   std::string s = range_source_;
-  if (max_abs_ > 0)
-    s += (s.empty() ? "" : ", ") + std::string("|value| > ") + number_text(max_abs_);
+  if (max_abs_ > 0) s += (s.empty() ? "" : ", ") + std::string("|value| > ") + number_text(max_abs_);
   return s.empty() ? "none" : s;
 }
 
@@ -360,23 +333,19 @@ int64_t FieldReader::read(int64_t t, float* out) {
 std::vector<double> FieldReader::read_coord(const std::string& name) const {
   int id;
   if (nc_inq_varid(ncid_, name.c_str(), &id) != NC_NOERR)
-    throw IoError("NetCDF file " + path_ + " has no coordinate variable '" + name +
-                  "' for variable '" + var_ + "'");
+    throw IoError("NetCDF file " + path_ + " has no coordinate variable '" + name + "' for variable '" + var_ + "'");
   int nd = 0;
   CHECK_NC(nc_inq_varndims(ncid_, id, &nd), "NetCDF file " + path_ + ", coordinate '" + name + "'");
   std::vector<int> dims(static_cast<size_t>(std::max(nd, 1)));
-  CHECK_NC(nc_inq_vardimid(ncid_, id, dims.data()),
-           "NetCDF file " + path_ + ", coordinate '" + name + "'");
+  CHECK_NC(nc_inq_vardimid(ncid_, id, dims.data()), "NetCDF file " + path_ + ", coordinate '" + name + "'");
   size_t len = 1;
   for (int d = 0; d < nd; ++d) {
     size_t l;
-    CHECK_NC(nc_inq_dimlen(ncid_, dims[d], &l),
-             "NetCDF file " + path_ + ", coordinate '" + name + "'");
+    CHECK_NC(nc_inq_dimlen(ncid_, dims[d], &l), "NetCDF file " + path_ + ", coordinate '" + name + "'");
     len *= l;
   }
   std::vector<double> v(len);
-  CHECK_NC(nc_get_var_double(ncid_, id, v.data()),
-           "NetCDF file " + path_ + ", coordinate '" + name + "'");
+  CHECK_NC(nc_get_var_double(ncid_, id, v.data()), "NetCDF file " + path_ + ", coordinate '" + name + "'");
   return v;
 }
 
@@ -387,9 +356,9 @@ OutputGrid FieldReader::output_grid() const {
     g.clon = read_coord("clon");
     g.clat = read_coord("clat");
     if (static_cast<int64_t>(g.clon.size()) != n_values_ || g.clat.size() != g.clon.size())
-      throw IoError("NetCDF file " + path_ + ": clon/clat have " + std::to_string(g.clon.size()) +
-                    "/" + std::to_string(g.clat.size()) + " values, expected " +
-                    std::to_string(n_values_) + " (cells of '" + var_ + "')");
+      throw IoError("NetCDF file " + path_ + ": clon/clat have " + std::to_string(g.clon.size()) + "/" +
+                    std::to_string(g.clat.size()) + " values, expected " + std::to_string(n_values_) + " (cells of '" +
+                    var_ + "')");
     int id;
     std::string units;
     if (nc_inq_varid(ncid_, "clon", &id) == NC_NOERR && text_attr(ncid_, id, "units", units) &&
@@ -415,12 +384,10 @@ OutputGrid FieldReader::output_grid() const {
   g.y = coord(spatial_dims_[0]);
   g.x = coord(spatial_dims_[1]);
   if (g.y.values.size() != spatial_shape_[0] || g.x.values.size() != spatial_shape_[1])
-    throw IoError("NetCDF file " + path_ + ": coordinates of '" + var_ +
-                  "' are not 1-D along its spatial dimensions");
+    throw IoError("NetCDF file " + path_ + ": coordinates of '" + var_ + "' are not 1-D along its spatial dimensions");
   std::string mapping;
   int gm;
-  if (text_attr(ncid_, varid_, "grid_mapping", mapping) &&
-      nc_inq_varid(ncid_, mapping.c_str(), &gm) == NC_NOERR) {
+  if (text_attr(ncid_, varid_, "grid_mapping", mapping) && nc_inq_varid(ncid_, mapping.c_str(), &gm) == NC_NOERR) {
     g.grid_mapping = mapping;
     int natts = 0;
     nc_inq_varnatts(ncid_, gm, &natts);

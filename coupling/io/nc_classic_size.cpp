@@ -24,26 +24,23 @@ class Overclaim : public std::runtime_error {
 // Big-endian reader over the header; throws Overclaim for declarations longer than the file.
 class HeaderReader {
  public:
-  HeaderReader(std::ifstream& in, int version, uint64_t file_size)
-      : in_(in), version_(version), size_(file_size) {}
+  HeaderReader(std::ifstream& in, int version, uint64_t file_size) : in_(in), version_(version), size_(file_size) {}
   uint64_t u32() { return be(4); }
   uint64_t u64() { return be(8); }
   uint64_t non_neg() { return version_ == 5 ? u64() : u32(); }
   uint64_t offset() { return version_ == 1 ? u32() : u64(); }
   void skip(uint64_t n, const char* what) {
     if (n > remaining())
-      throw Overclaim(std::string("its header declares ") + what + " of " + std::to_string(n) +
-                      " bytes at byte " + std::to_string(position()) + ", but the file has " +
-                      std::to_string(size_) + " bytes");
+      throw Overclaim(std::string("its header declares ") + what + " of " + std::to_string(n) + " bytes at byte " +
+                      std::to_string(position()) + ", but the file has " + std::to_string(size_) + " bytes");
     in_.seekg(static_cast<std::streamoff>(n), std::ios::cur);
     if (!in_) throw std::runtime_error("header ends early");
   }
   // `n` entries of at least 4 bytes each must fit in the rest of the file.
   uint64_t count(uint64_t n, const char* what) {
     if (n > remaining() / 4)
-      throw Overclaim(std::string("its header declares ") + std::to_string(n) + " " + what +
-                      " at byte " + std::to_string(position()) + ", more than the " +
-                      std::to_string(size_) + "-byte file can hold");
+      throw Overclaim(std::string("its header declares ") + std::to_string(n) + " " + what + " at byte " +
+                      std::to_string(position()) + ", more than the " + std::to_string(size_) + "-byte file can hold");
     return n;
   }
   void skip_name() { skip(pad4(non_neg()), "a name"); }
@@ -114,12 +111,11 @@ void skip_attributes(HeaderReader& r) {
     r.skip_name();
     const uint64_t type = r.u32();
     if (type == kStringType)
-      throw Overclaim("its header declares a string attribute at byte " +
-                      std::to_string(r.position()) + ", which classic NetCDF files cannot hold");
+      throw Overclaim("its header declares a string attribute at byte " + std::to_string(r.position()) +
+                      ", which classic NetCDF files cannot hold");
     const uint64_t count = r.non_neg();
     const uint64_t size = type_size(type);
-    r.skip(size > 0 && count > UINT64_MAX / size ? UINT64_MAX : HeaderReader::pad4(count * size),
-           "an attribute");
+    r.skip(size > 0 && count > UINT64_MAX / size ? UINT64_MAX : HeaderReader::pad4(count * size), "an attribute");
   }
 }
 
@@ -174,8 +170,8 @@ int64_t expected_size(const std::string& path) {
       skip_attributes(r);
       const uint64_t type = r.u32();
       if (type == kStringType)
-        throw Overclaim("its header declares a string variable at byte " +
-                        std::to_string(r.position()) + ", which classic NetCDF files cannot hold");
+        throw Overclaim("its header declares a string variable at byte " + std::to_string(r.position()) +
+                        ", which classic NetCDF files cannot hold");
       v.vsize = r.non_neg();
       v.begin = r.offset();
       v.bytes = elems * type_size(type);

@@ -33,11 +33,11 @@ struct OutputGrid {
   enum class Kind { kIcon, kLatLon };
   Kind kind = Kind::kIcon;
   // ICON
-  std::vector<double> clon, clat;          ///< radians, n_cells each
+  std::vector<double> clon, clat;            ///< radians, n_cells each
   std::vector<double> clon_bnds, clat_bnds;  ///< optional cell corners, [n_cells][3] radians
-  std::string uuid_of_hgrid;               ///< ICON's grid uuid ("" = unknown)
-  int number_of_grid_used = -1;            ///< ICON's grid number (-1 = unknown)
-  std::string grid_file;                   ///< the grid file ("" = unknown): global grid_file_uri
+  std::string uuid_of_hgrid;                 ///< ICON's grid uuid ("" = unknown)
+  int number_of_grid_used = -1;              ///< ICON's grid number (-1 = unknown)
+  std::string grid_file;                     ///< the grid file ("" = unknown): global grid_file_uri
   // lat-lon
   CoordVar y, x;
   std::string grid_mapping;  ///< name of the grid mapping variable; empty = none

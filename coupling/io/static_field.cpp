@@ -98,7 +98,8 @@ std::vector<float> read_static_icon(const std::string& file, const std::string& 
   }
   if (g.clon.size() == static_cast<size_t>(grid.n_cells))
     for (int64_t i = 0; i < grid.n_cells; ++i)
-      if (std::abs(std::remainder(g.clon[i] - grid.clon[i], 2 * M_PI)) > 1e-5 || std::abs(g.clat[i] - grid.clat[i]) > 1e-5)
+      if (std::abs(std::remainder(g.clon[i] - grid.clon[i], 2 * M_PI)) > 1e-5 ||
+          std::abs(g.clat[i] - grid.clat[i]) > 1e-5)
         throw GridError("grids do not match: cell " + std::to_string(i) + " of '" + file + "' variable '" + var +
                         "' lies at clon " + std::to_string(g.clon[i]) + ", clat " + std::to_string(g.clat[i]) +
                         " but in the ICON grid file '" + grid.path + "' at " + std::to_string(grid.clon[i]) + ", " +

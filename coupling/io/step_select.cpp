@@ -20,14 +20,13 @@ int64_t select_step(const FieldReader& reader, const std::string& text, const st
   if (!text.empty() && used == text.size()) {
     if (index < 0 || index >= reader.n_times())
       throw ConfigError(flag + " " + text + ": " + reader.path() + ": " + reader.var() + " has " +
-                        std::to_string(reader.n_times()) + " time step(s) (0.." +
-                        std::to_string(reader.n_times() - 1) + ")");
+                        std::to_string(reader.n_times()) + " time step(s) (0.." + std::to_string(reader.n_times() - 1) +
+                        ")");
     return index;
   }
   DateTime want;
   if (!parse_datetime(text, want))
-    throw ConfigError(flag + " " + text +
-                      ": expected a 0-based step index or an ISO 8601 date (e.g. 2005-06-16)");
+    throw ConfigError(flag + " " + text + ": expected a 0-based step index or an ISO 8601 date (e.g. 2005-06-16)");
   if (!reader.has_time_axis())
     throw ConfigError(flag + " " + text + ": " + reader.path() + ": " + reader.var() +
                       " has no time coordinate, so steps can only be chosen by index (0.." +
@@ -37,9 +36,8 @@ int64_t select_step(const FieldReader& reader, const std::string& text, const st
     DateTime have;
     if (parse_datetime(reader.time_string(t), have) && format_datetime(have) == wanted) return t;
   }
-  throw ConfigError(flag + " " + text + ": " + reader.path() + " has no step at " + wanted +
-                    " (steps " + reader.time_string(0) + " .. " +
-                    reader.time_string(reader.n_times() - 1) + ")");
+  throw ConfigError(flag + " " + text + ": " + reader.path() + " has no step at " + wanted + " (steps " +
+                    reader.time_string(0) + " .. " + reader.time_string(reader.n_times() - 1) + ")");
 }
 
 std::vector<int64_t> select_steps(const FieldReader& reader, const std::vector<std::string>& texts,

@@ -15,8 +15,7 @@ namespace finecast::coupling {
 /// date-time ("2005-06-16", "2005-06-16T12:00") matched exactly, to the second, against the
 /// file's CF time coordinate. Throws ConfigError naming `flag`, the file and the valid range or
 /// dates when there is no such step or `text` is neither form.
-int64_t select_step(const FieldReader& reader, const std::string& text,
-                    const std::string& flag = "--time");
+int64_t select_step(const FieldReader& reader, const std::string& text, const std::string& flag = "--time");
 
 /// select_step for each of `texts`, in their order; every step when `texts` is empty.
 std::vector<int64_t> select_steps(const FieldReader& reader, const std::vector<std::string>& texts,

@@ -16,21 +16,19 @@ Gatherer::Gatherer(MPI_Comm comm, int root, std::vector<int64_t> owned_global, i
   CHECK_MPI(MPI_Comm_size(comm_, &size_));
   if (root < 0 || root >= size_) {
     MPI_Comm_free(&comm_);
-    throw MpiError("Gatherer: root rank " + std::to_string(root) +
-                   " is outside the communicator's " + std::to_string(size_) + " ranks");
+    throw MpiError("Gatherer: root rank " + std::to_string(root) + " is outside the communicator's " +
+                   std::to_string(size_) + " ranks");
   }
   if (owned_.size() > static_cast<size_t>(INT_MAX)) {
     MPI_Comm_free(&comm_);
-    throw MpiError("Gatherer: rank " + std::to_string(rank_) +
-                   " owns more cells than MPI counts can address");
+    throw MpiError("Gatherer: rank " + std::to_string(rank_) + " owns more cells than MPI counts can address");
   }
   const int n_mine = static_cast<int>(owned_.size());
   if (is_root()) {
     counts_.assign(size_, 0);
     displs_.assign(size_, 0);
   }
-  CHECK_MPI(MPI_Gather(&n_mine, 1, MPI_INT, is_root() ? counts_.data() : nullptr, 1, MPI_INT, root_,
-                       comm_));
+  CHECK_MPI(MPI_Gather(&n_mine, 1, MPI_INT, is_root() ? counts_.data() : nullptr, 1, MPI_INT, root_, comm_));
 
   // The root checks the decomposition and tells everyone, so that a bad one fails on every rank
   // instead of leaving the others waiting in the next collective.
@@ -42,8 +40,8 @@ Gatherer::Gatherer(MPI_Comm comm, int root, std::vector<int64_t> owned_global, i
       total += counts_[r];
     }
     if (total != n_global_) {
-      problem = "the ranks own " + std::to_string(total) +
-                " cells in total but the global field has " + std::to_string(n_global_);
+      problem = "the ranks own " + std::to_string(total) + " cells in total but the global field has " +
+                std::to_string(n_global_);
     } else if (total > INT_MAX) {
       problem = "the global field has more cells than MPI counts can address";
     }
@@ -52,24 +50,22 @@ Gatherer::Gatherer(MPI_Comm comm, int root, std::vector<int64_t> owned_global, i
   int problem_len = static_cast<int>(problem.size());
   CHECK_MPI(MPI_Bcast(&problem_len, 1, MPI_INT, root_, comm_));
   if (problem_len == 0) {
-    CHECK_MPI(MPI_Gatherv(owned_.data(), n_mine, MPI_INT64_T,
-                          is_root() ? recv_global_.data() : nullptr,
-                          is_root() ? counts_.data() : nullptr,
-                          is_root() ? displs_.data() : nullptr, MPI_INT64_T, root_, comm_));
+    CHECK_MPI(MPI_Gatherv(owned_.data(), n_mine, MPI_INT64_T, is_root() ? recv_global_.data() : nullptr,
+                          is_root() ? counts_.data() : nullptr, is_root() ? displs_.data() : nullptr, MPI_INT64_T,
+                          root_, comm_));
     if (is_root()) {
       std::vector<int> owner(static_cast<size_t>(n_global_), -1);
       for (int r = 0; r < size_ && problem.empty(); ++r) {
         for (int i = 0; i < counts_[r]; ++i) {
           const int64_t g = recv_global_[static_cast<size_t>(displs_[r] + i)];
           if (g < 0 || g >= n_global_) {
-            problem = "rank " + std::to_string(r) + " owns global index " + std::to_string(g) +
-                      ", outside 0.." + std::to_string(n_global_ - 1);
+            problem = "rank " + std::to_string(r) + " owns global index " + std::to_string(g) + ", outside 0.." +
+                      std::to_string(n_global_ - 1);
             break;
           }
           if (owner[static_cast<size_t>(g)] >= 0) {
             problem = "global index " + std::to_string(g) + " is owned by rank " +
-                      std::to_string(owner[static_cast<size_t>(g)]) + " and by rank " +
-                      std::to_string(r);
+                      std::to_string(owner[static_cast<size_t>(g)]) + " and by rank " + std::to_string(r);
             break;
           }
           owner[static_cast<size_t>(g)] = r;
@@ -100,8 +96,8 @@ void Gatherer::prepare_counts(int n_fields) {
   if (n_fields == prepared_fields_) return;
   // Checked on every rank (n_global is known everywhere) so no rank is left in a collective.
   if (static_cast<int64_t>(n_fields) * n_global_ > INT_MAX)
-    throw MpiError("Gatherer: " + std::to_string(n_fields) + " fields of " +
-                   std::to_string(n_global_) + " cells exceed what one MPI collective can address");
+    throw MpiError("Gatherer: " + std::to_string(n_fields) + " fields of " + std::to_string(n_global_) +
+                   " cells exceed what one MPI collective can address");
   if (is_root()) {
     field_counts_.resize(size_);
     field_displs_.resize(size_);
@@ -116,8 +112,7 @@ void Gatherer::prepare_counts(int n_fields) {
 
 // The received buffer is rank-major: rank r's block is its [n_fields][count_r] array.
 void Gatherer::gather(int n_fields, const float* local, float* global_out) {
-  if (n_fields < 1)
-    throw MpiError("Gatherer::gather: n_fields must be >= 1, got " + std::to_string(n_fields));
+  if (n_fields < 1) throw MpiError("Gatherer::gather: n_fields must be >= 1, got " + std::to_string(n_fields));
   prepare_counts(n_fields);
   const int n_send = static_cast<int>(owned_.size()) * n_fields;
   if (size_ == 1) {
@@ -130,8 +125,8 @@ void Gatherer::gather(int n_fields, const float* local, float* global_out) {
     return;
   }
   CHECK_MPI(MPI_Gatherv(local, n_send, MPI_FLOAT, is_root() ? recv_.data() : nullptr,
-                        is_root() ? field_counts_.data() : nullptr,
-                        is_root() ? field_displs_.data() : nullptr, MPI_FLOAT, root_, comm_));
+                        is_root() ? field_counts_.data() : nullptr, is_root() ? field_displs_.data() : nullptr,
+                        MPI_FLOAT, root_, comm_));
   if (!is_root()) return;
   for (int r = 0; r < size_; ++r) {
     const int n = counts_[r];
@@ -146,8 +141,7 @@ void Gatherer::gather(int n_fields, const float* local, float* global_out) {
 }
 
 void Gatherer::scatter(int n_fields, const float* global_in, float* local_out) {
-  if (n_fields < 1)
-    throw MpiError("Gatherer::scatter: n_fields must be >= 1, got " + std::to_string(n_fields));
+  if (n_fields < 1) throw MpiError("Gatherer::scatter: n_fields must be >= 1, got " + std::to_string(n_fields));
   prepare_counts(n_fields);
   const int n_recv = static_cast<int>(owned_.size()) * n_fields;
   if (size_ == 1) {
@@ -170,10 +164,9 @@ void Gatherer::scatter(int n_fields, const float* global_in, float* local_out) {
       }
     }
   }
-  CHECK_MPI(MPI_Scatterv(is_root() ? recv_.data() : nullptr,
-                         is_root() ? field_counts_.data() : nullptr,
-                         is_root() ? field_displs_.data() : nullptr, MPI_FLOAT, local_out, n_recv,
-                         MPI_FLOAT, root_, comm_));
+  CHECK_MPI(MPI_Scatterv(is_root() ? recv_.data() : nullptr, is_root() ? field_counts_.data() : nullptr,
+                         is_root() ? field_displs_.data() : nullptr, MPI_FLOAT, local_out, n_recv, MPI_FLOAT, root_,
+                         comm_));
 }
 
 }  // namespace finecast::coupling

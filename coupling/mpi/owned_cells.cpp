@@ -25,9 +25,7 @@ int find_dim(const int sem[5], int which, const int shape[5], const char* name) 
   int found = -1;
   for (int d = 0; d < 5; ++d) {
     if (sem[d] != which) continue;
-    if (found >= 0)
-      throw GridError(std::string("host field has two ") + name +
-                      " dimensions: " + describe(shape, sem));
+    if (found >= 0) throw GridError(std::string("host field has two ") + name + " dimensions: " + describe(shape, sem));
     found = d;
   }
   return found;
@@ -49,17 +47,14 @@ void unpack_impl(const float* values, const OwnedCells& cells, T* field) {
 
 }  // namespace
 
-OwnedCells owned_cells(const int shape[5], const int dim_semantics[5], int nproma,
-                       int n_local_cells, const int* decomp_domain, const int* glb_index,
-                       int level) {
+OwnedCells owned_cells(const int shape[5], const int dim_semantics[5], int nproma, int n_local_cells,
+                       const int* decomp_domain, const int* glb_index, int level) {
   for (int d = 0; d < 5; ++d)
-    if (shape[d] < 1)
-      throw GridError("host field has a dimension of size < 1: " + describe(shape, dim_semantics));
-  if (n_local_cells < 0)
-    throw GridError("negative local cell count " + std::to_string(n_local_cells));
+    if (shape[d] < 1) throw GridError("host field has a dimension of size < 1: " + describe(shape, dim_semantics));
+  if (n_local_cells < 0) throw GridError("negative local cell count " + std::to_string(n_local_cells));
   if (n_local_cells > 0 && (!decomp_domain || !glb_index))
-    throw GridError("owned_cells: decomp_domain and glb_index are required for " +
-                    std::to_string(n_local_cells) + " local cells");
+    throw GridError("owned_cells: decomp_domain and glb_index are required for " + std::to_string(n_local_cells) +
+                    " local cells");
 
   // Fortran order: the first dimension varies fastest.
   int64_t stride[5];
@@ -80,14 +75,13 @@ OwnedCells owned_cells(const int shape[5], const int dim_semantics[5], int nprom
         describe(shape, dim_semantics));
   if (blocked) {
     if (nproma < 1 || shape[d_nproma] != nproma)
-      throw GridError("host field's NPROMA dimension is " + std::to_string(shape[d_nproma]) +
-                      " but nproma is " + std::to_string(nproma) + ": " +
-                      describe(shape, dim_semantics));
+      throw GridError("host field's NPROMA dimension is " + std::to_string(shape[d_nproma]) + " but nproma is " +
+                      std::to_string(nproma) + ": " + describe(shape, dim_semantics));
     const int64_t need_blocks = (static_cast<int64_t>(n_local_cells) + nproma - 1) / nproma;
     if (shape[d_block] < need_blocks)
       throw GridError("host field has " + std::to_string(shape[d_block]) + " blocks but " +
-                      std::to_string(n_local_cells) + " local cells need " +
-                      std::to_string(need_blocks) + ": " + describe(shape, dim_semantics));
+                      std::to_string(n_local_cells) + " local cells need " + std::to_string(need_blocks) + ": " +
+                      describe(shape, dim_semantics));
   } else if (shape[d_unblock] < n_local_cells) {
     throw GridError("host field's UNBLOCK dimension holds " + std::to_string(shape[d_unblock]) +
                     " cells but there are " + std::to_string(n_local_cells) +
@@ -95,8 +89,8 @@ OwnedCells owned_cells(const int shape[5], const int dim_semantics[5], int nprom
   }
   const int n_levels = d_level >= 0 ? shape[d_level] : 1;
   if (level < 0 || level >= n_levels)
-    throw GridError("level " + std::to_string(level) + " is outside the host field's " +
-                    std::to_string(n_levels) + " levels: " + describe(shape, dim_semantics));
+    throw GridError("level " + std::to_string(level) + " is outside the host field's " + std::to_string(n_levels) +
+                    " levels: " + describe(shape, dim_semantics));
   const int64_t level_offset = d_level >= 0 ? level * stride[d_level] : 0;
 
   OwnedCells cells;
@@ -107,10 +101,9 @@ OwnedCells owned_cells(const int shape[5], const int dim_semantics[5], int nprom
   for (int j = 0; j < n_local_cells; ++j) {
     if (decomp_domain[j] != 0) continue;  // halo cells belong to another rank
     if (glb_index[j] < 1)
-      throw GridError("local cell " + std::to_string(j) + " has global index " +
-                      std::to_string(glb_index[j]) + " (glb_index is 1-based, expected >= 1)");
-    const int64_t off = blocked ? (j % nproma) * stride[d_nproma] +
-                                      static_cast<int64_t>(j / nproma) * stride[d_block]
+      throw GridError("local cell " + std::to_string(j) + " has global index " + std::to_string(glb_index[j]) +
+                      " (glb_index is 1-based, expected >= 1)");
+    const int64_t off = blocked ? (j % nproma) * stride[d_nproma] + static_cast<int64_t>(j / nproma) * stride[d_block]
                                 : static_cast<int64_t>(j) * stride[d_unblock];
     cells.offsets.push_back(off + level_offset);
     cells.global_index.push_back(static_cast<int64_t>(glb_index[j]) - 1);
@@ -120,15 +113,9 @@ OwnedCells owned_cells(const int shape[5], const int dim_semantics[5], int nprom
   return cells;
 }
 
-void pack(const double* field, const OwnedCells& cells, float* out) {
-  pack_impl(field, cells, out);
-}
+void pack(const double* field, const OwnedCells& cells, float* out) { pack_impl(field, cells, out); }
 void pack(const float* field, const OwnedCells& cells, float* out) { pack_impl(field, cells, out); }
-void unpack(const float* values, const OwnedCells& cells, double* field) {
-  unpack_impl(values, cells, field);
-}
-void unpack(const float* values, const OwnedCells& cells, float* field) {
-  unpack_impl(values, cells, field);
-}
+void unpack(const float* values, const OwnedCells& cells, double* field) { unpack_impl(values, cells, field); }
+void unpack(const float* values, const OwnedCells& cells, float* field) { unpack_impl(values, cells, field); }
 
 }  // namespace finecast::coupling

@@ -20,9 +20,8 @@ struct OwnedCells {
 /// dimension holds the cells, LEVEL the level, every other dimension is taken at index 0).
 /// decomp_domain and glb_index hold one value per local cell (0 = owned; 1-based global index).
 /// `level` is 0-based. Throws GridError naming the shape and semantics when they do not fit.
-OwnedCells owned_cells(const int shape[5], const int dim_semantics[5], int nproma,
-                       int n_local_cells, const int* decomp_domain, const int* glb_index,
-                       int level = 0);
+OwnedCells owned_cells(const int shape[5], const int dim_semantics[5], int nproma, int n_local_cells,
+                       const int* decomp_domain, const int* glb_index, int level = 0);
 
 /// Copies the values at `cells.offsets` into out[0..cells.size()) as float.
 void pack(const double* field, const OwnedCells& cells, float* out);

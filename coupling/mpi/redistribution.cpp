@@ -76,19 +76,23 @@ Redistribution::Redistribution(MPI_Comm comm, const std::vector<int64_t>& owned_
   const int64_t last = (static_cast<int64_t>(rank + 1) * n_global + size - 1) / size;  // exclusive
   std::string problem;
   for (int64_t g : owned_global)
-    if (g < 0 || g >= n_global) problem = "owned cell id " + std::to_string(g) + " outside 0.." + std::to_string(n_global - 1);
+    if (g < 0 || g >= n_global)
+      problem = "owned cell id " + std::to_string(g) + " outside 0.." + std::to_string(n_global - 1);
   for (int64_t g : slot_cells)
-    if (g < 0 || g >= n_global) problem = "slot cell id " + std::to_string(g) + " outside 0.." + std::to_string(n_global - 1);
+    if (g < 0 || g >= n_global)
+      problem = "slot cell id " + std::to_string(g) + " outside 0.." + std::to_string(n_global - 1);
 
   // A: owners register (id, rank, position); B: trainers register (id, rank, slot).
   std::vector<int64_t> tuples;
   tuples.reserve(owned_global.size() * 3);
   for (size_t p = 0; p < owned_global.size(); ++p)
-    if (owned_global[p] >= 0 && owned_global[p] < n_global) tuples.insert(tuples.end(), {owned_global[p], rank, static_cast<int64_t>(p)});
+    if (owned_global[p] >= 0 && owned_global[p] < n_global)
+      tuples.insert(tuples.end(), {owned_global[p], rank, static_cast<int64_t>(p)});
   const auto owners = route(comm_, size, tuples, 3, [&](const int64_t* t) { return directory(t[0]); });
   tuples.clear();
   for (size_t s = 0; s < slot_cells.size(); ++s)
-    if (slot_cells[s] >= 0 && slot_cells[s] < n_global) tuples.insert(tuples.end(), {slot_cells[s], rank, static_cast<int64_t>(s)});
+    if (slot_cells[s] >= 0 && slot_cells[s] < n_global)
+      tuples.insert(tuples.end(), {slot_cells[s], rank, static_cast<int64_t>(s)});
   const auto slots = route(comm_, size, tuples, 3, [&](const int64_t* t) { return directory(t[0]); });
 
   // The directory's range: owner (rank, position) and slot (trainer, slot) of each of its ids.
@@ -98,8 +102,8 @@ Redistribution::Redistribution(MPI_Comm comm, const std::vector<int64_t>& owned_
   for (size_t i = 0; i < owners.size(); i += 3) {
     const int64_t k = owners[i] - first;
     if (owner_rank[static_cast<size_t>(k)] >= 0)
-      problem = "cell " + std::to_string(owners[i]) + " is owned by ranks " + std::to_string(owner_rank[static_cast<size_t>(k)]) +
-                " and " + std::to_string(owners[i + 1]);
+      problem = "cell " + std::to_string(owners[i]) + " is owned by ranks " +
+                std::to_string(owner_rank[static_cast<size_t>(k)]) + " and " + std::to_string(owners[i + 1]);
     owner_rank[static_cast<size_t>(k)] = owners[i + 1];
     owner_pos[static_cast<size_t>(k)] = owners[i + 2];
   }
@@ -188,7 +192,8 @@ void Redistribution::forward(int n_fields, const float* local, float* slots) {
   for (int r = 0; r < size_; ++r)
     for (int f = 0; f < n_fields; ++f)
       for (int i = 0; i < recv_counts_[r]; ++i)
-        slots[static_cast<size_t>(f) * n_recv + static_cast<size_t>(recv_slot_[static_cast<size_t>(recv_displs_[r] + i)])] =
+        slots[static_cast<size_t>(f) * n_recv +
+              static_cast<size_t>(recv_slot_[static_cast<size_t>(recv_displs_[r] + i)])] =
             recv_buf_[static_cast<size_t>(field_recv_displs_[r] + f * recv_counts_[r] + i)];
 }
 

@@ -54,9 +54,9 @@ class Redistribution {
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
   int64_t n_owned_ = 0;
-  std::vector<int64_t> send_pos_;      ///< owned positions in send order (grouped by trainer, slot order)
+  std::vector<int64_t> send_pos_;  ///< owned positions in send order (grouped by trainer, slot order)
   std::vector<int> send_counts_, send_displs_;
-  std::vector<int64_t> recv_slot_;     ///< the slot of each received value (grouped by source rank)
+  std::vector<int64_t> recv_slot_;  ///< the slot of each received value (grouped by source rank)
   std::vector<int> recv_counts_, recv_displs_;
   std::vector<float> send_buf_, recv_buf_;
   std::vector<int> field_send_counts_, field_send_displs_, field_recv_counts_, field_recv_displs_;

@@ -10,15 +10,14 @@
 
 namespace finecast::coupling::replay {
 
-host::LocalCells decompose_latlon(const LatLonGrid& grid, const std::string& method,
-                                  unsigned long long seed, int n_ranks, int rank) {
+host::LocalCells decompose_latlon(const LatLonGrid& grid, const std::string& method, unsigned long long seed,
+                                  int n_ranks, int rank) {
   if (n_ranks < 1 || rank < 0 || rank >= n_ranks)
-    throw InternalError("decompose_latlon: rank " + std::to_string(rank) + " of " +
-                        std::to_string(n_ranks));
+    throw InternalError("decompose_latlon: rank " + std::to_string(rank) + " of " + std::to_string(n_ranks));
   const int64_t n = grid.nlat * grid.nlon;
   if (n < n_ranks)
-    throw ConfigError(grid.path + ": " + std::to_string(n) + " cells cannot be shared by " +
-                      std::to_string(n_ranks) + " ranks");
+    throw ConfigError(grid.path + ": " + std::to_string(n) + " cells cannot be shared by " + std::to_string(n_ranks) +
+                      " ranks");
   std::vector<char> mine(static_cast<size_t>(n), 0);
   const int64_t begin = n * rank / n_ranks, end = n * (rank + 1) / n_ranks;
   if (method == "round_robin") {
@@ -31,12 +30,10 @@ host::LocalCells decompose_latlon(const LatLonGrid& grid, const std::string& met
     // Fisher-Yates with our own draws: std::shuffle's use of the engine is implementation-defined,
     // and every rank (and every build) must compute the same partition.
     std::mt19937_64 rng(seed);
-    for (int64_t i = n - 1; i > 0; --i)
-      std::swap(order[i], order[rng() % static_cast<uint64_t>(i + 1)]);
+    for (int64_t i = n - 1; i > 0; --i) std::swap(order[i], order[rng() % static_cast<uint64_t>(i + 1)]);
     for (int64_t i = begin; i < end; ++i) mine[order[i]] = 1;
   } else {
-    throw ConfigError("decomposition must be one of round_robin, lat_bands, random; got '" +
-                      method + "'");
+    throw ConfigError("decomposition must be one of round_robin, lat_bands, random; got '" + method + "'");
   }
   host::LocalCells out;
   std::vector<char> in_halo(static_cast<size_t>(n), 0);
@@ -63,8 +60,7 @@ host::LocalCells decompose_latlon(const LatLonGrid& grid, const std::string& met
   return out;
 }
 
-comin_host::Domain make_latlon_domain(const LatLonGrid& grid, const host::LocalCells& cells,
-                                      int nproma, double dt) {
+comin_host::Domain make_latlon_domain(const LatLonGrid& grid, const host::LocalCells& cells, int nproma, double dt) {
   comin_host::Domain d;
   d.nproma = nproma;
   d.n_cells_global = static_cast<int>(grid.nlat * grid.nlon);

@@ -75,13 +75,11 @@ void Progress::clear() {
 }
 
 void Progress::draw() {
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
   const int filled = static_cast<int>(kBarWidth * done_ / total_);
   std::string bar(static_cast<size_t>(filled), '#');
   bar.resize(kBarWidth, '.');
-  std::fprintf(out_, "\r\033[K[%s] %s  %s", bar.c_str(), status(done_, total_, seconds).c_str(),
-               what_.c_str());
+  std::fprintf(out_, "\r\033[K[%s] %s  %s", bar.c_str(), status(done_, total_, seconds).c_str(), what_.c_str());
   std::fflush(out_);
   drawn_ = true;
   last_draw_ = seconds;
@@ -92,8 +90,7 @@ void Progress::update(int64_t done, const std::string& what) {
   done_ = done;
   what_ = what;
   if (mode_ == Mode::kNone) return;
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
   if (mode_ == Mode::kBar) {
     // Redrawing costs a write per step; a few per second are enough for the eye.
     if (done == total_ || last_draw_ < 0 || seconds - last_draw_ >= 0.2) draw();

@@ -30,8 +30,7 @@ bool parse(const std::string& text, std::tuple<int, int, int, int, int, double>&
 
 }  // namespace
 
-std::vector<std::string> expand_files(const std::vector<std::string>& patterns,
-                                      const std::string& context) {
+std::vector<std::string> expand_files(const std::vector<std::string>& patterns, const std::string& context) {
   std::vector<std::string> files;
   for (const auto& p : patterns) {
     if (!has_glob_chars(p)) {
@@ -43,8 +42,7 @@ std::vector<std::string> expand_files(const std::vector<std::string>& patterns,
     if (rc == 0)
       for (size_t i = 0; i < g.gl_pathc; ++i) files.emplace_back(g.gl_pathv[i]);
     globfree(&g);
-    if (rc != 0)
-      throw ConfigError(context + ": input.files: the pattern '" + p + "' matches no file");
+    if (rc != 0) throw ConfigError(context + ": input.files: the pattern '" + p + "' matches no file");
   }
   return files;
 }
@@ -62,18 +60,16 @@ ReplayInput::ReplayInput(const ReplayRunConfig& config)
         kind_ = reader.grid_kind();
       } else if (reader.spatial_shape() != shape_) {
         throw IoError(files_[f] + ": variable " + variables_[v].var + " has the spatial shape " +
-                      shape_text(reader.spatial_shape()) + ", but " + files_[0] + ": " +
-                      variables_[0].var + " has " + shape_text(shape_) +
-                      " (every replayed variable must live on the same grid)");
+                      shape_text(reader.spatial_shape()) + ", but " + files_[0] + ": " + variables_[0].var + " has " +
+                      shape_text(shape_) + " (every replayed variable must live on the same grid)");
       }
       if (f == 0) attributes_.push_back(reader.attributes());
       if (v == 0) {
         n_times = reader.n_times();
         for (int64_t t = 0; t < n_times; ++t) steps_.push_back({f, t, reader.time_string(t)});
       } else if (reader.n_times() != n_times) {
-        throw IoError(files_[f] + ": variable " + variables_[v].var + " has " +
-                      std::to_string(reader.n_times()) + " time steps, " + variables_[0].var +
-                      " has " + std::to_string(n_times));
+        throw IoError(files_[f] + ": variable " + variables_[v].var + " has " + std::to_string(reader.n_times()) +
+                      " time steps, " + variables_[0].var + " has " + std::to_string(n_times));
       }
     }
   }
@@ -91,9 +87,8 @@ ReplayInput::ReplayInput(const ReplayRunConfig& config)
     const std::string key = is_start ? "time.start" : "time.stop";
     if (!b.is_date) {
       if (b.index >= n)
-        throw ConfigError(config.path + ": " + key + " is step " + std::to_string(b.index) +
-                          " but the input has " + std::to_string(n) + " steps (0.." +
-                          std::to_string(n - 1) + ")");
+        throw ConfigError(config.path + ": " + key + " is step " + std::to_string(b.index) + " but the input has " +
+                          std::to_string(n) + " steps (0.." + std::to_string(n - 1) + ")");
       return b.index;
     }
     std::tuple<int, int, int, int, int, double> bound, t;
@@ -119,15 +114,13 @@ ReplayInput::ReplayInput(const ReplayRunConfig& config)
   };
   const int64_t first = resolve(config.start, true), last = resolve(config.stop, false);
   if (last < first)
-    throw ConfigError(config.path + ": time.stop (step " + std::to_string(last) + ", " +
-                      steps_[last].datetime + ") is before time.start (step " +
-                      std::to_string(first) + ", " + steps_[first].datetime + ")");
+    throw ConfigError(config.path + ": time.stop (step " + std::to_string(last) + ", " + steps_[last].datetime +
+                      ") is before time.start (step " + std::to_string(first) + ", " + steps_[first].datetime + ")");
   for (int64_t i = first; i <= last; i += config.stride) selected_.push_back(i);
 
   if (selected_.size() >= 2) {
     DateTime a, b;
-    if (parse_datetime(steps_[selected_[0]].datetime, a) &&
-        parse_datetime(steps_[selected_[1]].datetime, b)) {
+    if (parse_datetime(steps_[selected_[0]].datetime, a) && parse_datetime(steps_[selected_[1]].datetime, b)) {
       const CfTime clock("seconds since " + format_datetime(a), "proleptic_gregorian", config.path);
       step_seconds_ = clock.from_datetime(b);
     }
@@ -136,15 +129,12 @@ ReplayInput::ReplayInput(const ReplayRunConfig& config)
 
 ReplayInput::~ReplayInput() = default;
 
-const std::string& ReplayInput::datetime(int64_t i) const {
-  return steps_.at(selected_.at(i)).datetime;
-}
+const std::string& ReplayInput::datetime(int64_t i) const { return steps_.at(selected_.at(i)).datetime; }
 
 void ReplayInput::open_file(int file) {
   if (file == open_file_) return;
   readers_.clear();
-  for (const auto& v : variables_)
-    readers_.push_back(std::make_unique<FieldReader>(files_[file], v.var, v.level));
+  for (const auto& v : variables_) readers_.push_back(std::make_unique<FieldReader>(files_[file], v.var, v.level));
   open_file_ = file;
 }
 
@@ -158,8 +148,7 @@ int64_t ReplayInput::read(int64_t i, int v, float* out) {
 
 std::string ReplayInput::valid_range_text(int v) const {
   if (open_file_ < 0)
-    return FieldReader(files_.front(), variables_.at(v).var, variables_.at(v).level)
-        .valid_range_text();
+    return FieldReader(files_.front(), variables_.at(v).var, variables_.at(v).level).valid_range_text();
   return readers_.at(v)->valid_range_text();
 }
 

@@ -15,8 +15,7 @@ namespace finecast::coupling::replay {
 
 /// Expands file names and glob patterns (each pattern's matches sorted); throws ConfigError
 /// naming a pattern that matches nothing.
-std::vector<std::string> expand_files(const std::vector<std::string>& patterns,
-                                      const std::string& context);
+std::vector<std::string> expand_files(const std::vector<std::string>& patterns, const std::string& context);
 
 /// The selected steps of the replayed variables. Reads one step of one variable at a time.
 class ReplayInput {

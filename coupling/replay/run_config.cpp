@@ -27,8 +27,8 @@ const schema::Table<ReplayVariable>& variable_table() {
 }
 
 /// "tas" or {var: tas, name: ts, level: 0}.
-void read_variable(const YAML::Node& node, ReplayVariable& v, const yaml_schema::Origin& origin,
-                   const std::string& key, const std::vector<Entry>& extra = {}) {
+void read_variable(const YAML::Node& node, ReplayVariable& v, const yaml_schema::Origin& origin, const std::string& key,
+                   const std::vector<Entry>& extra = {}) {
   if (node.IsScalar()) {
     v.var = node.Scalar();
   } else if (node.IsMap()) {
@@ -54,7 +54,8 @@ Entry files_entry(ReplayRunConfig& c) {
     if (n.IsScalar()) c.files.push_back(n.Scalar());
     if (n.IsSequence())
       for (const auto& item : n) {
-        if (!item.IsScalar()) throw BadValue("must be a file name or a list of them, got a list holding " + describe(item));
+        if (!item.IsScalar())
+          throw BadValue("must be a file name or a list of them, got a list holding " + describe(item));
         c.files.push_back(item.Scalar());
       }
     if (c.files.empty() || c.files.front().empty())
@@ -138,9 +139,7 @@ Entry bound_entry(const std::string& key, StepBound& b, const std::string& comme
     b.is_date = true;
     b.date = format_datetime(t);
   };
-  e.write = [&b] {
-    return !b.given ? YAML::Node("") : b.is_date ? YAML::Node(b.date) : YAML::Node(b.index);
-  };
+  e.write = [&b] { return !b.given ? YAML::Node("") : b.is_date ? YAML::Node(b.date) : YAML::Node(b.index); };
   return e;
 }
 
@@ -149,9 +148,10 @@ const schema::Table<ReplayRunConfig>& replay_table() {
   using namespace schema;
   constexpr long long kMax = std::numeric_limits<int>::max();
   static const Table<C> t{
-      text("grid.type", &C::grid_type, "latlon (CF lat-lon or rotated pole, from the files) | icon", "one of latlon, icon",
-           [](const std::string& v) { return v == "latlon" || v == "icon"; }),
-      text("grid.file", &C::grid_file, "icon: the ICON grid file (required); latlon: coordinates (\"\" = the first file)"),
+      text("grid.type", &C::grid_type, "latlon (CF lat-lon or rotated pole, from the files) | icon",
+           "one of latlon, icon", [](const std::string& v) { return v == "latlon" || v == "icon"; }),
+      text("grid.file", &C::grid_file,
+           "icon: the ICON grid file (required); latlon: coordinates (\"\" = the first file)"),
       integer("time.stride", &C::stride, 1, kMax, "play every stride-th step"),
       integer("epochs", &C::epochs, 1, kMax, "passes over the selected steps"),
       integer("nproma", &C::nproma, 1, kMax, "block length of the host arrays"),
@@ -159,7 +159,8 @@ const schema::Table<ReplayRunConfig>& replay_table() {
            "one of round_robin, lat_bands, random",
            [](const std::string& v) { return v == "round_robin" || v == "lat_bands" || v == "random"; }),
       unsigned64("seed", &C::seed, "seed of the random decomposition"),
-      integer("progress_every", &C::progress_every, 0, kMax, "steps between plain progress lines (0: about 20 per run)"),
+      integer("progress_every", &C::progress_every, 0, kMax,
+              "steps between plain progress lines (0: about 20 per run)"),
       text("comin_namelist", &C::comin_namelist, "ICON &comin_nml file; replaces `plugins` when set")};
   return t;
 }
@@ -188,8 +189,9 @@ ReplayRunConfig parse_replay_run_config(const std::string& text, const std::stri
       errors.add("grid.file", path + ": grid.file is required for grid.type icon (the ICON grid file)");
     if (!errors.failed("decomposition") && !errors.failed("grid") && c.decomposition == "random" &&
         c.grid_type == "icon")
-      errors.add("decomposition", path + ": decomposition random is for latlon grids; ICON grids use round_robin or "
-                                         "lat_bands (as finecast-host)");
+      errors.add("decomposition", path +
+                                      ": decomposition random is for latlon grids; ICON grids use round_robin or "
+                                      "lat_bands (as finecast-host)");
     run_file::check_plugin_source(c.plugins, c.comin_namelist, path, errors);
   });
   return c;

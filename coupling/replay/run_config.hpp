@@ -48,7 +48,7 @@ struct ReplayRunConfig {
   int nproma = 32;
   std::string decomposition = "round_robin";  ///< round_robin | lat_bands | random
   uint64_t seed = 1;                          ///< permutation seed of `random`
-  int progress_every = 0;  ///< steps between plain progress lines; 0 = about 20 per run
+  int progress_every = 0;                     ///< steps between plain progress lines; 0 = about 20 per run
   std::vector<comin_host::PluginSpec> plugins;
   std::string comin_namelist;  ///< ICON &comin_nml file; replaces `plugins` when set
 };

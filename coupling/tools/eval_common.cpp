@@ -21,14 +21,13 @@ void check_default_truth(const EvalOptions& o) {
   const bool found = nc_inq_varid(ncid, o.truth_variable().c_str(), &id) == NC_NOERR;
   nc_close(ncid);
   if (!found)
-    throw ConfigError("no --truth given, and prediction '" + o.pred + "' has no variable '" +
-                      o.truth_variable() +
+    throw ConfigError("no --truth given, and prediction '" + o.pred + "' has no variable '" + o.truth_variable() +
                       "' (the host's own field, which plugin outputs carry) to use as the truth: "
                       "give the fine truth with --truth FILE");
 }
 
-void match_steps(const StepAxis& truth, const StepAxis& pred, const std::string& time,
-                 std::vector<std::size_t>& tsteps, std::vector<std::size_t>& psteps) {
+void match_steps(const StepAxis& truth, const StepAxis& pred, const std::string& time, std::vector<std::size_t>& tsteps,
+                 std::vector<std::size_t>& psteps) {
   tsteps.clear();
   psteps.clear();
   if (!time.empty()) {
@@ -46,9 +45,9 @@ void match_steps(const StepAxis& truth, const StepAxis& pred, const std::string&
                         "; cannot tell which prediction step belongs to it");
   } else {
     if (pred.n_times != truth.n_times)
-      throw ConfigError(pred.description + " has " + std::to_string(pred.n_times) +
-                        " time steps but " + truth.description + " has " +
-                        std::to_string(truth.n_times) + "; pass --time T to score one step");
+      throw ConfigError(pred.description + " has " + std::to_string(pred.n_times) + " time steps but " +
+                        truth.description + " has " + std::to_string(truth.n_times) +
+                        "; pass --time T to score one step");
     for (std::size_t t = 0; t < truth.n_times; ++t) tsteps.push_back(t), psteps.push_back(t);
   }
   // Both files dated: the dates must agree step by step (a prediction of another day would
@@ -56,9 +55,8 @@ void match_steps(const StepAxis& truth, const StepAxis& pred, const std::string&
   for (std::size_t i = 0; i < tsteps.size(); ++i) {
     const std::string td = truth.date(tsteps[i]), pd = pred.date(psteps[i]);
     if (!td.empty() && !pd.empty() && td != pd)
-      throw ConfigError("time steps do not match: " + truth.description + " step " +
-                        std::to_string(tsteps[i]) + " is " + td + " but " + pred.description +
-                        " step " + std::to_string(psteps[i]) + " is " + pd);
+      throw ConfigError("time steps do not match: " + truth.description + " step " + std::to_string(tsteps[i]) +
+                        " is " + td + " but " + pred.description + " step " + std::to_string(psteps[i]) + " is " + pd);
   }
 }
 
@@ -84,7 +82,7 @@ std::pair<std::string, std::string> split_file_var(const std::string& text, cons
 
 bool check_regression_options(const EvalOptions& o) {
   if (o.statics.empty()) {
-    const char* needs = !o.fit_on.empty()          ? "--fit-on"
+    const char* needs = !o.fit_on.empty()           ? "--fit-on"
                         : !o.regression_in.empty()  ? "--regression-in"
                         : !o.regression_out.empty() ? "--regression-out"
                                                     : nullptr;
@@ -99,13 +97,14 @@ bool check_regression_options(const EvalOptions& o) {
     throw ConfigError("--regression-in " + o.regression_in + " and --fit-on " + o.fit_on +
                       " both given: use the saved coefficients or fit new ones, not both");
   if (o.regression_in.empty() && o.fit_on.empty() && o.hold_out.empty())
-    throw ConfigError("--static needs --fit-on REGION|FILE (the training split regression_cons is fitted on), "
-                      "--hold-out (it is then fitted on the rest), or --regression-in FILE (saved coefficients)");
+    throw ConfigError(
+        "--static needs --fit-on REGION|FILE (the training split regression_cons is fitted on), "
+        "--hold-out (it is then fitted on the rest), or --regression-in FILE (saved coefficients)");
   return true;
 }
 
 coupling::eval::RegressionFit finish_regression(const EvalOptions& o, const std::vector<std::string>& names,
-                                               const std::function<coupling::eval::RegressionFit()>& fit) {
+                                                const std::function<coupling::eval::RegressionFit()>& fit) {
   namespace fe = coupling::eval;
   fe::RegressionFit r;
   if (!o.regression_in.empty()) {
@@ -132,8 +131,7 @@ coupling::eval::RegressionFit finish_regression(const EvalOptions& o, const std:
   return r;
 }
 
-void write_baselines(const EvalOptions& o,
-                     const std::vector<std::pair<std::string, std::vector<double>>>& fields,
+void write_baselines(const EvalOptions& o, const std::vector<std::pair<std::string, std::vector<double>>>& fields,
                      const std::vector<std::string>& dims, const std::vector<std::size_t>& shape,
                      const std::string& step) {
   if (o.baselines_out.empty()) return;
@@ -152,13 +150,11 @@ void write_baselines(const EvalOptions& o,
   text("pred", o.pred);
   text("var", o.var);
   text("step", step);
-  text("content",
-       "finecast-eval's baselines at the last scored step, computed from the truth's coarse field");
+  text("content", "finecast-eval's baselines at the last scored step, computed from the truth's coarse field");
   std::vector<int> vars;
   for (const auto& f : fields) {
     int v = -1;
-    ok = ok && nc_def_var(nc, f.first.c_str(), NC_DOUBLE, static_cast<int>(ids.size()), ids.data(),
-                          &v) == NC_NOERR;
+    ok = ok && nc_def_var(nc, f.first.c_str(), NC_DOUBLE, static_cast<int>(ids.size()), ids.data(), &v) == NC_NOERR;
     vars.push_back(v);
   }
   ok = ok && nc_enddef(nc) == NC_NOERR;

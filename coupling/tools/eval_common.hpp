@@ -33,13 +33,11 @@ struct EvalOptions {
   /// prediction's grid (a block is held out when any of its cells is non-zero).
   std::string hold_out;
   std::string regression_in, regression_out;  ///< reuse / save regression_cons's coefficients
-  std::string baselines_out;  ///< NetCDF file for every baseline's field at the last scored step
+  std::string baselines_out;                  ///< NetCDF file for every baseline's field at the last scored step
 
   /// The truth file and variable after the defaults.
   std::string truth_path() const { return truth.empty() ? pred : truth; }
-  std::string truth_variable() const {
-    return !truth_var.empty() ? truth_var : truth.empty() ? var + "_host" : var;
-  }
+  std::string truth_variable() const { return !truth_var.empty() ? truth_var : truth.empty() ? var + "_host" : var; }
 };
 
 /// Without --truth the truth is the prediction's <var>_host: throws ConfigError (naming --truth
@@ -80,14 +78,13 @@ bool check_regression_options(const EvalOptions& options);
 /// them into the report's meta. With --regression-in, checks that the file's predictors are the
 /// covariates given (ConfigError naming both).
 coupling::eval::RegressionFit finish_regression(const EvalOptions& options,
-                                               const std::vector<std::string>& predictor_names,
-                                               const std::function<coupling::eval::RegressionFit()>& fit);
+                                                const std::vector<std::string>& predictor_names,
+                                                const std::function<coupling::eval::RegressionFit()>& fit);
 
 /// Writes every baseline's field of the last scored step to --baselines-out: one variable per
 /// baseline named after it, on `dims` (("ncells") or (y, x)) with `shape`, double precision, and
 /// the global attributes truth/pred/var/step. Throws IoError naming the file.
-void write_baselines(const EvalOptions& options,
-                     const std::vector<std::pair<std::string, std::vector<double>>>& fields,
+void write_baselines(const EvalOptions& options, const std::vector<std::pair<std::string, std::vector<double>>>& fields,
                      const std::vector<std::string>& dims, const std::vector<std::size_t>& shape,
                      const std::string& step);
 

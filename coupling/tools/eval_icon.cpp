@@ -75,8 +75,7 @@ class IconVar {
                         ") but the other input is an ICON field: both must be on the same grid");
     n_cells_ = f.n_values();
     n_members_ = static_cast<std::size_t>(f.n_levels());
-    for (std::size_t m = 1; m < n_members_; ++m)
-      readers_.emplace_back(path, var, static_cast<int>(m));
+    for (std::size_t m = 1; m < n_members_; ++m) readers_.emplace_back(path, var, static_cast<int>(m));
     buf_.resize(static_cast<std::size_t>(n_cells_));
   }
 
@@ -87,8 +86,7 @@ class IconVar {
   std::size_t n_members() const { return n_members_; }
   std::size_t n_times() const { return static_cast<std::size_t>(readers_.front().n_times()); }
   std::string date(std::size_t t) const {
-    return readers_.front().has_time_axis() ? readers_.front().time_string(static_cast<int64_t>(t))
-                                            : "";
+    return readers_.front().has_time_axis() ? readers_.front().time_string(static_cast<int64_t>(t)) : "";
   }
   StepAxis axis() const {
     return {describe(), n_times(), [this](std::size_t t) { return date(t); },
@@ -152,16 +150,13 @@ bool constant_per_patch(const coupling::PatchMap& m, const std::vector<double>& 
   return true;
 }
 
-
 /// Patches wholly inside a region (every fine cell centre), as --region selects them.
-std::vector<char> patches_inside(const fe::CellLayout& layout, const coupling::IconGrid& grid,
-                                    const fe::Region& reg) {
+std::vector<char> patches_inside(const fe::CellLayout& layout, const coupling::IconGrid& grid, const fe::Region& reg) {
   std::vector<char> mask(static_cast<std::size_t>(layout.n_patches()), 1);
   for (int64_t p = 0; p < layout.n_patches(); ++p)
     for (int k = 0; k < layout.patch_size(); ++k) {
       const int64_t c = layout.cells(p)[k];
-      if (!reg.contains_lat(grid.clat[c] * 180.0 / M_PI) || !reg.contains_lon(grid.clon[c] * 180.0 / M_PI))
-        mask[p] = 0;
+      if (!reg.contains_lat(grid.clat[c] * 180.0 / M_PI) || !reg.contains_lon(grid.clon[c] * 180.0 / M_PI)) mask[p] = 0;
     }
   return mask;
 }
@@ -229,8 +224,8 @@ struct CoarseLevel {
   std::string source;  ///< "--coarse-level" or the companion variable's name
 };
 
-CoarseLevel coarse_level(const EvalOptions& o, IconLevels& hierarchy, const std::string& grid_path,
-                         const IconVar& pred, bool has_coarse, const std::vector<double>& coarse_field) {
+CoarseLevel coarse_level(const EvalOptions& o, IconLevels& hierarchy, const std::string& grid_path, const IconVar& pred,
+                         bool has_coarse, const std::vector<double>& coarse_field) {
   const int F = hierarchy.fine_level();
   const std::string coarse_var = o.var + "_coarse";
   CoarseLevel c{o.coarse_level, "--coarse-level"};
@@ -250,12 +245,13 @@ CoarseLevel coarse_level(const EvalOptions& o, IconLevels& hierarchy, const std:
     if (c.level < 0)
       throw ConfigError("'" + coarse_var + "' of prediction '" + o.pred +
                         "' is not constant on the cells of any coarse level R2B0..R2B" + std::to_string(F - 1) +
-                        " of grid '" + grid_path + "': give --coarse-level (is it the grid the prediction was made on?)");
+                        " of grid '" + grid_path +
+                        "': give --coarse-level (is it the grid the prediction was made on?)");
     c.source = coarse_var;
   } else if (has_coarse && !constant_per_patch(hierarchy.map(L), coarse_field)) {
     throw ConfigError("--coarse-level " + std::to_string(L) + " does not match prediction '" + o.pred + "': its '" +
-                      coarse_var + "' is not constant on the R2B" + std::to_string(L) + " cells of grid '" +
-                      grid_path + "'");
+                      coarse_var + "' is not constant on the R2B" + std::to_string(L) + " cells of grid '" + grid_path +
+                      "'");
   }
   return c;
 }
@@ -322,8 +318,8 @@ fe::RegressionFit fit_regression(const EvalOptions& o, fe::CellEvaluator& ev, Ic
       std::vector<char> rest(held.size());
       for (std::size_t q = 0; q < held.size(); ++q) rest[q] = held[q] ? 0 : 1;
       add_cell_fit_data(fitter, truth, tsteps, ev.interpolator(), p, rest);
-      where = "the R2B" + std::to_string(L) + " cells of " + truth.path() + " not held out (--hold-out " + o.hold_out +
-              ")";
+      where =
+          "the R2B" + std::to_string(L) + " cells of " + truth.path() + " not held out (--hold-out " + o.hold_out + ")";
     } else if (fe::is_region_text(o.fit_on)) {
       const auto use = patches_inside(layout, grid, fe::parse_region(o.fit_on, "--fit-on"));
       int64_t n = 0;
@@ -452,9 +448,9 @@ int run_icon(const EvalOptions& o) {
 
   std::cout << "finecast-eval: " << truth.describe() << " vs " << pred.describe() << "\n"
             << "  ICON grid " << grid_path << ": R2B" << F << " (" << grid.n_cells << " cells) in R2B" << L
-            << " patches of " << layout.patch_size() << " (coarse level from " << level.source << "), "
-            << scored.count << " of " << layout.n_patches() << " patches scored per step, " << tsteps.size()
-            << " time step(s), " << pred.n_members() << " member(s), weights cell_area\n";
+            << " patches of " << layout.patch_size() << " (coarse level from " << level.source << "), " << scored.count
+            << " of " << layout.n_patches() << " patches scored per step, " << tsteps.size() << " time step(s), "
+            << pred.n_members() << " member(s), weights cell_area\n";
   if (coarse)
     std::cout << "  " << coarse_var << " matches the truth's R2B" << L << " means (max difference " << worst_coarse
               << ")\n";

@@ -67,8 +67,7 @@ int global_int(const std::string& path, const char* name) {
   if (nc_inq_att(ncid, NC_GLOBAL, name, &type, &len) == NC_NOERR && len > 0) {
     if (type == NC_CHAR) {
       std::string s(len, '\0');
-      if (nc_get_att_text(ncid, NC_GLOBAL, name, s.data()) == NC_NOERR)
-        value = std::atof(s.c_str());
+      if (nc_get_att_text(ncid, NC_GLOBAL, name, s.data()) == NC_NOERR) value = std::atof(s.c_str());
     } else if (type != NC_STRING && len == 1) {
       nc_get_att_double(ncid, NC_GLOBAL, name, &value);
     }
@@ -77,8 +76,7 @@ int global_int(const std::string& path, const char* name) {
   return static_cast<int>(std::lround(value));
 }
 
-GridVar::GridVar(const std::string& p, const std::string& name, const std::string& r)
-    : path(p), var(name), role(r) {
+GridVar::GridVar(const std::string& p, const std::string& name, const std::string& r) : path(p), var(name), role(r) {
   using finecast::coupling::FieldReader;
   try {
     readers_.emplace_back(path, var, 0);
@@ -86,11 +84,10 @@ GridVar::GridVar(const std::string& p, const std::string& name, const std::strin
     throw IoError(role + " file: " + e.what());
   }
   const FieldReader& f = readers_.front();
-  const std::string expected = role != "prediction" ? "(time, lat, lon) or (lat, lon)"
-                                                    : "(time, member, lat, lon) or (member, lat, lon)";
+  const std::string expected =
+      role != "prediction" ? "(time, lat, lon) or (lat, lon)" : "(time, member, lat, lon) or (member, lat, lon)";
   if (f.grid_kind() == FieldReader::GridKind::kUnstructured)
-    throw ConfigError(describe() + " is on an unstructured grid (dimension '" +
-                      f.spatial_dims().at(0) +
+    throw ConfigError(describe() + " is on an unstructured grid (dimension '" + f.spatial_dims().at(0) +
                       "') but the prediction is a lat-lon field: both must be on the same grid, "
                       "lat-lon " +
                       expected + " or ICON (time, ncells)");
@@ -117,8 +114,7 @@ GridVar::GridVar(const std::string& p, const std::string& name, const std::strin
 }
 
 std::string GridVar::date(std::size_t t) const {
-  return readers_.front().has_time_axis() ? readers_.front().time_string(static_cast<int64_t>(t))
-                                          : "";
+  return readers_.front().has_time_axis() ? readers_.front().time_string(static_cast<int64_t>(t)) : "";
 }
 
 void GridVar::read(std::size_t t, std::size_t m, int y0, int nyr, int x0, int nxr, double* out) {
@@ -126,8 +122,7 @@ void GridVar::read(std::size_t t, std::size_t m, int y0, int nyr, int x0, int nx
   readers_.at(m).read(static_cast<int64_t>(t), buf_.data());
   for (int i = 0; i < nyr; ++i)
     for (int j = 0; j < nxr; ++j)
-      out[static_cast<std::size_t>(i) * nxr + j] =
-          buf_[static_cast<std::size_t>(y0 + i) * nx + x0 + j];
+      out[static_cast<std::size_t>(i) * nxr + j] = buf_[static_cast<std::size_t>(y0 + i) * nx + x0 + j];
 }
 
 std::string range_text(const std::vector<double>& v) {
@@ -140,10 +135,9 @@ std::string range_text(const std::vector<double>& v) {
 bool looks_like_latitude(const GridVar& g) {
   std::string n = g.y_name;
   std::transform(n.begin(), n.end(), n.begin(), ::tolower);
-  return g.y_units.rfind("degrees_north", 0) == 0 || g.y_units == "degrees" ||
-         g.y_units == "degree" || n.find("lat") != std::string::npos;
+  return g.y_units.rfind("degrees_north", 0) == 0 || g.y_units == "degrees" || g.y_units == "degree" ||
+         n.find("lat") != std::string::npos;
 }
-
 
 std::string grid_text(const GridVar& g) {
   return g.describe() + " is " + std::to_string(g.ny) + " x " + std::to_string(g.nx) + " (" + g.y_name + " " +
@@ -193,8 +187,7 @@ struct Covariates {
     for (auto& v : vars) {
       const auto [oy, ox] =
           locate(*v, ref, "a --static covariate must cover the grid of the fields it is used with (same coordinates)");
-      if (v->n_times > 1)
-        std::cout << "  " << v->describe() << " has " << v->n_times << " steps; the first is used\n";
+      if (v->n_times > 1) std::cout << "  " << v->describe() << " has " << v->n_times << " steps; the first is used\n";
       out.emplace_back(static_cast<std::size_t>(ny) * nx);
       v->read(0, 0, oy + y0, ny, ox + x0, nx, out.back().data());
     }
@@ -254,8 +247,8 @@ std::vector<char> hold_out_blocks(const ft::EvalOptions& o, const GridVar& pred,
 
 /// Adds to `fitter` the cells of the blocks flagged in `block_use` (empty = all) of a window of
 /// `src`, for each of `steps`: residual = truth - bicubic_cons(block means).
-void add_fit_data(fe::RegressionFitter& fitter, GridVar& src, Covariates& cov, int y0, int ny, int x0, int nx,
-                  int k, const std::vector<std::size_t>& steps, const std::vector<char>& block_use) {
+void add_fit_data(fe::RegressionFitter& fitter, GridVar& src, Covariates& cov, int y0, int ny, int x0, int nx, int k,
+                  const std::vector<std::size_t>& steps, const std::vector<char>& block_use) {
   const fe::BlockLayout layout = window_layout(src, y0, ny, x0, nx, k);
   layout.validate();
   const auto values = cov.read(src, y0, ny, x0, nx);
@@ -309,8 +302,9 @@ std::pair<int, int> prediction_offset(const GridVar& truth, const GridVar& pred)
     return g.describe() + " is " + std::to_string(g.ny) + " x " + std::to_string(g.nx) + " (" + g.y_name + " " +
            range_text(g.y) + ", " + g.x_name + " " + range_text(g.x) + ")";
   };
-  const std::string mismatch = "grids do not match: " + grid_text(pred) + " but " + grid_text(truth) +
-                               "; the prediction must be on the truth's grid or on a part of it cropped to whole blocks";
+  const std::string mismatch =
+      "grids do not match: " + grid_text(pred) + " but " + grid_text(truth) +
+      "; the prediction must be on the truth's grid or on a part of it cropped to whole blocks";
   if (!truth.y.empty() && !pred.y.empty() && !truth.x.empty() && !pred.x.empty()) {
     const int ty0 = fe::find_offset(truth.y, pred.y), tx0 = fe::find_offset(truth.x, pred.x);
     if (ty0 < 0 || tx0 < 0) throw ConfigError(mismatch);
@@ -348,8 +342,10 @@ Window scored_window(const ft::EvalOptions& o, const GridVar& pred, int k) {
   if (pred.y.empty() || pred.x.empty())
     throw ConfigError("--region needs coordinate variables, but prediction '" + pred.path + "' has none for " +
                       pred.y_name + "/" + pred.x_name);
-  const auto [by0, by1] = fe::blocks_inside(pred.y, k, [&](double v) { return reg.contains_lat(v); }, pred.y_name);
-  const auto [bx0, bx1] = fe::blocks_inside(pred.x, k, [&](double v) { return reg.contains_lon(v); }, pred.x_name);
+  const auto [by0, by1] = fe::blocks_inside(
+      pred.y, k, [&](double v) { return reg.contains_lat(v); }, pred.y_name);
+  const auto [bx0, bx1] = fe::blocks_inside(
+      pred.x, k, [&](double v) { return reg.contains_lon(v); }, pred.x_name);
   w.y0 = by0 * k;
   w.x0 = bx0 * k;
   w.ny = (by1 - by0) * k;
@@ -380,11 +376,11 @@ fe::RegressionFit fit_regression(const ft::EvalOptions& o, fe::Evaluator& ev, co
       // Whole blocks of the truth file, aligned with the prediction's blocks.
       const int y0 = (ty0 + w.y0) % k, x0 = (tx0 + w.x0) % k;
       const int fny = (truth.ny - y0) / k * k, fnx = (truth.nx - x0) / k * k;
-      const auto use =
-          blocks_in_region(truth, fe::parse_region(o.fit_on, "--fit-on"), y0, fny, x0, fnx, k, "--fit-on");
+      const auto use = blocks_in_region(truth, fe::parse_region(o.fit_on, "--fit-on"), y0, fny, x0, fnx, k, "--fit-on");
       int64_t n = 0;
       for (char c : use) n += c;
-      if (n == 0) throw ConfigError("--fit-on " + o.fit_on + ": no whole block of " + truth.describe() + " lies inside");
+      if (n == 0)
+        throw ConfigError("--fit-on " + o.fit_on + ": no whole block of " + truth.describe() + " lies inside");
       add_fit_data(fitter, truth, cov, y0, fny, x0, fnx, k, tsteps, use);
       where = "region " + o.fit_on + " of " + truth.path + " (" + std::to_string(n) + " blocks)";
     } else {
@@ -395,8 +391,8 @@ fe::RegressionFit fit_regression(const ft::EvalOptions& o, fe::Evaluator& ev, co
         throw ConfigError("--fit-on " + o.fit_on + ": " + src.describe() + " is smaller than one block of " +
                           std::to_string(k));
       add_fit_data(fitter, src, cov, 0, src.ny / k * k, 0, src.nx / k * k, k, steps, {});
-      where = o.fit_on + " (" + std::to_string(src.ny / k * (src.nx / k)) + " blocks, " +
-              std::to_string(steps.size()) + " step(s))";
+      where = o.fit_on + " (" + std::to_string(src.ny / k * (src.nx / k)) + " blocks, " + std::to_string(steps.size()) +
+              " step(s))";
     }
     return fitter.solve(where);
   });
@@ -465,10 +461,9 @@ int run_latlon(const ft::EvalOptions& o) {
   if (regression) ft::add_regression_meta(fit, rep.meta);
 
   std::cout << "finecast-eval: " << truth.describe() << " vs " << pred.describe() << "\n"
-            << "  window " << ny << " x " << nx << " (" << pred.y_name << " rows " << py0 << ".."
-            << py0 + ny - 1 << ", " << pred.x_name << " columns " << px0 << ".." << px0 + nx - 1
-            << " of the prediction), block " << k << ", " << rep.blocks_total
-            << " blocks per step, " << tsteps.size() << " time step(s), " << pred.n_members
+            << "  window " << ny << " x " << nx << " (" << pred.y_name << " rows " << py0 << ".." << py0 + ny - 1
+            << ", " << pred.x_name << " columns " << px0 << ".." << px0 + nx - 1 << " of the prediction), block " << k
+            << ", " << rep.blocks_total << " blocks per step, " << tsteps.size() << " time step(s), " << pred.n_members
             << " member(s), weights " << weights_text << "\n";
   if (!scored.empty()) {
     int64_t held = 0;
@@ -504,26 +499,22 @@ int main(int argc, char** argv) {
       ->required();
   app.add_option("--var", o.var, "variable name in the prediction (and the truth)")->required();
   app.add_option("--truth-var", o.truth_var, "variable name in the truth when it differs");
-  app.add_option(
-         "--block", o.block,
-         "lat-lon: block edge k in fine cells (default: recorded in the prediction, else 16)")
+  app.add_option("--block", o.block,
+                 "lat-lon: block edge k in fine cells (default: recorded in the prediction, else 16)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--grid", o.grid,
-                 "ICON: the fine ICON grid file (default: the prediction's grid_file_uri)");
+  app.add_option("--grid", o.grid, "ICON: the fine ICON grid file (default: the prediction's grid_file_uri)");
   app.add_option("--coarse-level", o.coarse_level,
                  "ICON: patches are the R2B<L> cells (default: the coarsest level on whose cells "
                  "the prediction's <var>_coarse is constant)")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--idw-neighbours", o.idw_neighbours,
-                 "ICON: coarse cell centres in the inverse-distance baselines")
+  app.add_option("--idw-neighbours", o.idw_neighbours, "ICON: coarse cell centres in the inverse-distance baselines")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--idw-power", o.idw_power, "ICON: the inverse-distance weights are 1/d^power")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option(
-      "--region", o.region,
-      "lat0,lat1,lon0,lon1 in degrees: score only the whole blocks (coarse cells) inside");
+  app.add_option("--region", o.region,
+                 "lat0,lat1,lon0,lon1 in degrees: score only the whole blocks (coarse cells) inside");
   finecast::cli::add_time(app, o.time, "score only this step of the truth");
   app.add_option("--static", o.statics,
                  "FILE:VAR, a fine static covariate (e.g. the surface height) on the truth's grid or a larger "
@@ -537,9 +528,8 @@ int main(int argc, char** argv) {
                  "score only the held-out blocks (coarse cells): a region lat0,lat1,lon0,lon1 (whole blocks "
                  "inside), or FILE:VAR, a mask on the prediction's grid (non-zero = held out); regression_cons "
                  "is then fitted on the rest unless --fit-on says otherwise");
-  app.add_option(
-      "--baselines-out", o.baselines_out,
-      "write every baseline's field at the last scored step to this NetCDF file (for figures)");
+  app.add_option("--baselines-out", o.baselines_out,
+                 "write every baseline's field at the last scored step to this NetCDF file (for figures)");
   app.add_option("--regression-out", o.regression_out, "write regression_cons's coefficients as JSON to this file");
   app.add_option("--regression-in", o.regression_in,
                  "use the coefficients of a file written by --regression-out instead of fitting");

@@ -47,8 +47,7 @@ int report(const fc::PatchMap& pm, bool every_cell_covered) {
   std::printf("fine cells per coarse cell: min %d, max %d\n", *lo, *hi);
   std::printf("fine cells outside every coarse cell: %lld\n", static_cast<long long>(outside));
   const bool ok = *lo == *hi && twice == 0 && (!every_cell_covered || outside == 0);
-  if (twice > 0)
-    std::printf("fine cells in more than one coarse cell: %lld\n", static_cast<long long>(twice));
+  if (twice > 0) std::printf("fine cells in more than one coarse cell: %lld\n", static_cast<long long>(twice));
   std::printf("consistent: %s\n", ok ? "yes" : "no");
   return ok ? 0 : kInconsistent;
 }
@@ -66,10 +65,8 @@ int main(int argc, char** argv) {
   app.add_option("FILE,--grid", grid_path,
                  "ICON grid file or NetCDF file with a lat-lon field (positional, or --grid FILE)")
       ->required();
-  auto* level_opt = app.add_option("--coarse-level", coarse_level,
-                                   "ICON: coarse level L (R2B<L> parents; default 0)");
-  auto* block_opt =
-      app.add_option("--block", block, "lat-lon: block size K (K x K fine cells; default 16)");
+  auto* level_opt = app.add_option("--coarse-level", coarse_level, "ICON: coarse level L (R2B<L> parents; default 0)");
+  auto* block_opt = app.add_option("--block", block, "lat-lon: block size K (K x K fine cells; default 16)");
   level_opt->excludes(block_opt);
   app.add_option("--var", var,
                  "lat-lon: variable whose coordinates define the grid "
@@ -78,20 +75,17 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   try {
-    const bool icon =
-        block_opt->count() == 0 && (level_opt->count() > 0 || has_variable(grid_path, "clon"));
+    const bool icon = block_opt->count() == 0 && (level_opt->count() > 0 || has_variable(grid_path, "clon"));
     if (icon) {
       const fc::IconGrid grid = fc::read_icon_grid(grid_path);
       std::printf("grid: %s\n", grid_path.c_str());
-      std::printf("kind: ICON triangular, %lld cells, %lld vertices\n",
-                  static_cast<long long>(grid.n_cells), static_cast<long long>(grid.n_vertices));
+      std::printf("kind: ICON triangular, %lld cells, %lld vertices\n", static_cast<long long>(grid.n_cells),
+                  static_cast<long long>(grid.n_vertices));
       const int level = fc::icon_grid_level(grid);
       std::printf("fine level: R2B%d, coarse level: R2B%d\n", level, coarse_level);
       if (coarse_level < 0 || coarse_level > level) {
-        std::fprintf(
-            stderr,
-            "finecast-grid: --coarse-level %d out of range for an R2B%d grid, expected 0..%d\n",
-            coarse_level, level, level);
+        std::fprintf(stderr, "finecast-grid: --coarse-level %d out of range for an R2B%d grid, expected 0..%d\n",
+                     coarse_level, level, level);
         return 1;
       }
       return report(fc::icon_patch_map(grid, coarse_level), true);
@@ -99,10 +93,9 @@ int main(int argc, char** argv) {
     if (var.empty()) var = fc::find_latlon_variable(grid_path);
     const fc::LatLonGrid grid = fc::read_latlon_grid(grid_path, var);
     std::printf("grid: %s (variable %s)\n", grid_path.c_str(), var.c_str());
-    std::printf("kind: %s lat-lon, %lld x %lld (%s x %s)%s\n",
-                grid.rotated ? "rotated-pole" : "regular", static_cast<long long>(grid.nlat),
-                static_cast<long long>(grid.nlon), grid.lat_name.c_str(), grid.lon_name.c_str(),
-                grid.global_lon ? ", global in longitude" : "");
+    std::printf("kind: %s lat-lon, %lld x %lld (%s x %s)%s\n", grid.rotated ? "rotated-pole" : "regular",
+                static_cast<long long>(grid.nlat), static_cast<long long>(grid.nlon), grid.lat_name.c_str(),
+                grid.lon_name.c_str(), grid.global_lon ? ", global in longitude" : "");
     std::printf("block: %d x %d\n", block, block);
     return report(fc::latlon_patch_map(grid, block), false);
   } catch (const finecast::GridError& e) {

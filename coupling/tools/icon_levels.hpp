@@ -18,8 +18,7 @@ namespace finecast::tools {
 class IconLevels {
  public:
   /// Throws GridError when the grid is not an R2B<F> grid.
-  explicit IconLevels(const coupling::IconGrid& grid)
-      : grid_(grid), fine_level_(coupling::icon_grid_level(grid)) {}
+  explicit IconLevels(const coupling::IconGrid& grid) : grid_(grid), fine_level_(coupling::icon_grid_level(grid)) {}
 
   int fine_level() const { return fine_level_; }
 

@@ -45,7 +45,8 @@ void setup_conditioning(const Config& cfg, coupling::PatchMap& map, Conditioning
     throw ConfigError(cfg.source + ": train.hold_out " + cfg.train.hold_out +
                       ": no patch lies wholly inside the box (coordinates of grid.file " + cfg.grid.file + ")");
   if (state.n_held_out == map.n_coarse)
-    throw ConfigError(cfg.source + ": train.hold_out " + cfg.train.hold_out + ": every patch lies inside the box; "
+    throw ConfigError(cfg.source + ": train.hold_out " + cfg.train.hold_out +
+                      ": every patch lies inside the box; "
                       "nothing would be trained on");
   log::info("train.hold_out " + cfg.train.hold_out + ": " + std::to_string(state.n_held_out) + " of " +
             std::to_string(map.n_coarse) + " patches are never trained on (their coarse values stay in the context)");

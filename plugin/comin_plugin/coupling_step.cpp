@@ -31,8 +31,9 @@ bool local(PluginState& s, const char* what, const std::function<void()>& fn) {
     const std::string why = std::string(what) + " at " + s.stats.datetime + ": " + describe_current_exception();
     if (s.config.on_error != OnError::kDisable) stop_the_run(why);
     log::error(why);
-    s.transition(Phase::kFailed, "finecast stops working after this error (on_error: disable); the simulation "
-                                 "continues and finecast's outputs keep what was written");
+    s.transition(Phase::kFailed,
+                 "finecast stops working after this error (on_error: disable); the simulation "
+                 "continues and finecast's outputs keep what was written");
     return false;
   }
 }
@@ -158,9 +159,9 @@ void sampling_step(PluginState& s, bool with_write_back) {
       }
       outcome = ok ? kSampled : kFailedSampling;
       if (ok)
-        log::progress("Sampled " + std::to_string(s.config.sample.members) + " member(s) at " + s.stats.datetime + " (" +
-                      trainer::name(s.config.sample.sampler) + ") in " + std::to_string(seconds_since(t0)).substr(0, 5) +
-                      " s");
+        log::progress("Sampled " + std::to_string(s.config.sample.members) + " member(s) at " + s.stats.datetime +
+                      " (" + trainer::name(s.config.sample.sampler) + ") in " +
+                      std::to_string(seconds_since(t0)).substr(0, 5) + " s");
     }
   }
   if (with_write_back) write_back(s, outcome);
@@ -176,7 +177,8 @@ void restart_checkpoint(PluginState& s, const std::string& occasion) {
   if (s.stats.sessions == 0 && s.is_lead())
     log::warning("Checkpoint at " + occasion + " before any training session: it keeps the buffer (" +
                  std::to_string(s.trainer->buffer->steps()) + " of train.min_steps " +
-                 std::to_string(s.config.train.min_steps) + " steps) and an untrained model; a resumed run goes on "
+                 std::to_string(s.config.train.min_steps) +
+                 " steps) and an untrained model; a resumed run goes on "
                  "buffering");
   local(s, "checkpoint", [&] { write_buffer_part(s); });
   if (trainers_agree(s) && s.is_lead()) local(s, "checkpoint", [&] { write_model_checkpoint(s); });
@@ -197,15 +199,18 @@ void coupling_step(PluginState& s) {
   if (s.is_trainer() && !s.trainer->resumed_datetime.empty()) {
     // ISO 8601 times of one format compare as strings.
     if (s.stats.datetime <= s.trainer->resumed_datetime && s.is_lead())
-      log::warning("The host's model time " + s.stats.datetime + " is not later than that of the checkpoint this run "
-                   "resumed from (" + s.trainer->resumed_datetime + "): the run restarts earlier than the checkpoint, "
+      log::warning("The host's model time " + s.stats.datetime +
+                   " is not later than that of the checkpoint this run "
+                   "resumed from (" +
+                   s.trainer->resumed_datetime +
+                   "): the run restarts earlier than the checkpoint, "
                    "and the buffer holds steps from its future");
     s.trainer->resumed_datetime.clear();
   }
 
   const auto t0 = Clock::now();
-  local(s, "gather", [&] { pack_fields(s); });                                       // 1
-  const Agreement a = agree(s);                                                       // 2
+  local(s, "gather", [&] { pack_fields(s); });  // 1
+  const Agreement a = agree(s);                 // 2
   if (a.failed) {
     if (s.is_trainer()) s.trainer->session.wait();
     s.transition(Phase::kStopped, "finecast stopped at " + s.stats.datetime +
@@ -219,8 +224,8 @@ void coupling_step(PluginState& s) {
   c.static_gathered = true;
   s.stats.timers.gather += seconds_since(t0);
 
-  if (s.is_trainer()) trainer_step(s, a);                                             // 4
-  if (cfg.sample.every > 0 && s.stats.steps % cfg.sample.every == 0)                 // 4, 5
+  if (s.is_trainer()) trainer_step(s, a);                             // 4
+  if (cfg.sample.every > 0 && s.stats.steps % cfg.sample.every == 0)  // 4, 5
     sampling_step(s, !cfg.sample.write_back.empty());
 }
 
@@ -248,7 +253,8 @@ void finish_run(PluginState& s) {
     // per time).
     if (s.stats.steps > 0 && s.phase() == Phase::kReady && (cfg.sample.every == 0 || t.pending.sampling)) {
       if (t.output && t.output->last_datetime() == s.stats.datetime)
-        log::info("Final weights: sampling " + s.stats.datetime + " again; the record of the last sampling is replaced");
+        log::info("Final weights: sampling " + s.stats.datetime +
+                  " again; the record of the last sampling is replaced");
       sampling_step(s, false);
     }
     restart_checkpoint(s, "the end of the run");
@@ -260,11 +266,12 @@ void finish_run(PluginState& s) {
             (libtorch_loaded() ? "loaded" : "not loaded") + (s.is_trainer() ? " (trainer rank)" : ""));
   if (s.is_lead()) {
     char line[400];
-    std::snprintf(line, sizeof line,
-                  "Summary: %lld coupling steps, %lld training sessions, %lld samplings; seconds in redistribution %.3f, "
-                  "patches+buffer %.3f, waiting for training %.3f, sampling+output %.3f, checkpoints %.3f",
-                  s.stats.steps, s.stats.sessions, s.stats.samplings, s.stats.timers.gather, s.stats.timers.patches,
-                  s.stats.timers.train_wait, s.stats.timers.sample, s.stats.timers.checkpoint);
+    std::snprintf(
+        line, sizeof line,
+        "Summary: %lld coupling steps, %lld training sessions, %lld samplings; seconds in redistribution %.3f, "
+        "patches+buffer %.3f, waiting for training %.3f, sampling+output %.3f, checkpoints %.3f",
+        s.stats.steps, s.stats.sessions, s.stats.samplings, s.stats.timers.gather, s.stats.timers.patches,
+        s.stats.timers.train_wait, s.stats.timers.sample, s.stats.timers.checkpoint);
     log::info(line);
   }
 }

@@ -29,8 +29,8 @@ Output::Output(std::string path, const coupling::OutputGrid& grid, const std::st
     : path_(std::move(path)) {
   if (append && access(path_.c_str(), F_OK) == 0) {
     try {
-      auto writer =
-          std::make_unique<coupling::EnsembleWriter>(coupling::EnsembleWriter::Append{}, path_, var, members, grid.n_cells());
+      auto writer = std::make_unique<coupling::EnsembleWriter>(coupling::EnsembleWriter::Append{}, path_, var, members,
+                                                               grid.n_cells());
       if (writer->last_datetime().empty() || writer->last_datetime() < first_datetime) {
         log::info("Appending to " + path_ + " (" + std::to_string(writer->steps_written()) + " records, the last at " +
                   writer->last_datetime() + ")");

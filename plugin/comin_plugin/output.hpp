@@ -22,8 +22,9 @@ class Output {
   /// an existing output of the same layout whose last record is earlier than `first_datetime`
   /// is continued; otherwise a new file is written (an existing one that cannot be continued is
   /// kept, and the new file is named "<stem>_<first_datetime>.nc").
-  Output(std::string path, const coupling::OutputGrid& grid, const std::string& var, const coupling::VarAttributes& attrs,
-         int members, std::map<std::string, std::string> global_attrs, bool append, const std::string& first_datetime);
+  Output(std::string path, const coupling::OutputGrid& grid, const std::string& var,
+         const coupling::VarAttributes& attrs, int members, std::map<std::string, std::string> global_attrs,
+         bool append, const std::string& first_datetime);
 
   /// One record: begin, then cells first..first+count-1 as many times as it takes (members
   /// [members][count], the coarse condition and the host's field [count] each), then end.

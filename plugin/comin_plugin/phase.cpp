@@ -7,13 +7,20 @@ namespace finecast::plugin {
 
 const char* phase_name(Phase phase) {
   switch (phase) {
-    case Phase::kConfigured: return "configured";
-    case Phase::kCoupled: return "coupled";
-    case Phase::kBuffering: return "buffering";
-    case Phase::kTraining: return "training";
-    case Phase::kReady: return "ready";
-    case Phase::kFailed: return "failed";
-    case Phase::kStopped: return "stopped";
+    case Phase::kConfigured:
+      return "configured";
+    case Phase::kCoupled:
+      return "coupled";
+    case Phase::kBuffering:
+      return "buffering";
+    case Phase::kTraining:
+      return "training";
+    case Phase::kReady:
+      return "ready";
+    case Phase::kFailed:
+      return "failed";
+    case Phase::kStopped:
+      return "stopped";
   }
   return "?";
 }
@@ -21,15 +28,20 @@ const char* phase_name(Phase phase) {
 bool PhaseMachine::allowed(Phase from, Phase to) {
   if (from == to) return true;
   switch (to) {
-    case Phase::kConfigured: return false;
-    case Phase::kCoupled: return from == Phase::kConfigured;
-    case Phase::kBuffering: return from == Phase::kCoupled;
-    case Phase::kTraining: return from == Phase::kBuffering;
+    case Phase::kConfigured:
+      return false;
+    case Phase::kCoupled:
+      return from == Phase::kConfigured;
+    case Phase::kBuffering:
+      return from == Phase::kCoupled;
+    case Phase::kTraining:
+      return from == Phase::kBuffering;
     case Phase::kReady:
       return from == Phase::kCoupled || from == Phase::kBuffering || from == Phase::kTraining;
     case Phase::kFailed:
       return from != Phase::kStopped && from != Phase::kConfigured;
-    case Phase::kStopped: return from != Phase::kConfigured;
+    case Phase::kStopped:
+      return from != Phase::kConfigured;
   }
   return false;
 }

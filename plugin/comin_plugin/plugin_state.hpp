@@ -44,14 +44,14 @@ struct CouplingState {
   std::vector<int> trainer_ranks;  ///< ranks of `comm` that train, in trainer order (train.ranks)
   int trainer_index = -1;          ///< this rank's place among them; -1 = not a trainer
   bool is_trainer = false;
-  bool is_lead = false;            ///< trainer 0 (coupling.trainer_rank): writes outputs and checkpoints
+  bool is_lead = false;               ///< trainer 0 (coupling.trainer_rank): writes outputs and checkpoints
   MPI_Comm trainers = MPI_COMM_NULL;  ///< trainer ranks: the per-step collectives among them
   MPI_Comm training = MPI_COMM_NULL;  ///< trainer ranks: the sessions' gradient sums (the training thread)
-  std::vector<HostField> fields;  ///< config.fields, then patch.orography when set, then patch.static
-  HostField write_back;           ///< sample.write_back (handle null when unused)
+  std::vector<HostField> fields;      ///< config.fields, then patch.orography when set, then patch.static
+  HostField write_back;               ///< sample.write_back (handle null when unused)
   std::unique_ptr<coupling::Redistribution> redist;  ///< owned cells <-> the trainers' patch slots
   int64_t n_owned = 0;
-  std::vector<float> local_values;  ///< [n_inputs][n_owned] packed per step
+  std::vector<float> local_values;       ///< [n_inputs][n_owned] packed per step
   std::vector<float> write_back_values;  ///< [n_owned] received at write-back steps
   bool static_gathered = false;          ///< the static inputs (orography) were sent
   CouplingState() = default;
@@ -73,33 +73,33 @@ struct PendingWork {
 /// A trainer rank only: its share of the patches, their buffer, the model (the same on every
 /// trainer rank), the training session and, on the lead, the output.
 struct TrainerState {
-  coupling::PatchMap map;            ///< every patch of the grid (the topology)
-  int64_t first_patch = 0, n_patches = 0;  ///< this trainer's patches
+  coupling::PatchMap map;                           ///< every patch of the grid (the topology)
+  int64_t first_patch = 0, n_patches = 0;           ///< this trainer's patches
   std::vector<int> trainer_patches, trainer_first;  ///< per trainer: its patch count and first patch
-  coupling::PatchMap shard;          ///< this trainer's patches as a map of their own (slots)
-  std::vector<int64_t> slot_cells;   ///< global fine cell of each slot
+  coupling::PatchMap shard;                         ///< this trainer's patches as a map of their own (slots)
+  std::vector<int64_t> slot_cells;                  ///< global fine cell of each slot
   coupling::PatchOptions patch_options;
-  std::vector<float> slot_values;    ///< [n_inputs][n_slots]: the fields per step, the static inputs once
-  std::vector<float> all_coarse;     ///< [n_vars][n_coarse]: every patch's coarse means (from all trainers)
+  std::vector<float> slot_values;       ///< [n_inputs][n_slots]: the fields per step, the static inputs once
+  std::vector<float> all_coarse;        ///< [n_vars][n_coarse]: every patch's coarse means (from all trainers)
   std::vector<float> all_static_means;  ///< [n_static][n_coarse]: every patch's covariate means (once)
-  coupling::Patches patches;         ///< this trainer's patches of the latest step (also what sampling uses)
-  ConditioningState conditioning;    ///< static covariates (normalised, on the slots), held-out patches
-  std::vector<uint8_t> train_valid;  ///< the step's valid patches less the held-out ones: what the buffer keeps
+  coupling::Patches patches;            ///< this trainer's patches of the latest step (also what sampling uses)
+  ConditioningState conditioning;       ///< static covariates (normalised, on the slots), held-out patches
+  std::vector<uint8_t> train_valid;     ///< the step's valid patches less the held-out ones: what the buffer keeps
   std::unique_ptr<coupling::RollingBuffer> buffer;  ///< this trainer's patches
-  std::unique_ptr<Model> model;       ///< from the trainer module (LibTorch)
-  TrainingSession session;           ///< joined before the model it trains is released
-  std::shared_ptr<trainer::Reducer> reducer;  ///< the trainers' gradient sums (train.ranks > 1)
-  coupling::OutputGrid output_grid;     ///< the fine grid, for the NetCDF output (lead)
-  coupling::VarAttributes output_attrs;  ///< units/long_name of the downscaled field
-  std::string resumed_from;              ///< checkpoint the run started from ("" = fresh)
-  std::string resumed_datetime;          ///< model time at which that checkpoint was written
-  std::string last_checkpoint;           ///< the latest checkpoint written in this run
-  std::unique_ptr<Output> output;        ///< the lead's, opened at the first sampling
-  int64_t output_chunk = 0;              ///< cells per piece of a record sent to the lead
-  std::vector<int64_t> slots_by_cell;    ///< the slots ordered by their cell (for the output)
-  std::vector<float> samples;            ///< [n_patches][members][P] scratch
-  std::vector<float> slot_mean;          ///< [n_slots]: the ensemble mean for write-back
-  int torch_threads = 1;                 ///< LibTorch threads for this rank's training and sampling
+  std::unique_ptr<Model> model;                     ///< from the trainer module (LibTorch)
+  TrainingSession session;                          ///< joined before the model it trains is released
+  std::shared_ptr<trainer::Reducer> reducer;        ///< the trainers' gradient sums (train.ranks > 1)
+  coupling::OutputGrid output_grid;                 ///< the fine grid, for the NetCDF output (lead)
+  coupling::VarAttributes output_attrs;             ///< units/long_name of the downscaled field
+  std::string resumed_from;                         ///< checkpoint the run started from ("" = fresh)
+  std::string resumed_datetime;                     ///< model time at which that checkpoint was written
+  std::string last_checkpoint;                      ///< the latest checkpoint written in this run
+  std::unique_ptr<Output> output;                   ///< the lead's, opened at the first sampling
+  int64_t output_chunk = 0;                         ///< cells per piece of a record sent to the lead
+  std::vector<int64_t> slots_by_cell;               ///< the slots ordered by their cell (for the output)
+  std::vector<float> samples;                       ///< [n_patches][members][P] scratch
+  std::vector<float> slot_mean;                     ///< [n_slots]: the ensemble mean for write-back
+  int torch_threads = 1;                            ///< LibTorch threads for this rank's training and sampling
   PendingWork pending;
 
   TrainerState() = default;
@@ -141,7 +141,7 @@ class PluginState {
   int plugin_id = 0;    ///< ComIn's id of this plugin instance
   int coupling_ep = 0;  ///< ComIn id of config.coupling.entry_point
   int host_rank = 0;
-  Faults faults;        ///< testing.fault: where to fail on purpose
+  Faults faults;  ///< testing.fault: where to fail on purpose
 
   // ---- from the secondary constructor ----
   std::unique_ptr<CouplingState> coupling;

@@ -65,8 +65,8 @@ int torch_threads(const Config& cfg, int ranks_on_node) {
 
 /// A host variable the plugin reads or writes. The variable list is checked first, so that an
 /// unknown name gets finecast's message (the host's variables listed) instead of ComIn's abort.
-HostField get_field(const Config& cfg, const std::string& name, int level, int domain, t_comin_entry_point ep,
-                    int flag, const std::string& key) {
+HostField get_field(const Config& cfg, const std::string& name, int level, int domain, t_comin_entry_point ep, int flag,
+                    const std::string& key) {
   if (!host_has_variable(name, domain))
     throw ConfigError(cfg.source + ": " + key + ": the host has no variable \"" + name + "\" on domain " +
                       std::to_string(domain) + " (its variables there: " + host_variable_names(domain) + ")");
@@ -245,14 +245,16 @@ void resume(PluginState& s, TrainerState& t, const std::string& path) {
       for (int k = 1; is_file(buffer_part_path(dir.empty() ? "." : dir, t.model->step(), k)); ++k)
         parts.push_back(buffer_part_path(dir.empty() ? "." : dir, t.model->step(), k));
       *t.buffer = coupling::RollingBuffer::load_h5_range(parts, cfg.buffer.capacity, t.first_patch, t.n_patches, C, P);
-      log::info("Resumed the rolling buffer from " + paired + (parts.size() > 1 ? " (" + std::to_string(parts.size()) +
-                                                                                      " parts)" : std::string()) +
-                ": " + std::to_string(t.buffer->steps()) + " steps");
+      log::info("Resumed the rolling buffer from " + paired +
+                (parts.size() > 1 ? " (" + std::to_string(parts.size()) + " parts)" : std::string()) + ": " +
+                std::to_string(t.buffer->steps()) + " steps");
     } else if (is_file(legacy)) {
-      *t.buffer = coupling::RollingBuffer::load_h5_range({legacy}, cfg.buffer.capacity, t.first_patch, t.n_patches, C, P);
+      *t.buffer =
+          coupling::RollingBuffer::load_h5_range({legacy}, cfg.buffer.capacity, t.first_patch, t.n_patches, C, P);
       log::warning("Resumed the rolling buffer from " + legacy + " (" + std::to_string(t.buffer->steps()) +
                    " steps), written by an older finecast without a link to the checkpoint: it may be older or "
-                   "newer than " + path);
+                   "newer than " +
+                   path);
     } else {
       log::warning("No buffer snapshot " + paired + " beside the checkpoint: the buffer starts empty");
     }
@@ -292,7 +294,8 @@ std::string trainer_device(const Config& cfg, MPI_Comm trainers) {
     if (visible >= 0 && id >= visible)
       throw ConfigError(cfg.source + ": train.gpu_ids gives this trainer rank GPU " + std::to_string(id) +
                         ", but CUDA_VISIBLE_DEVICES=" + std::getenv("CUDA_VISIBLE_DEVICES") + " lets it see " +
-                        std::to_string(visible) + " (with scripts/slurm/bind_gpu.sh every rank sees only its own: "
+                        std::to_string(visible) +
+                        " (with scripts/slurm/bind_gpu.sh every rank sees only its own: "
                         "leave train.gpu_ids empty)");
     return "cuda:" + std::to_string(id);
   }
@@ -306,7 +309,8 @@ std::unique_ptr<TrainerState> setup_trainer(PluginState& s, int64_t n_global, in
   const Config& cfg = s.config;
   const CouplingState& c = *s.coupling;
   auto t = std::make_unique<TrainerState>();
-  if (c.is_lead) ensure_directory(cfg, std::filesystem::path(cfg.sample.output).parent_path().string(), "sample.output");
+  if (c.is_lead)
+    ensure_directory(cfg, std::filesystem::path(cfg.sample.output).parent_path().string(), "sample.output");
   ensure_directory(cfg, cfg.checkpoint.dir, "checkpoint.dir");
   const int64_t row_cells = read_grid(cfg, *t, c.is_lead);
   if (t->map.n_fine != n_global)
@@ -334,8 +338,9 @@ std::unique_ptr<TrainerState> setup_trainer(PluginState& s, int64_t n_global, in
                        t->map.fine_of_patch.begin() + (t->first_patch + t->n_patches) * P);
   t->slots_by_cell.resize(t->slot_cells.size());
   std::iota(t->slots_by_cell.begin(), t->slots_by_cell.end(), int64_t{0});
-  std::sort(t->slots_by_cell.begin(), t->slots_by_cell.end(),
-            [&](int64_t a, int64_t b) { return t->slot_cells[static_cast<size_t>(a)] < t->slot_cells[static_cast<size_t>(b)]; });
+  std::sort(t->slots_by_cell.begin(), t->slots_by_cell.end(), [&](int64_t a, int64_t b) {
+    return t->slot_cells[static_cast<size_t>(a)] < t->slot_cells[static_cast<size_t>(b)];
+  });
   // Output records travel to the lead in pieces of at most ~1M cells (whole grid rows).
   t->output_chunk = std::max<int64_t>(row_cells, ((int64_t{1} << 20) / row_cells) * row_cells);
 
@@ -349,9 +354,10 @@ std::unique_ptr<TrainerState> setup_trainer(PluginState& s, int64_t n_global, in
                                        : ", " + std::to_string(cfg.patch.statics.size()) + " static covariate(s)") +
             "); the model learns fine minus " +
             (cfg.patch.residual == Residual::kInterp ? "the conservative interpolant" : "the coarse value") +
-            (n_trainers > 1 ? "; " + std::to_string(n_trainers) + " trainer ranks, this one holds patches " +
-                                  std::to_string(t->first_patch) + "-" + std::to_string(t->first_patch + t->n_patches - 1)
-                            : std::string()));
+            (n_trainers > 1
+                 ? "; " + std::to_string(n_trainers) + " trainer ranks, this one holds patches " +
+                       std::to_string(t->first_patch) + "-" + std::to_string(t->first_patch + t->n_patches - 1)
+                 : std::string()));
 
   // LibTorch's threads are set around finecast's own work only (the host's OpenMP count stays
   // as it is); the device line reports them. LibTorch is loaded here, on trainer ranks only.
@@ -395,7 +401,9 @@ void couple_fields(PluginState& s) {
   const size_t first_static = cfg.fields.size() + (cfg.patch.orography.empty() ? 0 : 1);
   for (size_t i = 0; i < c.fields.size(); ++i)
     locate_owned_cells(cfg, c.fields[i], jg,
-                       i < cfg.fields.size() ? "fields" : i < first_static ? "patch.orography" : "patch.static");
+                       i < cfg.fields.size() ? "fields"
+                       : i < first_static    ? "patch.orography"
+                                             : "patch.static");
   for (const auto& f : c.fields)
     if (f.owned.global_index != c.fields.front().owned.global_index)
       throw ConfigError(cfg.source + ": host variable \"" + f.name + "\" is not a cell field like \"" +
@@ -407,7 +415,8 @@ void couple_fields(PluginState& s) {
     if (text_metadata(cfg.sample.write_back, jg, "long_name") != write_back_marker(cfg))
       throw ConfigError(cfg.source + ": sample.write_back: \"" + cfg.sample.write_back +
                         "\" is one of the host's own fields; write-back goes into a new variable that finecast "
-                        "creates (choose a name the host does not have, e.g. " + target_field(cfg) + "_finecast)");
+                        "creates (choose a name the host does not have, e.g. " +
+                        target_field(cfg) + "_finecast)");
     locate_owned_cells(cfg, c.write_back, jg, "sample.write_back");
   }
 }
@@ -436,8 +445,9 @@ t_comin_entry_point primary_constructor() {
   const std::string path = overrides.empty() ? std::string() : overrides.front();
   if (!overrides.empty()) overrides.erase(overrides.begin());
   if (path.empty())
-    throw ConfigError("the plugin options must be the path of finecast's YAML config, optionally followed by "
-                      "key.path=value overrides (e.g. options = \"configs/demo.yaml device=cpu\"); got none");
+    throw ConfigError(
+        "the plugin options must be the path of finecast's YAML config, optionally followed by "
+        "key.path=value overrides (e.g. options = \"configs/demo.yaml device=cpu\"); got none");
   PluginState& s = create_plugin_state(load_config(path, overrides));
   s.plugin_id = id;
   s.host_rank = host_rank;
@@ -463,7 +473,7 @@ void secondary_constructor() {
   s.coupling = std::make_unique<CouplingState>();
   CouplingState& c = *s.coupling;
   const int base = cfg.coupling.communicator == CommunicatorKind::kPlugin ? comin_parallel_get_plugin_mpi_comm()
-                                                           : comin_parallel_get_host_mpi_comm();
+                                                                          : comin_parallel_get_host_mpi_comm();
   CHECK_MPI(MPI_Comm_dup(MPI_Comm_f2c(base), &c.comm));
   // MPI errors on finecast's communicator come back as codes, which CHECK_MPI turns into
   // finecast errors (MpiError) instead of MPI's default abort.
@@ -472,14 +482,17 @@ void secondary_constructor() {
   CHECK_MPI(MPI_Comm_size(c.comm, &c.size));
   if (cfg.coupling.trainer_rank >= c.size)
     throw ConfigError(cfg.source + ": coupling.trainer_rank is " + std::to_string(cfg.coupling.trainer_rank) +
-                      " but the " + schema::name_of(cfg.coupling.communicator) + " communicator has " + std::to_string(c.size) + " ranks");
+                      " but the " + schema::name_of(cfg.coupling.communicator) + " communicator has " +
+                      std::to_string(c.size) + " ranks");
   if (cfg.train.ranks > c.size)
     throw ConfigError(cfg.source + ": train.ranks is " + std::to_string(cfg.train.ranks) + " but the " +
-                      schema::name_of(cfg.coupling.communicator) + " communicator has " + std::to_string(c.size) + " ranks");
+                      schema::name_of(cfg.coupling.communicator) + " communicator has " + std::to_string(c.size) +
+                      " ranks");
   // The trainer ranks: the first at coupling.trainer_rank, the others spread evenly over the
   // communicator (across nodes) or packed after it.
   for (int k = 0; k < cfg.train.ranks; ++k) {
-    const int offset = cfg.train.placement == Placement::kPacked ? k : static_cast<int>(int64_t{k} * c.size / cfg.train.ranks);
+    const int offset =
+        cfg.train.placement == Placement::kPacked ? k : static_cast<int>(int64_t{k} * c.size / cfg.train.ranks);
     c.trainer_ranks.push_back((cfg.coupling.trainer_rank + offset) % c.size);
   }
   const auto me = std::find(c.trainer_ranks.begin(), c.trainer_ranks.end(), c.rank);
@@ -505,9 +518,8 @@ void secondary_constructor() {
   const int ranks_on_node = ranks_on_this_node(c.comm);  // collective, so before the trainer-only part
   if (c.is_trainer) s.trainer = setup_trainer(s, n_global, ranks_on_node);
   // Where every owned cell goes: the trainer rank owning its patch (collective over all ranks).
-  c.redist = std::make_unique<coupling::Redistribution>(c.comm, owned, c.is_trainer ? s.trainer->slot_cells
-                                                                                   : std::vector<int64_t>{},
-                                                        n_global);
+  c.redist = std::make_unique<coupling::Redistribution>(
+      c.comm, owned, c.is_trainer ? s.trainer->slot_cells : std::vector<int64_t>{}, n_global);
   s.transition(Phase::kCoupled);
   // A resumed trained model samples from the first step on: every rank learns that from the first
   // step's agreement; the trainer knows it now.

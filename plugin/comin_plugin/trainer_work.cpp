@@ -31,7 +31,8 @@ void remove_orphan_snapshots(const std::string& dir) {
     std::smatch m;
     const std::string name = entry.path().filename().string();
     if (!std::regex_match(name, m, snapshot)) continue;
-    if (!fs::exists(trainer_module().checkpoint_path_for_step(dir, std::stoll(m[1].str())), ec)) fs::remove(entry.path(), ec);
+    if (!fs::exists(trainer_module().checkpoint_path_for_step(dir, std::stoll(m[1].str())), ec))
+      fs::remove(entry.path(), ec);
   }
 }
 
@@ -64,16 +65,18 @@ void collect_session(PluginState& s) {
   const trainer::SessionStats& st = t.session.last_stats();
   if (st.validation_samples > 0) {
     char line[240];
-    std::snprintf(line, sizeof line,
-                  "Validation (%lld held-out samples of the %lld most recent steps): loss %.4f, CRPS %.4g; best %s %.4g "
-                  "at optimizer step %lld%s",
-                  static_cast<long long>(st.validation_samples), static_cast<long long>(st.validation_steps),
-                  st.validation_loss, st.validation_crps, trainer::name(s.config.train.validation_metric).c_str(),
-                  st.best_score, static_cast<long long>(st.best_step),
-                  st.lr_scale < 1.0 ? (", learning rate x" + std::to_string(st.lr_scale).substr(0, 5)).c_str() : "");
+    std::snprintf(
+        line, sizeof line,
+        "Validation (%lld held-out samples of the %lld most recent steps): loss %.4f, CRPS %.4g; best %s %.4g "
+        "at optimizer step %lld%s",
+        static_cast<long long>(st.validation_samples), static_cast<long long>(st.validation_steps), st.validation_loss,
+        st.validation_crps, trainer::name(s.config.train.validation_metric).c_str(), st.best_score,
+        static_cast<long long>(st.best_step),
+        st.lr_scale < 1.0 ? (", learning rate x" + std::to_string(st.lr_scale).substr(0, 5)).c_str() : "");
     log::progress(line);
   }
-  if (st.stopped && !st.trained) log::progress("Early stopping: training has stopped; sampling goes on with the best model");
+  if (st.stopped && !st.trained)
+    log::progress("Early stopping: training has stopped; sampling goes on with the best model");
   t.pending.sampling = true;
   if (s.phase() != Phase::kReady)
     s.transition(Phase::kReady, s.is_lead() ? "First model trained: sampling from now on" : "");
@@ -98,8 +101,9 @@ void share_coarse(PluginState& s) {
   // Rows [n_rows][n_patches] of this trainer to rows [n_rows][n_coarse] of every trainer.
   auto share = [&](const float* mine, int64_t n_rows, float* all) {
     for (int64_t v = 0; v < n_rows; ++v)
-      CHECK_MPI(MPI_Allgatherv(mine + v * t.n_patches, static_cast<int>(t.n_patches), MPI_FLOAT, all + v * t.map.n_coarse,
-                               t.trainer_patches.data(), t.trainer_first.data(), MPI_FLOAT, trainers));
+      CHECK_MPI(MPI_Allgatherv(mine + v * t.n_patches, static_cast<int>(t.n_patches), MPI_FLOAT,
+                               all + v * t.map.n_coarse, t.trainer_patches.data(), t.trainer_first.data(), MPI_FLOAT,
+                               trainers));
   };
   share(t.patches.coarse_vars.data(), static_cast<int64_t>(cfg.fields.size()), t.all_coarse.data());
   // The static covariates arrive with the first step of the run: normalised over the whole
@@ -259,10 +263,10 @@ void write_samples(PluginState& s) {
   if (lead && !t.output) {
     try {
       s.faults.check(FaultPoint::kOutput, s.stats.steps, c.rank, true);
-      const auto attrs = output_attributes(
-          t.map, !t.last_checkpoint.empty() ? t.last_checkpoint
-                 : !t.resumed_from.empty()  ? t.resumed_from
-                                            : "none written yet (checkpoint.dir " + cfg.checkpoint.dir + ")");
+      const auto attrs = output_attributes(t.map, !t.last_checkpoint.empty() ? t.last_checkpoint
+                                                  : !t.resumed_from.empty()
+                                                      ? t.resumed_from
+                                                      : "none written yet (checkpoint.dir " + cfg.checkpoint.dir + ")");
       t.output = std::make_unique<Output>(cfg.sample.output, t.output_grid, target_field(cfg), t.output_attrs, members,
                                           attrs, !t.resumed_from.empty(), s.stats.datetime);
     } catch (...) {
@@ -312,8 +316,8 @@ void write_samples(PluginState& s) {
       for (int r = 1; r < n_trainers; ++r) displs[r] = displs[r - 1] + counts[r - 1];
       recv.resize(static_cast<size_t>(displs.back() + counts.back()));
     }
-    CHECK_MPI(MPI_Gatherv(send.data(), mine, MPI_FLOAT, recv.data(), counts.data(), displs.data(), MPI_FLOAT, 0,
-                          c.trainers));
+    CHECK_MPI(
+        MPI_Gatherv(send.data(), mine, MPI_FLOAT, recv.data(), counts.data(), displs.data(), MPI_FLOAT, 0, c.trainers));
     if (lead && failure.empty()) {
       const float nan = std::numeric_limits<float>::quiet_NaN();
       piece_members.assign(static_cast<size_t>(members * count), nan);

@@ -12,8 +12,8 @@ TrainingSession::~TrainingSession() {
   if (thread_.joinable()) thread_.join();
 }
 
-void TrainingSession::start(Model& model, Snapshot data, int epochs, bool async,
-                            int threads, std::function<void()> before) {
+void TrainingSession::start(Model& model, Snapshot data, int epochs, bool async, int threads,
+                            std::function<void()> before) {
   if (in_flight()) throw std::logic_error("a training session is already in flight");
   if (thread_.joinable()) thread_.join();
   data_ = std::move(data);

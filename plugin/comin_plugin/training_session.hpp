@@ -17,7 +17,7 @@ namespace finecast::plugin {
 /// The samples a session trains on: a consistent copy, so the host may keep pushing steps.
 struct Snapshot {
   std::vector<float> context, fine, weights;
-  std::vector<int64_t> step;  ///< each sample's buffer step (0 = oldest): train.validation splits by time
+  std::vector<int64_t> step;        ///< each sample's buffer step (0 = oldest): train.validation splits by time
   std::vector<int64_t> global_row;  ///< each sample's row among all trainer ranks' (data-parallel)
   int64_t global_rows = 0;
   int64_t n = 0;
@@ -36,8 +36,7 @@ class TrainingSession {
   /// thread and this returns at once, otherwise it returns when the session ends. `before` (may
   /// be empty) runs first on the training thread; it and the session may throw: the exception is
   /// rethrown by collect().
-  void start(Model& model, Snapshot data, int epochs, bool async, int threads,
-             std::function<void()> before = {});
+  void start(Model& model, Snapshot data, int epochs, bool async, int threads, std::function<void()> before = {});
 
   /// With several trainer ranks, a session that fails on one of them leaves the others waiting
   /// in their gradient sums: `handler` (called on the training thread with the error) must end

@@ -43,18 +43,14 @@ bool is_directory(const std::string& path) {
 }
 
 std::string resolve_checkpoint(const std::string& path) {
-  if (path.empty())
-    throw ConfigError("--checkpoint is required (a checkpoint file or a checkpoint directory)");
+  if (path.empty()) throw ConfigError("--checkpoint is required (a checkpoint file or a checkpoint directory)");
   if (!is_directory(path)) {
     struct stat st {};
-    if (stat(path.c_str(), &st) != 0)
-      throw IoError("--checkpoint " + path + ": no such file or directory");
+    if (stat(path.c_str(), &st) != 0) throw IoError("--checkpoint " + path + ": no such file or directory");
     return path;
   }
-  auto newest =
-      trainer::newest_valid_checkpoint(path, [](const std::string& why) { log::warning(why); });
-  if (!newest)
-    throw IoError("--checkpoint " + path + ": the directory holds no valid checkpoint (ckpt_*.h5)");
+  auto newest = trainer::newest_valid_checkpoint(path, [](const std::string& why) { log::warning(why); });
+  if (!newest) throw IoError("--checkpoint " + path + ": the directory holds no valid checkpoint (ckpt_*.h5)");
   return *newest;
 }
 
@@ -104,8 +100,8 @@ std::string context_text(const coupling::PatchOptions& o) {
 /// orography is needed and --orography is missing, or given for a model without one, and
 /// GridError when no combination of features gives the checkpoint's context size.
 coupling::PatchOptions context_features(const DownscaleOptions& opt, const std::string& checkpoint,
-                                        int64_t context_size, const coupling::PatchMap& map,
-                                        int n_vars, const std::string& grid_text) {
+                                        int64_t context_size, const coupling::PatchMap& map, int n_vars,
+                                        const std::string& grid_text) {
   const auto meta = trainer::Downscaler::checkpoint_metadata(checkpoint);
   auto value = [&](const char* key) -> const std::string* {
     const auto it = meta.find(key);
@@ -115,8 +111,7 @@ coupling::PatchOptions context_features(const DownscaleOptions& opt, const std::
   const std::string* static_text = value("patch.static_features");
   const std::string* trained_fields = value("context_fields");
   const bool given = !opt.orography.empty();
-  const std::string fields_hint =
-      trained_fields ? " (it was trained on the field(s) " + *trained_fields + ")" : "";
+  const std::string fields_hint = trained_fields ? " (it was trained on the field(s) " + *trained_fields + ")" : "";
   // Recorded since patch.context_rings, patch.residual and patch.static exist; older
   // checkpoints had none of them (edge neighbours, residual from the mean, no covariates).
   coupling::PatchOptions recorded;
@@ -131,8 +126,8 @@ coupling::PatchOptions context_features(const DownscaleOptions& opt, const std::
   if (!static_names.empty() && opt.statics.size() != static_names.size())
     throw ConfigError("checkpoint " + checkpoint + " was trained with " + std::to_string(static_names.size()) +
                       " static covariate(s) (patch.static: " + value("patch.static")->c_str() + ")" +
-                      (opt.statics.empty() ? ", but no --static was given" : ", but " + std::to_string(opt.statics.size()) +
-                                                                                  " --static given") +
+                      (opt.statics.empty() ? ", but no --static was given"
+                                           : ", but " + std::to_string(opt.statics.size()) + " --static given") +
                       ": give each on the fine grid with --static FILE:VAR, in that order");
   if (static_names.empty() && !opt.statics.empty())
     throw ConfigError("--static " + opt.statics.front() + " given, but checkpoint " + checkpoint +
@@ -142,8 +137,8 @@ coupling::PatchOptions context_features(const DownscaleOptions& opt, const std::
     const auto it = std::find(names.begin(), names.end(), *t);
     if (it != names.end()) recorded.target = static_cast<int>(it - names.begin());
     if (static_cast<int>(names.size()) != n_vars)
-      throw ConfigError("checkpoint " + checkpoint + " was trained on " + std::to_string(names.size()) +
-                        " field(s) (" + *trained_fields + ", downscaling " + *t + "), but " + std::to_string(n_vars) +
+      throw ConfigError("checkpoint " + checkpoint + " was trained on " + std::to_string(names.size()) + " field(s) (" +
+                        *trained_fields + ", downscaling " + *t + "), but " + std::to_string(n_vars) +
                         " --var given: pass them in that order");
   }
 
@@ -177,20 +172,16 @@ coupling::PatchOptions context_features(const DownscaleOptions& opt, const std::
   for (const auto& c : candidates)
     if (coupling::context_size(map, n_vars, c) == context_size) {
       if (c.orography)
-        throw ConfigError("checkpoint " + checkpoint + " expects a context of " +
-                          std::to_string(context_size) + " values per patch, which " +
-                          std::to_string(n_vars) + " field(s) give " + context_text(c) +
+        throw ConfigError("checkpoint " + checkpoint + " expects a context of " + std::to_string(context_size) +
+                          " values per patch, which " + std::to_string(n_vars) + " field(s) give " + context_text(c) +
                           ": give the surface height on the fine grid with --orography FILE:VAR");
       throw ConfigError("--orography " + opt.orography + " given, but checkpoint " + checkpoint +
-                        " expects a context of " + std::to_string(context_size) +
-                        " values per patch, which " + std::to_string(n_vars) + " field(s) give " +
-                        context_text(c));
+                        " expects a context of " + std::to_string(context_size) + " values per patch, which " +
+                        std::to_string(n_vars) + " field(s) give " + context_text(c));
     }
-  throw GridError("checkpoint " + checkpoint + " expects a context of " +
-                  std::to_string(context_size) + " values per patch, but " +
-                  std::to_string(n_vars) + " field(s) on " + grid_text + " give " + sizes +
-                  "; pass the fields the model was trained on with --var, in the same order" +
-                  fields_hint);
+  throw GridError("checkpoint " + checkpoint + " expects a context of " + std::to_string(context_size) +
+                  " values per patch, but " + std::to_string(n_vars) + " field(s) on " + grid_text + " give " + sizes +
+                  "; pass the fields the model was trained on with --var, in the same order" + fields_hint);
 }
 
 /// The fine orography of --orography, checked against the fine grid (its size, and for ICON
@@ -210,9 +201,8 @@ std::vector<float> read_orography(const DownscaleOptions& opt, const std::string
   }
   coupling::FieldReader reader(file, var);
   if (reader.n_values() != map.n_fine)
-    throw GridError("--orography " + file + ": " + var + " has " +
-                    std::to_string(reader.n_values()) + " values, but the fine grid " + grid_text +
-                    " has " + std::to_string(map.n_fine) +
+    throw GridError("--orography " + file + ": " + var + " has " + std::to_string(reader.n_values()) +
+                    " values, but the fine grid " + grid_text + " has " + std::to_string(map.n_fine) +
                     " cells: the orography must be on the fine grid of the input");
   if (reader.n_times() > 1)
     log::warning("--orography " + file + ": " + var + " has " + std::to_string(reader.n_times()) +
@@ -227,10 +217,9 @@ std::vector<float> read_orography(const DownscaleOptions& opt, const std::string
     for (size_t i = 0; i < g.clon.size() && g.clon.size() == icon->clon.size(); ++i)
       if (std::fabs(std::remainder(g.clon[i] - icon->clon[i], 2 * M_PI)) > 1e-5 ||
           std::fabs(g.clat[i] - icon->clat[i]) > 1e-5)
-        throw GridError("--orography " + file + ": cell " + std::to_string(i) + " of " + var +
-                        " lies at clon " + std::to_string(g.clon[i]) + ", clat " +
-                        std::to_string(g.clat[i]) + " but in " + grid_text + " at " +
-                        std::to_string(icon->clon[i]) + ", " + std::to_string(icon->clat[i]) +
+        throw GridError("--orography " + file + ": cell " + std::to_string(i) + " of " + var + " lies at clon " +
+                        std::to_string(g.clon[i]) + ", clat " + std::to_string(g.clat[i]) + " but in " + grid_text +
+                        " at " + std::to_string(icon->clon[i]) + ", " + std::to_string(icon->clat[i]) +
                         " (radians): not the same grid");
   }
   std::vector<float> out(static_cast<size_t>(map.n_fine));
@@ -283,7 +272,8 @@ struct FineGrid {
 };
 
 void icon_fine_grid(const DownscaleOptions& opt, const std::string& checkpoint, int64_t patch_size, FineGrid& g) {
-  if (opt.grid.empty()) throw ConfigError("--grid is required for ICON input " + opt.input + " (the fine ICON grid file)");
+  if (opt.grid.empty())
+    throw ConfigError("--grid is required for ICON input " + opt.input + " (the fine ICON grid file)");
   if (opt.block > 0)
     throw ConfigError("--block is for lat-lon grids; " + opt.input + " is an ICON field (use --coarse-level)");
   const coupling::IconGrid& grid = g.icon_grid.emplace(coupling::read_icon_grid(opt.grid));
@@ -306,7 +296,7 @@ void latlon_fine_grid(const DownscaleOptions& opt, const std::string& checkpoint
   if (opt.coarse_level >= 0)
     throw ConfigError("--coarse-level is for ICON grids; " + opt.input + " is a lat-lon field (use --block)");
   const std::string grid_file = opt.grid.empty() ? opt.input : opt.grid;
-  const std::string grid_var = !opt.grid_var.empty()  ? opt.grid_var
+  const std::string grid_var = !opt.grid_var.empty()    ? opt.grid_var
                                : grid_file == opt.input ? opt.vars.front()
                                                         : coupling::find_latlon_variable(grid_file);
   const coupling::LatLonGrid& grid = g.latlon_grid.emplace(coupling::read_latlon_grid(grid_file, grid_var));
@@ -435,8 +425,8 @@ class SamplingProgress {
     if (done < total && now - last_line_ < std::chrono::seconds(5)) return;
     last_line_ = now;
     const double secs = std::chrono::duration<double>(now - t0_).count();
-    log::info(fmt::format("step {}/{}: {}/{} patches ({:.0f}%), {:.1f} s, ETA {:.0f} s", step_ + 1, steps_, done,
-                          total, 100.0 * static_cast<double>(done) / static_cast<double>(total), secs,
+    log::info(fmt::format("step {}/{}: {}/{} patches ({:.0f}%), {:.1f} s, ETA {:.0f} s", step_ + 1, steps_, done, total,
+                          100.0 * static_cast<double>(done) / static_cast<double>(total), secs,
                           done > 0 ? secs * static_cast<double>(total - done) / static_cast<double>(done) : 0.0));
   }
 

@@ -15,11 +15,11 @@ struct DownscaleOptions {
   std::vector<std::string> vars;  ///< the fields the model was trained on; the first is downscaled
   std::string output = "finecast_downscaled.nc";
   int members = 8;
-  std::string device = "auto";  ///< auto | cpu | cuda | cuda:N | mps
-  std::string grid;       ///< ICON grid file, or lat-lon file of the fine grid ("" = the input)
-  std::string grid_var;   ///< lat-lon: variable whose coordinates define the fine grid
-  int block = 0;          ///< lat-lon block; 0 = sqrt(patch size of the checkpoint)
-  int coarse_level = -1;  ///< ICON coarse level; -1 = from the checkpoint's patch size
+  std::string device = "auto";      ///< auto | cpu | cuda | cuda:N | mps
+  std::string grid;                 ///< ICON grid file, or lat-lon file of the fine grid ("" = the input)
+  std::string grid_var;             ///< lat-lon: variable whose coordinates define the fine grid
+  int block = 0;                    ///< lat-lon block; 0 = sqrt(patch size of the checkpoint)
+  int coarse_level = -1;            ///< ICON coarse level; -1 = from the checkpoint's patch size
   std::string input_kind = "auto";  ///< auto (by size) | fine | coarse
   std::string sampler = "ddim";     ///< ddim | ddpm
   int steps = 10;                   ///< ddim steps

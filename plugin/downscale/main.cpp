@@ -20,31 +20,25 @@ int main(int argc, char** argv) {
       "down.nc --members 8"};
   fp::DownscaleOptions opt;
   std::string log_level = "info";
-  app.add_option("--checkpoint", opt.checkpoint,
-                 "checkpoint file (.h5), or a directory: its newest valid checkpoint")
+  app.add_option("--checkpoint", opt.checkpoint, "checkpoint file (.h5), or a directory: its newest valid checkpoint")
       ->required();
-  app.add_option("--input,-i", opt.input, "NetCDF file with the field (fine or coarse)")
-      ->required();
+  app.add_option("--input,-i", opt.input, "NetCDF file with the field (fine or coarse)")->required();
   app.add_option("--var", opt.vars,
                  "field(s) the model was trained on, in the plugin's `fields` order; the first is "
                  "downscaled")
       ->required();
   app.add_option("--output,-o", opt.output, "output NetCDF file")->capture_default_str();
-  app.add_option("--members", opt.members, "ensemble members")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  app.add_option("--members", opt.members, "ensemble members")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--device", opt.device, "auto | cpu | cuda | cuda:N | mps")->capture_default_str();
   app.add_option("--grid", opt.grid,
                  "fine grid: the ICON grid file (required for ICON input), or a lat-lon file "
                  "(default: the input)");
-  app.add_option("--grid-var", opt.grid_var,
-                 "lat-lon: the variable of --grid whose coordinates define the grid");
-  auto* block = app.add_option("--block", opt.block,
-                               "lat-lon: block size (default: sqrt of the checkpoint's patch size)")
-                    ->check(CLI::PositiveNumber);
-  app.add_option(
-         "--coarse-level", opt.coarse_level,
-         "ICON: patches are the cells of R2B<L> (default: from the checkpoint's patch size)")
+  app.add_option("--grid-var", opt.grid_var, "lat-lon: the variable of --grid whose coordinates define the grid");
+  auto* block =
+      app.add_option("--block", opt.block, "lat-lon: block size (default: sqrt of the checkpoint's patch size)")
+          ->check(CLI::PositiveNumber);
+  app.add_option("--coarse-level", opt.coarse_level,
+                 "ICON: patches are the cells of R2B<L> (default: from the checkpoint's patch size)")
       ->check(CLI::NonNegativeNumber)
       ->excludes(block);
   app.add_option("--input-kind", opt.input_kind, "auto (by the number of values) | fine | coarse")
@@ -61,16 +55,13 @@ int main(int argc, char** argv) {
   app.add_option("--sampler", opt.sampler, "ddim | ddpm")
       ->capture_default_str()
       ->check(CLI::IsMember({"ddim", "ddpm"}));
-  app.add_option("--steps", opt.steps, "DDIM steps")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  app.add_option("--steps", opt.steps, "DDIM steps")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--eta", opt.eta, "DDIM noise per step: 0 deterministic, 1 ancestral (sharper fine scales)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
   finecast::cli::add_time(app, opt.times, "time step(s) to downscale (default: all)");
   app.add_option("--seed", opt.seed, "sampling seed")->capture_default_str();
-  app.add_option("--threads", opt.threads, "torch threads (0: LibTorch's default)")
-      ->check(CLI::NonNegativeNumber);
+  app.add_option("--threads", opt.threads, "torch threads (0: LibTorch's default)")->check(CLI::NonNegativeNumber);
   finecast::cli::add_log_level(app, log_level);
   finecast::cli::add_version(app, "finecast-downscale");
   CLI11_PARSE(app, argc, argv);

@@ -57,8 +57,8 @@ class Module final : public TrainerModule {
     return trainer::Downscaler::checkpoint_metadata(checkpoint);
   }
 
-  std::optional<std::string> newest_valid_checkpoint(
-      const std::string& dir, const std::function<void(const std::string&)>& on_skip) override {
+  std::optional<std::string> newest_valid_checkpoint(const std::string& dir,
+                                                     const std::function<void(const std::string&)>& on_skip) override {
     return trainer::newest_valid_checkpoint(dir, on_skip);
   }
 

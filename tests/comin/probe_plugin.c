@@ -51,9 +51,12 @@ static long long cell_offset(const int shape[5], const int sem[5], int nproma, i
   long long off = 0, stride = 1;
   for (int d = 0; d < 5; ++d) {
     long long i = 0;
-    if (sem[d] == COMIN_DIM_SEMANTICS_NPROMA) i = j % nproma;
-    else if (sem[d] == COMIN_DIM_SEMANTICS_BLOCK) i = j / nproma;
-    else if (sem[d] == COMIN_DIM_SEMANTICS_LEVEL) i = k;
+    if (sem[d] == COMIN_DIM_SEMANTICS_NPROMA)
+      i = j % nproma;
+    else if (sem[d] == COMIN_DIM_SEMANTICS_BLOCK)
+      i = j / nproma;
+    else if (sem[d] == COMIN_DIM_SEMANTICS_LEVEL)
+      i = k;
     off += i * stride;
     stride *= shape[d];
   }

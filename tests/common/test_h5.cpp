@@ -18,9 +18,7 @@ namespace {
 namespace h5 = finecast::h5;
 namespace tio = finecast::testing_io;
 
-bool contains(const std::string& s, const std::string& what) {
-  return s.find(what) != std::string::npos;
-}
+bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 
 /// Rows 0..rows-1 of `cols` floats; row r holds r * 1000 + column + 0.25 (distinct bytes).
 std::vector<float> rows_of(int64_t rows, int64_t cols) {
@@ -39,8 +37,7 @@ TEST(H5, RowsStringsScalarsAndAttributesRoundTrip) {
   {
     h5::File f = h5::File::create(path);
     // Rows handed over out of order in memory (as a ring buffer does): row i is data row 2 - i.
-    f.write_rows("rows", h5::Type::kFloat32, {3, 2, 4},
-                 [&](int64_t i) { return data.data() + (2 - i) * 8; });
+    f.write_rows("rows", h5::Type::kFloat32, {3, 2, 4}, [&](int64_t i) { return data.data() + (2 - i) * 8; });
     f.write_rows("none", h5::Type::kUInt8, {0, 5}, [](int64_t) -> const void* { return nullptr; });
     f.write_strings("dates", {"2000-01-01T00:00:00", "", "x"});
     f.write_strings("no_dates", {});
@@ -66,8 +63,7 @@ TEST(H5, RowsStringsScalarsAndAttributesRoundTrip) {
   EXPECT_EQ(scalar, 2.5);
   EXPECT_EQ(f.attr_int("/", "count"), -7);
   EXPECT_EQ(f.attr_string("group", "name"), "finecast");
-  EXPECT_EQ(f.children("/"),
-            (std::vector<std::string>{"dates", "group", "no_dates", "none", "rows"}));
+  EXPECT_EQ(f.children("/"), (std::vector<std::string>{"dates", "group", "no_dates", "none", "rows"}));
 }
 
 TEST(H5, AFlippedByteInAnyChunkFailsTheReadWithChecksum) {
@@ -80,15 +76,13 @@ TEST(H5, AFlippedByteInAnyChunkFailsTheReadWithChecksum) {
     {
       h5::File f = h5::File::create(path);
       if (by_rows)
-        f.write_rows("x", h5::Type::kFloat32, {4, 16},
-                     [&](int64_t i) { return data.data() + i * 16; });
+        f.write_rows("x", h5::Type::kFloat32, {4, 16}, [&](int64_t i) { return data.data() + i * 16; });
       else
         f.write("x", h5::Type::kFloat32, data.data(), {4, 16});
       f.close();
     }
     std::string bytes = tio::slurp(path);
-    const std::string needle(reinterpret_cast<const char*>(data.data() + 3 * 16 + 5),
-                             4 * sizeof(float));
+    const std::string needle(reinterpret_cast<const char*>(data.data() + 3 * 16 + 5), 4 * sizeof(float));
     const size_t at = bytes.find(needle);
     ASSERT_NE(at, std::string::npos) << "raw data is stored uncompressed";
     bytes[at + 2] ^= 0x10;
@@ -145,8 +139,7 @@ TEST(H5, ArrayAttributesAndImpossibleShapesAreRefused) {
     const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     ASSERT_GE(file, 0);
     const hsize_t four = 4, three = 3;
-    const hid_t four_space = H5Screate_simple(1, &four, nullptr),
-                three_space = H5Screate_simple(1, &three, nullptr);
+    const hid_t four_space = H5Screate_simple(1, &four, nullptr), three_space = H5Screate_simple(1, &three, nullptr);
     const int64_t ints[4] = {1, 2, 3, 4};
     hid_t a = H5Acreate2(file, "ints", H5T_STD_I64LE, four_space, H5P_DEFAULT, H5P_DEFAULT);
     H5Awrite(a, H5T_NATIVE_INT64, ints);
@@ -171,13 +164,11 @@ TEST(H5, ArrayAttributesAndImpossibleShapesAreRefused) {
     const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
     const hsize_t chunk[2] = {16, 16};
     H5Pset_chunk(dcpl, 2, chunk);
-    const hsize_t huge[2] = {hsize_t(1) << 20, hsize_t(1) << 20},
-                  overflow[2] = {hsize_t(1) << 40, hsize_t(1) << 40};
+    const hsize_t huge[2] = {hsize_t(1) << 20, hsize_t(1) << 20}, overflow[2] = {hsize_t(1) << 40, hsize_t(1) << 40};
     const hid_t huge_space = H5Screate_simple(2, huge, nullptr),
                 overflow_space = H5Screate_simple(2, overflow, nullptr);
     H5Dclose(H5Dcreate2(file, "huge", H5T_IEEE_F32LE, huge_space, H5P_DEFAULT, dcpl, H5P_DEFAULT));
-    H5Dclose(H5Dcreate2(file, "overflow", H5T_IEEE_F32LE, overflow_space, H5P_DEFAULT, dcpl,
-                        H5P_DEFAULT));
+    H5Dclose(H5Dcreate2(file, "overflow", H5T_IEEE_F32LE, overflow_space, H5P_DEFAULT, dcpl, H5P_DEFAULT));
     for (hid_t id : {four_space, three_space, huge_space, overflow_space}) H5Sclose(id);
     H5Tclose(fixed);
     H5Tclose(vlen);
@@ -193,17 +184,12 @@ TEST(H5, ArrayAttributesAndImpossibleShapesAreRefused) {
     }
     return std::string("no IoError");
   };
-  EXPECT_TRUE(contains(error([&] { f.attr_int("/", "ints"); }),
-                       "attribute /@ints holds 4 values, expected one"));
-  EXPECT_TRUE(
-      contains(error([&] { f.attr_double("/", "doubles"); }), "holds 4 values, expected one"));
-  EXPECT_TRUE(
-      contains(error([&] { f.attr_string("/", "strings"); }), "holds 3 values, expected one"));
-  EXPECT_TRUE(
-      contains(error([&] { f.attr_string("/", "vstrings"); }), "holds 3 values, expected one"));
+  EXPECT_TRUE(contains(error([&] { f.attr_int("/", "ints"); }), "attribute /@ints holds 4 values, expected one"));
+  EXPECT_TRUE(contains(error([&] { f.attr_double("/", "doubles"); }), "holds 4 values, expected one"));
+  EXPECT_TRUE(contains(error([&] { f.attr_string("/", "strings"); }), "holds 3 values, expected one"));
+  EXPECT_TRUE(contains(error([&] { f.attr_string("/", "vstrings"); }), "holds 3 values, expected one"));
   const std::string huge = error([&] { f.info("huge"); });
-  EXPECT_TRUE(contains(huge, "dataset huge claims 4398046511104 bytes, more than the whole file"))
-      << huge;
+  EXPECT_TRUE(contains(huge, "dataset huge claims 4398046511104 bytes, more than the whole file")) << huge;
   EXPECT_TRUE(contains(huge, path)) << huge;
   const std::string overflow = error([&] { f.info("overflow"); });
   EXPECT_TRUE(contains(overflow, "dataset overflow claims an impossible shape")) << overflow;

@@ -28,8 +28,7 @@ void make_step(int s, int64_t n, std::vector<float>& ctx, std::vector<float>& fi
   }
 }
 
-RollingBuffer filled(int capacity, int64_t n, int first, int last,
-                     const std::vector<uint8_t>* valid = nullptr) {
+RollingBuffer filled(int capacity, int64_t n, int first, int last, const std::vector<uint8_t>* valid = nullptr) {
   RollingBuffer buf(capacity, n, C, P);
   std::vector<float> ctx, fine;
   for (int s = first; s <= last; ++s) {
@@ -140,10 +139,8 @@ TEST(RollingBuffer, SamplingDependsOnlyOnContentAndSeed) {
   fresh.sample_batch(b, 64, cb.data(), fb.data(), wb.data());
   EXPECT_EQ(ca, cb);
   EXPECT_EQ(fa, fb);
-  for (int64_t k = 0; k < 64; ++k)
-    EXPECT_EQ(fa[k * P], -ca[k * C]);  // context and fine from the same sample
-  EXPECT_THROW(RollingBuffer(2, 2, C, P).sample_batch(a, 1, ca.data(), fa.data(), wa.data()),
-               std::logic_error);
+  for (int64_t k = 0; k < 64; ++k) EXPECT_EQ(fa[k * P], -ca[k * C]);  // context and fine from the same sample
+  EXPECT_THROW(RollingBuffer(2, 2, C, P).sample_batch(a, 1, ca.data(), fa.data(), wa.data()), std::logic_error);
 }
 
 TEST(RollingBufferSnapshot, RoundTripPreservesEverything) {
@@ -230,8 +227,7 @@ TEST(RollingBufferSnapshot, PartsOfAnyShardingLoadAnyRange) {
   }
 }
 
-std::string load_error(const std::string& path, int cap = -1, int64_t n = -1, int c = -1,
-                       int p = -1) {
+std::string load_error(const std::string& path, int cap = -1, int64_t n = -1, int c = -1, int p = -1) {
   try {
     RollingBuffer::load_h5(path, cap, n, c, p);
   } catch (const IoError& e) {

@@ -164,8 +164,8 @@ TEST(ContextRings, IconRingsDoNotDependOnTheNumbering) {
   auto field = [](const fc::IconGrid& g) {
     std::vector<float> f(static_cast<size_t>(g.n_cells));
     for (int64_t i = 0; i < g.n_cells; ++i)
-      f[i] = static_cast<float>(std::cos(g.clat[i]) * std::cos(g.clon[i]) + 2 * std::cos(g.clat[i]) * std::sin(g.clon[i]) +
-                                4 * std::sin(g.clat[i]));
+      f[i] = static_cast<float>(std::cos(g.clat[i]) * std::cos(g.clon[i]) +
+                                2 * std::cos(g.clat[i]) * std::sin(g.clon[i]) + 4 * std::sin(g.clat[i]));
     return f;
   };
   const std::vector<float> fa = field(plain), fb = field(shuffled);

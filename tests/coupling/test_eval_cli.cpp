@@ -79,11 +79,9 @@ void write_truth(const std::string& path, const std::vector<double>& lat, const 
 }
 
 /// Two members truth -+ d: the ensemble mean is exact, the spread is d.
-void write_pred(const std::string& path, const std::vector<double>& lat,
-                const std::vector<double>& lon, double d,
+void write_pred(const std::string& path, const std::vector<double>& lat, const std::vector<double>& lon, double d,
                 const std::map<std::string, std::string>& attrs = {}) {
-  fc::EnsembleWriter w(path, fc::OutputGrid::latlon(lat, lon), "ts", fc::VarAttributes{"K", "", ""},
-                       2, attrs);
+  fc::EnsembleWriter w(path, fc::OutputGrid::latlon(lat, lon), "ts", fc::VarAttributes{"K", "", ""}, 2, attrs);
   std::vector<float> m;
   for (double s : {-d, d})
     for (double a : lat)
@@ -129,11 +127,10 @@ enum Col { kMembers = 0, kPoints, kRmse, kBias, kMae, kCrps, kCrpsFair, kSpread,
 TEST_F(EvalCli, ScoresACroppedPredictionAgainstTheTruth) {
   // The prediction covers rows 2..33 and columns 1..48 (whole 8 x 8 blocks) of the truth.
   const std::string pred = dir_ + "pred.nc";
-  write_pred(pred, {lat_.begin() + 2, lat_.begin() + 34}, {lon_.begin() + 1, lon_.begin() + 49},
-             0.25, {{"finecast_block", "8"}});
+  write_pred(pred, {lat_.begin() + 2, lat_.begin() + 34}, {lon_.begin() + 1, lon_.begin() + 49}, 0.25,
+             {{"finecast_block", "8"}});
   const std::string csv = dir_ + "e.csv", json = dir_ + "e.json";
-  const Result r = run_eval("--truth " + truth_ + " --pred " + pred + " --var ts --csv " + csv +
-                            " --json " + json);
+  const Result r = run_eval("--truth " + truth_ + " --pred " + pred + " --var ts --csv " + csv + " --json " + json);
   ASSERT_EQ(r.rc, 0) << r.out;
   EXPECT_NE(r.out.find("block 8"), std::string::npos) << r.out;
   auto rows = read_csv(csv);
@@ -161,8 +158,8 @@ TEST_F(EvalCli, RegionSelectsTheWholeBlocksInside) {
   const std::string csv = dir_ + "r.csv";
   // Rows with lat in [-30, 10] are 5..24; whole 4-row blocks inside: rows 8..23 (4 blocks).
   // Columns with lon in [10, 40] are 7..26; whole blocks: 8..23.
-  const Result r = run_eval("--truth " + truth_ + " --pred " + pred +
-                            " --var ts --block 4 --region=-30,10,10,40 --csv " + csv);
+  const Result r =
+      run_eval("--truth " + truth_ + " --pred " + pred + " --var ts --block 4 --region=-30,10,10,40 --csv " + csv);
   ASSERT_EQ(r.rc, 0) << r.out;
   EXPECT_EQ(read_csv(csv)["model"][kPoints], 16 * 16);
 }
@@ -221,7 +218,6 @@ TEST_F(EvalCli, BadArgumentsGiveClearErrors) {
 
 namespace {
 
-
 /// A "surface height" with structure at every scale.
 double height(double lat, double lon) {
   return 800.0 + 600.0 * std::sin(lat * 1.7) * std::cos(lon * 2.9) + 300.0 * std::cos(lon * 0.4);
@@ -241,7 +237,8 @@ TEST_F(EvalCli, RegressionBaselineIsFittedOnTheTrainingRegionPrintedSavedAndScor
   auto smooth = [](double a, double o) { return 280.0 + 0.1 * a + 0.02 * o; };
   write_field(truth, "ts", lat_, lon_, [&](double a, double o) { return smooth(a, o) - 0.0065 * height(a, o); });
   write_field(cov, "HSURF", axis(-43.0, 2.0, 40), axis(-2.5, 1.5, 54), height);
-  fc::EnsembleWriter w(pred, fc::OutputGrid::latlon({lat_.begin(), lat_.begin() + 32}, {lon_.begin(), lon_.begin() + 48}),
+  fc::EnsembleWriter w(pred,
+                       fc::OutputGrid::latlon({lat_.begin(), lat_.begin() + 32}, {lon_.begin(), lon_.begin() + 48}),
                        "ts", fc::VarAttributes{"K", "", ""}, 1, {{"finecast_block", "8"}});
   std::vector<float> m;
   for (int i = 0; i < 32; ++i)

@@ -123,8 +123,7 @@ TEST(EvalCells, PatchMeansResidualAndStdOnAHandExample) {
 TEST(EvalCells, InconsistentLayoutsAreRefused) {
   auto s = tiny_spec();
   s.cell_of_patch = {0, 1, 1, 3};
-  EXPECT_NE(error_of(s).find("fine cell 1 lies in patches 0 and 1"), std::string::npos)
-      << error_of(s);
+  EXPECT_NE(error_of(s).find("fine cell 1 lies in patches 0 and 1"), std::string::npos) << error_of(s);
   s = tiny_spec();
   s.area[2] = 0.0;
   EXPECT_NE(error_of(s).find("cell areas must be positive"), std::string::npos);
@@ -154,8 +153,7 @@ TEST(EvalCellBaselines, ConstantPerCoarseCellIsReproducedByNearestAndItsConserva
   // A globally constant field: every baseline is exact (the IDW weights sum to 1).
   const std::vector<double> flat(static_cast<std::size_t>(L.size()), 273.15);
   const std::vector<double> flat_coarse = fe::patch_means(L, flat.data());
-  for (const auto& b : fe::cell_baselines())
-    EXPECT_LT(rms(L, interp.run(flat_coarse, b), flat), 1e-10) << b.name;
+  for (const auto& b : fe::cell_baselines()) EXPECT_LT(rms(L, interp.run(flat_coarse, b), flat), 1e-10) << b.name;
 }
 
 TEST(EvalCellBaselines, IdwReproducesALinearFieldBetterThanNearest) {
@@ -167,8 +165,8 @@ TEST(EvalCellBaselines, IdwReproducesALinearFieldBetterThanNearest) {
   const double nearest = rms(L, interp.run(coarse, baseline("nearest")), truth);
   const double idw = rms(L, interp.run(coarse, baseline("idw")), truth);
   const double idw_cons = rms(L, interp.run(coarse, baseline("idw_cons")), truth);
-  std::printf("linear field on R2B4 in R2B0 patches: rmse nearest %.4f, idw %.4f, idw_cons %.4f\n",
-              nearest, idw, idw_cons);
+  std::printf("linear field on R2B4 in R2B0 patches: rmse nearest %.4f, idw %.4f, idw_cons %.4f\n", nearest, idw,
+              idw_cons);
   EXPECT_GT(nearest, 1.0);  // the field varies by tens of units across an R2B0 cell
   EXPECT_LT(idw, 0.8 * nearest);
   EXPECT_LT(idw_cons, idw);  // the correction removes the smoothing bias of each patch mean
@@ -262,8 +260,7 @@ TEST(EvalCellEvaluator, PerfectAndInflatedEnsemblesScoreAsExpected) {
   // Two members: the truth's residual doubled around the patch means, and the truth itself.
   const std::vector<double> means = fe::patch_means(L, truth.data());
   std::vector<double> doubled(truth.size());
-  for (int64_t i = 0; i < L.size(); ++i)
-    doubled[i] = means[L.patch_of(i)] + 2.0 * (truth[i] - means[L.patch_of(i)]);
+  for (int64_t i = 0; i < L.size(); ++i) doubled[i] = means[L.patch_of(i)] + 2.0 * (truth[i] - means[L.patch_of(i)]);
   ev.add(truth.data(), {truth.data()});
   fe::CellEvaluator ev2(fe::CellLayout(levels.layout_spec(0)));
   ev2.add(truth.data(), {doubled.data()});
@@ -337,8 +334,8 @@ enum Col { kMembers = 0, kPoints, kRmse, kBias, kMae, kCrps, kCrpsFair, kSpread,
 
 /// A plugin-shaped output: ts(time, realization, ncells) = truth -+ d, ts_coarse = the truth's
 /// R2B<level> means on the fine cells (shifted by `coarse_shift`), ts_host = the truth.
-void write_icon_output(const std::string& path, const std::vector<double>& truth, int level,
-                       double d, double coarse_shift = 0.0) {
+void write_icon_output(const std::string& path, const std::vector<double>& truth, int level, double d,
+                       double coarse_shift = 0.0) {
   const fc::IconGrid& g = r2b4().grid;
   finecast::tools::IconLevels levels(g);
   const fe::CellLayout L(levels.layout_spec(level));
@@ -405,8 +402,8 @@ TEST_F(EvalIconCli, ScoresAPluginOutputWithItsOwnTruthAndDerivedCoarseLevel) {
 
   // The same scores from the truth given as a separate file (here the output itself) and an
   // explicit grid and level; a wrong level is caught by ts_coarse.
-  const Result r2 = run_eval("--truth " + pred + " --truth-var ts_host --pred " + pred +
-                             " --var ts --grid " + kR2B4 + " --coarse-level 1 --csv " + csv);
+  const Result r2 = run_eval("--truth " + pred + " --truth-var ts_host --pred " + pred + " --var ts --grid " + kR2B4 +
+                             " --coarse-level 1 --csv " + csv);
   ASSERT_EQ(r2.rc, 0) << r2.out;
   EXPECT_NEAR(read_csv(csv)["idw"][kRmse], rows["idw"][kRmse], 1e-12);
   const Result r3 = run_eval("--pred " + pred + " --var ts --coarse-level 0");
@@ -429,9 +426,7 @@ TEST_F(EvalIconCli, MismatchesAreErrorsNamingTheFiles) {
   const std::string latlon = "/usr/share/ncarg/data/nug/tas_rectilinear_grid_2D.nc";
   r = run_eval("--truth " + latlon + " --truth-var tas --pred " + pred + " --var ts");
   EXPECT_EQ(r.rc, 1);
-  EXPECT_NE(r.out.find("truth '" + latlon + "' variable 'tas' is on a lat-lon grid"),
-            std::string::npos)
-      << r.out;
+  EXPECT_NE(r.out.find("truth '" + latlon + "' variable 'tas' is on a lat-lon grid"), std::string::npos) << r.out;
   r = run_eval("--pred " + pred + " --var ts --grid " + latlon);
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.out.find(latlon), std::string::npos) << r.out;

@@ -62,8 +62,8 @@ TEST(EvalRegression, RecoversKnownCoefficientsOnLatLonBlocks) {
   std::vector<double> x1 = noise(L.size(), 2, 200.0), x2 = noise(L.size(), 3, 0.3);
   for (std::size_t i = 0; i < L.size(); ++i) x1[i] += 10.0 * static_cast<double>(i % 48) + 500.0;
   const fe::Predictors p = fe::block_predictors(L, {"HSURF", "FR_LAND"}, {x1.data(), x2.data()});
-  ASSERT_EQ(p.names, (std::vector<std::string>{"HSURF anomaly", "HSURF deviation", "FR_LAND anomaly",
-                                               "FR_LAND deviation"}));
+  ASSERT_EQ(p.names,
+            (std::vector<std::string>{"HSURF anomaly", "HSURF deviation", "FR_LAND anomaly", "FR_LAND deviation"}));
   const std::vector<double> coef = {-0.0065, 0.002, 1.5, -0.8};
   std::vector<double> truth = smooth;
   for (std::size_t j = 0; j < coef.size(); ++j)

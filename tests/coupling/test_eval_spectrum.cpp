@@ -29,8 +29,7 @@ fe::RadialSpectrum plain_dft_spectrum(const std::vector<double>& f, int ny, int 
       for (int i = 0; i < ny; ++i)
         for (int j = 0; j < nx; ++j)
           x += f[static_cast<std::size_t>(i) * nx + j] *
-               std::polar(1.0, -2.0 * M_PI * (static_cast<double>(ky) * i / ny +
-                                              static_cast<double>(kx) * j / nx));
+               std::polar(1.0, -2.0 * M_PI * (static_cast<double>(ky) * i / ny + static_cast<double>(kx) * j / nx));
       const double fy = static_cast<double>(ky <= ny / 2 ? ky : ky - ny) / ny;
       const double fx = static_cast<double>(kx <= nx / 2 ? kx : kx - nx) / nx;
       const int b = static_cast<int>(std::lround(s.n * std::sqrt(fy * fy + fx * fx)));
@@ -44,8 +43,8 @@ std::vector<double> wave(int ny, int nx, int ky, int kx) {
   std::vector<double> f(static_cast<std::size_t>(ny) * nx);
   for (int i = 0; i < ny; ++i)
     for (int j = 0; j < nx; ++j)
-      f[static_cast<std::size_t>(i) * nx + j] = std::cos(
-          2 * M_PI * (static_cast<double>(ky) * i / ny + static_cast<double>(kx) * j / nx));
+      f[static_cast<std::size_t>(i) * nx + j] =
+          std::cos(2 * M_PI * (static_cast<double>(ky) * i / ny + static_cast<double>(kx) * j / nx));
   return f;
 }
 
@@ -59,7 +58,7 @@ TEST(EvalSpectrum, MatchesAPlainDftForOddEvenAndPrimeSizes) {
   // Odd and even lengths (the Nyquist column of the real transform), primes and mixed factors.
   std::mt19937 rng(11);
   std::normal_distribution<double> nd;
-  const std::pair<int, int> sizes[] = {{1, 1}, {1, 7}, {3, 5}, {4, 9},   {7, 4},
+  const std::pair<int, int> sizes[] = {{1, 1},   {1, 7},   {3, 5},  {4, 9},  {7, 4},
                                        {12, 15}, {16, 30}, {5, 49}, {2, 97}, {3, 210}};
   for (const auto& [ny, nx] : sizes) {
     std::vector<double> f(static_cast<std::size_t>(ny) * nx);
@@ -113,8 +112,6 @@ TEST(EvalSpectrum, ParsevalOnNoise) {
 }
 
 TEST(EvalSpectrum, UpperHalfEnergySplitsAtAQuarterCyclePerSpacing) {
-  EXPECT_NEAR(fe::upper_half_energy(fe::radial_spectrum(wave(32, 32, 0, 12).data(), 32, 32)), 0.5,
-              1e-12);
-  EXPECT_NEAR(fe::upper_half_energy(fe::radial_spectrum(wave(32, 32, 0, 4).data(), 32, 32)), 0.0,
-              1e-20);
+  EXPECT_NEAR(fe::upper_half_energy(fe::radial_spectrum(wave(32, 32, 0, 12).data(), 32, 32)), 0.5, 1e-12);
+  EXPECT_NEAR(fe::upper_half_energy(fe::radial_spectrum(wave(32, 32, 0, 4).data(), 32, 32)), 0.0, 1e-20);
 }

@@ -11,9 +11,8 @@
 namespace finecast::coupling {
 namespace {
 
-constexpr int NP = COMIN_DIM_SEMANTICS_NPROMA, BL = COMIN_DIM_SEMANTICS_BLOCK,
-              LV = COMIN_DIM_SEMANTICS_LEVEL, UN = COMIN_DIM_SEMANTICS_UNUSED,
-              UB = COMIN_DIM_SEMANTICS_UNBLOCK, CT = COMIN_DIM_SEMANTICS_CONTAINER;
+constexpr int NP = COMIN_DIM_SEMANTICS_NPROMA, BL = COMIN_DIM_SEMANTICS_BLOCK, LV = COMIN_DIM_SEMANTICS_LEVEL,
+              UN = COMIN_DIM_SEMANTICS_UNUSED, UB = COMIN_DIM_SEMANTICS_UNBLOCK, CT = COMIN_DIM_SEMANTICS_CONTAINER;
 
 // 10 local cells, nproma 4 (3 blocks, the last partial); cells 2 and 7 are halo.
 struct Decomp {
@@ -29,8 +28,7 @@ TEST(GatherLayout, BlockedCellFieldMatchesComInFormula) {
   const int sem[5] = {NP, LV, BL, UN, UN};
   Decomp d;
   for (int level : {0, 2, 4}) {
-    const OwnedCells cells =
-        owned_cells(shape, sem, nproma, d.n_local, d.decomp.data(), d.glb.data(), level);
+    const OwnedCells cells = owned_cells(shape, sem, nproma, d.n_local, d.decomp.data(), d.glb.data(), level);
     std::vector<int64_t> want_off, want_glb;
     for (int j = 0; j < d.n_local; ++j) {
       if (d.decomp[j] != 0) continue;
@@ -50,8 +48,7 @@ TEST(GatherLayout, DimensionOrderIsReadFromSemanticsNotAssumed) {
   const int shape[5] = {nproma, nblks, 1, nlev, 1};
   const int sem[5] = {NP, BL, CT, LV, UN};
   Decomp d;
-  const OwnedCells cells =
-      owned_cells(shape, sem, nproma, d.n_local, d.decomp.data(), d.glb.data(), 1);
+  const OwnedCells cells = owned_cells(shape, sem, nproma, d.n_local, d.decomp.data(), d.glb.data(), 1);
   size_t k = 0;
   for (int j = 0; j < d.n_local; ++j) {
     if (d.decomp[j] != 0) continue;
@@ -74,8 +71,7 @@ TEST(GatherLayout, BadLayoutsAreRejectedWithTheShape) {
   Decomp d;
   const int shape[5] = {4, 1, 3, 1, 1};
   const int no_nproma[5] = {LV, LV, BL, UN, UN};
-  EXPECT_THROW(owned_cells(shape, no_nproma, 4, d.n_local, d.decomp.data(), d.glb.data()),
-               GridError);
+  EXPECT_THROW(owned_cells(shape, no_nproma, 4, d.n_local, d.decomp.data(), d.glb.data()), GridError);
   const int sem[5] = {NP, LV, BL, UN, UN};
   try {
     owned_cells(shape, sem, 8, d.n_local, d.decomp.data(), d.glb.data());
@@ -84,8 +80,7 @@ TEST(GatherLayout, BadLayoutsAreRejectedWithTheShape) {
     EXPECT_NE(std::string(e.what()).find("shape (4, 1, 3, 1, 1)"), std::string::npos) << e.what();
   }
   const int short_shape[5] = {4, 1, 2, 1, 1};  // 10 cells need 3 blocks
-  EXPECT_THROW(owned_cells(short_shape, sem, 4, d.n_local, d.decomp.data(), d.glb.data()),
-               GridError);
+  EXPECT_THROW(owned_cells(short_shape, sem, 4, d.n_local, d.decomp.data(), d.glb.data()), GridError);
   EXPECT_THROW(owned_cells(shape, sem, 4, d.n_local, d.decomp.data(), d.glb.data(), 1),
                GridError);  // 1 level only
   std::vector<int> bad_glb = d.glb;
@@ -98,14 +93,12 @@ TEST(GatherLayout, PackAndUnpackTouchOnlyOwnedValues) {
   const int shape[5] = {nproma, nlev, nblks, 1, 1};
   const int sem[5] = {NP, LV, BL, UN, UN};
   Decomp d;
-  const OwnedCells cells =
-      owned_cells(shape, sem, nproma, d.n_local, d.decomp.data(), d.glb.data(), 1);
+  const OwnedCells cells = owned_cells(shape, sem, nproma, d.n_local, d.decomp.data(), d.glb.data(), 1);
   std::vector<double> field(nproma * nlev * nblks);
   for (size_t i = 0; i < field.size(); ++i) field[i] = 0.5 + static_cast<double>(i);
   std::vector<float> packed(static_cast<size_t>(cells.size()));
   pack(field.data(), cells, packed.data());
-  for (int64_t i = 0; i < cells.size(); ++i)
-    EXPECT_EQ(packed[i], static_cast<float>(field[cells.offsets[i]]));
+  for (int64_t i = 0; i < cells.size(); ++i) EXPECT_EQ(packed[i], static_cast<float>(field[cells.offsets[i]]));
 
   std::vector<double> back(field.size(), -1.0);
   unpack(packed.data(), cells, back.data());
@@ -113,8 +106,7 @@ TEST(GatherLayout, PackAndUnpackTouchOnlyOwnedValues) {
   for (int64_t off : cells.offsets) touched[static_cast<size_t>(off)] = true;
   for (size_t i = 0; i < back.size(); ++i) EXPECT_EQ(back[i], touched[i] ? field[i] : -1.0) << i;
 
-  std::vector<float> ffield(field.begin(), field.end()), fback(field.size(), -1.0f),
-      fpacked(packed.size());
+  std::vector<float> ffield(field.begin(), field.end()), fback(field.size(), -1.0f), fpacked(packed.size());
   pack(ffield.data(), cells, fpacked.data());
   EXPECT_EQ(fpacked, packed);
   unpack(fpacked.data(), cells, fback.data());

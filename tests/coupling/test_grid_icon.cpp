@@ -35,8 +35,7 @@ double sphere_area() { return 4.0 * sphere::kPi * sphere::kEarthRadius * sphere:
 /// Coarse neighbour slots must be symmetric, distinct, and lie across a real fine edge.
 void expect_consistent_neighbours(const fc::IconGrid& g, const fc::PatchMap& pm) {
   std::vector<int64_t> patch_of(pm.n_fine);
-  for (int64_t i = 0; i < pm.n_coarse * pm.patch_size; ++i)
-    patch_of[pm.fine_of_patch[i]] = i / pm.patch_size;
+  for (int64_t i = 0; i < pm.n_coarse * pm.patch_size; ++i) patch_of[pm.fine_of_patch[i]] = i / pm.patch_size;
   for (int64_t c = 0; c < pm.n_coarse; ++c) {
     std::set<int64_t> across;  // coarse cells reached through a fine edge
     for (int s = 0; s < pm.patch_size; ++s)
@@ -70,8 +69,7 @@ TEST(EdgeNeighbours, SlotKFacesCornerKAndBoundaryEdgesHaveNone) {
     fc::edge_neighbours(fan, 5, "fan");
     FAIL() << "expected GridError";
   } catch (const finecast::GridError& e) {
-    EXPECT_NE(std::string(e.what()).find("fan: an edge is shared by 3 triangles"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("fan: an edge is shared by 3 triangles"), std::string::npos) << e.what();
   }
 }
 
@@ -106,11 +104,9 @@ TEST(IconHierarchy, RealR2B4ParentsEqualTheFilesHierarchicalNumbering) {
     ASSERT_EQ(pm.n_coarse, 80 << (2 * level));
     ASSERT_EQ(pm.patch_size, P);
     for (int64_t k = 0; k < pm.n_coarse; ++k) {
-      std::vector<int64_t> cells(pm.fine_of_patch.begin() + k * P,
-                                 pm.fine_of_patch.begin() + (k + 1) * P);
+      std::vector<int64_t> cells(pm.fine_of_patch.begin() + k * P, pm.fine_of_patch.begin() + (k + 1) * P);
       std::sort(cells.begin(), cells.end());
-      for (int64_t s = 0; s < P; ++s)
-        ASSERT_EQ(cells[s], k * P + s) << "level " << level << " patch " << k;
+      for (int64_t s = 0; s < P; ++s) ASSERT_EQ(cells[s], k * P + s) << "level " << level << " patch " << k;
       double w = 0.0;
       for (int64_t s = 0; s < P; ++s) w += pm.fine_weight[k * P + s];
       EXPECT_NEAR(w, 1.0, 1e-12);
@@ -162,8 +158,7 @@ TEST(IconHierarchy, ShuffledNumberingGivesTheSamePatchesInTheSameOrder) {
   for (int64_t k = 0; k < b.n_coarse; ++k) {
     const int64_t ka = a_patch_of_first.at(to_plain[b.fine_of_patch[k * P]]);
     for (int64_t s = 0; s < P; ++s)
-      ASSERT_EQ(to_plain[b.fine_of_patch[k * P + s]], a.fine_of_patch[ka * P + s])
-          << "patch " << k << " slot " << s;
+      ASSERT_EQ(to_plain[b.fine_of_patch[k * P + s]], a.fine_of_patch[ka * P + s]) << "patch " << k << " slot " << s;
     EXPECT_DOUBLE_EQ(b.coarse_lat[k], a.coarse_lat[ka]);
   }
 }
@@ -201,17 +196,16 @@ TEST(IconHierarchy, CanonicalOrderFollowsBarycentricCoordinatesFromTheNorthernmo
         const double beta = i + (down ? 2.0 : 1.0) / 3.0;
         const double gamma = static_cast<double>(j / 2) + (down ? 2.0 : 1.0) / 3.0;
         const double alpha = static_cast<double>(r) - beta - gamma;
-        const sphere::Vec3 want = sphere::normalised({alpha * A[0] + beta * B[0] + gamma * C[0],
-                                                      alpha * A[1] + beta * B[1] + gamma * C[1],
-                                                      alpha * A[2] + beta * B[2] + gamma * C[2]});
+        const sphere::Vec3 want =
+            sphere::normalised({alpha * A[0] + beta * B[0] + gamma * C[0], alpha * A[1] + beta * B[1] + gamma * C[1],
+                                alpha * A[2] + beta * B[2] + gamma * C[2]});
         int64_t nearest = -1;
         double best = -2.0;
         for (int64_t t = 0; t < P; ++t) {
           const double cosang = sphere::dot(centre(pm.fine_of_patch[k * P + t]), want);
           if (cosang > best) best = cosang, nearest = t;
         }
-        EXPECT_EQ(nearest, s) << "patch " << k << ": slot " << s << " is not at (" << beta << ", "
-                              << gamma << ")";
+        EXPECT_EQ(nearest, s) << "patch " << k << ": slot " << s << " is not at (" << beta << ", " << gamma << ")";
       }
   }
 }

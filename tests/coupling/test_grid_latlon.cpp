@@ -76,8 +76,7 @@ TEST(LatLonGrid, CroppingWarnsWithTheDroppedRowsAndColumns) {
   const fc::PatchMap pm = fc::latlon_patch_map(g, 5);  // 96 = 19*5 + 1, 192 = 38*5 + 2
   EXPECT_EQ(pm.n_coarse, 19 * 38);
   ASSERT_EQ(warnings.lines.size(), 1u);
-  EXPECT_NE(warnings.lines[0].find("dropped the last 1 rows and the last 2 columns"),
-            std::string::npos)
+  EXPECT_NE(warnings.lines[0].find("dropped the last 1 rows and the last 2 columns"), std::string::npos)
       << warnings.lines[0];
   EXPECT_EQ(pm.neighbours[0 * 4 + 2], -1) << "190 of 192 columns do not go round the globe";
 }
@@ -149,8 +148,8 @@ TEST(LatLonGrid, BlocksAreRowMajorInsideAndBetweenBlocks) {
   EXPECT_EQ(nb[2], 1 * 4 + 1);
   EXPECT_EQ(nb[3], 1 * 4 + 3);
   // Row areas are 2 cos(lat) sin(5 deg) bands, so their ratio is exactly cos(-30) / cos(-20).
-  EXPECT_NEAR(pm.fine_weight[0] / pm.fine_weight[2],
-              std::cos(-30.0 * sphere::kDeg) / std::cos(-20.0 * sphere::kDeg), 1e-12);
+  EXPECT_NEAR(pm.fine_weight[0] / pm.fine_weight[2], std::cos(-30.0 * sphere::kDeg) / std::cos(-20.0 * sphere::kDeg),
+              1e-12);
   EXPECT_THROW(fc::latlon_patch_map(g, 7), finecast::GridError);
 }
 

@@ -30,8 +30,7 @@ void ensure_mpi() {
 }
 
 ch::SimulationInterval interval() {
-  return {"1979-01-01T00:00:00", "1979-01-11T00:00:00", "1979-01-01T00:00:00",
-          "1979-01-02T00:00:00"};
+  return {"1979-01-01T00:00:00", "1979-01-11T00:00:00", "1979-01-01T00:00:00", "1979-01-02T00:00:00"};
 }
 
 // 10 local cells with nproma 4 (blocks of 4, 4, 2): cell j has global index 2j+1 of 20, is a
@@ -93,9 +92,7 @@ ch::VariableInfo levels(int nlev) {
   return info;
 }
 
-size_t offset2(int j, int nproma) {
-  return static_cast<size_t>(j % nproma) + nproma * (j / nproma);
-}
+size_t offset2(int j, int nproma) { return static_cast<size_t>(j % nproma) + nproma * (j / nproma); }
 
 }  // namespace
 
@@ -274,14 +271,12 @@ TEST_F(HostLibrary, PluginsRunInPluginOrderAndExchangeVariables) {
   EXPECT_EQ(capture.lines, expected);
 
   const double* out = host.variable("a_out", 1);
-  for (int j = 0; j < 10; ++j)
-    EXPECT_DOUBLE_EQ(out[offset2(j, 4)], 2.0 * (280.0 + j)) << "cell " << j;
+  for (int j = 0; j < 10; ++j) EXPECT_DOUBLE_EQ(out[offset2(j, 4)], 2.0 * (280.0 + j)) << "cell " << j;
   EXPECT_TRUE(std::isnan(out[10]) && std::isnan(out[11]));  // the plugin left the padding alone
 
   // The variable list names the host's and the requested variables, in creation order.
   std::vector<std::string> names;
-  for (auto* it = comin_var_get_descr_list_head(); it != nullptr;
-       it = comin_var_get_descr_list_next(it)) {
+  for (auto* it = comin_var_get_descr_list_head(); it != nullptr; it = comin_var_get_descr_list_next(it)) {
     t_comin_var_descriptor d{};
     comin_var_get_descr_list_var_desc(it, &d);
     names.push_back(std::string(d.name) + "@" + std::to_string(d.id));
@@ -295,10 +290,10 @@ TEST_F(HostLibrary, RegisteringOutsideCominMainSetsTheErrorStateWhenErrorsReturn
   host.add_variable("ts", 1, {});
   host.load_plugins({plugin("alpha", kLib + "libfinecast_test_plugin_a.so", "late_register")});
   host.secondary_constructor();
-  EXPECT_NE(std::find(capture.lines.begin(), capture.lines.end(),
-                      "a late_register_error=" +
-                          std::to_string(COMIN_ERROR_CALLBACK_REGISTER_OUTSIDE_PRIMARYCONSTRUCTOR)),
-            capture.lines.end());
+  EXPECT_NE(
+      std::find(capture.lines.begin(), capture.lines.end(),
+                "a late_register_error=" + std::to_string(COMIN_ERROR_CALLBACK_REGISTER_OUTSIDE_PRIMARYCONSTRUCTOR)),
+      capture.lines.end());
   EXPECT_EQ(host.n_callbacks(EP_ATM_TIMELOOP_START), 0);
 }
 
@@ -331,15 +326,13 @@ TEST_F(HostLibrary, PluginFinishStopsTheHostEvenWhenTheHandlerReturns) {
   ch::Host host(MPI_COMM_WORLD, interval());
   host.add_domain(chain_domain());
   std::vector<std::string> calls;
-  ch::set_finish_handler([&](const std::string& routine, const std::string& text) {
-    calls.push_back(routine + ": " + text);
-  });
+  ch::set_finish_handler(
+      [&](const std::string& routine, const std::string& text) { calls.push_back(routine + ": " + text); });
   try {
     host.load_plugins({plugin("alpha", kLib + "libfinecast_test_plugin_a.so", "finish_in_main")});
     FAIL() << "comin_plugin_finish must stop load_plugins";
   } catch (const ch::PluginFinishError& e) {
-    EXPECT_NE(std::string(e.what()).find("stop requested by the options"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("stop requested by the options"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("plugin 'alpha'"), std::string::npos) << e.what();
   }
   EXPECT_EQ(calls, (std::vector<std::string>{"test_plugin: stop requested by the options"}));
@@ -354,8 +347,7 @@ TEST_F(HostLibrary, PluginCommunicatorExistsOnlyWhenNamed) {
     host.secondary_constructor();
     int size = 0;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    EXPECT_NE(std::find(capture.lines.begin(), capture.lines.end(),
-                        "a plugin_comm_size=" + std::to_string(size)),
+    EXPECT_NE(std::find(capture.lines.begin(), capture.lines.end(), "a plugin_comm_size=" + std::to_string(size)),
               capture.lines.end());
   }
   ch::Host host(MPI_COMM_WORLD, interval());
@@ -440,17 +432,16 @@ TEST_F(HostLibrary, ProbeSeesAHostThatBehavesLikeComIn) {
   host.run_entry_point(EP_ATM_WRITE_OUTPUT_AFTER, COMIN_DOMAIN_OUTSIDE_LOOP, "1979-01-01T00:03:00");
   host.finish();
   // Owned cells 0..7 (global 1, 3, .., 15): ts sums to 8 * 280.5 + 28, the output to 2 ts + 1.
-  const std::vector<std::string> expected = {
-      "probe main version=0.3 wp=8 n_dom=1 nproma=4",
-      "probe main ep_name=EP_ATM_WRITE_OUTPUT_BEFORE 17",
-      "probe sc ncells_global=20 owned=8 glb_index_sum=64",
-      "probe sc nlev=1 dt=90 max_dom=1",
-      "probe var ts sem=23888 zaxis_id=1 level=0",
-      "probe out probe_out long_name=probe zaxis_id=1 block_dim=1",
-      "probe ep=17 time=1979-01-01T00:03:00 dom=-1 ep_now=17",
-      "probe checksum ts:0 = 2272000",
-      "probe checksum probe_out = 4552000",
-      "probe destructor  dom=-1 ep=42"};
+  const std::vector<std::string> expected = {"probe main version=0.3 wp=8 n_dom=1 nproma=4",
+                                             "probe main ep_name=EP_ATM_WRITE_OUTPUT_BEFORE 17",
+                                             "probe sc ncells_global=20 owned=8 glb_index_sum=64",
+                                             "probe sc nlev=1 dt=90 max_dom=1",
+                                             "probe var ts sem=23888 zaxis_id=1 level=0",
+                                             "probe out probe_out long_name=probe zaxis_id=1 block_dim=1",
+                                             "probe ep=17 time=1979-01-01T00:03:00 dom=-1 ep_now=17",
+                                             "probe checksum ts:0 = 2272000",
+                                             "probe checksum probe_out = 4552000",
+                                             "probe destructor  dom=-1 ep=42"};
   EXPECT_EQ(capture.lines, expected);
 }
 
@@ -547,17 +538,12 @@ TEST(CominNamelist, ErrorsNameTheProblem) {
     return std::string("no error");
   };
   EXPECT_NE(message("&other_nml /").find("no &comin_nml"), std::string::npos);
-  EXPECT_NE(message("&comin_nml\n plugin_list(1)%name='x'\n/").find("no plugin_library"),
-            std::string::npos);
-  EXPECT_NE(message("&comin_nml\n plugin_list(1)%colour='x'\n/").find("unknown field 'colour'"),
-            std::string::npos);
-  EXPECT_NE(message("&comin_nml\n\n nsteps=3\n/").find("line 3: unknown key 'nsteps'"),
-            std::string::npos);
+  EXPECT_NE(message("&comin_nml\n plugin_list(1)%name='x'\n/").find("no plugin_library"), std::string::npos);
+  EXPECT_NE(message("&comin_nml\n plugin_list(1)%colour='x'\n/").find("unknown field 'colour'"), std::string::npos);
+  EXPECT_NE(message("&comin_nml\n\n nsteps=3\n/").find("line 3: unknown key 'nsteps'"), std::string::npos);
   EXPECT_NE(message("&comin_nml\n plugin_list(2)%name='x'\n plugin_list(2)%plugin_library='y'\n/")
                 .find("plugin_list(1) is missing"),
             std::string::npos);
-  EXPECT_NE(message("&comin_nml\n plugin_list(1)%name='x\n/").find("unterminated string"),
-            std::string::npos);
-  EXPECT_NE(message("&comin_nml\n plugin_list(1)%name='x'\n").find("not closed"),
-            std::string::npos);
+  EXPECT_NE(message("&comin_nml\n plugin_list(1)%name='x\n/").find("unterminated string"), std::string::npos);
+  EXPECT_NE(message("&comin_nml\n plugin_list(1)%name='x'\n").find("not closed"), std::string::npos);
 }

@@ -32,9 +32,8 @@ int nearest_cell(const fc::IconGrid& g, double lon_deg, double lat_deg) {
   int best = 0;
   double best_d = -2;
   for (int c = 0; c < g.n_cells; ++c) {
-    const double d =
-        std::cos(g.clat[c]) * std::cos(lat_deg * kDeg) * std::cos(g.clon[c] - lon_deg * kDeg) +
-        std::sin(g.clat[c]) * std::sin(lat_deg * kDeg);
+    const double d = std::cos(g.clat[c]) * std::cos(lat_deg * kDeg) * std::cos(g.clon[c] - lon_deg * kDeg) +
+                     std::sin(g.clat[c]) * std::sin(lat_deg * kDeg);
     if (d > best_d) best_d = d, best = c;
   }
   return best;
@@ -43,15 +42,13 @@ int nearest_cell(const fc::IconGrid& g, double lon_deg, double lat_deg) {
 
 TEST(HostFields, LapseRateLowersTemperatureBy6Point5KelvinPerKilometre) {
   fh::CellSurface low{0.3, 0.7, 0.0, 1.0}, high{0.3, 0.7, 1000.0, 1.0};
-  EXPECT_NEAR(fh::surface_temperature(low, 5000, 3) - fh::surface_temperature(high, 5000, 3), 6.5,
-              1e-9);
+  EXPECT_NEAR(fh::surface_temperature(low, 5000, 3) - fh::surface_temperature(high, 5000, 3), 6.5, 1e-9);
 }
 
 TEST(HostFields, DiurnalCyclePeaksAt15LocalSolarTimeAndIsLargerOverLand) {
   const fh::CellSurface land{90 * kDeg, 0.0, 0.0, 1.0}, sea{90 * kDeg, 0.0, 0.0, 0.0};
   // At 90E local time is UTC + 6 h: 15 h local = 9 h UTC, 3 h local = 21 h UTC.
-  EXPECT_NEAR(fh::surface_temperature(land, 0, 9) - fh::surface_temperature(land, 0, 21), 14.0,
-              1e-9);
+  EXPECT_NEAR(fh::surface_temperature(land, 0, 9) - fh::surface_temperature(land, 0, 21), 14.0, 1e-9);
   EXPECT_NEAR(fh::surface_temperature(sea, 0, 9) - fh::surface_temperature(sea, 0, 21), 2.0, 1e-9);
   EXPECT_GT(fh::surface_temperature(land, 0, 9), fh::surface_temperature(land, 0, 8));
   EXPECT_GT(fh::surface_temperature(land, 0, 9), fh::surface_temperature(land, 0, 10));
@@ -62,19 +59,16 @@ TEST(HostFields, PatternReturnsAfterOneRotationPeriodAndMovesInBetween) {
   double max_half = 0;
   for (int i = 0; i < 50; ++i) {
     const fh::CellSurface c{(i * 37 % 360) * kDeg, (i * 7 % 160 - 80) * kDeg, 0.0, 0.5};
-    EXPECT_NEAR(fh::surface_temperature(c, p.rotation_period_s, 12),
-                fh::surface_temperature(c, 0, 12), 1e-9);
-    max_half =
-        std::max(max_half, std::fabs(fh::surface_temperature(c, p.rotation_period_s / 2, 12) -
-                                     fh::surface_temperature(c, 0, 12)));
+    EXPECT_NEAR(fh::surface_temperature(c, p.rotation_period_s, 12), fh::surface_temperature(c, 0, 12), 1e-9);
+    max_half = std::max(max_half, std::fabs(fh::surface_temperature(c, p.rotation_period_s / 2, 12) -
+                                            fh::surface_temperature(c, 0, 12)));
   }
   EXPECT_GT(max_half, 3.0);
 }
 
 TEST(HostFields, SurfacePressureIsHydrostaticWithHeight) {
   const fh::CellSurface sea{1.0, 0.2, 0.0, 0.0}, mountain{1.0, 0.2, 3000.0, 1.0};
-  const double ps0 = fh::surface_pressure(sea, 0, 290.0),
-               ps3 = fh::surface_pressure(mountain, 0, 270.5);
+  const double ps0 = fh::surface_pressure(sea, 0, 290.0), ps3 = fh::surface_pressure(mountain, 0, 270.5);
   EXPECT_GT(ps0, 95000.0);
   EXPECT_LT(ps0, 108000.0);
   // exp(-g z / (Rd T)) with T = 280.25 K: ratio 0.6937
@@ -85,8 +79,8 @@ TEST(HostOrography, Etopo5AveragedOnCellsFindsTibetAndThePacific) {
   const fc::IconGrid grid = fc::make_icosahedral_grid(4);
   const int tibet = nearest_cell(grid, 88.0, 33.0), pacific = nearest_cell(grid, -150.0, 0.0);
   const int antarctica = nearest_cell(grid, 0.0, -89.9);
-  const fh::CellOrography o = fh::average_orography("/usr/share/ferret-vis/data/etopo5.cdf", "ROSE",
-                                                    grid, {tibet, pacific, antarctica});
+  const fh::CellOrography o =
+      fh::average_orography("/usr/share/ferret-vis/data/etopo5.cdf", "ROSE", grid, {tibet, pacific, antarctica});
   EXPECT_GT(o.height[0], 3500.0);
   EXPECT_LT(o.height[0], 6000.0);
   EXPECT_GT(o.land_fraction[0], 0.99);
@@ -98,10 +92,8 @@ TEST(HostOrography, Etopo5AveragedOnCellsFindsTibetAndThePacific) {
 TEST(HostOrography, Etopo20WithItsRepeatedLongitudeColumnAgreesWithEtopo5) {
   const fc::IconGrid grid = fc::make_icosahedral_grid(3);
   const int tibet = nearest_cell(grid, 88.0, 33.0), dateline = nearest_cell(grid, 180.0, 65.0);
-  const auto o5 = fh::average_orography("/usr/share/ferret-vis/data/etopo5.cdf", "ROSE", grid,
-                                        {tibet, dateline});
-  const auto o20 = fh::average_orography("/usr/share/ferret-vis/data/etopo20.cdf", "ROSE", grid,
-                                         {tibet, dateline});
+  const auto o5 = fh::average_orography("/usr/share/ferret-vis/data/etopo5.cdf", "ROSE", grid, {tibet, dateline});
+  const auto o20 = fh::average_orography("/usr/share/ferret-vis/data/etopo20.cdf", "ROSE", grid, {tibet, dateline});
   for (int i = 0; i < 2; ++i) {
     EXPECT_NEAR(o20.height[i], o5.height[i], 0.05 * o5.height[i] + 20.0) << "cell " << i;
     // 20' sampling of a coastline moves the land fraction by a few per cent.
@@ -121,8 +113,7 @@ TEST(HostOrography, MissingVariableIsNamed) {
 }
 
 TEST(HostRunConfig, DemoRunFileUsesEveryKey) {
-  const fh::HostRunConfig c =
-      fh::load_host_run_config(std::string(FINECAST_SOURCE_DIR) + "/configs/demo_host.yaml");
+  const fh::HostRunConfig c = fh::load_host_run_config(std::string(FINECAST_SOURCE_DIR) + "/configs/demo_host.yaml");
   EXPECT_EQ(c.steps, 200);
   EXPECT_EQ(c.nproma, 32);
   EXPECT_EQ(c.decomposition, fh::Decomposition::kLatBands);
@@ -149,8 +140,7 @@ TEST(HostRunConfig, ErrorsNameFileLineAndKey) {
   EXPECT_EQ(error_of("steps: ten\nnproma: 0\n"),
             "run.yaml:1: steps must be a positive integer, got \"ten\"\nrun.yaml:2: nproma must be a positive "
             "integer, got 0");
-  EXPECT_NE(
-      error_of("comin_namelist: a.nml\nplugins:\n  - {name: x, library: y}\n").find("not both"),
-      std::string::npos);
+  EXPECT_NE(error_of("comin_namelist: a.nml\nplugins:\n  - {name: x, library: y}\n").find("not both"),
+            std::string::npos);
   EXPECT_EQ(fh::parse_host_run_config("plugins: []\n", "run.yaml").plugins.size(), 0u);
 }

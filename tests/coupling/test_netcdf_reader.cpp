@@ -70,8 +70,9 @@ TEST(CfTime, ValuesThatAreNoDateAreRefused) {
     }
     return std::string("no IoError");
   };
-  EXPECT_NE(error([&] { days.to_datetime(2.11615e+214); })
-                .find("file.nc, time: time value 2.11615e+214 (days since 1850-01-01) is not a date"),
+  EXPECT_NE(error([&] {
+              days.to_datetime(2.11615e+214);
+            }).find("file.nc, time: time value 2.11615e+214 (days since 1850-01-01) is not a date"),
             std::string::npos);
   EXPECT_NE(error([&] { days.to_datetime(std::nan("")); }).find("not a finite number"), std::string::npos);
   EXPECT_NE(error([&] { days.to_datetime(-INFINITY); }).find("not a finite number"), std::string::npos);
@@ -102,8 +103,7 @@ TEST(FieldReader, RectilinearMonthlyTemperature) {
   EXPECT_EQ(g.y.name, "lat");
   EXPECT_EQ(g.x.values.size(), 192u);
   EXPECT_EQ(g.y.text_attrs.at("units"), "degrees_north");
-  EXPECT_NE(error_of([&] { r.read(12, v.data()); }).find("time step 12 requested, the file has 12"),
-            std::string::npos);
+  EXPECT_NE(error_of([&] { r.read(12, v.data()); }).find("time step 12 requested, the file has 12"), std::string::npos);
 }
 
 TEST(FieldReader, RotatedPoleWithSingletonHeight) {
@@ -287,12 +287,11 @@ TEST(FieldReader, BadInputNamesFileVariableAndExpectation) {
 TEST(FieldReader, HeadersDeclaringMoreThanTheFileAreRefusedBeforeTheLibraryOpensThem) {
   ScratchDir dir;
   auto be32 = [](uint32_t v) {
-    return std::string{static_cast<char>(v >> 24), static_cast<char>(v >> 16),
-                       static_cast<char>(v >> 8), static_cast<char>(v)};
+    return std::string{static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
+                       static_cast<char>(v)};
   };
   // CDF-1, no records, one dimension whose name claims 0xBEBEBEBE bytes.
-  testing_io::spit(dir.file("name.nc"),
-                   "CDF\x01" + be32(0) + be32(0x0A) + be32(1) + be32(0xBEBEBEBEu) + "tas");
+  testing_io::spit(dir.file("name.nc"), "CDF\x01" + be32(0) + be32(0x0A) + be32(1) + be32(0xBEBEBEBEu) + "tas");
   std::string e = error_of([&] { FieldReader(dir.file("name.nc"), "tas"); });
   EXPECT_NE(e.find("name.nc is damaged: its header declares a name of 3200171712 bytes at byte 20, "
                    "but the file "
@@ -302,36 +301,28 @@ TEST(FieldReader, HeadersDeclaringMoreThanTheFileAreRefusedBeforeTheLibraryOpens
   // A list of 2^31 - 1 dimensions in a 16-byte file.
   testing_io::spit(dir.file("count.nc"), "CDF\x01" + be32(0) + be32(0x0A) + be32(0x7FFFFFFF));
   e = error_of([&] { FieldReader(dir.file("count.nc"), "tas"); });
-  EXPECT_NE(e.find("count.nc is damaged: its header declares 2147483647 dimensions"),
-            std::string::npos)
-      << e;
+  EXPECT_NE(e.find("count.nc is damaged: its header declares 2147483647 dimensions"), std::string::npos) << e;
   // The library reads zeros past the end of the file: a length cut off by the end (6 of its 8
   // bytes in CDF-5) is as long as the zeros make it.
-  testing_io::spit(dir.file("cut.nc"), "CDF\x05" + std::string(7, '\0') + "\x02" + be32(0x0A) +
-                                           std::string(7, '\0') + "\x01" +
-                                           std::string("\xb1\xe6\x43\x8c\x80\x00", 6));
+  testing_io::spit(dir.file("cut.nc"), "CDF\x05" + std::string(7, '\0') + "\x02" + be32(0x0A) + std::string(7, '\0') +
+                                           "\x01" + std::string("\xb1\xe6\x43\x8c\x80\x00", 6));
   e = error_of([&] { FieldReader(dir.file("cut.nc"), "tas"); });
   EXPECT_NE(e.find("cut.nc is damaged: its header declares a name of"), std::string::npos) << e;
   // The library accepts any tag on an empty list and reads on: so does the check, to the
   // variable name that follows.
   const std::string absent = be32(0x00930000) + be32(0);
-  testing_io::spit(dir.file("lenient.nc"), "CDF\x01" + be32(0) + absent + absent + be32(0x0B) +
-                                               be32(1) + be32(0x7FFFFFF0u) + "tas");
+  testing_io::spit(dir.file("lenient.nc"),
+                   "CDF\x01" + be32(0) + absent + absent + be32(0x0B) + be32(1) + be32(0x7FFFFFF0u) + "tas");
   e = error_of([&] { FieldReader(dir.file("lenient.nc"), "tas"); });
-  EXPECT_NE(e.find("lenient.nc is damaged: its header declares a name of 2147483632 bytes"),
-            std::string::npos)
-      << e;
+  EXPECT_NE(e.find("lenient.nc is damaged: its header declares a name of 2147483632 bytes"), std::string::npos) << e;
   // A string variable (type 12) in a classic header: netCDF 4.9 divides by its element size of
   // zero (SIGFPE in NC_check_vlen; found by fuzzing).
   const std::string name_tas = be32(3) + std::string("tas\0", 4);
   testing_io::spit(dir.file("string.nc"), "CDF\x01" + be32(0) + be32(0x0A) + be32(1) + be32(1) +
-                                              std::string("x\0\0\0", 4) + be32(4) + absent +
-                                              be32(0x0B) + be32(1) + name_tas + be32(1) + be32(0) +
-                                              absent + be32(12) + be32(16) + be32(100));
+                                              std::string("x\0\0\0", 4) + be32(4) + absent + be32(0x0B) + be32(1) +
+                                              name_tas + be32(1) + be32(0) + absent + be32(12) + be32(16) + be32(100));
   e = error_of([&] { FieldReader(dir.file("string.nc"), "tas"); });
-  EXPECT_NE(e.find("string.nc is damaged: its header declares a string variable"),
-            std::string::npos)
-      << e;
+  EXPECT_NE(e.find("string.nc is damaged: its header declares a string variable"), std::string::npos) << e;
   // Intact files are untouched by the check.
   const std::string packed = write_packed_file(dir.file("packed.nc"), "standard");
   EXPECT_NO_THROW(FieldReader(packed, "pr"));

@@ -53,8 +53,7 @@ TEST(EnsembleWriter, IconOutputReadsBackAndNcdumpAcceptsIt) {
   const std::string path = dir.file("out.nc");
   const int n = 50, members = 3;
   {
-    EnsembleWriter w(path, small_icon(n), "tas",
-                     {"K", "Near-Surface Air Temperature", "air_temperature"}, members,
+    EnsembleWriter w(path, small_icon(n), "tas", {"K", "Near-Surface Air Temperature", "air_temperature"}, members,
                      {{"finecast_checkpoint", "run1/ckpt_000100.h5"}});
     auto a = ensemble(members, n, 250.0f);
     a[1] = std::numeric_limits<float>::quiet_NaN();
@@ -76,16 +75,13 @@ TEST(EnsembleWriter, IconOutputReadsBackAndNcdumpAcceptsIt) {
         "float tas(time, realization, ncells) ;", "tas:coordinates = \"clon clat\" ;",
         "realization:standard_name = \"realization\" ;", "float tas_mean(time, ncells) ;",
         "tas_mean:cell_methods = \"realization: mean\" ;", "tas_mean:units = \"K\" ;",
-        "tas_coarse:standard_name = \"air_temperature\" ;",
-        "tas:units = \"K\" ;", "tas:standard_name = \"air_temperature\" ;",
-        "time:units = \"seconds since 2021-01-01 00:00:00\" ;",
+        "tas_coarse:standard_name = \"air_temperature\" ;", "tas:units = \"K\" ;",
+        "tas:standard_name = \"air_temperature\" ;", "time:units = \"seconds since 2021-01-01 00:00:00\" ;",
         "time:calendar = \"proleptic_gregorian\" ;", ":Conventions = \"CF-1.8\" ;",
         ":finecast_checkpoint = \"run1/ckpt_000200.h5\" ;", "float tas_coarse(time, ncells) ;",
         "clon:units = \"radian\" ;"})
     EXPECT_NE(header.find(want), std::string::npos) << "missing: " << want << "\n" << header;
-  EXPECT_NE(header.find(std::string(":finecast_version = \"") + FINECAST_VERSION + "\""),
-            std::string::npos)
-      << header;
+  EXPECT_NE(header.find(std::string(":finecast_version = \"") + FINECAST_VERSION + "\""), std::string::npos) << header;
   EXPECT_EQ(run("ncdump -k '" + path + "'", &status), "cdf5\n");  // classic layout: durable records
 
   // Values and time through the library, the missing value as NaN through the reader.
@@ -121,8 +117,7 @@ TEST(EnsembleWriter, LatLonCopiesCoordinatesFromTheInput) {
   FINECAST_REQUIRE_FILE(testing_io::kTasFile);
   ScratchDir dir;
   FieldReader in(testing_io::kTasFile, "tas");
-  const OutputGrid grid =
-      in.output_grid().cropped(0, 96, 0, 176);  // whole 16 x 16 blocks: 11 columns of blocks
+  const OutputGrid grid = in.output_grid().cropped(0, 96, 0, 176);  // whole 16 x 16 blocks: 11 columns of blocks
   std::vector<float> field(static_cast<size_t>(in.n_values())), crop(96 * 176);
   in.read(2, field.data());
   for (int y = 0; y < 96; ++y)
@@ -216,16 +211,14 @@ TEST(EnsembleWriter, AFailedWriteReleasesTheFileAndKeepsTheRecordsBefore) {
       // header, coordinates and records follow the writer's layout, so they are measured).
       rlim_t size[3] = {0, 0, 0};
       for (; written < 2; ++written) {
-        w.write("2000-01-0" + std::to_string(written + 1) + "T00:00:00",
-                ensemble(2, n, 1.0f * (written + 1)).data());
+        w.write("2000-01-0" + std::to_string(written + 1) + "T00:00:00", ensemble(2, n, 1.0f * (written + 1)).data());
         size[written + 1] = static_cast<rlim_t>(std::filesystem::file_size(path));
       }
       const rlimit limit{size[2] + (size[2] - size[1]) / 2, RLIM_INFINITY};
       setrlimit(RLIMIT_FSIZE, &limit);
       try {
         for (int day = 3; day <= 10; ++day, ++written)
-          w.write("2000-01-0" + std::to_string(day % 10) + "T00:00:00",
-                  ensemble(2, n, 1.0f * day).data());
+          w.write("2000-01-0" + std::to_string(day % 10) + "T00:00:00", ensemble(2, n, 1.0f * day).data());
         _exit(10);  // never failed
       } catch (const IoError&) {
       }
@@ -241,9 +234,8 @@ TEST(EnsembleWriter, AFailedWriteReleasesTheFileAndKeepsTheRecordsBefore) {
   int status = 0;
   waitpid(pid, &status, 0);
   ASSERT_TRUE(WIFEXITED(status));
-  ASSERT_EQ(WEXITSTATUS(status), 0)
-      << "10: no write failed, 11: a write after the failure was taken, "
-         "12: the file was not released, 13: not 2 records before the failure";
+  ASSERT_EQ(WEXITSTATUS(status), 0) << "10: no write failed, 11: a write after the failure was taken, "
+                                       "12: the file was not released, 13: not 2 records before the failure";
   FieldReader r(path, "t");
   ASSERT_EQ(r.n_times(), 2) << "the records synced before the failure, and only those";
   std::vector<float> values(static_cast<size_t>(n));
@@ -280,8 +272,7 @@ TEST(EnsembleWriter, ASecondWriteAtTheSameTimeReplacesTheRecord) {
 
 TEST(EnsembleWriter, RejectsBadUse) {
   ScratchDir dir;
-  EXPECT_THROW(EnsembleWriter(dir.file("no/such/dir/out.nc"), small_icon(4), "t", {}, 1, {}),
-               IoError);
+  EXPECT_THROW(EnsembleWriter(dir.file("no/such/dir/out.nc"), small_icon(4), "t", {}, 1, {}), IoError);
   EXPECT_THROW(EnsembleWriter(dir.file("a.nc"), small_icon(4), "t", {}, 0, {}), IoError);
   EXPECT_THROW(EnsembleWriter(dir.file("b.nc"), small_icon(4), "t", {}, 1, {}, "martian"), IoError);
   EnsembleWriter w(dir.file("c.nc"), small_icon(4), "t", {}, 1, {});
@@ -341,7 +332,6 @@ TEST(EnsembleWriter, ARecordWrittenInChunksEqualsOneWrite) {
     EXPECT_EQ(status, 0) << diff;
   }
 }
-
 
 }  // namespace
 }  // namespace finecast::coupling

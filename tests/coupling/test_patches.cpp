@@ -60,8 +60,7 @@ TEST(Patches, CoarseningConservesTheAreaIntegralOnIcon) {
   for (int64_t c = 0; c < g.n_cells; ++c) fine_integral += g.cell_area[c] * field[c];
   for (int64_t k = 0; k < pm.n_coarse; ++k) {
     double area = 0.0;
-    for (int s = 0; s < pm.patch_size; ++s)
-      area += g.cell_area[pm.fine_of_patch[k * pm.patch_size + s]];
+    for (int s = 0; s < pm.patch_size; ++s) area += g.cell_area[pm.fine_of_patch[k * pm.patch_size + s]];
     coarse_integral += area * coarse[k];
   }
   EXPECT_NEAR(coarse_integral / fine_integral, 1.0, 1e-7);
@@ -82,8 +81,7 @@ TEST(Patches, LatLonContextLayoutAndEdgeNeighbours) {
   // Block (1, 2) holds rows 2-3 and columns 4-5; the mean weights rows by their areas.
   const auto& w = s.map.fine_weight;
   const int64_t k = 1 * 4 + 2;
-  const double want =
-      w[k * 4 + 0] * 204 + w[k * 4 + 1] * 205 + w[k * 4 + 2] * 304 + w[k * 4 + 3] * 305;
+  const double want = w[k * 4 + 0] * 204 + w[k * 4 + 1] * 205 + w[k * 4 + 2] * 304 + w[k * 4 + 3] * 305;
   EXPECT_NEAR(coarse(1, 2), want, 1e-4);
   EXPECT_NEAR(coarse(1, 2), 254.5f, 1e-4) << "rows at -5 and +5 degrees weigh the same";
   EXPECT_LT(coarse(2, 2), 454.4f) << "the row at 25 degrees weighs less than the one at 15";
@@ -163,11 +161,9 @@ TEST(Patches, IconPatchesFollowTheMapAndReuseStorage) {
   fc::extract_patches(pm, {field.data()}, nullptr, {}, out);
   ASSERT_EQ(out.C, 7);
   ASSERT_EQ(out.P, 16);
-  for (int64_t i = 0; i < out.n * out.P; ++i)
-    ASSERT_EQ(out.fine[i], static_cast<float>(pm.fine_of_patch[i]));
+  for (int64_t i = 0; i < out.n * out.P; ++i) ASSERT_EQ(out.fine[i], static_cast<float>(pm.fine_of_patch[i]));
   for (int64_t k = 0; k < out.n; ++k)
-    for (int j = 0; j < 3; ++j)
-      EXPECT_EQ(out.context[k * 7 + 1 + j], out.coarse[pm.neighbours[k * 3 + j]]);
+    for (int j = 0; j < 3; ++j) EXPECT_EQ(out.context[k * 7 + 1 + j], out.coarse[pm.neighbours[k * 3 + j]]);
   const float* context = out.context.data();
   const float* fine = out.fine.data();
   for (float& v : field) v += 1.0f;

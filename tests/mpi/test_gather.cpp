@@ -31,8 +31,7 @@ int world_size() {
 
 // The serial field: distinct, non-trivial float bit patterns per (field, cell).
 float value(int field, int64_t g) {
-  return static_cast<float>(std::sin(0.001 * static_cast<double>(g) + field) * 300.0 +
-                            1e-3 * static_cast<double>(g));
+  return static_cast<float>(std::sin(0.001 * static_cast<double>(g) + field) * 300.0 + 1e-3 * static_cast<double>(g));
 }
 
 enum class Layout { kContiguous, kRoundRobin, kRandom, kRandomRootEmpty };
@@ -75,8 +74,7 @@ struct HostRank {
     std::mt19937_64 rng(seed * 31 + static_cast<uint64_t>(rank));
     std::vector<int64_t> cells;
     for (size_t g = 0; g < owner.size(); ++g)
-      if (owner[g] == rank || rng() % 10 == 0)
-        cells.push_back(static_cast<int64_t>(g));  // ~10% halo
+      if (owner[g] == rank || rng() % 10 == 0) cells.push_back(static_cast<int64_t>(g));  // ~10% halo
     std::shuffle(cells.begin(), cells.end(), rng);
     n_local = static_cast<int>(cells.size());
     nblks = std::max(1, (n_local + kNproma - 1) / kNproma);
@@ -92,9 +90,7 @@ struct HostRank {
       field[off - kNproma] = -1e30;  // level 0: must not be read either
     }
   }
-  OwnedCells owned() const {
-    return owned_cells(shape, sem, kNproma, n_local, decomp.data(), glb.data(), 1);
-  }
+  OwnedCells owned() const { return owned_cells(shape, sem, kNproma, n_local, decomp.data(), glb.data(), 1); }
 };
 
 struct Case {
@@ -149,11 +145,10 @@ TEST_P(GatherTest, BitwiseEqualToSerialField) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Decompositions, GatherTest,
-    ::testing::Values(Case{Layout::kContiguous, 1, 0}, Case{Layout::kRoundRobin, 2, 0},
-                      Case{Layout::kRandom, 3, 0}, Case{Layout::kRandom, 4, -1},
-                      Case{Layout::kRandom, 5, 0}, Case{Layout::kRandomRootEmpty, 6, 0}));
+INSTANTIATE_TEST_SUITE_P(Decompositions, GatherTest,
+                         ::testing::Values(Case{Layout::kContiguous, 1, 0}, Case{Layout::kRoundRobin, 2, 0},
+                                           Case{Layout::kRandom, 3, 0}, Case{Layout::kRandom, 4, -1},
+                                           Case{Layout::kRandom, 5, 0}, Case{Layout::kRandomRootEmpty, 6, 0}));
 
 TEST(Gatherer, ScatterIsTheInverseAndWriteBackSkipsHalos) {
   const int rank = world_rank(), size = world_size();
@@ -181,8 +176,8 @@ TEST(Gatherer, ScatterIsTheInverseAndWriteBackSkipsHalos) {
   for (size_t i = 0; i < before.size(); ++i) changed += before[i] != host.field[i];
   EXPECT_LE(changed, static_cast<size_t>(cells.size()));
   for (int j = 0; j < host.n_local; ++j) {
-    const size_t off = static_cast<size_t>(j % HostRank::kNproma +
-                                           HostRank::kNproma * (1 + 2 * (j / HostRank::kNproma)));
+    const size_t off =
+        static_cast<size_t>(j % HostRank::kNproma + HostRank::kNproma * (1 + 2 * (j / HostRank::kNproma)));
     if (host.decomp[j] != 0)
       EXPECT_EQ(host.field[off], 1e30);
     else
@@ -208,8 +203,7 @@ TEST(Gatherer, InconsistentDecompositionFailsOnEveryRank) {
     Gatherer g(MPI_COMM_WORLD, 0, mine, n_global);
     ADD_FAILURE() << "accepted a decomposition with a cell owned twice";
   } catch (const MpiError& e) {
-    EXPECT_NE(std::string(e.what()).find("inconsistent decomposition"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("inconsistent decomposition"), std::string::npos) << e.what();
   }
   // Right count, but one index duplicated and one missing (only possible with several ranks).
   std::vector<int64_t> dup;
@@ -221,8 +215,7 @@ TEST(Gatherer, InconsistentDecompositionFailsOnEveryRank) {
     ADD_FAILURE() << "accepted an inconsistent decomposition";
   } catch (const MpiError& e) {
     const std::string what = e.what();
-    EXPECT_TRUE(what.find("is owned by rank") != std::string::npos ||
-                what.find("outside 0..99") != std::string::npos)
+    EXPECT_TRUE(what.find("is owned by rank") != std::string::npos || what.find("outside 0..99") != std::string::npos)
         << what;
   }
   // The communicator is still usable afterwards: no rank was left inside a collective.

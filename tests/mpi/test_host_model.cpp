@@ -24,8 +24,7 @@ Fields evaluate(const fh::HostModel& m, double seconds) {
   const size_t n = m.surface().size();
   const int np = m.nproma();
   const size_t padded = static_cast<size_t>(np) * ((n + np - 1) / np);
-  Fields blocked{std::vector<double>(padded), std::vector<double>(padded),
-                 std::vector<double>(padded)};
+  Fields blocked{std::vector<double>(padded), std::vector<double>(padded), std::vector<double>(padded)};
   m.compute(seconds, {blocked.ts.data(), blocked.ps.data()});
   m.write_topography(blocked.topo.data());
   Fields out;
@@ -56,8 +55,7 @@ void check_decomposition_and_fields(fh::Decomposition method) {
   // Each cell is owned by exactly one rank.
   std::vector<int> owned_count(grid.n_cells, 0), total(grid.n_cells, 0);
   for (int c : mine.cells().owned) owned_count[c] = 1;
-  MPI_Allreduce(owned_count.data(), total.data(), static_cast<int>(grid.n_cells), MPI_INT, MPI_SUM,
-                MPI_COMM_WORLD);
+  MPI_Allreduce(owned_count.data(), total.data(), static_cast<int>(grid.n_cells), MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   EXPECT_TRUE(std::all_of(total.begin(), total.end(), [](int t) { return t == 1; }));
 
   // The halo is exactly the set of neighbours of owned cells that this rank does not own.

@@ -2,8 +2,8 @@
 // Patch-parallel redistribution under mpiexec (1-4 ranks): every trainer rank receives exactly
 // the fine cells of its own patches, builds from them (and the allgathered coarse means) the same
 // patches as the serial path, bitwise - context rings, a static covariate and the interpolated
-// residual base included, which all reach into other trainers' patches; the reverse exchange brings every slot's value back to
-// the rank that owns the cell. Trainer groups of 1, 2 and all ranks, several decompositions.
+// residual base included, which all reach into other trainers' patches; the reverse exchange brings every slot's value
+// back to the rank that owns the cell. Trainer groups of 1, 2 and all ranks, several decompositions.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -50,7 +50,7 @@ TEST_P(Redistribute, ShardPatchesEqualTheSerialPatchesBitwise) {
   const int trainers = std::min(setup.trainers, size);
   const IconGrid grid = read_icon_grid(kGrid);
   PatchMap map = icon_patch_map(grid, 1);  // 320 patches of 64 cells
-  prepare_patch_map(map, 1, true);          // rings reach across shards, so does the interpolant
+  prepare_patch_map(map, 1, true);         // rings reach across shards, so does the interpolant
   const int64_t n = grid.n_cells;
 
   // Owners: contiguous or random (fixed seed, the same on every rank); local order shuffled.

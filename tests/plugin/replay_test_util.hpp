@@ -43,12 +43,8 @@ inline std::string newest_buffer_snapshot(const std::string& dir) { return newes
 /// The newest checkpoint "ckpt_<step>.h5" of a checkpoint directory ("" when none).
 inline std::string newest_checkpoint(const std::string& dir) { return newest_h5(dir, "ckpt_"); }
 
-inline std::string binary(const std::string& name) {
-  return std::string(FINECAST_BINARY_DIR) + "/bin/" + name;
-}
-inline std::string plugin_library() {
-  return std::string(FINECAST_BINARY_DIR) + "/lib/libfinecast_comin.so";
-}
+inline std::string binary(const std::string& name) { return std::string(FINECAST_BINARY_DIR) + "/bin/" + name; }
+inline std::string plugin_library() { return std::string(FINECAST_BINARY_DIR) + "/lib/libfinecast_comin.so"; }
 
 /// A fresh folder under the test temp dir, removed at the end of the test.
 class ScratchDir {
@@ -116,8 +112,7 @@ inline std::string tiny_plugin_config(const std::string& dir) {
 }
 
 /// A replay run file for the tas file: steps 0..5, the given decomposition, the plugin above.
-inline std::string tiny_run_file(const std::string& plugin_config,
-                                 const std::string& decomposition) {
+inline std::string tiny_run_file(const std::string& plugin_config, const std::string& decomposition) {
   return "input: {files: [" + kTas +
          "], variables: [tas]}\n"
          "grid: {type: latlon}\n"
@@ -133,14 +128,12 @@ inline std::string tiny_run_file(const std::string& plugin_config,
 }
 
 /// Writes the tiny plugin config and run file into `dir` and replays them on `ranks` ranks.
-inline CommandResult run_tiny_replay(const std::string& dir, int ranks,
-                                     const std::string& decomposition,
+inline CommandResult run_tiny_replay(const std::string& dir, int ranks, const std::string& decomposition,
                                      const std::string& extra_args = "") {
   write_text(dir + "/plugin.yaml", tiny_plugin_config(dir));
   write_text(dir + "/run.yaml", tiny_run_file(dir + "/plugin.yaml", decomposition));
-  return run_command("mpiexec -n " + std::to_string(ranks) + " --oversubscribe " +
-                     binary("finecast-replay") + " --config " + dir +
-                     "/run.yaml --progress lines " + extra_args);
+  return run_command("mpiexec -n " + std::to_string(ranks) + " --oversubscribe " + binary("finecast-replay") +
+                     " --config " + dir + "/run.yaml --progress lines " + extra_args);
 }
 
 }  // namespace finecast::testing_replay

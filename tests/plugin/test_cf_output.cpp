@@ -52,16 +52,18 @@ TEST(CfOutput, IconOutputHasCornersGridIdentityUnitsAndTheEnsembleMean) {
       "/grid.nc', 'a'); f.uuidOfHGrid = '0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0'; "
       "f.number_of_grid_used = numpy.int32(42); f.close()\"");
   ASSERT_EQ(copy.rc, 0) << copy.output;
-  ftr::write_text(d + "/plugin.yaml",
-                  "fields: [ts]\nseed: 3\ndevice: cpu\ngrid: {type: icon, file: grid.nc, coarse_level: 0}\n"
-                  "buffer: {capacity: 4}\nmodel: {hidden: 16, depth: 1, time_embedding: 8, diffusion_steps: 5}\n"
-                  "train: {async: false, every: 4, min_steps: 4, epochs: 1, batch_size: 128, warmup_steps: 1, threads: 1}\n"
-                  "sample: {every: 4, members: 3, steps: 2, output: out.nc}\n"
-                  "checkpoint: {dir: ckpt, every: 4, keep: 3}\n");
+  ftr::write_text(
+      d + "/plugin.yaml",
+      "fields: [ts]\nseed: 3\ndevice: cpu\ngrid: {type: icon, file: grid.nc, coarse_level: 0}\n"
+      "buffer: {capacity: 4}\nmodel: {hidden: 16, depth: 1, time_embedding: 8, diffusion_steps: 5}\n"
+      "train: {async: false, every: 4, min_steps: 4, epochs: 1, batch_size: 128, warmup_steps: 1, threads: 1}\n"
+      "sample: {every: 4, members: 3, steps: 2, output: out.nc}\n"
+      "checkpoint: {dir: ckpt, every: 4, keep: 3}\n");
   ftr::write_text(d + "/host.yaml",
                   "grid: grid.nc\norography: /usr/share/ferret-vis/data/etopo20.cdf\norography_variable: ROSE\n"
                   "start: 1979-01-01T00:00:00\ndt: 1800\nsteps: 8\nnproma: 24\nnlev: 2\nprogress_every: 0\n"
-                  "plugins:\n  - {name: finecast, library: " + ftr::plugin_library() + ", options: plugin.yaml}\n");
+                  "plugins:\n  - {name: finecast, library: " +
+                      ftr::plugin_library() + ", options: plugin.yaml}\n");
   const ftr::CommandResult host =
       ftr::run_command("cd '" + d + "' && mpiexec -n 2 --oversubscribe " + ftr::binary("finecast-host") + " host.yaml");
   ASSERT_EQ(host.rc, 0) << host.output;
@@ -116,7 +118,8 @@ print("host_mean=%.4f" % float(ds.ts_host.isel(time=-1).mean()))
   EXPECT_NE(info.output.find("unstructured"), std::string::npos) << info.output;
   EXPECT_NE(info.output.find("points=20480"), std::string::npos) << info.output;
   EXPECT_NE(info.output.find("realization"), std::string::npos) << info.output;
-  const ftr::CommandResult remap = ftr::run_command("cd '" + d + "' && cdo -s -L -remapcon,r36x18 -selname,ts_host out.nc remap.nc");
+  const ftr::CommandResult remap =
+      ftr::run_command("cd '" + d + "' && cdo -s -L -remapcon,r36x18 -selname,ts_host out.nc remap.nc");
   ASSERT_EQ(remap.rc, 0) << remap.output;
   // The area mean of the fine field (cdo's cell areas from the corners) against the
   // cos(latitude)-weighted mean of the remapped one.
@@ -142,18 +145,21 @@ TEST(CfOutput, RotatedPoleReplayKeepsTheRotatedGrid) {
   if (!ftr::exists(kRotated)) GTEST_SKIP() << "missing " << kRotated << " (libncarg-data)";
   ftr::ScratchDir dir("cf_rotated");
   const std::string d = dir.path();
-  ftr::write_text(d + "/plugin.yaml",
-                  "fields: [tas]\nseed: 3\ndevice: cpu\ngrid: {type: latlon, file: " + kRotated + ", block: 4}\n"
-                  "buffer: {capacity: 2}\nmodel: {hidden: 16, depth: 1, time_embedding: 8, diffusion_steps: 5}\n"
-                  "train: {async: false, every: 2, min_steps: 2, epochs: 1, batch_size: 512, warmup_steps: 1, threads: 1}\n"
-                  "sample: {every: 2, members: 2, steps: 2, output: out.nc}\n"
-                  "checkpoint: {dir: ckpt, every: 0}\n");
+  ftr::write_text(
+      d + "/plugin.yaml",
+      "fields: [tas]\nseed: 3\ndevice: cpu\ngrid: {type: latlon, file: " + kRotated +
+          ", block: 4}\n"
+          "buffer: {capacity: 2}\nmodel: {hidden: 16, depth: 1, time_embedding: 8, diffusion_steps: 5}\n"
+          "train: {async: false, every: 2, min_steps: 2, epochs: 1, batch_size: 512, warmup_steps: 1, threads: 1}\n"
+          "sample: {every: 2, members: 2, steps: 2, output: out.nc}\n"
+          "checkpoint: {dir: ckpt, every: 0}\n");
   ftr::write_text(d + "/replay.yaml", "input: {files: [" + kRotated +
                                           "], variables: [tas]}\ngrid: {type: latlon}\nepochs: 2\nnproma: 64\n"
-                                          "plugins:\n  - {name: finecast, library: " + ftr::plugin_library() +
-                                          ", options: plugin.yaml}\n");
-  const ftr::CommandResult replay = ftr::run_command("cd '" + d + "' && mpiexec -n 2 --oversubscribe " +
-                                                     ftr::binary("finecast-replay") + " --config replay.yaml --progress lines");
+                                          "plugins:\n  - {name: finecast, library: " +
+                                          ftr::plugin_library() + ", options: plugin.yaml}\n");
+  const ftr::CommandResult replay =
+      ftr::run_command("cd '" + d + "' && mpiexec -n 2 --oversubscribe " + ftr::binary("finecast-replay") +
+                       " --config replay.yaml --progress lines");
   ASSERT_EQ(replay.rc, 0) << replay.output;
 
   const auto facts = python_facts(d, R"(
@@ -213,8 +219,9 @@ TEST(CfOutput, LatLonOutputHasBoundsThatCdoUses) {
   const std::string d = dir.path();
   ftr::write_text(d + "/plugin.yaml", ftr::tiny_plugin_config(d));
   ftr::write_text(d + "/replay.yaml", ftr::tiny_run_file(d + "/plugin.yaml", "lat_bands"));
-  const ftr::CommandResult replay = ftr::run_command("cd '" + d + "' && mpiexec -n 2 --oversubscribe " +
-                                                     ftr::binary("finecast-replay") + " --config replay.yaml --progress lines");
+  const ftr::CommandResult replay =
+      ftr::run_command("cd '" + d + "' && mpiexec -n 2 --oversubscribe " + ftr::binary("finecast-replay") +
+                       " --config replay.yaml --progress lines");
   ASSERT_EQ(replay.rc, 0) << replay.output;
   const auto facts = python_facts(d, R"(
 import netCDF4
@@ -229,8 +236,8 @@ print("tas_coarse.standard_name=" + f["tas_coarse"].standard_name)
   EXPECT_EQ(facts.at("lat_bnds.shape"), "96x2");
   EXPECT_EQ(facts.at("tas.units"), "K");
   EXPECT_EQ(facts.at("tas_coarse.standard_name"), "air_temperature");
-  const ftr::CommandResult remap =
-      ftr::run_command("cd '" + d + "' && cdo -s -L -remapcon,r36x18 -selname,tas_mean out.nc remap.nc && cdo -s sinfon remap.nc");
+  const ftr::CommandResult remap = ftr::run_command(
+      "cd '" + d + "' && cdo -s -L -remapcon,r36x18 -selname,tas_mean out.nc remap.nc && cdo -s sinfon remap.nc");
   ASSERT_EQ(remap.rc, 0) << remap.output;
   EXPECT_NE(remap.output.find("points=648 (36x18)"), std::string::npos) << remap.output;
 }

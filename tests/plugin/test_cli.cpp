@@ -19,9 +19,7 @@ namespace {
 
 using namespace finecast::testing_replay;
 
-bool contains(const std::string& text, const std::string& needle) {
-  return text.find(needle) != std::string::npos;
-}
+bool contains(const std::string& text, const std::string& needle) { return text.find(needle) != std::string::npos; }
 
 const std::vector<std::string> kPrograms = {"finecast-host",      "finecast-replay", "finecast-config",
                                             "finecast-downscale", "finecast-eval",   "finecast-grid"};
@@ -57,10 +55,10 @@ TEST(Cli, TheConfigFileComesPositionallyOrAsConfigAndSetMayPrecedeIt) {
   ASSERT_EQ(positional.rc, 0) << positional.output;
   EXPECT_TRUE(contains(positional.output, "epochs: 3")) << positional.output;
   // The same run with --config, -c, and with --set before the file (one value per --set).
-  for (const std::string& args : {"--config " + dir.file("c.yaml") + " --set train.epochs=3",
-                                  "-c " + dir.file("c.yaml") + " --set train.epochs=3",
-                                  "--set train.epochs=3 " + dir.file("c.yaml"),
-                                  "--set train.epochs=2 --set train.epochs=3 " + dir.file("c.yaml")}) {
+  for (const std::string& args :
+       {"--config " + dir.file("c.yaml") + " --set train.epochs=3",
+        "-c " + dir.file("c.yaml") + " --set train.epochs=3", "--set train.epochs=3 " + dir.file("c.yaml"),
+        "--set train.epochs=2 --set train.epochs=3 " + dir.file("c.yaml")}) {
     const CommandResult r = run_command(config + " " + args);
     EXPECT_EQ(r.rc, 0) << args << ": " << r.output;
     EXPECT_EQ(r.output, positional.output) << args;
@@ -77,7 +75,8 @@ TEST(Cli, UsageErrorsNameTheFlagAndWhatItExpects) {
     EXPECT_TRUE(contains(r.output, "a run/config file (FILE or --config FILE) is required")) << p << ": " << r.output;
   }
   // The file twice.
-  CommandResult r = run_command(binary("finecast-config") + " " + dir.file("c.yaml") + " --config " + dir.file("c.yaml"));
+  CommandResult r =
+      run_command(binary("finecast-config") + " " + dir.file("c.yaml") + " --config " + dir.file("c.yaml"));
   EXPECT_NE(r.rc, 0) << r.output;
   // --set without '='.
   r = run_command(binary("finecast-config") + " " + dir.file("c.yaml") + " --set device");
@@ -135,9 +134,9 @@ TEST(Cli, GridFileComesPositionallyOrAsGrid) {
 TEST(Cli, BenchTrainerReportsProgressOnStderrOnly) {
   ScratchDir dir("cli_bench");
   // In a subshell: run_command sends stderr to stdout after the command's own redirections.
-  const CommandResult r = run_command("(" + binary("finecast-bench") +
-                                      " trainer --json --no-reference --repeats 1 --threads 1 2> " +
-                                      dir.file("progress.txt") + ")");
+  const CommandResult r =
+      run_command("(" + binary("finecast-bench") + " trainer --json --no-reference --repeats 1 --threads 1 2> " +
+                  dir.file("progress.txt") + ")");
   ASSERT_EQ(r.rc, 0) << r.output;
   EXPECT_EQ(r.output.rfind("{\"device\": \"cpu\"", 0), 0u) << r.output;
   EXPECT_EQ(r.output.find('\n'), r.output.size() - 1) << r.output;
@@ -161,11 +160,10 @@ TEST(Cli, BenchTrainerReportsProgressOnStderrOnly) {
 // the model, whose volumes are checked against numbers computed here.
 TEST(Cli, BenchScaleMeasuresAndModelsTheTrainerGroup) {
   ScratchDir dir("cli_bench_scale");
-  const CommandResult r =
-      run_command("(" + binary("finecast-bench") +
-                  " scale --json --ranks 1,2,4 --cells 20480,81920 --steps 4 --train-steps 12 "
-                  "--train-patches 80 --batch 64 --epochs 1 --repeats 1 --model-fields 2 2> " +
-                  dir.file("progress.txt") + ")");
+  const CommandResult r = run_command("(" + binary("finecast-bench") +
+                                      " scale --json --ranks 1,2,4 --cells 20480,81920 --steps 4 --train-steps 12 "
+                                      "--train-patches 80 --batch 64 --epochs 1 --repeats 1 --model-fields 2 2> " +
+                                      dir.file("progress.txt") + ")");
   ASSERT_EQ(r.rc, 0) << r.output;
   ASSERT_EQ(r.output.find('\n'), r.output.size() - 1) << "one JSON line on stdout:\n" << r.output;
   const nlohmann::json j = nlohmann::json::parse(r.output);
@@ -177,8 +175,8 @@ TEST(Cli, BenchScaleMeasuresAndModelsTheTrainerGroup) {
   for (const auto& row : j.at("redistribution")) {
     const auto cells = row.at("cells").get<int64_t>();
     const int ranks = row.at("host_ranks").get<int>(), trainers = row.at("trainers").get<int>();
-    SCOPED_TRACE(std::to_string(cells) + " cells, " + std::to_string(ranks) + " ranks, " +
-                 std::to_string(trainers) + " trainers");
+    SCOPED_TRACE(std::to_string(cells) + " cells, " + std::to_string(ranks) + " ranks, " + std::to_string(trainers) +
+                 " trainers");
     runs.insert({cells, ranks, trainers});
     EXPECT_GT(row.at("forward_ms").get<double>(), 0.0);
     EXPECT_GT(row.at("reverse_ms").get<double>(), 0.0);
@@ -199,9 +197,9 @@ TEST(Cli, BenchScaleMeasuresAndModelsTheTrainerGroup) {
       EXPECT_GE(bytes, 4 * cells);
     }
   }
-  const std::set<std::tuple<int64_t, int, int>> expected = {
-      {20480, 1, 1}, {20480, 2, 1}, {20480, 2, 2}, {20480, 4, 1}, {20480, 4, 2}, {20480, 4, 4},
-      {81920, 1, 1}, {81920, 2, 1}, {81920, 2, 2}, {81920, 4, 1}, {81920, 4, 2}, {81920, 4, 4}};
+  const std::set<std::tuple<int64_t, int, int>> expected = {{20480, 1, 1}, {20480, 2, 1}, {20480, 2, 2}, {20480, 4, 1},
+                                                            {20480, 4, 2}, {20480, 4, 4}, {81920, 1, 1}, {81920, 2, 1},
+                                                            {81920, 2, 2}, {81920, 4, 1}, {81920, 4, 2}, {81920, 4, 4}};
   EXPECT_EQ(runs, expected);
   const auto& fit = j.at("fit");
   EXPECT_GE(fit.at("alpha_us").get<double>(), 0.0);
@@ -252,8 +250,7 @@ TEST(Cli, BenchScaleMeasuresAndModelsTheTrainerGroup) {
     EXPECT_LE(trainers, hosts);
     EXPECT_EQ(m.at("forward_bytes_per_step").get<int64_t>(), cells * 4 * 2);  // --model-fields 2
     EXPECT_EQ(m.at("reverse_bytes_per_step").get<int64_t>(), cells * 4);
-    EXPECT_NEAR(m.at("trainer_receives_bytes").get<double>() * trainers,
-                static_cast<double>(cells * 4 * 2), 1.0);
+    EXPECT_NEAR(m.at("trainer_receives_bytes").get<double>() * trainers, static_cast<double>(cells * 4 * 2), 1.0);
     EXPECT_GT(m.at("forward_ms").get<double>(), 0.0);
     EXPECT_GT(m.at("step_comm_ms").get<double>(), m.at("forward_ms").get<double>());
     EXPECT_EQ(m.at("gradient_bytes").get<double>(), 4.0 * static_cast<double>(params));
@@ -262,8 +259,7 @@ TEST(Cli, BenchScaleMeasuresAndModelsTheTrainerGroup) {
   }
   EXPECT_EQ(rows, 2 * (3 + 4 + 4));
   std::ifstream in(dir.file("progress.txt"));
-  const std::string progress((std::istreambuf_iterator<char>(in)),
-                             std::istreambuf_iterator<char>());
+  const std::string progress((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_TRUE(contains(progress, "[bench scale 0:")) << progress;
   EXPECT_TRUE(contains(progress, "] training: 4 trainer rank(s)")) << progress;
 }
@@ -281,9 +277,12 @@ TEST(Cli, ReplayUnderMpiexecLogsStartUpAndPlainProgressLines) {
   EXPECT_FALSE(contains(r.output, "\033[K")) << r.output;
   EXPECT_FALSE(contains(r.output, "\r")) << r.output;
   EXPECT_TRUE(contains(r.output, "replay: 6/6 steps")) << r.output;
-  const std::vector<std::string> stages = {"start-up 0.", "s: reading the run file " + dir.file("run.yaml"),
-                                           "s: opening the input files", "s: reading the lat-lon grid of " + kTas,
-                                           "s: loading 1 plugin(s)", "s: plugin set-up (secondary constructors"};
+  const std::vector<std::string> stages = {"start-up 0.",
+                                           "s: reading the run file " + dir.file("run.yaml"),
+                                           "s: opening the input files",
+                                           "s: reading the lat-lon grid of " + kTas,
+                                           "s: loading 1 plugin(s)",
+                                           "s: plugin set-up (secondary constructors"};
   size_t at = 0;
   for (const auto& s : stages) {
     const size_t found = r.output.find(s, at);

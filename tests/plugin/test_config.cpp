@@ -82,7 +82,8 @@ TEST(Config, UnknownKeysListTheAllowedOnes) {
   const std::string e = error_of(std::string(kMinimal) + "train:\n  batchsize: 3\n");
   EXPECT_EQ(e.rfind("configs/x.yaml:5: unknown key train.batchsize (allowed in train: async, every,", 0), 0u) << e;
   EXPECT_NE(e.find("batch_size"), std::string::npos);
-  EXPECT_EQ(error_of(std::string(kMinimal) + "trian: {}\n").rfind("configs/x.yaml:4: unknown key trian (allowed: ", 0), 0u);
+  EXPECT_EQ(error_of(std::string(kMinimal) + "trian: {}\n").rfind("configs/x.yaml:4: unknown key trian (allowed: ", 0),
+            0u);
 }
 
 TEST(Config, MissingRequiredKeys) {
@@ -127,7 +128,8 @@ TEST(Config, EveryErrorIsReportedInOneRun) {
   EXPECT_EQ(e,
             "configs/x.yaml:3: train.batch_size must be a positive integer, got \"sixteen\"\n"
             "configs/x.yaml:4: unknown key train.batchsize (allowed in train: async, every, min_steps, epochs, "
-            "ranks, placement, gpu_ids, hold_out, batch_size, lr, weight_decay, warmup_steps, decay_steps, min_lr_ratio, grad_clip, ema_decay, "
+            "ranks, placement, gpu_ids, hold_out, batch_size, lr, weight_decay, warmup_steps, decay_steps, "
+            "min_lr_ratio, grad_clip, ema_decay, "
             "mixed_precision, max_bad_steps, accumulate, validation, validation_members, validation_max_samples, "
             "validation_metric, early_stop, plateau, plateau_factor, plateau_min_scale, keep_best, max_device_memory, "
             "force_autograd, threads, max_threads, cuda_graphs, max_seconds, budget)\n"
@@ -145,7 +147,8 @@ TEST(Config, RulesOnSeveralKeysSkipKeysThatFailed) {
   EXPECT_EQ(error_of(std::string(kMinimal) + "train: {min_steps: lots}\nbuffer: {capacity: 4}\n"),
             "configs/x.yaml:4: train.min_steps must be a positive integer, got \"lots\"");
   // Two rules that fail together are both reported.
-  const std::string e = error_of(std::string(kMinimal) + "train: {min_steps: 60, mixed_precision: true}\ndevice: cpu\n");
+  const std::string e =
+      error_of(std::string(kMinimal) + "train: {min_steps: 60, mixed_precision: true}\ndevice: cpu\n");
   EXPECT_NE(e.find("train.min_steps (60) must not exceed buffer.capacity (48)"), std::string::npos) << e;
   EXPECT_NE(e.find("\nconfigs/x.yaml: train.mixed_precision needs a CUDA device"), std::string::npos) << e;
   // A missing `fields` is reported alone: the write_back rule needs it.
@@ -157,7 +160,8 @@ TEST(Config, OverridesApplyAndAreNamedInErrors) {
   EXPECT_EQ(c.train.epochs, 3);
   EXPECT_EQ(c.device, "cpu");
   EXPECT_EQ(c.checkpoint.resume, "ck");
-  EXPECT_EQ(error_of(kMinimal, {"train.epochs=many"}), "--set train.epochs: train.epochs must be a positive integer, got \"many\"");
+  EXPECT_EQ(error_of(kMinimal, {"train.epochs=many"}),
+            "--set train.epochs: train.epochs must be a positive integer, got \"many\"");
   EXPECT_NE(error_of(kMinimal, {"novalue"}).find("expected key.path=value"), std::string::npos);
 }
 
@@ -171,7 +175,8 @@ TEST(Config, MissingFileIsNamed) {
 }
 
 TEST(Config, ResolvedDumpRoundTrips) {
-  const fp::Config c = fp::parse_config(std::string(kMinimal) + "train: {lr: 3.0e-4}\nsample: {members: 4}\n", "m.yaml");
+  const fp::Config c =
+      fp::parse_config(std::string(kMinimal) + "train: {lr: 3.0e-4}\nsample: {members: 4}\n", "m.yaml");
   const fp::Config again = fp::parse_config(fp::to_yaml(c), "dump.yaml");
   EXPECT_EQ(fp::to_yaml(again), fp::to_yaml(c));
   EXPECT_DOUBLE_EQ(again.train.lr, 3.0e-4);

@@ -84,15 +84,12 @@ TEST(DownscaleEndToEnd, ReplayCheckpointReproducesThePluginAndIsScored) {
   EXPECT_EQ(res.n_coarse, 288);
   EXPECT_EQ(res.patch_size, 64);
   EXPECT_EQ(res.steps_written, 1);
-  EXPECT_EQ(res.checkpoint.substr(0, dir.file("checkpoints/ckpt_").size()),
-            dir.file("checkpoints/ckpt_"));
+  EXPECT_EQ(res.checkpoint.substr(0, dir.file("checkpoints/ckpt_").size()), dir.file("checkpoints/ckpt_"));
   for (int m = 0; m < 2; ++m) {
-    const auto plugin = read_step(dir.file("out.nc"), "tas", 0, m),
-               offline = read_step(o.output, "tas", 0, m);
+    const auto plugin = read_step(dir.file("out.nc"), "tas", 0, m), offline = read_step(o.output, "tas", 0, m);
     ASSERT_EQ(plugin.size(), offline.size());
     double worst = 0;
-    for (size_t i = 0; i < plugin.size(); ++i)
-      worst = std::max(worst, std::fabs(double(plugin[i]) - offline[i]));
+    for (size_t i = 0; i < plugin.size(); ++i) worst = std::max(worst, std::fabs(double(plugin[i]) - offline[i]));
     EXPECT_LT(worst, 1e-4) << "member " << m << " differs from the plugin's sample";
   }
 
@@ -140,13 +137,11 @@ TEST(DownscaleEndToEnd, ReplayCheckpointReproducesThePluginAndIsScored) {
   EXPECT_LT(worst_member, 0.05);
 
   // The command line writes what finecast-eval scores (when the evaluation tool is built).
-  const CommandResult cli =
-      run_command(binary("finecast-downscale") + " --checkpoint " + res.checkpoint + " --input " +
-                  kTas + " --var tas --output " + dir.file("cli.nc") +
-                  " --members 3 --device cpu --time 5 --sampler ddim --steps 4 --threads 1");
+  const CommandResult cli = run_command(binary("finecast-downscale") + " --checkpoint " + res.checkpoint + " --input " +
+                                        kTas + " --var tas --output " + dir.file("cli.nc") +
+                                        " --members 3 --device cpu --time 5 --sampler ddim --steps 4 --threads 1");
   ASSERT_EQ(cli.rc, 0) << cli.output;
-  EXPECT_NE(cli.output.find("288 patches; 1 step(s), 3 member(s), ddim 4 steps"), std::string::npos)
-      << cli.output;
+  EXPECT_NE(cli.output.find("288 patches; 1 step(s), 3 member(s), ddim 4 steps"), std::string::npos) << cli.output;
   fc::FieldReader cli_out(dir.file("cli.nc"), "tas", 2);
   EXPECT_EQ(cli_out.n_levels(), 3);
   if (exists(binary("finecast-eval"))) {
@@ -162,17 +157,14 @@ TEST(DownscaleEndToEnd, ReplayCheckpointReproducesThePluginAndIsScored) {
     // prediction's step with the same date.
     const std::string date = cli_out.time_string(0);
     ASSERT_EQ(date.rfind("2005-06-", 0), 0u) << date;
-    const CommandResult by_date =
-        run_command(binary("finecast-eval") + " --truth " + kTas + " --pred " + dir.file("cli.nc") +
-                    " --var tas --block 8 --time " + date);
+    const CommandResult by_date = run_command(binary("finecast-eval") + " --truth " + kTas + " --pred " +
+                                              dir.file("cli.nc") + " --var tas --block 8 --time " + date);
     ASSERT_EQ(by_date.rc, 0) << by_date.output;
-    const CommandResult by_index =
-        run_command(binary("finecast-eval") + " --truth " + kTas + " --pred " + dir.file("cli.nc") +
-                    " --var tas --block 8 --time 5");
+    const CommandResult by_index = run_command(binary("finecast-eval") + " --truth " + kTas + " --pred " +
+                                               dir.file("cli.nc") + " --var tas --block 8 --time 5");
     EXPECT_EQ(by_date.output, by_index.output);
-    const CommandResult no_step =
-        run_command(binary("finecast-eval") + " --truth " + kTas + " --pred " + dir.file("cli.nc") +
-                    " --var tas --block 8 --time 1999-01-01");
+    const CommandResult no_step = run_command(binary("finecast-eval") + " --truth " + kTas + " --pred " +
+                                              dir.file("cli.nc") + " --var tas --block 8 --time 1999-01-01");
     EXPECT_EQ(no_step.rc, 1);
     EXPECT_NE(no_step.output.find("--time 1999-01-01: " + kTas + " has no step at 1999-01-01T00:00:00"),
               std::string::npos)
@@ -188,13 +180,11 @@ TEST(DownscaleEndToEnd, LatLonStaticOrographyFromAReplayIsReproduced) {
   std::string run = tiny_run_file(dir.file("plugin.yaml"), "round_robin");
   const std::string vars = "variables: [tas]}";
   ASSERT_NE(run.find(vars), std::string::npos);
-  run.replace(run.find(vars), vars.size(),
-              "variables: [tas], static: [{file: " + kTas + ", var: tas, name: oro}]}");
+  run.replace(run.find(vars), vars.size(), "variables: [tas], static: [{file: " + kTas + ", var: tas, name: oro}]}");
   write_text(dir.file("plugin.yaml"), tiny_plugin_config(dir.path()) + "patch: {orography: oro}\n");
   write_text(dir.file("run.yaml"), run);
-  const CommandResult replay =
-      run_command("mpiexec -n 1 " + binary("finecast-replay") + " --config " +
-                  dir.file("run.yaml") + " --progress lines");
+  const CommandResult replay = run_command("mpiexec -n 1 " + binary("finecast-replay") + " --config " +
+                                           dir.file("run.yaml") + " --progress lines");
   ASSERT_EQ(replay.rc, 0) << replay.output;
   EXPECT_NE(replay.output.find("context of 9 values"), std::string::npos) << replay.output;
 
@@ -209,21 +199,17 @@ TEST(DownscaleEndToEnd, LatLonStaticOrographyFromAReplayIsReproduced) {
   o.seed = 7;
   o.threads = 1;
   o.times = {"5"};
-  EXPECT_NE(downscale_error(o).find("--orography FILE:VAR"), std::string::npos)
-      << downscale_error(o);
+  EXPECT_NE(downscale_error(o).find("--orography FILE:VAR"), std::string::npos) << downscale_error(o);
   o.orography = kTas;  // FILE alone: the variable is the one the checkpoint names (oro): absent
-  EXPECT_NE(downscale_error(o).find("has no variable 'oro'"), std::string::npos)
-      << downscale_error(o);
+  EXPECT_NE(downscale_error(o).find("has no variable 'oro'"), std::string::npos) << downscale_error(o);
   o.orography = kTas + ":tas";
   const fp::DownscaleResult res = fp::run_downscale(o);
   EXPECT_TRUE(res.orography);
   for (int m = 0; m < 2; ++m) {
-    const auto plugin = read_step(dir.file("out.nc"), "tas", 0, m),
-               offline = read_step(o.output, "tas", 0, m);
+    const auto plugin = read_step(dir.file("out.nc"), "tas", 0, m), offline = read_step(o.output, "tas", 0, m);
     ASSERT_EQ(plugin.size(), offline.size());
     double worst = 0;
-    for (size_t i = 0; i < plugin.size(); ++i)
-      worst = std::max(worst, std::fabs(double(plugin[i]) - offline[i]));
+    for (size_t i = 0; i < plugin.size(); ++i) worst = std::max(worst, std::fabs(double(plugin[i]) - offline[i]));
     EXPECT_LT(worst, 1e-4) << "member " << m << " differs from the plugin's sample";
   }
 }
@@ -242,16 +228,14 @@ TEST(DownscaleErrors, MismatchedGridsAndCheckpointsAreNamed) {
 
   fp::DownscaleOptions b = o;
   b.block = 16;
-  EXPECT_NE(downscale_error(b).find(
-                "was trained on patches of 64 fine cells, but " + kTas +
-                " (96 x 192, blocks of 16 x 16) gives patches of 256 (check --block)"),
+  EXPECT_NE(downscale_error(b).find("was trained on patches of 64 fine cells, but " + kTas +
+                                    " (96 x 192, blocks of 16 x 16) gives patches of 256 (check --block)"),
             std::string::npos)
       << downscale_error(b);
 
   b = o;
   b.checkpoint = make_checkpoint(dir.path(), 7, 64);
-  EXPECT_NE(downscale_error(b).find("expects a context of 7 values per patch, but 1 field(s) on"),
-            std::string::npos)
+  EXPECT_NE(downscale_error(b).find("expects a context of 7 values per patch, but 1 field(s) on"), std::string::npos)
       << downscale_error(b);
   EXPECT_NE(downscale_error(b).find("give 8 with position features, 9 with position features "
                                     "and orography, 5 without position features or orography, "
@@ -273,17 +257,14 @@ TEST(DownscaleErrors, MismatchedGridsAndCheckpointsAreNamed) {
   EXPECT_NE(downscale_error(b).find("--coarse-level is for ICON grids"), std::string::npos);
   b = o;
   b.checkpoint = dir.file("none.h5");
-  EXPECT_NE(downscale_error(b).find("--checkpoint " + dir.file("none.h5") +
-                                    ": no such file or directory"),
+  EXPECT_NE(downscale_error(b).find("--checkpoint " + dir.file("none.h5") + ": no such file or directory"),
             std::string::npos);
   b = o;
   b.checkpoint = dir.path();  // holds checkpoints, but none named like the plugin's (ckpt_*.h5)
-  EXPECT_NE(downscale_error(b).find("holds no valid checkpoint"), std::string::npos)
-      << downscale_error(b);
+  EXPECT_NE(downscale_error(b).find("holds no valid checkpoint"), std::string::npos) << downscale_error(b);
   b = o;
   b.times = {"12"};
-  EXPECT_NE(downscale_error(b).find("--time 12: " + kTas + ": tas has 12 time step(s) (0..11)"),
-            std::string::npos);
+  EXPECT_NE(downscale_error(b).find("--time 12: " + kTas + ": tas has 12 time step(s) (0..11)"), std::string::npos);
   b = o;
   b.vars = {"pr"};
   EXPECT_NE(downscale_error(b).find("pr"), std::string::npos);
@@ -303,18 +284,15 @@ TEST(DownscaleCli, BadArgumentsGiveClearErrors) {
   r = run_command(bin + " --checkpoint x.h5 --input " + kTas + " --var tas --members 0");
   EXPECT_NE(r.rc, 0);
   EXPECT_NE(r.output.find("--members"), std::string::npos) << r.output;
-  r = run_command(bin + " --checkpoint x.h5 --input " + kTas +
-                  " --var tas --block 8 --coarse-level 0");
+  r = run_command(bin + " --checkpoint x.h5 --input " + kTas + " --var tas --block 8 --coarse-level 0");
   EXPECT_NE(r.rc, 0);
   EXPECT_NE(r.output.find("excludes"), std::string::npos) << r.output;
   r = run_command(bin + " --checkpoint x.h5 --input " + kTas + " --var tas --sampler euler");
   EXPECT_NE(r.rc, 0);
   EXPECT_NE(r.output.find("--sampler"), std::string::npos) << r.output;
-  r = run_command(bin + " --checkpoint " + dir.file("x.h5") + " --input " + kTas +
-                  " --var tas --device cpu");
+  r = run_command(bin + " --checkpoint " + dir.file("x.h5") + " --input " + kTas + " --var tas --device cpu");
   EXPECT_EQ(r.rc, 1);
-  EXPECT_NE(r.output.find("--checkpoint " + dir.file("x.h5") + ": no such file or directory"),
-            std::string::npos)
+  EXPECT_NE(r.output.find("--checkpoint " + dir.file("x.h5") + ": no such file or directory"), std::string::npos)
       << r.output;
   r = run_command(bin + " --help");
   EXPECT_EQ(r.rc, 0);
@@ -327,20 +305,19 @@ TEST(DownscaleEndToEnd, IconReplayOnThreeRanksIsReproducedOffline) {
   const std::string data = "/usr/share/ncarg/data/nug/atm_phy_mag0004_1985.nc";
   const std::string grid = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc";
   ScratchDir dir("downscale_icon");
-  write_text(
-      dir.file("plugin.yaml"),
-      "fields: [ts]\ndevice: cpu\nseed: 5\n"
-      "grid: {type: icon, file: " +
-          grid +
-          ", coarse_level: 0}\n"
-          "buffer: {capacity: 2}\n"
-          "model: {hidden: 32, depth: 2, time_embedding: 16, diffusion_steps: 10}\n"
-          "train: {async: false, every: 1, min_steps: 1, epochs: 1, batch_size: 16, threads: 1}\n"
-          "sample: {every: 0, members: 2, steps: 3, output: " +
-          dir.file("out.nc") +
-          "}\n"
-          "checkpoint: {dir: " +
-          dir.file("checkpoints") + "}\n");
+  write_text(dir.file("plugin.yaml"),
+             "fields: [ts]\ndevice: cpu\nseed: 5\n"
+             "grid: {type: icon, file: " +
+                 grid +
+                 ", coarse_level: 0}\n"
+                 "buffer: {capacity: 2}\n"
+                 "model: {hidden: 32, depth: 2, time_embedding: 16, diffusion_steps: 10}\n"
+                 "train: {async: false, every: 1, min_steps: 1, epochs: 1, batch_size: 16, threads: 1}\n"
+                 "sample: {every: 0, members: 2, steps: 3, output: " +
+                 dir.file("out.nc") +
+                 "}\n"
+                 "checkpoint: {dir: " +
+                 dir.file("checkpoints") + "}\n");
   write_text(dir.file("run.yaml"), "input: {files: " + data +
                                        ", variables: [ts, {var: ts_wtr, name: tsw}]}\n"
                                        "grid: {type: icon, file: " +
@@ -348,13 +325,11 @@ TEST(DownscaleEndToEnd, IconReplayOnThreeRanksIsReproducedOffline) {
                                        "}\n"
                                        "epochs: 3\nnproma: 16\ndecomposition: lat_bands\n"
                                        "plugins:\n  - {name: finecast, library: " +
-                                       plugin_library() + ", options: " + dir.file("plugin.yaml") +
-                                       "}\n");
-  const CommandResult r = run_command("mpiexec -n 3 --oversubscribe " + binary("finecast-replay") +
-                                      " --config " + dir.file("run.yaml") + " --progress lines");
+                                       plugin_library() + ", options: " + dir.file("plugin.yaml") + "}\n");
+  const CommandResult r = run_command("mpiexec -n 3 --oversubscribe " + binary("finecast-replay") + " --config " +
+                                      dir.file("run.yaml") + " --progress lines");
   ASSERT_EQ(r.rc, 0) << r.output;
-  EXPECT_NE(r.output.find("3 coupling steps, 3 training sessions, 1 samplings"), std::string::npos)
-      << r.output;
+  EXPECT_NE(r.output.find("3 coupling steps, 3 training sessions, 1 samplings"), std::string::npos) << r.output;
 
   fp::DownscaleOptions o;
   o.checkpoint = dir.file("checkpoints");
@@ -371,12 +346,10 @@ TEST(DownscaleEndToEnd, IconReplayOnThreeRanksIsReproducedOffline) {
   EXPECT_EQ(res.n_coarse, 80);
   EXPECT_EQ(res.patch_size, 256);
   for (int m = 0; m < 2; ++m) {
-    const auto plugin = read_step(dir.file("out.nc"), "ts", 0, m),
-               offline = read_step(o.output, "ts", 0, m);
+    const auto plugin = read_step(dir.file("out.nc"), "ts", 0, m), offline = read_step(o.output, "ts", 0, m);
     ASSERT_EQ(plugin.size(), 20480u);
     double worst = 0;
-    for (size_t i = 0; i < plugin.size(); ++i)
-      worst = std::max(worst, std::fabs(double(plugin[i]) - offline[i]));
+    for (size_t i = 0; i < plugin.size(); ++i) worst = std::max(worst, std::fabs(double(plugin[i]) - offline[i]));
     EXPECT_LT(worst, 1e-4) << "member " << m;
   }
   // A lat-lon block size makes no sense on an ICON field, and R2B1 patches do not fit the model.

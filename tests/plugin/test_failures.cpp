@@ -20,42 +20,48 @@ const std::string kGrid = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc";
 /// finecast's own variable: every failure point is reached within 10 steps.
 std::string plugin_config(const std::string& extra, bool async = false, bool write_back = true) {
   return "fields: [ts]\nseed: 3\ndevice: cpu\n"
-         "grid: {type: icon, file: " + kGrid + ", coarse_level: 0}\n"
+         "grid: {type: icon, file: " +
+         kGrid +
+         ", coarse_level: 0}\n"
          "buffer: {capacity: 4}\n"
          "model: {hidden: 16, depth: 1, time_embedding: 8, diffusion_steps: 5}\n"
-         "train: {async: " + (async ? "true" : "false") +
+         "train: {async: " +
+         (async ? "true" : "false") +
          ", every: 4, min_steps: 4, epochs: 1, batch_size: 80, warmup_steps: 1, threads: 1}\n"
-         "sample: {every: 2, members: 2, steps: 2, output: out.nc" + (write_back ? ", write_back: ts_finecast" : "") +
-         "}\ncheckpoint: {dir: ckpt, every: 4, keep: 2}\n" + extra;
+         "sample: {every: 2, members: 2, steps: 2, output: out.nc" +
+         (write_back ? ", write_back: ts_finecast" : "") + "}\ncheckpoint: {dir: ckpt, every: 4, keep: 2}\n" + extra;
 }
 
 /// `step_seconds` gives an asynchronous session time to finish within a few steps, as a real
 /// model's step would: the failure then happens well before the end of the run.
 std::string host_run_file(int steps, double step_seconds = 0) {
-  return "grid: " + kGrid + "\norography: /usr/share/ferret-vis/data/etopo20.cdf\norography_variable: ROSE\n"
-         "start: 1979-01-01T00:00:00\ndt: 1800\nsteps: " + std::to_string(steps) +
-         "\nnproma: 24\nnlev: 2\nprogress_every: 0\nstep_seconds: " + std::to_string(step_seconds) + "\n"
-         "plugins:\n  - {name: finecast, library: " + ftr::plugin_library() + ", options: plugin.yaml}\n";
+  return "grid: " + kGrid +
+         "\norography: /usr/share/ferret-vis/data/etopo20.cdf\norography_variable: ROSE\n"
+         "start: 1979-01-01T00:00:00\ndt: 1800\nsteps: " +
+         std::to_string(steps) +
+         "\nnproma: 24\nnlev: 2\nprogress_every: 0\nstep_seconds: " + std::to_string(step_seconds) +
+         "\n"
+         "plugins:\n  - {name: finecast, library: " +
+         ftr::plugin_library() + ", options: plugin.yaml}\n";
 }
 
 /// finecast-host on `ranks` ranks in `dir`, killed after `limit` seconds (exit status 124 then).
 ftr::CommandResult run_host(const std::string& dir, int ranks, int limit = 90, const std::string& prefix = "") {
-  return ftr::run_command("cd '" + dir + "' && " + prefix + " timeout -k 5 " + std::to_string(limit) +
-                          " mpiexec -n " + std::to_string(ranks) + " --oversubscribe " + ftr::binary("finecast-host") +
-                          " host.yaml");
+  return ftr::run_command("cd '" + dir + "' && " + prefix + " timeout -k 5 " + std::to_string(limit) + " mpiexec -n " +
+                          std::to_string(ranks) + " --oversubscribe " + ftr::binary("finecast-host") + " host.yaml");
 }
 
 struct Case {
-  std::string fault;        ///< testing.fault
-  int rank;                 ///< testing.fault_rank (-1 = the trainer)
-  bool async;               ///< train.async
-  bool write_back;          ///< sample.write_back set
-  bool output_expected;     ///< samples were written before the failure
+  std::string fault;     ///< testing.fault
+  int rank;              ///< testing.fault_rank (-1 = the trainer)
+  bool async;            ///< train.async
+  bool write_back;       ///< sample.write_back set
+  bool output_expected;  ///< samples were written before the failure
 };
 
 std::string name_of(const Case& c) {
-  return c.fault + (c.rank >= 0 ? "_on_rank" + std::to_string(c.rank) : "_on_trainer") + (c.async ? "_async" : "_sync") +
-         (c.write_back ? "_write_back" : "");
+  return c.fault + (c.rank >= 0 ? "_on_rank" + std::to_string(c.rank) : "_on_trainer") +
+         (c.async ? "_async" : "_sync") + (c.write_back ? "_write_back" : "");
 }
 
 class FailureUnderDisable : public ::testing::TestWithParam<Case> {};
@@ -100,8 +106,8 @@ class FailureUnderAbort : public ::testing::TestWithParam<std::string> {};
 TEST_P(FailureUnderAbort, EveryRankStopsPromptly) {
   ftr::ScratchDir dir("failure_abort");
   ftr::write_text(dir.file("plugin.yaml"),
-                  plugin_config("on_error: abort\ntesting: {fault: " + GetParam() + ", fault_rank: " +
-                                (GetParam() == "gather" ? "2" : "-1") + "}\n"));
+                  plugin_config("on_error: abort\ntesting: {fault: " + GetParam() +
+                                ", fault_rank: " + (GetParam() == "gather" ? "2" : "-1") + "}\n"));
   ftr::write_text(dir.file("host.yaml"), host_run_file(12));
   const ftr::CommandResult r = run_host(dir.path(), 3, 60);
   ASSERT_NE(r.rc, 124) << "the run hung:\n" << r.output;

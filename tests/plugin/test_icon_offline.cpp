@@ -76,9 +76,8 @@ class IconOffline : public ::testing::Test {
                                           "nproma: 24\nnlev: 2\nprogress_every: 0\n"
                                           "plugins:\n  - {name: finecast, library: " +
                                           ftr::plugin_library() + ", options: plugin.yaml}\n");
-    host_ =
-        new ftr::CommandResult(ftr::run_command("cd '" + d + "' && mpiexec -n 2 --oversubscribe " +
-                                                ftr::binary("finecast-host") + " host.yaml"));
+    host_ = new ftr::CommandResult(ftr::run_command("cd '" + d + "' && mpiexec -n 2 --oversubscribe " +
+                                                    ftr::binary("finecast-host") + " host.yaml"));
   }
   static void TearDownTestSuite() {
     delete host_;
@@ -88,8 +87,7 @@ class IconOffline : public ::testing::Test {
   }
   void SetUp() override {
     if (!ftr::exists(kGrid) || !ftr::exists(kRelief))
-      GTEST_SKIP() << "needs " << kGrid << " (libncarg-data) and " << kRelief
-                   << " (ferret-datasets)";
+      GTEST_SKIP() << "needs " << kGrid << " (libncarg-data) and " << kRelief << " (ferret-datasets)";
     ASSERT_EQ(host_->rc, 0) << host_->output;
   }
   static std::string file(const std::string& name) { return dir_->file(name); }
@@ -112,12 +110,10 @@ TEST_F(IconOffline, CheckpointRecordsItsContextAndDownscaleReproducesThePlugin) 
   EXPECT_EQ(meta.at("context_fields"), "ts");
 
   // The host's surface fields, as the run handed them to the plugin.
-  const ftr::CommandResult w =
-      ftr::run_command("cd '" + dir_->path() + "' && mpiexec -n 1 " + ftr::binary("finecast-host") +
-                       " host.yaml --write-orography oro.nc");
+  const ftr::CommandResult w = ftr::run_command("cd '" + dir_->path() + "' && mpiexec -n 1 " +
+                                                ftr::binary("finecast-host") + " host.yaml --write-orography oro.nc");
   ASSERT_EQ(w.rc, 0) << w.output;
-  EXPECT_NE(w.output.find("wrote topography_c and fr_land of the 20480 cells"), std::string::npos)
-      << w.output;
+  EXPECT_NE(w.output.find("wrote topography_c and fr_land of the 20480 cells"), std::string::npos) << w.output;
   const auto oro = read_step(file("oro.nc"), "topography_c", 0);
   ASSERT_EQ(oro.size(), 20480u);
   float highest = 0;
@@ -150,8 +146,7 @@ TEST_F(IconOffline, CheckpointRecordsItsContextAndDownscaleReproducesThePlugin) 
   const std::string tas = ftr::kTas;
   o.orography = tas + ":tas";
   const std::string wrong = downscale_error(o);
-  EXPECT_NE(wrong.find("--orography " + tas + ": tas has 18432 values, but the fine grid " + kGrid),
-            std::string::npos)
+  EXPECT_NE(wrong.find("--orography " + tas + ": tas has 18432 values, but the fine grid " + kGrid), std::string::npos)
       << wrong;
 
   // With it (the variable named by the checkpoint), the plugin's own ensemble comes back.
@@ -162,12 +157,10 @@ TEST_F(IconOffline, CheckpointRecordsItsContextAndDownscaleReproducesThePlugin) 
   EXPECT_EQ(res.n_coarse, 80);
   EXPECT_EQ(res.checkpoint, ckpt);
   for (int m = 0; m < 3; ++m) {
-    const auto plugin = read_step(file("out.nc"), "ts", 0, m),
-               offline = read_step(o.output, "ts_host", 0, m);
+    const auto plugin = read_step(file("out.nc"), "ts", 0, m), offline = read_step(o.output, "ts_host", 0, m);
     ASSERT_EQ(plugin.size(), offline.size());
     double worst = 0;
-    for (size_t i = 0; i < plugin.size(); ++i)
-      worst = std::max(worst, std::fabs(double(plugin[i]) - offline[i]));
+    for (size_t i = 0; i < plugin.size(); ++i) worst = std::max(worst, std::fabs(double(plugin[i]) - offline[i]));
     EXPECT_LT(worst, 1e-4) << "member " << m << " differs from the plugin's sample";
   }
   // The orography matters: a flat one gives other samples (the test above cannot pass by chance).
@@ -185,11 +178,9 @@ TEST_F(IconOffline, CheckpointRecordsItsContextAndDownscaleReproducesThePlugin) 
     f.orography = flat + ":h";
     f.output = file("flat_out.nc");
     fp::run_downscale(f);
-    const auto plugin = read_step(file("out.nc"), "ts", 0, 0),
-               offline = read_step(f.output, "ts_host", 0, 0);
+    const auto plugin = read_step(file("out.nc"), "ts", 0, 0), offline = read_step(f.output, "ts_host", 0, 0);
     double worst = 0;
-    for (size_t i = 0; i < plugin.size(); ++i)
-      worst = std::max(worst, std::fabs(double(plugin[i]) - offline[i]));
+    for (size_t i = 0; i < plugin.size(); ++i) worst = std::max(worst, std::fabs(double(plugin[i]) - offline[i]));
     EXPECT_GT(worst, 1e-3);
   }
 
@@ -206,23 +197,21 @@ TEST_F(IconOffline, CheckpointRecordsItsContextAndDownscaleReproducesThePlugin) 
   fp::DownscaleOptions p = o;
   p.checkpoint = plain;
   p.output = file("plain_out.nc");
-  EXPECT_NE(downscale_error(p).find("--orography " + file("oro.nc") + " given, but checkpoint " +
-                                    plain + " was trained without an orography context"),
+  EXPECT_NE(downscale_error(p).find("--orography " + file("oro.nc") + " given, but checkpoint " + plain +
+                                    " was trained without an orography context"),
             std::string::npos)
       << downscale_error(p);
 
   // The command line: --orography FILE:VAR.
   const ftr::CommandResult cli =
-      ftr::run_command(ftr::binary("finecast-downscale") + " --checkpoint " + ckpt + " --input " +
-                       file("out.nc") + " --var ts_host --grid " + kGrid + " --orography " +
-                       file("oro.nc") + ":topography_c --output " + file("cli.nc") +
-                       " --members 3 --device cpu --steps 3 --seed 11 --threads 1");
+      ftr::run_command(ftr::binary("finecast-downscale") + " --checkpoint " + ckpt + " --input " + file("out.nc") +
+                       " --var ts_host --grid " + kGrid + " --orography " + file("oro.nc") + ":topography_c --output " +
+                       file("cli.nc") + " --members 3 --device cpu --steps 3 --seed 11 --threads 1");
   ASSERT_EQ(cli.rc, 0) << cli.output;
   const auto cli_m0 = read_step(file("cli.nc"), "ts_host", 0, 0);
   const auto plugin_m0 = read_step(file("out.nc"), "ts", 0, 0);
   double worst = 0;
-  for (size_t i = 0; i < cli_m0.size(); ++i)
-    worst = std::max(worst, std::fabs(double(plugin_m0[i]) - cli_m0[i]));
+  for (size_t i = 0; i < cli_m0.size(); ++i) worst = std::max(worst, std::fabs(double(plugin_m0[i]) - cli_m0[i]));
   EXPECT_LT(worst, 1e-4);
 }
 
@@ -230,9 +219,8 @@ TEST_F(IconOffline, EvalScoresThePluginsIconOutput) {
   // The plugin's output as it is: ts members, ts_host the truth, ts_coarse the coarse level,
   // grid_file_uri the grid.
   const std::string csv = file("eval.csv"), json = file("eval.json");
-  const ftr::CommandResult r =
-      ftr::run_command(ftr::binary("finecast-eval") + " --pred " + file("out.nc") +
-                       " --var ts --csv " + csv + " --json " + json);
+  const ftr::CommandResult r = ftr::run_command(ftr::binary("finecast-eval") + " --pred " + file("out.nc") +
+                                                " --var ts --csv " + csv + " --json " + json);
   ASSERT_EQ(r.rc, 0) << r.output;
   EXPECT_NE(r.output.find("R2B4 (20480 cells) in R2B0 patches of 256 (coarse level from "
                           "ts_coarse), 80 of 80 patches scored per step, 1 time step(s), 3 "
@@ -256,16 +244,16 @@ TEST_F(IconOffline, EvalScoresThePluginsIconOutput) {
 
   // finecast-downscale's output scored against a separate truth file (the plugin's output,
   // variable ts_host), as one would score a model against ICON's own fine output.
-  const ftr::CommandResult d = ftr::run_command(
-      "cd '" + dir_->path() + "' && mpiexec -n 1 " + ftr::binary("finecast-host") +
-      " host.yaml --write-orography oro2.nc && " + ftr::binary("finecast-downscale") +
-      " --checkpoint ckpt --input out.nc --var ts_host --grid " + kGrid +
-      " --orography oro2.nc --output down.nc --members 3 --device cpu --steps 3 --seed 11 "
-      "--threads 1");
+  const ftr::CommandResult d =
+      ftr::run_command("cd '" + dir_->path() + "' && mpiexec -n 1 " + ftr::binary("finecast-host") +
+                       " host.yaml --write-orography oro2.nc && " + ftr::binary("finecast-downscale") +
+                       " --checkpoint ckpt --input out.nc --var ts_host --grid " + kGrid +
+                       " --orography oro2.nc --output down.nc --members 3 --device cpu --steps 3 --seed 11 "
+                       "--threads 1");
   ASSERT_EQ(d.rc, 0) << d.output;
-  const ftr::CommandResult e = ftr::run_command(
-      ftr::binary("finecast-eval") + " --truth " + file("out.nc") + " --truth-var ts_host --pred " +
-      file("down.nc") + " --var ts_host --grid " + kGrid + " --csv " + file("down.csv"));
+  const ftr::CommandResult e =
+      ftr::run_command(ftr::binary("finecast-eval") + " --truth " + file("out.nc") + " --truth-var ts_host --pred " +
+                       file("down.nc") + " --var ts_host --grid " + kGrid + " --csv " + file("down.csv"));
   ASSERT_EQ(e.rc, 0) << e.output;
   const auto down = read_csv(file("down.csv"));
   EXPECT_NEAR(down.at("model")[kRmse], rows.at("model")[kRmse], 1e-4);

@@ -60,21 +60,26 @@ void write_file(const fs::path& path, const std::string& text) { std::ofstream(p
 std::string tiny_plugin_config(const std::string& extra = "") {
   return finecast::testing_config::merged_yaml(
       "fields: [ts]\nseed: 3\ndevice: cpu\n"
-         "grid: {type: icon, file: " + kGrid + ", coarse_level: 0}\n"
-         "buffer: {capacity: 4}\n"
-         "model: {hidden: 32, depth: 2, time_embedding: 16, diffusion_steps: 10}\n"
-         "train: {async: false, every: 4, min_steps: 4, epochs: 1, batch_size: 64, warmup_steps: 2, threads: 1}\n"
-         "sample: {every: 0, members: 2, steps: 2, output: out.nc}\n"
-         "checkpoint: {dir: ckpt, keep: 2}\n",
+      "grid: {type: icon, file: " +
+          kGrid +
+          ", coarse_level: 0}\n"
+          "buffer: {capacity: 4}\n"
+          "model: {hidden: 32, depth: 2, time_embedding: 16, diffusion_steps: 10}\n"
+          "train: {async: false, every: 4, min_steps: 4, epochs: 1, batch_size: 64, warmup_steps: 2, threads: 1}\n"
+          "sample: {every: 0, members: 2, steps: 2, output: out.nc}\n"
+          "checkpoint: {dir: ckpt, keep: 2}\n",
       extra);
 }
 
 /// A host run file of `steps` steps loading the plugin with `options`.
 std::string host_run_file(int steps, const std::string& options, const std::string& library = kPlugin) {
-  return "grid: " + kGrid + "\norography: /usr/share/ferret-vis/data/etopo20.cdf\norography_variable: ROSE\n"
-         "start: 1979-01-01T00:00:00\ndt: 1800\nsteps: " + std::to_string(steps) +
+  return "grid: " + kGrid +
+         "\norography: /usr/share/ferret-vis/data/etopo20.cdf\norography_variable: ROSE\n"
+         "start: 1979-01-01T00:00:00\ndt: 1800\nsteps: " +
+         std::to_string(steps) +
          "\noutput_every: 1\nnproma: 24\ndecomposition: lat_bands\nprogress_every: 0\n"
-         "plugins:\n  - name: finecast\n    library: " + library + "\n    options: \"" + options + "\"\n    comm: \"\"\n";
+         "plugins:\n  - name: finecast\n    library: " +
+         library + "\n    options: \"" + options + "\"\n    comm: \"\"\n";
 }
 
 Result run_host(const fs::path& dir, int ranks, const std::string& env = "") {
@@ -124,7 +129,8 @@ TEST(PluginRuns, BufferAndWeightsDoNotDependOnTheNumberOfRanks) {
     write_file(dir / "host.yaml", host_run_file(8, "plugin.yaml"));
     const Result r = run_host(dir, ranks);
     ASSERT_EQ(r.exit_code, 0) << r.output;
-    EXPECT_NE(r.output.find("Training session 2 at 1979-01-01T04:00:00: 4 steps in buffer = 320 samples"), std::string::npos)
+    EXPECT_NE(r.output.find("Training session 2 at 1979-01-01T04:00:00: 4 steps in buffer = 320 samples"),
+              std::string::npos)
         << r.output;
     EXPECT_NE(r.output.find("Epoch 1/1: avg loss = "), std::string::npos);
     EXPECT_NE(r.output.find("Using device: CPU"), std::string::npos);
@@ -141,12 +147,14 @@ TEST(PluginRuns, BufferAndWeightsDoNotDependOnTheNumberOfRanks) {
   ASSERT_EQ(static_cast<int64_t>(context.size()), 4 * n * 8);
   double highest = 0;
   for (int64_t c = 0; c < n; ++c) {
-    for (int step = 1; step < 4; ++step) EXPECT_EQ(context[(step * n + c) * 8 + 7], context[c * 8 + 7]) << "patch " << c;
+    for (int step = 1; step < 4; ++step)
+      EXPECT_EQ(context[(step * n + c) * 8 + 7], context[c * 8 + 7]) << "patch " << c;
     highest = std::max(highest, static_cast<double>(context[c * 8 + 7]));
   }
   EXPECT_GT(highest, 1000.0) << "no mountains in the coarse orography";
   for (int ranks : {2, 4}) {
-    const Result buf = run("h5diff -d 0 " + (dirs[1] / "ckpt/buffer_00000010.h5").string() + " " + (dirs[ranks] / "ckpt/buffer_00000010.h5").string());
+    const Result buf = run("h5diff -d 0 " + (dirs[1] / "ckpt/buffer_00000010.h5").string() + " " +
+                           (dirs[ranks] / "ckpt/buffer_00000010.h5").string());
     EXPECT_EQ(buf.exit_code, 0) << "buffer differs between 1 and " << ranks << " ranks:\n" << buf.output;
     const std::string ck = "ckpt/ckpt_00000010.h5";  // 2 sessions x 320 samples / batch 64
     ASSERT_TRUE(fs::exists(dirs[1] / ck)) << "expected checkpoint " << ck;
@@ -206,8 +214,9 @@ TEST(PluginRuns, WriteBackIntoAHostFieldIsRefused) {
     write_file(dir / "host.yaml", host_run_file(3, "plugin.yaml sample.write_back=" + field));
     const Result r = run_host(dir, 2);
     EXPECT_NE(r.exit_code, 0) << field;
-    EXPECT_NE(r.output.find("requested variable '" + field + "' (domain 1) exclusively, but it is one of the host's own"),
-              std::string::npos)
+    EXPECT_NE(
+        r.output.find("requested variable '" + field + "' (domain 1) exclusively, but it is one of the host's own"),
+        std::string::npos)
         << r.output;
     EXPECT_EQ(r.output.find("Training session"), std::string::npos);
   }
@@ -217,8 +226,8 @@ TEST(PluginRuns, WriteBackIntoAHostFieldIsRefused) {
 TEST(PluginRuns, ASecondInstanceIsRefused) {
   const fs::path dir = workdir("two_instances");
   write_file(dir / "plugin.yaml", tiny_plugin_config());
-  write_file(dir / "host.yaml", host_run_file(3, "plugin.yaml") +
-                                    "  - name: finecast2\n    library: " + kPlugin + "\n    options: plugin.yaml\n");
+  write_file(dir / "host.yaml", host_run_file(3, "plugin.yaml") + "  - name: finecast2\n    library: " + kPlugin +
+                                    "\n    options: plugin.yaml\n");
   const Result r = run_host(dir, 1);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("finecast is listed twice in the host's plugin list (plugins 1 and 2)"), std::string::npos)
@@ -231,7 +240,8 @@ TEST(PluginRuns, UnknownEntryPointStopsAtStartUp) {
   write_file(dir / "host.yaml", host_run_file(3, "plugin.yaml"));
   const Result r = run_host(dir, 2);
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.output.find("plugin.yaml:10: coupling.entry_point must be one of EP_ATM_WRITE_OUTPUT_BEFORE"), std::string::npos)
+  EXPECT_NE(r.output.find("plugin.yaml:10: coupling.entry_point must be one of EP_ATM_WRITE_OUTPUT_BEFORE"),
+            std::string::npos)
       << r.output;
 }
 
@@ -260,9 +270,9 @@ TEST(PluginRuns, BufferProgressAndValidationAreLogged) {
   write_file(dir / "host.yaml", host_run_file(8, "plugin.yaml"));
   const Result r = run_host(dir, 2);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  for (const char* line : {"Buffer 1/4 steps; first training session in 3 coupling steps",
-                           "Buffer 4/4 steps; first training session now", "Training session 1 ",
-                           "Validation (80 held-out samples of the 1 most recent steps): loss "})
+  for (const char* line :
+       {"Buffer 1/4 steps; first training session in 3 coupling steps", "Buffer 4/4 steps; first training session now",
+        "Training session 1 ", "Validation (80 held-out samples of the 1 most recent steps): loss "})
     EXPECT_NE(r.output.find(line), std::string::npos) << line << "\n" << r.output;
 }
 
@@ -276,15 +286,16 @@ TEST(PluginRuns, OutputIsCfNetcdfAndConservative) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const Result dump = run("ncdump -h " + (dir / "out/ts.nc").string());
   ASSERT_EQ(dump.exit_code, 0) << dump.output;
-  for (const char* expected : {"realization = 3", "time = UNLIMITED", "ncells = 20480", "float ts(time, realization, ncells)",
-                               ":source = \"finecast", ":finecast_checkpoint = "})
+  for (const char* expected :
+       {"realization = 3", "time = UNLIMITED", "ncells = 20480", "float ts(time, realization, ncells)",
+        ":source = \"finecast", ":finecast_checkpoint = "})
     EXPECT_NE(dump.output.find(expected), std::string::npos) << expected << "\n" << dump.output;
   // The tools climate scientists use open it too: cdo and xarray (both installed by setup.sh).
   const Result cdo = run("cdo -s sinfon " + (dir / "out/ts.nc").string());
   EXPECT_EQ(cdo.exit_code, 0) << cdo.output;
   EXPECT_NE(cdo.output.find("points=20480"), std::string::npos) << cdo.output;
-  const Result xr = run("/usr/bin/python3 -c \"import xarray as xr; ds = xr.open_dataset('" + (dir / "out/ts.nc").string() +
-                        "'); print(dict(ds.sizes)['realization'], ds.ts.dims)\"");
+  const Result xr = run("/usr/bin/python3 -c \"import xarray as xr; ds = xr.open_dataset('" +
+                        (dir / "out/ts.nc").string() + "'); print(dict(ds.sizes)['realization'], ds.ts.dims)\"");
   EXPECT_EQ(xr.exit_code, 0) << xr.output;
   EXPECT_NE(xr.output.find("3 ('time', 'realization', 'ncells')"), std::string::npos) << xr.output;
 

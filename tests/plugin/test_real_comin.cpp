@@ -48,7 +48,9 @@ const std::string kProbeOptions = "vars=ts,temp:5,topography_c out=probe_out";
 /// of the plugin is exercised.
 std::string plugin_config() {
   return "fields: [ts]\nseed: 3\ndevice: cpu\n"
-         "grid: {type: icon, file: " + kGrid + ", coarse_level: 0}\n"
+         "grid: {type: icon, file: " +
+         kGrid +
+         ", coarse_level: 0}\n"
          "patch: {orography: topography_c}\n"
          "buffer: {capacity: 4}\n"
          "model: {hidden: 32, depth: 2, time_embedding: 16, diffusion_steps: 10}\n"
@@ -58,16 +60,18 @@ std::string plugin_config() {
 }
 
 std::string host_run_file(const std::string& plugins) {
-  return "grid: " + kGrid + "\norography: /usr/share/ferret-vis/data/etopo20.cdf\norography_variable: ROSE\n"
+  return "grid: " + kGrid +
+         "\norography: /usr/share/ferret-vis/data/etopo20.cdf\norography_variable: ROSE\n"
          "start: 1979-01-01T00:00:00\ndt: 1800\nsteps: 8\nnproma: 24\nnlev: 5\nprogress_every: 0\n"
-         "plugins:\n" + plugins;
+         "plugins:\n" +
+         plugins;
 }
 
 std::string host_plugin(const std::string& name, const std::string& library, const std::string& options) {
   return "  - {name: " + name + ", library: " + library + ", options: \"" + options + "\"}\n";
 }
 
-std::string replay_namelist(const std::string& recording, const std::vector<std::array<std::string, 3>>& plugins) {
+std::string replay_namelist(const std::string& recording, const std::vector<std::array<std::string, 3> >& plugins) {
   std::string nml = "&replay_tool_nml\n  replay_data_path = \"" + recording + "\"\n  msg_level = 0\n/\n&comin_nml\n";
   for (size_t i = 0; i < plugins.size(); ++i) {
     const std::string p = "  plugin_list(" + std::to_string(i + 1) + ")%";
@@ -145,11 +149,12 @@ TEST_P(RealComin, TheSamePluginFileGivesTheSameResultsInFinecastHostAndComInRepl
   const ftr::CommandResult host = mpirun(host_dir, ranks, ftr::binary("finecast-host") + " host.yaml");
   ASSERT_EQ(host.rc, 0) << host.output;
 
-  ftr::write_text(replay_dir + "/replay.nml",
-                  replay_namelist(host_dir + "/rec/run_", {{"comin_var_replay_plugin", kVarReplay, host_dir + "/rec/run_vars_"},
-                                                           {"probe", kProbe, kProbeOptions},
-                                                           {"simple_c", kSimpleC, ""},
-                                                           {"finecast", plugin, "plugin.yaml"}}));
+  ftr::write_text(
+      replay_dir + "/replay.nml",
+      replay_namelist(host_dir + "/rec/run_", {{"comin_var_replay_plugin", kVarReplay, host_dir + "/rec/run_vars_"},
+                                               {"probe", kProbe, kProbeOptions},
+                                               {"simple_c", kSimpleC, ""},
+                                               {"finecast", plugin, "plugin.yaml"}}));
   const ftr::CommandResult replay = mpirun(replay_dir, ranks, kReplay + " replay.nml");
   ASSERT_EQ(replay.rc, 0) << replay.output;
   EXPECT_TRUE(file_id(plugin) == before) << "the plugin file changed between the two runs";
@@ -159,8 +164,9 @@ TEST_P(RealComin, TheSamePluginFileGivesTheSameResultsInFinecastHostAndComInRepl
   EXPECT_EQ(probe_host, probe_replay);
   // 2 lines in comin_main, 2 + 3 variables + 1 output in the secondary constructor, 5 per step, 1 at the end.
   EXPECT_EQ(probe_host.size(), 2u + 6u + 8u * 5u + 1u) << host.output;
-  EXPECT_NE(std::find(probe_host.begin(), probe_host.end(), "probe out probe_out long_name=probe zaxis_id=1 block_dim=1"),
-            probe_host.end());
+  EXPECT_NE(
+      std::find(probe_host.begin(), probe_host.end(), "probe out probe_out long_name=probe zaxis_id=1 block_dim=1"),
+      probe_host.end());
   EXPECT_EQ(simple_c_observations(host.output), simple_c_observations(replay.output));
   EXPECT_FALSE(simple_c_observations(host.output).empty());
 
@@ -180,8 +186,9 @@ TEST_P(RealComin, TheSamePluginFileGivesTheSameResultsInFinecastHostAndComInRepl
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, RealComin, ::testing::Values(1, 2, 4),
-                         [](const ::testing::TestParamInfo<int>& info) { return "on" + std::to_string(info.param) + "ranks"; });
+INSTANTIATE_TEST_SUITE_P(Ranks, RealComin, ::testing::Values(1, 2, 4), [](const ::testing::TestParamInfo<int>& info) {
+  return "on" + std::to_string(info.param) + "ranks";
+});
 
 // finecast's recorder writes what ComIn's own run and variable recorders write: ComIn's recorders
 // re-record the replay of a finecast-host recording, and the files agree.
@@ -192,22 +199,22 @@ TEST(RealCominRecorder, WritesWhatComInsRecordersWrite) {
   ftr::write_text(host_dir + "/host.yaml",
                   host_run_file(host_plugin("recorder", kRecorder, "rec/run_ vars=" + kRecordedVars)));
   ASSERT_EQ(mpirun(host_dir, 2, ftr::binary("finecast-host") + " host.yaml").rc, 0);
-  ftr::write_text(replay_dir + "/replay.nml",
-                  replay_namelist(host_dir + "/rec/run_",
-                                  {{"comin_var_replay_plugin", kVarReplay, host_dir + "/rec/run_vars_"},
-                                   {"comin_run_recorder_plugin", kRunRecorder, "comin_run_"},
-                                   {"comin_var_recorder_plugin", kVarRecorder, kRecordedVars}}));
+  ftr::write_text(
+      replay_dir + "/replay.nml",
+      replay_namelist(host_dir + "/rec/run_", {{"comin_var_replay_plugin", kVarReplay, host_dir + "/rec/run_vars_"},
+                                               {"comin_run_recorder_plugin", kRunRecorder, "comin_run_"},
+                                               {"comin_var_recorder_plugin", kVarRecorder, kRecordedVars}}));
   const ftr::CommandResult replay = mpirun(replay_dir, 2, kReplay + " replay.nml");
   ASSERT_EQ(replay.rc, 0) << replay.output;
   for (int rank : {0, 1}) {
     const std::string r = std::to_string(rank);
     // comin_replay adds its own device strings; everything finecast recorded comes back.
-    const ftr::CommandResult run = ftr::run_command(
-        "/usr/bin/python3 " + kCompare + " " + host_dir + "/rec/run_" + r + ".nc " + replay_dir + "/comin_run_" + r +
-        ".nc --subset --ignore device_name device_vendor device_driver");
+    const ftr::CommandResult run =
+        ftr::run_command("/usr/bin/python3 " + kCompare + " " + host_dir + "/rec/run_" + r + ".nc " + replay_dir +
+                         "/comin_run_" + r + ".nc --subset --ignore device_name device_vendor device_driver");
     EXPECT_EQ(run.rc, 0) << run.output;
-    const ftr::CommandResult vars = ftr::run_command("/usr/bin/python3 " + kCompare + " " + host_dir + "/rec/run_vars_" +
-                                                     r + ".nc " + replay_dir + "/vars_" + r + ".nc");
+    const ftr::CommandResult vars = ftr::run_command("/usr/bin/python3 " + kCompare + " " + host_dir +
+                                                     "/rec/run_vars_" + r + ".nc " + replay_dir + "/vars_" + r + ".nc");
     EXPECT_EQ(vars.rc, 0) << vars.output;
   }
 }
@@ -229,12 +236,14 @@ TEST(RealCominRecorder, AnUnknownFieldIsNamedByFinecastUnderComIn) {
   ftr::ScratchDir dir("real_comin_unknown");
   const std::string host_dir = dir.file("host"), replay_dir = dir.file("replay");
   ASSERT_EQ(ftr::run_command("mkdir -p '" + host_dir + "/rec' '" + replay_dir + "'").rc, 0);
-  ftr::write_text(host_dir + "/host.yaml", host_run_file(host_plugin("recorder", kRecorder, "rec/run_ vars=ts,topography_c")));
+  ftr::write_text(host_dir + "/host.yaml",
+                  host_run_file(host_plugin("recorder", kRecorder, "rec/run_ vars=ts,topography_c")));
   ASSERT_EQ(mpirun(host_dir, 1, ftr::binary("finecast-host") + " host.yaml").rc, 0);
   ftr::write_text(replay_dir + "/plugin.yaml", plugin_config());
-  ftr::write_text(replay_dir + "/replay.nml",
-                  replay_namelist(host_dir + "/rec/run_", {{"comin_var_replay_plugin", kVarReplay, host_dir + "/rec/run_vars_"},
-                                                           {"finecast", ftr::plugin_library(), "plugin.yaml fields=[tsurf]"}}));
+  ftr::write_text(
+      replay_dir + "/replay.nml",
+      replay_namelist(host_dir + "/rec/run_", {{"comin_var_replay_plugin", kVarReplay, host_dir + "/rec/run_vars_"},
+                                               {"finecast", ftr::plugin_library(), "plugin.yaml fields=[tsurf]"}}));
   const ftr::CommandResult r = mpirun(replay_dir, 1, kReplay + " replay.nml");
   EXPECT_NE(r.rc, 0);
   // comin_replay has the requested variables (and its tracer container) only.

@@ -78,23 +78,22 @@ TEST(ReplayRunConfig, BadFilesNameTheKeyAndLine) {
             "run.yaml:2: time.start must be a 0-based step index or an ISO 8601 date, got \"March\"");
   EXPECT_EQ(config_error(std::string(kMinimalRun) + "time: {stride: 0}\n"),
             "run.yaml:2: time.stride must be a positive integer, got 0");
-  EXPECT_EQ(config_error(std::string(kMinimalRun) + "epochs: two\n"), "run.yaml:2: epochs must be a positive integer, got \"two\"");
+  EXPECT_EQ(config_error(std::string(kMinimalRun) + "epochs: two\n"),
+            "run.yaml:2: epochs must be a positive integer, got \"two\"");
   EXPECT_EQ(config_error(std::string(kMinimalRun) + "grid: {type: icon}\n"),
             "run.yaml: grid.file is required for grid.type icon (the ICON grid file)");
   EXPECT_EQ(config_error(std::string(kMinimalRun) + "decomposition: blocks\n"),
             "run.yaml:2: decomposition must be one of round_robin, lat_bands, random, got \"blocks\"");
-  EXPECT_EQ(config_error(std::string(kMinimalRun) + "plugins: [{name: x}]\n").rfind(
-                "run.yaml:2: missing required key plugins[0].library (", 0),
+  EXPECT_EQ(config_error(std::string(kMinimalRun) + "plugins: [{name: x}]\n")
+                .rfind("run.yaml:2: missing required key plugins[0].library (", 0),
             0u);
-  EXPECT_NE(config_error("input: {files: a.nc, variables: [tas, tas]}\n").find("'tas' given twice"),
-            std::string::npos);
+  EXPECT_NE(config_error("input: {files: a.nc, variables: [tas, tas]}\n").find("'tas' given twice"), std::string::npos);
   EXPECT_EQ(config_error(kMinimalRun), "");
 }
 
 TEST(ReplayInput, SelectsRangeStrideAndDatesOfTheRealFile) {
   fr::ReplayRunConfig c = fr::parse_replay_run_config(
-      "input: {files: [" + kTas +
-          "], variables: [tas]}\ntime: {start: 2005-03-01, stop: 2005-10-31, stride: 3}\n",
+      "input: {files: [" + kTas + "], variables: [tas]}\ntime: {start: 2005-03-01, stop: 2005-10-31, stride: 3}\n",
       "run.yaml");
   fr::ReplayInput input(c);
   EXPECT_EQ(input.n_steps_total(), 12);
@@ -113,22 +112,18 @@ TEST(ReplayInput, SelectsRangeStrideAndDatesOfTheRealFile) {
 
   c.start = {true, false, 20, ""};
   EXPECT_THROW(fr::ReplayInput{c}, finecast::ConfigError);
-  c = fr::parse_replay_run_config("input: {files: ['/nonexistent/dir/*.nc'], variables: [tas]}\n",
-                                  "run.yaml");
+  c = fr::parse_replay_run_config("input: {files: ['/nonexistent/dir/*.nc'], variables: [tas]}\n", "run.yaml");
   try {
     fr::ReplayInput input2(c);
     ADD_FAILURE() << "no error for a pattern without matches";
   } catch (const finecast::ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("'/nonexistent/dir/*.nc' matches no file"),
-              std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("'/nonexistent/dir/*.nc' matches no file"), std::string::npos) << e.what();
   }
 }
 
 TEST(ReplayDecomposition, EveryCellOwnedOnceHalosElsewhereAndNotBlockAligned) {
-  const fc::LatLonGrid grid =
-      fc::make_latlon_grid({-50, -40, -30, -20, -10, 0, 10, 20},
-                           {0, 30, 60, 90, 120, 150, 180, 210, 240, 270, 300, 330});
+  const fc::LatLonGrid grid = fc::make_latlon_grid({-50, -40, -30, -20, -10, 0, 10, 20},
+                                                   {0, 30, 60, 90, 120, 150, 180, 210, 240, 270, 300, 330});
   const int64_t n = grid.nlat * grid.nlon;
   for (const std::string method : {"round_robin", "lat_bands", "random"}) {
     for (int ranks : {1, 3, 5}) {
@@ -151,8 +146,7 @@ TEST(ReplayDecomposition, EveryCellOwnedOnceHalosElsewhereAndNotBlockAligned) {
           EXPECT_NEAR(lat, grid.lat[c / grid.nlon] * M_PI / 180, 1e-12);
         }
       }
-      for (int64_t c = 0; c < n; ++c)
-        EXPECT_GE(owner[c], 0) << method << ": cell " << c << " owned by no rank";
+      for (int64_t c = 0; c < n; ++c) EXPECT_GE(owner[c], 0) << method << ": cell " << c << " owned by no rank";
       if (ranks == 3) {
         // Halos: neighbours of owned cells owned elsewhere. Round robin on 12 columns gives rank 2
         // the columns 2, 5, 8, 11; column 0 is in its halo only because the grid is global and
@@ -169,10 +163,8 @@ TEST(ReplayDecomposition, EveryCellOwnedOnceHalosElsewhereAndNotBlockAligned) {
     }
   }
   // The seeded permutation is reproducible and differs between seeds.
-  EXPECT_EQ(fr::decompose_latlon(grid, "random", 5, 2, 0).owned,
-            fr::decompose_latlon(grid, "random", 5, 2, 0).owned);
-  EXPECT_NE(fr::decompose_latlon(grid, "random", 5, 2, 0).owned,
-            fr::decompose_latlon(grid, "random", 6, 2, 0).owned);
+  EXPECT_EQ(fr::decompose_latlon(grid, "random", 5, 2, 0).owned, fr::decompose_latlon(grid, "random", 5, 2, 0).owned);
+  EXPECT_NE(fr::decompose_latlon(grid, "random", 5, 2, 0).owned, fr::decompose_latlon(grid, "random", 6, 2, 0).owned);
   EXPECT_THROW(fr::decompose_latlon(grid, "blocks", 1, 2, 0), finecast::ConfigError);
 }
 
@@ -187,28 +179,22 @@ TEST(ReplayCli, BadArgumentsGiveClearErrors) {
   ScratchDir dir;
   auto r = run_command(binary("finecast-replay"));
   EXPECT_NE(r.rc, 0);
-  EXPECT_NE(r.output.find("a run/config file (FILE or --config FILE) is required"), std::string::npos)
-      << r.output;
+  EXPECT_NE(r.output.find("a run/config file (FILE or --config FILE) is required"), std::string::npos) << r.output;
   r = run_command(binary("finecast-replay") + " --config " + dir.file("missing.yaml"));
   EXPECT_NE(r.rc, 0);
-  EXPECT_NE(r.output.find(dir.file("missing.yaml") + ": cannot open the replay run file"),
-            std::string::npos)
+  EXPECT_NE(r.output.find(dir.file("missing.yaml") + ": cannot open the replay run file"), std::string::npos)
       << r.output;
   write_text(dir.file("plugin.yaml"), tiny_plugin_config(dir.path()));
   write_text(dir.file("run.yaml"), tiny_run_file(dir.file("plugin.yaml"), "random"));
-  r = run_command(binary("finecast-replay") + " --config " + dir.file("run.yaml") +
-                  " --set device");
+  r = run_command(binary("finecast-replay") + " --config " + dir.file("run.yaml") + " --set device");
   EXPECT_NE(r.rc, 0);
-  EXPECT_NE(r.output.find("--set: expected KEY=VALUE (e.g. --set device=cpu), got 'device'"),
-            std::string::npos)
+  EXPECT_NE(r.output.find("--set: expected KEY=VALUE (e.g. --set device=cpu), got 'device'"), std::string::npos)
       << r.output;
-  r = run_command(binary("finecast-replay") + " --config " + dir.file("run.yaml") +
-                  " --set other:device=cpu");
+  r = run_command(binary("finecast-replay") + " --config " + dir.file("run.yaml") + " --set other:device=cpu");
   EXPECT_NE(r.rc, 0);
   EXPECT_NE(r.output.find("no plugin is called 'other'"), std::string::npos) << r.output;
   // A plugin config override reaches the plugin: an unknown key is its error, naming the key.
-  r = run_command(binary("finecast-replay") + " --config " + dir.file("run.yaml") +
-                  " --set train.epoch=3");
+  r = run_command(binary("finecast-replay") + " --config " + dir.file("run.yaml") + " --set train.epoch=3");
   EXPECT_NE(r.rc, 0);
   EXPECT_NE(r.output.find("train.epoch"), std::string::npos) << r.output;
   // A grid file that does not fit the data.
@@ -217,8 +203,7 @@ TEST(ReplayCli, BadArgumentsGiveClearErrors) {
                                         "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc}\n");
   r = run_command(binary("finecast-replay") + " --config " + dir.file("icon.yaml"));
   EXPECT_NE(r.rc, 0);
-  EXPECT_NE(r.output.find("has 20480 cells, but " + kTas + ": tas has 18432 values per step"),
-            std::string::npos)
+  EXPECT_NE(r.output.find("has 20480 cells, but " + kTas + ": tas has 18432 values per step"), std::string::npos)
       << r.output;
 }
 
@@ -253,15 +238,13 @@ TEST(ReplayEndToEnd, TwoRanksGiveTheSameResultsAsOne) {
   const fc::PatchMap map = fc::latlon_patch_map(fc::read_latlon_grid(kTas, "tas"), 8);
   std::vector<float> coarse(static_cast<size_t>(map.n_coarse));
   fc::coarsen(map, june.data(), coarse.data());
-  fc::FieldReader coarse1(one.file("out.nc"), "tas_coarse"),
-      coarse2(two.file("out.nc"), "tas_coarse");
+  fc::FieldReader coarse1(one.file("out.nc"), "tas_coarse"), coarse2(two.file("out.nc"), "tas_coarse");
   std::vector<float> k1(june.size()), k2(june.size());
   coarse1.read(0, k1.data());
   coarse2.read(0, k2.data());
   EXPECT_EQ(k1, k2);
   for (int64_t c = 0; c < map.n_coarse; ++c)
-    for (int p = 0; p < map.patch_size; ++p)
-      ASSERT_NEAR(k1[map.fine_of_patch[c * 64 + p]], coarse[c], 1e-3);
+    for (int p = 0; p < map.patch_size; ++p) ASSERT_NEAR(k1[map.fine_of_patch[c * 64 + p]], coarse[c], 1e-3);
   for (int m = 0; m < 2; ++m) {
     fc::FieldReader m1(one.file("out.nc"), "tas", m), m2(two.file("out.nc"), "tas", m);
     ASSERT_EQ(m1.n_times(), 1);
@@ -272,8 +255,7 @@ TEST(ReplayEndToEnd, TwoRanksGiveTheSameResultsAsOne) {
     // Conservative sampling: each patch's weighted mean is its coarse value.
     for (int64_t c = 0; c < map.n_coarse; ++c) {
       double mean = 0;
-      for (int p = 0; p < 64; ++p)
-        mean += map.fine_weight[c * 64 + p] * v1[map.fine_of_patch[c * 64 + p]];
+      for (int p = 0; p < 64; ++p) mean += map.fine_weight[c * 64 + p] * v1[map.fine_of_patch[c * 64 + p]];
       ASSERT_NEAR(mean, coarse[c], 2e-3) << "member " << m << ", patch " << c;
     }
   }
@@ -304,10 +286,8 @@ TEST(ReplayConfigs, ShippedRunFilesAndTheirPluginConfigsParse) {
     return ss.str();
   }();
   for (const char* key :
-       {"input:",   "files:",         "variables:", "static:",         "grid:",    "type:",
-        "file:",    "time:",          "start:",     "stop:",           "stride:",  "epochs:",
-        "nproma:",  "decomposition:", "seed:",      "progress_every:", "plugins:", "name:",
-        "library:", "options:",       "comm:"})
-    EXPECT_NE(text.find(std::string(key)), std::string::npos)
-        << "configs/replay_tas.yaml lacks " << key;
+       {"input:", "files:",          "variables:", "static:", "grid:",    "type:",    "file:",
+        "time:",  "start:",          "stop:",      "stride:", "epochs:",  "nproma:",  "decomposition:",
+        "seed:",  "progress_every:", "plugins:",   "name:",   "library:", "options:", "comm:"})
+    EXPECT_NE(text.find(std::string(key)), std::string::npos) << "configs/replay_tas.yaml lacks " << key;
 }

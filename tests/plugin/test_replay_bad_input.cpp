@@ -22,8 +22,7 @@ namespace {
 /// Writes `cdl` (netCDF's text form) as a NetCDF file with ncgen; returns the file's path.
 std::string ncgen(const ScratchDir& dir, const std::string& name, const std::string& cdl) {
   write_text(dir.file(name + ".cdl"), cdl);
-  const CommandResult r =
-      run_command("ncgen -o " + dir.file(name + ".nc") + " " + dir.file(name + ".cdl"));
+  const CommandResult r = run_command("ncgen -o " + dir.file(name + ".nc") + " " + dir.file(name + ".cdl"));
   if (r.rc != 0) throw std::runtime_error("ncgen failed: " + r.output);
   return dir.file(name + ".nc");
 }
@@ -63,9 +62,8 @@ TEST(ReplayBadInput, NoTimeStepsIsAClearErrorOnEveryRank) {
   }
   // The program, on 2 ranks: exit status 1 with that message, not a signal.
   write_text(dir.file("run.yaml"), run_file(input));
-  const CommandResult r =
-      run_command("timeout -k 5 60 mpiexec -n 2 --oversubscribe " + binary("finecast-replay") +
-                  " --config " + dir.file("run.yaml"));
+  const CommandResult r = run_command("timeout -k 5 60 mpiexec -n 2 --oversubscribe " + binary("finecast-replay") +
+                                      " --config " + dir.file("run.yaml"));
   EXPECT_NE(r.rc, 0) << r.output;
   EXPECT_NE(r.rc, 124) << "hung:\n" << r.output;
   EXPECT_EQ(r.output.find("Segmentation fault"), std::string::npos) << r.output;
@@ -80,22 +78,19 @@ TEST(ReplayBadInput, ImplausibleValuesAreMissingAndCountedInTheLog) {
     for (int i = 0; i < 16; ++i) {
       // Step 0 holds two values beyond the _FillValue (3e38), step 1 one (2e20).
       const bool bad = (t == 0 && (i == 3 || i == 9)) || (t == 1 && i == 5);
-      values +=
-          std::string(values.empty() ? "" : ", ") + (bad ? (t == 0 ? "3e38" : "2e20") : "280");
+      values += std::string(values.empty() ? "" : ", ") + (bad ? (t == 0 ? "3e38" : "2e20") : "280");
     }
   const std::string input = ncgen(dir, "implausible", tas_cdl(2, values));
   write_text(dir.file("run.yaml"), run_file(input));
-  const CommandResult r = run_command("timeout -k 5 60 mpiexec -n 1 " + binary("finecast-replay") +
-                                      " --config " + dir.file("run.yaml") + " --progress none");
+  const CommandResult r = run_command("timeout -k 5 60 mpiexec -n 1 " + binary("finecast-replay") + " --config " +
+                                      dir.file("run.yaml") + " --progress none");
   ASSERT_EQ(r.rc, 0) << r.output;
-  EXPECT_NE(r.output.find(
-                "input: 2 value(s) of 'tas' at 2000-01-01T00:00:00 outside its valid range (beyond "
-                "_FillValue 1e+20) treated as missing"),
+  EXPECT_NE(r.output.find("input: 2 value(s) of 'tas' at 2000-01-01T00:00:00 outside its valid range (beyond "
+                          "_FillValue 1e+20) treated as missing"),
             std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find(
-                "3 value(s) of 'tas' outside its valid range (beyond _FillValue 1e+20) treated as "
-                "missing in 2 replay steps"),
+  EXPECT_NE(r.output.find("3 value(s) of 'tas' outside its valid range (beyond _FillValue 1e+20) treated as "
+                          "missing in 2 replay steps"),
             std::string::npos)
       << r.output;
 

@@ -19,7 +19,9 @@ const std::string kGrid = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc";
 
 std::string plugin_config() {
   return "fields: [ts]\nseed: 5\ndevice: cpu\n"
-         "grid: {type: icon, file: " + kGrid + ", coarse_level: 0}\n"
+         "grid: {type: icon, file: " +
+         kGrid +
+         ", coarse_level: 0}\n"
          "patch: {orography: topography_c}\n"
          "buffer: {capacity: 6}\n"
          "model: {hidden: 16, depth: 1, time_embedding: 8, diffusion_steps: 5}\n"
@@ -33,10 +35,16 @@ std::string host_run_file(int offset, int steps) {
   const int minutes = offset * 30;
   char start[32];
   std::snprintf(start, sizeof start, "1979-01-01T%02d:%02d:00", minutes / 60, minutes % 60);
-  return "grid: " + kGrid + "\norography: /usr/share/ferret-vis/data/etopo20.cdf\norography_variable: ROSE\n"
-         "experiment_start: 1979-01-01T00:00:00\nstart: " + start + "\ndt: 1800\nsteps: " + std::to_string(steps) + "\nnproma: 24\nnlev: 2\n"
-         "progress_every: 0\nrestart_run: " + (offset > 0 ? "true" : "false") + "\n"
-         "plugins:\n  - {name: finecast, library: " + ftr::plugin_library() + ", options: plugin.yaml}\n";
+  return "grid: " + kGrid +
+         "\norography: /usr/share/ferret-vis/data/etopo20.cdf\norography_variable: ROSE\n"
+         "experiment_start: 1979-01-01T00:00:00\nstart: " +
+         start + "\ndt: 1800\nsteps: " + std::to_string(steps) +
+         "\nnproma: 24\nnlev: 2\n"
+         "progress_every: 0\nrestart_run: " +
+         (offset > 0 ? "true" : "false") +
+         "\n"
+         "plugins:\n  - {name: finecast, library: " +
+         ftr::plugin_library() + ", options: plugin.yaml}\n";
 }
 
 ftr::CommandResult run_chunk(const std::string& dir, int offset, int steps) {
@@ -99,8 +107,8 @@ TEST(RestartChain, FourShortChunksBufferWhatOneLongRunBuffers) {
   EXPECT_EQ(a.fine, b.fine);
 
   // The same weights: the chain restores the optimizer, EMA, normalisation and RNG state.
-  const ftr::CommandResult weights = ftr::run_command("h5diff -d 0 '" + long_dir.file("ckpt/ckpt_00000015.h5") +
-                                                      "' '" + chain_dir.file("ckpt/ckpt_00000015.h5") + "' /model");
+  const ftr::CommandResult weights = ftr::run_command("h5diff -d 0 '" + long_dir.file("ckpt/ckpt_00000015.h5") + "' '" +
+                                                      chain_dir.file("ckpt/ckpt_00000015.h5") + "' /model");
   EXPECT_EQ(weights.rc, 0) << weights.output;
 
   // One output file, continued by every chunk that sampled, in time order, with the long run's

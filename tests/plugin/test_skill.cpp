@@ -29,7 +29,6 @@ using namespace finecast::testing_replay;
 using finecast::testing_downscale::downscale_error;
 using finecast::testing_downscale::read_step;
 
-
 // The fine field is the conservative interpolant of its own coarse field: there is nothing for
 // a model to add. Learning the residual from the interpolant, an untrained model (normalisation
 // statistics only) returns the interpolant to float precision; learning it from the coarse value
@@ -102,19 +101,27 @@ const std::string kIconGrid = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc
 CommandResult icon_skill_replay(const ScratchDir& dir, int ranks) {
   write_text(dir.file("plugin.yaml"),
              "fields: [ts, tsw]\ntarget: ts\ndevice: cpu\nseed: 5\n"
-             "grid: {type: icon, file: " + kIconGrid + ", coarse_level: 0}\n"
-             "patch: {context_rings: 2, residual: interp, static: [sic]}\n"
-             "buffer: {capacity: 1}\n"
-             "model: {arch: graph, unet_channels: 4, time_embedding: 8, diffusion_steps: 6}\n"
-             "train: {async: false, every: 1, min_steps: 1, epochs: 1, batch_size: 16, threads: 1, "
-             "hold_out: '0,90,0,180'}\n"
-             "sample: {every: 0, members: 1, steps: 2, output: " + dir.file("out.nc") + "}\n"
-             "checkpoint: {dir: " + dir.file("checkpoints") + "}\n");
+             "grid: {type: icon, file: " +
+                 kIconGrid +
+                 ", coarse_level: 0}\n"
+                 "patch: {context_rings: 2, residual: interp, static: [sic]}\n"
+                 "buffer: {capacity: 1}\n"
+                 "model: {arch: graph, unet_channels: 4, time_embedding: 8, diffusion_steps: 6}\n"
+                 "train: {async: false, every: 1, min_steps: 1, epochs: 1, batch_size: 16, threads: 1, "
+                 "hold_out: '0,90,0,180'}\n"
+                 "sample: {every: 0, members: 1, steps: 2, output: " +
+                 dir.file("out.nc") +
+                 "}\n"
+                 "checkpoint: {dir: " +
+                 dir.file("checkpoints") + "}\n");
   write_text(dir.file("run.yaml"), "input: {files: " + kIconData +
                                        ", variables: [ts, {var: ts_wtr, name: tsw}], static: [{file: " + kIconData +
                                        ", var: sic, name: sic}]}\n"
-                                       "grid: {type: icon, file: " + kIconGrid + "}\n"
-                                       "nproma: 16\ndecomposition: " + (ranks == 4 ? "round_robin" : "lat_bands") +
+                                       "grid: {type: icon, file: " +
+                                       kIconGrid +
+                                       "}\n"
+                                       "nproma: 16\ndecomposition: " +
+                                       (ranks == 4 ? "round_robin" : "lat_bands") +
                                        "\nplugins:\n  - {name: finecast, library: " + plugin_library() +
                                        ", options: " + dir.file("plugin.yaml") + "}\n");
   return run_command("mpiexec -n " + std::to_string(ranks) + " --oversubscribe " + binary("finecast-replay") +

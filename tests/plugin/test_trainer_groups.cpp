@@ -18,14 +18,19 @@ const std::string kGrid = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc";
 
 std::string plugin_config(int ranks, bool async, const std::string& extra = "") {
   return "fields: [ts]\nseed: 3\ndevice: cpu\n"
-         "grid: {type: icon, file: " + kGrid + ", coarse_level: 1}\n"
+         "grid: {type: icon, file: " +
+         kGrid +
+         ", coarse_level: 1}\n"
          "buffer: {capacity: 4}\n"
          "model: {hidden: 32, depth: 2, time_embedding: 16, diffusion_steps: 10}\n"
-         "train: {async: " + std::string(async ? "true" : "false") +
+         "train: {async: " +
+         std::string(async ? "true" : "false") +
          ", every: 4, min_steps: 4, epochs: 1, batch_size: 64, warmup_steps: 2, threads: 1, ranks: " +
-         std::to_string(ranks) + "}\n"
+         std::to_string(ranks) +
+         "}\n"
          "sample: {every: 4, members: 2, steps: 2, output: out.nc, write_back: ts_finecast}\n"
-         "checkpoint: {dir: ckpt, keep: 2, resume: auto}\n" + extra;
+         "checkpoint: {dir: ckpt, keep: 2, resume: auto}\n" +
+         extra;
 }
 
 /// `steps` steps of 30 min starting `offset` steps after 1979-01-01T00:00 (a chunk of a chain).
@@ -33,8 +38,10 @@ std::string host_run_file(int offset, int steps) {
   const int minutes = offset * 30;
   char start[32];
   std::snprintf(start, sizeof start, "1979-01-01T%02d:%02d:00", minutes / 60, minutes % 60);
-  return "grid: " + kGrid + "\norography: /usr/share/ferret-vis/data/etopo20.cdf\norography_variable: ROSE\n"
-         "experiment_start: 1979-01-01T00:00:00\nstart: " + start + "\ndt: 1800\nsteps: " + std::to_string(steps) +
+  return "grid: " + kGrid +
+         "\norography: /usr/share/ferret-vis/data/etopo20.cdf\norography_variable: ROSE\n"
+         "experiment_start: 1979-01-01T00:00:00\nstart: " +
+         start + "\ndt: 1800\nsteps: " + std::to_string(steps) +
          "\nnproma: 24\nnlev: 2\nprogress_every: 0\nrestart_run: " + (offset > 0 ? "true" : "false") +
          "\nplugins:\n  - {name: finecast, library: " + ftr::plugin_library() + ", options: plugin.yaml}\n";
 }
@@ -226,8 +233,10 @@ TEST(TrainerGroups, AMissingTrainerModuleIsAStartUpErrorNamingIt) {
   ftr::write_text(dir.file("plugin.yaml"), plugin_config(1, false));
   ftr::write_text(dir.file("host.yaml"), host_run_file(0, 2));
   const ftr::CommandResult r =
-      ftr::run_command("cd '" + dir.path() + "' && FINECAST_TRAINER_MODULE=/nonexistent/libfinecast_trainer_module.so "
-                       "mpiexec -n 2 --oversubscribe " + ftr::binary("finecast-host") + " host.yaml");
+      ftr::run_command("cd '" + dir.path() +
+                       "' && FINECAST_TRAINER_MODULE=/nonexistent/libfinecast_trainer_module.so "
+                       "mpiexec -n 2 --oversubscribe " +
+                       ftr::binary("finecast-host") + " host.yaml");
   EXPECT_NE(r.rc, 0) << r.output;
   EXPECT_NE(r.output.find("cannot load finecast's trainer module /nonexistent/libfinecast_trainer_module.so"),
             std::string::npos)

@@ -66,8 +66,7 @@ fp::Snapshot snapshot_of(const KnownDistribution& d) {
 /// A model as the plugin's trainer ranks make it (plugin/trainer_module/trainer_module.cpp).
 std::unique_ptr<fp::Model> make_model() {
   std::string device_line;
-  return finecast_trainer_module_v1()->create_model(tiny_model(), tiny_training(), "cpu", "", 1,
-                                                    device_line);
+  return finecast_trainer_module_v1()->create_model(tiny_model(), tiny_training(), "cpu", "", 1, device_line);
 }
 
 /// Captures the log lines of every thread (the log's own mutex orders them).
@@ -149,8 +148,7 @@ TEST(TrainingSession, BackgroundSessionWhileTheMainThreadBuffersSamplesAndPolls)
   std::promise<void> refused;
   std::shared_future<void> refused_done = refused.get_future().share();
   session.start(*model, snapshot_of(d), 1, true, 1, [refused_done] { refused_done.wait(); });
-  EXPECT_THROW(session.start(*model, snapshot_of(d), 1, true, 1), std::logic_error)
-      << "at most one session in flight";
+  EXPECT_THROW(session.start(*model, snapshot_of(d), 1, true, 1), std::logic_error) << "at most one session in flight";
   refused.set_value();
   session.wait();
   EXPECT_TRUE(session.collect());
@@ -166,8 +164,7 @@ TEST(TrainingSession, AFailureOnTheTrainingThreadIsRethrownByCollect) {
   KnownDistribution d(128, 22);
   const auto model = make_model();
   fp::TrainingSession session;
-  session.start(*model, snapshot_of(d), 1, true, 1,
-                [] { throw std::runtime_error("injected before training"); });
+  session.start(*model, snapshot_of(d), 1, true, 1, [] { throw std::runtime_error("injected before training"); });
   session.wait();
   try {
     session.collect();

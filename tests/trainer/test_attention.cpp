@@ -36,8 +36,7 @@ torch::Tensor output(ft::Downscaler& ds) {
 }  // namespace
 
 TEST(Attention, AddsAResidualBranchThatChangesTheOutput) {
-  ft::Downscaler with(unet(true), fast_training(), "cpu"),
-      without(unet(false), fast_training(), "cpu");
+  ft::Downscaler with(unet(true), fast_training(), "cpu"), without(unet(false), fast_training(), "cpu");
   // qkv (16 -> 48) and the output projection (16 -> 16) at 2c = 16 channels.
   EXPECT_EQ(with.parameter_count() - without.parameter_count(), 16 * 48 + 48 + 16 * 16 + 16);
   // The same weights in every shared tensor, by name.
@@ -47,8 +46,7 @@ TEST(Attention, AddsAResidualBranchThatChangesTheOutput) {
     for (size_t j = 0; j < wi.names.size(); ++j)
       if (wi.names[j] == wo.names[i]) wi.view(wi.flat, j).copy_(wo.view(wo.flat, i));
   const auto y_with = output(with), y_without = output(without);
-  const double change =
-      (y_with - y_without).abs().max().item<double>() / y_without.abs().max().item<double>();
+  const double change = (y_with - y_without).abs().max().item<double>() / y_without.abs().max().item<double>();
   std::printf("attention changes the output by %.3g (relative max)\n", change);
   EXPECT_GT(change, 1e-2);
   // With its output projection at zero the branch adds nothing: exactly the model without it.
@@ -86,8 +84,7 @@ TEST(Attention, TrainsSamplesConservativelyAndRoundTripsThroughCheckpoints) {
     plain.restore(dir.path("a.h5"));
     FAIL() << "a checkpoint with attention loaded into a model without";
   } catch (const ft::CheckpointError& e) {
-    EXPECT_NE(std::string(e.what()).find("attention: file has true, this model has false"),
-              std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("attention: file has true, this model has false"), std::string::npos)
         << e.what();
   }
 }

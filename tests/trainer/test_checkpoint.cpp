@@ -250,8 +250,7 @@ TEST_F(Checkpoint, NonFiniteWeightsAreNeverWrittenAndRefusedAtLoad) {
     EXPECT_TRUE(contains(e, "not written")) << e;
     EXPECT_FALSE(fs::exists(path("poisoned.h5")));
   }
-  for (const float bad :
-       {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+  for (const float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
     const std::string name = std::isnan(bad) ? "nan.h5" : "inf.h5";
     fs::copy_file(path("good.h5"), path(name));
     {
@@ -322,8 +321,8 @@ TEST_F(Checkpoint, FileIsReadableWithStandardTools) {
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   std::ifstream in(path("dump.txt"));
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  for (const char* what : {"GROUP \"model\"", "DATASET \"layer0.weight\"", "GROUP \"optimizer\"", "GROUP \"normalisation\"",
-                           "ATTRIBUTE \"format_version\"", "\"rng\""})
+  for (const char* what : {"GROUP \"model\"", "DATASET \"layer0.weight\"", "GROUP \"optimizer\"",
+                           "GROUP \"normalisation\"", "ATTRIBUTE \"format_version\"", "\"rng\""})
     EXPECT_TRUE(contains(text, what)) << what;
 }
 

@@ -264,7 +264,8 @@ TEST_F(Cuda, GraphReplayedSamplingEqualsEagerSampling) {
       ds.sample(d.context.data(), d.coarse.data(), nullptr, 80, so, 7 + call, a.data());
       ds.sample(d.context.data(), d.coarse.data(), nullptr, 80, eager, 7 + call, b.data());
       const double diff = max_abs_difference(a, b);
-      if (call == 2) std::printf("cuda graph vs eager sampling (%s): max difference %.2e\n", ft::name(sampler).c_str(), diff);
+      if (call == 2)
+        std::printf("cuda graph vs eager sampling (%s): max difference %.2e\n", ft::name(sampler).c_str(), diff);
       EXPECT_LT(diff, 1e-4) << ft::name(sampler) << " call " << call;
     }
   }
@@ -289,7 +290,8 @@ TEST_F(Cuda, TrainedOnTheGpuSamplesOnTheCpuAndTheReverse) {
   EXPECT_TRUE(ft::internals(gpu_cpu).sample_flat.is_cpu());
   EXPECT_TRUE(ft::internals(cpu_gpu).sample_flat.is_cuda());
   const auto ref = draw(cpu_cpu, d, 16, 11);
-  const double d1 = max_abs_difference(draw(gpu_cpu, d, 16, 11), ref), d2 = max_abs_difference(draw(cpu_gpu, d, 16, 11), ref);
+  const double d1 = max_abs_difference(draw(gpu_cpu, d, 16, 11), ref),
+               d2 = max_abs_difference(draw(cpu_gpu, d, 16, 11), ref);
   std::printf("gpu-trained, cpu-sampled vs cpu/cpu: %.2e; cpu-trained, gpu-sampled: %.2e\n", d1, d2);
   EXPECT_LT(d1, 1e-2);  // training on the GPU rounds differently (see TrainingFollowsTheCpuTrajectory...)
   EXPECT_LT(d2, 1e-3);  // the same weights, sampled on the GPU
@@ -321,7 +323,8 @@ TEST_F(Cuda, FusedAdamWStepEqualsTorchOptimAdamWOnTheGpu) {
   const double lr = 3e-3;
   auto ref = p0.clone().requires_grad_(true);
   torch::optim::AdamW opt({ref}, torch::optim::AdamWOptions(lr).weight_decay(o.weight_decay));
-  auto p = p0.clone(), m = torch::zeros_like(p0), v = torch::zeros_like(p0), e = p0.clone(), denom = torch::zeros_like(p0);
+  auto p = p0.clone(), m = torch::zeros_like(p0), v = torch::zeros_like(p0), e = p0.clone(),
+       denom = torch::zeros_like(p0);
   for (int64_t step = 0; step < 3; ++step) {
     auto gs = g * (1.0 + 0.5 * static_cast<double>(step));
     ref.mutable_grad() = gs.clone();

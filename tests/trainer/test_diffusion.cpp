@@ -124,7 +124,8 @@ TEST_P(SamplerOracle, DrawsTheKnownGaussian) {
   setup.v_objective = v;
   auto gen = at::make_generator<at::CPUGeneratorImpl>(11);
   auto x = torch::randn({4000, 8}, gen);
-  auto out = sampler == ft::Sampler::kDdpm ? fd::ddpm_sample(setup, oracle, x, gen) : fd::ddim_sample(setup, oracle, x, 100);
+  auto out =
+      sampler == ft::Sampler::kDdpm ? fd::ddpm_sample(setup, oracle, x, gen) : fd::ddim_sample(setup, oracle, x, 100);
   EXPECT_NEAR(out.mean().item<double>(), 1.5, 0.02);
   EXPECT_NEAR(out.std().item<double>(), 0.5, 0.02);
   // A sampler that ignored the network would give mean ~0, std ~1: the tolerances exclude it.
@@ -176,8 +177,8 @@ TEST(Models, UNetShapesAndValidation) {
 TEST(Models, SinusoidalTable) {
   auto t = finecast::trainer::models::sinusoidal_table(50, 8);
   EXPECT_EQ(t.sizes(), (std::vector<int64_t>{50, 8}));
-  EXPECT_FLOAT_EQ(t[0][0].item<float>(), 0.0f);          // sin(0)
-  EXPECT_FLOAT_EQ(t[0][4].item<float>(), 1.0f);          // cos(0)
+  EXPECT_FLOAT_EQ(t[0][0].item<float>(), 0.0f);             // sin(0)
+  EXPECT_FLOAT_EQ(t[0][4].item<float>(), 1.0f);             // cos(0)
   EXPECT_NEAR(t[7][0].item<float>(), std::sin(7.0), 1e-6);  // frequency 1 in the first column
 }
 

@@ -57,10 +57,11 @@ TEST(Downscaler, LearnsAKnownConditionalDistribution) {
 
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   RecordProperty("seconds", std::to_string(secs));
-  std::printf("learning test: %d steps, %.1f s; ddpm rmse %.3f spread %.3f (truth %.3f) corr %.3f; "
-              "ddim rmse %.3f spread %.3f corr %.3f\n",
-              static_cast<int>(ds.step()), secs, ddpm.mean_rmse, ddpm.spread, test.true_std(), ddpm.amp_corr,
-              ddim.mean_rmse, ddim.spread, ddim.amp_corr);
+  std::printf(
+      "learning test: %d steps, %.1f s; ddpm rmse %.3f spread %.3f (truth %.3f) corr %.3f; "
+      "ddim rmse %.3f spread %.3f corr %.3f\n",
+      static_cast<int>(ds.step()), secs, ddpm.mean_rmse, ddpm.spread, test.true_std(), ddpm.amp_corr, ddim.mean_rmse,
+      ddim.spread, ddim.amp_corr);
 }
 
 TEST(Downscaler, ConservativeSamplesKeepTheCoarseValueForEveryMember) {

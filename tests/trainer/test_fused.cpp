@@ -37,11 +37,8 @@ Batch make_batch(const ft::ModelOptions& mo, int64_t n, int64_t b, bool weighted
     auto w = torch::rand({n, mo.patch_size}, gen, f) + 0.1;
     r.data.w = (w / w.sum(1, true)).contiguous();
   }
-  r.draws.idx = torch::randperm(n, gen, torch::TensorOptions().dtype(torch::kInt64))
-                    .narrow(0, 0, b)
-                    .contiguous();
-  r.draws.t =
-      torch::randint(0, mo.diffusion_steps, {b}, gen, torch::TensorOptions().dtype(torch::kInt64));
+  r.draws.idx = torch::randperm(n, gen, torch::TensorOptions().dtype(torch::kInt64)).narrow(0, 0, b).contiguous();
+  r.draws.t = torch::randint(0, mo.diffusion_steps, {b}, gen, torch::TensorOptions().dtype(torch::kInt64));
   r.draws.eps = torch::randn({b, mo.patch_size}, gen, f);
   return r;
 }
@@ -87,11 +84,9 @@ TEST_P(FusedMlp, LossAndEveryGradientEqualAutograd) {
         relative_max_difference(ft::internals(fused).view(ft::internals(fused).grad, i), im.view(im.grad, i));
     if (d > worst) worst = d, worst_name = im.names[i];
   }
-  std::printf(
-      "%s width %lld depth %lld %s %s: loss %.7g vs %.7g, worst gradient difference %.2e (%s)\n",
-      ft::name(activation).c_str(), static_cast<long long>(hidden), static_cast<long long>(depth),
-      weighted ? "weighted" : "uniform", v_objective ? "v" : "eps", f.loss, r.loss, worst,
-      worst_name.c_str());
+  std::printf("%s width %lld depth %lld %s %s: loss %.7g vs %.7g, worst gradient difference %.2e (%s)\n",
+              ft::name(activation).c_str(), static_cast<long long>(hidden), static_cast<long long>(depth),
+              weighted ? "weighted" : "uniform", v_objective ? "v" : "eps", f.loss, r.loss, worst, worst_name.c_str());
   // Float32 rounding of sums in a different order (and a 1e-7 exp): measured below 5e-7.
   EXPECT_LT(worst, 5e-6) << worst_name;
   // The test has teeth: another batch's gradient is far away.
@@ -100,14 +95,16 @@ TEST_P(FusedMlp, LossAndEveryGradientEqualAutograd) {
   EXPECT_GT(relative_max_difference(ft::internals(fused).grad, ft::internals(reference).grad), 1e-2);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    ActivationsAndWidths, FusedMlp,
-    ::testing::Values(FusedCase{ft::Activation::kSilu, 128, 3, false, false},
-                      FusedCase{ft::Activation::kSilu, 16, 1, true, false}, FusedCase{ft::Activation::kSilu, 256, 2, true, true},
-                      FusedCase{ft::Activation::kGelu, 128, 3, false, false}, FusedCase{ft::Activation::kGelu, 64, 2, true, true},
-                      FusedCase{ft::Activation::kGelu, 16, 1, false, true}, FusedCase{ft::Activation::kRelu, 128, 3, true, false},
-                      FusedCase{ft::Activation::kRelu, 64, 1, false, true},
-                      FusedCase{ft::Activation::kRelu, 256, 2, false, false}));
+INSTANTIATE_TEST_SUITE_P(ActivationsAndWidths, FusedMlp,
+                         ::testing::Values(FusedCase{ft::Activation::kSilu, 128, 3, false, false},
+                                           FusedCase{ft::Activation::kSilu, 16, 1, true, false},
+                                           FusedCase{ft::Activation::kSilu, 256, 2, true, true},
+                                           FusedCase{ft::Activation::kGelu, 128, 3, false, false},
+                                           FusedCase{ft::Activation::kGelu, 64, 2, true, true},
+                                           FusedCase{ft::Activation::kGelu, 16, 1, false, true},
+                                           FusedCase{ft::Activation::kRelu, 128, 3, true, false},
+                                           FusedCase{ft::Activation::kRelu, 64, 1, false, true},
+                                           FusedCase{ft::Activation::kRelu, 256, 2, false, false}));
 
 TEST(FusedMlpPath, MicroBatchesAccumulateToTheGlobalBatchGradient) {
   if (!ft::fused::compiled()) GTEST_SKIP() << "no fused path in this build";
@@ -138,8 +135,8 @@ TEST(FusedMlpPath, SamplingEqualsTheAutogradSamplers) {
   reference.publish();
   std::vector<float> w(static_cast<size_t>(6 * d.P));
   for (size_t i = 0; i < w.size(); ++i) w[i] = 0.5f + static_cast<float>(i % 5);
-  for (const auto& [sampler, eta] :
-       {std::make_pair(ft::Sampler::kDdpm, 0.0), std::make_pair(ft::Sampler::kDdim, 0.0), std::make_pair(ft::Sampler::kDdim, 0.7)}) {
+  for (const auto& [sampler, eta] : {std::make_pair(ft::Sampler::kDdpm, 0.0), std::make_pair(ft::Sampler::kDdim, 0.0),
+                                     std::make_pair(ft::Sampler::kDdim, 0.7)}) {
     ft::SampleOptions so;
     so.sampler = sampler;
     so.eta = eta;
@@ -152,8 +149,8 @@ TEST(FusedMlpPath, SamplingEqualsTheAutogradSamplers) {
       worst = std::max(worst, static_cast<double>(std::abs(a[i] - b[i])));
       scale = std::max(scale, static_cast<double>(std::abs(b[i])));
     }
-    std::printf("fused vs autograd sampling (%s, eta %.1f): max difference %.2e of %.2f\n",
-                ft::name(sampler).c_str(), eta, worst, scale);
+    std::printf("fused vs autograd sampling (%s, eta %.1f): max difference %.2e of %.2f\n", ft::name(sampler).c_str(),
+                eta, worst, scale);
     EXPECT_LT(worst, 1e-4 * scale) << ft::name(sampler);
   }
 }
@@ -169,19 +166,17 @@ TEST(FusedAdamW, OneStepEqualsTorchOptimAdamW) {
   o.grad_clip = 0;  // clipping is not part of torch::optim::AdamW
   const double lr = 3e-3;
   auto ref = p0.clone().requires_grad_(true);
-  torch::optim::AdamW opt(
-      {ref},
-      torch::optim::AdamWOptions(lr).betas({0.9, 0.999}).eps(1e-8).weight_decay(o.weight_decay));
+  torch::optim::AdamW opt({ref},
+                          torch::optim::AdamWOptions(lr).betas({0.9, 0.999}).eps(1e-8).weight_decay(o.weight_decay));
   auto p = p0.clone(), m = torch::zeros({n}), v = torch::zeros({n}), e = p0.clone();
-  auto pt = p0.clone(), mt = torch::zeros({n}), vt = torch::zeros({n}), et = p0.clone(),
-       denom = torch::zeros({n});
+  auto pt = p0.clone(), mt = torch::zeros({n}), vt = torch::zeros({n}), et = p0.clone(), denom = torch::zeros({n});
   for (int64_t step = 0; step < 3; ++step) {
     auto gs = g * (1.0 + 0.5 * static_cast<double>(step));  // a different gradient each step
     ref.mutable_grad() = gs.clone();
     opt.step();
     const auto sp = ft::adamw::step_params(o, step, lr, gs.norm().item<double>());
-    ft::adamw::update_cpu(p.data_ptr<float>(), gs.data_ptr<float>(), m.data_ptr<float>(),
-                          v.data_ptr<float>(), e.data_ptr<float>(), n, sp);
+    ft::adamw::update_cpu(p.data_ptr<float>(), gs.data_ptr<float>(), m.data_ptr<float>(), v.data_ptr<float>(),
+                          e.data_ptr<float>(), n, sp);
     auto gt = gs.clone();
     ft::adamw::update_tensors(pt, gt, mt, vt, et, denom, sp);
     const auto r = ref.detach();
@@ -189,15 +184,12 @@ TEST(FusedAdamW, OneStepEqualsTorchOptimAdamW) {
     // (one ulp of 4 is 4.8e-7), far below any error of a coefficient.
     const double step_size = (r - p0).abs().max().item<double>();
     EXPECT_LT((p - r).abs().max().item<double>(), 1e-3 * step_size) << "CPU loop, step " << step;
-    EXPECT_LT((pt - r).abs().max().item<double>(), 1e-3 * step_size)
-        << "tensor form, step " << step;
+    EXPECT_LT((pt - r).abs().max().item<double>(), 1e-3 * step_size) << "tensor form, step " << step;
   }
   // And the optimizer state agrees too.
   auto& state = static_cast<torch::optim::AdamWParamState&>(*opt.state().begin()->second);
-  EXPECT_LT((m - state.exp_avg()).abs().max().item<double>(),
-            1e-6 * state.exp_avg().abs().max().item<double>());
-  EXPECT_LT((v - state.exp_avg_sq()).abs().max().item<double>(),
-            1e-6 * state.exp_avg_sq().abs().max().item<double>());
+  EXPECT_LT((m - state.exp_avg()).abs().max().item<double>(), 1e-6 * state.exp_avg().abs().max().item<double>());
+  EXPECT_LT((v - state.exp_avg_sq()).abs().max().item<double>(), 1e-6 * state.exp_avg_sq().abs().max().item<double>());
   // The EMA moved towards the weights.
   EXPECT_GT((e - p0).abs().max().item<double>(), 0.0);
 }
@@ -206,8 +198,7 @@ TEST(FusedAdamW, ClippingScalesTheGradientLikeClipGradNorm) {
   ft::TrainOptions o;
   o.grad_clip = 1.0;
   EXPECT_FLOAT_EQ(ft::adamw::step_params(o, 0, 1e-3, 0.5).grad_scale, 1.0f);
-  EXPECT_FLOAT_EQ(ft::adamw::step_params(o, 0, 1e-3, 4.0).grad_scale,
-                  static_cast<float>(1.0 / (4.0 + 1e-6)));
+  EXPECT_FLOAT_EQ(ft::adamw::step_params(o, 0, 1e-3, 4.0).grad_scale, static_cast<float>(1.0 / (4.0 + 1e-6)));
   o.grad_clip = 0;
   EXPECT_FLOAT_EQ(ft::adamw::step_params(o, 0, 1e-3, 4.0).grad_scale, 1.0f);
   auto g = torch::randn({70001});

@@ -35,8 +35,7 @@ TEST(GraphPath, StaticStepTrainsLikeTheEagerStep) {
   for (bool weighted : {false, true}) {
     ft::DataView v = view(d);
     if (weighted) v.weights = w.data();
-    ft::Downscaler eager(small_model(), autograd_training(), "cpu"),
-        graph(small_model(), autograd_training(), "cpu");
+    ft::Downscaler eager(small_model(), autograd_training(), "cpu"), graph(small_model(), autograd_training(), "cpu");
     ft::internals(graph).force_graph_path = true;
     const auto init = ft::internals(eager).flat.clone();
     double loss_e = 0, loss_g = 0;
@@ -49,9 +48,8 @@ TEST(GraphPath, StaticStepTrainsLikeTheEagerStep) {
     EXPECT_NEAR(loss_g, loss_e, 1e-5 * loss_e);
     const double diff = (ft::internals(graph).flat - ft::internals(eager).flat).norm().item<double>() /
                         (ft::internals(eager).flat - init).norm().item<double>();
-    std::printf(
-        "static step vs eager (%s): loss %.6f vs %.6f, relative weight-update difference %.2e\n",
-        weighted ? "weighted" : "uniform", loss_g, loss_e, diff);
+    std::printf("static step vs eager (%s): loss %.6f vs %.6f, relative weight-update difference %.2e\n",
+                weighted ? "weighted" : "uniform", loss_g, loss_e, diff);
     EXPECT_LT(diff, 1e-4);
     EXPECT_LT((ft::internals(graph).ema - ft::internals(eager).ema).abs().max().item<double>(), 1e-5);
   }

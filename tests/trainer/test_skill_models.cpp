@@ -46,13 +46,18 @@ TEST(TriangleLattice, NeighboursPairUpAcrossEachEdgeDirectionAndParentsHoldFourC
       // Three children point like the parent; the fourth, in the middle, borders all three.
       int64_t middle = -1, like = 0;
       for (int64_t k : kids) {
-        if (L.down[k] == half.down[parent]) ++like;
-        else middle = k;
+        if (L.down[k] == half.down[parent])
+          ++like;
+        else
+          middle = k;
       }
       ASSERT_EQ(like, 3);
       std::set<int64_t> around(L.neighbours.begin() + middle * 3, L.neighbours.begin() + middle * 3 + 3);
-      for (int64_t k : kids)
-        if (k != middle) EXPECT_EQ(around.count(k), 1u) << "parent " << parent;
+      for (int64_t k : kids) {
+        if (k != middle) {
+          EXPECT_EQ(around.count(k), 1u) << "parent " << parent;
+        }
+      }
     }
   }
   EXPECT_EQ(fm::lattice_side(256), 16);
@@ -73,8 +78,7 @@ TEST(ContextSplit, CovariateFieldsAreTheContextsTailCovariateAfterCovariateInSlo
   ASSERT_EQ(split.fields.sizes(), (std::vector<int64_t>{B, S, P}));
   for (int64_t b = 0; b < B; ++b)
     for (int64_t s = 0; s < S; ++s)
-      for (int64_t k = 0; k < P; ++k)
-        ASSERT_EQ(split.fields[b][s][k].item<float>(), 1000 * b + 100 * (s + 1) + k);
+      for (int64_t k = 0; k < P; ++k) ASSERT_EQ(split.fields[b][s][k].item<float>(), 1000 * b + 100 * (s + 1) + k);
   EXPECT_FALSE(fm::split_context(ctx, 0, P).fields.defined());
 }
 

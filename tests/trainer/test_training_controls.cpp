@@ -92,8 +92,7 @@ TEST(OutOfMemory, TheMemoryLimitHalvesTheMicroBatchAndKeepsTheGlobalBatch) {
   auto to = fast_training();  // batch 64
   const int64_t params = ft::Downscaler(mo, to, "cpu").parameter_count();
   // A limit that a micro-batch of 32 fits and one of 64 does not.
-  to.max_device_memory =
-      (ft::estimate_batch_bytes(mo, params, 32) + ft::estimate_batch_bytes(mo, params, 64)) / 2;
+  to.max_device_memory = (ft::estimate_batch_bytes(mo, params, 32) + ft::estimate_batch_bytes(mo, params, 64)) / 2;
   for (bool autograd : {false, true}) {
     to.force_autograd = autograd;
     ft::Downscaler limited(mo, to, "cpu");
@@ -101,17 +100,14 @@ TEST(OutOfMemory, TheMemoryLimitHalvesTheMicroBatchAndKeepsTheGlobalBatch) {
     free_to.max_device_memory = 0;
     ft::Downscaler free(mo, free_to, "cpu");
     std::vector<std::string> events;
-    const auto st =
-        limited.train_epoch(view(d), [&](const std::string& e) { events.push_back(e); });
+    const auto st = limited.train_epoch(view(d), [&](const std::string& e) { events.push_back(e); });
     free.train_epoch(view(d));
     EXPECT_EQ(st.oom_backoffs, 1);
     EXPECT_EQ(limited.micro_batch(), 32);
     EXPECT_EQ(limited.accumulation(), 2);
     EXPECT_EQ(st.batches, 4) << "the global batch of 64 is kept: 256 / 64 optimizer steps";
-    EXPECT_TRUE(any_contains(events, "out of device memory at micro-batch 64"))
-        << (events.empty() ? "" : events[0]);
-    EXPECT_TRUE(any_contains(
-        events, "micro-batch now 32, 2 micro-batches per optimizer step (global batch 64 kept)"));
+    EXPECT_TRUE(any_contains(events, "out of device memory at micro-batch 64")) << (events.empty() ? "" : events[0]);
+    EXPECT_TRUE(any_contains(events, "micro-batch now 32, 2 micro-batches per optimizer step (global batch 64 kept)"));
     // It went on training, and trained what the unlimited model trained.
     EXPECT_EQ(limited.step(), free.step());
     EXPECT_LT(relative_difference(ft::internals(limited).flat, ft::internals(free).flat), 1e-5);
@@ -174,8 +170,8 @@ TEST(Validation, ASessionTrainsOnTheOlderStepsAndScoresTheRecentOnes) {
   // Training lowers the validation loss and CRPS of this learnable distribution.
   ft::SessionStats last;
   for (int s = 0; s < 4; ++s) last = ds.train_session(data.view(), 3);
-  std::printf("validation loss %.4f -> %.4f, CRPS %.4f -> %.4f\n", first.validation_loss,
-              last.validation_loss, first.validation_crps, last.validation_crps);
+  std::printf("validation loss %.4f -> %.4f, CRPS %.4f -> %.4f\n", first.validation_loss, last.validation_loss,
+              first.validation_crps, last.validation_crps);
   EXPECT_LT(last.validation_loss, first.validation_loss);
   EXPECT_LT(last.validation_crps, first.validation_crps);
 }
@@ -185,8 +181,7 @@ TEST(Validation, CrpsOfAnEnsemble) {
   EXPECT_DOUBLE_EQ(ft::validation::crps({3.0f}, 1.0), 2.0);
   EXPECT_DOUBLE_EQ(ft::validation::crps({-1.0f, 1.0f}, 0.0), 0.5);
   // A sharper ensemble around the truth scores better than a wide one.
-  EXPECT_LT(ft::validation::crps({-0.1f, 0.0f, 0.1f}, 0.0),
-            ft::validation::crps({-1.0f, 0.0f, 1.0f}, 0.0));
+  EXPECT_LT(ft::validation::crps({-0.1f, 0.0f, 0.1f}, 0.0), ft::validation::crps({-1.0f, 0.0f, 1.0f}, 0.0));
 }
 
 TEST(EarlyStopping, StopsAfterPatienceSessionsWithoutImprovement) {
@@ -211,8 +206,7 @@ TEST(EarlyStopping, StopsAfterPatienceSessionsWithoutImprovement) {
   const auto s3 = ds.train_session(data.view(), 1, log);
   EXPECT_TRUE(s3.trained);
   EXPECT_TRUE(s3.stopped);
-  EXPECT_TRUE(any_contains(events, "early stopping: validation loss not better than"))
-      << events.back();
+  EXPECT_TRUE(any_contains(events, "early stopping: validation loss not better than")) << events.back();
   const int64_t step = ds.step();
   const auto s4 = ds.train_session(data.view(), 1, log);
   EXPECT_FALSE(s4.trained);
@@ -239,15 +233,12 @@ TEST(Plateau, ReducesTheLearningRateAfterPatienceSessions) {
   std::vector<double> scales;
   std::vector<std::string> events;
   for (int s = 0; s < 7; ++s)
-    scales.push_back(ds.train_session(data.view(), 1, [&](const std::string& e) {
-                         events.push_back(e);
-                       }).lr_scale);
+    scales.push_back(ds.train_session(data.view(), 1, [&](const std::string& e) { events.push_back(e); }).lr_scale);
   // Session 1 improves; reductions after sessions 3 and 5 (two without improvement each), then
   // the floor 0.2 holds.
   EXPECT_EQ(scales, (std::vector<double>{1.0, 1.0, 0.5, 0.5, 0.25, 0.25, 0.2}));
   EXPECT_TRUE(any_contains(events, "plateau: validation loss not better than"));
-  EXPECT_DOUBLE_EQ(ds.learning_rate(1000),
-                   0.2 * ft::Downscaler(small_model(), to, "cpu").learning_rate(1000));
+  EXPECT_DOUBLE_EQ(ds.learning_rate(1000), 0.2 * ft::Downscaler(small_model(), to, "cpu").learning_rate(1000));
 }
 
 TEST(BestState, IsRecordedInCheckpointsAndKeptAsItsOwnFile) {
@@ -300,13 +291,11 @@ TEST(Threads, AutoMeasuresAndLeavesTheTrainingUnchanged) {
   to.threads = 1;
   ft::Downscaler fixed(small_model(), to, "cpu");
   std::vector<std::string> events;
-  const auto st =
-      tuned.train_session(data.view(), 2, [&](const std::string& e) { events.push_back(e); });
+  const auto st = tuned.train_session(data.view(), 2, [&](const std::string& e) { events.push_back(e); });
   fixed.train_session(data.view(), 2);
   ft::set_torch_threads(1);  // back to the suite's setting
   EXPECT_TRUE(st.train_threads == 1 || st.train_threads == 2) << st.train_threads;
-  EXPECT_TRUE(
-      any_contains(events, "train.threads auto: per step at batch 64 with 1..2 threads: 1: "))
+  EXPECT_TRUE(any_contains(events, "train.threads auto: per step at batch 64 with 1..2 threads: 1: "))
       << events.front();
   EXPECT_EQ(tuned.thread_choices().size(), 1u);
   EXPECT_EQ(tuned.step(), fixed.step());

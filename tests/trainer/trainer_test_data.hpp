@@ -36,7 +36,8 @@ struct KnownDistribution {
     std::uniform_real_distribution<double> uni(-1.0, 1.0);
     pattern.resize(static_cast<size_t>(P));
     double pm = 0;
-    for (int64_t j = 0; j < P; ++j) pm += pattern[j] = std::sin(2.0 * M_PI * (static_cast<double>(j) + 0.5) / static_cast<double>(P));
+    for (int64_t j = 0; j < P; ++j)
+      pm += pattern[j] = std::sin(2.0 * M_PI * (static_cast<double>(j) + 0.5) / static_cast<double>(P));
     for (auto& p : pattern) p -= pm / static_cast<double>(P);
     context.resize(static_cast<size_t>(n * C));
     fine.resize(static_cast<size_t>(n * P));
@@ -137,8 +138,9 @@ inline Skill evaluate(const ft::Downscaler& ds, const KnownDistribution& test, c
 /// wheels (2.11 seen) export their own copy of it from libtorch.so, which wins symbol lookup and
 /// crashes (a call through a null pointer) on a non-empty directory.
 inline void remove_tree(const std::string& dir) {
-  ::nftw(dir.c_str(), [](const char* path, const struct stat*, int, struct FTW*) { return ::remove(path); }, 16,
-         FTW_DEPTH | FTW_PHYS);
+  ::nftw(
+      dir.c_str(), [](const char* path, const struct stat*, int, struct FTW*) { return ::remove(path); }, 16,
+      FTW_DEPTH | FTW_PHYS);
 }
 
 /// A fresh directory for the running test (under the system temp directory, named after the

@@ -217,8 +217,7 @@ void comin_print_warning(const char* msg);
 void comin_print_debug_f(const char* fmt, ...);
 void comin_print_info_f(const char* fmt, ...);
 void comin_print_warning_f(const char* fmt, ...);
-void comin_error_get_message(t_comin_error_code error_code, char category[11],
-                             char message[COMIN_MAX_LEN_ERR_MESSAGE]);
+void comin_error_get_message(t_comin_error_code error_code, char category[11], char message[COMIN_MAX_LEN_ERR_MESSAGE]);
 /* Declared with two arguments; ComIn's implementation takes none and checks the current error
  * state (the arguments are ignored). */
 void comin_error_check(t_comin_error_code error_code, const char* scope);
@@ -228,8 +227,8 @@ void comin_error_reset(void);
 
 /* ---- variables ---- */
 void comin_var_request_add(t_comin_var_descriptor var_descriptor, bool lmodexclusive);
-t_comin_var_handle* comin_var_get(int context_len, t_comin_entry_point* context,
-                                  t_comin_var_descriptor var_descriptor, int flag);
+t_comin_var_handle* comin_var_get(int context_len, t_comin_entry_point* context, t_comin_var_descriptor var_descriptor,
+                                  int flag);
 void* comin_var_get_ptr(t_comin_var_handle* handle);
 double* comin_var_get_ptr_double(t_comin_var_handle* handle);
 float* comin_var_get_ptr_float(t_comin_var_handle* handle);
@@ -244,38 +243,29 @@ void comin_var_get_ncontained(t_comin_var_handle* handle, int* ncontained);
 void comin_var_get_descriptor(t_comin_var_handle* handle, t_comin_var_descriptor* descr);
 
 t_comin_var_descr_list_iterator* comin_var_get_descr_list_head(void);
-t_comin_var_descr_list_iterator* comin_var_get_descr_list_next(
-    t_comin_var_descr_list_iterator* current);
-void comin_var_get_descr_list_var_desc(t_comin_var_descr_list_iterator* current,
-                                       t_comin_var_descriptor* var_desc);
+t_comin_var_descr_list_iterator* comin_var_get_descr_list_next(t_comin_var_descr_list_iterator* current);
+void comin_var_get_descr_list_var_desc(t_comin_var_descr_list_iterator* current, t_comin_var_descriptor* var_desc);
 void comin_var_descr_list_iterator_delete(t_comin_var_descr_list_iterator** it);
 
 /* ---- callbacks ---- */
 typedef void (*t_comin_callback_function)(void);
-void comin_callback_register(t_comin_entry_point entry_point_id,
-                             t_comin_callback_function fct_ptr);
-void comin_callback_get_ep_name(t_comin_entry_point iep,
-                                char out_ep_name[COMIN_MAX_LEN_EP_NAME + 1]);
+void comin_callback_register(t_comin_entry_point entry_point_id, t_comin_callback_function fct_ptr);
+void comin_callback_get_ep_name(t_comin_entry_point iep, char out_ep_name[COMIN_MAX_LEN_EP_NAME + 1]);
 
 /* ---- variable metadata (set: primary constructor only; get: afterwards) ---- */
-t_comin_metadata_typeid comin_metadata_get_typeid(t_comin_var_descriptor var_descriptor,
-                                                  const char* key);
+t_comin_metadata_typeid comin_metadata_get_typeid(t_comin_var_descriptor var_descriptor, const char* key);
 void comin_metadata_set_integer(t_comin_var_descriptor var_descriptor, const char* key, int val);
 void comin_metadata_set_logical(t_comin_var_descriptor var_descriptor, const char* key, bool val);
 void comin_metadata_set_real(t_comin_var_descriptor var_descriptor, const char* key, double val);
-void comin_metadata_set_character(t_comin_var_descriptor var_descriptor, const char* key,
-                                  char const* val);
+void comin_metadata_set_character(t_comin_var_descriptor var_descriptor, const char* key, char const* val);
 void comin_metadata_get_integer(t_comin_var_descriptor var_descriptor, const char* key, int* val);
 void comin_metadata_get_logical(t_comin_var_descriptor var_descriptor, const char* key, bool* val);
 void comin_metadata_get_real(t_comin_var_descriptor var_descriptor, const char* key, double* val);
-void comin_metadata_get_character(t_comin_var_descriptor var_descriptor, const char* key,
-                                  char const** val, int* len);
-t_comin_metadata_iterator* comin_metadata_get_iterator_begin(
-    t_comin_var_descriptor var_descriptor);
+void comin_metadata_get_character(t_comin_var_descriptor var_descriptor, const char* key, char const** val, int* len);
+t_comin_metadata_iterator* comin_metadata_get_iterator_begin(t_comin_var_descriptor var_descriptor);
 t_comin_metadata_iterator* comin_metadata_get_iterator_end(t_comin_var_descriptor var_descriptor);
 const char* comin_metadata_iterator_get_key(t_comin_metadata_iterator* it);
-bool comin_metadata_iterator_compare(t_comin_metadata_iterator* it1,
-                                     t_comin_metadata_iterator* it2);
+bool comin_metadata_iterator_compare(t_comin_metadata_iterator* it1, t_comin_metadata_iterator* it2);
 void comin_metadata_iterator_next(t_comin_metadata_iterator* it);
 void comin_metadata_iterator_delete(t_comin_metadata_iterator* it);
 
@@ -283,12 +273,12 @@ void comin_metadata_iterator_delete(t_comin_metadata_iterator* it);
 double comin_descrdata_get_timesteplength(int jg);
 int comin_descrdata_get_index(int j);
 int comin_descrdata_get_block(int j);
-void comin_descrdata_get_cell_indices(int jg, int i_blk, int i_startblk, int i_endblk,
-                                      int* i_startidx, int* i_endidx, int irl_start, int irl_end);
-void comin_descrdata_get_edge_indices(int jg, int i_blk, int i_startblk, int i_endblk,
-                                      int* i_startidx, int* i_endidx, int irl_start, int irl_end);
-void comin_descrdata_get_vert_indices(int jg, int i_blk, int i_startblk, int i_endblk,
-                                      int* i_startidx, int* i_endidx, int irl_start, int irl_end);
+void comin_descrdata_get_cell_indices(int jg, int i_blk, int i_startblk, int i_endblk, int* i_startidx, int* i_endidx,
+                                      int irl_start, int irl_end);
+void comin_descrdata_get_edge_indices(int jg, int i_blk, int i_startblk, int i_endblk, int* i_startidx, int* i_endidx,
+                                      int irl_start, int irl_end);
+void comin_descrdata_get_vert_indices(int jg, int i_blk, int i_startblk, int i_endblk, int* i_startidx, int* i_endidx,
+                                      int irl_start, int irl_end);
 int comin_descrdata_get_cell_npromz(int jg);
 int comin_descrdata_get_edge_npromz(int jg);
 int comin_descrdata_get_vert_npromz(int jg);
@@ -299,8 +289,7 @@ void comin_descrdata_get_simulation_interval_run_start(char const** val, int* le
 void comin_descrdata_get_simulation_interval_run_stop(char const** val, int* len);
 
 /** The interface version this header was written for. */
-static inline void comin_setup_get_version(unsigned int* major, unsigned int* minor,
-                                           unsigned int* patch) {
+static inline void comin_setup_get_version(unsigned int* major, unsigned int* minor, unsigned int* patch) {
   *major = COMIN_VERSION_MAJOR;
   *minor = COMIN_VERSION_MINOR;
   *patch = COMIN_VERSION_PATCH;
@@ -319,8 +308,7 @@ struct comin_descrdata_property_t {
 /* ---- descriptive data of the domains: scalars, and arrays (jg, const T** data, int* shape) ---- */
 void comin_descrdata_get_domain_grid_filename(int jg, const char** grid_filename, int* arr_size);
 void comin_descrdata_get_domain_grid_uuid(int jg, const int8_t** grid_uuid, int* arr_size);
-void comin_descrdata_get_domain_number_of_grid_used(int jg, const int** number_of_grid_used,
-                                                    int* arr_size);
+void comin_descrdata_get_domain_number_of_grid_used(int jg, const int** number_of_grid_used, int* arr_size);
 int comin_descrdata_get_domain_id(int jg);
 int comin_descrdata_get_domain_n_childdom(int jg);
 double comin_descrdata_get_domain_dom_start(int jg);
@@ -342,10 +330,8 @@ void comin_descrdata_get_domain_cells_end_block(int jg, const int** end_block, i
 void comin_descrdata_get_domain_cells_child_id(int jg, const int** child_id, int* arr_size);
 void comin_descrdata_get_domain_cells_child_idx(int jg, const int** child_idx, int* arr_size);
 void comin_descrdata_get_domain_cells_child_blk(int jg, const int** child_blk, int* arr_size);
-void comin_descrdata_get_domain_cells_parent_glb_idx(int jg, const int** parent_glb_idx,
-                                                     int* arr_size);
-void comin_descrdata_get_domain_cells_parent_glb_blk(int jg, const int** parent_glb_blk,
-                                                     int* arr_size);
+void comin_descrdata_get_domain_cells_parent_glb_idx(int jg, const int** parent_glb_idx, int* arr_size);
+void comin_descrdata_get_domain_cells_parent_glb_blk(int jg, const int** parent_glb_blk, int* arr_size);
 void comin_descrdata_get_domain_cells_vertex_idx(int jg, const int** vertex_idx, int* arr_size);
 void comin_descrdata_get_domain_cells_vertex_blk(int jg, const int** vertex_blk, int* arr_size);
 void comin_descrdata_get_domain_cells_neighbor_blk(int jg, const int** neighbor_blk, int* arr_size);
@@ -357,8 +343,7 @@ void comin_descrdata_get_domain_cells_clat(int jg, const double** clat, int* arr
 void comin_descrdata_get_domain_cells_area(int jg, const double** area, int* arr_size);
 void comin_descrdata_get_domain_cells_hhl(int jg, const double** hhl, int* arr_size);
 void comin_descrdata_get_domain_cells_glb_index(int jg, const int** glb_index, int* arr_size);
-void comin_descrdata_get_domain_cells_decomp_domain(int jg, const int** decomp_domain,
-                                                    int* arr_size);
+void comin_descrdata_get_domain_cells_decomp_domain(int jg, const int** decomp_domain, int* arr_size);
 
 int comin_descrdata_get_domain_verts_nverts(int jg);
 int comin_descrdata_get_domain_verts_nverts_global(int jg);
@@ -389,10 +374,8 @@ void comin_descrdata_get_domain_edges_end_block(int jg, const int** end_block, i
 void comin_descrdata_get_domain_edges_child_id(int jg, const int** child_id, int* arr_size);
 void comin_descrdata_get_domain_edges_child_idx(int jg, const int** child_idx, int* arr_size);
 void comin_descrdata_get_domain_edges_child_blk(int jg, const int** child_blk, int* arr_size);
-void comin_descrdata_get_domain_edges_parent_glb_idx(int jg, const int** parent_glb_idx,
-                                                     int* arr_size);
-void comin_descrdata_get_domain_edges_parent_glb_blk(int jg, const int** parent_glb_blk,
-                                                     int* arr_size);
+void comin_descrdata_get_domain_edges_parent_glb_idx(int jg, const int** parent_glb_idx, int* arr_size);
+void comin_descrdata_get_domain_edges_parent_glb_blk(int jg, const int** parent_glb_blk, int* arr_size);
 void comin_descrdata_get_domain_edges_cell_idx(int jg, const int** cell_idx, int* arr_size);
 void comin_descrdata_get_domain_edges_cell_blk(int jg, const int** cell_blk, int* arr_size);
 void comin_descrdata_get_domain_edges_vertex_idx(int jg, const int** vertex_idx, int* arr_size);
@@ -419,8 +402,7 @@ int comin_descrdata_get_global_grf_bdywidth_e(void);
 bool comin_descrdata_get_global_lrestartrun(void);
 void comin_descrdata_get_global_vct_a(const double** vct_a, int* arr_size);
 int comin_descrdata_get_global_yac_instance_id(void);
-void comin_descrdata_get_global_host_git_remote_url(const char** host_git_remote_url,
-                                                    int* arr_size);
+void comin_descrdata_get_global_host_git_remote_url(const char** host_git_remote_url, int* arr_size);
 void comin_descrdata_get_global_host_git_branch(const char** host_git_branch, int* arr_size);
 void comin_descrdata_get_global_host_git_tag(const char** host_git_tag, int* arr_size);
 void comin_descrdata_get_global_host_revision(const char** host_revision, int* arr_size);

@@ -247,10 +247,14 @@ void parse_options(Recorder& r) {
       std::istringstream list(word.substr(5));
       std::string what;
       while (std::getline(list, what, ',')) {
-        if (what == "verts") r.skip_verts = true;
-        else if (what == "edges") r.skip_edges = true;
-        else if (what == "vertical") r.skip_vertical = true;
-        else throw std::runtime_error("skip=" + what + ": expected verts, edges or vertical");
+        if (what == "verts")
+          r.skip_verts = true;
+        else if (what == "edges")
+          r.skip_edges = true;
+        else if (what == "vertical")
+          r.skip_vertical = true;
+        else
+          throw std::runtime_error("skip=" + what + ": expected verts, edges or vertical");
       }
     } else if (r.prefix.empty()) {
       r.prefix = word;

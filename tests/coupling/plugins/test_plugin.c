@@ -60,16 +60,14 @@ static void secondary_constructor(void) {
   char line[128];
   comin_error_set_errors_return(true);
   const int is_null = comin_var_get(1, context, d, COMIN_FLAG_READ) == NULL;
-  snprintf(line, sizeof line, "%s unknown_var_is_null=%d error=%d", TEST_PLUGIN_TAG, is_null,
-           (int)comin_error_get());
+  snprintf(line, sizeof line, "%s unknown_var_is_null=%d error=%d", TEST_PLUGIN_TAG, is_null, (int)comin_error_get());
   comin_error_reset();
   comin_error_set_errors_return(false);
   comin_print_info(line);
   if (has_option("late_register")) {
     comin_error_set_errors_return(true);
     comin_callback_register(EP_ATM_TIMELOOP_START, secondary_constructor);
-    snprintf(line, sizeof line, "%s late_register_error=%d", TEST_PLUGIN_TAG,
-             (int)comin_error_get());
+    snprintf(line, sizeof line, "%s late_register_error=%d", TEST_PLUGIN_TAG, (int)comin_error_get());
     comin_print_info(line);
     comin_error_reset();
     comin_error_set_errors_return(false);
@@ -139,8 +137,8 @@ static void metadata_report(void) {
     comin_metadata_iterator_delete(end);
     char line[256];
     snprintf(line, sizeof line, "%s %s shape=%d,%d,%d,%d,%d sem=%d%d%d%d%d zaxis=%d ncontained=%d keys=%d float=%d",
-             TEST_PLUGIN_TAG, names[i], shape[0], shape[1], shape[2], shape[3], shape[4], sem[0], sem[1],
-             sem[2], sem[3], sem[4], zaxis, ncontained, keys,
+             TEST_PLUGIN_TAG, names[i], shape[0], shape[1], shape[2], shape[3], shape[4], sem[0], sem[1], sem[2],
+             sem[3], sem[4], zaxis, ncontained, keys,
              datatype == COMIN_VAR_DATATYPE_FLOAT && comin_var_get_ptr_float(h) != NULL);
     comin_print_info(line);
   }
@@ -154,8 +152,8 @@ static void metadata_report(void) {
   comin_metadata_get_character(d, "units", &units, &len);
   comin_metadata_get_real(d, "scale", &scale);
   char line[128];
-  snprintf(line, sizeof line, "%s m3d units=%.*s scale=%g typeid=%d undefined=%d", TEST_PLUGIN_TAG, len, units,
-           scale, (int)comin_metadata_get_typeid(d, "scale"), (int)comin_metadata_get_typeid(d, "nothing"));
+  snprintf(line, sizeof line, "%s m3d units=%.*s scale=%g typeid=%d undefined=%d", TEST_PLUGIN_TAG, len, units, scale,
+           (int)comin_metadata_get_typeid(d, "scale"), (int)comin_metadata_get_typeid(d, "nothing"));
   comin_print_info(line);
 }
 
@@ -169,7 +167,8 @@ static void output_1(void) {
   const double* ts = comin_var_get_ptr_double(ts_handle);
   double* out = comin_var_get_ptr_double(out_handle);
   const int ncells = comin_descrdata_get_domain_cells_ncells(1);
-  for (int j = 0; j < ncells; ++j) out[j % shape[0] + shape[0] * (j / shape[0])] = 2.0 * ts[j % shape[0] + shape[0] * (j / shape[0])];
+  for (int j = 0; j < ncells; ++j)
+    out[j % shape[0] + shape[0] * (j / shape[0])] = 2.0 * ts[j % shape[0] + shape[0] * (j / shape[0])];
 }
 
 static void output_2(void) { report("cb2"); }

@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "bench/registry.hpp"
-#include "comin.h"
 #include "common/cli.hpp"
 #include "common/leak_check.hpp"
 #include "coupling/buffer/rolling_buffer.hpp"
+#include "comin.h"
 #include "coupling/grid/icon_grid.hpp"
 #include "coupling/grid/icon_hierarchy.hpp"
 #include "coupling/grid/icosahedral_grid.hpp"

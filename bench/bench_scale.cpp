@@ -27,6 +27,7 @@
 #include "bench/machine.hpp"
 #include "bench/registry.hpp"
 #include "common/cli.hpp"
+#include "common/leak_check.hpp"
 #include "coupling/mpi/redistribution.hpp"
 #include "plugin/comin_plugin/mpi_reducer.hpp"
 #include "trainer/downscaler.hpp"
@@ -319,7 +320,10 @@ void training(const Options& o, const Progress& progress) {
 
 int worker(const Options& o) {
   int provided = 0;
-  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+  {
+    const IgnoreLeaksHere open_mpi_init;  // ASan builds: Open MPI's own leaks (leak_check.hpp)
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+  }
   int size = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const Progress progress(o.since);
@@ -334,6 +338,7 @@ int worker(const Options& o) {
     MPI_Abort(MPI_COMM_WORLD, 1);
     rc = 1;
   }
+  leak_check_before_mpi_finalize();
   MPI_Finalize();
   return rc;
 }

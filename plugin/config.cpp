@@ -13,6 +13,7 @@
 #include <limits>
 
 #include "common/error.hpp"
+#include "coupling/comin/entry_point_names.hpp"
 #include "common/region.hpp"
 #include "common/yaml_schema.hpp"
 
@@ -56,50 +57,9 @@ using yaml_schema::ErrorList;
 const std::vector<std::pair<std::string, int>>& entry_points() {
   // Names and ids follow ComIn's t_comin_entry_point (the order is ABI).
   static const std::vector<std::pair<std::string, int>> eps = [] {
-    const char* names[] = {"EP_SECONDARY_CONSTRUCTOR",
-                           "EP_ATM_YAC_DEFCOMP_BEFORE",
-                           "EP_ATM_YAC_DEFCOMP_AFTER",
-                           "EP_ATM_YAC_SYNCDEF_BEFORE",
-                           "EP_ATM_YAC_SYNCDEF_AFTER",
-                           "EP_ATM_YAC_ENDDEF_BEFORE",
-                           "EP_ATM_YAC_ENDDEF_AFTER",
-                           "EP_ATM_INIT_FINALIZE",
-                           "EP_ATM_TIMELOOP_BEFORE",
-                           "EP_ATM_TIMELOOP_START",
-                           "EP_ATM_TIMELOOP_END",
-                           "EP_ATM_TIMELOOP_AFTER",
-                           "EP_ATM_INTEGRATE_BEFORE",
-                           "EP_ATM_INTEGRATE_START",
-                           "EP_ATM_INTEGRATE_END",
-                           "EP_ATM_INTEGRATE_AFTER",
-                           "EP_ATM_WRITE_OUTPUT_BEFORE",
-                           "EP_ATM_WRITE_OUTPUT_AFTER",
-                           "EP_ATM_CHECKPOINT_BEFORE",
-                           "EP_ATM_CHECKPOINT_AFTER",
-                           "EP_ATM_ADVECTION_BEFORE",
-                           "EP_ATM_ADVECTION_AFTER",
-                           "EP_ATM_PHYSICS_BEFORE",
-                           "EP_ATM_PHYSICS_AFTER",
-                           "EP_ATM_NUDGING_BEFORE",
-                           "EP_ATM_NUDGING_AFTER",
-                           "EP_ATM_SURFACE_BEFORE",
-                           "EP_ATM_SURFACE_AFTER",
-                           "EP_ATM_TURBULENCE_BEFORE",
-                           "EP_ATM_TURBULENCE_AFTER",
-                           "EP_ATM_MICROPHYSICS_BEFORE",
-                           "EP_ATM_MICROPHYSICS_AFTER",
-                           "EP_ATM_CONVECTION_BEFORE",
-                           "EP_ATM_CONVECTION_AFTER",
-                           "EP_ATM_RADIATION_BEFORE",
-                           "EP_ATM_RADIATION_AFTER",
-                           "EP_ATM_RADHEAT_BEFORE",
-                           "EP_ATM_RADHEAT_AFTER",
-                           "EP_ATM_GWDRAG_BEFORE",
-                           "EP_ATM_GWDRAG_AFTER",
-                           "EP_FINISH",
-                           "EP_DESTRUCTOR"};
     std::vector<std::pair<std::string, int>> v;
-    for (int i = 0; i < static_cast<int>(sizeof names / sizeof *names); ++i) v.emplace_back(names[i], i + 1);
+    for (int i = 0; i < coupling::comin_host::kEntryPointCount; ++i)
+      v.emplace_back(coupling::comin_host::kEntryPointNames[i], i + 1);
     return v;
   }();
   return eps;

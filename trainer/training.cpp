@@ -236,10 +236,75 @@ void apply_update(Downscaler::Impl& im, double grad_norm) {
   ++im.step;
 }
 
+/// The losses of an epoch's good steps, and its statistics.
+struct EpochTally {
+  double loss_sum = 0;
+  int64_t good = 0;
+  EpochStats stats;
+};
+
+/// Adds what a CUDA graph's replays did this epoch to the tally and drops the graph.
+void collect_graph(graphs::TrainGraph*& graph, EpochTally& tally,
+                   const std::function<void(const std::string&)>& event) {
+  if (!graph) return;
+  const auto g = graph->finish_epoch(event);
+  tally.loss_sum += g.loss_sum;
+  tally.good += g.good;
+  tally.stats.bad_steps += g.bad;
+  graph = nullptr;
+}
+
+/// The weights and optimizer state at the start of the epoch: what too many bad steps in a row
+/// fall back to.
+void keep_good_state(Downscaler::Impl& im) {
+  torch::NoGradGuard no_grad;
+  im.good_flat = im.flat.clone();
+  im.good_exp_avg = im.exp_avg.clone();
+  im.good_exp_avg_sq = im.exp_avg_sq.clone();
+}
+
+/// One step's loss and gradient norm; on out of device memory the micro-batch is halved (the
+/// global batch kept by accumulation) and the step tried again, down to a micro-batch of 1.
+LossAndNorm step_with_back_off(Downscaler::Impl& im, const EpochTensors& data, const StepDraws& d, int64_t global,
+                               graphs::TrainGraph*& graph, EpochTally& tally,
+                               const std::function<void(const std::string&)>& event) {
+  while (true) {
+    try {
+      return forward_backward(im, data, d);
+    } catch (const std::exception& e) {
+      if (!is_out_of_memory(e)) throw;
+      collect_graph(graph, tally, event);  // the graph was captured for the old shape
+      if (!back_off(im, global, e, event))
+        throw std::runtime_error("train: out of device memory even at micro-batch 1 (" + std::string(e.what()) + ")");
+      ++tally.stats.oom_backoffs;
+    }
+  }
+}
+
+/// A step with a non-finite loss or gradient is skipped; after train.max_bad_steps in a row the
+/// weights of the start of the epoch come back.
+void skip_bad_step(Downscaler::Impl& im, const LossAndNorm& r, EpochTally& tally,
+                   const std::function<void(const std::string&)>& event) {
+  ++tally.stats.bad_steps;
+  ++im.total_bad;
+  ++im.consecutive_bad;
+  event("train_epoch: step " + std::to_string(im.step) + " skipped: loss " + std::to_string(r.loss) +
+        ", gradient norm " + std::to_string(r.norm) + " (" + std::to_string(im.consecutive_bad) + " in a row)");
+  if (im.consecutive_bad < im.to.max_bad_steps) return;
+  torch::NoGradGuard no_grad;
+  im.flat.copy_(im.good_flat);
+  im.exp_avg.copy_(im.good_exp_avg);
+  im.exp_avg_sq.copy_(im.good_exp_avg_sq);
+  event("train_epoch: " + std::to_string(im.consecutive_bad) +
+        " bad steps in a row; restored the last good weights (from the start of this epoch)");
+  im.consecutive_bad = 0;
+}
+
 EpochStats run_epoch(Downscaler::Impl& im, const EpochTensors& data,
                      const std::function<void(const std::string&)>& event) {
   const auto t0 = std::chrono::steady_clock::now();
-  EpochStats st;
+  EpochTally tally;
+  EpochStats& st = tally.stats;
   // Data-parallel: every member draws over the group's rows and trains on its own part.
   const bool group = im.reducer && data.global_n > 0;
   const int64_t n = group ? data.global_n : data.n;
@@ -247,12 +312,7 @@ EpochStats run_epoch(Downscaler::Impl& im, const EpochTensors& data,
     st.step = im.step;
     return st;
   }
-  {
-    torch::NoGradGuard no_grad;
-    im.good_flat = im.flat.clone();
-    im.good_exp_avg = im.exp_avg.clone();
-    im.good_exp_avg_sq = im.exp_avg_sq.clone();
-  }
+  keep_good_state(im);
   if (im.to.bf16 && !im.cuda) event("train.bf16 is honoured on CUDA only; training in float32 on " + im.device.str());
 
   const auto long_cpu = torch::TensorOptions().dtype(torch::kInt64);
@@ -260,9 +320,6 @@ EpochStats run_epoch(Downscaler::Impl& im, const EpochTensors& data,
   const int64_t P = im.mo.patch_size, T = im.mo.diffusion_steps;
   const int64_t global = im.to.batch_size * im.to.accumulate;
   auto perm = torch::randperm(n, im.gen, long_cpu);
-  double loss_sum = 0;
-  int64_t good = 0;
-
   // On CUDA, full global batches replay a captured graph of the whole step (graphs::TrainGraph);
   // it reports its losses and bad steps at the end of the epoch.
   graphs::TrainGraph* graph = group ? nullptr : graphs::train_graph_for(im, data, global);
@@ -286,67 +343,26 @@ EpochStats run_epoch(Downscaler::Impl& im, const EpochTensors& data,
       } catch (const std::exception& e) {
         // The step did not run: collect the graph's epoch so far and go on eagerly (which backs
         // off on out-of-memory like any other step).
-        const auto g = graph->finish_epoch(event);
-        loss_sum += g.loss_sum;
-        good += g.good;
-        st.bad_steps += g.bad;
-        graph = nullptr;
+        collect_graph(graph, tally, event);
         im.train_graph.reset();
         im.train_graph_failed = true;
         event(std::string("train: CUDA graph step failed (") + e.what() + "); continuing without graphs");
       }
     }
     if (graph) graph->wait();  // an eager step after replays (the partial last batch)
-    LossAndNorm r;
-    while (true) {
-      try {
-        r = forward_backward(im, data, d);
-        break;
-      } catch (const std::exception& e) {
-        if (!is_out_of_memory(e)) throw;
-        if (graph) {  // collect what the graph did so far; back_off drops it (captured for the old
-                      // shape)
-          const auto g = graph->finish_epoch(event);
-          loss_sum += g.loss_sum;
-          good += g.good;
-          st.bad_steps += g.bad;
-          graph = nullptr;
-        }
-        if (!back_off(im, global, e, event))
-          throw std::runtime_error("train: out of device memory even at micro-batch 1 (" + std::string(e.what()) + ")");
-        ++st.oom_backoffs;
-      }
-    }
+    const LossAndNorm r = step_with_back_off(im, data, d, global, graph, tally, event);
     ++st.batches;
     if (!std::isfinite(r.loss) || !std::isfinite(r.norm)) {
-      ++st.bad_steps;
-      ++im.total_bad;
-      ++im.consecutive_bad;
-      event("train_epoch: step " + std::to_string(im.step) + " skipped: loss " + std::to_string(r.loss) +
-            ", gradient norm " + std::to_string(r.norm) + " (" + std::to_string(im.consecutive_bad) + " in a row)");
-      if (im.consecutive_bad >= im.to.max_bad_steps) {
-        torch::NoGradGuard no_grad;
-        im.flat.copy_(im.good_flat);
-        im.exp_avg.copy_(im.good_exp_avg);
-        im.exp_avg_sq.copy_(im.good_exp_avg_sq);
-        event("train_epoch: " + std::to_string(im.consecutive_bad) +
-              " bad steps in a row; restored the last good weights (from the start of this epoch)");
-        im.consecutive_bad = 0;
-      }
+      skip_bad_step(im, r, tally, event);
       continue;
     }
     im.consecutive_bad = 0;
-    loss_sum += r.loss;
-    ++good;
+    tally.loss_sum += r.loss;
+    ++tally.good;
     apply_update(im, r.norm);
   }
-  if (graph) {
-    const auto g = graph->finish_epoch(event);
-    loss_sum += g.loss_sum;
-    good += g.good;
-    st.bad_steps += g.bad;
-  }
-  st.avg_loss = good > 0 ? loss_sum / static_cast<double>(good) : 0.0;
+  collect_graph(graph, tally, event);
+  st.avg_loss = tally.good > 0 ? tally.loss_sum / static_cast<double>(tally.good) : 0.0;
   st.step = im.step;
   st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return st;

@@ -2,6 +2,7 @@
 // The Host: life-cycle phases, the plugin loader (dlopen, comin_plugin_init, primary
 // constructor), the variables plugins request, and entry-point dispatch.
 #include "coupling/comin/host.hpp"
+#include "coupling/comin/entry_point_names.hpp"
 
 #include <dlfcn.h>
 
@@ -522,50 +523,8 @@ MPI_Comm Host::comm() const { return state_->comm; }
 int Host::rank() const { return state_->rank; }
 
 const char* Host::entry_point_name(int ep) {
-  static const char* const names[] = {"EP_SECONDARY_CONSTRUCTOR",
-                                      "EP_ATM_YAC_DEFCOMP_BEFORE",
-                                      "EP_ATM_YAC_DEFCOMP_AFTER",
-                                      "EP_ATM_YAC_SYNCDEF_BEFORE",
-                                      "EP_ATM_YAC_SYNCDEF_AFTER",
-                                      "EP_ATM_YAC_ENDDEF_BEFORE",
-                                      "EP_ATM_YAC_ENDDEF_AFTER",
-                                      "EP_ATM_INIT_FINALIZE",
-                                      "EP_ATM_TIMELOOP_BEFORE",
-                                      "EP_ATM_TIMELOOP_START",
-                                      "EP_ATM_TIMELOOP_END",
-                                      "EP_ATM_TIMELOOP_AFTER",
-                                      "EP_ATM_INTEGRATE_BEFORE",
-                                      "EP_ATM_INTEGRATE_START",
-                                      "EP_ATM_INTEGRATE_END",
-                                      "EP_ATM_INTEGRATE_AFTER",
-                                      "EP_ATM_WRITE_OUTPUT_BEFORE",
-                                      "EP_ATM_WRITE_OUTPUT_AFTER",
-                                      "EP_ATM_CHECKPOINT_BEFORE",
-                                      "EP_ATM_CHECKPOINT_AFTER",
-                                      "EP_ATM_ADVECTION_BEFORE",
-                                      "EP_ATM_ADVECTION_AFTER",
-                                      "EP_ATM_PHYSICS_BEFORE",
-                                      "EP_ATM_PHYSICS_AFTER",
-                                      "EP_ATM_NUDGING_BEFORE",
-                                      "EP_ATM_NUDGING_AFTER",
-                                      "EP_ATM_SURFACE_BEFORE",
-                                      "EP_ATM_SURFACE_AFTER",
-                                      "EP_ATM_TURBULENCE_BEFORE",
-                                      "EP_ATM_TURBULENCE_AFTER",
-                                      "EP_ATM_MICROPHYSICS_BEFORE",
-                                      "EP_ATM_MICROPHYSICS_AFTER",
-                                      "EP_ATM_CONVECTION_BEFORE",
-                                      "EP_ATM_CONVECTION_AFTER",
-                                      "EP_ATM_RADIATION_BEFORE",
-                                      "EP_ATM_RADIATION_AFTER",
-                                      "EP_ATM_RADHEAT_BEFORE",
-                                      "EP_ATM_RADHEAT_AFTER",
-                                      "EP_ATM_GWDRAG_BEFORE",
-                                      "EP_ATM_GWDRAG_AFTER",
-                                      "EP_FINISH",
-                                      "EP_DESTRUCTOR"};
-  static_assert(sizeof(names) / sizeof(names[0]) == EP_DESTRUCTOR, "one name per entry point");
-  return ep >= 1 && ep <= EP_DESTRUCTOR ? names[ep - 1] : "UNKNOWN";
+  static_assert(kEntryPointCount == EP_DESTRUCTOR, "one name per entry point");
+  return ep >= 1 && ep <= EP_DESTRUCTOR ? kEntryPointNames[ep - 1] : "UNKNOWN";
 }
 
 }  // namespace finecast::coupling::comin_host

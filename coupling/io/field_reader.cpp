@@ -74,6 +74,123 @@ double default_fill(nc_type t) {
   }
 }
 
+/// A NetCDF file that exists, whose classic header is intact and describes no more than the file
+/// holds (checked before and after nc_open, which allocates what a damaged header declares).
+void check_file(const std::string& path, const std::string& var, struct stat& st) {
+  if (::stat(path.c_str(), &st) != 0)
+    throw IoError("NetCDF file " + path + " does not exist (reading variable '" + var + "')");
+  if (const std::string damage = nc_classic_header_damage(path); !damage.empty())
+    throw IoError("NetCDF file " + path + " is damaged: " + damage + " (reading variable '" + var + "')");
+}
+
+void check_size(const std::string& path, const std::string& var, const struct stat& st) {
+  const int64_t expected = nc_classic_expected_size(path);
+  if (expected >= 0 && static_cast<int64_t>(st.st_size) < expected)
+    throw IoError("NetCDF file " + path + " is truncated: its header describes " + std::to_string(expected) +
+                  " bytes but the file has " + std::to_string(st.st_size) + " (reading variable '" + var + "')");
+}
+
+/// The variable's id; a missing one is an error that lists the file's variables.
+int variable_id(int ncid, const std::string& path, const std::string& var) {
+  int varid = -1;
+  if (nc_inq_varid(ncid, var.c_str(), &varid) == NC_NOERR) return varid;
+  int nvars = 0;
+  nc_inq_nvars(ncid, &nvars);
+  std::string names;
+  for (int v = 0; v < nvars; ++v) {
+    char name[NC_MAX_NAME + 1];
+    if (nc_inq_varname(ncid, v, name) == NC_NOERR) names += (names.empty() ? "" : ", ") + std::string(name);
+  }
+  throw IoError("NetCDF file " + path + " has no variable '" + var + "' (variables: " + names + ")");
+}
+
+/// A variable's dimensions: ids, names and lengths, in the variable's order.
+struct Dims {
+  std::vector<int> ids;
+  std::vector<std::string> names;
+  std::vector<size_t> lens;
+  int size() const { return static_cast<int>(ids.size()); }
+};
+
+Dims variable_dims(int ncid, int varid, int n_dims, const std::string& ctx) {
+  Dims d;
+  d.ids.resize(static_cast<size_t>(n_dims));
+  CHECK_NC(nc_inq_vardimid(ncid, varid, d.ids.data()), ctx);
+  d.names.resize(static_cast<size_t>(n_dims));
+  d.lens.resize(static_cast<size_t>(n_dims));
+  for (int i = 0; i < n_dims; ++i) {
+    char name[NC_MAX_NAME + 1];
+    CHECK_NC(nc_inq_dim(ncid, d.ids[i], name, &d.lens[i]), ctx);
+    d.names[i] = name;
+  }
+  return d;
+}
+
+/// Whether dimension i is a time axis: unlimited, named time/t, or with a CF time coordinate.
+bool is_time_dim(int ncid, const Dims& dims, int i) {
+  int n_unlim = 0;
+  std::vector<int> unlim(NC_MAX_DIMS);
+  nc_inq_unlimdims(ncid, &n_unlim, unlim.data());
+  if (std::find(unlim.begin(), unlim.begin() + n_unlim, dims.ids[i]) != unlim.begin() + n_unlim) return true;
+  const std::string n = lower(dims.names[i]);
+  if (n == "time" || n == "t") return true;
+  int cv;
+  if (nc_inq_varid(ncid, dims.names[i].c_str(), &cv) != NC_NOERR) return false;
+  std::string units, axis, sn;
+  text_attr(ncid, cv, "units", units);
+  text_attr(ncid, cv, "axis", axis);
+  text_attr(ncid, cv, "standard_name", sn);
+  return units.find(" since ") != std::string::npos || lower(units).rfind("day as", 0) == 0 || axis == "T" ||
+         sn == "time";
+}
+
+/// 0 when the first dimension is time, -1 when there is none; a time axis elsewhere is an error.
+int time_dim_position(int ncid, const Dims& dims, const std::string& ctx) {
+  int pos = -1;
+  for (int i = 0; i < dims.size(); ++i) {
+    if (!is_time_dim(ncid, dims, i)) continue;
+    if (i != 0)
+      throw IoError(ctx + " has its time dimension '" + dims.names[i] + "' at position " + std::to_string(i + 1) +
+                    ", expected it first (CF order: time, [level,] y, x or time, [level,] cells)");
+    pos = 0;
+  }
+  return pos;
+}
+
+/// ICON cells (one spatial dimension, a cell dimension name, grid_type or clon coordinates),
+/// else a lat-lon grid, rotated when its grid mapping or dimension names say so.
+FieldReader::GridKind grid_kind_of(int ncid, int varid, const Dims& dims, int n_rest) {
+  std::string coords, grid_type, mapping;
+  text_attr(ncid, varid, "coordinates", coords);
+  text_attr(ncid, varid, "grid_type", grid_type);
+  text_attr(ncid, varid, "grid_mapping", mapping);
+  if (n_rest == 1 || is_cell_dim_name(dims.names.back()) || lower(grid_type) == "unstructured" ||
+      coords.find("clon") != std::string::npos)
+    return FieldReader::GridKind::kUnstructured;
+  std::string gm_name;
+  int gm;
+  if (!mapping.empty() && nc_inq_varid(ncid, mapping.c_str(), &gm) == NC_NOERR &&
+      text_attr(ncid, gm, "grid_mapping_name", gm_name) && gm_name == "rotated_latitude_longitude")
+    return FieldReader::GridKind::kRotatedPole;
+  const int n = dims.size();
+  if (lower(dims.names[n - 1]) == "rlon" && lower(dims.names[n - 2]) == "rlat")
+    return FieldReader::GridKind::kRotatedPole;
+  return FieldReader::GridKind::kLatLon;
+}
+
+/// The one dimension of size > 1 between time and space (a level or member axis), or -1.
+int level_dim_position(const Dims& dims, int first_space, int n_space, const std::string& ctx) {
+  int pos = -1;
+  for (int i = first_space; i < dims.size() - n_space; ++i) {
+    if (dims.lens[i] <= 1) continue;
+    if (pos >= 0)
+      throw IoError(ctx + " has two non-spatial dimensions of size > 1 ('" + dims.names[pos] + "' and '" +
+                    dims.names[i] + "'), expected at most one level dimension between time and space");
+    pos = i;
+  }
+  return pos;
+}
+
 }  // namespace
 
 std::string FieldReader::context() const { return "NetCDF file " + path_ + ", variable '" + var_ + "'"; }
@@ -81,10 +198,7 @@ std::string FieldReader::context() const { return "NetCDF file " + path_ + ", va
 FieldReader::FieldReader(const std::string& path, const std::string& var, int level)
     : path_(path), var_(var), level_(level) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0)
-    throw IoError("NetCDF file " + path + " does not exist (reading variable '" + var + "')");
-  if (const std::string damage = nc_classic_header_damage(path); !damage.empty())
-    throw IoError("NetCDF file " + path + " is damaged: " + damage + " (reading variable '" + var + "')");
+  check_file(path, var, st);
   int rc = nc_open(path.c_str(), NC_NOWRITE, &ncid_);
   if (rc != NC_NOERR) {
     ncid_ = -1;
@@ -92,149 +206,84 @@ FieldReader::FieldReader(const std::string& path, const std::string& var, int le
                   " (not a NetCDF file, or truncated?)");
   }
   try {
-    const int64_t expected = nc_classic_expected_size(path);
-    if (expected >= 0 && static_cast<int64_t>(st.st_size) < expected)
-      throw IoError("NetCDF file " + path + " is truncated: its header describes " + std::to_string(expected) +
-                    " bytes but the file has " + std::to_string(st.st_size) + " (reading variable '" + var + "')");
-
-    if (nc_inq_varid(ncid_, var.c_str(), &varid_) != NC_NOERR) {
-      int nvars = 0;
-      nc_inq_nvars(ncid_, &nvars);
-      std::string names;
-      for (int v = 0; v < nvars; ++v) {
-        char name[NC_MAX_NAME + 1];
-        if (nc_inq_varname(ncid_, v, name) == NC_NOERR) names += (names.empty() ? "" : ", ") + std::string(name);
-      }
-      throw IoError("NetCDF file " + path + " has no variable '" + var + "' (variables: " + names + ")");
-    }
+    check_size(path, var, st);
+    varid_ = variable_id(ncid_, path, var);
     nc_type type;
     CHECK_NC(nc_inq_vartype(ncid_, varid_, &type), context());
     if (type == NC_CHAR || type == NC_STRING) throw IoError(context() + " holds text, expected numbers");
     CHECK_NC(nc_inq_varndims(ncid_, varid_, &n_dims_), context());
     if (n_dims_ < 1) throw IoError(context() + " is a scalar, expected a field with spatial dimensions");
-    std::vector<int> dimids(static_cast<size_t>(n_dims_));
-    CHECK_NC(nc_inq_vardimid(ncid_, varid_, dimids.data()), context());
-    std::vector<std::string> names(static_cast<size_t>(n_dims_));
-    std::vector<size_t> lens(static_cast<size_t>(n_dims_));
-    for (int d = 0; d < n_dims_; ++d) {
-      char name[NC_MAX_NAME + 1];
-      CHECK_NC(nc_inq_dim(ncid_, dimids[d], name, &lens[d]), context());
-      names[d] = name;
-    }
-    int n_unlim = 0;
-    std::vector<int> unlim(NC_MAX_DIMS);
-    nc_inq_unlimdims(ncid_, &n_unlim, unlim.data());
-
-    auto is_time_dim = [&](int d) {
-      if (std::find(unlim.begin(), unlim.begin() + n_unlim, dimids[d]) != unlim.begin() + n_unlim) return true;
-      const std::string n = lower(names[d]);
-      if (n == "time" || n == "t") return true;
-      int cv;
-      if (nc_inq_varid(ncid_, names[d].c_str(), &cv) == NC_NOERR) {
-        std::string units, axis, sn;
-        text_attr(ncid_, cv, "units", units);
-        text_attr(ncid_, cv, "axis", axis);
-        text_attr(ncid_, cv, "standard_name", sn);
-        if (units.find(" since ") != std::string::npos || lower(units).rfind("day as", 0) == 0 || axis == "T" ||
-            sn == "time")
-          return true;
-      }
-      return false;
-    };
-    for (int d = 0; d < n_dims_; ++d) {
-      if (!is_time_dim(d)) continue;
-      if (d != 0)
-        throw IoError(context() + " has its time dimension '" + names[d] + "' at position " + std::to_string(d + 1) +
-                      ", expected it first (CF order: time, [level,] y, x or time, [level,] cells)");
-      time_dim_pos_ = 0;
-    }
+    const Dims dims = variable_dims(ncid_, varid_, n_dims_, context());
+    time_dim_pos_ = time_dim_position(ncid_, dims, context());
     const int first_space = time_dim_pos_ == 0 ? 1 : 0;
     const int n_rest = n_dims_ - first_space;
     if (n_rest < 1) throw IoError(context() + " has only a time dimension, expected spatial dimensions after it");
-
-    std::string coords, grid_type, mapping;
-    text_attr(ncid_, varid_, "coordinates", coords);
-    text_attr(ncid_, varid_, "grid_type", grid_type);
-    text_attr(ncid_, varid_, "grid_mapping", mapping);
-    const bool unstructured = n_rest == 1 || is_cell_dim_name(names.back()) || lower(grid_type) == "unstructured" ||
-                              coords.find("clon") != std::string::npos;
-    const int n_space = unstructured ? 1 : 2;
-    kind_ = unstructured ? GridKind::kUnstructured : GridKind::kLatLon;
-    if (!unstructured) {
-      std::string gm_name;
-      int gm;
-      if (!mapping.empty() && nc_inq_varid(ncid_, mapping.c_str(), &gm) == NC_NOERR &&
-          text_attr(ncid_, gm, "grid_mapping_name", gm_name) && gm_name == "rotated_latitude_longitude")
-        kind_ = GridKind::kRotatedPole;
-      else if (lower(names[n_dims_ - 1]) == "rlon" && lower(names[n_dims_ - 2]) == "rlat")
-        kind_ = GridKind::kRotatedPole;
-    }
+    kind_ = grid_kind_of(ncid_, varid_, dims, n_rest);
+    const int n_space = kind_ == GridKind::kUnstructured ? 1 : 2;
 
     start_.assign(static_cast<size_t>(n_dims_), 0);
     count_.assign(static_cast<size_t>(n_dims_), 1);
-    for (int d = first_space; d < n_dims_ - n_space; ++d) {
-      if (lens[d] <= 1) continue;
-      if (level_dim_pos_ >= 0)
-        throw IoError(context() + " has two non-spatial dimensions of size > 1 ('" + names[level_dim_pos_] + "' and '" +
-                      names[d] + "'), expected at most one level dimension between time and space");
-      level_dim_pos_ = d;
-    }
-    n_levels_ = level_dim_pos_ >= 0 ? static_cast<int64_t>(lens[level_dim_pos_]) : 1;
+    level_dim_pos_ = level_dim_position(dims, first_space, n_space, context());
+    n_levels_ = level_dim_pos_ >= 0 ? static_cast<int64_t>(dims.lens[level_dim_pos_]) : 1;
     if (level < 0 || level >= n_levels_)
       throw IoError(context() + ": level " + std::to_string(level) + " requested, expected 0.." +
                     std::to_string(n_levels_ - 1) +
-                    (level_dim_pos_ >= 0 ? " (dimension '" + names[level_dim_pos_] + "')" : ""));
+                    (level_dim_pos_ >= 0 ? " (dimension '" + dims.names[level_dim_pos_] + "')" : ""));
     if (level_dim_pos_ >= 0) start_[level_dim_pos_] = static_cast<size_t>(level);
 
     n_values_ = 1;
     for (int d = n_dims_ - n_space; d < n_dims_; ++d) {
-      if (lens[d] == 0) throw IoError(context() + ": spatial dimension '" + names[d] + "' is empty");
-      spatial_shape_.push_back(lens[d]);
-      spatial_dims_.push_back(names[d]);
-      count_[d] = lens[d];
-      n_values_ *= static_cast<int64_t>(lens[d]);
+      if (dims.lens[d] == 0) throw IoError(context() + ": spatial dimension '" + dims.names[d] + "' is empty");
+      spatial_shape_.push_back(dims.lens[d]);
+      spatial_dims_.push_back(dims.names[d]);
+      count_[d] = dims.lens[d];
+      n_values_ *= static_cast<int64_t>(dims.lens[d]);
     }
-    if (time_dim_pos_ == 0) {
-      n_times_ = static_cast<int64_t>(lens[0]);
-      int tv;
-      std::string units;
-      if (nc_inq_varid(ncid_, names[0].c_str(), &tv) == NC_NOERR && text_attr(ncid_, tv, "units", units)) {
-        std::string calendar;
-        text_attr(ncid_, tv, "calendar", calendar);
-        time_ = std::make_unique<CfTime>(units, calendar, "NetCDF file " + path + ", time variable '" + names[0] + "'");
-        time_values_.resize(lens[0]);
-        if (lens[0] > 0) CHECK_NC(nc_get_var_double(ncid_, tv, time_values_.data()), context() + " (time coordinate)");
-      }
-    }
-
-    text_attr(ncid_, varid_, "units", attrs_.units);
-    text_attr(ncid_, varid_, "long_name", attrs_.long_name);
-    text_attr(ncid_, varid_, "standard_name", attrs_.standard_name);
-    if (auto v = num_attr(ncid_, varid_, "scale_factor"); !v.empty()) scale_ = v[0];
-    if (auto v = num_attr(ncid_, varid_, "add_offset"); !v.empty()) offset_ = v[0];
-    const auto fill = num_attr(ncid_, varid_, "_FillValue");
-    missing_ = fill;
-    if (fill.empty() && !std::isnan(default_fill(type))) missing_.push_back(default_fill(type));
-    for (double m : num_attr(ncid_, varid_, "missing_value")) missing_.push_back(m);
-    valid_min_ = -std::numeric_limits<double>::infinity();
-    valid_max_ = std::numeric_limits<double>::infinity();
-    bool explicit_range = false;
-    if (auto v = num_attr(ncid_, varid_, "valid_range"); v.size() == 2)
-      valid_min_ = v[0], valid_max_ = v[1], explicit_range = true;
-    if (auto v = num_attr(ncid_, varid_, "valid_min"); !v.empty()) valid_min_ = v[0], explicit_range = true;
-    if (auto v = num_attr(ncid_, varid_, "valid_max"); !v.empty()) valid_max_ = v[0], explicit_range = true;
-    if (explicit_range) {
-      range_source_ = "valid range [" + number_text(valid_min_) + ", " + number_text(valid_max_) + "]";
-    } else if (fill.size() == 1 && std::isfinite(fill[0]) && fill[0] != 0) {
-      // NUG: "If valid_range is not defined ... a positive _FillValue is the upper bound of the
-      // valid range, a negative one the lower bound" (the fill itself is missing, not counted).
-      (fill[0] > 0 ? valid_max_ : valid_min_) = fill[0];
-      range_source_ = "beyond _FillValue " + number_text(fill[0]);
-    }
+    if (time_dim_pos_ == 0) read_time_axis(dims.names[0], dims.lens[0]);
+    read_value_attributes(type);
   } catch (...) {
     nc_close(ncid_);
     ncid_ = -1;
     throw;
+  }
+}
+
+void FieldReader::read_time_axis(const std::string& dim, size_t n) {
+  n_times_ = static_cast<int64_t>(n);
+  int tv;
+  std::string units;
+  if (nc_inq_varid(ncid_, dim.c_str(), &tv) != NC_NOERR || !text_attr(ncid_, tv, "units", units)) return;
+  std::string calendar;
+  text_attr(ncid_, tv, "calendar", calendar);
+  time_ = std::make_unique<CfTime>(units, calendar, "NetCDF file " + path_ + ", time variable '" + dim + "'");
+  time_values_.resize(n);
+  if (n > 0) CHECK_NC(nc_get_var_double(ncid_, tv, time_values_.data()), context() + " (time coordinate)");
+}
+
+void FieldReader::read_value_attributes(int type) {
+  text_attr(ncid_, varid_, "units", attrs_.units);
+  text_attr(ncid_, varid_, "long_name", attrs_.long_name);
+  text_attr(ncid_, varid_, "standard_name", attrs_.standard_name);
+  if (auto v = num_attr(ncid_, varid_, "scale_factor"); !v.empty()) scale_ = v[0];
+  if (auto v = num_attr(ncid_, varid_, "add_offset"); !v.empty()) offset_ = v[0];
+  const auto fill = num_attr(ncid_, varid_, "_FillValue");
+  missing_ = fill;
+  if (fill.empty() && !std::isnan(default_fill(type))) missing_.push_back(default_fill(type));
+  for (double m : num_attr(ncid_, varid_, "missing_value")) missing_.push_back(m);
+  valid_min_ = -std::numeric_limits<double>::infinity();
+  valid_max_ = std::numeric_limits<double>::infinity();
+  bool explicit_range = false;
+  if (auto v = num_attr(ncid_, varid_, "valid_range"); v.size() == 2)
+    valid_min_ = v[0], valid_max_ = v[1], explicit_range = true;
+  if (auto v = num_attr(ncid_, varid_, "valid_min"); !v.empty()) valid_min_ = v[0], explicit_range = true;
+  if (auto v = num_attr(ncid_, varid_, "valid_max"); !v.empty()) valid_max_ = v[0], explicit_range = true;
+  if (explicit_range) {
+    range_source_ = "valid range [" + number_text(valid_min_) + ", " + number_text(valid_max_) + "]";
+  } else if (fill.size() == 1 && std::isfinite(fill[0]) && fill[0] != 0) {
+    // NUG: "If valid_range is not defined ... a positive _FillValue is the upper bound of the
+    // valid range, a negative one the lower bound" (the fill itself is missing, not counted).
+    (fill[0] > 0 ? valid_max_ : valid_min_) = fill[0];
+    range_source_ = "beyond _FillValue " + number_text(fill[0]);
   }
 }
 

@@ -81,6 +81,11 @@ class FieldReader {
  private:
   std::string context() const;
   std::vector<double> read_coord(const std::string& name) const;
+  /// The time axis of `n` steps along dimension `dim`, with its CF units when it has some.
+  void read_time_axis(const std::string& dim, size_t n);
+  /// Units and names; packing; missing values (_FillValue, missing_value, the type's default);
+  /// the valid range (valid_range/min/max, else beyond a _FillValue as the NUG says).
+  void read_value_attributes(int nc_type);
 
   std::string path_, var_;
   int ncid_ = -1, varid_ = -1;

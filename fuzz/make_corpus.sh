@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# Regenerates the committed seed corpus fuzz/corpus/<target>/ from finecast's own configs, small
+# Writes the seed corpus <BUILD_DIR>/seeds/<target>/ from finecast's own configs, small
 # namelists written here, tiny NetCDF files (ncgen from CDL text written here: every on-disk
 # format the reader meets) and checkpoints written by finecast itself. Nothing is copied from
-# Debian's data packages.
+# Debian's data packages; nothing is committed (scripts/fuzz.sh runs this after its build).
 #   fuzz/make_corpus.sh [BUILD_DIR]   (BUILD_DIR: a scripts/fuzz.sh build, default build-fuzz;
 #                                      its bin/make_seed_checkpoint writes the checkpoints)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${1:-$here/build-fuzz}"
-out="$here/fuzz/corpus"
+out="$build/seeds"
 rm -rf "$out"
 mkdir -p "$out"/{config,namelist,field_reader,checkpoint}
 

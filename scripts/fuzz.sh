@@ -7,8 +7,8 @@
 #   checkpoint    checkpoint verification and restore (trainer/checkpoint.hpp, Downscaler::restore)
 # Builds the targets in build-fuzz/ (finecast's code instrumented; LibTorch, HDF5, NetCDF and
 # yaml-cpp are Debian's uninstrumented libraries), then runs each for --seconds (default 600) at
-# nice 19, starting from the committed seed corpus fuzz/corpus/<target>/ (read only; what the
-# run adds goes to build-fuzz/corpus/<target>/). Every crash, leak, timeout (10 s per input) or
+# nice 19, starting from the seed corpus build-fuzz/seeds/<target>/ that fuzz/make_corpus.sh
+# writes after the build (read only; what the run adds goes to build-fuzz/corpus/<target>/). Every crash, leak, timeout (10 s per input) or
 # out-of-memory (2 GB) leaves its input in build-fuzz/artifacts/<target>/ and the run goes on;
 # a summary (seconds, executions, corpus, each finding with what it is) goes to
 # build-fuzz/summary.txt. Reproduce one: build-fuzz/bin/fuzz_<target> <artifact>.
@@ -56,6 +56,8 @@ for t in "${targets[@]}"; do build_targets+=("fuzz_$t"); done
 say "building ${build_targets[*]}"
 nice cmake --build "$build" -j "$jobs" --target "${build_targets[@]}"
 ((build_only == 0)) || exit 0
+say "writing the seed corpus $build/seeds (fuzz/make_corpus.sh)"
+"$here/fuzz/make_corpus.sh" "$build" >"$build/make_corpus.log" 2>&1 || { cat "$build/make_corpus.log" >&2; exit 1; }
 
 # Known leaks of the uninstrumented libraries (each with its reason) are suppressed; any leak of
 # finecast's code is a finding.
@@ -75,7 +77,7 @@ for t in "${targets[@]}"; do
   # Fork mode goes on after a finding, so one run reports every distinct one it meets.
   nice -n 19 "$build/bin/fuzz_$t" -fork=1 -ignore_crashes=1 -ignore_ooms=1 -ignore_timeouts=1 \
     -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -artifact_prefix="$artifacts" "${dict[@]}" \
-    "$corpus" "$here/fuzz/corpus/$t" >"$build/$t.log" 2>&1 || true
+    "$corpus" "$build/seeds/$t" >"$build/$t.log" 2>&1 || true
   last=$(grep -E '^#[0-9]+: cov' "$build/$t.log" | tail -1)
   runs=$(sed -E 's/^#([0-9]+):.*/\1/' <<<"$last")
   secs=$(grep -oE 'time: [0-9]+s' <<<"$last" | grep -oE '[0-9]+')

@@ -15,29 +15,13 @@
 
 #include "coupling/io/ensemble_writer.hpp"
 #include "coupling/io/nc_metadata.hpp"
+#include "tests/eval_test_util.hpp"
 
 namespace fc = finecast::coupling;
 
+using namespace finecast::testing_eval;
+
 namespace {
-
-const std::string kEval = std::string(FINECAST_BINARY_DIR) + "/bin/finecast-eval";
-
-struct Result {
-  int rc = -1;
-  std::string out;
-};
-
-Result run_eval(const std::string& args) {
-  Result r;
-  FILE* p = popen((kEval + " " + args + " 2>&1").c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  std::size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
 
 std::vector<double> axis(double first, double step, int n) {
   std::vector<double> v(n);
@@ -90,20 +74,6 @@ void write_pred(const std::string& path, const std::vector<double>& lat, const s
   w.close();
 }
 
-std::map<std::string, std::vector<double>> read_csv(const std::string& path) {
-  std::ifstream f(path);
-  std::string line;
-  std::getline(f, line);
-  std::map<std::string, std::vector<double>> rows;
-  while (std::getline(f, line)) {
-    std::stringstream ss(line);
-    std::string name, cell;
-    std::getline(ss, name, ',');
-    while (std::getline(ss, cell, ',')) rows[name].push_back(cell.empty() ? NAN : std::stod(cell));
-  }
-  return rows;
-}
-
 class EvalCli : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -120,7 +90,6 @@ class EvalCli : public ::testing::Test {
 };
 
 // CSV columns after the name: members,n_points,rmse,bias,mae,crps,crps_fair,spread,std_ratio,...
-enum Col { kMembers = 0, kPoints, kRmse, kBias, kMae, kCrps, kCrpsFair, kSpread, kStdRatio };
 
 }  // namespace
 

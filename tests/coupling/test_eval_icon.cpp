@@ -26,14 +26,16 @@
 #include "coupling/io/ensemble_writer.hpp"
 #include "coupling/io/nc_metadata.hpp"
 #include "coupling/tools/icon_levels.hpp"
+#include "tests/eval_test_util.hpp"
 
 namespace fc = finecast::coupling;
 namespace fe = finecast::coupling::eval;
 
+using namespace finecast::testing_eval;
+
 namespace {
 
 const std::string kR2B4 = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc";
-const std::string kEval = std::string(FINECAST_BINARY_DIR) + "/bin/finecast-eval";
 
 bool have(const std::string& path) { return std::ifstream(path).good(); }
 
@@ -297,40 +299,6 @@ TEST(EvalCellEvaluator, PerfectAndInflatedEnsemblesScoreAsExpected) {
 // ---- finecast-eval on ICON outputs shaped like the plugin's ----
 
 namespace {
-
-struct Result {
-  int rc = -1;
-  std::string out;
-};
-
-Result run_eval(const std::string& args) {
-  Result r;
-  FILE* p = popen((kEval + " " + args + " 2>&1").c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  std::size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-std::map<std::string, std::vector<double>> read_csv(const std::string& path) {
-  std::ifstream f(path);
-  std::string line;
-  std::getline(f, line);
-  std::map<std::string, std::vector<double>> rows;
-  while (std::getline(f, line)) {
-    std::stringstream ss(line);
-    std::string name, cell;
-    std::getline(ss, name, ',');
-    while (std::getline(ss, cell, ',')) rows[name].push_back(cell.empty() ? NAN : std::stod(cell));
-  }
-  return rows;
-}
-
-// CSV columns after the name.
-enum Col { kMembers = 0, kPoints, kRmse, kBias, kMae, kCrps, kCrpsFair, kSpread, kStdRatio, kHf };
 
 /// A plugin-shaped output: ts(time, realization, ncells) = truth -+ d, ts_coarse = the truth's
 /// R2B<level> means on the fine cells (shifted by `coarse_shift`), ts_host = the truth.

@@ -19,6 +19,7 @@
 #include "tests/plugin/replay_test_util.hpp"
 #include "trainer/checkpoint.hpp"
 #include "trainer/downscaler.hpp"
+#include "tests/eval_test_util.hpp"
 
 namespace fc = finecast::coupling;
 namespace fp = finecast::plugin;
@@ -28,25 +29,12 @@ namespace ftr = finecast::testing_replay;
 using finecast::testing_downscale::downscale_error;
 using finecast::testing_downscale::read_step;
 
+using namespace finecast::testing_eval;
+
 namespace {
 
 const std::string kGrid = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc";
 const std::string kRelief = "/usr/share/ferret-vis/data/etopo20.cdf";
-
-std::map<std::string, std::vector<double>> read_csv(const std::string& path) {
-  std::ifstream f(path);
-  std::string line;
-  std::getline(f, line);
-  std::map<std::string, std::vector<double>> rows;
-  while (std::getline(f, line)) {
-    std::stringstream ss(line);
-    std::string name, cell;
-    std::getline(ss, name, ',');
-    while (std::getline(ss, cell, ',')) rows[name].push_back(cell.empty() ? NAN : std::stod(cell));
-  }
-  return rows;
-}
-enum Col { kMembers = 0, kPoints, kRmse, kBias, kMae, kCrps, kCrpsFair, kSpread, kStdRatio, kHf };
 
 /// One finecast-host run (2 ranks, 4 steps of the R2B4 model) with the plugin learning ts in
 /// R2B0 patches with the orography in its context: one training session at step 4, the final

@@ -103,14 +103,21 @@ std::string integer_rule(long long lo, long long hi);
 
 // ---- builders ----
 
+/// What every builder below sets first: the key, the kind of value and the comment.
+template <class S>
+Field<S> field_head(std::string key, Kind kind, std::string comment) {
+  Field<S> f;
+  f.key = std::move(key);
+  f.kind = kind;
+  f.comment = std::move(comment);
+  return f;
+}
+
 /// An integer member of any integral type, in [lo, hi].
 template <class S, class T>
 Field<S> integer(std::string key, T S::*member, long long lo, long long hi, std::string comment) {
   static_assert(std::is_integral_v<T>);
-  Field<S> f;
-  f.key = std::move(key);
-  f.kind = Kind::kInteger;
-  f.comment = std::move(comment);
+  Field<S> f = field_head<S>(std::move(key), Kind::kInteger, std::move(comment));
   f.rule = integer_rule(lo, hi);
   f.get = [member](const S& s) { return std::to_string(s.*member); };
   f.set = [member, lo, hi, rule = f.rule](S& s, const std::string& text) {
@@ -125,10 +132,7 @@ Field<S> integer(std::string key, T S::*member, long long lo, long long hi, std:
 /// An unsigned 64-bit member (seeds): any value 0 .. 2^64-1.
 template <class S>
 Field<S> unsigned64(std::string key, uint64_t S::*member, std::string comment) {
-  Field<S> f;
-  f.key = std::move(key);
-  f.kind = Kind::kInteger;
-  f.comment = std::move(comment);
+  Field<S> f = field_head<S>(std::move(key), Kind::kInteger, std::move(comment));
   f.rule = "a non-negative integer";
   f.get = [member](const S& s) { return std::to_string(s.*member); };
   f.set = [member](S& s, const std::string& text) {
@@ -163,10 +167,7 @@ Field<S> integer_or_auto(std::string key, T S::*member, long long hi, std::strin
 template <class S>
 Field<S> real(std::string key, double S::*member, double lo, double hi, std::string comment, bool lo_open = false,
               bool hi_open = false) {
-  Field<S> f;
-  f.key = std::move(key);
-  f.kind = Kind::kReal;
-  f.comment = std::move(comment);
+  Field<S> f = field_head<S>(std::move(key), Kind::kReal, std::move(comment));
   // Unbounded above: "a positive number" (lo 0, open) or "a number >= lo".
   f.rule = hi == std::numeric_limits<double>::infinity()
                ? (lo == 0 && lo_open ? std::string("a positive number")
@@ -186,10 +187,7 @@ Field<S> real(std::string key, double S::*member, double lo, double hi, std::str
 
 template <class S>
 Field<S> boolean(std::string key, bool S::*member, std::string comment) {
-  Field<S> f;
-  f.key = std::move(key);
-  f.kind = Kind::kBool;
-  f.comment = std::move(comment);
+  Field<S> f = field_head<S>(std::move(key), Kind::kBool, std::move(comment));
   f.rule = "true or false";
   f.get = [member](const S& s) { return std::string(s.*member ? "true" : "false"); };
   f.set = [member](S& s, const std::string& text) {
@@ -205,10 +203,7 @@ Field<S> boolean(std::string key, bool S::*member, std::string comment) {
 template <class S>
 Field<S> text(std::string key, std::string S::*member, std::string comment, std::string rule = "a string",
               std::function<bool(const std::string&)> accept = {}) {
-  Field<S> f;
-  f.key = std::move(key);
-  f.kind = Kind::kText;
-  f.comment = std::move(comment);
+  Field<S> f = field_head<S>(std::move(key), Kind::kText, std::move(comment));
   f.rule = std::move(rule);
   f.get = [member](const S& s) { return s.*member; };
   f.set = [member, accept, rule = f.rule](S& s, const std::string& value) {
@@ -222,10 +217,7 @@ Field<S> text(std::string key, std::string S::*member, std::string comment, std:
 template <class S, class E>
 Field<S> choice(std::string key, E S::*member, std::string comment) {
   static_assert(std::is_enum_v<E>);
-  Field<S> f;
-  f.key = std::move(key);
-  f.kind = Kind::kText;
-  f.comment = std::move(comment);
+  Field<S> f = field_head<S>(std::move(key), Kind::kText, std::move(comment));
   f.rule = "one of " + name_list<E>();
   f.get = [member](const S& s) { return name_of(s.*member); };
   f.set = [member, rule = f.rule](S& s, const std::string& text) {

@@ -37,7 +37,8 @@ const schema::Names<CommunicatorKind>& names(CommunicatorKind) {
   return n;
 }
 const schema::Names<Placement>& names(Placement) {
-  static const schema::Names<Placement> n{{Placement::kSpread, "spread"}, {Placement::kPacked, "packed"}};
+  static const schema::Names<Placement> n{
+      {Placement::kSpread, "spread"}, {Placement::kPacked, "packed"}, {Placement::kExternal, "external"}};
   return n;
 }
 const schema::Names<FaultPoint>& names(FaultPoint) {
@@ -137,7 +138,9 @@ const schema::Table<Config>& config_table() {
         integer("ranks", &TrainConfig::ranks, 1, 1 << 20,
                 "trainer ranks: each holds, trains on and samples its share of the patches (data-parallel)"),
         choice("placement", &TrainConfig::placement,
-               "spread: the trainer ranks evenly over the communicator; packed: next to coupling.trainer_rank"),
+               "spread: the trainer ranks evenly over the communicator; packed: next to coupling.trainer_rank; "
+               "external: finecast-trainer processes started beside the host (MPMD), joined through the plugin's "
+               "comm (needs coupling.communicator: plugin)"),
         text("hold_out", &TrainConfig::hold_out,
              "lat0,lat1,lon0,lon1: patches wholly inside are not trained on (their coarse values stay in the "
              "context); \"\" = none",
@@ -347,6 +350,13 @@ void validate_together(const Config& c, ErrorList& errors) {
   rule({"model.attention", "model.arch"}, [&] {
     return c.model.attention && c.model.arch != trainer::Arch::kUnet
                ? "model.attention is part of the unet: set model.arch: unet, or model.attention: false"
+               : std::string();
+  });
+  rule({"train.placement", "coupling.communicator"}, [&] {
+    return c.train.placement == Placement::kExternal && c.coupling.communicator != CommunicatorKind::kPlugin
+               ? std::string(
+                     "train.placement external needs coupling.communicator: plugin (the finecast-trainer processes "
+                     "join the plugin's comm, named in the host's plugin list, e.g. comm = \"finecast\")")
                : std::string();
   });
   rule({"target", "fields"}, [&] {

@@ -20,7 +20,7 @@ enum class OnError { kAbort, kDisable };
 enum class CommunicatorKind { kHost, kPlugin };
 /// Where the trainer ranks sit in the communicator: spread evenly over it (across nodes) or
 /// packed next to coupling.trainer_rank.
-enum class Placement { kSpread, kPacked };
+enum class Placement { kSpread, kPacked, kExternal };
 /// Points of a coupling step where testing.fault makes a run fail on purpose.
 enum class FaultPoint { kNone, kGather, kTraining, kCheckpoint, kSampling, kOutput, kWriteBack };
 

@@ -6,6 +6,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 
 #include "coupling/comin/descrdata_arrays.hpp"
 #include "coupling/comin/host_state.hpp"
+#include "coupling/mpi/handshake.hpp"
 
 extern "C" {
 // The hand-over a ComIn host makes to each plugin's libcomin (see comin_plugin_init in
@@ -319,10 +321,13 @@ t_comin_var_handle* Host::State::handle(int variable) {
   return &handles.back();
 }
 
-Host::Host(MPI_Comm host_comm, SimulationInterval interval, GlobalData global) {
+Host::Host(MPI_Comm host_comm, SimulationInterval interval, GlobalData global, MPI_Comm comin_comm) {
   if (g_state != nullptr) throw InternalError("finecast host: a Host already exists in this process");
   auto s = std::make_unique<State>();
   CHECK_MPI(MPI_Comm_dup(host_comm, &s->comm));
+  // Not duplicated: a duplicate is collective over the external processes too, which do not take
+  // part; the handshake in load_plugins is ComIn's only use of it.
+  s->comin = comin_comm == MPI_COMM_NULL ? s->comm : comin_comm;
   CHECK_MPI(MPI_Comm_rank(s->comm, &s->rank));
   s->global = std::move(global);
   s->exp_start.set(interval.exp_start);
@@ -382,10 +387,28 @@ double* Host::add_variable(const std::string& name, int domain, const VariableIn
   return state_->variables.back().f64.data();
 }
 
+namespace {
+
+/// The plugins' communicators, as ComIn makes them before the primary constructors: one MPI
+/// handshake over the model's ranks and the external processes with the plugins' `comm` names
+/// (each once) and the host's own group. Collective over them.
+void make_plugin_comms(Host::State& s, const std::vector<PluginSpec>& plugins) {
+  std::vector<std::string> names;
+  for (const PluginSpec& p : plugins)
+    if (!p.comm.empty() && std::find(names.begin(), names.end(), p.comm) == names.end()) names.push_back(p.comm);
+  names.push_back(kCominHostGroup);
+  std::vector<MPI_Comm> comms = mpi_handshake(s.comin, names);
+  MPI_Comm_free(&comms.back());  // the host's ranks: s.comm already
+  for (size_t i = 0; i + 1 < names.size(); ++i) s.plugin_comms.emplace(names[i], comms[i]);
+}
+
+}  // namespace
+
 void Host::load_plugins(const std::vector<PluginSpec>& plugins) {
   require_phase(*state_, Phase::kSetup, "load_plugins");
   State& s = *state_;
   if (s.domains.empty()) throw InternalError("finecast host: load_plugins before add_domain");
+  make_plugin_comms(s, plugins);
   for (const PluginSpec& given : plugins) {
     PluginSpec spec = given;
     if (spec.primary_constructor.empty()) spec.primary_constructor = "comin_main";
@@ -427,15 +450,7 @@ void Host::load_plugins(const std::vector<PluginSpec>& plugins) {
     p.name.set(spec.name);
     p.options.set(spec.options);
     p.comm_name.set(spec.comm);
-    if (!spec.comm.empty()) {
-      auto it = s.plugin_comms.find(spec.comm);
-      if (it == s.plugin_comms.end()) {
-        MPI_Comm c;
-        CHECK_MPI(MPI_Comm_dup(s.comm, &c));
-        it = s.plugin_comms.emplace(spec.comm, c).first;
-      }
-      p.comm = it->second;
-    }
+    if (!spec.comm.empty()) p.comm = s.plugin_comms.at(spec.comm);
     s.plugins.push_back(std::move(p));
     const int index = static_cast<int>(s.plugins.size()) - 1;
     s.phase = Phase::kPrimaryConstructor;

@@ -129,8 +129,13 @@ struct VariableInfo {
 /// the comin_* C functions. Not thread-safe: ComIn calls come from the host's thread.
 class Host {
  public:
-  /// `host_comm` is the model's communicator (duplicated, so the caller may free its own).
-  Host(MPI_Comm host_comm, SimulationInterval interval, GlobalData global = {});
+  /// `host_comm` is the model's communicator, `comin_comm` the model's ranks and the external
+  /// processes of its plugins (MPI_COMM_NULL: none, the host's ranks only). `host_comm` is
+  /// duplicated, so the caller may free its own; `comin_comm` is used as given (a duplicate would
+  /// be collective over the external processes) and must outlive load_plugins. The plugins' communicators (their `comm`
+  /// names) are made from `comin_comm` by ComIn's MPI handshake, so an external process that joins a plugin's group
+  /// shares its communicator, as under ICON.
+  Host(MPI_Comm host_comm, SimulationInterval interval, GlobalData global = {}, MPI_Comm comin_comm = MPI_COMM_NULL);
   ~Host();
   Host(const Host&) = delete;
   Host& operator=(const Host&) = delete;

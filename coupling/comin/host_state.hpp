@@ -114,6 +114,7 @@ struct Plugin {
 
 struct Host::State {
   MPI_Comm comm = MPI_COMM_NULL;
+  MPI_Comm comin = MPI_COMM_NULL;  ///< comm and the plugins' external processes (not owned)
   int rank = 0;
   Phase phase = Phase::kSetup;
   GlobalData global;

@@ -144,14 +144,14 @@ class PluginCalls {
 
 /// The area-weighted global mean of ts: a global diagnostic every step, as ICON's halo
 /// exchanges and reductions keep its ranks in step. Collective.
-double global_mean_ts(const fh::HostModel& model, const double* ts) {
+double global_mean_ts(const fh::HostModel& model, const double* ts, MPI_Comm comm) {
   double sums[2] = {0, 0}, global[2] = {0, 0};
   const auto& dom = model.domain();
   for (size_t j = 0; j < model.cells().owned.size(); ++j) {
     sums[0] += dom.area[j] * ts[j];
     sums[1] += dom.area[j];
   }
-  MPI_Allreduce(sums, global, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(sums, global, 2, MPI_DOUBLE, MPI_SUM, comm);
   return global[0] / global[1];
 }
 
@@ -166,7 +166,8 @@ struct RunTimes {
 /// The time loop: the entry points of one ICON time step, output and restart steps, the
 /// step's minimum wall time, progress lines.
 void time_loop(const fc::host::HostRunConfig& cfg, const RunClock& time, const fh::HostModel& model,
-               const fh::FieldPointers& fields, PluginCalls& calls, int rank, RunTimes& times) {
+               const fh::FieldPointers& fields, PluginCalls& calls, const fh::ModelComms& comms, RunTimes& times) {
+  const int rank = comms.rank;
   const int progress_every = cfg.progress_every > 0 ? cfg.progress_every : std::max(1, cfg.steps / 10);
   double t_last = now();
   int step_last = 0;
@@ -186,7 +187,7 @@ void time_loop(const fc::host::HostRunConfig& cfg, const RunClock& time, const f
       calls.at(EP_ATM_WRITE_OUTPUT_BEFORE, datetime);
       calls.at(EP_ATM_WRITE_OUTPUT_AFTER, datetime);
     }
-    const double mean_ts = global_mean_ts(model, fields.ts);
+    const double mean_ts = global_mean_ts(model, fields.ts, comms.model);
     // ICON writes its restart files at the restart interval and at the end of the run.
     if (step == cfg.steps || (cfg.restart_every > 0 && step % cfg.restart_every == 0)) {
       calls.at(EP_ATM_CHECKPOINT_BEFORE, datetime);
@@ -209,11 +210,12 @@ void time_loop(const fc::host::HostRunConfig& cfg, const RunClock& time, const f
 }
 
 /// The summary line; the slowest rank sets the pace of an MPI model. Collective.
-void report(const fc::host::HostRunConfig& cfg, const RunTimes& times, double plugin_seconds, int rank, int n_ranks) {
+void report(const fc::host::HostRunConfig& cfg, const RunTimes& times, double plugin_seconds,
+            const fh::ModelComms& comms) {
   double local[4] = {times.total, plugin_seconds, times.fields, times.steps}, worst[4] = {0, 0, 0, 0};
-  MPI_Reduce(local, worst, 4, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-  if (rank != 0) return;
-  flog::info("finished " + std::to_string(cfg.steps) + " steps on " + std::to_string(n_ranks) +
+  MPI_Reduce(local, worst, 4, MPI_DOUBLE, MPI_MAX, 0, comms.model);
+  if (comms.rank != 0) return;
+  flog::info("finished " + std::to_string(cfg.steps) + " steps on " + std::to_string(comms.n_ranks) +
              " rank(s): " + fmt::format("{:.5f}", worst[0] / cfg.steps) + " s/step (fields " +
              fmt::format("{:.5f}", worst[2] / cfg.steps) + " s/step, plugin callbacks " +
              fmt::format("{:.5f}", worst[1] / cfg.steps) + " s/step incl. constructors); loop " +
@@ -221,7 +223,8 @@ void report(const fc::host::HostRunConfig& cfg, const RunTimes& times, double pl
              " s; time loop alone " + fmt::format("{:.5f}", worst[3] / cfg.steps) + " s/step");
 }
 
-int run(const Options& opt, int rank, int n_ranks) {
+int run(const Options& opt, const fh::ModelComms& comms) {
+  const int rank = comms.rank, n_ranks = comms.n_ranks;
   const fh::StartupLog startup(rank);
   startup.stage("reading the run file " + opt.run_file);
   fc::host::HostRunConfig cfg = fc::host::load_host_run_config(opt.run_file);
@@ -254,9 +257,9 @@ int run(const Options& opt, int rank, int n_ranks) {
   global.host_revision = std::string("finecast-host ") + FINECAST_VERSION;
   global.restart_run = cfg.restart_run;
   const std::string stop = time.datetime_at(time.stop_seconds);
-  ch::Host host(MPI_COMM_WORLD,
+  ch::Host host(comms.model,
                 {cfg.experiment_start, cfg.experiment_stop.empty() ? stop : cfg.experiment_stop, cfg.start, stop},
-                global);
+                global, comms.comin);
   ch::Domain domain = model.domain();
   domain.dom_start = time.run_offset;
   domain.dom_end = time.run_offset + time.stop_seconds;
@@ -280,12 +283,12 @@ int run(const Options& opt, int rank, int n_ranks) {
   calls.timed("the secondary constructors", [&] { host.secondary_constructor(); });
   calls.at(EP_ATM_INIT_FINALIZE, cfg.start);
   calls.at(EP_ATM_TIMELOOP_BEFORE, cfg.start);
-  time_loop(cfg, time, model, fields, calls, rank, times);
+  time_loop(cfg, time, model, fields, calls, comms, times);
   times.steps = now() - t_loop;
   calls.at(EP_ATM_TIMELOOP_AFTER, stop);
   calls.timed("EP_FINISH", [&] { host.finish(); });
   times.total = now() - t_loop;
-  report(cfg, times, calls.seconds(), rank, n_ranks);
+  report(cfg, times, calls.seconds(), comms);
   return 0;
 }
 
@@ -309,5 +312,6 @@ int main(int argc, char** argv) {
                          "append key.path=value to every plugin's options (finecast config overrides), e.g. "
                          "--set checkpoint.resume=out/ckpt --set device=cpu.");
   finecast::cli::add_version(app, "finecast-host");
-  return fh::mpi_main(argc, argv, app, opt.log_level, [&](int rank, int n_ranks) { return run(opt, rank, n_ranks); });
+  return fh::mpi_main(argc, argv, "finecast-host", app, opt.log_level,
+                      [&](const fh::ModelComms& comms) { return run(opt, comms); });
 }

@@ -2,6 +2,8 @@
 // Start-up, timing and error handling shared by finecast's MPI programs (host, replay).
 #pragma once
 
+#include <mpi.h>
+
 #include <functional>
 #include <string>
 
@@ -33,12 +35,23 @@ class StartupLog {
 /// blanks or quotes, so that the plugin splits it back as written ("a b" -> 'a b').
 std::string quote_option(const std::string& word);
 
-/// The whole of an MPI program's main(): MPI_Init, parses `app` (help and usage errors are
-/// printed by rank 0), configures the log at `log_level` (bound to one of `app`'s options, so it
-/// is read after parsing), returns body(rank, n_ranks) after MPI_Finalize. An exception from
-/// `body` is logged and gives exit code 1; on several ranks it aborts them all, since the
-/// failing rank would otherwise leave the others waiting in a collective.
-int mpi_main(int argc, char** argv, CLI::App& app, const std::string& log_level,
-             const std::function<int(int rank, int n_ranks)>& body);
+/// The communicators of a model program, from the MPI handshake over MPI_COMM_WORLD that ICON
+/// and ComIn's comin_replay make (coupling/mpi/handshake.hpp): the program's own ranks, and
+/// those ranks with the external processes of its plugins (`mpiexec -n 4 finecast-host run.yaml
+/// : -n 1 finecast-trainer`). Without external processes both hold every rank of the world.
+struct ModelComms {
+  MPI_Comm model = MPI_COMM_NULL;  ///< the program's ranks
+  MPI_Comm comin = MPI_COMM_NULL;  ///< the program's ranks and its plugins' external processes
+  int rank = 0, n_ranks = 1;       ///< in `model`
+};
+
+/// The whole of an MPI program's main(): MPI_Init, the handshake that makes `program`'s
+/// communicators, parses `app` (help and usage errors are printed by rank 0), configures the log
+/// at `log_level` (bound to one of `app`'s options, so it is read after parsing), returns
+/// body(comms) after MPI_Finalize. An exception from `body` is logged and gives exit code 1; on
+/// several processes it aborts them all, since the failing one would otherwise leave the others
+/// waiting in a collective.
+int mpi_main(int argc, char** argv, const std::string& program, CLI::App& app, const std::string& log_level,
+             const std::function<int(const ModelComms& comms)>& body);
 
 }  // namespace finecast::coupling::host

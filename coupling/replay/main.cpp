@@ -75,11 +75,11 @@ void apply_overrides(std::vector<ch::PluginSpec>& plugins, const std::vector<std
 }
 
 /// MPI_Bcast of a float array of any length (MPI counts are int).
-void broadcast(std::vector<float>& values) {
+void broadcast(std::vector<float>& values, MPI_Comm comm) {
   const size_t chunk = static_cast<size_t>(std::numeric_limits<int>::max() / 2);
   for (size_t off = 0; off < values.size(); off += chunk) {
     const int n = static_cast<int>(std::min(chunk, values.size() - off));
-    CHECK_MPI(MPI_Bcast(values.data() + off, n, MPI_FLOAT, 0, MPI_COMM_WORLD));
+    CHECK_MPI(MPI_Bcast(values.data() + off, n, MPI_FLOAT, 0, comm));
   }
 }
 
@@ -178,7 +178,7 @@ void add_static_fields(ch::Host& host, const fr::ReplayRunConfig& cfg, const fr:
         }
       }
     }
-    broadcast(global);
+    broadcast(global, host.comm());
     fill(var, global, grid.domain);
   }
 }
@@ -217,7 +217,7 @@ double time_loop(ch::Host& host, const fr::ReplayRunConfig& cfg, fr::ReplayInput
         }
         // The other ranks wait here while rank 0 trains (synchronous training), as ICON's
         // ranks wait in their next halo exchange.
-        broadcast(global);
+        broadcast(global, host.comm());
         fill(vars[v], global, domain);
       }
       host.run_entry_point(EP_ATM_INTEGRATE_END, 1, datetime);
@@ -236,7 +236,8 @@ double time_loop(ch::Host& host, const fr::ReplayRunConfig& cfg, fr::ReplayInput
   return t_read;
 }
 
-int run(const Options& opt, int rank, int n_ranks) {
+int run(const Options& opt, const fh::ModelComms& comms) {
+  const int rank = comms.rank, n_ranks = comms.n_ranks;
   const fh::StartupLog startup(rank);
   startup.stage("reading the run file " + opt.run_file);
   fr::ReplayRunConfig cfg = fr::load_replay_run_config(opt.run_file);
@@ -264,7 +265,7 @@ int run(const Options& opt, int rank, int n_ranks) {
              " halo, nproma " + std::to_string(cfg.nproma) + ", decomposition " + cfg.decomposition);
 
   const std::string first = input.datetime(0), last = input.datetime(input.n_selected() - 1);
-  ch::Host host(MPI_COMM_WORLD, {first, last, first, last});
+  ch::Host host(comms.model, {first, last, first, last}, {}, comms.comin);
   host.add_domain(grid.domain);
   std::vector<double*> vars;
   for (size_t v = 0; v < cfg.variables.size(); ++v) {
@@ -286,7 +287,7 @@ int run(const Options& opt, int rank, int n_ranks) {
   host.finish();
   const double t_total = now() - t_loop;
   double worst = 0;
-  MPI_Reduce(&t_total, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  MPI_Reduce(&t_total, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, comms.model);
   if (rank != 0) return 0;
   for (size_t v = 0; v < cfg.variables.size(); ++v)
     if (const int64_t bad = input.out_of_range(static_cast<int>(v)); bad > 0)
@@ -325,5 +326,6 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   finecast::cli::add_log_level(app, opt.log_level);
   finecast::cli::add_version(app, "finecast-replay");
-  return fh::mpi_main(argc, argv, app, opt.log_level, [&](int rank, int n_ranks) { return run(opt, rank, n_ranks); });
+  return fh::mpi_main(argc, argv, "finecast-replay", app, opt.log_level,
+                      [&](const fh::ModelComms& comms) { return run(opt, comms); });
 }

@@ -85,6 +85,7 @@ int inputs_this_step(const PluginState& s) {
 
 void pack_fields(PluginState& s) {
   CouplingState& c = *s.coupling;
+  if (c.external) return;  // a finecast-trainer holds no host cells
   s.faults.check(FaultPoint::kGather, s.stats.steps, c.rank, c.is_lead);
   for (int f = 0; f < inputs_this_step(s); ++f) {
     const HostField& field = c.fields[f];
@@ -132,6 +133,7 @@ void write_back(PluginState& s, int outcome) {
   if (all != kSampled) return;
   c.write_back_values.resize(static_cast<size_t>(c.n_owned));
   c.redist->reverse(c.is_trainer ? s.trainer->slot_mean.data() : nullptr, c.write_back_values.data());
+  if (c.external) return;
   local(s, "write_back", [&] {
     s.faults.check(FaultPoint::kWriteBack, s.stats.steps, c.rank, c.is_lead);
     double* field = comin_var_get_ptr_double(c.write_back.handle);
@@ -187,14 +189,11 @@ void restart_checkpoint(PluginState& s, const std::string& occasion) {
 
 }  // namespace
 
-void coupling_step(PluginState& s) {
+void coupling_step(PluginState& s, const std::string& datetime) {
   const Config& cfg = s.config;
-  // Entry points inside the host's loop over domains run once per domain: couple on ours only.
-  const int domain = comin_current_get_domain_id();
-  if (domain != COMIN_DOMAIN_OUTSIDE_LOOP && domain != cfg.coupling.domain) return;
   if (s.phase() == Phase::kStopped || ++s.stats.calls % cfg.coupling.every != 0) return;
   ++s.stats.steps;
-  s.stats.datetime = fortran_string(comin_current_get_datetime);
+  s.stats.datetime = datetime;
   if (s.phase() == Phase::kCoupled) s.transition(Phase::kBuffering);
   if (s.is_trainer() && !s.trainer->resumed_datetime.empty()) {
     // ISO 8601 times of one format compare as strings.
@@ -229,9 +228,9 @@ void coupling_step(PluginState& s) {
     sampling_step(s, !cfg.sample.write_back.empty());
 }
 
-void host_restart(PluginState& s) {
+void host_restart(PluginState& s, const std::string& datetime) {
   if (!s.is_trainer() || s.phase() == Phase::kStopped) return;
-  s.stats.datetime = fortran_string(comin_current_get_datetime);
+  s.stats.datetime = datetime;
   restart_checkpoint(s, "the host's restart at " + s.stats.datetime);
 }
 

@@ -13,16 +13,18 @@
 // once under on_error: abort. A failure inside a collective cannot be survived and aborts.
 #pragma once
 
+#include <string>
+
 #include "plugin/comin_plugin/plugin_state.hpp"
 
 namespace finecast::plugin {
 
-/// The coupling entry point.
-void coupling_step(PluginState& s);
+/// A call of the coupling entry point on the coupled domain, at model time `datetime`.
+void coupling_step(PluginState& s, const std::string& datetime);
 
 /// EP_ATM_CHECKPOINT_AFTER (the host writes its restart): the trainer writes a checkpoint and
 /// buffer snapshot too, so a chain of runs restarts from matching states. Local work only.
-void host_restart(PluginState& s);
+void host_restart(PluginState& s, const std::string& datetime);
 
 /// EP_DESTRUCTOR: the trainer waits for its session, samples the final weights, writes the final
 /// checkpoint; every rank prints its summary. Local work only; failures are logged (disable) or

@@ -5,7 +5,9 @@
 #include "comin.h"
 #include "common/log.hpp"
 #include "plugin/comin_plugin/coupling_step.hpp"
+#include "plugin/comin_plugin/external.hpp"
 #include "plugin/comin_plugin/guard.hpp"
+#include "plugin/comin_plugin/host_api.hpp"
 #include "plugin/comin_plugin/plugin_state.hpp"
 #include "plugin/comin_plugin/setup.hpp"
 
@@ -19,8 +21,19 @@ void coupling_callback() {
   fp::guard("coupling step", [] {
     fp::PluginState& s = fp::plugin_state();
     const int ep = comin_current_get_ep();
-    if (ep == s.coupling_ep) fp::coupling_step(s);
-    if (ep == EP_ATM_CHECKPOINT_AFTER && s.config.checkpoint.at_host_restart) fp::host_restart(s);
+    // Entry points inside the host's loop over domains run once per domain: couple on ours only.
+    const int domain = comin_current_get_domain_id();
+    const bool ours = domain == COMIN_DOMAIN_OUTSIDE_LOOP || domain == s.config.coupling.domain;
+    if (ep == s.coupling_ep && ours) {
+      const std::string datetime = fp::fortran_string(comin_current_get_datetime);
+      fp::announce(s, fp::HostEvent::kStep, datetime);
+      fp::coupling_step(s, datetime);
+    }
+    if (ep == EP_ATM_CHECKPOINT_AFTER && s.config.checkpoint.at_host_restart) {
+      const std::string datetime = fp::fortran_string(comin_current_get_datetime);
+      fp::announce(s, fp::HostEvent::kRestart, datetime);
+      fp::host_restart(s, datetime);
+    }
   });
 }
 
@@ -29,6 +42,7 @@ void coupling_callback() {
 void destructor_callback() {
   fp::guard("EP_DESTRUCTOR", [] {
     if (!fp::has_plugin_state()) return;
+    fp::announce(fp::plugin_state(), fp::HostEvent::kFinish, "");
     fp::finish_run(fp::plugin_state());
     fp::destroy_plugin_state();
     finecast::log::debug("finecast released its state");

@@ -22,10 +22,20 @@ std::string describe_current_exception() {
   }
 }
 
+namespace {
+
+void finish_through_comin(const std::string& why) { comin_plugin_finish("finecast", why.c_str()); }
+
+void (*g_stopper)(const std::string&) = finish_through_comin;
+
+}  // namespace
+
+void set_run_stopper(void (*stopper)(const std::string& why)) { g_stopper = stopper; }
+
 void stop_the_run(const std::string& why) {
   // comin_plugin_finish prints on rank 0 only: log on every rank first.
   log::error(why);
-  comin_plugin_finish("finecast", why.c_str());
+  g_stopper(why);
   throw RunStopped{};
 }
 

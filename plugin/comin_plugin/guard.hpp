@@ -15,6 +15,9 @@ std::string describe_current_exception();
 /// aborts every rank). Throws RunStopped when the host's finish handler returns.
 [[noreturn]] void stop_the_run(const std::string& why);
 
+/// How stop_the_run ends the run: comin_plugin_finish by default; a finecast-trainer process,
+/// which has no ComIn host, aborts the MPI job instead (plugin/comin_plugin/external.hpp).
+void set_run_stopper(void (*stopper)(const std::string& why));
 /// Thrown by stop_the_run when comin_plugin_finish returned; the guards let it end quietly.
 struct RunStopped {};
 

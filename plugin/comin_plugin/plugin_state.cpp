@@ -18,7 +18,7 @@ CouplingState::~CouplingState() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;
-  for (MPI_Comm* c : {&training, &trainers, &comm})
+  for (MPI_Comm* c : {&training, &trainers, &events, &comm})
     if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
 }
 

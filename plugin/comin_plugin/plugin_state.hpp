@@ -41,8 +41,11 @@ struct HostField {
 struct CouplingState {
   MPI_Comm comm = MPI_COMM_NULL;  ///< duplicate of the host or plugin communicator
   int rank = 0, size = 1;
-  std::vector<int> trainer_ranks;  ///< ranks of `comm` that train, in trainer order (train.ranks)
-  int trainer_index = -1;          ///< this rank's place among them; -1 = not a trainer
+  bool external = false;            ///< this process is a finecast-trainer, not a host rank (external.hpp)
+  bool announces = false;           ///< the host rank that tells the finecast-trainer processes the host's events
+  MPI_Comm events = MPI_COMM_NULL;  ///< that rank and the finecast-trainer processes (none without them)
+  std::vector<int> trainer_ranks;   ///< ranks of `comm` that train, in trainer order (train.ranks)
+  int trainer_index = -1;           ///< this rank's place among them; -1 = not a trainer
   bool is_trainer = false;
   bool is_lead = false;               ///< trainer 0 (coupling.trainer_rank): writes outputs and checkpoints
   MPI_Comm trainers = MPI_COMM_NULL;  ///< trainer ranks: the per-step collectives among them
@@ -141,7 +144,8 @@ class PluginState {
   int plugin_id = 0;    ///< ComIn's id of this plugin instance
   int coupling_ep = 0;  ///< ComIn id of config.coupling.entry_point
   int host_rank = 0;
-  Faults faults;  ///< testing.fault: where to fail on purpose
+  std::string options;  ///< the plugin's options string (config path and overrides)
+  Faults faults;        ///< testing.fault: where to fail on purpose
 
   // ---- from the secondary constructor ----
   std::unique_ptr<CouplingState> coupling;

@@ -23,6 +23,7 @@
 #include "coupling/grid/icon_hierarchy.hpp"
 #include "coupling/grid/latlon_grid.hpp"
 #include "common/log.hpp"
+#include "plugin/comin_plugin/external.hpp"
 #include "plugin/comin_plugin/host_api.hpp"
 #include "plugin/comin_plugin/mpi_reducer.hpp"
 #include "plugin/comin_plugin/plugin_state.hpp"
@@ -122,25 +123,6 @@ void ensure_directory(const Config& cfg, const std::string& dir, const std::stri
   if (ec || access(dir.c_str(), W_OK) != 0)
     throw ConfigError(cfg.source + ": " + key + ": cannot create or write to directory " + dir +
                       (ec ? " (" + ec.message() + ")" : ""));
-}
-
-/// MPI must allow what finecast does with threads: an asynchronous session trains on a thread
-/// of its own, which makes no MPI calls (MPI_THREAD_FUNNELED).
-void check_mpi_thread_level(const Config& cfg) {
-  int provided = MPI_THREAD_SINGLE;
-  CHECK_MPI(MPI_Query_thread(&provided));
-  // Several trainer ranks sum their gradients from the training thread while the host's thread
-  // makes its own MPI calls.
-  if (cfg.train.async && cfg.train.ranks > 1 && provided < MPI_THREAD_MULTIPLE)
-    throw ConfigError(cfg.source + ": train.ranks " + std::to_string(cfg.train.ranks) +
-                      " with train.async: the trainer ranks sum gradients on their training threads, which needs "
-                      "MPI_THREAD_MULTIPLE, but the host initialised MPI with a lower thread level; set "
-                      "train.async: false, or train.ranks: 1");
-  if (cfg.train.async && provided < MPI_THREAD_FUNNELED)
-    throw ConfigError(cfg.source +
-                      ": train.async: asynchronous training runs on a thread of its own, but the host initialised "
-                      "MPI with MPI_THREAD_SINGLE (it must use MPI_Init_thread with at least MPI_THREAD_FUNNELED); "
-                      "set train.async: false to train on the host's thread");
 }
 
 /// The grid and its patches, the map prepared for the context the config asks for and the
@@ -305,7 +287,7 @@ std::string trainer_device(const Config& cfg, MPI_Comm trainers) {
 
 /// A trainer rank: grid, its share of the patches, device, model (fresh or resumed), buffer.
 /// Collective over the trainer ranks.
-std::unique_ptr<TrainerState> setup_trainer(PluginState& s, int64_t n_global, int ranks_on_node) {
+std::unique_ptr<TrainerState> setup_trainer(PluginState& s, const HostFacts& facts, int ranks_on_node) {
   const Config& cfg = s.config;
   const CouplingState& c = *s.coupling;
   auto t = std::make_unique<TrainerState>();
@@ -313,16 +295,11 @@ std::unique_ptr<TrainerState> setup_trainer(PluginState& s, int64_t n_global, in
     ensure_directory(cfg, std::filesystem::path(cfg.sample.output).parent_path().string(), "sample.output");
   ensure_directory(cfg, cfg.checkpoint.dir, "checkpoint.dir");
   const int64_t row_cells = read_grid(cfg, *t, c.is_lead);
-  if (t->map.n_fine != n_global)
+  if (t->map.n_fine != facts.n_global)
     throw GridError(cfg.source + ": grid.file " + cfg.grid.file + " has " + std::to_string(t->map.n_fine) +
                     " cells, but the host's domain " + std::to_string(cfg.coupling.domain) + " has " +
-                    std::to_string(n_global));
-  // The downscaled field's description, as the host gives it in its metadata.
-  const std::string& field = target_field(cfg);
-  t->output_attrs.units = text_metadata(field, cfg.coupling.domain, "units");
-  t->output_attrs.standard_name = text_metadata(field, cfg.coupling.domain, "standard_name");
-  t->output_attrs.long_name = text_metadata(field, cfg.coupling.domain, "long_name");
-  if (t->output_attrs.long_name.empty()) t->output_attrs.long_name = field;
+                    std::to_string(facts.n_global));
+  t->output_attrs = facts.target;
 
   // This trainer's patches: contiguous, balanced ranges in trainer order.
   const int n_trainers = static_cast<int>(c.trainer_ranks.size());
@@ -421,7 +398,79 @@ void couple_fields(PluginState& s) {
   }
 }
 
+/// The trainer ranks: the first at coupling.trainer_rank, the others spread evenly over the
+/// communicator (across nodes) or packed after it; with train.placement external the
+/// finecast-trainer processes. The configuration errors of the layout name the keys.
+void choose_trainers(const Config& cfg, const PluginComm& pc, CouplingState& c) {
+  const int n_external = static_cast<int>(pc.external_ranks.size());
+  const std::string comm = schema::name_of(cfg.coupling.communicator) + " communicator";
+  if (cfg.train.placement == Placement::kExternal) {
+    if (n_external == 0)
+      throw ConfigError(cfg.source +
+                        ": train.placement external, but no finecast-trainer process joined the plugin's "
+                        "communicator; start them in the host's job with the comm name of the host's plugin list, "
+                        "e.g. mpiexec -n 4 finecast-host run.yaml : -n " +
+                        std::to_string(cfg.train.ranks) + " finecast-trainer --comm finecast");
+    if (n_external != cfg.train.ranks)
+      throw ConfigError(cfg.source + ": train.ranks is " + std::to_string(cfg.train.ranks) + " but " +
+                        std::to_string(n_external) +
+                        " finecast-trainer process(es) joined the plugin's communicator (train.placement external: "
+                        "every finecast-trainer process is a trainer rank)");
+    c.trainer_ranks = pc.external_ranks;
+  } else {
+    if (n_external > 0)
+      throw ConfigError(cfg.source + ": " + std::to_string(n_external) +
+                        " finecast-trainer process(es) joined the plugin's communicator, but train.placement is " +
+                        schema::name_of(cfg.train.placement) + "; set train.placement: external");
+    if (cfg.coupling.trainer_rank >= c.size)
+      throw ConfigError(cfg.source + ": coupling.trainer_rank is " + std::to_string(cfg.coupling.trainer_rank) +
+                        " but the " + comm + " has " + std::to_string(c.size) + " ranks");
+    if (cfg.train.ranks > c.size)
+      throw ConfigError(cfg.source + ": train.ranks is " + std::to_string(cfg.train.ranks) + " but the " + comm +
+                        " has " + std::to_string(c.size) + " ranks");
+    for (int k = 0; k < cfg.train.ranks; ++k) {
+      const int offset =
+          cfg.train.placement == Placement::kPacked ? k : static_cast<int>(int64_t{k} * c.size / cfg.train.ranks);
+      c.trainer_ranks.push_back((cfg.coupling.trainer_rank + offset) % c.size);
+    }
+  }
+  const auto me = std::find(c.trainer_ranks.begin(), c.trainer_ranks.end(), c.rank);
+  c.trainer_index = me == c.trainer_ranks.end() ? -1 : static_cast<int>(me - c.trainer_ranks.begin());
+  c.is_trainer = c.trainer_index >= 0;
+  c.is_lead = c.trainer_index == 0;
+}
+
+/// A finecast-trainer process reads no host variable: one entry per input (the same count as on
+/// the host's ranks, which the redistribution needs), each without cells.
+void add_placeholder_fields(const Config& cfg, CouplingState& c) {
+  auto add = [&](const std::string& name) {
+    HostField f;
+    f.name = name;
+    c.fields.push_back(std::move(f));
+  };
+  for (const auto& name : cfg.fields) add(name);
+  if (!cfg.patch.orography.empty()) add(cfg.patch.orography);
+  for (const auto& name : cfg.patch.statics) add(name);
+}
+
 }  // namespace
+
+void check_mpi_thread_level(const Config& cfg) {
+  int provided = MPI_THREAD_SINGLE;
+  CHECK_MPI(MPI_Query_thread(&provided));
+  // Several trainer ranks sum their gradients from the training thread while the host's thread
+  // makes its own MPI calls.
+  if (cfg.train.async && cfg.train.ranks > 1 && provided < MPI_THREAD_MULTIPLE)
+    throw ConfigError(cfg.source + ": train.ranks " + std::to_string(cfg.train.ranks) +
+                      " with train.async: the trainer ranks sum gradients on their training threads, which needs "
+                      "MPI_THREAD_MULTIPLE, but the host initialised MPI with a lower thread level; set "
+                      "train.async: false, or train.ranks: 1");
+  if (cfg.train.async && provided < MPI_THREAD_FUNNELED)
+    throw ConfigError(cfg.source +
+                      ": train.async: asynchronous training runs on a thread of its own, but the host initialised "
+                      "MPI with MPI_THREAD_SINGLE (it must use MPI_Init_thread with at least MPI_THREAD_FUNNELED); "
+                      "set train.async: false to train on the host's thread");
+}
 
 std::string buffer_path_for_step(const std::string& dir, long long step) {
   char name[40];
@@ -441,7 +490,8 @@ t_comin_entry_point primary_constructor() {
   const int host_rank = comin_parallel_get_host_mpi_rank();
   log::configure(host_rank, log::Level::kInfo, host_rank == 0);
 
-  std::vector<std::string> overrides = split_options(fortran_string(comin_current_get_plugin_options));
+  const std::string options = fortran_string(comin_current_get_plugin_options);
+  std::vector<std::string> overrides = split_options(options);
   const std::string path = overrides.empty() ? std::string() : overrides.front();
   if (!overrides.empty()) overrides.erase(overrides.begin());
   if (path.empty())
@@ -451,6 +501,7 @@ t_comin_entry_point primary_constructor() {
   PluginState& s = create_plugin_state(load_config(path, overrides));
   s.plugin_id = id;
   s.host_rank = host_rank;
+  s.options = options;
   const Config& cfg = s.config;
   log::configure(host_rank, cfg.log.level, cfg.log.all_ranks || host_rank == 0);
   s.coupling_ep = entry_point_id(cfg.coupling.entry_point);
@@ -466,39 +517,46 @@ t_comin_entry_point primary_constructor() {
   return static_cast<t_comin_entry_point>(s.coupling_ep);
 }
 
+HostFacts host_facts(const PluginState& s) {
+  const Config& cfg = s.config;
+  const int jg = cfg.coupling.domain;
+  if (jg > comin_descrdata_get_global_n_dom())
+    throw ConfigError(cfg.source + ": coupling.domain is " + std::to_string(jg) + " but the host has " +
+                      std::to_string(comin_descrdata_get_global_n_dom()) + " domain(s)");
+  HostFacts facts;
+  facts.options = s.options;
+  facts.n_global = comin_descrdata_get_domain_cells_ncells_global(jg);
+  // The downscaled field's description, as the host gives it in its metadata.
+  const std::string& field = target_field(cfg);
+  facts.target.units = text_metadata(field, jg, "units");
+  facts.target.standard_name = text_metadata(field, jg, "standard_name");
+  facts.target.long_name = text_metadata(field, jg, "long_name");
+  if (facts.target.long_name.empty()) facts.target.long_name = field;
+  return facts;
+}
+
 void secondary_constructor() {
   PluginState& s = plugin_state();
+  check_mpi_thread_level(s.config);
+  const int base = s.config.coupling.communicator == CommunicatorKind::kPlugin ? comin_parallel_get_plugin_mpi_comm()
+                                                                               : comin_parallel_get_host_mpi_comm();
+  PluginComm pc = join_plugin_comm(MPI_Comm_f2c(base), false);
+  HostFacts facts = host_facts(s);
+  share_host_facts(pc, facts);
+  setup_coupling(s, std::move(pc), facts);
+}
+
+void setup_coupling(PluginState& s, PluginComm pc, const HostFacts& facts) {
   const Config& cfg = s.config;
-  check_mpi_thread_level(cfg);
   s.coupling = std::make_unique<CouplingState>();
   CouplingState& c = *s.coupling;
-  const int base = cfg.coupling.communicator == CommunicatorKind::kPlugin ? comin_parallel_get_plugin_mpi_comm()
-                                                                          : comin_parallel_get_host_mpi_comm();
-  CHECK_MPI(MPI_Comm_dup(MPI_Comm_f2c(base), &c.comm));
-  // MPI errors on finecast's communicator come back as codes, which CHECK_MPI turns into
-  // finecast errors (MpiError) instead of MPI's default abort.
-  CHECK_MPI(MPI_Comm_set_errhandler(c.comm, MPI_ERRORS_RETURN));
-  CHECK_MPI(MPI_Comm_rank(c.comm, &c.rank));
-  CHECK_MPI(MPI_Comm_size(c.comm, &c.size));
-  if (cfg.coupling.trainer_rank >= c.size)
-    throw ConfigError(cfg.source + ": coupling.trainer_rank is " + std::to_string(cfg.coupling.trainer_rank) +
-                      " but the " + schema::name_of(cfg.coupling.communicator) + " communicator has " +
-                      std::to_string(c.size) + " ranks");
-  if (cfg.train.ranks > c.size)
-    throw ConfigError(cfg.source + ": train.ranks is " + std::to_string(cfg.train.ranks) + " but the " +
-                      schema::name_of(cfg.coupling.communicator) + " communicator has " + std::to_string(c.size) +
-                      " ranks");
-  // The trainer ranks: the first at coupling.trainer_rank, the others spread evenly over the
-  // communicator (across nodes) or packed after it.
-  for (int k = 0; k < cfg.train.ranks; ++k) {
-    const int offset =
-        cfg.train.placement == Placement::kPacked ? k : static_cast<int>(int64_t{k} * c.size / cfg.train.ranks);
-    c.trainer_ranks.push_back((cfg.coupling.trainer_rank + offset) % c.size);
-  }
-  const auto me = std::find(c.trainer_ranks.begin(), c.trainer_ranks.end(), c.rank);
-  c.trainer_index = me == c.trainer_ranks.end() ? -1 : static_cast<int>(me - c.trainer_ranks.begin());
-  c.is_trainer = c.trainer_index >= 0;
-  c.is_lead = c.trainer_index == 0;
+  c.comm = pc.comm;
+  c.events = pc.events;
+  c.rank = pc.rank;
+  c.size = pc.size;
+  c.external = std::find(pc.external_ranks.begin(), pc.external_ranks.end(), pc.rank) != pc.external_ranks.end();
+  c.announces = !pc.external_ranks.empty() && pc.rank == pc.host_root;
+  choose_trainers(cfg, pc, c);
   CHECK_MPI(MPI_Comm_split(c.comm, c.is_trainer ? 0 : MPI_UNDEFINED, c.trainer_index, &c.trainers));
   if (c.is_trainer) {
     CHECK_MPI(MPI_Comm_set_errhandler(c.trainers, MPI_ERRORS_RETURN));
@@ -506,20 +564,18 @@ void secondary_constructor() {
   }
   log::configure(c.rank, cfg.log.level, cfg.log.all_ranks || c.is_lead);
 
-  const int jg = cfg.coupling.domain;
-  if (jg > comin_descrdata_get_global_n_dom())
-    throw ConfigError(cfg.source + ": coupling.domain is " + std::to_string(jg) + " but the host has " +
-                      std::to_string(comin_descrdata_get_global_n_dom()) + " domain(s)");
-  couple_fields(s);
-  const int64_t n_global = comin_descrdata_get_domain_cells_ncells_global(jg);
+  if (c.external)
+    add_placeholder_fields(cfg, c);
+  else
+    couple_fields(s);
   const std::vector<int64_t>& owned = c.fields.front().owned.global_index;
   c.n_owned = static_cast<int64_t>(owned.size());
   c.local_values.resize(static_cast<size_t>(c.n_inputs()) * static_cast<size_t>(c.n_owned));
   const int ranks_on_node = ranks_on_this_node(c.comm);  // collective, so before the trainer-only part
-  if (c.is_trainer) s.trainer = setup_trainer(s, n_global, ranks_on_node);
+  if (c.is_trainer) s.trainer = setup_trainer(s, facts, ranks_on_node);
   // Where every owned cell goes: the trainer rank owning its patch (collective over all ranks).
   c.redist = std::make_unique<coupling::Redistribution>(
-      c.comm, owned, c.is_trainer ? s.trainer->slot_cells : std::vector<int64_t>{}, n_global);
+      c.comm, owned, c.is_trainer ? s.trainer->slot_cells : std::vector<int64_t>{}, facts.n_global);
   s.transition(Phase::kCoupled);
   // A resumed trained model samples from the first step on: every rank learns that from the first
   // step's agreement; the trainer knows it now.
@@ -528,7 +584,9 @@ void secondary_constructor() {
   for (int r : c.trainer_ranks) trainers += (trainers.empty() ? "" : ",") + std::to_string(r);
   log::info("Coupling " + std::to_string(cfg.fields.size()) + " field(s) at " + cfg.coupling.entry_point +
             (cfg.coupling.every > 1 ? " every " + std::to_string(cfg.coupling.every) + " calls" : "") + " on " +
-            std::to_string(c.size) + " rank(s); trainer rank" + (c.trainer_ranks.size() > 1 ? "s " : " ") + trainers +
+            std::to_string(c.size - static_cast<int>(pc.external_ranks.size())) + " host rank(s); trainer rank" +
+            (c.trainer_ranks.size() > 1 ? "s " : " ") + trainers +
+            (pc.external_ranks.empty() ? std::string() : " (finecast-trainer processes)") +
             (cfg.train.async ? " (asynchronous training)" : " (synchronous training)"));
 }
 

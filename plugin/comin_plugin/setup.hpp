@@ -5,6 +5,8 @@
 #include <string>
 
 #include "comin.h"
+#include "plugin/comin_plugin/external.hpp"
+#include "plugin/config.hpp"
 
 namespace finecast::plugin {
 
@@ -17,6 +19,16 @@ t_comin_entry_point primary_constructor();
 /// list, levels and types), the gatherer; on the trainer rank the grid, the model (fresh or
 /// resumed), the buffer. Errors stop the run (start-up errors always do).
 void secondary_constructor();
+
+/// The part of the secondary constructor that the host's ranks and finecast-trainer processes
+/// share (`pc` from join_plugin_comm, `facts` shared by share_host_facts): the trainer ranks, the
+/// host fields (placeholders without cells on a finecast-trainer), on trainers the grid, model and
+/// buffer, the redistribution. Collective over the plugin communicator.
+void setup_coupling(PluginState& s, PluginComm pc, const HostFacts& facts);
+
+/// MPI must allow what finecast does with threads (train.async, train.ranks > 1); ConfigError
+/// naming the keys otherwise.
+void check_mpi_thread_level(const Config& cfg);
 
 /// "<dir>/buffer_<step>.h5": the buffer snapshot that belongs to checkpoint "ckpt_<step>.h5".
 std::string buffer_path_for_step(const std::string& dir, long long step);

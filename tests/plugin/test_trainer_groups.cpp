@@ -33,8 +33,10 @@ std::string plugin_config(int ranks, bool async, const std::string& extra = "") 
          extra;
 }
 
-/// `steps` steps of 30 min starting `offset` steps after 1979-01-01T00:00 (a chunk of a chain).
-std::string host_run_file(int offset, int steps) {
+/// `steps` steps of 30 min starting `offset` steps after 1979-01-01T00:00 (a chunk of a chain);
+/// `plugin_extra`: more keys of finecast's plugin list entry, `more_plugins` further entries.
+std::string host_run_file(int offset, int steps, const std::string& plugin_extra = "",
+                          const std::string& more_plugins = "") {
   const int minutes = offset * 30;
   char start[32];
   std::snprintf(start, sizeof start, "1979-01-01T%02d:%02d:00", minutes / 60, minutes % 60);
@@ -43,7 +45,8 @@ std::string host_run_file(int offset, int steps) {
          "experiment_start: 1979-01-01T00:00:00\nstart: " +
          start + "\ndt: 1800\nsteps: " + std::to_string(steps) +
          "\nnproma: 24\nnlev: 2\nprogress_every: 0\nrestart_run: " + (offset > 0 ? "true" : "false") +
-         "\nplugins:\n  - {name: finecast, library: " + ftr::plugin_library() + ", options: plugin.yaml}\n";
+         "\nplugins:\n  - {name: finecast, library: " + ftr::plugin_library() + ", options: plugin.yaml" +
+         plugin_extra + "}\n" + more_plugins;
 }
 
 ftr::CommandResult run(const std::string& dir, int ranks, bool async, int offset, int steps,
@@ -241,4 +244,88 @@ TEST(TrainerGroups, AMissingTrainerModuleIsAStartUpErrorNamingIt) {
   EXPECT_NE(r.output.find("cannot load finecast's trainer module /nonexistent/libfinecast_trainer_module.so"),
             std::string::npos)
       << r.output;
+}
+
+// train.placement external: the trainer group as finecast-trainer processes in finecast-host's
+// MPI job (MPMD), joined to the plugin's comm through ComIn's handshake. With the same number of
+// trainers as inside the host it gives the same buffer, weights, output and write-back, bitwise;
+// the host's ranks never load LibTorch.
+TEST(ExternalTrainers, GiveWhatTheSameTrainersInsideTheHostGive) {
+  ftr::ScratchDir dir("external_trainers");
+  const std::string inside = dir.file("inside"), outside = dir.file("external");
+  const std::string recorder = "  - {name: recorder, library: " + std::string(FINECAST_BINARY_DIR) +
+                               "/lib/libfinecast_recorder.so, options: \"rec/run_ vars=ts_finecast\"}\n";
+  const std::string both = "coupling: {communicator: plugin}\nlog: {all_ranks: true}\n";
+  ftr::run_command("mkdir -p '" + inside + "/rec' '" + outside + "/rec'");
+  std::string config = plugin_config(2, false, both);
+  ftr::write_text(inside + "/plugin.yaml", config);
+  config.replace(config.find("ranks: 2}"), 9, "ranks: 2, placement: external}");
+  ftr::write_text(outside + "/plugin.yaml", config);
+  for (const std::string& d : {inside, outside})
+    ftr::write_text(d + "/host.yaml", host_run_file(0, 8, ", comm: finecast", recorder));
+  const std::string host = ftr::binary("finecast-host") + " host.yaml";
+  const ftr::CommandResult a = ftr::run_command("cd '" + inside + "' && mpiexec -n 2 --oversubscribe " + host);
+  ASSERT_EQ(a.rc, 0) << a.output;
+  const ftr::CommandResult b = ftr::run_command("cd '" + outside + "' && mpiexec -n 2 --oversubscribe " + host +
+                                                " : -n 2 " + ftr::binary("finecast-trainer") + " --comm finecast");
+  ASSERT_EQ(b.rc, 0) << b.output;
+  EXPECT_NE(b.output.find("trainer ranks 2,3 (finecast-trainer processes)"), std::string::npos) << b.output;
+  EXPECT_NE(b.output.find("Sampled 2 member(s) at 1979-01-01T04:00:00"), std::string::npos) << b.output;
+  for (int rank = 0; rank < 4; ++rank) {
+    const std::string line = "[finecast r" + std::to_string(rank) + "] Peak resident memory ";
+    const size_t at = b.output.find(line);
+    ASSERT_NE(at, std::string::npos) << line << "\n" << b.output;
+    const std::string rest = b.output.substr(at, b.output.find('\n', at) - at);
+    EXPECT_NE(rest.find(rank >= 2 ? "LibTorch loaded (trainer rank)" : "LibTorch not loaded"), std::string::npos)
+        << rest;
+  }
+  for (const std::string file : {"ckpt/ckpt_00000040.h5", "ckpt/buffer_00000040.h5", "ckpt/buffer_00000040.p1.h5"}) {
+    const ftr::CommandResult diff =
+        ftr::run_command("h5diff '" + inside + "/" + file + "' '" + outside + "/" + file + "'");
+    EXPECT_EQ(diff.rc, 0) << file << ": " << diff.output;
+  }
+  const std::string compare =
+      "/usr/bin/python3 " + std::string(FINECAST_SOURCE_DIR) + "/tests/comin/compare_netcdf.py ";
+  for (const std::string file : {"out.nc", "rec/run_vars_0.nc", "rec/run_vars_1.nc"}) {
+    const ftr::CommandResult diff = ftr::run_command(compare + "'" + inside + "/" + file + "' '" + outside + "/" +
+                                                     file + "' --ignore history finecast_checkpoint");
+    EXPECT_EQ(diff.rc, 0) << file << ": " << diff.output;
+  }
+  // The write-back that was compared holds the ensemble means (a field in kelvin on the rank's
+  // owned cells; its halo cells stay 0) after the first sampling, not the zeros it starts with.
+  const auto facts = python_facts(
+      "import netCDF4, numpy as np\n"
+      "v = netCDF4.Dataset('" +
+      outside +
+      "/rec/run_vars_0.nc')['domain_1/ts_finecast'][:].filled(np.nan)\n"
+      "print('first=%g' % np.nanmax(np.abs(v[0])))\n"
+      "last = v[-1][np.isfinite(v[-1])]\nprint('kelvin=%g' % np.mean(last > 150))\n");
+  ASSERT_EQ(facts.at("rc"), "0") << facts.at("");
+  EXPECT_EQ(std::stod(facts.at("first")), 0.0) << facts.at("");
+  EXPECT_GT(std::stod(facts.at("kelvin")), 0.95) << facts.at("");
+}
+
+// Layouts that cannot work stop at start-up with the keys to change: external placement without
+// finecast-trainer processes, and finecast-trainer processes the config does not expect.
+TEST(ExternalTrainers, AMismatchedLayoutIsAStartUpErrorNamingTheKeys) {
+  ftr::ScratchDir dir("external_trainers_layout");
+  ftr::write_text(dir.file("host.yaml"), host_run_file(0, 2, ", comm: finecast"));
+  const std::string host =
+      "cd '" + dir.path() + "' && mpiexec -n 2 --oversubscribe " + ftr::binary("finecast-host") + " host.yaml";
+  const std::string trainer = " : -n 1 " + ftr::binary("finecast-trainer");
+  ftr::write_text(dir.file("plugin.yaml"), plugin_config(1, false, "coupling: {communicator: plugin}\n"));
+  ftr::CommandResult r = ftr::run_command(host + " --set train.placement=external");
+  EXPECT_NE(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("train.placement external, but no finecast-trainer process joined"), std::string::npos)
+      << r.output;
+  r = ftr::run_command(host + " --set train.placement=external --set train.ranks=2" + trainer);
+  EXPECT_NE(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("train.ranks is 2 but 1 finecast-trainer process(es) joined"), std::string::npos) << r.output;
+  r = ftr::run_command(host + trainer);
+  EXPECT_NE(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("but train.placement is spread; set train.placement: external"), std::string::npos)
+      << r.output;
+  r = ftr::run_command(host + " --set train.placement=external" + trainer + " --comm other");
+  EXPECT_NE(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("no host process joined the comm \"other\""), std::string::npos) << r.output;
 }

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "plugin/comin_plugin/external.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/log.hpp"
+#include "coupling/error.hpp"
+#include "plugin/comin_plugin/coupling_step.hpp"
+#include "plugin/comin_plugin/guard.hpp"
+#include "plugin/comin_plugin/plugin_state.hpp"
+#include "plugin/comin_plugin/setup.hpp"
+
+namespace finecast::plugin {
+namespace {
+
+/// One event on the wire: fixed size, so that one MPI_Bcast carries it.
+struct EventMessage {
+  int32_t kind = 0;
+  char datetime[64] = {};
+};
+
+/// MPI_Bcast of strings from rank 0 of `comm`: their lengths, then their characters.
+void broadcast_strings(std::vector<std::string>& strings, MPI_Comm comm) {
+  int rank = 0;
+  CHECK_MPI(MPI_Comm_rank(comm, &rank));
+  int n = static_cast<int>(strings.size());
+  CHECK_MPI(MPI_Bcast(&n, 1, MPI_INT, 0, comm));
+  std::vector<int> lengths(static_cast<size_t>(n));
+  if (rank == 0)
+    for (int i = 0; i < n; ++i) lengths[static_cast<size_t>(i)] = static_cast<int>(strings[static_cast<size_t>(i)].size());
+  CHECK_MPI(MPI_Bcast(lengths.data(), n, MPI_INT, 0, comm));
+  strings.resize(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    std::string& s = strings[static_cast<size_t>(i)];
+    s.resize(static_cast<size_t>(lengths[static_cast<size_t>(i)]));
+    CHECK_MPI(MPI_Bcast(s.data(), lengths[static_cast<size_t>(i)], MPI_CHAR, 0, comm));
+  }
+}
+
+/// A finecast-trainer has no ComIn host to stop the run: it aborts the MPI job, which ends the
+/// host's ranks too (they would otherwise wait for it in the next step's collectives).
+void abort_the_job(const std::string&) { MPI_Abort(MPI_COMM_WORLD, 1); }
+
+/// The options string as the primary constructor splits it: the config path, then overrides.
+Config config_of(const std::string& options) {
+  std::vector<std::string> words = split_options(options);
+  if (words.empty())
+    throw ConfigError("finecast-trainer: the host's finecast plugin has no options (the config path)");
+  const std::string path = words.front();
+  words.erase(words.begin());
+  return load_config(path, words);
+}
+
+/// The host's events until EP_DESTRUCTOR, each handled as the host's ranks handle it.
+void follow_the_host(PluginState& s) {
+  for (;;) {
+    EventMessage e;
+    CHECK_MPI(MPI_Bcast(&e, sizeof e, MPI_BYTE, 0, s.coupling->events));
+    const std::string datetime(e.datetime, strnlen(e.datetime, sizeof e.datetime));
+    switch (static_cast<HostEvent>(e.kind)) {
+      case HostEvent::kStep:
+        guard("coupling step", [&] { coupling_step(s, datetime); });
+        break;
+      case HostEvent::kRestart:
+        guard("coupling step", [&] { host_restart(s, datetime); });
+        break;
+      case HostEvent::kFinish:
+        guard("EP_DESTRUCTOR", [&] { finish_run(s); });
+        return;
+      default:
+        throw InternalError("finecast-trainer: unknown event " + std::to_string(e.kind) + " from the host");
+    }
+  }
+}
+
+}  // namespace
+
+PluginComm join_plugin_comm(MPI_Comm base, bool external) {
+  PluginComm pc;
+  CHECK_MPI(MPI_Comm_dup(base, &pc.comm));
+  // MPI errors on finecast's communicator come back as codes, which CHECK_MPI turns into
+  // finecast errors (MpiError) instead of MPI's default abort.
+  CHECK_MPI(MPI_Comm_set_errhandler(pc.comm, MPI_ERRORS_RETURN));
+  CHECK_MPI(MPI_Comm_rank(pc.comm, &pc.rank));
+  CHECK_MPI(MPI_Comm_size(pc.comm, &pc.size));
+  int mine = external ? 1 : 0;
+  std::vector<int> flags(static_cast<size_t>(pc.size));
+  CHECK_MPI(MPI_Allgather(&mine, 1, MPI_INT, flags.data(), 1, MPI_INT, pc.comm));
+  pc.host_root = -1;
+  for (int r = 0; r < pc.size; ++r) {
+    if (flags[static_cast<size_t>(r)])
+      pc.external_ranks.push_back(r);
+    else if (pc.host_root < 0)
+      pc.host_root = r;
+  }
+  if (pc.host_root < 0)
+    throw ConfigError(
+        "finecast-trainer: no host rank joined the plugin's communicator (does the host's plugin list give "
+        "finecast this comm name?)");
+  if (!pc.external_ranks.empty()) {
+    const bool member = external || pc.rank == pc.host_root;
+    CHECK_MPI(MPI_Comm_split(pc.comm, member ? 0 : MPI_UNDEFINED, pc.rank == pc.host_root ? 0 : 1 + pc.rank,
+                             &pc.events));
+  }
+  return pc;
+}
+
+void share_host_facts(const PluginComm& pc, HostFacts& facts) {
+  if (pc.events == MPI_COMM_NULL) return;
+  std::vector<std::string> words{facts.options,      std::to_string(facts.n_global), facts.target.units,
+                                 facts.target.long_name, facts.target.standard_name};
+  broadcast_strings(words, pc.events);
+  if (words.size() != 5) throw InternalError("finecast-trainer: the host sent " + std::to_string(words.size()) + " facts");
+  facts.options = words[0];
+  facts.n_global = std::stoll(words[1]);
+  facts.target.units = words[2];
+  facts.target.long_name = words[3];
+  facts.target.standard_name = words[4];
+}
+
+void announce(const PluginState& s, HostEvent event, const std::string& datetime) {
+  if (!s.coupling || !s.coupling->announces) return;
+  EventMessage e;
+  e.kind = static_cast<int32_t>(event);
+  if (datetime.size() >= sizeof e.datetime)
+    throw InternalError("the host's model time \"" + datetime + "\" is too long for finecast-trainer's events");
+  std::memcpy(e.datetime, datetime.data(), datetime.size());
+  CHECK_MPI(MPI_Bcast(&e, sizeof e, MPI_BYTE, 0, s.coupling->events));
+}
+
+int run_external_trainer(MPI_Comm plugin_comm) {
+  set_run_stopper(abort_the_job);
+  bool ok = true;
+  guard_startup("finecast-trainer start-up", [&] {
+    PluginComm pc = join_plugin_comm(plugin_comm, true);
+    log::configure(pc.rank, log::Level::kInfo, false);
+    HostFacts facts;
+    share_host_facts(pc, facts);
+    PluginState& s = create_plugin_state(config_of(facts.options));
+    s.host_rank = -1;
+    s.options = facts.options;
+    s.coupling_ep = entry_point_id(s.config.coupling.entry_point);
+    check_mpi_thread_level(s.config);
+    setup_coupling(s, std::move(pc), facts);
+  });
+  if (!has_plugin_state() || !plugin_state().coupling) return 1;  // (the job was aborted)
+  PluginState& s = plugin_state();
+  try {
+    follow_the_host(s);
+  } catch (...) {
+    log::error("finecast-trainer: " + describe_current_exception());
+    ok = false;
+    abort_the_job("");
+  }
+  destroy_plugin_state();
+  return ok ? 0 : 1;
+}
+
+}  // namespace finecast::plugin
+
+/// The entry of finecast-trainer (plugin/external/main.cpp), which dlopens this library: the
+/// Fortran handle of the plugin communicator it joined in the handshake.
+extern "C" __attribute__((visibility("default"))) int finecast_external_trainer(int plugin_comm) {
+  return finecast::plugin::run_external_trainer(MPI_Comm_f2c(plugin_comm));
+}

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// train.placement: external. The trainer group runs as a program of its own, finecast-trainer,
+// started in the host's MPI job (`mpiexec -n 64 icon : -n 4 finecast-trainer --comm finecast`,
+// or a SLURM heterogeneous job), joined to the plugin's communicator through ComIn's MPI
+// handshake as ComIn's external processes are. Each finecast-trainer process loads this same
+// plugin library and runs the same trainer code as an in-host trainer rank; it owns no host
+// cells, and the host's first rank tells the trainers what the host does (a coupling step at a
+// model time, its restart, the end of the run), so that they join each step's collectives.
+//
+// The plugin communicator then holds the host's ranks and the trainers:
+//   - setup: every rank says whether it is external (MPI_Allgather); the host's first rank sends
+//     the trainers the plugin's options and what only ComIn knows (the domain's size, the
+//     target field's units and names);
+//   - every call of the coupling entry point on the coupled domain, the host's restart and
+//     EP_DESTRUCTOR: one event (MPI_Bcast of 68 bytes) from the host's first rank to the trainers.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "coupling/io/nc_metadata.hpp"
+
+namespace finecast::plugin {
+
+class PluginState;
+
+/// A rank's view of the plugin communicator.
+struct PluginComm {
+  MPI_Comm comm = MPI_COMM_NULL;    ///< a duplicate; MPI errors come back as codes
+  int rank = 0, size = 1;           ///< in comm
+  std::vector<int> external_ranks;  ///< ranks of finecast-trainer processes, ascending
+  int host_root = 0;                ///< the host's first rank: it speaks for the host
+  MPI_Comm events = MPI_COMM_NULL;  ///< host_root (rank 0 here) and the external ranks; none without them
+};
+
+/// Collective over `base` (every host rank and every finecast-trainer process of it): duplicates
+/// it and learns which ranks are external.
+PluginComm join_plugin_comm(MPI_Comm base, bool external);
+
+/// What the host's ranks learn from ComIn and the external trainers need.
+struct HostFacts {
+  std::string options;                ///< the plugin's options: the config path and overrides
+  int64_t n_global = 0;               ///< cells of the coupled domain
+  coupling::VarAttributes target;     ///< the downscaled field's units and names
+};
+
+/// From host_root to the external ranks over `events` (no-op on a plugin communicator without
+/// them): `facts` is filled on the trainers.
+void share_host_facts(const PluginComm& pc, HostFacts& facts);
+
+/// What the host does, as the external trainers learn it.
+enum class HostEvent : int32_t { kStep = 1, kRestart = 2, kFinish = 3 };
+
+/// On the host's first rank, when external trainers exist: tells them the host is at `event`
+/// (model time `datetime`). No-op everywhere else.
+void announce(const PluginState& s, HostEvent event, const std::string& datetime);
+
+/// The whole life of a finecast-trainer process once it has its plugin communicator (a Fortran
+/// handle, from the handshake): set-up with the host's ranks, then every host event until the
+/// end of the run. Returns 0, or 1 after an error (the MPI job is aborted first when the host's
+/// ranks could otherwise wait for this process).
+int run_external_trainer(MPI_Comm plugin_comm);
+
+}  // namespace finecast::plugin

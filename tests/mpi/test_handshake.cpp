@@ -37,8 +37,8 @@ TEST(Handshake, EveryGroupHoldsExactlyTheProcessesThatNamedIt) {
   // Like a model and its external processes: even ranks are the "model" (and name the plugin
   // group last), odd ranks are external (and name the plugin group first); everyone is "comin".
   const bool model = rank % 2 == 0;
-  const std::vector<std::string> groups =
-      model ? std::vector<std::string>{"model", kCominGroup, "plugin"} : std::vector<std::string>{"plugin", kCominGroup};
+  const std::vector<std::string> groups = model ? std::vector<std::string>{"model", kCominGroup, "plugin"}
+                                                : std::vector<std::string>{"plugin", kCominGroup};
   std::vector<MPI_Comm> comms = mpi_handshake(MPI_COMM_WORLD, groups);
   ASSERT_EQ(comms.size(), groups.size());
   std::vector<int> models, all, plugin;
@@ -60,8 +60,8 @@ TEST(Handshake, ProcessesWithoutGroupsTakePartAndGetNone) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   // Rank 0 names nothing (ComIn's mpi_handshake_dummy); the others form "rest".
-  std::vector<MPI_Comm> comms = mpi_handshake(MPI_COMM_WORLD, rank == 0 ? std::vector<std::string>{}
-                                                                        : std::vector<std::string>{"rest"});
+  std::vector<MPI_Comm> comms =
+      mpi_handshake(MPI_COMM_WORLD, rank == 0 ? std::vector<std::string>{} : std::vector<std::string>{"rest"});
   if (rank == 0) {
     EXPECT_TRUE(comms.empty());
     return;

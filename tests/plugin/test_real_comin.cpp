@@ -71,12 +71,16 @@ std::string host_plugin(const std::string& name, const std::string& library, con
   return "  - {name: " + name + ", library: " + library + ", options: \"" + options + "\"}\n";
 }
 
-std::string replay_namelist(const std::string& recording, const std::vector<std::array<std::string, 3> >& plugins) {
+/// comin_replay's namelist: the recording, then each plugin (name, library, options); `comms`
+/// gives some of them a communicator name (ComIn's `comm`).
+std::string replay_namelist(const std::string& recording, const std::vector<std::array<std::string, 3> >& plugins,
+                            const std::map<std::string, std::string>& comms = {}) {
   std::string nml = "&replay_tool_nml\n  replay_data_path = \"" + recording + "\"\n  msg_level = 0\n/\n&comin_nml\n";
   for (size_t i = 0; i < plugins.size(); ++i) {
     const std::string p = "  plugin_list(" + std::to_string(i + 1) + ")%";
     nml += p + "name = \"" + plugins[i][0] + "\"\n" + p + "plugin_library = \"" + plugins[i][1] + "\"\n" + p +
            "options = \"" + plugins[i][2] + "\"\n";
+    if (const auto it = comms.find(plugins[i][0]); it != comms.end()) nml += p + "comm = \"" + it->second + "\"\n";
   }
   return nml + "/\n";
 }
@@ -189,6 +193,43 @@ TEST_P(RealComin, TheSamePluginFileGivesTheSameResultsInFinecastHostAndComInRepl
 INSTANTIATE_TEST_SUITE_P(Ranks, RealComin, ::testing::Values(1, 2, 4), [](const ::testing::TestParamInfo<int>& info) {
   return "on" + std::to_string(info.param) + "ranks";
 });
+
+// train.placement external under the real ComIn: comin_replay makes the plugin's communicator
+// with ComIn's own handshake (`comm = "finecast"` in its namelist), a finecast-trainer process
+// joins it with finecast's, and the run gives what finecast-host gives with the trainer inside
+// the host: the same output and checkpoints, bitwise.
+TEST(RealCominExternal, AFinecastTrainerJoinsComInsHandshake) {
+  ftr::ScratchDir dir("real_comin_external");
+  const std::string host_dir = dir.file("host"), replay_dir = dir.file("replay");
+  ASSERT_EQ(ftr::run_command("mkdir -p '" + host_dir + "/rec' '" + replay_dir + "'").rc, 0);
+  ftr::write_text(host_dir + "/plugin.yaml", plugin_config());
+  ftr::write_text(replay_dir + "/plugin.yaml", plugin_config());
+  ftr::write_text(host_dir + "/host.yaml",
+                  host_run_file(host_plugin("recorder", kRecorder, "rec/run_ vars=" + kRecordedVars) +
+                                host_plugin("finecast", ftr::plugin_library(), "plugin.yaml")));
+  const ftr::CommandResult host = mpirun(host_dir, 2, ftr::binary("finecast-host") + " host.yaml");
+  ASSERT_EQ(host.rc, 0) << host.output;
+
+  ftr::write_text(replay_dir + "/replay.nml",
+                  replay_namelist(host_dir + "/rec/run_",
+                                  {{"comin_var_replay_plugin", kVarReplay, host_dir + "/rec/run_vars_"},
+                                   {"finecast", ftr::plugin_library(),
+                                    "plugin.yaml coupling.communicator=plugin train.placement=external"}},
+                                  {{"finecast", "finecast"}}));
+  const ftr::CommandResult replay =
+      mpirun(replay_dir, 2, kReplay + " replay.nml : -n 1 " + ftr::binary("finecast-trainer") + " --comm finecast");
+  ASSERT_EQ(replay.rc, 0) << replay.output;
+  EXPECT_NE(replay.output.find("trainer rank 2 (finecast-trainer processes)"), std::string::npos) << replay.output;
+  EXPECT_NE(replay.output.find("Sampled 2 member(s) at 1979-01-01T04:00:00"), std::string::npos) << replay.output;
+  const ftr::CommandResult out = ftr::run_command("/usr/bin/python3 " + kCompare + " " + host_dir + "/out.nc " +
+                                                  replay_dir + "/out.nc --ignore history finecast_checkpoint");
+  EXPECT_EQ(out.rc, 0) << out.output;
+  for (const std::string file : {"ckpt_00000010.h5", "buffer_00000010.h5"}) {
+    const ftr::CommandResult diff =
+        ftr::run_command("h5diff '" + host_dir + "/ckpt/" + file + "' '" + replay_dir + "/ckpt/" + file + "'");
+    EXPECT_EQ(diff.rc, 0) << file << ": " << diff.output;
+  }
+}
 
 // finecast's recorder writes what ComIn's own run and variable recorders write: ComIn's recorders
 // re-record the replay of a finecast-host recording, and the files agree.

@@ -28,7 +28,8 @@ void broadcast_strings(std::vector<std::string>& strings, MPI_Comm comm) {
   CHECK_MPI(MPI_Bcast(&n, 1, MPI_INT, 0, comm));
   std::vector<int> lengths(static_cast<size_t>(n));
   if (rank == 0)
-    for (int i = 0; i < n; ++i) lengths[static_cast<size_t>(i)] = static_cast<int>(strings[static_cast<size_t>(i)].size());
+    for (int i = 0; i < n; ++i)
+      lengths[static_cast<size_t>(i)] = static_cast<int>(strings[static_cast<size_t>(i)].size());
   CHECK_MPI(MPI_Bcast(lengths.data(), n, MPI_INT, 0, comm));
   strings.resize(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
@@ -45,8 +46,7 @@ void abort_the_job(const std::string&) { MPI_Abort(MPI_COMM_WORLD, 1); }
 /// The options string as the primary constructor splits it: the config path, then overrides.
 Config config_of(const std::string& options) {
   std::vector<std::string> words = split_options(options);
-  if (words.empty())
-    throw ConfigError("finecast-trainer: the host's finecast plugin has no options (the config path)");
+  if (words.empty()) throw ConfigError("finecast-trainer: the host's finecast plugin has no options (the config path)");
   const std::string path = words.front();
   words.erase(words.begin());
   return load_config(path, words);
@@ -100,18 +100,19 @@ PluginComm join_plugin_comm(MPI_Comm base, bool external) {
         "finecast this comm name?)");
   if (!pc.external_ranks.empty()) {
     const bool member = external || pc.rank == pc.host_root;
-    CHECK_MPI(MPI_Comm_split(pc.comm, member ? 0 : MPI_UNDEFINED, pc.rank == pc.host_root ? 0 : 1 + pc.rank,
-                             &pc.events));
+    CHECK_MPI(
+        MPI_Comm_split(pc.comm, member ? 0 : MPI_UNDEFINED, pc.rank == pc.host_root ? 0 : 1 + pc.rank, &pc.events));
   }
   return pc;
 }
 
 void share_host_facts(const PluginComm& pc, HostFacts& facts) {
   if (pc.events == MPI_COMM_NULL) return;
-  std::vector<std::string> words{facts.options,      std::to_string(facts.n_global), facts.target.units,
+  std::vector<std::string> words{facts.options, std::to_string(facts.n_global), facts.target.units,
                                  facts.target.long_name, facts.target.standard_name};
   broadcast_strings(words, pc.events);
-  if (words.size() != 5) throw InternalError("finecast-trainer: the host sent " + std::to_string(words.size()) + " facts");
+  if (words.size() != 5)
+    throw InternalError("finecast-trainer: the host sent " + std::to_string(words.size()) + " facts");
   facts.options = words[0];
   facts.n_global = std::stoll(words[1]);
   facts.target.units = words[2];

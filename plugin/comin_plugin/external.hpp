@@ -42,9 +42,9 @@ PluginComm join_plugin_comm(MPI_Comm base, bool external);
 
 /// What the host's ranks learn from ComIn and the external trainers need.
 struct HostFacts {
-  std::string options;                ///< the plugin's options: the config path and overrides
-  int64_t n_global = 0;               ///< cells of the coupled domain
-  coupling::VarAttributes target;     ///< the downscaled field's units and names
+  std::string options;             ///< the plugin's options: the config path and overrides
+  int64_t n_global = 0;            ///< cells of the coupled domain
+  coupling::VarAttributes target;  ///< the downscaled field's units and names
 };
 
 /// From host_root to the external ranks over `events` (no-op on a plugin communicator without

@@ -35,8 +35,9 @@ struct Options {
 std::string default_plugin() {
   char exe[PATH_MAX] = {};
   const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  const std::filesystem::path bin = n > 0 ? std::filesystem::path(std::string(exe, static_cast<size_t>(n))).parent_path()
-                                          : std::filesystem::path(".");
+  const std::filesystem::path bin = n > 0
+                                        ? std::filesystem::path(std::string(exe, static_cast<size_t>(n))).parent_path()
+                                        : std::filesystem::path(".");
   for (const char* libdir : {FINECAST_INSTALL_LIBDIR, "lib"}) {
     const std::filesystem::path candidate = bin.parent_path() / libdir / "libfinecast_comin.so";
     if (std::filesystem::exists(candidate)) return candidate.string();

@@ -21,8 +21,8 @@ using namespace finecast::testing_replay;
 
 bool contains(const std::string& text, const std::string& needle) { return text.find(needle) != std::string::npos; }
 
-const std::vector<std::string> kPrograms = {"finecast-host",      "finecast-replay", "finecast-config",
-                                            "finecast-downscale", "finecast-eval",   "finecast-grid"};
+const std::vector<std::string> kPrograms = {"finecast-host", "finecast-replay", "finecast-config", "finecast-downscale",
+                                            "finecast-eval", "finecast-grid",   "finecast-trainer"};
 
 /// A minimal valid plugin config.
 const std::string kConfig = "fields: [ts]\ngrid: {file: grid.nc}\n";

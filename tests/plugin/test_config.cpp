@@ -210,6 +210,21 @@ TEST(Config, ReferenceYamlAgreesWithTheDefaults) {
   EXPECT_EQ(fp::to_yaml(ref), fp::to_yaml(defaults));
 }
 
+// External trainers join the plugin's own communicator; on the host's they could not.
+TEST(Config, ExternalTrainersNeedThePluginCommunicator) {
+  const std::string base = "fields: [ts]\ngrid: {file: g.nc}\ntrain: {placement: external}\n";
+  try {
+    fp::parse_config(base, "c.yaml");
+    FAIL() << "train.placement external with coupling.communicator host was accepted";
+  } catch (const finecast::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("c.yaml: train.placement external needs coupling.communicator: plugin"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(fp::parse_config(base + "coupling: {communicator: plugin}\n", "c.yaml").train.placement,
+            fp::Placement::kExternal);
+}
+
 TEST(Config, EntryPointIdsFollowComIn) {
   EXPECT_EQ(fp::entry_point_id("EP_SECONDARY_CONSTRUCTOR"), 1);
   EXPECT_EQ(fp::entry_point_id("EP_ATM_WRITE_OUTPUT_BEFORE"), 17);

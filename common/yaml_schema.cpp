@@ -40,12 +40,55 @@ std::string describe(const YAML::Node& n) {
   return "nothing";
 }
 
+namespace {
+
+/// Whether the quoted scalar that starts at `pos` of `text` (a ' or ") is closed before the end:
+/// yaml-cpp 0.7 ends a quoted scalar that runs into the end of the file there, quietly.
+bool quote_is_closed(const std::string& text, size_t pos) {
+  const char quote = text[pos];
+  for (size_t i = pos + 1; i < text.size(); ++i) {
+    if (quote == '"' && text[i] == '\\') {
+      ++i;  // an escaped character
+    } else if (text[i] == quote) {
+      if (quote == '\'' && i + 1 < text.size() && text[i + 1] == '\'') {
+        ++i;  // '' inside '...' is one quote
+      } else {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+void check_quotes(const YAML::Node& node, const std::string& text, const std::string& source) {
+  if (node.IsMap()) {
+    for (const auto& kv : node) {
+      check_quotes(kv.first, text, source);
+      check_quotes(kv.second, text, source);
+    }
+  } else if (node.IsSequence()) {
+    for (const auto& item : node) check_quotes(item, text, source);
+  } else if (node.IsScalar() && node.Tag() == "!") {
+    const YAML::Mark mark = node.Mark();
+    const size_t pos = mark.pos < 0 ? text.size() : static_cast<size_t>(mark.pos);
+    if (pos < text.size() && (text[pos] == '"' || text[pos] == '\'') && !quote_is_closed(text, pos))
+      throw ConfigError(source + ":" + std::to_string(mark.line + 1) + ": not valid YAML: the " +
+                        (text[pos] == '"' ? "double" : "single") + " quote opened at column " +
+                        std::to_string(mark.column + 1) + " is never closed");
+  }
+}
+
+}  // namespace
+
 YAML::Node parse(const std::string& text, const std::string& source) {
+  YAML::Node root;
   try {
-    return YAML::Load(text);
+    root = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
     throw ConfigError(source + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
   }
+  check_quotes(root, text, source);
+  return root;
 }
 
 std::string load_text(const std::string& path, const std::string& what) {

@@ -112,6 +112,13 @@ TEST(Config, DuplicateAndNonScalarKeysAreRefused) {
             "configs/x.yaml:4: keys must be names, got a mapping in train");
   EXPECT_EQ(error_of(kMinimal, {"device.x=1"}),
             "--set device.x=1: device takes a value, it has no keys below it (--set device=VALUE)");
+  // yaml-cpp ends a quoted value that runs into the end of the file there ("ckpt " here).
+  EXPECT_EQ(error_of(std::string(kMinimal) + "checkpoint:\n  dir: \"ckpt\n"),
+            "configs/x.yaml:5: not valid YAML: the double quote opened at column 8 is never closed");
+  EXPECT_EQ(error_of(std::string(kMinimal) + "device: 'cpu\n\n"),
+            "configs/x.yaml:4: not valid YAML: the single quote opened at column 9 is never closed");
+  // Closed quotes with escapes inside stay valid.
+  EXPECT_EQ(error_of(std::string(kMinimal) + "checkpoint: {dir: \"a\\\"b\"}\nsample: {output: 'o''k.nc'}\n"), "");
 }
 
 TEST(Config, EveryErrorIsReportedInOneRun) {

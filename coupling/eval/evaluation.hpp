@@ -38,6 +38,56 @@ struct EvalReport {
   std::vector<std::pair<std::string, std::string>> meta;
 };
 
+/// What both evaluators keep per step and report alike: the model's and every baseline's scores,
+/// the optional regression baseline, the truth's residual spectrum, the last step's baseline
+/// fields. The grid-specific parts (coarsening, baselines, spectra) come in as arguments.
+class ScoreBook {
+ public:
+  explicit ScoreBook(std::vector<std::string> baseline_names);
+  /// regression_cons from now on; `who` and `n_values` check the predictors (InternalError).
+  void set_regression(RegressionFit fit, Predictors predictors, int64_t n_values, const std::string& who);
+  bool has_regression() const { return has_regression_; }
+  /// The patches scored this step: coarse value finite and allowed by `mask` (empty = all).
+  std::vector<char> valid_patches(const std::vector<double>& coarse, const std::vector<char>& mask);
+  /// One step: the model's members, baseline(i) for each baseline, the regression on top of
+  /// `regression_floor()` (called only with a regression), and the truth's residual spectrum.
+  template <class Layout, class Baseline, class Floor>
+  void add(const Layout& layout, const double* truth, const std::vector<const double*>& members,
+           const std::vector<char>& valid, Baseline baseline, Floor regression_floor, const RadialSpectrum& spectrum) {
+    model_.add(layout, truth, members, valid);
+    last_.clear();
+    for (std::size_t i = 0; i < baselines_.size(); ++i) {
+      std::vector<double> fine = baseline(i);
+      baselines_[i].add(layout, truth, {fine.data()}, valid);
+      last_.emplace_back(names_[i], std::move(fine));
+    }
+    if (has_regression_) {
+      std::vector<double> fine = apply_regression(fit_, predictors_, regression_floor());
+      regression_.add(layout, truth, {fine.data()}, valid);
+      last_.emplace_back("regression_cons", std::move(fine));
+    }
+    accumulate_spectrum(truth_spectrum_, spectrum, 1.0);
+    ++steps_;
+  }
+  /// The rows ("model", the baselines, regression_cons), the mean truth spectrum, the step and
+  /// valid-patch counts.
+  void fill(EvalReport& report) const;
+  const std::vector<std::pair<std::string, std::vector<double>>>& last() const { return last_; }
+
+ private:
+  std::vector<std::string> names_;
+  ScoreAccumulator model_;
+  std::vector<ScoreAccumulator> baselines_;
+  bool has_regression_ = false;
+  RegressionFit fit_;
+  Predictors predictors_;
+  ScoreAccumulator regression_;
+  RadialSpectrum truth_spectrum_;  // summed over steps
+  int steps_ = 0;
+  int64_t valid_ = 0;
+  std::vector<std::pair<std::string, std::vector<double>>> last_;
+};
+
 /// Scores time steps one by one. For each step the coarse field is the area-weighted block
 /// mean of the truth, and every baseline is computed from it.
 class Evaluator {
@@ -56,20 +106,11 @@ class Evaluator {
   EvalReport report() const;
   const BlockLayout& layout() const { return layout_; }
   /// Every baseline's fine field of the latest step, by name (finecast-eval --baselines-out).
-  const std::vector<std::pair<std::string, std::vector<double>>>& last_baselines() const { return last_; }
+  const std::vector<std::pair<std::string, std::vector<double>>>& last_baselines() const { return book_.last(); }
 
  private:
   BlockLayout layout_;
-  ScoreAccumulator model_;
-  std::vector<ScoreAccumulator> baselines_;
-  bool has_regression_ = false;
-  RegressionFit fit_;
-  Predictors predictors_;
-  ScoreAccumulator regression_;
-  RadialSpectrum truth_spectrum_;  // summed over steps
-  int steps_ = 0;
-  int64_t blocks_valid_ = 0;
-  std::vector<std::pair<std::string, std::vector<double>>> last_;
+  ScoreBook book_;
 };
 
 /// The same for patches of an unstructured grid (ICON's coarse cells): the coarse field is the
@@ -92,21 +133,12 @@ class CellEvaluator {
   const CellLayout& layout() const { return layout_; }
   const CellInterpolator& interpolator() const { return interp_; }
   /// Every baseline's fine field of the latest step, by name (finecast-eval --baselines-out).
-  const std::vector<std::pair<std::string, std::vector<double>>>& last_baselines() const { return last_; }
+  const std::vector<std::pair<std::string, std::vector<double>>>& last_baselines() const { return book_.last(); }
 
  private:
   CellLayout layout_;
   CellInterpolator interp_;
-  ScoreAccumulator model_;
-  std::vector<ScoreAccumulator> baselines_;
-  bool has_regression_ = false;
-  RegressionFit fit_;
-  Predictors predictors_;
-  ScoreAccumulator regression_;
-  RadialSpectrum truth_spectrum_;  // summed over steps
-  int steps_ = 0;
-  int64_t patches_valid_ = 0;
-  std::vector<std::pair<std::string, std::vector<double>>> last_;
+  ScoreBook book_;
 };
 
 }  // namespace finecast::coupling::eval

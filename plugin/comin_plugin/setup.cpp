@@ -526,8 +526,10 @@ HostFacts host_facts(const PluginState& s) {
   HostFacts facts;
   facts.options = s.options;
   facts.n_global = comin_descrdata_get_domain_cells_ncells_global(jg);
-  // The downscaled field's description, as the host gives it in its metadata.
+  // The downscaled field's description, as the host gives it in its metadata. An unknown field
+  // is named with the host's variables when the fields are coupled (couple_fields).
   const std::string& field = target_field(cfg);
+  if (!host_has_variable(field, jg)) return facts;
   facts.target.units = text_metadata(field, jg, "units");
   facts.target.standard_name = text_metadata(field, jg, "standard_name");
   facts.target.long_name = text_metadata(field, jg, "long_name");

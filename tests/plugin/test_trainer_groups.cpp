@@ -329,3 +329,20 @@ TEST(ExternalTrainers, AMismatchedLayoutIsAStartUpErrorNamingTheKeys) {
   EXPECT_NE(r.rc, 0) << r.output;
   EXPECT_NE(r.output.find("no host process joined the comm \"other\""), std::string::npos) << r.output;
 }
+
+// A training session that fails on one of several trainer ranks cannot be survived: the others
+// wait for it in the session's gradient sums. The run stops (MPI_Abort) with the reason, instead
+// of hanging, whatever on_error says.
+TEST(TrainerGroups, ASessionFailingOnOneTrainerRankAbortsTheRun) {
+  ftr::ScratchDir dir("trainer_groups_failure");
+  const ftr::CommandResult r =
+      run(dir.path(), 2, false, 0, 8, "on_error: disable\ntesting: {fault: training, fault_step: 4, fault_rank: 2}\n");
+  EXPECT_NE(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("training failed at coupling step 4 on rank 2: fault injected by testing.fault"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("with train.ranks > 1 the others wait in the session's collectives, so the run is aborted"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("Sampled 2 member(s) at 1979-01-01T04:00:00"), std::string::npos) << r.output;
+}

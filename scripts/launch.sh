@@ -7,7 +7,7 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 usage() {
   cat <<'USAGE'
-Usage: scripts/launch.sh --profile gpu|cpu|replay|icon|PATH [--run FILE] [options]
+Usage: scripts/launch.sh --profile gpu|cpu|replay|icon|external|PATH [--run FILE] [options]
 
 Renders the job script of a finecast run from a SLURM profile (configs/slurm/NAME.yaml),
 checks it (the node's cores and GPUs, the plugin config, a CUDA build for GPU jobs, the
@@ -17,7 +17,9 @@ where its log goes. Nothing is submitted with --dry-run, and SLURM need not be i
 Options:
   --profile NAME|PATH   gpu (production, trains on a GPU), cpu (debugging), replay (offline
                         finecast-replay), icon (ICON or any ComIn host program with finecast
-                        in its &comin_nml), or the path of your own profile YAML
+                        in its &comin_nml), external (the host on CPU nodes, the trainers as
+                        finecast-trainer processes on GPU nodes: a heterogeneous job; give
+                        --param trainers.count=N), or the path of your own profile YAML
   --run FILE            the finecast host run file (program: host), replay config
                         (program: replay) or plugin config (ICON); default: the profile's 'run'
   --set KEY=VALUE       plugin config override, e.g. --set device=cpu --set train.epochs=2
@@ -49,6 +51,7 @@ Examples:
   scripts/launch.sh --profile gpu --run configs/demo_host.yaml --chain 4 --param account=bb1234
   scripts/launch.sh --profile cpu --run configs/demo_host.yaml --array 0-3 --set seed={task}
   scripts/launch.sh --profile my_icon.yaml --chain 10 --param account=bb1234
+  scripts/launch.sh --profile external --run configs/demo_host.yaml --param trainers.count=4
 The profile keys, chains, arrays and the CPU <-> GPU workflow: docs/slurm.md.
 USAGE
 }
@@ -85,7 +88,7 @@ while (($# > 0)); do
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
-((have_profile)) || die "--profile is required: gpu, cpu, replay, icon or a profile path (see --help)"
+((have_profile)) || die "--profile is required: gpu, cpu, replay, icon, external or a profile path (see --help)"
 if ! [[ "$chain" =~ ^[0-9]+$ ]] || ((chain < 1)); then
   die "--chain expects a number of chunks >= 1, got '$chain'"
 fi

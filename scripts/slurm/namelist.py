@@ -224,11 +224,12 @@ def is_plugin(entry, name, library_stem):
     return entry.get("name", "").strip().lower() == name.lower() or lib.startswith(library_stem)
 
 
-def put_plugin(text, name, library, options, source, library_stem="libfinecast_comin"):
+def put_plugin(text, name, library, options, source, library_stem="libfinecast_comin", comm=None):
     """Puts the plugin into &comin_nml: an entry that is already this plugin (same name, or a
     library named library_stem*) gets the new library and options and keeps its other fields
     (comm, primary_constructor, log_*); otherwise the plugin is added after the others. A file
-    without &comin_nml gets one at its end. Returns (new text, the entry's index)."""
+    without &comin_nml gets one at its end. `comm` (not None) sets the entry's comm name.
+    Returns (new text, the entry's index)."""
     for field, value in (("name", name), ("plugin_library", library), ("options", options)):
         if len(value) > COMIN_MAX_LEN[field]:
             raise NamelistError(
@@ -239,7 +240,8 @@ def put_plugin(text, name, library, options, source, library_stem="libfinecast_c
     group = find_group(text, "comin_nml", source)
     if group is None:
         sep = "" if text.endswith("\n") or not text else "\n"
-        block = "&comin_nml\n%s/\n" % _entry_lines(1, name, library, options, {})
+        block = "&comin_nml\n%s/\n" % _entry_lines(1, name, library, options,
+                                                   {} if comm is None else {"comm": fortran_string(comm)})
         return text + sep + block, 1
 
     kept = []        # the group's other assignments, as written
@@ -260,6 +262,8 @@ def put_plugin(text, name, library, options, source, library_stem="libfinecast_c
         kept.append("  " + text[a.start:a.value_end])  # as the user wrote it
     if index is None:
         index = max(entries) + 1 if entries else 1
+    if comm is not None:
+        extra["comm"] = fortran_string(comm)
     body = "\n".join(kept + [_entry_lines(index, name, library, options, extra).rstrip("\n")])
     new_group = "&comin_nml\n%s\n/" % body
     return text[:group.start] + new_group + text[group.end:], index

@@ -23,11 +23,13 @@ LIBRARY_STEM = "libfinecast_comin"
 class Plugin:
     """finecast's entry in the run: its library, its config and the options' overrides."""
 
-    def __init__(self, library, config, overrides, where):
+    def __init__(self, library, config, overrides, where, comm="", index=None):
         self.library = library        # absolute path
         self.config = config          # absolute path of the plugin config, or None
         self.overrides = overrides    # ["key=value", ...] from the options string
         self.where = where            # where this entry was found, for messages
+        self.comm = comm              # the entry's comm name ("" = none)
+        self.index = index            # its index in the run file's `plugins` list (None: a namelist's)
 
 
 def split_options(options):
@@ -92,18 +94,32 @@ def find_in_run_file(run_path, workdir, problems):
         for i in sorted(found):
             e = found[i]
             entries.append((e.get("name"), e.get("plugin_library"), e.get("options", ""),
-                            "%s: &comin_nml plugin_list(%d)" % (nml, i)))
+                            "%s: &comin_nml plugin_list(%d)" % (nml, i),
+                            e.get("comm", ""), None))
     elif isinstance(data.get("plugins"), list):
         for i, p in enumerate(data["plugins"]):
             if isinstance(p, dict):
                 entries.append((p.get("name"), p.get("library"), scalar_text(p.get("options")),
-                                "%s: plugins[%d]" % (run_path, i)))
-    for name, library, options, where in entries:
+                                "%s: plugins[%d]" % (run_path, i), scalar_text(p.get("comm")), i))
+    for name, library, options, where, comm, index in entries:
         if _is_finecast(name, library):
             words = split_options(options or "")
             config = os.path.join(workdir, words[0]) if words else None
-            return Plugin(os.path.join(workdir, str(library)), config, words[1:], where)
+            return Plugin(os.path.join(workdir, str(library)), config, words[1:], where,
+                          comm.strip(), index)
     return None
+
+
+def with_comm(data, index, comm):
+    """A host run file / replay config (a dict) whose `plugins[index]` (finecast's entry) has
+    the comm name `comm`: a copy, the rest unchanged."""
+    data = dict(data)
+    plugins = list(data["plugins"])
+    entry = dict(plugins[index])
+    entry["comm"] = comm
+    plugins[index] = entry
+    data["plugins"] = plugins
+    return data
 
 
 def read_config(plugin, overrides, bin_dir, problems):

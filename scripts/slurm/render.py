@@ -157,7 +157,7 @@ def _plain(value):
     return value
 
 
-def host_chunk_run_files(run_path, chunks, problems):
+def host_chunk_run_files(run_path, chunks, problems, transform=None):
     """finecast-host run files for a chain: chunk k starts (k-1) x steps x dt after the run
     file's start, inside one experiment (experiment_start, experiment_stop), and chunks 2.. are
     restarts (restart_run: true), as ICON's chunks are. Returns [(text, start)] or None."""
@@ -192,7 +192,7 @@ def host_chunk_run_files(run_path, chunks, problems):
         exp_stop = _iso(stop) if stop else exp_stop
     files = []
     for k in range(1, chunks + 1):
-        d = _plain(dict(data))
+        d = _plain(dict(data) if transform is None else transform(data))
         chunk_start = start + chunk * (k - 1)
         d["experiment_start"] = _iso(exp_start)
         d["experiment_stop"] = exp_stop
@@ -268,10 +268,13 @@ def main():
         description="Render and validate finecast SLURM job scripts from a profile.",
         epilog="Profile keys:\n" + "\n".join("  %-16s %s" % kv for kv in PROFILE_KEYS.items())
         + "\n\nprogram: {...} keys (ICON or any ComIn host):\n"
-        + "\n".join("  %-16s %s" % kv for kv in PROGRAM_KEYS.items()),
+        + "\n".join("  %-16s %s" % kv for kv in PROGRAM_KEYS.items())
+        + "\n\ntrainers: {...} keys (finecast-trainer processes, train.placement: external):\n"
+        + "\n".join("  %-16s %s" % kv for kv in sp.TRAINER_KEYS.items()),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--profile", required=True,
-                        help="gpu | cpu | replay | icon (configs/slurm/NAME.yaml) or a profile path")
+                        help="gpu | cpu | replay | icon | external (configs/slurm/NAME.yaml) or a "
+                             "profile path")
     parser.add_argument("--run", help="host run file / replay config / plugin config "
                                       "(overrides the profile's 'run')")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -314,6 +317,11 @@ def main():
                        "earlier run: its checkpoint.dir)" % args.resume)
     if args.chain < 1:
         problems.error("--chain must be >= 1, got %d" % args.chain)
+    if args.array is not None and sp.has_trainers(profile):
+        problems.error("--array with trainers.count = %d: SLURM has no arrays of heterogeneous "
+                       "jobs. Fix: submit one launch per task (e.g. a loop over --set seed=N), or "
+                       "drop the trainer component (--param trainers.count=0)"
+                       % profile["trainers"]["count"])
     if args.array is not None and not ARRAY_RE.match(args.array):
         problems.error("--array %r is not a SLURM array: use e.g. 0-3, 1,5,7, 0-15:4 or 0-99%%10"
                        % args.array)
@@ -371,6 +379,10 @@ class Job:
         self.array = args.array
         self.task_ids = array_ids(args.array) if args.array else []
         self.chain = args.chain
+        # train.placement: external: finecast-trainer processes in a component of their own.
+        self.external = sp.has_trainers(profile)
+        self.trainers = profile["trainers"] if self.external else {}
+        self.run_copy = None  # the run file with finecast's comm, when the job must write one
 
     def absolute(self, path):
         return os.path.normpath(os.path.join(self.workdir, os.path.expanduser(str(path))))
@@ -399,6 +411,8 @@ class Job:
         for key in self.overrides.items:
             if not SET_KEY_RE.match(key):
                 problems.error("set: %r is not a config key (letters, digits, _ and .)" % key)
+        if self.external:
+            self.set_external_overrides()
         self.check_task_placeholders()
 
         # The program and its finecast plugin.
@@ -435,6 +449,8 @@ class Job:
             self.plugin = plugin_setup.find_in_run_file(self.run, self.workdir, problems) \
                 if os.path.isfile(self.run) else None
             self.rundir = None
+        if self.external:
+            self.plan_trainers()
         if problems.errors:
             return False
 
@@ -447,11 +463,22 @@ class Job:
                                                    self.bin_dir, problems)
         if self.array:
             self.add_task_outputs()
+        if not self.external:
+            placement = sp.scalar_text(plugin_setup.lookup(self.config, "train.placement", "")) \
+                if self.config else ""
+            if placement == "external":
+                problems.error("the plugin config sets train.placement: external, but the profile "
+                               "starts no finecast-trainer process. Fix: --param trainers.count=N "
+                               "with the trainer component's keys (--profile external, "
+                               "configs/slurm/external.yaml), or --set train.placement=spread")
         self.check_gpus()
+        if self.external:
+            self.check_trainer_gpus()
         if self.executable_program and not problems.errors:
             self.namelist_texts = self.prepare_namelists()
         if self.program == "host" and self.chain > 1 and not problems.errors:
-            self.chunk_run_files = host_chunk_run_files(self.run, self.chain, problems)
+            self.chunk_run_files = host_chunk_run_files(
+                self.run, self.chain, problems, self.comm_transform() if self.run_copy else None)
         for w in site_check.account_warnings(p):
             problems.warning(w)
         for w in site_check.module_warnings([str(m) for m in p.get("modules") or []]):
@@ -460,6 +487,101 @@ class Job:
                      "dependency": "aftercorr" if self.array else "afterok",
                      "array": self.array or ""}
         return not problems.errors
+
+    # ---- train.placement: external
+    def set_external_overrides(self):
+        """The plugin config of the external layout: the trainers join the plugin's
+        communicator, as many as trainers.count. A --set or set: that says otherwise is an
+        error naming both."""
+        count = self.trainers["count"]
+        wanted = (("coupling.communicator", "plugin"), ("train.placement", "external"),
+                  ("train.ranks", str(count)))
+        for key, value in wanted:
+            given = self.overrides.items.get(key)
+            if given is not None and given.strip() != value:
+                self.problems.error(
+                    "set.%s = %s, but trainers.count = %d starts finecast-trainer processes, "
+                    "which need %s = %s (launch.sh sets it). Fix: drop --set %s=%s%s"
+                    % (key, given, count, key, value, key, given,
+                       ", or --param trainers.count=%s" % given if key == "train.ranks" else ""))
+            self.overrides.set(key, value)
+
+    def plan_trainers(self):
+        """finecast-trainer, the plugin library it loads (the host's), and finecast's comm name
+        in the host's plugin list (the run file's entry, or the &comin_nml entry launch.sh writes)."""
+        t, problems = self.trainers, self.problems
+        self.trainer_exe = os.path.join(self.bin_dir, "finecast-trainer")
+        if not os.access(self.trainer_exe, os.X_OK):
+            problems.warning("%s is not built yet; the job will fail until it is "
+                             "(cmake --build build --target finecast-trainer)" % self.trainer_exe)
+        self.trainer_nodes = sp.trainer_nodes(t)
+        self.trainers_per_node = -(-t["count"] // self.trainer_nodes)
+        given = str(t.get("comm") or "")
+        if self.executable_program:
+            self.comm = given or "finecast"
+            return
+        if self.plugin is None:
+            if os.path.isfile(self.run):
+                problems.error("trainers.count = %d, but %s loads no finecast plugin (no "
+                               "finecast entry in its plugins list or comin_namelist): the "
+                               "finecast-trainer processes would have no one to join"
+                               % (t["count"], self.run))
+            return
+        self.comm = given or self.plugin.comm or "finecast"
+        if self.plugin.comm == self.comm:
+            return
+        if self.plugin.index is None:
+            problems.error("%s: finecast's entry has comm = \"%s\", but the finecast-trainer "
+                           "processes join \"%s\"; launch.sh changes a run file's plugins list, "
+                           "not the namelist it names. Fix: set plugin_list(i)%%comm = \"%s\" "
+                           "there, or --param trainers.comm=%s"
+                           % (self.plugin.where, self.plugin.comm, self.comm, self.comm,
+                              self.plugin.comm or "NAME"))
+            return
+        try:
+            with open(self.run) as f:
+                data = yaml.safe_load(f) or {}
+        except (OSError, yaml.YAMLError) as e:
+            problems.error("%s: cannot read it to set finecast's comm (%s)"
+                           % (self.run, str(e).splitlines()[0]))
+            return
+        self.run_copy = plugin_setup.with_comm(data, self.plugin.index, self.comm)
+
+    def comm_transform(self):
+        index, comm = self.plugin.index, self.comm
+        return lambda data: plugin_setup.with_comm(data, index, comm)
+
+    def check_trainer_gpus(self):
+        """The trainer component's GPUs: one per trainer process for a device that uses CUDA,
+        checked against its partition and the build the trainers load (the host's plugin)."""
+        t, problems = self.trainers, self.problems
+        kind = t.get("kind", "gpu")
+        device_set = "device" in self.overrides.items
+        device = self.overrides.items["device"] if device_set else \
+            sp.scalar_text(plugin_setup.lookup(self.config, "device", "auto")) if self.config else "auto"
+        source = "set.device = %s" % device if device_set else \
+            "device = %s (%s)" % (device, self.plugin.config if self.plugin and self.plugin.config
+                                  else "finecast's default")
+        used = plugin_setup.gpus_used(device, self.trainers_per_node)
+        self.trainer_gpus = used if kind == "gpu" else 0
+        if kind == "cpu":
+            if device.startswith("cuda"):
+                problems.error("%s, but trainers.kind is cpu (no GPU on the trainer nodes). Fix: "
+                               "--set device=cpu, or a GPU partition for the trainers "
+                               "(--param trainers.kind=gpu --param trainers.partition=gpu)" % source)
+            return
+        m = re.match(r"^cuda:(\d+)$", device.strip().lower())
+        if m and int(m.group(1)) > 0:
+            problems.error("%s: every finecast-trainer process sees exactly one GPU "
+                           "(scripts/slurm/bind_gpu.sh), which is cuda:0. Fix: --set device=cuda"
+                           % source)
+        if used == 0:
+            problems.error("%s uses no GPU, but the trainers are on a GPU partition "
+                           "(trainers.kind: gpu). Fix: --set device=cuda, or --param "
+                           "trainers.kind=cpu with a CPU partition" % source)
+            return
+        if not self.args.no_cuda_check:
+            self.check_cuda(", which the finecast-trainer processes load,")
 
     def check_task_placeholders(self):
         uses = [w for w in self.overrides.words() if TASK in w]
@@ -523,6 +645,20 @@ class Job:
         used = plugin_setup.gpus_used(device, trainers)
         gpus = p.get("gpus") or {}
         count = gpus.get("count", "auto") if isinstance(gpus, dict) else 0
+        if self.external:
+            # The trainers are finecast-trainer processes of their own component: the host's
+            # ranks use no GPU for finecast (a number is for a host that uses GPUs itself).
+            self.gpu_count = 0 if count == "auto" else count
+            if kind == "cpu" and self.gpu_count > 0:
+                problems.error("gpus.count = %d on a cpu profile: CPU partitions have no GPUs. "
+                               "Fix: remove 'gpus' (or --param gpus.count=0); the trainers' GPUs "
+                               "are trainers.*" % self.gpu_count)
+            per_node = p.get("gpus_per_node")
+            if kind == "gpu" and isinstance(per_node, int) and self.gpu_count > per_node:
+                problems.error("gpus.count = %d, but a node of partition '%s' has gpus_per_node = "
+                               "%d. Fix: --param gpus.count=%d"
+                               % (self.gpu_count, p.get("partition"), per_node, per_node))
+            return
         if count == "auto":
             count = used if kind == "gpu" else 0
         self.gpu_count = count
@@ -558,7 +694,7 @@ class Job:
         if used and not self.args.no_cuda_check:
             self.check_cuda()
 
-    def check_cuda(self):
+    def check_cuda(self, role=""):
         library = self.plugin.library if self.plugin else \
             os.path.join(os.path.dirname(self.bin_dir), "lib", LIBRARY_FILE)
         flavour, evidence = build_check.torch_flavour(library)
@@ -566,12 +702,12 @@ class Job:
         report = self.problems.error if self.args.submit else self.problems.warning
         later = "" if self.args.submit else " (sbatch would be refused; this is a dry run)"
         if flavour == build_check.CPU:
-            report("this is a GPU job, but the finecast plugin it loads%s is a CPU-only build: %s. "
+            report("this is a GPU job, but the finecast plugin it loads%s%s is a CPU-only build: %s. "
                    "It would train on the CPU (device: auto) or stop at start-up (device: cuda)%s. "
-                   "%s" % (where, evidence, later, build_check.HOW_TO_BUILD))
+                   "%s" % (where, role, evidence, later, build_check.HOW_TO_BUILD))
         elif flavour == build_check.MISSING:
-            report("this is a GPU job, but the finecast plugin it loads%s is not built: %s%s. %s"
-                   % (where, evidence, later, build_check.HOW_TO_BUILD))
+            report("this is a GPU job, but the finecast plugin it loads%s%s is not built: %s%s. %s"
+                   % (where, role, evidence, later, build_check.HOW_TO_BUILD))
         elif flavour == build_check.UNKNOWN:
             self.problems.warning("could not tell whether %s has CUDA: %s. The job's log shows "
                                   "the plugin's device line (Using device: CUDA ...)"
@@ -609,7 +745,9 @@ class Job:
                                              longest, self.run))
                         return []
                     try:
-                        t, index = namelist.put_plugin(t, name, self.plugin.library, options, src)
+                        t, index = namelist.put_plugin(
+                            t, name, self.plugin.library, options, src,
+                            comm=self.comm if self.external else None)
                     except namelist.NamelistError as e:
                         problems.error(str(e))
                         return []
@@ -655,6 +793,8 @@ class Job:
             sbatch.append("--array=%s" % self.array)
         sbatch += ["--job-name=%s" % self.job_name, "--output=%s" % self.log_file]
         sbatch += [str(o) for o in p.get("sbatch_extra") or []]
+        if self.external:
+            sbatch += self.trainer_sbatch(hint)
 
         srun = ["--nodes=%d" % nodes, "--ntasks-per-node=%d" % per_node, "--cpus-per-task=%d" % cpus]
         extra = [str(o) for o in p.get("srun_extra") or []]
@@ -696,6 +836,14 @@ class Job:
                     'run_file=%s"${SLURM_JOB_ID:-0}".run.yaml' % shlex.quote(run_file),
                     heredoc('"$run_file"', text, False), ""]
                 run_arg = "{run_file}"
+            elif self.run_copy is not None:
+                run_file = os.path.join(self.log_dir, "%s-run-" % self.job_name)
+                prepare += ["# The run file with comm: %s in finecast's plugin entry (the comm the "
+                            "finecast-trainer processes join): a copy of %s." % (self.comm, self.run),
+                            'run_file=%s"${SLURM_JOB_ID:-0}".yaml' % shlex.quote(run_file),
+                            heredoc('"$run_file"', yaml.safe_dump(_plain(self.run_copy), sort_keys=False,
+                                                                 default_flow_style=False), False), ""]
+                run_arg = "{run_file}"
             argv = [self.exe] + ([run_arg] if self.program == "host" else ["--config", run_arg])
             run_note = "%s %s" % ("run file" if self.program == "host" else "config", self.run)
         for word in overrides.words():
@@ -723,13 +871,22 @@ class Job:
                       "fi"] if kind == "gpu" else \
             ['echo "finecast: GPUs visible: none requested (CPU partition); the device line below says what trains"']
         command = " ".join(sh(a) for a in argv)
-        if kind == "gpu":
+        if kind == "gpu" and (not self.external or self.gpu_count):
             command = "%s/scripts/slurm/bind_gpu.sh %s" % (q(REPO_ROOT), command)
+        if self.external:
+            # One heterogeneous step: the host's ranks, then the trainers (one MPI_COMM_WORLD).
+            command += " : " + self.trainer_command(hint)
+            if kind != "gpu":
+                gpu_report = ['echo "finecast: host ranks: no GPU (CPU partition)"']
+            gpu_report.append(self.trainer_report())
 
         what = {"host": "finecast-host with the plugin", "replay": "offline replay (finecast-replay)"}.get(
             self.program if isinstance(self.program, str) else "", "%s with finecast in &comin_nml" % (
                 os.path.basename(self.exe) if self.executable_program else ""))
         what += " on a %s partition" % kind.upper()
+        if self.external:
+            what += ", %d finecast-trainer process(es) on a %s partition (heterogeneous job)" % (
+                self.trainers["count"], self.trainers.get("kind", "gpu").upper())
         if self.chain > 1:
             what += ", chunk %d of %d" % (k, self.chain)
         if self.array:
@@ -758,8 +915,10 @@ class Job:
             "WORKDIR": q(self.workdir),
             "TASK": task,
             "JOB_NOTE": job_note,
-            "NTASKS": str(nodes * per_node),
-            "GPUS_PER_NODE": str(self.gpu_count),
+            "NTASKS": str(nodes * per_node) if not self.external else
+            "%d host + %d trainer" % (nodes * per_node, self.trainers["count"]),
+            "GPUS_PER_NODE": str(self.gpu_count) if not self.external else
+            "%d host + %d trainer" % (self.gpu_count, self.trainer_gpus),
             "RUN_NOTE": run_note.replace('"', "'").replace("$", "\\$").replace("`", "'")
                                 .replace(TASK, "${task}"),
             "GPU_REPORT": "\n".join(gpu_report),
@@ -772,6 +931,53 @@ class Job:
         }
         text = re.sub(r"@([A-Z_]+)@", lambda m: values[m.group(1)], template)
         return re.sub(r"\n{3,}", "\n\n", text)
+
+    # ---- the trainer component (train.placement: external)
+    def trainer_sbatch(self, hint):
+        """#SBATCH lines of the heterogeneous job's second component: the trainers' nodes."""
+        t, p = self.trainers, self.profile
+        lines = ["hetjob"]
+        if p.get("account"):
+            lines.append("--account=%s" % p["account"])
+        lines += ["--partition=%s" % t["partition"], "--nodes=%d" % self.trainer_nodes,
+                  "--ntasks=%d" % t["count"], "--ntasks-per-node=%d" % self.trainers_per_node,
+                  "--cpus-per-task=%d" % t["cpus_per_task"]]
+        if hint:
+            lines.append("--hint=%s" % hint)
+        if t.get("mem") not in (None, ""):
+            lines.append("--mem=%s" % t["mem"])
+        if self.trainer_gpus:
+            gtype = str(t.get("gpu_type") or "")
+            lines.append("--gres=gpu:%s%d" % (gtype + ":" if gtype else "", self.trainer_gpus))
+        lines.append("--time=%s" % p["time"])
+        return lines + [str(o) for o in t.get("sbatch_extra") or []]
+
+    def trainer_command(self, hint):
+        """srun's second part: the trainer component's options and finecast-trainer, which loads
+        the plugin library the host loads and joins finecast's comm."""
+        t, q = self.trainers, shlex.quote
+        opts = ["--nodes=%d" % self.trainer_nodes, "--ntasks=%d" % t["count"],
+                "--ntasks-per-node=%d" % self.trainers_per_node,
+                "--cpus-per-task=%d" % t["cpus_per_task"]]
+        extra = [str(o) for o in t.get("srun_extra") or []]
+        if hint and not any(o.startswith("--hint") for o in extra):
+            opts.append("--hint=%s" % hint)
+        opts += extra
+        argv = ["env", "OMP_NUM_THREADS=%d" % t["cpus_per_task"], self.trainer_exe,
+                "--comm", self.comm, "--plugin", self.plugin.library]
+        command = " ".join(sh(a) for a in argv)
+        if self.trainer_gpus:
+            command = "%s/scripts/slurm/bind_gpu.sh %s" % (q(REPO_ROOT), command)
+        return " ".join(q(o) for o in opts) + " " + command
+
+    def trainer_report(self):
+        t = self.trainers
+        if self.trainer_gpus:
+            return ('echo "finecast: trainers: %d finecast-trainer process(es) on partition %s, one '
+                    'GPU each (bind_gpu.sh prints which, below), comm %s"'
+                    % (t["count"], t["partition"], self.comm))
+        return ('echo "finecast: trainers: %d finecast-trainer process(es) on partition %s, no GPU, '
+                'comm %s"' % (t["count"], t["partition"], self.comm))
 
     def prepare_rundir(self, k):
         """Shell lines: the run directory, the namelists (finecast in &comin_nml), the inputs."""

@@ -49,6 +49,27 @@ PROFILE_KEYS = {
     "bin_dir": "directory of finecast-host / finecast-replay; default <repo>/build/bin",
     "sbatch_extra": "list of extra sbatch options, e.g. ['--exclusive']",
     "srun_extra": "list of extra srun options, e.g. ['--cpu-bind=cores']",
+    "trainers": "{count, partition, ...}: finecast's trainers as finecast-trainer processes in a "
+                "component of their own (train.placement: external), a heterogeneous job: the "
+                "keys above are then the host's component (see trainers.*)",
+}
+# trainers: {...}: the trainer component of a heterogeneous job (train.placement: external).
+TRAINER_KEYS = {
+    "count": "finecast-trainer processes (train.ranks), one GPU each on a gpu partition; "
+             "0 = no trainer component (the trainers are host ranks)",
+    "kind": "gpu | cpu: what the trainer partition's nodes offer; default gpu",
+    "partition": "SLURM partition of the trainer component",
+    "nodes": "its nodes; default 'auto': as few as hold count trainers (one per GPU, or as "
+             "many as fit cores_per_node)",
+    "cpus_per_task": "cores per trainer process (--cpus-per-task); also its OMP_NUM_THREADS",
+    "cores_per_node": "physical cores of one trainer node, for validation",
+    "gpus_per_node": "GPUs of one trainer node, for validation (kind gpu)",
+    "gpu_type": "GRES type of the GPUs, e.g. a100 (--gres=gpu:a100:N); empty = --gres=gpu:N",
+    "mem": "memory per trainer node (--mem); empty = the partition's default",
+    "comm": "finecast's comm name (the plugin entry's comm, finecast-trainer --comm); default: "
+            "the one the run file gives finecast, else finecast",
+    "sbatch_extra": "list of extra sbatch options of the trainer component, e.g. ['--constraint=a100_80']",
+    "srun_extra": "list of extra srun options of the trainer processes",
 }
 # program: {...} for ICON or any other executable that loads ComIn plugins.
 PROGRAM_KEYS = {
@@ -66,6 +87,7 @@ PROGRAM_KEYS = {
     "plugin_name": "finecast's plugin_list name; default finecast",
 }
 RESTART_KEYS = ("namelist", "group", "key", "value")
+COMM_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
 PROGRAMS = {"host": "finecast-host", "replay": "finecast-replay"}
 GPU_KEYS = {"type", "count"}
 HINTS = ("", "nomultithread", "multithread", "compute_bound", "memory_bound")
@@ -257,6 +279,109 @@ def validate_program(program, problems, workdir):
             problems.error("program.%s must be a string, got %r" % (key, program.get(key)))
 
 
+def has_trainers(profile):
+    """Does the profile ask for a trainer component (trainers.count >= 1)?"""
+    t = profile.get("trainers")
+    return isinstance(t, dict) and isinstance(t.get("count"), int) and \
+        not isinstance(t.get("count"), bool) and t["count"] > 0
+
+
+def trainer_nodes(trainers):
+    """The trainer component's nodes: trainers.nodes, or 'auto' as few as hold every trainer."""
+    count = trainers["count"]
+    nodes = trainers.get("nodes", "auto")
+    if nodes not in (None, "", "auto"):
+        return nodes
+    if trainers.get("kind", "gpu") == "gpu":
+        per_node = trainers.get("gpus_per_node") or 1
+    else:
+        per_node = max(1, (trainers.get("cores_per_node") or 1) // (trainers.get("cpus_per_task") or 1))
+    return -(-count // per_node)
+
+
+def validate_trainers(profile, problems):
+    """trainers: {...}: the trainer component of a heterogeneous job; every key, and that the
+    trainers fit its nodes (one GPU each on a gpu partition)."""
+    t = profile.get("trainers")
+    if t is None:
+        return
+    if not isinstance(t, dict):
+        problems.error("trainers must be a mapping {count, partition, cpus_per_task, ...} "
+                       "(configs/slurm/external.yaml), got %r" % (t,))
+        return
+    _unknown_keys(t, TRAINER_KEYS, "trainers.", problems)
+    count = t.get("count", 0)
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        problems.error("trainers.count must be an integer >= 0 (finecast-trainer processes), "
+                       "got %r" % (count,))
+        return
+    if count == 0:
+        return
+    kind = t.get("kind", "gpu")
+    if kind not in ("gpu", "cpu"):
+        problems.error("trainers.kind must be 'gpu' or 'cpu', got %r" % (kind,))
+    required = ["partition", "cpus_per_task", "cores_per_node"] + \
+        (["gpus_per_node"] if kind == "gpu" else [])
+    for key in required:
+        if t.get(key) in (None, ""):
+            problems.error("missing required key 'trainers.%s' (%s). Fix: --param trainers.%s=..."
+                           % (key, TRAINER_KEYS[key], key))
+    ok = True
+    for key in ("cpus_per_task", "cores_per_node", "gpus_per_node"):
+        value = t.get(key)
+        if value in (None, ""):
+            ok = False
+        elif isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            problems.error("trainers.%s must be an integer >= 1, got %r" % (key, value))
+            ok = False
+    nodes = t.get("nodes", "auto")
+    if nodes not in (None, "", "auto") and (isinstance(nodes, bool) or not isinstance(nodes, int)
+                                            or nodes < 1):
+        problems.error("trainers.nodes must be 'auto' or an integer >= 1, got %r" % (nodes,))
+        return
+    gtype = t.get("gpu_type") or ""
+    if not re.match(r"^[A-Za-z0-9_\-.]*$", str(gtype)):
+        problems.error("trainers.gpu_type %r is not a GRES type name (e.g. a100)" % (gtype,))
+    comm = t.get("comm")
+    if comm not in (None, "") and not COMM_RE.match(str(comm)):
+        problems.error("trainers.comm %r is not a comm name (letters, digits, _ . -)" % (comm,))
+    mem = t.get("mem")
+    if mem not in (None, "") and not MEM_RE.match(str(mem)):
+        problems.error("trainers.mem %r is not a SLURM memory size; use e.g. 0 or 240G" % (mem,))
+    for key in ("sbatch_extra", "srun_extra"):
+        for opt in _string_list(t.get(key), "trainers." + key, problems):
+            if not opt.startswith("-"):
+                problems.error("trainers.%s entry %r is not an option (it must start with -)"
+                               % (key, opt))
+    if not ok or kind not in ("gpu", "cpu"):
+        return
+    cpus, cores = t["cpus_per_task"], t["cores_per_node"]
+    if cpus > cores:
+        problems.error("trainers.cpus_per_task = %d alone exceeds trainers.cores_per_node = %d of "
+                       "partition '%s'. Fix: --param trainers.cpus_per_task=%d"
+                       % (cpus, cores, t.get("partition"), cores))
+        return
+    n = trainer_nodes(t)
+    if n > count:
+        problems.error("trainers.nodes = %d for trainers.count = %d: a node would hold no trainer. "
+                       "Fix: --param trainers.nodes=%d (or auto)" % (n, count, count))
+        return
+    per_node = -(-count // n)
+    if kind == "gpu" and per_node > t["gpus_per_node"]:
+        need = -(-count // t["gpus_per_node"])
+        problems.error("trainers.count = %d on %d node(s) puts %d trainers on a node of partition "
+                       "'%s', but each needs a GPU of its own and a node has trainers.gpus_per_node "
+                       "= %d. Fix: --param trainers.nodes=%d (or auto)"
+                       % (count, n, per_node, t.get("partition"), t["gpus_per_node"], need))
+    if per_node * cpus > cores:
+        fit = max(1, cores // cpus)
+        problems.error("trainers: %d trainers x trainers.cpus_per_task = %d x %d = %d cores on a "
+                       "node, but trainers.cores_per_node = %d. Fix: --param trainers.cpus_per_task=%d "
+                       "or --param trainers.nodes=%d"
+                       % (per_node, per_node, cpus, per_node * cpus, cores, max(1, cores // per_node),
+                          -(-count // fit)))
+
+
 def validate(profile, problems, workdir):
     """Checks keys, types and that the request fits the node."""
     _unknown_keys(profile, PROFILE_KEYS, "", problems)
@@ -356,6 +481,8 @@ def validate(profile, problems, workdir):
     if task_dir not in (None, "") and TASK not in str(task_dir):
         problems.error("task_dir %r must contain {task}, so that array tasks do not share a "
                        "folder" % (task_dir,))
+
+    validate_trainers(profile, problems)
 
     run = profile.get("run")
     if run not in (None, ""):

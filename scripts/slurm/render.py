@@ -551,17 +551,23 @@ class Job:
         index, comm = self.plugin.index, self.comm
         return lambda data: plugin_setup.with_comm(data, index, comm)
 
-    def check_trainer_gpus(self):
-        """The trainer component's GPUs: one per trainer process for a device that uses CUDA,
-        checked against its partition and the build the trainers load (the host's plugin)."""
-        t, problems = self.trainers, self.problems
-        kind = t.get("kind", "gpu")
+    def device_and_source(self):
+        """The plugin's device (a --set, else its config, else finecast's default "auto") and
+        where it comes from, for messages."""
         device_set = "device" in self.overrides.items
         device = self.overrides.items["device"] if device_set else \
             sp.scalar_text(plugin_setup.lookup(self.config, "device", "auto")) if self.config else "auto"
         source = "set.device = %s" % device if device_set else \
             "device = %s (%s)" % (device, self.plugin.config if self.plugin and self.plugin.config
                                   else "finecast's default")
+        return device, source
+
+    def check_trainer_gpus(self):
+        """The trainer component's GPUs: one per trainer process for a device that uses CUDA,
+        checked against its partition and the build the trainers load (the host's plugin)."""
+        t, problems = self.trainers, self.problems
+        kind = t.get("kind", "gpu")
+        device, source = self.device_and_source()
         used = plugin_setup.gpus_used(device, self.trainers_per_node)
         self.trainer_gpus = used if kind == "gpu" else 0
         if kind == "cpu":
@@ -634,12 +640,7 @@ class Job:
         against the kind of partition, the node and the build."""
         p, problems = self.profile, self.problems
         kind = p["kind"]
-        device_set = "device" in self.overrides.items
-        device = self.overrides.items["device"] if device_set else \
-            sp.scalar_text(plugin_setup.lookup(self.config, "device", "auto")) if self.config else "auto"
-        source = "set.device = %s" % device if device_set else \
-            "device = %s (%s)" % (device, self.plugin.config if self.plugin and self.plugin.config
-                                  else "finecast's default")
+        device, source = self.device_and_source()
         trainers = plugin_setup.trainers_on_busiest_node(
             self.config, self.overrides.items, p.get("nodes", 1), p.get("ntasks_per_node", 1))
         used = plugin_setup.gpus_used(device, trainers)

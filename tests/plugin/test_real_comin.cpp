@@ -14,6 +14,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/plugin/replay_test_util.hpp"
@@ -131,6 +132,28 @@ FileId file_id(const std::string& path) {
   return {st.st_ino, st.st_size, st.st_mtime};
 }
 
+/// host/ (with rec/) and replay/ in `dir`, each with finecast's plugin.yaml.
+std::pair<std::string, std::string> host_and_replay_dirs(const ftr::ScratchDir& dir) {
+  const std::string host_dir = dir.file("host"), replay_dir = dir.file("replay");
+  EXPECT_EQ(ftr::run_command("mkdir -p '" + host_dir + "/rec' '" + replay_dir + "'").rc, 0);
+  ftr::write_text(host_dir + "/plugin.yaml", plugin_config());
+  ftr::write_text(replay_dir + "/plugin.yaml", plugin_config());
+  return {host_dir, replay_dir};
+}
+
+/// finecast's output (but its history) and the checkpoint and buffer of step 10 are the same in
+/// both run directories, bitwise.
+void expect_same_finecast_outputs(const std::string& a, const std::string& b) {
+  const ftr::CommandResult out = ftr::run_command("/usr/bin/python3 " + kCompare + " " + a + "/out.nc " + b +
+                                                  "/out.nc --ignore history finecast_checkpoint");
+  EXPECT_EQ(out.rc, 0) << out.output;
+  for (const std::string file : {"ckpt_00000010.h5", "buffer_00000010.h5"}) {
+    const ftr::CommandResult diff =
+        ftr::run_command("h5diff '" + a + "/ckpt/" + file + "' '" + b + "/ckpt/" + file + "'");
+    EXPECT_EQ(diff.rc, 0) << file << ": " << diff.output;
+  }
+}
+
 }  // namespace
 
 class RealComin : public ::testing::TestWithParam<int> {};
@@ -141,10 +164,7 @@ TEST_P(RealComin, TheSamePluginFileGivesTheSameResultsInFinecastHostAndComInRepl
   const std::string plugin = ftr::plugin_library();
   const FileId before = file_id(plugin);
   ftr::ScratchDir dir("real_comin");
-  const std::string host_dir = dir.file("host"), replay_dir = dir.file("replay");
-  ASSERT_EQ(ftr::run_command("mkdir -p '" + host_dir + "/rec' '" + replay_dir + "'").rc, 0);
-  ftr::write_text(host_dir + "/plugin.yaml", plugin_config());
-  ftr::write_text(replay_dir + "/plugin.yaml", plugin_config());
+  const auto [host_dir, replay_dir] = host_and_replay_dirs(dir);
 
   ftr::write_text(host_dir + "/host.yaml",
                   host_run_file(host_plugin("recorder", kRecorder, "rec/run_ vars=" + kRecordedVars) +
@@ -180,14 +200,7 @@ TEST_P(RealComin, TheSamePluginFileGivesTheSameResultsInFinecastHostAndComInRepl
     EXPECT_NE(host.output.find(line), std::string::npos) << host.output;
     EXPECT_NE(replay.output.find(line), std::string::npos) << replay.output;
   }
-  const ftr::CommandResult out = ftr::run_command("/usr/bin/python3 " + kCompare + " " + host_dir + "/out.nc " +
-                                                  replay_dir + "/out.nc --ignore history finecast_checkpoint");
-  EXPECT_EQ(out.rc, 0) << out.output;
-  for (const std::string file : {"ckpt_00000010.h5", "buffer_00000010.h5"}) {
-    const ftr::CommandResult diff =
-        ftr::run_command("h5diff '" + host_dir + "/ckpt/" + file + "' '" + replay_dir + "/ckpt/" + file + "'");
-    EXPECT_EQ(diff.rc, 0) << file << ": " << diff.output;
-  }
+  expect_same_finecast_outputs(host_dir, replay_dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, RealComin, ::testing::Values(1, 2, 4), [](const ::testing::TestParamInfo<int>& info) {
@@ -200,10 +213,7 @@ INSTANTIATE_TEST_SUITE_P(Ranks, RealComin, ::testing::Values(1, 2, 4), [](const 
 // the host: the same output and checkpoints, bitwise.
 TEST(RealCominExternal, AFinecastTrainerJoinsComInsHandshake) {
   ftr::ScratchDir dir("real_comin_external");
-  const std::string host_dir = dir.file("host"), replay_dir = dir.file("replay");
-  ASSERT_EQ(ftr::run_command("mkdir -p '" + host_dir + "/rec' '" + replay_dir + "'").rc, 0);
-  ftr::write_text(host_dir + "/plugin.yaml", plugin_config());
-  ftr::write_text(replay_dir + "/plugin.yaml", plugin_config());
+  const auto [host_dir, replay_dir] = host_and_replay_dirs(dir);
   ftr::write_text(host_dir + "/host.yaml",
                   host_run_file(host_plugin("recorder", kRecorder, "rec/run_ vars=" + kRecordedVars) +
                                 host_plugin("finecast", ftr::plugin_library(), "plugin.yaml")));
@@ -221,14 +231,7 @@ TEST(RealCominExternal, AFinecastTrainerJoinsComInsHandshake) {
   ASSERT_EQ(replay.rc, 0) << replay.output;
   EXPECT_NE(replay.output.find("trainer rank 2 (finecast-trainer processes)"), std::string::npos) << replay.output;
   EXPECT_NE(replay.output.find("Sampled 2 member(s) at 1979-01-01T04:00:00"), std::string::npos) << replay.output;
-  const ftr::CommandResult out = ftr::run_command("/usr/bin/python3 " + kCompare + " " + host_dir + "/out.nc " +
-                                                  replay_dir + "/out.nc --ignore history finecast_checkpoint");
-  EXPECT_EQ(out.rc, 0) << out.output;
-  for (const std::string file : {"ckpt_00000010.h5", "buffer_00000010.h5"}) {
-    const ftr::CommandResult diff =
-        ftr::run_command("h5diff '" + host_dir + "/ckpt/" + file + "' '" + replay_dir + "/ckpt/" + file + "'");
-    EXPECT_EQ(diff.rc, 0) << file << ": " << diff.output;
-  }
+  expect_same_finecast_outputs(host_dir, replay_dir);
 }
 
 // finecast's recorder writes what ComIn's own run and variable recorders write: ComIn's recorders

@@ -146,3 +146,19 @@ YAML
 checkpoint_step() {
   h5dump -a /step "$1" | sed -n 's/^ *(0): *\([0-9][0-9]*\).*/\1/p' | head -1
 }
+
+# assert_job_outputs LOG: the job in $WORK wrote the sampled ensemble (out/finecast_output.nc, a
+# NetCDF file) and a finecast checkpoint in ckpt/, and its summary in LOG lists both.
+assert_job_outputs() {
+  local log="$1"
+  [[ -f out/finecast_output.nc ]] || fail "no sample output out/finecast_output.nc"
+  ncdump -h out/finecast_output.nc >/dev/null 2>&1 || fail "out/finecast_output.nc is not NetCDF"
+  shopt -s nullglob
+  local ckpts=(ckpt/ckpt_*.h5)
+  ((${#ckpts[@]} >= 1)) || fail "no checkpoint in ckpt/"
+  if ((${#ckpts[@]} >= 1)); then
+    assert_contains "$(h5dump -a /format "${ckpts[-1]}")" "finecast-downscaler-checkpoint" "checkpoint format"
+    assert_contains "$log" "  $WORK/${ckpts[-1]}" "job summary lists the checkpoint"
+  fi
+  assert_contains "$log" "  $WORK/out/finecast_output.nc" "job summary lists the output"
+}

@@ -21,15 +21,6 @@ assert_contains "$log" "Using device: CPU" "the plugin's device line"
 assert_contains "$log" "finecast: job 1001 finished with exit status 0" "job summary"
 
 # The outputs: the sampled ensemble as NetCDF and a checkpoint that h5dump recognises.
-[[ -f out/finecast_output.nc ]] || fail "no sample output out/finecast_output.nc"
-ncdump -h out/finecast_output.nc >/dev/null 2>&1 || fail "out/finecast_output.nc is not NetCDF"
-shopt -s nullglob
-ckpts=(ckpt/ckpt_*.h5)
-((${#ckpts[@]} >= 1)) || fail "no checkpoint in ckpt/"
-if ((${#ckpts[@]} >= 1)); then
-  assert_contains "$(h5dump -a /format "${ckpts[-1]}")" "finecast-downscaler-checkpoint" "checkpoint format"
-  assert_contains "$log" "  $WORK/${ckpts[-1]}" "job summary lists the checkpoint"
-fi
-assert_contains "$log" "  $WORK/out/finecast_output.nc" "job summary lists the output"
+assert_job_outputs "$log"
 
 finish

@@ -32,11 +32,7 @@ assert_contains "$log" "on 2 host rank(s); trainer rank 2 (finecast-trainer proc
 assert_contains "$log" "[finecast r2] Peak resident memory" "the trainer ran"
 assert_contains "$log" "LibTorch loaded (trainer rank)" "the trainer trained"
 assert_contains "$log" "finecast: job 1001 finished with exit status 0" "job summary"
-[[ -f out/finecast_output.nc ]] || fail "no sample output out/finecast_output.nc"
-ncdump -h out/finecast_output.nc >/dev/null 2>&1 || fail "out/finecast_output.nc is not NetCDF"
-shopt -s nullglob
-ckpts=(ckpt/ckpt_*.h5)
-((${#ckpts[@]} >= 1)) || fail "no checkpoint in ckpt/"
-assert_contains "$log" "  $WORK/out/finecast_output.nc" "job summary lists the output"
+# The outputs: the sampled ensemble as NetCDF and a checkpoint that h5dump recognises.
+assert_job_outputs "$log"
 
 finish

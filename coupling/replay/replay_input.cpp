@@ -134,7 +134,10 @@ const std::string& ReplayInput::datetime(int64_t i) const { return steps_.at(sel
 void ReplayInput::open_file(int file) {
   if (file == open_file_) return;
   readers_.clear();
-  for (const auto& v : variables_) readers_.push_back(std::make_unique<FieldReader>(files_[file], v.var, v.level));
+  for (const auto& v : variables_) {
+    readers_.push_back(std::make_unique<FieldReader>(files_[file], v.var, v.level));
+    readers_.back()->set_max_abs(v.max_abs);
+  }
   open_file_ = file;
 }
 
@@ -147,8 +150,11 @@ int64_t ReplayInput::read(int64_t i, int v, float* out) {
 }
 
 std::string ReplayInput::valid_range_text(int v) const {
-  if (open_file_ < 0)
-    return FieldReader(files_.front(), variables_.at(v).var, variables_.at(v).level).valid_range_text();
+  if (open_file_ < 0) {
+    FieldReader reader(files_.front(), variables_.at(v).var, variables_.at(v).level);
+    reader.set_max_abs(variables_.at(v).max_abs);
+    return reader.valid_range_text();
+  }
   return readers_.at(v)->valid_range_text();
 }
 

@@ -22,7 +22,10 @@ const schema::Table<ReplayVariable>& variable_table() {
   using namespace schema;
   static const Table<V> t{text("var", &V::var, "the NetCDF variable"),
                           text("name", &V::name, "the host variable it becomes (default: var)"),
-                          integer("level", &V::level, 0, 1 << 20, "0-based index of its level dimension")};
+                          integer("level", &V::level, 0, 1 << 20, "0-based index of its level dimension"),
+                          real("max_abs", &V::max_abs, 0, std::numeric_limits<double>::infinity(),
+                               "values with |value| above this are missing, as outside the valid range (0 = no "
+                               "bound beyond the file's valid range and _FillValue)")};
   return t;
 }
 

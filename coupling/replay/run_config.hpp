@@ -13,9 +13,10 @@ namespace finecast::coupling::replay {
 
 /// One NetCDF variable replayed into one host variable.
 struct ReplayVariable {
-  std::string var;   ///< name in the files
-  std::string name;  ///< host variable name (what the plugin's `fields` lists); default: var
-  int level = 0;     ///< 0-based index of the level dimension when the variable has one
+  std::string var;     ///< name in the files
+  std::string name;    ///< host variable name (what the plugin's `fields` lists); default: var
+  int level = 0;       ///< 0-based index of the level dimension when the variable has one
+  double max_abs = 0;  ///< values with |value| above it are missing (implausible); 0 = no bound
 };
 
 /// A field read once from its own file and held constant (e.g. the surface height).

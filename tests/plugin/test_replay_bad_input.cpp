@@ -103,4 +103,12 @@ TEST(ReplayBadInput, ImplausibleValuesAreMissingAndCountedInTheLog) {
   EXPECT_EQ(v[0], 280.0f);
   EXPECT_EQ(in.read(1, 0, v.data()), 1);
   EXPECT_EQ(in.out_of_range(0), 3);
+
+  // input.variables[].max_abs: a bound of the run file's own (here below the 280 K values).
+  fr::ReplayRunConfig bounded = fr::parse_replay_run_config(
+      "input: {files: [" + input + "], variables: [{var: tas, max_abs: 250}]}\ngrid: {type: latlon}\n",
+      dir.file("run.yaml"));
+  fr::ReplayInput capped(bounded);
+  EXPECT_EQ(capped.read(0, 0, v.data()), 16);
+  EXPECT_NE(capped.valid_range_text(0).find("|value| > 250"), std::string::npos) << capped.valid_range_text(0);
 }

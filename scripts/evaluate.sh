@@ -128,7 +128,7 @@ SUMMARY=$OUT/summary.txt
 log() { echo "$*" | tee -a "$SUMMARY"; }
 : > "$SUMMARY"
 log "case $CASE, split $SPLIT, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-log "machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')), $(free -g | awk '/Mem:/{print $2}') GiB"
+log "machine: $(nproc --all) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')), $(free -g | awk '/Mem:/{print $2}') GiB"
 log "load before: $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min; other jobs share these cores)"
 
 # 1. the split (spatial cases: one data file, and the covariates)

@@ -5,6 +5,7 @@
 #include <climits>
 
 #include "coupling/error.hpp"
+#include "coupling/mpi/broadcast.hpp"
 
 namespace finecast::coupling {
 namespace {
@@ -14,15 +15,6 @@ constexpr int kProtocolVersion = 1;
 /// The first group of this process without a communicator yet; groups.size() when none.
 size_t next_open(const std::vector<MPI_Comm>& comms) {
   return static_cast<size_t>(std::find(comms.begin(), comms.end(), MPI_COMM_NULL) - comms.begin());
-}
-
-/// Round step 2: the name `root` broadcasts (its next open group) to every process of `comm`.
-std::string broadcast_name(MPI_Comm comm, int root, int rank, const std::string& mine) {
-  int length = rank == root ? static_cast<int>(mine.size()) : 0;
-  CHECK_MPI(MPI_Bcast(&length, 1, MPI_INT, root, comm));
-  std::string name = rank == root ? mine : std::string(static_cast<size_t>(length), '\0');
-  CHECK_MPI(MPI_Bcast(name.data(), length, MPI_CHAR, root, comm));
-  return name;
 }
 
 }  // namespace
@@ -54,7 +46,9 @@ std::vector<MPI_Comm> mpi_handshake(MPI_Comm comm, const std::vector<std::string
     int root = open < groups.size() ? rank : size;
     CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &root, 1, MPI_INT, MPI_MIN, comm));
     if (root == size) break;  // every process has all its groups
-    const std::string name = broadcast_name(comm, root, rank, root == rank ? groups[open] : std::string());
+    // The name root broadcasts: its next open group.
+    std::string name = root == rank ? groups[open] : std::string();
+    broadcast_string(name, root, comm);
     const auto it = std::find(groups.begin(), groups.end(), name);
     const bool member = it != groups.end();
     const size_t index = static_cast<size_t>(it - groups.begin());

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "plugin/comin_plugin/external.hpp"
 
-#include <algorithm>
 #include <cstring>
 
 #include "common/log.hpp"
 #include "coupling/error.hpp"
+#include "coupling/mpi/broadcast.hpp"
 #include "plugin/comin_plugin/coupling_step.hpp"
 #include "plugin/comin_plugin/guard.hpp"
 #include "plugin/comin_plugin/plugin_state.hpp"
@@ -19,25 +19,6 @@ struct EventMessage {
   int32_t kind = 0;
   char datetime[64] = {};
 };
-
-/// MPI_Bcast of strings from rank 0 of `comm`: their lengths, then their characters.
-void broadcast_strings(std::vector<std::string>& strings, MPI_Comm comm) {
-  int rank = 0;
-  CHECK_MPI(MPI_Comm_rank(comm, &rank));
-  int n = static_cast<int>(strings.size());
-  CHECK_MPI(MPI_Bcast(&n, 1, MPI_INT, 0, comm));
-  std::vector<int> lengths(static_cast<size_t>(n));
-  if (rank == 0)
-    for (int i = 0; i < n; ++i)
-      lengths[static_cast<size_t>(i)] = static_cast<int>(strings[static_cast<size_t>(i)].size());
-  CHECK_MPI(MPI_Bcast(lengths.data(), n, MPI_INT, 0, comm));
-  strings.resize(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) {
-    std::string& s = strings[static_cast<size_t>(i)];
-    s.resize(static_cast<size_t>(lengths[static_cast<size_t>(i)]));
-    CHECK_MPI(MPI_Bcast(s.data(), lengths[static_cast<size_t>(i)], MPI_CHAR, 0, comm));
-  }
-}
 
 /// A finecast-trainer has no ComIn host to stop the run: it aborts the MPI job, which ends the
 /// host's ranks too (they would otherwise wait for it in the next step's collectives).
@@ -108,16 +89,11 @@ PluginComm join_plugin_comm(MPI_Comm base, bool external) {
 
 void share_host_facts(const PluginComm& pc, HostFacts& facts) {
   if (pc.events == MPI_COMM_NULL) return;
-  std::vector<std::string> words{facts.options, std::to_string(facts.n_global), facts.target.units,
-                                 facts.target.long_name, facts.target.standard_name};
-  broadcast_strings(words, pc.events);
-  if (words.size() != 5)
-    throw InternalError("finecast-trainer: the host sent " + std::to_string(words.size()) + " facts");
-  facts.options = words[0];
-  facts.n_global = std::stoll(words[1]);
-  facts.target.units = words[2];
-  facts.target.long_name = words[3];
-  facts.target.standard_name = words[4];
+  std::string n_global = std::to_string(facts.n_global);
+  for (std::string* text :
+       {&facts.options, &n_global, &facts.target.units, &facts.target.long_name, &facts.target.standard_name})
+    coupling::broadcast_string(*text, 0, pc.events);
+  facts.n_global = std::stoll(n_global);
 }
 
 void announce(const PluginState& s, HostEvent event, const std::string& datetime) {

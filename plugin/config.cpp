@@ -413,6 +413,10 @@ void validate_together(const Config& c, ErrorList& errors) {
 
 const std::string& target_field(const Config& c) { return c.target.empty() ? c.fields.front() : c.target; }
 
+int input_count(const Config& c) {
+  return static_cast<int>(c.fields.size() + (c.patch.orography.empty() ? 0 : 1) + c.patch.statics.size());
+}
+
 int target_index(const Config& c) {
   const auto it = std::find(c.fields.begin(), c.fields.end(), target_field(c));
   return it == c.fields.end() ? 0 : static_cast<int>(it - c.fields.begin());

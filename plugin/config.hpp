@@ -137,6 +137,9 @@ struct Config {
 
 /// The downscaled field: `target`, or the first of `fields`.
 const std::string& target_field(const Config& config);
+/// The host variables the plugin reads: `fields`, then patch.orography when set, then
+/// patch.static (the static ones are sent once).
+int input_count(const Config& config);
 /// Its index in `fields`.
 int target_index(const Config& config);
 

@@ -80,7 +80,7 @@ void follow_trainer(PluginState& s, const Agreement& a) {
 /// with the first step of the run only (a resumed run counts on from the checkpoint's step, so
 /// this is not "step 1").
 int inputs_this_step(const PluginState& s) {
-  return s.coupling->static_gathered ? static_cast<int>(s.config.fields.size()) : s.coupling->n_inputs();
+  return s.coupling->static_gathered ? static_cast<int>(s.config.fields.size()) : input_count(s.config);
 }
 
 void pack_fields(PluginState& s) {

@@ -50,7 +50,7 @@ struct CouplingState {
   bool is_lead = false;               ///< trainer 0 (coupling.trainer_rank): writes outputs and checkpoints
   MPI_Comm trainers = MPI_COMM_NULL;  ///< trainer ranks: the per-step collectives among them
   MPI_Comm training = MPI_COMM_NULL;  ///< trainer ranks: the sessions' gradient sums (the training thread)
-  std::vector<HostField> fields;      ///< config.fields, then patch.orography when set, then patch.static
+  std::vector<HostField> fields;      ///< input_count(config): fields, orography, static (none: external)
   HostField write_back;               ///< sample.write_back (handle null when unused)
   std::unique_ptr<coupling::Redistribution> redist;  ///< owned cells <-> the trainers' patch slots
   int64_t n_owned = 0;
@@ -61,8 +61,6 @@ struct CouplingState {
   CouplingState(const CouplingState&) = delete;
   CouplingState& operator=(const CouplingState&) = delete;
   ~CouplingState();
-  /// The number of host variables gathered (fields, then the static ones: orography, patch.static).
-  int n_inputs() const { return static_cast<int>(fields.size()); }
 };
 
 /// Work the trainer has to do as soon as it can (each flag is set when the work falls due and

@@ -358,7 +358,7 @@ std::unique_ptr<TrainerState> setup_trainer(PluginState& s, const HostFacts& fac
   if (!cfg.checkpoint.resume.empty())
     if (const std::string path = checkpoint_to_resume(cfg); !path.empty()) resume(s, *t, path);
   log::info(t->buffer->describe());
-  t->slot_values.resize(static_cast<size_t>(s.coupling->n_inputs()) * t->slot_cells.size());
+  t->slot_values.resize(static_cast<size_t>(input_count(cfg)) * t->slot_cells.size());
   t->all_coarse.resize(static_cast<size_t>(n_vars * n_coarse));
   return t;
 }
@@ -438,19 +438,6 @@ void choose_trainers(const Config& cfg, const PluginComm& pc, CouplingState& c) 
   c.trainer_index = me == c.trainer_ranks.end() ? -1 : static_cast<int>(me - c.trainer_ranks.begin());
   c.is_trainer = c.trainer_index >= 0;
   c.is_lead = c.trainer_index == 0;
-}
-
-/// A finecast-trainer process reads no host variable: one entry per input (the same count as on
-/// the host's ranks, which the redistribution needs), each without cells.
-void add_placeholder_fields(const Config& cfg, CouplingState& c) {
-  auto add = [&](const std::string& name) {
-    HostField f;
-    f.name = name;
-    c.fields.push_back(std::move(f));
-  };
-  for (const auto& name : cfg.fields) add(name);
-  if (!cfg.patch.orography.empty()) add(cfg.patch.orography);
-  for (const auto& name : cfg.patch.statics) add(name);
 }
 
 }  // namespace
@@ -566,13 +553,11 @@ void setup_coupling(PluginState& s, PluginComm pc, const HostFacts& facts) {
   }
   log::configure(c.rank, cfg.log.level, cfg.log.all_ranks || c.is_lead);
 
-  if (c.external)
-    add_placeholder_fields(cfg, c);
-  else
-    couple_fields(s);
-  const std::vector<int64_t>& owned = c.fields.front().owned.global_index;
+  if (!c.external) couple_fields(s);  // a finecast-trainer reads no host variable and owns no cell
+  static const std::vector<int64_t> kNoCells;
+  const std::vector<int64_t>& owned = c.external ? kNoCells : c.fields.front().owned.global_index;
   c.n_owned = static_cast<int64_t>(owned.size());
-  c.local_values.resize(static_cast<size_t>(c.n_inputs()) * static_cast<size_t>(c.n_owned));
+  c.local_values.resize(static_cast<size_t>(input_count(cfg)) * static_cast<size_t>(c.n_owned));
   const int ranks_on_node = ranks_on_this_node(c.comm);  // collective, so before the trainer-only part
   if (c.is_trainer) s.trainer = setup_trainer(s, facts, ranks_on_node);
   // Where every owned cell goes: the trainer rank owning its patch (collective over all ranks).

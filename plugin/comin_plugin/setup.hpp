@@ -22,7 +22,7 @@ void secondary_constructor();
 
 /// The part of the secondary constructor that the host's ranks and finecast-trainer processes
 /// share (`pc` from join_plugin_comm, `facts` shared by share_host_facts): the trainer ranks, the
-/// host fields (placeholders without cells on a finecast-trainer), on trainers the grid, model and
+/// host fields (none on a finecast-trainer), on trainers the grid, model and
 /// buffer, the redistribution. Collective over the plugin communicator.
 void setup_coupling(PluginState& s, PluginComm pc, const HostFacts& facts);
 

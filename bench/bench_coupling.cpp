@@ -236,13 +236,7 @@ int driver(const Options& o) {
     std::string item;
     while (std::getline(ss, item, ',')) ranks.push_back(std::stoi(item));
   }
-  char self[4096];
-  const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (len <= 0) {
-    std::fprintf(stderr, "finecast-bench coupling: cannot find its own executable\n");
-    return 1;
-  }
-  self[len] = '\0';
+  const std::string self = finecast::cli::executable_path();
   // Open MPI refuses to start as root unless told; a benchmark in a container is often root.
   if (geteuid() == 0) {
     setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);

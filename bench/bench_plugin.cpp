@@ -54,7 +54,7 @@ int bench_plugin(int argc, char** argv) {
   app.add_flag("--json", json, "print one JSON object");
   finecast::cli::add_version(app, "finecast-bench plugin");
   CLI11_PARSE(app, argc, argv);
-  if (bin_dir.empty()) bin_dir = std::filesystem::canonical("/proc/self/exe").parent_path().string();
+  if (bin_dir.empty()) bin_dir = std::filesystem::path(finecast::cli::executable_path()).parent_path().string();
   const std::string out_dir = std::filesystem::temp_directory_path().string() + "/finecast-bench-plugin";
   std::filesystem::remove_all(out_dir);
 

@@ -511,14 +511,6 @@ json model(const Options& o, const Fit& fit, int64_t params) {
   return rows;
 }
 
-std::string self_exe() {
-  char self[4096];
-  const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (len <= 0) throw std::runtime_error("cannot find its own executable");
-  self[len] = '\0';
-  return self;
-}
-
 int driver(const Options& o) {
   const Progress progress(0);
   const double since = wall_now();
@@ -531,7 +523,7 @@ int driver(const Options& o) {
   }
   setenv("OMP_NUM_THREADS", "1", 0);  // one thread per rank, BLAS included
   const char* mpiexec = std::getenv("MPIEXEC") ? std::getenv("MPIEXEC") : "mpiexec";
-  const std::string self = self_exe();
+  const std::string self = finecast::cli::executable_path();
   std::vector<RedistRow> redist;
   std::vector<AllreduceRow> reduce;
   std::vector<TrainRow> train;

@@ -6,6 +6,8 @@
 
 namespace finecast::cli {
 
+std::string executable_path() { return std::filesystem::canonical("/proc/self/exe").string(); }
+
 std::string version() { return FINECAST_VERSION; }
 
 void add_version(CLI::App& app, const std::string& program) {

@@ -16,6 +16,11 @@ namespace finecast::cli {
 /// The version finecast was built as (the CMake project version).
 std::string version();
 
+/// The running program's own file (/proc/self/exe, links resolved): programs that start
+/// themselves again under mpiexec, or find files installed beside them. Throws
+/// std::filesystem::filesystem_error when it cannot be read.
+std::string executable_path();
+
 /// --version: prints "<program> <version>" and exits 0. CLI11 already gives every app --help.
 void add_version(CLI::App& app, const std::string& program);
 

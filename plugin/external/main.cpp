@@ -6,11 +6,9 @@
 // (plugin/comin_plugin/external.hpp).
 #include <dlfcn.h>
 #include <mpi.h>
-#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 
-#include <climits>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -33,11 +31,7 @@ struct Options {
 
 /// libfinecast_comin.so where the build or the install puts it beside bin/.
 std::string default_plugin() {
-  char exe[PATH_MAX] = {};
-  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  const std::filesystem::path bin = n > 0
-                                        ? std::filesystem::path(std::string(exe, static_cast<size_t>(n))).parent_path()
-                                        : std::filesystem::path(".");
+  const std::filesystem::path bin = std::filesystem::path(finecast::cli::executable_path()).parent_path();
   for (const char* libdir : {FINECAST_INSTALL_LIBDIR, "lib"}) {
     const std::filesystem::path candidate = bin.parent_path() / libdir / "libfinecast_comin.so";
     if (std::filesystem::exists(candidate)) return candidate.string();

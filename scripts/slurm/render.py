@@ -104,6 +104,13 @@ def flatten_set(mapping, prefix, out, problems):
             out.append((full, sp.scalar_text(value)))
 
 
+
+def names_a_later_gpu(device):
+    """Whether a device string names a GPU other than cuda:0 (cuda:1, ...): under bind_gpu.sh every
+    process sees exactly one GPU, which is cuda:0."""
+    m = re.match(r"^cuda:(\d+)$", device.strip().lower())
+    return bool(m) and int(m.group(1)) > 0
+
 class Overrides:
     """Plugin config overrides in order; setting a key again replaces it in place."""
 
@@ -576,8 +583,7 @@ class Job:
                                "--set device=cpu, or a GPU partition for the trainers "
                                "(--param trainers.kind=gpu --param trainers.partition=gpu)" % source)
             return
-        m = re.match(r"^cuda:(\d+)$", device.strip().lower())
-        if m and int(m.group(1)) > 0:
+        if names_a_later_gpu(device):
             problems.error("%s: every finecast-trainer process sees exactly one GPU "
                            "(scripts/slurm/bind_gpu.sh), which is cuda:0. Fix: --set device=cuda"
                            % source)
@@ -672,8 +678,7 @@ class Job:
                 problems.error("%s on a cpu profile, where no GPU exists. Fix: --set device=cpu "
                                "(or device=auto), or use --profile gpu" % source)
             return
-        m = re.match(r"^cuda:(\d+)$", device.strip().lower())
-        if m and int(m.group(1)) > 0:
+        if names_a_later_gpu(device):
             problems.error("%s: every rank of a GPU job sees exactly one GPU (scripts/slurm/"
                            "bind_gpu.sh: local rank modulo the node's GPUs), which is cuda:0. "
                            "Fix: --set device=cuda" % source)

@@ -346,3 +346,37 @@ TEST(TrainerGroups, ASessionFailingOnOneTrainerRankAbortsTheRun) {
       << r.output;
   EXPECT_EQ(r.output.find("Sampled 2 member(s) at 1979-01-01T04:00:00"), std::string::npos) << r.output;
 }
+
+// A failure on the finecast-trainer process ends finecast on every rank, host ranks included,
+// without a hang: under on_error: disable every process stops at the next step's agreement and
+// the host runs to its end; under on_error: abort the trainer ends the MPI job.
+TEST(ExternalTrainers, AFailureOnTheTrainerEndsTheRunOnEveryRank) {
+  ftr::ScratchDir dir("external_trainers_failure");
+  std::string config = plugin_config(1, false,
+                                     "coupling: {communicator: plugin}\nlog: {all_ranks: true}\n"
+                                     "testing: {fault: training, fault_step: 4}\n");
+  config.replace(config.find("ranks: 1}"), 9, "ranks: 1, placement: external}");
+  ftr::write_text(dir.file("plugin.yaml"), config);
+  ftr::write_text(dir.file("host.yaml"), host_run_file(0, 8, ", comm: finecast"));
+  const std::string run = "cd '" + dir.path() + "' && timeout -k 5 120 mpiexec -n 2 --oversubscribe " +
+                          ftr::binary("finecast-host") + " host.yaml --set on_error=";
+  const std::string trainer = " : -n 1 " + ftr::binary("finecast-trainer");
+
+  const ftr::CommandResult disable = ftr::run_command(run + "disable" + trainer);
+  ASSERT_EQ(disable.rc, 0) << disable.output;
+  EXPECT_NE(disable.output.find("training failed at coupling step 4 on rank 2: fault injected by testing.fault"),
+            std::string::npos)
+      << disable.output;
+  for (int rank = 0; rank < 3; ++rank)
+    EXPECT_NE(disable.output.find("[finecast r" + std::to_string(rank) + "] WARNING: finecast stopped at"),
+              std::string::npos)
+        << "rank " << rank << "\n"
+        << disable.output;
+  EXPECT_NE(disable.output.find("finished 8 steps on 2 rank(s)"), std::string::npos) << disable.output;
+
+  const ftr::CommandResult abort = ftr::run_command(run + "abort" + trainer);
+  EXPECT_NE(abort.rc, 0) << abort.output;
+  EXPECT_NE(abort.rc, 124) << "the run hung: " << abort.output;
+  EXPECT_NE(abort.output.find("fault injected by testing.fault"), std::string::npos) << abort.output;
+  EXPECT_EQ(abort.output.find("finished 8 steps"), std::string::npos) << abort.output;
+}

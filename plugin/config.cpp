@@ -24,7 +24,8 @@ const schema::Names<GridType>& names(GridType) {
   return n;
 }
 const schema::Names<Residual>& names(Residual) {
-  static const schema::Names<Residual> n{{Residual::kMean, "mean"}, {Residual::kInterp, "interp"}};
+  static const schema::Names<Residual> n{
+      {Residual::kMean, "mean"}, {Residual::kInterp, "interp"}, {Residual::kRegression, "regression"}};
   return n;
 }
 const schema::Names<OnError>& names(OnError) {
@@ -123,7 +124,9 @@ const schema::Table<Config>& config_table() {
                                           "coarse context: 0 = edge neighbours; K = every coarse cell within K rings"),
                                   choice("residual", &PatchConfig::residual,
                                          "the model learns fine minus: mean (the coarse value) | interp (the "
-                                         "conservative interpolant of the coarse neighbourhood)")},
+                                         "conservative interpolant of the coarse neighbourhood) | regression (that "
+                                         "interpolant plus a least-squares fit on patch.static, fitted at the first "
+                                         "step)")},
                "patch."));
     add(nested(&Config::buffer,
                Table<BufferConfig>{integer("capacity", &BufferConfig::capacity, 1, 100000,
@@ -381,6 +384,13 @@ void validate_together(const Config& c, ErrorList& errors) {
         return "patch.static: \"" + v + "\" is one of fields; a static covariate is a field that does not change";
     }
     return std::string();
+  });
+  rule({"patch.residual", "patch.static"}, [&] {
+    return c.patch.residual == Residual::kRegression && c.patch.statics.empty()
+               ? std::string(
+                     "patch.residual regression fits the fine residual on the static covariates: list them in "
+                     "patch.static (e.g. [topography_c, fr_land]), or use patch.residual: interp")
+               : std::string();
   });
   rule({"train.mixed_precision", "device"}, [&] {
     return c.train.bf16 && c.device == "cpu" ? "train.mixed_precision needs a CUDA device, but device is cpu"

@@ -13,9 +13,10 @@
 namespace finecast::plugin {
 
 enum class GridType { kIcon, kLatLon };
-/// What the model's residual is taken from: each patch's coarse value (mean), or the
-/// conservative interpolant of the coarse neighbourhood (interp; docs/training.md).
-enum class Residual { kMean, kInterp };
+/// What the model's residual is taken from: each patch's coarse value (mean), the
+/// conservative interpolant of the coarse neighbourhood (interp), or that interpolant plus a
+/// least-squares fit on the static covariates (regression: a two-stage model; docs/training.md).
+enum class Residual { kMean, kInterp, kRegression };
 enum class OnError { kAbort, kDisable };
 enum class CommunicatorKind { kHost, kPlugin };
 /// Where the trainer ranks sit in the communicator: spread evenly over it (across nodes) or

@@ -8,44 +8,12 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.hpp"
+#include "common/least_squares.hpp"
 #include "coupling/eval/baselines.hpp"
 
 namespace finecast::coupling::eval {
 
 namespace {
-
-/// Solves the symmetric positive definite system A x = b (n x n, row-major) by Cholesky;
-/// false when A is not positive definite to working precision.
-bool cholesky_solve(std::vector<double> A, std::vector<double> b, int n, std::vector<double>& x) {
-  double scale = 0.0;
-  for (int i = 0; i < n; ++i) scale = std::max(scale, A[i * n + i]);
-  for (int j = 0; j < n; ++j) {
-    double d = A[j * n + j];
-    for (int k = 0; k < j; ++k) d -= A[j * n + k] * A[j * n + k];
-    // Relative to the largest diagonal: a predictor that is a combination of the others leaves a
-    // pivot of rounding size.
-    if (!(d > 1e-10 * scale)) return false;
-    const double l = std::sqrt(d);
-    A[j * n + j] = l;
-    for (int i = j + 1; i < n; ++i) {
-      double s = A[i * n + j];
-      for (int k = 0; k < j; ++k) s -= A[i * n + k] * A[j * n + k];
-      A[i * n + j] = s / l;
-    }
-  }
-  for (int i = 0; i < n; ++i) {  // L y = b
-    double s = b[i];
-    for (int k = 0; k < i; ++k) s -= A[i * n + k] * b[k];
-    b[i] = s / A[i * n + i];
-  }
-  for (int i = n - 1; i >= 0; --i) {  // L^T x = y
-    double s = b[i];
-    for (int k = i + 1; k < n; ++k) s -= A[k * n + i] * b[k];
-    b[i] = s / A[i * n + i];
-  }
-  x = b;
-  return true;
-}
 
 void check_sizes(std::size_t n, const std::vector<const double*>& covariates, const std::vector<std::string>& names) {
   if (covariates.size() != names.size())
@@ -104,11 +72,8 @@ Predictors cell_predictors(const CellInterpolator& interp, const std::vector<std
   return p;
 }
 
-RegressionFitter::RegressionFitter(std::vector<std::string> names) : names_(std::move(names)) {
-  const std::size_t m = names_.size();
-  xtx_.assign(m * m, 0.0);
-  xty_.assign(m, 0.0);
-}
+RegressionFitter::RegressionFitter(std::vector<std::string> names)
+    : names_(std::move(names)), eq_(static_cast<int>(names_.size())) {}
 
 void RegressionFitter::add(const Predictors& p, const std::vector<double>& residual, const std::vector<double>& w,
                            const std::vector<char>& use) {
@@ -127,43 +92,27 @@ void RegressionFitter::add(const Predictors& p, const std::vector<double>& resid
       x[j] = p.values[j][i];
       ok = std::isfinite(x[j]);
     }
-    if (!ok) continue;
-    const double wi = w.empty() ? 1.0 : w[i];
-    for (std::size_t a = 0; a < m; ++a) {
-      xty_[a] += wi * x[a] * y;
-      for (std::size_t b = 0; b <= a; ++b) xtx_[a * m + b] += wi * x[a] * x[b];
-    }
-    yty_ += wi * y * y;
-    sw_ += wi;
-    ++n_;
+    if (ok) eq_.add(x.data(), y, w.empty() ? 1.0 : w[i]);
   }
 }
 
 RegressionFit RegressionFitter::solve(const std::string& fit_on) const {
-  const int m = static_cast<int>(names_.size());
   std::string list;
   for (const auto& n : names_) list += (list.empty() ? "" : ", ") + n;
-  if (n_ == 0 || sw_ <= 0.0)
+  if (eq_.points() == 0 || eq_.weight() <= 0.0)
     throw ConfigError("regression_cons: no fine cell with finite truth and covariates to fit on (" + fit_on + ")");
-  std::vector<double> A(xtx_);
-  for (int a = 0; a < m; ++a)
-    for (int b = a + 1; b < m; ++b) A[a * m + b] = A[b * m + a];
-  RegressionFit fit;
-  fit.names = names_;
-  fit.fit_on = fit_on;
-  fit.n_points = n_;
-  if (!cholesky_solve(A, xty_, m, fit.coef))
+  NormalEquations::Solution solution;
+  if (!eq_.solve(solution))
     throw ConfigError("regression_cons: the predictors (" + list + ") are collinear on the fit data (" + fit_on +
                       "): a covariate constant in every block, or two covariates that are the "
                       "same field?");
-  // Residual sum of squares after the fit: y'y - 2 c'X'y + c'X'X c.
-  double rss = yty_;
-  for (int a = 0; a < m; ++a) {
-    rss -= 2.0 * fit.coef[a] * xty_[a];
-    for (int b = 0; b < m; ++b) rss += fit.coef[a] * A[a * m + b] * fit.coef[b];
-  }
-  fit.residual_rms = std::sqrt(yty_ / sw_);
-  fit.fitted_rms = std::sqrt(std::max(0.0, rss) / sw_);
+  RegressionFit fit;
+  fit.names = names_;
+  fit.fit_on = fit_on;
+  fit.n_points = eq_.points();
+  fit.coef = std::move(solution.coef);
+  fit.residual_rms = solution.rms_before;
+  fit.fitted_rms = solution.rms_after;
   return fit;
 }
 

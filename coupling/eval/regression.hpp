@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/least_squares.hpp"
 #include "coupling/eval/blocks.hpp"
 #include "coupling/eval/cell_baselines.hpp"
 #include "coupling/eval/cells.hpp"
@@ -58,13 +59,11 @@ class RegressionFitter {
   /// predictors when there is no data or the predictors are collinear (e.g. a covariate that is
   /// constant in every block).
   RegressionFit solve(const std::string& fit_on) const;
-  int64_t n_points() const { return n_; }
+  int64_t n_points() const { return eq_.points(); }
 
  private:
   std::vector<std::string> names_;
-  std::vector<double> xtx_, xty_;
-  double yty_ = 0.0, sw_ = 0.0;
-  int64_t n_ = 0;
+  NormalEquations eq_;
 };
 
 /// base + sum_j fit.coef[j] * p.values[j]: the regression_cons prediction.

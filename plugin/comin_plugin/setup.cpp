@@ -22,6 +22,7 @@
 #include "coupling/grid/icon_grid.hpp"
 #include "coupling/grid/icon_hierarchy.hpp"
 #include "coupling/grid/latlon_grid.hpp"
+#include "coupling/grid/patch_regression.hpp"
 #include "common/log.hpp"
 #include "plugin/comin_plugin/external.hpp"
 #include "plugin/comin_plugin/host_api.hpp"
@@ -211,6 +212,11 @@ void resume(PluginState& s, TrainerState& t, const std::string& path) {
                         path + " (" + (names == meta.end() ? std::string("none") : names->second) + ")");
     t.conditioning.static_norms = coupling::parse_static_norms(it->second, path);
   }
+  // And the regression base the model learned the residual of.
+  if (auto it = meta.find("patch.regression");
+      it != meta.end() && !it->second.empty() && cfg.patch.residual == Residual::kRegression)
+    t.conditioning.regression =
+        coupling::parse_regression(it->second, 2 * static_cast<int>(cfg.patch.statics.size()), path);
   t.resumed_from = path;
   log::info("Resumed from " + path + " (optimizer step " + std::to_string(t.model->step()) + ", " +
             std::to_string(s.stats.sessions) + " training sessions and " + std::to_string(s.stats.steps) +
@@ -330,7 +336,9 @@ std::unique_ptr<TrainerState> setup_trainer(PluginState& s, const HostFacts& fac
             (cfg.patch.statics.empty() ? std::string()
                                        : ", " + std::to_string(cfg.patch.statics.size()) + " static covariate(s)") +
             "); the model learns fine minus " +
-            (cfg.patch.residual == Residual::kInterp ? "the conservative interpolant" : "the coarse value") +
+            (cfg.patch.residual == Residual::kRegression ? "the regression on the static covariates"
+             : cfg.patch.residual == Residual::kInterp   ? "the conservative interpolant"
+                                                         : "the coarse value") +
             (n_trainers > 1
                  ? "; " + std::to_string(n_trainers) + " trainer ranks, this one holds patches " +
                        std::to_string(t->first_patch) + "-" + std::to_string(t->first_patch + t->n_patches - 1)

@@ -50,6 +50,13 @@ void report_buffer_progress(const PluginState& s) {
                                         : "in " + std::to_string(first - s.stats.steps) + " coupling steps"));
 }
 
+/// Adds n doubles up over the trainer ranks, in place.
+std::function<void(double*, int)> sum_over(MPI_Comm trainers) {
+  return [trainers](double* values, int n) {
+    CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, MPI_SUM, trainers));
+  };
+}
+
 }  // namespace
 
 std::string buffer_part_path(const std::string& dir, long long step, int index) {
@@ -114,10 +121,7 @@ void share_coarse(PluginState& s) {
     const size_t first_static = cfg.fields.size() + (cfg.patch.orography.empty() ? 0 : 1);
     std::vector<const float*> raw;
     for (int64_t k = 0; k < n_static; ++k) raw.push_back(t.slot_values.data() + (first_static + k) * n_slots);
-    const std::vector<float> means =
-        prepare_statics(cfg, t.shard, raw, t.conditioning, [trainers](double* values, int n) {
-          CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, MPI_SUM, trainers));
-        });
+    const std::vector<float> means = prepare_statics(cfg, t.shard, raw, t.conditioning, sum_over(trainers));
     t.all_static_means.resize(static_cast<size_t>(n_static * t.map.n_coarse));
     share(means.data(), n_static, t.all_static_means.data());
   }
@@ -130,6 +134,8 @@ void buffer_step(PluginState& s) {
   coupling::fill_contexts(t.map, t.first_patch, t.shard, t.all_coarse.data(), static_cast<int>(cfg.fields.size()),
                           t.all_static_means.data(), static_pointers(t.conditioning), t.patch_options, t.patches);
   training_valid(t.conditioning, t.first_patch, t.patches, t.train_valid);
+  regression_base(cfg, t.map, t.patch_options, t.train_valid, t.patches, t.conditioning,
+                  sum_over(s.coupling->trainers));
   t.buffer->push(s.stats.datetime, t.patches.context.data(), training_targets(cfg, t.patches), t.train_valid.data());
   if (t.patches.n_invalid > 0)
     log::debug(std::to_string(t.patches.n_invalid) + " patch(es) with missing values excluded at " + s.stats.datetime);

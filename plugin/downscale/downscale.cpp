@@ -24,6 +24,7 @@
 #include "coupling/grid/latlon_grid.hpp"
 #include "coupling/grid/patches.hpp"
 #include "coupling/grid/context_stencil.hpp"
+#include "coupling/grid/patch_regression.hpp"
 #include "coupling/grid/static_covariates.hpp"
 #include "coupling/io/field_reader.hpp"
 #include "coupling/io/static_field.hpp"
@@ -117,9 +118,10 @@ coupling::PatchOptions context_features(const DownscaleOptions& opt, const std::
   coupling::PatchOptions recorded;
   if (const std::string* r = value("patch.context_rings")) recorded.rings = std::stoi(*r);
   if (const std::string* r = value("patch.residual")) {
-    if (*r != "mean" && *r != "interp")
-      throw CheckpointError("checkpoint " + checkpoint + ": patch.residual is \"" + *r + "\", expected mean or interp");
-    recorded.interp_base = *r == "interp";
+    if (*r != "mean" && *r != "interp" && *r != "regression")
+      throw CheckpointError("checkpoint " + checkpoint + ": patch.residual is \"" + *r +
+                            "\", expected mean, interp or regression");
+    recorded.interp_base = *r != "mean";
   }
   const std::vector<std::string> static_names = static_covariates(meta);
   recorded.n_static = static_cast<int>(static_names.size());
@@ -182,6 +184,19 @@ coupling::PatchOptions context_features(const DownscaleOptions& opt, const std::
   throw GridError("checkpoint " + checkpoint + " expects a context of " + std::to_string(context_size) +
                   " values per patch, but " + std::to_string(n_vars) + " field(s) on " + grid_text + " give " + sizes +
                   "; pass the fields the model was trained on with --var, in the same order" + fields_hint);
+}
+
+/// The coefficients of a patch.residual: regression checkpoint (empty for other residuals).
+std::vector<double> read_regression(const std::string& checkpoint, const coupling::PatchOptions& patch_options) {
+  const auto meta = trainer::Downscaler::checkpoint_metadata(checkpoint);
+  const auto residual = meta.find("patch.residual");
+  if (residual == meta.end() || residual->second != "regression") return {};
+  const auto it = meta.find("patch.regression");
+  if (it == meta.end() || it->second.empty())
+    throw CheckpointError("checkpoint " + checkpoint +
+                          " was trained with patch.residual: regression but records no coefficients "
+                          "(patch.regression; written before its first coupling step?)");
+  return coupling::parse_regression(it->second, coupling::regression_predictors(patch_options), checkpoint);
 }
 
 /// The fine orography of --orography, checked against the fine grid (its size, and for ICON
@@ -466,6 +481,7 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
   const std::vector<std::vector<float>> statics = read_statics(opt, result.checkpoint, mo, patch_options, grid);
   std::vector<const float*> static_ptrs;
   for (const auto& v : statics) static_ptrs.push_back(v.data());
+  const std::vector<double> regression = read_regression(result.checkpoint, patch_options);
 
   result.coarse_input = is_coarse_input(opt, first, grid);
   const std::vector<int64_t> times = coupling::select_steps(first, opt.times);
@@ -494,7 +510,9 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
       log::warning(opt.input + " at " + first.time_string(times[i]) + ": " + std::to_string(patches.n_invalid) +
                    " patch(es) with missing values; their output is NaN");
     // Same seed sequence as the plugin's samplings: 1st, 2nd, ... write. With patch.residual:
-    // interp the model draws the residual from the interpolant, which is added after.
+    // interp (regression) the model draws the residual from the interpolant (plus the fit on
+    // the covariates), which is added after.
+    if (!regression.empty()) coupling::add_regression_base(map, n_vars, patch_options, regression, patches);
     SamplingProgress progress(i, times.size());
     model.sample(patches.context.data(), coupling::sampler_coarse(patches), patches.weights.data(), patches.n, so,
                  opt.seed + 7919 * static_cast<uint64_t>(i + 1), samples.data(), std::ref(progress));

@@ -3,7 +3,8 @@
 // longitudes; ICON breadth-first rings that do not depend on the numbering), the documented
 // context order with position-encoding fields (rings, features, orography, static covariates),
 // the static covariates' normalisation, and the residual base, which must be finecast-eval's
-// bicubic_cons on lat-lon blocks and idw_cons on ICON patches and keep every coarse mean.
+// bicubic_cons on lat-lon blocks and idw_cons on ICON patches and keep every coarse mean, and
+// with patch.residual: regression recover known covariate coefficients from the contexts.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,10 +15,12 @@
 #include "common/error.hpp"
 #include "coupling/eval/baselines.hpp"
 #include "coupling/eval/cell_baselines.hpp"
+#include "coupling/eval/regression.hpp"
 #include "coupling/grid/context_stencil.hpp"
 #include "coupling/grid/icon_hierarchy.hpp"
 #include "coupling/grid/icosahedral_grid.hpp"
 #include "coupling/grid/latlon_grid.hpp"
+#include "coupling/grid/patch_regression.hpp"
 #include "coupling/grid/patches.hpp"
 #include "coupling/grid/static_covariates.hpp"
 #include "coupling/tools/icon_levels.hpp"
@@ -43,6 +46,8 @@ struct Blocks {
       for (int j = 0; j < nlon; ++j) field.push_back(static_cast<float>(1000 * (i / k) + j / k));
   }
 };
+
+const fe::Baseline kBicubicCons{"bicubic_cons", fe::Interp::kBicubic, true};
 
 int64_t clamp(int64_t i, int64_t n) { return std::max<int64_t>(0, std::min(n - 1, i)); }
 
@@ -263,4 +268,63 @@ TEST(StaticCovariates, NormalisationIsAreaWeightedAndSurvivesItsTextForm) {
   EXPECT_THROW(fc::parse_static_norms("1 0", "x"), finecast::ConfigError);
   std::vector<float> nan(64, NAN);
   EXPECT_THROW(fc::static_normalisation(b.map, nan.data(), "all missing"), finecast::GridError);
+}
+
+// patch.residual: regression. A fine field built as bicubic_cons of its block means plus known
+// multiples of two covariates' predictors (finecast-eval's regression_cons predictors): the fit
+// from the patches' contexts recovers the multiples, also when two "trainers" each add up half
+// of the patches and sum their equations, and the base then is the field itself.
+TEST(RegressionBase, RecoversKnownCoefficientsFromTheContextsAndLeavesNoResidual) {
+  Blocks b(24, 32, 4, false);
+  std::mt19937 rng(7);
+  std::normal_distribution<double> noise(0.0, 1.0);
+  std::vector<double> coarse(static_cast<size_t>(b.map.n_coarse)), x1(b.field.size()), x2(b.field.size());
+  for (auto& c : coarse) c = 280.0 + 3.0 * noise(rng);
+  for (size_t i = 0; i < x1.size(); ++i) {
+    x1[i] = 0.01 * static_cast<double>(i % 32) + noise(rng);  // a ramp plus noise, like a height
+    x2[i] = 0.5 * noise(rng);
+  }
+  fe::BlockLayout L;
+  L.ny = 24;
+  L.nx = 32;
+  L.k = 4;
+  L.weight = b.grid.cell_area;
+  const fe::Predictors pred = fe::block_predictors(L, {"a", "b"}, {x1.data(), x2.data()});
+  const std::vector<double> coef = {-0.65, 0.2, 1.5, -0.8};
+  const std::vector<double> truth =
+      fe::apply_regression(fe::RegressionFit{{}, coef}, pred, fe::run_baseline(L, coarse, kBicubicCons));
+  for (size_t i = 0; i < truth.size(); ++i) b.field[i] = static_cast<float>(truth[i]);
+  const std::vector<float> f1(x1.begin(), x1.end()), f2(x2.begin(), x2.end());
+
+  fc::PatchOptions o;
+  o.interp_base = true;
+  o.n_static = 2;
+  fc::prepare_patch_map(b.map, 0, true);
+  fc::Patches p;
+  fc::extract_patches(b.map, {b.field.data()}, nullptr, {f1.data(), f2.data()}, o, p);
+  ASSERT_EQ(fc::regression_predictors(o), 4);
+  // Two halves of the patches, as two trainer ranks hold them, summed.
+  std::vector<uint8_t> first_half(static_cast<size_t>(p.n), 0), second_half(static_cast<size_t>(p.n), 0);
+  for (int64_t c = 0; c < p.n; ++c) (c < p.n / 2 ? first_half : second_half)[c] = 1;
+  finecast::NormalEquations eq(4), other(4);
+  fc::add_regression_data(b.map, 1, o, p, first_half.data(), eq);
+  fc::add_regression_data(b.map, 1, o, p, second_half.data(), other);
+  for (size_t i = 0; i < eq.sums().size(); ++i) eq.sums()[i] += other.sums()[i];
+  EXPECT_EQ(eq.points(), p.n * p.P);
+  finecast::NormalEquations::Solution fit;
+  ASSERT_TRUE(eq.solve(fit));
+  for (size_t j = 0; j < coef.size(); ++j) EXPECT_NEAR(fit.coef[j], coef[j], 2e-4) << "coefficient " << j;
+  EXPECT_GT(fit.rms_before, 0.5);
+  EXPECT_LT(fit.rms_after, 1e-3);
+
+  fc::add_regression_base(b.map, 1, o, fit.coef, p);
+  for (int64_t i = 0; i < p.n * p.P; ++i) {
+    ASSERT_NEAR(p.base[i], p.fine[i], 2e-3) << "slot " << i;
+    ASSERT_NEAR(p.residual[i], 0.0f, 2e-3) << "slot " << i;
+  }
+  // The coefficients as a checkpoint records them, and what it refuses.
+  EXPECT_EQ(fc::parse_regression(fc::format_regression(fit.coef), 4, "ckpt"), fit.coef);
+  EXPECT_THROW(fc::parse_regression(fc::format_regression(fit.coef), 2, "ckpt"), finecast::CheckpointError);
+  EXPECT_THROW(fc::parse_regression("1,x,2,3", 4, "ckpt"), finecast::CheckpointError);
+  EXPECT_THROW(fc::parse_regression("1,nan,2,3", 4, "ckpt"), finecast::CheckpointError);
 }

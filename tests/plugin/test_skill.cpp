@@ -14,6 +14,7 @@
 #include "coupling/buffer/rolling_buffer.hpp"
 #include "coupling/grid/context_stencil.hpp"
 #include "coupling/grid/latlon_grid.hpp"
+#include "coupling/grid/patch_regression.hpp"
 #include "coupling/grid/patches.hpp"
 #include "coupling/io/field_reader.hpp"
 #include "plugin/downscale/downscale.hpp"
@@ -97,14 +98,16 @@ const std::string kIconData = "/usr/share/ncarg/data/nug/atm_phy_mag0004_1985.nc
 const std::string kIconGrid = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc";
 
 /// Replays the real R2B4 ts with rings, a covariate (sea-ice fraction, as a stand-in for a
-/// static field), the interpolant base, the graph denoiser and a held-out box on `ranks` ranks.
-CommandResult icon_skill_replay(const ScratchDir& dir, int ranks) {
+/// static field), the interpolant base (or `residual`), the graph denoiser and a held-out box on `ranks` ranks.
+CommandResult icon_skill_replay(const ScratchDir& dir, int ranks, const std::string& residual = "interp") {
   write_text(dir.file("plugin.yaml"),
              "fields: [ts, tsw]\ntarget: ts\ndevice: cpu\nseed: 5\n"
              "grid: {type: icon, file: " +
                  kIconGrid +
                  ", coarse_level: 0}\n"
-                 "patch: {context_rings: 2, residual: interp, static: [sic]}\n"
+                 "patch: {context_rings: 2, residual: " +
+                 residual +
+                 ", static: [sic]}\n"
                  "buffer: {capacity: 1}\n"
                  "model: {arch: graph, unet_channels: 4, time_embedding: 8, diffusion_steps: 6}\n"
                  "train: {async: false, every: 1, min_steps: 1, epochs: 1, batch_size: 16, threads: 1, "
@@ -194,4 +197,63 @@ TEST(SkillReplay, IconRingsCovariatesAndHoldOutBufferTheSameOnOneTwoAndFourRanks
   const std::string wrong = downscale_error(o);
   EXPECT_NE(wrong.find(kTas), std::string::npos) << wrong;
   EXPECT_NE(wrong.find(kIconGrid), std::string::npos) << wrong;
+}
+
+// patch.residual: regression on the same replay: the plugin fits the regression on the training
+// patches of the first step, records it in the checkpoint, and buffers what it leaves, which
+// has a smaller (area-weighted) sum of squares than what the interpolant leaves (least squares
+// on the same cells); finecast-downscale applies the recorded fit and reproduces the plugin's
+// sample.
+TEST(SkillReplay, RegressionBaseIsFittedInSituRecordedAndAppliedOffline) {
+  if (!exists(kIconData) || !exists(kIconGrid)) GTEST_SKIP() << "libncarg-data is not installed";
+  ScratchDir interp("skill_interp"), regression("skill_regression");
+  const CommandResult ri = icon_skill_replay(interp, 1);
+  ASSERT_EQ(ri.rc, 0) << ri.output;
+  const CommandResult rr = icon_skill_replay(regression, 2, "regression");
+  ASSERT_EQ(rr.rc, 0) << rr.output;
+  EXPECT_NE(rr.output.find("patch.residual regression: fitted on"), std::string::npos) << rr.output;
+  EXPECT_NE(rr.output.find("sic anomaly"), std::string::npos) << rr.output;
+
+  const auto meta = ft::Downscaler::checkpoint_metadata(newest_checkpoint(regression.file("checkpoints")));
+  ASSERT_EQ(meta.count("patch.regression"), 1u);
+  const std::vector<double> coef = fc::parse_regression(meta.at("patch.regression"), 2, "checkpoint");
+  EXPECT_NE(coef[0], 0.0);
+  EXPECT_TRUE(ft::Downscaler::checkpoint_metadata(newest_checkpoint(interp.file("checkpoints")))
+                  .at("patch.regression")
+                  .empty());
+
+  const int C = 2 * 10 + 3 + 1 + 2 * 256, P = 256;
+  const auto bi = fc::RollingBuffer::load_h5(newest_buffer_snapshot(interp.file("checkpoints")), 1, 80, C, P);
+  const auto br = fc::RollingBuffer::load_h5(newest_buffer_snapshot(regression.file("checkpoints")), 1, 80, C, P);
+  std::vector<float> ci, fi, wi, cr, fr, wr;
+  bi.snapshot(ci, fi, wi);
+  br.snapshot(cr, fr, wr);
+  ASSERT_EQ(ci, cr);  // the same samples, contexts and weights
+  ASSERT_EQ(wi, wr);
+  double ss_interp = 0, ss_regression = 0;
+  for (size_t i = 0; i < fi.size(); ++i) {
+    ss_interp += double(wi[i]) * fi[i] * fi[i];
+    ss_regression += double(wr[i]) * fr[i] * fr[i];
+  }
+  EXPECT_LT(ss_regression, ss_interp * (1 - 1e-4));
+
+  fp::DownscaleOptions o;
+  o.checkpoint = regression.file("checkpoints");
+  o.input = kIconData;
+  o.vars = {"ts", "ts_wtr"};
+  o.grid = kIconGrid;
+  o.output = regression.file("offline.nc");
+  o.members = 1;
+  o.device = "cpu";
+  o.steps = 2;
+  o.seed = 5;
+  o.threads = 1;
+  o.statics = {kIconData + ":sic"};
+  const fp::DownscaleResult res = fp::run_downscale(o);
+  EXPECT_TRUE(res.interp_base);
+  const auto plugin = read_step(regression.file("out.nc"), "ts", 0), offline = read_step(o.output, "ts", 0);
+  ASSERT_EQ(plugin.size(), 20480u);
+  double worst = 0;
+  for (size_t i = 0; i < plugin.size(); ++i) worst = std::max(worst, std::fabs(double(plugin[i]) - offline[i]));
+  EXPECT_LT(worst, 1e-3);
 }

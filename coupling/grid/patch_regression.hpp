@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// patch.residual: regression, the first stage of a two-stage downscaler. The patches' residual
+// base is the statistical-downscaling regression that finecast-eval scores as regression_cons:
+// the conservative interpolant of the target plus a least-squares fit of the fine residual on
+// each static covariate's within-block anomaly and its deviation from the conservative
+// interpolant of its own block means. The diffusion model (the second stage) learns what the
+// regression leaves. The predictors are the ones already in every patch's context (the
+// normalised covariates, docs/grids.md), so the coefficients are per unit of the normalised
+// covariate.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/least_squares.hpp"
+#include "coupling/grid/patch_map.hpp"
+#include "coupling/grid/patches.hpp"
+
+namespace finecast::coupling {
+
+/// Predictors of the regression: 2 per static covariate (its anomaly, then its deviation).
+int regression_predictors(const PatchOptions& options);
+
+/// Adds the patches with use[c] != 0 to the normal equations of their residual (fine minus the
+/// interpolant) on the predictors, weighted by the cells' area weights. `global` is the map the
+/// contexts were built on (fill_contexts), n_vars the number of coarse fields in the context.
+void add_regression_data(const PatchMap& global, int n_vars, const PatchOptions& options, const Patches& patches,
+                         const uint8_t* use, NormalEquations& equations);
+
+/// Adds sum_j coef[j] * predictor j to every patch's base and takes it off its residual: the
+/// base becomes the regression's prediction. Needs patches built with options.interp_base.
+void add_regression_base(const PatchMap& global, int n_vars, const PatchOptions& options,
+                         const std::vector<double>& coef, Patches& patches);
+
+/// The coefficients as the checkpoint records them ("c0,c1,...", full precision), and back;
+/// parse_regression throws CheckpointError naming `source` unless the text holds `count`
+/// finite numbers.
+std::string format_regression(const std::vector<double>& coef);
+std::vector<double> parse_regression(const std::string& text, int count, const std::string& source);
+
+}  // namespace finecast::coupling

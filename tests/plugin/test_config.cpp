@@ -267,7 +267,7 @@ TEST(Config, RegressionResidualNeedsStaticCovariates) {
   EXPECT_EQ(error_of(std::string(kMinimal) + "patch: {residual: regression}\n"),
             "configs/x.yaml: patch.residual regression fits the fine residual on the static covariates: list them "
             "in patch.static (e.g. [topography_c, fr_land]), or use patch.residual: interp");
-  const fp::Config c = fp::parse_config(std::string(kMinimal) + "patch: {residual: regression, static: [fr_land]}\n",
-                                        "x.yaml", {});
+  const fp::Config c =
+      fp::parse_config(std::string(kMinimal) + "patch: {residual: regression, static: [fr_land]}\n", "x.yaml", {});
   EXPECT_EQ(c.patch.residual, fp::Residual::kRegression);
 }

@@ -131,6 +131,23 @@ CommandResult icon_skill_replay(const ScratchDir& dir, int ranks, const std::str
                      " --config " + dir.file("run.yaml") + " --progress lines");
 }
 
+/// finecast-downscale of the replay's checkpoint on the same data, as the plugin sampled it (one
+/// member, seed 5; no covariate given).
+fp::DownscaleOptions icon_skill_downscale(const ScratchDir& dir) {
+  fp::DownscaleOptions o;
+  o.checkpoint = dir.file("checkpoints");
+  o.input = kIconData;
+  o.vars = {"ts", "ts_wtr"};
+  o.grid = kIconGrid;
+  o.output = dir.file("offline.nc");
+  o.members = 1;
+  o.device = "cpu";
+  o.steps = 2;
+  o.seed = 5;
+  o.threads = 1;
+  return o;
+}
+
 }  // namespace
 
 TEST(SkillReplay, IconRingsCovariatesAndHoldOutBufferTheSameOnOneTwoAndFourRanks) {
@@ -168,17 +185,7 @@ TEST(SkillReplay, IconRingsCovariatesAndHoldOutBufferTheSameOnOneTwoAndFourRanks
   EXPECT_LT(std::sqrt(rms / static_cast<double>(f1.size())), 20.0);
 
   // finecast-downscale reproduces the plugin's sample from its checkpoint, given the covariate.
-  fp::DownscaleOptions o;
-  o.checkpoint = one.file("checkpoints");
-  o.input = kIconData;
-  o.vars = {"ts", "ts_wtr"};
-  o.grid = kIconGrid;
-  o.output = one.file("offline.nc");
-  o.members = 1;
-  o.device = "cpu";
-  o.steps = 2;
-  o.seed = 5;
-  o.threads = 1;
+  fp::DownscaleOptions o = icon_skill_downscale(one);
   const std::string missing = downscale_error(o);
   EXPECT_NE(missing.find("--static FILE:VAR"), std::string::npos) << missing;
   EXPECT_NE(missing.find("sic"), std::string::npos) << missing;
@@ -237,17 +244,7 @@ TEST(SkillReplay, RegressionBaseIsFittedInSituRecordedAndAppliedOffline) {
   }
   EXPECT_LT(ss_regression, ss_interp * (1 - 1e-4));
 
-  fp::DownscaleOptions o;
-  o.checkpoint = regression.file("checkpoints");
-  o.input = kIconData;
-  o.vars = {"ts", "ts_wtr"};
-  o.grid = kIconGrid;
-  o.output = regression.file("offline.nc");
-  o.members = 1;
-  o.device = "cpu";
-  o.steps = 2;
-  o.seed = 5;
-  o.threads = 1;
+  fp::DownscaleOptions o = icon_skill_downscale(regression);
   o.statics = {kIconData + ":sic"};
   const fp::DownscaleResult res = fp::run_downscale(o);
   EXPECT_TRUE(res.interp_base);

@@ -1,7 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Builds finecast's trainer (library, tests, benchmark) against the CUDA LibTorch of an installed
-# PyTorch on a GPU machine without package access, with HDF5 and GoogleTest from .deps/.
+# PyTorch on a GPU machine without package access, with HDF5 and GoogleTest from .deps/; with --full
+# the whole of finecast (plugin, finecast-host, -replay, -downscale, -eval, ...), with Open MPI,
+# NetCDF, yaml-cpp, {fmt}, nlohmann-json, FFTW3 and pkgconf from .deps/ too.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -10,8 +12,9 @@ usage() {
   cat <<'USAGE'
 Usage: scripts/device/build_cuda.sh [options] [-- extra cmake arguments]
 
-Builds the trainer alone. For the whole of finecast (plugin, finecast-host, finecast-replay,
-tools) on a GPU node with packages: scripts/build_cuda.sh (docs/cuda.md).
+Builds the trainer alone; with --full the whole of finecast (plugin, finecast-host,
+finecast-replay, tools) from the .debs of `scripts/device/fetch_debs.sh --full`. On a GPU node
+with packages: scripts/build_cuda.sh (docs/cuda.md).
 
 For GPU machines where nothing can be installed. Needs: a python3 with PyTorch (its CUDA
 LibTorch is the build's LibTorch), cmake, a C++ compiler, the CUDA toolkit that PyTorch's
@@ -31,6 +34,18 @@ Steps:
      reference on the same device (build-cuda/bench_trainer_{cuda,cpu}.json)
 Prints the environment (LD_LIBRARY_PATH) to use the build afterwards.
 
+With --full, instead of steps 4-5:
+  4'. makes the unpacked Open MPI run from .deps/root (OPAL_PREFIX, mpiexec/mpicc links to
+     Debian's *.openmpi), rewrites the unpacked pkg-config files' /usr to .deps/root/usr into
+     .deps/pkgconfig (read by the unpacked pkgconf), configures the whole of finecast with
+     CMAKE_PREFIX_PATH += .deps/root/usr and MPI from the unpacked mpicc, and builds --targets
+     (default: finecast_comin finecast_trainer_module finecast-host finecast-replay
+     finecast-downscale finecast-eval finecast-config finecast-trainer, + finecast-bench)
+  5'. checks with ldd where the plugin's and finecast-host's MPI/NetCDF/yaml-cpp/HDF5 come from;
+     runs ctest only with --targets all; the benchmark as in 5.
+  Writes BUILD_DIR/env.sh (LD_LIBRARY_PATH, OPAL_PREFIX, PATH, ...): source it to run the build,
+  e.g. `mpiexec -n 2 --mca pml ob1 --mca btl self,vader build-cuda/bin/finecast-host ...`.
+
 Options:
   --python PY       python with torch (default: $FINECAST_PYTHON, else python3)
   --build-dir DIR   build directory (default: build-cuda)
@@ -40,6 +55,10 @@ Options:
   --no-tests        skip the trainer tests
   --no-bench        skip the benchmark
   --allow-cpu       accept a PyTorch without CUDA (to check this script on a CPU machine)
+  --full            the whole of finecast (above; needs `fetch_debs.sh --full`'s .debs)
+  --targets "T..."  with --full: the targets to build (space-separated; `all` for everything)
+  --all-libs        link every unpacked library into .deps/lib, even those this machine has
+                    (to check on a machine with the packages that the build runs from .deps/)
   -h, --help        this text
 USAGE
 }
@@ -48,7 +67,7 @@ python="${FINECAST_PYTHON:-python3}"
 build="$repo/build-cuda"
 jobs="$(nproc)"
 cpu_threads="$(( $(nproc) < 16 ? $(nproc) : 16 ))"
-configure_only=0 run_tests=1 run_bench=1 allow_cpu=0
+configure_only=0 run_tests=1 run_bench=1 allow_cpu=0 full=0 all_libs=0 targets_arg=""
 extra=()
 while (($# > 0)); do
   case "$1" in
@@ -61,6 +80,9 @@ while (($# > 0)); do
     --no-tests) run_tests=0; shift ;;
     --no-bench) run_bench=0; shift ;;
     --allow-cpu) allow_cpu=1; shift ;;
+    --full) full=1; shift ;;
+    --targets) targets_arg="$2"; shift 2 ;;
+    --all-libs) all_libs=1; shift ;;
     --) shift; extra=("$@"); break ;;
     *) echo "build_cuda: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -122,13 +144,16 @@ rm -rf "$libdir" && mkdir -p "$libdir"
 have="$(ldconfig -p 2>/dev/null || true)"
 for so in "$root"/usr/lib/"$multiarch"/*.so.* "$root"/lib/"$multiarch"/*.so.*; do
   name="$(basename "$so")"
-  [[ "$name" =~ \.so\.[0-9]+$ ]] || continue  # sonames only
-  if [[ "$name" == libhdf5* ]] || ! grep -q "^[[:space:]]*$name " <<<"$have"; then
+  [[ "$name" =~ \.so\.[0-9]+(\.[0-9]+)?$ ]] || continue  # sonames (libyaml-cpp.so.0.7 has two numbers)
+  # The compiler's runtime always stays the machine's (LibTorch was built against it).
+  [[ "$name" =~ ^lib(stdc\+\+|gcc_s|gomp|atomic)\. ]] && continue
+  if [[ "$name" == libhdf5* ]] || ((all_libs)) || ! grep -q "^[[:space:]]*$name " <<<"$have"; then
     ln -sf "$(readlink -f "$so")" "$libdir/$name"
   fi
 done
 say "libraries taken from .deps: $(find "$libdir" -mindepth 1 -printf '%f ')"
 export LD_LIBRARY_PATH="$libdir:$torch_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+run_env=()  # what BUILD_DIR/env.sh exports (--full)
 
 hdf5_inc="$root/usr/include/hdf5/serial"
 hdf5_so="$root/usr/lib/$multiarch/libhdf5_serial.so"
@@ -164,20 +189,77 @@ fi
 IFS=. read -r torch_major torch_minor _ <<<"${torch_version%%+*}"
 cxx_std=17
 ((torch_major > 2 || (torch_major == 2 && torch_minor >= 12))) && cxx_std=20
-cmake -S "$repo" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DFINECAST_TRAINER_ONLY=ON \
+full_args=(-DFINECAST_TRAINER_ONLY=ON)
+cmake_prefix="$torch_prefix;$prefix"
+if ((full)); then
+  # Open MPI, relocated: OPAL_PREFIX moves every path Debian configured under /usr (components in
+  # lib/$multiarch/openmpi/lib/openmpi3, help and wrapper files in share/openmpi); /etc/openmpi
+  # (Debian's MCA defaults) is not moved, so its settings are passed as OMPI_MCA_* below.
+  mpi_bin="$root/usr/bin"
+  [[ -x "$mpi_bin/mpiexec.openmpi" && -x "$mpi_bin/mpicc.openmpi" ]] ||
+    die "Open MPI missing in $root (no usr/bin/mpiexec.openmpi): run scripts/device/fetch_debs.sh --full and carry .deps/debs again"
+  for tool in mpiexec mpirun mpicc mpicxx; do  # Debian reaches these through /etc/alternatives
+    [[ -e "$mpi_bin/$tool" ]] || ln -sf "$tool.openmpi" "$mpi_bin/$tool"
+  done
+  mpi_libdir="$root/usr/lib/$multiarch/openmpi/lib"
+  export OPAL_PREFIX="$root/usr"
+  export PATH="$mpi_bin:$PATH"
+  export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$mpi_libdir"
+  export OMPI_MCA_btl_base_warn_component_unused=0
+  run_env=(LD_LIBRARY_PATH OPAL_PREFIX PATH OMPI_MCA_btl_base_warn_component_unused)
+  mpi_version="$(mpiexec --version 2>&1 | head -1)" || die "the unpacked mpiexec does not run: $mpi_version"
+  say "Open MPI from $root: $mpi_version ($(command -v mpiexec))"
+  "$mpi_bin/mpicc.openmpi" --showme:incdirs | grep -q "$root" ||
+    die "the unpacked mpicc does not point into $root (OPAL_PREFIX=$OPAL_PREFIX): $("$mpi_bin/mpicc.openmpi" --showme 2>&1)"
+
+  # pkg-config: the unpacked pkgconf reads copies of the unpacked .pc files with /usr -> $root/usr,
+  # and nothing of this machine's (PKG_CONFIG_LIBDIR replaces the default search path).
+  pcdir="$deps/pkgconfig"
+  rm -rf "$pcdir" && mkdir -p "$pcdir"
+  for pc in "$root"/usr/lib/"$multiarch"/pkgconfig/*.pc "$root"/usr/share/pkgconfig/*.pc "$mpi_libdir"/pkgconfig/*.pc; do
+    sed -E "s#(^|[=[:space:]]|-I|-L)/usr(/|[[:space:]]|\$)#\1$root/usr\2#g" "$pc" >"$pcdir/$(basename "$pc")"
+  done
+  export PKG_CONFIG_LIBDIR="$pcdir" PKG_CONFIG_PATH=""
+  pkgconf="$root/usr/bin/pkgconf"
+  [[ -x "$pkgconf" ]] || die "pkgconf missing in $root (the pkgconf-bin .deb)"
+  "$pkgconf" --cflags netcdf-cxx4 fftw3 | grep -q "$root" ||
+    die "pkgconf does not find netcdf-cxx4/fftw3 in $pcdir: $("$pkgconf" --cflags netcdf-cxx4 fftw3 2>&1)"
+  # PKG_CONFIG_USE_CMAKE_PREFIX_PATH off: else CMake puts the unrewritten .pc files of $root first.
+  full_args=(-DFINECAST_TRAINER_ONLY=OFF -DPKG_CONFIG_EXECUTABLE="$pkgconf" -DPKG_CONFIG_USE_CMAKE_PREFIX_PATH=OFF
+    -DMPI_C_COMPILER="$mpi_bin/mpicc.openmpi"
+    -DMPIEXEC_EXECUTABLE="$mpi_bin/mpiexec.openmpi")
+  cmake_prefix="$cmake_prefix;$root/usr"
+  ((run_tests)) && [[ "$targets_arg" != all ]] && { say "--full: no tests unless --targets all"; run_tests=0; }
+fi
+cmake -S "$repo" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "${full_args[@]}" \
   -DCMAKE_CXX_STANDARD="$cxx_std" \
-  -DCMAKE_PREFIX_PATH="$torch_prefix;$prefix" \
+  -DCMAKE_PREFIX_PATH="$cmake_prefix" \
   -DHDF5_C_COMPILER_EXECUTABLE= -DHDF5_NO_FIND_PACKAGE_CONFIG_FILE=ON \
   -DHDF5_C_INCLUDE_DIR="$hdf5_inc" -DHDF5_hdf5_LIBRARY_RELEASE="$hdf5_so" \
   "${cuda_args[@]}" "${extra[@]}"
 grep -q "^HDF5_C_LIBRARIES:.*$root" "$build/CMakeCache.txt" 2>/dev/null ||
   grep -q "HDF5_hdf5_LIBRARY_RELEASE:FILEPATH=$hdf5_so" "$build/CMakeCache.txt" ||
   die "CMake did not take HDF5 from $root (see $build/CMakeCache.txt)"
+if ((full)); then
+  for key in NETCDF_CXX4_INCLUDE_DIRS FFTW3_INCLUDE_DIRS yaml-cpp_DIR fmt_DIR nlohmann_json_DIR MPI_C_HEADER_DIR; do
+    line="$(grep -m1 "^$key:" "$build/CMakeCache.txt" || true)"
+    [[ "$line" == *"$root"* ]] || say "warning: CMake did not take $key from $root: ${line:-unset}"
+  done
+fi
 ((configure_only)) && { say "configured $build (--configure-only)"; exit 0; }
 
 targets=(finecast_trainer finecast-bench)
 trainer_tests=("$repo"/tests/trainer/*.cpp)  # the test executable exists when its folder has sources
 ((${#trainer_tests[@]} > 0)) && targets+=(finecast_trainer_tests)
+if ((full)); then
+  if [[ -n "$targets_arg" ]]; then
+    read -r -a targets <<<"$targets_arg"
+  else
+    targets=(finecast_comin finecast_trainer_module finecast-host finecast-replay finecast-downscale finecast-eval
+      finecast-config finecast-trainer)
+    ((run_bench)) && targets+=(finecast-bench)
+  fi
+fi
 # Keep going past a failing file, so one run shows every compile error.
 keep_going=(-k)
 [[ -f "$build/build.ninja" ]] && keep_going=(-k 0)
@@ -185,6 +267,14 @@ cmake --build "$build" -j "$jobs" --target "${targets[@]}" -- "${keep_going[@]}"
 hdf5_used="$(ldd "$build/lib/libfinecast_trainer.so" | awk '$1 ~ /^libhdf5(_serial)?\.so\./ {print $3}')"
 say "libfinecast_trainer.so loads HDF5 from: ${hdf5_used:-?}"
 [[ "$hdf5_used" == "$libdir"/* ]] || say "warning: that is not the HDF5 of $libdir (the headers came from there)"
+if ((full)); then
+  for bin in "$build/lib/libfinecast_comin.so" "$build/bin/finecast-host" "$build/bin/finecast-replay"; do
+    [[ -e "$bin" ]] || continue
+    say "$(basename "$bin") loads: $(ldd "$bin" | awk '$1 ~ /^lib(mpi|netcdf|netcdf_c\+\+4|yaml-cpp|fmt|fftw3|hdf5_serial|torch_cuda|torch)\.so/ {printf "%s ", $3}')"
+    missing_libs="$(ldd "$bin" | awk '/not found/ {print $1}' | tr '\n' ' ')"
+    [[ -z "$missing_libs" ]] || say "warning: $(basename "$bin") cannot find: $missing_libs"
+  done
+fi
 
 # ---- 5. tests and benchmark ----
 status=0
@@ -209,5 +299,14 @@ if ((run_bench)); then
 fi
 
 say "done (status $status). To use this build:"
-echo "  export LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+if ((full)); then
+  {
+    echo "# written by scripts/device/build_cuda.sh --full: source it to run this build"
+    for var in "${run_env[@]}"; do printf 'export %s=%q\n' "$var" "${!var}"; done
+  } >"$build/env.sh"
+  sed 's/^/  /' "$build/env.sh"
+  echo "  (written to $build/env.sh; as root also OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)"
+else
+  echo "  export LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+fi
 exit "$status"

@@ -36,7 +36,8 @@ With --full, also (for scripts/device/build_cuda.sh --full: plugin, finecast-hos
   and the packages of the libraries these load (ldd), except glibc; build_cuda.sh links only
   those the GPU machine lacks. These packages must be installed here (scripts/setup.sh).
   Also writes .deps/data/ (the in-situ demo's inputs, absent on the GPU machine): the R2B4 ICON
-  grid of libncarg-data and etopo5 relief subsampled to 1/4 degree (python3 with netCDF4).
+  grid and the tas file of libncarg-data, and etopo5 relief subsampled to 1/4 degree (python3 with
+  netCDF4).
 
 Options:
   --full       also the packages of the whole build, and .deps/data (above)
@@ -132,6 +133,7 @@ if ((full)); then
     { echo "fetch_debs: $grid or $relief missing here (scripts/setup.sh installs them)" >&2; exit 1; }
   mkdir -p "$data"
   cp "$grid" "$data/triangular_grid_ICON.nc"
+  cp "$(dirname "$grid")/tas_rectilinear_grid_2D.nc" "$data/"  # finecast-replay's (configs/replay_tas.yaml)
   /usr/bin/python3 - "$relief" "$data/etopo_quarter.nc" <<'PY' ||
 import sys, netCDF4
 src, dst = netCDF4.Dataset(sys.argv[1]), netCDF4.Dataset(sys.argv[2], "w", format="NETCDF3_CLASSIC")

@@ -20,8 +20,9 @@ Run from the repository root on the GPU machine, with .deps/debs and .deps/data 
   host.log          mpiexec -n 2 finecast-host (R2B4 grid, device cuda, a few coupling steps)
   replay.log        mpiexec -n 2 finecast-replay (the tas file, device cuda), unless --no-replay
   summary.txt       device lines, timings, exit codes
-Each stage runs under `timeout`; the script goes on past a failing run stage, so one try shows
-as much as it can. Exit status: that of the first failing stage.
+Each stage runs under `timeout` (build 300 s, host 150 s, replay 90 s: under 9 minutes in all);
+the script goes on past a failing run stage, so one try shows as much as it can. Exit status:
+that of the first failing stage.
 
 Options:
   --python PY       python with a CUDA torch (default: $FINECAST_PYTHON, else python3)
@@ -85,7 +86,7 @@ if ((!skip_build)); then
   ((replay)) && targets+=" finecast-replay"
   say "building ($targets) with $jobs jobs"
   tb=$SECONDS
-  timeout 420 "$repo/scripts/device/build_cuda.sh" --full --python "$python" --jobs "$jobs" --build-dir "$build" \
+  timeout 300 "$repo/scripts/device/build_cuda.sh" --full --python "$python" --jobs "$jobs" --build-dir "$build" \
     --no-tests --no-bench --targets "$targets" >"$out/build.log" 2>&1 || status=$?
   summary "build: exit $status, $((SECONDS - tb)) s"
   grep -E '^build_cuda:|error|Error' "$out/build.log" | grep -v 'libraries taken from' | head -40 || true
@@ -122,7 +123,7 @@ overrides=(--set buffer.capacity=8 --set train.min_steps=8 --set train.every=8 -
   --set train.async=false --set sample.every=12 --set checkpoint.every=24 --set train.threads=4)
 say "finecast-host: ${mpi[*]} -n 2 $build/bin/finecast-host $run/host.yaml --steps $steps ${overrides[*]}"
 th=$SECONDS rc=0
-timeout 180 "${mpi[@]}" -n 2 "$build/bin/finecast-host" "$run/host.yaml" --steps "$steps" "${overrides[@]}" \
+timeout 150 "${mpi[@]}" -n 2 "$build/bin/finecast-host" "$run/host.yaml" --steps "$steps" "${overrides[@]}" \
   >"$out/host.log" 2>&1 || rc=$?
 summary "finecast-host ($device, 2 ranks, $steps steps): exit $rc, $((SECONDS - th)) s"
 ((rc == 0 || status != 0)) || status=$rc
@@ -139,7 +140,7 @@ if ((replay)) && [[ -x "$build/bin/finecast-replay" && -f "$data/tas_rectilinear
   sed -e "s#^device: .*#device: $device#" -e "s#out/#$run/replay_out/#g" configs/replay_tas_plugin.yaml >"$run/replay_plugin.yaml"
   say "finecast-replay: ${mpi[*]} -n 2 $build/bin/finecast-replay $run/replay.yaml --epochs 2"
   tr=$SECONDS rc=0
-  timeout 120 "${mpi[@]}" -n 2 "$build/bin/finecast-replay" "$run/replay.yaml" --epochs 2 >"$out/replay.log" 2>&1 || rc=$?
+  timeout 90 "${mpi[@]}" -n 2 "$build/bin/finecast-replay" "$run/replay.yaml" --epochs 2 >"$out/replay.log" 2>&1 || rc=$?
   summary "finecast-replay ($device, 2 ranks, 2 epochs): exit $rc, $((SECONDS - tr)) s"
   ((rc == 0 || status != 0)) || status=$rc
   grep -i -E 'device|cuda|error|s/step|per step|train' "$out/replay.log" | head -30 | tee -a "$out/summary.txt" || true

@@ -31,6 +31,8 @@ Options:
   --device D        the plugin's device (default: cuda)
   --build-dir DIR   build directory (default: build-cuda)
   --skip-build      use an existing build in the build directory
+  --all-libs        take every unpacked library from .deps, even those the machine has
+                    (build_cuda.sh --all-libs; try it when the loader reports version mismatches)
   --no-replay       skip finecast-replay
   -h, --help        this text
 USAGE
@@ -38,7 +40,7 @@ USAGE
 
 python="${FINECAST_PYTHON:-python3}"
 jobs="$(nproc)"
-steps=24 device=cuda build="$repo/build-cuda" skip_build=0 replay=1
+steps=24 device=cuda build="$repo/build-cuda" skip_build=0 replay=1 libs_arg=()
 while (($# > 0)); do
   case "$1" in
     -h | --help) usage; exit 0 ;;
@@ -49,6 +51,7 @@ while (($# > 0)); do
     --build-dir) build="$(mkdir -p "$2" && cd "$2" && pwd)"; shift 2 ;;
     --skip-build) skip_build=1; shift ;;
     --no-replay) replay=0; shift ;;
+    --all-libs) libs_arg=(--all-libs); shift ;;
     *) echo "gpu_insitu: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -87,7 +90,7 @@ if ((!skip_build)); then
   say "building ($targets) with $jobs jobs"
   tb=$SECONDS
   timeout 300 "$repo/scripts/device/build_cuda.sh" --full --python "$python" --jobs "$jobs" --build-dir "$build" \
-    --no-tests --no-bench --targets "$targets" >"$out/build.log" 2>&1 || status=$?
+    --no-tests --no-bench --targets "$targets" "${libs_arg[@]}" >"$out/build.log" 2>&1 || status=$?
   summary "build: exit $status, $((SECONDS - tb)) s"
   grep -E '^build_cuda:|error|Error' "$out/build.log" | grep -v 'libraries taken from' | head -40 || true
   cp "$build/CMakeCache.txt" "$out/CMakeCache.txt" 2>/dev/null || true

@@ -264,9 +264,11 @@ fi
 keep_going=(-k)
 [[ -f "$build/build.ninja" ]] && keep_going=(-k 0)
 cmake --build "$build" -j "$jobs" --target "${targets[@]}" -- "${keep_going[@]}"
-hdf5_used="$(ldd "$build/lib/libfinecast_trainer.so" | awk '$1 ~ /^libhdf5(_serial)?\.so\./ {print $3}')"
-say "libfinecast_trainer.so loads HDF5 from: ${hdf5_used:-?}"
-[[ "$hdf5_used" == "$libdir"/* ]] || say "warning: that is not the HDF5 of $libdir (the headers came from there)"
+if [[ -e "$build/lib/libfinecast_trainer.so" ]] || ((!full)); then  # --full --targets may leave it out
+  hdf5_used="$(ldd "$build/lib/libfinecast_trainer.so" | awk '$1 ~ /^libhdf5(_serial)?\.so\./ {print $3}')"
+  say "libfinecast_trainer.so loads HDF5 from: ${hdf5_used:-?}"
+  [[ "$hdf5_used" == "$libdir"/* ]] || say "warning: that is not the HDF5 of $libdir (the headers came from there)"
+fi
 if ((full)); then
   for bin in "$build/lib/libfinecast_comin.so" "$build/bin/finecast-host" "$build/bin/finecast-replay"; do
     [[ -e "$bin" ]] || continue

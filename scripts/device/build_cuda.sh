@@ -207,7 +207,7 @@ if ((full)); then
   export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$mpi_libdir"
   export OMPI_MCA_btl_base_warn_component_unused=0
   run_env=(LD_LIBRARY_PATH OPAL_PREFIX PATH OMPI_MCA_btl_base_warn_component_unused)
-  mpi_version="$(mpiexec --version 2>&1 | head -1)" || die "the unpacked mpiexec does not run: $mpi_version"
+  mpi_version="$(mpiexec --version 2>&1 | sed -n 1p)" || die "the unpacked mpiexec does not run: $mpi_version"
   say "Open MPI from $root: $mpi_version ($(command -v mpiexec))"
   "$mpi_bin/mpicc.openmpi" --showme:incdirs | grep -q "$root" ||
     die "the unpacked mpicc does not point into $root (OPAL_PREFIX=$OPAL_PREFIX): $("$mpi_bin/mpicc.openmpi" --showme 2>&1)"

@@ -68,6 +68,8 @@ cd "$repo"
 data="$repo/.deps/data"
 
 # ---- diagnostics first: one try should teach the most even if the build fails ----
+# (no pipefail here: `cmake --version | head -1` ends cmake with SIGPIPE)
+set +o pipefail
 {
   echo "== date / host"; date -u; hostname; nproc; free -g | head -2
   echo "== nvidia-smi"; nvidia-smi 2>&1 || true
@@ -79,13 +81,14 @@ data="$repo/.deps/data"
   command -v ninja pkg-config pkgconf 2>&1 || true
   echo "== .deps"; du -sh .deps/debs .deps/data 2>&1 || true; ls .deps/data 2>&1 || true
 } >"$out/diagnostics.txt" 2>&1
+set -o pipefail
 cat "$out/diagnostics.txt"
 [[ -f "$data/triangular_grid_ICON.nc" && -f "$data/etopo_quarter.nc" ]] ||
   { say "error: $data lacks the grid or relief: run scripts/device/fetch_debs.sh --full here and carry .deps/data"; exit 1; }
 
 # ---- build: the needed targets only ----
 if ((!skip_build)); then
-  targets="finecast_comin finecast_trainer_module finecast-host"
+  targets="finecast_comin finecast_trainer_module finecast-host finecast-trainer"
   ((replay)) && targets+=" finecast-replay"
   say "building ($targets) with $jobs jobs"
   tb=$SECONDS
@@ -103,7 +106,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_WAIT_POLICY
 mpi=(mpiexec --oversubscribe --mca pml ob1 --mca btl 'self,vader')
 {
   echo "== env.sh"; cat "$build/env.sh"
-  echo "== mpiexec"; command -v mpiexec; mpiexec --version 2>&1 | head -2
+  echo "== mpiexec"; command -v mpiexec; mpiexec --version 2>&1 | sed -n 1,2p
   echo "== mpiexec -n 2 hostname"; timeout 60 "${mpi[@]}" -n 2 hostname 2>&1 || echo "FAILED: $?"
   for f in lib/libfinecast_comin.so lib/libfinecast_trainer_module.so bin/finecast-host; do
     echo "== ldd $f"; ldd "$build/$f" 2>&1 | grep -E 'not found|mpi|netcdf|hdf5|yaml|fmt|fftw|torch|c10|cuda' || true
@@ -135,9 +138,32 @@ grep -i -E 'device|cuda|gpu|error|warning|s/step|per step|train|sampl|start-up' 
 tail -15 "$out/host.log"
 ls -la "$run" "$run/checkpoints" >>"$out/summary.txt" 2>&1 || true
 
+# ---- the GPU checkpoint continued on the CPU: 8 more steps, device cpu ----
+tc=$SECONDS rc=0
+timeout 90 "${mpi[@]}" -n 2 "$build/bin/finecast-host" "$run/host.yaml" --steps 8 "${overrides[@]}" \
+  --set device=cpu --set "checkpoint.resume=$run/checkpoints" --set "checkpoint.dir=$run/checkpoints_cpu" \
+  --set "sample.output=$run/finecast_ts_cpu.nc" >"$out/resume_cpu.log" 2>&1 || rc=$?
+summary "finecast-host resumed on the CPU from the GPU checkpoint (2 ranks, 8 steps): exit $rc, $((SECONDS - tc)) s"
+((rc == 0 || status != 0)) || status=$rc
+grep -E 'device|Resumed|Training session|ERROR' "$out/resume_cpu.log" | head -10 | tee -a "$out/summary.txt" || true
+
+# ---- external trainer: 2 host ranks + 1 finecast-trainer process on the GPU (train.placement external) ----
+if [[ -x "$build/bin/finecast-trainer" ]]; then
+  sed -e 's#^    comm: ""#    comm: finecast#' "$run/host.yaml" >"$run/host_external.yaml"
+  te=$SECONDS rc=0
+  timeout 120 "${mpi[@]}" -n 2 "$build/bin/finecast-host" "$run/host_external.yaml" --steps "$steps" "${overrides[@]}" \
+    --set train.placement=external --set coupling.communicator=plugin --set "checkpoint.dir=$run/checkpoints_ext" \
+    --set "sample.output=$run/finecast_ts_ext.nc" : -n 1 "$build/bin/finecast-trainer" --comm finecast \
+    >"$out/external.log" 2>&1 || rc=$?
+  summary "finecast-host (2 ranks) + finecast-trainer (1 process, $device): exit $rc, $((SECONDS - te)) s"
+  ((rc == 0 || status != 0)) || status=$rc
+  grep -E 'device|external|trainer|Training session|finished|ERROR' "$out/external.log" | head -14 |
+    tee -a "$out/summary.txt" || true
+fi
+
 # ---- finecast-replay: the tas file replayed, the plugin on the GPU ----
 if ((replay)) && [[ -x "$build/bin/finecast-replay" && -f "$data/tas_rectilinear_grid_2D.nc" ]]; then
-  sed -e "s#/usr/share/ncarg/data/nug/tas_rectilinear_grid_2D.nc#$data/tas_rectilinear_grid_2D.nc#" \
+  sed -e "s#/usr/share/ncarg/data/nug/#$data/#g" \
     -e "s#library: build/lib/#library: $build/lib/#" -e "s#options: configs/replay_tas_plugin.yaml#options: $run/replay_plugin.yaml#" \
     configs/replay_tas.yaml >"$run/replay.yaml"
   sed -e "s#^device: .*#device: $device#" -e "s#out/#$run/replay_out/#g" configs/replay_tas_plugin.yaml >"$run/replay_plugin.yaml"

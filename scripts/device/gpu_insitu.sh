@@ -166,7 +166,7 @@ if ((replay)) && [[ -x "$build/bin/finecast-replay" && -f "$data/tas_rectilinear
   sed -e "s#/usr/share/ncarg/data/nug/#$data/#g" \
     -e "s#library: build/lib/#library: $build/lib/#" -e "s#options: configs/replay_tas_plugin.yaml#options: $run/replay_plugin.yaml#" \
     configs/replay_tas.yaml >"$run/replay.yaml"
-  sed -e "s#^device: .*#device: $device#" -e "s#out/#$run/replay_out/#g" configs/replay_tas_plugin.yaml >"$run/replay_plugin.yaml"
+  sed -e "s#^device: .*#device: $device#" -e "s#out/#$run/replay_out/#g" -e "s#/usr/share/ncarg/data/nug/#$data/#g" configs/replay_tas_plugin.yaml >"$run/replay_plugin.yaml"
   say "finecast-replay: ${mpi[*]} -n 2 $build/bin/finecast-replay $run/replay.yaml --epochs 2"
   tr=$SECONDS rc=0
   timeout 90 "${mpi[@]}" -n 2 "$build/bin/finecast-replay" "$run/replay.yaml" --epochs 2 >"$out/replay.log" 2>&1 || rc=$?

@@ -120,6 +120,9 @@ const schema::Table<Config>& config_table() {
                                           "add sin lat, cos lat cos lon, cos lat sin lon to the context"),
                                   text("orography", &PatchConfig::orography,
                                        "host variable with the surface height for the context (\"\" = none)"),
+                                  boolean("relative_context", &PatchConfig::relative_context,
+                                          "the coarse values in the context as differences from the patch's own "
+                                          "(its level left out)"),
                                   integer("context_rings", &PatchConfig::context_rings, 0, 8,
                                           "coarse context: 0 = edge neighbours; K = every coarse cell within K rings"),
                                   choice("residual", &PatchConfig::residual,

@@ -135,10 +135,11 @@ void fill_contexts(const PatchMap& global, int64_t first, const PatchMap& local,
     for (int v = 0; v < n_vars; ++v) {
       const float* cv = all_coarse_vars + v * N;
       const float own = cv[g];
-      *ctx++ = own;
+      const float level = options.relative ? own : 0.0f;
+      *ctx++ = own - level;
       for (int k = 0; k < nr; ++k) {
         const int64_t b = ring[g * nr + k];
-        *ctx++ = (b >= 0 && std::isfinite(cv[b])) ? cv[b] : own;
+        *ctx++ = ((b >= 0 && std::isfinite(cv[b])) ? cv[b] : own) - level;
       }
     }
     if (options.static_features) {

@@ -15,6 +15,11 @@ struct PatchOptions {
   bool static_features = true;  ///< sin lat, cos lat cos lon, cos lat sin lon of the coarse centre
   bool orography = false;       ///< area-weighted coarse orography (a fine field passed in)
   int rings = 0;                ///< patch.context_rings: 0 edge neighbours, K >= 1 (context_stencil.hpp)
+  /// patch.relative_context: each field's coarse values enter the context as differences from
+  /// the patch's own coarse value (whose slot then holds 0), so that the model sees the shape of
+  /// the coarse neighbourhood, not its level: a model trained on one climate then does not meet
+  /// unseen absolute values where the level differs (docs/evaluation.md).
+  bool relative = false;
   int target = 0;               ///< the downscaled field is fields[target]
   /// Fine static covariates: each adds its block mean, its P within-block anomalies and its P
   /// deviations from the conservative interpolant of its own block means (the map must then be

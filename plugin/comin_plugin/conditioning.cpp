@@ -18,6 +18,7 @@ coupling::PatchOptions patch_options(const Config& cfg) {
   o.static_features = cfg.patch.static_features;
   o.orography = !cfg.patch.orography.empty();
   o.rings = cfg.patch.context_rings;
+  o.relative = cfg.patch.relative_context;
   o.target = target_index(cfg);
   o.n_static = static_cast<int>(cfg.patch.statics.size());
   o.interp_base = cfg.patch.residual != Residual::kMean;
@@ -147,6 +148,7 @@ std::vector<std::pair<std::string, std::string>> context_metadata(const Config& 
           {"patch.static_features", cfg.patch.static_features ? "true" : "false"},
           {"patch.orography", cfg.patch.orography},
           {"patch.context_rings", std::to_string(cfg.patch.context_rings)},
+          {"patch.relative_context", cfg.patch.relative_context ? "true" : "false"},
           {"patch.residual", schema::name_of(cfg.patch.residual)},
           {"patch.static", statics},
           {"patch.static_norm", coupling::format_static_norms(state.static_norms)},

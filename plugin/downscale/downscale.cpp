@@ -117,6 +117,7 @@ coupling::PatchOptions context_features(const DownscaleOptions& opt, const std::
   // checkpoints had none of them (edge neighbours, residual from the mean, no covariates).
   coupling::PatchOptions recorded;
   if (const std::string* r = value("patch.context_rings")) recorded.rings = std::stoi(*r);
+  if (const std::string* r = value("patch.relative_context")) recorded.relative = *r == "true";
   if (const std::string* r = value("patch.residual")) {
     if (*r != "mean" && *r != "interp" && *r != "regression")
       throw CheckpointError("checkpoint " + checkpoint + ": patch.residual is \"" + *r +

@@ -328,3 +328,29 @@ TEST(RegressionBase, RecoversKnownCoefficientsFromTheContextsAndLeavesNoResidual
   EXPECT_THROW(fc::parse_regression("1,x,2,3", 4, "ckpt"), finecast::CheckpointError);
   EXPECT_THROW(fc::parse_regression("1,nan,2,3", 4, "ckpt"), finecast::CheckpointError);
 }
+
+// patch.relative_context: the coarse values enter as differences from the patch's own, so a
+// field shifted by a constant gives the same contexts (and the absolute ones differ by it).
+TEST(ContextRings, RelativeContextLeavesOutTheLevel) {
+  Blocks b(16, 16, 4, false);
+  fc::prepare_patch_map(b.map, 1, false);
+  std::vector<float> shifted(b.field);
+  for (auto& v : shifted) v += 250.0f;
+  fc::PatchOptions o;
+  o.rings = 1;
+  o.static_features = false;
+  fc::Patches abs_a, abs_b, rel_a, rel_b;
+  fc::extract_patches(b.map, {b.field.data()}, nullptr, o, abs_a);
+  fc::extract_patches(b.map, {shifted.data()}, nullptr, o, abs_b);
+  o.relative = true;
+  fc::extract_patches(b.map, {b.field.data()}, nullptr, o, rel_a);
+  fc::extract_patches(b.map, {shifted.data()}, nullptr, o, rel_b);
+  ASSERT_EQ(rel_a.C, 9);
+  EXPECT_EQ(rel_a.context, rel_b.context);
+  for (int64_t c = 0; c < rel_a.n; ++c) {
+    EXPECT_FLOAT_EQ(abs_b.context[c * 9], abs_a.context[c * 9] + 250.0f);
+    EXPECT_EQ(rel_a.context[c * 9], 0.0f);  // the own value's slot
+    for (int k = 1; k < 9; ++k)
+      ASSERT_FLOAT_EQ(rel_a.context[c * 9 + k], abs_a.context[c * 9 + k] - abs_a.context[c * 9]) << c << " " << k;
+  }
+}

@@ -99,7 +99,8 @@ const std::string kIconGrid = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc
 
 /// Replays the real R2B4 ts with rings, a covariate (sea-ice fraction, as a stand-in for a
 /// static field), the interpolant base (or `residual`), the graph denoiser and a held-out box on `ranks` ranks.
-CommandResult icon_skill_replay(const ScratchDir& dir, int ranks, const std::string& residual = "interp") {
+CommandResult icon_skill_replay(const ScratchDir& dir, int ranks, const std::string& residual = "interp",
+                                bool relative_context = false) {
   write_text(dir.file("plugin.yaml"),
              "fields: [ts, tsw]\ntarget: ts\ndevice: cpu\nseed: 5\n"
              "grid: {type: icon, file: " +
@@ -107,7 +108,8 @@ CommandResult icon_skill_replay(const ScratchDir& dir, int ranks, const std::str
                  ", coarse_level: 0}\n"
                  "patch: {context_rings: 2, residual: " +
                  residual +
-                 ", static: [sic]}\n"
+                 ", static: [sic], relative_context: " + (relative_context ? "true" : "false") +
+                 "}\n"
                  "buffer: {capacity: 1}\n"
                  "model: {arch: graph, unet_channels: 4, time_embedding: 8, diffusion_steps: 6}\n"
                  "train: {async: false, every: 1, min_steps: 1, epochs: 1, batch_size: 16, threads: 1, "
@@ -210,13 +212,14 @@ TEST(SkillReplay, IconRingsCovariatesAndHoldOutBufferTheSameOnOneTwoAndFourRanks
 // patches of the first step, records it in the checkpoint, and buffers what it leaves, which
 // has a smaller (area-weighted) sum of squares than what the interpolant leaves (least squares
 // on the same cells); finecast-downscale applies the recorded fit and reproduces the plugin's
-// sample.
+// sample. The regression run also takes the coarse context relative to each patch's own value
+// (patch.relative_context), which finecast-downscale must read from the checkpoint too.
 TEST(SkillReplay, RegressionBaseIsFittedInSituRecordedAndAppliedOffline) {
   if (!exists(kIconData) || !exists(kIconGrid)) GTEST_SKIP() << "libncarg-data is not installed";
   ScratchDir interp("skill_interp"), regression("skill_regression");
   const CommandResult ri = icon_skill_replay(interp, 1);
   ASSERT_EQ(ri.rc, 0) << ri.output;
-  const CommandResult rr = icon_skill_replay(regression, 2, "regression");
+  const CommandResult rr = icon_skill_replay(regression, 2, "regression", true);
   ASSERT_EQ(rr.rc, 0) << rr.output;
   EXPECT_NE(rr.output.find("patch.residual regression: fitted on"), std::string::npos) << rr.output;
   EXPECT_NE(rr.output.find("sic anomaly"), std::string::npos) << rr.output;
@@ -235,8 +238,15 @@ TEST(SkillReplay, RegressionBaseIsFittedInSituRecordedAndAppliedOffline) {
   std::vector<float> ci, fi, wi, cr, fr, wr;
   bi.snapshot(ci, fi, wi);
   br.snapshot(cr, fr, wr);
-  ASSERT_EQ(ci, cr);  // the same samples, contexts and weights
-  ASSERT_EQ(wi, wr);
+  ASSERT_EQ(wi, wr);  // the same samples
+  // The contexts differ only in the coarse values (2 fields x 10 cells), by each field's own value.
+  ASSERT_EQ(ci.size(), cr.size());
+  for (size_t r = 0; r < ci.size() / C; ++r)
+    for (int k = 0; k < C; ++k) {
+      const int field = k / 10;
+      const float want = k < 20 ? ci[r * C + k] - ci[r * C + field * 10] : ci[r * C + k];
+      ASSERT_NEAR(cr[r * C + k], want, 1e-3) << "sample " << r << " value " << k;
+    }
   double ss_interp = 0, ss_regression = 0;
   for (size_t i = 0; i < fi.size(); ++i) {
     ss_interp += double(wi[i]) * fi[i] * fi[i];

@@ -57,9 +57,9 @@ struct CouplingConfig {
 };
 
 struct PatchConfig {
-  bool static_features = true;  ///< add sin lat, cos lat cos lon, cos lat sin lon to the context
+  bool static_features = true;    ///< add sin lat, cos lat cos lon, cos lat sin lon to the context
   bool relative_context = false;  ///< coarse values in the context relative to the patch's own
-  std::string orography;        ///< host variable with the surface height ("" = none)
+  std::string orography;          ///< host variable with the surface height ("" = none)
   /// Host variables with fine static covariates (surface height, land fraction), gathered once;
   /// each adds its normalised block mean and fine anomalies to every patch's context.
   std::vector<std::string> statics;

@@ -20,7 +20,7 @@ struct PatchOptions {
   /// the coarse neighbourhood, not its level: a model trained on one climate then does not meet
   /// unseen absolute values where the level differs (docs/evaluation.md).
   bool relative = false;
-  int target = 0;               ///< the downscaled field is fields[target]
+  int target = 0;  ///< the downscaled field is fields[target]
   /// Fine static covariates: each adds its block mean, its P within-block anomalies and its P
   /// deviations from the conservative interpolant of its own block means (the map must then be
   /// prepared with the interpolant: prepare_patch_map).

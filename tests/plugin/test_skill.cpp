@@ -107,8 +107,7 @@ CommandResult icon_skill_replay(const ScratchDir& dir, int ranks, const std::str
                  kIconGrid +
                  ", coarse_level: 0}\n"
                  "patch: {context_rings: 2, residual: " +
-                 residual +
-                 ", static: [sic], relative_context: " + (relative_context ? "true" : "false") +
+                 residual + ", static: [sic], relative_context: " + (relative_context ? "true" : "false") +
                  "}\n"
                  "buffer: {capacity: 1}\n"
                  "model: {arch: graph, unet_channels: 4, time_embedding: 8, diffusion_steps: 6}\n"

@@ -291,8 +291,9 @@ TEST(RegressionBase, RecoversKnownCoefficientsFromTheContextsAndLeavesNoResidual
   L.weight = b.grid.cell_area;
   const fe::Predictors pred = fe::block_predictors(L, {"a", "b"}, {x1.data(), x2.data()});
   const std::vector<double> coef = {-0.65, 0.2, 1.5, -0.8};
-  const std::vector<double> truth =
-      fe::apply_regression(fe::RegressionFit{{}, coef}, pred, fe::run_baseline(L, coarse, kBicubicCons));
+  fe::RegressionFit known;
+  known.coef = coef;
+  const std::vector<double> truth = fe::apply_regression(known, pred, fe::run_baseline(L, coarse, kBicubicCons));
   for (size_t i = 0; i < truth.size(); ++i) b.field[i] = static_cast<float>(truth[i]);
   const std::vector<float> f1(x1.begin(), x1.end()), f2(x2.begin(), x2.end());
 

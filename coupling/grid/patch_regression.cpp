@@ -14,9 +14,10 @@ namespace finecast::coupling {
 
 namespace {
 
-/// Where covariate s's P anomalies start in a context (its P deviations follow them).
-int anomaly_offset(const PatchMap& global, int n_vars, const PatchOptions& options, int s) {
-  return static_offset(global, n_vars, options) + options.n_static + 2 * s * global.patch_size;
+/// Where the covariates' fine fields start in a context: covariate s's P anomalies at
+/// + 2 s P, its P deviations right after them.
+int predictors_offset(const PatchMap& global, int n_vars, const PatchOptions& options) {
+  return static_offset(global, n_vars, options) + options.n_static;
 }
 
 void check(const PatchMap& global, int n_vars, const PatchOptions& options, const Patches& p, const char* what) {
@@ -35,15 +36,16 @@ void add_regression_data(const PatchMap& global, int n_vars, const PatchOptions&
   check(global, n_vars, options, p, "add_regression_data");
   const int m = regression_predictors(options), P = p.P;
   if (equations.size() != m) throw InternalError("add_regression_data: the equations have the wrong size");
+  const int first = predictors_offset(global, n_vars, options);
   std::vector<double> x(static_cast<size_t>(m));
   for (int64_t c = 0; c < p.n; ++c) {
     if (use != nullptr && !use[c]) continue;
-    const float* ctx = p.context.data() + c * p.C;
+    const float* fields = p.context.data() + c * p.C + first;
     for (int k = 0; k < P; ++k) {
       const double y = p.residual[c * P + k];
       bool ok = std::isfinite(y);
       for (int s = 0; s < options.n_static && ok; ++s) {
-        const float* a = ctx + anomaly_offset(global, n_vars, options, s);
+        const float* a = fields + 2 * s * P;
         x[2 * s] = a[k];
         x[2 * s + 1] = a[P + k];
         ok = std::isfinite(x[2 * s]) && std::isfinite(x[2 * s + 1]);
@@ -53,19 +55,19 @@ void add_regression_data(const PatchMap& global, int n_vars, const PatchOptions&
   }
 }
 
-void add_regression_base(const PatchMap& global, int n_vars, const PatchOptions& options,
-                         const std::vector<double>& coef, Patches& p) {
+void add_regression_base(const PatchMap& global, int n_vars, const PatchOptions& options, Patches& p) {
   check(global, n_vars, options, p, "add_regression_base");
-  if (static_cast<int>(coef.size()) != regression_predictors(options))
-    throw InternalError("add_regression_base: " + std::to_string(coef.size()) + " coefficients for " +
+  if (static_cast<int>(options.regression.size()) != regression_predictors(options))
+    throw InternalError("add_regression_base: " + std::to_string(options.regression.size()) + " coefficients for " +
                         std::to_string(options.n_static) + " covariates");
-  const int P = p.P;
+  const std::vector<double>& coef = options.regression;
+  const int P = p.P, first = predictors_offset(global, n_vars, options);
   for (int64_t c = 0; c < p.n; ++c) {
-    const float* ctx = p.context.data() + c * p.C;
+    const float* fields = p.context.data() + c * p.C + first;
     for (int k = 0; k < P; ++k) {
       double fit = 0.0;
       for (int s = 0; s < options.n_static; ++s) {
-        const float* a = ctx + anomaly_offset(global, n_vars, options, s);
+        const float* a = fields + 2 * s * P;
         fit += coef[2 * s] * a[k] + coef[2 * s + 1] * a[P + k];
       }
       p.base[c * P + k] += static_cast<float>(fit);

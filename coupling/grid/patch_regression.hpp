@@ -22,15 +22,16 @@ namespace finecast::coupling {
 int regression_predictors(const PatchOptions& options);
 
 /// Adds the patches with use[c] != 0 to the normal equations of their residual (fine minus the
-/// interpolant) on the predictors, weighted by the cells' area weights. `global` is the map the
-/// contexts were built on (fill_contexts), n_vars the number of coarse fields in the context.
+/// interpolant: patches built without coefficients) on the predictors, weighted by the cells' area weights. `global` is
+/// the map the contexts were built on (fill_contexts), n_vars the number of coarse fields in the context.
 void add_regression_data(const PatchMap& global, int n_vars, const PatchOptions& options, const Patches& patches,
                          const uint8_t* use, NormalEquations& equations);
 
-/// Adds sum_j coef[j] * predictor j to every patch's base and takes it off its residual: the
-/// base becomes the regression's prediction. Needs patches built with options.interp_base.
-void add_regression_base(const PatchMap& global, int n_vars, const PatchOptions& options,
-                         const std::vector<double>& coef, Patches& patches);
+/// Adds sum_j options.regression[j] * predictor j to every patch's base and takes it off its
+/// residual: the base becomes the regression's prediction. fill_contexts does this for options
+/// with coefficients; called alone, it applies coefficients fitted on the patches already built.
+/// Needs patches built with options.interp_base.
+void add_regression_base(const PatchMap& global, int n_vars, const PatchOptions& options, Patches& patches);
 
 /// The coefficients as the checkpoint records them ("c0,c1,...", full precision), and back;
 /// parse_regression throws CheckpointError naming `source` unless the text holds `count`

@@ -8,6 +8,7 @@
 
 #include "common/error.hpp"
 #include "coupling/grid/context_stencil.hpp"
+#include "coupling/grid/patch_regression.hpp"
 
 namespace finecast::coupling {
 namespace {
@@ -168,6 +169,7 @@ void fill_contexts(const PatchMap& global, int64_t first, const PatchMap& local,
     fit(out.residual, static_cast<size_t>(n * P));
     interpolate_patches(global, all_coarse_vars + options.target * N, out.base.data(), first, n);
     for (int64_t i = 0; i < n * P; ++i) out.residual[i] = out.fine[i] - out.base[i];
+    if (!options.regression.empty()) add_regression_base(global, n_vars, options, out);
   } else {
     out.base.clear();
     out.residual.clear();

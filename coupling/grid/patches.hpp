@@ -25,10 +25,14 @@ struct PatchOptions {
   /// deviations from the conservative interpolant of its own block means (the map must then be
   /// prepared with the interpolant: prepare_patch_map).
   int n_static = 0;
-  /// patch.residual: interp. The patches carry the conservative interpolant of the target's
-  /// coarse neighbourhood (`base`) and the fine values minus it (`residual`), which the model
-  /// learns; the map must be prepared for it (prepare_patch_map).
+  /// patch.residual: interp (or regression). The patches carry the conservative interpolant of
+  /// the target's coarse neighbourhood (`base`) and the fine values minus it (`residual`), which
+  /// the model learns; the map must be prepared for it (prepare_patch_map).
   bool interp_base = false;
+  /// patch.residual: regression's coefficients (patch_regression.hpp; 2 per static covariate),
+  /// once fitted: fill_contexts then adds the regression on the covariates to the base. Empty =
+  /// none (or not yet fitted).
+  std::vector<double> regression{};
 };
 
 /// Context length: n_vars * (1 + ring_count(map, rings)) + (static_features ? 3 : 0) +

@@ -97,35 +97,33 @@ void training_valid(const ConditioningState& state, int64_t first, const couplin
       if (state.held_out[static_cast<size_t>(first + c)]) train_valid[static_cast<size_t>(c)] = 0;
 }
 
-void regression_base(const Config& cfg, const coupling::PatchMap& global, const coupling::PatchOptions& options,
-                     const std::vector<uint8_t>& train_valid, coupling::Patches& patches, ConditioningState& state,
-                     const std::function<void(double*, int)>& sum_over_trainers) {
-  if (cfg.patch.residual != Residual::kRegression) return;
+void fit_regression_base(const Config& cfg, const coupling::PatchMap& global, coupling::PatchOptions& options,
+                         const std::vector<uint8_t>& train_valid, coupling::Patches& patches,
+                         const ConditioningState& state, const std::function<void(double*, int)>& sum_over_trainers) {
+  if (cfg.patch.residual != Residual::kRegression || !options.regression.empty()) return;
   const int n_vars = static_cast<int>(cfg.fields.size());
-  if (state.regression.empty()) {
-    finecast::NormalEquations equations(coupling::regression_predictors(options));
-    coupling::add_regression_data(global, n_vars, options, patches, train_valid.data(), equations);
-    sum_over_trainers(equations.sums().data(), static_cast<int>(equations.sums().size()));
-    finecast::NormalEquations::Solution fit;
-    if (!equations.solve(fit))
-      throw ConfigError(cfg.source + ": patch.residual regression: " +
-                        (equations.points() == 0
-                             ? std::string("the first step has no training patch with finite values to fit on")
-                             : "the covariates of patch.static are collinear on the first step's training patches "
-                               "(one constant in every patch, or two the same field?)"));
-    state.regression = fit.coef;
-    // Per unit of each covariate as the host gives it (the context holds them normalised).
-    std::string terms;
-    for (size_t s = 0; s < cfg.patch.statics.size(); ++s) {
-      const double scale = state.static_norms[s].scale;
-      terms += (terms.empty() ? "" : ", ") + cfg.patch.statics[s] + " anomaly " +
-               std::to_string(fit.coef[2 * s] / scale) + ", deviation " + std::to_string(fit.coef[2 * s + 1] / scale);
-    }
-    log::info("patch.residual regression: fitted on " + std::to_string(equations.points()) +
-              " fine cells of the first step, residual RMS " + std::to_string(fit.rms_before) + " -> " +
-              std::to_string(fit.rms_after) + "; per unit of each covariate: " + terms);
+  finecast::NormalEquations equations(coupling::regression_predictors(options));
+  coupling::add_regression_data(global, n_vars, options, patches, train_valid.data(), equations);
+  sum_over_trainers(equations.sums().data(), static_cast<int>(equations.sums().size()));
+  finecast::NormalEquations::Solution fit;
+  if (!equations.solve(fit))
+    throw ConfigError(cfg.source + ": patch.residual regression: " +
+                      (equations.points() == 0
+                           ? std::string("the first step has no training patch with finite values to fit on")
+                           : "the covariates of patch.static are collinear on the first step's training patches "
+                             "(one constant in every patch, or two the same field?)"));
+  options.regression = fit.coef;
+  // Per unit of each covariate as the host gives it (the context holds them normalised).
+  std::string terms;
+  for (size_t s = 0; s < cfg.patch.statics.size(); ++s) {
+    const double scale = state.static_norms[s].scale;
+    terms += (terms.empty() ? "" : ", ") + cfg.patch.statics[s] + " anomaly " +
+             std::to_string(fit.coef[2 * s] / scale) + ", deviation " + std::to_string(fit.coef[2 * s + 1] / scale);
   }
-  coupling::add_regression_base(global, n_vars, options, state.regression, patches);
+  log::info("patch.residual regression: fitted on " + std::to_string(equations.points()) +
+            " fine cells of the first step, residual RMS " + std::to_string(fit.rms_before) + " -> " +
+            std::to_string(fit.rms_after) + "; per unit of each covariate: " + terms);
+  coupling::add_regression_base(global, n_vars, options, patches);
 }
 
 std::vector<const float*> static_pointers(const ConditioningState& state) {
@@ -138,7 +136,8 @@ const float* training_targets(const Config& cfg, const coupling::Patches& p) {
   return cfg.patch.residual != Residual::kMean ? p.residual.data() : p.fine.data();
 }
 
-std::vector<std::pair<std::string, std::string>> context_metadata(const Config& cfg, const ConditioningState& state) {
+std::vector<std::pair<std::string, std::string>> context_metadata(const Config& cfg, const ConditioningState& state,
+                                                                  const coupling::PatchOptions& options) {
   std::string fields, statics;
   for (const auto& f : cfg.fields) fields += (fields.empty() ? "" : ",") + f;
   for (const auto& s : cfg.patch.statics) statics += (statics.empty() ? "" : ",") + s;
@@ -152,7 +151,7 @@ std::vector<std::pair<std::string, std::string>> context_metadata(const Config& 
           {"patch.residual", schema::name_of(cfg.patch.residual)},
           {"patch.static", statics},
           {"patch.static_norm", coupling::format_static_norms(state.static_norms)},
-          {"patch.regression", coupling::format_regression(state.regression)}};
+          {"patch.regression", coupling::format_regression(options.regression)}};
 }
 
 }  // namespace finecast::plugin

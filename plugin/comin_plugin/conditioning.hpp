@@ -21,8 +21,7 @@ namespace finecast::plugin {
 struct ConditioningState {
   std::vector<coupling::StaticNorm> static_norms;  ///< fixed at the first step, or from the resumed checkpoint
   std::vector<std::vector<float>> statics;         ///< the normalised fine covariates on the trainer's slots
-  std::vector<double> regression;  ///< patch.residual: regression's coefficients (first step or checkpoint)
-  std::vector<uint8_t> held_out;   ///< per patch: 1 = never trained on (train.hold_out)
+  std::vector<uint8_t> held_out;                   ///< per patch: 1 = never trained on (train.hold_out)
   int64_t n_held_out = 0;
 };
 
@@ -52,13 +51,15 @@ std::vector<float> prepare_statics(const Config& config, const coupling::PatchMa
 void training_valid(const ConditioningState& state, int64_t first, const coupling::Patches& patches,
                     std::vector<uint8_t>& train_valid);
 
-/// patch.residual: regression (nothing otherwise): fits the coefficients on the training
-/// patches of the first step (`train_valid`; every trainer's data, added up by
-/// `sum_over_trainers`) unless the resumed checkpoint holds them, logs them, and adds the fit to
-/// the patches' base. `global` and `options` are those the contexts were built with.
-void regression_base(const Config& config, const coupling::PatchMap& global, const coupling::PatchOptions& options,
-                     const std::vector<uint8_t>& train_valid, coupling::Patches& patches, ConditioningState& state,
-                     const std::function<void(double* values, int n)>& sum_over_trainers);
+/// patch.residual: regression, when `options` has no coefficients yet (the first step of a run
+/// that did not resume them; nothing otherwise): fits them on the training patches
+/// (`train_valid`; every trainer's data, added up by `sum_over_trainers`), logs them, keeps them
+/// in `options` (fill_contexts applies them from the next step on) and adds the fit to these
+/// patches' base. `global` and `options` are those the contexts were built with.
+void fit_regression_base(const Config& config, const coupling::PatchMap& global, coupling::PatchOptions& options,
+                         const std::vector<uint8_t>& train_valid, coupling::Patches& patches,
+                         const ConditioningState& state,
+                         const std::function<void(double* values, int n)>& sum_over_trainers);
 
 /// state.statics as pointers (empty when there are none).
 std::vector<const float*> static_pointers(const ConditioningState& state);
@@ -68,6 +69,7 @@ std::vector<const float*> static_pointers(const ConditioningState& state);
 const float* training_targets(const Config& config, const coupling::Patches& patches);
 
 /// The checkpoint metadata that says what the context holds (docs/offline.md).
-std::vector<std::pair<std::string, std::string>> context_metadata(const Config& config, const ConditioningState& state);
+std::vector<std::pair<std::string, std::string>> context_metadata(const Config& config, const ConditioningState& state,
+                                                                  const coupling::PatchOptions& options);
 
 }  // namespace finecast::plugin

@@ -215,8 +215,8 @@ void resume(PluginState& s, TrainerState& t, const std::string& path) {
   // And the regression base the model learned the residual of.
   if (auto it = meta.find("patch.regression");
       it != meta.end() && !it->second.empty() && cfg.patch.residual == Residual::kRegression)
-    t.conditioning.regression =
-        coupling::parse_regression(it->second, 2 * static_cast<int>(cfg.patch.statics.size()), path);
+    t.patch_options.regression =
+        coupling::parse_regression(it->second, coupling::regression_predictors(t.patch_options), path);
   t.resumed_from = path;
   log::info("Resumed from " + path + " (optimizer step " + std::to_string(t.model->step()) + ", " +
             std::to_string(s.stats.sessions) + " training sessions and " + std::to_string(s.stats.steps) +

@@ -134,8 +134,8 @@ void buffer_step(PluginState& s) {
   coupling::fill_contexts(t.map, t.first_patch, t.shard, t.all_coarse.data(), static_cast<int>(cfg.fields.size()),
                           t.all_static_means.data(), static_pointers(t.conditioning), t.patch_options, t.patches);
   training_valid(t.conditioning, t.first_patch, t.patches, t.train_valid);
-  regression_base(cfg, t.map, t.patch_options, t.train_valid, t.patches, t.conditioning,
-                  sum_over(s.coupling->trainers));
+  fit_regression_base(cfg, t.map, t.patch_options, t.train_valid, t.patches, t.conditioning,
+                      sum_over(s.coupling->trainers));
   t.buffer->push(s.stats.datetime, t.patches.context.data(), training_targets(cfg, t.patches), t.train_valid.data());
   if (t.patches.n_invalid > 0)
     log::debug(std::to_string(t.patches.n_invalid) + " patch(es) with missing values excluded at " + s.stats.datetime);
@@ -176,7 +176,7 @@ void write_model_checkpoint(PluginState& s) {
                                           {"datetime", s.stats.datetime},
                                           {"config", cfg.source},
                                           {"trainer_ranks", std::to_string(s.coupling->trainer_ranks.size())}};
-  for (const auto& [key, value] : context_metadata(cfg, t.conditioning)) meta[key] = value;
+  for (const auto& [key, value] : context_metadata(cfg, t.conditioning, t.patch_options)) meta[key] = value;
   const std::string path = t.model->save_in_dir(cfg.checkpoint.dir, cfg.checkpoint.keep, meta);
   remove_orphan_snapshots(cfg.checkpoint.dir);
   t.last_checkpoint = path;

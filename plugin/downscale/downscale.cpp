@@ -468,8 +468,9 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
   // Which features the context holds: the checkpoint says so (or, for checkpoints written
   // before it recorded that, its context size does), and the options must provide them.
   const int n_vars = static_cast<int>(opt.vars.size());
-  const coupling::PatchOptions patch_options =
+  coupling::PatchOptions patch_options =
       context_features(opt, result.checkpoint, mo.context_size, map, n_vars, grid.text);
+  patch_options.regression = read_regression(result.checkpoint, patch_options);
   result.orography = patch_options.orography;
   result.static_features = patch_options.static_features;
   result.context_rings = patch_options.rings;
@@ -482,7 +483,6 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
   const std::vector<std::vector<float>> statics = read_statics(opt, result.checkpoint, mo, patch_options, grid);
   std::vector<const float*> static_ptrs;
   for (const auto& v : statics) static_ptrs.push_back(v.data());
-  const std::vector<double> regression = read_regression(result.checkpoint, patch_options);
 
   result.coarse_input = is_coarse_input(opt, first, grid);
   const std::vector<int64_t> times = coupling::select_steps(first, opt.times);
@@ -512,8 +512,7 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
                    " patch(es) with missing values; their output is NaN");
     // Same seed sequence as the plugin's samplings: 1st, 2nd, ... write. With patch.residual:
     // interp (regression) the model draws the residual from the interpolant (plus the fit on
-    // the covariates), which is added after.
-    if (!regression.empty()) coupling::add_regression_base(map, n_vars, patch_options, regression, patches);
+    // the covariates, which extract_patches adds to the base), and the base is added after.
     SamplingProgress progress(i, times.size());
     model.sample(patches.context.data(), coupling::sampler_coarse(patches), patches.weights.data(), patches.n, so,
                  opt.seed + 7919 * static_cast<uint64_t>(i + 1), samples.data(), std::ref(progress));

@@ -273,7 +273,8 @@ TEST(StaticCovariates, NormalisationIsAreaWeightedAndSurvivesItsTextForm) {
 // patch.residual: regression. A fine field built as bicubic_cons of its block means plus known
 // multiples of two covariates' predictors (finecast-eval's regression_cons predictors): the fit
 // from the patches' contexts recovers the multiples, also when two "trainers" each add up half
-// of the patches and sum their equations, and the base then is the field itself.
+// of the patches and sum their equations, and the base then is the field itself, whether the fit
+// is added to built patches or by extract_patches.
 TEST(RegressionBase, RecoversKnownCoefficientsFromTheContextsAndLeavesNoResidual) {
   Blocks b(24, 32, 4, false);
   std::mt19937 rng(7);
@@ -318,10 +319,17 @@ TEST(RegressionBase, RecoversKnownCoefficientsFromTheContextsAndLeavesNoResidual
   EXPECT_GT(fit.rms_before, 0.5);
   EXPECT_LT(fit.rms_after, 1e-3);
 
-  fc::add_regression_base(b.map, 1, o, fit.coef, p);
+  // Applied to the patches already built (the plugin's first step), and by extract_patches once
+  // the options hold the coefficients (every later step, finecast-downscale): the same base.
+  o.regression = fit.coef;
+  fc::add_regression_base(b.map, 1, o, p);
+  fc::Patches q;
+  fc::extract_patches(b.map, {b.field.data()}, nullptr, {f1.data(), f2.data()}, o, q);
   for (int64_t i = 0; i < p.n * p.P; ++i) {
     ASSERT_NEAR(p.base[i], p.fine[i], 2e-3) << "slot " << i;
     ASSERT_NEAR(p.residual[i], 0.0f, 2e-3) << "slot " << i;
+    ASSERT_EQ(q.base[i], p.base[i]) << "slot " << i;
+    ASSERT_EQ(q.residual[i], p.residual[i]) << "slot " << i;
   }
   // The coefficients as a checkpoint records them, and what it refuses.
   EXPECT_EQ(fc::parse_regression(fc::format_regression(fit.coef), 4, "ckpt"), fit.coef);

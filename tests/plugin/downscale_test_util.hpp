@@ -2,7 +2,10 @@
 // Helpers of the finecast-downscale tests: one step of a NetCDF field, and run_downscale's error.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <exception>
 #include <string>
 #include <vector>
@@ -18,6 +21,15 @@ inline std::vector<float> read_step(const std::string& path, const std::string& 
   std::vector<float> v(static_cast<size_t>(r.n_values()));
   r.read(t, v.data());
   return v;
+}
+
+/// The largest |a[i] - b[i]| (infinity when the sizes differ): a plugin's sample against
+/// finecast-downscale's.
+inline double max_abs_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return std::numeric_limits<double>::infinity();
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(double(a[i]) - b[i]));
+  return worst;
 }
 
 /// The message of the exception run_downscale throws ("" when it succeeds).

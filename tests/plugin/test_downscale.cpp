@@ -25,6 +25,7 @@ namespace ft = finecast::trainer;
 using namespace finecast::testing_replay;
 
 using finecast::testing_downscale::downscale_error;
+using finecast::testing_downscale::max_abs_difference;
 using finecast::testing_downscale::read_step;
 
 namespace {
@@ -88,8 +89,7 @@ TEST(DownscaleEndToEnd, ReplayCheckpointReproducesThePluginAndIsScored) {
   for (int m = 0; m < 2; ++m) {
     const auto plugin = read_step(dir.file("out.nc"), "tas", 0, m), offline = read_step(o.output, "tas", 0, m);
     ASSERT_EQ(plugin.size(), offline.size());
-    double worst = 0;
-    for (size_t i = 0; i < plugin.size(); ++i) worst = std::max(worst, std::fabs(double(plugin[i]) - offline[i]));
+    const double worst = max_abs_difference(plugin, offline);
     EXPECT_LT(worst, 1e-4) << "member " << m << " differs from the plugin's sample";
   }
 
@@ -208,8 +208,7 @@ TEST(DownscaleEndToEnd, LatLonStaticOrographyFromAReplayIsReproduced) {
   for (int m = 0; m < 2; ++m) {
     const auto plugin = read_step(dir.file("out.nc"), "tas", 0, m), offline = read_step(o.output, "tas", 0, m);
     ASSERT_EQ(plugin.size(), offline.size());
-    double worst = 0;
-    for (size_t i = 0; i < plugin.size(); ++i) worst = std::max(worst, std::fabs(double(plugin[i]) - offline[i]));
+    const double worst = max_abs_difference(plugin, offline);
     EXPECT_LT(worst, 1e-4) << "member " << m << " differs from the plugin's sample";
   }
 }
@@ -348,8 +347,7 @@ TEST(DownscaleEndToEnd, IconReplayOnThreeRanksIsReproducedOffline) {
   for (int m = 0; m < 2; ++m) {
     const auto plugin = read_step(dir.file("out.nc"), "ts", 0, m), offline = read_step(o.output, "ts", 0, m);
     ASSERT_EQ(plugin.size(), 20480u);
-    double worst = 0;
-    for (size_t i = 0; i < plugin.size(); ++i) worst = std::max(worst, std::fabs(double(plugin[i]) - offline[i]));
+    const double worst = max_abs_difference(plugin, offline);
     EXPECT_LT(worst, 1e-4) << "member " << m;
   }
   // A lat-lon block size makes no sense on an ICON field, and R2B1 patches do not fit the model.

@@ -27,6 +27,7 @@ namespace ft = finecast::trainer;
 namespace ftr = finecast::testing_replay;
 
 using finecast::testing_downscale::downscale_error;
+using finecast::testing_downscale::max_abs_difference;
 using finecast::testing_downscale::read_step;
 
 using namespace finecast::testing_eval;
@@ -147,8 +148,7 @@ TEST_F(IconOffline, CheckpointRecordsItsContextAndDownscaleReproducesThePlugin) 
   for (int m = 0; m < 3; ++m) {
     const auto plugin = read_step(file("out.nc"), "ts", 0, m), offline = read_step(o.output, "ts_host", 0, m);
     ASSERT_EQ(plugin.size(), offline.size());
-    double worst = 0;
-    for (size_t i = 0; i < plugin.size(); ++i) worst = std::max(worst, std::fabs(double(plugin[i]) - offline[i]));
+    const double worst = max_abs_difference(plugin, offline);
     EXPECT_LT(worst, 1e-4) << "member " << m << " differs from the plugin's sample";
   }
   // The orography matters: a flat one gives other samples (the test above cannot pass by chance).
@@ -167,8 +167,7 @@ TEST_F(IconOffline, CheckpointRecordsItsContextAndDownscaleReproducesThePlugin) 
     f.output = file("flat_out.nc");
     fp::run_downscale(f);
     const auto plugin = read_step(file("out.nc"), "ts", 0, 0), offline = read_step(f.output, "ts_host", 0, 0);
-    double worst = 0;
-    for (size_t i = 0; i < plugin.size(); ++i) worst = std::max(worst, std::fabs(double(plugin[i]) - offline[i]));
+    const double worst = max_abs_difference(plugin, offline);
     EXPECT_GT(worst, 1e-3);
   }
 

@@ -28,6 +28,7 @@ namespace ft = finecast::trainer;
 using namespace finecast::testing_replay;
 
 using finecast::testing_downscale::downscale_error;
+using finecast::testing_downscale::max_abs_difference;
 using finecast::testing_downscale::read_step;
 
 // The fine field is the conservative interpolant of its own coarse field: there is nothing for
@@ -197,8 +198,7 @@ TEST(SkillReplay, IconRingsCovariatesAndHoldOutBufferTheSameOnOneTwoAndFourRanks
   EXPECT_EQ(res.n_static, 1);
   const auto plugin = read_step(one.file("out.nc"), "ts", 0), offline = read_step(o.output, "ts", 0);
   ASSERT_EQ(plugin.size(), 20480u);
-  double worst = 0;
-  for (size_t i = 0; i < plugin.size(); ++i) worst = std::max(worst, std::fabs(double(plugin[i]) - offline[i]));
+  const double worst = max_abs_difference(plugin, offline);
   EXPECT_LT(worst, 1e-3);
   // A covariate on another grid is refused, naming both files.
   o.statics = {kTas + ":tas"};
@@ -211,8 +211,8 @@ TEST(SkillReplay, IconRingsCovariatesAndHoldOutBufferTheSameOnOneTwoAndFourRanks
 // patches of the first step, records it in the checkpoint, and buffers what it leaves, which
 // has a smaller (area-weighted) sum of squares than what the interpolant leaves (least squares
 // on the same cells); finecast-downscale applies the recorded fit and reproduces the plugin's
-// sample. The regression run also takes the coarse context relative to each patch's own value
-// (patch.relative_context), which finecast-downscale must read from the checkpoint too.
+// sample, and a resumed run keeps the recorded fit. The regression run also takes the coarse context relative to each
+// patch's own value (patch.relative_context), which finecast-downscale must read from the checkpoint too.
 TEST(SkillReplay, RegressionBaseIsFittedInSituRecordedAndAppliedOffline) {
   if (!exists(kIconData) || !exists(kIconGrid)) GTEST_SKIP() << "libncarg-data is not installed";
   ScratchDir interp("skill_interp"), regression("skill_regression");
@@ -259,7 +259,17 @@ TEST(SkillReplay, RegressionBaseIsFittedInSituRecordedAndAppliedOffline) {
   EXPECT_TRUE(res.interp_base);
   const auto plugin = read_step(regression.file("out.nc"), "ts", 0), offline = read_step(o.output, "ts", 0);
   ASSERT_EQ(plugin.size(), 20480u);
-  double worst = 0;
-  for (size_t i = 0; i < plugin.size(); ++i) worst = std::max(worst, std::fabs(double(plugin[i]) - offline[i]));
+  const double worst = max_abs_difference(plugin, offline);
   EXPECT_LT(worst, 1e-3);
+
+  // A resumed run keeps the checkpoint's regression instead of fitting a new one.
+  const CommandResult resumed =
+      run_command("mpiexec -n 1 " + binary("finecast-replay") + " --config " + regression.file("run.yaml") +
+                  " --set checkpoint.resume=" + regression.file("checkpoints") + " --set checkpoint.dir=" +
+                  regression.file("resumed") + " --set sample.output=" + regression.file("resumed.nc"));
+  ASSERT_EQ(resumed.rc, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("Resumed from"), std::string::npos) << resumed.output;
+  EXPECT_EQ(resumed.output.find("patch.residual regression: fitted on"), std::string::npos) << resumed.output;
+  EXPECT_EQ(ft::Downscaler::checkpoint_metadata(newest_checkpoint(regression.file("resumed"))).at("patch.regression"),
+            meta.at("patch.regression"));
 }

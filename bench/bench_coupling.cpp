@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// finecast-bench coupling: per-step cost of gather + coarsen + patch + buffer insert under MPI.
+// finecast-bench coupling: per-step cost of redistribution + coarsen + patch + buffer insert under MPI.
 #include <mpi.h>
 #include <unistd.h>
 
@@ -24,8 +24,8 @@
 #include "coupling/grid/icon_hierarchy.hpp"
 #include "coupling/grid/icosahedral_grid.hpp"
 #include "coupling/grid/patches.hpp"
-#include "coupling/mpi/gatherer.hpp"
 #include "coupling/mpi/owned_cells.hpp"
+#include "coupling/mpi/redistribution.hpp"
 
 namespace finecast::bench {
 namespace {
@@ -55,7 +55,7 @@ bool under_mpiexec() {
 }
 
 struct Result {
-  double step_ms = 0, gather_ms = 0, patch_ms = 0, push_ms = 0, setup_s = 0;
+  double step_ms = 0, exchange_ms = 0, patch_ms = 0, push_ms = 0, setup_s = 0;
   int64_t cells = 0, patches = 0;
 };
 
@@ -95,7 +95,14 @@ Result run_grid(int fine_level, int coarse_level, const std::string& file, int s
                       COMIN_DIM_SEMANTICS_UNUSED, COMIN_DIM_SEMANTICS_UNUSED};
   std::vector<double> host(static_cast<size_t>(nproma) * nblks, 0.0);
   const coupling::OwnedCells cells = coupling::owned_cells(shape, sem, nproma, n_local, decomp.data(), glb.data());
-  coupling::Gatherer gatherer(MPI_COMM_WORLD, 0, cells.global_index, n_global);
+  // Rank 0 is the one trainer here: its slots are the whole field in global order, so the
+  // patches are cut from the slots as from a gathered field (the plugin's path with train.ranks 1).
+  std::vector<int64_t> slot_cells;
+  if (rank == 0) {
+    slot_cells.resize(static_cast<size_t>(n_global));
+    for (int64_t g = 0; g < n_global; ++g) slot_cells[static_cast<size_t>(g)] = g;
+  }
+  coupling::Redistribution redistribution(MPI_COMM_WORLD, cells.global_index, slot_cells, n_global);
   std::vector<float> local(static_cast<size_t>(cells.size()));
   std::vector<float> global(rank == 0 ? static_cast<size_t>(n_global) : 0);
 
@@ -112,15 +119,15 @@ Result run_grid(int fine_level, int coarse_level, const std::string& file, int s
   res.setup_s = ms_since(t_setup) / 1000.0;
 
   const int warmup = 3;
-  std::vector<double> t_step, t_gather, t_patch, t_push;
+  std::vector<double> t_step, t_exchange, t_patch, t_push;
   for (int s = 0; s < warmup + steps; ++s) {
     // The model advances: new values in the host array (not timed).
     for (int j = 0; j < n_local; ++j) host[static_cast<size_t>(j)] = 280.0 + 20.0 * std::sin(1e-3 * glb[j] + 0.1 * s);
     MPI_Barrier(MPI_COMM_WORLD);
     const auto t0 = Clock::now();
     coupling::pack(host.data(), cells, local.data());
-    gatherer.gather(local.data(), rank == 0 ? global.data() : nullptr);
-    double gather_ms = ms_since(t0), patch_ms = 0, push_ms = 0;
+    redistribution.forward(1, local.data(), rank == 0 ? global.data() : nullptr);
+    double exchange_ms = ms_since(t0), patch_ms = 0, push_ms = 0;
     if (rank == 0) {
       const auto t1 = Clock::now();
       coupling::extract_patches(map, {global.data()}, nullptr, popt,
@@ -135,7 +142,7 @@ Result run_grid(int fine_level, int coarse_level, const std::string& file, int s
     MPI_Allreduce(&mine, &step_ms, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     if (s >= warmup) {
       t_step.push_back(step_ms);
-      t_gather.push_back(gather_ms);
+      t_exchange.push_back(exchange_ms);
       t_patch.push_back(patch_ms);
       t_push.push_back(push_ms);
     }
@@ -143,7 +150,7 @@ Result run_grid(int fine_level, int coarse_level, const std::string& file, int s
   // Medians: on a shared 2-core machine a few steps lose the CPU to other processes, and a mean
   // would report the scheduler rather than the code.
   res.step_ms = median(t_step);
-  res.gather_ms = median(t_gather);
+  res.exchange_ms = median(t_exchange);
   res.patch_ms = median(t_patch);
   res.push_ms = median(t_push);
   return res;
@@ -169,7 +176,7 @@ int report(const std::vector<Row>& rows, bool json, int first_ranks) {
       const std::string p = row.grid + "_";
       const std::string s = std::to_string(row.ranks) + (row.ranks == 1 ? "rank" : "ranks");
       field(p + "step_ms_" + s, row.r.step_ms);
-      field(p + "gather_ms_" + s, row.r.gather_ms);
+      field(p + "exchange_ms_" + s, row.r.exchange_ms);
       field(p + "patch_ms_" + s, row.r.patch_ms);
       field(p + "push_ms_" + s, row.r.push_ms);
     }
@@ -182,14 +189,14 @@ int report(const std::vector<Row>& rows, bool json, int first_ranks) {
     return 0;
   }
   std::printf(
-      "finecast coupling step: pack + MPI gather to rank 0 + coarsen/patch + rolling-buffer "
+      "finecast coupling step: pack + redistribution to the trainer (rank 0) + coarsen/patch + rolling-buffer "
       "insert\n");
-  std::printf("%-6s %9s %8s %6s %10s %10s %10s %10s %8s\n", "grid", "cells", "patches", "ranks", "step ms", "gather ms",
+  std::printf("%-6s %9s %8s %6s %10s %10s %10s %10s %8s\n", "grid", "cells", "patches", "ranks", "step ms", "exch ms",
               "patch ms", "push ms", "setup s");
   for (const auto& row : rows)
     std::printf("%-6s %9lld %8lld %6d %10.3f %10.3f %10.3f %10.3f %8.2f\n", row.grid.c_str(),
                 static_cast<long long>(row.r.cells), static_cast<long long>(row.r.patches), row.ranks, row.r.step_ms,
-                row.r.gather_ms, row.r.patch_ms, row.r.push_ms, row.r.setup_s);
+                row.r.exchange_ms, row.r.patch_ms, row.r.push_ms, row.r.setup_s);
   for (const auto& row : rows)
     if (row.ranks == first_ranks) std::printf("%s grid: %s\n", row.grid.c_str(), row.source.c_str());
   std::printf("targets: < 2 ms/step at R2B4 with 4 ranks, < 40 ms/step at R2B6 size\n");
@@ -219,7 +226,7 @@ int worker(const Options& o) {
     report(rows, o.json, size);
   } else if (rank == 0) {
     for (const auto& [name, r] : results)
-      std::printf("RESULT %s %d %.4f %.4f %.4f %.4f %lld %lld %.2f %s\n", name.c_str(), size, r.step_ms, r.gather_ms,
+      std::printf("RESULT %s %d %.4f %.4f %.4f %.4f %lld %lld %.2f %s\n", name.c_str(), size, r.step_ms, r.exchange_ms,
                   r.patch_ms, r.push_ms, static_cast<long long>(r.cells), static_cast<long long>(r.patches), r.setup_s,
                   name == "r2b4" ? (have_file ? o.grid.c_str() : "synthetic") : "synthetic");
     std::fflush(stdout);
@@ -260,7 +267,7 @@ int driver(const Options& o) {
       int n = 0;
       long long cells = 0, patches = 0;
       Result r;
-      if (std::sscanf(line, "RESULT %31s %d %lf %lf %lf %lf %lld %lld %lf %2047s", grid, &n, &r.step_ms, &r.gather_ms,
+      if (std::sscanf(line, "RESULT %31s %d %lf %lf %lf %lf %lld %lld %lf %2047s", grid, &n, &r.step_ms, &r.exchange_ms,
                       &r.patch_ms, &r.push_ms, &cells, &patches, &r.setup_s, source) == 10) {
         r.cells = cells;
         r.patches = patches;
@@ -300,7 +307,7 @@ int run(int argc, char** argv) {
       "3 warm-up steps (R2B6: a fifth of the steps, at least 5), each stage's median separately.",
       "finecast-bench coupling"};
   app.add_flag("--json", o.json,
-               "print one JSON object (keys <grid>_step_ms_<k>rank(s), ..._gather_ms_, _patch_ms_, "
+               "print one JSON object (keys <grid>_step_ms_<k>rank(s), ..._exchange_ms_, _patch_ms_, "
                "_push_ms_)");
   app.add_option("--steps", o.steps, "measured steps per grid")->check(CLI::PositiveNumber);
   app.add_option("--ranks", o.ranks, "comma-separated rank counts to launch")->default_str("1,2,4");

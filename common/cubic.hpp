@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Keys' cubic convolution kernel (a = -1/2, Catmull-Rom), shared by the patch base interpolant
-// (coupling/grid) and the evaluation's bicubic baselines (coupling/eval), so both interpolate
+// (coupling/grid) and the evaluation's bicubic baselines (eval), so both interpolate
 // block means in exactly the same way.
 #pragma once
 

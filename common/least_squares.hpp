@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Small weighted least squares through the normal equations: the fit that the regression
-// baseline (coupling/eval/regression) and the plugin's regression base
+// baseline (eval/regression) and the plugin's regression base
 // (coupling/grid/patch_regression) share.
 #pragma once
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// libFuzzer target: the ComIn namelist parser (coupling/comin/host.hpp parse_comin_namelist),
+// libFuzzer target: the ComIn namelist parser (host/comin/host.hpp parse_comin_namelist),
 // which finecast-host and finecast-replay read. It may only throw ConfigError; every plugin it
 // returns has a library.
 #include <cstdint>
@@ -8,7 +8,7 @@
 #include <string>
 
 #include "common/error.hpp"
-#include "coupling/comin/host.hpp"
+#include "host/comin/host.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

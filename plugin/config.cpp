@@ -13,7 +13,7 @@
 #include <limits>
 
 #include "common/error.hpp"
-#include "coupling/comin/entry_point_names.hpp"
+#include "host/comin/entry_point_names.hpp"
 #include "common/region.hpp"
 #include "common/yaml_schema.hpp"
 

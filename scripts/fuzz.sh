@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Fuzzes finecast's input parsers with libFuzzer (Debian's clang 14), ASan and UBSan:
 #   config        the plugin's YAML config with overrides (plugin/config.hpp parse_config)
-#   namelist      the ComIn namelist (coupling/comin/host.hpp parse_comin_namelist)
+#   namelist      the ComIn namelist (host/comin/host.hpp parse_comin_namelist)
 #   field_reader  NetCDF fields (coupling/io/field_reader.hpp), every format
 #   checkpoint    checkpoint verification and restore (trainer/checkpoint.hpp, Downscaler::restore)
 # Builds the targets in build-fuzz/ (finecast's code instrumented; LibTorch, HDF5, NetCDF and

@@ -158,7 +158,7 @@ class PluginState {
   bool is_lead() const { return coupling && coupling->is_lead; }
 
   /// Releases everything in a stated order: the trainer state (its session thread is joined,
-  /// the output published, the model and buffer freed), then the coupling state (the gatherer,
+  /// the output published, the model and buffer freed), then the coupling state (the redistribution,
   /// then the communicator). Called at EP_DESTRUCTOR; idempotent.
   void release();
 

@@ -16,7 +16,7 @@ namespace finecast::plugin {
 t_comin_entry_point primary_constructor();
 
 /// EP_SECONDARY_CONSTRUCTOR: communicator, host fields (checked against the host's variable
-/// list, levels and types), the gatherer; on the trainer rank the grid, the model (fresh or
+/// list, levels and types), the redistribution; on the trainer rank the grid, the model (fresh or
 /// resumed), the buffer. Errors stop the run (start-up errors always do).
 void secondary_constructor();
 

@@ -16,7 +16,7 @@
 #include "common/cli.hpp"
 #include "common/log.hpp"
 #include "coupling/error.hpp"
-#include "coupling/host/mpi_program.hpp"
+#include "host/mpi_program.hpp"
 #include "coupling/mpi/handshake.hpp"
 
 namespace fh = finecast::coupling::host;

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "coupling/eval/baselines.hpp"
-#include "coupling/eval/cell_baselines.hpp"
-#include "coupling/eval/regression.hpp"
+#include "eval/baselines.hpp"
+#include "eval/cell_baselines.hpp"
+#include "eval/regression.hpp"
 #include "coupling/grid/context_stencil.hpp"
 #include "coupling/grid/icon_hierarchy.hpp"
 #include "coupling/grid/icosahedral_grid.hpp"
@@ -23,7 +23,7 @@
 #include "coupling/grid/patch_regression.hpp"
 #include "coupling/grid/patches.hpp"
 #include "coupling/grid/static_covariates.hpp"
-#include "coupling/tools/icon_levels.hpp"
+#include "eval/cli/icon_levels.hpp"
 
 namespace fc = finecast::coupling;
 namespace fe = finecast::coupling::eval;

@@ -6,8 +6,8 @@
 #include <random>
 #include <vector>
 
-#include "coupling/eval/baselines.hpp"
-#include "coupling/eval/blocks.hpp"
+#include "eval/baselines.hpp"
+#include "eval/blocks.hpp"
 
 namespace fe = finecast::coupling::eval;
 

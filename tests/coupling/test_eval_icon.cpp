@@ -19,13 +19,13 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "coupling/eval/cell_baselines.hpp"
-#include "coupling/eval/cells.hpp"
-#include "coupling/eval/evaluation.hpp"
+#include "eval/cell_baselines.hpp"
+#include "eval/cells.hpp"
+#include "eval/evaluation.hpp"
 #include "coupling/grid/icon_grid.hpp"
 #include "coupling/io/ensemble_writer.hpp"
 #include "coupling/io/nc_metadata.hpp"
-#include "coupling/tools/icon_levels.hpp"
+#include "eval/cli/icon_levels.hpp"
 #include "tests/eval_test_util.hpp"
 
 namespace fc = finecast::coupling;

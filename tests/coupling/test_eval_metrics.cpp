@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "coupling/eval/evaluation.hpp"
-#include "coupling/eval/metrics.hpp"
-#include "coupling/eval/report.hpp"
+#include "eval/evaluation.hpp"
+#include "eval/metrics.hpp"
+#include "eval/report.hpp"
 
 namespace fe = finecast::coupling::eval;
 

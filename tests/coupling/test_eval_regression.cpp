@@ -17,13 +17,13 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "coupling/eval/baselines.hpp"
-#include "coupling/eval/cell_baselines.hpp"
-#include "coupling/eval/evaluation.hpp"
-#include "coupling/eval/regression.hpp"
+#include "eval/baselines.hpp"
+#include "eval/cell_baselines.hpp"
+#include "eval/evaluation.hpp"
+#include "eval/regression.hpp"
 #include "coupling/grid/icon_grid.hpp"
 #include "coupling/io/ensemble_writer.hpp"
-#include "coupling/tools/icon_levels.hpp"
+#include "eval/cli/icon_levels.hpp"
 
 namespace fc = finecast::coupling;
 namespace fe = finecast::coupling::eval;

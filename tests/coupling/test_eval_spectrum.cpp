@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "coupling/eval/spectrum.hpp"
+#include "eval/spectrum.hpp"
 
 namespace fe = finecast::coupling::eval;
 using cd = std::complex<double>;

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "coupling/eval/window.hpp"
+#include "eval/window.hpp"
 
 namespace fe = finecast::coupling::eval;
 

@@ -12,7 +12,7 @@
 
 #include "comin.h"
 #include "common/leak_check.hpp"
-#include "coupling/comin/host.hpp"
+#include "host/comin/host.hpp"
 
 namespace ch = finecast::coupling::comin_host;
 

@@ -9,9 +9,9 @@
 
 #include "common/error.hpp"
 #include "coupling/grid/icosahedral_grid.hpp"
-#include "coupling/host/orography.hpp"
-#include "coupling/host/run_config.hpp"
-#include "coupling/host/toy_atmosphere.hpp"
+#include "host/model/orography.hpp"
+#include "host/model/run_config.hpp"
+#include "host/model/toy_atmosphere.hpp"
 
 namespace fc = finecast::coupling;
 namespace fh = finecast::coupling::host;

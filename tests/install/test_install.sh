@@ -16,9 +16,9 @@ inc="$prefix/include/finecast"
   || bad "public headers missing under $inc"
 
 # Internal headers: the host library's registry, the trainer's LibTorch internals, helpers.
-for internal in coupling/comin/host_state.hpp trainer/downscaler_impl.hpp trainer/models.hpp \
+for internal in host/comin/host_state.hpp trainer/downscaler_impl.hpp trainer/models.hpp \
                 trainer/diffusion.hpp trainer/checkpoint_format.hpp coupling/io/nc_file.hpp \
-                coupling/grid/edge_neighbours.hpp coupling/host coupling/replay coupling/tools; do
+                coupling/grid/edge_neighbours.hpp host/model host/replay eval/cli; do
   [[ -e "$inc/$internal" ]] && bad "internal $internal is installed"
 done
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "coupling/grid/icosahedral_grid.hpp"
-#include "coupling/host/host_model.hpp"
+#include "host/model/host_model.hpp"
 
 namespace fc = finecast::coupling;
 namespace fh = finecast::coupling::host;

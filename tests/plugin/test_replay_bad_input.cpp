@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "coupling/replay/replay_input.hpp"
-#include "coupling/replay/run_config.hpp"
+#include "host/replay/replay_input.hpp"
+#include "host/replay/run_config.hpp"
 #include "tests/plugin/replay_test_util.hpp"
 
 namespace fr = finecast::coupling::replay;

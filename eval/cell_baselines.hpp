@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Interpolation baselines on unstructured grids: patch (coarse cell) means brought back to the
+// fine cells without learning.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "eval/cells.hpp"
+
+namespace finecast::coupling::eval {
+
+/// How patch means (taken to sit at the patch centres) reach the fine cells.
+enum class CellInterp {
+  kNearest,  ///< every fine cell takes its own patch's value
+  kIdw,      ///< inverse-distance weighting of nearby patch centres at the fine cell centre
+};
+
+/// One baseline on an unstructured grid: an interpolation, optionally followed by
+/// restore_patch_means. A new baseline is one more entry here and one more CellInterp case.
+struct CellBaseline {
+  std::string name;  ///< e.g. "idw_cons"
+  CellInterp interp;
+  bool conservative;
+};
+
+/// The baselines in report order: nearest, idw, then their conservative forms.
+const std::vector<CellBaseline>& cell_baselines();
+
+/// Inverse-distance weighting: the `neighbours` patch centres nearest to a fine cell centre
+/// (great-circle distance d), among the patches within `rings` edge-neighbour steps of the fine
+/// cell's own patch, weighted by 1 / d^power; a centre closer than 1e-12 rad takes all the
+/// weight. Three rings hold every patch that shares a vertex with the own patch on a triangular
+/// grid. A layout without neighbour lists searches every patch.
+struct IdwOptions {
+  int neighbours = 6;
+  double power = 2.0;
+  int rings = 3;
+};
+
+/// The interpolation weights of a layout, computed once.
+class CellInterpolator {
+ public:
+  /// Throws ConfigError for neighbours < 1, power <= 0 or rings < 1. `layout` must outlive this.
+  explicit CellInterpolator(const CellLayout& layout, IdwOptions options = {});
+
+  /// The fine field of one interpolation of n_patches coarse values. Patch values that are NaN
+  /// are left out of the IDW weights (renormalised); a fine cell with none left is NaN.
+  std::vector<double> interpolate(const std::vector<double>& coarse, CellInterp interp) const;
+  /// interpolate() and, for a conservative baseline, restore_patch_means().
+  std::vector<double> run(const std::vector<double>& coarse, const CellBaseline& baseline) const;
+  const IdwOptions& options() const { return options_; }
+  const CellLayout& layout() const { return layout_; }
+
+ private:
+  const CellLayout& layout_;
+  IdwOptions options_;
+  std::vector<int64_t> idw_patch_;  ///< size() * neighbours patch indices (-1 = unused slot)
+  std::vector<double> idw_weight_;  ///< matching weights, each cell's summing to 1
+};
+
+/// Adds to every cell of each patch the patch's coarse value minus the area-weighted mean of
+/// `fine` over the patch, so that patch_means(fine) equals `coarse` afterwards.
+void restore_patch_means(const CellLayout& layout, const std::vector<double>& coarse, std::vector<double>& fine);
+
+}  // namespace finecast::coupling::eval

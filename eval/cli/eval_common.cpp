@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Step matching and report output shared by finecast-eval's lat-lon and ICON paths.
+#include "eval/cli/eval_common.hpp"
+
+#include <netcdf.h>
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "common/error.hpp"
+#include "eval/report.hpp"
+#include "eval/regression.hpp"
+
+namespace finecast::tools {
+
+void check_default_truth(const EvalOptions& o) {
+  if (!o.truth.empty()) return;
+  int ncid = -1, id = -1;
+  if (nc_open(o.pred.c_str(), NC_NOWRITE, &ncid) != NC_NOERR) return;  // the reader says why
+  const bool found = nc_inq_varid(ncid, o.truth_variable().c_str(), &id) == NC_NOERR;
+  nc_close(ncid);
+  if (!found)
+    throw ConfigError("no --truth given, and prediction '" + o.pred + "' has no variable '" + o.truth_variable() +
+                      "' (the host's own field, which plugin outputs carry) to use as the truth: "
+                      "give the fine truth with --truth FILE");
+}
+
+void match_steps(const StepAxis& truth, const StepAxis& pred, const std::string& time, std::vector<std::size_t>& tsteps,
+                 std::vector<std::size_t>& psteps) {
+  tsteps.clear();
+  psteps.clear();
+  if (!time.empty()) {
+    const std::size_t t = truth.step(time);
+    tsteps = {t};
+    if (pred.n_times == truth.n_times)
+      psteps = tsteps;
+    else if (!pred.date(0).empty() && !truth.date(t).empty())
+      psteps = {pred.step(truth.date(t))};  // both dated: the prediction's step at that date
+    else if (pred.n_times == 1)
+      psteps = {0};
+    else
+      throw ConfigError("--time " + time + ": " + pred.description + " has " + std::to_string(pred.n_times) +
+                        " time steps and " + truth.description + " has " + std::to_string(truth.n_times) +
+                        "; cannot tell which prediction step belongs to it");
+  } else {
+    if (pred.n_times != truth.n_times)
+      throw ConfigError(pred.description + " has " + std::to_string(pred.n_times) + " time steps but " +
+                        truth.description + " has " + std::to_string(truth.n_times) +
+                        "; pass --time T to score one step");
+    for (std::size_t t = 0; t < truth.n_times; ++t) tsteps.push_back(t), psteps.push_back(t);
+  }
+  // Both files dated: the dates must agree step by step (a prediction of another day would
+  // otherwise be scored silently). Undated prediction steps are matched by index.
+  for (std::size_t i = 0; i < tsteps.size(); ++i) {
+    const std::string td = truth.date(tsteps[i]), pd = pred.date(psteps[i]);
+    if (!td.empty() && !pd.empty() && td != pd)
+      throw ConfigError("time steps do not match: " + truth.description + " step " + std::to_string(tsteps[i]) +
+                        " is " + td + " but " + pred.description + " step " + std::to_string(psteps[i]) + " is " + pd);
+  }
+}
+
+std::string join(const std::vector<std::size_t>& v) {
+  std::string s;
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? " " : "") + std::to_string(v[i]);
+  return s;
+}
+
+void write_reports(const coupling::eval::EvalReport& report, const EvalOptions& o) {
+  namespace fe = coupling::eval;
+  std::cout << fe::format_table(report);
+  if (!o.json.empty()) fe::write_text_file(o.json, fe::to_json(report));
+  if (!o.csv.empty()) fe::write_text_file(o.csv, fe::to_csv(report));
+}
+
+std::pair<std::string, std::string> split_file_var(const std::string& text, const std::string& option) {
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos || colon + 1 == text.size() || text.find('/', colon) != std::string::npos)
+    throw ConfigError(option + " " + text + ": expected FILE:VAR (a NetCDF file and the variable in it)");
+  return {text.substr(0, colon), text.substr(colon + 1)};
+}
+
+bool check_regression_options(const EvalOptions& o) {
+  if (o.statics.empty()) {
+    const char* needs = !o.fit_on.empty()           ? "--fit-on"
+                        : !o.regression_in.empty()  ? "--regression-in"
+                        : !o.regression_out.empty() ? "--regression-out"
+                                                    : nullptr;
+    if (needs)
+      throw ConfigError(std::string(needs) +
+                        " is for the regression_cons baseline, which needs the fine covariates: give them "
+                        "with --static FILE:VAR");
+    return false;
+  }
+  for (const auto& s : o.statics) split_file_var(s, "--static");
+  if (!o.regression_in.empty() && !o.fit_on.empty())
+    throw ConfigError("--regression-in " + o.regression_in + " and --fit-on " + o.fit_on +
+                      " both given: use the saved coefficients or fit new ones, not both");
+  if (o.regression_in.empty() && o.fit_on.empty() && o.hold_out.empty())
+    throw ConfigError(
+        "--static needs --fit-on REGION|FILE (the training split regression_cons is fitted on), "
+        "--hold-out (it is then fitted on the rest), or --regression-in FILE (saved coefficients)");
+  return true;
+}
+
+coupling::eval::RegressionFit finish_regression(const EvalOptions& o, const std::vector<std::string>& names,
+                                                const std::function<coupling::eval::RegressionFit()>& fit) {
+  namespace fe = coupling::eval;
+  fe::RegressionFit r;
+  if (!o.regression_in.empty()) {
+    std::ifstream in(o.regression_in);
+    if (!in) throw IoError("--regression-in " + o.regression_in + ": cannot open the file");
+    std::stringstream text;
+    text << in.rdbuf();
+    r = fe::regression_from_json(text.str(), "--regression-in " + o.regression_in);
+    if (r.names != names) {
+      std::string want, have;
+      for (const auto& n : names) want += (want.empty() ? "" : ", ") + n;
+      for (const auto& n : r.names) have += (have.empty() ? "" : ", ") + n;
+      throw ConfigError("--regression-in " + o.regression_in + " holds coefficients of " + have +
+                        ", but the --static covariates give " + want + " (same covariates, same order)");
+    }
+  } else {
+    r = fit();
+  }
+  std::cout << "  " << fe::describe(r) << "\n";
+  if (!o.regression_out.empty()) {
+    fe::write_text_file(o.regression_out, fe::regression_to_json(r));
+    std::cout << "  regression_cons coefficients written to " << o.regression_out << "\n";
+  }
+  return r;
+}
+
+void write_baselines(const EvalOptions& o, const std::vector<std::pair<std::string, std::vector<double>>>& fields,
+                     const std::vector<std::string>& dims, const std::vector<std::size_t>& shape,
+                     const std::string& step) {
+  if (o.baselines_out.empty()) return;
+  const std::string ctx = "--baselines-out " + o.baselines_out;
+  int nc = -1;
+  if (nc_create(o.baselines_out.c_str(), NC_CLOBBER | NC_NETCDF4, &nc) != NC_NOERR)
+    throw IoError(ctx + ": cannot create the file");
+  std::vector<int> ids(dims.size());
+  bool ok = true;
+  for (std::size_t d = 0; d < dims.size(); ++d)
+    ok = ok && nc_def_dim(nc, dims[d].c_str(), shape[d], &ids[d]) == NC_NOERR;
+  auto text = [&](const char* key, const std::string& value) {
+    ok = ok && nc_put_att_text(nc, NC_GLOBAL, key, value.size(), value.c_str()) == NC_NOERR;
+  };
+  text("truth", o.truth_path());
+  text("pred", o.pred);
+  text("var", o.var);
+  text("step", step);
+  text("content", "finecast-eval's baselines at the last scored step, computed from the truth's coarse field");
+  std::vector<int> vars;
+  for (const auto& f : fields) {
+    int v = -1;
+    ok = ok && nc_def_var(nc, f.first.c_str(), NC_DOUBLE, static_cast<int>(ids.size()), ids.data(), &v) == NC_NOERR;
+    vars.push_back(v);
+  }
+  ok = ok && nc_enddef(nc) == NC_NOERR;
+  for (std::size_t i = 0; i < fields.size() && ok; ++i)
+    ok = nc_put_var_double(nc, vars[i], fields[i].second.data()) == NC_NOERR;
+  ok = nc_close(nc) == NC_NOERR && ok;
+  if (!ok) throw IoError(ctx + ": writing failed");
+  std::cout << "  baselines of the last scored step written to " << o.baselines_out << "\n";
+}
+
+void add_regression_meta(const coupling::eval::RegressionFit& fit,
+                         std::vector<std::pair<std::string, std::string>>& meta) {
+  meta.push_back({"regression_fit_on", fit.fit_on});
+  meta.push_back({"regression_points", std::to_string(fit.n_points)});
+  for (std::size_t j = 0; j < fit.coef.size(); ++j) {
+    std::ostringstream v;
+    v.precision(10);
+    v << fit.coef[j];
+    meta.push_back({"regression_coef " + fit.names[j], v.str()});
+  }
+}
+
+}  // namespace finecast::tools

@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// finecast-eval's options and what its lat-lon and ICON paths share: step matching and output.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "eval/evaluation.hpp"
+#include "eval/regression.hpp"
+
+namespace finecast::tools {
+
+/// Every option of finecast-eval.
+struct EvalOptions {
+  std::string truth;  ///< "" = the prediction file, variable <var>_host (plugin outputs)
+  std::string pred, var, truth_var, region, json, csv;
+  int block = 0;          ///< lat-lon block edge; 0 = recorded in the prediction, else 16
+  std::string time;       ///< --time: truth step to score, index or ISO 8601 date; "" = every step
+  std::string grid;       ///< ICON grid file; "" = the prediction's grid_file_uri
+  int coarse_level = -1;  ///< ICON: patches are the R2B<L> cells; -1 = from <var>_coarse
+  int idw_neighbours = 6;
+  double idw_power = 2.0;
+  /// --static FILE:VAR: fine static covariates of regression_cons (repeatable).
+  std::vector<std::string> statics;
+  /// --fit-on: where regression_cons is fitted: a region lat0,lat1,lon0,lon1 of the truth file,
+  /// or a file with the truth variable on (part of) the covariates' grid. Default with
+  /// --hold-out: every block (patch) that is not held out.
+  std::string fit_on;
+  /// --hold-out: score only these blocks (patches): a region, or FILE:VAR, a mask on the
+  /// prediction's grid (a block is held out when any of its cells is non-zero).
+  std::string hold_out;
+  std::string regression_in, regression_out;  ///< reuse / save regression_cons's coefficients
+  std::string baselines_out;                  ///< NetCDF file for every baseline's field at the last scored step
+
+  /// The truth file and variable after the defaults.
+  std::string truth_path() const { return truth.empty() ? pred : truth; }
+  std::string truth_variable() const { return !truth_var.empty() ? truth_var : truth.empty() ? var + "_host" : var; }
+};
+
+/// Without --truth the truth is the prediction's <var>_host: throws ConfigError (naming --truth
+/// and the file) when the prediction has no such variable.
+void check_default_truth(const EvalOptions& options);
+
+/// The time axis of one input, as the step matching sees it.
+struct StepAxis {
+  std::string description;  ///< e.g. "truth 'a.nc' variable 'ts'"
+  std::size_t n_times = 1;
+  std::function<std::string(std::size_t)> date;  ///< ISO date of a step, "" when undated
+  /// The step an index or date names (coupling::select_step); throws ConfigError.
+  std::function<std::size_t(const std::string&)> step;
+};
+
+/// The truth and prediction steps scored together: --time T, an index or date of the truth (with
+/// the prediction step of the same index, of the same date when both are dated, or step 0 of a
+/// one-step prediction), else every step of two files with as many steps. Dated steps must have
+/// the same dates. Throws ConfigError naming both inputs.
+void match_steps(const StepAxis& truth, const StepAxis& pred, const std::string& time,
+                 std::vector<std::size_t>& truth_steps, std::vector<std::size_t>& pred_steps);
+
+/// "0 1 2": step lists for the JSON meta.
+std::string join(const std::vector<std::size_t>& v);
+
+/// Prints the table and writes --json / --csv.
+void write_reports(const coupling::eval::EvalReport& report, const EvalOptions& options);
+
+/// FILE:VAR of --static and --hold-out (a colon followed by a path separator belongs to the
+/// file name); throws ConfigError naming `option` when VAR is missing.
+std::pair<std::string, std::string> split_file_var(const std::string& text, const std::string& option);
+
+/// Whether regression_cons is scored: --static given. Checks the combinations of --static,
+/// --fit-on, --hold-out, --regression-in and --regression-out (ConfigError naming them).
+bool check_regression_options(const EvalOptions& options);
+
+/// After a fit (or --regression-in): prints the coefficients, writes --regression-out, and puts
+/// them into the report's meta. With --regression-in, checks that the file's predictors are the
+/// covariates given (ConfigError naming both).
+coupling::eval::RegressionFit finish_regression(const EvalOptions& options,
+                                                const std::vector<std::string>& predictor_names,
+                                                const std::function<coupling::eval::RegressionFit()>& fit);
+
+/// Writes every baseline's field of the last scored step to --baselines-out: one variable per
+/// baseline named after it, on `dims` (("ncells") or (y, x)) with `shape`, double precision, and
+/// the global attributes truth/pred/var/step. Throws IoError naming the file.
+void write_baselines(const EvalOptions& options, const std::vector<std::pair<std::string, std::vector<double>>>& fields,
+                     const std::vector<std::string>& dims, const std::vector<std::size_t>& shape,
+                     const std::string& step);
+
+/// The regression's meta entries for the JSON report.
+void add_regression_meta(const coupling::eval::RegressionFit& fit,
+                         std::vector<std::pair<std::string, std::string>>& meta);
+
+/// finecast-eval on unstructured ICON fields (eval_icon.cpp); returns the exit status.
+int run_icon(const EvalOptions& options);
+
+}  // namespace finecast::tools

@@ -1,0 +1,550 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// finecast-eval: scores a downscaled ensemble and interpolation baselines against a fine truth.
+// This file: the command line and lat-lon fields; ICON fields are eval_icon.cpp's.
+#include <netcdf.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/cli.hpp"
+#include "common/error.hpp"
+#include "eval/evaluation.hpp"
+#include "eval/report.hpp"
+#include "eval/window.hpp"
+#include "coupling/io/field_reader.hpp"
+#include "eval/cli/eval_common.hpp"
+#include "coupling/io/step_select.hpp"
+
+namespace fe = finecast::coupling::eval;
+namespace ft = finecast::tools;
+using finecast::ConfigError;
+using finecast::IoError;
+
+namespace {
+
+/// A lat-lon field read through coupling/io's FieldReader: [time,] [member,] y, x. FieldReader
+/// treats the member dimension as its one "level" dimension, so each member has a reader.
+class GridVar {
+ public:
+  GridVar(const std::string& path, const std::string& var, const std::string& role);
+
+  std::string describe() const { return role + " '" + path + "' variable '" + var + "'"; }
+  /// Reads rows y0..y0+ny-1, columns x0..x0+nx-1 of step t, member m (NaN = missing).
+  void read(std::size_t t, std::size_t m, int y0, int ny, int x0, int nx, double* out);
+  /// The ISO date of step t, or "" when the file has no time coordinate.
+  std::string date(std::size_t t) const;
+  /// The step that --time `text` names: a 0-based index or an ISO 8601 date.
+  std::size_t step(const std::string& text) const {
+    return static_cast<std::size_t>(finecast::coupling::select_step(readers_.front(), text));
+  }
+
+  std::string path, var, role;
+  std::size_t n_times = 1, n_members = 1;
+  int ny = 0, nx = 0;
+  std::string y_name, x_name, y_units;
+  std::vector<double> y, x;  ///< coordinate values (empty when the file has none)
+  int recorded_block = 0;    ///< global attribute finecast_block (0 = absent)
+
+ private:
+  std::vector<finecast::coupling::FieldReader> readers_;
+  std::vector<float> buf_;
+};
+
+/// A numeric or numeric-text global attribute; 0 when absent or not a number.
+int global_int(const std::string& path, const char* name) {
+  int ncid = -1;
+  if (nc_open(path.c_str(), NC_NOWRITE, &ncid) != NC_NOERR) return 0;
+  nc_type type = NC_NAT;
+  size_t len = 0;
+  double value = 0;
+  if (nc_inq_att(ncid, NC_GLOBAL, name, &type, &len) == NC_NOERR && len > 0) {
+    if (type == NC_CHAR) {
+      std::string s(len, '\0');
+      if (nc_get_att_text(ncid, NC_GLOBAL, name, s.data()) == NC_NOERR) value = std::atof(s.c_str());
+    } else if (type != NC_STRING && len == 1) {
+      nc_get_att_double(ncid, NC_GLOBAL, name, &value);
+    }
+  }
+  nc_close(ncid);
+  return static_cast<int>(std::lround(value));
+}
+
+GridVar::GridVar(const std::string& p, const std::string& name, const std::string& r) : path(p), var(name), role(r) {
+  using finecast::coupling::FieldReader;
+  try {
+    readers_.emplace_back(path, var, 0);
+  } catch (const finecast::Error& e) {
+    throw IoError(role + " file: " + e.what());
+  }
+  const FieldReader& f = readers_.front();
+  const std::string expected =
+      role != "prediction" ? "(time, lat, lon) or (lat, lon)" : "(time, member, lat, lon) or (member, lat, lon)";
+  if (f.grid_kind() == FieldReader::GridKind::kUnstructured)
+    throw ConfigError(describe() + " is on an unstructured grid (dimension '" + f.spatial_dims().at(0) +
+                      "') but the prediction is a lat-lon field: both must be on the same grid, "
+                      "lat-lon " +
+                      expected + " or ICON (time, ncells)");
+  n_times = static_cast<std::size_t>(f.n_times());
+  n_members = static_cast<std::size_t>(f.n_levels());
+  if ((role == "truth" || role == "covariate" || role == "fit-on") && n_members != 1)
+    throw ConfigError(describe() + " has a further dimension of " + std::to_string(n_members) +
+                      " entries besides time and space; the truth must be " + expected);
+  ny = static_cast<int>(f.spatial_shape().at(0));
+  nx = static_cast<int>(f.spatial_shape().at(1));
+  y_name = f.spatial_dims().at(0);
+  x_name = f.spatial_dims().at(1);
+  try {
+    const finecast::coupling::OutputGrid g = f.output_grid();
+    y = g.y.values;
+    x = g.x.values;
+    const auto u = g.y.text_attrs.find("units");
+    if (u != g.y.text_attrs.end()) y_units = u->second;
+  } catch (const IoError&) {
+    // No 1-D coordinate variables: the grids are then matched by shape alone.
+  }
+  for (std::size_t m = 1; m < n_members; ++m) readers_.emplace_back(path, var, static_cast<int>(m));
+  recorded_block = global_int(path, "finecast_block");
+}
+
+std::string GridVar::date(std::size_t t) const {
+  return readers_.front().has_time_axis() ? readers_.front().time_string(static_cast<int64_t>(t)) : "";
+}
+
+void GridVar::read(std::size_t t, std::size_t m, int y0, int nyr, int x0, int nxr, double* out) {
+  buf_.resize(static_cast<std::size_t>(ny) * nx);
+  readers_.at(m).read(static_cast<int64_t>(t), buf_.data());
+  for (int i = 0; i < nyr; ++i)
+    for (int j = 0; j < nxr; ++j)
+      out[static_cast<std::size_t>(i) * nxr + j] = buf_[static_cast<std::size_t>(y0 + i) * nx + x0 + j];
+}
+
+std::string range_text(const std::vector<double>& v) {
+  if (v.empty()) return "no coordinate";
+  std::ostringstream os;
+  os << v.front() << ".." << v.back();
+  return os.str();
+}
+
+bool looks_like_latitude(const GridVar& g) {
+  std::string n = g.y_name;
+  std::transform(n.begin(), n.end(), n.begin(), ::tolower);
+  return g.y_units.rfind("degrees_north", 0) == 0 || g.y_units == "degrees" || g.y_units == "degree" ||
+         n.find("lat") != std::string::npos;
+}
+
+std::string grid_text(const GridVar& g) {
+  return g.describe() + " is " + std::to_string(g.ny) + " x " + std::to_string(g.nx) + " (" + g.y_name + " " +
+         range_text(g.y) + ", " + g.x_name + " " + range_text(g.x) + ")";
+}
+
+/// Where `ref`'s grid starts inside `outer`'s (matched by coordinates; by shape when either has
+/// none). Throws ConfigError naming both files when `outer` does not contain `ref`.
+std::pair<int, int> locate(const GridVar& outer, const GridVar& ref, const std::string& what) {
+  if (!outer.y.empty() && !ref.y.empty() && !outer.x.empty() && !ref.x.empty()) {
+    const int oy = fe::find_offset(outer.y, ref.y), ox = fe::find_offset(outer.x, ref.x);
+    if (oy >= 0 && ox >= 0) return {oy, ox};
+  } else if (outer.ny == ref.ny && outer.nx == ref.nx) {
+    return {0, 0};
+  }
+  throw ConfigError("grids do not match: " + grid_text(outer) + " but " + grid_text(ref) + "; " + what);
+}
+
+/// The block layout of a window of `g` (rows y0.., columns x0..): cos(lat) weights when the
+/// rows are latitudes; periodic when the window closes a longitude circle.
+fe::BlockLayout window_layout(const GridVar& g, int y0, int ny, int x0, int nx, int k) {
+  fe::BlockLayout layout;
+  layout.ny = ny;
+  layout.nx = nx;
+  layout.k = k;
+  if (!g.y.empty() && looks_like_latitude(g))
+    layout.weight = fe::latlon_weights(std::vector<double>(g.y.begin() + y0, g.y.begin() + y0 + ny), nx);
+  layout.periodic_x = x0 == 0 && nx == g.nx && !g.x.empty() && fe::is_global_lon(g.x);
+  return layout;
+}
+
+/// The --static covariates, opened once.
+struct Covariates {
+  std::vector<std::string> names;
+  std::vector<std::unique_ptr<GridVar>> vars;
+
+  explicit Covariates(const std::vector<std::string>& specs) {
+    for (const auto& spec : specs) {
+      const auto [file, var] = ft::split_file_var(spec, "--static");
+      vars.push_back(std::make_unique<GridVar>(file, var, "covariate"));
+      names.push_back(var);
+    }
+  }
+  /// Each covariate's values (first step) on the window rows y0.., columns x0.. of `ref`.
+  std::vector<std::vector<double>> read(const GridVar& ref, int y0, int ny, int x0, int nx) {
+    std::vector<std::vector<double>> out;
+    for (auto& v : vars) {
+      const auto [oy, ox] =
+          locate(*v, ref, "a --static covariate must cover the grid of the fields it is used with (same coordinates)");
+      if (v->n_times > 1) std::cout << "  " << v->describe() << " has " << v->n_times << " steps; the first is used\n";
+      out.emplace_back(static_cast<std::size_t>(ny) * nx);
+      v->read(0, 0, oy + y0, ny, ox + x0, nx, out.back().data());
+    }
+    return out;
+  }
+};
+
+std::vector<const double*> pointers(const std::vector<std::vector<double>>& v) {
+  std::vector<const double*> p;
+  for (const auto& x : v) p.push_back(x.data());
+  return p;
+}
+
+/// Blocks of a window (rows y0.., columns x0.. of `g`) whose cells all lie inside the region.
+std::vector<char> blocks_in_region(const GridVar& g, const fe::Region& reg, int y0, int ny, int x0, int nx, int k,
+                                   const std::string& option) {
+  if (g.y.empty() || g.x.empty())
+    throw ConfigError(option + " with a region needs coordinate variables, but " + g.describe() + " has none");
+  const int nby = ny / k, nbx = nx / k;
+  std::vector<char> mask(static_cast<std::size_t>(nby) * nbx, 0);
+  for (int by = 0; by < nby; ++by)
+    for (int bx = 0; bx < nbx; ++bx) {
+      bool inside = true;
+      for (int i = by * k; i < (by + 1) * k && inside; ++i) inside = reg.contains_lat(g.y[y0 + i]);
+      for (int j = bx * k; j < (bx + 1) * k && inside; ++j) inside = reg.contains_lon(g.x[x0 + j]);
+      mask[static_cast<std::size_t>(by) * nbx + bx] = inside ? 1 : 0;
+    }
+  return mask;
+}
+
+/// --hold-out as a block mask of the scored window of `pred`: a region (blocks wholly inside), or
+/// FILE:VAR (blocks with any non-zero cell).
+std::vector<char> hold_out_blocks(const ft::EvalOptions& o, const GridVar& pred, int y0, int ny, int x0, int nx,
+                                  int k) {
+  std::vector<char> mask;
+  if (fe::is_region_text(o.hold_out)) {
+    mask = blocks_in_region(pred, fe::parse_region(o.hold_out, "--hold-out"), y0, ny, x0, nx, k, "--hold-out");
+  } else {
+    const auto [file, var] = ft::split_file_var(o.hold_out, "--hold-out");
+    GridVar m(file, var, "covariate");
+    const auto [oy, ox] = locate(m, pred, "the --hold-out mask must cover the prediction's grid");
+    std::vector<double> v(static_cast<std::size_t>(ny) * nx);
+    m.read(0, 0, oy + y0, ny, ox + x0, nx, v.data());
+    const int nbx = nx / k;
+    mask.assign(static_cast<std::size_t>(ny / k) * nbx, 0);
+    for (int i = 0; i < ny; ++i)
+      for (int j = 0; j < nx; ++j) {
+        const double x = v[static_cast<std::size_t>(i) * nx + j];
+        if (std::isfinite(x) && x != 0.0) mask[static_cast<std::size_t>(i / k) * nbx + j / k] = 1;
+      }
+  }
+  int64_t held = 0;
+  for (char c : mask) held += c;
+  if (held == 0) throw ConfigError("--hold-out " + o.hold_out + ": no block of the scored window is held out");
+  return mask;
+}
+
+/// Adds to `fitter` the cells of the blocks flagged in `block_use` (empty = all) of a window of
+/// `src`, for each of `steps`: residual = truth - bicubic_cons(block means).
+void add_fit_data(fe::RegressionFitter& fitter, GridVar& src, Covariates& cov, int y0, int ny, int x0, int nx, int k,
+                  const std::vector<std::size_t>& steps, const std::vector<char>& block_use) {
+  const fe::BlockLayout layout = window_layout(src, y0, ny, x0, nx, k);
+  layout.validate();
+  const auto values = cov.read(src, y0, ny, x0, nx);
+  const fe::Predictors p = fe::block_predictors(layout, cov.names, pointers(values));
+  static const fe::Baseline bicubic_cons{"bicubic_cons", fe::Interp::kBicubic, true};
+  std::vector<char> use;
+  if (!block_use.empty()) {
+    use.resize(layout.size());
+    for (int i = 0; i < ny; ++i)
+      for (int j = 0; j < nx; ++j)
+        use[static_cast<std::size_t>(i) * nx + j] = block_use[static_cast<std::size_t>(i / k) * layout.nbx() + j / k];
+  }
+  std::vector<double> truth(layout.size());
+  for (std::size_t t : steps) {
+    src.read(t, 0, y0, ny, x0, nx, truth.data());
+    const std::vector<double> base = fe::run_baseline(layout, fe::block_means(layout, truth.data()), bicubic_cons);
+    std::vector<double> residual(layout.size());
+    for (std::size_t i = 0; i < residual.size(); ++i) residual[i] = truth[i] - base[i];
+    fitter.add(p, residual, layout.weight, use);
+  }
+}
+
+/// Whether the prediction is an unstructured (ICON) field; false also when it cannot be read
+/// (the lat-lon path then reports why).
+bool prediction_is_icon(const ft::EvalOptions& o) {
+  try {
+    const finecast::coupling::FieldReader f(o.pred, o.var, 0);
+    return f.grid_kind() == finecast::coupling::FieldReader::GridKind::kUnstructured;
+  } catch (const finecast::Error&) {
+    return false;
+  }
+}
+
+/// The ICON-only options must not be given for a lat-lon field.
+void refuse_icon_options(const ft::EvalOptions& o, const GridVar& pred) {
+  const ft::EvalOptions defaults;
+  const char* icon_option = !o.grid.empty()                               ? "--grid"
+                            : o.coarse_level >= 0                         ? "--coarse-level"
+                            : o.idw_neighbours != defaults.idw_neighbours ? "--idw-neighbours"
+                            : o.idw_power != defaults.idw_power           ? "--idw-power"
+                                                                          : nullptr;
+  if (icon_option)
+    throw ConfigError(std::string(icon_option) + " is for ICON fields; " + pred.describe() +
+                      " is a lat-lon field (blocks of k x k cells: use --block)");
+}
+
+/// Where the prediction grid sits in the truth grid (row and column offsets): the same grid or
+/// a piece of it.
+std::pair<int, int> prediction_offset(const GridVar& truth, const GridVar& pred) {
+  auto grid_text = [](const GridVar& g) {
+    return g.describe() + " is " + std::to_string(g.ny) + " x " + std::to_string(g.nx) + " (" + g.y_name + " " +
+           range_text(g.y) + ", " + g.x_name + " " + range_text(g.x) + ")";
+  };
+  const std::string mismatch =
+      "grids do not match: " + grid_text(pred) + " but " + grid_text(truth) +
+      "; the prediction must be on the truth's grid or on a part of it cropped to whole blocks";
+  if (!truth.y.empty() && !pred.y.empty() && !truth.x.empty() && !pred.x.empty()) {
+    const int ty0 = fe::find_offset(truth.y, pred.y), tx0 = fe::find_offset(truth.x, pred.x);
+    if (ty0 < 0 || tx0 < 0) throw ConfigError(mismatch);
+    return {ty0, tx0};
+  }
+  if (truth.ny != pred.ny || truth.nx != pred.nx) throw ConfigError(mismatch);
+  return {0, 0};
+}
+
+/// The block size: --block, or the one the prediction records (16 when neither says); it must
+/// tile the prediction grid.
+int block_size(const ft::EvalOptions& o, const GridVar& pred) {
+  const int recorded = pred.recorded_block;
+  const int k = o.block > 0 ? o.block : (recorded > 0 ? recorded : 16);
+  if (o.block > 0 && recorded > 0 && recorded != o.block)
+    throw ConfigError("--block " + std::to_string(o.block) + " does not match the block size " +
+                      std::to_string(recorded) + " recorded in prediction '" + pred.path + "'");
+  if (pred.ny % k != 0 || pred.nx % k != 0)
+    throw ConfigError("--block " + std::to_string(k) + " does not tile the prediction grid " + std::to_string(pred.ny) +
+                      " x " + std::to_string(pred.nx) + " of '" + pred.path +
+                      "' (a downscaled field covers whole blocks: is --block the block size it was made with?)");
+  return k;
+}
+
+/// The scored window in prediction-grid indices: all of it, or the whole blocks inside --region.
+struct Window {
+  int y0 = 0, x0 = 0, ny = 0, nx = 0;
+  std::string region_text = "all";
+};
+
+Window scored_window(const ft::EvalOptions& o, const GridVar& pred, int k) {
+  Window w{0, 0, pred.ny, pred.nx, "all"};
+  if (o.region.empty()) return w;
+  const fe::Region reg = fe::parse_region(o.region);
+  if (pred.y.empty() || pred.x.empty())
+    throw ConfigError("--region needs coordinate variables, but prediction '" + pred.path + "' has none for " +
+                      pred.y_name + "/" + pred.x_name);
+  const auto [by0, by1] = fe::blocks_inside(
+      pred.y, k, [&](double v) { return reg.contains_lat(v); }, pred.y_name);
+  const auto [bx0, bx1] = fe::blocks_inside(
+      pred.x, k, [&](double v) { return reg.contains_lon(v); }, pred.x_name);
+  w.y0 = by0 * k;
+  w.x0 = bx0 * k;
+  w.ny = (by1 - by0) * k;
+  w.nx = (bx1 - bx0) * k;
+  w.region_text = o.region;
+  return w;
+}
+
+/// regression_cons: the covariates on the window, coefficients fitted on the training split
+/// (the window's blocks not held out, a --fit-on region of the truth, or a --fit-on file);
+/// handed to the evaluator.
+fe::RegressionFit fit_regression(const ft::EvalOptions& o, fe::Evaluator& ev, const fe::BlockLayout& layout,
+                                 GridVar& truth, const GridVar& pred, const Window& w, int ty0, int tx0, int k,
+                                 const std::vector<std::size_t>& tsteps, const std::vector<char>& scored) {
+  Covariates cov(o.statics);
+  const auto values = cov.read(pred, w.y0, w.ny, w.x0, w.nx);
+  fe::Predictors p = fe::block_predictors(layout, cov.names, pointers(values));
+  fe::RegressionFit fit = ft::finish_regression(o, p.names, [&] {
+    fe::RegressionFitter fitter(p.names);
+    std::string where;
+    if (o.fit_on.empty()) {
+      // The scored window's blocks that are not held out, same steps.
+      std::vector<char> rest(scored.size());
+      for (std::size_t b = 0; b < scored.size(); ++b) rest[b] = scored[b] ? 0 : 1;
+      add_fit_data(fitter, truth, cov, ty0 + w.y0, w.ny, tx0 + w.x0, w.nx, k, tsteps, rest);
+      where = "the blocks of " + truth.path + " not held out (--hold-out " + o.hold_out + ")";
+    } else if (fe::is_region_text(o.fit_on)) {
+      // Whole blocks of the truth file, aligned with the prediction's blocks.
+      const int y0 = (ty0 + w.y0) % k, x0 = (tx0 + w.x0) % k;
+      const int fny = (truth.ny - y0) / k * k, fnx = (truth.nx - x0) / k * k;
+      const auto use = blocks_in_region(truth, fe::parse_region(o.fit_on, "--fit-on"), y0, fny, x0, fnx, k, "--fit-on");
+      int64_t n = 0;
+      for (char c : use) n += c;
+      if (n == 0)
+        throw ConfigError("--fit-on " + o.fit_on + ": no whole block of " + truth.describe() + " lies inside");
+      add_fit_data(fitter, truth, cov, y0, fny, x0, fnx, k, tsteps, use);
+      where = "region " + o.fit_on + " of " + truth.path + " (" + std::to_string(n) + " blocks)";
+    } else {
+      GridVar src(o.fit_on, truth.var, "fit-on");
+      std::vector<std::size_t> steps;
+      for (std::size_t t = 0; t < src.n_times; ++t) steps.push_back(t);
+      if (src.ny < k || src.nx < k)
+        throw ConfigError("--fit-on " + o.fit_on + ": " + src.describe() + " is smaller than one block of " +
+                          std::to_string(k));
+      add_fit_data(fitter, src, cov, 0, src.ny / k * k, 0, src.nx / k * k, k, steps, {});
+      where = o.fit_on + " (" + std::to_string(src.ny / k * (src.nx / k)) + " blocks, " + std::to_string(steps.size()) +
+              " step(s))";
+    }
+    return fitter.solve(where);
+  });
+  ev.set_regression(fit, std::move(p));
+  return fit;
+}
+
+int run_latlon(const ft::EvalOptions& o) {
+  GridVar truth(o.truth_path(), o.truth_variable(), "truth");
+  GridVar pred(o.pred, o.var, "prediction");
+  refuse_icon_options(o, pred);
+  const auto [ty0, tx0] = prediction_offset(truth, pred);
+  const int k = block_size(o, pred);
+  const Window w = scored_window(o, pred, k);
+  const int py0 = w.y0, px0 = w.x0, ny = w.ny, nx = w.nx;
+  const std::string& region_text = w.region_text;
+
+  std::vector<std::size_t> tsteps, psteps;
+  ft::match_steps({truth.describe(), truth.n_times, [&](std::size_t t) { return truth.date(t); },
+                   [&](const std::string& text) { return truth.step(text); }},
+                  {pred.describe(), pred.n_times, [&](std::size_t t) { return pred.date(t); },
+                   [&](const std::string& text) { return pred.step(text); }},
+                  o.time, tsteps, psteps);
+
+  // The layout: weights and periodicity of the window; with --hold-out only those blocks score.
+  const fe::BlockLayout layout = window_layout(pred, py0, ny, px0, nx, k);
+  const bool latitude = !layout.weight.empty();
+  fe::Evaluator ev(layout);
+  std::vector<char> scored;
+  if (!o.hold_out.empty()) scored = hold_out_blocks(o, pred, py0, ny, px0, nx, k);
+  const bool regression = ft::check_regression_options(o);
+  fe::RegressionFit fit;
+  if (regression) fit = fit_regression(o, ev, layout, truth, pred, w, ty0, tx0, k, tsteps, scored);
+
+  const std::size_t n = layout.size();
+  std::vector<double> tbuf(n);
+  std::vector<std::vector<double>> mbuf(pred.n_members, std::vector<double>(n));
+  std::vector<const double*> mptr;
+  for (const auto& m : mbuf) mptr.push_back(m.data());
+  for (std::size_t i = 0; i < tsteps.size(); ++i) {
+    truth.read(tsteps[i], 0, ty0 + py0, ny, tx0 + px0, nx, tbuf.data());
+    for (std::size_t m = 0; m < pred.n_members; ++m) pred.read(psteps[i], m, py0, ny, px0, nx, mbuf[m].data());
+    ev.add(tbuf.data(), mptr, scored);
+  }
+
+  const std::string weights_text = latitude ? "cos(" + pred.y_name + ")" : "uniform";
+  fe::EvalReport rep = ev.report();
+  rep.meta = {{"truth", truth.path},
+              {"pred", pred.path},
+              {"var", pred.var},
+              {"truth_var", truth.var},
+              {"block", std::to_string(k)},
+              {"region", region_text},
+              {"truth_y0", std::to_string(ty0 + py0)},
+              {"truth_x0", std::to_string(tx0 + px0)},
+              {"pred_y0", std::to_string(py0)},
+              {"pred_x0", std::to_string(px0)},
+              {"truth_steps", ft::join(tsteps)},
+              {"pred_steps", ft::join(psteps)},
+              {"members", std::to_string(pred.n_members)},
+              {"weights", weights_text},
+              {"periodic_x", layout.periodic_x ? "true" : "false"},
+              {"coarse", "area-weighted block means of the truth"},
+              {"finecast_version", FINECAST_VERSION}};
+  if (!o.hold_out.empty()) rep.meta.push_back({"hold_out", o.hold_out});
+  if (regression) ft::add_regression_meta(fit, rep.meta);
+
+  std::cout << "finecast-eval: " << truth.describe() << " vs " << pred.describe() << "\n"
+            << "  window " << ny << " x " << nx << " (" << pred.y_name << " rows " << py0 << ".." << py0 + ny - 1
+            << ", " << pred.x_name << " columns " << px0 << ".." << px0 + nx - 1 << " of the prediction), block " << k
+            << ", " << rep.blocks_total << " blocks per step, " << tsteps.size() << " time step(s), " << pred.n_members
+            << " member(s), weights " << weights_text << "\n";
+  if (!scored.empty()) {
+    int64_t held = 0;
+    for (char c : scored) held += c;
+    std::cout << "  --hold-out " << o.hold_out << ": " << held << " of " << scored.size()
+              << " blocks scored per step\n";
+  } else if (rep.blocks_valid < rep.blocks_total * static_cast<int64_t>(tsteps.size()))
+    std::cout << "  " << rep.blocks_total * static_cast<int64_t>(tsteps.size()) - rep.blocks_valid
+              << " block-steps skipped (missing truth values)\n";
+  ft::write_reports(rep, o);
+  ft::write_baselines(o, ev.last_baselines(), {pred.y_name, pred.x_name},
+                      {static_cast<std::size_t>(ny), static_cast<std::size_t>(nx)},
+                      tsteps.empty() ? "" : std::to_string(tsteps.back()));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "finecast-eval: scores a downscaled ensemble against the fine truth, next to interpolation "
+      "baselines computed from the truth's coarse means. Lat-lon fields: k x k blocks, baselines "
+      "nearest, bilinear, bicubic and their conservative variants. ICON fields (ncells): the "
+      "coarse R2B<L> cells of --grid, baselines nearest and inverse-distance weighting and their "
+      "conservative variants. Prints a table; --json adds the spectra."};
+  ft::EvalOptions o;
+  app.add_option("--truth", o.truth,
+                 "fine truth NetCDF: (time, lat, lon), (lat, lon), (time, ncells) or (ncells) "
+                 "(default: the prediction file's <var>_host, which plugin outputs carry)");
+  app.add_option("--pred", o.pred,
+                 "prediction NetCDF: (time, member, lat, lon), (member, lat, lon), "
+                 "(time, member, ncells) or (member, ncells)")
+      ->required();
+  app.add_option("--var", o.var, "variable name in the prediction (and the truth)")->required();
+  app.add_option("--truth-var", o.truth_var, "variable name in the truth when it differs");
+  app.add_option("--block", o.block,
+                 "lat-lon: block edge k in fine cells (default: recorded in the prediction, else 16)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--grid", o.grid, "ICON: the fine ICON grid file (default: the prediction's grid_file_uri)");
+  app.add_option("--coarse-level", o.coarse_level,
+                 "ICON: patches are the R2B<L> cells (default: the coarsest level on whose cells "
+                 "the prediction's <var>_coarse is constant)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--idw-neighbours", o.idw_neighbours, "ICON: coarse cell centres in the inverse-distance baselines")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--idw-power", o.idw_power, "ICON: the inverse-distance weights are 1/d^power")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--region", o.region,
+                 "lat0,lat1,lon0,lon1 in degrees: score only the whole blocks (coarse cells) inside");
+  finecast::cli::add_time(app, o.time, "score only this step of the truth");
+  app.add_option("--static", o.statics,
+                 "FILE:VAR, a fine static covariate (e.g. the surface height) on the truth's grid or a larger "
+                 "one (matched by coordinates); repeatable. Adds the baseline regression_cons: the conservative "
+                 "interpolant plus a least-squares fit of the fine residual on each covariate's within-block "
+                 "anomaly and its deviation from its own conservative interpolant");
+  app.add_option("--fit-on", o.fit_on,
+                 "where regression_cons is fitted (the training split): a region lat0,lat1,lon0,lon1 of the "
+                 "truth file, or a NetCDF file holding the truth variable on the covariates' grid (all its steps)");
+  app.add_option("--hold-out", o.hold_out,
+                 "score only the held-out blocks (coarse cells): a region lat0,lat1,lon0,lon1 (whole blocks "
+                 "inside), or FILE:VAR, a mask on the prediction's grid (non-zero = held out); regression_cons "
+                 "is then fitted on the rest unless --fit-on says otherwise");
+  app.add_option("--baselines-out", o.baselines_out,
+                 "write every baseline's field at the last scored step to this NetCDF file (for figures)");
+  app.add_option("--regression-out", o.regression_out, "write regression_cons's coefficients as JSON to this file");
+  app.add_option("--regression-in", o.regression_in,
+                 "use the coefficients of a file written by --regression-out instead of fitting");
+  app.add_option("--json", o.json, "write scores and spectra as JSON to this file");
+  app.add_option("--csv", o.csv, "write scores as CSV to this file");
+  finecast::cli::add_version(app, "finecast-eval");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    ft::check_default_truth(o);
+    return prediction_is_icon(o) ? ft::run_icon(o) : run_latlon(o);
+  } catch (const finecast::Error& e) {
+    std::cerr << "finecast-eval: error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "finecast-eval: error: " << e.what() << "\n";
+    return 1;
+  }
+}

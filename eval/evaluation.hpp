@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// One evaluation: a model's ensemble and the interpolation baselines scored on the same truth.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "eval/baselines.hpp"
+#include "eval/blocks.hpp"
+#include "eval/cell_baselines.hpp"
+#include "eval/cells.hpp"
+#include "eval/metrics.hpp"
+#include "eval/regression.hpp"
+
+namespace finecast::coupling::eval {
+
+/// One scored prediction ("model" or a baseline name).
+struct EvalRow {
+  std::string name;
+  Scores scores;
+};
+
+/// Everything an evaluation produced, ready for the table, JSON and CSV writers.
+struct EvalReport {
+  enum class Grid { kLatLon, kCells };
+  Grid grid = Grid::kLatLon;
+  int ny = 0, nx = 0, k = 0;  ///< lat-lon window and block edge
+  /// Unstructured grids: fine cells, fine cells per patch, and the R2B levels (-1 = unknown).
+  int64_t n_cells = 0;
+  int patch_size = 0, fine_level = -1, coarse_level = -1;
+  int n_times = 0;
+  int64_t blocks_total = 0;       ///< blocks (patches) per time step
+  int64_t blocks_valid = 0;       ///< blocks (patches) scored, summed over time steps
+  std::vector<EvalRow> rows;      ///< "model" first, then the baselines in order
+  RadialSpectrum truth_spectrum;  ///< mean over time steps
+  /// Free-form context written into the JSON header (files, variable, region, ...).
+  std::vector<std::pair<std::string, std::string>> meta;
+};
+
+/// What both evaluators keep per step and report alike: the model's and every baseline's scores,
+/// the optional regression baseline, the truth's residual spectrum, the last step's baseline
+/// fields. The grid-specific parts (coarsening, baselines, spectra) come in as arguments.
+class ScoreBook {
+ public:
+  explicit ScoreBook(std::vector<std::string> baseline_names);
+  /// regression_cons from now on; `who` and `n_values` check the predictors (InternalError).
+  void set_regression(RegressionFit fit, Predictors predictors, int64_t n_values, const std::string& who);
+  bool has_regression() const { return has_regression_; }
+  /// The patches scored this step: coarse value finite and allowed by `mask` (empty = all).
+  std::vector<char> valid_patches(const std::vector<double>& coarse, const std::vector<char>& mask);
+  /// One step: the model's members, baseline(i) for each baseline, the regression on top of
+  /// `regression_floor()` (called only with a regression), and the truth's residual spectrum.
+  template <class Layout, class Baseline, class Floor>
+  void add(const Layout& layout, const double* truth, const std::vector<const double*>& members,
+           const std::vector<char>& valid, Baseline baseline, Floor regression_floor, const RadialSpectrum& spectrum) {
+    model_.add(layout, truth, members, valid);
+    last_.clear();
+    for (std::size_t i = 0; i < baselines_.size(); ++i) {
+      std::vector<double> fine = baseline(i);
+      baselines_[i].add(layout, truth, {fine.data()}, valid);
+      last_.emplace_back(names_[i], std::move(fine));
+    }
+    if (has_regression_) {
+      std::vector<double> fine = apply_regression(fit_, predictors_, regression_floor());
+      regression_.add(layout, truth, {fine.data()}, valid);
+      last_.emplace_back("regression_cons", std::move(fine));
+    }
+    accumulate_spectrum(truth_spectrum_, spectrum, 1.0);
+    ++steps_;
+  }
+  /// The rows ("model", the baselines, regression_cons), the mean truth spectrum, the step and
+  /// valid-patch counts.
+  void fill(EvalReport& report) const;
+  const std::vector<std::pair<std::string, std::vector<double>>>& last() const { return last_; }
+
+ private:
+  std::vector<std::string> names_;
+  ScoreAccumulator model_;
+  std::vector<ScoreAccumulator> baselines_;
+  bool has_regression_ = false;
+  RegressionFit fit_;
+  Predictors predictors_;
+  ScoreAccumulator regression_;
+  RadialSpectrum truth_spectrum_;  // summed over steps
+  int steps_ = 0;
+  int64_t valid_ = 0;
+  std::vector<std::pair<std::string, std::vector<double>>> last_;
+};
+
+/// Scores time steps one by one. For each step the coarse field is the area-weighted block
+/// mean of the truth, and every baseline is computed from it.
+class Evaluator {
+ public:
+  /// Throws ConfigError when the layout is not usable (see BlockLayout::validate).
+  explicit Evaluator(BlockLayout layout);
+  /// Adds the baseline regression_cons (bicubic_cons plus the fitted covariate terms), listed
+  /// after the interpolation baselines; `predictors` are those of the covariates on this window
+  /// (block_predictors).
+  void set_regression(RegressionFit fit, Predictors predictors);
+  /// One time step: the truth and the predicted members, each layout().size() values. A block
+  /// is scored when `block_mask` (n_blocks flags, empty = all) allows it and its truth is finite
+  /// everywhere.
+  void add(const double* truth, const std::vector<const double*>& members, const std::vector<char>& block_mask = {});
+  /// Scores so far; "model" first, then the baselines.
+  EvalReport report() const;
+  const BlockLayout& layout() const { return layout_; }
+  /// Every baseline's fine field of the latest step, by name (finecast-eval --baselines-out).
+  const std::vector<std::pair<std::string, std::vector<double>>>& last_baselines() const { return book_.last(); }
+
+ private:
+  BlockLayout layout_;
+  ScoreBook book_;
+};
+
+/// The same for patches of an unstructured grid (ICON's coarse cells): the coarse field is the
+/// area-weighted patch mean of the truth, the baselines are cell_baselines(), and the spectra
+/// are the hierarchy's bands (hierarchy_spectrum).
+class CellEvaluator {
+ public:
+  /// Throws ConfigError when the layout or the IDW options are not usable.
+  explicit CellEvaluator(CellLayout layout, IdwOptions idw = {});
+  /// Adds regression_cons (idw_cons plus the fitted covariate terms; cell_predictors).
+  void set_regression(RegressionFit fit, Predictors predictors);
+  CellEvaluator(const CellEvaluator&) = delete;
+  CellEvaluator& operator=(const CellEvaluator&) = delete;
+  /// One time step: the truth and the predicted members, each layout().size() values. A patch
+  /// is scored when `patch_mask` (n_patches flags, empty = all) allows it and its truth is
+  /// finite everywhere.
+  void add(const double* truth, const std::vector<const double*>& members, const std::vector<char>& patch_mask = {});
+  /// Scores so far; "model" first, then the baselines.
+  EvalReport report() const;
+  const CellLayout& layout() const { return layout_; }
+  const CellInterpolator& interpolator() const { return interp_; }
+  /// Every baseline's fine field of the latest step, by name (finecast-eval --baselines-out).
+  const std::vector<std::pair<std::string, std::vector<double>>>& last_baselines() const { return book_.last(); }
+
+ private:
+  CellLayout layout_;
+  CellInterpolator interp_;
+  ScoreBook book_;
+};
+
+}  // namespace finecast::coupling::eval

@@ -1,0 +1,317 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// finecast-host: an ICON-like MPI model on an ICON grid that drives ComIn plugins through
+// finecast's host library, with entry points in ICON's order.
+#include <mpi.h>
+#include <omp.h>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <numeric>
+#include <string>
+#include <thread>
+
+#include "host/comin/host.hpp"
+#include "coupling/grid/icon_grid.hpp"
+#include "host/model/host_model.hpp"
+#include "host/mpi_program.hpp"
+#include "host/model/orography.hpp"
+#include "host/model/run_config.hpp"
+#include "host/model/surface_file.hpp"
+#include "coupling/io/cf_time.hpp"
+#include "common/cli.hpp"
+#include "common/log.hpp"
+
+namespace fc = finecast::coupling;
+namespace ch = finecast::coupling::comin_host;
+namespace flog = finecast::log;
+namespace fh = finecast::coupling::host;
+using fh::now;
+
+namespace {
+
+struct Options {
+  std::string run_file;
+  int steps = 0;
+  double step_seconds = -1;  ///< < 0: the run file's value
+  bool no_plugins = false;
+  std::string log_level = "info";
+  std::vector<std::string> plugin_overrides;  ///< "key.path=value", appended to every plugin's options
+  /// --write-orography: write the surface fields to this file and stop ("" = run the model)
+  std::string write_orography;
+};
+
+/// --write-orography: the surface fields the run would hand its plugins, for every cell, into
+/// one file (rank 0; each cell's value depends on that cell alone, as in the run).
+int write_orography(const Options& opt, const fc::host::HostRunConfig& cfg, int rank) {
+  if (rank != 0) return 0;
+  const double t0 = now();
+  const fc::IconGrid grid = fc::read_icon_grid(cfg.grid);
+  std::vector<int> cells(static_cast<size_t>(grid.n_cells));
+  std::iota(cells.begin(), cells.end(), 0);
+  const fc::host::CellOrography surface =
+      fc::host::average_orography(cfg.orography, cfg.orography_variable, grid, cells);
+  fc::host::write_surface_file(opt.write_orography, grid, surface, cfg.orography + " (" + cfg.orography_variable + ")");
+  flog::info("wrote topography_c and fr_land of the " + std::to_string(grid.n_cells) + " cells of " + cfg.grid +
+             " (relief " + cfg.orography + ": " + cfg.orography_variable + ") to " + opt.write_orography + " in " +
+             fmt::format("{:.2f}", now() - t0) + " s");
+  return 0;
+}
+
+/// The model times of this run: the fields are functions of the time since the experiment's
+/// start, so that a run in chunks (restarts) computes what one long run computes; this run
+/// covers `steps` steps from its own start.
+struct RunClock {
+  RunClock(const fc::host::HostRunConfig& cfg, const std::string& run_file)
+      : clock("seconds since " + cfg.start, "proleptic_gregorian", run_file + ": start"),
+        stop_seconds(cfg.dt * cfg.steps) {
+    const fc::CfTime experiment("seconds since " + cfg.experiment_start, "proleptic_gregorian",
+                                run_file + ": experiment_start");
+    fc::DateTime start;
+    fc::parse_datetime(cfg.start, start);
+    fc::parse_datetime(cfg.experiment_start, experiment_start);
+    run_offset = experiment.from_datetime(start);
+  }
+  std::string datetime_at(double seconds) const { return fc::format_datetime(clock.to_datetime(seconds)); }
+  double start_utc_hours() const {
+    return experiment_start.hour + experiment_start.minute / 60.0 + experiment_start.second / 3600.0;
+  }
+
+  fc::CfTime clock;
+  fc::DateTime experiment_start;
+  double run_offset = 0;  ///< seconds from the experiment's start to this run's start
+  double stop_seconds;    ///< the run's length
+};
+
+/// The plugins of the run file (or of its ComIn namelist), with the command line's overrides:
+/// finecast reads "CONFIG.yaml key.path=value ..." from its options string, so overrides given
+/// on the command line travel the same way they would in an ICON namelist.
+std::vector<ch::PluginSpec> plugins_to_load(const Options& opt, const fc::host::HostRunConfig& cfg) {
+  std::vector<ch::PluginSpec> plugins = cfg.plugins;
+  if (!cfg.comin_namelist.empty()) plugins = ch::read_comin_namelist(cfg.comin_namelist);
+  if (opt.no_plugins) plugins.clear();
+  for (auto& p : plugins)
+    for (const auto& o : opt.plugin_overrides) p.options += " " + fh::quote_option(o);
+  return plugins;
+}
+
+/// ICON's names, units and CF standard names for the fields finecast-host computes; the static
+/// surface fields are filled once.
+fh::FieldPointers add_variables(ch::Host& host, const fh::HostModel& model, int nlev) {
+  double* ts = host.add_variable("ts", 1, {0, "K", "surface_temperature", "surface temperature", true});
+  double* ps = host.add_variable("ps", 1, {0, "Pa", "surface_air_pressure", "surface pressure", true});
+  double* temp = host.add_variable("temp", 1, {nlev, "K", "air_temperature", "temperature", true});
+  double* pres = host.add_variable("pres", 1, {nlev, "Pa", "air_pressure", "pressure", false});
+  double* topography =
+      host.add_variable("topography_c", 1,
+                        {0, "m", "surface_altitude", "geometric height of the earth's surface above sea level", false});
+  double* fr_land = host.add_variable("fr_land", 1, {0, "1", "land_area_fraction", "fraction land", false});
+  model.write_topography(topography);
+  model.write_land_fraction(fr_land);
+  return {ts, ps, temp, pres};
+}
+
+/// The plugins' callbacks, timed. Like ICON, the model computes its fields with OpenMP threads;
+/// a plugin that changes this rank's thread count (LibTorch's set_num_threads does) would slow
+/// down or oversubscribe the model's own loops: it is told so, and the count restored.
+class PluginCalls {
+ public:
+  explicit PluginCalls(ch::Host& host) : host_(host), omp_threads_(omp_get_max_threads()) {}
+  /// An entry point. As in ICON, those of the time loop, output and checkpoints are called
+  /// outside the loop over domains (COMIN_DOMAIN_OUTSIDE_LOOP), the model's own per domain.
+  void at(t_comin_entry_point id, const std::string& datetime, int domain = COMIN_DOMAIN_OUTSIDE_LOOP) {
+    timed(ch::Host::entry_point_name(id), [&] { host_.run_entry_point(id, domain, datetime); });
+  }
+  void timed(const std::string& where, const std::function<void()>& call) {
+    const double t0 = now();
+    call();
+    seconds_ += now() - t0;
+    if (omp_get_max_threads() == omp_threads_) return;
+    flog::warning("the plugins changed this rank's OpenMP thread count from " + std::to_string(omp_threads_) + " to " +
+                  std::to_string(omp_get_max_threads()) + " in " + where + "; restored");
+    omp_set_num_threads(omp_threads_);
+  }
+  double seconds() const { return seconds_; }
+
+ private:
+  ch::Host& host_;
+  const int omp_threads_;
+  double seconds_ = 0;
+};
+
+/// The area-weighted global mean of ts: a global diagnostic every step, as ICON's halo
+/// exchanges and reductions keep its ranks in step. Collective.
+double global_mean_ts(const fh::HostModel& model, const double* ts, MPI_Comm comm) {
+  double sums[2] = {0, 0}, global[2] = {0, 0};
+  const auto& dom = model.domain();
+  for (size_t j = 0; j < model.cells().owned.size(); ++j) {
+    sums[0] += dom.area[j] * ts[j];
+    sums[1] += dom.area[j];
+  }
+  MPI_Allreduce(sums, global, 2, MPI_DOUBLE, MPI_SUM, comm);
+  return global[0] / global[1];
+}
+
+/// Wall-clock seconds of the run, per rank.
+struct RunTimes {
+  double setup = 0;   ///< start-up, up to the plugins' primary constructors
+  double fields = 0;  ///< the model's own computation of its fields
+  double steps = 0;   ///< the time loop alone, without the plugins' finish
+  double total = 0;   ///< from the secondary constructors to the end
+};
+
+/// The time loop: the entry points of one ICON time step, output and restart steps, the
+/// step's minimum wall time, progress lines.
+void time_loop(const fc::host::HostRunConfig& cfg, const RunClock& time, const fh::HostModel& model,
+               const fh::FieldPointers& fields, PluginCalls& calls, const fh::ModelComms& comms, RunTimes& times) {
+  const int rank = comms.rank;
+  const int progress_every = cfg.progress_every > 0 ? cfg.progress_every : std::max(1, cfg.steps / 10);
+  double t_last = now();
+  int step_last = 0;
+  for (int step = 1; step <= cfg.steps; ++step) {
+    const double step_start = now();
+    const double seconds = cfg.dt * step;
+    const std::string datetime = time.datetime_at(seconds);
+    calls.at(EP_ATM_TIMELOOP_START, datetime);
+    calls.at(EP_ATM_INTEGRATE_BEFORE, datetime, 1);
+    calls.at(EP_ATM_INTEGRATE_START, datetime, 1);
+    const double t0 = now();
+    model.compute(time.run_offset + seconds, fields);
+    times.fields += now() - t0;
+    calls.at(EP_ATM_INTEGRATE_END, datetime, 1);
+    calls.at(EP_ATM_INTEGRATE_AFTER, datetime, 1);
+    if (step % cfg.output_every == 0) {
+      calls.at(EP_ATM_WRITE_OUTPUT_BEFORE, datetime);
+      calls.at(EP_ATM_WRITE_OUTPUT_AFTER, datetime);
+    }
+    const double mean_ts = global_mean_ts(model, fields.ts, comms.model);
+    // ICON writes its restart files at the restart interval and at the end of the run.
+    if (step == cfg.steps || (cfg.restart_every > 0 && step % cfg.restart_every == 0)) {
+      calls.at(EP_ATM_CHECKPOINT_BEFORE, datetime);
+      calls.at(EP_ATM_CHECKPOINT_AFTER, datetime);
+    }
+    calls.at(EP_ATM_TIMELOOP_END, datetime);
+    if (cfg.step_seconds > 0) {
+      const double left = cfg.step_seconds - (now() - step_start);
+      if (left > 0) std::this_thread::sleep_for(std::chrono::duration<double>(left));
+    }
+    if (rank == 0 && (step % progress_every == 0 || step == cfg.steps)) {
+      const double t = now();
+      flog::info("step " + std::to_string(step) + "/" + std::to_string(cfg.steps) + ", model time " + datetime + ", " +
+                 fmt::format("{:.4f}", (t - t_last) / (step - step_last)) + " s/step, global mean ts " +
+                 fmt::format("{:.2f}", mean_ts) + " K");
+      t_last = t;
+      step_last = step;
+    }
+  }
+}
+
+/// The summary line; the slowest rank sets the pace of an MPI model. Collective.
+void report(const fc::host::HostRunConfig& cfg, const RunTimes& times, double plugin_seconds,
+            const fh::ModelComms& comms) {
+  double local[4] = {times.total, plugin_seconds, times.fields, times.steps}, worst[4] = {0, 0, 0, 0};
+  MPI_Reduce(local, worst, 4, MPI_DOUBLE, MPI_MAX, 0, comms.model);
+  if (comms.rank != 0) return;
+  flog::info("finished " + std::to_string(cfg.steps) + " steps on " + std::to_string(comms.n_ranks) +
+             " rank(s): " + fmt::format("{:.5f}", worst[0] / cfg.steps) + " s/step (fields " +
+             fmt::format("{:.5f}", worst[2] / cfg.steps) + " s/step, plugin callbacks " +
+             fmt::format("{:.5f}", worst[1] / cfg.steps) + " s/step incl. constructors); loop " +
+             fmt::format("{:.2f}", worst[0]) + " s, start-up " + fmt::format("{:.2f}", times.setup) +
+             " s; time loop alone " + fmt::format("{:.5f}", worst[3] / cfg.steps) + " s/step");
+}
+
+int run(const Options& opt, const fh::ModelComms& comms) {
+  const int rank = comms.rank, n_ranks = comms.n_ranks;
+  const fh::StartupLog startup(rank);
+  startup.stage("reading the run file " + opt.run_file);
+  fc::host::HostRunConfig cfg = fc::host::load_host_run_config(opt.run_file);
+  if (opt.steps > 0) cfg.steps = opt.steps;
+  if (opt.step_seconds >= 0) cfg.step_seconds = opt.step_seconds;
+  if (!opt.write_orography.empty()) return write_orography(opt, cfg, rank);
+  const std::vector<ch::PluginSpec> plugins = plugins_to_load(opt, cfg);
+  const RunClock time(cfg, opt.run_file);
+
+  startup.stage("reading the ICON grid " + cfg.grid);
+  const fc::IconGrid grid = fc::read_icon_grid(cfg.grid);
+  fc::host::HostModelSetup setup;
+  setup.orography = cfg.orography;
+  setup.orography_variable = cfg.orography_variable;
+  setup.decomposition = cfg.decomposition;
+  setup.nproma = cfg.nproma;
+  setup.dt = cfg.dt;
+  setup.start_utc_hours = time.start_utc_hours();
+  setup.nlev = cfg.nlev;
+  startup.stage("decomposing the grid over " + std::to_string(n_ranks) +
+                " rank(s) and interpolating the orography of " + cfg.orography);
+  const fc::host::HostModel model(grid, setup, n_ranks, rank);
+  flog::info("grid " + cfg.grid + ": " + std::to_string(grid.n_cells) + " cells; this rank owns " +
+             std::to_string(model.cells().owned.size()) + " + " + std::to_string(model.cells().halo.size()) +
+             " halo, nproma " + std::to_string(cfg.nproma) + ", " + std::to_string(omp_get_max_threads()) +
+             " OpenMP thread(s)");
+
+  ch::GlobalData global;
+  global.vct_a = model.vct_a();
+  global.host_revision = std::string("finecast-host ") + FINECAST_VERSION;
+  global.restart_run = cfg.restart_run;
+  const std::string stop = time.datetime_at(time.stop_seconds);
+  ch::Host host(comms.model,
+                {cfg.experiment_start, cfg.experiment_stop.empty() ? stop : cfg.experiment_stop, cfg.start, stop},
+                global, comms.comin);
+  ch::Domain domain = model.domain();
+  domain.dom_start = time.run_offset;
+  domain.dom_end = time.run_offset + time.stop_seconds;
+  host.add_domain(std::move(domain));
+  const fh::FieldPointers fields = add_variables(host, model, cfg.nlev);
+  model.compute(time.run_offset, fields);
+
+  for (const auto& p : plugins)
+    if (rank == 0) flog::info("plugin '" + p.name + "': " + p.library + " (options '" + p.options + "')");
+  PluginCalls calls(host);  // takes the model's OpenMP thread count before any plugin runs
+  startup.stage("loading " + std::to_string(plugins.size()) + " plugin(s) (primary constructors)");
+  host.load_plugins(plugins);
+  RunTimes times;
+  times.setup = startup.seconds();
+  if (rank == 0)
+    flog::info("start-up " + fmt::format("{:.2f}", times.setup) + " s; " + std::to_string(plugins.size()) +
+               " plugin(s); " + std::to_string(cfg.steps) + " steps of " + fmt::format("{:g}", cfg.dt) + " s from " +
+               cfg.start);
+
+  const double t_loop = now();
+  calls.timed("the secondary constructors", [&] { host.secondary_constructor(); });
+  calls.at(EP_ATM_INIT_FINALIZE, cfg.start);
+  calls.at(EP_ATM_TIMELOOP_BEFORE, cfg.start);
+  time_loop(cfg, time, model, fields, calls, comms, times);
+  times.steps = now() - t_loop;
+  calls.at(EP_ATM_TIMELOOP_AFTER, stop);
+  calls.timed("EP_FINISH", [&] { host.finish(); });
+  times.total = now() - t_loop;
+  report(cfg, times, calls.seconds(), comms);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "finecast-host: an ICON-like MPI model that runs ComIn plugins (finecast's host library).\n"
+      "Example: mpiexec -n 4 --oversubscribe build/bin/finecast-host configs/demo_host.yaml --set device=cpu"};
+  Options opt;
+  finecast::cli::add_config(app, opt.run_file, "YAML run file (grid, time stepping, decomposition, plugins)");
+  app.add_option("--steps", opt.steps, "override the run file's number of steps");
+  app.add_option("--step-seconds", opt.step_seconds, "override the run file's minimum wall time per step (0 = none)");
+  app.add_flag("--no-plugins", opt.no_plugins, "run without any plugin (baseline for overhead measurements)");
+  finecast::cli::add_log_level(app, opt.log_level);
+  app.add_option("--write-orography", opt.write_orography,
+                 "write the surface fields the run gives its plugins (topography_c, fr_land, on "
+                 "every cell of the grid) to this NetCDF file and stop without running; "
+                 "finecast-downscale --orography FILE reads it");
+  finecast::cli::add_set(app, opt.plugin_overrides,
+                         "append key.path=value to every plugin's options (finecast config overrides), e.g. "
+                         "--set checkpoint.resume=out/ckpt --set device=cpu.");
+  finecast::cli::add_version(app, "finecast-host");
+  return fh::mpi_main(argc, argv, "finecast-host", app, opt.log_level,
+                      [&](const fh::ModelComms& comms) { return run(opt, comms); });
+}

@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// finecast-host's run file: one option table, read by the YAML walker the plugin's config uses.
+#include "host/model/run_config.hpp"
+
+#include <limits>
+
+#include "common/error.hpp"
+#include "host/model/run_file.hpp"
+#include "coupling/io/cf_time.hpp"
+
+namespace finecast::coupling::host {
+
+namespace {
+
+const schema::Table<HostRunConfig>& host_run_table() {
+  using C = HostRunConfig;
+  using namespace schema;
+  constexpr long long kMax = std::numeric_limits<int>::max();
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const std::string date_rule = "an ISO 8601 date-time (e.g. 1979-01-01T00:00:00)";
+  static const Table<C> t{
+      text("grid", &C::grid, "ICON grid file"),
+      text("orography", &C::orography, "relief file averaged onto the cells (topography_c, fr_land)"),
+      text("orography_variable", &C::orography_variable, "its variable"),
+      text("start", &C::start, "model time of this run's first step", date_rule,
+           [](const std::string& s) { return !s.empty() && run_file::is_datetime_or_empty(s); }),
+      text("experiment_start", &C::experiment_start, "the experiment's start when this run is one chunk (\"\" = start)",
+           "\"\" or " + date_rule, run_file::is_datetime_or_empty),
+      text("experiment_stop", &C::experiment_stop, "the experiment's end (\"\" = the end of this run)",
+           "\"\" or " + date_rule, run_file::is_datetime_or_empty),
+      real("dt", &C::dt, 0.0, kInf, "seconds per step", true),
+      integer("steps", &C::steps, 1, kMax, "steps of this run"),
+      integer("output_every", &C::output_every, 1, kMax, "steps between EP_ATM_WRITE_OUTPUT_BEFORE/AFTER"),
+      integer("restart_every", &C::restart_every, 0, kMax, "steps between the host's restarts (0 = at the end only)"),
+      boolean("restart_run", &C::restart_run, "this run continues an earlier one (ComIn's lrestartrun)"),
+      integer("nproma", &C::nproma, 1, kMax, "block length of the host arrays"),
+      integer("nlev", &C::nlev, 1, kMax, "full levels of the 3-D fields (temp, pres)"),
+      choice("decomposition", &C::decomposition, "how the cells are spread over the ranks"),
+      integer("progress_every", &C::progress_every, 0, kMax, "steps between progress lines; 0 = about ten per run"),
+      real("step_seconds", &C::step_seconds, 0.0, kInf, "minimum wall time of one step (0 = as fast as possible)"),
+      text("comin_namelist", &C::comin_namelist, "ICON &comin_nml file; replaces `plugins` when set")};
+  return t;
+}
+
+}  // namespace
+
+HostRunConfig parse_host_run_config(const std::string& text, const std::string& path) {
+  HostRunConfig c;
+  c.path = path;
+  const yaml_schema::Origin origin{path, {}};
+  auto entries = yaml_schema::bind(c, host_run_table());
+  entries.push_back(run_file::plugins_entry(c.plugins, origin));
+  run_file::read(text, path, entries, origin, [&](yaml_schema::ErrorList& errors) {
+    // Dates in one form; the experiment starts with this run unless it is a later chunk.
+    for (std::string* d : {&c.start, &c.experiment_start, &c.experiment_stop}) {
+      DateTime t;
+      if (parse_datetime(*d, t)) *d = format_datetime(t);
+    }
+    if (c.experiment_start.empty()) c.experiment_start = c.start;
+    if (!errors.failed("experiment_start") && !errors.failed("start") && c.experiment_start > c.start)
+      errors.add("experiment_start",
+                 path + ": experiment_start " + c.experiment_start + " is after this run's start " + c.start);
+    run_file::check_plugin_source(c.plugins, c.comin_namelist, path, errors);
+  });
+  return c;
+}
+
+HostRunConfig load_host_run_config(const std::string& path) {
+  return parse_host_run_config(yaml_schema::load_text(path, "run file"), path);
+}
+
+}  // namespace finecast::coupling::host

@@ -89,8 +89,9 @@ while (($# > 0)); do
   esac
 done
 ((have_profile)) || die "--profile is required: gpu, cpu, replay, icon, external or a profile path (see --help)"
-if ! [[ "$chain" =~ ^[0-9]+$ ]] || ((chain < 1)); then
-  die "--chain expects a number of chunks >= 1, got '$chain'"
+# At most 4 digits before the arithmetic: bash's integers wrap silently past 2^63.
+if ! [[ "$chain" =~ ^0*[0-9]{1,4}$ ]] || ((10#$chain < 1 || 10#$chain > 1000)); then
+  die "--chain expects a number of chunks from 1 to 1000, got '$chain'"
 fi
 
 python="${FINECAST_PYTHON:-}"

@@ -80,16 +80,37 @@ def outermost(dirs):
 
 # ---------------------------------------------------------------- arrays and overrides
 
-def array_ids(spec):
-    """The task ids of a SLURM --array spec (0-3, 1,5,7, 0-15:4, 0-99%10)."""
+def array_ids(spec, problems):
+    """(the first task id, the largest) of a SLURM --array spec (0-3, 1,5,7, 0-15:4, 0-99%10),
+    computed without listing the ids; None with an error naming the bound that is broken."""
+    items, _, throttle = spec.partition("%")
     ids = []
-    for item in spec.split("%")[0].split(","):
+    for item in items.split(","):
         m = re.match(r"^(\d+)(?:-(\d+)(?::(\d+))?)?$", item)
+        numbers = [g for g in m.groups() if g]
+        if any(len(g) > 10 for g in numbers):  # int() of thousands of digits is refused anyway
+            problems.error("--array %s: task ids go from 0 to %d (SLURM's largest MaxArraySize "
+                           "is %d)" % (spec, sp.MAX_ARRAY_ID, sp.MAX_ARRAY_ID + 1))
+            return None
         first = int(m.group(1))
         last = int(m.group(2)) if m.group(2) else first
         step = int(m.group(3)) if m.group(3) else 1
-        ids.extend(range(first, last + 1, max(step, 1)))
-    return ids
+        if last > sp.MAX_ARRAY_ID:
+            problems.error("--array %s: task id %d is too large; task ids go from 0 to %d (SLURM's "
+                           "largest MaxArraySize is %d; most sites allow far fewer, see "
+                           "scontrol show config | grep MaxArraySize)"
+                           % (spec, last, sp.MAX_ARRAY_ID, sp.MAX_ARRAY_ID + 1))
+            return None
+        if last < first or step < 1:
+            problems.error("--array %s: '%s' is empty (a range FIRST-LAST needs FIRST <= LAST and "
+                           "a step >= 1)" % (spec, item))
+            return None
+        ids.append((first, first + (last - first) // step * step))
+    if throttle and (len(throttle) > 10 or not 1 <= int(throttle) <= sp.MAX_ARRAY_ID + 1):
+        problems.error("--array %s: the limit of tasks at a time (%%%s) must be from 1 to %d"
+                       % (spec, throttle, sp.MAX_ARRAY_ID + 1))
+        return None
+    return ids[0][0], max(last for _, last in ids)
 
 
 def flatten_set(mapping, prefix, out, problems):
@@ -189,8 +210,13 @@ def host_chunk_run_files(run_path, chunks, problems, transform=None):
         return None
     if start is None or exp_start is None:
         return None
-    chunk = datetime.timedelta(seconds=dt * steps)
-    exp_stop = _iso(start + chunk * chunks)
+    try:
+        chunk = datetime.timedelta(seconds=dt * steps)
+        exp_stop = _iso(start + chunk * chunks)
+    except OverflowError:
+        problems.error("%s: %d chunks of steps x dt = %r x %r seconds from %s end after the year "
+                       "9999; fewer chunks (--chain) or steps" % (run_path, chunks, steps, dt, _iso(start)))
+        return None
     if data.get("experiment_stop"):
         stop = _datetime(data["experiment_stop"], run_path + ": experiment_stop", problems)
         if stop is not None and stop < start + chunk * chunks:
@@ -322,8 +348,10 @@ def main():
     if args.resume and not os.path.isdir(args.resume):
         problems.error("--resume %s: no such directory (it must hold the checkpoints of an "
                        "earlier run: its checkpoint.dir)" % args.resume)
-    if args.chain < 1:
-        problems.error("--chain must be >= 1, got %d" % args.chain)
+    if not 1 <= args.chain <= sp.MAX_CHAIN:
+        problems.error("--chain must be from 1 to %d chunks, got %d (each chunk is a job of its "
+                       "own; for longer experiments submit a new chain from the last chunk's "
+                       "checkpoints)" % (sp.MAX_CHAIN, args.chain))
     if args.array is not None and sp.has_trainers(profile):
         problems.error("--array with trainers.count = %d: SLURM has no arrays of heterogeneous "
                        "jobs. Fix: submit one launch per task (e.g. a loop over --set seed=N), or "
@@ -332,6 +360,8 @@ def main():
     if args.array is not None and not ARRAY_RE.match(args.array):
         problems.error("--array %r is not a SLURM array: use e.g. 0-3, 1,5,7, 0-15:4 or 0-99%%10"
                        % args.array)
+    elif args.array is not None:
+        array_ids(args.array, problems)
     if problems.errors:
         problems.report()
         return 2
@@ -384,7 +414,8 @@ class Job:
         self.program = profile["program"]
         self.executable_program = isinstance(self.program, dict)
         self.array = args.array
-        self.task_ids = array_ids(args.array) if args.array else []
+        # (first task id, largest): the config is resolved for the first, lengths checked for the largest.
+        self.task_ids = array_ids(args.array, problems) if args.array else ()
         self.chain = args.chain
         # train.placement: external: finecast-trainer processes in a component of their own.
         self.external = sp.has_trainers(profile)
@@ -488,7 +519,8 @@ class Job:
                 self.run, self.chain, problems, self.comm_transform() if self.run_copy else None)
         for w in site_check.account_warnings(p):
             problems.warning(w)
-        for w in site_check.module_warnings([str(m) for m in p.get("modules") or []]):
+        _, use, modules = sp.module_spec(p.get("modules"))
+        for w in site_check.module_warnings(modules, use):
             problems.warning(w)
         self.meta = {"log_file": self.log_file, "log_dir": self.log_dir, "job_name": self.job_name,
                      "dependency": "aftercorr" if self.array else "afterok",
@@ -742,7 +774,7 @@ class Job:
                 if base == self.comin_nml:
                     options = " ".join(plugin_setup.quote_option(w) for w in
                                        [self.run] + self.chunk_overrides(k).words())
-                    longest = options.replace(TASK, str(max(self.task_ids))) if self.task_ids else options
+                    longest = options.replace(TASK, str(self.task_ids[1])) if self.task_ids else options
                     if len(longest) > namelist.COMIN_MAX_LEN["options"]:
                         problems.error(
                             "%s: finecast's &comin_nml options would be %d characters, but ComIn "
@@ -806,17 +838,19 @@ class Job:
         extra = [str(o) for o in p.get("srun_extra") or []]
         if hint and not any(o.startswith("--hint") for o in extra):
             srun.append("--hint=%s" % hint)
-        srun += extra
+        srun += self.kill_on_bad_exit(extra) + extra
 
-        modules = [str(m) for m in p.get("modules") or []]
-        if modules:
+        purge, use, modules = sp.module_spec(p.get("modules"))
+        if purge or use or modules:
             module_block = "\n".join([
                 "# 'module' is a shell function that batch shells may not have yet.",
                 "if ! command -v module >/dev/null 2>&1 && [[ -f /etc/profile.d/modules.sh ]]; then",
                 "  # shellcheck source=/dev/null",
                 "  source /etc/profile.d/modules.sh",
-                "fi",
-                "module load " + " ".join(q(m) for m in modules)])
+                "fi"] +
+                (["module purge"] if purge else []) +
+                ["module use " + q(path) for path in use] +
+                (["module load " + " ".join(q(m) for m in modules)] if modules else []))
         else:
             module_block = "# No modules requested (profile key 'modules')."
         env = p.get("env") or {}
@@ -958,6 +992,15 @@ class Job:
         lines.append("--time=%s" % p["time"])
         return lines + [str(o) for o in t.get("sbatch_extra") or []]
 
+    def kill_on_bad_exit(self, extra):
+        """srun --kill-on-bad-exit=1 unless the profile says kill_on_bad_exit: false or srun_extra
+        has its own: a rank that dies ends the step at once, instead of the others waiting in an
+        MPI call until the wall time is used up."""
+        if self.profile.get("kill_on_bad_exit", True) is False or \
+                any(o.startswith(("--kill-on-bad-exit", "-K")) for o in extra):
+            return []
+        return ["--kill-on-bad-exit=1"]
+
     def trainer_command(self, hint):
         """srun's second part: the trainer component's options and finecast-trainer, which loads
         the plugin library the host loads and joins finecast's comm."""
@@ -968,7 +1011,7 @@ class Job:
         extra = [str(o) for o in t.get("srun_extra") or []]
         if hint and not any(o.startswith("--hint") for o in extra):
             opts.append("--hint=%s" % hint)
-        opts += extra
+        opts += self.kill_on_bad_exit(extra) + extra
         argv = ["env", "OMP_NUM_THREADS=%d" % t["cpus_per_task"], self.trainer_exe,
                 "--comm", self.comm, "--plugin", self.plugin.library]
         command = " ".join(sh(a) for a in argv)

@@ -89,7 +89,7 @@ for line in "#SBATCH --account=bb1234" "#SBATCH --partition=gpu" "#SBATCH --hint
             "  nproma = 32   ! costs \$\$, don't change" \
             "ln -sfn $WORK/grids/icon_grid_R02B04.nc \"\$rundir\"/icon_grid_R02B04.nc" \
             'cd "$rundir"' \
-            "srun --nodes=1 --ntasks-per-node=2 --cpus-per-task=1 --hint=nomultithread $SRC/scripts/slurm/bind_gpu.sh $WORK/probe-icon"; do
+            "srun --nodes=1 --ntasks-per-node=2 --cpus-per-task=1 --hint=nomultithread --kill-on-bad-exit=1 $SRC/scripts/slurm/bind_gpu.sh $WORK/probe-icon"; do
   assert_contains "$job" "$line" "icon script"
 done
 assert_not_contains "$job" "checkpoint.resume" "icon script without --chain"

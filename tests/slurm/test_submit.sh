@@ -33,7 +33,7 @@ assert_contains "$reply" "squeue -j 1001" "launch output"
 assert_contains "$reply" "$WORK/out/slurm/finecast-cpu-1001.out" "launch output: the log path with the job id"
 calls="$(cat "$FAKE_SLURM_DIR/calls.log")"
 assert_contains "$calls" "sbatch --parsable $WORK/out/slurm/finecast-cpu-" "sbatch call"
-assert_contains "$calls" "srun --nodes=1 --ntasks-per-node=3 --cpus-per-task=2 --hint=nomultithread $WORK/probe-bin/finecast-host $WORK/run.yaml --set device=cpu --set train.epochs=1" "srun call"
+assert_contains "$calls" "srun --nodes=1 --ntasks-per-node=3 --cpus-per-task=2 --hint=nomultithread --kill-on-bad-exit=1 $WORK/probe-bin/finecast-host $WORK/run.yaml --set device=cpu --set train.epochs=1" "srun call"
 assert_eq "$(cat "$FAKE_SLURM_DIR/job-1001.rc")" 0 "job exit status"
 for rank in 0 1 2; do
   probe="$(cat "out/probe-rank-$rank.txt" 2>/dev/null)" || { fail "rank $rank did not run"; continue; }

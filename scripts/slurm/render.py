@@ -894,6 +894,14 @@ class Job:
             if value and value != "auto":
                 search.append(self.absolute(value) if key != "sample.output"
                               else os.path.dirname(self.absolute(value)))
+        # The plugin config's own checkpoint.dir and sample.output (not given with --set; #22): the
+        # program writes them relative to where it runs (the run directory of a program mapping).
+        for key in ("checkpoint.dir", "sample.output"):
+            value = sp.scalar_text(plugin_setup.lookup(self.config, key, "")) if self.config else ""
+            if value and key not in overrides.items:
+                base = self.rundir if self.executable_program else self.workdir
+                path = os.path.normpath(os.path.join(base, os.path.expanduser(value)))
+                search.append(path)  # sample.output: the file itself, not its whole folder
         if self.task_dir:
             search.append(self.task_dir)
         for line in [str(x) for x in p.get("prolog") or []]:
@@ -967,6 +975,7 @@ class Job:
             "COMMAND": command,
             "REPO": q(REPO_ROOT),
             "LOG_FILE": q(self.log_file),
+            "TIME": q(str(p["time"])),
             "SEARCH": " ".join(sh(d) for d in outermost(search)),
         }
         text = re.sub(r"@([A-Z_]+)@", lambda m: values[m.group(1)], template)

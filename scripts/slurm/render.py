@@ -729,6 +729,17 @@ class Job:
             problems.warning("gpus.count = %d, but finecast trains on %d GPU(s) of a node (one per "
                              "trainer rank there, train.ranks); %d would sit idle. Fix: --param "
                              "gpus.count=auto" % (count, used, count - used))
+        elif used and count > used and self.executable_program:
+            # More GPUs than finecast's trainers use: the program runs on them itself (ICON's GPU
+            # build, one rank per GPU), and bind_gpu.sh gives host rank 0, the trainer, GPU 0.
+            problems.warning(
+                "gpus.count = %d for a program that uses the GPUs itself: finecast's in-host trainer "
+                "(host rank %s) shares its GPU with the program's rank there, for memory and time. "
+                "Fix: trainers on GPUs of their own (--profile icon_gpu, or --param trainers.count=N "
+                "with the trainers.* keys of configs/slurm/icon_gpu.yaml); or keep it and cap the "
+                "trainer's device memory (--set train.max_device_memory=BYTES)"
+                % (count, sp.scalar_text(plugin_setup.lookup(self.config, "coupling.trainer_rank", 0))
+                   if self.config else "0"))
         if used and not self.args.no_cuda_check:
             self.check_cuda()
 

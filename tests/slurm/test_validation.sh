@@ -39,7 +39,7 @@ rejects "unknown kind" "kind must be 'gpu' or 'cpu', got 'tpu'" --profile cpu --
 rejects "unknown program" "program must be one of host | replay, or a mapping {executable: PATH, args: [...], namelists: [...]} for ICON or another ComIn host (configs/slurm/icon.yaml), got 'icon'" \
   --profile cpu --run run.yaml --dry-run --param program=icon
 rejects "unknown profile" "profile 'nosuch' not found" --profile nosuch --run run.yaml --dry-run
-assert_contains "$(cat stderr)" "known profiles: cpu, external, gpu, icon, replay" "unknown profile lists the known ones"
+assert_contains "$(cat stderr)" "known profiles: cpu, external, gpu, icon, icon_gpu, replay" "unknown profile lists the known ones"
 rejects "missing resume directory" "--resume $WORK/nockpt: no such directory" \
   --profile cpu --run run.yaml --dry-run --resume "$WORK/nockpt"
 rejects "unknown argument" "unknown argument '--bogus'" --profile cpu --bogus

@@ -32,6 +32,7 @@ except ImportError:  # a login node's python3 without PyYAML: say what to do ins
 import build_check
 import namelist
 import plugin_setup
+import runscript
 import site_check
 import slurm_profile as sp
 from slurm_profile import PROFILE_KEYS, PROGRAM_KEYS, PROGRAMS, REPO_ROOT, SCRIPT_DIR, TASK
@@ -330,6 +331,9 @@ def main():
                         help="where to write the job script (- = stdout); with --chain N, "
                              "chunk k goes to OUTPUT with -chunkK before its extension")
     parser.add_argument("--summary", help="write log_file=, log_dir=, job_name=, script= lines here")
+    parser.add_argument("--icon-runscript", metavar="FILE",
+                        help="add finecast (&comin_nml, its environment, external trainers) to an "
+                             "ICON experiment run script; --output (- = stdout) or in place")
     args = parser.parse_args()
 
     profile, profile_path = sp.load(args.profile)
@@ -344,6 +348,8 @@ def main():
 
     workdir = os.path.abspath(str(profile.get("workdir") or os.getcwd()))
     problems = sp.Problems(profile_path)
+    if args.icon_runscript:
+        return render_runscript(args, profile, profile_path, set_items, workdir, problems)
     sp.validate(profile, problems, workdir)
     if args.resume and not os.path.isdir(args.resume):
         problems.error("--resume %s: no such directory (it must hold the checkpoints of an "
@@ -1072,6 +1078,124 @@ class Job:
 
 
 LIBRARY_FILE = plugin_setup.LIBRARY_STEM + ".so"
+
+
+# ---------------------------------------------------------------- ICON's own run scripts
+
+def library_dirs(library):
+    """Where the plugin's libraries are: its folder, and LibTorch's lib folder when the build
+    says where LibTorch is (finecast-build.txt of scripts/build_cuda.sh)."""
+    dirs = [os.path.dirname(library)]
+    marker = os.path.join(os.path.dirname(os.path.dirname(library)), build_check.MARKER)
+    try:
+        with open(marker) as f:
+            torch_dir = next((line.split("=", 1)[1].strip() for line in f
+                              if line.startswith("torch_dir=")), "")
+    except OSError:
+        torch_dir = ""
+    # torch_dir is LibTorch's root or its CMake folder (<root>/share/cmake/Torch)
+    for lib in (os.path.join(torch_dir, "lib"), os.path.join(torch_dir, "..", "..", "..", "lib")):
+        if torch_dir and os.path.isdir(lib):
+            dirs.append(os.path.normpath(lib))
+            break
+    return dirs
+
+
+def render_runscript(args, profile, profile_path, set_items, workdir, problems):
+    """launch.sh --icon-runscript FILE: finecast into an ICON experiment run script (runscript.py)."""
+    path = os.path.abspath(args.icon_runscript)
+    for given, option in ((args.chain != 1, "--chain"), (args.array, "--array")):
+        if given:
+            problems.error("%s with --icon-runscript: the run script chains itself (its "
+                           "finish.status and ${submit} lines, left as they are)" % option)
+    if not os.path.isfile(path):
+        problems.error("--icon-runscript %s: no such file" % args.icon_runscript)
+    if not profile.get("run"):
+        problems.error("missing --run: the finecast plugin config that goes into &comin_nml")
+    elif not os.path.isfile(os.path.join(workdir, str(profile["run"]))):
+        problems.error("run file '%s' does not exist" % profile["run"])
+    sp.validate_trainers(profile, problems)
+    if problems.errors:
+        problems.report()
+        return 2
+    program = profile.get("program") if isinstance(profile.get("program"), dict) else {}
+    profile["program"] = program
+    job = Job(profile, profile_path, args, set_items, workdir, problems)
+    job.bin_dir = os.path.abspath(args.bin_dir) if args.bin_dir else \
+        job.absolute(profile["bin_dir"]) if profile.get("bin_dir") else os.path.join(REPO_ROOT, "build", "bin")
+    job.run = job.absolute(profile["run"])
+    flat = []
+    if isinstance(profile.get("set"), dict):
+        flatten_set(profile["set"], "", flat, problems)
+    job.overrides = Overrides(flat + set_items)
+    if args.resume:
+        job.overrides.set("checkpoint.resume", os.path.abspath(args.resume))
+    if job.external:
+        job.set_external_overrides()
+    library = job.absolute(program["plugin_library"]) if program.get("plugin_library") else \
+        os.path.join(os.path.dirname(job.bin_dir), "lib", LIBRARY_FILE)
+    if not os.path.isfile(library):
+        problems.warning("the finecast plugin %s is not built yet; the run will fail until it is "
+                         "(or give --param program.plugin_library=PATH)" % library)
+    job.plugin = plugin_setup.Plugin(library, job.run, [], "--run")
+    job.config = plugin_setup.read_config(job.plugin, job.overrides.words(), job.bin_dir, problems)
+    trainer = None
+    if job.external:
+        t = job.trainers
+        job.trainer_exe = os.path.join(job.bin_dir, "finecast-trainer")
+        job.trainer_nodes = sp.trainer_nodes(t)
+        job.trainers_per_node = -(-t["count"] // job.trainer_nodes)
+        job.comm = str(t.get("comm") or "finecast")
+        job.check_trainer_gpus()
+    if problems.errors:
+        problems.report()
+        return 2
+    with open(path) as f:
+        text = f.read()
+    hint = profile.get("hint") or ""
+    if job.external:
+        # The trainers' component takes the account and wall time of the script's own header.
+        for option, key in (("--account", "account"), ("--time", "time")):
+            value = runscript.sbatch_value(text, option)
+            if value:
+                profile[key] = value
+        sbatch = job.trainer_sbatch(hint)[1:]
+        trainer = {"sbatch": sbatch, "launch": [job.trainer_command(hint)]}  # shell words
+    words = [job.run] + job.overrides.words()
+    options = " ".join(plugin_setup.quote_option(w) for w in words)
+    # Once: a chunk that the script submits inherits the environment of the one before.
+    dirs = shlex.quote(":".join(library_dirs(library)))
+    env = ['case "${LD_LIBRARY_PATH:-}" in %s | %s:*) ;; *) export LD_LIBRARY_PATH=%s'
+           '"${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ;; esac' % (dirs, dirs, dirs)]
+    for name, value in (profile.get("env") or {}).items():
+        value = sp.scalar_text(value).replace("\\", "\\\\").replace('"', '\\"') \
+            .replace("$", "\\$").replace("`", "\\`")
+        env.append('export %s="${%s:-%s}"  # unless the script sets it' % (name, name, value))
+    try:
+        new, notes = runscript.add_finecast(
+            text, path, str(program.get("plugin_name") or "finecast"), library, options,
+            comm=job.comm if job.external else None, env_lines=env, trainer=trainer)
+    except runscript.RunscriptError as e:
+        problems.error(str(e))
+    if not problems.report():
+        return 2
+    if args.output == "-":
+        sys.stdout.write(new)
+        return 0
+    target = os.path.abspath(args.output)
+    if target == path and not os.path.exists(path + ".orig") and new != text:
+        shutil.copy2(path, path + ".orig")
+        notes.append("the original is kept as %s.orig" % os.path.basename(path))
+    tmp = target + ".finecast-tmp"
+    with open(tmp, "w") as f:
+        f.write(new)
+    shutil.copymode(path, tmp)
+    os.replace(tmp, target)
+    sys.stderr.write("launch: %s: %s\n" % (target, "unchanged (finecast was already in it as "
+                                            "asked)" if new == text else "finecast added"))
+    for note in notes:
+        sys.stderr.write("launch:   %s\n" % note)
+    return 0
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1152,6 +1152,19 @@ def render_runscript(args, profile, profile_path, set_items, workdir, problems):
         return 2
     with open(path) as f:
         text = f.read()
+    device, _ = job.device_and_source()
+    if not job.external and plugin_setup.gpus_used(device):
+        if not args.no_cuda_check:
+            job.check_cuda()
+        gres = (runscript.sbatch_value(text, "--gres") or "") + (runscript.sbatch_value(text, "--gpus") or "") + \
+            (runscript.sbatch_value(text, "--gpus-per-node") or "")
+        if "gpu" in gres or re.search(r"[1-9]", gres):
+            # ICON on GPUs runs one rank per GPU: rank 0's GPU is the in-host trainer's too.
+            problems.warning("%s asks for GPUs (%s), so ICON runs on them, and finecast's in-host "
+                             "trainer shares GPU 0 with ICON's rank 0, for memory and time. Fix: "
+                             "trainers on GPUs of their own (--profile icon_gpu), or cap the "
+                             "trainer's device memory (--set train.max_device_memory=BYTES)"
+                             % (os.path.basename(path), gres))
     hint = profile.get("hint") or ""
     if job.external:
         # The trainers' component takes the account and wall time of the script's own header.

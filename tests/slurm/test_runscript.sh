@@ -149,6 +149,17 @@ assert_contains "$log" "chunk lrestart = .true. size=3" "external: chunk 2 ran, 
 assert_eq "$(grep -c "^trainer rank 2 of 3: --comm finecast --plugin $LIB$" probe.log)" 2 "external: finecast-trainer ran in both chunks"
 assert_contains "$(grep 'sbatch-option\[1\]' "$FAKE_SLURM_DIR/calls.log")" "sbatch-option[1] --partition=compute" "external: sbatch saw the trainer component"
 
+# A run script that asks for GPUs runs ICON on them: an in-host trainer there is warned about.
+sed 's/^#SBATCH --partition=compute$/#SBATCH --partition=gpu\n#SBATCH --gpus-per-node=4/' original.run >gpu.run
+launch --icon-runscript gpu.run --run finecast.yaml --bin-dir probe-bin --no-cuda-check
+assert_eq "$rc" 0 "GPU run script, in-host trainer ($(cat stderr))"
+assert_contains "$(cat stderr)" "launch: warning: gpu.run asks for GPUs (4), so ICON runs on them, and finecast's in-host trainer shares GPU 0 with ICON's rank 0" "GPU run script: the shared GPU is warned about"
+launch --icon-runscript original.run --run finecast.yaml --bin-dir probe-bin --no-cuda-check --dry-run
+assert_not_contains "$(cat stderr)" "asks for GPUs" "CPU run script: no GPU warning"
+# The CUDA check: device cuda with a CPU-only build is named (a warning: nothing is submitted here).
+launch --icon-runscript original.run --run finecast.yaml --bin-dir probe-bin --dry-run
+assert_contains "$(cat stderr)" "is a CPU-only build" "run script: the CUDA check"
+
 # ---- refusals ----
 rejects() {  # rejects WHAT NEEDLE ARGS...
   local what="$1" needle="$2"

@@ -47,12 +47,12 @@ hms() {  # hms SECONDS: H:MM:SS
 progress_lines() {
   local log="$1" elapsed="$2" wall="$3" finished="$4" line n total rate left eta
   [[ -f "$log" ]] || return 0
-  line="$(grep -E 'step [0-9]+/[0-9]+,.* [0-9.]+ s/step' "$log" | tail -n 1)" || true
+  line="$(grep -E 'step [0-9]+/[0-9]+([^0-9].*)? [0-9.]+ s/step' "$log" | tail -n 1)" || true
   if [[ -z "$line" ]]; then
     echo "finecast: progress: the log has no progress line (finecast-host prints 'step N/M, ... s/step'); no ETA"
     return 0
   fi
-  [[ "$line" =~ step\ ([0-9]+)/([0-9]+), ]] && n="${BASH_REMATCH[1]}" total="${BASH_REMATCH[2]}"
+  [[ "$line" =~ step\ ([0-9]+)/([0-9]+) ]] && n="${BASH_REMATCH[1]}" total="${BASH_REMATCH[2]}"
   [[ "$line" =~ \ ([0-9.]+)\ s/step ]] && rate="${BASH_REMATCH[1]}"
   left=$(awk -v n="$n" -v m="$total" -v r="$rate" 'BEGIN { printf "%d", (m - n) * r + 0.5 }')
   if ((n >= total)); then

@@ -69,18 +69,21 @@ bounded "array id of 30 digits" "task ids go from 0 to 4000000" \
 bounded "array throttle" "--array 0-3%0: the limit of tasks at a time (%0) must be from 1 to 4000001" \
   --profile cpu --run run.yaml --output bounded.sbatch --array 0-3%0
 bounded "empty array range" "--array 7-3: '7-3' is empty" --profile cpu --run run.yaml --output bounded.sbatch --array 7-3
-bounded "nodes" "nodes must be from 1 to 200000, got 3000000000" --profile cpu --run run.yaml --output bounded.sbatch --param nodes=3000000000
-bounded "ntasks_per_node" "ntasks_per_node must be from 1 to 4096, got 100000" --profile cpu --run run.yaml --output bounded.sbatch --param ntasks_per_node=100000
-bounded "cpus_per_task" "cpus_per_task must be from 1 to 4096, got 5000" --profile cpu --run run.yaml --output bounded.sbatch --param cpus_per_task=5000
-bounded "cores_per_node" "cores_per_node must be from 1 to 4096, got 99999" --profile cpu --run run.yaml --output bounded.sbatch --param cores_per_node=99999
-bounded "gpus_per_node" "gpus_per_node must be from 1 to 64, got 128" --profile gpu --run run.yaml --output bounded.sbatch --param gpus_per_node=128
-bounded "gpus.count" "gpus.count must be from 0 to 64, got 3000000000" --profile gpu --run run.yaml --output bounded.sbatch --param gpus.count=3000000000
-bounded "trainers.count" "trainers.count must be from 0 to 100000, got 3000000000" --profile external --run run.yaml --output bounded.sbatch --param trainers.count=3000000000
+# Every profile number beyond its bound, all reported by one launch (one round of fixes).
+bounded "nodes" "nodes must be from 1 to 200000, got 3000000000" --profile gpu --run run.yaml --output bounded.sbatch \
+  --param nodes=3000000000 --param ntasks_per_node=100000 --param cpus_per_task=5000 --param cores_per_node=99999 \
+  --param gpus_per_node=128 --param gpus.count=3000000000 --param time=3000000000-00:00:00 --param mem=3000000000G
+for needle in "ntasks_per_node must be from 1 to 4096, got 100000" "cpus_per_task must be from 1 to 4096, got 5000" \
+              "cores_per_node must be from 1 to 4096, got 99999" "gpus_per_node must be from 1 to 64, got 128" \
+              "gpus.count must be from 0 to 64, got 3000000000" \
+              "time '3000000000-00:00:00' is more than the largest allowed, 365-00:00:00 (one year)" \
+              "mem '3000000000G' is more than the largest allowed, 64T per node"; do
+  assert_contains "$(cat stderr)" "$needle" "profile numbers beyond their bounds"
+done
+bounded "trainers" "trainers.count must be from 0 to 100000, got 3000000000" --profile external --run run.yaml --output bounded.sbatch \
+  --param trainers.count=3000000000 --param time=600000
+assert_contains "$(cat stderr)" "time 600000 is more than the largest allowed" "wall time in minutes"
 bounded "trainers.nodes" "trainers.nodes must be from 1 to 200000, got 9999999" --profile external --run run.yaml --output bounded.sbatch --param trainers.nodes=9999999
-bounded "wall time" "time '3000000000-00:00:00' is more than the largest allowed, 365-00:00:00 (one year)" \
-  --profile cpu --run run.yaml --output bounded.sbatch --param time=3000000000-00:00:00
-bounded "wall time in minutes" "time 600000 is more than the largest allowed" --profile cpu --run run.yaml --output bounded.sbatch --param time=600000
-bounded "memory" "mem '3000000000G' is more than the largest allowed, 64T per node" --profile cpu --run run.yaml --output bounded.sbatch --param mem=3000000000G
 bounded "a number of 5000 digits" "--param nodes: the value has 5000 characters; no profile key takes a number that large" \
   --profile cpu --run run.yaml --output bounded.sbatch --param "nodes=$(printf '9%.0s' {1..5000})"
 # The largest allowed values still render.

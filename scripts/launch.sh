@@ -7,7 +7,9 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 usage() {
   cat <<'USAGE'
-Usage: scripts/launch.sh --profile gpu|cpu|replay|icon|external|PATH [--run FILE] [options]
+Usage: scripts/launch.sh --profile gpu|cpu|replay|icon|icon_gpu|external|PATH [--run FILE] [options]
+       scripts/launch.sh --icon-runscript exp.NAME.run --run finecast.yaml [--profile icon|icon_gpu|PATH]
+                         [--set KEY=VALUE ...] [--param KEY=VALUE ...] [--output FILE] [--dry-run]
 
 Renders the job script of a finecast run from a SLURM profile (configs/slurm/NAME.yaml),
 checks it (the node's cores and GPUs, the plugin config, a CUDA build for GPU jobs, the
@@ -17,7 +19,8 @@ where its log goes. Nothing is submitted with --dry-run, and SLURM need not be i
 Options:
   --profile NAME|PATH   gpu (production, trains on a GPU), cpu (debugging), replay (offline
                         finecast-replay), icon (ICON or any ComIn host program with finecast
-                        in its &comin_nml), external (the host on CPU nodes, the trainers as
+                        in its &comin_nml), icon_gpu (ICON on every GPU, finecast's trainers
+                        on GPUs of their own), external (the host on CPU nodes, the trainers as
                         finecast-trainer processes on GPU nodes: a heterogeneous job; give
                         --param trainers.count=N), or the path of your own profile YAML
   --run FILE            the finecast host run file (program: host), replay config
@@ -38,6 +41,12 @@ Options:
   --output FILE         where to write the job script (default: <log_dir>/<job>-<time>.sbatch;
                         with --chain N: FILE-chunk1 ... FILE-chunkN)
   --no-cuda-check       submit a GPU job without checking that its build has CUDA
+  --icon-runscript FILE instead of a job: put finecast into ICON's own experiment run script
+                        (exp.NAME.run, in place; the original kept as FILE.orig): its &comin_nml
+                        entry in the atmosphere namelist's heredoc, its environment before
+                        ${START} ${MODEL}, and with trainers.count > 0 (--profile icon_gpu) the
+                        finecast-trainer component; the script's chaining is left as it is.
+                        Idempotent: run it again after changing --set or the config
   --dry-run             print the job script(s) and exit; submit nothing
   -h, --help            this text
 
@@ -52,6 +61,7 @@ Examples:
   scripts/launch.sh --profile cpu --run configs/demo_host.yaml --array 0-3 --set seed={task}
   scripts/launch.sh --profile my_icon.yaml --chain 10 --param account=bb1234
   scripts/launch.sh --profile external --run configs/demo_host.yaml --param trainers.count=4
+  scripts/launch.sh --icon-runscript run/exp.my_amip.run --run finecast_icon.yaml --set device=cuda
 The profile keys, chains, arrays and the CPU <-> GPU workflow: docs/slurm.md.
 USAGE
 }
@@ -66,15 +76,17 @@ dry_run=0
 output=""
 have_profile=0
 chain=1
+icon_runscript=""
 while (($# > 0)); do
   case "$1" in
     -h | --help) usage; exit 0 ;;
     --dry-run) dry_run=1; shift ;;
     --no-cuda-check) render_args+=("$1"); shift ;;
-    --profile | --run | --set | --resume | --param | --bin-dir | --output | --chain | --array)
+    --profile | --run | --set | --resume | --param | --bin-dir | --output | --chain | --array | --icon-runscript)
       (($# >= 2)) || die "$1 needs a value (see --help)"
       case "$1" in
         --output) output="$2" ;;
+        --icon-runscript) icon_runscript="$2" ;;
         --profile) have_profile=1; render_args+=("$1" "$2") ;;
         --chain) chain="$2"; render_args+=("$1" "$2") ;;
         *) render_args+=("$1" "$2") ;;
@@ -85,12 +97,18 @@ while (($# > 0)); do
       render_args+=("${1%%=*}" "${1#*=}"); shift ;;
     --chain=*) chain="${1#*=}"; render_args+=(--chain "$chain"); shift ;;
     --output=*) output="${1#*=}"; shift ;;
+    --icon-runscript=*) icon_runscript="${1#*=}"; shift ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
-((have_profile)) || die "--profile is required: gpu, cpu, replay, icon, external or a profile path (see --help)"
-if ! [[ "$chain" =~ ^[0-9]+$ ]] || ((chain < 1)); then
-  die "--chain expects a number of chunks >= 1, got '$chain'"
+if [[ -n "$icon_runscript" ]] && ! ((have_profile)); then
+  render_args+=(--profile icon)  # in-host trainers; --profile icon_gpu for trainers of their own
+  have_profile=1
+fi
+((have_profile)) || die "--profile is required: gpu, cpu, replay, icon, icon_gpu, external or a profile path (see --help)"
+# At most 4 digits before the arithmetic: bash's integers wrap silently past 2^63.
+if ! [[ "$chain" =~ ^0*[0-9]{1,4}$ ]] || ((10#$chain < 1 || 10#$chain > 1000)); then
+  die "--chain expects a number of chunks from 1 to 1000, got '$chain'"
 fi
 
 python="${FINECAST_PYTHON:-}"
@@ -102,6 +120,15 @@ if [[ -z "$python" ]]; then
   fi
 fi
 render="$repo/scripts/slurm/render.py"
+
+if [[ -n "$icon_runscript" ]]; then
+  # An ICON run script is edited (or printed), not submitted: it submits and chains itself.
+  if ((dry_run)); then
+    exec "$python" "$render" "${render_args[@]}" --icon-runscript "$icon_runscript" --output -
+  fi
+  exec "$python" "$render" "${render_args[@]}" --icon-runscript "$icon_runscript" \
+    --output "${output:-$icon_runscript}"
+fi
 
 if ((dry_run)) && [[ -z "$output" ]]; then
   "$python" "$render" "${render_args[@]}" --output -

@@ -32,6 +32,7 @@ except ImportError:  # a login node's python3 without PyYAML: say what to do ins
 import build_check
 import namelist
 import plugin_setup
+import runscript
 import site_check
 import slurm_profile as sp
 from slurm_profile import PROFILE_KEYS, PROGRAM_KEYS, PROGRAMS, REPO_ROOT, SCRIPT_DIR, TASK
@@ -80,16 +81,37 @@ def outermost(dirs):
 
 # ---------------------------------------------------------------- arrays and overrides
 
-def array_ids(spec):
-    """The task ids of a SLURM --array spec (0-3, 1,5,7, 0-15:4, 0-99%10)."""
+def array_ids(spec, problems):
+    """(the first task id, the largest) of a SLURM --array spec (0-3, 1,5,7, 0-15:4, 0-99%10),
+    computed without listing the ids; None with an error naming the bound that is broken."""
+    items, _, throttle = spec.partition("%")
     ids = []
-    for item in spec.split("%")[0].split(","):
+    for item in items.split(","):
         m = re.match(r"^(\d+)(?:-(\d+)(?::(\d+))?)?$", item)
+        numbers = [g for g in m.groups() if g]
+        if any(len(g) > 10 for g in numbers):  # int() of thousands of digits is refused anyway
+            problems.error("--array %s: task ids go from 0 to %d (SLURM's largest MaxArraySize "
+                           "is %d)" % (spec, sp.MAX_ARRAY_ID, sp.MAX_ARRAY_ID + 1))
+            return None
         first = int(m.group(1))
         last = int(m.group(2)) if m.group(2) else first
         step = int(m.group(3)) if m.group(3) else 1
-        ids.extend(range(first, last + 1, max(step, 1)))
-    return ids
+        if last > sp.MAX_ARRAY_ID:
+            problems.error("--array %s: task id %d is too large; task ids go from 0 to %d (SLURM's "
+                           "largest MaxArraySize is %d; most sites allow far fewer, see "
+                           "scontrol show config | grep MaxArraySize)"
+                           % (spec, last, sp.MAX_ARRAY_ID, sp.MAX_ARRAY_ID + 1))
+            return None
+        if last < first or step < 1:
+            problems.error("--array %s: '%s' is empty (a range FIRST-LAST needs FIRST <= LAST and "
+                           "a step >= 1)" % (spec, item))
+            return None
+        ids.append((first, first + (last - first) // step * step))
+    if throttle and (len(throttle) > 10 or not 1 <= int(throttle) <= sp.MAX_ARRAY_ID + 1):
+        problems.error("--array %s: the limit of tasks at a time (%%%s) must be from 1 to %d"
+                       % (spec, throttle, sp.MAX_ARRAY_ID + 1))
+        return None
+    return ids[0][0], max(last for _, last in ids)
 
 
 def flatten_set(mapping, prefix, out, problems):
@@ -189,8 +211,13 @@ def host_chunk_run_files(run_path, chunks, problems, transform=None):
         return None
     if start is None or exp_start is None:
         return None
-    chunk = datetime.timedelta(seconds=dt * steps)
-    exp_stop = _iso(start + chunk * chunks)
+    try:
+        chunk = datetime.timedelta(seconds=dt * steps)
+        exp_stop = _iso(start + chunk * chunks)
+    except OverflowError:
+        problems.error("%s: %d chunks of steps x dt = %r x %r seconds from %s end after the year "
+                       "9999; fewer chunks (--chain) or steps" % (run_path, chunks, steps, dt, _iso(start)))
+        return None
     if data.get("experiment_stop"):
         stop = _datetime(data["experiment_stop"], run_path + ": experiment_stop", problems)
         if stop is not None and stop < start + chunk * chunks:
@@ -304,6 +331,9 @@ def main():
                         help="where to write the job script (- = stdout); with --chain N, "
                              "chunk k goes to OUTPUT with -chunkK before its extension")
     parser.add_argument("--summary", help="write log_file=, log_dir=, job_name=, script= lines here")
+    parser.add_argument("--icon-runscript", metavar="FILE",
+                        help="add finecast (&comin_nml, its environment, external trainers) to an "
+                             "ICON experiment run script; --output (- = stdout) or in place")
     args = parser.parse_args()
 
     profile, profile_path = sp.load(args.profile)
@@ -318,12 +348,16 @@ def main():
 
     workdir = os.path.abspath(str(profile.get("workdir") or os.getcwd()))
     problems = sp.Problems(profile_path)
+    if args.icon_runscript:
+        return render_runscript(args, profile, profile_path, set_items, workdir, problems)
     sp.validate(profile, problems, workdir)
     if args.resume and not os.path.isdir(args.resume):
         problems.error("--resume %s: no such directory (it must hold the checkpoints of an "
                        "earlier run: its checkpoint.dir)" % args.resume)
-    if args.chain < 1:
-        problems.error("--chain must be >= 1, got %d" % args.chain)
+    if not 1 <= args.chain <= sp.MAX_CHAIN:
+        problems.error("--chain must be from 1 to %d chunks, got %d (each chunk is a job of its "
+                       "own; for longer experiments submit a new chain from the last chunk's "
+                       "checkpoints)" % (sp.MAX_CHAIN, args.chain))
     if args.array is not None and sp.has_trainers(profile):
         problems.error("--array with trainers.count = %d: SLURM has no arrays of heterogeneous "
                        "jobs. Fix: submit one launch per task (e.g. a loop over --set seed=N), or "
@@ -332,6 +366,8 @@ def main():
     if args.array is not None and not ARRAY_RE.match(args.array):
         problems.error("--array %r is not a SLURM array: use e.g. 0-3, 1,5,7, 0-15:4 or 0-99%%10"
                        % args.array)
+    elif args.array is not None:
+        array_ids(args.array, problems)
     if problems.errors:
         problems.report()
         return 2
@@ -384,7 +420,8 @@ class Job:
         self.program = profile["program"]
         self.executable_program = isinstance(self.program, dict)
         self.array = args.array
-        self.task_ids = array_ids(args.array) if args.array else []
+        # (first task id, largest): the config is resolved for the first, lengths checked for the largest.
+        self.task_ids = array_ids(args.array, problems) if args.array else ()
         self.chain = args.chain
         # train.placement: external: finecast-trainer processes in a component of their own.
         self.external = sp.has_trainers(profile)
@@ -488,7 +525,8 @@ class Job:
                 self.run, self.chain, problems, self.comm_transform() if self.run_copy else None)
         for w in site_check.account_warnings(p):
             problems.warning(w)
-        for w in site_check.module_warnings([str(m) for m in p.get("modules") or []]):
+        _, use, modules = sp.module_spec(p.get("modules"))
+        for w in site_check.module_warnings(modules, use):
             problems.warning(w)
         self.meta = {"log_file": self.log_file, "log_dir": self.log_dir, "job_name": self.job_name,
                      "dependency": "aftercorr" if self.array else "afterok",
@@ -697,6 +735,17 @@ class Job:
             problems.warning("gpus.count = %d, but finecast trains on %d GPU(s) of a node (one per "
                              "trainer rank there, train.ranks); %d would sit idle. Fix: --param "
                              "gpus.count=auto" % (count, used, count - used))
+        elif used and count > used and self.executable_program:
+            # More GPUs than finecast's trainers use: the program runs on them itself (ICON's GPU
+            # build, one rank per GPU), and bind_gpu.sh gives host rank 0, the trainer, GPU 0.
+            problems.warning(
+                "gpus.count = %d for a program that uses the GPUs itself: finecast's in-host trainer "
+                "(host rank %s) shares its GPU with the program's rank there, for memory and time. "
+                "Fix: trainers on GPUs of their own (--profile icon_gpu, or --param trainers.count=N "
+                "with the trainers.* keys of configs/slurm/icon_gpu.yaml); or keep it and cap the "
+                "trainer's device memory (--set train.max_device_memory=BYTES)"
+                % (count, sp.scalar_text(plugin_setup.lookup(self.config, "coupling.trainer_rank", 0))
+                   if self.config else "0"))
         if used and not self.args.no_cuda_check:
             self.check_cuda()
 
@@ -742,7 +791,7 @@ class Job:
                 if base == self.comin_nml:
                     options = " ".join(plugin_setup.quote_option(w) for w in
                                        [self.run] + self.chunk_overrides(k).words())
-                    longest = options.replace(TASK, str(max(self.task_ids))) if self.task_ids else options
+                    longest = options.replace(TASK, str(self.task_ids[1])) if self.task_ids else options
                     if len(longest) > namelist.COMIN_MAX_LEN["options"]:
                         problems.error(
                             "%s: finecast's &comin_nml options would be %d characters, but ComIn "
@@ -806,17 +855,19 @@ class Job:
         extra = [str(o) for o in p.get("srun_extra") or []]
         if hint and not any(o.startswith("--hint") for o in extra):
             srun.append("--hint=%s" % hint)
-        srun += extra
+        srun += self.kill_on_bad_exit(extra) + extra
 
-        modules = [str(m) for m in p.get("modules") or []]
-        if modules:
+        purge, use, modules = sp.module_spec(p.get("modules"))
+        if purge or use or modules:
             module_block = "\n".join([
                 "# 'module' is a shell function that batch shells may not have yet.",
                 "if ! command -v module >/dev/null 2>&1 && [[ -f /etc/profile.d/modules.sh ]]; then",
                 "  # shellcheck source=/dev/null",
                 "  source /etc/profile.d/modules.sh",
-                "fi",
-                "module load " + " ".join(q(m) for m in modules)])
+                "fi"] +
+                (["module purge"] if purge else []) +
+                ["module use " + q(path) for path in use] +
+                (["module load " + " ".join(q(m) for m in modules)] if modules else []))
         else:
             module_block = "# No modules requested (profile key 'modules')."
         env = p.get("env") or {}
@@ -860,6 +911,14 @@ class Job:
             if value and value != "auto":
                 search.append(self.absolute(value) if key != "sample.output"
                               else os.path.dirname(self.absolute(value)))
+        # The plugin config's own checkpoint.dir and sample.output (not given with --set; #22): the
+        # program writes them relative to where it runs (the run directory of a program mapping).
+        for key in ("checkpoint.dir", "sample.output"):
+            value = sp.scalar_text(plugin_setup.lookup(self.config, key, "")) if self.config else ""
+            if value and key not in overrides.items:
+                base = self.rundir if self.executable_program else self.workdir
+                path = os.path.normpath(os.path.join(base, os.path.expanduser(value)))
+                search.append(path)  # sample.output: the file itself, not its whole folder
         if self.task_dir:
             search.append(self.task_dir)
         for line in [str(x) for x in p.get("prolog") or []]:
@@ -933,6 +992,7 @@ class Job:
             "COMMAND": command,
             "REPO": q(REPO_ROOT),
             "LOG_FILE": q(self.log_file),
+            "TIME": q(str(p["time"])),
             "SEARCH": " ".join(sh(d) for d in outermost(search)),
         }
         text = re.sub(r"@([A-Z_]+)@", lambda m: values[m.group(1)], template)
@@ -958,6 +1018,15 @@ class Job:
         lines.append("--time=%s" % p["time"])
         return lines + [str(o) for o in t.get("sbatch_extra") or []]
 
+    def kill_on_bad_exit(self, extra):
+        """srun --kill-on-bad-exit=1 unless the profile says kill_on_bad_exit: false or srun_extra
+        has its own: a rank that dies ends the step at once, instead of the others waiting in an
+        MPI call until the wall time is used up."""
+        if self.profile.get("kill_on_bad_exit", True) is False or \
+                any(o.startswith(("--kill-on-bad-exit", "-K")) for o in extra):
+            return []
+        return ["--kill-on-bad-exit=1"]
+
     def trainer_command(self, hint):
         """srun's second part: the trainer component's options and finecast-trainer, which loads
         the plugin library the host loads and joins finecast's comm."""
@@ -968,7 +1037,7 @@ class Job:
         extra = [str(o) for o in t.get("srun_extra") or []]
         if hint and not any(o.startswith("--hint") for o in extra):
             opts.append("--hint=%s" % hint)
-        opts += extra
+        opts += self.kill_on_bad_exit(extra) + extra
         argv = ["env", "OMP_NUM_THREADS=%d" % t["cpus_per_task"], self.trainer_exe,
                 "--comm", self.comm, "--plugin", self.plugin.library]
         command = " ".join(sh(a) for a in argv)
@@ -1009,6 +1078,137 @@ class Job:
 
 
 LIBRARY_FILE = plugin_setup.LIBRARY_STEM + ".so"
+
+
+# ---------------------------------------------------------------- ICON's own run scripts
+
+def library_dirs(library):
+    """Where the plugin's libraries are: its folder, and LibTorch's lib folder when the build
+    says where LibTorch is (finecast-build.txt of scripts/build_cuda.sh)."""
+    dirs = [os.path.dirname(library)]
+    marker = os.path.join(os.path.dirname(os.path.dirname(library)), build_check.MARKER)
+    try:
+        with open(marker) as f:
+            torch_dir = next((line.split("=", 1)[1].strip() for line in f
+                              if line.startswith("torch_dir=")), "")
+    except OSError:
+        torch_dir = ""
+    # torch_dir is LibTorch's root or its CMake folder (<root>/share/cmake/Torch)
+    for lib in (os.path.join(torch_dir, "lib"), os.path.join(torch_dir, "..", "..", "..", "lib")):
+        if torch_dir and os.path.isdir(lib):
+            dirs.append(os.path.normpath(lib))
+            break
+    return dirs
+
+
+def render_runscript(args, profile, profile_path, set_items, workdir, problems):
+    """launch.sh --icon-runscript FILE: finecast into an ICON experiment run script (runscript.py)."""
+    path = os.path.abspath(args.icon_runscript)
+    for given, option in ((args.chain != 1, "--chain"), (args.array, "--array")):
+        if given:
+            problems.error("%s with --icon-runscript: the run script chains itself (its "
+                           "finish.status and ${submit} lines, left as they are)" % option)
+    if not os.path.isfile(path):
+        problems.error("--icon-runscript %s: no such file" % args.icon_runscript)
+    if not profile.get("run"):
+        problems.error("missing --run: the finecast plugin config that goes into &comin_nml")
+    elif not os.path.isfile(os.path.join(workdir, str(profile["run"]))):
+        problems.error("run file '%s' does not exist" % profile["run"])
+    sp.validate_trainers(profile, problems)
+    if problems.errors:
+        problems.report()
+        return 2
+    program = profile.get("program") if isinstance(profile.get("program"), dict) else {}
+    profile["program"] = program
+    job = Job(profile, profile_path, args, set_items, workdir, problems)
+    job.bin_dir = os.path.abspath(args.bin_dir) if args.bin_dir else \
+        job.absolute(profile["bin_dir"]) if profile.get("bin_dir") else os.path.join(REPO_ROOT, "build", "bin")
+    job.run = job.absolute(profile["run"])
+    flat = []
+    if isinstance(profile.get("set"), dict):
+        flatten_set(profile["set"], "", flat, problems)
+    job.overrides = Overrides(flat + set_items)
+    if args.resume:
+        job.overrides.set("checkpoint.resume", os.path.abspath(args.resume))
+    if job.external:
+        job.set_external_overrides()
+    library = job.absolute(program["plugin_library"]) if program.get("plugin_library") else \
+        os.path.join(os.path.dirname(job.bin_dir), "lib", LIBRARY_FILE)
+    if not os.path.isfile(library):
+        problems.warning("the finecast plugin %s is not built yet; the run will fail until it is "
+                         "(or give --param program.plugin_library=PATH)" % library)
+    job.plugin = plugin_setup.Plugin(library, job.run, [], "--run")
+    job.config = plugin_setup.read_config(job.plugin, job.overrides.words(), job.bin_dir, problems)
+    trainer = None
+    if job.external:
+        t = job.trainers
+        job.trainer_exe = os.path.join(job.bin_dir, "finecast-trainer")
+        job.trainer_nodes = sp.trainer_nodes(t)
+        job.trainers_per_node = -(-t["count"] // job.trainer_nodes)
+        job.comm = str(t.get("comm") or "finecast")
+        job.check_trainer_gpus()
+    if problems.errors:
+        problems.report()
+        return 2
+    with open(path) as f:
+        text = f.read()
+    device, _ = job.device_and_source()
+    if not job.external and plugin_setup.gpus_used(device):
+        if not args.no_cuda_check:
+            job.check_cuda()
+        gres = (runscript.sbatch_value(text, "--gres") or "") + (runscript.sbatch_value(text, "--gpus") or "") + \
+            (runscript.sbatch_value(text, "--gpus-per-node") or "")
+        if "gpu" in gres or re.search(r"[1-9]", gres):
+            # ICON on GPUs runs one rank per GPU: rank 0's GPU is the in-host trainer's too.
+            problems.warning("%s asks for GPUs (%s), so ICON runs on them, and finecast's in-host "
+                             "trainer shares GPU 0 with ICON's rank 0, for memory and time. Fix: "
+                             "trainers on GPUs of their own (--profile icon_gpu), or cap the "
+                             "trainer's device memory (--set train.max_device_memory=BYTES)"
+                             % (os.path.basename(path), gres))
+    hint = profile.get("hint") or ""
+    if job.external:
+        # The trainers' component takes the account and wall time of the script's own header.
+        for option, key in (("--account", "account"), ("--time", "time")):
+            value = runscript.sbatch_value(text, option)
+            if value:
+                profile[key] = value
+        sbatch = job.trainer_sbatch(hint)[1:]
+        trainer = {"sbatch": sbatch, "launch": [job.trainer_command(hint)]}  # shell words
+    words = [job.run] + job.overrides.words()
+    options = " ".join(plugin_setup.quote_option(w) for w in words)
+    # Once: a chunk that the script submits inherits the environment of the one before.
+    dirs = shlex.quote(":".join(library_dirs(library)))
+    env = ['case "${LD_LIBRARY_PATH:-}" in %s | %s:*) ;; *) export LD_LIBRARY_PATH=%s'
+           '"${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ;; esac' % (dirs, dirs, dirs)]
+    for name, value in (profile.get("env") or {}).items():
+        value = sp.scalar_text(value).replace("\\", "\\\\").replace('"', '\\"') \
+            .replace("$", "\\$").replace("`", "\\`")
+        env.append('export %s="${%s:-%s}"  # unless the script sets it' % (name, name, value))
+    try:
+        new, notes = runscript.add_finecast(
+            text, path, str(program.get("plugin_name") or "finecast"), library, options,
+            comm=job.comm if job.external else None, env_lines=env, trainer=trainer)
+    except runscript.RunscriptError as e:
+        problems.error(str(e))
+    if not problems.report():
+        return 2
+    if args.output == "-":
+        sys.stdout.write(new)
+        return 0
+    target = os.path.abspath(args.output)
+    if target == path and not os.path.exists(path + ".orig") and new != text:
+        shutil.copy2(path, path + ".orig")
+        notes.append("the original is kept as %s.orig" % os.path.basename(path))
+    tmp = target + ".finecast-tmp"
+    with open(tmp, "w") as f:
+        f.write(new)
+    shutil.copymode(path, tmp)
+    os.replace(tmp, target)
+    sys.stderr.write("launch: %s: %s\n" % (target, "unchanged (finecast was already in it as "
+                                            "asked)" if new == text else "finecast added"))
+    for note in notes:
+        sys.stderr.write("launch:   %s\n" % note)
+    return 0
 
 if __name__ == "__main__":
     sys.exit(main())

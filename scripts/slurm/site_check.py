@@ -40,13 +40,14 @@ def _sq(text):
     return "'" + text.replace("'", "'\\''") + "'"
 
 
-def module_warnings(modules):
-    """One warning per module `module is-avail` does not know, or one saying that the check was
-    not possible here."""
+def module_warnings(modules, use=()):
+    """One warning per module `module is-avail` does not know (after `module use` of the
+    profile's paths), or one saying that the check was not possible here."""
     if not modules:
         return []
     script = _module_shell_prelude() + "\n" + \
         "type module >/dev/null 2>&1 || { echo NO_MODULE_COMMAND; exit 0; }\n" + \
+        "".join("module use %s >/dev/null 2>&1\n" % _sq(path) for path in use) + \
         "for m in \"$@\"; do\n" + \
         "  if module is-avail \"$m\" >/dev/null 2>&1; then echo \"OK $m\"; else echo \"MISSING $m\"; fi\n" + \
         "done\n"

@@ -36,7 +36,9 @@ PROFILE_KEYS = {
            "partition's default",
     "hint": "nomultithread (one rank thread per physical core; --hint for sbatch and srun) | "
             "multithread | compute_bound | memory_bound | empty",
-    "modules": "list of environment modules to load before the run (checked where 'module' exists)",
+    "modules": "environment modules: a list to load, or {purge: true|false, use: [paths], load: "
+               "[names]} (module purge, then module use for each path, then module load; the loads "
+               "are checked where 'module' exists)",
     "env": "mapping of environment variables exported in the job",
     "prolog": "list of shell lines run before the program, e.g. ['ulimit -s unlimited']",
     "set": "mapping of plugin config overrides passed as --set KEY=VALUE",
@@ -49,6 +51,9 @@ PROFILE_KEYS = {
     "bin_dir": "directory of finecast-host / finecast-replay; default <repo>/build/bin",
     "sbatch_extra": "list of extra sbatch options, e.g. ['--exclusive']",
     "srun_extra": "list of extra srun options, e.g. ['--cpu-bind=cores']",
+    "kill_on_bad_exit": "true (default): srun --kill-on-bad-exit=1, so one rank that fails ends "
+                        "the step instead of leaving the others waiting in MPI until the wall time; "
+                        "false: srun's default",
     "trainers": "{count, partition, ...}: finecast's trainers as finecast-trainer processes in a "
                 "component of their own (train.placement: external), a heterogeneous job: the "
                 "keys above are then the host's component (see trainers.*)",
@@ -87,6 +92,9 @@ PROGRAM_KEYS = {
     "plugin_name": "finecast's plugin_list name; default finecast",
 }
 RESTART_KEYS = ("namelist", "group", "key", "value")
+MODULE_KEYS = {"purge": "true: module purge first (a clean environment, the same on every node)",
+               "use": "module paths: module use PATH for each, before the loads",
+               "load": "modules to load, in order"}
 COMM_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
 PROGRAMS = {"host": "finecast-host", "replay": "finecast-replay"}
 GPU_KEYS = {"type", "count"}
@@ -95,6 +103,28 @@ TIME_RE = re.compile(r"^(\d+-\d{1,2}(:\d{2}){0,2}|\d+(:\d{2}){0,2})$")
 MEM_RE = re.compile(r"^\d+[KMGT]?$")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 TASK = "{task}"
+
+# Upper bounds of every number a launch takes. A typo (10000000 nodes) or a number too large for
+# SLURM's or Python's integers (--chain 3000000000 overflowed the chain's date arithmetic) is an
+# error naming the key and the range, before anything is written. Generous: the largest machines
+# (Fugaku: 158,976 nodes; nodes of 4 x 128 cores, 8 GPUs) fit well inside.
+LIMITS = {
+    "nodes": (1, 200000),
+    "ntasks_per_node": (1, 4096),
+    "cpus_per_task": (1, 4096),
+    "cores_per_node": (1, 4096),
+    "gpus_per_node": (1, 64),
+    "gpus.count": (0, 64),
+    "trainers.count": (0, 100000),
+    "trainers.nodes": (1, 200000),
+    "trainers.cpus_per_task": (1, 4096),
+    "trainers.cores_per_node": (1, 4096),
+    "trainers.gpus_per_node": (1, 64),
+}
+MAX_CHAIN = 1000             # --chain: each chunk is a job script and a submission of its own
+MAX_ARRAY_ID = 4000000       # --array: SLURM's MaxArraySize is at most 4000001 (ids 0..4000000)
+MAX_TIME_SECONDS = 365 * 86400   # time: one year per job (chunk)
+MAX_MEM_MB = 64 * 1024 * 1024    # mem: 64T per node
 
 
 class Problems:
@@ -161,6 +191,8 @@ def load(name):
         profile = yaml.safe_load(text)
     except yaml.YAMLError as e:
         fail("%s is not valid YAML: %s" % (path, e))
+    except ValueError as e:  # an integer of thousands of digits
+        fail("%s: a value is too large (%s)" % (path, e))
     if profile is None:
         profile = {}
     if not isinstance(profile, dict):
@@ -181,6 +213,9 @@ def apply_param(profile, key, raw):
         value = yaml.safe_load(raw) if raw != "" else ""
     except yaml.YAMLError as e:
         fail("--param %s=%s: the value is not valid YAML (%s)" % (key, raw, str(e).splitlines()[0]))
+    except ValueError:  # an integer of thousands of digits
+        fail("--param %s: the value has %d characters; no profile key takes a number that large"
+             % (key, len(raw)))
     parts = key.split(".")
     node = profile
     for part in parts[:-1]:
@@ -208,15 +243,84 @@ def _unknown_keys(mapping, allowed, prefix, problems):
                            % (prefix, key, hint, ", ".join(sorted(allowed))))
 
 
-def positive_int(profile, key, problems, allow_zero=False):
-    value = profile.get(key)
+def bounded_int(value, key, problems):
+    """value as an integer within LIMITS[key], else None with an error naming the range."""
+    low, high = LIMITS[key]
     if isinstance(value, bool) or not isinstance(value, int):
-        problems.error("%s must be an integer, got %r" % (key, value))
+        problems.error("%s must be an integer from %d to %d, got %r" % (key, low, high, value))
         return None
-    if value < 0 or (value == 0 and not allow_zero):
-        problems.error("%s must be %s, got %d" % (key, ">= 0" if allow_zero else ">= 1", value))
+    if value < low or value > high:
+        problems.error("%s must be from %d to %d, got %d" % (key, low, high, value))
         return None
     return value
+
+
+def positive_int(profile, key, problems):
+    return bounded_int(profile.get(key), key, problems)
+
+
+def time_seconds(text):
+    """A SLURM time (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS) in seconds, or None."""
+    text = str(text)
+    if not TIME_RE.match(text):
+        return None
+    if len(text) > 24:  # more digits than any real limit (and than int() takes at once)
+        return MAX_TIME_SECONDS + 1
+    days, _, rest = text.rpartition("-")
+    parts = [int(x) for x in rest.split(":")]
+    if days:
+        parts += [0] * (3 - len(parts))      # D-HH, D-HH:MM
+        h, m, s = parts
+    elif len(parts) == 3:
+        h, m, s = parts
+    else:
+        h, m, s = 0, parts[0], parts[1] if len(parts) > 1 else 0
+    return ((int(days or 0) * 24 + h) * 60 + m) * 60 + s
+
+
+def mem_megabytes(text):
+    """A SLURM memory size (a number with K, M (default), G or T) in megabytes."""
+    number, unit = re.match(r"^(\d+)([KMGT]?)$", str(text)).groups()
+    if len(number) > 24:
+        return MAX_MEM_MB + 1
+    return int(number) * {"K": 1.0 / 1024, "": 1, "M": 1, "G": 1024, "T": 1024 * 1024}[unit]
+
+
+def check_time(value, key, problems):
+    if value in (None, ""):
+        return
+    seconds = time_seconds(value)
+    if seconds is None:
+        problems.error("%s %r is not a SLURM time; use MM, HH:MM:SS or D-HH:MM:SS "
+                       "(quote it in YAML: time: \"01:00:00\")" % (key, value))
+    elif seconds > MAX_TIME_SECONDS:
+        problems.error("%s %r is more than the largest allowed, 365-00:00:00 (one year)" % (key, value))
+
+
+def check_mem(value, key, problems):
+    if value in (None, ""):
+        return
+    if not MEM_RE.match(str(value)):
+        problems.error("%s %r is not a SLURM memory size; use e.g. 0 (all of the node's), "
+                       "240G or 512000M" % (key, value))
+    elif mem_megabytes(value) > MAX_MEM_MB:
+        problems.error("%s %r is more than the largest allowed, 64T per node" % (key, value))
+
+
+def module_spec(value, problems=None):
+    """The profile's modules as (purge, [use paths], [loads]); a list is the loads alone."""
+    if value in (None, "", []):
+        return False, [], []
+    if isinstance(value, dict):
+        if problems is not None:
+            _unknown_keys(value, MODULE_KEYS, "modules.", problems)
+            if not isinstance(value.get("purge", False), bool):
+                problems.error("modules.purge must be true or false, got %r" % (value.get("purge"),))
+        sink = problems if problems is not None else Problems("")
+        return (value.get("purge") is True, _string_list(value.get("use"), "modules.use", sink),
+                _string_list(value.get("load"), "modules.load", sink))
+    sink = problems if problems is not None else Problems("")
+    return False, [], _string_list(value, "modules", sink)
 
 
 def is_executable_program(profile):
@@ -311,9 +415,7 @@ def validate_trainers(profile, problems):
         return
     _unknown_keys(t, TRAINER_KEYS, "trainers.", problems)
     count = t.get("count", 0)
-    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-        problems.error("trainers.count must be an integer >= 0 (finecast-trainer processes), "
-                       "got %r" % (count,))
+    if bounded_int(count, "trainers.count", problems) is None:
         return
     if count == 0:
         return
@@ -331,23 +433,23 @@ def validate_trainers(profile, problems):
         value = t.get(key)
         if value in (None, ""):
             ok = False
-        elif isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            problems.error("trainers.%s must be an integer >= 1, got %r" % (key, value))
+        elif bounded_int(value, "trainers." + key, problems) is None:
             ok = False
     nodes = t.get("nodes", "auto")
-    if nodes not in (None, "", "auto") and (isinstance(nodes, bool) or not isinstance(nodes, int)
-                                            or nodes < 1):
-        problems.error("trainers.nodes must be 'auto' or an integer >= 1, got %r" % (nodes,))
-        return
+    if nodes not in (None, "", "auto"):
+        if isinstance(nodes, bool) or not isinstance(nodes, int):
+            problems.error("trainers.nodes must be 'auto' or an integer from 1 to %d, got %r"
+                           % (LIMITS["trainers.nodes"][1], nodes))
+            return
+        if bounded_int(nodes, "trainers.nodes", problems) is None:
+            return
     gtype = t.get("gpu_type") or ""
     if not re.match(r"^[A-Za-z0-9_\-.]*$", str(gtype)):
         problems.error("trainers.gpu_type %r is not a GRES type name (e.g. a100)" % (gtype,))
     comm = t.get("comm")
     if comm not in (None, "") and not COMM_RE.match(str(comm)):
         problems.error("trainers.comm %r is not a comm name (letters, digits, _ . -)" % (comm,))
-    mem = t.get("mem")
-    if mem not in (None, "") and not MEM_RE.match(str(mem)):
-        problems.error("trainers.mem %r is not a SLURM memory size; use e.g. 0 or 240G" % (mem,))
+    check_mem(t.get("mem"), "trainers.mem", problems)
     for key in ("sbatch_extra", "srun_extra"):
         for opt in _string_list(t.get(key), "trainers." + key, problems):
             if not opt.startswith("-"):
@@ -421,14 +523,8 @@ def validate(profile, problems, workdir):
             % (ntasks, cpus, ntasks * cpus, profile.get("partition"), cores,
                cores // cpus, cores // cpus, max(cores // ntasks, 1), max(cores // ntasks, 1)))
 
-    time = profile.get("time")
-    if time not in (None, "") and not TIME_RE.match(str(time)):
-        problems.error("time %r is not a SLURM time; use MM, HH:MM:SS or D-HH:MM:SS "
-                       "(quote it in YAML: time: \"01:00:00\")" % (time,))
-    mem = profile.get("mem")
-    if mem not in (None, "") and not MEM_RE.match(str(mem)):
-        problems.error("mem %r is not a SLURM memory size; use e.g. 0 (all of the node's), "
-                       "240G or 512000M" % (mem,))
+    check_time(profile.get("time"), "time", problems)
+    check_mem(profile.get("mem"), "mem", problems)
     hint = profile.get("hint")
     if hint is not None and hint not in HINTS:
         problems.error("hint must be one of %s (or empty), got %r" % (", ".join(HINTS[1:]), hint))
@@ -440,8 +536,12 @@ def validate(profile, problems, workdir):
         else:
             _unknown_keys(gpus, GPU_KEYS, "gpus.", problems)
             count = gpus.get("count", "auto")
-            if count != "auto" and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
-                problems.error("gpus.count must be 'auto' or an integer >= 0, got %r" % (count,))
+            if count != "auto":
+                if isinstance(count, bool) or not isinstance(count, int):
+                    problems.error("gpus.count must be 'auto' or an integer from 0 to %d, got %r"
+                                   % (LIMITS["gpus.count"][1], count))
+                else:
+                    bounded_int(count, "gpus.count", problems)
             gtype = gpus.get("type", "")
             if gtype is None:
                 gtype = ""
@@ -451,11 +551,20 @@ def validate(profile, problems, workdir):
         per_node = profile.get("gpus_per_node")
         if per_node is None:
             problems.error("missing required key 'gpus_per_node' (%s)" % PROFILE_KEYS["gpus_per_node"])
-        elif isinstance(per_node, bool) or not isinstance(per_node, int) or per_node < 1:
-            problems.error("gpus_per_node must be an integer >= 1, got %r" % (per_node,))
+        else:
+            bounded_int(per_node, "gpus_per_node", problems)
 
-    for key in ("modules", "outputs", "sbatch_extra", "srun_extra", "prolog"):
+    for key in ("outputs", "sbatch_extra", "srun_extra", "prolog"):
         _string_list(profile.get(key), key, problems)
+    modules = profile.get("modules")
+    if modules is not None and not isinstance(modules, (list, dict)):
+        problems.error("modules must be a list of modules to load, or a mapping {purge: true, "
+                       "use: [paths], load: [modules]}, got %r" % (modules,))
+    elif modules is not None:
+        module_spec(modules, problems)
+    kill = profile.get("kill_on_bad_exit", True)
+    if not isinstance(kill, bool):
+        problems.error("kill_on_bad_exit must be true or false, got %r" % (kill,))
     for key in ("sbatch_extra", "srun_extra"):
         for opt in profile.get(key) or []:
             if isinstance(opt, str) and not opt.startswith("-"):

@@ -65,7 +65,7 @@ first_cmd="$(grep -n -v -E '^(#|$)' ext.sbatch | head -1 | cut -d: -f1)"
 last_sbatch="$(grep -n '^#SBATCH' ext.sbatch | tail -1 | cut -d: -f1)"
 ((last_sbatch < first_cmd)) || fail "external: #SBATCH line $last_sbatch after the first command (line $first_cmd)"
 srun_line="$(grep '^srun ' ext.sbatch)"
-assert_eq "$srun_line" "srun --nodes=1 --ntasks-per-node=8 --cpus-per-task=16 --hint=nomultithread $WORK/probe-bin/finecast-host \"\${run_file}\" --set device=cuda --set coupling.communicator=plugin --set train.placement=external --set train.ranks=2 : --nodes=1 --ntasks=2 --ntasks-per-node=2 --cpus-per-task=16 --hint=nomultithread $SRC/scripts/slurm/bind_gpu.sh env OMP_NUM_THREADS=16 $WORK/probe-bin/finecast-trainer --comm finecast --plugin $LIB || status=\$?" \
+assert_eq "$srun_line" "srun --nodes=1 --ntasks-per-node=8 --cpus-per-task=16 --hint=nomultithread --kill-on-bad-exit=1 $WORK/probe-bin/finecast-host \"\${run_file}\" --set device=cuda --set coupling.communicator=plugin --set train.placement=external --set train.ranks=2 : --nodes=1 --ntasks=2 --ntasks-per-node=2 --cpus-per-task=16 --hint=nomultithread --kill-on-bad-exit=1 $SRC/scripts/slurm/bind_gpu.sh env OMP_NUM_THREADS=16 $WORK/probe-bin/finecast-trainer --comm finecast --plugin $LIB || status=\$?" \
   "external: one heterogeneous srun, host then trainers"
 # The run file the host gets: the user's, with comm: finecast in finecast's entry.
 for line in "run_file=$WORK/out/slurm/finecast-external-run-\"\${SLURM_JOB_ID:-0}\".yaml" \
@@ -100,7 +100,7 @@ launch "${ext[@]}" --run run.yaml --dry-run --set device=cpu --param trainers.ki
 assert_eq "$rc" 0 "cpu trainers: dry run ($(cat stderr))"
 assert_not_contains "$(cat stdout)" "--gres" "cpu trainers: no GPUs"
 assert_not_contains "$(cat stdout)" "bind_gpu.sh" "cpu trainers: no GPU binding"
-assert_contains "$(cat stdout)" " : --nodes=1 --ntasks=1 --ntasks-per-node=1 --cpus-per-task=16 --hint=nomultithread env OMP_NUM_THREADS=16 $WORK/probe-bin/finecast-trainer" "cpu trainers: srun"
+assert_contains "$(cat stdout)" " : --nodes=1 --ntasks=1 --ntasks-per-node=1 --cpus-per-task=16 --hint=nomultithread --kill-on-bad-exit=1 env OMP_NUM_THREADS=16 $WORK/probe-bin/finecast-trainer" "cpu trainers: srun"
 
 # finecast-replay as the host: its config gets the comm the same way.
 printf 'input: {files: [x.nc], variables: [ts]}\nplugins:\n  - {name: finecast, library: %s, options: plugin.yaml}\n' "$LIB" >replay.yaml

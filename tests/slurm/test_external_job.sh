@@ -22,7 +22,7 @@ write_host_run_file run.yaml 8 "$WORK/plugin.yaml"
 assert_contains "$(cat launch.out)" "launch: submitted job 1001" "launch output"
 calls="$(cat "$FAKE_SLURM_DIR/calls.log")"
 assert_contains "$calls" "sbatch-option hetjob" "the hetjob header"
-assert_contains "$calls" "srun --nodes=1 --ntasks-per-node=2 --cpus-per-task=1 --hint=nomultithread $HOST_EXE $WORK/out/slurm/finecast-external-run-1001.yaml --set device=cpu --set coupling.communicator=plugin --set train.placement=external --set train.ranks=1 : --nodes=1 --ntasks=1 --ntasks-per-node=1 --cpus-per-task=1 --hint=nomultithread env OMP_NUM_THREADS=1 $BIN/bin/finecast-trainer --comm finecast --plugin $PLUGIN_LIB" \
+assert_contains "$calls" "srun --nodes=1 --ntasks-per-node=2 --cpus-per-task=1 --hint=nomultithread --kill-on-bad-exit=1 $HOST_EXE $WORK/out/slurm/finecast-external-run-1001.yaml --set device=cpu --set coupling.communicator=plugin --set train.placement=external --set train.ranks=1 : --nodes=1 --ntasks=1 --ntasks-per-node=1 --cpus-per-task=1 --hint=nomultithread --kill-on-bad-exit=1 env OMP_NUM_THREADS=1 $BIN/bin/finecast-trainer --comm finecast --plugin $PLUGIN_LIB" \
   "the heterogeneous srun"
 assert_contains "$(cat out/slurm/finecast-external-run-1001.yaml 2>/dev/null)" "comm: finecast" "the job's run file"
 

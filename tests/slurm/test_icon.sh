@@ -89,7 +89,7 @@ for line in "#SBATCH --account=bb1234" "#SBATCH --partition=gpu" "#SBATCH --hint
             "  nproma = 32   ! costs \$\$, don't change" \
             "ln -sfn $WORK/grids/icon_grid_R02B04.nc \"\$rundir\"/icon_grid_R02B04.nc" \
             'cd "$rundir"' \
-            "srun --nodes=1 --ntasks-per-node=2 --cpus-per-task=1 --hint=nomultithread $SRC/scripts/slurm/bind_gpu.sh $WORK/probe-icon"; do
+            "srun --nodes=1 --ntasks-per-node=2 --cpus-per-task=1 --hint=nomultithread --kill-on-bad-exit=1 $SRC/scripts/slurm/bind_gpu.sh $WORK/probe-icon"; do
   assert_contains "$job" "$line" "icon script"
 done
 assert_not_contains "$job" "checkpoint.resume" "icon script without --chain"
@@ -124,6 +124,32 @@ assert_eq "$(grep -c 'plugin_library' <<<"$old")" 2 "finecast listed once, simpl
 assert_not_contains "$old" "/old/libfinecast_comin.so" "the old library is gone"
 plain="$(cat NAMELIST_plain.out)"
 assert_contains "$plain" $'  num_lev = 90\n/\n&comin_nml\n  plugin_list(1)%name           = "finecast"' "a new &comin_nml"
+
+# ---- ICON on GPUs (icon_gpu): ICON on every GPU of its node, the trainer on a GPU of its own in
+# a second component of a heterogeneous job; an in-host trainer there is warned about ----
+icon_gpu=(--profile icon_gpu "${icon[@]:2}" --param ntasks_per_node=4 --param cpus_per_task=16)
+"$LAUNCH" "${icon_gpu[@]}" --dry-run --output icon_gpu.sbatch >/dev/null 2>icon_gpu.err || fail "icon_gpu render failed: $(cat icon_gpu.err)"
+check_script icon_gpu.sbatch "icon_gpu"
+assert_not_contains "$(cat icon_gpu.err)" "shares its GPU" "icon_gpu: the trainer has a GPU of its own"
+assert_eq "$(grep -E '^#SBATCH (--partition|--ntasks|--gres|hetjob)' icon_gpu.sbatch)" "#SBATCH --partition=gpu
+#SBATCH --ntasks-per-node=4
+#SBATCH --gres=gpu:a100:4
+#SBATCH hetjob
+#SBATCH --partition=gpu
+#SBATCH --ntasks=1
+#SBATCH --ntasks-per-node=1
+#SBATCH --gres=gpu:a100:1" "icon_gpu: ICON's 4 GPUs, then the trainer's own GPU"
+for line in "srun --nodes=1 --ntasks-per-node=4 --cpus-per-task=16 --hint=nomultithread --kill-on-bad-exit=1 $SRC/scripts/slurm/bind_gpu.sh $WORK/probe-icon : --nodes=1 --ntasks=1 " \
+            "$SRC/scripts/slurm/bind_gpu.sh env OMP_NUM_THREADS=16 $SRC/build/bin/finecast-trainer --comm finecast --plugin $WORK/lib/libfinecast_comin.so" \
+            '  plugin_list(2)%comm = "finecast"' \
+            "  plugin_list(2)%options        = \"$WORK/finecast.yaml device=cuda coupling.communicator=plugin train.placement=external train.ranks=1\""; do
+  assert_contains "$(cat icon_gpu.sbatch)" "$line" "icon_gpu script"
+done
+"$LAUNCH" "${icon_gpu[@]}" --param trainers.count=0 --dry-run >icon_inhost.out 2>icon_inhost.err || fail "icon_gpu in-host render failed: $(cat icon_inhost.err)"
+assert_contains "$(cat icon_inhost.err)" "launch: warning: gpus.count = 4 for a program that uses the GPUs itself: finecast's in-host trainer (host rank 0) shares its GPU with the program's rank there" "icon_gpu in-host: the shared GPU is warned about"
+assert_contains "$(cat icon_inhost.err)" "--set train.max_device_memory=BYTES" "icon_gpu in-host: the memory cap is named"
+assert_not_contains "$(cat icon_inhost.out)" "hetjob" "icon_gpu in-host: no trainer component"
+assert_not_contains "$(cat icon.stderr)" "shares its GPU" "icon (ICON on CPUs, finecast on GPU 0): no sharing warning"
 
 # ---- refusals: ComIn's 256-character options, which namelist, missing files ----
 rejects() {  # rejects WHAT NEEDLE ARGS...

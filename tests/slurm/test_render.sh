@@ -29,7 +29,7 @@ for line in "#SBATCH --account=bb1234" "#SBATCH --partition=gpu-a100" "#SBATCH -
             "#SBATCH --output=$WORK/out/slurm/finecast-gpu-%j.out" \
             "module load gcc/11.2.0 openmpi/4.1.2" "export MY_FLAG=fast" "nvidia-smi -L" \
             "#SBATCH --hint=nomultithread" \
-            "srun --nodes=1 --ntasks-per-node=4 --cpus-per-task=16 --hint=nomultithread $SRC/scripts/slurm/bind_gpu.sh" \
+            "srun --nodes=1 --ntasks-per-node=4 --cpus-per-task=16 --hint=nomultithread --kill-on-bad-exit=1 $SRC/scripts/slurm/bind_gpu.sh" \
             "/finecast-host $WORK/run.yaml --set device=cuda --set train.epochs=3 --set checkpoint.resume=$WORK/ckpt" \
             "job_summary.sh"; do
   assert_contains "$gpu" "$line" "gpu script"
@@ -50,9 +50,26 @@ for line in "#SBATCH --partition=compute" "#SBATCH --ntasks-per-node=8" "#SBATCH
             'export OMP_NUM_THREADS="${SLURM_CPUS_PER_TASK:-16}"'; do
   assert_contains "$cpu" "$line" "cpu script"
 done
-for absent in "--gres" "bind_gpu.sh" "--account" "module load"; do
+for absent in "--gres" "bind_gpu.sh" "--account" "module load" "module purge"; do
   assert_not_contains "$cpu" "$absent" "cpu script"
 done
+
+# ---- modules as a mapping: module purge, then module use for each path, then the loads ----
+"$LAUNCH" --profile cpu --run run.yaml --dry-run --output modules.sbatch \
+  --param 'modules={purge: true, use: [/sw/spack-levante/modules, "/home/b/my modules"], load: [gcc/11.2.0, openmpi/4.1.2]}' \
+  >/dev/null 2>modules.stderr || fail "modules render failed: $(cat modules.stderr)"
+check_script modules.sbatch "modules mapping"
+assert_contains "$(cat modules.sbatch)" "fi
+module purge
+module use /sw/spack-levante/modules
+module use '/home/b/my modules'
+module load gcc/11.2.0 openmpi/4.1.2
+# -u only from here" "modules mapping: purge, use, load in this order, before set -u"
+# kill_on_bad_exit: false leaves srun's default; an own --kill-on-bad-exit in srun_extra is not doubled.
+out="$("$LAUNCH" --profile cpu --run run.yaml --dry-run --param kill_on_bad_exit=false 2>/dev/null)"
+assert_not_contains "$out" "--kill-on-bad-exit" "kill_on_bad_exit: false"
+out="$("$LAUNCH" --profile cpu --run run.yaml --dry-run --param 'srun_extra=[--kill-on-bad-exit=0]' 2>/dev/null)"
+assert_eq "$(grep -o -- '--kill-on-bad-exit=[0-9]' <<<"$out" | tr '\n' ' ')" "--kill-on-bad-exit=0 " "srun_extra's own kill-on-bad-exit"
 
 # A command-line --set replaces the profile's value instead of adding a second one.
 out="$("$LAUNCH" --profile cpu --run run.yaml --dry-run --set device=auto 2>/dev/null)"

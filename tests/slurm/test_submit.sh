@@ -20,6 +20,16 @@ rank="${OMPI_COMM_WORLD_RANK:?not started by mpiexec}"
   echo "args=$*"
 } >"out/probe-rank-${rank}.txt"
 echo "probe rank ${rank} ran"
+# As finecast-host: progress lines on rank 0 (PROBE_STEPS=N/M: up to step N of M, 0.5 s/step)
+# and a checkpoint where the plugin config puts them (PROBE_CKPT_DIR).
+if ((rank == 0)) && [[ -n "${PROBE_STEPS:-}" ]]; then
+  for ((step = 1; step <= ${PROBE_STEPS%/*}; ++step)); do
+    echo "[finecast r0] step $step/${PROBE_STEPS#*/}, model time 1979-01-01T00:30:00, 0.5000 s/step, global mean ts 282.15 K"
+  done
+fi
+if ((rank == 0)) && [[ -n "${PROBE_CKPT_DIR:-}" ]]; then
+  mkdir -p "$PROBE_CKPT_DIR" && echo ckpt >"$PROBE_CKPT_DIR/ckpt_00000004.h5"
+fi
 exit "${PROBE_EXIT:-0}"
 PROBE
 chmod +x probe-bin/finecast-host
@@ -33,7 +43,7 @@ assert_contains "$reply" "squeue -j 1001" "launch output"
 assert_contains "$reply" "$WORK/out/slurm/finecast-cpu-1001.out" "launch output: the log path with the job id"
 calls="$(cat "$FAKE_SLURM_DIR/calls.log")"
 assert_contains "$calls" "sbatch --parsable $WORK/out/slurm/finecast-cpu-" "sbatch call"
-assert_contains "$calls" "srun --nodes=1 --ntasks-per-node=3 --cpus-per-task=2 --hint=nomultithread $WORK/probe-bin/finecast-host $WORK/run.yaml --set device=cpu --set train.epochs=1" "srun call"
+assert_contains "$calls" "srun --nodes=1 --ntasks-per-node=3 --cpus-per-task=2 --hint=nomultithread --kill-on-bad-exit=1 $WORK/probe-bin/finecast-host $WORK/run.yaml --set device=cpu --set train.epochs=1" "srun call"
 assert_eq "$(cat "$FAKE_SLURM_DIR/job-1001.rc")" 0 "job exit status"
 for rank in 0 1 2; do
   probe="$(cat "out/probe-rank-$rank.txt" 2>/dev/null)" || { fail "rank $rank did not run"; continue; }
@@ -76,6 +86,37 @@ PROBE_EXIT=3 "$LAUNCH" --profile cpu --run run.yaml --bin-dir probe-bin --param 
   fail "launch of the failing job failed"
 assert_eq "$(cat "$FAKE_SLURM_DIR/job-1003.rc")" 3 "failing job: exit status"
 assert_contains "$(cat out/slurm/finecast-cpu-1003.out)" "the run failed; its error is in the log above" "failing job log"
+
+# ---- the summary finds the checkpoints where the plugin config (not --set) puts them (#22),
+# and says how far the run got against its wall time ----
+printf 'checkpoint:\n  dir: mydir/ckpts\nsample:\n  output: samples/t.nc\n' >plugin.yaml
+printf 'steps: 4\nplugins:\n  - {name: finecast, library: lib/libfinecast_comin.so, options: plugin.yaml}\n' >run-cfg.yaml
+PROBE_CKPT_DIR=mydir/ckpts PROBE_STEPS=2/4 PROBE_EXIT=1 "$LAUNCH" --profile cpu --run run-cfg.yaml --bin-dir probe-bin \
+  --param ntasks_per_node=1 --param time=00:20:00 >/dev/null 2>launch.err || fail "launch with a plugin config failed: $(cat launch.err)"
+log="$(cat out/slurm/finecast-cpu-1004.out)"
+assert_contains "$log" "finecast: checkpoints written (1):"$'\n'"  $WORK/mydir/ckpts/ckpt_00000004.h5" "summary: checkpoint.dir from the plugin config"
+assert_contains "$log" "--resume $WORK/mydir/ckpts" "summary: how to resume from the config's checkpoint.dir"
+assert_contains "$log" " of the wall time 0:20:00 (" "summary: time against the wall time"
+assert_contains "$log" "finecast: progress: the run ended at step 2 of 4; the other 2 steps would need about 0:00:01 more at 0.5000 s/step" "summary: where a failed run stopped"
+assert_contains "$log" "fits, 0:19:" "summary: the rest would have fitted"
+[[ "$log" =~ finecast:\ started\ [0-9T:-]+Z\ \(([0-9]+)\),\ wall\ time\ 00:20:00 ]] || fail "job log: no start line"
+rm -rf mydir
+PROBE_STEPS=4/4 "$LAUNCH" --profile cpu --run run-cfg.yaml --bin-dir probe-bin --param ntasks_per_node=1 >/dev/null 2>&1 ||
+  fail "launch of the finishing run failed"
+assert_contains "$(cat out/slurm/finecast-cpu-1005.out)" "finecast: progress: all 4 steps done (0.5000 s/step at the end)" "summary: a finished run"
+
+# --progress on a running job's log: the ETA against the wall time, from the start line.
+now="$(date +%s)"
+{
+  echo "finecast: started 2026-11-26T10:00:00Z ($((now - 600))), wall time 00:20:00"
+  echo "[finecast r0] step 100/1000, model time 1979-01-03T02:00:00, 1.0000 s/step, global mean ts 282.15 K"
+} >running.out
+progress="$("$SRC/scripts/slurm/job_summary.sh" --progress running.out)"
+assert_contains "$progress" "finecast: running for 0:10:0" "progress: time used"
+assert_contains "$progress" "of its wall time 0:20:00 (50%)" "progress: against the wall time"
+assert_contains "$progress" "step 100 of 1000 at 1.0000 s/step: the last step in about 0:15:00" "progress: ETA"
+assert_contains "$progress" "after the wall time 0:20:00: the job will be killed about 0:05:0" "progress: does not fit"
+assert_contains "$("$SRC/scripts/slurm/job_summary.sh" --progress running.out --time 1:00:00)" "of the wall time 1:00:00: fits, 0:35:0" "progress: --time"
 
 # ---- the pieces on their own ----
 assert_eq "$(SLURM_LOCALID=5 CUDA_VISIBLE_DEVICES=0,1,2,3 FINECAST_BIND_QUIET=1 \

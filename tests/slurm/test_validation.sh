@@ -34,19 +34,61 @@ rejects "missing run file" "run file '$WORK/missing.yaml' does not exist" \
   --profile cpu --run missing.yaml --dry-run
 rejects "bad time" "time '90min' is not a SLURM time; use MM, HH:MM:SS or D-HH:MM:SS" \
   --profile cpu --run run.yaml --dry-run --param time=90min
-rejects "zero nodes" "nodes must be >= 1, got 0" --profile cpu --run run.yaml --dry-run --param nodes=0
+rejects "zero nodes" "nodes must be from 1 to 200000, got 0" --profile cpu --run run.yaml --dry-run --param nodes=0
 rejects "unknown kind" "kind must be 'gpu' or 'cpu', got 'tpu'" --profile cpu --run run.yaml --dry-run --param kind=tpu
 rejects "unknown program" "program must be one of host | replay, or a mapping {executable: PATH, args: [...], namelists: [...]} for ICON or another ComIn host (configs/slurm/icon.yaml), got 'icon'" \
   --profile cpu --run run.yaml --dry-run --param program=icon
 rejects "unknown profile" "profile 'nosuch' not found" --profile nosuch --run run.yaml --dry-run
-assert_contains "$(cat stderr)" "known profiles: cpu, external, gpu, icon, replay" "unknown profile lists the known ones"
+assert_contains "$(cat stderr)" "known profiles: cpu, external, gpu, icon, icon_gpu, replay" "unknown profile lists the known ones"
 rejects "missing resume directory" "--resume $WORK/nockpt: no such directory" \
   --profile cpu --run run.yaml --dry-run --resume "$WORK/nockpt"
 rejects "unknown argument" "unknown argument '--bogus'" --profile cpu --bogus
 rejects "no profile" "--profile is required" --run run.yaml --dry-run
 rejects "--set without =" "--set expects KEY=VALUE, got 'device'" --profile cpu --run run.yaml --dry-run --set device
-rejects "chain of zero" "--chain expects a number of chunks >= 1, got '0'" --profile cpu --run run.yaml --dry-run --chain 0
-rejects "chain not a number" "--chain expects a number of chunks >= 1, got 'x'" --profile cpu --run run.yaml --dry-run --chain x
+rejects "chain of zero" "--chain expects a number of chunks from 1 to 1000, got '0'" --profile cpu --run run.yaml --dry-run --chain 0
+rejects "chain not a number" "--chain expects a number of chunks from 1 to 1000, got 'x'" --profile cpu --run run.yaml --dry-run --chain x
+
+# ---- every number has an upper bound: a clear error naming the option and the range, no
+# traceback, nothing written (issue #23: --chain 3000000000 ended in an OverflowError) ----
+bounded() {  # bounded WHAT NEEDLE ARGS...: like rejects, and no traceback, no file written
+  local what="$1"
+  rejects "$@"
+  assert_not_contains "$(cat stderr)" "Traceback" "$what: no traceback"
+  [[ ! -e bounded.sbatch && ! -e bounded-chunk1.sbatch && ! -d out ]] || fail "$what: something was written"
+}
+bounded "chain overflow" "--chain expects a number of chunks from 1 to 1000, got '3000000000'" \
+  --profile cpu --run run.yaml --output bounded.sbatch --chain 3000000000
+bounded "chain of 30 digits" "--chain expects a number of chunks from 1 to 1000, got '$(printf '9%.0s' {1..30})'" \
+  --profile cpu --run run.yaml --output bounded.sbatch --chain "$(printf '9%.0s' {1..30})"
+bounded "chain=1001" "--chain expects a number of chunks from 1 to 1000, got '1001'" \
+  --profile cpu --run run.yaml --output bounded.sbatch --chain=1001
+bounded "array id too large" "--array 0-3000000000: task id 3000000000 is too large; task ids go from 0 to 4000000" \
+  --profile cpu --run run.yaml --output bounded.sbatch --array 0-3000000000
+bounded "array id of 30 digits" "task ids go from 0 to 4000000" \
+  --profile cpu --run run.yaml --output bounded.sbatch --array "1-$(printf '9%.0s' {1..30})"
+bounded "array throttle" "--array 0-3%0: the limit of tasks at a time (%0) must be from 1 to 4000001" \
+  --profile cpu --run run.yaml --output bounded.sbatch --array 0-3%0
+bounded "empty array range" "--array 7-3: '7-3' is empty" --profile cpu --run run.yaml --output bounded.sbatch --array 7-3
+# Every profile number beyond its bound, all reported by one launch (one round of fixes).
+bounded "nodes" "nodes must be from 1 to 200000, got 3000000000" --profile gpu --run run.yaml --output bounded.sbatch \
+  --param nodes=3000000000 --param ntasks_per_node=100000 --param cpus_per_task=5000 --param cores_per_node=99999 \
+  --param gpus_per_node=128 --param gpus.count=3000000000 --param time=3000000000-00:00:00 --param mem=3000000000G
+for needle in "ntasks_per_node must be from 1 to 4096, got 100000" "cpus_per_task must be from 1 to 4096, got 5000" \
+              "cores_per_node must be from 1 to 4096, got 99999" "gpus_per_node must be from 1 to 64, got 128" \
+              "gpus.count must be from 0 to 64, got 3000000000" \
+              "time '3000000000-00:00:00' is more than the largest allowed, 365-00:00:00 (one year)" \
+              "mem '3000000000G' is more than the largest allowed, 64T per node"; do
+  assert_contains "$(cat stderr)" "$needle" "profile numbers beyond their bounds"
+done
+bounded "trainers" "trainers.count must be from 0 to 100000, got 3000000000" --profile external --run run.yaml --output bounded.sbatch \
+  --param trainers.count=3000000000 --param time=600000
+assert_contains "$(cat stderr)" "time 600000 is more than the largest allowed" "wall time in minutes"
+bounded "trainers.nodes" "trainers.nodes must be from 1 to 200000, got 9999999" --profile external --run run.yaml --output bounded.sbatch --param trainers.nodes=9999999
+bounded "a number of 5000 digits" "--param nodes: the value has 5000 characters; no profile key takes a number that large" \
+  --profile cpu --run run.yaml --output bounded.sbatch --param "nodes=$(printf '9%.0s' {1..5000})"
+# The largest allowed values still render.
+"$LAUNCH" --profile cpu --run run.yaml --dry-run --param time=365-00:00:00 --param mem=64T --array 0-4000000%4000001 >/dev/null 2>stderr ||
+  fail "the largest allowed time, mem and array were refused: $(cat stderr)"
 rejects "bad mem" "mem '2 GB' is not a SLURM memory size" --profile cpu --run run.yaml --dry-run --param 'mem=2 GB'
 rejects "bad hint" "hint must be one of nomultithread, multithread, compute_bound, memory_bound (or empty), got 'fast'" \
   --profile cpu --run run.yaml --dry-run --param hint=fast

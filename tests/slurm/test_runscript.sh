@@ -1,0 +1,184 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# launch.sh --icon-runscript: finecast put into ICON's own experiment run script
+# (tests/slurm/exp.finecast_test.run, built like ICON's exp.NAME.run: namelists in heredocs,
+# ${START} ${MODEL}, a restart chain that resubmits the script). The edited script still parses,
+# changes nothing of the original but adds marked blocks, is the same after a second call, and
+# runs its chain of two chunks under the fake SLURM with finecast in the &comin_nml the model
+# reads; with external trainers the model's srun also starts finecast-trainer. Probes stand in for
+# ICON and finecast-trainer, so nothing needs to be built.
+# shellcheck disable=SC1091,SC2016  # lib.sh is found at run time; some $ are literal
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+# The experiment: ICON's tree with the run script in run/, the "model" in bin/.
+mkdir -p icon/run icon/bin probe-bin
+sed "s|^basedir=.*|basedir=$WORK/icon|" "$SRC/tests/slurm/exp.finecast_test.run" >icon/run/exp.finecast_test.run
+chmod +x icon/run/exp.finecast_test.run
+cp -p icon/run/exp.finecast_test.run original.run
+# The model: rank 0 records what it was started with and asks for a restart after chunk 1.
+cat >icon/bin/icon <<'PROBE'
+#!/bin/bash
+rank="${OMPI_COMM_WORLD_RANK:?not started by mpiexec}"
+if ((rank == 0)); then
+  {
+    echo "chunk $(grep -o 'lrestart *= *[.a-z]*' icon_master.namelist | tr -s ' ') size=$OMPI_COMM_WORLD_SIZE ld=$LD_LIBRARY_PATH"
+    /usr/bin/python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import namelist
+f = sys.argv[2]; print("comin", namelist.plugin_entries(open(f).read(), f))' "$SCRIPTS" NAMELIST_finecast_test_atm
+  } >>"$PROBE_LOG"
+  if grep -q 'lrestart *= *.false.' icon_master.namelist; then echo RESTART >finish.status; else echo OK >finish.status; fi
+fi
+PROBE
+chmod +x icon/bin/icon
+printf '#!/bin/bash\necho "trainer rank ${OMPI_COMM_WORLD_RANK} of ${OMPI_COMM_WORLD_SIZE}: $*" >>"$PROBE_LOG"\n' >probe-bin/finecast-trainer
+chmod +x probe-bin/finecast-trainer
+make_stub_plugin lib cpu
+printf 'fields: [ts]\ndevice: cpu\n' >finecast.yaml
+export SCRIPTS="$SRC/scripts/slurm" PROBE_LOG="$WORK/probe.log"
+LIB="$WORK/lib/libfinecast_comin.so"
+
+launch() {  # launch ARGS...: stdout, stderr in files, the exit status in $rc
+  rc=0
+  "$LAUNCH" "$@" >stdout 2>stderr || rc=$?
+}
+script=icon/run/exp.finecast_test.run
+runscript=(--icon-runscript "$script" --run finecast.yaml --bin-dir probe-bin --set seed=3)
+
+# ---- in-host trainer (--profile icon, the default) ----
+launch "${runscript[@]}"
+assert_eq "$rc" 0 "in-host: launch ($(cat stderr))"
+assert_eq "$(cat stdout)" "" "in-host: nothing on stdout (edited in place)"
+assert_contains "$(cat stderr)" "launch: $WORK/$script: finecast added" "in-host: says what it did"
+cmp -s "$script.orig" original.run || fail "in-host: the original is not kept as $script.orig"
+[[ -x "$script" ]] || fail "in-host: the run script lost its executable bit"
+bash -n "$script" || fail "in-host: bash -n rejects the edited run script"
+# Nothing of the original is changed or lost: the diff only adds lines.
+assert_eq "$(diff original.run "$script" | grep -c '^<')" 0 "in-host: no line of the original changed"
+edited="$(cat "$script")"
+for line in "# >>> finecast: ComIn's &comin_nml with the finecast plugin" \
+            "cat >> \${atmo_namelist} << 'FINECAST_EOF'
+&comin_nml
+  plugin_list(1)%name           = \"finecast\"
+  plugin_list(1)%plugin_library = \"$LIB\"
+  plugin_list(1)%options        = \"$WORK/finecast.yaml device=cuda seed=3\"
+/
+FINECAST_EOF" \
+            "case \"\${LD_LIBRARY_PATH:-}\" in $WORK/lib | $WORK/lib:*) ;; *) export LD_LIBRARY_PATH=$WORK/lib\"\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}\" ;; esac
+export OMP_STACKSIZE=\"\${OMP_STACKSIZE:-200M}\"  # unless the script sets it
+export OMP_PROC_BIND=\"\${OMP_PROC_BIND:-close}\"  # unless the script sets it
+# <<< finecast <<<
+\${START} \${MODEL}"; do
+  assert_contains "$edited" "$line" "in-host: edited script"
+done
+assert_not_contains "$edited" "hetjob" "in-host: no trainer component"
+# The comin block comes after the heredoc that creates the namelist and before the model's start.
+create="$(grep -n '^cat > ${atmo_namelist} << EOF' "$script" | cut -d: -f1)"
+block="$(grep -n "^cat >> \${atmo_namelist} << 'FINECAST_EOF'" "$script" | cut -d: -f1)"
+start="$(grep -n '^${START} ${MODEL}$' "$script" | cut -d: -f1)"
+((create < block && block < start)) || fail "in-host: order: create ($create) < comin ($block) < start ($start)"
+
+# Idempotent: a second call changes nothing.
+cp "$script" first.run
+launch "${runscript[@]}"
+assert_eq "$rc" 0 "second call ($(cat stderr))"
+cmp -s first.run "$script" || fail "second call changed the script: $(diff first.run "$script")"
+assert_contains "$(cat stderr)" "unchanged (finecast was already in it as asked)" "second call: says so"
+cmp -s "$script.orig" original.run || fail "second call: the kept original was overwritten"
+# Another --set replaces the options of the one entry.
+launch "${runscript[@]}" --set seed=4
+assert_eq "$(grep -c 'plugin_list(1)%options' "$script")" 1 "a changed --set: still one entry"
+assert_contains "$(cat "$script")" "device=cuda seed=4\"" "a changed --set: the new options"
+launch "${runscript[@]}" --set device=cpu
+# --dry-run prints the result and writes nothing.
+cp "$script" before-dry.run
+launch "${runscript[@]}" --set seed=9 --set device=cpu --dry-run
+assert_contains "$(cat stdout)" "device=cpu seed=9\"" "--dry-run prints the edited script"
+cmp -s before-dry.run "$script" || fail "--dry-run changed the script"
+
+# ---- the chain runs: chunk 1 asks for a restart, the script resubmits itself, chunk 2 restarts ----
+(cd icon/run && sbatch exp.finecast_test.run >/dev/null) || fail "the run script failed under the fake sbatch"
+assert_eq "$(grep -c '^sbatch ' "$FAKE_SLURM_DIR/calls.log")" 2 "chain: chunk 1 submitted chunk 2 itself"
+assert_eq "$(cat "$FAKE_SLURM_DIR/job-1001.rc") $(cat "$FAKE_SLURM_DIR/job-1002.rc")" "0 0" "chain: both chunks ran"
+log="$(cat probe.log)"
+assert_contains "$log" "chunk lrestart = .false. size=2 ld=$WORK/lib"$'\n' "chunk 1: from initial data, finecast's libraries"
+assert_contains "$log" "chunk lrestart = .true. size=2 ld=$WORK/lib"$'\n' "chunk 2: a restart, the libraries once (it inherits chunk 1's environment)"
+assert_eq "$(grep -c "^comin {1: {'name': 'finecast', 'plugin_library': '$LIB', 'options': '$WORK/finecast.yaml device=cpu seed=3'}}$" probe.log)" 2 \
+  "both chunks: the model's namelist has finecast in &comin_nml"
+[[ ! -e icon/experiments/finecast_test/restart.semaphore ]] || fail "chain: the script's own end (semaphore removed) did not run"
+
+# ---- a script whose namelist heredoc already has a &comin_nml: finecast joins it ----
+awk '{ print } /^&parallel_nml$/ && !done { getline; print; getline; print; getline; print
+  print "&comin_nml"; print " plugin_list(1)%name = \"simple_c\""
+  print " plugin_list(1)%plugin_library = \"${basedir}/build/lib/libsimple_c_plugin.so\""; print "/"; done = 1 }' \
+  original.run >icon/run/with_comin.run
+launch --icon-runscript icon/run/with_comin.run --run finecast.yaml --bin-dir probe-bin
+assert_eq "$rc" 0 "existing &comin_nml ($(cat stderr))"
+bash -n icon/run/with_comin.run || fail "existing &comin_nml: bash -n"
+assert_eq "$(grep -c '&comin_nml' icon/run/with_comin.run)" 1 "existing &comin_nml: no second group"
+assert_contains "$(cat icon/run/with_comin.run)" ' plugin_list(1)%plugin_library = "${basedir}/build/lib/libsimple_c_plugin.so"
+  plugin_list(2)%name           = "finecast"' "existing &comin_nml: simple_c kept with its \${basedir}, finecast second"
+cp icon/run/with_comin.run first.run
+launch --icon-runscript icon/run/with_comin.run --run finecast.yaml --bin-dir probe-bin
+cmp -s first.run icon/run/with_comin.run || fail "existing &comin_nml: the second call changed it"
+
+# ---- external trainers (--profile icon_gpu): a heterogeneous job, the trainers started with ICON ----
+cp original.run "$script"
+rm -rf icon/experiments probe.log "$script.orig"
+launch --icon-runscript "$script" --run finecast.yaml --bin-dir probe-bin --profile icon_gpu --set device=cpu \
+  --param trainers.kind=cpu --param trainers.partition=compute --param trainers.cores_per_node=128
+assert_eq "$rc" 0 "external: launch ($(cat stderr))"
+bash -n "$script" || fail "external: bash -n rejects the edited run script"
+edited="$(cat "$script")"
+assert_contains "$edited" "#SBATCH --time=00:30:00
+# >>> finecast: the finecast-trainer processes, a component of their own" "external: after the #SBATCH header"
+assert_contains "$edited" "#SBATCH hetjob
+#SBATCH --account=bb1234
+#SBATCH --partition=compute
+#SBATCH --nodes=1
+#SBATCH --ntasks=1" "external: the trainer component, with the script's account"
+assert_contains "$edited" '${START} ${MODEL} : "${finecast_trainers[@]}"  # finecast: external trainers' "external: the model's start"
+assert_contains "$edited" '  plugin_list(1)%comm = "finecast"' "external: finecast's comm"
+assert_contains "$edited" "train.placement=external train.ranks=1\"" "external: the options"
+assert_eq "$(diff original.run "$script" | grep '^<')" '< ${START} ${MODEL}' "external: only the model's start line changed"
+cp "$script" first.run
+launch --icon-runscript "$script" --run finecast.yaml --bin-dir probe-bin --profile icon_gpu --set device=cpu \
+  --param trainers.kind=cpu --param trainers.partition=compute --param trainers.cores_per_node=128
+cmp -s first.run "$script" || fail "external: the second call changed the script: $(diff first.run "$script")"
+(cd icon/run && sbatch exp.finecast_test.run >/dev/null) || fail "external: the run script failed under the fake sbatch"
+log="$(cat probe.log 2>/dev/null)"
+assert_contains "$log" "chunk lrestart = .true. size=3" "external: chunk 2 ran, in one MPI job with the trainer"
+assert_eq "$(grep -c "^trainer rank 2 of 3: --comm finecast --plugin $LIB$" probe.log)" 2 "external: finecast-trainer ran in both chunks"
+assert_contains "$(grep 'sbatch-option\[1\]' "$FAKE_SLURM_DIR/calls.log")" "sbatch-option[1] --partition=compute" "external: sbatch saw the trainer component"
+
+# A run script that asks for GPUs runs ICON on them: an in-host trainer there is warned about.
+sed 's/^#SBATCH --partition=compute$/#SBATCH --partition=gpu\n#SBATCH --gpus-per-node=4/' original.run >gpu.run
+launch --icon-runscript gpu.run --run finecast.yaml --bin-dir probe-bin --no-cuda-check
+assert_eq "$rc" 0 "GPU run script, in-host trainer ($(cat stderr))"
+assert_contains "$(cat stderr)" "launch: warning: gpu.run asks for GPUs (4), so ICON runs on them, and finecast's in-host trainer shares GPU 0 with ICON's rank 0" "GPU run script: the shared GPU is warned about"
+launch --icon-runscript original.run --run finecast.yaml --bin-dir probe-bin --no-cuda-check --dry-run
+assert_not_contains "$(cat stderr)" "asks for GPUs" "CPU run script: no GPU warning"
+# The CUDA check: device cuda with a CPU-only build is named (a warning: nothing is submitted here).
+launch --icon-runscript original.run --run finecast.yaml --bin-dir probe-bin --dry-run
+assert_contains "$(cat stderr)" "is a CPU-only build" "run script: the CUDA check"
+
+# ---- refusals ----
+rejects() {  # rejects WHAT NEEDLE ARGS...
+  local what="$1" needle="$2"
+  shift 2
+  launch "$@"
+  assert_eq "$rc" 2 "$what: exit status"
+  assert_contains "$(cat stderr)" "$needle" "$what: message"
+}
+grep -v '&run_nml' original.run | sed 's/model_namelist_filename=.*/model_namelist_filename="other"/' >no_atm.run
+rejects "no atmosphere namelist" "no_atm.run: no heredoc writes ICON's atmosphere namelist" \
+  --icon-runscript no_atm.run --run finecast.yaml --bin-dir probe-bin
+sed 's/^${START} ${MODEL}$/srun ${MODEL}/' original.run >no_start.run
+rejects "external without \${START} \${MODEL}" "no_start.run: no line '\${START} \${MODEL}' starts the model" \
+  --icon-runscript no_start.run --run finecast.yaml --bin-dir probe-bin --profile icon_gpu --set device=cpu \
+  --param trainers.kind=cpu --param trainers.partition=compute --param trainers.cores_per_node=128
+rejects "--chain" "--chain with --icon-runscript: the run script chains itself" \
+  --icon-runscript original.run --run finecast.yaml --chain 2
+rejects "no --run" "missing --run: the finecast plugin config" --icon-runscript original.run
+cmp -s original.run "$SRC/tests/slurm/exp.finecast_test.run" || true  # (the copy has the test's basedir)
+[[ ! -e original.run.orig && ! -e no_start.run.orig ]] || fail "a refused call wrote a backup"
+
+finish

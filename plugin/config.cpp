@@ -19,15 +19,6 @@
 
 namespace finecast::plugin {
 
-const schema::Names<GridType>& names(GridType) {
-  static const schema::Names<GridType> n{{GridType::kIcon, "icon"}, {GridType::kLatLon, "latlon"}};
-  return n;
-}
-const schema::Names<Residual>& names(Residual) {
-  static const schema::Names<Residual> n{
-      {Residual::kMean, "mean"}, {Residual::kInterp, "interp"}, {Residual::kRegression, "regression"}};
-  return n;
-}
 const schema::Names<OnError>& names(OnError) {
   static const schema::Names<OnError> n{{OnError::kAbort, "abort"}, {OnError::kDisable, "disable"}};
   return n;
@@ -510,6 +501,62 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
 std::string to_yaml(const Config& config) {
   Config copy = config;
   return yaml_schema::dump(config_entries(copy));
+}
+
+namespace {
+
+/// "  key: value" padded to the comment column, then the comment wrapped at 120 columns, its
+/// continuation lines at the comment column.
+std::string commented_line(const std::string& line, const std::string& comment) {
+  constexpr size_t kColumn = 24, kWidth = 120;
+  std::string out = line + std::string(line.size() < kColumn ? kColumn - line.size() : 1, ' ') + "#";
+  size_t width = out.size();
+  size_t start = 0;
+  while (start < comment.size()) {
+    size_t end = comment.find(' ', start);
+    if (end == std::string::npos) end = comment.size();
+    const std::string word = comment.substr(start, end - start);
+    if (width + 1 + word.size() > kWidth && width > kColumn + 1) {
+      out += "\n" + std::string(kColumn, ' ') + "#";
+      width = kColumn + 1;
+    }
+    out += " " + word;
+    width += 1 + word.size();
+    start = end + 1;
+  }
+  return out + "\n";
+}
+
+}  // namespace
+
+std::string reference_yaml() {
+  Config c;  // the defaults, and examples for the keys that have none
+  c.fields = {"ts"};
+  c.field_levels = {0};
+  c.grid.file = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc";
+  std::string out =
+      "# finecast reference config: every key with its default and what it does.\n"
+      "# Check any config with:  build/bin/finecast-config my.yaml   (prints it resolved, or the error)\n"
+      "# Keys marked (required) have no default; the values shown for them are examples.\n"
+      "# Generated from the option tables (plugin/config.cpp, trainer/options.cpp), do not edit:\n"
+      "#   build/bin/finecast-config --reference > configs/reference.yaml\n\n";
+  std::string section;
+  for (const auto& e : config_entries(c)) {
+    const size_t dot = e.key.find('.');
+    const std::string in = dot == std::string::npos ? "" : e.key.substr(0, dot);
+    if (in != section) {
+      if (in == "testing")
+        out += "\n# Deliberate failures, for testing how a run survives them (docs/reliability.md).\n";
+      out += (in == "testing" ? "" : "\n") + in + ":\n";
+      section = in;
+    }
+    YAML::Emitter value;
+    value << YAML::Flow << e.write();
+    const std::string line =
+        (in.empty() ? "" : "  ") + e.key.substr(dot == std::string::npos ? 0 : dot + 1) + ": " + value.c_str();
+    out += commented_line(line, (e.required ? "(required) " : "") + e.comment);
+  }
+  return out;
 }
 
 }  // namespace finecast::plugin

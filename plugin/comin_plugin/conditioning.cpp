@@ -8,27 +8,31 @@
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "common/region.hpp"
-#include "coupling/grid/context_stencil.hpp"
 #include "coupling/grid/patch_regression.hpp"
 
 namespace finecast::plugin {
 
-coupling::PatchOptions patch_options(const Config& cfg) {
-  coupling::PatchOptions o;
-  o.static_features = cfg.patch.static_features;
-  o.orography = !cfg.patch.orography.empty();
-  o.rings = cfg.patch.context_rings;
-  o.relative = cfg.patch.relative_context;
-  o.target = target_index(cfg);
-  o.n_static = static_cast<int>(cfg.patch.statics.size());
-  o.interp_base = cfg.patch.residual != Residual::kMean;
-  return o;
+coupling::ConditioningSpec conditioning_spec(const Config& cfg, const std::string& target_units) {
+  coupling::ConditioningSpec spec;
+  spec.grid_type = cfg.grid.type;
+  spec.grid_file = cfg.grid.file;
+  spec.grid_variable = cfg.grid.variable;
+  spec.coarse_level = cfg.grid.coarse_level;
+  spec.block = cfg.grid.block;
+  spec.fields = cfg.fields;
+  spec.target = target_field(cfg);
+  spec.target_units = target_units;
+  spec.static_features = cfg.patch.static_features;
+  spec.orography = cfg.patch.orography;
+  spec.context_rings = cfg.patch.context_rings;
+  spec.relative_context = cfg.patch.relative_context;
+  spec.statics = cfg.patch.statics;
+  spec.residual = cfg.patch.residual;
+  return spec;
 }
 
-void setup_conditioning(const Config& cfg, coupling::PatchMap& map, ConditioningState& state,
-                        const std::function<void(int64_t, double&, double&)>& cell_lat_lon) {
-  const coupling::PatchOptions o = patch_options(cfg);
-  coupling::prepare_patch_map(map, o.rings, o.interp_base || o.n_static > 0);
+void setup_conditioning(const Config& cfg, const coupling::ConditioningGrid& grid, ConditioningState& state) {
+  const coupling::PatchMap& map = grid.map;
   state.held_out.assign(static_cast<size_t>(map.n_coarse), 0);
   state.n_held_out = 0;
   if (cfg.train.hold_out.empty()) return;
@@ -37,7 +41,7 @@ void setup_conditioning(const Config& cfg, coupling::PatchMap& map, Conditioning
     bool inside = true;
     for (int k = 0; k < map.patch_size && inside; ++k) {
       double lat = 0, lon = 0;
-      cell_lat_lon(map.fine_of_patch[c * map.patch_size + k], lat, lon);
+      grid.cell_lat_lon(map.fine_of_patch[c * map.patch_size + k], lat, lon);
       inside = box.contains_lat(lat) && box.contains_lon(lon);
     }
     state.held_out[c] = inside ? 1 : 0;
@@ -136,22 +140,11 @@ const float* training_targets(const Config& cfg, const coupling::Patches& p) {
   return cfg.patch.residual != Residual::kMean ? p.residual.data() : p.fine.data();
 }
 
-std::vector<std::pair<std::string, std::string>> context_metadata(const Config& cfg, const ConditioningState& state,
-                                                                  const coupling::PatchOptions& options) {
-  std::string fields, statics;
-  for (const auto& f : cfg.fields) fields += (fields.empty() ? "" : ",") + f;
-  for (const auto& s : cfg.patch.statics) statics += (statics.empty() ? "" : ",") + s;
-  return {{"fields", target_field(cfg)},
-          {"target", target_field(cfg)},
-          {"context_fields", fields},
-          {"patch.static_features", cfg.patch.static_features ? "true" : "false"},
-          {"patch.orography", cfg.patch.orography},
-          {"patch.context_rings", std::to_string(cfg.patch.context_rings)},
-          {"patch.relative_context", cfg.patch.relative_context ? "true" : "false"},
-          {"patch.residual", schema::name_of(cfg.patch.residual)},
-          {"patch.static", statics},
-          {"patch.static_norm", coupling::format_static_norms(state.static_norms)},
-          {"patch.regression", coupling::format_regression(options.regression)}};
+coupling::ConditioningSpec checkpoint_spec(const ConditioningState& state, const coupling::PatchOptions& options) {
+  coupling::ConditioningSpec spec = state.spec;
+  spec.static_norms = state.static_norms;
+  spec.regression = options.regression;
+  return spec;
 }
 
 }  // namespace finecast::plugin

@@ -84,7 +84,7 @@ void collect_session(PluginState& s) {
   }
   if (st.stopped && !st.trained)
     log::progress("Early stopping: training has stopped; sampling goes on with the best model");
-  t.pending.sampling = true;
+  t.fresh_weights = true;
   if (s.phase() != Phase::kReady)
     s.transition(Phase::kReady, s.is_lead() ? "First model trained: sampling from now on" : "");
 }
@@ -143,15 +143,6 @@ void buffer_step(PluginState& s) {
   s.stats.timers.patches += seconds_since(t0);
 }
 
-bool checkpoint_due(PluginState& s, bool in_flight) {
-  const Config& cfg = s.config;
-  TrainerState& t = *s.trainer;
-  // A due checkpoint goes first: when sessions run back to back, the gap between two of them is
-  // the only moment the model is not being trained.
-  if (cfg.checkpoint.every > 0 && s.stats.steps % cfg.checkpoint.every == 0) t.pending.checkpoint = true;
-  return t.pending.checkpoint && s.phase() == Phase::kReady && !in_flight;
-}
-
 void write_buffer_part(PluginState& s) {
   const Config& cfg = s.config;
   TrainerState& t = *s.trainer;
@@ -163,33 +154,27 @@ void write_buffer_part(PluginState& s) {
   s.stats.timers.checkpoint += seconds_since(t0);
 }
 
-void write_model_checkpoint(PluginState& s) {
+void write_model_checkpoint(PluginState& s, bool training_due) {
   const Config& cfg = s.config;
   TrainerState& t = *s.trainer;
   const auto t0 = Clock::now();
-  // What the context holds, so that finecast-downscale can rebuild it without the config (and
-  // ask for the static fields it needs): conditioning.cpp's context_metadata.
+  // The conditioning spec, so that finecast-downscale can rebuild the context without the config
+  // (and ask for the static fields it needs), and a resumed run can check its own against it.
   std::map<std::string, std::string> meta{{"sessions", std::to_string(s.stats.sessions)},
                                           {"coupling_steps", std::to_string(s.stats.steps)},
                                           {"samplings", std::to_string(s.stats.samplings)},
-                                          {"training_due", t.pending.training ? "1" : "0"},
+                                          {"training_due", training_due ? "1" : "0"},
                                           {"datetime", s.stats.datetime},
                                           {"config", cfg.source},
                                           {"trainer_ranks", std::to_string(s.coupling->trainer_ranks.size())}};
-  for (const auto& [key, value] : context_metadata(cfg, t.conditioning, t.patch_options)) meta[key] = value;
+  for (const auto& [key, value] : coupling::spec_metadata(checkpoint_spec(t.conditioning, t.patch_options)))
+    meta[key] = value;
   const std::string path = t.model->save_in_dir(cfg.checkpoint.dir, cfg.checkpoint.keep, meta);
   remove_orphan_snapshots(cfg.checkpoint.dir);
   t.last_checkpoint = path;
   if (t.output) t.output->set_checkpoint(path);
   s.stats.timers.checkpoint += seconds_since(t0);
   log::info("Checkpoint written: " + path + " (optimizer step " + std::to_string(t.model->step()) + ")");
-}
-
-bool training_due(PluginState& s, bool in_flight) {
-  const Config& cfg = s.config;
-  TrainerState& t = *s.trainer;
-  if (s.stats.steps % cfg.train.every == 0 && t.buffer->steps() >= cfg.train.min_steps) t.pending.training = true;
-  return t.pending.training && !in_flight;
 }
 
 void start_session(PluginState& s) {
@@ -235,7 +220,6 @@ void start_session(PluginState& s) {
   const auto t0 = Clock::now();
   t.session.start(*t.model, std::move(snap), cfg.train.epochs, cfg.train.async, t.torch_threads,
                   [faults, step, rank, lead] { faults.check(FaultPoint::kTraining, step, rank, lead); });
-  t.pending.training = false;
   if (!cfg.train.async) s.stats.timers.train_wait += seconds_since(t0);
 }
 
@@ -247,12 +231,11 @@ void draw_samples(PluginState& s) {
   t.samples.resize(static_cast<size_t>(n * members * P));
   const trainer::SampleOptions& so = cfg.sample;  // the trainer's part of the sample section
   // Each trainer draws its own patches with a seed of its own.
-  const uint64_t seed = cfg.seed + 7919 * static_cast<uint64_t>(s.stats.samplings + 1) +
-                        1000003ULL * static_cast<uint64_t>(s.coupling->trainer_index);
-  // With patch.residual: interp the model draws the residual from the interpolant, added after.
-  t.model->sample(t.patches.context.data(), coupling::sampler_coarse(t.patches), t.patches.weights.data(), n, so, seed,
-                  t.torch_threads, t.samples.data());
-  coupling::add_patch_base(t.patches, members, t.samples.data());
+  const uint64_t seed = coupling::sampling_seed(cfg.seed, s.stats.samplings + 1, s.coupling->trainer_index);
+  coupling::sample_fine(
+      t.patches, members, seed, t.samples.data(),
+      [&](const float* context, const float* coarse, const float* weights, int64_t count, uint64_t draw_seed,
+          float* out) { t.model->sample(context, coarse, weights, count, so, draw_seed, t.torch_threads, out); });
 }
 
 void write_samples(PluginState& s) {
@@ -352,7 +335,7 @@ void write_samples(PluginState& s) {
   }
   if (!failure.empty()) throw IoError("output at " + s.stats.datetime + ": " + failure);
   ++s.stats.samplings;
-  t.pending.sampling = false;
+  t.fresh_weights = false;
 }
 
 void compute_slot_mean(PluginState& s) {

@@ -66,7 +66,7 @@ std::vector<float> prepare_statics(const Config& cfg, const coupling::PatchMap& 
     throw InternalError("prepare_statics: " + std::to_string(raw.size()) + " static covariates for " +
                         std::to_string(n_static) + " in patch.static");
   // With the norms of the resumed checkpoint when there are some (the model was trained on those).
-  const bool fixed = static_cast<int>(state.static_norms.size()) == n_static;
+  const bool fixed = static_cast<int>(state.spec.static_norms.size()) == n_static;
   if (!fixed) {
     std::vector<double> moments;
     for (int s = 0; s < n_static; ++s) {
@@ -74,9 +74,9 @@ std::vector<float> prepare_statics(const Config& cfg, const coupling::PatchMap& 
       moments.insert(moments.end(), {m.w, m.wx, m.wxx});
     }
     sum_over_trainers(moments.data(), static_cast<int>(moments.size()));
-    state.static_norms.clear();
+    state.spec.static_norms.clear();
     for (int s = 0; s < n_static; ++s)
-      state.static_norms.push_back(coupling::static_normalisation(
+      state.spec.static_norms.push_back(coupling::static_normalisation(
           coupling::StaticMoments{moments[3 * s], moments[3 * s + 1], moments[3 * s + 2]},
           "patch.static \"" + cfg.patch.statics[s] + "\""));
   }
@@ -84,11 +84,11 @@ std::vector<float> prepare_statics(const Config& cfg, const coupling::PatchMap& 
   state.statics.assign(static_cast<size_t>(n_static), std::vector<float>(static_cast<size_t>(n_cells)));
   std::vector<float> means(static_cast<size_t>(n_static * n));
   for (int s = 0; s < n_static; ++s) {
-    coupling::normalise_static(state.static_norms[s], raw[s], state.statics[s].data(), n_cells);
+    coupling::normalise_static(state.spec.static_norms[s], raw[s], state.statics[s].data(), n_cells);
     coupling::coarsen(local, state.statics[s].data(), means.data() + s * n);
     log::info("Static covariate " + cfg.patch.statics[s] + ": normalised with mean " +
-              std::to_string(state.static_norms[s].mean) + ", scale " + std::to_string(state.static_norms[s].scale) +
-              (fixed ? " (from the checkpoint)" : ""));
+              std::to_string(state.spec.static_norms[s].mean) + ", scale " +
+              std::to_string(state.spec.static_norms[s].scale) + (fixed ? " (from the checkpoint)" : ""));
   }
   return means;
 }
@@ -120,7 +120,7 @@ void fit_regression_base(const Config& cfg, const coupling::PatchMap& global, co
   // Per unit of each covariate as the host gives it (the context holds them normalised).
   std::string terms;
   for (size_t s = 0; s < cfg.patch.statics.size(); ++s) {
-    const double scale = state.static_norms[s].scale;
+    const double scale = state.spec.static_norms[s].scale;
     terms += (terms.empty() ? "" : ", ") + cfg.patch.statics[s] + " anomaly " +
              std::to_string(fit.coef[2 * s] / scale) + ", deviation " + std::to_string(fit.coef[2 * s + 1] / scale);
   }
@@ -142,7 +142,6 @@ const float* training_targets(const Config& cfg, const coupling::Patches& p) {
 
 coupling::ConditioningSpec checkpoint_spec(const ConditioningState& state, const coupling::PatchOptions& options) {
   coupling::ConditioningSpec spec = state.spec;
-  spec.static_norms = state.static_norms;
   spec.regression = options.regression;
   return spec;
 }

@@ -21,10 +21,11 @@ namespace finecast::plugin {
 
 /// The trainer rank's conditioning state (one member of TrainerState).
 struct ConditioningState {
-  coupling::ConditioningSpec spec;                 ///< from the config (its learned parts stay empty here)
-  std::vector<coupling::StaticNorm> static_norms;  ///< fixed at the first step, or from the resumed checkpoint
-  std::vector<std::vector<float>> statics;         ///< the normalised fine covariates on the trainer's slots
-  std::vector<uint8_t> held_out;                   ///< per patch: 1 = never trained on (train.hold_out)
+  /// From the config; its static covariates' normalisation is fixed at the first step, or taken
+  /// from the resumed checkpoint (the regression coefficients live in the PatchOptions).
+  coupling::ConditioningSpec spec;
+  std::vector<std::vector<float>> statics;  ///< the normalised fine covariates on the trainer's slots
+  std::vector<uint8_t> held_out;            ///< per patch: 1 = never trained on (train.hold_out)
   int64_t n_held_out = 0;
 };
 
@@ -69,8 +70,8 @@ std::vector<const float*> static_pointers(const ConditioningState& state);
 /// patch.residual: interp or regression its difference from the residual base.
 const float* training_targets(const Config& config, const coupling::Patches& patches);
 
-/// The spec a checkpoint records (docs/offline.md): the config's, with the static covariates'
-/// normalisation and the regression coefficients learned so far (`options`: the live ones).
+/// The spec a checkpoint records (docs/offline.md): the run's, with the regression coefficients
+/// fitted so far (`options`: the live ones).
 coupling::ConditioningSpec checkpoint_spec(const ConditioningState& state, const coupling::PatchOptions& options);
 
 }  // namespace finecast::plugin

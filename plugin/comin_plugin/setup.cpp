@@ -195,7 +195,7 @@ void resume(PluginState& s, TrainerState& t, const std::string& path) {
   // The static covariates keep the normalisation the model was trained with, and the residual
   // the regression base it learned the residual of.
   if (stored.has("patch.static_norm") && !cfg.patch.statics.empty())
-    t.conditioning.static_norms = stored.spec.static_norms;
+    t.conditioning.spec.static_norms = stored.spec.static_norms;
   if (!stored.spec.regression.empty() && cfg.patch.residual == Residual::kRegression)
     t.patch_options.regression = stored.spec.regression;
   t.resumed_from = path;

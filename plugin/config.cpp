@@ -19,15 +19,6 @@
 
 namespace finecast::plugin {
 
-const schema::Names<GridType>& names(GridType) {
-  static const schema::Names<GridType> n{{GridType::kIcon, "icon"}, {GridType::kLatLon, "latlon"}};
-  return n;
-}
-const schema::Names<Residual>& names(Residual) {
-  static const schema::Names<Residual> n{
-      {Residual::kMean, "mean"}, {Residual::kInterp, "interp"}, {Residual::kRegression, "regression"}};
-  return n;
-}
 const schema::Names<OnError>& names(OnError) {
   static const schema::Names<OnError> n{{OnError::kAbort, "abort"}, {OnError::kDisable, "disable"}};
   return n;
@@ -83,23 +74,27 @@ const schema::Table<Config>& config_table() {
     auto add = [&s](const Table<Config>& more) { s.insert(s.end(), more.begin(), more.end()); };
     s.push_back(text("target", &Config::target,
                      "the downscaled field, one of fields (\"\" = the first); the others are predictors only"));
-    s.push_back(text("device", &Config::device, "auto picks CUDA, then MPS, then CPU; cuda/cuda:N/mps fail when absent",
+    s.push_back(text("device", &Config::device,
+                     "auto (CUDA, then MPS, then CPU) | cpu | cuda | cuda:N | mps; explicit GPUs fail when absent",
                      "one of auto, cpu, cuda, cuda:N, mps", valid_device));
     s.push_back(unsigned64("seed", &Config::seed, "seed of every random choice (training and sampling)"));
-    s.push_back(
-        choice("on_error", &Config::on_error, "on a runtime failure: abort the run, or log once and stop working"));
-    add(nested(&Config::log,
-               Table<LogConfig>{choice("level", &LogConfig::level, "lowest level printed"),
-                                boolean("all_ranks", &LogConfig::all_ranks, "print training progress on every rank")},
-               "log."));
+    s.push_back(choice("on_error", &Config::on_error,
+                       "on a runtime failure: abort the run | disable (log once, stop working, host finishes)"));
+    add(nested(
+        &Config::log,
+        Table<LogConfig>{choice("level", &LogConfig::level, "lowest level printed: debug | info | warning | error"),
+                         boolean("all_ranks", &LogConfig::all_ranks,
+                                 "print training progress on every rank (default: trainer rank only)")},
+        "log."));
     add(nested(
         &Config::grid,
-        Table<GridConfig>{choice("type", &GridConfig::type, "icon (triangles) or latlon (blocks)"),
+        Table<GridConfig>{choice("type", &GridConfig::type,
+                                 "icon (triangles, patches = coarser ICON cells) | latlon (patches = blocks)"),
                           text("file", &GridConfig::file, "ICON grid file, or a CF file with the lat/lon coordinates"),
                           text("variable", &GridConfig::variable,
-                               "latlon: variable whose coordinates define the grid (\"\" = first field)"),
+                               "latlon: variable whose coordinates define the grid (\"\" = the first field)"),
                           integer("coarse_level", &GridConfig::coarse_level, 0, 20,
-                                  "icon: patches are the cells of R2B<coarse_level>"),
+                                  "icon: patches are the cells of R2B<coarse_level> (R2B4 -> R2B0: 256 cells each)"),
                           integer("block", &GridConfig::block, 2, 4096, "latlon: patches are block x block cells")},
         "grid."));
     add(nested(
@@ -111,25 +106,28 @@ const schema::Table<Config>& config_table() {
                  [](const std::string& v) { return entry_point_id(v) > 1 && entry_point_id(v) < 41; }),
             integer("every", &CouplingConfig::every, 1, kMax, "couple on every n-th call of the entry point"),
             choice("communicator", &CouplingConfig::communicator,
-                   "host, or plugin (needs a comm for the plugin in the namelist)"),
-            integer("trainer_rank", &CouplingConfig::trainer_rank, 0, kMax, "rank that gathers, trains and samples"),
+                   "host | plugin (needs a comm for the plugin in &comin_nml)"),
+            integer("trainer_rank", &CouplingConfig::trainer_rank, 0, kMax,
+                    "rank of that communicator that gathers, trains and samples"),
             integer("domain", &CouplingConfig::domain, 1, kMax, "ComIn domain id (1-based)")},
         "coupling."));
     add(nested(&Config::patch,
-               Table<PatchConfig>{boolean("static_features", &PatchConfig::static_features,
-                                          "add sin lat, cos lat cos lon, cos lat sin lon to the context"),
-                                  text("orography", &PatchConfig::orography,
-                                       "host variable with the surface height for the context (\"\" = none)"),
-                                  boolean("relative_context", &PatchConfig::relative_context,
-                                          "the coarse values in the context as differences from the patch's own "
-                                          "(its level left out)"),
-                                  integer("context_rings", &PatchConfig::context_rings, 0, 8,
-                                          "coarse context: 0 = edge neighbours; K = every coarse cell within K rings"),
-                                  choice("residual", &PatchConfig::residual,
-                                         "the model learns fine minus: mean (the coarse value) | interp (the "
-                                         "conservative interpolant of the coarse neighbourhood) | regression (that "
-                                         "interpolant plus a least-squares fit on patch.static, fitted at the first "
-                                         "step)")},
+               Table<PatchConfig>{
+                   boolean("static_features", &PatchConfig::static_features,
+                           "add sin lat, cos lat cos lon, cos lat sin lon of the coarse centre to the context"),
+                   text("orography", &PatchConfig::orography,
+                        "host variable with the surface height, added coarse to the context (\"\" = none)"),
+                   boolean("relative_context", &PatchConfig::relative_context,
+                           "the coarse values in the context as differences from the patch's own (its level left out: "
+                           "a model trained where it is warm then meets no unseen levels where it is cold)"),
+                   integer("context_rings", &PatchConfig::context_rings, 0, 8,
+                           "coarse context around each patch: 0 = its edge neighbours (ICON 3, lat-lon 4); K = every "
+                           "coarse cell within K rings (lat-lon: the (2K+1)^2 blocks around; ICON: K edge steps)"),
+                   choice("residual", &PatchConfig::residual,
+                          "the model learns fine minus: mean (the patch's coarse value) | interp (the conservative "
+                          "interpolant of the coarse neighbourhood: bicubic on lat-lon blocks, IDW on ICON) | "
+                          "regression (that interpolant plus a least-squares fit on patch.static, fitted at the first "
+                          "step: a two-stage model; docs/training.md)")},
                "patch."));
     add(nested(&Config::buffer,
                Table<BufferConfig>{integer("capacity", &BufferConfig::capacity, 1, 100000,
@@ -137,9 +135,11 @@ const schema::Table<Config>& config_table() {
                "buffer."));
     add(nested(&Config::model, in_scope(trainer::model_options_table(), Scope::kConfig), "model."));
     Table<TrainConfig> train{
-        boolean("async", &TrainConfig::async, "train on a background thread while the host keeps stepping"),
+        boolean("async", &TrainConfig::async,
+                "train on a background thread of the trainer rank while the host keeps stepping"),
         integer("every", &TrainConfig::every, 1, kMax, "coupling steps between training sessions"),
-        integer("min_steps", &TrainConfig::min_steps, 1, kMax, "buffered steps before the first session"),
+        integer("min_steps", &TrainConfig::min_steps, 1, kMax,
+                "buffered steps before the first session (<= buffer.capacity)"),
         integer("epochs", &TrainConfig::epochs, 1, kMax, "epochs per training session"),
         integer("ranks", &TrainConfig::ranks, 1, 1 << 20,
                 "trainer ranks: each holds, trains on and samples its share of the patches (data-parallel)"),
@@ -148,21 +148,23 @@ const schema::Table<Config>& config_table() {
                "external: finecast-trainer processes started beside the host (MPMD), joined through the plugin's "
                "comm (needs coupling.communicator: plugin)"),
         text("hold_out", &TrainConfig::hold_out,
-             "lat0,lat1,lon0,lon1: patches wholly inside are not trained on (their coarse values stay in the "
-             "context); \"\" = none",
+             "lat0,lat1,lon0,lon1: patches wholly inside are never trained on (their coarse values stay in the "
+             "neighbours' context; offline evaluation); \"\" = none",
              "\"\" or lat0,lat1,lon0,lon1 in degrees",
              [](const std::string& v) { return v.empty() || is_region_text(v); })};
     for (const auto& f : inherited<TrainConfig>(in_scope(trainer::train_options_table(), Scope::kConfig)))
       train.push_back(f);
     add(nested(&Config::train, train, "train."));
-    Table<SampleConfig> sample{
-        integer("every", &SampleConfig::every, 0, kMax, "coupling steps between samplings; 0 = only at the end")};
+    Table<SampleConfig> sample{integer("every", &SampleConfig::every, 0, kMax,
+                                       "coupling steps between samplings; 0 = only at the end of the run")};
     for (const auto& f : inherited<SampleConfig>(in_scope(trainer::sample_options_table(), Scope::kConfig)))
       sample.push_back(f);
-    sample.push_back(text("output", &SampleConfig::output, "NetCDF file for the sampled ensembles"));
-    sample.push_back(
-        text("write_back", &SampleConfig::write_back, "host variable created for the ensemble mean (\"\" = none)"));
-    sample.push_back(text("device", &SampleConfig::device, "device that samples (\"\" = the training device)",
+    sample.push_back(text("output", &SampleConfig::output,
+                          "NetCDF file of the sampled ensembles (relative to the working directory)"));
+    sample.push_back(text("write_back", &SampleConfig::write_back,
+                          "host variable created by the plugin for the ensemble mean (\"\" = none)"));
+    sample.push_back(text("device", &SampleConfig::device,
+                          "device that samples (\"\" = the training device); e.g. train on cpu, sample on cuda",
                           "\"\" or one of auto, cpu, cuda, cuda:N, mps",
                           [](const std::string& v) { return v.empty() || valid_device(v); }));
     add(nested(&Config::sample, sample, "sample."));
@@ -173,20 +175,21 @@ const schema::Table<Config>& config_table() {
                            "coupling steps between checkpoints; 0 = only at the end"),
                    integer("keep", &CheckpointConfig::keep, 1, 100000, "checkpoints kept (oldest removed)"),
                    text("resume", &CheckpointConfig::resume,
-                        "checkpoint file or directory to resume from; auto = the newest in checkpoint.dir if any "
-                        "(restart chains); \"\" = fresh"),
+                        "checkpoint file, or directory (its newest valid one), to resume from; auto = the newest valid "
+                        "one in checkpoint.dir if any, else fresh (restart chains); \"\" = fresh"),
                    boolean("at_host_restart", &CheckpointConfig::at_host_restart,
                            "also checkpoint when the host writes its restart (EP_ATM_CHECKPOINT_AFTER)"),
                    boolean("buffer", &CheckpointConfig::buffer, "snapshot the rolling buffer with each checkpoint")},
                "checkpoint."));
-    add(nested(
-        &Config::testing,
-        Table<TestingConfig>{
-            choice("fault", &TestingConfig::fault, "fail on purpose there (tests of on_error; never in production)"),
-            integer("fault_step", &TestingConfig::fault_step, 0, kMax,
-                    "coupling step of the failure; 0 = every occasion"),
-            integer("fault_rank", &TestingConfig::fault_rank, -1, kMax, "rank that fails; -1 = the trainer rank")},
-        "testing."));
+    add(nested(&Config::testing,
+               Table<TestingConfig>{choice("fault", &TestingConfig::fault,
+                                           "fail on purpose there: none | gather | training | checkpoint | sampling | "
+                                           "output | write_back (tests of on_error; never in production)"),
+                                    integer("fault_step", &TestingConfig::fault_step, 0, kMax,
+                                            "coupling step of the failure; 0 = every occasion"),
+                                    integer("fault_rank", &TestingConfig::fault_rank, -1, kMax,
+                                            "rank of the plugin communicator that fails; -1 = the trainer rank")},
+               "testing."));
     return s;
   }();
   return table;
@@ -510,6 +513,62 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
 std::string to_yaml(const Config& config) {
   Config copy = config;
   return yaml_schema::dump(config_entries(copy));
+}
+
+namespace {
+
+/// "  key: value" padded to the comment column, then the comment wrapped at 120 columns, its
+/// continuation lines at the comment column.
+std::string commented_line(const std::string& line, const std::string& comment) {
+  constexpr size_t kColumn = 24, kWidth = 120;
+  std::string out = line + std::string(line.size() < kColumn ? kColumn - line.size() : 1, ' ') + "#";
+  size_t width = out.size();
+  size_t start = 0;
+  while (start < comment.size()) {
+    size_t end = comment.find(' ', start);
+    if (end == std::string::npos) end = comment.size();
+    const std::string word = comment.substr(start, end - start);
+    if (width + 1 + word.size() > kWidth && width > kColumn + 1) {
+      out += "\n" + std::string(kColumn, ' ') + "#";
+      width = kColumn + 1;
+    }
+    out += " " + word;
+    width += 1 + word.size();
+    start = end + 1;
+  }
+  return out + "\n";
+}
+
+}  // namespace
+
+std::string reference_yaml() {
+  Config c;  // the defaults, and examples for the keys that have none
+  c.fields = {"ts"};
+  c.field_levels = {0};
+  c.grid.file = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc";
+  std::string out =
+      "# finecast reference config: every key with its default and what it does.\n"
+      "# Check any config with:  build/bin/finecast-config my.yaml   (prints it resolved, or the error)\n"
+      "# Keys marked (required) have no default; the values shown for them are examples.\n"
+      "# Generated from the option tables (plugin/config.cpp, trainer/options.cpp), do not edit:\n"
+      "#   build/bin/finecast-config --reference > configs/reference.yaml\n\n";
+  std::string section;
+  for (const auto& e : config_entries(c)) {
+    const size_t dot = e.key.find('.');
+    const std::string in = dot == std::string::npos ? "" : e.key.substr(0, dot);
+    if (in != section) {
+      if (in == "testing")
+        out += "\n# Deliberate failures, for testing how a run survives them (docs/reliability.md).\n";
+      out += (in == "testing" ? "" : "\n") + in + ":\n";
+      section = in;
+    }
+    YAML::Emitter value;
+    value << YAML::Flow << e.write();
+    const std::string line =
+        (in.empty() ? "" : "  ") + e.key.substr(dot == std::string::npos ? 0 : dot + 1) + ": " + value.c_str();
+    out += commented_line(line, (e.required ? "(required) " : "") + e.comment);
+  }
+  return out;
 }
 
 }  // namespace finecast::plugin

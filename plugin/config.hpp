@@ -8,15 +8,14 @@
 
 #include "common/log.hpp"
 #include "common/schema.hpp"
+#include "coupling/conditioning/conditioning_spec.hpp"
 #include "trainer/options.hpp"
 
 namespace finecast::plugin {
 
-enum class GridType { kIcon, kLatLon };
-/// What the model's residual is taken from: each patch's coarse value (mean), the
-/// conservative interpolant of the coarse neighbourhood (interp), or that interpolant plus a
-/// least-squares fit on the static covariates (regression: a two-stage model; docs/training.md).
-enum class Residual { kMean, kInterp, kRegression };
+// The grid types and residual bases are the conditioning spec's (coupling/conditioning/).
+using coupling::GridType;
+using coupling::Residual;
 enum class OnError { kAbort, kDisable };
 enum class CommunicatorKind { kHost, kPlugin };
 /// Where the trainer ranks sit in the communicator: spread evenly over it (across nodes) or
@@ -25,8 +24,6 @@ enum class Placement { kSpread, kPacked, kExternal };
 /// Points of a coupling step where testing.fault makes a run fail on purpose.
 enum class FaultPoint { kNone, kGather, kTraining, kCheckpoint, kSampling, kOutput, kWriteBack };
 
-const schema::Names<GridType>& names(GridType);
-const schema::Names<Residual>& names(Residual);
 const schema::Names<OnError>& names(OnError);
 const schema::Names<CommunicatorKind>& names(CommunicatorKind);
 const schema::Names<Placement>& names(Placement);
@@ -160,6 +157,10 @@ Config parse_config(const std::string& yaml_text, const std::string& source,
 
 /// The fully resolved config as YAML (every key, defaults filled in).
 std::string to_yaml(const Config& config);
+
+/// configs/reference.yaml: every key with its default (examples for the required ones) and the
+/// comment of its schema row, in file order (`finecast-config --reference`).
+std::string reference_yaml();
 
 /// Every key path the schema knows, in file order (e.g. "train.batch_size").
 std::vector<std::string> config_keys();

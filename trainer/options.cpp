@@ -61,15 +61,18 @@ const schema::Table<ModelOptions>& model_options_table() {
                     .only_in(Scope::kCheckpoint));
     s.push_back(integer("hidden", &M::hidden, 1, 65536, "MLP hidden width"));
     s.push_back(integer("depth", &M::depth, 1, 64, "MLP hidden layers"));
-    s.push_back(integer("time_embedding", &M::time_embedding, 2, 4096, "size of the sinusoidal step embedding"));
-    s.push_back(choice("activation", &M::activation, "hidden activation (gelu: the tanh approximation)"));
+    s.push_back(
+        integer("time_embedding", &M::time_embedding, 2, 4096, "size of the sinusoidal diffusion-step embedding"));
+    s.push_back(choice("activation", &M::activation, "hidden activation: silu | gelu (tanh approximation) | relu"));
     s.push_back(integer("unet_channels", &M::unet_channels, 1, 4096, "U-Net and graph denoiser base channels"));
     s.push_back(boolean("attention", &M::attention, "unet: self-attention at the lowest resolution"));
     s.push_back(
         integer("diffusion_steps", &M::diffusion_steps, 2, 100000, "diffusion steps (training and DDPM sampling)"));
-    s.push_back(choice("schedule", &M::schedule, "noise schedule"));
-    s.push_back(choice("objective", &M::objective, "v or epsilon prediction (v: well-conditioned with few steps)"));
-    s.push_back(boolean("conservative", &M::conservative, "every sampled patch's mean equals its coarse value"));
+    s.push_back(choice("schedule", &M::schedule, "noise schedule: linear | cosine"));
+    s.push_back(choice("objective", &M::objective,
+                       "v | eps (eps prediction blows samples up with 50 cosine steps; docs/plugin.md)"));
+    s.push_back(boolean("conservative", &M::conservative,
+                        "every sampled patch's (area-weighted) mean equals its coarse value"));
     return s;
   }();
   return t;
@@ -103,9 +106,9 @@ const schema::Table<TrainOptions>& train_options_table() {
     s.push_back(integer("validation_members", &T::validation_members, 0, 4096,
                         "ensemble members of the validation CRPS (0 = no CRPS, else >= 2)"));
     s.push_back(integer("validation_max_samples", &T::validation_max_samples, 1, kMax,
-                        "held-out samples scored by the CRPS at most"));
-    s.push_back(
-        choice("validation_metric", &T::validation_metric, "what early stopping, plateau and keep_best follow"));
+                        "held-out samples the CRPS scores at most"));
+    s.push_back(choice("validation_metric", &T::validation_metric,
+                       "loss | crps: what early_stop, plateau and keep_best follow"));
     s.push_back(integer("early_stop", &T::early_stop, 0, kMax,
                         "sessions without a better validation score before training stops (0 = never)"));
     s.push_back(integer("plateau", &T::plateau, 0, kMax,
@@ -118,13 +121,16 @@ const schema::Table<TrainOptions>& train_options_table() {
                         "bytes a micro-batch may use on the device; above it the micro-batch halves (0 = no limit)"));
     s.push_back(boolean("force_autograd", &T::force_autograd,
                         "train the MLP through autograd even where the fused CPU path applies"));
-    s.push_back(integer_or_auto("threads", &T::threads, 4096,
-                                "torch threads of training: auto (measured), or N; 0 = cores / local ranks"));
+    s.push_back(
+        integer_or_auto("threads", &T::threads, 4096,
+                        "torch threads on the trainer rank: auto (measured), N, or 0 = cores / ranks on the node"));
     s.push_back(integer("max_threads", &T::max_threads, 0, 4096, "upper end of threads: auto (0 = all cores)"));
-    s.push_back(boolean("cuda_graphs", &T::cuda_graphs, "capture the training step in a CUDA graph"));
-    s.push_back(real("max_seconds", &T::max_seconds, 0.0, kInf,
-                     "training wall-time budget (0 = none); the cosine decay then runs over it, not decay_steps"));
-    s.push_back(choice("budget", &T::budget, "what max_seconds covers: each session, or the whole run"));
+    s.push_back(boolean("cuda_graphs", &T::cuda_graphs, "capture the training step in a CUDA graph (CUDA only)"));
+    s.push_back(
+        real("max_seconds", &T::max_seconds, 0.0, kInf,
+             "training wall-time budget in seconds (0 = none); the cosine decay then runs over it, not decay_steps"));
+    s.push_back(choice("budget", &T::budget,
+                       "what max_seconds covers: session (each session, in situ) | run (all sessions of the run)"));
     return s;
   }();
   return t;
@@ -136,13 +142,14 @@ const schema::Table<SampleOptions>& sample_options_table() {
   static const Table<S> t = [] {
     Table<S> s;
     s.push_back(integer("members", &S::members, 1, 4096, "ensemble members per sampling"));
-    s.push_back(choice("sampler", &S::sampler, "ddpm (all diffusion steps) or ddim"));
+    s.push_back(choice("sampler", &S::sampler, "ddpm (all diffusion steps) | ddim"));
     s.push_back(integer("steps", &S::steps, 1, 100000, "ddim steps"));
-    s.push_back(real("eta", &S::eta, 0.0, 1.0, "ddim noise per step: 0 deterministic .. 1 ancestral"));
+    s.push_back(real("eta", &S::eta, 0.0, 1.0,
+                     "ddim noise per step: 0 deterministic, 1 ancestral (sharper fine scales; docs/evaluation.md)"));
     s.push_back(integer_or_auto("threads", &S::threads, 4096,
-                                "torch threads of sampling: auto (measured), or N; 0 = as training"));
+                                "torch threads of sampling: auto (measured), N, or 0 = as training"));
     s.push_back(integer("max_threads", &S::max_threads, 0, 4096, "upper end of threads: auto (0 = all cores)"));
-    s.push_back(boolean("cuda_graphs", &S::cuda_graphs, "capture the sampler loop in a CUDA graph"));
+    s.push_back(boolean("cuda_graphs", &S::cuda_graphs, "capture the sampler loop in a CUDA graph (CUDA only)"));
     return s;
   }();
   return t;

@@ -8,27 +8,31 @@
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "common/region.hpp"
-#include "coupling/grid/context_stencil.hpp"
 #include "coupling/grid/patch_regression.hpp"
 
 namespace finecast::plugin {
 
-coupling::PatchOptions patch_options(const Config& cfg) {
-  coupling::PatchOptions o;
-  o.static_features = cfg.patch.static_features;
-  o.orography = !cfg.patch.orography.empty();
-  o.rings = cfg.patch.context_rings;
-  o.relative = cfg.patch.relative_context;
-  o.target = target_index(cfg);
-  o.n_static = static_cast<int>(cfg.patch.statics.size());
-  o.interp_base = cfg.patch.residual != Residual::kMean;
-  return o;
+coupling::ConditioningSpec conditioning_spec(const Config& cfg, const std::string& target_units) {
+  coupling::ConditioningSpec spec;
+  spec.grid_type = cfg.grid.type;
+  spec.grid_file = cfg.grid.file;
+  spec.grid_variable = cfg.grid.variable;
+  spec.coarse_level = cfg.grid.coarse_level;
+  spec.block = cfg.grid.block;
+  spec.fields = cfg.fields;
+  spec.target = target_field(cfg);
+  spec.target_units = target_units;
+  spec.static_features = cfg.patch.static_features;
+  spec.orography = cfg.patch.orography;
+  spec.context_rings = cfg.patch.context_rings;
+  spec.relative_context = cfg.patch.relative_context;
+  spec.statics = cfg.patch.statics;
+  spec.residual = cfg.patch.residual;
+  return spec;
 }
 
-void setup_conditioning(const Config& cfg, coupling::PatchMap& map, ConditioningState& state,
-                        const std::function<void(int64_t, double&, double&)>& cell_lat_lon) {
-  const coupling::PatchOptions o = patch_options(cfg);
-  coupling::prepare_patch_map(map, o.rings, o.interp_base || o.n_static > 0);
+void setup_conditioning(const Config& cfg, const coupling::ConditioningGrid& grid, ConditioningState& state) {
+  const coupling::PatchMap& map = grid.map;
   state.held_out.assign(static_cast<size_t>(map.n_coarse), 0);
   state.n_held_out = 0;
   if (cfg.train.hold_out.empty()) return;
@@ -37,7 +41,7 @@ void setup_conditioning(const Config& cfg, coupling::PatchMap& map, Conditioning
     bool inside = true;
     for (int k = 0; k < map.patch_size && inside; ++k) {
       double lat = 0, lon = 0;
-      cell_lat_lon(map.fine_of_patch[c * map.patch_size + k], lat, lon);
+      grid.cell_lat_lon(map.fine_of_patch[c * map.patch_size + k], lat, lon);
       inside = box.contains_lat(lat) && box.contains_lon(lon);
     }
     state.held_out[c] = inside ? 1 : 0;
@@ -62,7 +66,7 @@ std::vector<float> prepare_statics(const Config& cfg, const coupling::PatchMap& 
     throw InternalError("prepare_statics: " + std::to_string(raw.size()) + " static covariates for " +
                         std::to_string(n_static) + " in patch.static");
   // With the norms of the resumed checkpoint when there are some (the model was trained on those).
-  const bool fixed = static_cast<int>(state.static_norms.size()) == n_static;
+  const bool fixed = static_cast<int>(state.spec.static_norms.size()) == n_static;
   if (!fixed) {
     std::vector<double> moments;
     for (int s = 0; s < n_static; ++s) {
@@ -70,9 +74,9 @@ std::vector<float> prepare_statics(const Config& cfg, const coupling::PatchMap& 
       moments.insert(moments.end(), {m.w, m.wx, m.wxx});
     }
     sum_over_trainers(moments.data(), static_cast<int>(moments.size()));
-    state.static_norms.clear();
+    state.spec.static_norms.clear();
     for (int s = 0; s < n_static; ++s)
-      state.static_norms.push_back(coupling::static_normalisation(
+      state.spec.static_norms.push_back(coupling::static_normalisation(
           coupling::StaticMoments{moments[3 * s], moments[3 * s + 1], moments[3 * s + 2]},
           "patch.static \"" + cfg.patch.statics[s] + "\""));
   }
@@ -80,11 +84,11 @@ std::vector<float> prepare_statics(const Config& cfg, const coupling::PatchMap& 
   state.statics.assign(static_cast<size_t>(n_static), std::vector<float>(static_cast<size_t>(n_cells)));
   std::vector<float> means(static_cast<size_t>(n_static * n));
   for (int s = 0; s < n_static; ++s) {
-    coupling::normalise_static(state.static_norms[s], raw[s], state.statics[s].data(), n_cells);
+    coupling::normalise_static(state.spec.static_norms[s], raw[s], state.statics[s].data(), n_cells);
     coupling::coarsen(local, state.statics[s].data(), means.data() + s * n);
     log::info("Static covariate " + cfg.patch.statics[s] + ": normalised with mean " +
-              std::to_string(state.static_norms[s].mean) + ", scale " + std::to_string(state.static_norms[s].scale) +
-              (fixed ? " (from the checkpoint)" : ""));
+              std::to_string(state.spec.static_norms[s].mean) + ", scale " +
+              std::to_string(state.spec.static_norms[s].scale) + (fixed ? " (from the checkpoint)" : ""));
   }
   return means;
 }
@@ -116,7 +120,7 @@ void fit_regression_base(const Config& cfg, const coupling::PatchMap& global, co
   // Per unit of each covariate as the host gives it (the context holds them normalised).
   std::string terms;
   for (size_t s = 0; s < cfg.patch.statics.size(); ++s) {
-    const double scale = state.static_norms[s].scale;
+    const double scale = state.spec.static_norms[s].scale;
     terms += (terms.empty() ? "" : ", ") + cfg.patch.statics[s] + " anomaly " +
              std::to_string(fit.coef[2 * s] / scale) + ", deviation " + std::to_string(fit.coef[2 * s + 1] / scale);
   }
@@ -136,22 +140,10 @@ const float* training_targets(const Config& cfg, const coupling::Patches& p) {
   return cfg.patch.residual != Residual::kMean ? p.residual.data() : p.fine.data();
 }
 
-std::vector<std::pair<std::string, std::string>> context_metadata(const Config& cfg, const ConditioningState& state,
-                                                                  const coupling::PatchOptions& options) {
-  std::string fields, statics;
-  for (const auto& f : cfg.fields) fields += (fields.empty() ? "" : ",") + f;
-  for (const auto& s : cfg.patch.statics) statics += (statics.empty() ? "" : ",") + s;
-  return {{"fields", target_field(cfg)},
-          {"target", target_field(cfg)},
-          {"context_fields", fields},
-          {"patch.static_features", cfg.patch.static_features ? "true" : "false"},
-          {"patch.orography", cfg.patch.orography},
-          {"patch.context_rings", std::to_string(cfg.patch.context_rings)},
-          {"patch.relative_context", cfg.patch.relative_context ? "true" : "false"},
-          {"patch.residual", schema::name_of(cfg.patch.residual)},
-          {"patch.static", statics},
-          {"patch.static_norm", coupling::format_static_norms(state.static_norms)},
-          {"patch.regression", coupling::format_regression(options.regression)}};
+coupling::ConditioningSpec checkpoint_spec(const ConditioningState& state, const coupling::PatchOptions& options) {
+  coupling::ConditioningSpec spec = state.spec;
+  spec.regression = options.regression;
+  return spec;
 }
 
 }  // namespace finecast::plugin

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// What the model is conditioned on and what it learns, on the trainer rank: the patch options
-// from the config (context rings, target, static covariates, residual base), the static
-// covariates' normalisation, the held-out patches, and the checkpoint record of it all, which
-// finecast-downscale reads back (context_record.hpp).
+// What the model is conditioned on and what it learns, on the trainer rank: the conditioning
+// spec from the config (coupling/conditioning/conditioning_spec.hpp: grid, context rings, target,
+// static covariates, residual base), the static covariates' normalisation, the held-out patches,
+// and the spec as checkpoints record it, which finecast-downscale reads back.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "coupling/conditioning/conditioning_pipeline.hpp"
+#include "coupling/conditioning/conditioning_spec.hpp"
 #include "coupling/grid/patch_map.hpp"
 #include "coupling/grid/patches.hpp"
 #include "coupling/grid/static_covariates.hpp"
@@ -19,22 +21,22 @@ namespace finecast::plugin {
 
 /// The trainer rank's conditioning state (one member of TrainerState).
 struct ConditioningState {
-  std::vector<coupling::StaticNorm> static_norms;  ///< fixed at the first step, or from the resumed checkpoint
-  std::vector<std::vector<float>> statics;         ///< the normalised fine covariates on the trainer's slots
-  std::vector<uint8_t> held_out;                   ///< per patch: 1 = never trained on (train.hold_out)
+  /// From the config; its static covariates' normalisation is fixed at the first step, or taken
+  /// from the resumed checkpoint (the regression coefficients live in the PatchOptions).
+  coupling::ConditioningSpec spec;
+  std::vector<std::vector<float>> statics;  ///< the normalised fine covariates on the trainer's slots
+  std::vector<uint8_t> held_out;            ///< per patch: 1 = never trained on (train.hold_out)
   int64_t n_held_out = 0;
 };
 
-/// The patch options the config asks for (static_features, orography, context_rings, target,
-/// patch.static, patch.residual).
-coupling::PatchOptions patch_options(const Config& config);
+/// The conditioning the config asks for (grid.*, fields, target, patch.*), the target's units as
+/// the host gives them ("" = unknown).
+coupling::ConditioningSpec conditioning_spec(const Config& config, const std::string& target_units);
 
-/// Prepares the patch map for the options (ring table, interpolant) and flags the patches of
-/// train.hold_out: those whose fine cells all lie in the box, `cell_lat_lon(i, lat, lon)` giving
-/// fine cell i's coordinates in degrees (the grid's own: rotated on rotated-pole grids). Logs
-/// how many are held out; a box that holds none is a ConfigError.
-void setup_conditioning(const Config& config, coupling::PatchMap& map, ConditioningState& state,
-                        const std::function<void(int64_t, double&, double&)>& cell_lat_lon);
+/// Flags the patches of train.hold_out: those whose fine cells all lie in the box (in the grid's
+/// own coordinates: rotated on rotated-pole grids). Logs how many are held out; a box that holds
+/// none, or every patch, is a ConfigError.
+void setup_conditioning(const Config& config, const coupling::ConditioningGrid& grid, ConditioningState& state);
 
 /// The static covariates of a trainer's patches, at the first step: `raw[s]` is the host's
 /// field s on `local`'s cells (the trainer's slots). Normalises them into state.statics with the
@@ -68,8 +70,8 @@ std::vector<const float*> static_pointers(const ConditioningState& state);
 /// patch.residual: interp or regression its difference from the residual base.
 const float* training_targets(const Config& config, const coupling::Patches& patches);
 
-/// The checkpoint metadata that says what the context holds (docs/offline.md).
-std::vector<std::pair<std::string, std::string>> context_metadata(const Config& config, const ConditioningState& state,
-                                                                  const coupling::PatchOptions& options);
+/// The spec a checkpoint records (docs/offline.md): the run's, with the regression coefficients
+/// fitted so far (`options`: the live ones).
+coupling::ConditioningSpec checkpoint_spec(const ConditioningState& state, const coupling::PatchOptions& options);
 
 }  // namespace finecast::plugin

@@ -99,27 +99,53 @@ void pack_fields(PluginState& s) {
   }
 }
 
-/// The trainers' work of a step: their patches and buffer, a checkpoint and a session when due.
-/// Collectives among them only after they agreed that none failed.
-void trainer_step(PluginState& s, const Agreement& a) {
+/// What the schedule (schedule.hpp) is told on this rank: on a trainer after the step was
+/// buffered, the same on every trainer rank.
+ScheduleState schedule_state(const PluginState& s, bool in_flight) {
+  ScheduleState state;
+  state.ready = s.phase() == Phase::kReady;
+  state.in_flight = in_flight;
+  if (const TrainerState* t = s.trainer.get()) {
+    state.buffered = t->buffer->steps();
+    state.owed = t->owed;
+    state.fresh_weights = t->fresh_weights;
+  }
+  return state;
+}
+
+/// The trainers' patches and buffer. Returns whether the trainers agree that none failed (their
+/// collectives come only after that).
+bool buffer_stage(PluginState& s, const Agreement& a) {
   if (!a.in_flight) local(s, "training", [&] { collect_session(s); });
   local(s, "buffer", [&] { coarsen_step(s); });
-  if (!trainers_agree(s)) return;
+  if (!trainers_agree(s)) return false;
   share_coarse(s);
   local(s, "buffer", [&] { buffer_step(s); });
   // From here on every trainer has the same state, so each decision is the same on all of them.
+  return trainers_agree(s);
+}
+
+/// Collective among the trainers: starts a training session (with train.async in the background;
+/// a synchronous one has ended and been picked up when this returns).
+void train(PluginState& s) {
+  start_session(s);
+  if (!s.config.train.async) local(s, "training", [&] { collect_session(s); });
+}
+
+/// The trainers' work after the sampling: a due checkpoint (every trainer's buffer part, then the
+/// lead's model checkpoint), then a due asynchronous session.
+void checkpoint_and_train(PluginState& s, const Work& work) {
+  const bool async_session = work.train && s.config.train.async;
+  if (!work.checkpoint && !async_session) return;
   if (!trainers_agree(s)) return;
-  if (checkpoint_due(s, a.in_flight)) {
+  if (work.checkpoint) {
     local(s, "checkpoint", [&] { write_buffer_part(s); });
     if (!trainers_agree(s)) return;  // no model checkpoint without every part of its buffer
-    if (s.is_lead()) local(s, "checkpoint", [&] { write_model_checkpoint(s); });
-    s.trainer->pending.checkpoint = false;
+    // The session of this step starts after the checkpoint: a run resumed from it starts it.
+    if (s.is_lead()) local(s, "checkpoint", [&] { write_model_checkpoint(s, s.trainer->owed.train || async_session); });
     if (!trainers_agree(s)) return;
   }
-  if (training_due(s, a.in_flight)) {
-    start_session(s);
-    if (!s.config.train.async) local(s, "training", [&] { collect_session(s); });
-  }
+  if (async_session) train(s);
 }
 
 /// Step 5: the outcome of the sampling everywhere (0 nothing sampled, 1 sampled, 2 failed; the
@@ -183,8 +209,9 @@ void restart_checkpoint(PluginState& s, const std::string& occasion) {
                  " steps) and an untrained model; a resumed run goes on "
                  "buffering");
   local(s, "checkpoint", [&] { write_buffer_part(s); });
-  if (trainers_agree(s) && s.is_lead()) local(s, "checkpoint", [&] { write_model_checkpoint(s); });
-  s.trainer->pending.checkpoint = false;
+  if (trainers_agree(s) && s.is_lead())
+    local(s, "checkpoint", [&] { write_model_checkpoint(s, s.trainer->owed.train); });
+  s.trainer->owed.checkpoint = false;  // this checkpoint is the one owed
 }
 
 }  // namespace
@@ -223,9 +250,21 @@ void coupling_step(PluginState& s, const std::string& datetime) {
   c.static_gathered = true;
   s.stats.timers.gather += seconds_since(t0);
 
-  if (s.is_trainer()) trainer_step(s, a);                             // 4
-  if (cfg.sample.every > 0 && s.stats.steps % cfg.sample.every == 0)  // 4, 5
-    sampling_step(s, !cfg.sample.write_back.empty());
+  // 4: the trainers' patches and buffer, then the step's work (schedule.hpp), in its order.
+  const ScheduleConfig schedule = schedule_config(cfg);
+  Work work = due(s.stats.steps, schedule, schedule_state(s, a.in_flight != 0));
+  if (s.is_trainer()) {
+    if (buffer_stage(s, a)) {
+      const ScheduleState state = schedule_state(s, a.in_flight != 0);
+      work = due(s.stats.steps, schedule, state);
+      s.trainer->owed = owed_after(s.stats.steps, schedule, state);
+      if (work.train && !cfg.train.async) train(s);
+    } else {
+      work.train = work.checkpoint = false;  // a trainer failed: the step's sampling reports it
+    }
+  }
+  if (work.sample) sampling_step(s, !cfg.sample.write_back.empty());  // 4, 5
+  if (s.is_trainer()) checkpoint_and_train(s, work);
 }
 
 void host_restart(PluginState& s, const std::string& datetime) {
@@ -250,7 +289,7 @@ void finish_run(PluginState& s) {
     // The run ends with a sampling of the final weights, unless the latest one already used them.
     // At the model time of the last sampling it replaces that record (the output keeps one record
     // per time).
-    if (s.stats.steps > 0 && s.phase() == Phase::kReady && (cfg.sample.every == 0 || t.pending.sampling)) {
+    if (due_at_end(s.stats.steps, schedule_config(cfg), schedule_state(s, false)).sample) {
       if (t.output && t.output->last_datetime() == s.stats.datetime)
         log::info("Final weights: sampling " + s.stats.datetime +
                   " again; the record of the last sampling is replaced");

@@ -5,7 +5,8 @@
 //   2. one agreement (MPI_Allreduce) on every rank's failure flag and the trainer's phase: if
 //      any rank failed, every rank stops here, together;
 //   3. the gather of the fields (every rank);
-//   4. the trainer's local work: buffer, checkpoint, training, sampling, output;
+//   4. the trainers' work: buffer, then what is due (schedule.hpp) in its order: a synchronous
+//      session, the sampling and output, a checkpoint, an asynchronous session;
 //   5. with write-back, one broadcast of the trainer's outcome, then the scatter of the ensemble
 //      mean only when the trainer succeeded.
 // A failure in local work makes the rank "failed" under on_error: disable (it still joins the

@@ -21,6 +21,7 @@
 #include "plugin/comin_plugin/faults.hpp"
 #include "plugin/comin_plugin/output.hpp"
 #include "plugin/comin_plugin/phase.hpp"
+#include "plugin/comin_plugin/schedule.hpp"
 #include "plugin/comin_plugin/trainer_module.hpp"
 #include "plugin/comin_plugin/training_session.hpp"
 #include "plugin/config.hpp"
@@ -63,14 +64,6 @@ struct CouplingState {
   ~CouplingState();
 };
 
-/// Work the trainer has to do as soon as it can (each flag is set when the work falls due and
-/// cleared when it is done).
-struct PendingWork {
-  bool training = false;    ///< a session is due but one was still in flight
-  bool checkpoint = false;  ///< a checkpoint is due but a session was in flight
-  bool sampling = false;    ///< a session finished after the latest sampling (new weights)
-};
-
 /// A trainer rank only: its share of the patches, their buffer, the model (the same on every
 /// trainer rank), the training session and, on the lead, the output.
 struct TrainerState {
@@ -101,7 +94,8 @@ struct TrainerState {
   std::vector<float> samples;                       ///< [n_patches][members][P] scratch
   std::vector<float> slot_mean;                     ///< [n_slots]: the ensemble mean for write-back
   int torch_threads = 1;                            ///< LibTorch threads for this rank's training and sampling
-  PendingWork pending;
+  Work owed;                   ///< a session or checkpoint owed from an earlier step (schedule.hpp)
+  bool fresh_weights = false;  ///< a session finished (or a trained model was resumed) after the latest sampling
 
   TrainerState() = default;
   TrainerState(const TrainerState&) = delete;

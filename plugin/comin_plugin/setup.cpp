@@ -19,10 +19,6 @@
 
 #include "coupling/error.hpp"
 #include "coupling/grid/context_stencil.hpp"
-#include "coupling/grid/icon_grid.hpp"
-#include "coupling/grid/icon_hierarchy.hpp"
-#include "coupling/grid/latlon_grid.hpp"
-#include "coupling/grid/patch_regression.hpp"
 #include "common/log.hpp"
 #include "plugin/comin_plugin/external.hpp"
 #include "plugin/comin_plugin/host_api.hpp"
@@ -126,40 +122,27 @@ void ensure_directory(const Config& cfg, const std::string& dir, const std::stri
                       (ec ? " (" + ec.message() + ")" : ""));
 }
 
-/// The grid and its patches, the map prepared for the context the config asks for and the
+/// The grid and its patches, the map prepared for the context of the conditioning spec and the
 /// held-out patches (train.hold_out, in the grid's own coordinates); the lead also the output's
 /// description of the grid. Returns the cells of a grid row (lat-lon; 1 on ICON): pieces of
 /// output records are whole rows.
 int64_t read_grid(const Config& cfg, TrainerState& t, bool lead) {
-  if (cfg.grid.type == GridType::kIcon) {
-    coupling::IconGrid grid = coupling::read_icon_grid(cfg.grid.file);
-    t.map = coupling::icon_patch_map(grid, cfg.grid.coarse_level);
-    if (lead) t.output_grid = coupling::OutputGrid::of(grid);
-    setup_conditioning(cfg, t.map, t.conditioning, [&](int64_t i, double& lat, double& lon) {
-      lat = grid.clat[i] * 180.0 / M_PI;
-      lon = grid.clon[i] * 180.0 / M_PI;
-    });
-    return 1;
-  }
-  const std::string var = cfg.grid.variable.empty() ? cfg.fields.front() : cfg.grid.variable;
-  coupling::LatLonGrid grid = coupling::read_latlon_grid(cfg.grid.file, var);
-  t.map = coupling::latlon_patch_map(grid, cfg.grid.block);
-  if (lead) t.output_grid = coupling::OutputGrid::of(grid, var);
-  setup_conditioning(cfg, t.map, t.conditioning, [&](int64_t i, double& lat, double& lon) {
-    lat = grid.lat[i / grid.nlon];
-    lon = grid.lon[i % grid.nlon];
-  });
-  return grid.nlon;
+  coupling::ConditioningGrid grid = coupling::read_conditioning_grid(t.conditioning.spec, cfg.source + ": grid", lead);
+  setup_conditioning(cfg, grid, t.conditioning);
+  t.map = std::move(grid.map);
+  t.conditioning.spec.patch_size = t.map.patch_size;
+  if (lead) t.output_grid = std::move(grid.output);
+  return grid.row_cells;
 }
 
-std::unique_ptr<Model> build_model(const Config& cfg, int context_size, int patch_size, const std::string& device,
-                                   int threads) {
+std::unique_ptr<Model> build_model(const Config& cfg, const coupling::PatchOptions& options, int context_size,
+                                   int patch_size, const std::string& device, int threads) {
   // The config's model and train sections are the trainer's options; the run adds what it
   // derives (context and patch size from the grid and fields, the covariate channels) and the seed.
   trainer::ModelOptions mo = cfg.model;
   mo.context_size = context_size;
   mo.patch_size = patch_size;
-  mo.static_channels = coupling::static_channels(patch_options(cfg));
+  mo.static_channels = coupling::static_channels(options);
   trainer::TrainOptions to = cfg.train;
   to.seed = cfg.seed;
   std::string device_line;
@@ -192,8 +175,15 @@ std::string checkpoint_to_resume(const Config& cfg) {
 /// it, and the run's counters, so that a chain of runs continues where the last one stopped.
 void resume(PluginState& s, TrainerState& t, const std::string& path) {
   const Config& cfg = s.config;
-  t.model->restore(path);  // checks architecture, shapes and version against this config
   const auto meta = trainer_module().checkpoint_metadata(path);
+  // A model resumes only with the conditioning it was trained on: the same fields (names and
+  // units), context and residual (the architecture and shapes are checked by restore).
+  const coupling::StoredSpec stored = coupling::read_spec(meta, path);
+  if (const std::string d = coupling::resume_differences(stored, t.conditioning.spec, cfg.source); !d.empty())
+    throw ConfigError(cfg.source + ": checkpoint.resume: checkpoint " + path +
+                      " was trained with another conditioning (" + d +
+                      "); resume it with the config it was trained with, or start fresh (checkpoint.resume: \"\")");
+  t.model->restore(path);  // checks architecture, shapes and version against this config
   auto number = [&](const char* key) {
     auto it = meta.find(key);
     return it == meta.end() ? 0LL : std::stoll(it->second);
@@ -202,21 +192,12 @@ void resume(PluginState& s, TrainerState& t, const std::string& path) {
   s.stats.steps = number("coupling_steps");
   s.stats.samplings = number("samplings");
   if (auto it = meta.find("datetime"); it != meta.end()) t.resumed_datetime = it->second;
-  // The static covariates keep the normalisation the model was trained with.
-  if (auto it = meta.find("patch.static_norm"); it != meta.end() && !cfg.patch.statics.empty()) {
-    const auto names = meta.find("patch.static");
-    std::string want;
-    for (const auto& v : cfg.patch.statics) want += (want.empty() ? "" : ",") + v;
-    if (names == meta.end() || names->second != want)
-      throw ConfigError(cfg.source + ": patch.static [" + want + "] differs from the static covariates of checkpoint " +
-                        path + " (" + (names == meta.end() ? std::string("none") : names->second) + ")");
-    t.conditioning.static_norms = coupling::parse_static_norms(it->second, path);
-  }
-  // And the regression base the model learned the residual of.
-  if (auto it = meta.find("patch.regression");
-      it != meta.end() && !it->second.empty() && cfg.patch.residual == Residual::kRegression)
-    t.patch_options.regression =
-        coupling::parse_regression(it->second, coupling::regression_predictors(t.patch_options), path);
+  // The static covariates keep the normalisation the model was trained with, and the residual
+  // the regression base it learned the residual of.
+  if (stored.has("patch.static_norm") && !cfg.patch.statics.empty())
+    t.conditioning.spec.static_norms = stored.spec.static_norms;
+  if (!stored.spec.regression.empty() && cfg.patch.residual == Residual::kRegression)
+    t.patch_options.regression = stored.spec.regression;
   t.resumed_from = path;
   log::info("Resumed from " + path + " (optimizer step " + std::to_string(t.model->step()) + ", " +
             std::to_string(s.stats.sessions) + " training sessions and " + std::to_string(s.stats.steps) +
@@ -248,10 +229,10 @@ void resume(PluginState& s, TrainerState& t, const std::string& path) {
     }
   }
   // A checkpoint written before the first session holds an untrained model: keep buffering.
-  t.pending.sampling = s.stats.sessions > 0;
+  t.fresh_weights = s.stats.sessions > 0;
   // The step count goes on from the checkpoint, so sessions fall due on the same steps as in one
   // long run; a session that was due when the last run ended runs at once.
-  t.pending.training = number("training_due") != 0 && t.buffer->steps() >= cfg.train.min_steps;
+  t.owed.train = number("training_due") != 0 && t.buffer->steps() >= cfg.train.min_steps;
 }
 
 /// The CUDA devices this process may use by CUDA_VISIBLE_DEVICES (-1: not set, all of them).
@@ -300,6 +281,7 @@ std::unique_ptr<TrainerState> setup_trainer(PluginState& s, const HostFacts& fac
   if (c.is_lead)
     ensure_directory(cfg, std::filesystem::path(cfg.sample.output).parent_path().string(), "sample.output");
   ensure_directory(cfg, cfg.checkpoint.dir, "checkpoint.dir");
+  t->conditioning.spec = conditioning_spec(cfg, facts.target.units);
   const int64_t row_cells = read_grid(cfg, *t, c.is_lead);
   if (t->map.n_fine != facts.n_global)
     throw GridError(cfg.source + ": grid.file " + cfg.grid.file + " has " + std::to_string(t->map.n_fine) +
@@ -327,7 +309,7 @@ std::unique_ptr<TrainerState> setup_trainer(PluginState& s, const HostFacts& fac
   // Output records travel to the lead in pieces of at most ~1M cells (whole grid rows).
   t->output_chunk = std::max<int64_t>(row_cells, ((int64_t{1} << 20) / row_cells) * row_cells);
 
-  t->patch_options = patch_options(cfg);
+  t->patch_options = coupling::patch_options(t->conditioning.spec);
   const int n_vars = static_cast<int>(cfg.fields.size());
   const int C = coupling::context_size(t->map, n_vars, t->patch_options);
   log::info("Patches: " + std::to_string(n_coarse) + " coarse cells of " + std::to_string(P) +
@@ -347,7 +329,8 @@ std::unique_ptr<TrainerState> setup_trainer(PluginState& s, const HostFacts& fac
   // LibTorch's threads are set around finecast's own work only (the host's OpenMP count stays
   // as it is); the device line reports them. LibTorch is loaded here, on trainer ranks only.
   t->torch_threads = torch_threads(cfg, ranks_on_node);
-  t->model = build_model(cfg, C, static_cast<int>(P), trainer_device(cfg, c.trainers), t->torch_threads);
+  t->model =
+      build_model(cfg, t->patch_options, C, static_cast<int>(P), trainer_device(cfg, c.trainers), t->torch_threads);
   if (n_trainers > 1) {
     t->reducer = std::make_shared<MpiReducer>(c.training);
     t->model->set_reducer(t->reducer);

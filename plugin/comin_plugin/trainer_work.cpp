@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <map>
 #include <regex>
@@ -57,6 +58,96 @@ std::function<void(double*, int)> sum_over(MPI_Comm trainers) {
   };
 }
 
+/// Runs `fn` unless `failure` holds an error already; an exception becomes `failure`.
+void capture_failure(std::string& failure, const std::function<void()>& fn) {
+  if (!failure.empty()) return;
+  try {
+    fn();
+  } catch (...) {
+    failure = describe_current_exception();
+  }
+}
+
+/// The lead's side of an output record's life cycle: opens the output at the first sampling (the
+/// checkpoint it names: the latest written, else the one resumed from), then begins the record.
+void begin_record(PluginState& s) {
+  const Config& cfg = s.config;
+  TrainerState& t = *s.trainer;
+  s.faults.check(FaultPoint::kOutput, s.stats.steps, s.coupling->rank, true);
+  if (!t.output) {
+    const auto attrs = output_attributes(t.map, !t.last_checkpoint.empty() ? t.last_checkpoint
+                                                : !t.resumed_from.empty()
+                                                    ? t.resumed_from
+                                                    : "none written yet (checkpoint.dir " + cfg.checkpoint.dir + ")");
+    t.output = std::make_unique<Output>(cfg.sample.output, t.output_grid, target_field(cfg), t.output_attrs,
+                                        cfg.sample.members, attrs, !t.resumed_from.empty(), s.stats.datetime);
+  }
+  t.output->begin(s.stats.datetime);
+}
+
+/// Receives a piece of a record on the lead: cells first..first+count-1, members [member][cell].
+using PutPiece =
+    std::function<void(int64_t first, int64_t count, const float* members, const float* coarse, const float* host)>;
+
+/// Collective among the trainers: the drawn ensembles of every trainer's slots to the lead, in
+/// pieces of t.output_chunk cells (whole grid rows), so that no rank holds a whole record. Each
+/// trainer sends, for its slots in the piece (by cell), the cell (relative to the piece: exact
+/// in a float below 2^24), every member, the coarse value and the host's value; the lead hands
+/// each piece to `put` (cells no trainer sent stay NaN).
+void gather_record(PluginState& s, const PutPiece& put) {
+  const TrainerState& t = *s.trainer;
+  const CouplingState& c = *s.coupling;
+  const bool lead = s.is_lead();
+  const int members = s.config.sample.members;
+  const int64_t P = t.map.patch_size, n_fine = t.map.n_fine, chunk = t.output_chunk;
+  const int n_trainers = static_cast<int>(c.trainer_ranks.size());
+  const float* host_target = t.slot_values.data() + static_cast<size_t>(target_index(s.config)) * t.slot_cells.size();
+  const int width = members + 3;
+  std::vector<float> send, recv;
+  std::vector<int> counts(static_cast<size_t>(n_trainers)), displs(static_cast<size_t>(n_trainers));
+  std::vector<float> piece_members, piece_coarse, piece_host;
+  auto lo = t.slots_by_cell.begin();
+  for (int64_t first = 0; first < n_fine; first += chunk) {
+    const int64_t count = std::min(chunk, n_fine - first);
+    auto hi = std::partition_point(lo, t.slots_by_cell.end(), [&](int64_t slot) {
+      return t.slot_cells[static_cast<size_t>(slot)] < first + count;
+    });
+    const auto k = static_cast<int>(hi - lo);
+    send.resize(static_cast<size_t>(k) * width);
+    for (int i = 0; i < k; ++i) {
+      const int64_t slot = lo[i], patch = slot / P, pos = slot % P;
+      float* row = send.data() + static_cast<size_t>(i) * width;
+      row[0] = static_cast<float>(t.slot_cells[static_cast<size_t>(slot)] - first);
+      for (int m = 0; m < members; ++m) row[1 + m] = t.samples[static_cast<size_t>((patch * members + m) * P + pos)];
+      row[1 + members] = t.patches.coarse[static_cast<size_t>(patch)];
+      row[2 + members] = host_target[slot];
+    }
+    const int mine = k * width;
+    CHECK_MPI(MPI_Gather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, c.trainers));
+    if (lead) {
+      displs[0] = 0;
+      for (int r = 1; r < n_trainers; ++r) displs[r] = displs[r - 1] + counts[r - 1];
+      recv.resize(static_cast<size_t>(displs.back() + counts.back()));
+    }
+    CHECK_MPI(
+        MPI_Gatherv(send.data(), mine, MPI_FLOAT, recv.data(), counts.data(), displs.data(), MPI_FLOAT, 0, c.trainers));
+    if (lead) {
+      const float nan = std::numeric_limits<float>::quiet_NaN();
+      piece_members.assign(static_cast<size_t>(members * count), nan);
+      piece_coarse.assign(static_cast<size_t>(count), nan);
+      piece_host.assign(static_cast<size_t>(count), nan);
+      for (size_t i = 0; i + width <= recv.size(); i += static_cast<size_t>(width)) {
+        const auto cell = static_cast<int64_t>(recv[i]);
+        for (int m = 0; m < members; ++m) piece_members[static_cast<size_t>(m * count + cell)] = recv[i + 1 + m];
+        piece_coarse[static_cast<size_t>(cell)] = recv[i + 1 + members];
+        piece_host[static_cast<size_t>(cell)] = recv[i + 2 + members];
+      }
+      put(first, count, piece_members.data(), piece_coarse.data(), piece_host.data());
+    }
+    lo = hi;
+  }
+}
+
 }  // namespace
 
 std::string buffer_part_path(const std::string& dir, long long step, int index) {
@@ -84,7 +175,7 @@ void collect_session(PluginState& s) {
   }
   if (st.stopped && !st.trained)
     log::progress("Early stopping: training has stopped; sampling goes on with the best model");
-  t.pending.sampling = true;
+  t.fresh_weights = true;
   if (s.phase() != Phase::kReady)
     s.transition(Phase::kReady, s.is_lead() ? "First model trained: sampling from now on" : "");
 }
@@ -143,15 +234,6 @@ void buffer_step(PluginState& s) {
   s.stats.timers.patches += seconds_since(t0);
 }
 
-bool checkpoint_due(PluginState& s, bool in_flight) {
-  const Config& cfg = s.config;
-  TrainerState& t = *s.trainer;
-  // A due checkpoint goes first: when sessions run back to back, the gap between two of them is
-  // the only moment the model is not being trained.
-  if (cfg.checkpoint.every > 0 && s.stats.steps % cfg.checkpoint.every == 0) t.pending.checkpoint = true;
-  return t.pending.checkpoint && s.phase() == Phase::kReady && !in_flight;
-}
-
 void write_buffer_part(PluginState& s) {
   const Config& cfg = s.config;
   TrainerState& t = *s.trainer;
@@ -163,33 +245,27 @@ void write_buffer_part(PluginState& s) {
   s.stats.timers.checkpoint += seconds_since(t0);
 }
 
-void write_model_checkpoint(PluginState& s) {
+void write_model_checkpoint(PluginState& s, bool training_due) {
   const Config& cfg = s.config;
   TrainerState& t = *s.trainer;
   const auto t0 = Clock::now();
-  // What the context holds, so that finecast-downscale can rebuild it without the config (and
-  // ask for the static fields it needs): conditioning.cpp's context_metadata.
+  // The conditioning spec, so that finecast-downscale can rebuild the context without the config
+  // (and ask for the static fields it needs), and a resumed run can check its own against it.
   std::map<std::string, std::string> meta{{"sessions", std::to_string(s.stats.sessions)},
                                           {"coupling_steps", std::to_string(s.stats.steps)},
                                           {"samplings", std::to_string(s.stats.samplings)},
-                                          {"training_due", t.pending.training ? "1" : "0"},
+                                          {"training_due", training_due ? "1" : "0"},
                                           {"datetime", s.stats.datetime},
                                           {"config", cfg.source},
                                           {"trainer_ranks", std::to_string(s.coupling->trainer_ranks.size())}};
-  for (const auto& [key, value] : context_metadata(cfg, t.conditioning, t.patch_options)) meta[key] = value;
+  for (const auto& [key, value] : coupling::spec_metadata(checkpoint_spec(t.conditioning, t.patch_options)))
+    meta[key] = value;
   const std::string path = t.model->save_in_dir(cfg.checkpoint.dir, cfg.checkpoint.keep, meta);
   remove_orphan_snapshots(cfg.checkpoint.dir);
   t.last_checkpoint = path;
   if (t.output) t.output->set_checkpoint(path);
   s.stats.timers.checkpoint += seconds_since(t0);
   log::info("Checkpoint written: " + path + " (optimizer step " + std::to_string(t.model->step()) + ")");
-}
-
-bool training_due(PluginState& s, bool in_flight) {
-  const Config& cfg = s.config;
-  TrainerState& t = *s.trainer;
-  if (s.stats.steps % cfg.train.every == 0 && t.buffer->steps() >= cfg.train.min_steps) t.pending.training = true;
-  return t.pending.training && !in_flight;
 }
 
 void start_session(PluginState& s) {
@@ -235,7 +311,6 @@ void start_session(PluginState& s) {
   const auto t0 = Clock::now();
   t.session.start(*t.model, std::move(snap), cfg.train.epochs, cfg.train.async, t.torch_threads,
                   [faults, step, rank, lead] { faults.check(FaultPoint::kTraining, step, rank, lead); });
-  t.pending.training = false;
   if (!cfg.train.async) s.stats.timers.train_wait += seconds_since(t0);
 }
 
@@ -247,112 +322,27 @@ void draw_samples(PluginState& s) {
   t.samples.resize(static_cast<size_t>(n * members * P));
   const trainer::SampleOptions& so = cfg.sample;  // the trainer's part of the sample section
   // Each trainer draws its own patches with a seed of its own.
-  const uint64_t seed = cfg.seed + 7919 * static_cast<uint64_t>(s.stats.samplings + 1) +
-                        1000003ULL * static_cast<uint64_t>(s.coupling->trainer_index);
-  // With patch.residual: interp the model draws the residual from the interpolant, added after.
-  t.model->sample(t.patches.context.data(), coupling::sampler_coarse(t.patches), t.patches.weights.data(), n, so, seed,
-                  t.torch_threads, t.samples.data());
-  coupling::add_patch_base(t.patches, members, t.samples.data());
+  const uint64_t seed = coupling::sampling_seed(cfg.seed, s.stats.samplings + 1, s.coupling->trainer_index);
+  coupling::sample_fine(
+      t.patches, members, seed, t.samples.data(),
+      [&](const float* context, const float* coarse, const float* weights, int64_t count, uint64_t draw_seed,
+          float* out) { t.model->sample(context, coarse, weights, count, so, draw_seed, t.torch_threads, out); });
 }
 
 void write_samples(PluginState& s) {
-  const Config& cfg = s.config;
   TrainerState& t = *s.trainer;
-  const CouplingState& c = *s.coupling;
   const bool lead = s.is_lead();
-  const int members = cfg.sample.members;
-  const int64_t P = t.map.patch_size, n_fine = t.map.n_fine;
-  const int n_trainers = static_cast<int>(c.trainer_ranks.size());
-  const float* host_target = t.slot_values.data() + static_cast<size_t>(target_index(cfg)) * t.slot_cells.size();
-  // The lead opens the output at the first sampling; the others just send.
+  // The lead keeps receiving after a failure to write, so that no trainer waits in a piece's
+  // gather; the first failure is reported after the last piece.
   std::string failure;
-  if (lead && !t.output) {
-    try {
-      s.faults.check(FaultPoint::kOutput, s.stats.steps, c.rank, true);
-      const auto attrs = output_attributes(t.map, !t.last_checkpoint.empty() ? t.last_checkpoint
-                                                  : !t.resumed_from.empty()
-                                                      ? t.resumed_from
-                                                      : "none written yet (checkpoint.dir " + cfg.checkpoint.dir + ")");
-      t.output = std::make_unique<Output>(cfg.sample.output, t.output_grid, target_field(cfg), t.output_attrs, members,
-                                          attrs, !t.resumed_from.empty(), s.stats.datetime);
-    } catch (...) {
-      failure = describe_current_exception();
-    }
-  } else if (lead) {
-    try {
-      s.faults.check(FaultPoint::kOutput, s.stats.steps, c.rank, true);
-    } catch (...) {
-      failure = describe_current_exception();
-    }
-  }
-  if (lead && failure.empty()) {
-    try {
-      t.output->begin(s.stats.datetime);
-    } catch (...) {
-      failure = describe_current_exception();
-    }
-  }
-  // Pieces of `chunk` cells: each trainer sends, for its slots in the piece (by cell), the cell
-  // id, every member, the coarse value and the host's value; the lead writes the piece.
-  const int64_t chunk = t.output_chunk;
-  const int width = members + 3;
-  std::vector<float> send, recv;
-  std::vector<int> counts(static_cast<size_t>(n_trainers)), displs(static_cast<size_t>(n_trainers));
-  std::vector<float> piece_members, piece_coarse, piece_host;
-  auto lo = t.slots_by_cell.begin();
-  for (int64_t first = 0; first < n_fine; first += chunk) {
-    const int64_t count = std::min(chunk, n_fine - first);
-    auto hi = std::partition_point(lo, t.slots_by_cell.end(), [&](int64_t slot) {
-      return t.slot_cells[static_cast<size_t>(slot)] < first + count;
-    });
-    const auto k = static_cast<int>(hi - lo);
-    send.resize(static_cast<size_t>(k) * width);
-    for (int i = 0; i < k; ++i) {
-      const int64_t slot = lo[i], patch = slot / P, pos = slot % P;
-      float* row = send.data() + static_cast<size_t>(i) * width;
-      row[0] = static_cast<float>(t.slot_cells[static_cast<size_t>(slot)] - first);  // exact below 2^24
-      for (int m = 0; m < members; ++m) row[1 + m] = t.samples[static_cast<size_t>((patch * members + m) * P + pos)];
-      row[1 + members] = t.patches.coarse[static_cast<size_t>(patch)];
-      row[2 + members] = host_target[slot];
-    }
-    const int mine = k * width;
-    CHECK_MPI(MPI_Gather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, c.trainers));
-    if (lead) {
-      displs[0] = 0;
-      for (int r = 1; r < n_trainers; ++r) displs[r] = displs[r - 1] + counts[r - 1];
-      recv.resize(static_cast<size_t>(displs.back() + counts.back()));
-    }
-    CHECK_MPI(
-        MPI_Gatherv(send.data(), mine, MPI_FLOAT, recv.data(), counts.data(), displs.data(), MPI_FLOAT, 0, c.trainers));
-    if (lead && failure.empty()) {
-      const float nan = std::numeric_limits<float>::quiet_NaN();
-      piece_members.assign(static_cast<size_t>(members * count), nan);
-      piece_coarse.assign(static_cast<size_t>(count), nan);
-      piece_host.assign(static_cast<size_t>(count), nan);
-      for (size_t i = 0; i + width <= recv.size(); i += static_cast<size_t>(width)) {
-        const auto cell = static_cast<int64_t>(recv[i]);
-        for (int m = 0; m < members; ++m) piece_members[static_cast<size_t>(m * count + cell)] = recv[i + 1 + m];
-        piece_coarse[static_cast<size_t>(cell)] = recv[i + 1 + members];
-        piece_host[static_cast<size_t>(cell)] = recv[i + 2 + members];
-      }
-      try {
-        t.output->put(first, count, piece_members.data(), piece_coarse.data(), piece_host.data());
-      } catch (...) {
-        failure = describe_current_exception();
-      }
-    }
-    lo = hi;
-  }
-  if (lead && failure.empty()) {
-    try {
-      t.output->end();
-    } catch (...) {
-      failure = describe_current_exception();
-    }
-  }
+  if (lead) capture_failure(failure, [&] { begin_record(s); });
+  gather_record(s, [&](int64_t first, int64_t count, const float* members, const float* coarse, const float* host) {
+    capture_failure(failure, [&] { t.output->put(first, count, members, coarse, host); });
+  });
+  if (lead) capture_failure(failure, [&] { t.output->end(); });
   if (!failure.empty()) throw IoError("output at " + s.stats.datetime + ": " + failure);
   ++s.stats.samplings;
-  t.pending.sampling = false;
+  t.fresh_weights = false;
 }
 
 void compute_slot_mean(PluginState& s) {

@@ -17,16 +17,12 @@ void coarsen_step(PluginState& s);
 void share_coarse(PluginState& s);
 /// The contexts of this trainer's patches; pushes the step into its rolling buffer.
 void buffer_step(PluginState& s);
-/// Whether a checkpoint is due now (the same answer on every trainer rank); `in_flight` is
-/// whether any trainer's session is running.
-bool checkpoint_due(PluginState& s, bool in_flight);
 /// This trainer's part of the buffer snapshot of the current optimizer step.
 void write_buffer_part(PluginState& s);
 /// The lead: the model checkpoint of the buffer parts just written; older snapshots without
-/// their checkpoint are removed.
-void write_model_checkpoint(PluginState& s);
-/// Whether a training session is due now (the same answer on every trainer rank).
-bool training_due(PluginState& s, bool in_flight);
+/// their checkpoint are removed. `training_due`: a session is due that the checkpointed model has
+/// not had (a resumed run starts it at once).
+void write_model_checkpoint(PluginState& s, bool training_due);
 /// Collective: the rows of the session in the trainers' common numbering; then starts it (in
 /// the background with train.async, all trainers together: they sum their gradients). A
 /// synchronous session has ended when this returns; collect_session picks up its outcome.

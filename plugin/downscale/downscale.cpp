@@ -19,12 +19,9 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "coupling/grid/icon_grid.hpp"
-#include "coupling/grid/icon_hierarchy.hpp"
-#include "coupling/grid/latlon_grid.hpp"
+#include "coupling/conditioning/conditioning_pipeline.hpp"
+#include "coupling/conditioning/conditioning_spec.hpp"
 #include "coupling/grid/patches.hpp"
-#include "coupling/grid/context_stencil.hpp"
-#include "coupling/grid/patch_regression.hpp"
 #include "coupling/grid/static_covariates.hpp"
 #include "coupling/io/field_reader.hpp"
 #include "coupling/io/static_field.hpp"
@@ -55,40 +52,6 @@ std::string resolve_checkpoint(const std::string& path) {
   return *newest;
 }
 
-/// k with k*k == n, or 0.
-int exact_sqrt(int64_t n) {
-  const int64_t k = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(n))));
-  return k * k == n ? static_cast<int>(k) : 0;
-}
-
-/// k with 4^k == n, or -1.
-int exact_log4(int64_t n) {
-  int k = 0;
-  while (n > 1 && n % 4 == 0) {
-    n /= 4;
-    ++k;
-  }
-  return n == 1 ? k : -1;
-}
-
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= text.size() && !text.empty()) {
-    const size_t comma = text.find(',', start);
-    out.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
-
-/// The static covariates a checkpoint was trained with (patch.static; none before it existed).
-std::vector<std::string> static_covariates(const std::map<std::string, std::string>& meta) {
-  const auto it = meta.find("patch.static");
-  return it == meta.end() ? std::vector<std::string>{} : split_list(it->second);
-}
-
 std::string context_text(const coupling::PatchOptions& o) {
   if (o.static_features && o.orography) return "with position features and orography";
   if (o.static_features) return "with position features";
@@ -96,70 +59,55 @@ std::string context_text(const coupling::PatchOptions& o) {
   return "without position features or orography";
 }
 
-/// The context features of the checkpoint: from its metadata (patch.static_features,
-/// patch.orography, context_fields), else from its context size. Throws ConfigError when the
-/// orography is needed and --orography is missing, or given for a model without one, and
-/// GridError when no combination of features gives the checkpoint's context size.
+/// The context features of the checkpoint: from its conditioning spec, else (checkpoints written
+/// before it recorded them) from its context size. Throws ConfigError when the orography is needed
+/// and --orography is missing, or given for a model without one, and GridError when no
+/// combination of features gives the checkpoint's context size. Also checks the static covariates
+/// and --var against what the model was trained on.
 coupling::PatchOptions context_features(const DownscaleOptions& opt, const std::string& checkpoint,
-                                        int64_t context_size, const coupling::PatchMap& map, int n_vars,
-                                        const std::string& grid_text) {
-  const auto meta = trainer::Downscaler::checkpoint_metadata(checkpoint);
-  auto value = [&](const char* key) -> const std::string* {
-    const auto it = meta.find(key);
-    return it == meta.end() ? nullptr : &it->second;
-  };
-  const std::string* oro_name = value("patch.orography");
-  const std::string* static_text = value("patch.static_features");
-  const std::string* trained_fields = value("context_fields");
+                                        const coupling::StoredSpec& stored, int64_t context_size,
+                                        const coupling::PatchMap& map, int n_vars, const std::string& grid_text) {
+  const coupling::ConditioningSpec& spec = stored.spec;
+  const bool oro_known = stored.has("patch.orography"), features_known = stored.has("patch.static_features");
   const bool given = !opt.orography.empty();
-  const std::string fields_hint = trained_fields ? " (it was trained on the field(s) " + *trained_fields + ")" : "";
-  // Recorded since patch.context_rings, patch.residual and patch.static exist; older
-  // checkpoints had none of them (edge neighbours, residual from the mean, no covariates).
-  coupling::PatchOptions recorded;
-  if (const std::string* r = value("patch.context_rings")) recorded.rings = std::stoi(*r);
-  if (const std::string* r = value("patch.relative_context")) recorded.relative = *r == "true";
-  if (const std::string* r = value("patch.residual")) {
-    if (*r != "mean" && *r != "interp" && *r != "regression")
-      throw CheckpointError("checkpoint " + checkpoint + ": patch.residual is \"" + *r +
-                            "\", expected mean, interp or regression");
-    recorded.interp_base = *r != "mean";
-  }
-  const std::vector<std::string> static_names = static_covariates(meta);
-  recorded.n_static = static_cast<int>(static_names.size());
-  if (!static_names.empty() && opt.statics.size() != static_names.size())
-    throw ConfigError("checkpoint " + checkpoint + " was trained with " + std::to_string(static_names.size()) +
-                      " static covariate(s) (patch.static: " + value("patch.static")->c_str() + ")" +
+  std::string trained_fields;
+  for (const auto& f : spec.fields) trained_fields += (trained_fields.empty() ? "" : ",") + f;
+  const std::string fields_hint =
+      stored.has("fields") ? " (it was trained on the field(s) " + trained_fields + ")" : std::string();
+  // Older checkpoints had no context rings, residual or covariates recorded: their defaults (edge
+  // neighbours, residual from the mean, no covariates) are what they were trained with.
+  coupling::PatchOptions recorded = coupling::patch_options(spec);
+  std::string statics;
+  for (const auto& v : spec.statics) statics += (statics.empty() ? "" : ",") + v;
+  if (!spec.statics.empty() && opt.statics.size() != spec.statics.size())
+    throw ConfigError("checkpoint " + checkpoint + " was trained with " + std::to_string(spec.statics.size()) +
+                      " static covariate(s) (patch.static: " + statics + ")" +
                       (opt.statics.empty() ? ", but no --static was given"
                                            : ", but " + std::to_string(opt.statics.size()) + " --static given") +
                       ": give each on the fine grid with --static FILE:VAR, in that order");
-  if (static_names.empty() && !opt.statics.empty())
+  if (spec.statics.empty() && !opt.statics.empty())
     throw ConfigError("--static " + opt.statics.front() + " given, but checkpoint " + checkpoint +
                       " was trained without static covariates (patch.static is empty)");
-  if (const std::string* t = value("target"); t && trained_fields) {
-    const auto names = split_list(*trained_fields);
-    const auto it = std::find(names.begin(), names.end(), *t);
-    if (it != names.end()) recorded.target = static_cast<int>(it - names.begin());
-    if (static_cast<int>(names.size()) != n_vars)
-      throw ConfigError("checkpoint " + checkpoint + " was trained on " + std::to_string(names.size()) + " field(s) (" +
-                        *trained_fields + ", downscaling " + *t + "), but " + std::to_string(n_vars) +
-                        " --var given: pass them in that order");
-  }
+  if (stored.has("target") && stored.has("fields") && static_cast<int>(spec.fields.size()) != n_vars)
+    throw ConfigError("checkpoint " + checkpoint + " was trained on " + std::to_string(spec.fields.size()) +
+                      " field(s) (" + trained_fields + ", downscaling " + spec.target + "), but " +
+                      std::to_string(n_vars) + " --var given: pass them in that order");
 
-  if (oro_name && !oro_name->empty() && !given)
+  if (oro_known && !spec.orography.empty() && !given)
     throw ConfigError("checkpoint " + checkpoint +
-                      " was trained with an orography context (patch.orography: " + *oro_name +
+                      " was trained with an orography context (patch.orography: " + spec.orography +
                       "): give the surface height on the fine grid with --orography FILE:VAR "
                       "(finecast-host writes its own with --write-orography FILE)");
-  if (oro_name && oro_name->empty() && given)
+  if (oro_known && spec.orography.empty() && given)
     throw ConfigError("--orography " + opt.orography + " given, but checkpoint " + checkpoint +
                       " was trained without an orography context (patch.orography is unset)");
 
-  // Candidates in order of preference; the metadata, when present, leaves one.
+  // Candidates in order of preference; the spec, when it records them, leaves one.
   std::vector<coupling::PatchOptions> candidates;
   for (bool st : {true, false})
     for (bool oro : {false, true}) {
-      if (static_text && st != (*static_text == "true")) continue;
-      if (oro_name && oro != !oro_name->empty()) continue;
+      if (features_known && st != spec.static_features) continue;
+      if (oro_known && oro != !spec.orography.empty()) continue;
       coupling::PatchOptions o = recorded;
       o.static_features = st;
       o.orography = oro;
@@ -187,33 +135,26 @@ coupling::PatchOptions context_features(const DownscaleOptions& opt, const std::
                   "; pass the fields the model was trained on with --var, in the same order" + fields_hint);
 }
 
-/// The coefficients of a patch.residual: regression checkpoint (empty for other residuals).
-std::vector<double> read_regression(const std::string& checkpoint, const coupling::PatchOptions& patch_options) {
-  const auto meta = trainer::Downscaler::checkpoint_metadata(checkpoint);
-  const auto residual = meta.find("patch.residual");
-  if (residual == meta.end() || residual->second != "regression") return {};
-  const auto it = meta.find("patch.regression");
-  if (it == meta.end() || it->second.empty())
+/// A patch.residual: regression checkpoint must hold its coefficients.
+void check_regression(const std::string& checkpoint, const coupling::ConditioningSpec& spec) {
+  if (spec.residual == coupling::Residual::kRegression && spec.regression.empty())
     throw CheckpointError("checkpoint " + checkpoint +
                           " was trained with patch.residual: regression but records no coefficients "
                           "(patch.regression; written before its first coupling step?)");
-  return coupling::parse_regression(it->second, coupling::regression_predictors(patch_options), checkpoint);
 }
 
 /// The fine orography of --orography, checked against the fine grid (its size, and for ICON
 /// the cell centres when the file has them). Float, as the plugin holds the host's field.
-std::vector<float> read_orography(const DownscaleOptions& opt, const std::string& checkpoint,
+std::vector<float> read_orography(const DownscaleOptions& opt, const coupling::ConditioningSpec& spec,
                                   const coupling::PatchMap& map, const std::string& grid_text,
                                   const coupling::OutputGrid* icon) {
   auto [file, var] = coupling::split_file_var(opt.orography);
   if (var.empty()) {
-    const auto meta = trainer::Downscaler::checkpoint_metadata(checkpoint);
-    const auto it = meta.find("patch.orography");
-    if (it == meta.end() || it->second.empty())
+    if (spec.orography.empty())
       throw ConfigError("--orography " + opt.orography +
                         ": name the variable as FILE:VAR (the checkpoint does not record the "
                         "orography's name)");
-    var = it->second;
+    var = spec.orography;
   }
   coupling::FieldReader reader(file, var);
   if (reader.n_values() != map.n_fine)
@@ -275,72 +216,33 @@ trainer::Downscaler load_model(const DownscaleOptions& opt, const std::string& c
   return model;
 }
 
-/// The fine grid the input lives on, its patches (sized from the checkpoint unless --block or
-/// --coarse-level say otherwise) and its description for the output and the messages.
-struct FineGrid {
-  bool icon = false;
-  coupling::PatchMap map;
-  coupling::OutputGrid out;
-  std::string text;  ///< e.g. "grid.nc (R2B4 -> R2B2)"
-  std::optional<coupling::IconGrid> icon_grid;
-  std::optional<coupling::LatLonGrid> latlon_grid;
-  std::string latlon_source;  ///< the file and variable whose coordinates define the lat-lon grid
-};
-
-void icon_fine_grid(const DownscaleOptions& opt, const std::string& checkpoint, int64_t patch_size, FineGrid& g) {
-  if (opt.grid.empty())
-    throw ConfigError("--grid is required for ICON input " + opt.input + " (the fine ICON grid file)");
-  if (opt.block > 0)
-    throw ConfigError("--block is for lat-lon grids; " + opt.input + " is an ICON field (use --coarse-level)");
-  const coupling::IconGrid& grid = g.icon_grid.emplace(coupling::read_icon_grid(opt.grid));
-  int level = opt.coarse_level;
-  const int fine_level = coupling::icon_grid_level(grid);
-  if (level < 0) {
-    const int k = exact_log4(patch_size);
-    if (k < 0 || k > fine_level)
-      throw GridError("checkpoint " + checkpoint + " has patches of " + std::to_string(patch_size) +
-                      " fine cells, which is no ICON refinement of " + opt.grid + " (R2B" + std::to_string(fine_level) +
-                      ": 4^k cells per coarse cell, k <= " + std::to_string(fine_level) + ")");
-    level = fine_level - k;
+/// The fine grid the input lives on and its patches, through the conditioning pipeline with the
+/// checkpoint's spec: the grid of --grid (ICON: required) or of the input, patches of the size the
+/// model was trained on unless --block or --coarse-level say otherwise.
+coupling::ConditioningGrid fine_grid(const DownscaleOptions& opt, const coupling::FieldReader& first,
+                                     const std::string& checkpoint, const coupling::ConditioningSpec& trained,
+                                     int64_t patch_size) {
+  coupling::ConditioningSpec spec = trained;
+  spec.patch_size = patch_size;
+  spec.coarse_level = opt.coarse_level;
+  spec.block = opt.block;
+  if (first.grid_kind() == coupling::FieldReader::GridKind::kUnstructured) {
+    if (opt.grid.empty())
+      throw ConfigError("--grid is required for ICON input " + opt.input + " (the fine ICON grid file)");
+    if (opt.block > 0)
+      throw ConfigError("--block is for lat-lon grids; " + opt.input + " is an ICON field (use --coarse-level)");
+    spec.grid_type = coupling::GridType::kIcon;
+    spec.grid_file = opt.grid;
+  } else {
+    if (opt.coarse_level >= 0)
+      throw ConfigError("--coarse-level is for ICON grids; " + opt.input + " is a lat-lon field (use --block)");
+    spec.grid_type = coupling::GridType::kLatLon;
+    spec.grid_file = opt.grid.empty() ? opt.input : opt.grid;
+    spec.grid_variable = !opt.grid_var.empty()         ? opt.grid_var
+                         : spec.grid_file == opt.input ? opt.vars.front()
+                                                       : coupling::find_latlon_variable(spec.grid_file);
   }
-  g.map = coupling::icon_patch_map(grid, level);
-  g.out = coupling::OutputGrid::of(grid);
-  g.text = opt.grid + " (R2B" + std::to_string(fine_level) + " -> R2B" + std::to_string(level) + ")";
-}
-
-void latlon_fine_grid(const DownscaleOptions& opt, const std::string& checkpoint, int64_t patch_size, FineGrid& g) {
-  if (opt.coarse_level >= 0)
-    throw ConfigError("--coarse-level is for ICON grids; " + opt.input + " is a lat-lon field (use --block)");
-  const std::string grid_file = opt.grid.empty() ? opt.input : opt.grid;
-  const std::string grid_var = !opt.grid_var.empty()    ? opt.grid_var
-                               : grid_file == opt.input ? opt.vars.front()
-                                                        : coupling::find_latlon_variable(grid_file);
-  const coupling::LatLonGrid& grid = g.latlon_grid.emplace(coupling::read_latlon_grid(grid_file, grid_var));
-  g.latlon_source = grid_file;
-  int block = opt.block;
-  if (block <= 0) {
-    block = exact_sqrt(patch_size);
-    if (block == 0)
-      throw GridError("checkpoint " + checkpoint + " has patches of " + std::to_string(patch_size) +
-                      " fine cells, not a square block; give --block");
-  }
-  g.map = coupling::latlon_patch_map(grid, block);
-  g.out = coupling::OutputGrid::of(grid, grid_var);
-  if (g.out.n_cells() != g.map.n_fine)
-    throw GridError(grid_file + ": " + grid_var + " has " + std::to_string(g.out.n_cells()) +
-                    " cells, its coordinates give " + std::to_string(g.map.n_fine));
-  g.text = grid_file + " (" + std::to_string(grid.nlat) + " x " + std::to_string(grid.nlon) + ", blocks of " +
-           std::to_string(block) + " x " + std::to_string(block) + ")";
-}
-
-FineGrid fine_grid(const DownscaleOptions& opt, const coupling::FieldReader& first, const std::string& checkpoint,
-                   int64_t patch_size) {
-  FineGrid g;
-  g.icon = first.grid_kind() == coupling::FieldReader::GridKind::kUnstructured;
-  if (g.icon)
-    icon_fine_grid(opt, checkpoint, patch_size, g);
-  else
-    latlon_fine_grid(opt, checkpoint, patch_size, g);
+  coupling::ConditioningGrid g = coupling::read_conditioning_grid(spec, "checkpoint " + checkpoint);
   if (g.map.patch_size != patch_size)
     throw GridError("checkpoint " + checkpoint + " was trained on patches of " + std::to_string(patch_size) +
                     " fine cells, but " + g.text + " gives patches of " + std::to_string(g.map.patch_size) +
@@ -351,29 +253,27 @@ FineGrid fine_grid(const DownscaleOptions& opt, const coupling::FieldReader& fir
 /// The static covariates of --static on the fine grid, normalised as when the model was
 /// trained (the checkpoint records the normalisation).
 std::vector<std::vector<float>> read_statics(const DownscaleOptions& opt, const std::string& checkpoint,
-                                             const trainer::ModelOptions& mo,
-                                             const coupling::PatchOptions& patch_options, const FineGrid& grid) {
+                                             const trainer::ModelOptions& mo, const coupling::ConditioningSpec& spec,
+                                             const coupling::ConditioningGrid& grid) {
   std::vector<std::vector<float>> statics;
-  if (patch_options.n_static == 0) return statics;
-  const auto meta = trainer::Downscaler::checkpoint_metadata(checkpoint);
-  const auto names = static_covariates(meta);
-  const auto norm_it = meta.find("patch.static_norm");
-  const auto norms = norm_it == meta.end() ? std::vector<coupling::StaticNorm>{}
-                                           : coupling::parse_static_norms(norm_it->second, checkpoint);
+  if (spec.statics.empty()) return statics;
+  const auto& names = spec.statics;
+  const auto& norms = spec.static_norms;
+  const int channels = coupling::static_channels(coupling::patch_options(spec));
   if (norms.size() != names.size())
     throw CheckpointError("checkpoint " + checkpoint + " records " + std::to_string(names.size()) +
                           " static covariate(s) but the normalisation of " + std::to_string(norms.size()) +
                           " (patch.static_norm; written before its first coupling step?)");
-  if (mo.static_channels != 0 && mo.static_channels != coupling::static_channels(patch_options))
+  if (mo.static_channels != 0 && mo.static_channels != channels)
     throw CheckpointError("checkpoint " + checkpoint + ": the model has " + std::to_string(mo.static_channels) +
                           " covariate channels but patch.static names " + std::to_string(names.size()) +
-                          " covariate(s), which give " + std::to_string(coupling::static_channels(patch_options)));
+                          " covariate(s), which give " + std::to_string(channels));
   for (size_t s = 0; s < names.size(); ++s) {
     auto [file, var] = coupling::split_file_var(opt.statics[s]);
     if (var.empty()) var = names[s];
     const std::vector<float> fine_values =
-        grid.icon ? coupling::read_static_icon(file, var, *grid.icon_grid)
-                  : coupling::read_static_latlon(file, var, *grid.latlon_grid, "--input " + grid.latlon_source);
+        grid.icon ? coupling::read_static_icon(file, var, *grid.icon)
+                  : coupling::read_static_latlon(file, var, *grid.latlon, "--input " + grid.latlon->path);
     statics.emplace_back(fine_values.size());
     coupling::normalise_static(norms[s], fine_values.data(), statics.back().data(),
                                static_cast<int64_t>(fine_values.size()));
@@ -385,7 +285,8 @@ std::vector<std::vector<float>> read_statics(const DownscaleOptions& opt, const 
 
 /// Whether the input holds coarse values (one per patch) rather than the fine field; checks the
 /// size against the grid either way.
-bool is_coarse_input(const DownscaleOptions& opt, const coupling::FieldReader& first, const FineGrid& grid) {
+bool is_coarse_input(const DownscaleOptions& opt, const coupling::FieldReader& first,
+                     const coupling::ConditioningGrid& grid) {
   const int64_t n_values = first.n_values();
   const coupling::PatchMap& map = grid.map;
   if (opt.input_kind == "coarse" || (opt.input_kind == "auto" && n_values == map.n_coarse && n_values != map.n_fine)) {
@@ -462,15 +363,20 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
   trainer::Downscaler model = load_model(opt, result.checkpoint);
   result.device = model.device();
   const trainer::ModelOptions& mo = model.model_options();
-  FineGrid grid = fine_grid(opt, first, result.checkpoint, mo.patch_size);
+  // What the model was trained on (the checkpoint's conditioning spec), through the same pipeline
+  // as the plugin: the grid and its patches, the context, the residual base.
+  const coupling::StoredSpec stored =
+      coupling::read_spec(trainer::Downscaler::checkpoint_metadata(result.checkpoint), result.checkpoint);
+  const coupling::ConditioningSpec& spec = stored.spec;
+  check_regression(result.checkpoint, spec);
+  coupling::ConditioningGrid grid = fine_grid(opt, first, result.checkpoint, spec, mo.patch_size);
   coupling::PatchMap& map = grid.map;
 
   // Which features the context holds: the checkpoint says so (or, for checkpoints written
   // before it recorded that, its context size does), and the options must provide them.
   const int n_vars = static_cast<int>(opt.vars.size());
-  coupling::PatchOptions patch_options =
-      context_features(opt, result.checkpoint, mo.context_size, map, n_vars, grid.text);
-  patch_options.regression = read_regression(result.checkpoint, patch_options);
+  const coupling::PatchOptions patch_options =
+      context_features(opt, result.checkpoint, stored, mo.context_size, map, n_vars, grid.text);
   result.orography = patch_options.orography;
   result.static_features = patch_options.static_features;
   result.context_rings = patch_options.rings;
@@ -478,9 +384,8 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
   result.n_static = patch_options.n_static;
   std::vector<float> orography;
   if (patch_options.orography)
-    orography = read_orography(opt, result.checkpoint, map, grid.text, grid.icon ? &grid.out : nullptr);
-  coupling::prepare_patch_map(map, patch_options.rings, patch_options.interp_base || patch_options.n_static > 0);
-  const std::vector<std::vector<float>> statics = read_statics(opt, result.checkpoint, mo, patch_options, grid);
+    orography = read_orography(opt, spec, map, grid.text, grid.icon ? &grid.output : nullptr);
+  const std::vector<std::vector<float>> statics = read_statics(opt, result.checkpoint, mo, spec, grid);
   std::vector<const float*> static_ptrs;
   for (const auto& v : statics) static_ptrs.push_back(v.data());
 
@@ -494,7 +399,7 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
             (opt.sampler == "ddim" ? " " + std::to_string(opt.steps) + " steps" : ""));
 
   const auto target = static_cast<size_t>(patch_options.target);
-  Output output(opt.output, grid.out, opt.vars[target], readers[target].attributes(), opt.members,
+  Output output(opt.output, grid.output, opt.vars[target], readers[target].attributes(), opt.members,
                 output_attributes(map, result.checkpoint), false, "");
   std::vector<std::vector<float>> fine(
       static_cast<size_t>(n_vars),
@@ -510,13 +415,13 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
     if (patches.n_invalid > 0)
       log::warning(opt.input + " at " + first.time_string(times[i]) + ": " + std::to_string(patches.n_invalid) +
                    " patch(es) with missing values; their output is NaN");
-    // Same seed sequence as the plugin's samplings: 1st, 2nd, ... write. With patch.residual:
-    // interp (regression) the model draws the residual from the interpolant (plus the fit on
-    // the covariates, which extract_patches adds to the base), and the base is added after.
+    // Same seed sequence as the plugin's samplings: 1st, 2nd, ... write.
     SamplingProgress progress(i, times.size());
-    model.sample(patches.context.data(), coupling::sampler_coarse(patches), patches.weights.data(), patches.n, so,
-                 opt.seed + 7919 * static_cast<uint64_t>(i + 1), samples.data(), std::ref(progress));
-    coupling::add_patch_base(patches, opt.members, samples.data());
+    coupling::sample_fine(
+        patches, opt.members, coupling::sampling_seed(opt.seed, static_cast<long long>(i) + 1), samples.data(),
+        [&](const float* context, const float* coarse, const float* weights, int64_t n, uint64_t seed, float* out) {
+          model.sample(context, coarse, weights, n, so, seed, out, std::ref(progress));
+        });
     // A fine input is the truth the downscaled ensemble can be scored against: keep it beside it.
     write_patch_record(output, map, first.time_string(times[i]), samples.data(), opt.members, patches.coarse.data(),
                        result.coarse_input ? nullptr : fine[target].data());

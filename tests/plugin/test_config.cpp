@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <sstream>
 
@@ -215,6 +216,18 @@ TEST(Config, ReferenceYamlAgreesWithTheDefaults) {
   defaults.grid.file = ref.grid.file;
   for (const auto& k : fp::required_config_keys()) EXPECT_TRUE(k == "fields" || k == "grid.file") << k;
   EXPECT_EQ(fp::to_yaml(ref), fp::to_yaml(defaults));
+}
+
+// configs/reference.yaml is the schema's: every key with its default and its row's comment, as
+// `finecast-config --reference` writes it. A new key or comment needs only the schema row; then
+// regenerate the file.
+TEST(Config, ReferenceYamlIsGeneratedFromTheSchema) {
+  const std::string path = std::string(FINECAST_SOURCE_DIR) + "/configs/reference.yaml";
+  std::ifstream in(path);
+  const std::string committed((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(committed, fp::reference_yaml())
+      << "configs/reference.yaml differs from the schema; regenerate it: build/bin/finecast-config --reference > "
+         "configs/reference.yaml";
 }
 
 // External trainers join the plugin's own communicator; on the host's they could not.

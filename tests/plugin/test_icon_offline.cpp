@@ -96,7 +96,9 @@ TEST_F(IconOffline, CheckpointRecordsItsContextAndDownscaleReproducesThePlugin) 
   const auto meta = ft::Downscaler::checkpoint_metadata(ckpt);
   EXPECT_EQ(meta.at("patch.orography"), "topography_c");
   EXPECT_EQ(meta.at("patch.static_features"), "true");
-  EXPECT_EQ(meta.at("context_fields"), "ts");
+  EXPECT_EQ(meta.at("fields"), "ts");  // the conditioning spec (before spec_version: context_fields)
+  EXPECT_EQ(meta.at("spec_version"), "1");
+  EXPECT_EQ(meta.at("target_units"), "K");
 
   // The host's surface fields, as the run handed them to the plugin.
   const ftr::CommandResult w = ftr::run_command("cd '" + dir_->path() + "' && mpiexec -n 1 " +

@@ -123,3 +123,23 @@ TEST(RestartChain, FourShortChunksBufferWhatOneLongRunBuffers) {
                                                   chain_dir.file("out.nc") + " --ignore history finecast_checkpoint");
   EXPECT_EQ(out.rc, 0) << out.output;
 }
+
+// A run resumes a model only with the conditioning it was trained on: a checkpoint of a ts run
+// resumed by a config that couples ps is refused, naming both fields and both units (the model's
+// shapes alone would have let it through: one field each, the same context).
+TEST(RestartChain, ResumeWithOtherFieldsIsRefusedNamingBoth) {
+  ftr::ScratchDir dir("chain_other_field");
+  ftr::write_text(dir.file("plugin.yaml"), plugin_config());
+  const ftr::CommandResult first = run_chunk(dir.path(), 0, 1);
+  ASSERT_EQ(first.rc, 0) << first.output;
+  std::string ps = plugin_config();
+  ps.replace(ps.find("fields: [ts]"), 12, "fields: [ps]");
+  ftr::write_text(dir.file("plugin.yaml"), ps);
+  const ftr::CommandResult second = run_chunk(dir.path(), 1, 1);
+  EXPECT_NE(second.rc, 0) << second.output;
+  EXPECT_NE(second.output.find("was trained with another conditioning (fields: the checkpoint has ts, plugin.yaml "
+                               "has ps; target: the checkpoint has ts, plugin.yaml has ps; target_units: the "
+                               "checkpoint has K, plugin.yaml has Pa)"),
+            std::string::npos)
+      << second.output;
+}

@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The spec's grid and patch map, the sampling seed, and drawn residuals to fine values.
+#include "coupling/conditioning/conditioning_pipeline.hpp"
+
+#include <cmath>
+
+#include "common/error.hpp"
+#include "coupling/grid/context_stencil.hpp"
+#include "coupling/grid/icon_hierarchy.hpp"
+
+namespace finecast::coupling {
+namespace {
+
+/// k with k*k == n, or 0.
+int exact_sqrt(int64_t n) {
+  const int64_t k = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(n))));
+  return k * k == n ? static_cast<int>(k) : 0;
+}
+
+/// k with 4^k == n, or -1.
+int exact_log4(int64_t n) {
+  int k = 0;
+  while (n > 1 && n % 4 == 0) {
+    n /= 4;
+    ++k;
+  }
+  return n == 1 ? k : -1;
+}
+
+void read_icon(const ConditioningSpec& spec, const std::string& source, bool with_output, ConditioningGrid& g) {
+  const IconGrid& grid = g.icon.emplace(read_icon_grid(spec.grid_file));
+  const int fine_level = icon_grid_level(grid);
+  int level = spec.coarse_level;
+  if (level < 0) {
+    const int k = exact_log4(spec.patch_size);
+    if (k < 0 || k > fine_level)
+      throw GridError(source + " has patches of " + std::to_string(spec.patch_size) +
+                      " fine cells, which is no ICON refinement of " + spec.grid_file + " (R2B" +
+                      std::to_string(fine_level) + ": 4^k cells per coarse cell, k <= " + std::to_string(fine_level) +
+                      ")");
+    level = fine_level - k;
+  }
+  g.map = icon_patch_map(grid, level);
+  if (with_output) g.output = OutputGrid::of(grid);
+  g.text = spec.grid_file + " (R2B" + std::to_string(fine_level) + " -> R2B" + std::to_string(level) + ")";
+}
+
+void read_latlon(const ConditioningSpec& spec, const std::string& source, bool with_output, ConditioningGrid& g) {
+  g.variable = !spec.grid_variable.empty() ? spec.grid_variable
+               : !spec.fields.empty()      ? spec.fields.front()
+                                           : find_latlon_variable(spec.grid_file);
+  const LatLonGrid& grid = g.latlon.emplace(read_latlon_grid(spec.grid_file, g.variable));
+  int block = spec.block;
+  if (block <= 0) {
+    block = exact_sqrt(spec.patch_size);
+    if (block == 0)
+      throw GridError(source + " has patches of " + std::to_string(spec.patch_size) +
+                      " fine cells, not a square block; give the block size");
+  }
+  g.map = latlon_patch_map(grid, block);
+  if (with_output) {
+    g.output = OutputGrid::of(grid, g.variable);
+    if (g.output.n_cells() != g.map.n_fine)
+      throw GridError(spec.grid_file + ": " + g.variable + " has " + std::to_string(g.output.n_cells()) +
+                      " cells, its coordinates give " + std::to_string(g.map.n_fine));
+  }
+  g.row_cells = grid.nlon;
+  g.text = spec.grid_file + " (" + std::to_string(grid.nlat) + " x " + std::to_string(grid.nlon) + ", blocks of " +
+           std::to_string(block) + " x " + std::to_string(block) + ")";
+}
+
+}  // namespace
+
+void ConditioningGrid::cell_lat_lon(int64_t i, double& lat, double& lon) const {
+  if (icon) {
+    lat = icon->clat[static_cast<size_t>(i)] * 180.0 / M_PI;
+    lon = icon->clon[static_cast<size_t>(i)] * 180.0 / M_PI;
+  } else {
+    lat = latlon->lat[static_cast<size_t>(i / latlon->nlon)];
+    lon = latlon->lon[static_cast<size_t>(i % latlon->nlon)];
+  }
+}
+
+ConditioningGrid read_conditioning_grid(const ConditioningSpec& spec, const std::string& source, bool with_output) {
+  ConditioningGrid g;
+  if (spec.grid_type == GridType::kIcon)
+    read_icon(spec, source, with_output, g);
+  else
+    read_latlon(spec, source, with_output, g);
+  prepare_for(spec, g.map);
+  return g;
+}
+
+void prepare_for(const ConditioningSpec& spec, PatchMap& map) {
+  prepare_patch_map(map, spec.context_rings, spec.residual != Residual::kMean || !spec.statics.empty());
+}
+
+uint64_t sampling_seed(uint64_t seed, long long sampling, int trainer) {
+  return seed + 7919 * static_cast<uint64_t>(sampling) + 1000003ULL * static_cast<uint64_t>(trainer);
+}
+
+void sample_fine(Patches& patches, int64_t members, uint64_t seed, float* out, const DrawFn& draw) {
+  // With a residual base the model draws the residual from the base (its coarse value is then
+  // 0), and the base is added after.
+  draw(patches.context.data(), sampler_coarse(patches), patches.weights.data(), patches.n, seed, out);
+  add_patch_base(patches, members, out);
+}
+
+}  // namespace finecast::coupling

@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The conditioning spec's option table, its checkpoint record (and the older string map), and
+// the comparison a resumed run makes.
+#include "coupling/conditioning/conditioning_spec.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "common/error.hpp"
+#include "coupling/grid/patch_regression.hpp"
+
+namespace finecast::coupling {
+namespace {
+
+using schema::BadValue;
+using schema::Field;
+using Spec = ConditioningSpec;
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  if (text.empty()) return out;
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = text.find(',', start);
+    out.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& s : items) out += (out.empty() ? "" : ",") + s;
+  return out;
+}
+
+/// A list of names, stored as "a,b,c" ("" = none).
+Field<Spec> names_field(std::string key, std::vector<std::string> Spec::*member, std::string comment) {
+  Field<Spec> f = schema::field_head<Spec>(std::move(key), schema::Kind::kText, std::move(comment));
+  f.rule = "names joined by commas";
+  f.get = [member](const Spec& s) { return join(s.*member); };
+  f.set = [member](Spec& s, const std::string& text) {
+    auto names = split_list(text);
+    if (std::any_of(names.begin(), names.end(), [](const std::string& n) { return n.empty(); }))
+      throw BadValue("must be names joined by commas, got \"" + text + "\"");
+    s.*member = std::move(names);
+  };
+  return f;
+}
+
+/// A 64-bit count (the patch size).
+Field<Spec> count_field(std::string key, int64_t Spec::*member, std::string comment) {
+  Field<Spec> f = schema::field_head<Spec>(std::move(key), schema::Kind::kInteger, std::move(comment));
+  f.rule = "a non-negative integer";
+  f.get = [member](const Spec& s) { return std::to_string(s.*member); };
+  f.set = [member](Spec& s, const std::string& text) {
+    long long v = 0;
+    if (!schema::parse_integer(text, v) || v < 0)
+      throw BadValue("must be a non-negative integer, got \"" + text + "\"");
+    s.*member = v;
+  };
+  return f;
+}
+
+schema::Table<Spec> make_table() {
+  using namespace schema;
+  constexpr long long kMax = std::numeric_limits<int>::max();
+  Table<Spec> t;
+  t.push_back(integer("spec_version", &Spec::spec_version, 1, kMax, "version of this record"));
+  t.push_back(choice("grid.type", &Spec::grid_type, "icon (triangles) or latlon (blocks)"));
+  t.push_back(text("grid.file", &Spec::grid_file, "the fine grid's file when the model was trained"));
+  t.push_back(text("grid.variable", &Spec::grid_variable, "latlon: the variable whose coordinates define the grid"));
+  t.push_back(integer("grid.coarse_level", &Spec::coarse_level, -1, 20, "icon: patches are the cells of R2B<level>"));
+  t.push_back(integer("grid.block", &Spec::block, 0, 4096, "latlon: patches are block x block cells"));
+  t.push_back(count_field("patch.size", &Spec::patch_size, "fine cells per patch"));
+  t.push_back(names_field("fields", &Spec::fields, "the coarse predictors, in context order"));
+  t.push_back(text("target", &Spec::target, "the downscaled field"));
+  t.push_back(text("target_units", &Spec::target_units, "the downscaled field's units"));
+  t.push_back(boolean("patch.static_features", &Spec::static_features, "position features in the context"));
+  t.push_back(text("patch.orography", &Spec::orography, "the field whose coarse means are in the context"));
+  t.push_back(integer("patch.context_rings", &Spec::context_rings, 0, 8, "coarse context rings"));
+  t.push_back(boolean("patch.relative_context", &Spec::relative_context, "coarse values relative to the patch's"));
+  t.push_back(choice("patch.residual", &Spec::residual, "what the model's residual is taken from"));
+  t.push_back(names_field("patch.static", &Spec::statics, "fine static covariates"));
+  Field<Spec> norms = field_head<Spec>("patch.static_norm", Kind::kText, "the covariates' normalisation");
+  norms.rule = "\"mean scale\" pairs joined by ';'";
+  norms.get = [](const Spec& s) { return format_static_norms(s.static_norms); };
+  norms.set = [](Spec& s, const std::string& text) {
+    try {
+      s.static_norms = parse_static_norms(text, "patch.static_norm");
+    } catch (const Error&) {
+      throw BadValue("must be \"mean scale\" pairs joined by ';' with positive scales, got \"" + text + "\"");
+    }
+  };
+  t.push_back(norms);
+  Field<Spec> regression = field_head<Spec>("patch.regression", Kind::kText, "the regression's coefficients");
+  regression.rule = "finite numbers joined by commas";
+  regression.get = [](const Spec& s) { return format_regression(s.regression); };
+  regression.set = [](Spec& s, const std::string& text) {
+    try {
+      s.regression = parse_regression(text, static_cast<int>(split_list(text).size()), "patch.regression");
+    } catch (const Error&) {
+      throw BadValue("must be finite numbers joined by commas, got \"" + text + "\"");
+    }
+  };
+  t.push_back(regression);
+  return t;
+}
+
+/// The keys a resumed model depends on (resume_differences).
+bool compared_on_resume(const std::string& key) {
+  static const std::set<std::string> keys{"grid.type",       "patch.size",          "fields",
+                                          "target",          "target_units",        "patch.static_features",
+                                          "patch.orography", "patch.context_rings", "patch.relative_context",
+                                          "patch.residual",  "patch.static"};
+  return keys.count(key) > 0;
+}
+
+}  // namespace
+
+const schema::Table<ConditioningSpec>& conditioning_spec_table() {
+  static const schema::Table<ConditioningSpec> table = make_table();
+  return table;
+}
+
+PatchOptions patch_options(const ConditioningSpec& spec) {
+  PatchOptions o;
+  o.static_features = spec.static_features;
+  o.orography = !spec.orography.empty();
+  o.rings = spec.context_rings;
+  o.relative = spec.relative_context;
+  const auto it = std::find(spec.fields.begin(), spec.fields.end(), spec.target);
+  o.target = it == spec.fields.end() ? 0 : static_cast<int>(it - spec.fields.begin());
+  o.n_static = static_cast<int>(spec.statics.size());
+  o.interp_base = spec.residual != Residual::kMean;
+  if (spec.residual == Residual::kRegression) o.regression = spec.regression;
+  return o;
+}
+
+std::map<std::string, std::string> spec_metadata(const ConditioningSpec& spec) {
+  std::map<std::string, std::string> out;
+  for (const auto& f : conditioning_spec_table()) out[f.key] = f.get(spec);
+  return out;
+}
+
+StoredSpec read_spec(const std::map<std::string, std::string>& metadata, const std::string& source) {
+  StoredSpec stored;
+  const auto version = metadata.find("spec_version");
+  long long v = 0;
+  if (version != metadata.end() && !schema::parse_integer(version->second, v))
+    throw CheckpointError(source + ": spec_version \"" + version->second + "\" is not an integer");
+  if (v < 0 || v > kConditioningSpecVersion)
+    throw CheckpointError(source + ": conditioning spec_version " + std::to_string(v) + ", but this build reads 0 to " +
+                          std::to_string(kConditioningSpecVersion) + " (written by a newer finecast)");
+  stored.version = static_cast<int>(v);
+  for (const auto& f : conditioning_spec_table()) {
+    if (f.key == "spec_version") continue;
+    std::string key = f.key;
+    // Version 0 wrote the fields as context_fields, and `fields` held only the target.
+    if (stored.version == 0 && key == "fields") key = "context_fields";
+    const auto it = metadata.find(key);
+    if (it == metadata.end()) continue;
+    try {
+      f.set(stored.spec, it->second);
+    } catch (const BadValue& e) {
+      throw CheckpointError(source + ": " + key + " " + e.what());
+    }
+    stored.keys.insert(f.key);
+  }
+  stored.spec.spec_version = kConditioningSpecVersion;
+  if (!stored.spec.regression.empty())
+    parse_regression(format_regression(stored.spec.regression), 2 * static_cast<int>(stored.spec.statics.size()),
+                     source);
+  return stored;
+}
+
+std::string resume_differences(const StoredSpec& recorded, const ConditioningSpec& configured,
+                               const std::string& configured_name) {
+  schema::Table<ConditioningSpec> compared;
+  for (const auto& f : conditioning_spec_table()) {
+    if (!compared_on_resume(f.key) || !recorded.has(f.key)) continue;
+    if (f.key == "target_units" && (recorded.spec.target_units.empty() || configured.target_units.empty())) continue;
+    if (f.key == "patch.size" && (recorded.spec.patch_size == 0 || configured.patch_size == 0)) continue;
+    compared.push_back(f);
+  }
+  return schema::differences(compared, recorded.spec, configured, "the checkpoint", configured_name);
+}
+
+}  // namespace finecast::coupling

@@ -19,6 +19,7 @@
 #include "eval/report.hpp"
 #include "eval/window.hpp"
 #include "coupling/io/field_reader.hpp"
+#include "coupling/io/plausibility.hpp"
 #include "eval/cli/eval_common.hpp"
 #include "coupling/io/step_select.hpp"
 
@@ -535,9 +536,12 @@ int main(int argc, char** argv) {
                  "use the coefficients of a file written by --regression-out instead of fitting");
   app.add_option("--json", o.json, "write scores and spectra as JSON to this file");
   app.add_option("--csv", o.csv, "write scores as CSV to this file");
+  std::vector<std::string> plausible;
+  app.add_option("--plausible", plausible, finecast::coupling::kPlausibleOptionHelp);
   finecast::cli::add_version(app, "finecast-eval");
   CLI11_PARSE(app, argc, argv);
   try {
+    finecast::coupling::set_plausible_overrides(plausible, "--plausible");
     ft::check_default_truth(o);
     return prediction_is_icon(o) ? ft::run_icon(o) : run_latlon(o);
   } catch (const finecast::Error& e) {

@@ -208,12 +208,10 @@ double time_loop(ch::Host& host, const fr::ReplayRunConfig& cfg, fr::ReplayInput
       for (size_t v = 0; v < vars.size(); ++v) {
         if (rank == 0) {
           const double t0 = now();
-          const int64_t bad = input.read(i, static_cast<int>(v), global.data());
+          // The reader logs the first step of each file that has values outside the valid or
+          // plausible range; the totals follow at the end.
+          input.read(i, static_cast<int>(v), global.data());
           t_read += now() - t0;
-          if (bad > 0 && input.out_of_range(static_cast<int>(v)) == bad)  // the first time only
-            flog::warning("input: " + std::to_string(bad) + " value(s) of '" + cfg.variables[v].var + "' at " +
-                          datetime + " outside its valid range (" + input.valid_range_text(static_cast<int>(v)) +
-                          ") treated as missing; the total follows at the end");
         }
         // The other ranks wait here while rank 0 trains (synchronous training), as ICON's
         // ranks wait in their next halo exchange.

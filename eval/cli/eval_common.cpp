@@ -79,6 +79,11 @@ void write_reports(const coupling::eval::EvalReport& report, const EvalOptions& 
   if (!o.csv.empty()) fe::write_text_file(o.csv, fe::to_csv(report));
 }
 
+void report_masked(const std::vector<coupling::FieldReader>& readers) {
+  for (const auto& r : readers)
+    if (r.out_of_range() > 0) std::cout << "  " << r.out_of_range_report() << "\n";
+}
+
 std::pair<std::string, std::string> split_file_var(const std::string& text, const std::string& option) {
   const size_t colon = text.rfind(':');
   if (colon == std::string::npos || colon + 1 == text.size() || text.find('/', colon) != std::string::npos)

@@ -41,6 +41,8 @@ class GridVar {
   void read(std::size_t t, std::size_t m, int y0, int ny, int x0, int nx, double* out);
   /// The ISO date of step t, or "" when the file has no time coordinate.
   std::string date(std::size_t t) const;
+  /// Values the readers made missing, one line per file and member (ft::report_masked).
+  void report_masked() const { ft::report_masked(readers_); }
   /// The step that --time `text` names: a 0-based index or an ISO 8601 date.
   std::size_t step(const std::string& text) const {
     return static_cast<std::size_t>(finecast::coupling::select_step(readers_.front(), text));
@@ -474,6 +476,8 @@ int run_latlon(const ft::EvalOptions& o) {
   } else if (rep.blocks_valid < rep.blocks_total * static_cast<int64_t>(tsteps.size()))
     std::cout << "  " << rep.blocks_total * static_cast<int64_t>(tsteps.size()) - rep.blocks_valid
               << " block-steps skipped (missing truth values)\n";
+  truth.report_masked();
+  pred.report_masked();
   ft::write_reports(rep, o);
   ft::write_baselines(o, ev.last_baselines(), {pred.y_name, pred.x_name},
                       {static_cast<std::size_t>(ny), static_cast<std::size_t>(nx)},

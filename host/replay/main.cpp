@@ -26,6 +26,7 @@
 #include "host/replay/progress.hpp"
 #include "host/replay/replay_input.hpp"
 #include "host/replay/run_config.hpp"
+#include "host/model/run_file.hpp"
 
 namespace fc = finecast::coupling;
 namespace ch = finecast::coupling::comin_host;
@@ -317,7 +318,8 @@ int main(int argc, char** argv) {
                  "lat0,lat1,lon0,lon1 (the grid's own coordinates, degrees): the patches wholly inside are not "
                  "trained on, but their coarse values stay in their neighbours' context (sets the plugins' "
                  "train.hold_out)");
-  app.add_option("--epochs", opt.epochs, "override the run file's replay epochs")->check(CLI::PositiveNumber);
+  app.add_option("--epochs", opt.epochs, "override the run file's replay epochs")
+      ->check(CLI::Range(1LL, fc::run_file::limits::kEpochs));  // the run file's bound
   app.add_option("--progress", opt.progress,
                  "auto (a bar when stdout and stderr are terminals, else lines) | bar | lines | none")
       ->check(CLI::IsMember({"auto", "bar", "lines", "none"}))

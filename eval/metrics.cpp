@@ -90,7 +90,10 @@ void ScoreAccumulator::add_points(int64_t n, PatchOf patch_of, Weight weight, co
       finite = finite && std::isfinite(x[e]);
       mean += x[e];
     }
-    if (!finite) continue;
+    if (!finite) {
+      ++n_nonfinite_;
+      continue;
+    }
     mean /= m;
     const double w = weight(p), err = mean - truth[p];
     double var = 0.0;
@@ -168,6 +171,7 @@ Scores ScoreAccumulator::result(const RadialSpectrum& truth_spectrum) const {
   Scores s;
   s.members = members_;
   s.n_points = n_;
+  s.n_nonfinite = n_nonfinite_;
   const double nan = std::nan("");
   if (sw_ > 0) {
     s.rmse = std::sqrt(se2_ / sw_);

@@ -22,7 +22,11 @@ double crps_ensemble_fair(const double* x, int m, double y);
 /// Final scores of one prediction. Means are area-weighted over the scored fine cells.
 struct Scores {
   int members = 0;
-  int64_t n_points = 0;             ///< fine cells scored (summed over time steps)
+  int64_t n_points = 0;  ///< fine cells scored (summed over time steps)
+  /// Fine cells of scored blocks (patches) left out because a member is not finite there (NaN,
+  /// infinite, or made missing by the reader as implausible), summed over time steps: reported,
+  /// so that a broken prediction is not scored silently on what is left of it.
+  int64_t n_nonfinite = 0;
   double rmse = 0.0;                ///< of the ensemble mean
   double bias = 0.0;                ///< ensemble mean minus truth
   double mae = 0.0;                 ///< of the ensemble mean
@@ -37,7 +41,8 @@ struct Scores {
 };
 
 /// Running sums for one prediction. Only blocks (patches) flagged valid (truth finite
-/// everywhere in them) are scored, and inside them only cells where every member is finite.
+/// everywhere in them) are scored, and inside them only cells where every member is finite (the
+/// others are counted: Scores::n_nonfinite).
 class ScoreAccumulator {
  public:
   /// Adds one time step: truth and the members, each layout.size() values in layout order.
@@ -63,7 +68,7 @@ class ScoreAccumulator {
 
   int members_ = 0;
   int steps_ = 0;
-  int64_t n_ = 0;
+  int64_t n_ = 0, n_nonfinite_ = 0;
   double sw_ = 0, se_ = 0, se2_ = 0, sae_ = 0, scrps_ = 0, scrps_fair_ = 0, svar_ = 0;
   double pred_block_std_ = 0, truth_block_std_ = 0;
   RadialSpectrum spectrum_;

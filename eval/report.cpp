@@ -32,17 +32,17 @@ Json spectrum_json(const RadialSpectrum& s) {
 }
 
 constexpr const char* kCsvHeader =
-    "name,members,n_points,rmse,bias,mae,crps,crps_fair,spread,std_ratio,upper_energy_ratio";
+    "name,members,n_points,rmse,bias,mae,crps,crps_fair,spread,std_ratio,upper_energy_ratio,n_nonfinite";
 
 }  // namespace
 
 std::string format_table(const EvalReport& r) {
-  std::string out = fmt::format("{:<15} {:>4} {:>11} {:>11} {:>11} {:>11} {:>9} {:>9}\n", "prediction", "mem", "rmse",
-                                "bias", "crps", "crps_fair", "std_ratio", "hf_ratio");
+  std::string out = fmt::format("{:<15} {:>4} {:>11} {:>11} {:>11} {:>11} {:>9} {:>9} {:>10}\n", "prediction", "mem",
+                                "rmse", "bias", "crps", "crps_fair", "std_ratio", "hf_ratio", "nonfinite");
   for (const EvalRow& row : r.rows) {
     const Scores& s = row.scores;
-    out += fmt::format("{:<15} {:4d} {:11.5g} {:11.4g} {:11.5g} {:11.5g} {:9.4f} {:9.4f}\n", row.name, s.members,
-                       s.rmse, s.bias, s.crps, s.crps_fair, s.std_ratio, s.upper_energy_ratio);
+    out += fmt::format("{:<15} {:4d} {:11.5g} {:11.4g} {:11.5g} {:11.5g} {:9.4f} {:9.4f} {:10d}\n", row.name, s.members,
+                       s.rmse, s.bias, s.crps, s.crps_fair, s.std_ratio, s.upper_energy_ratio, s.n_nonfinite);
   }
   return out;
 }
@@ -56,6 +56,7 @@ std::string to_json(const EvalReport& r) {
     predictions.push_back(Json{{"name", row.name},
                                {"members", s.members},
                                {"n_points", s.n_points},
+                               {"n_nonfinite", s.n_nonfinite},
                                {"rmse", number(s.rmse)},
                                {"bias", number(s.bias)},
                                {"mae", number(s.mae)},
@@ -104,8 +105,9 @@ std::string to_csv(const EvalReport& r) {
   std::string out = std::string(kCsvHeader) + "\n";
   for (const EvalRow& row : r.rows) {
     const Scores& s = row.scores;
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{}\n", row.name, s.members, s.n_points, c(s.rmse), c(s.bias),
-                       c(s.mae), c(s.crps), c(s.crps_fair), c(s.spread), c(s.std_ratio), c(s.upper_energy_ratio));
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}\n", row.name, s.members, s.n_points, c(s.rmse), c(s.bias),
+                       c(s.mae), c(s.crps), c(s.crps_fair), c(s.spread), c(s.std_ratio), c(s.upper_energy_ratio),
+                       s.n_nonfinite);
   }
   return out;
 }

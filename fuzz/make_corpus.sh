@@ -11,7 +11,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${1:-$here/build-fuzz}"
 out="$build/seeds"
 rm -rf "$out"
-mkdir -p "$out"/{config,namelist,field_reader,checkpoint}
+mkdir -p "$out"/{config,namelist,field_reader,checkpoint,host_run_file,grid}
 
 # ---- config: the shipped plugin configs, and overrides after "#--set" (fuzz_config.cpp) ----
 for f in reference demo replay_tas_plugin replay_etopo_plugin eval_tas_plugin eval_etopo5_plugin; do
@@ -114,6 +114,64 @@ variables:
 data:
   rlat = -1, 1 ; rlon = -1, 1 ; height = 2 ; tas = 1, 2, 3, 4 ;
 }' 1 3
+
+# ---- host_run_file: finecast-host's run files (every key: configs/demo_host.yaml) ----
+cp "$here/configs/demo_host.yaml" "$out/host_run_file/demo_host.yaml"
+printf 'start: 2000-02-29T12:00\nsteps: 4\nnproma: 8\nnlev: 3\ndt: 600\nplugins: []\n' \
+  >"$out/host_run_file/leap_day.yaml"
+printf 'experiment_start: 1979-01-01\nstart: "1979-03-01"\nrestart_run: true\ncomin_namelist: comin.nml\n' \
+  >"$out/host_run_file/chunk.yaml"
+
+# ---- grid: a tiny ICON grid (the octahedron: 8 cells, 6 vertices) in both vertex layouts, and
+# the lat-lon files above ----
+cdl_grid() {  # NAME CDL-TEXT KIND
+  printf '%s\n' "$2" >"$out/grid/$1.cdl"
+  ncgen -k "$3" -o "$out/grid/$1_k$3.nc" "$out/grid/$1.cdl"
+  rm "$out/grid/$1.cdl"
+}
+cdl_grid octahedron 'netcdf octahedron {
+dimensions:
+  cell = 8 ; vertex = 6 ; nv = 3 ;
+variables:
+  double clon(cell) ; clon:units = "radian" ;
+  double clat(cell) ; clat:units = "radian" ;
+  double vlon(vertex) ; vlon:units = "radian" ;
+  double vlat(vertex) ; vlat:units = "radian" ;
+  int vertex_of_cell(nv, cell) ;
+  int neighbor_cell_index(nv, cell) ;
+  double cell_area(cell) ;
+  int parent_cell_index(cell) ;
+data:
+  clon = 0.785, 2.356, 3.927, 5.498, 0.785, 2.356, 3.927, 5.498 ;
+  clat = 0.615, 0.615, 0.615, 0.615, -0.615, -0.615, -0.615, -0.615 ;
+  vlon = 0, 0, 1.5708, 3.1416, 4.7124, 0 ;
+  vlat = 1.5708, 0, 0, 0, 0, -1.5708 ;
+  vertex_of_cell = 1, 1, 1, 1, 6, 6, 6, 6,
+                   2, 3, 4, 5, 2, 3, 4, 5,
+                   3, 4, 5, 2, 3, 4, 5, 2 ;
+  neighbor_cell_index = 2, 3, 4, 1, 6, 7, 8, 5,
+                        4, 1, 2, 3, 8, 5, 6, 7,
+                        5, 6, 7, 8, 1, 2, 3, 4 ;
+  cell_area = 6.4e13, 6.4e13, 6.4e13, 6.4e13, 6.4e13, 6.4e13, 6.4e13, 6.4e13 ;
+  parent_cell_index = 1, 1, 1, 1, 1, 1, 1, 1 ;
+}' 1
+cdl_grid octahedron_corners 'netcdf octahedron_corners {
+dimensions:
+  ncells = 8 ; vertices = 3 ;
+variables:
+  double clon(ncells) ; clon:units = "degrees" ;
+  double clat(ncells) ; clat:units = "degrees" ;
+  double clon_vertices(ncells, vertices) ; clon_vertices:units = "degrees" ;
+  double clat_vertices(ncells, vertices) ; clat_vertices:units = "degrees" ;
+data:
+  clon = 45, 135, 225, 315, 45, 135, 225, 315 ;
+  clat = 35, 35, 35, 35, -35, -35, -35, -35 ;
+  clon_vertices = 0, 0, 90,  0, 90, 180,  0, 180, 270,  0, 270, 0,
+                  0, 0, 90,  0, 90, 180,  0, 180, 270,  0, 270, 0 ;
+  clat_vertices = 90, 0, 0,  90, 0, 0,  90, 0, 0,  90, 0, 0,
+                  -90, 0, 0,  -90, 0, 0,  -90, 0, 0,  -90, 0, 0 ;
+}' 3
+cp "$out"/field_reader/latlon_k1.nc "$out"/field_reader/rotated_k3.nc "$out/grid/"
 
 # ---- checkpoint: written by finecast (the small model after one epoch; 64 kB, mostly HDF5's
 # object headers and chunk indices of its 40 datasets) ----

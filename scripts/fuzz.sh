@@ -5,6 +5,8 @@
 #   namelist      the ComIn namelist (host/comin/host.hpp parse_comin_namelist)
 #   field_reader  NetCDF fields (coupling/io/field_reader.hpp), every format
 #   checkpoint    checkpoint verification and restore (trainer/checkpoint.hpp, Downscaler::restore)
+#   host_run_file finecast-host's run file (host/model/run_config.hpp parse_host_run_config)
+#   grid          ICON and lat-lon grid files (coupling/grid/icon_grid.hpp, latlon_grid.hpp)
 # Builds the targets in build-fuzz/ (finecast's code instrumented; LibTorch, HDF5, NetCDF and
 # yaml-cpp are Debian's uninstrumented libraries), then runs each for --seconds (default 600) at
 # nice 19, starting from the seed corpus build-fuzz/seeds/<target>/ that fuzz/make_corpus.sh
@@ -20,13 +22,13 @@ build="$here/build-fuzz"
 jobs="${JOBS:-$(nproc)}"
 seconds=600
 build_only=0
-all_targets=(config namelist field_reader checkpoint)
+all_targets=(config namelist field_reader checkpoint host_run_file grid)
 targets=()
 while (($#)); do
   case "$1" in
     --seconds) seconds="$2"; shift 2 ;;
     --build-only) build_only=1; shift ;;
-    config|namelist|field_reader|checkpoint) targets+=("$1"); shift ;;
+    config|namelist|field_reader|checkpoint|host_run_file|grid) targets+=("$1"); shift ;;
     *) echo "fuzz.sh: unknown argument '$1' (targets: ${all_targets[*]})" >&2; exit 2 ;;
   esac
 done
@@ -91,7 +93,7 @@ for t in "${targets[@]}"; do
     [ -f "$a" ] || continue
     status=1
     why=$(nice -n 19 timeout 60 "$build/bin/fuzz_$t" -timeout=10 -rss_limit_mb=2048 "$a" 2>&1 \
-      | grep -m1 -E "what\(\)|ERROR: |runtime error|round trip|refused by|returned an infinite|failed restore|without a library" || true)
+      | grep -m1 -E "what\(\)|ERROR: |runtime error|round trip|refused by|returned an infinite|failed restore|without a library|breaks a bound|is inconsistent" || true)
     echo "  $(basename "$a"): ${why:-no longer reproduces}" | tee -a "$build/summary.txt"
   done
 done

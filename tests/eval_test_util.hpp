@@ -50,6 +50,6 @@ inline std::map<std::string, std::vector<double>> read_csv(const std::string& pa
 }
 
 /// The CSV columns after the name.
-enum Col { kMembers = 0, kPoints, kRmse, kBias, kMae, kCrps, kCrpsFair, kSpread, kStdRatio, kHf };
+enum Col { kMembers = 0, kPoints, kRmse, kBias, kMae, kCrps, kCrpsFair, kSpread, kStdRatio, kHf, kNonFinite };
 
 }  // namespace finecast::testing_eval

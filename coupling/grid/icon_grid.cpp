@@ -58,6 +58,22 @@ std::vector<double> read_doubles(int nc, const std::string& path, const char* na
   return v;
 }
 
+/// Longitudes finite and latitudes in [-pi/2, pi/2] (radians): a damaged grid file refused with
+/// the variable and index, instead of cells at impossible places.
+void check_lonlat(const std::string& path, const char* lon_name, const std::vector<double>& lon, const char* lat_name,
+                  const std::vector<double>& lat) {
+  constexpr double kHalfPi = 1.5707963267948966 * (1 + 1e-12);
+  for (size_t i = 0; i < lon.size(); ++i) {
+    if (!std::isfinite(lon[i]))
+      throw IoError("ICON grid file '" + path + "', variable '" + lon_name + "': value " + std::to_string(lon[i]) +
+                    " at index " + std::to_string(i) + ", expected a finite longitude");
+    if (!(std::fabs(lat[i]) <= kHalfPi))
+      throw IoError("ICON grid file '" + path + "', variable '" + lat_name + "': value " +
+                    std::to_string(lat[i] / sphere::kDeg) + " degrees at index " + std::to_string(i) +
+                    ", expected a latitude in [-90, 90]");
+  }
+}
+
 std::vector<int32_t> read_ints(int nc, const std::string& path, const char* name, size_t expected) {
   const std::string ctx = "ICON grid file '" + path + "', variable '" + name + "'";
   const int var = find_var(nc, name);
@@ -164,6 +180,7 @@ IconGrid read_icon_grid(const std::string& path) {
   const size_t n = shape[0];
   g.clon = read_doubles(nc, path, "clon", n, true);
   g.clat = read_doubles(nc, path, "clat", n, true);
+  check_lonlat(path, "clon", g.clon, "clat", g.clat);
 
   g.cell_vertices.resize(n);
   if (find_var(nc, "vertex_of_cell") >= 0 && find_var(nc, "vlon") >= 0 && find_var(nc, "vlat") >= 0) {
@@ -173,6 +190,7 @@ IconGrid read_icon_grid(const std::string& path) {
     const size_t nv = vshape.empty() ? 0 : vshape[0];
     const auto vlon = read_doubles(nc, path, "vlon", nv, true);
     const auto vlat = read_doubles(nc, path, "vlat", nv, true);
+    check_lonlat(path, "vlon", vlon, "vlat", vlat);
     VertexMerger merger(nv);
     std::vector<int32_t> unique(nv);
     for (size_t v = 0; v < nv; ++v) unique[v] = merger.add(sphere::to_xyz(vlon[v], vlat[v]));
@@ -195,6 +213,7 @@ IconGrid read_icon_grid(const std::string& path) {
     // CDI-style files: (cell, nv) corner coordinates, one copy of a vertex per cell.
     const auto cx = read_doubles(nc, path, "clon_vertices", 3 * n, true);
     const auto cy = read_doubles(nc, path, "clat_vertices", 3 * n, true);
+    check_lonlat(path, "clon_vertices", cx, "clat_vertices", cy);
     VertexMerger merger(3 * n);
     for (size_t c = 0; c < n; ++c)
       for (int k = 0; k < 3; ++k) g.cell_vertices[c][k] = merger.add(sphere::to_xyz(cx[3 * c + k], cy[3 * c + k]));

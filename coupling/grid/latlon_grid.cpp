@@ -130,6 +130,16 @@ LatLonGrid read_latlon_grid(const std::string& path, const std::string& var) {
   g.lon = read_coordinate(nc, path, var, dims[ndims - 1], g.lon_name, lon_edges);
   g.nlat = static_cast<int64_t>(g.lat.size());
   g.nlon = static_cast<int64_t>(g.lon.size());
+  // Areas, neighbours and the output take the rows as latitudes in degrees: latitude 200 once
+  // went through replay and downscale into the output.
+  for (int64_t i = 0; i < g.nlat; ++i)
+    if (!(std::fabs(g.lat[i]) <= 90.0))
+      throw IoError("'" + path + "', variable '" + var + "': latitude coordinate '" + g.lat_name + "' is " +
+                    std::to_string(g.lat[i]) + " at index " + std::to_string(i) + ", expected degrees in [-90, 90]");
+  for (int64_t j = 0; j < g.nlon; ++j)
+    if (!std::isfinite(g.lon[j]))
+      throw IoError("'" + path + "', variable '" + var + "': longitude coordinate '" + g.lon_name + "' is " +
+                    std::to_string(g.lon[j]) + " at index " + std::to_string(j) + ", expected a finite number");
   int lon_var = -1;
   nc_inq_varid(nc, g.lon_name.c_str(), &lon_var);
   const std::string lon_units = text_attribute(nc, lon_var, "units");
@@ -150,6 +160,9 @@ LatLonGrid read_latlon_grid(const std::string& path, const std::string& var) {
       const std::string ctx = "'" + path + "', grid mapping '" + mapping + "'";
       CHECK_NC(nc_get_att_double(nc, mv, "grid_north_pole_latitude", &g.pole_lat), ctx);
       CHECK_NC(nc_get_att_double(nc, mv, "grid_north_pole_longitude", &g.pole_lon), ctx);
+      if (!(std::fabs(g.pole_lat) <= 90.0) || !std::isfinite(g.pole_lon))
+        throw IoError(ctx + ": grid_north_pole_latitude " + std::to_string(g.pole_lat) + ", longitude " +
+                      std::to_string(g.pole_lon) + ": expected a latitude in [-90, 90] and a finite longitude");
       double gamma = 0.0;
       if (nc_get_att_double(nc, mv, "north_pole_grid_longitude", &gamma) == NC_NOERR && gamma != 0.0)
         throw IoError(ctx + ": north_pole_grid_longitude = " + std::to_string(gamma) + " is not supported, expected 0");

@@ -125,7 +125,41 @@ CfTime::CfTime(const std::string& units, const std::string& calendar, const std:
   else
     throw IoError(bad);
   if (!parse_datetime(units_.substr(since + 7), ref_)) throw IoError(bad);
+  if (const std::string e = date_error(ref_); !e.empty()) throw IoError(bad + ": " + e);
   ref_days_ = days_from_epoch(ref_.year, ref_.month, ref_.day);
+}
+
+int CfTime::days_in_month(int y, int m) const {
+  if (m < 1 || m > 12) return 0;
+  switch (cal_) {
+    case Cal::k360:
+      return 30;
+    case Cal::kNoLeap:
+      return kMonthDays[m - 1];
+    case Cal::kAllLeap:
+      return kMonthDays[m - 1] + (m == 2);
+    case Cal::kGregorian:
+      break;
+  }
+  const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  return kMonthDays[m - 1] + (m == 2 && leap);
+}
+
+std::string date_error(const DateTime& t, const std::string& calendar) {
+  return CfTime("days since 2000-01-01", calendar, "calendar").date_error(t);
+}
+
+std::string CfTime::date_error(const DateTime& t) const {
+  const std::string name = calendar_.empty() ? std::string("standard") : calendar_;
+  if (t.month < 1 || t.month > 12) return "month " + std::to_string(t.month) + " does not exist";
+  const int days = days_in_month(t.year, t.month);
+  if (t.day < 1 || t.day > days)
+    return fmt::format("{:04}-{:02} has {} days in the {} calendar, not {}", t.year, t.month, days, name, t.day);
+  const bool end_of_day = t.hour == 24 && t.minute == 0 && t.second == 0;
+  if (t.hour < 0 || (t.hour > 23 && !end_of_day) || t.minute < 0 || t.minute > 59)
+    return fmt::format("{:02}:{:02} is no time of day", t.hour, t.minute);
+  if (t.second < 0 || !(t.second < 60)) return fmt::format("{:g} seconds is no time of day", t.second);
+  return "";
 }
 
 int64_t CfTime::days_from_epoch(int y, int m, int d) const {

@@ -21,6 +21,13 @@ bool parse_datetime(const std::string& text, DateTime& out);
 /// "YYYY-MM-DDThh:mm:ss" (with ".fff" only when the seconds have a fraction).
 std::string format_datetime(const DateTime& t);
 
+/// "" when `t` exists in `calendar` (one of CfTime's), else what is wrong, e.g. "1979-02 has 28
+/// days in the proleptic_gregorian calendar". parse_datetime accepts any day 1..31 (it knows no
+/// calendar: 360_day has a February 30), so a date from a config must be checked here too; an
+/// unchecked 1979-02-30 became 1979-03-02 in the day arithmetic. Hours 0..23 (24:00:00 is the end
+/// of the day), seconds below 60. Throws IoError for an unknown calendar.
+std::string date_error(const DateTime& t, const std::string& calendar);
+
 /// A CF time axis: units "seconds|minutes|hours|days since <date>" or ICON's absolute
 /// "day as %Y%m%d.%f", and a calendar (standard, gregorian, proleptic_gregorian, noleap,
 /// 365_day, all_leap, 366_day, 360_day). Dates before 1582-10-15 in "standard" are treated
@@ -36,6 +43,10 @@ class CfTime {
   double from_datetime(const DateTime& t) const;
   const std::string& units() const { return units_; }
   const std::string& calendar() const { return calendar_; }
+  /// Days of month m (1..12) of year y in this calendar.
+  int days_in_month(int y, int m) const;
+  /// "" when `t` exists in this calendar, else what is wrong (see the free date_error).
+  std::string date_error(const DateTime& t) const;
 
  private:
   enum class Cal { kGregorian, kNoLeap, kAllLeap, k360 };

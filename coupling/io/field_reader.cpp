@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "common/log.hpp"
 #include "coupling/error.hpp"
 #include "coupling/io/nc_classic_size.hpp"
 
@@ -83,11 +84,9 @@ void check_file(const std::string& path, const std::string& var, struct stat& st
     throw IoError("NetCDF file " + path + " is damaged: " + damage + " (reading variable '" + var + "')");
 }
 
-void check_size(const std::string& path, const std::string& var, const struct stat& st) {
-  const int64_t expected = nc_classic_expected_size(path);
-  if (expected >= 0 && static_cast<int64_t>(st.st_size) < expected)
-    throw IoError("NetCDF file " + path + " is truncated: its header describes " + std::to_string(expected) +
-                  " bytes but the file has " + std::to_string(st.st_size) + " (reading variable '" + var + "')");
+void check_size(const std::string& path, const std::string& var) {
+  if (const std::string cut = nc_classic_truncation(path); !cut.empty())
+    throw IoError("NetCDF file " + path + " is truncated: " + cut + " (reading variable '" + var + "')");
 }
 
 /// The variable's id; a missing one is an error that lists the file's variables.
@@ -206,7 +205,7 @@ FieldReader::FieldReader(const std::string& path, const std::string& var, int le
                   " (not a NetCDF file, or truncated?)");
   }
   try {
-    check_size(path, var, st);
+    check_size(path, var);
     varid_ = variable_id(ncid_, path, var);
     nc_type type;
     CHECK_NC(nc_inq_vartype(ncid_, varid_, &type), context());
@@ -258,6 +257,25 @@ void FieldReader::read_time_axis(const std::string& dim, size_t n) {
   time_ = std::make_unique<CfTime>(units, calendar, "NetCDF file " + path_ + ", time variable '" + dim + "'");
   time_values_.resize(n);
   if (n > 0) CHECK_NC(nc_get_var_double(ncid_, tv, time_values_.data()), context() + " (time coordinate)");
+  // Every consumer tells steps apart by their time (the plugin's output records, replay's and
+  // downscale's steps): a repeated time made 4 samplings into 1 record, silently.
+  auto when = [&](size_t i) {
+    const double v = time_values_[i];
+    std::string s = "value " + number_text(v);
+    try {
+      s = format_datetime(time_->to_datetime(v)) + " (" + s + ")";
+    } catch (const IoError&) {
+      // No date (NaN, too far away): the value says enough.
+    }
+    return s;
+  };
+  for (size_t i = 1; i < n; ++i)
+    if (!(time_values_[i] > time_values_[i - 1]))
+      throw IoError("NetCDF file " + path_ + ", time variable '" + dim + "': step " + std::to_string(i) + " at " +
+                    when(i) +
+                    (time_values_[i] == time_values_[i - 1] ? " repeats the time of step " : " is not after step ") +
+                    std::to_string(i - 1) + " at " + when(i - 1) +
+                    "; the time axis must increase strictly (every step its own time)");
 }
 
 void FieldReader::read_value_attributes(int type) {
@@ -285,6 +303,12 @@ void FieldReader::read_value_attributes(int type) {
     (fill[0] > 0 ? valid_max_ : valid_min_) = fill[0];
     range_source_ = "beyond _FillValue " + number_text(fill[0]);
   }
+  // The file's own valid range says what is valid; without one (a _FillValue bounds one side
+  // only) the table's plausible range for its units and standard_name applies.
+  if (const PlausibleRange* o = plausible_override(var_))
+    plausible_ = *o;
+  else if (!explicit_range)
+    plausible_ = plausible_range(attrs_.units, attrs_.standard_name);
 }
 
 FieldReader::~FieldReader() {
@@ -321,7 +345,11 @@ FieldReader& FieldReader::operator=(FieldReader&& o) noexcept {
   valid_max_ = o.valid_max_;
   range_source_ = std::move(o.range_source_);
   max_abs_ = o.max_abs_;
+  plausible_ = std::move(o.plausible_);
   out_of_range_ = o.out_of_range_;
+  first_bad_step_ = o.first_bad_step_;
+  first_bad_index_ = o.first_bad_index_;
+  first_bad_value_ = o.first_bad_value_;
   time_ = std::move(o.time_);
   time_values_ = std::move(o.time_values_);
   raw_ = std::move(o.raw_);
@@ -340,8 +368,17 @@ void FieldReader::set_max_abs(double bound) { max_abs_ = std::isfinite(bound) &&
 
 std::string FieldReader::valid_range_text() const {
   std::string s = range_source_;
+  if (!plausible_.none())
+    s += (s.empty() ? "" : ", ") + std::string("plausible range ") + plausible_.text() + " (" + plausible_.source + ")";
   if (max_abs_ > 0) s += (s.empty() ? "" : ", ") + std::string("|value| > ") + number_text(max_abs_);
   return s.empty() ? "none" : s;
+}
+
+std::string FieldReader::out_of_range_report() const {
+  if (out_of_range_ == 0) return "";
+  return context() + ": " + std::to_string(out_of_range_) + " value(s) outside the valid or plausible range (" +
+         valid_range_text() + ") treated as missing; the first at step " + std::to_string(first_bad_step_) +
+         ", index " + std::to_string(first_bad_index_) + ": " + number_text(first_bad_value_);
 }
 
 int64_t FieldReader::read(int64_t t, float* out) {
@@ -368,13 +405,24 @@ int64_t FieldReader::read(int64_t t, float* out) {
     const double value = v * scale_ + offset_;
     // Beyond float's range a finite value would become infinite: out of any plausible range.
     if (v < valid_min_ || v > valid_max_ || (max_abs_ > 0 && std::fabs(value) > max_abs_) ||
-        !(std::fabs(value) <= std::numeric_limits<float>::max())) {
+        !plausible_.contains(value) || !(std::fabs(value) <= std::numeric_limits<float>::max())) {
       out[i] = nan;
+      if (out_of_range_ + out_of_range == 0) {
+        first_bad_step_ = t;
+        first_bad_index_ = i;
+        first_bad_value_ = value;
+      }
       ++out_of_range;
       continue;
     }
     out[i] = static_cast<float>(value);
   }
+  // One line per reader, at the first read that drops values; the callers report totals.
+  if (out_of_range > 0 && out_of_range_ == 0)
+    log::warning(context() + ", step " + std::to_string(t) + ": " + std::to_string(out_of_range) +
+                 " value(s) outside the valid or plausible range (" + valid_range_text() +
+                 ") treated as missing, e.g. index " + std::to_string(first_bad_index_) + ": " +
+                 number_text(first_bad_value_) + "; later steps are counted, not logged");
   out_of_range_ += out_of_range;
   return out_of_range;
 }

@@ -9,6 +9,7 @@
 
 #include "coupling/io/cf_time.hpp"
 #include "coupling/io/nc_metadata.hpp"
+#include "coupling/io/plausibility.hpp"
 
 namespace finecast::coupling {
 
@@ -21,8 +22,13 @@ namespace finecast::coupling {
 /// valid_min/valid_max/valid_range (and the NetCDF default fill when no _FillValue is set)
 /// become NaN. Without valid_* attributes an explicit _FillValue bounds the valid range as the
 /// NetCDF User Guide says (a positive fill: values above it are invalid; a negative one: values
-/// below it), so 3e38 in a file whose _FillValue is 1e20 is missing, not data. Values made
-/// missing for being out of range are counted (out_of_range()), for the reader's log.
+/// below it), so 3e38 in a file whose _FillValue is 1e20 is missing, not data. Without
+/// valid_* attributes the unpacked values must also lie in the plausible range of the field's
+/// units and standard_name (plausible_range(): 1e30 K is no temperature), unless an override
+/// (set_plausible_overrides) says otherwise. Values made missing for being out of range or
+/// implausible are counted (out_of_range()) and the first read that finds some logs one warning
+/// naming the file, variable, step, count, and the first such index and value.
+/// A time axis must increase strictly (a repeated or decreasing time is refused at open).
 /// Only one time step is in memory at a time.
 class FieldReader {
  public:
@@ -30,7 +36,8 @@ class FieldReader {
 
   /// Throws IoError naming the file and variable: file missing/unreadable/truncated, variable
   /// missing (the message lists the variables there are), dimensions not as described above,
-  /// level out of range, unknown time units.
+  /// level out of range, unknown time units, a time axis that does not increase strictly (the
+  /// file, time variable and step named).
   FieldReader(const std::string& path, const std::string& var, int level = 0);
   ~FieldReader();
   FieldReader(FieldReader&&) noexcept;
@@ -53,6 +60,8 @@ class FieldReader {
   int level() const { return level_; }
   const VarAttributes& attributes() const { return attrs_; }
   bool has_time_axis() const { return time_ != nullptr; }
+  /// The time axis's CF calendar ("" = standard, also without a time axis).
+  std::string calendar() const { return time_ ? time_->calendar() : std::string(); }
 
   /// ISO 8601 date of step t from the CF time coordinate; the step index ("0", "1", ...) when
   /// the field has no time coordinate. Throws IoError when t is out of range.
@@ -68,9 +77,15 @@ class FieldReader {
   void set_max_abs(double bound);
   /// Values made missing by the range checks in all reads so far.
   int64_t out_of_range() const { return out_of_range_; }
-  /// The range checks in words for log lines, e.g. "valid_range [0, 400]",
-  /// "beyond _FillValue 1e+20", "|value| > 1000"; "none" when there is none.
+  /// The range checks in words for log lines, e.g. "valid range [0, 400]",
+  /// "beyond _FillValue 1e+20", "plausible range [150, 350] (air_temperature in K, ...)",
+  /// "|value| > 1000"; "none" when there is none.
   std::string valid_range_text() const;
+  /// The plausibility range in force (none() when the file's valid_* attributes decide alone).
+  const PlausibleRange& plausible() const { return plausible_; }
+  /// One line for a log: the file, variable, how many values the range checks made missing so
+  /// far and the first of them (step, index, value); "" when none.
+  std::string out_of_range_report() const;
 
   /// The 1-D coordinates of a lat-lon grid (values and attributes of the coordinate variables
   /// named like the spatial dimensions, the grid mapping of rotated grids), or for unstructured
@@ -102,7 +117,10 @@ class FieldReader {
   double valid_min_, valid_max_;
   std::string range_source_;  // where valid_min_/valid_max_ come from, for valid_range_text()
   double max_abs_ = 0;        // 0 = no bound
+  PlausibleRange plausible_;  // from the table or an override; none() with valid_* attributes
   int64_t out_of_range_ = 0;
+  int64_t first_bad_step_ = -1, first_bad_index_ = -1;  // the first value the range checks dropped
+  double first_bad_value_ = 0;
   std::unique_ptr<CfTime> time_;
   std::vector<double> time_values_;
   std::vector<double> raw_;

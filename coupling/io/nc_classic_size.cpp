@@ -2,6 +2,8 @@
 // A minimal parser of the classic NetCDF header (format spec: "NetCDF Classic Format Spec.").
 #include "coupling/io/nc_classic_size.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <fstream>
@@ -216,6 +218,13 @@ std::string nc_classic_header_damage(const std::string& path) {
   } catch (const Overclaim& e) {
     return e.what();
   }
+}
+
+std::string nc_classic_truncation(const std::string& path) {
+  const int64_t expected = nc_classic_expected_size(path);
+  struct stat st {};
+  if (expected < 0 || ::stat(path.c_str(), &st) != 0 || static_cast<int64_t>(st.st_size) >= expected) return "";
+  return "its header describes " + std::to_string(expected) + " bytes but the file has " + std::to_string(st.st_size);
 }
 
 }  // namespace finecast::coupling

@@ -21,4 +21,8 @@ int64_t nc_classic_expected_size(const std::string& path);
 /// divides by zero for a string variable, so a damaged header must be refused before nc_open.
 std::string nc_classic_header_damage(const std::string& path);
 
+/// "" unless the file is classic, 64-bit-offset or CDF-5 and shorter than its header says (the
+/// library reads zeros past the end without an error); then the two sizes, for an error message.
+std::string nc_classic_truncation(const std::string& path);
+
 }  // namespace finecast::coupling

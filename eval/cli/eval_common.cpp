@@ -68,9 +68,20 @@ std::string join(const std::vector<std::size_t>& v) {
 
 void write_reports(const coupling::eval::EvalReport& report, const EvalOptions& o) {
   namespace fe = coupling::eval;
+  // Points of scored blocks where a prediction is NaN or infinite (or was too implausible to
+  // read) are not scored: say how many, here and in the table's last column.
+  for (const fe::EvalRow& row : report.rows)
+    if (row.scores.n_nonfinite > 0)
+      std::cout << "  " << row.name << ": " << row.scores.n_nonfinite
+                << " point(s) of scored blocks not scored: a member is NaN, infinite or implausible there\n";
   std::cout << fe::format_table(report);
   if (!o.json.empty()) fe::write_text_file(o.json, fe::to_json(report));
   if (!o.csv.empty()) fe::write_text_file(o.csv, fe::to_csv(report));
+}
+
+void report_masked(const std::vector<coupling::FieldReader>& readers) {
+  for (const auto& r : readers)
+    if (r.out_of_range() > 0) std::cout << "  " << r.out_of_range_report() << "\n";
 }
 
 std::pair<std::string, std::string> split_file_var(const std::string& text, const std::string& option) {

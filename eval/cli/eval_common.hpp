@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "coupling/io/field_reader.hpp"
 #include "eval/evaluation.hpp"
 #include "eval/regression.hpp"
 
@@ -65,6 +66,10 @@ std::string join(const std::vector<std::size_t>& v);
 
 /// Prints the table and writes --json / --csv.
 void write_reports(const coupling::eval::EvalReport& report, const EvalOptions& options);
+
+/// Prints, for each reader that made values missing (outside the file's valid range or the
+/// plausibility table's), one line: file, variable, count, the first step, index and value.
+void report_masked(const std::vector<coupling::FieldReader>& readers);
 
 /// FILE:VAR of --static and --hold-out (a colon followed by a path separator belongs to the
 /// file name); throws ConfigError naming `option` when VAR is missing.

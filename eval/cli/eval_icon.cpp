@@ -106,6 +106,7 @@ class IconVar {
     readers_.at(m).read(static_cast<int64_t>(t), buf_.data());
     for (int64_t i = 0; i < n_cells_; ++i) out[i] = buf_[static_cast<std::size_t>(i)];
   }
+  void report_masked() const { tools::report_masked(readers_); }
 
  private:
   std::string path_, var_, role_;
@@ -457,6 +458,8 @@ int run_icon(const EvalOptions& o) {
   const int64_t possible = scored.count * static_cast<int64_t>(tsteps.size());
   if (rep.blocks_valid < possible)
     std::cout << "  " << possible - rep.blocks_valid << " patch-steps skipped (missing truth values)\n";
+  truth.report_masked();
+  pred.report_masked();
   std::cout << "  spectra: variance by refinement level R2B" << L + 1 << "..R2B" << F
             << "; hf_ratio = the finest level's (R2B" << F - 1 << " -> R2B" << F << ") energy over the truth's\n";
   write_reports(rep, o);

@@ -19,6 +19,7 @@
 #include "eval/report.hpp"
 #include "eval/window.hpp"
 #include "coupling/io/field_reader.hpp"
+#include "coupling/io/plausibility.hpp"
 #include "eval/cli/eval_common.hpp"
 #include "coupling/io/step_select.hpp"
 
@@ -40,6 +41,8 @@ class GridVar {
   void read(std::size_t t, std::size_t m, int y0, int ny, int x0, int nx, double* out);
   /// The ISO date of step t, or "" when the file has no time coordinate.
   std::string date(std::size_t t) const;
+  /// Values the readers made missing, one line per file and member (ft::report_masked).
+  void report_masked() const { ft::report_masked(readers_); }
   /// The step that --time `text` names: a 0-based index or an ISO 8601 date.
   std::size_t step(const std::string& text) const {
     return static_cast<std::size_t>(finecast::coupling::select_step(readers_.front(), text));
@@ -473,6 +476,8 @@ int run_latlon(const ft::EvalOptions& o) {
   } else if (rep.blocks_valid < rep.blocks_total * static_cast<int64_t>(tsteps.size()))
     std::cout << "  " << rep.blocks_total * static_cast<int64_t>(tsteps.size()) - rep.blocks_valid
               << " block-steps skipped (missing truth values)\n";
+  truth.report_masked();
+  pred.report_masked();
   ft::write_reports(rep, o);
   ft::write_baselines(o, ev.last_baselines(), {pred.y_name, pred.x_name},
                       {static_cast<std::size_t>(ny), static_cast<std::size_t>(nx)},
@@ -535,9 +540,12 @@ int main(int argc, char** argv) {
                  "use the coefficients of a file written by --regression-out instead of fitting");
   app.add_option("--json", o.json, "write scores and spectra as JSON to this file");
   app.add_option("--csv", o.csv, "write scores as CSV to this file");
+  std::vector<std::string> plausible;
+  app.add_option("--plausible", plausible, finecast::coupling::kPlausibleOptionHelp);
   finecast::cli::add_version(app, "finecast-eval");
   CLI11_PARSE(app, argc, argv);
   try {
+    finecast::coupling::set_plausible_overrides(plausible, "--plausible");
     ft::check_default_truth(o);
     return prediction_is_icon(o) ? ft::run_icon(o) : run_latlon(o);
   } catch (const finecast::Error& e) {

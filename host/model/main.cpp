@@ -20,6 +20,7 @@
 #include "host/mpi_program.hpp"
 #include "host/model/orography.hpp"
 #include "host/model/run_config.hpp"
+#include "host/model/run_file.hpp"
 #include "host/model/surface_file.hpp"
 #include "coupling/io/cf_time.hpp"
 #include "common/cli.hpp"
@@ -300,8 +301,11 @@ int main(int argc, char** argv) {
       "Example: mpiexec -n 4 --oversubscribe build/bin/finecast-host configs/demo_host.yaml --set device=cpu"};
   Options opt;
   finecast::cli::add_config(app, opt.run_file, "YAML run file (grid, time stepping, decomposition, plugins)");
-  app.add_option("--steps", opt.steps, "override the run file's number of steps");
-  app.add_option("--step-seconds", opt.step_seconds, "override the run file's minimum wall time per step (0 = none)");
+  // The run file's bounds (run_file::limits) hold for the overrides too.
+  namespace lim = fc::run_file::limits;
+  app.add_option("--steps", opt.steps, "override the run file's number of steps")->check(CLI::Range(1LL, lim::kSteps));
+  app.add_option("--step-seconds", opt.step_seconds, "override the run file's minimum wall time per step (0 = none)")
+      ->check(CLI::Range(0.0, lim::kStepSeconds));
   app.add_flag("--no-plugins", opt.no_plugins, "run without any plugin (baseline for overhead measurements)");
   finecast::cli::add_log_level(app, opt.log_level);
   app.add_option("--write-orography", opt.write_orography,

@@ -15,8 +15,7 @@ namespace {
 const schema::Table<HostRunConfig>& host_run_table() {
   using C = HostRunConfig;
   using namespace schema;
-  constexpr long long kMax = std::numeric_limits<int>::max();
-  constexpr double kInf = std::numeric_limits<double>::infinity();
+  namespace lim = run_file::limits;
   const std::string date_rule = "an ISO 8601 date-time (e.g. 1979-01-01T00:00:00)";
   static const Table<C> t{
       text("grid", &C::grid, "ICON grid file"),
@@ -28,16 +27,19 @@ const schema::Table<HostRunConfig>& host_run_table() {
            "\"\" or " + date_rule, run_file::is_datetime_or_empty),
       text("experiment_stop", &C::experiment_stop, "the experiment's end (\"\" = the end of this run)",
            "\"\" or " + date_rule, run_file::is_datetime_or_empty),
-      real("dt", &C::dt, 0.0, kInf, "seconds per step", true),
-      integer("steps", &C::steps, 1, kMax, "steps of this run"),
-      integer("output_every", &C::output_every, 1, kMax, "steps between EP_ATM_WRITE_OUTPUT_BEFORE/AFTER"),
-      integer("restart_every", &C::restart_every, 0, kMax, "steps between the host's restarts (0 = at the end only)"),
+      real("dt", &C::dt, 0.0, lim::kDt, "seconds per step", true),
+      integer("steps", &C::steps, 1, lim::kSteps, "steps of this run"),
+      integer("output_every", &C::output_every, 1, lim::kSteps, "steps between EP_ATM_WRITE_OUTPUT_BEFORE/AFTER"),
+      integer("restart_every", &C::restart_every, 0, lim::kSteps,
+              "steps between the host's restarts (0 = at the end only)"),
       boolean("restart_run", &C::restart_run, "this run continues an earlier one (ComIn's lrestartrun)"),
-      integer("nproma", &C::nproma, 1, kMax, "block length of the host arrays"),
-      integer("nlev", &C::nlev, 1, kMax, "full levels of the 3-D fields (temp, pres)"),
+      integer("nproma", &C::nproma, 1, lim::kNproma, "block length of the host arrays"),
+      integer("nlev", &C::nlev, 1, lim::kLevels, "full levels of the 3-D fields (temp, pres)"),
       choice("decomposition", &C::decomposition, "how the cells are spread over the ranks"),
-      integer("progress_every", &C::progress_every, 0, kMax, "steps between progress lines; 0 = about ten per run"),
-      real("step_seconds", &C::step_seconds, 0.0, kInf, "minimum wall time of one step (0 = as fast as possible)"),
+      integer("progress_every", &C::progress_every, 0, lim::kSteps,
+              "steps between progress lines; 0 = about ten per run"),
+      real("step_seconds", &C::step_seconds, 0.0, lim::kStepSeconds,
+           "minimum wall time of one step (0 = as fast as possible)"),
       text("comin_namelist", &C::comin_namelist, "ICON &comin_nml file; replaces `plugins` when set")};
   return t;
 }

@@ -52,7 +52,11 @@ void check_plugin_source(const std::vector<comin_host::PluginSpec>& plugins, con
 
 bool is_datetime_or_empty(const std::string& text) {
   DateTime t;
-  return text.empty() || parse_datetime(text, t);
+  if (text.empty()) return true;
+  if (!parse_datetime(text, t)) return false;
+  if (const std::string e = date_error(t, "proleptic_gregorian"); !e.empty())
+    throw schema::BadValue("must be a date of the proleptic_gregorian calendar, got \"" + text + "\": " + e);
+  return true;
 }
 
 }  // namespace finecast::coupling::run_file

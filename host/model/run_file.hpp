@@ -26,7 +26,28 @@ void read(const std::string& text, const std::string& path, const std::vector<ya
 void check_plugin_source(const std::vector<comin_host::PluginSpec>& plugins, const std::string& comin_namelist,
                          const std::string& path, yaml_schema::ErrorList& errors);
 
-/// A date-time option's rule: "" or an ISO 8601 date-time; normalised by the caller.
+/// A date-time option's rule: "" or an ISO 8601 date-time that exists in the proleptic
+/// Gregorian calendar (finecast-host's; 1979-02-30 throws schema::BadValue saying why);
+/// normalised by the caller.
 bool is_datetime_or_empty(const std::string& text);
+
+/// Upper bounds of the size keys of both run files: each is far above what a run of these
+/// programs uses and far below what exhausts a node's memory or the int range, so that a typo
+/// (`nproma: 100000000` once grew a rank to 12 GB until the kernel killed it) fails at
+/// validation, naming the key, instead of at run time.
+namespace limits {
+/// Block length: ICON's GPU runs use one block per rank, tens of thousands of cells.
+constexpr long long kNproma = 1'000'000;
+/// Full levels of a 3-D field (ICON: up to about 200).
+constexpr long long kLevels = 1'000;
+/// Time steps of one run, and intervals counted in steps.
+constexpr long long kSteps = 100'000'000;
+/// Passes over the input of finecast-replay.
+constexpr long long kEpochs = 1'000'000;
+/// Seconds per model step (a day).
+constexpr double kDt = 86'400.0;
+/// Minimum wall time of a step (an hour).
+constexpr double kStepSeconds = 3'600.0;
+}  // namespace limits
 
 }  // namespace finecast::coupling::run_file

@@ -26,6 +26,7 @@
 #include "host/replay/progress.hpp"
 #include "host/replay/replay_input.hpp"
 #include "host/replay/run_config.hpp"
+#include "host/model/run_file.hpp"
 
 namespace fc = finecast::coupling;
 namespace ch = finecast::coupling::comin_host;
@@ -208,12 +209,10 @@ double time_loop(ch::Host& host, const fr::ReplayRunConfig& cfg, fr::ReplayInput
       for (size_t v = 0; v < vars.size(); ++v) {
         if (rank == 0) {
           const double t0 = now();
-          const int64_t bad = input.read(i, static_cast<int>(v), global.data());
+          // The reader logs the first step of each file that has values outside the valid or
+          // plausible range; the totals follow at the end.
+          input.read(i, static_cast<int>(v), global.data());
           t_read += now() - t0;
-          if (bad > 0 && input.out_of_range(static_cast<int>(v)) == bad)  // the first time only
-            flog::warning("input: " + std::to_string(bad) + " value(s) of '" + cfg.variables[v].var + "' at " +
-                          datetime + " outside its valid range (" + input.valid_range_text(static_cast<int>(v)) +
-                          ") treated as missing; the total follows at the end");
         }
         // The other ranks wait here while rank 0 trains (synchronous training), as ICON's
         // ranks wait in their next halo exchange.
@@ -319,7 +318,8 @@ int main(int argc, char** argv) {
                  "lat0,lat1,lon0,lon1 (the grid's own coordinates, degrees): the patches wholly inside are not "
                  "trained on, but their coarse values stay in their neighbours' context (sets the plugins' "
                  "train.hold_out)");
-  app.add_option("--epochs", opt.epochs, "override the run file's replay epochs")->check(CLI::PositiveNumber);
+  app.add_option("--epochs", opt.epochs, "override the run file's replay epochs")
+      ->check(CLI::Range(1LL, fc::run_file::limits::kEpochs));  // the run file's bound
   app.add_option("--progress", opt.progress,
                  "auto (a bar when stdout and stderr are terminals, else lines) | bar | lines | none")
       ->check(CLI::IsMember({"auto", "bar", "lines", "none"}))

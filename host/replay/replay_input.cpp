@@ -8,6 +8,7 @@
 
 #include "common/error.hpp"
 #include "coupling/io/cf_time.hpp"
+#include "coupling/io/plausibility.hpp"
 
 namespace finecast::coupling::replay {
 namespace {
@@ -49,7 +50,18 @@ std::vector<std::string> expand_files(const std::vector<std::string>& patterns, 
 
 ReplayInput::ReplayInput(const ReplayRunConfig& config)
     : variables_(config.variables), out_of_range_(config.variables.size(), 0) {
+  // input.variables[].plausible and input.static[].plausible, for every reader of this process
+  // (the static fields are read through coupling/io's own readers); they replace those of any
+  // run file read before.
+  std::vector<std::string> overrides;
+  for (const auto& v : config.variables)
+    if (!v.plausible.empty()) overrides.push_back(v.var + "=" + v.plausible);
+  for (const auto& s : config.static_variables)
+    if (!s.variable.plausible.empty()) overrides.push_back(s.variable.var + "=" + s.variable.plausible);
+  clear_plausible_overrides();
+  set_plausible_overrides(overrides, config.path + ": plausible");
   files_ = expand_files(config.files, config.path);
+  std::string calendar;
   for (int f = 0; f < static_cast<int>(files_.size()); ++f) {
     int64_t n_times = -1;
     for (size_t v = 0; v < variables_.size(); ++v) {
@@ -58,6 +70,7 @@ ReplayInput::ReplayInput(const ReplayRunConfig& config)
         n_values_ = reader.n_values();
         shape_ = reader.spatial_shape();
         kind_ = reader.grid_kind();
+        calendar = reader.calendar();
       } else if (reader.spatial_shape() != shape_) {
         throw IoError(files_[f] + ": variable " + variables_[v].var + " has the spatial shape " +
                       shape_text(reader.spatial_shape()) + ", but " + files_[0] + ": " + variables_[0].var + " has " +
@@ -74,6 +87,14 @@ ReplayInput::ReplayInput(const ReplayRunConfig& config)
     }
   }
   const int64_t n = n_steps_total();
+  // Each file's axis increases (FieldReader checks); across files the order given must go on.
+  std::tuple<int, int, int, int, int, double> prev_time, time;
+  for (int64_t i = 1; i < n; ++i)
+    if (steps_[i].file != steps_[i - 1].file && parse(steps_[i - 1].datetime, prev_time) &&
+        parse(steps_[i].datetime, time) && !(time > prev_time))
+      throw IoError(files_[steps_[i].file] + ": its first step, " + steps_[i].datetime + ", is not after the last " +
+                    "step of " + files_[steps_[i - 1].file] + ", " + steps_[i - 1].datetime + " (" + config.path +
+                    ": input.files are played in the order given; every step needs a time of its own)");
   // Every message below names existing steps; an input without steps has none to name.
   if (n == 0) {
     std::string what = std::to_string(files_.size()) + " file(s)";
@@ -93,6 +114,10 @@ ReplayInput::ReplayInput(const ReplayRunConfig& config)
     }
     std::tuple<int, int, int, int, int, double> bound, t;
     parse(b.date, bound);
+    DateTime date;
+    parse_datetime(b.date, date);
+    if (const std::string e = date_error(date, calendar); !e.empty())
+      throw ConfigError(config.path + ": " + key + " " + b.date + " is no date of the input's calendar: " + e);
     // start: the first step at or after the date; stop: the last at or before it.
     if (is_start) {
       for (int64_t i = 0; i < n; ++i) {

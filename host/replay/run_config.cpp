@@ -9,6 +9,7 @@
 #include "common/error.hpp"
 #include "host/model/run_file.hpp"
 #include "coupling/io/cf_time.hpp"
+#include "coupling/io/plausibility.hpp"
 
 namespace finecast::coupling::replay {
 namespace {
@@ -20,12 +21,24 @@ using yaml_schema::Entry;
 const schema::Table<ReplayVariable>& variable_table() {
   using V = ReplayVariable;
   using namespace schema;
-  static const Table<V> t{text("var", &V::var, "the NetCDF variable"),
-                          text("name", &V::name, "the host variable it becomes (default: var)"),
-                          integer("level", &V::level, 0, 1 << 20, "0-based index of its level dimension"),
-                          real("max_abs", &V::max_abs, 0, std::numeric_limits<double>::infinity(),
-                               "values with |value| above this are missing, as outside the valid range (0 = no "
-                               "bound beyond the file's valid range and _FillValue)")};
+  static const Table<V> t{
+      text("var", &V::var, "the NetCDF variable"),
+      text("name", &V::name, "the host variable it becomes (default: var)"),
+      integer("level", &V::level, 0, run_file::limits::kLevels - 1, "0-based index of its level dimension"),
+      real("max_abs", &V::max_abs, 0, std::numeric_limits<double>::infinity(),
+           "values with |value| above this are missing, as outside the valid range (0 = no "
+           "bound beyond the file's valid range and _FillValue)"),
+      text("plausible", &V::plausible,
+           "LO,HI: the plausible range of its values, replacing finecast's table for its units "
+           "and standard_name; none: no plausibility check (\"\" = the table)",
+           "\"\", none or LO,HI (numbers, LO <= HI)", [](const std::string& v) {
+             try {
+               if (!v.empty()) parse_plausible_range(v, "plausible");
+             } catch (const ConfigError&) {
+               return false;
+             }
+             return true;
+           })};
   return t;
 }
 
@@ -149,20 +162,20 @@ Entry bound_entry(const std::string& key, StepBound& b, const std::string& comme
 const schema::Table<ReplayRunConfig>& replay_table() {
   using C = ReplayRunConfig;
   using namespace schema;
-  constexpr long long kMax = std::numeric_limits<int>::max();
+  namespace lim = run_file::limits;
   static const Table<C> t{
       text("grid.type", &C::grid_type, "latlon (CF lat-lon or rotated pole, from the files) | icon",
            "one of latlon, icon", [](const std::string& v) { return v == "latlon" || v == "icon"; }),
       text("grid.file", &C::grid_file,
            "icon: the ICON grid file (required); latlon: coordinates (\"\" = the first file)"),
-      integer("time.stride", &C::stride, 1, kMax, "play every stride-th step"),
-      integer("epochs", &C::epochs, 1, kMax, "passes over the selected steps"),
-      integer("nproma", &C::nproma, 1, kMax, "block length of the host arrays"),
+      integer("time.stride", &C::stride, 1, lim::kSteps, "play every stride-th step"),
+      integer("epochs", &C::epochs, 1, lim::kEpochs, "passes over the selected steps"),
+      integer("nproma", &C::nproma, 1, lim::kNproma, "block length of the host arrays"),
       text("decomposition", &C::decomposition, "how the cells are spread over the ranks",
            "one of round_robin, lat_bands, random",
            [](const std::string& v) { return v == "round_robin" || v == "lat_bands" || v == "random"; }),
       unsigned64("seed", &C::seed, "seed of the random decomposition"),
-      integer("progress_every", &C::progress_every, 0, kMax,
+      integer("progress_every", &C::progress_every, 0, lim::kSteps,
               "steps between plain progress lines (0: about 20 per run)"),
       text("comin_namelist", &C::comin_namelist, "ICON &comin_nml file; replaces `plugins` when set")};
   return t;

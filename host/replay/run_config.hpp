@@ -17,6 +17,9 @@ struct ReplayVariable {
   std::string name;    ///< host variable name (what the plugin's `fields` lists); default: var
   int level = 0;       ///< 0-based index of the level dimension when the variable has one
   double max_abs = 0;  ///< values with |value| above it are missing (implausible); 0 = no bound
+  /// Overrides the plausibility table for this variable: "LO,HI" or "none" ("" = the table's
+  /// range for its units and standard_name; coupling/io/plausibility.hpp).
+  std::string plausible;
 };
 
 /// A field read once from its own file and held constant (e.g. the surface height).

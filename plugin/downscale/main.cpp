@@ -3,9 +3,11 @@
 #include <CLI/CLI.hpp>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "common/cli.hpp"
 #include "common/log.hpp"
+#include "coupling/io/plausibility.hpp"
 #include "plugin/downscale/downscale.hpp"
 
 int main(int argc, char** argv) {
@@ -62,11 +64,14 @@ int main(int argc, char** argv) {
   finecast::cli::add_time(app, opt.times, "time step(s) to downscale (default: all)");
   app.add_option("--seed", opt.seed, "sampling seed")->capture_default_str();
   app.add_option("--threads", opt.threads, "torch threads (0: LibTorch's default)")->check(CLI::NonNegativeNumber);
+  std::vector<std::string> plausible;
+  app.add_option("--plausible", plausible, finecast::coupling::kPlausibleOptionHelp);
   finecast::cli::add_log_level(app, log_level);
   finecast::cli::add_version(app, "finecast-downscale");
   CLI11_PARSE(app, argc, argv);
   try {
     finecast::log::configure(-1, finecast::log::parse_level(log_level), true);
+    finecast::coupling::set_plausible_overrides(plausible, "--plausible");
     fp::run_downscale(opt);
   } catch (const std::exception& e) {
     finecast::log::error(e.what());

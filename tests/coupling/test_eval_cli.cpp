@@ -199,6 +199,33 @@ std::string slurp(const std::string& path) {
 
 }  // namespace
 
+// One prediction value of 1e30 without a _FillValue gave an RMSE of 3e27, rc 0. The plugin's
+// output has a _FillValue of 1e20, so here 5000 K (below it) stands for the implausible value:
+// the reader makes it missing as implausible for K, and the point is counted, not scored silently.
+TEST_F(EvalCli, AnImplausiblePredictionIsCountedNotScored) {
+  const std::string pred = dir_ + "pred.nc", csv = dir_ + "p.csv";
+  fc::EnsembleWriter w(pred,
+                       fc::OutputGrid::latlon({lat_.begin(), lat_.begin() + 32}, {lon_.begin(), lon_.begin() + 48}),
+                       "ts", fc::VarAttributes{"K", "", ""}, 1, {{"finecast_block", "8"}});
+  std::vector<float> m;
+  for (int i = 0; i < 32; ++i)
+    for (int j = 0; j < 48; ++j) m.push_back(static_cast<float>(field(lat_[i], lon_[j])));
+  m[5] = 5000.0f;
+  w.write("2000-01-01T00:00:00", m.data());
+  w.close();
+  const Result r = run_eval("--truth " + truth_ + " --pred " + pred + " --var ts --csv " + csv);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  auto rows = read_csv(csv);
+  EXPECT_EQ(rows["model"][kNonFinite], 1);
+  EXPECT_EQ(rows["model"][kPoints], 32 * 48 - 1);
+  EXPECT_LT(rows["model"][kRmse], 1e-4);
+  EXPECT_NE(r.out.find("model: 1 point(s) of scored blocks not scored"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(pred + ", variable 'ts': 1 value(s) outside the valid or plausible range"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("plausible range [-100, 400] (units K"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("index 5: 5000"), std::string::npos) << r.out;
+}
+
 TEST_F(EvalCli, RegressionBaselineIsFittedOnTheTrainingRegionPrintedSavedAndScored) {
   // Truth: a smooth field minus a lapse rate on the height; the covariate covers a larger grid
   // (2 more rows and columns on each side), found by its coordinates.

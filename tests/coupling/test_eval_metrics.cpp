@@ -126,6 +126,12 @@ TEST(EvalMetrics, InvalidBlocksAndNonFiniteMembersAreSkipped) {
   const fe::Scores& m = r.rows[0].scores;
   EXPECT_EQ(m.n_points, 3);
   EXPECT_DOUBLE_EQ(m.bias, 1.0);
+  // The NaN member value in a scored block is not dropped silently: counted and reported.
+  EXPECT_EQ(m.n_nonfinite, 1);
+  EXPECT_EQ(r.rows[1].scores.n_nonfinite, 0) << "the baselines are finite";
+  EXPECT_NE(fe::to_json(r).find("\"n_nonfinite\": 1"), std::string::npos);
+  EXPECT_NE(fe::to_csv(r).find("upper_energy_ratio,n_nonfinite\nmodel,1,3,"), std::string::npos) << fe::to_csv(r);
+  EXPECT_NE(fe::format_table(r).find("nonfinite"), std::string::npos);
 }
 
 TEST(EvalMetrics, AccumulatesOverTimeSteps) {
@@ -193,7 +199,7 @@ TEST(EvalReport, CsvAndJsonCarryEveryRowAndMarkUndefinedValues) {
   const std::string csv = fe::to_csv(r);
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 7);
   EXPECT_EQ(csv.rfind("name,members,n_points,rmse", 0), 0u);
-  EXPECT_NE(csv.find("model,1,4,0,0,0,0,0,0,,\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("model,1,4,0,0,0,0,0,0,,,0\n"), std::string::npos) << csv;
   const std::string json = fe::to_json(r);
   EXPECT_NE(json.find("\"std_ratio\": null"), std::string::npos);
   EXPECT_NE(json.find("\"a \\\"quoted\\\" path\""), std::string::npos);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -14,6 +15,7 @@
 #include "coupling/grid/icon_grid.hpp"
 #include "coupling/grid/icon_hierarchy.hpp"
 #include "coupling/grid/icosahedral_grid.hpp"
+#include "common/error.hpp"
 
 namespace fc = finecast::coupling;
 
@@ -124,4 +126,55 @@ TEST(GridTool, LatLonBlocksOfTheRealRectilinearFile) {
   EXPECT_NE(out.find("fine cells: 18432\n"), std::string::npos) << out;
   EXPECT_NE(out.find("coarse cells: 72\n"), std::string::npos) << out;
   EXPECT_NE(out.find("min 256, max 256"), std::string::npos) << out;
+}
+
+// finecast-host ran on a truncated ICON grid file (rc 0, global mean ts 269 K instead of 282 K):
+// the NetCDF library reads zeros past the end of a classic file. The grid reader now makes the
+// size check FieldReader makes, and refuses cells off the sphere.
+TEST(IconGridFile, TruncatedFilesAndImpossibleLatitudesAreRefused) {
+  const std::string real = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc";
+  if (access(real.c_str(), R_OK) != 0) GTEST_SKIP() << real << " missing (install libncarg-data)";
+  std::string bytes;
+  {
+    FILE* f = std::fopen(real.c_str(), "rb");
+    ASSERT_NE(f, nullptr);
+    char buf[65536];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) bytes.append(buf, n);
+    std::fclose(f);
+  }
+  const std::string cut = temp_path("grid_cut.nc");
+  {
+    FILE* f = std::fopen(cut.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    std::fwrite(bytes.data(), 1, bytes.size() - 4096, f);
+    std::fclose(f);
+  }
+  try {
+    fc::read_icon_grid(cut);
+    ADD_FAILURE() << "a truncated grid file was read";
+  } catch (const finecast::IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("ICON grid file '" + cut +
+                                         "' is truncated: its header describes 1805344 "
+                                         "bytes but the file has 1801248"),
+              std::string::npos)
+        << e.what();
+  }
+  std::remove(cut.c_str());
+
+  // A cell centre at latitude 200 degrees.
+  fc::IconGrid g = fc::make_icosahedral_grid(2);
+  g.clat[7] = 200.0 * M_PI / 180.0;
+  const std::string off = temp_path("grid_off.nc");
+  write_icon_file(off, g);
+  try {
+    fc::read_icon_grid(off);
+    ADD_FAILURE() << "a cell off the sphere was read";
+  } catch (const finecast::IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("variable 'clat': value 200.000000 degrees at index 7, expected a latitude "
+                                         "in [-90, 90]"),
+              std::string::npos)
+        << e.what();
+  }
+  std::remove(off.c_str());
 }

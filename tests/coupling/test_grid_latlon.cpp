@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Lat-lon grids: CF coordinates of real files, rotated poles, block patches and cropping.
 #include <gtest/gtest.h>
+#include <netcdf.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <fstream>
@@ -163,4 +165,43 @@ TEST(LatLonGrid, BadInputNamesFileAndVariable) {
     EXPECT_NE(std::string(e.what()).find(kTas), std::string::npos) << e.what();
   }
   EXPECT_THROW(fc::read_latlon_grid(kTas, "lat"), finecast::IoError);  // 1-D: not a field
+}
+
+// Latitude 200 went through replay and downscale into the output; the grid reader both use now
+// refuses it (and a non-finite longitude), naming the file, variable and coordinate.
+TEST(LatLonGrid, LatitudesOutsideMinus90To90AreRefused) {
+  const std::string path = ::testing::TempDir() + "finecast_lat200_" + std::to_string(getpid()) + ".nc";
+  auto write = [&](double last_lat, double last_lon) {
+    int nc, dy, dx, vy, vx, vv;
+    ASSERT_EQ(nc_create(path.c_str(), NC_CLOBBER, &nc), NC_NOERR);
+    nc_def_dim(nc, "lat", 3, &dy);
+    nc_def_dim(nc, "lon", 2, &dx);
+    nc_def_var(nc, "lat", NC_DOUBLE, 1, &dy, &vy);
+    nc_def_var(nc, "lon", NC_DOUBLE, 1, &dx, &vx);
+    const int dims[2] = {dy, dx};
+    nc_def_var(nc, "tas", NC_FLOAT, 2, dims, &vv);
+    nc_put_att_text(nc, vy, "units", 13, "degrees_north");
+    nc_enddef(nc);
+    const double lat[3] = {0, 10, last_lat}, lon[2] = {0, last_lon};
+    nc_put_var_double(nc, vy, lat);
+    nc_put_var_double(nc, vx, lon);
+    nc_close(nc);
+  };
+  auto error = [&] {
+    try {
+      fc::read_latlon_grid(path, "tas");
+    } catch (const finecast::IoError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no IoError");
+  };
+  write(200, 10);
+  EXPECT_EQ(error(), "'" + path +
+                         "', variable 'tas': latitude coordinate 'lat' is 200.000000 at index 2, expected "
+                         "degrees in [-90, 90]");
+  write(20, INFINITY);
+  EXPECT_NE(error().find("longitude coordinate 'lon' is inf at index 1"), std::string::npos) << error();
+  write(90, 10);
+  EXPECT_NO_THROW(fc::read_latlon_grid(path, "tas"));
+  std::remove(path.c_str());
 }

@@ -123,11 +123,29 @@ TEST(HostRunConfig, DemoRunFileUsesEveryKey) {
   EXPECT_EQ(c.plugins[0].comm, "");
 }
 
+// `start: 1979-02-30` silently became 1979-03-02, and `nproma: 100000000` grew a rank to 12 GB
+// until the kernel killed it: both fail at validation, naming the key.
+TEST(HostRunConfig, ImpossibleDatesAndOversizedKeysAreRefusedNamingTheKey) {
+  EXPECT_EQ(error_of("start: 1979-02-30\n"),
+            "run.yaml:1: start must be a date of the proleptic_gregorian calendar, got \"1979-02-30\": 1979-02 has 28 "
+            "days in the proleptic_gregorian calendar, not 30");
+  EXPECT_NE(error_of("experiment_start: 1900-02-29\nstart: 1901-01-01\n").find("run.yaml:1: experiment_start must be"),
+            std::string::npos);
+  EXPECT_EQ(fh::parse_host_run_config("start: 2000-02-29T06:00\n", "run.yaml").start, "2000-02-29T06:00:00");
+  EXPECT_EQ(error_of("nproma: 100000000\n"), "run.yaml:1: nproma must be an integer in [1, 1000000], got 100000000");
+  for (const char* key : {"steps: 1000000000", "nlev: 100000", "output_every: 1000000000", "restart_every: 1000000000",
+                          "progress_every: 1000000000", "dt: 1e9", "step_seconds: 1e6"}) {
+    const std::string e = error_of(std::string(key) + "\n");
+    const std::string name = std::string(key).substr(0, std::string(key).find(':'));
+    EXPECT_EQ(e.rfind("run.yaml:1: " + name + " must be", 0), 0u) << e;
+  }
+}
+
 TEST(HostRunConfig, ErrorsNameFileLineAndKey) {
   // The same walker and messages as the plugin's config (common/yaml_schema).
   EXPECT_EQ(error_of("steps: 10\nstpes: 3\n").rfind("run.yaml:2: unknown key stpes (allowed: grid, orography,", 0), 0u);
-  EXPECT_EQ(error_of("steps: ten\n"), "run.yaml:1: steps must be a positive integer, got \"ten\"");
-  EXPECT_EQ(error_of("dt: -5\n"), "run.yaml:1: dt must be a positive number, got -5");
+  EXPECT_EQ(error_of("steps: ten\n"), "run.yaml:1: steps must be an integer in [1, 100000000], got \"ten\"");
+  EXPECT_EQ(error_of("dt: -5\n"), "run.yaml:1: dt must be a number in (0, 86400], got -5");
   EXPECT_EQ(error_of("decomposition: stripes\n"),
             "run.yaml:1: decomposition must be one of lat_bands, round_robin, got \"stripes\"");
   EXPECT_EQ(error_of("start: yesterday\n"),
@@ -138,8 +156,8 @@ TEST(HostRunConfig, ErrorsNameFileLineAndKey) {
             "(absolute, or found by dlopen))");
   // Every mistake of a file in one run.
   EXPECT_EQ(error_of("steps: ten\nnproma: 0\n"),
-            "run.yaml:1: steps must be a positive integer, got \"ten\"\nrun.yaml:2: nproma must be a positive "
-            "integer, got 0");
+            "run.yaml:1: steps must be an integer in [1, 100000000], got \"ten\"\nrun.yaml:2: nproma must be an "
+            "integer in [1, 1000000], got 0");
   EXPECT_NE(error_of("comin_namelist: a.nml\nplugins:\n  - {name: x, library: y}\n").find("not both"),
             std::string::npos);
   EXPECT_EQ(fh::parse_host_run_config("plugins: []\n", "run.yaml").plugins.size(), 0u);

@@ -4,14 +4,20 @@
 #include <gtest/gtest.h>
 #include <netcdf.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "common/error.hpp"
 #include "coupling/io/cf_time.hpp"
+#include "common/log.hpp"
 #include "coupling/io/field_reader.hpp"
+#include "coupling/io/plausibility.hpp"
 #include "tests/coupling/io_test_util.hpp"
 
 namespace finecast::coupling {
@@ -226,6 +232,8 @@ TEST(FieldReader, ImplausibleValuesBecomeMissingAndAreCounted) {
   nc_put_var_double(nc, vd, big);
   nc_close(nc);
 
+  // Without units the plausibility table's bound for any field applies (|value| <= 1e15).
+  set_plausible_overrides({"tas=none"}, "test");
   FieldReader r(path, "tas");
   EXPECT_EQ(r.valid_range_text(), "beyond _FillValue 1e+20");
   std::vector<float> v(6);
@@ -243,6 +251,9 @@ TEST(FieldReader, ImplausibleValuesBecomeMissingAndAreCounted) {
   EXPECT_EQ(r.out_of_range(), 5) << "counted over all reads";
   r.set_max_abs(std::numeric_limits<double>::infinity());
   EXPECT_EQ(r.read(0, v.data()), 2) << "an infinite bound is no bound";
+  clear_plausible_overrides();
+  FieldReader table(path, "tas");
+  EXPECT_EQ(table.read(0, v.data()), 3) << "-3e38 is beyond the table's bound for any field";
 
   // No attributes at all: values a float cannot hold are still not data.
   FieldReader b(path, "big");
@@ -356,6 +367,155 @@ TEST(FieldReader, TruncatedFilesAreDetected) {
     r.read(0, out.data());
   });
   EXPECT_NE(e.find("nc4_cut.nc"), std::string::npos) << e;
+}
+
+/// A 1-D field "tas" of `values` over cells with text attributes `attrs` ({name, value}), and
+/// a time axis "time" of `times` (days since 2000-01-01) when not empty.
+std::string write_field(const std::string& path, const std::vector<float>& values,
+                        const std::vector<std::pair<std::string, std::string>>& attrs,
+                        const std::vector<double>& times = {}) {
+  int nc, dt = -1, dx, vt, vv;
+  EXPECT_EQ(nc_create(path.c_str(), NC_CLOBBER, &nc), NC_NOERR);
+  const size_t n_times = std::max<size_t>(times.size(), 1);
+  const size_t n = values.size() / n_times;
+  if (!times.empty()) {
+    nc_def_dim(nc, "time", NC_UNLIMITED, &dt);
+    nc_def_var(nc, "time", NC_DOUBLE, 1, &dt, &vt);
+    nc_put_att_text(nc, vt, "units", 21, "days since 2000-01-01");
+  }
+  nc_def_dim(nc, "ncells", n, &dx);
+  const int dims[2] = {dt, dx};
+  nc_def_var(nc, "tas", NC_FLOAT, times.empty() ? 1 : 2, times.empty() ? &dx : dims, &vv);
+  for (const auto& [name, value] : attrs) nc_put_att_text(nc, vv, name.c_str(), value.size(), value.c_str());
+  nc_enddef(nc);
+  if (!times.empty()) {
+    const size_t t0 = 0, nt = times.size();
+    nc_put_vara_double(nc, vt, &t0, &nt, times.data());
+    const size_t start[2] = {0, 0}, count[2] = {nt, n};
+    nc_put_vara_float(nc, vv, start, count, values.data());
+  } else {
+    nc_put_var_float(nc, vv, values.data());
+  }
+  nc_close(nc);
+  return path;
+}
+
+// One value of 1e30 in a file without _FillValue or valid_range once went through replay,
+// downscale and eval as data (samples of 3.5e28 K, RMSE 3e27): the table's range for the units
+// and standard_name makes it missing, counts it and logs where it was.
+TEST(FieldReader, ImplausibleValuesWithoutValidRangeAreMissingByThePlausibilityTable) {
+  ScratchDir dir;
+  const std::vector<float> values{280.0f, 1e30f, 290.0f, -5.0f};
+  std::vector<std::string> lines;
+  const log::Sink previous = log::set_sink([&](log::Level, const std::string& l) { lines.push_back(l); });
+  std::vector<float> v(4);
+
+  // Units alone (K): wide enough for a temperature difference, not for 1e30.
+  FieldReader k(write_field(dir.file("k.nc"), values, {{"units", "K"}}), "tas");
+  EXPECT_EQ(k.read(0, v.data()), 1);
+  EXPECT_TRUE(std::isnan(v[1]));
+  EXPECT_EQ(v[3], -5.0f);
+  EXPECT_NE(k.valid_range_text().find("plausible range [-100, 400] (units K"), std::string::npos)
+      << k.valid_range_text();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("k.nc, variable 'tas', step 0: 1 value(s) outside the valid or plausible range "
+                          "(plausible range [-100, 400] (units K, finecast's plausibility table)) treated as missing"),
+            std::string::npos)
+      << lines[0];
+  EXPECT_NE(lines[0].find("index 1: 1e+30"), std::string::npos) << lines[0];
+  k.read(0, v.data());
+  EXPECT_EQ(lines.size(), 1u) << "one line per reader; later reads are counted";
+  EXPECT_EQ(k.out_of_range(), 2);
+  EXPECT_NE(k.out_of_range_report().find("2 value(s) outside"), std::string::npos) << k.out_of_range_report();
+
+  // With its standard name: the physical range of air temperature.
+  FieldReader sn(write_field(dir.file("sn.nc"), values, {{"units", "K"}, {"standard_name", "air_temperature"}}), "tas");
+  EXPECT_EQ(sn.read(0, v.data()), 2) << "-5 K is no air temperature";
+  EXPECT_EQ(sn.plausible().min, 150);
+  EXPECT_EQ(sn.plausible().max, 350);
+  // Units spelled otherwise, and orography.
+  EXPECT_EQ(plausible_range("kg m**-2 s**-1", "precipitation_flux").max, 0.2);
+  EXPECT_EQ(plausible_range("metres", "surface_altitude").min, -11000);
+  EXPECT_EQ(plausible_range("furlongs", "").max, 1e15);
+
+  // Overrides: a range of one's own, or none.
+  set_plausible_overrides({"tas=-10,300"}, "--plausible");
+  FieldReader own(dir.file("sn.nc"), "tas");
+  EXPECT_EQ(own.read(0, v.data()), 1);
+  EXPECT_EQ(v[3], -5.0f);
+  clear_plausible_overrides();
+  set_plausible_overrides({"none"}, "--plausible");
+  EXPECT_EQ(FieldReader(dir.file("k.nc"), "tas").read(0, v.data()), 0) << "applies to every variable";
+  set_plausible_overrides({"tas=-10,300"}, "--plausible");
+  EXPECT_EQ(FieldReader(dir.file("k.nc"), "tas").read(0, v.data()), 1) << "the variable's own override wins";
+  clear_plausible_overrides();
+  EXPECT_THROW(set_plausible_overrides({"tas=300,200"}, "--plausible"), ConfigError);
+  EXPECT_THROW(set_plausible_overrides({"tas=hot"}, "--plausible"), ConfigError);
+  clear_plausible_overrides();
+  log::set_sink(previous);
+}
+
+TEST(FieldReader, ValidRangeAttributesReplaceTheTable) {
+  ScratchDir dir;
+  int nc, dx, vv;
+  const std::string path = dir.file("valid.nc");
+  ASSERT_EQ(nc_create(path.c_str(), NC_CLOBBER, &nc), NC_NOERR);
+  nc_def_dim(nc, "ncells", 3, &dx);
+  nc_def_var(nc, "tas", NC_FLOAT, 1, &dx, &vv);
+  nc_put_att_text(nc, vv, "units", 1, "K");
+  nc_put_att_text(nc, vv, "standard_name", 15, "air_temperature");
+  const float range[2] = {0.0f, 1000.0f};
+  nc_put_att_float(nc, vv, "valid_range", NC_FLOAT, 2, range);
+  nc_enddef(nc);
+  const float values[3] = {100.0f, 900.0f, 1e30f};
+  nc_put_var_float(nc, vv, values);
+  nc_close(nc);
+  FieldReader r(path, "tas");
+  std::vector<float> v(3);
+  EXPECT_EQ(r.read(0, v.data()), 1);
+  EXPECT_EQ(v[1], 900.0f) << "the file says 900 K is valid";
+  EXPECT_TRUE(r.plausible().none());
+}
+
+// An input whose steps carry one time: replay logged 4 samplings and kept 1 record. Refused when
+// the file is opened, naming the file, the time variable and the step.
+TEST(FieldReader, RepeatedOrDecreasingTimesAreRefusedAtOpen) {
+  ScratchDir dir;
+  const std::vector<float> values(8, 280.0f);
+  std::string e = error_of([&] {
+    FieldReader(write_field(dir.file("same.nc"), values, {{"units", "K"}}, {0, 1, 1, 2}), "tas");
+  });
+  EXPECT_NE(e.find("same.nc, time variable 'time': step 2 at 2000-01-02T00:00:00 (value 1) repeats the time of "
+                   "step 1"),
+            std::string::npos)
+      << e;
+  e = error_of([&] { FieldReader(write_field(dir.file("back.nc"), values, {{"units", "K"}}, {0, 2, 1, 3}), "tas"); });
+  EXPECT_NE(e.find("back.nc, time variable 'time': step 2 at 2000-01-02T00:00:00 (value 1) is not after step 1"),
+            std::string::npos)
+      << e;
+  FieldReader ok(write_field(dir.file("ok.nc"), values, {{"units", "K"}}, {0, 1, 2, 3}), "tas");
+  EXPECT_EQ(ok.n_times(), 4);
+}
+
+TEST(CfTime, DatesThatDoNotExistInTheCalendarAreNamed) {
+  DateTime t;
+  ASSERT_TRUE(parse_datetime("1979-02-30", t)) << "the parser knows no calendar";
+  EXPECT_EQ(date_error(t, "proleptic_gregorian"), "1979-02 has 28 days in the proleptic_gregorian calendar, not 30");
+  EXPECT_EQ(date_error(t, "360_day"), "");
+  parse_datetime("2000-02-29", t);
+  EXPECT_EQ(date_error(t, "standard"), "");
+  EXPECT_NE(date_error(t, "noleap"), "");
+  parse_datetime("1900-02-29", t);
+  EXPECT_NE(date_error(t, "proleptic_gregorian"), "");
+  EXPECT_EQ(date_error(t, "all_leap"), "");
+  parse_datetime("1979-04-31", t);
+  EXPECT_NE(date_error(t, ""), "");
+  parse_datetime("1979-01-01T24:30", t);
+  EXPECT_NE(date_error(t, ""), "");
+  parse_datetime("1979-01-01T24:00", t);
+  EXPECT_EQ(date_error(t, ""), "");
+  EXPECT_THROW(CfTime("days since 1979-02-30", "standard", "f.nc"), IoError);
+  EXPECT_NO_THROW(CfTime("days since 1979-02-30", "360_day", "f.nc"));
 }
 
 }  // namespace

@@ -77,9 +77,9 @@ TEST(ReplayRunConfig, BadFilesNameTheKeyAndLine) {
   EXPECT_EQ(config_error(std::string(kMinimalRun) + "time: {start: March}\n"),
             "run.yaml:2: time.start must be a 0-based step index or an ISO 8601 date, got \"March\"");
   EXPECT_EQ(config_error(std::string(kMinimalRun) + "time: {stride: 0}\n"),
-            "run.yaml:2: time.stride must be a positive integer, got 0");
+            "run.yaml:2: time.stride must be an integer in [1, 100000000], got 0");
   EXPECT_EQ(config_error(std::string(kMinimalRun) + "epochs: two\n"),
-            "run.yaml:2: epochs must be a positive integer, got \"two\"");
+            "run.yaml:2: epochs must be an integer in [1, 1000000], got \"two\"");
   EXPECT_EQ(config_error(std::string(kMinimalRun) + "grid: {type: icon}\n"),
             "run.yaml: grid.file is required for grid.type icon (the ICON grid file)");
   EXPECT_EQ(config_error(std::string(kMinimalRun) + "decomposition: blocks\n"),

@@ -27,18 +27,40 @@ std::string ncgen(const ScratchDir& dir, const std::string& name, const std::str
   return dir.file(name + ".nc");
 }
 
+/// What a test varies in tas_cdl's file.
+struct TasFile {
+  std::string attributes = "    tas:_FillValue = 1.e+20f ;\n";  ///< of tas besides its units K
+  std::string times;                                            ///< "" = 0, 1, 2, ...
+  std::string lat = "-30, -10, 10, 30";
+};
+
 /// tas(time, lat, lon) on a 4 x 4 grid with `steps` records of `values` (16 per record).
-std::string tas_cdl(int steps, const std::string& values) {
-  std::string times;
-  for (int i = 0; i < steps; ++i) times += (i ? ", " : "") + std::to_string(i);
+std::string tas_cdl(int steps, const std::string& values, const TasFile& f = {}) {
+  std::string times = f.times;
+  for (int i = 0; i < steps && f.times.empty(); ++i) times += (i ? ", " : "") + std::to_string(i);
   const std::string data = steps > 0 ? "  time = " + times + " ;\n  tas = " + values + " ;\n" : "";
   return "netcdf tas {\ndimensions:\n  time = UNLIMITED ;\n  lat = 4 ;\n  lon = 4 ;\nvariables:\n"
          "  double time(time) ;\n    time:units = \"days since 2000-01-01\" ;\n"
          "  double lat(lat) ;\n    lat:units = \"degrees_north\" ;\n"
          "  double lon(lon) ;\n    lon:units = \"degrees_east\" ;\n"
-         "  float tas(time, lat, lon) ;\n    tas:units = \"K\" ;\n    tas:_FillValue = 1.e+20f ;\n"
-         "data:\n  lat = -30, -10, 10, 30 ;\n  lon = 0, 90, 180, 270 ;\n" +
-         data + "}\n";
+         "  float tas(time, lat, lon) ;\n    tas:units = \"K\" ;\n" +
+         f.attributes + "data:\n  lat = " + f.lat + " ;\n  lon = 0, 90, 180, 270 ;\n" + data + "}\n";
+}
+
+/// `steps` records of 280 K, with `bad` at index `at` of step `step`.
+std::string values_with(int steps, int step, int at, const std::string& bad) {
+  std::string values;
+  for (int t = 0; t < steps; ++t)
+    for (int i = 0; i < 16; ++i)
+      values += std::string(values.empty() ? "" : ", ") + (t == step && i == at ? bad : "280");
+  return values;
+}
+
+/// finecast-replay on one rank, without plugins, under a time limit.
+CommandResult replay(const ScratchDir& dir, const std::string& run_file) {
+  write_text(dir.file("run.yaml"), run_file);
+  return run_command("timeout -k 5 60 mpiexec -n 1 " + binary("finecast-replay") + " --config " + dir.file("run.yaml") +
+                     " --progress none");
 }
 
 std::string run_file(const std::string& input) {
@@ -85,12 +107,14 @@ TEST(ReplayBadInput, ImplausibleValuesAreMissingAndCountedInTheLog) {
   const CommandResult r = run_command("timeout -k 5 60 mpiexec -n 1 " + binary("finecast-replay") + " --config " +
                                       dir.file("run.yaml") + " --progress none");
   ASSERT_EQ(r.rc, 0) << r.output;
-  EXPECT_NE(r.output.find("input: 2 value(s) of 'tas' at 2000-01-01T00:00:00 outside its valid range (beyond "
-                          "_FillValue 1e+20) treated as missing"),
+  EXPECT_NE(r.output.find(input + ", variable 'tas', step 0: 2 value(s) outside the valid or plausible range "
+                                  "(beyond _FillValue 1e+20, plausible range [-100, 400] (units K, finecast's "
+                                  "plausibility table)) treated as missing, e.g. index 3: 3e+38"),
             std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("3 value(s) of 'tas' outside its valid range (beyond _FillValue 1e+20) treated as "
-                          "missing in 2 replay steps"),
+  EXPECT_NE(r.output.find("3 value(s) of 'tas' outside its valid range (beyond _FillValue 1e+20, plausible range "
+                          "[-100, 400] (units K, finecast's plausibility table)) treated as missing in 2 replay "
+                          "steps"),
             std::string::npos)
       << r.output;
 
@@ -111,4 +135,96 @@ TEST(ReplayBadInput, ImplausibleValuesAreMissingAndCountedInTheLog) {
   fr::ReplayInput capped(bounded);
   EXPECT_EQ(capped.read(0, 0, v.data()), 16);
   EXPECT_NE(capped.valid_range_text(0).find("|value| > 250"), std::string::npos) << capped.valid_range_text(0);
+}
+
+// An input whose 4 steps carry one time: replay logged 4 samplings and its plugin kept 1 record.
+// Refused when the file is opened, naming the file, the time variable and the step; also when
+// the files given one after another overlap in time.
+TEST(ReplayBadInput, RepeatedTimesAreRefusedWhenTheFileIsOpened) {
+  ScratchDir dir("replay_times");
+  TasFile same;
+  same.times = "0, 0, 0, 0";
+  const std::string input = ncgen(dir, "same", tas_cdl(4, values_with(4, -1, 0, ""), same));
+  const fr::ReplayRunConfig c = fr::parse_replay_run_config(run_file(input), dir.file("run.yaml"));
+  try {
+    fr::ReplayInput in(c);
+    ADD_FAILURE() << "no error for repeated times";
+  } catch (const finecast::IoError& e) {
+    EXPECT_NE(std::string(e.what()).find(input + ", time variable 'time': step 1 at 2000-01-01T00:00:00 (value 0) "
+                                                 "repeats the time of step 0"),
+              std::string::npos)
+        << e.what();
+  }
+  const CommandResult r = replay(dir, run_file(input));
+  EXPECT_EQ(r.rc, 1) << r.output;
+  EXPECT_NE(r.output.find("repeats the time of step 0"), std::string::npos) << r.output;
+
+  // Two files whose times overlap (the second starts where the first started).
+  const std::string a = ncgen(dir, "a", tas_cdl(2, values_with(2, -1, 0, "")));
+  const std::string b = ncgen(dir, "b", tas_cdl(2, values_with(2, -1, 0, "")));
+  const fr::ReplayRunConfig two = fr::parse_replay_run_config(
+      "input: {files: [" + a + ", " + b + "], variables: [tas]}\ngrid: {type: latlon}\n", dir.file("run.yaml"));
+  try {
+    fr::ReplayInput in(two);
+    ADD_FAILURE() << "no error for overlapping files";
+  } catch (const finecast::IoError& e) {
+    EXPECT_NE(std::string(e.what()).find(b + ": its first step, 2000-01-01T00:00:00, is not after the last step of " +
+                                         a + ", 2000-01-02T00:00:00"),
+              std::string::npos)
+        << e.what();
+  }
+  // A time.start date that no calendar day is.
+  const fr::ReplayRunConfig feb30 = fr::parse_replay_run_config(
+      "input: {files: [" + a + "], variables: [tas]}\ngrid: {type: latlon}\ntime: {start: 2000-02-30}\n",
+      dir.file("run.yaml"));
+  EXPECT_THROW(fr::ReplayInput{feb30}, finecast::ConfigError);
+}
+
+// One value of 1e30 in a file without _FillValue or valid_range: replay's samples reached
+// 3.5e28 K. Now missing (NaN, so the patch is not trained on), logged with its step, index and
+// value, and counted at the end; input.variables[].plausible overrides the table.
+TEST(ReplayBadInput, AnOutlierWithoutFillValueIsMissingReportedAndCounted) {
+  ScratchDir dir("replay_outlier");
+  TasFile plain;
+  plain.attributes = "    tas:standard_name = \"air_temperature\" ;\n";
+  const std::string input = ncgen(dir, "outlier", tas_cdl(3, values_with(3, 1, 5, "1e30"), plain));
+  const CommandResult r = replay(dir, run_file(input));
+  ASSERT_EQ(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find(input + ", variable 'tas', step 1: 1 value(s) outside the valid or plausible range "
+                                  "(plausible range [150, 350] (air_temperature in K, finecast's plausibility "
+                                  "table)) treated as missing, e.g. index 5: 1e+30"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("1 value(s) of 'tas' outside its valid range (plausible range [150, 350]"), std::string::npos)
+      << r.output;
+
+  fr::ReplayInput in(fr::parse_replay_run_config(run_file(input), dir.file("run.yaml")));
+  std::vector<float> v(16);
+  EXPECT_EQ(in.read(1, 0, v.data()), 1);
+  EXPECT_TRUE(std::isnan(v[5]));
+  EXPECT_EQ(v[4], 280.0f);
+  fr::ReplayInput off(fr::parse_replay_run_config(
+      "input: {files: [" + input + "], variables: [{var: tas, plausible: none}]}\ngrid: {type: latlon}\n",
+      dir.file("run.yaml")));
+  EXPECT_EQ(off.read(1, 0, v.data()), 0);
+  EXPECT_EQ(v[5], 1e30f);
+  EXPECT_THROW(fr::parse_replay_run_config("input: {files: [" + input + "], variables: [{var: tas, plausible: 5}]}\n",
+                                           dir.file("run.yaml")),
+               finecast::ConfigError);
+  fr::ReplayInput again(fr::parse_replay_run_config(run_file(input), dir.file("run.yaml")));
+  EXPECT_EQ(again.read(1, 0, v.data()), 1) << "a run file's overrides do not outlive it";
+}
+
+// Latitude 200 was accepted and written to the output.
+TEST(ReplayBadInput, LatitudesOutsideMinus90To90AreRefused) {
+  ScratchDir dir("replay_lat");
+  TasFile far;
+  far.lat = "-30, -10, 10, 200";
+  const std::string input = ncgen(dir, "lat200", tas_cdl(1, values_with(1, -1, 0, ""), far));
+  const CommandResult r = replay(dir, run_file(input));
+  EXPECT_EQ(r.rc, 1) << r.output;
+  EXPECT_NE(r.output.find(input + "', variable 'tas': latitude coordinate 'lat' is 200.000000 at index 3, expected "
+                                  "degrees in [-90, 90]"),
+            std::string::npos)
+      << r.output;
 }

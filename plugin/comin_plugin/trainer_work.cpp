@@ -269,12 +269,13 @@ void write_samples(PluginState& s) {
   if (lead && !t.output) {
     try {
       s.faults.check(FaultPoint::kOutput, s.stats.steps, c.rank, true);
-      const auto attrs = output_attributes(t.map, !t.last_checkpoint.empty() ? t.last_checkpoint
-                                                  : !t.resumed_from.empty()
-                                                      ? t.resumed_from
-                                                      : "none written yet (checkpoint.dir " + cfg.checkpoint.dir + ")");
+      auto attrs = output_attributes(t.map, !t.last_checkpoint.empty() ? t.last_checkpoint
+                                            : !t.resumed_from.empty()
+                                                ? t.resumed_from
+                                                : "none written yet (checkpoint.dir " + cfg.checkpoint.dir + ")");
+      attrs.insert(t.output_globals.begin(), t.output_globals.end());
       t.output = std::make_unique<Output>(cfg.sample.output, t.output_grid, target_field(cfg), t.output_attrs, members,
-                                          attrs, !t.resumed_from.empty(), s.stats.datetime);
+                                          attrs, !t.resumed_from.empty(), s.stats.datetime, t.output_options);
     } catch (...) {
       failure = describe_current_exception();
     }

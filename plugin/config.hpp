@@ -104,7 +104,7 @@ struct SampleConfig : trainer::SampleOptions {
 /// The output section: how the sampled ensembles (sample.output) are stored.
 struct OutputConfig {
   OutputFormat format = OutputFormat::kNetcdf4;
-  int deflate = 4;          ///< zlib level of every variable (netcdf4); 0 = off
+  int deflate = 1;          ///< zlib level of every variable (netcdf4); 0 = off
   std::string title;        ///< global attribute title ("" = none)
   std::string source;       ///< global attribute source ("" = "finecast <version>")
   std::string institution;  ///< global attribute institution ("" = none)

@@ -193,11 +193,13 @@ void EnsembleWriter::set_storage(int varid, bool with_member) {
 void EnsembleWriter::set_chunk_cache(int varid, bool with_member) {
   std::vector<size_t> chunk = chunk_;
   if (!with_member) chunk.erase(chunk.begin() + 1);
-  // Room for one chunk of every member, twice: a record's pieces that do not fill whole chunks
-  // stay in memory until they do, instead of being compressed, read back and compressed again.
+  // Room for two chunks of every member (companions: two chunks): a record's pieces that do not
+  // fill whole chunks stay in memory until they do, instead of being compressed, read back and
+  // compressed again.
   size_t bytes = sizeof(float);
   for (size_t c : chunk) bytes *= c;
-  const size_t cache = std::min<size_t>(bytes * 2 * static_cast<size_t>(members_ + 1), size_t{256} << 20);
+  const size_t copies = with_member ? static_cast<size_t>(members_) : 1;
+  const size_t cache = std::min<size_t>(bytes * 2 * copies, size_t{256} << 20);
   CHECK_NC(nc_set_var_chunk_cache(ncid_, varid, cache, 1009, 0.75f), context() + " (chunk cache)");
 }
 
@@ -465,7 +467,7 @@ void EnsembleWriter::check_record_space() {
   const int fd = open(path_.c_str(), O_WRONLY | O_CLOEXEC);
   if (fd < 0) throw IoError(context() + ": cannot open it to check the room for a record: " + std::strerror(errno));
   struct stat st {};
-  const off_t need = static_cast<off_t>(n_cells_) * static_cast<off_t>(members_ + 3) * 4 * 101 / 100 + (off_t{1} << 20);
+  const off_t need = static_cast<off_t>(n_cells_) * static_cast<off_t>(members_ + 3) * 4 * 101 / 100 + (off_t{1} << 18);
   int rc = fstat(fd, &st) == 0 ? posix_fallocate(fd, st.st_size, need) : errno;
   if (ftruncate(fd, st.st_size) != 0 && rc == 0) rc = errno;
   ::close(fd);

@@ -22,7 +22,7 @@ enum class OutputFormat {
 /// How the output is stored and what its time axis counts from.
 struct WriterOptions {
   OutputFormat format = OutputFormat::kNetcdf4;
-  int deflate = 4;  ///< zlib level 0..9 of every variable (NetCDF-4 only); 0 = no compression
+  int deflate = 1;  ///< zlib level 0..9 of every variable (NetCDF-4 only); 0 = no compression
   /// ISO 8601 date `time` counts from (the experiment start: "seconds since <time_origin>");
   /// "" or no date = the first record's time.
   std::string time_origin;

@@ -98,7 +98,7 @@ if ! (cd "$work" && env -u LD_LIBRARY_PATH timeout -k 5 120 mpiexec -n 2 --overs
   tail -20 "$work/host.log" >&2
 else
   header="$(ncdump -hs "$work/out.nc")"
-  for want in 'ts:_DeflateLevel = 4 ;' 'ts_mean:_DeflateLevel = 4 ;' 'ts:_Shuffle = "true" ;' \
+  for want in 'ts:_DeflateLevel = 1 ;' 'ts_mean:_DeflateLevel = 1 ;' 'ts:_Shuffle = "true" ;' \
               'ts:_ChunkSizes = 1, 1, 20480 ;' ':_Format = "netCDF-4" ;' \
               'time:units = "seconds since 1979-01-01 00:00:00" ;' ':title = "install test" ;' \
               ':institution = "finecast CI" ;'; do
@@ -109,5 +109,5 @@ else
 fi
 
 ((fail == 0)) && echo "install: $(find "$inc" -type f | wc -l) public headers, none internal; no eval:: in" \
-  "libfinecast_coupling; no libcomin in lib/; the installed finecast-host ran the plugin (NetCDF-4, deflate 4)"
+  "libfinecast_coupling; no libcomin in lib/; the installed finecast-host ran the plugin (NetCDF-4, deflate 1)"
 exit "$fail"

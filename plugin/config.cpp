@@ -23,6 +23,10 @@ const schema::Names<OnError>& names(OnError) {
   static const schema::Names<OnError> n{{OnError::kAbort, "abort"}, {OnError::kDisable, "disable"}};
   return n;
 }
+const schema::Names<OutputFormat>& names(OutputFormat) {
+  static const schema::Names<OutputFormat> n{{OutputFormat::kNetcdf4, "netcdf4"}, {OutputFormat::kCdf5, "cdf5"}};
+  return n;
+}
 const schema::Names<CommunicatorKind>& names(CommunicatorKind) {
   static const schema::Names<CommunicatorKind> n{{CommunicatorKind::kHost, "host"},
                                                  {CommunicatorKind::kPlugin, "plugin"}};
@@ -168,6 +172,15 @@ const schema::Table<Config>& config_table() {
                           "\"\" or one of auto, cpu, cuda, cuda:N, mps",
                           [](const std::string& v) { return v.empty() || valid_device(v); }));
     add(nested(&Config::sample, sample, "sample."));
+    add(nested(&Config::output,
+               Table<OutputConfig>{
+                   choice("format", &OutputConfig::format,
+                          "netcdf4 (HDF5: chunked, shuffle + deflate) | cdf5 (uncompressed, each record durable)"),
+                   integer("deflate", &OutputConfig::deflate, 0, 9, "zlib level of every variable (netcdf4); 0 = off"),
+                   text("title", &OutputConfig::title, "global attribute title (\"\" = none)"),
+                   text("source", &OutputConfig::source, "global attribute source (\"\" = finecast and its version)"),
+                   text("institution", &OutputConfig::institution, "global attribute institution (\"\" = none)")},
+               "output."));
     add(nested(&Config::checkpoint,
                Table<CheckpointConfig>{
                    text("dir", &CheckpointConfig::dir, "directory of the checkpoints"),

@@ -21,10 +21,13 @@ enum class CommunicatorKind { kHost, kPlugin };
 /// Where the trainer ranks sit in the communicator: spread evenly over it (across nodes) or
 /// packed next to coupling.trainer_rank.
 enum class Placement { kSpread, kPacked, kExternal };
+/// File format of the sampled ensembles (docs/output.md).
+enum class OutputFormat { kNetcdf4, kCdf5 };
 /// Points of a coupling step where testing.fault makes a run fail on purpose.
 enum class FaultPoint { kNone, kGather, kTraining, kCheckpoint, kSampling, kOutput, kWriteBack };
 
 const schema::Names<OnError>& names(OnError);
+const schema::Names<OutputFormat>& names(OutputFormat);
 const schema::Names<CommunicatorKind>& names(CommunicatorKind);
 const schema::Names<Placement>& names(Placement);
 const schema::Names<FaultPoint>& names(FaultPoint);
@@ -95,6 +98,15 @@ struct SampleConfig : trainer::SampleOptions {
   std::string device;      ///< device that samples ("" = the training device)
 };
 
+/// The output section: how the sampled ensembles (sample.output) are stored.
+struct OutputConfig {
+  OutputFormat format = OutputFormat::kNetcdf4;
+  int deflate = 1;          ///< zlib level of every variable (netcdf4); 0 = off
+  std::string title;        ///< global attribute title ("" = none)
+  std::string source;       ///< global attribute source ("" = "finecast <version>")
+  std::string institution;  ///< global attribute institution ("" = none)
+};
+
 struct CheckpointConfig {
   std::string dir = "checkpoints";
   int every = 0;  ///< coupling steps between checkpoints; 0 = only at the end
@@ -130,6 +142,7 @@ struct Config {
   trainer::ModelOptions model;  ///< context_size and patch_size are set by the run from the grid
   TrainConfig train;
   SampleConfig sample;
+  OutputConfig output;
   CheckpointConfig checkpoint;
   TestingConfig testing;
 };

@@ -2,12 +2,19 @@
 // Ensemble output: definitions, and per-step appends that are on disk as soon as they return.
 #include "coupling/io/ensemble_writer.hpp"
 
+#include <fcntl.h>
 #include <netcdf.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <functional>
 #include <limits>
 
@@ -24,6 +31,11 @@ namespace {
 
 constexpr float kFill = 1.0e20f;       // CMIP's fill value: cdo and most tools expect a finite one
 constexpr size_t kHeaderRoom = 16384;  // bytes kept free in the header for later attributes
+// NetCDF-4 chunks hold at most this many values (4 MiB of float): large enough for deflate and
+// few chunk-index entries, small enough that a reader of one member or one region reads little.
+// The plugin's trainer ranks send their pieces of a record in blocks of the same 2^20 cells
+// (whole rows on lat-lon grids), so each piece fills whole chunks.
+constexpr size_t kChunkValues = size_t{1} << 20;
 
 void put_text(int ncid, int varid, const std::string& name, const std::string& value, const std::string& ctx) {
   CHECK_NC(nc_put_att_text(ncid, varid, name.c_str(), value.size(), value.c_str()), ctx + ", attribute " + name);
@@ -38,6 +50,25 @@ std::string now_utc() {
   return buf;
 }
 
+}  // namespace
+
+namespace {
+/// Points every descriptor of this process open on `path` at /dev/null.
+void detach_from_disk(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::path target = std::filesystem::canonical(path, ec);
+  if (ec) return;
+  const int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null < 0) return;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    std::error_code link_ec;
+    const std::filesystem::path file = std::filesystem::read_symlink(entry.path(), link_ec);
+    if (link_ec || file != target) continue;
+    const int fd = std::atoi(entry.path().filename().c_str());
+    if (fd != null) dup2(null, fd);
+  }
+  close(null);
+}
 }  // namespace
 
 std::string EnsembleWriter::context() const { return "NetCDF output " + path_ + ", variable '" + var_ + "'"; }
@@ -149,20 +180,54 @@ std::vector<int> define_latlon_grid(int ncid, const OutputGrid& grid, DeferredWr
 
 }  // namespace
 
+void EnsembleWriter::set_storage(int varid, bool with_member) {
+  if (!netcdf4_) return;
+  const std::string ctx = context();
+  std::vector<size_t> chunk = chunk_;
+  if (!with_member) chunk.erase(chunk.begin() + 1);
+  CHECK_NC(nc_def_var_chunking(ncid_, varid, NC_CHUNKED, chunk.data()), ctx + " (chunking)");
+  if (deflate_ > 0) CHECK_NC(nc_def_var_deflate(ncid_, varid, 1, 1, deflate_), ctx + " (deflate)");
+  set_chunk_cache(varid, with_member);
+}
+
+void EnsembleWriter::set_chunk_cache(int varid, bool with_member) {
+  std::vector<size_t> chunk = chunk_;
+  if (!with_member) chunk.erase(chunk.begin() + 1);
+  // Room for two chunks of every member (companions: two chunks): a record's pieces that do not
+  // fill whole chunks stay in memory until they do, instead of being compressed, read back and
+  // compressed again.
+  size_t bytes = sizeof(float);
+  for (size_t c : chunk) bytes *= c;
+  const size_t copies = with_member ? static_cast<size_t>(members_) : 1;
+  const size_t cache = std::min<size_t>(bytes * 2 * copies, size_t{256} << 20);
+  CHECK_NC(nc_set_var_chunk_cache(ncid_, varid, cache, 1009, 0.75f), context() + " (chunk cache)");
+}
+
 EnsembleWriter::EnsembleWriter(const std::string& path, const OutputGrid& grid, const std::string& var,
                                const VarAttributes& attrs, int members,
-                               const std::map<std::string, std::string>& global_attrs, const std::string& calendar)
-    : path_(path), var_(var), calendar_(calendar), members_(members) {
+                               const std::map<std::string, std::string>& global_attrs, const std::string& calendar,
+                               const WriterOptions& options)
+    : netcdf4_(options.format == OutputFormat::kNetcdf4),
+      deflate_(netcdf4_ ? options.deflate : 0),
+      time_origin_(options.time_origin),
+      path_(path),
+      var_(var),
+      calendar_(calendar),
+      members_(members) {
   if (members < 1) throw IoError("NetCDF output " + path + ": members must be >= 1, got " + std::to_string(members));
   if (var.empty()) throw IoError("NetCDF output " + path + ": the variable name is empty");
+  if (options.deflate < 0 || options.deflate > 9)
+    throw IoError("NetCDF output " + path + ": the deflate level must be 0..9, got " + std::to_string(options.deflate));
   CfTime(std::string("seconds since 2000-01-01"), calendar, "NetCDF output " + path);  // validates the calendar
   n_cells_ = grid.n_cells();
   if (n_cells_ < 1) throw IoError("NetCDF output " + path + ": the output grid has no cells");
   const std::string ctx = context();
   // CDF-5 (64-bit data): a record is on disk once nc_sync returns and the header's record count
   // is updated after the data, so a run that dies or fails mid-write leaves a readable file
-  // with every record written before (HDF5-based NetCDF-4 cannot promise that).
-  CHECK_NC(nc_create(path_.c_str(), NC_64BIT_DATA | NC_CLOBBER, &ncid_), ctx);
+  // with every record written before. NetCDF-4 (HDF5) compresses; nc_sync flushes HDF5's caches
+  // after each record, but a kill or a full disk during that flush can leave the file's
+  // metadata half written (docs/output.md).
+  CHECK_NC(nc_create(path_.c_str(), (netcdf4_ ? NC_NETCDF4 : NC_64BIT_DATA) | NC_CLOBBER, &ncid_), ctx);
   int old_fill = 0;  // every value is written: no pre-fill (it would write each record twice)
   CHECK_NC(nc_set_fill(ncid_, NC_NOFILL, &old_fill), ctx);
   DeferredWrites data;
@@ -186,6 +251,15 @@ EnsembleWriter::EnsembleWriter(const std::string& path, const OutputGrid& grid, 
       CHECK_NC(nc_inq_dimlen(ncid_, d, &len), ctx);
       spatial_shape_.push_back(len);
     }
+    // Chunks: one record, one member, and a block of cells (lat-lon: whole rows).
+    chunk_ = {1, 1};
+    if (spatial_shape_.size() == 2) {
+      const size_t nx = spatial_shape_[1];
+      chunk_.push_back(std::clamp<size_t>(kChunkValues / nx, 1, spatial_shape_[0]));
+      chunk_.push_back(nx);
+    } else {
+      chunk_.push_back(std::min(spatial_shape_[0], kChunkValues));
+    }
 
     CHECK_NC(nc_def_var(ncid_, "time", NC_DOUBLE, 1, &time_dimid_, &time_varid_), ctx);
     put_text(ncid_, time_varid_, "standard_name", "time", ctx);
@@ -201,6 +275,7 @@ EnsembleWriter::EnsembleWriter(const std::string& path, const OutputGrid& grid, 
     dims.insert(dims.end(), spatial_dimids_.begin(), spatial_dimids_.end());
     CHECK_NC(nc_def_var(ncid_, var.c_str(), NC_FLOAT, static_cast<int>(dims.size()), dims.data(), &varid_), ctx);
     CHECK_NC(nc_def_var_fill(ncid_, varid_, 0, &kFill), ctx);
+    set_storage(varid_, true);
     if (!attrs.standard_name.empty()) put_text(ncid_, varid_, "standard_name", attrs.standard_name, ctx);
     put_text(ncid_, varid_, "long_name",
              (attrs.long_name.empty() ? var : attrs.long_name) + " (downscaled by finecast)", ctx);
@@ -219,6 +294,17 @@ EnsembleWriter::EnsembleWriter(const std::string& path, const OutputGrid& grid, 
     if (!grid.grid_file.empty()) put_text(ncid_, NC_GLOBAL, "grid_file_uri", grid.grid_file, ctx);
     if (!global_attrs.count("finecast_checkpoint")) put_text(ncid_, NC_GLOBAL, "finecast_checkpoint", "none", ctx);
     for (const auto& [k, v] : global_attrs) put_text(ncid_, NC_GLOBAL, k, v, ctx);
+    if (deflate_ > 0) {
+      // The coordinates and cell corners too (at R2B9 the corners alone are 1 GB of doubles).
+      int nvars = 0;
+      CHECK_NC(nc_inq_nvars(ncid_, &nvars), ctx);
+      for (int v = 0; v < nvars; ++v) {
+        int ndims = 0;
+        CHECK_NC(nc_inq_varndims(ncid_, v, &ndims), ctx);
+        if (v != varid_ && v != time_varid_ && ndims > 0)
+          CHECK_NC(nc_def_var_deflate(ncid_, v, 1, 1, deflate_), ctx + " (deflate)");
+      }
+    }
     // Room in the header for what later writes add (time units, the companion variables, the
     // checkpoint attribute), so that they do not move the data already on disk.
     CHECK_NC(nc__enddef(ncid_, kHeaderRoom, 4, 0, 4), ctx);
@@ -239,9 +325,7 @@ EnsembleWriter::EnsembleWriter(Append, const std::string& path, const std::strin
   try {
     int format = 0;
     CHECK_NC(nc_inq_format(ncid_, &format), ctx);
-    if (format == NC_FORMAT_NETCDF4 || format == NC_FORMAT_NETCDF4_CLASSIC)
-      throw IoError(ctx +
-                    ": the file is NetCDF-4 (an older finecast's output); finecast appends to CDF-5 outputs only");
+    netcdf4_ = format == NC_FORMAT_NETCDF4 || format == NC_FORMAT_NETCDF4_CLASSIC;
     CHECK_NC(nc_inq_varid(ncid_, var.c_str(), &varid_), ctx + ": no variable '" + var + "'");
     int ndims = 0;
     CHECK_NC(nc_inq_varndims(ncid_, varid_, &ndims), ctx);
@@ -266,10 +350,22 @@ EnsembleWriter::EnsembleWriter(Append, const std::string& path, const std::strin
       throw IoError(ctx + ": the file's grid has " + std::to_string(cells) + " cells, this run's " +
                     std::to_string(n_cells));
     time_dimid_ = dims[0];
+    if (netcdf4_) {
+      // Companions defined later get the main variable's chunks and compression.
+      int storage = 0, shuffle = 0, deflate = 0, level = 0;
+      chunk_.assign(static_cast<size_t>(ndims), 0);
+      CHECK_NC(nc_inq_var_chunking(ncid_, varid_, &storage, chunk_.data()), ctx);
+      if (storage != NC_CHUNKED) throw IoError(ctx + ": '" + var + "' is not chunked (not written by finecast)");
+      CHECK_NC(nc_inq_var_deflate(ncid_, varid_, &shuffle, &deflate, &level), ctx);
+      deflate_ = deflate ? level : 0;
+      set_chunk_cache(varid_, true);
+    }
     CHECK_NC(nc_inq_varid(ncid_, "time", &time_varid_), ctx + ": no variable 'time'");
     if (nc_inq_varid(ncid_, (var + "_coarse").c_str(), &coarse_varid_) != NC_NOERR) coarse_varid_ = -1;
     if (nc_inq_varid(ncid_, (var + "_host").c_str(), &host_varid_) != NC_NOERR) host_varid_ = -1;
     if (nc_inq_varid(ncid_, (var + "_mean").c_str(), &mean_varid_) != NC_NOERR) mean_varid_ = -1;
+    for (int id : {coarse_varid_, host_varid_, mean_varid_})
+      if (id >= 0 && netcdf4_) set_chunk_cache(id, false);
     size_t records = 0;
     CHECK_NC(nc_inq_dimlen(ncid_, time_dimid_, &records), ctx);
     steps_ = static_cast<int64_t>(records);
@@ -309,6 +405,7 @@ int EnsembleWriter::define_companion(const std::string& suffix, const std::strin
   int id = -1;
   CHECK_NC(nc_def_var(ncid_, name.c_str(), NC_FLOAT, static_cast<int>(dims.size()), dims.data(), &id), ctx);
   CHECK_NC(nc_def_var_fill(ncid_, id, 0, &kFill), ctx);
+  set_storage(id, false);
   CHECK_NC(nc_put_att_float(ncid_, id, "missing_value", NC_FLOAT, 1, &kFill), ctx);
   put_text(ncid_, id, "long_name", long_name, ctx);
   if (!cell_methods.empty()) put_text(ncid_, id, "cell_methods", cell_methods, ctx);
@@ -349,12 +446,34 @@ void EnsembleWriter::guarded(const std::function<void()>& io) {
     // The file keeps every record synced before this one: close it without writing more.
     broken_ = true;
     in_record_ = false;
+    // NetCDF-4: HDF5 flushes its caches when the file is closed, and keeps the file open when
+    // that flush fails (as it does again on a full disk). Its descriptor is pointed at /dev/null
+    // first: the flush then succeeds without reaching the file, which HDF5 releases.
+    if (netcdf4_) detach_from_disk(path_);
     nc_redef(ncid_);  // discarded by nc_abort: nothing more reaches the disk
     nc_abort(ncid_);
     ncid_ = -1;
     throw IoError(std::string(e.what()) + "; " + path_ + " keeps the " + std::to_string(steps_) +
                   " record(s) written before");
   }
+}
+
+void EnsembleWriter::check_record_space() {
+  // HDF5 writes a record's metadata in place and its chunks at the end of the file; on a full
+  // disk the first succeed and the second fail, and the file's structure is lost. So before any
+  // of a record is written, the disk must take the whole record (uncompressed, plus room for
+  // metadata): the room is allocated and given back (HDF5 keeps its own account of the file's
+  // end). A full disk then fails here and the file stays as it was synced.
+  const int fd = open(path_.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) throw IoError(context() + ": cannot open it to check the room for a record: " + std::strerror(errno));
+  struct stat st {};
+  const off_t need = static_cast<off_t>(n_cells_) * static_cast<off_t>(members_ + 3) * 4 * 101 / 100 + (off_t{1} << 18);
+  int rc = fstat(fd, &st) == 0 ? posix_fallocate(fd, st.st_size, need) : errno;
+  if (ftruncate(fd, st.st_size) != 0 && rc == 0) rc = errno;
+  ::close(fd);
+  if (rc != 0)
+    throw IoError(context() + ": no room for another record (" + std::to_string(need >> 20) +
+                  " MiB): " + std::strerror(rc));
 }
 
 void EnsembleWriter::begin(const std::string& datetime, bool with_coarse, bool with_host) {
@@ -371,11 +490,15 @@ void EnsembleWriter::begin(const std::string& datetime, bool with_coarse, bool w
       CfTime(time_units_, calendar_, ctx).from_datetime(t) < last_time_)
     throw IoError(ctx + ": time " + datetime + " is earlier than the file's last record (" + last_datetime_ + ")");
   guarded([&] {
+    if (netcdf4_) check_record_space();
     if (steps_ == 0) {
       dated_ = is_date;
       CHECK_NC(nc_redef(ncid_), ctx);
       if (dated_) {
-        DateTime ref = t;
+        // From the experiment start when known (every chunk of a restarted run counts from the
+        // same origin), else from the first record.
+        DateTime ref = t, origin;
+        if (!time_origin_.empty() && parse_datetime(time_origin_, origin)) ref = origin;
         ref.second = std::floor(ref.second);
         time_units_ = "seconds since " + format_datetime(ref);
         std::replace(time_units_.begin(), time_units_.end(), 'T', ' ');

@@ -13,6 +13,21 @@
 
 namespace finecast::coupling {
 
+/// The file format of the ensemble output (config key output.format).
+enum class OutputFormat {
+  kNetcdf4,  ///< NetCDF-4 (HDF5): chunked per record, member and block of cells, shuffle + deflate
+  kCdf5,     ///< CDF-5 (NetCDF "64-bit data"): uncompressed, each record durable as soon as it is synced
+};
+
+/// How the output is stored and what its time axis counts from.
+struct WriterOptions {
+  OutputFormat format = OutputFormat::kNetcdf4;
+  int deflate = 1;  ///< zlib level 0..9 of every variable (NetCDF-4 only); 0 = no compression
+  /// ISO 8601 date `time` counts from (the experiment start: "seconds since <time_origin>");
+  /// "" or no date = the first record's time.
+  std::string time_origin;
+};
+
 /// Writes var(time, realization, ncells) for ICON grids or var(time, realization, y, x) for
 /// lat-lon ones, with the grid's coordinates, cell bounds, grid mapping and identity
 /// (OutputGrid), the input's units/standard_name/long_name, a CF ensemble dimension
@@ -21,17 +36,17 @@ namespace finecast::coupling {
 /// "realization: mean"). Global attributes: Conventions, source and finecast_version
 /// (FINECAST_VERSION), history, grid_file_uri, uuidOfHGrid and number_of_grid_used (ICON, when
 /// known), finecast_checkpoint ("none" unless given in global_attrs), then every entry of
-/// global_attrs. The file is CDF-5 (NetCDF "64-bit data")
-/// under its final name from the start, and every record is synced to disk before write()
-/// returns: readers see the records of a running job, and a job that is killed, or whose disk
-/// fills up, keeps every record written before (a previous file at `path` is replaced).
+/// global_attrs (which may replace source). The file is NetCDF-4 or CDF-5 (WriterOptions; see
+/// docs/output.md) under its final name from the start, and every record is synced to disk before
+/// write() returns: readers see the records of a running job, and a job that is killed, or whose
+/// disk fills up, keeps every record written before (a previous file at `path` is replaced).
 class EnsembleWriter {
  public:
   /// `calendar` is the CF calendar of the model's dates. Throws IoError naming the file.
   EnsembleWriter(const std::string& path, const OutputGrid& grid, const std::string& var, const VarAttributes& attrs,
                  int members, const std::map<std::string, std::string>& global_attrs,
-                 const std::string& calendar = "proleptic_gregorian");
-  /// Opens an existing output written by this class (CDF-5) to append to it: a resumed run
+                 const std::string& calendar = "proleptic_gregorian", const WriterOptions& options = {});
+  /// Opens an existing output written by this class (either format) to append to it: a resumed run
   /// continues the file of the runs before it. The variable `var` must have `members` members
   /// and `n_cells` cells; its records, time axis and companions are taken over, and the next
   /// write must be later than the last record. Throws IoError naming the file and the mismatch.
@@ -83,6 +98,17 @@ class EnsembleWriter {
   int define_companion(const std::string& suffix, const std::string& long_name, const std::string& cell_methods = "");
   /// Runs file I/O; a failure closes the file with the records written before and rethrows.
   void guarded(const std::function<void()>& io);
+  /// NetCDF-4: chunks of one record, one member and a block of cells, compressed (deflate_).
+  void set_storage(int varid, bool with_member);
+  /// A chunk cache that holds a record's pieces until their chunks are whole.
+  void set_chunk_cache(int varid, bool with_member);
+  /// NetCDF-4: throws when the disk has no room for a whole record, before any of it is written.
+  void check_record_space();
+
+  bool netcdf4_ = false;
+  int deflate_ = 0;
+  std::vector<size_t> chunk_;  ///< chunk of the main variable (time, member, cells...)
+  std::string time_origin_;
 
   std::string path_;
   std::string var_, calendar_;

@@ -45,6 +45,7 @@ struct HostFacts {
   std::string options;             ///< the plugin's options: the config path and overrides
   int64_t n_global = 0;            ///< cells of the coupled domain
   coupling::VarAttributes target;  ///< the downscaled field's units and names
+  std::string exp_start;           ///< the experiment's start (ISO 8601): the output's time origin
 };
 
 /// From host_root to the external ranks over `events` (no-op on a plugin communicator without

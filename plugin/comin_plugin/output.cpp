@@ -25,7 +25,7 @@ std::string absolute_checkpoint(const std::string& path) {
 
 Output::Output(std::string path, const coupling::OutputGrid& grid, const std::string& var,
                const coupling::VarAttributes& attrs, int members, std::map<std::string, std::string> global_attrs,
-               bool append, const std::string& first_datetime)
+               bool append, const std::string& first_datetime, const coupling::WriterOptions& options)
     : path_(std::move(path)) {
   if (append && access(path_.c_str(), F_OK) == 0) {
     try {
@@ -50,7 +50,8 @@ Output::Output(std::string path, const coupling::OutputGrid& grid, const std::st
   }
   if (auto it = global_attrs.find("finecast_checkpoint"); it != global_attrs.end())
     it->second = absolute_checkpoint(it->second);
-  writer_ = std::make_unique<coupling::EnsembleWriter>(path_, grid, var, attrs, members, global_attrs);
+  writer_ = std::make_unique<coupling::EnsembleWriter>(path_, grid, var, attrs, members, global_attrs,
+                                                       "proleptic_gregorian", options);
 }
 
 void Output::set_checkpoint(const std::string& path) {

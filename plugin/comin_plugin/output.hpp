@@ -24,7 +24,7 @@ class Output {
   /// kept, and the new file is named "<stem>_<first_datetime>.nc").
   Output(std::string path, const coupling::OutputGrid& grid, const std::string& var,
          const coupling::VarAttributes& attrs, int members, std::map<std::string, std::string> global_attrs,
-         bool append, const std::string& first_datetime);
+         bool append, const std::string& first_datetime, const coupling::WriterOptions& options = {});
 
   /// One record: begin, then cells first..first+count-1 as many times as it takes (members
   /// [members][count], the coarse condition and the host's field [count] each), then end.

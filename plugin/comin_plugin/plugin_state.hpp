@@ -7,6 +7,7 @@
 
 #include <mpi.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "coupling/buffer/rolling_buffer.hpp"
 #include "coupling/grid/patch_map.hpp"
 #include "coupling/grid/patches.hpp"
+#include "coupling/io/ensemble_writer.hpp"
 #include "coupling/mpi/redistribution.hpp"
 #include "coupling/mpi/owned_cells.hpp"
 #include "plugin/comin_plugin/conditioning.hpp"
@@ -79,21 +81,23 @@ struct TrainerState {
   coupling::Patches patches;            ///< this trainer's patches of the latest step (also what sampling uses)
   ConditioningState conditioning;       ///< static covariates (normalised, on the slots), held-out patches
   std::vector<uint8_t> train_valid;     ///< the step's valid patches less the held-out ones: what the buffer keeps
-  std::unique_ptr<coupling::RollingBuffer> buffer;  ///< this trainer's patches
-  std::unique_ptr<Model> model;                     ///< from the trainer module (LibTorch)
-  TrainingSession session;                          ///< joined before the model it trains is released
-  std::shared_ptr<trainer::Reducer> reducer;        ///< the trainers' gradient sums (train.ranks > 1)
-  coupling::OutputGrid output_grid;                 ///< the fine grid, for the NetCDF output (lead)
-  coupling::VarAttributes output_attrs;             ///< units/long_name of the downscaled field
-  std::string resumed_from;                         ///< checkpoint the run started from ("" = fresh)
-  std::string resumed_datetime;                     ///< model time at which that checkpoint was written
-  std::string last_checkpoint;                      ///< the latest checkpoint written in this run
-  std::unique_ptr<Output> output;                   ///< the lead's, opened at the first sampling
-  int64_t output_chunk = 0;                         ///< cells per piece of a record sent to the lead
-  std::vector<int64_t> slots_by_cell;               ///< the slots ordered by their cell (for the output)
-  std::vector<float> samples;                       ///< [n_patches][members][P] scratch
-  std::vector<float> slot_mean;                     ///< [n_slots]: the ensemble mean for write-back
-  int torch_threads = 1;                            ///< LibTorch threads for this rank's training and sampling
+  std::unique_ptr<coupling::RollingBuffer> buffer;    ///< this trainer's patches
+  std::unique_ptr<Model> model;                       ///< from the trainer module (LibTorch)
+  TrainingSession session;                            ///< joined before the model it trains is released
+  std::shared_ptr<trainer::Reducer> reducer;          ///< the trainers' gradient sums (train.ranks > 1)
+  coupling::OutputGrid output_grid;                   ///< the fine grid, for the NetCDF output (lead)
+  coupling::VarAttributes output_attrs;               ///< units/long_name of the downscaled field
+  coupling::WriterOptions output_options;             ///< format, compression, time origin (config output.*)
+  std::map<std::string, std::string> output_globals;  ///< title, source, institution (config output.*)
+  std::string resumed_from;                           ///< checkpoint the run started from ("" = fresh)
+  std::string resumed_datetime;                       ///< model time at which that checkpoint was written
+  std::string last_checkpoint;                        ///< the latest checkpoint written in this run
+  std::unique_ptr<Output> output;                     ///< the lead's, opened at the first sampling
+  int64_t output_chunk = 0;                           ///< cells per piece of a record sent to the lead
+  std::vector<int64_t> slots_by_cell;                 ///< the slots ordered by their cell (for the output)
+  std::vector<float> samples;                         ///< [n_patches][members][P] scratch
+  std::vector<float> slot_mean;                       ///< [n_slots]: the ensemble mean for write-back
+  int torch_threads = 1;                              ///< LibTorch threads for this rank's training and sampling
   Work owed;                   ///< a session or checkpoint owed from an earlier step (schedule.hpp)
   bool fresh_weights = false;  ///< a session finished (or a trained model was resumed) after the latest sampling
 

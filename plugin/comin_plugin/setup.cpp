@@ -288,6 +288,13 @@ std::unique_ptr<TrainerState> setup_trainer(PluginState& s, const HostFacts& fac
                     " cells, but the host's domain " + std::to_string(cfg.coupling.domain) + " has " +
                     std::to_string(facts.n_global));
   t->output_attrs = facts.target;
+  t->output_options.format =
+      cfg.output.format == OutputFormat::kCdf5 ? coupling::OutputFormat::kCdf5 : coupling::OutputFormat::kNetcdf4;
+  t->output_options.deflate = cfg.output.deflate;
+  t->output_options.time_origin = facts.exp_start;
+  for (const auto& [name, value] :
+       {std::pair{"title", cfg.output.title}, {"source", cfg.output.source}, {"institution", cfg.output.institution}})
+    if (!value.empty()) t->output_globals[name] = value;
 
   // This trainer's patches: contiguous, balanced ranges in trainer order.
   const int n_trainers = static_cast<int>(c.trainer_ranks.size());
@@ -504,6 +511,7 @@ HostFacts host_facts(const PluginState& s) {
   HostFacts facts;
   facts.options = s.options;
   facts.n_global = comin_descrdata_get_domain_cells_ncells_global(jg);
+  facts.exp_start = fortran_string(comin_descrdata_get_simulation_interval_exp_start);
   // The downscaled field's description, as the host gives it in its metadata. An unknown field
   // is named with the host's variables when the fields are coupled (couple_fields).
   const std::string& field = target_field(cfg);

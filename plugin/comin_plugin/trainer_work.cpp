@@ -75,12 +75,14 @@ void begin_record(PluginState& s) {
   TrainerState& t = *s.trainer;
   s.faults.check(FaultPoint::kOutput, s.stats.steps, s.coupling->rank, true);
   if (!t.output) {
-    const auto attrs = output_attributes(t.map, !t.last_checkpoint.empty() ? t.last_checkpoint
-                                                : !t.resumed_from.empty()
-                                                    ? t.resumed_from
-                                                    : "none written yet (checkpoint.dir " + cfg.checkpoint.dir + ")");
+    auto attrs = output_attributes(t.map, !t.last_checkpoint.empty() ? t.last_checkpoint
+                                          : !t.resumed_from.empty()
+                                              ? t.resumed_from
+                                              : "none written yet (checkpoint.dir " + cfg.checkpoint.dir + ")");
+    attrs.insert(t.output_globals.begin(), t.output_globals.end());
     t.output = std::make_unique<Output>(cfg.sample.output, t.output_grid, target_field(cfg), t.output_attrs,
-                                        cfg.sample.members, attrs, !t.resumed_from.empty(), s.stats.datetime);
+                                        cfg.sample.members, attrs, !t.resumed_from.empty(), s.stats.datetime,
+                                        t.output_options);
   }
   t.output->begin(s.stats.datetime);
 }

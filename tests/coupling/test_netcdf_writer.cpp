@@ -83,7 +83,7 @@ TEST(EnsembleWriter, IconOutputReadsBackAndNcdumpAcceptsIt) {
         "clon:units = \"radian\" ;"})
     EXPECT_NE(header.find(want), std::string::npos) << "missing: " << want << "\n" << header;
   EXPECT_NE(header.find(std::string(":finecast_version = \"") + FINECAST_VERSION + "\""), std::string::npos) << header;
-  EXPECT_EQ(run("ncdump -k '" + path + "'", &status), "cdf5\n");  // classic layout: durable records
+  EXPECT_EQ(run("ncdump -k '" + path + "'", &status), "netCDF-4\n");  // the default
 
   // Values and time through the library, the missing value as NaN through the reader.
   int nc, vt, vv;
@@ -198,11 +198,14 @@ int open_fds() {
 
 // A write that fails (here: the file-size limit, as a full disk does it) leaves the file with
 // the records synced before, and releases it: nc_abort once tried to sync the failed record,
-// failed again, and kept netCDF's state and the file's descriptor (ASan: a leak per failure).
-TEST(EnsembleWriter, AFailedWriteReleasesTheFileAndKeepsTheRecordsBefore) {
+// failed again, and kept netCDF's state and the file's descriptor (ASan: a leak per failure);
+// HDF5 (NetCDF-4) kept the file open when the flush at its close failed. Both formats.
+class FailedWrite : public ::testing::TestWithParam<OutputFormat> {};
+TEST_P(FailedWrite, ReleasesTheFileAndKeepsTheRecordsBefore) {
   ScratchDir dir;
   const std::string path = dir.file("out.nc");
   const int n = 20000;
+  const WriterOptions options{GetParam(), 4, ""};
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {  // the size limit applies to this child only
@@ -210,7 +213,7 @@ TEST(EnsembleWriter, AFailedWriteReleasesTheFileAndKeepsTheRecordsBefore) {
     const int before = open_fds();
     int written = 0;
     {
-      EnsembleWriter w(path, small_icon(n), "t", {}, 2, {});
+      EnsembleWriter w(path, small_icon(n), "t", {}, 2, {}, "proleptic_gregorian", options);
       // Two records without a limit, then a limit half a record beyond them (the sizes of the
       // header, coordinates and records follow the writer's layout, so they are measured).
       rlim_t size[3] = {0, 0, 0};
@@ -246,6 +249,8 @@ TEST(EnsembleWriter, AFailedWriteReleasesTheFileAndKeepsTheRecordsBefore) {
   r.read(1, values.data());
   EXPECT_FLOAT_EQ(values[0], 2.0f);
 }
+INSTANTIATE_TEST_SUITE_P(EnsembleWriter, FailedWrite, ::testing::Values(OutputFormat::kNetcdf4, OutputFormat::kCdf5),
+                         [](const auto& info) { return info.param == OutputFormat::kCdf5 ? "cdf5" : "netcdf4"; });
 
 TEST(EnsembleWriter, ASecondWriteAtTheSameTimeReplacesTheRecord) {
   ScratchDir dir;
@@ -335,6 +340,96 @@ TEST(EnsembleWriter, ARecordWrittenInChunksEqualsOneWrite) {
             &status);
     EXPECT_EQ(status, 0) << diff;
   }
+}
+
+// NetCDF-4 (the default): one chunk per record, member and block of cells, shuffle + deflate at
+// the configured level on every field; `time` counts from the given origin (the experiment
+// start). Python's netCDF4 and cdo read it; CDF-5 and deflate 0 are what they say.
+TEST(EnsembleWriter, NetCdf4IsChunkedCompressedAndCountsFromTheOrigin) {
+  ScratchDir dir;
+  const int n = 6000, members = 3;
+  // A smooth field, as model fields are: it compresses.
+  std::vector<float> a(static_cast<size_t>(members) * n), coarse(n, 280.0f);
+  for (int m = 0; m < members; ++m)
+    for (int i = 0; i < n; ++i) a[m * n + i] = 280.0f + 10.0f * std::sin(0.001f * i) + 0.5f * m;
+  auto write = [&](const std::string& name, const WriterOptions& options) {
+    const std::string path = dir.file(name);
+    EnsembleWriter w(path, small_icon(n), "tas", {"K", "", "air_temperature"}, members,
+                     {{"title", "a test"}, {"institution", "nowhere"}}, "proleptic_gregorian", options);
+    w.write("2021-01-02T06:00:00", a.data(), coarse.data());
+    w.write("2021-01-02T12:00:00", a.data(), coarse.data());
+    w.close();
+    return path;
+  };
+  const std::string deflated = write("deflate4.nc", {OutputFormat::kNetcdf4, 4, "2021-01-01T00:00:00.000"});
+  const std::string plain = write("deflate0.nc", {OutputFormat::kNetcdf4, 0, ""});
+  const std::string cdf5 = write("cdf5.nc", {OutputFormat::kCdf5, 4, ""});
+  int status = -1;
+  const std::string header = run("ncdump -hs '" + deflated + "' 2>&1", &status);
+  ASSERT_EQ(status, 0) << header;
+  for (const char* want : {":_Format = \"netCDF-4\" ;", "tas:_DeflateLevel = 4 ;", "tas:_Shuffle = \"true\" ;",
+                           "tas:_ChunkSizes = 1, 1, 6000 ;", "tas_mean:_DeflateLevel = 4 ;",
+                           "tas_mean:_ChunkSizes = 1, 6000 ;", "tas_coarse:_DeflateLevel = 4 ;",
+                           "clon:_DeflateLevel = 4 ;", "time:units = \"seconds since 2021-01-01 00:00:00\" ;",
+                           ":title = \"a test\" ;", ":institution = \"nowhere\" ;"})
+    EXPECT_NE(header.find(want), std::string::npos) << "missing: " << want << "\n" << header;
+  const std::string plain_header = run("ncdump -hs '" + plain + "' 2>&1", &status);
+  EXPECT_EQ(plain_header.find("_DeflateLevel"), std::string::npos) << plain_header;
+  EXPECT_NE(plain_header.find("tas:_ChunkSizes = 1, 1, 6000 ;"), std::string::npos) << plain_header;
+  EXPECT_NE(plain_header.find("time:units = \"seconds since 2021-01-02 06:00:00\" ;"), std::string::npos)
+      << "without an origin, time counts from the first record\n"
+      << plain_header;
+  EXPECT_EQ(run("ncdump -k '" + cdf5 + "'", &status), "cdf5\n");
+  EXPECT_LT(std::filesystem::file_size(deflated), std::filesystem::file_size(plain) / 2);
+
+  // Python's netCDF4 (Debian's) and cdo read the compressed file: values, time, chunking.
+  const std::string py = run("/usr/bin/python3 -c \"import netCDF4; f = netCDF4.Dataset('" + deflated +
+                                 "'); v = f['tas']; flt = v.filters(); print(f.data_model, list(f['time'][:]), "
+                                 "v.chunking(), flt['zlib'], flt['shuffle'], flt['complevel'], "
+                                 "'%.3f' % float(v[1, 2, 1234]))\" 2>&1",
+                             &status);
+  EXPECT_EQ(status, 0) << py;
+  char expect[160];
+  std::snprintf(expect, sizeof expect, "NETCDF4 [108000.0, 129600.0] [1, 1, 6000] True True 4 %.3f\n",
+                static_cast<double>(a[2 * n + 1234]));
+  EXPECT_EQ(py, expect);
+  const std::string info = run("cdo -s sinfon '" + deflated + "' 2>&1", &status);
+  EXPECT_EQ(status, 0) << info;
+  EXPECT_NE(info.find("points=6000"), std::string::npos) << info;
+  EXPECT_NE(info.find("tas_mean"), std::string::npos) << info;
+}
+
+// A resumed run continues a NetCDF-4 output: its records are kept, the new ones follow, and a
+// companion first written after the restart is chunked and compressed like the others.
+TEST(EnsembleWriter, AppendingToANetCdf4OutputKeepsItsLayout) {
+  ScratchDir dir;
+  const std::string path = dir.file("out.nc");
+  const int n = 40;
+  {
+    EnsembleWriter w(path, small_icon(n), "t", {}, 2, {}, "proleptic_gregorian",
+                     {OutputFormat::kNetcdf4, 2, "2000-01-01T00:00:00"});
+    w.write("2000-01-01T06:00:00", ensemble(2, n, 1.0f).data());
+    w.write("2000-01-01T12:00:00", ensemble(2, n, 2.0f).data());
+  }
+  {
+    EnsembleWriter w(EnsembleWriter::Append{}, path, "t", 2, n);
+    EXPECT_EQ(w.steps_written(), 2);
+    EXPECT_EQ(w.last_datetime(), "2000-01-01T12:00:00");
+    const std::vector<float> host(n, 7.0f);
+    w.write("2000-01-01T18:00:00", ensemble(2, n, 3.0f).data(), nullptr, host.data());
+    w.close();
+  }
+  FieldReader r(path, "t");
+  ASSERT_EQ(r.n_times(), 3);
+  EXPECT_EQ(r.time_string(2), "2000-01-01T18:00:00");
+  std::vector<float> v(n);
+  r.read(2, v.data());
+  EXPECT_FLOAT_EQ(v[0], 3.0f);
+  int status = -1;
+  const std::string header = run("ncdump -hs '" + path + "' 2>&1", &status);
+  for (const char* want : {"t_host:_DeflateLevel = 2 ;", "t_host:_ChunkSizes = 1, 40 ;", "t:_DeflateLevel = 2 ;",
+                           "time:units = \"seconds since 2000-01-01 00:00:00\" ;"})
+    EXPECT_NE(header.find(want), std::string::npos) << "missing: " << want << "\n" << header;
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * A full disk for the tests, without privileges: preloaded (LD_PRELOAD), it makes write(),
  * pwrite() and writev() fail with ENOSPC for files whose path contains FINECAST_TEST_ENOSPC,
- * once FINECAST_TEST_ENOSPC_AFTER bytes (default 0) have been written to such files. The
+ * once FINECAST_TEST_ENOSPC_AFTER bytes (default 0) have been written to such files, and
+ * posix_fallocate() of more than the bytes left fails with ENOSPC (allocates nothing). The
  * writers of finecast see exactly what a full disk gives them. Test tool only. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -15,17 +16,23 @@
 
 static long long written = 0;
 
-static int full(int fd, size_t count) {
+/* The byte limit when fd is one of the chosen files, else -1. */
+static long long limit_of(int fd) {
   const char* pattern = getenv("FINECAST_TEST_ENOSPC");
-  if (pattern == NULL || *pattern == '\0') return 0;
+  if (pattern == NULL || *pattern == '\0') return -1;
   char link[64], path[4096];
   snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
   const ssize_t n = readlink(link, path, sizeof path - 1);
-  if (n <= 0) return 0;
+  if (n <= 0) return -1;
   path[n] = '\0';
-  if (strstr(path, pattern) == NULL) return 0;
+  if (strstr(path, pattern) == NULL) return -1;
   const char* after = getenv("FINECAST_TEST_ENOSPC_AFTER");
-  const long long limit = after != NULL ? atoll(after) : 0;
+  return after != NULL ? atoll(after) : 0;
+}
+
+static int full(int fd, size_t count) {
+  const long long limit = limit_of(fd);
+  if (limit < 0) return 0;
   if (written + (long long)count > limit) {
     errno = ENOSPC;
     return 1;
@@ -58,4 +65,22 @@ ssize_t writev(int fd, const struct iovec* iov, int iovcnt) {
   size_t count = 0;
   for (int i = 0; i < iovcnt; ++i) count += iov[i].iov_len;
   return full(fd, count) ? -1 : real(fd, iov, iovcnt);
+}
+
+/* Room asked for, not written: only checked against what is left. */
+static int no_room(int fd, off_t len) {
+  const long long limit = limit_of(fd);
+  return limit >= 0 && written + (long long)len > limit;
+}
+
+int posix_fallocate(int fd, off_t offset, off_t len) {
+  static int (*real)(int, off_t, off_t) = NULL;
+  if (real == NULL) real = (int (*)(int, off_t, off_t))dlsym(RTLD_NEXT, "posix_fallocate");
+  return no_room(fd, len) ? ENOSPC : real(fd, offset, len);
+}
+
+int posix_fallocate64(int fd, off_t offset, off_t len) {
+  static int (*real)(int, off_t, off_t) = NULL;
+  if (real == NULL) real = (int (*)(int, off_t, off_t))dlsym(RTLD_NEXT, "posix_fallocate64");
+  return no_room(fd, len) ? ENOSPC : real(fd, offset, len);
 }

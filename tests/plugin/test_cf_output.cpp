@@ -58,6 +58,7 @@ TEST(CfOutput, IconOutputHasCornersGridIdentityUnitsAndTheEnsembleMean) {
       "buffer: {capacity: 4}\nmodel: {hidden: 16, depth: 1, time_embedding: 8, diffusion_steps: 5}\n"
       "train: {async: false, every: 4, min_steps: 4, epochs: 1, batch_size: 128, warmup_steps: 1, threads: 1}\n"
       "sample: {every: 4, members: 3, steps: 2, output: out.nc}\n"
+      "output: {title: CF test, institution: finecast, source: finecast-host R2B4}\n"
       "checkpoint: {dir: ckpt, every: 4, keep: 3}\n");
   ftr::write_text(d + "/host.yaml",
                   "grid: grid.nc\norography: /usr/share/ferret-vis/data/etopo20.cdf\norography_variable: ROSE\n"
@@ -83,6 +84,11 @@ print("grid_file_uri=" + os.path.basename(f.grid_file_uri))
 print("checkpoint=" + f.finecast_checkpoint)
 print("realization.standard_name=" + f["realization"].standard_name)
 print("records=%d" % len(f.dimensions["time"]))
+print("data_model=" + f.data_model)
+print("filters=" + ",".join(f"{k}:{v}" for k, v in sorted(f["ts"].filters().items()) if k in ("zlib", "shuffle", "complevel")))
+print("time.units=" + f["time"].units)
+print("time=" + ",".join("%g" % t for t in f["time"][:]))
+print("globals=" + "|".join((f.title, f.institution, f.source)))
 f.close()
 ds = xr.open_dataset("out.nc")
 print("xr.ts.dims=" + ",".join(ds.ts.dims))
@@ -105,6 +111,13 @@ print("host_mean=%.4f" % float(ds.ts_host.isel(time=-1).mean()))
   EXPECT_EQ(facts.at("grid_file_uri"), "grid.nc");
   EXPECT_EQ(facts.at("realization.standard_name"), "realization");
   EXPECT_EQ(facts.at("records"), "2") << facts.at("");
+  // NetCDF-4 with shuffle + deflate 1 (the defaults); time from the experiment start (the run's
+  // start: samplings at steps 4 and 8 of 1800 s); the config's global attributes.
+  EXPECT_EQ(facts.at("data_model"), "NETCDF4");
+  EXPECT_EQ(facts.at("filters"), "complevel:1,shuffle:True,zlib:True");
+  EXPECT_EQ(facts.at("time.units"), "seconds since 1979-01-01 00:00:00");
+  EXPECT_EQ(facts.at("time"), "7200,14400");
+  EXPECT_EQ(facts.at("globals"), "CF test|finecast|finecast-host R2B4");
   // The newest checkpoint of the run (written at step 8, after the last sampling).
   EXPECT_EQ(facts.at("checkpoint"), ftr::newest_checkpoint(d + "/ckpt")) << facts.at("");
   EXPECT_EQ(facts.at("xr.ts.dims"), "time,realization,ncells");

@@ -262,6 +262,28 @@ TEST(Config, OptionsStringKeepsQuotedValuesWhole) {
   EXPECT_THROW(split_options("a.yaml fields='[ts"), finecast::ConfigError);
 }
 
+// The output section: format and deflate level checked, the global attributes kept as given.
+TEST(Config, OutputFormatDeflateAndGlobalAttributes) {
+  const std::string base = "fields: [ts]\ngrid: {file: g.nc}\n";
+  const auto c = finecast::plugin::parse_config(
+      base + "output: {format: cdf5, deflate: 0, title: A run, institution: DWD}\n", "out.yaml");
+  EXPECT_EQ(c.output.format, finecast::plugin::OutputFormat::kCdf5);
+  EXPECT_EQ(c.output.deflate, 0);
+  EXPECT_EQ(c.output.title, "A run");
+  EXPECT_EQ(c.output.institution, "DWD");
+  EXPECT_EQ(finecast::plugin::parse_config(base, "d.yaml").output.format, finecast::plugin::OutputFormat::kNetcdf4);
+  for (const char* bad : {"output: {format: hdf5}\n", "output: {deflate: 10}\n"}) {
+    try {
+      finecast::plugin::parse_config(base + bad, "bad.yaml");
+      FAIL() << bad << " was accepted";
+    } catch (const finecast::ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("output.") + (bad[9] == 'f' ? "format" : "deflate")),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 // A field may name one level of a 3-D variable (ICON numbering, 1 = model top).
 TEST(Config, FieldsMayNameALevel) {
   const auto c = finecast::plugin::parse_config(

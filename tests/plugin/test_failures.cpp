@@ -147,8 +147,10 @@ TEST(FullDisk, AFailedOutputKeepsTheRecordsWrittenBefore) {
   ftr::ScratchDir dir("full_disk_output");
   ftr::write_text(dir.file("plugin.yaml"), plugin_config("on_error: disable\n"));
   ftr::write_text(dir.file("host.yaml"), host_run_file(12));
-  // The coordinates with their corners (1.33 MB) and one record (2 members, their mean, the
-  // coarse and the host field on 20,480 cells: 410 kB) fit, the second record does not.
+  // The coordinates with their corners and one record (2 members, their mean, the coarse and
+  // the host field on 20,480 cells) fit, the second record does not: in NetCDF-4 (the default)
+  // the writer's check of the room for a whole record (410 kB uncompressed plus 256 KiB) fails
+  // before any of it is written; the shim refuses that posix_fallocate as a full disk does.
   const ftr::CommandResult r = run_with_full_disk(dir.path(), "out.nc", 1950000);
   ASSERT_NE(r.rc, 124) << "the run hung:\n" << r.output;
   EXPECT_EQ(r.rc, 0) << r.output;

@@ -2,13 +2,17 @@
 // Cell means of a lon-lat relief field by point-in-spherical-triangle binning.
 #include "host/model/orography.hpp"
 
+#include <fmt/format.h>
 #include <netcdf.h>
 
 #include <algorithm>
 #include <cmath>
 
+#include "common/log.hpp"
 #include "coupling/error.hpp"
 #include "coupling/grid/spherical.hpp"
+#include "coupling/io/nc_file.hpp"
+#include "coupling/io/plausibility.hpp"
 
 namespace finecast::coupling::host {
 namespace {
@@ -20,6 +24,38 @@ struct Axis {
   size_t n = 0;
   double first = 0, step = 0;  // degrees
 };
+
+std::string text_attribute(int nc, int var, const char* name) {
+  size_t len = 0;
+  nc_type type = NC_NAT;
+  if (nc_inq_att(nc, var, name, &type, &len) != NC_NOERR || type != NC_CHAR) return "";
+  std::string s(len, '\0');
+  if (nc_get_att_text(nc, var, name, s.data()) != NC_NOERR) return "";
+  while (!s.empty() && s.back() == '\0') s.pop_back();
+  return s;
+}
+
+/// Relief values outside the plausible range of the variable's units and standard_name (or
+/// its override) become `fill`, so that the averaging skips them like missing points; one
+/// warning says how many and where the first was.
+void mask_implausible(std::vector<float>& relief, float fill, int nc, int varid, const std::string& variable,
+                      size_t row0, size_t nx, const std::string& context) {
+  const PlausibleRange* o = plausible_override(variable);
+  const PlausibleRange range =
+      o ? *o : plausible_range(text_attribute(nc, varid, "units"), text_attribute(nc, varid, "standard_name"));
+  int64_t dropped = 0;
+  size_t first = 0;
+  float first_value = 0;
+  for (size_t k = 0; k < relief.size(); ++k)
+    if (relief[k] != fill && std::isfinite(relief[k]) && !range.contains(relief[k])) {
+      if (dropped++ == 0) first = k, first_value = relief[k];
+      relief[k] = fill;
+    }
+  if (dropped > 0)
+    log::warning(context + ": " + std::to_string(dropped) + " value(s) outside the plausible range " + range.text() +
+                 " (" + range.source + ") treated as missing, e.g. row " + std::to_string(row0 + first / nx) +
+                 ", column " + std::to_string(first % nx) + ": " + fmt::format("{:g}", first_value));
+}
 
 Axis read_axis(int nc, int dimid, const std::string& context) {
   char name[NC_MAX_NAME + 1];
@@ -105,12 +141,9 @@ CellOrography average_orography(const std::string& relief_path, const std::strin
   const std::string context = relief_path + ": " + variable;
   if (grid.cell_vertices.size() != static_cast<size_t>(grid.n_cells))
     throw IoError(grid.path + ": the grid has no cell vertices, needed to average " + context);
-  int nc = -1;
-  CHECK_NC(nc_open(relief_path.c_str(), NC_NOWRITE, &nc), relief_path);
-  struct Closer {
-    int nc;
-    ~Closer() { nc_close(nc); }
-  } closer{nc};
+  // Damaged or truncated classic files are refused as every NetCDF input is.
+  const NcReadFile file(relief_path, "relief file");
+  const int nc = file.id;
   int varid = -1, ndims = 0;
   CHECK_NC(nc_inq_varid(nc, variable.c_str(), &varid), context);
   CHECK_NC(nc_inq_varndims(nc, varid, &ndims), context);
@@ -158,6 +191,7 @@ CellOrography average_orography(const std::string& relief_path, const std::strin
   std::vector<float> relief(nrows * nx_file);
   const size_t start[2] = {static_cast<size_t>(row_lo), 0}, count[2] = {nrows, nx_file};
   CHECK_NC(nc_get_vara_float(nc, varid, start, count, relief.data()), context);
+  mask_implausible(relief, fill, nc, varid, variable, static_cast<size_t>(row_lo), nx_file, context);
 
   std::vector<double> row_sin(nrows), row_cos(nrows), col_sin(nx), col_cos(nx);
   for (size_t r = 0; r < nrows; ++r) {

@@ -2,8 +2,12 @@
 // finecast-host's fields and run file: lapse rate, diurnal cycle, advection period, hydrostatic
 // pressure, real orography on cells, and run-file checking.
 #include <gtest/gtest.h>
+#include <netcdf.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
+#include <vector>
 #include <fstream>
 #include <string>
 
@@ -100,6 +104,35 @@ TEST(HostOrography, Etopo20WithItsRepeatedLongitudeColumnAgreesWithEtopo5) {
     EXPECT_NEAR(o20.land_fraction[i], o5.land_fraction[i], 0.1) << "cell " << i;
   }
   EXPECT_GT(o5.land_fraction[1], 0.3);  // Chukotka straddles the dateline
+}
+
+// The host's relief is read like every NetCDF input: one value of 1e30 (no _FillValue says so)
+// is outside the plausible range of heights in m and skipped, not averaged into a cell.
+TEST(HostOrography, ImplausibleReliefValuesAreSkipped) {
+  const std::string path = ::testing::TempDir() + "finecast_relief_" + std::to_string(::getpid()) + ".nc";
+  int nc, dy, dx, vy, vx, vz;
+  ASSERT_EQ(nc_create(path.c_str(), NC_CLOBBER, &nc), NC_NOERR);
+  nc_def_dim(nc, "lat", 90, &dy);
+  nc_def_dim(nc, "lon", 180, &dx);
+  nc_def_var(nc, "lat", NC_DOUBLE, 1, &dy, &vy);
+  nc_def_var(nc, "lon", NC_DOUBLE, 1, &dx, &vx);
+  const int dims[2] = {dy, dx};
+  nc_def_var(nc, "z", NC_FLOAT, 2, dims, &vz);
+  nc_put_att_text(nc, vz, "units", 1, "m");
+  nc_enddef(nc);
+  std::vector<double> lat(90), lon(180);
+  for (int i = 0; i < 90; ++i) lat[i] = -89.0 + 2.0 * i;
+  for (int j = 0; j < 180; ++j) lon[j] = 2.0 * j;
+  std::vector<float> z(90 * 180, 100.0f);
+  z[45 * 180 + 20] = 1e30f;  // 1 N, 40 E
+  nc_put_var_double(nc, vy, lat.data());
+  nc_put_var_double(nc, vx, lon.data());
+  nc_put_var_float(nc, vz, z.data());
+  nc_close(nc);
+  const fc::IconGrid grid = fc::make_icosahedral_grid(2);
+  const fh::CellOrography o = fh::average_orography(path, "z", grid, {nearest_cell(grid, 40.0, 1.0)});
+  EXPECT_NEAR(o.height[0], 100.0, 1e-9);
+  std::remove(path.c_str());
 }
 
 TEST(HostOrography, MissingVariableIsNamed) {

@@ -99,27 +99,46 @@ void pack_fields(PluginState& s) {
   }
 }
 
-/// The trainers' work of a step: their patches and buffer, a checkpoint and a session when due.
-/// Collectives among them only after they agreed that none failed.
-void trainer_step(PluginState& s, const Agreement& a) {
+/// The trainers' work of a step before its sampling: their patches and buffer, and a training
+/// session when due (a synchronous one trains the model that samples this step). Returns whether
+/// an asynchronous session waits for the checkpoint after the sampling (trainer_step_end).
+/// Collectives among the trainers only after they agreed that none failed.
+bool trainer_step(PluginState& s, const Agreement& a) {
   if (!a.in_flight) local(s, "training", [&] { collect_session(s); });
   local(s, "buffer", [&] { coarsen_step(s); });
-  if (!trainers_agree(s)) return;
+  if (!trainers_agree(s)) return false;
   share_coarse(s);
   local(s, "buffer", [&] { buffer_step(s); });
   // From here on every trainer has the same state, so each decision is the same on all of them.
+  if (!trainers_agree(s)) return false;
+  // An asynchronous session overlaps the sampling, unless a checkpoint is due: that is written
+  // after the sampling and before the session takes the model.
+  if (s.config.train.async && checkpoint_due(s, a.in_flight)) return true;
+  if (training_due(s, a.in_flight)) {
+    start_session(s);
+    if (!s.config.train.async) local(s, "training", [&] { collect_session(s); });
+  }
+  return false;
+}
+
+/// The trainers' work after the step's sampling: a due checkpoint, then the session that waited
+/// for it. The checkpoint holds a step whose sampling is done, so a run resumed from it goes on
+/// with the next step and every sampling interval is in the output (written before the sampling,
+/// a run killed between the two lost that step's sampling for good).
+void trainer_step_end(PluginState& s, const Agreement& a, bool session_waits) {
   if (!trainers_agree(s)) return;
-  if (checkpoint_due(s, a.in_flight)) {
+  const bool in_flight = a.in_flight || s.trainer->session.in_flight();
+  // Decided before the checkpoint, which records a session that is due and not yet started
+  // (the resumed run starts it at its first step).
+  const bool train = session_waits && training_due(s, in_flight);
+  if (checkpoint_due(s, in_flight)) {
     local(s, "checkpoint", [&] { write_buffer_part(s); });
     if (!trainers_agree(s)) return;  // no model checkpoint without every part of its buffer
     if (s.is_lead()) local(s, "checkpoint", [&] { write_model_checkpoint(s); });
     s.trainer->pending.checkpoint = false;
     if (!trainers_agree(s)) return;
   }
-  if (training_due(s, a.in_flight)) {
-    start_session(s);
-    if (!s.config.train.async) local(s, "training", [&] { collect_session(s); });
-  }
+  if (train) start_session(s);
 }
 
 /// Step 5: the outcome of the sampling everywhere (0 nothing sampled, 1 sampled, 2 failed; the
@@ -223,9 +242,10 @@ void coupling_step(PluginState& s, const std::string& datetime) {
   c.static_gathered = true;
   s.stats.timers.gather += seconds_since(t0);
 
-  if (s.is_trainer()) trainer_step(s, a);                             // 4
+  const bool session_waits = s.is_trainer() && trainer_step(s, a);    // 4
   if (cfg.sample.every > 0 && s.stats.steps % cfg.sample.every == 0)  // 4, 5
     sampling_step(s, !cfg.sample.write_back.empty());
+  if (s.is_trainer()) trainer_step_end(s, a, session_waits);  // 6
 }
 
 void host_restart(PluginState& s, const std::string& datetime) {

@@ -5,9 +5,11 @@
 //   2. one agreement (MPI_Allreduce) on every rank's failure flag and the trainer's phase: if
 //      any rank failed, every rank stops here, together;
 //   3. the gather of the fields (every rank);
-//   4. the trainer's local work: buffer, checkpoint, training, sampling, output;
+//   4. the trainer's local work: buffer, training, sampling, output;
 //   5. with write-back, one broadcast of the trainer's outcome, then the scatter of the ensemble
-//      mean only when the trainer succeeded.
+//      mean only when the trainer succeeded;
+//   6. the trainer's checkpoint when due (after the sampling: the checkpoint holds a step that
+//      is done), then an asynchronous session that waited for it.
 // A failure in local work makes the rank "failed" under on_error: disable (it still joins the
 // collectives of the step, and the next step's agreement stops every rank), or stops the run at
 // once under on_error: abort. A failure inside a collective cannot be survived and aborts.

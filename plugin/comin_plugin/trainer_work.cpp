@@ -275,6 +275,11 @@ void write_samples(PluginState& s) {
                                                       : "none written yet (checkpoint.dir " + cfg.checkpoint.dir + ")");
       t.output = std::make_unique<Output>(cfg.sample.output, t.output_grid, target_field(cfg), t.output_attrs, members,
                                           attrs, !t.resumed_from.empty(), s.stats.datetime);
+      // One line per run that writes the file: every chunk of a restart chain names its command.
+      t.output->add_history(
+          (t.command.empty() ? std::string("(the host's command is unknown)") : t.command) +
+          ": finecast samples from " + s.stats.datetime +
+          (t.resumed_from.empty() ? std::string(", a fresh start") : ", resumed from " + t.resumed_from));
     } catch (...) {
       failure = describe_current_exception();
     }

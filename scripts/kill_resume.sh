@@ -21,10 +21,12 @@
 #      at most checkpoint.every coupling steps after it (or after its start, when it wrote none
 #      yet and had completed fewer steps than needed to write one).
 #   scripts/kill_resume.sh [--runs 20] [--seed 12] [--ranks 2] [--dir out/kill_resume] [--build build]
+#                          [--max-delay 5000] (ms after the start; longer on a loaded machine, whose
+#                          start-up alone can take that long)
 # Exit status: 0 when every check passed; 1 otherwise. A table of the runs goes to DIR/result.txt.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-runs=20 seed=12 ranks=2 dir="$here/out/kill_resume" build="$here/build"
+runs=20 seed=12 ranks=2 dir="$here/out/kill_resume" build="$here/build" max_delay=5000
 while (($#)); do
   case "$1" in
     --runs) runs="$2"; shift 2 ;;
@@ -32,9 +34,11 @@ while (($#)); do
     --ranks) ranks="$2"; shift 2 ;;
     --dir) dir="$2"; shift 2 ;;
     --build) build="$2"; shift 2 ;;
+    --max-delay) max_delay="$2"; shift 2 ;;
     *) echo "kill_resume.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
+build="$(cd "$build" 2>/dev/null && pwd || echo "$build")"  # the runs start in $dir
 host="$build/bin/finecast-host" plugin="$build/lib/libfinecast_comin.so"
 if [ ! -x "$host" ] || [ ! -f "$plugin" ]; then
   echo "kill_resume.sh: build finecast first ($host, $plugin)" >&2
@@ -182,7 +186,7 @@ failures=0 killed=0 finished=0
 : >result.txt
 : >restart_time.txt
 for ((i = 1; i <= runs; i++)); do
-  delay_ms=$((500 + RANDOM % 4500))
+  delay_ms=$((500 + RANDOM % (max_delay - 500)))
   start=$(cat restart_time.txt)
   how=resumed
   [ -n "$start" ] || { start=1979-01-01T00:00:00; how=fresh; }

@@ -362,7 +362,11 @@ void resume(PluginState& s, TrainerState& t, ResumeSource source) {
     if (!source.buffer_read) source.buffer = read_paired_buffer(cfg, t, path, t.model->step());
     if (source.buffer) {
       *t.buffer = std::move(*source.buffer);
-      log::info("Resumed the rolling buffer from " + paired + ": " + std::to_string(t.buffer->steps()) + " steps");
+      int parts = 1;
+      while (is_file(buffer_part_path(dir.empty() ? "." : dir, t.model->step(), parts))) ++parts;
+      log::info("Resumed the rolling buffer from " + paired +
+                (parts > 1 ? " (" + std::to_string(parts) + " parts)" : std::string()) + ": " +
+                std::to_string(t.buffer->steps()) + " steps");
     } else if (is_file(legacy)) {
       *t.buffer = coupling::RollingBuffer::load_h5_range({legacy}, cfg.buffer.capacity, t.first_patch, t.n_patches,
                                                          t.buffer->context_size(), t.buffer->patch_size());

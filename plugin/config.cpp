@@ -188,8 +188,10 @@ const schema::Table<Config>& config_table() {
                            "coupling steps between checkpoints; 0 = only at the end"),
                    integer("keep", &CheckpointConfig::keep, 1, 100000, "checkpoints kept (oldest removed)"),
                    text("resume", &CheckpointConfig::resume,
-                        "checkpoint file, or directory (its newest valid one), to resume from; auto = the newest valid "
-                        "one in checkpoint.dir if any, else fresh (restart chains); \"\" = fresh"),
+                        "checkpoint file or directory to resume from; auto = the newest usable one in "
+                        "checkpoint.dir not later than the host's restart time, fresh when there is none (restart "
+                        "chains; only damaged or later ones is an error); auto-or-fresh = the same, but fresh with "
+                        "a warning instead of that error; \"\" = fresh"),
                    boolean("at_host_restart", &CheckpointConfig::at_host_restart,
                            "also checkpoint when the host writes its restart (EP_ATM_CHECKPOINT_AFTER)"),
                    boolean("buffer", &CheckpointConfig::buffer, "snapshot the rolling buffer with each checkpoint")},

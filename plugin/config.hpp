@@ -112,7 +112,9 @@ struct CheckpointConfig {
   int every = 0;  ///< coupling steps between checkpoints; 0 = only at the end
   int keep = 3;
   /// checkpoint file, or directory (its newest valid checkpoint), to resume from; "auto" = the
-  /// newest valid checkpoint in `dir` when there is one, else a fresh start (restart chains);
+  /// newest usable checkpoint in `dir` not later than the host's restart time, a fresh start when
+  /// `dir` holds none (restart chains), an error when it holds only damaged or later ones;
+  /// "auto-or-fresh" = the same, but a fresh start with a warning instead of that error;
   /// "" = start fresh
   std::string resume;
   bool at_host_restart = true;  ///< also checkpoint at EP_ATM_CHECKPOINT_AFTER (the host's restart)

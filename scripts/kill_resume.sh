@@ -3,24 +3,30 @@
 # kill -9 and resume, as a batch system's time limit or a node failure does it: runs finecast-host
 # with the plugin (asynchronous training, sampling with write-back, a checkpoint every 4 coupling
 # steps) --runs times, kills every rank with SIGKILL at a random moment (seeded: the same --seed
-# gives the same moments), and starts the next run from the checkpoint directory
-# (checkpoint.resume: ckpt when it holds a valid checkpoint, a fresh start otherwise). After every
-# kill it checks:
+# gives the same moments), and restarts as an ICON chain does: the host restarts at the model time
+# of the newest valid checkpoint (restart_run, as from a restart file written there; from the
+# experiment's start while there is none) and finecast follows it (checkpoint.resume: auto), all
+# runs continuing one output. After every kill it checks:
 #   1. no checkpoint ckpt_*.h5 or buffer snapshot buffer_*.h5 is corrupt: each is read whole
 #      with HDF5, which verifies the Fletcher-32 checksum of every chunk, and a checkpoint must
 #      carry the format attributes and groups of trainer::verify_checkpoint; the next run, which
 #      resumes through trainer::newest_valid_checkpoint, must skip none;
-#   2. the killed run's NetCDF output opens and holds every record the run reported written
-#      ("Sampled ... at T": a record is synced to disk before that line is printed);
+#   2. the outputs (out.nc, and out_<time>.nc where a run could not continue it) open and hold
+#      every record the run reported written ("Sampled ... at T": a record is synced to disk before
+#      that line is printed), and together no sampling is missing: from the first record to the
+#      last, one every sample.every coupling steps (a checkpoint written before its step's
+#      sampling once lost that sampling for good);
 #   3. at most one checkpoint interval is lost: the newest valid checkpoint is at least the last
 #      one the run reported written, its buffer snapshot is beside it, and the run had completed
 #      at most checkpoint.every coupling steps after it (or after its start, when it wrote none
 #      yet and had completed fewer steps than needed to write one).
 #   scripts/kill_resume.sh [--runs 20] [--seed 12] [--ranks 2] [--dir out/kill_resume] [--build build]
+#                          [--max-delay 5000] (ms after the start; longer on a loaded machine, whose
+#                          start-up alone can take that long)
 # Exit status: 0 when every check passed; 1 otherwise. A table of the runs goes to DIR/result.txt.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-runs=20 seed=12 ranks=2 dir="$here/out/kill_resume" build="$here/build"
+runs=20 seed=12 ranks=2 dir="$here/out/kill_resume" build="$here/build" max_delay=5000
 while (($#)); do
   case "$1" in
     --runs) runs="$2"; shift 2 ;;
@@ -28,9 +34,11 @@ while (($#)); do
     --ranks) ranks="$2"; shift 2 ;;
     --dir) dir="$2"; shift 2 ;;
     --build) build="$2"; shift 2 ;;
+    --max-delay) max_delay="$2"; shift 2 ;;
     *) echo "kill_resume.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
+build="$(cd "$build" 2>/dev/null && pwd || echo "$build")"  # the runs start in $dir
 host="$build/bin/finecast-host" plugin="$build/lib/libfinecast_comin.so"
 if [ ! -x "$host" ] || [ ! -f "$plugin" ]; then
   echo "kill_resume.sh: build finecast first ($host, $plugin)" >&2
@@ -40,7 +48,7 @@ python=/usr/bin/python3  # Debian's, with h5py and netCDF4
 "$python" -c 'import h5py, netCDF4' 2>/dev/null || { echo "kill_resume.sh: $python needs h5py and netCDF4 (scripts/setup.sh)" >&2; exit 1; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
 
-every=4 steps=32
+every=4 steps=32 dt=1800 sample_every=2
 rm -rf "$dir"
 mkdir -p "$dir"
 cd "$dir"
@@ -53,15 +61,21 @@ grid: {type: icon, file: $grid, coarse_level: 0}
 buffer: {capacity: 8}
 model: {hidden: 32, depth: 1, time_embedding: 8, diffusion_steps: 5}
 train: {async: true, every: 4, min_steps: 4, epochs: 2, batch_size: 80, warmup_steps: 1, threads: 1}
-sample: {every: 2, members: 2, steps: 2, output: out.nc, write_back: ts_finecast}
-checkpoint: {dir: ckpt, every: $every, keep: 2}
+sample: {every: $sample_every, members: 2, steps: 2, output: out.nc, write_back: ts_finecast}
+checkpoint: {dir: ckpt, every: $every, keep: 2, resume: auto}
 EOF
-cat >host.yaml <<EOF
+# The host's run file, starting at $1 (a restart when later than the experiment's start).
+host_run_file() {
+  local restart=false
+  [ "$1" = 1979-01-01T00:00:00 ] || restart=true
+  cat >host.yaml <<EOF
 grid: $grid
 orography: /usr/share/ferret-vis/data/etopo20.cdf
 orography_variable: ROSE
-start: 1979-01-01T00:00:00
-dt: 1800
+experiment_start: 1979-01-01T00:00:00
+start: $1
+restart_run: $restart
+dt: $dt
 steps: $steps
 nproma: 24
 nlev: 2
@@ -70,13 +84,15 @@ step_seconds: 0.1
 plugins:
   - {name: finecast, library: $plugin, options: plugin.yaml}
 EOF
+}
 
 # The checks of one killed run (see above). Prints one line: "ok ..." or "FAIL: ...".
 cat >check.py <<'EOF'
-import glob, os, re, sys
+import datetime, glob, os, re, sys
 import h5py, netCDF4
 
-log_path, out_path, every, resumed = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "resumed"
+log_path, every, resumed = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "resumed"
+interval = float(sys.argv[4])  # seconds between two samplings
 log = open(log_path, errors="replace").read().splitlines()
 problems = []
 
@@ -86,7 +102,7 @@ def read_all(f):
             obj[()]  # HDF5 verifies the Fletcher-32 checksum of every chunk read
     f.visititems(visit)
 
-valid = []
+valid, times = [], {}
 for path in sorted(glob.glob("ckpt/ckpt_*.h5")):
     if not re.fullmatch(r"ckpt_[0-9]+\.h5", os.path.basename(path)):
         continue
@@ -99,7 +115,9 @@ for path in sorted(glob.glob("ckpt/ckpt_*.h5")):
             for g in ("options", "model", "ema", "optimizer", "normalisation", "rng"):
                 assert g in f, "group /%s missing" % g
             read_all(f)
+            when = f["metadata"].attrs["datetime"]
         valid.append(int(os.path.basename(path)[5:-3]))
+        times[valid[-1]] = when.decode() if isinstance(when, bytes) else str(when)
     except Exception as e:
         problems.append("corrupt checkpoint %s (%s)" % (path, e))
 for path in sorted(glob.glob("ckpt/buffer_*.h5")):
@@ -134,35 +152,46 @@ since = completed - (ckpt_step if ckpt_step is not None else 0)
 if since > every and (ckpt_step is not None or resumed):
     problems.append("%d coupling steps completed after the last checkpoint (every %d)" % (since, every))
 
-records = 0
-if sampled:
+# Every output of the chain: the records this run reported, and no gap between the first and the
+# last record.
+have = set()
+for out_path in sorted(glob.glob("out*.nc")):
     try:
         with netCDF4.Dataset(out_path) as nc:
             t = nc.variables["time"]
             dates = netCDF4.num2date(t[:], t.units, getattr(t, "calendar", "standard"))
-            have = {d.strftime("%Y-%m-%dT%H:%M:%S") for d in dates}
-            records = len(t)
-        missing = [s for s in sampled if s not in have]
-        if missing:
-            problems.append("%s lacks records reported written: %s" % (out_path, ", ".join(missing)))
+            have |= {d.strftime("%Y-%m-%dT%H:%M:%S") for d in dates}
     except Exception as e:
         problems.append("%s does not open (%s)" % (out_path, e))
+records = len(have)
+missing = [s for s in sampled if s not in have]
+if missing:
+    problems.append("the outputs lack records reported written: %s" % ", ".join(missing))
+axis = sorted(datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S") for s in have)
+gaps = [a.isoformat() for a, b in zip(axis, axis[1:]) if (b - a).total_seconds() != interval]
+if gaps:
+    problems.append("the outputs' time axis has a gap (or an irregular step) after %s" % ", ".join(gaps))
+# Where the next run restarts: the model time of the newest valid checkpoint.
+with open("restart_time.txt", "w") as f:
+    f.write(times[max(valid)] if valid else "")
 
 tmp = len(glob.glob("ckpt/*.tmp"))
 print(("FAIL: " + "; ".join(problems)) if problems else
-      "ok completed=%d last_ckpt_step=%s lost_steps=%d newest_valid=%s records=%d/%d reported tmp_files=%d"
+      "ok completed=%d last_ckpt_step=%s lost_steps=%d newest_valid=%s records=%d (%d reported, no gap) tmp_files=%d"
       % (completed, ckpt_step, max(since, 0), newest, records, len(set(sampled)), tmp))
 EOF
 
 RANDOM=$seed
 failures=0 killed=0 finished=0
 : >result.txt
+: >restart_time.txt
 for ((i = 1; i <= runs; i++)); do
-  delay_ms=$((500 + RANDOM % 4500))
-  resume=()
-  if compgen -G "ckpt/ckpt_*.h5" >/dev/null; then resume=(--set checkpoint.resume=ckpt); fi
-  mpiexec -n "$ranks" --oversubscribe "$host" host.yaml --set "sample.output=out_$i.nc" "${resume[@]}" \
-    >"run_$i.log" 2>&1 &
+  delay_ms=$((500 + RANDOM % (max_delay - 500)))
+  start=$(cat restart_time.txt)
+  how=resumed
+  [ -n "$start" ] || { start=1979-01-01T00:00:00; how=fresh; }
+  host_run_file "$start"
+  mpiexec -n "$ranks" --oversubscribe "$host" host.yaml >"run_$i.log" 2>&1 &
   mpi=$!
   sleep "$(printf '%d.%03d' $((delay_ms / 1000)) $((delay_ms % 1000)))"
   # Every rank at once, as a node failure or the batch system's SIGKILL does.
@@ -174,13 +203,12 @@ for ((i = 1; i <= runs; i++)); do
   fi
   wait "$mpi" || true
   if [ "$what" = "finished before the kill" ]; then finished=$((finished + 1)); else killed=$((killed + 1)); fi
-  ((${#resume[@]})) && how="resumed" || how="fresh"
-  verdict=$("$python" check.py "run_$i.log" "out_$i.nc" "$every" "$how")
+  verdict=$("$python" check.py "run_$i.log" "$every" "$how" "$((sample_every * dt))")
   # The previous run's resume must have skipped no checkpoint as invalid.
   if grep -q "skipping invalid checkpoint" "run_$i.log"; then
     verdict="FAIL: run $i skipped a checkpoint: $(grep "skipping invalid checkpoint" "run_$i.log" | head -1)"
   fi
-  line=$(printf 'run %2d (%s, %s): %s' "$i" "$how" "$what" "$verdict")
+  line=$(printf 'run %2d (%s at %s, %s): %s' "$i" "$how" "$start" "$what" "$verdict")
   echo "$line" | tee -a result.txt
   [[ "$verdict" == ok* ]] || failures=$((failures + 1))
 done

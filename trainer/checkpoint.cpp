@@ -231,6 +231,12 @@ std::string save_checkpoint_in_dir(const Downscaler& model, const std::string& d
   return path;
 }
 
+std::vector<std::pair<long long, std::string>> checkpoints_newest_first(const std::string& dir) {
+  std::vector<std::pair<long long, std::string>> out;
+  for (const auto& [step, path] : list_checkpoints(dir)) out.emplace_back(step, path.string());
+  return out;
+}
+
 std::optional<std::string> newest_valid_checkpoint(const std::string& dir,
                                                    const std::function<void(const std::string&)>& on_skip) {
   for (const auto& [step, path] : list_checkpoints(dir)) {

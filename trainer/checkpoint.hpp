@@ -6,6 +6,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/error.hpp"
 
@@ -45,6 +47,10 @@ std::string save_checkpoint_in_dir(const Downscaler& model, const std::string& d
 
 /// "<dir>/ckpt_best.h5": the state at the best validation score (train.keep_best).
 std::string best_checkpoint_path(const std::string& dir);
+
+/// The checkpoint files "ckpt_<step>.h5" of `dir` (not the temporary files of interrupted
+/// writes) with their optimizer steps, the newest step first; none when `dir` does not exist.
+std::vector<std::pair<long long, std::string>> checkpoints_newest_first(const std::string& dir);
 
 /// The newest checkpoint in `dir` that passes verify_checkpoint, skipping corrupt or truncated
 /// ones (each skip is reported through `on_skip` when given); nullopt when there is none.

@@ -425,6 +425,18 @@ void EnsembleWriter::set_global_attribute(const std::string& name, const std::st
   CHECK_NC(nc_sync(ncid_), ctx);
 }
 
+void EnsembleWriter::add_history(const std::string& text) {
+  std::string history;
+  size_t n = 0;
+  if (nc_inq_attlen(ncid_, NC_GLOBAL, "history", &n) == NC_NOERR && n > 0) {
+    history.resize(n);
+    CHECK_NC(nc_get_att_text(ncid_, NC_GLOBAL, "history", history.data()), context() + ", global attribute history");
+    history = history.c_str();  // without a trailing NUL some writers add
+    if (!history.empty() && history.back() != '\n') history += '\n';
+  }
+  set_global_attribute("history", history + now_utc() + ": " + text);
+}
+
 void EnsembleWriter::write(const std::string& datetime, const float* members_by_cell, const float* coarse_on_fine,
                            const float* host_field) {
   if (!members_by_cell) throw IoError(context() + ": write() got no data");

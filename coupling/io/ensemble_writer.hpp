@@ -82,6 +82,10 @@ class EnsembleWriter {
   /// Sets (or replaces) a global text attribute of the open file and syncs it to disk, e.g.
   /// finecast_checkpoint once a checkpoint is written. Throws IoError naming the file.
   void set_global_attribute(const std::string& name, const std::string& value);
+  /// Adds the line "<UTC now>: <text>" to the global history attribute (the NCO/CDO
+  /// convention: one line per program that wrote the file), e.g. each run of a restart chain
+  /// that continues the file. Throws IoError naming the file.
+  void add_history(const std::string& text);
   /// Closes the file. Idempotent.
   void close();
   /// The ensemble mean of the latest write, [n_cells] (NaN where no member has a value).

@@ -8,7 +8,9 @@
 //   4. the trainers' work: buffer, then what is due (schedule.hpp) in its order: a synchronous
 //      session, the sampling and output, a checkpoint, an asynchronous session;
 //   5. with write-back, one broadcast of the trainer's outcome, then the scatter of the ensemble
-//      mean only when the trainer succeeded.
+//      mean only when the trainer succeeded;
+//   6. the trainer's checkpoint when due (after the sampling: the checkpoint holds a step that
+//      is done), then an asynchronous session that waited for it.
 // A failure in local work makes the rank "failed" under on_error: disable (it still joins the
 // collectives of the step, and the next step's agreement stops every rank), or stops the run at
 // once under on_error: abort. A failure inside a collective cannot be survived and aborts.

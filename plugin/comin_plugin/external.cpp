@@ -91,7 +91,7 @@ void share_host_facts(const PluginComm& pc, HostFacts& facts) {
   if (pc.events == MPI_COMM_NULL) return;
   std::string n_global = std::to_string(facts.n_global);
   for (std::string* text : {&facts.options, &n_global, &facts.target.units, &facts.target.long_name,
-                            &facts.target.standard_name, &facts.exp_start})
+                            &facts.target.standard_name, &facts.exp_start, &facts.run_start, &facts.command})
     coupling::broadcast_string(*text, 0, pc.events);
   facts.n_global = std::stoll(n_global);
 }

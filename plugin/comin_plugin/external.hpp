@@ -42,10 +42,11 @@ PluginComm join_plugin_comm(MPI_Comm base, bool external);
 
 /// What the host's ranks learn from ComIn and the external trainers need.
 struct HostFacts {
-  std::string options;             ///< the plugin's options: the config path and overrides
-  int64_t n_global = 0;            ///< cells of the coupled domain
-  coupling::VarAttributes target;  ///< the downscaled field's units and names
-  std::string exp_start;           ///< the experiment's start (ISO 8601): the output's time origin
+  std::string options;               ///< the plugin's options: the config path and overrides
+  int64_t n_global = 0;              ///< cells of the coupled domain
+  coupling::VarAttributes target;    ///< the downscaled field's units and names
+  std::string exp_start, run_start;  ///< ComIn's simulation interval: a restarted run starts later
+  std::string command;               ///< the host's command line (for the output's history)
 };
 
 /// From host_root to the external ranks over `events` (no-op on a plugin communicator without

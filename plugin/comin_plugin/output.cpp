@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <map>
 
@@ -62,7 +63,29 @@ void Output::set_checkpoint(const std::string& path) {
   }
 }
 
+void Output::add_history(const std::string& text) {
+  try {
+    writer_->add_history(text);
+  } catch (const std::exception& e) {  // the records matter, the history line does not
+    log::warning(std::string("cannot add to the output's history: ") + e.what());
+  }
+}
+
 void Output::close() { writer_->close(); }
+
+std::string process_command_line() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string line, arg;
+  while (std::getline(in, arg, '\0')) {
+    if (arg.find_first_of(" \t'\"\\$") != std::string::npos || arg.empty()) {
+      std::string quoted = "'";
+      for (char ch : arg) quoted += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+      arg = quoted + "'";
+    }
+    line += (line.empty() ? "" : " ") + arg;
+  }
+  return line;
+}
 
 void write_patch_record(Output& out, const coupling::PatchMap& map, const std::string& datetime, const float* samples,
                         int members, const float* coarse, const float* host_field) {

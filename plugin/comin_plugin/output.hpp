@@ -39,6 +39,9 @@ class Output {
   /// Records the latest checkpoint of the model in the file (global finecast_checkpoint); a
   /// failure (a full disk) is logged as a warning, never thrown.
   void set_checkpoint(const std::string& path);
+  /// Adds a line to the file's history (the command of a run that writes to it); a failure is
+  /// logged as a warning, never thrown.
+  void add_history(const std::string& text);
   /// Closes the file (its records are on disk after every write). Idempotent.
   void close();
   const std::string& path() const { return path_; }
@@ -56,6 +59,10 @@ class Output {
 /// input's) fine field when given. Cells in no patch stay missing.
 void write_patch_record(Output& out, const coupling::PatchMap& map, const std::string& datetime, const float* samples,
                         int members, const float* coarse, const float* host_field);
+
+/// This process's command line (/proc/self/cmdline; arguments with spaces or quotes in single
+/// quotes), "" where the system does not tell.
+std::string process_command_line();
 
 /// The global attributes finecast-eval reads: the checkpoint and, on lat-lon grids, the block
 /// size k (patches are k x k).

@@ -92,6 +92,7 @@ struct TrainerState {
   std::string resumed_from;                           ///< checkpoint the run started from ("" = fresh)
   std::string resumed_datetime;                       ///< model time at which that checkpoint was written
   std::string last_checkpoint;                        ///< the latest checkpoint written in this run
+  std::string command;                                ///< the host's command line (the output's history)
   std::unique_ptr<Output> output;                     ///< the lead's, opened at the first sampling
   int64_t output_chunk = 0;                           ///< cells per piece of a record sent to the lead
   std::vector<int64_t> slots_by_cell;                 ///< the slots ordered by their cell (for the output)

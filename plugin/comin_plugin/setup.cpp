@@ -14,15 +14,18 @@
 #include <filesystem>
 #include <optional>
 #include <thread>
+#include <tuple>
 
 #include <cmath>
 
 #include "coupling/error.hpp"
+#include "coupling/io/cf_time.hpp"
 #include "coupling/grid/context_stencil.hpp"
 #include "common/log.hpp"
 #include "plugin/comin_plugin/external.hpp"
 #include "plugin/comin_plugin/host_api.hpp"
 #include "plugin/comin_plugin/mpi_reducer.hpp"
+#include "plugin/comin_plugin/output.hpp"
 #include "plugin/comin_plugin/plugin_state.hpp"
 #include "plugin/comin_plugin/trainer_work.hpp"
 
@@ -151,30 +154,161 @@ std::unique_ptr<Model> build_model(const Config& cfg, const coupling::PatchOptio
   return model;
 }
 
-/// The checkpoint checkpoint.resume names: a file, the newest valid one of a directory, or with
-/// "auto" the newest valid one in checkpoint.dir ("" = none there: a fresh start).
-std::string checkpoint_to_resume(const Config& cfg) {
+/// Whether model time `a` is later than `b`, by their calendar fields (the host's and the
+/// checkpoint's texts may differ in form); nullopt when one of them is no date.
+std::optional<bool> later_than(const std::string& a, const std::string& b) {
+  coupling::DateTime x, y;
+  if (!coupling::parse_datetime(a, x) || !coupling::parse_datetime(b, y)) return std::nullopt;
+  return std::tie(x.year, x.month, x.day, x.hour, x.minute, x.second) >
+         std::tie(y.year, y.month, y.day, y.hour, y.minute, y.second);
+}
+
+/// The host's restart time: ComIn's run_start when the run starts later than the experiment
+/// (ICON's restarted chunks; finecast-host's chunks after the first), "" for a run that starts
+/// the experiment (finecast-replay, ComIn's replay tool, a first chunk).
+std::string host_restart_time(const HostFacts& facts) {
+  return later_than(facts.run_start, facts.exp_start).value_or(false) ? facts.run_start : std::string();
+}
+
+/// The buffer snapshot written with checkpoint `path` (optimizer step `step`), all its parts,
+/// read for this trainer's patches; null when there is none beside the checkpoint. Throws when
+/// it is damaged.
+std::unique_ptr<coupling::RollingBuffer> read_paired_buffer(const Config& cfg, const TrainerState& t,
+                                                            const std::string& path, long long step) {
+  const std::string parent = std::filesystem::path(path).parent_path().string();
+  const std::string dir = parent.empty() ? "." : parent;
+  if (!is_file(buffer_path_for_step(dir, step))) return nullptr;
+  // The parts of the trainer ranks that wrote it (any number of them), re-sharded to this
+  // trainer's patches.
+  std::vector<std::string> parts{buffer_path_for_step(dir, step)};
+  for (int k = 1; is_file(buffer_part_path(dir, step, k)); ++k) parts.push_back(buffer_part_path(dir, step, k));
+  return std::make_unique<coupling::RollingBuffer>(coupling::RollingBuffer::load_h5_range(
+      parts, cfg.buffer.capacity, t.first_patch, t.n_patches, t.buffer->context_size(), t.buffer->patch_size()));
+}
+
+/// A checkpoint to resume from, with its buffer snapshot when it was read already.
+struct ResumeSource {
+  std::string checkpoint;                           ///< "" = a fresh start
+  bool buffer_read = false;                         ///< `buffer` is the paired snapshot (null: none)
+  std::unique_ptr<coupling::RollingBuffer> buffer;  ///< for this trainer's patches
+};
+
+/// "" when checkpoint `path` (optimizer step `step`) and its buffer snapshot are intact on every
+/// trainer rank (the snapshot, read for this trainer's patches, goes to `source`); else why not.
+/// Collective over the trainer ranks: a damaged chunk of the snapshot may lie in one trainer's
+/// patches only, and all of them must resume from the same pair.
+std::string check_resume_pair(const Config& cfg, const TrainerState& t, MPI_Comm trainers, const std::string& path,
+                              long long step, ResumeSource& source) {
+  std::string why;
+  try {
+    trainer_module().verify_checkpoint(path);
+  } catch (const std::exception& e) {
+    why = std::string("skipping invalid checkpoint: ") + e.what();
+  }
+  if (why.empty() && cfg.checkpoint.buffer) {
+    try {
+      source.buffer = read_paired_buffer(cfg, t, path, step);
+      source.buffer_read = true;
+    } catch (const std::exception& e) {
+      why = "skipping checkpoint " + path + ": its buffer snapshot is damaged (" + e.what() + ")";
+    }
+  }
+  int mine = why.empty() ? 0 : 1, any = 0;
+  CHECK_MPI(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, trainers));
+  if (any && why.empty())
+    why = "skipping checkpoint " + path + ": another trainer rank cannot read its buffer snapshot";
+  return why;
+}
+
+/// The checkpoint checkpoint.resume names: a file; the newest usable one of a directory; with
+/// "auto" or "auto-or-fresh" the newest usable one in checkpoint.dir that is not later than the
+/// host's restart time (a fresh start when there is no checkpoint). Usable: the checkpoint and its
+/// buffer snapshot are intact; an older pair takes the place of a damaged one. When checkpoints
+/// exist but none is usable, "auto" is an error naming each and why, "auto-or-fresh" a fresh
+/// start with a warning. Collective over the trainer ranks.
+ResumeSource choose_resume_source(const Config& cfg, const TrainerState& t, MPI_Comm trainers, const HostFacts& facts) {
   const std::string& resume = cfg.checkpoint.resume;
-  auto newest_in = [](const std::string& dir) {
-    return trainer_module().newest_valid_checkpoint(dir, [](const std::string& why) { log::warning(why); });
+  const bool automatic = resume == "auto" || resume == "auto-or-fresh";
+  ResumeSource source;
+  if (!automatic && !is_directory(resume)) {  // a file: that one (restore() names its problems)
+    source.checkpoint = resume;
+    return source;
+  }
+  const std::string dir = automatic ? cfg.checkpoint.dir : resume;
+  const std::string restart = automatic ? host_restart_time(facts) : std::string();
+  struct Candidate {
+    long long step;
+    std::string path, datetime;
   };
-  if (resume == "auto") {
-    const auto newest = is_directory(cfg.checkpoint.dir) ? newest_in(cfg.checkpoint.dir) : std::nullopt;
-    if (!newest) log::info("checkpoint.resume: auto: no valid checkpoint in " + cfg.checkpoint.dir + ": a fresh start");
-    return newest ? *newest : std::string();
+  std::vector<Candidate> candidates;
+  std::vector<std::string> rejected;
+  for (const auto& [step, path] : trainer_module().checkpoints_newest_first(dir)) {
+    std::string datetime;
+    try {
+      const auto meta = trainer_module().checkpoint_metadata(path);
+      if (auto it = meta.find("datetime"); it != meta.end()) datetime = it->second;
+    } catch (const std::exception& e) {
+      rejected.push_back(std::string("skipping invalid checkpoint: ") + e.what());
+      log::warning(rejected.back());
+      continue;
+    }
+    if (!restart.empty() && later_than(datetime, restart).value_or(false)) {
+      // A future the host does not follow (it restarts from an earlier restart file): kept.
+      rejected.push_back(path + " holds model time " + datetime + ", later than the host's restart time " + restart +
+                         ": left alone");
+      log::info("checkpoint.resume: " + resume + ": " + rejected.back());
+      continue;
+    }
+    candidates.push_back({step, path, datetime});
   }
-  if (is_directory(resume)) {
-    const auto newest = newest_in(resume);
-    if (!newest) throw ConfigError(cfg.source + ": checkpoint.resume: no valid checkpoint in directory " + resume);
-    return *newest;
+  // After a restart from an earlier time, the newest model time (not the highest optimizer step)
+  // is where the host goes on; checkpoints without a model time come last.
+  if (!restart.empty()) {
+    auto key = [](const Candidate& c) {
+      coupling::DateTime d;
+      const bool known = coupling::parse_datetime(c.datetime, d);
+      return std::make_tuple(known, d.year, d.month, d.day, d.hour, d.minute, d.second, c.step);
+    };
+    std::stable_sort(candidates.begin(), candidates.end(),
+                     [&](const Candidate& a, const Candidate& b) { return key(a) > key(b); });
   }
-  return resume;
+  for (const Candidate& c : candidates) {
+    std::string why = check_resume_pair(cfg, t, trainers, c.path, c.step, source);
+    if (why.empty()) {
+      source.checkpoint = c.path;
+      if (!restart.empty() && later_than(restart, c.datetime).value_or(false))
+        log::warning("checkpoint.resume: " + resume + ": the newest usable checkpoint, " + c.path +
+                     ", holds model time " + c.datetime + ", earlier than the host's restart time " + restart +
+                     ": the buffer lacks the steps between");
+      return source;
+    }
+    rejected.push_back(why);
+    log::warning(why);
+  }
+  source = ResumeSource();
+  if (rejected.empty()) {
+    if (!automatic) throw ConfigError(cfg.source + ": checkpoint.resume: no checkpoint in directory " + resume);
+    log::info("checkpoint.resume: " + resume + ": no valid checkpoint in " + dir + ": a fresh start");
+    return source;
+  }
+  std::string list;
+  for (const auto& why : rejected) list += "\n  " + why;
+  const std::string what = "checkpoint.resume: " + resume + ": no usable checkpoint in " + dir +
+                           (restart.empty() ? std::string() : " at or before the host's restart time " + restart) +
+                           " (" + std::to_string(rejected.size()) + " rejected):" + list;
+  if (resume == "auto-or-fresh") {
+    log::warning(what + "\na fresh start (checkpoint.resume: auto-or-fresh)");
+    return source;
+  }
+  throw ConfigError(cfg.source + ": " + what +
+                    (automatic ? "\n(checkpoint.resume: auto-or-fresh starts fresh instead)" : std::string()));
 }
 
 /// checkpoint.resume: the model from the checkpoint, the buffer from the snapshot written with
 /// it, and the run's counters, so that a chain of runs continues where the last one stopped.
-void resume(PluginState& s, TrainerState& t, const std::string& path) {
+void resume(PluginState& s, TrainerState& t, ResumeSource source) {
   const Config& cfg = s.config;
+  const std::string& path = source.checkpoint;
   const auto meta = trainer_module().checkpoint_metadata(path);
   // A model resumes only with the conditioning it was trained on: the same fields (names and
   // units), context and residual (the architecture and shapes are checked by restore).
@@ -206,20 +340,17 @@ void resume(PluginState& s, TrainerState& t, const std::string& path) {
     const std::string dir = std::filesystem::path(path).parent_path().string();
     const std::string paired = buffer_path_for_step(dir.empty() ? "." : dir, t.model->step());
     const std::string legacy = (dir.empty() ? std::string(".") : dir) + "/buffer.h5";
-    const int C = t.buffer->context_size(), P = t.buffer->patch_size();
-    if (is_file(paired)) {
-      // The parts of the trainer ranks that wrote it (any number of them), re-sharded to this
-      // trainer's patches.
-      std::vector<std::string> parts{paired};
-      for (int k = 1; is_file(buffer_part_path(dir.empty() ? "." : dir, t.model->step(), k)); ++k)
-        parts.push_back(buffer_part_path(dir.empty() ? "." : dir, t.model->step(), k));
-      *t.buffer = coupling::RollingBuffer::load_h5_range(parts, cfg.buffer.capacity, t.first_patch, t.n_patches, C, P);
+    if (!source.buffer_read) source.buffer = read_paired_buffer(cfg, t, path, t.model->step());
+    if (source.buffer) {
+      *t.buffer = std::move(*source.buffer);
+      int parts = 1;
+      while (is_file(buffer_part_path(dir.empty() ? "." : dir, t.model->step(), parts))) ++parts;
       log::info("Resumed the rolling buffer from " + paired +
-                (parts.size() > 1 ? " (" + std::to_string(parts.size()) + " parts)" : std::string()) + ": " +
+                (parts > 1 ? " (" + std::to_string(parts) + " parts)" : std::string()) + ": " +
                 std::to_string(t.buffer->steps()) + " steps");
     } else if (is_file(legacy)) {
-      *t.buffer =
-          coupling::RollingBuffer::load_h5_range({legacy}, cfg.buffer.capacity, t.first_patch, t.n_patches, C, P);
+      *t.buffer = coupling::RollingBuffer::load_h5_range({legacy}, cfg.buffer.capacity, t.first_patch, t.n_patches,
+                                                         t.buffer->context_size(), t.buffer->patch_size());
       log::warning("Resumed the rolling buffer from " + legacy + " (" + std::to_string(t.buffer->steps()) +
                    " steps), written by an older finecast without a link to the checkpoint: it may be older or "
                    "newer than " +
@@ -353,8 +484,10 @@ std::unique_ptr<TrainerState> setup_trainer(PluginState& s, const HostFacts& fac
   std::vector<float> weights(t->shard.fine_weight.begin(), t->shard.fine_weight.end());
   t->buffer = std::make_unique<coupling::RollingBuffer>(cfg.buffer.capacity, t->n_patches, C, static_cast<int>(P),
                                                         std::move(weights));
+  t->command = facts.command;
   if (!cfg.checkpoint.resume.empty())
-    if (const std::string path = checkpoint_to_resume(cfg); !path.empty()) resume(s, *t, path);
+    if (ResumeSource source = choose_resume_source(cfg, *t, c.trainers, facts); !source.checkpoint.empty())
+      resume(s, *t, std::move(source));
   log::info(t->buffer->describe());
   t->slot_values.resize(static_cast<size_t>(input_count(cfg)) * t->slot_cells.size());
   t->all_coarse.resize(static_cast<size_t>(n_vars * n_coarse));
@@ -512,6 +645,8 @@ HostFacts host_facts(const PluginState& s) {
   facts.options = s.options;
   facts.n_global = comin_descrdata_get_domain_cells_ncells_global(jg);
   facts.exp_start = fortran_string(comin_descrdata_get_simulation_interval_exp_start);
+  facts.run_start = fortran_string(comin_descrdata_get_simulation_interval_run_start);
+  facts.command = process_command_line();
   // The downscaled field's description, as the host gives it in its metadata. An unknown field
   // is named with the host's variables when the fields are coupled (couple_fields).
   const std::string& field = target_field(cfg);

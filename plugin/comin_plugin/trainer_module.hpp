@@ -12,6 +12,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "trainer/downscaler.hpp"
 #include "trainer/options.hpp"
@@ -51,9 +53,11 @@ class TrainerModule {
                                               int threads, std::string& device_line) = 0;
   /// The metadata a checkpoint was written with (trainer::Downscaler::checkpoint_metadata).
   virtual std::map<std::string, std::string> checkpoint_metadata(const std::string& checkpoint) = 0;
-  /// The newest checkpoint of `dir` that verifies; skipped ones are reported through `on_skip`.
-  virtual std::optional<std::string> newest_valid_checkpoint(
-      const std::string& dir, const std::function<void(const std::string&)>& on_skip) = 0;
+  /// The checkpoints of `dir` with their optimizer steps, the newest step first
+  /// (trainer::checkpoints_newest_first).
+  virtual std::vector<std::pair<long long, std::string>> checkpoints_newest_first(const std::string& dir) = 0;
+  /// Throws CheckpointError naming the first problem of a damaged checkpoint (trainer::verify_checkpoint).
+  virtual void verify_checkpoint(const std::string& checkpoint) = 0;
   /// "<dir>/ckpt_<step>.h5".
   virtual std::string checkpoint_path_for_step(const std::string& dir, long long step) = 0;
 };

@@ -83,6 +83,11 @@ void begin_record(PluginState& s) {
     t.output = std::make_unique<Output>(cfg.sample.output, t.output_grid, target_field(cfg), t.output_attrs,
                                         cfg.sample.members, attrs, !t.resumed_from.empty(), s.stats.datetime,
                                         t.output_options);
+    // One line per run that writes the file: every chunk of a restart chain names its command.
+    t.output->add_history(
+        (t.command.empty() ? std::string("(the host's command is unknown)") : t.command) + ": finecast samples from " +
+        s.stats.datetime +
+        (t.resumed_from.empty() ? std::string(", a fresh start") : ", resumed from " + t.resumed_from));
   }
   t.output->begin(s.stats.datetime);
 }

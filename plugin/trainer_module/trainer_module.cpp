@@ -57,10 +57,11 @@ class Module final : public TrainerModule {
     return trainer::Downscaler::checkpoint_metadata(checkpoint);
   }
 
-  std::optional<std::string> newest_valid_checkpoint(const std::string& dir,
-                                                     const std::function<void(const std::string&)>& on_skip) override {
-    return trainer::newest_valid_checkpoint(dir, on_skip);
+  std::vector<std::pair<long long, std::string>> checkpoints_newest_first(const std::string& dir) override {
+    return trainer::checkpoints_newest_first(dir);
   }
+
+  void verify_checkpoint(const std::string& checkpoint) override { trainer::verify_checkpoint(checkpoint); }
 
   std::string checkpoint_path_for_step(const std::string& dir, long long step) override {
     return trainer::checkpoint_path_for_step(dir, step);

@@ -147,7 +147,7 @@ const schema::Table<Config>& config_table() {
                "spread: the trainer ranks evenly over the communicator; packed: next to coupling.trainer_rank; "
                "external: finecast-trainer processes started beside the host (MPMD), joined through the plugin's "
                "comm (needs coupling.communicator: plugin)"),
-        real("max_device_memory", &TrainConfig::max_device_memory, 0.0, 1.0,
+        real("device_memory_fraction", &TrainConfig::device_memory_fraction, 0.0, 1.0,
              "largest fraction of its GPU's memory a trainer rank may hold (LibTorch's caching allocator; "
              "0.5 leaves half to a GPU model sharing the GPU); no effect on the CPU",
              true),

@@ -91,7 +91,7 @@ struct TrainConfig : trainer::TrainOptions {
   /// The largest fraction of its CUDA device's memory a trainer rank's LibTorch may hold (its
   /// caching allocator's per-process fraction); half by default, since a trainer in the host's
   /// job often shares its GPU with a GPU model's rank. No effect on the CPU.
-  double max_device_memory = 0.5;
+  double device_memory_fraction = 0.5;
 };
 
 /// The sample section: when and where the plugin samples, plus the trainer's sampling options.

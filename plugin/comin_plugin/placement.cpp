@@ -12,7 +12,7 @@ bool is_cuda(const std::string& device) { return device.rfind("GPU-", 0) == 0 ||
 
 }  // namespace
 
-PlacementReport placement_report(const std::vector<RankPlacement>& ranks, double max_device_memory) {
+PlacementReport placement_report(const std::vector<RankPlacement>& ranks, double memory_fraction) {
   PlacementReport report;
   for (size_t t = 0; t < ranks.size(); ++t) {
     const RankPlacement& me = ranks[t];
@@ -31,7 +31,7 @@ PlacementReport placement_report(const std::vector<RankPlacement>& ranks, double
                        me.device;
     if (cuda)
       line += " (CUDA_VISIBLE_DEVICES " + me.visible + "), at most " +
-              std::to_string(static_cast<int>(max_device_memory * 100 + 0.5)) + "% of its memory";
+              std::to_string(static_cast<int>(memory_fraction * 100 + 0.5)) + "% of its memory";
     line += on_node.empty() ? std::string("; no host rank on its node")
                             : "; host rank(s) on its node: " + log::rank_ranges(on_node);
     if (cuda && !same_gpus.empty()) line += ", seeing the same GPUs: " + log::rank_ranges(same_gpus);
@@ -41,8 +41,8 @@ PlacementReport placement_report(const std::vector<RankPlacement>& ranks, double
           "trainer " + std::to_string(me.trainer) + " on GPU " + me.device + " of node " + me.node +
           " shares it with host rank(s) " + log::rank_ranges(same_gpus) +
           ": a host model on GPUs competes with it for the GPU's memory and time (the trainer may hold " +
-          std::to_string(static_cast<int>(max_device_memory * 100 + 0.5)) +
-          "% of its memory, train.max_device_memory). Give the trainers GPUs of their own: train.placement: "
+          std::to_string(static_cast<int>(memory_fraction * 100 + 0.5)) +
+          "% of its memory, train.device_memory_fraction). Give the trainers GPUs of their own: train.placement: "
           "external with finecast-trainer processes on other GPUs (docs/slurm.md), or a CUDA_VISIBLE_DEVICES / "
           "train.gpu_ids that names a GPU no host rank uses");
   }

@@ -24,6 +24,6 @@ struct RankPlacement {
 struct PlacementReport {
   std::vector<std::string> info, warnings;
 };
-PlacementReport placement_report(const std::vector<RankPlacement>& ranks, double max_device_memory);
+PlacementReport placement_report(const std::vector<RankPlacement>& ranks, double memory_fraction);
 
 }  // namespace finecast::plugin

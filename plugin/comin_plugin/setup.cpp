@@ -170,7 +170,7 @@ std::unique_ptr<Model> build_model(const Config& cfg, int context_size, int patc
   std::string device_line;
   auto model = trainer_module().create_model(mo, to, device, cfg.sample.device, threads, device_line);
   log::info(device_line);
-  model->limit_device_memory(cfg.train.max_device_memory);  // (CUDA only)
+  model->limit_device_memory(cfg.train.device_memory_fraction);  // (CUDA only)
   return model;
 }
 
@@ -447,7 +447,7 @@ void report_placement(const PluginState& s) {
   if (c.rank != lead) return;
   std::vector<RankPlacement> ranks;
   for (const Record& r : all) ranks.push_back({r.node, r.visible, r.device, r.trainer, r.external != 0});
-  const PlacementReport report = placement_report(ranks, s.config.train.max_device_memory);
+  const PlacementReport report = placement_report(ranks, s.config.train.device_memory_fraction);
   for (const std::string& line : report.info) log::info(line);
   for (const std::string& line : report.warnings) log::warning(line);
 }

@@ -47,7 +47,7 @@ TEST(Placement, ATrainerSharingAGpuWithHostRanksIsAWarningWithTheFix) {
             std::string::npos)
       << r.warnings[0];
   EXPECT_NE(r.warnings[0].find("train.placement: external"), std::string::npos) << r.warnings[0];
-  EXPECT_NE(r.warnings[0].find("50% of its memory, train.max_device_memory"), std::string::npos) << r.warnings[0];
+  EXPECT_NE(r.warnings[0].find("50% of its memory, train.device_memory_fraction"), std::string::npos) << r.warnings[0];
 }
 
 // External trainers on GPUs of their own (another CUDA_VISIBLE_DEVICES, or another node): no

@@ -294,15 +294,15 @@ TEST(PluginRuns, AnInHostTrainerGroupIsRefusedUnderMpiThreadFunneled) {
   EXPECT_EQ(sync.exit_code, 0) << sync.output;
 }
 
-// train.max_device_memory is a fraction of the GPU's memory: (0, 1].
-TEST(PluginRuns, MaxDeviceMemoryIsAFractionOfTheDevice) {
-  const fs::path dir = workdir("max_device_memory");
-  write_file(dir / "plugin.yaml", tiny_plugin_config("train: {max_device_memory: 1.5}\n"));
+// train.device_memory_fraction is a fraction of the GPU's memory: (0, 1].
+TEST(PluginRuns, DeviceMemoryFractionIsAFractionOfTheDevice) {
+  const fs::path dir = workdir("device_memory_fraction");
+  write_file(dir / "plugin.yaml", tiny_plugin_config("train: {device_memory_fraction: 1.5}\n"));
   const Result r = run(kBin + "finecast-config " + (dir / "plugin.yaml").string());
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.output.find("train.max_device_memory must be a number in (0, 1], got \"1.5\""), std::string::npos)
+  EXPECT_NE(r.output.find("train.device_memory_fraction must be a number in (0, 1], got 1.5"), std::string::npos)
       << r.output;
-  write_file(dir / "plugin.yaml", tiny_plugin_config("train: {max_device_memory: 0.25}\n"));
+  write_file(dir / "plugin.yaml", tiny_plugin_config("train: {device_memory_fraction: 0.25}\n"));
   EXPECT_EQ(run(kBin + "finecast-config " + (dir / "plugin.yaml").string()).exit_code, 0);
 }
 

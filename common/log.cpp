@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "common/log.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <mutex>
 #include <stdexcept>
@@ -78,6 +80,33 @@ Sink set_sink(Sink sink) {
   Sink old = std::move(s.sink);
   s.sink = std::move(sink);
   return old;
+}
+
+std::string rank_ranges(const std::vector<int>& ranks) {
+  std::vector<int> r = ranks;
+  std::sort(r.begin(), r.end());
+  std::string out;
+  for (size_t i = 0; i < r.size();) {
+    size_t j = i;
+    while (j + 1 < r.size() && r[j + 1] == r[j] + 1) ++j;
+    out += (out.empty() ? "" : ",") + std::to_string(r[i]) + (j > i ? "-" + std::to_string(r[j]) : "");
+    i = j + 1;
+  }
+  return out;
+}
+
+std::string duration(double seconds) {
+  char text[40];
+  seconds = std::max(0.0, seconds);
+  const auto s = static_cast<long long>(std::llround(seconds));
+  if (seconds < 10) {
+    std::snprintf(text, sizeof text, "%.1f s", seconds);
+  } else if (s < 3600) {
+    std::snprintf(text, sizeof text, "%lld min %02lld s", s / 60, s % 60);
+  } else {
+    std::snprintf(text, sizeof text, "%lld h %02lld min", s / 3600, s / 60 % 60);
+  }
+  return text;
 }
 
 std::string prefix() {

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "common/schema.hpp"
 
@@ -35,6 +36,12 @@ void warning(const std::string& msg);
 void error(const std::string& msg);
 /// Training / replay progress: printed only on ranks configured for it (the trainer rank).
 void progress(const std::string& msg);
+
+/// "0-3,5,7-9": ranks, sorted, consecutive ones as ranges (reports that name many ranks).
+std::string rank_ranges(const std::vector<int>& ranks);
+
+/// A duration for progress lines: "4.2 s", "12 min 05 s", "3 h 20 min".
+std::string duration(double seconds);
 
 /// The prefix this process puts before every line, e.g. "[finecast r2] ".
 std::string prefix();

@@ -10,6 +10,9 @@
 #include <chrono>
 #include <cstdio>
 #include <exception>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "common/leak_check.hpp"
 #include "common/log.hpp"
@@ -33,14 +36,51 @@ std::string quote_option(const std::string& word) {
   return "\"" + word + "\"";  // a word with both kinds of quotes cannot be passed through
 }
 
+namespace {
+
+const std::vector<std::pair<std::string, int>>& thread_levels() {
+  static const std::vector<std::pair<std::string, int>> levels{{"single", MPI_THREAD_SINGLE},
+                                                               {"funneled", MPI_THREAD_FUNNELED},
+                                                               {"serialized", MPI_THREAD_SERIALIZED},
+                                                               {"multiple", MPI_THREAD_MULTIPLE}};
+  return levels;
+}
+
+/// The level of --mpi-thread-level LEVEL (or =LEVEL), read from argv before MPI_Init (the
+/// option's value is checked when the command line is parsed); MPI_THREAD_MULTIPLE without it.
+int requested_thread_level(int argc, char** argv) {
+  const std::string option = "--mpi-thread-level";
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    std::string value;
+    if (arg == option && i + 1 < argc) value = argv[i + 1];
+    if (arg.rfind(option + "=", 0) == 0) value = arg.substr(option.size() + 1);
+    for (const auto& [name, level] : thread_levels())
+      if (value == name) return level;
+  }
+  return MPI_THREAD_MULTIPLE;
+}
+
+}  // namespace
+
 int mpi_main(int argc, char** argv, const std::string& program, CLI::App& app, const std::string& log_level,
              const std::function<int(const ModelComms& comms)>& body) {
-  // Plugins may run threads of their own that call MPI (finecast's training thread sums
-  // gradients across its trainer ranks while the model steps on): MPI_THREAD_MULTIPLE.
+  // Plugins may run threads of their own that call MPI (finecast's trainer ranks sum gradients
+  // on their training threads while the model steps on): MPI_THREAD_MULTIPLE. A lower level
+  // (--mpi-thread-level) stands in for hosts that ask for less: ICON without OpenMP and
+  // comin_replay call MPI_Init (MPI_THREAD_SINGLE), ICON with OpenMP MPI_THREAD_FUNNELED.
+  std::string level_name = "multiple";
+  std::vector<std::string> level_names;
+  for (const auto& level : thread_levels()) level_names.push_back(level.first);
+  app.add_option("--mpi-thread-level", level_name,
+                 "the MPI thread level to ask for (as a host does that initialises MPI with less than "
+                 "MPI_THREAD_MULTIPLE, e.g. ICON without OpenMP: single)")
+      ->check(CLI::IsMember(level_names));
   int provided = MPI_THREAD_SINGLE;
+  const int requested = requested_thread_level(argc, argv);
   {
     const finecast::IgnoreLeaksHere open_mpi_init;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Init_thread(&argc, &argv, requested, &provided);
   }
   int world_size = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &world_size);
@@ -76,6 +116,12 @@ int mpi_main(int argc, char** argv, const std::string& program, CLI::App& app, c
   try {
     finecast::log::configure(comms.n_ranks > 1 ? comms.rank : -1, finecast::log::parse_level(log_level),
                              comms.rank == 0);
+    if (requested != MPI_THREAD_MULTIPLE && comms.rank == 0)
+      finecast::log::info("MPI thread level: asked for " + level_name + " (--mpi-thread-level), given " + [&] {
+        for (const auto& [name, level] : thread_levels())
+          if (level == provided) return name;
+        return std::to_string(provided);
+      }());
     rc = body(comms);
     // External processes wait for the model's plugins: they must not outlive a model that fails.
     if (rc != 0 && world_size > comms.n_ranks) MPI_Abort(MPI_COMM_WORLD, rc);

@@ -45,7 +45,8 @@ struct ModelComms {
   int rank = 0, n_ranks = 1;       ///< in `model`
 };
 
-/// The whole of an MPI program's main(): MPI_Init, the handshake that makes `program`'s
+/// The whole of an MPI program's main(): MPI_Init_thread (MPI_THREAD_MULTIPLE, or the level of
+/// the option --mpi-thread-level it adds to `app`), the handshake that makes `program`'s
 /// communicators, parses `app` (help and usage errors are printed by rank 0), configures the log
 /// at `log_level` (bound to one of `app`'s options, so it is read after parsing), returns
 /// body(comms) after MPI_Finalize. An exception from `body` is logged and gives exit code 1; on

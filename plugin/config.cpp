@@ -151,6 +151,10 @@ const schema::Table<Config>& config_table() {
                "spread: the trainer ranks evenly over the communicator; packed: next to coupling.trainer_rank; "
                "external: finecast-trainer processes started beside the host (MPMD), joined through the plugin's "
                "comm (needs coupling.communicator: plugin)"),
+        real("device_memory_fraction", &TrainConfig::device_memory_fraction, 0.0, 1.0,
+             "largest fraction of its GPU's memory a trainer rank may hold (LibTorch's caching allocator; "
+             "0.5 leaves half to a GPU model sharing the GPU); no effect on the CPU",
+             true),
         text("hold_out", &TrainConfig::hold_out,
              "lat0,lat1,lon0,lon1: patches wholly inside are never trained on (their coarse values stay in the "
              "neighbours' context; offline evaluation); \"\" = none",

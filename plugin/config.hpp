@@ -88,6 +88,10 @@ struct TrainConfig : trainer::TrainOptions {
   int ranks = 1;
   Placement placement = Placement::kSpread;
   std::vector<int> gpu_ids;  ///< CUDA device of each trainer rank on a node ([] = 0, 1, ... in rank order)
+  /// The largest fraction of its CUDA device's memory a trainer rank's LibTorch may hold (its
+  /// caching allocator's per-process fraction); half by default, since a trainer in the host's
+  /// job often shares its GPU with a GPU model's rank. No effect on the CPU.
+  double device_memory_fraction = 0.5;
 };
 
 /// The sample section: when and where the plugin samples, plus the trainer's sampling options.

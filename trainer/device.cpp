@@ -4,11 +4,13 @@
 #include <torch/torch.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <thread>
 
 #ifdef FINECAST_HAVE_CUDA
 #include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #endif
 
 namespace finecast::trainer {
@@ -127,5 +129,40 @@ DeviceChoice select_device(const DeviceRequest& request, const DeviceProbe& prob
 }
 
 DeviceChoice select_device(const std::string& text) { return select_device(parse_device(text), torch_device_probe()); }
+
+namespace {
+
+/// The CUDA ordinal of "cuda" / "cuda:N"; -1 for other devices.
+int cuda_index(const std::string& torch_device) {
+  if (torch_device == "cuda") return 0;
+  if (torch_device.rfind("cuda:", 0) != 0) return -1;
+  return std::atoi(torch_device.c_str() + 5);
+}
+
+}  // namespace
+
+std::string device_identity(const std::string& torch_device) {
+  const int index = cuda_index(torch_device);
+  if (index < 0) return torch_device;
+#ifdef FINECAST_HAVE_CUDA
+  const unsigned char* b = reinterpret_cast<const unsigned char*>(at::cuda::getDeviceProperties(index)->uuid.bytes);
+  char uuid[64];
+  std::snprintf(uuid, sizeof uuid, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+                b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+  return uuid;
+#else
+  return torch_device;
+#endif
+}
+
+void limit_device_memory(const std::string& torch_device, double fraction) {
+  const int index = cuda_index(torch_device);
+  if (index < 0) return;
+  if (!(fraction > 0.0 && fraction <= 1.0))
+    throw std::invalid_argument("the device memory fraction must be in (0, 1]; got " + std::to_string(fraction));
+#ifdef FINECAST_HAVE_CUDA
+  c10::cuda::CUDACachingAllocator::setMemoryFraction(fraction, static_cast<c10::DeviceIndex>(index));
+#endif
+}
 
 }  // namespace finecast::trainer

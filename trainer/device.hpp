@@ -45,4 +45,14 @@ DeviceChoice select_device(const DeviceRequest& request, const DeviceProbe& prob
 /// Convenience: parse + select with the LibTorch probe.
 DeviceChoice select_device(const std::string& text);
 
+/// What placement logs name a LibTorch device by: "cpu", "mps", or for "cuda:N" the device's
+/// UUID as nvidia-smi prints it ("GPU-8f6b1c2e-..."), which names the same physical GPU in every
+/// process whatever its CUDA_VISIBLE_DEVICES ("cuda:N" itself in a build without CUDA).
+std::string device_identity(const std::string& torch_device);
+
+/// Caps this process's share of the memory of a CUDA device at `fraction` (0, 1] of the device's
+/// memory: LibTorch's caching allocator refuses allocations beyond it (an out-of-memory error,
+/// which training answers by halving its micro-batch). Does nothing for other devices.
+void limit_device_memory(const std::string& torch_device, double fraction);
+
 }  // namespace finecast::trainer

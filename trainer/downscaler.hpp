@@ -124,9 +124,11 @@ class Downscaler {
   /// the EMA weights on the held-out part (loss, CRPS), applies early stopping and plateau
   /// reduction, keeps the best state when keep_best, and publishes. Once early stopping has
   /// stopped training, returns at once with trained = false. `on_event` gets one line per
-  /// notable event (thread choice, out-of-memory back-off, plateau, early stop, ...).
+  /// notable event (thread choice, out-of-memory back-off, plateau, early stop, ...); `on_epoch`
+  /// gets the session's stats after each epoch (its epochs so far, train_samples), as it goes.
   SessionStats train_session(const DataView& data, int64_t epochs,
-                             const std::function<void(const std::string&)>& on_event = {});
+                             const std::function<void(const std::string&)>& on_event = {},
+                             const std::function<void(const SessionStats&)>& on_epoch = {});
   /// Validation-driven state (best score, early stopping, learning-rate scale).
   const ValidationRecord& validation_record() const;
   /// Current micro-batch and accumulation (batch_size and accumulate unless an out-of-memory

@@ -538,7 +538,8 @@ void add_session_normalisation(Downscaler::Impl& im, const CleanData& train, int
 /// The session's epochs, within train.max_seconds (per session, or on from the run's earlier
 /// sessions).
 void run_epochs(Downscaler::Impl& im, EpochTensors& e, int64_t epochs, int64_t dropped, SessionStats& st,
-                const std::function<void(const std::string&)>& event) {
+                const std::function<void(const std::string&)>& event,
+                const std::function<void(const SessionStats&)>& on_epoch) {
   im.budget_active = im.to.max_seconds > 0;
   im.budget_before = im.to.budget == BudgetScope::kRun ? im.validation.budget_used : 0.0;
   im.budget_start = std::chrono::steady_clock::now();
@@ -553,6 +554,7 @@ void run_epochs(Downscaler::Impl& im, EpochTensors& e, int64_t epochs, int64_t d
     EpochStats es = run_epoch(im, e, event);
     es.skipped_samples = k == 0 ? dropped : 0;
     st.epochs.push_back(es);
+    if (on_epoch) on_epoch(st);
     if (es.budget_spent) {
       st.budget_spent = true;
       break;
@@ -599,7 +601,8 @@ void validate_session(Downscaler::Impl& im, const CleanData& held_out, int64_t g
 }  // namespace
 
 SessionStats Downscaler::train_session(const DataView& data, int64_t epochs,
-                                       const std::function<void(const std::string&)>& on_event) {
+                                       const std::function<void(const std::string&)>& on_event,
+                                       const std::function<void(const SessionStats&)>& on_epoch) {
   auto& im = *impl_;
   const auto t0 = std::chrono::steady_clock::now();
   auto event = [&](const std::string& s) {
@@ -668,7 +671,7 @@ SessionStats Downscaler::train_session(const DataView& data, int64_t epochs,
   }
   if (im.train_threads > 0) at::set_num_threads(im.train_threads);
 
-  run_epochs(im, e, epochs, all.dropped, st, event);
+  run_epochs(im, e, epochs, all.dropped, st, event, on_epoch);
   st.trained = true;
   ++im.validation.sessions;
   if (group ? g.validation_rows > 0 : !split.validation.empty()) {

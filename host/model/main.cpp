@@ -171,6 +171,7 @@ void time_loop(const fc::host::HostRunConfig& cfg, const RunClock& time, const f
   const int rank = comms.rank;
   const int progress_every = cfg.progress_every > 0 ? cfg.progress_every : std::max(1, cfg.steps / 10);
   double t_last = now();
+  const double t_first = t_last;
   int step_last = 0;
   for (int step = 1; step <= cfg.steps; ++step) {
     const double step_start = now();
@@ -203,7 +204,10 @@ void time_loop(const fc::host::HostRunConfig& cfg, const RunClock& time, const f
       const double t = now();
       flog::info("step " + std::to_string(step) + "/" + std::to_string(cfg.steps) + ", model time " + datetime + ", " +
                  fmt::format("{:.4f}", (t - t_last) / (step - step_last)) + " s/step, global mean ts " +
-                 fmt::format("{:.2f}", mean_ts) + " K");
+                 fmt::format("{:.2f}", mean_ts) + " K" +
+                 // The run's ETA at the mean pace so far (plugins' sessions and all).
+                 (step < cfg.steps ? "; run ends in ~" + flog::duration((t - t_first) / step * (cfg.steps - step))
+                                   : std::string()));
       t_last = t;
       step_last = step;
     }

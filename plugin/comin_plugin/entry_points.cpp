@@ -54,7 +54,11 @@ void destructor_callback() {
 /// The primary constructor ComIn calls once per rank after loading the plugin.
 extern "C" __attribute__((visibility("default"))) void comin_main(void) {
   fp::guard_startup("comin_main", [] {
-    const t_comin_entry_point ep = fp::primary_constructor();
+    // Every host rank reads the same config: its errors are agreed on over the host's
+    // communicator and reported once, with the ranks they happened on.
+    t_comin_entry_point ep{};
+    const std::string failure = fp::failure_of([&] { ep = fp::primary_constructor(); });
+    fp::agree_or_stop(MPI_Comm_f2c(comin_parallel_get_host_mpi_comm()), failure, "comin_main");
     comin_callback_register(EP_SECONDARY_CONSTRUCTOR, secondary_constructor_callback);
     comin_callback_register(ep, coupling_callback);
     // The host's restart: one callback per entry point and plugin, the same when it couples there.

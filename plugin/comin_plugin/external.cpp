@@ -118,8 +118,7 @@ int run_external_trainer(MPI_Comm plugin_comm) {
     s.host_rank = -1;
     s.options = facts.options;
     s.coupling_ep = entry_point_id(s.config.coupling.entry_point);
-    check_mpi_thread_level(s.config);
-    setup_coupling(s, std::move(pc), facts);
+    setup_coupling(s, std::move(pc), facts, failure_of([&] { check_mpi_thread_level(s.config, true); }));
   });
   if (!has_plugin_state() || !plugin_state().coupling) return 1;  // (the job was aborted)
   PluginState& s = plugin_state();

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The C boundary: every ComIn callback runs through a guard, which stops every exception there.
+// A fatal error is reported once: where all ranks reach the same point (the constructors), they
+// agree on it and one rank prints it with the ranks it happened on.
 #pragma once
+
+#include <mpi.h>
 
 #include <functional>
 #include <string>
@@ -11,9 +15,21 @@ namespace finecast::plugin {
 /// std::bad_alloc, or anything else). Call inside a catch block only.
 std::string describe_current_exception();
 
-/// Logs `why` on this rank and stops the whole run through comin_plugin_finish (the host
-/// aborts every rank). Throws RunStopped when the host's finish handler returns.
+/// Runs `fn` and returns "" or, when it throws, the exception's message: local work whose
+/// failure is agreed on afterwards (agree_or_stop).
+std::string failure_of(const std::function<void()>& fn);
+
+/// Logs `why` on this rank (one ERROR line) and stops the whole run through comin_plugin_finish
+/// (the host aborts every rank). Throws RunStopped when the host's finish handler returns.
 [[noreturn]] void stop_the_run(const std::string& why);
+
+/// Collective over `comm`: every rank calls it at the same point, after local work only (no
+/// collective between a failure and this call, so no rank can wait elsewhere), with its failure
+/// ("" = none). Returns when no rank failed. Otherwise the run stops with one report: rank 0 of
+/// `comm` logs one ERROR line, "`where` failed on ranks 0-3: text" (each distinct text with its
+/// ranks), and stops the run through comin_plugin_finish; the other ranks print nothing and wait
+/// for that stop. Throws RunStopped on every rank when the host's finish handler returns.
+void agree_or_stop(MPI_Comm comm, const std::string& failure, const std::string& where);
 
 /// How stop_the_run ends the run: comin_plugin_finish by default; a finecast-trainer process,
 /// which has no ComIn host, aborts the MPI job instead (plugin/comin_plugin/external.hpp).

@@ -23,14 +23,19 @@
 #include "coupling/grid/context_stencil.hpp"
 #include "common/log.hpp"
 #include "plugin/comin_plugin/external.hpp"
+#include "plugin/comin_plugin/guard.hpp"
 #include "plugin/comin_plugin/host_api.hpp"
 #include "plugin/comin_plugin/mpi_reducer.hpp"
 #include "plugin/comin_plugin/output.hpp"
+#include "plugin/comin_plugin/placement.hpp"
 #include "plugin/comin_plugin/plugin_state.hpp"
 #include "plugin/comin_plugin/trainer_work.hpp"
 
 namespace finecast::plugin {
 namespace {
+
+/// What a start-up failure is reported as (agree_or_stop).
+const char* const kSetup = "EP_SECONDARY_CONSTRUCTOR";
 
 /// The long_name finecast gives its write-back variable: how the plugin recognises its own
 /// variable (a host that hands over an existing field instead keeps that field's metadata).
@@ -151,6 +156,7 @@ std::unique_ptr<Model> build_model(const Config& cfg, const coupling::PatchOptio
   std::string device_line;
   auto model = trainer_module().create_model(mo, to, device, cfg.sample.device, threads, device_line);
   log::info(device_line);
+  model->limit_device_memory(cfg.train.device_memory_fraction);  // (CUDA only)
   return model;
 }
 
@@ -529,6 +535,46 @@ void couple_fields(PluginState& s) {
   }
 }
 
+/// A rank's placement as it travels (fixed size, plain bytes).
+struct Record {
+  char node[MPI_MAX_PROCESSOR_NAME + 1];
+  char visible[256];
+  char device[128];
+  int trainer;
+  int external;
+};
+
+void copy_text(char* out, size_t size, const std::string& text) {
+  std::memset(out, 0, size);
+  std::memcpy(out, text.data(), std::min(size - 1, text.size()));
+}
+
+/// Collective over the plugin's communicator, after the trainers built their models: every rank
+/// sends its placement to the lead trainer, which logs placement_report.
+void report_placement(const PluginState& s) {
+  const CouplingState& c = *s.coupling;
+  Record mine{};
+  char node[MPI_MAX_PROCESSOR_NAME + 1] = {0};
+  int length = 0;
+  CHECK_MPI(MPI_Get_processor_name(node, &length));
+  copy_text(mine.node, sizeof mine.node, std::string(node, static_cast<size_t>(length)));
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  copy_text(mine.visible, sizeof mine.visible, visible != nullptr ? visible : "*");
+  copy_text(mine.device, sizeof mine.device, s.trainer ? s.trainer->model->device_identity() : "");
+  mine.trainer = c.trainer_index;
+  mine.external = c.external ? 1 : 0;
+  const int lead = c.trainer_ranks.front();
+  std::vector<Record> all(static_cast<size_t>(c.rank == lead ? c.size : 0));
+  const int bytes = static_cast<int>(sizeof mine);
+  CHECK_MPI(MPI_Gather(&mine, bytes, MPI_BYTE, all.data(), bytes, MPI_BYTE, lead, c.comm));
+  if (c.rank != lead) return;
+  std::vector<RankPlacement> ranks;
+  for (const Record& r : all) ranks.push_back({r.node, r.visible, r.device, r.trainer, r.external != 0});
+  const PlacementReport report = placement_report(ranks, s.config.train.device_memory_fraction);
+  for (const std::string& line : report.info) log::info(line);
+  for (const std::string& line : report.warnings) log::warning(line);
+}
+
 /// The trainer ranks: the first at coupling.trainer_rank, the others spread evenly over the
 /// communicator (across nodes) or packed after it; with train.placement external the
 /// finecast-trainer processes. The configuration errors of the layout name the keys.
@@ -573,21 +619,30 @@ void choose_trainers(const Config& cfg, const PluginComm& pc, CouplingState& c) 
 
 }  // namespace
 
-void check_mpi_thread_level(const Config& cfg) {
+void check_mpi_thread_level(const Config& cfg, bool external_process) {
+  if (!cfg.train.async || cfg.train.ranks == 1) return;
+  // Which processes hold the trainer ranks: the host's, or finecast-trainer's (which initialises
+  // MPI itself, with MPI_THREAD_MULTIPLE). Only a group of trainer ranks makes MPI calls on its
+  // training threads (the gradient sums); one trainer rank makes none there, so any thread level
+  // will do (docs/plugin.md).
+  if ((cfg.train.placement == Placement::kExternal) != external_process) return;
   int provided = MPI_THREAD_SINGLE;
   CHECK_MPI(MPI_Query_thread(&provided));
-  // Several trainer ranks sum their gradients from the training thread while the host's thread
-  // makes its own MPI calls.
-  if (cfg.train.async && cfg.train.ranks > 1 && provided < MPI_THREAD_MULTIPLE)
-    throw ConfigError(cfg.source + ": train.ranks " + std::to_string(cfg.train.ranks) +
-                      " with train.async: the trainer ranks sum gradients on their training threads, which needs "
-                      "MPI_THREAD_MULTIPLE, but the host initialised MPI with a lower thread level; set "
-                      "train.async: false, or train.ranks: 1");
-  if (cfg.train.async && provided < MPI_THREAD_FUNNELED)
-    throw ConfigError(cfg.source +
-                      ": train.async: asynchronous training runs on a thread of its own, but the host initialised "
-                      "MPI with MPI_THREAD_SINGLE (it must use MPI_Init_thread with at least MPI_THREAD_FUNNELED); "
-                      "set train.async: false to train on the host's thread");
+  if (provided >= MPI_THREAD_MULTIPLE) return;
+  static const char* const kLevels[] = {"MPI_THREAD_SINGLE", "MPI_THREAD_FUNNELED", "MPI_THREAD_SERIALIZED"};
+  const char* level = provided >= MPI_THREAD_SINGLE && provided <= MPI_THREAD_SERIALIZED
+                          ? kLevels[provided - MPI_THREAD_SINGLE]
+                          : "a level below MPI_THREAD_MULTIPLE";
+  throw ConfigError(cfg.source + ": train.ranks " + std::to_string(cfg.train.ranks) +
+                    " with train.async: true: the trainer ranks sum their gradients over MPI on their training "
+                    "threads while the host's thread makes its own MPI calls, which needs MPI_THREAD_MULTIPLE, but "
+                    "this process's MPI was initialised with " +
+                    level +
+                    (external_process ? std::string("; set train.async: false")
+                                      : std::string("; set train.placement: external (finecast-trainer processes "
+                                                    "initialise MPI themselves, so they train asynchronously under "
+                                                    "any host; docs/scaling.md), or train.async: false, or "
+                                                    "train.ranks: 1")));
 }
 
 std::string buffer_path_for_step(const std::string& dir, long long step) {
@@ -660,16 +715,20 @@ HostFacts host_facts(const PluginState& s) {
 
 void secondary_constructor() {
   PluginState& s = plugin_state();
-  check_mpi_thread_level(s.config);
   const int base = s.config.coupling.communicator == CommunicatorKind::kPlugin ? comin_parallel_get_plugin_mpi_comm()
                                                                                : comin_parallel_get_host_mpi_comm();
   PluginComm pc = join_plugin_comm(MPI_Comm_f2c(base), false);
-  HostFacts facts = host_facts(s);
+  HostFacts facts;
+  // A failure here is agreed on with every rank's checks in setup_coupling (one report).
+  const std::string failure = failure_of([&] {
+    check_mpi_thread_level(s.config, false);
+    facts = host_facts(s);
+  });
   share_host_facts(pc, facts);
-  setup_coupling(s, std::move(pc), facts);
+  setup_coupling(s, std::move(pc), facts, failure);
 }
 
-void setup_coupling(PluginState& s, PluginComm pc, const HostFacts& facts) {
+void setup_coupling(PluginState& s, PluginComm pc, const HostFacts& facts, const std::string& earlier_failure) {
   const Config& cfg = s.config;
   s.coupling = std::make_unique<CouplingState>();
   CouplingState& c = *s.coupling;
@@ -679,7 +738,15 @@ void setup_coupling(PluginState& s, PluginComm pc, const HostFacts& facts) {
   c.size = pc.size;
   c.external = std::find(pc.external_ranks.begin(), pc.external_ranks.end(), pc.rank) != pc.external_ranks.end();
   c.announces = !pc.external_ranks.empty() && pc.rank == pc.host_root;
-  choose_trainers(cfg, pc, c);
+  // The checks every rank makes (the same config, the same host): local work, agreed on before
+  // the first collective, so that an error is reported once with the ranks it happened on.
+  std::string failure = earlier_failure;
+  if (failure.empty())
+    failure = failure_of([&] {
+      choose_trainers(cfg, pc, c);
+      if (!c.external) couple_fields(s);  // a finecast-trainer reads no host variable and owns no cell
+    });
+  agree_or_stop(c.comm, failure, kSetup);
   CHECK_MPI(MPI_Comm_split(c.comm, c.is_trainer ? 0 : MPI_UNDEFINED, c.trainer_index, &c.trainers));
   if (c.is_trainer) {
     CHECK_MPI(MPI_Comm_set_errhandler(c.trainers, MPI_ERRORS_RETURN));
@@ -687,13 +754,21 @@ void setup_coupling(PluginState& s, PluginComm pc, const HostFacts& facts) {
   }
   log::configure(c.rank, cfg.log.level, cfg.log.all_ranks || c.is_lead);
 
-  if (!c.external) couple_fields(s);  // a finecast-trainer reads no host variable and owns no cell
   static const std::vector<int64_t> kNoCells;
   const std::vector<int64_t>& owned = c.external ? kNoCells : c.fields.front().owned.global_index;
   c.n_owned = static_cast<int64_t>(owned.size());
   c.local_values.resize(static_cast<size_t>(input_count(cfg)) * static_cast<size_t>(c.n_owned));
   const int ranks_on_node = ranks_on_this_node(c.comm);  // collective, so before the trainer-only part
-  if (c.is_trainer) s.trainer = setup_trainer(s, facts, ranks_on_node);
+  if (c.trainer_ranks.size() == 1) {
+    // One trainer's set-up has no collective inside: its failure (grid file, device, checkpoint)
+    // is agreed on too. A group's members wait for each other in theirs, so a failure there
+    // stops the run at once (guard), reported by each failing trainer.
+    agree_or_stop(c.comm, c.is_trainer ? failure_of([&] { s.trainer = setup_trainer(s, facts, ranks_on_node); }) : "",
+                  kSetup);
+  } else if (c.is_trainer) {
+    s.trainer = setup_trainer(s, facts, ranks_on_node);
+  }
+  report_placement(s);
   // Where every owned cell goes: the trainer rank owning its patch (collective over all ranks).
   c.redist = std::make_unique<coupling::Redistribution>(
       c.comm, owned, c.is_trainer ? s.trainer->slot_cells : std::vector<int64_t>{}, facts.n_global);

@@ -23,12 +23,16 @@ void secondary_constructor();
 /// The part of the secondary constructor that the host's ranks and finecast-trainer processes
 /// share (`pc` from join_plugin_comm, `facts` shared by share_host_facts): the trainer ranks, the
 /// host fields (none on a finecast-trainer), on trainers the grid, model and
-/// buffer, the redistribution. Collective over the plugin communicator.
-void setup_coupling(PluginState& s, PluginComm pc, const HostFacts& facts);
+/// buffer, the redistribution. Collective over the plugin communicator. `earlier_failure` (""
+/// = none) is this rank's failure before (the host ranks' own checks): start-up failures are
+/// agreed on by all ranks and reported once (agree_or_stop).
+void setup_coupling(PluginState& s, PluginComm pc, const HostFacts& facts, const std::string& earlier_failure = "");
 
-/// MPI must allow what finecast does with threads (train.async, train.ranks > 1); ConfigError
-/// naming the keys otherwise.
-void check_mpi_thread_level(const Config& cfg);
+/// MPI must allow what finecast does with threads: train.async with a group of trainer ranks in
+/// this process (train.ranks > 1; the host's processes, or with `external_process` those of
+/// finecast-trainer) needs MPI_THREAD_MULTIPLE; one trainer rank trains asynchronously at any
+/// thread level. ConfigError naming the keys otherwise.
+void check_mpi_thread_level(const Config& cfg, bool external_process);
 
 /// "<dir>/buffer_<step>.h5": the buffer snapshot that belongs to checkpoint "ckpt_<step>.h5".
 std::string buffer_path_for_step(const std::string& dir, long long step);

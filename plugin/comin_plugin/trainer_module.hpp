@@ -32,11 +32,20 @@ class Model {
   virtual int64_t step() const = 0;
   /// The group's sums for data-parallel training (train.ranks > 1).
   virtual void set_reducer(std::shared_ptr<trainer::Reducer> reducer) = 0;
+  /// `on_epoch` (may be empty) gets the session's stats after each epoch, on the calling thread.
   virtual trainer::SessionStats train_session(const trainer::DataView& data, int epochs, int threads,
-                                              const std::function<void(const std::string&)>& on_event) = 0;
+                                              const std::function<void(const std::string&)>& on_event,
+                                              const std::function<void(const trainer::SessionStats&)>& on_epoch) = 0;
   /// Draws `options.members` fine fields per patch into `out` [n][members][patch_size].
   virtual void sample(const float* context, const float* coarse, const float* weights, int64_t n,
                       const trainer::SampleOptions& options, uint64_t seed, int threads, float* out) = 0;
+  /// What the placement report names this model's device by: "cpu", "mps", or for CUDA the
+  /// device's UUID ("GPU-8f6b...", as nvidia-smi prints it: the same GPU gives the same UUID in
+  /// every process, whatever its CUDA_VISIBLE_DEVICES).
+  virtual std::string device_identity() const = 0;
+  /// Caps this process's share of the model's CUDA device memory at `fraction` (LibTorch's caching
+  /// allocator refuses allocations beyond it); no effect on other devices.
+  virtual void limit_device_memory(double fraction) = 0;
   /// Writes the checkpoint of the current step into `dir` (keep-last-K); returns its path.
   virtual std::string save_in_dir(const std::string& dir, int keep,
                                   const std::map<std::string, std::string>& metadata) = 0;

@@ -1,12 +1,27 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "plugin/comin_plugin/training_session.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 
 #include "common/log.hpp"
 
 namespace finecast::plugin {
+
+std::string epoch_line(const trainer::SessionStats& so_far, int epochs) {
+  const trainer::EpochStats& e = so_far.epochs.back();
+  const auto done = static_cast<int>(so_far.epochs.size());
+  double seconds = 0;
+  for (const trainer::EpochStats& k : so_far.epochs) seconds += k.seconds;
+  const double left = seconds / done * std::max(0, epochs - done);
+  char line[200];
+  std::snprintf(line, sizeof line, "Epoch %d/%d: avg loss = %.4f (%lld batches, %.2f s, %.0f samples/s)%s", done,
+                epochs, e.avg_loss, static_cast<long long>(e.batches), e.seconds,
+                e.seconds > 0 ? static_cast<double>(so_far.train_samples) / e.seconds : 0.0,
+                done < epochs ? "; session ends in ~" : "");
+  return done < epochs ? line + log::duration(left) : line;
+}
 
 TrainingSession::~TrainingSession() {
   if (thread_.joinable()) thread_.join();
@@ -37,14 +52,11 @@ void TrainingSession::run(Model* model, int epochs, int threads) noexcept {
       view.global_row = data_.global_row.data();
       view.global_rows = data_.global_rows;
     }
-    stats_ = model->train_session(view, epochs, threads, [](const std::string& event) { log::warning(event); });
-    int e = 0;
-    for (const trainer::EpochStats& s : stats_.epochs) {
-      char line[160];
-      std::snprintf(line, sizeof line, "Epoch %d/%zu: avg loss = %.4f (%lld batches, %.2f s)", ++e,
-                    stats_.epochs.size(), s.avg_loss, static_cast<long long>(s.batches), s.seconds);
-      log::progress(line);
-    }
+    // Each epoch's line as it ends, from the training thread (the log is thread-safe and prints
+    // to the process's own streams, never through the host).
+    stats_ = model->train_session(
+        view, epochs, threads, [](const std::string& event) { log::warning(event); },
+        [epochs](const trainer::SessionStats& so_far) { log::progress(epoch_line(so_far, epochs)); });
     finished_ = true;
   } catch (...) {
     error_ = std::current_exception();

@@ -23,6 +23,12 @@ struct Snapshot {
   int64_t n = 0;
 };
 
+/// "Epoch 2/4: avg loss = 0.6822 (54 batches, 0.02 s, 160000 samples/s); session ends in ~0.1 s":
+/// the line of the last epoch of `so_far`, of a session of `epochs` epochs (the samples per
+/// second are this trainer rank's training samples).
+std::string epoch_line(const trainer::SessionStats& so_far, int epochs);
+
+/// One training session at a time, on a thread of its own or inline.
 class TrainingSession {
  public:
   TrainingSession() = default;

@@ -15,16 +15,18 @@ namespace {
 
 class DownscalerModel final : public Model {
  public:
-  explicit DownscalerModel(trainer::Downscaler model) : model_(std::move(model)) {}
+  DownscalerModel(trainer::Downscaler model, std::string device)
+      : model_(std::move(model)), device_(std::move(device)) {}
 
   void restore(const std::string& checkpoint) override { model_.restore(checkpoint); }
   int64_t step() const override { return model_.step(); }
   void set_reducer(std::shared_ptr<trainer::Reducer> reducer) override { model_.set_reducer(std::move(reducer)); }
 
   trainer::SessionStats train_session(const trainer::DataView& data, int epochs, int threads,
-                                      const std::function<void(const std::string&)>& on_event) override {
+                                      const std::function<void(const std::string&)>& on_event,
+                                      const std::function<void(const trainer::SessionStats&)>& on_epoch) override {
     const trainer::ScopedTorchThreads scope(threads);
-    return model_.train_session(data, epochs, on_event);
+    return model_.train_session(data, epochs, on_event, on_epoch);
   }
 
   void sample(const float* context, const float* coarse, const float* weights, int64_t n,
@@ -33,6 +35,9 @@ class DownscalerModel final : public Model {
     model_.sample(context, coarse, weights, n, options, seed, out);
   }
 
+  std::string device_identity() const override { return trainer::device_identity(device_); }
+  void limit_device_memory(double fraction) override { trainer::limit_device_memory(device_, fraction); }
+
   std::string save_in_dir(const std::string& dir, int keep,
                           const std::map<std::string, std::string>& metadata) override {
     return trainer::save_checkpoint_in_dir(model_, dir, keep, metadata);
@@ -40,6 +45,7 @@ class DownscalerModel final : public Model {
 
  private:
   trainer::Downscaler model_;
+  std::string device_;  ///< the LibTorch device it trains on
 };
 
 class Module final : public TrainerModule {
@@ -50,7 +56,8 @@ class Module final : public TrainerModule {
     const trainer::ScopedTorchThreads scope(threads);
     const trainer::DeviceChoice device = trainer::select_device(device_request);
     device_line = device.log_line();
-    return std::make_unique<DownscalerModel>(trainer::Downscaler(model, train, device.torch_device, sample_device));
+    return std::make_unique<DownscalerModel>(trainer::Downscaler(model, train, device.torch_device, sample_device),
+                                             device.torch_device);
   }
 
   std::map<std::string, std::string> checkpoint_metadata(const std::string& checkpoint) override {

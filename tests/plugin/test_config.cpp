@@ -136,7 +136,8 @@ TEST(Config, EveryErrorIsReportedInOneRun) {
   EXPECT_EQ(e,
             "configs/x.yaml:3: train.batch_size must be a positive integer, got \"sixteen\"\n"
             "configs/x.yaml:4: unknown key train.batchsize (allowed in train: async, every, min_steps, epochs, "
-            "ranks, placement, gpu_ids, hold_out, batch_size, lr, weight_decay, warmup_steps, decay_steps, "
+            "ranks, placement, gpu_ids, device_memory_fraction, hold_out, batch_size, lr, weight_decay, warmup_steps, "
+            "decay_steps, "
             "min_lr_ratio, grad_clip, ema_decay, "
             "mixed_precision, max_bad_steps, accumulate, validation, validation_members, validation_max_samples, "
             "validation_metric, early_stop, plateau, plateau_factor, plateau_min_scale, keep_best, max_device_memory, "

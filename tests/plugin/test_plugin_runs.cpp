@@ -187,6 +187,125 @@ TEST(PluginRuns, UnknownFieldStopsAtStartUpListingTheHostVariables) {
       << r.output;
 }
 
+namespace {
+
+/// The lines of `output` that contain "ERROR" (finecast's ERROR lines, a ComIn host's fatal one),
+/// but Open MPI's own runtime's (ORTE_ERROR_LOG, PMIX_ERROR: noise of mpiexec while it aborts).
+std::vector<std::string> error_lines(const std::string& output) {
+  std::vector<std::string> lines;
+  std::istringstream in(output);
+  for (std::string line; std::getline(in, line);)
+    if (line.find("ERROR") != std::string::npos && line.find("ORTE_ERROR_LOG") == std::string::npos &&
+        line.find("PMIX_ERROR") == std::string::npos)
+      lines.push_back(line);
+  return lines;
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string text;
+  for (const auto& l : lines) text += l + "\n";
+  return text;
+}
+
+}  // namespace
+
+// One error, once: a wrong field name is found by every rank in the secondary constructor; the
+// ranks agree on it and one line names it with the ranks, then the host's stop (its own line):
+// at most 2 error lines on 4 ranks, not 2 per rank.
+TEST(PluginRuns, AnErrorOnEveryRankIsPrintedOnceWithTheRanks) {
+  const fs::path dir = workdir("error_once");
+  write_file(dir / "plugin.yaml", tiny_plugin_config());
+  write_file(dir / "host.yaml", host_run_file(3, "plugin.yaml fields=[tsurf]"));
+  const Result r = run_host(dir, 4);
+  EXPECT_NE(r.exit_code, 0);
+  const std::vector<std::string> errors = error_lines(r.output);
+  EXPECT_LE(errors.size(), 2u) << r.output;
+  ASSERT_FALSE(errors.empty()) << r.output;
+  EXPECT_NE(errors.front().find("[finecast r0] ERROR: EP_SECONDARY_CONSTRUCTOR failed on ranks 0-3: plugin.yaml: "
+                                "fields: the host has no variable \"tsurf\""),
+            std::string::npos)
+      << joined(errors);
+  // A config error in comin_main (every rank reads the same file) is reported once too.
+  write_file(dir / "host.yaml", host_run_file(3, "plugin.yaml train.batchsize=3"));
+  const Result config = run_host(dir, 4);
+  EXPECT_NE(config.exit_code, 0);
+  EXPECT_LE(error_lines(config.output).size(), 2u) << config.output;
+  EXPECT_NE(config.output.find("ERROR: comin_main failed on ranks 0-3: "), std::string::npos) << config.output;
+  EXPECT_NE(config.output.find("unknown key train.batchsize"), std::string::npos) << config.output;
+}
+
+// An error on one rank only (the trainer's grid file) is reported by that rank, once, and the run
+// stops without waiting for the others.
+TEST(PluginRuns, AnErrorOnTheTrainerAloneIsPrintedOnceAndDoesNotHang) {
+  const fs::path dir = workdir("error_trainer");
+  write_file(dir / "plugin.yaml", tiny_plugin_config());
+  write_file(dir / "host.yaml", host_run_file(3, "plugin.yaml grid.file=no_such_grid.nc"));
+  const Result r = run_host(dir, 3, "timeout -k 5 60");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.exit_code, 124) << "the run hung:\n" << r.output;
+  const std::vector<std::string> errors = error_lines(r.output);
+  EXPECT_LE(errors.size(), 2u) << r.output;
+  ASSERT_FALSE(errors.empty()) << r.output;
+  EXPECT_NE(errors.front().find("ERROR: EP_SECONDARY_CONSTRUCTOR failed on rank 0: "), std::string::npos)
+      << joined(errors);
+  EXPECT_NE(errors.front().find("no_such_grid.nc"), std::string::npos) << joined(errors);
+}
+
+// train.async under a host that initialised MPI with MPI_THREAD_SINGLE (ICON's GPU builds and
+// comin_replay call MPI_Init): one trainer rank makes no MPI call on its training thread, so it
+// trains asynchronously there. The epoch lines come with samples/s and the session's ETA, the
+// lead trainer says where it runs, and the host's progress lines give the run's ETA.
+TEST(PluginRuns, AsyncTrainingUnderAHostWithMpiThreadSingle) {
+  const fs::path dir = workdir("async_single");
+  write_file(dir / "plugin.yaml", tiny_plugin_config("train: {async: true, epochs: 3}\nsample: {every: 4}\n"));
+  write_file(dir / "host.yaml", host_run_file(12, "plugin.yaml"));
+  const Result r = run("cd " + dir.string() + " && mpiexec -n 2 --oversubscribe " + kBin +
+                       "finecast-host host.yaml --mpi-thread-level single --step-seconds 0.05");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* line :
+       {"MPI thread level: asked for single (--mpi-thread-level), given single", "(asynchronous training)",
+        "Epoch 3/3: avg loss = ", " samples/s)", "; session ends in ~", "Sampled 2 member(s) at ", "; run ends in ~",
+        "Placement: trainer 0 (rank 0, a host rank) on node ", ": device cpu; host rank(s) on its node: 0-1"})
+    EXPECT_NE(r.output.find(line), std::string::npos) << line << "\n" << r.output;
+  EXPECT_TRUE(fs::exists(dir / "out.nc"));
+  EXPECT_TRUE(error_lines(r.output).empty()) << r.output;
+}
+
+// A trainer group inside the host sums its gradients over MPI on the training threads, which
+// needs MPI_THREAD_MULTIPLE: below it the run is refused at start-up, naming the placement that
+// works under any host (finecast-trainer processes initialise MPI themselves).
+TEST(PluginRuns, AnInHostTrainerGroupIsRefusedUnderMpiThreadFunneled) {
+  const fs::path dir = workdir("group_funneled");
+  write_file(dir / "plugin.yaml", tiny_plugin_config("train: {async: true, ranks: 2}\n"));
+  write_file(dir / "host.yaml", host_run_file(3, "plugin.yaml"));
+  const std::string host =
+      "cd " + dir.string() + " && mpiexec -n 2 --oversubscribe " + kBin + "finecast-host host.yaml";
+  const Result r = run(host + " --mpi-thread-level funneled");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("train.ranks 2 with train.async: true: the trainer ranks sum their gradients over MPI on "
+                          "their training threads"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("initialised with MPI_THREAD_FUNNELED; set train.placement: external"), std::string::npos)
+      << r.output;
+  EXPECT_LE(error_lines(r.output).size(), 2u) << r.output;
+  // Synchronous training needs nothing of the thread level.
+  const Result sync = run(host + " --mpi-thread-level funneled --set train.async=false");
+  EXPECT_EQ(sync.exit_code, 0) << sync.output;
+}
+
+// train.device_memory_fraction is a fraction of the GPU's memory: (0, 1].
+TEST(PluginRuns, DeviceMemoryFractionIsAFractionOfTheDevice) {
+  const fs::path dir = workdir("device_memory_fraction");
+  write_file(dir / "plugin.yaml", tiny_plugin_config("train: {device_memory_fraction: 1.5}\n"));
+  const Result r = run(kBin + "finecast-config " + (dir / "plugin.yaml").string());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("train.device_memory_fraction must be a number in (0, 1], got 1.5"), std::string::npos)
+      << r.output;
+  write_file(dir / "plugin.yaml", tiny_plugin_config("train: {device_memory_fraction: 0.25}\n"));
+  EXPECT_EQ(run(kBin + "finecast-config " + (dir / "plugin.yaml").string()).exit_code, 0);
+}
+
 // A 3-D field is coupled at one named level (ICON numbering); without one the config is wrong.
 TEST(PluginRuns, ThreeDimensionalFieldsNeedALevel) {
   const fs::path dir = workdir("levels");

@@ -234,6 +234,30 @@ TEST(RealCominExternal, AFinecastTrainerJoinsComInsHandshake) {
   expect_same_finecast_outputs(host_dir, replay_dir);
 }
 
+// train.async: true under the real comin_replay, which initialises MPI with MPI_Init
+// (MPI_THREAD_SINGLE, as ICON's GPU builds do): the one trainer rank makes no MPI call on its
+// training thread, so it trains asynchronously there, and the run trains and samples.
+TEST(RealCominAsync, TrainsAndSamplesUnderComInReplaysMpiInit) {
+  ftr::ScratchDir dir("real_comin_async");
+  const auto [host_dir, replay_dir] = host_and_replay_dirs(dir);
+  ftr::write_text(host_dir + "/host.yaml",
+                  host_run_file(host_plugin("recorder", kRecorder, "rec/run_ vars=" + kRecordedVars)));
+  const ftr::CommandResult host = mpirun(host_dir, 2, ftr::binary("finecast-host") + " host.yaml");
+  ASSERT_EQ(host.rc, 0) << host.output;
+  ftr::write_text(
+      replay_dir + "/replay.nml",
+      replay_namelist(host_dir + "/rec/run_",
+                      {{"comin_var_replay_plugin", kVarReplay, host_dir + "/rec/run_vars_"},
+                       {"finecast", ftr::plugin_library(), "plugin.yaml train.async=true train.epochs=3"}}));
+  const ftr::CommandResult replay = mpirun(replay_dir, 2, kReplay + " replay.nml");
+  ASSERT_EQ(replay.rc, 0) << replay.output;
+  for (const char* line : {"(asynchronous training)", "Epoch 3/3: avg loss = ", "Sampled 2 member(s) at "})
+    EXPECT_NE(replay.output.find(line), std::string::npos) << line << "\n" << replay.output;
+  struct stat st {};
+  EXPECT_EQ(stat((replay_dir + "/out.nc").c_str(), &st), 0) << "no samples written";
+  EXPECT_GT(st.st_size, 0);
+}
+
 // finecast's recorder writes what ComIn's own run and variable recorders write: ComIn's recorders
 // re-record the replay of a finecast-host recording, and the files agree.
 TEST(RealCominRecorder, WritesWhatComInsRecordersWrite) {
@@ -293,6 +317,34 @@ TEST(RealCominRecorder, AnUnknownFieldIsNamedByFinecastUnderComIn) {
   // comin_replay has the requested variables (and its tracer container) only.
   EXPECT_NE(r.output.find("fields: the host has no variable \"tsurf\" on domain 1 (its variables there: container, ts, "
                           "topography_c, ts_finecast)"),
+            std::string::npos)
+      << r.output;
+}
+
+// One error, once, under the real ComIn too: a wrong field name on 4 ranks is one line of
+// finecast's with the ranks (comin_replay's own stop prints its text on rank 0 only).
+TEST(RealCominRecorder, AWrongFieldNameOnFourRanksIsPrintedOnce) {
+  ftr::ScratchDir dir("real_comin_error_once");
+  const std::string host_dir = dir.file("host"), replay_dir = dir.file("replay");
+  ASSERT_EQ(ftr::run_command("mkdir -p '" + host_dir + "/rec' '" + replay_dir + "'").rc, 0);
+  ftr::write_text(host_dir + "/host.yaml",
+                  host_run_file(host_plugin("recorder", kRecorder, "rec/run_ vars=ts,topography_c")));
+  ASSERT_EQ(mpirun(host_dir, 4, ftr::binary("finecast-host") + " host.yaml").rc, 0);
+  ftr::write_text(replay_dir + "/plugin.yaml", plugin_config());
+  ftr::write_text(
+      replay_dir + "/replay.nml",
+      replay_namelist(host_dir + "/rec/run_", {{"comin_var_replay_plugin", kVarReplay, host_dir + "/rec/run_vars_"},
+                                               {"finecast", ftr::plugin_library(), "plugin.yaml fields=[tsurf]"}}));
+  const ftr::CommandResult r = mpirun(replay_dir, 4, kReplay + " replay.nml");
+  EXPECT_NE(r.rc, 0);
+  std::istringstream in(r.output);
+  int errors = 0;
+  for (std::string line; std::getline(in, line);)  // (Open MPI's runtime's own lines aside)
+    errors += line.find("ERROR") != std::string::npos && line.find("ORTE_ERROR_LOG") == std::string::npos &&
+              line.find("PMIX_ERROR") == std::string::npos;
+  EXPECT_LE(errors, 2) << r.output;
+  EXPECT_NE(r.output.find("ERROR: EP_SECONDARY_CONSTRUCTOR failed on ranks 0-3: plugin.yaml: fields: the host has no "
+                          "variable \"tsurf\""),
             std::string::npos)
       << r.output;
 }

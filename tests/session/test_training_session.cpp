@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/log.hpp"
@@ -208,4 +209,34 @@ TEST(TrainingSession, TheDestructorWaitsForARunningSession) {
   }
   EXPECT_EQ(model->step(), 2 * (256 / 32));
   EXPECT_EQ(log.count("Epoch 2/2"), 1u);
+}
+
+// Progress in situ: each epoch's line is logged from the training thread as the epoch ends (not
+// all of them after the session), with its samples per second and the session's ETA. The sink
+// runs on the training thread, so the model's step at each line tells when it was logged.
+TEST(TrainingSession, EpochLinesAreLoggedAsEachEpochEnds) {
+  KnownDistribution d(256, 25);
+  const auto model = make_model();
+  const fp::Model* m = model.get();
+  std::mutex mutex;
+  std::vector<std::pair<std::string, int64_t>> epochs;  // (line, optimizer step when it was logged)
+  const flog::Sink previous = flog::set_sink([&](flog::Level, const std::string& line) {
+    if (line.find("Epoch ") == std::string::npos) return;
+    const std::lock_guard<std::mutex> lock(mutex);
+    epochs.emplace_back(line, m->step());
+  });
+  fp::TrainingSession session;
+  session.start(*model, snapshot_of(d), 4, /*async=*/true, /*threads=*/1);
+  session.wait();
+  EXPECT_TRUE(session.collect());
+  flog::set_sink(previous);
+  ASSERT_EQ(epochs.size(), 4u);
+  const int64_t per_epoch = 256 / 32;
+  for (size_t k = 0; k < epochs.size(); ++k) {
+    EXPECT_NE(epochs[k].first.find("Epoch " + std::to_string(k + 1) + "/4: avg loss = "), std::string::npos)
+        << epochs[k].first;
+    EXPECT_EQ(epochs[k].second, static_cast<int64_t>(k + 1) * per_epoch) << "logged after the epoch it reports";
+    EXPECT_NE(epochs[k].first.find(" samples/s)"), std::string::npos) << epochs[k].first;
+    EXPECT_EQ(epochs[k].first.find("; session ends in ~") != std::string::npos, k < 3) << epochs[k].first;
+  }
 }

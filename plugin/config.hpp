@@ -161,6 +161,13 @@ Config parse_config(const std::string& yaml_text, const std::string& source,
 /// The fully resolved config as YAML (every key, defaults filled in).
 std::string to_yaml(const Config& config);
 
+/// The keys whose values differ between `a` and `b`, in file order.
+std::vector<std::string> config_differences(const Config& a, const Config& b);
+
+/// A fingerprint of a resolved config's text (to_yaml): 16 hex digits of its 64-bit FNV-1a hash.
+/// Checkpoints record it; finecast-trainer logs the one it received.
+std::string config_hash(const std::string& yaml_text);
+
 /// Every key path the schema knows, in file order (e.g. "train.batch_size").
 std::vector<std::string> config_keys();
 

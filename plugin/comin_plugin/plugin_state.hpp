@@ -102,6 +102,9 @@ struct TrainerState {
   std::vector<float> slot_mean;                     ///< [n_slots]: the ensemble mean for write-back
   int torch_threads = 1;                            ///< LibTorch threads for this rank's training and sampling
   PendingWork pending;
+  /// Per field of `fields`, NaN/Inf host values: of the latest step (this trainer's, then summed
+  /// over the trainers), and over the run so far (values, steps with any, steps with nothing else).
+  std::vector<int64_t> nonfinite_step, nonfinite_values, nonfinite_steps, all_nonfinite_steps;
 
   TrainerState() = default;
   TrainerState(const TrainerState&) = delete;
@@ -143,7 +146,10 @@ class PluginState {
   int coupling_ep = 0;  ///< ComIn id of config.coupling.entry_point
   int host_rank = 0;
   std::string options;  ///< the plugin's options string (config path and overrides)
-  Faults faults;        ///< testing.fault: where to fail on purpose
+  /// The resolved config as YAML (to_yaml): what the host's first rank sends finecast-trainer,
+  /// and whose hash (config_hash) checkpoints record.
+  std::string config_text;
+  Faults faults;  ///< testing.fault: where to fail on purpose
 
   // ---- from the secondary constructor ----
   std::unique_ptr<CouplingState> coupling;

@@ -138,8 +138,8 @@ TEST(HostRunConfig, ErrorsNameFileLineAndKey) {
             "(absolute, or found by dlopen))");
   // Every mistake of a file in one run.
   EXPECT_EQ(error_of("steps: ten\nnproma: 0\n"),
-            "run.yaml:1: steps must be a positive integer, got \"ten\"\nrun.yaml:2: nproma must be a positive "
-            "integer, got 0");
+            "run.yaml:1: steps must be a positive integer, got \"ten\"\nrun.yaml:2: nproma must be an integer in "
+            "[1, 1048576], got 0");
   EXPECT_NE(error_of("comin_namelist: a.nml\nplugins:\n  - {name: x, library: y}\n").find("not both"),
             std::string::npos);
   EXPECT_EQ(fh::parse_host_run_config("plugins: []\n", "run.yaml").plugins.size(), 0u);

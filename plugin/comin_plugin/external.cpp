@@ -108,7 +108,7 @@ Config host_config(const HostFacts& facts) {
   // Parsed from the text the host's ranks run with: a trainer cannot take another value of any
   // key (a differing sample.every or write_back once left the host's ranks waiting in a
   // collective the trainer never joined).
-  Config cfg = parse_config(facts.config, path + " (as the host resolved it)");
+  Config cfg = parse_config(facts.config, path);
   const std::string hash = config_hash(facts.config);
   // The trainer's own copy, when it has one, is ignored; where it differs, it says so.
   std::error_code ec;

@@ -280,11 +280,25 @@ TEST(ExternalTrainers, GiveWhatTheSameTrainersInsideTheHostGive) {
     EXPECT_NE(rest.find(rank >= 2 ? "LibTorch loaded (trainer rank)" : "LibTorch not loaded"), std::string::npos)
         << rest;
   }
+  // The checkpoints' metadata holds the config each run resolved (its text and hash), which
+  // differs in train.placement; every other attribute, and all data, agree.
   for (const std::string file : {"ckpt/ckpt_00000040.h5", "ckpt/buffer_00000040.h5", "ckpt/buffer_00000040.p1.h5"}) {
-    const ftr::CommandResult diff =
-        ftr::run_command("h5diff '" + inside + "/" + file + "' '" + outside + "/" + file + "'");
+    const ftr::CommandResult diff = ftr::run_command("h5diff --exclude-path /metadata '" + inside + "/" + file + "' '" +
+                                                     outside + "/" + file + "'");
     EXPECT_EQ(diff.rc, 0) << file << ": " << diff.output;
   }
+  const auto metadata = python_facts(
+      "import h5py\n"
+      "a, b = [h5py.File(d + '/ckpt/ckpt_00000040.h5', 'r')['metadata'].attrs for d in ('" +
+      inside + "', '" + outside +
+      "')]\n"
+      "print('differ=' + ','.join(sorted(k for k in set(a) | set(b) if k not in ('config_hash', "
+      "'config_resolved') and a.get(k) != b.get(k))))\n"
+      "print('placement=%d' % (b'placement: external' in b['config_resolved'].encode() if "
+      "isinstance(b['config_resolved'], str) else b'placement: external' in b['config_resolved']))\n");
+  ASSERT_EQ(metadata.at("rc"), "0") << metadata.at("");
+  EXPECT_EQ(metadata.at("differ"), "") << metadata.at("");
+  EXPECT_EQ(metadata.at("placement"), "1") << metadata.at("");
   const std::string compare =
       "/usr/bin/python3 " + std::string(FINECAST_SOURCE_DIR) + "/tests/comin/compare_netcdf.py ";
   for (const std::string file : {"out.nc", "rec/run_vars_0.nc", "rec/run_vars_1.nc"}) {

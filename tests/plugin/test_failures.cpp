@@ -163,8 +163,10 @@ TEST(FullDisk, AFailedOutputKeepsTheRecordsWrittenBefore) {
 // whose flush failed: the ID stayed open on freed memory and HDF5's clean-up at exit crashed the
 // process (exit 139) after the run had finished its steps. Now the file is discarded without a
 // flush to the disk: the run ends with exit 0, no temporary file is left, and the previous
-// checkpoint reads back whole. (The write() shim above never reached this state.) Mounting needs
-// root with mount permission; elsewhere the test is skipped, saying why.
+// checkpoint reads back whole. (The write() shim above never reached this state: with a limit of
+// 0 bytes H5Fcreate itself fails, and with a larger one a failed large write leaves room under
+// the limit for the small metadata writes of the close, which a real full disk refuses.)
+// Mounting needs root with mount permission; elsewhere the test is skipped, saying why.
 TEST(FullDisk, ACheckpointThatDoesNotFitOnARealSmallFileSystemKeepsThePreviousOne) {
   ftr::ScratchDir dir("full_disk_tmpfs");
   const std::string ckpt = dir.file("ckpt");

@@ -25,9 +25,11 @@ struct EventMessage {
 /// host's ranks too (they would otherwise wait for it in the next step's collectives).
 void abort_the_job(const std::string&) { MPI_Abort(MPI_COMM_WORLD, 1); }
 
-/// `path` from `base` when it is relative ("" and "auto" stay as they are).
+/// `path` from `base` when it is relative ("" and checkpoint.resume's words, auto and the like,
+/// stay as they are).
 std::string from_dir(const std::string& base, const std::string& path) {
-  if (path.empty() || path == "auto" || path.front() == '/' || base.empty()) return path;
+  const bool keyword = path.rfind("auto", 0) == 0 && path.find('/') == std::string::npos;
+  if (path.empty() || keyword || path.front() == '/' || base.empty()) return path;
   return (std::filesystem::path(base) / path).lexically_normal().string();
 }
 

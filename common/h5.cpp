@@ -2,10 +2,15 @@
 // HDF5 C API wrapper; every failed call raises the file's error with HDF5's own cause.
 #include "common/h5.hpp"
 
+#include <fcntl.h>
 #include <hdf5.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 
@@ -193,7 +198,7 @@ File File::create(const std::string& path, Reporting reporting) {
     fail_file(reporting, path, "cannot set up file access properties", true);
   const hid_t id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
   if (id < 0) fail_file(reporting, path, "cannot create the file", true);
-  return File(path, id, std::move(reporting));
+  return File(path, id, std::move(reporting), -1, true);
 }
 
 File File::open_read(const std::string& path, Reporting reporting) {
@@ -209,47 +214,133 @@ File File::open_read(const std::string& path, Reporting reporting) {
 }
 
 File::File(File&& o) noexcept
-    : path_(std::move(o.path_)), id_(o.id_), reporting_(std::move(o.reporting_)), size_(o.size_) {
+    : path_(std::move(o.path_)),
+      id_(o.id_),
+      reporting_(std::move(o.reporting_)),
+      size_(o.size_),
+      writable_(o.writable_),
+      broken_(o.broken_) {
   o.id_ = -1;
 }
 
 File& File::operator=(File&& o) noexcept {
   if (this != &o) {
-    if (id_ >= 0) {
-      ErrorScope scope;
-      H5Fclose(id_);
-    }
+    release();
     path_ = std::move(o.path_);
     id_ = o.id_;
     reporting_ = std::move(o.reporting_);
     size_ = o.size_;
+    writable_ = o.writable_;
+    broken_ = o.broken_;
     o.id_ = -1;
   }
   return *this;
 }
 
-File::~File() {
-  if (id_ >= 0) {
-    ErrorScope scope;
+File::~File() { release(); }
+
+void File::release() noexcept {
+  if (id_ < 0) return;
+  ErrorScope scope;
+  // A file being written that nobody closed was abandoned (an exception on its way out): a
+  // flush could fail on a full disk and leave HDF5 with a half-closed file, so it is discarded.
+  if (writable_) {
+    discard();
+  } else {
     H5Fclose(id_);
+    id_ = -1;
   }
 }
 
 void File::fail(const std::string& what) const { fail_file(reporting_, path_, what, false); }
 
-void File::fail_hdf5(const std::string& what) const { fail_file(reporting_, path_, what, true); }
+void File::fail_hdf5(const std::string& what) const {
+  if (writable_) broken_ = true;
+  fail_file(reporting_, path_, what, true);
+}
+
+std::string File::reserve_for_flush() {
+  // What a flush writes: the metadata cache's entries (at most its current size) at addresses
+  // up to the end of the allocated space (raw data is written at once: no chunk cache). Every
+  // block of the file up to there, holes included, plus a margin, is allocated now without
+  // changing the file's size; a full disk or quota says so here, before HDF5 writes anything.
+  int* fd = nullptr;
+  haddr_t eoa = 0;
+  size_t max_size = 0, min_clean = 0, cur_size = 0;
+  int entries = 0;
+  if (H5Fget_vfd_handle(id_, H5P_DEFAULT, reinterpret_cast<void**>(&fd)) < 0 || fd == nullptr ||
+      H5Fget_eoa(id_, &eoa) < 0 || H5Fget_mdc_size(id_, &max_size, &min_clean, &cur_size, &entries) < 0)
+    return "";  // (no reservation: the close reports what happens)
+  const off_t want = static_cast<off_t>(eoa + cur_size) + (off_t{1} << 16);
+  if (fallocate(*fd, FALLOC_FL_KEEP_SIZE, 0, want) == 0) return "";
+  // A file system without fallocate (some network ones): the close goes on unprotected.
+  if (errno != ENOSPC && errno != EDQUOT) return "";
+  return std::strerror(errno);
+}
+
+void File::discard() noexcept {
+  if (id_ < 0) return;
+  ErrorScope scope;
+  const hid_t id = id_;
+  id_ = -1;
+  // HDF5's descriptor is pointed at an anonymous in-memory copy of the file (memfd): whatever
+  // the close still writes goes to memory and succeeds, so every ID of the file is released and
+  // nothing is left for HDF5's clean-up at exit. The file on disk keeps what it held.
+  int* fd = nullptr;
+  if (H5Fget_vfd_handle(id, H5P_DEFAULT, reinterpret_cast<void**>(&fd)) >= 0 && fd != nullptr) {
+    const int copy = memfd_create("finecast-discarded-hdf5", MFD_CLOEXEC);
+    struct stat st {};
+    if (copy >= 0 && fstat(*fd, &st) == 0) {
+      off_t offset = 0;
+      while (offset < st.st_size) {
+        const ssize_t n = sendfile(copy, *fd, &offset, static_cast<size_t>(st.st_size - offset));
+        if (n <= 0) break;
+      }
+      if (dup2(copy, *fd) < 0) {
+        // (the close below may then fail again; nothing better is possible)
+      }
+    }
+    if (copy >= 0) ::close(copy);
+  }
+  H5Fclose(id);
+}
 
 void File::flush() {
   ErrorScope scope;
+  if (writable_) {
+    if (broken_) fail("not flushed: an earlier write to the file failed");
+    if (const std::string why = reserve_for_flush(); !why.empty()) {
+      discard();
+      fail("cannot flush (" + why + "); the file is discarded");
+    }
+  }
   CHECK_H5(H5Fflush(id_, H5F_SCOPE_GLOBAL), "cannot flush");
 }
 
 void File::close() {
+  if (id_ < 0) return;
   ErrorScope scope;
+  if (writable_) {
+    if (broken_) {
+      discard();
+      fail("not closed normally: an earlier write to the file failed; the file is discarded");
+    }
+    if (const std::string why = reserve_for_flush(); !why.empty()) {
+      discard();
+      fail("cannot write the file's metadata (" + why + "); the file is discarded");
+    }
+  }
   const hid_t id = id_;
   id_ = -1;
-  // Closing writes the remaining metadata, so a full disk shows up here.
+  // Closing writes the remaining metadata, into the space reserved above.
   if (id >= 0) CHECK_H5(H5Fclose(id), "cannot close (disk full?)");
+  // The reservation's blocks past the end of the file are given back.
+  struct stat st {};
+  if (writable_ && ::stat(path_.c_str(), &st) == 0) {
+    if (::truncate(path_.c_str(), st.st_size) != 0) {
+      // (only unused space stays allocated)
+    }
+  }
 }
 
 void File::create_group(const std::string& name) {
@@ -320,6 +411,17 @@ hid_t checksummed_layout(const std::vector<hsize_t>& dims, const std::vector<hsi
   return dcpl;
 }
 
+/// Access properties of a dataset being written: no chunk cache, so every chunk (always written
+/// whole) goes to the file in H5Dwrite and a full disk fails there, not in a later close.
+hid_t uncached_access() {
+  const hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
+  if (dapl >= 0 && H5Pset_chunk_cache(dapl, 0, 0, 1.0) < 0) {
+    H5Pclose(dapl);
+    return -1;
+  }
+  return dapl;
+}
+
 hid_t simple_space(const std::vector<hsize_t>& dims) {
   return dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
 }
@@ -336,11 +438,14 @@ void File::write(const std::string& name, Type type, const void* data, const std
   CHECK_H5(dcpl, "cannot set the checksum filter of " + name);
   Handle lcpl(H5Pcreate(H5P_LINK_CREATE));
   H5Pset_create_intermediate_group(lcpl, 1);
-  Handle ds(H5Dcreate2(id_, name.c_str(), file_type(type), space, lcpl, dcpl, H5P_DEFAULT));
+  Handle dapl(uncached_access());
+  CHECK_H5(dapl, "cannot set up the access properties of " + name);
+  Handle ds(H5Dcreate2(id_, name.c_str(), file_type(type), space, lcpl, dcpl, dapl));
   CHECK_H5(ds, "cannot create dataset " + name);
   const bool empty = std::find(dims.begin(), dims.end(), hsize_t(0)) != dims.end();
   if (!empty)
     CHECK_H5(H5Dwrite(ds, mem_type(type), H5S_ALL, H5S_ALL, H5P_DEFAULT, data), "cannot write dataset " + name);
+  CHECK_H5(H5Dclose(ds.release()), "cannot write dataset " + name);
 }
 
 void File::write_rows(const std::string& name, Type type, const std::vector<int64_t>& shape,
@@ -356,7 +461,9 @@ void File::write_rows(const std::string& name, Type type, const std::vector<int6
   CHECK_H5(dcpl, "cannot set the checksum filter of " + name);
   Handle lcpl(H5Pcreate(H5P_LINK_CREATE));
   H5Pset_create_intermediate_group(lcpl, 1);
-  Handle ds(H5Dcreate2(id_, name.c_str(), file_type(type), space, lcpl, dcpl, H5P_DEFAULT));
+  Handle dapl(uncached_access());
+  CHECK_H5(dapl, "cannot set up the access properties of " + name);
+  Handle ds(H5Dcreate2(id_, name.c_str(), file_type(type), space, lcpl, dcpl, dapl));
   CHECK_H5(ds, "cannot create dataset " + name);
   if (std::find(dims.begin(), dims.end(), hsize_t(0)) != dims.end()) return;
   Handle mem(simple_space(count));
@@ -369,6 +476,7 @@ void File::write_rows(const std::string& name, Type type, const std::vector<int6
     CHECK_H5(H5Dwrite(ds, mem_type(type), mem, space, H5P_DEFAULT, row(static_cast<int64_t>(i))),
              "cannot write dataset " + name);
   }
+  CHECK_H5(H5Dclose(ds.release()), "cannot write dataset " + name);
 }
 
 void File::write_strings(const std::string& name, const std::vector<std::string>& values) {
@@ -386,10 +494,13 @@ void File::write_strings(const std::string& name, const std::vector<std::string>
   CHECK_H5(dcpl, "cannot set the checksum filter of " + name);
   Handle lcpl(H5Pcreate(H5P_LINK_CREATE));
   H5Pset_create_intermediate_group(lcpl, 1);
-  Handle ds(H5Dcreate2(id_, name.c_str(), type, space, lcpl, dcpl, H5P_DEFAULT));
+  Handle dapl(uncached_access());
+  CHECK_H5(dapl, "cannot set up the access properties of " + name);
+  Handle ds(H5Dcreate2(id_, name.c_str(), type, space, lcpl, dcpl, dapl));
   CHECK_H5(ds, "cannot create dataset " + name);
   if (!values.empty())
     CHECK_H5(H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, packed.data()), "cannot write dataset " + name);
+  CHECK_H5(H5Dclose(ds.release()), "cannot write dataset " + name);
 }
 
 DatasetInfo File::info(const std::string& name) const {

@@ -52,10 +52,19 @@ class File {
   ~File();
 
   const std::string& path() const { return path_; }
-  /// Flushes everything to the OS (used before an atomic rename).
+  /// Flushes everything to the OS (used before an atomic rename); on a full disk the file is
+  /// discarded (see close()) and the error raised.
   void flush();
-  /// Closes the file, reporting errors (the destructor closes silently).
+  /// Closes the file, reporting errors. A file being written first reserves the space its
+  /// remaining metadata needs (fallocate); when the disk cannot give it, or an earlier write
+  /// failed, the file is discarded instead: HDF5 1.10 cannot close a file whose flush failed (the
+  /// ID stays open on freed memory and HDF5's clean-up at exit crashes), so it never gets to flush
+  /// on a full disk. A discarded file's content is not kept; the caller removes it (AtomicFile).
   void close();
+  /// Closes a file being written without keeping what it holds (any HDF5 writes still pending go
+  /// to memory, never to the disk), so that no HDF5 ID is left open whatever state the disk is in.
+  /// The destructor does this for a file being written that close() did not close.
+  void discard() noexcept;
 
   /// Creates group `name` ("a/b/c", intermediates included).
   void create_group(const std::string& name);
@@ -100,8 +109,12 @@ class File {
   [[noreturn]] void fail(const std::string& what) const;
 
  private:
-  File(std::string path, int64_t id, Reporting reporting, int64_t size = -1)
-      : path_(std::move(path)), id_(id), reporting_(std::move(reporting)), size_(size) {}
+  File(std::string path, int64_t id, Reporting reporting, int64_t size = -1, bool writable = false)
+      : path_(std::move(path)), id_(id), reporting_(std::move(reporting)), size_(size), writable_(writable) {}
+  /// Closes the file without raising: discard() for a file being written.
+  void release() noexcept;
+  /// Reserves the disk space the final flush of a file being written needs; "" or why not.
+  std::string reserve_for_flush();
   /// Raises this file's error unless attribute `attribute` (an hid_t) holds exactly one value.
   void check_single_value(int64_t attribute, const std::string& object, const std::string& key) const;
   /// Raises this file's error with HDF5's innermost messages appended.
@@ -110,6 +123,8 @@ class File {
   int64_t id_ = -1;  // hid_t, kept as int64_t so this header needs no hdf5.h
   Reporting reporting_;
   int64_t size_ = -1;  // bytes of a file opened for reading (bounds what a dataset can hold)
+  bool writable_ = false;
+  mutable bool broken_ = false;  // a write failed: the file can only be discarded
 };
 
 }  // namespace finecast::h5

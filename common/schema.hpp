@@ -152,7 +152,8 @@ Field<S> integer_or_auto(std::string key, T S::*member, long long hi, std::strin
   f.get = [member](const S& s) { return s.*member == -1 ? std::string("auto") : std::to_string(s.*member); };
   f.set = [member, hi, rule = f.rule](S& s, const std::string& text) {
     long long v = 0;
-    if (text == "auto" || (parse_integer(text, v) && v == -1)) {
+    // -1 is how the struct stores auto, not a value a user writes: "threads: -1" is refused.
+    if (text == "auto") {
       s.*member = static_cast<T>(-1);
       return;
     }

@@ -81,12 +81,20 @@ void check_quotes(const YAML::Node& node, const std::string& text, const std::st
 }  // namespace
 
 YAML::Node parse(const std::string& text, const std::string& source) {
-  YAML::Node root;
+  std::vector<YAML::Node> documents;
   try {
-    root = YAML::Load(text);
+    documents = YAML::LoadAll(text);
   } catch (const YAML::ParserException& e) {
     throw ConfigError(source + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
   }
+  // YAML::Load reads the first document only: the keys of a second one ("---" and more keys)
+  // would be ignored without a word. An empty document after a trailing "---" holds nothing.
+  for (size_t i = 1; i < documents.size(); ++i)
+    if (documents[i].IsDefined() && !documents[i].IsNull())
+      throw ConfigError(source + ":" + std::to_string(documents[i].Mark().line + 1) +
+                        ": a second YAML document (after \"---\"); finecast reads one document per file: put every "
+                        "key into the first");
+  YAML::Node root = documents.empty() ? YAML::Node() : documents.front();
   check_quotes(root, text, source);
   return root;
 }

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <functional>
 #include <initializer_list>
 #include <limits>
@@ -90,17 +91,18 @@ const schema::Table<Config>& config_table() {
                          boolean("all_ranks", &LogConfig::all_ranks,
                                  "print training progress on every rank (default: trainer rank only)")},
         "log."));
-    add(nested(
-        &Config::grid,
-        Table<GridConfig>{choice("type", &GridConfig::type,
-                                 "icon (triangles, patches = coarser ICON cells) | latlon (patches = blocks)"),
-                          text("file", &GridConfig::file, "ICON grid file, or a CF file with the lat/lon coordinates"),
-                          text("variable", &GridConfig::variable,
-                               "latlon: variable whose coordinates define the grid (\"\" = the first field)"),
-                          integer("coarse_level", &GridConfig::coarse_level, 0, 20,
-                                  "icon: patches are the cells of R2B<coarse_level> (R2B4 -> R2B0: 256 cells each)"),
-                          integer("block", &GridConfig::block, 2, 4096, "latlon: patches are block x block cells")},
-        "grid."));
+    add(nested(&Config::grid,
+               Table<GridConfig>{
+                   choice("type", &GridConfig::type,
+                          "icon (triangles, patches = coarser ICON cells) | latlon (patches = blocks)"),
+                   text("file", &GridConfig::file, "ICON grid file, or a CF file with the lat/lon coordinates"),
+                   text("variable", &GridConfig::variable,
+                        "latlon: variable whose coordinates define the grid (\"\" = the first field)"),
+                   integer("coarse_level", &GridConfig::coarse_level, 0, 20,
+                           "icon: patches are the cells of R2B<coarse_level> (R2B4 -> R2B0: 256 cells each)"),
+                   integer("block", &GridConfig::block, 2, 512,
+                           "latlon: patches are block x block cells (at most 512: 262,144 fine values a patch)")},
+               "grid."));
     add(nested(
         &Config::coupling,
         Table<CouplingConfig>{
@@ -134,8 +136,9 @@ const schema::Table<Config>& config_table() {
                           "step: a two-stage model; docs/training.md)")},
                "patch."));
     add(nested(&Config::buffer,
-               Table<BufferConfig>{integer("capacity", &BufferConfig::capacity, 1, 100000,
-                                           "coupling steps held in the rolling buffer (FIFO)")},
+               Table<BufferConfig>{integer("capacity", &BufferConfig::capacity, 1, 10000,
+                                           "coupling steps held in the rolling buffer (FIFO; at most 10,000, more "
+                                           "than a year of hourly steps; the memory it needs is checked at start-up)")},
                "buffer."));
     add(nested(&Config::model, in_scope(trainer::model_options_table(), Scope::kConfig), "model."));
     Table<TrainConfig> train{
@@ -144,7 +147,8 @@ const schema::Table<Config>& config_table() {
         integer("every", &TrainConfig::every, 1, kMax, "coupling steps between training sessions"),
         integer("min_steps", &TrainConfig::min_steps, 1, kMax,
                 "buffered steps before the first session (<= buffer.capacity)"),
-        integer("epochs", &TrainConfig::epochs, 1, kMax, "epochs per training session"),
+        integer("epochs", &TrainConfig::epochs, 1, 10000000,
+                "epochs per training session (at most 10^7; with train.max_seconds the budget ends it first)"),
         integer("ranks", &TrainConfig::ranks, 1, 1 << 20,
                 "trainer ranks: each holds, trains on and samples its share of the patches (data-parallel)"),
         choice("placement", &TrainConfig::placement,
@@ -190,7 +194,7 @@ const schema::Table<Config>& config_table() {
                    text("dir", &CheckpointConfig::dir, "directory of the checkpoints"),
                    integer("every", &CheckpointConfig::every, 0, kMax,
                            "coupling steps between checkpoints; 0 = only at the end"),
-                   integer("keep", &CheckpointConfig::keep, 1, 100000, "checkpoints kept (oldest removed)"),
+                   integer("keep", &CheckpointConfig::keep, 1, 1000, "checkpoints kept (oldest removed; at most 1000)"),
                    text("resume", &CheckpointConfig::resume,
                         "checkpoint file or directory to resume from; auto = the newest usable one in "
                         "checkpoint.dir not later than the host's restart time, fresh when there is none (restart "
@@ -394,6 +398,23 @@ void validate_together(const Config& c, ErrorList& errors) {
     for (const auto& f : c.fields) list += (list.empty() ? "" : ", ") + f;
     return "target \"" + c.target + "\" is not one of fields (" + list + ")";
   });
+  rule({"fields"}, [&] {
+    // The same host variable (and level) twice would be gathered, buffered and given to the
+    // model twice: a context the user did not mean, and a target that is ambiguous.
+    for (size_t i = 0; i < c.fields.size(); ++i)
+      for (size_t j = 0; j < i; ++j)
+        if (c.fields[i] == c.fields[j] && c.field_levels[i] == c.field_levels[j])
+          return "fields lists \"" + c.fields[i] + "\"" +
+                 (c.field_levels[i] > 0 ? " at level " + std::to_string(c.field_levels[i]) : std::string()) +
+                 " twice (entries " + std::to_string(j + 1) + " and " + std::to_string(i + 1) + ")";
+    return std::string();
+  });
+  rule({"sample.steps", "sample.sampler", "model.diffusion_steps"}, [&] {
+    return c.sample.sampler == trainer::Sampler::kDdim && c.sample.steps > c.model.diffusion_steps
+               ? "sample.steps (" + std::to_string(c.sample.steps) + ") must not exceed model.diffusion_steps (" +
+                     std::to_string(c.model.diffusion_steps) + "): DDIM takes a subset of the schedule's steps"
+               : std::string();
+  });
   rule({"sample.write_back", "fields"}, [&] {
     for (const auto& f : c.fields)
       if (c.sample.write_back == f)
@@ -527,6 +548,32 @@ Config parse_config(const std::string& yaml_text, const std::string& source,
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
   return parse_config(yaml_schema::load_text(path, "config file"), path, overrides);
+}
+
+std::vector<std::string> config_differences(const Config& a, const Config& b) {
+  Config ca = a, cb = b;
+  const auto ea = config_entries(ca), eb = config_entries(cb);
+  std::vector<std::string> keys;
+  for (size_t i = 0; i < ea.size() && i < eb.size(); ++i) {
+    YAML::Emitter x, y;
+    x.SetDoublePrecision(17);
+    y.SetDoublePrecision(17);
+    x << ea[i].write();
+    y << eb[i].write();
+    if (std::string(x.c_str()) != y.c_str()) keys.push_back(ea[i].key);
+  }
+  return keys;
+}
+
+std::string config_hash(const std::string& yaml_text) {
+  uint64_t h = 14695981039346656037ULL;
+  for (unsigned char ch : yaml_text) {
+    h ^= ch;
+    h *= 1099511628211ULL;
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
 }
 
 std::string to_yaml(const Config& config) {

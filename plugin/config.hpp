@@ -180,6 +180,12 @@ std::string to_yaml(const Config& config);
 /// configs/reference.yaml: every key with its default (examples for the required ones) and the
 /// comment of its schema row, in file order (`finecast-config --reference`).
 std::string reference_yaml();
+/// The keys whose values differ between `a` and `b`, in file order.
+std::vector<std::string> config_differences(const Config& a, const Config& b);
+
+/// A fingerprint of a resolved config's text (to_yaml): 16 hex digits of its 64-bit FNV-1a hash.
+/// Checkpoints record it; finecast-trainer logs the one it received.
+std::string config_hash(const std::string& yaml_text);
 
 /// Every key path the schema knows, in file order (e.g. "train.batch_size").
 std::vector<std::string> config_keys();

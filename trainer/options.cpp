@@ -59,12 +59,13 @@ const schema::Table<ModelOptions>& model_options_table() {
     s.push_back(integer("static_channels", &M::static_channels, 0, 1024,
                         "fine covariate fields at the end of the context (from patch.static)")
                     .only_in(Scope::kCheckpoint));
-    s.push_back(integer("hidden", &M::hidden, 1, 65536, "MLP hidden width"));
+    s.push_back(integer("hidden", &M::hidden, 1, 16384, "MLP hidden width (at most 16384: 1 GiB of weights a layer)"));
     s.push_back(integer("depth", &M::depth, 1, 64, "MLP hidden layers"));
     s.push_back(
         integer("time_embedding", &M::time_embedding, 2, 4096, "size of the sinusoidal diffusion-step embedding"));
     s.push_back(choice("activation", &M::activation, "hidden activation: silu | gelu (tanh approximation) | relu"));
-    s.push_back(integer("unet_channels", &M::unet_channels, 1, 4096, "U-Net and graph denoiser base channels"));
+    s.push_back(
+        integer("unet_channels", &M::unet_channels, 1, 1024, "U-Net and graph denoiser base channels (at most 1024)"));
     s.push_back(boolean("attention", &M::attention, "unet: self-attention at the lowest resolution"));
     s.push_back(
         integer("diffusion_steps", &M::diffusion_steps, 2, 100000, "diffusion steps (training and DDPM sampling)"));
@@ -83,7 +84,7 @@ const schema::Table<TrainOptions>& train_options_table() {
   using namespace schema;
   static const Table<T> t = [] {
     Table<T> s;
-    s.push_back(integer("batch_size", &T::batch_size, 1, kMax, "minibatch size"));
+    s.push_back(integer("batch_size", &T::batch_size, 1, 1 << 20, "minibatch size (at most 2^20)"));
     s.push_back(real("lr", &T::lr, 0.0, kInf, "peak learning rate (AdamW)", true));
     s.push_back(real("weight_decay", &T::weight_decay, 0.0, 1.0, "AdamW weight decay"));
     s.push_back(integer("warmup_steps", &T::warmup_steps, 0, kMax, "linear learning-rate warm-up (optimizer steps)"));
@@ -99,14 +100,14 @@ const schema::Table<TrainOptions>& train_options_table() {
                         "consecutive NaN/Inf losses before restoring the last good weights"));
     s.push_back(
         unsigned64("seed", &T::seed, "the trainer's generator (the config's seed)").only_in(Scope::kCheckpoint));
-    s.push_back(integer("accumulate", &T::accumulate, 1, kMax,
-                        "micro-batches per optimizer step (global batch = batch_size x accumulate)"));
+    s.push_back(integer("accumulate", &T::accumulate, 1, 65536,
+                        "micro-batches per optimizer step (global batch = batch_size x accumulate; at most 65536)"));
     s.push_back(real("validation", &T::validation, 0.0, 1.0,
                      "fraction of the most recent buffered steps held out for validation (0 = none)", false, true));
     s.push_back(integer("validation_members", &T::validation_members, 0, 4096,
                         "ensemble members of the validation CRPS (0 = no CRPS, else >= 2)"));
-    s.push_back(integer("validation_max_samples", &T::validation_max_samples, 1, kMax,
-                        "held-out samples the CRPS scores at most"));
+    s.push_back(integer("validation_max_samples", &T::validation_max_samples, 1, 1 << 24,
+                        "held-out samples the CRPS scores at most (at most 2^24)"));
     s.push_back(choice("validation_metric", &T::validation_metric,
                        "loss | crps: what early_stop, plateau and keep_best follow"));
     s.push_back(integer("early_stop", &T::early_stop, 0, kMax,
@@ -141,7 +142,8 @@ const schema::Table<SampleOptions>& sample_options_table() {
   using namespace schema;
   static const Table<S> t = [] {
     Table<S> s;
-    s.push_back(integer("members", &S::members, 1, 4096, "ensemble members per sampling"));
+    s.push_back(integer("members", &S::members, 1, 4096,
+                        "ensemble members per sampling (at most 4096; the memory they need is checked at start-up)"));
     s.push_back(choice("sampler", &S::sampler, "ddpm (all diffusion steps) | ddim"));
     s.push_back(integer("steps", &S::steps, 1, 100000, "ddim steps"));
     s.push_back(real("eta", &S::eta, 0.0, 1.0,

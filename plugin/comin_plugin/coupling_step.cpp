@@ -73,6 +73,8 @@ void follow_trainer(PluginState& s, const Agreement& a) {
     s.transition(Phase::kReady);
   } else if (a.training && s.phase() == Phase::kBuffering) {
     s.transition(Phase::kTraining);
+  } else if (!a.training && !a.ready && s.phase() == Phase::kTraining) {
+    s.transition(Phase::kBuffering);  // the first session trained on nothing (collect_session)
   }
 }
 

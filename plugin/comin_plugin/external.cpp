@@ -2,6 +2,7 @@
 #include "plugin/comin_plugin/external.hpp"
 
 #include <cstring>
+#include <filesystem>
 
 #include "common/log.hpp"
 #include "coupling/error.hpp"
@@ -24,13 +25,19 @@ struct EventMessage {
 /// host's ranks too (they would otherwise wait for it in the next step's collectives).
 void abort_the_job(const std::string&) { MPI_Abort(MPI_COMM_WORLD, 1); }
 
-/// The options string as the primary constructor splits it: the config path, then overrides.
-Config config_of(const std::string& options) {
-  std::vector<std::string> words = split_options(options);
-  if (words.empty()) throw ConfigError("finecast-trainer: the host's finecast plugin has no options (the config path)");
-  const std::string path = words.front();
-  words.erase(words.begin());
-  return load_config(path, words);
+/// `path` from `base` when it is relative ("" and checkpoint.resume's words, auto and the like,
+/// stay as they are).
+std::string from_dir(const std::string& base, const std::string& path) {
+  const bool keyword = path.rfind("auto", 0) == 0 && path.find('/') == std::string::npos;
+  if (path.empty() || keyword || path.front() == '/' || base.empty()) return path;
+  return (std::filesystem::path(base) / path).lexically_normal().string();
+}
+
+/// "a, b and c".
+std::string listed(const std::vector<std::string>& keys) {
+  std::string out;
+  for (size_t i = 0; i < keys.size(); ++i) out += (i == 0 ? "" : i + 1 == keys.size() ? " and " : ", ") + keys[i];
+  return out;
 }
 
 /// The host's events until EP_DESTRUCTOR, each handled as the host's ranks handle it.
@@ -90,10 +97,45 @@ PluginComm join_plugin_comm(MPI_Comm base, bool external) {
 void share_host_facts(const PluginComm& pc, HostFacts& facts) {
   if (pc.events == MPI_COMM_NULL) return;
   std::string n_global = std::to_string(facts.n_global);
-  for (std::string* text : {&facts.options, &n_global, &facts.target.units, &facts.target.long_name,
-                            &facts.target.standard_name, &facts.exp_start, &facts.run_start, &facts.command})
+  for (std::string* text :
+       {&facts.options, &facts.config, &facts.working_dir, &n_global, &facts.target.units, &facts.target.long_name,
+        &facts.target.standard_name, &facts.exp_start, &facts.run_start, &facts.command})
     coupling::broadcast_string(*text, 0, pc.events);
   facts.n_global = std::stoll(n_global);
+}
+
+Config host_config(const HostFacts& facts) {
+  std::vector<std::string> words = split_options(facts.options);
+  const std::string path = words.empty() ? std::string("the host's config") : words.front();
+  if (!words.empty()) words.erase(words.begin());
+  // Parsed from the text the host's ranks run with: a trainer cannot take another value of any
+  // key (a differing sample.every or write_back once left the host's ranks waiting in a
+  // collective the trainer never joined).
+  Config cfg = parse_config(facts.config, path);
+  const std::string hash = config_hash(facts.config);
+  // The trainer's own copy, when it has one, is ignored; where it differs, it says so.
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(path, ec)) {
+    std::string why;
+    try {
+      const std::vector<std::string> keys = config_differences(load_config(path, words), cfg);
+      if (!keys.empty()) why = "differs from the host's in " + listed(keys);
+    } catch (const std::exception& e) {
+      why = "does not load (" + std::string(e.what()) + ")";
+    }
+    if (!why.empty())
+      log::warning(
+          "finecast-trainer: its own copy of the config, " + std::filesystem::absolute(path, ec).string() + ", " + why +
+          "; it is ignored: finecast-trainer runs with the config the host's first rank sent (hash " + hash + ")");
+  }
+  const std::string& dir = facts.working_dir;
+  cfg.grid.file = from_dir(dir, cfg.grid.file);
+  cfg.sample.output = from_dir(dir, cfg.sample.output);
+  cfg.checkpoint.dir = from_dir(dir, cfg.checkpoint.dir);
+  cfg.checkpoint.resume = from_dir(dir, cfg.checkpoint.resume);
+  log::info("finecast-trainer: runs with the host's config " + path + " (hash " + hash +
+            "); relative paths from the host's working directory " + dir);
+  return cfg;
 }
 
 void announce(const PluginState& s, HostEvent event, const std::string& datetime) {
@@ -114,9 +156,10 @@ int run_external_trainer(MPI_Comm plugin_comm) {
     log::configure(pc.rank, log::Level::kInfo, false);
     HostFacts facts;
     share_host_facts(pc, facts);
-    PluginState& s = create_plugin_state(config_of(facts.options));
+    PluginState& s = create_plugin_state(host_config(facts));
     s.host_rank = -1;
     s.options = facts.options;
+    s.config_text = facts.config;
     s.coupling_ep = entry_point_id(s.config.coupling.entry_point);
     setup_coupling(s, std::move(pc), facts, failure_of([&] { check_mpi_thread_level(s.config, true); }));
   });

@@ -9,8 +9,10 @@
 //
 // The plugin communicator then holds the host's ranks and the trainers:
 //   - setup: every rank says whether it is external (MPI_Allgather); the host's first rank sends
-//     the trainers the plugin's options and what only ComIn knows (the domain's size, the
-//     target field's units and names);
+//     the trainers the resolved config itself (its YAML text: a trainer never reads a config
+//     file of its own, so it cannot disagree with the host), the host's working directory
+//     (relative paths in the config are the host's), and what only ComIn knows (the domain's
+//     size, the target field's units and names);
 //   - every call of the coupling entry point on the coupled domain, the host's restart and
 //     EP_DESTRUCTOR: one event (MPI_Bcast of 68 bytes) from the host's first rank to the trainers.
 #pragma once
@@ -22,6 +24,7 @@
 #include <vector>
 
 #include "coupling/io/nc_metadata.hpp"
+#include "plugin/config.hpp"
 
 namespace finecast::plugin {
 
@@ -43,6 +46,8 @@ PluginComm join_plugin_comm(MPI_Comm base, bool external);
 /// What the host's ranks learn from ComIn and the external trainers need.
 struct HostFacts {
   std::string options;               ///< the plugin's options: the config path and overrides
+  std::string config;                ///< the config the host's ranks run with, resolved (to_yaml)
+  std::string working_dir;           ///< the host's: relative paths of the config start there
   int64_t n_global = 0;              ///< cells of the coupled domain
   coupling::VarAttributes target;    ///< the downscaled field's units and names
   std::string exp_start, run_start;  ///< ComIn's simulation interval: a restarted run starts later
@@ -52,6 +57,12 @@ struct HostFacts {
 /// From host_root to the external ranks over `events` (no-op on a plugin communicator without
 /// them): `facts` is filled on the trainers.
 void share_host_facts(const PluginComm& pc, HostFacts& facts);
+
+/// On a finecast-trainer: the config the host sent, its relative paths (grid.file,
+/// sample.output, checkpoint.dir, checkpoint.resume) made absolute from the host's working
+/// directory. A copy of the config file the trainer finds itself (the options' path, from its own
+/// working directory) is ignored; a warning names every key where it differs from the host's.
+Config host_config(const HostFacts& facts);
 
 /// What the host does, as the external trainers learn it.
 enum class HostEvent : int32_t { kStep = 1, kRestart = 2, kFinish = 3 };

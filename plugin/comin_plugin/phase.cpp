@@ -33,7 +33,7 @@ bool PhaseMachine::allowed(Phase from, Phase to) {
     case Phase::kCoupled:
       return from == Phase::kConfigured;
     case Phase::kBuffering:
-      return from == Phase::kCoupled;
+      return from == Phase::kCoupled || from == Phase::kTraining;
     case Phase::kTraining:
       return from == Phase::kBuffering;
     case Phase::kReady:

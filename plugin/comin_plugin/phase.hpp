@@ -24,6 +24,7 @@ const char* phase_name(Phase phase);
 /// The current phase and the table of allowed transitions (phase.cpp):
 ///   configured -> coupled -> buffering -> training -> ready
 ///   coupled -> ready (resumed from a checkpoint), buffering -> ready (a synchronous session)
+///   training -> buffering (the first session trained on nothing: every sample was NaN/Inf)
 ///   any working phase -> failed -> stopped, any working phase -> stopped.
 class PhaseMachine {
  public:

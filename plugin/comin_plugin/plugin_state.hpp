@@ -101,6 +101,9 @@ struct TrainerState {
   int torch_threads = 1;                              ///< LibTorch threads for this rank's training and sampling
   Work owed;                   ///< a session or checkpoint owed from an earlier step (schedule.hpp)
   bool fresh_weights = false;  ///< a session finished (or a trained model was resumed) after the latest sampling
+  /// Per field of `fields`, NaN/Inf host values: of the latest step (this trainer's, then summed
+  /// over the trainers), and over the run so far (values, steps with any, steps with nothing else).
+  std::vector<int64_t> nonfinite_step, nonfinite_values, nonfinite_steps, all_nonfinite_steps;
 
   TrainerState() = default;
   TrainerState(const TrainerState&) = delete;
@@ -142,7 +145,10 @@ class PluginState {
   int coupling_ep = 0;  ///< ComIn id of config.coupling.entry_point
   int host_rank = 0;
   std::string options;  ///< the plugin's options string (config path and overrides)
-  Faults faults;        ///< testing.fault: where to fail on purpose
+  /// The resolved config as YAML (to_yaml): what the host's first rank sends finecast-trainer,
+  /// and whose hash (config_hash) checkpoints record.
+  std::string config_text;
+  Faults faults;  ///< testing.fault: where to fail on purpose
 
   // ---- from the secondary constructor ----
   std::unique_ptr<CouplingState> coupling;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <numeric>
 #include <cstdio>
 #include <cstdlib>
@@ -120,14 +121,35 @@ void locate_owned_cells(const Config& cfg, HostField& f, int domain, const std::
   f.owned = coupling::owned_cells(shape, sem, nproma, n_local, decomp, glb, std::max(f.level - 1, 0));
 }
 
-/// Creates `dir` (and its parents) now, so that an unwritable place fails before the run.
-void ensure_directory(const Config& cfg, const std::string& dir, const std::string& key) {
-  if (dir.empty()) return;
+/// Creates `dir` (and its parents) when it is missing, saying so, and creates and removes a file
+/// in it: a place that cannot be written (no permission, a read-only file system, a file where a
+/// directory belongs) fails at start-up naming the key, not at the first checkpoint or sampling
+/// hours later. (access(W_OK) alone says yes to root on a read-only mount.)
+void ensure_directory(const Config& cfg, const std::string& dir_in, const std::string& key) {
+  const std::string dir = dir_in.empty() ? "." : dir_in;
+  auto refuse = [&](const std::string& why) {
+    throw ConfigError(cfg.source + ": " + key + ": " + why + " (" + dir + ")");
+  };
   std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec || access(dir.c_str(), W_OK) != 0)
-    throw ConfigError(cfg.source + ": " + key + ": cannot create or write to directory " + dir +
-                      (ec ? " (" + ec.message() + ")" : ""));
+  if (!std::filesystem::exists(dir, ec)) {
+    std::filesystem::create_directories(dir, ec);
+    if (ec) refuse("cannot create the directory: " + ec.message());
+    log::info(key + ": created the directory " + std::filesystem::absolute(dir, ec).string());
+  } else if (!is_directory(dir)) {
+    refuse("not a directory");
+  }
+  std::string probe = (std::filesystem::path(dir) / ".finecast_write_test_XXXXXX").string();
+  const int fd = mkstemp(probe.data());
+  if (fd < 0) refuse(std::string("cannot write in the directory: ") + std::strerror(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+/// sample.output: its directory as above, and no directory where the file goes.
+void ensure_output_file(const Config& cfg, const std::string& path, const std::string& key) {
+  if (path.empty() || path.back() == '/' || is_directory(path))
+    throw ConfigError(cfg.source + ": " + key + ": " + path + " is a directory; name the NetCDF file to write");
+  ensure_directory(cfg, std::filesystem::path(path).parent_path().string(), key);
 }
 
 /// The grid and its patches, the map prepared for the context of the conditioning spec and the
@@ -409,14 +431,33 @@ std::string trainer_device(const Config& cfg, MPI_Comm trainers) {
   return cfg.device == "cuda" ? "cuda:" + std::to_string(local) : cfg.device;
 }
 
+/// The rolling buffer and the sampled members of this trainer's patches must fit in the node's
+/// memory: a config asking for more is refused before anything is allocated (it once grew a rank
+/// until the kernel killed it), naming the keys.
+void check_memory(const Config& cfg, int64_t n_patches, int64_t C, int64_t P) {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return;
+  const double node = static_cast<double>(pages) * static_cast<double>(page);
+  const double buffer =
+      static_cast<double>(cfg.buffer.capacity) * static_cast<double>(n_patches) * static_cast<double>(C + P + 1) * 4.0;
+  const double members =
+      static_cast<double>(cfg.sample.members) * static_cast<double>(n_patches) * static_cast<double>(P) * 4.0;
+  if (buffer + members <= node) return;
+  auto gb = [](double bytes) { return std::to_string(bytes / 1e9).substr(0, 6) + " GB"; };
+  throw ConfigError(cfg.source + ": buffer.capacity " + std::to_string(cfg.buffer.capacity) + " and sample.members " +
+                    std::to_string(cfg.sample.members) + " need " + gb(buffer) + " (buffer) + " + gb(members) +
+                    " (members) on this trainer rank for its " + std::to_string(n_patches) +
+                    " patches, more than this node's memory (" + gb(node) +
+                    "): lower them, or add trainer ranks (train.ranks)");
+}
+
 /// A trainer rank: grid, its share of the patches, device, model (fresh or resumed), buffer.
 /// Collective over the trainer ranks.
 std::unique_ptr<TrainerState> setup_trainer(PluginState& s, const HostFacts& facts, int ranks_on_node) {
   const Config& cfg = s.config;
   const CouplingState& c = *s.coupling;
   auto t = std::make_unique<TrainerState>();
-  if (c.is_lead)
-    ensure_directory(cfg, std::filesystem::path(cfg.sample.output).parent_path().string(), "sample.output");
+  if (c.is_lead) ensure_output_file(cfg, cfg.sample.output, "sample.output");
   ensure_directory(cfg, cfg.checkpoint.dir, "checkpoint.dir");
   t->conditioning.spec = conditioning_spec(cfg, facts.target.units);
   const int64_t row_cells = read_grid(cfg, *t, c.is_lead);
@@ -469,6 +510,8 @@ std::unique_ptr<TrainerState> setup_trainer(PluginState& s, const HostFacts& fac
                  ? "; " + std::to_string(n_trainers) + " trainer ranks, this one holds patches " +
                        std::to_string(t->first_patch) + "-" + std::to_string(t->first_patch + t->n_patches - 1)
                  : std::string()));
+
+  check_memory(cfg, t->n_patches, C, P);
 
   // LibTorch's threads are set around finecast's own work only (the host's OpenMP count stays
   // as it is); the device line reports them. LibTorch is loaded here, on trainer ranks only.
@@ -675,6 +718,7 @@ t_comin_entry_point primary_constructor() {
   s.plugin_id = id;
   s.host_rank = host_rank;
   s.options = options;
+  s.config_text = to_yaml(s.config);
   const Config& cfg = s.config;
   log::configure(host_rank, cfg.log.level, cfg.log.all_ranks || host_rank == 0);
   s.coupling_ep = entry_point_id(cfg.coupling.entry_point);
@@ -698,6 +742,9 @@ HostFacts host_facts(const PluginState& s) {
                       std::to_string(comin_descrdata_get_global_n_dom()) + " domain(s)");
   HostFacts facts;
   facts.options = s.options;
+  facts.config = s.config_text;
+  std::error_code ec;
+  facts.working_dir = std::filesystem::current_path(ec).string();
   facts.n_global = comin_descrdata_get_domain_cells_ncells_global(jg);
   facts.exp_start = fortran_string(comin_descrdata_get_simulation_interval_exp_start);
   facts.run_start = fortran_string(comin_descrdata_get_simulation_interval_run_start);

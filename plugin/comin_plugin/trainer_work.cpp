@@ -51,6 +51,17 @@ void report_buffer_progress(const PluginState& s) {
                                         : "in " + std::to_string(first - s.stats.steps) + " coupling steps"));
 }
 
+/// "; NaN/Inf host values so far: ts 81920 in 4 steps" (nothing when there were none).
+std::string nonfinite_summary(const PluginState& s) {
+  const TrainerState& t = *s.trainer;
+  std::string out;
+  for (size_t v = 0; v < t.nonfinite_values.size(); ++v)
+    if (t.nonfinite_values[v] > 0)
+      out += (out.empty() ? "" : ", ") + s.config.fields[v] + " " + std::to_string(t.nonfinite_values[v]) + " in " +
+             std::to_string(t.nonfinite_steps[v]) + " step(s)";
+  return out.empty() ? out : "; NaN/Inf host values so far: " + out;
+}
+
 /// Adds n doubles up over the trainer ranks, in place.
 std::function<void(double*, int)> sum_over(MPI_Comm trainers) {
   return [trainers](double* values, int n) {
@@ -155,6 +166,32 @@ void gather_record(PluginState& s, const PutPiece& put) {
   }
 }
 
+/// The step's NaN/Inf host values over every trainer (collective among them), counted for the
+/// run; a field with no finite value at all is named in a warning (at its 1st, 2nd, 4th, 8th ...
+/// such step, so that a field undefined for a long time does not flood the log).
+void report_nonfinite(PluginState& s) {
+  const Config& cfg = s.config;
+  TrainerState& t = *s.trainer;
+  const auto n = static_cast<int>(cfg.fields.size());
+  t.nonfinite_step.resize(static_cast<size_t>(n), 0);
+  CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, t.nonfinite_step.data(), n, MPI_INT64_T, MPI_SUM, s.coupling->trainers));
+  t.nonfinite_values.resize(static_cast<size_t>(n), 0);
+  t.nonfinite_steps.resize(static_cast<size_t>(n), 0);
+  t.all_nonfinite_steps.resize(static_cast<size_t>(n), 0);
+  for (size_t v = 0; v < static_cast<size_t>(n); ++v) {
+    const int64_t bad = t.nonfinite_step[v];
+    if (bad == 0) continue;
+    t.nonfinite_values[v] += bad;
+    ++t.nonfinite_steps[v];
+    if (bad < t.map.n_coarse * t.map.patch_size) continue;  // (the cells of every patch)
+    const int64_t k = ++t.all_nonfinite_steps[v];
+    if (s.is_lead() && (k & (k - 1)) == 0)
+      log::warning("Host field " + cfg.fields[v] + " at " + s.stats.datetime + ": all " + std::to_string(bad) +
+                   " values are NaN/Inf (" + std::to_string(k) +
+                   " such coupling step(s) so far); its patches are left out of training");
+  }
+}
+
 }  // namespace
 
 std::string buffer_part_path(const std::string& dir, long long step, int index) {
@@ -168,6 +205,22 @@ void collect_session(PluginState& s) {
   TrainerState& t = *s.trainer;
   if (!t.session.collect()) return;  // rethrows the error of a failed session
   const trainer::SessionStats& st = t.session.last_stats();
+  int64_t good_batches = 0;
+  for (const auto& e : st.epochs) good_batches += e.batches - e.bad_steps;
+  // (Not after early stopping, or with the run's time budget spent: the model trained before.)
+  if (good_batches <= 0 && !(st.stopped && !st.trained) && !(st.budget_spent && s.phase() == Phase::kReady)) {
+    // A session that took no optimizer step (every row dropped as NaN/Inf, or every step bad)
+    // trained nothing: it does not count, and an untrained model is never sampled.
+    --s.stats.sessions;
+    if (s.is_lead())
+      log::warning("The training session at " + s.stats.datetime + " trained on no batch (" +
+                   std::to_string(st.train_samples) + " samples, NaN/Inf rows and steps skipped" +
+                   nonfinite_summary(s) + "): it does not count" +
+                   (s.phase() == Phase::kReady ? std::string("; sampling goes on with the model trained before")
+                                               : std::string("; nothing is sampled until a session trains")));
+    if (s.phase() == Phase::kTraining) s.transition(Phase::kBuffering);
+    return;
+  }
   if (st.validation_samples > 0) {
     char line[240];
     std::snprintf(
@@ -196,6 +249,10 @@ void coarsen_step(PluginState& s) {
   for (size_t v = 0; v < cfg.fields.size(); ++v) fields.push_back(t.slot_values.data() + v * n_slots);
   const float* orography = t.patch_options.orography ? t.slot_values.data() + cfg.fields.size() * n_slots : nullptr;
   coupling::coarsen_patches(t.shard, fields, orography, t.patch_options, t.patches);
+  // NaN/Inf host values of this trainer's cells, per field (summed over the trainers in share_coarse).
+  t.nonfinite_step.assign(cfg.fields.size(), 0);
+  for (size_t v = 0; v < cfg.fields.size(); ++v)
+    t.nonfinite_step[v] = std::count_if(fields[v], fields[v] + n_slots, [](float x) { return !std::isfinite(x); });
   s.stats.timers.patches += seconds_since(t0);
 }
 
@@ -211,6 +268,7 @@ void share_coarse(PluginState& s) {
                                trainers));
   };
   share(t.patches.coarse_vars.data(), static_cast<int64_t>(cfg.fields.size()), t.all_coarse.data());
+  report_nonfinite(s);
   // The static covariates arrive with the first step of the run: normalised over the whole
   // field, their block means known to every trainer.
   const auto n_static = static_cast<int64_t>(cfg.patch.statics.size());
@@ -264,6 +322,8 @@ void write_model_checkpoint(PluginState& s, bool training_due) {
                                           {"training_due", training_due ? "1" : "0"},
                                           {"datetime", s.stats.datetime},
                                           {"config", cfg.source},
+                                          {"config_hash", config_hash(s.config_text)},
+                                          {"config_resolved", s.config_text},
                                           {"trainer_ranks", std::to_string(s.coupling->trainer_ranks.size())}};
   for (const auto& [key, value] : coupling::spec_metadata(checkpoint_spec(t.conditioning, t.patch_options)))
     meta[key] = value;
@@ -306,6 +366,15 @@ void start_session(PluginState& s) {
   }
   snap.global_rows = total;
 
+  if (total == 0) {
+    // Every buffered patch held NaN/Inf (a coupled field not yet defined, e.g.): a session
+    // would train on nothing and the untrained model would then be sampled. It waits for data.
+    if (s.is_lead())
+      log::warning("Training session at " + s.stats.datetime + " not run: the " + std::to_string(steps) +
+                   " buffered step(s) hold 0 valid samples (every patch had NaN/Inf values" + nonfinite_summary(s) +
+                   "); nothing is sampled until a session trains on valid data");
+    return;
+  }
   ++s.stats.sessions;
   log::progress("Training session " + std::to_string(s.stats.sessions) + " at " + s.stats.datetime + ": " +
                 std::to_string(steps) + " steps in buffer = " + std::to_string(total) + " samples" +

@@ -57,7 +57,7 @@ TEST(Config, ValuesAreReadWithTheirTypes) {
 
 TEST(Config, WrongTypeNamesFileLineKeyAndValue) {
   EXPECT_EQ(error_of(std::string(kMinimal) + "train:\n  batch_size: sixteen\n"),
-            "configs/x.yaml:5: train.batch_size must be a positive integer, got \"sixteen\"");
+            "configs/x.yaml:5: train.batch_size must be an integer in [1, 1048576], got \"sixteen\"");
   EXPECT_EQ(error_of(std::string(kMinimal) + "train:\n  async: maybe\n"),
             "configs/x.yaml:5: train.async must be true or false, got \"maybe\"");
   EXPECT_EQ(error_of(std::string(kMinimal) + "train:\n  lr: [1, 2]\n"),
@@ -66,7 +66,7 @@ TEST(Config, WrongTypeNamesFileLineKeyAndValue) {
 
 TEST(Config, OutOfRangeValues) {
   EXPECT_EQ(error_of(std::string(kMinimal) + "train:\n  batch_size: 0\n"),
-            "configs/x.yaml:5: train.batch_size must be a positive integer, got 0");
+            "configs/x.yaml:5: train.batch_size must be an integer in [1, 1048576], got 0");
   EXPECT_EQ(error_of(std::string(kMinimal) + "train:\n  ema_decay: 1.5\n"),
             "configs/x.yaml:5: train.ema_decay must be a number in [0, 1), got 1.5");
   EXPECT_EQ(error_of(std::string(kMinimal) + "model:\n  schedule: quadratic\n"),
@@ -134,7 +134,7 @@ TEST(Config, EveryErrorIsReportedInOneRun) {
       "sample: 7\n",
       {"device=gpu"});
   EXPECT_EQ(e,
-            "configs/x.yaml:3: train.batch_size must be a positive integer, got \"sixteen\"\n"
+            "configs/x.yaml:3: train.batch_size must be an integer in [1, 1048576], got \"sixteen\"\n"
             "configs/x.yaml:4: unknown key train.batchsize (allowed in train: async, every, min_steps, epochs, "
             "ranks, placement, gpu_ids, device_memory_fraction, hold_out, batch_size, lr, weight_decay, warmup_steps, "
             "decay_steps, "
@@ -170,7 +170,7 @@ TEST(Config, OverridesApplyAndAreNamedInErrors) {
   EXPECT_EQ(c.device, "cpu");
   EXPECT_EQ(c.checkpoint.resume, "ck");
   EXPECT_EQ(error_of(kMinimal, {"train.epochs=many"}),
-            "--set train.epochs: train.epochs must be a positive integer, got \"many\"");
+            "--set train.epochs: train.epochs must be an integer in [1, 10000000], got \"many\"");
   EXPECT_NE(error_of(kMinimal, {"novalue"}).find("expected key.path=value"), std::string::npos);
 }
 
@@ -306,4 +306,67 @@ TEST(Config, RegressionResidualNeedsStaticCovariates) {
   const fp::Config c =
       fp::parse_config(std::string(kMinimal) + "patch: {residual: regression, static: [fr_land]}\n", "x.yaml", {});
   EXPECT_EQ(c.patch.residual, fp::Residual::kRegression);
+}
+
+// Weak spots a probe found accepted without a word (issue 23): each is now refused at validation
+// with an error naming the key (or, for a second YAML document, the line).
+TEST(Config, DuplicateFieldsStepsBeyondTheScheduleAutoSpelledMinusOneAndASecondDocumentAreRefused) {
+  const std::string grid = "grid: {file: grid.nc}\n";
+  EXPECT_NE(error_of("fields: [ts, ts]\n" + grid).find("fields lists \"ts\" twice (entries 1 and 2)"),
+            std::string::npos);
+  EXPECT_NE(error_of("fields: [{name: temp, level: 3}, {name: temp, level: 3}]\n" + grid)
+                .find("fields lists \"temp\" at level 3 twice"),
+            std::string::npos);
+  EXPECT_EQ(error_of("fields: [{name: temp, level: 3}, {name: temp, level: 4}]\n" + grid), "");  // two levels
+  EXPECT_NE(error_of(std::string(kMinimal) + "model: {diffusion_steps: 20}\nsample: {steps: 21}\n")
+                .find("sample.steps (21) must not exceed model.diffusion_steps (20)"),
+            std::string::npos);
+  EXPECT_EQ(error_of(std::string(kMinimal) + "model: {diffusion_steps: 20}\nsample: {steps: 20}\n"), "");
+  // DDPM ignores sample.steps.
+  EXPECT_EQ(error_of(std::string(kMinimal) + "model: {diffusion_steps: 5}\nsample: {sampler: ddpm}\n"), "");
+  EXPECT_EQ(error_of(std::string(kMinimal) + "train: {threads: -1}\n"),
+            "configs/x.yaml:4: train.threads must be auto or an integer in [0, 4096], got \"-1\"");
+  EXPECT_NE(error_of(std::string(kMinimal) + "sample: {threads: -1}\n").find("sample.threads must be auto or"),
+            std::string::npos);
+  EXPECT_EQ(fp::parse_config(std::string(kMinimal) + "train: {threads: auto}\n", "t.yaml").train.threads, -1);
+  EXPECT_EQ(error_of(std::string(kMinimal) + "---\nsample: {every: 3}\n"),
+            "configs/x.yaml:5: a second YAML document (after \"---\"); finecast reads one document per file: put "
+            "every key into the first");
+  EXPECT_EQ(error_of(std::string("---\n") + kMinimal), "");  // one document, marked
+  EXPECT_EQ(error_of(std::string(kMinimal) + "---\n"), "");  // an empty one after it holds nothing
+}
+
+// Every key that sizes memory or files has an upper bound, checked at validation.
+TEST(Config, SizeKeysHaveUpperBounds) {
+  const std::pair<const char*, const char*> too_large[] = {
+      {"buffer: {capacity: 10001}", "buffer.capacity must be an integer in [1, 10000]"},
+      {"sample: {members: 4097}", "sample.members must be an integer in [1, 4096]"},
+      {"model: {hidden: 16385}", "model.hidden must be an integer in [1, 16384]"},
+      {"model: {unet_channels: 1025}", "model.unet_channels must be an integer in [1, 1024]"},
+      {"train: {batch_size: 1048577}", "train.batch_size must be an integer in [1, 1048576]"},
+      {"train: {accumulate: 65537}", "train.accumulate must be an integer in [1, 65536]"},
+      {"train: {epochs: 10000001}", "train.epochs must be an integer in [1, 10000000]"},
+      {"checkpoint: {keep: 1001}", "checkpoint.keep must be an integer in [1, 1000]"},
+      {"grid: {file: g.nc, block: 513}", "grid.block must be an integer in [2, 512]"},
+  };
+  for (const auto& [yaml, message] : too_large) {
+    const std::string text = std::string("fields: [ts]\n") +
+                             (std::string(yaml).rfind("grid", 0) == 0 ? "" : "grid: {file: g.nc}\n") + yaml + "\n";
+    EXPECT_NE(error_of(text).find(message), std::string::npos) << yaml << ": " << error_of(text);
+  }
+}
+
+// What finecast-trainer compares its own copy of the config with, and the fingerprint
+// checkpoints record.
+TEST(Config, DifferencesNameTheKeysAndTheHashFollowsTheText) {
+  const fp::Config host = fp::parse_config(
+      std::string(kMinimal) + "sample: {every: 2, write_back: ts_finecast}\nmodel: {hidden: 64}\n", "h.yaml");
+  const fp::Config trainer =
+      fp::parse_config(std::string(kMinimal) + "sample: {every: 3}\nmodel: {hidden: 64}\n", "t.yaml");
+  EXPECT_EQ(fp::config_differences(trainer, host), (std::vector<std::string>{"sample.every", "sample.write_back"}));
+  EXPECT_TRUE(fp::config_differences(host, host).empty());
+  const std::string text = fp::to_yaml(host);
+  EXPECT_EQ(fp::config_hash(text), fp::config_hash(fp::to_yaml(fp::parse_config(text, "again.yaml"))));
+  EXPECT_NE(fp::config_hash(text), fp::config_hash(fp::to_yaml(trainer)));
+  EXPECT_EQ(fp::config_hash(text).size(), 16u);
 }

@@ -482,3 +482,83 @@ TEST(PluginRuns, OutputTimesStrictlyIncreaseWhenTheLastSessionEndsAfterTheLastSa
   EXPECT_NE(r.output.find("the record of the last sampling is replaced"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("2 samplings"), std::string::npos) << r.output;
 }
+
+// Output and checkpoint places that cannot be written stop the run at start-up (the secondary
+// constructor), naming the key and the path, not at the first sampling or checkpoint hours in;
+// /proc takes no files even from root (for whom access(W_OK) says yes). A missing output
+// directory is created, and the log says so.
+TEST(PluginRuns, UnwritableOutputAndCheckpointPlacesStopAtStartUp) {
+  const fs::path dir = workdir("unwritable_paths");
+  write_file(dir / "plugin.yaml", tiny_plugin_config());
+  const std::pair<std::string, std::string> cases[] = {
+      {"checkpoint.dir=/proc", "checkpoint.dir: cannot write in the directory: "},
+      {"sample.output=/proc/out.nc", "sample.output: cannot write in the directory: "},
+      {"sample.output=" + dir.string(), "sample.output: " + dir.string() + " is a directory; name the NetCDF file"},
+      {"checkpoint.dir=host.yaml", "checkpoint.dir: not a directory (host.yaml)"},
+  };
+  for (const auto& [option, message] : cases) {
+    write_file(dir / "host.yaml", host_run_file(2, "plugin.yaml " + option));
+    const Result r = run_host(dir, 1);
+    EXPECT_NE(r.exit_code, 0) << option << "\n" << r.output;
+    EXPECT_NE(r.output.find(message), std::string::npos) << option << "\n" << r.output;
+    EXPECT_EQ(r.output.find("finished 2 steps"), std::string::npos) << option << "\n" << r.output;
+  }
+  write_file(dir / "host.yaml", host_run_file(2, "plugin.yaml sample.output=new/sub/out.nc"));
+  const Result r = run_host(dir, 1);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("sample.output: created the directory " + (dir / "new/sub").string()), std::string::npos)
+      << r.output;
+  EXPECT_TRUE(fs::is_directory(dir / "new/sub"));
+}
+
+// A coupled field that is NaN in the first steps (not yet defined by the host): the session that
+// falls due while every buffered patch is NaN is not run (it once trained on 0 samples, counted,
+// and the untrained model was sampled and written out); the log says why and names the field.
+// The first session comes when the buffer holds valid steps, and sampling starts after it.
+TEST(PluginRuns, ASessionWithoutValidSamplesDoesNotCountAndNothingIsSampledBeforeARealOne) {
+  const fs::path dir = workdir("zero_sample_session");
+  const std::string tas = "/usr/share/ncarg/data/nug/tas_rectilinear_grid_2D.nc";
+  const Result copy =
+      run("/usr/bin/python3 -c \"import netCDF4, numpy as np, shutil\n"
+          "shutil.copy('" +
+          tas + "', '" + (dir / "tas.nc").string() +
+          "')\n"
+          "d = netCDF4.Dataset('" +
+          (dir / "tas.nc").string() +
+          "', 'a')\n"
+          "d['tas'].set_auto_mask(False)\n"
+          "d['tas'][0:4] = np.nan\nd.close()\"");
+  ASSERT_EQ(copy.exit_code, 0) << copy.output;
+  write_file(dir / "plugin.yaml",
+             "fields: [tas]\ndevice: cpu\nseed: 7\ngrid: {type: latlon, file: " + tas +
+                 ", block: 8}\nbuffer: {capacity: 4}\n"
+                 "model: {hidden: 32, depth: 2, time_embedding: 16, diffusion_steps: 20}\n"
+                 "train: {async: false, every: 2, min_steps: 4, epochs: 1, batch_size: 64, threads: 1, "
+                 "warmup_steps: 5}\nsample: {every: 2, members: 2, steps: 4, output: out.nc}\n"
+                 "checkpoint: {dir: ckpt, every: 0}\n");
+  write_file(dir / "run.yaml",
+             "input: {files: [tas.nc], variables: [tas]}\ngrid: {type: latlon}\n"
+             "time: {start: 0, stop: 7}\nnproma: 7\nseed: 3\nplugins:\n"
+             "  - {name: finecast, library: " +
+                 kPlugin + ", options: plugin.yaml}\n");
+  const Result r = run("cd " + dir.string() + " && timeout -k 5 120 mpiexec -n 2 --oversubscribe " + kBin +
+                       "finecast-replay --config run.yaml --progress lines");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Host field tas at "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(": all 18432 values are NaN/Inf (1 such coupling step(s) so far)"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("not run: the 4 buffered step(s) hold 0 valid samples (every patch had NaN/Inf values; "
+                          "NaN/Inf host values so far: tas 73728 in 4 step(s))"),
+            std::string::npos)
+      << r.output;
+  const size_t first_session = r.output.find("Training session 1 at ");
+  ASSERT_NE(first_session, std::string::npos) << r.output;
+  const size_t first_sampling = r.output.find("Sampled 2 member(s)");
+  ASSERT_NE(first_sampling, std::string::npos) << r.output;
+  EXPECT_GT(first_sampling, first_session) << r.output;
+  EXPECT_EQ(r.output.find("First model trained"), r.output.rfind("First model trained")) << r.output;
+  // Sampled at steps 6 and 8 only (the session at step 4 never ran).
+  const Result dump = run("ncdump -h " + (dir / "out.nc").string());
+  ASSERT_EQ(dump.exit_code, 0) << dump.output;
+  EXPECT_NE(dump.output.find("time = UNLIMITED ; // (2 currently)"), std::string::npos) << dump.output;
+}

@@ -4,6 +4,7 @@
 // patch (to rounding); checkpoints written by any number of trainer ranks resume with any other.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <map>
 #include <sstream>
 #include <string>
@@ -279,11 +280,25 @@ TEST(ExternalTrainers, GiveWhatTheSameTrainersInsideTheHostGive) {
     EXPECT_NE(rest.find(rank >= 2 ? "LibTorch loaded (trainer rank)" : "LibTorch not loaded"), std::string::npos)
         << rest;
   }
+  // The checkpoints' metadata holds the config each run resolved (its text and hash), which
+  // differs in train.placement; every other attribute, and all data, agree.
   for (const std::string file : {"ckpt/ckpt_00000040.h5", "ckpt/buffer_00000040.h5", "ckpt/buffer_00000040.p1.h5"}) {
-    const ftr::CommandResult diff =
-        ftr::run_command("h5diff '" + inside + "/" + file + "' '" + outside + "/" + file + "'");
+    const ftr::CommandResult diff = ftr::run_command("h5diff --exclude-path /metadata '" + inside + "/" + file + "' '" +
+                                                     outside + "/" + file + "'");
     EXPECT_EQ(diff.rc, 0) << file << ": " << diff.output;
   }
+  const auto metadata = python_facts(
+      "import h5py\n"
+      "a, b = [h5py.File(d + '/ckpt/ckpt_00000040.h5', 'r')['metadata'].attrs for d in ('" +
+      inside + "', '" + outside +
+      "')]\n"
+      "print('differ=' + ','.join(sorted(k for k in set(a) | set(b) if k not in ('config_hash', "
+      "'config_resolved') and a.get(k) != b.get(k))))\n"
+      "print('placement=%d' % (b'placement: external' in b['config_resolved'].encode() if "
+      "isinstance(b['config_resolved'], str) else b'placement: external' in b['config_resolved']))\n");
+  ASSERT_EQ(metadata.at("rc"), "0") << metadata.at("");
+  EXPECT_EQ(metadata.at("differ"), "") << metadata.at("");
+  EXPECT_EQ(metadata.at("placement"), "1") << metadata.at("");
   const std::string compare =
       "/usr/bin/python3 " + std::string(FINECAST_SOURCE_DIR) + "/tests/comin/compare_netcdf.py ";
   for (const std::string file : {"out.nc", "rec/run_vars_0.nc", "rec/run_vars_1.nc"}) {
@@ -379,4 +394,49 @@ TEST(ExternalTrainers, AFailureOnTheTrainerEndsTheRunOnEveryRank) {
   EXPECT_NE(abort.rc, 124) << "the run hung: " << abort.output;
   EXPECT_NE(abort.output.find("fault injected by testing.fault"), std::string::npos) << abort.output;
   EXPECT_EQ(abort.output.find("finished 8 steps"), std::string::npos) << abort.output;
+}
+
+// finecast-trainer runs with the host's config: the host's first rank sends the resolved text,
+// so a trainer cannot disagree. A trainer started in another directory whose own copy of the
+// config samples every 3 steps without write-back (the host's: every 2, with write-back) once
+// hung the run: the host's ranks waited in the write-back collective the trainer never joined.
+// Now it samples at the host's steps, writes where the host's relative paths point, names the
+// keys of its copy that differ, and the checkpoint records the hash of the config it ran with.
+TEST(ExternalTrainers, RunWithTheHostsConfigWhateverTheirOwnCopySays) {
+  ftr::ScratchDir dir("external_trainers_config");
+  std::string config = plugin_config(1, false, "coupling: {communicator: plugin}\n");
+  config.replace(config.find("ranks: 1}"), 9, "ranks: 1, placement: external}");
+  config.replace(config.find("sample: {every: 4"), 17, "sample: {every: 2");
+  ftr::write_text(dir.file("plugin.yaml"), config);
+  std::string copy = config;
+  copy.replace(copy.find("sample: {every: 2"), 17, "sample: {every: 3");
+  copy.replace(copy.find(", write_back: ts_finecast"), 25, "");
+  ftr::run_command("mkdir -p '" + dir.file("tr") + "'");
+  ftr::write_text(dir.file("tr/plugin.yaml"), copy);
+  ftr::write_text(dir.file("host.yaml"), host_run_file(0, 6, ", comm: finecast"));
+  const ftr::CommandResult r = ftr::run_command(
+      "cd '" + dir.path() + "' && timeout -k 5 60 mpiexec -n 2 --oversubscribe " + ftr::binary("finecast-host") +
+      " host.yaml : -n 1 -wdir '" + dir.file("tr") + "' " + ftr::binary("finecast-trainer") + " --comm finecast");
+  ASSERT_NE(r.rc, 124) << "the run hung:\n" << r.output;
+  ASSERT_EQ(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("differs from the host's in sample.every and sample.write_back; it is ignored"),
+            std::string::npos)
+      << r.output;
+  // The first session at step 4, then a sampling at every second step: 02:00 and 03:00 (every 3
+  // would have sampled at 03:00 only).
+  EXPECT_NE(r.output.find("Sampled 2 member(s) at 1979-01-01T02:00:00"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Sampled 2 member(s) at 1979-01-01T03:00:00"), std::string::npos) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(dir.file("out.nc"))) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("tr/out.nc"))) << r.output;
+  const size_t at = r.output.find("runs with the host's config");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  const size_t h = r.output.find("(hash ", at);
+  ASSERT_NE(h, std::string::npos) << r.output;
+  const std::string hash = r.output.substr(h + 6, 16);
+  const auto facts = python_facts(std::string(kPythonHelpers) + "f = h5py.File(sorted(glob.glob('" + dir.file("ckpt") +
+                                  "/ckpt_*.h5'))[-1], 'r')\n"
+                                  "v = f['metadata'].attrs['config_hash']\n"
+                                  "print('hash=%s' % (v.decode() if isinstance(v, bytes) else v))\n");
+  ASSERT_EQ(facts.at("rc"), "0") << facts.at("");
+  EXPECT_EQ(facts.at("hash"), hash) << facts.at("");
 }

@@ -124,7 +124,9 @@ const schema::Table<TrainOptions>& train_options_table() {
     s.push_back(boolean("cuda_graphs", &T::cuda_graphs, "capture the training step in a CUDA graph"));
     s.push_back(real("max_seconds", &T::max_seconds, 0.0, kInf,
                      "training wall-time budget (0 = none); the cosine decay then runs over it, not decay_steps"));
-    s.push_back(choice("budget", &T::budget, "what max_seconds covers: each session, or the whole run"));
+    s.push_back(integer("max_steps", &T::max_steps, 0, kMax64,
+                        "optimizer-step budget (0 = none); the cosine decay then runs over it, not decay_steps"));
+    s.push_back(choice("budget", &T::budget, "what max_seconds and max_steps cover: each session, or the whole run"));
     return s;
   }();
   return t;

@@ -19,7 +19,8 @@ enum class CellInterp {
   /// Linear reconstruction in each patch: the patch value at its centroid (the area-weighted
   /// mean of its fine cells' unit position vectors) plus a gradient fitted by weighted least
   /// squares to the differences to the neighbouring patches' values (patches within
-  /// IdwOptions::gradient_rings edge steps, weights 1 / distance^2). The gradient is a 3-D
+  /// IdwOptions::gradient_rings edge steps, weights 1 / distance^2; 1 ring, the edge neighbours,
+  /// measured best on ICON ts: docs/evaluation_results.md). The gradient is a 3-D
   /// vector, so fields linear in 3-D position are reproduced exactly; the centroid makes the
   /// patch mean equal the coarse value.
   kLinear,
@@ -46,7 +47,7 @@ struct IdwOptions {
   int neighbours = 6;
   double power = 2.0;
   int rings = 3;
-  int gradient_rings = 2;  ///< kLinear: the neighbours of its least-squares gradient
+  int gradient_rings = 1;  ///< kLinear: the neighbours of its least-squares gradient (1: the edge neighbours)
 };
 
 /// The interpolation weights of a layout, computed once.

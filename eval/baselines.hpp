@@ -14,6 +14,10 @@ enum class Interp {
   kNearest,   ///< piecewise constant: each fine cell takes its own block's value
   kBilinear,  ///< tensor-product linear between block centres
   kBicubic,   ///< tensor-product cubic convolution (Keys, a = -0.5) between block centres
+  /// Tensor-product cubic B-spline through the block centres: the block values prefiltered to
+  /// B-spline coefficients (a natural spline: zero second derivative at the outer centres, so
+  /// linear fields are exact up to the edges; a periodic one along a closed longitude circle).
+  kBspline,
 };
 
 /// One baseline: an interpolation, optionally followed by restore_block_means.
@@ -23,11 +27,14 @@ struct Baseline {
   bool conservative;
 };
 
-/// The six baselines in report order: nearest, bilinear, bicubic, then their conservative forms.
+/// The eight baselines in report order: nearest, bilinear, bicubic, bspline, then their
+/// conservative forms.
 const std::vector<Baseline>& all_baselines();
 
 /// Interpolates nby*nbx block values to the ny*nx fine grid. Beyond the outer block centres
-/// values are held constant, except along x when layout.periodic_x (columns wrap).
+/// values are held constant (kBspline: extended linearly), except along x when
+/// layout.periodic_x (columns wrap). kBspline fills NaN blocks from their neighbours before the
+/// prefilter (which couples every block of a row or column) and returns NaN in their cells.
 std::vector<double> interpolate(const BlockLayout& layout, const std::vector<double>& coarse, Interp interp);
 
 /// Adds to every cell of each block the block's coarse value minus the block's area-weighted

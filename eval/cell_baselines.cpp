@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Nearest and inverse-distance-weighted interpolation of patch means, and the conservative
-// correction, on unstructured grids.
+// Nearest, inverse-distance-weighted and least-squares linear interpolation of patch means, and
+// the conservative correction, on unstructured grids.
 #include "eval/cell_baselines.hpp"
 #include "coupling/grid/context_stencil.hpp"
 
@@ -43,10 +43,9 @@ void candidates(const CellLayout& L, int64_t p, int rings, std::vector<int64_t>&
 
 const std::vector<CellBaseline>& cell_baselines() {
   static const std::vector<CellBaseline> list = {
-      {"nearest", CellInterp::kNearest, false},
-      {"idw", CellInterp::kIdw, false},
-      {"nearest_cons", CellInterp::kNearest, true},
-      {"idw_cons", CellInterp::kIdw, true},
+      {"nearest", CellInterp::kNearest, false},     {"idw", CellInterp::kIdw, false},
+      {"nearest_cons", CellInterp::kNearest, true}, {"idw_cons", CellInterp::kIdw, true},
+      {"linear_cons", CellInterp::kLinear, true},
   };
   return list;
 }
@@ -94,6 +93,79 @@ CellInterpolator::CellInterpolator(const CellLayout& layout, IdwOptions options)
       for (std::size_t i = 0; i < m; ++i) w[i] /= sum;
     }
   }
+
+  if (options_.gradient_rings < 1)
+    throw ConfigError("linear: gradient rings must be >= 1, got " + std::to_string(options_.gradient_rings));
+  cell_xyz_.resize(static_cast<std::size_t>(n));
+  for (int64_t c = 0; c < n; ++c) cell_xyz_[c] = unit(s.lon[c], s.lat[c]);
+  centroid_.assign(static_cast<std::size_t>(layout.n_patches()), Vec3{0.0, 0.0, 0.0});
+  gradient_from_.resize(static_cast<std::size_t>(layout.n_patches()));
+  std::fill(seen_at.begin(), seen_at.end(), -1);
+  for (int64_t p = 0; p < layout.n_patches(); ++p) {
+    double sw = 0.0;
+    for (int j = 0; j < layout.patch_size(); ++j) {
+      const int64_t c = layout.cells(p)[j];
+      for (int d = 0; d < 3; ++d) centroid_[p][d] += layout.w(c) * cell_xyz_[c][d];
+      sw += layout.w(c);
+    }
+    for (int d = 0; d < 3; ++d) centroid_[p][d] /= sw;
+    candidates(layout, p, options_.gradient_rings, cand, seen_at);
+    for (int64_t q : cand)
+      if (q != p) gradient_from_[p].push_back(q);
+  }
+}
+
+std::vector<double> CellInterpolator::linear(const std::vector<double>& coarse) const {
+  const CellLayout& L = layout_;
+  std::vector<double> out(static_cast<std::size_t>(L.size()));
+  for (int64_t p = 0; p < L.n_patches(); ++p) {
+    const Vec3& m = centroid_[p];
+    // Weighted least squares: (D^T W D + ridge) g = D^T W (c_q - c_p) over the finite neighbours.
+    // The tiny ridge picks the smallest gradient where the neighbours leave a direction open.
+    double A[3][3] = {}, r[3] = {};
+    for (int64_t q : gradient_from_[p]) {
+      if (!std::isfinite(coarse[q])) continue;
+      const Vec3 d = {centroid_[q][0] - m[0], centroid_[q][1] - m[1], centroid_[q][2] - m[2]};
+      const double d2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+      if (!(d2 > 0.0)) continue;
+      const double w = 1.0 / d2, dc = coarse[q] - coarse[p];
+      for (int a = 0; a < 3; ++a) {
+        r[a] += w * d[a] * dc;
+        for (int b = 0; b < 3; ++b) A[a][b] += w * d[a] * d[b];
+      }
+    }
+    const double ridge = 1e-12 * (A[0][0] + A[1][1] + A[2][2]) + 1e-300;
+    for (int a = 0; a < 3; ++a) A[a][a] += ridge;
+    // Gaussian elimination with partial pivoting on the 3 x 3 system.
+    double g[3] = {0.0, 0.0, 0.0};
+    if (std::isfinite(coarse[p])) {
+      int piv[3] = {0, 1, 2};
+      for (int col = 0; col < 3; ++col) {
+        int best = col;
+        for (int row = col + 1; row < 3; ++row)
+          if (std::abs(A[piv[row]][col]) > std::abs(A[piv[best]][col])) best = row;
+        std::swap(piv[col], piv[best]);
+        for (int row = col + 1; row < 3; ++row) {
+          const double f = A[piv[row]][col] / A[piv[col]][col];
+          for (int b = col; b < 3; ++b) A[piv[row]][b] -= f * A[piv[col]][b];
+          r[piv[row]] -= f * r[piv[col]];
+        }
+      }
+      for (int col = 2; col >= 0; --col) {
+        double v = r[piv[col]];
+        for (int b = col + 1; b < 3; ++b) v -= A[piv[col]][b] * g[b];
+        g[col] = v / A[piv[col]][col];
+      }
+      for (double& v : g)
+        if (!std::isfinite(v)) v = 0.0;
+    }
+    for (int j = 0; j < L.patch_size(); ++j) {
+      const int64_t c = L.cells(p)[j];
+      const Vec3& x = cell_xyz_[c];
+      out[c] = coarse[p] + g[0] * (x[0] - m[0]) + g[1] * (x[1] - m[1]) + g[2] * (x[2] - m[2]);
+    }
+  }
+  return out;
 }
 
 std::vector<double> CellInterpolator::interpolate(const std::vector<double>& coarse, CellInterp interp) const {
@@ -106,6 +178,7 @@ std::vector<double> CellInterpolator::interpolate(const std::vector<double>& coa
     for (int64_t i = 0; i < L.size(); ++i) out[i] = coarse[L.patch_of(i)];
     return out;
   }
+  if (interp == CellInterp::kLinear) return linear(coarse);
   const int k = options_.neighbours;
   for (int64_t i = 0; i < L.size(); ++i) {
     double v = 0.0, sw = 0.0;

@@ -3,6 +3,8 @@
 // fine cells without learning.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -14,6 +16,14 @@ namespace finecast::coupling::eval {
 enum class CellInterp {
   kNearest,  ///< every fine cell takes its own patch's value
   kIdw,      ///< inverse-distance weighting of nearby patch centres at the fine cell centre
+  /// Linear reconstruction in each patch: the patch value at its centroid (the area-weighted
+  /// mean of its fine cells' unit position vectors) plus a gradient fitted by weighted least
+  /// squares to the differences to the neighbouring patches' values (patches within
+  /// IdwOptions::gradient_rings edge steps, weights 1 / distance^2; 1 ring, the edge neighbours,
+  /// measured best on ICON ts: docs/evaluation_results.md). The gradient is a 3-D
+  /// vector, so fields linear in 3-D position are reproduced exactly; the centroid makes the
+  /// patch mean equal the coarse value.
+  kLinear,
 };
 
 /// One baseline on an unstructured grid: an interpolation, optionally followed by
@@ -24,7 +34,8 @@ struct CellBaseline {
   bool conservative;
 };
 
-/// The baselines in report order: nearest, idw, then their conservative forms.
+/// The baselines in report order: nearest, idw, then their conservative forms, then linear_cons
+/// (conservative by construction; no plain form).
 const std::vector<CellBaseline>& cell_baselines();
 
 /// Inverse-distance weighting: the `neighbours` patch centres nearest to a fine cell centre
@@ -36,6 +47,7 @@ struct IdwOptions {
   int neighbours = 6;
   double power = 2.0;
   int rings = 3;
+  int gradient_rings = 1;  ///< kLinear: the neighbours of its least-squares gradient (1: the edge neighbours)
 };
 
 /// The interpolation weights of a layout, computed once.
@@ -55,8 +67,12 @@ class CellInterpolator {
  private:
   const CellLayout& layout_;
   IdwOptions options_;
-  std::vector<int64_t> idw_patch_;  ///< size() * neighbours patch indices (-1 = unused slot)
-  std::vector<double> idw_weight_;  ///< matching weights, each cell's summing to 1
+  std::vector<int64_t> idw_patch_;                   ///< size() * neighbours patch indices (-1 = unused slot)
+  std::vector<double> idw_weight_;                   ///< matching weights, each cell's summing to 1
+  std::vector<std::array<double, 3>> cell_xyz_;      ///< fine cell centres (unit vectors)
+  std::vector<std::array<double, 3>> centroid_;      ///< per patch: area-weighted mean of its cells' cell_xyz_
+  std::vector<std::vector<int64_t>> gradient_from_;  ///< per patch: the patches its gradient is fitted to
+  std::vector<double> linear(const std::vector<double>& coarse) const;
 };
 
 /// Adds to every cell of each patch the patch's coarse value minus the area-weighted mean of

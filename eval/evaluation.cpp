@@ -2,7 +2,10 @@
 // Per-step driver: coarsen the truth, run the baselines, feed every accumulator.
 #include "eval/evaluation.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <random>
 #include <string>
 #include <utility>
 
@@ -19,7 +22,93 @@ std::vector<std::string> names_of(const List& baselines) {
   return names;
 }
 
+/// The fine cell's block (patch).
+std::size_t patch_index(const BlockLayout& L, std::size_t i) { return (i / L.nx) / L.k * L.nbx() + (i % L.nx) / L.k; }
+std::size_t patch_index(const CellLayout& L, std::size_t i) { return static_cast<std::size_t>(L.patch_of(i)); }
+std::size_t patch_count(const BlockLayout& L) { return L.n_blocks(); }
+std::size_t patch_count(const CellLayout& L) { return static_cast<std::size_t>(L.n_patches()); }
+std::size_t cell_count(const BlockLayout& L) { return L.size(); }
+std::size_t cell_count(const CellLayout& L) { return static_cast<std::size_t>(L.size()); }
+
+/// The members of the noise reference for one step: base + white noise with zero area-weighted
+/// mean in every block (patch), scaled to noise.rms over the cells of the valid blocks.
+template <class Layout>
+std::vector<std::vector<double>> noise_members(const Layout& L, const std::vector<double>& base,
+                                               const std::vector<char>& valid, const NoiseReference& noise,
+                                               uint64_t step) {
+  const std::size_t n = cell_count(L), np = patch_count(L);
+  std::mt19937_64 rng(noise.seed * 1000003ULL + step);
+  std::normal_distribution<double> normal;
+  std::vector<std::vector<double>> out(static_cast<std::size_t>(noise.members), std::vector<double>(n));
+  std::vector<double> sum(np), sw(np);
+  for (auto& z : out) {
+    for (double& v : z) v = normal(rng);
+    std::fill(sum.begin(), sum.end(), 0.0);
+    std::fill(sw.begin(), sw.end(), 0.0);
+    for (std::size_t i = 0; i < n; ++i) {
+      sum[patch_index(L, i)] += L.w(i) * z[i];
+      sw[patch_index(L, i)] += L.w(i);
+    }
+    double ss = 0.0, sws = 0.0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t p = patch_index(L, i);
+      z[i] -= sum[p] / sw[p];
+      if (valid[p]) {
+        ss += L.w(i) * z[i] * z[i];
+        sws += L.w(i);
+      }
+    }
+    const double scale = ss > 0.0 ? noise.rms / std::sqrt(ss / sws) : 0.0;
+    for (std::size_t i = 0; i < n; ++i) z[i] = base[i] + scale * z[i];
+  }
+  return out;
+}
+
+template <class Layout>
+void add_noise_step(const Layout& L, const double* truth, const std::vector<char>& valid,
+                    const std::vector<double>& base, const NoiseReference& noise, uint64_t step,
+                    ScoreAccumulator& acc) {
+  const std::vector<std::vector<double>> members = noise_members(L, base, valid, noise, step);
+  std::vector<const double*> ptr;
+  for (const auto& m : members) ptr.push_back(m.data());
+  acc.add(L, truth, ptr, valid);
+}
+
+/// Scored patches without counting them (the noise pass repeats the steps).
+std::vector<char> valid_of(const std::vector<double>& coarse, const std::vector<char>& mask) {
+  std::vector<char> valid(coarse.size());
+  for (std::size_t p = 0; p < coarse.size(); ++p) valid[p] = std::isfinite(coarse[p]) && (mask.empty() || mask[p]);
+  return valid;
+}
+
 }  // namespace
+
+std::pair<std::string, double> best_deterministic(const EvalReport& report) {
+  std::pair<std::string, double> best{"", std::numeric_limits<double>::infinity()};
+  for (const EvalRow& r : report.rows) {
+    if (r.name == "model" || r.name.rfind("noise", 0) == 0 || !std::isfinite(r.scores.rmse)) continue;
+    if (r.scores.rmse < best.second) best = {r.name, r.scores.rmse};
+  }
+  if (best.first.empty()) throw InternalError("best_deterministic: no baseline with a finite RMSE");
+  return best;
+}
+
+void ScoreBook::set_noise_reference(NoiseReference noise) {
+  if (noise.members < 2)
+    throw ConfigError("noise reference: needs at least 2 members, got " + std::to_string(noise.members));
+  noise_ = std::move(noise);
+  has_noise_ = true;
+}
+
+void ScoreBook::add_noise(const BlockLayout& L, const double* truth, const std::vector<char>& valid,
+                          const std::vector<double>& base) {
+  add_noise_step(L, truth, valid, base, noise_, noise_steps_++, noise_scores_);
+}
+
+void ScoreBook::add_noise(const CellLayout& L, const double* truth, const std::vector<char>& valid,
+                          const std::vector<double>& base) {
+  add_noise_step(L, truth, valid, base, noise_, noise_steps_++, noise_scores_);
+}
 
 ScoreBook::ScoreBook(std::vector<std::string> baseline_names)
     : names_(std::move(baseline_names)), baselines_(names_.size()) {}
@@ -51,6 +140,8 @@ void ScoreBook::fill(EvalReport& rep) const {
   for (std::size_t i = 0; i < baselines_.size(); ++i)
     rep.rows.push_back({names_[i], baselines_[i].result(truth_spectrum_)});
   if (has_regression_) rep.rows.push_back({"regression_cons", regression_.result(truth_spectrum_)});
+  if (has_noise_ && noise_scores_.steps() > 0)
+    rep.rows.push_back({"noise_white", noise_scores_.result(truth_spectrum_)});
   rep.truth_spectrum = truth_spectrum_;
   if (steps_ > 0)
     for (double& e : rep.truth_spectrum.energy) e /= steps_;
@@ -77,6 +168,49 @@ void Evaluator::add(const double* truth, const std::vector<const double*>& membe
   book_.add(
       L, truth, members, valid, [&](std::size_t i) { return run_baseline(L, coarse, all_baselines()[i]); },
       [&] { return run_baseline(L, coarse, bicubic_cons); }, radial_spectrum(r.data(), L.ny, L.nx));
+}
+
+void Evaluator::set_noise_reference(NoiseReference noise) { book_.set_noise_reference(std::move(noise)); }
+
+namespace {
+
+/// The noise reference's base field: a baseline of `list` by name, or regression_cons.
+template <class List, class Run, class Floor>
+std::vector<double> noise_base(const ScoreBook& book, const List& list, Run run, Floor floor) {
+  const std::string& name = book.noise_reference().base;
+  if (name == "regression_cons") {
+    if (!book.has_regression()) throw InternalError("noise reference: regression_cons without a regression");
+    return book.regression_on(floor());
+  }
+  for (const auto& b : list)
+    if (b.name == name) return run(b);
+  throw InternalError("noise reference: no baseline named " + name);
+}
+
+}  // namespace
+
+void Evaluator::add_noise(const double* truth, const std::vector<char>& block_mask) {
+  if (!book_.has_noise_reference()) throw InternalError("Evaluator::add_noise: no noise reference set");
+  const BlockLayout& L = layout_;
+  const std::vector<double> coarse = block_means(L, truth);
+  static const Baseline bicubic_cons{"bicubic_cons", Interp::kBicubic, true};
+  const std::vector<double> base = noise_base(
+      book_, all_baselines(), [&](const Baseline& b) { return run_baseline(L, coarse, b); },
+      [&] { return run_baseline(L, coarse, bicubic_cons); });
+  book_.add_noise(L, truth, valid_of(coarse, block_mask), base);
+}
+
+void CellEvaluator::set_noise_reference(NoiseReference noise) { book_.set_noise_reference(std::move(noise)); }
+
+void CellEvaluator::add_noise(const double* truth, const std::vector<char>& patch_mask) {
+  if (!book_.has_noise_reference()) throw InternalError("CellEvaluator::add_noise: no noise reference set");
+  const CellLayout& L = layout_;
+  const std::vector<double> coarse = patch_means(L, truth);
+  static const CellBaseline idw_cons{"idw_cons", CellInterp::kIdw, true};
+  const std::vector<double> base = noise_base(
+      book_, cell_baselines(), [&](const CellBaseline& b) { return interp_.run(coarse, b); },
+      [&] { return interp_.run(coarse, idw_cons); });
+  book_.add_noise(L, truth, valid_of(coarse, patch_mask), base);
 }
 
 EvalReport Evaluator::report() const {

@@ -2,6 +2,7 @@
 // One evaluation: a model's ensemble and the interpolation baselines scored on the same truth.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,6 +37,17 @@ struct EvalReport {
   RadialSpectrum truth_spectrum;  ///< mean over time steps
   /// Free-form context written into the JSON header (files, variable, region, ...).
   std::vector<std::pair<std::string, std::string>> meta;
+};
+
+/// The noise reference (issue 26): a deterministic baseline plus `members` draws of white noise
+/// with zero block (patch) mean, scaled to `rms` over the scored cells, scored as an ensemble
+/// (row "noise_white"). It asks of a model's CRPS and spread more than any deterministic
+/// baseline can: calibrated noise around the best baseline, learning nothing.
+struct NoiseReference {
+  std::string base;  ///< the row the noise is added to: a baseline's name or "regression_cons"
+  double rms = 0.0;  ///< RMS of the noise over the scored cells of each step
+  int members = 16;
+  uint64_t seed = 42;
 };
 
 /// What both evaluators keep per step and report alike: the model's and every baseline's scores,
@@ -73,6 +85,19 @@ class ScoreBook {
   /// valid-patch counts.
   void fill(EvalReport& report) const;
   const std::vector<std::pair<std::string, std::vector<double>>>& last() const { return last_; }
+  /// The noise reference from now on (its row is empty until add_noise is called).
+  void set_noise_reference(NoiseReference noise);
+  bool has_noise_reference() const { return has_noise_; }
+  const NoiseReference& noise_reference() const { return noise_; }
+  /// One step of the noise reference: `base` is its base row's fine field for this step.
+  void add_noise(const BlockLayout& layout, const double* truth, const std::vector<char>& valid,
+                 const std::vector<double>& base);
+  void add_noise(const CellLayout& layout, const double* truth, const std::vector<char>& valid,
+                 const std::vector<double>& base);
+  /// regression_cons's field on top of `floor` (needs a regression).
+  std::vector<double> regression_on(const std::vector<double>& floor) const {
+    return apply_regression(fit_, predictors_, floor);
+  }
 
  private:
   std::vector<std::string> names_;
@@ -86,6 +111,10 @@ class ScoreBook {
   int steps_ = 0;
   int64_t valid_ = 0;
   std::vector<std::pair<std::string, std::vector<double>>> last_;
+  bool has_noise_ = false;
+  NoiseReference noise_;
+  ScoreAccumulator noise_scores_;
+  uint64_t noise_steps_ = 0;
 };
 
 /// Scores time steps one by one. For each step the coarse field is the area-weighted block
@@ -102,7 +131,11 @@ class Evaluator {
   /// is scored when `block_mask` (n_blocks flags, empty = all) allows it and its truth is finite
   /// everywhere.
   void add(const double* truth, const std::vector<const double*>& members, const std::vector<char>& block_mask = {});
-  /// Scores so far; "model" first, then the baselines.
+  /// The noise reference; then add_noise() for every step that add() was given, in order.
+  void set_noise_reference(NoiseReference noise);
+  /// One step of the noise reference: the same truth and mask as that step's add().
+  void add_noise(const double* truth, const std::vector<char>& block_mask = {});
+  /// Scores so far; "model" first, then the baselines (and noise_white once it is set).
   EvalReport report() const;
   const BlockLayout& layout() const { return layout_; }
   /// Every baseline's fine field of the latest step, by name (finecast-eval --baselines-out).
@@ -128,7 +161,10 @@ class CellEvaluator {
   /// is scored when `patch_mask` (n_patches flags, empty = all) allows it and its truth is
   /// finite everywhere.
   void add(const double* truth, const std::vector<const double*>& members, const std::vector<char>& patch_mask = {});
-  /// Scores so far; "model" first, then the baselines.
+  /// The noise reference, as Evaluator's.
+  void set_noise_reference(NoiseReference noise);
+  void add_noise(const double* truth, const std::vector<char>& patch_mask = {});
+  /// Scores so far; "model" first, then the baselines (and noise_white once it is set).
   EvalReport report() const;
   const CellLayout& layout() const { return layout_; }
   const CellInterpolator& interpolator() const { return interp_; }
@@ -140,5 +176,9 @@ class CellEvaluator {
   CellInterpolator interp_;
   ScoreBook book_;
 };
+
+/// The deterministic row (baseline or regression_cons; not "model", not a noise row) with the
+/// lowest RMSE, and that RMSE: the noise reference's base and amplitude.
+std::pair<std::string, double> best_deterministic(const EvalReport& report);
 
 }  // namespace finecast::coupling::eval

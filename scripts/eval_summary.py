@@ -8,6 +8,9 @@ Criteria checked (M = the model's members):
     whose conditional mean is no worse than that baseline), and with --factor F against --against
     NAME also RMSE <= F x NAME's RMSE (EUR-11: 0.9 x regression_cons);
   - CRPS below every baseline's (a deterministic baseline's CRPS is its MAE);
+  - CRPS below the noise reference's (noise_white: the best deterministic baseline plus white
+    noise of its residual's RMS with zero block mean, scored as an ensemble; issue 26), where the
+    report has one;
   - std_ratio in 0.8..1.2, upper-half spectral ratio (hf_ratio) in 0.5..2;
   - the spread/RMSE ratio (goal 0.9..1.1) is reported, and the sqrt(1 + 1/M) thresholds for
     M = 16 and 32.
@@ -33,7 +36,8 @@ def main(argv):
     if "model" not in rows:
         sys.exit(f"eval_summary.py: {a.json} has no 'model' row")
     model = rows["model"]
-    baselines = [r for n, r in rows.items() if n != "model"]
+    noise = [r for n, r in rows.items() if n.startswith("noise")]
+    baselines = [r for n, r in rows.items() if n != "model" and not n.startswith("noise")]
     interp = [r for r in baselines if r["name"] != "regression_cons"]
     best = min(baselines, key=lambda r: r["rmse"])
     best_interp = min(interp, key=lambda r: r["rmse"])
@@ -55,6 +59,9 @@ def main(argv):
     out.append(line(f"best interpolation: {best_interp['name']}", best_interp))
     if "regression_cons" in rows:
         out.append(line("regression_cons", rows["regression_cons"]))
+    for r in noise:
+        base = rep.get("meta", {}).get("noise_base", "the best baseline")
+        out.append(line(f"{r['name']} ({base} + noise)", r))
     bar = math.sqrt(1 + 1 / M) * best["rmse"]
     checks = [(f"RMSE {model['rmse']:.4g} <= sqrt(1+1/{M}) x best baseline {best['name']} {best['rmse']:.4g} = {bar:.4g}",
                model["rmse"] <= bar)]
@@ -67,6 +74,9 @@ def main(argv):
     worst = min(baselines, key=lambda r: r["crps"])
     checks.append((f"CRPS {model['crps']:.4g} < every baseline's (lowest: {worst['name']} {worst['crps']:.4g})",
                    model["crps"] < worst["crps"]))
+    for r in noise:
+        checks.append((f"CRPS {model['crps']:.4g} < the noise reference's ({r['name']} {r['crps']:.4g}, "
+                       f"{r['members']} members)", model["crps"] < r["crps"]))
     sr = model["std_ratio"]
     checks.append((f"std ratio {num(sr, '.3f')} in 0.8..1.2", sr is not None and 0.8 <= sr <= 1.2))
     hf = model["upper_energy_ratio"]

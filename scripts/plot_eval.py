@@ -67,7 +67,8 @@ def plot_spectra(rep, path):
 
     draw(ts, "truth", color="black", lw=2.5)
     styles = {"nearest": "tab:gray", "bilinear": "tab:blue", "bicubic": "tab:green",
-              "idw": "tab:blue"}
+              "bspline": "tab:olive", "idw": "tab:blue", "linear": "tab:green",
+              "regression": "tab:brown", "noise_white": "tab:pink", "noise_spectral": "tab:orange"}
     for row in rep["predictions"]:
         name = row["name"]
         if name == "model":

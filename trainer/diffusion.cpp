@@ -83,6 +83,12 @@ double learning_rate(const TrainOptions& o, int64_t step, double budget_fraction
   return o.lr * (o.min_lr_ratio + (1.0 - o.min_lr_ratio) * cosine);
 }
 
+double step_budget_fraction(const TrainOptions& o, int64_t counted, int64_t warm_end) {
+  const int64_t span = o.max_steps - warm_end;
+  if (span <= 0) return 1.0;
+  return std::clamp(static_cast<double>(counted - warm_end) / static_cast<double>(span), 0.0, 1.0);
+}
+
 torch::Tensor remove_mean(const torch::Tensor& x, const torch::Tensor& w) {
   if (!w.defined()) return x - x.mean(1, true);
   return x - (x * w).sum(1, true);

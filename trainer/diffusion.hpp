@@ -36,6 +36,10 @@ double learning_rate(const TrainOptions& o, int64_t step);
 /// With a time budget: the warm-up by steps, then the cosine decay over the fraction of the
 /// budget used (`budget_fraction` in [0, 1]; negative = no budget: learning_rate(o, step)).
 double learning_rate(const TrainOptions& o, int64_t step, double budget_fraction);
+/// The fraction of a step budget (train.max_steps) that the cosine decay has covered after
+/// `counted` of its steps, when its warm-up ends at `warm_end` of them: 0 until then, 1 at
+/// max_steps.
+double step_budget_fraction(const TrainOptions& o, int64_t counted, int64_t warm_end);
 
 /// x minus its weighted row mean (w [B,P] rows summing to 1, or undefined = uniform).
 torch::Tensor remove_mean(const torch::Tensor& x, const torch::Tensor& w);

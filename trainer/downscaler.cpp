@@ -141,7 +141,9 @@ double Downscaler::learning_rate(int64_t step) const {
 }
 
 double Downscaler::Impl::current_lr() const {
-  const double fraction = budget_active ? budget_used() / to.max_seconds : -1.0;
+  double fraction = budget_active ? budget_used() / to.max_seconds : -1.0;
+  if (step_budget_active)
+    fraction = std::max(fraction, diffusion::step_budget_fraction(to, budget_steps(), budget_warm_end));
   return diffusion::learning_rate(to, step, fraction) * validation.lr_scale;
 }
 

@@ -44,7 +44,7 @@ struct EpochStats {
   double seconds = 0;           ///< wall time of the epoch
   int64_t step = 0;             ///< optimizer steps taken so far (all sessions)
   int64_t oom_backoffs = 0;     ///< out-of-memory back-offs (micro-batch halved) in this epoch
-  bool budget_spent = false;    ///< train.max_seconds ran out during this epoch (it ended early)
+  bool budget_spent = false;    ///< train.max_seconds or max_steps ran out during this epoch (it ended early)
 };
 
 /// What one train_session did (one line per session in the log).
@@ -61,10 +61,12 @@ struct SessionStats {
   double best_score = kNone;
   int64_t best_step = -1;  ///< optimizer step of the best score
   int64_t sessions_without_improvement = 0;
-  double lr_scale = 1.0;                    ///< plateau reductions so far (product of plateau_factor)
-  bool stopped = false;                     ///< early stopping: later sessions do not train
-  bool budget_spent = false;                ///< train.max_seconds ran out in this session
-  double budget_used = 0;                   ///< seconds of the budget used so far (this session, or the run)
+  double lr_scale = 1.0;      ///< plateau reductions so far (product of plateau_factor)
+  bool stopped = false;       ///< early stopping: later sessions do not train
+  bool budget_spent = false;  ///< train.max_seconds or max_steps ran out in this session
+  double budget_used = 0;     ///< seconds of the budget used so far (this session, or the run)
+  int64_t budget_steps = 0;   ///< optimizer steps counted against train.max_steps (this session, or the run)
+  int64_t planned_steps = 0;  ///< steps the session's epochs (or the run) would take, capped by max_steps
   int64_t micro_batch = 0, accumulate = 1;  ///< after any out-of-memory back-off
   int train_threads = 0;                    ///< intra-op threads used (0 = not set by the trainer)
   double seconds = 0;

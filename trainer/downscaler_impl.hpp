@@ -78,6 +78,17 @@ struct Downscaler::Impl {
                ? budget_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - budget_start).count()
                : 0.0;
   }
+  /// train.max_steps: the optimizer step its count starts from (the session's first step, or 0
+  /// with budget: run) and where the warm-up within it ends. Inactive when to.max_steps == 0.
+  int64_t budget_step0 = 0;
+  int64_t budget_warm_end = 0;
+  bool step_budget_active = false;
+  /// Optimizer steps counted against max_steps so far.
+  int64_t budget_steps() const { return step - budget_step0; }
+  /// train.max_seconds or train.max_steps is spent: no further optimizer step in this session.
+  bool budget_reached() const {
+    return (budget_active && budget_used() >= to.max_seconds) || (step_budget_active && budget_steps() >= to.max_steps);
+  }
   /// The learning rate of the next optimizer step (warm-up, decay by steps or over the budget,
   /// plateau reductions).
   double current_lr() const;

@@ -130,8 +130,11 @@ const schema::Table<TrainOptions>& train_options_table() {
     s.push_back(
         real("max_seconds", &T::max_seconds, 0.0, kInf,
              "training wall-time budget in seconds (0 = none); the cosine decay then runs over it, not decay_steps"));
+    s.push_back(integer("max_steps", &T::max_steps, 0, kMax64,
+                        "optimizer-step budget (0 = none); the cosine decay then runs over it, not decay_steps"));
     s.push_back(choice("budget", &T::budget,
-                       "what max_seconds covers: session (each session, in situ) | run (all sessions of the run)"));
+                       "what max_seconds and max_steps cover: session (each session, in situ) | run (all sessions of "
+                       "the run)"));
     return s;
   }();
   return t;

@@ -110,8 +110,14 @@ struct TrainOptions {
   /// once it is spent, and the learning rate's cosine decay (after the warm-up) runs over it
   /// instead of over decay_steps.
   double max_seconds = 0.0;
-  /// What max_seconds covers: each session (in situ), or every session of the run together
-  /// (offline; the time used is kept in checkpoints).
+  /// Optimizer-step budget (0 = none): training stops once this many optimizer steps were taken
+  /// (in the session, or in the run with budget: run), and the cosine decay after the warm-up
+  /// runs over it instead of over decay_steps. Unlike max_seconds, it does not depend on the
+  /// machine's load; with both, whichever runs out first ends training and the decay follows
+  /// the further advanced of the two.
+  int64_t max_steps = 0;
+  /// What max_seconds and max_steps cover: each session (in situ), or every session of the run
+  /// together (offline; the time used is kept in checkpoints, the steps are the model's step).
   BudgetScope budget = BudgetScope::kSession;
 };
 

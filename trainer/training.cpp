@@ -325,7 +325,7 @@ EpochStats run_epoch(Downscaler::Impl& im, const EpochTensors& data,
   graphs::TrainGraph* graph = group ? nullptr : graphs::train_graph_for(im, data, global);
 
   for (int64_t start = 0; start < n; start += global) {
-    if (im.budget_active && im.budget_used() >= im.to.max_seconds) {
+    if (im.budget_reached()) {
       st.budget_spent = true;
       break;
     }
@@ -535,19 +535,29 @@ void add_session_normalisation(Downscaler::Impl& im, const CleanData& train, int
   }
 }
 
-/// The session's epochs, within train.max_seconds (per session, or on from the run's earlier
-/// sessions).
+/// The session's epochs, within train.max_seconds and train.max_steps (per session, or on from
+/// the run's earlier sessions).
 void run_epochs(Downscaler::Impl& im, EpochTensors& e, int64_t epochs, int64_t dropped, SessionStats& st,
                 const std::function<void(const std::string&)>& event,
                 const std::function<void(const SessionStats&)>& on_epoch) {
-  im.budget_active = im.to.max_seconds > 0;
-  im.budget_before = im.to.budget == BudgetScope::kRun ? im.validation.budget_used : 0.0;
+  const TrainOptions& to = im.to;
+  const bool run_scope = to.budget == BudgetScope::kRun;
+  im.budget_active = to.max_seconds > 0;
+  im.budget_before = run_scope ? im.validation.budget_used : 0.0;
   im.budget_start = std::chrono::steady_clock::now();
-  if (im.budget_active && im.budget_before >= im.to.max_seconds)
-    event("train: the run's training budget (train.max_seconds " + std::to_string(im.to.max_seconds) +
+  im.step_budget_active = to.max_steps > 0;
+  im.budget_step0 = run_scope ? 0 : im.step;
+  im.budget_warm_end = std::max<int64_t>(0, to.warmup_steps - im.budget_step0);
+  const int64_t step_at_start = im.step;
+  const bool spent_at_start = im.budget_reached();
+  if (im.budget_active && im.budget_before >= to.max_seconds)
+    event("train: the run's training budget (train.max_seconds " + std::to_string(to.max_seconds) +
           " s) is spent; session skipped");
+  else if (spent_at_start)
+    event("train: the run's step budget (train.max_steps " + std::to_string(to.max_steps) +
+          ") is spent; session skipped");
   for (int64_t k = 0; k < epochs; ++k) {
-    if (im.budget_active && im.budget_used() >= im.to.max_seconds) {
+    if (im.budget_reached()) {
       st.budget_spent = true;
       break;
     }
@@ -560,13 +570,36 @@ void run_epochs(Downscaler::Impl& im, EpochTensors& e, int64_t epochs, int64_t d
       break;
     }
   }
-  if (!im.budget_active) return;
-  st.budget_used = im.budget_used();
-  if (im.to.budget == BudgetScope::kRun) im.validation.budget_used = st.budget_used;
-  if (st.budget_spent)
-    event("train: training budget train.max_seconds " + std::to_string(im.to.max_seconds) + " s spent after " +
+  const bool time_ran_out = im.budget_active && im.budget_used() >= to.max_seconds;
+  const bool steps_ran_out = im.step_budget_active && im.budget_steps() >= to.max_steps;
+  st.budget_steps = im.budget_steps();
+  if (im.budget_active) {
+    st.budget_used = im.budget_used();
+    if (run_scope) im.validation.budget_used = st.budget_used;
+  }
+  // What the session (or the run) was planned to train: its epochs of whole passes, capped by
+  // the step budget. A time budget that ends it far earlier makes the result depend on the
+  // machine's load, which nothing else would show.
+  const int64_t global = std::max<int64_t>(1, to.batch_size * to.accumulate);
+  const int64_t rows = e.global_n > 0 ? e.global_n : e.n;
+  const double per_epoch = std::ceil(static_cast<double>(rows) / static_cast<double>(global));
+  double planned = static_cast<double>(step_at_start - im.budget_step0) + static_cast<double>(epochs) * per_epoch;
+  if (im.step_budget_active) planned = std::min(planned, static_cast<double>(to.max_steps));
+  st.planned_steps = static_cast<int64_t>(std::min(planned, 9e18));
+  if (st.budget_spent && time_ran_out && !steps_ran_out)
+    event("train: training budget train.max_seconds " + std::to_string(to.max_seconds) + " s spent after " +
           std::to_string(st.epochs.size()) + " epoch(s), optimizer step " + std::to_string(im.step));
+  else if (st.budget_spent && steps_ran_out)
+    event("train: step budget train.max_steps " + std::to_string(to.max_steps) + " reached after " +
+          std::to_string(st.epochs.size()) + " epoch(s), optimizer step " + std::to_string(im.step));
+  if (time_ran_out && !steps_ran_out && !spent_at_start && 2 * st.budget_steps < st.planned_steps)
+    event("train: the time budget (train.max_seconds " + std::to_string(to.max_seconds) + " s) ended " +
+          (run_scope ? "the run's training" : "the session") + " after " + std::to_string(st.budget_steps) + " of " +
+          std::to_string(st.planned_steps) +
+          " planned optimizer steps (fewer than half): the result depends on the machine's load; "
+          "train.max_steps gives a fixed amount of training");
   im.budget_active = false;
+  im.step_budget_active = false;
 }
 
 /// Scores the held-out rows (in a group: the group's mean, weighted by each member's rows) and

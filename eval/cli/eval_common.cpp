@@ -188,4 +188,28 @@ void add_regression_meta(const coupling::eval::RegressionFit& fit,
   }
 }
 
+coupling::eval::NoiseReference noise_reference(const EvalOptions& o, const coupling::eval::EvalReport& rep,
+                                               int prediction_members, const coupling::eval::RegressionFit* fit,
+                                               std::vector<std::pair<std::string, std::string>>& meta) {
+  coupling::eval::NoiseReference n;
+  const auto [base, rmse] = coupling::eval::best_deterministic(rep);
+  n.base = base;
+  n.members = o.noise_members > 0 ? o.noise_members : prediction_members >= 2 ? prediction_members : 16;
+  std::string source = "RMSE of " + base + " on the scored cells";
+  n.rms = rmse;
+  if (base == "regression_cons" && fit && fit->fitted_rms > 0) {
+    n.rms = fit->fitted_rms;
+    source = "residual RMS of regression_cons on its fit data (" + fit->fit_on + ")";
+  }
+  std::ostringstream v;
+  v.precision(10);
+  v << n.rms;
+  meta.push_back({"noise_base", n.base});
+  meta.push_back({"noise_rms", v.str()});
+  meta.push_back({"noise_rms_source", source});
+  meta.push_back({"noise_members", std::to_string(n.members)});
+  meta.push_back({"noise", "white, zero block mean, seed " + std::to_string(n.seed)});
+  return n;
+}
+
 }  // namespace finecast::tools

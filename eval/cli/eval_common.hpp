@@ -35,6 +35,9 @@ struct EvalOptions {
   std::string hold_out;
   std::string regression_in, regression_out;  ///< reuse / save regression_cons's coefficients
   std::string baselines_out;                  ///< NetCDF file for every baseline's field at the last scored step
+  /// Members of the noise reference (row noise_white): -1 = the prediction's members when it has
+  /// at least 2, else 16; 0 = none.
+  int noise_members = -1;
 
   /// The truth file and variable after the defaults.
   std::string truth_path() const { return truth.empty() ? pred : truth; }
@@ -99,5 +102,13 @@ void add_regression_meta(const coupling::eval::RegressionFit& fit,
 
 /// finecast-eval on unstructured ICON fields (eval_icon.cpp); returns the exit status.
 int run_icon(const EvalOptions& options);
+
+/// The noise reference after the scoring pass (issue 26): the best deterministic row of `rep`
+/// as its base, with the RMS of its residual on the training split where finecast-eval has one
+/// for it (regression_cons: its fit's residual RMS), else on the scored cells (its RMSE). Adds
+/// what was chosen to `meta`.
+coupling::eval::NoiseReference noise_reference(const EvalOptions& o, const coupling::eval::EvalReport& rep,
+                                               int prediction_members, const coupling::eval::RegressionFit* fit,
+                                               std::vector<std::pair<std::string, std::string>>& meta);
 
 }  // namespace finecast::tools

@@ -421,6 +421,17 @@ int run_icon(const EvalOptions& o) {
   fe::RegressionFit fit;
   if (regression) fit = fit_regression(o, ev, truth, tsteps, grid, grid_path, scored.held, L);
   const double worst_coarse = score_steps(o, ev, truth, pred, coarse.get(), tsteps, psteps, scored.mask, L);
+  // The noise reference around the best deterministic row: a second pass over the same steps.
+  std::vector<std::pair<std::string, std::string>> noise_meta;
+  if (o.noise_members != 0) {
+    ev.set_noise_reference(
+        noise_reference(o, ev.report(), static_cast<int>(pred.n_members()), regression ? &fit : nullptr, noise_meta));
+    std::vector<double> tbuf(static_cast<std::size_t>(truth.n_cells()));
+    for (std::size_t t : tsteps) {
+      truth.read(t, 0, tbuf.data());
+      ev.add_noise(tbuf.data(), scored.mask);
+    }
+  }
 
   fe::EvalReport rep = ev.report();
   rep.meta = {{"truth", truth.path()},
@@ -446,6 +457,7 @@ int run_icon(const EvalOptions& o) {
               {"finecast_version", FINECAST_VERSION}};
   if (!o.hold_out.empty()) rep.meta.push_back({"hold_out", o.hold_out});
   if (regression) add_regression_meta(fit, rep.meta);
+  rep.meta.insert(rep.meta.end(), noise_meta.begin(), noise_meta.end());
 
   std::cout << "finecast-eval: " << truth.describe() << " vs " << pred.describe() << "\n"
             << "  ICON grid " << grid_path << ": R2B" << F << " (" << grid.n_cells << " cells) in R2B" << L

@@ -440,6 +440,16 @@ int run_latlon(const ft::EvalOptions& o) {
     for (std::size_t m = 0; m < pred.n_members; ++m) pred.read(psteps[i], m, py0, ny, px0, nx, mbuf[m].data());
     ev.add(tbuf.data(), mptr, scored);
   }
+  // The noise reference around the best deterministic row: a second pass over the same steps.
+  std::vector<std::pair<std::string, std::string>> noise_meta;
+  if (o.noise_members != 0) {
+    ev.set_noise_reference(
+        ft::noise_reference(o, ev.report(), static_cast<int>(pred.n_members), regression ? &fit : nullptr, noise_meta));
+    for (std::size_t t : tsteps) {
+      truth.read(t, 0, ty0 + py0, ny, tx0 + px0, nx, tbuf.data());
+      ev.add_noise(tbuf.data(), scored);
+    }
+  }
 
   const std::string weights_text = latitude ? "cos(" + pred.y_name + ")" : "uniform";
   fe::EvalReport rep = ev.report();
@@ -462,6 +472,7 @@ int run_latlon(const ft::EvalOptions& o) {
               {"finecast_version", FINECAST_VERSION}};
   if (!o.hold_out.empty()) rep.meta.push_back({"hold_out", o.hold_out});
   if (regression) ft::add_regression_meta(fit, rep.meta);
+  rep.meta.insert(rep.meta.end(), noise_meta.begin(), noise_meta.end());
 
   std::cout << "finecast-eval: " << truth.describe() << " vs " << pred.describe() << "\n"
             << "  window " << ny << " x " << nx << " (" << pred.y_name << " rows " << py0 << ".." << py0 + ny - 1
@@ -538,6 +549,11 @@ int main(int argc, char** argv) {
   app.add_option("--regression-out", o.regression_out, "write regression_cons's coefficients as JSON to this file");
   app.add_option("--regression-in", o.regression_in,
                  "use the coefficients of a file written by --regression-out instead of fitting");
+  app.add_option("--noise-members", o.noise_members,
+                 "members of the noise reference noise_white (the best deterministic baseline plus white noise "
+                 "of its residual's RMS with zero block mean); default: the prediction's members, at least 2, "
+                 "else 16; 0 = none")
+      ->check(CLI::Range(-1, 4096));
   app.add_option("--json", o.json, "write scores and spectra as JSON to this file");
   app.add_option("--csv", o.csv, "write scores as CSV to this file");
   std::vector<std::string> plausible;

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <random>
 #include <vector>
 
@@ -125,4 +127,72 @@ TEST(EvalBaselines, PeriodicColumnsWrapAroundTheLongitudeCircle) {
   EXPECT_DOUBLE_EQ(p[0], 0.375 * 7 + 0.625 * 1);
   L.periodic_x = false;
   EXPECT_DOUBLE_EQ(fe::interpolate(L, coarse, fe::Interp::kBilinear)[0], 1.0);
+}
+
+TEST(EvalBaselines, BsplineInterpolatesTheCentresAndReproducesALinearFieldUpToTheEdges) {
+  // A linear field: its block means (uniform weights) are its values at the block centres, and
+  // the natural spline through them is the field itself, edges included (Keys is not exact
+  // there: it holds the outer values constant).
+  const auto L = layout(20, 24, 4);
+  std::vector<double> fine(L.size());
+  for (int i = 0; i < L.ny; ++i)
+    for (int j = 0; j < L.nx; ++j) fine[i * L.nx + j] = linear(i, j);
+  const std::vector<double> coarse = fe::block_means(L, fine.data());
+  const std::vector<double> f = fe::interpolate(L, coarse, fe::Interp::kBspline);
+  for (std::size_t i = 0; i < L.size(); ++i) ASSERT_NEAR(f[i], fine[i], 1e-10) << i;
+  EXPECT_GT(std::abs(fe::interpolate(L, coarse, fe::Interp::kBicubic)[0] - fine[0]), 0.5);
+
+  // Any block values: the spline passes through them at the block centres (odd k: a centre is a
+  // cell), on a closed circle too, where shifting the blocks by one shifts the field by k cells.
+  std::mt19937 rng(3);
+  std::normal_distribution<double> nd;
+  for (bool periodic : {false, true}) {
+    auto C = layout(15, 21, 3);
+    C.periodic_x = periodic;
+    std::vector<double> c(C.n_blocks());
+    for (double& v : c) v = nd(rng);
+    const std::vector<double> g = fe::interpolate(C, c, fe::Interp::kBspline);
+    for (int by = 0; by < C.nby(); ++by)
+      for (int bx = 0; bx < C.nbx(); ++bx)
+        ASSERT_NEAR(g[(by * 3 + 1) * C.nx + bx * 3 + 1], c[by * C.nbx() + bx], 1e-12) << by << "," << bx;
+    if (!periodic) continue;
+    std::vector<double> shifted(c.size());
+    for (int by = 0; by < C.nby(); ++by)
+      for (int bx = 0; bx < C.nbx(); ++bx) shifted[by * C.nbx() + (bx + 1) % C.nbx()] = c[by * C.nbx() + bx];
+    const std::vector<double> h = fe::interpolate(C, shifted, fe::Interp::kBspline);
+    for (int i = 0; i < C.ny; ++i)
+      for (int j = 0; j < C.nx; ++j) ASSERT_NEAR(h[i * C.nx + (j + 3) % C.nx], g[i * C.nx + j], 1e-12);
+  }
+}
+
+TEST(EvalBaselines, ConservativeBsplineBeatsKeysOnASmoothFieldAndAMissingBlockStaysLocal) {
+  auto L = layout(96, 128, 8);
+  std::vector<double> lat(L.ny);
+  for (int i = 0; i < L.ny; ++i) lat[i] = -60.0 + 1.25 * i;
+  L.weight = fe::latlon_weights(lat, L.nx);
+  std::vector<double> truth(L.size());
+  for (int i = 0; i < L.ny; ++i)
+    for (int j = 0; j < L.nx; ++j)
+      truth[i * L.nx + j] =
+          std::sin(2 * M_PI * i / 53.0) * std::cos(2 * M_PI * j / 71.0) + 0.3 * std::sin(0.11 * i + 0.07 * j);
+  const std::vector<double> coarse = fe::block_means(L, truth.data());
+  auto rmse = [&](const std::vector<double>& f) {
+    double s = 0, sw = 0;
+    for (std::size_t i = 0; i < L.size(); ++i) {
+      s += L.w(i) * (f[i] - truth[i]) * (f[i] - truth[i]);
+      sw += L.w(i);
+    }
+    return std::sqrt(s / sw);
+  };
+  const double keys = rmse(fe::run_baseline(L, coarse, {"bicubic_cons", fe::Interp::kBicubic, true}));
+  const double spline = rmse(fe::run_baseline(L, coarse, {"bspline_cons", fe::Interp::kBspline, true}));
+  std::printf("smooth field, 8 x 8 blocks: rmse bicubic_cons %.3e, bspline_cons %.3e\n", keys, spline);
+  EXPECT_LT(spline, 0.7 * keys);
+
+  std::vector<double> holed = coarse;
+  holed[5 * L.nbx() + 7] = std::nan("");
+  const std::vector<double> f = fe::interpolate(L, holed, fe::Interp::kBspline);
+  int64_t nan_cells = 0;
+  for (double v : f) nan_cells += std::isnan(v) ? 1 : 0;
+  EXPECT_EQ(nan_cells, 64) << "only the missing block's own cells";
 }

@@ -267,12 +267,13 @@ TEST(EvalCellEvaluator, PerfectAndInflatedEnsemblesScoreAsExpected) {
   fe::CellEvaluator ev2(fe::CellLayout(levels.layout_spec(0)));
   ev2.add(truth.data(), {doubled.data()});
   const fe::EvalReport rep = ev.report(), rep2 = ev2.report();
-  ASSERT_EQ(rep.rows.size(), 5u);
+  ASSERT_EQ(rep.rows.size(), 6u);
   EXPECT_EQ(rep.rows[0].name, "model");
   EXPECT_EQ(rep.rows[1].name, "nearest");
   EXPECT_EQ(rep.rows[2].name, "idw");
   EXPECT_EQ(rep.rows[3].name, "nearest_cons");
   EXPECT_EQ(rep.rows[4].name, "idw_cons");
+  EXPECT_EQ(rep.rows[5].name, "linear_cons");
   const fe::Scores& perfect = rep.rows[0].scores;
   EXPECT_EQ(perfect.n_points, 20480);
   EXPECT_DOUBLE_EQ(perfect.rmse, 0.0);
@@ -351,7 +352,7 @@ TEST_F(EvalIconCli, ScoresAPluginOutputWithItsOwnTruthAndDerivedCoarseLevel) {
             std::string::npos)
       << r.out;
   auto rows = read_csv(csv);
-  ASSERT_EQ(rows.size(), 5u);
+  ASSERT_EQ(rows.size(), 7u);  // model, five baselines, noise_white
   const auto& m = rows["model"];
   EXPECT_EQ(m[kMembers], 2);
   EXPECT_EQ(m[kPoints], 20480);
@@ -419,4 +420,31 @@ TEST_F(EvalIconCli, MismatchesAreErrorsNamingTheFiles) {
   EXPECT_GT(points, 0);
   EXPECT_LT(points, 20480 / 2);
   EXPECT_EQ(std::fmod(points, 256.0), 0.0);
+}
+
+TEST(EvalCellBaselines, LinearReconstructionIsExactForALinearFieldAndConservative) {
+  if (!have(kR2B4)) GTEST_SKIP() << kR2B4 << " missing (install libncarg-data)";
+  const fe::CellLayout& L = *r2b4().layout;
+  const std::vector<double> truth = linear_field(r2b4().grid);
+  const std::vector<double> coarse = fe::patch_means(L, truth.data());
+  const fe::CellInterpolator interp(L);
+  const double linear = rms(L, interp.run(coarse, baseline("linear_cons")), truth);
+  const double idw_cons = rms(L, interp.run(coarse, baseline("idw_cons")), truth);
+  std::printf("linear field on R2B4 in R2B0 patches: rmse linear_cons %.3e, idw_cons %.4f\n", linear, idw_cons);
+  EXPECT_LT(linear, 1e-9) << "a field linear in 3-D position is reproduced exactly";
+  EXPECT_GT(idw_cons, 0.1);
+  // On a noisy field it still keeps every coarse mean; a missing neighbour only drops out of the fit.
+  std::mt19937 rng(12);
+  std::normal_distribution<double> noise(0.0, 5.0);
+  std::vector<double> noisy = truth;
+  for (double& v : noisy) v += noise(rng);
+  std::vector<double> c = fe::patch_means(L, noisy.data());
+  const std::vector<double> m0 = interp.interpolate(c, fe::CellInterp::kLinear);
+  const std::vector<double> m = fe::patch_means(L, m0.data());
+  for (int64_t p = 0; p < L.n_patches(); ++p) ASSERT_NEAR(m[p], c[p], 1e-9) << p;
+  c[5] = std::nan("");
+  const std::vector<double> f = interp.interpolate(c, fe::CellInterp::kLinear);
+  int64_t nan_cells = 0;
+  for (int64_t i = 0; i < L.size(); ++i) nan_cells += std::isnan(f[i]) ? 1 : 0;
+  EXPECT_EQ(nan_cells, L.patch_size());
 }

@@ -173,8 +173,37 @@ TEST(EvalMetrics, PerfectEnsembleAndBaselinesOnARoughField) {
   EXPECT_EQ(r.rows[1].name, "nearest");
   EXPECT_NEAR(r.rows[1].scores.std_ratio, 0.0, 1e-12);
   EXPECT_NEAR(r.rows[1].scores.upper_energy_ratio, 0.0, 1e-20);
-  EXPECT_EQ(r.rows[4].name, "nearest_cons");
-  EXPECT_NEAR(r.rows[4].scores.rmse, r.rows[1].scores.rmse, 1e-12);
+  EXPECT_EQ(r.rows[5].name, "nearest_cons");
+  EXPECT_NEAR(r.rows[5].scores.rmse, r.rows[1].scores.rmse, 1e-12);
+}
+
+TEST(EvalMetrics, NoiseReferenceIsCalibratedNoiseAroundTheBestBaselineAndBeatsItsCrps) {
+  // A smooth field plus white noise: the best interpolant's error is mostly that noise, and
+  // the same amount of noise around it, drawn M times, is a calibrated ensemble.
+  const auto L = layout(64, 96, 4);
+  std::mt19937 rng(21);
+  std::normal_distribution<double> nd;
+  std::vector<double> truth(L.size());
+  for (int i = 0; i < L.ny; ++i)
+    for (int j = 0; j < L.nx; ++j) truth[i * L.nx + j] = 5.0 * std::sin(0.05 * i) * std::cos(0.04 * j) + nd(rng);
+  fe::Evaluator ev(L);
+  ev.add(truth.data(), {truth.data()});
+  const auto [base, rmse] = fe::best_deterministic(ev.report());
+  EXPECT_NE(base, "model");
+  ev.set_noise_reference({base, rmse, 16, 7});
+  ev.add_noise(truth.data());
+  const fe::EvalReport r = ev.report();
+  ASSERT_EQ(r.rows.back().name, "noise_white");
+  const fe::Scores& noise = r.rows.back().scores;
+  double base_mae = 0;
+  for (const auto& row : r.rows)
+    if (row.name == base) base_mae = row.scores.mae;
+  EXPECT_EQ(noise.members, 16);
+  EXPECT_NEAR(noise.spread, rmse, 0.03 * rmse) << "every member's noise has the base's RMSE";
+  EXPECT_LT(noise.crps, 0.85 * base_mae) << "calibrated noise beats the deterministic base in CRPS";
+  EXPECT_NEAR(noise.rmse, std::sqrt(rmse * rmse * (1.0 + 1.0 / 16)), 0.05 * rmse);
+  EXPECT_NEAR(noise.bias, 0.0, 0.02) << "zero block mean: the base's own (zero) bias";
+  EXPECT_THROW(ev.set_noise_reference({base, rmse, 1, 7}), finecast::ConfigError);
 }
 
 TEST(EvalMetrics, BadLayoutIsAConfigError) {
@@ -197,7 +226,8 @@ TEST(EvalReport, CsvAndJsonCarryEveryRowAndMarkUndefinedValues) {
   fe::EvalReport r = ev.report();
   r.meta = {{"truth", "a \"quoted\" path"}};
   const std::string csv = fe::to_csv(r);
-  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 7);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'),
+            2 + static_cast<long>(fe::all_baselines().size()));  // header, model, baselines
   EXPECT_EQ(csv.rfind("name,members,n_points,rmse", 0), 0u);
   EXPECT_NE(csv.find("model,1,4,0,0,0,0,0,0,,,0\n"), std::string::npos) << csv;
   const std::string json = fe::to_json(r);

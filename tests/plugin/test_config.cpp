@@ -141,7 +141,7 @@ TEST(Config, EveryErrorIsReportedInOneRun) {
             "min_lr_ratio, grad_clip, ema_decay, "
             "mixed_precision, max_bad_steps, accumulate, validation, validation_members, validation_max_samples, "
             "validation_metric, early_stop, plateau, plateau_factor, plateau_min_scale, keep_best, max_device_memory, "
-            "force_autograd, threads, max_threads, cuda_graphs, max_seconds, budget)\n"
+            "force_autograd, threads, max_threads, cuda_graphs, max_seconds, max_steps, budget)\n"
             "configs/x.yaml:5: model.schedule must be one of linear, cosine, got \"quadratic\"\n"
             "configs/x.yaml:6: sample must be a mapping of keys (every, members, sampler, steps, eta, threads, "
             "max_threads, cuda_graphs, output, write_back, device)\n"

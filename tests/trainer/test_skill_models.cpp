@@ -2,7 +2,8 @@
 // The pieces of issue 15 inside the trainer: the triangle lattice of ICON patches (neighbours
 // and parents), how the U-Net and the graph denoiser split the context (covariate fields in the
 // documented order), the graph denoiser and the covariate channels training, sampling
-// conservatively and surviving checkpoints, and the training budget train.max_seconds.
+// conservatively and surviving checkpoints, and the training budgets train.max_seconds and
+// train.max_steps.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -204,4 +205,69 @@ TEST(TrainingBudget, StopsWhenSpentAndDecaysTheLearningRateOverIt) {
   const auto again = model.train_session(view, 5);
   EXPECT_TRUE(again.epochs.empty());
   EXPECT_EQ(model.step(), steps);
+}
+
+TEST(TrainingBudget, StepBudgetStopsAfterExactlyMaxStepsAndTheDecaySpansIt) {
+  ft::TrainOptions o;
+  o.max_steps = 110;
+  // The decay starts where the warm-up ends and reaches its end at max_steps.
+  EXPECT_DOUBLE_EQ(ft::diffusion::step_budget_fraction(o, 5, 10), 0.0);
+  EXPECT_DOUBLE_EQ(ft::diffusion::step_budget_fraction(o, 10, 10), 0.0);
+  EXPECT_DOUBLE_EQ(ft::diffusion::step_budget_fraction(o, 60, 10), 0.5);
+  EXPECT_DOUBLE_EQ(ft::diffusion::step_budget_fraction(o, 110, 10), 1.0);
+  EXPECT_DOUBLE_EQ(ft::diffusion::step_budget_fraction(o, 500, 0), 1.0);
+
+  const ft::testing::KnownDistribution d(512, 4);  // 8 batches of 64 an epoch
+  for (const auto scope : {ft::BudgetScope::kSession, ft::BudgetScope::kRun}) {
+    ft::TrainOptions to = ft::testing::fast_training();
+    to.max_steps = 13;  // mid-epoch: one full epoch and 5 batches of the second
+    to.budget = scope;
+    ft::Downscaler model(ft::testing::small_model(), to, "cpu");
+    const ft::DataView view{d.context.data(), d.fine.data(), nullptr, d.n};
+    const auto st = model.train_session(view, 1000000);
+    EXPECT_TRUE(st.budget_spent);
+    EXPECT_EQ(model.step(), 13) << "exactly max_steps optimizer steps, whatever the epochs";
+    EXPECT_EQ(st.budget_steps, 13);
+    ASSERT_EQ(st.epochs.size(), 2u);
+    EXPECT_EQ(st.epochs[1].batches, 5);
+    const auto again = model.train_session(view, 1000000);
+    if (scope == ft::BudgetScope::kSession) {
+      EXPECT_EQ(model.step(), 26) << "each session has its own 13 steps";
+    } else {
+      EXPECT_TRUE(again.epochs.empty()) << "the run's 13 steps are spent";
+      EXPECT_EQ(model.step(), 13);
+    }
+  }
+}
+
+TEST(TrainingBudget, WarnsWhenTheTimeBudgetEndsASessionBeforeHalfItsPlannedSteps) {
+  const ft::testing::KnownDistribution d(512, 4);  // 8 batches of 64 an epoch
+  const ft::DataView view{d.context.data(), d.fine.data(), nullptr, d.n};
+  auto warnings = [&](double max_seconds, int64_t max_steps, int64_t epochs, ft::SessionStats& st) {
+    ft::TrainOptions to = ft::testing::fast_training();
+    to.max_seconds = max_seconds;
+    to.max_steps = max_steps;
+    ft::Downscaler model(ft::testing::small_model(), to, "cpu");
+    std::vector<std::string> found;
+    st = model.train_session(view, epochs, [&](const std::string& e) {
+      if (e.find("planned optimizer steps") != std::string::npos) found.push_back(e);
+    });
+    EXPECT_EQ(st.budget_steps, model.step());
+    return found;
+  };
+  ft::SessionStats st;
+  // 0.05 s cannot hold 400 epochs x 8 steps (nor 2,000 steps of a step budget).
+  auto w = warnings(0.05, 0, 400, st);
+  EXPECT_EQ(st.planned_steps, 3200);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("after " + std::to_string(st.budget_steps) + " of 3200 planned"), std::string::npos) << w[0];
+  w = warnings(0.05, 2000, 400, st);
+  EXPECT_EQ(st.planned_steps, 2000) << "the step budget caps the plan";
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find(" of 2000 planned"), std::string::npos) << w[0];
+  // A time budget that is not reached, or a plan the step budget completes: no warning.
+  EXPECT_TRUE(warnings(60.0, 0, 2, st).empty());
+  EXPECT_EQ(st.budget_steps, 16);
+  EXPECT_TRUE(warnings(60.0, 3, 400, st).empty());
+  EXPECT_EQ(st.budget_steps, 3);
 }

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <vector>
 
@@ -463,7 +464,24 @@ void export_torchscript(const Downscaler& model, const ExportOptions& options, c
   separate_clashes(net);
   auto cu = std::make_shared<jit::CompilationUnit>();
   jit::Module m(c10::QualifiedName("__torch__.finecast.Downscaler"), cu, /*shouldMangle=*/true);
-  m.register_module("net", build(net, "__torch__.finecast.Denoiser", cu));
+  const jit::Module* user = models::torchscript_module(*im.sample_net);
+  if (user) {
+    // arch torchscript: the user's own module, with the EMA weights it holds as the sampling copy.
+    // A fresh load of the embedded bytes with the sampling copy's values: Module::clone() would
+    // copy every parameter as the first one, since all are views of one flat buffer.
+    std::istringstream bytes(*mo.torchscript);
+    jit::Module copy = torch::jit::load(bytes, torch::kCPU);
+    std::lock_guard<std::mutex> lock(im.sample_mutex);
+    std::map<std::string, torch::Tensor> values;
+    for (const auto& p : user->named_parameters(true)) values[p.name] = p.value;
+    for (const auto& b : user->named_buffers(true)) values[b.name] = b.value;
+    for (const auto& p : copy.named_parameters(true)) p.value.detach().copy_(values.at(p.name));
+    for (const auto& b : copy.named_buffers(true)) b.value.detach().copy_(values.at(b.name));
+    copy.eval();
+    m.register_module("net", copy);
+  } else {
+    m.register_module("net", build(net, "__torch__.finecast.Denoiser", cu));
+  }
 
   m.register_buffer("context_mean", im.sample_norm.context_mean.to(torch::kCPU).clone());
   m.register_buffer("context_std", im.sample_norm.context_std.to(torch::kCPU).clone());
@@ -508,7 +526,11 @@ void export_torchscript(const Downscaler& model, const ExportOptions& options, c
 
   std::string source =
       "    def _act(self, x: Tensor) -> Tensor:\n        return " + activation_source(mo.activation) + "\n";
-  if (mo.arch == Arch::kMlp)
+  if (user)
+    source +=
+        "    def denoise(self, x_t: Tensor, t: Tensor, context: Tensor) -> Tensor:\n"
+        "        return self.net.forward(x_t, t, context)\n";
+  else if (mo.arch == Arch::kMlp)
     source += mlp_source(mo);
   else if (mo.arch == Arch::kUnet)
     source += unet_source(mo, im.sample_net);

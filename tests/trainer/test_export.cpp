@@ -8,6 +8,7 @@
 #include <torch/script.h>
 #include <torch/torch.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -114,7 +115,11 @@ class Export : public ::testing::Test {
       torch::NoGradGuard no_grad;
       ref = im.sample_net->forward(x, (ctx - im.sample_norm.context_mean) / im.sample_norm.context_std, t);
     }
-    return {sample_diff, max_abs(out, ref)};
+    const double denoise_diff = max_abs(out, ref);
+    std::printf("[export] %s %s %lld steps eta %.1f weights %d: forward %.3g, denoise %.3g\n",
+                ft::name(mo.arch).c_str(), ft::name(so.sampler).c_str(), static_cast<long long>(so.steps), so.eta,
+                with_weights ? 1 : 0, sample_diff, denoise_diff);
+    return {sample_diff, denoise_diff};
   }
 };
 

@@ -8,6 +8,7 @@
 #include <torch/script.h>
 #include <torch/torch.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -221,4 +222,37 @@ TEST_F(TorchScriptDenoiser, WrongSignaturesAreRefusedNamingWhatDiffers) {
   missing.file = scratch_.path("nope.pt");
   m = refusal(missing);
   EXPECT_TRUE(contains(m, "nope.pt: cannot be read")) << m;
+}
+
+TEST_F(TorchScriptDenoiser, ThePythonExampleOfTheDocsTrainsLikeTheBuiltInMlp) {
+  // docs/training.md's module, written by torch.jit.script in Debian's Python (the version of
+  // the LibTorch finecast builds against).
+  if (std::system("/usr/bin/python3 -c 'import torch' > /dev/null 2>&1") != 0)
+    GTEST_SKIP() << "/usr/bin/python3 with torch (python3-torch) is not installed";
+  const std::string doc = std::string(FINECAST_SOURCE_DIR) + "/docs/training.md";
+  // torch.jit.script reads the class's source file: the block is written to one and run.
+  const std::string cmd = "cd " + scratch_.dir().string() +
+                          " && /usr/bin/python3 -c \"import re; open('example.py', 'w').write(re.search("
+                          "r'\\x60\\x60\\x60python\\n(.*?)\\x60\\x60\\x60', open('" +
+                          doc + "').read(), re.S).group(1))\" && /usr/bin/python3 example.py";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  ft::ModelOptions o;  // the example's sizes
+  o.context_size = 7;
+  o.patch_size = 256;
+  o.hidden = 256;
+  o.depth = 2;
+  o.time_embedding = 64;
+  o.diffusion_steps = 50;
+  ft::ModelOptions user = o;
+  user.arch = ft::Arch::kTorchscript;
+  user.file = scratch_.path("denoiser.pt");
+  ft::Downscaler a(o, training(), "cpu"), b(user, training(), "cpu");
+  ASSERT_EQ(ft::internals(a).names, ft::internals(b).names);
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(4);
+  auto ctx = torch::randn({32, 7}, gen), fine = torch::randn({32, 256}, gen);
+  const ft::DataView v{ctx.data_ptr<float>(), fine.data_ptr<float>(), nullptr, 32};
+  a.train_epoch(v);
+  b.train_epoch(v);
+  EXPECT_EQ(ft::internals(b).step, 2);
+  EXPECT_LT((ft::internals(a).flat - ft::internals(b).flat).abs().max().item<double>(), 1e-5);
 }

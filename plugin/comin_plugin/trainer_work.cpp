@@ -175,7 +175,10 @@ void write_model_checkpoint(PluginState& s) {
                                           {"training_due", t.pending.training ? "1" : "0"},
                                           {"datetime", s.stats.datetime},
                                           {"config", cfg.source},
-                                          {"trainer_ranks", std::to_string(s.coupling->trainer_ranks.size())}};
+                                          {"trainer_ranks", std::to_string(s.coupling->trainer_ranks.size())},
+                                          // What finecast-export passes on as the module's attributes.
+                                          {"units", t.output_attrs.units},
+                                          {"grid", schema::name_of(cfg.grid.type) + " " + cfg.grid.file}};
   for (const auto& [key, value] : context_metadata(cfg, t.conditioning, t.patch_options)) meta[key] = value;
   const std::string path = t.model->save_in_dir(cfg.checkpoint.dir, cfg.checkpoint.keep, meta);
   remove_orphan_snapshots(cfg.checkpoint.dir);

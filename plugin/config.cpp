@@ -379,6 +379,11 @@ void validate_together(const Config& c, ErrorList& errors) {
                ? "model.arch graph needs ICON triangles: set grid.type: icon (lat-lon blocks use mlp or unet)"
                : std::string();
   });
+  rule({"model.file", "model.arch"}, [&] {
+    return c.model.arch == trainer::Arch::kTorchscript && c.model.file.empty()
+               ? "model.arch torchscript needs model.file: the denoiser's TorchScript file (docs/training.md)"
+               : std::string();
+  });
   rule({"model.attention", "model.arch"}, [&] {
     return c.model.attention && c.model.arch != trainer::Arch::kUnet
                ? "model.attention is part of the unet: set model.arch: unet, or model.attention: false"

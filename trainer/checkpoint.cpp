@@ -133,6 +133,9 @@ std::string describe_differences(const ModelOptions& a, const ModelOptions& b) {
     const bool unet_only = field.key == "unet_channels" || field.key == "attention";
     if (mlp_only && !(a.arch == Arch::kMlp && b.arch == Arch::kMlp)) continue;
     if (unet_only && !(a.arch == Arch::kUnet && b.arch == Arch::kUnet)) continue;
+    // Where the TorchScript file was read from does not matter: the embedded module's hash does
+    // (checkpoint_io.cpp).
+    if (field.key == "file") continue;
     compared.push_back(field);
   }
   return schema::differences(compared, a, b, "file", "this model");

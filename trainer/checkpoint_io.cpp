@@ -47,6 +47,32 @@ ValidationRecord read_validation(const h5::File& f) {
   return v;
 }
 
+/// arch torchscript: the module's bytes (/torchscript/module, uint8) with their hash and the file
+/// they came from, so that a resume and finecast-downscale need nothing else.
+void write_torchscript(h5::File& f, const ModelOptions& mo) {
+  if (mo.arch != Arch::kTorchscript || !mo.torchscript) return;
+  const std::string& bytes = *mo.torchscript;
+  f.create_group("torchscript");
+  f.write("torchscript/module", h5::Type::kUInt8, bytes.data(), {static_cast<int64_t>(bytes.size())});
+  f.set_attr("torchscript", "hash", models::torchscript_hash(bytes));
+  f.set_attr("torchscript", "file", mo.file);
+}
+
+/// The embedded module of an arch torchscript checkpoint, checked against its recorded hash.
+std::shared_ptr<const std::string> read_torchscript(const h5::File& f, const std::string& path) {
+  if (!f.exists("torchscript/module"))
+    throw CheckpointError(path +
+                          ": model.arch is torchscript but the checkpoint embeds no module (/torchscript/module)");
+  const auto info = f.info("torchscript/module");
+  std::string bytes(static_cast<size_t>(info.numel()), '\0');
+  f.read("torchscript/module", h5::Type::kUInt8, bytes.data(), info.numel());
+  const std::string hash = models::torchscript_hash(bytes);
+  if (f.has_attr("torchscript", "hash") && f.attr_string("torchscript", "hash") != hash)
+    throw CheckpointError(path + ": the embedded TorchScript module's hash is " + hash + ", the checkpoint records " +
+                          f.attr_string("torchscript", "hash"));
+  return std::make_shared<const std::string>(std::move(bytes));
+}
+
 /// Writes `state` (tensors on any device) with the options of `im`, atomically.
 void write_checkpoint(const std::string& path, const Downscaler::Impl& im, const TrainState& state,
                       const std::map<std::string, std::string>& metadata) {
@@ -68,6 +94,7 @@ void write_checkpoint(const std::string& path, const Downscaler::Impl& im, const
     f.set_attr("/", "written_on_device", im.device.str());
     format::write_model_options(f, im.mo);
     format::write_train_options(f, im.to);
+    write_torchscript(f, im.mo);
     torch::NoGradGuard no_grad;
     const torch::Tensor* buffers[] = {&state.flat, &state.ema, &state.exp_avg, &state.exp_avg_sq};
     for (size_t b = 0; b < 4; ++b) {
@@ -138,6 +165,13 @@ void Downscaler::restore(const std::string& path) {
   const ModelOptions file_mo = format::read_model_options(f);
   const std::string diff = format::describe_differences(file_mo, im.mo);
   if (!diff.empty()) throw CheckpointError(path + ": incompatible with this model: " + diff);
+  if (im.mo.arch == Arch::kTorchscript) {
+    const std::string mine = models::torchscript_hash(*im.mo.torchscript);
+    const std::string theirs = models::torchscript_hash(*read_torchscript(f, path));
+    if (mine != theirs)
+      throw CheckpointError(path + ": its TorchScript module (hash " + theirs + ") is not this model's (model.file " +
+                            im.mo.file + ", hash " + mine + ")");
+  }
 
   // Every problem with the tensors at once, so one run tells the user everything that differs.
   std::vector<std::string> problems;
@@ -229,6 +263,7 @@ Downscaler Downscaler::load_checkpoint(const std::string& path, const std::strin
     format::check_header(f);
     mo = format::read_model_options(f);
     to = format::read_train_options(f);
+    if (mo.arch == Arch::kTorchscript) mo.torchscript = read_torchscript(f, path);
   }
   try {
     models::validate(mo);

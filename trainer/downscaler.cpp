@@ -33,6 +33,9 @@ Downscaler::Impl::Impl(const ModelOptions& m, const TrainOptions& t, const std::
     : mo(m), to(t), device(parse_torch_device(dev)), sample_device(parse_torch_device(sdev.empty() ? dev : sdev)) {
   models::validate(mo);
   validate_train_options(to);
+  // A TorchScript denoiser is read once; every copy of the network (training, sampling,
+  // validation) loads these bytes, and checkpoints embed them.
+  if (mo.arch == Arch::kTorchscript && !mo.torchscript) mo.torchscript = models::read_torchscript(mo.file);
   cuda = device.is_cuda();
   schedule = diffusion::make_schedule(mo.schedule, mo.diffusion_steps, device);
   sample_schedule = diffusion::make_schedule(mo.schedule, mo.diffusion_steps, sample_device);
@@ -60,7 +63,9 @@ Downscaler::Impl::Impl(const ModelOptions& m, const TrainOptions& t, const std::
   if (mo.arch == Arch::kMlp) step_table_cpu = models::sinusoidal_table(mo.diffusion_steps, mo.time_embedding);
   fused_mlp = make_fused(mo, fused_layout(), device, step_table_cpu, to.force_autograd);
   sample_fused = make_fused(mo, fused_layout(), sample_device, step_table_cpu, to.force_autograd);
-  sample_graphs = graphs::make_sample_graphs(sample_device);
+  // A scripted module runs eagerly: its graph executor may re-specialise during the first calls,
+  // which a CUDA graph capture cannot hold.
+  if (mo.arch != Arch::kTorchscript) sample_graphs = graphs::make_sample_graphs(sample_device);
 }
 
 Downscaler::Impl::~Impl() = default;
@@ -150,7 +155,8 @@ double Downscaler::Impl::current_lr() const {
 std::string Downscaler::training_path() const {
   const auto& im = *impl_;
   if (im.fused_mlp) return "fused-cpu";
-  if (im.cuda && im.to.cuda_graphs && graphs::compiled() && !im.train_graph_failed) return "autograd+cuda-graphs";
+  if (im.cuda && im.to.cuda_graphs && graphs::compiled() && !im.train_graph_failed && im.mo.arch != Arch::kTorchscript)
+    return "autograd+cuda-graphs";
   return "autograd";
 }
 

@@ -2,9 +2,14 @@
 // Denoiser networks: MLP (the reference model) and a small conditional U-Net for k x k blocks.
 #include "trainer/models.hpp"
 
+#include <torch/script.h>
+
 #include <array>
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <stdexcept>
 
 #include "trainer/fused_mlp.hpp"
@@ -41,6 +46,8 @@ void validate(const ModelOptions& o) {
         "the graph denoiser needs a triangle of r*r cells with r a power of 2 and >= 4 (an ICON "
         "patch at least two levels finer than its coarse cell), got " +
             std::to_string(o.patch_size));
+  if (o.arch == Arch::kTorchscript && o.file.empty() && !o.torchscript)
+    bad("file", "arch torchscript needs the denoiser's TorchScript file (model.file: denoiser.pt)");
   if (o.static_channels * o.patch_size > o.context_size)
     bad("static_channels", std::to_string(o.static_channels) + " fine fields of " + std::to_string(o.patch_size) +
                                " values do not fit a context of " + std::to_string(o.context_size));
@@ -358,7 +365,138 @@ class GraphDenoiser : public Denoiser {
   GraphBlock down0_{nullptr}, down1_{nullptr}, mid_{nullptr}, up1_{nullptr}, up0_{nullptr};
 };
 
+/// "[2, 16]".
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+/// A user's TorchScript module as a denoiser: its parameters are registered under their own
+/// (dotted) names in a tree of plain modules, so that finecast's flat buffers, initialisation,
+/// optimizer, EMA and checkpoints treat them as those of a built-in network; the module's
+/// forward(x_t, t, context) computes with the very same tensors.
+class TorchScriptDenoiser : public Denoiser {
+ public:
+  TorchScriptDenoiser(const ModelOptions& o, const torch::Device& device) {
+    const std::string where = "model.file " + o.file + ": ";
+    try {
+      std::istringstream in(*o.torchscript);
+      module_ = torch::jit::load(in, device);
+    } catch (const c10::Error& e) {
+      throw std::invalid_argument(where + "not a TorchScript module torch::jit::load can read (" +
+                                  std::string(e.what_without_backtrace()) + ")");
+    }
+    check_signature(o, where, device);
+    std::map<std::string, std::shared_ptr<torch::nn::Module>> holders;
+    for (const auto& p : module_.named_parameters(/*recurse=*/true)) {
+      if (p.value.scalar_type() != torch::kFloat32)
+        throw std::invalid_argument(where + "parameter " + p.name + " is " +
+                                    std::string(c10::toString(p.value.scalar_type())) + ", finecast trains float32");
+      torch::nn::Module* owner = this;
+      std::string path;
+      size_t start = 0;
+      for (size_t dot = p.name.find('.'); dot != std::string::npos; dot = p.name.find('.', start)) {
+        path += (path.empty() ? "" : ".") + p.name.substr(start, dot - start);
+        auto& holder = holders[path];
+        if (!holder) holder = owner->register_module(p.name.substr(start, dot - start), std::make_shared<Holder>());
+        owner = holder.get();
+        start = dot + 1;
+      }
+      owner->register_parameter(p.name.substr(start), p.value);
+    }
+    if (parameters().empty()) throw std::invalid_argument(where + "the module has no parameters to train");
+    module_.train();
+  }
+
+  torch::Tensor forward(const torch::Tensor& x_t, const torch::Tensor& context, const torch::Tensor& t) override {
+    return module_.forward({x_t, t, context}).toTensor();
+  }
+
+  const torch::jit::Module& module() const { return module_; }
+
+  using torch::nn::Module::to;
+  /// The module's buffers move too (its parameters are those registered here).
+  void to(torch::Device device, bool non_blocking) override {
+    module_.to(device, non_blocking);
+    torch::nn::Module::to(device, non_blocking);
+  }
+
+ private:
+  struct Holder : torch::nn::Module {};
+
+  /// forward(x_t: Tensor[B,P], t: Tensor[B] int64, context: Tensor[B,C]) -> Tensor[B,P] float32:
+  /// its schema, then one call on a batch of two.
+  void check_signature(const ModelOptions& o, const std::string& where, const torch::Device& device) {
+    const std::string wanted = "forward(x_t: Tensor[B," + std::to_string(o.patch_size) +
+                               "], t: Tensor[B] int64, context: Tensor[B," + std::to_string(o.context_size) +
+                               "]) -> Tensor[B," + std::to_string(o.patch_size) + "]";
+    const auto method = module_.find_method("forward");
+    if (!method) throw std::invalid_argument(where + "the module has no method forward; finecast calls " + wanted);
+    const auto& args = method->function().getSchema().arguments();  // self first
+    std::string names;
+    for (size_t i = 1; i < args.size(); ++i) names += (i > 1 ? ", " : "") + args[i].name();
+    if (args.size() != 4)
+      throw std::invalid_argument(where + "forward takes " + std::to_string(args.size() - 1) + " input(s) (" + names +
+                                  "), finecast calls " + wanted);
+    for (size_t i = 1; i < args.size(); ++i)
+      if (!args[i].type()->isSubtypeOf(*c10::TensorType::get()))
+        throw std::invalid_argument(where + "forward's input " + args[i].name() + " is " + args[i].type()->str() +
+                                    ", finecast passes a Tensor: " + wanted);
+    const int64_t B = 2;
+    const auto f32 = torch::TensorOptions().dtype(torch::kFloat32).device(device);
+    c10::IValue out;
+    try {
+      torch::NoGradGuard no_grad;
+      out = module_.forward({torch::zeros({B, o.patch_size}, f32),
+                             torch::full({B}, o.diffusion_steps - 1, f32.dtype(torch::kInt64)),
+                             torch::zeros({B, o.context_size}, f32)});
+    } catch (const std::exception& e) {
+      // The interpreter's message ends with the error itself: keep its last line.
+      std::string what = e.what();
+      while (!what.empty() && what.back() == '\n') what.pop_back();
+      const auto nl = what.rfind('\n');
+      if (nl != std::string::npos) what = what.substr(nl + 1);
+      throw std::invalid_argument(where + "forward fails on x_t [2, " + std::to_string(o.patch_size) +
+                                  "] float32, t [2] int64, context [2, " + std::to_string(o.context_size) +
+                                  "] float32 (" + what + "); finecast calls " + wanted);
+    }
+    if (!out.isTensor())
+      throw std::invalid_argument(where + "forward returns " + out.type()->str() + ", expected a Tensor: " + wanted);
+    const torch::Tensor y = out.toTensor();
+    if (y.sizes().vec() != std::vector<int64_t>{B, o.patch_size})
+      throw std::invalid_argument(where + "forward returns shape " + shape_text(y.sizes().vec()) +
+                                  " for a batch of 2, expected " + shape_text({B, o.patch_size}) + ": " + wanted);
+    if (y.scalar_type() != torch::kFloat32)
+      throw std::invalid_argument(where + "forward returns " + std::string(c10::toString(y.scalar_type())) +
+                                  ", expected float32: " + wanted);
+  }
+
+  torch::jit::Module module_;
+};
+
 }  // namespace
+
+const torch::jit::Module* torchscript_module(const Denoiser& net) {
+  const auto* scripted = dynamic_cast<const TorchScriptDenoiser*>(&net);
+  return scripted ? &scripted->module() : nullptr;
+}
+
+std::shared_ptr<const std::string> read_torchscript(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::invalid_argument("model.file " + path + ": cannot be read (arch torchscript needs it)");
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return std::make_shared<const std::string>(bytes.str());
+}
+
+std::string torchscript_hash(const std::string& bytes) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
 
 std::shared_ptr<Denoiser> make_denoiser(const ModelOptions& options, const torch::Device& device) {
   validate(options);
@@ -367,8 +505,13 @@ std::shared_ptr<Denoiser> make_denoiser(const ModelOptions& options, const torch
     net = std::make_shared<MlpDenoiser>(options, device);
   else if (options.arch == Arch::kUnet)
     net = std::make_shared<UNetDenoiser>(options, device);
-  else
+  else if (options.arch == Arch::kGraph)
     net = std::make_shared<GraphDenoiser>(options, device);
+  else {
+    ModelOptions o = options;
+    if (!o.torchscript) o.torchscript = read_torchscript(o.file);
+    net = std::make_shared<TorchScriptDenoiser>(o, device);
+  }
   net->to(device);
   return net;
 }

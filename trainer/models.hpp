@@ -9,6 +9,10 @@
 
 #include "trainer/downscaler.hpp"
 
+namespace torch::jit {
+struct Module;
+}  // namespace torch::jit
+
 namespace finecast::trainer::models {
 
 /// A network that maps (noisy patch [B,P], normalised context [B,C], step [B] int64) to [B,P].
@@ -50,6 +54,18 @@ SplitContext split_context(const torch::Tensor& context, int64_t static_channels
 
 /// Checks the options that shape a network; throws std::invalid_argument naming the option.
 void validate(const ModelOptions& options);
+
+/// The bytes of the TorchScript file `path` (arch torchscript); throws std::invalid_argument
+/// naming model.file when it cannot be read.
+std::shared_ptr<const std::string> read_torchscript(const std::string& path);
+
+/// A short hash of a TorchScript module's bytes (FNV-1a, 16 hex digits): checkpoints record it,
+/// and a resume refuses a checkpoint whose module differs.
+std::string torchscript_hash(const std::string& bytes);
+
+/// The user's module behind an arch torchscript network (its parameters are the network's), or
+/// nullptr for the built-in networks.
+const torch::jit::Module* torchscript_module(const Denoiser& net);
 
 /// Builds the network that `options.arch` names. Its initial weights come from LibTorch's global
 /// generator; callers that need determinism re-draw them with init_parameters.

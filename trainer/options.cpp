@@ -7,7 +7,8 @@
 namespace finecast::trainer {
 
 const schema::Names<Arch>& names(Arch) {
-  static const schema::Names<Arch> n{{Arch::kMlp, "mlp"}, {Arch::kUnet, "unet"}, {Arch::kGraph, "graph"}};
+  static const schema::Names<Arch> n{
+      {Arch::kMlp, "mlp"}, {Arch::kUnet, "unet"}, {Arch::kGraph, "graph"}, {Arch::kTorchscript, "torchscript"}};
   return n;
 }
 const schema::Names<Activation>& names(Activation) {
@@ -51,7 +52,7 @@ const schema::Table<ModelOptions>& model_options_table() {
     s.push_back(
         choice("arch", &M::arch,
                "denoiser: mlp; unet (square latlon blocks); graph (ICON triangles: convolutions over the patch's "
-               "edge-neighbour graph)"));
+               "edge-neighbour graph); torchscript (your own module: model.file)"));
     s.push_back(integer("context_size", &M::context_size, 0, 1 << 20, "context values per patch (from the coupling)")
                     .only_in(Scope::kCheckpoint));
     s.push_back(integer("patch_size", &M::patch_size, 1, 1 << 26, "fine values per patch (from the grid)")
@@ -74,6 +75,9 @@ const schema::Table<ModelOptions>& model_options_table() {
                        "v | eps (eps prediction blows samples up with 50 cosine steps; docs/plugin.md)"));
     s.push_back(boolean("conservative", &M::conservative,
                         "every sampled patch's (area-weighted) mean equals its coarse value"));
+    s.push_back(text("file", &M::file,
+                     "torchscript: the denoiser's TorchScript file, forward(x_t [B,P], t [B] int64, context [B,C]) "
+                     "-> [B,P] (embedded in checkpoints)"));
     return s;
   }();
   return t;

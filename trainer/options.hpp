@@ -7,13 +7,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "common/schema.hpp"
 
 namespace finecast::trainer {
 
-enum class Arch { kMlp, kUnet, kGraph };
+enum class Arch { kMlp, kUnet, kGraph, kTorchscript };
 enum class Activation { kSilu, kGelu, kRelu };
 enum class NoiseSchedule { kLinear, kCosine };
 enum class Objective { kEps, kV };
@@ -56,6 +57,11 @@ struct ModelOptions {
   /// v: well-conditioned DDIM/DDPM with few steps (docs/plugin.md); eps: the noise itself
   Objective objective = Objective::kV;
   bool conservative = true;  ///< every sample's weighted patch mean equals the coarse value
+  /// arch torchscript: the TorchScript file of the denoiser (docs/training.md, "Your own denoiser").
+  std::string file;
+  /// arch torchscript: the module's bytes, read from `file` when the model is built, or from the
+  /// checkpoint that embeds them (so resuming and finecast-downscale need no file). Not an option.
+  std::shared_ptr<const std::string> torchscript;
 };
 
 /// Optimisation settings; not part of the model, but stored in checkpoints for the record.

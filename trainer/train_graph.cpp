@@ -187,7 +187,9 @@ EpochResult TrainGraph::finish_epoch(const std::function<void(const std::string&
 }
 
 TrainGraph* train_graph_for(Downscaler::Impl& im, const EpochTensors& data, int64_t global) {
-  const bool wanted = (im.cuda && im.to.cuda_graphs && compiled()) || im.force_graph_path;
+  // A TorchScript denoiser trains eagerly (downscaler.cpp: no capture of a scripted module).
+  const bool wanted =
+      ((im.cuda && im.to.cuda_graphs && compiled()) || im.force_graph_path) && im.mo.arch != Arch::kTorchscript;
   if (!wanted || im.train_graph_failed || im.fused_mlp || im.micro_batch != global) return nullptr;
   if (im.to.max_device_memory > 0 && estimate_batch_bytes(im.mo, im.flat.numel(), global) > im.to.max_device_memory)
     return nullptr;

@@ -324,7 +324,10 @@ void write_model_checkpoint(PluginState& s, bool training_due) {
                                           {"config", cfg.source},
                                           {"config_hash", config_hash(s.config_text)},
                                           {"config_resolved", s.config_text},
-                                          {"trainer_ranks", std::to_string(s.coupling->trainer_ranks.size())}};
+                                          {"trainer_ranks", std::to_string(s.coupling->trainer_ranks.size())},
+                                          // What finecast-export passes on as the module's attributes.
+                                          {"units", t.output_attrs.units},
+                                          {"grid", schema::name_of(s.config.grid.type) + " " + s.config.grid.file}};
   for (const auto& [key, value] : coupling::spec_metadata(checkpoint_spec(t.conditioning, t.patch_options)))
     meta[key] = value;
   const std::string path = t.model->save_in_dir(cfg.checkpoint.dir, cfg.checkpoint.keep, meta);

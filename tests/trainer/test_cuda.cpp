@@ -4,12 +4,15 @@
 // scripts/device/build_cuda.sh runs them on a GPU machine.
 #include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
+#include <torch/script.h>
 #include <torch/torch.h>
 
 #include <cstdio>
+#include <filesystem>
 
 #include "tests/trainer/trainer_test_data.hpp"
 #include "trainer/device.hpp"
+#include "trainer/models.hpp"
 #include "trainer/downscaler.hpp"
 #include "trainer/downscaler_impl.hpp"
 #include "trainer/adamw.hpp"
@@ -196,6 +199,49 @@ TEST_F(Cuda, CheckpointWrittenOnCpuContinuesOnGpu) {
   const double diff = relative_update_difference(ft::internals(gpu).flat, ft::internals(cpu).flat, at_save);
   std::printf("cpu -> gpu: relative difference of the continued updates %.2e\n", diff);
   EXPECT_LT(diff, 0.05);
+}
+
+TEST_F(Cuda, TorchScriptCheckpointMovesBetweenCpuAndGpu) {
+  // A one-layer MLP as the user's TorchScript module (model.arch: torchscript).
+  ft::ModelOptions o = small_model();
+  o.depth = 1;
+  auto cu = std::make_shared<torch::jit::CompilationUnit>();
+  torch::jit::Module m(c10::QualifiedName("__torch__.user.Denoiser"), cu, true);
+  const int64_t in = o.patch_size + o.context_size + o.time_embedding;
+  for (const auto& [name, fan_in, fan_out] :
+       {std::tuple<std::string, int64_t, int64_t>{"layer0", in, o.hidden}, {"out", o.hidden, o.patch_size}}) {
+    torch::jit::Module l(c10::QualifiedName("__torch__.user." + name), cu, true);
+    l.register_parameter("weight", torch::zeros({fan_out, fan_in}), false);
+    l.register_parameter("bias", torch::zeros({fan_out}), false);
+    m.register_module(name, l);
+  }
+  m.register_buffer("step_table", ft::models::sinusoidal_table(o.diffusion_steps, o.time_embedding));
+  m.define(R"(
+def forward(self, x_t: Tensor, t: Tensor, context: Tensor) -> Tensor:
+    h = torch.cat([x_t, context, self.step_table.index_select(0, t)], 1)
+    h = torch.silu(torch.linear(h, self.layer0.weight, self.layer0.bias))
+    return torch.linear(h, self.out.weight, self.out.bias)
+)");
+  o.arch = ft::Arch::kTorchscript;
+  o.file = path("denoiser.pt");
+  m.save(o.file);
+
+  KnownDistribution d(256, 6);
+  ft::Downscaler cpu(o, fast_training(), "cpu");
+  cpu.train_epoch(view(d));
+  cpu.save_checkpoint(path("cpu.h5"));
+  std::filesystem::remove(o.file);  // the checkpoint embeds the module
+  auto gpu = ft::Downscaler::load_checkpoint(path("cpu.h5"), "cuda");
+  EXPECT_EQ(gpu.training_path(), "autograd");  // a scripted module trains eagerly
+  EXPECT_TRUE(torch::equal(ft::internals(gpu).flat.cpu(), ft::internals(cpu).flat));
+  EXPECT_EQ(gpu.train_epoch(view(d)).bad_steps, 0);
+  gpu.publish();
+  const auto samples = draw(gpu, d, 8, 3);
+  for (float v : samples) ASSERT_TRUE(std::isfinite(v));
+  gpu.save_checkpoint(path("gpu.h5"));
+  auto back = ft::Downscaler::load_checkpoint(path("gpu.h5"), "cpu");
+  EXPECT_TRUE(torch::equal(ft::internals(back).flat, ft::internals(gpu).flat.cpu()));
+  EXPECT_LT(max_abs_difference(draw(back, d, 8, 3), samples), 1e-3);
 }
 
 TEST_F(Cuda, UNetTrainsAndSamplesOnTheGpu) {

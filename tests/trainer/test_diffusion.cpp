@@ -170,7 +170,7 @@ TEST(Models, UNetShapesAndValidation) {
     arch.set(o, "transformer");
     FAIL() << "an unknown architecture must be refused";
   } catch (const finecast::schema::BadValue& e) {
-    EXPECT_STREQ(e.what(), "must be one of mlp, unet, graph, got \"transformer\"");
+    EXPECT_STREQ(e.what(), "must be one of mlp, unet, graph, torchscript, got \"transformer\"");
   }
 }
 

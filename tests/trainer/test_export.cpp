@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// finecast-export: the TorchScript module of a trained checkpoint reproduces the trainer's own
+// denoiser and sampler for the same inputs and noise (MLP, U-Net, graph denoiser; DDIM with and
+// without eta, DDPM), loaded back with torch::jit::load here and with Debian's Python
+// (tests/trainer/export_check.py, which runs docs/export.md's example).
+#include <ATen/CPUGeneratorImpl.h>
+#include <gtest/gtest.h>
+#include <torch/script.h>
+#include <torch/torch.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "tests/trainer/trainer_test_data.hpp"
+#include "trainer/checkpoint.hpp"
+#include "trainer/downscaler.hpp"
+#include "trainer/downscaler_impl.hpp"
+#include "trainer/torchscript_export.hpp"
+
+namespace ft = finecast::trainer;
+
+namespace {
+
+constexpr double kTolerance = 1e-5;
+
+/// Random training data of the model's shapes: the first context value is the patch mean of
+/// `fine` (the coarse value, as in a one-field context), the rest noise.
+struct Data {
+  std::vector<float> context, fine, coarse, weights;
+  int64_t n = 0;
+  Data(const ft::ModelOptions& mo, int64_t rows, uint64_t seed) : n(rows) {
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+    auto ctx = torch::randn({rows, mo.context_size}, gen);
+    auto f = torch::randn({rows, mo.patch_size}, gen) * 0.5 + 2.0 * ctx.narrow(1, 0, 1);
+    auto w = torch::rand({rows, mo.patch_size}, gen) + 0.5;
+    w = w / w.sum(1, true);
+    ctx.narrow(1, 0, 1).copy_((f * w).sum(1, true));
+    context.assign(ctx.data_ptr<float>(), ctx.data_ptr<float>() + ctx.numel());
+    fine.assign(f.data_ptr<float>(), f.data_ptr<float>() + f.numel());
+    weights.assign(w.data_ptr<float>(), w.data_ptr<float>() + w.numel());
+    for (int64_t i = 0; i < rows; ++i) coarse.push_back(context[static_cast<size_t>(i * mo.context_size)]);
+  }
+  ft::DataView view() const { return {context.data(), fine.data(), weights.data(), n}; }
+};
+
+torch::Tensor blob(std::vector<float>& v, std::vector<int64_t> shape) {
+  return torch::from_blob(v.data(), shape, torch::kFloat32).clone();
+}
+
+double max_abs(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
+
+class Export : public ::testing::Test {
+ protected:
+  ft::testing::ScratchDir scratch_{"export_test"};
+
+  /// A model of `mo` trained for one short epoch on random data, saved and loaded back on the
+  /// CPU as finecast-downscale loads it.
+  ft::Downscaler trained(const ft::ModelOptions& mo, bool force_autograd) {
+    ft::TrainOptions to;
+    to.batch_size = 16;
+    to.warmup_steps = 2;
+    to.seed = 9;
+    to.force_autograd = force_autograd;
+    ft::Downscaler d(mo, to, "cpu");
+    const Data data(mo, 48, 3);
+    d.train_epoch(data.view());
+    d.publish();
+    const std::string path = scratch_.path("model.h5");
+    d.save_checkpoint(path, metadata());
+    return ft::Downscaler::load_checkpoint(path, "cpu");
+  }
+
+  static std::map<std::string, std::string> metadata() {
+    return {{"context_fields", "tas"}, {"target", "tas"}, {"patch.residual", "mean"}};
+  }
+
+  /// Exports `model`, loads the file back and checks forward() and denoise() against the
+  /// trainer's sample() and network; returns the worst differences.
+  std::pair<double, double> compare(const ft::Downscaler& model, const ft::SampleOptions& so, bool with_weights) {
+    const ft::ModelOptions& mo = model.model_options();
+    ft::ExportOptions eo;
+    eo.sample = so;
+    eo.metadata = metadata();
+    const std::string file = scratch_.path("downscaler.pt");
+    ft::export_torchscript(model, eo, file);
+    torch::jit::Module m = torch::jit::load(file);
+
+    const int64_t n = 5, M = so.members, P = mo.patch_size;
+    Data in(mo, n, 11);
+    const uint64_t seed = 77;
+    std::vector<float> expected(static_cast<size_t>(n * M * P));
+    model.sample(in.context.data(), in.coarse.data(), with_weights ? in.weights.data() : nullptr, n, so, seed,
+                 expected.data());
+    // The noise sample() draws: one [draws, n * members, P] draw from the CPU generator of the seed.
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+    auto noise = torch::randn({ft::export_noise_draws(mo, so), n * M, P}, gen);
+    auto ctx = blob(in.context, {n, mo.context_size});
+    std::vector<torch::jit::IValue> args{ctx, noise};
+    torch::jit::Kwargs kw;
+    if (with_weights) kw["weights"] = blob(in.weights, {n, P});
+    auto fine = m.get_method("forward")(args, kw).toTensor();
+    EXPECT_EQ(fine.sizes().vec(), (std::vector<int64_t>{n, M, P}));
+    const double sample_diff = max_abs(fine, blob(expected, {n, M, P}));
+
+    // The denoiser alone, on normalised inputs, against the sampling network.
+    auto x = torch::randn({n, P}, gen);
+    auto t = torch::tensor(std::vector<int64_t>{0, 3, 7, mo.diffusion_steps - 1, 1});
+    auto norm_ctx = m.get_method("normalise_context")({ctx}).toTensor();
+    auto out = m.get_method("denoise")({x, t, norm_ctx}).toTensor();
+    const auto& im = ft::internals(model);
+    torch::Tensor ref;
+    {
+      torch::NoGradGuard no_grad;
+      ref = im.sample_net->forward(x, (ctx - im.sample_norm.context_mean) / im.sample_norm.context_std, t);
+    }
+    const double denoise_diff = max_abs(out, ref);
+    std::printf("[export] %s %s %lld steps eta %.1f weights %d: forward %.3g, denoise %.3g\n",
+                ft::name(mo.arch).c_str(), ft::name(so.sampler).c_str(), static_cast<long long>(so.steps), so.eta,
+                with_weights ? 1 : 0, sample_diff, denoise_diff);
+    return {sample_diff, denoise_diff};
+  }
+};
+
+ft::ModelOptions mlp() {
+  ft::ModelOptions o;
+  o.context_size = 3;
+  o.patch_size = 16;
+  o.hidden = 32;
+  o.depth = 2;
+  o.time_embedding = 16;
+  o.diffusion_steps = 20;
+  return o;
+}
+
+ft::SampleOptions ddim(int64_t steps, double eta) {
+  ft::SampleOptions so;
+  so.sampler = ft::Sampler::kDdim;
+  so.steps = steps;
+  so.eta = eta;
+  so.members = 3;
+  return so;
+}
+
+}  // namespace
+
+TEST_F(Export, MlpModuleReproducesTheSamplerAndTheDenoiser) {
+  ft::Downscaler model = trained(mlp(), /*force_autograd=*/true);
+  ft::SampleOptions ddpm = ddim(10, 0.0);
+  ddpm.sampler = ft::Sampler::kDdpm;
+  for (const auto& so : {ddim(10, 0.0), ddim(5, 0.7), ddpm})
+    for (bool weights : {false, true}) {
+      const auto [sample_diff, denoise_diff] = compare(model, so, weights);
+      EXPECT_LT(sample_diff, kTolerance) << ft::name(so.sampler) << " eta " << so.eta << " weights " << weights;
+      EXPECT_LT(denoise_diff, kTolerance);
+    }
+}
+
+TEST_F(Export, MatchesTheFusedCpuSamplerToItsOwnTolerance) {
+  // sample() of an MLP on the CPU runs the fused path (where the build has a CBLAS), whose
+  // arithmetic order differs from autograd's; docs/training.md gives it 1e-5 of the field's scale.
+  ft::Downscaler model = trained(mlp(), /*force_autograd=*/false);
+  const auto [sample_diff, denoise_diff] = compare(model, ddim(10, 0.0), true);
+  EXPECT_LT(sample_diff, 1e-4);
+  EXPECT_LT(denoise_diff, kTolerance);
+}
+
+TEST_F(Export, UnetWithAttentionAndCovariatesReproducesTheSampler) {
+  ft::ModelOptions o = mlp();
+  o.arch = ft::Arch::kUnet;
+  o.unet_channels = 4;
+  o.attention = true;
+  o.static_channels = 2;
+  o.context_size = 3 + 2 * o.patch_size;
+  ft::Downscaler model = trained(o, true);
+  const auto [sample_diff, denoise_diff] = compare(model, ddim(4, 0.5), true);
+  EXPECT_LT(sample_diff, kTolerance);
+  EXPECT_LT(denoise_diff, kTolerance);
+}
+
+TEST_F(Export, GraphDenoiserWithCovariatesReproducesTheSampler) {
+  ft::ModelOptions o = mlp();
+  o.arch = ft::Arch::kGraph;
+  o.unet_channels = 4;
+  o.static_channels = 2;
+  o.context_size = 3 + 2 * o.patch_size;
+  o.activation = ft::Activation::kGelu;
+  o.objective = ft::Objective::kEps;
+  ft::Downscaler model = trained(o, true);
+  const auto [sample_diff, denoise_diff] = compare(model, ddim(4, 0.0), true);
+  EXPECT_LT(sample_diff, kTolerance);
+  EXPECT_LT(denoise_diff, kTolerance);
+}
+
+TEST_F(Export, ForwardNamesWhatItMisses) {
+  ft::Downscaler model = trained(mlp(), true);
+  ft::ExportOptions eo;
+  eo.sample = ddim(10, 0.0);
+  eo.metadata = {{"context_fields", "tas"}, {"target", "tas"}, {"patch.relative_context", "true"}};
+  const std::string file = scratch_.path("relative.pt");
+  ft::export_torchscript(model, eo, file);
+  torch::jit::Module m = torch::jit::load(file);
+  EXPECT_EQ(m.attr("coarse_slot").toInt(), -1);
+  auto message = [&](const std::vector<torch::jit::IValue>& args) -> std::string {
+    try {
+      m.forward(args);
+    } catch (const std::exception& e) {  // the interpreter's errors are not all c10::Error
+      return e.what();
+    }
+    return "";
+  };
+  auto ctx = torch::randn({2, 3});
+  EXPECT_NE(message({ctx, torch::randn({1, 4, 16})}).find("pass coarse=[N]"), std::string::npos);
+  EXPECT_NE(message({ctx, torch::randn({2, 4, 16})}).find("noise must be [noise_draws"), std::string::npos);
+  EXPECT_NE(message({torch::randn({2, 5}), torch::randn({1, 4, 16})}).find("context must be [N, context_size]"),
+            std::string::npos);
+  // With the coarse value given, the patch means are kept exactly (conservation).
+  auto coarse = torch::tensor(std::vector<float>{1.5f, -2.0f});
+  auto fine = m.forward({ctx, torch::randn({1, 4, 16}), coarse}).toTensor();
+  EXPECT_LT((fine.mean(2) - coarse.unsqueeze(1)).abs().max().item<double>(), 1e-5);
+}
+
+TEST_F(Export, ProgramWritesAModuleThatDebiansPythonLoadsAndRuns) {
+  // Debian's python3-torch matches the LibTorch finecast builds against.
+  if (std::system("/usr/bin/python3 -c 'import torch' > /dev/null 2>&1") != 0)
+    GTEST_SKIP() << "/usr/bin/python3 with torch (python3-torch) is not installed";
+  ft::Downscaler model = trained(mlp(), true);
+  const std::string checkpoint = scratch_.path("model.h5"), file = scratch_.path("program.pt");
+  const std::string exe = std::string(FINECAST_BINARY_DIR) + "/bin/finecast-export";
+  ASSERT_EQ(std::system((exe + " --help > /dev/null").c_str()), 0);
+  ASSERT_EQ(std::system((exe + " --checkpoint " + checkpoint + " --output " + file +
+                         " --sampler ddim --steps 6 --log-level warning")
+                            .c_str()),
+            0);
+  // The reference the Python side compares with: inputs and the trainer's samples, as the
+  // buffers of a small TorchScript module (what torch.jit.load reads in Python).
+  const ft::ModelOptions& mo = model.model_options();
+  const ft::SampleOptions so = ddim(6, 0.0);
+  const int64_t n = 4, M = so.members, P = mo.patch_size;
+  Data in(mo, n, 21);
+  std::vector<float> expected(static_cast<size_t>(n * M * P));
+  model.sample(in.context.data(), in.coarse.data(), in.weights.data(), n, so, 5, expected.data());
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(5);
+  torch::jit::Module ref(c10::QualifiedName("__torch__.finecast.ExportReference"),
+                         std::make_shared<torch::jit::CompilationUnit>(), true);
+  auto ctx = blob(in.context, {n, mo.context_size});
+  ref.register_buffer("context", ctx);
+  ref.register_buffer("weights", blob(in.weights, {n, P}));
+  ref.register_buffer("noise", torch::randn({ft::export_noise_draws(mo, so), n * M, P}, gen));
+  ref.register_buffer("expected", blob(expected, {n, M, P}));
+  auto x = torch::randn({n, P}, gen);
+  auto t = torch::tensor(std::vector<int64_t>{0, 5, 11, 19});
+  const auto& im = ft::internals(model);
+  ref.register_buffer("x_t", x);
+  ref.register_buffer("t", t);
+  ref.register_buffer(
+      "expected_denoise",
+      im.sample_net->forward(x, (ctx - im.sample_norm.context_mean) / im.sample_norm.context_std, t).detach().clone());
+  const std::string reference = scratch_.path("reference.pt");
+  ref.save(reference);
+  const std::string source = FINECAST_SOURCE_DIR;
+  const std::string cmd = "/usr/bin/python3 " + source + "/tests/trainer/export_check.py " + file + " " + reference +
+                          " " + source + "/docs/export.md";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+}

@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// finecast-export: a trained checkpoint as one TorchScript module for torch.jit.load (Python),
+// FTorch (Fortran) or any LibTorch program (docs/export.md).
+#include <CLI/CLI.hpp>
+#include <exception>
+#include <filesystem>
+#include <string>
+
+#include "common/cli.hpp"
+#include "common/error.hpp"
+#include "common/log.hpp"
+#include "trainer/checkpoint.hpp"
+#include "trainer/downscaler.hpp"
+#include "trainer/torchscript_export.hpp"
+
+namespace {
+
+/// A checkpoint file, or a directory's newest valid checkpoint.
+std::string resolve_checkpoint(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (!fs::exists(path)) throw finecast::IoError("--checkpoint " + path + ": no such file or directory");
+  if (!fs::is_directory(path)) return path;
+  auto newest =
+      finecast::trainer::newest_valid_checkpoint(path, [](const std::string& why) { finecast::log::warning(why); });
+  if (!newest)
+    throw finecast::IoError("--checkpoint " + path + ": the directory holds no valid checkpoint (ckpt_*.h5)");
+  return *newest;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  namespace ft = finecast::trainer;
+  CLI::App app{
+      "finecast-export: writes a trained finecast checkpoint as one TorchScript module: the EMA weights, the\n"
+      "normalisation, the noise schedule and the sampler, with forward(context, noise, coarse=None, weights=None,\n"
+      "base=None) -> fine samples [N, members, P] and denoise(x_t, t, context) -> the network's output. Load it\n"
+      "with torch.jit.load in Python or torch_model_load in FTorch (docs/export.md).\n"
+      "Example: finecast-export --checkpoint out/demo/checkpoints --output downscaler.pt --sampler ddim --steps 10"};
+  std::string checkpoint, output = "downscaler.pt", sampler = "ddim", log_level = "info";
+  ft::ExportOptions opt;
+  app.add_option("--checkpoint", checkpoint, "checkpoint file (.h5), or a directory: its newest valid checkpoint")
+      ->required();
+  app.add_option("--output,-o", output, "TorchScript file to write")->capture_default_str();
+  app.add_option("--sampler", sampler, "the sampler forward() runs: ddim | ddpm")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"ddim", "ddpm"}));
+  app.add_option("--steps", opt.sample.steps, "DDIM steps (ddpm runs all diffusion steps)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--eta", opt.sample.eta, "DDIM noise per step: 0 deterministic, 1 ancestral")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  finecast::cli::add_log_level(app, log_level);
+  finecast::cli::add_version(app, "finecast-export");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    finecast::log::configure(-1, finecast::log::parse_level(log_level), true);
+    finecast::schema::parse_name(sampler, opt.sample.sampler);
+    const std::string path = resolve_checkpoint(checkpoint);
+    const ft::Downscaler model = ft::Downscaler::load_checkpoint(path, "cpu");
+    opt.metadata = ft::read_checkpoint_metadata(path);
+    ft::export_torchscript(model, opt, output);
+    const ft::ModelOptions& mo = model.model_options();
+    finecast::log::info(
+        "Exported " + path + " (" + ft::name(mo.arch) + ", context " + std::to_string(mo.context_size) + ", patch " +
+        std::to_string(mo.patch_size) + ", optimizer step " + std::to_string(model.step()) + ") to " + output +
+        ": forward samples with " + sampler +
+        (opt.sample.sampler == ft::Sampler::kDdim ? " " + std::to_string(opt.sample.steps) + " steps" : "") +
+        " and reads noise [" + std::to_string(ft::export_noise_draws(mo, opt.sample)) + ", N * members, " +
+        std::to_string(mo.patch_size) + "]");
+  } catch (const std::exception& e) {
+    finecast::log::error(e.what());
+    return 1;
+  }
+  return 0;
+}

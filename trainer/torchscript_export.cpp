@@ -1,0 +1,562 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The exported TorchScript module: the sampling network's parameters and buffers copied into a
+// torch::jit::Module tree of the same names, and methods compiled from TorchScript source that
+// spell out, operation by operation, what models.cpp's networks and sampling.cpp's eager
+// sampler compute, so that the module reproduces Downscaler::sample for the same noise.
+#include "trainer/torchscript_export.hpp"
+
+#include <torch/script.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+#include "common/error.hpp"
+#include "trainer/diffusion.hpp"
+#include "trainer/downscaler_impl.hpp"
+#include "trainer/sampling_internal.hpp"
+
+namespace finecast::trainer {
+
+namespace {
+
+namespace jit = torch::jit;
+
+/// A double as TorchScript source that reads back to the same double.
+std::string literal(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  std::string s = buf;
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s;
+}
+
+/// Module attribute names must be identifiers: "in" (the graph denoiser's input layer) is a
+/// Python keyword.
+std::string identifier(const std::string& name) {
+  static const std::set<std::string> keywords{"in",     "is",   "if",   "or",    "and",  "not",
+                                              "def",    "for",  "from", "with",  "as",   "class",
+                                              "return", "else", "elif", "while", "pass", "lambda"};
+  return keywords.count(name) ? name + "_" : name;
+}
+
+/// "self.net.<path>" with each component an identifier.
+std::string attr(const std::string& path) {
+  std::string out = "self.net";
+  size_t start = 0;
+  while (start <= path.size()) {
+    const size_t dot = path.find('.', start);
+    out += "." + identifier(path.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return out;
+}
+
+/// Replaces every "{P}" of `text` by `prefix`.
+std::string with_prefix(std::string text, const std::string& prefix) {
+  for (size_t at = text.find("{P}"); at != std::string::npos; at = text.find("{P}", at + prefix.size()))
+    text.replace(at, 3, prefix);
+  return text;
+}
+
+/// The tensors of the network, as a tree of modules of the same (dotted) names.
+struct Node {
+  std::map<std::string, Node> children;
+  std::vector<std::pair<std::string, torch::Tensor>> parameters, buffers;
+};
+
+void insert(Node& root, const std::string& dotted, const torch::Tensor& value, bool parameter) {
+  Node* node = &root;
+  size_t start = 0;
+  for (size_t dot = dotted.find('.'); dot != std::string::npos; dot = dotted.find('.', start)) {
+    node = &node->children[identifier(dotted.substr(start, dot - start))];
+    start = dot + 1;
+  }
+  (parameter ? node->parameters : node->buffers).emplace_back(identifier(dotted.substr(start)), value);
+}
+
+/// A tensor and a submodule of one name (the graph denoiser's buffer "up0" beside its block
+/// "up0") are two attributes in TorchScript: the tensor becomes "<name>_tensor".
+void separate_clashes(Node& node) {
+  for (auto* leaves : {&node.parameters, &node.buffers})
+    for (auto& [name, value] : *leaves)
+      if (node.children.count(name)) name += "_tensor";
+  for (auto& [name, child] : node.children) separate_clashes(child);
+}
+
+jit::Module build(const Node& node, const std::string& type_name, const std::shared_ptr<jit::CompilationUnit>& cu) {
+  jit::Module m(c10::QualifiedName(type_name), cu, /*shouldMangle=*/true);
+  for (const auto& [name, value] : node.parameters) m.register_parameter(name, value, /*is_buffer=*/false);
+  for (const auto& [name, value] : node.buffers) m.register_buffer(name, value);
+  for (const auto& [name, child] : node.children) m.register_module(name, build(child, type_name + "." + name, cu));
+  return m;
+}
+
+std::string activation_source(Activation a) {
+  switch (a) {
+    case Activation::kSilu:
+      return "torch.silu(x)";
+    case Activation::kGelu:
+      return "torch.gelu(x, approximate=\"tanh\")";
+    case Activation::kRelu:
+      return "torch.relu(x)";
+  }
+  return "x";
+}
+
+/// The conditioning vector of the U-Net and the graph denoiser (context head and step).
+std::string conditioning_source(const ModelOptions& mo) {
+  const int64_t fine = mo.static_channels * mo.patch_size, head = mo.context_size - fine;
+  std::string s = "        head = context.narrow(1, 0, " + std::to_string(head) + ")\n";
+  s += "        cond = self._act(torch.linear(torch.cat([head, " + attr("step_table") + ".index_select(0, t)], 1), " +
+       attr("cond1.weight") + ", " + attr("cond1.bias") + "))\n";
+  s += "        cond = self._act(torch.linear(cond, " + attr("cond2.weight") + ", " + attr("cond2.bias") + "))\n";
+  if (mo.static_channels > 0)
+    s += "        fields = context.narrow(1, " + std::to_string(head) + ", " + std::to_string(fine) +
+         ").reshape([x_t.size(0), " + std::to_string(mo.static_channels) + ", " + std::to_string(mo.patch_size) +
+         "])\n";
+  return s;
+}
+
+bool has(const std::shared_ptr<models::Denoiser>& net, const std::string& name) {
+  for (const auto& p : net->named_parameters(true))
+    if (p.key() == name) return true;
+  return false;
+}
+
+/// models.cpp's MlpDenoiser::forward.
+std::string mlp_source(const ModelOptions& mo) {
+  std::string s =
+      "    def denoise(self, x_t: Tensor, t: Tensor, context: Tensor) -> Tensor:\n"
+      "        h = torch.cat([x_t, context, " +
+      attr("step_table") + ".index_select(0, t)], 1)\n";
+  for (int64_t i = 0; i < mo.depth; ++i) {
+    const std::string l = "layer" + std::to_string(i);
+    s += "        h = self._act(torch.linear(h, " + attr(l + ".weight") + ", " + attr(l + ".bias") + "))\n";
+  }
+  s += "        return torch.linear(h, " + attr("out.weight") + ", " + attr("out.bias") + ")\n";
+  return s;
+}
+
+/// models.cpp's UNetDenoiser::forward, CondBlock and SelfAttention.
+std::string unet_source(const ModelOptions& mo, const std::shared_ptr<models::Denoiser>& net) {
+  const int64_t k = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(mo.patch_size))));
+  const std::string K = std::to_string(k);
+  std::string s;
+  for (const char* block : {"down1", "down2", "mid", "up"}) {
+    const std::string b = block;
+    const std::string skip = has(net, b + ".skip.weight")
+                                 ? "torch.conv2d(x, " + attr(b + ".skip.weight") + ", " + attr(b + ".skip.bias") + ")"
+                                 : "x";
+    s += with_prefix("    def _block_" + b +
+                         "(self, x: Tensor, cond: Tensor) -> Tensor:\n"
+                         "        h = torch.conv2d(self._act(x), {P}.conv1.weight, {P}.conv1.bias, [1, 1], [1, 1]) + "
+                         "torch.linear(cond, {P}.cond.weight, {P}.cond.bias).unsqueeze(-1).unsqueeze(-1)\n"
+                         "        h = torch.conv2d(self._act(h), {P}.conv2.weight, {P}.conv2.bias, [1, 1], [1, 1])\n"
+                         "        return h + " +
+                         skip + "\n",
+                     attr(b));
+  }
+  if (mo.attention) {
+    const int64_t ch = 2 * mo.unet_channels, heads = ch % 4 == 0 ? 4 : 1, d = ch / heads;
+    s += with_prefix(
+        "    def _attention(self, x: Tensor) -> Tensor:\n"
+        "        b = x.size(0)\n"
+        "        h = x.size(2)\n"
+        "        w = x.size(3)\n"
+        "        n = h * w\n"
+        "        tokens = x.flatten(2).transpose(1, 2)\n"
+        "        qkv = torch.linear(torch.layer_norm(tokens, [" +
+            std::to_string(ch) + "]), {P}.qkv.weight, {P}.qkv.bias).view([b, n, 3, " + std::to_string(heads) + ", " +
+            std::to_string(d) +
+            "]).permute([2, 0, 3, 1, 4])\n"
+            "        att = torch.softmax(torch.matmul(qkv[0], qkv[1].transpose(-2, -1)) / " +
+            literal(std::sqrt(static_cast<double>(d))) +
+            ", -1)\n"
+            "        o = torch.matmul(att, qkv[2]).transpose(1, 2).reshape([b, n, " +
+            std::to_string(ch) +
+            "])\n"
+            "        return x + torch.linear(o, {P}.proj.weight, {P}.proj.bias).transpose(1, 2).reshape([b, " +
+            std::to_string(ch) + ", h, w])\n",
+        attr("attn"));
+  }
+  s += "    def denoise(self, x_t: Tensor, t: Tensor, context: Tensor) -> Tensor:\n";
+  s += conditioning_source(mo);
+  s += "        b = x_t.size(0)\n";
+  s += "        image = x_t.reshape([b, 1, " + K + ", " + K + "])\n";
+  if (mo.static_channels > 0)
+    s += "        image = torch.cat([image, fields.reshape([b, " + std::to_string(mo.static_channels) + ", " + K +
+         ", " + K + "])], 1)\n";
+  auto conv = [](const std::string& x, const std::string& name, const std::string& stride) {
+    return "torch.conv2d(" + x + ", " + attr(name + ".weight") + ", " + attr(name + ".bias") + ", [" + stride + ", " +
+           stride + "], [1, 1])";
+  };
+  s += "        h0 = " + conv("image", "conv_in", "1") + "\n";
+  s += "        s1 = self._block_down1(h0, cond)\n";
+  s += "        h = self._block_down2(" + conv("s1", "downsample", "2") + ", cond)\n";
+  if (mo.attention) s += "        h = self._attention(h)\n";
+  s += "        h = self._block_mid(h, cond)\n";
+  s += "        h = " + conv("h.repeat_interleave(2, 2).repeat_interleave(2, 3)", "upconv", "1") + "\n";
+  s += "        h = self._block_up(torch.cat([h, s1], 1), cond)\n";
+  s += "        return " + conv("self._act(h)", "conv_out", "1") + ".reshape([b, " + std::to_string(k * k) + "])\n";
+  return s;
+}
+
+/// models.cpp's GraphDenoiser::forward, GraphBlock and GraphConv.
+std::string graph_source(const ModelOptions& mo, const std::shared_ptr<models::Denoiser>& net) {
+  std::string s =
+      "    def _graph_conv(self, h: Tensor, weight: Tensor, bias: Tensor, neighbours: Tensor) -> Tensor:\n"
+      "        b = h.size(0)\n"
+      "        c = h.size(2)\n"
+      "        n = neighbours.size(0) // 3\n"
+      "        padded = torch.cat([h, h.new_zeros([b, 1, c])], 1)\n"
+      "        nb = padded.index_select(1, neighbours).reshape([b, n, 3 * c])\n"
+      "        return torch.linear(torch.cat([h, nb], 2), weight, bias)\n"
+      "    def _pool(self, h: Tensor, order: Tensor) -> Tensor:\n"
+      "        b = h.size(0)\n"
+      "        n = h.size(1)\n"
+      "        c = h.size(2)\n"
+      "        return h.index_select(1, order).reshape([b, n // 4, 4, c]).mean(2)\n";
+  for (const char* block : {"down0", "down1", "mid", "up1", "up0"}) {
+    const std::string b = block;
+    const std::string skip = has(net, b + ".skip.weight")
+                                 ? "torch.linear(x, " + attr(b + ".skip.weight") + ", " + attr(b + ".skip.bias") + ")"
+                                 : "x";
+    s += with_prefix("    def _block_" + b +
+                         "(self, x: Tensor, cond: Tensor) -> Tensor:\n"
+                         "        h = self._graph_conv(self._act(x), {P}.conv1.lin.weight, {P}.conv1.lin.bias, "
+                         "{P}.conv1.neighbours) + torch.linear(cond, {P}.cond.weight, {P}.cond.bias).unsqueeze(1)\n"
+                         "        h = self._graph_conv(self._act(h), {P}.conv2.lin.weight, {P}.conv2.lin.bias, "
+                         "{P}.conv2.neighbours)\n"
+                         "        return h + " +
+                         skip + "\n",
+                     attr(b));
+  }
+  s += "    def denoise(self, x_t: Tensor, t: Tensor, context: Tensor) -> Tensor:\n";
+  s += conditioning_source(mo);
+  s += "        cells = x_t.unsqueeze(2)\n";
+  if (mo.static_channels > 0) s += "        cells = torch.cat([cells, fields.transpose(1, 2)], 2)\n";
+  s += "        h0 = torch.linear(cells, " + attr("in.weight") + ", " + attr("in.bias") + ") + " + attr("place") +
+       ".unsqueeze(0)\n";
+  s += "        s0 = self._block_down0(h0, cond)\n";
+  s += "        s1 = self._block_down1(self._pool(s0, " + attr("pool0") + "), cond)\n";
+  s += "        h = self._block_mid(self._pool(s1, " + attr("pool1") + "), cond)\n";
+  s += "        h = self._block_up1(torch.cat([h.index_select(1, " + attr("up1") + "_tensor), s1], 2), cond)\n";
+  s += "        h = self._block_up0(torch.cat([h.index_select(1, " + attr("up0") + "_tensor), s0], 2), cond)\n";
+  s += "        return torch.linear(self._act(h), " + attr("out.weight") + ", " + attr("out.bias") + ").squeeze(2)\n";
+  return s;
+}
+
+/// sampling.cpp's eager path and diffusion.cpp's samplers, with the per-step coefficients as
+/// float64 buffers (read back as Python floats, so every scalar is the double the C++ code uses).
+const char* kSamplerSource = R"TS(
+    def normalise_context(self, context: Tensor) -> Tensor:
+        return (context - self.context_mean) / self.context_std
+
+    def _remove_mean(self, x: Tensor, w: Optional[Tensor]) -> Tensor:
+        if w is None:
+            return x - x.mean(1, True)
+        return x - (x * w).sum(1, True)
+
+    def _patch_mean(self, x: Tensor, w: Optional[Tensor]) -> Tensor:
+        if w is None:
+            return x.mean(1)
+        return (x * w).sum(1)
+
+    def _model(self, x: Tensor, t: int, ctx: Tensor, w: Optional[Tensor]) -> Tensor:
+        tt = torch.full_like(x.select(1, 0), t).long()  # define() resolves no dtype names
+        y = self.denoise(x, tt, ctx)
+        if self.conservative:
+            y = self._remove_mean(y, w)
+        return y
+
+    def _estimates(self, x: Tensor, out: Tensor, i: int, w: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+        a = float(self.coef_a[i])
+        b = float(self.coef_b[i])
+        if self.v_objective:
+            x0 = a * x - b * out
+            eps = b * x + a * out
+        else:
+            x0 = (x - b * out) / a
+            eps = out
+        if self.x0_clip > 0.0:
+            clipped = x0.clamp(-self.x0_clip, self.x0_clip)
+            if self.conservative:
+                clipped = self._remove_mean(clipped, w)
+            eps = (x - a * clipped) / b
+            x0 = clipped
+        elif self.conservative:
+            x0 = self._remove_mean(x0, w)
+        return x0, eps
+
+    def sample_residual(self, ctx: Tensor, noise: Tensor, w: Optional[Tensor]) -> Tensor:
+        x = noise[0]
+        if self.conservative:
+            x = self._remove_mean(x, w)
+        n = self.timesteps.size(0)
+        for i in range(n):
+            t = int(self.timesteps[i])
+            x0, eps = self._estimates(x, self._model(x, t, ctx, w), i, w)
+            if self.ddpm:
+                mean = float(self.coef_x0[i]) * x0 + float(self.coef_x[i]) * x
+                if t > 0:
+                    z = noise[n - t]
+                    if self.conservative:
+                        z = self._remove_mean(z, w)
+                    mean.add_(z, alpha=float(self.coef_z[i]))
+                x = mean
+            elif i + 1 == n:
+                x = x0
+            else:
+                x = float(self.coef_x0[i]) * x0 + float(self.coef_eps[i]) * eps
+                sigma = float(self.coef_z[i])
+                if sigma > 0.0:
+                    z = noise[i + 1]
+                    if self.conservative:
+                        z = self._remove_mean(z, w)
+                    x.add_(z, alpha=sigma)
+        return x
+
+    def forward(self, context: Tensor, noise: Tensor, coarse: Optional[Tensor] = None,
+                weights: Optional[Tensor] = None, base: Optional[Tensor] = None) -> Tensor:
+        n = context.size(0)
+        rows = noise.size(1)
+        assert noise.dim() == 3 and noise.size(0) == self.noise_draws and noise.size(2) == self.patch_size and rows % n == 0, ("finecast: noise must be [noise_draws, N * members, patch_size] = [" + str(self.noise_draws) + ", N * members, " + str(self.patch_size) + "], got " + str(noise.size()))
+        assert context.dim() == 2 and context.size(1) == self.context_size, ("finecast: context must be [N, context_size] = [N, " + str(self.context_size) + "], got " + str(context.size()))
+        members = rows // n
+        ctx = self.normalise_context(context).repeat_interleave(members, 0)
+        w: Optional[Tensor] = None
+        if weights is not None:
+            w = (weights / weights.sum(1, True)).repeat_interleave(members, 0)
+        if self.residual != "mean":
+            assert base is not None, ("finecast: this model learned the residual from the " + self.residual + " base: pass base=[N, patch_size] (finecast's Patches::base)")
+            cc = context.new_zeros([rows, 1])
+        elif coarse is not None:
+            cc = coarse.reshape([n, 1]).repeat_interleave(members, 0)
+        else:
+            assert self.coarse_slot >= 0, "finecast: the context does not hold the coarse value (patch.relative_context): pass coarse=[N]"
+            cc = context.narrow(1, self.coarse_slot, 1).repeat_interleave(members, 0)
+        r = self.sample_residual(ctx, noise, w)
+        fine = cc + r * self.residual_std
+        if self.conservative:
+            fine = fine - self._patch_mean(fine, w).unsqueeze(1) + cc
+        if base is not None and self.residual != "mean":
+            fine = fine + base.repeat_interleave(members, 0)
+        return fine.reshape([n, members, self.patch_size])
+)TS";
+
+/// The sampler's steps and their coefficients, computed as diffusion.cpp computes them.
+struct Coefficients {
+  std::vector<int64_t> timesteps;
+  std::vector<double> a, b, x0, x, eps, z;
+};
+
+Coefficients coefficients(const diffusion::Schedule& sc, const SampleOptions& so) {
+  Coefficients c;
+  const bool ddpm = so.sampler == Sampler::kDdpm;
+  if (ddpm) {
+    for (int64_t t = sc.steps - 1; t >= 0; --t) c.timesteps.push_back(t);
+  } else {
+    c.timesteps = diffusion::ddim_timesteps(sc.steps, so.steps);
+  }
+  for (size_t i = 0; i < c.timesteps.size(); ++i) {
+    const int64_t t = c.timesteps[i];
+    c.a.push_back(std::sqrt(sc.alpha_bar[t]));
+    c.b.push_back(std::sqrt(1.0 - sc.alpha_bar[t]));
+    if (ddpm) {
+      c.x0.push_back(sc.post_c0[t]);
+      c.x.push_back(sc.post_ct[t]);
+      c.eps.push_back(0.0);
+      c.z.push_back(std::sqrt(sc.post_var[t]));
+    } else if (i + 1 < c.timesteps.size()) {
+      const double ab = sc.alpha_bar[t], ab_prev = sc.alpha_bar[c.timesteps[i + 1]];
+      const double sigma = so.eta * std::sqrt((1.0 - ab_prev) / (1.0 - ab)) * std::sqrt(1.0 - ab / ab_prev);
+      c.x0.push_back(std::sqrt(ab_prev));
+      c.x.push_back(0.0);
+      c.eps.push_back(std::sqrt(std::max(0.0, 1.0 - ab_prev - sigma * sigma)));
+      c.z.push_back(sigma);
+    } else {
+      c.x0.push_back(0.0);
+      c.x.push_back(0.0);
+      c.eps.push_back(0.0);
+      c.z.push_back(0.0);
+    }
+  }
+  return c;
+}
+
+torch::Tensor f64(const std::vector<double>& v) { return torch::tensor(v, torch::kFloat64); }
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (!text.empty()) {
+    const size_t comma = text.find(',', start);
+    out.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+std::string value_of(const std::map<std::string, std::string>& meta, const std::string& key,
+                     const std::string& fallback = "") {
+  const auto it = meta.find(key);
+  return it == meta.end() ? fallback : it->second;
+}
+
+/// Where each patch's own coarse value of the downscaled field sits in the context (the layout of
+/// docs/grids.md: per field its own value, then its R ring cells; then 3 position features, the
+/// orography, and per covariate 1 + 2 P values), or -1 where the context holds differences from
+/// it (patch.relative_context) or the metadata does not say enough.
+int64_t coarse_slot(const std::map<std::string, std::string>& meta, const ModelOptions& mo) {
+  if (value_of(meta, "patch.relative_context") == "true") return -1;
+  const auto fields = split_list(value_of(meta, "context_fields", value_of(meta, "fields")));
+  const auto it = std::find(fields.begin(), fields.end(), value_of(meta, "target"));
+  if (fields.size() <= 1) return mo.context_size > 0 ? 0 : -1;  // one field: its own value comes first
+  if (it == fields.end() || !meta.count("patch.static_features")) return -1;
+  const int64_t n_static = static_cast<int64_t>(split_list(value_of(meta, "patch.static")).size());
+  const int64_t per_fields = mo.context_size - (value_of(meta, "patch.static_features") == "true" ? 3 : 0) -
+                             (value_of(meta, "patch.orography").empty() ? 0 : 1) - n_static * (1 + 2 * mo.patch_size);
+  const auto n_fields = static_cast<int64_t>(fields.size());
+  if (per_fields <= 0 || per_fields % n_fields != 0) return -1;
+  return (it - fields.begin()) * (per_fields / n_fields);
+}
+
+void add_string(jit::Module& m, const std::string& name, const std::string& value) {
+  m.register_attribute(name, c10::StringType::get(), value);
+}
+
+void add_strings(jit::Module& m, const std::string& name, const std::vector<std::string>& values) {
+  c10::List<std::string> list;
+  for (const auto& v : values) list.push_back(v);
+  m.register_attribute(name, c10::ListType::ofStrings(), list);
+}
+
+}  // namespace
+
+int64_t export_noise_draws(const ModelOptions& model, const SampleOptions& sample) {
+  return sampling::noise_draws(model, sample);
+}
+
+void export_torchscript(const Downscaler& model, const ExportOptions& options, const std::string& path) {
+  const auto& im = internals(model);
+  const ModelOptions& mo = im.mo;
+  const SampleOptions& so = options.sample;
+  schema::check(sample_options_table(), so, "sample.");
+  const auto& meta = options.metadata;
+  torch::NoGradGuard no_grad;
+
+  // The published weights (the EMA), copied to the CPU: the file is loaded on any device.
+  Node net;
+  {
+    std::lock_guard<std::mutex> lock(im.sample_mutex);
+    for (const auto& p : im.sample_net->named_parameters(true))
+      insert(net, p.key(), p.value().detach().to(torch::kCPU, false, true), true);
+    for (const auto& b : im.sample_net->named_buffers(true))
+      insert(net, b.key(), b.value().detach().to(torch::kCPU, false, true), false);
+  }
+  separate_clashes(net);
+  auto cu = std::make_shared<jit::CompilationUnit>();
+  jit::Module m(c10::QualifiedName("__torch__.finecast.Downscaler"), cu, /*shouldMangle=*/true);
+  const jit::Module* user = models::torchscript_module(*im.sample_net);
+  if (user) {
+    // arch torchscript: the user's own module, with the EMA weights it holds as the sampling copy.
+    // A fresh load of the embedded bytes with the sampling copy's values: Module::clone() would
+    // copy every parameter as the first one, since all are views of one flat buffer.
+    std::istringstream bytes(*mo.torchscript);
+    jit::Module copy = torch::jit::load(bytes, torch::kCPU);
+    std::lock_guard<std::mutex> lock(im.sample_mutex);
+    std::map<std::string, torch::Tensor> values;
+    for (const auto& p : user->named_parameters(true)) values[p.name] = p.value;
+    for (const auto& b : user->named_buffers(true)) values[b.name] = b.value;
+    for (const auto& p : copy.named_parameters(true)) p.value.detach().copy_(values.at(p.name));
+    for (const auto& b : copy.named_buffers(true)) b.value.detach().copy_(values.at(b.name));
+    copy.eval();
+    m.register_module("net", copy);
+  } else {
+    m.register_module("net", build(net, "__torch__.finecast.Denoiser", cu));
+  }
+
+  m.register_buffer("context_mean", im.sample_norm.context_mean.to(torch::kCPU).clone());
+  m.register_buffer("context_std", im.sample_norm.context_std.to(torch::kCPU).clone());
+  const Coefficients c = coefficients(im.sample_schedule, so);
+  m.register_buffer("timesteps", torch::tensor(c.timesteps, torch::kInt64));
+  m.register_buffer("coef_a", f64(c.a));
+  m.register_buffer("coef_b", f64(c.b));
+  m.register_buffer("coef_x0", f64(c.x0));
+  m.register_buffer("coef_x", f64(c.x));
+  m.register_buffer("coef_eps", f64(c.eps));
+  m.register_buffer("coef_z", f64(c.z));
+  m.register_buffer("alpha_bar", f64(im.sample_schedule.alpha_bar));
+
+  // What forward() needs, then the metadata a user reads.
+  m.register_attribute("residual_std", c10::FloatType::get(), im.sample_norm.residual_std);
+  m.register_attribute("conservative", c10::BoolType::get(), mo.conservative);
+  m.register_attribute("v_objective", c10::BoolType::get(), mo.objective == Objective::kV);
+  m.register_attribute("x0_clip", c10::FloatType::get(), diffusion::SamplerSetup{}.x0_clip);
+  m.register_attribute("ddpm", c10::BoolType::get(), so.sampler == Sampler::kDdpm);
+  m.register_attribute("noise_draws", c10::IntType::get(), sampling::noise_draws(mo, so));
+  m.register_attribute("patch_size", c10::IntType::get(), mo.patch_size);
+  m.register_attribute("context_size", c10::IntType::get(), mo.context_size);
+  m.register_attribute("static_channels", c10::IntType::get(), mo.static_channels);
+  m.register_attribute("diffusion_steps", c10::IntType::get(), mo.diffusion_steps);
+  m.register_attribute("steps", c10::IntType::get(), static_cast<int64_t>(c.timesteps.size()));
+  m.register_attribute("eta", c10::FloatType::get(), so.sampler == Sampler::kDdpm ? 1.0 : so.eta);
+  m.register_attribute("optimizer_step", c10::IntType::get(), im.step);
+  m.register_attribute("coarse_slot", c10::IntType::get(), coarse_slot(meta, mo));
+  add_string(m, "sampler", name(so.sampler));
+  add_string(m, "arch", name(mo.arch));
+  add_string(m, "objective", name(mo.objective));
+  add_string(m, "schedule", name(mo.schedule));
+  add_string(m, "residual", value_of(meta, "patch.residual", "mean"));
+  add_string(m, "target", value_of(meta, "target", value_of(meta, "fields")));
+  add_strings(m, "variables", split_list(value_of(meta, "context_fields", value_of(meta, "fields"))));
+  add_strings(m, "covariates", split_list(value_of(meta, "patch.static")));
+  add_string(m, "units", value_of(meta, "units"));
+  add_string(m, "grid", value_of(meta, "grid"));
+  c10::Dict<std::string, std::string> all;
+  for (const auto& [k, v] : meta) all.insert(k, v);
+  m.register_attribute("metadata", c10::DictType::create(c10::StringType::get(), c10::StringType::get()), all);
+
+  std::string source =
+      "    def _act(self, x: Tensor) -> Tensor:\n        return " + activation_source(mo.activation) + "\n";
+  if (user)
+    source +=
+        "    def denoise(self, x_t: Tensor, t: Tensor, context: Tensor) -> Tensor:\n"
+        "        return self.net.forward(x_t, t, context)\n";
+  else if (mo.arch == Arch::kMlp)
+    source += mlp_source(mo);
+  else if (mo.arch == Arch::kUnet)
+    source += unet_source(mo, im.sample_net);
+  else
+    source += graph_source(mo, im.sample_net);
+  source += kSamplerSource;
+  // define() takes one method per def at the class's indentation: strip the 4 leading spaces.
+  std::string dedented;
+  for (size_t start = 0; start < source.size();) {
+    size_t end = source.find('\n', start);
+    if (end == std::string::npos) end = source.size();
+    std::string line = source.substr(start, end - start);
+    if (line.compare(0, 4, "    ") == 0) line.erase(0, 4);
+    dedented += line + "\n";
+    start = end + 1;
+  }
+  try {
+    m.define(dedented);
+  } catch (const c10::Error& e) {
+    throw InternalError(std::string("finecast-export: the TorchScript source does not compile: ") + e.what());
+  }
+  try {
+    m.save(path);
+  } catch (const c10::Error& e) {
+    throw IoError(path + ": cannot write the TorchScript module: " + e.what());
+  }
+}
+
+}  // namespace finecast::trainer

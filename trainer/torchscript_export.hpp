@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// A trained downscaler as one TorchScript module (finecast-export; docs/export.md): the EMA
+// weights, the normalisation, the noise schedule and the sampler in a file that torch.jit.load
+// (Python) and FTorch (Fortran) read without finecast. Torch-free API.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "trainer/downscaler.hpp"
+
+namespace finecast::trainer {
+
+/// What the exported module's forward() samples with; the rest comes from the model.
+struct ExportOptions {
+  SampleOptions sample;  ///< sampler, steps and eta (members and threads are the caller's)
+  /// The checkpoint's user metadata (context_fields, target, patch.*, ...): the module's
+  /// attributes, and how forward() finds each patch's coarse value in the context.
+  std::map<std::string, std::string> metadata;
+};
+
+/// Writes the published (EMA) weights of `model` with the sampler of `options` as a TorchScript
+/// module to `path`. Methods: forward(context, noise, coarse=None, weights=None, base=None) ->
+/// [N, members, P] fine samples exactly as Downscaler::sample draws them for that noise
+/// (plus the residual base), denoise(x_t, t, context) -> the network's raw output,
+/// normalise_context(context). Throws std::invalid_argument naming a bad option and
+/// finecast::IoError when the file cannot be written.
+void export_torchscript(const Downscaler& model, const ExportOptions& options, const std::string& path);
+
+/// How many noise fields forward() reads per sample ([draws, N * members, P]): x_T plus one per
+/// noisy sampler update (DDPM: T; DDIM: 1, or `steps` when eta > 0).
+int64_t export_noise_draws(const ModelOptions& model, const SampleOptions& sample);
+
+}  // namespace finecast::trainer

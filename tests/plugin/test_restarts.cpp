@@ -147,149 +147,151 @@ TEST(RestartChain, ResumeWithOtherFieldsIsRefusedNamingBoth) {
                                "checkpoint has K, plugin.yaml has Pa)"),
             std::string::npos)
       << second.output;
-  // ---- Which checkpoint a restarted run takes, and what a killed run leaves ----
+}
 
-  namespace {
+// ---- Which checkpoint a restarted run takes, and what a killed run leaves ----
 
-  /// Checkpoints, samplings and sessions every 4 steps (synchronous: the same on every run).
-  std::string every4_config(const std::string& resume = "auto", const std::string& extra = "") {
-    return "fields: [ts]\nseed: 5\ndevice: cpu\n"
-           "grid: {type: icon, file: " +
-           kGrid +
-           ", coarse_level: 0}\n"
-           "buffer: {capacity: 4}\n"
-           "model: {hidden: 16, depth: 1, time_embedding: 8, diffusion_steps: 5}\n"
-           "train: {async: false, every: 4, min_steps: 4, epochs: 1, batch_size: 80, warmup_steps: 1, threads: 1}\n"
-           "sample: {every: 4, members: 2, steps: 2, output: out.nc}\n"
-           "checkpoint: {dir: ckpt, every: 4, keep: 10, resume: " +
-           resume + "}\n" + extra;
+namespace {
+
+/// Checkpoints, samplings and sessions every 4 steps (synchronous: the same on every run).
+std::string every4_config(const std::string& resume = "auto", const std::string& extra = "") {
+  return "fields: [ts]\nseed: 5\ndevice: cpu\n"
+         "grid: {type: icon, file: " +
+         kGrid +
+         ", coarse_level: 0}\n"
+         "buffer: {capacity: 4}\n"
+         "model: {hidden: 16, depth: 1, time_embedding: 8, diffusion_steps: 5}\n"
+         "train: {async: false, every: 4, min_steps: 4, epochs: 1, batch_size: 80, warmup_steps: 1, threads: 1}\n"
+         "sample: {every: 4, members: 2, steps: 2, output: out.nc}\n"
+         "checkpoint: {dir: ckpt, every: 4, keep: 10, resume: " +
+         resume + "}\n" + extra;
+}
+
+/// The model time of every checkpoint of `dir`, by file name.
+std::map<std::string, std::string> checkpoint_times(const std::string& dir) {
+  std::map<std::string, std::string> times;
+  for (const auto& [step, path] : finecast::trainer::checkpoints_newest_first(dir))
+    times[path] = finecast::trainer::read_checkpoint_metadata(path).at("datetime");
+  return times;
+}
+
+/// The times of the records of every output in `dir` (out.nc and the out_<time>.nc of runs that
+/// could not continue it), sorted, as ncdump -t prints them.
+std::vector<std::string> output_times(const std::string& dir) {
+  const ftr::CommandResult r = ftr::run_command(
+      "cd '" + dir + "' && for f in out*.nc; do ncdump -t -v time \"$f\" | sed -n '/^ time =/,$p'; done");
+  std::vector<std::string> times;
+  for (size_t q = r.output.find('"'); q != std::string::npos; q = r.output.find('"', q + 1)) {
+    const size_t end = r.output.find('"', q + 1);
+    if (end == std::string::npos) break;
+    times.push_back(r.output.substr(q + 1, end - q - 1));
+    q = end;
   }
+  std::sort(times.begin(), times.end());
+  times.erase(std::unique(times.begin(), times.end()), times.end());
+  return times;
+}
 
-  /// The model time of every checkpoint of `dir`, by file name.
-  std::map<std::string, std::string> checkpoint_times(const std::string& dir) {
-    std::map<std::string, std::string> times;
-    for (const auto& [step, path] : finecast::trainer::checkpoints_newest_first(dir))
-      times[path] = finecast::trainer::read_checkpoint_metadata(path).at("datetime");
-    return times;
+}  // namespace
+
+// ICON restarts from its restart file at 04:00 while finecast's directory also holds checkpoints
+// of 06:00 (written before the job was lost): the run takes the one at 04:00 and leaves the later
+// one alone.
+TEST(RestartChain, AutoTakesTheCheckpointAtTheHostsRestartTime) {
+  ftr::ScratchDir dir("restart_time");
+  ftr::write_text(dir.file("plugin.yaml"), every4_config());
+  const ftr::CommandResult first = run_chunk(dir.path(), 0, 12);
+  ASSERT_EQ(first.rc, 0) << first.output;
+  std::string at_restart, later;
+  for (const auto& [path, datetime] : checkpoint_times(dir.file("ckpt"))) {
+    if (datetime == "1979-01-01T04:00:00") at_restart = path;
+    if (datetime == "1979-01-01T06:00:00") later = path;
   }
+  ASSERT_FALSE(at_restart.empty() || later.empty()) << first.output;
 
-  /// The times of the records of every output in `dir` (out.nc and the out_<time>.nc of runs that
-  /// could not continue it), sorted, as ncdump -t prints them.
-  std::vector<std::string> output_times(const std::string& dir) {
-    const ftr::CommandResult r = ftr::run_command(
-        "cd '" + dir + "' && for f in out*.nc; do ncdump -t -v time \"$f\" | sed -n '/^ time =/,$p'; done");
-    std::vector<std::string> times;
-    for (size_t q = r.output.find('"'); q != std::string::npos; q = r.output.find('"', q + 1)) {
-      const size_t end = r.output.find('"', q + 1);
-      if (end == std::string::npos) break;
-      times.push_back(r.output.substr(q + 1, end - q - 1));
-      q = end;
-    }
-    std::sort(times.begin(), times.end());
-    times.erase(std::unique(times.begin(), times.end()), times.end());
-    return times;
-  }
+  const ftr::CommandResult r = run_chunk(dir.path(), 8, 2);  // restart_run at 04:00
+  ASSERT_EQ(r.rc, 0) << r.output;
+  const std::string name = at_restart.substr(at_restart.rfind('/') + 1);
+  EXPECT_NE(r.output.find("Resumed from ckpt/" + name), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("model time 1979-01-01T06:00:00, later than the host's restart time 1979-01-01T04:00:00: "
+                          "left alone"),
+            std::string::npos)
+      << r.output;
+  EXPECT_TRUE(ftr::exists(later));
+  EXPECT_EQ(r.output.find("holds steps from its future"), std::string::npos) << r.output;
+}
 
-  }  // namespace
+// A run killed between a step's checkpoint and its sampling (here stopped there by a fault under
+// on_error: abort) is resumed where the host restarts, at its newest checkpoint: the output's
+// time axis has every sampling, 02:00 to 10:00 every 2 hours. The checkpoint was once written
+// before the sampling of its step, and the resumed run never made that sampling (06:00).
+TEST(RestartChain, AKilledRunMissesNoSampling) {
+  ftr::ScratchDir dir("kill_sampling");
+  ftr::write_text(dir.file("plugin.yaml"),
+                  every4_config("auto", "on_error: abort\ntesting: {fault: sampling, fault_step: 12}\n"));
+  const ftr::CommandResult killed = run_chunk(dir.path(), 0, 20);
+  ASSERT_NE(killed.rc, 0) << killed.output;
+  std::string newest;
+  for (const auto& [path, datetime] : checkpoint_times(dir.file("ckpt"))) newest = std::max(newest, datetime);
+  ASSERT_EQ(newest.substr(0, 11), "1979-01-01T") << killed.output;
+  const int hours = std::stoi(newest.substr(11, 2)), minutes = std::stoi(newest.substr(14, 2));
 
-  // ICON restarts from its restart file at 04:00 while finecast's directory also holds checkpoints
-  // of 06:00 (written before the job was lost): the run takes the one at 04:00 and leaves the later
-  // one alone.
-  TEST(RestartChain, AutoTakesTheCheckpointAtTheHostsRestartTime) {
-    ftr::ScratchDir dir("restart_time");
-    ftr::write_text(dir.file("plugin.yaml"), every4_config());
-    const ftr::CommandResult first = run_chunk(dir.path(), 0, 12);
-    ASSERT_EQ(first.rc, 0) << first.output;
-    std::string at_restart, later;
-    for (const auto& [path, datetime] : checkpoint_times(dir.file("ckpt"))) {
-      if (datetime == "1979-01-01T04:00:00") at_restart = path;
-      if (datetime == "1979-01-01T06:00:00") later = path;
-    }
-    ASSERT_FALSE(at_restart.empty() || later.empty()) << first.output;
+  ftr::write_text(dir.file("plugin.yaml"), every4_config());
+  const int offset = (hours * 60 + minutes) / 30;
+  const ftr::CommandResult resumed = run_chunk(dir.path(), offset, 20 - offset);
+  ASSERT_EQ(resumed.rc, 0) << resumed.output;
+  EXPECT_EQ(output_times(dir.path()), (std::vector<std::string>{"1979-01-01 02", "1979-01-01 04", "1979-01-01 06",
+                                                                "1979-01-01 08", "1979-01-01 10"}))
+      << killed.output << resumed.output;
+  // Each chunk that wrote the file added its command to the history.
+  const ftr::CommandResult history = ftr::run_command("ncdump -h " + dir.file("out.nc") + " | grep -A4 history");
+  EXPECT_NE(history.output.find("host.yaml: finecast samples from 1979-01-01T02:00:00, a fresh start"),
+            std::string::npos)
+      << history.output;
+  EXPECT_NE(history.output.find("host.yaml: finecast samples from 1979-01-01T0"),
+            history.output.rfind("host.yaml: finecast samples from 1979-01-01T0"))
+      << history.output;
+}
 
-    const ftr::CommandResult r = run_chunk(dir.path(), 8, 2);  // restart_run at 04:00
-    ASSERT_EQ(r.rc, 0) << r.output;
-    const std::string name = at_restart.substr(at_restart.rfind('/') + 1);
-    EXPECT_NE(r.output.find("Resumed from ckpt/" + name), std::string::npos) << r.output;
-    EXPECT_NE(r.output.find("model time 1979-01-01T06:00:00, later than the host's restart time 1979-01-01T04:00:00: "
-                            "left alone"),
-              std::string::npos)
-        << r.output;
-    EXPECT_TRUE(ftr::exists(later));
-    EXPECT_EQ(r.output.find("holds steps from its future"), std::string::npos) << r.output;
-  }
+// Only damaged checkpoints: `auto` stops and says why each was refused; `auto-or-fresh` starts
+// fresh with a warning.
+TEST(RestartChain, OnlyDamagedCheckpointsAreAnErrorUnlessAutoOrFresh) {
+  ftr::ScratchDir dir("damaged_only");
+  ftr::run_command("mkdir -p '" + dir.file("ckpt") + "'");
+  ftr::write_text(dir.file("ckpt/ckpt_00000012.h5"), "not an HDF5 file");
+  ftr::write_text(dir.file("plugin.yaml"), every4_config());
+  const ftr::CommandResult refused = run_chunk(dir.path(), 4, 2);
+  EXPECT_NE(refused.rc, 0) << refused.output;
+  EXPECT_NE(refused.output.find("checkpoint.resume: auto: no usable checkpoint in ckpt"), std::string::npos)
+      << refused.output;
+  EXPECT_NE(refused.output.find("skipping invalid checkpoint: ckpt/ckpt_00000012.h5"), std::string::npos)
+      << refused.output;
+  EXPECT_NE(refused.output.find("auto-or-fresh starts fresh instead"), std::string::npos) << refused.output;
 
-  // A run killed between a step's checkpoint and its sampling (here stopped there by a fault under
-  // on_error: abort) is resumed where the host restarts, at its newest checkpoint: the output's
-  // time axis has every sampling, 02:00 to 10:00 every 2 hours. The checkpoint was once written
-  // before the sampling of its step, and the resumed run never made that sampling (06:00).
-  TEST(RestartChain, AKilledRunMissesNoSampling) {
-    ftr::ScratchDir dir("kill_sampling");
-    ftr::write_text(dir.file("plugin.yaml"),
-                    every4_config("auto", "on_error: abort\ntesting: {fault: sampling, fault_step: 12}\n"));
-    const ftr::CommandResult killed = run_chunk(dir.path(), 0, 20);
-    ASSERT_NE(killed.rc, 0) << killed.output;
-    std::string newest;
-    for (const auto& [path, datetime] : checkpoint_times(dir.file("ckpt"))) newest = std::max(newest, datetime);
-    ASSERT_EQ(newest.substr(0, 11), "1979-01-01T") << killed.output;
-    const int hours = std::stoi(newest.substr(11, 2)), minutes = std::stoi(newest.substr(14, 2));
+  ftr::write_text(dir.file("plugin.yaml"), every4_config("auto-or-fresh"));
+  const ftr::CommandResult fresh = run_chunk(dir.path(), 4, 2);
+  ASSERT_EQ(fresh.rc, 0) << fresh.output;
+  EXPECT_NE(fresh.output.find("a fresh start (checkpoint.resume: auto-or-fresh)"), std::string::npos) << fresh.output;
+  EXPECT_EQ(fresh.output.find("Resumed from"), std::string::npos) << fresh.output;
+}
 
-    ftr::write_text(dir.file("plugin.yaml"), every4_config());
-    const int offset = (hours * 60 + minutes) / 30;
-    const ftr::CommandResult resumed = run_chunk(dir.path(), offset, 20 - offset);
-    ASSERT_EQ(resumed.rc, 0) << resumed.output;
-    EXPECT_EQ(output_times(dir.path()), (std::vector<std::string>{"1979-01-01 02", "1979-01-01 04", "1979-01-01 06",
-                                                                  "1979-01-01 08", "1979-01-01 10"}))
-        << killed.output << resumed.output;
-    // Each chunk that wrote the file added its command to the history.
-    const ftr::CommandResult history = ftr::run_command("ncdump -h " + dir.file("out.nc") + " | grep -A4 history");
-    EXPECT_NE(history.output.find("host.yaml: finecast samples from 1979-01-01T02:00:00, a fresh start"),
-              std::string::npos)
-        << history.output;
-    EXPECT_NE(history.output.find("host.yaml: finecast samples from 1979-01-01T0"),
-              history.output.rfind("host.yaml: finecast samples from 1979-01-01T0"))
-        << history.output;
-  }
+// The newest buffer snapshot is damaged (a truncated file): the restart takes the older
+// checkpoint-and-buffer pair instead of stopping the chain.
+TEST(RestartChain, ADamagedNewestBufferFallsBackToTheOlderPair) {
+  ftr::ScratchDir dir("damaged_buffer");
+  ftr::write_text(dir.file("plugin.yaml"), every4_config());
+  const ftr::CommandResult first = run_chunk(dir.path(), 0, 8);
+  ASSERT_EQ(first.rc, 0) << first.output;
+  std::string older;
+  for (const auto& [path, datetime] : checkpoint_times(dir.file("ckpt")))
+    if (datetime == "1979-01-01T02:00:00") older = path;
+  const std::string snapshot = ftr::newest_buffer_snapshot(dir.file("ckpt"));
+  ASSERT_FALSE(older.empty() || snapshot.empty()) << first.output;
+  ASSERT_EQ(truncate(snapshot.c_str(), 1000), 0);
 
-  // Only damaged checkpoints: `auto` stops and says why each was refused; `auto-or-fresh` starts
-  // fresh with a warning.
-  TEST(RestartChain, OnlyDamagedCheckpointsAreAnErrorUnlessAutoOrFresh) {
-    ftr::ScratchDir dir("damaged_only");
-    ftr::run_command("mkdir -p '" + dir.file("ckpt") + "'");
-    ftr::write_text(dir.file("ckpt/ckpt_00000012.h5"), "not an HDF5 file");
-    ftr::write_text(dir.file("plugin.yaml"), every4_config());
-    const ftr::CommandResult refused = run_chunk(dir.path(), 4, 2);
-    EXPECT_NE(refused.rc, 0) << refused.output;
-    EXPECT_NE(refused.output.find("checkpoint.resume: auto: no usable checkpoint in ckpt"), std::string::npos)
-        << refused.output;
-    EXPECT_NE(refused.output.find("skipping invalid checkpoint: ckpt/ckpt_00000012.h5"), std::string::npos)
-        << refused.output;
-    EXPECT_NE(refused.output.find("auto-or-fresh starts fresh instead"), std::string::npos) << refused.output;
-
-    ftr::write_text(dir.file("plugin.yaml"), every4_config("auto-or-fresh"));
-    const ftr::CommandResult fresh = run_chunk(dir.path(), 4, 2);
-    ASSERT_EQ(fresh.rc, 0) << fresh.output;
-    EXPECT_NE(fresh.output.find("a fresh start (checkpoint.resume: auto-or-fresh)"), std::string::npos) << fresh.output;
-    EXPECT_EQ(fresh.output.find("Resumed from"), std::string::npos) << fresh.output;
-  }
-
-  // The newest buffer snapshot is damaged (a truncated file): the restart takes the older
-  // checkpoint-and-buffer pair instead of stopping the chain.
-  TEST(RestartChain, ADamagedNewestBufferFallsBackToTheOlderPair) {
-    ftr::ScratchDir dir("damaged_buffer");
-    ftr::write_text(dir.file("plugin.yaml"), every4_config());
-    const ftr::CommandResult first = run_chunk(dir.path(), 0, 8);
-    ASSERT_EQ(first.rc, 0) << first.output;
-    std::string older;
-    for (const auto& [path, datetime] : checkpoint_times(dir.file("ckpt")))
-      if (datetime == "1979-01-01T02:00:00") older = path;
-    const std::string snapshot = ftr::newest_buffer_snapshot(dir.file("ckpt"));
-    ASSERT_FALSE(older.empty() || snapshot.empty()) << first.output;
-    ASSERT_EQ(truncate(snapshot.c_str(), 1000), 0);
-
-    const ftr::CommandResult r = run_chunk(dir.path(), 8, 2);
-    ASSERT_EQ(r.rc, 0) << r.output;
-    EXPECT_NE(r.output.find("its buffer snapshot is damaged"), std::string::npos) << r.output;
-    EXPECT_NE(r.output.find("Resumed from ckpt/" + older.substr(older.rfind('/') + 1)), std::string::npos) << r.output;
-    EXPECT_NE(r.output.find("the buffer lacks the steps between"), std::string::npos) << r.output;
-  }
+  const ftr::CommandResult r = run_chunk(dir.path(), 8, 2);
+  ASSERT_EQ(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("its buffer snapshot is damaged"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Resumed from ckpt/" + older.substr(older.rfind('/') + 1)), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("the buffer lacks the steps between"), std::string::npos) << r.output;
+}

@@ -291,7 +291,8 @@ int run(int argc, char** argv) {
   CLI::App app{
       "Per-step cost of finecast's coupling on the host side: pack the owned cells of an ICON-like "
       "blocked host "
-      "array, send them to the trainer rank (rank 0) by the redistribution (MPI_Alltoallv), coarsen and cut patches there, insert "
+      "array, send them to the trainer rank (rank 0) by the redistribution (MPI_Alltoallv), coarsen and cut patches "
+      "there, insert "
       "into the "
       "rolling buffer (48 steps). Grids: R2B4 (the real 20,480-cell grid file, patches = R2B0 "
       "parents of 256 "

@@ -147,11 +147,20 @@ void expect_same_finecast_outputs(const std::string& a, const std::string& b) {
   const ftr::CommandResult out = ftr::run_command("/usr/bin/python3 " + kCompare + " " + a + "/out.nc " + b +
                                                   "/out.nc --ignore history finecast_checkpoint");
   EXPECT_EQ(out.rc, 0) << out.output;
+  // The checkpoint's metadata also holds the config each run resolved (its text and hash, which
+  // name each run's own directory): every other attribute, and all data, agree bitwise.
   for (const std::string file : {"ckpt_00000010.h5", "buffer_00000010.h5"}) {
-    const ftr::CommandResult diff =
-        ftr::run_command("h5diff '" + a + "/ckpt/" + file + "' '" + b + "/ckpt/" + file + "'");
+    const ftr::CommandResult diff = ftr::run_command("h5diff --exclude-attribute /metadata '" + a + "/ckpt/" + file +
+                                                     "' '" + b + "/ckpt/" + file + "'");
     EXPECT_EQ(diff.rc, 0) << file << ": " << diff.output;
   }
+  const ftr::CommandResult meta = ftr::run_command(
+      "/usr/bin/python3 -c \"import h5py, sys\n"
+      "a, b = [dict(h5py.File(d + '/ckpt/ckpt_00000010.h5', 'r')['metadata'].attrs) for d in sys.argv[1:]]\n"
+      "bad = sorted(k for k in set(a) | set(b) if not k.startswith('config_') and a.get(k) != b.get(k))\n"
+      "sys.exit('differ: ' + ', '.join(bad) if bad else 0)\" '" +
+      a + "' '" + b + "'");
+  EXPECT_EQ(meta.rc, 0) << meta.output;
 }
 
 }  // namespace

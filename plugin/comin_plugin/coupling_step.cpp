@@ -260,7 +260,15 @@ void coupling_step(PluginState& s, const std::string& datetime) {
       const ScheduleState state = schedule_state(s, a.in_flight != 0);
       work = due(s.stats.steps, schedule, state);
       s.trainer->owed = owed_after(s.stats.steps, schedule, state);
-      if (work.train && !cfg.train.async) train(s);
+      if (work.train && !cfg.train.async) {
+        train(s);
+        // The synchronous session has trained the model this step samples: a checkpoint due at
+        // this step is written now, after the sampling, instead of owed to the next step. (Every
+        // trainer has the same phase here: a failed session of a trainer group aborts the run.)
+        const ScheduleState trained = schedule_state(s, false);
+        work.checkpoint = due(s.stats.steps, schedule, trained).checkpoint;
+        s.trainer->owed = owed_after(s.stats.steps, schedule, trained);
+      }
     } else {
       work.train = work.checkpoint = false;  // a trainer failed: the step's sampling reports it
     }

@@ -286,7 +286,9 @@ TEST(RestartChain, ADamagedNewestBufferFallsBackToTheOlderPair) {
   for (const auto& [path, datetime] : checkpoint_times(dir.file("ckpt")))
     if (datetime == "1979-01-01T02:00:00") older = path;
   const std::string snapshot = ftr::newest_buffer_snapshot(dir.file("ckpt"));
-  ASSERT_FALSE(older.empty() || snapshot.empty()) << first.output;
+  std::string times;
+  for (const auto& [path, datetime] : checkpoint_times(dir.file("ckpt"))) times += path + " " + datetime + "\n";
+  ASSERT_FALSE(older.empty() || snapshot.empty()) << times << "snapshot " << snapshot << "\n" << first.output;
   ASSERT_EQ(truncate(snapshot.c_str(), 1000), 0);
 
   const ftr::CommandResult r = run_chunk(dir.path(), 8, 2);

@@ -307,21 +307,28 @@ TEST(RealCominRecorder, FinecastHostRefusesFortranPluginsWithTheReason) {
   EXPECT_NE(r.output.find("comin_replay"), std::string::npos) << r.output;
 }
 
-// Under ComIn an unknown field gets finecast's message (the host's variables listed), not
-// ComIn's abort inside comin_var_get.
-TEST(RealCominRecorder, AnUnknownFieldIsNamedByFinecastUnderComIn) {
-  ftr::ScratchDir dir("real_comin_unknown");
+/// A run recorded by finecast-host on `ranks` ranks, replayed by comin_replay on as many with
+/// finecast coupling a field the recording does not hold (tsurf).
+void replay_with_an_unknown_field(const ftr::ScratchDir& dir, int ranks, ftr::CommandResult& r) {
   const std::string host_dir = dir.file("host"), replay_dir = dir.file("replay");
   ASSERT_EQ(ftr::run_command("mkdir -p '" + host_dir + "/rec' '" + replay_dir + "'").rc, 0);
   ftr::write_text(host_dir + "/host.yaml",
                   host_run_file(host_plugin("recorder", kRecorder, "rec/run_ vars=ts,topography_c")));
-  ASSERT_EQ(mpirun(host_dir, 1, ftr::binary("finecast-host") + " host.yaml").rc, 0);
+  ASSERT_EQ(mpirun(host_dir, ranks, ftr::binary("finecast-host") + " host.yaml").rc, 0);
   ftr::write_text(replay_dir + "/plugin.yaml", plugin_config());
   ftr::write_text(
       replay_dir + "/replay.nml",
       replay_namelist(host_dir + "/rec/run_", {{"comin_var_replay_plugin", kVarReplay, host_dir + "/rec/run_vars_"},
                                                {"finecast", ftr::plugin_library(), "plugin.yaml fields=[tsurf]"}}));
-  const ftr::CommandResult r = mpirun(replay_dir, 1, kReplay + " replay.nml");
+  r = mpirun(replay_dir, ranks, kReplay + " replay.nml");
+}
+
+// Under ComIn an unknown field gets finecast's message (the host's variables listed), not
+// ComIn's abort inside comin_var_get.
+TEST(RealCominRecorder, AnUnknownFieldIsNamedByFinecastUnderComIn) {
+  ftr::ScratchDir dir("real_comin_unknown");
+  ftr::CommandResult r;
+  ASSERT_NO_FATAL_FAILURE(replay_with_an_unknown_field(dir, 1, r));
   EXPECT_NE(r.rc, 0);
   // comin_replay has the requested variables (and its tracer container) only.
   EXPECT_NE(r.output.find("fields: the host has no variable \"tsurf\" on domain 1 (its variables there: container, ts, "
@@ -334,17 +341,8 @@ TEST(RealCominRecorder, AnUnknownFieldIsNamedByFinecastUnderComIn) {
 // finecast's with the ranks (comin_replay's own stop prints its text on rank 0 only).
 TEST(RealCominRecorder, AWrongFieldNameOnFourRanksIsPrintedOnce) {
   ftr::ScratchDir dir("real_comin_error_once");
-  const std::string host_dir = dir.file("host"), replay_dir = dir.file("replay");
-  ASSERT_EQ(ftr::run_command("mkdir -p '" + host_dir + "/rec' '" + replay_dir + "'").rc, 0);
-  ftr::write_text(host_dir + "/host.yaml",
-                  host_run_file(host_plugin("recorder", kRecorder, "rec/run_ vars=ts,topography_c")));
-  ASSERT_EQ(mpirun(host_dir, 4, ftr::binary("finecast-host") + " host.yaml").rc, 0);
-  ftr::write_text(replay_dir + "/plugin.yaml", plugin_config());
-  ftr::write_text(
-      replay_dir + "/replay.nml",
-      replay_namelist(host_dir + "/rec/run_", {{"comin_var_replay_plugin", kVarReplay, host_dir + "/rec/run_vars_"},
-                                               {"finecast", ftr::plugin_library(), "plugin.yaml fields=[tsurf]"}}));
-  const ftr::CommandResult r = mpirun(replay_dir, 4, kReplay + " replay.nml");
+  ftr::CommandResult r;
+  ASSERT_NO_FATAL_FAILURE(replay_with_an_unknown_field(dir, 4, r));
   EXPECT_NE(r.rc, 0);
   std::istringstream in(r.output);
   int errors = 0;

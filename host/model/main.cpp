@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // finecast-host: an ICON-like MPI model on an ICON grid that drives ComIn plugins through
-// finecast's host library, with entry points in ICON's order.
+// finecast's host library, with entry points in ICON's order (host/time_loop.hpp, the time loop
+// finecast-replay runs too).
 #include <mpi.h>
 #include <omp.h>
 
@@ -8,11 +9,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <functional>
 #include <numeric>
 #include <string>
-#include <thread>
 
 #include "host/comin/host.hpp"
 #include "coupling/grid/icon_grid.hpp"
@@ -22,6 +21,7 @@
 #include "host/model/run_config.hpp"
 #include "host/model/run_file.hpp"
 #include "host/model/surface_file.hpp"
+#include "host/time_loop.hpp"
 #include "coupling/io/cf_time.hpp"
 #include "common/cli.hpp"
 #include "common/log.hpp"
@@ -121,9 +121,8 @@ fh::FieldPointers add_variables(ch::Host& host, const fh::HostModel& model, int 
 class PluginCalls {
  public:
   explicit PluginCalls(ch::Host& host) : host_(host), omp_threads_(omp_get_max_threads()) {}
-  /// An entry point. As in ICON, those of the time loop, output and checkpoints are called
-  /// outside the loop over domains (COMIN_DOMAIN_OUTSIDE_LOOP), the model's own per domain.
-  void at(t_comin_entry_point id, const std::string& datetime, int domain = COMIN_DOMAIN_OUTSIDE_LOOP) {
+  /// An entry point, on the domain the time loop (fh::run_time_loop) gives, as ICON does.
+  void at(t_comin_entry_point id, int domain, const std::string& datetime) {
     timed(ch::Host::entry_point_name(id), [&] { host_.run_entry_point(id, domain, datetime); });
   }
   void timed(const std::string& where, const std::function<void()>& call) {
@@ -164,54 +163,49 @@ struct RunTimes {
   double total = 0;   ///< from the secondary constructors to the end
 };
 
-/// The time loop: the entry points of one ICON time step, output and restart steps, the
-/// step's minimum wall time, progress lines.
+/// The run in ICON's order of entry points (fh::run_time_loop): the model computes its fields
+/// in the integration, output every `output_every` steps, a restart every `restart_every` steps
+/// and at the end of the run (as ICON writes its restart files); each step ends with the global
+/// mean ts, the step's minimum wall time and progress lines; then the plugins' finish.
 void time_loop(const fc::host::HostRunConfig& cfg, const RunClock& time, const fh::HostModel& model,
-               const fh::FieldPointers& fields, PluginCalls& calls, const fh::ModelComms& comms, RunTimes& times) {
-  const int rank = comms.rank;
+               const fh::FieldPointers& fields, ch::Host& host, PluginCalls& calls, const fh::ModelComms& comms,
+               double t_loop, RunTimes& times) {
   const int progress_every = cfg.progress_every > 0 ? cfg.progress_every : std::max(1, cfg.steps / 10);
   double t_last = now();
   const double t_first = t_last;
   int step_last = 0;
-  for (int step = 1; step <= cfg.steps; ++step) {
-    const double step_start = now();
-    const double seconds = cfg.dt * step;
-    const std::string datetime = time.datetime_at(seconds);
-    calls.at(EP_ATM_TIMELOOP_START, datetime);
-    calls.at(EP_ATM_INTEGRATE_BEFORE, datetime, 1);
-    calls.at(EP_ATM_INTEGRATE_START, datetime, 1);
+  fh::TimeLoop loop;
+  loop.steps = cfg.steps;
+  loop.start = cfg.start;
+  loop.datetime = [&](int64_t step) { return time.datetime_at(cfg.dt * static_cast<double>(step)); };
+  loop.integrate = [&](int64_t step) {
     const double t0 = now();
-    model.compute(time.run_offset + seconds, fields);
+    model.compute(time.run_offset + cfg.dt * static_cast<double>(step), fields);
     times.fields += now() - t0;
-    calls.at(EP_ATM_INTEGRATE_END, datetime, 1);
-    calls.at(EP_ATM_INTEGRATE_AFTER, datetime, 1);
-    if (step % cfg.output_every == 0) {
-      calls.at(EP_ATM_WRITE_OUTPUT_BEFORE, datetime);
-      calls.at(EP_ATM_WRITE_OUTPUT_AFTER, datetime);
-    }
+  };
+  loop.output_due = [&](int64_t step) { return step % cfg.output_every == 0; };
+  loop.restart_due = [&](int64_t step) {
+    return step == cfg.steps || (cfg.restart_every > 0 && step % cfg.restart_every == 0);
+  };
+  loop.min_step_seconds = cfg.step_seconds;
+  loop.step_done = [&](int64_t step64, const std::string& datetime) {
+    const int step = static_cast<int>(step64);
     const double mean_ts = global_mean_ts(model, fields.ts, comms.model);
-    // ICON writes its restart files at the restart interval and at the end of the run.
-    if (step == cfg.steps || (cfg.restart_every > 0 && step % cfg.restart_every == 0)) {
-      calls.at(EP_ATM_CHECKPOINT_BEFORE, datetime);
-      calls.at(EP_ATM_CHECKPOINT_AFTER, datetime);
-    }
-    calls.at(EP_ATM_TIMELOOP_END, datetime);
-    if (cfg.step_seconds > 0) {
-      const double left = cfg.step_seconds - (now() - step_start);
-      if (left > 0) std::this_thread::sleep_for(std::chrono::duration<double>(left));
-    }
-    if (rank == 0 && (step % progress_every == 0 || step == cfg.steps)) {
-      const double t = now();
-      flog::info("step " + std::to_string(step) + "/" + std::to_string(cfg.steps) + ", model time " + datetime + ", " +
-                 fmt::format("{:.4f}", (t - t_last) / (step - step_last)) + " s/step, global mean ts " +
-                 fmt::format("{:.2f}", mean_ts) + " K" +
-                 // The run's ETA at the mean pace so far (plugins' sessions and all).
-                 (step < cfg.steps ? "; run ends in ~" + flog::duration((t - t_first) / step * (cfg.steps - step))
-                                   : std::string()));
-      t_last = t;
-      step_last = step;
-    }
-  }
+    if (comms.rank != 0 || (step % progress_every != 0 && step != cfg.steps)) return;
+    const double t = now();
+    flog::info("step " + std::to_string(step) + "/" + std::to_string(cfg.steps) + ", model time " + datetime + ", " +
+               fmt::format("{:.4f}", (t - t_last) / (step - step_last)) + " s/step, global mean ts " +
+               fmt::format("{:.2f}", mean_ts) + " K" +
+               // The run's ETA at the mean pace so far (plugins' sessions and all).
+               (step < cfg.steps ? "; run ends in ~" + flog::duration((t - t_first) / step * (cfg.steps - step))
+                                 : std::string()));
+    t_last = t;
+    step_last = step;
+  };
+  loop.steps_done = [&] { times.steps = now() - t_loop; };
+  fh::run_time_loop(
+      loop, {[&](t_comin_entry_point ep, int domain, const std::string& datetime) { calls.at(ep, domain, datetime); },
+             [&] { calls.timed("EP_FINISH", [&] { host.finish(); }); }});
 }
 
 /// The summary line; the slowest rank sets the pace of an MPI model. Collective.
@@ -286,12 +280,7 @@ int run(const Options& opt, const fh::ModelComms& comms) {
 
   const double t_loop = now();
   calls.timed("the secondary constructors", [&] { host.secondary_constructor(); });
-  calls.at(EP_ATM_INIT_FINALIZE, cfg.start);
-  calls.at(EP_ATM_TIMELOOP_BEFORE, cfg.start);
-  time_loop(cfg, time, model, fields, calls, comms, times);
-  times.steps = now() - t_loop;
-  calls.at(EP_ATM_TIMELOOP_AFTER, stop);
-  calls.timed("EP_FINISH", [&] { host.finish(); });
+  time_loop(cfg, time, model, fields, host, calls, comms, t_loop, times);
   times.total = now() - t_loop;
   report(cfg, times, calls.seconds(), comms);
   return 0;

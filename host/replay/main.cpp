@@ -27,6 +27,7 @@
 #include "host/replay/replay_input.hpp"
 #include "host/replay/run_config.hpp"
 #include "host/model/run_file.hpp"
+#include "host/time_loop.hpp"
 
 namespace fc = finecast::coupling;
 namespace ch = finecast::coupling::comin_host;
@@ -184,54 +185,49 @@ void add_static_fields(ch::Host& host, const fr::ReplayRunConfig& cfg, const fr:
   }
 }
 
-/// The replay's time loop: every selected step of every epoch, in ICON's order of entry points;
-/// the fields change during the integration, as the model's would. Returns the seconds rank 0
-/// spent reading the files.
+/// The replay's run in ICON's order of entry points (fh::run_time_loop): every selected step of
+/// every epoch; the fields change during the integration, as the model's would; output every
+/// step and no restarts (a replay writes none); then the plugins' finish. Returns the seconds
+/// rank 0 spent reading the files.
 double time_loop(ch::Host& host, const fr::ReplayRunConfig& cfg, fr::ReplayInput& input, const ch::Domain& domain,
                  const std::vector<double*>& vars, int rank, fr::Progress::Mode progress_mode) {
   const int64_t n_steps = input.n_selected() * cfg.epochs;
   std::vector<float> global(static_cast<size_t>(input.n_values()));
   double t_read = 0;
-  // ICON's domain ids: the time loop's entry points are outside the loop over domains.
-  const int outside = COMIN_DOMAIN_OUTSIDE_LOOP;
-  const std::string first = input.datetime(0);
-  host.run_entry_point(EP_ATM_INIT_FINALIZE, outside, first);
-  host.run_entry_point(EP_ATM_TIMELOOP_BEFORE, outside, first);
-  std::string datetime = first;
   fr::Progress progress(n_steps, rank == 0 ? progress_mode : fr::Progress::Mode::kNone, cfg.progress_every);
-  int64_t done = 0;
-  for (int epoch = 1; epoch <= cfg.epochs; ++epoch) {
-    for (int64_t i = 0; i < input.n_selected(); ++i) {
-      datetime = input.datetime(i);
-      host.run_entry_point(EP_ATM_TIMELOOP_START, outside, datetime);
-      host.run_entry_point(EP_ATM_INTEGRATE_BEFORE, 1, datetime);
-      host.run_entry_point(EP_ATM_INTEGRATE_START, 1, datetime);
-      for (size_t v = 0; v < vars.size(); ++v) {
-        if (rank == 0) {
-          const double t0 = now();
-          // The reader logs the first step of each file that has values outside the valid or
-          // plausible range; the totals follow at the end.
-          input.read(i, static_cast<int>(v), global.data());
-          t_read += now() - t0;
-        }
-        // The other ranks wait here while rank 0 trains (synchronous training), as ICON's
-        // ranks wait in their next halo exchange.
-        broadcast(global, host.comm());
-        fill(vars[v], global, domain);
+  // Step `step` (from 1) replays the input's selected step `(step - 1) % n_selected`.
+  const auto input_step = [&](int64_t step) { return (step - 1) % input.n_selected(); };
+  fh::TimeLoop loop;
+  loop.steps = n_steps;
+  loop.start = input.datetime(0);
+  loop.datetime = [&](int64_t step) { return input.datetime(input_step(step)); };
+  loop.integrate = [&](int64_t step) {
+    for (size_t v = 0; v < vars.size(); ++v) {
+      if (rank == 0) {
+        const double t0 = now();
+        // The reader logs the first step of each file that has values outside the valid or
+        // plausible range; the totals follow at the end.
+        input.read(input_step(step), static_cast<int>(v), global.data());
+        t_read += now() - t0;
       }
-      host.run_entry_point(EP_ATM_INTEGRATE_END, 1, datetime);
-      host.run_entry_point(EP_ATM_INTEGRATE_AFTER, 1, datetime);
-      host.run_entry_point(EP_ATM_WRITE_OUTPUT_BEFORE, outside, datetime);
-      host.run_entry_point(EP_ATM_WRITE_OUTPUT_AFTER, outside, datetime);
-      host.run_entry_point(EP_ATM_TIMELOOP_END, outside, datetime);
-      progress.update(++done,
-                      (cfg.epochs > 1 ? "epoch " + std::to_string(epoch) + "/" + std::to_string(cfg.epochs) + ", "
-                                      : std::string()) +
-                          datetime);
+      // The other ranks wait here while rank 0 trains (synchronous training), as ICON's
+      // ranks wait in their next halo exchange.
+      broadcast(global, host.comm());
+      fill(vars[v], global, domain);
     }
-  }
-  progress.finish();
-  host.run_entry_point(EP_ATM_TIMELOOP_AFTER, outside, datetime);
+  };
+  loop.output_due = [](int64_t) { return true; };
+  loop.step_done = [&](int64_t step, const std::string& datetime) {
+    const int64_t epoch = (step - 1) / input.n_selected() + 1;
+    progress.update(step, (cfg.epochs > 1 ? "epoch " + std::to_string(epoch) + "/" + std::to_string(cfg.epochs) + ", "
+                                          : std::string()) +
+                              datetime);
+  };
+  loop.steps_done = [&] { progress.finish(); };
+  fh::run_time_loop(loop, {[&](t_comin_entry_point ep, int domain, const std::string& datetime) {
+                             host.run_entry_point(ep, domain, datetime);
+                           },
+                           [&] { host.finish(); }});
   return t_read;
 }
 
@@ -283,7 +279,6 @@ int run(const Options& opt, const fh::ModelComms& comms) {
 
   const double t_loop = now();
   const double t_read = time_loop(host, cfg, input, grid.domain, vars, rank, progress_mode);
-  host.finish();
   const double t_total = now() - t_loop;
   double worst = 0;
   MPI_Reduce(&t_total, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, comms.model);

@@ -15,12 +15,7 @@ namespace {
 class DeferredFailure {
  public:
   void run(const std::function<void()>& fn) {
-    if (!what_.empty()) return;
-    try {
-      fn();
-    } catch (...) {
-      what_ = describe_current_exception();
-    }
+    if (what_.empty()) what_ = failure_of(fn);  // never "" for a failure
   }
   void rethrow(const std::string& context) const {
     if (!what_.empty()) throw IoError(context + ": " + what_);

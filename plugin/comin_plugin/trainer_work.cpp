@@ -7,13 +7,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
-#include <limits>
 #include <map>
 #include <regex>
 
 #include "common/log.hpp"
 #include "coupling/error.hpp"
-#include "plugin/comin_plugin/guard.hpp"
 #include "plugin/comin_plugin/setup.hpp"
 
 namespace finecast::plugin {

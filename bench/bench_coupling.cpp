@@ -334,7 +334,7 @@ int run(int argc, char** argv) {
   }
 }
 
-const Register reg("coupling", {"gather + coarsen + patch + buffer insert per step, R2B4 and R2B6, 1/2/4 ranks", run});
+const Register reg("coupling", {"redistribution + patches + buffer insert per step, R2B4 and R2B6, 1/2/4 ranks", run});
 
 }  // namespace
 }  // namespace finecast::bench

@@ -166,26 +166,31 @@ Redistribution::~Redistribution() {
   if (comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm_);
 }
 
-void Redistribution::forward(int n_fields, const float* local, float* slots) {
-  const size_t n_send = send_pos_.size(), n_recv = recv_slot_.size();
-  send_buf_.resize(n_send * static_cast<size_t>(n_fields));
-  recv_buf_.resize(n_recv * static_cast<size_t>(n_fields));
+void Redistribution::scale_counts(int n_fields) {
   field_send_counts_.resize(static_cast<size_t>(size_));
   field_send_displs_.resize(static_cast<size_t>(size_));
   field_recv_counts_.resize(static_cast<size_t>(size_));
   field_recv_displs_.resize(static_cast<size_t>(size_));
-  // Per destination: [fields][its values], contiguous.
+  // Per peer: [fields][its values], contiguous.
   for (int r = 0; r < size_; ++r) {
     field_send_counts_[r] = send_counts_[r] * n_fields;
     field_send_displs_[r] = send_displs_[r] * n_fields;
     field_recv_counts_[r] = recv_counts_[r] * n_fields;
     field_recv_displs_[r] = recv_displs_[r] * n_fields;
+  }
+}
+
+void Redistribution::forward(int n_fields, const float* local, float* slots) {
+  const size_t n_send = send_pos_.size(), n_recv = recv_slot_.size();
+  send_buf_.resize(n_send * static_cast<size_t>(n_fields));
+  recv_buf_.resize(n_recv * static_cast<size_t>(n_fields));
+  scale_counts(n_fields);
+  for (int r = 0; r < size_; ++r)
     for (int f = 0; f < n_fields; ++f)
       for (int i = 0; i < send_counts_[r]; ++i)
         send_buf_[static_cast<size_t>(field_send_displs_[r] + f * send_counts_[r] + i)] =
             local[static_cast<size_t>(f) * static_cast<size_t>(n_owned_) +
                   static_cast<size_t>(send_pos_[static_cast<size_t>(send_displs_[r] + i)])];
-  }
   CHECK_MPI(MPI_Alltoallv(send_buf_.data(), field_send_counts_.data(), field_send_displs_.data(), MPI_FLOAT,
                           recv_buf_.data(), field_recv_counts_.data(), field_recv_displs_.data(), MPI_FLOAT, comm_));
   if (n_recv == 0) return;
@@ -197,17 +202,32 @@ void Redistribution::forward(int n_fields, const float* local, float* slots) {
             recv_buf_[static_cast<size_t>(field_recv_displs_[r] + f * recv_counts_[r] + i)];
 }
 
-void Redistribution::reverse(const float* slots, float* local) {
+void Redistribution::reverse(int n_fields, const float* slots, float* local) {
   const size_t n_send = send_pos_.size(), n_recv = recv_slot_.size();
-  recv_buf_.resize(n_recv);
-  send_buf_.resize(n_send);
-  for (size_t i = 0; i < n_recv; ++i) recv_buf_[i] = slots[static_cast<size_t>(recv_slot_[i])];
+  // The buffers are the call's own: a plan per piece of an output record (record_gather.hpp)
+  // keeping its pieces' buffers would hold the whole record.
+  std::vector<float> from_slots(n_recv * static_cast<size_t>(n_fields)),
+      to_owned(n_send * static_cast<size_t>(n_fields));
+  scale_counts(n_fields);
   // The forward exchange's roles swapped: trainers send what they received, owners receive what
   // they sent.
-  CHECK_MPI(MPI_Alltoallv(recv_buf_.data(), recv_counts_.data(), recv_displs_.data(), MPI_FLOAT, send_buf_.data(),
-                          send_counts_.data(), send_displs_.data(), MPI_FLOAT, comm_));
-  std::fill(local, local + n_owned_, std::numeric_limits<float>::quiet_NaN());
-  for (size_t i = 0; i < n_send; ++i) local[static_cast<size_t>(send_pos_[i])] = send_buf_[i];
+  for (int r = 0; r < size_; ++r)
+    for (int f = 0; f < n_fields; ++f)
+      for (int i = 0; i < recv_counts_[r]; ++i)
+        from_slots[static_cast<size_t>(field_recv_displs_[r] + f * recv_counts_[r] + i)] =
+            slots[static_cast<size_t>(f) * n_recv +
+                  static_cast<size_t>(recv_slot_[static_cast<size_t>(recv_displs_[r] + i)])];
+  CHECK_MPI(MPI_Alltoallv(from_slots.data(), field_recv_counts_.data(), field_recv_displs_.data(), MPI_FLOAT,
+                          to_owned.data(), field_send_counts_.data(), field_send_displs_.data(), MPI_FLOAT, comm_));
+  if (n_owned_ == 0) return;
+  std::fill(local, local + static_cast<size_t>(n_fields) * static_cast<size_t>(n_owned_),
+            std::numeric_limits<float>::quiet_NaN());
+  for (int r = 0; r < size_; ++r)
+    for (int f = 0; f < n_fields; ++f)
+      for (int i = 0; i < send_counts_[r]; ++i)
+        local[static_cast<size_t>(f) * static_cast<size_t>(n_owned_) +
+              static_cast<size_t>(send_pos_[static_cast<size_t>(send_displs_[r] + i)])] =
+            to_owned[static_cast<size_t>(field_send_displs_[r] + f * send_counts_[r] + i)];
 }
 
 }  // namespace finecast::coupling

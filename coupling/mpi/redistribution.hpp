@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Patch-parallel redistribution: every rank's owned fine cells go straight to the trainer rank
 // that owns their patch, in one MPI_Alltoallv per step, and the trainers' values come back the
-// same way (write-back). No rank ever holds a whole field.
+// same way (reverse: the write-back; with the lead as the owner, the samples' way to the output,
+// record_gather.hpp). No rank ever holds a whole field.
 #pragma once
 
 #include <mpi.h>
@@ -31,9 +32,12 @@ class Redistribution {
   /// Collective: local [n_fields][n_owned] -> slots [n_fields][n_slots] on the trainers (other
   /// ranks pass nullptr). Cells in no slot are not sent.
   void forward(int n_fields, const float* local, float* slots);
-  /// Collective inverse of forward for one field: slots [n_slots] on the trainers -> local
-  /// [n_owned]; owned cells in no slot get NaN.
-  void reverse(const float* slots, float* local);
+  /// Collective inverse of forward: slots [n_fields][n_slots] on the trainers (other ranks pass
+  /// nullptr) -> local [n_fields][n_owned]; owned cells in no slot get NaN. After forward, each
+  /// owned cell in a slot gets its value back exactly (the same plan, the exchange's roles swapped).
+  void reverse(int n_fields, const float* slots, float* local);
+  /// reverse() of one field (the write-back of the ensemble mean).
+  void reverse(const float* slots, float* local) { reverse(1, slots, local); }
 
   int64_t n_owned() const { return n_owned_; }
   int64_t n_slots() const { return static_cast<int64_t>(recv_slot_.size()); }
@@ -46,6 +50,8 @@ class Redistribution {
   int messages_received() const { return peers(recv_counts_); }
 
  private:
+  /// The per-rank counts and displacements of the exchange of n_fields values per cell.
+  void scale_counts(int n_fields);
   int peers(const std::vector<int>& counts) const {
     int n = 0;
     for (size_t r = 0; r < counts.size(); ++r) n += counts[r] > 0 && static_cast<int>(r) != rank_;

@@ -9,6 +9,7 @@
 #include "common/log.hpp"
 #include "plugin/comin_plugin/guard.hpp"
 #include "plugin/comin_plugin/host_api.hpp"
+#include "plugin/comin_plugin/samples_output.hpp"
 #include "plugin/comin_plugin/trainer_work.hpp"
 
 namespace finecast::plugin {
@@ -182,7 +183,7 @@ void sampling_step(PluginState& s, bool with_write_back) {
       bool ok = local(s, "sampling", [&] { draw_samples(s); });
       if (trainers_agree(s)) {
         // Collective among the trainers; a failure to write (on the lead) comes after the last piece.
-        ok = local(s, "output", [&] { write_samples(s); }) && ok;
+        ok = local(s, "output", [&] { write_samples(s.config, *s.trainer, *s.coupling, s.faults, s.stats); }) && ok;
         if (ok && with_write_back) ok = local(s, "write_back", [&] { compute_slot_mean(s); });
       } else {
         ok = false;

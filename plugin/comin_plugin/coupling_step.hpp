@@ -4,11 +4,11 @@
 //   1. every rank packs its owned values (local work that can fail);
 //   2. one agreement (MPI_Allreduce) on every rank's failure flag and the trainer's phase: if
 //      any rank failed, every rank stops here, together;
-//   3. the gather of the fields (every rank);
+//   3. the redistribution of the fields to the trainers (every rank);
 //   4. the trainers' work: buffer, then what is due (schedule.hpp) in its order: a synchronous
 //      session, the sampling and output, a checkpoint, an asynchronous session;
-//   5. with write-back, one broadcast of the trainer's outcome, then the scatter of the ensemble
-//      mean only when the trainer succeeded;
+//   5. with write-back, one agreement on the sampling's outcome, then the reverse redistribution
+//      of the ensemble mean only when the trainers succeeded;
 //   6. the trainer's checkpoint when due (after the sampling: the checkpoint holds a step that
 //      is done), then an asynchronous session that waited for it.
 // A failure in local work makes the rank "failed" under on_error: disable (it still joins the

@@ -73,6 +73,28 @@ void Output::add_history(const std::string& text) {
 
 void Output::close() { writer_->close(); }
 
+void Output::publish() noexcept {
+  try {
+    close();
+    log::info("Output written: " + path_);
+  } catch (const std::exception& e) {
+    log::error(std::string("publishing the output: ") + e.what());
+  }
+}
+
+std::unique_ptr<Output> open_run_output(const std::string& path, const coupling::OutputGrid& grid,
+                                        const std::string& var, const coupling::VarAttributes& attrs, int members,
+                                        std::map<std::string, std::string> global_attrs,
+                                        const coupling::WriterOptions& options, const std::string& datetime,
+                                        const RunProvenance& run) {
+  auto out = std::make_unique<Output>(path, grid, var, attrs, members, std::move(global_attrs),
+                                      !run.resumed_from.empty(), datetime, options);
+  out->add_history((run.command.empty() ? std::string("(the host's command is unknown)") : run.command) +
+                   ": finecast samples from " + datetime +
+                   (run.resumed_from.empty() ? std::string(", a fresh start") : ", resumed from " + run.resumed_from));
+  return out;
+}
+
 std::string process_command_line() {
   std::ifstream in("/proc/self/cmdline", std::ios::binary);
   std::string line, arg;

@@ -44,6 +44,9 @@ class Output {
   void add_history(const std::string& text);
   /// Closes the file (its records are on disk after every write). Idempotent.
   void close();
+  /// The end of a run: closes the file and logs where it is; a failure is logged as an error,
+  /// never thrown (the records written before are on disk).
+  void publish() noexcept;
   const std::string& path() const { return path_; }
   /// Model time of the latest record ("" before the first write); a write at the same time
   /// replaces that record.
@@ -53,6 +56,23 @@ class Output {
   std::string path_;
   std::unique_ptr<coupling::EnsembleWriter> writer_;
 };
+
+/// What a plugin run's output says of the run: the host's command line ("" = unknown) and the
+/// checkpoint the run resumed from ("" = a fresh start).
+struct RunProvenance {
+  std::string command;
+  std::string resumed_from;
+};
+
+/// The output of a plugin run, opened by the lead at the first sampling (`datetime`): a resumed
+/// run continues the file of the run before it (Output's `append`), and the file's history gets
+/// one line naming the command and where the run started (every run of a restart chain that
+/// writes to the file).
+std::unique_ptr<Output> open_run_output(const std::string& path, const coupling::OutputGrid& grid,
+                                        const std::string& var, const coupling::VarAttributes& attrs, int members,
+                                        std::map<std::string, std::string> global_attrs,
+                                        const coupling::WriterOptions& options, const std::string& datetime,
+                                        const RunProvenance& run);
 
 /// A whole record from patch samples [n_coarse][members][P] (finecast-downscale, which holds
 /// every patch): the members and the coarse condition on the fine cells, the host's (or the

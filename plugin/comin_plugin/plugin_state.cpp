@@ -47,14 +47,7 @@ void PluginState::release() {
   // The trainer first: its destructor joins a running session (which uses the model), then the
   // output is published and the model, buffer and patch map are freed.
   if (trainer) {
-    if (trainer->output) {
-      try {
-        trainer->output->close();
-        log::info("Output written: " + trainer->output->path());
-      } catch (const std::exception& e) {
-        log::error(std::string("publishing the output: ") + e.what());
-      }
-    }
+    if (trainer->output) trainer->output->publish();
     trainer.reset();
   }
   coupling.reset();

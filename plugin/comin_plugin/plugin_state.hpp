@@ -17,6 +17,7 @@
 #include "coupling/grid/patch_map.hpp"
 #include "coupling/grid/patches.hpp"
 #include "coupling/io/ensemble_writer.hpp"
+#include "coupling/mpi/record_gather.hpp"
 #include "coupling/mpi/redistribution.hpp"
 #include "coupling/mpi/owned_cells.hpp"
 #include "plugin/comin_plugin/conditioning.hpp"
@@ -95,7 +96,7 @@ struct TrainerState {
   std::string command;                                ///< the host's command line (the output's history)
   std::unique_ptr<Output> output;                     ///< the lead's, opened at the first sampling
   int64_t output_chunk = 0;                           ///< cells per piece of a record sent to the lead
-  std::vector<int64_t> slots_by_cell;                 ///< the slots ordered by their cell (for the output)
+  std::unique_ptr<coupling::RecordGather> gather;     ///< the slots' samples to the lead, piece by piece
   std::vector<float> samples;                         ///< [n_patches][members][P] scratch
   std::vector<float> slot_mean;                       ///< [n_slots]: the ensemble mean for write-back
   int torch_threads = 1;                              ///< LibTorch threads for this rank's training and sampling

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <numeric>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -486,11 +485,6 @@ std::unique_ptr<TrainerState> setup_trainer(PluginState& s, const HostFacts& fac
   t->shard = coupling::shard_map(t->map, t->first_patch, t->n_patches);
   t->slot_cells.assign(t->map.fine_of_patch.begin() + t->first_patch * P,
                        t->map.fine_of_patch.begin() + (t->first_patch + t->n_patches) * P);
-  t->slots_by_cell.resize(t->slot_cells.size());
-  std::iota(t->slots_by_cell.begin(), t->slots_by_cell.end(), int64_t{0});
-  std::sort(t->slots_by_cell.begin(), t->slots_by_cell.end(), [&](int64_t a, int64_t b) {
-    return t->slot_cells[static_cast<size_t>(a)] < t->slot_cells[static_cast<size_t>(b)];
-  });
   // Output records travel to the lead in pieces of at most ~1M cells (whole grid rows).
   t->output_chunk = std::max<int64_t>(row_cells, ((int64_t{1} << 20) / row_cells) * row_cells);
 
@@ -819,6 +813,10 @@ void setup_coupling(PluginState& s, PluginComm pc, const HostFacts& facts, const
   // Where every owned cell goes: the trainer rank owning its patch (collective over all ranks).
   c.redist = std::make_unique<coupling::Redistribution>(
       c.comm, owned, c.is_trainer ? s.trainer->slot_cells : std::vector<int64_t>{}, facts.n_global);
+  // The samples' way back: the trainers' slots to the lead (rank 0 of c.trainers), a piece at a time.
+  if (c.is_trainer)
+    s.trainer->gather = std::make_unique<coupling::RecordGather>(c.trainers, s.trainer->slot_cells, facts.n_global,
+                                                                 s.trainer->output_chunk);
   s.transition(Phase::kCoupled);
   // A resumed trained model samples from the first step on: every rank learns that from the first
   // step's agreement; the trainer knows it now.

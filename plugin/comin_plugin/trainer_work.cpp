@@ -7,13 +7,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
-#include <limits>
 #include <map>
 #include <regex>
 
 #include "common/log.hpp"
 #include "coupling/error.hpp"
-#include "plugin/comin_plugin/guard.hpp"
 #include "plugin/comin_plugin/setup.hpp"
 
 namespace finecast::plugin {
@@ -67,103 +65,6 @@ std::function<void(double*, int)> sum_over(MPI_Comm trainers) {
   return [trainers](double* values, int n) {
     CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, MPI_SUM, trainers));
   };
-}
-
-/// Runs `fn` unless `failure` holds an error already; an exception becomes `failure`.
-void capture_failure(std::string& failure, const std::function<void()>& fn) {
-  if (!failure.empty()) return;
-  try {
-    fn();
-  } catch (...) {
-    failure = describe_current_exception();
-  }
-}
-
-/// The lead's side of an output record's life cycle: opens the output at the first sampling (the
-/// checkpoint it names: the latest written, else the one resumed from), then begins the record.
-void begin_record(PluginState& s) {
-  const Config& cfg = s.config;
-  TrainerState& t = *s.trainer;
-  s.faults.check(FaultPoint::kOutput, s.stats.steps, s.coupling->rank, true);
-  if (!t.output) {
-    auto attrs = output_attributes(t.map, !t.last_checkpoint.empty() ? t.last_checkpoint
-                                          : !t.resumed_from.empty()
-                                              ? t.resumed_from
-                                              : "none written yet (checkpoint.dir " + cfg.checkpoint.dir + ")");
-    attrs.insert(t.output_globals.begin(), t.output_globals.end());
-    t.output = std::make_unique<Output>(cfg.sample.output, t.output_grid, target_field(cfg), t.output_attrs,
-                                        cfg.sample.members, attrs, !t.resumed_from.empty(), s.stats.datetime,
-                                        t.output_options);
-    // One line per run that writes the file: every chunk of a restart chain names its command.
-    t.output->add_history(
-        (t.command.empty() ? std::string("(the host's command is unknown)") : t.command) + ": finecast samples from " +
-        s.stats.datetime +
-        (t.resumed_from.empty() ? std::string(", a fresh start") : ", resumed from " + t.resumed_from));
-  }
-  t.output->begin(s.stats.datetime);
-}
-
-/// Receives a piece of a record on the lead: cells first..first+count-1, members [member][cell].
-using PutPiece =
-    std::function<void(int64_t first, int64_t count, const float* members, const float* coarse, const float* host)>;
-
-/// Collective among the trainers: the drawn ensembles of every trainer's slots to the lead, in
-/// pieces of t.output_chunk cells (whole grid rows), so that no rank holds a whole record. Each
-/// trainer sends, for its slots in the piece (by cell), the cell (relative to the piece: exact
-/// in a float below 2^24), every member, the coarse value and the host's value; the lead hands
-/// each piece to `put` (cells no trainer sent stay NaN).
-void gather_record(PluginState& s, const PutPiece& put) {
-  const TrainerState& t = *s.trainer;
-  const CouplingState& c = *s.coupling;
-  const bool lead = s.is_lead();
-  const int members = s.config.sample.members;
-  const int64_t P = t.map.patch_size, n_fine = t.map.n_fine, chunk = t.output_chunk;
-  const int n_trainers = static_cast<int>(c.trainer_ranks.size());
-  const float* host_target = t.slot_values.data() + static_cast<size_t>(target_index(s.config)) * t.slot_cells.size();
-  const int width = members + 3;
-  std::vector<float> send, recv;
-  std::vector<int> counts(static_cast<size_t>(n_trainers)), displs(static_cast<size_t>(n_trainers));
-  std::vector<float> piece_members, piece_coarse, piece_host;
-  auto lo = t.slots_by_cell.begin();
-  for (int64_t first = 0; first < n_fine; first += chunk) {
-    const int64_t count = std::min(chunk, n_fine - first);
-    auto hi = std::partition_point(lo, t.slots_by_cell.end(), [&](int64_t slot) {
-      return t.slot_cells[static_cast<size_t>(slot)] < first + count;
-    });
-    const auto k = static_cast<int>(hi - lo);
-    send.resize(static_cast<size_t>(k) * width);
-    for (int i = 0; i < k; ++i) {
-      const int64_t slot = lo[i], patch = slot / P, pos = slot % P;
-      float* row = send.data() + static_cast<size_t>(i) * width;
-      row[0] = static_cast<float>(t.slot_cells[static_cast<size_t>(slot)] - first);
-      for (int m = 0; m < members; ++m) row[1 + m] = t.samples[static_cast<size_t>((patch * members + m) * P + pos)];
-      row[1 + members] = t.patches.coarse[static_cast<size_t>(patch)];
-      row[2 + members] = host_target[slot];
-    }
-    const int mine = k * width;
-    CHECK_MPI(MPI_Gather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, c.trainers));
-    if (lead) {
-      displs[0] = 0;
-      for (int r = 1; r < n_trainers; ++r) displs[r] = displs[r - 1] + counts[r - 1];
-      recv.resize(static_cast<size_t>(displs.back() + counts.back()));
-    }
-    CHECK_MPI(
-        MPI_Gatherv(send.data(), mine, MPI_FLOAT, recv.data(), counts.data(), displs.data(), MPI_FLOAT, 0, c.trainers));
-    if (lead) {
-      const float nan = std::numeric_limits<float>::quiet_NaN();
-      piece_members.assign(static_cast<size_t>(members * count), nan);
-      piece_coarse.assign(static_cast<size_t>(count), nan);
-      piece_host.assign(static_cast<size_t>(count), nan);
-      for (size_t i = 0; i + width <= recv.size(); i += static_cast<size_t>(width)) {
-        const auto cell = static_cast<int64_t>(recv[i]);
-        for (int m = 0; m < members; ++m) piece_members[static_cast<size_t>(m * count + cell)] = recv[i + 1 + m];
-        piece_coarse[static_cast<size_t>(cell)] = recv[i + 1 + members];
-        piece_host[static_cast<size_t>(cell)] = recv[i + 2 + members];
-      }
-      put(first, count, piece_members.data(), piece_coarse.data(), piece_host.data());
-    }
-    lo = hi;
-  }
 }
 
 /// The step's NaN/Inf host values over every trainer (collective among them), counted for the
@@ -406,22 +307,6 @@ void draw_samples(PluginState& s) {
       t.patches, members, seed, t.samples.data(),
       [&](const float* context, const float* coarse, const float* weights, int64_t count, uint64_t draw_seed,
           float* out) { t.model->sample(context, coarse, weights, count, so, draw_seed, t.torch_threads, out); });
-}
-
-void write_samples(PluginState& s) {
-  TrainerState& t = *s.trainer;
-  const bool lead = s.is_lead();
-  // The lead keeps receiving after a failure to write, so that no trainer waits in a piece's
-  // gather; the first failure is reported after the last piece.
-  std::string failure;
-  if (lead) capture_failure(failure, [&] { begin_record(s); });
-  gather_record(s, [&](int64_t first, int64_t count, const float* members, const float* coarse, const float* host) {
-    capture_failure(failure, [&] { t.output->put(first, count, members, coarse, host); });
-  });
-  if (lead) capture_failure(failure, [&] { t.output->end(); });
-  if (!failure.empty()) throw IoError("output at " + s.stats.datetime + ": " + failure);
-  ++s.stats.samplings;
-  t.fresh_weights = false;
 }
 
 void compute_slot_mean(PluginState& s) {

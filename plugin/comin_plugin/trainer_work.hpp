@@ -29,9 +29,6 @@ void write_model_checkpoint(PluginState& s, bool training_due);
 void start_session(PluginState& s);
 /// Draws the ensemble of this trainer's patches of the latest step.
 void draw_samples(PluginState& s);
-/// Collective: the drawn ensembles, in pieces of cells, to the lead, which writes the NetCDF
-/// record. Throws on the lead after the last piece when writing failed.
-void write_samples(PluginState& s);
 /// The ensemble mean of each of this trainer's slots (for write-back).
 void compute_slot_mean(PluginState& s);
 /// Waits for a session in flight (a restart, the end of the run) and picks it up.

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <random>
 
@@ -17,6 +18,7 @@
 #include "coupling/grid/icon_grid.hpp"
 #include "coupling/grid/icon_hierarchy.hpp"
 #include "coupling/grid/patches.hpp"
+#include "coupling/mpi/record_gather.hpp"
 #include "coupling/mpi/redistribution.hpp"
 
 namespace finecast::coupling {
@@ -163,6 +165,137 @@ TEST(Redistribution, ACellOwnedTwiceFailsOnEveryRank) {
   std::vector<int64_t> slots;
   if (rank == 0) slots = {1, 2, 3};
   EXPECT_THROW(Redistribution(MPI_COMM_WORLD, owned, slots, n), std::exception);
+}
+
+/// Uneven ownership with a rank that owns nothing (the last, from 2 ranks on): rank r owns
+/// cells with weight r + 1 of the others', dealt out in a fixed pseudo-random order.
+std::vector<int64_t> uneven_owned(int64_t n, int rank, int size) {
+  std::vector<int64_t> owned;
+  const int owners = size > 1 ? size - 1 : 1;
+  const int total = owners * (owners + 1) / 2;
+  std::mt19937_64 rng(7);
+  for (int64_t g = 0; g < n; ++g) {
+    int ticket = static_cast<int>(rng() % static_cast<uint64_t>(total)), owner = 0;
+    while (ticket >= owner + 1) ticket -= ++owner;
+    if (owner == rank) owned.push_back(g);
+  }
+  std::shuffle(owned.begin(), owned.end(), std::mt19937_64(31 + rank));
+  return owned;
+}
+
+/// Values that a conversion or a sum on the way would change: signed zeros, subnormals, large
+/// integers beyond a float's 2^24 and a NaN with a payload, different in every field.
+float exact_value(int field, int64_t g) {
+  switch ((g + field) % 5) {
+    case 0:
+      return g % 2 ? -0.0f : 0.0f;
+    case 1:
+      return std::numeric_limits<float>::denorm_min() * static_cast<float>(g % 1000 + 1);
+    case 2:
+      return static_cast<float>((int64_t{1} << 25) + 2 * g) * (field + 1);
+    case 3: {
+      const uint32_t bits = 0x7fc00000u | static_cast<uint32_t>(g % 4096 + 1);
+      float nan;
+      std::memcpy(&nan, &bits, sizeof nan);
+      return nan;
+    }
+    default:
+      return std::nextafter(static_cast<float>(g) / 7.0f, 1e30f) - static_cast<float>(field);
+  }
+}
+
+/// Cells in no slot (every 7th) and slots on every rank but rank 1 (the ranks with slots hold
+/// cells g with g % slot_ranks == their index), in reverse cell order.
+std::vector<int64_t> uneven_slots(int64_t n, int rank, int size) {
+  std::vector<int> with_slots;
+  for (int r = 0; r < size; ++r)
+    if (r != 1) with_slots.push_back(r);
+  const auto mine = std::find(with_slots.begin(), with_slots.end(), rank);
+  std::vector<int64_t> slots;
+  if (mine == with_slots.end()) return slots;
+  const auto k = static_cast<int64_t>(mine - with_slots.begin()), m = static_cast<int64_t>(with_slots.size());
+  for (int64_t g = n - 1; g >= 0; --g)
+    if (g % 7 != 3 && g % m == k) slots.push_back(g);
+  return slots;
+}
+
+bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+TEST(Redistribution, ForwardThenReverseGivesEveryRankItsValuesExactly) {
+  const int rank = world(MPI_Comm_rank), size = world(MPI_Comm_size);
+  const int64_t n = 997;
+  const std::vector<int64_t> owned = uneven_owned(n, rank, size), slot_cells = uneven_slots(n, rank, size);
+  if (size > 1 && rank == size - 1) {
+    ASSERT_TRUE(owned.empty());
+  }
+  Redistribution redist(MPI_COMM_WORLD, owned, slot_cells, n);
+  const int fields = 3;
+  const size_t n_owned = owned.size(), n_slots = slot_cells.size();
+  std::vector<float> local(fields * n_owned);
+  for (int f = 0; f < fields; ++f)
+    for (size_t i = 0; i < n_owned; ++i) local[f * n_owned + i] = exact_value(f, owned[i]);
+  std::vector<float> slots(fields * n_slots);
+  redist.forward(fields, local.data(), slots.data());
+  for (int f = 0; f < fields; ++f)
+    for (size_t s = 0; s < n_slots; ++s)
+      ASSERT_TRUE(same_bits(slots[f * n_slots + s], exact_value(f, slot_cells[s]))) << "field " << f << " slot " << s;
+
+  std::vector<float> back(fields * n_owned, 1.0f);
+  redist.reverse(fields, slots.data(), back.data());
+  for (int f = 0; f < fields; ++f)
+    for (size_t i = 0; i < n_owned; ++i) {
+      const float got = back[f * n_owned + i];
+      if (owned[i] % 7 == 3)
+        EXPECT_TRUE(std::isnan(got)) << "cell " << owned[i] << " is in no slot";
+      else
+        ASSERT_TRUE(same_bits(got, local[f * n_owned + i])) << "field " << f << " cell " << owned[i];
+    }
+}
+
+TEST(RecordGather, RankZeroReceivesEveryPieceInCellOrderExactly) {
+  const int rank = world(MPI_Comm_rank), size = world(MPI_Comm_size);
+  const int64_t n = 997, piece = 128;  // 8 pieces, the last one short
+  const std::vector<int64_t> slot_cells = uneven_slots(n, rank, size);
+  RecordGather gather(MPI_COMM_WORLD, slot_cells, n, piece);
+  EXPECT_EQ(gather.pieces(), 8);
+  const int fields = 2;
+  std::vector<int64_t> firsts;
+  std::vector<float> record(fields * n, 0.0f);
+  // A slot's values are a function of its cell: each one reached its cell, in its field.
+  gather.gather(
+      fields,
+      [&](const std::vector<int64_t>& slots, float* values) {
+        for (size_t i = 0; i < slots.size(); ++i) {
+          values[i] = exact_value(0, slot_cells[slots[i]]);
+          values[slots.size() + i] = exact_value(1, slot_cells[slots[i]]);
+        }
+      },
+      [&](int64_t first, int64_t count, const float* values) {
+        firsts.push_back(first);
+        EXPECT_EQ(count, std::min(piece, n - first));
+        for (int f = 0; f < fields; ++f)
+          std::copy(values + f * count, values + (f + 1) * count, record.begin() + f * n + first);
+      });
+  if (rank != 0) {
+    EXPECT_TRUE(firsts.empty());
+    return;
+  }
+  EXPECT_EQ(firsts, (std::vector<int64_t>{0, 128, 256, 384, 512, 640, 768, 896}));
+  for (int f = 0; f < fields; ++f)
+    for (int64_t g = 0; g < n; ++g) {
+      if (g % 7 == 3)
+        EXPECT_TRUE(std::isnan(record[f * n + g])) << "cell " << g << " is in no slot";
+      else
+        ASSERT_TRUE(same_bits(record[f * n + g], exact_value(f, g))) << "field " << f << " cell " << g;
+    }
+}
+
+TEST(RecordGather, ACellInTwoSlotsFailsOnEveryRank) {
+  const int rank = world(MPI_Comm_rank);
+  std::vector<int64_t> slots;
+  if (rank == 0) slots = {1, 2, 300};
+  if (rank == world(MPI_Comm_size) - 1) slots.push_back(300);  // also rank 0's (or twice on one rank)
+  EXPECT_THROW(RecordGather(MPI_COMM_WORLD, slots, 997, 128), std::exception);
 }
 
 }  // namespace

@@ -18,7 +18,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-bool working(const PluginState& s) { return s.phase() != Phase::kFailed && s.phase() != Phase::kStopped; }
+bool working(const RunPhase& phase) { return phase.phase() != Phase::kFailed && phase.phase() != Phase::kStopped; }
 
 /// Runs local work (no collectives inside). A failure makes this rank failed (on_error:
 /// disable), or stops the run (abort). Returns whether the work ran and succeeded; after a
@@ -47,50 +47,50 @@ struct Agreement {
   int in_flight = 0;  ///< a trainer's session is still running (none may start or checkpoint)
 };
 
-Agreement agree(PluginState& s) {
-  int mine[4] = {s.phase() == Phase::kFailed ? 1 : 0, 0, 0, 0};
-  if (s.is_trainer()) {
-    mine[1] = s.phase() == Phase::kTraining ? 1 : 0;
-    mine[2] = s.phase() == Phase::kReady ? 1 : 0;
-    mine[3] = s.trainer->session.in_flight() ? 1 : 0;
+/// `model`: this rank's, null when it is not a trainer.
+Agreement agree(const RunPhase& phase, const Ranks& ranks, const TrainerModel* model) {
+  int mine[4] = {phase.phase() == Phase::kFailed ? 1 : 0, 0, 0, 0};
+  if (model) {
+    mine[1] = phase.phase() == Phase::kTraining ? 1 : 0;
+    mine[2] = phase.phase() == Phase::kReady ? 1 : 0;
+    mine[3] = model->session.in_flight() ? 1 : 0;
   }
   int all[4] = {0, 0, 0, 0};
-  CHECK_MPI(MPI_Allreduce(mine, all, 4, MPI_INT, MPI_MAX, s.coupling->comm));
+  CHECK_MPI(MPI_Allreduce(mine, all, 4, MPI_INT, MPI_MAX, ranks.comm));
   return {all[0], all[1], all[2], all[3]};
 }
 
 /// Before each collective among the trainer ranks: whether none of them failed. A trainer that
 /// failed still calls it at the same points, so no trainer waits in a collective another skips.
-bool trainers_agree(PluginState& s) {
-  int mine = working(s) ? 0 : 1, any = 0;
-  CHECK_MPI(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, s.coupling->trainers));
+bool trainers_agree(const RunPhase& phase, const Ranks& ranks) {
+  int mine = working(phase) ? 0 : 1, any = 0;
+  CHECK_MPI(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, ranks.trainers));
   return any == 0;
 }
 
 /// The others learn the trainers' phase from the agreement.
-void follow_trainer(PluginState& s, const Agreement& a) {
-  if (s.is_trainer()) return;
-  if (a.ready && s.phase() != Phase::kReady) {
-    s.transition(Phase::kReady);
-  } else if (a.training && s.phase() == Phase::kBuffering) {
-    s.transition(Phase::kTraining);
-  } else if (!a.training && !a.ready && s.phase() == Phase::kTraining) {
-    s.transition(Phase::kBuffering);  // the first session trained on nothing (collect_session)
+void follow_trainer(const Ranks& ranks, RunPhase& phase, const Agreement& a) {
+  if (ranks.is_trainer) return;
+  if (a.ready && phase.phase() != Phase::kReady) {
+    phase.transition(Phase::kReady);
+  } else if (a.training && phase.phase() == Phase::kBuffering) {
+    phase.transition(Phase::kTraining);
+  } else if (!a.training && !a.ready && phase.phase() == Phase::kTraining) {
+    phase.transition(Phase::kBuffering);  // the first session trained on nothing (collect_session)
   }
 }
 
 /// The host variables sent this step: the orography (the last input) is static, so it is sent
 /// with the first step of the run only (a resumed run counts on from the checkpoint's step, so
 /// this is not "step 1").
-int inputs_this_step(const PluginState& s) {
-  return s.coupling->static_gathered ? static_cast<int>(s.config.fields.size()) : input_count(s.config);
+int inputs_this_step(const Config& cfg, const CouplingState& c) {
+  return c.static_gathered ? static_cast<int>(cfg.fields.size()) : input_count(cfg);
 }
 
-void pack_fields(PluginState& s) {
-  CouplingState& c = *s.coupling;
+void pack_fields(const RunSettings& run, CouplingState& c, const RunStats& stats) {
   if (c.external) return;  // a finecast-trainer holds no host cells
-  s.faults.check(FaultPoint::kGather, s.stats.steps, c.rank, c.is_lead);
-  for (int f = 0; f < inputs_this_step(s); ++f) {
+  run.faults.check(FaultPoint::kGather, stats.steps, c.rank, c.is_lead);
+  for (int f = 0; f < inputs_this_step(run.config, c); ++f) {
     const HostField& field = c.fields[f];
     const void* data = comin_var_get_ptr(field.handle);
     if (!data) throw InternalError("no data pointer for host variable " + field.name);
@@ -103,12 +103,12 @@ void pack_fields(PluginState& s) {
 }
 
 /// What the schedule (schedule.hpp) is told on this rank: on a trainer after the step was
-/// buffered, the same on every trainer rank.
-ScheduleState schedule_state(const PluginState& s, bool in_flight) {
+/// buffered, the same on every trainer rank. `t`: null when this rank is not a trainer.
+ScheduleState schedule_state(const RunPhase& phase, const TrainerState* t, bool in_flight) {
   ScheduleState state;
-  state.ready = s.phase() == Phase::kReady;
+  state.ready = phase.phase() == Phase::kReady;
   state.in_flight = in_flight;
-  if (const TrainerState* t = s.trainer.get()) {
+  if (t) {
     state.buffered = t->buffer->steps();
     state.owed = t->owed;
     state.fresh_weights = t->fresh_weights;
@@ -119,20 +119,47 @@ ScheduleState schedule_state(const PluginState& s, bool in_flight) {
 /// The trainers' patches and buffer. Returns whether the trainers agree that none failed (their
 /// collectives come only after that).
 bool buffer_stage(PluginState& s, const Agreement& a) {
-  if (!a.in_flight) local(s, "training", [&] { collect_session(s); });
-  local(s, "buffer", [&] { coarsen_step(s); });
-  if (!trainers_agree(s)) return false;
-  share_coarse(s);
-  local(s, "buffer", [&] { buffer_step(s); });
+  const Config& cfg = s.config;
+  RunPhase& phase = s;
+  const Ranks& ranks = *s.coupling;
+  TrainerShare& share = *s.trainer;
+  TrainerModel& model = *s.trainer;
+  if (!a.in_flight) local(s, "training", [&] { collect_session(cfg, ranks, share, model, s.stats, phase); });
+  local(s, "buffer", [&] { coarsen_step(cfg, share, s.stats.timers); });
+  if (!trainers_agree(phase, ranks)) return false;
+  share_coarse(cfg, ranks, share, s.stats);
+  local(s, "buffer", [&] { buffer_step(cfg, ranks, share, s.stats, phase); });
   // From here on every trainer has the same state, so each decision is the same on all of them.
-  return trainers_agree(s);
+  return trainers_agree(phase, ranks);
 }
 
 /// Collective among the trainers: starts a training session (with train.async in the background;
 /// a synchronous one has ended and been picked up when this returns).
 void train(PluginState& s) {
-  start_session(s);
-  if (!s.config.train.async) local(s, "training", [&] { collect_session(s); });
+  const RunSettings& run = s;
+  RunPhase& phase = s;
+  const Ranks& ranks = *s.coupling;
+  const TrainerShare& share = *s.trainer;
+  TrainerModel& model = *s.trainer;
+  start_session(run, ranks, share, model, s.stats, phase);
+  if (!run.config.train.async)
+    local(s, "training", [&] { collect_session(run.config, ranks, share, model, s.stats, phase); });
+}
+
+/// Collective among the trainers: every trainer's part of the buffer snapshot, then, when none
+/// failed, the lead's model checkpoint. Returns whether the trainers agreed that none failed
+/// writing its part.
+bool write_checkpoint(PluginState& s, bool training_due) {
+  const RunSettings& run = s;
+  const Ranks& ranks = *s.coupling;
+  const TrainerShare& share = *s.trainer;
+  TrainerModel& model = *s.trainer;
+  TrainerOutput& out = *s.trainer;
+  local(s, "checkpoint", [&] { write_buffer_part(run, ranks, share, model, s.stats); });
+  if (!trainers_agree(s, ranks)) return false;  // no model checkpoint without every part of its buffer
+  if (ranks.is_lead)
+    local(s, "checkpoint", [&] { write_model_checkpoint(run, ranks, share, model, out, s.stats, training_due); });
+  return true;
 }
 
 /// The trainers' work after the sampling: a due checkpoint (every trainer's buffer part, then the
@@ -140,13 +167,12 @@ void train(PluginState& s) {
 void checkpoint_and_train(PluginState& s, const Work& work) {
   const bool async_session = work.train && s.config.train.async;
   if (!work.checkpoint && !async_session) return;
-  if (!trainers_agree(s)) return;
+  const Ranks& ranks = *s.coupling;
+  if (!trainers_agree(s, ranks)) return;
   if (work.checkpoint) {
-    local(s, "checkpoint", [&] { write_buffer_part(s); });
-    if (!trainers_agree(s)) return;  // no model checkpoint without every part of its buffer
     // The session of this step starts after the checkpoint: a run resumed from it starts it.
-    if (s.is_lead()) local(s, "checkpoint", [&] { write_model_checkpoint(s, s.trainer->owed.train || async_session); });
-    if (!trainers_agree(s)) return;
+    if (!write_checkpoint(s, s.trainer->owed.train || async_session)) return;
+    if (!trainers_agree(s, ranks)) return;
   }
   if (async_session) train(s);
 }
@@ -175,23 +201,28 @@ void sampling_step(PluginState& s, bool with_write_back) {
   const auto t0 = Clock::now();
   int outcome = kNothing;
   if (s.is_trainer() && s.phase() != Phase::kStopped) {
-    if (!trainers_agree(s)) {
+    const RunSettings& run = s;
+    const Ranks& ranks = *s.coupling;
+    TrainerShare& share = *s.trainer;
+    const TrainerModel& model = *s.trainer;
+    TrainerOutput& out = *s.trainer;
+    if (!trainers_agree(s, ranks)) {
       outcome = kFailedSampling;
     } else if (s.phase() != Phase::kReady) {  // the same phase on every trainer
       log::progress("Sampling at " + s.stats.datetime + " skipped: no trained model yet");
     } else {
-      bool ok = local(s, "sampling", [&] { draw_samples(s); });
-      if (trainers_agree(s)) {
+      bool ok = local(s, "sampling", [&] { draw_samples(run, ranks, share, model, out, s.stats); });
+      if (trainers_agree(s, ranks)) {
         // Collective among the trainers; a failure to write (on the lead) comes after the last piece.
         ok = local(s, "output", [&] { write_samples(s.config, *s.trainer, *s.coupling, s.faults, s.stats); }) && ok;
-        if (ok && with_write_back) ok = local(s, "write_back", [&] { compute_slot_mean(s); });
+        if (ok && with_write_back) ok = local(s, "write_back", [&] { compute_slot_mean(run.config, share, out); });
       } else {
         ok = false;
       }
       outcome = ok ? kSampled : kFailedSampling;
       if (ok)
-        log::progress("Sampled " + std::to_string(s.config.sample.members) + " member(s) at " + s.stats.datetime +
-                      " (" + trainer::name(s.config.sample.sampler) + ") in " +
+        log::progress("Sampled " + std::to_string(run.config.sample.members) + " member(s) at " + s.stats.datetime +
+                      " (" + trainer::name(run.config.sample.sampler) + ") in " +
                       std::to_string(seconds_since(t0)).substr(0, 5) + " s");
     }
   }
@@ -203,18 +234,21 @@ void sampling_step(PluginState& s, bool with_write_back) {
 /// restart or the end of the run, whatever the phase: a chain of runs shorter than
 /// train.min_steps keeps its buffer.
 void restart_checkpoint(PluginState& s, const std::string& occasion) {
-  local(s, "training", [&] { finish_session(s, occasion); });
-  if (!trainers_agree(s)) return;
-  if (s.stats.sessions == 0 && s.is_lead())
+  const Config& cfg = s.config;
+  RunPhase& phase = s;
+  const Ranks& ranks = *s.coupling;
+  TrainerState& t = *s.trainer;
+  const TrainerShare& share = t;
+  TrainerModel& model = t;
+  local(s, "training", [&] { finish_session(cfg, ranks, share, model, s.stats, phase, occasion); });
+  if (!trainers_agree(phase, ranks)) return;
+  if (s.stats.sessions == 0 && ranks.is_lead)
     log::warning("Checkpoint at " + occasion + " before any training session: it keeps the buffer (" +
-                 std::to_string(s.trainer->buffer->steps()) + " of train.min_steps " +
-                 std::to_string(s.config.train.min_steps) +
+                 std::to_string(share.buffer->steps()) + " of train.min_steps " + std::to_string(cfg.train.min_steps) +
                  " steps) and an untrained model; a resumed run goes on "
                  "buffering");
-  local(s, "checkpoint", [&] { write_buffer_part(s); });
-  if (trainers_agree(s) && s.is_lead())
-    local(s, "checkpoint", [&] { write_model_checkpoint(s, s.trainer->owed.train); });
-  s.trainer->owed.checkpoint = false;  // this checkpoint is the one owed
+  write_checkpoint(s, model.owed.train);
+  model.owed.checkpoint = false;  // this checkpoint is the one owed
 }
 
 }  // namespace
@@ -237,45 +271,48 @@ void coupling_step(PluginState& s, const std::string& datetime) {
     s.trainer->resumed_datetime.clear();
   }
 
+  const RunSettings& run = s;
+  RunPhase& phase = s;
+  CouplingState& c = *s.coupling;
+  TrainerState* t = s.trainer.get();  // null when this rank is not a trainer
   const auto t0 = Clock::now();
-  local(s, "gather", [&] { pack_fields(s); });  // 1
-  const Agreement a = agree(s);                 // 2
+  local(s, "gather", [&] { pack_fields(run, c, s.stats); });  // 1
+  const Agreement a = agree(phase, c, t);                     // 2
   if (a.failed) {
-    if (s.is_trainer()) s.trainer->session.wait();
-    s.transition(Phase::kStopped, "finecast stopped at " + s.stats.datetime +
-                                      " after an error (on_error: disable); the simulation continues");
+    if (t) t->session.wait();
+    phase.transition(Phase::kStopped, "finecast stopped at " + s.stats.datetime +
+                                          " after an error (on_error: disable); the simulation continues");
     return;
   }
-  follow_trainer(s, a);
-  CouplingState& c = *s.coupling;
+  follow_trainer(c, phase, a);
   // 3: every owned cell straight to the trainer rank of its patch (no rank holds a field).
-  c.redist->forward(inputs_this_step(s), c.local_values.data(), c.is_trainer ? s.trainer->slot_values.data() : nullptr);
+  c.redist->forward(inputs_this_step(cfg, c), c.local_values.data(), t ? t->slot_values.data() : nullptr);
   c.static_gathered = true;
   s.stats.timers.gather += seconds_since(t0);
 
   // 4: the trainers' patches and buffer, then the step's work (schedule.hpp), in its order.
   const ScheduleConfig schedule = schedule_config(cfg);
-  Work work = due(s.stats.steps, schedule, schedule_state(s, a.in_flight != 0));
-  if (s.is_trainer()) {
+  Work work = due(s.stats.steps, schedule, schedule_state(phase, t, a.in_flight != 0));
+  if (t) {
     if (buffer_stage(s, a)) {
-      const ScheduleState state = schedule_state(s, a.in_flight != 0);
+      const ScheduleState state = schedule_state(phase, t, a.in_flight != 0);
       work = due(s.stats.steps, schedule, state);
-      s.trainer->owed = owed_after(s.stats.steps, schedule, state);
+      t->owed = owed_after(s.stats.steps, schedule, state);
       if (work.train && !cfg.train.async) {
         train(s);
         // The synchronous session has trained the model this step samples: a checkpoint due at
         // this step is written now, after the sampling, instead of owed to the next step. (Every
         // trainer has the same phase here: a failed session of a trainer group aborts the run.)
-        const ScheduleState trained = schedule_state(s, false);
+        const ScheduleState trained = schedule_state(phase, t, false);
         work.checkpoint = due(s.stats.steps, schedule, trained).checkpoint;
-        s.trainer->owed = owed_after(s.stats.steps, schedule, trained);
+        t->owed = owed_after(s.stats.steps, schedule, trained);
       }
     } else {
       work.train = work.checkpoint = false;  // a trainer failed: the step's sampling reports it
     }
   }
   if (work.sample) sampling_step(s, !cfg.sample.write_back.empty());  // 4, 5
-  if (s.is_trainer()) checkpoint_and_train(s, work);
+  if (t) checkpoint_and_train(s, work);
 }
 
 void host_restart(PluginState& s, const std::string& datetime) {
@@ -287,20 +324,25 @@ void host_restart(PluginState& s, const std::string& datetime) {
 void finish_run(PluginState& s) {
   const Config& cfg = s.config;
   if (s.is_trainer() && s.phase() != Phase::kStopped) {
+    RunPhase& phase = s;
+    const Ranks& ranks = *s.coupling;
     TrainerState& t = *s.trainer;
+    const TrainerShare& share = t;
+    TrainerModel& model = t;
     const auto t0 = Clock::now();
-    t.session.wait();
+    model.session.wait();
     s.stats.timers.train_wait += seconds_since(t0);
-    local(s, "training", [&] { collect_session(s); });
+    local(s, "training", [&] { collect_session(cfg, ranks, share, model, s.stats, phase); });
     // No agreement of all ranks comes after the last step: the trainers settle it among them.
-    if (!trainers_agree(s)) {
-      if (working(s)) s.transition(Phase::kFailed, "another trainer rank failed: no final sampling or checkpoint");
+    if (!trainers_agree(phase, ranks)) {
+      if (working(phase))
+        phase.transition(Phase::kFailed, "another trainer rank failed: no final sampling or checkpoint");
       return;
     }
     // The run ends with a sampling of the final weights, unless the latest one already used them.
     // At the model time of the last sampling it replaces that record (the output keeps one record
     // per time).
-    if (due_at_end(s.stats.steps, schedule_config(cfg), schedule_state(s, false)).sample) {
+    if (due_at_end(s.stats.steps, schedule_config(cfg), schedule_state(phase, &t, false)).sample) {
       if (t.output && t.output->last_datetime() == s.stats.datetime)
         log::info("Final weights: sampling " + s.stats.datetime +
                   " again; the record of the last sampling is replaced");

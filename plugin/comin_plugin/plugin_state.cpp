@@ -24,15 +24,17 @@ CouplingState::~CouplingState() {
 
 TrainerState::~TrainerState() { session.wait(); }
 
-PluginState::PluginState(Config c) : config(std::move(c)) {
+RunSettings::RunSettings(Config c) : config(std::move(c)) {
   faults.point = config.testing.fault;
   faults.step = config.testing.fault_step;
   faults.rank = config.testing.fault_rank;
 }
 
+PluginState::PluginState(Config c) : RunSettings(std::move(c)) {}
+
 PluginState::~PluginState() { release(); }
 
-void PluginState::transition(Phase to, const std::string& why) {
+void RunPhase::transition(Phase to, const std::string& why) {
   const Phase from = phase_.current();
   if (from == to) return;
   phase_.move_to(to);

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The plugin's state. ComIn callbacks take no arguments, so it is reached through one accessor;
-// it is split by lifetime (the whole run / every rank from the secondary constructor / the
-// trainer rank / counters) and its phase is an explicit state machine (phase.hpp). It is created
-// in comin_main and released completely at EP_DESTRUCTOR, before the host finalises MPI.
+// it is split into parts by lifetime and use (the run's settings and phase / every rank from the
+// secondary constructor / the trainer rank: its share of the patches, the model, the samples /
+// counters), and the step functions take the parts they use. Its phase is an explicit state
+// machine (phase.hpp). It is created in comin_main and released completely at EP_DESTRUCTOR,
+// before the host finalises MPI.
 #pragma once
 
 #include <mpi.h>
@@ -40,22 +42,27 @@ struct HostField {
   coupling::OwnedCells owned;
 };
 
-/// Every rank, from the secondary constructor to EP_DESTRUCTOR: the communicators, the host's
-/// variables and the redistribution of their owned cells to the trainer ranks.
-struct CouplingState {
+/// Who this rank is among finecast's ranks: finecast's communicator, the trainer ranks, this
+/// rank's place among them and their communicators. What the trainers' collectives need.
+struct Ranks {
   MPI_Comm comm = MPI_COMM_NULL;  ///< duplicate of the host or plugin communicator
   int rank = 0, size = 1;
-  bool external = false;            ///< this process is a finecast-trainer, not a host rank (external.hpp)
-  bool announces = false;           ///< the host rank that tells the finecast-trainer processes the host's events
-  MPI_Comm events = MPI_COMM_NULL;  ///< that rank and the finecast-trainer processes (none without them)
-  std::vector<int> trainer_ranks;   ///< ranks of `comm` that train, in trainer order (train.ranks)
-  int trainer_index = -1;           ///< this rank's place among them; -1 = not a trainer
+  std::vector<int> trainer_ranks;  ///< ranks of `comm` that train, in trainer order (train.ranks)
+  int trainer_index = -1;          ///< this rank's place among them; -1 = not a trainer
   bool is_trainer = false;
   bool is_lead = false;               ///< trainer 0 (coupling.trainer_rank): writes outputs and checkpoints
   MPI_Comm trainers = MPI_COMM_NULL;  ///< trainer ranks: the per-step collectives among them
   MPI_Comm training = MPI_COMM_NULL;  ///< trainer ranks: the sessions' gradient sums (the training thread)
-  std::vector<HostField> fields;      ///< input_count(config): fields, orography, static (none: external)
-  HostField write_back;               ///< sample.write_back (handle null when unused)
+};
+
+/// Every rank, from the secondary constructor to EP_DESTRUCTOR: its ranks (the base), the host's
+/// variables and the redistribution of their owned cells to the trainer ranks.
+struct CouplingState : Ranks {
+  bool external = false;            ///< this process is a finecast-trainer, not a host rank (external.hpp)
+  bool announces = false;           ///< the host rank that tells the finecast-trainer processes the host's events
+  MPI_Comm events = MPI_COMM_NULL;  ///< that rank and the finecast-trainer processes (none without them)
+  std::vector<HostField> fields;    ///< input_count(config): fields, orography, static (none: external)
+  HostField write_back;             ///< sample.write_back (handle null when unused)
   std::unique_ptr<coupling::Redistribution> redist;  ///< owned cells <-> the trainers' patch slots
   int64_t n_owned = 0;
   std::vector<float> local_values;       ///< [n_inputs][n_owned] packed per step
@@ -67,9 +74,13 @@ struct CouplingState {
   ~CouplingState();
 };
 
-/// A trainer rank only: its share of the patches, their buffer, the model (the same on every
-/// trainer rank), the training session and, on the lead, the output.
-struct TrainerState {
+// A trainer rank's state comes in three parts, so that each step function (trainer_work.hpp)
+// names the parts it reads or writes. They are bases of TrainerState: its members keep their
+// names (t.buffer, t.model, t.output).
+
+/// A trainer's share of the grid: the patch topology, this trainer's patches, their values of the
+/// latest step, their conditioning, the rolling buffer, and the NaN/Inf host values seen.
+struct TrainerShare {
   coupling::PatchMap map;                           ///< every patch of the grid (the topology)
   int64_t first_patch = 0, n_patches = 0;           ///< this trainer's patches
   std::vector<int> trainer_patches, trainer_first;  ///< per trainer: its patch count and first patch
@@ -82,30 +93,45 @@ struct TrainerState {
   coupling::Patches patches;            ///< this trainer's patches of the latest step (also what sampling uses)
   ConditioningState conditioning;       ///< static covariates (normalised, on the slots), held-out patches
   std::vector<uint8_t> train_valid;     ///< the step's valid patches less the held-out ones: what the buffer keeps
-  std::unique_ptr<coupling::RollingBuffer> buffer;    ///< this trainer's patches
-  std::unique_ptr<Model> model;                       ///< from the trainer module (LibTorch)
-  TrainingSession session;                            ///< joined before the model it trains is released
-  std::shared_ptr<trainer::Reducer> reducer;          ///< the trainers' gradient sums (train.ranks > 1)
+  std::unique_ptr<coupling::RollingBuffer> buffer;  ///< this trainer's patches
+  /// Per field of `fields`, NaN/Inf host values: of the latest step (this trainer's, then summed
+  /// over the trainers), and over the run so far (values, steps with any, steps with nothing else).
+  std::vector<int64_t> nonfinite_step, nonfinite_values, nonfinite_steps, all_nonfinite_steps;
+};
+
+/// The model (the same on every trainer rank), its training session, its checkpoints, and the
+/// work owed to it.
+struct TrainerModel {
+  std::unique_ptr<Model> model;               ///< from the trainer module (LibTorch)
+  TrainingSession session;                    ///< joined before the model it trains is released
+  std::shared_ptr<trainer::Reducer> reducer;  ///< the trainers' gradient sums (train.ranks > 1)
+  int torch_threads = 1;                      ///< LibTorch threads for this rank's training and sampling
+  std::string resumed_from;                   ///< checkpoint the run started from ("" = fresh)
+  std::string resumed_datetime;               ///< model time at which that checkpoint was written
+  std::string last_checkpoint;                ///< the latest checkpoint written in this run
+  Work owed;                                  ///< a session or checkpoint owed from an earlier step (schedule.hpp)
+  bool fresh_weights = false;  ///< a session finished (or a trained model was resumed) after the latest sampling
+};
+
+/// What a sampling makes: the drawn ensemble of this trainer's patches, its mean (write-back),
+/// and on the lead the NetCDF output and what describes it.
+struct TrainerOutput {
   coupling::OutputGrid output_grid;                   ///< the fine grid, for the NetCDF output (lead)
   coupling::VarAttributes output_attrs;               ///< units/long_name of the downscaled field
   coupling::WriterOptions output_options;             ///< format, compression, time origin (config output.*)
   std::map<std::string, std::string> output_globals;  ///< title, source, institution (config output.*)
-  std::string resumed_from;                           ///< checkpoint the run started from ("" = fresh)
-  std::string resumed_datetime;                       ///< model time at which that checkpoint was written
-  std::string last_checkpoint;                        ///< the latest checkpoint written in this run
   std::string command;                                ///< the host's command line (the output's history)
   std::unique_ptr<Output> output;                     ///< the lead's, opened at the first sampling
   int64_t output_chunk = 0;                           ///< cells per piece of a record sent to the lead
   std::unique_ptr<coupling::RecordGather> gather;     ///< the slots' samples to the lead, piece by piece
   std::vector<float> samples;                         ///< [n_patches][members][P] scratch
   std::vector<float> slot_mean;                       ///< [n_slots]: the ensemble mean for write-back
-  int torch_threads = 1;                              ///< LibTorch threads for this rank's training and sampling
-  Work owed;                   ///< a session or checkpoint owed from an earlier step (schedule.hpp)
-  bool fresh_weights = false;  ///< a session finished (or a trained model was resumed) after the latest sampling
-  /// Per field of `fields`, NaN/Inf host values: of the latest step (this trainer's, then summed
-  /// over the trainers), and over the run so far (values, steps with any, steps with nothing else).
-  std::vector<int64_t> nonfinite_step, nonfinite_values, nonfinite_steps, all_nonfinite_steps;
+};
 
+/// A trainer rank only: its share of the patches and their buffer, the model (the same on every
+/// trainer rank) and the training session, the samples and, on the lead, the output. Destroyed
+/// in that order reversed: the output, then the model and session, then the patches and buffer.
+struct TrainerState : TrainerShare, TrainerModel, TrainerOutput {
   TrainerState() = default;
   TrainerState(const TrainerState&) = delete;
   TrainerState& operator=(const TrainerState&) = delete;
@@ -132,15 +158,10 @@ struct RunStats {
   Timers timers;
 };
 
-/// The whole plugin state of this process.
-class PluginState {
- public:
-  explicit PluginState(Config config);
-  PluginState(const PluginState&) = delete;
-  PluginState& operator=(const PluginState&) = delete;
-  ~PluginState();
-
-  // ---- from comin_main ----
+/// The run's configuration and identity, from comin_main (finecast-trainer: from the host's
+/// first rank); read only from the secondary constructor on.
+struct RunSettings {
+  explicit RunSettings(Config c);
   Config config;
   int plugin_id = 0;    ///< ComIn's id of this plugin instance
   int coupling_ep = 0;  ///< ComIn id of config.coupling.entry_point
@@ -150,16 +171,34 @@ class PluginState {
   /// and whose hash (config_hash) checkpoints record.
   std::string config_text;
   Faults faults;  ///< testing.fault: where to fail on purpose
+};
+
+/// This rank's phase (phase.hpp), moved with the transitions a user should notice logged.
+class RunPhase {
+ public:
+  Phase phase() const { return phase_.current(); }
+  /// Moves to `to` (the table of allowed transitions is in phase.cpp); logs `why` for the
+  /// phases a user should notice (failed, stopped, ready).
+  void transition(Phase to, const std::string& why = "");
+
+ private:
+  PhaseMachine phase_;
+};
+
+/// The whole plugin state of this process, in parts: the run's settings and phase (the bases),
+/// the coupling (every rank), the trainer (trainer ranks) and the run's counters.
+class PluginState : public RunSettings, public RunPhase {
+ public:
+  explicit PluginState(Config config);
+  PluginState(const PluginState&) = delete;
+  PluginState& operator=(const PluginState&) = delete;
+  ~PluginState();
 
   // ---- from the secondary constructor ----
   std::unique_ptr<CouplingState> coupling;
   std::unique_ptr<TrainerState> trainer;  ///< trainer rank only
   RunStats stats;
 
-  Phase phase() const { return phase_.current(); }
-  /// Moves to `to` (the table of allowed transitions is in phase.cpp); logs `why` for the
-  /// phases a user should notice (failed, stopped, ready).
-  void transition(Phase to, const std::string& why = "");
   bool is_trainer() const { return coupling && coupling->is_trainer; }
   bool is_lead() const { return coupling && coupling->is_lead; }
 
@@ -167,9 +206,6 @@ class PluginState {
   /// the output published, the model and buffer freed), then the coupling state (the redistribution,
   /// then the communicator). Called at EP_DESTRUCTOR; idempotent.
   void release();
-
- private:
-  PhaseMachine phase_;
 };
 
 /// The live state of this process; InternalError when there is none.

@@ -37,25 +37,23 @@ void remove_orphan_snapshots(const std::string& dir) {
 
 /// "Buffer 12/48 steps; first training session in 36 coupling steps": why the trainer is idle at
 /// the start. About eight lines until the buffer is full, and the first and last step.
-void report_buffer_progress(const PluginState& s) {
-  const Config& cfg = s.config;
-  const long long held = s.trainer->buffer->steps(), needed = cfg.train.min_steps;
+void report_buffer_progress(const Config& cfg, const TrainerShare& t, const RunStats& stats) {
+  const long long held = t.buffer->steps(), needed = cfg.train.min_steps;
   const long long every = std::max(1LL, needed / 8);
   if (held != 1 && held != needed && held % every != 0) return;
-  const long long full_at = s.stats.steps + std::max(0LL, needed - held);  // the coupling step the buffer is full
+  const long long full_at = stats.steps + std::max(0LL, needed - held);  // the coupling step the buffer is full
   const long long first = (full_at + cfg.train.every - 1) / cfg.train.every * cfg.train.every;
-  log::progress("Buffer " + std::to_string(held) + "/" + std::to_string(needed) + " steps; first training session " +
-                (first == s.stats.steps ? std::string("now")
-                                        : "in " + std::to_string(first - s.stats.steps) + " coupling steps"));
+  log::progress(
+      "Buffer " + std::to_string(held) + "/" + std::to_string(needed) + " steps; first training session " +
+      (first == stats.steps ? std::string("now") : "in " + std::to_string(first - stats.steps) + " coupling steps"));
 }
 
 /// "; NaN/Inf host values so far: ts 81920 in 4 steps" (nothing when there were none).
-std::string nonfinite_summary(const PluginState& s) {
-  const TrainerState& t = *s.trainer;
+std::string nonfinite_summary(const Config& cfg, const TrainerShare& t) {
   std::string out;
   for (size_t v = 0; v < t.nonfinite_values.size(); ++v)
     if (t.nonfinite_values[v] > 0)
-      out += (out.empty() ? "" : ", ") + s.config.fields[v] + " " + std::to_string(t.nonfinite_values[v]) + " in " +
+      out += (out.empty() ? "" : ", ") + cfg.fields[v] + " " + std::to_string(t.nonfinite_values[v]) + " in " +
              std::to_string(t.nonfinite_steps[v]) + " step(s)";
   return out.empty() ? out : "; NaN/Inf host values so far: " + out;
 }
@@ -70,12 +68,10 @@ std::function<void(double*, int)> sum_over(MPI_Comm trainers) {
 /// The step's NaN/Inf host values over every trainer (collective among them), counted for the
 /// run; a field with no finite value at all is named in a warning (at its 1st, 2nd, 4th, 8th ...
 /// such step, so that a field undefined for a long time does not flood the log).
-void report_nonfinite(PluginState& s) {
-  const Config& cfg = s.config;
-  TrainerState& t = *s.trainer;
+void report_nonfinite(const Config& cfg, const Ranks& ranks, TrainerShare& t, const RunStats& stats) {
   const auto n = static_cast<int>(cfg.fields.size());
   t.nonfinite_step.resize(static_cast<size_t>(n), 0);
-  CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, t.nonfinite_step.data(), n, MPI_INT64_T, MPI_SUM, s.coupling->trainers));
+  CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, t.nonfinite_step.data(), n, MPI_INT64_T, MPI_SUM, ranks.trainers));
   t.nonfinite_values.resize(static_cast<size_t>(n), 0);
   t.nonfinite_steps.resize(static_cast<size_t>(n), 0);
   t.all_nonfinite_steps.resize(static_cast<size_t>(n), 0);
@@ -86,8 +82,8 @@ void report_nonfinite(PluginState& s) {
     ++t.nonfinite_steps[v];
     if (bad < t.map.n_coarse * t.map.patch_size) continue;  // (the cells of every patch)
     const int64_t k = ++t.all_nonfinite_steps[v];
-    if (s.is_lead() && (k & (k - 1)) == 0)
-      log::warning("Host field " + cfg.fields[v] + " at " + s.stats.datetime + ": all " + std::to_string(bad) +
+    if (ranks.is_lead && (k & (k - 1)) == 0)
+      log::warning("Host field " + cfg.fields[v] + " at " + stats.datetime + ": all " + std::to_string(bad) +
                    " values are NaN/Inf (" + std::to_string(k) +
                    " such coupling step(s) so far); its patches are left out of training");
   }
@@ -102,24 +98,24 @@ std::string buffer_part_path(const std::string& dir, long long step, int index) 
   return (std::filesystem::path(dir) / name).string();
 }
 
-void collect_session(PluginState& s) {
-  TrainerState& t = *s.trainer;
-  if (!t.session.collect()) return;  // rethrows the error of a failed session
-  const trainer::SessionStats& st = t.session.last_stats();
+void collect_session(const Config& cfg, const Ranks& ranks, const TrainerShare& t, TrainerModel& model, RunStats& stats,
+                     RunPhase& phase) {
+  if (!model.session.collect()) return;  // rethrows the error of a failed session
+  const trainer::SessionStats& st = model.session.last_stats();
   int64_t good_batches = 0;
   for (const auto& e : st.epochs) good_batches += e.batches - e.bad_steps;
   // (Not after early stopping, or with the run's time budget spent: the model trained before.)
-  if (good_batches <= 0 && !(st.stopped && !st.trained) && !(st.budget_spent && s.phase() == Phase::kReady)) {
+  if (good_batches <= 0 && !(st.stopped && !st.trained) && !(st.budget_spent && phase.phase() == Phase::kReady)) {
     // A session that took no optimizer step (every row dropped as NaN/Inf, or every step bad)
     // trained nothing: it does not count, and an untrained model is never sampled.
-    --s.stats.sessions;
-    if (s.is_lead())
-      log::warning("The training session at " + s.stats.datetime + " trained on no batch (" +
+    --stats.sessions;
+    if (ranks.is_lead)
+      log::warning("The training session at " + stats.datetime + " trained on no batch (" +
                    std::to_string(st.train_samples) + " samples, NaN/Inf rows and steps skipped" +
-                   nonfinite_summary(s) + "): it does not count" +
-                   (s.phase() == Phase::kReady ? std::string("; sampling goes on with the model trained before")
-                                               : std::string("; nothing is sampled until a session trains")));
-    if (s.phase() == Phase::kTraining) s.transition(Phase::kBuffering);
+                   nonfinite_summary(cfg, t) + "): it does not count" +
+                   (phase.phase() == Phase::kReady ? std::string("; sampling goes on with the model trained before")
+                                                   : std::string("; nothing is sampled until a session trains")));
+    if (phase.phase() == Phase::kTraining) phase.transition(Phase::kBuffering);
     return;
   }
   if (st.validation_samples > 0) {
@@ -129,21 +125,19 @@ void collect_session(PluginState& s) {
         "Validation (%lld held-out samples of the %lld most recent steps): loss %.4f, CRPS %.4g; best %s %.4g "
         "at optimizer step %lld%s",
         static_cast<long long>(st.validation_samples), static_cast<long long>(st.validation_steps), st.validation_loss,
-        st.validation_crps, trainer::name(s.config.train.validation_metric).c_str(), st.best_score,
+        st.validation_crps, trainer::name(cfg.train.validation_metric).c_str(), st.best_score,
         static_cast<long long>(st.best_step),
         st.lr_scale < 1.0 ? (", learning rate x" + std::to_string(st.lr_scale).substr(0, 5)).c_str() : "");
     log::progress(line);
   }
   if (st.stopped && !st.trained)
     log::progress("Early stopping: training has stopped; sampling goes on with the best model");
-  t.fresh_weights = true;
-  if (s.phase() != Phase::kReady)
-    s.transition(Phase::kReady, s.is_lead() ? "First model trained: sampling from now on" : "");
+  model.fresh_weights = true;
+  if (phase.phase() != Phase::kReady)
+    phase.transition(Phase::kReady, ranks.is_lead ? "First model trained: sampling from now on" : "");
 }
 
-void coarsen_step(PluginState& s) {
-  const Config& cfg = s.config;
-  TrainerState& t = *s.trainer;
+void coarsen_step(const Config& cfg, TrainerShare& t, Timers& timers) {
   const auto t0 = Clock::now();
   const int64_t n_slots = t.n_patches * t.map.patch_size;
   std::vector<const float*> fields;
@@ -154,13 +148,11 @@ void coarsen_step(PluginState& s) {
   t.nonfinite_step.assign(cfg.fields.size(), 0);
   for (size_t v = 0; v < cfg.fields.size(); ++v)
     t.nonfinite_step[v] = std::count_if(fields[v], fields[v] + n_slots, [](float x) { return !std::isfinite(x); });
-  s.stats.timers.patches += seconds_since(t0);
+  timers.patches += seconds_since(t0);
 }
 
-void share_coarse(PluginState& s) {
-  const Config& cfg = s.config;
-  TrainerState& t = *s.trainer;
-  const MPI_Comm trainers = s.coupling->trainers;
+void share_coarse(const Config& cfg, const Ranks& ranks, TrainerShare& t, const RunStats& stats) {
+  const MPI_Comm trainers = ranks.trainers;
   // Rows [n_rows][n_patches] of this trainer to rows [n_rows][n_coarse] of every trainer.
   auto share = [&](const float* mine, int64_t n_rows, float* all) {
     for (int64_t v = 0; v < n_rows; ++v)
@@ -169,7 +161,7 @@ void share_coarse(PluginState& s) {
                                trainers));
   };
   share(t.patches.coarse_vars.data(), static_cast<int64_t>(cfg.fields.size()), t.all_coarse.data());
-  report_nonfinite(s);
+  report_nonfinite(cfg, ranks, t, stats);
   // The static covariates arrive with the first step of the run: normalised over the whole
   // field, their block means known to every trainer.
   const auto n_static = static_cast<int64_t>(cfg.patch.statics.size());
@@ -184,74 +176,71 @@ void share_coarse(PluginState& s) {
   }
 }
 
-void buffer_step(PluginState& s) {
-  const Config& cfg = s.config;
-  TrainerState& t = *s.trainer;
+void buffer_step(const Config& cfg, const Ranks& ranks, TrainerShare& t, RunStats& stats, const RunPhase& phase) {
   const auto t0 = Clock::now();
   coupling::fill_contexts(t.map, t.first_patch, t.shard, t.all_coarse.data(), static_cast<int>(cfg.fields.size()),
                           t.all_static_means.data(), static_pointers(t.conditioning), t.patch_options, t.patches);
   training_valid(t.conditioning, t.first_patch, t.patches, t.train_valid);
-  fit_regression_base(cfg, t.map, t.patch_options, t.train_valid, t.patches, t.conditioning,
-                      sum_over(s.coupling->trainers));
-  t.buffer->push(s.stats.datetime, t.patches.context.data(), training_targets(cfg, t.patches), t.train_valid.data());
+  fit_regression_base(cfg, t.map, t.patch_options, t.train_valid, t.patches, t.conditioning, sum_over(ranks.trainers));
+  t.buffer->push(stats.datetime, t.patches.context.data(), training_targets(cfg, t.patches), t.train_valid.data());
   if (t.patches.n_invalid > 0)
-    log::debug(std::to_string(t.patches.n_invalid) + " patch(es) with missing values excluded at " + s.stats.datetime);
-  if (s.phase() == Phase::kBuffering) report_buffer_progress(s);
-  s.stats.timers.patches += seconds_since(t0);
+    log::debug(std::to_string(t.patches.n_invalid) + " patch(es) with missing values excluded at " + stats.datetime);
+  if (phase.phase() == Phase::kBuffering) report_buffer_progress(cfg, t, stats);
+  stats.timers.patches += seconds_since(t0);
 }
 
-void write_buffer_part(PluginState& s) {
-  const Config& cfg = s.config;
-  TrainerState& t = *s.trainer;
-  s.faults.check(FaultPoint::kCheckpoint, s.stats.steps, s.coupling->rank, s.is_lead());
+void write_buffer_part(const RunSettings& run, const Ranks& ranks, const TrainerShare& t, const TrainerModel& model,
+                       RunStats& stats) {
+  const Config& cfg = run.config;
+  run.faults.check(FaultPoint::kCheckpoint, stats.steps, ranks.rank, ranks.is_lead);
   const auto t0 = Clock::now();
   if (cfg.checkpoint.buffer)
-    t.buffer->save_h5(buffer_part_path(cfg.checkpoint.dir, t.model->step(), s.coupling->trainer_index), t.first_patch,
+    t.buffer->save_h5(buffer_part_path(cfg.checkpoint.dir, model.model->step(), ranks.trainer_index), t.first_patch,
                       t.map.n_coarse);
-  s.stats.timers.checkpoint += seconds_since(t0);
+  stats.timers.checkpoint += seconds_since(t0);
 }
 
-void write_model_checkpoint(PluginState& s, bool training_due) {
-  const Config& cfg = s.config;
-  TrainerState& t = *s.trainer;
+void write_model_checkpoint(const RunSettings& run, const Ranks& ranks, const TrainerShare& t, TrainerModel& model,
+                            TrainerOutput& out, RunStats& stats, bool training_due) {
+  const Config& cfg = run.config;
   const auto t0 = Clock::now();
   // The conditioning spec, so that finecast-downscale can rebuild the context without the config
   // (and ask for the static fields it needs), and a resumed run can check its own against it.
-  std::map<std::string, std::string> meta{{"sessions", std::to_string(s.stats.sessions)},
-                                          {"coupling_steps", std::to_string(s.stats.steps)},
-                                          {"samplings", std::to_string(s.stats.samplings)},
+  std::map<std::string, std::string> meta{{"sessions", std::to_string(stats.sessions)},
+                                          {"coupling_steps", std::to_string(stats.steps)},
+                                          {"samplings", std::to_string(stats.samplings)},
                                           {"training_due", training_due ? "1" : "0"},
-                                          {"datetime", s.stats.datetime},
+                                          {"datetime", stats.datetime},
                                           {"config", cfg.source},
-                                          {"config_hash", config_hash(s.config_text)},
-                                          {"config_resolved", s.config_text},
-                                          {"trainer_ranks", std::to_string(s.coupling->trainer_ranks.size())},
+                                          {"config_hash", config_hash(run.config_text)},
+                                          {"config_resolved", run.config_text},
+                                          {"trainer_ranks", std::to_string(ranks.trainer_ranks.size())},
                                           // What finecast-export passes on as the module's attributes.
-                                          {"units", t.output_attrs.units},
-                                          {"grid", schema::name_of(s.config.grid.type) + " " + s.config.grid.file}};
+                                          {"units", out.output_attrs.units},
+                                          {"grid", schema::name_of(cfg.grid.type) + " " + cfg.grid.file}};
   for (const auto& [key, value] : coupling::spec_metadata(checkpoint_spec(t.conditioning, t.patch_options)))
     meta[key] = value;
-  const std::string path = t.model->save_in_dir(cfg.checkpoint.dir, cfg.checkpoint.keep, meta);
+  const std::string path = model.model->save_in_dir(cfg.checkpoint.dir, cfg.checkpoint.keep, meta);
   remove_orphan_snapshots(cfg.checkpoint.dir);
-  t.last_checkpoint = path;
-  if (t.output) t.output->set_checkpoint(path);
-  s.stats.timers.checkpoint += seconds_since(t0);
-  log::info("Checkpoint written: " + path + " (optimizer step " + std::to_string(t.model->step()) + ")");
+  model.last_checkpoint = path;
+  if (out.output) out.output->set_checkpoint(path);
+  stats.timers.checkpoint += seconds_since(t0);
+  log::info("Checkpoint written: " + path + " (optimizer step " + std::to_string(model.model->step()) + ")");
 }
 
-void start_session(PluginState& s) {
-  const Config& cfg = s.config;
-  TrainerState& t = *s.trainer;
+void start_session(const RunSettings& run, const Ranks& ranks, const TrainerShare& t, TrainerModel& model,
+                   RunStats& stats, RunPhase& phase) {
+  const Config& cfg = run.config;
   Snapshot snap;
   t.buffer->snapshot(snap.context, snap.fine, snap.weights, &snap.step);
   snap.n = t.buffer->samples();
   // The rows in the order one trainer holding every patch would have them (by step, then by
   // patch): each trainer's rows of a step follow those of the trainers before it.
-  const int n_trainers = static_cast<int>(s.coupling->trainer_ranks.size());
-  const int steps = t.buffer->steps(), me = s.coupling->trainer_index;
+  const int n_trainers = static_cast<int>(ranks.trainer_ranks.size());
+  const int steps = t.buffer->steps(), me = ranks.trainer_index;
   std::vector<int64_t> mine(static_cast<size_t>(steps), 0), all(static_cast<size_t>(steps) * n_trainers, 0);
   for (int64_t step : snap.step) ++mine[static_cast<size_t>(step)];
-  CHECK_MPI(MPI_Allgather(mine.data(), steps, MPI_INT64_T, all.data(), steps, MPI_INT64_T, s.coupling->trainers));
+  CHECK_MPI(MPI_Allgather(mine.data(), steps, MPI_INT64_T, all.data(), steps, MPI_INT64_T, ranks.trainers));
   std::vector<int64_t> step_offset(static_cast<size_t>(steps), 0), before_me(static_cast<size_t>(steps), 0);
   int64_t total = 0;
   for (int i = 0; i < steps; ++i) {
@@ -273,65 +262,66 @@ void start_session(PluginState& s) {
   if (total == 0) {
     // Every buffered patch held NaN/Inf (a coupled field not yet defined, e.g.): a session
     // would train on nothing and the untrained model would then be sampled. It waits for data.
-    if (s.is_lead())
-      log::warning("Training session at " + s.stats.datetime + " not run: the " + std::to_string(steps) +
-                   " buffered step(s) hold 0 valid samples (every patch had NaN/Inf values" + nonfinite_summary(s) +
-                   "); nothing is sampled until a session trains on valid data");
+    if (ranks.is_lead)
+      log::warning("Training session at " + stats.datetime + " not run: the " + std::to_string(steps) +
+                   " buffered step(s) hold 0 valid samples (every patch had NaN/Inf values" +
+                   nonfinite_summary(cfg, t) + "); nothing is sampled until a session trains on valid data");
     return;
   }
-  ++s.stats.sessions;
-  log::progress("Training session " + std::to_string(s.stats.sessions) + " at " + s.stats.datetime + ": " +
+  ++stats.sessions;
+  log::progress("Training session " + std::to_string(stats.sessions) + " at " + stats.datetime + ": " +
                 std::to_string(steps) + " steps in buffer = " + std::to_string(total) + " samples" +
                 (n_trainers > 1 ? " on " + std::to_string(n_trainers) + " trainer ranks" : std::string()));
-  if (s.phase() == Phase::kBuffering) s.transition(Phase::kTraining);
-  const long long step = s.stats.steps;
-  const int rank = s.coupling->rank;
-  const bool lead = s.is_lead();
-  const Faults faults = s.faults;
+  if (phase.phase() == Phase::kBuffering) phase.transition(Phase::kTraining);
+  const long long step = stats.steps;
+  const int rank = ranks.rank;
+  const bool lead = ranks.is_lead;
+  const Faults faults = run.faults;
   const auto t0 = Clock::now();
-  t.session.start(*t.model, std::move(snap), cfg.train.epochs, cfg.train.async, t.torch_threads,
-                  [faults, step, rank, lead] { faults.check(FaultPoint::kTraining, step, rank, lead); });
-  if (!cfg.train.async) s.stats.timers.train_wait += seconds_since(t0);
+  model.session.start(*model.model, std::move(snap), cfg.train.epochs, cfg.train.async, model.torch_threads,
+                      [faults, step, rank, lead] { faults.check(FaultPoint::kTraining, step, rank, lead); });
+  if (!cfg.train.async) stats.timers.train_wait += seconds_since(t0);
 }
 
-void draw_samples(PluginState& s) {
-  const Config& cfg = s.config;
-  TrainerState& t = *s.trainer;
-  s.faults.check(FaultPoint::kSampling, s.stats.steps, s.coupling->rank, s.is_lead());
+void draw_samples(const RunSettings& run, const Ranks& ranks, TrainerShare& t, const TrainerModel& model,
+                  TrainerOutput& out, const RunStats& stats) {
+  const Config& cfg = run.config;
+  run.faults.check(FaultPoint::kSampling, stats.steps, ranks.rank, ranks.is_lead);
   const int64_t n = t.n_patches, P = t.map.patch_size, members = cfg.sample.members;
-  t.samples.resize(static_cast<size_t>(n * members * P));
+  out.samples.resize(static_cast<size_t>(n * members * P));
   const trainer::SampleOptions& so = cfg.sample;  // the trainer's part of the sample section
   // Each trainer draws its own patches with a seed of its own.
-  const uint64_t seed = coupling::sampling_seed(cfg.seed, s.stats.samplings + 1, s.coupling->trainer_index);
-  coupling::sample_fine(
-      t.patches, members, seed, t.samples.data(),
-      [&](const float* context, const float* coarse, const float* weights, int64_t count, uint64_t draw_seed,
-          float* out) { t.model->sample(context, coarse, weights, count, so, draw_seed, t.torch_threads, out); });
+  const uint64_t seed = coupling::sampling_seed(cfg.seed, stats.samplings + 1, ranks.trainer_index);
+  coupling::sample_fine(t.patches, members, seed, out.samples.data(),
+                        [&](const float* context, const float* coarse, const float* weights, int64_t count,
+                            uint64_t draw_seed, float* drawn) {
+                          model.model->sample(context, coarse, weights, count, so, draw_seed, model.torch_threads,
+                                              drawn);
+                        });
 }
 
-void compute_slot_mean(PluginState& s) {
-  TrainerState& t = *s.trainer;
-  const int members = s.config.sample.members;
+void compute_slot_mean(const Config& cfg, const TrainerShare& t, TrainerOutput& out) {
+  const int members = cfg.sample.members;
   const int64_t P = t.map.patch_size, n_slots = t.n_patches * P;
-  t.slot_mean.assign(static_cast<size_t>(n_slots), 0.0f);
+  out.slot_mean.assign(static_cast<size_t>(n_slots), 0.0f);
   for (int64_t slot = 0; slot < n_slots; ++slot) {
     const int64_t patch = slot / P, pos = slot % P;
     double sum = 0;
-    for (int m = 0; m < members; ++m) sum += t.samples[static_cast<size_t>((patch * members + m) * P + pos)];
-    t.slot_mean[static_cast<size_t>(slot)] = static_cast<float>(sum / members);
+    for (int m = 0; m < members; ++m) sum += out.samples[static_cast<size_t>((patch * members + m) * P + pos)];
+    out.slot_mean[static_cast<size_t>(slot)] = static_cast<float>(sum / members);
   }
 }
 
-void finish_session(PluginState& s, const std::string& occasion) {
-  TrainerState& t = *s.trainer;
-  if (t.session.in_flight()) {
+void finish_session(const Config& cfg, const Ranks& ranks, const TrainerShare& t, TrainerModel& model, RunStats& stats,
+                    RunPhase& phase, const std::string& occasion) {
+  if (model.session.in_flight()) {
     const auto t0 = Clock::now();
-    t.session.wait();
-    s.stats.timers.train_wait += seconds_since(t0);
+    model.session.wait();
+    stats.timers.train_wait += seconds_since(t0);
     log::info("Waited " + std::to_string(seconds_since(t0)).substr(0, 5) + " s for the training session to finish (" +
               occasion + ")");
   }
-  collect_session(s);
+  collect_session(cfg, ranks, t, model, stats, phase);
 }
 
 }  // namespace finecast::plugin

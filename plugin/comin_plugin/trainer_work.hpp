@@ -2,7 +2,9 @@
 // A trainer rank's work in a coupling step and at the end of the run. Functions marked
 // "collective" are called by every trainer rank at the same point (after the trainers agreed
 // that none failed, coupling_step.cpp); the others are local and may throw, and the step
-// decides what a failure means.
+// decides what a failure means. Each takes the parts of the plugin state (plugin_state.hpp) it
+// reads (const) or writes: the run's settings or just its config, the ranks, the trainer's share
+// of the patches, its model, its samples and output, the run's counters, the phase.
 #pragma once
 
 #include "plugin/comin_plugin/plugin_state.hpp"
@@ -10,29 +12,35 @@
 namespace finecast::plugin {
 
 /// Picks up a finished session (rethrowing its error): the model becomes ready to sample.
-void collect_session(PluginState& s);
+void collect_session(const Config& cfg, const Ranks& ranks, const TrainerShare& t, TrainerModel& model, RunStats& stats,
+                     RunPhase& phase);
 /// The coarse means and the fine values of this trainer's patches from the received fields.
-void coarsen_step(PluginState& s);
+void coarsen_step(const Config& cfg, TrainerShare& t, Timers& timers);
 /// Collective: every trainer's coarse means to every trainer (the contexts' neighbours).
-void share_coarse(PluginState& s);
+void share_coarse(const Config& cfg, const Ranks& ranks, TrainerShare& t, const RunStats& stats);
 /// The contexts of this trainer's patches; pushes the step into its rolling buffer.
-void buffer_step(PluginState& s);
+void buffer_step(const Config& cfg, const Ranks& ranks, TrainerShare& t, RunStats& stats, const RunPhase& phase);
 /// This trainer's part of the buffer snapshot of the current optimizer step.
-void write_buffer_part(PluginState& s);
+void write_buffer_part(const RunSettings& run, const Ranks& ranks, const TrainerShare& t, const TrainerModel& model,
+                       RunStats& stats);
 /// The lead: the model checkpoint of the buffer parts just written; older snapshots without
 /// their checkpoint are removed. `training_due`: a session is due that the checkpointed model has
 /// not had (a resumed run starts it at once).
-void write_model_checkpoint(PluginState& s, bool training_due);
+void write_model_checkpoint(const RunSettings& run, const Ranks& ranks, const TrainerShare& t, TrainerModel& model,
+                            TrainerOutput& out, RunStats& stats, bool training_due);
 /// Collective: the rows of the session in the trainers' common numbering; then starts it (in
 /// the background with train.async, all trainers together: they sum their gradients). A
 /// synchronous session has ended when this returns; collect_session picks up its outcome.
-void start_session(PluginState& s);
-/// Draws the ensemble of this trainer's patches of the latest step.
-void draw_samples(PluginState& s);
+void start_session(const RunSettings& run, const Ranks& ranks, const TrainerShare& t, TrainerModel& model,
+                   RunStats& stats, RunPhase& phase);
+/// Draws the ensemble of this trainer's patches of the latest step (writing the patches' scratch).
+void draw_samples(const RunSettings& run, const Ranks& ranks, TrainerShare& t, const TrainerModel& model,
+                  TrainerOutput& out, const RunStats& stats);
 /// The ensemble mean of each of this trainer's slots (for write-back).
-void compute_slot_mean(PluginState& s);
+void compute_slot_mean(const Config& cfg, const TrainerShare& t, TrainerOutput& out);
 /// Waits for a session in flight (a restart, the end of the run) and picks it up.
-void finish_session(PluginState& s, const std::string& occasion);
+void finish_session(const Config& cfg, const Ranks& ranks, const TrainerShare& t, TrainerModel& model, RunStats& stats,
+                    RunPhase& phase, const std::string& occasion);
 
 /// Buffer snapshot file of trainer `index` for checkpoint step `step`: "buffer_<step>.h5" for
 /// trainer 0, "buffer_<step>.p<index>.h5" for the others.

@@ -95,8 +95,8 @@ TEST(HostTimeLoop, WithoutStepsTheRunStillStartsAndEndsAtTheStartTime) {
   r.loop.restart_due = nullptr;
   r.loop.step_done = nullptr;
   fh::run_time_loop(r.loop, r.calls);
-  const std::vector<std::string> expected = {"EP_ATM_INIT_FINALIZE -1 T0", "EP_ATM_TIMELOOP_BEFORE -1 T0",
-                                             "steps_done", "EP_ATM_TIMELOOP_AFTER -1 T0", "finish"};
+  const std::vector<std::string> expected = {"EP_ATM_INIT_FINALIZE -1 T0", "EP_ATM_TIMELOOP_BEFORE -1 T0", "steps_done",
+                                             "EP_ATM_TIMELOOP_AFTER -1 T0", "finish"};
   EXPECT_EQ(r.record, expected);
 }
 

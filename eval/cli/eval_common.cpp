@@ -212,4 +212,27 @@ coupling::eval::NoiseReference noise_reference(const EvalOptions& o, const coupl
   return n;
 }
 
+std::vector<char> noise_training_mask(const EvalOptions& o, const std::vector<char>& held,
+                                      const std::vector<char>& scored, std::string& source) {
+  if (o.hold_out.empty()) {
+    source = "the scored blocks (in-sample: no --hold-out)";
+    return scored;
+  }
+  std::vector<char> rest(held.size());
+  for (std::size_t p = 0; p < held.size(); ++p) rest[p] = held[p] ? 0 : 1;
+  source = "the blocks not held out (--hold-out " + o.hold_out + ")";
+  return rest;
+}
+
+void add_spectral_noise_meta(const coupling::eval::ResidualSpectrum& spectrum, const std::string& source,
+                             std::vector<std::pair<std::string, std::string>>& meta) {
+  if (spectrum.empty()) {
+    std::cout << "  noise_spectral: no training block with a finite residual in " << source << "; no row\n";
+    return;
+  }
+  meta.push_back({"noise_spectral", "residual spectrum of the noise base, measured on " + source + " (" +
+                                        std::to_string(static_cast<int64_t>(spectrum.weight)) +
+                                        " block-steps or area units), zero block mean, same RMS as noise_white"});
+}
+
 }  // namespace finecast::tools

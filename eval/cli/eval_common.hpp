@@ -111,4 +111,16 @@ coupling::eval::NoiseReference noise_reference(const EvalOptions& o, const coupl
                                                int prediction_members, const coupling::eval::RegressionFit* fit,
                                                std::vector<std::pair<std::string, std::string>>& meta);
 
+/// noise_spectral's training split (issue 26): with --hold-out the blocks (patches) not held
+/// out, where regression_cons is fitted too; else the scored ones (in-sample, which favours the
+/// reference, as noise_white's RMS does). `held`: the held-out flags, `scored`: the scored
+/// flags (empty = all). `source` says which, for the report.
+std::vector<char> noise_training_mask(const EvalOptions& options, const std::vector<char>& held,
+                                      const std::vector<char>& scored, std::string& source);
+
+/// noise_spectral's entries of the JSON meta, and a line on stdout when the training split gave
+/// no spectrum (no row then).
+void add_spectral_noise_meta(const coupling::eval::ResidualSpectrum& spectrum, const std::string& source,
+                             std::vector<std::pair<std::string, std::string>>& meta);
+
 }  // namespace finecast::tools

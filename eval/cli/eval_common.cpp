@@ -230,9 +230,10 @@ void add_spectral_noise_meta(const coupling::eval::ResidualSpectrum& spectrum, c
     std::cout << "  noise_spectral: no training block with a finite residual in " << source << "; no row\n";
     return;
   }
-  meta.push_back({"noise_spectral", "residual spectrum of the noise base, measured on " + source + " (" +
-                                        std::to_string(static_cast<int64_t>(spectrum.weight)) +
-                                        " block-steps or area units), zero block mean, same RMS as noise_white"});
+  meta.push_back({"noise_spectral",
+                  "the noise base's residual spectrum (lat-lon: radial, ICON: by refinement "
+                  "level) on " +
+                      source + ", zero block mean, noise_white's RMS and seed (own stream)"});
 }
 
 }  // namespace finecast::tools

@@ -35,7 +35,7 @@ struct EvalOptions {
   std::string hold_out;
   std::string regression_in, regression_out;  ///< reuse / save regression_cons's coefficients
   std::string baselines_out;                  ///< NetCDF file for every baseline's field at the last scored step
-  /// Members of the noise reference (row noise_white): -1 = the prediction's members when it has
+  /// Members of the noise references (rows noise_white, noise_spectral): -1 = the prediction's members when it has
   /// at least 2, else 16; 0 = none.
   int noise_members = -1;
 

@@ -130,16 +130,9 @@ std::vector<double> patch_std(const CellLayout& L, const double* field) {
   return out;
 }
 
-RadialSpectrum hierarchy_spectrum(const CellLayout& L, const double* field) {
+std::vector<std::vector<double>> hierarchy_bands(const CellLayout& L, const double* field) {
   const int B = L.n_bands();
-  RadialSpectrum s;
-  s.n = B;
-  s.wavenumber.resize(B);
-  s.energy.assign(B, 0.0);
-  s.modes.resize(B);
-  double total_w = 0.0;
-  for (int64_t i = 0; i < L.size(); ++i) total_w += L.w(i);
-
+  std::vector<std::vector<double>> bands(static_cast<std::size_t>(B));
   // m_{b-1} for every fine cell, starting with the patch means.
   const std::vector<double> pm = patch_means(L, field);
   std::vector<double> prev(static_cast<std::size_t>(L.size()));
@@ -153,12 +146,30 @@ RadialSpectrum hierarchy_spectrum(const CellLayout& L, const double* field) {
     } else {
       cur.assign(field, field + L.size());
     }
+    std::vector<double>& d = bands[b - 1];
+    d.resize(prev.size());
+    for (int64_t i = 0; i < L.size(); ++i) d[i] = cur[i] - prev[i];
+    prev.swap(cur);
+  }
+  return bands;
+}
+
+RadialSpectrum hierarchy_spectrum(const CellLayout& L, const double* field) {
+  const int B = L.n_bands();
+  RadialSpectrum s;
+  s.n = B;
+  s.wavenumber.resize(B);
+  s.energy.assign(B, 0.0);
+  s.modes.resize(B);
+  double total_w = 0.0;
+  for (int64_t i = 0; i < L.size(); ++i) total_w += L.w(i);
+  const std::vector<std::vector<double>> bands = hierarchy_bands(L, field);
+  for (int b = 1; b <= B; ++b) {
     double e = 0.0;
-    for (int64_t i = 0; i < L.size(); ++i) e += L.w(i) * (cur[i] - prev[i]) * (cur[i] - prev[i]);
+    for (int64_t i = 0; i < L.size(); ++i) e += L.w(i) * bands[b - 1][i] * bands[b - 1][i];
     s.energy[b - 1] = e / total_w;
     s.wavenumber[b - 1] = 0.5 / std::ldexp(1.0, B - b);
     s.modes[b - 1] = L.cells_at_band(b) - L.cells_at_band(b - 1);
-    prev.swap(cur);
   }
   return s;
 }

@@ -76,4 +76,8 @@ std::vector<double> patch_std(const CellLayout& layout, const double* field);
 /// `field` must be finite (zero out what is not scored first).
 RadialSpectrum hierarchy_spectrum(const CellLayout& layout, const double* field);
 
+/// The differences hierarchy_spectrum sums: bands[b - 1][i] = m_b(i) - m_{b-1}(i), b = 1..n_bands()
+/// (they add up to the field minus its patch means; the spectral noise reference rescales them).
+std::vector<std::vector<double>> hierarchy_bands(const CellLayout& layout, const double* field);
+
 }  // namespace finecast::coupling::eval

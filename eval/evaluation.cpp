@@ -30,19 +30,19 @@ std::size_t patch_count(const CellLayout& L) { return static_cast<std::size_t>(L
 std::size_t cell_count(const BlockLayout& L) { return L.size(); }
 std::size_t cell_count(const CellLayout& L) { return static_cast<std::size_t>(L.size()); }
 
-/// The members of the noise reference for one step: base + white noise with zero area-weighted
-/// mean in every block (patch), scaled to noise.rms over the cells of the valid blocks.
-template <class Layout>
+/// The members of a noise reference for one step: base + noise drawn by `draw(rng)` with its
+/// area-weighted mean in every block (patch) removed, scaled to noise.rms over the cells of the
+/// valid blocks.
+template <class Layout, class Draw>
 std::vector<std::vector<double>> noise_members(const Layout& L, const std::vector<double>& base,
                                                const std::vector<char>& valid, const NoiseReference& noise,
-                                               uint64_t step) {
+                                               uint64_t seed, Draw draw) {
   const std::size_t n = cell_count(L), np = patch_count(L);
-  std::mt19937_64 rng(noise.seed * 1000003ULL + step);
-  std::normal_distribution<double> normal;
-  std::vector<std::vector<double>> out(static_cast<std::size_t>(noise.members), std::vector<double>(n));
+  std::mt19937_64 rng(seed);
+  std::vector<std::vector<double>> out(static_cast<std::size_t>(noise.members));
   std::vector<double> sum(np), sw(np);
   for (auto& z : out) {
-    for (double& v : z) v = normal(rng);
+    z = draw(rng);
     std::fill(sum.begin(), sum.end(), 0.0);
     std::fill(sw.begin(), sw.end(), 0.0);
     for (std::size_t i = 0; i < n; ++i) {
@@ -65,13 +65,43 @@ std::vector<std::vector<double>> noise_members(const Layout& L, const std::vecto
 }
 
 template <class Layout>
+std::vector<std::vector<double>> reference_members(const Layout& L, const std::vector<double>& base,
+                                                   const std::vector<char>& valid, const NoiseReference& noise,
+                                                   uint64_t seed, const ResidualSpectrum* spectrum) {
+  if (spectrum)
+    return noise_members(L, base, valid, noise, seed,
+                         [&](std::mt19937_64& rng) { return spectral_noise(L, *spectrum, rng); });
+  std::normal_distribution<double> normal;  // one for all members: the draws of before issue 26's second row
+  return noise_members(L, base, valid, noise, seed, [&](std::mt19937_64& rng) {
+    std::vector<double> z(cell_count(L));
+    for (double& v : z) v = normal(rng);
+    return z;
+  });
+}
+
+/// One step of both noise references: noise_white, and noise_spectral once `spectrum` holds the
+/// training residual's spectrum (its own random stream).
+template <class Layout>
 void add_noise_step(const Layout& L, const double* truth, const std::vector<char>& valid,
                     const std::vector<double>& base, const NoiseReference& noise, uint64_t step,
-                    ScoreAccumulator& acc) {
-  const std::vector<std::vector<double>> members = noise_members(L, base, valid, noise, step);
-  std::vector<const double*> ptr;
-  for (const auto& m : members) ptr.push_back(m.data());
-  acc.add(L, truth, ptr, valid);
+                    const ResidualSpectrum& spectrum, ScoreAccumulator& white, ScoreAccumulator& spectral) {
+  auto score = [&](const std::vector<std::vector<double>>& members, ScoreAccumulator& acc) {
+    std::vector<const double*> ptr;
+    for (const auto& m : members) ptr.push_back(m.data());
+    acc.add(L, truth, ptr, valid);
+  };
+  const uint64_t seed = noise.seed * 1000003ULL + step;
+  score(reference_members(L, base, valid, noise, seed, nullptr), white);
+  if (!spectrum.empty()) score(reference_members(L, base, valid, noise, seed ^ 0x5bd1e995ULL, &spectrum), spectral);
+}
+
+/// The base row's residual (truth - base) in the valid blocks, added to the training spectrum.
+template <class Layout>
+void add_training_step(const Layout& L, const double* truth, const std::vector<char>& valid,
+                       const std::vector<double>& base, ResidualSpectrum& spectrum) {
+  std::vector<double> r(base.size());
+  for (std::size_t i = 0; i < r.size(); ++i) r[i] = truth[i] - base[i];
+  add_residual_spectrum(L, r.data(), valid, spectrum);
 }
 
 /// Scored patches without counting them (the noise pass repeats the steps).
@@ -82,6 +112,18 @@ std::vector<char> valid_of(const std::vector<double>& coarse, const std::vector<
 }
 
 }  // namespace
+
+std::vector<std::vector<double>> noise_reference_members(const BlockLayout& L, const std::vector<double>& base,
+                                                         const std::vector<char>& valid, const NoiseReference& noise,
+                                                         uint64_t seed, const ResidualSpectrum* spectrum) {
+  return reference_members(L, base, valid, noise, seed, spectrum);
+}
+
+std::vector<std::vector<double>> noise_reference_members(const CellLayout& L, const std::vector<double>& base,
+                                                         const std::vector<char>& valid, const NoiseReference& noise,
+                                                         uint64_t seed, const ResidualSpectrum* spectrum) {
+  return reference_members(L, base, valid, noise, seed, spectrum);
+}
 
 std::pair<std::string, double> best_deterministic(const EvalReport& report) {
   std::pair<std::string, double> best{"", std::numeric_limits<double>::infinity()};
@@ -102,12 +144,24 @@ void ScoreBook::set_noise_reference(NoiseReference noise) {
 
 void ScoreBook::add_noise(const BlockLayout& L, const double* truth, const std::vector<char>& valid,
                           const std::vector<double>& base) {
-  add_noise_step(L, truth, valid, base, noise_, noise_steps_++, noise_scores_);
+  add_noise_step(L, truth, valid, base, noise_, noise_steps_++, noise_spectrum_, noise_scores_, spectral_scores_);
 }
 
 void ScoreBook::add_noise(const CellLayout& L, const double* truth, const std::vector<char>& valid,
                           const std::vector<double>& base) {
-  add_noise_step(L, truth, valid, base, noise_, noise_steps_++, noise_scores_);
+  add_noise_step(L, truth, valid, base, noise_, noise_steps_++, noise_spectrum_, noise_scores_, spectral_scores_);
+}
+
+void ScoreBook::add_noise_training(const BlockLayout& L, const double* truth, const std::vector<char>& valid,
+                                   const std::vector<double>& base) {
+  if (noise_steps_ > 0) throw InternalError("ScoreBook::add_noise_training after add_noise");
+  add_training_step(L, truth, valid, base, noise_spectrum_);
+}
+
+void ScoreBook::add_noise_training(const CellLayout& L, const double* truth, const std::vector<char>& valid,
+                                   const std::vector<double>& base) {
+  if (noise_steps_ > 0) throw InternalError("ScoreBook::add_noise_training after add_noise");
+  add_training_step(L, truth, valid, base, noise_spectrum_);
 }
 
 ScoreBook::ScoreBook(std::vector<std::string> baseline_names)
@@ -142,6 +196,8 @@ void ScoreBook::fill(EvalReport& rep) const {
   if (has_regression_) rep.rows.push_back({"regression_cons", regression_.result(truth_spectrum_)});
   if (has_noise_ && noise_scores_.steps() > 0)
     rep.rows.push_back({"noise_white", noise_scores_.result(truth_spectrum_)});
+  if (has_noise_ && spectral_scores_.steps() > 0)
+    rep.rows.push_back({"noise_spectral", spectral_scores_.result(truth_spectrum_)});
   rep.truth_spectrum = truth_spectrum_;
   if (steps_ > 0)
     for (double& e : rep.truth_spectrum.energy) e /= steps_;
@@ -189,28 +245,60 @@ std::vector<double> noise_base(const ScoreBook& book, const List& list, Run run,
 
 }  // namespace
 
-void Evaluator::add_noise(const double* truth, const std::vector<char>& block_mask) {
-  if (!book_.has_noise_reference()) throw InternalError("Evaluator::add_noise: no noise reference set");
+std::vector<double> Evaluator::noise_base_field(const double* truth, const std::vector<char>& block_mask,
+                                                std::vector<char>& valid) const {
+  if (!book_.has_noise_reference()) throw InternalError("Evaluator: no noise reference set");
   const BlockLayout& L = layout_;
+  if (!block_mask.empty() && block_mask.size() != L.n_blocks())
+    throw InternalError("Evaluator: the block mask has " + std::to_string(block_mask.size()) + " flags for " +
+                        std::to_string(L.n_blocks()) + " blocks");
   const std::vector<double> coarse = block_means(L, truth);
   static const Baseline bicubic_cons{"bicubic_cons", Interp::kBicubic, true};
-  const std::vector<double> base = noise_base(
+  valid = valid_of(coarse, block_mask);
+  return noise_base(
       book_, all_baselines(), [&](const Baseline& b) { return run_baseline(L, coarse, b); },
       [&] { return run_baseline(L, coarse, bicubic_cons); });
-  book_.add_noise(L, truth, valid_of(coarse, block_mask), base);
+}
+
+void Evaluator::add_noise_training(const double* truth, const std::vector<char>& block_mask) {
+  std::vector<char> valid;
+  const std::vector<double> base = noise_base_field(truth, block_mask, valid);
+  book_.add_noise_training(layout_, truth, valid, base);
+}
+
+void Evaluator::add_noise(const double* truth, const std::vector<char>& block_mask) {
+  std::vector<char> valid;
+  const std::vector<double> base = noise_base_field(truth, block_mask, valid);
+  book_.add_noise(layout_, truth, valid, base);
 }
 
 void CellEvaluator::set_noise_reference(NoiseReference noise) { book_.set_noise_reference(std::move(noise)); }
 
-void CellEvaluator::add_noise(const double* truth, const std::vector<char>& patch_mask) {
-  if (!book_.has_noise_reference()) throw InternalError("CellEvaluator::add_noise: no noise reference set");
+std::vector<double> CellEvaluator::noise_base_field(const double* truth, const std::vector<char>& patch_mask,
+                                                    std::vector<char>& valid) const {
+  if (!book_.has_noise_reference()) throw InternalError("CellEvaluator: no noise reference set");
   const CellLayout& L = layout_;
+  if (!patch_mask.empty() && static_cast<int64_t>(patch_mask.size()) != L.n_patches())
+    throw InternalError("CellEvaluator: the patch mask has " + std::to_string(patch_mask.size()) + " flags for " +
+                        std::to_string(L.n_patches()) + " patches");
   const std::vector<double> coarse = patch_means(L, truth);
   static const CellBaseline idw_cons{"idw_cons", CellInterp::kIdw, true};
-  const std::vector<double> base = noise_base(
+  valid = valid_of(coarse, patch_mask);
+  return noise_base(
       book_, cell_baselines(), [&](const CellBaseline& b) { return interp_.run(coarse, b); },
       [&] { return interp_.run(coarse, idw_cons); });
-  book_.add_noise(L, truth, valid_of(coarse, patch_mask), base);
+}
+
+void CellEvaluator::add_noise_training(const double* truth, const std::vector<char>& patch_mask) {
+  std::vector<char> valid;
+  const std::vector<double> base = noise_base_field(truth, patch_mask, valid);
+  book_.add_noise_training(layout_, truth, valid, base);
+}
+
+void CellEvaluator::add_noise(const double* truth, const std::vector<char>& patch_mask) {
+  std::vector<char> valid;
+  const std::vector<double> base = noise_base_field(truth, patch_mask, valid);
+  book_.add_noise(layout_, truth, valid, base);
 }
 
 EvalReport Evaluator::report() const {

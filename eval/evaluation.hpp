@@ -12,6 +12,7 @@
 #include "eval/cell_baselines.hpp"
 #include "eval/cells.hpp"
 #include "eval/metrics.hpp"
+#include "eval/noise.hpp"
 #include "eval/regression.hpp"
 
 namespace finecast::coupling::eval {
@@ -39,10 +40,12 @@ struct EvalReport {
   std::vector<std::pair<std::string, std::string>> meta;
 };
 
-/// The noise reference (issue 26): a deterministic baseline plus `members` draws of white noise
-/// with zero block (patch) mean, scaled to `rms` over the scored cells, scored as an ensemble
-/// (row "noise_white"). It asks of a model's CRPS and spread more than any deterministic
-/// baseline can: calibrated noise around the best baseline, learning nothing.
+/// The noise references (issue 26): a deterministic baseline plus `members` draws of noise with
+/// zero block (patch) mean, scaled to `rms` over the scored cells, scored as an ensemble: white
+/// noise (row "noise_white"), and noise with the training residual's spectrum (row
+/// "noise_spectral", when add_noise_training was given the training split; eval/noise.hpp).
+/// They ask of a model's CRPS and spread more than any deterministic baseline can: calibrated
+/// noise around the best baseline, learning nothing.
 struct NoiseReference {
   std::string base;  ///< the row the noise is added to: a baseline's name or "regression_cons"
   double rms = 0.0;  ///< RMS of the noise over the scored cells of each step
@@ -94,6 +97,14 @@ class ScoreBook {
                  const std::vector<double>& base);
   void add_noise(const CellLayout& layout, const double* truth, const std::vector<char>& valid,
                  const std::vector<double>& base);
+  /// One step of the training split for noise_spectral (before any add_noise): the residual
+  /// truth - base of the `valid` blocks (patches) goes into the training spectrum.
+  void add_noise_training(const BlockLayout& layout, const double* truth, const std::vector<char>& valid,
+                          const std::vector<double>& base);
+  void add_noise_training(const CellLayout& layout, const double* truth, const std::vector<char>& valid,
+                          const std::vector<double>& base);
+  /// The training residual's spectrum so far (empty: no noise_spectral row).
+  const ResidualSpectrum& noise_spectrum() const { return noise_spectrum_; }
   /// regression_cons's field on top of `floor` (needs a regression).
   std::vector<double> regression_on(const std::vector<double>& floor) const {
     return apply_regression(fit_, predictors_, floor);
@@ -114,6 +125,8 @@ class ScoreBook {
   bool has_noise_ = false;
   NoiseReference noise_;
   ScoreAccumulator noise_scores_;
+  ResidualSpectrum noise_spectrum_;
+  ScoreAccumulator spectral_scores_;
   uint64_t noise_steps_ = 0;
 };
 
@@ -131,17 +144,24 @@ class Evaluator {
   /// is scored when `block_mask` (n_blocks flags, empty = all) allows it and its truth is finite
   /// everywhere.
   void add(const double* truth, const std::vector<const double*>& members, const std::vector<char>& block_mask = {});
-  /// The noise reference; then add_noise() for every step that add() was given, in order.
+  /// The noise reference; then add_noise_training() for every step of the training split (for
+  /// noise_spectral), then add_noise() for every step that add() was given, in order.
   void set_noise_reference(NoiseReference noise);
-  /// One step of the noise reference: the same truth and mask as that step's add().
+  /// One step of the training split: the blocks of `block_mask` (empty = all) whose truth is finite.
+  void add_noise_training(const double* truth, const std::vector<char>& block_mask = {});
+  /// One step of the noise references: the same truth and mask as that step's add().
   void add_noise(const double* truth, const std::vector<char>& block_mask = {});
-  /// Scores so far; "model" first, then the baselines (and noise_white once it is set).
+  const ResidualSpectrum& noise_spectrum() const { return book_.noise_spectrum(); }
+  /// Scores so far; "model" first, then the baselines (and noise_white, noise_spectral once set).
   EvalReport report() const;
   const BlockLayout& layout() const { return layout_; }
   /// Every baseline's fine field of the latest step, by name (finecast-eval --baselines-out).
   const std::vector<std::pair<std::string, std::vector<double>>>& last_baselines() const { return book_.last(); }
 
  private:
+  /// The noise reference's base row at one step, and the valid blocks of `block_mask`.
+  std::vector<double> noise_base_field(const double* truth, const std::vector<char>& block_mask,
+                                       std::vector<char>& valid) const;
   BlockLayout layout_;
   ScoreBook book_;
 };
@@ -161,10 +181,12 @@ class CellEvaluator {
   /// is scored when `patch_mask` (n_patches flags, empty = all) allows it and its truth is
   /// finite everywhere.
   void add(const double* truth, const std::vector<const double*>& members, const std::vector<char>& patch_mask = {});
-  /// The noise reference, as Evaluator's.
+  /// The noise references, as Evaluator's.
   void set_noise_reference(NoiseReference noise);
+  void add_noise_training(const double* truth, const std::vector<char>& patch_mask = {});
   void add_noise(const double* truth, const std::vector<char>& patch_mask = {});
-  /// Scores so far; "model" first, then the baselines (and noise_white once it is set).
+  const ResidualSpectrum& noise_spectrum() const { return book_.noise_spectrum(); }
+  /// Scores so far; "model" first, then the baselines (and noise_white, noise_spectral once set).
   EvalReport report() const;
   const CellLayout& layout() const { return layout_; }
   const CellInterpolator& interpolator() const { return interp_; }
@@ -172,10 +194,22 @@ class CellEvaluator {
   const std::vector<std::pair<std::string, std::vector<double>>>& last_baselines() const { return book_.last(); }
 
  private:
+  std::vector<double> noise_base_field(const double* truth, const std::vector<char>& patch_mask,
+                                       std::vector<char>& valid) const;
   CellLayout layout_;
   CellInterpolator interp_;
   ScoreBook book_;
 };
+
+/// The members of a noise reference for one step (seed: the step's): `base` plus noise with zero
+/// area-weighted mean in every block (patch), scaled to noise.rms over the cells of the `valid`
+/// blocks; white (N(0,1) per cell) when `spectrum` is null, else spectral_noise() of it.
+std::vector<std::vector<double>> noise_reference_members(const BlockLayout& layout, const std::vector<double>& base,
+                                                         const std::vector<char>& valid, const NoiseReference& noise,
+                                                         uint64_t seed, const ResidualSpectrum* spectrum);
+std::vector<std::vector<double>> noise_reference_members(const CellLayout& layout, const std::vector<double>& base,
+                                                         const std::vector<char>& valid, const NoiseReference& noise,
+                                                         uint64_t seed, const ResidualSpectrum* spectrum);
 
 /// The deterministic row (baseline or regression_cons; not "model", not a noise row) with the
 /// lowest RMSE, and that RMSE: the noise reference's base and amplitude.

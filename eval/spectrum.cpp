@@ -61,6 +61,8 @@ std::vector<double> half_power(const double* field, int ny, int nx) {
 
 }  // namespace
 
+std::mutex& fftw_planner_mutex() { return planner_mutex(); }
+
 RadialSpectrum radial_spectrum(const double* field, int ny, int nx) {
   if (ny < 1 || nx < 1)
     throw InternalError("radial_spectrum: a " + std::to_string(ny) + " x " + std::to_string(nx) +

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <vector>
 
 namespace finecast::coupling::eval {
@@ -22,6 +23,10 @@ struct RadialSpectrum {
 /// The radial spectrum of one ny x nx row-major field (NaNs must be replaced beforehand), from
 /// its 2-D DFT X[ky][kx] = sum x[i][j] exp(-2 pi i (ky i / ny + kx j / nx)), any ny, nx >= 1.
 RadialSpectrum radial_spectrum(const double* field, int ny, int nx);
+
+/// FFTW's planner is not thread-safe (executing a plan is): every plan is made and destroyed
+/// under this mutex.
+std::mutex& fftw_planner_mutex();
 
 /// Sum of energies in the upper half of wavenumbers: bins centred above 0.25 cycles per grid
 /// spacing (half the Nyquist wavenumber 0.5).

@@ -212,4 +212,28 @@ coupling::eval::NoiseReference noise_reference(const EvalOptions& o, const coupl
   return n;
 }
 
+std::vector<char> noise_training_mask(const EvalOptions& o, const std::vector<char>& held,
+                                      const std::vector<char>& scored, std::string& source) {
+  if (o.hold_out.empty()) {
+    source = "the scored blocks (in-sample: no --hold-out)";
+    return scored;
+  }
+  std::vector<char> rest(held.size());
+  for (std::size_t p = 0; p < held.size(); ++p) rest[p] = held[p] ? 0 : 1;
+  source = "the blocks not held out (--hold-out " + o.hold_out + ")";
+  return rest;
+}
+
+void add_spectral_noise_meta(const coupling::eval::ResidualSpectrum& spectrum, const std::string& source,
+                             std::vector<std::pair<std::string, std::string>>& meta) {
+  if (spectrum.empty()) {
+    std::cout << "  noise_spectral: no training block with a finite residual in " << source << "; no row\n";
+    return;
+  }
+  meta.push_back({"noise_spectral",
+                  "the noise base's residual spectrum (lat-lon: radial, ICON: by refinement "
+                  "level) on " +
+                      source + ", zero block mean, noise_white's RMS and seed (own stream)"});
+}
+
 }  // namespace finecast::tools

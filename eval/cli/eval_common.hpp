@@ -35,7 +35,7 @@ struct EvalOptions {
   std::string hold_out;
   std::string regression_in, regression_out;  ///< reuse / save regression_cons's coefficients
   std::string baselines_out;                  ///< NetCDF file for every baseline's field at the last scored step
-  /// Members of the noise reference (row noise_white): -1 = the prediction's members when it has
+  /// Members of the noise references (rows noise_white, noise_spectral): -1 = the prediction's members when it has
   /// at least 2, else 16; 0 = none.
   int noise_members = -1;
 
@@ -110,5 +110,17 @@ int run_icon(const EvalOptions& options);
 coupling::eval::NoiseReference noise_reference(const EvalOptions& o, const coupling::eval::EvalReport& rep,
                                                int prediction_members, const coupling::eval::RegressionFit* fit,
                                                std::vector<std::pair<std::string, std::string>>& meta);
+
+/// noise_spectral's training split (issue 26): with --hold-out the blocks (patches) not held
+/// out, where regression_cons is fitted too; else the scored ones (in-sample, which favours the
+/// reference, as noise_white's RMS does). `held`: the held-out flags, `scored`: the scored
+/// flags (empty = all). `source` says which, for the report.
+std::vector<char> noise_training_mask(const EvalOptions& options, const std::vector<char>& held,
+                                      const std::vector<char>& scored, std::string& source);
+
+/// noise_spectral's entries of the JSON meta, and a line on stdout when the training split gave
+/// no spectrum (no row then).
+void add_spectral_noise_meta(const coupling::eval::ResidualSpectrum& spectrum, const std::string& source,
+                             std::vector<std::pair<std::string, std::string>>& meta);
 
 }  // namespace finecast::tools

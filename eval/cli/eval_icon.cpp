@@ -16,6 +16,7 @@
 #include "common/error.hpp"
 #include "eval/evaluation.hpp"
 #include "eval/window.hpp"
+#include "coupling/grid/hold_out_mask.hpp"
 #include "coupling/grid/icon_grid.hpp"
 #include "coupling/grid/icon_hierarchy.hpp"
 #include "coupling/io/field_reader.hpp"
@@ -279,9 +280,9 @@ ScoredPatches scored_patches(const EvalOptions& o, const fe::CellLayout& layout,
       s.held = patches_inside(layout, grid, fe::parse_region(o.hold_out, "--hold-out"));
     } else {
       const std::vector<double> m = read_static(o.hold_out, "--hold-out", "hold-out mask", grid, grid_path, nullptr);
-      s.held.assign(static_cast<std::size_t>(layout.n_patches()), 0);
-      for (int64_t c = 0; c < layout.size(); ++c)
-        if (std::isfinite(m[c]) && m[c] != 0.0) s.held[layout.patch_of(c)] = 1;
+      // The plugin's rule for train.hold_out FILE:VAR (a patch with any flagged cell).
+      s.held = coupling::patches_held_out(m.data(), layout.size(), layout.n_patches(),
+                                          [&](int64_t c) { return layout.patch_of(c); });
     }
     if (s.mask.empty()) s.mask.assign(s.held.size(), 1);
     for (std::size_t p = 0; p < s.held.size(); ++p) s.mask[p] = s.mask[p] && s.held[p];
@@ -427,6 +428,14 @@ int run_icon(const EvalOptions& o) {
     ev.set_noise_reference(
         noise_reference(o, ev.report(), static_cast<int>(pred.n_members()), regression ? &fit : nullptr, noise_meta));
     std::vector<double> tbuf(static_cast<std::size_t>(truth.n_cells()));
+    // noise_spectral: the training residual's variance by refinement band first.
+    std::string source;
+    const std::vector<char> train = noise_training_mask(o, scored.held, scored.mask, source);
+    for (std::size_t t : tsteps) {
+      truth.read(t, 0, tbuf.data());
+      ev.add_noise_training(tbuf.data(), train);
+    }
+    add_spectral_noise_meta(ev.noise_spectrum(), source, noise_meta);
     for (std::size_t t : tsteps) {
       truth.read(t, 0, tbuf.data());
       ev.add_noise(tbuf.data(), scored.mask);

@@ -18,6 +18,7 @@
 #include "eval/evaluation.hpp"
 #include "eval/report.hpp"
 #include "eval/window.hpp"
+#include "coupling/grid/hold_out_mask.hpp"
 #include "coupling/io/field_reader.hpp"
 #include "coupling/io/plausibility.hpp"
 #include "eval/cli/eval_common.hpp"
@@ -234,13 +235,11 @@ std::vector<char> hold_out_blocks(const ft::EvalOptions& o, const GridVar& pred,
     const auto [oy, ox] = locate(m, pred, "the --hold-out mask must cover the prediction's grid");
     std::vector<double> v(static_cast<std::size_t>(ny) * nx);
     m.read(0, 0, oy + y0, ny, ox + x0, nx, v.data());
+    // The plugin's rule for train.hold_out FILE:VAR (a block with any flagged cell).
     const int nbx = nx / k;
-    mask.assign(static_cast<std::size_t>(ny / k) * nbx, 0);
-    for (int i = 0; i < ny; ++i)
-      for (int j = 0; j < nx; ++j) {
-        const double x = v[static_cast<std::size_t>(i) * nx + j];
-        if (std::isfinite(x) && x != 0.0) mask[static_cast<std::size_t>(i / k) * nbx + j / k] = 1;
-      }
+    mask = finecast::coupling::patches_held_out(
+        v.data(), static_cast<int64_t>(v.size()), static_cast<int64_t>(ny / k) * nbx,
+        [&](int64_t i) { return static_cast<int64_t>(i / nx / k * nbx + i % nx / k); });
   }
   int64_t held = 0;
   for (char c : mask) held += c;
@@ -445,6 +444,14 @@ int run_latlon(const ft::EvalOptions& o) {
   if (o.noise_members != 0) {
     ev.set_noise_reference(
         ft::noise_reference(o, ev.report(), static_cast<int>(pred.n_members), regression ? &fit : nullptr, noise_meta));
+    // noise_spectral: the training residual's mean block spectrum first.
+    std::string source;
+    const std::vector<char> train = ft::noise_training_mask(o, scored, scored, source);
+    for (std::size_t t : tsteps) {
+      truth.read(t, 0, ty0 + py0, ny, tx0 + px0, nx, tbuf.data());
+      ev.add_noise_training(tbuf.data(), train);
+    }
+    ft::add_spectral_noise_meta(ev.noise_spectrum(), source, noise_meta);
     for (std::size_t t : tsteps) {
       truth.read(t, 0, ty0 + py0, ny, tx0 + px0, nx, tbuf.data());
       ev.add_noise(tbuf.data(), scored);
@@ -550,9 +557,9 @@ int main(int argc, char** argv) {
   app.add_option("--regression-in", o.regression_in,
                  "use the coefficients of a file written by --regression-out instead of fitting");
   app.add_option("--noise-members", o.noise_members,
-                 "members of the noise reference noise_white (the best deterministic baseline plus white noise "
-                 "of its residual's RMS with zero block mean); default: the prediction's members, at least 2, "
-                 "else 16; 0 = none")
+                 "members of the noise references noise_white and noise_spectral (the best deterministic baseline "
+                 "plus noise of its residual's RMS with zero block mean: white, or with the residual's spectrum on "
+                 "the training split); default: the prediction's members, at least 2, else 16; 0 = none")
       ->check(CLI::Range(-1, 4096));
   app.add_option("--json", o.json, "write scores and spectra as JSON to this file");
   app.add_option("--csv", o.csv, "write scores as CSV to this file");

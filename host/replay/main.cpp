@@ -99,8 +99,11 @@ std::vector<ch::PluginSpec> plugins_to_load(const Options& opt, const fr::Replay
   if (plugins.empty()) flog::warning(cfg.path + ": no plugins: the replay only reads the files");
   std::vector<std::string> sets = opt.sets;
   if (!opt.hold_out.empty()) {
-    if (!finecast::is_region_text(opt.hold_out))
-      throw finecast::ConfigError("--hold-out " + opt.hold_out + ": expected a region lat0,lat1,lon0,lon1 in degrees");
+    const auto [file, var] = fc::split_file_var(opt.hold_out);
+    if (!finecast::is_region_text(opt.hold_out) && (file.empty() || var.empty()))
+      throw finecast::ConfigError("--hold-out " + opt.hold_out +
+                                  ": expected a region lat0,lat1,lon0,lon1 in degrees or FILE:VAR (a NetCDF mask on "
+                                  "the fine grid)");
     sets.push_back("train.hold_out=" + opt.hold_out);
   }
   apply_overrides(plugins, sets);
@@ -182,6 +185,24 @@ void add_static_fields(ch::Host& host, const fr::ReplayRunConfig& cfg, const fr:
     }
     broadcast(global, host.comm());
     fill(var, global, grid.domain);
+  }
+}
+
+/// --hold-out FILE:VAR: read on rank 0 onto the replayed grid before any plugin is loaded, so that
+/// a missing file or variable, or a mask of another grid, stops the run at once, naming both (the
+/// plugin reads it again to flag its patches, coupling/grid/hold_out_mask.hpp).
+void check_hold_out_mask(const Options& opt, const ReplayGrid& grid, int rank) {
+  if (opt.hold_out.empty() || finecast::is_region_text(opt.hold_out) || rank != 0) return;
+  const auto [file, var] = fc::split_file_var(opt.hold_out);
+  try {
+    if (grid.icon)
+      fc::read_static_icon(file, var, *grid.icon);
+    else
+      fc::read_static_latlon(file, var, *grid.latlon, grid.latlon_source);
+  } catch (const finecast::Error& e) {
+    throw finecast::ConfigError("--hold-out " + opt.hold_out + ": " + e.what() + "; expected variable '" + var +
+                                "' of '" + file +
+                                "' on the replayed grid (one value per fine cell; non-zero = held out)");
   }
 }
 
@@ -268,6 +289,7 @@ int run(const Options& opt, const fh::ModelComms& comms) {
     vars.push_back(host.add_variable(cfg.variables[v].name, 1, {0, a.units, a.standard_name, a.long_name, false}));
   }
   add_static_fields(host, cfg, input, grid, rank, startup);
+  check_hold_out_mask(opt, grid, rank);
 
   for (const auto& p : plugins)
     if (rank == 0) flog::info("plugin '" + p.name + "': " + p.library + " (options '" + p.options + "')");
@@ -311,8 +333,9 @@ int main(int argc, char** argv) {
                          "checkpoint.resume=DIR); PLUGIN:KEY=VALUE for one plugin only.");
   app.add_option("--hold-out", opt.hold_out,
                  "lat0,lat1,lon0,lon1 (the grid's own coordinates, degrees): the patches wholly inside are not "
-                 "trained on, but their coarse values stay in their neighbours' context (sets the plugins' "
-                 "train.hold_out)");
+                 "trained on; or FILE:VAR, a mask on the fine grid: the patches with a non-zero cell are not (as "
+                 "finecast-eval --hold-out FILE:VAR). Their coarse values stay in their neighbours' context (sets "
+                 "the plugins' train.hold_out)");
   app.add_option("--epochs", opt.epochs, "override the run file's replay epochs")
       ->check(CLI::Range(1LL, fc::run_file::limits::kEpochs));  // the run file's bound
   app.add_option("--progress", opt.progress,

@@ -33,9 +33,10 @@ struct ConditioningState {
 /// the host gives them ("" = unknown).
 coupling::ConditioningSpec conditioning_spec(const Config& config, const std::string& target_units);
 
-/// Flags the patches of train.hold_out: those whose fine cells all lie in the box (in the grid's
-/// own coordinates: rotated on rotated-pole grids). Logs how many are held out; a box that holds
-/// none, or every patch, is a ConfigError.
+/// Flags the patches of train.hold_out: a box, those whose fine cells all lie in it (in the grid's
+/// own coordinates: rotated on rotated-pole grids); FILE:VAR, a mask on the fine grid, those with
+/// any finite non-zero cell (finecast-eval's rule). Logs how many are held out; a hold-out that
+/// holds none, or every patch, or a mask that cannot be read onto the grid is a ConfigError.
 void setup_conditioning(const Config& config, const coupling::ConditioningGrid& grid, ConditioningState& state);
 
 /// The static covariates of a trainer's patches, at the first step: `raw[s]` is the host's

@@ -103,7 +103,7 @@ TEST_F(EvalCli, ScoresACroppedPredictionAgainstTheTruth) {
   ASSERT_EQ(r.rc, 0) << r.out;
   EXPECT_NE(r.out.find("block 8"), std::string::npos) << r.out;
   auto rows = read_csv(csv);
-  ASSERT_EQ(rows.size(), 10u);
+  ASSERT_EQ(rows.size(), 11u);  // model, eight baselines, noise_white, noise_spectral
   const auto& m = rows["model"];
   EXPECT_EQ(m[kMembers], 2);
   EXPECT_EQ(m[kPoints], 32 * 48);

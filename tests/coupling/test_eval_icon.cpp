@@ -250,6 +250,48 @@ TEST(EvalCellSpectrum, BandsSumToTheResidualVarianceAndSeparateScales) {
   EXPECT_LT(sb.energy[3], 1e-20);
 }
 
+TEST(EvalCellSpectrum, SpectralNoiseKeepsThePatchMeansAndHasTheTrainingResidualsBands) {
+  if (!have(kR2B4)) GTEST_SKIP() << kR2B4 << " missing (install libncarg-data)";
+  const fe::CellLayout& L = *r2b4().layout;
+  // A linear field plus a texture constant on R2B2 cells: the residual of idw_cons has nearly all
+  // of its variance in the two coarsest bands, white noise 3/4 of its own in the finest.
+  finecast::tools::IconLevels levels(r2b4().grid);
+  const std::vector<int64_t> r2b2 = levels.cell_index(2);
+  std::vector<double> truth = linear_field(r2b4().grid);
+  for (int64_t i = 0; i < L.size(); ++i) truth[i] += 2.0 * std::sin(0.37 * r2b2[i]);
+  const fe::CellInterpolator interp(L);
+  const std::vector<double> base = interp.run(fe::patch_means(L, truth.data()), baseline("idw_cons"));
+  std::vector<double> r(truth.size());
+  for (std::size_t i = 0; i < r.size(); ++i) r[i] = truth[i] - base[i];
+  const std::vector<char> valid(static_cast<std::size_t>(L.n_patches()), 1);
+  fe::ResidualSpectrum spectrum;
+  fe::add_residual_spectrum(L, r.data(), valid, spectrum);
+  const fe::RadialSpectrum target = fe::hierarchy_spectrum(L, r.data());
+  double total = 0;
+  for (double e : target.energy) total += e;
+  const fe::NoiseReference noise{"idw_cons", 1.5, 4, 7};
+  auto shares = [&](const std::vector<double>& m) {
+    std::vector<double> d(m.size());
+    for (std::size_t i = 0; i < d.size(); ++i) d[i] = m[i] - base[i];
+    fe::RadialSpectrum s = fe::hierarchy_spectrum(L, d.data());
+    double t = 0;
+    for (double e : s.energy) t += e;
+    for (double& e : s.energy) e /= t;
+    return s.energy;
+  };
+  const std::vector<double> base_means = fe::patch_means(L, base.data());
+  for (const auto& m : fe::noise_reference_members(L, base, valid, noise, 3, &spectrum)) {
+    const std::vector<double> sh = shares(m);
+    for (int b = 0; b < L.n_bands(); ++b) EXPECT_NEAR(sh[b], target.energy[b] / total, 1e-9) << "band " << b;
+    const std::vector<double> means = fe::patch_means(L, m.data());
+    for (int64_t p = 0; p < L.n_patches(); ++p) ASSERT_NEAR(means[p], base_means[p], 1e-10) << "patch " << p;
+  }
+  // White noise does not have the residual's bands: most of its variance is in the finest.
+  const std::vector<double> white = shares(fe::noise_reference_members(L, base, valid, noise, 3, nullptr).front());
+  EXPECT_GT(white.back(), 0.6);
+  EXPECT_LT(target.energy.back() / total, 0.2);
+}
+
 TEST(EvalCellEvaluator, PerfectAndInflatedEnsemblesScoreAsExpected) {
   if (!have(kR2B4)) GTEST_SKIP() << kR2B4 << " missing (install libncarg-data)";
   finecast::tools::IconLevels levels(r2b4().grid);
@@ -352,7 +394,7 @@ TEST_F(EvalIconCli, ScoresAPluginOutputWithItsOwnTruthAndDerivedCoarseLevel) {
             std::string::npos)
       << r.out;
   auto rows = read_csv(csv);
-  ASSERT_EQ(rows.size(), 7u);  // model, five baselines, noise_white
+  ASSERT_EQ(rows.size(), 8u);  // model, five baselines, noise_white, noise_spectral
   const auto& m = rows["model"];
   EXPECT_EQ(m[kMembers], 2);
   EXPECT_EQ(m[kPoints], 20480);

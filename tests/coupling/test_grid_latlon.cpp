@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "coupling/grid/hold_out_mask.hpp"
 #include "coupling/grid/latlon_grid.hpp"
 #include "coupling/grid/spherical.hpp"
 #include "common/log.hpp"
@@ -204,4 +205,37 @@ TEST(LatLonGrid, LatitudesOutsideMinus90To90AreRefused) {
   write(90, 10);
   EXPECT_NO_THROW(fc::read_latlon_grid(path, "tas"));
   std::remove(path.c_str());
+}
+
+// train.hold_out FILE:VAR flags the blocks of the plugin's patch map that have a finite non-zero
+// cell; finecast-eval --hold-out FILE:VAR flags the blocks of the prediction (the cropped domain,
+// blocks counted from its first row and column) by the same rule: the same blocks, also where
+// the map drops trailing columns, and missing values flag nothing.
+TEST(LatLonGrid, AHoldOutMaskFlagsTheBlocksFinecastEvalHoldsOut) {
+  std::vector<double> lat(40), lon(60);
+  for (int i = 0; i < 40; ++i) lat[i] = -20.0 + i;
+  for (int j = 0; j < 60; ++j) lon[j] = 10.0 + j;
+  const fc::LatLonGrid g = fc::make_latlon_grid(lat, lon);
+  WarningCapture warnings;  // 60 = 7 * 8 + 4: the last 4 columns are dropped
+  const fc::PatchMap pm = fc::latlon_patch_map(g, 8);
+  ASSERT_EQ(pm.n_coarse, 5 * 7);
+  std::vector<float> mask(40 * 60, 0.0f);
+  for (int c = 5; c < 40 * 60; c += 97) mask[c] = 1.0f;  // single cells
+  mask[3 * 60 + 58] = 1.0f;                              // in a dropped column: no block
+  mask[33 * 60 + 40] = std::nanf("");                    // missing: flags nothing
+  mask[17 * 60 + 9] = -0.5f;                             // negative: flags
+  const std::vector<char> plugin = fc::patches_held_out(pm, mask.data());
+  // finecast-eval's blocks of the 40 x 56 prediction.
+  std::vector<float> window(40 * 56);
+  for (int i = 0; i < 40; ++i)
+    for (int j = 0; j < 56; ++j) window[i * 56 + j] = mask[i * 60 + j];
+  const std::vector<char> eval =
+      fc::patches_held_out(window.data(), 40 * 56, 5 * 7, [](int64_t i) { return i / 56 / 8 * 7 + i % 56 / 8; });
+  EXPECT_EQ(plugin, eval);
+  int held = 0;
+  for (char h : plugin) held += h;
+  EXPECT_GT(held, 5);
+  EXPECT_LT(held, 35);
+  EXPECT_EQ(plugin[2 * 7 + 1], 1) << "the negative value at row 17, column 9";
+  EXPECT_FALSE(fc::holds_out(std::nan(""))) << "missing values flag nothing";
 }

@@ -5,7 +5,9 @@
 // 1, 2 and 4 ranks, and finecast-downscale, which reproduces the plugin's sample from its
 // checkpoint and refuses to run without the covariates the model was trained with.
 #include <gtest/gtest.h>
+#include <netcdf.h>
 
+#include <cctype>
 #include <cmath>
 #include <random>
 #include <string>
@@ -101,7 +103,8 @@ const std::string kIconGrid = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc
 /// Replays the real R2B4 ts with rings, a covariate (sea-ice fraction, as a stand-in for a
 /// static field), the interpolant base (or `residual`), the graph denoiser and a held-out box on `ranks` ranks.
 CommandResult icon_skill_replay(const ScratchDir& dir, int ranks, const std::string& residual = "interp",
-                                bool relative_context = false) {
+                                bool relative_context = false, const std::string& hold_out = "'0,90,0,180'",
+                                const std::string& replay_options = "") {
   write_text(dir.file("plugin.yaml"),
              "fields: [ts, tsw]\ntarget: ts\ndevice: cpu\nseed: 5\n"
              "grid: {type: icon, file: " +
@@ -113,7 +116,9 @@ CommandResult icon_skill_replay(const ScratchDir& dir, int ranks, const std::str
                  "buffer: {capacity: 1}\n"
                  "model: {arch: graph, unet_channels: 4, time_embedding: 8, diffusion_steps: 6}\n"
                  "train: {async: false, every: 1, min_steps: 1, epochs: 1, batch_size: 16, threads: 1, "
-                 "hold_out: '0,90,0,180'}\n"
+                 "hold_out: " +
+                 hold_out +
+                 "}\n"
                  "sample: {every: 0, members: 1, steps: 2, output: " +
                  dir.file("out.nc") +
                  "}\n"
@@ -130,7 +135,7 @@ CommandResult icon_skill_replay(const ScratchDir& dir, int ranks, const std::str
                                        "\nplugins:\n  - {name: finecast, library: " + plugin_library() +
                                        ", options: " + dir.file("plugin.yaml") + "}\n");
   return run_command("mpiexec -n " + std::to_string(ranks) + " --oversubscribe " + binary("finecast-replay") +
-                     " --config " + dir.file("run.yaml") + " --progress lines");
+                     " --config " + dir.file("run.yaml") + " --progress lines" + replay_options);
 }
 
 /// finecast-downscale of the replay's checkpoint on the same data, as the plugin sampled it (one
@@ -205,6 +210,68 @@ TEST(SkillReplay, IconRingsCovariatesAndHoldOutBufferTheSameOnOneTwoAndFourRanks
   const std::string wrong = downscale_error(o);
   EXPECT_NE(wrong.find(kTas), std::string::npos) << wrong;
   EXPECT_NE(wrong.find(kIconGrid), std::string::npos) << wrong;
+}
+
+namespace {
+
+/// The number just before the first `after` in `text`, -1 when there is none.
+long number_before(const std::string& text, const std::string& after) {
+  const size_t end = text.find(after);
+  if (end == std::string::npos) return -1;
+  size_t begin = end;
+  while (begin > 0 && std::isdigit(static_cast<unsigned char>(text[begin - 1]))) --begin;
+  return begin == end ? -1 : std::stol(text.substr(begin, end - begin));
+}
+
+}  // namespace
+
+// finecast-replay --hold-out FILE:VAR (issue 26): a mask on the fine ICON cells holds out every
+// patch with a flagged cell, exactly the patches finecast-eval --hold-out FILE:VAR scores; they
+// are not buffered. A mask that cannot be read onto the grid stops the replay before it starts,
+// naming the file and the variable.
+TEST(SkillReplay, AHoldOutMaskHoldsOutThePatchesFinecastEvalScores) {
+  if (!exists(kIconData) || !exists(kIconGrid)) GTEST_SKIP() << "libncarg-data is not installed";
+  ScratchDir dir("holdmask");
+  // Scattered single cells (no patch is wholly flagged), a negative value, and missing values
+  // that flag nothing.
+  std::vector<float> mask(20480, 0.0f);
+  for (size_t i = 7; i < mask.size(); i += 1531) mask[i] = 1.0f;
+  mask[100] = -2.0f;
+  for (size_t i = 3; i < mask.size(); i += 997) mask[i] = std::nanf("");
+  const std::string file = dir.file("mask.nc");
+  {
+    int nc = -1, dim = -1, var = -1;
+    ASSERT_EQ(nc_create(file.c_str(), NC_CLOBBER, &nc), NC_NOERR);
+    ASSERT_EQ(nc_def_dim(nc, "ncells", mask.size(), &dim), NC_NOERR);
+    ASSERT_EQ(nc_def_var(nc, "held", NC_FLOAT, 1, &dim, &var), NC_NOERR);
+    ASSERT_EQ(nc_enddef(nc), NC_NOERR);
+    ASSERT_EQ(nc_put_var_float(nc, var, mask.data()), NC_NOERR);
+    ASSERT_EQ(nc_close(nc), NC_NOERR);
+  }
+  const CommandResult r = icon_skill_replay(dir, 1, "interp", false, "''", " --hold-out " + file + ":held");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  const long held = number_before(r.output, " of 80 patches are never trained on");
+  ASSERT_GT(held, 1) << r.output;
+  ASSERT_LT(held, 80) << r.output;
+  const CommandResult e =
+      run_command(binary("finecast-eval") + " --truth " + kIconData + " --pred " + kIconData + " --var ts --grid " +
+                  kIconGrid + " --coarse-level 0 --hold-out " + file + ":held --noise-members 0");
+  ASSERT_EQ(e.rc, 0) << e.output;
+  EXPECT_EQ(number_before(e.output, " of 80 patches scored per step"), held) << e.output;
+  // Only the other patches are buffered (one step, capacity 1).
+  const int C = 2 * 10 + 3 + 1 + 2 * 256, P = 256;
+  const auto b = fc::RollingBuffer::load_h5(newest_buffer_snapshot(dir.file("checkpoints")), 1, 80, C, P);
+  EXPECT_EQ(b.samples(), 80 - held);
+
+  // A variable the file does not have, a file that does not exist, a mask of another grid.
+  for (const std::string& bad : {file + ":nosuch", dir.file("none.nc") + ":held", kTas + ":tas"}) {
+    const CommandResult f = icon_skill_replay(dir, 1, "interp", false, "''", " --hold-out " + bad);
+    EXPECT_NE(f.rc, 0) << f.output;
+    const auto colon = bad.rfind(':');
+    EXPECT_NE(f.output.find(bad.substr(0, colon)), std::string::npos) << f.output;
+    EXPECT_NE(f.output.find("'" + bad.substr(colon + 1) + "'"), std::string::npos) << f.output;
+    EXPECT_EQ(f.output.find("Training session"), std::string::npos) << f.output;
+  }
 }
 
 // patch.residual: regression on the same replay: the plugin fits the regression on the training

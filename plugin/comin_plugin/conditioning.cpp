@@ -16,6 +16,7 @@ coupling::ConditioningSpec conditioning_spec(const Config& cfg, const std::strin
   coupling::ConditioningSpec spec;
   spec.grid_type = cfg.grid.type;
   spec.grid_file = cfg.grid.file;
+  spec.grid_geometry = cfg.grid.geometry;
   spec.grid_variable = cfg.grid.variable;
   spec.coarse_level = cfg.grid.coarse_level;
   spec.block = cfg.grid.block;

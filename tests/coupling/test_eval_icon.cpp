@@ -474,7 +474,7 @@ TEST_F(EvalIconCli, GeometryOptionAndAWarningForCovariatesThatExplainNothing) {
   std::vector<double> rnd(truth_.size());
   std::mt19937 rng(4);
   std::normal_distribution<double> n01(0.0, 1.0);
-  for (double& v : rnd) v = n01(rng);
+  for (double& v : rnd) v = 280.0 + n01(rng);  // plausible as a temperature
   write_icon_output(noise, rnd, 0, 0.0);
   r = run_eval("--pred " + on_file + " --var ts --static " + noise + ":ts_host --hold-out=0,90,-180,0");
   ASSERT_EQ(r.rc, 0) << r.out;

@@ -96,6 +96,10 @@ const schema::Table<Config>& config_table() {
                    choice("type", &GridConfig::type,
                           "icon (triangles, patches = coarser ICON cells) | latlon (patches = blocks)"),
                    text("file", &GridConfig::file, "ICON grid file, or a CF file with the lat/lon coordinates"),
+                   choice("geometry", &GridConfig::geometry,
+                          "icon: the cells' coordinates: file (the grid file's) | uniform (the standard uniform "
+                          "icosahedral R2B<k> geometry rebuilt from the file's topology, for data on the file's "
+                          "cells but not on its coordinates)"),
                    text("variable", &GridConfig::variable,
                         "latlon: variable whose coordinates define the grid (\"\" = the first field)"),
                    integer("coarse_level", &GridConfig::coarse_level, 0, 20,

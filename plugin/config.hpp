@@ -15,6 +15,7 @@ namespace finecast::plugin {
 
 // The grid types and residual bases are the conditioning spec's (coupling/conditioning/).
 using coupling::GridType;
+using coupling::IconGeometry;
 using coupling::Residual;
 enum class OnError { kAbort, kDisable };
 enum class CommunicatorKind { kHost, kPlugin };
@@ -42,7 +43,8 @@ struct LogConfig {
 
 struct GridConfig {
   GridType type = GridType::kIcon;
-  std::string file;      ///< required: ICON grid file, or a CF NetCDF file with the lat/lon coordinates
+  std::string file;  ///< required: ICON grid file, or a CF NetCDF file with the lat/lon coordinates
+  IconGeometry geometry = IconGeometry::kFile;  ///< icon: the file's coordinates or the uniform ones
   std::string variable;  ///< latlon: the variable whose coordinates define the grid ("" = first field)
   int coarse_level = 0;  ///< icon: patches are the cells of R2B<coarse_level>
   int block = 16;        ///< latlon: patches are block x block cells

@@ -45,6 +45,9 @@ Options:
   --eta X            DDIM noise per step, 0..1 (default: 0)
   --threads N        torch threads of finecast-downscale (default: the number of cores)
   --set KEY=VALUE    plugin config override for the replay (repeatable), e.g. train.epochs=5
+  --geometry G       icon: file | uniform, the cells' coordinates for every tool (finecast-host
+                     --write-orography, finecast-replay, finecast-downscale, finecast-eval;
+                     docs/grids.md). Default: each tool's own (file)
   --skip-train       reuse the checkpoints already in the output folder
   --only-eval        reuse the checkpoints and the downscaled ensemble: score and plot only
   --out DIR          output folder (default: out/eval/<CASE>[_val])
@@ -58,7 +61,7 @@ die() { echo "evaluate.sh: error: $*" >&2; exit 2; }
 case "$1" in -h|--help) usage; exit 0 ;; esac
 CASE=$1; shift
 SPLIT=test BUILD=build RANKS=1 MEMBERS="" SAMPLER="" STEPS=10 ETA=0 THREADS=$(nproc) SKIP_TRAIN=0 ONLY_EVAL=0 OUT=""
-SETS=()
+SETS=() GEOMETRY=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --split) SPLIT=${2:?--split needs a value}; shift 2 ;;
@@ -70,6 +73,7 @@ while [[ $# -gt 0 ]]; do
     --eta) ETA=${2:?--eta needs a value}; shift 2 ;;
     --threads) THREADS=${2:?--threads needs a value}; shift 2 ;;
     --set) SETS+=(--set "${2:?--set needs KEY=VALUE}"); shift 2 ;;
+    --geometry) GEOMETRY=${2:?--geometry needs a value}; shift 2 ;;
     --skip-train) SKIP_TRAIN=1; shift ;;
     --only-eval) SKIP_TRAIN=1; ONLY_EVAL=1; shift ;;
     --out) OUT=${2:?--out needs a value}; shift 2 ;;
@@ -78,6 +82,12 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 [[ $SPLIT == test || $SPLIT == val ]] || die "--split must be test or val, got '$SPLIT'"
+GEO_ARGS=()
+if [[ -n ${GEOMETRY:-} ]]; then
+  [[ $GEOMETRY == file || $GEOMETRY == uniform ]] || die "--geometry must be file or uniform, got '$GEOMETRY'"
+  [[ $CASE == icon ]] || die "--geometry is for the icon case"
+  GEO_ARGS=(--geometry "$GEOMETRY")
+fi
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -139,7 +149,7 @@ if [[ -n $HOLD ]]; then
     cp "$SRC" "$OUT/data/data.nc"
     # the surface fields finecast-host would hand a plugin: etopo5 averaged onto the R2B4 cells
     sed -e "s#^steps:.*#steps: 1#" configs/demo_host.yaml > "$OUT/host.yaml"
-    "$BUILD/bin/finecast-host" "$OUT/host.yaml" --write-orography "$OUT/data/surface.nc" | tee -a "$SUMMARY"
+    "$BUILD/bin/finecast-host" "$OUT/host.yaml" --write-orography "$OUT/data/surface.nc" "${GEO_ARGS[@]}" | tee -a "$SUMMARY"
     STATICS=(--static "$OUT/data/surface.nc:topography_c" --static "$OUT/data/surface.nc:fr_land")
   fi
 else
@@ -155,7 +165,8 @@ sed -e "s#out/eval/$CASE/#$OUT/#g" "configs/eval_${CASE}_plugin.yaml" > "$OUT/pl
 # 3. training: replay the training split through the plugin
 if [[ $SKIP_TRAIN == 0 ]]; then
   rm -rf "$OUT/checkpoints"
-  REPLAY=("$BUILD/bin/finecast-replay" --config "$OUT/run.yaml" --progress lines "${SPLIT_SETS[@]}" "${SETS[@]}")
+  REPLAY=("$BUILD/bin/finecast-replay" --config "$OUT/run.yaml" --progress lines "${SPLIT_SETS[@]}" "${SETS[@]}"
+          "${GEO_ARGS[@]}")
   if [[ -n $TRAIN_HOLD ]]; then REPLAY+=(--hold-out "$TRAIN_HOLD"); fi
   if [[ $RANKS -gt 1 ]]; then
     REPLAY=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpiexec -n "$RANKS" --oversubscribe "${REPLAY[@]}")
@@ -173,7 +184,7 @@ fi
 TEST=$OUT/data/test.nc
 if [[ -n $HOLD ]]; then TEST=$OUT/data/data.nc; fi
 GRID_ARGS=()
-if [[ $CASE == icon ]]; then GRID_ARGS=(--grid "$ICON_GRID"); fi
+if [[ $CASE == icon ]]; then GRID_ARGS=(--grid "$ICON_GRID" "${GEO_ARGS[@]}"); fi
 DOWN=("$BUILD/bin/finecast-downscale" --checkpoint "$OUT/checkpoints" --input "$TEST" --var "$VAR" "${GRID_ARGS[@]}"
       "${STATICS[@]}" --output "$OUT/downscaled.nc" --members "${MEMBERS:-$DEFAULT_MEMBERS}" --device cpu
       --sampler "${SAMPLER:-$DEFAULT_SAMPLER}" --steps "$STEPS" --eta "$ETA" --threads "$THREADS" --seed 42)

@@ -6,6 +6,7 @@
 
 #include "common/error.hpp"
 #include "coupling/grid/context_stencil.hpp"
+#include "coupling/grid/icon_geometry.hpp"
 #include "coupling/grid/icon_hierarchy.hpp"
 
 namespace finecast::coupling {
@@ -28,7 +29,7 @@ int exact_log4(int64_t n) {
 }
 
 void read_icon(const ConditioningSpec& spec, const std::string& source, bool with_output, ConditioningGrid& g) {
-  const IconGrid& grid = g.icon.emplace(read_icon_grid(spec.grid_file));
+  const IconGrid& grid = g.icon.emplace(read_icon_grid(spec.grid_file, spec.grid_geometry));
   const int fine_level = icon_grid_level(grid);
   int level = spec.coarse_level;
   if (level < 0) {
@@ -42,7 +43,8 @@ void read_icon(const ConditioningSpec& spec, const std::string& source, bool wit
   }
   g.map = icon_patch_map(grid, level);
   if (with_output) g.output = OutputGrid::of(grid);
-  g.text = spec.grid_file + " (R2B" + std::to_string(fine_level) + " -> R2B" + std::to_string(level) + ")";
+  g.text = spec.grid_file + " (R2B" + std::to_string(fine_level) + " -> R2B" + std::to_string(level) +
+           (spec.grid_geometry == IconGeometry::kUniform ? ", uniform geometry)" : ")");
 }
 
 void read_latlon(const ConditioningSpec& spec, const std::string& source, bool with_output, ConditioningGrid& g) {

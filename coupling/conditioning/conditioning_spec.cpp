@@ -69,6 +69,7 @@ schema::Table<Spec> make_table() {
   t.push_back(integer("spec_version", &Spec::spec_version, 1, kMax, "version of this record"));
   t.push_back(choice("grid.type", &Spec::grid_type, "icon (triangles) or latlon (blocks)"));
   t.push_back(text("grid.file", &Spec::grid_file, "the fine grid's file when the model was trained"));
+  t.push_back(choice("grid.geometry", &Spec::grid_geometry, "icon: the cells' coordinates (file or uniform)"));
   t.push_back(text("grid.variable", &Spec::grid_variable, "latlon: the variable whose coordinates define the grid"));
   t.push_back(integer("grid.coarse_level", &Spec::coarse_level, -1, 20, "icon: patches are the cells of R2B<level>"));
   t.push_back(integer("grid.block", &Spec::block, 0, 4096, "latlon: patches are block x block cells"));
@@ -109,10 +110,18 @@ schema::Table<Spec> make_table() {
 
 /// The keys a resumed model depends on (resume_differences).
 bool compared_on_resume(const std::string& key) {
-  static const std::set<std::string> keys{"grid.type",       "patch.size",          "fields",
-                                          "target",          "target_units",        "patch.static_features",
-                                          "patch.orography", "patch.context_rings", "patch.relative_context",
-                                          "patch.residual",  "patch.static"};
+  static const std::set<std::string> keys{"grid.type",
+                                          "grid.geometry",
+                                          "patch.size",
+                                          "fields",
+                                          "target",
+                                          "target_units",
+                                          "patch.static_features",
+                                          "patch.orography",
+                                          "patch.context_rings",
+                                          "patch.relative_context",
+                                          "patch.residual",
+                                          "patch.static"};
   return keys.count(key) > 0;
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/schema.hpp"
+#include "coupling/grid/icon_geometry.hpp"
 #include "coupling/grid/patches.hpp"
 #include "coupling/grid/static_covariates.hpp"
 
@@ -47,6 +48,7 @@ struct ConditioningSpec {
   // The grid and its hierarchy; the patch geometry.
   GridType grid_type = GridType::kIcon;
   std::string grid_file;
+  IconGeometry grid_geometry = IconGeometry::kFile;  ///< icon: the file's coordinates or the uniform ones
   std::string grid_variable;  ///< latlon: the variable whose coordinates define the grid ("" = the first field)
   int coarse_level = 0;       ///< icon: patches are the cells of R2B<coarse_level>; -1 = from patch_size
   int block = 16;             ///< latlon: patches are block x block cells; 0 = from patch_size

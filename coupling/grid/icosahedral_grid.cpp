@@ -23,15 +23,24 @@ struct Mesh {
   std::vector<std::array<int32_t, 3>> cells;
 };
 
+/// The icosahedron of ICON's standard grids: pentagons at the poles, five at latitude
+/// atan(1/2) = 26.57N at longitudes 0, +-72, +-144 and five at 26.57S at +-36, +-108, 180.
+/// Cells are counter-clockwise seen from outside, as in ICON grid files.
 Mesh icosahedron() {
   Mesh m;
-  const double t = (1.0 + std::sqrt(5.0)) / 2.0;
-  const double raw[12][3] = {{-1, t, 0},  {1, t, 0},  {-1, -t, 0}, {1, -t, 0}, {0, -1, t},  {0, 1, t},
-                             {0, -1, -t}, {0, 1, -t}, {t, 0, -1},  {t, 0, 1},  {-t, 0, -1}, {-t, 0, 1}};
-  for (const auto& r : raw) m.vertices.push_back(sphere::normalised({r[0], r[1], r[2]}));
-  m.cells = {{0, 11, 5},  {0, 5, 1},  {0, 1, 7},  {0, 7, 10}, {0, 10, 11}, {1, 5, 9}, {5, 11, 4},
-             {11, 10, 2}, {10, 7, 6}, {7, 1, 8},  {3, 9, 4},  {3, 4, 2},   {3, 2, 6}, {3, 6, 8},
-             {3, 8, 9},   {4, 9, 5},  {2, 4, 11}, {6, 2, 10}, {8, 6, 7},   {9, 8, 1}};
+  const double lat = std::atan(0.5);
+  m.vertices.push_back({0, 0, 1});                                                                 // 0: north pole
+  for (int i = 0; i < 5; ++i) m.vertices.push_back(sphere::to_xyz(72.0 * i * sphere::kDeg, lat));  // 1..5
+  for (int i = 0; i < 5; ++i) m.vertices.push_back(sphere::to_xyz((36.0 + 72.0 * i) * sphere::kDeg, -lat));  // 6..10
+  m.vertices.push_back({0, 0, -1});  // 11: south pole
+  for (int i = 0; i < 5; ++i) {
+    const int32_t u = 1 + i, u1 = 1 + (i + 1) % 5;  // northern ring, eastward
+    const int32_t l = 6 + i, l1 = 6 + (i + 1) % 5;  // southern ring: l lies between u and u1
+    m.cells.push_back({0, u, u1});
+    m.cells.push_back({u, l, u1});
+    m.cells.push_back({u1, l, l1});
+    m.cells.push_back({11, l1, l});
+  }
   return m;
 }
 
@@ -98,12 +107,9 @@ IconGrid make_icosahedral_grid(int level, uint64_t shuffle_seed) {
   if (level > 0) g.parent_cell.resize(n);
   for (int64_t i = 0; i < n; ++i) {
     const auto& c = mesh.cells[cell_perm[i]];
-    Vec3 s{0, 0, 0};
-    for (int k = 0; k < 3; ++k) {
-      g.cell_vertices[i][k] = vert_new[c[k]];
-      for (int d = 0; d < 3; ++d) s[d] += mesh.vertices[c[k]][d];
-    }
-    sphere::to_lonlat(s, g.clon[i], g.clat[i]);
+    for (int k = 0; k < 3; ++k) g.cell_vertices[i][k] = vert_new[c[k]];
+    const Vec3 centre = sphere::circumcentre(mesh.vertices[c[0]], mesh.vertices[c[1]], mesh.vertices[c[2]]);
+    sphere::to_lonlat(centre, g.clon[i], g.clat[i]);
     if (level > 0) g.parent_cell[i] = cell_perm[i] / 4;
   }
   complete_icon_grid(g);

@@ -37,6 +37,14 @@ inline void to_lonlat(const Vec3& v, double& lon, double& lat) {
   lat = std::atan2(v[2], std::hypot(v[0], v[1]));
 }
 
+/// Circumcentre of the spherical triangle (a, b, c) (unit vectors), on the side of the sphere
+/// the triangle lies on whatever its orientation: ICON grid files' cell centres (clon, clat).
+inline Vec3 circumcentre(const Vec3& a, const Vec3& b, const Vec3& c) {
+  const Vec3 n = normalised(cross({b[0] - a[0], b[1] - a[1], b[2] - a[2]}, {c[0] - a[0], c[1] - a[1], c[2] - a[2]}));
+  const double side = dot(n, {a[0] + b[0] + c[0], a[1] + b[1] + c[1], a[2] + b[2] + c[2]});
+  return side < 0 ? Vec3{-n[0], -n[1], -n[2]} : n;
+}
+
 /// Area of the spherical triangle (a, b, c) on the unit sphere (Van Oosterom & Strackee), exact
 /// for small triangles where L'Huilier's formula loses digits.
 inline double triangle_area(const Vec3& a, const Vec3& b, const Vec3& c) {

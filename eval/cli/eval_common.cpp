@@ -4,6 +4,7 @@
 
 #include <netcdf.h>
 
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -112,6 +113,19 @@ bool check_regression_options(const EvalOptions& o) {
         "--static needs --fit-on REGION|FILE (the training split regression_cons is fitted on), "
         "--hold-out (it is then fitted on the rest), or --regression-in FILE (saved coefficients)");
   return true;
+}
+
+void warn_on_weak_covariates(const coupling::eval::RegressionFit& r, const std::string& hint) {
+  if (!(r.residual_rms > 0)) return;
+  const double explained = 1.0 - (r.fitted_rms / r.residual_rms) * (r.fitted_rms / r.residual_rms);
+  if (explained >= kWeakCovariates) return;
+  std::string names;
+  for (const auto& n : r.names) names += (names.empty() ? "" : ", ") + n;
+  char share[64];
+  std::snprintf(share, sizeof share, "%.1f%% of the fine residual's variance (below %.0f%%)", 100.0 * explained,
+                100.0 * kWeakCovariates);
+  std::cerr << "finecast-eval: WARNING: the covariates (" << names << ") explain " << share
+            << ": they may not lie where the data lies" << (hint.empty() ? "" : " (" + hint + ")") << "\n";
 }
 
 coupling::eval::RegressionFit finish_regression(const EvalOptions& o, const std::vector<std::string>& names,

@@ -21,6 +21,7 @@ struct EvalOptions {
   int block = 0;          ///< lat-lon block edge; 0 = recorded in the prediction, else 16
   std::string time;       ///< --time: truth step to score, index or ISO 8601 date; "" = every step
   std::string grid;       ///< ICON grid file; "" = the prediction's grid_file_uri
+  std::string geometry;   ///< ICON: file | uniform (coupling/grid/icon_geometry.hpp); "" = file
   int coarse_level = -1;  ///< ICON: patches are the R2B<L> cells; -1 = from <var>_coarse
   int idw_neighbours = 6;
   double idw_power = 2.0;
@@ -85,6 +86,16 @@ bool check_regression_options(const EvalOptions& options);
 /// After a fit (or --regression-in): prints the coefficients, writes --regression-out, and puts
 /// them into the report's meta. With --regression-in, checks that the file's predictors are the
 /// covariates given (ConfigError naming both).
+/// regression_cons explains less than this share of the fine residual's variance: a warning.
+inline constexpr double kWeakCovariates = 0.02;
+
+/// Prints a WARNING (stderr) when the covariates of `fit` explain less than kWeakCovariates of
+/// the residual's variance on the fit data, with `hint` (what to check; "" = none). Such
+/// covariates are uninformative for the field or not where the data is: issue 26's ICON case,
+/// surface height and land fraction averaged onto the grid file's stretched geometry while the
+/// data lay on the uniform one, explained 0.3% of the residual there and 26% on the right one.
+void warn_on_weak_covariates(const coupling::eval::RegressionFit& fit, const std::string& hint);
+
 coupling::eval::RegressionFit finish_regression(const EvalOptions& options,
                                                 const std::vector<std::string>& predictor_names,
                                                 const std::function<coupling::eval::RegressionFit()>& fit);

@@ -17,6 +17,7 @@
 #include "eval/evaluation.hpp"
 #include "eval/window.hpp"
 #include "coupling/grid/hold_out_mask.hpp"
+#include "coupling/grid/icon_geometry.hpp"
 #include "coupling/grid/icon_grid.hpp"
 #include "coupling/grid/icon_hierarchy.hpp"
 #include "coupling/io/field_reader.hpp"
@@ -395,7 +396,9 @@ int run_icon(const EvalOptions& o) {
     throw ConfigError("--block is for lat-lon fields; " + pred.describe() +
                       " is an ICON field (patches are coarse cells: use --coarse-level)");
   const std::string grid_path = grid_file(o);
-  const coupling::IconGrid grid = coupling::read_icon_grid(grid_path);
+  const coupling::IconGeometry geometry =
+      o.geometry.empty() ? coupling::IconGeometry::kFile : coupling::parse_icon_geometry(o.geometry, "--geometry");
+  const coupling::IconGrid grid = coupling::read_icon_grid(grid_path, geometry);
   // Files that carry their cell centres must carry the grid's (the same cells in the same order).
   for (const IconVar* v : {&pred, &truth}) check_on_grid(*v, grid, grid_path);
   std::vector<std::size_t> tsteps, psteps;
@@ -420,7 +423,14 @@ int run_icon(const EvalOptions& o) {
   const ScoredPatches scored = scored_patches(o, layout, grid, grid_path, L);
   const bool regression = check_regression_options(o);
   fe::RegressionFit fit;
-  if (regression) fit = fit_regression(o, ev, truth, tsteps, grid, grid_path, scored.held, L);
+  if (regression) {
+    fit = fit_regression(o, ev, truth, tsteps, grid, grid_path, scored.held, L);
+    warn_on_weak_covariates(fit,
+                            std::string("the covariates and the data must be on the same geometry; this run uses ") +
+                                (geometry == coupling::IconGeometry::kUniform ? "--geometry uniform"
+                                                                              : "the grid file's (--geometry file)") +
+                                ", and finecast-host --write-orography takes --geometry too");
+  }
   const double worst_coarse = score_steps(o, ev, truth, pred, coarse.get(), tsteps, psteps, scored.mask, L);
   // The noise reference around the best deterministic row: a second pass over the same steps.
   std::vector<std::pair<std::string, std::string>> noise_meta;
@@ -449,6 +459,7 @@ int run_icon(const EvalOptions& o) {
               {"truth_var", truth.var()},
               {"grid", "icon"},
               {"grid_file", grid_path},
+              {"grid_geometry", geometry == coupling::IconGeometry::kUniform ? "uniform" : "file"},
               {"fine_level", std::to_string(F)},
               {"coarse_level", std::to_string(L)},
               {"coarse_level_source", level.source},
@@ -456,7 +467,8 @@ int run_icon(const EvalOptions& o) {
               {"truth_steps", join(tsteps)},
               {"pred_steps", join(psteps)},
               {"members", std::to_string(pred.n_members())},
-              {"weights", "cell_area of the grid file"},
+              {"weights", geometry == coupling::IconGeometry::kUniform ? "cell_area of the uniform geometry"
+                                                                       : "cell_area of the grid file"},
               {"coarse", "area-weighted R2B" + std::to_string(L) + " cell means of the truth"},
               {"coarse_check", coarse ? "max |" + coarse_var + " - coarse| = " + std::to_string(worst_coarse)
                                       : "no " + coarse_var + " in the prediction"},
@@ -469,10 +481,11 @@ int run_icon(const EvalOptions& o) {
   rep.meta.insert(rep.meta.end(), noise_meta.begin(), noise_meta.end());
 
   std::cout << "finecast-eval: " << truth.describe() << " vs " << pred.describe() << "\n"
-            << "  ICON grid " << grid_path << ": R2B" << F << " (" << grid.n_cells << " cells) in R2B" << L
-            << " patches of " << layout.patch_size() << " (coarse level from " << level.source << "), " << scored.count
-            << " of " << layout.n_patches() << " patches scored per step, " << tsteps.size() << " time step(s), "
-            << pred.n_members() << " member(s), weights cell_area\n";
+            << "  ICON grid " << grid_path
+            << (geometry == coupling::IconGeometry::kUniform ? " (uniform geometry)" : "") << ": R2B" << F << " ("
+            << grid.n_cells << " cells) in R2B" << L << " patches of " << layout.patch_size() << " (coarse level from "
+            << level.source << "), " << scored.count << " of " << layout.n_patches() << " patches scored per step, "
+            << tsteps.size() << " time step(s), " << pred.n_members() << " member(s), weights cell_area\n";
   if (coarse)
     std::cout << "  " << coarse_var << " matches the truth's R2B" << L << " means (max difference " << worst_coarse
               << ")\n";

@@ -19,6 +19,7 @@
 #include "eval/report.hpp"
 #include "eval/window.hpp"
 #include "coupling/grid/hold_out_mask.hpp"
+#include "coupling/grid/icon_geometry.hpp"
 #include "coupling/io/field_reader.hpp"
 #include "coupling/io/plausibility.hpp"
 #include "eval/cli/eval_common.hpp"
@@ -288,6 +289,7 @@ bool prediction_is_icon(const ft::EvalOptions& o) {
 void refuse_icon_options(const ft::EvalOptions& o, const GridVar& pred) {
   const ft::EvalOptions defaults;
   const char* icon_option = !o.grid.empty()                               ? "--grid"
+                            : !o.geometry.empty()                         ? "--geometry"
                             : o.coarse_level >= 0                         ? "--coarse-level"
                             : o.idw_neighbours != defaults.idw_neighbours ? "--idw-neighbours"
                             : o.idw_power != defaults.idw_power           ? "--idw-power"
@@ -427,7 +429,10 @@ int run_latlon(const ft::EvalOptions& o) {
   if (!o.hold_out.empty()) scored = hold_out_blocks(o, pred, py0, ny, px0, nx, k);
   const bool regression = ft::check_regression_options(o);
   fe::RegressionFit fit;
-  if (regression) fit = fit_regression(o, ev, layout, truth, pred, w, ty0, tx0, k, tsteps, scored);
+  if (regression) {
+    fit = fit_regression(o, ev, layout, truth, pred, w, ty0, tx0, k, tsteps, scored);
+    ft::warn_on_weak_covariates(fit, "check that the --static files are on the truth's grid");
+  }
 
   const std::size_t n = layout.size();
   std::vector<double> tbuf(n);
@@ -526,6 +531,10 @@ int main(int argc, char** argv) {
                  "lat-lon: block edge k in fine cells (default: recorded in the prediction, else 16)")
       ->check(CLI::PositiveNumber);
   app.add_option("--grid", o.grid, "ICON: the fine ICON grid file (default: the prediction's grid_file_uri)");
+  app.add_option("--geometry", o.geometry,
+                 std::string(finecast::coupling::kIconGeometryHelp) +
+                     " (default: file; every file that carries clon/clat must have the same centres)")
+      ->check(CLI::IsMember({"file", "uniform"}));
   app.add_option("--coarse-level", o.coarse_level,
                  "ICON: patches are the R2B<L> cells (default: the coarsest level on whose cells "
                  "the prediction's <var>_coarse is constant)")

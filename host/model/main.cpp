@@ -14,6 +14,7 @@
 #include <string>
 
 #include "host/comin/host.hpp"
+#include "coupling/grid/icon_geometry.hpp"
 #include "coupling/grid/icon_grid.hpp"
 #include "host/model/host_model.hpp"
 #include "host/mpi_program.hpp"
@@ -43,14 +44,19 @@ struct Options {
   std::vector<std::string> plugin_overrides;  ///< "key.path=value", appended to every plugin's options
   /// --write-orography: write the surface fields to this file and stop ("" = run the model)
   std::string write_orography;
+  std::string geometry;  ///< --geometry: the ICON grid's coordinates ("" = file), forwarded as grid.geometry
 };
+
+fc::IconGeometry geometry_of(const Options& opt) {
+  return opt.geometry.empty() ? fc::IconGeometry::kFile : fc::parse_icon_geometry(opt.geometry, "--geometry");
+}
 
 /// --write-orography: the surface fields the run would hand its plugins, for every cell, into
 /// one file (rank 0; each cell's value depends on that cell alone, as in the run).
 int write_orography(const Options& opt, const fc::host::HostRunConfig& cfg, int rank) {
   if (rank != 0) return 0;
   const double t0 = now();
-  const fc::IconGrid grid = fc::read_icon_grid(cfg.grid);
+  const fc::IconGrid grid = fc::read_icon_grid(cfg.grid, geometry_of(opt));
   std::vector<int> cells(static_cast<size_t>(grid.n_cells));
   std::iota(cells.begin(), cells.end(), 0);
   const fc::host::CellOrography surface =
@@ -94,8 +100,11 @@ std::vector<ch::PluginSpec> plugins_to_load(const Options& opt, const fc::host::
   std::vector<ch::PluginSpec> plugins = cfg.plugins;
   if (!cfg.comin_namelist.empty()) plugins = ch::read_comin_namelist(cfg.comin_namelist);
   if (opt.no_plugins) plugins.clear();
-  for (auto& p : plugins)
+  for (auto& p : plugins) {
     for (const auto& o : opt.plugin_overrides) p.options += " " + fh::quote_option(o);
+    // The plugins' patches and position features on the cells the host computes its fields on.
+    if (!opt.geometry.empty()) p.options += " " + fh::quote_option("grid.geometry=" + opt.geometry);
+  }
   return plugins;
 }
 
@@ -234,7 +243,7 @@ int run(const Options& opt, const fh::ModelComms& comms) {
   const RunClock time(cfg, opt.run_file);
 
   startup.stage("reading the ICON grid " + cfg.grid);
-  const fc::IconGrid grid = fc::read_icon_grid(cfg.grid);
+  const fc::IconGrid grid = fc::read_icon_grid(cfg.grid, geometry_of(opt));
   fc::host::HostModelSetup setup;
   setup.orography = cfg.orography;
   setup.orography_variable = cfg.orography_variable;
@@ -305,6 +314,10 @@ int main(int argc, char** argv) {
                  "write the surface fields the run gives its plugins (topography_c, fr_land, on "
                  "every cell of the grid) to this NetCDF file and stop without running; "
                  "finecast-downscale --orography FILE reads it");
+  app.add_option("--geometry", opt.geometry,
+                 std::string(fc::kIconGeometryHelp) +
+                     "; for the run and --write-orography, and sets the plugins' grid.geometry (default: file)")
+      ->check(CLI::IsMember({"file", "uniform"}));
   finecast::cli::add_set(app, opt.plugin_overrides,
                          "append key.path=value to every plugin's options (finecast config overrides), e.g. "
                          "--set checkpoint.resume=out/ckpt --set device=cpu.");

@@ -13,6 +13,7 @@
 
 #include "host/comin/host.hpp"
 #include "coupling/error.hpp"
+#include "coupling/grid/icon_geometry.hpp"
 #include "coupling/grid/icon_grid.hpp"
 #include "coupling/grid/latlon_grid.hpp"
 #include "host/model/decomposition.hpp"
@@ -45,6 +46,7 @@ struct Options {
   std::string progress = "auto";
   std::string log_level = "info";
   std::string hold_out;  ///< --hold-out: forwarded to the plugins as train.hold_out
+  std::string geometry;  ///< --geometry: the ICON grid's coordinates, forwarded as grid.geometry
 };
 
 /// Appends the --set overrides to the plugins' options strings ("CONFIG.yaml key=value ...").
@@ -106,6 +108,8 @@ std::vector<ch::PluginSpec> plugins_to_load(const Options& opt, const fr::Replay
                                   "the fine grid)");
     sets.push_back("train.hold_out=" + opt.hold_out);
   }
+  // The plugins' patches, position features and hold-out box on the cells the host plays.
+  if (!opt.geometry.empty()) sets.push_back("grid.geometry=" + opt.geometry);
   apply_overrides(plugins, sets);
   return plugins;
 }
@@ -119,12 +123,14 @@ struct ReplayGrid {
   std::string latlon_source;  ///< where the lat-lon grid comes from, for messages
 };
 
-ReplayGrid icon_grid(const fr::ReplayRunConfig& cfg, const fr::ReplayInput& input, int rank, int n_ranks,
-                     const fh::StartupLog& startup) {
+ReplayGrid icon_grid(const fr::ReplayRunConfig& cfg, const Options& opt, const fr::ReplayInput& input, int rank,
+                     int n_ranks, const fh::StartupLog& startup) {
   startup.stage("reading the ICON grid " + cfg.grid_file + " and decomposing it over " + std::to_string(n_ranks) +
                 " rank(s)");
   ReplayGrid g;
-  const fc::IconGrid& grid = g.icon.emplace(fc::read_icon_grid(cfg.grid_file));
+  const fc::IconGeometry geometry =
+      opt.geometry.empty() ? fc::IconGeometry::kFile : fc::parse_icon_geometry(opt.geometry, "--geometry");
+  const fc::IconGrid& grid = g.icon.emplace(fc::read_icon_grid(cfg.grid_file, geometry));
   if (grid.n_cells != input.n_values())
     throw finecast::GridError(cfg.path + ": grid.file " + cfg.grid_file + " has " + std::to_string(grid.n_cells) +
                               " cells, but " + input.files().front() + ": " + cfg.variables.front().var + " has " +
@@ -272,7 +278,9 @@ int run(const Options& opt, const fh::ModelComms& comms) {
                " steps, " + std::to_string(input.n_selected()) + " selected (" + input.datetime(0) + " .. " +
                input.datetime(input.n_selected() - 1) + ", stride " + std::to_string(cfg.stride) + ") x " +
                std::to_string(cfg.epochs) + " epoch(s) = " + std::to_string(n_steps) + " replay steps");
-  const ReplayGrid grid = cfg.grid_type == "icon" ? icon_grid(cfg, input, rank, n_ranks, startup)
+  if (!opt.geometry.empty() && cfg.grid_type != "icon")
+    throw finecast::ConfigError("--geometry is for ICON grids; " + cfg.path + " has grid.type " + cfg.grid_type);
+  const ReplayGrid grid = cfg.grid_type == "icon" ? icon_grid(cfg, opt, input, rank, n_ranks, startup)
                                                   : latlon_grid(cfg, input, rank, n_ranks, startup);
   int n_owned = 0;
   for (int d : grid.domain.decomp_domain) n_owned += d == 0;
@@ -336,6 +344,9 @@ int main(int argc, char** argv) {
                  "trained on; or FILE:VAR, a mask on the fine grid: the patches with a non-zero cell are not (as "
                  "finecast-eval --hold-out FILE:VAR). Their coarse values stay in their neighbours' context (sets "
                  "the plugins' train.hold_out)");
+  app.add_option("--geometry", opt.geometry,
+                 std::string(fc::kIconGeometryHelp) + "; also sets the plugins' grid.geometry (default: file)")
+      ->check(CLI::IsMember({"file", "uniform"}));
   app.add_option("--epochs", opt.epochs, "override the run file's replay epochs")
       ->check(CLI::Range(1LL, fc::run_file::limits::kEpochs));  // the run file's bound
   app.add_option("--progress", opt.progress,

@@ -18,6 +18,7 @@ coupling::ConditioningSpec conditioning_spec(const Config& cfg, const std::strin
   coupling::ConditioningSpec spec;
   spec.grid_type = cfg.grid.type;
   spec.grid_file = cfg.grid.file;
+  spec.grid_geometry = cfg.grid.geometry;
   spec.grid_variable = cfg.grid.variable;
   spec.coarse_level = cfg.grid.coarse_level;
   spec.block = cfg.grid.block;
@@ -158,6 +159,19 @@ void fit_regression_base(const Config& cfg, const coupling::PatchMap& global, co
   log::info("patch.residual regression: fitted on " + std::to_string(equations.points()) +
             " fine cells of the first step, residual RMS " + std::to_string(fit.rms_before) + " -> " +
             std::to_string(fit.rms_after) + "; per unit of each covariate: " + terms);
+  // finecast-eval's warning, at training time: covariates that explain under 2% of the residual's
+  // variance are uninformative or not where the data is (issue 26: ICON surface fields averaged
+  // onto a stretched grid file's geometry while the data lay on the uniform one explained 0.9%).
+  const double explained =
+      fit.rms_before > 0 ? 1.0 - (fit.rms_after / fit.rms_before) * (fit.rms_after / fit.rms_before) : 1.0;
+  if (explained < 0.02)
+    log::warning(
+        "patch.residual regression: the covariates of patch.static explain " + std::to_string(100.0 * explained) +
+        "% of the residual's variance: they may not lie where the data lies" +
+        (cfg.grid.type != GridType::kIcon
+             ? std::string()
+             : std::string(" (grid.geometry is ") + (cfg.grid.geometry == IconGeometry::kUniform ? "uniform" : "file") +
+                   "; the covariates must come from the same geometry)"));
   coupling::add_regression_base(global, n_vars, options, patches);
 }
 

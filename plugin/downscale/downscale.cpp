@@ -233,6 +233,7 @@ coupling::ConditioningGrid fine_grid(const DownscaleOptions& opt, const coupling
       throw ConfigError("--block is for lat-lon grids; " + opt.input + " is an ICON field (use --coarse-level)");
     spec.grid_type = coupling::GridType::kIcon;
     spec.grid_file = opt.grid;
+    if (!opt.geometry.empty()) spec.grid_geometry = coupling::parse_icon_geometry(opt.geometry, "--geometry");
   } else {
     if (opt.coarse_level >= 0)
       throw ConfigError("--coarse-level is for ICON grids; " + opt.input + " is a lat-lon field (use --block)");

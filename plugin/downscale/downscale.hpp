@@ -18,6 +18,7 @@ struct DownscaleOptions {
   std::string device = "auto";      ///< auto | cpu | cuda | cuda:N | mps
   std::string grid;                 ///< ICON grid file, or lat-lon file of the fine grid ("" = the input)
   std::string grid_var;             ///< lat-lon: variable whose coordinates define the fine grid
+  std::string geometry;             ///< ICON: file | uniform ("" = the checkpoint's grid.geometry)
   int block = 0;                    ///< lat-lon block; 0 = sqrt(patch size of the checkpoint)
   int coarse_level = -1;            ///< ICON coarse level; -1 = from the checkpoint's patch size
   std::string input_kind = "auto";  ///< auto (by size) | fine | coarse

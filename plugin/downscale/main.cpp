@@ -7,6 +7,7 @@
 
 #include "common/cli.hpp"
 #include "common/log.hpp"
+#include "coupling/grid/icon_geometry.hpp"
 #include "coupling/io/plausibility.hpp"
 #include "plugin/downscale/downscale.hpp"
 
@@ -36,6 +37,9 @@ int main(int argc, char** argv) {
                  "fine grid: the ICON grid file (required for ICON input), or a lat-lon file "
                  "(default: the input)");
   app.add_option("--grid-var", opt.grid_var, "lat-lon: the variable of --grid whose coordinates define the grid");
+  app.add_option("--geometry", opt.geometry,
+                 std::string(finecast::coupling::kIconGeometryHelp) + " (default: the checkpoint's grid.geometry)")
+      ->check(CLI::IsMember({"file", "uniform"}));
   auto* block =
       app.add_option("--block", opt.block, "lat-lon: block size (default: sqrt of the checkpoint's patch size)")
           ->check(CLI::PositiveNumber);

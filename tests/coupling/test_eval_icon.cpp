@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <random>
@@ -22,6 +23,7 @@
 #include "eval/cell_baselines.hpp"
 #include "eval/cells.hpp"
 #include "eval/evaluation.hpp"
+#include "coupling/grid/icon_geometry.hpp"
 #include "coupling/grid/icon_grid.hpp"
 #include "coupling/io/ensemble_writer.hpp"
 #include "coupling/io/nc_metadata.hpp"
@@ -346,8 +348,8 @@ namespace {
 /// A plugin-shaped output: ts(time, realization, ncells) = truth -+ d, ts_coarse = the truth's
 /// R2B<level> means on the fine cells (shifted by `coarse_shift`), ts_host = the truth.
 void write_icon_output(const std::string& path, const std::vector<double>& truth, int level, double d,
-                       double coarse_shift = 0.0) {
-  const fc::IconGrid& g = r2b4().grid;
+                       double coarse_shift = 0.0, const fc::IconGrid* grid = nullptr) {
+  const fc::IconGrid& g = grid ? *grid : r2b4().grid;
   finecast::tools::IconLevels levels(g);
   const fe::CellLayout L(levels.layout_spec(level));
   const std::vector<double> means = fe::patch_means(L, truth.data());
@@ -489,4 +491,40 @@ TEST(EvalCellBaselines, LinearReconstructionIsExactForALinearFieldAndConservativ
   int64_t nan_cells = 0;
   for (int64_t i = 0; i < L.size(); ++i) nan_cells += std::isnan(f[i]) ? 1 : 0;
   EXPECT_EQ(nan_cells, L.patch_size());
+}
+
+// issue 26: --geometry uniform scores on the uniform geometry (and refuses outputs written on the
+// file's), and covariates that explain nothing of the fine residual are warned about.
+TEST_F(EvalIconCli, GeometryOptionAndAWarningForCovariatesThatExplainNothing) {
+  const fc::IconGrid uniform = fc::read_icon_grid(kR2B4, fc::IconGeometry::kUniform);
+  const std::string on_file = dir_ + "file.nc", on_uniform = dir_ + "uniform.nc", noise = dir_ + "noise.nc";
+  write_icon_output(on_file, truth_, 0, 0.5);
+  write_icon_output(on_uniform, truth_, 0, 0.5, 0.0, &uniform);
+  Result r = run_eval("--pred " + on_uniform + " --var ts --geometry uniform --json " + dir_ + "e.json");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("triangular_grid_ICON.nc (uniform geometry): R2B4"), std::string::npos) << r.out;
+  std::ifstream json(dir_ + "e.json");
+  const std::string text((std::istreambuf_iterator<char>(json)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("\"grid_geometry\": \"uniform\""), std::string::npos);
+  // Centres of the other geometry are another grid.
+  r = run_eval("--pred " + on_file + " --var ts --geometry uniform");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.out.find("grids do not match"), std::string::npos) << r.out;
+  r = run_eval("--pred " + on_uniform + " --var ts");
+  EXPECT_NE(r.out.find("grids do not match"), std::string::npos) << r.out;
+
+  std::vector<double> rnd(truth_.size());
+  std::mt19937 rng(4);
+  std::normal_distribution<double> n01(0.0, 1.0);
+  for (double& v : rnd) v = 280.0 + n01(rng);  // plausible as a temperature
+  write_icon_output(noise, rnd, 0, 0.0);
+  r = run_eval("--pred " + on_file + " --var ts --static " + noise + ":ts_host --hold-out=0,90,-180,0");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("WARNING: the covariates (ts_host anomaly, ts_host deviation) explain"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("--geometry file"), std::string::npos) << r.out;
+  // The truth as its own covariate explains its residual: no warning.
+  r = run_eval("--pred " + on_file + " --var ts --static " + on_file + ":ts_host --hold-out=0,90,-180,0");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_EQ(r.out.find("WARNING"), std::string::npos) << r.out;
 }

@@ -370,3 +370,14 @@ TEST(Config, DifferencesNameTheKeysAndTheHashFollowsTheText) {
   EXPECT_NE(fp::config_hash(text), fp::config_hash(fp::to_yaml(trainer)));
   EXPECT_EQ(fp::config_hash(text).size(), 16u);
 }
+
+TEST(Config, GridGeometryIsReadAndOverriddenAsFinecastHostAndReplayForwardIt) {
+  EXPECT_EQ(fp::parse_config(kMinimal, "m.yaml").grid.geometry, fp::IconGeometry::kFile);
+  EXPECT_EQ(fp::parse_config(std::string(kMinimal) + "  geometry: uniform\n", "m.yaml").grid.geometry,
+            fp::IconGeometry::kUniform);
+  // finecast-host and finecast-replay --geometry append this override to every plugin's options.
+  EXPECT_EQ(fp::parse_config(kMinimal, "m.yaml", {"grid.geometry=uniform"}).grid.geometry, fp::IconGeometry::kUniform);
+  const std::string e = error_of(std::string(kMinimal) + "  geometry: stretched\n");
+  EXPECT_NE(e.find("grid.geometry"), std::string::npos) << e;
+  EXPECT_NE(e.find("uniform"), std::string::npos) << e;
+}

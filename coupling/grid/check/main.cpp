@@ -10,6 +10,7 @@
 
 #include "common/cli.hpp"
 #include "common/error.hpp"
+#include "coupling/grid/icon_geometry.hpp"
 #include "coupling/grid/icon_grid.hpp"
 #include "coupling/grid/icon_hierarchy.hpp"
 #include "coupling/grid/latlon_grid.hpp"
@@ -60,7 +61,7 @@ int main(int argc, char** argv) {
       "from the topology; lat-lon grids: K x K blocks. Prints the number of fine cells, coarse "
       "cells and the min/max fine cells per coarse cell. Exit status 0 when consistent, 2 when "
       "the hierarchy is inconsistent, 1 when the file cannot be read."};
-  std::string grid_path, var;
+  std::string grid_path, var, geometry = "file";
   int coarse_level = 0, block = 16;
   app.add_option("FILE,--grid", grid_path,
                  "ICON grid file or NetCDF file with a lat-lon field (positional, or --grid FILE)")
@@ -71,14 +72,25 @@ int main(int argc, char** argv) {
   app.add_option("--var", var,
                  "lat-lon: variable whose coordinates define the grid "
                  "(default: the first variable on a lat-lon grid)");
+  app.add_option("--geometry", geometry,
+                 std::string(fc::kIconGeometryHelp) +
+                     " (uniform: checks that the topology is a recursively bisected icosahedron and prints how "
+                     "far the cell centres move)")
+      ->check(CLI::IsMember({"file", "uniform"}))
+      ->capture_default_str();
   finecast::cli::add_version(app, "finecast-grid");
   CLI11_PARSE(app, argc, argv);
 
   try {
     const bool icon = block_opt->count() == 0 && (level_opt->count() > 0 || has_variable(grid_path, "clon"));
     if (icon) {
-      const fc::IconGrid grid = fc::read_icon_grid(grid_path);
+      fc::IconGrid grid = fc::read_icon_grid(grid_path);
       std::printf("grid: %s\n", grid_path.c_str());
+      if (geometry == "uniform") {
+        const fc::UniformGeometryFit fit = fc::set_uniform_geometry(grid);
+        std::printf("geometry: uniform (cell centres moved by %.3f degrees RMS, at most %.3f)\n", fit.rms_shift_deg,
+                    fit.max_shift_deg);
+      }
       std::printf("kind: ICON triangular, %lld cells, %lld vertices\n", static_cast<long long>(grid.n_cells),
                   static_cast<long long>(grid.n_vertices));
       const int level = fc::icon_grid_level(grid);

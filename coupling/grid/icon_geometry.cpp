@@ -247,6 +247,7 @@ IconGrid read_icon_grid(const std::string& path, IconGeometry geometry) {
 }
 
 IconGeometry parse_icon_geometry(const std::string& text, const std::string& what) {
+  if (text.empty()) return IconGeometry::kFile;
   for (const auto& [value, name] : names(IconGeometry{}))
     if (text == name) return value;
   throw ConfigError(what + ": \"" + text + "\", expected file or uniform");

@@ -43,7 +43,8 @@ UniformGeometryFit set_uniform_geometry(IconGrid& grid);
 /// read_icon_grid, then the geometry asked for; the uniform one logs how far it moved the cells.
 IconGrid read_icon_grid(const std::string& path, IconGeometry geometry);
 
-/// "file" or "uniform" as the enum; throws ConfigError naming `what` otherwise.
+/// "file" (or "", an option not given) or "uniform" as the enum; throws ConfigError naming `what`
+/// otherwise.
 IconGeometry parse_icon_geometry(const std::string& text, const std::string& what);
 
 /// A command-line option's help text for --geometry, the same in every tool.

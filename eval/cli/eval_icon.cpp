@@ -396,8 +396,7 @@ int run_icon(const EvalOptions& o) {
     throw ConfigError("--block is for lat-lon fields; " + pred.describe() +
                       " is an ICON field (patches are coarse cells: use --coarse-level)");
   const std::string grid_path = grid_file(o);
-  const coupling::IconGeometry geometry =
-      o.geometry.empty() ? coupling::IconGeometry::kFile : coupling::parse_icon_geometry(o.geometry, "--geometry");
+  const coupling::IconGeometry geometry = coupling::parse_icon_geometry(o.geometry, "--geometry");
   const coupling::IconGrid grid = coupling::read_icon_grid(grid_path, geometry);
   // Files that carry their cell centres must carry the grid's (the same cells in the same order).
   for (const IconVar* v : {&pred, &truth}) check_on_grid(*v, grid, grid_path);

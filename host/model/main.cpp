@@ -47,9 +47,7 @@ struct Options {
   std::string geometry;  ///< --geometry: the ICON grid's coordinates ("" = file), forwarded as grid.geometry
 };
 
-fc::IconGeometry geometry_of(const Options& opt) {
-  return opt.geometry.empty() ? fc::IconGeometry::kFile : fc::parse_icon_geometry(opt.geometry, "--geometry");
-}
+fc::IconGeometry geometry_of(const Options& opt) { return fc::parse_icon_geometry(opt.geometry, "--geometry"); }
 
 /// --write-orography: the surface fields the run would hand its plugins, for every cell, into
 /// one file (rank 0; each cell's value depends on that cell alone, as in the run).

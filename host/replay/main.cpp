@@ -128,9 +128,8 @@ ReplayGrid icon_grid(const fr::ReplayRunConfig& cfg, const Options& opt, const f
   startup.stage("reading the ICON grid " + cfg.grid_file + " and decomposing it over " + std::to_string(n_ranks) +
                 " rank(s)");
   ReplayGrid g;
-  const fc::IconGeometry geometry =
-      opt.geometry.empty() ? fc::IconGeometry::kFile : fc::parse_icon_geometry(opt.geometry, "--geometry");
-  const fc::IconGrid& grid = g.icon.emplace(fc::read_icon_grid(cfg.grid_file, geometry));
+  const fc::IconGrid& grid =
+      g.icon.emplace(fc::read_icon_grid(cfg.grid_file, fc::parse_icon_geometry(opt.geometry, "--geometry")));
   if (grid.n_cells != input.n_values())
     throw finecast::GridError(cfg.path + ": grid.file " + cfg.grid_file + " has " + std::to_string(grid.n_cells) +
                               " cells, but " + input.files().front() + ": " + cfg.variables.front().var + " has " +

@@ -209,5 +209,6 @@ TEST(UniformGeometry, GridGeometryReachesTheGridReaderThroughTheConditioningSpec
   ASSERT_EQ(cg.output.clon.size(), want.clon.size());  // the output's coordinates are the uniform ones
   EXPECT_EQ(cg.output.clon, want.clon);
   EXPECT_EQ(fc::parse_icon_geometry("uniform", "x"), fc::IconGeometry::kUniform);
+  EXPECT_EQ(fc::parse_icon_geometry("", "x"), fc::IconGeometry::kFile);  // an option not given
   EXPECT_THROW(fc::parse_icon_geometry("stretched", "x"), finecast::ConfigError);
 }

@@ -328,9 +328,9 @@ void write_model_checkpoint(PluginState& s, bool training_due) {
                                           // What finecast-export passes on as the module's attributes.
                                           {"units", t.output_attrs.units},
                                           {"grid", schema::name_of(s.config.grid.type) + " " + s.config.grid.file}};
-  for (const auto& [key, value] : coupling::spec_metadata(checkpoint_spec(t.conditioning, t.patch_options)))
-    meta[key] = value;
-  const std::string path = t.model->save_in_dir(cfg.checkpoint.dir, cfg.checkpoint.keep, meta);
+  const trainer::CheckpointGroups groups{
+      {coupling::kConditioningGroup, coupling::spec_record(checkpoint_spec(t.conditioning, t.patch_options))}};
+  const std::string path = t.model->save_in_dir(cfg.checkpoint.dir, cfg.checkpoint.keep, meta, groups);
   remove_orphan_snapshots(cfg.checkpoint.dir);
   t.last_checkpoint = path;
   if (t.output) t.output->set_checkpoint(path);

@@ -607,6 +607,81 @@ void File::set_attr(const std::string& object, const std::string& key, const std
   CHECK_H5(H5Awrite(a, type, padded.data()), "cannot write attribute " + attr_name(object, key));
 }
 
+namespace {
+
+/// A 1-D attribute of `n` elements of `file_type`, written from `data` as `mem_type`.
+void write_array_attr(hid_t file, const std::string& object, const std::string& key, hid_t file_type, hid_t mem_type,
+                      const void* data, size_t n, const std::function<void(const std::string&)>& fail) {
+  const hsize_t dims[1] = {n};
+  Handle space(H5Screate_simple(1, dims, nullptr));
+  Handle a(H5Acreate_by_name(file, obj_name(object).c_str(), key.c_str(), file_type, space, H5P_DEFAULT, H5P_DEFAULT,
+                             H5P_DEFAULT));
+  if (space < 0 || a < 0 || (n > 0 && H5Awrite(a, mem_type, data) < 0))
+    fail("cannot write attribute " + attr_name(object, key));
+}
+
+}  // namespace
+
+void File::set_attr_value(const std::string& object, const std::string& key, const schema::Value& value) {
+  ErrorScope scope;
+  const auto failed = [this](const std::string& what) { fail_hdf5(what); };
+  if (const auto* v = std::get_if<int64_t>(&value)) return set_attr(object, key, *v);
+  if (const auto* v = std::get_if<double>(&value)) return set_attr(object, key, *v);
+  if (const auto* v = std::get_if<std::string>(&value)) return set_attr(object, key, *v);
+  if (const auto* v = std::get_if<std::vector<int64_t>>(&value))
+    return write_array_attr(id_, object, key, H5T_STD_I64LE, H5T_NATIVE_INT64, v->data(), v->size(), failed);
+  if (const auto* v = std::get_if<std::vector<double>>(&value))
+    return write_array_attr(id_, object, key, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, v->data(), v->size(), failed);
+  const auto& strings = std::get<std::vector<std::string>>(value);
+  size_t len = 1;
+  for (const auto& v : strings) len = std::max(len, v.size());
+  std::vector<char> packed(len * strings.size(), '\0');
+  for (size_t i = 0; i < strings.size(); ++i)
+    std::memcpy(packed.data() + i * len, strings[i].data(), strings[i].size());
+  Handle type(string_type(len));
+  CHECK_H5(type, "cannot write attribute " + attr_name(object, key));
+  write_array_attr(id_, object, key, type, type, packed.data(), strings.size(), failed);
+}
+
+schema::Value File::attr_value(const std::string& object, const std::string& key) const {
+  ErrorScope scope;
+  const std::string name = attr_name(object, key);
+  Handle a(H5Aopen_by_name(id_, obj_name(object).c_str(), key.c_str(), H5P_DEFAULT, H5P_DEFAULT));
+  CHECK_H5(a, "missing attribute " + name);
+  Handle space(H5Aget_space(a));
+  const H5S_class_t shape = H5Sget_simple_extent_type(space);
+  hsize_t n = 1;
+  if (shape == H5S_SIMPLE && H5Sget_simple_extent_ndims(space) == 1)
+    H5Sget_simple_extent_dims(space, &n, nullptr);
+  else if (shape != H5S_SCALAR)
+    fail("attribute " + name + " is neither a single value nor a 1-D array");
+  const bool array = shape == H5S_SIMPLE;
+  Handle type(H5Aget_type(a));
+  const H5T_class_t cls = H5Tget_class(type);
+  const size_t elem = cls == H5T_STRING ? H5Tget_size(type) : 8;
+  // A damaged header may claim any length: refuse one that cannot be in the file.
+  if (size_ >= 0 && (elem == 0 || n > static_cast<uint64_t>(size_) / elem))
+    fail("attribute " + name + " claims more values than the whole file holds: damaged");
+  if (cls == H5T_INTEGER) {
+    std::vector<int64_t> v(n);
+    if (n > 0) CHECK_H5(H5Aread(a, H5T_NATIVE_INT64, v.data()), "cannot read attribute " + name);
+    return array ? schema::Value(std::move(v)) : schema::Value(v[0]);
+  }
+  if (cls == H5T_FLOAT) {
+    std::vector<double> v(n);
+    if (n > 0) CHECK_H5(H5Aread(a, H5T_NATIVE_DOUBLE, v.data()), "cannot read attribute " + name);
+    return array ? schema::Value(std::move(v)) : schema::Value(v[0]);
+  }
+  if (cls != H5T_STRING) fail("attribute " + name + " is neither a number nor a string");
+  if (!array) return attr_string(object, key);
+  if (H5Tis_variable_str(type) > 0) fail("attribute " + name + " is an array of variable-length strings");
+  std::vector<char> packed(elem * n, '\0');
+  if (n > 0) CHECK_H5(H5Aread(a, type, packed.data()), "cannot read attribute " + name);
+  std::vector<std::string> out;
+  for (hsize_t i = 0; i < n; ++i) out.emplace_back(packed.data() + i * elem, strnlen(packed.data() + i * elem, elem));
+  return out;
+}
+
 bool File::has_attr(const std::string& object, const std::string& key) const {
   ErrorScope scope;
   return H5Aexists_by_name(id_, obj_name(object).c_str(), key.c_str(), H5P_DEFAULT) > 0;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "common/schema.hpp"
 
 namespace finecast::h5 {
 
@@ -96,12 +97,19 @@ class File {
   void set_attr(const std::string& object, const std::string& key, int64_t value);
   void set_attr(const std::string& object, const std::string& key, double value);
   void set_attr(const std::string& object, const std::string& key, const std::string& value);
+  /// A typed attribute: a scalar int64, float64 or string, or a 1-D array of one of them (strings
+  /// fixed-length, as long as the longest; an empty array keeps its element type).
+  void set_attr_value(const std::string& object, const std::string& key, const schema::Value& value);
   bool has_attr(const std::string& object, const std::string& key) const;
   std::vector<std::string> attr_names(const std::string& object) const;
   /// Attributes are single values; an array attribute (a damaged or foreign file) is refused.
   int64_t attr_int(const std::string& object, const std::string& key) const;
   double attr_double(const std::string& object, const std::string& key) const;
   std::string attr_string(const std::string& object, const std::string& key) const;
+  /// An attribute as set_attr or set_attr_value wrote it, typed by what the file stores: integers
+  /// as int64, floats as double, strings as strings; a scalar dataspace as one value, a 1-D one as
+  /// an array (of one value too). Other types and shapes are refused.
+  schema::Value attr_value(const std::string& object, const std::string& key) const;
   /// Whether the attribute holds a string (rather than a number).
   bool attr_is_string(const std::string& object, const std::string& key) const;
 

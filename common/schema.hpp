@@ -3,17 +3,20 @@
 // the names it takes, and a one-line comment; the default is the struct's own initialiser. Every
 // place options are stored or read walks the same table: YAML configs and run files
 // (common/yaml_schema.hpp), checkpoint attributes (trainer/checkpoint.cpp), the resolved dump and
-// configs/reference.yaml. No dependencies beyond the standard library.
+// configs/reference.yaml. Formats that store types (HDF5 attributes) hold a row's typed value
+// (Value: typed_get / typed_set). No dependencies beyond the standard library.
 #pragma once
 
 #include <charconv>
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 namespace finecast::schema {
@@ -60,6 +63,25 @@ struct BadValue : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+/// A value as a format that stores types holds it: an integer (a bool as 0 or 1), a real, a
+/// string, or a 1-D array of one of them (a list option).
+using Value =
+    std::variant<int64_t, double, std::string, std::vector<int64_t>, std::vector<double>, std::vector<std::string>>;
+/// Typed values by key: the attributes of one HDF5 group.
+using Record = std::map<std::string, Value>;
+
+/// "an integer", "a real number", "a string", "an integer array", "a real array", "a string array".
+std::string type_name(const Value& v);
+/// `v` as text: numbers in their shortest round-trip form, an array's elements joined by commas.
+std::string to_text(const Value& v);
+
+/// The T that `v` holds; throws BadValue "is <type>, expected <T's type>" when it holds another.
+template <class T>
+const T& value_as(const Value& v) {
+  if (const T* p = std::get_if<T>(&v)) return *p;
+  throw BadValue("is " + type_name(v) + ", expected " + type_name(Value(T{})));
+}
+
 /// Where a key lives: in user configs and checkpoints (most), only in checkpoints (what a run
 /// derives, e.g. a model's context size), or only in configs (when and how a run trains).
 enum class Scope { kEverywhere, kCheckpoint, kConfig };
@@ -75,6 +97,10 @@ struct Field {
   std::vector<std::string> old_keys;         ///< earlier names, still read (checkpoints of older versions)
   std::function<std::string(const S&)> get;  ///< the canonical text: "16", "0.001", "true", "cosine"
   std::function<void(S&, const std::string&)> set;  ///< parses and checks; throws BadValue
+  /// The typed form, set by rows whose value is a list (an array; `get` joins it into text).
+  /// Other rows are typed by their kind (typed_get, typed_set).
+  std::function<Value(const S&)> get_value;
+  std::function<void(S&, const Value&)> set_value;  ///< checks like `set`; throws BadValue
 
   Field& only_in(Scope s) {
     scope = s;
@@ -100,6 +126,40 @@ bool parse_real(const std::string& text, double& out);
 bool parse_bool(const std::string& text, bool& out);
 /// "a positive integer", "a non-negative integer", "an integer in [lo, hi]".
 std::string integer_rule(long long lo, long long hi);
+
+// ---- typed values of scalar rows, by kind ----
+
+/// The typed value of a scalar row's text: kInteger an integer (a value above INT64_MAX, an
+/// unsigned seed, keeps its bits), kReal a real, kBool 0 or 1, kText the string.
+Value scalar_value(Kind kind, const std::string& text);
+/// The text `set` parses for a stored scalar of a row of `kind` with `rule`: an integer of a
+/// "non-negative integer" row below 0 is the unsigned value whose bits it kept; a kReal row also
+/// takes an integer, a kText row an integer (older files). Throws BadValue for another type
+/// ("is a real number, expected an integer") and for a bool other than 0 or 1.
+std::string scalar_text(Kind kind, const std::string& rule, const Value& v);
+
+/// The typed value of row `f` of `s`.
+template <class S>
+Value typed_get(const Field<S>& f, const S& s) {
+  return f.get_value ? f.get_value(s) : scalar_value(f.kind, f.get(s));
+}
+
+/// Sets row `f` of `s` from a typed value, with the row's checks; throws BadValue.
+template <class S>
+void typed_set(const Field<S>& f, S& s, const Value& v) {
+  if (f.set_value)
+    f.set_value(s, v);
+  else
+    f.set(s, scalar_text(f.kind, f.rule, v));
+}
+
+/// Every row of `table` as a typed value, by key.
+template <class S>
+Record to_record(const Table<S>& table, const S& s) {
+  Record out;
+  for (const auto& f : table) out[f.key] = typed_get(f, s);
+  return out;
+}
 
 // ---- builders ----
 
@@ -244,6 +304,10 @@ Table<Outer> nested(Inner Outer::*member, const Table<Inner>& table, const std::
     for (const auto& k : in.old_keys) f.old_keys.push_back(prefix + k);
     f.get = [member, get = in.get](const Outer& o) { return get(o.*member); };
     f.set = [member, set = in.set](Outer& o, const std::string& t) { set(o.*member, t); };
+    if (in.get_value) {
+      f.get_value = [member, get = in.get_value](const Outer& o) { return get(o.*member); };
+      f.set_value = [member, set = in.set_value](Outer& o, const Value& v) { set(o.*member, v); };
+    }
     out.push_back(std::move(f));
   }
   return out;
@@ -265,6 +329,10 @@ Table<Derived> inherited(const Table<Base>& table, const std::string& prefix = "
     for (const auto& k : in.old_keys) f.old_keys.push_back(prefix + k);
     f.get = [get = in.get](const Derived& d) { return get(static_cast<const Base&>(d)); };
     f.set = [set = in.set](Derived& d, const std::string& t) { set(static_cast<Base&>(d), t); };
+    if (in.get_value) {
+      f.get_value = [get = in.get_value](const Derived& d) { return get(static_cast<const Base&>(d)); };
+      f.set_value = [set = in.set_value](Derived& d, const Value& v) { set(static_cast<Base&>(d), v); };
+    }
     out.push_back(std::move(f));
   }
   return out;

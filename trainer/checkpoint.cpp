@@ -37,35 +37,12 @@ void check_header(const h5::File& f) {
 
 namespace {
 
-/// Writes every checkpoint field of `table` as an attribute of `group`, typed by its kind.
+/// Writes every checkpoint field of `table` as an attribute of `group`, typed by its row.
 template <class S>
 void write_options(h5::File& f, const std::string& group, const schema::Table<S>& table, const S& o) {
   f.create_group(group);
-  for (const auto& field : schema::in_scope(table, schema::Scope::kCheckpoint)) {
-    const std::string text = field.get(o);
-    switch (field.kind) {
-      case schema::Kind::kInteger: {
-        long long v = 0;
-        unsigned long long u = 0;
-        if (!schema::parse_integer(text, v) && schema::parse_unsigned(text, u))
-          v = static_cast<long long>(u);  // uint64 seeds keep their bits in the int64 attribute
-        f.set_attr(group, field.key, static_cast<int64_t>(v));
-        break;
-      }
-      case schema::Kind::kReal: {
-        double v = 0;
-        schema::parse_real(text, v);
-        f.set_attr(group, field.key, v);
-        break;
-      }
-      case schema::Kind::kBool:
-        f.set_attr(group, field.key, static_cast<int64_t>(text == "true"));
-        break;
-      case schema::Kind::kText:
-        f.set_attr(group, field.key, text);
-        break;
-    }
-  }
+  for (const auto& field : schema::in_scope(table, schema::Scope::kCheckpoint))
+    f.set_attr_value(group, field.key, schema::typed_get(field, o));
 }
 
 /// Reads the fields of `table` from the attributes of `group`; an attribute an older version
@@ -79,26 +56,8 @@ S read_options(const h5::File& f, const std::string& group, const schema::Table<
     for (const auto& old : field.old_keys)
       if (!f.has_attr(group, key) && f.has_attr(group, old)) key = old;
     if (!f.has_attr(group, key)) continue;
-    std::string text;
-    switch (field.kind) {
-      case schema::Kind::kInteger: {
-        const int64_t v = f.attr_int(group, key);
-        text = v < 0 && field.rule == "a non-negative integer" ? std::to_string(static_cast<uint64_t>(v))
-                                                               : std::to_string(v);
-        break;
-      }
-      case schema::Kind::kReal:
-        text = schema::format_real(f.attr_double(group, key));
-        break;
-      case schema::Kind::kBool:
-        text = f.attr_int(group, key) != 0 ? "true" : "false";
-        break;
-      case schema::Kind::kText:
-        text = f.attr_is_string(group, key) ? f.attr_string(group, key) : std::to_string(f.attr_int(group, key));
-        break;
-    }
     try {
-      field.set(o, text);
+      schema::typed_set(field, o, f.attr_value(group, key));
     } catch (const schema::BadValue& e) {
       throw CheckpointError(f.path() + ": /" + group + " " + key + " " + e.what());
     }
@@ -198,6 +157,15 @@ std::map<std::string, std::string> read_checkpoint_metadata(const std::string& p
   return out;
 }
 
+std::optional<schema::Record> read_checkpoint_group(const std::string& path, const std::string& group) {
+  h5::File f = h5::File::open_read(path, format::kCheckpointReporting);
+  format::check_header(f);
+  if (!f.exists(group) || f.is_dataset(group)) return std::nullopt;
+  schema::Record out;
+  for (const auto& key : f.attr_names(group)) out[key] = f.attr_value(group, key);
+  return out;
+}
+
 std::string checkpoint_path_for_step(const std::string& dir, long long step) {
   char name[40];
   std::snprintf(name, sizeof name, "ckpt_%08lld.h5", step);
@@ -207,12 +175,12 @@ std::string checkpoint_path_for_step(const std::string& dir, long long step) {
 std::string best_checkpoint_path(const std::string& dir) { return (fs::path(dir) / "ckpt_best.h5").string(); }
 
 std::string save_checkpoint_in_dir(const Downscaler& model, const std::string& dir, int keep,
-                                   const std::map<std::string, std::string>& metadata) {
+                                   const std::map<std::string, std::string>& metadata, const CheckpointGroups& groups) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw CheckpointError(dir + ": cannot create the checkpoint directory (" + ec.message() + ")");
   const std::string path = checkpoint_path_for_step(dir, model.step());
-  model.save_checkpoint(path, metadata);
+  model.save_checkpoint(path, metadata, groups);
   if (model.best_state_step() >= 0) {
     // Rewritten only when the kept best state changed since the file was written.
     const std::string best = best_checkpoint_path(dir);
@@ -225,7 +193,7 @@ std::string save_checkpoint_in_dir(const Downscaler& model, const std::string& d
         current = false;
       }
     }
-    if (!current) model.save_best_checkpoint(best, metadata);
+    if (!current) model.save_best_checkpoint(best, metadata, groups);
   }
   if (keep > 0) {
     const auto all = list_checkpoints(dir);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "common/schema.hpp"
 
 namespace finecast::trainer {
 
@@ -32,8 +33,18 @@ inline constexpr const char* kCheckpointFormatName = "finecast-downscaler-checkp
 /// throws CheckpointError naming the first problem. Cheap enough for directory scans.
 void verify_checkpoint(const std::string& path);
 
+/// Groups of typed attributes a caller stores with a checkpoint, by group name: the plugin's
+/// conditioning spec (/conditioning, written through its schema table). The trainer stores them
+/// as they come (integers as int64, reals as float64, strings, arrays of them) without knowing
+/// what they mean; a name of the checkpoint's own groups (/options, /model, ...) is refused.
+using CheckpointGroups = std::map<std::string, schema::Record>;
+
 /// The user metadata (string attributes of /metadata) of a checkpoint.
 std::map<std::string, std::string> read_checkpoint_metadata(const std::string& path);
+
+/// The typed attributes of group `group` of a checkpoint (one of its CheckpointGroups);
+/// nullopt when the checkpoint has no such group (written before it, or without it).
+std::optional<schema::Record> read_checkpoint_group(const std::string& path, const std::string& group);
 
 /// Path of the checkpoint for `step` in `dir`: "<dir>/ckpt_<step, 8 digits>.h5".
 std::string checkpoint_path_for_step(const std::string& dir, long long step);
@@ -43,7 +54,8 @@ std::string checkpoint_path_for_step(const std::string& dir, long long step);
 /// When the model keeps its best state (train.keep_best), that state is also written to
 /// best_checkpoint_path(dir) unless the file there already holds it; keep-last-K never deletes it.
 std::string save_checkpoint_in_dir(const Downscaler& model, const std::string& dir, int keep,
-                                   const std::map<std::string, std::string>& metadata = {});
+                                   const std::map<std::string, std::string>& metadata = {},
+                                   const CheckpointGroups& groups = {});
 
 /// "<dir>/ckpt_best.h5": the state at the best validation score (train.keep_best).
 std::string best_checkpoint_path(const std::string& dir);

@@ -15,7 +15,8 @@ namespace finecast::trainer::format {
 //   /normalisation/{context_count, context_sum, context_sumsq, residual_count, residual_sumsq},
 //   /rng/state (uint8 generator state), /metadata (user string attributes),
 //   /validation (attributes: best_score, best_step, sessions_without_improvement,
-//   sessions_since_reduction, lr_scale, stopped, sessions; version 2).
+//   sessions_since_reduction, lr_scale, stopped, sessions; version 2), and the caller's typed
+//   attribute groups (CheckpointGroups: the plugin's /conditioning).
 
 /// How checkpoint files report failures: as CheckpointError, the message starting with the path.
 inline const h5::Reporting kCheckpointReporting{ErrorCode::kCheckpoint, ""};

@@ -75,7 +75,7 @@ std::shared_ptr<const std::string> read_torchscript(const h5::File& f, const std
 
 /// Writes `state` (tensors on any device) with the options of `im`, atomically.
 void write_checkpoint(const std::string& path, const Downscaler::Impl& im, const TrainState& state,
-                      const std::map<std::string, std::string>& metadata) {
+                      const std::map<std::string, std::string>& metadata, const CheckpointGroups& groups) {
   // Weights that are not finite would poison every run that resumes from them.
   for (const auto* t : {&state.flat, &state.ema})
     if (!torch::isfinite(*t).all().item<bool>())
@@ -124,6 +124,13 @@ void write_checkpoint(const std::string& path, const Downscaler::Impl& im, const
     write_validation(f, state.validation);
     f.create_group("metadata");
     for (const auto& [k, v] : metadata) f.set_attr("metadata", k, v);
+    for (const auto& [group, attributes] : groups) {
+      if (group.empty() || group.find('/') != std::string::npos || f.exists(group))
+        throw CheckpointError(path + ": not written: the group name \"" + group +
+                              "\" is empty, nested or one of the checkpoint's own groups");
+      f.create_group(group);
+      for (const auto& [key, value] : attributes) f.set_attr_value(group, key, value);
+    }
     f.close();
   }
   out.commit();
@@ -131,7 +138,8 @@ void write_checkpoint(const std::string& path, const Downscaler::Impl& im, const
 
 }  // namespace
 
-void Downscaler::save_checkpoint(const std::string& path, const std::map<std::string, std::string>& metadata) const {
+void Downscaler::save_checkpoint(const std::string& path, const std::map<std::string, std::string>& metadata,
+                                 const CheckpointGroups& groups) const {
   const auto& im = *impl_;
   TrainState s;  // views of the live buffers: nothing copied but what the writer copies to the host
   s.flat = im.flat;
@@ -144,14 +152,14 @@ void Downscaler::save_checkpoint(const std::string& path, const std::map<std::st
   s.consecutive_bad = im.consecutive_bad;
   s.total_bad = im.total_bad;
   s.validation = im.validation;
-  write_checkpoint(path, im, s, metadata);
+  write_checkpoint(path, im, s, metadata, groups);
 }
 
-bool Downscaler::save_best_checkpoint(const std::string& path,
-                                      const std::map<std::string, std::string>& metadata) const {
+bool Downscaler::save_best_checkpoint(const std::string& path, const std::map<std::string, std::string>& metadata,
+                                      const CheckpointGroups& groups) const {
   const auto& im = *impl_;
   if (!im.best) return false;
-  write_checkpoint(path, im, *im.best, metadata);
+  write_checkpoint(path, im, *im.best, metadata, groups);
   return true;
 }
 

@@ -153,14 +153,17 @@ class Downscaler {
               const std::function<void(int64_t rows_done, int64_t rows)>& progress = {}) const;
 
   /// Writes an HDF5 checkpoint atomically (temporary file in the same directory, flushed, renamed).
-  void save_checkpoint(const std::string& path, const std::map<std::string, std::string>& metadata = {}) const;
+  /// `groups`: typed attribute groups stored with it (CheckpointGroups), in the same atomic write.
+  void save_checkpoint(const std::string& path, const std::map<std::string, std::string>& metadata = {},
+                       const CheckpointGroups& groups = {}) const;
   /// Builds a Downscaler from a checkpoint's options and state, on `device` (sampling on
   /// `sample_device`, "" = the same).
   static Downscaler load_checkpoint(const std::string& path, const std::string& device,
                                     const std::string& sample_device = "");
   /// Writes the state kept at the best validation score (keep_best) as a checkpoint; false
   /// when there is none.
-  bool save_best_checkpoint(const std::string& path, const std::map<std::string, std::string>& metadata = {}) const;
+  bool save_best_checkpoint(const std::string& path, const std::map<std::string, std::string>& metadata = {},
+                            const CheckpointGroups& groups = {}) const;
   /// Optimizer step of the kept best state, or -1.
   int64_t best_state_step() const;
   /// Loads a checkpoint into this object; throws CheckpointError naming every incompatibility

@@ -410,18 +410,24 @@ std::string value_of(const std::map<std::string, std::string>& meta, const std::
   return it == meta.end() ? fallback : it->second;
 }
 
+/// A flag of the metadata: "true" (text, before /conditioning) or "1" (a typed attribute's text).
+bool flag_of(const std::map<std::string, std::string>& meta, const std::string& key) {
+  const std::string v = value_of(meta, key);
+  return v == "true" || v == "1";
+}
+
 /// Where each patch's own coarse value of the downscaled field sits in the context (the layout of
 /// docs/grids.md: per field its own value, then its R ring cells; then 3 position features, the
 /// orography, and per covariate 1 + 2 P values), or -1 where the context holds differences from
 /// it (patch.relative_context) or the metadata does not say enough.
 int64_t coarse_slot(const std::map<std::string, std::string>& meta, const ModelOptions& mo) {
-  if (value_of(meta, "patch.relative_context") == "true") return -1;
+  if (flag_of(meta, "patch.relative_context")) return -1;
   const auto fields = split_list(value_of(meta, "context_fields", value_of(meta, "fields")));
   const auto it = std::find(fields.begin(), fields.end(), value_of(meta, "target"));
   if (fields.size() <= 1) return mo.context_size > 0 ? 0 : -1;  // one field: its own value comes first
   if (it == fields.end() || !meta.count("patch.static_features")) return -1;
   const int64_t n_static = static_cast<int64_t>(split_list(value_of(meta, "patch.static")).size());
-  const int64_t per_fields = mo.context_size - (value_of(meta, "patch.static_features") == "true" ? 3 : 0) -
+  const int64_t per_fields = mo.context_size - (flag_of(meta, "patch.static_features") ? 3 : 0) -
                              (value_of(meta, "patch.orography").empty() ? 0 : 1) - n_static * (1 + 2 * mo.patch_size);
   const auto n_fields = static_cast<int64_t>(fields.size());
   if (per_fields <= 0 || per_fields % n_fields != 0) return -1;

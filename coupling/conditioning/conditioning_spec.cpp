@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The conditioning spec's option table, its checkpoint record (and the older string map), and
-// the comparison a resumed run makes.
+// The conditioning spec's option table, its checkpoint record (the typed /conditioning group, and
+// the older string maps), and the comparison a resumed run makes.
 #include "coupling/conditioning/conditioning_spec.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "common/error.hpp"
@@ -34,7 +35,7 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
-/// A list of names, stored as "a,b,c" ("" = none).
+/// A list of names: a string array, as text "a,b,c" ("" = none).
 Field<Spec> names_field(std::string key, std::vector<std::string> Spec::*member, std::string comment) {
   Field<Spec> f = schema::field_head<Spec>(std::move(key), schema::Kind::kText, std::move(comment));
   f.rule = "names joined by commas";
@@ -45,7 +46,24 @@ Field<Spec> names_field(std::string key, std::vector<std::string> Spec::*member,
       throw BadValue("must be names joined by commas, got \"" + text + "\"");
     s.*member = std::move(names);
   };
+  f.get_value = [member](const Spec& s) { return schema::Value(s.*member); };
+  f.set_value = [member](Spec& s, const schema::Value& v) {
+    const auto& names = schema::value_as<std::vector<std::string>>(v);
+    // The text form joins them with commas: a name holding one would not read back.
+    if (std::any_of(names.begin(), names.end(),
+                    [](const std::string& n) { return n.empty() || n.find(',') != std::string::npos; }))
+      throw BadValue("must be non-empty names without commas, got \"" + schema::to_text(v) + "\"");
+    s.*member = names;
+  };
   return f;
+}
+
+/// A list of finite reals (an array), `what` saying what the elements are.
+std::vector<double> finite_reals(const schema::Value& v, const std::string& what) {
+  const auto& xs = schema::value_as<std::vector<double>>(v);
+  if (!std::all_of(xs.begin(), xs.end(), [](double x) { return std::isfinite(x); }))
+    throw BadValue("must be " + what + ", got " + schema::to_text(v));
+  return xs;
 }
 
 /// A 64-bit count (the patch size).
@@ -93,6 +111,21 @@ schema::Table<Spec> make_table() {
       throw BadValue("must be \"mean scale\" pairs joined by ';' with positive scales, got \"" + text + "\"");
     }
   };
+  // Typed: a real array of (mean, scale) pairs, one per covariate.
+  norms.get_value = [](const Spec& s) {
+    std::vector<double> pairs;
+    for (const auto& n : s.static_norms) pairs.insert(pairs.end(), {n.mean, n.scale});
+    return schema::Value(std::move(pairs));
+  };
+  norms.set_value = [](Spec& s, const schema::Value& v) {
+    const std::string rule = "(mean, scale) pairs of finite numbers with positive scales";
+    const auto xs = finite_reals(v, rule);
+    std::vector<StaticNorm> out;
+    for (size_t i = 0; i + 1 < xs.size(); i += 2) out.push_back({xs[i], xs[i + 1]});
+    if (xs.size() % 2 != 0 || std::any_of(out.begin(), out.end(), [](const StaticNorm& n) { return !(n.scale > 0); }))
+      throw BadValue("must be " + rule + ", got " + schema::to_text(v));
+    s.static_norms = std::move(out);
+  };
   t.push_back(norms);
   Field<Spec> regression = field_head<Spec>("patch.regression", Kind::kText, "the regression's coefficients");
   regression.rule = "finite numbers joined by commas";
@@ -104,6 +137,8 @@ schema::Table<Spec> make_table() {
       throw BadValue("must be finite numbers joined by commas, got \"" + text + "\"");
     }
   };
+  regression.get_value = [](const Spec& s) { return schema::Value(s.regression); };
+  regression.set_value = [](Spec& s, const schema::Value& v) { s.regression = finite_reals(v, "finite numbers"); };
   t.push_back(regression);
   return t;
 }
@@ -146,10 +181,58 @@ PatchOptions patch_options(const ConditioningSpec& spec) {
   return o;
 }
 
-std::map<std::string, std::string> spec_metadata(const ConditioningSpec& spec) {
-  std::map<std::string, std::string> out;
-  for (const auto& f : conditioning_spec_table()) out[f.key] = f.get(spec);
-  return out;
+schema::Record spec_record(const ConditioningSpec& spec) { return schema::to_record(conditioning_spec_table(), spec); }
+
+namespace {
+
+/// What every version's reader ends with: the spec is this build's, and a regression's
+/// coefficients fit its covariates (a constant and a slope per covariate).
+StoredSpec finished(StoredSpec stored, const std::string& source) {
+  stored.spec.spec_version = kConditioningSpecVersion;
+  if (!stored.spec.regression.empty())
+    parse_regression(format_regression(stored.spec.regression), 2 * static_cast<int>(stored.spec.statics.size()),
+                     source);
+  return stored;
+}
+
+std::string newer_version(const std::string& source, long long v) {
+  return source + ": conditioning spec_version " + std::to_string(v) + ", but this build reads 0 to " +
+         std::to_string(kConditioningSpecVersion) + " (written by a newer finecast)";
+}
+
+/// Version 2: the typed attributes of /conditioning, each checked by its row.
+StoredSpec read_group(const schema::Record& group, const std::string& source) {
+  const std::string where = source + ": /" + kConditioningGroup + " ";
+  const auto version = group.find("spec_version");
+  if (version == group.end()) throw CheckpointError(where + "has no attribute spec_version (an integer, 2 or later)");
+  long long v = 0;
+  try {
+    v = schema::value_as<int64_t>(version->second);
+  } catch (const BadValue& e) {
+    throw CheckpointError(where + "spec_version " + e.what());
+  }
+  if (v > kConditioningSpecVersion) throw CheckpointError(newer_version(source, v));
+  if (v < 2) throw CheckpointError(where + "spec_version is " + std::to_string(v) + ", expected 2 or later");
+  StoredSpec stored;
+  stored.version = static_cast<int>(v);
+  for (const auto& f : conditioning_spec_table()) {
+    const auto it = group.find(f.key);
+    if (f.key == "spec_version" || it == group.end()) continue;
+    try {
+      schema::typed_set(f, stored.spec, it->second);
+    } catch (const BadValue& e) {
+      throw CheckpointError(where + f.key + " " + e.what());
+    }
+    stored.keys.insert(f.key);
+  }
+  return finished(std::move(stored), source);
+}
+
+}  // namespace
+
+StoredSpec read_spec(const std::optional<schema::Record>& group, const std::map<std::string, std::string>& metadata,
+                     const std::string& source) {
+  return group ? read_group(*group, source) : read_spec(metadata, source);
 }
 
 StoredSpec read_spec(const std::map<std::string, std::string>& metadata, const std::string& source) {
@@ -158,9 +241,12 @@ StoredSpec read_spec(const std::map<std::string, std::string>& metadata, const s
   long long v = 0;
   if (version != metadata.end() && !schema::parse_integer(version->second, v))
     throw CheckpointError(source + ": spec_version \"" + version->second + "\" is not an integer");
-  if (v < 0 || v > kConditioningSpecVersion)
-    throw CheckpointError(source + ": conditioning spec_version " + std::to_string(v) + ", but this build reads 0 to " +
-                          std::to_string(kConditioningSpecVersion) + " (written by a newer finecast)");
+  if (v > kConditioningSpecVersion) throw CheckpointError(newer_version(source, v));
+  // Version 2 and later are never text: a /metadata that says so lost its group.
+  if (v < 0 || v > 1)
+    throw CheckpointError(source + ": /metadata holds spec_version " + std::to_string(v) +
+                          ", expected 0 or 1 (later versions are the group /" + kConditioningGroup +
+                          ", which is missing)");
   stored.version = static_cast<int>(v);
   for (const auto& f : conditioning_spec_table()) {
     if (f.key == "spec_version") continue;
@@ -176,11 +262,7 @@ StoredSpec read_spec(const std::map<std::string, std::string>& metadata, const s
     }
     stored.keys.insert(f.key);
   }
-  stored.spec.spec_version = kConditioningSpecVersion;
-  if (!stored.spec.regression.empty())
-    parse_regression(format_regression(stored.spec.regression), 2 * static_cast<int>(stored.spec.statics.size()),
-                     source);
-  return stored;
+  return finished(std::move(stored), source);
 }
 
 std::string resume_differences(const StoredSpec& recorded, const ConditioningSpec& configured,

@@ -3,12 +3,14 @@
 // geometry, the context (rings, relative values, position features, orography, static covariates
 // and their normalisation), the residual base and its regression fit, the target and the
 // predictors. The plugin builds it from its config, checkpoints store it through its option table
-// (versioned by spec_version), and finecast-downscale reads it back, so that both build the same
-// patches (conditioning_pipeline.hpp) from one description. No torch, no MPI.
+// as typed attributes of their /conditioning group (versioned by spec_version; the trainer writes
+// the group without knowing what it means), and finecast-downscale reads it back, so that both
+// build the same patches (conditioning_pipeline.hpp) from one description. No torch, no MPI.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -37,9 +39,13 @@ inline const schema::Names<Residual>& names(Residual) {
   return n;
 }
 
-/// The version of the record this build writes. Checkpoints without `spec_version` (version 0)
-/// hold the string map written before it existed: the same keys, less some (read_spec).
-inline constexpr int kConditioningSpecVersion = 1;
+/// The version of the record this build writes. Version 2 is the checkpoint group /conditioning of
+/// typed attributes (spec_record). Version 1 was text in the string attributes of /metadata, with
+/// spec_version "1"; version 0 the string map written before spec_version existed: the same keys,
+/// less some (read_spec reads all three).
+inline constexpr int kConditioningSpecVersion = 2;
+/// The checkpoint group that holds the spec (version 2 on).
+inline constexpr const char* kConditioningGroup = "conditioning";
 
 /// The conditioning of a model. The keys of its table (conditioning_spec_table) are the config's
 /// where the config has the setting (grid.*, fields, target, patch.*).
@@ -75,8 +81,11 @@ const schema::Table<ConditioningSpec>& conditioning_spec_table();
 /// The patch options of a spec (target index, covariates, residual base, regression).
 PatchOptions patch_options(const ConditioningSpec& spec);
 
-/// The spec as checkpoint metadata: key -> canonical text (the table's).
-std::map<std::string, std::string> spec_metadata(const ConditioningSpec& spec);
+/// The spec as the typed attributes of a checkpoint's /conditioning group, one per row of its
+/// table: integers (patch.size, grid.coarse_level, ...) as integers, booleans as 0 or 1, names
+/// as strings, lists as arrays (fields and patch.static of strings, patch.regression of reals,
+/// patch.static_norm of (mean, scale) pairs of reals).
+schema::Record spec_record(const ConditioningSpec& spec);
 
 /// A spec read back from a checkpoint, with what it recorded: checkpoints of older versions lack
 /// keys, which keep their defaults here (and may have to be inferred: finecast-downscale).
@@ -87,10 +96,15 @@ struct StoredSpec {
   bool has(const std::string& key) const { return keys.count(key) > 0; }
 };
 
-/// Reads the spec from a checkpoint's metadata. Version 0 (the string map written before
-/// spec_version): `context_fields` held the fields and `fields` only the target. Throws
-/// CheckpointError naming `source` and the key for a value the table refuses, and for a version
+/// Reads the spec a checkpoint recorded: from its /conditioning group (`group`, the typed
+/// attributes; version 2) when it has one, else from the string attributes of its /metadata
+/// (version 1: the table's text; version 0, before spec_version: `context_fields` held the
+/// fields and `fields` only the target). Throws CheckpointError naming `source`, the attribute and
+/// what was expected for a value of the wrong type or one the table refuses, and for a version
 /// newer than this build's.
+StoredSpec read_spec(const std::optional<schema::Record>& group, const std::map<std::string, std::string>& metadata,
+                     const std::string& source);
+/// A checkpoint without the group: versions 0 and 1.
 StoredSpec read_spec(const std::map<std::string, std::string>& metadata, const std::string& source);
 
 /// What differs between the conditioning a checkpoint recorded and the one a run is configured

@@ -339,7 +339,8 @@ void resume(PluginState& s, TrainerState& t, ResumeSource source) {
   const auto meta = trainer_module().checkpoint_metadata(path);
   // A model resumes only with the conditioning it was trained on: the same fields (names and
   // units), context and residual (the architecture and shapes are checked by restore).
-  const coupling::StoredSpec stored = coupling::read_spec(meta, path);
+  const coupling::StoredSpec stored =
+      coupling::read_spec(trainer_module().checkpoint_group(path, coupling::kConditioningGroup), meta, path);
   if (const std::string d = coupling::resume_differences(stored, t.conditioning.spec, cfg.source); !d.empty())
     throw ConfigError(cfg.source + ": checkpoint.resume: checkpoint " + path +
                       " was trained with another conditioning (" + d +

@@ -46,9 +46,10 @@ class Model {
   /// Caps this process's share of the model's CUDA device memory at `fraction` (LibTorch's caching
   /// allocator refuses allocations beyond it); no effect on other devices.
   virtual void limit_device_memory(double fraction) = 0;
-  /// Writes the checkpoint of the current step into `dir` (keep-last-K); returns its path.
-  virtual std::string save_in_dir(const std::string& dir, int keep,
-                                  const std::map<std::string, std::string>& metadata) = 0;
+  /// Writes the checkpoint of the current step into `dir` (keep-last-K), with the typed attribute
+  /// groups `groups` (the conditioning spec); returns its path.
+  virtual std::string save_in_dir(const std::string& dir, int keep, const std::map<std::string, std::string>& metadata,
+                                  const trainer::CheckpointGroups& groups) = 0;
 };
 
 /// What the plugin needs of the trainer library besides a model.
@@ -62,6 +63,8 @@ class TrainerModule {
                                               int threads, std::string& device_line) = 0;
   /// The metadata a checkpoint was written with (trainer::Downscaler::checkpoint_metadata).
   virtual std::map<std::string, std::string> checkpoint_metadata(const std::string& checkpoint) = 0;
+  /// A typed attribute group of a checkpoint, nullopt when it has none (trainer::read_checkpoint_group).
+  virtual std::optional<schema::Record> checkpoint_group(const std::string& checkpoint, const std::string& group) = 0;
   /// The checkpoints of `dir` with their optimizer steps, the newest step first
   /// (trainer::checkpoints_newest_first).
   virtual std::vector<std::pair<long long, std::string>> checkpoints_newest_first(const std::string& dir) = 0;

@@ -218,9 +218,9 @@ void write_model_checkpoint(const RunSettings& run, const Ranks& ranks, const Tr
                                           // What finecast-export passes on as the module's attributes.
                                           {"units", out.output_attrs.units},
                                           {"grid", schema::name_of(cfg.grid.type) + " " + cfg.grid.file}};
-  for (const auto& [key, value] : coupling::spec_metadata(checkpoint_spec(t.conditioning, t.patch_options)))
-    meta[key] = value;
-  const std::string path = model.model->save_in_dir(cfg.checkpoint.dir, cfg.checkpoint.keep, meta);
+  const trainer::CheckpointGroups groups{
+      {coupling::kConditioningGroup, coupling::spec_record(checkpoint_spec(t.conditioning, t.patch_options))}};
+  const std::string path = model.model->save_in_dir(cfg.checkpoint.dir, cfg.checkpoint.keep, meta, groups);
   remove_orphan_snapshots(cfg.checkpoint.dir);
   model.last_checkpoint = path;
   if (out.output) out.output->set_checkpoint(path);

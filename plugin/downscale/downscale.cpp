@@ -355,6 +355,11 @@ class SamplingProgress {
 
 }  // namespace
 
+coupling::StoredSpec read_checkpoint_spec(const std::string& checkpoint) {
+  return coupling::read_spec(trainer::read_checkpoint_group(checkpoint, coupling::kConditioningGroup),
+                             trainer::read_checkpoint_metadata(checkpoint), checkpoint);
+}
+
 DownscaleResult run_downscale(const DownscaleOptions& opt) {
   check_options(opt);
   DownscaleResult result;
@@ -366,8 +371,7 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
   const trainer::ModelOptions& mo = model.model_options();
   // What the model was trained on (the checkpoint's conditioning spec), through the same pipeline
   // as the plugin: the grid and its patches, the context, the residual base.
-  const coupling::StoredSpec stored =
-      coupling::read_spec(trainer::Downscaler::checkpoint_metadata(result.checkpoint), result.checkpoint);
+  const coupling::StoredSpec stored = read_checkpoint_spec(result.checkpoint);
   const coupling::ConditioningSpec& spec = stored.spec;
   check_regression(result.checkpoint, spec);
   coupling::ConditioningGrid grid = fine_grid(opt, first, result.checkpoint, spec, mo.patch_size);

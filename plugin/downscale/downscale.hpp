@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "coupling/conditioning/conditioning_spec.hpp"
+
 namespace finecast::plugin {
 
 /// Every option of finecast-downscale; defaults are the plugin config's.
@@ -55,5 +57,9 @@ struct DownscaleResult {
 /// the file, option and the sizes that differ, and ConfigError naming --orography when the
 /// checkpoint needs an orography that was not given (or was given to one that has none).
 DownscaleResult run_downscale(const DownscaleOptions& options);
+
+/// The conditioning spec checkpoint file `checkpoint` recorded, of any version (its /conditioning
+/// group, or the text of its /metadata before it: coupling::read_spec).
+coupling::StoredSpec read_checkpoint_spec(const std::string& checkpoint);
 
 }  // namespace finecast::plugin

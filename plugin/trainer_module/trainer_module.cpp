@@ -38,9 +38,9 @@ class DownscalerModel final : public Model {
   std::string device_identity() const override { return trainer::device_identity(device_); }
   void limit_device_memory(double fraction) override { trainer::limit_device_memory(device_, fraction); }
 
-  std::string save_in_dir(const std::string& dir, int keep,
-                          const std::map<std::string, std::string>& metadata) override {
-    return trainer::save_checkpoint_in_dir(model_, dir, keep, metadata);
+  std::string save_in_dir(const std::string& dir, int keep, const std::map<std::string, std::string>& metadata,
+                          const trainer::CheckpointGroups& groups) override {
+    return trainer::save_checkpoint_in_dir(model_, dir, keep, metadata, groups);
   }
 
  private:
@@ -62,6 +62,10 @@ class Module final : public TrainerModule {
 
   std::map<std::string, std::string> checkpoint_metadata(const std::string& checkpoint) override {
     return trainer::Downscaler::checkpoint_metadata(checkpoint);
+  }
+
+  std::optional<schema::Record> checkpoint_group(const std::string& checkpoint, const std::string& group) override {
+    return trainer::read_checkpoint_group(checkpoint, group);
   }
 
   std::vector<std::pair<long long, std::string>> checkpoints_newest_first(const std::string& dir) override {

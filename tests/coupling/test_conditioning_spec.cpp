@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The conditioning spec: its checkpoint record round-trips, the string map of checkpoints written
-// before spec_version reads back, a newer version or a bad value is refused naming the key, and a
-// resumed run's spec is compared where the model depends on it.
+// The conditioning spec: its checkpoint record (typed values) round-trips, the text of version 1
+// and the string map of checkpoints written before spec_version read back, a newer version, a
+// wrongly typed or a bad value is refused naming the key, and a resumed run's spec is compared
+// where the model depends on it. (Through a real checkpoint file: tests/plugin/test_downscale.cpp.)
 #include <gtest/gtest.h>
 
 #include <map>
@@ -37,13 +38,18 @@ fc::ConditioningSpec ts_spec() {
 
 TEST(ConditioningSpec, CheckpointRecordRoundTrips) {
   const fc::ConditioningSpec spec = ts_spec();
-  const auto meta = fc::spec_metadata(spec);
-  EXPECT_EQ(meta.at("spec_version"), std::to_string(fc::kConditioningSpecVersion));
-  EXPECT_EQ(meta.at("fields"), "ts,ps");
-  EXPECT_EQ(meta.at("patch.residual"), "regression");
-  const fc::StoredSpec back = fc::read_spec(meta, "ck.h5");
+  const finecast::schema::Record record = fc::spec_record(spec);
+  EXPECT_EQ(record.size(), fc::conditioning_spec_table().size());
+  EXPECT_EQ(record.at("spec_version"), finecast::schema::Value(int64_t{fc::kConditioningSpecVersion}));
+  EXPECT_EQ(record.at("patch.size"), finecast::schema::Value(int64_t{256}));
+  EXPECT_EQ(record.at("patch.relative_context"), finecast::schema::Value(int64_t{1}));
+  EXPECT_EQ(record.at("fields"), finecast::schema::Value(std::vector<std::string>{"ts", "ps"}));
+  EXPECT_EQ(record.at("patch.residual"), finecast::schema::Value(std::string("regression")));
+  EXPECT_EQ(record.at("patch.static_norm"), finecast::schema::Value(std::vector<double>{300.5, 12.25, 0.25, 0.5}));
+  EXPECT_EQ(record.at("patch.regression"), finecast::schema::Value(std::vector<double>{0.1, -0.2, 1e-17, 3.0}));
+  const fc::StoredSpec back = fc::read_spec(record, {}, "ck.h5");
   EXPECT_EQ(back.version, fc::kConditioningSpecVersion);
-  EXPECT_EQ(fc::spec_metadata(back.spec), meta);
+  EXPECT_EQ(fc::spec_record(back.spec), record);
   EXPECT_EQ(back.spec.static_norms.size(), 2u);
   EXPECT_EQ(back.spec.static_norms[1].scale, 0.5);
   EXPECT_EQ(back.spec.regression[2], 1e-17);
@@ -55,6 +61,37 @@ TEST(ConditioningSpec, CheckpointRecordRoundTrips) {
   EXPECT_TRUE(o.interp_base);
   EXPECT_TRUE(o.orography);
   EXPECT_EQ(o.regression.size(), 4u);
+}
+
+// Version 1: the text in /metadata, as the build before the /conditioning group wrote ts_spec().
+TEST(ConditioningSpec, ReadsVersionOneText) {
+  const std::map<std::string, std::string> v1{
+      {"spec_version", "1"},
+      {"grid.type", "icon"},
+      {"grid.file", "grid.nc"},
+      {"grid.variable", ""},
+      {"grid.coarse_level", "0"},
+      {"grid.block", "16"},
+      {"patch.size", "256"},
+      {"fields", "ts,ps"},
+      {"target", "ts"},
+      {"target_units", "K"},
+      {"patch.static_features", "true"},
+      {"patch.orography", "topography_c"},
+      {"patch.context_rings", "2"},
+      {"patch.relative_context", "true"},
+      {"patch.residual", "regression"},
+      {"patch.static", "topography_c,fr_land"},
+      {"patch.static_norm", "300.5 12.25;0.25 0.5"},
+      {"patch.regression", "0.10000000000000001,-0.20000000000000001,1.0000000000000001e-17,3"},
+      {"sessions", "3"}};
+  const fc::StoredSpec s = fc::read_spec(std::nullopt, v1, "v1.h5");
+  EXPECT_EQ(s.version, 1);
+  EXPECT_EQ(fc::spec_record(s.spec), fc::spec_record(ts_spec()));
+  for (const auto& [key, text] : v1)
+    if (key != "spec_version" && key != "sessions") EXPECT_TRUE(s.has(key)) << key;
+  // A group, when there is one, is what counts: the text beside it is not read.
+  EXPECT_EQ(fc::read_spec(fc::spec_record(fc::ConditioningSpec{}), v1, "v2.h5").spec.target, "");
 }
 
 // The string map checkpoints held before spec_version, as the plugin wrote it (`fields` held only
@@ -109,6 +146,44 @@ TEST(ConditioningSpec, RefusesNewerVersionsAndBadValuesNamingTheKey) {
   EXPECT_NE(message({{"spec_version", "1"}, {"patch.static", "a"}, {"patch.regression", "1,2,3"}})
                 .find("patch.regression holds 3 coefficient(s), expected 2"),
             std::string::npos);
+  EXPECT_NE(message({{"spec_version", "2"}}).find("ck.h5: /metadata holds spec_version 2, expected 0 or 1"),
+            std::string::npos);
+}
+
+// Version 2: each attribute of /conditioning must have its row's type and pass its row's checks.
+TEST(ConditioningSpec, RefusesWronglyTypedAttributesNamingThem) {
+  using finecast::schema::Value;
+  auto message = [](const std::string& key, const Value& value) {
+    finecast::schema::Record group = fc::spec_record(ts_spec());
+    group[key] = value;
+    try {
+      fc::read_spec(group, {}, "ck.h5");
+    } catch (const finecast::CheckpointError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(message("patch.size", 256.0), "ck.h5: /conditioning patch.size is a real number, expected an integer");
+  EXPECT_EQ(message("patch.regression", std::vector<std::string>{"0.1"}),
+            "ck.h5: /conditioning patch.regression is a string array, expected a real array");
+  EXPECT_EQ(message("fields", std::string("ts,ps")),
+            "ck.h5: /conditioning fields is a string, expected a string array");
+  EXPECT_EQ(message("patch.relative_context", std::string("true")),
+            "ck.h5: /conditioning patch.relative_context is a string, expected an integer");
+  EXPECT_NE(message("patch.relative_context", int64_t{2}).find("patch.relative_context must be 0 or 1"),
+            std::string::npos);
+  EXPECT_NE(message("patch.context_rings", int64_t{9}).find("/conditioning patch.context_rings must be"),
+            std::string::npos);
+  EXPECT_NE(message("patch.static_norm", std::vector<double>{1, 2, 3}).find("patch.static_norm must be (mean, scale)"),
+            std::string::npos);
+  EXPECT_NE(message("patch.static_norm", std::vector<double>{1, 0, 3, 1}).find("patch.static_norm must be"),
+            std::string::npos);
+  EXPECT_NE(message("spec_version", int64_t{3}).find("ck.h5: conditioning spec_version 3, but this build reads 0 to 2"),
+            std::string::npos);
+  EXPECT_EQ(message("spec_version", 2.0), "ck.h5: /conditioning spec_version is a real number, expected an integer");
+  finecast::schema::Record unversioned = fc::spec_record(ts_spec());
+  unversioned.erase("spec_version");
+  EXPECT_THROW(fc::read_spec(unversioned, {}, "ck.h5"), finecast::CheckpointError);
 }
 
 // A checkpoint trained on ts resumed by a run configured with ps: the difference names both fields
@@ -119,7 +194,7 @@ TEST(ConditioningSpec, ResumeComparesFieldsUnitsAndContext) {
   ts.target = "ts";
   ts.target_units = "K";
   ts.patch_size = 256;
-  const fc::StoredSpec stored = fc::read_spec(fc::spec_metadata(ts), "ck.h5");
+  const fc::StoredSpec stored = fc::read_spec(fc::spec_record(ts), {}, "ck.h5");
   fc::ConditioningSpec ps = ts;
   ps.fields = {"ps"};
   ps.target = "ps";

@@ -3,10 +3,12 @@
 // downscales fine and coarse inputs conservatively, is scored by finecast-eval, and wrong
 // grids, checkpoints and arguments are refused with messages that say what differs.
 #include <gtest/gtest.h>
+#include <hdf5.h>
 #include <netcdf.h>
 
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "common/error.hpp"
@@ -31,8 +33,10 @@ using finecast::testing_downscale::read_step;
 namespace {
 
 /// An untrained checkpoint with the given context and patch sizes (the grid checks need no
-/// training).
-std::string make_checkpoint(const std::string& dir, int64_t C, int64_t P) {
+/// training), with `metadata` and typed `groups`, as `name` (default: by its sizes).
+std::string make_checkpoint(const std::string& dir, int64_t C, int64_t P,
+                            const std::map<std::string, std::string>& metadata = {},
+                            const ft::CheckpointGroups& groups = {}, const std::string& name = "") {
   ft::ModelOptions mo;
   mo.context_size = C;
   mo.patch_size = P;
@@ -41,8 +45,9 @@ std::string make_checkpoint(const std::string& dir, int64_t C, int64_t P) {
   mo.time_embedding = 8;
   mo.diffusion_steps = 10;
   ft::Downscaler model(mo, ft::TrainOptions{}, "cpu");
-  const std::string path = dir + "/model_C" + std::to_string(C) + "_P" + std::to_string(P) + ".h5";
-  model.save_checkpoint(path);
+  const std::string path =
+      dir + "/" + (name.empty() ? "model_C" + std::to_string(C) + "_P" + std::to_string(P) + ".h5" : name);
+  model.save_checkpoint(path, metadata, groups);
   return path;
 }
 
@@ -211,6 +216,82 @@ TEST(DownscaleEndToEnd, LatLonStaticOrographyFromAReplayIsReproduced) {
     const double worst = max_abs_difference(plugin, offline);
     EXPECT_LT(worst, 1e-4) << "member " << m << " differs from the plugin's sample";
   }
+}
+
+// The conditioning spec in a real checkpoint: typed attributes of /conditioning (the patch size an
+// integer, the regression coefficients a real array, the fields a string array) that read back
+// into the same spec; a wrongly typed attribute is refused naming the file and the attribute; a
+// checkpoint with the version-1 text in /metadata (no group) still reads.
+TEST(DownscaleCheckpointSpec, StoredTypedReadBackAndCheckedByType) {
+  ScratchDir dir("downscale_spec");
+  fc::ConditioningSpec spec;
+  spec.grid_type = fc::GridType::kLatLon;
+  spec.grid_file = "fine.nc";
+  spec.grid_variable = "tas";
+  spec.block = 4;
+  spec.patch_size = 16;
+  spec.fields = {"tas", "ps"};
+  spec.target = "tas";
+  spec.target_units = "K";
+  spec.static_features = false;
+  spec.orography = "oro";
+  spec.context_rings = 1;
+  spec.relative_context = true;
+  spec.statics = {"oro", "fr_land"};
+  spec.static_norms = {{10.5, 2.0}, {0.25, 0.5}};
+  spec.residual = fc::Residual::kRegression;
+  spec.regression = {0.5, -1.0, 2.0, 1e-17};
+  const std::string path = make_checkpoint(dir.path(), 7, 16, {{"datetime", "2000-01-01T00:00:00"}},
+                                           {{fc::kConditioningGroup, fc::spec_record(spec)}}, "typed.h5");
+
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  auto open = [&](const char* key) { return H5Aopen_by_name(f, "conditioning", key, H5P_DEFAULT, H5P_DEFAULT); };
+  const hid_t size = open("patch.size"), coef = open("patch.regression"), fields = open("fields");
+  ASSERT_GE(size, 0);
+  ASSERT_GE(coef, 0);
+  ASSERT_GE(fields, 0);
+  const hid_t size_type = H5Aget_type(size), coef_type = H5Aget_type(coef), fields_type = H5Aget_type(fields);
+  const hid_t coef_space = H5Aget_space(coef);
+  EXPECT_EQ(H5Tget_class(size_type), H5T_INTEGER);
+  EXPECT_EQ(H5Tget_class(coef_type), H5T_FLOAT);
+  EXPECT_EQ(H5Tget_size(coef_type), 8u);
+  EXPECT_EQ(H5Sget_simple_extent_ndims(coef_space), 1);
+  EXPECT_EQ(H5Tget_class(fields_type), H5T_STRING);
+  long long stored_size = 0;
+  std::vector<double> stored_coef(4);
+  EXPECT_GE(H5Aread(size, H5T_NATIVE_LLONG, &stored_size), 0);
+  EXPECT_GE(H5Aread(coef, H5T_NATIVE_DOUBLE, stored_coef.data()), 0);
+  EXPECT_EQ(stored_size, 16);
+  EXPECT_EQ(stored_coef, spec.regression);
+  for (const hid_t id : {size_type, coef_type, fields_type}) H5Tclose(id);
+  H5Sclose(coef_space);
+  for (const hid_t id : {size, coef, fields}) H5Aclose(id);
+  H5Fclose(f);
+
+  const fc::StoredSpec back = fp::read_checkpoint_spec(path);
+  EXPECT_EQ(back.version, fc::kConditioningSpecVersion);
+  EXPECT_EQ(fc::spec_record(back.spec), fc::spec_record(spec));
+  EXPECT_EQ(fc::resume_differences(back, spec, "run.yaml"), "");
+
+  finecast::schema::Record wrong = fc::spec_record(spec);
+  wrong["patch.size"] = 16.0;
+  const std::string bad = make_checkpoint(dir.path(), 7, 16, {}, {{fc::kConditioningGroup, wrong}}, "wrong.h5");
+  try {
+    fp::read_checkpoint_spec(bad);
+    ADD_FAILURE() << "a real patch.size was read";
+  } catch (const finecast::CheckpointError& e) {
+    EXPECT_EQ(std::string(e.what()), bad + ": /conditioning patch.size is a real number, expected an integer");
+  }
+
+  const std::string v1 = make_checkpoint(
+      dir.path(), 7, 16, {{"spec_version", "1"}, {"fields", "tas,ps"}, {"target", "tas"}, {"patch.residual", "interp"}},
+      {}, "v1.h5");
+  const fc::StoredSpec old = fp::read_checkpoint_spec(v1);
+  EXPECT_EQ(old.version, 1);
+  EXPECT_EQ(old.spec.fields, (std::vector<std::string>{"tas", "ps"}));
+  EXPECT_EQ(old.spec.residual, fc::Residual::kInterp);
+  EXPECT_FALSE(old.has("patch.size"));
 }
 
 TEST(DownscaleErrors, MismatchedGridsAndCheckpointsAreNamed) {

@@ -93,12 +93,15 @@ TEST_F(IconOffline, CheckpointRecordsItsContextAndDownscaleReproducesThePlugin) 
   EXPECT_NE(host_->output.find("context of 8 values"), std::string::npos) << host_->output;
   const std::string ckpt = ftr::newest_checkpoint(file("ckpt"));
   ASSERT_FALSE(ckpt.empty()) << host_->output;
-  const auto meta = ft::Downscaler::checkpoint_metadata(ckpt);
-  EXPECT_EQ(meta.at("patch.orography"), "topography_c");
-  EXPECT_EQ(meta.at("patch.static_features"), "true");
-  EXPECT_EQ(meta.at("fields"), "ts");  // the conditioning spec (before spec_version: context_fields)
-  EXPECT_EQ(meta.at("spec_version"), "1");
-  EXPECT_EQ(meta.at("target_units"), "K");
+  // The conditioning spec, typed in /conditioning (before spec_version 2: text in /metadata).
+  const fc::StoredSpec recorded = fp::read_checkpoint_spec(ckpt);
+  EXPECT_EQ(recorded.spec.orography, "topography_c");
+  EXPECT_TRUE(recorded.has("patch.static_features"));
+  EXPECT_TRUE(recorded.spec.static_features);
+  EXPECT_EQ(recorded.spec.fields, std::vector<std::string>{"ts"});
+  EXPECT_EQ(recorded.version, 2);
+  EXPECT_EQ(recorded.spec.target_units, "K");
+  EXPECT_FALSE(ft::read_checkpoint_metadata(ckpt).count("fields"));  // not twice
 
   // The host's surface fields, as the run handed them to the plugin.
   const ftr::CommandResult w = ftr::run_command("cd '" + dir_->path() + "' && mpiexec -n 1 " +

@@ -290,13 +290,14 @@ TEST(SkillReplay, RegressionBaseIsFittedInSituRecordedAndAppliedOffline) {
   EXPECT_NE(rr.output.find("patch.residual regression: fitted on"), std::string::npos) << rr.output;
   EXPECT_NE(rr.output.find("sic anomaly"), std::string::npos) << rr.output;
 
-  const auto meta = ft::Downscaler::checkpoint_metadata(newest_checkpoint(regression.file("checkpoints")));
-  ASSERT_EQ(meta.count("patch.regression"), 1u);
-  const std::vector<double> coef = fc::parse_regression(meta.at("patch.regression"), 2, "checkpoint");
+  const fc::StoredSpec recorded = fp::read_checkpoint_spec(newest_checkpoint(regression.file("checkpoints")));
+  ASSERT_TRUE(recorded.has("patch.regression"));
+  const std::vector<double> coef = recorded.spec.regression;
+  ASSERT_EQ(coef.size(), 2u);
   EXPECT_NE(coef[0], 0.0);
-  EXPECT_TRUE(ft::Downscaler::checkpoint_metadata(newest_checkpoint(interp.file("checkpoints")))
-                  .at("patch.regression")
-                  .empty());
+  const fc::StoredSpec interp_spec = fp::read_checkpoint_spec(newest_checkpoint(interp.file("checkpoints")));
+  EXPECT_TRUE(interp_spec.has("patch.regression"));
+  EXPECT_TRUE(interp_spec.spec.regression.empty());
 
   const int C = 2 * 10 + 3 + 1 + 2 * 256, P = 256;
   const auto bi = fc::RollingBuffer::load_h5(newest_buffer_snapshot(interp.file("checkpoints")), 1, 80, C, P);
@@ -337,6 +338,5 @@ TEST(SkillReplay, RegressionBaseIsFittedInSituRecordedAndAppliedOffline) {
   ASSERT_EQ(resumed.rc, 0) << resumed.output;
   EXPECT_NE(resumed.output.find("Resumed from"), std::string::npos) << resumed.output;
   EXPECT_EQ(resumed.output.find("patch.residual regression: fitted on"), std::string::npos) << resumed.output;
-  EXPECT_EQ(ft::Downscaler::checkpoint_metadata(newest_checkpoint(regression.file("resumed"))).at("patch.regression"),
-            meta.at("patch.regression"));
+  EXPECT_EQ(fp::read_checkpoint_spec(newest_checkpoint(regression.file("resumed"))).spec.regression, coef);
 }

@@ -96,6 +96,67 @@ TEST_F(Checkpoint, RoundTripIsBitwise) {
   for (const auto& e : fs::directory_iterator(scratch_.dir())) EXPECT_EQ(e.path().filename(), "a.h5");
 }
 
+// Typed attribute groups (the plugin's /conditioning) are stored as their types in the same atomic
+// write, read back equal, and may not take the name of one of the checkpoint's own groups.
+TEST_F(Checkpoint, TypedGroupsKeepTheirTypes) {
+  using finecast::schema::Value;
+  const ft::Downscaler a(tiny_model(), tiny_training(), "cpu");
+  const finecast::schema::Record group{{"count", Value(int64_t{256})},
+                                       {"coefficients", Value(std::vector<double>{0.1, -2.5, 1e-17})},
+                                       {"names", Value(std::vector<std::string>{"ts", "fr_land"})},
+                                       {"none", Value(std::vector<std::string>{})},
+                                       {"flag", Value(int64_t{1})},
+                                       {"scale", Value(0.5)},
+                                       {"empty", Value(std::string())},
+                                       {"name", Value(std::string("regression"))}};
+  a.save_checkpoint(path("typed.h5"), {{"run", "test"}}, {{"conditioning", group}});
+  EXPECT_EQ(ft::read_checkpoint_group(path("typed.h5"), "conditioning"), group);
+  EXPECT_EQ(ft::read_checkpoint_group(path("typed.h5"), "absent"), std::nullopt);
+  EXPECT_EQ(ft::read_checkpoint_metadata(path("typed.h5")).at("run"), "test");
+  ft::verify_checkpoint(path("typed.h5"));
+
+  // What the file holds, as any HDF5 reader sees it.
+  const hid_t f = H5Fopen(path("typed.h5").c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  auto shape_of = [&](const char* key, H5T_class_t& cls, H5S_class_t& space, hssize_t& n) {
+    const hid_t at = H5Aopen_by_name(f, "conditioning", key, H5P_DEFAULT, H5P_DEFAULT);
+    ASSERT_GE(at, 0) << key;
+    const hid_t type = H5Aget_type(at), sp = H5Aget_space(at);
+    cls = H5Tget_class(type);
+    space = H5Sget_simple_extent_type(sp);
+    n = H5Sget_simple_extent_npoints(sp);
+    H5Sclose(sp);
+    H5Tclose(type);
+    H5Aclose(at);
+  };
+  H5T_class_t cls;
+  H5S_class_t space;
+  hssize_t n = 0;
+  shape_of("count", cls, space, n);
+  EXPECT_EQ(cls, H5T_INTEGER);
+  EXPECT_EQ(space, H5S_SCALAR);
+  shape_of("coefficients", cls, space, n);
+  EXPECT_EQ(cls, H5T_FLOAT);
+  EXPECT_EQ(space, H5S_SIMPLE);
+  EXPECT_EQ(n, 3);
+  shape_of("names", cls, space, n);
+  EXPECT_EQ(cls, H5T_STRING);
+  EXPECT_EQ(n, 2);
+  shape_of("none", cls, space, n);
+  EXPECT_EQ(cls, H5T_STRING);
+  EXPECT_EQ(n, 0);
+  shape_of("scale", cls, space, n);
+  EXPECT_EQ(cls, H5T_FLOAT);
+  EXPECT_EQ(space, H5S_SCALAR);
+  H5Fclose(f);
+
+  for (const char* taken : {"model", "options", "metadata", "", "a/b"}) {
+    const auto e = error_of([&] { a.save_checkpoint(path("clash.h5"), {}, {{taken, group}}); });
+    EXPECT_TRUE(contains(e, "clash.h5: not written: the group name \"" + std::string(taken) + "\"")) << e;
+    EXPECT_FALSE(fs::exists(path("clash.h5")));
+  }
+}
+
 TEST_F(Checkpoint, ResumingEqualsTrainingStraight) {
   // 2N epochs straight == N epochs, save, load into a fresh object, N epochs (same seed, CPU).
   ft::Downscaler straight(tiny_model(), tiny_training(), "cpu");

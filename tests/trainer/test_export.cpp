@@ -221,6 +221,34 @@ TEST_F(Export, ForwardNamesWhatItMisses) {
   EXPECT_LT((fine.mean(2) - coarse.unsqueeze(1)).abs().max().item<double>(), 1e-5);
 }
 
+// A checkpoint whose conditioning spec is the typed group /conditioning (the plugin's, spec_version
+// 2): finecast-export reads the fields, target and context from it as it reads the older text.
+TEST_F(Export, ProgramReadsTheConditioningGroup) {
+  using finecast::schema::Value;
+  const ft::Downscaler model = trained(mlp(), true);
+  const std::string checkpoint = scratch_.path("typed.h5"), file = scratch_.path("typed.pt");
+  const finecast::schema::Record spec{
+      {"spec_version", Value(int64_t{2})},          {"fields", Value(std::vector<std::string>{"tas", "ps", "ts"})},
+      {"target", Value(std::string("ps"))},         {"patch.static", Value(std::vector<std::string>{})},
+      {"patch.static_features", Value(int64_t{0})}, {"patch.relative_context", Value(int64_t{0})},
+      {"patch.orography", Value(std::string())},    {"patch.residual", Value(std::string("interp"))}};
+  model.save_checkpoint(checkpoint, {{"units", "Pa"}}, {{"conditioning", spec}});
+  const std::string exe = std::string(FINECAST_BINARY_DIR) + "/bin/finecast-export";
+  ASSERT_EQ(std::system((exe + " --checkpoint " + checkpoint + " --output " + file + " --log-level warning").c_str()),
+            0);
+  torch::jit::Module m = torch::jit::load(file);
+  const auto variables = m.attr("variables").toList();
+  ASSERT_EQ(variables.size(), 3u);
+  EXPECT_EQ(variables.get(1).toStringRef(), "ps");
+  EXPECT_EQ(m.attr("target").toStringRef(), "ps");
+  EXPECT_EQ(m.attr("residual").toStringRef(), "interp");
+  EXPECT_EQ(m.attr("units").toStringRef(), "Pa");
+  EXPECT_EQ(m.attr("coarse_slot").toInt(), 1);  // one value per field, ps second
+  const auto all = m.attr("metadata").toGenericDict();
+  EXPECT_EQ(all.at("fields").toStringRef(), "tas,ps,ts");
+  EXPECT_EQ(all.at("spec_version").toStringRef(), "2");
+}
+
 TEST_F(Export, ProgramWritesAModuleThatDebiansPythonLoadsAndRuns) {
   // Debian's python3-torch matches the LibTorch finecast builds against.
   if (std::system("/usr/bin/python3 -c 'import torch' > /dev/null 2>&1") != 0)

@@ -60,6 +60,10 @@ int main(int argc, char** argv) {
     const std::string path = resolve_checkpoint(checkpoint);
     const ft::Downscaler model = ft::Downscaler::load_checkpoint(path, "cpu");
     opt.metadata = ft::read_checkpoint_metadata(path);
+    // The plugin's conditioning spec (version 2 on: typed attributes of /conditioning; before,
+    // text in /metadata) as the text the module's attributes are read from.
+    if (const auto spec = ft::read_checkpoint_group(path, "conditioning"))
+      for (const auto& [key, value] : *spec) opt.metadata[key] = finecast::schema::to_text(value);
     ft::export_torchscript(model, opt, output);
     const ft::ModelOptions& mo = model.model_options();
     finecast::log::info(

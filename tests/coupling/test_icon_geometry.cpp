@@ -189,12 +189,12 @@ TEST(UniformGeometry, GridGeometryReachesTheGridReaderThroughTheConditioningSpec
   spec.grid_type = fc::GridType::kIcon;
   spec.grid_file = kR2B4;
   spec.coarse_level = 0;
-  fc::StoredSpec stored = fc::read_spec(fc::spec_metadata(spec), "ck.h5");
+  fc::StoredSpec stored = fc::read_spec(fc::spec_record(spec), {}, "ck.h5");
   EXPECT_EQ(stored.spec.grid_geometry, fc::IconGeometry::kFile);
   spec.grid_geometry = fc::IconGeometry::kUniform;
-  const auto meta = fc::spec_metadata(spec);
-  EXPECT_EQ(meta.at("grid.geometry"), "uniform");
-  stored = fc::read_spec(meta, "ck.h5");
+  const finecast::schema::Record record = fc::spec_record(spec);
+  EXPECT_EQ(std::get<std::string>(record.at("grid.geometry")), "uniform");
+  stored = fc::read_spec(record, {}, "ck.h5");
   EXPECT_EQ(stored.spec.grid_geometry, fc::IconGeometry::kUniform);
   fc::ConditioningSpec other = spec;
   other.grid_geometry = fc::IconGeometry::kFile;

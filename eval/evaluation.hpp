@@ -130,9 +130,30 @@ class ScoreBook {
   uint64_t noise_steps_ = 0;
 };
 
+/// What finecast-eval's one driver asks of an evaluator, whatever the grid: score a step, then
+/// the noise references' passes, then the report. Evaluator (lat-lon blocks) and CellEvaluator
+/// (ICON patches) implement it; `mask` holds one flag per block (patch), empty = all.
+class StepEvaluator {
+ public:
+  virtual ~StepEvaluator() = default;
+  /// One time step: the truth and the predicted members, each layout().size() values.
+  virtual void add(const double* truth, const std::vector<const double*>& members,
+                   const std::vector<char>& mask = {}) = 0;
+  /// The noise reference; then add_noise_training() for every step of the training split (for
+  /// noise_spectral), then add_noise() for every step that add() was given, in order.
+  virtual void set_noise_reference(NoiseReference noise) = 0;
+  virtual void add_noise_training(const double* truth, const std::vector<char>& mask = {}) = 0;
+  virtual void add_noise(const double* truth, const std::vector<char>& mask = {}) = 0;
+  virtual const ResidualSpectrum& noise_spectrum() const = 0;
+  /// Scores so far; "model" first, then the baselines (and noise_white, noise_spectral once set).
+  virtual EvalReport report() const = 0;
+  /// Every baseline's fine field of the latest step, by name (finecast-eval --baselines-out).
+  virtual const std::vector<std::pair<std::string, std::vector<double>>>& last_baselines() const = 0;
+};
+
 /// Scores time steps one by one. For each step the coarse field is the area-weighted block
 /// mean of the truth, and every baseline is computed from it.
-class Evaluator {
+class Evaluator : public StepEvaluator {
  public:
   /// Throws ConfigError when the layout is not usable (see BlockLayout::validate).
   explicit Evaluator(BlockLayout layout);
@@ -143,20 +164,21 @@ class Evaluator {
   /// One time step: the truth and the predicted members, each layout().size() values. A block
   /// is scored when `block_mask` (n_blocks flags, empty = all) allows it and its truth is finite
   /// everywhere.
-  void add(const double* truth, const std::vector<const double*>& members, const std::vector<char>& block_mask = {});
-  /// The noise reference; then add_noise_training() for every step of the training split (for
-  /// noise_spectral), then add_noise() for every step that add() was given, in order.
-  void set_noise_reference(NoiseReference noise);
+  void add(const double* truth, const std::vector<const double*>& members,
+           const std::vector<char>& block_mask = {}) override;
+  void set_noise_reference(NoiseReference noise) override;
   /// One step of the training split: the blocks of `block_mask` (empty = all) whose truth is finite.
-  void add_noise_training(const double* truth, const std::vector<char>& block_mask = {});
+  void add_noise_training(const double* truth, const std::vector<char>& block_mask = {}) override;
   /// One step of the noise references: the same truth and mask as that step's add().
-  void add_noise(const double* truth, const std::vector<char>& block_mask = {});
-  const ResidualSpectrum& noise_spectrum() const { return book_.noise_spectrum(); }
+  void add_noise(const double* truth, const std::vector<char>& block_mask = {}) override;
+  const ResidualSpectrum& noise_spectrum() const override { return book_.noise_spectrum(); }
   /// Scores so far; "model" first, then the baselines (and noise_white, noise_spectral once set).
-  EvalReport report() const;
+  EvalReport report() const override;
   const BlockLayout& layout() const { return layout_; }
   /// Every baseline's fine field of the latest step, by name (finecast-eval --baselines-out).
-  const std::vector<std::pair<std::string, std::vector<double>>>& last_baselines() const { return book_.last(); }
+  const std::vector<std::pair<std::string, std::vector<double>>>& last_baselines() const override {
+    return book_.last();
+  }
 
  private:
   /// The noise reference's base row at one step, and the valid blocks of `block_mask`.
@@ -169,7 +191,7 @@ class Evaluator {
 /// The same for patches of an unstructured grid (ICON's coarse cells): the coarse field is the
 /// area-weighted patch mean of the truth, the baselines are cell_baselines(), and the spectra
 /// are the hierarchy's bands (hierarchy_spectrum).
-class CellEvaluator {
+class CellEvaluator : public StepEvaluator {
  public:
   /// Throws ConfigError when the layout or the IDW options are not usable.
   explicit CellEvaluator(CellLayout layout, IdwOptions idw = {});
@@ -180,18 +202,21 @@ class CellEvaluator {
   /// One time step: the truth and the predicted members, each layout().size() values. A patch
   /// is scored when `patch_mask` (n_patches flags, empty = all) allows it and its truth is
   /// finite everywhere.
-  void add(const double* truth, const std::vector<const double*>& members, const std::vector<char>& patch_mask = {});
+  void add(const double* truth, const std::vector<const double*>& members,
+           const std::vector<char>& patch_mask = {}) override;
   /// The noise references, as Evaluator's.
-  void set_noise_reference(NoiseReference noise);
-  void add_noise_training(const double* truth, const std::vector<char>& patch_mask = {});
-  void add_noise(const double* truth, const std::vector<char>& patch_mask = {});
-  const ResidualSpectrum& noise_spectrum() const { return book_.noise_spectrum(); }
+  void set_noise_reference(NoiseReference noise) override;
+  void add_noise_training(const double* truth, const std::vector<char>& patch_mask = {}) override;
+  void add_noise(const double* truth, const std::vector<char>& patch_mask = {}) override;
+  const ResidualSpectrum& noise_spectrum() const override { return book_.noise_spectrum(); }
   /// Scores so far; "model" first, then the baselines (and noise_white, noise_spectral once set).
-  EvalReport report() const;
+  EvalReport report() const override;
   const CellLayout& layout() const { return layout_; }
   const CellInterpolator& interpolator() const { return interp_; }
   /// Every baseline's fine field of the latest step, by name (finecast-eval --baselines-out).
-  const std::vector<std::pair<std::string, std::vector<double>>>& last_baselines() const { return book_.last(); }
+  const std::vector<std::pair<std::string, std::vector<double>>>& last_baselines() const override {
+    return book_.last();
+  }
 
  private:
   std::vector<double> noise_base_field(const double* truth, const std::vector<char>& patch_mask,

@@ -250,4 +250,70 @@ void add_spectral_noise_meta(const coupling::eval::ResidualSpectrum& spectrum, c
                       source + ", zero block mean, noise_white's RMS and seed (own stream)"});
 }
 
+int run(const EvalOptions& o, EvalGrid& grid) {
+  std::vector<std::size_t> tsteps, psteps;
+  const StepAxis truth = grid.truth_axis(), pred = grid.pred_axis();
+  match_steps(truth, pred, o.time, tsteps, psteps);
+  grid.prepare(tsteps, psteps);
+  coupling::eval::StepEvaluator& ev = grid.evaluator();
+  const bool regression = check_regression_options(o);
+  coupling::eval::RegressionFit fit;
+  if (regression) {
+    fit = grid.fit_regression(tsteps);
+    warn_on_weak_covariates(fit, grid.weak_covariates_hint());
+  }
+
+  const std::size_t n = grid.n_values(), n_members = grid.n_members();
+  std::vector<double> tbuf(n);
+  std::vector<std::vector<double>> mbuf(n_members, std::vector<double>(n));
+  std::vector<const double*> mptr;
+  for (const auto& m : mbuf) mptr.push_back(m.data());
+  for (std::size_t i = 0; i < tsteps.size(); ++i) {
+    grid.read_truth(tsteps[i], tbuf.data());
+    for (std::size_t m = 0; m < n_members; ++m) grid.read_member(psteps[i], m, mbuf[m].data());
+    grid.check_step(tsteps[i], psteps[i], tbuf.data());
+    ev.add(tbuf.data(), mptr, grid.scored());
+  }
+  // The noise reference around the best deterministic row: a second pass over the same steps.
+  MetaRows noise_meta;
+  if (o.noise_members != 0) {
+    ev.set_noise_reference(
+        noise_reference(o, ev.report(), static_cast<int>(n_members), regression ? &fit : nullptr, noise_meta));
+    // noise_spectral: the training residual's spectrum (variance by refinement band) first.
+    std::string source;
+    const std::vector<char> train = noise_training_mask(o, grid.held(), grid.scored(), source);
+    for (std::size_t t : tsteps) {
+      grid.read_truth(t, tbuf.data());
+      ev.add_noise_training(tbuf.data(), train);
+    }
+    add_spectral_noise_meta(ev.noise_spectrum(), source, noise_meta);
+    for (std::size_t t : tsteps) {
+      grid.read_truth(t, tbuf.data());
+      ev.add_noise(tbuf.data(), grid.scored());
+    }
+  }
+
+  coupling::eval::EvalReport rep = ev.report();
+  rep.meta = {{"truth", o.truth_path()}, {"pred", o.pred}, {"var", o.var}, {"truth_var", o.truth_variable()}};
+  const MetaRows layout = grid.layout_meta(), method = grid.method_meta();
+  rep.meta.insert(rep.meta.end(), layout.begin(), layout.end());
+  rep.meta.push_back({"truth_steps", join(tsteps)});
+  rep.meta.push_back({"pred_steps", join(psteps)});
+  rep.meta.push_back({"members", std::to_string(n_members)});
+  rep.meta.insert(rep.meta.end(), method.begin(), method.end());
+  rep.meta.push_back({"finecast_version", FINECAST_VERSION});
+  if (!o.hold_out.empty()) rep.meta.push_back({"hold_out", o.hold_out});
+  if (regression) add_regression_meta(fit, rep.meta);
+  rep.meta.insert(rep.meta.end(), noise_meta.begin(), noise_meta.end());
+
+  std::cout << "finecast-eval: " << truth.description << " vs " << pred.description << "\n";
+  grid.print_summary(rep, tsteps.size());
+  grid.report_masked();
+  grid.print_notes();
+  write_reports(rep, o);
+  write_baselines(o, ev.last_baselines(), grid.field_dims(), grid.field_shape(),
+                  tsteps.empty() ? "" : std::to_string(tsteps.back()));
+  return 0;
+}
+
 }  // namespace finecast::tools

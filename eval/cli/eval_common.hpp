@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -111,8 +112,59 @@ void write_baselines(const EvalOptions& options, const std::vector<std::pair<std
 void add_regression_meta(const coupling::eval::RegressionFit& fit,
                          std::vector<std::pair<std::string, std::string>>& meta);
 
-/// finecast-eval on unstructured ICON fields (eval_icon.cpp); returns the exit status.
-int run_icon(const EvalOptions& options);
+/// Meta rows of the JSON/CSV reports, in order.
+using MetaRows = std::vector<std::pair<std::string, std::string>>;
+
+/// What finecast-eval's one driver (run) needs to know of a grid type: reading a step of the
+/// truth or of a member on the scored layout, the layout and its evaluator, the scored and
+/// held-out blocks (patches), the regression baseline's fit data, and the grid's report rows and
+/// summary lines. LatLonEvalGrid (finecast_eval.cpp: k x k blocks of a window) and IconEvalGrid
+/// (eval_icon.cpp: coarse R2B<L> cells) implement it; their constructors open and check the files.
+class EvalGrid {
+ public:
+  virtual ~EvalGrid() = default;
+  /// The time axes run() matches (match_steps).
+  virtual StepAxis truth_axis() const = 0;
+  virtual StepAxis pred_axis() const = 0;
+  /// After the step matching: the layout, its evaluator and the scored / held-out masks.
+  virtual void prepare(const std::vector<std::size_t>& truth_steps, const std::vector<std::size_t>& pred_steps) = 0;
+  virtual coupling::eval::StepEvaluator& evaluator() = 0;
+  /// Values of one field on the scored layout, and the prediction's members.
+  virtual std::size_t n_values() const = 0;
+  virtual std::size_t n_members() const = 0;
+  /// Step t of the truth, or of member m of the prediction, on the scored layout (NaN = missing).
+  virtual void read_truth(std::size_t t, double* out) = 0;
+  virtual void read_member(std::size_t t, std::size_t m, double* out) = 0;
+  /// A check of one matched step before it is scored (ConfigError); none by default.
+  virtual void check_step(std::size_t /*truth_step*/, std::size_t /*pred_step*/, const double* /*truth*/) {}
+  /// The blocks (patches) scored (empty = all) and those --hold-out holds out (empty = none).
+  virtual const std::vector<char>& scored() const = 0;
+  virtual const std::vector<char>& held() const = 0;
+  /// regression_cons fitted (or read) and set on the evaluator; `truth_steps` as matched.
+  virtual coupling::eval::RegressionFit fit_regression(const std::vector<std::size_t>& truth_steps) = 0;
+  /// What to check when the covariates explain little (warn_on_weak_covariates).
+  virtual std::string weak_covariates_hint() const = 0;
+  /// The grid's report rows: those after truth_var, and those after members.
+  virtual MetaRows layout_meta() const = 0;
+  virtual MetaRows method_meta() const = 0;
+  /// The summary lines after "finecast-eval: truth vs prediction", and those after the masked
+  /// values' lines.
+  virtual void print_summary(const coupling::eval::EvalReport& report, std::size_t n_steps) const = 0;
+  virtual void print_notes() const {}
+  /// Values the readers made missing (report_masked), truth first.
+  virtual void report_masked() const = 0;
+  /// Dimensions and shape of a field for --baselines-out.
+  virtual std::vector<std::string> field_dims() const = 0;
+  virtual std::vector<std::size_t> field_shape() const = 0;
+};
+
+/// The ICON grid of the prediction (eval_icon.cpp); opens and checks the files.
+std::unique_ptr<EvalGrid> make_icon_grid(const EvalOptions& options);
+
+/// finecast-eval on either grid: match the steps, fit regression_cons when asked, score every
+/// step, the noise references' passes, the report's rows, the summary, the reports and the
+/// baseline fields. Returns the exit status.
+int run(const EvalOptions& options, EvalGrid& grid);
 
 /// The noise reference after the scoring pass (issue 26): the best deterministic row of `rep`
 /// as its base, with the RMS of its residual on the training split where finecast-eval has one

@@ -347,158 +347,148 @@ fe::RegressionFit fit_regression(const EvalOptions& o, fe::CellEvaluator& ev, Ic
   return fit;
 }
 
-/// Scores every matched step; with the prediction's <var>_coarse, checks that the model saw the
-/// truth's coarse field. Returns the largest coarse difference seen.
-double score_steps(const EvalOptions& o, fe::CellEvaluator& ev, IconVar& truth, IconVar& pred, IconVar* coarse,
-                   const std::vector<std::size_t>& tsteps, const std::vector<std::size_t>& psteps,
-                   const std::vector<char>& mask, int L) {
-  const fe::CellLayout& layout = ev.layout();
-  const std::size_t n = static_cast<std::size_t>(truth.n_cells());
-  std::vector<double> tbuf(n), coarse_field(n);
-  std::vector<std::vector<double>> mbuf(pred.n_members(), std::vector<double>(n));
-  std::vector<const double*> mptr;
-  for (const auto& m : mbuf) mptr.push_back(m.data());
-  double worst_coarse = 0.0;
-  for (std::size_t i = 0; i < tsteps.size(); ++i) {
-    truth.read(tsteps[i], 0, tbuf.data());
-    for (std::size_t m = 0; m < pred.n_members(); ++m) pred.read(psteps[i], m, mbuf[m].data());
-    if (coarse) {
-      coarse->read(psteps[i], 0, coarse_field.data());
-      const std::vector<double> means = fe::patch_means(layout, tbuf.data());
-      for (int64_t p = 0; p < layout.n_patches(); ++p) {
-        const double model_coarse = coarse_field[layout.cells(p)[0]];
-        if (!std::isfinite(means[p]) || !std::isfinite(model_coarse)) continue;
-        const double d = std::abs(model_coarse - means[p]);
-        worst_coarse = std::max(worst_coarse, d);
-        // Float fields coarsened in double agree to a few float roundings.
-        if (d > 1e-5 * std::max(1.0, std::abs(means[p])))
-          throw ConfigError("the prediction was not made from this truth: at " + truth.describe() + " step " +
-                            std::to_string(tsteps[i]) + ", R2B" + std::to_string(L) + " cell " + std::to_string(p) +
-                            " has the area-weighted mean " + std::to_string(means[p]) + " but prediction '" + o.pred +
-                            "' variable '" + coarse->var() + "' (the coarse field the model was given) holds " +
-                            std::to_string(model_coarse));
-      }
-    }
-    ev.add(tbuf.data(), mptr, mask);
+/// The ICON grid of finecast-eval: the prediction's and the truth's cells, the patches of the
+/// coarse level, and with the prediction's <var>_coarse a check that the model saw the truth's
+/// coarse field.
+class IconEvalGrid : public EvalGrid {
+ public:
+  explicit IconEvalGrid(const EvalOptions& o)
+      : o_(o), pred_(o.pred, o.var, "prediction"), truth_(o.truth_path(), o.truth_variable(), "truth") {
+    if (truth_.n_members() != 1)
+      throw ConfigError(truth_.describe() + " has a further dimension of " + std::to_string(truth_.n_members()) +
+                        " entries besides time and cells; the truth must be (time, ncells) or (ncells)");
+    if (o.block > 0)
+      throw ConfigError("--block is for lat-lon fields; " + pred_.describe() +
+                        " is an ICON field (patches are coarse cells: use --coarse-level)");
+    grid_path_ = grid_file(o);
+    geometry_ = coupling::parse_icon_geometry(o.geometry, "--geometry");
+    grid_ = coupling::read_icon_grid(grid_path_, geometry_);
+    // Files that carry their cell centres must carry the grid's (the same cells in the same order).
+    for (const IconVar* v : {&pred_, &truth_}) check_on_grid(*v, grid_, grid_path_);
   }
-  return worst_coarse;
-}
+
+  StepAxis truth_axis() const override { return truth_.axis(); }
+  StepAxis pred_axis() const override { return pred_.axis(); }
+
+  void prepare(const std::vector<std::size_t>& /*truth_steps*/, const std::vector<std::size_t>& psteps) override {
+    hierarchy_ = std::make_unique<IconLevels>(grid_);
+    const std::string coarse_var = o_.var + "_coarse";
+    if (has_variable(o_.pred, coarse_var)) coarse_ = std::make_unique<IconVar>(o_.pred, coarse_var, "prediction");
+    coarse_field_.assign(static_cast<std::size_t>(grid_.n_cells), 0.0);
+    if (coarse_) coarse_->read(psteps.front(), 0, coarse_field_.data());
+    level_ = coarse_level(o_, *hierarchy_, grid_path_, pred_, coarse_ != nullptr, coarse_field_);
+    // The layout: patches, areas, centres, and the levels in between for the bands.
+    idw_.neighbours = o_.idw_neighbours;
+    idw_.power = o_.idw_power;
+    ev_ = std::make_unique<fe::CellEvaluator>(fe::CellLayout(hierarchy_->layout_spec(level_.level)), idw_);
+    scored_ = scored_patches(o_, ev_->layout(), grid_, grid_path_, level_.level);
+  }
+  fe::StepEvaluator& evaluator() override { return *ev_; }
+  std::size_t n_values() const override { return static_cast<std::size_t>(truth_.n_cells()); }
+  std::size_t n_members() const override { return pred_.n_members(); }
+  void read_truth(std::size_t t, double* out) override { truth_.read(t, 0, out); }
+  void read_member(std::size_t t, std::size_t m, double* out) override { pred_.read(t, m, out); }
+
+  /// With the prediction's <var>_coarse: the model must have seen the truth's coarse field.
+  void check_step(std::size_t tstep, std::size_t pstep, const double* truth) override {
+    if (!coarse_) return;
+    const fe::CellLayout& layout = ev_->layout();
+    const int L = level_.level;
+    coarse_->read(pstep, 0, coarse_field_.data());
+    const std::vector<double> means = fe::patch_means(layout, truth);
+    for (int64_t p = 0; p < layout.n_patches(); ++p) {
+      const double model_coarse = coarse_field_[layout.cells(p)[0]];
+      if (!std::isfinite(means[p]) || !std::isfinite(model_coarse)) continue;
+      const double d = std::abs(model_coarse - means[p]);
+      worst_coarse_ = std::max(worst_coarse_, d);
+      // Float fields coarsened in double agree to a few float roundings.
+      if (d > 1e-5 * std::max(1.0, std::abs(means[p])))
+        throw ConfigError("the prediction was not made from this truth: at " + truth_.describe() + " step " +
+                          std::to_string(tstep) + ", R2B" + std::to_string(L) + " cell " + std::to_string(p) +
+                          " has the area-weighted mean " + std::to_string(means[p]) + " but prediction '" + o_.pred +
+                          "' variable '" + coarse_->var() + "' (the coarse field the model was given) holds " +
+                          std::to_string(model_coarse));
+    }
+  }
+
+  const std::vector<char>& scored() const override { return scored_.mask; }
+  const std::vector<char>& held() const override { return scored_.held; }
+
+  fe::RegressionFit fit_regression(const std::vector<std::size_t>& tsteps) override {
+    return tools::fit_regression(o_, *ev_, truth_, tsteps, grid_, grid_path_, scored_.held, level_.level);
+  }
+  std::string weak_covariates_hint() const override {
+    return std::string("the covariates and the data must be on the same geometry; this run uses ") +
+           (uniform() ? "--geometry uniform" : "the grid file's (--geometry file)") +
+           ", and finecast-host --write-orography takes --geometry too";
+  }
+
+  MetaRows layout_meta() const override {
+    return {{"grid", "icon"},
+            {"grid_file", grid_path_},
+            {"grid_geometry", uniform() ? "uniform" : "file"},
+            {"fine_level", std::to_string(hierarchy_->fine_level())},
+            {"coarse_level", std::to_string(level_.level)},
+            {"coarse_level_source", level_.source},
+            {"region", scored_.region_text}};
+  }
+  MetaRows method_meta() const override {
+    const std::string L = std::to_string(level_.level), coarse_var = o_.var + "_coarse";
+    return {{"weights", uniform() ? "cell_area of the uniform geometry" : "cell_area of the grid file"},
+            {"coarse", "area-weighted R2B" + L + " cell means of the truth"},
+            {"coarse_check", coarse_ ? "max |" + coarse_var + " - coarse| = " + std::to_string(worst_coarse_)
+                                     : "no " + coarse_var + " in the prediction"},
+            {"idw", std::to_string(idw_.neighbours) + " nearest R2B" + L + " centres, weights 1/d^" +
+                        std::to_string(idw_.power)},
+            {"spectrum", "variance by refinement level (no Fourier spectrum on ICON cells)"}};
+  }
+
+  void print_summary(const fe::EvalReport& rep, std::size_t n_steps) const override {
+    const int F = hierarchy_->fine_level(), L = level_.level;
+    std::cout << "  ICON grid " << grid_path_ << (uniform() ? " (uniform geometry)" : "") << ": R2B" << F << " ("
+              << grid_.n_cells << " cells) in R2B" << L << " patches of " << ev_->layout().patch_size()
+              << " (coarse level from " << level_.source << "), " << scored_.count << " of "
+              << ev_->layout().n_patches() << " patches scored per step, " << n_steps << " time step(s), "
+              << pred_.n_members() << " member(s), weights cell_area\n";
+    if (coarse_)
+      std::cout << "  " << o_.var << "_coarse matches the truth's R2B" << L << " means (max difference "
+                << worst_coarse_ << ")\n";
+    const int64_t possible = scored_.count * static_cast<int64_t>(n_steps);
+    if (rep.blocks_valid < possible)
+      std::cout << "  " << possible - rep.blocks_valid << " patch-steps skipped (missing truth values)\n";
+  }
+  void print_notes() const override {
+    const int F = hierarchy_->fine_level(), L = level_.level;
+    std::cout << "  spectra: variance by refinement level R2B" << L + 1 << "..R2B" << F
+              << "; hf_ratio = the finest level's (R2B" << F - 1 << " -> R2B" << F << ") energy over the truth's\n";
+  }
+  void report_masked() const override {
+    truth_.report_masked();
+    pred_.report_masked();
+  }
+  std::vector<std::string> field_dims() const override { return {"ncells"}; }
+  std::vector<std::size_t> field_shape() const override { return {static_cast<std::size_t>(grid_.n_cells)}; }
+
+ private:
+  bool uniform() const { return geometry_ == coupling::IconGeometry::kUniform; }
+
+  const EvalOptions& o_;
+  IconVar pred_, truth_;
+  std::string grid_path_;
+  coupling::IconGeometry geometry_{};
+  coupling::IconGrid grid_;
+  std::unique_ptr<IconLevels> hierarchy_;
+  std::unique_ptr<IconVar> coarse_;  ///< the prediction's <var>_coarse, when it has one
+  std::vector<double> coarse_field_;
+  CoarseLevel level_;
+  fe::IdwOptions idw_;
+  std::unique_ptr<fe::CellEvaluator> ev_;
+  ScoredPatches scored_;
+  double worst_coarse_ = 0.0;
+};
 
 }  // namespace
 
-int run_icon(const EvalOptions& o) {
-  IconVar pred(o.pred, o.var, "prediction");
-  IconVar truth(o.truth_path(), o.truth_variable(), "truth");
-  if (truth.n_members() != 1)
-    throw ConfigError(truth.describe() + " has a further dimension of " + std::to_string(truth.n_members()) +
-                      " entries besides time and cells; the truth must be (time, ncells) or (ncells)");
-  if (o.block > 0)
-    throw ConfigError("--block is for lat-lon fields; " + pred.describe() +
-                      " is an ICON field (patches are coarse cells: use --coarse-level)");
-  const std::string grid_path = grid_file(o);
-  const coupling::IconGeometry geometry = coupling::parse_icon_geometry(o.geometry, "--geometry");
-  const coupling::IconGrid grid = coupling::read_icon_grid(grid_path, geometry);
-  // Files that carry their cell centres must carry the grid's (the same cells in the same order).
-  for (const IconVar* v : {&pred, &truth}) check_on_grid(*v, grid, grid_path);
-  std::vector<std::size_t> tsteps, psteps;
-  match_steps(truth.axis(), pred.axis(), o.time, tsteps, psteps);
-
-  IconLevels hierarchy(grid);
-  const int F = hierarchy.fine_level();
-  const std::string coarse_var = o.var + "_coarse";
-  std::unique_ptr<IconVar> coarse;
-  if (has_variable(o.pred, coarse_var)) coarse = std::make_unique<IconVar>(o.pred, coarse_var, "prediction");
-  std::vector<double> coarse_field(static_cast<std::size_t>(grid.n_cells));
-  if (coarse) coarse->read(psteps.front(), 0, coarse_field.data());
-  const CoarseLevel level = coarse_level(o, hierarchy, grid_path, pred, coarse != nullptr, coarse_field);
-  const int L = level.level;
-
-  // The layout: patches, areas, centres, and the levels in between for the bands.
-  fe::IdwOptions idw;
-  idw.neighbours = o.idw_neighbours;
-  idw.power = o.idw_power;
-  fe::CellEvaluator ev(fe::CellLayout(hierarchy.layout_spec(L)), idw);
-  const fe::CellLayout& layout = ev.layout();
-  const ScoredPatches scored = scored_patches(o, layout, grid, grid_path, L);
-  const bool regression = check_regression_options(o);
-  fe::RegressionFit fit;
-  if (regression) {
-    fit = fit_regression(o, ev, truth, tsteps, grid, grid_path, scored.held, L);
-    warn_on_weak_covariates(fit,
-                            std::string("the covariates and the data must be on the same geometry; this run uses ") +
-                                (geometry == coupling::IconGeometry::kUniform ? "--geometry uniform"
-                                                                              : "the grid file's (--geometry file)") +
-                                ", and finecast-host --write-orography takes --geometry too");
-  }
-  const double worst_coarse = score_steps(o, ev, truth, pred, coarse.get(), tsteps, psteps, scored.mask, L);
-  // The noise reference around the best deterministic row: a second pass over the same steps.
-  std::vector<std::pair<std::string, std::string>> noise_meta;
-  if (o.noise_members != 0) {
-    ev.set_noise_reference(
-        noise_reference(o, ev.report(), static_cast<int>(pred.n_members()), regression ? &fit : nullptr, noise_meta));
-    std::vector<double> tbuf(static_cast<std::size_t>(truth.n_cells()));
-    // noise_spectral: the training residual's variance by refinement band first.
-    std::string source;
-    const std::vector<char> train = noise_training_mask(o, scored.held, scored.mask, source);
-    for (std::size_t t : tsteps) {
-      truth.read(t, 0, tbuf.data());
-      ev.add_noise_training(tbuf.data(), train);
-    }
-    add_spectral_noise_meta(ev.noise_spectrum(), source, noise_meta);
-    for (std::size_t t : tsteps) {
-      truth.read(t, 0, tbuf.data());
-      ev.add_noise(tbuf.data(), scored.mask);
-    }
-  }
-
-  fe::EvalReport rep = ev.report();
-  rep.meta = {{"truth", truth.path()},
-              {"pred", pred.path()},
-              {"var", pred.var()},
-              {"truth_var", truth.var()},
-              {"grid", "icon"},
-              {"grid_file", grid_path},
-              {"grid_geometry", geometry == coupling::IconGeometry::kUniform ? "uniform" : "file"},
-              {"fine_level", std::to_string(F)},
-              {"coarse_level", std::to_string(L)},
-              {"coarse_level_source", level.source},
-              {"region", scored.region_text},
-              {"truth_steps", join(tsteps)},
-              {"pred_steps", join(psteps)},
-              {"members", std::to_string(pred.n_members())},
-              {"weights", geometry == coupling::IconGeometry::kUniform ? "cell_area of the uniform geometry"
-                                                                       : "cell_area of the grid file"},
-              {"coarse", "area-weighted R2B" + std::to_string(L) + " cell means of the truth"},
-              {"coarse_check", coarse ? "max |" + coarse_var + " - coarse| = " + std::to_string(worst_coarse)
-                                      : "no " + coarse_var + " in the prediction"},
-              {"idw", std::to_string(idw.neighbours) + " nearest R2B" + std::to_string(L) + " centres, weights 1/d^" +
-                          std::to_string(idw.power)},
-              {"spectrum", "variance by refinement level (no Fourier spectrum on ICON cells)"},
-              {"finecast_version", FINECAST_VERSION}};
-  if (!o.hold_out.empty()) rep.meta.push_back({"hold_out", o.hold_out});
-  if (regression) add_regression_meta(fit, rep.meta);
-  rep.meta.insert(rep.meta.end(), noise_meta.begin(), noise_meta.end());
-
-  std::cout << "finecast-eval: " << truth.describe() << " vs " << pred.describe() << "\n"
-            << "  ICON grid " << grid_path
-            << (geometry == coupling::IconGeometry::kUniform ? " (uniform geometry)" : "") << ": R2B" << F << " ("
-            << grid.n_cells << " cells) in R2B" << L << " patches of " << layout.patch_size() << " (coarse level from "
-            << level.source << "), " << scored.count << " of " << layout.n_patches() << " patches scored per step, "
-            << tsteps.size() << " time step(s), " << pred.n_members() << " member(s), weights cell_area\n";
-  if (coarse)
-    std::cout << "  " << coarse_var << " matches the truth's R2B" << L << " means (max difference " << worst_coarse
-              << ")\n";
-  const int64_t possible = scored.count * static_cast<int64_t>(tsteps.size());
-  if (rep.blocks_valid < possible)
-    std::cout << "  " << possible - rep.blocks_valid << " patch-steps skipped (missing truth values)\n";
-  truth.report_masked();
-  pred.report_masked();
-  std::cout << "  spectra: variance by refinement level R2B" << L + 1 << "..R2B" << F
-            << "; hf_ratio = the finest level's (R2B" << F - 1 << " -> R2B" << F << ") energy over the truth's\n";
-  write_reports(rep, o);
-  write_baselines(o, ev.last_baselines(), {"ncells"}, {static_cast<std::size_t>(grid.n_cells)},
-                  tsteps.empty() ? "" : std::to_string(tsteps.back()));
-  return 0;
-}
+std::unique_ptr<EvalGrid> make_icon_grid(const EvalOptions& o) { return std::make_unique<IconEvalGrid>(o); }
 
 }  // namespace finecast::tools

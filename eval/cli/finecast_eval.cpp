@@ -10,6 +10,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -404,109 +405,96 @@ fe::RegressionFit fit_regression(const ft::EvalOptions& o, fe::Evaluator& ev, co
   return fit;
 }
 
-int run_latlon(const ft::EvalOptions& o) {
-  GridVar truth(o.truth_path(), o.truth_variable(), "truth");
-  GridVar pred(o.pred, o.var, "prediction");
-  refuse_icon_options(o, pred);
-  const auto [ty0, tx0] = prediction_offset(truth, pred);
-  const int k = block_size(o, pred);
-  const Window w = scored_window(o, pred, k);
-  const int py0 = w.y0, px0 = w.x0, ny = w.ny, nx = w.nx;
-  const std::string& region_text = w.region_text;
-
-  std::vector<std::size_t> tsteps, psteps;
-  ft::match_steps({truth.describe(), truth.n_times, [&](std::size_t t) { return truth.date(t); },
-                   [&](const std::string& text) { return truth.step(text); }},
-                  {pred.describe(), pred.n_times, [&](std::size_t t) { return pred.date(t); },
-                   [&](const std::string& text) { return pred.step(text); }},
-                  o.time, tsteps, psteps);
-
-  // The layout: weights and periodicity of the window; with --hold-out only those blocks score.
-  const fe::BlockLayout layout = window_layout(pred, py0, ny, px0, nx, k);
-  const bool latitude = !layout.weight.empty();
-  fe::Evaluator ev(layout);
-  std::vector<char> scored;
-  if (!o.hold_out.empty()) scored = hold_out_blocks(o, pred, py0, ny, px0, nx, k);
-  const bool regression = ft::check_regression_options(o);
-  fe::RegressionFit fit;
-  if (regression) {
-    fit = fit_regression(o, ev, layout, truth, pred, w, ty0, tx0, k, tsteps, scored);
-    ft::warn_on_weak_covariates(fit, "check that the --static files are on the truth's grid");
+/// The lat-lon grid of finecast-eval: a window of whole k x k blocks of the prediction, and the
+/// same cells of the truth (the prediction's grid or a piece of it).
+class LatLonEvalGrid : public ft::EvalGrid {
+ public:
+  explicit LatLonEvalGrid(const ft::EvalOptions& o)
+      : o_(o), truth_(o.truth_path(), o.truth_variable(), "truth"), pred_(o.pred, o.var, "prediction") {
+    refuse_icon_options(o, pred_);
+    std::tie(ty0_, tx0_) = prediction_offset(truth_, pred_);
+    k_ = block_size(o, pred_);
+    w_ = scored_window(o, pred_, k_);
   }
 
-  const std::size_t n = layout.size();
-  std::vector<double> tbuf(n);
-  std::vector<std::vector<double>> mbuf(pred.n_members, std::vector<double>(n));
-  std::vector<const double*> mptr;
-  for (const auto& m : mbuf) mptr.push_back(m.data());
-  for (std::size_t i = 0; i < tsteps.size(); ++i) {
-    truth.read(tsteps[i], 0, ty0 + py0, ny, tx0 + px0, nx, tbuf.data());
-    for (std::size_t m = 0; m < pred.n_members; ++m) pred.read(psteps[i], m, py0, ny, px0, nx, mbuf[m].data());
-    ev.add(tbuf.data(), mptr, scored);
+  ft::StepAxis truth_axis() const override { return axis(truth_); }
+  ft::StepAxis pred_axis() const override { return axis(pred_); }
+
+  void prepare(const std::vector<std::size_t>& /*truth_steps*/,
+               const std::vector<std::size_t>& /*pred_steps*/) override {
+    // The layout: weights and periodicity of the window; with --hold-out only those blocks score.
+    ev_ = std::make_unique<fe::Evaluator>(window_layout(pred_, w_.y0, w_.ny, w_.x0, w_.nx, k_));
+    if (!o_.hold_out.empty()) scored_ = hold_out_blocks(o_, pred_, w_.y0, w_.ny, w_.x0, w_.nx, k_);
   }
-  // The noise reference around the best deterministic row: a second pass over the same steps.
-  std::vector<std::pair<std::string, std::string>> noise_meta;
-  if (o.noise_members != 0) {
-    ev.set_noise_reference(
-        ft::noise_reference(o, ev.report(), static_cast<int>(pred.n_members), regression ? &fit : nullptr, noise_meta));
-    // noise_spectral: the training residual's mean block spectrum first.
-    std::string source;
-    const std::vector<char> train = ft::noise_training_mask(o, scored, scored, source);
-    for (std::size_t t : tsteps) {
-      truth.read(t, 0, ty0 + py0, ny, tx0 + px0, nx, tbuf.data());
-      ev.add_noise_training(tbuf.data(), train);
-    }
-    ft::add_spectral_noise_meta(ev.noise_spectrum(), source, noise_meta);
-    for (std::size_t t : tsteps) {
-      truth.read(t, 0, ty0 + py0, ny, tx0 + px0, nx, tbuf.data());
-      ev.add_noise(tbuf.data(), scored);
-    }
+  fe::StepEvaluator& evaluator() override { return *ev_; }
+  std::size_t n_values() const override { return ev_->layout().size(); }
+  std::size_t n_members() const override { return pred_.n_members; }
+  void read_truth(std::size_t t, double* out) override {
+    truth_.read(t, 0, ty0_ + w_.y0, w_.ny, tx0_ + w_.x0, w_.nx, out);
+  }
+  void read_member(std::size_t t, std::size_t m, double* out) override {
+    pred_.read(t, m, w_.y0, w_.ny, w_.x0, w_.nx, out);
+  }
+  // The hold-out blocks are the scored ones and those the regression's training split leaves out.
+  const std::vector<char>& scored() const override { return scored_; }
+  const std::vector<char>& held() const override { return scored_; }
+
+  fe::RegressionFit fit_regression(const std::vector<std::size_t>& tsteps) override {
+    return ::fit_regression(o_, *ev_, ev_->layout(), truth_, pred_, w_, ty0_, tx0_, k_, tsteps, scored_);
+  }
+  std::string weak_covariates_hint() const override { return "check that the --static files are on the truth's grid"; }
+
+  ft::MetaRows layout_meta() const override {
+    return {{"block", std::to_string(k_)},
+            {"region", w_.region_text},
+            {"truth_y0", std::to_string(ty0_ + w_.y0)},
+            {"truth_x0", std::to_string(tx0_ + w_.x0)},
+            {"pred_y0", std::to_string(w_.y0)},
+            {"pred_x0", std::to_string(w_.x0)}};
+  }
+  ft::MetaRows method_meta() const override {
+    return {{"weights", weights_text()},
+            {"periodic_x", ev_->layout().periodic_x ? "true" : "false"},
+            {"coarse", "area-weighted block means of the truth"}};
   }
 
-  const std::string weights_text = latitude ? "cos(" + pred.y_name + ")" : "uniform";
-  fe::EvalReport rep = ev.report();
-  rep.meta = {{"truth", truth.path},
-              {"pred", pred.path},
-              {"var", pred.var},
-              {"truth_var", truth.var},
-              {"block", std::to_string(k)},
-              {"region", region_text},
-              {"truth_y0", std::to_string(ty0 + py0)},
-              {"truth_x0", std::to_string(tx0 + px0)},
-              {"pred_y0", std::to_string(py0)},
-              {"pred_x0", std::to_string(px0)},
-              {"truth_steps", ft::join(tsteps)},
-              {"pred_steps", ft::join(psteps)},
-              {"members", std::to_string(pred.n_members)},
-              {"weights", weights_text},
-              {"periodic_x", layout.periodic_x ? "true" : "false"},
-              {"coarse", "area-weighted block means of the truth"},
-              {"finecast_version", FINECAST_VERSION}};
-  if (!o.hold_out.empty()) rep.meta.push_back({"hold_out", o.hold_out});
-  if (regression) ft::add_regression_meta(fit, rep.meta);
-  rep.meta.insert(rep.meta.end(), noise_meta.begin(), noise_meta.end());
+  void print_summary(const fe::EvalReport& rep, std::size_t n_steps) const override {
+    std::cout << "  window " << w_.ny << " x " << w_.nx << " (" << pred_.y_name << " rows " << w_.y0 << ".."
+              << w_.y0 + w_.ny - 1 << ", " << pred_.x_name << " columns " << w_.x0 << ".." << w_.x0 + w_.nx - 1
+              << " of the prediction), block " << k_ << ", " << rep.blocks_total << " blocks per step, " << n_steps
+              << " time step(s), " << pred_.n_members << " member(s), weights " << weights_text() << "\n";
+    if (!scored_.empty()) {
+      int64_t held = 0;
+      for (char c : scored_) held += c;
+      std::cout << "  --hold-out " << o_.hold_out << ": " << held << " of " << scored_.size()
+                << " blocks scored per step\n";
+    } else if (rep.blocks_valid < rep.blocks_total * static_cast<int64_t>(n_steps))
+      std::cout << "  " << rep.blocks_total * static_cast<int64_t>(n_steps) - rep.blocks_valid
+                << " block-steps skipped (missing truth values)\n";
+  }
+  void report_masked() const override {
+    truth_.report_masked();
+    pred_.report_masked();
+  }
+  std::vector<std::string> field_dims() const override { return {pred_.y_name, pred_.x_name}; }
+  std::vector<std::size_t> field_shape() const override {
+    return {static_cast<std::size_t>(w_.ny), static_cast<std::size_t>(w_.nx)};
+  }
 
-  std::cout << "finecast-eval: " << truth.describe() << " vs " << pred.describe() << "\n"
-            << "  window " << ny << " x " << nx << " (" << pred.y_name << " rows " << py0 << ".." << py0 + ny - 1
-            << ", " << pred.x_name << " columns " << px0 << ".." << px0 + nx - 1 << " of the prediction), block " << k
-            << ", " << rep.blocks_total << " blocks per step, " << tsteps.size() << " time step(s), " << pred.n_members
-            << " member(s), weights " << weights_text << "\n";
-  if (!scored.empty()) {
-    int64_t held = 0;
-    for (char c : scored) held += c;
-    std::cout << "  --hold-out " << o.hold_out << ": " << held << " of " << scored.size()
-              << " blocks scored per step\n";
-  } else if (rep.blocks_valid < rep.blocks_total * static_cast<int64_t>(tsteps.size()))
-    std::cout << "  " << rep.blocks_total * static_cast<int64_t>(tsteps.size()) - rep.blocks_valid
-              << " block-steps skipped (missing truth values)\n";
-  truth.report_masked();
-  pred.report_masked();
-  ft::write_reports(rep, o);
-  ft::write_baselines(o, ev.last_baselines(), {pred.y_name, pred.x_name},
-                      {static_cast<std::size_t>(ny), static_cast<std::size_t>(nx)},
-                      tsteps.empty() ? "" : std::to_string(tsteps.back()));
-  return 0;
-}
+ private:
+  static ft::StepAxis axis(const GridVar& g) {
+    return {g.describe(), g.n_times, [&g](std::size_t t) { return g.date(t); },
+            [&g](const std::string& text) { return g.step(text); }};
+  }
+  std::string weights_text() const { return ev_->layout().weight.empty() ? "uniform" : "cos(" + pred_.y_name + ")"; }
+
+  const ft::EvalOptions& o_;
+  GridVar truth_, pred_;
+  int ty0_ = 0, tx0_ = 0, k_ = 0;
+  Window w_;
+  std::unique_ptr<fe::Evaluator> ev_;
+  std::vector<char> scored_;
+};
 
 }  // namespace
 
@@ -579,7 +567,12 @@ int main(int argc, char** argv) {
   try {
     finecast::coupling::set_plausible_overrides(plausible, "--plausible");
     ft::check_default_truth(o);
-    return prediction_is_icon(o) ? ft::run_icon(o) : run_latlon(o);
+    std::unique_ptr<ft::EvalGrid> grid;
+    if (prediction_is_icon(o))
+      grid = ft::make_icon_grid(o);
+    else
+      grid = std::make_unique<LatLonEvalGrid>(o);
+    return ft::run(o, *grid);
   } catch (const finecast::Error& e) {
     std::cerr << "finecast-eval: error: " << e.what() << "\n";
     return 1;

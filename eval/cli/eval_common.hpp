@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// finecast-eval's options and what its lat-lon and ICON paths share: step matching and output.
+// finecast-eval's options and what its lat-lon and ICON grids share: the driver run() over an
+// EvalGrid, step matching and output.
 #pragma once
 
 #include <cstddef>

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // finecast-eval: scores a downscaled ensemble and interpolation baselines against a fine truth.
-// This file: the command line and lat-lon fields; ICON fields are eval_icon.cpp's.
+// This file: the command line and the lat-lon grid (LatLonEvalGrid); the ICON grid is eval_icon.cpp's,
+// the one driver both run through is run() in eval_common.cpp.
 #include <netcdf.h>
 
 #include <CLI/CLI.hpp>

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -272,8 +273,10 @@ TEST(Sampler, DdpmVarianceBetaKeepsTheSpreadThatThePosteriorLoses) {
   const auto posterior = sample(&fd::ddpm_variance(s, ft::DdpmVariance::kPosterior));
   const auto beta = sample(&fd::ddpm_variance(s, ft::DdpmVariance::kBeta));
   EXPECT_TRUE(torch::equal(plain, posterior));
-  EXPECT_NEAR(beta.std().item<double>(), 1.0, 0.02);
-  EXPECT_LT(posterior.std().item<double>(), 0.95);
+  // 32,000 draws: the std is known to about 0.4%; the posterior's deficit here is 3-4%.
+  EXPECT_NEAR(beta.std().item<double>(), 1.0, 0.01);
+  EXPECT_LT(posterior.std().item<double>(), 0.975);
+  EXPECT_GT(beta.std().item<double>() - posterior.std().item<double>(), 0.02);
   EXPECT_EQ(&fd::ddpm_variance(s, ft::DdpmVariance::kBeta), &s.beta);
 }
 
@@ -366,7 +369,7 @@ TEST(NoiseLevels, UniformIsRandintAndLognormalFollowsLnSigma) {
   EXPECT_LT(std::get<0>(t.median(0)).item<int64_t>(), 15);
 }
 
-TEST(NoiseLevels, ContextNoiseChangesTrainingAndZeroLeavesItAsItWas) {
+TEST(NoiseLevels, ContextNoiseChangesTrainingThroughAutograd) {
   ft::ModelOptions mo;
   mo.context_size = 3;
   mo.patch_size = 16;
@@ -385,17 +388,26 @@ TEST(NoiseLevels, ContextNoiseChangesTrainingAndZeroLeavesItAsItWas) {
     to.batch_size = 8;
     to.context_noise = noise;
     to.force_autograd = force_autograd;
+    to.warmup_steps = 1;
+    to.ema_decay = 0.0;  // sample with the trained weights themselves
     ft::Downscaler ds(mo, to, "cpu");
     for (int e = 0; e < 2; ++e) ds.train_epoch(data);
+    ds.publish();
     std::vector<float> out(2 * 16);
     ft::SampleOptions so;
     so.members = 1;
     ds.sample(ctx.data(), fine.data(), nullptr, 2, so, 1, out.data());
     return out;
   };
-  const auto noisy = train(0.5, false);  // > 0 trains through autograd even where fused would apply
-  EXPECT_NE(noisy, train(0.0, true));
-  EXPECT_EQ(noisy, train(0.5, true));
+  const auto clean = train(0.0, true), forced = train(0.5, true);
+  double most = 0;
+  for (size_t i = 0; i < clean.size(); ++i) most = std::max(most, std::fabs(double(forced[i]) - clean[i]));
+  EXPECT_GT(most, 1e-2) << "context_noise must change what the model learns";
+  // Where the fused CPU trainer would apply (an MLP on the CPU), context_noise trains through
+  // autograd (the fused trainer has no augmentation): the same as forcing it, to rounding (the
+  // sampling of this one goes through the fused sampler, of `forced` through the eager one).
+  const auto noisy = train(0.5, false);
+  for (size_t i = 0; i < noisy.size(); ++i) ASSERT_NEAR(noisy[i], forced[i], 1e-4) << i;
 }
 
 TEST(Sampler, EtaReachesTheDownscalerAndIsValidated) {

@@ -89,6 +89,29 @@ double step_budget_fraction(const TrainOptions& o, int64_t counted, int64_t warm
   return std::clamp(static_cast<double>(counted - warm_end) / static_cast<double>(span), 0.0, 1.0);
 }
 
+const std::vector<double>& ddpm_variance(const Schedule& s, DdpmVariance v) {
+  return v == DdpmVariance::kBeta ? s.beta : s.post_var;
+}
+
+std::vector<double> log_sigmas(const Schedule& s) {
+  std::vector<double> out(s.alpha_bar.size());
+  for (size_t i = 0; i < out.size(); ++i) out[i] = 0.5 * std::log((1.0 - s.alpha_bar[i]) / s.alpha_bar[i]);
+  return out;
+}
+
+torch::Tensor draw_timesteps(const TrainOptions& o, const Schedule& s, int64_t n, at::Generator& gen) {
+  const auto long_cpu = torch::TensorOptions().dtype(torch::kInt64);
+  if (o.noise_levels == NoiseLevels::kUniform) return torch::randint(0, s.steps, {n}, gen, long_cpu);
+  // The boundaries between neighbouring steps' ln sigma (midpoints): a draw below the first
+  // goes to step 0, above the last to step T-1.
+  const std::vector<double> ls = log_sigmas(s);
+  std::vector<float> mid(ls.size() - 1);
+  for (size_t i = 0; i + 1 < ls.size(); ++i) mid[i] = static_cast<float>(0.5 * (ls[i] + ls[i + 1]));
+  const auto draws =
+      torch::randn({n}, gen, torch::TensorOptions().dtype(torch::kFloat32)) * o.noise_log_std + o.noise_log_mean;
+  return torch::searchsorted(torch::tensor(mid), draws).to(torch::kInt64);
+}
+
 torch::Tensor remove_mean(const torch::Tensor& x, const torch::Tensor& w) {
   if (!w.defined()) return x - x.mean(1, true);
   return x - (x * w).sum(1, true);
@@ -135,6 +158,7 @@ std::pair<torch::Tensor, torch::Tensor> estimates(const SamplerSetup& s, const t
 
 torch::Tensor ddpm_sample(const SamplerSetup& s, const NetFn& net, torch::Tensor x, at::Generator& gen) {
   const Schedule& sc = *s.schedule;
+  const std::vector<double>& var = s.ddpm_var ? *s.ddpm_var : sc.post_var;
   int64_t draw = 1;
   for (int64_t t = sc.steps - 1; t >= 0; --t) {
     auto x0 = estimates(s, x, net(x, t), t).first;
@@ -144,7 +168,7 @@ torch::Tensor ddpm_sample(const SamplerSetup& s, const NetFn& net, torch::Tensor
                    ? s.noise[draw++]
                    : torch::randn(x.sizes(), gen, torch::TensorOptions().dtype(torch::kFloat32)).to(x.device());
       if (s.conservative) z = remove_mean(z, s.weights);
-      mean.add_(z, std::sqrt(sc.post_var[t]));
+      mean.add_(z, std::sqrt(var[t]));
     }
     x = mean;
   }

@@ -60,7 +60,19 @@ struct SamplerSetup {
   /// Pre-drawn N(0,1) noise [draws, B, P] on x's device, or undefined (draw from the generator).
   /// DDPM uses draw k at its k-th noisy update (k = 1..T-1); DDIM uses draw i+1 after step i.
   torch::Tensor noise;
+  /// DDPM: the variance of each ancestral step, [T]; nullptr = the posterior's (schedule->post_var).
+  const std::vector<double>* ddpm_var = nullptr;
 };
+
+/// The variance of DDPM's ancestral steps that sample.ddpm_variance names: post_var or beta.
+const std::vector<double>& ddpm_variance(const Schedule& s, DdpmVariance v);
+
+/// ln sigma_t = ln sqrt((1 - alpha_bar_t) / alpha_bar_t) of every step (increasing in t).
+std::vector<double> log_sigmas(const Schedule& s);
+/// `n` training diffusion steps (int64 [n], CPU) as train.noise_levels says: uniform draws
+/// torch::randint(0, T) exactly; lognormal draws ln sigma ~ N(noise_log_mean, noise_log_std^2)
+/// and takes the step with the nearest ln sigma_t.
+torch::Tensor draw_timesteps(const TrainOptions& o, const Schedule& s, int64_t n, at::Generator& gen);
 
 /// DDPM ancestral sampling from x_T (noise) through all T steps; returns x_0. `gen` is used
 /// only when s.noise is undefined.

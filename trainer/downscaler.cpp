@@ -61,7 +61,8 @@ Downscaler::Impl::Impl(const ModelOptions& m, const TrainOptions& t, const std::
   sample_norm = derive_normalisation(sums, mo.context_size, sample_device);
 
   if (mo.arch == Arch::kMlp) step_table_cpu = models::sinusoidal_table(mo.diffusion_steps, mo.time_embedding);
-  fused_mlp = make_fused(mo, fused_layout(), device, step_table_cpu, to.force_autograd);
+  // The fused trainer has no noise augmentation of the context: autograd trains it.
+  fused_mlp = make_fused(mo, fused_layout(), device, step_table_cpu, to.force_autograd || to.context_noise > 0);
   sample_fused = make_fused(mo, fused_layout(), sample_device, step_table_cpu, to.force_autograd);
   // A scripted module runs eagerly: its graph executor may re-specialise during the first calls,
   // which a CUDA graph capture cannot hold.

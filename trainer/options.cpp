@@ -28,6 +28,14 @@ const schema::Names<Sampler>& names(Sampler) {
   static const schema::Names<Sampler> n{{Sampler::kDdpm, "ddpm"}, {Sampler::kDdim, "ddim"}};
   return n;
 }
+const schema::Names<DdpmVariance>& names(DdpmVariance) {
+  static const schema::Names<DdpmVariance> n{{DdpmVariance::kPosterior, "posterior"}, {DdpmVariance::kBeta, "beta"}};
+  return n;
+}
+const schema::Names<NoiseLevels>& names(NoiseLevels) {
+  static const schema::Names<NoiseLevels> n{{NoiseLevels::kUniform, "uniform"}, {NoiseLevels::kLognormal, "lognormal"}};
+  return n;
+}
 const schema::Names<ValidationMetric>& names(ValidationMetric) {
   static const schema::Names<ValidationMetric> n{{ValidationMetric::kLoss, "loss"}, {ValidationMetric::kCrps, "crps"}};
   return n;
@@ -139,6 +147,14 @@ const schema::Table<TrainOptions>& train_options_table() {
     s.push_back(choice("budget", &T::budget,
                        "what max_seconds and max_steps cover: session (each session, in situ) | run (all sessions of "
                        "the run)"));
+    s.push_back(choice("noise_levels", &T::noise_levels,
+                       "diffusion step of each training sample: uniform | lognormal (ln sigma_t ~ N(noise_log_mean, "
+                       "noise_log_std^2), EDM)"));
+    s.push_back(real("noise_log_mean", &T::noise_log_mean, -20.0, 20.0, "noise_levels lognormal: mean of ln sigma"));
+    s.push_back(real("noise_log_std", &T::noise_log_std, 0.0, 20.0,
+                     "noise_levels lognormal: standard deviation of ln sigma", true));
+    s.push_back(real("context_noise", &T::context_noise, 0.0, 100.0,
+                     "std of the Gaussian noise added to the normalised context in training (0 = none)"));
     return s;
   }();
   return t;
@@ -155,6 +171,11 @@ const schema::Table<SampleOptions>& sample_options_table() {
     s.push_back(integer("steps", &S::steps, 1, 100000, "ddim steps"));
     s.push_back(real("eta", &S::eta, 0.0, 1.0,
                      "ddim noise per step: 0 deterministic, 1 ancestral (sharper fine scales; docs/evaluation.md)"));
+    s.push_back(choice("ddpm_variance", &S::ddpm_variance,
+                       "ddpm step variance: posterior (beta~_t) | beta (beta_t: larger, more spread)"));
+    s.push_back(real("inflation", &S::inflation, 0.0, 100.0,
+                     "post-hoc spread inflation: each member's deviation from the ensemble mean times this (1 = none; "
+                     "fit it on data that is not scored)"));
     s.push_back(integer_or_auto("threads", &S::threads, 4096,
                                 "torch threads of sampling: auto (measured), N, or 0 = as training"));
     s.push_back(integer("max_threads", &S::max_threads, 0, 4096, "upper end of threads: auto (0 = all cores)"));

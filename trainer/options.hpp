@@ -19,6 +19,8 @@ enum class Activation { kSilu, kGelu, kRelu };
 enum class NoiseSchedule { kLinear, kCosine };
 enum class Objective { kEps, kV };
 enum class Sampler { kDdpm, kDdim };
+enum class DdpmVariance { kPosterior, kBeta };
+enum class NoiseLevels { kUniform, kLognormal };
 enum class ValidationMetric { kLoss, kCrps };
 enum class BudgetScope { kSession, kRun };
 
@@ -27,6 +29,8 @@ const schema::Names<Activation>& names(Activation);
 const schema::Names<NoiseSchedule>& names(NoiseSchedule);
 const schema::Names<Objective>& names(Objective);
 const schema::Names<Sampler>& names(Sampler);
+const schema::Names<DdpmVariance>& names(DdpmVariance);
+const schema::Names<NoiseLevels>& names(NoiseLevels);
 const schema::Names<ValidationMetric>& names(ValidationMetric);
 const schema::Names<BudgetScope>& names(BudgetScope);
 
@@ -125,6 +129,15 @@ struct TrainOptions {
   /// What max_seconds and max_steps cover: each session (in situ), or every session of the run
   /// together (offline; the time used is kept in checkpoints, the steps are the model's step).
   BudgetScope budget = BudgetScope::kSession;
+  /// How the diffusion step of each training sample is drawn: uniform over 0..T-1, or
+  /// lognormal: sigma_t = sqrt((1 - alpha_bar_t) / alpha_bar_t) log-normal (EDM, Karras et al.
+  /// 2022), each draw taken to the step whose log sigma_t is nearest (issue 26).
+  NoiseLevels noise_levels = NoiseLevels::kUniform;
+  double noise_log_mean = -1.2;  ///< lognormal: mean of ln sigma (EDM's P_mean)
+  double noise_log_std = 1.2;    ///< lognormal: standard deviation of ln sigma (EDM's P_std)
+  /// Noise augmentation of the conditioning: N(0, context_noise^2) added to every normalised
+  /// context value of every training sample (0 = none; issue 26).
+  double context_noise = 0.0;
 };
 
 /// How sample() draws. Declared once in sample_options_table().
@@ -133,6 +146,14 @@ struct SampleOptions {
   int64_t steps = 10;                ///< DDIM steps (ignored by ddpm)
   int64_t members = 8;               ///< ensemble members per patch, drawn in one batch
   double eta = 0.0;                  ///< ddim noise: 0 deterministic .. 1 ancestral (ddpm-like); in [0, 1]
+  /// ddpm: the variance of each ancestral step: the posterior's beta~_t (the lower bound of Ho
+  /// et al. 2020, exact for a point distribution of the data) or beta_t (the upper bound, exact
+  /// for N(0, 1) data: more spread).
+  DdpmVariance ddpm_variance = DdpmVariance::kPosterior;
+  /// Post-hoc spread inflation: every member's deviation from the ensemble mean of its patch is
+  /// multiplied by this (1 = none). The ensemble mean and the patch means stay; fit it on data
+  /// that is not scored (docs/evaluation.md, "Calibration"; issue 26).
+  double inflation = 1.0;
   /// Intra-op threads of the calling thread while it samples: 0 = leave as is, -1 = auto (measured
   /// with 1..max_threads at the first call of a given batch size, then remembered), N = N.
   int64_t threads = 0;

@@ -72,9 +72,9 @@ void draw(const Downscaler::Impl& im, const Model& m, const float* context, cons
       in.weights = w.defined() ? w.data_ptr<float>() : nullptr;
       in.noise = noise.data_ptr<float>();
       in.draws = draws;
-      m.fused->sample(m.params, in, sc.alpha_bar, sc.post_c0, sc.post_ct, sc.post_var, ddpm, ddim_ts, o.eta,
-                      im.mo.objective == Objective::kV, conservative, diffusion::SamplerSetup{}.x0_clip,
-                      r.data_ptr<float>());
+      m.fused->sample(m.params, in, sc.alpha_bar, sc.post_c0, sc.post_ct, diffusion::ddpm_variance(sc, o.ddpm_variance),
+                      ddpm, ddim_ts, o.eta, im.mo.objective == Objective::kV, conservative,
+                      diffusion::SamplerSetup{}.x0_clip, r.data_ptr<float>());
       if (progress) progress(r0 + rows, n);  // one pass; no per-step progress on this path
     } else if (m.graphs && o.cuda_graphs) {
       r = m.graphs->run(im, *m.net, o, ctx, w, noise).to(torch::kCPU);
@@ -91,6 +91,7 @@ void draw(const Downscaler::Impl& im, const Model& m, const float* context, cons
         setup.conservative = conservative;
         setup.weights = w_d;
         setup.noise = noise_d;
+        setup.ddpm_var = &diffusion::ddpm_variance(sc, o.ddpm_variance);
         std::vector<torch::Tensor> t_cache(static_cast<size_t>(im.mo.diffusion_steps));
         // Progress inside a batch: one network evaluation per sampler step.
         const int64_t evaluations = ddpm ? im.mo.diffusion_steps : static_cast<int64_t>(ddim_ts.size());
@@ -110,6 +111,13 @@ void draw(const Downscaler::Impl& im, const Model& m, const float* context, cons
         r = res.to(torch::kCPU);
       }
       if (progress) progress(r0 + rows, n);
+    }
+    if (o.inflation != 1.0 && M > 1) {
+      // Deviations from each patch's ensemble mean, scaled: the mean (and with it every patch
+      // mean of a conservative model) stays.
+      auto rm = r.view({rows, M, P});
+      auto mean = rm.mean(1, true);
+      r = (mean + (rm - mean) * o.inflation).reshape({B, P});
     }
     auto fine = cc + r * norm.residual_std;
     // Re-centre in the output precision so the weighted mean equals coarse to float rounding.

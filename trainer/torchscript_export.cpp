@@ -372,7 +372,7 @@ Coefficients coefficients(const diffusion::Schedule& sc, const SampleOptions& so
       c.x0.push_back(sc.post_c0[t]);
       c.x.push_back(sc.post_ct[t]);
       c.eps.push_back(0.0);
-      c.z.push_back(std::sqrt(sc.post_var[t]));
+      c.z.push_back(t > 0 ? std::sqrt(diffusion::ddpm_variance(sc, so.ddpm_variance)[t]) : 0.0);  // none at t = 0
     } else if (i + 1 < c.timesteps.size()) {
       const double ab = sc.alpha_bar[t], ab_prev = sc.alpha_bar[c.timesteps[i + 1]];
       const double sigma = so.eta * std::sqrt((1.0 - ab_prev) / (1.0 - ab)) * std::sqrt(1.0 - ab / ab_prev);

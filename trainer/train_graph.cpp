@@ -190,7 +190,9 @@ TrainGraph* train_graph_for(Downscaler::Impl& im, const EpochTensors& data, int6
   // A TorchScript denoiser trains eagerly (downscaler.cpp: no capture of a scripted module).
   const bool wanted =
       ((im.cuda && im.to.cuda_graphs && compiled()) || im.force_graph_path) && im.mo.arch != Arch::kTorchscript;
-  if (!wanted || im.train_graph_failed || im.fused_mlp || im.micro_batch != global) return nullptr;
+  // train.context_noise draws per step outside the captured inputs: eager steps.
+  if (!wanted || im.train_graph_failed || im.fused_mlp || im.micro_batch != global || im.to.context_noise > 0)
+    return nullptr;
   if (im.to.max_device_memory > 0 && estimate_batch_bytes(im.mo, im.flat.numel(), global) > im.to.max_device_memory)
     return nullptr;
   const bool weighted = data.w.defined();

@@ -138,6 +138,7 @@ LossAndNorm autograd_forward_backward(Downscaler::Impl& im, const EpochTensors& 
     auto wb = data.w.defined() ? data.w.index_select(0, idx) : torch::Tensor();
     auto x0 = data.r0.index_select(0, idx);
     auto cb = data.ctx.index_select(0, idx);
+    if (d.ctx_noise.defined()) cb = cb + d.ctx_noise.narrow(0, m0, mb).to(cb.device()) * im.to.context_noise;
     if (conservative) eps = diffusion::remove_mean(eps, wb);
     auto a = im.schedule.sqrt_ab.index_select(0, t).unsqueeze(1);
     auto s = im.schedule.sqrt_1mab.index_select(0, t).unsqueeze(1);
@@ -218,6 +219,7 @@ StepDraws local_part(const StepDraws& d, const std::vector<int64_t>& global_to_l
   out.idx = torch::tensor(local, torch::kInt64);
   out.t = d.t.index_select(0, pos);
   out.eps = d.eps.index_select(0, pos);
+  if (d.ctx_noise.defined()) out.ctx_noise = d.ctx_noise.index_select(0, pos);
   out.rows = b;
   return out;
 }
@@ -317,7 +319,7 @@ EpochStats run_epoch(Downscaler::Impl& im, const EpochTensors& data,
 
   const auto long_cpu = torch::TensorOptions().dtype(torch::kInt64);
   const auto float_cpu = torch::TensorOptions().dtype(torch::kFloat32);
-  const int64_t P = im.mo.patch_size, T = im.mo.diffusion_steps;
+  const int64_t P = im.mo.patch_size;
   const int64_t global = im.to.batch_size * im.to.accumulate;
   auto perm = torch::randperm(n, im.gen, long_cpu);
   // On CUDA, full global batches replay a captured graph of the whole step (graphs::TrainGraph);
@@ -332,8 +334,11 @@ EpochStats run_epoch(Downscaler::Impl& im, const EpochTensors& data,
     const int64_t b = std::min(global, n - start);
     StepDraws d;
     d.idx = perm.narrow(0, start, b);
-    d.t = torch::randint(0, T, {b}, im.gen, long_cpu);
+    d.t = diffusion::draw_timesteps(im.to, im.schedule, b, im.gen);
     d.eps = torch::randn({b, P}, im.gen, float_cpu);
+    // Drawn after eps, so that without it the generator's sequence is what it was.
+    if (im.to.context_noise > 0 && im.mo.context_size > 0)
+      d.ctx_noise = torch::randn({b, im.mo.context_size}, im.gen, float_cpu);
     if (group) d = local_part(d, data.global_to_local);
     if (graph && graph->accepts(b)) {
       try {

@@ -35,10 +35,11 @@ bool is_out_of_memory(const std::exception& e);
 /// The random inputs of one optimizer step, drawn from the trainer's CPU generator in a fixed
 /// order (steps, then noise) for the whole global batch, so micro-batching does not change them.
 struct StepDraws {
-  torch::Tensor idx;  ///< int64 [b] (CPU) rows of the epoch tensors
-  torch::Tensor t;    ///< int64 [b] (CPU)
-  torch::Tensor eps;  ///< float [b,P] (CPU) raw N(0,1)
-  int64_t rows = 0;   ///< rows of the whole step (data-parallel: all members); 0 = b
+  torch::Tensor idx;        ///< int64 [b] (CPU) rows of the epoch tensors
+  torch::Tensor t;          ///< int64 [b] (CPU)
+  torch::Tensor eps;        ///< float [b,P] (CPU) raw N(0,1)
+  torch::Tensor ctx_noise;  ///< float [b,C] (CPU) raw N(0,1) for train.context_noise, or undefined
+  int64_t rows = 0;         ///< rows of the whole step (data-parallel: all members); 0 = b
 };
 
 /// Forward + backward of one global batch (split into micro-batches of im.micro_batch) into

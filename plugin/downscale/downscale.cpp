@@ -311,6 +311,10 @@ trainer::SampleOptions sample_options(const DownscaleOptions& opt) {
                       "\"");
   so.steps = opt.steps;
   so.eta = opt.eta;
+  so.inflation = opt.inflation;
+  if (!schema::parse_name(opt.ddpm_variance, so.ddpm_variance))
+    throw ConfigError("--ddpm-variance must be one of " + schema::name_list<trainer::DdpmVariance>() + ", got \"" +
+                      opt.ddpm_variance + "\"");
   so.members = opt.members;
   return so;
 }
@@ -360,39 +364,78 @@ coupling::StoredSpec read_checkpoint_spec(const std::string& checkpoint) {
                              trainer::read_checkpoint_metadata(checkpoint), checkpoint);
 }
 
+namespace {
+
+/// One checkpoint whose members go into the output, with the context it was trained on.
+struct Source {
+  std::string checkpoint;
+  trainer::Downscaler model;
+  coupling::PatchOptions patch_options;
+  std::vector<float> orography;
+  std::vector<std::vector<float>> statics;
+  std::vector<const float*> static_ptrs;
+  coupling::Patches patches;
+  std::vector<float> samples;  ///< [n_coarse, members_each, P]
+};
+
+/// Loads `checkpoint` and what its context needs; the grid is the first source's (`grid`, or
+/// made from this one's spec when null), and every checkpoint must share its patch size.
+Source load_source(const DownscaleOptions& opt, const std::string& path,
+                   std::optional<coupling::ConditioningGrid>& grid, const coupling::FieldReader& first) {
+  const std::string file = resolve_checkpoint(path);
+  Source src{file, load_model(opt, file), {}, {}, {}, {}, {}, {}};
+  const trainer::ModelOptions& mo = src.model.model_options();
+  // What the model was trained on (the checkpoint's conditioning spec), through the same pipeline
+  // as the plugin: the grid and its patches, the context, the residual base.
+  const coupling::StoredSpec stored = read_checkpoint_spec(src.checkpoint);
+  const coupling::ConditioningSpec& spec = stored.spec;
+  check_regression(src.checkpoint, spec);
+  if (!grid) grid = fine_grid(opt, first, src.checkpoint, spec, mo.patch_size);
+  if (grid->map.patch_size != mo.patch_size)
+    throw GridError("checkpoint " + src.checkpoint + " was trained on patches of " + std::to_string(mo.patch_size) +
+                    " fine cells, but the first --checkpoint's grid " + grid->text + " has patches of " +
+                    std::to_string(grid->map.patch_size) + ": pooled checkpoints must share their patches");
+  // Which features the context holds: the checkpoint says so (or, for checkpoints written
+  // before it recorded that, its context size does), and the options must provide them.
+  src.patch_options = context_features(opt, src.checkpoint, stored, mo.context_size, grid->map,
+                                       static_cast<int>(opt.vars.size()), grid->text);
+  if (src.patch_options.orography)
+    src.orography = read_orography(opt, spec, grid->map, grid->text, grid->icon ? &grid->output : nullptr);
+  src.statics = read_statics(opt, src.checkpoint, mo, spec, *grid);
+  for (const auto& v : src.statics) src.static_ptrs.push_back(v.data());
+  return src;
+}
+
+}  // namespace
+
 DownscaleResult run_downscale(const DownscaleOptions& opt) {
   check_options(opt);
   DownscaleResult result;
-  result.checkpoint = resolve_checkpoint(opt.checkpoint);
   std::vector<coupling::FieldReader> readers = open_inputs(opt);
   const coupling::FieldReader& first = readers.front();
-  trainer::Downscaler model = load_model(opt, result.checkpoint);
-  result.device = model.device();
-  const trainer::ModelOptions& mo = model.model_options();
-  // What the model was trained on (the checkpoint's conditioning spec), through the same pipeline
-  // as the plugin: the grid and its patches, the context, the residual base.
-  const coupling::StoredSpec stored = read_checkpoint_spec(result.checkpoint);
-  const coupling::ConditioningSpec& spec = stored.spec;
-  check_regression(result.checkpoint, spec);
-  coupling::ConditioningGrid grid = fine_grid(opt, first, result.checkpoint, spec, mo.patch_size);
+  // Every --checkpoint draws members / checkpoints members (issue 26: members pooled from
+  // several training seeds or checkpoints), the k-th with the seed seed + k.
+  std::vector<std::string> paths{opt.checkpoint};
+  paths.insert(paths.end(), opt.pool.begin(), opt.pool.end());
+  const int n_sources = static_cast<int>(paths.size());
+  if (opt.members % n_sources != 0)
+    throw ConfigError("--members " + std::to_string(opt.members) + " must be a multiple of the " +
+                      std::to_string(n_sources) + " --checkpoint given (each draws an equal share)");
+  const int each = opt.members / n_sources;
+  std::optional<coupling::ConditioningGrid> grid_holder;
+  std::vector<Source> sources;
+  for (const auto& path : paths) sources.push_back(load_source(opt, path, grid_holder, first));
+  coupling::ConditioningGrid& grid = *grid_holder;
   coupling::PatchMap& map = grid.map;
-
-  // Which features the context holds: the checkpoint says so (or, for checkpoints written
-  // before it recorded that, its context size does), and the options must provide them.
+  const Source& lead = sources.front();
+  result.checkpoint = lead.checkpoint;
+  result.device = lead.model.device();
+  result.orography = lead.patch_options.orography;
+  result.static_features = lead.patch_options.static_features;
+  result.context_rings = lead.patch_options.rings;
+  result.interp_base = lead.patch_options.interp_base;
+  result.n_static = lead.patch_options.n_static;
   const int n_vars = static_cast<int>(opt.vars.size());
-  const coupling::PatchOptions patch_options =
-      context_features(opt, result.checkpoint, stored, mo.context_size, map, n_vars, grid.text);
-  result.orography = patch_options.orography;
-  result.static_features = patch_options.static_features;
-  result.context_rings = patch_options.rings;
-  result.interp_base = patch_options.interp_base;
-  result.n_static = patch_options.n_static;
-  std::vector<float> orography;
-  if (patch_options.orography)
-    orography = read_orography(opt, spec, map, grid.text, grid.icon ? &grid.output : nullptr);
-  const std::vector<std::vector<float>> statics = read_statics(opt, result.checkpoint, mo, spec, grid);
-  std::vector<const float*> static_ptrs;
-  for (const auto& v : statics) static_ptrs.push_back(v.data());
 
   result.coarse_input = is_coarse_input(opt, first, grid);
   const std::vector<int64_t> times = coupling::select_steps(first, opt.times);
@@ -400,36 +443,49 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
   result.patch_size = map.patch_size;
   log::info("Input " + opt.input + ": " + first.var() + (result.coarse_input ? " (coarse)" : " (fine, coarsened)") +
             "; grid " + grid.text + ": " + std::to_string(map.n_coarse) + " patches; " + std::to_string(times.size()) +
-            " step(s), " + std::to_string(opt.members) + " member(s), " + opt.sampler +
-            (opt.sampler == "ddim" ? " " + std::to_string(opt.steps) + " steps" : ""));
+            " step(s), " + std::to_string(opt.members) + " member(s)" +
+            (n_sources > 1
+                 ? " (" + std::to_string(each) + " from each of " + std::to_string(n_sources) + " checkpoints)"
+                 : std::string()) +
+            ", " + opt.sampler + (opt.sampler == "ddim" ? " " + std::to_string(opt.steps) + " steps" : "") +
+            (opt.sampler == "ddpm" && opt.ddpm_variance != "posterior" ? ", variance " + opt.ddpm_variance : ""));
 
-  const auto target = static_cast<size_t>(patch_options.target);
+  const auto target = static_cast<size_t>(lead.patch_options.target);
   Output output(opt.output, grid.output, opt.vars[target], readers[target].attributes(), opt.members,
                 output_attributes(map, result.checkpoint), false, "");
   std::vector<std::vector<float>> fine(
       static_cast<size_t>(n_vars),
       std::vector<float>(static_cast<size_t>(map.n_fine), std::numeric_limits<float>::quiet_NaN()));
   std::vector<float> raw(static_cast<size_t>(first.n_values()));
-  coupling::Patches patches;
-  std::vector<float> samples(static_cast<size_t>(map.n_coarse * opt.members * map.patch_size));
-  const trainer::SampleOptions so = sample_options(opt);
+  const auto P = static_cast<size_t>(map.patch_size);
+  std::vector<float> samples(static_cast<size_t>(map.n_coarse * opt.members) * P);
+  trainer::SampleOptions so = sample_options(opt);
+  so.members = each;
   for (size_t i = 0; i < times.size(); ++i) {
     const std::vector<const float*> fields = read_step(readers, times[i], result.coarse_input, map, raw, fine);
-    coupling::extract_patches(map, fields, orography.empty() ? nullptr : orography.data(), static_ptrs, patch_options,
-                              patches);
-    if (patches.n_invalid > 0)
-      log::warning(opt.input + " at " + first.time_string(times[i]) + ": " + std::to_string(patches.n_invalid) +
-                   " patch(es) with missing values; their output is NaN");
-    // Same seed sequence as the plugin's samplings: 1st, 2nd, ... write.
-    SamplingProgress progress(i, times.size());
-    coupling::sample_fine(
-        patches, opt.members, coupling::sampling_seed(opt.seed, static_cast<long long>(i) + 1), samples.data(),
-        [&](const float* context, const float* coarse, const float* weights, int64_t n, uint64_t seed, float* out) {
-          model.sample(context, coarse, weights, n, so, seed, out, std::ref(progress));
-        });
+    for (size_t k = 0; k < sources.size(); ++k) {
+      Source& src = sources[k];
+      coupling::extract_patches(map, fields, src.orography.empty() ? nullptr : src.orography.data(), src.static_ptrs,
+                                src.patch_options, src.patches);
+      if (k == 0 && src.patches.n_invalid > 0)
+        log::warning(opt.input + " at " + first.time_string(times[i]) + ": " + std::to_string(src.patches.n_invalid) +
+                     " patch(es) with missing values; their output is NaN");
+      // Same seed sequence as the plugin's samplings: 1st, 2nd, ... write.
+      SamplingProgress progress(i, times.size());
+      src.samples.resize(static_cast<size_t>(map.n_coarse * each) * P);
+      coupling::sample_fine(
+          src.patches, each, coupling::sampling_seed(opt.seed + k, static_cast<long long>(i) + 1), src.samples.data(),
+          [&](const float* context, const float* coarse, const float* weights, int64_t n, uint64_t seed, float* out) {
+            src.model.sample(context, coarse, weights, n, so, seed, out, std::ref(progress));
+          });
+      // Members k*each .. (k+1)*each-1 of every patch.
+      for (int64_t c = 0; c < map.n_coarse; ++c)
+        std::copy_n(src.samples.data() + static_cast<size_t>(c * each) * P, static_cast<size_t>(each) * P,
+                    samples.data() + (static_cast<size_t>(c * opt.members) + k * each) * P);
+    }
     // A fine input is the truth the downscaled ensemble can be scored against: keep it beside it.
-    write_patch_record(output, map, first.time_string(times[i]), samples.data(), opt.members, patches.coarse.data(),
-                       result.coarse_input ? nullptr : fine[target].data());
+    write_patch_record(output, map, first.time_string(times[i]), samples.data(), opt.members,
+                       lead.patches.coarse.data(), result.coarse_input ? nullptr : fine[target].data());
     ++result.steps_written;
   }
   output.close();

@@ -12,22 +12,28 @@ namespace finecast::plugin {
 
 /// Every option of finecast-downscale; defaults are the plugin config's.
 struct DownscaleOptions {
-  std::string checkpoint;         ///< checkpoint file, or directory (its newest valid checkpoint)
+  std::string checkpoint;  ///< checkpoint file, or directory (its newest valid checkpoint)
+  /// More checkpoints (files or directories) whose members are pooled with the first's: each of
+  /// the 1 + pool.size() draws members / (1 + pool.size()) members, the k-th (0 = checkpoint)
+  /// with the sampling seed seed + k, in that order along the member dimension (issue 26).
+  std::vector<std::string> pool;
   std::string input;              ///< NetCDF file with the fields (fine or coarse)
   std::vector<std::string> vars;  ///< the fields the model was trained on; the first is downscaled
   std::string output = "finecast_downscaled.nc";
   int members = 8;
-  std::string device = "auto";      ///< auto | cpu | cuda | cuda:N | mps
-  std::string grid;                 ///< ICON grid file, or lat-lon file of the fine grid ("" = the input)
-  std::string grid_var;             ///< lat-lon: variable whose coordinates define the fine grid
-  std::string geometry;             ///< ICON: file | uniform ("" = the checkpoint's grid.geometry)
-  int block = 0;                    ///< lat-lon block; 0 = sqrt(patch size of the checkpoint)
-  int coarse_level = -1;            ///< ICON coarse level; -1 = from the checkpoint's patch size
-  std::string input_kind = "auto";  ///< auto (by size) | fine | coarse
-  std::string sampler = "ddim";     ///< ddim | ddpm
-  int steps = 10;                   ///< ddim steps
-  double eta = 0.0;                 ///< ddim noise per step (0 deterministic .. 1 ancestral)
-  std::vector<std::string> times;   ///< steps to downscale (0-based index or ISO date); empty = all
+  std::string device = "auto";              ///< auto | cpu | cuda | cuda:N | mps
+  std::string grid;                         ///< ICON grid file, or lat-lon file of the fine grid ("" = the input)
+  std::string grid_var;                     ///< lat-lon: variable whose coordinates define the fine grid
+  std::string geometry;                     ///< ICON: file | uniform ("" = the checkpoint's grid.geometry)
+  int block = 0;                            ///< lat-lon block; 0 = sqrt(patch size of the checkpoint)
+  int coarse_level = -1;                    ///< ICON coarse level; -1 = from the checkpoint's patch size
+  std::string input_kind = "auto";          ///< auto (by size) | fine | coarse
+  std::string sampler = "ddim";             ///< ddim | ddpm
+  int steps = 10;                           ///< ddim steps
+  double eta = 0.0;                         ///< ddim noise per step (0 deterministic .. 1 ancestral)
+  std::string ddpm_variance = "posterior";  ///< ddpm step variance: posterior | beta
+  double inflation = 1.0;                   ///< post-hoc spread inflation (sample.inflation)
+  std::vector<std::string> times;           ///< steps to downscale (0-based index or ISO date); empty = all
   unsigned long long seed = 42;
   int threads = 0;  ///< torch threads; 0 = LibTorch's default
   /// FILE[:VAR]: the surface height on the fine grid, for checkpoints trained with an orography
@@ -50,7 +56,7 @@ struct DownscaleResult {
   long long n_coarse = 0, patch_size = 0, steps_written = 0;
 };
 
-/// Loads the checkpoint, builds the patches exactly as the plugin does (coarsening a fine input
+/// Loads the checkpoint (and those of `pool`), builds the patches exactly as the plugin does (coarsening a fine input
 /// first, and the fine orography when the checkpoint's context has one), samples `members`
 /// members per step and writes `output` (EnsembleWriter layout, with "<var>_coarse"). Throws
 /// finecast::ConfigError / GridError / IoError or trainer::CheckpointError with a message naming

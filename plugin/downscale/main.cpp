@@ -23,7 +23,10 @@ int main(int argc, char** argv) {
       "down.nc --members 8"};
   fp::DownscaleOptions opt;
   std::string log_level = "info";
-  app.add_option("--checkpoint", opt.checkpoint, "checkpoint file (.h5), or a directory: its newest valid checkpoint")
+  std::vector<std::string> checkpoints;
+  app.add_option("--checkpoint", checkpoints,
+                 "checkpoint file (.h5), or a directory: its newest valid checkpoint; repeated: the members are "
+                 "pooled, --members / N from each (the k-th, from 0, with --seed + k)")
       ->required();
   app.add_option("--input,-i", opt.input, "NetCDF file with the field (fine or coarse)")->required();
   app.add_option("--var", opt.vars,
@@ -62,6 +65,16 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::IsMember({"ddim", "ddpm"}));
   app.add_option("--steps", opt.steps, "DDIM steps")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--ddpm-variance", opt.ddpm_variance,
+                 "DDPM step variance: posterior (beta~_t) | beta (beta_t: more spread)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"posterior", "beta"}));
+  app.add_option("--inflation", opt.inflation,
+                 "post-hoc spread inflation: each member's deviation from the ensemble mean times this (as "
+                 "sample.inflation; fit it on data that is not scored; with several --checkpoint, within each one's "
+                 "members)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 100.0));
   app.add_option("--eta", opt.eta, "DDIM noise per step: 0 deterministic, 1 ancestral (sharper fine scales)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
@@ -73,6 +86,8 @@ int main(int argc, char** argv) {
   finecast::cli::add_log_level(app, log_level);
   finecast::cli::add_version(app, "finecast-downscale");
   CLI11_PARSE(app, argc, argv);
+  opt.checkpoint = checkpoints.front();
+  opt.pool.assign(checkpoints.begin() + 1, checkpoints.end());
   try {
     finecast::log::configure(-1, finecast::log::parse_level(log_level), true);
     finecast::coupling::set_plausible_overrides(plausible, "--plausible");

@@ -292,6 +292,54 @@ TEST(DownscaleCheckpointSpec, StoredTypedReadBackAndCheckedByType) {
   EXPECT_EQ(old.spec.fields, (std::vector<std::string>{"tas", "ps"}));
   EXPECT_EQ(old.spec.residual, fc::Residual::kInterp);
   EXPECT_FALSE(old.has("patch.size"));
+TEST(DownscalePool, PooledMembersAreTheUnionOfEachCheckpointsMembers) {
+  // Two different models (widths 8 and 12) with the same context: --checkpoint A --checkpoint B
+  // with 4 members is A's 2 members with the seed and B's 2 with seed + 1, in that order.
+  ScratchDir dir("downscale_pool");
+  const std::string a = make_checkpoint(dir.path(), 8, 64);
+  ft::ModelOptions mo;
+  mo.context_size = 8;
+  mo.patch_size = 64;
+  mo.hidden = 12;
+  mo.depth = 1;
+  mo.time_embedding = 8;
+  mo.diffusion_steps = 10;
+  const std::string b = dir.file("wide.h5");
+  ft::Downscaler(mo, ft::TrainOptions{}, "cpu").save_checkpoint(b);
+  fp::DownscaleOptions o;
+  o.input = kTas;
+  o.vars = {"tas"};
+  o.device = "cpu";
+  o.threads = 1;
+  o.times = {"0"};
+  o.sampler = "ddpm";
+  o.seed = 7;
+  fp::DownscaleOptions pooled = o, only_a = o, only_b = o;
+  pooled.checkpoint = a;
+  pooled.pool = {b};
+  pooled.members = 4;
+  pooled.output = dir.file("pooled.nc");
+  only_a.checkpoint = a;
+  only_a.members = 2;
+  only_a.output = dir.file("a.nc");
+  only_b.checkpoint = b;
+  only_b.members = 2;
+  only_b.seed = 8;
+  only_b.output = dir.file("b.nc");
+  fp::run_downscale(pooled);
+  fp::run_downscale(only_a);
+  fp::run_downscale(only_b);
+  for (int m = 0; m < 4; ++m) {
+    const auto p = read_step(pooled.output, "tas", 0, m);
+    const auto single = read_step(m < 2 ? only_a.output : only_b.output, "tas", 0, m % 2);
+    ASSERT_EQ(p.size(), 18432u);
+    EXPECT_EQ(max_abs_difference(p, single), 0.0) << "pooled member " << m;
+  }
+  EXPECT_GT(max_abs_difference(read_step(pooled.output, "tas", 0, 0), read_step(pooled.output, "tas", 0, 2)), 1e-3);
+  pooled.members = 3;
+  EXPECT_NE(downscale_error(pooled).find("--members 3 must be a multiple of the 2 --checkpoint given"),
+            std::string::npos)
+      << downscale_error(pooled);
 }
 
 TEST(DownscaleErrors, MismatchedGridsAndCheckpointsAreNamed) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -249,6 +250,164 @@ TEST(Sampler, DdimWithEtaOneOverAllStepsIsDdpm) {
   const auto ddim0_gen = fd::ddim_sample(setup, oracle, x.clone(), 50, 0.0, &g3);
   EXPECT_TRUE(torch::equal(ddim0, ddim0_gen)) << "eta = 0 must not draw noise";
   EXPECT_THROW(fd::ddim_sample(setup, oracle, x.clone(), 10, 0.5), std::invalid_argument);
+}
+
+TEST(Sampler, DdpmVarianceBetaKeepsTheSpreadThatThePosteriorLoses) {
+  // For data x0 ~ N(0, 1) every marginal of the forward process is N(0, 1), and the exact reverse
+  // step has the variance beta_t (Ho et al. 2020): ancestral sampling with beta_t draws N(0, 1)
+  // even with 50 steps, while the posterior's beta~_t (exact only for a point distribution)
+  // loses spread. Without the choice (ddpm_var unset) the sampler is the posterior one, bit for bit.
+  const auto s = fd::make_schedule(ft::NoiseSchedule::kCosine, 50, torch::kCPU);
+  GaussianOracle oracle{&s, 0.0, 1.0, true};
+  fd::SamplerSetup setup;
+  setup.schedule = &s;
+  setup.v_objective = true;
+  auto start = at::make_generator<at::CPUGeneratorImpl>(3);
+  const auto x = torch::randn({4000, 8}, start);
+  auto sample = [&](const std::vector<double>* var) {
+    setup.ddpm_var = var;
+    auto g = at::make_generator<at::CPUGeneratorImpl>(9);
+    return fd::ddpm_sample(setup, oracle, x.clone(), g);
+  };
+  const auto plain = sample(nullptr);
+  const auto posterior = sample(&fd::ddpm_variance(s, ft::DdpmVariance::kPosterior));
+  const auto beta = sample(&fd::ddpm_variance(s, ft::DdpmVariance::kBeta));
+  EXPECT_TRUE(torch::equal(plain, posterior));
+  // 32,000 draws: the std is known to about 0.4%; the posterior's deficit here is 3-4%.
+  EXPECT_NEAR(beta.std().item<double>(), 1.0, 0.01);
+  EXPECT_LT(posterior.std().item<double>(), 0.975);
+  EXPECT_GT(beta.std().item<double>() - posterior.std().item<double>(), 0.02);
+  EXPECT_EQ(&fd::ddpm_variance(s, ft::DdpmVariance::kBeta), &s.beta);
+}
+
+TEST(Sampler, DdpmVarianceReachesTheFusedAndTheEagerSampler) {
+  ft::ModelOptions mo;
+  mo.context_size = 3;
+  mo.patch_size = 16;
+  mo.hidden = 16;
+  mo.depth = 1;
+  mo.diffusion_steps = 20;
+  ft::TrainOptions eager_to;
+  eager_to.force_autograd = true;  // the MLP on the CPU samples through the fused path unless forced
+  ft::Downscaler fused(mo, ft::TrainOptions{}, "cpu"), eager(mo, eager_to, "cpu");
+  std::vector<float> ctx(2 * 3, 0.3f), coarse(2, 1.f), post(2 * 4 * 16), beta(post.size()), beta_eager(post.size());
+  ft::SampleOptions so;
+  so.members = 4;
+  so.sampler = ft::Sampler::kDdpm;
+  fused.sample(ctx.data(), coarse.data(), nullptr, 2, so, 1, post.data());
+  so.ddpm_variance = ft::DdpmVariance::kBeta;
+  fused.sample(ctx.data(), coarse.data(), nullptr, 2, so, 1, beta.data());
+  eager.sample(ctx.data(), coarse.data(), nullptr, 2, so, 1, beta_eager.data());
+  EXPECT_NE(post, beta) << "ddpm_variance must reach the fused sampler";
+  for (size_t i = 0; i < beta.size(); ++i) ASSERT_NEAR(beta[i], beta_eager[i], 1e-4) << i;
+}
+
+TEST(Sampler, InflationScalesTheDeviationsFromTheEnsembleMeanOnly) {
+  ft::ModelOptions mo;
+  mo.context_size = 3;
+  mo.patch_size = 16;
+  mo.hidden = 16;
+  mo.depth = 1;
+  mo.diffusion_steps = 10;
+  ft::Downscaler ds(mo, ft::TrainOptions{}, "cpu");
+  const int64_t n = 3, M = 4, P = 16;
+  std::vector<float> ctx(n * 3, 0.2f), coarse{1.f, -2.f, 5.f}, plain(n * M * P), wide(plain.size());
+  ft::SampleOptions so;
+  so.members = M;
+  so.sampler = ft::Sampler::kDdpm;
+  ds.sample(ctx.data(), coarse.data(), nullptr, n, so, 3, plain.data());
+  so.inflation = 2.5;
+  ds.sample(ctx.data(), coarse.data(), nullptr, n, so, 3, wide.data());
+  double spread = 0;
+  for (int64_t c = 0; c < n; ++c)
+    for (int64_t p = 0; p < P; ++p) {
+      double mean = 0, mean_wide = 0;
+      for (int64_t m = 0; m < M; ++m) mean += plain[(c * M + m) * P + p] / double(M);
+      for (int64_t m = 0; m < M; ++m) mean_wide += wide[(c * M + m) * P + p] / double(M);
+      ASSERT_NEAR(mean_wide, mean, 1e-4) << "the ensemble mean must stay";
+      for (int64_t m = 0; m < M; ++m) {
+        const double d = plain[(c * M + m) * P + p] - mean;
+        ASSERT_NEAR(wide[(c * M + m) * P + p] - mean, 2.5 * d, 1e-4);
+        spread += d * d;
+      }
+    }
+  EXPECT_GT(spread, 1e-3) << "the members must differ for the test to mean anything";
+  for (int64_t c = 0; c < n; ++c)
+    for (int64_t m = 0; m < M; ++m) {
+      double patch = 0;
+      for (int64_t p = 0; p < P; ++p) patch += wide[(c * M + m) * P + p] / double(P);
+      EXPECT_NEAR(patch, coarse[c], 1e-4) << "each member keeps its patch mean";
+    }
+}
+
+TEST(NoiseLevels, UniformIsRandintAndLognormalFollowsLnSigma) {
+  const auto s = fd::make_schedule(ft::NoiseSchedule::kCosine, 50, torch::kCPU);
+  ft::TrainOptions o;
+  auto g1 = at::make_generator<at::CPUGeneratorImpl>(21), g2 = at::make_generator<at::CPUGeneratorImpl>(21);
+  // uniform: the draws (and the generator's state after them) of the former torch::randint.
+  EXPECT_TRUE(torch::equal(fd::draw_timesteps(o, s, 1000, g1),
+                           torch::randint(0, 50, {1000}, g2, torch::TensorOptions().dtype(torch::kInt64))));
+  o.noise_levels = ft::NoiseLevels::kLognormal;
+  o.noise_log_mean = -1.2;
+  o.noise_log_std = 1.2;
+  const int64_t n = 20000;
+  const auto t = fd::draw_timesteps(o, s, n, g1);
+  const std::vector<double> ls = fd::log_sigmas(s);
+  for (size_t i = 1; i < ls.size(); ++i) ASSERT_GT(ls[i], ls[i - 1]) << "ln sigma must grow with t";
+  // Each draw lands on the step with the nearest ln sigma, so P(ln sigma_t <= mean + k std) is
+  // about Phi(k) up to the width of one step around the mean (cosine T = 50: < 0.2 in ln sigma).
+  const auto* tp = t.data_ptr<int64_t>();
+  for (double k : {-1.0, 0.0, 1.0}) {
+    int64_t below = 0;
+    for (int64_t i = 0; i < n; ++i) below += ls[static_cast<size_t>(tp[i])] <= o.noise_log_mean + k * o.noise_log_std;
+    const double phi = 0.5 * std::erfc(-k / std::sqrt(2.0));
+    EXPECT_NEAR(static_cast<double>(below) / static_cast<double>(n), phi, 0.06) << "k = " << k;
+  }
+  EXPECT_GE(t.min().item<int64_t>(), 0);
+  EXPECT_LE(t.max().item<int64_t>(), 49);
+  // EDM's setting puts most draws at low noise: the median step is far below T/2.
+  EXPECT_LT(std::get<0>(t.median(0)).item<int64_t>(), 15);
+}
+
+TEST(NoiseLevels, ContextNoiseChangesTrainingThroughAutograd) {
+  ft::ModelOptions mo;
+  mo.context_size = 3;
+  mo.patch_size = 16;
+  mo.hidden = 16;
+  mo.depth = 1;
+  mo.diffusion_steps = 10;
+  std::vector<float> ctx(32 * 3), fine(32 * 16);
+  for (size_t i = 0; i < ctx.size(); ++i) ctx[i] = static_cast<float>(std::sin(0.7 * static_cast<double>(i)));
+  for (size_t i = 0; i < fine.size(); ++i) fine[i] = static_cast<float>(std::cos(0.3 * static_cast<double>(i)));
+  ft::DataView data;
+  data.n = 32;
+  data.context = ctx.data();
+  data.fine = fine.data();
+  auto train = [&](double noise, bool force_autograd) {
+    ft::TrainOptions to;
+    to.batch_size = 8;
+    to.context_noise = noise;
+    to.force_autograd = force_autograd;
+    to.warmup_steps = 1;
+    to.ema_decay = 0.0;  // sample with the trained weights themselves
+    ft::Downscaler ds(mo, to, "cpu");
+    for (int e = 0; e < 2; ++e) ds.train_epoch(data);
+    ds.publish();
+    std::vector<float> out(2 * 16);
+    ft::SampleOptions so;
+    so.members = 1;
+    ds.sample(ctx.data(), fine.data(), nullptr, 2, so, 1, out.data());
+    return out;
+  };
+  const auto clean = train(0.0, true), forced = train(0.5, true);
+  double most = 0;
+  for (size_t i = 0; i < clean.size(); ++i) most = std::max(most, std::fabs(double(forced[i]) - clean[i]));
+  EXPECT_GT(most, 1e-2) << "context_noise must change what the model learns";
+  // Where the fused CPU trainer would apply (an MLP on the CPU), context_noise trains through
+  // autograd (the fused trainer has no augmentation): the same as forcing it, to rounding (the
+  // sampling of this one goes through the fused sampler, of `forced` through the eager one).
+  const auto noisy = train(0.5, false);
+  for (size_t i = 0; i < noisy.size(); ++i) ASSERT_NEAR(noisy[i], forced[i], 1e-4) << i;
 }
 
 TEST(Sampler, EtaReachesTheDownscalerAndIsValidated) {

@@ -292,6 +292,8 @@ TEST(DownscaleCheckpointSpec, StoredTypedReadBackAndCheckedByType) {
   EXPECT_EQ(old.spec.fields, (std::vector<std::string>{"tas", "ps"}));
   EXPECT_EQ(old.spec.residual, fc::Residual::kInterp);
   EXPECT_FALSE(old.has("patch.size"));
+}
+
 TEST(DownscalePool, PooledMembersAreTheUnionOfEachCheckpointsMembers) {
   // Two different models (widths 8 and 12) with the same context: --checkpoint A --checkpoint B
   // with 4 members is A's 2 members with the seed and B's 2 with seed + 1, in that order.

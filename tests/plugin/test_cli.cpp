@@ -115,7 +115,8 @@ TEST(Cli, FinecastConfigListsEveryErrorInOneRun) {
                           "validation_max_samples, validation_metric, early_stop, plateau, plateau_factor, "
                           "plateau_min_scale, "
                           "keep_best, max_device_memory, force_autograd, threads, max_threads, cuda_graphs, "
-                          "max_seconds, max_steps, budget)\n"
+                          "max_seconds, max_steps, budget, noise_levels, noise_log_mean, noise_log_std, "
+                          "context_noise)\n"
                           "--set device: device must be one of auto, cpu, cuda, cuda:N, mps, got \"gpu\"\n");
 }
 

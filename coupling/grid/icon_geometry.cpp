@@ -53,8 +53,8 @@ Topology topology(const IconGrid& g) {
 /// vertex count of a sphere, twelve vertices of five cells and the rest of six. Returns k.
 int check_counts(const IconGrid& g, const Topology& t) {
   int level = -1;
-  for (int k = 0, cells = 80; k <= 12; ++k, cells *= 4)
-    if (cells == g.n_cells) level = k;
+  for (int64_t k = 0, cells = 80; k <= 12; ++k, cells *= 4)  // 64 bits: the step after k = 12 overflows an int
+    if (cells == g.n_cells) level = static_cast<int>(k);
   if (level < 0)
     not_icosahedral(g,
                     std::to_string(g.n_cells) + " cells is no R2B<k> size (80 * 4^k: 80, 320, 1280, 5120, 20480, ...)");

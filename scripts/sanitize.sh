@@ -68,7 +68,7 @@ for kind in "${kinds[@]}"; do
       # garbage DTLS entry of the main thread, after MPI_Init started Open MPI's threads; GCC 12's
       # libsanitizer, glibc 2.36): a crash of the leak checker, no report. The test runs in the
       # normal build, and finecast-trainer runs under ASan in the ExternalTrainers tests.
-      ctest --test-dir "$dir" --output-on-failure --timeout 1800 -L '^(coupling|mpi|plugin|session)$' \
+      ctest --test-dir "$dir" --output-on-failure --timeout 1800 -j "$jobs" -L '^(coupling|mpi|plugin|session)$' \
         -E '^Cli\.EveryProgramHasHelpAndVersion$' || status=1
       check_logs "$logs" || status=1
       unset ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS
@@ -82,7 +82,7 @@ for kind in "${kinds[@]}"; do
       export TSAN_OPTIONS="log_path=$logs/tsan:halt_on_error=0:second_deadlock_stack=1:suppressions=$supp/tsan.supp"
       build thread "$dir" finecast_session_tests
       say "thread: running the training-session tests"
-      ctest --test-dir "$dir" --output-on-failure --timeout 1800 -L '^session$' || status=1
+      ctest --test-dir "$dir" --output-on-failure --timeout 1800 -j "$jobs" -L '^session$' || status=1
       check_logs "$logs" || status=1
       unset TSAN_OPTIONS
       ;;

@@ -32,5 +32,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # Each test rank gets one thread; the tests oversubscribe 2 cores with up to 4 ranks.
 export OMP_NUM_THREADS=1
 
-echo "[test] running ctest in $build_dir"
-ctest --test-dir "$build_dir" --output-on-failure --timeout 900 "$@"
+# As many tests at a time as cores (FINECAST_TEST_JOBS to change it): most tests are short
+# processes that start MPI, LibTorch or Python and leave a core idle while they wait.
+jobs="${FINECAST_TEST_JOBS:-$(nproc)}"
+echo "[test] running ctest in $build_dir ($jobs at a time)"
+ctest --test-dir "$build_dir" --output-on-failure --timeout 900 -j "$jobs" "$@"

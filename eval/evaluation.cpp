@@ -142,23 +142,14 @@ void ScoreBook::set_noise_reference(NoiseReference noise) {
   has_noise_ = true;
 }
 
-void ScoreBook::add_noise(const BlockLayout& L, const double* truth, const std::vector<char>& valid,
+template <class Layout>
+void ScoreBook::add_noise(const Layout& L, const double* truth, const std::vector<char>& valid,
                           const std::vector<double>& base) {
   add_noise_step(L, truth, valid, base, noise_, noise_steps_++, noise_spectrum_, noise_scores_, spectral_scores_);
 }
 
-void ScoreBook::add_noise(const CellLayout& L, const double* truth, const std::vector<char>& valid,
-                          const std::vector<double>& base) {
-  add_noise_step(L, truth, valid, base, noise_, noise_steps_++, noise_spectrum_, noise_scores_, spectral_scores_);
-}
-
-void ScoreBook::add_noise_training(const BlockLayout& L, const double* truth, const std::vector<char>& valid,
-                                   const std::vector<double>& base) {
-  if (noise_steps_ > 0) throw InternalError("ScoreBook::add_noise_training after add_noise");
-  add_training_step(L, truth, valid, base, noise_spectrum_);
-}
-
-void ScoreBook::add_noise_training(const CellLayout& L, const double* truth, const std::vector<char>& valid,
+template <class Layout>
+void ScoreBook::add_noise_training(const Layout& L, const double* truth, const std::vector<char>& valid,
                                    const std::vector<double>& base) {
   if (noise_steps_ > 0) throw InternalError("ScoreBook::add_noise_training after add_noise");
   add_training_step(L, truth, valid, base, noise_spectrum_);
@@ -203,102 +194,97 @@ void ScoreBook::fill(EvalReport& rep) const {
     for (double& e : rep.truth_spectrum.energy) e /= steps_;
 }
 
-Evaluator::Evaluator(BlockLayout layout) : layout_(std::move(layout)), book_(names_of(all_baselines())) {
-  layout_.validate();
+template <class Layout>
+GridEvaluator<Layout>::GridEvaluator(Layout layout, std::vector<std::string> baseline_names, std::string who,
+                                     std::string unit)
+    : layout_(std::move(layout)), who_(std::move(who)), unit_(std::move(unit)), book_(std::move(baseline_names)) {}
+
+template <class Layout>
+void GridEvaluator<Layout>::set_regression(RegressionFit fit, Predictors predictors) {
+  book_.set_regression(std::move(fit), std::move(predictors), static_cast<int64_t>(cell_count(layout_)), who_);
 }
 
-void Evaluator::set_regression(RegressionFit fit, Predictors predictors) {
-  book_.set_regression(std::move(fit), std::move(predictors), static_cast<int64_t>(layout_.size()), "Evaluator");
+template <class Layout>
+void GridEvaluator<Layout>::check_mask(const std::vector<char>& mask, const std::string& where) const {
+  if (!mask.empty() && mask.size() != patch_count(layout_))
+    throw InternalError(where + ": the " + unit_ + " mask has " + std::to_string(mask.size()) + " flags for " +
+                        std::to_string(patch_count(layout_)) + " " + unit_ + "s");
 }
 
-void Evaluator::add(const double* truth, const std::vector<const double*>& members,
-                    const std::vector<char>& block_mask) {
-  const BlockLayout& L = layout_;
-  if (!block_mask.empty() && block_mask.size() != L.n_blocks())
-    throw InternalError("Evaluator::add: the block mask has " + std::to_string(block_mask.size()) + " flags for " +
-                        std::to_string(L.n_blocks()) + " blocks");
-  const std::vector<double> coarse = block_means(L, truth);
-  const std::vector<char> valid = book_.valid_patches(coarse, block_mask);
-  static const Baseline bicubic_cons{"bicubic_cons", Interp::kBicubic, true};
-  const std::vector<double> r = masked_residual(L, truth, valid);
+template <class Layout>
+void GridEvaluator<Layout>::add(const double* truth, const std::vector<const double*>& members,
+                                const std::vector<char>& mask) {
+  check_mask(mask, who_ + "::add");
+  const std::vector<double> coarse = coarse_of(truth);
+  const std::vector<char> valid = book_.valid_patches(coarse, mask);
+  const std::vector<double> r = masked_residual(layout_, truth, valid);
   book_.add(
-      L, truth, members, valid, [&](std::size_t i) { return run_baseline(L, coarse, all_baselines()[i]); },
-      [&] { return run_baseline(L, coarse, bicubic_cons); }, radial_spectrum(r.data(), L.ny, L.nx));
+      layout_, truth, members, valid, [&](std::size_t i) { return baseline(i, coarse); },
+      [&] { return regression_floor(coarse); }, residual_spectrum(r));
 }
 
-void Evaluator::set_noise_reference(NoiseReference noise) { book_.set_noise_reference(std::move(noise)); }
+template <class Layout>
+void GridEvaluator<Layout>::set_noise_reference(NoiseReference noise) {
+  book_.set_noise_reference(std::move(noise));
+}
 
-namespace {
-
-/// The noise reference's base field: a baseline of `list` by name, or regression_cons.
-template <class List, class Run, class Floor>
-std::vector<double> noise_base(const ScoreBook& book, const List& list, Run run, Floor floor) {
-  const std::string& name = book.noise_reference().base;
+template <class Layout>
+std::vector<double> GridEvaluator<Layout>::noise_base_field(const double* truth, const std::vector<char>& mask,
+                                                            std::vector<char>& valid) const {
+  if (!book_.has_noise_reference()) throw InternalError(who_ + ": no noise reference set");
+  check_mask(mask, who_);
+  const std::vector<double> coarse = coarse_of(truth);
+  valid = valid_of(coarse, mask);
+  const std::string& name = book_.noise_reference().base;
   if (name == "regression_cons") {
-    if (!book.has_regression()) throw InternalError("noise reference: regression_cons without a regression");
-    return book.regression_on(floor());
+    if (!book_.has_regression()) throw InternalError("noise reference: regression_cons without a regression");
+    return book_.regression_on(regression_floor(coarse));
   }
-  for (const auto& b : list)
-    if (b.name == name) return run(b);
+  const std::vector<std::string>& names = book_.baseline_names();
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name) return baseline(i, coarse);
   throw InternalError("noise reference: no baseline named " + name);
 }
 
+template <class Layout>
+void GridEvaluator<Layout>::add_noise_training(const double* truth, const std::vector<char>& mask) {
+  std::vector<char> valid;
+  const std::vector<double> base = noise_base_field(truth, mask, valid);
+  book_.add_noise_training(layout_, truth, valid, base);
+}
+
+template <class Layout>
+void GridEvaluator<Layout>::add_noise(const double* truth, const std::vector<char>& mask) {
+  std::vector<char> valid;
+  const std::vector<double> base = noise_base_field(truth, mask, valid);
+  book_.add_noise(layout_, truth, valid, base);
+}
+
+template class GridEvaluator<BlockLayout>;
+template class GridEvaluator<CellLayout>;
+
+namespace {
+const Baseline kBicubicCons{"bicubic_cons", Interp::kBicubic, true};
+const CellBaseline kIdwCons{"idw_cons", CellInterp::kIdw, true};
 }  // namespace
 
-std::vector<double> Evaluator::noise_base_field(const double* truth, const std::vector<char>& block_mask,
-                                                std::vector<char>& valid) const {
-  if (!book_.has_noise_reference()) throw InternalError("Evaluator: no noise reference set");
-  const BlockLayout& L = layout_;
-  if (!block_mask.empty() && block_mask.size() != L.n_blocks())
-    throw InternalError("Evaluator: the block mask has " + std::to_string(block_mask.size()) + " flags for " +
-                        std::to_string(L.n_blocks()) + " blocks");
-  const std::vector<double> coarse = block_means(L, truth);
-  static const Baseline bicubic_cons{"bicubic_cons", Interp::kBicubic, true};
-  valid = valid_of(coarse, block_mask);
-  return noise_base(
-      book_, all_baselines(), [&](const Baseline& b) { return run_baseline(L, coarse, b); },
-      [&] { return run_baseline(L, coarse, bicubic_cons); });
+Evaluator::Evaluator(BlockLayout layout)
+    : GridEvaluator(std::move(layout), names_of(all_baselines()), "Evaluator", "block") {
+  layout_.validate();
 }
 
-void Evaluator::add_noise_training(const double* truth, const std::vector<char>& block_mask) {
-  std::vector<char> valid;
-  const std::vector<double> base = noise_base_field(truth, block_mask, valid);
-  book_.add_noise_training(layout_, truth, valid, base);
+std::vector<double> Evaluator::coarse_of(const double* truth) const { return block_means(layout_, truth); }
+
+std::vector<double> Evaluator::baseline(std::size_t i, const std::vector<double>& coarse) const {
+  return run_baseline(layout_, coarse, all_baselines()[i]);
 }
 
-void Evaluator::add_noise(const double* truth, const std::vector<char>& block_mask) {
-  std::vector<char> valid;
-  const std::vector<double> base = noise_base_field(truth, block_mask, valid);
-  book_.add_noise(layout_, truth, valid, base);
+std::vector<double> Evaluator::regression_floor(const std::vector<double>& coarse) const {
+  return run_baseline(layout_, coarse, kBicubicCons);
 }
 
-void CellEvaluator::set_noise_reference(NoiseReference noise) { book_.set_noise_reference(std::move(noise)); }
-
-std::vector<double> CellEvaluator::noise_base_field(const double* truth, const std::vector<char>& patch_mask,
-                                                    std::vector<char>& valid) const {
-  if (!book_.has_noise_reference()) throw InternalError("CellEvaluator: no noise reference set");
-  const CellLayout& L = layout_;
-  if (!patch_mask.empty() && static_cast<int64_t>(patch_mask.size()) != L.n_patches())
-    throw InternalError("CellEvaluator: the patch mask has " + std::to_string(patch_mask.size()) + " flags for " +
-                        std::to_string(L.n_patches()) + " patches");
-  const std::vector<double> coarse = patch_means(L, truth);
-  static const CellBaseline idw_cons{"idw_cons", CellInterp::kIdw, true};
-  valid = valid_of(coarse, patch_mask);
-  return noise_base(
-      book_, cell_baselines(), [&](const CellBaseline& b) { return interp_.run(coarse, b); },
-      [&] { return interp_.run(coarse, idw_cons); });
-}
-
-void CellEvaluator::add_noise_training(const double* truth, const std::vector<char>& patch_mask) {
-  std::vector<char> valid;
-  const std::vector<double> base = noise_base_field(truth, patch_mask, valid);
-  book_.add_noise_training(layout_, truth, valid, base);
-}
-
-void CellEvaluator::add_noise(const double* truth, const std::vector<char>& patch_mask) {
-  std::vector<char> valid;
-  const std::vector<double> base = noise_base_field(truth, patch_mask, valid);
-  book_.add_noise(layout_, truth, valid, base);
+RadialSpectrum Evaluator::residual_spectrum(const std::vector<double>& residual) const {
+  return radial_spectrum(residual.data(), layout_.ny, layout_.nx);
 }
 
 EvalReport Evaluator::report() const {
@@ -307,30 +293,25 @@ EvalReport Evaluator::report() const {
   rep.nx = layout_.nx;
   rep.k = layout_.k;
   rep.blocks_total = static_cast<int64_t>(layout_.n_blocks());
-  book_.fill(rep);
+  fill(rep);
   return rep;
 }
 
 CellEvaluator::CellEvaluator(CellLayout layout, IdwOptions idw)
-    : layout_(std::move(layout)), interp_(layout_, idw), book_(names_of(cell_baselines())) {}
+    : GridEvaluator(std::move(layout), names_of(cell_baselines()), "CellEvaluator", "patch"), interp_(layout_, idw) {}
 
-void CellEvaluator::set_regression(RegressionFit fit, Predictors predictors) {
-  book_.set_regression(std::move(fit), std::move(predictors), layout_.size(), "CellEvaluator");
+std::vector<double> CellEvaluator::coarse_of(const double* truth) const { return patch_means(layout_, truth); }
+
+std::vector<double> CellEvaluator::baseline(std::size_t i, const std::vector<double>& coarse) const {
+  return interp_.run(coarse, cell_baselines()[i]);
 }
 
-void CellEvaluator::add(const double* truth, const std::vector<const double*>& members,
-                        const std::vector<char>& patch_mask) {
-  const CellLayout& L = layout_;
-  if (!patch_mask.empty() && static_cast<int64_t>(patch_mask.size()) != L.n_patches())
-    throw InternalError("CellEvaluator::add: the patch mask has " + std::to_string(patch_mask.size()) + " flags for " +
-                        std::to_string(L.n_patches()) + " patches");
-  const std::vector<double> coarse = patch_means(L, truth);
-  const std::vector<char> valid = book_.valid_patches(coarse, patch_mask);
-  static const CellBaseline idw_cons{"idw_cons", CellInterp::kIdw, true};
-  const std::vector<double> r = masked_residual(L, truth, valid);
-  book_.add(
-      L, truth, members, valid, [&](std::size_t i) { return interp_.run(coarse, cell_baselines()[i]); },
-      [&] { return interp_.run(coarse, idw_cons); }, hierarchy_spectrum(L, r.data()));
+std::vector<double> CellEvaluator::regression_floor(const std::vector<double>& coarse) const {
+  return interp_.run(coarse, kIdwCons);
+}
+
+RadialSpectrum CellEvaluator::residual_spectrum(const std::vector<double>& residual) const {
+  return hierarchy_spectrum(layout_, residual.data());
 }
 
 EvalReport CellEvaluator::report() const {
@@ -341,7 +322,7 @@ EvalReport CellEvaluator::report() const {
   rep.fine_level = layout_.spec().fine_level;
   rep.coarse_level = layout_.spec().coarse_level;
   rep.blocks_total = layout_.n_patches();
-  book_.fill(rep);
+  fill(rep);
   return rep;
 }
 

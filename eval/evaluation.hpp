@@ -88,20 +88,20 @@ class ScoreBook {
   /// valid-patch counts.
   void fill(EvalReport& report) const;
   const std::vector<std::pair<std::string, std::vector<double>>>& last() const { return last_; }
+  const std::vector<std::string>& baseline_names() const { return names_; }
   /// The noise reference from now on (its row is empty until add_noise is called).
   void set_noise_reference(NoiseReference noise);
   bool has_noise_reference() const { return has_noise_; }
   const NoiseReference& noise_reference() const { return noise_; }
-  /// One step of the noise reference: `base` is its base row's fine field for this step.
-  void add_noise(const BlockLayout& layout, const double* truth, const std::vector<char>& valid,
-                 const std::vector<double>& base);
-  void add_noise(const CellLayout& layout, const double* truth, const std::vector<char>& valid,
+  /// One step of the noise reference: `base` is its base row's fine field for this step
+  /// (Layout: BlockLayout or CellLayout).
+  template <class Layout>
+  void add_noise(const Layout& layout, const double* truth, const std::vector<char>& valid,
                  const std::vector<double>& base);
   /// One step of the training split for noise_spectral (before any add_noise): the residual
   /// truth - base of the `valid` blocks (patches) goes into the training spectrum.
-  void add_noise_training(const BlockLayout& layout, const double* truth, const std::vector<char>& valid,
-                          const std::vector<double>& base);
-  void add_noise_training(const CellLayout& layout, const double* truth, const std::vector<char>& valid,
+  template <class Layout>
+  void add_noise_training(const Layout& layout, const double* truth, const std::vector<char>& valid,
                           const std::vector<double>& base);
   /// The training residual's spectrum so far (empty: no noise_spectral row).
   const ResidualSpectrum& noise_spectrum() const { return noise_spectrum_; }
@@ -151,79 +151,90 @@ class StepEvaluator {
   virtual const std::vector<std::pair<std::string, std::vector<double>>>& last_baselines() const = 0;
 };
 
-/// Scores time steps one by one. For each step the coarse field is the area-weighted block
-/// mean of the truth, and every baseline is computed from it.
-class Evaluator : public StepEvaluator {
+/// The grid-independent half of an evaluator over `Layout` (BlockLayout or CellLayout): the mask
+/// checks, the scores of every step and both noise references' passes. The grid gives the coarse
+/// field, its baselines, regression_cons's floor and the truth's residual spectrum. A block
+/// (patch) is scored when the mask (one flag per block, empty = all) allows it and its truth is
+/// finite everywhere.
+template <class Layout>
+class GridEvaluator : public StepEvaluator {
+ public:
+  void add(const double* truth, const std::vector<const double*>& members, const std::vector<char>& mask = {}) final;
+  void set_noise_reference(NoiseReference noise) final;
+  /// One step of the training split: the blocks of `mask` whose truth is finite.
+  void add_noise_training(const double* truth, const std::vector<char>& mask = {}) final;
+  /// One step of the noise references: the same truth and mask as that step's add().
+  void add_noise(const double* truth, const std::vector<char>& mask = {}) final;
+  const ResidualSpectrum& noise_spectrum() const final { return book_.noise_spectrum(); }
+  const std::vector<std::pair<std::string, std::vector<double>>>& last_baselines() const final { return book_.last(); }
+  /// Adds the baseline regression_cons (the grid's conservative baseline plus the fitted
+  /// covariate terms), listed after the interpolation baselines; `predictors` are those of the
+  /// covariates on this layout (block_predictors, cell_predictors).
+  void set_regression(RegressionFit fit, Predictors predictors);
+  const Layout& layout() const { return layout_; }
+
+ protected:
+  /// `who` and `unit` name the evaluator and its patches ("block", "patch") in errors.
+  GridEvaluator(Layout layout, std::vector<std::string> baseline_names, std::string who, std::string unit);
+  /// The rows, the mean truth spectrum and the counts; the grid adds its shape.
+  void fill(EvalReport& report) const { book_.fill(report); }
+  Layout layout_;
+
+ private:
+  /// The area-weighted block (patch) means of the truth.
+  virtual std::vector<double> coarse_of(const double* truth) const = 0;
+  /// Baseline `i` (in the order of the names given) from the coarse field.
+  virtual std::vector<double> baseline(std::size_t i, const std::vector<double>& coarse) const = 0;
+  /// The field regression_cons adds its covariate terms to.
+  virtual std::vector<double> regression_floor(const std::vector<double>& coarse) const = 0;
+  virtual RadialSpectrum residual_spectrum(const std::vector<double>& residual) const = 0;
+  /// InternalError naming `where` when `mask` is neither empty nor one flag per block (patch).
+  void check_mask(const std::vector<char>& mask, const std::string& where) const;
+  /// The noise reference's base row at one step, and the valid blocks (patches) of `mask`.
+  std::vector<double> noise_base_field(const double* truth, const std::vector<char>& mask,
+                                       std::vector<char>& valid) const;
+  std::string who_, unit_;
+  ScoreBook book_;
+};
+
+extern template class GridEvaluator<BlockLayout>;
+extern template class GridEvaluator<CellLayout>;
+
+/// Scores time steps one by one on lat-lon blocks. For each step the coarse field is the
+/// area-weighted block mean of the truth, and every baseline is computed from it.
+class Evaluator : public GridEvaluator<BlockLayout> {
  public:
   /// Throws ConfigError when the layout is not usable (see BlockLayout::validate).
   explicit Evaluator(BlockLayout layout);
-  /// Adds the baseline regression_cons (bicubic_cons plus the fitted covariate terms), listed
-  /// after the interpolation baselines; `predictors` are those of the covariates on this window
-  /// (block_predictors).
-  void set_regression(RegressionFit fit, Predictors predictors);
-  /// One time step: the truth and the predicted members, each layout().size() values. A block
-  /// is scored when `block_mask` (n_blocks flags, empty = all) allows it and its truth is finite
-  /// everywhere.
-  void add(const double* truth, const std::vector<const double*>& members,
-           const std::vector<char>& block_mask = {}) override;
-  void set_noise_reference(NoiseReference noise) override;
-  /// One step of the training split: the blocks of `block_mask` (empty = all) whose truth is finite.
-  void add_noise_training(const double* truth, const std::vector<char>& block_mask = {}) override;
-  /// One step of the noise references: the same truth and mask as that step's add().
-  void add_noise(const double* truth, const std::vector<char>& block_mask = {}) override;
-  const ResidualSpectrum& noise_spectrum() const override { return book_.noise_spectrum(); }
   /// Scores so far; "model" first, then the baselines (and noise_white, noise_spectral once set).
   EvalReport report() const override;
-  const BlockLayout& layout() const { return layout_; }
-  /// Every baseline's fine field of the latest step, by name (finecast-eval --baselines-out).
-  const std::vector<std::pair<std::string, std::vector<double>>>& last_baselines() const override {
-    return book_.last();
-  }
 
  private:
-  /// The noise reference's base row at one step, and the valid blocks of `block_mask`.
-  std::vector<double> noise_base_field(const double* truth, const std::vector<char>& block_mask,
-                                       std::vector<char>& valid) const;
-  BlockLayout layout_;
-  ScoreBook book_;
+  std::vector<double> coarse_of(const double* truth) const override;
+  std::vector<double> baseline(std::size_t i, const std::vector<double>& coarse) const override;
+  std::vector<double> regression_floor(const std::vector<double>& coarse) const override;
+  RadialSpectrum residual_spectrum(const std::vector<double>& residual) const override;
 };
 
 /// The same for patches of an unstructured grid (ICON's coarse cells): the coarse field is the
 /// area-weighted patch mean of the truth, the baselines are cell_baselines(), and the spectra
 /// are the hierarchy's bands (hierarchy_spectrum).
-class CellEvaluator : public StepEvaluator {
+class CellEvaluator : public GridEvaluator<CellLayout> {
  public:
   /// Throws ConfigError when the layout or the IDW options are not usable.
   explicit CellEvaluator(CellLayout layout, IdwOptions idw = {});
-  /// Adds regression_cons (idw_cons plus the fitted covariate terms; cell_predictors).
-  void set_regression(RegressionFit fit, Predictors predictors);
   CellEvaluator(const CellEvaluator&) = delete;
   CellEvaluator& operator=(const CellEvaluator&) = delete;
-  /// One time step: the truth and the predicted members, each layout().size() values. A patch
-  /// is scored when `patch_mask` (n_patches flags, empty = all) allows it and its truth is
-  /// finite everywhere.
-  void add(const double* truth, const std::vector<const double*>& members,
-           const std::vector<char>& patch_mask = {}) override;
-  /// The noise references, as Evaluator's.
-  void set_noise_reference(NoiseReference noise) override;
-  void add_noise_training(const double* truth, const std::vector<char>& patch_mask = {}) override;
-  void add_noise(const double* truth, const std::vector<char>& patch_mask = {}) override;
-  const ResidualSpectrum& noise_spectrum() const override { return book_.noise_spectrum(); }
   /// Scores so far; "model" first, then the baselines (and noise_white, noise_spectral once set).
   EvalReport report() const override;
-  const CellLayout& layout() const { return layout_; }
   const CellInterpolator& interpolator() const { return interp_; }
-  /// Every baseline's fine field of the latest step, by name (finecast-eval --baselines-out).
-  const std::vector<std::pair<std::string, std::vector<double>>>& last_baselines() const override {
-    return book_.last();
-  }
 
  private:
-  std::vector<double> noise_base_field(const double* truth, const std::vector<char>& patch_mask,
-                                       std::vector<char>& valid) const;
-  CellLayout layout_;
+  std::vector<double> coarse_of(const double* truth) const override;
+  std::vector<double> baseline(std::size_t i, const std::vector<double>& coarse) const override;
+  std::vector<double> regression_floor(const std::vector<double>& coarse) const override;
+  RadialSpectrum residual_spectrum(const std::vector<double>& residual) const override;
   CellInterpolator interp_;
-  ScoreBook book_;
 };
 
 /// The members of a noise reference for one step (seed: the step's): `base` plus noise with zero

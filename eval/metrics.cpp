@@ -120,28 +120,35 @@ void ScoreAccumulator::add_spread(const std::vector<double>& tstd, const std::ve
     }
 }
 
+template <class Layout, class StdOf, class SpectrumOf>
+void ScoreAccumulator::add_members(const Layout& L, const double* truth, const std::vector<const double*>& members,
+                                   const std::vector<char>& valid, StdOf std_of, SpectrumOf spectrum_of) {
+  const int m = members_;
+  std::vector<double> pstd(valid.size(), 0.0);
+  for (int e = 0; e < m; ++e) {
+    const std::vector<double> s = std_of(members[e]);
+    for (std::size_t b = 0; b < s.size(); ++b) pstd[b] += s[b] / m;
+  }
+  add_spread(std_of(truth), pstd, valid);
+
+  for (int e = 0; e < m; ++e) {
+    const std::vector<double> r = masked_residual(L, members[e], valid);
+    accumulate_spectrum(spectrum_, spectrum_of(r), 1.0 / m);
+  }
+}
+
 void ScoreAccumulator::add(const BlockLayout& L, const double* truth, const std::vector<const double*>& members,
                            const std::vector<char>& block_valid) {
   if (block_valid.size() != L.n_blocks()) throw InternalError("ScoreAccumulator::add: block mask has the wrong size");
   begin_step(static_cast<int>(members.size()));
-  const int m = members_;
   const int nx = L.nx, k = L.k, nbx = L.nbx();
   add_points(
       static_cast<int64_t>(L.size()),
       [&](int64_t p) { return static_cast<std::size_t>((p / nx) / k) * nbx + (p % nx) / k; },
       [&](int64_t p) { return L.w(static_cast<std::size_t>(p)); }, truth, members, block_valid);
-
-  std::vector<double> pstd(L.n_blocks(), 0.0);
-  for (int e = 0; e < m; ++e) {
-    const std::vector<double> s = block_std(L, members[e]);
-    for (std::size_t b = 0; b < s.size(); ++b) pstd[b] += s[b] / m;
-  }
-  add_spread(block_std(L, truth), pstd, block_valid);
-
-  for (int e = 0; e < m; ++e) {
-    const std::vector<double> r = masked_residual(L, members[e], block_valid);
-    accumulate_spectrum(spectrum_, radial_spectrum(r.data(), L.ny, L.nx), 1.0 / m);
-  }
+  add_members(
+      L, truth, members, block_valid, [&](const double* f) { return block_std(L, f); },
+      [&](const std::vector<double>& r) { return radial_spectrum(r.data(), L.ny, L.nx); });
 }
 
 void ScoreAccumulator::add(const CellLayout& L, const double* truth, const std::vector<const double*>& members,
@@ -149,22 +156,12 @@ void ScoreAccumulator::add(const CellLayout& L, const double* truth, const std::
   if (static_cast<int64_t>(patch_valid.size()) != L.n_patches())
     throw InternalError("ScoreAccumulator::add: patch mask has the wrong size");
   begin_step(static_cast<int>(members.size()));
-  const int m = members_;
   add_points(
       L.size(), [&](int64_t i) { return L.patch_of(i); }, [&](int64_t i) { return L.w(i); }, truth, members,
       patch_valid);
-
-  std::vector<double> pstd(static_cast<std::size_t>(L.n_patches()), 0.0);
-  for (int e = 0; e < m; ++e) {
-    const std::vector<double> s = patch_std(L, members[e]);
-    for (std::size_t b = 0; b < s.size(); ++b) pstd[b] += s[b] / m;
-  }
-  add_spread(patch_std(L, truth), pstd, patch_valid);
-
-  for (int e = 0; e < m; ++e) {
-    const std::vector<double> r = masked_residual(L, members[e], patch_valid);
-    accumulate_spectrum(spectrum_, hierarchy_spectrum(L, r.data()), 1.0 / m);
-  }
+  add_members(
+      L, truth, members, patch_valid, [&](const double* f) { return patch_std(L, f); },
+      [&](const std::vector<double>& r) { return hierarchy_spectrum(L, r.data()); });
 }
 
 Scores ScoreAccumulator::result(const RadialSpectrum& truth_spectrum) const {

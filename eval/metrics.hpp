@@ -64,6 +64,12 @@ class ScoreAccumulator {
   /// The per-block (patch) std sums of one step.
   void add_spread(const std::vector<double>& truth_std, const std::vector<double>& member_std,
                   const std::vector<char>& valid);
+  /// The members' part of one step on either grid: their mean block (patch) std against the
+  /// truth's (add_spread) and their residual spectra; std_of(field) and spectrum_of(residual)
+  /// are the grid's.
+  template <class Layout, class StdOf, class SpectrumOf>
+  void add_members(const Layout& layout, const double* truth, const std::vector<const double*>& members,
+                   const std::vector<char>& valid, StdOf std_of, SpectrumOf spectrum_of);
   void begin_step(int members);
 
   int members_ = 0;

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <string>
 #include <utility>
@@ -61,6 +62,18 @@ int requested_thread_level(int argc, char** argv) {
   return MPI_THREAD_MULTIPLE;
 }
 
+/// Whether a launcher started this process as one of several in its MPI job (Open MPI's mpiexec,
+/// MPICH's and Intel MPI's Hydra, Slurm's srun). Such a process parses its command line after the
+/// handshake: only the first rank prints, and external processes abort the job on a usage error
+/// instead of leaving the model's ranks waiting in the handshake for a process that never joins.
+bool one_of_several_processes() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}) {
+    const char* value = std::getenv(name);
+    if (value != nullptr && std::atoi(value) > 1) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 int mpi_main(int argc, char** argv, const std::string& program, CLI::App& app, const std::string& log_level,
@@ -76,6 +89,19 @@ int mpi_main(int argc, char** argv, const std::string& program, CLI::App& app, c
                  "the MPI thread level to ask for (as a host does that initialises MPI with less than "
                  "MPI_THREAD_MULTIPLE, e.g. ICON without OpenMP: single)")
       ->check(CLI::IsMember(level_names));
+  // A process alone in its job (no launcher, mpiexec -n 1) answers --help, --version and usage
+  // errors before MPI_Init: they need no MPI, the answer comes at once instead of after Open MPI's
+  // start-up, and none of Open MPI's threads and libraries is loaded for it (under ASan the leak
+  // check before MPI_Finalize crashed in LeakSanitizer's tracer on `finecast-trainer --version`:
+  // scripts/sanitize.sh).
+  const bool parse_after_handshake = one_of_several_processes();
+  if (!parse_after_handshake) {
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+      return app.exit(e);
+    }
+  }
   int provided = MPI_THREAD_SINGLE;
   const int requested = requested_thread_level(argc, argv);
   {
@@ -105,7 +131,7 @@ int mpi_main(int argc, char** argv, const std::string& program, CLI::App& app, c
     MPI_Finalize();
   };
   try {
-    app.parse(argc, argv);
+    if (parse_after_handshake) app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int code = comms.rank == 0 ? app.exit(e) : (e.get_exit_code() == 0 ? 0 : 1);
     // External processes wait for the model's plugins: they must not outlive a model that ends here.

@@ -45,13 +45,14 @@ struct ModelComms {
   int rank = 0, n_ranks = 1;       ///< in `model`
 };
 
-/// The whole of an MPI program's main(): MPI_Init_thread (MPI_THREAD_MULTIPLE, or the level of
-/// the option --mpi-thread-level it adds to `app`), the handshake that makes `program`'s
-/// communicators, parses `app` (help and usage errors are printed by rank 0), configures the log
-/// at `log_level` (bound to one of `app`'s options, so it is read after parsing), returns
-/// body(comms) after MPI_Finalize. An exception from `body` is logged and gives exit code 1; on
-/// several processes it aborts them all, since the failing one would otherwise leave the others
-/// waiting in a collective.
+/// The whole of an MPI program's main(): parses `app` (before MPI_Init in a process alone in its
+/// job, so that --help, --version and usage errors start no MPI; after the handshake in one of
+/// several processes, where rank 0 prints them), MPI_Init_thread (MPI_THREAD_MULTIPLE, or the
+/// level of the option --mpi-thread-level it adds to `app`), the handshake that makes `program`'s
+/// communicators, configures the log at `log_level` (bound to one of `app`'s options, so it is
+/// read after parsing), returns body(comms) after MPI_Finalize. An exception from `body` is
+/// logged and gives exit code 1; on several processes it aborts them all, since the failing one
+/// would otherwise leave the others waiting in a collective.
 int mpi_main(int argc, char** argv, const std::string& program, CLI::App& app, const std::string& log_level,
              const std::function<int(const ModelComms& comms)>& body);
 

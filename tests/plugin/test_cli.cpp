@@ -47,6 +47,29 @@ TEST(Cli, EveryProgramHasHelpAndVersion) {
   }
 }
 
+// The MPI programs answer --help, --version and usage errors before MPI_Init when they run alone
+// (host/mpi_program.cpp): with a PML that does not exist, MPI_Init would fail. Under mpiexec with
+// several processes they answer after the handshake, on the first rank only.
+TEST(Cli, MpiProgramsAnswerHelpAndVersionWithoutStartingMpi) {
+  const std::string no_mpi = "OMPI_MCA_pml=no_such_pml ";
+  for (const char* p : {"finecast-host", "finecast-replay", "finecast-trainer"}) {
+    SCOPED_TRACE(p);
+    CommandResult r = run_command(no_mpi + binary(p) + " --version");
+    EXPECT_EQ(r.rc, 0) << r.output;
+    EXPECT_EQ(r.output, std::string(p) + " " + FINECAST_VERSION + "\n");
+    r = run_command(no_mpi + binary(p) + " --help");
+    EXPECT_EQ(r.rc, 0) << r.output;
+    EXPECT_TRUE(contains(r.output, "--mpi-thread-level")) << r.output;
+    r = run_command(no_mpi + binary(p) + " --no-such-flag");
+    EXPECT_NE(r.rc, 0) << r.output;
+    EXPECT_TRUE(contains(r.output, "--no-such-flag")) << r.output;
+    EXPECT_FALSE(contains(r.output, "no_such_pml")) << r.output;
+  }
+  const CommandResult r = run_command("mpiexec -n 2 --oversubscribe " + binary("finecast-trainer") + " --version");
+  EXPECT_EQ(r.rc, 0) << r.output;
+  EXPECT_EQ(r.output, std::string("finecast-trainer ") + FINECAST_VERSION + "\n");
+}
+
 TEST(Cli, TheConfigFileComesPositionallyOrAsConfigAndSetMayPrecedeIt) {
   ScratchDir dir("cli");
   write_text(dir.file("c.yaml"), kConfig);

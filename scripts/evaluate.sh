@@ -176,7 +176,9 @@ if [[ $SKIP_TRAIN == 0 ]]; then
   "${REPLAY[@]}" 2>&1 | tee "$OUT/replay.log"
   t1=$(date +%s.%N)
   log "train wall time: $(echo "$t1 - $t0" | bc) s (load after: $(cut -d' ' -f1-3 /proc/loadavg))"
-  log "training epochs: $(grep -c 'Epoch [0-9]*/' "$OUT/replay.log" || true), sum of epoch times: $(grep -o '[0-9.]* s)$' "$OUT/replay.log" | tr -d ' s)' | paste -sd+ | bc) s"
+  # An epoch line: "Epoch 3/300: avg loss = 0.41 (11 batches, 0.52 s, 680 samples/s)[; session ends in ~...]".
+  epoch_seconds="$(grep -o 'batches, [0-9.]* s,' "$OUT/replay.log" | tr -dc '0-9.\n' | paste -sd+ | bc)"
+  log "training epochs: $(grep -c 'Epoch [0-9]*/' "$OUT/replay.log" || true), sum of epoch times: ${epoch_seconds:-0} s"
 fi
 
 # 4. the ensemble on the held-out data (finecast-downscale coarsens the fine field first); the

@@ -67,6 +67,12 @@ struct SessionStats {
   double budget_used = 0;     ///< seconds of the budget used so far (this session, or the run)
   int64_t budget_steps = 0;   ///< optimizer steps counted against train.max_steps (this session, or the run)
   int64_t planned_steps = 0;  ///< steps the session's epochs (or the run) would take, capped by max_steps
+  /// This session's optimizer steps so far and planned (its epochs, capped by max_steps), set
+  /// before each on_epoch call: the progress line's estimate of the time left.
+  int64_t session_steps = 0, session_steps_planned = 0;
+  /// What the session did that is worth a line of the log but is no warning (on_event's lines
+  /// are): e.g. the step budget reached, the normal end of a step-budgeted run.
+  std::vector<std::string> notes;
   int64_t micro_batch = 0, accumulate = 1;  ///< after any out-of-memory back-off
   int train_threads = 0;                    ///< intra-op threads used (0 = not set by the trainer)
   double seconds = 0;

@@ -561,6 +561,16 @@ void run_epochs(Downscaler::Impl& im, EpochTensors& e, int64_t epochs, int64_t d
   else if (spent_at_start)
     event("train: the run's step budget (train.max_steps " + std::to_string(to.max_steps) +
           ") is spent; session skipped");
+  // What the session (or the run) was planned to train: its epochs of whole passes, capped by
+  // the step budget. A time budget that ends it far earlier makes the result depend on the
+  // machine's load, which nothing else would show.
+  const int64_t global = std::max<int64_t>(1, to.batch_size * to.accumulate);
+  const int64_t rows = e.global_n > 0 ? e.global_n : e.n;
+  const double per_epoch = std::ceil(static_cast<double>(rows) / static_cast<double>(global));
+  double planned = static_cast<double>(step_at_start - im.budget_step0) + static_cast<double>(epochs) * per_epoch;
+  if (im.step_budget_active) planned = std::min(planned, static_cast<double>(to.max_steps));
+  st.planned_steps = static_cast<int64_t>(std::min(planned, 9e18));
+  st.session_steps_planned = std::max<int64_t>(0, st.planned_steps - (step_at_start - im.budget_step0));
   for (int64_t k = 0; k < epochs; ++k) {
     if (im.budget_reached()) {
       st.budget_spent = true;
@@ -569,6 +579,7 @@ void run_epochs(Downscaler::Impl& im, EpochTensors& e, int64_t epochs, int64_t d
     EpochStats es = run_epoch(im, e, event);
     es.skipped_samples = k == 0 ? dropped : 0;
     st.epochs.push_back(es);
+    st.session_steps = im.step - step_at_start;
     if (on_epoch) on_epoch(st);
     if (es.budget_spent) {
       st.budget_spent = true;
@@ -582,21 +593,12 @@ void run_epochs(Downscaler::Impl& im, EpochTensors& e, int64_t epochs, int64_t d
     st.budget_used = im.budget_used();
     if (run_scope) im.validation.budget_used = st.budget_used;
   }
-  // What the session (or the run) was planned to train: its epochs of whole passes, capped by
-  // the step budget. A time budget that ends it far earlier makes the result depend on the
-  // machine's load, which nothing else would show.
-  const int64_t global = std::max<int64_t>(1, to.batch_size * to.accumulate);
-  const int64_t rows = e.global_n > 0 ? e.global_n : e.n;
-  const double per_epoch = std::ceil(static_cast<double>(rows) / static_cast<double>(global));
-  double planned = static_cast<double>(step_at_start - im.budget_step0) + static_cast<double>(epochs) * per_epoch;
-  if (im.step_budget_active) planned = std::min(planned, static_cast<double>(to.max_steps));
-  st.planned_steps = static_cast<int64_t>(std::min(planned, 9e18));
   if (st.budget_spent && time_ran_out && !steps_ran_out)
     event("train: training budget train.max_seconds " + std::to_string(to.max_seconds) + " s spent after " +
           std::to_string(st.epochs.size()) + " epoch(s), optimizer step " + std::to_string(im.step));
   else if (st.budget_spent && steps_ran_out)
-    event("train: step budget train.max_steps " + std::to_string(to.max_steps) + " reached after " +
-          std::to_string(st.epochs.size()) + " epoch(s), optimizer step " + std::to_string(im.step));
+    st.notes.push_back("train: step budget train.max_steps " + std::to_string(to.max_steps) + " reached after " +
+                       std::to_string(st.epochs.size()) + " epoch(s), optimizer step " + std::to_string(im.step));
   if (time_ran_out && !steps_ran_out && !spent_at_start && 2 * st.budget_steps < st.planned_steps)
     event("train: the time budget (train.max_seconds " + std::to_string(to.max_seconds) + " s) ended " +
           (run_scope ? "the run's training" : "the session") + " after " + std::to_string(st.budget_steps) + " of " +

@@ -14,13 +14,19 @@ std::string epoch_line(const trainer::SessionStats& so_far, int epochs) {
   const auto done = static_cast<int>(so_far.epochs.size());
   double seconds = 0;
   for (const trainer::EpochStats& k : so_far.epochs) seconds += k.seconds;
-  const double left = seconds / done * std::max(0, epochs - done);
+  // The time left by optimizer steps when the trainer planned them (a step budget, train.max_steps,
+  // may end the session long before its epochs), else by epochs.
+  const int64_t steps = so_far.session_steps, planned = so_far.session_steps_planned;
+  const bool by_steps = planned > 0 && steps > 0;
+  const bool more = by_steps ? steps < planned : done < epochs;
+  const double left = by_steps ? seconds / static_cast<double>(steps) * static_cast<double>(planned - steps)
+                               : seconds / done * std::max(0, epochs - done);
   char line[200];
   std::snprintf(line, sizeof line, "Epoch %d/%d: avg loss = %.4f (%lld batches, %.2f s, %.0f samples/s)%s", done,
                 epochs, e.avg_loss, static_cast<long long>(e.batches), e.seconds,
                 e.seconds > 0 ? static_cast<double>(so_far.train_samples) / e.seconds : 0.0,
-                done < epochs ? "; session ends in ~" : "");
-  return done < epochs ? line + log::duration(left) : line;
+                more ? "; session ends in ~" : "");
+  return more ? line + log::duration(left) : line;
 }
 
 TrainingSession::~TrainingSession() {
@@ -57,6 +63,7 @@ void TrainingSession::run(Model* model, int epochs, int threads) noexcept {
     stats_ = model->train_session(
         view, epochs, threads, [](const std::string& event) { log::warning(event); },
         [epochs](const trainer::SessionStats& so_far) { log::progress(epoch_line(so_far, epochs)); });
+    for (const std::string& note : stats_.notes) log::info(note);
     finished_ = true;
   } catch (...) {
     error_ = std::current_exception();

@@ -240,3 +240,24 @@ TEST(TrainingSession, EpochLinesAreLoggedAsEachEpochEnds) {
     EXPECT_EQ(epochs[k].first.find("; session ends in ~") != std::string::npos, k < 3) << epochs[k].first;
   }
 }
+
+// The epoch line's estimate of the time left follows the optimizer steps the trainer planned: a
+// step budget (train.max_steps) that ends the session after a few of its many epochs gives the
+// time to that end, and no estimate once it is reached; without a plan, it goes by epochs.
+TEST(TrainingSession, TheEpochLinesTimeLeftFollowsTheStepBudget) {
+  ft::SessionStats st;
+  ft::EpochStats e;
+  e.seconds = 2;
+  e.batches = 10;
+  st.epochs = {e};
+  st.session_steps = 10;
+  st.session_steps_planned = 30;  // e.g. train.max_steps 30 of an epochs: 1000000 session
+  EXPECT_NE(fp::epoch_line(st, 1000000).find("; session ends in ~" + flog::duration(4)), std::string::npos)
+      << fp::epoch_line(st, 1000000);
+  st.session_steps = 30;
+  EXPECT_EQ(fp::epoch_line(st, 1000000).find("session ends in"), std::string::npos) << fp::epoch_line(st, 1000000);
+  st.session_steps = 0;
+  st.session_steps_planned = 0;  // no plan: by epochs, 1 of 3 done in 2 s
+  EXPECT_NE(fp::epoch_line(st, 3).find("; session ends in ~" + flog::duration(4)), std::string::npos)
+      << fp::epoch_line(st, 3);
+}

@@ -224,10 +224,17 @@ TEST(TrainingBudget, StepBudgetStopsAfterExactlyMaxStepsAndTheDecaySpansIt) {
     to.budget = scope;
     ft::Downscaler model(ft::testing::small_model(), to, "cpu");
     const ft::DataView view{d.context.data(), d.fine.data(), nullptr, d.n};
-    const auto st = model.train_session(view, 1000000);
+    std::vector<std::string> warnings;
+    const auto st = model.train_session(view, 1000000, [&](const std::string& e) { warnings.push_back(e); });
     EXPECT_TRUE(st.budget_spent);
     EXPECT_EQ(model.step(), 13) << "exactly max_steps optimizer steps, whatever the epochs";
     EXPECT_EQ(st.budget_steps, 13);
+    EXPECT_EQ(st.session_steps, 13);
+    EXPECT_EQ(st.session_steps_planned, 13) << "the plan the epoch lines' time left follows";
+    // Reaching the step budget is how such a run ends: a note, not a warning.
+    EXPECT_TRUE(warnings.empty()) << warnings.front();
+    ASSERT_EQ(st.notes.size(), 1u);
+    EXPECT_NE(st.notes[0].find("step budget train.max_steps 13 reached"), std::string::npos) << st.notes[0];
     ASSERT_EQ(st.epochs.size(), 2u);
     EXPECT_EQ(st.epochs[1].batches, 5);
     const auto again = model.train_session(view, 1000000);

@@ -464,7 +464,7 @@ void validate_together(const Config& c, ErrorList& errors) {
     rule({key, "train.validation"}, [&, key = key, on = on] {
       return on && c.train.validation == 0 ? std::string(key) +
                                                  " acts on the validation score: set train.validation (e.g. 0.1) to "
-                                                 "hold out the most recent steps"
+                                                 "hold out the most recent steps (or samples: train.validation_split)"
                                            : std::string();
     });
   rule({"train.validation_members"}, [&] {
@@ -473,8 +473,9 @@ void validate_together(const Config& c, ErrorList& errors) {
                : std::string();
   });
   rule({"train.validation_metric", "train.validation_members"}, [&] {
-    return c.train.validation_metric == trainer::ValidationMetric::kCrps && c.train.validation_members == 0
-               ? "train.validation_metric crps needs train.validation_members >= 2"
+    return c.train.validation_metric != trainer::ValidationMetric::kLoss && c.train.validation_members == 0
+               ? "train.validation_metric " + trainer::name(c.train.validation_metric) +
+                     " needs train.validation_members >= 2"
                : std::string();
   });
 }

@@ -118,6 +118,45 @@ TimeSplit split_by_time(const int64_t* time, int64_t n, double fraction) {
   return s;
 }
 
+namespace {
+
+uint64_t mix64(uint64_t z) {  // splitmix64's finaliser
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+uint64_t hash_floats(uint64_t h, const float* v, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    float x = v[i];
+    if (x == 0.0f) x = 0.0f;  // -0 and +0 are the same value
+    uint32_t bits = 0;
+    std::memcpy(&bits, &x, sizeof bits);
+    h = mix64(h ^ bits);
+  }
+  return h;
+}
+
+}  // namespace
+
+TimeSplit split_by_patches(const CleanData& c, double fraction, uint64_t seed) {
+  if (!(fraction >= 0.0 && fraction < 1.0)) throw std::invalid_argument("train.validation: must be in [0, 1)");
+  TimeSplit s;
+  const int64_t n = c.fine.size(0), P = c.fine.size(1), C = c.context.size(1);
+  const auto ctx = c.context.contiguous(), fine = c.fine.contiguous();
+  // Held out when the hash's top 53 bits, as a fraction of 2^53, are below `fraction`.
+  constexpr double kScale = 1.0 / 9007199254740992.0;  // 2^-53
+  const uint64_t salt = mix64(seed ^ 0x5EED5917ULL);
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t h = salt;
+    if (C > 0) h = hash_floats(h, ctx.data_ptr<float>() + i * C, C);
+    h = hash_floats(h, fine.data_ptr<float>() + i * P, P);
+    const double u = static_cast<double>(mix64(h) >> 11) * kScale;
+    (u < fraction ? s.validation : s.train).push_back(i);
+  }
+  return s;
+}
+
 DataView Subset::view() const {
   DataView v;
   v.context = context.empty() ? nullptr : context.data();

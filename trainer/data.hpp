@@ -61,6 +61,13 @@ struct TimeSplit {
 /// `time` may be null: then each row is its own step, in row order.
 TimeSplit split_by_time(const int64_t* time, int64_t n, double fraction);
 
+/// A split by samples (train.validation_split: patches): row i is held out when a hash of its
+/// context and fine values, mixed with `seed`, falls below `fraction` of the hash range. The
+/// rule looks at nothing but the sample, so a sample is held out in every session that holds it
+/// and on whichever trainer rank holds it; the share held out is `fraction` only on average.
+/// Rows keep their order within each part (`steps` = `validation_steps` = 0).
+TimeSplit split_by_patches(const CleanData& c, double fraction, uint64_t seed);
+
 /// The samples of `rows` of a view, copied into contiguous vectors (a DataView over them).
 struct Subset {
   std::vector<float> context, fine, weights;

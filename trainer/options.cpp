@@ -37,7 +37,13 @@ const schema::Names<NoiseLevels>& names(NoiseLevels) {
   return n;
 }
 const schema::Names<ValidationMetric>& names(ValidationMetric) {
-  static const schema::Names<ValidationMetric> n{{ValidationMetric::kLoss, "loss"}, {ValidationMetric::kCrps, "crps"}};
+  static const schema::Names<ValidationMetric> n{
+      {ValidationMetric::kLoss, "loss"}, {ValidationMetric::kCrps, "crps"}, {ValidationMetric::kCrpsFair, "crps_fair"}};
+  return n;
+}
+const schema::Names<ValidationSplit>& names(ValidationSplit) {
+  static const schema::Names<ValidationSplit> n{{ValidationSplit::kTime, "time"},
+                                                {ValidationSplit::kPatches, "patches"}};
   return n;
 }
 
@@ -115,15 +121,22 @@ const schema::Table<TrainOptions>& train_options_table() {
     s.push_back(integer("accumulate", &T::accumulate, 1, 65536,
                         "micro-batches per optimizer step (global batch = batch_size x accumulate; at most 65536)"));
     s.push_back(real("validation", &T::validation, 0.0, 1.0,
-                     "fraction of the most recent buffered steps held out for validation (0 = none)", false, true));
+                     "fraction held out for validation (0 = none): of the buffered steps (the most recent) or of the "
+                     "samples (validation_split)",
+                     false, true));
+    s.push_back(
+        choice("validation_split", &T::validation_split,
+               "time | patches: hold out the most recent steps, or a seeded subset of the samples (one-step data)"));
+    s.push_back(integer("validation_every", &T::validation_every, 0, kMax,
+                        "also validate every N optimizer steps within a session (0 = at its end only)"));
     s.push_back(integer("validation_members", &T::validation_members, 0, 4096,
                         "ensemble members of the validation CRPS (0 = no CRPS, else >= 2)"));
     s.push_back(integer("validation_max_samples", &T::validation_max_samples, 1, 1 << 24,
                         "held-out samples the CRPS scores at most (at most 2^24)"));
     s.push_back(choice("validation_metric", &T::validation_metric,
-                       "loss | crps: what early_stop, plateau and keep_best follow"));
+                       "loss | crps | crps_fair: what early_stop, plateau and keep_best follow"));
     s.push_back(integer("early_stop", &T::early_stop, 0, kMax,
-                        "sessions without a better validation score before training stops (0 = never)"));
+                        "validations (sessions) without a better score before training stops (0 = never)"));
     s.push_back(integer("plateau", &T::plateau, 0, kMax,
                         "sessions without a better score before the learning rate drops (0 = never)"));
     s.push_back(real("plateau_factor", &T::plateau_factor, 0.0, 1.0, "learning-rate factor per plateau", true, true));

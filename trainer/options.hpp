@@ -21,7 +21,8 @@ enum class Objective { kEps, kV };
 enum class Sampler { kDdpm, kDdim };
 enum class DdpmVariance { kPosterior, kBeta };
 enum class NoiseLevels { kUniform, kLognormal };
-enum class ValidationMetric { kLoss, kCrps };
+enum class ValidationMetric { kLoss, kCrps, kCrpsFair };
+enum class ValidationSplit { kTime, kPatches };
 enum class BudgetScope { kSession, kRun };
 
 const schema::Names<Arch>& names(Arch);
@@ -32,6 +33,7 @@ const schema::Names<Sampler>& names(Sampler);
 const schema::Names<DdpmVariance>& names(DdpmVariance);
 const schema::Names<NoiseLevels>& names(NoiseLevels);
 const schema::Names<ValidationMetric>& names(ValidationMetric);
+const schema::Names<ValidationSplit>& names(ValidationSplit);
 const schema::Names<BudgetScope>& names(BudgetScope);
 
 /// "mlp", "cosine", ...: the name of any of the enums above.
@@ -88,6 +90,15 @@ struct TrainOptions {
   /// Fraction of the most recent time steps of a session's data held out for validation
   /// (train_session; 0 = none). Needs DataView::time, or rows in time order.
   double validation = 0.0;
+  /// How the validation fraction is drawn: time = the most recent time steps; patches = a seeded
+  /// subset of the samples themselves (each sample by a hash of its values and train.seed, so the
+  /// same sample is held out in every session and on any number of trainer ranks). patches is
+  /// for data with one or few time steps, where a split by time cannot hold anything out.
+  ValidationSplit validation_split = ValidationSplit::kTime;
+  /// Validate every this many optimizer steps within a session (at the end of the epoch that
+  /// reaches it) as well as at the session's end; 0 = only at the session's end. Early stopping
+  /// and plateau then count validations, not sessions.
+  int64_t validation_every = 0;
   /// Ensemble members drawn (DDIM, 10 steps) per held-out sample for the validation CRPS; 0 = no CRPS.
   int64_t validation_members = 4;
   /// The CRPS uses at most this many held-out samples (evenly spaced); the loss uses all.

@@ -33,8 +33,8 @@ void validate_train_options(const TrainOptions& t) {
   };
   schema::check(train_options_table(), t, "train.");  // every value in its range
   if (t.validation_members == 1) bad("validation_members", "must be 0 (no CRPS) or >= 2 (an ensemble), got 1");
-  if (t.validation_metric == ValidationMetric::kCrps && t.validation_members == 0)
-    bad("validation_metric", "crps needs validation_members >= 2");
+  if (t.validation_metric != ValidationMetric::kLoss && t.validation_members == 0)
+    bad("validation_metric", name(t.validation_metric) + " needs validation_members >= 2");
   // These act on the validation score, which needs held-out data.
   if (t.validation == 0) {
     if (t.early_stop > 0) bad("early_stop", "needs train.validation > 0 (a held-out part to score)");
@@ -419,6 +419,29 @@ struct GroupRows {
   int64_t train_rows = 0, validation_rows = 0;
 };
 
+/// Every member's `mine` (global row numbers), as one sorted list on every member.
+std::vector<double> group_union(Reducer& r, const std::vector<int64_t>& mine) {
+  const int size = r.size(), me = r.rank();
+  std::vector<double> counts(static_cast<size_t>(size), 0.0);
+  counts[static_cast<size_t>(me)] = static_cast<double>(mine.size());
+  r.sum(counts.data(), size);
+  int64_t total = 0, offset = 0;
+  for (int k = 0; k < size; ++k) {
+    if (k < me) offset += static_cast<int64_t>(counts[static_cast<size_t>(k)]);
+    total += static_cast<int64_t>(counts[static_cast<size_t>(k)]);
+  }
+  std::vector<double> all(static_cast<size_t>(total), 0.0);
+  for (size_t i = 0; i < mine.size(); ++i) all[static_cast<size_t>(offset) + i] = static_cast<double>(mine[i]);
+  if (total > 0) r.sum(all.data(), total);
+  std::sort(all.begin(), all.end());
+  return all;
+}
+
+/// How many of the sorted `all` are below `x`.
+int64_t count_below(const std::vector<double>& all, int64_t x) {
+  return std::lower_bound(all.begin(), all.end(), static_cast<double>(x)) - all.begin();
+}
+
 GroupRows group_rows(Reducer& r, const DataView& data, const torch::Tensor& kept_rows, int64_t kept,
                      const std::vector<int64_t>& times, double fraction) {
   GroupRows g;
@@ -433,26 +456,12 @@ GroupRows group_rows(Reducer& r, const DataView& data, const torch::Tensor& kept
     for (int64_t row = 0; row < data.n; ++row)
       if (!is_kept[static_cast<size_t>(row)]) dropped.push_back(data.global_row[row]);
   }
-  std::vector<double> counts(static_cast<size_t>(size), 0.0);
-  counts[static_cast<size_t>(me)] = static_cast<double>(dropped.size());
-  r.sum(counts.data(), size);
-  int64_t total = 0, offset = 0;
-  for (int k = 0; k < size; ++k) {
-    if (k < me) offset += static_cast<int64_t>(counts[static_cast<size_t>(k)]);
-    total += static_cast<int64_t>(counts[static_cast<size_t>(k)]);
-  }
-  std::vector<double> all_dropped(static_cast<size_t>(total), 0.0);
-  for (size_t i = 0; i < dropped.size(); ++i)
-    all_dropped[static_cast<size_t>(offset) + i] = static_cast<double>(dropped[i]);
-  if (total > 0) r.sum(all_dropped.data(), total);
-  std::sort(all_dropped.begin(), all_dropped.end());
+  const std::vector<double> all_dropped = group_union(r, dropped);
   g.global.resize(static_cast<size_t>(kept));
   for (int64_t i = 0; i < kept; ++i) {
     const int64_t row = kept_rows.defined() ? kept_rows.data_ptr<int64_t>()[i] : i;
     const int64_t gr = data.global_row[row];
-    const auto before =
-        std::lower_bound(all_dropped.begin(), all_dropped.end(), static_cast<double>(gr)) - all_dropped.begin();
-    g.global[static_cast<size_t>(i)] = gr - static_cast<int64_t>(before);
+    g.global[static_cast<size_t>(i)] = gr - count_below(all_dropped, gr);
   }
   // The group's distinct time steps, then the held-out ones by the single-process rule.
   // Each member's last time step + 1 in its own slot (the others 0), so the sum holds them all.
@@ -489,6 +498,24 @@ GroupRows group_rows(Reducer& r, const DataView& data, const torch::Tensor& kept
         "train_session: DataView::global_row must order the group's rows by time (the "
         "training rows first)");
   return g;
+}
+
+/// The group's split by samples (validation_split: patches): each member's own rows by the
+/// sample rule, and the training rows renumbered 0..train_rows-1 in the group's order past the
+/// held-out rows of every member, as one process holding all rows would number them.
+void group_patch_split(Reducer& r, GroupRows& g, const TimeSplit& mine) {
+  g.split = mine;
+  std::vector<int64_t> held;
+  for (int64_t i : mine.validation) held.push_back(g.global[static_cast<size_t>(i)]);
+  const std::vector<double> all_held = group_union(r, held);
+  for (int64_t i : mine.train) {
+    auto& gr = g.global[static_cast<size_t>(i)];
+    gr -= count_below(all_held, gr);
+  }
+  double n[2] = {static_cast<double>(mine.train.size()), static_cast<double>(mine.validation.size())};
+  r.sum(n, 2);
+  g.train_rows = static_cast<int64_t>(n[0]);
+  g.validation_rows = static_cast<int64_t>(n[1]);
 }
 
 /// The buffer time of each kept row (a row's index when the data give no times).
@@ -544,7 +571,7 @@ void add_session_normalisation(Downscaler::Impl& im, const CleanData& train, int
 /// the run's earlier sessions).
 void run_epochs(Downscaler::Impl& im, EpochTensors& e, int64_t epochs, int64_t dropped, SessionStats& st,
                 const std::function<void(const std::string&)>& event,
-                const std::function<void(const SessionStats&)>& on_epoch) {
+                const std::function<void(const SessionStats&)>& on_epoch, const std::function<bool()>& after_epoch) {
   const TrainOptions& to = im.to;
   const bool run_scope = to.budget == BudgetScope::kRun;
   im.budget_active = to.max_seconds > 0;
@@ -581,6 +608,7 @@ void run_epochs(Downscaler::Impl& im, EpochTensors& e, int64_t epochs, int64_t d
     st.epochs.push_back(es);
     st.session_steps = im.step - step_at_start;
     if (on_epoch) on_epoch(st);
+    if (after_epoch && after_epoch()) break;  // early stopping within the session
     if (es.budget_spent) {
       st.budget_spent = true;
       break;
@@ -626,15 +654,18 @@ void validate_session(Downscaler::Impl& im, const CleanData& held_out, int64_t g
   if (im.reducer) {
     const auto n = static_cast<double>(n_here);
     const bool l = std::isfinite(sc.loss), c = std::isfinite(sc.crps);
-    double w[4] = {l ? sc.loss * n : 0.0, l ? n : 0.0, c ? sc.crps * n : 0.0, c ? n : 0.0};
-    im.reducer->sum(w, 4);
+    double w[5] = {l ? sc.loss * n : 0.0, l ? n : 0.0, c ? sc.crps * n : 0.0, c ? n : 0.0, c ? sc.crps_fair * n : 0.0};
+    im.reducer->sum(w, 5);
     sc.loss = w[1] > 0 ? w[0] / w[1] : SessionStats::kNone;
     sc.crps = w[3] > 0 ? w[2] / w[3] : SessionStats::kNone;
+    sc.crps_fair = w[3] > 0 ? w[4] / w[3] : SessionStats::kNone;
     st.validation_samples = group_rows;
   }
   st.validation_loss = sc.loss;
   st.validation_crps = sc.crps;
-  st.score = im.to.validation_metric == ValidationMetric::kCrps ? sc.crps : sc.loss;
+  st.score = im.to.validation_metric == ValidationMetric::kCrps       ? sc.crps
+             : im.to.validation_metric == ValidationMetric::kCrpsFair ? sc.crps_fair
+                                                                      : sc.loss;
   st.improved = validation::record(im, st.score, event);
 }
 
@@ -684,12 +715,29 @@ SessionStats Downscaler::train_session(const DataView& data, int64_t epochs,
   const bool group = im.reducer != nullptr;
   if (group && data.n > 0 && (!data.global_row || !data.time))
     throw std::invalid_argument("train_session: data-parallel training needs DataView::global_row and time");
+  const bool by_patches = im.to.validation_split == ValidationSplit::kPatches;
   GroupRows g;
   if (group) {
     const torch::Tensor rows = all.rows.defined() ? all.rows.contiguous() : torch::Tensor();
-    g = group_rows(*im.reducer, data, rows, kept, times, im.to.validation);
+    g = group_rows(*im.reducer, data, rows, kept, times, by_patches ? 0.0 : im.to.validation);
+    if (by_patches) group_patch_split(*im.reducer, g, split_by_patches(all, im.to.validation, im.to.seed));
   }
-  const TimeSplit split = group ? g.split : split_by_time(times.data(), kept, im.to.validation);
+  const TimeSplit split = group        ? g.split
+                          : by_patches ? split_by_patches(all, im.to.validation, im.to.seed)
+                                       : split_by_time(times.data(), kept, im.to.validation);
+  const int64_t n_validation = group ? g.validation_rows : static_cast<int64_t>(split.validation.size());
+  const int64_t n_train = group ? g.train_rows : static_cast<int64_t>(split.train.size());
+  if (by_patches && im.to.validation > 0 && n_train + n_validation > 0 && (n_validation == 0 || n_train == 0))
+    throw std::invalid_argument("train.validation_split: patches with train.validation " +
+                                std::to_string(im.to.validation) + " left " +
+                                (n_validation == 0 ? "no validation" : "no training") + " samples of " +
+                                std::to_string(n_train + n_validation) + " (a share of the samples on average; " +
+                                (n_validation == 0 ? "raise" : "lower") + " train.validation or buffer more samples)");
+  if (!by_patches && im.to.validation > 0 && n_validation == 0 && kept > 0 &&
+      (im.to.keep_best || im.to.early_stop > 0 || im.to.plateau > 0))
+    event("validation: train.validation_split time holds out nothing from " + std::to_string(split.steps) +
+          " time step(s): no score for keep_best, early_stop or plateau this session "
+          "(train.validation_split: patches holds out samples of one step)");
   const CleanData train = select_rows(all, split.train);
   st.train_samples = static_cast<int64_t>(split.train.size());
   st.validation_samples = static_cast<int64_t>(split.validation.size());
@@ -699,6 +747,7 @@ SessionStats Downscaler::train_session(const DataView& data, int64_t epochs,
   im.norm = im.derive_norm();
   EpochTensors e = normalise(train, im.norm, im.device);
   if (group) {
+    // Training rows are 0..train_rows-1 among the group's (group_rows, group_patch_split).
     e.global_n = g.train_rows;
     e.global_to_local.assign(static_cast<size_t>(g.train_rows), -1);
     for (size_t i = 0; i < split.train.size(); ++i)
@@ -711,13 +760,20 @@ SessionStats Downscaler::train_session(const DataView& data, int64_t epochs,
   }
   if (im.train_threads > 0) at::set_num_threads(im.train_threads);
 
-  run_epochs(im, e, epochs, all.dropped, st, event, on_epoch);
+  const CleanData held_out = split.validation.empty() ? CleanData{} : select_rows(all, split.validation);
+  // train.validation_every: also at the end of every epoch that reaches the next multiple.
+  int64_t validated_at = -1;
+  const int64_t every = im.to.validation_every;
+  auto after_epoch = [&]() {
+    if (every <= 0 || n_validation == 0 || im.step - std::max<int64_t>(validated_at, 0) < every) return false;
+    validate_session(im, held_out, g.validation_rows, st, event);
+    validated_at = im.step;
+    return im.validation.stopped;
+  };
+  run_epochs(im, e, epochs, all.dropped, st, event, on_epoch, after_epoch);
   st.trained = true;
   ++im.validation.sessions;
-  if (group ? g.validation_rows > 0 : !split.validation.empty()) {
-    const CleanData held_out = split.validation.empty() ? CleanData{} : select_rows(all, split.validation);
-    validate_session(im, held_out, static_cast<int64_t>(g.validation_rows), st, event);
-  }
+  if (n_validation > 0 && validated_at != im.step) validate_session(im, held_out, g.validation_rows, st, event);
   publish();
   return finish();
 }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <utility>
 
 #include "trainer/flat_parameters.hpp"
 #include "trainer/sampling_internal.hpp"
@@ -81,7 +82,8 @@ double held_out_loss(Downscaler::Impl& im, const EpochTensors& v) {
   return sse / (static_cast<double>(n) * static_cast<double>(P));
 }
 
-double held_out_crps(Downscaler::Impl& im, const CleanData& held_out) {
+/// CRPS (both estimators) and spread/RMSE of a small ensemble on the held-out samples.
+Scores held_out_crps(Downscaler::Impl& im, const CleanData& held_out) {
   const int64_t n = held_out.fine.size(0), P = im.mo.patch_size, C = im.mo.context_size;
   const int64_t m = std::min(n, im.to.validation_max_samples), M = im.to.validation_members;
   // Evenly spaced rows over the held-out steps.
@@ -112,21 +114,32 @@ double held_out_crps(Downscaler::Impl& im, const CleanData& held_out) {
   sampling::draw(im, model, C > 0 ? ctx.data_ptr<float>() : nullptr, coarse.data_ptr<float>(),
                  w.defined() ? w.data_ptr<float>() : nullptr, m, so, im.to.seed ^ kValidationSeed, out.data(), {});
   const float* y = fine.data_ptr<float>();
-  double total = 0;
+  double total = 0, total_fair = 0, var = 0, sq_err = 0;
   std::vector<float> ens(static_cast<size_t>(M));
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < P; ++j) {
-      for (int64_t k = 0; k < M; ++k) ens[static_cast<size_t>(k)] = out[(i * M + k) * P + j];
+      double mean = 0;
+      for (int64_t k = 0; k < M; ++k) {
+        ens[static_cast<size_t>(k)] = out[(i * M + k) * P + j];
+        mean += ens[static_cast<size_t>(k)];
+      }
+      mean /= static_cast<double>(M);
+      for (float x : ens) var += (x - mean) * (x - mean) / static_cast<double>(M - 1);
+      sq_err += (mean - y[i * P + j]) * (mean - y[i * P + j]);
       total += crps(ens, y[i * P + j]);
+      total_fair += crps_fair(ens, y[i * P + j]);
     }
-  return total / (static_cast<double>(m) * static_cast<double>(P));
+  const double values = static_cast<double>(m) * static_cast<double>(P);
+  Scores s;
+  s.crps = total / values;
+  s.crps_fair = total_fair / values;
+  s.spread_ratio = sq_err > 0 ? std::sqrt(var / sq_err) : SessionStats::kNone;
+  return s;
 }
 
-}  // namespace
-
-double crps(std::vector<float> x, double y) {
+/// mean|X - y| and sum over ordered i < j of |X_i - X_j| (from the sorted members).
+std::pair<double, double> crps_terms(std::vector<float>& x, double y) {
   const auto M = static_cast<int64_t>(x.size());
-  if (M == 0) return SessionStats::kNone;
   std::sort(x.begin(), x.end());
   double abs_err = 0, spread = 0;
   for (int64_t i = 0; i < M; ++i) {
@@ -134,8 +147,23 @@ double crps(std::vector<float> x, double y) {
     // sum over pairs |x_i - x_j| = 2 sum_i (2i - M + 1) x_(i), i 0-based.
     spread += (2.0 * static_cast<double>(i) - static_cast<double>(M) + 1.0) * x[static_cast<size_t>(i)];
   }
-  const double m = static_cast<double>(M);
-  return abs_err / m - spread / (m * m);
+  return {abs_err / static_cast<double>(M), spread};
+}
+
+}  // namespace
+
+double crps(std::vector<float> x, double y) {
+  if (x.empty()) return SessionStats::kNone;
+  const double m = static_cast<double>(x.size());
+  const auto [abs_err, pairs] = crps_terms(x, y);
+  return abs_err - pairs / (m * m);
+}
+
+double crps_fair(std::vector<float> x, double y) {
+  if (x.size() < 2) return SessionStats::kNone;
+  const double m = static_cast<double>(x.size());
+  const auto [abs_err, pairs] = crps_terms(x, y);
+  return abs_err - pairs / (m * (m - 1));
 }
 
 Scores score(Downscaler::Impl& im, const CleanData& held_out, const std::function<void(const std::string&)>& event) {
@@ -143,10 +171,17 @@ Scores score(Downscaler::Impl& im, const CleanData& held_out, const std::functio
   if (held_out.fine.size(0) == 0) return s;
   const EpochTensors v = normalise(held_out, im.norm, im.device);
   s.loss = held_out_loss(im, v);
-  if (im.to.validation_members >= 2) s.crps = held_out_crps(im, held_out);
-  event("validation: " + std::to_string(v.n) + " held-out samples; loss " + fmt(s.loss) +
+  if (im.to.validation_members >= 2) {
+    const Scores e = held_out_crps(im, held_out);
+    s.crps = e.crps;
+    s.crps_fair = e.crps_fair;
+    s.spread_ratio = e.spread_ratio;
+  }
+  event("validation: " + std::to_string(v.n) + " held-out samples at step " + std::to_string(im.step) + "; loss " +
+        fmt(s.loss) +
         (std::isnan(s.crps) ? std::string()
-                            : ", CRPS " + fmt(s.crps) + " (" + std::to_string(im.to.validation_members) + " members)"));
+                            : ", CRPS " + fmt(s.crps) + ", fair CRPS " + fmt(s.crps_fair) + ", spread/RMSE " +
+                                  fmt(s.spread_ratio) + " (" + std::to_string(im.to.validation_members) + " members)"));
   return s;
 }
 

@@ -14,8 +14,10 @@ namespace finecast::trainer::validation {
 
 /// Validation scores of the EMA weights.
 struct Scores {
-  double loss = SessionStats::kNone;  ///< the training loss on held-out samples (fixed noise draws)
-  double crps = SessionStats::kNone;  ///< ensemble CRPS per fine value, in the data's units
+  double loss = SessionStats::kNone;          ///< the training loss on held-out samples (fixed noise draws)
+  double crps = SessionStats::kNone;          ///< ensemble CRPS per fine value, in the data's units
+  double crps_fair = SessionStats::kNone;     ///< the same ensemble's fair CRPS (unbiased in M)
+  double spread_ratio = SessionStats::kNone;  ///< ensemble spread / RMSE of the ensemble mean
 };
 
 /// Scores the EMA weights on held-out clean data. The loss uses fixed noise and steps (a
@@ -29,5 +31,11 @@ bool record(Downscaler::Impl& im, double score, const std::function<void(const s
 /// The CRPS of an ensemble `members` [M] for the observation y (the usual estimator
 /// mean|X - y| - mean|X - X'| / 2 over all pairs, computed from the sorted members).
 double crps(std::vector<float> members, double y);
+
+/// The fair CRPS (Ferro 2014): mean|X - y| - sum over pairs |X - X'| / (2 M (M - 1)), the
+/// expected CRPS of the distribution the members are drawn from. The usual estimator exceeds
+/// it by E|X - X'| / (2M), a penalty on spread that makes a small validation ensemble prefer
+/// under-dispersed states.
+double crps_fair(std::vector<float> members, double y);
 
 }  // namespace finecast::trainer::validation

@@ -119,15 +119,16 @@ void collect_session(const Config& cfg, const Ranks& ranks, const TrainerShare& 
     return;
   }
   if (st.validation_samples > 0) {
-    char line[240];
-    std::snprintf(
-        line, sizeof line,
-        "Validation (%lld held-out samples of the %lld most recent steps): loss %.4f, CRPS %.4g; best %s %.4g "
-        "at optimizer step %lld%s",
-        static_cast<long long>(st.validation_samples), static_cast<long long>(st.validation_steps), st.validation_loss,
-        st.validation_crps, trainer::name(cfg.train.validation_metric).c_str(), st.best_score,
-        static_cast<long long>(st.best_step),
-        st.lr_scale < 1.0 ? (", learning rate x" + std::to_string(st.lr_scale).substr(0, 5)).c_str() : "");
+    char line[240], of[64] = "";
+    // The split by samples (validation_split: patches) holds out no steps.
+    if (st.validation_steps > 0)
+      std::snprintf(of, sizeof of, " of the %lld most recent steps", static_cast<long long>(st.validation_steps));
+    std::snprintf(line, sizeof line,
+                  "Validation (%lld held-out samples%s): loss %.4f, CRPS %.4g; best %s %.4g at optimizer step %lld%s",
+                  static_cast<long long>(st.validation_samples), of, st.validation_loss, st.validation_crps,
+                  trainer::name(cfg.train.validation_metric).c_str(), st.best_score,
+                  static_cast<long long>(st.best_step),
+                  st.lr_scale < 1.0 ? (", learning rate x" + std::to_string(st.lr_scale).substr(0, 5)).c_str() : "");
     log::progress(line);
   }
   if (st.stopped && !st.trained)

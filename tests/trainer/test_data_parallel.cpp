@@ -139,6 +139,41 @@ TEST(DataParallel, AGroupTrainsAsOneMemberHoldingAllRows) {
   }
 }
 
+TEST(DataParallel, APatchSplitIsTheSameOnOneAndTwoMembers) {
+  // One time step of 320 patches (a single field), 20% held out by the sample rule: each member
+  // decides for its own rows, and the group trains on the same rows, in the same global order,
+  // as one process holding all of them.
+  const KnownDistribution d(320, 11);
+  auto to = fast_training();
+  to.validation = 0.2;
+  to.validation_split = ft::ValidationSplit::kPatches;
+  to.validation_members = 2;
+  to.validation_max_samples = 16;
+  Part all = part_of(d, d.n, 0, 1);
+  ft::Downscaler alone(small_model(), to, "cpu");
+  ft::DataView v = all.view(d.n);
+  v.global_row = nullptr;
+  const auto s1 = alone.train_session(v, 2);
+  ASSERT_GT(s1.validation_samples, 0);
+  ThreadGroup group(2);
+  std::vector<std::unique_ptr<ft::Downscaler>> members;
+  std::vector<Part> parts;
+  for (int m = 0; m < 2; ++m) {
+    members.push_back(std::make_unique<ft::Downscaler>(small_model(), to, "cpu"));
+    members.back()->set_reducer(std::make_shared<ThreadReducer>(group, m));
+    parts.push_back(part_of(d, d.n, m, 2));
+  }
+  std::vector<ft::SessionStats> stats(2);
+  std::thread other([&] { stats[1] = members[1]->train_session(parts[1].view(d.n), 2); });
+  stats[0] = members[0]->train_session(parts[0].view(d.n), 2);
+  other.join();
+  EXPECT_EQ(stats[0].validation_samples, s1.validation_samples);
+  EXPECT_EQ(stats[0].train_samples + stats[1].train_samples, s1.train_samples);
+  EXPECT_EQ(members[0]->step(), alone.step());
+  EXPECT_TRUE(torch::equal(ft::internals(*members[1]).flat, ft::internals(*members[0]).flat));
+  EXPECT_LT(max_relative_difference(ft::internals(*members[0]).flat, ft::internals(alone).flat), 1e-4);
+}
+
 TEST(DataParallel, AMemberWithoutRowsStillTakesPart) {
   const KnownDistribution d(160, 4);
   auto to = fast_training();

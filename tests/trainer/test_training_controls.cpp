@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -182,6 +183,143 @@ TEST(Validation, CrpsOfAnEnsemble) {
   EXPECT_DOUBLE_EQ(ft::validation::crps({-1.0f, 1.0f}, 0.0), 0.5);
   // A sharper ensemble around the truth scores better than a wide one.
   EXPECT_LT(ft::validation::crps({-0.1f, 0.0f, 0.1f}, 0.0), ft::validation::crps({-1.0f, 0.0f, 1.0f}, 0.0));
+}
+
+TEST(Validation, FairCrpsIsUnbiasedInTheEnsembleSize) {
+  // Two members at +-1 around y: mean|X - y| = 1, |X1 - X2| = 2 over 2 * 1 ordered pairs.
+  EXPECT_DOUBLE_EQ(ft::validation::crps_fair({-1.0f, 1.0f}, 0.0), 0.0);
+  EXPECT_TRUE(std::isnan(ft::validation::crps_fair({1.0f}, 0.0)));
+  // Members and truth from N(0, 1): the CRPS of the distribution is 1/sqrt(pi). The fair
+  // estimator averages to it for 2 members; the usual one adds E|X - X'| / (2M) = 1/(2 sqrt(pi))
+  // there, a penalty on spread.
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal;
+  double fair = 0, usual = 0;
+  const int n = 20000;
+  for (int i = 0; i < n; ++i) {
+    const std::vector<float> x = {normal(rng), normal(rng)};
+    const double y = normal(rng);
+    fair += ft::validation::crps_fair(x, y) / n;
+    usual += ft::validation::crps(x, y) / n;
+  }
+  const double truth = 1.0 / std::sqrt(M_PI);
+  EXPECT_NEAR(fair, truth, 0.015);
+  EXPECT_NEAR(usual, 1.5 * truth, 0.015);
+}
+
+namespace {
+/// Every row of `d` as its own sample of one time step (a single field's patches).
+ft::CleanData clean_of(const KnownDistribution& d) { return ft::clean(view(d), d.C, d.P, "test"); }
+}  // namespace
+
+TEST(Validation, PatchSplitHoldsOutASeededShareWhateverTheOrder) {
+  const KnownDistribution d(400, 6);
+  const auto a = ft::split_by_patches(clean_of(d), 0.25, 42);
+  EXPECT_EQ(a.train.size() + a.validation.size(), 400u);
+  EXPECT_GT(a.validation.size(), 70u);  // 100 on average; sd 8.7
+  EXPECT_LT(a.validation.size(), 130u);
+  EXPECT_EQ(ft::split_by_patches(clean_of(d), 0.25, 42).validation, a.validation) << "fixed for a seed";
+  EXPECT_NE(ft::split_by_patches(clean_of(d), 0.25, 43).validation, a.validation) << "seeded";
+  EXPECT_TRUE(ft::split_by_patches(clean_of(d), 0.0, 42).validation.empty());
+  EXPECT_THROW(ft::split_by_patches(clean_of(d), 1.0, 42), std::invalid_argument);
+  // The rows reversed (another rank's order): the same samples are held out.
+  KnownDistribution r = d;
+  for (int64_t i = 0; i < d.n; ++i) {
+    std::copy_n(d.context.begin() + (d.n - 1 - i) * d.C, d.C, r.context.begin() + i * d.C);
+    std::copy_n(d.fine.begin() + (d.n - 1 - i) * d.P, d.P, r.fine.begin() + i * d.P);
+  }
+  const auto b = ft::split_by_patches(clean_of(r), 0.25, 42);
+  std::vector<int64_t> mirrored;
+  for (auto it = b.validation.rbegin(); it != b.validation.rend(); ++it) mirrored.push_back(d.n - 1 - *it);
+  EXPECT_EQ(mirrored, a.validation);
+}
+
+TEST(Validation, APatchSplitSessionNeverTrainsOnTheHeldOutSamples) {
+  // One time step: a split by time holds nothing out, the split by patches does.
+  const KnownDistribution d(320, 7);
+  auto to = fast_training();
+  to.validation = 0.2;
+  to.validation_members = 2;
+  to.validation_max_samples = 16;
+  to.validation_split = ft::ValidationSplit::kPatches;
+  ft::Downscaler split(small_model(), to, "cpu");
+  const auto st = split.train_session(view(d), 2);
+  const auto parts = ft::split_by_patches(clean_of(d), 0.2, to.seed);
+  ASSERT_FALSE(parts.validation.empty());
+  EXPECT_EQ(st.validation_samples, static_cast<int64_t>(parts.validation.size()));
+  EXPECT_EQ(st.train_samples, static_cast<int64_t>(parts.train.size()));
+  EXPECT_TRUE(std::isfinite(st.validation_crps));
+  // The same training without the held-out rows and without validation takes the same steps
+  // to the same weights: the held-out rows reached neither the batches nor the normalisation.
+  const ft::Subset rest = ft::take_rows(view(d), parts.train, d.C, d.P);
+  to.validation = 0;
+  ft::Downscaler alone(small_model(), to, "cpu");
+  alone.train_session(rest.view(), 2);
+  EXPECT_EQ(alone.step(), split.step());
+  EXPECT_TRUE(torch::equal(ft::internals(alone).flat, ft::internals(split).flat));
+  // By time, the one step cannot be held out.
+  to.validation = 0.2;
+  to.validation_split = ft::ValidationSplit::kTime;
+  ft::DataView one = view(d);
+  const std::vector<int64_t> step0(static_cast<size_t>(d.n), 0);
+  one.time = step0.data();
+  EXPECT_EQ(ft::Downscaler(small_model(), to, "cpu").train_session(one, 1).validation_samples, 0);
+}
+
+TEST(Validation, APatchSplitThatLeavesNoPartNamesTheKeys) {
+  const KnownDistribution d(12, 8);
+  auto to = fast_training();
+  to.validation_members = 0;
+  to.validation_split = ft::ValidationSplit::kPatches;
+  for (double f : {0.001, 0.999}) {
+    to.validation = f;
+    ft::Downscaler ds(small_model(), to, "cpu");
+    try {
+      ds.train_session(view(d), 1);
+      ADD_FAILURE() << "no error for train.validation " << f;
+    } catch (const std::invalid_argument& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("train.validation_split"), std::string::npos) << what;
+      EXPECT_NE(what.find(f < 0.5 ? "left no validation samples of 12" : "left no training samples of 12"),
+                std::string::npos)
+          << what;
+    }
+  }
+}
+
+TEST(EarlyStopping, ValidationEveryNStepsStopsWithinASession) {
+  // As below, the score repeats exactly; validated every 2 epochs (5 steps each), patience 2:
+  // validations at steps 10, 20, 30, stopped there, out of 8 epochs = 40 steps.
+  const KnownDistribution d(320, 9);
+  auto to = fast_training();
+  to.lr = 1e-30;
+  to.warmup_steps = 0;
+  to.validation = 0.2;
+  to.validation_members = 0;
+  to.validation_split = ft::ValidationSplit::kPatches;
+  to.validation_every = 10;
+  to.early_stop = 2;
+  to.keep_best = true;
+  const int64_t per_epoch =
+      (static_cast<int64_t>(ft::split_by_patches(clean_of(d), 0.2, to.seed).train.size()) + 63) / 64;
+  ASSERT_EQ(per_epoch, 5);
+  ft::Downscaler ds(small_model(), to, "cpu");
+  std::vector<std::string> events;
+  const auto st = ds.train_session(view(d), 8, [&](const std::string& e) { events.push_back(e); });
+  EXPECT_TRUE(st.stopped);
+  EXPECT_EQ(ds.step(), 30);
+  EXPECT_EQ(st.best_step, 10);
+  EXPECT_EQ(ds.best_state_step(), 10);
+  EXPECT_TRUE(any_contains(events, "held-out samples at step 20"));
+  EXPECT_TRUE(any_contains(events, "early stopping: validation loss not better than"));
+  // Without validation_every, once at the session's end.
+  to.validation_every = 0;
+  to.early_stop = 0;
+  ft::Downscaler once(small_model(), to, "cpu");
+  int validations = 0;
+  once.train_session(view(d), 8, [&](const std::string& e) { validations += e.rfind("validation: ", 0) == 0; });
+  EXPECT_EQ(validations, 1);
+  EXPECT_EQ(once.step(), 40);
 }
 
 TEST(EarlyStopping, StopsAfterPatienceSessionsWithoutImprovement) {

@@ -156,19 +156,64 @@ std::pair<torch::Tensor, torch::Tensor> estimates(const SamplerSetup& s, const t
 
 }  // namespace
 
+int64_t churn_step(const Schedule& s, int64_t t, double churn) {
+  // Not at the last step (t = 0, to the data), as EDM's S_tmin leaves out the lowest levels: it
+  // returns the x0 estimate itself, whose variance a raised level would only shrink.
+  if (churn <= 0 || t == 0) return t;
+  auto sigma2 = [&](int64_t u) { return (1.0 - s.alpha_bar[u]) / s.alpha_bar[u]; };
+  const double target = (1.0 + churn) * (1.0 + churn) * sigma2(t);
+  // The network knows only the schedule's steps, so the raised level is rounded up to one of them.
+  int64_t u = t + 1;
+  while (u < s.steps - 1 && sigma2(u) < target) ++u;
+  return std::min(u, s.steps - 1);
+}
+
+namespace {
+
+/// Churn before evaluation `k` at step t: x re-noised from t to churn_step(t) by q(x_t' | x_t) =
+/// N(sqrt(ab_t'/ab_t) x_t, (1 - ab_t'/ab_t) I) (in place of x); returns t'.
+int64_t churn(const SamplerSetup& s, torch::Tensor& x, int64_t t, int64_t k, at::Generator* gen) {
+  const int64_t u = churn_step(*s.schedule, t, s.churn);
+  if (u == t) return t;
+  if (!s.churn_noise.defined() && gen == nullptr)
+    throw std::invalid_argument("sample.churn: needs a generator or pre-drawn churn noise");
+  const double r = s.schedule->alpha_bar[u] / s.schedule->alpha_bar[t];
+  auto z = s.churn_noise.defined()
+               ? s.churn_noise[k]
+               : torch::randn(x.sizes(), *gen, torch::TensorOptions().dtype(torch::kFloat32)).to(x.device());
+  if (s.conservative) z = remove_mean(z, s.weights);
+  x = std::sqrt(r) * x + std::sqrt(1.0 - r) * z;
+  return u;
+}
+
+}  // namespace
+
 torch::Tensor ddpm_sample(const SamplerSetup& s, const NetFn& net, torch::Tensor x, at::Generator& gen) {
   const Schedule& sc = *s.schedule;
   const std::vector<double>& var = s.ddpm_var ? *s.ddpm_var : sc.post_var;
-  int64_t draw = 1;
-  for (int64_t t = sc.steps - 1; t >= 0; --t) {
-    auto x0 = estimates(s, x, net(x, t), t).first;
-    auto mean = sc.post_c0[t] * x0 + sc.post_ct[t] * x;
+  int64_t draw = 1, k = 0;
+  for (int64_t t = sc.steps - 1; t >= 0; --t, ++k) {
+    const int64_t u = churn(s, x, t, k, &gen);
+    auto x0 = estimates(s, x, net(x, u), u).first;
+    torch::Tensor mean;
+    double sd = 0;
+    if (u == t) {
+      mean = sc.post_c0[t] * x0 + sc.post_ct[t] * x;
+      if (t > 0) sd = std::sqrt(var[t]);
+    } else {
+      // q(x_{t-1} | x_u, x_0) over the gap u -> t-1 (the DDPM posterior's formulas with
+      // alpha_bar_u / alpha_bar_{t-1} in place of 1 - beta_t).
+      const double ab = sc.alpha_bar[u], ab_prev = t > 0 ? sc.alpha_bar[t - 1] : 1.0;
+      const double gap = 1.0 - ab / ab_prev;
+      mean = (std::sqrt(ab_prev) * gap / (1.0 - ab)) * x0 + (std::sqrt(1.0 - gap) * (1.0 - ab_prev) / (1.0 - ab)) * x;
+      if (t > 0) sd = std::sqrt(&var == &sc.beta ? gap : gap * (1.0 - ab_prev) / (1.0 - ab));
+    }
     if (t > 0) {
       auto z = s.noise.defined()
                    ? s.noise[draw++]
                    : torch::randn(x.sizes(), gen, torch::TensorOptions().dtype(torch::kFloat32)).to(x.device());
       if (s.conservative) z = remove_mean(z, s.weights);
-      mean.add_(z, std::sqrt(var[t]));
+      mean.add_(z, sd);
     }
     x = mean;
   }
@@ -180,9 +225,11 @@ torch::Tensor ddim_sample(const SamplerSetup& s, const NetFn& net, torch::Tensor
   const Schedule& sc = *s.schedule;
   if (eta > 0 && gen == nullptr && !s.noise.defined())
     throw std::invalid_argument("ddim_sample: eta > 0 needs a generator or pre-drawn noise");
+  if (s.churn > 0 && gen == nullptr && !s.churn_noise.defined())
+    throw std::invalid_argument("ddim_sample: churn > 0 needs a generator or pre-drawn churn noise");
   const auto ts = ddim_timesteps(sc.steps, steps);
   for (size_t i = 0; i < ts.size(); ++i) {
-    const int64_t t = ts[i];
+    const int64_t t = churn(s, x, ts[i], static_cast<int64_t>(i), gen);
     auto [x0, eps] = estimates(s, x, net(x, t), t);
     if (i + 1 == ts.size()) return x0;
     const double ab = sc.alpha_bar[t], ab_prev = sc.alpha_bar[ts[i + 1]];

@@ -61,8 +61,21 @@ struct SamplerSetup {
   /// DDPM uses draw k at its k-th noisy update (k = 1..T-1); DDIM uses draw i+1 after step i.
   torch::Tensor noise;
   /// DDPM: the variance of each ancestral step, [T]; nullptr = the posterior's (schedule->post_var).
+  /// A step that churn starts at t' > t uses the same law over its longer gap t' -> t-1: the
+  /// forward variance 1 - alpha_bar_t' / alpha_bar_{t-1} when this points at schedule->beta, else
+  /// the posterior's.
   const std::vector<double>* ddpm_var = nullptr;
+  /// sample.churn (see churn_step); 0 = none, the samplers as without it, bit for bit.
+  double churn = 0.0;
+  /// With churn: pre-drawn N(0,1) noise [evaluations, B, P] on x's device (draw k re-noises before
+  /// the k-th network evaluation), or undefined (draw from the generator).
+  torch::Tensor churn_noise;
 };
+
+/// The step that churn raises step t to: the first t' > t with sigma_t' >= (1 + churn) sigma_t,
+/// at most T-1 (sigma_t = sqrt((1 - alpha_bar_t) / alpha_bar_t)); t itself when churn <= 0 and at
+/// t = 0 (the last step: the data is not churned, as EDM's S_tmin leaves out the lowest levels).
+int64_t churn_step(const Schedule& s, int64_t t, double churn);
 
 /// The variance of DDPM's ancestral steps that sample.ddpm_variance names: post_var or beta.
 const std::vector<double>& ddpm_variance(const Schedule& s, DdpmVariance v);
@@ -75,13 +88,16 @@ std::vector<double> log_sigmas(const Schedule& s);
 torch::Tensor draw_timesteps(const TrainOptions& o, const Schedule& s, int64_t n, at::Generator& gen);
 
 /// DDPM ancestral sampling from x_T (noise) through all T steps; returns x_0. `gen` is used
-/// only when s.noise is undefined.
+/// only when s.noise (or, with churn, s.churn_noise) is undefined. With churn, the step at t
+/// evaluates the network at t' = churn_step(t) after re-noising x_t to t' and goes from t' to t-1
+/// with the posterior q(x_{t-1} | x_t', x_0) (the variance's law over the gap t' -> t-1).
 torch::Tensor ddpm_sample(const SamplerSetup& s, const NetFn& net, torch::Tensor x, at::Generator& gen);
 /// Deterministic DDIM (eta = 0) over ddim_timesteps(T, steps); returns x_0.
 /// eta scales the noise added at each DDIM step: 0 is deterministic DDIM; 1 with steps = T draws
 /// exactly what ddpm_sample draws (same posterior, same order of generator calls). Values in
 /// between (and eta = 1 with fewer steps) keep more fine-scale variability than eta = 0.
-/// `gen` is needed when eta > 0.
+/// `gen` is needed when eta > 0 (or churn > 0) and the noise is not pre-drawn. With churn, each
+/// step re-noises x_t to t' = churn_step(t) and goes from t' to the next DDIM step.
 torch::Tensor ddim_sample(const SamplerSetup& s, const NetFn& net, torch::Tensor x, int64_t steps, double eta = 0.0,
                           at::Generator* gen = nullptr);
 

@@ -189,6 +189,9 @@ const schema::Table<SampleOptions>& sample_options_table() {
     s.push_back(real("inflation", &S::inflation, 0.0, 100.0,
                      "post-hoc spread inflation: each member's deviation from the ensemble mean times this (1 = none; "
                      "fit it on data that is not scored)"));
+    s.push_back(real("churn", &S::churn, 0.0, 10.0,
+                     "EDM churn: re-noise each step's x_t to the first step whose sigma is at least (1 + churn) "
+                     "times its own, then step from there (0 = none; docs/training.md)"));
     s.push_back(integer_or_auto("threads", &S::threads, 4096,
                                 "torch threads of sampling: auto (measured), N, or 0 = as training"));
     s.push_back(integer("max_threads", &S::max_threads, 0, 4096, "upper end of threads: auto (0 = all cores)"));

@@ -165,6 +165,11 @@ struct SampleOptions {
   /// multiplied by this (1 = none). The ensemble mean and the patch means stay; fit it on data
   /// that is not scored (docs/evaluation.md, "Calibration"; issue 26).
   double inflation = 1.0;
+  /// Churn (the stochastic sampler of EDM, Karras et al. 2022) on the discrete schedule: before
+  /// each network evaluation at step t, x_t is re-noised to the first step t' > t whose sigma is
+  /// at least (1 + churn) sigma_t (at most T-1) by the forward process's exact marginal
+  /// q(x_t' | x_t), and the step is taken from t' (0 = none; docs/training.md, "Churn in the sampler").
+  double churn = 0.0;
   /// Intra-op threads of the calling thread while it samples: 0 = leave as is, -1 = auto (measured
   /// with 1..max_threads at the first call of a given batch size, then remembered), N = N.
   int64_t threads = 0;

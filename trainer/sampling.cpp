@@ -27,10 +27,21 @@ constexpr int64_t kNoiseBudgetBytes = 64ll << 20;
 
 }  // namespace
 
+int64_t churn_draws(const ModelOptions& mo, const SampleOptions& o) {
+  if (o.churn <= 0) return 0;
+  return o.sampler == Sampler::kDdpm ? mo.diffusion_steps : std::clamp<int64_t>(o.steps, 1, mo.diffusion_steps);
+}
+
 int64_t noise_draws(const ModelOptions& mo, const SampleOptions& o) {
-  if (o.sampler == Sampler::kDdpm) return mo.diffusion_steps;
+  // The churn draws come last, so that the other draws are those of a sampling without churn.
+  if (o.sampler == Sampler::kDdpm) return mo.diffusion_steps + churn_draws(mo, o);
   const int64_t n = std::clamp<int64_t>(o.steps, 1, mo.diffusion_steps);
-  return o.eta > 0 ? n : 1;
+  return (o.eta > 0 ? n : 1) + churn_draws(mo, o);
+}
+
+torch::Tensor churn_noise(const ModelOptions& mo, const SampleOptions& o, const torch::Tensor& noise) {
+  const int64_t k = churn_draws(mo, o);
+  return k > 0 ? noise.narrow(0, noise.size(0) - k, k) : torch::Tensor();
 }
 
 void draw(const Downscaler::Impl& im, const Model& m, const float* context, const float* coarse, const float* weights,
@@ -39,6 +50,7 @@ void draw(const Downscaler::Impl& im, const Model& m, const float* context, cons
   const auto C = im.mo.context_size, P = im.mo.patch_size, M = o.members;
   const bool ddpm = o.sampler == Sampler::kDdpm, conservative = im.mo.conservative;
   const int64_t draws = noise_draws(im.mo, o);
+  if (m.fused && o.churn > 0) throw std::invalid_argument("sample.churn: the fused MLP sampler has no churn");
   c10::InferenceMode inference;
   auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
   const NormApplied& norm = *m.norm;
@@ -92,6 +104,8 @@ void draw(const Downscaler::Impl& im, const Model& m, const float* context, cons
         setup.weights = w_d;
         setup.noise = noise_d;
         setup.ddpm_var = &diffusion::ddpm_variance(sc, o.ddpm_variance);
+        setup.churn = o.churn;
+        setup.churn_noise = churn_noise(im.mo, o, noise_d);
         std::vector<torch::Tensor> t_cache(static_cast<size_t>(im.mo.diffusion_steps));
         // Progress inside a batch: one network evaluation per sampler step.
         const int64_t evaluations = ddpm ? im.mo.diffusion_steps : static_cast<int64_t>(ddim_ts.size());
@@ -145,11 +159,11 @@ void Downscaler::sample(const float* context, const float* coarse, const float* 
   m.schedule = &im.sample_schedule;
   m.norm = &im.sample_norm;
   m.graphs = im.sample_graphs.get();
-  if (im.sample_fused) {
+  if (im.sample_fused && o.churn <= 0) {
     m.fused = im.sample_fused.get();
     m.params = im.sample_flat.data_ptr<float>();
   } else {
-    m.net = im.sample_net.get();
+    m.net = im.sample_net.get();  // churn: the module's eager sampler (the fused one has none)
   }
   // Threads of this (the calling) thread for the duration of the call.
   const int before = at::get_num_threads();

@@ -24,8 +24,14 @@ struct Model {
 };
 
 /// Number of pre-drawn noise fields of one sampling: x_T plus one per noisy update (DDPM: T-1;
-/// DDIM with eta > 0: one per step but the last; DDIM with eta = 0: none).
+/// DDIM with eta > 0: one per step but the last; DDIM with eta = 0: none), then with churn one
+/// per network evaluation (churn_draws), after the others.
 int64_t noise_draws(const ModelOptions& mo, const SampleOptions& o);
+/// The churn draws at the end of noise_draws: one per network evaluation (DDPM: T; DDIM: its
+/// steps) when o.churn > 0, else 0.
+int64_t churn_draws(const ModelOptions& mo, const SampleOptions& o);
+/// The churn part of pre-drawn noise [noise_draws, B, P] (undefined without churn).
+torch::Tensor churn_noise(const ModelOptions& mo, const SampleOptions& o, const torch::Tensor& noise);
 
 /// Draws o.members fine patches per row (see Downscaler::sample) with model `m`. The noise of
 /// each internal batch is drawn at once on the CPU generator of `seed` ([draws, rows*members, P]).

@@ -455,6 +455,9 @@ void export_torchscript(const Downscaler& model, const ExportOptions& options, c
   const ModelOptions& mo = im.mo;
   const SampleOptions& so = options.sample;
   schema::check(sample_options_table(), so, "sample.");
+  if (so.churn > 0)
+    throw std::invalid_argument("sample.churn: the exported TorchScript sampler has no churn (0 expected, got " +
+                                std::to_string(so.churn) + ")");
   const auto& meta = options.metadata;
   torch::NoGradGuard no_grad;
 

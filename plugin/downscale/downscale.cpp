@@ -312,6 +312,7 @@ trainer::SampleOptions sample_options(const DownscaleOptions& opt) {
   so.steps = opt.steps;
   so.eta = opt.eta;
   so.inflation = opt.inflation;
+  so.churn = opt.churn;
   if (!schema::parse_name(opt.ddpm_variance, so.ddpm_variance))
     throw ConfigError("--ddpm-variance must be one of " + schema::name_list<trainer::DdpmVariance>() + ", got \"" +
                       opt.ddpm_variance + "\"");
@@ -448,7 +449,8 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
                  ? " (" + std::to_string(each) + " from each of " + std::to_string(n_sources) + " checkpoints)"
                  : std::string()) +
             ", " + opt.sampler + (opt.sampler == "ddim" ? " " + std::to_string(opt.steps) + " steps" : "") +
-            (opt.sampler == "ddpm" && opt.ddpm_variance != "posterior" ? ", variance " + opt.ddpm_variance : ""));
+            (opt.sampler == "ddpm" && opt.ddpm_variance != "posterior" ? ", variance " + opt.ddpm_variance : "") +
+            (opt.churn > 0 ? fmt::format(", churn {}", opt.churn) : ""));
 
   const auto target = static_cast<size_t>(lead.patch_options.target);
   Output output(opt.output, grid.output, opt.vars[target], readers[target].attributes(), opt.members,

@@ -33,6 +33,7 @@ struct DownscaleOptions {
   double eta = 0.0;                         ///< ddim noise per step (0 deterministic .. 1 ancestral)
   std::string ddpm_variance = "posterior";  ///< ddpm step variance: posterior | beta
   double inflation = 1.0;                   ///< post-hoc spread inflation (sample.inflation)
+  double churn = 0.0;                       ///< EDM churn of the sampler (sample.churn)
   std::vector<std::string> times;           ///< steps to downscale (0-based index or ISO date); empty = all
   unsigned long long seed = 42;
   int threads = 0;  ///< torch threads; 0 = LibTorch's default

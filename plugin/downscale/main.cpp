@@ -75,6 +75,11 @@ int main(int argc, char** argv) {
                  "members)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 100.0));
+  app.add_option("--churn", opt.churn,
+                 "EDM churn (as sample.churn): each step re-noises x_t to the first step whose noise level is at "
+                 "least (1 + churn) times its own and steps from there (0 = none; docs/training.md)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 10.0));
   app.add_option("--eta", opt.eta, "DDIM noise per step: 0 deterministic, 1 ancestral (sharper fine scales)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));

@@ -147,7 +147,7 @@ TEST(Config, EveryErrorIsReportedInOneRun) {
             "context_noise)\n"
             "configs/x.yaml:5: model.schedule must be one of linear, cosine, got \"quadratic\"\n"
             "configs/x.yaml:6: sample must be a mapping of keys (every, members, sampler, steps, eta, ddpm_variance, "
-            "inflation, threads, max_threads, cuda_graphs, output, write_back, device)\n"
+            "inflation, churn, threads, max_threads, cuda_graphs, output, write_back, device)\n"
             "--set device: device must be one of auto, cpu, cuda, cuda:N, mps, got \"gpu\"\n"
             "configs/x.yaml: missing required key grid.file (ICON grid file, or a CF file with the lat/lon "
             "coordinates)");

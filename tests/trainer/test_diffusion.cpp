@@ -280,13 +280,23 @@ TEST(Sampler, DdpmVarianceBetaKeepsTheSpreadThatThePosteriorLoses) {
   EXPECT_EQ(&fd::ddpm_variance(s, ft::DdpmVariance::kBeta), &s.beta);
 }
 
-TEST(Sampler, DdpmVarianceReachesTheFusedAndTheEagerSampler) {
+namespace {
+
+/// An MLP small enough to sample in milliseconds (context 3, patches of 16, 20 steps).
+ft::ModelOptions tiny_mlp() {
   ft::ModelOptions mo;
   mo.context_size = 3;
   mo.patch_size = 16;
   mo.hidden = 16;
   mo.depth = 1;
   mo.diffusion_steps = 20;
+  return mo;
+}
+
+}  // namespace
+
+TEST(Sampler, DdpmVarianceReachesTheFusedAndTheEagerSampler) {
+  const ft::ModelOptions mo = tiny_mlp();
   ft::TrainOptions eager_to;
   eager_to.force_autograd = true;  // the MLP on the CPU samples through the fused path unless forced
   ft::Downscaler fused(mo, ft::TrainOptions{}, "cpu"), eager(mo, eager_to, "cpu");
@@ -338,6 +348,130 @@ TEST(Sampler, InflationScalesTheDeviationsFromTheEnsembleMeanOnly) {
       for (int64_t p = 0; p < P; ++p) patch += wide[(c * M + m) * P + p] / double(P);
       EXPECT_NEAR(patch, coarse[c], 1e-4) << "each member keeps its patch mean";
     }
+}
+
+TEST(Sampler, ChurnSamplesAnMlpThroughItsModule) {
+  // The fused CPU sampler of the MLP has no churn: with churn the MLP samples through its module,
+  // as a Downscaler that never takes the fused path does.
+  const ft::ModelOptions mo = tiny_mlp();
+  ft::TrainOptions eager_to;
+  eager_to.force_autograd = true;
+  ft::Downscaler fused(mo, ft::TrainOptions{}, "cpu"), eager(mo, eager_to, "cpu");
+  std::vector<float> ctx(2 * 3, 0.3f), coarse(2, 1.f), plain(2 * 4 * 16), churned(plain.size()),
+      churned_eager(plain.size());
+  ft::SampleOptions so;
+  so.members = 4;
+  so.sampler = ft::Sampler::kDdpm;
+  fused.sample(ctx.data(), coarse.data(), nullptr, 2, so, 1, plain.data());
+  so.churn = 0.5;
+  fused.sample(ctx.data(), coarse.data(), nullptr, 2, so, 1, churned.data());
+  eager.sample(ctx.data(), coarse.data(), nullptr, 2, so, 1, churned_eager.data());
+  EXPECT_NE(plain, churned) << "churn must reach the MLP's sampling";
+  EXPECT_EQ(churned, churned_eager);
+}
+
+TEST(Sampler, ChurnStepIsTheFirstStepWithTheRaisedNoiseLevel) {
+  const auto s = fd::make_schedule(ft::NoiseSchedule::kCosine, 50, torch::kCPU);
+  auto sigma = [&](int64_t t) { return std::sqrt((1 - s.alpha_bar[t]) / s.alpha_bar[t]); };
+  for (int64_t t = 0; t < 50; ++t) EXPECT_EQ(fd::churn_step(s, t, 0.0), t);
+  for (const double c : {0.05, 0.3, 1.0}) {
+    EXPECT_EQ(fd::churn_step(s, 0, c), 0) << "the last step is not churned";
+    for (int64_t t = 1; t < 49; ++t) {
+      const int64_t u = fd::churn_step(s, t, c);
+      ASSERT_GT(u, t) << "churn " << c;
+      ASSERT_LE(u, 49);
+      if (u < 49) EXPECT_GE(sigma(u), (1 + c) * sigma(t)) << "t " << t << " churn " << c;
+      if (u > t + 1) EXPECT_LT(sigma(u - 1), (1 + c) * sigma(t)) << "the first such step, t " << t;
+      EXPECT_GE(fd::churn_step(s, t, 2 * c), u) << "more churn, a higher step";
+    }
+    EXPECT_EQ(fd::churn_step(s, 49, c), 49) << "nothing above the last step";
+  }
+}
+
+TEST(Sampler, ChurnZeroIsTheSamplerWithoutItBitForBit) {
+  // Churn 0 must not touch x, the noise or the steps, even with churn noise at hand.
+  const auto s = fd::make_schedule(ft::NoiseSchedule::kCosine, 20, torch::kCPU);
+  GaussianOracle oracle{&s, 0.3, 0.7, true};
+  auto g = at::make_generator<at::CPUGeneratorImpl>(21);
+  const auto noise = torch::randn({20, 32, 8}, g), churn_noise = torch::randn({20, 32, 8}, g);
+  for (const bool ddpm : {true, false}) {
+    fd::SamplerSetup setup;
+    setup.schedule = &s;
+    setup.v_objective = true;
+    setup.noise = noise;
+    auto run = [&] {
+      auto unused = at::make_generator<at::CPUGeneratorImpl>(0);
+      return ddpm ? fd::ddpm_sample(setup, oracle, noise[0].clone(), unused)
+                  : fd::ddim_sample(setup, oracle, noise[0].clone(), 8, 0.5, &unused);
+    };
+    const auto plain = run();
+    setup.churn_noise = churn_noise;
+    EXPECT_TRUE(torch::equal(run(), plain)) << (ddpm ? "ddpm" : "ddim");
+    setup.churn = 0.5;
+    EXPECT_FALSE(torch::equal(run(), plain)) << (ddpm ? "ddpm" : "ddim") << ": churn must change the draw";
+  }
+}
+
+TEST(Sampler, ChurnFollowsTheVarianceOfGaussianDataWithTheExactDenoiser) {
+  // For N(0, 1) data the exact denoiser is linear (x0 = sqrt(ab_t) x_t), so the variance of x
+  // through a churned sampling has a closed-form recursion: re-noising t -> u gives
+  // v_u = r v + 1 - r (r = ab_u / ab_t); a DDPM step u -> t-1 keeps the forward process's mean
+  // (factor sqrt(ab_u / ab_{t-1})) and adds its variance (beta: 1 - ab_u / ab_{t-1}, exact, so v
+  // stays 1 whatever the churn; posterior: less); a DDIM step u -> s multiplies x by
+  // sqrt(ab_s ab_u) + sqrt((1 - ab_s)(1 - ab_u)). The samples must follow it: a wrong re-noising
+  // coefficient, a wrong step or gap or posterior over the longer gap shows up here.
+  const auto s = fd::make_schedule(ft::NoiseSchedule::kCosine, 50, torch::kCPU);
+  const auto& ab = s.alpha_bar;
+  GaussianOracle oracle{&s, 0.0, 1.0, true};
+  auto start = at::make_generator<at::CPUGeneratorImpl>(3);
+  const auto x = torch::randn({4000, 8}, start);  // 32,000 draws: the std to about 0.4%
+  auto renoise = [&](double v, int64_t t, int64_t u) { return u == t ? v : ab[u] / ab[t] * v + 1 - ab[u] / ab[t]; };
+  auto ddpm_std = [&](double c, bool beta) {
+    double v = 1;
+    for (int64_t t = 49; t >= 0; --t) {
+      const int64_t u = fd::churn_step(s, t, c);
+      v = renoise(v, t, u);
+      if (t == 0) return std::sqrt(ab[u] * v);
+      const double abp = ab[t - 1], gap = 1 - ab[u] / abp;
+      v = (1 - gap) * v + (beta ? gap : gap * (1 - abp) / (1 - ab[u]));
+    }
+    return 0.0;
+  };
+  auto ddim_std = [&](double c, int64_t steps) {
+    const auto ts = fd::ddim_timesteps(50, steps);
+    double v = 1;
+    for (size_t i = 0; i < ts.size(); ++i) {
+      const int64_t u = fd::churn_step(s, ts[i], c);
+      v = renoise(v, ts[i], u);
+      if (i + 1 == ts.size()) return std::sqrt(ab[u] * v);
+      const double k = std::sqrt(ab[ts[i + 1]] * ab[u]) + std::sqrt((1 - ab[ts[i + 1]]) * (1 - ab[u]));
+      v *= k * k;
+    }
+    return 0.0;
+  };
+  fd::SamplerSetup setup;
+  setup.schedule = &s;
+  setup.v_objective = true;
+  for (const double c : {0.0, 0.5, 2.0}) {
+    setup.churn = c;
+    for (const bool beta : {true, false}) {
+      setup.ddpm_var = beta ? &s.beta : nullptr;
+      auto g = at::make_generator<at::CPUGeneratorImpl>(9);
+      const auto out = fd::ddpm_sample(setup, oracle, x.clone(), g);
+      EXPECT_NEAR(out.mean().item<double>(), 0.0, 0.02) << "churn " << c;
+      EXPECT_NEAR(out.std().item<double>(), ddpm_std(c, beta), 0.015) << "ddpm churn " << c << (beta ? " beta" : "");
+      if (beta) EXPECT_NEAR(out.std().item<double>(), 1.0, 0.01) << "beta steps are exact for N(0, 1) data";
+    }
+    auto g = at::make_generator<at::CPUGeneratorImpl>(9);
+    const auto out = fd::ddim_sample(setup, oracle, x.clone(), 10, 0.0, &g);
+    EXPECT_NEAR(out.std().item<double>(), ddim_std(c, 10), 0.015) << "ddim churn " << c;
+  }
+  // What the recursion says about the sampler, pinned: churn changes nothing with beta steps, and with
+  // the posterior's variance or deterministic DDIM the longer steps lose spread (the
+  // discretisation error grows with the gap), as EDM's Euler steps do.
+  EXPECT_NEAR(ddpm_std(2.0, true), ddpm_std(0.0, true), 1e-9);
+  EXPECT_LT(ddpm_std(0.5, false), ddpm_std(0.0, false) - 0.1);
+  EXPECT_LT(ddim_std(0.5, 10), ddim_std(0.0, 10) - 0.05);
 }
 
 TEST(NoiseLevels, UniformIsRandintAndLognormalFollowsLnSigma) {

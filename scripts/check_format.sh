@@ -26,7 +26,7 @@ fi
 # spent most of its time starting up. Each unformatted file is named in a "FILE:LINE:COL: error:"
 # line of the dry run's diagnostics.
 report="$(printf '%s\0' "${files[@]}" \
-  | xargs -0 -n 40 -P "$(nproc)" "$clang_format" --dry-run -Werror 2>&1 >/dev/null || true)"
+  | xargs -0 -n 40 -P "$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)" "$clang_format" --dry-run -Werror 2>&1 >/dev/null || true)"
 mapfile -t bad < <(sed -n 's/^\(.*\):[0-9]*:[0-9]*: error: .*/\1/p' <<<"$report" | sort -u)
 # A failure that names no file (clang-format itself broken, a bad .clang-format) is not a pass.
 if ((${#bad[@]} == 0)) && [[ -n "$report" ]]; then

@@ -12,7 +12,7 @@
 #   scripts/sanitize.sh [address] [thread]     (default: both)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-jobs="${JOBS:-$(nproc)}"
+jobs="${JOBS:-$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)}"
 supp="$here/tests/sanitizers"
 kinds=("$@")
 ((${#kinds[@]})) || kinds=(address thread)

@@ -33,7 +33,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMP_NUM_THREADS=1
 
 # As many tests at a time as cores (FINECAST_TEST_JOBS to change it): most tests are short
-# processes that start MPI, LibTorch or Python and leave a core idle while they wait.
-jobs="${FINECAST_TEST_JOBS:-$(nproc)}"
+# processes that start MPI, LibTorch or Python and leave a core idle while they wait. (GNU nproc
+# answers OMP_NUM_THREADS when it is set, as it is just above: the cores are counted without it.)
+jobs="${FINECAST_TEST_JOBS:-$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)}"
 echo "[test] running ctest in $build_dir ($jobs at a time)"
 ctest --test-dir "$build_dir" --output-on-failure --timeout 900 -j "$jobs" "$@"

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstddef>
 
+#include "common/bspline.hpp"
 #include "common/cubic.hpp"
 #include "common/error.hpp"
 
@@ -64,77 +65,6 @@ Stencil stencil(int i, int k, int nb, Interp interp, bool periodic) {
   return s;
 }
 
-/// Solves (a[i-1] + 4 a[i] + a[i+1]) / 6 = c[i] for the cubic B-spline coefficients of n
-/// samples with stride `stride`, in place: periodic (cyclic), or natural (a = c at both ends,
-/// i.e. zero second derivative there, which keeps linear sequences unchanged).
-void prefilter(double* c, int n, std::ptrdiff_t stride, bool periodic) {
-  auto at = [&](int i) -> double& { return c[i * stride]; };
-  if (n <= 1) return;
-  if (!periodic) {
-    if (n <= 2) return;
-    // Thomas algorithm on the interior unknowns 1..n-2 (diagonal 4, off-diagonals 1).
-    const int m = n - 2;
-    std::vector<double> cp(static_cast<std::size_t>(m)), d(static_cast<std::size_t>(m));
-    for (int i = 0; i < m; ++i) d[i] = 6.0 * at(i + 1);
-    d[0] -= at(0);
-    d[m - 1] -= at(n - 1);
-    double beta = 4.0;
-    cp[0] = 1.0 / beta;
-    d[0] /= beta;
-    for (int i = 1; i < m; ++i) {
-      beta = 4.0 - cp[i - 1];
-      cp[i] = 1.0 / beta;
-      d[i] = (d[i] - d[i - 1]) / beta;
-    }
-    for (int i = m - 2; i >= 0; --i) d[i] -= cp[i] * d[i + 1];
-    for (int i = 0; i < m; ++i) at(i + 1) = d[i];
-    return;
-  }
-  if (n == 2) {  // both neighbours of each sample are the other one: 4 a0 + 2 a1 = 6 c0
-    const double c0 = at(0), c1 = at(1);
-    at(0) = (6.0 * (4.0 * c0 - 2.0 * c1)) / 12.0;
-    at(1) = (6.0 * (4.0 * c1 - 2.0 * c0)) / 12.0;
-    return;
-  }
-  // The causal and anti-causal recursive filters of the pole z = sqrt(3) - 2 (Unser 1999), with
-  // their periodic sums as initial values.
-  const double z = std::sqrt(3.0) - 2.0;
-  const double zn = std::pow(z, n);
-  std::vector<double> x(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) x[i] = 6.0 * at(i);
-  double s = 0.0, zk = 1.0;
-  for (int k = 0; k < n; ++k, zk *= z) s += zk * x[(n - k) % n];
-  std::vector<double> cplus(static_cast<std::size_t>(n));
-  cplus[0] = s / (1.0 - zn);
-  for (int i = 1; i < n; ++i) cplus[i] = x[i] + z * cplus[i - 1];
-  s = 0.0;
-  zk = 1.0;
-  for (int k = 0; k < n; ++k, zk *= z) s += zk * cplus[(n - 1 + k) % n];
-  std::vector<double> cminus(static_cast<std::size_t>(n));
-  cminus[n - 1] = -z * s / (1.0 - zn);
-  for (int i = n - 2; i >= 0; --i) cminus[i] = z * (cminus[i + 1] - cplus[i]);
-  for (int i = 0; i < n; ++i) at(i) = cminus[i];
-}
-
-/// Cubic B-spline weights of the coefficients at b0-1 .. b0+2 for t in [0, 1).
-std::array<double, 4> bspline_weights(double t) {
-  const double t2 = t * t, t3 = t2 * t, u = 1.0 - t;
-  return {u * u * u / 6.0, (3.0 * t3 - 6.0 * t2 + 4.0) / 6.0, (-3.0 * t3 + 3.0 * t2 + 3.0 * t + 1.0) / 6.0, t3 / 6.0};
-}
-
-/// The coefficient at index j of n beyond the ends: periodic, or extended point-symmetrically
-/// about the end coefficient (a[-j] = 2 a[0] - a[j]), which continues the natural spline linearly.
-double coefficient(const std::vector<double>& a, std::size_t offset, std::ptrdiff_t stride, int j, int n,
-                   bool periodic) {
-  if (n == 1) return a[offset];
-  if (periodic) return a[offset + static_cast<std::size_t>(((j % n) + n) % n) * stride];
-  if (j < 0) return 2.0 * a[offset] - coefficient(a, offset, stride, -j, n, periodic);
-  if (j > n - 1)
-    return 2.0 * a[offset + static_cast<std::size_t>(n - 1) * stride] -
-           coefficient(a, offset, stride, 2 * (n - 1) - j, n, periodic);
-  return a[offset + static_cast<std::size_t>(j) * stride];
-}
-
 /// The coefficient at block row r, column col, both extended beyond the ends (rows never wrap).
 double coefficient2(const std::vector<double>& a, int r, int col, int nby, int nbx, bool periodic_x) {
   if (nby == 1) r = 0;
@@ -143,7 +73,7 @@ double coefficient2(const std::vector<double>& a, int r, int col, int nby, int n
   if (r > nby - 1)
     return 2.0 * coefficient2(a, nby - 1, col, nby, nbx, periodic_x) -
            coefficient2(a, 2 * (nby - 1) - r, col, nby, nbx, periodic_x);
-  return coefficient(a, static_cast<std::size_t>(r) * nbx, 1, col, nbx, periodic_x);
+  return bspline_coefficient(a.data() + static_cast<std::size_t>(r) * nbx, 1, col, nbx, periodic_x);
 }
 
 /// NaN block values replaced by the mean of their finite edge neighbours, repeatedly, so that
@@ -188,8 +118,8 @@ std::vector<double> bspline_interpolate(const BlockLayout& L, const std::vector<
   const int nby = L.nby(), nbx = L.nbx();
   std::vector<double> a = coarse;
   if (!fill_missing(a, nby, nbx, L.periodic_x)) return std::vector<double>(L.size(), std::nan(""));
-  for (int i = 0; i < nby; ++i) prefilter(a.data() + static_cast<std::size_t>(i) * nbx, nbx, 1, L.periodic_x);
-  for (int j = 0; j < nbx; ++j) prefilter(a.data() + j, nby, nbx, false);
+  for (int i = 0; i < nby; ++i) bspline_prefilter(a.data() + static_cast<std::size_t>(i) * nbx, nbx, 1, L.periodic_x);
+  for (int j = 0; j < nbx; ++j) bspline_prefilter(a.data() + j, nby, nbx, false);
   // Along x first, for every block row (and the two extended rows each side), then along y.
   std::vector<double> out(L.size());
   std::vector<double> row_x(static_cast<std::size_t>(nby + 4) * L.nx);

@@ -137,7 +137,12 @@ const schema::Table<Config>& config_table() {
                           "the model learns fine minus: mean (the patch's coarse value) | interp (the conservative "
                           "interpolant of the coarse neighbourhood: bicubic on lat-lon blocks, IDW on ICON) | "
                           "regression (that interpolant plus a least-squares fit on patch.static, fitted at the first "
-                          "step: a two-stage model; docs/training.md)")},
+                          "step: a two-stage model; docs/training.md)"),
+                   choice("interpolant", &PatchConfig::interpolant,
+                          "the conservative interpolant of patch.residual interp and regression and of the static "
+                          "covariates' coarse part: lat-lon bicubic (Keys) | bspline (cubic B-spline); ICON idw "
+                          "(inverse-distance) | linear (least-squares gradients); auto = bicubic on lat-lon, idw on "
+                          "ICON (docs/training.md)")},
                "patch."));
     add(nested(&Config::buffer,
                Table<BufferConfig>{integer("capacity", &BufferConfig::capacity, 1, 10000,
@@ -445,6 +450,8 @@ void validate_together(const Config& c, ErrorList& errors) {
     }
     return std::string();
   });
+  rule({"patch.interpolant", "grid.type"},
+       [&] { return coupling::interpolant_mismatch(c.patch.interpolant, c.grid.type == GridType::kLatLon); });
   rule({"patch.residual", "patch.static"}, [&] {
     return c.patch.residual == Residual::kRegression && c.patch.statics.empty()
                ? std::string(

@@ -68,6 +68,8 @@ struct PatchConfig {
   int context_rings =
       0;  ///< 0: edge neighbours; K: every coarse cell within K rings (coupling/grid/context_stencil.hpp)
   Residual residual = Residual::kMean;
+  /// The residual base's interpolant (auto: bicubic on lat-lon, idw on ICON).
+  coupling::Interpolant interpolant = coupling::Interpolant::kAuto;
 };
 
 struct BufferConfig {

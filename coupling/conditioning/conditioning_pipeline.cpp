@@ -94,7 +94,8 @@ ConditioningGrid read_conditioning_grid(const ConditioningSpec& spec, const std:
 }
 
 void prepare_for(const ConditioningSpec& spec, PatchMap& map) {
-  prepare_patch_map(map, spec.context_rings, spec.residual != Residual::kMean || !spec.statics.empty());
+  prepare_patch_map(map, spec.context_rings, spec.residual != Residual::kMean || !spec.statics.empty(),
+                    spec.interpolant);
 }
 
 uint64_t sampling_seed(uint64_t seed, long long sampling, int trainer) {

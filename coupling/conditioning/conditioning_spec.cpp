@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "common/error.hpp"
+#include "coupling/grid/context_stencil.hpp"
 #include "coupling/grid/patch_regression.hpp"
 
 namespace finecast::coupling {
@@ -100,6 +101,7 @@ schema::Table<Spec> make_table() {
   t.push_back(integer("patch.context_rings", &Spec::context_rings, 0, 8, "coarse context rings"));
   t.push_back(boolean("patch.relative_context", &Spec::relative_context, "coarse values relative to the patch's"));
   t.push_back(choice("patch.residual", &Spec::residual, "what the model's residual is taken from"));
+  t.push_back(choice("patch.interpolant", &Spec::interpolant, "the residual base's interpolant"));
   t.push_back(names_field("patch.static", &Spec::statics, "fine static covariates"));
   Field<Spec> norms = field_head<Spec>("patch.static_norm", Kind::kText, "the covariates' normalisation");
   norms.rule = "\"mean scale\" pairs joined by ';'";
@@ -156,6 +158,7 @@ bool compared_on_resume(const std::string& key) {
                                           "patch.context_rings",
                                           "patch.relative_context",
                                           "patch.residual",
+                                          "patch.interpolant",
                                           "patch.static"};
   return keys.count(key) > 0;
 }
@@ -189,6 +192,13 @@ namespace {
 /// coefficients fit its covariates (a constant and a slope per covariate).
 StoredSpec finished(StoredSpec stored, const std::string& source) {
   stored.spec.spec_version = kConditioningSpecVersion;
+  // Written before patch.interpolant existed: the grid's interpolant of that time (bicubic on
+  // lat-lon, idw on ICON), compared on resume as if recorded. Without a recorded grid.type (version
+  // 0) it stays auto, resolved once the grid is known.
+  if (!stored.has("patch.interpolant") && stored.has("grid.type")) {
+    stored.spec.interpolant = stored.spec.grid_type == GridType::kLatLon ? Interpolant::kBicubic : Interpolant::kIdw;
+    stored.keys.insert("patch.interpolant");
+  }
   if (!stored.spec.regression.empty())
     parse_regression(format_regression(stored.spec.regression), 2 * static_cast<int>(stored.spec.statics.size()),
                      source);
@@ -274,7 +284,11 @@ std::string resume_differences(const StoredSpec& recorded, const ConditioningSpe
     if (f.key == "patch.size" && (recorded.spec.patch_size == 0 || configured.patch_size == 0)) continue;
     compared.push_back(f);
   }
-  return schema::differences(compared, recorded.spec, configured, "the checkpoint", configured_name);
+  // Interpolants compared as resolved for their grids (auto is bicubic or idw).
+  ConditioningSpec then = recorded.spec, now = configured;
+  then.interpolant = resolve_interpolant(then.interpolant, then.grid_type == GridType::kLatLon);
+  now.interpolant = resolve_interpolant(now.interpolant, now.grid_type == GridType::kLatLon);
+  return schema::differences(compared, then, now, "the checkpoint", configured_name);
 }
 
 }  // namespace finecast::coupling

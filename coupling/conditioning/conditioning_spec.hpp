@@ -72,6 +72,9 @@ struct ConditioningSpec {
   std::vector<StaticNorm> static_norms;  ///< their normalisation (empty until the first step)
   // What the model learns.
   Residual residual = Residual::kMean;
+  /// The residual base's interpolant, resolved for the grid (never kAuto in a checkpoint: one
+  /// written before patch.interpolant existed reads back as bicubic or idw, what it used).
+  Interpolant interpolant = Interpolant::kAuto;
   std::vector<double> regression;  ///< patch.residual regression's coefficients (empty until fitted)
 };
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Ring tables and the conservative interpolant of the coarse neighbourhood (lat-lon bicubic,
-// ICON inverse-distance weighting), built once per patch map.
+// Ring tables and the conservative interpolant of the coarse neighbourhood (lat-lon bicubic or
+// B-spline, ICON inverse-distance weighting or least-squares gradients), built once per patch map.
 #include "coupling/grid/context_stencil.hpp"
 
 #include <algorithm>
@@ -8,7 +8,9 @@
 #include <string>
 #include <utility>
 
+#include "common/bspline.hpp"
 #include "common/cubic.hpp"
+#include "common/least_squares.hpp"
 #include "common/error.hpp"
 #include "coupling/grid/spherical.hpp"
 
@@ -117,6 +119,98 @@ void idw_table(PatchMap& m) {
   }
 }
 
+/// One axis of the B-spline stencil: for each of nb*k fine positions, `width` block indices
+/// and weights, the rows of bspline_axis_matrix cut to the window of `width` blocks around the
+/// position (kept inside the axis when it does not wrap) and renormalised to sum to 1. An axis
+/// of fewer blocks takes them all, the slots left over with weight 0.
+void bspline_axis(int64_t nb, int k, bool wrap, int width, std::vector<int64_t>& idx, std::vector<double>& w) {
+  const std::vector<double> full = bspline_axis_matrix(static_cast<int>(nb), k, wrap);
+  const int64_t n = nb * k;
+  const int reach = (width - 4) / 2;
+  idx.assign(static_cast<std::size_t>(n * width), 0);
+  w.assign(static_cast<std::size_t>(n * width), 0.0);
+  for (int64_t i = 0; i < n; ++i) {
+    const double u = (static_cast<double>(i) - 0.5 * (k - 1)) / k;
+    int64_t lo = static_cast<int64_t>(std::floor(u)) - 1 - reach;
+    const int64_t taken = std::min<int64_t>(width, nb);
+    if (taken < width || !wrap) lo = taken < width ? 0 : std::clamp<int64_t>(lo, 0, nb - width);
+    double sum = 0.0;
+    for (int64_t a = 0; a < taken; ++a) {
+      const int64_t b = wrap ? wrap_index(lo + a, nb) : lo + a;
+      idx[i * width + a] = b;
+      w[i * width + a] = full[static_cast<std::size_t>(i * nb + b)];
+      sum += w[i * width + a];
+    }
+    for (int64_t a = 0; a < taken; ++a) w[i * width + a] /= sum;
+  }
+}
+
+/// Least-squares gradient weights (finecast-eval's linear_cons): in coarse cell p, the value at
+/// fine cell x is c_p + g . (x - m_p), with m_p the area-weighted mean of its fine cells' unit
+/// vectors and g fitted to c_q - c_p over its edge neighbours q, weights 1/|m_q - m_p|^2, with
+/// the same tiny ridge. Linear in the coarse values: weight w_q y . d_q on neighbour q, where
+/// (D^T W D + ridge) y = x - m_p, and the rest on p.
+void linear_table(PatchMap& m) {
+  if (m.fine_lon.size() != static_cast<std::size_t>(m.n_fine))
+    throw InternalError("prepare_patch_map: the ICON patch map holds no fine cell centres");
+  const int nn = m.n_neighbours, width = 1 + nn;
+  CoarseInterpolation& ip = m.base;
+  ip.width = width;
+  ip.cell.assign(static_cast<std::size_t>(m.n_fine * width), -1);
+  ip.cell_w.assign(static_cast<std::size_t>(m.n_fine * width), 0.0);
+  const int64_t P = m.patch_size;
+  std::vector<sphere::Vec3> centroid(static_cast<std::size_t>(m.n_coarse), sphere::Vec3{0.0, 0.0, 0.0});
+  for (int64_t p = 0; p < m.n_coarse; ++p)
+    for (int64_t j = 0; j < P; ++j) {
+      const int64_t c = m.fine_of_patch[p * P + j];
+      const sphere::Vec3 x = sphere::to_xyz(m.fine_lon[c], m.fine_lat[c]);
+      for (int d = 0; d < 3; ++d) centroid[p][d] += m.fine_weight[p * P + j] * x[d];
+    }
+  for (int64_t p = 0; p < m.n_coarse; ++p) {
+    std::vector<double> A(9, 0.0), wq(static_cast<std::size_t>(nn), 0.0);
+    std::vector<sphere::Vec3> d(static_cast<std::size_t>(nn), sphere::Vec3{0.0, 0.0, 0.0});
+    for (int k = 0; k < nn; ++k) {
+      const int64_t q = m.neighbours[p * nn + k];
+      if (q < 0) continue;
+      for (int a = 0; a < 3; ++a) d[k][a] = centroid[q][a] - centroid[p][a];
+      const double d2 = sphere::dot(d[k], d[k]);
+      if (!(d2 > 0.0)) continue;
+      wq[k] = 1.0 / d2;
+      for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) A[a * 3 + b] += wq[k] * d[k][a] * d[k][b];
+    }
+    const double ridge = 1e-12 * (A[0] + A[4] + A[8]) + 1e-300;
+    for (int a = 0; a < 3; ++a) A[a * 4] += ridge;
+    // A's inverse, column by column (symmetric positive definite with the ridge).
+    std::vector<double> inv(9, 0.0), col;
+    bool solved = true;
+    for (int a = 0; a < 3 && solved; ++a) {
+      std::vector<double> e(3, 0.0);
+      e[a] = 1.0;
+      solved = cholesky_solve(A, e, 3, col);
+      for (int b = 0; b < 3 && solved; ++b) inv[b * 3 + a] = col[b];
+    }
+    for (int64_t j = 0; j < P; ++j) {
+      const int64_t c = m.fine_of_patch[p * P + j];
+      const sphere::Vec3 x = sphere::to_xyz(m.fine_lon[c], m.fine_lat[c]);
+      const double r[3] = {x[0] - centroid[p][0], x[1] - centroid[p][1], x[2] - centroid[p][2]};
+      int64_t* slot = &ip.cell[c * width];
+      double* w = &ip.cell_w[c * width];
+      slot[0] = p;
+      w[0] = 1.0;
+      if (!solved) continue;  // no gradient: the cell's own value
+      double y[3];
+      for (int a = 0; a < 3; ++a) y[a] = inv[a * 3] * r[0] + inv[a * 3 + 1] * r[1] + inv[a * 3 + 2] * r[2];
+      for (int k = 0; k < nn; ++k) {
+        if (wq[k] == 0.0) continue;
+        slot[1 + k] = m.neighbours[p * nn + k];
+        w[1 + k] = wq[k] * (y[0] * d[k][0] + y[1] * d[k][1] + y[2] * d[k][2]);
+        w[0] -= w[1 + k];
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void cells_within(const int64_t* neighbours, int n_neighbours, int64_t p, int rings, std::vector<int64_t>& out,
@@ -146,20 +240,45 @@ int ring_count(const PatchMap& map, int rings) {
   return 3 * rings * (rings + 1) / 2;
 }
 
-void prepare_patch_map(PatchMap& map, int rings, bool interpolant) {
+Interpolant resolve_interpolant(Interpolant kind, bool latlon) {
+  if (kind == Interpolant::kAuto) return latlon ? Interpolant::kBicubic : Interpolant::kIdw;
+  const std::string mismatch = interpolant_mismatch(kind, latlon);
+  if (!mismatch.empty()) throw ConfigError(mismatch);
+  return kind;
+}
+
+void prepare_patch_map(PatchMap& map, int rings, bool interpolant, Interpolant kind) {
   if (rings > 0 && (map.rings != rings || map.ring_cells.empty())) {
     if (is_latlon(map) && (map.block_rows <= 0 || map.block_cols <= 0))
       throw InternalError("prepare_patch_map: the lat-lon patch map has no block grid");
     build_rings(map, rings);
   }
-  if (interpolant && map.base.width == 0) {
-    if (is_latlon(map)) {
+  if (!interpolant) return;
+  kind = resolve_interpolant(kind, is_latlon(map));
+  if (map.base.width != 0 && map.base.kind == kind) return;
+  map.base = CoarseInterpolation{};
+  map.base.kind = kind;
+  switch (kind) {
+    case Interpolant::kBicubic:
       cubic_axis(map.block_rows, map.block, false, map.base.row, map.base.row_w);
       cubic_axis(map.block_cols, map.block, map.wrap_columns, map.base.col, map.base.col_w);
       map.base.width = 4;
-    } else {
-      idw_table(map);
+      break;
+    case Interpolant::kBspline: {
+      const int width = 4 + 2 * kBsplineReach;
+      bspline_axis(map.block_rows, map.block, false, width, map.base.row, map.base.row_w);
+      bspline_axis(map.block_cols, map.block, map.wrap_columns, width, map.base.col, map.base.col_w);
+      map.base.width = width;
+      break;
     }
+    case Interpolant::kIdw:
+      idw_table(map);
+      break;
+    case Interpolant::kLinear:
+      linear_table(map);
+      break;
+    case Interpolant::kAuto:
+      throw InternalError("prepare_patch_map: unresolved interpolant");
   }
 }
 

@@ -27,11 +27,25 @@ int ring_count(const PatchMap& map, int rings);
 void cells_within(const int64_t* neighbours, int n_neighbours, int64_t p, int rings, std::vector<int64_t>& out,
                   std::vector<int64_t>& seen_at);
 
+/// Blocks beyond the bicubic stencil's 4 (each side) where the B-spline base is cut: its
+/// weights decay as 0.268^distance, so the 7th block on carries under 1e-4 of the value.
+inline constexpr int kBsplineReach = 7;
+
+/// `kind` for a grid of lat-lon blocks (`latlon`) or ICON cells: kAuto resolved (bicubic on
+/// lat-lon blocks, idw on ICON). Throws ConfigError naming patch.interpolant for a kind of the
+/// other grid type.
+Interpolant resolve_interpolant(Interpolant kind, bool latlon);
+
 /// Builds what extract_patches needs for context_rings = `rings` (> 0: the ring table) and, when
-/// `interpolant` is set, the conservative interpolant's weights (lat-lon: bicubic between block
-/// centres, Keys a = -1/2, exactly as finecast-eval's bicubic; ICON: inverse-distance weighting
-/// of the 6 nearest coarse centres among those within 3 edge steps, weights 1/d^2, as
-/// finecast-eval's idw). Ring order:
+/// `interpolant` is set, the conservative interpolant's weights for `kind` (resolve_interpolant):
+///  - bicubic (lat-lon): Keys a = -1/2 between block centres, exactly finecast-eval's bicubic;
+///  - bspline (lat-lon): finecast-eval's cubic B-spline (natural ends; periodic along longitude
+///    circles), its weights cut kBsplineReach blocks beyond the bicubic stencil and renormalised;
+///  - idw (ICON): inverse-distance weighting of the 6 nearest coarse centres among those within
+///    3 edge steps, weights 1/d^2, as finecast-eval's idw;
+///  - linear (ICON): finecast-eval's linear_cons, a least-squares gradient from the edge
+///    neighbours in every coarse cell.
+/// Ring order:
 ///  - lat-lon: the square's blocks row by row (rows and columns in storage order), the block
 ///    itself left out; rows beyond the grid's edge are the edge row (replicated), columns wrap
 ///    when map.wrap_columns and are replicated otherwise;
@@ -40,7 +54,7 @@ void cells_within(const int64_t* neighbours, int n_neighbours, int64_t p, int ri
 ///    so the order depends neither on how the cells are numbered nor on the decomposition.
 /// Idempotent. Throws GridError naming the grid kind when the map cannot hold the rings (e.g.
 /// more cells within K steps than a triangular lattice has).
-void prepare_patch_map(PatchMap& map, int rings, bool interpolant);
+void prepare_patch_map(PatchMap& map, int rings, bool interpolant, Interpolant kind = Interpolant::kAuto);
 
 /// The conservative interpolant of `coarse` (n_coarse values; a missing value counts as the
 /// patch's own) at every patch's fine cells, patch-major [n_coarse][P] in canonical order, each

@@ -3,20 +3,54 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
+
+#include "common/schema.hpp"
 
 namespace finecast::coupling {
 
-/// Interpolation weights from coarse cells to fine cells (the residual base of
-/// patch.residual: interp). Lat-lon blocks: separable, `width` = 4 block rows per fine row and
-/// 4 block columns per fine column (bicubic). ICON: `width` coarse cells per fine cell
-/// (inverse-distance weighting). Built by prepare_patch_map (coupling/grid/context_stencil.hpp).
+/// The conservative interpolant of the coarse neighbourhood (patch.interpolant; the residual
+/// base of patch.residual: interp). kAuto is the grid's default: kBicubic on lat-lon blocks, kIdw
+/// on ICON (what every model before patch.interpolant was trained with).
+enum class Interpolant {
+  kAuto,
+  kBicubic,  ///< lat-lon: Keys' cubic convolution between block centres (finecast-eval's bicubic)
+  kBspline,  ///< lat-lon: the cubic B-spline of the block values (finecast-eval's bspline)
+  kIdw,      ///< ICON: inverse-distance weighting of nearby coarse centres (finecast-eval's idw)
+  kLinear,   ///< ICON: a least-squares gradient in each coarse cell (finecast-eval's linear_cons)
+};
+
+inline const schema::Names<Interpolant>& names(Interpolant) {
+  static const schema::Names<Interpolant> n{{Interpolant::kAuto, "auto"},
+                                            {Interpolant::kBicubic, "bicubic"},
+                                            {Interpolant::kBspline, "bspline"},
+                                            {Interpolant::kIdw, "idw"},
+                                            {Interpolant::kLinear, "linear"}};
+  return n;
+}
+
+/// "" when `kind` interpolates the grid's cells (auto does on both, bicubic and bspline on
+/// lat-lon blocks, idw and linear on ICON cells), else what is wrong and the fix.
+inline std::string interpolant_mismatch(Interpolant kind, bool latlon) {
+  if (kind == Interpolant::kAuto || latlon == (kind == Interpolant::kBicubic || kind == Interpolant::kBspline))
+    return std::string();
+  return "patch.interpolant " + schema::name_of(kind) + " interpolates " + (latlon ? "ICON cells" : "lat-lon blocks") +
+         ", but grid.type is " + (latlon ? "latlon: use bicubic or bspline" : "icon: use idw or linear") + " (or auto)";
+}
+
+/// Interpolation weights from coarse cells to fine cells. Lat-lon blocks: separable, `width`
+/// block rows per fine row and block columns per fine column (4 for bicubic; the B-spline's
+/// weights decay as 0.268^distance and are cut at kBsplineReach blocks beyond the bicubic
+/// stencil). ICON: `width` coarse cells per fine cell. Built by prepare_patch_map
+/// (coupling/grid/context_stencil.hpp).
 struct CoarseInterpolation {
-  int width = 0;                     ///< 0 = not built
-  std::vector<int64_t> row, col;     ///< lat-lon: [fine rows][width], [fine columns][width] block indices
-  std::vector<double> row_w, col_w;  ///< their weights
-  std::vector<int64_t> cell;         ///< ICON: [n_fine][width] coarse indices, -1 = unused
-  std::vector<double> cell_w;        ///< their weights (each fine cell's sum to 1)
+  Interpolant kind = Interpolant::kAuto;  ///< the one built (never kAuto once built)
+  int width = 0;                          ///< 0 = not built
+  std::vector<int64_t> row, col;          ///< lat-lon: [fine rows][width], [fine columns][width] block indices
+  std::vector<double> row_w, col_w;       ///< their weights
+  std::vector<int64_t> cell;              ///< ICON: [n_fine][width] coarse indices, -1 = unused
+  std::vector<double> cell_w;             ///< their weights (each fine cell's sum to 1)
 };
 
 /// One patch per coarse cell: P fine cells in a canonical order that is the same for every

@@ -8,6 +8,7 @@
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "common/region.hpp"
+#include "coupling/grid/context_stencil.hpp"
 #include "coupling/grid/hold_out_mask.hpp"
 #include "coupling/grid/patch_regression.hpp"
 #include "coupling/io/static_field.hpp"
@@ -31,6 +32,7 @@ coupling::ConditioningSpec conditioning_spec(const Config& cfg, const std::strin
   spec.relative_context = cfg.patch.relative_context;
   spec.statics = cfg.patch.statics;
   spec.residual = cfg.patch.residual;
+  spec.interpolant = coupling::resolve_interpolant(cfg.patch.interpolant, cfg.grid.type == GridType::kLatLon);
   return spec;
 }
 

@@ -498,9 +498,12 @@ std::unique_ptr<TrainerState> setup_trainer(PluginState& s, const HostFacts& fac
             (cfg.patch.statics.empty() ? std::string()
                                        : ", " + std::to_string(cfg.patch.statics.size()) + " static covariate(s)") +
             "); the model learns fine minus " +
-            (cfg.patch.residual == Residual::kRegression ? "the regression on the static covariates"
-             : cfg.patch.residual == Residual::kInterp   ? "the conservative interpolant"
-                                                         : "the coarse value") +
+            (cfg.patch.residual == Residual::kRegression
+                 ? "the regression on the static covariates over the conservative " +
+                       schema::name_of(t->conditioning.spec.interpolant) + " interpolant"
+             : cfg.patch.residual == Residual::kInterp
+                 ? "the conservative " + schema::name_of(t->conditioning.spec.interpolant) + " interpolant"
+                 : std::string("the coarse value")) +
             (n_trainers > 1
                  ? "; " + std::to_string(n_trainers) + " trainer ranks, this one holds patches " +
                        std::to_string(t->first_patch) + "-" + std::to_string(t->first_patch + t->n_patches - 1)

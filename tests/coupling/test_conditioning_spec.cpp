@@ -30,6 +30,7 @@ fc::ConditioningSpec ts_spec() {
   s.statics = {"topography_c", "fr_land"};
   s.static_norms = {{300.5, 12.25}, {0.25, 0.5}};
   s.residual = fc::Residual::kRegression;
+  s.interpolant = fc::Interpolant::kIdw;  // what a checkpoint without patch.interpolant reads back as on ICON
   s.regression = {0.1, -0.2, 1e-17, 3.0};
   return s;
 }
@@ -88,8 +89,11 @@ TEST(ConditioningSpec, ReadsVersionOneText) {
   const fc::StoredSpec s = fc::read_spec(std::nullopt, v1, "v1.h5");
   EXPECT_EQ(s.version, 1);
   EXPECT_EQ(fc::spec_record(s.spec), fc::spec_record(ts_spec()));
-  for (const auto& [key, text] : v1)
-    if (key != "spec_version" && key != "sessions") EXPECT_TRUE(s.has(key)) << key;
+  for (const auto& [key, text] : v1) {
+    if (key != "spec_version" && key != "sessions") {
+      EXPECT_TRUE(s.has(key)) << key;
+    }
+  }
   // A group, when there is one, is what counts: the text beside it is not read.
   EXPECT_EQ(fc::read_spec(fc::spec_record(fc::ConditioningSpec{}), v1, "v2.h5").spec.target, "");
 }
@@ -216,6 +220,33 @@ TEST(ConditioningSpec, ResumeComparesFieldsUnitsAndContext) {
   // An older checkpoint compares only what it recorded.
   EXPECT_EQ(fc::resume_differences(fc::read_spec({{"target", "ts"}}, "old.h5"), ps, "run.yaml"),
             "target: the checkpoint has ts, run.yaml has ps");
+}
+
+// patch.interpolant: a checkpoint written before it existed used the grid's interpolant of that
+// time, and reads back with it, so that resuming it with another interpolant is refused.
+TEST(ConditioningSpec, CheckpointsWithoutAnInterpolantReadBackTheOneTheyUsed) {
+  fc::ConditioningSpec latlon;
+  latlon.grid_type = fc::GridType::kLatLon;
+  latlon.fields = {"tas"};
+  latlon.target = "tas";
+  latlon.residual = fc::Residual::kInterp;
+  latlon.interpolant = fc::Interpolant::kBspline;
+  finecast::schema::Record record = fc::spec_record(latlon);
+  EXPECT_EQ(record.at("patch.interpolant"), finecast::schema::Value(std::string("bspline")));
+  EXPECT_EQ(fc::read_spec(record, {}, "new.h5").spec.interpolant, fc::Interpolant::kBspline);
+  record.erase("patch.interpolant");
+  const fc::StoredSpec old = fc::read_spec(record, {}, "old.h5");
+  EXPECT_EQ(old.spec.interpolant, fc::Interpolant::kBicubic);
+  EXPECT_EQ(fc::resume_differences(old, latlon, "run.yaml"),
+            "patch.interpolant: the checkpoint has bicubic, run.yaml has bspline");
+  fc::ConditioningSpec icon = latlon;
+  icon.grid_type = fc::GridType::kIcon;
+  icon.interpolant = fc::Interpolant::kIdw;
+  record = fc::spec_record(icon);
+  record.erase("patch.interpolant");
+  EXPECT_EQ(fc::read_spec(record, {}, "old.h5").spec.interpolant, fc::Interpolant::kIdw);
+  // Version 0 did not record the grid type: auto, resolved once the grid is known.
+  EXPECT_EQ(fc::read_spec({{"target", "ts"}}, "v0.h5").spec.interpolant, fc::Interpolant::kAuto);
 }
 
 // The plugin's samplings and finecast-downscale's steps use one seed sequence.

@@ -250,6 +250,102 @@ TEST(ResidualBase, IconBaseIsFinecastEvalsIdwCons) {
       ASSERT_NEAR(p.base[c * P + k], want[map.fine_of_patch[c * P + k]], 2e-4) << "patch " << c << " slot " << k;
 }
 
+// patch.interpolant bspline is finecast-eval's bspline_cons up to the cut of its weights
+// (kBsplineReach blocks beyond the bicubic stencil: under 1e-4 of the field's variation): on a
+// regional grid wider than the stencil, on a global one (longitudes wrap), and on one narrower than
+// the stencil (every block in it). And it is not the bicubic base.
+TEST(ResidualBase, LatLonBsplineBaseIsFinecastEvalsBsplineCons) {
+  struct Case {
+    int nlat, nlon, k;
+    bool global;
+  };
+  for (const Case& c : {Case{48, 160, 4, false}, Case{40, 144, 4, true}, Case{24, 30, 3, false}}) {
+    Blocks b(c.nlat, c.nlon, c.k, c.global);
+    std::mt19937 rng(11);
+    std::normal_distribution<float> noise(0.0f, 1.0f);
+    for (size_t i = 0; i < b.field.size(); ++i)
+      b.field[i] = 280.0f + 5.0f * std::sin(0.05f * static_cast<float>(i % c.nlon)) + 2.0f * noise(rng);
+    fc::PatchOptions o;
+    o.interp_base = true;
+    fc::prepare_patch_map(b.map, 0, true, fc::Interpolant::kBspline);
+    EXPECT_EQ(b.map.base.kind, fc::Interpolant::kBspline);
+    fc::Patches p;
+    fc::extract_patches(b.map, {b.field.data()}, nullptr, o, p);
+    fe::BlockLayout L;
+    L.ny = c.nlat;
+    L.nx = c.nlon;
+    L.k = c.k;
+    L.periodic_x = c.global;
+    L.weight = b.grid.cell_area;
+    const std::vector<double> coarse(p.coarse.begin(), p.coarse.end());
+    const std::vector<double> want = fe::run_baseline(L, coarse, {"bspline_cons", fe::Interp::kBspline, true});
+    const std::vector<double> bicubic = fe::run_baseline(L, coarse, kBicubicCons);
+    const int64_t P = b.map.patch_size;
+    double worst = 0.0, apart = 0.0;
+    for (int64_t q = 0; q < b.map.n_coarse; ++q)
+      for (int64_t k = 0; k < P; ++k) {
+        const int64_t cell = b.map.fine_of_patch[q * P + k];
+        worst = std::max(worst, std::abs(p.base[q * P + k] - want[cell]));
+        apart = std::max(apart, std::abs(p.base[q * P + k] - bicubic[cell]));
+      }
+    EXPECT_LT(worst, 2e-3) << c.nlat << " x " << c.nlon << " in blocks of " << c.k;
+    EXPECT_GT(apart, 0.1);
+  }
+}
+
+// patch.interpolant linear is finecast-eval's linear_cons (a least-squares gradient from the edge
+// neighbours), and reproduces a field linear in 3-D position exactly.
+TEST(ResidualBase, IconLinearBaseIsFinecastEvalsLinearCons) {
+  const fc::IconGrid g = fc::make_icosahedral_grid(4, 3);
+  fc::PatchMap map = fc::icon_patch_map(g, 1);
+  fc::prepare_patch_map(map, 0, true, fc::Interpolant::kLinear);
+  EXPECT_EQ(map.base.kind, fc::Interpolant::kLinear);
+  std::vector<float> f(static_cast<size_t>(g.n_cells)), plane(f.size());
+  for (int64_t i = 0; i < g.n_cells; ++i) {
+    f[i] = static_cast<float>(280 + 20 * std::sin(3 * g.clat[i]) * std::cos(2 * g.clon[i]));
+    const double x = std::cos(g.clat[i]) * std::cos(g.clon[i]), z = std::sin(g.clat[i]);
+    plane[i] = static_cast<float>(10.0 * x - 4.0 * z);
+  }
+  fc::PatchOptions o;
+  o.interp_base = true;
+  fc::Patches p, flat;
+  fc::extract_patches(map, {f.data()}, nullptr, o, p);
+  fc::extract_patches(map, {plane.data()}, nullptr, o, flat);
+  finecast::tools::IconLevels levels(g);
+  const fe::CellLayout L(levels.layout_spec(1));
+  const fe::CellInterpolator interp(L);
+  const std::vector<double> coarse(p.coarse.begin(), p.coarse.end());
+  const std::vector<double> want = interp.run(coarse, {"linear_cons", fe::CellInterp::kLinear, true});
+  const std::vector<double> idw = interp.run(coarse, {"idw_cons", fe::CellInterp::kIdw, true});
+  const int64_t P = map.patch_size;
+  double apart = 0.0;
+  for (int64_t c = 0; c < map.n_coarse; ++c)
+    for (int64_t k = 0; k < P; ++k) {
+      const int64_t cell = map.fine_of_patch[c * P + k];
+      ASSERT_NEAR(p.base[c * P + k], want[cell], 2e-4) << "patch " << c << " slot " << k;
+      ASSERT_NEAR(flat.base[c * P + k], plane[cell], 2e-4) << "patch " << c << " slot " << k;
+      apart = std::max(apart, std::abs(p.base[c * P + k] - idw[cell]));
+    }
+  EXPECT_GT(apart, 0.1);
+}
+
+// An interpolant of the other grid type is a ConfigError naming patch.interpolant and the fix.
+TEST(ResidualBase, AnInterpolantOfTheOtherGridIsRefused) {
+  Blocks b(8, 8, 2, false);
+  try {
+    fc::prepare_patch_map(b.map, 0, true, fc::Interpolant::kLinear);
+    FAIL() << "linear on lat-lon blocks was accepted";
+  } catch (const finecast::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("patch.interpolant linear interpolates ICON cells"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("use bicubic or bspline"), std::string::npos) << e.what();
+  }
+  fc::PatchMap icon = fc::icon_patch_map(fc::make_icosahedral_grid(2, 1), 0);
+  EXPECT_THROW(fc::prepare_patch_map(icon, 0, true, fc::Interpolant::kBspline), finecast::ConfigError);
+  EXPECT_EQ(fc::resolve_interpolant(fc::Interpolant::kAuto, true), fc::Interpolant::kBicubic);
+  EXPECT_EQ(fc::resolve_interpolant(fc::Interpolant::kAuto, false), fc::Interpolant::kIdw);
+}
+
 TEST(StaticCovariates, NormalisationIsAreaWeightedAndSurvivesItsTextForm) {
   Blocks b(8, 8, 2, false);
   std::vector<float> h(64);

@@ -71,7 +71,8 @@ struct SessionStats {
   /// before each on_epoch call: the progress line's estimate of the time left.
   int64_t session_steps = 0, session_steps_planned = 0;
   /// What the session did that is worth a line of the log but is no warning (on_event's lines
-  /// are): e.g. the step budget reached, the normal end of a step-budgeted run.
+  /// are): validation scores, a plateau reduction, early stopping, the step budget reached (the
+  /// normal end of a step-budgeted run). Appended as they happen, so on_epoch sees them too.
   std::vector<std::string> notes;
   int64_t micro_batch = 0, accumulate = 1;  ///< after any out-of-memory back-off
   int train_threads = 0;                    ///< intra-op threads used (0 = not set by the trainer)
@@ -132,8 +133,9 @@ class Downscaler {
   /// the EMA weights on the held-out part (loss, CRPS), applies early stopping and plateau
   /// reduction, keeps the best state when keep_best, and publishes. Once early stopping has
   /// stopped training, returns at once with trained = false. `on_event` gets one line per
-  /// notable event (thread choice, out-of-memory back-off, plateau, early stop, ...); `on_epoch`
-  /// gets the session's stats after each epoch (its epochs so far, train_samples), as it goes.
+  /// event worth a warning (thread choice, out-of-memory back-off, ...; validation scores, plateau
+  /// and early stopping are SessionStats::notes); `on_epoch` gets the session's stats after each
+  /// epoch (its epochs so far, train_samples, notes), as it goes.
   SessionStats train_session(const DataView& data, int64_t epochs,
                              const std::function<void(const std::string&)>& on_event = {},
                              const std::function<void(const SessionStats&)>& on_epoch = {});

@@ -607,8 +607,10 @@ void run_epochs(Downscaler::Impl& im, EpochTensors& e, int64_t epochs, int64_t d
     es.skipped_samples = k == 0 ? dropped : 0;
     st.epochs.push_back(es);
     st.session_steps = im.step - step_at_start;
+    // Validation first, so that this epoch's progress call carries its notes.
+    const bool stop = after_epoch && after_epoch();  // early stopping within the session
     if (on_epoch) on_epoch(st);
-    if (after_epoch && after_epoch()) break;  // early stopping within the session
+    if (stop) break;
     if (es.budget_spent) {
       st.budget_spent = true;
       break;
@@ -638,14 +640,16 @@ void run_epochs(Downscaler::Impl& im, EpochTensors& e, int64_t epochs, int64_t d
 }
 
 /// Scores the held-out rows (in a group: the group's mean, weighted by each member's rows) and
-/// records the score for early stopping, the plateau and keep-best.
+/// records the score for early stopping, the plateau and keep-best. The scores, a plateau and
+/// early stopping are notes (st.notes); skipping validation for lack of memory is an event.
 void validate_session(Downscaler::Impl& im, const CleanData& held_out, int64_t group_rows, SessionStats& st,
                       const std::function<void(const std::string&)>& event) {
+  const auto note = [&st](const std::string& line) { st.notes.push_back(line); };
   validation::Scores sc;
   const int64_t n_here = held_out.fine.defined() ? held_out.fine.size(0) : 0;
   if (n_here > 0) {
     try {
-      sc = validation::score(im, held_out, event);
+      sc = validation::score(im, held_out, note);
     } catch (const std::exception& e) {
       if (!is_out_of_memory(e)) throw;
       event(std::string("validation skipped: out of device memory (") + e.what() + ")");
@@ -666,7 +670,7 @@ void validate_session(Downscaler::Impl& im, const CleanData& held_out, int64_t g
   st.score = im.to.validation_metric == ValidationMetric::kCrps       ? sc.crps
              : im.to.validation_metric == ValidationMetric::kCrpsFair ? sc.crps_fair
                                                                       : sc.loss;
-  st.improved = validation::record(im, st.score, event);
+  st.improved = validation::record(im, st.score, note);
 }
 
 }  // namespace

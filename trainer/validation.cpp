@@ -166,7 +166,7 @@ double crps_fair(std::vector<float> x, double y) {
   return abs_err - pairs / (m * (m - 1));
 }
 
-Scores score(Downscaler::Impl& im, const CleanData& held_out, const std::function<void(const std::string&)>& event) {
+Scores score(Downscaler::Impl& im, const CleanData& held_out, const std::function<void(const std::string&)>& note) {
   Scores s;
   if (held_out.fine.size(0) == 0) return s;
   const EpochTensors v = normalise(held_out, im.norm, im.device);
@@ -177,15 +177,15 @@ Scores score(Downscaler::Impl& im, const CleanData& held_out, const std::functio
     s.crps_fair = e.crps_fair;
     s.spread_ratio = e.spread_ratio;
   }
-  event("validation: " + std::to_string(v.n) + " held-out samples at step " + std::to_string(im.step) + "; loss " +
-        fmt(s.loss) +
-        (std::isnan(s.crps) ? std::string()
-                            : ", CRPS " + fmt(s.crps) + ", fair CRPS " + fmt(s.crps_fair) + ", spread/RMSE " +
-                                  fmt(s.spread_ratio) + " (" + std::to_string(im.to.validation_members) + " members)"));
+  note("validation: " + std::to_string(v.n) + " held-out samples at step " + std::to_string(im.step) + "; loss " +
+       fmt(s.loss) +
+       (std::isnan(s.crps) ? std::string()
+                           : ", CRPS " + fmt(s.crps) + ", fair CRPS " + fmt(s.crps_fair) + ", spread/RMSE " +
+                                 fmt(s.spread_ratio) + " (" + std::to_string(im.to.validation_members) + " members)"));
   return s;
 }
 
-bool record(Downscaler::Impl& im, double score, const std::function<void(const std::string&)>& event) {
+bool record(Downscaler::Impl& im, double score, const std::function<void(const std::string&)>& note) {
   auto& v = im.validation;
   if (std::isnan(score)) return false;
   const bool improved = std::isnan(v.best_score) || score < v.best_score;
@@ -203,15 +203,15 @@ bool record(Downscaler::Impl& im, double score, const std::function<void(const s
   if (im.to.plateau > 0 && v.sessions_since_reduction >= im.to.plateau && v.lr_scale > im.to.plateau_min_scale) {
     v.lr_scale = std::max(im.to.plateau_min_scale, v.lr_scale * im.to.plateau_factor);
     v.sessions_since_reduction = 0;
-    event("plateau: " + metric + " not better than " + fmt(v.best_score) + " for " +
-          std::to_string(v.sessions_without_improvement) + " sessions; learning rate scaled to " + fmt(v.lr_scale) +
-          " of the schedule");
+    note("plateau: " + metric + " not better than " + fmt(v.best_score) + " for " +
+         std::to_string(v.sessions_without_improvement) + " sessions; learning rate scaled to " + fmt(v.lr_scale) +
+         " of the schedule");
   }
   if (im.to.early_stop > 0 && v.sessions_without_improvement >= im.to.early_stop) {
     v.stopped = true;
-    event("early stopping: " + metric + " not better than " + fmt(v.best_score) + " (step " +
-          std::to_string(v.best_step) + ") for " + std::to_string(v.sessions_without_improvement) +
-          " sessions; training stops");
+    note("early stopping: " + metric + " not better than " + fmt(v.best_score) + " (step " +
+         std::to_string(v.best_step) + ") for " + std::to_string(v.sessions_without_improvement) +
+         " sessions; training stops");
   }
   return false;
 }

@@ -22,11 +22,13 @@ struct Scores {
 
 /// Scores the EMA weights on held-out clean data. The loss uses fixed noise and steps (a
 /// generator seeded from train.seed), so successive sessions are compared on equal terms.
-Scores score(Downscaler::Impl& im, const CleanData& held_out, const std::function<void(const std::string&)>& event);
+/// `note` gets the scores' line (SessionStats::notes: information, not a warning).
+Scores score(Downscaler::Impl& im, const CleanData& held_out, const std::function<void(const std::string&)>& note);
 
 /// Records a session's score: best score and step, sessions without improvement, plateau
-/// reduction, early stopping, the kept best state. Returns whether the score improved.
-bool record(Downscaler::Impl& im, double score, const std::function<void(const std::string&)>& event);
+/// reduction, early stopping, the kept best state. Returns whether the score improved. `note`
+/// gets a line for a plateau reduction and for early stopping.
+bool record(Downscaler::Impl& im, double score, const std::function<void(const std::string&)>& note);
 
 /// The CRPS of an ensemble `members` [M] for the observation y (the usual estimator
 /// mean|X - y| - mean|X - X'| / 2 over all pairs, computed from the sorted members).

@@ -58,12 +58,20 @@ void TrainingSession::run(Model* model, int epochs, int threads) noexcept {
       view.global_row = data_.global_row.data();
       view.global_rows = data_.global_rows;
     }
-    // Each epoch's line as it ends, from the training thread (the log is thread-safe and prints
-    // to the process's own streams, never through the host).
+    // Each epoch's line as it ends, then the notes it brought (validation scores, ...), from the
+    // training thread (the log is thread-safe and prints to the process's own streams, never
+    // through the host); the notes of the session's end after it.
+    std::size_t noted = 0;
+    auto notes_from = [&noted](const trainer::SessionStats& st) {
+      for (; noted < st.notes.size(); ++noted) log::info(st.notes[noted]);
+    };
     stats_ = model->train_session(
         view, epochs, threads, [](const std::string& event) { log::warning(event); },
-        [epochs](const trainer::SessionStats& so_far) { log::progress(epoch_line(so_far, epochs)); });
-    for (const std::string& note : stats_.notes) log::info(note);
+        [epochs, &notes_from](const trainer::SessionStats& so_far) {
+          log::progress(epoch_line(so_far, epochs));
+          notes_from(so_far);
+        });
+    notes_from(stats_);
     finished_ = true;
   } catch (...) {
     error_ = std::current_exception();

@@ -394,8 +394,11 @@ TEST(PluginRuns, BufferProgressAndValidationAreLogged) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* line :
        {"Buffer 1/4 steps; first training session in 3 coupling steps", "Buffer 4/4 steps; first training session now",
-        "Training session 1 ", "Validation (80 held-out samples of the 1 most recent steps): loss "})
+        "Training session 1 ", "Validation (80 held-out samples of the 1 most recent steps): loss ",
+        "] validation: 80 held-out samples at step "})
     EXPECT_NE(r.output.find(line), std::string::npos) << line << "\n" << r.output;
+  // The trainer's validation scores are information, not warnings.
+  EXPECT_EQ(r.output.find("WARNING: validation"), std::string::npos) << r.output;
 }
 
 // The NetCDF output opens with ncdump, has the ensemble layout, and every sampled patch's

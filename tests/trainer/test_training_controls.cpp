@@ -152,8 +152,7 @@ TEST(Validation, ASessionTrainsOnTheOlderStepsAndScoresTheRecentOnes) {
   to.validation_members = 4;
   to.validation_max_samples = 32;
   ft::Downscaler ds(small_model(), to, "cpu");
-  std::vector<std::string> events;
-  auto first = ds.train_session(data.view(), 3, [&](const std::string& e) { events.push_back(e); });
+  auto first = ds.train_session(data.view(), 3);
   EXPECT_TRUE(first.trained);
   EXPECT_EQ(first.validation_steps, 2);
   EXPECT_EQ(first.validation_samples, 80);
@@ -165,7 +164,7 @@ TEST(Validation, ASessionTrainsOnTheOlderStepsAndScoresTheRecentOnes) {
   EXPECT_GT(first.validation_crps, 0.0);
   EXPECT_TRUE(first.improved);
   EXPECT_EQ(first.best_step, ds.step());
-  EXPECT_TRUE(any_contains(events, "validation: 80 held-out samples")) << events.front();
+  EXPECT_TRUE(any_contains(first.notes, "validation: 80 held-out samples"));
   // Normalisation statistics come from the training part only.
   EXPECT_EQ(ft::internals(ds).sums.context_count, 320.0);
   // Training lowers the validation loss and CRPS of this learnable distribution.
@@ -305,19 +304,27 @@ TEST(EarlyStopping, ValidationEveryNStepsStopsWithinASession) {
   ASSERT_EQ(per_epoch, 5);
   ft::Downscaler ds(small_model(), to, "cpu");
   std::vector<std::string> events;
-  const auto st = ds.train_session(view(d), 8, [&](const std::string& e) { events.push_back(e); });
+  std::vector<size_t> notes_at_epoch;
+  const auto st = ds.train_session(
+      view(d), 8, [&](const std::string& e) { events.push_back(e); },
+      [&](const ft::SessionStats& so_far) { notes_at_epoch.push_back(so_far.notes.size()); });
   EXPECT_TRUE(st.stopped);
   EXPECT_EQ(ds.step(), 30);
   EXPECT_EQ(st.best_step, 10);
   EXPECT_EQ(ds.best_state_step(), 10);
-  EXPECT_TRUE(any_contains(events, "held-out samples at step 20"));
-  EXPECT_TRUE(any_contains(events, "early stopping: validation loss not better than"));
+  // Validation scores and early stopping are notes (information), not events (warnings), and
+  // each epoch's progress call already holds the notes of its validation.
+  EXPECT_TRUE(any_contains(st.notes, "held-out samples at step 20"));
+  EXPECT_TRUE(any_contains(st.notes, "early stopping: validation loss not better than"));
+  EXPECT_FALSE(any_contains(events, "validation"));
+  EXPECT_EQ(notes_at_epoch, (std::vector<size_t>{0, 1, 1, 2, 2, 4}));
   // Without validation_every, once at the session's end.
   to.validation_every = 0;
   to.early_stop = 0;
   ft::Downscaler once(small_model(), to, "cpu");
   int validations = 0;
-  once.train_session(view(d), 8, [&](const std::string& e) { validations += e.rfind("validation: ", 0) == 0; });
+  for (const std::string& note : once.train_session(view(d), 8).notes)
+    validations += note.rfind("validation: ", 0) == 0;
   EXPECT_EQ(validations, 1);
   EXPECT_EQ(once.step(), 40);
 }
@@ -344,7 +351,7 @@ TEST(EarlyStopping, StopsAfterPatienceSessionsWithoutImprovement) {
   const auto s3 = ds.train_session(data.view(), 1, log);
   EXPECT_TRUE(s3.trained);
   EXPECT_TRUE(s3.stopped);
-  EXPECT_TRUE(any_contains(events, "early stopping: validation loss not better than")) << events.back();
+  EXPECT_TRUE(any_contains(s3.notes, "early stopping: validation loss not better than"));
   const int64_t step = ds.step();
   const auto s4 = ds.train_session(data.view(), 1, log);
   EXPECT_FALSE(s4.trained);
@@ -369,13 +376,16 @@ TEST(Plateau, ReducesTheLearningRateAfterPatienceSessions) {
   to.plateau_min_scale = 0.2;
   ft::Downscaler ds(small_model(), to, "cpu");
   std::vector<double> scales;
-  std::vector<std::string> events;
-  for (int s = 0; s < 7; ++s)
-    scales.push_back(ds.train_session(data.view(), 1, [&](const std::string& e) { events.push_back(e); }).lr_scale);
+  std::vector<std::string> notes;
+  for (int s = 0; s < 7; ++s) {
+    const ft::SessionStats st = ds.train_session(data.view(), 1);
+    scales.push_back(st.lr_scale);
+    notes.insert(notes.end(), st.notes.begin(), st.notes.end());
+  }
   // Session 1 improves; reductions after sessions 3 and 5 (two without improvement each), then
   // the floor 0.2 holds.
   EXPECT_EQ(scales, (std::vector<double>{1.0, 1.0, 0.5, 0.5, 0.25, 0.25, 0.2}));
-  EXPECT_TRUE(any_contains(events, "plateau: validation loss not better than"));
+  EXPECT_TRUE(any_contains(notes, "plateau: validation loss not better than"));
   EXPECT_DOUBLE_EQ(ds.learning_rate(1000), 0.2 * ft::Downscaler(small_model(), to, "cpu").learning_rate(1000));
 }
 

@@ -196,7 +196,7 @@ StoredSpec finished(StoredSpec stored, const std::string& source) {
   // lat-lon, idw on ICON), compared on resume as if recorded. Without a recorded grid.type (version
   // 0) it stays auto, resolved once the grid is known.
   if (!stored.has("patch.interpolant") && stored.has("grid.type")) {
-    stored.spec.interpolant = stored.spec.grid_type == GridType::kLatLon ? Interpolant::kBicubic : Interpolant::kIdw;
+    stored.spec.interpolant = legacy_interpolant(stored.spec.grid_type == GridType::kLatLon);
     stored.keys.insert("patch.interpolant");
   }
   if (!stored.spec.regression.empty())

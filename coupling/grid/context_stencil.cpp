@@ -241,7 +241,7 @@ int ring_count(const PatchMap& map, int rings) {
 }
 
 Interpolant resolve_interpolant(Interpolant kind, bool latlon) {
-  if (kind == Interpolant::kAuto) return latlon ? Interpolant::kBicubic : Interpolant::kIdw;
+  if (kind == Interpolant::kAuto) return legacy_interpolant(latlon);
   const std::string mismatch = interpolant_mismatch(kind, latlon);
   if (!mismatch.empty()) throw ConfigError(mismatch);
   return kind;

@@ -30,6 +30,10 @@ inline const schema::Names<Interpolant>& names(Interpolant) {
   return n;
 }
 
+/// The interpolant of a lat-lon (`latlon`) or ICON grid before patch.interpolant existed: what
+/// auto resolves to, and what a checkpoint without the key was trained with.
+inline Interpolant legacy_interpolant(bool latlon) { return latlon ? Interpolant::kBicubic : Interpolant::kIdw; }
+
 /// "" when `kind` interpolates the grid's cells (auto does on both, bicubic and bspline on
 /// lat-lon blocks, idw and linear on ICON cells), else what is wrong and the fix.
 inline std::string interpolant_mismatch(Interpolant kind, bool latlon) {

@@ -29,6 +29,20 @@ std::string error_of(const std::string& text, const std::vector<std::string>& ov
 
 }  // namespace
 
+// patch.interpolant must fit grid.type: named at parse time with the fix, both ways round.
+TEST(Config, AnInterpolantOfTheOtherGridTypeIsRefusedNamingTheFix) {
+  EXPECT_NE(
+      error_of(std::string(kMinimal) + "patch: {interpolant: bspline}\n")
+          .find("patch.interpolant bspline interpolates lat-lon blocks, but grid.type is icon: use idw or linear"),
+      std::string::npos);
+  EXPECT_NE(
+      error_of("fields: [ts]\ngrid: {type: latlon, file: f.nc, block: 8}\npatch: {interpolant: linear}\n")
+          .find("patch.interpolant linear interpolates ICON cells, but grid.type is latlon: use bicubic or bspline"),
+      std::string::npos);
+  EXPECT_EQ(error_of("fields: [ts]\ngrid: {type: latlon, file: f.nc, block: 8}\npatch: {interpolant: bspline}\n"), "");
+  EXPECT_EQ(error_of(std::string(kMinimal) + "patch: {interpolant: linear}\n"), "");
+}
+
 TEST(Config, MinimalConfigGetsEveryDefault) {
   const fp::Config c = fp::parse_config(kMinimal, "m.yaml");
   EXPECT_EQ(c.fields, std::vector<std::string>{"ts"});

@@ -169,6 +169,15 @@ summary="$("$PY" "$SRC/scripts/eval_summary.py" --json eval.json --prefix "[demo
 echo "$summary"
 grep -q "^\[demo\]   regression_cons " <<<"$summary" || fail "eval_summary.py lists no regression_cons"
 grep -q "sqrt(1+1/3) x best baseline" <<<"$summary" || fail "eval_summary.py checks no RMSE bar for 3 members"
+# issue 26's verdicts: spread/RMSE in 0.85..1.15 of the model row, CRPS against F x the noise reference
+sr="$("$PY" -c "import json; m=[r for r in json.load(open('eval.json'))['predictions'] if r['name']=='model'][0]; \
+r=m['spread']/m['rmse']; print(('met   ' if 0.85<=r<=1.15 else 'MISSED')+f' spread/RMSE {r:.3f} in 0.85..1.15')")"
+grep -qF "[demo]   $sr" <<<"$summary" || fail "eval_summary.py: no verdict '$sr'"
+for f in 0.001 1000; do
+  want=$([[ $f == 0.001 ]] && echo MISSED || echo "met   ")
+  verdict="$("$PY" "$SRC/scripts/eval_summary.py" --json eval.json --noise-factor $f | grep "x the stronger noise reference" || true)"
+  [[ $verdict == *"$want CRPS"* ]] || fail "--noise-factor $f: want a '$want' CRPS verdict, got '$verdict'"
+done
 
 # Clear errors for a step that is not there.
 set +e

@@ -43,8 +43,9 @@ Options:
   --sampler S        ddim | ddpm (default: etopo5 ddpm, tas ddim; docs/evaluation.md says why)
   --steps N          DDIM steps (default: 10)
   --eta X            DDIM noise per step, 0..1 (default: 0)
-  --inflation F      post-hoc spread inflation of finecast-downscale (default: 1 = none); fit it
-                     on the val split (1 / its spread/RMSE), never on the scored split
+  --inflation F      post-hoc spread inflation of finecast-downscale. Default: on the test split the
+                     plugin config's sample.inflation (the committed configs carry the factor fitted
+                     on the val split: 1 / its mean spread/RMSE over 3 seeds), on the val split 1
   --threads N        torch threads of finecast-downscale (default: the number of cores)
   --set KEY=VALUE    plugin config override for the replay (repeatable), e.g. train.epochs=5
   --geometry G       icon: file | uniform, the cells' coordinates for every tool (finecast-host
@@ -62,7 +63,7 @@ die() { echo "evaluate.sh: error: $*" >&2; exit 2; }
 [[ $# -ge 1 ]] || { usage >&2; exit 2; }
 case "$1" in -h|--help) usage; exit 0 ;; esac
 CASE=$1; shift
-SPLIT=test BUILD=build RANKS=1 MEMBERS="" SAMPLER="" STEPS=10 ETA=0 INFLATION=1 THREADS=$(nproc) SKIP_TRAIN=0 ONLY_EVAL=0 OUT=""
+SPLIT=test BUILD=build RANKS=1 MEMBERS="" SAMPLER="" STEPS=10 ETA=0 INFLATION="" THREADS=$(nproc) SKIP_TRAIN=0 ONLY_EVAL=0 OUT=""
 SETS=() GEOMETRY=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -130,8 +131,8 @@ case "$CASE" in
   *) die "unknown case '$CASE' (etopo5, tas, eur11 or icon)" ;;
 esac
 [[ -r $SRC ]] || die "input $SRC is missing (install the Debian package named in docs/evaluation.md)"
-for exe in "$BUILD/bin/finecast-replay" "$BUILD/bin/finecast-downscale" "$BUILD/bin/finecast-eval"; do
-  [[ -x $exe ]] || die "$exe not built (cmake --build $BUILD --target finecast_comin finecast-replay finecast-downscale finecast-eval)"
+for exe in "$BUILD/bin/finecast-replay" "$BUILD/bin/finecast-downscale" "$BUILD/bin/finecast-eval" "$BUILD/bin/finecast-config"; do
+  [[ -x $exe ]] || die "$exe not built (cmake --build $BUILD --target finecast_comin finecast-replay finecast-downscale finecast-eval finecast-config)"
 done
 [[ -r $BUILD/lib/libfinecast_comin.so ]] || die "$BUILD/lib/libfinecast_comin.so not built"
 
@@ -164,6 +165,15 @@ fi
 sed -e "s#out/eval/$CASE/#$OUT/#g" -e "s#build/lib/libfinecast_comin.so#$BUILD/lib/libfinecast_comin.so#" \
     -e "s#configs/eval_${CASE}_plugin.yaml#$OUT/plugin.yaml#" "configs/eval_$CASE.yaml" > "$OUT/run.yaml"
 sed -e "s#out/eval/$CASE/#$OUT/#g" "configs/eval_${CASE}_plugin.yaml" > "$OUT/plugin.yaml"
+# the spread inflation of the sampling: fitted on the val split, so none there (see --help)
+if [[ -z $INFLATION ]]; then
+  if [[ $SPLIT == val ]]; then INFLATION=1
+  else
+    INFLATION=$("$BUILD/bin/finecast-config" "$OUT/plugin.yaml" "${SETS[@]}" |
+                awk '/^sample:/ {s = 1; next} /^[a-z]/ {s = 0} s && $1 == "inflation:" {print $2}')
+    [[ -n $INFLATION ]] || die "cannot read sample.inflation of $OUT/plugin.yaml (finecast-config)"
+  fi
+fi
 
 # 3. training: replay the training split through the plugin
 if [[ $SKIP_TRAIN == 0 ]]; then

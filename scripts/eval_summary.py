@@ -15,7 +15,9 @@ Criteria checked (M = the model's members):
     0.85 on EUR-11, 0.9 on ICON);
   - std_ratio in 0.8..1.2, upper-half spectral ratio (hf_ratio) in 0.5..2;
   - spread/RMSE in 0.85..1.15 (issue 26's calibrated ensemble; M > 1), and the sqrt(1 + 1/M)
-    thresholds for M = 16 and 32.
+    thresholds for M = 16 and 32;
+  - with --inflation-fit (a val split's report), the spread/RMSE that sample.inflation is fitted
+    from: F = 1 / (its mean over the seeds).
 
     /usr/bin/python3 scripts/eval_summary.py --json out/eval/eur11/eval.json --factor 0.97 --against regression_cons \
         --noise-factor 0.85
@@ -33,6 +35,8 @@ def main(argv):
     p.add_argument("--against", default="regression_cons", help="row of --factor (default regression_cons)")
     p.add_argument("--noise-factor", type=float, default=1.0,
                    help="require CRPS < NOISE_FACTOR x the stronger noise reference's (default 1)")
+    p.add_argument("--inflation-fit", action="store_true",
+                   help="also print the spread/RMSE that sample.inflation is fitted from (val splits)")
     p.add_argument("--prefix", default="", help="text put before every line (e.g. '[demo] ')")
     a = p.parse_args(argv)
     with open(a.json) as f:
@@ -89,14 +93,17 @@ def main(argv):
     checks.append((f"std ratio {num(sr, '.3f')} in 0.8..1.2", sr is not None and 0.8 <= sr <= 1.2))
     hf = model["upper_energy_ratio"]
     checks.append((f"hf ratio {num(hf, '.3f')} in 0.5..2", hf is not None and 0.5 <= hf <= 2))
-    if M > 1 and model.get("spread") is not None and model["rmse"]:
-        ratio = model["spread"] / model["rmse"]
+    ratio = model["spread"] / model["rmse"] if M > 1 and model.get("spread") is not None and model["rmse"] else None
+    if ratio is not None:
         checks.append((f"spread/RMSE {ratio:.3f} in 0.85..1.15", 0.85 <= ratio <= 1.15))
     for text, ok in checks:
         out.append(f"{a.prefix}  {'met   ' if ok else 'MISSED'} {text}")
     for m in (16, 32):
         out.append(f"{a.prefix}  (with {m} members the RMSE bar would be sqrt(1+1/{m}) x {best['rmse']:.4g} = "
                    f"{math.sqrt(1 + 1 / m) * best['rmse']:.4g})")
+    if a.inflation_fit and ratio is not None:
+        out.append(f"inflation fit: spread/RMSE {ratio:.4f} on the val split; sample.inflation = 1 / (mean of this "
+                   f"over the seeds) ({1 / ratio:.3f} for this seed alone)")
     print("\n".join(out))
 
 

@@ -44,8 +44,9 @@ Options:
   --steps N          DDIM steps (default: 10)
   --eta X            DDIM noise per step, 0..1 (default: 0)
   --inflation F      post-hoc spread inflation of finecast-downscale. Default: on the test split the
-                     plugin config's sample.inflation (the committed configs carry the factor fitted
-                     on the val split: 1 / its mean spread/RMSE over 3 seeds), on the val split 1
+                     plugin config's sample.inflation, which finecast-downscale reads from the
+                     checkpoint (the committed configs carry the factor fitted on the val split:
+                     1 / its mean spread/RMSE over 3 seeds), on the val split 1
   --threads N        torch threads of finecast-downscale (default: the number of cores)
   --set KEY=VALUE    plugin config override for the replay (repeatable), e.g. train.epochs=5
   --geometry G       icon: file | uniform, the cells' coordinates for every tool (finecast-host
@@ -165,15 +166,11 @@ fi
 sed -e "s#out/eval/$CASE/#$OUT/#g" -e "s#build/lib/libfinecast_comin.so#$BUILD/lib/libfinecast_comin.so#" \
     -e "s#configs/eval_${CASE}_plugin.yaml#$OUT/plugin.yaml#" "configs/eval_$CASE.yaml" > "$OUT/run.yaml"
 sed -e "s#out/eval/$CASE/#$OUT/#g" "configs/eval_${CASE}_plugin.yaml" > "$OUT/plugin.yaml"
-# the spread inflation of the sampling: fitted on the val split, so none there (see --help)
-if [[ -z $INFLATION ]]; then
-  if [[ $SPLIT == val ]]; then INFLATION=1
-  else
-    INFLATION=$("$BUILD/bin/finecast-config" "$OUT/plugin.yaml" "${SETS[@]}" |
-                awk '/^sample:/ {s = 1; next} /^[a-z]/ {s = 0} s && $1 == "inflation:" {print $2}')
-    [[ -n $INFLATION ]] || die "cannot read sample.inflation of $OUT/plugin.yaml (finecast-config)"
-  fi
-fi
+# the spread inflation of the sampling: fitted on the val split, so none there; on the test split
+# finecast-downscale takes sample.inflation from the config the checkpoint was trained with (see --help)
+INFLATION_ARGS=()
+if [[ -z $INFLATION && $SPLIT == val ]]; then INFLATION=1; fi
+if [[ -n $INFLATION ]]; then INFLATION_ARGS=(--inflation "$INFLATION"); fi
 
 # 3. training: replay the training split through the plugin
 if [[ $SKIP_TRAIN == 0 ]]; then
@@ -202,7 +199,7 @@ GRID_ARGS=()
 if [[ $CASE == icon ]]; then GRID_ARGS=(--grid "$ICON_GRID" "${GEO_ARGS[@]}"); fi
 DOWN=("$BUILD/bin/finecast-downscale" --checkpoint "$OUT/checkpoints" --input "$TEST" --var "$VAR" "${GRID_ARGS[@]}"
       "${STATICS[@]}" --output "$OUT/downscaled.nc" --members "${MEMBERS:-$DEFAULT_MEMBERS}" --device cpu
-      --sampler "${SAMPLER:-$DEFAULT_SAMPLER}" --steps "$STEPS" --eta "$ETA" --inflation "$INFLATION" --threads "$THREADS" --seed 42)
+      --sampler "${SAMPLER:-$DEFAULT_SAMPLER}" --steps "$STEPS" --eta "$ETA" "${INFLATION_ARGS[@]}" --threads "$THREADS" --seed 42)
 if [[ $ONLY_EVAL == 0 ]]; then
   log "downscale: ${DOWN[*]}"
   t0=$(date +%s.%N)

@@ -28,6 +28,7 @@
 #include "coupling/io/step_select.hpp"
 #include "common/log.hpp"
 #include "plugin/comin_plugin/output.hpp"
+#include "plugin/config.hpp"
 #include "trainer/checkpoint.hpp"
 #include "trainer/device.hpp"
 #include "trainer/downscaler.hpp"
@@ -304,20 +305,53 @@ bool is_coarse_input(const DownscaleOptions& opt, const coupling::FieldReader& f
   return false;
 }
 
-trainer::SampleOptions sample_options(const DownscaleOptions& opt) {
+/// The sampling options of `checkpoint`: those given on the command line, the others from sample.*
+/// of the config it was trained with (its metadata's config_resolved), else the plugin's defaults.
+/// `origin` says which, for the log.
+trainer::SampleOptions sampling_options(const DownscaleOptions& opt, const std::string& checkpoint,
+                                        std::string& origin) {
   trainer::SampleOptions so;
-  if (!schema::parse_name(opt.sampler, so.sampler))
-    throw ConfigError("--sampler must be one of " + schema::name_list<trainer::Sampler>() + ", got \"" + opt.sampler +
+  origin = "the plugin's defaults";
+  const auto meta = trainer::read_checkpoint_metadata(checkpoint);
+  if (const auto it = meta.find("config_resolved"); it != meta.end()) {
+    try {
+      const Config trained = parse_config(it->second, checkpoint + " (/metadata config_resolved)");
+      so = trained.sample;
+      origin = "sample.* of the config it was trained with";
+    } catch (const ConfigError& e) {
+      // A checkpoint of another finecast version: its config may have keys this one does not know.
+      log::warning("checkpoint " + checkpoint + ": its training config does not parse (" + e.what() +
+                   "); the sampling options not given on the command line take the plugin's defaults");
+    }
+  }
+  if (opt.sampler && !schema::parse_name(*opt.sampler, so.sampler))
+    throw ConfigError("--sampler must be one of " + schema::name_list<trainer::Sampler>() + ", got \"" + *opt.sampler +
                       "\"");
-  so.steps = opt.steps;
-  so.eta = opt.eta;
-  so.inflation = opt.inflation;
-  so.churn = opt.churn;
-  if (!schema::parse_name(opt.ddpm_variance, so.ddpm_variance))
+  if (opt.ddpm_variance && !schema::parse_name(*opt.ddpm_variance, so.ddpm_variance))
     throw ConfigError("--ddpm-variance must be one of " + schema::name_list<trainer::DdpmVariance>() + ", got \"" +
-                      opt.ddpm_variance + "\"");
+                      *opt.ddpm_variance + "\"");
+  if (opt.steps) so.steps = *opt.steps;
+  if (opt.eta) so.eta = *opt.eta;
+  if (opt.inflation) so.inflation = *opt.inflation;
+  if (opt.churn) so.churn = *opt.churn;
+  // What the command line owns whatever the config said.
   so.members = opt.members;
+  so.threads = 0;
+  so.max_threads = 0;
+  so.cuda_graphs = trainer::SampleOptions{}.cuda_graphs;
   return so;
+}
+
+/// The sampling options as one phrase of the log ("ddpm, inflation 2.346").
+std::string describe_sampling(const trainer::SampleOptions& so) {
+  std::string text = schema::name_of(so.sampler);
+  if (so.sampler == trainer::Sampler::kDdim) text += fmt::format(" {} steps", so.steps);
+  if (so.sampler == trainer::Sampler::kDdim && so.eta > 0) text += fmt::format(", eta {}", so.eta);
+  if (so.sampler == trainer::Sampler::kDdpm && so.ddpm_variance != trainer::DdpmVariance::kPosterior)
+    text += ", variance " + schema::name_of(so.ddpm_variance);
+  if (so.churn > 0) text += fmt::format(", churn {}", so.churn);
+  if (so.inflation != 1.0) text += fmt::format(", inflation {}", so.inflation);
+  return text;
 }
 
 /// Step `t` of every --var as fine fields: a fine input as it is, a coarse one spread over its
@@ -376,7 +410,8 @@ struct Source {
   std::vector<std::vector<float>> statics;
   std::vector<const float*> static_ptrs;
   coupling::Patches patches;
-  std::vector<float> samples;  ///< [n_coarse, members_each, P]
+  std::vector<float> samples;       ///< [n_coarse, members_each, P]
+  trainer::SampleOptions sampling;  ///< its own sampling options (sampling_options)
 };
 
 /// Loads `checkpoint` and what its context needs; the grid is the first source's (`grid`, or
@@ -384,7 +419,7 @@ struct Source {
 Source load_source(const DownscaleOptions& opt, const std::string& path,
                    std::optional<coupling::ConditioningGrid>& grid, const coupling::FieldReader& first) {
   const std::string file = resolve_checkpoint(path);
-  Source src{file, load_model(opt, file), {}, {}, {}, {}, {}, {}};
+  Source src{file, load_model(opt, file), {}, {}, {}, {}, {}, {}, {}};
   const trainer::ModelOptions& mo = src.model.model_options();
   // What the model was trained on (the checkpoint's conditioning spec), through the same pipeline
   // as the plugin: the grid and its patches, the context, the residual base.
@@ -404,6 +439,10 @@ Source load_source(const DownscaleOptions& opt, const std::string& path,
     src.orography = read_orography(opt, spec, grid->map, grid->text, grid->icon ? &grid->output : nullptr);
   src.statics = read_statics(opt, src.checkpoint, mo, spec, *grid);
   for (const auto& v : src.statics) src.static_ptrs.push_back(v.data());
+  std::string origin;
+  src.sampling = sampling_options(opt, src.checkpoint, origin);
+  log::info("Sampling with " + src.checkpoint + ": " + describe_sampling(src.sampling) +
+            " (options not given: " + origin + ")");
   return src;
 }
 
@@ -436,6 +475,8 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
   result.context_rings = lead.patch_options.rings;
   result.interp_base = lead.patch_options.interp_base;
   result.n_static = lead.patch_options.n_static;
+  result.sampling = describe_sampling(lead.sampling);
+  result.inflation = lead.sampling.inflation;
   const int n_vars = static_cast<int>(opt.vars.size());
 
   result.coarse_input = is_coarse_input(opt, first, grid);
@@ -448,9 +489,7 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
             (n_sources > 1
                  ? " (" + std::to_string(each) + " from each of " + std::to_string(n_sources) + " checkpoints)"
                  : std::string()) +
-            ", " + opt.sampler + (opt.sampler == "ddim" ? " " + std::to_string(opt.steps) + " steps" : "") +
-            (opt.sampler == "ddpm" && opt.ddpm_variance != "posterior" ? ", variance " + opt.ddpm_variance : "") +
-            (opt.churn > 0 ? fmt::format(", churn {}", opt.churn) : ""));
+            ", " + describe_sampling(lead.sampling));
 
   const auto target = static_cast<size_t>(lead.patch_options.target);
   Output output(opt.output, grid.output, opt.vars[target], readers[target].attributes(), opt.members,
@@ -461,8 +500,6 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
   std::vector<float> raw(static_cast<size_t>(first.n_values()));
   const auto P = static_cast<size_t>(map.patch_size);
   std::vector<float> samples(static_cast<size_t>(map.n_coarse * opt.members) * P);
-  trainer::SampleOptions so = sample_options(opt);
-  so.members = each;
   for (size_t i = 0; i < times.size(); ++i) {
     const std::vector<const float*> fields = read_step(readers, times[i], result.coarse_input, map, raw, fine);
     for (size_t k = 0; k < sources.size(); ++k) {
@@ -478,6 +515,8 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
       coupling::sample_fine(
           src.patches, each, coupling::sampling_seed(opt.seed + k, static_cast<long long>(i) + 1), src.samples.data(),
           [&](const float* context, const float* coarse, const float* weights, int64_t n, uint64_t seed, float* out) {
+            trainer::SampleOptions so = src.sampling;
+            so.members = each;
             src.model.sample(context, coarse, weights, n, so, seed, out, std::ref(progress));
           });
       // Members k*each .. (k+1)*each-1 of every patch.

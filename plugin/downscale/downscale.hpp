@@ -3,6 +3,7 @@
 // NetCDF file, written as the plugin's ensemble output. No MPI.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,20 +22,24 @@ struct DownscaleOptions {
   std::vector<std::string> vars;  ///< the fields the model was trained on; the first is downscaled
   std::string output = "finecast_downscaled.nc";
   int members = 8;
-  std::string device = "auto";              ///< auto | cpu | cuda | cuda:N | mps
-  std::string grid;                         ///< ICON grid file, or lat-lon file of the fine grid ("" = the input)
-  std::string grid_var;                     ///< lat-lon: variable whose coordinates define the fine grid
-  std::string geometry;                     ///< ICON: file | uniform ("" = the checkpoint's grid.geometry)
-  int block = 0;                            ///< lat-lon block; 0 = sqrt(patch size of the checkpoint)
-  int coarse_level = -1;                    ///< ICON coarse level; -1 = from the checkpoint's patch size
-  std::string input_kind = "auto";          ///< auto (by size) | fine | coarse
-  std::string sampler = "ddim";             ///< ddim | ddpm
-  int steps = 10;                           ///< ddim steps
-  double eta = 0.0;                         ///< ddim noise per step (0 deterministic .. 1 ancestral)
-  std::string ddpm_variance = "posterior";  ///< ddpm step variance: posterior | beta
-  double inflation = 1.0;                   ///< post-hoc spread inflation (sample.inflation)
-  double churn = 0.0;                       ///< EDM churn of the sampler (sample.churn)
-  std::vector<std::string> times;           ///< steps to downscale (0-based index or ISO date); empty = all
+  std::string device = "auto";      ///< auto | cpu | cuda | cuda:N | mps
+  std::string grid;                 ///< ICON grid file, or lat-lon file of the fine grid ("" = the input)
+  std::string grid_var;             ///< lat-lon: variable whose coordinates define the fine grid
+  std::string geometry;             ///< ICON: file | uniform ("" = the checkpoint's grid.geometry)
+  int block = 0;                    ///< lat-lon block; 0 = sqrt(patch size of the checkpoint)
+  int coarse_level = -1;            ///< ICON coarse level; -1 = from the checkpoint's patch size
+  std::string input_kind = "auto";  ///< auto (by size) | fine | coarse
+  // The sampling options: unset = the value of sample.<key> in the config the checkpoint was
+  // trained with (its /metadata config_resolved), or the plugin's default for a checkpoint without
+  // one. So a checkpoint samples as the plugin that wrote it did, its fitted sample.inflation
+  // included; with several --checkpoint, each takes its own.
+  std::optional<std::string> sampler;        ///< ddim | ddpm (sample.sampler)
+  std::optional<int> steps;                  ///< ddim steps (sample.steps)
+  std::optional<double> eta;                 ///< ddim noise per step, 0 deterministic .. 1 ancestral (sample.eta)
+  std::optional<std::string> ddpm_variance;  ///< ddpm step variance: posterior | beta (sample.ddpm_variance)
+  std::optional<double> inflation;           ///< post-hoc spread inflation (sample.inflation)
+  std::optional<double> churn;               ///< EDM churn of the sampler (sample.churn)
+  std::vector<std::string> times;            ///< steps to downscale (0-based index or ISO date); empty = all
   unsigned long long seed = 42;
   int threads = 0;  ///< torch threads; 0 = LibTorch's default
   /// FILE[:VAR]: the surface height on the fine grid, for checkpoints trained with an orography
@@ -54,6 +59,8 @@ struct DownscaleResult {
   int context_rings = 0;         ///< patch.context_rings of the checkpoint
   bool interp_base = false;      ///< patch.residual: interp
   int n_static = 0;              ///< static covariates read (--static)
+  std::string sampling;          ///< the first checkpoint's sampling options, as logged ("ddpm, inflation 2")
+  double inflation = 1.0;        ///< its sample.inflation, given or from its training config
   long long n_coarse = 0, patch_size = 0, steps_written = 0;
 };
 

@@ -65,6 +65,22 @@ void write_coarse_file(const std::string& path, const std::vector<float>& values
   ASSERT_EQ(nc_close(nc), NC_NOERR);
 }
 
+/// The options of a 2-member sampling of June (step 5) of the tas file with `checkpoint` (a file
+/// or directory) and seed 7, as the tiny replay's plugin samples at its end.
+fp::DownscaleOptions june_options(const std::string& checkpoint, const std::string& output) {
+  fp::DownscaleOptions o;
+  o.checkpoint = checkpoint;
+  o.input = kTas;
+  o.vars = {"tas"};
+  o.output = output;
+  o.members = 2;
+  o.device = "cpu";
+  o.seed = 7;
+  o.threads = 1;
+  o.times = {"5"};
+  return o;
+}
+
 }  // namespace
 
 TEST(DownscaleEndToEnd, ReplayCheckpointReproducesThePluginAndIsScored) {
@@ -74,18 +90,11 @@ TEST(DownscaleEndToEnd, ReplayCheckpointReproducesThePluginAndIsScored) {
 
   // Same checkpoint, same patches (June, coarsened), same seed and members as the plugin's one
   // sampling at the end of the replay: the same ensemble.
-  fp::DownscaleOptions o;
-  o.checkpoint = dir.file("checkpoints");  // a directory: its newest valid checkpoint
-  o.input = kTas;
-  o.vars = {"tas"};
-  o.output = dir.file("june.nc");
-  o.members = 2;
-  o.device = "cpu";
-  o.steps = 4;
-  o.seed = 7;
-  o.threads = 1;
-  o.times = {"5"};
+  // A directory: its newest valid checkpoint. The sampler and its 4 steps are the replay config's
+  // (sample.*), recorded in the checkpoint.
+  fp::DownscaleOptions o = june_options(dir.file("checkpoints"), dir.file("june.nc"));
   const fp::DownscaleResult res = fp::run_downscale(o);
+  EXPECT_EQ(res.sampling, "ddim 4 steps");
   EXPECT_FALSE(res.coarse_input);
   EXPECT_EQ(res.n_coarse, 288);
   EXPECT_EQ(res.patch_size, 64);
@@ -193,17 +202,7 @@ TEST(DownscaleEndToEnd, LatLonStaticOrographyFromAReplayIsReproduced) {
   ASSERT_EQ(replay.rc, 0) << replay.output;
   EXPECT_NE(replay.output.find("context of 9 values"), std::string::npos) << replay.output;
 
-  fp::DownscaleOptions o;
-  o.checkpoint = dir.file("checkpoints");
-  o.input = kTas;
-  o.vars = {"tas"};
-  o.output = dir.file("june.nc");
-  o.members = 2;
-  o.device = "cpu";
-  o.steps = 4;
-  o.seed = 7;
-  o.threads = 1;
-  o.times = {"5"};
+  fp::DownscaleOptions o = june_options(dir.file("checkpoints"), dir.file("june.nc"));
   EXPECT_NE(downscale_error(o).find("--orography FILE:VAR"), std::string::npos) << downscale_error(o);
   o.orography = kTas;  // FILE alone: the variable is the one the checkpoint names (oro): absent
   EXPECT_NE(downscale_error(o).find("has no variable 'oro'"), std::string::npos) << downscale_error(o);
@@ -216,6 +215,76 @@ TEST(DownscaleEndToEnd, LatLonStaticOrographyFromAReplayIsReproduced) {
     const double worst = max_abs_difference(plugin, offline);
     EXPECT_LT(worst, 1e-4) << "member " << m << " differs from the plugin's sample";
   }
+}
+
+// The sampling options a checkpoint's training config gives (sample.* of its config_resolved) are
+// finecast-downscale's defaults, its fitted sample.inflation included, so that a checkpoint samples
+// as the plugin that wrote it did; what the command line gives overrides them one by one.
+TEST(DownscaleSampling, TheTrainingConfigsSampleOptionsAreTheDefaults) {
+  ScratchDir dir("downscale_sampling");
+  std::string config = tiny_plugin_config(dir.path());
+  const std::string steps = "members: 2, steps: 4,";
+  ASSERT_NE(config.find(steps), std::string::npos);
+  config.replace(config.find(steps), steps.size(), "members: 2, steps: 4, sampler: ddpm, inflation: 3,");
+  write_text(dir.file("plugin.yaml"), config);
+  write_text(dir.file("run.yaml"), tiny_run_file(dir.file("plugin.yaml"), "round_robin"));
+  const CommandResult replay = run_command("mpiexec -n 1 " + binary("finecast-replay") + " --config " +
+                                           dir.file("run.yaml") + " --progress lines");
+  ASSERT_EQ(replay.rc, 0) << replay.output;
+
+  const fp::DownscaleOptions o = june_options(dir.file("checkpoints"), dir.file("default.nc"));
+  const fp::DownscaleResult res = fp::run_downscale(o);
+  EXPECT_EQ(res.sampling, "ddpm, inflation 3");
+  EXPECT_EQ(res.inflation, 3.0);
+  for (int m = 0; m < 2; ++m)
+    EXPECT_LT(max_abs_difference(read_step(dir.file("out.nc"), "tas", 0, m), read_step(o.output, "tas", 0, m)), 1e-4)
+        << "member " << m << " differs from the plugin's sample";
+
+  // --inflation 1: the same ensemble mean, a third of the deviations from it (two members: the
+  // deviation is half their difference).
+  fp::DownscaleOptions plain = o;
+  plain.inflation = 1.0;
+  plain.output = dir.file("plain.nc");
+  EXPECT_EQ(fp::run_downscale(plain).sampling, "ddpm");
+  const auto a0 = read_step(o.output, "tas", 0, 0), a1 = read_step(o.output, "tas", 0, 1);
+  const auto b0 = read_step(plain.output, "tas", 0, 0), b1 = read_step(plain.output, "tas", 0, 1);
+  double worst_mean = 0, worst_spread = 0, spread = 0;
+  for (size_t i = 0; i < a0.size(); ++i) {
+    worst_mean = std::max(worst_mean, std::fabs((double(a0[i]) + a1[i]) - (double(b0[i]) + b1[i])) / 2);
+    worst_spread = std::max(worst_spread, std::fabs((double(a0[i]) - a1[i]) - 3 * (double(b0[i]) - b1[i])));
+    spread = std::max(spread, std::fabs(double(b0[i]) - b1[i]));
+  }
+  EXPECT_GT(spread, 0.1);
+  EXPECT_LT(worst_mean, 1e-3);
+  EXPECT_LT(worst_spread, 1e-3 * (1 + spread));
+
+  // Each option alone: --sampler ddim keeps the config's 4 steps and its inflation.
+  fp::DownscaleOptions ddim = o;
+  ddim.sampler = "ddim";
+  ddim.output = dir.file("ddim.nc");
+  EXPECT_EQ(fp::run_downscale(ddim).sampling, "ddim 4 steps, inflation 3");
+
+  // The command line sets only what it is given, and says where the rest came from.
+  const std::string cli = binary("finecast-downscale") + " --checkpoint " + dir.file("checkpoints") + " --input " +
+                          kTas + " --var tas --members 2 --device cpu --time 5 --threads 1 --output " +
+                          dir.file("cli.nc");
+  const CommandResult by_default = run_command(cli);
+  ASSERT_EQ(by_default.rc, 0) << by_default.output;
+  EXPECT_NE(by_default.output.find(": ddpm, inflation 3 (options not given: sample.* of the config it was trained "
+                                   "with)"),
+            std::string::npos)
+      << by_default.output;
+  const CommandResult given = run_command(cli + " --inflation 1 --steps 2 --sampler ddim");
+  ASSERT_EQ(given.rc, 0) << given.output;
+  EXPECT_NE(given.output.find(": ddim 2 steps (options not given:"), std::string::npos) << given.output;
+
+  // A checkpoint whose training config does not parse (another version's keys) samples with the
+  // plugin's defaults, with a warning.
+  const std::string odd = make_checkpoint(dir.path(), 8, 64, {{"config_resolved", "fields: [tas]\nno_such_key: 1\n"}});
+  fp::DownscaleOptions other = o;
+  other.checkpoint = odd;
+  other.output = dir.file("odd.nc");
+  EXPECT_EQ(fp::run_downscale(other).sampling, "ddim 10 steps");
 }
 
 // The conditioning spec in a real checkpoint: typed attributes of /conditioning (the patch size an

@@ -10,6 +10,7 @@
 #include "coupling/grid/patch_map.hpp"
 #include "coupling/io/ensemble_writer.hpp"
 #include "coupling/io/nc_metadata.hpp"
+#include "trainer/options.hpp"
 
 namespace finecast::plugin {
 
@@ -84,8 +85,15 @@ void write_patch_record(Output& out, const coupling::PatchMap& map, const std::s
 /// quotes), "" where the system does not tell.
 std::string process_command_line();
 
-/// The global attributes finecast-eval reads: the checkpoint and, on lat-lon grids, the block
-/// size k (patches are k x k).
-std::map<std::string, std::string> output_attributes(const coupling::PatchMap& map, const std::string& checkpoint);
+/// The sampling options as a phrase ("ddpm, inflation 2.346", "ddim 10 steps"): what the log and
+/// the output's finecast_sampling attribute say; defaults (posterior variance, eta 0, churn 0,
+/// inflation 1) are left out.
+std::string sampling_text(const trainer::SampleOptions& sampling);
+
+/// The global attributes of an ensemble output: those finecast-eval reads (the checkpoint and, on
+/// lat-lon grids, the block size k: patches are k x k) and how the members were sampled
+/// (finecast_sampling: sampling_text).
+std::map<std::string, std::string> output_attributes(const coupling::PatchMap& map, const std::string& checkpoint,
+                                                     const trainer::SampleOptions& sampling);
 
 }  // namespace finecast::plugin

@@ -28,10 +28,12 @@ class DeferredFailure {
 /// The lead's output at the first sampling; the checkpoint it names is the latest written, else
 /// the one resumed from.
 void open_output(const Config& cfg, TrainerState& t, const std::string& datetime) {
-  auto attrs = output_attributes(t.map, !t.last_checkpoint.empty() ? t.last_checkpoint
-                                        : !t.resumed_from.empty()
-                                            ? t.resumed_from
-                                            : "none written yet (checkpoint.dir " + cfg.checkpoint.dir + ")");
+  auto attrs =
+      output_attributes(t.map,
+                        !t.last_checkpoint.empty() ? t.last_checkpoint
+                        : !t.resumed_from.empty()  ? t.resumed_from
+                                                   : "none written yet (checkpoint.dir " + cfg.checkpoint.dir + ")",
+                        cfg.sample);
   attrs.insert(t.output_globals.begin(), t.output_globals.end());
   t.output = open_run_output(cfg.sample.output, t.output_grid, target_field(cfg), t.output_attrs, cfg.sample.members,
                              std::move(attrs), t.output_options, datetime, {t.command, t.resumed_from});

@@ -342,18 +342,6 @@ trainer::SampleOptions sampling_options(const DownscaleOptions& opt, const std::
   return so;
 }
 
-/// The sampling options as one phrase of the log ("ddpm, inflation 2.346").
-std::string describe_sampling(const trainer::SampleOptions& so) {
-  std::string text = schema::name_of(so.sampler);
-  if (so.sampler == trainer::Sampler::kDdim) text += fmt::format(" {} steps", so.steps);
-  if (so.sampler == trainer::Sampler::kDdim && so.eta > 0) text += fmt::format(", eta {}", so.eta);
-  if (so.sampler == trainer::Sampler::kDdpm && so.ddpm_variance != trainer::DdpmVariance::kPosterior)
-    text += ", variance " + schema::name_of(so.ddpm_variance);
-  if (so.churn > 0) text += fmt::format(", churn {}", so.churn);
-  if (so.inflation != 1.0) text += fmt::format(", inflation {}", so.inflation);
-  return text;
-}
-
 /// Step `t` of every --var as fine fields: a fine input as it is, a coarse one spread over its
 /// patches, so that the patch extraction returns it (up to rounding of the area weights).
 std::vector<const float*> read_step(std::vector<coupling::FieldReader>& readers, int64_t t, bool coarse_input,
@@ -441,8 +429,8 @@ Source load_source(const DownscaleOptions& opt, const std::string& path,
   for (const auto& v : src.statics) src.static_ptrs.push_back(v.data());
   std::string origin;
   src.sampling = sampling_options(opt, src.checkpoint, origin);
-  log::info("Sampling with " + src.checkpoint + ": " + describe_sampling(src.sampling) +
-            " (options not given: " + origin + ")");
+  log::info("Sampling with " + src.checkpoint + ": " + sampling_text(src.sampling) + " (options not given: " + origin +
+            ")");
   return src;
 }
 
@@ -475,7 +463,7 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
   result.context_rings = lead.patch_options.rings;
   result.interp_base = lead.patch_options.interp_base;
   result.n_static = lead.patch_options.n_static;
-  result.sampling = describe_sampling(lead.sampling);
+  result.sampling = sampling_text(lead.sampling);
   result.inflation = lead.sampling.inflation;
   const int n_vars = static_cast<int>(opt.vars.size());
 
@@ -489,11 +477,11 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
             (n_sources > 1
                  ? " (" + std::to_string(each) + " from each of " + std::to_string(n_sources) + " checkpoints)"
                  : std::string()) +
-            ", " + describe_sampling(lead.sampling));
+            ", " + sampling_text(lead.sampling));
 
   const auto target = static_cast<size_t>(lead.patch_options.target);
   Output output(opt.output, grid.output, opt.vars[target], readers[target].attributes(), opt.members,
-                output_attributes(map, result.checkpoint), false, "");
+                output_attributes(map, result.checkpoint, lead.sampling), false, "");
   std::vector<std::vector<float>> fine(
       static_cast<size_t>(n_vars),
       std::vector<float>(static_cast<size_t>(map.n_fine), std::numeric_limits<float>::quiet_NaN()));

@@ -65,6 +65,20 @@ void write_coarse_file(const std::string& path, const std::vector<float>& values
   ASSERT_EQ(nc_close(nc), NC_NOERR);
 }
 
+/// A text global attribute of a NetCDF file ("" when it has none).
+std::string global_text(const std::string& path, const std::string& name) {
+  int nc;
+  if (nc_open(path.c_str(), NC_NOWRITE, &nc) != NC_NOERR) return "";
+  size_t len = 0;
+  std::string value;
+  if (nc_inq_attlen(nc, NC_GLOBAL, name.c_str(), &len) == NC_NOERR) {
+    value.resize(len);
+    if (nc_get_att_text(nc, NC_GLOBAL, name.c_str(), value.data()) != NC_NOERR) value.clear();
+  }
+  nc_close(nc);
+  return value;
+}
+
 /// The options of a 2-member sampling of June (step 5) of the tas file with `checkpoint` (a file
 /// or directory) and seed 7, as the tiny replay's plugin samples at its end.
 fp::DownscaleOptions june_options(const std::string& checkpoint, const std::string& output) {
@@ -236,6 +250,9 @@ TEST(DownscaleSampling, TheTrainingConfigsSampleOptionsAreTheDefaults) {
   const fp::DownscaleResult res = fp::run_downscale(o);
   EXPECT_EQ(res.sampling, "ddpm, inflation 3");
   EXPECT_EQ(res.inflation, 3.0);
+  // Both outputs say how their members were sampled.
+  EXPECT_EQ(global_text(dir.file("out.nc"), "finecast_sampling"), "ddpm, inflation 3");
+  EXPECT_EQ(global_text(o.output, "finecast_sampling"), "ddpm, inflation 3");
   for (int m = 0; m < 2; ++m)
     EXPECT_LT(max_abs_difference(read_step(dir.file("out.nc"), "tas", 0, m), read_step(o.output, "tas", 0, m)), 1e-4)
         << "member " << m << " differs from the plugin's sample";
@@ -246,6 +263,7 @@ TEST(DownscaleSampling, TheTrainingConfigsSampleOptionsAreTheDefaults) {
   plain.inflation = 1.0;
   plain.output = dir.file("plain.nc");
   EXPECT_EQ(fp::run_downscale(plain).sampling, "ddpm");
+  EXPECT_EQ(global_text(plain.output, "finecast_sampling"), "ddpm");
   const auto a0 = read_step(o.output, "tas", 0, 0), a1 = read_step(o.output, "tas", 0, 1);
   const auto b0 = read_step(plain.output, "tas", 0, 0), b1 = read_step(plain.output, "tas", 0, 1);
   double worst_mean = 0, worst_spread = 0, spread = 0;

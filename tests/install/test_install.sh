@@ -52,15 +52,15 @@ for program in finecast-host finecast-replay finecast-trainer; do
   # shellcheck disable=SC2016 # $ORIGIN is the loader's, not the shell's
   [[ "$(runpath "$prefix/bin/$program")" == *'$ORIGIN/../lib/finecast'* ]] \
     || bad "$program has no RUNPATH to lib/finecast: $(runpath "$prefix/bin/$program")"
-  needed "$prefix/bin/$program" | grep -qx 'libcomin.so.0' || bad "$program does not load libcomin.so.0"
+  needed "$prefix/bin/$program" | grep -x 'libcomin.so.0' >/dev/null || bad "$program does not load libcomin.so.0"
 done
 plugin="$prefix/lib/libfinecast_comin.so"
-needed "$plugin" | grep -qx 'libcomin.so.0' || bad "the plugin lost its libcomin.so.0 dependency"
+needed "$plugin" | grep -x 'libcomin.so.0' >/dev/null || bad "the plugin lost its libcomin.so.0 dependency"
 [[ "$(runpath "$plugin")" != *finecast* ]] || bad "the plugin has a RUNPATH to lib/finecast: $(runpath "$plugin")"
 # As a program without that RUNPATH (ICON) sees it: libcomin.so.0 unresolved from the plugin alone.
-(cd "$work" && env -u LD_LIBRARY_PATH ldd "$plugin" | grep -q 'libcomin.so.0 => not found') \
+(cd "$work" && env -u LD_LIBRARY_PATH ldd "$plugin" | grep 'libcomin.so.0 => not found' >/dev/null) \
   || bad "the plugin resolves libcomin.so.0 on its own: $(ldd "$plugin" | grep libcomin)"
-ldd "$prefix/bin/finecast-host" | grep -q "libcomin.so.0 => $prefix/bin/../lib/finecast/libcomin.so.0" \
+ldd "$prefix/bin/finecast-host" | grep "libcomin.so.0 => $prefix/bin/../lib/finecast/libcomin.so.0" >/dev/null \
   || bad "finecast-host does not find lib/finecast/libcomin.so.0: $(ldd "$prefix/bin/finecast-host" | grep libcomin)"
 
 # The installed finecast-host runs the installed plugin; its output is NetCDF-4 with deflate,

@@ -175,7 +175,7 @@ r=m['spread']/m['rmse']; print(('met   ' if 0.85<=r<=1.15 else 'MISSED')+f' spre
 grep -qF "[demo]   $sr" <<<"$summary" || fail "eval_summary.py: no verdict '$sr'"
 fit="$("$PY" -c "import json; m=[r for r in json.load(open('eval.json'))['predictions'] if r['name']=='model'][0]; \
 print(f\"({m['rmse']/m['spread']:.3f} for this seed alone)\")")"
-"$PY" "$SRC/scripts/eval_summary.py" --json eval.json --inflation-fit | grep "^inflation fit: " | grep -qF "$fit" ||
+"$PY" "$SRC/scripts/eval_summary.py" --json eval.json --inflation-fit | grep "^inflation fit: " | grep -F "$fit" >/dev/null ||
   fail "eval_summary.py --inflation-fit: no line with $fit"
 for f in 0.001 1000; do
   want=$([[ $f == 0.001 ]] && echo MISSED || echo "met   ")

@@ -11,8 +11,8 @@ require_finecast
 device="${FINECAST_HANDOFF_DEVICE:-}"
 if [[ -z "$device" ]]; then
   device=cpu
-  if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU' &&
-     ldd "$PLUGIN_LIB" 2>/dev/null | grep -q libtorch_cuda; then
+  if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep '^GPU' >/dev/null &&
+     ldd "$PLUGIN_LIB" 2>/dev/null | grep libtorch_cuda >/dev/null; then
     device=cuda
   fi
 fi

@@ -464,7 +464,6 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
   result.interp_base = lead.patch_options.interp_base;
   result.n_static = lead.patch_options.n_static;
   result.sampling = sampling_text(lead.sampling);
-  result.inflation = lead.sampling.inflation;
   const int n_vars = static_cast<int>(opt.vars.size());
 
   result.coarse_input = is_coarse_input(opt, first, grid);

@@ -60,7 +60,6 @@ struct DownscaleResult {
   bool interp_base = false;      ///< patch.residual: interp
   int n_static = 0;              ///< static covariates read (--static)
   std::string sampling;          ///< the first checkpoint's sampling options, as logged ("ddpm, inflation 2")
-  double inflation = 1.0;        ///< its sample.inflation, given or from its training config
   long long n_coarse = 0, patch_size = 0, steps_written = 0;
 };
 

@@ -161,6 +161,22 @@ Record to_record(const Table<S>& table, const S& s) {
   return out;
 }
 
+/// Sets every row of `table` that `r` holds, with the row's checks (to_record's counterpart); the
+/// rows `r` lacks keep their values and keys of no row are ignored (a later version's). Throws
+/// BadValue "<key> <why>".
+template <class S>
+void from_record(const Table<S>& table, const Record& r, S& s) {
+  for (const auto& f : table) {
+    const auto it = r.find(f.key);
+    if (it == r.end()) continue;
+    try {
+      typed_set(f, s, it->second);
+    } catch (const BadValue& e) {
+      throw BadValue(f.key + " " + e.what());
+    }
+  }
+}
+
 // ---- builders ----
 
 /// What every builder below sets first: the key, the kind of value and the comment.

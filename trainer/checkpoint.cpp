@@ -166,6 +166,18 @@ std::optional<schema::Record> read_checkpoint_group(const std::string& path, con
   return out;
 }
 
+std::optional<SampleOptions> read_checkpoint_sampling(const std::string& path) {
+  const auto group = read_checkpoint_group(path, kSamplingGroup);
+  if (!group) return std::nullopt;
+  SampleOptions o;
+  try {
+    schema::from_record(sample_options_table(), *group, o);
+  } catch (const schema::BadValue& e) {
+    throw CheckpointError(path + ": /" + kSamplingGroup + " " + e.what());
+  }
+  return o;
+}
+
 std::string checkpoint_path_for_step(const std::string& dir, long long step) {
   char name[40];
   std::snprintf(name, sizeof name, "ckpt_%08lld.h5", step);

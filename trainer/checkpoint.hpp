@@ -11,6 +11,7 @@
 
 #include "common/error.hpp"
 #include "common/schema.hpp"
+#include "trainer/options.hpp"
 
 namespace finecast::trainer {
 
@@ -45,6 +46,13 @@ std::map<std::string, std::string> read_checkpoint_metadata(const std::string& p
 /// The typed attributes of group `group` of a checkpoint (one of its CheckpointGroups);
 /// nullopt when the checkpoint has no such group (written before it, or without it).
 std::optional<schema::Record> read_checkpoint_group(const std::string& path, const std::string& group);
+
+/// How the run that wrote a checkpoint sampled (sample.* of its config): the CheckpointGroup
+/// kSamplingGroup (trainer/options.hpp) read through sample_options_table(); its rows the group
+/// lacks keep their defaults. nullopt when the checkpoint has no such group (written before
+/// finecast recorded it, or by a program that does not sample). A stored value a row refuses is a
+/// CheckpointError naming the file and the key.
+std::optional<SampleOptions> read_checkpoint_sampling(const std::string& path);
 
 /// Path of the checkpoint for `step` in `dir`: "<dir>/ckpt_<step, 8 digits>.h5".
 std::string checkpoint_path_for_step(const std::string& dir, long long step);

@@ -2,7 +2,9 @@
 // The trainer's option tables: each key, its range or names and its comment, declared once.
 #include "trainer/options.hpp"
 
+#include <algorithm>
 #include <limits>
+#include <sstream>
 
 namespace finecast::trainer {
 
@@ -199,6 +201,40 @@ const schema::Table<SampleOptions>& sample_options_table() {
     return s;
   }();
   return t;
+}
+
+std::string sampling_text(const SampleOptions& so) {
+  std::ostringstream text;  // numbers with 6 significant digits: 2.346, 3
+  text << schema::name_of(so.sampler);
+  if (so.sampler == Sampler::kDdim) text << " " << so.steps << " steps";
+  if (so.sampler == Sampler::kDdim && so.eta > 0) text << ", eta " << so.eta;
+  if (so.sampler == Sampler::kDdpm && so.ddpm_variance != DdpmVariance::kPosterior)
+    text << ", variance " << schema::name_of(so.ddpm_variance);
+  if (so.churn > 0) text << ", churn " << so.churn;
+  if (so.inflation != 1.0) text << ", inflation " << so.inflation;
+  return text.str();
+}
+
+SampleOptions overridden(SampleOptions base, const SampleOverrides& given) {
+  const auto set = [&base](const std::string& key, const std::string& text) {
+    for (const auto& f : sample_options_table()) {
+      if (f.key != key) continue;
+      std::string flag = "--" + key;
+      std::replace(flag.begin(), flag.end(), '_', '-');
+      try {
+        f.set(base, text);
+      } catch (const schema::BadValue& e) {
+        throw schema::BadValue(flag + " " + e.what());
+      }
+    }
+  };
+  if (given.sampler) set("sampler", *given.sampler);
+  if (given.steps) set("steps", std::to_string(*given.steps));
+  if (given.eta) set("eta", schema::format_real(*given.eta));
+  if (given.ddpm_variance) set("ddpm_variance", *given.ddpm_variance);
+  if (given.inflation) set("inflation", schema::format_real(*given.inflation));
+  if (given.churn) set("churn", schema::format_real(*given.churn));
+  return base;
 }
 
 }  // namespace finecast::trainer

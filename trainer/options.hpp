@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/schema.hpp"
@@ -178,6 +179,31 @@ struct SampleOptions {
   /// graph per batch shape and replay it.
   bool cuda_graphs = true;
 };
+
+/// The sampling options a command line gives (trainer/sample_flags.hpp), each unset unless given;
+/// the others come from elsewhere (the checkpoint's /sampling: finecast-downscale, finecast-export).
+struct SampleOverrides {
+  std::optional<std::string> sampler;        ///< ddim | ddpm (sample.sampler)
+  std::optional<int64_t> steps;              ///< ddim steps (sample.steps)
+  std::optional<double> eta;                 ///< ddim noise per step, 0 deterministic .. 1 ancestral (sample.eta)
+  std::optional<std::string> ddpm_variance;  ///< ddpm step variance: posterior | beta (sample.ddpm_variance)
+  std::optional<double> inflation;           ///< post-hoc spread inflation (sample.inflation)
+  std::optional<double> churn;               ///< EDM churn of the sampler (sample.churn)
+};
+
+/// `base` with every option of `given` set through its row of sample_options_table() (the row's
+/// checks); throws schema::BadValue naming the flag: "--ddpm-variance must be one of ...".
+SampleOptions overridden(SampleOptions base, const SampleOverrides& given);
+
+/// The sampling options as a phrase ("ddpm, inflation 2.346", "ddim 10 steps"): what the logs and
+/// the outputs' finecast_sampling attribute say; defaults (posterior variance, eta 0, churn 0,
+/// inflation 1) are left out.
+std::string sampling_text(const SampleOptions& sampling);
+
+/// The checkpoint group (trainer::CheckpointGroups) in which the plugin records how it samples:
+/// schema::to_record(sample_options_table(), its sample.*). finecast-downscale and finecast-export
+/// take their defaults from it (read_checkpoint_sampling).
+inline constexpr const char* kSamplingGroup = "sampling";
 
 /// Every option of the model; context_size and patch_size are derived by the run (checkpoint
 /// only).

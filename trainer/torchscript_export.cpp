@@ -342,6 +342,10 @@ const char* kSamplerSource = R"TS(
             assert self.coarse_slot >= 0, "finecast: the context does not hold the coarse value (patch.relative_context): pass coarse=[N]"
             cc = context.narrow(1, self.coarse_slot, 1).repeat_interleave(members, 0)
         r = self.sample_residual(ctx, noise, w)
+        if self.inflation != 1.0 and members > 1:
+            rm = r.reshape([n, members, self.patch_size])
+            mean = rm.mean(1, True)
+            r = (mean + (rm - mean) * self.inflation).reshape([rows, self.patch_size])
         fine = cc + r * self.residual_std
         if self.conservative:
             fine = fine - self._patch_mean(fine, w).unsqueeze(1) + cc
@@ -506,6 +510,7 @@ void export_torchscript(const Downscaler& model, const ExportOptions& options, c
 
   // What forward() needs, then the metadata a user reads.
   m.register_attribute("residual_std", c10::FloatType::get(), im.sample_norm.residual_std);
+  m.register_attribute("inflation", c10::FloatType::get(), so.inflation);
   m.register_attribute("conservative", c10::BoolType::get(), mo.conservative);
   m.register_attribute("v_objective", c10::BoolType::get(), mo.objective == Objective::kV);
   m.register_attribute("x0_clip", c10::FloatType::get(), diffusion::SamplerSetup{}.x0_clip);

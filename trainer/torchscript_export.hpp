@@ -13,7 +13,7 @@ namespace finecast::trainer {
 
 /// What the exported module's forward() samples with; the rest comes from the model.
 struct ExportOptions {
-  SampleOptions sample;  ///< sampler, steps and eta (members and threads are the caller's)
+  SampleOptions sample;  ///< sampler, steps, eta, ddpm variance and inflation (members and threads are the caller's)
   /// The checkpoint's user metadata (context_fields, target, patch.*, ...; finecast-export adds
   /// the attributes of /conditioning as text): the module's attributes, and how forward() finds
   /// each patch's coarse value in the context.

@@ -9,7 +9,6 @@
 #include <fstream>
 #include <limits>
 #include <map>
-#include <sstream>
 
 #include "common/log.hpp"
 #include "coupling/grid/patches.hpp"
@@ -128,18 +127,6 @@ void write_patch_record(Output& out, const coupling::PatchMap& map, const std::s
   out.begin(datetime, host_field != nullptr);
   out.put(0, n_fine, by_cell.data(), coarse_on_fine.data(), host_field);
   out.end();
-}
-
-std::string sampling_text(const trainer::SampleOptions& so) {
-  std::ostringstream text;  // numbers with 6 significant digits: 2.346, 3
-  text << schema::name_of(so.sampler);
-  if (so.sampler == trainer::Sampler::kDdim) text << " " << so.steps << " steps";
-  if (so.sampler == trainer::Sampler::kDdim && so.eta > 0) text << ", eta " << so.eta;
-  if (so.sampler == trainer::Sampler::kDdpm && so.ddpm_variance != trainer::DdpmVariance::kPosterior)
-    text << ", variance " << schema::name_of(so.ddpm_variance);
-  if (so.churn > 0) text << ", churn " << so.churn;
-  if (so.inflation != 1.0) text << ", inflation " << so.inflation;
-  return text.str();
 }
 
 std::map<std::string, std::string> output_attributes(const coupling::PatchMap& map, const std::string& checkpoint,

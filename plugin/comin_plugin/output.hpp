@@ -85,14 +85,9 @@ void write_patch_record(Output& out, const coupling::PatchMap& map, const std::s
 /// quotes), "" where the system does not tell.
 std::string process_command_line();
 
-/// The sampling options as a phrase ("ddpm, inflation 2.346", "ddim 10 steps"): what the log and
-/// the output's finecast_sampling attribute say; defaults (posterior variance, eta 0, churn 0,
-/// inflation 1) are left out.
-std::string sampling_text(const trainer::SampleOptions& sampling);
-
 /// The global attributes of an ensemble output: those finecast-eval reads (the checkpoint and, on
 /// lat-lon grids, the block size k: patches are k x k) and how the members were sampled
-/// (finecast_sampling: sampling_text).
+/// (finecast_sampling: trainer::sampling_text).
 std::map<std::string, std::string> output_attributes(const coupling::PatchMap& map, const std::string& checkpoint,
                                                      const trainer::SampleOptions& sampling);
 

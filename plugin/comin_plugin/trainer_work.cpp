@@ -219,8 +219,11 @@ void write_model_checkpoint(const RunSettings& run, const Ranks& ranks, const Tr
                                           // What finecast-export passes on as the module's attributes.
                                           {"units", out.output_attrs.units},
                                           {"grid", schema::name_of(cfg.grid.type) + " " + cfg.grid.file}};
+  // How this run samples, so that finecast-downscale and finecast-export sample the same way.
   const trainer::CheckpointGroups groups{
-      {coupling::kConditioningGroup, coupling::spec_record(checkpoint_spec(t.conditioning, t.patch_options))}};
+      {coupling::kConditioningGroup, coupling::spec_record(checkpoint_spec(t.conditioning, t.patch_options))},
+      {trainer::kSamplingGroup,
+       schema::to_record(trainer::sample_options_table(), static_cast<const trainer::SampleOptions&>(cfg.sample))}};
   const std::string path = model.model->save_in_dir(cfg.checkpoint.dir, cfg.checkpoint.keep, meta, groups);
   remove_orphan_snapshots(cfg.checkpoint.dir);
   model.last_checkpoint = path;

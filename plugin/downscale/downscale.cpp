@@ -305,15 +305,18 @@ bool is_coarse_input(const DownscaleOptions& opt, const coupling::FieldReader& f
   return false;
 }
 
-/// The sampling options of `checkpoint`: those given on the command line, the others from sample.*
-/// of the config it was trained with (its metadata's config_resolved), else the plugin's defaults.
-/// `origin` says which, for the log.
+/// The sampling options of `checkpoint`: those given on the command line, the others as the run
+/// that wrote it sampled (its /sampling group; for checkpoints written before that group, sample.*
+/// of its metadata's config_resolved), else the plugin's defaults. `origin` says which, for the log.
 trainer::SampleOptions sampling_options(const DownscaleOptions& opt, const std::string& checkpoint,
                                         std::string& origin) {
   trainer::SampleOptions so;
   origin = "the plugin's defaults";
   const auto meta = trainer::read_checkpoint_metadata(checkpoint);
-  if (const auto it = meta.find("config_resolved"); it != meta.end()) {
+  if (const auto recorded = trainer::read_checkpoint_sampling(checkpoint)) {
+    so = *recorded;
+    origin = "sample.* of the config it was trained with";
+  } else if (const auto it = meta.find("config_resolved"); it != meta.end()) {
     try {
       const Config trained = parse_config(it->second, checkpoint + " (/metadata config_resolved)");
       so = trained.sample;
@@ -324,16 +327,11 @@ trainer::SampleOptions sampling_options(const DownscaleOptions& opt, const std::
                    "); the sampling options not given on the command line take the plugin's defaults");
     }
   }
-  if (opt.sampler && !schema::parse_name(*opt.sampler, so.sampler))
-    throw ConfigError("--sampler must be one of " + schema::name_list<trainer::Sampler>() + ", got \"" + *opt.sampler +
-                      "\"");
-  if (opt.ddpm_variance && !schema::parse_name(*opt.ddpm_variance, so.ddpm_variance))
-    throw ConfigError("--ddpm-variance must be one of " + schema::name_list<trainer::DdpmVariance>() + ", got \"" +
-                      *opt.ddpm_variance + "\"");
-  if (opt.steps) so.steps = *opt.steps;
-  if (opt.eta) so.eta = *opt.eta;
-  if (opt.inflation) so.inflation = *opt.inflation;
-  if (opt.churn) so.churn = *opt.churn;
+  try {
+    so = trainer::overridden(so, opt.sample);
+  } catch (const schema::BadValue& e) {
+    throw ConfigError(e.what());
+  }
   // What the command line owns whatever the config said.
   so.members = opt.members;
   so.threads = 0;

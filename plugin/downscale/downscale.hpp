@@ -3,11 +3,11 @@
 // NetCDF file, written as the plugin's ensemble output. No MPI.
 #pragma once
 
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "coupling/conditioning/conditioning_spec.hpp"
+#include "trainer/options.hpp"
 
 namespace finecast::plugin {
 
@@ -29,17 +29,13 @@ struct DownscaleOptions {
   int block = 0;                    ///< lat-lon block; 0 = sqrt(patch size of the checkpoint)
   int coarse_level = -1;            ///< ICON coarse level; -1 = from the checkpoint's patch size
   std::string input_kind = "auto";  ///< auto (by size) | fine | coarse
-  // The sampling options: unset = the value of sample.<key> in the config the checkpoint was
-  // trained with (its /metadata config_resolved), or the plugin's default for a checkpoint without
-  // one. So a checkpoint samples as the plugin that wrote it did, its fitted sample.inflation
-  // included; with several --checkpoint, each takes its own.
-  std::optional<std::string> sampler;        ///< ddim | ddpm (sample.sampler)
-  std::optional<int> steps;                  ///< ddim steps (sample.steps)
-  std::optional<double> eta;                 ///< ddim noise per step, 0 deterministic .. 1 ancestral (sample.eta)
-  std::optional<std::string> ddpm_variance;  ///< ddpm step variance: posterior | beta (sample.ddpm_variance)
-  std::optional<double> inflation;           ///< post-hoc spread inflation (sample.inflation)
-  std::optional<double> churn;               ///< EDM churn of the sampler (sample.churn)
-  std::vector<std::string> times;            ///< steps to downscale (0-based index or ISO date); empty = all
+  // The sampling options given (trainer/sample_flags.hpp); each one unset takes the value the
+  // checkpoint's run sampled with (its /sampling group, or sample.* of its /metadata
+  // config_resolved for checkpoints written before the group), else the plugin's default. So a
+  // checkpoint samples as the plugin that wrote it did, its fitted sample.inflation included; with
+  // several --checkpoint, each takes its own.
+  trainer::SampleOverrides sample;
+  std::vector<std::string> times;  ///< steps to downscale (0-based index or ISO date); empty = all
   unsigned long long seed = 42;
   int threads = 0;  ///< torch threads; 0 = LibTorch's default
   /// FILE[:VAR]: the surface height on the fine grid, for checkpoints trained with an orography

@@ -10,6 +10,7 @@
 #include "coupling/grid/icon_geometry.hpp"
 #include "coupling/io/plausibility.hpp"
 #include "plugin/downscale/downscale.hpp"
+#include "trainer/sample_flags.hpp"
 
 int main(int argc, char** argv) {
   namespace fp = finecast::plugin;
@@ -61,35 +62,9 @@ int main(int argc, char** argv) {
                  "FILE[:VAR]: the surface height on the fine grid, for checkpoints trained with "
                  "patch.orography (VAR defaults to the field the checkpoint names; finecast-host "
                  "writes its own with --write-orography FILE)");
-  // The sampling options default to sample.* of the config the checkpoint was trained with
-  // (DownscaleOptions): only those given here override it.
-  std::string sampler = "ddim", ddpm_variance = "posterior";
-  int steps = 10;
-  double inflation = 1.0, churn = 0.0, eta = 0.0;
-  const std::string from_config = " (default: the checkpoint's training config, sample.";
-  auto* o_sampler = app.add_option("--sampler", sampler, "ddim | ddpm" + from_config + "sampler, else ddim)")
-                        ->check(CLI::IsMember({"ddim", "ddpm"}));
-  auto* o_steps =
-      app.add_option("--steps", steps, "DDIM steps" + from_config + "steps, else 10)")->check(CLI::PositiveNumber);
-  auto* o_variance = app.add_option("--ddpm-variance", ddpm_variance,
-                                    "DDPM step variance: posterior (beta~_t) | beta (beta_t: more spread)" +
-                                        from_config + "ddpm_variance, else posterior)")
-                         ->check(CLI::IsMember({"posterior", "beta"}));
-  auto* o_inflation =
-      app.add_option("--inflation", inflation,
-                     "post-hoc spread inflation: each member's deviation from the ensemble mean times this; fit it on "
-                     "data that is not scored; with several --checkpoint, within each one's members" +
-                         from_config + "inflation, else 1)")
-          ->check(CLI::Range(0.0, 100.0));
-  auto* o_churn = app.add_option("--churn", churn,
-                                 "EDM churn: each step re-noises x_t to the first step whose noise level is at least "
-                                 "(1 + churn) times its own and steps from there (docs/training.md)" +
-                                     from_config + "churn, else 0)")
-                      ->check(CLI::Range(0.0, 10.0));
-  auto* o_eta = app.add_option("--eta", eta,
-                               "DDIM noise per step: 0 deterministic, 1 ancestral (sharper fine scales)" + from_config +
-                                   "eta, else 0)")
-                    ->check(CLI::Range(0.0, 1.0));
+  // The sampling options default to how the checkpoint's run sampled (DownscaleOptions::sample):
+  // only those given here override it.
+  finecast::trainer::add_sample_flags(app, opt.sample, "; with several --checkpoint, within each one's members");
   finecast::cli::add_time(app, opt.times, "time step(s) to downscale (default: all)");
   app.add_option("--seed", opt.seed, "sampling seed")->capture_default_str();
   app.add_option("--threads", opt.threads, "torch threads (0: LibTorch's default)")->check(CLI::NonNegativeNumber);
@@ -98,12 +73,6 @@ int main(int argc, char** argv) {
   finecast::cli::add_log_level(app, log_level);
   finecast::cli::add_version(app, "finecast-downscale");
   CLI11_PARSE(app, argc, argv);
-  if (o_sampler->count() > 0) opt.sampler = sampler;
-  if (o_steps->count() > 0) opt.steps = steps;
-  if (o_variance->count() > 0) opt.ddpm_variance = ddpm_variance;
-  if (o_inflation->count() > 0) opt.inflation = inflation;
-  if (o_churn->count() > 0) opt.churn = churn;
-  if (o_eta->count() > 0) opt.eta = eta;
   opt.checkpoint = checkpoints.front();
   opt.pool.assign(checkpoints.begin() + 1, checkpoints.end());
   try {

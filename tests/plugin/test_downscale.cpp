@@ -259,7 +259,7 @@ TEST(DownscaleSampling, TheTrainingConfigsSampleOptionsAreTheDefaults) {
   // --inflation 1: the same ensemble mean, a third of the deviations from it (two members: the
   // deviation is half their difference).
   fp::DownscaleOptions plain = o;
-  plain.inflation = 1.0;
+  plain.sample.inflation = 1.0;
   plain.output = dir.file("plain.nc");
   EXPECT_EQ(fp::run_downscale(plain).sampling, "ddpm");
   EXPECT_EQ(global_text(plain.output, "finecast_sampling"), "ddpm");
@@ -277,7 +277,7 @@ TEST(DownscaleSampling, TheTrainingConfigsSampleOptionsAreTheDefaults) {
 
   // Each option alone: --sampler ddim keeps the config's 4 steps and its inflation.
   fp::DownscaleOptions ddim = o;
-  ddim.sampler = "ddim";
+  ddim.sample.sampler = "ddim";
   ddim.output = dir.file("ddim.nc");
   EXPECT_EQ(fp::run_downscale(ddim).sampling, "ddim 4 steps, inflation 3");
 
@@ -302,6 +302,32 @@ TEST(DownscaleSampling, TheTrainingConfigsSampleOptionsAreTheDefaults) {
   other.checkpoint = odd;
   other.output = dir.file("odd.nc");
   EXPECT_EQ(fp::run_downscale(other).sampling, "ddim 10 steps");
+
+  // The plugin records its sample.* as the typed group /sampling, which is read before the config
+  // text: here the group alone says ddpm with inflation 2.
+  const auto recorded = ft::read_checkpoint_sampling(ft::checkpoints_newest_first(dir.file("checkpoints"))[0].second);
+  ASSERT_TRUE(recorded.has_value());
+  EXPECT_EQ(recorded->sampler, ft::Sampler::kDdpm);
+  EXPECT_EQ(recorded->steps, 4);
+  EXPECT_EQ(recorded->inflation, 3.0);
+  other.checkpoint =
+      make_checkpoint(dir.path(), 8, 64, {{"config_resolved", "fields: [tas]\nno_such_key: 1\n"}},
+                      {{ft::kSamplingGroup, {{"sampler", std::string("ddpm")}, {"inflation", 2.0}}}}, "grouped.h5");
+  other.output = dir.file("grouped.nc");
+  EXPECT_EQ(fp::run_downscale(other).sampling, "ddpm, inflation 2");
+  // A checkpoint written before the group: sample.* of its config text.
+  other.checkpoint = make_checkpoint(dir.path(), 8, 64, {{"config_resolved", config}}, {}, "text_only.h5");
+  other.output = dir.file("text_only.nc");
+  EXPECT_EQ(fp::run_downscale(other).sampling, "ddpm, inflation 3");
+  // A value of the group that its row refuses is named with the file and the key.
+  other.checkpoint = make_checkpoint(dir.path(), 8, 64, {}, {{ft::kSamplingGroup, {{"inflation", std::string("x")}}}},
+                                     "bad_sampling.h5");
+  try {
+    fp::run_downscale(other);
+    ADD_FAILURE() << "an inflation \"x\" was read";
+  } catch (const finecast::CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find(other.checkpoint + ": /sampling inflation "), std::string::npos) << e.what();
+  }
 }
 
 // The conditioning spec in a real checkpoint: typed attributes of /conditioning (the patch size an
@@ -400,7 +426,7 @@ TEST(DownscalePool, PooledMembersAreTheUnionOfEachCheckpointsMembers) {
   o.device = "cpu";
   o.threads = 1;
   o.times = {"0"};
-  o.sampler = "ddpm";
+  o.sample.sampler = "ddpm";
   o.seed = 7;
   fp::DownscaleOptions pooled = o, only_a = o, only_b = o;
   pooled.checkpoint = a;
@@ -555,7 +581,7 @@ TEST(DownscaleEndToEnd, IconReplayOnThreeRanksIsReproducedOffline) {
   o.output = dir.file("offline.nc");
   o.members = 2;
   o.device = "cpu";
-  o.steps = 3;
+  o.sample.steps = 3;
   o.seed = 5;
   o.threads = 1;
   const fp::DownscaleResult res = fp::run_downscale(o);

@@ -124,8 +124,8 @@ TEST_F(IconOffline, CheckpointRecordsItsContextAndDownscaleReproducesThePlugin) 
   o.output = file("offline.nc");
   o.members = 3;
   o.device = "cpu";
-  o.sampler = "ddim";
-  o.steps = 3;
+  o.sample.sampler = "ddim";
+  o.sample.steps = 3;
   o.seed = 11;
   o.threads = 1;
   const std::string missing = downscale_error(o);

@@ -149,7 +149,7 @@ fp::DownscaleOptions icon_skill_downscale(const ScratchDir& dir) {
   o.output = dir.file("offline.nc");
   o.members = 1;
   o.device = "cpu";
-  o.steps = 2;
+  o.sample.steps = 2;
   o.seed = 5;
   o.threads = 1;
   return o;

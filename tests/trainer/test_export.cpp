@@ -10,6 +10,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -116,9 +117,9 @@ class Export : public ::testing::Test {
       ref = im.sample_net->forward(x, (ctx - im.sample_norm.context_mean) / im.sample_norm.context_std, t);
     }
     const double denoise_diff = max_abs(out, ref);
-    std::printf("[export] %s %s %lld steps eta %.1f weights %d: forward %.3g, denoise %.3g\n",
+    std::printf("[export] %s %s %lld steps eta %.1f inflation %.2f weights %d: forward %.3g, denoise %.3g\n",
                 ft::name(mo.arch).c_str(), ft::name(so.sampler).c_str(), static_cast<long long>(so.steps), so.eta,
-                with_weights ? 1 : 0, sample_diff, denoise_diff);
+                so.inflation, with_weights ? 1 : 0, sample_diff, denoise_diff);
     return {sample_diff, denoise_diff};
   }
 };
@@ -149,7 +150,10 @@ TEST_F(Export, MlpModuleReproducesTheSamplerAndTheDenoiser) {
   ft::Downscaler model = trained(mlp(), /*force_autograd=*/true);
   ft::SampleOptions ddpm = ddim(10, 0.0);
   ddpm.sampler = ft::Sampler::kDdpm;
-  for (const auto& so : {ddim(10, 0.0), ddim(5, 0.7), ddpm})
+  // A fitted spread inflation (sample.inflation) is applied by forward as sample() applies it.
+  ft::SampleOptions inflated = ddpm;
+  inflated.inflation = 1.7;
+  for (const auto& so : {ddim(10, 0.0), ddim(5, 0.7), ddpm, inflated})
     for (bool weights : {false, true}) {
       const auto [sample_diff, denoise_diff] = compare(model, so, weights);
       EXPECT_LT(sample_diff, kTolerance) << ft::name(so.sampler) << " eta " << so.eta << " weights " << weights;
@@ -247,6 +251,46 @@ TEST_F(Export, ProgramReadsTheConditioningGroup) {
   const auto all = m.attr("metadata").toGenericDict();
   EXPECT_EQ(all.at("fields").toStringRef(), "tas,ps,ts");
   EXPECT_EQ(all.at("spec_version").toStringRef(), "2");
+}
+
+// finecast-export's forward samples as the checkpoint's run did (its /sampling: sampler, steps,
+// inflation); a flag overrides only its own option; a recorded churn, which the exported sampler
+// lacks, is refused with the flag that exports without it.
+TEST_F(Export, ProgramSamplesAsTheCheckpointsRunDid) {
+  using finecast::schema::Value;
+  const ft::Downscaler model = trained(mlp(), true);
+  const std::string exe = std::string(FINECAST_BINARY_DIR) + "/bin/finecast-export";
+  auto exported = [&](const finecast::schema::Record& sampling, const std::string& flags) {
+    const std::string checkpoint = scratch_.path("sampling.h5"), file = scratch_.path("sampling.pt");
+    std::remove(file.c_str());
+    model.save_checkpoint(checkpoint, metadata(), {{ft::kSamplingGroup, sampling}});
+    const int rc = std::system(
+        (exe + " --checkpoint " + checkpoint + " --output " + file + " --log-level error " + flags).c_str());
+    return rc == 0 ? std::optional<torch::jit::Module>(torch::jit::load(file)) : std::nullopt;
+  };
+  const finecast::schema::Record recorded{
+      {"sampler", Value(std::string("ddim"))}, {"steps", Value(int64_t{7})}, {"inflation", Value(2.5)}};
+  auto m = exported(recorded, "");
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->attr("sampler").toStringRef(), "ddim");
+  EXPECT_EQ(m->attr("steps").toInt(), 7);
+  EXPECT_DOUBLE_EQ(m->attr("inflation").toDouble(), 2.5);
+  m = exported(recorded, "--sampler ddpm --inflation 1");
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->attr("sampler").toStringRef(), "ddpm");
+  EXPECT_EQ(m->attr("steps").toInt(), mlp().diffusion_steps);
+  EXPECT_DOUBLE_EQ(m->attr("inflation").toDouble(), 1.0);
+  m = exported(recorded, "--steps 3");
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->attr("steps").toInt(), 3);
+  EXPECT_DOUBLE_EQ(m->attr("inflation").toDouble(), 2.5);
+
+  finecast::schema::Record churned = recorded;
+  churned["churn"] = Value(0.5);
+  EXPECT_FALSE(exported(churned, "").has_value());
+  m = exported(churned, "--churn 0");
+  ASSERT_TRUE(m.has_value());
+  EXPECT_DOUBLE_EQ(m->attr("inflation").toDouble(), 2.5);
 }
 
 TEST_F(Export, ProgramWritesAModuleThatDebiansPythonLoadsAndRuns) {

@@ -11,6 +11,7 @@
 #include "common/log.hpp"
 #include "trainer/checkpoint.hpp"
 #include "trainer/downscaler.hpp"
+#include "trainer/sample_flags.hpp"
 #include "trainer/torchscript_export.hpp"
 
 namespace {
@@ -36,27 +37,22 @@ int main(int argc, char** argv) {
       "normalisation, the noise schedule and the sampler, with forward(context, noise, coarse=None, weights=None,\n"
       "base=None) -> fine samples [N, members, P] and denoise(x_t, t, context) -> the network's output. Load it\n"
       "with torch.jit.load in Python or torch_model_load in FTorch (docs/export.md).\n"
-      "Example: finecast-export --checkpoint out/demo/checkpoints --output downscaler.pt --sampler ddim --steps 10"};
-  std::string checkpoint, output = "downscaler.pt", sampler = "ddim", log_level = "info";
+      "Example: finecast-export --checkpoint out/demo/checkpoints --output downscaler.pt (samples as the run that "
+      "wrote\n"
+      "the checkpoint did; --sampler, --steps, ... override)"};
+  std::string checkpoint, output = "downscaler.pt", log_level = "info";
   ft::ExportOptions opt;
+  ft::SampleOverrides given;
   app.add_option("--checkpoint", checkpoint, "checkpoint file (.h5), or a directory: its newest valid checkpoint")
       ->required();
   app.add_option("--output,-o", output, "TorchScript file to write")->capture_default_str();
-  app.add_option("--sampler", sampler, "the sampler forward() runs: ddim | ddpm")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"ddim", "ddpm"}));
-  app.add_option("--steps", opt.sample.steps, "DDIM steps (ddpm runs all diffusion steps)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app.add_option("--eta", opt.sample.eta, "DDIM noise per step: 0 deterministic, 1 ancestral")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 1.0));
+  // forward() samples as the checkpoint's run did unless told otherwise; it has no churn.
+  ft::add_sample_flags(app, given, " (forward applies it; an attribute of the module)");
   finecast::cli::add_log_level(app, log_level);
   finecast::cli::add_version(app, "finecast-export");
   CLI11_PARSE(app, argc, argv);
   try {
     finecast::log::configure(-1, finecast::log::parse_level(log_level), true);
-    finecast::schema::parse_name(sampler, opt.sample.sampler);
     const std::string path = resolve_checkpoint(checkpoint);
     const ft::Downscaler model = ft::Downscaler::load_checkpoint(path, "cpu");
     opt.metadata = ft::read_checkpoint_metadata(path);
@@ -64,13 +60,22 @@ int main(int argc, char** argv) {
     // text in /metadata) as the text the module's attributes are read from.
     if (const auto spec = ft::read_checkpoint_group(path, "conditioning"))
       for (const auto& [key, value] : *spec) opt.metadata[key] = finecast::schema::to_text(value);
+    // How the checkpoint's run sampled (its /sampling), else the plugin's defaults; then the flags.
+    const auto recorded = ft::read_checkpoint_sampling(path);
+    if (recorded) opt.sample = *recorded;
+    if (opt.sample.churn > 0 && !given.churn)
+      throw finecast::ConfigError(path + " samples with sample.churn " +
+                                  finecast::schema::format_real(opt.sample.churn) +
+                                  ", which the exported sampler does not have: give --churn 0 to export it without");
+    opt.sample = ft::overridden(opt.sample, given);
     ft::export_torchscript(model, opt, output);
     const ft::ModelOptions& mo = model.model_options();
     finecast::log::info(
         "Exported " + path + " (" + ft::name(mo.arch) + ", context " + std::to_string(mo.context_size) + ", patch " +
         std::to_string(mo.patch_size) + ", optimizer step " + std::to_string(model.step()) + ") to " + output +
-        ": forward samples with " + sampler +
-        (opt.sample.sampler == ft::Sampler::kDdim ? " " + std::to_string(opt.sample.steps) + " steps" : "") +
+        ": forward samples with " + ft::sampling_text(opt.sample) +
+        (recorded ? " (options not given: sample.* of the config it was trained with)"
+                  : " (options not given: the plugin's defaults; the checkpoint records no /sampling)") +
         " and reads noise [" + std::to_string(ft::export_noise_draws(mo, opt.sample)) + ", N * members, " +
         std::to_string(mo.patch_size) + "]");
   } catch (const std::exception& e) {

@@ -275,6 +275,18 @@ TEST(DownscaleSampling, TheTrainingConfigsSampleOptionsAreTheDefaults) {
   EXPECT_LT(worst_mean, 1e-3);
   EXPECT_LT(worst_spread, 1e-3 * (1 + spread));
 
+  // scripts/inflate_ensemble.py applies an inflation to an output already written: inflation 3 on
+  // the plain output is the inflation-3 sampling, and its finecast_sampling says so.
+  const CommandResult post = run_command("/usr/bin/python3 " + std::string(FINECAST_SOURCE_DIR) +
+                                         "/scripts/inflate_ensemble.py --input " + plain.output +
+                                         " --var tas --factor 3 --output " + dir.file("post.nc"));
+  ASSERT_EQ(post.rc, 0) << post.output;
+  EXPECT_EQ(global_text(dir.file("post.nc"), "finecast_sampling"), "ddpm, inflation 3");
+  for (int m = 0; m < 2; ++m)
+    EXPECT_LT(max_abs_difference(read_step(dir.file("post.nc"), "tas", 0, m), read_step(o.output, "tas", 0, m)),
+              1e-4 * (1 + spread))
+        << "member " << m << " of the inflated output differs from the inflated sampling";
+
   // Each option alone: --sampler ddim keeps the config's 4 steps and its inflation.
   fp::DownscaleOptions ddim = o;
   ddim.sample.sampler = "ddim";

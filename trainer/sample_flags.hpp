@@ -18,7 +18,8 @@ inline void add_sample_flags(CLI::App& app, SampleOverrides& given, const std::s
     return " (default: the checkpoint's training config, sample." + key + ", else " + otherwise + ")";
   };
   app.add_option_function<std::string>(
-         "--sampler", [&given](const std::string& v) { given.sampler = v; }, "ddim | ddpm" + by_default("sampler", "ddim"))
+         "--sampler", [&given](const std::string& v) { given.sampler = v; },
+         "ddim | ddpm" + by_default("sampler", "ddim"))
       ->check(CLI::IsMember({"ddim", "ddpm"}));
   app.add_option_function<int64_t>(
          "--steps", [&given](int64_t v) { given.steps = v; }, "DDIM steps" + by_default("steps", "10"))

@@ -277,9 +277,9 @@ TEST(DownscaleSampling, TheTrainingConfigsSampleOptionsAreTheDefaults) {
 
   // scripts/inflate_ensemble.py applies an inflation to an output already written: inflation 3 on
   // the plain output is the inflation-3 sampling, and its finecast_sampling says so.
-  const CommandResult post = run_command("/usr/bin/python3 " + std::string(FINECAST_SOURCE_DIR) +
-                                         "/scripts/inflate_ensemble.py --input " + plain.output +
-                                         " --var tas --factor 3 --output " + dir.file("post.nc"));
+  const CommandResult post =
+      run_command("/usr/bin/python3 " + std::string(FINECAST_SOURCE_DIR) + "/scripts/inflate_ensemble.py --input " +
+                  plain.output + " --var tas --factor 3 --output " + dir.file("post.nc"));
   ASSERT_EQ(post.rc, 0) << post.output;
   EXPECT_EQ(global_text(dir.file("post.nc"), "finecast_sampling"), "ddpm, inflation 3");
   for (int m = 0; m < 2; ++m)

@@ -312,19 +312,21 @@ trainer::SampleOptions sampling_options(const DownscaleOptions& opt, const std::
                                         std::string& origin) {
   trainer::SampleOptions so;
   origin = "the plugin's defaults";
-  const auto meta = trainer::read_checkpoint_metadata(checkpoint);
   if (const auto recorded = trainer::read_checkpoint_sampling(checkpoint)) {
     so = *recorded;
     origin = "sample.* of the config it was trained with";
-  } else if (const auto it = meta.find("config_resolved"); it != meta.end()) {
-    try {
-      const Config trained = parse_config(it->second, checkpoint + " (/metadata config_resolved)");
-      so = trained.sample;
-      origin = "sample.* of the config it was trained with";
-    } catch (const ConfigError& e) {
-      // A checkpoint of another finecast version: its config may have keys this one does not know.
-      log::warning("checkpoint " + checkpoint + ": its training config does not parse (" + e.what() +
-                   "); the sampling options not given on the command line take the plugin's defaults");
+  } else {
+    const auto meta = trainer::read_checkpoint_metadata(checkpoint);
+    if (const auto it = meta.find("config_resolved"); it != meta.end()) {
+      try {
+        const Config trained = parse_config(it->second, checkpoint + " (/metadata config_resolved)");
+        so = trained.sample;
+        origin = "sample.* of the config it was trained with";
+      } catch (const ConfigError& e) {
+        // A checkpoint of another finecast version: its config may have keys this one does not know.
+        log::warning("checkpoint " + checkpoint + ": its training config does not parse (" + e.what() +
+                     "); the sampling options not given on the command line take the plugin's defaults");
+      }
     }
   }
   try {

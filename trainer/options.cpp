@@ -6,6 +6,8 @@
 #include <limits>
 #include <sstream>
 
+#include "common/error.hpp"
+
 namespace finecast::trainer {
 
 const schema::Names<Arch>& names(Arch) {
@@ -217,15 +219,15 @@ std::string sampling_text(const SampleOptions& so) {
 
 SampleOptions overridden(SampleOptions base, const SampleOverrides& given) {
   const auto set = [&base](const std::string& key, const std::string& text) {
-    for (const auto& f : sample_options_table()) {
-      if (f.key != key) continue;
-      std::string flag = "--" + key;
-      std::replace(flag.begin(), flag.end(), '_', '-');
-      try {
-        f.set(base, text);
-      } catch (const schema::BadValue& e) {
-        throw schema::BadValue(flag + " " + e.what());
-      }
+    const auto& table = sample_options_table();
+    const auto f = std::find_if(table.begin(), table.end(), [&key](const auto& row) { return row.key == key; });
+    if (f == table.end()) throw InternalError("trainer::overridden: sample_options_table() has no row " + key);
+    std::string flag = "--" + key;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    try {
+      f->set(base, text);
+    } catch (const schema::BadValue& e) {
+      throw schema::BadValue(flag + " " + e.what());
     }
   };
   if (given.sampler) set("sampler", *given.sampler);

@@ -398,3 +398,33 @@ TEST(Config, GridGeometryIsReadAndOverriddenAsFinecastHostAndReplayForwardIt) {
   EXPECT_NE(e.find("grid.geometry"), std::string::npos) << e;
   EXPECT_NE(e.find("uniform"), std::string::npos) << e;
 }
+
+// The sampler flags of finecast-downscale and finecast-export (trainer::overridden): each sets its
+// own option through its row, the others keep what they were, and a value the row refuses is
+// named with the flag's spelling.
+TEST(SampleFlags, EachFlagSetsItsOwnOptionThroughItsRow) {
+  namespace ft = finecast::trainer;
+  ft::SampleOptions base;
+  base.sampler = ft::Sampler::kDdpm;
+  base.steps = 7;
+  base.inflation = 2.5;
+  ft::SampleOverrides given;
+  EXPECT_EQ(ft::sampling_text(ft::overridden(base, given)), "ddpm, inflation 2.5");
+  given.sampler = "ddim";
+  given.steps = 3;
+  given.eta = 0.5;
+  EXPECT_EQ(ft::sampling_text(ft::overridden(base, given)), "ddim 3 steps, eta 0.5, inflation 2.5");
+  given = {};
+  given.ddpm_variance = "beta";
+  given.churn = 0.25;
+  given.inflation = 1.0;
+  EXPECT_EQ(ft::sampling_text(ft::overridden(base, given)), "ddpm, variance beta, churn 0.25");
+  given = {};
+  given.ddpm_variance = "wide";
+  try {
+    ft::overridden(base, given);
+    ADD_FAILURE() << "--ddpm-variance wide was taken";
+  } catch (const finecast::schema::BadValue& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("--ddpm-variance must be one of", 0), 0u) << e.what();
+  }
+}

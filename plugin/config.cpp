@@ -28,6 +28,12 @@ const schema::Names<OutputFormat>& names(OutputFormat) {
   static const schema::Names<OutputFormat> n{{OutputFormat::kNetcdf4, "netcdf4"}, {OutputFormat::kCdf5, "cdf5"}};
   return n;
 }
+const schema::Names<DeviceFields>& names(DeviceFields) {
+  static const schema::Names<DeviceFields> n{
+      {DeviceFields::kAuto, "auto"}, {DeviceFields::kOn, "on"}, {DeviceFields::kOff, "off"}};
+  return n;
+}
+
 const schema::Names<CommunicatorKind>& names(CommunicatorKind) {
   static const schema::Names<CommunicatorKind> n{{CommunicatorKind::kHost, "host"},
                                                  {CommunicatorKind::kPlugin, "plugin"}};
@@ -119,7 +125,11 @@ const schema::Table<Config>& config_table() {
                    "host | plugin (needs a comm for the plugin in &comin_nml)"),
             integer("trainer_rank", &CouplingConfig::trainer_rank, 0, kMax,
                     "rank of that communicator that gathers, trains and samples"),
-            integer("domain", &CouplingConfig::domain, 1, kMax, "ComIn domain id (1-based)")},
+            integer("domain", &CouplingConfig::domain, 1, kMax, "ComIn domain id (1-based)"),
+            choice("device_fields", &CouplingConfig::device_fields,
+                   "a GPU host's fields: auto (read the owned cells of the level from their device copies, "
+                   "COMIN_FLAG_DEVICE, where the host has a device and the CUDA driver loads; else host access) | "
+                   "on (that, or stop) | off (host access: ComIn copies each whole field to the host first)")},
         "coupling."));
     add(nested(&Config::patch,
                Table<PatchConfig>{

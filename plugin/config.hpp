@@ -19,6 +19,8 @@ using coupling::IconGeometry;
 using coupling::Residual;
 enum class OnError { kAbort, kDisable };
 enum class CommunicatorKind { kHost, kPlugin };
+/// coupling.device_fields: read a GPU host's fields from their device copies.
+enum class DeviceFields { kAuto, kOn, kOff };
 /// Where the trainer ranks sit in the communicator: spread evenly over it (across nodes) or
 /// packed next to coupling.trainer_rank.
 enum class Placement { kSpread, kPacked, kExternal };
@@ -30,6 +32,7 @@ enum class FaultPoint { kNone, kGather, kTraining, kCheckpoint, kSampling, kOutp
 const schema::Names<OnError>& names(OnError);
 const schema::Names<OutputFormat>& names(OutputFormat);
 const schema::Names<CommunicatorKind>& names(CommunicatorKind);
+const schema::Names<DeviceFields>& names(DeviceFields);
 const schema::Names<Placement>& names(Placement);
 const schema::Names<FaultPoint>& names(FaultPoint);
 
@@ -56,6 +59,11 @@ struct CouplingConfig {
   CommunicatorKind communicator = CommunicatorKind::kHost;  ///< plugin: the plugin's comm from the namelist
   int trainer_rank = 0;  ///< rank (of the communicator) that gathers, trains and samples
   int domain = 1;        ///< ComIn domain id (1-based)
+  /// auto: where the host has a device (ComIn's has_device) and this rank loads the CUDA
+  /// driver, read the fields' owned cells from their device copies (COMIN_FLAG_DEVICE) instead
+  /// of having ComIn copy whole fields to the host before every callback; on: that or stop; off:
+  /// host access.
+  DeviceFields device_fields = DeviceFields::kAuto;
 };
 
 struct PatchConfig {

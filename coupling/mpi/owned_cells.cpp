@@ -2,6 +2,7 @@
 // Owned-cell layout of host arrays: the pure half of the gather, tested without MPI.
 #include "coupling/mpi/owned_cells.hpp"
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 
@@ -36,6 +37,40 @@ void pack_impl(const T* field, const OwnedCells& cells, float* out) {
   const int64_t n = cells.size();
   const int64_t* off = cells.offsets.data();
   for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(field[off[i]]);
+}
+
+template <typename T>
+void pack_staged_impl(const T* region, const OwnedCells& cells, float* out) {
+  const int64_t n = cells.size();
+  const int64_t* at = cells.staged.data();
+  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(region[at[i]]);
+}
+
+/// cells.region and cells.staged: rows of `width` elements `pitch` apart, starting at `base` (+ a
+/// multiple of pitch), where the layout has them (width <= pitch), else the contiguous span from the first to the last owned cell.
+void plan_region(OwnedCells& cells, int64_t base, int64_t width, int64_t pitch) {
+  if (cells.offsets.empty()) return;
+  int64_t lo = cells.offsets.front(), hi = lo;
+  for (int64_t o : cells.offsets) {
+    lo = std::min(lo, o);
+    hi = std::max(hi, o);
+  }
+  ArrayRegion r;
+  if (width >= 1 && pitch >= width) {
+    r.first = base + (lo - base) / pitch * pitch;  // the row (block) of the first owned cell
+    r.width = width;
+    r.pitch = pitch;
+    r.rows = (hi - r.first) / pitch + 1;
+    for (int64_t o : cells.offsets)
+      if ((o - r.first) % pitch >= width) r.rows = 0;  // the layout is not what was assumed
+  }
+  if (r.rows == 0) r = ArrayRegion{lo, hi - lo + 1, hi - lo + 1, 1};
+  cells.region = r;
+  cells.staged.resize(cells.offsets.size());
+  for (size_t i = 0; i < cells.offsets.size(); ++i) {
+    const int64_t d = cells.offsets[i] - r.first;
+    cells.staged[i] = (d / r.pitch) * r.width + d % r.pitch;
+  }
 }
 
 template <typename T>
@@ -110,11 +145,18 @@ OwnedCells owned_cells(const int shape[5], const int dim_semantics[5], int nprom
   }
   if (!cells.offsets.empty() && cells.offsets.back() >= total)
     throw InternalError("owned_cells: offset outside the host array");
+  // The level's cells sit in runs of nproma (one per block), a block's stride apart.
+  if (blocked && stride[d_nproma] == 1)
+    plan_region(cells, level_offset, nproma, stride[d_block]);
+  else
+    plan_region(cells, 0, 0, 0);
   return cells;
 }
 
 void pack(const double* field, const OwnedCells& cells, float* out) { pack_impl(field, cells, out); }
 void pack(const float* field, const OwnedCells& cells, float* out) { pack_impl(field, cells, out); }
+void pack_staged(const double* region, const OwnedCells& cells, float* out) { pack_staged_impl(region, cells, out); }
+void pack_staged(const float* region, const OwnedCells& cells, float* out) { pack_staged_impl(region, cells, out); }
 void unpack(const float* values, const OwnedCells& cells, double* field) { unpack_impl(values, cells, field); }
 void unpack(const float* values, const OwnedCells& cells, float* field) { unpack_impl(values, cells, field); }
 

@@ -296,7 +296,10 @@ void comin_descrdata_get_global_vct_a(const double** vct_a, int* arr_size) {
   arr_size[0] = static_cast<int>(s->global.vct_a.size());
 }
 int comin_descrdata_get_global_yac_instance_id(void) { return -1; }  // no YAC
-bool comin_descrdata_get_global_has_device(void) { return false; }
+bool comin_descrdata_get_global_has_device(void) {
+  const Host::State* s = ch::state_or_fatal("comin_descrdata_get_global_has_device");
+  return s != nullptr && s->has_device;
+}
 
 // Strings of the global data: the host's revision, and empty ones for what it does not have.
 #define FINECAST_GLOBAL_STRING(name, member)                                        \
@@ -311,9 +314,9 @@ FINECAST_GLOBAL_STRING(host_git_remote_url, empty)
 FINECAST_GLOBAL_STRING(host_git_branch, empty)
 FINECAST_GLOBAL_STRING(host_git_tag, empty)
 FINECAST_GLOBAL_STRING(host_revision, host_revision)
-FINECAST_GLOBAL_STRING(device_name, empty)
-FINECAST_GLOBAL_STRING(device_vendor, empty)
-FINECAST_GLOBAL_STRING(device_driver, empty)
+FINECAST_GLOBAL_STRING(device_name, device_name)
+FINECAST_GLOBAL_STRING(device_vendor, device_vendor)
+FINECAST_GLOBAL_STRING(device_driver, device_driver)
 #undef FINECAST_GLOBAL_STRING
 
 // ---- index helpers, time ----

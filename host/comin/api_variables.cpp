@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // comin.h: variable requests, handles, data pointers, shapes and the list of variables.
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -105,7 +106,7 @@ t_comin_var_handle* comin_var_get(int context_len, t_comin_entry_point* context,
     api_error(COMIN_ERROR_VAR_GET_OUTSIDE_SECONDARY_CONSTRUCTOR, routine, describe(var_descriptor));
     return nullptr;
   }
-  if ((flag & COMIN_FLAG_DEVICE) != 0) {
+  if ((flag & COMIN_FLAG_DEVICE) != 0 && !s->has_device) {
     api_error(COMIN_ERROR_VAR_GET_NO_DEVICE, routine, describe(var_descriptor));
     return nullptr;
   }
@@ -126,8 +127,16 @@ t_comin_var_handle* comin_var_get(int context_len, t_comin_entry_point* context,
     api_error(COMIN_ERROR_VAR_GET_VARIABLE_NOT_FOUND, routine, describe(var_descriptor));
     return nullptr;
   }
-  // finecast-host's fields are always up to date on every rank: halo synchronization and the
-  // contexts need no action here.
+  // finecast-host's fields are always up to date on every rank: halo synchronization needs no
+  // action. The contexts are remembered for the device synchronisation (host.cpp); a variable
+  // asked for again at the same entry point keeps its first flags, as in ComIn.
+  for (int i = 0; i < context_len; ++i) {
+    if (context[i] == EP_SECONDARY_CONSTRUCTOR) continue;
+    auto& list = s->access[{static_cast<int>(context[i]), s->current_plugin}];
+    const bool known =
+        std::any_of(list.begin(), list.end(), [&](const ch::VariableAccess& a) { return a.variable == index; });
+    if (!known) list.push_back({index, flag});
+  }
   return s->handle(index);
 }
 
@@ -148,23 +157,23 @@ int* comin_var_get_ptr_int(t_comin_var_handle* handle) {
   return static_cast<int*>(typed_pointer(handle, COMIN_VAR_DATATYPE_INT, "comin_var_get_ptr_int"));
 }
 
-// finecast-host keeps its fields in host memory: there is no device copy (a request with
-// COMIN_FLAG_DEVICE is refused in comin_var_get, as ComIn does on a host without a device).
+// The device copy the host registered (Host::set_device_pointer); null on a host without a
+// device, and for a variable the host keeps on the host only.
 void* comin_var_get_device_ptr(t_comin_var_handle* handle) {
-  handle_variable(handle, "comin_var_get_device_ptr");
-  return nullptr;
+  Variable* v = handle_variable(handle, "comin_var_get_device_ptr");
+  return v == nullptr ? nullptr : v->device;
 }
 double* comin_var_get_device_ptr_double(t_comin_var_handle* handle) {
-  typed_pointer(handle, COMIN_VAR_DATATYPE_DOUBLE, "comin_var_get_device_ptr_double");
-  return nullptr;
+  if (typed_pointer(handle, COMIN_VAR_DATATYPE_DOUBLE, "comin_var_get_device_ptr_double") == nullptr) return nullptr;
+  return static_cast<double*>(comin_var_get_device_ptr(handle));
 }
 float* comin_var_get_device_ptr_float(t_comin_var_handle* handle) {
-  typed_pointer(handle, COMIN_VAR_DATATYPE_FLOAT, "comin_var_get_device_ptr_float");
-  return nullptr;
+  if (typed_pointer(handle, COMIN_VAR_DATATYPE_FLOAT, "comin_var_get_device_ptr_float") == nullptr) return nullptr;
+  return static_cast<float*>(comin_var_get_device_ptr(handle));
 }
 int* comin_var_get_device_ptr_int(t_comin_var_handle* handle) {
-  typed_pointer(handle, COMIN_VAR_DATATYPE_INT, "comin_var_get_device_ptr_int");
-  return nullptr;
+  if (typed_pointer(handle, COMIN_VAR_DATATYPE_INT, "comin_var_get_device_ptr_int") == nullptr) return nullptr;
+  return static_cast<int*>(comin_var_get_device_ptr(handle));
 }
 
 void comin_var_get_shape(t_comin_var_handle* handle, int shape[5]) {

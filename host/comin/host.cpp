@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -79,6 +80,33 @@ void call_plugin(Host::State& s, int plugin, void (*fn)()) {
     s.finish_requested = false;
     throw PluginFinishError(s.finish_message);
   }
+}
+
+// ComIn's synchronisation of a GPU host's fields around a callback at a GPU entry point: before
+// it (to_device false) every variable the plugin reads at `ep` without COMIN_FLAG_DEVICE is
+// copied whole to the host; after it (to_device true) every one it writes, back to the device.
+void sync_for_callback(Host::State& s, int ep, int plugin, bool to_device) {
+  if (!s.has_device || !s.device.sync) return;
+  const auto found = s.access.find({ep, plugin});
+  if (found == s.access.end()) return;
+  const int wanted = to_device ? COMIN_FLAG_WRITE : COMIN_FLAG_READ;
+  for (const VariableAccess& a : found->second) {
+    if ((a.flag & COMIN_FLAG_DEVICE) != 0 || (a.flag & wanted) == 0) continue;
+    const Variable& v = s.variables[static_cast<size_t>(a.variable)];
+    if (v.device == nullptr) continue;  // a variable the host keeps on the host only
+    const auto t0 = std::chrono::steady_clock::now();
+    s.device.sync(v.name, v.domain, to_device);
+    s.device_sync.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    s.device_sync.bytes += v.bytes();
+    (to_device ? s.device_sync.to_device : s.device_sync.to_host) += 1;
+  }
+}
+
+// A callback of a time-loop entry point, with the device synchronisation around it.
+void call_at_entry_point(Host::State& s, int ep, int plugin, void (*fn)()) {
+  sync_for_callback(s, ep, plugin, false);
+  call_plugin(s, plugin, fn);
+  sync_for_callback(s, ep, plugin, true);
 }
 
 // ComIn's plugin name when the namelist gives none: "<library file>(<constructor>)".
@@ -195,6 +223,10 @@ void* Variable::data() {
     default:
       return f64.data();
   }
+}
+
+int64_t Variable::bytes() const {
+  return static_cast<int64_t>(f64.size() * sizeof(double) + f32.size() * sizeof(float) + i32.size() * sizeof(int));
 }
 
 FinishHandler set_finish_handler(FinishHandler handler) {
@@ -497,7 +529,7 @@ void Host::run_entry_point(t_comin_entry_point ep, int domain, const std::string
     State& s;
     ~Reset() { s.current_ep = 0; }
   } reset{s};
-  for (const auto& [plugin, fn] : s.callbacks[ep]) call_plugin(s, plugin, fn);
+  for (const auto& [plugin, fn] : s.callbacks[ep]) call_at_entry_point(s, ep, plugin, fn);
 }
 
 void Host::finish() {
@@ -511,14 +543,41 @@ void Host::finish() {
   for (int ep : {EP_FINISH, EP_DESTRUCTOR}) {
     s.current_ep = ep;
     s.current_domain = COMIN_DOMAIN_OUTSIDE_LOOP;
-    for (const auto& [plugin, fn] : s.callbacks[ep]) call_plugin(s, plugin, fn);
+    for (const auto& [plugin, fn] : s.callbacks[ep]) call_at_entry_point(s, ep, plugin, fn);
   }
 }
+
+void Host::set_device(DeviceSupport device) {
+  State& s = *state_;
+  if (s.phase != Phase::kSetup)
+    throw InternalError("finecast host: set_device must come before load_plugins (plugins ask for device access then)");
+  if (!device.sync) throw InternalError("finecast host: set_device needs a sync function");
+  s.device_name.set(device.name);
+  s.device_vendor.set(device.vendor);
+  s.device_driver.set(device.driver);
+  s.device = std::move(device);
+  s.has_device = true;
+}
+
+void Host::set_device_pointer(const std::string& name, int domain, void* device_ptr) {
+  State& s = *state_;
+  if (!s.has_device) throw InternalError("finecast host: set_device_pointer(" + name + ") before set_device");
+  const int i = s.find_variable(name, domain);
+  if (i < 0) throw InternalError("finecast host: set_device_pointer: no variable " + name);
+  s.variables[static_cast<size_t>(i)].device = device_ptr;
+}
+
+DeviceSyncStats Host::device_sync_stats() const { return state_->device_sync; }
 
 double* Host::variable(const std::string& name, int domain) const {
   const int i = state_->find_variable(name, domain);
   if (i < 0 || state_->variables[i].datatype != COMIN_VAR_DATATYPE_DOUBLE) return nullptr;
   return state_->variables[i].f64.data();
+}
+
+int64_t Host::variable_bytes(const std::string& name, int domain) const {
+  const int i = state_->find_variable(name, domain);
+  return i < 0 ? 0 : state_->variables[static_cast<size_t>(i)].bytes();
 }
 
 std::vector<std::string> Host::variable_names(int domain) const {

@@ -125,6 +125,25 @@ struct VariableInfo {
   bool restart = false;  ///< the field is part of the host's restart
 };
 
+/// A host whose fields live on a GPU (ICON built for GPUs: OpenACC device copies of its fields).
+/// ComIn then hands plugins device pointers when they ask with COMIN_FLAG_DEVICE, and before
+/// each callback copies to the host every variable the plugin reads without that flag (after
+/// it, back to the device every one it writes): whole variables, as ComIn's
+/// sync_vars_for_device does through the host's sync_device_mem.
+struct DeviceSupport {
+  std::string name, vendor, driver;  ///< comin_descrdata_get_global_device_*
+  /// Copies a variable's whole array between its device copy and its host array
+  /// (to_device false: device -> host). The host's sync_device_mem.
+  std::function<void(const std::string& name, int domain, bool to_device)> sync;
+};
+
+/// What ComIn's device synchronisation copied so far on this rank (DeviceSupport).
+struct DeviceSyncStats {
+  int64_t to_host = 0, to_device = 0;  ///< whole-variable copies
+  int64_t bytes = 0;                   ///< both directions
+  double seconds = 0;                  ///< wall time inside DeviceSupport::sync
+};
+
 /// The ComIn host: one per process (a second live Host is an error). Plugins reach it through
 /// the comin_* C functions. Not thread-safe: ComIn calls come from the host's thread.
 class Host {
@@ -148,6 +167,14 @@ class Host {
   /// last block NaN; metadata as ICON sets it (zaxis_id, hgrid_id, units, ...). Setup only.
   double* add_variable(const std::string& name, int domain, const VariableInfo& info);
 
+  /// Declares the host's device (before load_plugins): comin_descrdata_get_global_has_device
+  /// is then true, and COMIN_FLAG_DEVICE requests are accepted.
+  void set_device(DeviceSupport device);
+  /// The device copy of a variable (comin_var_get_device_ptr; null = none). After set_device.
+  void set_device_pointer(const std::string& name, int domain, void* device_ptr);
+  /// The copies ComIn's device synchronisation made for the plugins so far on this rank.
+  DeviceSyncStats device_sync_stats() const;
+
   /// dlopen()s each library (RTLD_NOW), hands it this host's state through its
   /// comin_plugin_init (refusing another ComIn version or precision) and calls its primary
   /// constructor, in order; then creates the variables the plugins requested that the host does
@@ -170,6 +197,8 @@ class Host {
 
   /// Data of a double variable (host's or plugin-requested); nullptr when it does not exist.
   double* variable(const std::string& name, int domain) const;
+  /// Bytes of a variable's array (0 when it does not exist).
+  int64_t variable_bytes(const std::string& name, int domain) const;
   /// Names of the variables of a domain, in creation order.
   std::vector<std::string> variable_names(int domain) const;
   /// Number of plugins with a callback for an entry point.

@@ -92,6 +92,15 @@ struct Variable {
   int requested_by = -1;   ///< plugin index that created it, -1 = the host's own
   bool exclusive = false;  ///< requested with lmodexclusive
   void* data();
+  int64_t bytes() const;  ///< size of its array
+  void* device = nullptr;  ///< the host's device copy (DeviceSupport); null = none
+};
+
+/// A variable a plugin asked for with comin_var_get, at one entry point: its access flags
+/// (COMIN_FLAG_READ, WRITE, DEVICE) decide ComIn's device synchronisation around the callback.
+struct VariableAccess {
+  int variable = -1;
+  int flag = 0;
 };
 
 /// A comin_var_request_add made in a primary constructor, applied after all of them ran.
@@ -130,6 +139,13 @@ struct Host::State {
   std::map<int, std::map<int, t_comin_callback_function>> callbacks;
   std::deque<t_comin_var_handle> handles;  ///< one per variable, made on demand
   std::map<int, t_comin_var_handle*> handle_of;
+  /// access[{ep, plugin}]: the variables the plugin asked for at ep (the first request's flags
+  /// count, as in ComIn).
+  std::map<std::pair<int, int>, std::vector<VariableAccess>> access;
+  bool has_device = false;
+  DeviceSupport device;
+  DeviceSyncStats device_sync;
+  FortranString device_name, device_vendor, device_driver;
   int current_plugin = -1;  ///< plugin whose constructor / callback runs now
   int current_ep = 0;       ///< 0 outside entry points (e.g. in a primary constructor)
   int current_domain = COMIN_DOMAIN_OUTSIDE_LOOP;

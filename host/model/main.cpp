@@ -10,10 +10,12 @@
 
 #include <algorithm>
 #include <functional>
+#include <memory>
 #include <numeric>
 #include <string>
 
 #include "host/comin/host.hpp"
+#include "host/model/device_fields.hpp"
 #include "coupling/grid/icon_geometry.hpp"
 #include "coupling/grid/icon_grid.hpp"
 #include "host/model/host_model.hpp"
@@ -40,6 +42,7 @@ struct Options {
   int steps = 0;
   double step_seconds = -1;  ///< < 0: the run file's value
   bool no_plugins = false;
+  bool device_fields = false;  ///< --device-fields: the run file's device_fields: true
   std::string log_level = "info";
   std::vector<std::string> plugin_overrides;  ///< "key.path=value", appended to every plugin's options
   /// --write-orography: write the surface fields to this file and stop ("" = run the model)
@@ -130,7 +133,9 @@ class PluginCalls {
   explicit PluginCalls(ch::Host& host) : host_(host), omp_threads_(omp_get_max_threads()) {}
   /// An entry point, on the domain the time loop (fh::run_time_loop) gives, as ICON does.
   void at(t_comin_entry_point id, int domain, const std::string& datetime) {
+    const double before = seconds_;
     timed(ch::Host::entry_point_name(id), [&] { host_.run_entry_point(id, domain, datetime); });
+    loop_seconds_ += seconds_ - before;
   }
   void timed(const std::string& where, const std::function<void()>& call) {
     const double t0 = now();
@@ -142,11 +147,13 @@ class PluginCalls {
     omp_set_num_threads(omp_threads_);
   }
   double seconds() const { return seconds_; }
+  /// The time-loop entry points alone (ComIn's device synchronisation included).
+  double loop_seconds() const { return loop_seconds_; }
 
  private:
   ch::Host& host_;
   const int omp_threads_;
-  double seconds_ = 0;
+  double seconds_ = 0, loop_seconds_ = 0;
 };
 
 /// The area-weighted global mean of ts: a global diagnostic every step, as ICON's halo
@@ -162,6 +169,10 @@ double global_mean_ts(const fh::HostModel& model, const double* ts, MPI_Comm com
   return global[0] / global[1];
 }
 
+/// The fields a model step changes (the static surface fields are uploaded once).
+const std::vector<std::string> kStepFields = {"ts", "ps", "temp", "pres"};
+const std::vector<std::string> kAllFields = {"ts", "ps", "temp", "pres", "topography_c", "fr_land"};
+
 /// Wall-clock seconds of the run, per rank.
 struct RunTimes {
   double setup = 0;   ///< start-up, up to the plugins' primary constructors
@@ -176,7 +187,7 @@ struct RunTimes {
 /// mean ts, the step's minimum wall time and progress lines; then the plugins' finish.
 void time_loop(const fc::host::HostRunConfig& cfg, const RunClock& time, const fh::HostModel& model,
                const fh::FieldPointers& fields, ch::Host& host, PluginCalls& calls, const fh::ModelComms& comms,
-               double t_loop, RunTimes& times) {
+               fh::DeviceFields* device, double t_loop, RunTimes& times) {
   const int progress_every = cfg.progress_every > 0 ? cfg.progress_every : std::max(1, cfg.steps / 10);
   double t_last = now();
   const double t_first = t_last;
@@ -188,6 +199,7 @@ void time_loop(const fc::host::HostRunConfig& cfg, const RunClock& time, const f
   loop.integrate = [&](int64_t step) {
     const double t0 = now();
     model.compute(time.run_offset + cfg.dt * static_cast<double>(step), fields);
+    if (device) device->upload(kStepFields);  // a GPU model's step ends with its fields there
     times.fields += now() - t0;
   };
   loop.output_due = [&](int64_t step) { return step % cfg.output_every == 0; };
@@ -215,16 +227,33 @@ void time_loop(const fc::host::HostRunConfig& cfg, const RunClock& time, const f
              [&] { calls.timed("EP_FINISH", [&] { host.finish(); }); }});
 }
 
+/// With device fields: what ComIn's device synchronisation copied for the plugins (all ranks'
+/// bytes, the slowest rank's time). Collective.
+void report_device_sync(const fc::host::HostRunConfig& cfg, const ch::Host& host, const fh::ModelComms& comms) {
+  const ch::DeviceSyncStats st = host.device_sync_stats();
+  double local[3] = {static_cast<double>(st.bytes), static_cast<double>(st.to_host + st.to_device), st.seconds};
+  double sum[3] = {0, 0, 0}, worst = 0;
+  MPI_Reduce(local, sum, 3, MPI_DOUBLE, MPI_SUM, 0, comms.model);
+  MPI_Reduce(&local[2], &worst, 1, MPI_DOUBLE, MPI_MAX, 0, comms.model);
+  if (comms.rank != 0) return;
+  flog::info("ComIn device sync for the plugins: " + fmt::format("{:.0f}", sum[1]) + " whole-field copies, " +
+             fmt::format("{:.3f}", sum[0] / 1e6) + " MB on all ranks (" +
+             fmt::format("{:.1f}", sum[0] / 1e3 / cfg.steps) + " kB/step), slowest rank " +
+             fmt::format("{:.6f}", worst / cfg.steps) + " s/step");
+}
+
 /// The summary line; the slowest rank sets the pace of an MPI model. Collective.
-void report(const fc::host::HostRunConfig& cfg, const RunTimes& times, double plugin_seconds,
+void report(const fc::host::HostRunConfig& cfg, const RunTimes& times, const PluginCalls& calls,
             const fh::ModelComms& comms) {
-  double local[4] = {times.total, plugin_seconds, times.fields, times.steps}, worst[4] = {0, 0, 0, 0};
-  MPI_Reduce(local, worst, 4, MPI_DOUBLE, MPI_MAX, 0, comms.model);
+  double local[5] = {times.total, calls.seconds(), times.fields, times.steps, calls.loop_seconds()};
+  double worst[5] = {0, 0, 0, 0, 0};
+  MPI_Reduce(local, worst, 5, MPI_DOUBLE, MPI_MAX, 0, comms.model);
   if (comms.rank != 0) return;
   flog::info("finished " + std::to_string(cfg.steps) + " steps on " + std::to_string(comms.n_ranks) +
              " rank(s): " + fmt::format("{:.5f}", worst[0] / cfg.steps) + " s/step (fields " +
              fmt::format("{:.5f}", worst[2] / cfg.steps) + " s/step, plugin callbacks " +
-             fmt::format("{:.5f}", worst[1] / cfg.steps) + " s/step incl. constructors); loop " +
+             fmt::format("{:.5f}", worst[1] / cfg.steps) + " s/step incl. constructors, " +
+             fmt::format("{:.6f}", worst[4] / cfg.steps) + " s/step in the time loop); loop " +
              fmt::format("{:.2f}", worst[0]) + " s, start-up " + fmt::format("{:.2f}", times.setup) +
              " s; time loop alone " + fmt::format("{:.5f}", worst[3] / cfg.steps) + " s/step");
 }
@@ -236,6 +265,7 @@ int run(const Options& opt, const fh::ModelComms& comms) {
   fc::host::HostRunConfig cfg = fc::host::load_host_run_config(opt.run_file);
   if (opt.steps > 0) cfg.steps = opt.steps;
   if (opt.step_seconds >= 0) cfg.step_seconds = opt.step_seconds;
+  if (opt.device_fields) cfg.device_fields = true;
   if (!opt.write_orography.empty()) return write_orography(opt, cfg, rank);
   const std::vector<ch::PluginSpec> plugins = plugins_to_load(opt, cfg);
   const RunClock time(cfg, opt.run_file);
@@ -272,6 +302,14 @@ int run(const Options& opt, const fh::ModelComms& comms) {
   host.add_domain(std::move(domain));
   const fh::FieldPointers fields = add_variables(host, model, cfg.nlev);
   model.compute(time.run_offset, fields);
+  std::unique_ptr<fh::DeviceFields> device;
+  if (cfg.device_fields) {
+    startup.stage("device copies of the fields (device_fields)");
+    device = std::make_unique<fh::DeviceFields>(host, kAllFields, 1, comms.model);
+    if (rank == 0)
+      flog::info("device fields: " + device->device_line() +
+                 "; ComIn reports has_device, plugins may read with COMIN_FLAG_DEVICE");
+  }
 
   for (const auto& p : plugins)
     if (rank == 0) flog::info("plugin '" + p.name + "': " + p.library + " (options '" + p.options + "')");
@@ -287,9 +325,10 @@ int run(const Options& opt, const fh::ModelComms& comms) {
 
   const double t_loop = now();
   calls.timed("the secondary constructors", [&] { host.secondary_constructor(); });
-  time_loop(cfg, time, model, fields, host, calls, comms, t_loop, times);
+  time_loop(cfg, time, model, fields, host, calls, comms, device.get(), t_loop, times);
   times.total = now() - t_loop;
-  report(cfg, times, calls.seconds(), comms);
+  report(cfg, times, calls, comms);
+  if (device) report_device_sync(cfg, host, comms);
   return 0;
 }
 
@@ -307,6 +346,9 @@ int main(int argc, char** argv) {
   app.add_option("--step-seconds", opt.step_seconds, "override the run file's minimum wall time per step (0 = none)")
       ->check(CLI::Range(0.0, lim::kStepSeconds));
   app.add_flag("--no-plugins", opt.no_plugins, "run without any plugin (baseline for overhead measurements)");
+  app.add_flag("--device-fields", opt.device_fields,
+               "keep device copies of the fields, as ICON built for GPUs does (the run file's device_fields: "
+               "true; a CUDA build only)");
   finecast::cli::add_log_level(app, opt.log_level);
   app.add_option("--write-orography", opt.write_orography,
                  "write the surface fields the run gives its plugins (topography_c, fr_land, on "

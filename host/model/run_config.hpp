@@ -37,6 +37,9 @@ struct HostRunConfig {
   /// time to training time (the pause sleeps, so it leaves the cores to the trainer, as a
   /// GPU-resident model would). 0 = as fast as possible.
   double step_seconds = 0.0;
+  /// Keep a device copy of every field, as ICON built for GPUs does (a CUDA build only): plugins
+  /// may then read them with COMIN_FLAG_DEVICE, and ComIn copies those they read without it.
+  bool device_fields = false;
   std::vector<comin_host::PluginSpec> plugins;
   std::string comin_namelist;  ///< ICON &comin_nml file; replaces `plugins` when set
 };

@@ -92,9 +92,21 @@ void pack_fields(const RunSettings& run, CouplingState& c, const RunStats& stats
   run.faults.check(FaultPoint::kGather, stats.steps, c.rank, c.is_lead);
   for (int f = 0; f < inputs_this_step(run.config, c); ++f) {
     const HostField& field = c.fields[f];
+    float* out = c.local_values.data() + f * c.n_owned;
+    if (c.device) {  // only the owned cells of the level, from the device copy (coupling.device_fields)
+      const void* device = comin_var_get_device_ptr(field.handle);
+      if (!device) throw InternalError("no device pointer for host variable " + field.name);
+      const int64_t element = field.datatype == COMIN_VAR_DATATYPE_FLOAT ? sizeof(float) : sizeof(double);
+      c.staging.resize(static_cast<size_t>((field.owned.region.elements() * element + 7) / 8));
+      c.device->copy(device, field.owned.region, element, c.staging.data(), "host variable " + field.name);
+      if (field.datatype == COMIN_VAR_DATATYPE_FLOAT)
+        coupling::pack_staged(reinterpret_cast<const float*>(c.staging.data()), field.owned, out);
+      else
+        coupling::pack_staged(c.staging.data(), field.owned, out);
+      continue;
+    }
     const void* data = comin_var_get_ptr(field.handle);
     if (!data) throw InternalError("no data pointer for host variable " + field.name);
-    float* out = c.local_values.data() + f * c.n_owned;
     if (field.datatype == COMIN_VAR_DATATYPE_FLOAT)
       coupling::pack(static_cast<const float*>(data), field.owned, out);
     else

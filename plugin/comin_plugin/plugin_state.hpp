@@ -23,6 +23,7 @@
 #include "coupling/mpi/redistribution.hpp"
 #include "coupling/mpi/owned_cells.hpp"
 #include "plugin/comin_plugin/conditioning.hpp"
+#include "plugin/comin_plugin/device_reader.hpp"
 #include "plugin/comin_plugin/faults.hpp"
 #include "plugin/comin_plugin/output.hpp"
 #include "plugin/comin_plugin/phase.hpp"
@@ -68,6 +69,10 @@ struct CouplingState : Ranks {
   std::vector<float> local_values;       ///< [n_inputs][n_owned] packed per step
   std::vector<float> write_back_values;  ///< [n_owned] received at write-back steps
   bool static_gathered = false;          ///< the static inputs (orography) were sent
+  /// coupling.device_fields in use: the fields are read from the host's device copies (null:
+  /// through comin_var_get_ptr); staging holds one field's copied region.
+  std::unique_ptr<DeviceReader> device;
+  std::vector<double> staging;
   CouplingState() = default;
   CouplingState(const CouplingState&) = delete;
   CouplingState& operator=(const CouplingState&) = delete;

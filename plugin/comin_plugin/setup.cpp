@@ -541,18 +541,59 @@ std::unique_ptr<TrainerState> setup_trainer(PluginState& s, const HostFacts& fac
   return t;
 }
 
+/// coupling.device_fields: the CUDA driver when this rank reads the fields from the host's device
+/// copies, else null (auto on a host without a device or a rank without the driver; off).
+std::unique_ptr<DeviceReader> device_reader(const Config& cfg) {
+  const DeviceFields mode = cfg.coupling.device_fields;
+  if (mode == DeviceFields::kOff) return nullptr;
+  std::string why;
+  std::unique_ptr<DeviceReader> reader;
+  if (!comin_descrdata_get_global_has_device())
+    why = "the host has no device (ComIn's has_device is false)";
+  else
+    reader = DeviceReader::open(why);
+  if (!reader && mode == DeviceFields::kOn)
+    throw ConfigError(cfg.source + ": coupling.device_fields: on, but " + why +
+                      " (auto falls back to host access; off always uses it)");
+  return reader;
+}
+
+/// With device fields: every field has a device copy; rank 0 says what a step copies.
+void report_device_fields(const Config& cfg, const CouplingState& c) {
+  int64_t copied = 0, whole = 0;
+  for (const HostField& f : c.fields) {
+    if (comin_var_get_device_ptr(f.handle) == nullptr)
+      throw ConfigError(cfg.source + ": coupling.device_fields: host variable \"" + f.name +
+                        "\" has no device copy; set coupling.device_fields: off");
+    const int64_t element = f.datatype == COMIN_VAR_DATATYPE_FLOAT ? sizeof(float) : sizeof(double);
+    int shape[5];
+    comin_var_get_shape(f.handle, shape);
+    copied += f.owned.region.elements() * element;
+    whole += int64_t{shape[0]} * shape[1] * shape[2] * shape[3] * shape[4] * element;
+  }
+  if (c.rank != 0) return;
+  log::info("coupling.device_fields: reading " + std::to_string(c.fields.size()) +
+            " field(s) from the host's device copies (COMIN_FLAG_DEVICE): " + std::to_string(copied / 1024) +
+            " KiB a coupling step on this rank (the static ones once), where ComIn would copy " +
+            std::to_string(whole / 1024) + " KiB of whole fields before every callback");
+}
+
 void couple_fields(PluginState& s) {
   const Config& cfg = s.config;
   CouplingState& c = *s.coupling;
   const int jg = cfg.coupling.domain;
   const auto ep = static_cast<t_comin_entry_point>(s.coupling_ep);
+  c.device = device_reader(cfg);
+  // With the device copies, ComIn copies none of these fields to the host before each callback.
+  const int read = c.device ? COMIN_FLAG_READ | COMIN_FLAG_DEVICE : COMIN_FLAG_READ;
   for (size_t i = 0; i < cfg.fields.size(); ++i)
     c.fields.push_back(get_field(cfg, cfg.fields[i], i < cfg.field_levels.size() ? cfg.field_levels[i] : 0, jg, ep,
-                                 COMIN_FLAG_READ, "fields"));
+                                 read, "fields"));
   if (!cfg.patch.orography.empty())
-    c.fields.push_back(get_field(cfg, cfg.patch.orography, 0, jg, ep, COMIN_FLAG_READ, "patch.orography"));
+    c.fields.push_back(get_field(cfg, cfg.patch.orography, 0, jg, ep, read, "patch.orography"));
   for (const auto& name : cfg.patch.statics)  // gathered once, like the orography
-    c.fields.push_back(get_field(cfg, name, 0, jg, ep, COMIN_FLAG_READ, "patch.static"));
+    c.fields.push_back(get_field(cfg, name, 0, jg, ep, read, "patch.static"));
+
   const size_t first_static = cfg.fields.size() + (cfg.patch.orography.empty() ? 0 : 1);
   for (size_t i = 0; i < c.fields.size(); ++i)
     locate_owned_cells(cfg, c.fields[i], jg,
@@ -563,6 +604,7 @@ void couple_fields(PluginState& s) {
     if (f.owned.global_index != c.fields.front().owned.global_index)
       throw ConfigError(cfg.source + ": host variable \"" + f.name + "\" is not a cell field like \"" +
                         c.fields.front().name + "\" (different owned cells)");
+  if (c.device) report_device_fields(cfg, c);
   if (!cfg.sample.write_back.empty()) {
     c.write_back = get_field(cfg, cfg.sample.write_back, 0, jg, ep, COMIN_FLAG_WRITE, "sample.write_back");
     // Only into finecast's own variable: a host that handed over one of its fields instead

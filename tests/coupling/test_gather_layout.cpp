@@ -113,5 +113,50 @@ TEST(GatherLayout, PackAndUnpackTouchOnlyOwnedValues) {
   for (size_t i = 0; i < fback.size(); ++i) EXPECT_EQ(fback[i], touched[i] ? ffield[i] : -1.0f);
 }
 
+// What a 2-D device copy (cudaMemcpy2D, cuMemcpy2D) of cells.region moves: its rows, densely.
+std::vector<double> copy_region(const std::vector<double>& field, const ArrayRegion& r) {
+  std::vector<double> dense;
+  for (int64_t row = 0; row < r.rows; ++row)
+    for (int64_t c = 0; c < r.width; ++c) dense.push_back(field.at(static_cast<size_t>(r.first + row * r.pitch + c)));
+  return dense;
+}
+
+TEST(GatherLayout, TheOwnedCellsRegionHoldsEveryOwnedCellAndLittleElse) {
+  struct Case {
+    std::vector<int> shape, sem;
+    int level;
+    int64_t want_elements;  // what the copy moves
+  };
+  const std::vector<Case> cases = {
+      // ICON's (nproma, nlev, nblks): one run of nproma per block, a level of 5.
+      {{4, 5, 3, 1, 1}, {NP, LV, BL, UN, UN}, 0, 12},
+      {{4, 5, 3, 1, 1}, {NP, LV, BL, UN, UN}, 4, 12},
+      // (nproma, nblks, container, nlev): the level's cells are contiguous.
+      {{4, 3, 1, 2, 1}, {NP, BL, CT, LV, UN}, 1, 12},
+      // unblocked: from the first to the last owned cell.
+      {{1, 12, 3, 1, 1}, {UN, UB, LV, UN, UN}, 2, 10},
+      // NPROMA not the fastest dimension: the span from the first to the last owned cell.
+      {{3, 4, 1, 1, 1}, {BL, NP, UN, UN, UN}, 0, 12 - 2},
+  };
+  Decomp d;
+  for (const Case& c : cases) {
+    const OwnedCells cells = owned_cells(c.shape.data(), c.sem.data(), 4, d.n_local, d.decomp.data(), d.glb.data(), c.level);
+    int64_t total = 1;
+    for (int n : c.shape) total *= n;
+    std::vector<double> field(static_cast<size_t>(total));
+    for (size_t i = 0; i < field.size(); ++i) field[i] = 0.25 + static_cast<double>(i);
+    const std::vector<double> dense = copy_region(field, cells.region);
+    std::vector<float> direct(static_cast<size_t>(cells.size())), staged(direct.size());
+    pack(field.data(), cells, direct.data());
+    pack_staged(dense.data(), cells, staged.data());
+    EXPECT_EQ(staged, direct) << "shape " << c.shape[0] << "x" << c.shape[1] << "x" << c.shape[2];
+    EXPECT_EQ(cells.region.elements(), c.want_elements) << "level " << c.level;
+    EXPECT_LE(cells.region.width, cells.region.pitch);
+    std::vector<float> fdense(dense.begin(), dense.end()), fstaged(direct.size());
+    pack_staged(fdense.data(), cells, fstaged.data());
+    EXPECT_EQ(fstaged, direct);
+  }
+}
+
 }  // namespace
 }  // namespace finecast::coupling

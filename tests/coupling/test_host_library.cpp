@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -282,6 +283,58 @@ TEST_F(HostLibrary, PluginsRunInPluginOrderAndExchangeVariables) {
     names.push_back(std::string(d.name) + "@" + std::to_string(d.id));
   }
   EXPECT_EQ(names, (std::vector<std::string>{"ts@1", "a_out@1"}));
+}
+
+// A host with its fields on a device (ICON built for GPUs): ComIn copies a variable that a plugin
+// reads at an entry point without COMIN_FLAG_DEVICE to the host before its callback, and one it
+// writes back after it, whole; a plugin that asks with COMIN_FLAG_DEVICE gets the device
+// pointer and no copies. The "device" here is a second host array, copied by the host's sync.
+TEST_F(HostLibrary, DeviceHostsSyncWhatPluginsReadWithoutTheDeviceFlag) {
+  ch::Host host(MPI_COMM_WORLD, interval());
+  host.add_domain(chain_domain());
+  double* ts = host.add_variable("ts", 1, {});
+  std::map<std::string, std::vector<double>> device;
+  std::vector<std::string> syncs;
+  ch::DeviceSupport support;
+  support.name = "test device";
+  support.sync = [&](const std::string& name, int domain, bool to_device) {
+    syncs.push_back(name + (to_device ? " to device" : " to host"));
+    double* h = host.variable(name, domain);
+    std::vector<double>& d = device.at(name);
+    if (to_device)
+      std::copy(h, h + d.size(), d.begin());
+    else
+      std::copy(d.begin(), d.end(), h);
+  };
+  host.set_device(support);
+  device["ts"].assign(12, 0.0);
+  for (int j = 0; j < 10; ++j) device["ts"][offset2(j, 4)] = 300.0 + j;  // the model's state is there
+  host.set_device_pointer("ts", 1, device["ts"].data());
+  host.load_plugins({plugin("alpha", kLib + "libfinecast_test_plugin_a.so", "request"),
+                     plugin("beta", kLib + "libfinecast_test_plugin_b.so", "device")});
+  device["a_out"].assign(12, -1.0);
+  host.set_device_pointer("a_out", 1, device["a_out"].data());
+  host.secondary_constructor();
+  EXPECT_TRUE(syncs.empty());
+  host.run_entry_point(EP_ATM_WRITE_OUTPUT_BEFORE, COMIN_DOMAIN_OUTSIDE_LOOP, "1979-01-01T00:03:00");
+  // alpha reads ts and writes a_out on the host: ts comes to the host before its callback and
+  // a_out goes to the device after it; beta reads ts on the device: nothing is copied for it.
+  EXPECT_EQ(syncs, (std::vector<std::string>{"ts to host", "a_out to device"}));
+  for (int j = 0; j < 10; ++j) {
+    EXPECT_DOUBLE_EQ(ts[offset2(j, 4)], 300.0 + j);
+    EXPECT_DOUBLE_EQ(device["a_out"][offset2(j, 4)], 2.0 * (300.0 + j)) << "cell " << j;
+  }
+  // Only the entry point the variables were asked for syncs them.
+  host.run_entry_point(EP_ATM_WRITE_OUTPUT_AFTER, 1, "1979-01-01T00:03:00");
+  EXPECT_EQ(syncs.size(), 2u);
+  const ch::DeviceSyncStats st = host.device_sync_stats();
+  EXPECT_EQ(st.to_host, 1);
+  EXPECT_EQ(st.to_device, 1);
+  EXPECT_EQ(st.bytes, 2 * 12 * static_cast<int64_t>(sizeof(double)));
+  host.finish();
+  EXPECT_NE(std::find(capture.lines.begin(), capture.lines.end(), "b has_device=1 ts_device_ptr=1"),
+            capture.lines.end());
+  EXPECT_EQ(std::string(comin_descrdata_get_global_has_device() ? "yes" : "no"), "yes");
 }
 
 TEST_F(HostLibrary, RegisteringOutsideCominMainSetsTheErrorStateWhenErrorsReturn) {

@@ -187,6 +187,26 @@ TEST(PluginRuns, UnknownFieldStopsAtStartUpListingTheHostVariables) {
       << r.output;
 }
 
+// coupling.device_fields and finecast-host's device_fields where there is no device: each stops
+// at start-up naming its key and the reason (auto falls back to host access: every other run).
+TEST(PluginRuns, DeviceFieldsWithoutADeviceStopNamingTheKey) {
+  const fs::path dir = workdir("device_fields");
+  write_file(dir / "plugin.yaml", tiny_plugin_config());
+  write_file(dir / "host.yaml", host_run_file(3, "plugin.yaml coupling.device_fields=on"));
+  const Result r = run_host(dir, 2);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("plugin.yaml: coupling.device_fields: on, but the host has no device (ComIn's has_device is "
+                          "false)"),
+            std::string::npos)
+      << r.output;
+
+  write_file(dir / "host.yaml", host_run_file(3, "plugin.yaml") + "device_fields: true\n");
+  const Result h = run_host(dir, 2);
+  if (h.output.find("device fields: GPU") != std::string::npos) GTEST_SKIP() << "a CUDA finecast-host on a GPU";
+  EXPECT_NE(h.exit_code, 0);
+  EXPECT_NE(h.output.find("device_fields: true needs a finecast-host built with CUDA"), std::string::npos) << h.output;
+}
+
 namespace {
 
 /// The lines of `output` that contain "ERROR" (finecast's ERROR lines, a ComIn host's fatal one),

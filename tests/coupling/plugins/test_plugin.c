@@ -49,7 +49,9 @@ static void secondary_constructor(void) {
   memset(&d, 0, sizeof d);
   d.id = 1;
   strcpy(d.name, "ts");
-  ts_handle = comin_var_get(1, context, d, COMIN_FLAG_READ);
+  /* "device": ts is read through its device pointer (COMIN_FLAG_DEVICE), so ComIn copies it for
+   * this plugin neither to the host nor back. */
+  ts_handle = comin_var_get(1, context, d, has_option("device") ? COMIN_FLAG_READ | COMIN_FLAG_DEVICE : COMIN_FLAG_READ);
   if (has_option("request")) {
     snprintf(d.name, sizeof d.name, "%s_out", TEST_PLUGIN_TAG);
     out_handle = comin_var_get(1, context, d, COMIN_FLAG_WRITE);
@@ -159,6 +161,13 @@ static void metadata_report(void) {
 
 static void output_1(void) {
   report("cb1");
+  if (has_option("device")) {
+    char line[128];
+    snprintf(line, sizeof line, "%s has_device=%d ts_device_ptr=%d", TEST_PLUGIN_TAG,
+             (int)comin_descrdata_get_global_has_device(), comin_var_get_device_ptr(ts_handle) != NULL);
+    comin_print_info(line);
+    return;
+  }
   if (ts_handle == NULL || out_handle == NULL) return;
   /* Doubles ts into <tag>_out over the valid cells only (the last block may be partial); both
    * are 2-D (nproma, nblks). */

@@ -47,7 +47,8 @@ void pack_staged_impl(const T* region, const OwnedCells& cells, float* out) {
 }
 
 /// cells.region and cells.staged: rows of `width` elements `pitch` apart, starting at `base` (+ a
-/// multiple of pitch), where the layout has them (width <= pitch), else the contiguous span from the first to the last owned cell.
+/// multiple of pitch), where the layout has them (width <= pitch), else the contiguous span from the first to the last
+/// owned cell.
 void plan_region(OwnedCells& cells, int64_t base, int64_t width, int64_t pitch) {
   if (cells.offsets.empty()) return;
   int64_t lo = cells.offsets.front(), hi = lo;

@@ -92,7 +92,7 @@ struct Variable {
   int requested_by = -1;   ///< plugin index that created it, -1 = the host's own
   bool exclusive = false;  ///< requested with lmodexclusive
   void* data();
-  int64_t bytes() const;  ///< size of its array
+  int64_t bytes() const;   ///< size of its array
   void* device = nullptr;  ///< the host's device copy (DeviceSupport); null = none
 };
 

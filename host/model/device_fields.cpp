@@ -55,8 +55,8 @@ DeviceFields::DeviceFields(comin_host::Host& host, const std::vector<std::string
   check(cudaGetDeviceProperties(&prop, gpu), "cudaGetDeviceProperties");
   int driver = 0;
   cudaDriverGetVersion(&driver);
-  impl_->line = "GPU " + std::to_string(gpu) + " (" + prop.name + ", " +
-                std::to_string(prop.totalGlobalMem >> 30) + " GiB)";
+  impl_->line =
+      "GPU " + std::to_string(gpu) + " (" + prop.name + ", " + std::to_string(prop.totalGlobalMem >> 30) + " GiB)";
   comin_host::DeviceSupport support;
   support.name = prop.name;
   support.vendor = "NVIDIA";

@@ -109,7 +109,8 @@ void DeviceReader::copy(const void* device, const coupling::ArrayRegion& region,
       CUresult r = d.pointer_attribute(&ordinal, kPointerAttributeDeviceOrdinal, ptr);
       if (r == kSuccess) r = d.device_get(&dev, ordinal);
       if (r == kSuccess) r = d.primary_retain(&d.primary, dev);
-      if (r != kSuccess) throw Error("coupling.device_fields: " + what + ": no CUDA context for its device pointer: " + d.describe(r));
+      if (r != kSuccess)
+        throw Error("coupling.device_fields: " + what + ": no CUDA context for its device pointer: " + d.describe(r));
     }
     if (const CUresult r = d.ctx_push(d.primary); r != kSuccess)
       throw Error("coupling.device_fields: " + what + ": " + d.describe(r));

@@ -560,22 +560,24 @@ std::unique_ptr<DeviceReader> device_reader(const Config& cfg) {
 
 /// With device fields: every field has a device copy; rank 0 says what a step copies.
 void report_device_fields(const Config& cfg, const CouplingState& c) {
-  int64_t copied = 0, whole = 0;
-  for (const HostField& f : c.fields) {
+  int64_t per_step = 0, once = 0, whole = 0;
+  for (size_t i = 0; i < c.fields.size(); ++i) {
+    const HostField& f = c.fields[i];
     if (comin_var_get_device_ptr(f.handle) == nullptr)
       throw ConfigError(cfg.source + ": coupling.device_fields: host variable \"" + f.name +
                         "\" has no device copy; set coupling.device_fields: off");
     const int64_t element = f.datatype == COMIN_VAR_DATATYPE_FLOAT ? sizeof(float) : sizeof(double);
     int shape[5];
     comin_var_get_shape(f.handle, shape);
-    copied += f.owned.region.elements() * element;
+    (i < cfg.fields.size() ? per_step : once) += f.owned.region.elements() * element;
     whole += int64_t{shape[0]} * shape[1] * shape[2] * shape[3] * shape[4] * element;
   }
   if (c.rank != 0) return;
   log::info("coupling.device_fields: reading " + std::to_string(c.fields.size()) +
-            " field(s) from the host's device copies (COMIN_FLAG_DEVICE): " + std::to_string(copied / 1024) +
-            " KiB a coupling step on this rank (the static ones once), where ComIn would copy " +
-            std::to_string(whole / 1024) + " KiB of whole fields before every callback");
+            " field(s) from the host's device copies (COMIN_FLAG_DEVICE): " + std::to_string(per_step / 1024) +
+            " KiB a coupling step on this rank, + " + std::to_string(once / 1024) +
+            " KiB of static fields once; host access would have ComIn copy " + std::to_string(whole / 1024) +
+            " KiB of whole fields to the host before every callback");
 }
 
 void couple_fields(PluginState& s) {
@@ -587,8 +589,8 @@ void couple_fields(PluginState& s) {
   // With the device copies, ComIn copies none of these fields to the host before each callback.
   const int read = c.device ? COMIN_FLAG_READ | COMIN_FLAG_DEVICE : COMIN_FLAG_READ;
   for (size_t i = 0; i < cfg.fields.size(); ++i)
-    c.fields.push_back(get_field(cfg, cfg.fields[i], i < cfg.field_levels.size() ? cfg.field_levels[i] : 0, jg, ep,
-                                 read, "fields"));
+    c.fields.push_back(
+        get_field(cfg, cfg.fields[i], i < cfg.field_levels.size() ? cfg.field_levels[i] : 0, jg, ep, read, "fields"));
   if (!cfg.patch.orography.empty())
     c.fields.push_back(get_field(cfg, cfg.patch.orography, 0, jg, ep, read, "patch.orography"));
   for (const auto& name : cfg.patch.statics)  // gathered once, like the orography

@@ -140,7 +140,8 @@ TEST(GatherLayout, TheOwnedCellsRegionHoldsEveryOwnedCellAndLittleElse) {
   };
   Decomp d;
   for (const Case& c : cases) {
-    const OwnedCells cells = owned_cells(c.shape.data(), c.sem.data(), 4, d.n_local, d.decomp.data(), d.glb.data(), c.level);
+    const OwnedCells cells =
+        owned_cells(c.shape.data(), c.sem.data(), 4, d.n_local, d.decomp.data(), d.glb.data(), c.level);
     int64_t total = 1;
     for (int n : c.shape) total *= n;
     std::vector<double> field(static_cast<size_t>(total));

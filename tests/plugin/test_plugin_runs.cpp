@@ -207,6 +207,39 @@ TEST(PluginRuns, DeviceFieldsWithoutADeviceStopNamingTheKey) {
   EXPECT_NE(h.output.find("device_fields: true needs a finecast-host built with CUDA"), std::string::npos) << h.output;
 }
 
+// On a GPU host (a CUDA finecast-host with device_fields: true, on a GPU; skipped elsewhere, as
+// on CI): reading the fields through their device pointers buffers exactly what host access
+// buffers, ComIn copies nothing for the plugin, and the plugin says what it copies.
+TEST(PluginRuns, DeviceFieldsBufferWhatHostAccessBuffers) {
+  std::map<std::string, fs::path> dirs;
+  for (const std::string mode : {"off", "on"}) {
+    const fs::path dir = workdir("device_fields_" + mode);
+    write_file(dir / "plugin.yaml", tiny_plugin_config("patch: {orography: topography_c}\n"));
+    write_file(dir / "host.yaml",
+               host_run_file(8, "plugin.yaml coupling.device_fields=" + mode) + "device_fields: true\nnlev: 3\n");
+    const Result r = run_host(dir, 2);
+    if (r.output.find("device_fields: true needs a finecast-host built with CUDA") != std::string::npos ||
+        r.output.find("sees no GPU") != std::string::npos)
+      GTEST_SKIP() << "needs a CUDA finecast-host on a GPU";
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const bool device = mode == "on";
+    EXPECT_EQ(
+        r.output.find("coupling.device_fields: reading 2 field(s) from the host's device copies") != std::string::npos,
+        device)
+        << r.output;
+    EXPECT_EQ(r.output.find("ComIn device sync for the plugins: 0 whole-field copies") != std::string::npos, device)
+        << r.output;
+    dirs[mode] = dir / "ckpt" / "buffer_00000010.h5";
+  }
+  std::vector<float> context[2], fine[2], weights[2];
+  const std::string modes[2] = {"off", "on"};
+  for (int k = 0; k < 2; ++k)
+    finecast::coupling::RollingBuffer::load_h5(dirs[modes[k]].string()).snapshot(context[k], fine[k], weights[k]);
+  EXPECT_FALSE(context[0].empty());
+  EXPECT_EQ(context[0], context[1]);
+  EXPECT_EQ(fine[0], fine[1]);
+}
+
 namespace {
 
 /// The lines of `output` that contain "ERROR" (finecast's ERROR lines, a ComIn host's fatal one),

@@ -51,7 +51,8 @@ static void secondary_constructor(void) {
   strcpy(d.name, "ts");
   /* "device": ts is read through its device pointer (COMIN_FLAG_DEVICE), so ComIn copies it for
    * this plugin neither to the host nor back. */
-  ts_handle = comin_var_get(1, context, d, has_option("device") ? COMIN_FLAG_READ | COMIN_FLAG_DEVICE : COMIN_FLAG_READ);
+  ts_handle =
+      comin_var_get(1, context, d, has_option("device") ? COMIN_FLAG_READ | COMIN_FLAG_DEVICE : COMIN_FLAG_READ);
   if (has_option("request")) {
     snprintf(d.name, sizeof d.name, "%s_out", TEST_PLUGIN_TAG);
     out_handle = comin_var_get(1, context, d, COMIN_FLAG_WRITE);

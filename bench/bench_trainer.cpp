@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // finecast-bench trainer: training and sampling speed of the reference model, against PyTorch at
 // its best thread count, with the GEMM limit of this machine and the host-blocked time of a session.
+#include <ATen/CPUGeneratorImpl.h>
 #include <CLI/CLI.hpp>
 #include <torch/torch.h>
 
@@ -21,7 +22,11 @@
 #include "bench/registry.hpp"
 #include "common/cli.hpp"
 #include "trainer/device.hpp"
+#include "trainer/diffusion.hpp"
 #include "trainer/downscaler.hpp"
+#include "trainer/downscaler_impl.hpp"
+#include "trainer/sample_graph.hpp"
+#include "trainer/train_graph.hpp"
 
 #ifndef FINECAST_BUILD_TYPE
 #define FINECAST_BUILD_TYPE "unknown"
@@ -126,6 +131,42 @@ double epoch_gflop(const finecast::trainer::ModelOptions& mo) {
   return static_cast<double>(kN) * (6.0 * weights - 2.0 * in * h) / 1e9;
 }
 
+/// Where a training step's time goes on CUDA (the graph path; nothing elsewhere): the captured
+/// graph's nodes and kernels, its GPU time per replay alone (CUDA events), the CPU draws of a
+/// step (timesteps and noise from the CPU generator, as training.cpp draws them), against the
+/// whole step (epoch / steps). Replaying changes the weights: after the speed measurements only.
+void step_anatomy(Downscaler& ds, int64_t batch, double epoch_s, std::map<std::string, double>& r) {
+  auto& im = finecast::trainer::internals(ds);
+  if (!im.train_graph || !im.train_graph->captured()) return;
+  const std::string b = "_b" + std::to_string(batch);
+  auto& runner = im.train_graph->runner();
+  r["step_s" + b] = epoch_s / static_cast<double>((kN + batch - 1) / batch);
+  r["graph_nodes" + b] = static_cast<double>(runner.graph_nodes());
+  r["graph_kernels" + b] = static_cast<double>(runner.graph_kernels());
+  runner.time_replays(20);  // warm
+  r["graph_replay_s" + b] = runner.time_replays(500);
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(3);
+  const auto float_cpu = torch::TensorOptions().dtype(torch::kFloat32);
+  const int n = 500;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < n; ++i) {
+    auto t = finecast::trainer::diffusion::draw_timesteps(im.to, im.schedule, batch, gen);
+    auto eps = torch::randn({batch, im.mo.patch_size}, gen, float_cpu);
+  }
+  r["host_draws_s" + b] = seconds_since(t0) / n;
+}
+
+/// The same for the sampling graph the last sample() call replayed.
+void sample_anatomy(Downscaler& ds, const std::string& key, std::map<std::string, double>& r) {
+  auto& im = finecast::trainer::internals(ds);
+  auto* runner = im.sample_graphs ? im.sample_graphs->last_runner() : nullptr;
+  if (!runner || !runner->captured()) return;
+  r["sample_graph_nodes_" + key] = static_cast<double>(runner->graph_nodes());
+  r["sample_graph_kernels_" + key] = static_cast<double>(runner->graph_kernels());
+  runner->time_replays(3);
+  r["sample_graph_replay_s_" + key] = runner->time_replays(50);
+}
+
 /// One device's numbers, keyed like the JSON output.
 std::map<std::string, double> measure(const std::string& device, const Data& d, int repeats, int threads,
                                       std::map<std::string, std::string>* notes, const Progress& progress) {
@@ -172,6 +213,7 @@ std::map<std::string, double> measure(const std::string& device, const Data& d, 
       r["session_epoch_s_b16"] = epoch;
       r["session_blocked_vs_epoch_b16"] = blocked / epoch;
     }
+    step_anatomy(*ds, batch, s, r);
     last = std::move(ds);
   }
   last->publish();
@@ -187,8 +229,9 @@ std::map<std::string, double> measure(const std::string& device, const Data& d, 
                              (so.sampler == finecast::trainer::Sampler::kDdpm ? "DDPM 50 steps" : "DDIM 10 steps");
     progress.line(what + ": warm-up");
     once();
-    r[std::string("sample_") + (so.sampler == finecast::trainer::Sampler::kDdpm ? "ddpm50" : "ddim10") + "_80_s"] =
-        best_of(&progress, what, repeats * 3, once);
+    const std::string key = so.sampler == finecast::trainer::Sampler::kDdpm ? "ddpm50" : "ddim10";
+    r["sample_" + key + "_80_s"] = best_of(&progress, what, repeats * 3, once);
+    sample_anatomy(*last, key, r);
   }
   for (const auto& line : last->thread_choices())
     if (line.rfind("sample", 0) == 0) (*notes)["threads_log_sample"] = line;

@@ -10,6 +10,7 @@
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
 #endif
 
 namespace finecast::trainer::graphs {
@@ -77,6 +78,7 @@ class CudaGraphRunner : public Runner {
 #endif
       try {
         body();
+        count_nodes();
       } catch (...) {
         try {
           g->capture_end();
@@ -97,8 +99,38 @@ class CudaGraphRunner : public Runner {
     ready.block(stream_);
   }
   bool captured() const override { return graph_ != nullptr; }
+  int64_t graph_nodes() const override { return nodes_; }
+  int64_t graph_kernels() const override { return kernels_; }
+  double time_replays(int n) override {
+    if (!graph_ || n < 1) return -1;
+    c10::cuda::CUDAStreamGuard guard(stream_);
+    stream_.synchronize();
+    at::cuda::CUDAEvent start(cudaEventDefault), stop(cudaEventDefault);  // timing enabled
+    start.record(stream_);
+    for (int i = 0; i < n; ++i) graph_->replay();
+    stop.record(stream_);
+    stop.synchronize();
+    return static_cast<double>(start.elapsed_time(stop)) / 1000.0 / n;
+  }
 
  private:
+  /// The nodes of the graph being captured (before capture_end), for graph_nodes().
+  void count_nodes() {
+    cudaStreamCaptureStatus status{};
+    cudaGraph_t graph = nullptr;
+    if (cudaStreamGetCaptureInfo(stream_.stream(), &status, nullptr, &graph) != cudaSuccess || graph == nullptr) return;
+    size_t n = 0;
+    if (cudaGraphGetNodes(graph, nullptr, &n) != cudaSuccess) return;
+    std::vector<cudaGraphNode_t> nodes(n);
+    if (n > 0 && cudaGraphGetNodes(graph, nodes.data(), &n) != cudaSuccess) return;
+    nodes_ = static_cast<int64_t>(n);
+    kernels_ = 0;
+    for (cudaGraphNode_t node : nodes) {
+      cudaGraphNodeType type{};
+      if (cudaGraphNodeGetType(node, &type) == cudaSuccess && type == cudaGraphNodeTypeKernel) ++kernels_;
+    }
+  }
+  int64_t nodes_ = 0, kernels_ = 0;
   torch::Device device_;
   int warmup_;
   int runs_ = 0;

@@ -34,6 +34,18 @@ class Runner {
   /// stream (e.g. weights written by eager code) before what it runs next.
   virtual void follow_current_stream() = 0;
   virtual bool captured() const = 0;
+
+  // What a benchmark reads (bench/bench_trainer.cpp: the anatomy of a step).
+  /// Nodes and kernel nodes of the captured graph; 0 before a capture and where runs are eager.
+  virtual int64_t graph_nodes() const { return 0; }
+  virtual int64_t graph_kernels() const { return 0; }
+  /// Replays the captured graph n times back to back on its current inputs (so it changes what
+  /// the body writes: for benchmarks only) and returns the GPU seconds per replay (CUDA events);
+  /// -1 when nothing is captured.
+  virtual double time_replays(int n) {
+    (void)n;
+    return -1;
+  }
 };
 
 /// The runner for `device`: a CUDA graph runner where compiled() and device is CUDA, else eager.

@@ -42,6 +42,7 @@ torch::Tensor SampleGraphs::run(const Downscaler::Impl& im, models::Denoiser& ne
     it = entries_.emplace(key, std::move(e)).first;
   }
   Entry& e = it->second;
+  last_ = &e;
   e.runner->follow_current_stream();  // the weights publish() wrote
   e.runner->wait_slot(0);
   stage(e.host_ctx, ctx);

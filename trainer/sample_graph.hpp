@@ -25,6 +25,8 @@ class SampleGraphs {
   torch::Tensor run(const Downscaler::Impl& im, models::Denoiser& net, const SampleOptions& o, const torch::Tensor& ctx,
                     const torch::Tensor& w, const torch::Tensor& noise);
   size_t shapes() const { return entries_.size(); }
+  /// The runner of the shape the last run() used (null before any): for benchmarks.
+  Runner* last_runner() { return last_ ? last_->runner.get() : nullptr; }
 
  private:
   struct Entry {
@@ -34,6 +36,7 @@ class SampleGraphs {
   };
   torch::Device device_;
   std::map<std::string, Entry> entries_;
+  Entry* last_ = nullptr;
 };
 
 /// SampleGraphs for a sample device where CUDA graphs can be captured, else null.

@@ -66,6 +66,7 @@ class TrainGraph {
   void wait();
   EpochResult finish_epoch(const std::function<void(const std::string&)>& event);
   bool captured() const { return runner_->captured(); }
+  Runner& runner() { return *runner_; }  ///< for benchmarks (graph size, replay time)
 
  private:
   Downscaler::Impl& im_;

@@ -385,6 +385,13 @@ int run(int argc, char** argv) {
         threads_arg.c_str(), notes["training_path"].c_str(), ours.at("parameters"));
     for (const char* k : kKeys) std::printf(", \"%s\": %.6g", k, ours.at(k));
     for (const char* k : extra) std::printf(", \"%s\": %.6g", k, ours.at(k));
+    // Measures present on some devices only (the CUDA graph anatomy: step_anatomy, sample_anatomy).
+    for (const auto& [k, v] : ours) {
+      const auto listed = [&](const auto& keys) {
+        return std::any_of(std::begin(keys), std::end(keys), [&](const char* x) { return k == x; });
+      };
+      if (k != "parameters" && !listed(kKeys) && !listed(extra)) std::printf(", \"%s\": %.6g", k.c_str(), v);
+    }
     for (const char* k : kKeys)
       if (ref.count(k))
         std::printf(", \"reference_%s\": %.6g, \"reference_threads_%s\": %d, \"speedup_%s\": %.4g", k, ref.at(k), k,

@@ -169,6 +169,7 @@ void sample_anatomy(Downscaler& ds, const std::string& key, std::map<std::string
 
 /// One device's numbers, keyed like the JSON output.
 std::map<std::string, double> measure(const std::string& device, const Data& d, int repeats, int threads,
+                                      finecast::trainer::NoiseGenerator noise,
                                       std::map<std::string, std::string>* notes, const Progress& progress) {
   std::map<std::string, double> r;
   DataView view{d.context.data(), d.fine.data(), nullptr, kN};
@@ -179,6 +180,7 @@ std::map<std::string, double> measure(const std::string& device, const Data& d, 
     finecast::trainer::TrainOptions to;
     to.batch_size = batch;
     to.threads = threads;  // -1: measured at the first session
+    to.noise_generator = noise;
     const std::string what = "training epoch (3,840 samples), batch " + std::to_string(batch);
     progress.line(what + ": warm-up session" + (threads < 0 ? " (threads: auto measures its thread count)" : ""));
     auto ds = std::make_unique<Downscaler>(mo, to, device);
@@ -309,6 +311,11 @@ int run(int argc, char** argv) {
                  "the reference's threads: best (on the CPU each of 1..cores, the best per measure; on CUDA "
                  "finecast's count) or N");
   app.add_option("--device", device, "cpu, cuda, cuda:N, or auto (CUDA when present)");
+  std::string noise_arg = "cpu";
+  app.add_option("--noise-generator", noise_arg,
+                 "finecast's training noise (train.noise_generator): cpu (drawn on the CPU, copied) | philox (drawn "
+                 "where the step runs)")
+      ->check(CLI::IsMember({"cpu", "philox"}));
   app.add_option("--repeats", repeats, "timed repetitions; the best is reported");
   app.add_option("--python", python, "Python interpreter with torch for the reference loop");
   app.add_option("--reference", script, "path of bench/reference_pytorch.py");
@@ -331,7 +338,10 @@ int run(int argc, char** argv) {
                 "); then the PyTorch reference" + (no_reference ? " (skipped: --no-reference)" : ""));
   const Data data = make_data();
   std::map<std::string, std::string> notes;
-  const auto ours = measure(choice.torch_device, data, repeats, threads, &notes, progress);
+  const auto noise =
+      noise_arg == "philox" ? finecast::trainer::NoiseGenerator::kPhilox : finecast::trainer::NoiseGenerator::kCpu;
+  notes["noise_generator"] = noise_arg;
+  const auto ours = measure(choice.torch_device, data, repeats, threads, noise, &notes, progress);
 
   // The reference on the same device; at each thread count 1..cores, keeping the best per measure.
   std::string why_not;
@@ -380,9 +390,9 @@ int run(int argc, char** argv) {
   if (json) {
     std::printf(
         "{\"device\": \"%s\", \"cpu\": \"%s\", \"cores\": %d, \"build_type\": \"%s\", \"torch\": \"%s\", "
-        "\"threads\": \"%s\", \"training_path\": \"%s\", \"parameters\": %.0f",
+        "\"threads\": \"%s\", \"training_path\": \"%s\", \"noise_generator\": \"%s\", \"parameters\": %.0f",
         choice.torch_device.c_str(), cpu_model().c_str(), cores, FINECAST_BUILD_TYPE, TORCH_VERSION,
-        threads_arg.c_str(), notes["training_path"].c_str(), ours.at("parameters"));
+        threads_arg.c_str(), notes["training_path"].c_str(), noise_arg.c_str(), ours.at("parameters"));
     for (const char* k : kKeys) std::printf(", \"%s\": %.6g", k, ours.at(k));
     for (const char* k : extra) std::printf(", \"%s\": %.6g", k, ours.at(k));
     // Measures present on some devices only (the CUDA graph anatomy: step_anatomy, sample_anatomy).

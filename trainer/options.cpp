@@ -51,6 +51,11 @@ const schema::Names<ValidationSplit>& names(ValidationSplit) {
   return n;
 }
 
+const schema::Names<NoiseGenerator>& names(NoiseGenerator) {
+  static const schema::Names<NoiseGenerator> n{{NoiseGenerator::kCpu, "cpu"}, {NoiseGenerator::kPhilox, "philox"}};
+  return n;
+}
+
 const schema::Names<BudgetScope>& names(BudgetScope) {
   static const schema::Names<BudgetScope> n{{BudgetScope::kSession, "session"}, {BudgetScope::kRun, "run"}};
   return n;
@@ -156,6 +161,10 @@ const schema::Table<TrainOptions>& train_options_table() {
                         "torch threads on the trainer rank: auto (measured), N, or 0 = cores / ranks on the node"));
     s.push_back(integer("max_threads", &T::max_threads, 0, 4096, "upper end of threads: auto (0 = all cores)"));
     s.push_back(boolean("cuda_graphs", &T::cuda_graphs, "capture the training step in a CUDA graph (CUDA only)"));
+    s.push_back(choice("noise_generator", &T::noise_generator,
+                       "the training noise: cpu (the trainer's CPU generator, copied to the device each step) | "
+                       "philox (counter-based Philox4x32-10, drawn where the step runs: on CUDA inside the captured "
+                       "step; the same stream on CPU and GPU)"));
     s.push_back(
         real("max_seconds", &T::max_seconds, 0.0, kInf,
              "training wall-time budget in seconds (0 = none); the cosine decay then runs over it, not decay_steps"));

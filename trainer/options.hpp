@@ -25,6 +25,7 @@ enum class NoiseLevels { kUniform, kLognormal };
 enum class ValidationMetric { kLoss, kCrps, kCrpsFair };
 enum class ValidationSplit { kTime, kPatches };
 enum class BudgetScope { kSession, kRun };
+enum class NoiseGenerator { kCpu, kPhilox };
 
 const schema::Names<Arch>& names(Arch);
 const schema::Names<Activation>& names(Activation);
@@ -36,6 +37,7 @@ const schema::Names<NoiseLevels>& names(NoiseLevels);
 const schema::Names<ValidationMetric>& names(ValidationMetric);
 const schema::Names<ValidationSplit>& names(ValidationSplit);
 const schema::Names<BudgetScope>& names(BudgetScope);
+const schema::Names<NoiseGenerator>& names(NoiseGenerator);
 
 /// "mlp", "cosine", ...: the name of any of the enums above.
 template <class E>
@@ -128,6 +130,10 @@ struct TrainOptions {
   /// On CUDA, capture the training step in a CUDA graph and replay it (full batches, after the
   /// first eager steps of a session); off = eager on every step.
   bool cuda_graphs = true;
+  /// The training noise: cpu = the trainer's CPU generator, copied to the device each step;
+  /// philox = the counter-based Philox4x32-10 stream (trainer/philox.hpp), drawn where the step
+  /// runs (on CUDA inside the captured step, no copy); either is the same on CPU and GPU.
+  NoiseGenerator noise_generator = NoiseGenerator::kCpu;
   /// Training wall-time budget in seconds (0 = none): training stops between optimizer steps
   /// once it is spent, and the learning rate's cosine decay (after the warm-up) runs over it
   /// instead of over decay_steps.

@@ -8,6 +8,7 @@
 
 #include "trainer/adamw.hpp"
 #include "trainer/autocast.hpp"
+#include "trainer/philox_fill.hpp"
 
 namespace finecast::trainer::graphs {
 
@@ -19,10 +20,11 @@ constexpr int kWarmupSteps = 3;
 
 StaticStep::StaticStep(Downscaler::Impl& im, int64_t batch, bool weighted) : im_(im), batch_(batch) {
   const int64_t B = batch, P = im.mo.patch_size, C = im.mo.context_size;
-  const int64_t floats = B * P + B * C + (weighted ? B * P : 0) + B * P + kHyper;
+  const int64_t floats = B * P + B * C + (weighted ? B * P : 0) + kHyper + B * P;
   const auto fo = torch::TensorOptions().dtype(torch::kFloat32).device(im.device);
   device_floats = torch::zeros({floats}, fo);
-  device_longs = torch::zeros({B}, torch::TensorOptions().dtype(torch::kInt64).device(im.device));
+  device_noise = im.to.noise_generator == NoiseGenerator::kPhilox;
+  device_longs = torch::zeros({B + 1}, torch::TensorOptions().dtype(torch::kInt64).device(im.device));
   int64_t off = 0;
   auto take = [&](int64_t n) {
     auto v = device_floats.narrow(0, off, n);
@@ -32,9 +34,10 @@ StaticStep::StaticStep(Downscaler::Impl& im, int64_t batch, bool weighted) : im_
   x0 = take(B * P).view({B, P});
   ctx = take(B * C).view({B, C});
   if (weighted) w = take(B * P).view({B, P});
-  eps = take(B * P).view({B, P});
   hyper = take(kHyper);
-  t = device_longs;
+  eps = take(B * P).view({B, P});
+  t = device_longs.narrow(0, 0, B);
+  noise_stream = device_longs.narrow(0, B, 1);
   statistics = torch::zeros({5}, fo);
 }
 
@@ -44,6 +47,7 @@ void StaticStep::run() {
   auto& im = im_;
   const bool v_obj = im.mo.objective == Objective::kV, conservative = im.mo.conservative, bf16 = im.to.bf16 && im.cuda;
   im.grad.zero_();
+  if (device_noise) philox::fill_normal(eps, philox::key_of(im.to.seed), noise_stream, philox::kTrainingNoise);
   torch::Tensor loss;
   {
     auto e = conservative ? diffusion::remove_mean(eps, w) : eps;
@@ -96,8 +100,10 @@ TrainGraph::TrainGraph(Downscaler::Impl& im, int64_t batch, bool weighted)
       runner_(make_runner(im.device, kWarmupSteps)) {
   for (int s = 0; s < 2; ++s) {
     host_floats_[s] = runner_->host_buffer(body_.device_floats.numel(), torch::kFloat32);
-    host_longs_[s] = runner_->host_buffer(batch, torch::kInt64);
+    host_longs_[s] = runner_->host_buffer(batch + 1, torch::kInt64);
+    host_copied_[s] = host_floats_[s].narrow(0, 0, body_.copied_floats());
   }
+  device_copied_ = body_.device_floats.narrow(0, 0, body_.copied_floats());
 }
 
 void TrainGraph::set_data(const EpochTensors& data) {
@@ -122,19 +128,21 @@ void TrainGraph::step(const StepDraws& d) {
   const float* r0 = data_r0_.data_ptr<float>();
   const float* ctx = data_ctx_.data_ptr<float>();
   const float* w = data_w_.defined() ? data_w_.data_ptr<float>() : nullptr;
-  // Layout as in StaticStep: x0 | ctx | w | eps | hyper.
+  // Layout as in StaticStep: x0 | ctx | w | hyper | eps.
   float* x0p = f;
   float* cp = x0p + B * P;
   float* wp = cp + B * C;
-  float* ep = wp + (weighted_ ? B * P : 0);
-  float* hp = ep + B * P;
+  float* hp = wp + (weighted_ ? B * P : 0);
+  float* ep = hp + StaticStep::kHyper;
   for (int64_t i = 0; i < B; ++i) {
     std::memcpy(x0p + i * P, r0 + idx[i] * P, static_cast<size_t>(P) * sizeof(float));
     if (C > 0) std::memcpy(cp + i * C, ctx + idx[i] * C, static_cast<size_t>(C) * sizeof(float));
     if (weighted_) std::memcpy(wp + i * P, w + idx[i] * P, static_cast<size_t>(P) * sizeof(float));
   }
-  std::memcpy(ep, d.eps.data_ptr<float>(), static_cast<size_t>(B * P) * sizeof(float));
-  std::memcpy(host_longs_[s].data_ptr<int64_t>(), d.t.data_ptr<int64_t>(), static_cast<size_t>(B) * sizeof(int64_t));
+  if (!body_.device_noise) std::memcpy(ep, d.eps.data_ptr<float>(), static_cast<size_t>(B * P) * sizeof(float));
+  int64_t* longs = host_longs_[s].data_ptr<int64_t>();
+  std::memcpy(longs, d.t.data_ptr<int64_t>(), static_cast<size_t>(B) * sizeof(int64_t));
+  longs[B] = im.step;  // the Philox stream of this step's noise (train.noise_generator philox)
   // The hyper-parameters of this step, assuming the steps before it in the epoch were good.
   const double lr = im.current_lr();
   const adamw::StepParams sp = adamw::step_params(im.to, im.step, lr, 0.0);
@@ -144,7 +152,7 @@ void TrainGraph::step(const StepDraws& d) {
   hp[StaticStep::kInvBc2] = 1.0f / sp.bc2_sqrt;
   hp[StaticStep::kEmaWeight] = sp.ema_weight;
   hp[StaticStep::kClip] = static_cast<float>(im.to.grad_clip);
-  runner_->copy_in(body_.device_floats, host_floats_[s], s);
+  runner_->copy_in(device_copied_, host_copied_[s], s);
   runner_->copy_in(body_.device_longs, host_longs_[s], s);
   runner_->run([this] { body_.run(); });
   ++im.step;

@@ -28,13 +28,19 @@ class StaticStep {
 
   // Inputs (views into two device buffers, filled by one copy each per step).
   torch::Tensor device_floats, device_longs;
-  torch::Tensor x0, ctx, w, eps, hyper;  ///< [B,P], [B,C], [B,P] or undefined, [B,P], [kHyper]
+  torch::Tensor x0, ctx, w, hyper, eps;  ///< [B,P], [B,C], [B,P] or undefined, [kHyper], [B,P]
   torch::Tensor t;                       ///< int64 [B]
+  /// train.noise_generator philox: eps is drawn in the step on the device from this int64 scalar
+  /// (the optimizer step), and device_floats is copied in without it (copied_floats()).
+  bool device_noise = false;
+  torch::Tensor noise_stream;
   /// loss sum, good steps, bad steps, current bad run, longest bad run (float [5], device).
   torch::Tensor statistics;
 
   enum Hyper { kLr, kDecay, kStepSize, kInvBc2, kEmaWeight, kClip, kHyper };
   int64_t floats_per_step() const { return device_floats.numel(); }
+  /// The leading floats the host fills and copies each step (all but eps with device noise).
+  int64_t copied_floats() const { return device_floats.numel() - (device_noise ? eps.numel() : 0); }
 
  private:
   Downscaler::Impl& im_;
@@ -75,6 +81,7 @@ class TrainGraph {
   StaticStep body_;
   std::unique_ptr<Runner> runner_;
   torch::Tensor host_floats_[2], host_longs_[2];
+  torch::Tensor device_copied_, host_copied_[2];  ///< the copied parts of device_floats, host_floats_
   int slot_ = 0;
   int64_t steps_in_epoch_ = 0;
   torch::Tensor data_r0_, data_ctx_, data_w_;  ///< host copies of the epoch's data

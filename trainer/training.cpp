@@ -14,6 +14,7 @@
 
 #include "trainer/adamw.hpp"
 #include "trainer/autocast.hpp"
+#include "trainer/philox_fill.hpp"
 #include "trainer/downscaler.hpp"
 #include "trainer/downscaler_impl.hpp"
 #include "trainer/thread_tuning.hpp"
@@ -206,6 +207,15 @@ LossAndNorm forward_backward(Downscaler::Impl& im, const EpochTensors& data, con
 }
 
 namespace {
+/// The Philox training noise of the step about to be taken ([b,P] on the CPU): the stream is the
+/// optimizer step, so the graph path (which draws it on the device) and the eager paths agree.
+torch::Tensor philox_noise(const Downscaler::Impl& im, int64_t b) {
+  auto eps = torch::empty({b, im.mo.patch_size}, torch::TensorOptions().dtype(torch::kFloat32));
+  philox::fill_normal_cpu(eps.data_ptr<float>(), eps.numel(), philox::key_of(im.to.seed),
+                          static_cast<uint64_t>(im.step), philox::kTrainingNoise);
+  return eps;
+}
+
 /// The part of a step's draws on this member's rows (data-parallel): the same global draws on
 /// every member, each keeping the rows it holds.
 StepDraws local_part(const StepDraws& d, const std::vector<int64_t>& global_to_local) {
@@ -335,7 +345,12 @@ EpochStats run_epoch(Downscaler::Impl& im, const EpochTensors& data,
     StepDraws d;
     d.idx = perm.narrow(0, start, b);
     d.t = diffusion::draw_timesteps(im.to, im.schedule, b, im.gen);
-    d.eps = torch::randn({b, P}, im.gen, float_cpu);
+    // Philox noise on the graph path is drawn on the device, inside the step (train_graph.cpp).
+    const bool philox = im.to.noise_generator == NoiseGenerator::kPhilox;
+    if (!philox)
+      d.eps = torch::randn({b, P}, im.gen, float_cpu);
+    else if (!(graph && graph->accepts(b)))
+      d.eps = philox_noise(im, b);
     // Drawn after eps, so that without it the generator's sequence is what it was.
     if (im.to.context_noise > 0 && im.mo.context_size > 0)
       d.ctx_noise = torch::randn({b, im.mo.context_size}, im.gen, float_cpu);
@@ -349,6 +364,7 @@ EpochStats run_epoch(Downscaler::Impl& im, const EpochTensors& data,
         // The step did not run: collect the graph's epoch so far and go on eagerly (which backs
         // off on out-of-memory like any other step).
         collect_graph(graph, tally, event);
+        if (!d.eps.defined()) d.eps = philox_noise(im, b);
         im.train_graph.reset();
         im.train_graph_failed = true;
         event(std::string("train: CUDA graph step failed (") + e.what() + "); continuing without graphs");

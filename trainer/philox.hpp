@@ -49,8 +49,8 @@ FINECAST_HD Block philox4x32_10(Block c, uint32_t k0, uint32_t k1) {
 /// CPU's and CUDA's double log/cos/sin differ by an ulp of a double at most, which rounding to
 /// float almost never shows.
 FINECAST_HD float normal_at(uint64_t key, uint64_t stream, uint32_t purpose, uint64_t e) {
-  const Block c{{static_cast<uint32_t>(e >> 2), static_cast<uint32_t>(stream), static_cast<uint32_t>(stream >> 32),
-                 purpose}};
+  const Block c{
+      {static_cast<uint32_t>(e >> 2), static_cast<uint32_t>(stream), static_cast<uint32_t>(stream >> 32), purpose}};
   const Block r = philox4x32_10(c, static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32));
   const int lane = static_cast<int>(e & 3);
   const uint32_t a = r.x[lane & 2], b = r.x[(lane & 2) + 1];

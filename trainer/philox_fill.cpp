@@ -8,8 +8,8 @@
 
 #if FINECAST_HAVE_CUDA
 #include <c10/cuda/CUDAStream.h>
-extern "C" int finecast_philox_normal_cuda(float* out, int64_t n, uint64_t key, const int64_t* stream,
-                                           uint32_t purpose, void* cuda_stream);
+extern "C" int finecast_philox_normal_cuda(float* out, int64_t n, uint64_t key, const int64_t* stream, uint32_t purpose,
+                                           void* cuda_stream);
 #endif
 
 namespace finecast::trainer::philox {
@@ -35,9 +35,12 @@ void fill_normal(torch::Tensor& out, uint64_t key, const torch::Tensor& stream, 
     throw std::invalid_argument("philox::fill_normal: stream must be one int64 on out's device");
   if (out.is_cuda()) {
 #if FINECAST_HAVE_CUDA
-    const int err = finecast_philox_normal_cuda(out.data_ptr<float>(), out.numel(), key, stream.data_ptr<int64_t>(),
-                                                purpose, c10::cuda::getCurrentCUDAStream(out.device().index()).stream());
-    if (err != 0) throw std::runtime_error("philox::fill_normal: the CUDA kernel did not launch (error " + std::to_string(err) + ")");
+    const int err =
+        finecast_philox_normal_cuda(out.data_ptr<float>(), out.numel(), key, stream.data_ptr<int64_t>(), purpose,
+                                    c10::cuda::getCurrentCUDAStream(out.device().index()).stream());
+    if (err != 0)
+      throw std::runtime_error("philox::fill_normal: the CUDA kernel did not launch (error " + std::to_string(err) +
+                               ")");
     return;
 #else
     throw std::runtime_error("philox::fill_normal: this build has no CUDA kernel");

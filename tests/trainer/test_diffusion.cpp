@@ -380,8 +380,12 @@ TEST(Sampler, ChurnStepIsTheFirstStepWithTheRaisedNoiseLevel) {
       const int64_t u = fd::churn_step(s, t, c);
       ASSERT_GT(u, t) << "churn " << c;
       ASSERT_LE(u, 49);
-      if (u < 49) EXPECT_GE(sigma(u), (1 + c) * sigma(t)) << "t " << t << " churn " << c;
-      if (u > t + 1) EXPECT_LT(sigma(u - 1), (1 + c) * sigma(t)) << "the first such step, t " << t;
+      if (u < 49) {
+        EXPECT_GE(sigma(u), (1 + c) * sigma(t)) << "t " << t << " churn " << c;
+      }
+      if (u > t + 1) {
+        EXPECT_LT(sigma(u - 1), (1 + c) * sigma(t)) << "the first such step, t " << t;
+      }
       EXPECT_GE(fd::churn_step(s, t, 2 * c), u) << "more churn, a higher step";
     }
     EXPECT_EQ(fd::churn_step(s, 49, c), 49) << "nothing above the last step";
@@ -460,7 +464,9 @@ TEST(Sampler, ChurnFollowsTheVarianceOfGaussianDataWithTheExactDenoiser) {
       const auto out = fd::ddpm_sample(setup, oracle, x.clone(), g);
       EXPECT_NEAR(out.mean().item<double>(), 0.0, 0.02) << "churn " << c;
       EXPECT_NEAR(out.std().item<double>(), ddpm_std(c, beta), 0.015) << "ddpm churn " << c << (beta ? " beta" : "");
-      if (beta) EXPECT_NEAR(out.std().item<double>(), 1.0, 0.01) << "beta steps are exact for N(0, 1) data";
+      if (beta) {
+        EXPECT_NEAR(out.std().item<double>(), 1.0, 0.01) << "beta steps are exact for N(0, 1) data";
+      }
     }
     auto g = at::make_generator<at::CPUGeneratorImpl>(9);
     const auto out = fd::ddim_sample(setup, oracle, x.clone(), 10, 0.0, &g);

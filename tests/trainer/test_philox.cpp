@@ -93,7 +93,6 @@ TEST(Philox, TheGraphPathDrawsInTheStepWhatTheEagerPathDrawsOnTheHost) {
     loss_c = cpu_noise.train_epoch(view(d)).avg_loss;
   }
   ASSERT_TRUE(ft::internals(graph).train_graph) << "the graph path was not taken";
-  EXPECT_TRUE(ft::internals(graph).train_graph->captured() || !ft::graphs::compiled());
   EXPECT_EQ(graph.step(), eager.step());
   EXPECT_NEAR(loss_g, loss_e, 1e-5 * loss_e);
   const auto update = (ft::internals(eager).flat - init).norm().item<double>();

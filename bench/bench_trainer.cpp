@@ -215,6 +215,17 @@ std::map<std::string, double> measure(const std::string& device, const Data& d, 
       r["session_epoch_s_b16"] = epoch;
       r["session_blocked_vs_epoch_b16"] = blocked / epoch;
     }
+    // The epochs of a 2-epoch session: the data are prepared and moved once per session there,
+    // where train_epoch(view) prepares them at every call (at batch 256 on a GPU that set-up
+    // costs more than the epoch's steps).
+    {
+      progress.line(what + ": the epochs of a 2-epoch session");
+      const auto st = ds->train_session(view, 2);
+      double epochs_s = 0;
+      for (const auto& e : st.epochs) epochs_s += e.seconds;
+      r["session_train_samples_per_s" + b] =
+          static_cast<double>(st.train_samples) * static_cast<double>(st.epochs.size()) / epochs_s;
+    }
     step_anatomy(*ds, batch, s, r);
     last = std::move(ds);
   }

@@ -98,7 +98,7 @@ void pack_fields(const RunSettings& run, CouplingState& c, const RunStats& stats
       if (!device) throw InternalError("no device pointer for host variable " + field.name);
       const int64_t element = field.datatype == COMIN_VAR_DATATYPE_FLOAT ? sizeof(float) : sizeof(double);
       c.staging.resize(static_cast<size_t>((field.owned.region.elements() * element + 7) / 8));
-      c.device->copy(device, field.owned.region, element, c.staging.data(), "host variable " + field.name);
+      c.device->copy(device, field.owned.region, element, c.staging.data(), field.name);
       if (field.datatype == COMIN_VAR_DATATYPE_FLOAT)
         coupling::pack_staged(reinterpret_cast<const float*>(c.staging.data()), field.owned, out);
       else

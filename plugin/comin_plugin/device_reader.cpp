@@ -3,8 +3,9 @@
 
 #include <dlfcn.h>
 
-#include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <type_traits>
 
 #include "coupling/error.hpp"
 
@@ -92,9 +93,8 @@ DeviceReader::DeviceReader(std::unique_ptr<Driver> driver) : driver_(std::move(d
 DeviceReader::~DeviceReader() = default;
 
 void DeviceReader::copy(const void* device, const coupling::ArrayRegion& region, int64_t element_bytes, void* dst,
-                        const std::string& what) {
+                        const std::string& name) {
   if (region.rows == 0) return;
-  const auto t0 = std::chrono::steady_clock::now();
   Driver& d = *driver_;
   const auto ptr = static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(device));
   // The host's thread normally has its context current (ICON's OpenACC, finecast-host's CUDA
@@ -110,10 +110,11 @@ void DeviceReader::copy(const void* device, const coupling::ArrayRegion& region,
       if (r == kSuccess) r = d.device_get(&dev, ordinal);
       if (r == kSuccess) r = d.primary_retain(&d.primary, dev);
       if (r != kSuccess)
-        throw Error("coupling.device_fields: " + what + ": no CUDA context for its device pointer: " + d.describe(r));
+        throw Error("coupling.device_fields: host variable " + name +
+                    ": no CUDA context for its device pointer: " + d.describe(r));
     }
     if (const CUresult r = d.ctx_push(d.primary); r != kSuccess)
-      throw Error("coupling.device_fields: " + what + ": " + d.describe(r));
+      throw Error("coupling.device_fields: host variable " + name + ": " + d.describe(r));
     pushed = true;
   }
   Memcpy2D m{};
@@ -131,9 +132,8 @@ void DeviceReader::copy(const void* device, const coupling::ArrayRegion& region,
     d.ctx_pop(&popped);
   }
   if (r != kSuccess)
-    throw Error("coupling.device_fields: copying " + what + " from the host's device copy failed: " + d.describe(r));
-  bytes_ += region.elements() * element_bytes;
-  seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    throw Error("coupling.device_fields: copying host variable " + name +
+                " from the host's device copy failed: " + d.describe(r));
 }
 
 }  // namespace finecast::plugin

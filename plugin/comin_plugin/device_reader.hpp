@@ -23,20 +23,15 @@ class DeviceReader {
   DeviceReader& operator=(const DeviceReader&) = delete;
 
   /// Copies `region` of the device array at `device` (elements of `element_bytes`) densely into
-  /// `dst` (region.elements() elements), in one 2-D copy; synchronous. Throws Error naming
-  /// `what` when the driver fails (e.g. `device` is no device pointer).
+  /// `dst` (region.elements() elements), in one 2-D copy; synchronous. Throws Error naming host
+  /// variable `name` when the driver fails (e.g. `device` is no device pointer).
   void copy(const void* device, const coupling::ArrayRegion& region, int64_t element_bytes, void* dst,
-            const std::string& what);
-
-  int64_t bytes() const { return bytes_; }  ///< copied so far
-  double seconds() const { return seconds_; }
+            const std::string& name);
 
  private:
   struct Driver;
   explicit DeviceReader(std::unique_ptr<Driver> driver);
   std::unique_ptr<Driver> driver_;
-  int64_t bytes_ = 0;
-  double seconds_ = 0;
 };
 
 }  // namespace finecast::plugin

@@ -1,11 +1,18 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // finecast-bench plugin: the host's time per step without the plugin, with the plugin training
-// synchronously, and with it training on a background thread, on the demo setup.
+// synchronously, and with it training on a background thread, on the demo setup; with
+// --python-reference also the reference Python ComIn plugin (bench/python_reference_plugin.py,
+// loaded by bench/python_adapter.c) doing the same work in the same host, synchronously and on
+// a Python thread.
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -14,12 +21,28 @@
 
 namespace {
 
+/// Sessions every kEvery steps once the buffer holds kEvery steps, samplings every kSampleEvery
+/// steps: the demo's schedule, given to both plugins explicitly.
+constexpr int kEvery = 48;
+constexpr int kSampleEvery = 50;
+
 struct Case {
   std::string name;
   std::string args;  ///< extra finecast-host arguments
+  std::string run_file;
+  bool python = false;
+  // What the host's summary line says:
   double s_per_step = 0;
   double plugin_s_per_step = 0;
   double loop_s_per_step = 0;  ///< the time loop alone, without the final wait in EP_DESTRUCTOR
+  // From --step-times (the slowest rank per step):
+  double ordinary_step_plugin_s = 0;  ///< median plugin time of steps without session or sampling
+  double session_blocked_s = 0;       ///< mean over session steps of their plugin time above that
+  double sampling_step_s = 0;         ///< mean over sampling steps, likewise
+  int sessions = 0, samplings = 0;
+  // From the plugins' own logs or report:
+  double train_samples_per_s = 0;
+  double trainer_peak_mib = 0;
 };
 
 /// Runs a command, returns its output (stdout + stderr) and exit code.
@@ -33,45 +56,173 @@ int run(const std::string& command, std::string& output) {
   return pclose(pipe);
 }
 
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+/// finecast-host --step-times: the plugins' seconds per step (index 0 = step 1).
+std::vector<double> read_plugin_step_seconds(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<double> out;
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    std::stringstream ss(line);
+    std::string step, plugin;
+    std::getline(ss, step, ',');
+    std::getline(ss, plugin, ',');
+    out.push_back(std::stod(plugin));
+  }
+  return out;
+}
+
+/// Splits the per-step plugin times into ordinary, session and sampling steps. A step that both
+/// trains and samples counts as a session step.
+void step_statistics(const std::vector<double>& plugin_s, bool sessions_due, Case& c) {
+  std::vector<double> ordinary;
+  std::vector<int> session_steps, sampling_steps;
+  for (size_t i = 0; i < plugin_s.size(); ++i) {
+    const int step = static_cast<int>(i) + 1;
+    if (sessions_due && step % kEvery == 0)
+      session_steps.push_back(step);
+    else if (step % kSampleEvery == 0)
+      sampling_steps.push_back(step);
+    else
+      ordinary.push_back(plugin_s[i]);
+  }
+  c.ordinary_step_plugin_s = median(ordinary);
+  auto mean_above = [&](const std::vector<int>& steps) {
+    double sum = 0;
+    for (int s : steps) sum += plugin_s[s - 1] - c.ordinary_step_plugin_s;
+    return steps.empty() ? 0.0 : sum / static_cast<double>(steps.size());
+  };
+  c.session_blocked_s = mean_above(session_steps);
+  c.sampling_step_s = mean_above(sampling_steps);
+  c.sessions = static_cast<int>(session_steps.size());
+  c.samplings = static_cast<int>(sampling_steps.size());
+}
+
+/// finecast's log: the mean of its epochs' samples/s, and the trainer rank's peak memory.
+void finecast_log_statistics(const std::string& output, Case& c) {
+  const std::regex epoch(R"(Epoch \d+/\d+: avg loss = \S+ \(\d+ batches, [0-9.]+ s, ([0-9.]+) samples/s\))");
+  double sum = 0;
+  int n = 0;
+  for (auto it = std::sregex_iterator(output.begin(), output.end(), epoch); it != std::sregex_iterator(); ++it) {
+    sum += std::stod((*it)[1]);
+    ++n;
+  }
+  c.train_samples_per_s = n ? sum / n : 0;
+  std::smatch m;
+  const std::regex peak(R"(Peak resident memory (\d+) MiB; LibTorch loaded \(trainer rank\))");
+  if (std::regex_search(output, m, peak)) c.trainer_peak_mib = std::stod(m[1]);
+}
+
+/// The Python plugin's report (bench/python_reference_plugin.py --report).
+void python_report_statistics(const std::string& path, Case& c) {
+  std::ifstream in(path);
+  if (!in) return;
+  const nlohmann::json r = nlohmann::json::parse(in);
+  double sum = 0;
+  for (const auto& s : r["sessions"]) sum += s["samples_per_s"].get<double>();
+  c.train_samples_per_s = r["sessions"].empty() ? 0 : sum / static_cast<double>(r["sessions"].size());
+  c.trainer_peak_mib = r["rank0_peak_resident_mib"].get<double>();
+}
+
+/// The run file's keys up to its plugin list, followed by `plugins`.
+std::string with_plugins(const std::string& run_file, const std::string& plugins) {
+  std::ifstream in(run_file);
+  std::string text, line;
+  while (std::getline(in, line) && line.rfind("plugins:", 0) != 0 && line.rfind("comin_namelist:", 0) != 0)
+    text += line + "\n";
+  return text + "plugins:\n" + plugins;
+}
+
 int bench_plugin(int argc, char** argv) {
   CLI::App app{
       "finecast-bench plugin: host time per step on the demo setup (finecast-host on the real R2B4 grid\n"
       "with configs/demo.yaml), (1) without the plugin, (2) with the plugin and train.async: false,\n"
-      "(3) with train.async: true. Launches `mpiexec -n RANKS build/bin/finecast-host` itself (do not\n"
-      "run it under mpiexec). Run from the repository root."};
+      "(3) with train.async: true; with --python-reference (4, 5) the reference Python ComIn plugin\n"
+      "(bench/python_reference_plugin.py, loaded by bench/python_adapter.c) training in its callback\n"
+      "and on a Python thread, and finecast configured as that reference design (7 context values,\n"
+      "residual from the patch mean, DDPM-50). Launches\n"
+      "`mpiexec -n RANKS build/bin/finecast-host` itself (do not run it under mpiexec). Run from the\n"
+      "repository root."};
   std::string run_file = "configs/demo_host.yaml";
-  std::string bin_dir;
-  int ranks = 4, steps = 120;
+  std::string bin_dir, adapter, device = "cpu";
+  int ranks = 4, steps = 120, epochs = 30, threads = 2, members = 8;
   double step_seconds = 0;
-  bool json = false;
+  bool json = false, python = false;
   finecast::cli::add_config(app, run_file, "host run file (default configs/demo_host.yaml; --run FILE too)", false,
                             "--run");
   app.add_option("--ranks", ranks, "MPI ranks (default 4)");
   app.add_option("--steps", steps, "host steps per case (default 120: training sessions at steps 48 and 96)");
   app.add_option("--step-seconds", step_seconds,
                  "minimum wall time per host step (default 0: the toy model's own speed)");
+  app.add_option("--epochs", epochs, "epochs per training session (default 30)");
+  app.add_option("--threads", threads, "trainer threads of both plugins (default 2)");
+  app.add_option("--members", members, "ensemble members per sampling (default 8)");
+  app.add_option("--device", device, "the trainers' device (default cpu)");
+  app.add_flag("--python-reference", python,
+               "also run the reference Python plugin; both plugins then follow the reference design");
+  app.add_option("--adapter", adapter,
+                 "the plugin that runs the Python script (default: BIN_DIR/../lib/libfinecast_python_adapter.so)");
   app.add_option("--bin-dir", bin_dir, "directory of finecast-host (default: this program's directory)");
   app.add_flag("--json", json, "print one JSON object");
   finecast::cli::add_version(app, "finecast-bench plugin");
   CLI11_PARSE(app, argc, argv);
   if (bin_dir.empty()) bin_dir = std::filesystem::path(finecast::cli::executable_path()).parent_path().string();
+  if (adapter.empty()) adapter = bin_dir + "/../lib/libfinecast_python_adapter.so";
   const std::string out_dir = std::filesystem::temp_directory_path().string() + "/finecast-bench-plugin";
   std::filesystem::remove_all(out_dir);
+  std::filesystem::create_directories(out_dir);
+  if (python && !std::filesystem::exists(adapter)) {
+    std::fprintf(stderr,
+                 "finecast-bench plugin: --python-reference needs the Python plugin's loader; %s does not "
+                 "exist (it is built where Debian's python3-dev is installed; scripts/setup.sh installs it)\n",
+                 adapter.c_str());
+    return 2;
+  }
 
-  // The reference model of the setup to beat (the MLP, 30 epochs a session), whatever model the
-  // demo itself uses, so that the measured overhead compares with the reference plugin's.
-  const std::string common = " --set sample.output=" + out_dir + "/out.nc --set checkpoint.dir=" + out_dir +
-                             "/ckpt --set model.arch=mlp --set train.epochs=30";
-  std::vector<Case> cases = {{"no plugin", " --no-plugins"},
-                             {"plugin, train.async: false", common + " --set train.async=false"},
-                             {"plugin, train.async: true", common + " --set train.async=true"}};
+  // The reference model of the setup to beat (the MLP, EPOCHS epochs a session), whatever model
+  // the demo itself uses, so that the measured overhead compares with the reference plugin's.
+  std::string common = " --set sample.output=" + out_dir + "/out.nc --set checkpoint.dir=" + out_dir +
+                       "/ckpt --set model.arch=mlp --set train.epochs=" + std::to_string(epochs) +
+                       " --set train.threads=" + std::to_string(threads) + " --set device=" + device;
+  if (python)  // the reference design: edge-neighbour context, residual from the patch mean, DDPM
+    common +=
+        " --set 'patch.static=[]' --set \"patch.orography=''\" --set patch.residual=mean"
+        " --set patch.static_features=true --set patch.context_rings=0 --set model.hidden=256"
+        " --set model.depth=3 --set train.batch_size=16 --set buffer.capacity=48 --set train.every=48"
+        " --set train.min_steps=48 --set sample.every=50 --set sample.sampler=ddpm --set sample.members=" +
+        std::to_string(members);
+  std::vector<Case> cases = {{"no plugin", " --no-plugins", run_file},
+                             {"plugin, train.async: false", common + " --set train.async=false", run_file},
+                             {"plugin, train.async: true", common + " --set train.async=true", run_file}};
+  if (python) {
+    const std::string py_run = out_dir + "/python_host.yaml";
+    const std::string options = std::filesystem::absolute("bench/python_reference_plugin.py").string() +
+                                " --field ts --capacity 48 --every 48 --epochs " + std::to_string(epochs) +
+                                " --batch 16 --sample-every 50 --members " + std::to_string(members) +
+                                " --sampler ddpm --device " + device + " --threads " + std::to_string(threads) +
+                                " --report " + out_dir + "/pyref.json";
+    for (const bool async : {false, true}) {
+      const std::string file = out_dir + (async ? "/python_async_host.yaml" : "/python_host.yaml");
+      std::ofstream(file) << with_plugins(run_file, "  - {name: pyref, library: " + adapter + ", options: \"" +
+                                                        options + (async ? " --async" : "") + "\", comm: \"\"}\n");
+      cases.push_back({async ? "Python plugin, thread" : "Python plugin, in callback", "", file, true});
+    }
+  }
   const std::regex finished(
       R"(finished \d+ steps on \d+ rank\(s\): ([0-9.]+) s/step \(fields [0-9.]+ s/step, plugin callbacks ([0-9.]+) s/step.*time loop alone ([0-9.]+) s/step)");
-  for (auto& c : cases) {
+  for (size_t i = 0; i < cases.size(); ++i) {
+    Case& c = cases[i];
+    const std::string times = out_dir + "/step_times_" + std::to_string(i) + ".csv";
     const std::string cmd = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpiexec -n " +
-                            std::to_string(ranks) + " --oversubscribe " + bin_dir + "/finecast-host " + run_file +
+                            std::to_string(ranks) + " --oversubscribe " + bin_dir + "/finecast-host " + c.run_file +
                             " --steps " + std::to_string(steps) + " --step-seconds " + std::to_string(step_seconds) +
-                            c.args;
+                            " --step-times " + times + c.args;
     if (!json) std::fprintf(stderr, "[bench plugin] %s: %s\n", c.name.c_str(), cmd.c_str());
     std::string output;
     const int rc = run(cmd, output);
@@ -84,29 +235,67 @@ int bench_plugin(int argc, char** argv) {
     c.s_per_step = std::stod(m[1]);
     c.plugin_s_per_step = std::stod(m[2]);
     c.loop_s_per_step = std::stod(m[3]);
+    step_statistics(read_plugin_step_seconds(times), i > 0, c);
+    if (c.python)
+      python_report_statistics(out_dir + "/pyref.json", c);
+    else if (i > 0)
+      finecast_log_statistics(output, c);
   }
   const double base = cases[0].s_per_step;
   if (json) {
-    std::printf(
-        "{\"ranks\": %d, \"steps\": %d, \"step_seconds\": %g, \"no_plugin_s_per_step\": %.6f, "
-        "\"sync_s_per_step\": %.6f, \"async_s_per_step\": %.6f, \"sync_loop_s_per_step\": %.6f, "
-        "\"async_loop_s_per_step\": %.6f, \"sync_overhead\": %.3f, \"async_overhead\": %.3f}\n",
-        ranks, steps, step_seconds, base, cases[1].s_per_step, cases[2].s_per_step, cases[1].loop_s_per_step,
-        cases[2].loop_s_per_step, cases[1].s_per_step / base, cases[2].s_per_step / base);
+    nlohmann::json j = {{"ranks", ranks},
+                        {"steps", steps},
+                        {"step_seconds", step_seconds},
+                        {"epochs", epochs},
+                        {"device", device},
+                        {"no_plugin_s_per_step", base},
+                        {"sync_s_per_step", cases[1].s_per_step},
+                        {"async_s_per_step", cases[2].s_per_step},
+                        {"sync_loop_s_per_step", cases[1].loop_s_per_step},
+                        {"async_loop_s_per_step", cases[2].loop_s_per_step},
+                        {"sync_overhead", cases[1].s_per_step / base},
+                        {"async_overhead", cases[2].s_per_step / base}};
+    for (const auto& c : cases)
+      j["cases"].push_back({{"name", c.name},
+                            {"s_per_step", c.s_per_step},
+                            {"plugin_s_per_step", c.plugin_s_per_step},
+                            {"loop_s_per_step", c.loop_s_per_step},
+                            {"loop_vs_none", c.loop_s_per_step / cases[0].loop_s_per_step},
+                            {"ordinary_step_plugin_s", c.ordinary_step_plugin_s},
+                            {"session_blocked_s", c.session_blocked_s},
+                            {"sampling_step_s", c.sampling_step_s},
+                            {"sessions", c.sessions},
+                            {"samplings", c.samplings},
+                            {"train_samples_per_s", c.train_samples_per_s},
+                            {"trainer_peak_mib", c.trainer_peak_mib}});
+    if (python)
+      j["sync_session_blocked_vs_python"] = cases[1].session_blocked_s / std::max(1e-12, cases[3].session_blocked_s);
+    std::printf("%s\n", j.dump().c_str());
     return 0;
   }
-  std::printf("host time per step, %d ranks, %d steps, demo setup (%s)\n", ranks, steps, run_file.c_str());
+  std::printf("host time per step, %d ranks, %d steps, %s (%s)\n", ranks, steps,
+              python ? "the reference design" : "demo setup", run_file.c_str());
   std::printf(
       "(s/step: whole run incl. the final EP_DESTRUCTOR, which waits for a session in flight;\n"
-      " loop: the time loop alone, what the model feels while it steps)\n");
-  std::printf("%-30s %10s %10s %10s %10s\n", "case", "s/step", "in plugin", "loop", "loop vs none");
+      " loop: the time loop alone, what the model feels while it steps; per step, session, sampling:\n"
+      " the slowest rank's seconds in the plugin callbacks at ordinary steps (median), and above that\n"
+      " at the steps that train (every %d) and sample (every %d))\n",
+      kEvery, kSampleEvery);
+  std::printf("%-31s %8s %8s %8s %7s %9s %9s %9s %10s %8s\n", "case", "s/step", "plugin", "loop", "vs none", "per step",
+              "session", "sampling", "samples/s", "peak MiB");
   for (const auto& c : cases)
-    std::printf("%-30s %10.4f %10.4f %10.4f %9.2fx\n", c.name.c_str(), c.s_per_step, c.plugin_s_per_step,
-                c.loop_s_per_step, c.loop_s_per_step / cases[0].loop_s_per_step);
+    std::printf("%-31s %8.4f %8.4f %8.4f %6.2fx %9.5f %9.3f %9.3f %10.0f %8.0f\n", c.name.c_str(), c.s_per_step,
+                c.plugin_s_per_step, c.loop_s_per_step, c.loop_s_per_step / cases[0].loop_s_per_step,
+                c.ordinary_step_plugin_s, c.session_blocked_s, c.sampling_step_s, c.train_samples_per_s,
+                c.trainer_peak_mib);
+  if (python)
+    std::printf("finecast sync session / Python session (host-blocked): %.3f\n",
+                cases[1].session_blocked_s / std::max(1e-12, cases[3].session_blocked_s));
   return 0;
 }
 
-const finecast::bench::Register reg("plugin",
-                                    {"host time per step: no plugin vs plugin (sync / async training)", bench_plugin});
+const finecast::bench::Register reg("plugin", {"host time per step: no plugin vs plugin (sync / async training), "
+                                               "optionally vs the reference Python plugin",
+                                               bench_plugin});
 
 }  // namespace

@@ -26,7 +26,7 @@ die() { printf '[setup] ERROR: %s\n' "$*" >&2; exit 1; }
 # Build and test dependencies (gfortran and NetCDF-Fortran build the real ComIn for the tests),
 # the optimised BLAS (libtorch is 7-20x slower without it), the
 # NetCDF/HDF5 command-line tools used by tests, the real data sets, and Debian's Python stack
-# for the reference benchmark and the plots.
+# for the reference benchmark, the reference Python plugin (bench/python_adapter.c) and the plots.
 packages=(
   build-essential cmake pkg-config
   libtorch-dev libopenblas0-openmp
@@ -38,7 +38,7 @@ packages=(
   libncarg-data ferret-datasets
   shellcheck cdo clang-format
   gfortran libnetcdff-dev
-  python3 python3-torch python3-numpy python3-matplotlib python3-netcdf4 python3-yaml python3-xarray python3-h5py
+  python3 python3-dev python3-mpi4py python3-torch python3-numpy python3-matplotlib python3-netcdf4 python3-yaml python3-xarray python3-h5py
 )
 
 missing=()

@@ -12,7 +12,9 @@
 #include <functional>
 #include <memory>
 #include <numeric>
+#include <cstdio>
 #include <string>
+#include <vector>
 
 #include "host/comin/host.hpp"
 #include "host/model/device_fields.hpp"
@@ -26,6 +28,7 @@
 #include "host/model/surface_file.hpp"
 #include "host/time_loop.hpp"
 #include "coupling/io/cf_time.hpp"
+#include "common/atomic_file.hpp"
 #include "common/cli.hpp"
 #include "common/log.hpp"
 
@@ -47,7 +50,8 @@ struct Options {
   std::vector<std::string> plugin_overrides;  ///< "key.path=value", appended to every plugin's options
   /// --write-orography: write the surface fields to this file and stop ("" = run the model)
   std::string write_orography;
-  std::string geometry;  ///< --geometry: the ICON grid's coordinates ("" = file), forwarded as grid.geometry
+  std::string geometry;    ///< --geometry: the ICON grid's coordinates ("" = file), forwarded as grid.geometry
+  std::string step_times;  ///< --step-times: per-step CSV of the plugins' time ("" = none)
 };
 
 fc::IconGeometry geometry_of(const Options& opt) { return fc::parse_icon_geometry(opt.geometry, "--geometry"); }
@@ -149,11 +153,24 @@ class PluginCalls {
   double seconds() const { return seconds_; }
   /// The time-loop entry points alone (ComIn's device synchronisation included).
   double loop_seconds() const { return loop_seconds_; }
+  /// Closes a time step: its entry points' seconds and its whole wall time go to step_times().
+  void end_step() {
+    const double t = now();
+    step_times_.push_back(loop_seconds_ - loop_at_step_);
+    step_times_.push_back(t - step_started_);
+    loop_at_step_ = loop_seconds_;
+    step_started_ = t;
+  }
+  void start_steps() { step_started_ = now(); }
+  /// Per step: the seconds in the plugins' time-loop callbacks, then the step's wall time.
+  const std::vector<double>& step_times() const { return step_times_; }
 
  private:
   ch::Host& host_;
   const int omp_threads_;
   double seconds_ = 0, loop_seconds_ = 0;
+  double loop_at_step_ = 0, step_started_ = 0;
+  std::vector<double> step_times_;
 };
 
 /// The area-weighted global mean of ts: a global diagnostic every step, as ICON's halo
@@ -210,6 +227,7 @@ void time_loop(const fc::host::HostRunConfig& cfg, const RunClock& time, const f
   loop.step_done = [&](int64_t step64, const std::string& datetime) {
     const int step = static_cast<int>(step64);
     const double mean_ts = global_mean_ts(model, fields.ts, comms.model);
+    calls.end_step();  // after the collective: a step lasts until the slowest rank is done
     if (comms.rank != 0 || (step % progress_every != 0 && step != cfg.steps)) return;
     const double t = now();
     flog::info("step " + std::to_string(step) + "/" + std::to_string(cfg.steps) + ", model time " + datetime + ", " +
@@ -222,6 +240,7 @@ void time_loop(const fc::host::HostRunConfig& cfg, const RunClock& time, const f
     step_last = step;
   };
   loop.steps_done = [&] { times.steps = now() - t_loop; };
+  calls.start_steps();
   fh::run_time_loop(
       loop, {[&](t_comin_entry_point ep, int domain, const std::string& datetime) { calls.at(ep, domain, datetime); },
              [&] { calls.timed("EP_FINISH", [&] { host.finish(); }); }});
@@ -240,6 +259,27 @@ void report_device_sync(const fc::host::HostRunConfig& cfg, const ch::Host& host
              fmt::format("{:.3f}", sum[0] / 1e6) + " MB on all ranks (" +
              fmt::format("{:.1f}", sum[0] / 1e3 / cfg.steps) + " kB/step), slowest rank " +
              fmt::format("{:.6f}", worst / cfg.steps) + " s/step");
+}
+
+/// --step-times: per step, the slowest rank's seconds in the plugins' time-loop callbacks and the
+/// step's wall time, as CSV (written atomically by rank 0). A training session inside a callback
+/// shows as its step's plugin time. Collective.
+void write_step_times(const std::string& path, const PluginCalls& calls, const fh::ModelComms& comms) {
+  const std::vector<double>& local = calls.step_times();
+  std::vector<double> worst(local.size(), 0.0);
+  MPI_Reduce(local.data(), worst.data(), static_cast<int>(local.size()), MPI_DOUBLE, MPI_MAX, 0, comms.model);
+  if (comms.rank != 0) return;
+  finecast::AtomicFile file(path);
+  {
+    std::FILE* f = std::fopen(file.tmp_path().c_str(), "w");
+    if (!f) throw finecast::IoError("--step-times " + path + ": cannot write " + file.tmp_path());
+    std::fprintf(f, "step,plugin_seconds,step_seconds\n");
+    for (size_t i = 0; i + 1 < worst.size(); i += 2)
+      std::fprintf(f, "%zu,%.6f,%.6f\n", i / 2 + 1, worst[i], worst[i + 1]);
+    if (std::fclose(f) != 0) throw finecast::IoError("--step-times " + path + ": write failed");
+  }
+  file.commit();
+  flog::info("per-step plugin times written to " + path);
 }
 
 /// The summary line; the slowest rank sets the pace of an MPI model. Collective.
@@ -329,6 +369,7 @@ int run(const Options& opt, const fh::ModelComms& comms) {
   times.total = now() - t_loop;
   report(cfg, times, calls, comms);
   if (device) report_device_sync(cfg, host, comms);
+  if (!opt.step_times.empty()) write_step_times(opt.step_times, calls, comms);
   return 0;
 }
 
@@ -358,6 +399,9 @@ int main(int argc, char** argv) {
                  std::string(fc::kIconGeometryHelp) +
                      "; for the run and --write-orography, and sets the plugins' grid.geometry (default: file)")
       ->check(CLI::IsMember({"file", "uniform"}));
+  app.add_option("--step-times", opt.step_times,
+                 "write a CSV with, per time step, the slowest rank's seconds in the plugins' time-loop "
+                 "callbacks and the step's wall time (what a training session inside a callback costs the model)");
   finecast::cli::add_set(app, opt.plugin_overrides,
                          "append key.path=value to every plugin's options (finecast config overrides), e.g. "
                          "--set checkpoint.resume=out/ckpt --set device=cpu.");

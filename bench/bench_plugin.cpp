@@ -39,8 +39,8 @@ struct Case {
   double ordinary_step_plugin_s = 0;  ///< median plugin time of steps without session or sampling
   double session_blocked_s = 0;       ///< mean over session steps of their plugin time above that
   double sampling_step_s = 0;         ///< mean over sampling steps, likewise
-  int sessions = 0, samplings = 0;
   // From the plugins' own logs or report:
+  int sessions = 0, samplings = 0;  ///< those that ran (an asynchronous session due while one runs does not)
   double train_samples_per_s = 0;
   double trainer_peak_mib = 0;
 };
@@ -79,7 +79,8 @@ std::vector<double> read_plugin_step_seconds(const std::string& path) {
 }
 
 /// Splits the per-step plugin times into ordinary, session and sampling steps. A step that both
-/// trains and samples counts as a session step.
+/// trains and samples counts as a session step. A sampling step counts only where the plugin
+/// sampled: more than 10x an ordinary step's time (before the first model exists it does not).
 void step_statistics(const std::vector<double>& plugin_s, bool sessions_due, Case& c) {
   std::vector<double> ordinary;
   std::vector<int> session_steps, sampling_steps;
@@ -99,9 +100,10 @@ void step_statistics(const std::vector<double>& plugin_s, bool sessions_due, Cas
     return steps.empty() ? 0.0 : sum / static_cast<double>(steps.size());
   };
   c.session_blocked_s = mean_above(session_steps);
-  c.sampling_step_s = mean_above(sampling_steps);
-  c.sessions = static_cast<int>(session_steps.size());
-  c.samplings = static_cast<int>(sampling_steps.size());
+  std::vector<int> sampled;
+  for (int s : sampling_steps)
+    if (plugin_s[s - 1] > 10 * c.ordinary_step_plugin_s) sampled.push_back(s);
+  c.sampling_step_s = mean_above(sampled);
 }
 
 /// finecast's log: the mean of its epochs' samples/s, and the trainer rank's peak memory.
@@ -115,6 +117,11 @@ void finecast_log_statistics(const std::string& output, Case& c) {
   }
   c.train_samples_per_s = n ? sum / n : 0;
   std::smatch m;
+  const std::regex summary(R"(Summary: \d+ coupling steps, (\d+) training sessions, (\d+) samplings)");
+  if (std::regex_search(output, m, summary)) {
+    c.sessions = std::stoi(m[1]);
+    c.samplings = std::stoi(m[2]);
+  }
   const std::regex peak(R"(Peak resident memory (\d+) MiB; LibTorch loaded \(trainer rank\))");
   if (std::regex_search(output, m, peak)) c.trainer_peak_mib = std::stod(m[1]);
 }
@@ -128,6 +135,8 @@ void python_report_statistics(const std::string& path, Case& c) {
   for (const auto& s : r["sessions"]) sum += s["samples_per_s"].get<double>();
   c.train_samples_per_s = r["sessions"].empty() ? 0 : sum / static_cast<double>(r["sessions"].size());
   c.trainer_peak_mib = r["rank0_peak_resident_mib"].get<double>();
+  c.sessions = static_cast<int>(r["sessions"].size());
+  c.samplings = static_cast<int>(r["samplings"].size());
 }
 
 /// The run file's keys up to its plugin list, followed by `plugins`.
@@ -150,7 +159,7 @@ int bench_plugin(int argc, char** argv) {
       "`mpiexec -n RANKS build/bin/finecast-host` itself (do not run it under mpiexec). Run from the\n"
       "repository root."};
   std::string run_file = "configs/demo_host.yaml";
-  std::string bin_dir, adapter, device = "cpu";
+  std::string bin_dir, adapter, device = "cpu", mpiexec = "mpiexec --oversubscribe";
   int ranks = 4, steps = 120, epochs = 30, threads = 2, members = 8;
   double step_seconds = 0;
   bool json = false, python = false;
@@ -168,6 +177,7 @@ int bench_plugin(int argc, char** argv) {
                "also run the reference Python plugin; both plugins then follow the reference design");
   app.add_option("--adapter", adapter,
                  "the plugin that runs the Python script (default: BIN_DIR/../lib/libfinecast_python_adapter.so)");
+  app.add_option("--mpiexec", mpiexec, "the MPI launcher and its options (default: mpiexec --oversubscribe)");
   app.add_option("--bin-dir", bin_dir, "directory of finecast-host (default: this program's directory)");
   app.add_flag("--json", json, "print one JSON object");
   finecast::cli::add_version(app, "finecast-bench plugin");
@@ -219,13 +229,14 @@ int bench_plugin(int argc, char** argv) {
   for (size_t i = 0; i < cases.size(); ++i) {
     Case& c = cases[i];
     const std::string times = out_dir + "/step_times_" + std::to_string(i) + ".csv";
-    const std::string cmd = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpiexec -n " +
-                            std::to_string(ranks) + " --oversubscribe " + bin_dir + "/finecast-host " + c.run_file +
-                            " --steps " + std::to_string(steps) + " --step-seconds " + std::to_string(step_seconds) +
+    const std::string cmd = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " + mpiexec + " -n " +
+                            std::to_string(ranks) + " " + bin_dir + "/finecast-host " + c.run_file + " --steps " +
+                            std::to_string(steps) + " --step-seconds " + std::to_string(step_seconds) +
                             " --step-times " + times + c.args;
     if (!json) std::fprintf(stderr, "[bench plugin] %s: %s\n", c.name.c_str(), cmd.c_str());
     std::string output;
     const int rc = run(cmd, output);
+    std::ofstream(out_dir + "/case_" + std::to_string(i) + ".log") << cmd << "\n" << output;
     std::smatch m;
     if (rc != 0 || !std::regex_search(output, m, finished)) {
       std::fprintf(stderr, "finecast-bench plugin: case \"%s\" failed (exit %d):\n%s\n", c.name.c_str(), rc,

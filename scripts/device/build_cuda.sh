@@ -227,7 +227,8 @@ if ((full)); then
   # PKG_CONFIG_USE_CMAKE_PREFIX_PATH off: else CMake puts the unrewritten .pc files of $root first.
   full_args=(-DFINECAST_TRAINER_ONLY=OFF -DPKG_CONFIG_EXECUTABLE="$pkgconf" -DPKG_CONFIG_USE_CMAKE_PREFIX_PATH=OFF
     -DMPI_C_COMPILER="$mpi_bin/mpicc.openmpi"
-    -DMPIEXEC_EXECUTABLE="$mpi_bin/mpiexec.openmpi")
+    -DMPIEXEC_EXECUTABLE="$mpi_bin/mpiexec.openmpi"
+    -DPython3_EXECUTABLE="$(command -v "$python")")  # the reference Python plugin's loader embeds it
   cmake_prefix="$cmake_prefix;$root/usr"
   ((run_tests)) && [[ "$targets_arg" != all ]] && { say "--full: no tests unless --targets all"; run_tests=0; }
 fi

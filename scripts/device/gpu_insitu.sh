@@ -19,8 +19,12 @@ Run from the repository root on the GPU machine, with .deps/debs and .deps/data 
   build.log         scripts/device/build_cuda.sh --full (the needed targets only)
   host.log          mpiexec -n 2 finecast-host (R2B4 grid, device cuda, a few coupling steps)
   replay.log        mpiexec -n 2 finecast-replay (the tas file, device cuda), unless --no-replay
+  pyref.json/.log   finecast-bench plugin --python-reference: finecast against the reference Python
+                    plugin in finecast-host (4 ranks, 120 steps), both on the device, unless --no-pyref
+                    (needs numpy and mpi4py in PY and PY's development files for the plugin's loader)
   summary.txt       device lines, timings, exit codes
-Each stage runs under `timeout` (build 300 s, host 150 s, replay 90 s: under 9 minutes in all);
+Each stage runs under `timeout` (build 300 s, host 150 s, replay 90 s, python reference 300 s; the
+run stages before the python reference took 29 s on an H200 on 2026-11-26; a build took 79 s);
 the script goes on past a failing run stage, so one try shows as much as it can. Exit status:
 that of the first failing stage.
 
@@ -34,13 +38,14 @@ Options:
   --all-libs        take every unpacked library from .deps, even those the machine has
                     (build_cuda.sh --all-libs; try it when the loader reports version mismatches)
   --no-replay       skip finecast-replay
+  --no-pyref        skip the comparison with the reference Python plugin
   -h, --help        this text
 USAGE
 }
 
 python="${FINECAST_PYTHON:-python3}"
 jobs="$(nproc)"
-steps=24 device=cuda build="$repo/build-cuda" skip_build=0 replay=1 libs_arg=()
+steps=24 device=cuda build="$repo/build-cuda" skip_build=0 replay=1 pyref=1 libs_arg=()
 while (($# > 0)); do
   case "$1" in
     -h | --help) usage; exit 0 ;;
@@ -51,6 +56,7 @@ while (($# > 0)); do
     --build-dir) build="$(mkdir -p "$2" && cd "$2" && pwd)"; shift 2 ;;
     --skip-build) skip_build=1; shift ;;
     --no-replay) replay=0; shift ;;
+    --no-pyref) pyref=0; shift ;;
     --all-libs) libs_arg=(--all-libs); shift ;;
     *) echo "gpu_insitu: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -90,6 +96,7 @@ cat "$out/diagnostics.txt"
 if ((!skip_build)); then
   targets="finecast_comin finecast_trainer_module finecast-host finecast-trainer"
   ((replay)) && targets+=" finecast-replay"
+  ((pyref)) && targets+=" finecast-bench"  # with the Python plugin's loader where PY has its headers
   say "building ($targets) with $jobs jobs"
   tb=$SECONDS
   timeout 300 "$repo/scripts/device/build_cuda.sh" --full --python "$python" --jobs "$jobs" --build-dir "$build" \
@@ -174,6 +181,27 @@ if ((replay)) && [[ -x "$build/bin/finecast-replay" && -f "$data/tas_rectilinear
   ((rc == 0 || status != 0)) || status=$rc
   grep -i -E 'device|cuda|error|s/step|per step|train' "$out/replay.log" | head -30 | tee -a "$out/summary.txt" || true
   tail -8 "$out/replay.log"
+fi
+
+# ---- against the reference Python plugin: same host, same steps, both trainers on the device ----
+if ((pyref)); then
+  site="$("$python" -c 'import site; print(site.getsitepackages()[0])' 2>/dev/null || true)"
+  pycheck="$("$python" -c 'import numpy, mpi4py, torch; print("numpy", numpy.__version__, "mpi4py", mpi4py.__version__)' 2>&1 | tail -1)"
+  if [[ ! -e "$build/lib/libfinecast_python_adapter.so" ]]; then
+    summary "python reference: skipped, no $build/lib/libfinecast_python_adapter.so (no development files for $python)"
+  elif [[ "$pycheck" != numpy* ]]; then
+    summary "python reference: skipped, $python cannot import numpy, mpi4py and torch: $pycheck"
+  else
+    # The embedded interpreter starts from the venv's base Python: it finds torch through PYTHONPATH.
+    tp=$SECONDS rc=0
+    PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" timeout 300 "$build/bin/finecast-bench" plugin --python-reference \
+      --device "$device" --run "$run/host.yaml" --steps 120 --step-seconds 0.1 --mpiexec "${mpi[*]}" --json \
+      >"$out/pyref.json" 2>"$out/pyref.log" || rc=$?
+    summary "python reference ($device, 4 ranks, 120 steps, $pycheck): exit $rc, $((SECONDS - tp)) s"
+    ((rc == 0 || status != 0)) || status=$rc
+    tee -a "$out/summary.txt" <"$out/pyref.json"
+    tail -20 "$out/pyref.log"
+  fi
 fi
 
 # Small results come back with $OUT; the NetCDF/HDF5 outputs stay listed only.

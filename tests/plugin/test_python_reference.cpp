@@ -20,8 +20,8 @@ namespace ftr = finecast::testing_replay;
 #ifndef FINECAST_PYTHON_ADAPTER
 
 TEST(PythonReference, NeedsPythonHeaders) {
-  GTEST_SKIP() << "bench/python_adapter.c was not built (Debian's python3-dev is missing; scripts/setup.sh "
-                  "installs it)";
+  GTEST_SKIP() << "bench/python_adapter.c was not built: Debian's python3-dev is missing (scripts/setup.sh "
+                  "installs it), or this is a sanitizer build (bench/CMakeLists.txt says why)";
 }
 
 #else

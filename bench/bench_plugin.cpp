@@ -8,12 +8,16 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench/registry.hpp"
@@ -43,6 +47,7 @@ struct Case {
   int sessions = 0, samplings = 0;  ///< those that ran (an asynchronous session due while one runs does not)
   double train_samples_per_s = 0;
   double trainer_peak_mib = 0;
+  double gpu_peak_mib = 0;  ///< with a CUDA device: the most GPU memory all processes held at once
 };
 
 /// Runs a command, returns its output (stdout + stderr) and exit code.
@@ -55,6 +60,44 @@ int run(const std::string& command, std::string& output) {
   while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) output.append(buf, n);
   return pclose(pipe);
 }
+
+/// With a CUDA device: polls `nvidia-smi` twice a second while a case runs and keeps the most
+/// memory its compute processes held together (the CUDA contexts included), for either plugin.
+class GpuMemoryPoll {
+ public:
+  explicit GpuMemoryPoll(bool on) {
+    if (!on) return;
+    thread_ = std::thread([this] {
+      while (!stop_) {
+        std::string out;
+        FILE* pipe =
+            popen("nvidia-smi --query-compute-apps=used_memory --format=csv,noheader,nounits 2>/dev/null", "r");
+        if (pipe) {
+          char buf[256];
+          double sum = 0;
+          while (fgets(buf, sizeof buf, pipe)) sum += std::atof(buf);
+          pclose(pipe);
+          if (sum > peak_) peak_ = sum;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      }
+    });
+  }
+  ~GpuMemoryPoll() { finish(); }
+  GpuMemoryPoll(const GpuMemoryPoll&) = delete;
+  GpuMemoryPoll& operator=(const GpuMemoryPoll&) = delete;
+  /// Stops polling; the peak in MiB (0 without a GPU or nvidia-smi).
+  double finish() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    return peak_;
+  }
+
+ private:
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::atomic<double> peak_{0};
+};
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -235,7 +278,9 @@ int bench_plugin(int argc, char** argv) {
                             " --step-times " + times + c.args;
     if (!json) std::fprintf(stderr, "[bench plugin] %s: %s\n", c.name.c_str(), cmd.c_str());
     std::string output;
+    GpuMemoryPoll gpu(device.rfind("cuda", 0) == 0);
     const int rc = run(cmd, output);
+    c.gpu_peak_mib = gpu.finish();
     std::ofstream(out_dir + "/case_" + std::to_string(i) + ".log") << cmd << "\n" << output;
     std::smatch m;
     if (rc != 0 || !std::regex_search(output, m, finished)) {
@@ -278,7 +323,8 @@ int bench_plugin(int argc, char** argv) {
                             {"sessions", c.sessions},
                             {"samplings", c.samplings},
                             {"train_samples_per_s", c.train_samples_per_s},
-                            {"trainer_peak_mib", c.trainer_peak_mib}});
+                            {"trainer_peak_mib", c.trainer_peak_mib},
+                            {"gpu_peak_mib", c.gpu_peak_mib}});
     if (python)
       j["sync_session_blocked_vs_python"] = cases[1].session_blocked_s / std::max(1e-12, cases[3].session_blocked_s);
     std::printf("%s\n", j.dump().c_str());
@@ -292,13 +338,21 @@ int bench_plugin(int argc, char** argv) {
       " the slowest rank's seconds in the plugin callbacks at ordinary steps (median), and above that\n"
       " at the steps that train (every %d) and sample (every %d))\n",
       kEvery, kSampleEvery);
-  std::printf("%-31s %8s %8s %8s %7s %9s %9s %9s %10s %8s\n", "case", "s/step", "plugin", "loop", "vs none", "per step",
-              "session", "sampling", "samples/s", "peak MiB");
-  for (const auto& c : cases)
-    std::printf("%-31s %8.4f %8.4f %8.4f %6.2fx %9.5f %9.3f %9.3f %10.0f %8.0f\n", c.name.c_str(), c.s_per_step,
+  const bool gpu = device.rfind("cuda", 0) == 0;
+  std::printf("%-27s %7s %7s %7s %7s %8s %8s %8s %9s %5s %5s %5s%s\n", "case", "s/step", "plugin", "loop", "vs none",
+              "per step", "session", "sampling", "samples/s", "MiB", "sess.", "samp.", gpu ? "  GPU MiB" : "");
+  for (const auto& c : cases) {
+    std::printf("%-27s %7.4f %7.4f %7.4f %6.3fx %8.5f %8.3f %8.3f %9.0f %5.0f %5d %5d", c.name.c_str(), c.s_per_step,
                 c.plugin_s_per_step, c.loop_s_per_step, c.loop_s_per_step / cases[0].loop_s_per_step,
                 c.ordinary_step_plugin_s, c.session_blocked_s, c.sampling_step_s, c.train_samples_per_s,
-                c.trainer_peak_mib);
+                c.trainer_peak_mib, c.sessions, c.samplings);
+    if (gpu) std::printf(" %8.0f", c.gpu_peak_mib);
+    std::printf("\n");
+  }
+  std::printf(
+      "(MiB: the trainer rank's peak resident memory; sess., samp.: the sessions and samplings that ran;%s\n"
+      " each case's log is in %s)\n",
+      gpu ? " GPU MiB: the most\n nvidia-smi saw the compute processes hold at once;" : "", out_dir.c_str());
   if (python)
     std::printf("finecast sync session / Python session (host-blocked): %.3f\n",
                 cases[1].session_blocked_s / std::max(1e-12, cases[3].session_blocked_s));

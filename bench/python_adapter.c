@@ -54,8 +54,15 @@ static int run_script(const char* options, int len) {
   PyObject* result = PyRun_FileEx(file, path, Py_file_input, globals, globals, 1);
   Py_DECREF(argv);
   if (!result) {
-    PyErr_Print();
-    fprintf(stderr, "%s: the Python script '%s' failed (traceback above)\n", kWhere, path);
+    // PyErr_Print would end the process on SystemExit (argparse's --help or a usage error) and
+    // leave the other ranks waiting; the host is stopped through ComIn instead.
+    if (PyErr_ExceptionMatches(PyExc_SystemExit)) {
+      PyErr_Clear();
+      fprintf(stderr, "%s: the Python script '%s' exited while loading (see its message above)\n", kWhere, path);
+    } else {
+      PyErr_Print();
+      fprintf(stderr, "%s: the Python script '%s' failed (traceback above)\n", kWhere, path);
+    }
     return 1;
   }
   Py_DECREF(result);

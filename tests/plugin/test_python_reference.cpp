@@ -83,6 +83,20 @@ TEST(PythonReference, WritesBackConservativeSamplesInFinecastHostInItsCallbackAn
   }
 }
 
+// A usage error in the script's options stops the whole run through ComIn (argparse's SystemExit
+// would otherwise end one rank and leave the other waiting in MPI).
+TEST(PythonReference, ABadOptionStopsEveryRankNamingIt) {
+  ftr::ScratchDir dir("python_reference_bad");
+  ftr::write_text(dir.file("host.yaml"), run_file("  - {name: pyref, library: " + std::string(FINECAST_PYTHON_ADAPTER) +
+                                                      ", options: \"" + python_options(" --bogus 3") + "\"}\n",
+                                                  0.0));
+  const ftr::CommandResult host = mpirun(dir.file(""), "timeout 120 " + ftr::binary("finecast-host") + " host.yaml");
+  EXPECT_NE(host.rc, 0) << host.output;
+  EXPECT_NE(host.rc, 124) << "a rank hung until timeout killed it:\n" << host.output;
+  EXPECT_NE(host.output.find("unrecognized arguments: --bogus 3"), std::string::npos) << host.output;
+  EXPECT_NE(host.output.find("exited while loading"), std::string::npos) << host.output;
+}
+
 #ifdef FINECAST_COMIN_BUILD_DIR
 // The same plugin binary and script under the real ComIn 0.3 (comin_replay playing a finecast-host
 // recording of ts), its write-back recorded by ComIn's own variable recorder.

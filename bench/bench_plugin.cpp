@@ -39,6 +39,7 @@ struct Case {
   double s_per_step = 0;
   double plugin_s_per_step = 0;
   double loop_s_per_step = 0;  ///< the time loop alone, without the final wait in EP_DESTRUCTOR
+  double steps_s = 0;          ///< the time steps alone (the loop without the secondary constructors), summed
   // From --step-times (the slowest rank per step):
   double ordinary_step_plugin_s = 0;  ///< median plugin time of steps without session or sampling
   double session_blocked_s = 0;       ///< mean over session steps of their plugin time above that
@@ -105,18 +106,22 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
-/// finecast-host --step-times: the plugins' seconds per step (index 0 = step 1).
-std::vector<double> read_plugin_step_seconds(const std::string& path) {
+/// finecast-host --step-times: the plugins' seconds per step (index 0 = step 1); `steps_s` gets
+/// the sum of the steps' wall times (the time steps alone, without the constructors).
+std::vector<double> read_plugin_step_seconds(const std::string& path, double& steps_s) {
   std::ifstream in(path);
   std::vector<double> out;
   std::string line;
   std::getline(in, line);  // header
+  steps_s = 0;
   while (std::getline(in, line)) {
     std::stringstream ss(line);
-    std::string step, plugin;
+    std::string step, plugin, wall;
     std::getline(ss, step, ',');
     std::getline(ss, plugin, ',');
+    std::getline(ss, wall, ',');
     out.push_back(std::stod(plugin));
+    steps_s += std::stod(wall);
   }
   return out;
 }
@@ -291,7 +296,7 @@ int bench_plugin(int argc, char** argv) {
     c.s_per_step = std::stod(m[1]);
     c.plugin_s_per_step = std::stod(m[2]);
     c.loop_s_per_step = std::stod(m[3]);
-    step_statistics(read_plugin_step_seconds(times), i > 0, c);
+    step_statistics(read_plugin_step_seconds(times, c.steps_s), i > 0, c);
     if (c.python)
       python_report_statistics(out_dir + "/pyref.json", c);
     else if (i > 0)
@@ -317,6 +322,8 @@ int bench_plugin(int argc, char** argv) {
                             {"plugin_s_per_step", c.plugin_s_per_step},
                             {"loop_s_per_step", c.loop_s_per_step},
                             {"loop_vs_none", c.loop_s_per_step / cases[0].loop_s_per_step},
+                            {"steps_s", c.steps_s},
+                            {"steps_vs_none", c.steps_s / cases[0].steps_s},
                             {"ordinary_step_plugin_s", c.ordinary_step_plugin_s},
                             {"session_blocked_s", c.session_blocked_s},
                             {"sampling_step_s", c.sampling_step_s},
@@ -334,18 +341,20 @@ int bench_plugin(int argc, char** argv) {
               python ? "the reference design" : "demo setup", run_file.c_str());
   std::printf(
       "(s/step: whole run incl. the final EP_DESTRUCTOR, which waits for a session in flight;\n"
-      " loop: the time loop alone, what the model feels while it steps; per step, session, sampling:\n"
+      " loop: the time loop alone, the plugins' secondary constructors included; steps: the time\n"
+      " steps alone against the run without a plugin, what the model feels while it steps;\n"
+      " per step, session, sampling:\n"
       " the slowest rank's seconds in the plugin callbacks at ordinary steps (median), and above that\n"
       " at the steps that train (every %d) and sample (every %d))\n",
       kEvery, kSampleEvery);
   const bool gpu = device.rfind("cuda", 0) == 0;
-  std::printf("%-27s %7s %7s %7s %7s %8s %8s %8s %9s %5s %5s %5s%s\n", "case", "s/step", "plugin", "loop", "vs none",
+  std::printf("%-27s %7s %7s %7s %7s %8s %8s %8s %9s %5s %5s %5s%s\n", "case", "s/step", "plugin", "loop", "steps",
               "per step", "session", "sampling", "samples/s", "MiB", "sess.", "samp.", gpu ? "  GPU MiB" : "");
   for (const auto& c : cases) {
     std::printf("%-27s %7.4f %7.4f %7.4f %6.3fx %8.5f %8.3f %8.3f %9.0f %5.0f %5d %5d", c.name.c_str(), c.s_per_step,
-                c.plugin_s_per_step, c.loop_s_per_step, c.loop_s_per_step / cases[0].loop_s_per_step,
-                c.ordinary_step_plugin_s, c.session_blocked_s, c.sampling_step_s, c.train_samples_per_s,
-                c.trainer_peak_mib, c.sessions, c.samplings);
+                c.plugin_s_per_step, c.loop_s_per_step, c.steps_s / cases[0].steps_s, c.ordinary_step_plugin_s,
+                c.session_blocked_s, c.sampling_step_s, c.train_samples_per_s, c.trainer_peak_mib, c.sessions,
+                c.samplings);
     if (gpu) std::printf(" %8.0f", c.gpu_peak_mib);
     std::printf("\n");
   }

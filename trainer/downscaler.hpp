@@ -13,6 +13,7 @@
 
 #include "trainer/checkpoint.hpp"
 #include "trainer/options.hpp"
+#include "trainer/pause_gate.hpp"
 #include "trainer/reducer.hpp"
 
 namespace finecast::trainer {
@@ -127,6 +128,10 @@ class Downscaler {
   /// the weights stay identical and equal (to rounding) those of one process holding all rows.
   /// Normalisation statistics and validation scores are summed across the group too.
   void set_reducer(std::shared_ptr<Reducer> reducer);
+
+  /// A gate another thread may hold (the plugin while it samples on the cores a background
+  /// session trains on): training waits before each optimizer step while it is held. nullptr: none.
+  void set_pause_gate(std::shared_ptr<PauseGate> gate);
 
   /// A training session: holds out the most recent `validation` fraction of time steps,
   /// accumulates normalisation statistics on the rest, trains `epochs` epochs on it, scores

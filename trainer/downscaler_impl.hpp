@@ -124,6 +124,7 @@ struct Downscaler::Impl {
   /// The fused MLP layout of the flat buffer (by parameter name).
   fused::Layout fused_layout() const;
   std::shared_ptr<Reducer> reducer;  ///< data-parallel group (null: training alone)
+  std::shared_ptr<PauseGate> pause;  ///< held by another thread: wait before the next step (null: none)
 
   /// A copy of the training state on the CPU, and its inverse.
   TrainState capture_state() const;

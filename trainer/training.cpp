@@ -337,6 +337,7 @@ EpochStats run_epoch(Downscaler::Impl& im, const EpochTensors& data,
   graphs::TrainGraph* graph = group ? nullptr : graphs::train_graph_for(im, data, global);
 
   for (int64_t start = 0; start < n; start += global) {
+    if (im.pause) im.pause->wait_while_held();  // the host samples on these cores meanwhile
     if (im.budget_reached()) {
       st.budget_spent = true;
       break;
@@ -423,6 +424,8 @@ EpochStats Downscaler::train_epoch(const DataView& data, const std::function<voi
 }
 
 void Downscaler::set_reducer(std::shared_ptr<Reducer> reducer) { impl_->reducer = std::move(reducer); }
+
+void Downscaler::set_pause_gate(std::shared_ptr<PauseGate> gate) { impl_->pause = std::move(gate); }
 
 namespace {
 

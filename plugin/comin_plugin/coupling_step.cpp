@@ -223,7 +223,11 @@ void sampling_step(PluginState& s, bool with_write_back) {
     } else if (s.phase() != Phase::kReady) {  // the same phase on every trainer
       log::progress("Sampling at " + s.stats.datetime + " skipped: no trained model yet");
     } else {
-      bool ok = local(s, "sampling", [&] { draw_samples(run, ranks, share, model, out, s.stats); });
+      bool ok = local(s, "sampling", [&] {
+        // A background session on the same cores waits meanwhile (docs/plugin.md, "Sampling").
+        const trainer::PauseGate::Hold hold(model.session.in_flight() ? model.pause.get() : nullptr);
+        draw_samples(run, ranks, share, model, out, s.stats);
+      });
       if (trainers_agree(s, ranks)) {
         // Collective among the trainers; a failure to write (on the lead) comes after the last piece.
         ok = local(s, "output", [&] { write_samples(s.config, *s.trainer, *s.coupling, s.faults, s.stats); }) && ok;

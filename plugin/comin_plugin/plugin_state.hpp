@@ -110,12 +110,15 @@ struct TrainerModel {
   std::unique_ptr<Model> model;               ///< from the trainer module (LibTorch)
   TrainingSession session;                    ///< joined before the model it trains is released
   std::shared_ptr<trainer::Reducer> reducer;  ///< the trainers' gradient sums (train.ranks > 1)
-  int torch_threads = 1;                      ///< LibTorch threads for this rank's training and sampling
-  std::string resumed_from;                   ///< checkpoint the run started from ("" = fresh)
-  std::string resumed_datetime;               ///< model time at which that checkpoint was written
-  std::string last_checkpoint;                ///< the latest checkpoint written in this run
-  Work owed;                                  ///< a session or checkpoint owed from an earlier step (schedule.hpp)
-  bool fresh_weights = false;  ///< a session finished (or a trained model was resumed) after the latest sampling
+  /// Held while this rank samples during a background session: the session waits before its next
+  /// step, so the sampler has the cores (or the device) to itself.
+  std::shared_ptr<trainer::PauseGate> pause = std::make_shared<trainer::PauseGate>();
+  int torch_threads = 1;         ///< LibTorch threads for this rank's training and sampling
+  std::string resumed_from;      ///< checkpoint the run started from ("" = fresh)
+  std::string resumed_datetime;  ///< model time at which that checkpoint was written
+  std::string last_checkpoint;   ///< the latest checkpoint written in this run
+  Work owed;                     ///< a session or checkpoint owed from an earlier step (schedule.hpp)
+  bool fresh_weights = false;    ///< a session finished (or a trained model was resumed) after the latest sampling
 };
 
 /// What a sampling makes: the drawn ensemble of this trainer's patches, its mean (write-back),

@@ -516,6 +516,7 @@ std::unique_ptr<TrainerState> setup_trainer(PluginState& s, const HostFacts& fac
   t->torch_threads = torch_threads(cfg, ranks_on_node);
   t->model =
       build_model(cfg, t->patch_options, C, static_cast<int>(P), trainer_device(cfg, c.trainers), t->torch_threads);
+  t->model->set_pause_gate(t->pause);
   if (n_trainers > 1) {
     t->reducer = std::make_shared<MpiReducer>(c.training);
     t->model->set_reducer(t->reducer);

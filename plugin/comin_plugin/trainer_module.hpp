@@ -32,6 +32,8 @@ class Model {
   virtual int64_t step() const = 0;
   /// The group's sums for data-parallel training (train.ranks > 1).
   virtual void set_reducer(std::shared_ptr<trainer::Reducer> reducer) = 0;
+  /// Training waits before each optimizer step while `gate` is held (trainer::PauseGate).
+  virtual void set_pause_gate(std::shared_ptr<trainer::PauseGate> gate) = 0;
   /// `on_epoch` (may be empty) gets the session's stats after each epoch, on the calling thread.
   virtual trainer::SessionStats train_session(const trainer::DataView& data, int epochs, int threads,
                                               const std::function<void(const std::string&)>& on_event,

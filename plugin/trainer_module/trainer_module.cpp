@@ -21,6 +21,7 @@ class DownscalerModel final : public Model {
   void restore(const std::string& checkpoint) override { model_.restore(checkpoint); }
   int64_t step() const override { return model_.step(); }
   void set_reducer(std::shared_ptr<trainer::Reducer> reducer) override { model_.set_reducer(std::move(reducer)); }
+  void set_pause_gate(std::shared_ptr<trainer::PauseGate> gate) override { model_.set_pause_gate(std::move(gate)); }
 
   trainer::SessionStats train_session(const trainer::DataView& data, int epochs, int threads,
                                       const std::function<void(const std::string&)>& on_event,

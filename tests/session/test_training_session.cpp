@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <future>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -209,6 +210,31 @@ TEST(TrainingSession, TheDestructorWaitsForARunningSession) {
   }
   EXPECT_EQ(model->step(), 2 * (256 / 32));
   EXPECT_EQ(log.count("Epoch 2/2"), 1u);
+}
+
+// The plugin holds the model's pause gate while it samples during a background session: the
+// session then takes no optimizer step until the gate is released, and goes on afterwards.
+TEST(TrainingSession, AHeldPauseGateStopsTheSessionBetweenSteps) {
+  LogCapture log;
+  KnownDistribution d(512, 25);
+  const auto model = make_model();
+  auto gate = std::make_shared<ft::PauseGate>();
+  model->set_pause_gate(gate);
+  fp::TrainingSession session;
+  gate->hold();  // held before the start: the session must wait before its first step
+  session.start(*model, snapshot_of(d), 2, /*async=*/true, /*threads=*/1);
+  for (int i = 0; gate->waits() == 0 && i < 20000; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_EQ(gate->waits(), 1) << "the session never reached the gate";
+  const int64_t held_at = model->step();  // ordered after the trainer's writes by the gate's mutex
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(model->step(), held_at) << "the session stepped while the gate was held";
+  EXPECT_EQ(held_at, 0);
+  EXPECT_TRUE(session.in_flight());
+  gate->release();
+  session.wait();
+  EXPECT_TRUE(session.collect());
+  EXPECT_EQ(model->step(), 2 * (512 / 32)) << "2 epochs of 16 batches after the release";
+  EXPECT_EQ(gate->waits(), 1);
 }
 
 // Progress in situ: each epoch's line is logged from the training thread as the epoch ends (not

@@ -82,6 +82,12 @@ set +o pipefail
   echo "== torch"
   "$python" -c 'import torch, sys; print(sys.executable, torch.__version__, "cuda", torch.version.cuda,
 "available", torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")' 2>&1 || true
+  echo "== python for the reference Python plugin (headers, libpython, numpy, mpi4py)"
+  "$python" -c 'import sys, sysconfig, os, importlib.util as u
+inc = sysconfig.get_paths()["include"]; lib = sysconfig.get_config_var("LIBDIR")
+print(sys.version.split()[0], sys.base_prefix, "Python.h:", os.path.exists(os.path.join(inc, "Python.h")), inc)
+print("libpython:", sysconfig.get_config_var("LDLIBRARY"), lib, "shared:", sysconfig.get_config_var("Py_ENABLE_SHARED"))
+print("numpy:", u.find_spec("numpy") is not None, "mpi4py:", u.find_spec("mpi4py") is not None)' 2>&1 || true
   echo "== toolchain"; (nvcc --version || /usr/local/cuda/bin/nvcc --version) 2>&1 | tail -2
   cmake --version | head -1; g++ --version | head -1; ldd --version | head -1
   command -v ninja pkg-config pkgconf 2>&1 || true

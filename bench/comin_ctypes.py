@@ -41,7 +41,6 @@ _lib.comin_var_get_ptr_double.argtypes = [ctypes.c_void_p]
 _lib.comin_var_get_ptr_double.restype = ctypes.POINTER(ctypes.c_double)
 _lib.comin_var_get_shape.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)]
 _lib.comin_plugin_finish.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
-_lib.comin_descrdata_get_domain_cells_ncells.argtypes = [ctypes.c_int]
 
 
 def _entry_points():
@@ -129,6 +128,3 @@ def cells_double(prop, jg, ndims):
     """comin_descrdata_get_domain_cells_<prop> of double: clon, clat, area (2-D)."""
     return _domain_array("cells_" + prop, jg, ctypes.c_double, ndims)
 
-
-def n_cells(jg):
-    return _lib.comin_descrdata_get_domain_cells_ncells(jg)

@@ -4,6 +4,7 @@
 // step until the gate is released. Torch-free, so the plugin can hold it.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 
@@ -15,16 +16,20 @@ class PauseGate {
   void hold() {
     std::lock_guard<std::mutex> lock(mutex_);
     ++holds_;
+    held_.store(true, std::memory_order_release);
   }
   void release() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (holds_ > 0) --holds_;
+      held_.store(holds_ > 0, std::memory_order_release);
     }
     released_.notify_all();
   }
-  /// The trainer's side, between optimizer steps: returns at once unless the gate is held.
+  /// The trainer's side, between optimizer steps: returns at once unless the gate is held (one
+  /// atomic load then: it runs before every optimizer step).
   void wait_while_held() {
+    if (!held_.load(std::memory_order_acquire)) return;
     std::unique_lock<std::mutex> lock(mutex_);
     if (holds_ > 0) {
       ++waits_;
@@ -57,6 +62,7 @@ class PauseGate {
   mutable std::mutex mutex_;
   std::condition_variable released_;
   int holds_ = 0;
+  std::atomic<bool> held_{false};  ///< holds_ > 0, readable without the mutex
   long long waits_ = 0;
 };
 

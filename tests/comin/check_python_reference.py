@@ -27,7 +27,6 @@ for r in range(ranks):
         ts.append(d["ts"][:].reshape(d["ts"].shape[0], -1)[:, :n][:, owned])
         ref.append(d["ts_pyref"][:].reshape(d["ts_pyref"].shape[0], -1)[:, :n][:, owned])
 order = np.concatenate(glb)
-n = order.size
 place = lambda parts: np.concatenate(parts, axis=-1)[..., np.argsort(order)]
 area, ts, ref = place(area), place(ts), place(ref)
 w = area.reshape(-1, 256)

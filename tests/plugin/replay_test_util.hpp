@@ -91,6 +91,12 @@ inline CommandResult run_command(const std::string& command) {
   return r;
 }
 
+/// `command` on `ranks` MPI ranks (one OpenMP thread each), started in `dir`.
+inline CommandResult mpirun(const std::string& dir, int ranks, const std::string& command) {
+  return run_command("cd '" + dir + "' && OMP_NUM_THREADS=1 mpiexec -n " + std::to_string(ranks) + " --oversubscribe " +
+                     command);
+}
+
 /// A tiny, deterministic finecast plugin config for the tas file: 8 x 8 blocks (288 patches of
 /// 64 cells, context 8), synchronous training on one thread, 2 members sampled at the end.
 inline std::string tiny_plugin_config(const std::string& dir) {

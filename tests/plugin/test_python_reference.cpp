@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <string>
 
 #include "tests/plugin/replay_test_util.hpp"
@@ -47,9 +48,8 @@ std::string run_file(const std::string& plugins, double step_seconds) {
          std::to_string(step_seconds) + "\nplugins:\n" + plugins;
 }
 
-ftr::CommandResult mpirun(const std::string& dir, const std::string& command) {
-  return ftr::run_command("cd '" + dir + "' && OMP_NUM_THREADS=1 mpiexec -n 2 --oversubscribe " + command);
-}
+/// Every run of these tests uses 2 ranks.
+ftr::CommandResult mpirun(const std::string& dir, const std::string& command) { return ftr::mpirun(dir, 2, command); }
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path);
@@ -76,10 +76,21 @@ TEST(PythonReference, WritesBackConservativeSamplesInFinecastHostInItsCallbackAn
     const ftr::CommandResult check = ftr::run_command("/usr/bin/python3 " + kCheck + " " + d + "/rec_ " + d +
                                                       "/rec_vars_ 2 " + (async ? "8" : "4 8"));
     EXPECT_EQ(check.rc, 0) << check.output << "\n" << host.output;
-    // --step-times: one line per step after the header.
+    // --step-times: one line per step after the header, numbered 1..8; the plugin ran in every
+    // step and took part of it (a step holds its callbacks).
     const std::string times = read_file(d + "/times.csv");
     EXPECT_EQ(times.rfind("step,plugin_seconds,step_seconds\n", 0), 0u) << times;
     EXPECT_EQ(std::count(times.begin(), times.end(), '\n'), 9) << times;
+    std::istringstream rows(times.substr(times.find('\n') + 1));
+    int step = 0, expected = 0;
+    double plugin = 0, wall = 0;
+    char comma = 0;
+    while (rows >> step >> comma >> plugin >> comma >> wall) {
+      EXPECT_EQ(step, ++expected) << times;
+      EXPECT_GT(plugin, 0.0) << "step " << step << "\n" << times;
+      EXPECT_LE(plugin, wall) << "step " << step << "\n" << times;
+    }
+    EXPECT_EQ(expected, 8) << times;
   }
 }
 

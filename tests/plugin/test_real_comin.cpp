@@ -32,6 +32,8 @@ TEST(RealComin, NeedsComInSources) {
 
 namespace {
 
+using ftr::mpirun;
+
 const std::string kComin = FINECAST_COMIN_BUILD_DIR;
 const std::string kReplay = kComin + "/replay_tool/comin_replay";
 const std::string kVarReplay = kComin + "/replay_tool/libcomin_var_replay_plugin.so";
@@ -84,11 +86,6 @@ std::string replay_namelist(const std::string& recording, const std::vector<std:
     if (const auto it = comms.find(plugins[i][0]); it != comms.end()) nml += p + "comm = \"" + it->second + "\"\n";
   }
   return nml + "/\n";
-}
-
-ftr::CommandResult mpirun(const std::string& dir, int ranks, const std::string& command) {
-  return ftr::run_command("cd '" + dir + "' && OMP_NUM_THREADS=1 mpiexec -n " + std::to_string(ranks) +
-                          " --oversubscribe " + command);
 }
 
 /// The messages a plugin printed through comin_print_info ("INFO(name): message"), in order.

@@ -169,6 +169,17 @@ void ScoreBook::set_regression(RegressionFit fit, Predictors predictors, int64_t
   has_regression_ = true;
 }
 
+void ScoreBook::set_local_regression(RegressionFit fit, LocalTerms terms, int64_t n_values, int64_t n_patches,
+                                     const std::string& who) {
+  if (!has_regression_) throw InternalError(who + "::set_local_regression before set_regression");
+  if (fit.coef.size() != predictors_.values.size() + terms.options().terms.size())
+    throw InternalError(who + "::set_local_regression: predictors and coefficients differ in number");
+  if (static_cast<int64_t>(terms.n_cells()) != n_values || terms.n_patches() != n_patches)
+    throw InternalError(who + "::set_local_regression: local terms of another grid or window");
+  local_fit_ = std::move(fit);
+  local_terms_ = std::move(terms);
+}
+
 std::vector<char> ScoreBook::valid_patches(const std::vector<double>& coarse, const std::vector<char>& mask) {
   std::vector<char> valid(coarse.size());
   for (std::size_t p = 0; p < coarse.size(); ++p) {
@@ -185,6 +196,7 @@ void ScoreBook::fill(EvalReport& rep) const {
   for (std::size_t i = 0; i < baselines_.size(); ++i)
     rep.rows.push_back({names_[i], baselines_[i].result(truth_spectrum_)});
   if (has_regression_) rep.rows.push_back({"regression_cons", regression_.result(truth_spectrum_)});
+  if (local_terms_) rep.rows.push_back({"regression_local", local_.result(truth_spectrum_)});
   if (has_noise_ && noise_scores_.steps() > 0)
     rep.rows.push_back({"noise_white", noise_scores_.result(truth_spectrum_)});
   if (has_noise_ && spectral_scores_.steps() > 0)
@@ -205,6 +217,12 @@ void GridEvaluator<Layout>::set_regression(RegressionFit fit, Predictors predict
 }
 
 template <class Layout>
+void GridEvaluator<Layout>::set_local_regression(RegressionFit fit, LocalTerms terms) {
+  book_.set_local_regression(std::move(fit), std::move(terms), static_cast<int64_t>(cell_count(layout_)),
+                             static_cast<int64_t>(patch_count(layout_)), who_);
+}
+
+template <class Layout>
 void GridEvaluator<Layout>::check_mask(const std::vector<char>& mask, const std::string& where) const {
   if (!mask.empty() && mask.size() != patch_count(layout_))
     throw InternalError(where + ": the " + unit_ + " mask has " + std::to_string(mask.size()) + " flags for " +
@@ -219,7 +237,7 @@ void GridEvaluator<Layout>::add(const double* truth, const std::vector<const dou
   const std::vector<char> valid = book_.valid_patches(coarse, mask);
   const std::vector<double> r = masked_residual(layout_, truth, valid);
   book_.add(
-      layout_, truth, members, valid, [&](std::size_t i) { return baseline(i, coarse); },
+      layout_, truth, members, valid, coarse, [&](std::size_t i) { return baseline(i, coarse); },
       [&] { return regression_floor(coarse); }, residual_spectrum(r));
 }
 
@@ -239,6 +257,10 @@ std::vector<double> GridEvaluator<Layout>::noise_base_field(const double* truth,
   if (name == "regression_cons") {
     if (!book_.has_regression()) throw InternalError("noise reference: regression_cons without a regression");
     return book_.regression_on(regression_floor(coarse));
+  }
+  if (name == "regression_local") {
+    if (!book_.has_local_regression()) throw InternalError("noise reference: regression_local without its fit");
+    return book_.local_regression_on(regression_floor(coarse), coarse);
   }
   const std::vector<std::string>& names = book_.baseline_names();
   for (std::size_t i = 0; i < names.size(); ++i)

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,14 +48,14 @@ struct EvalReport {
 /// They ask of a model's CRPS and spread more than any deterministic baseline can: calibrated
 /// noise around the best baseline, learning nothing.
 struct NoiseReference {
-  std::string base;  ///< the row the noise is added to: a baseline's name or "regression_cons"
+  std::string base;  ///< the row the noise is added to: a baseline's name, "regression_cons" or "regression_local"
   double rms = 0.0;  ///< RMS of the noise over the scored cells of each step
   int members = 16;
   uint64_t seed = 42;
 };
 
 /// What both evaluators keep per step and report alike: the model's and every baseline's scores,
-/// the optional regression baseline, the truth's residual spectrum, the last step's baseline
+/// the optional regression baselines, the truth's residual spectrum, the last step's baseline
 /// fields. The grid-specific parts (coarsening, baselines, spectra) come in as arguments.
 class ScoreBook {
  public:
@@ -62,13 +63,20 @@ class ScoreBook {
   /// regression_cons from now on; `who` and `n_values` check the predictors (InternalError).
   void set_regression(RegressionFit fit, Predictors predictors, int64_t n_values, const std::string& who);
   bool has_regression() const { return has_regression_; }
+  /// regression_local from now on (after set_regression: its predictors are regression_cons's
+  /// followed by `terms`' for each step's coarse field); `fit` has their coefficients.
+  void set_local_regression(RegressionFit fit, LocalTerms terms, int64_t n_values, int64_t n_patches,
+                            const std::string& who);
+  bool has_local_regression() const { return local_terms_.has_value(); }
   /// The patches scored this step: coarse value finite and allowed by `mask` (empty = all).
   std::vector<char> valid_patches(const std::vector<double>& coarse, const std::vector<char>& mask);
-  /// One step: the model's members, baseline(i) for each baseline, the regression on top of
-  /// `regression_floor()` (called only with a regression), and the truth's residual spectrum.
+  /// One step: the model's members, baseline(i) for each baseline, the regressions on top of
+  /// `regression_floor()` (called only with a regression; regression_local's slopes from
+  /// `coarse`, the step's block means), and the truth's residual spectrum.
   template <class Layout, class Baseline, class Floor>
   void add(const Layout& layout, const double* truth, const std::vector<const double*>& members,
-           const std::vector<char>& valid, Baseline baseline, Floor regression_floor, const RadialSpectrum& spectrum) {
+           const std::vector<char>& valid, const std::vector<double>& coarse, Baseline baseline, Floor regression_floor,
+           const RadialSpectrum& spectrum) {
     model_.add(layout, truth, members, valid);
     last_.clear();
     for (std::size_t i = 0; i < baselines_.size(); ++i) {
@@ -77,15 +85,21 @@ class ScoreBook {
       last_.emplace_back(names_[i], std::move(fine));
     }
     if (has_regression_) {
-      std::vector<double> fine = apply_regression(fit_, predictors_, regression_floor());
+      const std::vector<double> floor = regression_floor();
+      std::vector<double> fine = apply_regression(fit_, predictors_, floor);
       regression_.add(layout, truth, {fine.data()}, valid);
       last_.emplace_back("regression_cons", std::move(fine));
+      if (local_terms_) {
+        std::vector<double> local = local_regression_on(floor, coarse);
+        local_.add(layout, truth, {local.data()}, valid);
+        last_.emplace_back("regression_local", std::move(local));
+      }
     }
     accumulate_spectrum(truth_spectrum_, spectrum, 1.0);
     ++steps_;
   }
-  /// The rows ("model", the baselines, regression_cons), the mean truth spectrum, the step and
-  /// valid-patch counts.
+  /// The rows ("model", the baselines, regression_cons, regression_local), the mean truth
+  /// spectrum, the step and valid-patch counts.
   void fill(EvalReport& report) const;
   const std::vector<std::pair<std::string, std::vector<double>>>& last() const { return last_; }
   const std::vector<std::string>& baseline_names() const { return names_; }
@@ -109,6 +123,10 @@ class ScoreBook {
   std::vector<double> regression_on(const std::vector<double>& floor) const {
     return apply_regression(fit_, predictors_, floor);
   }
+  /// regression_local's field on top of `floor`, its slopes from the block means `coarse`.
+  std::vector<double> local_regression_on(const std::vector<double>& floor, const std::vector<double>& coarse) const {
+    return apply_regression(local_fit_, local_terms_->extend(predictors_, coarse), floor);
+  }
 
  private:
   std::vector<std::string> names_;
@@ -118,6 +136,9 @@ class ScoreBook {
   RegressionFit fit_;
   Predictors predictors_;
   ScoreAccumulator regression_;
+  std::optional<LocalTerms> local_terms_;
+  RegressionFit local_fit_;
+  ScoreAccumulator local_;
   RadialSpectrum truth_spectrum_;  // summed over steps
   int steps_ = 0;
   int64_t valid_ = 0;
@@ -171,6 +192,10 @@ class GridEvaluator : public StepEvaluator {
   /// covariate terms), listed after the interpolation baselines; `predictors` are those of the
   /// covariates on this layout (block_predictors, cell_predictors).
   void set_regression(RegressionFit fit, Predictors predictors);
+  /// Adds regression_local after regression_cons (set_regression first): the same predictors
+  /// and the local terms of the same covariates on this layout (block_local_terms,
+  /// cell_local_terms), `fit` their coefficients.
+  void set_local_regression(RegressionFit fit, LocalTerms terms);
   const Layout& layout() const { return layout_; }
 
  protected:
@@ -247,8 +272,8 @@ std::vector<std::vector<double>> noise_reference_members(const CellLayout& layou
                                                          const std::vector<char>& valid, const NoiseReference& noise,
                                                          uint64_t seed, const ResidualSpectrum* spectrum);
 
-/// The deterministic row (baseline or regression_cons; not "model", not a noise row) with the
-/// lowest RMSE, and that RMSE: the noise reference's base and amplitude.
+/// The deterministic row (a baseline, regression_cons or regression_local; not "model", not a
+/// noise row) with the lowest RMSE, and that RMSE: the noise reference's base and amplitude.
 std::pair<std::string, double> best_deterministic(const EvalReport& report);
 
 }  // namespace finecast::coupling::eval

@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The statistical-downscaling baseline regression_cons: a conservative interpolant of the coarse
-// field plus a least-squares fit of the fine residual on fine static covariates.
+// The statistical-downscaling baselines regression_cons (a conservative interpolant of the coarse
+// field plus a least-squares fit of the fine residual on fine static covariates) and
+// regression_local (the same with the covariates' deviations also scaled by the coarse field's
+// local slopes on them).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/least_squares.hpp"
+#include "coupling/grid/local_slopes.hpp"
 #include "eval/blocks.hpp"
 #include "eval/cell_baselines.hpp"
 #include "eval/cells.hpp"
@@ -34,22 +38,78 @@ Predictors block_predictors(const BlockLayout& layout, const std::vector<std::st
 Predictors cell_predictors(const CellInterpolator& interp, const std::vector<std::string>& names,
                            const std::vector<const double*>& covariates);
 
+/// regression_local's extra predictors (docs/evaluation.md, "regression_local"): for each
+/// covariate s in options.terms, "NAME local" = (NAME deviation) x the local slope of the coarse
+/// truth on the covariates' block (patch) means around the cell's block (coupling::local_slopes,
+/// all covariates fitted jointly, the block's own window). The slope is constant over a block and
+/// the deviation has zero block mean, so the product has zero block mean too: the baseline stays
+/// conservative. The slopes follow the coarse field, so the predictors are made per step.
+class LocalTerms {
+ public:
+  /// `neighbours`: n_patches x n_neighbours patch indices (-1 = none); `covariate_means`:
+  /// S x n_patches, covariate s's block (patch) means at [s * n_patches + p]; `patch_of`: each
+  /// fine cell's block (patch); `names`: the S covariates. Throws InternalError on inconsistent
+  /// sizes or options without terms.
+  LocalTerms(std::vector<int64_t> neighbours, int n_neighbours, std::vector<double> covariate_means,
+             std::vector<int64_t> patch_of, std::vector<std::string> names, coupling::LocalSlopeOptions options);
+  /// The extra predictors' names, "NAME local" in term order.
+  std::vector<std::string> names() const;
+  /// The local slopes for the coarse truth `coarse` (n_patches block means, NaN = missing):
+  /// slopes[t * n_patches + p] is the slope on covariate options().terms[t] around patch p.
+  std::vector<double> slopes(const std::vector<double>& coarse) const;
+  /// `base` (block_predictors / cell_predictors of the same covariates on the same layout)
+  /// followed by one predictor per term for this step's coarse truth.
+  Predictors extend(const Predictors& base, const std::vector<double>& coarse) const;
+  const coupling::LocalSlopeOptions& options() const { return options_; }
+  int64_t n_patches() const { return n_patches_; }
+  std::size_t n_cells() const { return patch_of_.size(); }
+
+ private:
+  std::vector<int64_t> neighbours_;
+  int n_neighbours_ = 0;
+  std::vector<double> means_;
+  std::vector<int64_t> patch_of_;
+  std::vector<std::string> names_;
+  coupling::LocalSlopeOptions options_;
+  int64_t n_patches_ = 0;
+};
+
+/// LocalTerms on lat-lon blocks: each block's 4 edge neighbours (-1 beyond the window's edge;
+/// columns wrap when layout.periodic_x), the covariates' area-weighted block means.
+LocalTerms block_local_terms(const BlockLayout& layout, const std::vector<std::string>& names,
+                             const std::vector<const double*>& covariates, const coupling::LocalSlopeOptions& options);
+
+/// LocalTerms on the patches of an unstructured grid: the patches' edge-neighbour table
+/// (ConfigError when the layout has none), the covariates' area-weighted patch means.
+LocalTerms cell_local_terms(const CellLayout& layout, const std::vector<std::string>& names,
+                            const std::vector<const double*>& covariates, const coupling::LocalSlopeOptions& options);
+
 /// Fitted coefficients: residual ~ sum_j coef[j] * predictor j (no intercept: residual and
 /// predictors have zero block mean).
 struct RegressionFit {
+  std::string baseline = "regression_cons";  ///< or "regression_local"
   std::vector<std::string> names;
   std::vector<double> coef;
   int64_t n_points = 0;       ///< fine cells the fit used
   double residual_rms = 0.0;  ///< area-weighted RMS of the residual before the fit
   double fitted_rms = 0.0;    ///< and after it (on the fit data)
   std::string fit_on;         ///< where the fit came from (for reports)
+  int local_rings = 0;        ///< regression_local: the local slopes' window (edge steps)
+  double local_ridge = 0.0;   ///< and their ridge
+};
+
+/// The regression baselines' fits: regression_cons, and regression_local when it is on.
+struct RegressionFits {
+  RegressionFit cons;
+  std::optional<RegressionFit> local;
 };
 
 /// Accumulates the area-weighted normal equations over fit data (any number of steps or
 /// files), then solves them.
 class RegressionFitter {
  public:
-  explicit RegressionFitter(std::vector<std::string> names);
+  /// `baseline` names the fit in errors and in the result.
+  explicit RegressionFitter(std::vector<std::string> names, std::string baseline = "regression_cons");
   /// Adds the cells i with use[i] != 0 (empty = all) whose residual and predictors are finite;
   /// residual[i] is the truth minus the conservative interpolant, w the area weights (empty =
   /// uniform).
@@ -63,18 +123,30 @@ class RegressionFitter {
 
  private:
   std::vector<std::string> names_;
+  std::string baseline_;
   NormalEquations eq_;
 };
 
-/// base + sum_j fit.coef[j] * p.values[j]: the regression_cons prediction.
+/// base + sum_j fit.coef[j] * p.values[j]: the regression_cons prediction (regression_local's
+/// with LocalTerms::extend's predictors).
 std::vector<double> apply_regression(const RegressionFit& fit, const Predictors& p, std::vector<double> base);
 
-/// The coefficients as text: "regression_cons: residual = 0.0061 * HSURF anomaly + ...".
+/// The coefficients as text: "regression_cons: residual = 0.0061 * HSURF anomaly + ..."
+/// (regression_local's with its local slopes' window and ridge).
 std::string describe(const RegressionFit& fit);
 
-/// The fit as JSON (names, coefficients, points, RMS before and after, fit_on), and back.
+/// The fit as JSON (baseline, names, coefficients, points, RMS before and after, fit_on;
+/// regression_local: "local_slopes" with rings and ridge), and back.
 std::string regression_to_json(const RegressionFit& fit);
 /// Throws ConfigError naming `source` when the text is not a fit written by regression_to_json.
 RegressionFit regression_from_json(const std::string& text, const std::string& source);
+
+/// finecast-eval --regression-out's file: without a regression_local fit, regression_cons's fit
+/// alone (regression_to_json: the form from before regression_local, which scripts read); with
+/// one, {"regression_cons": fit, "regression_local": fit}.
+std::string regressions_to_json(const RegressionFits& fits);
+/// Reads either form (a single fit must be regression_cons's); `local` stays empty when the file
+/// holds no regression_local fit. Throws ConfigError naming `source`.
+RegressionFits regressions_from_json(const std::string& text, const std::string& source);
 
 }  // namespace finecast::coupling::eval

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -37,12 +38,16 @@ constexpr const char* kCsvHeader =
 }  // namespace
 
 std::string format_table(const EvalReport& r) {
-  std::string out = fmt::format("{:<15} {:>4} {:>11} {:>11} {:>11} {:>11} {:>9} {:>9} {:>10}\n", "prediction", "mem",
+  // The name column fits the longest name (regression_local), 15 characters at least.
+  std::size_t w = 15;
+  for (const EvalRow& row : r.rows) w = std::max(w, row.name.size());
+  std::string out = fmt::format("{:<{}} {:>4} {:>11} {:>11} {:>11} {:>11} {:>9} {:>9} {:>10}\n", "prediction", w, "mem",
                                 "rmse", "bias", "crps", "crps_fair", "std_ratio", "hf_ratio", "nonfinite");
   for (const EvalRow& row : r.rows) {
     const Scores& s = row.scores;
-    out += fmt::format("{:<15} {:4d} {:11.5g} {:11.4g} {:11.5g} {:11.5g} {:9.4f} {:9.4f} {:10d}\n", row.name, s.members,
-                       s.rmse, s.bias, s.crps, s.crps_fair, s.std_ratio, s.upper_energy_ratio, s.n_nonfinite);
+    out +=
+        fmt::format("{:<{}} {:4d} {:11.5g} {:11.4g} {:11.5g} {:11.5g} {:9.4f} {:9.4f} {:10d}\n", row.name, w, s.members,
+                    s.rmse, s.bias, s.crps, s.crps_fair, s.std_ratio, s.upper_energy_ratio, s.n_nonfinite);
   }
   return out;
 }

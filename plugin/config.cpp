@@ -152,7 +152,15 @@ const schema::Table<Config>& config_table() {
                           "the conservative interpolant of patch.residual interp and regression and of the static "
                           "covariates' coarse part: lat-lon bicubic (Keys) | bspline (cubic B-spline); ICON idw "
                           "(inverse-distance) | linear (least-squares gradients); auto = bicubic on lat-lon, idw on "
-                          "ICON (docs/training.md)")},
+                          "ICON (docs/training.md)"),
+                   integer("local_slopes", &PatchConfig::local_slopes, 0, 8,
+                           "patch.residual regression: K > 0 adds, per covariate of patch.local_slope_static, its "
+                           "deviation times the local slope of the target's coarse values on the covariates' block "
+                           "means over the coarse cells within K edge steps (e.g. a lapse rate that changes across "
+                           "the domain); 0 = none (docs/training.md)"),
+                   real("local_slope_ridge", &PatchConfig::local_slope_ridge, 0.0, 1e6,
+                        "ridge of each local fit: shrinks the slopes toward 0 (times the window's cells and each "
+                        "covariate's variance over the field)")},
                "patch."));
     add(nested(&Config::buffer,
                Table<BufferConfig>{integer("capacity", &BufferConfig::capacity, 1, 10000,
@@ -336,14 +344,13 @@ yaml_schema::Entry gpu_ids_entry(Config& c) {
   return e;
 }
 
-/// `patch.static`: a list of host variable names (a single name is a list of one).
-yaml_schema::Entry statics_entry(Config& c) {
+/// A list of host variable names (a single name is a list of one): patch.static,
+/// patch.local_slope_static.
+yaml_schema::Entry names_entry(std::string key, std::vector<std::string>& names_out, std::string comment) {
   yaml_schema::Entry e;
-  e.key = "patch.static";
-  e.comment =
-      "host variables with fine static covariates (e.g. [topography_c, fr_land]), gathered once; each adds its "
-      "normalised block mean and fine anomalies to the context";
-  e.read = [&c](const YAML::Node& n) {
+  e.key = std::move(key);
+  e.comment = std::move(comment);
+  e.read = [&names_out](const YAML::Node& n) {
     std::vector<std::string> names;
     auto add = [&](const YAML::Node& item) {
       if (!item.IsScalar() || item.Scalar().empty())
@@ -357,11 +364,11 @@ yaml_schema::Entry statics_entry(Config& c) {
     } else if (!n.IsNull() && !(n.IsScalar() && n.Scalar().empty())) {
       throw BadValue("must be a list of host variable names, got " + yaml_schema::describe(n));
     }
-    c.patch.statics = names;
+    names_out = names;
   };
-  e.write = [&c] {
+  e.write = [&names_out] {
     YAML::Node n(YAML::NodeType::Sequence);
-    for (const auto& name : c.patch.statics) n.push_back(name);
+    for (const auto& name : names_out) n.push_back(name);
     n.SetStyle(YAML::EmitterStyle::Flow);
     return n;
   };
@@ -377,7 +384,14 @@ std::vector<yaml_schema::Entry> config_entries(Config& c) {
     const std::string key = e.key;
     entries.push_back(std::move(e));
     if (key == "train.placement") entries.push_back(gpu_ids_entry(c));
-    if (key == "patch.residual") entries.push_back(statics_entry(c));
+    if (key == "patch.residual")
+      entries.push_back(names_entry("patch.static", c.patch.statics,
+                                    "host variables with fine static covariates (e.g. [topography_c, fr_land]), "
+                                    "gathered once; each adds its normalised block mean and fine anomalies to the "
+                                    "context"));
+    if (key == "patch.local_slope_ridge")
+      entries.push_back(names_entry("patch.local_slope_static", c.patch.local_slope_static,
+                                    "the covariates of patch.static that get a local-slope term (empty = all)"));
   }
   return entries;
 }
@@ -458,6 +472,17 @@ void validate_together(const Config& c, ErrorList& errors) {
       if (std::find(c.fields.begin(), c.fields.end(), v) != c.fields.end())
         return "patch.static: \"" + v + "\" is one of fields; a static covariate is a field that does not change";
     }
+    return std::string();
+  });
+  rule({"patch.local_slopes", "patch.residual", "patch.static", "patch.local_slope_static"}, [&] {
+    if (c.patch.local_slopes > 0 && c.patch.residual != Residual::kRegression)
+      return std::string(
+                 "patch.local_slopes adds terms to the regression of patch.residual regression, but "
+                 "patch.residual is ") +
+             schema::name_of(c.patch.residual);
+    for (const auto& v : c.patch.local_slope_static)
+      if (std::find(c.patch.statics.begin(), c.patch.statics.end(), v) == c.patch.statics.end())
+        return "patch.local_slope_static: \"" + v + "\" is not one of patch.static";
     return std::string();
   });
   rule({"patch.interpolant", "grid.type"},

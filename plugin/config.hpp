@@ -78,6 +78,11 @@ struct PatchConfig {
   Residual residual = Residual::kMean;
   /// The residual base's interpolant (auto: bicubic on lat-lon, idw on ICON).
   coupling::Interpolant interpolant = coupling::Interpolant::kAuto;
+  /// patch.residual regression: a local-slope term per covariate of local_slope_static (empty =
+  /// all of statics) over a window of local_slopes edge steps (0 = none; docs/training.md).
+  int local_slopes = 0;
+  double local_slope_ridge = 0.1;
+  std::vector<std::string> local_slope_static;
 };
 
 struct BufferConfig {

@@ -1,12 +1,14 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""Summarise a finecast-eval report: the model beside the best interpolation baseline and
-regression_cons, and the quality bars of issues 15 and 26 (docs/evaluation.md).
+"""Summarise a finecast-eval report: the model beside the best interpolation baseline and the
+regression baselines (regression_cons, regression_local), and the quality bars of issues 15 and 26
+(docs/evaluation.md).
 
 Criteria checked (M = the model's members):
   - ensemble-mean RMSE <= sqrt(1 + 1/M) x the best baseline's RMSE (a calibrated M-member ensemble
     whose conditional mean is no worse than that baseline), and with --factor F against --against
-    NAME also RMSE <= F x NAME's RMSE (EUR-11: 0.9 x regression_cons);
+    NAME also RMSE <= F x NAME's RMSE (EUR-11: 0.9 x regression_cons; NAME best_regression: the
+    regression_* row with the lowest RMSE);
   - CRPS below every baseline's (a deterministic baseline's CRPS is its MAE);
   - CRPS below the stronger (lower-CRPS) of the noise references (issue 26: the best
     deterministic baseline plus noise of its residual's RMS with zero block mean, scored as an
@@ -32,7 +34,9 @@ def main(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--json", required=True, help="finecast-eval --json report")
     p.add_argument("--factor", type=float, default=None, help="also require RMSE <= FACTOR x the --against row's")
-    p.add_argument("--against", default="regression_cons", help="row of --factor (default regression_cons)")
+    p.add_argument("--against", default="regression_cons",
+                   help="row of --factor (default regression_cons); best_regression: the regression_* row with the "
+                        "lowest RMSE")
     p.add_argument("--noise-factor", type=float, default=1.0,
                    help="require CRPS < NOISE_FACTOR x the stronger noise reference's (default 1)")
     p.add_argument("--inflation-fit", action="store_true",
@@ -47,7 +51,8 @@ def main(argv):
     model = rows["model"]
     noise = [r for n, r in rows.items() if n.startswith("noise")]
     baselines = [r for n, r in rows.items() if n != "model" and not n.startswith("noise")]
-    interp = [r for r in baselines if r["name"] != "regression_cons"]
+    regressions = [r for r in baselines if r["name"].startswith("regression_")]
+    interp = [r for r in baselines if not r["name"].startswith("regression_")]
     best = min(baselines, key=lambda r: r["rmse"])
     best_interp = min(interp, key=lambda r: r["rmse"])
     units = ""
@@ -66,8 +71,8 @@ def main(argv):
 
     out.append(line(f"finecast ({M} members)", model))
     out.append(line(f"best interpolation: {best_interp['name']}", best_interp))
-    if "regression_cons" in rows:
-        out.append(line("regression_cons", rows["regression_cons"]))
+    for r in regressions:
+        out.append(line(r["name"], r))
     for r in noise:
         base = rep.get("meta", {}).get("noise_base", "the best baseline")
         out.append(line(f"{r['name']} ({base} + noise)", r))
@@ -75,10 +80,16 @@ def main(argv):
     checks = [(f"RMSE {model['rmse']:.4g} <= sqrt(1+1/{M}) x best baseline {best['name']} {best['rmse']:.4g} = {bar:.4g}",
                model["rmse"] <= bar)]
     if a.factor is not None:
-        if a.against not in rows:
-            sys.exit(f"eval_summary.py: {a.json} has no row '{a.against}' for --factor")
-        lim = a.factor * rows[a.against]["rmse"]
-        checks.append((f"RMSE {model['rmse']:.4g} <= {a.factor} x {a.against} {rows[a.against]['rmse']:.4g} = {lim:.4g}",
+        against = a.against
+        if against == "best_regression":
+            if not regressions:
+                sys.exit(f"eval_summary.py: {a.json} has no regression_* row for --against best_regression")
+            against = min(regressions, key=lambda r: r["rmse"])["name"]
+            out.append(f"{a.prefix}  --against best_regression: {against} (the regression row with the lowest RMSE)")
+        if against not in rows:
+            sys.exit(f"eval_summary.py: {a.json} has no row '{against}' for --factor")
+        lim = a.factor * rows[against]["rmse"]
+        checks.append((f"RMSE {model['rmse']:.4g} <= {a.factor} x {against} {rows[against]['rmse']:.4g} = {lim:.4g}",
                        model["rmse"] <= lim))
     worst = min(baselines, key=lambda r: r["crps"])
     checks.append((f"CRPS {model['crps']:.4g} < every baseline's (lowest: {worst['name']} {worst['crps']:.4g})",

@@ -103,6 +103,9 @@ schema::Table<Spec> make_table() {
   t.push_back(choice("patch.residual", &Spec::residual, "what the model's residual is taken from"));
   t.push_back(choice("patch.interpolant", &Spec::interpolant, "the residual base's interpolant"));
   t.push_back(names_field("patch.static", &Spec::statics, "fine static covariates"));
+  t.push_back(integer("patch.local_slopes", &Spec::local_slopes, 0, 8, "window of the regression's local slopes"));
+  t.push_back(real("patch.local_slope_ridge", &Spec::local_slope_ridge, 0.0, 1e6, "their shrinkage to the field's"));
+  t.push_back(names_field("patch.local_slope_static", &Spec::local_slope_static, "covariates with a local slope"));
   Field<Spec> norms = field_head<Spec>("patch.static_norm", Kind::kText, "the covariates' normalisation");
   norms.rule = "\"mean scale\" pairs joined by ';'";
   norms.get = [](const Spec& s) { return format_static_norms(s.static_norms); };
@@ -159,7 +162,10 @@ bool compared_on_resume(const std::string& key) {
                                           "patch.relative_context",
                                           "patch.residual",
                                           "patch.interpolant",
-                                          "patch.static"};
+                                          "patch.static",
+                                          "patch.local_slopes",
+                                          "patch.local_slope_ridge",
+                                          "patch.local_slope_static"};
   return keys.count(key) > 0;
 }
 
@@ -181,6 +187,24 @@ PatchOptions patch_options(const ConditioningSpec& spec) {
   o.n_static = static_cast<int>(spec.statics.size());
   o.interp_base = spec.residual != Residual::kMean;
   if (spec.residual == Residual::kRegression) o.regression = spec.regression;
+  o.local_slopes = local_slope_options(spec);
+  return o;
+}
+
+LocalSlopeOptions local_slope_options(const ConditioningSpec& spec) {
+  LocalSlopeOptions o;
+  if (spec.residual != Residual::kRegression || spec.local_slopes == 0) return o;
+  o.rings = spec.local_slopes;
+  o.ridge = spec.local_slope_ridge;
+  if (spec.local_slope_static.empty())
+    for (size_t s = 0; s < spec.statics.size(); ++s) o.terms.push_back(static_cast<int>(s));
+  for (const auto& name : spec.local_slope_static) {
+    const auto it = std::find(spec.statics.begin(), spec.statics.end(), name);
+    if (it == spec.statics.end())
+      throw ConfigError("patch.local_slope_static: \"" + name + "\" is not one of patch.static [" + join(spec.statics) +
+                        "]");
+    o.terms.push_back(static_cast<int>(it - spec.statics.begin()));
+  }
   return o;
 }
 
@@ -199,9 +223,17 @@ StoredSpec finished(StoredSpec stored, const std::string& source) {
     stored.spec.interpolant = legacy_interpolant(stored.spec.grid_type == GridType::kLatLon);
     stored.keys.insert("patch.interpolant");
   }
-  if (!stored.spec.regression.empty())
-    parse_regression(format_regression(stored.spec.regression), 2 * static_cast<int>(stored.spec.statics.size()),
-                     source);
+  if (!stored.spec.regression.empty()) {
+    LocalSlopeOptions local;
+    try {
+      local = local_slope_options(stored.spec);
+    } catch (const ConfigError& e) {
+      throw CheckpointError(source + ": " + e.what());
+    }
+    const int terms = local.enabled() ? static_cast<int>(local.terms.size()) : 0;
+    parse_regression(format_regression(stored.spec.regression),
+                     2 * static_cast<int>(stored.spec.statics.size()) + terms, source);
+  }
   return stored;
 }
 

@@ -75,8 +75,17 @@ struct ConditioningSpec {
   /// The residual base's interpolant, resolved for the grid (never kAuto in a checkpoint: one
   /// written before patch.interpolant existed reads back as bicubic or idw, what it used).
   Interpolant interpolant = Interpolant::kAuto;
+  /// patch.local_slopes: the window (edge steps) of the regression's local-slope terms, 0 = none;
+  /// their ridge, and the covariates that get one (empty = every one of statics).
+  int local_slopes = 0;
+  double local_slope_ridge = 0.1;
+  std::vector<std::string> local_slope_static;
   std::vector<double> regression;  ///< patch.residual regression's coefficients (empty until fitted)
 };
+
+/// The local-slope options of a spec (patch.local_slopes with patch.residual regression; off
+/// otherwise). Throws ConfigError naming patch.local_slope_static for a name not in patch.static.
+LocalSlopeOptions local_slope_options(const ConditioningSpec& spec);
 
 /// Every key of the spec, in the order a checkpoint lists them.
 const schema::Table<ConditioningSpec>& conditioning_spec_table();

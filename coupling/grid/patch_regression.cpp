@@ -25,11 +25,38 @@ void check(const PatchMap& global, int n_vars, const PatchOptions& options, cons
     throw InternalError(std::string(what) + ": the patches have no interpolant base (patch.residual: regression)");
   if (p.C != context_size(global, n_vars, options) || p.P != global.patch_size)
     throw InternalError(std::string(what) + ": the patches were not built with these options");
+  if (options.local_slopes.enabled() &&
+      p.local_slopes.size() != options.local_slopes.terms.size() * static_cast<size_t>(p.n))
+    throw InternalError(std::string(what) + ": the patches have no local slopes (patch.local_slopes)");
+}
+
+/// The predictors of patch c's cell k: each covariate's anomaly and deviation, then each
+/// local-slope term's slope times its covariate's deviation. False when one is not finite.
+bool predictors_at(const PatchOptions& options, const Patches& p, const float* fields, int64_t c, int k, double* x) {
+  const int P = p.P, S = options.n_static;
+  bool ok = true;
+  for (int s = 0; s < S; ++s) {
+    const float* a = fields + 2 * s * P;
+    x[2 * s] = a[k];
+    x[2 * s + 1] = a[P + k];
+    ok = ok && std::isfinite(x[2 * s]) && std::isfinite(x[2 * s + 1]);
+  }
+  if (options.local_slopes.enabled()) {
+    const auto& terms = options.local_slopes.terms;
+    for (size_t t = 0; t < terms.size(); ++t) {
+      x[2 * S + t] = p.local_slopes[t * p.n + c] * x[2 * terms[t] + 1];
+      ok = ok && std::isfinite(x[2 * S + t]);
+    }
+  }
+  return ok;
 }
 
 }  // namespace
 
-int regression_predictors(const PatchOptions& options) { return 2 * options.n_static; }
+int regression_predictors(const PatchOptions& options) {
+  return 2 * options.n_static +
+         (options.local_slopes.enabled() ? static_cast<int>(options.local_slopes.terms.size()) : 0);
+}
 
 void add_regression_data(const PatchMap& global, int n_vars, const PatchOptions& options, const Patches& p,
                          const uint8_t* use, NormalEquations& equations) {
@@ -43,14 +70,8 @@ void add_regression_data(const PatchMap& global, int n_vars, const PatchOptions&
     const float* fields = p.context.data() + c * p.C + first;
     for (int k = 0; k < P; ++k) {
       const double y = p.residual[c * P + k];
-      bool ok = std::isfinite(y);
-      for (int s = 0; s < options.n_static && ok; ++s) {
-        const float* a = fields + 2 * s * P;
-        x[2 * s] = a[k];
-        x[2 * s + 1] = a[P + k];
-        ok = std::isfinite(x[2 * s]) && std::isfinite(x[2 * s + 1]);
-      }
-      if (ok) equations.add(x.data(), y, p.weights[c * P + k]);
+      if (predictors_at(options, p, fields, c, k, x.data()) && std::isfinite(y))
+        equations.add(x.data(), y, p.weights[c * P + k]);
     }
   }
 }
@@ -59,17 +80,16 @@ void add_regression_base(const PatchMap& global, int n_vars, const PatchOptions&
   check(global, n_vars, options, p, "add_regression_base");
   if (static_cast<int>(options.regression.size()) != regression_predictors(options))
     throw InternalError("add_regression_base: " + std::to_string(options.regression.size()) + " coefficients for " +
-                        std::to_string(options.n_static) + " covariates");
+                        std::to_string(regression_predictors(options)) + " predictors");
   const std::vector<double>& coef = options.regression;
-  const int P = p.P, first = predictors_offset(global, n_vars, options);
+  const int m = regression_predictors(options), P = p.P, first = predictors_offset(global, n_vars, options);
+  std::vector<double> x(static_cast<size_t>(m));
   for (int64_t c = 0; c < p.n; ++c) {
     const float* fields = p.context.data() + c * p.C + first;
     for (int k = 0; k < P; ++k) {
+      predictors_at(options, p, fields, c, k, x.data());  // a NaN reaches the base: the patch is invalid
       double fit = 0.0;
-      for (int s = 0; s < options.n_static; ++s) {
-        const float* a = fields + 2 * s * P;
-        fit += coef[2 * s] * a[k] + coef[2 * s + 1] * a[P + k];
-      }
+      for (int j = 0; j < m; ++j) fit += coef[j] * x[j];
       p.base[c * P + k] += static_cast<float>(fit);
       p.residual[c * P + k] -= static_cast<float>(fit);
     }
@@ -102,7 +122,8 @@ std::vector<double> parse_regression(const std::string& text, int count, const s
   if (static_cast<int>(coef.size()) != count)
     throw CheckpointError(source + ": patch.regression holds " + std::to_string(coef.size()) +
                           " coefficient(s), expected " + std::to_string(count) +
-                          " (an anomaly and a deviation per static covariate)");
+                          " (an anomaly and a deviation per static covariate, then one per patch.local_slopes "
+                          "covariate)");
   return coef;
 }
 

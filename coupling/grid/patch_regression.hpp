@@ -18,7 +18,8 @@
 
 namespace finecast::coupling {
 
-/// Predictors of the regression: 2 per static covariate (its anomaly, then its deviation).
+/// Predictors of the regression: 2 per static covariate (its anomaly, then its deviation), then
+/// one per patch.local_slopes term (its covariate's deviation times the local slope).
 int regression_predictors(const PatchOptions& options);
 
 /// Adds the patches with use[c] != 0 to the normal equations of their residual (fine minus the

@@ -169,6 +169,11 @@ void fill_contexts(const PatchMap& global, int64_t first, const PatchMap& local,
     fit(out.residual, static_cast<size_t>(n * P));
     interpolate_patches(global, all_coarse_vars + options.target * N, out.base.data(), first, n);
     for (int64_t i = 0; i < n * P; ++i) out.residual[i] = out.fine[i] - out.base[i];
+    if (options.local_slopes.enabled() && options.n_static > 0)
+      local_slopes(global.neighbours.data(), global.n_neighbours, N, all_coarse_vars + options.target * N,
+                   all_static_means, options.n_static, options.local_slopes, first, n, out.local_slopes);
+    else
+      out.local_slopes.clear();
     if (!options.regression.empty()) add_regression_base(global, n_vars, options, out);
   } else {
     out.base.clear();

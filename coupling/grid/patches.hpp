@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "coupling/grid/local_slopes.hpp"
 #include "coupling/grid/patch_map.hpp"
 
 namespace finecast::coupling {
@@ -29,10 +30,14 @@ struct PatchOptions {
   /// the target's coarse neighbourhood (`base`) and the fine values minus it (`residual`), which
   /// the model learns; the map must be prepared for it (prepare_patch_map).
   bool interp_base = false;
-  /// patch.residual: regression's coefficients (patch_regression.hpp; 2 per static covariate),
-  /// once fitted: fill_contexts then adds the regression on the covariates to the base. Empty =
-  /// none (or not yet fitted).
+  /// patch.residual: regression's coefficients (patch_regression.hpp; 2 per static covariate, then
+  /// one per local-slope term), once fitted: fill_contexts then adds the regression on the
+  /// covariates to the base. Empty = none (or not yet fitted).
   std::vector<double> regression{};
+  /// patch.local_slopes: with patch.residual regression, a third predictor for the covariates of
+  /// local_slopes.terms, their deviation times the target's local coarse slope on them
+  /// (local_slopes.hpp); off by default.
+  LocalSlopeOptions local_slopes{};
 };
 
 /// Context length: n_vars * (1 + ring_count(map, rings)) + (static_features ? 3 : 0) +
@@ -64,6 +69,7 @@ struct Patches {
   std::vector<float> coarse_orography;  ///< n coarse orography means (when options.orography)
   std::vector<float> static_means;      ///< n_static*n block means of the covariates (scratch)
   std::vector<float> static_interp;     ///< n_static*n*P their conservative interpolant (scratch)
+  std::vector<double> local_slopes;     ///< terms*n local slopes of the target (options.local_slopes)
   std::vector<float> zeros;             ///< n zeros: sampler_coarse with a residual base
 };
 

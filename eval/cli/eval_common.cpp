@@ -4,6 +4,8 @@
 
 #include <netcdf.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -93,15 +95,19 @@ std::pair<std::string, std::string> split_file_var(const std::string& text, cons
 }
 
 bool check_regression_options(const EvalOptions& o) {
+  const EvalOptions defaults;
   if (o.statics.empty()) {
-    const char* needs = !o.fit_on.empty()           ? "--fit-on"
-                        : !o.regression_in.empty()  ? "--regression-in"
-                        : !o.regression_out.empty() ? "--regression-out"
-                                                    : nullptr;
+    const char* needs = !o.fit_on.empty()                                   ? "--fit-on"
+                        : !o.regression_in.empty()                          ? "--regression-in"
+                        : !o.regression_out.empty()                         ? "--regression-out"
+                        : o.local_slopes != defaults.local_slopes           ? "--local-slopes"
+                        : o.local_slope_ridge != defaults.local_slope_ridge ? "--local-slope-ridge"
+                        : !o.local_slope_static.empty()                     ? "--local-slope-static"
+                                                                            : nullptr;
     if (needs)
       throw ConfigError(std::string(needs) +
-                        " is for the regression_cons baseline, which needs the fine covariates: give them "
-                        "with --static FILE:VAR");
+                        " is for the regression baselines (regression_cons, regression_local), which need the fine "
+                        "covariates: give them with --static FILE:VAR");
     return false;
   }
   for (const auto& s : o.statics) split_file_var(s, "--static");
@@ -112,7 +118,56 @@ bool check_regression_options(const EvalOptions& o) {
     throw ConfigError(
         "--static needs --fit-on REGION|FILE (the training split regression_cons is fitted on), "
         "--hold-out (it is then fitted on the rest), or --regression-in FILE (saved coefficients)");
+  local_slope_options(o);
   return true;
+}
+
+std::vector<std::string> static_names(const EvalOptions& o) {
+  std::vector<std::string> names;
+  for (const auto& s : o.statics) names.push_back(split_file_var(s, "--static").second);
+  return names;
+}
+
+coupling::LocalSlopeOptions local_slope_options(const EvalOptions& o) {
+  coupling::LocalSlopeOptions l;
+  if (o.local_slopes < 0)
+    throw ConfigError("--local-slopes " + std::to_string(o.local_slopes) +
+                      ": expected the local slopes' window in edge steps, an integer >= 0 (0 = no regression_local)");
+  if (!std::isfinite(o.local_slope_ridge) || o.local_slope_ridge < 0.0) {
+    std::ostringstream v;
+    v << o.local_slope_ridge;
+    throw ConfigError("--local-slope-ridge " + v.str() + ": expected a finite real >= 0");
+  }
+  if (o.local_slopes == 0) {
+    const EvalOptions defaults;
+    const char* idle = !o.local_slope_static.empty()                       ? "--local-slope-static"
+                       : o.local_slope_ridge != defaults.local_slope_ridge ? "--local-slope-ridge"
+                                                                           : nullptr;
+    if (idle) throw ConfigError(std::string(idle) + " is for regression_local: give --local-slopes RINGS (> 0) too");
+    l.rings = 0;
+    return l;
+  }
+  l.rings = o.local_slopes;
+  l.ridge = o.local_slope_ridge;
+  const std::vector<std::string> names = static_names(o);
+  if (o.local_slope_static.empty()) {
+    for (std::size_t s = 0; s < names.size(); ++s) l.terms.push_back(static_cast<int>(s));
+    return l;
+  }
+  std::string known;
+  for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+  for (const auto& want : o.local_slope_static) {
+    const auto it = std::find(names.begin(), names.end(), want);
+    if (it == names.end())
+      throw ConfigError("--local-slope-static: '" + want + "' is not a --static covariate (known: " + known + ")");
+    const int s = static_cast<int>(it - names.begin());
+    if (std::find(l.terms.begin(), l.terms.end(), s) != l.terms.end())
+      throw ConfigError("--local-slope-static: '" + want + "' is given twice");
+    l.terms.push_back(s);
+  }
+  // Terms in the covariates' order, whatever order the option lists them in.
+  std::sort(l.terms.begin(), l.terms.end());
+  return l;
 }
 
 void warn_on_weak_covariates(const coupling::eval::RegressionFit& r, const std::string& hint) {
@@ -128,30 +183,69 @@ void warn_on_weak_covariates(const coupling::eval::RegressionFit& r, const std::
             << ": they may not lie where the data lies" << (hint.empty() ? "" : " (" + hint + ")") << "\n";
 }
 
-coupling::eval::RegressionFit finish_regression(const EvalOptions& o, const std::vector<std::string>& names,
-                                                const std::function<coupling::eval::RegressionFit()>& fit) {
+namespace {
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& n : v) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+/// --regression-in's fit of one baseline: the predictors and local slopes this run asks for.
+void check_saved_fit(const EvalOptions& o, const coupling::eval::RegressionFit& r,
+                     const std::vector<std::string>& names, const coupling::LocalSlopeOptions& local) {
+  if (r.names != names)
+    throw ConfigError("--regression-in " + o.regression_in + " holds " + r.baseline + " coefficients of " +
+                      joined(r.names) + ", but the --static covariates" +
+                      (r.baseline == "regression_local" ? " and --local-slope-static" : "") + " give " + joined(names) +
+                      " (same covariates, same order)");
+  if (r.baseline == "regression_local" && (r.local_rings != local.rings || r.local_ridge != local.ridge)) {
+    std::ostringstream msg;
+    msg << "--regression-in " << o.regression_in << " holds regression_local fitted with --local-slopes "
+        << r.local_rings << " --local-slope-ridge " << r.local_ridge << ", but this run asks for --local-slopes "
+        << local.rings << " --local-slope-ridge " << local.ridge;
+    throw ConfigError(msg.str());
+  }
+}
+
+}  // namespace
+
+coupling::eval::RegressionFits finish_regression(const EvalOptions& o, const std::vector<std::string>& cons_names,
+                                                 const std::vector<std::string>& local_names,
+                                                 const std::function<coupling::eval::RegressionFits()>& fit) {
   namespace fe = coupling::eval;
-  fe::RegressionFit r;
+  const coupling::LocalSlopeOptions local = local_slope_options(o);
+  fe::RegressionFits r;
   if (!o.regression_in.empty()) {
     std::ifstream in(o.regression_in);
     if (!in) throw IoError("--regression-in " + o.regression_in + ": cannot open the file");
     std::stringstream text;
     text << in.rdbuf();
-    r = fe::regression_from_json(text.str(), "--regression-in " + o.regression_in);
-    if (r.names != names) {
-      std::string want, have;
-      for (const auto& n : names) want += (want.empty() ? "" : ", ") + n;
-      for (const auto& n : r.names) have += (have.empty() ? "" : ", ") + n;
-      throw ConfigError("--regression-in " + o.regression_in + " holds coefficients of " + have +
-                        ", but the --static covariates give " + want + " (same covariates, same order)");
+    r = fe::regressions_from_json(text.str(), "--regression-in " + o.regression_in);
+    check_saved_fit(o, r.cons, cons_names, local);
+    if (local_names.empty()) {
+      r.local.reset();  // a saved regression_local that this run does not ask for
+    } else {
+      if (!r.local)
+        throw ConfigError("--regression-in " + o.regression_in +
+                          " holds no regression_local fit (only regression_cons's), but --local-slopes " +
+                          std::to_string(local.rings) +
+                          " asks for one: write the file with --local-slopes, or score without it");
+      check_saved_fit(o, *r.local, local_names, local);
     }
   } else {
     r = fit();
+    if (r.local) {
+      r.local->local_rings = local.rings;
+      r.local->local_ridge = local.ridge;
+    }
   }
-  std::cout << "  " << fe::describe(r) << "\n";
+  std::cout << "  " << fe::describe(r.cons) << "\n";
+  if (r.local) std::cout << "  " << fe::describe(*r.local) << "\n";
   if (!o.regression_out.empty()) {
-    fe::write_text_file(o.regression_out, fe::regression_to_json(r));
-    std::cout << "  regression_cons coefficients written to " << o.regression_out << "\n";
+    fe::write_text_file(o.regression_out, fe::regressions_to_json(r));
+    std::cout << "  " << (r.local ? "regression_cons and regression_local" : "regression_cons")
+              << " coefficients written to " << o.regression_out << "\n";
   }
   return r;
 }
@@ -190,20 +284,35 @@ void write_baselines(const EvalOptions& o, const std::vector<std::pair<std::stri
   std::cout << "  baselines of the last scored step written to " << o.baselines_out << "\n";
 }
 
-void add_regression_meta(const coupling::eval::RegressionFit& fit,
+void add_regression_meta(const coupling::eval::RegressionFits& fits,
                          std::vector<std::pair<std::string, std::string>>& meta) {
-  meta.push_back({"regression_fit_on", fit.fit_on});
-  meta.push_back({"regression_points", std::to_string(fit.n_points)});
-  for (std::size_t j = 0; j < fit.coef.size(); ++j) {
+  auto number = [](double x) {
     std::ostringstream v;
     v.precision(10);
-    v << fit.coef[j];
-    meta.push_back({"regression_coef " + fit.names[j], v.str()});
-  }
+    v << x;
+    return v.str();
+  };
+  const coupling::eval::RegressionFit& c = fits.cons;
+  meta.push_back({"regression_fit_on", c.fit_on});
+  meta.push_back({"regression_points", std::to_string(c.n_points)});
+  for (std::size_t j = 0; j < c.coef.size(); ++j) meta.push_back({"regression_coef " + c.names[j], number(c.coef[j])});
+  if (!fits.local) return;
+  const coupling::eval::RegressionFit& l = *fits.local;
+  std::string terms;
+  for (const auto& n : l.names)
+    if (n.size() > 6 && n.compare(n.size() - 6, 6, " local") == 0)
+      terms += (terms.empty() ? "" : ",") + n.substr(0, n.size() - 6);
+  meta.push_back({"regression_local_rings", std::to_string(l.local_rings)});
+  meta.push_back({"regression_local_ridge", number(l.local_ridge)});
+  meta.push_back({"regression_local_static", terms});
+  meta.push_back({"regression_local_fit_on", l.fit_on});
+  meta.push_back({"regression_local_points", std::to_string(l.n_points)});
+  for (std::size_t j = 0; j < l.coef.size(); ++j)
+    meta.push_back({"regression_local_coef " + l.names[j], number(l.coef[j])});
 }
 
 coupling::eval::NoiseReference noise_reference(const EvalOptions& o, const coupling::eval::EvalReport& rep,
-                                               int prediction_members, const coupling::eval::RegressionFit* fit,
+                                               int prediction_members, const coupling::eval::RegressionFits* fits,
                                                std::vector<std::pair<std::string, std::string>>& meta) {
   coupling::eval::NoiseReference n;
   const auto [base, rmse] = coupling::eval::best_deterministic(rep);
@@ -211,9 +320,13 @@ coupling::eval::NoiseReference noise_reference(const EvalOptions& o, const coupl
   n.members = o.noise_members > 0 ? o.noise_members : prediction_members >= 2 ? prediction_members : 16;
   std::string source = "RMSE of " + base + " on the scored cells";
   n.rms = rmse;
-  if (base == "regression_cons" && fit && fit->fitted_rms > 0) {
+  const coupling::eval::RegressionFit* fit = !fits                                       ? nullptr
+                                             : base == "regression_cons"                 ? &fits->cons
+                                             : base == "regression_local" && fits->local ? &*fits->local
+                                                                                         : nullptr;
+  if (fit && fit->fitted_rms > 0) {
     n.rms = fit->fitted_rms;
-    source = "residual RMS of regression_cons on its fit data (" + fit->fit_on + ")";
+    source = "residual RMS of " + base + " on its fit data (" + fit->fit_on + ")";
   }
   std::ostringstream v;
   v.precision(10);
@@ -257,10 +370,10 @@ int run(const EvalOptions& o, EvalGrid& grid) {
   grid.prepare(tsteps, psteps);
   coupling::eval::StepEvaluator& ev = grid.evaluator();
   const bool regression = check_regression_options(o);
-  coupling::eval::RegressionFit fit;
+  coupling::eval::RegressionFits fit;
   if (regression) {
     fit = grid.fit_regression(tsteps);
-    warn_on_weak_covariates(fit, grid.weak_covariates_hint());
+    warn_on_weak_covariates(fit.cons, grid.weak_covariates_hint());
   }
 
   const std::size_t n = grid.n_values(), n_members = grid.n_members();

@@ -36,8 +36,13 @@ struct EvalOptions {
   /// --hold-out: score only these blocks (patches): a region, or FILE:VAR, a mask on the
   /// prediction's grid (a block is held out when any of its cells is non-zero).
   std::string hold_out;
-  std::string regression_in, regression_out;  ///< reuse / save regression_cons's coefficients
-  std::string baselines_out;                  ///< NetCDF file for every baseline's field at the last scored step
+  std::string regression_in, regression_out;  ///< reuse / save the regression baselines' coefficients
+  /// --local-slopes RINGS: regression_local's window in edge steps; 0 = no regression_local.
+  int local_slopes = 0;
+  double local_slope_ridge = 0.1;  ///< --local-slope-ridge: shrinkage toward the field's slope (>= 0)
+  /// --local-slope-static: the covariates (VAR of --static) with a local term; empty = all.
+  std::vector<std::string> local_slope_static;
+  std::string baselines_out;  ///< NetCDF file for every baseline's field at the last scored step
   /// Members of the noise references (rows noise_white, noise_spectral): -1 = the prediction's members when it has
   /// at least 2, else 16; 0 = none.
   int noise_members = -1;
@@ -82,12 +87,18 @@ void report_masked(const std::vector<coupling::FieldReader>& readers);
 std::pair<std::string, std::string> split_file_var(const std::string& text, const std::string& option);
 
 /// Whether regression_cons is scored: --static given. Checks the combinations of --static,
-/// --fit-on, --hold-out, --regression-in and --regression-out (ConfigError naming them).
+/// --fit-on, --hold-out, --regression-in, --regression-out and the --local-slope options
+/// (ConfigError naming them).
 bool check_regression_options(const EvalOptions& options);
 
-/// After a fit (or --regression-in): prints the coefficients, writes --regression-out, and puts
-/// them into the report's meta. With --regression-in, checks that the file's predictors are the
-/// covariates given (ConfigError naming both).
+/// The covariates' names: the VAR of each --static FILE:VAR, in order.
+std::vector<std::string> static_names(const EvalOptions& options);
+
+/// regression_local's local slopes from --local-slopes, --local-slope-ridge and
+/// --local-slope-static (terms: indices into static_names); rings 0 when it is off. Throws
+/// ConfigError naming the option for a bad value or an unknown or repeated covariate.
+coupling::LocalSlopeOptions local_slope_options(const EvalOptions& options);
+
 /// regression_cons explains less than this share of the fine residual's variance: a warning.
 inline constexpr double kWeakCovariates = 0.02;
 
@@ -98,9 +109,14 @@ inline constexpr double kWeakCovariates = 0.02;
 /// data lay on the uniform one, explained 0.3% of the residual there and 26% on the right one.
 void warn_on_weak_covariates(const coupling::eval::RegressionFit& fit, const std::string& hint);
 
-coupling::eval::RegressionFit finish_regression(const EvalOptions& options,
-                                                const std::vector<std::string>& predictor_names,
-                                                const std::function<coupling::eval::RegressionFit()>& fit);
+/// After a fit (or --regression-in): prints the coefficients, writes --regression-out. With
+/// --regression-in, checks that the file's predictors are those given (`cons_names`, and
+/// `local_names` when regression_local is on: non-empty) and its local slopes' settings those of
+/// the options (ConfigError naming the file). `fit` fits both (the local one when local_names is
+/// non-empty).
+coupling::eval::RegressionFits finish_regression(const EvalOptions& options, const std::vector<std::string>& cons_names,
+                                                 const std::vector<std::string>& local_names,
+                                                 const std::function<coupling::eval::RegressionFits()>& fit);
 
 /// Writes every baseline's field of the last scored step to --baselines-out: one variable per
 /// baseline named after it, on `dims` (("ncells") or (y, x)) with `shape`, double precision, and
@@ -109,8 +125,8 @@ void write_baselines(const EvalOptions& options, const std::vector<std::pair<std
                      const std::vector<std::string>& dims, const std::vector<std::size_t>& shape,
                      const std::string& step);
 
-/// The regression's meta entries for the JSON report.
-void add_regression_meta(const coupling::eval::RegressionFit& fit,
+/// The regressions' meta entries for the JSON report (regression_local's prefixed so).
+void add_regression_meta(const coupling::eval::RegressionFits& fits,
                          std::vector<std::pair<std::string, std::string>>& meta);
 
 /// Meta rows of the JSON/CSV reports, in order.
@@ -141,8 +157,9 @@ class EvalGrid {
   /// The blocks (patches) scored (empty = all) and those --hold-out holds out (empty = none).
   virtual const std::vector<char>& scored() const = 0;
   virtual const std::vector<char>& held() const = 0;
-  /// regression_cons fitted (or read) and set on the evaluator; `truth_steps` as matched.
-  virtual coupling::eval::RegressionFit fit_regression(const std::vector<std::size_t>& truth_steps) = 0;
+  /// regression_cons (and regression_local with --local-slopes) fitted (or read) and set on the
+  /// evaluator; `truth_steps` as matched.
+  virtual coupling::eval::RegressionFits fit_regression(const std::vector<std::size_t>& truth_steps) = 0;
   /// What to check when the covariates explain little (warn_on_weak_covariates).
   virtual std::string weak_covariates_hint() const = 0;
   /// The grid's report rows: those after truth_var, and those after members.
@@ -162,17 +179,17 @@ class EvalGrid {
 /// The ICON grid of the prediction (eval_icon.cpp); opens and checks the files.
 std::unique_ptr<EvalGrid> make_icon_grid(const EvalOptions& options);
 
-/// finecast-eval on either grid: match the steps, fit regression_cons when asked, score every
+/// finecast-eval on either grid: match the steps, fit the regression baselines when asked, score every
 /// step, the noise references' passes, the report's rows, the summary, the reports and the
 /// baseline fields. Returns the exit status.
 int run(const EvalOptions& options, EvalGrid& grid);
 
 /// The noise reference after the scoring pass (issue 26): the best deterministic row of `rep`
 /// as its base, with the RMS of its residual on the training split where finecast-eval has one
-/// for it (regression_cons: its fit's residual RMS), else on the scored cells (its RMSE). Adds
-/// what was chosen to `meta`.
+/// for it (regression_cons, regression_local: its fit's residual RMS), else on the scored cells
+/// (its RMSE). Adds what was chosen to `meta`.
 coupling::eval::NoiseReference noise_reference(const EvalOptions& o, const coupling::eval::EvalReport& rep,
-                                               int prediction_members, const coupling::eval::RegressionFit* fit,
+                                               int prediction_members, const coupling::eval::RegressionFits* fits,
                                                std::vector<std::pair<std::string, std::string>>& meta);
 
 /// noise_spectral's training split (issue 26): with --hold-out the blocks (patches) not held

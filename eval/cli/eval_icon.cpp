@@ -10,6 +10,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -196,10 +197,12 @@ std::vector<double> read_static(const std::string& spec, const std::string& opti
   return out;
 }
 
-/// Adds to `fitter` the cells of the patches flagged in `use` (empty = all), for each step of
-/// `src`: residual = truth - idw_cons(patch means).
-void add_cell_fit_data(fe::RegressionFitter& fitter, IconVar& src, const std::vector<std::size_t>& steps,
-                       const fe::CellInterpolator& interp, const fe::Predictors& p, const std::vector<char>& use) {
+/// Adds to the fitters (regression_cons's, and regression_local's when `terms` is given) the cells
+/// of the patches flagged in `use` (empty = all), for each step of `src`: residual = truth -
+/// idw_cons(patch means); regression_local's slopes from the same patch means.
+void add_cell_fit_data(fe::RegressionFitter& fitter, fe::RegressionFitter* local, const fe::LocalTerms* terms,
+                       IconVar& src, const std::vector<std::size_t>& steps, const fe::CellInterpolator& interp,
+                       const fe::Predictors& p, const std::vector<char>& use) {
   const fe::CellLayout& L = interp.layout();
   static const fe::CellBaseline idw_cons{"idw_cons", fe::CellInterp::kIdw, true};
   std::vector<char> cell_use;
@@ -212,10 +215,12 @@ void add_cell_fit_data(fe::RegressionFitter& fitter, IconVar& src, const std::ve
   std::vector<double> truth(static_cast<std::size_t>(L.size()));
   for (std::size_t t : steps) {
     src.read(t, 0, truth.data());
-    const std::vector<double> base = interp.run(fe::patch_means(L, truth.data()), idw_cons);
+    const std::vector<double> coarse = fe::patch_means(L, truth.data());
+    const std::vector<double> base = interp.run(coarse, idw_cons);
     std::vector<double> residual(truth.size());
     for (std::size_t i = 0; i < residual.size(); ++i) residual[i] = truth[i] - base[i];
     fitter.add(p, residual, w, cell_use);
+    if (local && terms) local->add(terms->extend(p, coarse), residual, w, cell_use);
   }
 }
 
@@ -300,10 +305,11 @@ ScoredPatches scored_patches(const EvalOptions& o, const fe::CellLayout& layout,
 }
 
 /// regression_cons: idw_cons plus the covariate terms, fitted on the training split (the cells
-/// not held out, a --fit-on region, or a --fit-on file); handed to the evaluator.
-fe::RegressionFit fit_regression(const EvalOptions& o, fe::CellEvaluator& ev, IconVar& truth,
-                                 const std::vector<std::size_t>& tsteps, const coupling::IconGrid& grid,
-                                 const std::string& grid_path, const std::vector<char>& held, int L) {
+/// not held out, a --fit-on region, or a --fit-on file), and with --local-slopes regression_local
+/// on the same data; handed to the evaluator.
+fe::RegressionFits fit_regression(const EvalOptions& o, fe::CellEvaluator& ev, IconVar& truth,
+                                  const std::vector<std::size_t>& tsteps, const coupling::IconGrid& grid,
+                                  const std::string& grid_path, const std::vector<char>& held, int L) {
   const fe::CellLayout& layout = ev.layout();
   std::vector<std::vector<double>> values;
   std::vector<std::string> names;
@@ -314,13 +320,25 @@ fe::RegressionFit fit_regression(const EvalOptions& o, fe::CellEvaluator& ev, Ic
   std::vector<const double*> ptrs;
   for (const auto& v : values) ptrs.push_back(v.data());
   fe::Predictors p = fe::cell_predictors(ev.interpolator(), names, ptrs);
-  fe::RegressionFit fit = finish_regression(o, p.names, [&] {
+  const coupling::LocalSlopeOptions slopes = local_slope_options(o);
+  std::optional<fe::LocalTerms> terms;
+  std::vector<std::string> local_names;
+  if (slopes.enabled()) {
+    terms.emplace(fe::cell_local_terms(layout, names, ptrs, slopes));
+    local_names = p.names;
+    for (const auto& n : terms->names()) local_names.push_back(n);
+  }
+  fe::RegressionFits fits = finish_regression(o, p.names, local_names, [&] {
     fe::RegressionFitter fitter(p.names);
+    std::optional<fe::RegressionFitter> local;
+    if (terms) local.emplace(local_names, "regression_local");
+    fe::RegressionFitter* lp = local ? &*local : nullptr;
+    const fe::LocalTerms* tp = terms ? &*terms : nullptr;
     std::string where;
     if (o.fit_on.empty()) {
       std::vector<char> rest(held.size());
       for (std::size_t q = 0; q < held.size(); ++q) rest[q] = held[q] ? 0 : 1;
-      add_cell_fit_data(fitter, truth, tsteps, ev.interpolator(), p, rest);
+      add_cell_fit_data(fitter, lp, tp, truth, tsteps, ev.interpolator(), p, rest);
       where =
           "the R2B" + std::to_string(L) + " cells of " + truth.path() + " not held out (--hold-out " + o.hold_out + ")";
     } else if (fe::is_region_text(o.fit_on)) {
@@ -330,7 +348,7 @@ fe::RegressionFit fit_regression(const EvalOptions& o, fe::CellEvaluator& ev, Ic
       if (n == 0)
         throw ConfigError("--fit-on " + o.fit_on + ": no R2B" + std::to_string(L) + " cell of grid '" + grid_path +
                           "' lies wholly inside");
-      add_cell_fit_data(fitter, truth, tsteps, ev.interpolator(), p, use);
+      add_cell_fit_data(fitter, lp, tp, truth, tsteps, ev.interpolator(), p, use);
       where = "region " + o.fit_on + " of " + truth.path() + " (" + std::to_string(n) + " R2B" + std::to_string(L) +
               " cells)";
     } else {
@@ -338,13 +356,16 @@ fe::RegressionFit fit_regression(const EvalOptions& o, fe::CellEvaluator& ev, Ic
       check_on_grid(src, grid, grid_path);
       std::vector<std::size_t> steps;
       for (std::size_t t = 0; t < src.n_times(); ++t) steps.push_back(t);
-      add_cell_fit_data(fitter, src, steps, ev.interpolator(), p, {});
+      add_cell_fit_data(fitter, lp, tp, src, steps, ev.interpolator(), p, {});
       where = o.fit_on + " (" + std::to_string(steps.size()) + " step(s))";
     }
-    return fitter.solve(where);
+    fe::RegressionFits out{fitter.solve(where), std::nullopt};
+    if (local) out.local = local->solve(where);
+    return out;
   });
-  ev.set_regression(fit, std::move(p));
-  return fit;
+  ev.set_regression(fits.cons, std::move(p));
+  if (fits.local) ev.set_local_regression(*fits.local, std::move(*terms));
+  return fits;
 }
 
 /// The ICON grid of finecast-eval: the prediction's and the truth's cells, the patches of the
@@ -414,7 +435,7 @@ class IconEvalGrid : public EvalGrid {
   const std::vector<char>& scored() const override { return scored_.mask; }
   const std::vector<char>& held() const override { return scored_.held; }
 
-  fe::RegressionFit fit_regression(const std::vector<std::size_t>& tsteps) override {
+  fe::RegressionFits fit_regression(const std::vector<std::size_t>& tsteps) override {
     return tools::fit_regression(o_, *ev_, truth_, tsteps, grid_, grid_path_, scored_.held, level_.level);
   }
   std::string weak_covariates_hint() const override {

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -250,14 +251,25 @@ std::vector<char> hold_out_blocks(const ft::EvalOptions& o, const GridVar& pred,
   return mask;
 }
 
-/// Adds to `fitter` the cells of the blocks flagged in `block_use` (empty = all) of a window of
-/// `src`, for each of `steps`: residual = truth - bicubic_cons(block means).
-void add_fit_data(fe::RegressionFitter& fitter, GridVar& src, Covariates& cov, int y0, int ny, int x0, int nx, int k,
+/// The fitters of the regression baselines: regression_cons's, and regression_local's when the
+/// local slopes are on.
+struct Fitters {
+  fe::RegressionFitter cons;
+  std::optional<fe::RegressionFitter> local;
+  finecast::coupling::LocalSlopeOptions slopes;
+};
+
+/// Adds to the fitters the cells of the blocks flagged in `block_use` (empty = all) of a window of
+/// `src`, for each of `steps`: residual = truth - bicubic_cons(block means); regression_local's
+/// slopes from the same block means over the whole window.
+void add_fit_data(Fitters& fitters, GridVar& src, Covariates& cov, int y0, int ny, int x0, int nx, int k,
                   const std::vector<std::size_t>& steps, const std::vector<char>& block_use) {
   const fe::BlockLayout layout = window_layout(src, y0, ny, x0, nx, k);
   layout.validate();
   const auto values = cov.read(src, y0, ny, x0, nx);
   const fe::Predictors p = fe::block_predictors(layout, cov.names, pointers(values));
+  std::optional<fe::LocalTerms> terms;
+  if (fitters.local) terms.emplace(fe::block_local_terms(layout, cov.names, pointers(values), fitters.slopes));
   static const fe::Baseline bicubic_cons{"bicubic_cons", fe::Interp::kBicubic, true};
   std::vector<char> use;
   if (!block_use.empty()) {
@@ -269,10 +281,12 @@ void add_fit_data(fe::RegressionFitter& fitter, GridVar& src, Covariates& cov, i
   std::vector<double> truth(layout.size());
   for (std::size_t t : steps) {
     src.read(t, 0, y0, ny, x0, nx, truth.data());
-    const std::vector<double> base = fe::run_baseline(layout, fe::block_means(layout, truth.data()), bicubic_cons);
+    const std::vector<double> coarse = fe::block_means(layout, truth.data());
+    const std::vector<double> base = fe::run_baseline(layout, coarse, bicubic_cons);
     std::vector<double> residual(layout.size());
     for (std::size_t i = 0; i < residual.size(); ++i) residual[i] = truth[i] - base[i];
-    fitter.add(p, residual, layout.weight, use);
+    fitters.cons.add(p, residual, layout.weight, use);
+    if (terms) fitters.local->add(terms->extend(p, coarse), residual, layout.weight, use);
   }
 }
 
@@ -360,23 +374,32 @@ Window scored_window(const ft::EvalOptions& o, const GridVar& pred, int k) {
   return w;
 }
 
-/// regression_cons: the covariates on the window, coefficients fitted on the training split
-/// (the window's blocks not held out, a --fit-on region of the truth, or a --fit-on file);
-/// handed to the evaluator.
-fe::RegressionFit fit_regression(const ft::EvalOptions& o, fe::Evaluator& ev, const fe::BlockLayout& layout,
-                                 GridVar& truth, const GridVar& pred, const Window& w, int ty0, int tx0, int k,
-                                 const std::vector<std::size_t>& tsteps, const std::vector<char>& scored) {
+/// regression_cons (and regression_local): the covariates on the window, coefficients fitted on
+/// the training split (the window's blocks not held out, a --fit-on region of the truth, or a
+/// --fit-on file); handed to the evaluator.
+fe::RegressionFits fit_regression(const ft::EvalOptions& o, fe::Evaluator& ev, const fe::BlockLayout& layout,
+                                  GridVar& truth, const GridVar& pred, const Window& w, int ty0, int tx0, int k,
+                                  const std::vector<std::size_t>& tsteps, const std::vector<char>& scored) {
   Covariates cov(o.statics);
   const auto values = cov.read(pred, w.y0, w.ny, w.x0, w.nx);
   fe::Predictors p = fe::block_predictors(layout, cov.names, pointers(values));
-  fe::RegressionFit fit = ft::finish_regression(o, p.names, [&] {
-    fe::RegressionFitter fitter(p.names);
+  const finecast::coupling::LocalSlopeOptions slopes = ft::local_slope_options(o);
+  std::optional<fe::LocalTerms> terms;
+  std::vector<std::string> local_names;
+  if (slopes.enabled()) {
+    terms.emplace(fe::block_local_terms(layout, cov.names, pointers(values), slopes));
+    local_names = p.names;
+    for (const auto& n : terms->names()) local_names.push_back(n);
+  }
+  fe::RegressionFits fits = ft::finish_regression(o, p.names, local_names, [&] {
+    Fitters fitters{fe::RegressionFitter(p.names), std::nullopt, slopes};
+    if (terms) fitters.local.emplace(local_names, "regression_local");
     std::string where;
     if (o.fit_on.empty()) {
       // The scored window's blocks that are not held out, same steps.
       std::vector<char> rest(scored.size());
       for (std::size_t b = 0; b < scored.size(); ++b) rest[b] = scored[b] ? 0 : 1;
-      add_fit_data(fitter, truth, cov, ty0 + w.y0, w.ny, tx0 + w.x0, w.nx, k, tsteps, rest);
+      add_fit_data(fitters, truth, cov, ty0 + w.y0, w.ny, tx0 + w.x0, w.nx, k, tsteps, rest);
       where = "the blocks of " + truth.path + " not held out (--hold-out " + o.hold_out + ")";
     } else if (fe::is_region_text(o.fit_on)) {
       // Whole blocks of the truth file, aligned with the prediction's blocks.
@@ -387,7 +410,7 @@ fe::RegressionFit fit_regression(const ft::EvalOptions& o, fe::Evaluator& ev, co
       for (char c : use) n += c;
       if (n == 0)
         throw ConfigError("--fit-on " + o.fit_on + ": no whole block of " + truth.describe() + " lies inside");
-      add_fit_data(fitter, truth, cov, y0, fny, x0, fnx, k, tsteps, use);
+      add_fit_data(fitters, truth, cov, y0, fny, x0, fnx, k, tsteps, use);
       where = "region " + o.fit_on + " of " + truth.path + " (" + std::to_string(n) + " blocks)";
     } else {
       GridVar src(o.fit_on, truth.var, "fit-on");
@@ -396,14 +419,17 @@ fe::RegressionFit fit_regression(const ft::EvalOptions& o, fe::Evaluator& ev, co
       if (src.ny < k || src.nx < k)
         throw ConfigError("--fit-on " + o.fit_on + ": " + src.describe() + " is smaller than one block of " +
                           std::to_string(k));
-      add_fit_data(fitter, src, cov, 0, src.ny / k * k, 0, src.nx / k * k, k, steps, {});
+      add_fit_data(fitters, src, cov, 0, src.ny / k * k, 0, src.nx / k * k, k, steps, {});
       where = o.fit_on + " (" + std::to_string(src.ny / k * (src.nx / k)) + " blocks, " + std::to_string(steps.size()) +
               " step(s))";
     }
-    return fitter.solve(where);
+    fe::RegressionFits out{fitters.cons.solve(where), std::nullopt};
+    if (fitters.local) out.local = fitters.local->solve(where);
+    return out;
   });
-  ev.set_regression(fit, std::move(p));
-  return fit;
+  ev.set_regression(fits.cons, std::move(p));
+  if (fits.local) ev.set_local_regression(*fits.local, std::move(*terms));
+  return fits;
 }
 
 /// The lat-lon grid of finecast-eval: a window of whole k x k blocks of the prediction, and the
@@ -440,7 +466,7 @@ class LatLonEvalGrid : public ft::EvalGrid {
   const std::vector<char>& scored() const override { return scored_; }
   const std::vector<char>& held() const override { return scored_; }
 
-  fe::RegressionFit fit_regression(const std::vector<std::size_t>& tsteps) override {
+  fe::RegressionFits fit_regression(const std::vector<std::size_t>& tsteps) override {
     return ::fit_regression(o_, *ev_, ev_->layout(), truth_, pred_, w_, ty0_, tx0_, k_, tsteps, scored_);
   }
   std::string weak_covariates_hint() const override { return "check that the --static files are on the truth's grid"; }
@@ -551,9 +577,25 @@ int main(int argc, char** argv) {
                  "is then fitted on the rest unless --fit-on says otherwise");
   app.add_option("--baselines-out", o.baselines_out,
                  "write every baseline's field at the last scored step to this NetCDF file (for figures)");
-  app.add_option("--regression-out", o.regression_out, "write regression_cons's coefficients as JSON to this file");
+  app.add_option("--local-slopes", o.local_slopes,
+                 "RINGS: with --static, adds the baseline regression_local: regression_cons plus, per covariate, "
+                 "its deviation times the local slope of the coarse truth on the covariates' block means over the "
+                 "blocks (coarse cells) within RINGS edge steps; 0 = off")
+      ->capture_default_str();
+  app.add_option("--local-slope-ridge", o.local_slope_ridge,
+                 "R >= 0: the ridge of regression_local's local fits, which shrinks the slopes toward 0: R times "
+                 "the window's cells times each covariate's variance")
+      ->capture_default_str();
+  app.add_option("--local-slope-static", o.local_slope_static,
+                 "NAME[,NAME...]: the covariates (VAR of --static) that get a local term in regression_local "
+                 "(default: all; the slopes are always fitted on all of them jointly)")
+      ->delimiter(',');
+  app.add_option("--regression-out", o.regression_out,
+                 "write the regression baselines' coefficients as JSON to this file: regression_cons's fit, "
+                 "or with --local-slopes {\"regression_cons\": fit, \"regression_local\": fit}");
   app.add_option("--regression-in", o.regression_in,
-                 "use the coefficients of a file written by --regression-out instead of fitting");
+                 "use the coefficients of a file written by --regression-out instead of fitting (with "
+                 "--local-slopes the file must hold a regression_local fit)");
   app.add_option("--noise-members", o.noise_members,
                  "members of the noise references noise_white and noise_spectral (the best deterministic baseline "
                  "plus noise of its residual's RMS with zero block mean: white, or with the residual's spectrum on "

@@ -33,6 +33,9 @@ coupling::ConditioningSpec conditioning_spec(const Config& cfg, const std::strin
   spec.statics = cfg.patch.statics;
   spec.residual = cfg.patch.residual;
   spec.interpolant = coupling::resolve_interpolant(cfg.patch.interpolant, cfg.grid.type == GridType::kLatLon);
+  spec.local_slopes = cfg.patch.local_slopes;
+  spec.local_slope_ridge = cfg.patch.local_slope_ridge;
+  spec.local_slope_static = cfg.patch.local_slope_static;
   return spec;
 }
 
@@ -158,6 +161,11 @@ void fit_regression_base(const Config& cfg, const coupling::PatchMap& global, co
     terms += (terms.empty() ? "" : ", ") + cfg.patch.statics[s] + " anomaly " +
              std::to_string(fit.coef[2 * s] / scale) + ", deviation " + std::to_string(fit.coef[2 * s + 1] / scale);
   }
+  // A local-slope term's coefficient is the share of the local coarse slope that holds at the fine scale.
+  const auto& local = options.local_slopes;
+  for (size_t t = 0; local.enabled() && t < local.terms.size(); ++t)
+    terms += ", " + cfg.patch.statics[local.terms[t]] + " local slope x " +
+             std::to_string(fit.coef[2 * cfg.patch.statics.size() + t]);
   log::info("patch.residual regression: fitted on " + std::to_string(equations.points()) +
             " fine cells of the first step, residual RMS " + std::to_string(fit.rms_before) + " -> " +
             std::to_string(fit.rms_after) + "; per unit of each covariate: " + terms);

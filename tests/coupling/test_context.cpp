@@ -16,7 +16,9 @@
 #include "eval/baselines.hpp"
 #include "eval/cell_baselines.hpp"
 #include "eval/regression.hpp"
+#include "coupling/conditioning/conditioning_spec.hpp"
 #include "coupling/grid/context_stencil.hpp"
+#include "coupling/grid/local_slopes.hpp"
 #include "coupling/grid/icon_hierarchy.hpp"
 #include "coupling/grid/icosahedral_grid.hpp"
 #include "coupling/grid/latlon_grid.hpp"
@@ -432,6 +434,98 @@ TEST(RegressionBase, RecoversKnownCoefficientsFromTheContextsAndLeavesNoResidual
   EXPECT_THROW(fc::parse_regression(fc::format_regression(fit.coef), 2, "ckpt"), finecast::CheckpointError);
   EXPECT_THROW(fc::parse_regression("1,x,2,3", 4, "ckpt"), finecast::CheckpointError);
   EXPECT_THROW(fc::parse_regression("1,nan,2,3", 4, "ckpt"), finecast::CheckpointError);
+}
+
+// patch.local_slopes: a fine field whose sub-block temperature follows the coarse field's own
+// local lapse rate (it changes sign from west to east, as in a winter with a continental
+// inversion) is the regression's base with the local-slope term, whose coefficient the fit
+// recovers; without the term the regression leaves most of the sub-block variance. The spec
+// records one more coefficient and refuses a covariate that is not a patch.static.
+TEST(RegressionBase, ALocalSlopeTermFollowsALapseRateThatChangesAcrossTheField) {
+  Blocks b(24, 48, 4, false);  // 6 x 12 blocks
+  std::mt19937 rng(11);
+  std::normal_distribution<double> noise(0.0, 1.0);
+  std::vector<double> h(b.field.size());
+  for (size_t i = 0; i < h.size(); ++i) h[i] = 0.05 * static_cast<double>(i % 48) + noise(rng);
+  const std::vector<float> hf(h.begin(), h.end());
+  fc::prepare_patch_map(b.map, 0, true);
+  std::vector<float> h_coarse(static_cast<size_t>(b.map.n_coarse)), t_coarse(h_coarse.size());
+  fc::coarsen(b.map, hf.data(), h_coarse.data());
+  for (int64_t c = 0; c < b.map.n_coarse; ++c) {
+    const double gamma = -1.0 + 2.0 * static_cast<double>(c % 12) / 11.0;  // column of the block
+    t_coarse[c] = static_cast<float>(280.0 + gamma * h_coarse[c] + 0.05 * noise(rng));
+  }
+  fc::LocalSlopeOptions local{2, 0.1, {0}};
+  std::vector<double> slope;
+  fc::local_slopes(b.map.neighbours.data(), b.map.n_neighbours, b.map.n_coarse, t_coarse.data(), h_coarse.data(), 1,
+                   local, 0, b.map.n_coarse, slope);
+  EXPECT_LT(slope[0], -0.2);  // the westernmost block's lapse rate has the sign of its column's
+  EXPECT_GT(slope[11], 0.5);
+  fe::BlockLayout L;
+  L.ny = 24;
+  L.nx = 48;
+  L.k = 4;
+  L.weight = b.grid.cell_area;
+  const fe::Predictors pred = fe::block_predictors(L, {"h"}, {h.data()});
+  const std::vector<double> tc(t_coarse.begin(), t_coarse.end());
+  const std::vector<double> base = fe::run_baseline(L, tc, kBicubicCons);
+  const double share = 0.8;
+  for (int64_t c = 0; c < b.map.n_coarse; ++c)
+    for (int k = 0; k < b.map.patch_size; ++k) {
+      const int64_t i = b.map.fine_of_patch[c * b.map.patch_size + k];
+      b.field[i] = static_cast<float>(base[i] + share * slope[c] * pred.values[1][i]);
+    }
+
+  auto fit_of = [&](const fc::PatchOptions& o, fc::Patches& p) {
+    fc::extract_patches(b.map, {b.field.data()}, nullptr, {hf.data()}, o, p);
+    finecast::NormalEquations eq(fc::regression_predictors(o));
+    fc::add_regression_data(b.map, 1, o, p, nullptr, eq);
+    finecast::NormalEquations::Solution fit;
+    EXPECT_TRUE(eq.solve(fit));
+    return fit;
+  };
+  fc::PatchOptions o;
+  o.interp_base = true;
+  o.n_static = 1;
+  fc::Patches p;
+  const auto global = fit_of(o, p);
+  o.local_slopes = local;
+  ASSERT_EQ(fc::regression_predictors(o), 3);
+  const auto with_local = fit_of(o, p);
+  ASSERT_EQ(p.local_slopes.size(), static_cast<size_t>(p.n));
+  for (int64_t c = 0; c < p.n; ++c) ASSERT_DOUBLE_EQ(p.local_slopes[c], slope[c]) << "block " << c;
+  EXPECT_NEAR(with_local.coef[2], share, 2e-3);
+  EXPECT_LT(with_local.rms_after, 2e-3);
+  EXPECT_GT(global.rms_after, 0.5 * global.rms_before);  // one coefficient cannot follow the sign change
+
+  o.regression = with_local.coef;
+  fc::Patches q;
+  fc::extract_patches(b.map, {b.field.data()}, nullptr, {hf.data()}, o, q);
+  for (int64_t i = 0; i < q.n * q.P; ++i) ASSERT_NEAR(q.residual[i], 0.0f, 3e-3) << "slot " << i;
+
+  fc::ConditioningSpec spec;
+  spec.statics = {"HSURF", "FR_LAND"};
+  spec.residual = fc::Residual::kRegression;
+  spec.local_slopes = 4;
+  spec.local_slope_static = {"HSURF"};
+  const fc::PatchOptions from_spec = fc::patch_options(spec);
+  EXPECT_EQ(from_spec.local_slopes.rings, 4);
+  EXPECT_EQ(from_spec.local_slopes.terms, std::vector<int>{0});
+  EXPECT_EQ(fc::regression_predictors(from_spec), 5);
+  spec.local_slope_static = {};
+  EXPECT_EQ(fc::local_slope_options(spec).terms, (std::vector<int>{0, 1}));
+  spec.residual = fc::Residual::kInterp;
+  EXPECT_FALSE(fc::local_slope_options(spec).enabled());
+  spec.residual = fc::Residual::kRegression;
+  spec.local_slope_static = {"T_2M"};
+  try {
+    fc::local_slope_options(spec);
+    FAIL() << "a covariate outside patch.static was accepted";
+  } catch (const finecast::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("patch.local_slope_static: \"T_2M\" is not one of patch.static"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 // patch.relative_context: the coarse values enter as differences from the patch's own, so a

@@ -282,3 +282,101 @@ TEST_F(EvalCli, RegressionBaselineIsFittedOnTheTrainingRegionPrintedSavedAndScor
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.out.find("--static"), std::string::npos) << r.out;
 }
+
+TEST_F(EvalCli, LocalSlopesAddRegressionLocalSavedWithRegressionConsAndTheirOptionsAreChecked) {
+  // The truth of the regression test above: a smooth field minus a lapse rate on the height.
+  const std::string truth = dir_ + "t.nc", cov = dir_ + "hsurf.nc", pred = dir_ + "pred.nc";
+  auto smooth = [](double a, double o) { return 280.0 + 0.1 * a + 0.02 * o; };
+  write_field(truth, "ts", lat_, lon_, [&](double a, double o) { return smooth(a, o) - 0.0065 * height(a, o); });
+  write_field(cov, "HSURF", lat_, lon_, height);
+  fc::EnsembleWriter w(pred,
+                       fc::OutputGrid::latlon({lat_.begin(), lat_.begin() + 32}, {lon_.begin(), lon_.begin() + 48}),
+                       "ts", fc::VarAttributes{"K", "", ""}, 1, {{"finecast_block", "8"}});
+  std::vector<float> m;
+  for (int i = 0; i < 32; ++i)
+    for (int j = 0; j < 48; ++j) m.push_back(static_cast<float>(smooth(lat_[i], lon_[j])));
+  w.write("2000-01-01T00:00:00", m.data());
+  w.close();
+  const std::string base =
+      "--truth " + truth + " --pred " + pred + " --var ts --static " + cov + ":HSURF --hold-out=0,40,0,80 ";
+  const std::string csv = dir_ + "l.csv", json = dir_ + "l.json", both = dir_ + "both.json";
+
+  Result r = run_eval(base + "--local-slopes 2 --csv " + csv + " --json " + json + " --regression-out " + both);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("regression_local (local slopes within 2 edge steps, ridge 0.1): residual ="), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("HSURF local"), std::string::npos) << r.out;
+  auto rows = read_csv(csv);
+  ASSERT_EQ(rows.count("regression_local"), 1u);
+  EXPECT_EQ(rows["regression_local"][kPoints], 8 * 48);
+  EXPECT_LT(rows["regression_local"][kRmse], 0.5 * rows["bicubic_cons"][kRmse]);
+  const std::string report = slurp(json);
+  EXPECT_NE(report.find("\"regression_local_rings\": \"2\""), std::string::npos) << report;
+  EXPECT_NE(report.find("\"regression_local_static\": \"HSURF\""), std::string::npos) << report;
+  EXPECT_NE(report.find("regression_local_coef HSURF local"), std::string::npos) << report;
+  const std::string saved = slurp(both);
+  EXPECT_NE(saved.find("\"regression_cons\": {"), std::string::npos) << saved;
+  EXPECT_NE(saved.find("\"regression_local\": {"), std::string::npos) << saved;
+
+  // Both fits read back give the same scores; without --local-slopes the file serves regression_cons.
+  const std::string csv2 = dir_ + "l2.csv";
+  r = run_eval(base + "--local-slopes 2 --regression-in " + both + " --csv " + csv2);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  auto rows2 = read_csv(csv2);
+  EXPECT_DOUBLE_EQ(rows2["regression_local"][kRmse], rows["regression_local"][kRmse]);
+  EXPECT_DOUBLE_EQ(rows2["regression_cons"][kRmse], rows["regression_cons"][kRmse]);
+  r = run_eval(base + "--regression-in " + both + " --csv " + csv2);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_EQ(read_csv(csv2).count("regression_local"), 0u);
+  EXPECT_DOUBLE_EQ(read_csv(csv2)["regression_cons"][kRmse], rows["regression_cons"][kRmse]);
+  r = run_eval(base + "--local-slopes 3 --regression-in " + both);
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.out.find("--local-slopes 2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(both), std::string::npos) << r.out;
+
+  // A single-fit file as finecast-eval wrote it before regression_local still reads as
+  // regression_cons; asked for regression_local too, it is an error naming the file.
+  const std::string old = dir_ + "old.json";
+  std::ofstream(old) << R"json({
+  "baseline": "regression_cons",
+  "fit_on": "region -40,0,0,80 of t.nc (12 blocks)",
+  "n_points": 768,
+  "residual_rms": 2.1,
+  "fitted_rms": 0.05,
+  "coefficients": {
+    "HSURF anomaly": -0.0065,
+    "HSURF deviation": -0.0065
+  }
+})json";
+  r = run_eval(base + "--regression-in " + old + " --csv " + csv2);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("regression_cons: residual = -0.0065 * HSURF anomaly"), std::string::npos) << r.out;
+  EXPECT_EQ(read_csv(csv2).count("regression_cons"), 1u);
+  r = run_eval(base + "--local-slopes 2 --regression-in " + old);
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.out.find(old), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("no regression_local fit"), std::string::npos) << r.out;
+
+  // Bad values: errors naming the option, the value and what was expected.
+  r = run_eval(base + "--local-slopes 2 --local-slope-static HSURF,NOPE");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.out.find("--local-slope-static"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("'NOPE'"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("known: HSURF"), std::string::npos) << r.out;
+  r = run_eval(base + "--local-slopes -1");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.out.find("--local-slopes"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(">= 0"), std::string::npos) << r.out;
+  r = run_eval(base + "--local-slopes two");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.out.find("--local-slopes"), std::string::npos) << r.out;
+  r = run_eval(base + "--local-slopes 2 --local-slope-ridge -0.5");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.out.find("--local-slope-ridge -0.5: expected a finite real >= 0"), std::string::npos) << r.out;
+  r = run_eval(base + "--local-slope-static HSURF");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.out.find("--local-slopes RINGS"), std::string::npos) << r.out;
+  r = run_eval("--truth " + truth + " --pred " + pred + " --var ts --local-slopes 2");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.out.find("--static"), std::string::npos) << r.out;
+}

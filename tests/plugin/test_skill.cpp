@@ -340,3 +340,33 @@ TEST(SkillReplay, RegressionBaseIsFittedInSituRecordedAndAppliedOffline) {
   EXPECT_EQ(resumed.output.find("patch.residual regression: fitted on"), std::string::npos) << resumed.output;
   EXPECT_EQ(fp::read_checkpoint_spec(newest_checkpoint(regression.file("resumed"))).spec.regression, coef);
 }
+
+// patch.local_slopes on the same replay: the plugin logs the local-slope term's coefficient and
+// records the key and 3 coefficients (sic's anomaly, deviation, local slope); finecast-downscale
+// rebuilds the slopes from the coarse field and reproduces the plugin's sample; resuming with
+// another window is refused, naming the key.
+TEST(SkillReplay, LocalSlopeTermsAreRecordedAppliedOfflineAndPinnedOnResume) {
+  if (!exists(kIconData) || !exists(kIconGrid)) GTEST_SKIP() << "libncarg-data is not installed";
+  ScratchDir dir("skill_local_slopes");
+  const CommandResult r = icon_skill_replay(dir, 2, "regression", false, "'0,90,0,180'", " --set patch.local_slopes=1");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("sic local slope x"), std::string::npos) << r.output;
+  const fc::StoredSpec recorded = fp::read_checkpoint_spec(newest_checkpoint(dir.file("checkpoints")));
+  EXPECT_EQ(recorded.spec.local_slopes, 1);
+  ASSERT_EQ(recorded.spec.regression.size(), 3u);
+  EXPECT_NE(recorded.spec.regression[2], 0.0);
+
+  fp::DownscaleOptions o = icon_skill_downscale(dir);
+  o.statics = {kIconData + ":sic"};
+  fp::run_downscale(o);
+  const auto plugin = read_step(dir.file("out.nc"), "ts", 0), offline = read_step(o.output, "ts", 0);
+  ASSERT_EQ(plugin.size(), 20480u);
+  EXPECT_LT(max_abs_difference(plugin, offline), 1e-3);
+
+  const CommandResult resumed =
+      run_command("mpiexec -n 1 " + binary("finecast-replay") + " --config " + dir.file("run.yaml") +
+                  " --set checkpoint.resume=" + dir.file("checkpoints") +
+                  " --set checkpoint.dir=" + dir.file("resumed") + " --set patch.local_slopes=2");
+  EXPECT_NE(resumed.rc, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("patch.local_slopes"), std::string::npos) << resumed.output;
+}

@@ -326,6 +326,25 @@ TEST(Config, RegressionResidualNeedsStaticCovariates) {
   EXPECT_EQ(c.patch.residual, fp::Residual::kRegression);
 }
 
+// patch.local_slopes adds terms to the regression, so it needs patch.residual regression, and
+// its covariates must be among patch.static.
+TEST(Config, LocalSlopesNeedTheRegressionAndItsCovariates) {
+  EXPECT_EQ(error_of(std::string(kMinimal) + "patch: {residual: interp, local_slopes: 2}\n"),
+            "configs/x.yaml: patch.local_slopes adds terms to the regression of patch.residual regression, but "
+            "patch.residual is interp");
+  EXPECT_EQ(
+      error_of(std::string(kMinimal) +
+               "patch: {residual: regression, static: [fr_land], local_slopes: 2, local_slope_static: [hsurf]}\n"),
+      "configs/x.yaml: patch.local_slope_static: \"hsurf\" is not one of patch.static");
+  const fp::Config c = fp::parse_config(
+      std::string(kMinimal) +
+          "patch: {residual: regression, static: [fr_land, hsurf], local_slopes: 3, local_slope_static: [hsurf]}\n",
+      "x.yaml", {});
+  EXPECT_EQ(c.patch.local_slopes, 3);
+  EXPECT_EQ(c.patch.local_slope_static, std::vector<std::string>{"hsurf"});
+  EXPECT_DOUBLE_EQ(c.patch.local_slope_ridge, 0.1);
+}
+
 // Weak spots a probe found accepted without a word (issue 23): each is now refused at validation
 // with an error naming the key (or, for a second YAML document, the line).
 TEST(Config, DuplicateFieldsStepsBeyondTheScheduleAutoSpelledMinusOneAndASecondDocumentAreRefused) {

@@ -98,11 +98,15 @@ TEST_P(Redistribute, ShardPatchesEqualTheSerialPatchesBitwise) {
   // Coarse means of every patch, gathered from the trainers' shards (rank order = patch order).
   Patches shard;
   const PatchMap local_map = shard_map(map, first, count);
-  PatchOptions options;  // everything that reaches beyond a patch: rings, a covariate, the interpolant
+  // Everything that reaches beyond a patch: rings, a covariate, the interpolant, and a regression
+  // base with a local-slope term (its slopes fitted over 2 edge steps of the whole map).
+  PatchOptions options;
   options.rings = 1;
   options.n_static = 1;
   options.interp_base = true;
   options.target = 1;
+  options.local_slopes = {2, 0.1, {0}};
+  options.regression = {0.3, -0.2, 0.5};
   std::vector<float> mine, mine_static(static_cast<size_t>(count));
   if (trainer >= 0) {
     coarsen_patches(local_map, {slots.data(), slots.data() + redist.n_slots()}, nullptr, options, shard);
@@ -142,6 +146,8 @@ TEST_P(Redistribute, ShardPatchesEqualTheSerialPatchesBitwise) {
     EXPECT_EQ(0, std::memcmp(shard.base.data(), serial.base.data() + first * P, count * P * sizeof(float)));
     EXPECT_EQ(0, std::memcmp(shard.residual.data(), serial.residual.data() + first * P, count * P * sizeof(float)));
     EXPECT_TRUE(std::equal(shard.valid.begin(), shard.valid.end(), serial.valid.begin() + first));
+    ASSERT_EQ(shard.local_slopes.size(), static_cast<size_t>(count));
+    EXPECT_TRUE(std::equal(shard.local_slopes.begin(), shard.local_slopes.end(), serial.local_slopes.begin() + first));
   }
 
   // Reverse: each slot's value (a function of its cell) comes back to the cell's owner.

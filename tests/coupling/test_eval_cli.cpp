@@ -197,6 +197,22 @@ std::string slurp(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
 }
 
+/// The regression tests' case: the truth `ts` is a smooth field minus a lapse rate of 0.0065 K/m
+/// on the height, on lat x lon; the prediction is the smooth field on the first 32 x 48 cells
+/// (whole 8 x 8 blocks).
+void write_lapse_case(const std::string& truth, const std::string& pred, const std::vector<double>& lat,
+                      const std::vector<double>& lon) {
+  auto smooth = [](double a, double o) { return 280.0 + 0.1 * a + 0.02 * o; };
+  write_field(truth, "ts", lat, lon, [&](double a, double o) { return smooth(a, o) - 0.0065 * height(a, o); });
+  fc::EnsembleWriter w(pred, fc::OutputGrid::latlon({lat.begin(), lat.begin() + 32}, {lon.begin(), lon.begin() + 48}),
+                       "ts", fc::VarAttributes{"K", "", ""}, 1, {{"finecast_block", "8"}});
+  std::vector<float> m;
+  for (int i = 0; i < 32; ++i)
+    for (int j = 0; j < 48; ++j) m.push_back(static_cast<float>(smooth(lat[i], lon[j])));
+  w.write("2000-01-01T00:00:00", m.data());
+  w.close();
+}
+
 }  // namespace
 
 // One prediction value of 1e30 without a _FillValue gave an RMSE of 3e27, rc 0. The plugin's
@@ -230,17 +246,8 @@ TEST_F(EvalCli, RegressionBaselineIsFittedOnTheTrainingRegionPrintedSavedAndScor
   // Truth: a smooth field minus a lapse rate on the height; the covariate covers a larger grid
   // (2 more rows and columns on each side), found by its coordinates.
   const std::string truth = dir_ + "t.nc", cov = dir_ + "hsurf.nc", pred = dir_ + "pred.nc";
-  auto smooth = [](double a, double o) { return 280.0 + 0.1 * a + 0.02 * o; };
-  write_field(truth, "ts", lat_, lon_, [&](double a, double o) { return smooth(a, o) - 0.0065 * height(a, o); });
+  write_lapse_case(truth, pred, lat_, lon_);
   write_field(cov, "HSURF", axis(-43.0, 2.0, 40), axis(-2.5, 1.5, 54), height);
-  fc::EnsembleWriter w(pred,
-                       fc::OutputGrid::latlon({lat_.begin(), lat_.begin() + 32}, {lon_.begin(), lon_.begin() + 48}),
-                       "ts", fc::VarAttributes{"K", "", ""}, 1, {{"finecast_block", "8"}});
-  std::vector<float> m;
-  for (int i = 0; i < 32; ++i)
-    for (int j = 0; j < 48; ++j) m.push_back(static_cast<float>(smooth(lat_[i], lon_[j])));
-  w.write("2000-01-01T00:00:00", m.data());
-  w.close();
 
   const std::string csv = dir_ + "r.csv", coef = dir_ + "coef.json", json = dir_ + "r.json";
   const std::string base = "--truth " + truth + " --pred " + pred + " --var ts --static " + cov + ":HSURF ";
@@ -286,17 +293,8 @@ TEST_F(EvalCli, RegressionBaselineIsFittedOnTheTrainingRegionPrintedSavedAndScor
 TEST_F(EvalCli, LocalSlopesAddRegressionLocalSavedWithRegressionConsAndTheirOptionsAreChecked) {
   // The truth of the regression test above: a smooth field minus a lapse rate on the height.
   const std::string truth = dir_ + "t.nc", cov = dir_ + "hsurf.nc", pred = dir_ + "pred.nc";
-  auto smooth = [](double a, double o) { return 280.0 + 0.1 * a + 0.02 * o; };
-  write_field(truth, "ts", lat_, lon_, [&](double a, double o) { return smooth(a, o) - 0.0065 * height(a, o); });
+  write_lapse_case(truth, pred, lat_, lon_);
   write_field(cov, "HSURF", lat_, lon_, height);
-  fc::EnsembleWriter w(pred,
-                       fc::OutputGrid::latlon({lat_.begin(), lat_.begin() + 32}, {lon_.begin(), lon_.begin() + 48}),
-                       "ts", fc::VarAttributes{"K", "", ""}, 1, {{"finecast_block", "8"}});
-  std::vector<float> m;
-  for (int i = 0; i < 32; ++i)
-    for (int j = 0; j < 48; ++j) m.push_back(static_cast<float>(smooth(lat_[i], lon_[j])));
-  w.write("2000-01-01T00:00:00", m.data());
-  w.close();
   const std::string base =
       "--truth " + truth + " --pred " + pred + " --var ts --static " + cov + ":HSURF --hold-out=0,40,0,80 ";
   const std::string csv = dir_ + "l.csv", json = dir_ + "l.json", both = dir_ + "both.json";

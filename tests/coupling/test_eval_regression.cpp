@@ -249,6 +249,13 @@ struct CoarseCase {
   }
   double h(int64_t p) const { return covariates[p]; }
   double l(int64_t p) const { return covariates[n + p]; }
+  /// coupling::local_slopes of `y` on covariates `cov` (default: this case's) for every cell.
+  std::vector<double> slopes(const std::vector<double>& y, const fc::LocalSlopeOptions& o,
+                             const std::vector<double>* cov = nullptr) const {
+    std::vector<double> b;
+    fc::local_slopes<double>(neighbours.data(), 4, n, y.data(), (cov ? *cov : covariates).data(), 2, o, 0, n, b);
+    return b;
+  }
 };
 
 }  // namespace
@@ -261,8 +268,7 @@ TEST(LocalSlopes, ALinearFieldGivesItsSlopesInEveryWindow) {
   o.rings = 1;
   o.ridge = 0.0;
   o.terms = {0, 1};
-  std::vector<double> b;
-  fc::local_slopes<double>(c.neighbours.data(), 4, c.n, y.data(), c.covariates.data(), 2, o, 0, c.n, b);
+  std::vector<double> b = c.slopes(y, o);
   ASSERT_EQ(b.size(), static_cast<std::size_t>(2 * c.n));
   for (int64_t p = 0; p < c.n; ++p) {
     ASSERT_NEAR(b[p], -0.0065, 1e-10) << "cell " << p;
@@ -270,7 +276,7 @@ TEST(LocalSlopes, ALinearFieldGivesItsSlopesInEveryWindow) {
   }
   // One term: only that covariate's slopes, still fitted jointly on both.
   o.terms = {1};
-  fc::local_slopes<double>(c.neighbours.data(), 4, c.n, y.data(), c.covariates.data(), 2, o, 0, c.n, b);
+  b = c.slopes(y, o);
   ASSERT_EQ(b.size(), static_cast<std::size_t>(c.n));
   for (int64_t p = 0; p < c.n; ++p) ASSERT_NEAR(b[p], 2.5, 1e-8);
 }
@@ -287,8 +293,7 @@ TEST(LocalSlopes, ALargeRidgeShrinksToZeroAndNoRidgeGivesTheLocalSlope) {
   o.rings = 2;
   o.ridge = 1e7;
   o.terms = {0, 1};
-  std::vector<double> b;
-  fc::local_slopes<double>(c.neighbours.data(), 4, c.n, y.data(), c.covariates.data(), 2, o, 0, c.n, b);
+  std::vector<double> b = c.slopes(y, o);
   for (int64_t p = 0; p < c.n; ++p) {
     ASSERT_NEAR(b[p], 0.0, 1e-6 * std::abs(rate(p)) + 1e-9) << "cell " << p;
     ASSERT_NEAR(b[c.n + p], 0.0, 1e-5) << "cell " << p;
@@ -296,7 +301,7 @@ TEST(LocalSlopes, ALargeRidgeShrinksToZeroAndNoRidgeGivesTheLocalSlope) {
   // A window that covers the whole field gives the field's slopes.
   o.rings = c.nx + c.ny;
   o.ridge = 0.0;
-  fc::local_slopes<double>(c.neighbours.data(), 4, c.n, y.data(), c.covariates.data(), 2, o, 0, c.n, b);
+  b = c.slopes(y, o);
   for (int64_t p = 0; p < c.n; ++p) {
     ASSERT_NEAR(b[p], b0, 1e-9 * std::abs(b0) + 1e-12) << "cell " << p;
     ASSERT_NEAR(b[c.n + p], l0, 1e-8 * (1 + std::abs(l0))) << "cell " << p;
@@ -305,7 +310,7 @@ TEST(LocalSlopes, ALargeRidgeShrinksToZeroAndNoRidgeGivesTheLocalSlope) {
   // Without the ridge each window follows its own lapse rate: the far west and east differ by
   // nearly the 0.012 the field changes by, and neither is the field's slope.
   o.ridge = 0.0;
-  fc::local_slopes<double>(c.neighbours.data(), 4, c.n, y.data(), c.covariates.data(), 2, o, 0, c.n, b);
+  b = c.slopes(y, o);
   double west = 0, east = 0;
   for (int i = 0; i < c.ny; ++i) {
     west += b[static_cast<int64_t>(i) * c.nx + 1] / c.ny;
@@ -327,8 +332,7 @@ TEST(LocalSlopes, CellsWithNaNAreLeftOut) {
   o.rings = 1;
   o.ridge = 0.0;
   o.terms = {0, 1};
-  std::vector<double> b;
-  fc::local_slopes<double>(c.neighbours.data(), 4, c.n, y.data(), cov.data(), 2, o, 0, c.n, b);
+  std::vector<double> b = c.slopes(y, o, &cov);
   for (int64_t p = 0; p < c.n; ++p) {
     ASSERT_NEAR(b[p], -0.0065, 1e-10) << "cell " << p;
     ASSERT_NEAR(b[c.n + p], 2.5, 1e-8) << "cell " << p;
@@ -339,7 +343,7 @@ TEST(LocalSlopes, CellsWithNaNAreLeftOut) {
   y[37] = std::nan("");
   y[90] = 1e6;
   o.rings = c.nx + c.ny;
-  fc::local_slopes<double>(c.neighbours.data(), 4, c.n, y.data(), cov.data(), 2, o, 0, c.n, b);
+  b = c.slopes(y, o, &cov);
   std::vector<double> yv = y;
   yv[90] = std::nan("");
   const auto [b0, l0] = field_slopes(yv, {cov.begin(), cov.begin() + c.n}, {cov.begin() + c.n, cov.end()});
@@ -360,8 +364,8 @@ TEST(LocalSlopes, RangesGiveTheSameSlopesAsTheWhole) {
   o.rings = 3;
   o.ridge = 0.1;
   o.terms = {0, 1};
-  std::vector<double> all, first, second;
-  fc::local_slopes<double>(c.neighbours.data(), 4, c.n, y.data(), c.covariates.data(), 2, o, 0, c.n, all);
+  const std::vector<double> all = c.slopes(y, o);
+  std::vector<double> first, second;
   const int64_t split = 77;
   fc::local_slopes<double>(c.neighbours.data(), 4, c.n, y.data(), c.covariates.data(), 2, o, 0, split, first);
   fc::local_slopes<double>(c.neighbours.data(), 4, c.n, y.data(), c.covariates.data(), 2, o, split, c.n - split,

@@ -34,7 +34,6 @@ class CentredFit {
       for (int b = 0; b <= a; ++b) sxx_[a * S_ + b] += x[a] * x[b];
     }
   }
-  int64_t count() const { return m_; }
   /// Variance of covariate a over the cells added (0 without cells).
   double variance(int a) const {
     if (m_ == 0) return 0.0;

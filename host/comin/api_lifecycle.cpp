@@ -44,6 +44,15 @@ struct finecast_comin_version {
   int major, minor, patch;
 };
 
+/// ComIn's Fortran module function comin_setup_utils::comin_setup_get_version under the name a
+/// gfortran build of ComIn exports it by (ComIn 0.2 and 0.3 alike; a BIND(C) record of three ints,
+/// returned as C returns such a struct). Plugins that must tell ComIn versions apart at run time
+/// (finecast's: plugin/comin_plugin/comin_library.hpp) look it up with dlsym; finecast's library
+/// answers the version whose C interface it implements.
+finecast_comin_version __comin_setup_utils_MOD_comin_setup_get_version() {
+  return {COMIN_VERSION_MAJOR, COMIN_VERSION_MINOR, COMIN_VERSION_PATCH};
+}
+
 /// Called by a ComIn host right after loading a plugin: makes this libcomin use the host's
 /// state. Like ComIn, it refuses another major version or another working precision, and a
 /// state other than the one this library already serves. In finecast-host the plugin's

@@ -186,6 +186,24 @@ void comin_var_get_dim_semantics(t_comin_var_handle* handle, int dim_semantics[5
     for (int i = 0; i < 5; ++i) dim_semantics[i] = v->dim_semantics[i];
 }
 
+// ComIn 0.2's account of the layout, which 0.3 replaced by comin_var_get_dim_semantics: the
+// 0-based positions of the cell (jc), level (jk), block (jb) and container (jn) dimensions,
+// each its Fortran position minus one, so a dimension the variable lacks is -2 (Fortran -1).
+// Kept so that plugins written for ComIn 0.2 (ICON 2024.x), such as its simple_c, run here.
+void comin_var_get_pos(t_comin_var_handle* handle, int* pos_jc, int* pos_jk, int* pos_jb, int* pos_jn) {
+  Variable* v = handle_variable(handle, "comin_var_get_pos");
+  if (v == nullptr) return;
+  auto position = [&](int what) {
+    for (int d = 0; d < 5; ++d)
+      if (v->dim_semantics[d] == what) return d;
+    return -2;
+  };
+  if (pos_jc) *pos_jc = position(COMIN_DIM_SEMANTICS_NPROMA);
+  if (pos_jk) *pos_jk = position(COMIN_DIM_SEMANTICS_LEVEL);
+  if (pos_jb) *pos_jb = position(COMIN_DIM_SEMANTICS_BLOCK);
+  if (pos_jn) *pos_jn = position(COMIN_DIM_SEMANTICS_CONTAINER);
+}
+
 // ComIn hands out the 0-based position in the container (its 1-based position minus one).
 void comin_var_get_ncontained(t_comin_var_handle* handle, int* ncontained) {
   if (Variable* v = handle_variable(handle, "comin_var_get_ncontained")) *ncontained = v->ncontained - 1;

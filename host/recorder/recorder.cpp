@@ -10,8 +10,11 @@
 // (attribute and variable names, Fortran dimension order: a Fortran array (n1, n2) is the NetCDF
 // variable (name_dim_2, name_dim_1)).
 //
-// Options: "PREFIX [vars=NAME,NAME,...] [skip=verts,edges,vertical]". Without vars= no variable
-// file is written; skip= leaves out descriptive data the host does not offer.
+// Options: "PREFIX [vars=NAME,NAME,...] [skip=verts,edges,vertical] [format=0.2|0.3]". Without
+// vars= no variable file is written; skip= leaves out descriptive data the host does not offer.
+// format=0.2 writes what ComIn 0.2's recorders write and its comin_replay reads (ICON 2024.x):
+// the files differ only in the version attribute and in how a variable's layout is told (0.2:
+// the Fortran positions pos_jc, pos_jk, pos_jb, pos_jn; 0.3: dim_semantics). Default: 0.3.
 #include <mpi.h>
 #include <netcdf.h>
 
@@ -44,6 +47,7 @@ struct Recorder {
   std::string prefix;
   std::vector<std::string> var_names;
   bool skip_verts = false, skip_edges = false, skip_vertical = false;
+  int format_minor = COMIN_VERSION_MINOR;  ///< 2 or 3: the ComIn 0.x whose replay reads the files
   int rank = 0;
   int run_ncid = -1, vars_ncid = -1;
   int ep_varid = -1, domain_varid = -1, datetime_varid = -1;
@@ -256,11 +260,15 @@ void parse_options(Recorder& r) {
         else
           throw std::runtime_error("skip=" + what + ": expected verts, edges or vertical");
       }
+    } else if (word.rfind("format=", 0) == 0) {
+      const std::string f = word.substr(7);
+      if (f != "0.2" && f != "0.3") throw std::runtime_error("format=" + f + ": expected 0.2 or 0.3");
+      r.format_minor = f == "0.2" ? 2 : 3;
     } else if (r.prefix.empty()) {
       r.prefix = word;
     } else {
       throw std::runtime_error("unexpected option '" + word +
-                               "' (options: PREFIX [vars=NAME,...] [skip=verts,edges,vertical])");
+                               "' (options: PREFIX [vars=NAME,...] [skip=verts,edges,vertical] [format=0.2|0.3])");
     }
   }
   if (r.prefix.empty())
@@ -291,7 +299,21 @@ void define_variable(RecordedVariable& v, int event_dim) {
   nc(nc_def_var(v.ncid, v.name.c_str(), NC_DOUBLE, 6, dims, &v.varid), v.name);
   int sem[5];
   comin_var_get_dim_semantics(v.handle, sem);
-  nc(nc_put_att_int(v.ncid, v.varid, "dim_semantics", NC_INT, 5, sem), v.name);
+  if (recorder().format_minor == 2) {
+    // ComIn 0.2: the Fortran (1-based) position of the cell, level and block dimensions, -1 for
+    // none; pos_jn, the container's, is -1 for a variable that is no container slice.
+    auto position = [&](int what) {
+      for (int d = 0; d < 5; ++d)
+        if (sem[d] == what) return d + 1;
+      return -1;
+    };
+    const int pos[4] = {position(COMIN_DIM_SEMANTICS_NPROMA), position(COMIN_DIM_SEMANTICS_LEVEL),
+                        position(COMIN_DIM_SEMANTICS_BLOCK), -1};
+    const char* names[4] = {"pos_jc", "pos_jk", "pos_jb", "pos_jn"};
+    for (int i = 0; i < 4; ++i) nc(nc_put_att_int(v.ncid, v.varid, names[i], NC_INT, 1, &pos[i]), v.name);
+  } else {
+    nc(nc_put_att_int(v.ncid, v.varid, "dim_semantics", NC_INT, 5, sem), v.name);
+  }
   int ncontained = 0;
   comin_var_get_ncontained(v.handle, &ncontained);
   ++ncontained;  // the C interface hands out the 0-based position
@@ -351,7 +373,8 @@ void secondary_constructor() {
   if (r.var_names.empty()) return;
   const std::string path = r.prefix + "vars_" + std::to_string(r.rank) + ".nc";
   nc(nc_create(path.c_str(), NC_NETCDF4 | NC_CLOBBER, &r.vars_ncid), path);
-  const int version[3] = {COMIN_VERSION_MAJOR, COMIN_VERSION_MINOR, COMIN_VERSION_PATCH};
+  const int version[3] = {COMIN_VERSION_MAJOR, r.format_minor,
+                          r.format_minor == COMIN_VERSION_MINOR ? COMIN_VERSION_PATCH : 0};
   nc(nc_put_att_int(r.vars_ncid, NC_GLOBAL, "comin_version", NC_INT, 3, version), path);
   int size = 1;
   MPI_Comm_size(MPI_Comm_f2c(comin_parallel_get_host_mpi_comm()), &size);
@@ -437,7 +460,8 @@ void primary_constructor() {
   r.rank = comin_parallel_get_host_mpi_rank();
   const std::string path = r.prefix + std::to_string(r.rank) + ".nc";
   nc(nc_create(path.c_str(), NC_NETCDF4 | NC_CLOBBER, &r.run_ncid), path);
-  const int version[3] = {COMIN_VERSION_MAJOR, COMIN_VERSION_MINOR, COMIN_VERSION_PATCH};
+  const int version[3] = {COMIN_VERSION_MAJOR, r.format_minor,
+                          r.format_minor == COMIN_VERSION_MINOR ? COMIN_VERSION_PATCH : 0};
   nc(nc_put_att_int(r.run_ncid, NC_GLOBAL, "comin_version", NC_INT, 3, version), path);
   int size = 1;
   MPI_Comm_size(MPI_Comm_f2c(comin_parallel_get_host_mpi_comm()), &size);

@@ -203,7 +203,9 @@ void write_back(PluginState& s, int outcome) {
   if (c.external) return;
   local(s, "write_back", [&] {
     s.faults.check(FaultPoint::kWriteBack, s.stats.steps, c.rank, c.is_lead);
-    double* field = comin_var_get_ptr_double(c.write_back.handle);
+    // comin_var_get_ptr, not 0.3's comin_var_get_ptr_double: ComIn 0.2 has only the former. The
+    // variable is finecast's own, requested as double (COMIN_VAR_DATATYPE_DOUBLE; 0.2: always).
+    double* field = static_cast<double*>(comin_var_get_ptr(c.write_back.handle));
     if (!field) throw InternalError("sample.write_back: no data pointer for host variable " + c.write_back.name);
     coupling::unpack(c.write_back_values.data(), c.write_back.owned, field);
   });

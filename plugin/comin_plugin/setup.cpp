@@ -24,6 +24,7 @@
 #include "common/log.hpp"
 #include "plugin/comin_plugin/external.hpp"
 #include "plugin/comin_plugin/guard.hpp"
+#include "plugin/comin_plugin/comin_library.hpp"
 #include "plugin/comin_plugin/host_api.hpp"
 #include "plugin/comin_plugin/mpi_reducer.hpp"
 #include "plugin/comin_plugin/output.hpp"
@@ -105,7 +106,7 @@ void locate_owned_cells(const Config& cfg, HostField& f, int domain, const std::
   comin_descrdata_get_domain_cells_decomp_domain(domain, &decomp, shape3);
   int shape[5], sem[5];
   comin_var_get_shape(f.handle, shape);
-  comin_var_get_dim_semantics(f.handle, sem);
+  var_dim_semantics(f.handle, f.name, sem);
   const int nlev = level_count(shape, sem);
   // A 3-D variable is read at one level, which the config must name: level index 0 would be
   // ICON's model top, almost never what a user means.
@@ -772,6 +773,9 @@ t_comin_entry_point primary_constructor() {
     comin_var_request_add(d, true);
     comin_metadata_set_integer(d, "zaxis_id", COMIN_ZAXIS_2D);
     comin_metadata_set_integer(d, "datatype", COMIN_VAR_DATATYPE_DOUBLE);
+    // Not a tracer. ICON takes false when unset; ComIn 0.2's comin_replay reads the key of every
+    // requested variable and stops the run (std::out_of_range) when a plugin did not set it.
+    comin_metadata_set_logical(d, "tracer", false);
     comin_metadata_set_character(d, "long_name", write_back_marker(cfg).c_str());
   }
   return static_cast<t_comin_entry_point>(s.coupling_ep);
@@ -870,6 +874,8 @@ void setup_coupling(PluginState& s, PluginComm pc, const HostFacts& facts, const
   // A resumed trained model samples from the first step on: every rank learns that from the first
   // step's agreement; the trainer knows it now.
   if (s.trainer && !s.trainer->resumed_from.empty() && s.stats.sessions > 0) s.transition(Phase::kReady);
+  // Which ComIn the plugin runs against (0.2 in ICON 2024.x, 0.3 in 2025.x): comin_library.hpp.
+  if (!c.external) log::info("Host: " + comin_library().describe());
   std::string trainers;
   for (int r : c.trainer_ranks) trainers += (trainers.empty() ? "" : ",") + std::to_string(r);
   log::info("Coupling " + std::to_string(cfg.fields.size()) + " field(s) at " + cfg.coupling.entry_point +

@@ -160,6 +160,23 @@ void expect_same_finecast_outputs(const std::string& a, const std::string& b) {
   EXPECT_EQ(meta.rc, 0) << meta.output;
 }
 
+/// What finecast's recorder wrote in host/rec/ (run_<rank>.nc, run_vars_<rank>.nc) is what
+/// ComIn's own recorders wrote in replay/ (comin_run_<rank>.nc, vars_<rank>.nc) when they
+/// re-recorded its replay: comin_replay adds its own device strings, everything finecast recorded
+/// comes back.
+void expect_same_recordings(const std::string& host_dir, const std::string& replay_dir, int ranks) {
+  for (int rank = 0; rank < ranks; ++rank) {
+    const std::string r = std::to_string(rank);
+    const ftr::CommandResult run =
+        ftr::run_command("/usr/bin/python3 " + kCompare + " " + host_dir + "/rec/run_" + r + ".nc " + replay_dir +
+                         "/comin_run_" + r + ".nc --subset --ignore device_name device_vendor device_driver");
+    EXPECT_EQ(run.rc, 0) << run.output;
+    const ftr::CommandResult vars = ftr::run_command("/usr/bin/python3 " + kCompare + " " + host_dir +
+                                                     "/rec/run_vars_" + r + ".nc " + replay_dir + "/vars_" + r + ".nc");
+    EXPECT_EQ(vars.rc, 0) << vars.output;
+  }
+}
+
 }  // namespace
 
 class RealComin : public ::testing::TestWithParam<int> {};
@@ -280,17 +297,7 @@ TEST(RealCominRecorder, WritesWhatComInsRecordersWrite) {
                                                {"comin_var_recorder_plugin", kVarRecorder, kRecordedVars}}));
   const ftr::CommandResult replay = mpirun(replay_dir, 2, kReplay + " replay.nml");
   ASSERT_EQ(replay.rc, 0) << replay.output;
-  for (int rank : {0, 1}) {
-    const std::string r = std::to_string(rank);
-    // comin_replay adds its own device strings; everything finecast recorded comes back.
-    const ftr::CommandResult run =
-        ftr::run_command("/usr/bin/python3 " + kCompare + " " + host_dir + "/rec/run_" + r + ".nc " + replay_dir +
-                         "/comin_run_" + r + ".nc --subset --ignore device_name device_vendor device_driver");
-    EXPECT_EQ(run.rc, 0) << run.output;
-    const ftr::CommandResult vars = ftr::run_command("/usr/bin/python3 " + kCompare + " " + host_dir +
-                                                     "/rec/run_vars_" + r + ".nc " + replay_dir + "/vars_" + r + ".nc");
-    EXPECT_EQ(vars.rc, 0) << vars.output;
-  }
+  expect_same_recordings(host_dir, replay_dir, 2);
 }
 
 // Fortran plugins use ComIn's Fortran module interface, which finecast-host does not offer: it
@@ -352,5 +359,130 @@ TEST(RealCominRecorder, AWrongFieldNameOnFourRanksIsPrintedOnce) {
             std::string::npos)
       << r.output;
 }
+
+#ifdef FINECAST_COMIN_02_BUILD_DIR
+// ---- ComIn 0.2.0, the ComIn of ICON 2024.x (tests/comin/CMakeLists.txt builds it) ----
+// Its comin_replay reads the recording whose prefix is its one argument and its plugin list from
+// master.nml in the working directory, and accepts only recordings of ComIn 0.2 (finecast's
+// recorder writes them with format=0.2: the Fortran positions of a variable's dimensions instead
+// of 0.3's dim_semantics).
+namespace {
+
+const std::string kComin02 = FINECAST_COMIN_02_BUILD_DIR;
+const std::string kReplay02 = kComin02 + "/replay_tool/comin_replay";
+const std::string kVarReplay02 = kComin02 + "/replay_tool/libcomin_var_replay_plugin.so";
+const std::string kRunRecorder02 = kComin02 + "/replay_tool/libcomin_run_recorder_plugin.so";
+const std::string kVarRecorder02 = kComin02 + "/replay_tool/libcomin_var_recorder_plugin.so";
+const std::string kSimpleC02 = kComin02 + "/plugins/simple_c/libsimple_c_plugin.so";
+
+/// master.nml for ComIn 0.2's comin_replay: the plugin list only.
+std::string master_namelist(const std::vector<std::array<std::string, 3> >& plugins) {
+  std::string nml = replay_namelist("", plugins);
+  return nml.substr(nml.find("&comin_nml"));
+}
+
+/// finecast-host on `ranks` ranks in host/ recording in ComIn 0.2's format (and running the
+/// `extra` plugins), then ComIn 0.2's comin_replay in replay/ with the recording's replay plugin
+/// first and `plugins` after it. Returns the replay's result; `host` gets finecast-host's.
+ftr::CommandResult replay_under_comin_02(const std::string& host_dir, const std::string& replay_dir, int ranks,
+                                         const std::string& extra,
+                                         const std::vector<std::array<std::string, 3> >& plugins,
+                                         ftr::CommandResult& host) {
+  ftr::write_text(
+      host_dir + "/host.yaml",
+      host_run_file(host_plugin("recorder", kRecorder, "rec/run_ vars=" + kRecordedVars + " format=0.2") + extra));
+  host = mpirun(host_dir, ranks, ftr::binary("finecast-host") + " host.yaml");
+  if (host.rc != 0) return host;
+  std::vector<std::array<std::string, 3> > list = {
+      {"comin_var_replay_plugin", kVarReplay02, host_dir + "/rec/run_vars_"}};
+  list.insert(list.end(), plugins.begin(), plugins.end());
+  ftr::write_text(replay_dir + "/master.nml", master_namelist(list));
+  return mpirun(replay_dir, ranks, kReplay02 + " " + host_dir + "/rec/run_");
+}
+
+}  // namespace
+
+// The bar of ICON 2024.x: ComIn dlopens a plugin with RTLD_NOW, so every ComIn function the
+// plugin links must be in that ComIn's libcomin.so.0. The plugin loads against both real ones
+// (LD_LIBRARY_PATH wins over the plugin's RUNPATH, as it does in an ICON job), and the library
+// it bound to is the real one.
+TEST(RealComin02, ThePluginLoadsWithRtldNowAgainstComIn02And03) {
+  for (const std::string& dir : {kComin02, kComin}) {
+    const ftr::CommandResult r = ftr::run_command(
+        "LD_LIBRARY_PATH='" + dir +
+        "' /usr/bin/python3 -c \"import ctypes, os, sys\n"
+        "ctypes.CDLL(sys.argv[1], mode=os.RTLD_NOW)\n"
+        "maps = open('/proc/self/maps').read()\n"
+        "libs = sorted({l.split()[-1] for l in maps.splitlines() if l.endswith('libcomin.so.0')})\n"
+        "print(libs)\n"
+        "sys.exit(0 if libs == [os.path.realpath(sys.argv[2] + '/libcomin.so.0')] else 'bound to ' + str(libs))\" '" +
+        ftr::plugin_library() + "' '" + dir + "'");
+    EXPECT_EQ(r.rc, 0) << dir << ": " << r.output;
+  }
+}
+
+// Synchronous training under ComIn 0.2's comin_replay on 2 ranks gives what finecast-host gives
+// on the same data, bitwise (output, checkpoint, buffer snapshot); the start-up line names
+// ComIn 0.2.0, whose variable layout comes from comin_var_get_pos. ComIn 0.2's simple_c runs in
+// finecast-host beside it (finecast's libcomin keeps 0.2's comin_var_get_pos).
+TEST(RealComin02, TheSamePluginFileGivesTheSameResultsInFinecastHostAndComIn02Replay) {
+  ftr::ScratchDir dir("real_comin_02");
+  const auto [host_dir, replay_dir] = host_and_replay_dirs(dir);
+  ftr::CommandResult host;
+  const ftr::CommandResult replay = replay_under_comin_02(
+      host_dir, replay_dir, 2,
+      host_plugin("simple_c", kSimpleC02, "") + host_plugin("finecast", ftr::plugin_library(), "plugin.yaml"),
+      {{"finecast", ftr::plugin_library(), "plugin.yaml"}}, host);
+  ASSERT_EQ(host.rc, 0) << host.output;
+  ASSERT_EQ(replay.rc, 0) << replay.output;
+  // simple_c of ComIn 0.2 (stderr lines of its own) ran through a whole run in finecast-host.
+  for (const char* line : {"simple_c_constructor called!", "simple_c_diagfct called!", "simple_c_destructor called!"})
+    EXPECT_NE(host.output.find(line), std::string::npos) << line << "\n" << host.output;
+  EXPECT_NE(replay.output.find("Host: ComIn 0.2.0 ("), std::string::npos) << replay.output;
+  EXPECT_NE(replay.output.find("variable layout from comin_var_get_pos (ComIn 0.2)"), std::string::npos)
+      << replay.output;
+  EXPECT_NE(host.output.find("Host: ComIn 0.3.0 ("), std::string::npos) << host.output;
+  for (const char* line : {"Training session 2 at 1979-01-01T04:00:00: 4 steps in buffer = 320 samples",
+                           "Sampled 2 member(s) at 1979-01-01T04:00:00"})
+    EXPECT_NE(replay.output.find(line), std::string::npos) << replay.output;
+  expect_same_finecast_outputs(host_dir, replay_dir);
+}
+
+// Asynchronous training under ComIn 0.2's comin_replay (MPI_Init, as ICON's GPU builds) on 2
+// ranks: it trains, samples and writes records.
+TEST(RealComin02, TrainsAsynchronouslyAndWritesRecords) {
+  ftr::ScratchDir dir("real_comin_02_async");
+  const auto [host_dir, replay_dir] = host_and_replay_dirs(dir);
+  ftr::CommandResult host;
+  const ftr::CommandResult replay =
+      replay_under_comin_02(host_dir, replay_dir, 2, "",
+                            {{"finecast", ftr::plugin_library(), "plugin.yaml train.async=true train.epochs=3"}}, host);
+  ASSERT_EQ(host.rc, 0) << host.output;
+  ASSERT_EQ(replay.rc, 0) << replay.output;
+  for (const char* line : {"(asynchronous training)", "Epoch 3/3: avg loss = ", "Sampled 2 member(s) at "})
+    EXPECT_NE(replay.output.find(line), std::string::npos) << line << "\n" << replay.output;
+  const ftr::CommandResult records = ftr::run_command(
+      "/usr/bin/python3 -c \"import netCDF4, sys\nn = len(netCDF4.Dataset(sys.argv[1])['time'])\n"
+      "print(n, 'records')\nsys.exit(0 if n >= 1 else 'no records')\" '" +
+      replay_dir + "/out.nc'");
+  EXPECT_EQ(records.rc, 0) << records.output;
+}
+
+// finecast's recorder with format=0.2 writes what ComIn 0.2's own run and variable recorders
+// write: they re-record ComIn 0.2's replay of a finecast-host recording, and the files agree.
+TEST(RealComin02, TheRecorderWritesWhatComIn02sRecordersWrite) {
+  ftr::ScratchDir dir("real_comin_02_recorder");
+  const auto [host_dir, replay_dir] = host_and_replay_dirs(dir);
+  ftr::CommandResult host;
+  const ftr::CommandResult replay =
+      replay_under_comin_02(host_dir, replay_dir, 2, "",
+                            {{"comin_run_recorder_plugin", kRunRecorder02, "comin_run_"},
+                             {"comin_var_recorder_plugin", kVarRecorder02, kRecordedVars}},
+                            host);
+  ASSERT_EQ(host.rc, 0) << host.output;
+  ASSERT_EQ(replay.rc, 0) << replay.output;
+  expect_same_recordings(host_dir, replay_dir, 2);
+}
+#endif  // FINECAST_COMIN_02_BUILD_DIR
 
 #endif

@@ -240,6 +240,10 @@ int* comin_var_get_device_ptr_int(t_comin_var_handle* handle);
 void comin_var_get_shape(t_comin_var_handle* handle, int shape[5]);
 void comin_var_get_dim_semantics(t_comin_var_handle* handle, int dim_semantics[5]);
 void comin_var_get_ncontained(t_comin_var_handle* handle, int* ncontained);
+/* ComIn 0.2's layout query (0-based positions of the jc, jk, jb and container dimensions; -2 for
+   none), which 0.3 replaced by comin_var_get_dim_semantics. finecast's libcomin keeps it for
+   plugins written for ComIn 0.2; ComIn 0.3's library does not define it. */
+void comin_var_get_pos(t_comin_var_handle* handle, int* pos_jc, int* pos_jk, int* pos_jb, int* pos_jn);
 void comin_var_get_descriptor(t_comin_var_handle* handle, t_comin_var_descriptor* descr);
 
 t_comin_var_descr_list_iterator* comin_var_get_descr_list_head(void);

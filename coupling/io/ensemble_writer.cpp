@@ -4,6 +4,9 @@
 
 #include <fcntl.h>
 #include <netcdf.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -53,22 +56,83 @@ std::string now_utc() {
 }  // namespace
 
 namespace {
-/// Points every descriptor of this process open on `path` at /dev/null.
+/// A descriptor of an anonymous in-memory copy of the file open as `fd` (memfd), or of /dev/null
+/// when the copy cannot be made whole (no memory) or the process has a file-size limit
+/// (RLIMIT_FSIZE, ulimit -f: it applies to the copy too, and HDF5's close writes past it).
+int memory_stand_in(int fd) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+    return open("/dev/null", O_RDWR | O_CLOEXEC);
+  struct stat st {};
+  const int copy = memfd_create("finecast-discarded-netcdf4", MFD_CLOEXEC);
+  if (copy >= 0 && fstat(fd, &st) == 0) {
+    off_t offset = 0;
+    while (offset < st.st_size)
+      if (sendfile(copy, fd, &offset, static_cast<size_t>(st.st_size - offset)) <= 0) break;
+    if (offset == st.st_size) return copy;
+  }
+  if (copy >= 0) close(copy);
+  return open("/dev/null", O_RDWR | O_CLOEXEC);
+}
+
+/// Points every descriptor of this process open on `path` at an in-memory copy of the file: what
+/// HDF5 still writes or reads back while it closes the file goes to memory and succeeds, so HDF5
+/// releases the file, and nothing is left for its clean-up at exit (which crashed the process on
+/// a file whose close had failed). The file on disk keeps what it held. (/dev/null, the stand-in
+/// when no copy can be made, takes the writes but gives zeros for reads.)
 void detach_from_disk(const std::string& path) {
   std::error_code ec;
   const std::filesystem::path target = std::filesystem::canonical(path, ec);
   if (ec) return;
-  const int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-  if (null < 0) return;
+  int stand_in = -1;
   for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
     std::error_code link_ec;
     const std::filesystem::path file = std::filesystem::read_symlink(entry.path(), link_ec);
     if (link_ec || file != target) continue;
     const int fd = std::atoi(entry.path().filename().c_str());
-    if (fd != null) dup2(null, fd);
+    if (stand_in < 0) stand_in = memory_stand_in(fd);
+    if (stand_in >= 0 && fd != stand_in) dup2(stand_in, fd);
   }
-  close(null);
+  if (stand_in >= 0) close(stand_in);
 }
+
+/// Reserves `need` bytes of disk after the end of the file at `path`, without changing its size
+/// (fallocate FALLOC_FL_KEEP_SIZE): HDF5's writes into that space cannot fail for want of room,
+/// even when another process fills the disk meanwhile. give_back_room() frees what was not used.
+/// A file system without that fallocate gets the room allocated and freed at once (a check
+/// only). Returns "" when the disk has the room (or cannot say), else why not.
+std::string room_after(const std::string& path, off_t need) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return std::string("cannot open it: ") + std::strerror(errno);
+  struct stat st {};
+  int rc = fstat(fd, &st) == 0 ? 0 : errno;
+  // A file-size limit (RLIMIT_FSIZE, ulimit -f) does not bound a reservation past the end.
+  rlimit limit{};
+  if (rc == 0 && getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
+      static_cast<rlim_t>(st.st_size + need) > limit.rlim_cur)
+    rc = EFBIG;
+  if (rc == 0 && fallocate(fd, FALLOC_FL_KEEP_SIZE, st.st_size, need) != 0) {
+    rc = errno;
+    if (rc == EOPNOTSUPP) {
+      rc = posix_fallocate(fd, st.st_size, need);
+      if (ftruncate(fd, st.st_size) != 0 && rc == 0) rc = errno;
+    }
+  }
+  ::close(fd);
+  return rc == 0 || rc == EOPNOTSUPP ? std::string() : std::strerror(rc);
+}
+
+/// Frees the blocks reserved past the end of the file (truncating it to its own size).
+void give_back_room(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && ::truncate(path.c_str(), st.st_size) != 0) {
+    // (nothing to do: the blocks stay reserved until the file is next truncated or removed)
+  }
+}
+
+/// Room for what HDF5 writes when it flushes or closes a file outside a record: the header's
+/// attributes, the metadata cache, the chunk indices.
+constexpr off_t kMetadataRoom = off_t{1} << 18;
 }  // namespace
 
 std::string EnsembleWriter::context() const { return "NetCDF output " + path_ + ", variable '" + var_ + "'"; }
@@ -308,11 +372,24 @@ EnsembleWriter::EnsembleWriter(const std::string& path, const OutputGrid& grid, 
     // Room in the header for what later writes add (time units, the companion variables, the
     // checkpoint attribute), so that they do not move the data already on disk.
     CHECK_NC(nc__enddef(ncid_, kHeaderRoom, 4, 0, 4), ctx);
+    // NetCDF-4: the coordinates and the header's flush must fit before HDF5 writes any of them
+    // (a full disk half-way loses the file's structure, and a failed close crashed the process
+    // at exit); the room for them is allocated and given back first.
+    if (netcdf4_) {
+      // (doubles: ICON centres and corners; lat-lon axes with their bounds, rotated grids' 2-D lat/lon)
+      const size_t values = grid.clon.size() + grid.clat.size() + grid.clon_bnds.size() + grid.clat_bnds.size() +
+                            3 * (grid.y.values.size() + grid.x.values.size()) + grid.lat_2d.size() + grid.lon_2d.size();
+      const off_t coordinate_bytes = static_cast<off_t>(values) * 8;
+      if (const std::string why = room_after(path_, coordinate_bytes + kMetadataRoom); !why.empty())
+        throw IoError(ctx + ": no room for the file's grid and header (" + std::to_string(coordinate_bytes >> 10) +
+                      " KiB): " + why);
+    }
     for (const auto& write : data) write();
     CHECK_NC(nc_sync(ncid_), ctx);
+    if (netcdf4_) give_back_room(path_);
   } catch (...) {
-    nc_close(ncid_);
-    ncid_ = -1;
+    // The file is removed: NetCDF-4's is discarded without a flush onto the disk (discard()).
+    discard();
     std::remove(path_.c_str());
     throw;
   }
@@ -364,6 +441,7 @@ EnsembleWriter::EnsembleWriter(Append, const std::string& path, const std::strin
     if (nc_inq_varid(ncid_, (var + "_coarse").c_str(), &coarse_varid_) != NC_NOERR) coarse_varid_ = -1;
     if (nc_inq_varid(ncid_, (var + "_host").c_str(), &host_varid_) != NC_NOERR) host_varid_ = -1;
     if (nc_inq_varid(ncid_, (var + "_mean").c_str(), &mean_varid_) != NC_NOERR) mean_varid_ = -1;
+    if (nc_inq_varid(ncid_, (var + "_masked").c_str(), &masked_varid_) != NC_NOERR) masked_varid_ = -1;
     for (int id : {coarse_varid_, host_varid_, mean_varid_})
       if (id >= 0 && netcdf4_) set_chunk_cache(id, false);
     size_t records = 0;
@@ -419,10 +497,14 @@ int EnsembleWriter::define_companion(const std::string& suffix, const std::strin
 void EnsembleWriter::set_global_attribute(const std::string& name, const std::string& value) {
   const std::string ctx = context() + ", global attribute " + name;
   if (closed_ || broken_) throw IoError(ctx + ": the file is closed");
-  CHECK_NC(nc_redef(ncid_), ctx);
-  put_text(ncid_, NC_GLOBAL, name, value, ctx);
-  CHECK_NC(nc_enddef(ncid_), ctx);
-  CHECK_NC(nc_sync(ncid_), ctx);
+  guarded([&] {
+    if (netcdf4_) check_room(kMetadataRoom);
+    CHECK_NC(nc_redef(ncid_), ctx);
+    put_text(ncid_, NC_GLOBAL, name, value, ctx);
+    CHECK_NC(nc_enddef(ncid_), ctx);
+    CHECK_NC(nc_sync(ncid_), ctx);
+    if (netcdf4_) give_back_room(path_);
+  });
 }
 
 void EnsembleWriter::add_history(const std::string& text) {
@@ -456,18 +538,29 @@ void EnsembleWriter::guarded(const std::function<void()>& io) {
     io();
   } catch (const std::exception& e) {
     // The file keeps every record synced before this one: close it without writing more.
-    broken_ = true;
     in_record_ = false;
-    // NetCDF-4: HDF5 flushes its caches when the file is closed, and keeps the file open when
-    // that flush fails (as it does again on a full disk). Its descriptor is pointed at /dev/null
-    // first: the flush then succeeds without reaching the file, which HDF5 releases.
-    if (netcdf4_) detach_from_disk(path_);
-    nc_redef(ncid_);  // discarded by nc_abort: nothing more reaches the disk
-    nc_abort(ncid_);
-    ncid_ = -1;
+    discard();
     throw IoError(std::string(e.what()) + "; " + path_ + " keeps the " + std::to_string(steps_) +
                   " record(s) written before");
   }
+}
+
+void EnsembleWriter::discard() noexcept {
+  broken_ = true;
+  if (ncid_ < 0) return;
+  // NetCDF-4: HDF5 flushes its caches when the file is closed, and keeps the file open when that
+  // flush fails (as it does again on a full disk); HDF5's clean-up at exit then crashed the
+  // process. Its descriptor is pointed at an in-memory copy first: the flush succeeds without
+  // reaching the disk, and HDF5 releases the file.
+  if (netcdf4_) detach_from_disk(path_);
+  nc_redef(ncid_);  // discarded by nc_abort: nothing more reaches the disk
+  nc_abort(ncid_);
+  ncid_ = -1;
+}
+
+void EnsembleWriter::check_room(off_t need) {
+  if (const std::string why = room_after(path_, need); !why.empty())
+    throw IoError(context() + ": no room for another record (" + std::to_string(need >> 10) + " KiB): " + why);
 }
 
 void EnsembleWriter::check_record_space() {
@@ -476,16 +569,7 @@ void EnsembleWriter::check_record_space() {
   // of a record is written, the disk must take the whole record (uncompressed, plus room for
   // metadata): the room is allocated and given back (HDF5 keeps its own account of the file's
   // end). A full disk then fails here and the file stays as it was synced.
-  const int fd = open(path_.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) throw IoError(context() + ": cannot open it to check the room for a record: " + std::strerror(errno));
-  struct stat st {};
-  const off_t need = static_cast<off_t>(n_cells_) * static_cast<off_t>(members_ + 3) * 4 * 101 / 100 + (off_t{1} << 18);
-  int rc = fstat(fd, &st) == 0 ? posix_fallocate(fd, st.st_size, need) : errno;
-  if (ftruncate(fd, st.st_size) != 0 && rc == 0) rc = errno;
-  ::close(fd);
-  if (rc != 0)
-    throw IoError(context() + ": no room for another record (" + std::to_string(need >> 20) +
-                  " MiB): " + std::strerror(rc));
+  check_room(static_cast<off_t>(n_cells_) * static_cast<off_t>(members_ + 3) * 4 * 101 / 100 + kMetadataRoom);
 }
 
 void EnsembleWriter::begin(const std::string& datetime, bool with_coarse, bool with_host) {
@@ -593,10 +677,31 @@ void EnsembleWriter::put(int64_t first_cell, int64_t count, const float* members
   });
 }
 
+void EnsembleWriter::set_masked(int64_t count) {
+  const std::string ctx = context() + " (time step " + std::to_string(record_) + ", " + var_ + "_masked)";
+  if (!in_record_) throw IoError(context() + ": set_masked() outside begin()/end()");
+  guarded([&] {
+    if (masked_varid_ < 0) {
+      CHECK_NC(nc_redef(ncid_), ctx);
+      const std::string name = var_ + "_masked";
+      CHECK_NC(nc_def_var(ncid_, name.c_str(), NC_INT64, 1, &time_dimid_, &masked_varid_), ctx);
+      put_text(ncid_, masked_varid_, "long_name",
+               "values of the members masked as non-finite or implausible (written as missing)", ctx);
+      put_text(ncid_, masked_varid_, "units", "1", ctx);
+      CHECK_NC(nc_enddef(ncid_), ctx);
+    }
+    const size_t ts = static_cast<size_t>(record_);
+    const long long value = count;
+    CHECK_NC(nc_put_var1_longlong(ncid_, masked_varid_, &ts, &value), ctx);
+  });
+}
+
 void EnsembleWriter::end() {
   if (!in_record_) throw IoError(context() + ": end() without begin()");
-  guarded(
-      [&] { CHECK_NC(nc_sync(ncid_), context() + " (time step " + std::to_string(record_) + ", writing to disk)"); });
+  guarded([&] {
+    CHECK_NC(nc_sync(ncid_), context() + " (time step " + std::to_string(record_) + ", writing to disk)");
+    if (netcdf4_) give_back_room(path_);
+  });
   in_record_ = false;
   last_datetime_ = record_datetime_;
   last_time_ = record_time_;
@@ -607,14 +712,23 @@ void EnsembleWriter::close() {
   if (closed_) return;
   closed_ = true;
   if (broken_) return;  // closed when the write failed
-  const int id = ncid_;
-  ncid_ = -1;
-  CHECK_NC(nc_close(id), context() + " (closing)");
+  // NetCDF-4's close flushes HDF5's metadata: with room for it first, else the file is discarded
+  // (every record was synced when it was written).
+  guarded([&] {
+    if (netcdf4_) check_room(kMetadataRoom);
+    CHECK_NC(nc_close(ncid_), context() + " (closing)");
+    ncid_ = -1;
+    if (netcdf4_) give_back_room(path_);
+  });
 }
 
 EnsembleWriter::~EnsembleWriter() {
   if (closed_ || broken_ || ncid_ < 0) return;
-  nc_close(ncid_);  // every record is on disk already
+  try {
+    close();  // every record is on disk already
+  } catch (const std::exception&) {
+    // (discarded by close(): nothing is left open)
+  }
 }
 
 }  // namespace finecast::coupling

@@ -2,6 +2,8 @@
 // CF-compliant NetCDF output of downscaled ensembles, each record on disk when write() returns.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -76,6 +78,9 @@ class EnsembleWriter {
   void begin(const std::string& datetime, bool with_coarse, bool with_host);
   void put(int64_t first_cell, int64_t count, const float* members, const float* coarse, const float* host);
   void end();
+  /// Between begin() and end(): how many of the record's member values were masked (non-finite
+  /// or implausible, written as missing), in the 1-D variable <var>_masked(time).
+  void set_masked(int64_t count);
   /// Cells per row of the grid (lat-lon), 1 on ICON: chunks start and end at multiples of it.
   int64_t chunk_alignment() const;
 
@@ -108,6 +113,12 @@ class EnsembleWriter {
   void set_chunk_cache(int varid, bool with_member);
   /// NetCDF-4: throws when the disk has no room for a whole record, before any of it is written.
   void check_record_space();
+  /// Throws when the disk has no room for `need` more bytes (allocated and given back).
+  void check_room(off_t need);
+  /// Closes the file without writing more (a failed write): NetCDF-4's HDF5 handles are released
+  /// with their descriptors pointed at an in-memory copy, so no flush reaches the disk and none
+  /// is left for HDF5's clean-up at exit.
+  void discard() noexcept;
 
   bool netcdf4_ = false;
   int deflate_ = 0;
@@ -117,6 +128,7 @@ class EnsembleWriter {
   std::string path_;
   std::string var_, calendar_;
   int ncid_ = -1, varid_ = -1, coarse_varid_ = -1, host_varid_ = -1, mean_varid_ = -1, time_varid_ = -1;
+  int masked_varid_ = -1;  ///< <var>_masked(time), from the first set_masked()
   int members_ = 0;
   int64_t n_cells_ = 0, steps_ = 0;
   std::string last_datetime_;  ///< `datetime` of the latest record

@@ -191,7 +191,10 @@ void checkpoint_and_train(PluginState& s, const Work& work) {
 
 /// Step 5: the outcome of the sampling everywhere (0 nothing sampled, 1 sampled, 2 failed; the
 /// maximum over the ranks), then the ensemble mean for the ranks' own cells when there is one.
-enum SamplingOutcome { kNothing = 0, kSampled = 1, kFailedSampling = 2 };
+/// What a sampling step did, agreed on over every rank with MPI_MAX: the worst wins.
+/// kNotWrittenBack: sampled and written, but with masked (non-finite or implausible) values, so
+/// the host's field keeps its last good value.
+enum SamplingOutcome { kNothing = 0, kSampled = 1, kNotWrittenBack = 2, kFailedSampling = 3 };
 
 void write_back(PluginState& s, int outcome) {
   CouplingState& c = *s.coupling;
@@ -230,14 +233,25 @@ void sampling_step(PluginState& s, bool with_write_back) {
         const trainer::PauseGate::Hold hold(model.session.in_flight() ? model.pause.get() : nullptr);
         draw_samples(run, ranks, share, model, out, s.stats);
       });
+      int64_t masked = 0;  // values masked over every trainer's patches (the same on each)
       if (trainers_agree(s, ranks)) {
+        CHECK_MPI(MPI_Allreduce(&out.masked, &masked, 1, MPI_INT64_T, MPI_SUM, ranks.trainers));
         // Collective among the trainers; a failure to write (on the lead) comes after the last piece.
-        ok = local(s, "output", [&] { write_samples(s.config, *s.trainer, *s.coupling, s.faults, s.stats); }) && ok;
-        if (ok && with_write_back) ok = local(s, "write_back", [&] { compute_slot_mean(run.config, share, out); });
+        ok = local(s, "output", [&] { write_samples(s.config, *s.trainer, *s.coupling, s.faults, s.stats, masked); }) &&
+             ok;
+        if (ok && with_write_back && masked == 0)
+          ok = local(s, "write_back", [&] { compute_slot_mean(run.config, share, out); });
       } else {
         ok = false;
       }
-      outcome = ok ? kSampled : kFailedSampling;
+      outcome = !ok ? kFailedSampling : masked > 0 && with_write_back ? kNotWrittenBack : kSampled;
+      if (ok && masked > 0 && ranks.is_lead)
+        log::warning("Sampling at " + s.stats.datetime + ": " + std::to_string(masked) +
+                     " sampled values are non-finite or implausible for " + target_field(run.config) +
+                     " (written as missing" +
+                     (with_write_back ? "; not written back: " + run.config.sample.write_back + " keeps its last value"
+                                      : std::string()) +
+                     ")");
       if (ok)
         log::progress("Sampled " + std::to_string(run.config.sample.members) + " member(s) at " + s.stats.datetime +
                       " (" + trainer::name(run.config.sample.sampler) + ") in " +

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "plugin/comin_plugin/guard.hpp"
 
+#include <omp.h>
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <exception>
 #include <new>
@@ -121,7 +125,41 @@ void agree_or_stop(MPI_Comm comm, const std::string& failure, const std::string&
   throw RunStopped{};
 }
 
+namespace {
+
+/// The calling thread's OpenMP settings and CPU affinity when a callback starts, put back when it
+/// returns. The thread is the host's: LibTorch sets its thread count through OpenMP on the calling
+/// thread (a synchronous session, sampling, the set-up), and the host's next parallel loop would
+/// run with it (ICON's CPU builds run OpenMP, and nothing in ICON restores it).
+class HostThreadState {
+ public:
+  HostThreadState() noexcept
+      : threads_(omp_get_max_threads()), dynamic_(omp_get_dynamic()), levels_(omp_get_max_active_levels()) {
+    CPU_ZERO(&affinity_);
+    has_affinity_ = pthread_getaffinity_np(pthread_self(), sizeof affinity_, &affinity_) == 0;
+  }
+  ~HostThreadState() {
+    if (omp_get_max_threads() != threads_) omp_set_num_threads(threads_);
+    if (omp_get_dynamic() != dynamic_) omp_set_dynamic(dynamic_);
+    if (omp_get_max_active_levels() != levels_) omp_set_max_active_levels(levels_);
+    cpu_set_t now;
+    CPU_ZERO(&now);
+    if (has_affinity_ && pthread_getaffinity_np(pthread_self(), sizeof now, &now) == 0 && !CPU_EQUAL(&now, &affinity_))
+      pthread_setaffinity_np(pthread_self(), sizeof affinity_, &affinity_);
+  }
+  HostThreadState(const HostThreadState&) = delete;
+  HostThreadState& operator=(const HostThreadState&) = delete;
+
+ private:
+  int threads_, dynamic_, levels_;
+  cpu_set_t affinity_;
+  bool has_affinity_ = false;
+};
+
+}  // namespace
+
 void guard(const char* where, const std::function<void()>& fn) noexcept {
+  const HostThreadState host_thread;  // restored when the callback returns, whatever happened
   try {
     fn();
   } catch (const RunStopped&) {

@@ -34,6 +34,8 @@ class Output {
     writer_->put(first, count, members, coarse, host);
   }
   void end() { writer_->end(); }
+  /// Between begin() and end(): how many member values the record masks (EnsembleWriter::set_masked).
+  void set_masked(int64_t count) { writer_->set_masked(count); }
   /// Cells per grid row (lat-lon) or 1: pieces start at multiples of it.
   int64_t alignment() const { return writer_->chunk_alignment(); }
 

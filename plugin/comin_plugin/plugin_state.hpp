@@ -134,6 +134,7 @@ struct TrainerOutput {
   std::unique_ptr<coupling::RecordGather> gather;     ///< the slots' samples to the lead, piece by piece
   std::vector<float> samples;                         ///< [n_patches][members][P] scratch
   std::vector<float> slot_mean;                       ///< [n_slots]: the ensemble mean for write-back
+  int64_t masked = 0;                                 ///< this trainer's samples masked at the last sampling
 };
 
 /// A trainer rank only: its share of the patches and their buffer, the model (the same on every

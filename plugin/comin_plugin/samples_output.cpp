@@ -41,7 +41,8 @@ void open_output(const Config& cfg, TrainerState& t, const std::string& datetime
 
 }  // namespace
 
-void write_samples(const Config& cfg, TrainerState& t, const CouplingState& c, const Faults& faults, RunStats& stats) {
+void write_samples(const Config& cfg, TrainerState& t, const CouplingState& c, const Faults& faults, RunStats& stats,
+                   int64_t masked) {
   const int members = cfg.sample.members;
   const int64_t P = t.map.patch_size;
   const float* host = t.slot_values.data() + static_cast<size_t>(target_index(cfg)) * t.slot_cells.size();
@@ -51,6 +52,7 @@ void write_samples(const Config& cfg, TrainerState& t, const CouplingState& c, c
       faults.check(FaultPoint::kOutput, stats.steps, c.rank, true);
       if (!t.output) open_output(cfg, t, stats.datetime);
       t.output->begin(stats.datetime);
+      t.output->set_masked(masked);
     });
   // Per slot: its members, the coarse value and the host's value; NaN at cells in no patch.
   const int n_fields = members + 2;

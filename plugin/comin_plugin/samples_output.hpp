@@ -12,7 +12,9 @@ namespace finecast::plugin {
 /// condition and the host's field of every trainer's slots go to the lead, which opens the output
 /// at the first sampling and writes the record at stats.datetime. A failure to write on the lead is
 /// thrown there after the last piece, so that no trainer waits for it in a piece's exchange; the
-/// step then treats it as any local failure. Counts the sampling.
-void write_samples(const Config& cfg, TrainerState& t, const CouplingState& c, const Faults& faults, RunStats& stats);
+/// step then treats it as any local failure. `masked`: the values the trainers masked
+/// (mask_implausible_samples), recorded with the record. Counts the sampling.
+void write_samples(const Config& cfg, TrainerState& t, const CouplingState& c, const Faults& faults, RunStats& stats,
+                   int64_t masked);
 
 }  // namespace finecast::plugin

@@ -7,11 +7,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <map>
 #include <regex>
 
 #include "common/log.hpp"
 #include "coupling/error.hpp"
+#include "coupling/io/plausibility.hpp"
 #include "plugin/comin_plugin/setup.hpp"
 
 namespace finecast::plugin {
@@ -302,6 +304,23 @@ void draw_samples(const RunSettings& run, const Ranks& ranks, TrainerShare& t, c
                           model.model->sample(context, coarse, weights, count, so, draw_seed, model.torch_threads,
                                               drawn);
                         });
+  mask_implausible_samples(out);
+}
+
+int64_t mask_implausible_samples(TrainerOutput& out) {
+  // The field's plausible range by its units and standard_name (finecast's table, the one every
+  // NetCDF input is checked against): a sampler that blew up gives NaN, Inf or values no such
+  // field holds, which must neither be written as data nor reach the host.
+  const coupling::PlausibleRange range =
+      coupling::plausible_range(out.output_attrs.units, out.output_attrs.standard_name);
+  int64_t masked = 0;
+  for (float& v : out.samples)
+    if (!std::isfinite(v) || !range.contains(v)) {
+      v = std::numeric_limits<float>::quiet_NaN();
+      ++masked;
+    }
+  out.masked = masked;
+  return masked;
 }
 
 void compute_slot_mean(const Config& cfg, const TrainerShare& t, TrainerOutput& out) {

@@ -33,9 +33,14 @@ void write_model_checkpoint(const RunSettings& run, const Ranks& ranks, const Tr
 /// synchronous session has ended when this returns; collect_session picks up its outcome.
 void start_session(const RunSettings& run, const Ranks& ranks, const TrainerShare& t, TrainerModel& model,
                    RunStats& stats, RunPhase& phase);
-/// Draws the ensemble of this trainer's patches of the latest step (writing the patches' scratch).
+/// Draws the ensemble of this trainer's patches of the latest step (writing the patches' scratch),
+/// then masks its implausible values (mask_implausible_samples).
 void draw_samples(const RunSettings& run, const Ranks& ranks, TrainerShare& t, const TrainerModel& model,
                   TrainerOutput& out, const RunStats& stats);
+/// Sets every drawn value that is non-finite or outside the plausible range of the field's units
+/// and standard_name (coupling/io/plausibility.hpp) to NaN (missing in the output); returns and
+/// keeps (out.masked) how many.
+int64_t mask_implausible_samples(TrainerOutput& out);
 /// The ensemble mean of each of this trainer's slots (for write-back).
 void compute_slot_mean(const Config& cfg, const TrainerShare& t, TrainerOutput& out);
 /// Waits for a session in flight (a restart, the end of the run) and picks it up.

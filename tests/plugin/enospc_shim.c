@@ -2,7 +2,7 @@
  * A full disk for the tests, without privileges: preloaded (LD_PRELOAD), it makes write(),
  * pwrite() and writev() fail with ENOSPC for files whose path contains FINECAST_TEST_ENOSPC,
  * once FINECAST_TEST_ENOSPC_AFTER bytes (default 0) have been written to such files, and
- * posix_fallocate() of more than the bytes left fails with ENOSPC (allocates nothing). The
+ * posix_fallocate() and fallocate() of more than the bytes left fail with ENOSPC (allocate nothing). The
  * writers of finecast see exactly what a full disk gives them. Test tool only. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -83,4 +83,25 @@ int posix_fallocate64(int fd, off_t offset, off_t len) {
   static int (*real)(int, off_t, off_t) = NULL;
   if (real == NULL) real = (int (*)(int, off_t, off_t))dlsym(RTLD_NEXT, "posix_fallocate64");
   return no_room(fd, len) ? ENOSPC : real(fd, offset, len);
+}
+
+/* fallocate() (the writers reserve room with FALLOC_FL_KEEP_SIZE): the same check, errno set. */
+int fallocate(int fd, int mode, off_t offset, off_t len) {
+  static int (*real)(int, int, off_t, off_t) = NULL;
+  if (real == NULL) real = (int (*)(int, int, off_t, off_t))dlsym(RTLD_NEXT, "fallocate");
+  if (no_room(fd, len)) {
+    errno = ENOSPC;
+    return -1;
+  }
+  return real(fd, mode, offset, len);
+}
+
+int fallocate64(int fd, int mode, off_t offset, off_t len) {
+  static int (*real)(int, int, off_t, off_t) = NULL;
+  if (real == NULL) real = (int (*)(int, int, off_t, off_t))dlsym(RTLD_NEXT, "fallocate64");
+  if (no_room(fd, len)) {
+    errno = ENOSPC;
+    return -1;
+  }
+  return real(fd, mode, offset, len);
 }

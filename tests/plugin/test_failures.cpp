@@ -6,6 +6,7 @@
 // (a full disk, as far as the writers can tell). Every run has a time limit, so a hang fails.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "tests/plugin/replay_test_util.hpp"
@@ -160,6 +161,30 @@ TEST(FullDisk, AFailedOutputKeepsTheRecordsWrittenBefore) {
   EXPECT_NE(dump.output.find("time = UNLIMITED ; // (1 currently)"), std::string::npos) << dump.output;
 }
 
+/// A tmpfs of `kib` KiB mounted at `path` (created) while it lives; mounted() is false where the
+/// tests may not mount (root with mount permission is needed), with why().
+class SmallTmpfs {
+ public:
+  SmallTmpfs(const std::string& path, int kib) : path_(path) {
+    ftr::run_command("mkdir -p '" + path + "'");
+    const ftr::CommandResult r =
+        ftr::run_command("mount -t tmpfs -o size=" + std::to_string(kib) + "k finecast_test '" + path + "'");
+    mounted_ = r.rc == 0;
+    why_ = "cannot mount a small tmpfs here (needs root with mount permission): " + r.output;
+  }
+  ~SmallTmpfs() {
+    if (mounted_) ftr::run_command("umount -l '" + path_ + "'");
+  }
+  SmallTmpfs(const SmallTmpfs&) = delete;
+  SmallTmpfs& operator=(const SmallTmpfs&) = delete;
+  bool mounted() const { return mounted_; }
+  const std::string& why() const { return why_; }
+
+ private:
+  std::string path_, why_;
+  bool mounted_ = false;
+};
+
 // A full disk on a real file system: a small tmpfs mounted at the checkpoint directory holds the
 // first checkpoint (and its buffer snapshot) but not the second. HDF5 1.10 cannot close a file
 // whose flush failed: the ID stayed open on freed memory and HDF5's clean-up at exit crashed the
@@ -172,16 +197,10 @@ TEST(FullDisk, AFailedOutputKeepsTheRecordsWrittenBefore) {
 TEST(FullDisk, ACheckpointThatDoesNotFitOnARealSmallFileSystemKeepsThePreviousOne) {
   ftr::ScratchDir dir("full_disk_tmpfs");
   const std::string ckpt = dir.file("ckpt");
-  ftr::run_command("mkdir -p '" + ckpt + "'");
   // Sized from the files this config writes: a buffer snapshot of 428 kB, a checkpoint of 212 kB.
   // The first pair (640 kB) fits, the second snapshot too, its checkpoint does not.
-  const ftr::CommandResult mount = ftr::run_command("mount -t tmpfs -o size=1200k finecast_test '" + ckpt + "'");
-  if (mount.rc != 0)
-    GTEST_SKIP() << "cannot mount a small tmpfs here (needs root with mount permission): " << mount.output;
-  struct Unmount {
-    std::string path;
-    ~Unmount() { ftr::run_command("umount -l '" + path + "'"); }
-  } unmount{ckpt};
+  const SmallTmpfs disk(ckpt, 1200);
+  if (!disk.mounted()) GTEST_SKIP() << disk.why();
   ftr::write_text(dir.file("plugin.yaml"), plugin_config("on_error: disable\n"));
   ftr::write_text(dir.file("host.yaml"), host_run_file(12));
   const ftr::CommandResult r = run_host(dir.path(), 2);
@@ -206,5 +225,105 @@ TEST(FullDisk, ACheckpointThatDoesNotFitOnARealSmallFileSystemKeepsThePreviousOn
       "print('read', len(names))\"");
   EXPECT_EQ(read.rc, 0) << files.output << read.output;
 }
+
+// A sampler that blows up (here a TorchScript denoiser that is finite while it trains and NaN
+// under no_grad, as a sampler's numerical blow-up looks): every member value is masked, the
+// records say how many (ts_masked) and hold them as missing, one WARNING names the count, and the
+// host's variable is never written with them: finecast's recorder, listed after finecast, sees
+// ts_finecast finite at every step but in the padding of the last nproma block (which
+// finecast-host fills with NaN: the same few values at every step, before any sampling too).
+// Once records were 100% NaN, rc 0, without a word, and the host variable NaN on every owned cell.
+TEST(NonFiniteSamples, AreMaskedCountedAndNeverWrittenBack) {
+  if (std::system("/usr/bin/python3 -c 'import torch' > /dev/null 2>&1") != 0)
+    GTEST_SKIP() << "/usr/bin/python3 with torch (python3-torch) is not installed";
+  ftr::ScratchDir dir("nan_under_no_grad");
+  ftr::write_text(dir.file("make_denoiser.py"),
+                  "import torch\n"
+                  "class Denoiser(torch.nn.Module):\n"
+                  "    def __init__(self):\n"
+                  "        super().__init__()\n"
+                  "        self.layer0 = torch.nn.Linear(1, 1)\n"
+                  "    def forward(self, x_t: torch.Tensor, t: torch.Tensor, context: torch.Tensor) -> torch.Tensor:\n"
+                  "        y = self.layer0(x_t.unsqueeze(-1)).squeeze(-1) + 0.0 * context.sum(1, keepdim=True)\n"
+                  "        if not torch.is_grad_enabled():\n"
+                  "            y = y * float('nan')\n"
+                  "        return y\n"
+                  "torch.jit.script(Denoiser()).save('denoiser.pt')\n");
+  ASSERT_EQ(ftr::run_command("cd '" + dir.path() + "' && /usr/bin/python3 make_denoiser.py").rc, 0);
+  // model: the user's module instead of the built-in network (the last model key wins).
+  std::string config = plugin_config("on_error: disable\n");
+  config.replace(config.find("model: {"), 8, "model: {arch: torchscript, file: denoiser.pt, ");
+  ftr::write_text(dir.file("plugin.yaml"), config);
+  std::string host = host_run_file(12);
+  host += "  - {name: recorder, library: " + std::string(FINECAST_BINARY_DIR) +
+          "/lib/libfinecast_recorder.so, options: \"rec_ vars=ts_finecast\"}\n";
+  ftr::write_text(dir.file("host.yaml"), host);
+  const ftr::CommandResult r = run_host(dir.path(), 2);
+  ASSERT_NE(r.rc, 124) << "the run hung:\n" << r.output;
+  ASSERT_EQ(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("sampled values are non-finite or implausible for ts (written as missing; not written back: "
+                          "ts_finecast keeps its last value)"),
+            std::string::npos)
+      << r.output;
+  const ftr::CommandResult check = ftr::run_command(
+      "cd '" + dir.path() +
+      "' && /usr/bin/python3 -c \"import netCDF4, numpy as np\n"
+      "out = netCDF4.Dataset('out.nc')\n"
+      "masked = out['ts_masked'][:]\n"
+      "assert len(masked) > 0 and (masked == 2 * 20480).all(), masked\n"
+      "assert np.ma.getmaskarray(out['ts'][:]).all(), 'a member value was written'\n"
+      "for rank in (0, 1):\n"
+      "    v = np.ma.filled(netCDF4.Dataset('rec_vars_%d.nc' % rank)['domain_1']['ts_finecast'][:], np.nan)\n"
+      "    bad = [int((~np.isfinite(v[e])).sum()) for e in range(v.shape[0])]\n"
+      "    assert bad == [bad[0]] * len(bad) and bad[0] < 24, 'rank %d: non-finite values per step: %s' % (rank, bad)\n"
+      "print('records', len(masked))\"");
+  EXPECT_EQ(check.rc, 0) << check.output << r.output;
+}
+
+// A full disk at the NetCDF-4 output on a real file system, at several sizes, so that the first
+// failure falls on the file's creation, its coordinates, its first or a later record: the run
+// ends with exit 0 (once: the first record's flush failed and HDF5's clean-up crashed the process
+// at exit, exit 139), every rank finishes its steps, and an output left behind reads back with
+// the records the log reported. Synchronous and asynchronous training, with and without
+// write-back. Mounting needs root with mount permission; elsewhere the test is skipped.
+struct DiskCase {
+  int kib;
+  bool async;
+  bool write_back;
+};
+
+class FullDiskAtTheOutput : public ::testing::TestWithParam<DiskCase> {};
+
+TEST_P(FullDiskAtTheOutput, EndsTheRunNormallyAndKeepsAReadableFile) {
+  const DiskCase& c = GetParam();
+  ftr::ScratchDir dir("full_disk_output_tmpfs");
+  const std::string out = dir.file("out");
+  const SmallTmpfs disk(out, c.kib);
+  if (!disk.mounted()) GTEST_SKIP() << disk.why();
+  std::string config = plugin_config("on_error: disable\n", c.async, c.write_back);
+  const std::string from = "output: out.nc", to = "output: out/out.nc";
+  config.replace(config.find(from), from.size(), to);
+  ftr::write_text(dir.file("plugin.yaml"), config);
+  ftr::write_text(dir.file("host.yaml"), host_run_file(12, c.async ? 0.1 : 0));
+  const ftr::CommandResult r = run_host(dir.path(), 2);
+  ASSERT_NE(r.rc, 124) << "the run hung:\n" << r.output;
+  EXPECT_EQ(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("finished 12 steps on 2 rank(s)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("no room for"), std::string::npos) << r.output;
+  if (ftr::exists(out + "/out.nc")) {
+    const ftr::CommandResult dump = ftr::run_command("ncdump -h '" + out + "/out.nc'");
+    EXPECT_EQ(dump.rc, 0) << r.output << dump.output;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, FullDiskAtTheOutput,
+                         // (256 KiB: the file's grid does not fit; 1650: the first record; 1800: the
+                         // second; 2000: the third, as this config's files are laid out)
+                         ::testing::Values(DiskCase{256, false, true}, DiskCase{1650, true, false},
+                                           DiskCase{1800, false, false}, DiskCase{2000, true, true}),
+                         [](const ::testing::TestParamInfo<DiskCase>& info) {
+                           return std::to_string(info.param.kib) + "KiB" + (info.param.async ? "_async" : "_sync") +
+                                  (info.param.write_back ? "_write_back" : "");
+                         });
 
 }  // namespace

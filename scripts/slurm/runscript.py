@@ -272,9 +272,9 @@ def add_finecast(text, source, name, library, options, comm=None, env_lines=(), 
         notes.append("finecast is plugin_list(%d) of the &comin_nml written at line %d (cat %s %s)"
                      % (index, doc.start + 1, ">>" if doc.append else ">", doc.target))
         docs = heredocs(lines)
-        mine = [d for d in docs if canonical(d.target) == atmo]
-        where_nml = _top_level_after(lines, enclosing_blocks(lines), with_comin[0])
-        where_nml = where_nml[0] if where_nml else with_comin[0].start
+        doc = next(d for d in docs if d.start == doc.start)  # its body changed length
+        where_nml = _top_level_after(lines, enclosing_blocks(lines), doc)
+        where_nml = where_nml[0] if where_nml else doc.start
     else:
         try:
             block, _ = namelist.put_plugin("", name, library, options, source, comm=comm)

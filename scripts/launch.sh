@@ -44,8 +44,10 @@ Options:
   --icon-runscript FILE instead of a job: put finecast into ICON's own experiment run script
                         (exp.NAME.run, in place; the original kept as FILE.orig): its &comin_nml
                         entry in the atmosphere namelist's heredoc, its environment before
-                        ${START} ${MODEL}, and with trainers.count > 0 (--profile icon_gpu) the
-                        finecast-trainer component; the script's chaining is left as it is.
+                        ${START} ${MODEL} or ${START_MODEL}, and with trainers.count > 0
+                        (--profile icon_gpu) the finecast-trainer component; the script's
+                        chaining is left as it is, and each chunk resumes finecast
+                        (checkpoint.resume: auto, unless --set/--resume say otherwise).
                         Idempotent: run it again after changing --set or the config
   --dry-run             print the job script(s) and exit; submit nothing
   -h, --help            this text

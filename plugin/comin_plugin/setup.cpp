@@ -534,9 +534,19 @@ std::unique_ptr<TrainerState> setup_trainer(PluginState& s, const HostFacts& fac
   t->buffer = std::make_unique<coupling::RollingBuffer>(cfg.buffer.capacity, t->n_patches, C, static_cast<int>(P),
                                                         std::move(weights));
   t->command = facts.command;
-  if (!cfg.checkpoint.resume.empty())
+  if (!cfg.checkpoint.resume.empty()) {
     if (ResumeSource source = choose_resume_source(cfg, *t, c.trainers, facts); !source.checkpoint.empty())
       resume(s, *t, std::move(source));
+  } else if (c.is_lead && !host_restart_time(facts).empty()) {
+    // A restarted chunk of the host that trains from scratch beside its predecessor's
+    // checkpoints: the setting a restart chain forgot, most likely.
+    if (const auto found = trainer_module().checkpoints_newest_first(cfg.checkpoint.dir); !found.empty())
+      log::warning("the host restarts at " + host_restart_time(facts) + " (a later chunk of its experiment), and " +
+                   cfg.checkpoint.dir + " holds " + std::to_string(found.size()) + " checkpoint(s) (the newest " +
+                   found.front().second +
+                   "), but checkpoint.resume is empty: finecast trains from scratch. Set checkpoint.resume: auto "
+                   "to continue where the chunk before stopped");
+  }
   log::info(t->buffer->describe());
   t->slot_values.resize(static_cast<size_t>(input_count(cfg)) * t->slot_cells.size());
   t->all_coarse.resize(static_cast<size_t>(n_vars * n_coarse));

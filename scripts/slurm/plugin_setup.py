@@ -15,6 +15,7 @@ import subprocess
 import yaml
 
 import namelist
+import textfile
 from slurm_profile import REPO_ROOT, scalar_text
 
 LIBRARY_STEM = "libfinecast_comin"
@@ -86,8 +87,7 @@ def find_in_run_file(run_path, workdir, problems):
     if data.get("comin_namelist"):
         nml = os.path.join(workdir, str(data["comin_namelist"]))
         try:
-            with open(nml) as f:
-                found = namelist.plugin_entries(f.read(), nml) or {}
+            found = namelist.plugin_entries(textfile.read(nml), nml) or {}
         except (OSError, namelist.NamelistError) as e:
             problems.error("%s: comin_namelist: %s" % (run_path, e))
             return None

@@ -17,6 +17,7 @@ import os
 import re
 import shlex
 import shutil
+import subprocess
 import sys
 
 try:
@@ -35,6 +36,7 @@ import plugin_setup
 import runscript
 import site_check
 import slurm_profile as sp
+import textfile
 from slurm_profile import PROFILE_KEYS, PROGRAM_KEYS, PROGRAMS, REPO_ROOT, SCRIPT_DIR, TASK
 
 ARRAY_RE = re.compile(r"^(\d+(-\d+(:\d+)?)?)(,\d+(-\d+(:\d+)?)?)*(%\d+)?$")
@@ -132,6 +134,22 @@ def names_a_later_gpu(device):
     process sees exactly one GPU, which is cuda:0."""
     m = re.match(r"^cuda:(\d+)$", device.strip().lower())
     return bool(m) and int(m.group(1)) > 0
+
+def check_overrides(overrides, problems):
+    """Every override is a config key and a one-line value: the options string in &comin_nml
+    (and the program's command line) is one line, and a line break in it ends the namelist's
+    string there."""
+    for key, value in overrides.items.items():
+        if not SET_KEY_RE.match(key):
+            problems.error("set: %r is not a config key (letters, digits, _ and .)" % key)
+        bad = sorted({c for c in value if ord(c) < 32 and c != "\t" or ord(c) == 127})
+        if bad:
+            problems.error("set.%s: the value %r holds %s; an override is one line of text (ComIn's "
+                           "options string in &comin_nml is one line). Fix: put multi-line values "
+                           "into the plugin config" % (
+                               key, value, "a line break" if set(bad) & {"\n", "\r"}
+                               else "the control character(s) " + ", ".join(repr(c) for c in bad)))
+
 
 class Overrides:
     """Plugin config overrides in order; setting a key again replaces it in place."""
@@ -256,9 +274,8 @@ def comin_namelist_name(program, workdir, problems):
     if "icon_master.namelist" in bases:
         master = os.path.join(workdir, namelists[bases.index("icon_master.namelist")])
         try:
-            with open(master) as f:
-                value = namelist.get_value(f.read(), "master_model_nml", "model_namelist_filename",
-                                           master)
+            value = namelist.get_value(textfile.read(master), "master_model_nml",
+                                       "model_namelist_filename", master)
         except (OSError, namelist.NamelistError) as e:
             problems.error(str(e))
             return None
@@ -384,8 +401,8 @@ def main():
     if args.output == "-":
         for k, text in enumerate(scripts, 1):
             if args.chain > 1:
-                sys.stdout.write("%s# ==== chunk %d of %d ====\n" % ("\n" if k > 1 else "", k, args.chain))
-            sys.stdout.write(text)
+                text = "%s# ==== chunk %d of %d ====\n%s" % ("\n" if k > 1 else "", k, args.chain, text)
+            textfile.to_stdout(text)
     else:
         base = os.path.abspath(args.output)
         os.makedirs(os.path.dirname(base), exist_ok=True)
@@ -394,8 +411,7 @@ def main():
             if args.chain > 1:
                 stem, ext = os.path.splitext(base)
                 path = "%s-chunk%d%s" % (stem, k, ext)
-            with open(path, "w") as f:
-                f.write(text)
+            textfile.write(path, text)
             os.chmod(path, 0o755)
             paths.append(path)
     if args.summary:
@@ -452,9 +468,7 @@ class Job:
         self.overrides = Overrides(flat + self.set_items)
         if self.args.resume:
             self.overrides.set("checkpoint.resume", os.path.abspath(self.args.resume))
-        for key in self.overrides.items:
-            if not SET_KEY_RE.match(key):
-                problems.error("set: %r is not a config key (letters, digits, _ and .)" % key)
+        check_overrides(self.overrides, problems)
         if self.external:
             self.set_external_overrides()
         self.check_task_placeholders()
@@ -778,8 +792,7 @@ class Job:
         for nml in [str(n) for n in prog.get("namelists") or []]:
             src = self.absolute(nml)
             base = os.path.basename(nml)
-            with open(src) as f:
-                text = f.read()
+            text = textfile.read(src)
             try:
                 namelist.groups(text, src)
             except namelist.NamelistError as e:
@@ -1101,6 +1114,106 @@ def library_dirs(library):
     return dirs
 
 
+def holds_libcomin(folder):
+    """Whether a folder holds a ComIn host library (libcomin.so*): finecast's own, ABI-compatible
+    one in a build's lib/ (an installation keeps it apart, in lib/finecast/)."""
+    try:
+        return any(f.startswith("libcomin.so") for f in os.listdir(folder))
+    except OSError:
+        return False
+
+
+def _unresolved(path, ld_path):
+    """The dependencies of library `path` that ldd cannot find with LD_LIBRARY_PATH=ld_path."""
+    env = dict(os.environ, LD_LIBRARY_PATH=ld_path)
+    try:
+        r = subprocess.run(["ldd", path], capture_output=True, text=True, timeout=60, env=env)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [line.split("=>")[0].strip() for line in r.stdout.splitlines() if "=> not found" in line]
+
+
+def library_environment(library, problems):
+    """Shell lines that give an ICON run script finecast's libraries. ICON links ComIn's
+    libcomin.so.0 and binds to the first one on LD_LIBRARY_PATH: a folder with finecast's own
+    libcomin.so.0 there makes ICON die at start-up (undefined symbol of ComIn's Fortran modules),
+    so such a folder never goes on it and is taken off an inherited one. The plugin finds its own
+    libraries through its RUNPATH (checked here with ldd); LibTorch's folder of a build that names
+    it (finecast-build.txt) goes on it, once (a chunk that the script submits inherits the
+    environment of the one before)."""
+    plugin_dir = os.path.dirname(library)
+    shadowing = [plugin_dir] if holds_libcomin(plugin_dir) else []
+    keep = [d for d in library_dirs(library) if d not in shadowing]
+    if shadowing and os.path.isfile(library):
+        inherited = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":")
+                     if d and os.path.normpath(d) not in shadowing]
+        module = os.path.join(plugin_dir, "libfinecast_trainer_module.so")
+        for lib in [library] + ([module] if os.path.isfile(module) else []):
+            needs = [n for n in _unresolved(lib, ":".join(keep + inherited))
+                     if any(os.path.exists(os.path.join(d, n)) for d in shadowing)]
+            if needs:
+                problems.error(
+                    "%s finds %s only through LD_LIBRARY_PATH=%s (no RUNPATH of its own leads "
+                    "there), but that folder also holds finecast's own libcomin.so.0, which ICON "
+                    "would load instead of ComIn's and die. Fix: use finecast's build folder as "
+                    "built (its libraries carry a RUNPATH), or an installation (cmake --install: "
+                    "finecast's libcomin.so.0 is kept apart in lib/finecast)"
+                    % (lib, ", ".join(needs), ":".join(shadowing)))
+    lines = []
+    if shadowing:
+        words = " | ".join("%s | %s/" % (shlex.quote(d), shlex.quote(d)) for d in shadowing)
+        colon = " | ".join("*:%s:* | *:%s/:*" % (shlex.quote(d), shlex.quote(d)) for d in shadowing)
+        lines += ["# finecast's own libcomin.so.0 is in %s: ICON must load ComIn's, so that folder is "
+                  "not on LD_LIBRARY_PATH" % ", ".join(shadowing),
+                  'case ":${LD_LIBRARY_PATH:-}:" in %s)' % colon,
+                  '  finecast_path=""; IFS=: read -r -a finecast_dirs <<<"$LD_LIBRARY_PATH"',
+                  '  for finecast_dir in "${finecast_dirs[@]}"; do',
+                  '    case "$finecast_dir" in %s) ;; *) finecast_path="${finecast_path:+$finecast_path:}'
+                  '$finecast_dir" ;; esac' % words,
+                  "  done",
+                  '  export LD_LIBRARY_PATH="$finecast_path" ;;',
+                  "esac"]
+    if keep:
+        dirs = shlex.quote(":".join(keep))
+        lines.append('case "${LD_LIBRARY_PATH:-}" in %s | %s:*) ;; *) export LD_LIBRARY_PATH=%s'
+                     '"${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ;; esac' % (dirs, dirs, dirs))
+    return lines
+
+
+# The model's component's settings that the trainers' component takes too, when the profile's
+# trainers.* do not set them: the QOS, the memory (one of --mem, --mem-per-cpu), exclusive nodes.
+MODEL_OPTIONS_FOR_TRAINERS = ("--qos", "--mem", "--mem-per-cpu", "--exclusive")
+MEMORY_OPTIONS = ("--mem", "--mem-per-cpu", "--mem-per-gpu")
+
+
+def trainer_component(job, text, hint):
+    """The trainers' component of an ICON run script's heterogeneous job: the profile's trainers.*
+    with the script's own account, wall time, QOS, memory, exclusive nodes and srun --mpi.
+    Returns ({"sbatch": [...], "launch": [...]}, a note or None)."""
+    header = runscript.sbatch_options(text)
+    for option, key in (("--account", "account"), ("--time", "time")):
+        value = runscript.sbatch_value(text, option)
+        if value:
+            job.profile[key] = value
+    sbatch = job.trainer_sbatch(hint)[1:]
+    given = {o.split("=", 1)[0] for o in sbatch}
+    taken = []
+    for option, value in header:
+        if option not in MODEL_OPTIONS_FOR_TRAINERS or option in given or \
+                option in MEMORY_OPTIONS and given & set(MEMORY_OPTIONS):
+            continue
+        taken.append(option if value is None else "%s=%s" % (option, value))
+        given.add(option)
+    sbatch += taken
+    launch = job.trainer_command(hint)
+    mpi = runscript.start_mpi(text)
+    if mpi and not any(str(o).startswith("--mpi") for o in job.trainers.get("srun_extra") or []):
+        launch = "--mpi=%s %s" % (shlex.quote(mpi), launch)
+        taken.append("srun --mpi=%s" % mpi)
+    note = "the trainers' component takes the model's %s" % ", ".join(taken) if taken else None
+    return {"sbatch": sbatch, "launch": [launch]}, note
+
+
 def render_runscript(args, profile, profile_path, set_items, workdir, problems):
     """launch.sh --icon-runscript FILE: finecast into an ICON experiment run script (runscript.py)."""
     path = os.path.abspath(args.icon_runscript)
@@ -1130,8 +1243,12 @@ def render_runscript(args, profile, profile_path, set_items, workdir, problems):
     job.overrides = Overrides(flat + set_items)
     if args.resume:
         job.overrides.set("checkpoint.resume", os.path.abspath(args.resume))
+    check_overrides(job.overrides, problems)
     if job.external:
         job.set_external_overrides()
+    if problems.errors:
+        problems.report()
+        return 2
     library = job.absolute(program["plugin_library"]) if program.get("plugin_library") else \
         os.path.join(os.path.dirname(job.bin_dir), "lib", LIBRARY_FILE)
     if not os.path.isfile(library):
@@ -1139,6 +1256,12 @@ def render_runscript(args, profile, profile_path, set_items, workdir, problems):
                          "(or give --param program.plugin_library=PATH)" % library)
     job.plugin = plugin_setup.Plugin(library, job.run, [], "--run")
     job.config = plugin_setup.read_config(job.plugin, job.overrides.words(), job.bin_dir, problems)
+    # The script chains itself (finish.status RESTART): as the chunks of --chain, each chunk
+    # resumes from the newest checkpoint at the host's restart time, unless told otherwise
+    # (--set checkpoint.resume=..., empty for a fresh start in every chunk).
+    configured = plugin_setup.lookup(job.config, "checkpoint.resume", "") if job.config else ""
+    if "checkpoint.resume" not in job.overrides.items and not sp.scalar_text(configured):
+        job.overrides.set("checkpoint.resume", "auto")
     trainer = None
     if job.external:
         t = job.trainers
@@ -1147,11 +1270,11 @@ def render_runscript(args, profile, profile_path, set_items, workdir, problems):
         job.trainers_per_node = -(-t["count"] // job.trainer_nodes)
         job.comm = str(t.get("comm") or "finecast")
         job.check_trainer_gpus()
+    env = library_environment(library, problems)
     if problems.errors:
         problems.report()
         return 2
-    with open(path) as f:
-        text = f.read()
+    text = textfile.read(path)
     device, _ = job.device_and_source()
     if not job.external and plugin_setup.gpus_used(device):
         if not args.no_cuda_check:
@@ -1165,21 +1288,11 @@ def render_runscript(args, profile, profile_path, set_items, workdir, problems):
                              "trainers on GPUs of their own (--profile icon_gpu), or cap the "
                              "trainer's device memory (--set train.max_device_memory=BYTES)"
                              % (os.path.basename(path), gres))
-    hint = profile.get("hint") or ""
+    trainer_note = None
     if job.external:
-        # The trainers' component takes the account and wall time of the script's own header.
-        for option, key in (("--account", "account"), ("--time", "time")):
-            value = runscript.sbatch_value(text, option)
-            if value:
-                profile[key] = value
-        sbatch = job.trainer_sbatch(hint)[1:]
-        trainer = {"sbatch": sbatch, "launch": [job.trainer_command(hint)]}  # shell words
+        trainer, trainer_note = trainer_component(job, text, profile.get("hint") or "")
     words = [job.run] + job.overrides.words()
     options = " ".join(plugin_setup.quote_option(w) for w in words)
-    # Once: a chunk that the script submits inherits the environment of the one before.
-    dirs = shlex.quote(":".join(library_dirs(library)))
-    env = ['case "${LD_LIBRARY_PATH:-}" in %s | %s:*) ;; *) export LD_LIBRARY_PATH=%s'
-           '"${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ;; esac' % (dirs, dirs, dirs)]
     for name, value in (profile.get("env") or {}).items():
         value = sp.scalar_text(value).replace("\\", "\\\\").replace('"', '\\"') \
             .replace("$", "\\$").replace("`", "\\`")
@@ -1192,16 +1305,17 @@ def render_runscript(args, profile, profile_path, set_items, workdir, problems):
         problems.error(str(e))
     if not problems.report():
         return 2
+    if trainer_note:
+        notes.append(trainer_note)
     if args.output == "-":
-        sys.stdout.write(new)
+        textfile.to_stdout(new)
         return 0
     target = os.path.abspath(args.output)
     if target == path and not os.path.exists(path + ".orig") and new != text:
         shutil.copy2(path, path + ".orig")
         notes.append("the original is kept as %s.orig" % os.path.basename(path))
     tmp = target + ".finecast-tmp"
-    with open(tmp, "w") as f:
-        f.write(new)
+    textfile.write(tmp, new)
     shutil.copymode(path, tmp)
     os.replace(tmp, target)
     sys.stderr.write("launch: %s: %s\n" % (target, "unchanged (finecast was already in it as "
@@ -1210,5 +1324,28 @@ def render_runscript(args, profile, profile_path, set_items, workdir, problems):
         sys.stderr.write("launch:   %s\n" % note)
     return 0
 
+
+def run_main():
+    """main(), with every unexpected failure as one `launch: error:` line and a hint instead of a
+    traceback (FINECAST_LAUNCH_TRACEBACK=1 shows it); the exit status stays non-zero."""
+    try:
+        return main()
+    except KeyboardInterrupt:
+        sys.stderr.write("launch: error: interrupted\n")
+        return 130
+    except Exception as e:  # noqa: BLE001 -- the entry point: nothing may escape as a traceback
+        if os.environ.get("FINECAST_LAUNCH_TRACEBACK"):
+            raise
+        if isinstance(e, OSError):
+            what = "%s%s" % (e.strerror or e, ": %s" % e.filename if e.filename else "")
+            sys.stderr.write("launch: error: %s\n  Fix: check that path (its folder exists, it is "
+                             "readable, and writable where launch.sh writes)\n" % what)
+        else:
+            sys.stderr.write("launch: error: unexpected %s: %s\n  This is a bug of scripts/slurm: "
+                             "rerun with FINECAST_LAUNCH_TRACEBACK=1 and report the traceback\n"
+                             % (type(e).__name__, e))
+        return 2
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main())

@@ -297,3 +297,23 @@ TEST(RestartChain, ADamagedNewestBufferFallsBackToTheOlderPair) {
   EXPECT_NE(r.output.find("Resumed from ckpt/" + older.substr(older.rfind('/') + 1)), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("the buffer lacks the steps between"), std::string::npos) << r.output;
 }
+
+// A restarted chunk (run_start after exp_start) whose config does not resume, beside the
+// checkpoints of the chunk before, trains from scratch: said once, as a warning. The first chunk,
+// which starts the experiment, is not warned about.
+TEST(RestartChain, ARestartThatDoesNotResumeIsWarnedAbout) {
+  ftr::ScratchDir dir("restart_no_resume");
+  ftr::write_text(dir.file("plugin.yaml"), every4_config("\"\""));
+  const std::string warning = "but checkpoint.resume is empty: finecast trains from scratch";
+  const ftr::CommandResult first = run_chunk(dir.path(), 0, 4);
+  ASSERT_EQ(first.rc, 0) << first.output;
+  EXPECT_EQ(first.output.find(warning), std::string::npos) << first.output;
+
+  const ftr::CommandResult r = run_chunk(dir.path(), 4, 2);  // restart_run at 02:00
+  ASSERT_EQ(r.rc, 0) << r.output;
+  const size_t at = r.output.find("the host restarts at 1979-01-01T02:00:00");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(warning), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("the host restarts at", at + 1), std::string::npos) << "once, not per rank:\n" << r.output;
+  EXPECT_EQ(r.output.find("Resumed from"), std::string::npos) << r.output;
+}

@@ -5,7 +5,10 @@
 # &comin_nml that launch.sh wrote: ComIn's var_replay plugin from the user's namelist, finecast
 # added by launch.sh. As an array of two tasks with --set seed={task}: each task runs in its own
 # folder, reads its own seed from the namelist, and trains its own model. As a chain of two: the
-# second job resumes from the first one's checkpoint. Skipped without the builds.
+# second job resumes from the first one's checkpoint. And an ICON-style run script edited by
+# launch.sh --icon-runscript (the model started with ${START_MODEL} || exit 1) runs under the fake
+# SLURM with comin_replay as its model: comin_replay links ComIn's libcomin.so.0, so it must not
+# find the build's lib/ (finecast's own libcomin.so.0) on LD_LIBRARY_PATH. Skipped without the builds.
 # shellcheck disable=SC1091,SC2016  # lib.sh is found at run time; some $ are literal
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 require_finecast
@@ -102,5 +105,56 @@ log2="$(cat out/slurm/replay-1003.out 2>/dev/null || true)"
 assert_eq "$(cat "$FAKE_SLURM_DIR/job-1003.rc" 2>/dev/null)" 0 "chain chunk 2: exit status (log: $log2)"
 assert_contains "$log2" "Resumed from ckpt/ckpt_00000008.h5 (optimizer step 8" "chain chunk 2 resumes from chunk 1"
 assert_contains "$(cat out/replay/replay.nml)" "plugin.yaml checkpoint.resume=auto\"" "chain: resume auto in &comin_nml"
+
+# ---- ICON's own run script, edited by --icon-runscript, with comin_replay as its model ----
+# launch.sh's default plugin is the build's lib/libfinecast_comin.so, beside finecast's own
+# libcomin.so.0; the submitting shell even has that folder on LD_LIBRARY_PATH. comin_replay must
+# load ComIn's libcomin.so.0 all the same (else: undefined symbol of ComIn's Fortran modules, 127).
+[[ -e "$BIN/lib/libcomin.so.0" ]] || fail "the build's lib/ has no finecast libcomin.so.0: this test would test nothing"
+mkdir -p icon/run icon/exp
+cat >icon/run/exp.replay.run <<RUN
+#! /bin/bash
+#SBATCH --account=bb1234
+#SBATCH --job-name=exp.replay.run
+#SBATCH --nodes=1
+#SBATCH --ntasks-per-node=2
+#SBATCH --output=$WORK/icon/LOG.exp.replay.run.%j.o
+#SBATCH --time=00:10:00
+set -e
+export START="srun --kill-on-bad-exit=1 --nodes=1 --ntasks-per-node=2"
+export MODEL="$REPLAY replay.nml"
+cd $WORK/icon/exp
+cat > replay.nml << EOF
+&replay_tool_nml
+  replay_data_path = "$WORK/rec/run_"
+  msg_level = 0
+/
+&comin_nml
+  plugin_list(1)%name           = "comin_var_replay_plugin"
+  plugin_list(1)%plugin_library = "$VAR_REPLAY"
+  plugin_list(1)%options        = "$WORK/rec/run_vars_"
+/
+EOF
+cat > icon_master.namelist << EOF
+&master_model_nml
+  model_namelist_filename = "replay.nml"
+/
+EOF
+START_MODEL="\${START_MODEL:=\$START \$MODEL}"
+\${START_MODEL} || exit 1
+echo "the model ran"
+RUN
+LD_LIBRARY_PATH="$BIN/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$LAUNCH" --icon-runscript icon/run/exp.replay.run \
+  --run plugin.yaml --set device=cpu --bin-dir "$BIN/bin" >runscript.out 2>runscript.err || fail "--icon-runscript failed: $(cat runscript.err)"
+assert_not_contains "$(cat icon/run/exp.replay.run)" "export LD_LIBRARY_PATH=$BIN/lib" "run script: the build's lib/ is not put on LD_LIBRARY_PATH"
+job="$(cd icon/run && LD_LIBRARY_PATH="$BIN/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" sbatch --parsable exp.replay.run)"
+log="$(cat "icon/LOG.exp.replay.run.$job.o" 2>/dev/null || true)"
+assert_eq "$(cat "$FAKE_SLURM_DIR/job-$job.rc" 2>/dev/null)" 0 "run script: exit status (log: $log)"
+assert_not_contains "$log" "undefined symbol" "run script: comin_replay loaded ComIn's libcomin.so.0"
+assert_contains "$(cat icon/exp/replay.nml 2>/dev/null)" \
+  "  plugin_list(2)%options        = \"$WORK/plugin.yaml device=cpu checkpoint.resume=auto\"" "run script: finecast in &comin_nml"
+assert_contains "$log" "Training session 2 at 1979-01-01T04:00:00" "run script: finecast trained under comin_replay"
+assert_contains "$log" "the model ran" "run script: past \${START_MODEL} || exit 1"
+[[ -f icon/exp/ckpt/ckpt_00000008.h5 ]] || fail "run script: no checkpoint icon/exp/ckpt/ckpt_00000008.h5"
 
 finish

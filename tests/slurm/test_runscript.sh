@@ -5,8 +5,11 @@
 # ${START} ${MODEL}, a restart chain that resubmits the script). The edited script still parses,
 # changes nothing of the original but adds marked blocks, is the same after a second call, and
 # runs its chain of two chunks under the fake SLURM with finecast in the &comin_nml the model
-# reads; with external trainers the model's srun also starts finecast-trainer. Probes stand in for
-# ICON and finecast-trainer, so nothing needs to be built.
+# reads, resuming (checkpoint.resume=auto), and with no folder of finecast's own libcomin.so.0 on
+# LD_LIBRARY_PATH; with external trainers the model's srun also starts finecast-trainer (also
+# through ICON's START_MODEL), with the script's QOS, memory, exclusive nodes and srun --mpi.
+# Latin-1 bytes, line breaks in --set, namelist heredocs inside if blocks and functions. Probes
+# stand in for ICON and finecast-trainer, so nothing needs to be built.
 # shellcheck disable=SC1091,SC2016  # lib.sh is found at run time; some $ are literal
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -32,6 +35,9 @@ chmod +x icon/bin/icon
 printf '#!/bin/bash\necho "trainer rank ${OMPI_COMM_WORLD_RANK} of ${OMPI_COMM_WORLD_SIZE}: $*" >>"$PROBE_LOG"\n' >probe-bin/finecast-trainer
 chmod +x probe-bin/finecast-trainer
 make_stub_plugin lib cpu
+# As in finecast's build folder: finecast's own ComIn host library beside the plugin (ICON must
+# never load it: it has none of ComIn's Fortran symbols).
+gcc -shared -fPIC -o lib/libcomin.so.0 -Wl,-soname,libcomin.so.0 lib/stub.c
 printf 'fields: [ts]\ndevice: cpu\n' >finecast.yaml
 export SCRIPTS="$SRC/scripts/slurm" PROBE_LOG="$WORK/probe.log"
 LIB="$WORK/lib/libfinecast_comin.so"
@@ -59,10 +65,11 @@ for line in "# >>> finecast: ComIn's &comin_nml with the finecast plugin" \
 &comin_nml
   plugin_list(1)%name           = \"finecast\"
   plugin_list(1)%plugin_library = \"$LIB\"
-  plugin_list(1)%options        = \"$WORK/finecast.yaml device=cuda seed=3\"
+  plugin_list(1)%options        = \"$WORK/finecast.yaml device=cuda seed=3 checkpoint.resume=auto\"
 /
 FINECAST_EOF" \
-            "case \"\${LD_LIBRARY_PATH:-}\" in $WORK/lib | $WORK/lib:*) ;; *) export LD_LIBRARY_PATH=$WORK/lib\"\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}\" ;; esac
+            "  export LD_LIBRARY_PATH=\"\$finecast_path\" ;;
+esac
 export OMP_STACKSIZE=\"\${OMP_STACKSIZE:-200M}\"  # unless the script sets it
 export OMP_PROC_BIND=\"\${OMP_PROC_BIND:-close}\"  # unless the script sets it
 # <<< finecast <<<
@@ -70,6 +77,7 @@ export OMP_PROC_BIND=\"\${OMP_PROC_BIND:-close}\"  # unless the script sets it
   assert_contains "$edited" "$line" "in-host: edited script"
 done
 assert_not_contains "$edited" "hetjob" "in-host: no trainer component"
+assert_not_contains "$edited" "export LD_LIBRARY_PATH=$WORK/lib" "in-host: the folder with finecast's libcomin.so.0 is not put on LD_LIBRARY_PATH"
 # The comin block comes after the heredoc that creates the namelist and before the model's start.
 create="$(grep -n '^cat > ${atmo_namelist} << EOF' "$script" | cut -d: -f1)"
 block="$(grep -n "^cat >> \${atmo_namelist} << 'FINECAST_EOF'" "$script" | cut -d: -f1)"
@@ -86,23 +94,32 @@ cmp -s "$script.orig" original.run || fail "second call: the kept original was o
 # Another --set replaces the options of the one entry.
 launch "${runscript[@]}" --set seed=4
 assert_eq "$(grep -c 'plugin_list(1)%options' "$script")" 1 "a changed --set: still one entry"
-assert_contains "$(cat "$script")" "device=cuda seed=4\"" "a changed --set: the new options"
+assert_contains "$(cat "$script")" "device=cuda seed=4 checkpoint.resume=auto\"" "a changed --set: the new options"
 launch "${runscript[@]}" --set device=cpu
 # --dry-run prints the result and writes nothing.
 cp "$script" before-dry.run
 launch "${runscript[@]}" --set seed=9 --set device=cpu --dry-run
-assert_contains "$(cat stdout)" "device=cpu seed=9\"" "--dry-run prints the edited script"
+assert_contains "$(cat stdout)" "device=cpu seed=9 checkpoint.resume=auto\"" "--dry-run prints the edited script"
 cmp -s before-dry.run "$script" || fail "--dry-run changed the script"
 
 # ---- the chain runs: chunk 1 asks for a restart, the script resubmits itself, chunk 2 restarts ----
-(cd icon/run && sbatch exp.finecast_test.run >/dev/null) || fail "the run script failed under the fake sbatch"
+# The submitting shell has finecast's build folder on LD_LIBRARY_PATH (as launch.sh once put it
+# there): the job takes it off, so that ICON loads ComIn's libcomin.so.0, not finecast's.
+(cd icon/run && LD_LIBRARY_PATH="$WORK/lib:$WORK/other-lib:$WORK/lib/" sbatch exp.finecast_test.run >/dev/null) ||
+  fail "the run script failed under the fake sbatch"
 assert_eq "$(grep -c '^sbatch ' "$FAKE_SLURM_DIR/calls.log")" 2 "chain: chunk 1 submitted chunk 2 itself"
 assert_eq "$(cat "$FAKE_SLURM_DIR/job-1001.rc") $(cat "$FAKE_SLURM_DIR/job-1002.rc")" "0 0" "chain: both chunks ran"
 log="$(cat probe.log)"
-assert_contains "$log" "chunk lrestart = .false. size=2 ld=$WORK/lib"$'\n' "chunk 1: from initial data, finecast's libraries"
-assert_contains "$log" "chunk lrestart = .true. size=2 ld=$WORK/lib"$'\n' "chunk 2: a restart, the libraries once (it inherits chunk 1's environment)"
-assert_eq "$(grep -c "^comin {1: {'name': 'finecast', 'plugin_library': '$LIB', 'options': '$WORK/finecast.yaml device=cpu seed=3'}}$" probe.log)" 2 \
-  "both chunks: the model's namelist has finecast in &comin_nml"
+assert_contains "$log" "chunk lrestart = .false. size=2 ld=$WORK/other-lib"$'\n' "chunk 1: from initial data, without finecast's libcomin folder"
+assert_contains "$log" "chunk lrestart = .true. size=2 ld=$WORK/other-lib"$'\n' "chunk 2: a restart, still without it"
+while read -r _ _ _ _ ld; do  # no folder on the model's LD_LIBRARY_PATH holds a libcomin.so.0
+  IFS=: read -r -a dirs <<<"${ld#ld=}"
+  for d in "${dirs[@]}"; do
+    [[ ! -e "$d/libcomin.so.0" ]] || fail "the model's LD_LIBRARY_PATH holds $d, with a libcomin.so.0"
+  done
+done < <(grep '^chunk ' probe.log)
+assert_eq "$(grep -c "^comin {1: {'name': 'finecast', 'plugin_library': '$LIB', 'options': '$WORK/finecast.yaml device=cpu seed=3 checkpoint.resume=auto'}}$" probe.log)" 2 \
+  "both chunks: the model's namelist has finecast in &comin_nml, resuming from its checkpoints"
 [[ ! -e icon/experiments/finecast_test/restart.semaphore ]] || fail "chain: the script's own end (semaphore removed) did not run"
 
 # ---- a script whose namelist heredoc already has a &comin_nml: finecast joins it ----
@@ -137,7 +154,7 @@ assert_contains "$edited" "#SBATCH hetjob
 #SBATCH --ntasks=1" "external: the trainer component, with the script's account"
 assert_contains "$edited" '${START} ${MODEL} : "${finecast_trainers[@]}"  # finecast: external trainers' "external: the model's start"
 assert_contains "$edited" '  plugin_list(1)%comm = "finecast"' "external: finecast's comm"
-assert_contains "$edited" "train.placement=external train.ranks=1\"" "external: the options"
+assert_contains "$edited" "train.placement=external train.ranks=1 checkpoint.resume=auto\"" "external: the options"
 assert_eq "$(diff original.run "$script" | grep '^<')" '< ${START} ${MODEL}' "external: only the model's start line changed"
 cp "$script" first.run
 launch --icon-runscript "$script" --run finecast.yaml --bin-dir probe-bin --profile icon_gpu --set device=cpu \
@@ -160,6 +177,125 @@ assert_not_contains "$(cat stderr)" "asks for GPUs" "CPU run script: no GPU warn
 launch --icon-runscript original.run --run finecast.yaml --bin-dir probe-bin --dry-run
 assert_contains "$(cat stderr)" "is a CPU-only build" "run script: the CUDA check"
 
+# ---- ICON's START_MODEL (make_target_runscript's scripts), with the header's QOS, memory,
+# exclusive nodes and START's srun --mpi: the trainers' component takes them too ----
+sed -e 's/^${START} ${MODEL}$/START_MODEL="${START_MODEL:=$START $MODEL}"\n${START_MODEL} || exit 1/' \
+  -e 's/^#SBATCH --time=00:30:00$/&\n#SBATCH --qos=normal\n#SBATCH --mem=120G\n#SBATCH --exclusive/' \
+  -e 's/^export START="srun /&--mpi=pmix /' original.run >start_model.run
+cp start_model.run "$script"
+rm -rf icon/experiments probe.log "$script.orig" "$FAKE_SLURM_DIR"
+external=(--profile icon_gpu --set device=cpu --param trainers.kind=cpu --param trainers.partition=compute
+          --param trainers.cores_per_node=128)
+launch --icon-runscript "$script" --run finecast.yaml --bin-dir probe-bin "${external[@]}"
+assert_eq "$rc" 0 "START_MODEL: launch ($(cat stderr))"
+bash -n "$script" || fail "START_MODEL: bash -n rejects the edited run script"
+assert_eq "$(diff start_model.run "$script" | grep -c '^<')" 0 "START_MODEL: no line of the original changed (|| exit 1 kept)"
+edited="$(cat "$script")"
+assert_contains "$edited" ' START_MODEL="${START_MODEL:-$START $MODEL} : ${finecast_trainers[*]}" ;; esac
+# <<< finecast <<<
+${START_MODEL} || exit 1' "START_MODEL: the trainers appended to it, just before the model's start"
+trainer_block="$(sed -n '/^# >>> finecast: the finecast-trainer processes/,/^# <<< finecast <<</p' "$script")"
+assert_contains "$trainer_block" "#SBATCH --time=00:30:00
+#SBATCH --qos=normal
+#SBATCH --mem=120G
+#SBATCH --exclusive
+# <<< finecast <<<" "the trainers' component: the script's QOS, memory and exclusive nodes"
+assert_contains "$edited" "finecast_trainers=(--mpi=pmix --nodes=1 --ntasks=1" "the trainers' srun part: the script's --mpi"
+assert_contains "$(cat stderr)" "the trainers' component takes the model's --qos=normal, --mem=120G, --exclusive, srun --mpi=pmix" \
+  "the trainers' settings from the script are named"
+(cd icon/run && sbatch exp.finecast_test.run >/dev/null) || fail "START_MODEL: the run script failed under the fake sbatch"
+assert_eq "$(cat "$FAKE_SLURM_DIR/job-1001.rc" 2>/dev/null) $(cat "$FAKE_SLURM_DIR/job-1002.rc" 2>/dev/null)" "0 0" "START_MODEL: both chunks ran"
+assert_eq "$(grep -c "^trainer rank 2 of 3: --comm finecast --plugin $LIB$" probe.log)" 2 "START_MODEL: finecast-trainer ran with ICON in both chunks"
+calls="$(cat "$FAKE_SLURM_DIR/calls.log")"
+assert_contains "$calls" "sbatch-option[1] --qos=normal" "START_MODEL: sbatch saw the trainers' QOS"
+assert_contains "$calls" "sbatch-option[1] --mem=120G" "START_MODEL: sbatch saw the trainers' memory"
+assert_contains "$calls" "--mpi=pmix --kill-on-bad-exit=1 --nodes=1 --ntasks-per-node=2 $WORK/icon/bin/icon : --mpi=pmix --nodes=1 --ntasks=1" \
+  "START_MODEL: one srun, the model's part and the trainers', each with --mpi"
+# The profile's own trainers.mem wins over the script's; --mem-per-cpu is taken as --mem is.
+launch --icon-runscript start_model.run --run finecast.yaml --bin-dir probe-bin "${external[@]}" --param trainers.mem=64G --dry-run
+trainer_block="$(sed -n '/^# >>> finecast: the finecast-trainer processes/,/^# <<< finecast <<</p' stdout)"
+assert_contains "$trainer_block" "#SBATCH --mem=64G" "trainers.mem: the trainers' own memory"
+assert_not_contains "$trainer_block" "--mem=120G" "trainers.mem: not the model's as well"
+sed 's/^#SBATCH --mem=120G$/#SBATCH --mem-per-cpu=1920M/' start_model.run >mem_per_cpu.run
+launch --icon-runscript mem_per_cpu.run --run finecast.yaml --bin-dir probe-bin "${external[@]}" --dry-run
+assert_contains "$(sed -n '/^# >>> finecast: the finecast-trainer/,/^# <<< finecast/p' stdout)" "#SBATCH --mem-per-cpu=1920M" \
+  "the trainers' component: the script's --mem-per-cpu"
+# In-host trainer: finecast's environment goes before ${START_MODEL}.
+launch --icon-runscript start_model.run --run finecast.yaml --bin-dir probe-bin --set device=cpu --dry-run
+assert_contains "$(cat stdout)" "# <<< finecast <<<
+\${START_MODEL} || exit 1" "START_MODEL, in-host: the environment before the model's start"
+
+# ---- checkpoint.resume: auto unless the launch or the config says otherwise ----
+launch --icon-runscript original.run --run finecast.yaml --bin-dir probe-bin --set device=cpu --set checkpoint.resume= --dry-run
+assert_contains "$(cat stdout)" "device=cpu checkpoint.resume=\"" "--set checkpoint.resume= (empty): a fresh start, as asked"
+launch --icon-runscript original.run --run finecast.yaml --bin-dir probe-bin --set device=cpu --resume ckpt-before --dry-run
+assert_contains "$(cat stdout)" "device=cpu checkpoint.resume=$WORK/ckpt-before\"" "--resume DIR: from DIR"
+printf 'fields: [ts]\ndevice: cpu\ncheckpoint: {resume: %s/ckpt-old}\n' "$WORK" >resume_config.yaml
+launch --icon-runscript original.run --run resume_config.yaml --bin-dir probe-bin --set device=cpu --dry-run
+assert_contains "$(cat stdout)" "resume_config.yaml device=cpu\"" "the config's own checkpoint.resume is kept"
+
+# ---- an old script with a Latin-1 byte: edited, every original byte kept ----
+{ head -3 original.run; printf '# Gr\xfc\xdfe aus M\xfcnchen: a Latin-1 comment\n'; tail -n +4 original.run; } >latin1.run
+cp latin1.run latin1-original.run
+launch --icon-runscript latin1.run --run finecast.yaml --bin-dir probe-bin --set device=cpu
+assert_eq "$rc" 0 "Latin-1: launch ($(cat stderr))"
+assert_not_contains "$(cat stderr)" "Traceback" "Latin-1: no traceback"
+cmp -s latin1.run.orig latin1-original.run || fail "Latin-1: the kept original differs from the script"
+assert_eq "$(diff latin1-original.run latin1.run | grep -c '^<')" 0 "Latin-1: no line (byte) of the original changed"
+assert_eq "$(LC_ALL=C grep -c $'M\xfcnchen' latin1.run)" 1 "Latin-1: the comment's bytes are as they were"
+launch --icon-runscript latin1.run --run finecast.yaml --bin-dir probe-bin --set device=cpu --dry-run
+cmp -s stdout latin1.run || fail "Latin-1: --dry-run does not print the script byte for byte"
+
+# ---- every failure is a launch: error line, never a traceback ----
+launch --icon-runscript original.run --run finecast.yaml --bin-dir probe-bin --set device=cpu --output "$WORK/no/such/dir/x.run"
+assert_eq "$rc" 2 "unwritable --output: exit status"
+assert_not_contains "$(cat stderr)" "Traceback" "unwritable --output: no traceback"
+assert_eq "$(grep -c '^launch: error: ' stderr)" 1 "unwritable --output: one error line ($(cat stderr))"
+assert_contains "$(cat stderr)" "launch: error: No such file or directory: $WORK/no/such/dir/x.run" "unwritable --output: names the path"
+
+# ---- where finecast's &comin_nml goes when the namelist's heredocs are inside blocks ----
+# The namelist is a copy of a base file; the only heredoc that writes it is the conditional output
+# group, off here: finecast's heredoc goes after that if block, so the model reads it all the same.
+sed -e 's/^cat > ${atmo_namelist} << EOF$/cat > ${atmo_namelist}.base << EOF/' \
+  -e 's/^# (3) the output, one group per file kind$/cp ${atmo_namelist}.base ${atmo_namelist}\n&/' \
+  -e 's/^output_atm_2d=yes$/output_atm_2d=no/' original.run >"$script"
+rm -rf icon/experiments probe.log "$script.orig" "$FAKE_SLURM_DIR"
+launch --icon-runscript "$script" --run finecast.yaml --bin-dir probe-bin --set device=cpu
+assert_eq "$rc" 0 "conditional heredoc: launch ($(cat stderr))"
+fi_line="$(grep -n '^fi$' "$script" | head -1 | cut -d: -f1)"
+block="$(grep -n "^cat >> \${atmo_namelist} << 'FINECAST_EOF'" "$script" | cut -d: -f1)"
+((block == fi_line + 2)) || fail "conditional heredoc: finecast's heredoc (line $block) does not follow the if block (fi at $fi_line)"
+assert_contains "$(cat stderr)" "after line $fi_line, the end of the 'if' block of lines" "conditional heredoc: says where and why"
+(cd icon/run && sbatch exp.finecast_test.run >/dev/null) || fail "conditional heredoc: the run script failed under the fake sbatch"
+assert_eq "$(grep -c "^comin {1: {'name': 'finecast'" probe.log 2>/dev/null)" 2 "conditional heredoc: the model reads finecast's entry in both chunks"
+# The namelist written only by a shell function: when it runs is unknown, so launch.sh refuses.
+sed -e '/^if \[\[ "$output_atm_2d" == "yes" \]\]; then$/,/^fi$/d' \
+  -e 's/^cat > ${atmo_namelist} << EOF$/write_atmosphere_namelist() {\n&/' original.run |
+  awk '{ print } /^write_atmosphere_namelist\(\) \{$/ { inside = 1 } inside && /^EOF$/ { print "}"; print "write_atmosphere_namelist"; inside = 0 }' >function.run
+bash -n function.run || fail "the test's function.run does not parse"
+cp function.run function-original.run
+launch --icon-runscript function.run --run finecast.yaml --bin-dir probe-bin --set device=cpu
+assert_eq "$rc" 2 "namelist in a function: refused"
+assert_contains "$(cat stderr)" "is inside a shell function" "namelist in a function: says why"
+assert_contains "$(cat stderr)" "add an empty &comin_nml group" "namelist in a function: says how to fix it"
+cmp -s function.run function-original.run || fail "namelist in a function: the script was changed"
+# With the fix the message gives, finecast joins that group.
+sed 's/^&parallel_nml$/\&comin_nml\n\/\n&/' function-original.run >function.run
+launch --icon-runscript function.run --run finecast.yaml --bin-dir probe-bin --set device=cpu
+assert_eq "$rc" 0 "namelist in a function with an empty &comin_nml: launch ($(cat stderr))"
+assert_contains "$(cat function.run)" '&comin_nml
+  plugin_list(1)%name           = "finecast"' "namelist in a function with an empty &comin_nml: finecast in it"
+
+# ---- a plugin that finds its libraries only through the folder with finecast's libcomin.so.0 ----
+mkdir -p norunpath
+cp lib/libfinecast_trainer.so.0 lib/libcomin.so.0 norunpath/
+gcc -shared -fPIC -o norunpath/libfinecast_comin.so lib/stub.c -Lnorunpath -Wl,--no-as-needed -l:libfinecast_trainer.so.0
+launch --icon-runscript original.run --run finecast.yaml --bin-dir probe-bin --set device=cpu --dry-run \
+  --param program.plugin_library=norunpath/libfinecast_comin.so
+assert_eq "$rc" 2 "no RUNPATH: refused"
+assert_contains "$(cat stderr)" "libfinecast_comin.so finds libfinecast_trainer.so.0 only through LD_LIBRARY_PATH=$WORK/norunpath" \
+  "no RUNPATH: names the library and the folder"
+
 # ---- refusals ----
 rejects() {  # rejects WHAT NEEDLE ARGS...
   local what="$1" needle="$2"
@@ -172,9 +308,11 @@ grep -v '&run_nml' original.run | sed 's/model_namelist_filename=.*/model_nameli
 rejects "no atmosphere namelist" "no_atm.run: no heredoc writes ICON's atmosphere namelist" \
   --icon-runscript no_atm.run --run finecast.yaml --bin-dir probe-bin
 sed 's/^${START} ${MODEL}$/srun ${MODEL}/' original.run >no_start.run
-rejects "external without \${START} \${MODEL}" "no_start.run: no line '\${START} \${MODEL}' starts the model" \
+rejects "external without \${START} \${MODEL}" "no_start.run: no line '\${START} \${MODEL}' or '\${START_MODEL}' starts the model" \
   --icon-runscript no_start.run --run finecast.yaml --bin-dir probe-bin --profile icon_gpu --set device=cpu \
   --param trainers.kind=cpu --param trainers.partition=compute --param trainers.cores_per_node=128
+rejects "a line break in --set" "set.seed: the value '3\\nx' holds a line break" \
+  --icon-runscript original.run --run finecast.yaml --bin-dir probe-bin --set $'seed=3\nx'
 rejects "--chain" "--chain with --icon-runscript: the run script chains itself" \
   --icon-runscript original.run --run finecast.yaml --chain 2
 rejects "no --run" "missing --run: the finecast plugin config" --icon-runscript original.run

@@ -45,6 +45,10 @@ rejects "missing resume directory" "--resume $WORK/nockpt: no such directory" \
 rejects "unknown argument" "unknown argument '--bogus'" --profile cpu --bogus
 rejects "no profile" "--profile is required" --run run.yaml --dry-run
 rejects "--set without =" "--set expects KEY=VALUE, got 'device'" --profile cpu --run run.yaml --dry-run --set device
+rejects "a line break in --set" "set.sample.output: the value 'a\\nb.nc' holds a line break" \
+  --profile cpu --run run.yaml --dry-run --set $'sample.output=a\nb.nc'
+rejects "a control character in set:" "set.seed: the value '1\\x1b' holds the control character(s) '\\x1b'" \
+  --profile cpu --run run.yaml --dry-run --param 'set.seed="1\e"'
 rejects "chain of zero" "--chain expects a number of chunks from 1 to 1000, got '0'" --profile cpu --run run.yaml --dry-run --chain 0
 rejects "chain not a number" "--chain expects a number of chunks from 1 to 1000, got 'x'" --profile cpu --run run.yaml --dry-run --chain x
 

@@ -31,6 +31,18 @@ inline Vec3 normalised(const Vec3& a) {
   return {a[0] / n, a[1] / n, a[2] / n};
 }
 
+/// Great-circle distance (radians) between unit vectors a and b; atan2 keeps short arcs exact.
+inline double arc_length(const Vec3& a, const Vec3& b) {
+  const Vec3 c = cross(a, b);
+  return std::atan2(std::sqrt(dot(c, c)), dot(a, b));
+}
+
+/// The local unit vectors east and north at (lon, lat) in radians (east is defined at the poles).
+inline Vec3 east(double lon) { return {-std::sin(lon), std::cos(lon), 0.0}; }
+inline Vec3 north(double lon, double lat) {
+  return {-std::cos(lon) * std::sin(lat), -std::sin(lon) * std::sin(lat), std::cos(lat)};
+}
+
 /// (lon, lat) in radians of a non-zero vector.
 inline void to_lonlat(const Vec3& v, double& lon, double& lat) {
   lon = std::atan2(v[1], v[0]);

@@ -203,8 +203,11 @@ const schema::Table<Config>& config_table() {
                                        "coupling steps between samplings; 0 = only at the end of the run")};
     for (const auto& f : inherited<SampleConfig>(in_scope(trainer::sample_options_table(), Scope::kConfig)))
       sample.push_back(f);
-    sample.push_back(text("output", &SampleConfig::output,
-                          "NetCDF file of the sampled ensembles (relative to the working directory)"));
+    sample.push_back(
+        text("output", &SampleConfig::output,
+             "NetCDF file of the sampled ensembles (relative to the working directory); not a file the run "
+             "reads nor in checkpoint.dir, written by one run at a time; a fresh run keeps an existing "
+             "one and writes <stem>_<first time>.nc (docs/output.md)"));
     sample.push_back(text("write_back", &SampleConfig::write_back,
                           "host variable created by the plugin for the ensemble mean (\"\" = none)"));
     sample.push_back(text("device", &SampleConfig::device,

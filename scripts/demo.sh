@@ -16,6 +16,10 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMP_WAIT_POLICY=PASSIVE
 out=out/demo
 mkdir -p "$out"
+# Every demo run starts fresh, and a fresh run keeps an output it finds (writing
+# finecast_ts_<time>.nc beside it; docs/output.md): the last demo's samples go first, so that the
+# scores and the figure below are this run's.
+rm -f "$out/finecast_ts.nc" "$out"/finecast_ts_*.nc
 echo "[demo] running: mpiexec -n 4 --oversubscribe $build_dir/bin/finecast-host configs/demo_host.yaml"
 mpiexec -n 4 --oversubscribe "$build_dir/bin/finecast-host" configs/demo_host.yaml "$@" 2>&1 | tee "$out/run.log"
 

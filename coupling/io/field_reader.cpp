@@ -12,6 +12,7 @@
 
 #include "common/log.hpp"
 #include "coupling/error.hpp"
+#include "coupling/io/input_files.hpp"
 #include "coupling/io/nc_classic_size.hpp"
 
 namespace finecast::coupling {
@@ -204,6 +205,7 @@ FieldReader::FieldReader(const std::string& path, const std::string& var, int le
     throw IoError("cannot open " + path + " as NetCDF (reading variable '" + var + "'): " + nc_strerror(rc) +
                   " (not a NetCDF file, or truncated?)");
   }
+  note_input_file(path);
   try {
     check_size(path, var);
     varid_ = variable_id(ncid_, path, var);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/error.hpp"
+#include "coupling/io/input_files.hpp"
 #include "coupling/io/nc_classic_size.hpp"
 
 namespace finecast::coupling {
@@ -22,6 +23,7 @@ struct NcReadFile {
       throw IoError(what + " '" + path + "' is damaged: " + damage);
     const int rc = nc_open(path.c_str(), NC_NOWRITE, &id);
     if (rc != NC_NOERR) throw IoError("cannot open " + what + " '" + path + "': " + nc_strerror(rc));
+    note_input_file(path);
     if (const std::string cut = nc_classic_truncation(path); !cut.empty()) {
       nc_close(id);
       id = -1;

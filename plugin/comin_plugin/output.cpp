@@ -9,6 +9,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <utility>
 
 #include "common/log.hpp"
 #include "coupling/grid/patches.hpp"
@@ -22,13 +23,26 @@ std::string absolute_checkpoint(const std::string& path) {
   const auto abs = std::filesystem::absolute(path, ec);
   return ec || path.rfind("none", 0) == 0 ? path : abs.lexically_normal().string();
 }
+
+/// Where a run writes when the file at `path` is kept: "<stem>_<first_datetime>.nc" (':' as
+/// '-'), or with "_2", "_3", ... before ".nc" when that names a file too.
+std::string kept_output_path(const std::string& path, const std::string& first_datetime) {
+  std::string stamp = first_datetime;
+  std::replace(stamp.begin(), stamp.end(), ':', '-');
+  const size_t dot = path.rfind(".nc");
+  const std::string stem = (dot == std::string::npos ? path : path.substr(0, dot)) + "_" + stamp;
+  std::string out = stem + ".nc";
+  for (int k = 2; access(out.c_str(), F_OK) == 0; ++k) out = stem + "_" + std::to_string(k) + ".nc";
+  return out;
+}
 }  // namespace
 
 Output::Output(std::string path, const coupling::OutputGrid& grid, const std::string& var,
                const coupling::VarAttributes& attrs, int members, std::map<std::string, std::string> global_attrs,
-               bool append, const std::string& first_datetime, const coupling::WriterOptions& options)
+               ExistingOutput existing, const std::string& first_datetime, const coupling::WriterOptions& options)
     : path_(std::move(path)) {
-  if (append && access(path_.c_str(), F_OK) == 0) {
+  const bool exists = existing != ExistingOutput::kReplace && access(path_.c_str(), F_OK) == 0;
+  if (exists && existing == ExistingOutput::kContinue) {
     try {
       auto writer = std::make_unique<coupling::EnsembleWriter>(coupling::EnsembleWriter::Append{}, path_, var, members,
                                                                grid.n_cells());
@@ -43,11 +57,12 @@ Output::Output(std::string path, const coupling::OutputGrid& grid, const std::st
     } catch (const std::exception& e) {
       log::warning(std::string("cannot continue the output: ") + e.what() + "; it is kept as it is");
     }
-    std::string stamp = first_datetime;
-    std::replace(stamp.begin(), stamp.end(), ':', '-');
-    const size_t dot = path_.rfind(".nc");
-    path_ = (dot == std::string::npos ? path_ : path_.substr(0, dot)) + "_" + stamp + ".nc";
-    log::info("This run's samples go to " + path_);
+  }
+  if (exists) {
+    const std::string kept = std::exchange(path_, kept_output_path(path_, first_datetime));
+    log::info(existing == ExistingOutput::kKeep
+                  ? kept + " exists and this run starts fresh: it is kept, and this run's samples go to " + path_
+                  : "This run's samples go to " + path_);
   }
   if (auto it = global_attrs.find("finecast_checkpoint"); it != global_attrs.end())
     it->second = absolute_checkpoint(it->second);
@@ -88,7 +103,8 @@ std::unique_ptr<Output> open_run_output(const std::string& path, const coupling:
                                         const coupling::WriterOptions& options, const std::string& datetime,
                                         const RunProvenance& run) {
   auto out = std::make_unique<Output>(path, grid, var, attrs, members, std::move(global_attrs),
-                                      !run.resumed_from.empty(), datetime, options);
+                                      run.resumed_from.empty() ? ExistingOutput::kKeep : ExistingOutput::kContinue,
+                                      datetime, options);
   out->add_history((run.command.empty() ? std::string("(the host's command is unknown)") : run.command) +
                    ": finecast samples from " + datetime +
                    (run.resumed_from.empty() ? std::string(", a fresh start") : ", resumed from " + run.resumed_from));

@@ -14,18 +14,25 @@
 
 namespace finecast::plugin {
 
+/// What an Output does with a file that is already at its path.
+enum class ExistingOutput {
+  kReplace,   ///< replaces it (finecast-downscale: its command names the file to write)
+  kKeep,      ///< keeps it and writes "<stem>_<first_datetime>.nc" (a plugin run that starts fresh)
+  kContinue,  ///< continues it when it can (a resumed run), else keeps it as kKeep does
+};
+
 /// The run's NetCDF output, on the lead trainer rank: records arrive in pieces of cells (from
 /// every trainer rank's patches) and go to disk as they come.
 class Output {
  public:
   /// `grid` describes the whole fine field (in global cell order); `global_attrs` go into the
-  /// file (finecast_checkpoint made absolute). With `append` (a resumed run)
-  /// an existing output of the same layout whose last record is earlier than `first_datetime`
-  /// is continued; otherwise a new file is written (an existing one that cannot be continued is
-  /// kept, and the new file is named "<stem>_<first_datetime>.nc").
+  /// file (finecast_checkpoint made absolute). An existing file at `path` is treated as
+  /// `existing` says: continued (kContinue) when it has the same layout and its last record is
+  /// earlier than `first_datetime`; otherwise kept, and the new file is named
+  /// "<stem>_<first_datetime>.nc" (with "_2", "_3", ... before ".nc" when that exists too).
   Output(std::string path, const coupling::OutputGrid& grid, const std::string& var,
          const coupling::VarAttributes& attrs, int members, std::map<std::string, std::string> global_attrs,
-         bool append, const std::string& first_datetime, const coupling::WriterOptions& options = {});
+         ExistingOutput existing, const std::string& first_datetime, const coupling::WriterOptions& options = {});
 
   /// One record: begin, then cells first..first+count-1 as many times as it takes (members
   /// [members][count], the coarse condition and the host's field [count] each), then end.
@@ -68,9 +75,9 @@ struct RunProvenance {
 };
 
 /// The output of a plugin run, opened by the lead at the first sampling (`datetime`): a resumed
-/// run continues the file of the run before it (Output's `append`), and the file's history gets
-/// one line naming the command and where the run started (every run of a restart chain that
-/// writes to the file).
+/// run continues the file of the run before it (ExistingOutput::kContinue), a fresh one keeps an
+/// existing file (kKeep), and the file's history gets one line naming the command and where the
+/// run started (every run of a restart chain that writes to the file).
 std::unique_ptr<Output> open_run_output(const std::string& path, const coupling::OutputGrid& grid,
                                         const std::string& var, const coupling::VarAttributes& attrs, int members,
                                         std::map<std::string, std::string> global_attrs,

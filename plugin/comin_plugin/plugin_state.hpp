@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "comin.h"
+#include "common/file_lock.hpp"
 #include "coupling/buffer/rolling_buffer.hpp"
 #include "coupling/grid/patch_map.hpp"
 #include "coupling/grid/patches.hpp"
@@ -129,6 +130,7 @@ struct TrainerOutput {
   coupling::WriterOptions output_options;             ///< format, compression, time origin (config output.*)
   std::map<std::string, std::string> output_globals;  ///< title, source, institution (config output.*)
   std::string command;                                ///< the host's command line (the output's history)
+  FileLock output_lock;                               ///< the lead's "<sample.output>.lock", held to the end
   std::unique_ptr<Output> output;                     ///< the lead's, opened at the first sampling
   int64_t output_chunk = 0;                           ///< cells per piece of a record sent to the lead
   std::unique_ptr<coupling::RecordGather> gather;     ///< the slots' samples to the lead, piece by piece

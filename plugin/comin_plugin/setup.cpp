@@ -28,6 +28,7 @@
 #include "plugin/comin_plugin/host_api.hpp"
 #include "plugin/comin_plugin/mpi_reducer.hpp"
 #include "plugin/comin_plugin/output.hpp"
+#include "plugin/comin_plugin/output_claim.hpp"
 #include "plugin/comin_plugin/placement.hpp"
 #include "plugin/comin_plugin/plugin_state.hpp"
 #include "plugin/comin_plugin/trainer_work.hpp"
@@ -458,7 +459,10 @@ std::unique_ptr<TrainerState> setup_trainer(PluginState& s, const HostFacts& fac
   const Config& cfg = s.config;
   const CouplingState& c = *s.coupling;
   auto t = std::make_unique<TrainerState>();
-  if (c.is_lead) ensure_output_file(cfg, cfg.sample.output, "sample.output");
+  if (c.is_lead) {
+    ensure_output_file(cfg, cfg.sample.output, "sample.output");
+    t->output_lock = lock_output(cfg);
+  }
   ensure_directory(cfg, cfg.checkpoint.dir, "checkpoint.dir");
   t->conditioning.spec = conditioning_spec(cfg, facts.target.units);
   const int64_t row_cells = read_grid(cfg, *t, c.is_lead);
@@ -847,6 +851,7 @@ void setup_coupling(PluginState& s, PluginComm pc, const HostFacts& facts, const
   std::string failure = earlier_failure;
   if (failure.empty())
     failure = failure_of([&] {
+      check_output_place(cfg);  // before any file is touched (the host's inputs are read by now)
       choose_trainers(cfg, pc, c);
       if (!c.external) couple_fields(s);  // a finecast-trainer reads no host variable and owns no cell
     });

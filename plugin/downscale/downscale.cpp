@@ -480,7 +480,7 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
 
   const auto target = static_cast<size_t>(lead.patch_options.target);
   Output output(opt.output, grid.output, opt.vars[target], readers[target].attributes(), opt.members,
-                output_attributes(map, result.checkpoint, lead.sampling), false, "");
+                output_attributes(map, result.checkpoint, lead.sampling), ExistingOutput::kReplace, "");
   std::vector<std::vector<float>> fine(
       static_cast<size_t>(n_vars),
       std::vector<float>(static_cast<size_t>(map.n_fine), std::numeric_limits<float>::quiet_NaN()));

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 
@@ -63,6 +64,12 @@ class ScratchDir {
  private:
   std::string path_;
 };
+
+/// The whole content of a file ("" when it cannot be read).
+inline std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
 
 inline void write_text(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::trunc);

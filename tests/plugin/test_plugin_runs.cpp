@@ -11,6 +11,7 @@
 #include <fstream>
 #include <algorithm>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "coupling/grid/icon_grid.hpp"
 #include "coupling/grid/icon_hierarchy.hpp"
 #include "coupling/io/field_reader.hpp"
+#include "tests/plugin/replay_test_util.hpp"
 #include "tests/plugin/yaml_merge.hpp"
 
 namespace fs = std::filesystem;
@@ -86,6 +88,15 @@ std::string host_run_file(int steps, const std::string& options, const std::stri
 Result run_host(const fs::path& dir, int ranks, const std::string& env = "") {
   return run("cd " + dir.string() + " && " + env + " mpiexec -n " + std::to_string(ranks) + " --oversubscribe " + kBin +
              "finecast-host host.yaml");
+}
+
+/// A 2-step run on 1 rank with the plugin option `option` stops at start-up with `message`.
+void expect_refused_at_start_up(const fs::path& dir, const std::string& option, const std::string& message) {
+  write_file(dir / "host.yaml", host_run_file(2, "plugin.yaml " + option));
+  const Result r = run_host(dir, 1);
+  EXPECT_NE(r.exit_code, 0) << option << "\n" << r.output;
+  EXPECT_NE(r.output.find(message), std::string::npos) << option << "\n" << r.output;
+  EXPECT_EQ(r.output.find("finished 2 steps"), std::string::npos) << option << "\n" << r.output;
 }
 
 }  // namespace
@@ -566,19 +577,67 @@ TEST(PluginRuns, UnwritableOutputAndCheckpointPlacesStopAtStartUp) {
       {"sample.output=" + dir.string(), "sample.output: " + dir.string() + " is a directory; name the NetCDF file"},
       {"checkpoint.dir=host.yaml", "checkpoint.dir: not a directory (host.yaml)"},
   };
-  for (const auto& [option, message] : cases) {
-    write_file(dir / "host.yaml", host_run_file(2, "plugin.yaml " + option));
-    const Result r = run_host(dir, 1);
-    EXPECT_NE(r.exit_code, 0) << option << "\n" << r.output;
-    EXPECT_NE(r.output.find(message), std::string::npos) << option << "\n" << r.output;
-    EXPECT_EQ(r.output.find("finished 2 steps"), std::string::npos) << option << "\n" << r.output;
-  }
+  for (const auto& [option, message] : cases) expect_refused_at_start_up(dir, option, message);
   write_file(dir / "host.yaml", host_run_file(2, "plugin.yaml sample.output=new/sub/out.nc"));
   const Result r = run_host(dir, 1);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("sample.output: created the directory " + (dir / "new/sub").string()), std::string::npos)
       << r.output;
   EXPECT_TRUE(fs::is_directory(dir / "new/sub"));
+}
+
+// An output in checkpoint.dir, where checkpoint.keep removes the oldest checkpoints and the
+// snapshot clean-up the orphaned buffers, is refused at start-up however the path is spelled: one
+// named like a checkpoint (once removed by checkpoint.keep a few steps in), one through a link
+// to the directory, one through "..".
+TEST(PluginRuns, AnOutputInTheCheckpointDirectoryIsRefusedAtStartUp) {
+  const fs::path dir = workdir("output_in_checkpoints");
+  write_file(dir / "plugin.yaml", tiny_plugin_config());  // checkpoint.dir: ckpt
+  fs::create_directories(dir / "ckpt");
+  fs::create_directory_symlink("ckpt", dir / "link");
+  for (const std::string output : {"ckpt/ckpt_00000008.h5", "link/out.nc", "ckpt/../ckpt/out.nc"})
+    expect_refused_at_start_up(dir, "sample.output=" + output,
+                               "sample.output: " + output +
+                                   " lies in checkpoint.dir ckpt, whose files checkpoint.keep and the snapshot "
+                                   "clean-up remove; name another output file");
+  EXPECT_TRUE(fs::is_empty(dir / "ckpt"));
+}
+
+// Two runs started together on one output (a job resubmitted while the first still runs): the
+// one that comes second to the output's lock stops at start-up, naming the run that holds it, and
+// never touches the file; the file is readable and holds every record the other run reported.
+// Once the second's create of the same file left the first's NetCDF-4 output unreadable.
+TEST(PluginRuns, TwoRunsOnOneOutputTheSecondIsRefusedAndTheFileKeepsEveryRecord) {
+  const fs::path dir = workdir("two_runs_one_output");
+  write_file(dir / "plugin.yaml", tiny_plugin_config("sample: {every: 4}\n"));
+  // 12 steps of at least 0.5 s: the first holds the lock while the second starts.
+  write_file(dir / "host.yaml", host_run_file(12, "plugin.yaml") + "step_seconds: 0.5\n");
+  const std::string host = "OMP_NUM_THREADS=1 mpiexec -n 1 --oversubscribe " + kBin + "finecast-host host.yaml";
+  const Result both = run("cd " + dir.string() + " && { (" + host + " > a.log 2>&1; echo $? > a.rc) & (" + host +
+                          " > b.log 2>&1; echo $? > b.rc) & wait; }");
+  auto slurp = [&](const std::string& name) { return finecast::testing_replay::read_bytes((dir / name).string()); };
+  const std::string a = slurp("a.log"), b = slurp("b.log");
+  const int rc_a = std::stoi("0" + slurp("a.rc")), rc_b = std::stoi("0" + slurp("b.rc"));
+  ASSERT_NE(rc_a == 0, rc_b == 0) << "exactly one run may write out.nc\n" << both.output << a << b;
+  const std::string& survivor = rc_a == 0 ? a : b;
+  const std::string& refused = rc_a == 0 ? b : a;
+  EXPECT_NE(refused.find("sample.output: out.nc is being written by another run (pid "), std::string::npos) << refused;
+  EXPECT_NE(refused.find("; lock file out.nc.lock); wait for it to end"), std::string::npos) << refused;
+  std::set<std::string> reported;  // the model times of the survivor's samplings
+  const std::string sampled = "Sampled 2 member(s) at ";
+  for (size_t at = survivor.find(sampled); at != std::string::npos; at = survivor.find(sampled, at + 1))
+    reported.insert(
+        survivor.substr(at + sampled.size(), survivor.find(' ', at + sampled.size()) - at - sampled.size()));
+  EXPECT_EQ(reported.size(), 3u) << survivor;  // steps 4, 8 and 12
+  const size_t records = reported.size();
+  const Result dump =
+      run("ncdump " + (dir / "out.nc").string() + " > /dev/null && ncdump -h " + (dir / "out.nc").string());
+  ASSERT_EQ(dump.exit_code, 0) << dump.output;
+  EXPECT_NE(dump.output.find("time = UNLIMITED ; // (" + std::to_string(records) + " currently)"), std::string::npos)
+      << dump.output;
+  for (const auto& entry : fs::directory_iterator(dir))
+    EXPECT_TRUE(entry.path().filename() == "out.nc" || entry.path().extension() != ".nc") << entry.path();
+  EXPECT_FALSE(fs::exists(dir / "out.nc.lock")) << "the lock file is removed at the end of the run";
 }
 
 // A coupled field that is NaN in the first steps (not yet defined by the host): the session that

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // finecast-replay on inputs an operator may hand it by mistake: a file without time steps (once
-// a SIGSEGV on every rank while the error message was built) and implausible values (once read
-// as data; now missing, and counted in the log).
+// a SIGSEGV on every rank while the error message was built), implausible values (once read
+// as data; now missing, and counted in the log), and an output that is the input itself.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -227,4 +227,31 @@ TEST(ReplayBadInput, LatitudesOutsideMinus90To90AreRefused) {
                                   "degrees in [-90, 90]"),
             std::string::npos)
       << r.output;
+}
+
+// sample.output names the replayed CDF-5 input, through a symbolic link and a relative path:
+// refused at start-up, naming the key and both paths, before any file is touched (no checkpoint
+// directory is made), and the input is unchanged byte for byte. Once the plugin's output
+// replaced the input and the replay went on reading the plugin's half-written samples.
+TEST(ReplayBadInput, AnOutputThatIsTheInputIsRefusedAndTheInputIsUnchanged) {
+  ScratchDir dir("replay_output_is_input");
+  const std::string input = dir.file("tas5.nc");
+  const CommandResult copy = run_command("nccopy -k cdf5 " + kTas + " " + input);
+  ASSERT_EQ(copy.rc, 0) << copy.output;
+  ASSERT_EQ(symlink("tas5.nc", dir.file("link.nc").c_str()), 0);
+  const std::string before = read_bytes(input);
+  write_text(dir.file("plugin.yaml"), tiny_plugin_config(dir.path()));
+  std::string run = tiny_run_file(dir.file("plugin.yaml"), "lat_bands");
+  run.replace(run.find(kTas), kTas.size(), input);
+  write_text(dir.file("run.yaml"), run);
+  const CommandResult r =
+      run_command("cd '" + dir.path() + "' && timeout -k 5 120 mpiexec -n 2 --oversubscribe " +
+                  binary("finecast-replay") + " --config run.yaml --progress none --set sample.output=link.nc");
+  EXPECT_NE(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("sample.output: link.nc is the input file " + input +
+                          " (the same file), which the host reads; name another output file"),
+            std::string::npos)
+      << r.output;
+  EXPECT_TRUE(read_bytes(input) == before) << "the input was changed";
+  EXPECT_FALSE(exists(dir.file("checkpoints"))) << r.output;
 }

@@ -275,6 +275,33 @@ TEST(RestartChain, OnlyDamagedCheckpointsAreAnErrorUnlessAutoOrFresh) {
   EXPECT_EQ(fresh.output.find("Resumed from"), std::string::npos) << fresh.output;
 }
 
+// A chunk that starts fresh (auto-or-fresh, every checkpoint damaged) beside the output of the
+// chunks before: that file stays as it was, byte for byte, and the chunk writes
+// out_<its first sampling>.nc, as a chunk does whose output cannot be continued; the two files
+// hold every sampling. Once the fresh chunk created out.nc anew and the earlier records were lost.
+TEST(RestartChain, AChunkThatStartsFreshKeepsTheOutputOfTheChunksBefore) {
+  ftr::ScratchDir dir("fresh_keeps_output");
+  ftr::write_text(dir.file("plugin.yaml"), every4_config("auto-or-fresh"));
+  const ftr::CommandResult first = run_chunk(dir.path(), 0, 8);
+  ASSERT_EQ(first.rc, 0) << first.output;
+  const std::string before = ftr::read_bytes(dir.file("out.nc"));
+  for (const auto& [step, path] : finecast::trainer::checkpoints_newest_first(dir.file("ckpt")))
+    ftr::write_text(path, "not an HDF5 file");
+
+  const ftr::CommandResult fresh = run_chunk(dir.path(), 8, 8);
+  ASSERT_EQ(fresh.rc, 0) << fresh.output;
+  EXPECT_NE(fresh.output.find("a fresh start (checkpoint.resume: auto-or-fresh)"), std::string::npos) << fresh.output;
+  EXPECT_NE(fresh.output.find("out.nc exists and this run starts fresh: it is kept, and this run's samples go to "
+                              "out_1979-01-01T06-00-00.nc"),
+            std::string::npos)
+      << fresh.output;
+  EXPECT_TRUE(ftr::read_bytes(dir.file("out.nc")) == before) << "out.nc was changed";
+  EXPECT_TRUE(ftr::exists(dir.file("out_1979-01-01T06-00-00.nc")));
+  EXPECT_EQ(output_times(dir.path()),
+            (std::vector<std::string>{"1979-01-01 02", "1979-01-01 04", "1979-01-01 06", "1979-01-01 08"}))
+      << first.output << fresh.output;
+}
+
 // The newest buffer snapshot is damaged (a truncated file): the restart takes the older
 // checkpoint-and-buffer pair instead of stopping the chain.
 TEST(RestartChain, ADamagedNewestBufferFallsBackToTheOlderPair) {

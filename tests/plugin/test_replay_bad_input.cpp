@@ -248,3 +248,33 @@ TEST(ReplayBadInput, AReferenceDateOfTheFilesOwnCalendarIsAccepted) {
   EXPECT_EQ(r.rc, 0) << r.output;
   EXPECT_EQ(r.output.find("proleptic_gregorian"), std::string::npos) << r.output;
 }
+
+// A constant field of 1e-40 without units (no plausibility range applies): float32 cannot
+// resolve it, and the plugin trained on it without a word (its samples were 1e28 times the
+// field). The plugin names the field at the run's first step; a constant field of ordinary
+// values is named too.
+TEST(ReplayBadInput, ATinyOrConstantFieldIsNamedInAWarning) {
+  ScratchDir dir("replay_tiny");
+  TasFile f;
+  f.units = "";
+  f.attributes = "";
+  for (const auto& [value, warning] :
+       {std::pair<std::string, std::string>{"1e-40", ": every value is below 1e-30 in magnitude (the largest is "},
+        {"280", " is constant (280 on every coarse cell): there is nothing to downscale"}}) {
+    SCOPED_TRACE(value);
+    std::string values;
+    for (int i = 0; i < 32; ++i) values += std::string(i ? ", " : "") + value;
+    const std::string input = ncgen(dir, "tiny", tas_cdl(2, values, f));
+    write_text(dir.file("plugin.yaml"), "fields: [tas]\ndevice: cpu\ngrid: {type: latlon, file: " + input +
+                                            ", block: 2}\nbuffer: {capacity: 4}\n"
+                                            "model: {hidden: 8, depth: 1, time_embedding: 8, diffusion_steps: 4}\n"
+                                            "train: {every: 10, min_steps: 4, threads: 1}\n"
+                                            "sample: {every: 0, members: 2, steps: 2, output: " +
+                                            dir.file("out.nc") + "}\ncheckpoint: {dir: " + dir.file("ckpt") + "}\n");
+    const CommandResult r =
+        replay(dir, run_file(input) + "plugins:\n  - {name: finecast, library: " + plugin_library() +
+                        ", options: " + dir.file("plugin.yaml") + "}\n");
+    EXPECT_EQ(r.rc, 0) << r.output;
+    EXPECT_NE(r.output.find("WARNING: Host field tas at 2000-01-01T00:00:00" + warning), std::string::npos) << r.output;
+  }
+}

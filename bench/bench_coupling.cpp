@@ -310,7 +310,7 @@ int run(int argc, char** argv) {
   app.add_flag("--json", o.json,
                "print one JSON object (keys <grid>_step_ms_<k>rank(s), ..._exchange_ms_, _patch_ms_, "
                "_push_ms_)");
-  app.add_option("--steps", o.steps, "measured steps per grid")->check(CLI::PositiveNumber);
+  app.add_option("--steps", o.steps, "measured steps per grid")->check(finecast::cli::positive());
   app.add_option("--ranks", o.ranks, "comma-separated rank counts to launch")->default_str("1,2,4");
   app.add_option("--grid", o.grid, "the R2B4 ICON grid file (synthetic R2B4 when missing)")->default_str(kDefaultGrid);
   app.add_flag("--skip-r2b6", o.skip_r2b6, "measure only the R2B4 grid");

@@ -79,7 +79,7 @@ int run(int argc, char** argv) {
       "--records records.",
       "finecast-bench output"};
   app.add_option("--levels", o.levels, "comma-separated grid levels (R2B<level>)")->default_str("4,6");
-  app.add_option("--members", o.members, "members per record")->check(CLI::PositiveNumber);
+  app.add_option("--members", o.members, "members per record")->check(finecast::cli::positive());
   app.add_option("--records", o.records, "records written per case")->check(CLI::Range(2, 1000));
   app.add_option("--dir", o.dir, "directory of the files written (removed afterwards)")->default_str("/tmp");
   finecast::cli::add_version(app, "finecast-bench output");

@@ -822,7 +822,7 @@ int run(int argc, char** argv) {
   app.add_option("--trainers", o.trainers, "trainer counts of the redistribution (<= ranks)")->default_str("1,2,4");
   // A positive count with its default shown.
   auto count = [&](const char* name, auto& value, const char* help) {
-    app.add_option(name, value, help)->check(CLI::PositiveNumber)->default_str(std::to_string(value));
+    app.add_option(name, value, help)->check(finecast::cli::positive())->default_str(std::to_string(value));
   };
   count("--steps", o.steps, "measured steps per redistribution (fewer above 1M cells)");
   count("--patch", o.patch, "fine cells per patch in the measurement");

@@ -41,6 +41,23 @@ CLI::Option* add_set(CLI::App& app, std::vector<std::string>& sets, const std::s
           ""));
 }
 
+namespace {
+/// A number above 0 (`strictly`) or at least 0; CLI11 converts it to the option's type after.
+CLI::Validator above_zero(bool strictly, const char* name) {
+  return CLI::Validator(
+      [strictly](const std::string& v) -> std::string {
+        double x = 0;
+        if (!CLI::detail::lexical_cast(v, x)) return "expected a number, got '" + v + "'";
+        if (strictly ? x > 0 : x >= 0) return {};
+        return std::string(strictly ? "must be greater than 0" : "must be 0 or more") + ", got " + v;
+      },
+      name);
+}
+}  // namespace
+
+CLI::Validator positive() { return above_zero(true, "POSITIVE"); }
+CLI::Validator non_negative() { return above_zero(false, "NONNEGATIVE"); }
+
 CLI::Option* add_log_level(CLI::App& app, std::string& level) {
   return app.add_option("--log-level", level, "lowest level printed: debug | info | warning | error")
       ->check(CLI::IsMember({"debug", "info", "warning", "error"}))

@@ -9,6 +9,7 @@
 namespace CLI {
 class App;
 class Option;
+class Validator;
 }  // namespace CLI
 
 namespace finecast::cli {
@@ -39,6 +40,12 @@ CLI::Option* add_set(CLI::App& app, std::vector<std::string>& sets, const std::s
 
 /// --log-level debug|info|warning|error; anything else is a usage error listing the four.
 CLI::Option* add_log_level(CLI::App& app, std::string& level);
+
+/// Checks of a number above 0 (`positive`) or at least 0 (`non_negative`). CLI11's PositiveNumber
+/// and NonNegativeNumber name their range with the largest double written out in full ("Value 0
+/// not in range 0 to 17976931348623157081...", 309 digits); these say "must be greater than 0, got 0".
+CLI::Validator positive();
+CLI::Validator non_negative();
 
 /// --time T: a 0-based step index or an ISO 8601 date ("2005-06-16", "2005-06-16T12:00:00"),
 /// resolved against the input file by coupling::select_steps. The repeatable form and the

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "common/log.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <mutex>
@@ -36,6 +39,22 @@ const char* tag(Level level) {
   }
 }
 
+/// Writes `line` and a newline in one write() call, after what `out` holds: stdio wrote a line in
+/// pieces (stderr is unbuffered: the text, then the newline), so that the lines of two ranks
+/// sharing a terminal or pipe ran together. One write() of up to PIPE_BUF bytes to a pipe is
+/// never interleaved with another.
+void write_line(std::FILE* out, const std::string& line) {
+  const std::string whole = line + '\n';
+  std::fflush(out);
+  const int fd = ::fileno(out);
+  for (size_t done = 0; done < whole.size();) {
+    const ssize_t n = ::write(fd, whole.data() + done, whole.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // nowhere to log to: nothing else to do
+    done += static_cast<size_t>(n);
+  }
+}
+
 void emit(Level level, const std::string& msg) {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
@@ -47,9 +66,7 @@ void emit(Level level, const std::string& msg) {
     return;
   }
   std::FILE* out = level >= Level::kWarning ? stderr : stdout;
-  std::fputs(line.c_str(), out);
-  std::fputc('\n', out);
-  std::fflush(out);
+  write_line(out, line);
 }
 
 }  // namespace

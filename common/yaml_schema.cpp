@@ -2,10 +2,11 @@
 // The one walker over YAML configs and run files.
 #include "common/yaml_schema.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <fstream>
 #include <map>
-#include <sstream>
 
 namespace finecast::yaml_schema {
 
@@ -100,11 +101,27 @@ YAML::Node parse(const std::string& text, const std::string& source) {
 }
 
 std::string load_text(const std::string& path, const std::string& what) {
+  // A device (a link to /dev/zero was read without end), a directory or a socket is no file of
+  // text; a pipe is read (a shell's <(...)), up to the size no config comes near.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode))
+    throw ConfigError(path + ": the " + what + " is not a regular file (" +
+                      (S_ISDIR(st.st_mode)   ? "a directory"
+                       : S_ISCHR(st.st_mode) ? "a character device"
+                       : S_ISBLK(st.st_mode) ? "a block device"
+                                             : "a socket") +
+                      ")");
   std::ifstream in(path);
   if (!in) throw ConfigError(path + ": cannot open the " + what + " (does it exist and is it readable?)");
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  constexpr size_t kLimit = 16 << 20;
+  std::string text;
+  char chunk[1 << 16];
+  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+    text.append(chunk, static_cast<size_t>(in.gcount()));
+    if (text.size() > kLimit)
+      throw ConfigError(path + ": the " + what + " is larger than 16 MiB: no YAML " + what + " is that large");
+  }
+  return text;
 }
 
 namespace {

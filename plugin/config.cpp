@@ -420,6 +420,12 @@ void validate_together(const Config& c, ErrorList& errors) {
                ? "model.arch graph needs ICON triangles: set grid.type: icon (lat-lon blocks use mlp or unet)"
                : std::string();
   });
+  rule({"grid.geometry", "grid.type"}, [&] {
+    return c.grid.geometry == IconGeometry::kUniform && c.grid.type != GridType::kIcon
+               ? "grid.geometry: uniform applies to ICON grids only, but grid.type is latlon (whose coordinates "
+                 "come from the file): remove grid.geometry, or set grid.type: icon"
+               : std::string();
+  });
   rule({"model.file", "model.arch"}, [&] {
     return c.model.arch == trainer::Arch::kTorchscript && c.model.file.empty()
                ? "model.arch torchscript needs model.file: the denoiser's TorchScript file (docs/training.md)"

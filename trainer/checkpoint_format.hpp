@@ -12,7 +12,8 @@ namespace finecast::trainer::format {
 // Layout: root attributes format, format_version, step, ...; groups
 //   /options (ModelOptions as attributes), /train_options (TrainOptions as attributes),
 //   /model/<tensor>, /ema/<tensor>, /optimizer/exp_avg/<tensor>, /optimizer/exp_avg_sq/<tensor>,
-//   /normalisation/{context_count, context_sum, context_sumsq, residual_count, residual_sumsq},
+//   /normalisation/{context_count, context_sum, context_sumsq, residual_count, residual_sumsq,
+//   fine_sumsq (optional: written since the residual scale's floor follows the field)},
 //   /rng/state (uint8 generator state), /metadata (user string attributes),
 //   /validation (attributes: best_score, best_step, sessions_without_improvement,
 //   sessions_since_reduction, lr_scale, stopped, sessions; version 2), and the caller's typed

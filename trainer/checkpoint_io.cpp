@@ -118,6 +118,7 @@ void write_checkpoint(const std::string& path, const Downscaler::Impl& im, const
     f.write("normalisation/context_sumsq", h5::Type::kFloat64, csq.data(), {C});
     f.write("normalisation/residual_count", h5::Type::kFloat64, &s.residual_count, {});
     f.write("normalisation/residual_sumsq", h5::Type::kFloat64, &s.residual_sumsq, {});
+    f.write("normalisation/fine_sumsq", h5::Type::kFloat64, &s.fine_sumsq, {});
     const auto rng = state.rng_state.contiguous();
     f.write("rng/state", h5::Type::kUInt8, rng.data_ptr<uint8_t>(), {rng.numel()});
     f.set_attr("rng", "kind", std::string("pytorch-cpu-mt19937"));
@@ -242,6 +243,8 @@ void Downscaler::restore(const std::string& path) {
   f.read("normalisation/context_sumsq", h5::Type::kFloat64, s.sums.context_sumsq.data(), C);
   f.read("normalisation/residual_count", h5::Type::kFloat64, &s.sums.residual_count, 1);
   f.read("normalisation/residual_sumsq", h5::Type::kFloat64, &s.sums.residual_sumsq, 1);
+  if (f.exists("normalisation/fine_sumsq"))  // (not in checkpoints of earlier versions)
+    f.read("normalisation/fine_sumsq", h5::Type::kFloat64, &s.sums.fine_sumsq, 1);
   const auto state_info = f.info("rng/state");
   s.rng_state = torch::empty({state_info.numel()}, torch::kUInt8);
   f.read("rng/state", h5::Type::kUInt8, s.rng_state.data_ptr<uint8_t>(), s.rng_state.numel());

@@ -26,10 +26,13 @@ NormApplied derive_normalisation(const NormSums& sums, int64_t C, const torch::D
   a.context_mean = torch::tensor(mean, torch::kFloat32).to(device);
   a.context_std = torch::tensor(sd, torch::kFloat32).to(device);
   if (sums.residual_count > 0) {
-    // Data whose residual is zero (a field its base already reproduces: nothing to add) keeps a
-    // vanishing scale, so that samples add nothing either; before any data the scale is 1.
+    // Data whose residual is zero (a field its base already reproduces, or a constant field:
+    // nothing to add) keeps a vanishing scale, so that samples add nothing either; before any
+    // data the scale is 1. Vanishing relative to the field (a fixed floor of 1e-12 made the
+    // samples of a constant 1e-20 field 1e8 times the field, of a 1e-40 one 1e28 times).
     const double s = std::sqrt(sums.residual_sumsq / sums.residual_count);
-    a.residual_std = std::max(s, 1e-12);
+    const double fine_rms = std::sqrt(sums.fine_sumsq / sums.residual_count);
+    a.residual_std = std::max({s, kResidualScaleOfField * fine_rms, kMinResidualScale});
   }
   return a;
 }
@@ -95,6 +98,7 @@ void accumulate_normalisation(NormSums& s, const CleanData& c, int64_t C) {
   auto res = fine - patch_mean(fine, w).unsqueeze(1);
   s.residual_sumsq += (res * res).sum().item<double>();
   s.residual_count += static_cast<double>(res.numel());
+  s.fine_sumsq += (fine * fine).sum().item<double>();
 }
 
 TimeSplit split_by_time(const int64_t* time, int64_t n, double fraction) {

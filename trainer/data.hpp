@@ -17,6 +17,9 @@ struct NormSums {
   double context_count = 0;
   std::vector<double> context_sum, context_sumsq;  ///< [C]
   double residual_count = 0, residual_sumsq = 0;   ///< residuals have zero weighted patch mean
+  /// The squared fine values over the same residual_count values: the field's magnitude, which
+  /// the residual's scale may not fall far below (0 from checkpoints written before it was kept).
+  double fine_sumsq = 0;
 };
 
 /// Normalisation as applied: context (x - mean) / std per feature, residual r / std.
@@ -24,6 +27,12 @@ struct NormApplied {
   torch::Tensor context_mean, context_std;  ///< float32 [C] on the device
   double residual_std = 1.0;
 };
+
+/// The residual's scale is at least this fraction of the fine values' RMS (float32 resolves
+/// about 6e-8 of a value: a smaller residual is rounding), and at least kMinResidualScale, a
+/// normal float32 number with room to spare (the smallest is 1.2e-38): the scale divides.
+constexpr double kResidualScaleOfField = 1e-7;
+constexpr double kMinResidualScale = 1e-30;
 
 /// Means and standard deviations from the sums (unit scale for constant features), on `device`.
 NormApplied derive_normalisation(const NormSums& sums, int64_t context_size, const torch::Device& device);

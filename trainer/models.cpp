@@ -7,6 +7,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -378,8 +379,9 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 /// forward(x_t, t, context) computes with the very same tensors.
 class TorchScriptDenoiser : public Denoiser {
  public:
-  TorchScriptDenoiser(const ModelOptions& o, const torch::Device& device) {
-    const std::string where = "model.file " + o.file + ": ";
+  TorchScriptDenoiser(const ModelOptions& o, const torch::Device& device)
+      : where_("model.file " + o.file + ": "), wanted_(wanted_signature(o)) {
+    const std::string& where = where_;
     try {
       std::istringstream in(*o.torchscript);
       module_ = torch::jit::load(in, device);
@@ -409,8 +411,17 @@ class TorchScriptDenoiser : public Denoiser {
     module_.train();
   }
 
+  /// Every call's result is checked too: a module may compute another shape for another batch
+  /// than the start-up probe's (LibTorch's own error would then name neither the file nor why).
   torch::Tensor forward(const torch::Tensor& x_t, const torch::Tensor& context, const torch::Tensor& t) override {
-    return module_.forward({x_t, t, context}).toTensor();
+    const c10::IValue out = module_.forward({x_t, t, context});
+    if (!out.isTensor() || out.toTensor().sizes() != x_t.sizes())
+      throw std::invalid_argument(
+          where_ + "forward returns " +
+          (out.isTensor() ? "shape " + shape_text(out.toTensor().sizes().vec()) : out.type()->str()) +
+          " for a batch of " + std::to_string(x_t.size(0)) + ", expected " + shape_text(x_t.sizes().vec()) +
+          "; finecast calls " + wanted_);
+    return out.toTensor();
   }
 
   const torch::jit::Module& module() const { return module_; }
@@ -425,12 +436,15 @@ class TorchScriptDenoiser : public Denoiser {
  private:
   struct Holder : torch::nn::Module {};
 
+  static std::string wanted_signature(const ModelOptions& o) {
+    return "forward(x_t: Tensor[B," + std::to_string(o.patch_size) + "], t: Tensor[B] int64, context: Tensor[B," +
+           std::to_string(o.context_size) + "]) -> Tensor[B," + std::to_string(o.patch_size) + "]";
+  }
+
   /// forward(x_t: Tensor[B,P], t: Tensor[B] int64, context: Tensor[B,C]) -> Tensor[B,P] float32:
   /// its schema, then one call on a batch of two.
   void check_signature(const ModelOptions& o, const std::string& where, const torch::Device& device) {
-    const std::string wanted = "forward(x_t: Tensor[B," + std::to_string(o.patch_size) +
-                               "], t: Tensor[B] int64, context: Tensor[B," + std::to_string(o.context_size) +
-                               "]) -> Tensor[B," + std::to_string(o.patch_size) + "]";
+    const std::string& wanted = wanted_;
     const auto method = module_.find_method("forward");
     if (!method) throw std::invalid_argument(where + "the module has no method forward; finecast calls " + wanted);
     const auto& args = method->function().getSchema().arguments();  // self first
@@ -472,6 +486,8 @@ class TorchScriptDenoiser : public Denoiser {
                                   ", expected float32: " + wanted);
   }
 
+  std::string where_;   ///< "model.file <path>: ", before every message about the module
+  std::string wanted_;  ///< the signature finecast calls
   torch::jit::Module module_;
 };
 
@@ -485,6 +501,23 @@ const torch::jit::Module* torchscript_module(const Denoiser& net) {
 std::shared_ptr<const std::string> read_torchscript(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::invalid_argument("model.file " + path + ": cannot be read (arch torchscript needs it)");
+  // torch.jit.save writes a zip archive: anything else is refused from its first bytes, before a
+  // large file (or an endless one such as /dev/zero) is read into memory whole.
+  char magic[4] = {};
+  in.read(magic, sizeof magic);
+  if (in.gcount() != 4 || std::memcmp(magic, "PK\x03\x04", 4) != 0) {
+    std::string head;
+    for (std::streamsize i = 0; i < in.gcount(); ++i) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "%s%02x", i ? " " : "", static_cast<unsigned char>(magic[i]));
+      head += hex;
+    }
+    throw std::invalid_argument("model.file " + path +
+                                ": not a TorchScript file (torch.jit.save writes a zip archive, which starts with "
+                                "the bytes 50 4b 03 04; this file " +
+                                (head.empty() ? std::string("is empty") : "starts with " + head) + ")");
+  }
+  in.seekg(0);
   std::ostringstream bytes;
   bytes << in.rdbuf();
   return std::make_shared<const std::string>(bytes.str());

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "common/cli.hpp"
 #include "trainer/options.hpp"
 
 namespace finecast::trainer {
@@ -23,7 +24,7 @@ inline void add_sample_flags(CLI::App& app, SampleOverrides& given, const std::s
       ->check(CLI::IsMember({"ddim", "ddpm"}));
   app.add_option_function<int64_t>(
          "--steps", [&given](int64_t v) { given.steps = v; }, "DDIM steps" + by_default("steps", "10"))
-      ->check(CLI::PositiveNumber);
+      ->check(finecast::cli::positive());
   app.add_option_function<double>(
          "--eta", [&given](double v) { given.eta = v; },
          "DDIM noise per step: 0 deterministic, 1 ancestral (sharper fine scales)" + by_default("eta", "0"))

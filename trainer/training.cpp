@@ -571,18 +571,19 @@ void add_session_normalisation(Downscaler::Impl& im, const CleanData& train, int
   accumulate_normalisation(session, train, C);
   session.context_sum.resize(static_cast<size_t>(C), 0.0);
   session.context_sumsq.resize(static_cast<size_t>(C), 0.0);
-  std::vector<double> flat{session.context_count, session.residual_count, session.residual_sumsq};
+  std::vector<double> flat{session.context_count, session.residual_count, session.residual_sumsq, session.fine_sumsq};
   flat.insert(flat.end(), session.context_sum.begin(), session.context_sum.end());
   flat.insert(flat.end(), session.context_sumsq.begin(), session.context_sumsq.end());
   im.reducer->sum(flat.data(), static_cast<int64_t>(flat.size()));
   im.sums.context_count += flat[0];
   im.sums.residual_count += flat[1];
   im.sums.residual_sumsq += flat[2];
+  im.sums.fine_sumsq += flat[3];
   im.sums.context_sum.resize(static_cast<size_t>(C), 0.0);
   im.sums.context_sumsq.resize(static_cast<size_t>(C), 0.0);
   for (int64_t k = 0; k < C; ++k) {
-    im.sums.context_sum[static_cast<size_t>(k)] += flat[static_cast<size_t>(3 + k)];
-    im.sums.context_sumsq[static_cast<size_t>(k)] += flat[static_cast<size_t>(3 + C + k)];
+    im.sums.context_sum[static_cast<size_t>(k)] += flat[static_cast<size_t>(4 + k)];
+    im.sums.context_sumsq[static_cast<size_t>(k)] += flat[static_cast<size_t>(4 + C + k)];
   }
 }
 

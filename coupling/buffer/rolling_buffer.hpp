@@ -64,9 +64,10 @@ class RollingBuffer {
   /// Patches first..first+count-1 from the parts of a snapshot written by any number of trainer
   /// ranks (each part saved with its patch range): each part's overlap is taken, the parts must
   /// agree on the steps and cover the range. Re-buffers into `capacity_steps`, keeping the newest
-  /// steps. Throws IoError naming the file and the mismatch.
+  /// steps. Throws IoError naming the file and the mismatch; GridError when a part was written
+  /// for a grid of another number of patches than `patches_total` (-1: not checked).
   static RollingBuffer load_h5_range(const std::vector<std::string>& parts, int capacity_steps, int64_t first,
-                                     int64_t count, int C, int P);
+                                     int64_t count, int C, int P, int64_t patches_total = -1);
   /// Reads a buffer saved by save_h5 with its saved shape. Throws IoError naming the file and
   /// the problem (missing, not HDF5, missing dataset, inconsistent shape, checksum mismatch).
   static RollingBuffer load_h5(const std::string& path);

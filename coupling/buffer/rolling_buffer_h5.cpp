@@ -133,7 +133,7 @@ RollingBuffer RollingBuffer::load_h5(const std::string& path, int capacity_steps
 }
 
 RollingBuffer RollingBuffer::load_h5_range(const std::vector<std::string>& parts, int capacity_steps, int64_t first,
-                                           int64_t count, int C, int P) {
+                                           int64_t count, int C, int P, int64_t patches_total) {
   if (parts.empty()) throw IoError("rolling buffer snapshot: no part files given");
   std::vector<std::string> datetimes;
   int64_t steps = -1, pushed = 0, rejected = 0;
@@ -142,8 +142,13 @@ RollingBuffer RollingBuffer::load_h5_range(const std::vector<std::string>& parts
   std::vector<uint8_t> valid;
   std::vector<uint8_t> covered(static_cast<size_t>(count), 0);
   for (const std::string& path : parts) {
-    const RollingBuffer part = load_h5(path, -1, -1, C, P);
     const h5::File f = h5::File::open_read(path, {ErrorCode::kIo, kSubject});
+    // Another grid first: its shapes differ too, and would read as damage.
+    if (patches_total >= 0 && f.has_attr("/", "patches_total") && f.attr_int("/", "patches_total") != patches_total)
+      throw GridError(std::string(kSubject) + " " + path + ": written on a grid of " +
+                      std::to_string(f.attr_int("/", "patches_total")) + " patches, this run's grid has " +
+                      std::to_string(patches_total));
+    const RollingBuffer part = load_h5(path, -1, -1, C, P);
     const int64_t p0 = f.has_attr("/", "first_patch") ? f.attr_int("/", "first_patch") : 0;
     const int64_t pn = part.n_;
     if (steps < 0) {

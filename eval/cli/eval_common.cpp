@@ -363,6 +363,28 @@ void add_spectral_noise_meta(const coupling::eval::ResidualSpectrum& spectrum, c
                       source + ", zero block mean, noise_white's RMS and seed (own stream)"});
 }
 
+namespace {
+
+/// A truth without a finite value (all NaN, fill values or implausible) leaves nothing to score:
+/// said naming its file and variable, instead of a report of NaN scores (or "no baseline with a
+/// finite RMSE" from the noise reference).
+void check_something_scored(const EvalOptions& o, const coupling::eval::EvalReport& report, std::size_t finite_truth,
+                            const std::vector<std::size_t>& tsteps) {
+  const std::string what = o.truth_path() + ", variable '" + o.truth_variable() + "'";
+  const std::string steps = std::to_string(tsteps.size()) + " scored time step(s) (" + join(tsteps) + ")";
+  if (finite_truth == 0)
+    throw IoError("the truth " + what + " has no finite value at the " + steps +
+                  ": every value is NaN, a fill value or outside its plausible range; nothing to score");
+  for (const auto& row : report.rows)
+    if (row.scores.n_points > 0) return;
+  throw IoError("the truth " + what +
+                " has finite values, but no block (patch) of the scored window has a finite "
+                "truth in all its cells at the " +
+                steps + "; nothing to score");
+}
+
+}  // namespace
+
 int run(const EvalOptions& o, EvalGrid& grid) {
   std::vector<std::size_t> tsteps, psteps;
   const StepAxis truth = grid.truth_axis(), pred = grid.pred_axis();
@@ -381,12 +403,16 @@ int run(const EvalOptions& o, EvalGrid& grid) {
   std::vector<std::vector<double>> mbuf(n_members, std::vector<double>(n));
   std::vector<const double*> mptr;
   for (const auto& m : mbuf) mptr.push_back(m.data());
+  std::size_t finite_truth = 0;
   for (std::size_t i = 0; i < tsteps.size(); ++i) {
     grid.read_truth(tsteps[i], tbuf.data());
+    finite_truth +=
+        static_cast<std::size_t>(std::count_if(tbuf.begin(), tbuf.end(), [](double x) { return std::isfinite(x); }));
     for (std::size_t m = 0; m < n_members; ++m) grid.read_member(psteps[i], m, mbuf[m].data());
     grid.check_step(tsteps[i], psteps[i], tbuf.data());
     ev.add(tbuf.data(), mptr, grid.scored());
   }
+  check_something_scored(o, ev.report(), finite_truth, tsteps);
   // The noise reference around the best deterministic row: a second pass over the same steps.
   MetaRows noise_meta;
   if (o.noise_members != 0) {

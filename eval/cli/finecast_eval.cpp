@@ -544,7 +544,7 @@ int main(int argc, char** argv) {
   app.add_option("--truth-var", o.truth_var, "variable name in the truth when it differs");
   app.add_option("--block", o.block,
                  "lat-lon: block edge k in fine cells (default: recorded in the prediction, else 16)")
-      ->check(CLI::PositiveNumber);
+      ->check(finecast::cli::positive());
   app.add_option("--grid", o.grid, "ICON: the fine ICON grid file (default: the prediction's grid_file_uri)");
   app.add_option("--geometry", o.geometry,
                  std::string(finecast::coupling::kIconGeometryHelp) +
@@ -553,13 +553,13 @@ int main(int argc, char** argv) {
   app.add_option("--coarse-level", o.coarse_level,
                  "ICON: patches are the R2B<L> cells (default: the coarsest level on whose cells "
                  "the prediction's <var>_coarse is constant)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(finecast::cli::non_negative());
   app.add_option("--idw-neighbours", o.idw_neighbours, "ICON: coarse cell centres in the inverse-distance baselines")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(finecast::cli::positive());
   app.add_option("--idw-power", o.idw_power, "ICON: the inverse-distance weights are 1/d^power")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(finecast::cli::positive());
   app.add_option("--region", o.region,
                  "lat0,lat1,lon0,lon1 in degrees: score only the whole blocks (coarse cells) inside");
   finecast::cli::add_time(app, o.time, "score only this step of the truth");

@@ -146,7 +146,9 @@ ReplayInput::ReplayInput(const ReplayRunConfig& config)
   if (selected_.size() >= 2) {
     DateTime a, b;
     if (parse_datetime(steps_[selected_[0]].datetime, a) && parse_datetime(steps_[selected_[1]].datetime, b)) {
-      const CfTime clock("seconds since " + format_datetime(a), "proleptic_gregorian", config.path);
+      // In the files' own calendar: a 360_day file may start on February 30.
+      const CfTime clock("seconds since " + format_datetime(a), calendar,
+                         files_[steps_[selected_[0]].file] + ": the time of step " + std::to_string(selected_[0]));
       step_seconds_ = clock.from_datetime(b);
     }
   }

@@ -380,6 +380,11 @@ void finish_run(PluginState& s) {
                   " again; the record of the last sampling is replaced");
       sampling_step(s, false);
     }
+    if (model.owed.train && ranks.is_lead)
+      log::warning(
+          "A training session fell due while the one before it was still training, and the run ended "
+          "before it could start: it was not run (the final checkpoint records it as due: a run resumed "
+          "from it starts it at once)");
     restart_checkpoint(s, "the end of the run");
   } else if (s.is_trainer()) {
     s.trainer->session.wait();

@@ -103,6 +103,7 @@ struct TrainerShare {
   /// Per field of `fields`, NaN/Inf host values: of the latest step (this trainer's, then summed
   /// over the trainers), and over the run so far (values, steps with any, steps with nothing else).
   std::vector<int64_t> nonfinite_step, nonfinite_values, nonfinite_steps, all_nonfinite_steps;
+  bool scales_checked = false;  ///< the fields' magnitude and spread were checked (the run's first step)
 };
 
 /// The model (the same on every trainer rank), its training session, its checkpoints, and the

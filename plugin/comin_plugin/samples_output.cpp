@@ -17,8 +17,9 @@ class DeferredFailure {
   void run(const std::function<void()>& fn) {
     if (what_.empty()) what_ = failure_of(fn);  // never "" for a failure
   }
-  void rethrow(const std::string& context) const {
-    if (!what_.empty()) throw IoError(context + ": " + what_);
+  /// (The step names the stage and the time: "output at <time>: ...".)
+  void rethrow() const {
+    if (!what_.empty()) throw IoError(what_);
   }
 
  private:
@@ -73,7 +74,7 @@ void write_samples(const Config& cfg, TrainerState& t, const CouplingState& c, c
             [&] { t.output->put(first, count, values, values + members * count, values + (members + 1) * count); });
       });
   if (c.is_lead) failure.run([&] { t.output->end(); });
-  failure.rethrow("output at " + stats.datetime);
+  failure.rethrow();
   ++stats.samplings;
   t.fresh_weights = false;
 }

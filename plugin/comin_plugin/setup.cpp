@@ -211,8 +211,24 @@ std::unique_ptr<coupling::RollingBuffer> read_paired_buffer(const Config& cfg, c
   // trainer's patches.
   std::vector<std::string> parts{buffer_path_for_step(dir, step)};
   for (int k = 1; is_file(buffer_part_path(dir, step, k)); ++k) parts.push_back(buffer_part_path(dir, step, k));
-  return std::make_unique<coupling::RollingBuffer>(coupling::RollingBuffer::load_h5_range(
-      parts, cfg.buffer.capacity, t.first_patch, t.n_patches, t.buffer->context_size(), t.buffer->patch_size()));
+  return std::make_unique<coupling::RollingBuffer>(
+      coupling::RollingBuffer::load_h5_range(parts, cfg.buffer.capacity, t.first_patch, t.n_patches,
+                                             t.buffer->context_size(), t.buffer->patch_size(), t.map.n_coarse));
+}
+
+/// The conditioning checkpoint `path` was trained with, when it is this run's: a model resumes
+/// only with the conditioning it was trained on, the same grid type, patch size, fields (names
+/// and units), context and residual (restore checks the architecture and shapes). ConfigError
+/// naming each difference otherwise.
+coupling::StoredSpec resumable_conditioning(const Config& cfg, const TrainerState& t, const std::string& path,
+                                            const std::map<std::string, std::string>& meta) {
+  coupling::StoredSpec stored =
+      coupling::read_spec(trainer_module().checkpoint_group(path, coupling::kConditioningGroup), meta, path);
+  if (const std::string d = coupling::resume_differences(stored, t.conditioning.spec, cfg.source); !d.empty())
+    throw ConfigError(cfg.source + ": checkpoint.resume: checkpoint " + path +
+                      " was trained with another conditioning (" + d +
+                      "); resume it with the config it was trained with, or start fresh (checkpoint.resume: \"\")");
+  return stored;
 }
 
 /// A checkpoint to resume from, with its buffer snapshot when it was read already.
@@ -234,10 +250,16 @@ std::string check_resume_pair(const Config& cfg, const TrainerState& t, MPI_Comm
   } catch (const std::exception& e) {
     why = std::string("skipping invalid checkpoint: ") + e.what();
   }
+  // A checkpoint of another grid or conditioning is refused for what it is (the same on every
+  // trainer rank), before its buffer snapshot, whose shapes differ too, is taken for damaged.
+  if (why.empty()) resumable_conditioning(cfg, t, path, trainer_module().checkpoint_metadata(path));
   if (why.empty() && cfg.checkpoint.buffer) {
     try {
       source.buffer = read_paired_buffer(cfg, t, path, step);
       source.buffer_read = true;
+    } catch (const GridError& e) {
+      why = "skipping checkpoint " + path + ": its buffer snapshot is of another grid (" + e.what() +
+            "; checkpoint.buffer: false resumes the model without it)";
     } catch (const std::exception& e) {
       why = "skipping checkpoint " + path + ": its buffer snapshot is damaged (" + e.what() + ")";
     }
@@ -339,14 +361,7 @@ void resume(PluginState& s, TrainerState& t, ResumeSource source) {
   const Config& cfg = s.config;
   const std::string& path = source.checkpoint;
   const auto meta = trainer_module().checkpoint_metadata(path);
-  // A model resumes only with the conditioning it was trained on: the same fields (names and
-  // units), context and residual (the architecture and shapes are checked by restore).
-  const coupling::StoredSpec stored =
-      coupling::read_spec(trainer_module().checkpoint_group(path, coupling::kConditioningGroup), meta, path);
-  if (const std::string d = coupling::resume_differences(stored, t.conditioning.spec, cfg.source); !d.empty())
-    throw ConfigError(cfg.source + ": checkpoint.resume: checkpoint " + path +
-                      " was trained with another conditioning (" + d +
-                      "); resume it with the config it was trained with, or start fresh (checkpoint.resume: \"\")");
+  const coupling::StoredSpec stored = resumable_conditioning(cfg, t, path, meta);
   t.model->restore(path);  // checks architecture, shapes and version against this config
   auto number = [&](const char* key) {
     auto it = meta.find(key);

@@ -91,6 +91,39 @@ void report_nonfinite(const Config& cfg, const Ranks& ranks, TrainerShare& t, co
   }
 }
 
+/// A field whose values float32 cannot resolve (every one below 1e-30 in magnitude: its squares
+/// and differences vanish), or one that is constant over the grid, is named in a warning at the
+/// run's first step: a constant 1e-40 field without units was downscaled without a word (and its
+/// samples were 1e28 times the field). From the coarse values every trainer holds: no collective.
+void check_field_scales(const Config& cfg, const Ranks& ranks, TrainerShare& t, const RunStats& stats) {
+  if (t.scales_checked) return;
+  t.scales_checked = true;
+  if (!ranks.is_lead) return;
+  constexpr double kTiny = 1e-30;
+  const int64_t n = t.map.n_coarse;
+  for (size_t v = 0; v < cfg.fields.size(); ++v) {
+    const float* x = t.all_coarse.data() + v * static_cast<size_t>(n);
+    double lo = std::numeric_limits<double>::infinity(), hi = -lo, largest = 0;
+    for (int64_t i = 0; i < n; ++i)
+      if (std::isfinite(x[i])) {
+        lo = std::min(lo, static_cast<double>(x[i]));
+        hi = std::max(hi, static_cast<double>(x[i]));
+        largest = std::max(largest, std::abs(static_cast<double>(x[i])));
+      }
+    if (!(largest > 0)) continue;  // zero everywhere (or no finite value: report_nonfinite says so)
+    char text[64];
+    std::snprintf(text, sizeof text, "%g", largest < kTiny ? largest : hi);
+    if (largest < kTiny)
+      log::warning("Host field " + cfg.fields[v] + " at " + stats.datetime +
+                   ": every value is below 1e-30 in magnitude (the largest is " + text +
+                   "), too small for float32 arithmetic to resolve (its normal range starts at 1.2e-38, its "
+                   "precision is 7 digits): give the field in units that make its values larger");
+    else if (hi - lo <= 1e-6 * largest)
+      log::warning("Host field " + cfg.fields[v] + " at " + stats.datetime + " is constant (" + text +
+                   " on every coarse cell): there is nothing to downscale; its samples stay that value");
+  }
+}
+
 }  // namespace
 
 std::string buffer_part_path(const std::string& dir, long long step, int index) {
@@ -165,6 +198,7 @@ void share_coarse(const Config& cfg, const Ranks& ranks, TrainerShare& t, const 
   };
   share(t.patches.coarse_vars.data(), static_cast<int64_t>(cfg.fields.size()), t.all_coarse.data());
   report_nonfinite(cfg, ranks, t, stats);
+  check_field_scales(cfg, ranks, t, stats);
   // The static covariates arrive with the first step of the run: normalised over the whole
   // field, their block means known to every trainer.
   const auto n_static = static_cast<int64_t>(cfg.patch.statics.size());

@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
                  "downscaled")
       ->required();
   app.add_option("--output,-o", opt.output, "output NetCDF file")->capture_default_str();
-  app.add_option("--members", opt.members, "ensemble members")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--members", opt.members, "ensemble members")->capture_default_str()->check(finecast::cli::positive());
   app.add_option("--device", opt.device, "auto | cpu | cuda | cuda:N | mps")->capture_default_str();
   app.add_option("--grid", opt.grid,
                  "fine grid: the ICON grid file (required for ICON input), or a lat-lon file "
@@ -46,10 +46,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"file", "uniform"}));
   auto* block =
       app.add_option("--block", opt.block, "lat-lon: block size (default: sqrt of the checkpoint's patch size)")
-          ->check(CLI::PositiveNumber);
+          ->check(finecast::cli::positive());
   app.add_option("--coarse-level", opt.coarse_level,
                  "ICON: patches are the cells of R2B<L> (default: from the checkpoint's patch size)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(finecast::cli::non_negative())
       ->excludes(block);
   app.add_option("--input-kind", opt.input_kind, "auto (by the number of values) | fine | coarse")
       ->capture_default_str()
@@ -67,7 +67,8 @@ int main(int argc, char** argv) {
   finecast::trainer::add_sample_flags(app, opt.sample, "; with several --checkpoint, within each one's members");
   finecast::cli::add_time(app, opt.times, "time step(s) to downscale (default: all)");
   app.add_option("--seed", opt.seed, "sampling seed")->capture_default_str();
-  app.add_option("--threads", opt.threads, "torch threads (0: LibTorch's default)")->check(CLI::NonNegativeNumber);
+  app.add_option("--threads", opt.threads, "torch threads (0: LibTorch's default)")
+      ->check(finecast::cli::non_negative());
   std::vector<std::string> plausible;
   app.add_option("--plausible", plausible, finecast::coupling::kPlausibleOptionHelp);
   finecast::cli::add_log_level(app, log_level);

@@ -225,6 +225,17 @@ TEST(RollingBufferSnapshot, PartsOfAnyShardingLoadAnyRange) {
   } catch (const IoError& e) {
     EXPECT_NE(std::string(e.what()).find("patch 7 is in none of the parts"), std::string::npos) << e.what();
   }
+  // The parts of another grid (of 10 patches, read for a grid of 6, whose range they do cover)
+  // are refused as such, not cut to the range.
+  EXPECT_NO_THROW(RollingBuffer::load_h5_range(parts, 4, 0, 6, C, P, 10));
+  try {
+    RollingBuffer::load_h5_range(parts, 4, 0, 6, C, P, 6);
+    ADD_FAILURE() << "a snapshot of another grid must be refused";
+  } catch (const GridError& e) {
+    EXPECT_NE(std::string(e.what()).find(parts[0] + ": written on a grid of 10 patches, this run's grid has 6"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 std::string load_error(const std::string& path, int cap = -1, int64_t n = -1, int c = -1, int p = -1) {

@@ -185,6 +185,32 @@ TEST_F(EvalCli, BadArgumentsGiveClearErrors) {
   EXPECT_NE(r.out.find("does not tile"), std::string::npos) << r.out;
 }
 
+// A truth of NaN only: finecast-eval said nothing but "no baseline with a finite RMSE". It names
+// the truth's file and variable and says that it has no finite value; a truth with a NaN in every
+// block likewise, that no block is whole.
+TEST_F(EvalCli, ATruthWithoutAFiniteBlockIsNamed) {
+  const std::string pred = dir_ + "pred.nc", nan = dir_ + "nan.nc", holes = dir_ + "holes.nc";
+  write_pred(pred, lat_, {lon_.begin(), lon_.begin() + 48}, 0.1, {{"finecast_block", "4"}});
+  write_field(nan, "ts", lat_, lon_, [](double, double) { return std::nan(""); });
+  Result r = run_eval("--truth " + nan + " --pred " + pred + " --var ts");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("the truth " + nan +
+                       ", variable 'ts' has no finite value at the 1 scored time step(s) (0): "
+                       "every value is NaN, a fill value or outside its plausible range; nothing to score"),
+            std::string::npos)
+      << r.out;
+  write_field(holes, "ts", lat_, lon_, [](double lat, double lon) {
+    return std::fmod(lat + 39.0, 8.0) == 0.0 && std::fmod(lon - 0.5, 6.0) == 0.0 ? std::nan("") : field(lat, lon);
+  });
+  r = run_eval("--truth " + holes + " --pred " + pred + " --var ts");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("the truth " + holes +
+                       ", variable 'ts' has finite values, but no block (patch) of the scored "
+                       "window has a finite truth in all its cells"),
+            std::string::npos)
+      << r.out;
+}
+
 namespace {
 
 /// A "surface height" with structure at every scale.

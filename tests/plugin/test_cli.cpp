@@ -3,6 +3,7 @@
 // the run/config file positionally or as --config, --set before or after it, a validated
 // --log-level, --time by index or date, --help and --version everywhere.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <iterator>
@@ -117,6 +118,22 @@ TEST(Cli, UsageErrorsNameTheFlagAndWhatItExpects) {
   r = run_command(binary("finecast-replay") + " --log-level debug " + dir.file("missing.yaml"));
   EXPECT_NE(r.rc, 0);
   EXPECT_TRUE(contains(r.output, dir.file("missing.yaml") + ": cannot open the replay run file")) << r.output;
+}
+
+// A run or config file that is a device (here a link to /dev/zero, which was read without end
+// until memory ran out) or a directory is refused at once, saying it is not a regular file.
+TEST(Cli, AConfigOrRunFileThatIsNoRegularFileIsRefusedSayingSo) {
+  ScratchDir dir("cli");
+  ASSERT_EQ(symlink("/dev/zero", dir.file("zero.yaml").c_str()), 0);
+  for (const char* p : {"finecast-config", "finecast-host", "finecast-replay"}) {
+    const CommandResult r = run_command("timeout 20 " + binary(p) + " " + dir.file("zero.yaml"));
+    EXPECT_NE(r.rc, 0) << p;
+    EXPECT_NE(r.rc, 124) << p << " read /dev/zero";
+    EXPECT_TRUE(contains(r.output, dir.file("zero.yaml") + ": the ")) << p << ": " << r.output;
+    EXPECT_TRUE(contains(r.output, " is not a regular file (a character device)")) << p << ": " << r.output;
+  }
+  const CommandResult r = run_command(binary("finecast-config") + " " + dir.path());
+  EXPECT_TRUE(contains(r.output, dir.path() + ": the config file is not a regular file (a directory)")) << r.output;
 }
 
 TEST(Cli, FinecastConfigListsEveryErrorInOneRun) {

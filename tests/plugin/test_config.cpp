@@ -419,6 +419,20 @@ TEST(Config, GridGeometryIsReadAndOverriddenAsFinecastHostAndReplayForwardIt) {
   EXPECT_NE(e.find("uniform"), std::string::npos) << e;
 }
 
+// grid.geometry describes ICON cells: on a lat-lon grid (whose coordinates are the file's) a
+// uniform geometry was accepted and ignored; it is refused naming both keys.
+TEST(Config, AUniformGeometryOnALatLonGridIsRefusedNamingBothKeys) {
+  const std::string latlon = "fields: [ts]\ngrid: {type: latlon, file: f.nc, block: 8, geometry: uniform}\n";
+  const std::string e = error_of(latlon);
+  EXPECT_NE(e.find("configs/x.yaml: grid.geometry: uniform applies to ICON grids only, but grid.type is latlon"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(error_of("fields: [ts]\ngrid: {type: latlon, file: f.nc, block: 8}\n", {"grid.geometry=uniform"})
+                .find("grid.type is latlon"),
+            std::string::npos);
+  EXPECT_EQ(error_of("fields: [ts]\ngrid: {type: latlon, file: f.nc, block: 8, geometry: file}\n"), "");
+}
+
 // The sampler flags of finecast-downscale and finecast-export (trainer::overridden): each sets its
 // own option through its row, the others keep what they were, and a value the row refuses is
 // named with the flag's spelling.

@@ -155,7 +155,12 @@ TEST(FullDisk, AFailedOutputKeepsTheRecordsWrittenBefore) {
   const ftr::CommandResult r = run_with_full_disk(dir.path(), "out.nc", 1950000);
   ASSERT_NE(r.rc, 124) << "the run hung:\n" << r.output;
   EXPECT_EQ(r.rc, 0) << r.output;
-  EXPECT_NE(r.output.find("output at 1979-01-01T"), std::string::npos) << r.output;
+  // One prefix (the step's stage and time; it was doubled), and no source file or expression.
+  const size_t error = r.output.find("ERROR: output at 1979-01-01T");
+  ASSERT_NE(error, std::string::npos) << r.output;
+  const std::string line = r.output.substr(error, r.output.find('\n', error) - error);
+  EXPECT_EQ(line.find("output at", 20), std::string::npos) << line;
+  EXPECT_EQ(line.find(".cpp"), std::string::npos) << line;
   const ftr::CommandResult dump = ftr::run_command("ncdump -v time " + dir.file("out.nc"));
   ASSERT_EQ(dump.rc, 0) << dump.output;
   EXPECT_NE(dump.output.find("time = UNLIMITED ; // (1 currently)"), std::string::npos) << dump.output;

@@ -564,6 +564,23 @@ TEST(PluginRuns, OutputTimesStrictlyIncreaseWhenTheLastSessionEndsAfterTheLastSa
   EXPECT_NE(r.output.find("2 samplings"), std::string::npos) << r.output;
 }
 
+// Asynchronous sessions longer than the run: the session started at step 1 still trains when the
+// next ones fall due (steps 2 and 3), so one is owed; the run ends before it can start. That was
+// silent; the log says so, and the final checkpoint records it as due.
+TEST(PluginRuns, ASessionOwedWhenTheRunEndsIsLogged) {
+  const fs::path dir = workdir("owed_at_end");
+  write_file(dir / "plugin.yaml", tiny_plugin_config("train: {async: true, every: 1, min_steps: 1, epochs: 2000}\n"));
+  write_file(dir / "host.yaml", host_run_file(3, "plugin.yaml"));
+  const Result r = run_host(dir, 2);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Training session 1 at 1979-01-01T00:30:00"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("Training session 2 at"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("WARNING: A training session fell due while the one before it was still training, and "
+                          "the run ended before it could start: it was not run"),
+            std::string::npos)
+      << r.output;
+}
+
 // Output and checkpoint places that cannot be written stop the run at start-up (the secondary
 // constructor), naming the key and the path, not at the first sampling or checkpoint hours in;
 // /proc takes no files even from root (for whom access(W_OK) says yes). A missing output

@@ -29,9 +29,11 @@ std::string ncgen(const ScratchDir& dir, const std::string& name, const std::str
 
 /// What a test varies in tas_cdl's file.
 struct TasFile {
-  std::string attributes = "    tas:_FillValue = 1.e+20f ;\n";  ///< of tas besides its units K
+  std::string attributes = "    tas:_FillValue = 1.e+20f ;\n";  ///< of tas besides its units
   std::string times;                                            ///< "" = 0, 1, 2, ...
   std::string lat = "-30, -10, 10, 30";
+  std::string units = "K";  ///< "" = none
+  std::string time_attributes = "    time:units = \"days since 2000-01-01\" ;\n";
 };
 
 /// tas(time, lat, lon) on a 4 x 4 grid with `steps` records of `values` (16 per record).
@@ -40,11 +42,13 @@ std::string tas_cdl(int steps, const std::string& values, const TasFile& f = {})
   for (int i = 0; i < steps && f.times.empty(); ++i) times += (i ? ", " : "") + std::to_string(i);
   const std::string data = steps > 0 ? "  time = " + times + " ;\n  tas = " + values + " ;\n" : "";
   return "netcdf tas {\ndimensions:\n  time = UNLIMITED ;\n  lat = 4 ;\n  lon = 4 ;\nvariables:\n"
-         "  double time(time) ;\n    time:units = \"days since 2000-01-01\" ;\n"
+         "  double time(time) ;\n" +
+         f.time_attributes +
          "  double lat(lat) ;\n    lat:units = \"degrees_north\" ;\n"
          "  double lon(lon) ;\n    lon:units = \"degrees_east\" ;\n"
-         "  float tas(time, lat, lon) ;\n    tas:units = \"K\" ;\n" +
-         f.attributes + "data:\n  lat = " + f.lat + " ;\n  lon = 0, 90, 180, 270 ;\n" + data + "}\n";
+         "  float tas(time, lat, lon) ;\n" +
+         (f.units.empty() ? std::string() : "    tas:units = \"" + f.units + "\" ;\n") + f.attributes +
+         "data:\n  lat = " + f.lat + " ;\n  lon = 0, 90, 180, 270 ;\n" + data + "}\n";
 }
 
 /// `steps` records of 280 K, with `bad` at index `at` of step `step`.
@@ -254,4 +258,50 @@ TEST(ReplayBadInput, AnOutputThatIsTheInputIsRefusedAndTheInputIsUnchanged) {
       << r.output;
   EXPECT_TRUE(read_bytes(input) == before) << "the input was changed";
   EXPECT_FALSE(exists(dir.file("checkpoints"))) << r.output;
+}
+
+// A 360_day file whose time unit's reference date is February 30: a valid date of its calendar.
+// Replay took the step length in the proleptic Gregorian calendar and refused the file, blaming
+// the run file; the file's own calendar applies, and a message about the file names the file.
+TEST(ReplayBadInput, AReferenceDateOfTheFilesOwnCalendarIsAccepted) {
+  ScratchDir dir("replay_360");
+  TasFile f;
+  f.time_attributes = "    time:units = \"days since 2000-02-30\" ;\n    time:calendar = \"360_day\" ;\n";
+  const std::string input = ncgen(dir, "tas360", tas_cdl(3, values_with(3, -1, 0, ""), f));
+  const fr::ReplayInput in(fr::parse_replay_run_config(run_file(input), dir.file("run.yaml")));
+  EXPECT_EQ(in.datetime(1), "2000-03-01T00:00:00");
+  EXPECT_EQ(in.step_seconds(), 86400.0);
+  const CommandResult r = replay(dir, run_file(input));
+  EXPECT_EQ(r.rc, 0) << r.output;
+  EXPECT_EQ(r.output.find("proleptic_gregorian"), std::string::npos) << r.output;
+}
+
+// A constant field of 1e-40 without units (no plausibility range applies): float32 cannot
+// resolve it, and the plugin trained on it without a word (its samples were 1e28 times the
+// field). The plugin names the field at the run's first step; a constant field of ordinary
+// values is named too.
+TEST(ReplayBadInput, ATinyOrConstantFieldIsNamedInAWarning) {
+  ScratchDir dir("replay_tiny");
+  TasFile f;
+  f.units = "";
+  f.attributes = "";
+  for (const auto& [value, warning] :
+       {std::pair<std::string, std::string>{"1e-40", ": every value is below 1e-30 in magnitude (the largest is "},
+        {"280", " is constant (280 on every coarse cell): there is nothing to downscale"}}) {
+    SCOPED_TRACE(value);
+    std::string values;
+    for (int i = 0; i < 32; ++i) values += std::string(i ? ", " : "") + value;
+    const std::string input = ncgen(dir, "tiny", tas_cdl(2, values, f));
+    write_text(dir.file("plugin.yaml"), "fields: [tas]\ndevice: cpu\ngrid: {type: latlon, file: " + input +
+                                            ", block: 2}\nbuffer: {capacity: 4}\n"
+                                            "model: {hidden: 8, depth: 1, time_embedding: 8, diffusion_steps: 4}\n"
+                                            "train: {every: 10, min_steps: 4, threads: 1}\n"
+                                            "sample: {every: 0, members: 2, steps: 2, output: " +
+                                            dir.file("out.nc") + "}\ncheckpoint: {dir: " + dir.file("ckpt") + "}\n");
+    const CommandResult r =
+        replay(dir, run_file(input) + "plugins:\n  - {name: finecast, library: " + plugin_library() +
+                        ", options: " + dir.file("plugin.yaml") + "}\n");
+    EXPECT_EQ(r.rc, 0) << r.output;
+    EXPECT_NE(r.output.find("WARNING: Host field tas at 2000-01-01T00:00:00" + warning), std::string::npos) << r.output;
+  }
 }

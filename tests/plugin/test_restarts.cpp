@@ -149,6 +149,27 @@ TEST(RestartChain, ResumeWithOtherFieldsIsRefusedNamingBoth) {
       << second.output;
 }
 
+// A checkpoint of another grid (R2B4 patches of R2B0 cells, 256 values, resumed by a run with
+// patches of R2B1 cells, 64 values): the run stops naming the grid's difference. Its buffer
+// snapshot, whose shapes differ too, was reported as damaged ("delete the snapshot"), and the
+// real reason came only once the snapshot was gone.
+TEST(RestartChain, ACheckpointOfAnotherGridIsRefusedForThatNotAsADamagedSnapshot) {
+  ftr::ScratchDir dir("chain_other_grid");
+  ftr::write_text(dir.file("plugin.yaml"), plugin_config());
+  const ftr::CommandResult first = run_chunk(dir.path(), 0, 1);
+  ASSERT_EQ(first.rc, 0) << first.output;
+  std::string level1 = plugin_config();
+  level1.replace(level1.find("coarse_level: 0"), 15, "coarse_level: 1");
+  ftr::write_text(dir.file("plugin.yaml"), level1);
+  const ftr::CommandResult second = run_chunk(dir.path(), 1, 1);
+  EXPECT_NE(second.rc, 0) << second.output;
+  EXPECT_NE(second.output.find("was trained with another conditioning (patch.size: the checkpoint has 256, "
+                               "plugin.yaml has 64)"),
+            std::string::npos)
+      << second.output;
+  EXPECT_EQ(second.output.find("damaged"), std::string::npos) << second.output;
+}
+
 // ---- Which checkpoint a restarted run takes, and what a killed run leaves ----
 
 namespace {

@@ -78,6 +78,8 @@ TEST_F(Checkpoint, RoundTripIsBitwise) {
   EXPECT_TRUE(torch::equal(ia.exp_avg_sq, ib.exp_avg_sq));
   EXPECT_EQ(ia.sums.context_sum, ib.sums.context_sum);
   EXPECT_EQ(ia.sums.residual_sumsq, ib.sums.residual_sumsq);
+  EXPECT_GT(ia.sums.fine_sumsq, 0.0);
+  EXPECT_EQ(ia.sums.fine_sumsq, ib.sums.fine_sumsq);
   EXPECT_EQ(a.step(), b.step());
   EXPECT_GT(b.step(), 0);
   EXPECT_TRUE(torch::equal(ia.gen.get_state(), ib.gen.get_state()));

@@ -99,6 +99,29 @@ TEST(Downscaler, ConservativeSamplesKeepTheCoarseValueForEveryMember) {
   }
 }
 
+// A constant field of tiny values (1e-20 here, a field in units that make it so): its residual is
+// float32 rounding, and the residual scale once had a fixed floor of 1e-12, so the samples were
+// the field plus noise 1e8 times the field. The floor follows the field's magnitude now.
+TEST(Downscaler, TheSamplesOfAConstantTinyFieldStayCloseToIt) {
+  const int64_t n = 64, C = 3, P = 16;
+  const float value = 1e-20f;
+  std::vector<float> context(static_cast<size_t>(n * C), value), fine(static_cast<size_t>(n * P), value);
+  ft::ModelOptions mo = small_model();
+  mo.hidden = 16;
+  mo.depth = 1;
+  mo.diffusion_steps = 10;
+  ft::Downscaler ds(mo, fast_training(), "cpu");
+  ds.train_epoch({context.data(), fine.data(), nullptr, n});
+  ds.publish();
+  ft::SampleOptions so;
+  so.members = 3;
+  std::vector<float> coarse(4, value), out(static_cast<size_t>(4 * 3 * P));
+  ds.sample(context.data(), coarse.data(), nullptr, 4, so, 1, out.data());
+  double worst = 0;
+  for (float v : out) worst = std::max(worst, std::abs(static_cast<double>(v) - value));
+  EXPECT_LT(worst, 1e-5 * value) << "samples deviate from the constant field by " << worst;
+}
+
 TEST(Downscaler, NonConservativeModeDoesNotForceTheMean) {
   KnownDistribution d(256, 3);
   auto mo = small_model();

@@ -10,6 +10,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "tests/trainer/trainer_test_data.hpp"
@@ -222,6 +223,53 @@ TEST_F(TorchScriptDenoiser, WrongSignaturesAreRefusedNamingWhatDiffers) {
   missing.file = scratch_.path("nope.pt");
   m = refusal(missing);
   EXPECT_TRUE(contains(m, "nope.pt: cannot be read")) << m;
+}
+
+// A module whose result has the right shape for the start-up probe's batch of 2 but [P, B] for
+// the batches of training and sampling: every call is checked, and the error names model.file
+// and both shapes (it was LibTorch's "The size of tensor a (16) must match the size of tensor b").
+TEST_F(TorchScriptDenoiser, AResultOfTheWrongShapeForAnyBatchNamesTheFileAndTheShapes) {
+  const std::string source = R"(
+def forward(self, x_t: Tensor, t: Tensor, context: Tensor) -> Tensor:
+    h = torch.cat([x_t, context, self.step_table.index_select(0, t)], 1)
+    h = torch.silu(torch.linear(h, self.layer0.weight, self.layer0.bias))
+    h = torch.silu(torch.linear(h, self.layer1.weight, self.layer1.bias))
+    out = torch.linear(h, self.out.weight, self.out.bias)
+    if x_t.size(0) == 2:
+        return out
+    return out.t()
+)";
+  const ft::ModelOptions o = with_module(scripted(source, mlp()), "transposed.pt");
+  ft::TrainOptions batch8 = training();
+  batch8.batch_size = 8;
+  ft::Downscaler user(o, batch8, "cpu");  // the probe's batch of 2 passes
+  try {
+    user.train_epoch(view());
+    FAIL() << "a result of shape [P, B] was trained on";
+  } catch (const std::exception& e) {
+    EXPECT_TRUE(contains(e.what(), "model.file " + o.file +
+                                       ": forward returns shape [16, 8] for a batch of 8, expected [8, 16]; "
+                                       "finecast calls forward(x_t: Tensor[B,16]"))
+        << e.what();
+  }
+}
+
+// model.file that is no TorchScript file (torch.jit.save writes a zip archive) is refused from its
+// first bytes: a 3 GB file was read whole (6.3 GB resident) before torch::jit::load refused it, and
+// /dev/zero would be read without end.
+TEST_F(TorchScriptDenoiser, AFileThatIsNoZipArchiveIsRefusedFromItsFirstBytes) {
+  ft::ModelOptions o = mlp();
+  o.arch = ft::Arch::kTorchscript;
+  o.file = "/dev/zero";
+  std::string m = refusal(o);
+  EXPECT_TRUE(contains(m,
+                       "model.file /dev/zero: not a TorchScript file (torch.jit.save writes a zip archive, "
+                       "which starts with the bytes 50 4b 03 04; this file starts with 00 00 00 00)"))
+      << m;
+  o.file = scratch_.path("empty.pt");
+  { std::ofstream(o.file).flush(); }
+  m = refusal(o);
+  EXPECT_TRUE(contains(m, "empty.pt: not a TorchScript file") && contains(m, "this file is empty)")) << m;
 }
 
 TEST_F(TorchScriptDenoiser, ThePythonExampleOfTheDocsTrainsLikeTheBuiltInMlp) {

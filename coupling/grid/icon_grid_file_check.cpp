@@ -180,8 +180,7 @@ class Checker {
     const bool have_root = r_.int_attribute("grid_root", root), have_level = r_.int_attribute("grid_level", level);
     if (!have_root) r_.problem("global attribute 'grid_root' missing (ICON stops without it)");
     if (!have_level) r_.problem("global attribute 'grid_level' missing (ICON stops without it)");
-    if (have_root && have_level && level >= 0 && level < 16 &&
-        nc_ != 20LL * root * root * (int64_t{1} << (2 * level)))
+    if (have_root && have_level && level >= 0 && level < 16 && nc_ != 20LL * root * root * (int64_t{1} << (2 * level)))
       r_.problem("dimension 'cell' is " + std::to_string(nc_) + ", expected 20 * grid_root^2 * 4^grid_level = " +
                  std::to_string(20LL * root * root * (int64_t{1} << (2 * level))) + " for a global grid");
     std::string uuid;
@@ -313,8 +312,8 @@ class Checker {
           continue;
         }
         if (slot(verts, i) != (first ? ev(e, 1) : ev(e, 0)))
-          r_.problem(at("vertices_of_vertex", v) + " slot " + std::to_string(i + 1) +
-                     ": not the other end of edge " + std::to_string(e + 1));
+          r_.problem(at("vertices_of_vertex", v) + " slot " + std::to_string(i + 1) + ": not the other end of edge " +
+                     std::to_string(e + 1));
         const int want = first ? so_[e] : -so_[e];
         if (orient[i * nv_ + v] != want)
           r_.problem(at("edge_orientation", v) + " slot " + std::to_string(i + 1) + ": " +
@@ -334,11 +333,11 @@ class Checker {
     same_positions("vlon/vlat", vx, positions(r_.doubles("vlon"), r_.doubles("vlat")));
     same_positions("clon/clat", cx, positions(r_.doubles("clon"), r_.doubles("clat")));
     same_positions("elon/elat", ex, positions(r_.doubles("elon"), r_.doubles("elat")));
-    same_positions("cartesian_*_vertices", vx, cartesian("cartesian_x_vertices", "cartesian_y_vertices",
-                                                          "cartesian_z_vertices"));
-    same_positions("cell_circumcenter_cartesian_*", cx,
-                   cartesian("cell_circumcenter_cartesian_x", "cell_circumcenter_cartesian_y",
-                             "cell_circumcenter_cartesian_z"));
+    same_positions("cartesian_*_vertices", vx,
+                   cartesian("cartesian_x_vertices", "cartesian_y_vertices", "cartesian_z_vertices"));
+    same_positions(
+        "cell_circumcenter_cartesian_*", cx,
+        cartesian("cell_circumcenter_cartesian_x", "cell_circumcenter_cartesian_y", "cell_circumcenter_cartesian_z"));
     same_positions("edge_middle_cartesian_*", ex,
                    cartesian("edge_middle_cartesian_x", "edge_middle_cartesian_y", "edge_middle_cartesian_z"));
 
@@ -360,12 +359,13 @@ class Checker {
       r_.problem("cell_area_p sums to " + std::to_string(total) + " m2, expected 4 pi R^2 = " +
                  std::to_string(sphere_area) + " (relative error " + std::to_string(out_.area_error) + ")");
 
-    const std::vector<double> zn = r_.doubles("zonal_normal_primal_edge"), mn = r_.doubles("meridional_normal_primal_edge");
+    const std::vector<double> zn = r_.doubles("zonal_normal_primal_edge"),
+                              mn = r_.doubles("meridional_normal_primal_edge");
     const std::vector<double> zd = r_.doubles("zonal_normal_dual_edge"), md = r_.doubles("meridional_normal_dual_edge");
-    const std::vector<Vec3> pn = cartesian("edge_primal_normal_cartesian_x", "edge_primal_normal_cartesian_y",
-                                           "edge_primal_normal_cartesian_z");
-    const std::vector<Vec3> dn = cartesian("edge_dual_normal_cartesian_x", "edge_dual_normal_cartesian_y",
-                                           "edge_dual_normal_cartesian_z");
+    const std::vector<Vec3> pn =
+        cartesian("edge_primal_normal_cartesian_x", "edge_primal_normal_cartesian_y", "edge_primal_normal_cartesian_z");
+    const std::vector<Vec3> dn =
+        cartesian("edge_dual_normal_cartesian_x", "edge_dual_normal_cartesian_y", "edge_dual_normal_cartesian_z");
     const std::vector<double> length = r_.doubles("edge_length"), dual_length = r_.doubles("dual_edge_length");
     const std::vector<double> to_vert = r_.doubles("edge_vert_distance"), to_cell = r_.doubles("edge_cell_distance");
     normals_.resize(ne_);
@@ -388,7 +388,8 @@ class Checker {
         r_.problem(at("zonal_normal_dual_edge", e) +
                    ": the dual normal is not (meridional, -zonal) of the primal normal (ICON: n x r)");
       if (dist(pn[e], n) > 1e-9 || dist(dn[e], t) > 1e-9)
-        r_.problem(at("edge_primal_normal_cartesian_x", e) + ": Cartesian normals differ from the zonal/meridional ones");
+        r_.problem(at("edge_primal_normal_cartesian_x", e) +
+                   ": Cartesian normals differ from the zonal/meridional ones");
       const int so = sign(sphere::dot(sphere::cross(sub(v2, v1), sub(c2, c1)), m));
       if (so_[e] != so)
         r_.problem(at("edge_system_orientation", e) + ": " + std::to_string(so_[e]) + ", expected " +
@@ -416,7 +417,8 @@ class Checker {
         const Vec3 &c = cx[ring_cells_[v][i]], &c_next = cx[ring_cells_[v][(i + 1) % deg]];
         if (sphere::dot(sphere::cross(sub(c, vx[v]), sub(c_next, vx[v])), vx[v]) <= 0)
           r_.problem(at("cells_of_vertex", v) + ": cells " + std::to_string(i + 1) + " and " +
-                     std::to_string((i + 1) % deg + 1) + " turn clockwise about the vertex, expected counter-clockwise");
+                     std::to_string((i + 1) % deg + 1) +
+                     " turn clockwise about the vertex, expected counter-clockwise");
         const int turn = sign(sphere::dot(normals_[e], sphere::cross(vx[v], ex[e])));
         if (ring_orientation_[v][i] != turn)
           r_.problem(at("edge_orientation", v) + " slot " + std::to_string(i + 1) + ": " +
@@ -443,9 +445,9 @@ class Checker {
       std::vector<int32_t> start, end;
       icon_global_index_lists(*lists[i], counts[i], start, end);
       if (r_.ints(("start_idx_" + s).c_str()) != start || r_.ints(("end_idx_" + s).c_str()) != end)
-        r_.problem("start_idx_" + s + "/end_idx_" + s +
-                   ": not the lists of a grid without nests (levels 1.." + std::to_string(lists[i]->max_rl) +
-                   " empty, level 0 = 1.." + std::to_string(counts[i]) + ", levels below 0 empty after it)");
+        r_.problem("start_idx_" + s + "/end_idx_" + s + ": not the lists of a grid without nests (levels 1.." +
+                   std::to_string(lists[i]->max_rl) + " empty, level 0 = 1.." + std::to_string(counts[i]) +
+                   ", levels below 0 empty after it)");
     }
   }
 
@@ -482,78 +484,78 @@ class Checker {
 
 const std::vector<IconGridVariable>& icon_grid_file_variables() {
   static const std::vector<IconGridVariable> vars = {
-        // read_pre_patch
-        {"neighbor_cell_index", {"nv", "cell"}},
-        {"edge_of_cell", {"nv", "cell"}},
-        {"vertex_of_cell", {"nv", "cell"}},
-        {"lat_cell_centre", {"cell"}},
-        {"lon_cell_centre", {"cell"}},
-        {"latitude_vertices", {"vertex"}},
-        {"longitude_vertices", {"vertex"}},
-        {"parent_cell_index", {"cell"}},
-        {"parent_edge_index", {"edge"}},
-        {"refin_c_ctrl", {"cell"}},
-        {"refin_e_ctrl", {"edge"}},
-        {"refin_v_ctrl", {"vertex"}},
-        {"start_idx_c", {"max_chdom", "cell_grf"}},
-        {"end_idx_c", {"max_chdom", "cell_grf"}},
-        {"start_idx_e", {"max_chdom", "edge_grf"}},
-        {"end_idx_e", {"max_chdom", "edge_grf"}},
-        {"start_idx_v", {"max_chdom", "vert_grf"}},
-        {"end_idx_v", {"max_chdom", "vert_grf"}},
-        {"cells_of_vertex", {"ne", "vertex"}},
-        {"adjacent_cell_of_edge", {"nc", "edge"}},
-        // read_remaining_patch
-        {"orientation_of_normal", {"nv", "cell"}},
-        {"cell_area_p", {"cell"}},
-        {"edge_vertices", {"nc", "edge"}},
-        {"edge_system_orientation", {"edge"}},
-        {"lon_edge_centre", {"edge"}},
-        {"lat_edge_centre", {"edge"}},
-        {"zonal_normal_primal_edge", {"edge"}},
-        {"meridional_normal_primal_edge", {"edge"}},
-        {"zonal_normal_dual_edge", {"edge"}},
-        {"meridional_normal_dual_edge", {"edge"}},
-        {"edge_length", {"edge"}},
-        {"dual_edge_length", {"edge"}},
-        {"edge_vert_distance", {"nc", "edge"}},
-        {"edge_cell_distance", {"nc", "edge"}},
-        {"vertices_of_vertex", {"ne", "vertex"}},
-        {"edges_of_vertex", {"ne", "vertex"}},
-        {"edge_orientation", {"ne", "vertex"}},
-        {"dual_area_p", {"vertex"}},
-        // copy_grid_info (output coordinates and bounds)
-        {"clon", {"cell"}},
-        {"clat", {"cell"}},
-        {"clon_vertices", {"cell", "nv"}},
-        {"clat_vertices", {"cell", "nv"}},
-        {"elon", {"edge"}},
-        {"elat", {"edge"}},
-        {"elon_vertices", {"edge", "no"}},
-        {"elat_vertices", {"edge", "no"}},
-        {"vlon", {"vertex"}},
-        {"vlat", {"vertex"}},
-        {"vlon_vertices", {"vertex", "ne"}},
-        {"vlat_vertices", {"vertex", "ne"}},
-        // read_cartesian_positions (ICON computes them from the positions above when absent)
-        {"cell_circumcenter_cartesian_x", {"cell"}},
-        {"cell_circumcenter_cartesian_y", {"cell"}},
-        {"cell_circumcenter_cartesian_z", {"cell"}},
-        {"edge_middle_cartesian_x", {"edge"}},
-        {"edge_middle_cartesian_y", {"edge"}},
-        {"edge_middle_cartesian_z", {"edge"}},
-        {"edge_dual_middle_cartesian_x", {"edge"}},
-        {"edge_dual_middle_cartesian_y", {"edge"}},
-        {"edge_dual_middle_cartesian_z", {"edge"}},
-        {"edge_primal_normal_cartesian_x", {"edge"}},
-        {"edge_primal_normal_cartesian_y", {"edge"}},
-        {"edge_primal_normal_cartesian_z", {"edge"}},
-        {"edge_dual_normal_cartesian_x", {"edge"}},
-        {"edge_dual_normal_cartesian_y", {"edge"}},
-        {"edge_dual_normal_cartesian_z", {"edge"}},
-        {"cartesian_x_vertices", {"vertex"}},
-        {"cartesian_y_vertices", {"vertex"}},
-        {"cartesian_z_vertices", {"vertex"}},
+      // read_pre_patch
+      {"neighbor_cell_index", {"nv", "cell"}},
+      {"edge_of_cell", {"nv", "cell"}},
+      {"vertex_of_cell", {"nv", "cell"}},
+      {"lat_cell_centre", {"cell"}},
+      {"lon_cell_centre", {"cell"}},
+      {"latitude_vertices", {"vertex"}},
+      {"longitude_vertices", {"vertex"}},
+      {"parent_cell_index", {"cell"}},
+      {"parent_edge_index", {"edge"}},
+      {"refin_c_ctrl", {"cell"}},
+      {"refin_e_ctrl", {"edge"}},
+      {"refin_v_ctrl", {"vertex"}},
+      {"start_idx_c", {"max_chdom", "cell_grf"}},
+      {"end_idx_c", {"max_chdom", "cell_grf"}},
+      {"start_idx_e", {"max_chdom", "edge_grf"}},
+      {"end_idx_e", {"max_chdom", "edge_grf"}},
+      {"start_idx_v", {"max_chdom", "vert_grf"}},
+      {"end_idx_v", {"max_chdom", "vert_grf"}},
+      {"cells_of_vertex", {"ne", "vertex"}},
+      {"adjacent_cell_of_edge", {"nc", "edge"}},
+      // read_remaining_patch
+      {"orientation_of_normal", {"nv", "cell"}},
+      {"cell_area_p", {"cell"}},
+      {"edge_vertices", {"nc", "edge"}},
+      {"edge_system_orientation", {"edge"}},
+      {"lon_edge_centre", {"edge"}},
+      {"lat_edge_centre", {"edge"}},
+      {"zonal_normal_primal_edge", {"edge"}},
+      {"meridional_normal_primal_edge", {"edge"}},
+      {"zonal_normal_dual_edge", {"edge"}},
+      {"meridional_normal_dual_edge", {"edge"}},
+      {"edge_length", {"edge"}},
+      {"dual_edge_length", {"edge"}},
+      {"edge_vert_distance", {"nc", "edge"}},
+      {"edge_cell_distance", {"nc", "edge"}},
+      {"vertices_of_vertex", {"ne", "vertex"}},
+      {"edges_of_vertex", {"ne", "vertex"}},
+      {"edge_orientation", {"ne", "vertex"}},
+      {"dual_area_p", {"vertex"}},
+      // copy_grid_info (output coordinates and bounds)
+      {"clon", {"cell"}},
+      {"clat", {"cell"}},
+      {"clon_vertices", {"cell", "nv"}},
+      {"clat_vertices", {"cell", "nv"}},
+      {"elon", {"edge"}},
+      {"elat", {"edge"}},
+      {"elon_vertices", {"edge", "no"}},
+      {"elat_vertices", {"edge", "no"}},
+      {"vlon", {"vertex"}},
+      {"vlat", {"vertex"}},
+      {"vlon_vertices", {"vertex", "ne"}},
+      {"vlat_vertices", {"vertex", "ne"}},
+      // read_cartesian_positions (ICON computes them from the positions above when absent)
+      {"cell_circumcenter_cartesian_x", {"cell"}},
+      {"cell_circumcenter_cartesian_y", {"cell"}},
+      {"cell_circumcenter_cartesian_z", {"cell"}},
+      {"edge_middle_cartesian_x", {"edge"}},
+      {"edge_middle_cartesian_y", {"edge"}},
+      {"edge_middle_cartesian_z", {"edge"}},
+      {"edge_dual_middle_cartesian_x", {"edge"}},
+      {"edge_dual_middle_cartesian_y", {"edge"}},
+      {"edge_dual_middle_cartesian_z", {"edge"}},
+      {"edge_primal_normal_cartesian_x", {"edge"}},
+      {"edge_primal_normal_cartesian_y", {"edge"}},
+      {"edge_primal_normal_cartesian_z", {"edge"}},
+      {"edge_dual_normal_cartesian_x", {"edge"}},
+      {"edge_dual_normal_cartesian_y", {"edge"}},
+      {"edge_dual_normal_cartesian_z", {"edge"}},
+      {"cartesian_x_vertices", {"vertex"}},
+      {"cartesian_y_vertices", {"vertex"}},
+      {"cartesian_z_vertices", {"vertex"}},
   };
   return vars;
 }

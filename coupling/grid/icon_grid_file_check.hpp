@@ -24,11 +24,11 @@ const std::vector<IconGridVariable>& icon_grid_file_variables();
 /// What check_icon_grid_file found.
 struct IconGridFileCheck {
   int64_t n_cells = 0, n_edges = 0, n_vertices = 0;
-  int pentagons = 0;                    ///< vertices of 5 cells
-  double area_error = 0;                ///< |sum of cell_area / (4 pi R^2) - 1|
-  double dual_area_error = 0;           ///< the same for dual_area
-  std::vector<std::string> problems;    ///< the first ones found, each naming the variable and index
-  int64_t n_problems = 0;               ///< all found (problems keeps at most 20)
+  int pentagons = 0;                  ///< vertices of 5 cells
+  double area_error = 0;              ///< |sum of cell_area / (4 pi R^2) - 1|
+  double dual_area_error = 0;         ///< the same for dual_area
+  std::vector<std::string> problems;  ///< the first ones found, each naming the variable and index
+  int64_t n_problems = 0;             ///< all found (problems keeps at most 20)
   bool ok() const { return n_problems == 0; }
 };
 

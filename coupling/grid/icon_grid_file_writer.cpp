@@ -153,9 +153,8 @@ struct Tables {
         ring_edges[v][i] = e;
         ring_vertices[v][i] = corners[before];
         ring_orientation[v][i] = mesh.edges[e][0] == v ? system_orientation[e] : -system_orientation[e];
-        dual_area[v] += sphere::triangle_area(cell_centre[edge_cells[e][0]], mesh.vertices[v],
-                                              cell_centre[edge_cells[e][1]]) *
-                        r2;
+        dual_area[v] +=
+            sphere::triangle_area(cell_centre[edge_cells[e][0]], mesh.vertices[v], cell_centre[edge_cells[e][1]]) * r2;
         c = other_cell(e, c);
       }
       if (c != first[v])
@@ -387,7 +386,8 @@ IconGridFileSummary write_icon_grid_file(const std::string& path, int level) {
   f.doubles("lat_edge_centre", {d_edge}, elat, with(ignore, "latitudes of edge midpoints", "radian"));
 
   // Areas and lengths on the Earth's radius.
-  f.doubles("cell_area", {d_cell}, t.cell_area, with({{"units", "m2"}, {"coordinates", "clon clat"}}, "area of grid cell", ""));
+  f.doubles("cell_area", {d_cell}, t.cell_area,
+            with({{"units", "m2"}, {"coordinates", "clon clat"}}, "area of grid cell", ""));
   f.doubles("dual_area", {d_vertex}, t.dual_area,
             with({{"units", "m2"}, {"coordinates", "vlon vlat"}}, "areas of dual hexagonal/pentagonal cells", ""));
   f.doubles("cell_area_p", {d_cell}, t.cell_area, with(ignore, "area of grid cell", "m2"));
@@ -442,8 +442,10 @@ IconGridFileSummary write_icon_grid_file(const std::string& path, int level) {
   f.ints("neighbor_cell_index", {d_nv, d_cell}, one_based(t.cell_neighbours), with(ignore, "cell neighbor index", ""));
   f.ints("orientation_of_normal", {d_nv, d_cell}, slot_major(t.cell_orientation),
          with(ignore, "orientations of normals to triangular cell edges", ""));
-  f.ints("adjacent_cell_of_edge", {d_nc, d_edge}, one_based(t.edge_cells), with(ignore, "cells adjacent to each edge", ""));
-  f.ints("edge_vertices", {d_nc, d_edge}, one_based(mesh.edges), with(ignore, "vertices at the end of of each edge", ""));
+  f.ints("adjacent_cell_of_edge", {d_nc, d_edge}, one_based(t.edge_cells),
+         with(ignore, "cells adjacent to each edge", ""));
+  f.ints("edge_vertices", {d_nc, d_edge}, one_based(mesh.edges),
+         with(ignore, "vertices at the end of of each edge", ""));
   f.ints("edge_system_orientation", {d_edge}, t.system_orientation, with(ignore, "edge system orientation", ""));
   f.ints("cells_of_vertex", {d_ne, d_vertex}, one_based(t.ring_cells), with(ignore, "cells around each vertex", ""));
   f.ints("edges_of_vertex", {d_ne, d_vertex}, one_based(t.ring_edges), with(ignore, "edges around each vertex", ""));
@@ -471,7 +473,9 @@ IconGridFileSummary write_icon_grid_file(const std::string& path, int level) {
     child_edge[e] = {static_cast<int32_t>(2 * e), static_cast<int32_t>(2 * e + 1), kNone, kNone};
     for (int s = 0; s < 2; ++s) {  // the central child of each adjacent cell adds an edge parallel to e
       const int32_t c = t.edge_cells[e][s];
-      const int j = mesh.cell_edges[c][0] == static_cast<int32_t>(e) ? 0 : mesh.cell_edges[c][1] == static_cast<int32_t>(e) ? 1 : 2;
+      const int j = mesh.cell_edges[c][0] == static_cast<int32_t>(e)   ? 0
+                    : mesh.cell_edges[c][1] == static_cast<int32_t>(e) ? 1
+                                                                       : 2;
       child_edge[e][2 + s] = static_cast<int32_t>(2 * ne + 3 * c + j);
     }
   }
@@ -496,8 +500,11 @@ IconGridFileSummary write_icon_grid_file(const std::string& path, int level) {
     icon_global_index_lists(l, static_cast<int64_t>(counts[i]), start, end);
     std::vector<int32_t> both(start);
     both.insert(both.end(), end.begin(), end.end());
-    f.ints("refin_" + s + "_ctrl", {s == "c" ? d_cell : s == "e" ? d_edge : d_vertex}, *zeros[i],
-           with(ignore, ("refinement control flag for " + what).c_str(), ""));
+    f.ints("refin_" + s + "_ctrl",
+           {s == "c"   ? d_cell
+            : s == "e" ? d_edge
+                       : d_vertex},
+           *zeros[i], with(ignore, ("refinement control flag for " + what).c_str(), ""));
     f.ints("index_" + s + "_list", {d_two, lists[i].second}, both,
            with(ignore, ("list of start and end indices for each refinement control level for " + what).c_str(), ""));
     f.ints("start_idx_" + s, {d_chdom, lists[i].second}, start,

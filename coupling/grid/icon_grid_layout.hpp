@@ -12,9 +12,9 @@ namespace finecast::coupling {
 /// min_rledge = -13, min_rledge_int = -8, max_rledge = 10; min_rlvert = -7, min_rlvert_int = -4,
 /// max_rlvert = 5). read_pre_patch reads max_rl - min_rl + 1 values of each.
 struct IconIndexLists {
-  const char* suffix;     ///< "c", "e", "v": start_idx_c, refin_c_ctrl, ...
-  const char* entity;     ///< the entity dimension: "cell", "edge", "vertex"
-  const char* list_dim;   ///< "cell_grf", "edge_grf", "vert_grf"
+  const char* suffix;    ///< "c", "e", "v": start_idx_c, refin_c_ctrl, ...
+  const char* entity;    ///< the entity dimension: "cell", "edge", "vertex"
+  const char* list_dim;  ///< "cell_grf", "edge_grf", "vert_grf"
   int min_rl, min_rl_int, max_rl;
   int size() const { return max_rl - min_rl + 1; }
 };

@@ -585,19 +585,33 @@ void EnsembleWriter::begin(const std::string& datetime, bool with_coarse, bool w
   if (steps_ > 0 && dated_ && datetime != last_datetime_ &&
       CfTime(time_units_, calendar_, ctx).from_datetime(t) < last_time_)
     throw IoError(ctx + ": time " + datetime + " is earlier than the file's last record (" + last_datetime_ + ")");
+  // The record's time first, before the file is touched: a time the calendar does not have (a
+  // 360_day February 30 written in the proleptic Gregorian calendar) is an error of this record,
+  // not a failed write (which would discard the file).
+  std::string units = time_units_;
+  if (steps_ == 0 && is_date) {
+    // From the experiment start when known (every chunk of a restarted run counts from the
+    // same origin), else from the first record.
+    DateTime ref = t, origin;
+    if (!time_origin_.empty() && parse_datetime(time_origin_, origin)) ref = origin;
+    ref.second = std::floor(ref.second);
+    units = "seconds since " + format_datetime(ref);
+    std::replace(units.begin(), units.end(), 'T', ' ');
+  }
+  const bool replace = steps_ > 0 && datetime == last_datetime_;  // one time, one record
+  const int64_t record = replace ? steps_ - 1 : steps_;
+  if (is_date)
+    if (const std::string why = CfTime(units, calendar_, ctx).date_error(t); !why.empty())
+      throw IoError(ctx + ": time " + datetime + " is no date of the output's " + calendar_ + " calendar (" + why +
+                    "); the record is not written");
+  const double record_time = is_date ? CfTime(units, calendar_, ctx).from_datetime(t) : static_cast<double>(record);
   guarded([&] {
     if (netcdf4_) check_record_space();
     if (steps_ == 0) {
       dated_ = is_date;
+      time_units_ = units;
       CHECK_NC(nc_redef(ncid_), ctx);
       if (dated_) {
-        // From the experiment start when known (every chunk of a restarted run counts from the
-        // same origin), else from the first record.
-        DateTime ref = t, origin;
-        if (!time_origin_.empty() && parse_datetime(time_origin_, origin)) ref = origin;
-        ref.second = std::floor(ref.second);
-        time_units_ = "seconds since " + format_datetime(ref);
-        std::replace(time_units_.begin(), time_units_.end(), 'T', ' ');
         put_text(ncid_, time_varid_, "units", time_units_, ctx);
         put_text(ncid_, time_varid_, "calendar", calendar_, ctx);
       } else {
@@ -605,10 +619,9 @@ void EnsembleWriter::begin(const std::string& datetime, bool with_coarse, bool w
       }
       CHECK_NC(nc_enddef(ncid_), ctx);
     }
-    // The same model time again replaces its record: one time, one record.
-    replace_ = steps_ > 0 && datetime == last_datetime_;
-    record_ = replace_ ? steps_ - 1 : steps_;
-    record_time_ = dated_ ? CfTime(time_units_, calendar_, ctx).from_datetime(t) : static_cast<double>(record_);
+    replace_ = replace;
+    record_ = record;
+    record_time_ = record_time;
     if (mean_varid_ < 0) mean_varid_ = define_companion("_mean", "ensemble mean of " + var_, "realization: mean");
     if (with_coarse && coarse_varid_ < 0)
       coarse_varid_ = define_companion("_coarse", "coarse-grained input on the fine grid (finecast's condition)");

@@ -295,6 +295,28 @@ TEST(EnsembleWriter, RejectsBadUse) {
   EXPECT_EQ(r.time_string(1), "1");
 }
 
+// A time the file's calendar does not have (a 360_day February 30 in a proleptic Gregorian
+// output) is an error of that record, raised before the file is touched: the writer goes on and
+// the file keeps every record. Once it was raised inside the record's I/O, which discarded the
+// NetCDF-4 file and crashed in netCDF's nc_abort with an HDF5 object still open.
+TEST(EnsembleWriter, ATimeTheCalendarDoesNotHaveIsRefusedBeforeTheFileIsTouched) {
+  ScratchDir dir;
+  const int n = 10;
+  for (const std::string first : {"2000-02-30T00:00:00", "2000-02-28T00:00:00"}) {
+    const std::string path = dir.file("out_" + first.substr(8, 2) + ".nc");
+    {
+      EnsembleWriter w(path, small_icon(n), "t", {}, 2, {}, "proleptic_gregorian", {OutputFormat::kNetcdf4, 1, ""});
+      if (first != "2000-02-30T00:00:00") w.write(first, ensemble(2, n, 1.0f).data());
+      EXPECT_THROW(w.write("2000-02-30T00:00:00", ensemble(2, n, 2.0f).data()), IoError);
+      w.write("2000-03-01T00:00:00", ensemble(2, n, 3.0f).data());
+      w.close();
+    }
+    FieldReader r(path, "t");
+    ASSERT_EQ(r.n_times(), first == "2000-02-30T00:00:00" ? 1 : 2) << path;
+    EXPECT_EQ(r.time_string(r.n_times() - 1), "2000-03-01T00:00:00");
+  }
+}
+
 // A record written in chunks of cells (as the plugin's trainer ranks deliver it) is the record
 // written at once: members, mean and companions, on ICON and on lat-lon grids (whole rows).
 TEST(EnsembleWriter, ARecordWrittenInChunksEqualsOneWrite) {

@@ -7,7 +7,7 @@
 # ICON's restart file and finecast's checkpoints at its end, the second restarts ICON from that
 # file and resumes finecast from its checkpoint.
 #
-#   scripts/icon/run_jabw.sh ICON_BUILD_DIR RUN_DIR [--hours H] [--ranks N] [--grid FILE]
+#   scripts/icon/run_jabw.sh ICON_BUILD_DIR RUN_DIR [--hours H] [--ranks N] [--grid FILE] [--without-finecast]
 #
 # ICON_BUILD_DIR: what scripts/icon/build_icon.sh built (bin/icon, comin-shared/libcomin.so.0).
 # RUN_DIR: created; holds the grid, the namelists, finecast's config, ICON's and finecast's
@@ -16,16 +16,18 @@
 # --ranks N: MPI ranks (default 2).
 # --grid FILE: an ICON R2B4 grid file; default: finecast-grid writes one (R2B4 on the uniform
 # icosahedral geometry, with every variable ICON's grid reader needs).
+# --without-finecast: the same two runs with no plugin (the base for the time per step).
 # finecast is taken from this checkout's build/ (scripts/setup.sh builds it).
 set -euo pipefail
 
-usage() { sed -n '3,20p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '3,21p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { printf 'run_jabw: error: %s\n' "$*" >&2; exit 1; }
 say() { printf '[run_jabw %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 
 hours=12
 ranks=2
 grid=""
+with_finecast=1
 positional=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -33,6 +35,7 @@ while [ $# -gt 0 ]; do
     --hours) hours="${2:?--hours needs a number}"; shift 2 ;;
     --ranks) ranks="${2:?--ranks needs a number}"; shift 2 ;;
     --grid) grid="${2:?--grid needs a file}"; shift 2 ;;
+    --without-finecast) with_finecast=0; shift ;;
     -*) die "unknown option $1 (see --help)" ;;
     *) positional+=("$1"); shift ;;
   esac
@@ -162,6 +165,9 @@ EOF
  mode             = 1
  ml_varlist       = 'pres_sfc', 'temp'
 /
+EOF
+  [ "$with_finecast" = 1 ] || return 0
+  cat >>NAMELIST_jabw <<EOF
 &comin_nml
  plugin_list(1)%name           = "finecast"
  plugin_list(1)%plugin_library = "$plugin"
@@ -189,5 +195,8 @@ mpiexec -n "$ranks" --oversubscribe "$icon" >run2.log 2>&1 || die "ICON run 2 fa
 $(tail -n 20 run2.log))"
 t2=$(date +%s)
 say "run 2 finished in $((t2 - t1)) s"
+for log in run1.log run2.log; do
+  say "$log: $(grep -c '^ Time step:' "$log" || true) time steps; ICON's timer 'total' $(grep -m 1 '^ total ' "$log" | awk '{print $6}') (slowest rank)"
+done
 grep -h "finecast" run1.log run2.log | grep -E "Host: ComIn|Training session|Sampled|Checkpoint written|Resumed" || true
 say "finecast's output: $run/finecast_temp.nc; ICON's: $run/jabw_icon_*.nc; logs: run1.log run2.log"

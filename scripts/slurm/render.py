@@ -1221,12 +1221,14 @@ def render_runscript(args, profile, profile_path, set_items, workdir, problems):
         if given:
             problems.error("%s with --icon-runscript: the run script chains itself (its "
                            "finish.status and ${submit} lines, left as they are)" % option)
-    if not os.path.isfile(path):
-        problems.error("--icon-runscript %s: no such file" % args.icon_runscript)
+    why = textfile.not_a_file(path)
+    if why:
+        problems.error("--icon-runscript %s: %s" % (args.icon_runscript, why))
     if not profile.get("run"):
         problems.error("missing --run: the finecast plugin config that goes into &comin_nml")
-    elif not os.path.isfile(os.path.join(workdir, str(profile["run"]))):
-        problems.error("run file '%s' does not exist" % profile["run"])
+    elif textfile.not_a_file(os.path.join(workdir, str(profile["run"]))):
+        problems.error("run file '%s': %s" % (profile["run"],
+                                                textfile.not_a_file(os.path.join(workdir, str(profile["run"])))))
     sp.validate_trainers(profile, problems)
     if problems.errors:
         problems.report()

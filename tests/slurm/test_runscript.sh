@@ -316,6 +316,9 @@ rejects "a line break in --set" "set.seed: the value '3\\nx' holds a line break"
 rejects "--chain" "--chain with --icon-runscript: the run script chains itself" \
   --icon-runscript original.run --run finecast.yaml --chain 2
 rejects "no --run" "missing --run: the finecast plugin config" --icon-runscript original.run
+ln -sf /dev/zero zero.run
+rejects "a run script linked to /dev/zero" "--icon-runscript zero.run: not a regular file (a character device)" \
+  --icon-runscript zero.run --run finecast.yaml --bin-dir probe-bin
 cmp -s original.run "$SRC/tests/slurm/exp.finecast_test.run" || true  # (the copy has the test's basedir)
 [[ ! -e original.run.orig && ! -e no_start.run.orig ]] || fail "a refused call wrote a backup"
 

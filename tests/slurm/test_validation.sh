@@ -30,8 +30,12 @@ rejects "more GPUs than the node has" \
   --profile gpu --run run.yaml --dry-run --param gpus.count=8
 rejects "GPU profile without GPUs" "a gpu profile needs gpus.count >= 1" \
   --profile gpu --run run.yaml --dry-run --param gpus.count=0
-rejects "missing run file" "run file '$WORK/missing.yaml' does not exist" \
+rejects "missing run file" "run file '$WORK/missing.yaml': no such file" \
   --profile cpu --run missing.yaml --dry-run
+# A run file that is a link to /dev/zero (read without end) is named for what it is, not as missing.
+ln -sf /dev/zero "$WORK/zero.yaml"
+rejects "run file linked to a device" "run file '$WORK/zero.yaml': not a regular file (a character device)" \
+  --profile cpu --run zero.yaml --dry-run
 rejects "bad time" "time '90min' is not a SLURM time; use MM, HH:MM:SS or D-HH:MM:SS" \
   --profile cpu --run run.yaml --dry-run --param time=90min
 rejects "zero nodes" "nodes must be from 1 to 200000, got 0" --profile cpu --run run.yaml --dry-run --param nodes=0

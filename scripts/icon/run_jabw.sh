@@ -8,6 +8,7 @@
 # file and resumes finecast from its checkpoint.
 #
 #   scripts/icon/run_jabw.sh ICON_BUILD_DIR RUN_DIR [--hours H] [--ranks N] [--grid FILE] [--without-finecast]
+#                            [--test-case jabw|jabw_s]
 #
 # ICON_BUILD_DIR: what scripts/icon/build_icon.sh built (bin/icon, comin-shared/libcomin.so.0).
 # RUN_DIR: created; holds the grid, the namelists, finecast's config, ICON's and finecast's
@@ -17,10 +18,12 @@
 # --grid FILE: an ICON R2B4 grid file; default: finecast-grid writes one (R2B4 on the uniform
 # icosahedral geometry, with every variable ICON's grid reader needs).
 # --without-finecast: the same two runs with no plugin (the base for the time per step).
+# --test-case: jabw (default: the baroclinic wave, perturbed) or jabw_s (its steady state, which a
+# correct grid keeps steady: the script then prints how far surface pressure drifted).
 # finecast is taken from this checkout's build/ (scripts/setup.sh builds it).
 set -euo pipefail
 
-usage() { sed -n '3,21p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '3,24p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { printf 'run_jabw: error: %s\n' "$*" >&2; exit 1; }
 say() { printf '[run_jabw %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 
@@ -28,6 +31,7 @@ hours=12
 ranks=2
 grid=""
 with_finecast=1
+test_case=jabw
 positional=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -36,6 +40,7 @@ while [ $# -gt 0 ]; do
     --ranks) ranks="${2:?--ranks needs a number}"; shift 2 ;;
     --grid) grid="${2:?--grid needs a file}"; shift 2 ;;
     --without-finecast) with_finecast=0; shift ;;
+    --test-case) test_case="${2:?--test-case needs jabw or jabw_s}"; shift 2 ;;
     -*) die "unknown option $1 (see --help)" ;;
     *) positional+=("$1"); shift ;;
   esac
@@ -43,6 +48,7 @@ done
 [ ${#positional[@]} -eq 2 ] || { usage >&2; exit 2; }
 [[ "$hours" =~ ^[1-9][0-9]*$ ]] || die "--hours must be a positive whole number, got $hours"
 [[ "$ranks" =~ ^[1-9][0-9]*$ ]] || die "--ranks must be a positive whole number, got $ranks"
+[[ "$test_case" =~ ^(jabw|jabw_s)$ ]] || die "--test-case must be jabw or jabw_s, got $test_case"
 icon_build="$(cd "${positional[0]}" 2>/dev/null && pwd)" || die "no ICON build folder at ${positional[0]}"
 icon="$icon_build/bin/icon"
 comin_dir="$icon_build/comin-shared"
@@ -141,7 +147,7 @@ EOF
  divavg_cntrwgt   = 0.50
 /
 &nh_testcase_nml
- nh_test_name     = 'jabw'
+ nh_test_name     = '$test_case'
 /
 &nonhydrostatic_nml
  iadv_rhotheta    = 2
@@ -199,4 +205,16 @@ for log in run1.log run2.log; do
   say "$log: $(grep -c '^ Time step:' "$log" || true) time steps; ICON's timer 'total' $(grep -m 1 '^ total ' "$log" | awk '{print $6}') (slowest rank)"
 done
 grep -h "finecast" run1.log run2.log | grep -E "Host: ComIn|Training session|Sampled|Checkpoint written|Resumed" || true
+if [ "$test_case" = jabw_s ]; then
+  # The steady state stays steady on a correct grid: surface pressure at the end against the start.
+  /usr/bin/python3 - "$run"/jabw_icon_DOM01_ML_0001.nc <<'EOF' || true
+import sys
+import netCDF4
+import numpy as np
+ps = netCDF4.Dataset(sys.argv[1])["pres_sfc"][:]
+d = np.abs(ps[-1] - ps[0])
+print("[run_jabw] jabw_s: surface pressure after %d outputs: max |change| %.3f hPa, rms %.3f hPa (start: %.1f-%.1f hPa)"
+      % (ps.shape[0] - 1, d.max() / 100, np.sqrt((d ** 2).mean()) / 100, ps[0].min() / 100, ps[0].max() / 100))
+EOF
+fi
 say "finecast's output: $run/finecast_temp.nc; ICON's: $run/jabw_icon_*.nc; logs: run1.log run2.log"

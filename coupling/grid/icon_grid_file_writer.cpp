@@ -18,8 +18,9 @@
 
 #include "common/atomic_file.hpp"
 #include "coupling/error.hpp"
+#include "coupling/grid/icon_grid_cut.hpp"
 #include "coupling/grid/icon_grid_layout.hpp"
-#include "coupling/grid/icon_limited_area.hpp"
+#include "coupling/grid/icon_mesh_tables.hpp"
 #include "coupling/grid/icosahedral_grid.hpp"
 #include "coupling/grid/spherical.hpp"
 
@@ -28,189 +29,11 @@ namespace {
 
 using sphere::Vec3;
 
-constexpr int kRing = 6;  // ICON's "ne": cells, edges, vertices around a vertex (5 at pentagons)
-constexpr int kNone = -1;
+constexpr int kRing = kIconRing;
+constexpr int32_t kNone = kNoEntity;
 
 Vec3 sub(const Vec3& a, const Vec3& b) { return {a[0] - b[0], a[1] - b[1], a[2] - b[2]}; }
 Vec3 add(const Vec3& a, const Vec3& b) { return {a[0] + b[0], a[1] + b[1], a[2] + b[2]}; }
-int8_t sign(double x) { return x < 0 ? -1 : 1; }
-
-/// ICON's connectivity and geometry of a mesh, 0-based (kNone where a pentagon has no 6th).
-struct Tables {
-  const IcosahedralMesh& mesh;
-  int64_t nc = 0, ne = 0, nv = 0;
-  std::vector<std::array<int32_t, 2>> edge_cells;  ///< normal points from [0] to [1]
-  std::vector<std::array<int32_t, 3>> cell_neighbours;
-  std::vector<std::array<int32_t, 3>> cell_orientation;  ///< +1: the edge's normal leaves the cell
-  std::vector<std::array<int32_t, kRing>> ring_cells, ring_edges, ring_vertices, ring_orientation;
-  std::vector<int32_t> system_orientation;
-  std::vector<Vec3> cell_centre, edge_centre, primal_normal, dual_normal, dual_middle;
-  std::vector<double> cell_area, dual_area, edge_length, dual_edge_length;
-  std::vector<std::array<double, 2>> edge_cell_distance;
-
-  explicit Tables(const IcosahedralMesh& m) : mesh(m) {
-    nc = static_cast<int64_t>(m.cells.size());
-    ne = static_cast<int64_t>(m.edges.size());
-    nv = static_cast<int64_t>(m.vertices.size());
-    connect();
-    measure();
-    ring();
-  }
-
-  int32_t other_cell(int32_t e, int32_t c) const { return edge_cells[e][0] == c ? edge_cells[e][1] : edge_cells[e][0]; }
-
- private:
-  /// The cells of each edge: the one that runs the edge from its second vertex to its first in
-  /// its counter-clockwise order is cell 1 (so every edge_system_orientation comes out +1). On a
-  /// limited-area mesh an edge of the lateral boundary has cell 1 only (its vertices are ordered
-  /// so: limited_area_mesh), cell 2 kNone.
-  void connect() {
-    edge_cells.assign(ne, {kNone, kNone});
-    for (int64_t c = 0; c < nc; ++c)
-      for (int k = 0; k < 3; ++k) {
-        const int32_t e = mesh.cell_edges[c][k];
-        int32_t& slot = edge_cells[e][mesh.cells[c][k] == mesh.edges[e][0] ? 1 : 0];
-        if (slot != kNone) throw InternalError("icosahedral mesh: edge " + std::to_string(e) + " run twice one way");
-        slot = static_cast<int32_t>(c);
-      }
-    for (int64_t e = 0; e < ne; ++e)
-      if (edge_cells[e][0] == kNone)
-        throw InternalError("icosahedral mesh: boundary edge " + std::to_string(e) + " runs the wrong way");
-    cell_neighbours.resize(nc);
-    cell_orientation.resize(nc);
-    for (int64_t c = 0; c < nc; ++c)
-      for (int k = 0; k < 3; ++k) {
-        const int32_t e = mesh.cell_edges[c][k];
-        cell_neighbours[c][k] = other_cell(e, static_cast<int32_t>(c));
-        cell_orientation[c][k] = edge_cells[e][0] == c ? 1 : -1;
-      }
-  }
-
-  /// The geometry of ICON's grid generator: circumcentres, edge centres where the edge crosses
-  /// its dual edge (the great-circle midpoint, as circumcentres lie on the perpendicular
-  /// bisector), the primal normal from cell 1 to cell 2, the dual normal (tangent) n x r. A
-  /// lateral-boundary edge has cell 1's mirror image across it in place of cell 2: the normal
-  /// leaves the domain, the dual edge is twice cell 1's distance, its middle the edge centre.
-  void measure() {
-    const double r = sphere::kEarthRadius;
-    cell_centre.resize(nc);
-    cell_area.resize(nc);
-    for (int64_t c = 0; c < nc; ++c) {
-      const auto& v = mesh.cells[c];
-      const Vec3 &a = mesh.vertices[v[0]], &b = mesh.vertices[v[1]], &d = mesh.vertices[v[2]];
-      cell_centre[c] = sphere::circumcentre(a, b, d);
-      cell_area[c] = sphere::triangle_area(a, b, d) * r * r;
-    }
-    edge_centre.resize(ne);
-    primal_normal.resize(ne);
-    dual_normal.resize(ne);
-    dual_middle.resize(ne);
-    edge_length.resize(ne);
-    dual_edge_length.resize(ne);
-    edge_cell_distance.resize(ne);
-    system_orientation.resize(ne);
-    for (int64_t e = 0; e < ne; ++e) {
-      const Vec3& v1 = mesh.vertices[mesh.edges[e][0]];
-      const Vec3& v2 = mesh.vertices[mesh.edges[e][1]];
-      const Vec3& c1 = cell_centre[edge_cells[e][0]];
-      const Vec3 m = sphere::normalised(add(v1, v2));
-      const bool open = edge_cells[e][1] == kNone;
-      const Vec3 c2 = open ? sphere::normalised(sub(add(m, m), c1)) : cell_centre[edge_cells[e][1]];
-      const Vec3 along = sub(v2, v1), across = sub(c2, c1);
-      Vec3 n = sphere::normalised(sphere::cross(along, m));
-      if (sphere::dot(n, across) < 0) n = {-n[0], -n[1], -n[2]};
-      edge_centre[e] = m;
-      primal_normal[e] = n;
-      dual_normal[e] = sphere::cross(n, m);
-      dual_middle[e] = open ? m : sphere::normalised(add(c1, c2));
-      system_orientation[e] = sign(sphere::dot(sphere::cross(along, across), m));
-      edge_length[e] = sphere::arc_length(v1, v2) * r;
-      edge_cell_distance[e] = {sphere::arc_length(m, c1) * r, sphere::arc_length(m, c2) * r};
-      dual_edge_length[e] = edge_cell_distance[e][0] + edge_cell_distance[e][1];
-    }
-  }
-
-  /// Each vertex's cells counter-clockwise seen from outside, starting at its lowest-numbered
-  /// cell: edge i joins cell i to cell i + 1 and ends at vertex i (its other end); the edge
-  /// orientation is +1 where the edge's normal turns counter-clockwise about the vertex. The
-  /// dual area sums the triangles (cell 1 centre, vertex, cell 2 centre) of its edges. A vertex
-  /// on a lateral boundary has an open fan of k cells: they start at the one with no cell
-  /// clockwise before it, edge i follows cell i (edge k - 1 the boundary edge after the last),
-  /// and slot k holds the boundary edge before cell 0 (k + 1 edges and vertices, k cells); its
-  /// dual area takes the edge centre in place of a missing cell.
-  void ring() {
-    std::vector<int32_t> first(nv, kNone);
-    std::vector<int> degree(nv, 0);
-    for (int64_t c = 0; c < nc; ++c)
-      for (int32_t v : mesh.cells[c]) {
-        if (first[v] == kNone) first[v] = static_cast<int32_t>(c);
-        ++degree[v];
-      }
-    ring_cells.assign(nv, {});
-    ring_edges.assign(nv, {});
-    ring_vertices.assign(nv, {});
-    ring_orientation.assign(nv, {});
-    dual_area.assign(nv, 0.0);
-    const double r2 = sphere::kEarthRadius * sphere::kEarthRadius;
-    auto at_of = [&](int32_t c, int64_t v) {
-      const auto& corners = mesh.cells[c];
-      return corners[0] == v ? 0 : corners[1] == v ? 1 : 2;
-    };
-    for (int64_t v = 0; v < nv; ++v) {
-      ring_cells[v].fill(kNone);
-      ring_edges[v].fill(kNone);
-      ring_vertices[v].fill(kNone);
-      ring_orientation[v].fill(0);
-      if (degree[v] == 0) continue;
-      if (degree[v] > kRing)
-        throw InternalError("icosahedral mesh: vertex " + std::to_string(v) + " has " + std::to_string(degree[v]) +
-                            " cells, expected at most 6");
-      // An open fan starts where no cell lies clockwise before (across the edge from v to the
-      // corner after it).
-      int32_t c = first[v];
-      bool open = false;
-      for (int i = 0; i < degree[v]; ++i) {
-        const int32_t prev = other_cell(mesh.cell_edges[c][at_of(c, v)], c);
-        if (prev == kNone) {
-          open = true;
-          break;
-        }
-        c = prev;
-      }
-      if (!open) c = first[v];
-      const int32_t start = c;
-      const auto& first_corners = mesh.cells[start];
-      int slots = 0;
-      auto add_edge = [&](int i, int32_t e, int32_t other_end) {
-        ring_edges[v][i] = e;
-        ring_vertices[v][i] = other_end;
-        ring_orientation[v][i] = mesh.edges[e][0] == v ? system_orientation[e] : -system_orientation[e];
-        const int32_t c1 = edge_cells[e][0], c2 = edge_cells[e][1];
-        const Vec3& far = c2 == kNone ? edge_centre[e] : cell_centre[c2];
-        dual_area[v] += sphere::triangle_area(cell_centre[c1], mesh.vertices[v], far) * r2;
-      };
-      for (int i = 0; i < degree[v]; ++i) {
-        const auto& corners = mesh.cells[c];
-        const int before = (at_of(c, v) + 2) % 3;
-        const int32_t e = mesh.cell_edges[c][before];  // runs from the corner before v to v
-        ring_cells[v][i] = c;
-        add_edge(i, e, corners[before]);
-        ++slots;
-        c = other_cell(e, c);
-        if (c == kNone) break;
-      }
-      if (open) {
-        if (c != kNone || slots != degree[v] || degree[v] + 1 > kRing)
-          throw InternalError("icosahedral mesh: the cells around boundary vertex " + std::to_string(v) +
-                              " are not one fan");
-        const int at = at_of(start, v);
-        add_edge(degree[v], mesh.cell_edges[start][at], first_corners[(at + 1) % 3]);
-      } else if (c != start || slots != degree[v] || (degree[v] != 5 && degree[v] != 6)) {
-        throw InternalError("icosahedral mesh: the cells around vertex " + std::to_string(v) + " do not close");
-      }
-    }
-  }
-};
 
 using Attrs = std::vector<std::pair<std::string, std::string>>;
 
@@ -366,222 +189,6 @@ std::string uuid_of(const std::string& name) {
   return s;
 }
 
-/// Hierarchy and refinement control of the entities of a mesh to write: parents 1-based (0 =
-/// none), children 0-based (kNone = none), the refin_*_ctrl flags.
-struct Hierarchy {
-  std::vector<int32_t> parent_cell, parent_edge;
-  std::vector<std::array<int32_t, 4>> child_cell, child_edge;
-  std::vector<int32_t> refin_c, refin_e, refin_v;
-};
-
-/// The global mesh's: parents in the hierarchical numbering, children in the next level's, no flags.
-Hierarchy global_hierarchy(const IcosahedralMesh& mesh, const Tables& t) {
-  const auto nc = static_cast<size_t>(t.nc), ne = static_cast<size_t>(t.ne), nv = static_cast<size_t>(t.nv);
-  const size_t per_parent = mesh.level == 0 ? static_cast<size_t>(mesh.root) * mesh.root : 4;
-  Hierarchy h;
-  h.parent_cell.resize(nc);
-  h.parent_edge.resize(ne);
-  h.child_cell.resize(nc);
-  h.child_edge.resize(ne);
-  for (size_t c = 0; c < nc; ++c) {
-    h.parent_cell[c] = static_cast<int32_t>(c / per_parent + 1);
-    for (int k = 0; k < 4; ++k) h.child_cell[c][k] = static_cast<int32_t>(4 * c + k);
-  }
-  for (size_t e = 0; e < ne; ++e) {
-    h.parent_edge[e] = mesh.parent_edge[e] + 1;  // 0 where a root division's edge lies inside a face
-    h.child_edge[e] = {static_cast<int32_t>(2 * e), static_cast<int32_t>(2 * e + 1), kNone, kNone};
-    for (int s = 0; s < 2; ++s) {  // the central child of each adjacent cell adds an edge parallel to e
-      const int32_t c = t.edge_cells[e][s];
-      const int j = mesh.cell_edges[c][0] == static_cast<int32_t>(e)   ? 0
-                    : mesh.cell_edges[c][1] == static_cast<int32_t>(e) ? 1
-                                                                       : 2;
-      h.child_edge[e][2 + s] = static_cast<int32_t>(2 * ne + 3 * c + j);
-    }
-  }
-  h.refin_c.assign(nc, 0);
-  h.refin_e.assign(ne, 0);
-  h.refin_v.assign(nv, 0);
-  return h;
-}
-
-/// The cells of `global` inside `box`, cleaned so that the domain is one piece whose boundary
-/// never touches itself: repeatedly, cells with at most one neighbour in the domain and the
-/// smaller fans of a vertex the domain meets twice are dropped; then the largest edge-connected
-/// part is kept.
-std::vector<char> region_cells(const IcosahedralMesh& global, const Tables& t, const LatLonBox& box) {
-  const size_t nc = static_cast<size_t>(t.nc), nv = static_cast<size_t>(t.nv);
-  std::vector<char> in(nc, 0);
-  for (size_t c = 0; c < nc; ++c) {
-    double lon, lat;
-    sphere::to_lonlat(t.cell_centre[c], lon, lat);
-    in[c] = box.contains(lat / sphere::kDeg, lon / sphere::kDeg) ? 1 : 0;
-  }
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t c = 0; c < nc; ++c) {
-      if (!in[c]) continue;
-      int inside = 0;
-      for (int32_t n : t.cell_neighbours[c]) inside += in[n];
-      if (inside <= 1) {
-        in[c] = 0;
-        changed = true;
-      }
-    }
-    for (size_t v = 0; v < nv; ++v) {
-      // The runs of domain cells around the vertex, in ring order.
-      int deg = 0;
-      while (deg < kRing && t.ring_cells[v][deg] != kNone) ++deg;
-      int first_out = -1;
-      for (int i = 0; i < deg && first_out < 0; ++i)
-        if (!in[t.ring_cells[v][i]]) first_out = i;
-      if (first_out < 0) continue;
-      std::vector<std::vector<int32_t>> runs;
-      for (int i = 1; i <= deg; ++i) {
-        const int32_t c = t.ring_cells[v][(first_out + i) % deg];
-        if (!in[c]) continue;
-        const int32_t prev = t.ring_cells[v][(first_out + i - 1) % deg];
-        if (in[prev] && !runs.empty())
-          runs.back().push_back(c);
-        else
-          runs.push_back({c});
-      }
-      if (runs.size() < 2) continue;
-      size_t keep = 0;
-      for (size_t r = 1; r < runs.size(); ++r)
-        if (runs[r].size() > runs[keep].size()) keep = r;
-      for (size_t r = 0; r < runs.size(); ++r)
-        if (r != keep)
-          for (int32_t c : runs[r]) in[c] = 0;
-      changed = true;
-    }
-  }
-  // The largest edge-connected part.
-  std::vector<int32_t> part(nc, -1), queue;
-  std::vector<size_t> size;
-  for (size_t c = 0; c < nc; ++c) {
-    if (!in[c] || part[c] >= 0) continue;
-    const auto id = static_cast<int32_t>(size.size());
-    queue.assign(1, static_cast<int32_t>(c));
-    part[c] = id;
-    for (size_t head = 0; head < queue.size(); ++head)
-      for (int32_t n : t.cell_neighbours[queue[head]])
-        if (in[n] && part[n] < 0) {
-          part[n] = id;
-          queue.push_back(n);
-        }
-    size.push_back(queue.size());
-  }
-  const auto largest = static_cast<int32_t>(std::max_element(size.begin(), size.end()) - size.begin());
-  for (size_t c = 0; c < nc; ++c) in[c] = in[c] && part[c] == largest ? 1 : 0;
-  (void)global;
-  return in;
-}
-
-/// A limited area cut from the global mesh: its mesh in the file's numbering and its hierarchy.
-struct LimitedArea {
-  IcosahedralMesh mesh;
-  Hierarchy hierarchy;
-};
-
-/// The entities of the cut, sorted by their index key, then in the global order.
-std::vector<int32_t> sorted_by_row(const std::vector<int32_t>& global_ids, const std::vector<int32_t>& flags,
-                                   const IconIndexLists& lists) {
-  std::vector<int32_t> order(global_ids.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-    return icon_index_key(lists, flags[a]) < icon_index_key(lists, flags[b]);
-  });
-  return order;
-}
-
-LimitedArea cut_limited_area(const IcosahedralMesh& global, const Tables& t, const std::vector<char>& in, int depth) {
-  // Cells, vertices and edges of the domain in the global order.
-  std::vector<int32_t> cells, verts, edges;
-  std::vector<int32_t> vert_local(global.vertices.size(), -1), edge_local(global.edges.size(), -1);
-  for (size_t c = 0; c < in.size(); ++c) {
-    if (!in[c]) continue;
-    cells.push_back(static_cast<int32_t>(c));
-    for (int k = 0; k < 3; ++k) {
-      vert_local[global.cells[c][k]] = 0;
-      edge_local[global.cell_edges[c][k]] = 0;
-    }
-  }
-  for (size_t v = 0; v < vert_local.size(); ++v)
-    if (vert_local[v] == 0) verts.push_back(static_cast<int32_t>(v));
-  for (size_t e = 0; e < edge_local.size(); ++e)
-    if (edge_local[e] == 0) edges.push_back(static_cast<int32_t>(e));
-  for (size_t i = 0; i < verts.size(); ++i) vert_local[verts[i]] = static_cast<int32_t>(i);
-  // Rows from the lateral boundary, on the domain's own topology.
-  std::vector<std::array<int32_t, 3>> corners(cells.size());
-  for (size_t i = 0; i < cells.size(); ++i)
-    for (int k = 0; k < 3; ++k) corners[i][k] = vert_local[global.cells[cells[i]][k]];
-  const std::vector<int32_t> distance = boundary_distance(corners, static_cast<int64_t>(verts.size()));
-  std::vector<int32_t> row_c(cells.size()), row_v(verts.size()), row_e(edges.size());
-  for (size_t i = 0; i < cells.size(); ++i)
-    row_c[i] =
-        boundary_row(std::min({distance[corners[i][0]], distance[corners[i][1]], distance[corners[i][2]]}), depth);
-  for (size_t i = 0; i < verts.size(); ++i) row_v[i] = distance[i] >= 0 && distance[i] <= depth ? distance[i] + 1 : 0;
-  for (size_t i = 0; i < edges.size(); ++i) {
-    const int32_t a = distance[vert_local[global.edges[edges[i]][0]]],
-                  b = distance[vert_local[global.edges[edges[i]][1]]];
-    row_e[i] = a >= 0 && b >= 0 && a + b + 1 <= 2 * depth + 1 ? a + b + 1 : 0;
-  }
-  // The file's order: by row (ICON's index lists), then global.
-  const std::vector<int32_t> cell_order = sorted_by_row(cells, row_c, kIconCellLists);
-  const std::vector<int32_t> vert_order = sorted_by_row(verts, row_v, kIconVertLists);
-  const std::vector<int32_t> edge_order = sorted_by_row(edges, row_e, kIconEdgeLists);
-  std::vector<int32_t> cell_new(global.cells.size(), kNone);
-  for (size_t i = 0; i < cell_order.size(); ++i) cell_new[cells[cell_order[i]]] = static_cast<int32_t>(i);
-  std::vector<int32_t> vert_new(global.vertices.size(), kNone), edge_new(global.edges.size(), kNone);
-  for (size_t i = 0; i < vert_order.size(); ++i) vert_new[verts[vert_order[i]]] = static_cast<int32_t>(i);
-  for (size_t i = 0; i < edge_order.size(); ++i) edge_new[edges[edge_order[i]]] = static_cast<int32_t>(i);
-
-  LimitedArea out;
-  IcosahedralMesh& m = out.mesh;
-  Hierarchy& h = out.hierarchy;
-  m.root = global.root;
-  m.level = global.level;
-  const size_t per_parent = global.level == 0 ? static_cast<size_t>(global.root) * global.root : 4;
-  for (int32_t i : vert_order) {
-    m.vertices.push_back(global.vertices[verts[i]]);
-    h.refin_v.push_back(row_v[i]);
-  }
-  for (int32_t i : edge_order) {
-    const int32_t e = edges[i];
-    m.edges.push_back({vert_new[global.edges[e][0]], vert_new[global.edges[e][1]]});
-    m.parent_edge.push_back(global.parent_edge[e]);
-    h.parent_edge.push_back(global.parent_edge[e] + 1);
-    h.child_edge.push_back({kNone, kNone, kNone, kNone});
-    h.refin_e.push_back(row_e[i]);
-  }
-  for (int32_t i : cell_order) {
-    const int32_t c = cells[i];
-    std::array<int32_t, 3> v{}, e{};
-    for (int k = 0; k < 3; ++k) {
-      v[k] = vert_new[global.cells[c][k]];
-      e[k] = edge_new[global.cell_edges[c][k]];
-    }
-    m.cells.push_back(v);
-    m.cell_edges.push_back(e);
-    h.parent_cell.push_back(static_cast<int32_t>(c / per_parent + 1));
-    h.child_cell.push_back({kNone, kNone, kNone, kNone});
-    h.refin_c.push_back(row_c[i]);
-  }
-  // An edge of the lateral boundary runs from its second vertex to its first in its only cell,
-  // which makes that cell its cell 1, as in the global grid.
-  for (size_t e = 0; e < edges.size(); ++e) {
-    const int32_t g = edges[edge_order[e]];
-    const int32_t c1 = t.edge_cells[g][0], c2 = t.edge_cells[g][1];
-    const bool has1 = in[c1] != 0, has2 = in[c2] != 0;
-    if (has1 && has2) continue;
-    const int32_t only = has1 ? c1 : c2;
-    const auto& corners_of = global.cells[only];
-    for (int k = 0; k < 3; ++k)
-      if (global.cell_edges[only][k] == g) m.edges[e] = {vert_new[corners_of[(k + 1) % 3]], vert_new[corners_of[k]]};
-  }
-  return out;
-}
-
 }  // namespace
 
 bool LatLonBox::contains(double lat, double lon) const {
@@ -635,8 +242,8 @@ IconGridFileSummary write_icon_grid_file(const std::string& path, const IconGrid
     throw ConfigError("ICON grid file '" + path + "': boundary depth " + std::to_string(request.boundary_depth) +
                       ", expected 1..64 rows");
   const IcosahedralMesh global = make_icosahedral_mesh(level, root);
-  const Tables global_tables(global);
-  std::optional<LimitedArea> cut;
+  const IconMeshTables global_tables(global);
+  std::optional<LimitedAreaCut> cut;
   if (request.region) {
     const std::vector<char> in = region_cells(global, global_tables, *request.region);
     if (std::count(in.begin(), in.end(), 1) < 2)
@@ -644,11 +251,11 @@ IconGridFileSummary write_icon_grid_file(const std::string& path, const IconGrid
                         " cells whose centres lie in it");
     cut.emplace(cut_limited_area(global, global_tables, in, request.boundary_depth));
   }
-  std::optional<Tables> cut_tables;
+  std::optional<IconMeshTables> cut_tables;
   if (cut) cut_tables.emplace(cut->mesh);
   const IcosahedralMesh& mesh = cut ? cut->mesh : global;
-  const Tables& t = cut ? *cut_tables : global_tables;
-  const Hierarchy h = cut ? cut->hierarchy : global_hierarchy(global, global_tables);
+  const IconMeshTables& t = cut ? *cut_tables : global_tables;
+  const IconMeshHierarchy h = cut ? cut->hierarchy : global_mesh_hierarchy(global, global_tables);
   const size_t nc = t.nc, ne = t.ne, nv = t.nv;
 
   GridFile f(path);

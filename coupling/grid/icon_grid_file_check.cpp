@@ -19,12 +19,12 @@
 namespace finecast::coupling {
 namespace {
 
+using sphere::add;
+using sphere::sub;
 using sphere::Vec3;
 
 constexpr int kMaxRing = 8;  // cells around a vertex this checker handles (ICON's triangular grids: 6)
 
-Vec3 sub(const Vec3& a, const Vec3& b) { return {a[0] - b[0], a[1] - b[1], a[2] - b[2]}; }
-Vec3 add(const Vec3& a, const Vec3& b) { return {a[0] + b[0], a[1] + b[1], a[2] + b[2]}; }
 double dist(const Vec3& a, const Vec3& b) {
   const Vec3 d = sub(a, b);
   return std::sqrt(sphere::dot(d, d));
@@ -407,7 +407,7 @@ class Checker {
     for (int64_t e = 0; e < ne_; ++e) {
       const Vec3 &v1 = vx[ev(e, 0)], &v2 = vx[ev(e, 1)], &c1 = cx[ec(e, 0)], &m = ex[e];
       // A lateral-boundary edge: cell 1's mirror image across the edge stands for cell 2.
-      const Vec3 c2 = ec(e, 1) >= 0 ? cx[ec(e, 1)] : sphere::normalised(sub(add(m, m), c1));
+      const Vec3 c2 = ec(e, 1) >= 0 ? cx[ec(e, 1)] : sphere::mirrored(c1, m);
       const Vec3 east = sphere::east(elon[e]), north = sphere::north(elon[e], elat[e]);
       Vec3 n{}, t{};
       for (int d = 0; d < 3; ++d) {

@@ -32,9 +32,6 @@ using sphere::Vec3;
 constexpr int kRing = kIconRing;
 constexpr int32_t kNone = kNoEntity;
 
-Vec3 sub(const Vec3& a, const Vec3& b) { return {a[0] - b[0], a[1] - b[1], a[2] - b[2]}; }
-Vec3 add(const Vec3& a, const Vec3& b) { return {a[0] + b[0], a[1] + b[1], a[2] + b[2]}; }
-
 using Attrs = std::vector<std::pair<std::string, std::string>>;
 
 /// A NetCDF file defined variable by variable and written at close(), atomically.
@@ -302,8 +299,8 @@ IconGridFileSummary write_icon_grid_file(const std::string& path, const IconGrid
     const auto [a, b] = mesh.edges[e];
     const Vec3& c1 = t.cell_centre[t.edge_cells[e][0]];
     // A lateral-boundary edge: cell 1's mirror image across the edge in place of cell 2.
-    const Vec3 c2 = t.edge_cells[e][1] != kNone ? t.cell_centre[t.edge_cells[e][1]]
-                                                : sphere::normalised(sub(add(t.edge_centre[e], t.edge_centre[e]), c1));
+    const Vec3 c2 =
+        t.edge_cells[e][1] != kNone ? t.cell_centre[t.edge_cells[e][1]] : sphere::mirrored(c1, t.edge_centre[e]);
     eb.set(e, 0, 4, mesh.vertices[a], elon[e]);
     eb.set(e, 1, 4, c1, elon[e]);
     eb.set(e, 2, 4, mesh.vertices[b], elon[e]);

@@ -10,12 +10,12 @@
 namespace finecast::coupling {
 namespace {
 
+using sphere::add;
+using sphere::sub;
 using sphere::Vec3;
 constexpr int32_t kNone = kNoEntity;
 constexpr int kRing = kIconRing;
 
-Vec3 sub(const Vec3& a, const Vec3& b) { return {a[0] - b[0], a[1] - b[1], a[2] - b[2]}; }
-Vec3 add(const Vec3& a, const Vec3& b) { return {a[0] + b[0], a[1] + b[1], a[2] + b[2]}; }
 int8_t sign(double x) { return x < 0 ? -1 : 1; }
 
 }  // namespace
@@ -91,7 +91,7 @@ void IconMeshTables::measure() {
     const Vec3& c1 = cell_centre[edge_cells[e][0]];
     const Vec3 m = sphere::normalised(add(v1, v2));
     const bool open = edge_cells[e][1] == kNone;
-    const Vec3 c2 = open ? sphere::normalised(sub(add(m, m), c1)) : cell_centre[edge_cells[e][1]];
+    const Vec3 c2 = open ? sphere::mirrored(c1, m) : cell_centre[edge_cells[e][1]];
     const Vec3 along = sub(v2, v1), across = sub(c2, c1);
     Vec3 n = sphere::normalised(sphere::cross(along, m));
     if (sphere::dot(n, across) < 0) n = {-n[0], -n[1], -n[2]};

@@ -198,6 +198,11 @@ std::vector<int32_t> boundary_distance(const std::vector<std::array<int32_t, 3>>
 PatchMap limited_area_patch_map(const IconGrid& g, const IconGridSize& size, int coarse_level,
                                 const LimitedAreaRules& rules) {
   const int k = size.level - coarse_level;
+  // Beyond 4^10 (about a million) fine cells per patch the uniform grid over the domain alone
+  // could outgrow memory, and no model takes patches that large.
+  if (k > 10)
+    fail(g, "patches of 4^" + std::to_string(k) + " fine cells (" + icon_grid_name(size.root, size.level) + " -> " +
+                icon_grid_name(size.root, coarse_level) + "), expected at most 4^10; choose a finer coarse level");
   const int64_t r = int64_t{1} << k, P = r * r;
   const bool parents_complete = !g.parent_cell.empty() && std::all_of(g.parent_cell.begin(), g.parent_cell.end(),
                                                                       [](int32_t p) { return p >= 0; });

@@ -21,6 +21,7 @@
 #include "coupling/error.hpp"
 #include "coupling/io/cf_time.hpp"
 #include "coupling/grid/context_stencil.hpp"
+#include "coupling/grid/icon_hierarchy.hpp"
 #include "common/log.hpp"
 #include "plugin/comin_plugin/external.hpp"
 #include "plugin/comin_plugin/guard.hpp"
@@ -528,6 +529,7 @@ std::unique_ptr<TrainerState> setup_trainer(PluginState& s, const HostFacts& fac
                  ? "; " + std::to_string(n_trainers) + " trainer ranks, this one holds patches " +
                        std::to_string(t->first_patch) + "-" + std::to_string(t->first_patch + t->n_patches - 1)
                  : std::string()));
+  if (t->map.limited_area.on) log::info("Grid " + cfg.grid.file + ": " + coupling::limited_area_text(t->map));
 
   check_memory(cfg, t->n_patches, C, P);
 

@@ -31,6 +31,7 @@ except ImportError:  # a login node's python3 without PyYAML: say what to do ins
     sys.exit(2)
 
 import build_check
+import grid_check
 import namelist
 import plugin_setup
 import runscript
@@ -532,6 +533,10 @@ class Job:
         self.check_gpus()
         if self.external:
             self.check_trainer_gpus()
+        if self.config is not None:
+            # The plugin reads grid.file relative to where the program runs.
+            base = self.rundir if self.executable_program else self.workdir
+            grid_check.check_config_grid(self.config, base, self.bin_dir, problems)
         if self.executable_program and not problems.errors:
             self.namelist_texts = self.prepare_namelists()
         if self.program == "host" and self.chain > 1 and not problems.errors:
@@ -1277,6 +1282,8 @@ def render_runscript(args, profile, profile_path, set_items, workdir, problems):
         problems.report()
         return 2
     text = textfile.read(path)
+    # The grid the plugin will read, resolved as the model will see it from its run directory.
+    grid_notes = grid_check.check_runscript_grid(text, path, job.config, job.bin_dir, problems)
     device, _ = job.device_and_source()
     if not job.external and plugin_setup.gpus_used(device):
         if not args.no_cuda_check:
@@ -1309,6 +1316,7 @@ def render_runscript(args, profile, profile_path, set_items, workdir, problems):
         return 2
     if trainer_note:
         notes.append(trainer_note)
+    notes.extend(grid_notes)
     if args.output == "-":
         textfile.to_stdout(new)
         return 0

@@ -135,6 +135,22 @@ rejects "two problems" "time 'soon' is not a SLURM time" \
   --profile gpu --run run.yaml --dry-run --param time=soon --param cpus_per_task=32
 assert_contains "$(cat stderr)" "4 x 32 = 128 cores" "two problems: the core count too"
 
+# The plugin's grid.file, relative to the job's working directory, is checked with the build's
+# finecast-grid at its grid.coarse_level: a limited area without an R2B0 cell inside is refused.
+if [[ -x "$BIN/bin/finecast-grid" ]]; then
+  mkdir -p grid-bin
+  ln -sf "$BIN/bin/finecast-grid" grid-bin/finecast-grid
+  "$BIN/bin/finecast-grid" --write-icon-grid lam.nc --level 4 --region 25,60,-20,35 --coarse-level 2 >/dev/null ||
+    fail "finecast-grid could not write lam.nc"
+  printf 'fields: [ts]\ndevice: cpu\ngrid: {file: lam.nc, coarse_level: 0}\n' >lam.yaml
+  printf 'plugins:\n  - {name: finecast, library: lib/libfinecast_comin.so, options: lam.yaml}\n' >lam-run.yaml
+  rejects "a grid finecast cannot use" "finecast cannot use grid.file lam.nc ($WORK/lam.nc): ICON grid '$WORK/lam.nc' (limited area): none of its 10 R2B0 cells lies wholly in the domain" \
+    --profile cpu --run lam-run.yaml --bin-dir grid-bin --dry-run
+  rc=0
+  "$LAUNCH" --profile cpu --run lam-run.yaml --bin-dir grid-bin --dry-run --set grid.coarse_level=2 >stdout 2>stderr || rc=$?
+  assert_eq "$rc" 0 "the same grid at R2B2: accepted ($(cat stderr))"
+fi
+
 # An invalid profile submits nothing.
 rejects "no submission" "cores_per_node = 128" --profile cpu --run run.yaml --param cpus_per_task=64
 rejects "one task too wide" "cpus_per_task = 256 alone exceeds cores_per_node = 128 of partition 'compute'. Fix: --param cpus_per_task=128" \

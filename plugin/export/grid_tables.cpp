@@ -62,7 +62,8 @@ trainer::ExportSubmodule icon_grid_tables(const coupling::ConditioningSpec& spec
   const int64_t N = map.n_coarse, P = map.patch_size;
   const auto S = static_cast<int64_t>(spec.statics.size());
   if (spec.static_norms.size() != spec.statics.size())
-    throw CheckpointError("records " + std::to_string(S) + " static covariate(s) but the normalisation of " + std::to_string(spec.static_norms.size()) +
+    throw CheckpointError("records " + std::to_string(S) + " static covariate(s) but the normalisation of " +
+                          std::to_string(spec.static_norms.size()) +
                           " (patch.static_norm; written before its first coupling step?)");
   if (spec.residual == coupling::Residual::kRegression &&
       static_cast<int>(spec.regression.size()) != coupling::regression_predictors(po))
@@ -161,8 +162,8 @@ std::optional<trainer::ExportSubmodule> grid_tables(const std::string& checkpoin
   const int context = coupling::context_size(grid.map, n_vars, po);
   if (grid.map.patch_size != model.patch_size || context != model.context_size)
     throw GridError("checkpoint " + checkpoint + " expects patches of " + std::to_string(model.patch_size) +
-                    " fine cells and a context of " + std::to_string(model.context_size) + " values, but " +
-                    grid.text + " with its conditioning spec gives " + std::to_string(grid.map.patch_size) + " and " +
+                    " fine cells and a context of " + std::to_string(model.context_size) + " values, but " + grid.text +
+                    " with its conditioning spec gives " + std::to_string(grid.map.patch_size) + " and " +
                     std::to_string(context) + ": " + hint);
   trainer::ExportSubmodule tables;
   try {

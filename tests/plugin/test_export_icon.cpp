@@ -58,25 +58,26 @@ class ExportIcon : public ::testing::Test {
   /// The plugin's defaults: a context of 7 values, the residual from the patch mean, an MLP, DDIM 10.
   static const Case& simple() {
     if (!simple_)
-      simple_ = new Case(run_case("simple", "ts", "model: {hidden: 32, depth: 2, time_embedding: 16, diffusion_steps: 10}\n",
-                                  "", "", "--var ts"));
+      simple_ =
+          new Case(run_case("simple", "ts", "model: {hidden: 32, depth: 2, time_embedding: 16, diffusion_steps: 10}\n",
+                            "", "", "--var ts"));
     return *simple_;
   }
   /// Two fields, 2 rings, relative values, the orography, 2 covariates, the regression base with
   /// local slopes, the uniform geometry, the graph denoiser, DDPM with an inflation.
   static const Case& full() {
     if (!full_)
-      full_ = new Case(run_case(
-          "full", "ts, rsns",
-          "patch: {context_rings: 2, relative_context: true, orography: topography_c, static: [topography_c, "
-          "fr_land], residual: regression, local_slopes: 1, local_slope_static: [topography_c]}\n"
-          "model: {arch: graph, unet_channels: 8, time_embedding: 16, diffusion_steps: 10}\n",
-          "sampler: ddpm, inflation: 1.5, ",
-          "  static: [{file: surface.nc, var: topography_c, name: topography_c}, "
-          "{file: surface.nc, var: fr_land, name: fr_land}]\n",
-          "--var ts --var rsns --orography surface.nc:topography_c --static surface.nc:topography_c "
-          "--static surface.nc:fr_land",
-          " --geometry uniform"));
+      full_ = new Case(
+          run_case("full", "ts, rsns",
+                   "patch: {context_rings: 2, relative_context: true, orography: topography_c, static: [topography_c, "
+                   "fr_land], residual: regression, local_slopes: 1, local_slope_static: [topography_c]}\n"
+                   "model: {arch: graph, unet_channels: 8, time_embedding: 16, diffusion_steps: 10}\n",
+                   "sampler: ddpm, inflation: 1.5, ",
+                   "  static: [{file: surface.nc, var: topography_c, name: topography_c}, "
+                   "{file: surface.nc, var: fr_land, name: fr_land}]\n",
+                   "--var ts --var rsns --orography surface.nc:topography_c --static surface.nc:topography_c "
+                   "--static surface.nc:fr_land",
+                   " --geometry uniform"));
     return *full_;
   }
 
@@ -135,9 +136,9 @@ class ExportIcon : public ::testing::Test {
   /// What Debian's Python prints (stdout and stderr) for `expression` on the grid tables `g` of
   /// module `path` (None when it has none).
   static std::string tables(const std::string& path, const std::string& expression) {
-    const ftr::CommandResult r = ftr::run_command("/usr/bin/python3 -c \"import torch; m = torch.jit.load('" + path +
-                                                  "'); g = getattr(m, 'grid_tables', None); print((" + expression +
-                                                  "))\"");
+    const ftr::CommandResult r =
+        ftr::run_command("/usr/bin/python3 -c \"import torch; m = torch.jit.load('" + path +
+                         "'); g = getattr(m, 'grid_tables', None); print((" + expression + "))\"");
     return r.rc == 0 ? r.output : "failed: " + r.output;
   }
 
@@ -171,9 +172,9 @@ TEST_F(ExportIcon, SimpleModelReproducesDownscale) {
   // The patch, its 3 edge neighbours; no base and no covariates, so no interpolant; the file's
   // geometry. The file's cells are numbered hierarchically: patch k holds cells 256 k ... 256 k + 255.
   const std::string printed = tables(simple().dir + "/downscaler.pt",
-                                    "tuple(g.fine_of_patch.shape), tuple(g.context_cells.shape), "
-                                    "hasattr(g, 'interp_cells'), g.geometry, "
-                                    "bool((g.fine_of_patch.min(1).values == torch.arange(80) * 256).all())");
+                                     "tuple(g.fine_of_patch.shape), tuple(g.context_cells.shape), "
+                                     "hasattr(g, 'interp_cells'), g.geometry, "
+                                     "bool((g.fine_of_patch.min(1).values == torch.arange(80) * 256).all())");
   EXPECT_NE(printed.find("((80, 256), (80, 4), False, 'file', True)"), std::string::npos) << printed;
 }
 
@@ -185,8 +186,8 @@ TEST_F(ExportIcon, CovariateModelReproducesDownscale) {
   // 2 rings (9 cells), the 6 nearest coarse centres, 2 coefficients per covariate and 1 local-slope
   // term, the uniform geometry.
   const std::string printed = tables(full().dir + "/downscaler.pt",
-                                  "tuple(g.context_cells.shape), tuple(g.interp_cells.shape), "
-                                  "tuple(g.regression.shape), g.slope_terms, g.geometry");
+                                     "tuple(g.context_cells.shape), tuple(g.interp_cells.shape), "
+                                     "tuple(g.regression.shape), g.slope_terms, g.geometry");
   EXPECT_NE(printed.find("((80, 10), (80, 256, 6), (5,), [0], 'uniform')"), std::string::npos) << printed;
 }
 
@@ -244,7 +245,8 @@ TEST_F(ExportIcon, GridFlagsAndTheirErrors) {
   // A context the spec does not give on the grid (the checkpoint's model has 8 values, not 7).
   const ftr::CommandResult wider = run(checkpoint("wider", spec, 8), "wider.pt", "");
   EXPECT_NE(wider.rc, 0);
-  EXPECT_NE(wider.output.find("a context of 8 values, but " + kGrid + " (R2B4 -> R2B0) with its conditioning spec "
+  EXPECT_NE(wider.output.find("a context of 8 values, but " + kGrid +
+                              " (R2B4 -> R2B0) with its conditioning spec "
                               "gives 256 and 7"),
             std::string::npos)
       << wider.output;

@@ -17,11 +17,19 @@ void run_time_loop(const TimeLoop& loop, const EntryPointCalls& calls) {
     const double step_start = now();
     datetime = loop.datetime(step);
     calls.at(EP_ATM_TIMELOOP_START, outside, datetime);
-    calls.at(EP_ATM_INTEGRATE_BEFORE, inside, datetime);
+    calls.at(EP_ATM_INTEGRATE_BEFORE, outside, datetime);
     calls.at(EP_ATM_INTEGRATE_START, inside, datetime);
     loop.integrate(step);
+    // ICON integrates a nest inside its parent's step, after the parent's own dynamics and
+    // physics; ComIn's current datetime stays the step's.
+    for (const int nest : loop.nests)
+      for (int sub = 1; sub <= kNestSubsteps; ++sub) {
+        calls.at(EP_ATM_INTEGRATE_START, nest, datetime);
+        loop.integrate_nest(step, nest, sub);
+        calls.at(EP_ATM_INTEGRATE_END, nest, datetime);
+      }
     calls.at(EP_ATM_INTEGRATE_END, inside, datetime);
-    calls.at(EP_ATM_INTEGRATE_AFTER, inside, datetime);
+    calls.at(EP_ATM_INTEGRATE_AFTER, outside, datetime);
     if (loop.output_due && loop.output_due(step)) {
       calls.at(EP_ATM_WRITE_OUTPUT_BEFORE, outside, datetime);
       calls.at(EP_ATM_WRITE_OUTPUT_AFTER, outside, datetime);

@@ -6,15 +6,20 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "comin.h"
 
 namespace finecast::coupling::host {
 
-/// The domain id of the integration's entry points (EP_ATM_INTEGRATE_*): ICON calls them inside
-/// its loop over domains, and finecast's hosts have one domain. The others are called outside
-/// that loop (COMIN_DOMAIN_OUTSIDE_LOOP).
+/// The domain id of the base domain's EP_ATM_INTEGRATE_START/_END: ICON calls them inside its
+/// recursive integration of one domain (mo_nh_stepping's integrate_nh), with that domain's id.
+/// EP_ATM_INTEGRATE_BEFORE/_AFTER around it, and the other time-loop entry points, are called
+/// outside the loop over domains (COMIN_DOMAIN_OUTSIDE_LOOP).
 inline constexpr int kIntegrationDomain = 1;
+
+/// Steps a nest takes per step of its parent (ICON: half the parent's time step, two steps).
+inline constexpr int kNestSubsteps = 2;
 
 /// Where the loop's entry points go: a host's plugins (ch::Host::run_entry_point and
 /// ch::Host::finish, timed or not) or, in tests, a record.
@@ -34,6 +39,12 @@ struct TimeLoop {
   /// The model's integration of `step`: fills the host's fields, between EP_ATM_INTEGRATE_START
   /// and EP_ATM_INTEGRATE_END, so that plugins see the new step from INTEGRATE_END on.
   std::function<void(int64_t step)> integrate;
+  /// Domain 1's child domains (ICON's nests; ids 2, 3, ...), empty: none. Each integrates
+  /// kNestSubsteps steps inside its parent's step, each between its own EP_ATM_INTEGRATE_START
+  /// and _END with its domain id, before the parent's EP_ATM_INTEGRATE_END (as ICON does).
+  std::vector<int> nests;
+  /// A nest's integration: sub-step `substep` (1 .. kNestSubsteps) of `step` on `domain`.
+  std::function<void(int64_t step, int domain, int substep)> integrate_nest;
   /// Whether ICON writes output after `step` (EP_ATM_WRITE_OUTPUT_BEFORE/_AFTER); empty: never.
   std::function<bool(int64_t step)> output_due;
   /// Whether ICON writes a restart after `step` (EP_ATM_CHECKPOINT_BEFORE/_AFTER); empty: never.
@@ -48,8 +59,9 @@ struct TimeLoop {
 };
 
 /// A run in ICON's order: EP_ATM_INIT_FINALIZE and EP_ATM_TIMELOOP_BEFORE at `loop.start`; per
-/// step EP_ATM_TIMELOOP_START, EP_ATM_INTEGRATE_BEFORE, _START, the integration, _END, _AFTER
-/// (domain kIntegrationDomain), EP_ATM_WRITE_OUTPUT_BEFORE/_AFTER when output is due,
+/// step EP_ATM_TIMELOOP_START, EP_ATM_INTEGRATE_BEFORE, _START (domain kIntegrationDomain), the
+/// integration, the nests' sub-steps (each within _START and _END on its domain), _END (domain
+/// kIntegrationDomain), _AFTER, EP_ATM_WRITE_OUTPUT_BEFORE/_AFTER when output is due,
 /// EP_ATM_CHECKPOINT_BEFORE/_AFTER when a restart is due, EP_ATM_TIMELOOP_END; then
 /// EP_ATM_TIMELOOP_AFTER at the last step's time (`loop.start` without steps) and the finish.
 /// The secondary constructors come before, from the caller, as ICON's set-up does.

@@ -228,8 +228,10 @@ int comin_descrdata_get_domain_id(int jg) {
 }
 
 int comin_descrdata_get_domain_n_childdom(int jg) {
-  ch::domain_or_fatal(jg, "comin_descrdata_get_domain_n_childdom");
-  return 0;  // finecast hosts have no nests
+  if (ch::domain_or_fatal(jg, "comin_descrdata_get_domain_n_childdom") == nullptr) return 0;
+  const Host::State* s = ch::state_or_fatal("comin_descrdata_get_domain_n_childdom");
+  return static_cast<int>(std::count_if(s->domains.begin(), s->domains.end(),
+                                        [jg](const DomainArrays& d) { return d.input.parent_id == jg; }));
 }
 
 double comin_descrdata_get_domain_dom_start(int jg) {

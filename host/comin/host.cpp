@@ -391,6 +391,9 @@ int Host::add_domain(Domain domain) {
   if (id > 1 && domain.nproma != state_->domains.front().input.nproma)
     throw ConfigError("finecast host: domain " + std::to_string(id) + " has nproma " + std::to_string(domain.nproma) +
                       ", domain 1 has " + std::to_string(state_->domains.front().input.nproma) + " (nproma is global)");
+  if (id == 1 ? domain.parent_id != 0 : domain.parent_id < 1 || domain.parent_id >= id)
+    throw ConfigError("finecast host: domain " + std::to_string(id) + " has parent_id " +
+                      std::to_string(domain.parent_id) + "; domain 1 has 0, a nest the id of an earlier domain");
   state_->domains.push_back(build_domain_arrays(std::move(domain), id));
   state_->global.max_dom = std::max(state_->global.max_dom, id);
   return id;

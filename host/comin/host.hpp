@@ -72,6 +72,9 @@ struct Domain {
   std::string grid_filename;      ///< "" = unknown
   std::vector<int8_t> grid_uuid;  ///< 16 bytes, or empty when unknown
   int number_of_grid_used = 0;
+  /// The parent domain's id (ICON's parent_id): 0 for domain 1, 1 .. id - 1 for a nest. ComIn
+  /// offers no getter for it; it makes the parent's comin_descrdata_get_domain_n_childdom.
+  int parent_id = 0;
   double dom_start = 0.0, dom_end = 0.0;  ///< seconds since the experiment start
 };
 
@@ -159,7 +162,8 @@ class Host {
   Host(const Host&) = delete;
   Host& operator=(const Host&) = delete;
 
-  /// Adds the next domain (ids 1, 2, ...); checks the sizes of every array. Setup phase only.
+  /// Adds the next domain (ids 1, 2, ...; a nest after its parent, `Domain::parent_id`); checks
+  /// the sizes of every array. Setup phase only.
   int add_domain(Domain domain);
 
   /// Creates a host variable on the cells of a domain: double, blocked like ICON's fields

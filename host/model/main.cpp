@@ -21,6 +21,7 @@
 #include "coupling/grid/icon_geometry.hpp"
 #include "coupling/grid/icon_grid.hpp"
 #include "host/model/host_model.hpp"
+#include "host/model/nests.hpp"
 #include "host/mpi_program.hpp"
 #include "host/model/orography.hpp"
 #include "host/model/run_config.hpp"
@@ -115,15 +116,15 @@ std::vector<ch::PluginSpec> plugins_to_load(const Options& opt, const fc::host::
 
 /// ICON's names, units and CF standard names for the fields finecast-host computes; the static
 /// surface fields are filled once.
-fh::FieldPointers add_variables(ch::Host& host, const fh::HostModel& model, int nlev) {
-  double* ts = host.add_variable("ts", 1, {0, "K", "surface_temperature", "surface temperature", true});
-  double* ps = host.add_variable("ps", 1, {0, "Pa", "surface_air_pressure", "surface pressure", true});
-  double* temp = host.add_variable("temp", 1, {nlev, "K", "air_temperature", "temperature", true});
-  double* pres = host.add_variable("pres", 1, {nlev, "Pa", "air_pressure", "pressure", false});
+fh::FieldPointers add_variables(ch::Host& host, const fh::HostModel& model, int nlev, int domain = 1) {
+  double* ts = host.add_variable("ts", domain, {0, "K", "surface_temperature", "surface temperature", true});
+  double* ps = host.add_variable("ps", domain, {0, "Pa", "surface_air_pressure", "surface pressure", true});
+  double* temp = host.add_variable("temp", domain, {nlev, "K", "air_temperature", "temperature", true});
+  double* pres = host.add_variable("pres", domain, {nlev, "Pa", "air_pressure", "pressure", false});
   double* topography =
-      host.add_variable("topography_c", 1,
+      host.add_variable("topography_c", domain,
                         {0, "m", "surface_altitude", "geometric height of the earth's surface above sea level", false});
-  double* fr_land = host.add_variable("fr_land", 1, {0, "1", "land_area_fraction", "fraction land", false});
+  double* fr_land = host.add_variable("fr_land", domain, {0, "1", "land_area_fraction", "fraction land", false});
   model.write_topography(topography);
   model.write_land_fraction(fr_land);
   return {ts, ps, temp, pres};
@@ -203,8 +204,8 @@ struct RunTimes {
 /// and at the end of the run (as ICON writes its restart files); each step ends with the global
 /// mean ts, the step's minimum wall time and progress lines; then the plugins' finish.
 void time_loop(const fc::host::HostRunConfig& cfg, const RunClock& time, const fh::HostModel& model,
-               const fh::FieldPointers& fields, ch::Host& host, PluginCalls& calls, const fh::ModelComms& comms,
-               fh::DeviceFields* device, double t_loop, RunTimes& times) {
+               const fh::FieldPointers& fields, const std::vector<fh::Nest>& nests, ch::Host& host, PluginCalls& calls,
+               const fh::ModelComms& comms, fh::DeviceFields* device, double t_loop, RunTimes& times) {
   const int progress_every = cfg.progress_every > 0 ? cfg.progress_every : std::max(1, cfg.steps / 10);
   double t_last = now();
   const double t_first = t_last;
@@ -217,6 +218,14 @@ void time_loop(const fc::host::HostRunConfig& cfg, const RunClock& time, const f
     const double t0 = now();
     model.compute(time.run_offset + cfg.dt * static_cast<double>(step), fields);
     if (device) device->upload(kStepFields);  // a GPU model's step ends with its fields there
+    times.fields += now() - t0;
+  };
+  for (const auto& n : nests) loop.nests.push_back(n.id);
+  loop.integrate_nest = [&](int64_t step, int domain, int sub) {  // ICON: half the step, twice
+    const double t0 = now();
+    const fh::Nest& n = nests[static_cast<size_t>(domain - 2)];
+    n.model.compute(time.run_offset + cfg.dt * (static_cast<double>(step - 1) + double(sub) / fh::kNestSubsteps),
+                    n.fields);
     times.fields += now() - t0;
   };
   loop.output_due = [&](int64_t step) { return step % cfg.output_every == 0; };
@@ -342,6 +351,25 @@ int run(const Options& opt, const fh::ModelComms& comms) {
   host.add_domain(std::move(domain));
   const fh::FieldPointers fields = add_variables(host, model, cfg.nlev);
   model.compute(time.run_offset, fields);
+  std::vector<fh::Nest> nests;
+  nests.reserve(cfg.nests.size());
+  for (size_t i = 0; i < cfg.nests.size(); ++i) {  // domains 2, 3, ...: children of domain 1
+    const std::string& file = cfg.nests[i].grid;
+    startup.stage("reading and decomposing nest " + std::to_string(i + 2) + ", " + file);
+    const fc::IconGrid nest_grid =
+        fh::read_nest_grid(file, grid, opt.run_file + ": nests[" + std::to_string(i) + "].grid");
+    nests.push_back({static_cast<int>(i) + 2, fh::HostModel(nest_grid, setup, n_ranks, rank), {}});
+    ch::Domain d = nests.back().model.domain();
+    d.parent_id = 1;
+    d.dom_start = time.run_offset;
+    d.dom_end = time.run_offset + time.stop_seconds;
+    host.add_domain(std::move(d));
+    nests.back().fields = add_variables(host, nests.back().model, cfg.nlev, nests.back().id);
+    nests.back().model.compute(time.run_offset, nests.back().fields);
+    flog::info("domain " + std::to_string(i + 2) + " (nest of domain 1): " + file + ": " +
+               std::to_string(nest_grid.n_cells) + " cells; this rank owns " +
+               std::to_string(nests.back().model.cells().owned.size()));
+  }
   std::unique_ptr<fh::DeviceFields> device;
   if (cfg.device_fields) {
     startup.stage("device copies of the fields (device_fields)");
@@ -365,7 +393,7 @@ int run(const Options& opt, const fh::ModelComms& comms) {
 
   const double t_loop = now();
   calls.timed("the secondary constructors", [&] { host.secondary_constructor(); });
-  time_loop(cfg, time, model, fields, host, calls, comms, device.get(), t_loop, times);
+  time_loop(cfg, time, model, fields, nests, host, calls, comms, device.get(), t_loop, times);
   times.total = now() - t_loop;
   report(cfg, times, calls, comms);
   if (device) report_device_sync(cfg, host, comms);

@@ -46,6 +46,12 @@ const schema::Table<HostRunConfig>& host_run_table() {
   return t;
 }
 
+const schema::Table<NestSpec>& nest_table() {
+  static const schema::Table<NestSpec> t{schema::text(
+      "grid", &NestSpec::grid, "the nest's ICON grid file: a limited area inside domain 1's grid")};
+  return t;
+}
+
 }  // namespace
 
 HostRunConfig parse_host_run_config(const std::string& text, const std::string& path) {
@@ -54,6 +60,14 @@ HostRunConfig parse_host_run_config(const std::string& text, const std::string& 
   const yaml_schema::Origin origin{path, {}};
   auto entries = yaml_schema::bind(c, host_run_table());
   entries.push_back(run_file::plugins_entry(c.plugins, origin));
+  entries.push_back(yaml_schema::list_of<NestSpec>(
+      "nests", "child domains of domain 1 (ICON's nests: domains 2, 3, ...), each {grid: FILE}", c.nests,
+      [](NestSpec& n) {
+        auto e = yaml_schema::bind(n, nest_table());
+        for (auto& entry : e) entry.required = true;
+        return e;
+      },
+      origin));
   run_file::read(text, path, entries, origin, [&](yaml_schema::ErrorList& errors) {
     // Dates in one form; the experiment starts with this run unless it is a later chunk.
     for (std::string* d : {&c.start, &c.experiment_start, &c.experiment_stop}) {
@@ -65,6 +79,8 @@ HostRunConfig parse_host_run_config(const std::string& text, const std::string& 
       errors.add("experiment_start",
                  path + ": experiment_start " + c.experiment_start + " is after this run's start " + c.start);
     run_file::check_plugin_source(c.plugins, c.comin_namelist, path, errors);
+    if (c.device_fields && !c.nests.empty())
+      errors.add("nests", path + ": nests with device_fields: true are not supported (device copies of domain 1 only)");
   });
   return c;
 }

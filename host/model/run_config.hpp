@@ -10,6 +10,12 @@
 
 namespace finecast::coupling::host {
 
+/// One child domain of the run (ICON's nest, parent domain 1): a limited-area grid file inside
+/// domain 1's grid, decomposed and computed like domain 1 (host/model/nests.hpp).
+struct NestSpec {
+  std::string grid;  ///< its ICON grid file (finecast-grid --write-icon-grid --region writes one)
+};
+
 /// Every key of the run file, with its default (docs/host.md has the table).
 struct HostRunConfig {
   std::string path;  ///< the run file itself
@@ -41,6 +47,8 @@ struct HostRunConfig {
   /// may then read them with COMIN_FLAG_DEVICE, and ComIn copies those they read without it.
   bool device_fields = false;
   std::vector<comin_host::PluginSpec> plugins;
+  /// Domains 2, 3, ... in ICON's order, each a child of domain 1; empty: domain 1 alone.
+  std::vector<NestSpec> nests;
   std::string comin_namelist;  ///< ICON &comin_nml file; replaces `plugins` when set
 };
 

@@ -49,6 +49,7 @@ struct HostFacts {
   std::string config;                ///< the config the host's ranks run with, resolved (to_yaml)
   std::string working_dir;           ///< the host's: relative paths of the config start there
   int64_t n_global = 0;              ///< cells of the coupled domain
+  int n_dom = 0;                     ///< the host's domains (ComIn's n_dom; the coupled one is coupling.domain)
   coupling::VarAttributes target;    ///< the downscaled field's units and names
   std::string exp_start, run_start;  ///< ComIn's simulation interval: a restarted run starts later
   std::string command;               ///< the host's command line (for the output's history)

@@ -484,7 +484,8 @@ std::unique_ptr<TrainerState> setup_trainer(PluginState& s, const HostFacts& fac
   const int64_t row_cells = read_grid(cfg, *t, c.is_lead);
   if (t->map.n_fine != facts.n_global)
     throw GridError(cfg.source + ": grid.file " + cfg.grid.file + " has " + std::to_string(t->map.n_fine) +
-                    " cells, but the host's domain " + std::to_string(cfg.coupling.domain) + " has " +
+                    " cells, but the host's domain " + std::to_string(cfg.coupling.domain) + " (of " +
+                    std::to_string(facts.n_dom) + ") has " +
                     std::to_string(facts.n_global));
   t->output_attrs = facts.target;
   t->output_options.format =
@@ -824,6 +825,7 @@ HostFacts host_facts(const PluginState& s) {
   std::error_code ec;
   facts.working_dir = std::filesystem::current_path(ec).string();
   facts.n_global = comin_descrdata_get_domain_cells_ncells_global(jg);
+  facts.n_dom = comin_descrdata_get_global_n_dom();
   facts.exp_start = fortran_string(comin_descrdata_get_simulation_interval_exp_start);
   facts.run_start = fortran_string(comin_descrdata_get_simulation_interval_run_start);
   facts.command = process_command_line();
@@ -919,8 +921,9 @@ void setup_coupling(PluginState& s, PluginComm pc, const HostFacts& facts, const
   std::string trainers;
   for (int r : c.trainer_ranks) trainers += (trainers.empty() ? "" : ",") + std::to_string(r);
   log::info("Coupling " + std::to_string(cfg.fields.size()) + " field(s) at " + cfg.coupling.entry_point +
-            (cfg.coupling.every > 1 ? " every " + std::to_string(cfg.coupling.every) + " calls" : "") + " on " +
-            std::to_string(c.size - static_cast<int>(pc.external_ranks.size())) + " host rank(s); trainer rank" +
+            (cfg.coupling.every > 1 ? " every " + std::to_string(cfg.coupling.every) + " calls" : "") + " of domain " +
+            std::to_string(cfg.coupling.domain) + " of " + std::to_string(facts.n_dom) + " (grid " + cfg.grid.file +
+            ", " + std::to_string(facts.n_global) + " cells) on " + std::to_string(c.size - static_cast<int>(pc.external_ranks.size())) + " host rank(s); trainer rank" +
             (c.trainer_ranks.size() > 1 ? "s " : " ") + trainers +
             (pc.external_ranks.empty() ? std::string() : " (finecast-trainer processes)") +
             (cfg.train.async ? " (asynchronous training)" : " (synchronous training)"));

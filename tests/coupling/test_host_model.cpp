@@ -156,6 +156,16 @@ TEST(HostRunConfig, DemoRunFileUsesEveryKey) {
   EXPECT_EQ(c.plugins[0].comm, "");
 }
 
+TEST(HostRunConfig, NestsAreAListOfGridFilesInIconsDomainOrder) {
+  const fh::HostRunConfig c = fh::parse_host_run_config("nests:\n  - {grid: eu.nc}\n  - grid: d2.nc\n", "run.yaml");
+  ASSERT_EQ(c.nests.size(), 2u);
+  EXPECT_EQ(c.nests[0].grid, "eu.nc");
+  EXPECT_EQ(c.nests[1].grid, "d2.nc");
+  EXPECT_NE(error_of("nests:\n  - {file: eu.nc}\n").find("nests[0]"), std::string::npos);
+  EXPECT_NE(error_of("nests:\n  - {grid: eu.nc}\ndevice_fields: true\n").find("nests with device_fields"),
+            std::string::npos);
+}
+
 // `start: 1979-02-30` silently became 1979-03-02, and `nproma: 100000000` grew a rank to 12 GB
 // until the kernel killed it: both fail at validation, naming the key.
 TEST(HostRunConfig, ImpossibleDatesAndOversizedKeysAreRefusedNamingTheKey) {

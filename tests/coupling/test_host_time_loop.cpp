@@ -52,20 +52,20 @@ TEST(HostTimeLoop, CallsIconsEntryPointsInOrderWithTheirDomainIds) {
       "EP_ATM_TIMELOOP_BEFORE -1 T0",
       // step 1: no output, no restart
       "EP_ATM_TIMELOOP_START -1 T1",
-      "EP_ATM_INTEGRATE_BEFORE 1 T1",
+      "EP_ATM_INTEGRATE_BEFORE -1 T1",
       "EP_ATM_INTEGRATE_START 1 T1",
       "integrate 1",
       "EP_ATM_INTEGRATE_END 1 T1",
-      "EP_ATM_INTEGRATE_AFTER 1 T1",
+      "EP_ATM_INTEGRATE_AFTER -1 T1",
       "EP_ATM_TIMELOOP_END -1 T1",
       "step_done 1 T1",
       // step 2: output (every 2 steps), then the restart
       "EP_ATM_TIMELOOP_START -1 T2",
-      "EP_ATM_INTEGRATE_BEFORE 1 T2",
+      "EP_ATM_INTEGRATE_BEFORE -1 T2",
       "EP_ATM_INTEGRATE_START 1 T2",
       "integrate 2",
       "EP_ATM_INTEGRATE_END 1 T2",
-      "EP_ATM_INTEGRATE_AFTER 1 T2",
+      "EP_ATM_INTEGRATE_AFTER -1 T2",
       "EP_ATM_WRITE_OUTPUT_BEFORE -1 T2",
       "EP_ATM_WRITE_OUTPUT_AFTER -1 T2",
       "EP_ATM_CHECKPOINT_BEFORE -1 T2",
@@ -74,16 +74,54 @@ TEST(HostTimeLoop, CallsIconsEntryPointsInOrderWithTheirDomainIds) {
       "step_done 2 T2",
       // step 3: neither
       "EP_ATM_TIMELOOP_START -1 T3",
-      "EP_ATM_INTEGRATE_BEFORE 1 T3",
+      "EP_ATM_INTEGRATE_BEFORE -1 T3",
       "EP_ATM_INTEGRATE_START 1 T3",
       "integrate 3",
       "EP_ATM_INTEGRATE_END 1 T3",
-      "EP_ATM_INTEGRATE_AFTER 1 T3",
+      "EP_ATM_INTEGRATE_AFTER -1 T3",
       "EP_ATM_TIMELOOP_END -1 T3",
       "step_done 3 T3",
       "steps_done",
       // after the loop: at the last step's model time, then EP_FINISH and EP_DESTRUCTOR
       "EP_ATM_TIMELOOP_AFTER -1 T3",
+      "finish",
+  };
+  EXPECT_EQ(r.record, expected);
+}
+
+TEST(HostTimeLoop, NestsIntegrateTwoSubstepsInsideTheirParentsStepWithTheirDomainIds) {
+  RecordedLoop r(1, 2, 0);
+  r.loop.nests = {2, 3};
+  r.loop.integrate_nest = [&](int64_t step, int domain, int substep) {
+    r.record.push_back("integrate " + std::to_string(step) + " domain " + std::to_string(domain) + "." +
+                       std::to_string(substep));
+  };
+  fh::run_time_loop(r.loop, r.calls);
+  const std::vector<std::string> expected = {
+      "EP_ATM_INIT_FINALIZE -1 T0",
+      "EP_ATM_TIMELOOP_BEFORE -1 T0",
+      "EP_ATM_TIMELOOP_START -1 T1",
+      "EP_ATM_INTEGRATE_BEFORE -1 T1",
+      "EP_ATM_INTEGRATE_START 1 T1",
+      "integrate 1",
+      "EP_ATM_INTEGRATE_START 2 T1",
+      "integrate 1 domain 2.1",
+      "EP_ATM_INTEGRATE_END 2 T1",
+      "EP_ATM_INTEGRATE_START 2 T1",
+      "integrate 1 domain 2.2",
+      "EP_ATM_INTEGRATE_END 2 T1",
+      "EP_ATM_INTEGRATE_START 3 T1",
+      "integrate 1 domain 3.1",
+      "EP_ATM_INTEGRATE_END 3 T1",
+      "EP_ATM_INTEGRATE_START 3 T1",
+      "integrate 1 domain 3.2",
+      "EP_ATM_INTEGRATE_END 3 T1",
+      "EP_ATM_INTEGRATE_END 1 T1",
+      "EP_ATM_INTEGRATE_AFTER -1 T1",
+      "EP_ATM_TIMELOOP_END -1 T1",
+      "step_done 1 T1",
+      "steps_done",
+      "EP_ATM_TIMELOOP_AFTER -1 T1",
       "finish",
   };
   EXPECT_EQ(r.record, expected);

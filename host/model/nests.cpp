@@ -17,7 +17,9 @@ namespace {
 
 using Vec = std::array<double, 3>;
 
-Vec unit(double lon, double lat) { return {std::cos(lat) * std::cos(lon), std::cos(lat) * std::sin(lon), std::sin(lat)}; }
+Vec unit(double lon, double lat) {
+  return {std::cos(lat) * std::cos(lon), std::cos(lat) * std::sin(lon), std::sin(lat)};
+}
 double dot(const Vec& a, const Vec& b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
 /// (a x b) . c: which side of the great circle through a and b the point c lies on.
 double triple(const Vec& a, const Vec& b, const Vec& c) {

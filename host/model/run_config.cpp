@@ -47,8 +47,8 @@ const schema::Table<HostRunConfig>& host_run_table() {
 }
 
 const schema::Table<NestSpec>& nest_table() {
-  static const schema::Table<NestSpec> t{schema::text(
-      "grid", &NestSpec::grid, "the nest's ICON grid file: a limited area inside domain 1's grid")};
+  static const schema::Table<NestSpec> t{
+      schema::text("grid", &NestSpec::grid, "the nest's ICON grid file: a limited area inside domain 1's grid")};
   return t;
 }
 

@@ -97,9 +97,9 @@ PluginComm join_plugin_comm(MPI_Comm base, bool external) {
 void share_host_facts(const PluginComm& pc, HostFacts& facts) {
   if (pc.events == MPI_COMM_NULL) return;
   std::string n_global = std::to_string(facts.n_global), n_dom = std::to_string(facts.n_dom);
-  for (std::string* text : {&facts.options, &facts.config, &facts.working_dir, &n_global, &n_dom, &facts.target.units,
-                            &facts.target.long_name,
-        &facts.target.standard_name, &facts.exp_start, &facts.run_start, &facts.command})
+  for (std::string* text :
+       {&facts.options, &facts.config, &facts.working_dir, &n_global, &n_dom, &facts.target.units,
+        &facts.target.long_name, &facts.target.standard_name, &facts.exp_start, &facts.run_start, &facts.command})
     coupling::broadcast_string(*text, 0, pc.events);
   facts.n_global = std::stoll(n_global);
   facts.n_dom = std::stoi(n_dom);

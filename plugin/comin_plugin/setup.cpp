@@ -485,8 +485,7 @@ std::unique_ptr<TrainerState> setup_trainer(PluginState& s, const HostFacts& fac
   if (t->map.n_fine != facts.n_global)
     throw GridError(cfg.source + ": grid.file " + cfg.grid.file + " has " + std::to_string(t->map.n_fine) +
                     " cells, but the host's domain " + std::to_string(cfg.coupling.domain) + " (of " +
-                    std::to_string(facts.n_dom) + ") has " +
-                    std::to_string(facts.n_global));
+                    std::to_string(facts.n_dom) + ") has " + std::to_string(facts.n_global));
   t->output_attrs = facts.target;
   t->output_options.format =
       cfg.output.format == OutputFormat::kCdf5 ? coupling::OutputFormat::kCdf5 : coupling::OutputFormat::kNetcdf4;
@@ -923,7 +922,8 @@ void setup_coupling(PluginState& s, PluginComm pc, const HostFacts& facts, const
   log::info("Coupling " + std::to_string(cfg.fields.size()) + " field(s) at " + cfg.coupling.entry_point +
             (cfg.coupling.every > 1 ? " every " + std::to_string(cfg.coupling.every) + " calls" : "") + " of domain " +
             std::to_string(cfg.coupling.domain) + " of " + std::to_string(facts.n_dom) + " (grid " + cfg.grid.file +
-            ", " + std::to_string(facts.n_global) + " cells) on " + std::to_string(c.size - static_cast<int>(pc.external_ranks.size())) + " host rank(s); trainer rank" +
+            ", " + std::to_string(facts.n_global) + " cells) on " +
+            std::to_string(c.size - static_cast<int>(pc.external_ranks.size())) + " host rank(s); trainer rank" +
             (c.trainer_ranks.size() > 1 ? "s " : " ") + trainers +
             (pc.external_ranks.empty() ? std::string() : " (finecast-trainer processes)") +
             (cfg.train.async ? " (asynchronous training)" : " (synchronous training)"));

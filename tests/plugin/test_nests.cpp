@@ -29,9 +29,10 @@ struct NestGrids {
   /// Runs finecast-host on `ranks` ranks with the run file's `extra` keys; the grid is global.nc
   /// unless `extra` names another.
   ftr::CommandResult host(const std::string& extra, int ranks = 2) const {
-    ftr::write_text(d + "/host.yaml", "orography: /usr/share/ferret-vis/data/etopo20.cdf\norography_variable: ROSE\n"
-                                      "start: 1979-01-01T00:00:00\ndt: 1800\nsteps: 8\nnproma: 16\nnlev: 1\n" +
-                                          extra);
+    ftr::write_text(d + "/host.yaml",
+                    "orography: /usr/share/ferret-vis/data/etopo20.cdf\norography_variable: ROSE\n"
+                    "start: 1979-01-01T00:00:00\ndt: 1800\nsteps: 8\nnproma: 16\nnlev: 1\n" +
+                        extra);
     return ftr::run_command("cd '" + d + "' && mpiexec -n " + std::to_string(ranks) + " --oversubscribe " +
                             ftr::binary("finecast-host") + " host.yaml");
   }
@@ -92,8 +93,7 @@ TEST(Nests, PluginDownscalesTheNestWithCouplingDomainTwoAndTheGlobalDomainWithOn
   g.plugin(1, "global.nc", 1);
   const ftr::CommandResult global = g.host("grid: global.nc\nnests:\n  - {grid: nest.nc}\n" + g.plugins());
   ASSERT_EQ(global.rc, 0) << global.output;
-  EXPECT_NE(global.output.find("of domain 1 of 2 (grid global.nc, 5120 cells)"), std::string::npos)
-      << global.output;
+  EXPECT_NE(global.output.find("of domain 1 of 2 (grid global.nc, 5120 cells)"), std::string::npos) << global.output;
   const std::string global_facts = g.output_facts();
   EXPECT_EQ(global_facts.substr(0, global_facts.find(" sampled")), "cells=5120") << global_facts;
   EXPECT_NE(global_facts.find("lat=-"), std::string::npos) << global_facts;

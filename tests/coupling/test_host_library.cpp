@@ -97,6 +97,25 @@ size_t offset2(int j, int nproma) { return static_cast<size_t>(j % nproma) + npr
 
 }  // namespace
 
+// Nests: domain 2 a child of domain 1 (Domain::parent_id); ComIn reports n_dom, max_dom and the
+// parent's n_childdom, and each domain's cells answer for their own id.
+TEST_F(HostLibrary, NestsAreFurtherDomainsWithTheirParentsChildCount) {
+  ch::Host host(MPI_COMM_WORLD, interval());
+  host.add_domain(chain_domain());
+  ch::Domain bad = chain_domain();
+  EXPECT_THROW(host.add_domain(bad), finecast::ConfigError);  // a second domain without a parent
+  ch::Domain nest = chain_domain();
+  nest.parent_id = 1;
+  nest.n_cells_global = 40;
+  EXPECT_EQ(host.add_domain(nest), 2);
+  EXPECT_EQ(comin_descrdata_get_global_n_dom(), 2);
+  EXPECT_EQ(comin_descrdata_get_global_max_dom(), 2);
+  EXPECT_EQ(comin_descrdata_get_domain_n_childdom(1), 1);
+  EXPECT_EQ(comin_descrdata_get_domain_n_childdom(2), 0);
+  EXPECT_EQ(comin_descrdata_get_domain_cells_ncells_global(1), 20);
+  EXPECT_EQ(comin_descrdata_get_domain_cells_ncells_global(2), 40);
+}
+
 TEST_F(HostLibrary, DescrdataGettersWriteTheWholeShapeOfThePartialBlockLayout) {
   ch::Host host(MPI_COMM_WORLD, interval());
   host.add_domain(chain_domain());

@@ -122,8 +122,9 @@ TEST(Nests, BadNestEntriesStopTheHostAtStartUpNamingTheKey) {
       << global.output;
 
   // Domain 1 a limited area over Europe, the nest over Australia: outside its parent.
-  const ftr::CommandResult other = ftr::run_command("cd '" + g.d + "' && " + ftr::binary("finecast-grid") +
-                                                    " --write-icon-grid far.nc --level 4 --region -40,-15,115,150");
+  const ftr::CommandResult other =
+      ftr::run_command("cd '" + g.d + "' && " + ftr::binary("finecast-grid") +
+                       " --write-icon-grid far.nc --level 4 --region -40,-15,115,150 --coarse-level 2");
   ASSERT_EQ(other.rc, 0) << other.output;
   const ftr::CommandResult outside = g.host("grid: nest.nc\nnests:\n  - {grid: far.nc}\n", 1);
   EXPECT_NE(outside.rc, 0);

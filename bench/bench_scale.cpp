@@ -648,7 +648,10 @@ int driver(const Options& o) {
   out["fit"] = {{"alpha_us", fit.alpha * 1e6},
                 {"beta_ns_per_byte", fit.beta * 1e9},
                 {"gamma_ns_per_byte", fit.gamma * 1e9},
-                {"remote_gbytes_per_s", fit.beta + fit.gamma > 0 ? 1e-9 / (fit.beta + fit.gamma) : 0.0},
+                // null where timing noise left no per-byte cost to fit (both clamped at 0, as under
+                // heavy load): a bandwidth the run did not measure is not reported as a number.
+                {"remote_gbytes_per_s",
+                 fit.beta + fit.gamma > 0 ? nlohmann::json(1e-9 / (fit.beta + fit.gamma)) : nlohmann::json(nullptr)},
                 {"points", fit.points},
                 {"max_relative_error_largest_grid", fit.max_rel_error},
                 {"max_relative_error_all_runs", all_runs_error},
@@ -730,13 +733,19 @@ int driver(const Options& o) {
   std::printf(
       "  msgs, bytes: the busiest rank's messages to/from other ranks and bytes it packs and "
       "unpacks (remote: those to/from other ranks)\n");
+  std::string remote_bandwidth = "not measured: the per-byte costs fitted to 0 under this load";
+  if (fit.beta + fit.gamma > 0) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.2f GB/s", 1e-9 / (fit.beta + fit.gamma));
+    remote_bandwidth = text;
+  }
   std::printf(
       "\nFITTED: alpha %.2f us per message, beta %.3f ns per remote byte, gamma %.3f ns per byte "
-      "packed (a remote byte: %.2f GB/s); %d points; max relative error %.0f%% on the largest "
+      "packed (a remote byte: %s); %d points; max relative error %.0f%% on the largest "
       "grid, %.0f%% over all runs with a core per rank (smaller grids run in cache, faster per "
       "byte)%s\n",
-      fit.alpha * 1e6, fit.beta * 1e9, fit.gamma * 1e9, fit.beta + fit.gamma > 0 ? 1e-9 / (fit.beta + fit.gamma) : 0.0,
-      fit.points, 100 * fit.max_rel_error, 100 * all_runs_error,
+      fit.alpha * 1e6, fit.beta * 1e9, fit.gamma * 1e9, remote_bandwidth.c_str(), fit.points, 100 * fit.max_rel_error,
+      100 * all_runs_error,
       fit.used_oversubscribed ? " (oversubscribed runs included: no other run had a message)" : "");
   std::printf("  %s\n", out["fit"]["method"].get<std::string>().c_str());
   if (!ja.empty()) {

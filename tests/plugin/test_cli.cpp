@@ -247,7 +247,12 @@ TEST(Cli, BenchScaleMeasuresAndModelsTheTrainerGroup) {
   EXPECT_GE(fit.at("alpha_us").get<double>(), 0.0);
   EXPECT_GE(fit.at("beta_ns_per_byte").get<double>(), 0.0);
   EXPECT_GE(fit.at("gamma_ns_per_byte").get<double>(), 0.0);
-  EXPECT_GT(fit.at("remote_gbytes_per_s").get<double>(), 0.0);
+  // The remote bandwidth follows from beta and gamma; where load left both at 0 it is null.
+  const double per_byte_ns = fit.at("beta_ns_per_byte").get<double>() + fit.at("gamma_ns_per_byte").get<double>();
+  if (per_byte_ns > 0)
+    EXPECT_NEAR(fit.at("remote_gbytes_per_s").get<double>(), 1.0 / per_byte_ns, 1e-9 / per_byte_ns);
+  else
+    EXPECT_TRUE(fit.at("remote_gbytes_per_s").is_null()) << fit.dump();
   EXPECT_EQ(fit.at("per_byte_from_cells").get<int64_t>(), 81920);
   EXPECT_EQ(fit.at("per_message_from_cells").get<int64_t>(), 20480);
   EXPECT_GE(fit.at("points").get<int>(), 4);

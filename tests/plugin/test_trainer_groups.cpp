@@ -61,7 +61,9 @@ ftr::CommandResult run(const std::string& dir, int ranks, bool async, int offset
 /// Runs a Python snippet (Debian's python with numpy and h5py); "key=value" lines as a map,
 /// the whole output under "".
 std::map<std::string, std::string> python_facts(const std::string& script) {
-  const std::string path = ::testing::TempDir() + "finecast_trainer_groups_facts.py";
+  // A script of this process's own: ctest runs this executable's tests as parallel processes.
+  ftr::ScratchDir dir("trainer_groups_facts");
+  const std::string path = dir.file("facts.py");
   ftr::write_text(path, script);
   const ftr::CommandResult r = ftr::run_command("/usr/bin/python3 " + path);
   std::map<std::string, std::string> facts{{"", r.output}, {"rc", std::to_string(r.rc)}};

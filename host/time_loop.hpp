@@ -9,7 +9,7 @@
 
 #include "comin.h"
 
-namespace finecast::coupling::host {
+namespace finecast::host {
 
 /// The domain id of the integration's entry points (EP_ATM_INTEGRATE_*): ICON calls them inside
 /// its loop over domains, and finecast's hosts have one domain. The others are called outside
@@ -55,4 +55,4 @@ struct TimeLoop {
 /// The secondary constructors come before, from the caller, as ICON's set-up does.
 void run_time_loop(const TimeLoop& loop, const EntryPointCalls& calls);
 
-}  // namespace finecast::coupling::host
+}  // namespace finecast::host

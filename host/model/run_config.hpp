@@ -8,7 +8,7 @@
 #include "host/comin/host.hpp"
 #include "host/model/decomposition.hpp"
 
-namespace finecast::coupling::host {
+namespace finecast::host {
 
 /// Every key of the run file, with its default (docs/host.md has the table).
 struct HostRunConfig {
@@ -40,7 +40,7 @@ struct HostRunConfig {
   /// Keep a device copy of every field, as ICON built for GPUs does (a CUDA build only): plugins
   /// may then read them with COMIN_FLAG_DEVICE, and ComIn copies those they read without it.
   bool device_fields = false;
-  std::vector<comin_host::PluginSpec> plugins;
+  std::vector<comin::PluginSpec> plugins;
   std::string comin_namelist;  ///< ICON &comin_nml file; replaces `plugins` when set
 };
 
@@ -51,4 +51,4 @@ HostRunConfig load_host_run_config(const std::string& path);
 /// Same from YAML text; `path` is only used in messages.
 HostRunConfig parse_host_run_config(const std::string& text, const std::string& path);
 
-}  // namespace finecast::coupling::host
+}  // namespace finecast::host

@@ -12,7 +12,7 @@
 #include "common/cubic.hpp"
 #include "common/error.hpp"
 
-namespace finecast::coupling::eval {
+namespace finecast::eval {
 
 const std::vector<Baseline>& all_baselines() {
   static const std::vector<Baseline> list = {
@@ -195,4 +195,4 @@ std::vector<double> run_baseline(const BlockLayout& L, const std::vector<double>
   return fine;
 }
 
-}  // namespace finecast::coupling::eval
+}  // namespace finecast::eval

@@ -7,7 +7,7 @@
 
 #include "eval/blocks.hpp"
 
-namespace finecast::coupling::eval {
+namespace finecast::eval {
 
 /// How block means (taken to sit at block centres) are interpolated to the fine cells.
 enum class Interp {
@@ -45,4 +45,4 @@ void restore_block_means(const BlockLayout& layout, const std::vector<double>& c
 std::vector<double> run_baseline(const BlockLayout& layout, const std::vector<double>& coarse,
                                  const Baseline& baseline);
 
-}  // namespace finecast::coupling::eval
+}  // namespace finecast::eval

@@ -8,7 +8,7 @@
 
 #include "common/error.hpp"
 
-namespace finecast::coupling::eval {
+namespace finecast::eval {
 
 void BlockLayout::validate() const {
   if (k < 1) throw ConfigError("block size must be >= 1, got " + std::to_string(k));
@@ -90,4 +90,4 @@ std::vector<double> block_std(const BlockLayout& L, const double* field) {
   return out;
 }
 
-}  // namespace finecast::coupling::eval
+}  // namespace finecast::eval

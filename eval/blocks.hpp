@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <vector>
 
-namespace finecast::coupling::eval {
+namespace finecast::eval {
 
 /// k x k blocks tiling a row-major ny x nx field (ny and nx multiples of k) with area weights.
 struct BlockLayout {
@@ -36,4 +36,4 @@ std::vector<double> block_residual(const BlockLayout& layout, const double* fiel
 /// Area-weighted (population) standard deviation inside each block (nby*nbx).
 std::vector<double> block_std(const BlockLayout& layout, const double* field);
 
-}  // namespace finecast::coupling::eval
+}  // namespace finecast::eval

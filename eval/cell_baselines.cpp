@@ -11,7 +11,7 @@
 
 #include "common/error.hpp"
 
-namespace finecast::coupling::eval {
+namespace finecast::eval {
 
 namespace {
 
@@ -207,4 +207,4 @@ void restore_patch_means(const CellLayout& L, const std::vector<double>& coarse,
   }
 }
 
-}  // namespace finecast::coupling::eval
+}  // namespace finecast::eval

@@ -10,7 +10,7 @@
 
 #include "eval/cells.hpp"
 
-namespace finecast::coupling::eval {
+namespace finecast::eval {
 
 /// How patch means (taken to sit at the patch centres) reach the fine cells.
 enum class CellInterp {
@@ -79,4 +79,4 @@ class CellInterpolator {
 /// `fine` over the patch, so that patch_means(fine) equals `coarse` afterwards.
 void restore_patch_means(const CellLayout& layout, const std::vector<double>& coarse, std::vector<double>& fine);
 
-}  // namespace finecast::coupling::eval
+}  // namespace finecast::eval

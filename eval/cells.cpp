@@ -9,7 +9,7 @@
 
 #include "common/error.hpp"
 
-namespace finecast::coupling::eval {
+namespace finecast::eval {
 
 namespace {
 
@@ -174,4 +174,4 @@ RadialSpectrum hierarchy_spectrum(const CellLayout& L, const double* field) {
   return s;
 }
 
-}  // namespace finecast::coupling::eval
+}  // namespace finecast::eval

@@ -8,7 +8,7 @@
 
 #include "eval/spectrum.hpp"
 
-namespace finecast::coupling::eval {
+namespace finecast::eval {
 
 /// What a CellLayout is built from. Indices are 0-based; angles in radians. The eval library
 /// knows no grid files: finecast-eval fills this from an ICON grid and its patch maps.
@@ -80,4 +80,4 @@ RadialSpectrum hierarchy_spectrum(const CellLayout& layout, const double* field)
 /// (they add up to the field minus its patch means; the spectral noise reference rescales them).
 std::vector<std::vector<double>> hierarchy_bands(const CellLayout& layout, const double* field);
 
-}  // namespace finecast::coupling::eval
+}  // namespace finecast::eval

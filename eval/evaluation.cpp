@@ -11,7 +11,7 @@
 
 #include "common/error.hpp"
 
-namespace finecast::coupling::eval {
+namespace finecast::eval {
 
 namespace {
 
@@ -348,4 +348,4 @@ EvalReport CellEvaluator::report() const {
   return rep;
 }
 
-}  // namespace finecast::coupling::eval
+}  // namespace finecast::eval

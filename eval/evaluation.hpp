@@ -16,7 +16,7 @@
 #include "eval/noise.hpp"
 #include "eval/regression.hpp"
 
-namespace finecast::coupling::eval {
+namespace finecast::eval {
 
 /// One scored prediction ("model" or a baseline name).
 struct EvalRow {
@@ -276,4 +276,4 @@ std::vector<std::vector<double>> noise_reference_members(const CellLayout& layou
 /// noise row) with the lowest RMSE, and that RMSE: the noise reference's base and amplitude.
 std::pair<std::string, double> best_deterministic(const EvalReport& report);
 
-}  // namespace finecast::coupling::eval
+}  // namespace finecast::eval

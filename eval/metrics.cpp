@@ -8,7 +8,7 @@
 
 #include "common/error.hpp"
 
-namespace finecast::coupling::eval {
+namespace finecast::eval {
 
 namespace {
 
@@ -189,4 +189,4 @@ Scores ScoreAccumulator::result(const RadialSpectrum& truth_spectrum) const {
   return s;
 }
 
-}  // namespace finecast::coupling::eval
+}  // namespace finecast::eval

@@ -9,7 +9,7 @@
 #include "eval/cells.hpp"
 #include "eval/spectrum.hpp"
 
-namespace finecast::coupling::eval {
+namespace finecast::eval {
 
 /// CRPS of an m-member ensemble x for observation y with the empirical-distribution formula
 /// E|X - y| - 1/2 E|X - X'|, the second mean over all m^2 pairs (m = 1 gives |x - y|).
@@ -92,4 +92,4 @@ std::vector<double> masked_residual(const CellLayout& layout, const double* fiel
 /// Adds b's energies to a's (a empty: copies b), scaled by `scale`.
 void accumulate_spectrum(RadialSpectrum& a, const RadialSpectrum& b, double scale);
 
-}  // namespace finecast::coupling::eval
+}  // namespace finecast::eval

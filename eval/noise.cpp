@@ -13,7 +13,7 @@
 #include "common/error.hpp"
 #include "eval/spectrum.hpp"
 
-namespace finecast::coupling::eval {
+namespace finecast::eval {
 
 namespace {
 
@@ -148,4 +148,4 @@ std::vector<double> spectral_noise(const CellLayout& L, const ResidualSpectrum& 
   return out;
 }
 
-}  // namespace finecast::coupling::eval
+}  // namespace finecast::eval

@@ -10,7 +10,7 @@
 #include "eval/blocks.hpp"
 #include "eval/cells.hpp"
 
-namespace finecast::coupling::eval {
+namespace finecast::eval {
 
 /// A residual's spectrum, summed over the steps (patches) it was measured on. Lat-lon: the
 /// radial spectrum (radial_spectrum) of the residual over the window, zero outside the blocks
@@ -42,4 +42,4 @@ void add_residual_spectrum(const CellLayout& layout, const double* residual, con
 std::vector<double> spectral_noise(const BlockLayout& layout, const ResidualSpectrum& spectrum, std::mt19937_64& rng);
 std::vector<double> spectral_noise(const CellLayout& layout, const ResidualSpectrum& spectrum, std::mt19937_64& rng);
 
-}  // namespace finecast::coupling::eval
+}  // namespace finecast::eval

@@ -12,7 +12,7 @@
 #include "common/least_squares.hpp"
 #include "eval/baselines.hpp"
 
-namespace finecast::coupling::eval {
+namespace finecast::eval {
 
 namespace {
 
@@ -348,4 +348,4 @@ RegressionFits regressions_from_json(const std::string& text, const std::string&
   return fits;
 }
 
-}  // namespace finecast::coupling::eval
+}  // namespace finecast::eval

@@ -16,7 +16,7 @@
 #include "eval/cell_baselines.hpp"
 #include "eval/cells.hpp"
 
-namespace finecast::coupling::eval {
+namespace finecast::eval {
 
 /// The predictors of one covariate, both with zero block (patch) mean so that the fitted
 /// correction never changes a block mean (the baseline stays conservative):
@@ -149,4 +149,4 @@ std::string regressions_to_json(const RegressionFits& fits);
 /// holds no regression_local fit. Throws ConfigError naming `source`.
 RegressionFits regressions_from_json(const std::string& text, const std::string& source);
 
-}  // namespace finecast::coupling::eval
+}  // namespace finecast::eval

@@ -12,7 +12,7 @@
 #include "common/atomic_file.hpp"
 #include "common/error.hpp"
 
-namespace finecast::coupling::eval {
+namespace finecast::eval {
 
 namespace {
 
@@ -129,4 +129,4 @@ void write_text_file(const std::string& path, const std::string& text) {
   file.commit();
 }
 
-}  // namespace finecast::coupling::eval
+}  // namespace finecast::eval

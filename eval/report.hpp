@@ -6,7 +6,7 @@
 
 #include "eval/evaluation.hpp"
 
-namespace finecast::coupling::eval {
+namespace finecast::eval {
 
 /// A fixed-width table, one line per prediction, with a header line.
 std::string format_table(const EvalReport& report);
@@ -20,4 +20,4 @@ std::string to_csv(const EvalReport& report);
 /// Writes text to path atomically (common/atomic_file.hpp); throws IoError naming the path.
 void write_text_file(const std::string& path, const std::string& text);
 
-}  // namespace finecast::coupling::eval
+}  // namespace finecast::eval

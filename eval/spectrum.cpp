@@ -13,7 +13,7 @@
 
 #include "common/error.hpp"
 
-namespace finecast::coupling::eval {
+namespace finecast::eval {
 
 namespace {
 
@@ -100,4 +100,4 @@ double upper_half_energy(const RadialSpectrum& s) {
   return e;
 }
 
-}  // namespace finecast::coupling::eval
+}  // namespace finecast::eval

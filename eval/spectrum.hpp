@@ -6,7 +6,7 @@
 #include <mutex>
 #include <vector>
 
-namespace finecast::coupling::eval {
+namespace finecast::eval {
 
 /// Power of a 2-D field binned by radial wavenumber. With n = min(ny, nx), mode (ky, kx) has
 /// wavenumber f = sqrt((ky/ny)^2 + (kx/nx)^2) cycles per grid spacing and falls in bin
@@ -32,4 +32,4 @@ std::mutex& fftw_planner_mutex();
 /// spacing (half the Nyquist wavenumber 0.5).
 double upper_half_energy(const RadialSpectrum& s);
 
-}  // namespace finecast::coupling::eval
+}  // namespace finecast::eval

@@ -8,7 +8,7 @@
 
 #include "common/error.hpp"
 
-namespace finecast::coupling::eval {
+namespace finecast::eval {
 
 int find_offset(const std::vector<double>& full, const std::vector<double>& sub, double tol) {
   if (sub.empty() || sub.size() > full.size()) return -1;
@@ -43,4 +43,4 @@ std::pair<int, int> contiguous_run(const std::vector<char>& flags, const std::st
   return {b0, b1};
 }
 
-}  // namespace finecast::coupling::eval
+}  // namespace finecast::eval

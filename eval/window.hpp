@@ -8,7 +8,7 @@
 
 #include "common/region.hpp"
 
-namespace finecast::coupling::eval {
+namespace finecast::eval {
 
 /// The box type and its parser live in common/region.hpp (the plugin uses them too).
 using finecast::is_region_text;
@@ -42,4 +42,4 @@ std::pair<int, int> blocks_inside(const std::vector<double>& coord, int k, Pred 
   return contiguous_run(flags, axis);
 }
 
-}  // namespace finecast::coupling::eval
+}  // namespace finecast::eval

@@ -33,8 +33,8 @@ void check_date(const std::string& key, const std::string& text) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   try {
-    const fc::host::HostRunConfig c = fc::host::parse_host_run_config(text, "fuzz.yaml");
-    namespace lim = fc::run_file::limits;
+    const finecast::host::HostRunConfig c = finecast::host::parse_host_run_config(text, "fuzz.yaml");
+    namespace lim = finecast::host::run_file::limits;
     if (c.nproma < 1 || c.nproma > lim::kNproma) fail("nproma " + std::to_string(c.nproma));
     if (c.nlev < 1 || c.nlev > lim::kLevels) fail("nlev " + std::to_string(c.nlev));
     if (c.steps < 1 || c.steps > lim::kSteps) fail("steps " + std::to_string(c.steps));

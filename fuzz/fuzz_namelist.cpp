@@ -13,7 +13,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   try {
-    for (const auto& spec : finecast::coupling::comin_host::parse_comin_namelist(text))
+    for (const auto& spec : finecast::host::comin::parse_comin_namelist(text))
       if (spec.library.empty()) {
         std::fprintf(stderr, "a plugin without a library was accepted\n");
         std::abort();

@@ -4,9 +4,9 @@
 #include <chrono>
 #include <thread>
 
-#include "host/mpi_program.hpp"
+#include "coupling/program/mpi_program.hpp"
 
-namespace finecast::coupling::host {
+namespace finecast::host {
 
 void run_time_loop(const TimeLoop& loop, const EntryPointCalls& calls) {
   const int outside = COMIN_DOMAIN_OUTSIDE_LOOP, inside = kIntegrationDomain;
@@ -14,7 +14,7 @@ void run_time_loop(const TimeLoop& loop, const EntryPointCalls& calls) {
   calls.at(EP_ATM_TIMELOOP_BEFORE, outside, loop.start);
   std::string datetime = loop.start;
   for (int64_t step = 1; step <= loop.steps; ++step) {
-    const double step_start = now();
+    const double step_start = coupling::now();
     datetime = loop.datetime(step);
     calls.at(EP_ATM_TIMELOOP_START, outside, datetime);
     calls.at(EP_ATM_INTEGRATE_BEFORE, outside, datetime);
@@ -40,7 +40,7 @@ void run_time_loop(const TimeLoop& loop, const EntryPointCalls& calls) {
     }
     calls.at(EP_ATM_TIMELOOP_END, outside, datetime);
     if (loop.min_step_seconds > 0) {
-      const double left = loop.min_step_seconds - (now() - step_start);
+      const double left = loop.min_step_seconds - (coupling::now() - step_start);
       if (left > 0) std::this_thread::sleep_for(std::chrono::duration<double>(left));
     }
     if (loop.step_done) loop.step_done(step, datetime);
@@ -50,4 +50,4 @@ void run_time_loop(const TimeLoop& loop, const EntryPointCalls& calls) {
   calls.finish();
 }
 
-}  // namespace finecast::coupling::host
+}  // namespace finecast::host

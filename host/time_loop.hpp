@@ -10,7 +10,7 @@
 
 #include "comin.h"
 
-namespace finecast::coupling::host {
+namespace finecast::host {
 
 /// The domain id of the base domain's EP_ATM_INTEGRATE_START/_END: ICON calls them inside its
 /// recursive integration of one domain (mo_nh_stepping's integrate_nh), with that domain's id.
@@ -67,4 +67,4 @@ struct TimeLoop {
 /// The secondary constructors come before, from the caller, as ICON's set-up does.
 void run_time_loop(const TimeLoop& loop, const EntryPointCalls& calls);
 
-}  // namespace finecast::coupling::host
+}  // namespace finecast::host

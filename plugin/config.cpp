@@ -14,7 +14,7 @@
 #include <limits>
 
 #include "common/error.hpp"
-#include "host/comin/entry_point_names.hpp"
+#include "comin_abi/entry_point_names.hpp"
 #include "common/region.hpp"
 #include "common/yaml_schema.hpp"
 
@@ -62,8 +62,7 @@ const std::vector<std::pair<std::string, int>>& entry_points() {
   // Names and ids follow ComIn's t_comin_entry_point (the order is ABI).
   static const std::vector<std::pair<std::string, int>> eps = [] {
     std::vector<std::pair<std::string, int>> v;
-    for (int i = 0; i < coupling::comin_host::kEntryPointCount; ++i)
-      v.emplace_back(coupling::comin_host::kEntryPointNames[i], i + 1);
+    for (int i = 0; i < comin_abi::kEntryPointCount; ++i) v.emplace_back(comin_abi::kEntryPointNames[i], i + 1);
     return v;
   }();
   return eps;

@@ -15,7 +15,7 @@
 #include "eval/report.hpp"
 #include "eval/regression.hpp"
 
-namespace finecast::tools {
+namespace finecast::eval::cli {
 
 void check_default_truth(const EvalOptions& o) {
   if (!o.truth.empty()) return;
@@ -69,8 +69,8 @@ std::string join(const std::vector<std::size_t>& v) {
   return s;
 }
 
-void write_reports(const coupling::eval::EvalReport& report, const EvalOptions& o) {
-  namespace fe = coupling::eval;
+void write_reports(const eval::EvalReport& report, const EvalOptions& o) {
+  namespace fe = eval;
   // Points of scored blocks where a prediction is NaN or infinite (or was too implausible to
   // read) are not scored: say how many, here and in the table's last column.
   for (const fe::EvalRow& row : report.rows)
@@ -170,7 +170,7 @@ coupling::LocalSlopeOptions local_slope_options(const EvalOptions& o) {
   return l;
 }
 
-void warn_on_weak_covariates(const coupling::eval::RegressionFit& r, const std::string& hint) {
+void warn_on_weak_covariates(const eval::RegressionFit& r, const std::string& hint) {
   if (!(r.residual_rms > 0)) return;
   const double explained = 1.0 - (r.fitted_rms / r.residual_rms) * (r.fitted_rms / r.residual_rms);
   if (explained >= kWeakCovariates) return;
@@ -192,8 +192,8 @@ std::string joined(const std::vector<std::string>& v) {
 }
 
 /// --regression-in's fit of one baseline: the predictors and local slopes this run asks for.
-void check_saved_fit(const EvalOptions& o, const coupling::eval::RegressionFit& r,
-                     const std::vector<std::string>& names, const coupling::LocalSlopeOptions& local) {
+void check_saved_fit(const EvalOptions& o, const eval::RegressionFit& r, const std::vector<std::string>& names,
+                     const coupling::LocalSlopeOptions& local) {
   if (r.names != names)
     throw ConfigError("--regression-in " + o.regression_in + " holds " + r.baseline + " coefficients of " +
                       joined(r.names) + ", but the --static covariates" +
@@ -210,10 +210,10 @@ void check_saved_fit(const EvalOptions& o, const coupling::eval::RegressionFit& 
 
 }  // namespace
 
-coupling::eval::RegressionFits finish_regression(const EvalOptions& o, const std::vector<std::string>& cons_names,
-                                                 const std::vector<std::string>& local_names,
-                                                 const std::function<coupling::eval::RegressionFits()>& fit) {
-  namespace fe = coupling::eval;
+eval::RegressionFits finish_regression(const EvalOptions& o, const std::vector<std::string>& cons_names,
+                                       const std::vector<std::string>& local_names,
+                                       const std::function<eval::RegressionFits()>& fit) {
+  namespace fe = eval;
   const coupling::LocalSlopeOptions local = local_slope_options(o);
   fe::RegressionFits r;
   if (!o.regression_in.empty()) {
@@ -284,20 +284,19 @@ void write_baselines(const EvalOptions& o, const std::vector<std::pair<std::stri
   std::cout << "  baselines of the last scored step written to " << o.baselines_out << "\n";
 }
 
-void add_regression_meta(const coupling::eval::RegressionFits& fits,
-                         std::vector<std::pair<std::string, std::string>>& meta) {
+void add_regression_meta(const eval::RegressionFits& fits, std::vector<std::pair<std::string, std::string>>& meta) {
   auto number = [](double x) {
     std::ostringstream v;
     v.precision(10);
     v << x;
     return v.str();
   };
-  const coupling::eval::RegressionFit& c = fits.cons;
+  const eval::RegressionFit& c = fits.cons;
   meta.push_back({"regression_fit_on", c.fit_on});
   meta.push_back({"regression_points", std::to_string(c.n_points)});
   for (std::size_t j = 0; j < c.coef.size(); ++j) meta.push_back({"regression_coef " + c.names[j], number(c.coef[j])});
   if (!fits.local) return;
-  const coupling::eval::RegressionFit& l = *fits.local;
+  const eval::RegressionFit& l = *fits.local;
   std::string terms;
   for (const auto& n : l.names)
     if (n.size() > 6 && n.compare(n.size() - 6, 6, " local") == 0)
@@ -311,19 +310,19 @@ void add_regression_meta(const coupling::eval::RegressionFits& fits,
     meta.push_back({"regression_local_coef " + l.names[j], number(l.coef[j])});
 }
 
-coupling::eval::NoiseReference noise_reference(const EvalOptions& o, const coupling::eval::EvalReport& rep,
-                                               int prediction_members, const coupling::eval::RegressionFits* fits,
-                                               std::vector<std::pair<std::string, std::string>>& meta) {
-  coupling::eval::NoiseReference n;
-  const auto [base, rmse] = coupling::eval::best_deterministic(rep);
+eval::NoiseReference noise_reference(const EvalOptions& o, const eval::EvalReport& rep, int prediction_members,
+                                     const eval::RegressionFits* fits,
+                                     std::vector<std::pair<std::string, std::string>>& meta) {
+  eval::NoiseReference n;
+  const auto [base, rmse] = eval::best_deterministic(rep);
   n.base = base;
   n.members = o.noise_members > 0 ? o.noise_members : prediction_members >= 2 ? prediction_members : 16;
   std::string source = "RMSE of " + base + " on the scored cells";
   n.rms = rmse;
-  const coupling::eval::RegressionFit* fit = !fits                                       ? nullptr
-                                             : base == "regression_cons"                 ? &fits->cons
-                                             : base == "regression_local" && fits->local ? &*fits->local
-                                                                                         : nullptr;
+  const eval::RegressionFit* fit = !fits                                       ? nullptr
+                                   : base == "regression_cons"                 ? &fits->cons
+                                   : base == "regression_local" && fits->local ? &*fits->local
+                                                                               : nullptr;
   if (fit && fit->fitted_rms > 0) {
     n.rms = fit->fitted_rms;
     source = "residual RMS of " + base + " on its fit data (" + fit->fit_on + ")";
@@ -351,7 +350,7 @@ std::vector<char> noise_training_mask(const EvalOptions& o, const std::vector<ch
   return rest;
 }
 
-void add_spectral_noise_meta(const coupling::eval::ResidualSpectrum& spectrum, const std::string& source,
+void add_spectral_noise_meta(const eval::ResidualSpectrum& spectrum, const std::string& source,
                              std::vector<std::pair<std::string, std::string>>& meta) {
   if (spectrum.empty()) {
     std::cout << "  noise_spectral: no training block with a finite residual in " << source << "; no row\n";
@@ -368,7 +367,7 @@ namespace {
 /// A truth without a finite value (all NaN, fill values or implausible) leaves nothing to score:
 /// said naming its file and variable, instead of a report of NaN scores (or "no baseline with a
 /// finite RMSE" from the noise reference).
-void check_something_scored(const EvalOptions& o, const coupling::eval::EvalReport& report, std::size_t finite_truth,
+void check_something_scored(const EvalOptions& o, const eval::EvalReport& report, std::size_t finite_truth,
                             const std::vector<std::size_t>& tsteps) {
   const std::string what = o.truth_path() + ", variable '" + o.truth_variable() + "'";
   const std::string steps = std::to_string(tsteps.size()) + " scored time step(s) (" + join(tsteps) + ")";
@@ -390,9 +389,9 @@ int run(const EvalOptions& o, EvalGrid& grid) {
   const StepAxis truth = grid.truth_axis(), pred = grid.pred_axis();
   match_steps(truth, pred, o.time, tsteps, psteps);
   grid.prepare(tsteps, psteps);
-  coupling::eval::StepEvaluator& ev = grid.evaluator();
+  eval::StepEvaluator& ev = grid.evaluator();
   const bool regression = check_regression_options(o);
-  coupling::eval::RegressionFits fit;
+  eval::RegressionFits fit;
   if (regression) {
     fit = grid.fit_regression(tsteps);
     warn_on_weak_covariates(fit.cons, grid.weak_covariates_hint());
@@ -432,7 +431,7 @@ int run(const EvalOptions& o, EvalGrid& grid) {
     }
   }
 
-  coupling::eval::EvalReport rep = ev.report();
+  eval::EvalReport rep = ev.report();
   rep.meta = {{"truth", o.truth_path()}, {"pred", o.pred}, {"var", o.var}, {"truth_var", o.truth_variable()}};
   const MetaRows layout = grid.layout_meta(), method = grid.method_meta();
   rep.meta.insert(rep.meta.end(), layout.begin(), layout.end());
@@ -455,4 +454,4 @@ int run(const EvalOptions& o, EvalGrid& grid) {
   return 0;
 }
 
-}  // namespace finecast::tools
+}  // namespace finecast::eval::cli

@@ -14,7 +14,7 @@
 #include "eval/evaluation.hpp"
 #include "eval/regression.hpp"
 
-namespace finecast::tools {
+namespace finecast::eval::cli {
 
 /// Every option of finecast-eval.
 struct EvalOptions {
@@ -76,7 +76,7 @@ void match_steps(const StepAxis& truth, const StepAxis& pred, const std::string&
 std::string join(const std::vector<std::size_t>& v);
 
 /// Prints the table and writes --json / --csv.
-void write_reports(const coupling::eval::EvalReport& report, const EvalOptions& options);
+void write_reports(const eval::EvalReport& report, const EvalOptions& options);
 
 /// Prints, for each reader that made values missing (outside the file's valid range or the
 /// plausibility table's), one line: file, variable, count, the first step, index and value.
@@ -107,16 +107,16 @@ inline constexpr double kWeakCovariates = 0.02;
 /// covariates are uninformative for the field or not where the data is: issue 26's ICON case,
 /// surface height and land fraction averaged onto the grid file's stretched geometry while the
 /// data lay on the uniform one, explained 0.3% of the residual there and 26% on the right one.
-void warn_on_weak_covariates(const coupling::eval::RegressionFit& fit, const std::string& hint);
+void warn_on_weak_covariates(const eval::RegressionFit& fit, const std::string& hint);
 
 /// After a fit (or --regression-in): prints the coefficients, writes --regression-out. With
 /// --regression-in, checks that the file's predictors are those given (`cons_names`, and
 /// `local_names` when regression_local is on: non-empty) and its local slopes' settings those of
 /// the options (ConfigError naming the file). `fit` fits both (the local one when local_names is
 /// non-empty).
-coupling::eval::RegressionFits finish_regression(const EvalOptions& options, const std::vector<std::string>& cons_names,
-                                                 const std::vector<std::string>& local_names,
-                                                 const std::function<coupling::eval::RegressionFits()>& fit);
+eval::RegressionFits finish_regression(const EvalOptions& options, const std::vector<std::string>& cons_names,
+                                       const std::vector<std::string>& local_names,
+                                       const std::function<eval::RegressionFits()>& fit);
 
 /// Writes every baseline's field of the last scored step to --baselines-out: one variable per
 /// baseline named after it, on `dims` (("ncells") or (y, x)) with `shape`, double precision, and
@@ -126,8 +126,7 @@ void write_baselines(const EvalOptions& options, const std::vector<std::pair<std
                      const std::string& step);
 
 /// The regressions' meta entries for the JSON report (regression_local's prefixed so).
-void add_regression_meta(const coupling::eval::RegressionFits& fits,
-                         std::vector<std::pair<std::string, std::string>>& meta);
+void add_regression_meta(const eval::RegressionFits& fits, std::vector<std::pair<std::string, std::string>>& meta);
 
 /// Meta rows of the JSON/CSV reports, in order.
 using MetaRows = std::vector<std::pair<std::string, std::string>>;
@@ -145,7 +144,7 @@ class EvalGrid {
   virtual StepAxis pred_axis() const = 0;
   /// After the step matching: the layout, its evaluator and the scored / held-out masks.
   virtual void prepare(const std::vector<std::size_t>& truth_steps, const std::vector<std::size_t>& pred_steps) = 0;
-  virtual coupling::eval::StepEvaluator& evaluator() = 0;
+  virtual eval::StepEvaluator& evaluator() = 0;
   /// Values of one field on the scored layout, and the prediction's members.
   virtual std::size_t n_values() const = 0;
   virtual std::size_t n_members() const = 0;
@@ -159,7 +158,7 @@ class EvalGrid {
   virtual const std::vector<char>& held() const = 0;
   /// regression_cons (and regression_local with --local-slopes) fitted (or read) and set on the
   /// evaluator; `truth_steps` as matched.
-  virtual coupling::eval::RegressionFits fit_regression(const std::vector<std::size_t>& truth_steps) = 0;
+  virtual eval::RegressionFits fit_regression(const std::vector<std::size_t>& truth_steps) = 0;
   /// What to check when the covariates explain little (warn_on_weak_covariates).
   virtual std::string weak_covariates_hint() const = 0;
   /// The grid's report rows: those after truth_var, and those after members.
@@ -167,7 +166,7 @@ class EvalGrid {
   virtual MetaRows method_meta() const = 0;
   /// The summary lines after "finecast-eval: truth vs prediction", and those after the masked
   /// values' lines.
-  virtual void print_summary(const coupling::eval::EvalReport& report, std::size_t n_steps) const = 0;
+  virtual void print_summary(const eval::EvalReport& report, std::size_t n_steps) const = 0;
   virtual void print_notes() const {}
   /// Values the readers made missing (report_masked), truth first.
   virtual void report_masked() const = 0;
@@ -188,9 +187,9 @@ int run(const EvalOptions& options, EvalGrid& grid);
 /// as its base, with the RMS of its residual on the training split where finecast-eval has one
 /// for it (regression_cons, regression_local: its fit's residual RMS), else on the scored cells
 /// (its RMSE). Adds what was chosen to `meta`.
-coupling::eval::NoiseReference noise_reference(const EvalOptions& o, const coupling::eval::EvalReport& rep,
-                                               int prediction_members, const coupling::eval::RegressionFits* fits,
-                                               std::vector<std::pair<std::string, std::string>>& meta);
+eval::NoiseReference noise_reference(const EvalOptions& o, const eval::EvalReport& rep, int prediction_members,
+                                     const eval::RegressionFits* fits,
+                                     std::vector<std::pair<std::string, std::string>>& meta);
 
 /// noise_spectral's training split (issue 26): with --hold-out the blocks (patches) not held
 /// out, where regression_cons is fitted too; else the scored ones (in-sample, which favours the
@@ -201,7 +200,7 @@ std::vector<char> noise_training_mask(const EvalOptions& options, const std::vec
 
 /// noise_spectral's entries of the JSON meta, and a line on stdout when the training split gave
 /// no spectrum (no row then).
-void add_spectral_noise_meta(const coupling::eval::ResidualSpectrum& spectrum, const std::string& source,
+void add_spectral_noise_meta(const eval::ResidualSpectrum& spectrum, const std::string& source,
                              std::vector<std::pair<std::string, std::string>>& meta);
 
-}  // namespace finecast::tools
+}  // namespace finecast::eval::cli

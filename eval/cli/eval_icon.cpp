@@ -26,10 +26,10 @@
 #include "eval/cli/eval_common.hpp"
 #include "eval/cli/icon_levels.hpp"
 
-namespace finecast::tools {
+namespace finecast::eval::cli {
 namespace {
 
-namespace fe = coupling::eval;
+namespace fe = eval;
 using coupling::FieldReader;
 
 bool file_exists(const std::string& path) {
@@ -71,8 +71,8 @@ class IconVar {
     } catch (const Error& e) {
       throw IoError(role + " file: " + e.what());
     }
-    const FieldReader& f = readers_.front();
-    if (f.grid_kind() != FieldReader::GridKind::kUnstructured)
+    const coupling::FieldReader& f = readers_.front();
+    if (f.grid_kind() != coupling::FieldReader::GridKind::kUnstructured)
       throw ConfigError(describe() + " is on a lat-lon grid (" + f.spatial_dims().at(0) + " x " +
                         f.spatial_dims().at(1) +
                         ") but the other input is an ICON field: both must be on the same grid");
@@ -109,11 +109,11 @@ class IconVar {
     readers_.at(m).read(static_cast<int64_t>(t), buf_.data());
     for (int64_t i = 0; i < n_cells_; ++i) out[i] = buf_[static_cast<std::size_t>(i)];
   }
-  void report_masked() const { tools::report_masked(readers_); }
+  void report_masked() const { eval::cli::report_masked(readers_); }
 
  private:
   std::string path_, var_, role_;
-  std::vector<FieldReader> readers_;
+  std::vector<coupling::FieldReader> readers_;
   int64_t n_cells_ = 0;
   std::size_t n_members_ = 1;
   std::vector<float> buf_;
@@ -436,7 +436,7 @@ class IconEvalGrid : public EvalGrid {
   const std::vector<char>& held() const override { return scored_.held; }
 
   fe::RegressionFits fit_regression(const std::vector<std::size_t>& tsteps) override {
-    return tools::fit_regression(o_, *ev_, truth_, tsteps, grid_, grid_path_, scored_.held, level_.level);
+    return eval::cli::fit_regression(o_, *ev_, truth_, tsteps, grid_, grid_path_, scored_.held, level_.level);
   }
   std::string weak_covariates_hint() const override {
     return std::string("the covariates and the data must be on the same geometry; this run uses ") +
@@ -512,4 +512,4 @@ class IconEvalGrid : public EvalGrid {
 
 std::unique_ptr<EvalGrid> make_icon_grid(const EvalOptions& o) { return std::make_unique<IconEvalGrid>(o); }
 
-}  // namespace finecast::tools
+}  // namespace finecast::eval::cli

@@ -28,8 +28,8 @@
 #include "eval/cli/eval_common.hpp"
 #include "coupling/io/step_select.hpp"
 
-namespace fe = finecast::coupling::eval;
-namespace ft = finecast::tools;
+namespace fe = finecast::eval;
+namespace ft = finecast::eval::cli;
 using finecast::ConfigError;
 using finecast::IoError;
 

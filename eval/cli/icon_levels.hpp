@@ -12,7 +12,7 @@
 #include "coupling/grid/icon_grid.hpp"
 #include "coupling/grid/icon_hierarchy.hpp"
 
-namespace finecast::tools {
+namespace finecast::eval::cli {
 
 /// Patch maps of a global ICON grid by coarse level (each rebuilds the hierarchy from the
 /// topology, as the plugin does). `grid` must outlive this.
@@ -51,9 +51,9 @@ class IconLevels {
 
   /// The layout of the R2B<coarse_level> patches: the plugin's patch map, the grid's cell areas
   /// and centres, and every level between coarse and fine for the scale bands.
-  coupling::eval::CellLayoutSpec layout_spec(int coarse_level) {
+  eval::CellLayoutSpec layout_spec(int coarse_level) {
     const coupling::PatchMap& pm = map(coarse_level);
-    coupling::eval::CellLayoutSpec spec;
+    eval::CellLayoutSpec spec;
     spec.n_cells = grid_.n_cells;
     spec.patch_size = pm.patch_size;
     spec.cell_of_patch = pm.fine_of_patch;
@@ -76,4 +76,4 @@ class IconLevels {
   std::map<int, coupling::PatchMap> maps_;
 };
 
-}  // namespace finecast::tools
+}  // namespace finecast::eval::cli

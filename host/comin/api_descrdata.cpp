@@ -8,7 +8,7 @@
 
 #include "host/comin/host_state.hpp"
 
-namespace ch = finecast::coupling::comin_host;
+namespace ch = finecast::host::comin;
 using ch::DomainArrays;
 using ch::EntityArrays;
 using ch::FortranArray;

@@ -6,14 +6,14 @@
 
 #include "host/comin/host_state.hpp"
 
-using finecast::coupling::comin_host::api_error;
-using finecast::coupling::comin_host::current_state;
-using finecast::coupling::comin_host::fatal;
-using finecast::coupling::comin_host::FortranString;
-using finecast::coupling::comin_host::Host;
-using finecast::coupling::comin_host::Phase;
-using finecast::coupling::comin_host::Plugin;
-using finecast::coupling::comin_host::state_or_fatal;
+using finecast::host::comin::api_error;
+using finecast::host::comin::current_state;
+using finecast::host::comin::fatal;
+using finecast::host::comin::FortranString;
+using finecast::host::comin::Host;
+using finecast::host::comin::Phase;
+using finecast::host::comin::Plugin;
+using finecast::host::comin::state_or_fatal;
 
 namespace {
 
@@ -91,7 +91,7 @@ void comin_callback_register(t_comin_entry_point entry_point_id, t_comin_callbac
   }
   auto& slot = s->callbacks[entry_point_id][s->current_plugin];
   if (slot != nullptr && s->rank == 0)
-    finecast::coupling::comin_host::print_line(
+    finecast::host::comin::print_line(
         true, std::string("WARNING: plugin '") + s->plugin()->spec.name + "' registered a second callback for " +
                   Host::entry_point_name(entry_point_id) +
                   ": it replaces the first (ComIn keeps one callback per entry point and plugin)");

@@ -8,10 +8,10 @@
 
 #include "host/comin/host_state.hpp"
 
-namespace ch = finecast::coupling::comin_host;
+namespace ch = finecast::host::comin;
 using ch::Host;
 
-namespace finecast::coupling::comin_host {
+namespace finecast::host::comin {
 
 const char* error_message(t_comin_error_code code) {
   switch (code) {
@@ -95,7 +95,7 @@ const char* error_message(t_comin_error_code code) {
   return "Unknown error code.";
 }
 
-}  // namespace finecast::coupling::comin_host
+}  // namespace finecast::host::comin
 
 namespace {
 

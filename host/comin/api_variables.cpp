@@ -6,7 +6,7 @@
 
 #include "host/comin/host_state.hpp"
 
-namespace ch = finecast::coupling::comin_host;
+namespace ch = finecast::host::comin;
 using ch::api_error;
 using ch::Host;
 using ch::Phase;

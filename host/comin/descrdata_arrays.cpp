@@ -5,7 +5,7 @@
 #include <limits>
 #include <string>
 
-namespace finecast::coupling::comin_host {
+namespace finecast::host::comin {
 namespace {
 
 template <typename T>
@@ -309,4 +309,4 @@ DomainArrays build_domain_arrays(Domain d, int id) {
   return a;
 }
 
-}  // namespace finecast::coupling::comin_host
+}  // namespace finecast::host::comin

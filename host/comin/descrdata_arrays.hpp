@@ -6,11 +6,11 @@
 
 #include "host/comin/host_state.hpp"
 
-namespace finecast::coupling::comin_host {
+namespace finecast::host::comin {
 
 /// Checks the sizes of every array of `domain` (ConfigError naming the array) and builds the
 /// arrays ComIn hands out for domain `id`. Local cells must come owned first, then halo cells
 /// by increasing halo level (ICON's order); vertices and edges of owned cells first.
 DomainArrays build_domain_arrays(Domain domain, int id);
 
-}  // namespace finecast::coupling::comin_host
+}  // namespace finecast::host::comin

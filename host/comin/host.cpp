@@ -2,7 +2,6 @@
 // The Host: life-cycle phases, the plugin loader (dlopen, comin_plugin_init, primary
 // constructor), the variables plugins request, and entry-point dispatch.
 #include "host/comin/host.hpp"
-#include "host/comin/entry_point_names.hpp"
 
 #include <dlfcn.h>
 
@@ -14,9 +13,10 @@
 #include <limits>
 #include <utility>
 
+#include "comin_abi/entry_point_names.hpp"
+#include "coupling/mpi/handshake.hpp"
 #include "host/comin/descrdata_arrays.hpp"
 #include "host/comin/host_state.hpp"
-#include "coupling/mpi/handshake.hpp"
 
 extern "C" {
 // The hand-over a ComIn host makes to each plugin's libcomin (see comin_plugin_init in
@@ -27,7 +27,7 @@ struct finecast_comin_version {
 void comin_plugin_init(void* state, const finecast_comin_version* host_version, const int* host_wp);
 }
 
-namespace finecast::coupling::comin_host {
+namespace finecast::host::comin {
 namespace {
 
 Host::State* g_state = nullptr;
@@ -431,8 +431,8 @@ void make_plugin_comms(Host::State& s, const std::vector<PluginSpec>& plugins) {
   std::vector<std::string> names;
   for (const PluginSpec& p : plugins)
     if (!p.comm.empty() && std::find(names.begin(), names.end(), p.comm) == names.end()) names.push_back(p.comm);
-  names.push_back(kCominHostGroup);
-  std::vector<MPI_Comm> comms = mpi_handshake(s.comin, names);
+  names.push_back(coupling::kCominHostGroup);
+  std::vector<MPI_Comm> comms = coupling::mpi_handshake(s.comin, names);
   MPI_Comm_free(&comms.back());  // the host's ranks: s.comm already
   for (size_t i = 0; i + 1 < names.size(); ++i) s.plugin_comms.emplace(names[i], comms[i]);
 }
@@ -600,8 +600,8 @@ MPI_Comm Host::comm() const { return state_->comm; }
 int Host::rank() const { return state_->rank; }
 
 const char* Host::entry_point_name(int ep) {
-  static_assert(kEntryPointCount == EP_DESTRUCTOR, "one name per entry point");
-  return ep >= 1 && ep <= EP_DESTRUCTOR ? kEntryPointNames[ep - 1] : "UNKNOWN";
+  static_assert(comin_abi::kEntryPointCount == EP_DESTRUCTOR, "one name per entry point");
+  return ep >= 1 && ep <= EP_DESTRUCTOR ? comin_abi::kEntryPointNames[ep - 1] : "UNKNOWN";
 }
 
-}  // namespace finecast::coupling::comin_host
+}  // namespace finecast::host::comin

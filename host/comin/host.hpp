@@ -16,7 +16,7 @@
 #include "comin.h"
 #include "coupling/error.hpp"
 
-namespace finecast::coupling::comin_host {
+namespace finecast::host::comin {
 
 /// One entry of the plugin list (ICON: one `plugin_list(i)` of `&comin_nml`).
 struct PluginSpec {
@@ -242,4 +242,4 @@ constexpr int kMinRlVertInt = -4, kMinRlVert = -7, kMaxRlVert = 5;
 constexpr int kMinRlEdgeInt = -8, kMinRlEdge = -13, kMaxRlEdge = 10;
 constexpr int kGrfBdyWidthC = 4, kGrfBdyWidthE = 9;
 
-}  // namespace finecast::coupling::comin_host
+}  // namespace finecast::host::comin

@@ -34,7 +34,7 @@ struct t_comin_metadata_iterator {
   CominMetadata::const_iterator it;
 };
 
-namespace finecast::coupling::comin_host {
+namespace finecast::host::comin {
 
 /// A string as ComIn hands it out: followed by a blank (like a Fortran buffer), so a reader
 /// that ignores the returned length sees a wrong value instead of a lucky NUL.
@@ -188,4 +188,4 @@ DomainArrays* domain_or_fatal(int jg, const char* routine);
 /// The state, or a fatal error naming `routine` when no host runs in this process.
 Host::State* state_or_fatal(const char* routine);
 
-}  // namespace finecast::coupling::comin_host
+}  // namespace finecast::host::comin

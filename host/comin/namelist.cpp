@@ -8,7 +8,7 @@
 
 #include "host/comin/host.hpp"
 
-namespace finecast::coupling::comin_host {
+namespace finecast::host::comin {
 namespace {
 
 std::string lower(std::string s) {
@@ -185,4 +185,4 @@ std::vector<PluginSpec> read_comin_namelist(const std::string& path) {
   }
 }
 
-}  // namespace finecast::coupling::comin_host
+}  // namespace finecast::host::comin

@@ -9,7 +9,7 @@
 
 #include "common/error.hpp"
 
-namespace finecast::coupling::host {
+namespace finecast::host {
 
 const schema::Names<Decomposition>& names(Decomposition) {
   static const schema::Names<Decomposition> n{{Decomposition::kLatBands, "lat_bands"},
@@ -29,7 +29,7 @@ std::vector<int> LocalCells::all() const {
   return cells;
 }
 
-LocalCells decompose(const IconGrid& grid, Decomposition method, int n_ranks, int rank) {
+LocalCells decompose(const coupling::IconGrid& grid, Decomposition method, int n_ranks, int rank) {
   if (n_ranks < 1 || rank < 0 || rank >= n_ranks)
     throw InternalError("decompose: rank " + std::to_string(rank) + " of " + std::to_string(n_ranks));
   const int n = static_cast<int>(grid.n_cells);
@@ -84,7 +84,7 @@ std::vector<int> local_entities(const std::vector<std::array<int, 3>>& of_cell, 
   return owned;
 }
 
-void lonlat_of_midpoint(const IconGrid& grid, int a, int b, double& lon, double& lat) {
+void lonlat_of_midpoint(const coupling::IconGrid& grid, int a, int b, double& lon, double& lat) {
   double x = 0, y = 0, z = 0;
   for (int v : {a, b}) {
     x += std::cos(grid.vlat[v]) * std::cos(grid.vlon[v]);
@@ -97,7 +97,7 @@ void lonlat_of_midpoint(const IconGrid& grid, int a, int b, double& lon, double&
 
 }  // namespace
 
-GridEdges grid_edges(const IconGrid& grid) {
+GridEdges grid_edges(const coupling::IconGrid& grid) {
   GridEdges e;
   std::vector<std::pair<int, int>> pairs;
   pairs.reserve(grid.cell_vertices.size() * 3);
@@ -116,13 +116,13 @@ GridEdges grid_edges(const IconGrid& grid) {
   return e;
 }
 
-comin_host::Domain make_domain(const IconGrid& grid, const LocalCells& cells, int nproma, double dt) {
+comin::Domain make_domain(const coupling::IconGrid& grid, const LocalCells& cells, int nproma, double dt) {
   const std::vector<int> local = cells.all();
   std::unordered_map<int, int> to_local;
   to_local.reserve(local.size() * 2);
   for (size_t j = 0; j < local.size(); ++j) to_local.emplace(local[j], static_cast<int>(j));
 
-  comin_host::Domain d;
+  comin::Domain d;
   d.nproma = nproma;
   d.n_cells_global = static_cast<int>(grid.n_cells);
   d.dt = dt;
@@ -194,4 +194,4 @@ comin_host::Domain make_domain(const IconGrid& grid, const LocalCells& cells, in
   return d;
 }
 
-}  // namespace finecast::coupling::host
+}  // namespace finecast::host

@@ -12,7 +12,7 @@
 #include "host/comin/host.hpp"
 #include "coupling/grid/icon_grid.hpp"
 
-namespace finecast::coupling::host {
+namespace finecast::host {
 
 /// lat_bands: equal numbers of cells in bands of cell-centre latitude (ties by longitude, then
 /// index), deliberately not aligned with coarse cells; round_robin: cell i on rank i % n (a
@@ -34,7 +34,7 @@ struct LocalCells {
 
 /// Cells owned by `rank` of `n_ranks` and its one-cell halo. Pure: every rank computes the same
 /// partition.
-LocalCells decompose(const IconGrid& grid, Decomposition method, int n_ranks, int rank);
+LocalCells decompose(const coupling::IconGrid& grid, Decomposition method, int n_ranks, int rank);
 
 /// The edges of a grid, derived from its cells' vertices: edge e joins vertices[e] (0-based,
 /// sorted pairs, so every rank numbers them alike); of_cell[c] lists the edges of cell c.
@@ -42,12 +42,12 @@ struct GridEdges {
   std::vector<std::pair<int, int>> vertices;
   std::vector<std::array<int, 3>> of_cell;
 };
-GridEdges grid_edges(const IconGrid& grid);
+GridEdges grid_edges(const coupling::IconGrid& grid);
 
 /// The ComIn descriptive data of one rank: local cells (owned, then halo), decomp_domain 0/1,
 /// neighbours as local indices, parents and refin_ctrl from the grid file when it has them (a
 /// limited-area file numbers its cells by boundary row, so owned cells come in ICON's zone order), and the
 /// vertices and edges of the local cells (those of owned cells first) when the grid has vertices.
-comin_host::Domain make_domain(const IconGrid& grid, const LocalCells& cells, int nproma, double dt);
+comin::Domain make_domain(const coupling::IconGrid& grid, const LocalCells& cells, int nproma, double dt);
 
-}  // namespace finecast::coupling::host
+}  // namespace finecast::host

@@ -10,7 +10,7 @@
 #include <cuda_runtime_api.h>
 #endif
 
-namespace finecast::coupling::host {
+namespace finecast::host {
 
 #if FINECAST_HOST_CUDA
 
@@ -29,16 +29,16 @@ struct DeviceArray {
 }  // namespace
 
 struct DeviceFields::Impl {
-  comin_host::Host& host;
+  comin::Host& host;
   int domain = 1;
   std::map<std::string, DeviceArray> arrays;
   std::string line;
-  explicit Impl(comin_host::Host& h) : host(h) {}
+  explicit Impl(comin::Host& h) : host(h) {}
 };
 
 bool device_fields_built() { return true; }
 
-DeviceFields::DeviceFields(comin_host::Host& host, const std::vector<std::string>& names, int domain, MPI_Comm comm)
+DeviceFields::DeviceFields(comin::Host& host, const std::vector<std::string>& names, int domain, MPI_Comm comm)
     : impl_(std::make_unique<Impl>(host)) {
   impl_->domain = domain;
   int count = 0;
@@ -57,7 +57,7 @@ DeviceFields::DeviceFields(comin_host::Host& host, const std::vector<std::string
   cudaDriverGetVersion(&driver);
   impl_->line =
       "GPU " + std::to_string(gpu) + " (" + prop.name + ", " + std::to_string(prop.totalGlobalMem >> 30) + " GiB)";
-  comin_host::DeviceSupport support;
+  comin::DeviceSupport support;
   support.name = prop.name;
   support.vendor = "NVIDIA";
   support.driver = "CUDA " + std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10);
@@ -100,7 +100,7 @@ struct DeviceFields::Impl {};
 
 bool device_fields_built() { return false; }
 
-DeviceFields::DeviceFields(comin_host::Host&, const std::vector<std::string>&, int, MPI_Comm) {
+DeviceFields::DeviceFields(comin::Host&, const std::vector<std::string>&, int, MPI_Comm) {
   throw ConfigError(
       "device_fields: true needs a finecast-host built with CUDA (scripts/build_cuda.sh or "
       "scripts/device/build_cuda.sh --full); this one was built for the CPU: set device_fields: false");
@@ -115,4 +115,4 @@ const std::string& DeviceFields::device_line() const {
 
 #endif
 
-}  // namespace finecast::coupling::host
+}  // namespace finecast::host

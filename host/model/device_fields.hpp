@@ -12,7 +12,7 @@
 
 #include "host/comin/host.hpp"
 
-namespace finecast::coupling::host {
+namespace finecast::host {
 
 /// Whether this finecast-host was built with the CUDA runtime (a CUDA LibTorch build).
 bool device_fields_built();
@@ -26,7 +26,7 @@ class DeviceFields {
  public:
   /// Before load_plugins. Throws ConfigError (naming the key) when this build has no CUDA or
   /// the rank sees no GPU. `comm`: the model's ranks (for the node-local rank).
-  DeviceFields(comin_host::Host& host, const std::vector<std::string>& names, int domain, MPI_Comm comm);
+  DeviceFields(comin::Host& host, const std::vector<std::string>& names, int domain, MPI_Comm comm);
   ~DeviceFields();
   DeviceFields(const DeviceFields&) = delete;
   DeviceFields& operator=(const DeviceFields&) = delete;
@@ -41,4 +41,4 @@ class DeviceFields {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace finecast::coupling::host
+}  // namespace finecast::host

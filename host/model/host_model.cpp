@@ -8,7 +8,7 @@
 #include "coupling/error.hpp"
 #include "host/model/orography.hpp"
 
-namespace finecast::coupling::host {
+namespace finecast::host {
 namespace {
 
 constexpr double kGravity = 9.80665;
@@ -26,7 +26,8 @@ double half_level_height(int k, int nlev, double top, double h) {
 
 }  // namespace
 
-HostModel::HostModel(const IconGrid& grid, const HostModelSetup& setup, int n_ranks, int rank) : setup_(setup) {
+HostModel::HostModel(const coupling::IconGrid& grid, const HostModelSetup& setup, int n_ranks, int rank)
+    : setup_(setup) {
   if (setup.nlev < 1) throw ConfigError("finecast-host: nlev must be >= 1, got " + std::to_string(setup.nlev));
   cells_ = decompose(grid, setup.decomposition, n_ranks, rank);
   domain_ = make_domain(grid, cells_, setup.nproma, setup.dt);
@@ -82,4 +83,4 @@ std::vector<double> HostModel::vct_a() const {
   return v;
 }
 
-}  // namespace finecast::coupling::host
+}  // namespace finecast::host

@@ -11,7 +11,7 @@
 #include "host/model/decomposition.hpp"
 #include "host/model/toy_atmosphere.hpp"
 
-namespace finecast::coupling::host {
+namespace finecast::host {
 
 /// Where the model's surface and time come from.
 struct HostModelSetup {
@@ -37,11 +37,11 @@ struct FieldPointers {
 class HostModel {
  public:
   /// Decomposes `grid` for `rank` of `n_ranks` and averages the orography onto its cells.
-  HostModel(const IconGrid& grid, const HostModelSetup& setup, int n_ranks, int rank);
+  HostModel(const coupling::IconGrid& grid, const HostModelSetup& setup, int n_ranks, int rank);
 
   const LocalCells& cells() const { return cells_; }
-  /// The ComIn descriptive data of this rank (copy it into comin_host::Host::add_domain).
-  const comin_host::Domain& domain() const { return domain_; }
+  /// The ComIn descriptive data of this rank (copy it into comin::Host::add_domain).
+  const comin::Domain& domain() const { return domain_; }
   /// Surface of each local cell (owned, then halo).
   const std::vector<CellSurface>& surface() const { return surface_; }
   int nproma() const { return setup_.nproma; }
@@ -61,8 +61,8 @@ class HostModel {
  private:
   HostModelSetup setup_;
   LocalCells cells_;
-  comin_host::Domain domain_;
+  comin::Domain domain_;
   std::vector<CellSurface> surface_;
 };
 
-}  // namespace finecast::coupling::host
+}  // namespace finecast::host

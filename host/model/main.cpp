@@ -21,8 +21,8 @@
 #include "coupling/grid/icon_geometry.hpp"
 #include "coupling/grid/icon_grid.hpp"
 #include "host/model/host_model.hpp"
+#include "coupling/program/mpi_program.hpp"
 #include "host/model/nests.hpp"
-#include "host/mpi_program.hpp"
 #include "host/model/orography.hpp"
 #include "host/model/run_config.hpp"
 #include "host/model/run_file.hpp"
@@ -34,10 +34,10 @@
 #include "common/log.hpp"
 
 namespace fc = finecast::coupling;
-namespace ch = finecast::coupling::comin_host;
+namespace ch = finecast::host::comin;
 namespace flog = finecast::log;
-namespace fh = finecast::coupling::host;
-using fh::now;
+namespace fh = finecast::host;
+using fc::now;
 
 namespace {
 
@@ -59,15 +59,14 @@ fc::IconGeometry geometry_of(const Options& opt) { return fc::parse_icon_geometr
 
 /// --write-orography: the surface fields the run would hand its plugins, for every cell, into
 /// one file (rank 0; each cell's value depends on that cell alone, as in the run).
-int write_orography(const Options& opt, const fc::host::HostRunConfig& cfg, int rank) {
+int write_orography(const Options& opt, const fh::HostRunConfig& cfg, int rank) {
   if (rank != 0) return 0;
   const double t0 = now();
   const fc::IconGrid grid = fc::read_icon_grid(cfg.grid, geometry_of(opt));
   std::vector<int> cells(static_cast<size_t>(grid.n_cells));
   std::iota(cells.begin(), cells.end(), 0);
-  const fc::host::CellOrography surface =
-      fc::host::average_orography(cfg.orography, cfg.orography_variable, grid, cells);
-  fc::host::write_surface_file(opt.write_orography, grid, surface, cfg.orography + " (" + cfg.orography_variable + ")");
+  const fh::CellOrography surface = fh::average_orography(cfg.orography, cfg.orography_variable, grid, cells);
+  fh::write_surface_file(opt.write_orography, grid, surface, cfg.orography + " (" + cfg.orography_variable + ")");
   flog::info("wrote topography_c and fr_land of the " + std::to_string(grid.n_cells) + " cells of " + cfg.grid +
              " (relief " + cfg.orography + ": " + cfg.orography_variable + ") to " + opt.write_orography + " in " +
              fmt::format("{:.2f}", now() - t0) + " s");
@@ -78,7 +77,7 @@ int write_orography(const Options& opt, const fc::host::HostRunConfig& cfg, int 
 /// start, so that a run in chunks (restarts) computes what one long run computes; this run
 /// covers `steps` steps from its own start.
 struct RunClock {
-  RunClock(const fc::host::HostRunConfig& cfg, const std::string& run_file)
+  RunClock(const fh::HostRunConfig& cfg, const std::string& run_file)
       : clock("seconds since " + cfg.start, "proleptic_gregorian", run_file + ": start"),
         stop_seconds(cfg.dt * cfg.steps) {
     const fc::CfTime experiment("seconds since " + cfg.experiment_start, "proleptic_gregorian",
@@ -102,14 +101,14 @@ struct RunClock {
 /// The plugins of the run file (or of its ComIn namelist), with the command line's overrides:
 /// finecast reads "CONFIG.yaml key.path=value ..." from its options string, so overrides given
 /// on the command line travel the same way they would in an ICON namelist.
-std::vector<ch::PluginSpec> plugins_to_load(const Options& opt, const fc::host::HostRunConfig& cfg) {
+std::vector<ch::PluginSpec> plugins_to_load(const Options& opt, const fh::HostRunConfig& cfg) {
   std::vector<ch::PluginSpec> plugins = cfg.plugins;
   if (!cfg.comin_namelist.empty()) plugins = ch::read_comin_namelist(cfg.comin_namelist);
   if (opt.no_plugins) plugins.clear();
   for (auto& p : plugins) {
-    for (const auto& o : opt.plugin_overrides) p.options += " " + fh::quote_option(o);
+    for (const auto& o : opt.plugin_overrides) p.options += " " + fc::quote_option(o);
     // The plugins' patches and position features on the cells the host computes its fields on.
-    if (!opt.geometry.empty()) p.options += " " + fh::quote_option("grid.geometry=" + opt.geometry);
+    if (!opt.geometry.empty()) p.options += " " + fc::quote_option("grid.geometry=" + opt.geometry);
   }
   return plugins;
 }
@@ -203,9 +202,9 @@ struct RunTimes {
 /// in the integration, output every `output_every` steps, a restart every `restart_every` steps
 /// and at the end of the run (as ICON writes its restart files); each step ends with the global
 /// mean ts, the step's minimum wall time and progress lines; then the plugins' finish.
-void time_loop(const fc::host::HostRunConfig& cfg, const RunClock& time, const fh::HostModel& model,
+void time_loop(const fh::HostRunConfig& cfg, const RunClock& time, const fh::HostModel& model,
                const fh::FieldPointers& fields, const std::vector<fh::Nest>& nests, ch::Host& host, PluginCalls& calls,
-               const fh::ModelComms& comms, fh::DeviceFields* device, double t_loop, RunTimes& times) {
+               const fc::ModelComms& comms, fh::DeviceFields* device, double t_loop, RunTimes& times) {
   const int progress_every = cfg.progress_every > 0 ? cfg.progress_every : std::max(1, cfg.steps / 10);
   double t_last = now();
   const double t_first = t_last;
@@ -257,7 +256,7 @@ void time_loop(const fc::host::HostRunConfig& cfg, const RunClock& time, const f
 
 /// With device fields: what ComIn's device synchronisation copied for the plugins (all ranks'
 /// bytes, the slowest rank's time). Collective.
-void report_device_sync(const fc::host::HostRunConfig& cfg, const ch::Host& host, const fh::ModelComms& comms) {
+void report_device_sync(const fh::HostRunConfig& cfg, const ch::Host& host, const fc::ModelComms& comms) {
   const ch::DeviceSyncStats st = host.device_sync_stats();
   double local[3] = {static_cast<double>(st.bytes), static_cast<double>(st.to_host + st.to_device), st.seconds};
   double sum[3] = {0, 0, 0}, worst = 0;
@@ -273,7 +272,7 @@ void report_device_sync(const fc::host::HostRunConfig& cfg, const ch::Host& host
 /// --step-times: per step, the slowest rank's seconds in the plugins' time-loop callbacks and the
 /// step's wall time, as CSV (written atomically by rank 0). A training session inside a callback
 /// shows as its step's plugin time. Collective.
-void write_step_times(const std::string& path, const PluginCalls& calls, const fh::ModelComms& comms) {
+void write_step_times(const std::string& path, const PluginCalls& calls, const fc::ModelComms& comms) {
   const std::vector<double>& local = calls.step_times();
   std::vector<double> worst(local.size(), 0.0);
   MPI_Reduce(local.data(), worst.data(), static_cast<int>(local.size()), MPI_DOUBLE, MPI_MAX, 0, comms.model);
@@ -292,8 +291,8 @@ void write_step_times(const std::string& path, const PluginCalls& calls, const f
 }
 
 /// The summary line; the slowest rank sets the pace of an MPI model. Collective.
-void report(const fc::host::HostRunConfig& cfg, const RunTimes& times, const PluginCalls& calls,
-            const fh::ModelComms& comms) {
+void report(const fh::HostRunConfig& cfg, const RunTimes& times, const PluginCalls& calls,
+            const fc::ModelComms& comms) {
   double local[5] = {times.total, calls.seconds(), times.fields, times.steps, calls.loop_seconds()};
   double worst[5] = {0, 0, 0, 0, 0};
   MPI_Reduce(local, worst, 5, MPI_DOUBLE, MPI_MAX, 0, comms.model);
@@ -307,11 +306,11 @@ void report(const fc::host::HostRunConfig& cfg, const RunTimes& times, const Plu
              " s; time loop alone " + fmt::format("{:.5f}", worst[3] / cfg.steps) + " s/step");
 }
 
-int run(const Options& opt, const fh::ModelComms& comms) {
+int run(const Options& opt, const fc::ModelComms& comms) {
   const int rank = comms.rank, n_ranks = comms.n_ranks;
-  const fh::StartupLog startup(rank);
+  const fc::StartupLog startup(rank);
   startup.stage("reading the run file " + opt.run_file);
-  fc::host::HostRunConfig cfg = fc::host::load_host_run_config(opt.run_file);
+  fh::HostRunConfig cfg = fh::load_host_run_config(opt.run_file);
   if (opt.steps > 0) cfg.steps = opt.steps;
   if (opt.step_seconds >= 0) cfg.step_seconds = opt.step_seconds;
   if (opt.device_fields) cfg.device_fields = true;
@@ -321,7 +320,7 @@ int run(const Options& opt, const fh::ModelComms& comms) {
 
   startup.stage("reading the ICON grid " + cfg.grid);
   const fc::IconGrid grid = fc::read_icon_grid(cfg.grid, geometry_of(opt));
-  fc::host::HostModelSetup setup;
+  fh::HostModelSetup setup;
   setup.orography = cfg.orography;
   setup.orography_variable = cfg.orography_variable;
   setup.decomposition = cfg.decomposition;
@@ -331,7 +330,7 @@ int run(const Options& opt, const fh::ModelComms& comms) {
   setup.nlev = cfg.nlev;
   startup.stage("decomposing the grid over " + std::to_string(n_ranks) +
                 " rank(s) and interpolating the orography of " + cfg.orography);
-  const fc::host::HostModel model(grid, setup, n_ranks, rank);
+  const fh::HostModel model(grid, setup, n_ranks, rank);
   flog::info("grid " + cfg.grid + ": " + std::to_string(grid.n_cells) + " cells; this rank owns " +
              std::to_string(model.cells().owned.size()) + " + " + std::to_string(model.cells().halo.size()) +
              " halo, nproma " + std::to_string(cfg.nproma) + ", " + std::to_string(omp_get_max_threads()) +
@@ -410,7 +409,7 @@ int main(int argc, char** argv) {
   Options opt;
   finecast::cli::add_config(app, opt.run_file, "YAML run file (grid, time stepping, decomposition, plugins)");
   // The run file's bounds (run_file::limits) hold for the overrides too.
-  namespace lim = fc::run_file::limits;
+  namespace lim = fh::run_file::limits;
   app.add_option("--steps", opt.steps, "override the run file's number of steps")->check(CLI::Range(1LL, lim::kSteps));
   app.add_option("--step-seconds", opt.step_seconds, "override the run file's minimum wall time per step (0 = none)")
       ->check(CLI::Range(0.0, lim::kStepSeconds));
@@ -434,6 +433,6 @@ int main(int argc, char** argv) {
                          "append key.path=value to every plugin's options (finecast config overrides), e.g. "
                          "--set checkpoint.resume=out/ckpt --set device=cpu.");
   finecast::cli::add_version(app, "finecast-host");
-  return fh::mpi_main(argc, argv, "finecast-host", app, opt.log_level,
-                      [&](const fh::ModelComms& comms) { return run(opt, comms); });
+  return fc::mpi_main(argc, argv, "finecast-host", app, opt.log_level,
+                      [&](const fc::ModelComms& comms) { return run(opt, comms); });
 }

@@ -11,7 +11,7 @@
 #include "common/error.hpp"
 #include "coupling/grid/icon_hierarchy.hpp"
 
-namespace finecast::coupling::host {
+namespace finecast::host {
 
 namespace {
 
@@ -70,8 +70,8 @@ IconGrid read_nest_grid(const std::string& path, const IconGrid& parent, const s
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
     throw ConfigError(where + ": the nest's grid file " + path + " does not exist");
-  IconGrid grid = read_icon_grid(path);
-  if (!icon_grid_size(grid).limited_area)
+  IconGrid grid = coupling::read_icon_grid(path);
+  if (!coupling::icon_grid_size(grid).limited_area)
     throw ConfigError(where + ": " + path + " is a global grid (" + std::to_string(grid.n_cells) +
                       " cells, no lateral boundary); a nest is a limited-area grid inside domain 1 " +
                       "(finecast-grid --write-icon-grid FILE --level N --region lat0,lat1,lon0,lon1 writes one)");
@@ -89,4 +89,4 @@ IconGrid read_nest_grid(const std::string& path, const IconGrid& parent, const s
   return grid;
 }
 
-}  // namespace finecast::coupling::host
+}  // namespace finecast::host

@@ -10,7 +10,9 @@
 #include "coupling/grid/icon_grid.hpp"
 #include "host/model/host_model.hpp"
 
-namespace finecast::coupling::host {
+namespace finecast::host {
+
+using coupling::IconGrid;
 
 /// A nest on this rank: its ComIn domain id, its part of the model and its fields.
 struct Nest {
@@ -30,4 +32,4 @@ std::vector<int32_t> locate_in_parent(const IconGrid& parent, const IconGrid& ne
 /// `where` (the run file and key, e.g. "run.yaml: nests[0].grid").
 IconGrid read_nest_grid(const std::string& path, const IconGrid& parent, const std::string& where);
 
-}  // namespace finecast::coupling::host
+}  // namespace finecast::host

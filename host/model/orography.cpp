@@ -14,9 +14,10 @@
 #include "coupling/io/nc_file.hpp"
 #include "coupling/io/plausibility.hpp"
 
-namespace finecast::coupling::host {
+namespace finecast::host {
 namespace {
 
+namespace sphere = coupling::sphere;
 using sphere::Vec3;
 
 // An evenly spaced coordinate axis read from its 1-D variable.
@@ -40,9 +41,10 @@ std::string text_attribute(int nc, int var, const char* name) {
 /// warning says how many and where the first was.
 void mask_implausible(std::vector<float>& relief, float fill, int nc, int varid, const std::string& variable,
                       size_t row0, size_t nx, const std::string& context) {
-  const PlausibleRange* o = plausible_override(variable);
-  const PlausibleRange range =
-      o ? *o : plausible_range(text_attribute(nc, varid, "units"), text_attribute(nc, varid, "standard_name"));
+  const coupling::PlausibleRange* o = coupling::plausible_override(variable);
+  const coupling::PlausibleRange range =
+      o ? *o
+        : coupling::plausible_range(text_attribute(nc, varid, "units"), text_attribute(nc, varid, "standard_name"));
   int64_t dropped = 0;
   size_t first = 0;
   float first_value = 0;
@@ -80,7 +82,7 @@ struct Triangle {
   Vec3 centre;
 };
 
-Triangle triangle(const IconGrid& g, int cell) {
+Triangle triangle(const coupling::IconGrid& g, int cell) {
   Vec3 v[3];
   for (int k = 0; k < 3; ++k) {
     const int32_t id = g.cell_vertices[cell][k];
@@ -107,7 +109,7 @@ struct Box {
   bool all_lon;
 };
 
-Box bounding_box(const IconGrid& g, int cell, const Triangle& t) {
+Box bounding_box(const coupling::IconGrid& g, int cell, const Triangle& t) {
   constexpr double kMarginDeg = 1.0;  // covers great-circle edges bulging past their end points
   double clon = 0, clat = 0;
   sphere::to_lonlat(t.centre, clon, clat);
@@ -136,13 +138,13 @@ Box bounding_box(const IconGrid& g, int cell, const Triangle& t) {
 
 }  // namespace
 
-CellOrography average_orography(const std::string& relief_path, const std::string& variable, const IconGrid& grid,
-                                const std::vector<int>& cells) {
+CellOrography average_orography(const std::string& relief_path, const std::string& variable,
+                                const coupling::IconGrid& grid, const std::vector<int>& cells) {
   const std::string context = relief_path + ": " + variable;
   if (grid.cell_vertices.size() != static_cast<size_t>(grid.n_cells))
     throw IoError(grid.path + ": the grid has no cell vertices, needed to average " + context);
   // Damaged or truncated classic files are refused as every NetCDF input is.
-  const NcReadFile file(relief_path, "relief file");
+  const coupling::NcReadFile file(relief_path, "relief file");
   const int nc = file.id;
   int varid = -1, ndims = 0;
   CHECK_NC(nc_inq_varid(nc, variable.c_str(), &varid), context);
@@ -251,4 +253,4 @@ CellOrography average_orography(const std::string& relief_path, const std::strin
   return out;
 }
 
-}  // namespace finecast::coupling::host
+}  // namespace finecast::host

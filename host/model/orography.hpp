@@ -7,7 +7,7 @@
 
 #include "coupling/grid/icon_grid.hpp"
 
-namespace finecast::coupling::host {
+namespace finecast::host {
 
 /// Per-cell surface data of the cells asked for, in their order.
 struct CellOrography {
@@ -20,7 +20,7 @@ struct CellOrography {
 /// points inside each spherical triangle `cells` (0-based) of `grid`, weighting by cos(lat).
 /// Reads only the rows the cells need. Each cell's value depends on that cell alone, so any
 /// decomposition gives identical values. Throws IoError naming the file and variable.
-CellOrography average_orography(const std::string& relief_path, const std::string& variable, const IconGrid& grid,
-                                const std::vector<int>& cells);
+CellOrography average_orography(const std::string& relief_path, const std::string& variable,
+                                const coupling::IconGrid& grid, const std::vector<int>& cells);
 
-}  // namespace finecast::coupling::host
+}  // namespace finecast::host

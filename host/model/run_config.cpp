@@ -8,7 +8,7 @@
 #include "host/model/run_file.hpp"
 #include "coupling/io/cf_time.hpp"
 
-namespace finecast::coupling::host {
+namespace finecast::host {
 
 namespace {
 
@@ -71,8 +71,8 @@ HostRunConfig parse_host_run_config(const std::string& text, const std::string& 
   run_file::read(text, path, entries, origin, [&](yaml_schema::ErrorList& errors) {
     // Dates in one form; the experiment starts with this run unless it is a later chunk.
     for (std::string* d : {&c.start, &c.experiment_start, &c.experiment_stop}) {
-      DateTime t;
-      if (parse_datetime(*d, t)) *d = format_datetime(t);
+      coupling::DateTime t;
+      if (coupling::parse_datetime(*d, t)) *d = coupling::format_datetime(t);
     }
     if (c.experiment_start.empty()) c.experiment_start = c.start;
     if (!errors.failed("experiment_start") && !errors.failed("start") && c.experiment_start > c.start)
@@ -89,4 +89,4 @@ HostRunConfig load_host_run_config(const std::string& path) {
   return parse_host_run_config(yaml_schema::load_text(path, "run file"), path);
 }
 
-}  // namespace finecast::coupling::host
+}  // namespace finecast::host

@@ -8,7 +8,7 @@
 #include "host/comin/host.hpp"
 #include "host/model/decomposition.hpp"
 
-namespace finecast::coupling::host {
+namespace finecast::host {
 
 /// One child domain of the run (ICON's nest, parent domain 1): a limited-area grid file inside
 /// domain 1's grid, decomposed and computed like domain 1 (host/model/nests.hpp).
@@ -46,7 +46,7 @@ struct HostRunConfig {
   /// Keep a device copy of every field, as ICON built for GPUs does (a CUDA build only): plugins
   /// may then read them with COMIN_FLAG_DEVICE, and ComIn copies those they read without it.
   bool device_fields = false;
-  std::vector<comin_host::PluginSpec> plugins;
+  std::vector<comin::PluginSpec> plugins;
   /// Domains 2, 3, ... in ICON's order, each a child of domain 1; empty: domain 1 alone.
   std::vector<NestSpec> nests;
   std::string comin_namelist;  ///< ICON &comin_nml file; replaces `plugins` when set
@@ -59,4 +59,4 @@ HostRunConfig load_host_run_config(const std::string& path);
 /// Same from YAML text; `path` is only used in messages.
 HostRunConfig parse_host_run_config(const std::string& text, const std::string& path);
 
-}  // namespace finecast::coupling::host
+}  // namespace finecast::host

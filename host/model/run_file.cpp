@@ -4,12 +4,12 @@
 
 #include "coupling/io/cf_time.hpp"
 
-namespace finecast::coupling::run_file {
+namespace finecast::host::run_file {
 
 namespace {
 
-const schema::Table<comin_host::PluginSpec>& plugin_table() {
-  using P = comin_host::PluginSpec;
+const schema::Table<comin::PluginSpec>& plugin_table() {
+  using P = comin::PluginSpec;
   using namespace schema;
   static const Table<P> t{
       text("name", &P::name, "the plugin's name (ComIn's plugin_list(i)%name)"),
@@ -23,10 +23,10 @@ const schema::Table<comin_host::PluginSpec>& plugin_table() {
 
 }  // namespace
 
-yaml_schema::Entry plugins_entry(std::vector<comin_host::PluginSpec>& plugins, const yaml_schema::Origin& origin) {
-  return yaml_schema::list_of<comin_host::PluginSpec>(
+yaml_schema::Entry plugins_entry(std::vector<comin::PluginSpec>& plugins, const yaml_schema::Origin& origin) {
+  return yaml_schema::list_of<comin::PluginSpec>(
       "plugins", "the plugins in load order, as in ICON's &comin_nml", plugins,
-      [](comin_host::PluginSpec& p) {
+      [](comin::PluginSpec& p) {
         auto entries = yaml_schema::bind(p, plugin_table());
         for (auto& e : entries) e.required = e.key == "library";
         return entries;
@@ -43,7 +43,7 @@ void read(const std::string& text, const std::string& path, const std::vector<ya
   errors.throw_if_any();
 }
 
-void check_plugin_source(const std::vector<comin_host::PluginSpec>& plugins, const std::string& comin_namelist,
+void check_plugin_source(const std::vector<comin::PluginSpec>& plugins, const std::string& comin_namelist,
                          const std::string& path, yaml_schema::ErrorList& errors) {
   if (errors.failed("plugins") || errors.failed("comin_namelist")) return;
   if (!comin_namelist.empty() && !plugins.empty())
@@ -51,12 +51,12 @@ void check_plugin_source(const std::vector<comin_host::PluginSpec>& plugins, con
 }
 
 bool is_datetime_or_empty(const std::string& text) {
-  DateTime t;
+  coupling::DateTime t;
   if (text.empty()) return true;
-  if (!parse_datetime(text, t)) return false;
-  if (const std::string e = date_error(t, "proleptic_gregorian"); !e.empty())
+  if (!coupling::parse_datetime(text, t)) return false;
+  if (const std::string e = coupling::date_error(t, "proleptic_gregorian"); !e.empty())
     throw schema::BadValue("must be a date of the proleptic_gregorian calendar, got \"" + text + "\": " + e);
   return true;
 }
 
-}  // namespace finecast::coupling::run_file
+}  // namespace finecast::host::run_file

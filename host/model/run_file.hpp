@@ -10,11 +10,11 @@
 #include "common/yaml_schema.hpp"
 #include "host/comin/host.hpp"
 
-namespace finecast::coupling::run_file {
+namespace finecast::host::run_file {
 
 /// `plugins`: a list of {name, library, options, comm, primary_constructor} read into `plugins`
 /// (library required), as ICON's &comin_nml lists them.
-yaml_schema::Entry plugins_entry(std::vector<comin_host::PluginSpec>& plugins, const yaml_schema::Origin& origin);
+yaml_schema::Entry plugins_entry(std::vector<comin::PluginSpec>& plugins, const yaml_schema::Origin& origin);
 
 /// Reads a whole run file: parses `text`, walks it with `entries` (unknown keys, types, ranges,
 /// missing keys: every problem at once), then runs `check` (rules on several keys; it records
@@ -23,7 +23,7 @@ void read(const std::string& text, const std::string& path, const std::vector<ya
           const yaml_schema::Origin& origin, const std::function<void(yaml_schema::ErrorList&)>& check);
 
 /// `plugins` and `comin_namelist` exclude each other.
-void check_plugin_source(const std::vector<comin_host::PluginSpec>& plugins, const std::string& comin_namelist,
+void check_plugin_source(const std::vector<comin::PluginSpec>& plugins, const std::string& comin_namelist,
                          const std::string& path, yaml_schema::ErrorList& errors);
 
 /// A date-time option's rule: "" or an ISO 8601 date-time that exists in the proleptic
@@ -50,4 +50,4 @@ constexpr double kDt = 86'400.0;
 constexpr double kStepSeconds = 3'600.0;
 }  // namespace limits
 
-}  // namespace finecast::coupling::run_file
+}  // namespace finecast::host::run_file

@@ -10,7 +10,7 @@
 #include "coupling/error.hpp"
 #include "coupling/io/nc_metadata.hpp"
 
-namespace finecast::coupling::host {
+namespace finecast::host {
 namespace {
 
 void put_text(int nc, int var, const char* name, const std::string& value, const std::string& ctx) {
@@ -19,13 +19,13 @@ void put_text(int nc, int var, const char* name, const std::string& value, const
 
 }  // namespace
 
-void write_surface_file(const std::string& path, const IconGrid& grid, const CellOrography& surface,
+void write_surface_file(const std::string& path, const coupling::IconGrid& grid, const CellOrography& surface,
                         const std::string& source) {
   const size_t n = static_cast<size_t>(grid.n_cells);
   if (surface.height.size() != n || surface.land_fraction.size() != n)
     throw InternalError("write_surface_file: " + std::to_string(surface.height.size()) + " values for a grid of " +
                         std::to_string(n) + " cells");
-  const OutputGrid g = OutputGrid::of(grid);
+  const coupling::OutputGrid g = coupling::OutputGrid::of(grid);
   AtomicFile file(path);
   const std::string ctx = "writing " + path;
   int nc = -1;
@@ -83,4 +83,4 @@ void write_surface_file(const std::string& path, const IconGrid& grid, const Cel
   file.commit();
 }
 
-}  // namespace finecast::coupling::host
+}  // namespace finecast::host

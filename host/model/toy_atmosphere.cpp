@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace finecast::coupling::host {
+namespace finecast::host {
 namespace {
 
 constexpr double kPi = 3.14159265358979323846;
@@ -72,4 +72,4 @@ double surface_pressure(const CellSurface& cell, double seconds, double ts, cons
   return msl * std::exp(-kGravity * cell.height / (kRd * t_mean));
 }
 
-}  // namespace finecast::coupling::host
+}  // namespace finecast::host

@@ -3,7 +3,7 @@
 // large-scale patterns moving around the globe and fine-scale structure from real orography.
 #pragma once
 
-namespace finecast::coupling::host {
+namespace finecast::host {
 
 /// The static facts of one cell that the fields depend on.
 struct CellSurface {
@@ -40,4 +40,4 @@ double temperature_anomaly(double x, double y, double z);
 /// from the north pole towards 0E.
 void rotate_about_tilted_axis(double& x, double& y, double& z, double angle, double tilt_deg);
 
-}  // namespace finecast::coupling::host
+}  // namespace finecast::host

@@ -8,9 +8,9 @@
 
 #include "common/error.hpp"
 
-namespace finecast::coupling::replay {
+namespace finecast::host::replay {
 
-host::LocalCells decompose_latlon(const LatLonGrid& grid, const std::string& method, unsigned long long seed,
+host::LocalCells decompose_latlon(const coupling::LatLonGrid& grid, const std::string& method, unsigned long long seed,
                                   int n_ranks, int rank) {
   if (n_ranks < 1 || rank < 0 || rank >= n_ranks)
     throw InternalError("decompose_latlon: rank " + std::to_string(rank) + " of " + std::to_string(n_ranks));
@@ -60,8 +60,9 @@ host::LocalCells decompose_latlon(const LatLonGrid& grid, const std::string& met
   return out;
 }
 
-comin_host::Domain make_latlon_domain(const LatLonGrid& grid, const host::LocalCells& cells, int nproma, double dt) {
-  comin_host::Domain d;
+comin::Domain make_latlon_domain(const coupling::LatLonGrid& grid, const host::LocalCells& cells, int nproma,
+                                 double dt) {
+  comin::Domain d;
   d.nproma = nproma;
   d.n_cells_global = static_cast<int>(grid.nlat * grid.nlon);
   d.dt = dt;
@@ -69,7 +70,7 @@ comin_host::Domain make_latlon_domain(const LatLonGrid& grid, const host::LocalC
   for (size_t j = 0; j < local.size(); ++j) {
     const int c = local[j];
     double lon = 0, lat = 0;
-    latlon_cell_centre(grid, c / grid.nlon, c % grid.nlon, lon, lat);
+    coupling::latlon_cell_centre(grid, c / grid.nlon, c % grid.nlon, lon, lat);
     d.glb_index.push_back(c + 1);
     d.decomp_domain.push_back(j < cells.owned.size() ? 0 : 1);
     d.clon.push_back(lon);
@@ -80,4 +81,4 @@ comin_host::Domain make_latlon_domain(const LatLonGrid& grid, const host::LocalC
   return d;
 }
 
-}  // namespace finecast::coupling::replay
+}  // namespace finecast::host::replay

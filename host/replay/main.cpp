@@ -17,7 +17,7 @@
 #include "coupling/grid/icon_grid.hpp"
 #include "coupling/grid/latlon_grid.hpp"
 #include "host/model/decomposition.hpp"
-#include "host/mpi_program.hpp"
+#include "coupling/program/mpi_program.hpp"
 #include "coupling/io/field_reader.hpp"
 #include "coupling/io/static_field.hpp"
 #include "common/cli.hpp"
@@ -31,11 +31,11 @@
 #include "host/time_loop.hpp"
 
 namespace fc = finecast::coupling;
-namespace ch = finecast::coupling::comin_host;
-namespace fr = finecast::coupling::replay;
+namespace ch = finecast::host::comin;
+namespace fr = finecast::host::replay;
 namespace flog = finecast::log;
-namespace fh = finecast::coupling::host;
-using fh::now;
+namespace fh = finecast::host;
+using fc::now;
 
 namespace {
 
@@ -68,7 +68,7 @@ void apply_overrides(std::vector<ch::PluginSpec>& plugins, const std::vector<std
       if (p.options.find_first_not_of(" \t") == std::string::npos)
         throw finecast::ConfigError("--set " + set + ": plugin '" + p.name +
                                     "' has an empty options string, so there is no config to override");
-      p.options += " " + fh::quote_option(item);
+      p.options += " " + fc::quote_option(item);
       used = true;
     }
     if (!used)
@@ -124,7 +124,7 @@ struct ReplayGrid {
 };
 
 ReplayGrid icon_grid(const fr::ReplayRunConfig& cfg, const Options& opt, const fr::ReplayInput& input, int rank,
-                     int n_ranks, const fh::StartupLog& startup) {
+                     int n_ranks, const fc::StartupLog& startup) {
   startup.stage("reading the ICON grid " + cfg.grid_file + " and decomposing it over " + std::to_string(n_ranks) +
                 " rank(s)");
   ReplayGrid g;
@@ -134,14 +134,13 @@ ReplayGrid icon_grid(const fr::ReplayRunConfig& cfg, const Options& opt, const f
     throw finecast::GridError(cfg.path + ": grid.file " + cfg.grid_file + " has " + std::to_string(grid.n_cells) +
                               " cells, but " + input.files().front() + ": " + cfg.variables.front().var + " has " +
                               std::to_string(input.n_values()) + " values per step");
-  const fc::host::LocalCells cells =
-      fc::host::decompose(grid, fc::host::parse_decomposition(cfg.decomposition), n_ranks, rank);
-  g.domain = fc::host::make_domain(grid, cells, cfg.nproma, input.step_seconds());
+  const fh::LocalCells cells = fh::decompose(grid, fh::parse_decomposition(cfg.decomposition), n_ranks, rank);
+  g.domain = fh::make_domain(grid, cells, cfg.nproma, input.step_seconds());
   return g;
 }
 
 ReplayGrid latlon_grid(const fr::ReplayRunConfig& cfg, const fr::ReplayInput& input, int rank, int n_ranks,
-                       const fh::StartupLog& startup) {
+                       const fc::StartupLog& startup) {
   if (input.grid_kind() == fc::FieldReader::GridKind::kUnstructured)
     throw finecast::ConfigError(cfg.path + ": grid.type is latlon but " + input.files().front() + ": " +
                                 cfg.variables.front().var +
@@ -156,7 +155,7 @@ ReplayGrid latlon_grid(const fr::ReplayRunConfig& cfg, const fr::ReplayInput& in
                               " x " + std::to_string(grid.nlon) + " cells, but " + input.files().front() + ": " +
                               cfg.variables.front().var + " has " + std::to_string(input.n_values()) +
                               " values per step");
-  const fc::host::LocalCells cells = fr::decompose_latlon(grid, cfg.decomposition, cfg.seed, n_ranks, rank);
+  const fh::LocalCells cells = fr::decompose_latlon(grid, cfg.decomposition, cfg.seed, n_ranks, rank);
   g.domain = fr::make_latlon_domain(grid, cells, cfg.nproma, input.step_seconds());
   g.latlon_source = grid_file + " (" + cfg.path + ")";
   return g;
@@ -166,7 +165,7 @@ ReplayGrid latlon_grid(const fr::ReplayRunConfig& cfg, const fr::ReplayInput& in
 /// grid (ICON cells and centres, or lat-lon coordinates: a larger grid that contains the replayed
 /// one, such as a model's orography file, is cut).
 void add_static_fields(ch::Host& host, const fr::ReplayRunConfig& cfg, const fr::ReplayInput& input,
-                       const ReplayGrid& grid, int rank, const fh::StartupLog& startup) {
+                       const ReplayGrid& grid, int rank, const fc::StartupLog& startup) {
   std::vector<float> global(static_cast<size_t>(input.n_values()));
   for (const auto& s : cfg.static_variables) {
     startup.stage("reading the static field " + s.variable.var + " of " + s.file);
@@ -257,9 +256,9 @@ double time_loop(ch::Host& host, const fr::ReplayRunConfig& cfg, fr::ReplayInput
   return t_read;
 }
 
-int run(const Options& opt, const fh::ModelComms& comms) {
+int run(const Options& opt, const fc::ModelComms& comms) {
   const int rank = comms.rank, n_ranks = comms.n_ranks;
-  const fh::StartupLog startup(rank);
+  const fc::StartupLog startup(rank);
   startup.stage("reading the run file " + opt.run_file);
   fr::ReplayRunConfig cfg = fr::load_replay_run_config(opt.run_file);
   if (opt.epochs > 0) cfg.epochs = opt.epochs;
@@ -347,13 +346,13 @@ int main(int argc, char** argv) {
                  std::string(fc::kIconGeometryHelp) + "; also sets the plugins' grid.geometry (default: file)")
       ->check(CLI::IsMember({"file", "uniform"}));
   app.add_option("--epochs", opt.epochs, "override the run file's replay epochs")
-      ->check(CLI::Range(1LL, fc::run_file::limits::kEpochs));  // the run file's bound
+      ->check(CLI::Range(1LL, fh::run_file::limits::kEpochs));  // the run file's bound
   app.add_option("--progress", opt.progress,
                  "auto (a bar when stdout and stderr are terminals, else lines) | bar | lines | none")
       ->check(CLI::IsMember({"auto", "bar", "lines", "none"}))
       ->capture_default_str();
   finecast::cli::add_log_level(app, opt.log_level);
   finecast::cli::add_version(app, "finecast-replay");
-  return fh::mpi_main(argc, argv, "finecast-replay", app, opt.log_level,
-                      [&](const fh::ModelComms& comms) { return run(opt, comms); });
+  return fc::mpi_main(argc, argv, "finecast-replay", app, opt.log_level,
+                      [&](const fc::ModelComms& comms) { return run(opt, comms); });
 }

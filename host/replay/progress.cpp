@@ -10,7 +10,7 @@
 
 #include "common/error.hpp"
 
-namespace finecast::coupling::replay {
+namespace finecast::host::replay {
 namespace {
 
 std::string clock_text(double seconds) {
@@ -112,4 +112,4 @@ void Progress::finish() {
   }
 }
 
-}  // namespace finecast::coupling::replay
+}  // namespace finecast::host::replay

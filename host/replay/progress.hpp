@@ -10,7 +10,7 @@
 
 #include "common/log.hpp"
 
-namespace finecast::coupling::replay {
+namespace finecast::host::replay {
 
 /// Reports steps done, steps/s and the time left. In bar mode it owns the terminal's last line:
 /// while it is alive, finecast log lines (the plugin's too, from any thread) clear the bar,
@@ -51,4 +51,4 @@ class Progress {
   std::mutex mutex_;  ///< the plugin may log from its training thread while the bar is redrawn
 };
 
-}  // namespace finecast::coupling::replay
+}  // namespace finecast::host::replay

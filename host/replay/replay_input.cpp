@@ -10,7 +10,7 @@
 #include "coupling/io/cf_time.hpp"
 #include "coupling/io/plausibility.hpp"
 
-namespace finecast::coupling::replay {
+namespace finecast::host::replay {
 namespace {
 
 std::string shape_text(const std::vector<size_t>& shape) {
@@ -23,8 +23,8 @@ bool has_glob_chars(const std::string& s) { return s.find_first_of("*?[") != std
 
 /// Orders dates by value, not by text ("999-01-01" < "1000-01-01").
 bool parse(const std::string& text, std::tuple<int, int, int, int, int, double>& out) {
-  DateTime t;
-  if (!parse_datetime(text, t)) return false;
+  coupling::DateTime t;
+  if (!coupling::parse_datetime(text, t)) return false;
   out = {t.year, t.month, t.day, t.hour, t.minute, t.second};
   return true;
 }
@@ -58,14 +58,14 @@ ReplayInput::ReplayInput(const ReplayRunConfig& config)
     if (!v.plausible.empty()) overrides.push_back(v.var + "=" + v.plausible);
   for (const auto& s : config.static_variables)
     if (!s.variable.plausible.empty()) overrides.push_back(s.variable.var + "=" + s.variable.plausible);
-  clear_plausible_overrides();
-  set_plausible_overrides(overrides, config.path + ": plausible");
+  coupling::clear_plausible_overrides();
+  coupling::set_plausible_overrides(overrides, config.path + ": plausible");
   files_ = expand_files(config.files, config.path);
   std::string calendar;
   for (int f = 0; f < static_cast<int>(files_.size()); ++f) {
     int64_t n_times = -1;
     for (size_t v = 0; v < variables_.size(); ++v) {
-      FieldReader reader(files_[f], variables_[v].var, variables_[v].level);
+      coupling::FieldReader reader(files_[f], variables_[v].var, variables_[v].level);
       if (f == 0 && v == 0) {
         n_values_ = reader.n_values();
         shape_ = reader.spatial_shape();
@@ -114,9 +114,9 @@ ReplayInput::ReplayInput(const ReplayRunConfig& config)
     }
     std::tuple<int, int, int, int, int, double> bound, t;
     parse(b.date, bound);
-    DateTime date;
-    parse_datetime(b.date, date);
-    if (const std::string e = date_error(date, calendar); !e.empty())
+    coupling::DateTime date;
+    coupling::parse_datetime(b.date, date);
+    if (const std::string e = coupling::date_error(date, calendar); !e.empty())
       throw ConfigError(config.path + ": " + key + " " + b.date + " is no date of the input's calendar: " + e);
     // start: the first step at or after the date; stop: the last at or before it.
     if (is_start) {
@@ -144,11 +144,13 @@ ReplayInput::ReplayInput(const ReplayRunConfig& config)
   for (int64_t i = first; i <= last; i += config.stride) selected_.push_back(i);
 
   if (selected_.size() >= 2) {
-    DateTime a, b;
-    if (parse_datetime(steps_[selected_[0]].datetime, a) && parse_datetime(steps_[selected_[1]].datetime, b)) {
+    coupling::DateTime a, b;
+    if (coupling::parse_datetime(steps_[selected_[0]].datetime, a) &&
+        coupling::parse_datetime(steps_[selected_[1]].datetime, b)) {
       // In the files' own calendar: a 360_day file may start on February 30.
-      const CfTime clock("seconds since " + format_datetime(a), calendar,
-                         files_[steps_[selected_[0]].file] + ": the time of step " + std::to_string(selected_[0]));
+      const coupling::CfTime clock(
+          "seconds since " + coupling::format_datetime(a), calendar,
+          files_[steps_[selected_[0]].file] + ": the time of step " + std::to_string(selected_[0]));
       step_seconds_ = clock.from_datetime(b);
     }
   }
@@ -162,7 +164,7 @@ void ReplayInput::open_file(int file) {
   if (file == open_file_) return;
   readers_.clear();
   for (const auto& v : variables_) {
-    readers_.push_back(std::make_unique<FieldReader>(files_[file], v.var, v.level));
+    readers_.push_back(std::make_unique<coupling::FieldReader>(files_[file], v.var, v.level));
     readers_.back()->set_max_abs(v.max_abs);
   }
   open_file_ = file;
@@ -178,11 +180,11 @@ int64_t ReplayInput::read(int64_t i, int v, float* out) {
 
 std::string ReplayInput::valid_range_text(int v) const {
   if (open_file_ < 0) {
-    FieldReader reader(files_.front(), variables_.at(v).var, variables_.at(v).level);
+    coupling::FieldReader reader(files_.front(), variables_.at(v).var, variables_.at(v).level);
     reader.set_max_abs(variables_.at(v).max_abs);
     return reader.valid_range_text();
   }
   return readers_.at(v)->valid_range_text();
 }
 
-}  // namespace finecast::coupling::replay
+}  // namespace finecast::host::replay

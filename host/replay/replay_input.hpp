@@ -11,7 +11,7 @@
 #include "coupling/io/field_reader.hpp"
 #include "host/replay/run_config.hpp"
 
-namespace finecast::coupling::replay {
+namespace finecast::host::replay {
 
 /// Expands file names and glob patterns (each pattern's matches sorted); throws ConfigError
 /// naming a pattern that matches nothing.
@@ -31,7 +31,7 @@ class ReplayInput {
   int64_t n_values() const { return n_values_; }
   /// {ny, nx} or {n_cells}.
   const std::vector<size_t>& spatial_shape() const { return shape_; }
-  FieldReader::GridKind grid_kind() const { return kind_; }
+  coupling::FieldReader::GridKind grid_kind() const { return kind_; }
   /// Steps in all files, and the selected ones (one replay epoch).
   int64_t n_steps_total() const { return static_cast<int64_t>(steps_.size()); }
   int64_t n_selected() const { return static_cast<int64_t>(selected_.size()); }
@@ -42,7 +42,7 @@ class ReplayInput {
   double step_seconds() const { return step_seconds_; }
   /// Units, long and standard name of variable v (index into config.variables), as the first
   /// file has them.
-  const VarAttributes& attributes(int v) const { return attributes_.at(v); }
+  const coupling::VarAttributes& attributes(int v) const { return attributes_.at(v); }
   /// Reads selected step i of variable v (index into config.variables) into out[n_values()];
   /// returns how many values lay outside the variable's valid range and became missing
   /// (FieldReader::read).
@@ -66,12 +66,12 @@ class ReplayInput {
   std::vector<int64_t> selected_;
   int64_t n_values_ = 0;
   std::vector<size_t> shape_;
-  std::vector<VarAttributes> attributes_;
-  FieldReader::GridKind kind_ = FieldReader::GridKind::kLatLon;
+  std::vector<coupling::VarAttributes> attributes_;
+  coupling::FieldReader::GridKind kind_ = coupling::FieldReader::GridKind::kLatLon;
   double step_seconds_ = 0;
   int open_file_ = -1;
-  std::vector<std::unique_ptr<FieldReader>> readers_;  ///< one per variable, of open_file_
-  std::vector<int64_t> out_of_range_;                  ///< per variable, all files
+  std::vector<std::unique_ptr<coupling::FieldReader>> readers_;  ///< one per variable, of open_file_
+  std::vector<int64_t> out_of_range_;                            ///< per variable, all files
 };
 
-}  // namespace finecast::coupling::replay
+}  // namespace finecast::host::replay

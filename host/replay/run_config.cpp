@@ -11,7 +11,7 @@
 #include "coupling/io/cf_time.hpp"
 #include "coupling/io/plausibility.hpp"
 
-namespace finecast::coupling::replay {
+namespace finecast::host::replay {
 namespace {
 
 using schema::BadValue;
@@ -33,7 +33,7 @@ const schema::Table<ReplayVariable>& variable_table() {
            "and standard_name; none: no plausibility check (\"\" = the table)",
            "\"\", none or LO,HI (numbers, LO <= HI)", [](const std::string& v) {
              try {
-               if (!v.empty()) parse_plausible_range(v, "plausible");
+               if (!v.empty()) coupling::parse_plausible_range(v, "plausible");
              } catch (const ConfigError&) {
                return false;
              }
@@ -149,11 +149,11 @@ Entry bound_entry(const std::string& key, StepBound& b, const std::string& comme
       b.index = index;
       return;
     }
-    DateTime t;
-    if (!parse_datetime(text, t))
+    coupling::DateTime t;
+    if (!coupling::parse_datetime(text, t))
       throw BadValue("must be a 0-based step index or an ISO 8601 date, got " + describe(n));
     b.is_date = true;
-    b.date = format_datetime(t);
+    b.date = coupling::format_datetime(t);
   };
   e.write = [&b] { return !b.given ? YAML::Node("") : b.is_date ? YAML::Node(b.date) : YAML::Node(b.index); };
   return e;
@@ -217,4 +217,4 @@ ReplayRunConfig load_replay_run_config(const std::string& path) {
   return parse_replay_run_config(yaml_schema::load_text(path, "replay run file"), path);
 }
 
-}  // namespace finecast::coupling::replay
+}  // namespace finecast::host::replay

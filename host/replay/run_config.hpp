@@ -9,7 +9,7 @@
 
 #include "host/comin/host.hpp"
 
-namespace finecast::coupling::replay {
+namespace finecast::host::replay {
 
 /// One NetCDF variable replayed into one host variable.
 struct ReplayVariable {
@@ -53,7 +53,7 @@ struct ReplayRunConfig {
   std::string decomposition = "round_robin";  ///< round_robin | lat_bands | random
   uint64_t seed = 1;                          ///< permutation seed of `random`
   int progress_every = 0;                     ///< steps between plain progress lines; 0 = about 20 per run
-  std::vector<comin_host::PluginSpec> plugins;
+  std::vector<comin::PluginSpec> plugins;
   std::string comin_namelist;  ///< ICON &comin_nml file; replaces `plugins` when set
 };
 
@@ -64,4 +64,4 @@ ReplayRunConfig load_replay_run_config(const std::string& path);
 /// Same from YAML text; `path` is only used in messages.
 ReplayRunConfig parse_replay_run_config(const std::string& text, const std::string& path);
 
-}  // namespace finecast::coupling::replay
+}  // namespace finecast::host::replay

@@ -16,10 +16,10 @@
 #include "common/cli.hpp"
 #include "common/log.hpp"
 #include "coupling/error.hpp"
-#include "host/mpi_program.hpp"
+#include "coupling/program/mpi_program.hpp"
 #include "coupling/mpi/handshake.hpp"
 
-namespace fh = finecast::coupling::host;
+namespace fc = finecast::coupling;
 
 namespace {
 
@@ -39,7 +39,7 @@ std::string default_plugin() {
   return (bin.parent_path() / "lib" / "libfinecast_comin.so").string();
 }
 
-int run(const Options& opt, const fh::ModelComms& comms) {
+int run(const Options& opt, const fc::ModelComms& comms) {
   // The second handshake, over the host's ranks and the external processes: the plugin's group.
   std::vector<MPI_Comm> groups = finecast::coupling::mpi_handshake(comms.comin, {opt.comm});
   int size = 0, joined = 0;
@@ -87,6 +87,6 @@ int main(int argc, char** argv) {
                  "this program (use the file the host loads)");
   finecast::cli::add_log_level(app, opt.log_level);
   finecast::cli::add_version(app, "finecast-trainer");
-  return fh::mpi_main(argc, argv, "finecast-trainer", app, opt.log_level,
-                      [&](const fh::ModelComms& comms) { return run(opt, comms); });
+  return fc::mpi_main(argc, argv, "finecast-trainer", app, opt.log_level,
+                      [&](const fc::ModelComms& comms) { return run(opt, comms); });
 }

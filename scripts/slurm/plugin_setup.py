@@ -58,7 +58,7 @@ def split_options(options):
 
 
 def quote_option(word):
-    """One word of an options string (host/mpi_program.cpp quote_option)."""
+    """One word of an options string (coupling/program/mpi_program.cpp quote_option)."""
     if not any(c in word for c in " \t'\""):
         return word
     if "'" not in word:

@@ -28,7 +28,7 @@
 #include "eval/cli/icon_levels.hpp"
 
 namespace fc = finecast::coupling;
-namespace fe = finecast::coupling::eval;
+namespace fe = finecast::eval;
 
 namespace {
 
@@ -241,7 +241,7 @@ TEST(ResidualBase, IconBaseIsFinecastEvalsIdwCons) {
   o.interp_base = true;
   fc::Patches p;
   fc::extract_patches(map, {f.data()}, nullptr, o, p);
-  finecast::tools::IconLevels levels(g);
+  finecast::eval::cli::IconLevels levels(g);
   const fe::CellLayout L(levels.layout_spec(1));
   const fe::CellInterpolator interp(L);
   const std::vector<double> want =
@@ -313,7 +313,7 @@ TEST(ResidualBase, IconLinearBaseIsFinecastEvalsLinearCons) {
   fc::Patches p, flat;
   fc::extract_patches(map, {f.data()}, nullptr, o, p);
   fc::extract_patches(map, {plane.data()}, nullptr, o, flat);
-  finecast::tools::IconLevels levels(g);
+  finecast::eval::cli::IconLevels levels(g);
   const fe::CellLayout L(levels.layout_spec(1));
   const fe::CellInterpolator interp(L);
   const std::vector<double> coarse(p.coarse.begin(), p.coarse.end());

@@ -11,7 +11,7 @@
 #include "eval/baselines.hpp"
 #include "eval/blocks.hpp"
 
-namespace fe = finecast::coupling::eval;
+namespace fe = finecast::eval;
 
 namespace {
 

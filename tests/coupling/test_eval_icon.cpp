@@ -32,7 +32,7 @@
 #include "tests/eval_test_util.hpp"
 
 namespace fc = finecast::coupling;
-namespace fe = finecast::coupling::eval;
+namespace fe = finecast::eval;
 
 using namespace finecast::testing_eval;
 
@@ -51,7 +51,7 @@ const R2B4& r2b4() {
   static const R2B4 g = [] {
     R2B4 r;
     r.grid = fc::read_icon_grid(kR2B4);
-    finecast::tools::IconLevels levels(r.grid);
+    finecast::eval::cli::IconLevels levels(r.grid);
     r.layout = std::make_unique<fe::CellLayout>(levels.layout_spec(0));
     return r;
   }();
@@ -139,7 +139,7 @@ TEST(EvalIconLevels, ALimitedAreaIsRefusedNamingTheGrid) {
   lam.cell_neighbours.clear();
   fc::complete_icon_grid(lam);
   try {
-    finecast::tools::IconLevels levels(lam);
+    finecast::eval::cli::IconLevels levels(lam);
     FAIL() << "a limited area was accepted";
   } catch (const finecast::ConfigError& e) {
     EXPECT_NE(
@@ -265,7 +265,7 @@ TEST(EvalCellSpectrum, BandsSumToTheResidualVarianceAndSeparateScales) {
   EXPECT_NEAR(sw_.energy.front() / total, 240.0 / 20400.0, 0.01);
 
   // A field constant on R2B2 cells has no energy at R2B3 and R2B4.
-  finecast::tools::IconLevels levels(r2b4().grid);
+  finecast::eval::cli::IconLevels levels(r2b4().grid);
   const std::vector<int64_t> r2b2 = levels.cell_index(2);
   std::vector<double> blocky(static_cast<std::size_t>(L.size()));
   for (int64_t i = 0; i < L.size(); ++i) blocky[i] = std::sin(0.37 * r2b2[i]);
@@ -282,7 +282,7 @@ TEST(EvalCellSpectrum, SpectralNoiseKeepsThePatchMeansAndHasTheTrainingResiduals
   const fe::CellLayout& L = *r2b4().layout;
   // A linear field plus a texture constant on R2B2 cells: the residual of idw_cons has nearly all
   // of its variance in the two coarsest bands, white noise 3/4 of its own in the finest.
-  finecast::tools::IconLevels levels(r2b4().grid);
+  finecast::eval::cli::IconLevels levels(r2b4().grid);
   const std::vector<int64_t> r2b2 = levels.cell_index(2);
   std::vector<double> truth = linear_field(r2b4().grid);
   for (int64_t i = 0; i < L.size(); ++i) truth[i] += 2.0 * std::sin(0.37 * r2b2[i]);
@@ -321,7 +321,7 @@ TEST(EvalCellSpectrum, SpectralNoiseKeepsThePatchMeansAndHasTheTrainingResiduals
 
 TEST(EvalCellEvaluator, PerfectAndInflatedEnsemblesScoreAsExpected) {
   if (!have(kR2B4)) GTEST_SKIP() << kR2B4 << " missing (install libncarg-data)";
-  finecast::tools::IconLevels levels(r2b4().grid);
+  finecast::eval::cli::IconLevels levels(r2b4().grid);
   fe::CellEvaluator ev(fe::CellLayout(levels.layout_spec(0)));
   const fe::CellLayout& L = ev.layout();
   std::mt19937 rng(5);
@@ -375,7 +375,7 @@ namespace {
 void write_icon_output(const std::string& path, const std::vector<double>& truth, int level, double d,
                        double coarse_shift = 0.0, const fc::IconGrid* grid = nullptr) {
   const fc::IconGrid& g = grid ? *grid : r2b4().grid;
-  finecast::tools::IconLevels levels(g);
+  finecast::eval::cli::IconLevels levels(g);
   const fe::CellLayout L(levels.layout_spec(level));
   const std::vector<double> means = fe::patch_means(L, truth.data());
   const std::size_t n = truth.size();

@@ -13,7 +13,7 @@
 #include "eval/metrics.hpp"
 #include "eval/report.hpp"
 
-namespace fe = finecast::coupling::eval;
+namespace fe = finecast::eval;
 
 namespace {
 

@@ -31,7 +31,7 @@
 #include "eval/cli/icon_levels.hpp"
 
 namespace fc = finecast::coupling;
-namespace fe = finecast::coupling::eval;
+namespace fe = finecast::eval;
 
 namespace {
 
@@ -167,7 +167,7 @@ TEST(EvalRegression, RecoversKnownCoefficientsOnIconPatches) {
   const std::string grid_path = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc";
   if (!std::ifstream(grid_path).good()) GTEST_SKIP() << "libncarg-data is not installed";
   const fc::IconGrid grid = fc::read_icon_grid(grid_path);
-  finecast::tools::IconLevels levels(grid);
+  finecast::eval::cli::IconLevels levels(grid);
   const fe::CellLayout L(levels.layout_spec(0));
   const fe::CellInterpolator interp(L);
   const fe::CellBaseline idw_cons{"idw_cons", fe::CellInterp::kIdw, true};

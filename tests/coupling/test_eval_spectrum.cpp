@@ -11,7 +11,7 @@
 
 #include "eval/spectrum.hpp"
 
-namespace fe = finecast::coupling::eval;
+namespace fe = finecast::eval;
 using cd = std::complex<double>;
 
 namespace {

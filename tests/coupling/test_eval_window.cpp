@@ -7,7 +7,7 @@
 #include "common/error.hpp"
 #include "eval/window.hpp"
 
-namespace fe = finecast::coupling::eval;
+namespace fe = finecast::eval;
 
 TEST(EvalWindow, FindOffsetLocatesACroppedGrid) {
   const std::vector<double> full = {0, 1.5, 3, 4.5, 6, 7.5};

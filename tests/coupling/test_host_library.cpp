@@ -15,7 +15,7 @@
 #include "common/leak_check.hpp"
 #include "host/comin/host.hpp"
 
-namespace ch = finecast::coupling::comin_host;
+namespace ch = finecast::host::comin;
 
 namespace {
 

@@ -18,7 +18,7 @@
 #include "host/model/toy_atmosphere.hpp"
 
 namespace fc = finecast::coupling;
-namespace fh = finecast::coupling::host;
+namespace fh = finecast::host;
 
 namespace {
 constexpr double kDeg = 3.14159265358979323846 / 180.0;

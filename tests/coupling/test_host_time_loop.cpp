@@ -7,11 +7,12 @@
 #include <vector>
 
 #include "host/comin/host.hpp"
-#include "host/mpi_program.hpp"
+#include "coupling/program/mpi_program.hpp"
 #include "host/time_loop.hpp"
 
-namespace fh = finecast::coupling::host;
-namespace ch = finecast::coupling::comin_host;
+namespace fc = finecast::coupling;
+namespace fh = finecast::host;
+namespace ch = finecast::host::comin;
 
 namespace {
 
@@ -142,8 +143,8 @@ TEST(HostTimeLoop, PacingMakesEveryStepLastAtLeastTheMinimumWallTime) {
   RecordedLoop r(3, 1, 0);
   r.loop.min_step_seconds = 0.05;
   std::vector<double> done;
-  r.loop.step_done = [&](int64_t, const std::string&) { done.push_back(fh::now()); };
-  const double t0 = fh::now();
+  r.loop.step_done = [&](int64_t, const std::string&) { done.push_back(fc::now()); };
+  const double t0 = fc::now();
   fh::run_time_loop(r.loop, r.calls);
   ASSERT_EQ(done.size(), 3u);
   EXPECT_GE(done[0] - t0, 0.05);

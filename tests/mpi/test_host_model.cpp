@@ -12,7 +12,7 @@
 #include "host/model/host_model.hpp"
 
 namespace fc = finecast::coupling;
-namespace fh = finecast::coupling::host;
+namespace fh = finecast::host;
 
 namespace {
 

@@ -49,7 +49,7 @@ TEST(Cli, EveryProgramHasHelpAndVersion) {
 }
 
 // The MPI programs answer --help, --version and usage errors before MPI_Init when they run alone
-// (host/mpi_program.cpp): with a PML that does not exist, MPI_Init would fail. Under mpiexec with
+// (coupling/program/mpi_program.cpp): with a PML that does not exist, MPI_Init would fail. Under mpiexec with
 // several processes they answer after the handshake, on the first rank only.
 TEST(Cli, MpiProgramsAnswerHelpAndVersionWithoutStartingMpi) {
   const std::string no_mpi = "OMPI_MCA_pml=no_such_pml ";

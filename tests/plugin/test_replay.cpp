@@ -23,7 +23,7 @@
 #include "tests/plugin/replay_test_util.hpp"
 
 namespace fc = finecast::coupling;
-namespace fr = finecast::coupling::replay;
+namespace fr = finecast::host::replay;
 using namespace finecast::testing_replay;
 
 namespace {

@@ -14,7 +14,7 @@
 #include "host/replay/run_config.hpp"
 #include "tests/plugin/replay_test_util.hpp"
 
-namespace fr = finecast::coupling::replay;
+namespace fr = finecast::host::replay;
 using namespace finecast::testing_replay;
 
 namespace {

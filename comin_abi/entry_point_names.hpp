@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The names of ComIn's entry points, in the order of t_comin_entry_point (ids 1..EP_DESTRUCTOR):
-// one list for finecast's host library and the plugin's config, header-only so that the plugin
-// needs nothing of finecast's host library to read them.
+// one list for finecast's host library and the plugin's config, beside comin.h and header-only,
+// so that the plugin needs nothing of finecast's host library to read them.
 #pragma once
 
-namespace finecast::coupling::comin_host {
+namespace finecast::comin_abi {
 
 inline constexpr const char* kEntryPointNames[] = {"EP_SECONDARY_CONSTRUCTOR",
                                                    "EP_ATM_YAC_DEFCOMP_BEFORE",
@@ -50,4 +50,4 @@ inline constexpr const char* kEntryPointNames[] = {"EP_SECONDARY_CONSTRUCTOR",
                                                    "EP_DESTRUCTOR"};
 inline constexpr int kEntryPointCount = static_cast<int>(sizeof kEntryPointNames / sizeof *kEntryPointNames);
 
-}  // namespace finecast::coupling::comin_host
+}  // namespace finecast::comin_abi

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Start-up, timing and error handling shared by finecast's MPI programs (host, replay).
-#include "host/mpi_program.hpp"
+#include "coupling/program/mpi_program.hpp"
 
 #include <mpi.h>
 
@@ -19,7 +19,7 @@
 #include "common/log.hpp"
 #include "coupling/mpi/handshake.hpp"
 
-namespace finecast::coupling::host {
+namespace finecast::coupling {
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
@@ -160,4 +160,4 @@ int mpi_main(int argc, char** argv, const std::string& program, CLI::App& app, c
   return rc;
 }
 
-}  // namespace finecast::coupling::host
+}  // namespace finecast::coupling

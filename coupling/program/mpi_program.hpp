@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Start-up, timing and error handling shared by finecast's MPI programs (host, replay).
+// Start-up, timing and error handling shared by finecast's MPI programs (finecast-host,
+// finecast-replay, finecast-trainer): below host/ and plugin/, so that each reaches it.
 #pragma once
 
 #include <mpi.h>
@@ -11,7 +12,7 @@ namespace CLI {
 class App;
 }
 
-namespace finecast::coupling::host {
+namespace finecast::coupling {
 
 /// Seconds on a steady clock, for differences (durations) only.
 double now();
@@ -56,4 +57,4 @@ struct ModelComms {
 int mpi_main(int argc, char** argv, const std::string& program, CLI::App& app, const std::string& log_level,
              const std::function<int(const ModelComms& comms)>& body);
 
-}  // namespace finecast::coupling::host
+}  // namespace finecast::coupling

@@ -109,7 +109,11 @@ const schema::Table<Config>& config_table() {
                    text("variable", &GridConfig::variable,
                         "latlon: variable whose coordinates define the grid (\"\" = the first field)"),
                    integer("coarse_level", &GridConfig::coarse_level, 0, 20,
-                           "icon: patches are the cells of R2B<coarse_level> (R2B4 -> R2B0: 256 cells each)"),
+                           "icon: patches are the cells of R<n>B<coarse_level> (R2B4 -> R2B0: 256 cells each)"),
+                   integer("boundary_rows", &GridConfig::boundary_rows, 0, 64,
+                           "icon limited area: coarse cells reaching into refin_c_ctrl rows 1..N (ICON's lateral "
+                           "boundary zone, where the driving model's values are prescribed: 4 rows) are left out of "
+                           "training and sampling, as are those cut by the domain's edge; 0 = keep the zone"),
                    integer("block", &GridConfig::block, 2, 512,
                            "latlon: patches are block x block cells (at most 512: 262,144 fine values a patch)")},
                "grid."));

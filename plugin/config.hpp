@@ -49,8 +49,11 @@ struct GridConfig {
   std::string file;  ///< required: ICON grid file, or a CF NetCDF file with the lat/lon coordinates
   IconGeometry geometry = IconGeometry::kFile;  ///< icon: the file's coordinates or the uniform ones
   std::string variable;  ///< latlon: the variable whose coordinates define the grid ("" = first field)
-  int coarse_level = 0;  ///< icon: patches are the cells of R2B<coarse_level>
+  int coarse_level = 0;  ///< icon: patches are the cells of R<n>B<coarse_level>
   int block = 16;        ///< latlon: patches are block x block cells
+  /// icon limited area: coarse cells reaching into refin_c_ctrl rows 1..boundary_rows (ICON's
+  /// lateral boundary zone) are left out of training and sampling
+  int boundary_rows = 4;
 };
 
 struct CouplingConfig {

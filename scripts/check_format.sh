@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# Checks that every C and C++ file git tracks is formatted as .clang-format says
+# Checks that every C, C++ and CUDA file git tracks is formatted as .clang-format says
 # (clang-format --dry-run -Werror); lists the files that are not. CI runs it through ctest
 # (format.clang_format). scripts/check_format.sh --fix formats them in place.
 set -euo pipefail
@@ -16,7 +16,7 @@ clang_format="${CLANG_FORMAT:-$(command -v clang-format || true)}"
 [[ -n "$clang_format" ]] || { echo "check_format: clang-format not found (Debian: apt-get install clang-format)" >&2; exit 1; }
 git rev-parse --git-dir >/dev/null 2>&1 || { echo "check_format: not a git checkout: nothing to list the files with" >&2; exit 1; }
 
-mapfile -t files < <(git ls-files '*.c' '*.h' '*.cpp' '*.hpp')
+mapfile -t files < <(git ls-files '*.c' '*.h' '*.cpp' '*.hpp' '*.cu' '*.cuh')
 if ((fix)); then
   "$clang_format" -i "${files[@]}"
   echo "check_format: formatted ${#files[@]} files"

@@ -8,11 +8,14 @@
 #include <torch/script.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "common/error.hpp"
@@ -448,6 +451,60 @@ void add_strings(jit::Module& m, const std::string& name, const std::vector<std:
   m.register_attribute(name, c10::ListType::ofStrings(), list);
 }
 
+/// A table as a CPU tensor of its own dtype; std::invalid_argument when its values do not fill its shape.
+torch::Tensor table_tensor(const std::string& where, const ExportTable& table) {
+  int64_t count = 1;
+  for (int64_t d : table.shape) {
+    if (d < 0) throw std::invalid_argument(where + ": negative dimension");
+    count *= d;
+  }
+  return std::visit(
+      [&](const auto& values) {
+        using T = typename std::decay_t<decltype(values)>::value_type;
+        if (static_cast<int64_t>(values.size()) != count)
+          throw std::invalid_argument(where + ": " + std::to_string(values.size()) + " values for a shape of " +
+                                      std::to_string(count));
+        const auto dtype = std::is_same_v<T, int64_t>  ? torch::kInt64
+                           : std::is_same_v<T, double> ? torch::kFloat64
+                                                       : torch::kFloat32;
+        return torch::from_blob(const_cast<T*>(values.data()), table.shape, dtype).clone();
+      },
+      table.values);
+}
+
+void add_value(jit::Module& m, const std::string& name, const ExportValue& value) {
+  if (const auto* b = std::get_if<bool>(&value)) {
+    m.register_attribute(name, c10::BoolType::get(), *b);
+  } else if (const auto* i = std::get_if<int64_t>(&value)) {
+    m.register_attribute(name, c10::IntType::get(), *i);
+  } else if (const auto* d = std::get_if<double>(&value)) {
+    m.register_attribute(name, c10::FloatType::get(), *d);
+  } else if (const auto* s = std::get_if<std::string>(&value)) {
+    add_string(m, name, *s);
+  } else if (const auto* ints = std::get_if<std::vector<int64_t>>(&value)) {
+    m.register_attribute(name, c10::ListType::ofInts(), c10::List<int64_t>(*ints));
+  } else {
+    add_strings(m, name, std::get<std::vector<std::string>>(value));
+  }
+}
+
+/// The caller's submodules of tables and attributes, each under a name the module does not use.
+void add_submodules(jit::Module& m, const std::vector<ExportSubmodule>& submodules,
+                    const std::shared_ptr<jit::CompilationUnit>& cu) {
+  for (const auto& sub : submodules) {
+    const bool word = !sub.name.empty() && std::isdigit(static_cast<unsigned char>(sub.name[0])) == 0 &&
+                      std::all_of(sub.name.begin(), sub.name.end(),
+                                  [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+    if (!word || identifier(sub.name) != sub.name || m.hasattr(sub.name) || m.find_method(sub.name))
+      throw std::invalid_argument("export submodule \"" + sub.name +
+                                  "\": not an identifier, or a name the module uses already");
+    jit::Module s(c10::QualifiedName("__torch__.finecast." + sub.name), cu, /*shouldMangle=*/true);
+    for (const auto& [name, table] : sub.tables) s.register_buffer(name, table_tensor(sub.name + "." + name, table));
+    for (const auto& [name, value] : sub.attributes) add_value(s, name, value);
+    m.register_module(sub.name, s);
+  }
+}
+
 }  // namespace
 
 int64_t export_noise_draws(const ModelOptions& model, const SampleOptions& sample) {
@@ -566,6 +623,7 @@ void export_torchscript(const Downscaler& model, const ExportOptions& options, c
   } catch (const c10::Error& e) {
     throw InternalError(std::string("finecast-export: the TorchScript source does not compile: ") + e.what());
   }
+  add_submodules(m, options.submodules, cu);
   try {
     m.save(path);
   } catch (const c10::Error& e) {

@@ -4,12 +4,35 @@
 // (Python) and FTorch (Fortran) read without finecast. Torch-free API.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
+#include <variant>
+#include <vector>
 
 #include "trainer/downscaler.hpp"
 
 namespace finecast::trainer {
+
+/// A table of numbers, row-major, that the module carries for its caller: int64, float64 or
+/// float32 values of the given shape.
+struct ExportTable {
+  std::vector<int64_t> shape;
+  std::variant<std::vector<int64_t>, std::vector<double>, std::vector<float>> values;
+};
+
+/// An attribute beside the tables: a flag, an integer, a real, a name or a list of either.
+using ExportValue = std::variant<bool, int64_t, double, std::string, std::vector<int64_t>, std::vector<std::string>>;
+
+/// A submodule of tables (buffers) and attributes that the module holds but does not use itself:
+/// what a caller needs around forward(), e.g. finecast-export's grid tables (docs/export.md),
+/// which a layer that knows the grid builds. Python reads them as `module.<name>.<table>`.
+struct ExportSubmodule {
+  std::string name;
+  std::vector<std::pair<std::string, ExportTable>> tables;
+  std::vector<std::pair<std::string, ExportValue>> attributes;
+};
 
 /// What the exported module's forward() samples with; the rest comes from the model.
 struct ExportOptions {
@@ -18,13 +41,17 @@ struct ExportOptions {
   /// the attributes of /conditioning as text): the module's attributes, and how forward() finds
   /// each patch's coarse value in the context.
   std::map<std::string, std::string> metadata;
+  /// Submodules of tables the module carries for its caller (none by default). Their names must
+  /// be identifiers that the module does not use already.
+  std::vector<ExportSubmodule> submodules;
 };
 
 /// Writes the published (EMA) weights of `model` with the sampler of `options` as a TorchScript
 /// module to `path`. Methods: forward(context, noise, coarse=None, weights=None, base=None) ->
 /// [N, members, P] fine samples exactly as Downscaler::sample draws them for that noise
 /// (plus the residual base), denoise(x_t, t, context) -> the network's raw output,
-/// normalise_context(context). Throws std::invalid_argument naming a bad option and
+/// normalise_context(context), and options.submodules. Throws std::invalid_argument naming a bad
+/// option or a submodule's table whose values do not fill its shape, and
 /// finecast::IoError when the file cannot be written.
 void export_torchscript(const Downscaler& model, const ExportOptions& options, const std::string& path);
 

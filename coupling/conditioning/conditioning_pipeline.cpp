@@ -30,20 +30,24 @@ int exact_log4(int64_t n) {
 
 void read_icon(const ConditioningSpec& spec, const std::string& source, bool with_output, ConditioningGrid& g) {
   const IconGrid& grid = g.icon.emplace(read_icon_grid(spec.grid_file, spec.grid_geometry));
-  const int fine_level = icon_grid_level(grid);
+  const IconGridSize size = icon_grid_size(grid);
+  const int fine_level = size.level;
   int level = spec.coarse_level;
   if (level < 0) {
     const int k = exact_log4(spec.patch_size);
     if (k < 0 || k > fine_level)
       throw GridError(source + " has patches of " + std::to_string(spec.patch_size) +
-                      " fine cells, which is no ICON refinement of " + spec.grid_file + " (R2B" +
-                      std::to_string(fine_level) + ": 4^k cells per coarse cell, k <= " + std::to_string(fine_level) +
-                      ")");
+                      " fine cells, which is no ICON refinement of " + spec.grid_file + " (" +
+                      icon_grid_name(size.root, fine_level) +
+                      ": 4^k cells per coarse cell, k <= " + std::to_string(fine_level) + ")");
     level = fine_level - k;
   }
-  g.map = icon_patch_map(grid, level);
+  LimitedAreaRules rules;
+  rules.boundary_rows = spec.boundary_rows;
+  g.map = icon_patch_map(grid, level, rules);
   if (with_output) g.output = OutputGrid::of(grid);
-  g.text = spec.grid_file + " (R2B" + std::to_string(fine_level) + " -> R2B" + std::to_string(level) +
+  g.text = spec.grid_file + " (" + icon_grid_name(size.root, fine_level) + " -> " + icon_grid_name(size.root, level) +
+           (size.limited_area ? ", limited area" : "") +
            (spec.grid_geometry == IconGeometry::kUniform ? ", uniform geometry)" : ")");
 }
 

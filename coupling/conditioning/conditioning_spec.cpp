@@ -90,7 +90,9 @@ schema::Table<Spec> make_table() {
   t.push_back(text("grid.file", &Spec::grid_file, "the fine grid's file when the model was trained"));
   t.push_back(choice("grid.geometry", &Spec::grid_geometry, "icon: the cells' coordinates (file or uniform)"));
   t.push_back(text("grid.variable", &Spec::grid_variable, "latlon: the variable whose coordinates define the grid"));
-  t.push_back(integer("grid.coarse_level", &Spec::coarse_level, -1, 20, "icon: patches are the cells of R2B<level>"));
+  t.push_back(integer("grid.coarse_level", &Spec::coarse_level, -1, 20, "icon: patches are the cells of R<n>B<level>"));
+  t.push_back(integer("grid.boundary_rows", &Spec::boundary_rows, 0, 64,
+                      "icon limited area: patches reaching into refin_c_ctrl rows 1..N are left out"));
   t.push_back(integer("grid.block", &Spec::block, 0, 4096, "latlon: patches are block x block cells"));
   t.push_back(count_field("patch.size", &Spec::patch_size, "fine cells per patch"));
   t.push_back(names_field("fields", &Spec::fields, "the coarse predictors, in context order"));

@@ -56,7 +56,8 @@ struct ConditioningSpec {
   std::string grid_file;
   IconGeometry grid_geometry = IconGeometry::kFile;  ///< icon: the file's coordinates or the uniform ones
   std::string grid_variable;  ///< latlon: the variable whose coordinates define the grid ("" = the first field)
-  int coarse_level = 0;       ///< icon: patches are the cells of R2B<coarse_level>; -1 = from patch_size
+  int coarse_level = 0;       ///< icon: patches are the cells of R<n>B<coarse_level>; -1 = from patch_size
+  int boundary_rows = 4;      ///< icon limited area: patches reaching into refin_c_ctrl 1..N are left out
   int block = 16;             ///< latlon: patches are block x block cells; 0 = from patch_size
   int64_t patch_size = 0;     ///< fine cells per patch (0 = not known yet)
   // The target and the predictors.

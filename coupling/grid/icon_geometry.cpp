@@ -12,9 +12,9 @@
 
 #include "common/error.hpp"
 #include "common/log.hpp"
-#include "coupling/grid/edge_neighbours.hpp"
 #include "coupling/grid/icosahedral_grid.hpp"
 #include "coupling/grid/spherical.hpp"
+#include "coupling/grid/topology_match.hpp"
 
 namespace finecast::coupling {
 namespace {
@@ -26,32 +26,9 @@ using sphere::Vec3;
                   "; the uniform geometry needs the topology of a recursively bisected icosahedron (an R2B<k> grid)");
 }
 
-/// A triangle mesh's topology: corners, the cell across the edge opposite each corner, and the
-/// cells around each vertex.
-struct Topology {
-  const std::vector<std::array<int32_t, 3>>* corners = nullptr;
-  std::vector<std::array<int32_t, 3>> across;
-  std::vector<int32_t> degree;
-  std::vector<int32_t> first_cell;  ///< one cell holding each vertex
-};
-
-Topology topology(const IconGrid& g) {
-  Topology t;
-  t.corners = &g.cell_vertices;
-  t.across = edge_neighbours(g.cell_vertices, g.n_vertices, "ICON grid '" + g.path + "'");
-  t.degree.assign(static_cast<size_t>(g.n_vertices), 0);
-  t.first_cell.assign(static_cast<size_t>(g.n_vertices), -1);
-  for (size_t c = 0; c < g.cell_vertices.size(); ++c)
-    for (int32_t v : g.cell_vertices[c]) {
-      ++t.degree[v];
-      if (t.first_cell[v] < 0) t.first_cell[v] = static_cast<int32_t>(c);
-    }
-  return t;
-}
-
 /// The checks that are cheap and name the fault: an R2B<k> cell count, a closed surface, the
 /// vertex count of a sphere, twelve vertices of five cells and the rest of six. Returns k.
-int check_counts(const IconGrid& g, const Topology& t) {
+int check_counts(const IconGrid& g, const MeshTopology& t) {
   int level = -1;
   for (int64_t k = 0, cells = 80; k <= 12; ++k, cells *= 4)  // 64 bits: the step after k = 12 overflows an int
     if (cells == g.n_cells) level = static_cast<int>(k);
@@ -75,108 +52,15 @@ int check_counts(const IconGrid& g, const Topology& t) {
   return level;
 }
 
-int slot_of(const std::array<int32_t, 3>& cell, int32_t v) {
-  for (int k = 0; k < 3; ++k)
-    if (cell[k] == v) return k;
-  return -1;
-}
-
-/// Orientation of a cell's corners in the order (a, b, c) as positioned by `xyz`: +1
-/// counter-clockwise seen from outside, -1 clockwise.
-int orientation(const Vec3& a, const Vec3& b, const Vec3& c) {
-  return sphere::dot(a, sphere::cross(b, c)) >= 0 ? 1 : -1;
-}
-
-/// A match of the file's cells and vertices onto the generated grid's.
-struct Match {
-  std::vector<int32_t> cell, vertex;  ///< file id -> generated id
-  double score = 0;                   ///< sum of squared chords between file and generated centres
-};
-
-/// Propagates the match fixed by file cell `fc` -> generated cell `gc` with corners
-/// fv[k] -> gv[k], breadth-first across shared edges. False when the topologies disagree, or
-/// when the score passes `give_up` (a worse match than one already found).
-bool propagate(const Topology& file, const Topology& gen, const std::vector<Vec3>& file_centres,
-               const std::vector<Vec3>& gen_centres, int32_t fc, int32_t gc, const std::array<int32_t, 3>& fv,
-               const std::array<int32_t, 3>& gv, double give_up, Match& m, std::vector<int32_t>& gen_taken,
-               std::vector<int32_t>& gen_vertex_taken, std::vector<int32_t>& queue) {
-  const size_t n = file.corners->size();
-  m.cell.assign(n, -1);
-  m.vertex.assign(file.degree.size(), -1);
-  std::fill(gen_taken.begin(), gen_taken.end(), -1);
-  std::fill(gen_vertex_taken.begin(), gen_vertex_taken.end(), -1);
-  m.score = 0;
-  auto map_vertex = [&](int32_t f, int32_t g) {
-    if (m.vertex[f] >= 0) return m.vertex[f] == g;
-    if (gen_vertex_taken[g] >= 0 || file.degree[f] != gen.degree[g]) return false;
-    m.vertex[f] = g;
-    gen_vertex_taken[g] = f;
-    return true;
-  };
-  auto map_cell = [&](int32_t f, int32_t g) {
-    if (m.cell[f] >= 0) return m.cell[f] == g ? 0 : -1;
-    if (gen_taken[g] >= 0) return -1;
-    m.cell[f] = g;
-    gen_taken[g] = f;
-    const Vec3& a = file_centres[f];
-    const Vec3& b = gen_centres[g];
-    m.score += (a[0] - b[0]) * (a[0] - b[0]) + (a[1] - b[1]) * (a[1] - b[1]) + (a[2] - b[2]) * (a[2] - b[2]);
-    return 1;
-  };
-  for (int k = 0; k < 3; ++k)
-    if (!map_vertex(fv[k], gv[k])) return false;
-  map_cell(fc, gc);
-  queue.clear();
-  queue.push_back(fc);
-  for (size_t head = 0; head < queue.size(); ++head) {
-    if (m.score > give_up) return false;
-    const int32_t f = queue[head];
-    const int32_t g = m.cell[f];
-    const auto& fcorners = (*file.corners)[f];
-    const auto& gcorners = (*gen.corners)[g];
-    for (int k = 0; k < 3; ++k) {
-      // The edge opposite corner k of f, and the same edge in g: the corners other than k's image.
-      const int32_t gk = slot_of(gcorners, m.vertex[fcorners[k]]);
-      if (gk < 0) return false;
-      const int32_t fn = file.across[f][k], gn = gen.across[g][gk];
-      const int added = map_cell(fn, gn);
-      if (added < 0) return false;
-      // The third corner of the neighbour, the one off the shared edge, on both sides.
-      const auto& fnc = (*file.corners)[fn];
-      const auto& gnc = (*gen.corners)[gn];
-      int32_t f3 = -1, g3 = -1;
-      for (int j = 0; j < 3; ++j) {
-        if (slot_of(fcorners, fnc[j]) < 0) f3 = fnc[j];
-        if (slot_of(gcorners, gnc[j]) < 0) g3 = gnc[j];
-      }
-      if (f3 < 0 || g3 < 0 || !map_vertex(f3, g3)) return false;
-      if (added > 0) queue.push_back(fn);
-    }
-  }
-  return queue.size() == n;  // a sphere's cells are connected: every one is reached
-}
-
-std::vector<Vec3> centres_of(const IconGrid& g) {
-  std::vector<Vec3> c(static_cast<size_t>(g.n_cells));
-  for (size_t i = 0; i < c.size(); ++i) c[i] = sphere::to_xyz(g.clon[i], g.clat[i]);
-  return c;
-}
-
-std::vector<Vec3> vertices_of(const IconGrid& g) {
-  std::vector<Vec3> v(static_cast<size_t>(g.n_vertices));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = sphere::to_xyz(g.vlon[i], g.vlat[i]);
-  return v;
-}
-
 }  // namespace
 
 UniformGeometryFit set_uniform_geometry(IconGrid& grid) {
-  const Topology file = topology(grid);
+  const MeshTopology file = mesh_topology(grid);
   const int level = check_counts(grid, file);
   const IconGrid uniform = make_icosahedral_grid(level);
-  const Topology gen = topology(uniform);
-  const std::vector<Vec3> file_centres = centres_of(grid), gen_centres = centres_of(uniform);
-  const std::vector<Vec3> file_xyz = vertices_of(grid), gen_xyz = vertices_of(uniform);
+  const MeshTopology gen = mesh_topology(uniform);
+  const std::vector<Vec3> file_centres = cell_centres(grid), gen_centres = cell_centres(uniform);
+  const std::vector<Vec3> file_xyz = vertex_positions(grid), gen_xyz = vertex_positions(uniform);
 
   // The anchor: one cell at one of the file's pentagons, its corners ordered from the pentagon.
   int32_t pentagon = -1;
@@ -184,29 +68,28 @@ UniformGeometryFit set_uniform_geometry(IconGrid& grid) {
     if (file.degree[v] == 5) pentagon = static_cast<int32_t>(v);
   const int32_t fc = file.first_cell[pentagon];
   const auto& fcell = grid.cell_vertices[fc];
-  const int fk = slot_of(fcell, pentagon);
+  const int fk = corner_slot(fcell, pentagon);
   const std::array<int32_t, 3> fv{fcell[fk], fcell[(fk + 1) % 3], fcell[(fk + 2) % 3]};
-  const int f_orient = orientation(file_xyz[fv[0]], file_xyz[fv[1]], file_xyz[fv[2]]);
+  const int f_orient = corner_orientation(file_xyz[fv[0]], file_xyz[fv[1]], file_xyz[fv[2]]);
 
   UniformGeometryFit fit;
-  Match best, trial;
+  MeshMatch best, trial;
   best.score = std::numeric_limits<double>::infinity();
-  std::vector<int32_t> gen_taken(static_cast<size_t>(uniform.n_cells)), gen_vertex_taken(gen.degree.size()), queue;
-  queue.reserve(static_cast<size_t>(grid.n_cells));
+  MatchScratch scratch;
   for (size_t p = 0; p < gen.degree.size(); ++p) {
     if (gen.degree[p] != 5) continue;
     for (size_t gc = 0; gc < uniform.cell_vertices.size(); ++gc) {
       const auto& gcell = uniform.cell_vertices[gc];
-      const int gk = slot_of(gcell, static_cast<int32_t>(p));
+      const int gk = corner_slot(gcell, static_cast<int32_t>(p));
       if (gk < 0) continue;
       // The corner order that keeps the file cell's orientation (a rotation, not a mirror image).
       std::array<int32_t, 3> gv{gcell[gk], gcell[(gk + 1) % 3], gcell[(gk + 2) % 3]};
-      if (orientation(gen_xyz[gv[0]], gen_xyz[gv[1]], gen_xyz[gv[2]]) != f_orient) std::swap(gv[1], gv[2]);
+      if (corner_orientation(gen_xyz[gv[0]], gen_xyz[gv[1]], gen_xyz[gv[2]]) != f_orient) std::swap(gv[1], gv[2]);
       ++fit.anchors_tried;
       // A trial stops as soon as it is worse than the best match found so far.
       const double give_up = std::isfinite(best.score) ? best.score : std::numeric_limits<double>::max();
-      if (propagate(file, gen, file_centres, gen_centres, fc, static_cast<int32_t>(gc), fv, gv, give_up, trial,
-                    gen_taken, gen_vertex_taken, queue) &&
+      if (match_from(file, gen, file_centres, gen_centres, fc, static_cast<int32_t>(gc), fv, gv, give_up, trial,
+                     scratch) &&
           trial.score < best.score)
         std::swap(best, trial);
     }

@@ -165,10 +165,19 @@ IconGrid read_icon_grid(const std::string& path) {
              "ICON grid file '" + path + "', attribute uuidOfHGrid");
     while (!g.uuid_of_hgrid.empty() && g.uuid_of_hgrid.back() == '\0') g.uuid_of_hgrid.pop_back();
   }
-  int number = -1;
-  if (nc_inq_att(nc, NC_GLOBAL, "number_of_grid_used", &type, &len) == NC_NOERR && len == 1 && type != NC_CHAR &&
-      nc_get_att_int(nc, NC_GLOBAL, "number_of_grid_used", &number) == NC_NOERR)
-    g.number_of_grid_used = number;
+  auto int_attribute = [&](const char* name, int& value) {
+    int v = -1;
+    if (nc_inq_att(nc, NC_GLOBAL, name, &type, &len) == NC_NOERR && len == 1 && type != NC_CHAR &&
+        nc_get_att_int(nc, NC_GLOBAL, name, &v) == NC_NOERR)
+      value = v;
+  };
+  int_attribute("number_of_grid_used", g.number_of_grid_used);
+  int_attribute("grid_root", g.grid_root);
+  int_attribute("grid_level", g.grid_level);
+  if (g.grid_root == 0 || g.grid_root < -1 || g.grid_level < -1)
+    throw IoError("ICON grid file '" + path + "': global attributes grid_root " + std::to_string(g.grid_root) +
+                  " and grid_level " + std::to_string(g.grid_level) +
+                  ", expected a positive root and a level >= 0 (R<root>B<level>)");
 
   const int clon_id = find_var(nc, "clon");
   if (clon_id < 0 || find_var(nc, "clat") < 0)
@@ -255,6 +264,12 @@ IconGrid read_icon_grid(const std::string& path) {
     const auto parent = read_ints(nc, path, "parent_cell_index", n);
     g.parent_cell.resize(n);
     for (size_t c = 0; c < n; ++c) g.parent_cell[c] = parent[c] >= 1 ? parent[c] - 1 : -1;
+  }
+  if (find_var(nc, "refin_c_ctrl") >= 0) {
+    g.refin_c_ctrl = read_ints(nc, path, "refin_c_ctrl", n);
+    // All 0: a global grid without nests, the same as no flags.
+    if (std::all_of(g.refin_c_ctrl.begin(), g.refin_c_ctrl.end(), [](int32_t f) { return f == 0; }))
+      g.refin_c_ctrl.clear();
   }
   complete_icon_grid(g);
   return g;

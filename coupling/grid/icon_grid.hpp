@@ -21,14 +21,20 @@ struct IconGrid {
   int64_t n_vertices = 0;
   std::vector<double> vlon, vlat;    ///< unique vertices, radians
   std::vector<int32_t> parent_cell;  ///< from parent_cell_index; empty when absent
-  std::string uuid_of_hgrid;         ///< the file's global uuidOfHGrid ("" when absent)
-  int number_of_grid_used = -1;      ///< the file's global number_of_grid_used (-1 when absent)
+  /// refin_c_ctrl: on a limited-area grid the cell row counted from the lateral boundary (1 = the
+  /// outermost row, up to the file's boundary_depth_index), 0 inside; empty when absent.
+  std::vector<int32_t> refin_c_ctrl;
+  int grid_root = -1;            ///< the file's global grid_root (R<root>B<level>); -1 when absent
+  int grid_level = -1;           ///< the file's global grid_level; -1 when absent
+  std::string uuid_of_hgrid;     ///< the file's global uuidOfHGrid ("" when absent)
+  int number_of_grid_used = -1;  ///< the file's global number_of_grid_used (-1 when absent)
 };
 
 /// Reads an ICON grid file; throws IoError naming the file and the missing/odd variable.
 /// Vertices come from vertex_of_cell + vlon/vlat, or else from clon_vertices/clat_vertices
 /// (de-duplicated by position); edge neighbours from neighbor_cell_index or else from shared
-/// edges; cell_area from the file or else computed as spherical triangle areas.
+/// edges; cell_area from the file or else computed as spherical triangle areas; parents,
+/// refin_c_ctrl, grid_root and grid_level when the file has them.
 IconGrid read_icon_grid(const std::string& path);
 
 /// Fills what a grid can derive from its cells and vertices: cell_neighbours (from shared edges)

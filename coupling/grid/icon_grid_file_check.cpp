@@ -19,12 +19,12 @@
 namespace finecast::coupling {
 namespace {
 
+using sphere::add;
+using sphere::sub;
 using sphere::Vec3;
 
 constexpr int kMaxRing = 8;  // cells around a vertex this checker handles (ICON's triangular grids: 6)
 
-Vec3 sub(const Vec3& a, const Vec3& b) { return {a[0] - b[0], a[1] - b[1], a[2] - b[2]}; }
-Vec3 add(const Vec3& a, const Vec3& b) { return {a[0] + b[0], a[1] + b[1], a[2] + b[2]}; }
 double dist(const Vec3& a, const Vec3& b) {
   const Vec3 d = sub(a, b);
   return std::sqrt(sphere::dot(d, d));
@@ -176,18 +176,34 @@ class Checker {
     out_.n_vertices = nv_;
     bool all = true;
     for (const IconGridVariable& v : icon_grid_file_variables()) all = r_.has(v) && all;
+    // A limited-area grid: an edge with one adjacent cell (the second 0).
+    if (all) {
+      const std::vector<int32_t> adjacent = r_.ints("adjacent_cell_of_edge");
+      for (int64_t e = 0; e < ne_ && static_cast<size_t>(ne_ + e) < adjacent.size(); ++e)
+        if (adjacent[ne_ + e] == 0) lam_ = true;
+    }
+    out_.limited_area = lam_;
     int root = 0, level = 0;
     const bool have_root = r_.int_attribute("grid_root", root), have_level = r_.int_attribute("grid_level", level);
     if (!have_root) r_.problem("global attribute 'grid_root' missing (ICON stops without it)");
     if (!have_level) r_.problem("global attribute 'grid_level' missing (ICON stops without it)");
-    if (have_root && have_level && level >= 0 && level < 16 && nc_ != 20LL * root * root * (int64_t{1} << (2 * level)))
-      r_.problem("dimension 'cell' is " + std::to_string(nc_) + ", expected 20 * grid_root^2 * 4^grid_level = " +
-                 std::to_string(20LL * root * root * (int64_t{1} << (2 * level))) + " for a global grid");
+    if (have_root && have_level && root > 0 && level >= 0 && level < 16) {
+      const int64_t whole = 20LL * root * root * (int64_t{1} << (2 * level));
+      if (!lam_ && nc_ != whole)
+        r_.problem("dimension 'cell' is " + std::to_string(nc_) +
+                   ", expected 20 * grid_root^2 * 4^grid_level = " + std::to_string(whole) + " for a global grid");
+      if (lam_ && nc_ >= whole)
+        r_.problem("dimension 'cell' is " + std::to_string(nc_) + ", expected fewer than the " + std::to_string(whole) +
+                   " cells of the whole sphere for a limited-area grid");
+    }
     std::string uuid;
     if (r_.text_attribute("uuidOfHGrid", uuid) && !well_formed_uuid(uuid))
       r_.problem("global attribute 'uuidOfHGrid' is '" + uuid + "', expected 36 characters 8-4-4-4-12 hex");
-    if (nv_ - ne_ + nc_ != 2)
+    if (!lam_ && nv_ - ne_ + nc_ != 2)
       r_.problem("V - E + F = " + std::to_string(nv_ - ne_ + nc_) + ", expected 2 (a closed sphere)");
+    if (lam_ && nv_ - ne_ + nc_ != 1)
+      r_.problem("V - E + F = " + std::to_string(nv_ - ne_ + nc_) +
+                 ", expected 1 for a limited-area grid (one piece without holes)");
     return all && out_.ok();
   }
 
@@ -223,9 +239,9 @@ class Checker {
     const int64_t before = out_.n_problems;
     voc_ = table("vertex_of_cell", nv_, false);
     eoc_ = table("edge_of_cell", ne_, false);
-    const std::vector<int32_t> nbr = table("neighbor_cell_index", nc_, false);
+    const std::vector<int32_t> nbr = table("neighbor_cell_index", nc_, lam_);
     const std::vector<int32_t> orient = r_.ints("orientation_of_normal");
-    ec_ = table("adjacent_cell_of_edge", nc_, false);
+    ec_ = table("adjacent_cell_of_edge", nc_, lam_);
     ev_ = table("edge_vertices", nv_, false);
     if (out_.n_problems > before) return false;
     std::vector<int> uses(ne_, 0);
@@ -253,14 +269,20 @@ class Checker {
                      " (the cell is adjacent cell " + (first ? "1" : "2") + " of edge " + std::to_string(e + 1) + ")");
       }
     for (int64_t e = 0; e < ne_; ++e) {
-      if (uses[e] != 2)
-        r_.problem(at("edge_of_cell", e) + ": edge named by " + std::to_string(uses[e]) + " cells, expected 2");
-      if (ec(e, 0) == ec(e, 1)) r_.problem(at("adjacent_cell_of_edge", e) + ": both cells are the same");
+      const bool open = ec(e, 1) < 0;  // a lateral-boundary edge (limited area)
+      if (ec(e, 0) < 0)
+        r_.problem(at("adjacent_cell_of_edge", e) + ": adjacent cell 1 is 0 (only cell 2 may be missing)");
+      if (uses[e] != (open ? 1 : 2))
+        r_.problem(at("edge_of_cell", e) + ": edge named by " + std::to_string(uses[e]) + " cells, expected " +
+                   (open ? "1 (its one adjacent cell)" : "2"));
+      if (!open && ec(e, 0) == ec(e, 1)) r_.problem(at("adjacent_cell_of_edge", e) + ": both cells are the same");
       if (ev(e, 0) == ev(e, 1)) r_.problem(at("edge_vertices", e) + ": both vertices are the same");
     }
     return out_.n_problems == before;
   }
 
+  /// Vertex rings: closed, or on a lateral boundary an open fan of k cells with k + 1 edges (edge
+  /// i after cell i, the last after cell k - 1; slot k the boundary edge before cell 0).
   void rings() {
     const std::vector<int32_t> cells = table("cells_of_vertex", nc_, true);
     const std::vector<int32_t> edges = table("edges_of_vertex", ne_, true);
@@ -270,42 +292,54 @@ class Checker {
     std::vector<int> incident(nv_, 0);
     for (int64_t c = 0; c < nc_; ++c)
       for (int k = 0; k < 3; ++k) ++incident[voc(c, k)];
-    ring_cells_.assign(nv_, {});
+    open_.assign(nv_, 0);
+    for (int64_t e = 0; e < ne_; ++e)
+      if (ec(e, 1) < 0) open_[ev(e, 0)] = open_[ev(e, 1)] = 1;
     ring_edges_.assign(nv_, {});
     ring_orientation_.assign(nv_, {});
+    ring_cells_.assign(nv_, {});
+    for (auto& r : ring_cells_) r.fill(-1);
     degree_.assign(nv_, 0);
     for (int64_t v = 0; v < nv_; ++v) {
       auto slot = [&](const std::vector<int32_t>& t, int i) { return t[i * nv_ + v]; };
       int deg = 0;
       while (deg < ring_ && slot(cells, deg) >= 0) ++deg;
+      const int n_edges = open_[v] ? deg + 1 : deg;
       degree_[v] = deg;
-      if (deg == 5) ++out_.pentagons;
+      if (deg == 5 && !open_[v]) ++out_.pentagons;
       for (int i = deg; i < ring_; ++i)
-        if (slot(cells, i) >= 0 || slot(edges, i) >= 0 || slot(verts, i) >= 0 || orient[i * nv_ + v] != 0)
+        if (slot(cells, i) >= 0 ||
+            (i >= n_edges && (slot(edges, i) >= 0 || slot(verts, i) >= 0 || orient[i * nv_ + v] != 0)))
           r_.problem(at("cells_of_vertex", v) + ": an unused slot before slot " + std::to_string(i + 1) +
                      " or a non-zero entry after it (unused slots come last and are 0 in every ring table)");
-      if (deg != incident[v]) {
+      if (deg != incident[v] || n_edges > ring_) {
         degree_[v] = 0;
         r_.problem(at("cells_of_vertex", v) + ": " + std::to_string(deg) + " cells, but " +
                    std::to_string(incident[v]) + " cells name the vertex");
         continue;
       }
-      for (int i = 0; i < deg; ++i) {
-        const int32_t c = slot(cells, i), c_next = slot(cells, (i + 1) % deg), e = slot(edges, i);
-        ring_cells_[v][i] = c;
+      for (int i = 0; i < n_edges; ++i) {
+        // The cells the edge of slot i joins: i and i + 1, -1 past either end of an open fan.
+        const int32_t c = i < deg ? slot(cells, i) : -1;
+        const int32_t c_next = open_[v] ? (i + 1 < deg ? slot(cells, i + 1)
+                                           : i == deg  ? slot(cells, 0)
+                                                       : -1)
+                                        : slot(cells, (i + 1) % deg);
+        const int32_t e = slot(edges, i);
+        if (i < deg) ring_cells_[v][i] = c;
         ring_edges_[v][i] = e;
         ring_orientation_[v][i] = orient[i * nv_ + v];
-        if (c < 0 || e < 0 || slot(verts, i) < 0) {
+        if ((i < deg && c < 0) || e < 0 || slot(verts, i) < 0) {
           r_.problem(at("cells_of_vertex", v) + ": slot " + std::to_string(i + 1) + " empty in a ring table");
           continue;
         }
-        if (voc(c, 0) != v && voc(c, 1) != v && voc(c, 2) != v)
+        if (c >= 0 && voc(c, 0) != v && voc(c, 1) != v && voc(c, 2) != v)
           r_.problem(at("cells_of_vertex", v) + ": cell " + std::to_string(c + 1) + " does not have the vertex");
         const bool joins = (ec(e, 0) == c && ec(e, 1) == c_next) || (ec(e, 1) == c && ec(e, 0) == c_next);
         if (!joins)
           r_.problem(at("edges_of_vertex", v) + " slot " + std::to_string(i + 1) + ": edge " + std::to_string(e + 1) +
-                     " does not join cells " + std::to_string(i + 1) + " and " + std::to_string((i + 1) % deg + 1) +
-                     " of the ring");
+                     " does not join cells " + std::to_string(c + 1) + " and " + std::to_string(c_next + 1) +
+                     " of the ring (0: none)");
         const bool first = ev(e, 0) == v;
         if (!first && ev(e, 1) != v) {
           r_.problem(at("edges_of_vertex", v) + ": edge " + std::to_string(e + 1) + " does not end at the vertex");
@@ -355,7 +389,8 @@ class Checker {
     }
     const double sphere_area = 4 * sphere::kPi * radius * radius;
     out_.area_error = std::fabs(total / sphere_area - 1);
-    if (out_.area_error > 1e-10)
+    out_.area_fraction = total / sphere_area;
+    if (!lam_ && out_.area_error > 1e-10)
       r_.problem("cell_area_p sums to " + std::to_string(total) + " m2, expected 4 pi R^2 = " +
                  std::to_string(sphere_area) + " (relative error " + std::to_string(out_.area_error) + ")");
 
@@ -370,7 +405,9 @@ class Checker {
     const std::vector<double> to_vert = r_.doubles("edge_vert_distance"), to_cell = r_.doubles("edge_cell_distance");
     normals_.resize(ne_);
     for (int64_t e = 0; e < ne_; ++e) {
-      const Vec3 &v1 = vx[ev(e, 0)], &v2 = vx[ev(e, 1)], &c1 = cx[ec(e, 0)], &c2 = cx[ec(e, 1)], &m = ex[e];
+      const Vec3 &v1 = vx[ev(e, 0)], &v2 = vx[ev(e, 1)], &c1 = cx[ec(e, 0)], &m = ex[e];
+      // A lateral-boundary edge: cell 1's mirror image across the edge stands for cell 2.
+      const Vec3 c2 = ec(e, 1) >= 0 ? cx[ec(e, 1)] : sphere::mirrored(c1, m);
       const Vec3 east = sphere::east(elon[e]), north = sphere::north(elon[e], elat[e]);
       Vec3 n{}, t{};
       for (int d = 0; d < 3; ++d) {
@@ -411,14 +448,17 @@ class Checker {
     double dual_total = 0;
     for (int64_t v = 0; v < nv_; ++v) {
       const int deg = degree_[v];
-      for (int i = 0; i < deg; ++i) {
+      const int n_edges = deg > 0 && open_[v] ? deg + 1 : deg;
+      for (int i = 0; i < n_edges; ++i) {
         const int32_t e = ring_edges_[v][i];
-        if (e < 0 || ring_cells_[v][i] < 0 || ring_cells_[v][(i + 1) % deg] < 0) continue;
-        const Vec3 &c = cx[ring_cells_[v][i]], &c_next = cx[ring_cells_[v][(i + 1) % deg]];
-        if (sphere::dot(sphere::cross(sub(c, vx[v]), sub(c_next, vx[v])), vx[v]) <= 0)
-          r_.problem(at("cells_of_vertex", v) + ": cells " + std::to_string(i + 1) + " and " +
-                     std::to_string((i + 1) % deg + 1) +
-                     " turn clockwise about the vertex, expected counter-clockwise");
+        if (e < 0) continue;
+        const int next = open_[v] ? i + 1 : (i + 1) % deg;
+        if (i < deg && next < deg && ring_cells_[v][i] >= 0 && ring_cells_[v][next] >= 0) {
+          const Vec3 &c = cx[ring_cells_[v][i]], &c_next = cx[ring_cells_[v][next]];
+          if (sphere::dot(sphere::cross(sub(c, vx[v]), sub(c_next, vx[v])), vx[v]) <= 0)
+            r_.problem(at("cells_of_vertex", v) + ": cells " + std::to_string(i + 1) + " and " +
+                       std::to_string(next + 1) + " turn clockwise about the vertex, expected counter-clockwise");
+        }
         const int turn = sign(sphere::dot(normals_[e], sphere::cross(vx[v], ex[e])));
         if (ring_orientation_[v][i] != turn)
           r_.problem(at("edge_orientation", v) + " slot " + std::to_string(i + 1) + ": " +
@@ -429,25 +469,30 @@ class Checker {
       dual_total += dual_area[v];
     }
     out_.dual_area_error = std::fabs(dual_total / sphere_area - 1);
-    if (out_.dual_area_error > 1e-10)
+    if (!lam_ && out_.dual_area_error > 1e-10)
       r_.problem("dual_area_p sums to " + std::to_string(dual_total) + " m2, expected 4 pi R^2 = " +
                  std::to_string(sphere_area) + " (relative error " + std::to_string(out_.dual_area_error) + ")");
   }
 
-  /// ICON's index lists of a grid without nests, when no refinement flag says otherwise.
+  /// ICON's index lists of a domain without nests: entities sorted by refinement row (lateral
+  /// boundary rows 1..max_rl first), the lists spanning them (icon_index_lists). Files with nests
+  /// (negative flags) are not checked.
   void index_lists() {
     const IconIndexLists* lists[3] = {&kIconCellLists, &kIconEdgeLists, &kIconVertLists};
-    const int64_t counts[3] = {nc_, ne_, nv_};
     for (int i = 0; i < 3; ++i) {
       const std::string s = lists[i]->suffix;
       const std::vector<int32_t> flags = r_.ints(("refin_" + s + "_ctrl").c_str());
-      if (std::any_of(flags.begin(), flags.end(), [](int32_t f) { return f != 0; })) continue;  // nests: not checked
+      if (std::any_of(flags.begin(), flags.end(), [](int32_t f) { return f < 0; })) continue;  // nests: not checked
+      if (!lam_ && std::any_of(flags.begin(), flags.end(), [](int32_t f) { return f != 0; }))
+        r_.problem("refin_" + s + "_ctrl: rows set on a global grid (expected 0 without a lateral boundary)");
       std::vector<int32_t> start, end;
-      icon_global_index_lists(*lists[i], counts[i], start, end);
-      if (r_.ints(("start_idx_" + s).c_str()) != start || r_.ints(("end_idx_" + s).c_str()) != end)
-        r_.problem("start_idx_" + s + "/end_idx_" + s + ": not the lists of a grid without nests (levels 1.." +
-                   std::to_string(lists[i]->max_rl) + " empty, level 0 = 1.." + std::to_string(counts[i]) +
-                   ", levels below 0 empty after it)");
+      if (!icon_index_lists(*lists[i], flags, start, end))
+        r_.problem("refin_" + s + "_ctrl: the entities are not sorted by refinement row (rows 1.." +
+                   std::to_string(lists[i]->max_rl) + " first, in order), which ICON's index lists need");
+      else if (r_.ints(("start_idx_" + s).c_str()) != start || r_.ints(("end_idx_" + s).c_str()) != end)
+        r_.problem("start_idx_" + s + "/end_idx_" + s + ": not the lists of the refinement rows (levels 1.." +
+                   std::to_string(lists[i]->max_rl) + " the entities of each row, level 0 the rest up to the last, " +
+                   "levels below 0 empty after it)");
     }
   }
 
@@ -474,6 +519,8 @@ class Checker {
   IconGridFileCheck& out_;
   int64_t nc_ = 0, ne_ = 0, nv_ = 0;
   int ring_ = 6;
+  bool lam_ = false;           // a limited-area grid (some edge has one adjacent cell)
+  std::vector<uint8_t> open_;  // vertices on the lateral boundary
   std::vector<int32_t> voc_, eoc_, ec_, ev_, so_;
   std::vector<int> degree_;
   std::vector<std::array<int32_t, kMaxRing>> ring_cells_, ring_edges_, ring_orientation_;

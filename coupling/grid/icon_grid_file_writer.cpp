@@ -6,15 +6,21 @@
 
 #include <netcdf.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <numeric>
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "common/atomic_file.hpp"
 #include "coupling/error.hpp"
+#include "coupling/grid/icon_grid_cut.hpp"
 #include "coupling/grid/icon_grid_layout.hpp"
+#include "coupling/grid/icon_mesh_tables.hpp"
 #include "coupling/grid/icosahedral_grid.hpp"
 #include "coupling/grid/spherical.hpp"
 
@@ -23,145 +29,8 @@ namespace {
 
 using sphere::Vec3;
 
-constexpr int kRing = 6;  // ICON's "ne": cells, edges, vertices around a vertex (5 at pentagons)
-constexpr int kNone = -1;
-
-Vec3 sub(const Vec3& a, const Vec3& b) { return {a[0] - b[0], a[1] - b[1], a[2] - b[2]}; }
-Vec3 add(const Vec3& a, const Vec3& b) { return {a[0] + b[0], a[1] + b[1], a[2] + b[2]}; }
-int8_t sign(double x) { return x < 0 ? -1 : 1; }
-
-/// ICON's connectivity and geometry of a mesh, 0-based (kNone where a pentagon has no 6th).
-struct Tables {
-  const IcosahedralMesh& mesh;
-  int64_t nc = 0, ne = 0, nv = 0;
-  std::vector<std::array<int32_t, 2>> edge_cells;  ///< normal points from [0] to [1]
-  std::vector<std::array<int32_t, 3>> cell_neighbours;
-  std::vector<std::array<int32_t, 3>> cell_orientation;  ///< +1: the edge's normal leaves the cell
-  std::vector<std::array<int32_t, kRing>> ring_cells, ring_edges, ring_vertices, ring_orientation;
-  std::vector<int32_t> system_orientation;
-  std::vector<Vec3> cell_centre, edge_centre, primal_normal, dual_normal, dual_middle;
-  std::vector<double> cell_area, dual_area, edge_length, dual_edge_length;
-  std::vector<std::array<double, 2>> edge_cell_distance;
-
-  explicit Tables(const IcosahedralMesh& m) : mesh(m) {
-    nc = static_cast<int64_t>(m.cells.size());
-    ne = static_cast<int64_t>(m.edges.size());
-    nv = static_cast<int64_t>(m.vertices.size());
-    connect();
-    measure();
-    ring();
-  }
-
-  int32_t other_cell(int32_t e, int32_t c) const { return edge_cells[e][0] == c ? edge_cells[e][1] : edge_cells[e][0]; }
-
- private:
-  /// The cells of each edge: the one that runs the edge from its second vertex to its first in
-  /// its counter-clockwise order is cell 1 (so every edge_system_orientation comes out +1).
-  void connect() {
-    edge_cells.assign(ne, {kNone, kNone});
-    for (int64_t c = 0; c < nc; ++c)
-      for (int k = 0; k < 3; ++k) {
-        const int32_t e = mesh.cell_edges[c][k];
-        int32_t& slot = edge_cells[e][mesh.cells[c][k] == mesh.edges[e][0] ? 1 : 0];
-        if (slot != kNone) throw InternalError("icosahedral mesh: edge " + std::to_string(e) + " run twice one way");
-        slot = static_cast<int32_t>(c);
-      }
-    cell_neighbours.resize(nc);
-    cell_orientation.resize(nc);
-    for (int64_t c = 0; c < nc; ++c)
-      for (int k = 0; k < 3; ++k) {
-        const int32_t e = mesh.cell_edges[c][k];
-        cell_neighbours[c][k] = other_cell(e, static_cast<int32_t>(c));
-        cell_orientation[c][k] = edge_cells[e][0] == c ? 1 : -1;
-      }
-  }
-
-  /// The geometry of ICON's grid generator: circumcentres, edge centres where the edge crosses
-  /// its dual edge (the great-circle midpoint, as circumcentres lie on the perpendicular
-  /// bisector), the primal normal from cell 1 to cell 2, the dual normal (tangent) n x r.
-  void measure() {
-    const double r = sphere::kEarthRadius;
-    cell_centre.resize(nc);
-    cell_area.resize(nc);
-    for (int64_t c = 0; c < nc; ++c) {
-      const auto& v = mesh.cells[c];
-      const Vec3 &a = mesh.vertices[v[0]], &b = mesh.vertices[v[1]], &d = mesh.vertices[v[2]];
-      cell_centre[c] = sphere::circumcentre(a, b, d);
-      cell_area[c] = sphere::triangle_area(a, b, d) * r * r;
-    }
-    edge_centre.resize(ne);
-    primal_normal.resize(ne);
-    dual_normal.resize(ne);
-    dual_middle.resize(ne);
-    edge_length.resize(ne);
-    dual_edge_length.resize(ne);
-    edge_cell_distance.resize(ne);
-    system_orientation.resize(ne);
-    for (int64_t e = 0; e < ne; ++e) {
-      const Vec3& v1 = mesh.vertices[mesh.edges[e][0]];
-      const Vec3& v2 = mesh.vertices[mesh.edges[e][1]];
-      const Vec3& c1 = cell_centre[edge_cells[e][0]];
-      const Vec3& c2 = cell_centre[edge_cells[e][1]];
-      const Vec3 m = sphere::normalised(add(v1, v2));
-      const Vec3 along = sub(v2, v1), across = sub(c2, c1);
-      Vec3 n = sphere::normalised(sphere::cross(along, m));
-      if (sphere::dot(n, across) < 0) n = {-n[0], -n[1], -n[2]};
-      edge_centre[e] = m;
-      primal_normal[e] = n;
-      dual_normal[e] = sphere::cross(n, m);
-      dual_middle[e] = sphere::normalised(add(c1, c2));
-      system_orientation[e] = sign(sphere::dot(sphere::cross(along, across), m));
-      edge_length[e] = sphere::arc_length(v1, v2) * r;
-      edge_cell_distance[e] = {sphere::arc_length(m, c1) * r, sphere::arc_length(m, c2) * r};
-      dual_edge_length[e] = edge_cell_distance[e][0] + edge_cell_distance[e][1];
-    }
-  }
-
-  /// Each vertex's cells counter-clockwise seen from outside, starting at its lowest-numbered
-  /// cell: edge i joins cell i to cell i + 1 and ends at vertex i (its other end); the edge
-  /// orientation is +1 where the edge's normal turns counter-clockwise about the vertex. The
-  /// dual area sums the triangles (cell 1 centre, vertex, cell 2 centre) of its edges.
-  void ring() {
-    std::vector<int32_t> first(nv, kNone);
-    std::vector<int> degree(nv, 0);
-    for (int64_t c = 0; c < nc; ++c)
-      for (int32_t v : mesh.cells[c]) {
-        if (first[v] == kNone) first[v] = static_cast<int32_t>(c);
-        ++degree[v];
-      }
-    ring_cells.assign(nv, {});
-    ring_edges.assign(nv, {});
-    ring_vertices.assign(nv, {});
-    ring_orientation.assign(nv, {});
-    dual_area.assign(nv, 0.0);
-    const double r2 = sphere::kEarthRadius * sphere::kEarthRadius;
-    for (int64_t v = 0; v < nv; ++v) {
-      if (degree[v] != 5 && degree[v] != 6)
-        throw InternalError("icosahedral mesh: vertex " + std::to_string(v) + " has " + std::to_string(degree[v]) +
-                            " cells, expected 5 or 6");
-      ring_cells[v].fill(kNone);
-      ring_edges[v].fill(kNone);
-      ring_vertices[v].fill(kNone);
-      ring_orientation[v].fill(0);
-      int32_t c = first[v];
-      for (int i = 0; i < degree[v]; ++i) {
-        const auto& corners = mesh.cells[c];
-        const int at = corners[0] == v ? 0 : corners[1] == v ? 1 : 2;
-        const int before = (at + 2) % 3;
-        const int32_t e = mesh.cell_edges[c][before];  // runs from the corner before v to v
-        ring_cells[v][i] = c;
-        ring_edges[v][i] = e;
-        ring_vertices[v][i] = corners[before];
-        ring_orientation[v][i] = mesh.edges[e][0] == v ? system_orientation[e] : -system_orientation[e];
-        dual_area[v] +=
-            sphere::triangle_area(cell_centre[edge_cells[e][0]], mesh.vertices[v], cell_centre[edge_cells[e][1]]) * r2;
-        c = other_cell(e, c);
-      }
-      if (c != first[v])
-        throw InternalError("icosahedral mesh: the cells around vertex " + std::to_string(v) + " do not close");
-    }
-  }
-};
+constexpr int kRing = kIconRing;
+constexpr int32_t kNone = kNoEntity;
 
 using Attrs = std::vector<std::pair<std::string, std::string>>;
 
@@ -301,10 +170,8 @@ uint64_t hash64(const std::string& text, uint64_t basis) {
   return h ^ (h >> 31);
 }
 
-}  // namespace
-
-std::string uniform_icon_grid_uuid(int level) {
-  const std::string name = "finecast uniform icosahedral ICON grid R2B" + std::to_string(level);
+/// An RFC 9562 version-8 UUID that is a fixed function of `name`.
+std::string uuid_of(const std::string& name) {
   const uint64_t hi = hash64(name, 0xcbf29ce484222325ULL), lo = hash64(name, 0x84222325cbf29ce4ULL);
   unsigned char b[16];
   for (int i = 0; i < 8; ++i) {
@@ -319,11 +186,73 @@ std::string uniform_icon_grid_uuid(int level) {
   return s;
 }
 
+}  // namespace
+
+bool LatLonBox::contains(double lat, double lon) const {
+  if (lat < lat0 || lat > lat1) return false;
+  if (lon1 - lon0 >= 360) return true;
+  const auto wrap = [](double x) { return x - 360.0 * std::floor(x / 360.0); };  // [0, 360)
+  const double span = wrap(lon1 - lon0), from = wrap(lon - lon0);
+  return from <= span;
+}
+
+LatLonBox parse_latlon_box(const std::string& text, const std::string& what) {
+  LatLonBox b;
+  double* out[4] = {&b.lat0, &b.lat1, &b.lon0, &b.lon1};
+  size_t pos = 0;
+  for (int i = 0; i < 4; ++i) {
+    const size_t comma = text.find(',', pos);
+    const std::string part = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    char* end = nullptr;
+    *out[i] = std::strtod(part.c_str(), &end);
+    if (part.empty() || end == part.c_str() || *end != '\0' || !std::isfinite(*out[i]) ||
+        (i < 3 && comma == std::string::npos) || (i == 3 && comma != std::string::npos))
+      throw ConfigError(what + ": \"" + text + "\", expected lat0,lat1,lon0,lon1 in degrees (four numbers)");
+    pos = comma + 1;
+  }
+  if (!(b.lat0 >= -90 && b.lat0 < b.lat1 && b.lat1 <= 90))
+    throw ConfigError(what + ": \"" + text + "\", expected -90 <= lat0 < lat1 <= 90");
+  if (!(b.lon0 >= -360 && b.lon0 <= 360 && b.lon1 >= -360 && b.lon1 <= 360) || b.lon0 == b.lon1)
+    throw ConfigError(what + ": \"" + text + "\", expected longitudes in -360..360 with lon0 != lon1");
+  return b;
+}
+
+std::string uniform_icon_grid_uuid(int level, int root) {
+  return uuid_of("finecast uniform icosahedral ICON grid R" + std::to_string(root) + "B" + std::to_string(level));
+}
+
 IconGridFileSummary write_icon_grid_file(const std::string& path, int level) {
-  if (level < 0 || level > 9)
-    throw ConfigError("ICON grid file '" + path + "': level " + std::to_string(level) + " out of range, expected 0..9");
-  const IcosahedralMesh mesh = make_icosahedral_mesh(level);
-  const Tables t(mesh);
+  IconGridFileRequest request;
+  request.level = level;
+  return write_icon_grid_file(path, request);
+}
+
+IconGridFileSummary write_icon_grid_file(const std::string& path, const IconGridFileRequest& request) {
+  const int level = request.level, root = request.root;
+  const std::string name = "R" + std::to_string(root) + "B" + std::to_string(level);
+  // At most R2B9's 5,242,880 cells on the whole sphere.
+  if (root < 2 || root > kMaxIconRoot || level < 0 || level > 9 ||
+      int64_t{root} * root << (2 * level) > int64_t{4} << 18)
+    throw ConfigError("ICON grid file '" + path + "': " + name + " out of range, expected root 2.." +
+                      std::to_string(kMaxIconRoot) + ", level 0..9 and at most 20 * 4^10 cells on the sphere (R2B9)");
+  if (request.region && (request.boundary_depth < 1 || request.boundary_depth > 64))
+    throw ConfigError("ICON grid file '" + path + "': boundary depth " + std::to_string(request.boundary_depth) +
+                      ", expected 1..64 rows");
+  const IcosahedralMesh global = make_icosahedral_mesh(level, root);
+  const IconMeshTables global_tables(global);
+  std::optional<LimitedAreaCut> cut;
+  if (request.region) {
+    const std::vector<char> in = region_cells(global, global_tables, *request.region);
+    if (std::count(in.begin(), in.end(), 1) < 2)
+      throw ConfigError("ICON grid file '" + path + "': the region holds no " + name +
+                        " cells whose centres lie in it");
+    cut.emplace(cut_limited_area(global, global_tables, in, request.boundary_depth));
+  }
+  std::optional<IconMeshTables> cut_tables;
+  if (cut) cut_tables.emplace(cut->mesh);
+  const IcosahedralMesh& mesh = cut ? cut->mesh : global;
+  const IconMeshTables& t = cut ? *cut_tables : global_tables;
+  const IconMeshHierarchy h = cut ? cut->hierarchy : global_mesh_hierarchy(global, global_tables);
   const size_t nc = t.nc, ne = t.ne, nv = t.nv;
 
   GridFile f(path);
@@ -354,17 +283,28 @@ IconGridFileSummary write_icon_grid_file(const std::string& path, int level) {
   Bounds cb(nc, 3), vb(nv, kRing), eb(ne, 4);
   for (size_t c = 0; c < nc; ++c)
     for (size_t k = 0; k < 3; ++k) cb.set(c, k, 3, mesh.vertices[mesh.cells[c][k]], clon[c]);
-  for (size_t v = 0; v < nv; ++v)
-    for (size_t k = 0; k < kRing; ++k) {  // a pentagon repeats its 5th corner
-      const int32_t c = t.ring_cells[v][k] != kNone ? t.ring_cells[v][k] : t.ring_cells[v][k - 1];
-      vb.set(v, k, kRing, t.cell_centre[c], vlon[v]);
-    }
+  for (size_t v = 0; v < nv; ++v) {
+    // The ring's cell centres; on a lateral boundary then the centres of the boundary edges after
+    // the last cell and before the first; a pentagon (or a short fan) repeats its last corner.
+    std::vector<Vec3> corners;
+    int k = 0;
+    while (k < kRing && t.ring_cells[v][k] != kNone) corners.push_back(t.cell_centre[t.ring_cells[v][k++]]);
+    if (k < kRing && t.ring_edges[v][k] != kNone)
+      for (int j : {k - 1, k})
+        if (corners.size() < static_cast<size_t>(kRing)) corners.push_back(t.edge_centre[t.ring_edges[v][j]]);
+    if (corners.empty()) corners.push_back(mesh.vertices[v]);  // a vertex of no cell (none are written)
+    for (size_t j = 0; j < kRing; ++j) vb.set(v, j, kRing, corners[std::min(j, corners.size() - 1)], vlon[v]);
+  }
   for (size_t e = 0; e < ne; ++e) {  // counter-clockwise: vertex 1, cell 1, vertex 2, cell 2
     const auto [a, b] = mesh.edges[e];
+    const Vec3& c1 = t.cell_centre[t.edge_cells[e][0]];
+    // A lateral-boundary edge: cell 1's mirror image across the edge in place of cell 2.
+    const Vec3 c2 =
+        t.edge_cells[e][1] != kNone ? t.cell_centre[t.edge_cells[e][1]] : sphere::mirrored(c1, t.edge_centre[e]);
     eb.set(e, 0, 4, mesh.vertices[a], elon[e]);
-    eb.set(e, 1, 4, t.cell_centre[t.edge_cells[e][0]], elon[e]);
+    eb.set(e, 1, 4, c1, elon[e]);
     eb.set(e, 2, 4, mesh.vertices[b], elon[e]);
-    eb.set(e, 3, 4, t.cell_centre[t.edge_cells[e][1]], elon[e]);
+    eb.set(e, 3, 4, c2, elon[e]);
   }
   f.doubles("clon", {d_cell}, clon, coordinate("center longitude", true, "clon_vertices"));
   f.doubles("clat", {d_cell}, clat, coordinate("center latitude", false, "clat_vertices"));
@@ -462,49 +402,32 @@ IconGridFileSummary write_icon_grid_file(const std::string& path, int level) {
   f.ints("cell_index", {d_cell}, iota1(nc), with(ignore, "cell index", ""));
   f.ints("edge_index", {d_edge}, iota1(ne), with(ignore, "edge index", ""));
   f.ints("vertex_index", {d_vertex}, iota1(nv), with(ignore, "vertices index", ""));
-  std::vector<int32_t> parent_cell(nc), parent_edge(ne);
-  std::vector<std::array<int32_t, 4>> child_cell(nc), child_edge(ne);
-  for (size_t c = 0; c < nc; ++c) {
-    parent_cell[c] = static_cast<int32_t>(c / 4 + 1);
-    for (int k = 0; k < 4; ++k) child_cell[c][k] = static_cast<int32_t>(4 * c + k);
-  }
-  for (size_t e = 0; e < ne; ++e) {
-    parent_edge[e] = mesh.parent_edge[e] + 1;
-    child_edge[e] = {static_cast<int32_t>(2 * e), static_cast<int32_t>(2 * e + 1), kNone, kNone};
-    for (int s = 0; s < 2; ++s) {  // the central child of each adjacent cell adds an edge parallel to e
-      const int32_t c = t.edge_cells[e][s];
-      const int j = mesh.cell_edges[c][0] == static_cast<int32_t>(e)   ? 0
-                    : mesh.cell_edges[c][1] == static_cast<int32_t>(e) ? 1
-                                                                       : 2;
-      child_edge[e][2 + s] = static_cast<int32_t>(2 * ne + 3 * c + j);
-    }
-  }
-  const std::vector<int32_t> zeros_c(nc, 0), zeros_e(ne, 0), zeros_v(nv, 0), ones_c(nc, 1), ones_e(ne, 1);
-  f.ints("parent_cell_index", {d_cell}, parent_cell, with(ignore, "parent cell index", ""));
-  f.ints("child_cell_index", {d_no, d_cell}, one_based(child_cell), with(ignore, "child cell index", ""));
+  const std::vector<int32_t> zeros_c(nc, 0), zeros_e(ne, 0), ones_c(nc, 1), ones_e(ne, 1);
+  f.ints("parent_cell_index", {d_cell}, h.parent_cell, with(ignore, "parent cell index", ""));
+  f.ints("child_cell_index", {d_no, d_cell}, one_based(h.child_cell), with(ignore, "child cell index", ""));
   f.ints("child_cell_id", {d_cell}, zeros_c, with(ignore, "domain ID of child cell", ""));
-  f.ints("parent_edge_index", {d_edge}, parent_edge, with(ignore, "parent edge index", ""));
-  f.ints("child_edge_index", {d_no, d_edge}, one_based(child_edge), with(ignore, "child edge index", ""));
+  f.ints("parent_edge_index", {d_edge}, h.parent_edge, with(ignore, "parent edge index", ""));
+  f.ints("child_edge_index", {d_no, d_edge}, one_based(h.child_edge), with(ignore, "child edge index", ""));
   f.ints("child_edge_id", {d_edge}, zeros_e, with(ignore, "domain ID of child edge", ""));
   f.ints("phys_cell_id", {d_cell}, ones_c, with(ignore, "physical domain ID of cell", ""));
   f.ints("phys_edge_id", {d_edge}, ones_e, with(ignore, "physical domain ID of edge", ""));
   const std::pair<const IconIndexLists*, int> lists[3] = {
       {&kIconCellLists, d_cell_grf}, {&kIconEdgeLists, d_edge_grf}, {&kIconVertLists, d_vert_grf}};
-  const size_t counts[3] = {nc, ne, nv};
-  const std::vector<int32_t>* zeros[3] = {&zeros_c, &zeros_e, &zeros_v};
+  const std::vector<int32_t>* flags[3] = {&h.refin_c, &h.refin_e, &h.refin_v};
   const char* names[3] = {"cells", "edges", "vertices"};
   for (int i = 0; i < 3; ++i) {
     const IconIndexLists& l = *lists[i].first;
     const std::string s = l.suffix, what = names[i];
     std::vector<int32_t> start, end;
-    icon_global_index_lists(l, static_cast<int64_t>(counts[i]), start, end);
+    if (!icon_index_lists(l, *flags[i], start, end))
+      throw InternalError("writing ICON grid file '" + path + "': the " + what + " are not sorted by row");
     std::vector<int32_t> both(start);
     both.insert(both.end(), end.begin(), end.end());
     f.ints("refin_" + s + "_ctrl",
            {s == "c"   ? d_cell
             : s == "e" ? d_edge
                        : d_vertex},
-           *zeros[i], with(ignore, ("refinement control flag for " + what).c_str(), ""));
+           *flags[i], with(ignore, ("refinement control flag for " + what).c_str(), ""));
     f.ints("index_" + s + "_list", {d_two, lists[i].second}, both,
            with(ignore, ("list of start and end indices for each refinement control level for " + what).c_str(), ""));
     f.ints("start_idx_" + s, {d_chdom, lists[i].second}, start,
@@ -515,14 +438,25 @@ IconGridFileSummary write_icon_grid_file(const std::string& path, int level) {
 
   // Global attributes: identity (read_pre_patch), geometry (parallel_read_geometry_info), CF.
   const double r = sphere::kEarthRadius;
-  const std::string uuid = uniform_icon_grid_uuid(level);
-  char title[64];
-  std::snprintf(title, sizeof title, "ICON grid R02B%02d, uniform icosahedral geometry", level);
+  char title[160], region[128] = "";
+  if (cut) {
+    const LatLonBox& b = *request.region;
+    std::snprintf(region, sizeof region, "lat %g..%g, lon %g..%g, boundary depth %d", b.lat0, b.lat1, b.lon0, b.lon1,
+                  request.boundary_depth);
+  }
+  const std::string uuid =
+      cut ? uuid_of("finecast limited-area ICON grid " + name + " " + region) : uniform_icon_grid_uuid(level, root);
+  std::snprintf(title, sizeof title, "ICON grid R%02dB%02d, uniform icosahedral geometry%s%s", root, level,
+                cut ? ", limited area " : "", region);
   f.global("title", std::string(title));
   f.global("source", std::string("finecast-grid ") + FINECAST_VERSION + " --write-icon-grid");
   f.global("history",
-           "icosahedron (pentagons at the poles) bisected with great-circle midpoints; circumcentres; "
-           "hierarchical numbering (see finecast docs/grids.md)");
+           std::string(root == 2 ? "icosahedron (pentagons at the poles) bisected"
+                                 : "icosahedron (pentagons at the poles) divided into " + std::to_string(root) +
+                                       " sections along great circles, then bisected") +
+               " with great-circle midpoints; circumcentres; hierarchical numbering" +
+               (cut ? "; limited area: the cells whose centres lie in the region, renumbered by boundary row" : "") +
+               " (see finecast docs/grids.md)");
   f.global("uuidOfHGrid", uuid);
   f.global("number_of_grid_used", 0);  // 0: no number of the WMO/DWD grid register (private use)
   f.global("centre", 255);             // 255: missing (no registered generating centre)
@@ -534,7 +468,8 @@ IconGridFileSummary write_icon_grid_file(const std::string& path, int level) {
   f.global("semi_major_axis", std::vector<double>{r});
   f.global("inverse_flattening", std::vector<double>{0.0});
   f.global("grid_level", level);
-  f.global("grid_root", 2);
+  f.global("grid_root", root);
+  if (cut) f.global("boundary_depth_index", request.boundary_depth);
   f.global("grid_ID", 1);
   f.global("parent_grid_ID", 0);
   f.global("max_childdom", 1);
@@ -549,7 +484,20 @@ IconGridFileSummary write_icon_grid_file(const std::string& path, int level) {
   f.global("sphere_radius", std::vector<double>{r});
   f.global("domain_cartesian_center", std::vector<double>{0.0, 0.0, 0.0});
   f.close();
-  return {level, static_cast<int64_t>(nc), static_cast<int64_t>(ne), static_cast<int64_t>(nv), uuid};
+  IconGridFileSummary summary;
+  summary.root = root;
+  summary.level = level;
+  summary.limited_area = cut.has_value();
+  summary.n_cells = static_cast<int64_t>(nc);
+  summary.n_edges = static_cast<int64_t>(ne);
+  summary.n_vertices = static_cast<int64_t>(nv);
+  summary.uuid = uuid;
+  if (cut) {
+    summary.cells_per_row.assign(static_cast<size_t>(request.boundary_depth), 0);
+    for (int32_t row : h.refin_c)
+      if (row >= 1) ++summary.cells_per_row[row - 1];
+  }
+  return summary;
 }
 
 }  // namespace finecast::coupling

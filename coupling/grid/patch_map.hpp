@@ -57,6 +57,17 @@ struct CoarseInterpolation {
   std::vector<double> cell_w;             ///< their weights (each fine cell's sum to 1)
 };
 
+/// What a limited-area ICON grid's patch map left out (docs/grids.md, "Limited-area grids").
+struct LimitedAreaSummary {
+  bool on = false;                  ///< the map is of a limited-area grid
+  int64_t coarse_total = 0;         ///< coarse cells holding at least one fine cell of the domain
+  int64_t left_out_partial = 0;     ///< ... with fewer than P fine cells in the domain
+  int64_t left_out_boundary = 0;    ///< ... complete, but reaching into the lateral boundary zone
+  int boundary_rows = 0;            ///< that zone: refin_c_ctrl 1..boundary_rows (0: none left out)
+  bool rows_from_topology = false;  ///< the file had no refin_c_ctrl: rows counted from its boundary
+  std::string hierarchy;            ///< "parent_cell_index" or "the uniform R2B6 grid"
+};
+
 /// One patch per coarse cell: P fine cells in a canonical order that is the same for every
 /// patch, their normalised area weights, the coarse cell's edge neighbours and its centre.
 struct PatchMap {
@@ -84,6 +95,8 @@ struct PatchMap {
   int ring_count = 0;               ///< coarse cells per patch in ring_cells
   std::vector<int64_t> ring_cells;  ///< n_coarse*ring_count, canonical order; -1 = none
   CoarseInterpolation base;         ///< the residual base's interpolation weights
+
+  LimitedAreaSummary limited_area;  ///< ICON limited-area grids: what was left out and why
 };
 
 }  // namespace finecast::coupling

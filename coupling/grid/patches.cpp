@@ -25,6 +25,14 @@ int context_size(const PatchMap& map, int n_vars, const PatchOptions& options) {
   return static_offset(map, n_vars, options) + options.n_static * (1 + 2 * map.patch_size);
 }
 
+void position_features(const PatchMap& map, int64_t c, float* out) {
+  const double lat = map.coarse_lat[c], lon = map.coarse_lon[c];
+  const double cl = std::cos(lat);
+  out[0] = static_cast<float>(std::sin(lat));
+  out[1] = static_cast<float>(cl * std::cos(lon));
+  out[2] = static_cast<float>(cl * std::sin(lon));
+}
+
 int static_channels(const PatchOptions& options) { return 2 * options.n_static; }
 
 int static_offset(const PatchMap& map, int n_vars, const PatchOptions& options) {
@@ -144,11 +152,8 @@ void fill_contexts(const PatchMap& global, int64_t first, const PatchMap& local,
       }
     }
     if (options.static_features) {
-      const double lat = global.coarse_lat[g], lon = global.coarse_lon[g];
-      const double cl = std::cos(lat);
-      *ctx++ = static_cast<float>(std::sin(lat));
-      *ctx++ = static_cast<float>(cl * std::cos(lon));
-      *ctx++ = static_cast<float>(cl * std::sin(lon));
+      position_features(global, g, ctx);
+      ctx += 3;
     }
     if (options.orography) *ctx++ = out.coarse_orography[c];
     // Static covariates: the block means first, then each covariate's anomalies and deviations.

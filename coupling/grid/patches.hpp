@@ -50,6 +50,10 @@ int context_size(const PatchMap& map, int n_vars, const PatchOptions& options);
 /// and the graph denoiser read as input channels).
 int static_offset(const PatchMap& map, int n_vars, const PatchOptions& options);
 
+/// The position features of patch c (options.static_features): sin lat, cos lat cos lon and
+/// cos lat sin lon of its coarse centre, into out[0..2].
+void position_features(const PatchMap& map, int64_t c, float* out);
+
 /// The fine fields at the end of the context: 2 per static covariate.
 int static_channels(const PatchOptions& options);
 

@@ -26,10 +26,18 @@ inline Vec3 cross(const Vec3& a, const Vec3& b) {
   return {a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]};
 }
 
+inline Vec3 add(const Vec3& a, const Vec3& b) { return {a[0] + b[0], a[1] + b[1], a[2] + b[2]}; }
+inline Vec3 sub(const Vec3& a, const Vec3& b) { return {a[0] - b[0], a[1] - b[1], a[2] - b[2]}; }
+
 inline Vec3 normalised(const Vec3& a) {
   const double n = std::sqrt(dot(a, a));
   return {a[0] / n, a[1] / n, a[2] / n};
 }
+
+/// The unit vector of p reflected through m (2m - p, normalised): the mirror image of a
+/// limited-area grid's boundary cell across its boundary edge (m the edge centre), which stands
+/// for the missing second cell.
+inline Vec3 mirrored(const Vec3& p, const Vec3& m) { return normalised(sub(add(m, m), p)); }
 
 /// Great-circle distance (radians) between unit vectors a and b; atan2 keeps short arcs exact.
 inline double arc_length(const Vec3& a, const Vec3& b) {

@@ -7,6 +7,7 @@
 #include <map>
 #include <vector>
 
+#include "common/error.hpp"
 #include "eval/cells.hpp"
 #include "coupling/grid/icon_grid.hpp"
 #include "coupling/grid/icon_hierarchy.hpp"
@@ -17,8 +18,19 @@ namespace finecast::tools {
 /// topology, as the plugin does). `grid` must outlive this.
 class IconLevels {
  public:
-  /// Throws GridError when the grid is not an R2B<F> grid.
-  explicit IconLevels(const coupling::IconGrid& grid) : grid_(grid), fine_level_(coupling::icon_grid_level(grid)) {}
+  /// Throws GridError when the grid is not an R<n>B<F> grid.
+  /// Throws ConfigError for a limited-area grid, which finecast-eval does not score yet (its
+  /// layouts need every fine cell in a patch).
+  explicit IconLevels(const coupling::IconGrid& grid) : grid_(grid) {
+    const coupling::IconGridSize size = coupling::icon_grid_size(grid);
+    if (size.limited_area)
+      throw ConfigError("grid '" + grid.path + "' is a limited area (" +
+                        coupling::icon_grid_name(size.root, size.level) +
+                        "), which finecast-eval does not score yet: its layouts need every fine cell in a patch. "
+                        "The plugin's output there is scored by comparing ts with ts_host on the patches' cells "
+                        "(docs/grids.md, limited-area grids)");
+    fine_level_ = size.level;
+  }
 
   int fine_level() const { return fine_level_; }
 

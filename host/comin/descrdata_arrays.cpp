@@ -142,7 +142,10 @@ void build_cells(const Domain& d, const std::string& where, DomainArrays& out) {
     const int level = d.decomp_domain[j];
     const int refin = d.refin_ctrl.empty() ? 0 : d.refin_ctrl[j];
     // Halo row h of cells is zone min_rlcell_int - 2h + 1 (ICON numbers two zones per row).
-    zone[j] = level > 0 ? std::max(kMinRlCell, kMinRlCellInt - 2 * level + 1) : std::max(refin, 0);
+    // Rows of a lateral boundary beyond max_rlcell lie in zone 0 with the interior.
+    zone[j] = level > 0            ? std::max(kMinRlCell, kMinRlCellInt - 2 * level + 1)
+              : refin > kMaxRlCell ? 0
+                                   : std::max(refin, 0);
   }
   c.neighbor_idx = std::move(neighbours.idx);
   c.neighbor_blk = std::move(neighbours.blk);

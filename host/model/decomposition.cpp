@@ -146,6 +146,7 @@ comin_host::Domain make_domain(const IconGrid& grid, const LocalCells& cells, in
       }
     d.neighbours.push_back(nb);
     if (!grid.parent_cell.empty()) d.parent_glb_index.push_back(grid.parent_cell[c] + 1);
+    if (!grid.refin_c_ctrl.empty()) d.refin_ctrl.push_back(grid.refin_c_ctrl[c]);
   }
   if (!have_vertices) return d;
 

@@ -45,7 +45,8 @@ struct GridEdges {
 GridEdges grid_edges(const IconGrid& grid);
 
 /// The ComIn descriptive data of one rank: local cells (owned, then halo), decomp_domain 0/1,
-/// neighbours as local indices, parents from the grid file when it has them, and the
+/// neighbours as local indices, parents and refin_ctrl from the grid file when it has them (a
+/// limited-area file numbers its cells by boundary row, so owned cells come in ICON's zone order), and the
 /// vertices and edges of the local cells (those of owned cells first) when the grid has vertices.
 comin_host::Domain make_domain(const IconGrid& grid, const LocalCells& cells, int nproma, double dt);
 

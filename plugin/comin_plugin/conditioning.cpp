@@ -22,6 +22,7 @@ coupling::ConditioningSpec conditioning_spec(const Config& cfg, const std::strin
   spec.grid_geometry = cfg.grid.geometry;
   spec.grid_variable = cfg.grid.variable;
   spec.coarse_level = cfg.grid.coarse_level;
+  spec.boundary_rows = cfg.grid.boundary_rows;
   spec.block = cfg.grid.block;
   spec.fields = cfg.fields;
   spec.target = target_field(cfg);

@@ -22,6 +22,7 @@
 #include "coupling/error.hpp"
 #include "coupling/io/cf_time.hpp"
 #include "coupling/grid/context_stencil.hpp"
+#include "coupling/grid/icon_hierarchy.hpp"
 #include "common/log.hpp"
 #include "plugin/comin_plugin/external.hpp"
 #include "plugin/comin_plugin/guard.hpp"
@@ -553,6 +554,7 @@ std::unique_ptr<TrainerState> setup_trainer(PluginState& s, const HostFacts& fac
                  ? "; " + std::to_string(n_trainers) + " trainer ranks, this one holds patches " +
                        std::to_string(t->first_patch) + "-" + std::to_string(t->first_patch + t->n_patches - 1)
                  : std::string()));
+  if (t->map.limited_area.on) log::info("Grid " + cfg.grid.file + ": " + coupling::limited_area_text(t->map));
 
   check_memory(cfg, t->n_patches, C, P);
 
@@ -922,6 +924,14 @@ void setup_coupling(PluginState& s, PluginComm pc, const HostFacts& facts, const
     s.trainer = setup_trainer(s, facts, ranks_on_node);
   }
   report_placement(s);
+  // A resumed run counts on from the checkpoint's coupling step, which only the trainers read:
+  // every rank runs the schedule (schedule.hpp) on the same count, or a sampling with write-back
+  // would wait for ranks that do not sample at that step (once a deadlock in ICON's restart).
+  long long counters[3] = {s.stats.steps, s.stats.sessions, s.stats.samplings};
+  CHECK_MPI(MPI_Bcast(counters, 3, MPI_LONG_LONG, c.trainer_ranks.front(), c.comm));
+  s.stats.steps = counters[0];
+  s.stats.sessions = counters[1];
+  s.stats.samplings = counters[2];
   // Where every owned cell goes: the trainer rank owning its patch (collective over all ranks).
   c.redist = std::make_unique<coupling::Redistribution>(
       c.comm, owned, c.is_trainer ? s.trainer->slot_cells : std::vector<int64_t>{}, facts.n_global);

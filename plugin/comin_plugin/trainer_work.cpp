@@ -38,16 +38,21 @@ void remove_orphan_snapshots(const std::string& dir) {
 }
 
 /// "Buffer 12/48 steps; first training session in 36 coupling steps": why the trainer is idle at
-/// the start. About eight lines until the buffer is full, and the first and last step.
+/// the start. About eight lines until the buffer holds train.min_steps, and the first and last
+/// step; a first session that then waits for train.every is said once, when the buffer is full
+/// (once a line per step said "Buffer 13/12 steps" until it came).
 void report_buffer_progress(const Config& cfg, const TrainerShare& t, const RunStats& stats) {
   const long long held = t.buffer->steps(), needed = cfg.train.min_steps;
   const long long every = std::max(1LL, needed / 8);
-  if (held != 1 && held != needed && held % every != 0) return;
+  if (held > needed || (held != 1 && held != needed && held % every != 0)) return;
   const long long full_at = stats.steps + std::max(0LL, needed - held);  // the coupling step the buffer is full
   const long long first = (full_at + cfg.train.every - 1) / cfg.train.every * cfg.train.every;
   log::progress(
       "Buffer " + std::to_string(held) + "/" + std::to_string(needed) + " steps; first training session " +
-      (first == stats.steps ? std::string("now") : "in " + std::to_string(first - stats.steps) + " coupling steps"));
+      (first == stats.steps ? std::string("now") : "in " + std::to_string(first - stats.steps) + " coupling steps") +
+      (held == needed && first != stats.steps
+           ? " (the next multiple of train.every " + std::to_string(cfg.train.every) + ")"
+           : std::string()));
 }
 
 /// "; NaN/Inf host values so far: ts 81920 in 4 steps" (nothing when there were none).

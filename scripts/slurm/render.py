@@ -31,6 +31,7 @@ except ImportError:  # a login node's python3 without PyYAML: say what to do ins
     sys.exit(2)
 
 import build_check
+import grid_check
 import namelist
 import plugin_setup
 import runscript
@@ -532,6 +533,10 @@ class Job:
         self.check_gpus()
         if self.external:
             self.check_trainer_gpus()
+        if self.config is not None:
+            # The plugin reads grid.file relative to where the program runs.
+            base = self.rundir if self.executable_program else self.workdir
+            grid_check.check_config_grid(self.config, base, self.bin_dir, problems)
         if self.executable_program and not problems.errors:
             self.namelist_texts = self.prepare_namelists()
         if self.program == "host" and self.chain > 1 and not problems.errors:
@@ -1221,12 +1226,14 @@ def render_runscript(args, profile, profile_path, set_items, workdir, problems):
         if given:
             problems.error("%s with --icon-runscript: the run script chains itself (its "
                            "finish.status and ${submit} lines, left as they are)" % option)
-    if not os.path.isfile(path):
-        problems.error("--icon-runscript %s: no such file" % args.icon_runscript)
+    why = textfile.not_a_file(path)
+    if why:
+        problems.error("--icon-runscript %s: %s" % (args.icon_runscript, why))
     if not profile.get("run"):
         problems.error("missing --run: the finecast plugin config that goes into &comin_nml")
-    elif not os.path.isfile(os.path.join(workdir, str(profile["run"]))):
-        problems.error("run file '%s' does not exist" % profile["run"])
+    elif textfile.not_a_file(os.path.join(workdir, str(profile["run"]))):
+        problems.error("run file '%s': %s" % (profile["run"],
+                                                textfile.not_a_file(os.path.join(workdir, str(profile["run"])))))
     sp.validate_trainers(profile, problems)
     if problems.errors:
         problems.report()
@@ -1275,6 +1282,8 @@ def render_runscript(args, profile, profile_path, set_items, workdir, problems):
         problems.report()
         return 2
     text = textfile.read(path)
+    # The grid the plugin will read, resolved as the model will see it from its run directory.
+    grid_notes = grid_check.check_runscript_grid(text, path, job.config, job.bin_dir, problems)
     device, _ = job.device_and_source()
     if not job.external and plugin_setup.gpus_used(device):
         if not args.no_cuda_check:
@@ -1307,6 +1316,7 @@ def render_runscript(args, profile, profile_path, set_items, workdir, problems):
         return 2
     if trainer_note:
         notes.append(trainer_note)
+    notes.extend(grid_notes)
     if args.output == "-":
         textfile.to_stdout(new)
         return 0

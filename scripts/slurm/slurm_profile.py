@@ -10,6 +10,8 @@ import sys
 
 import yaml
 
+import textfile
+
 SCRIPT_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(os.path.dirname(SCRIPT_DIR))
 PROFILE_DIR = os.path.join(REPO_ROOT, "configs", "slurm")
@@ -596,8 +598,9 @@ def validate(profile, problems, workdir):
     run = profile.get("run")
     if run not in (None, ""):
         path = os.path.join(workdir, str(run))
-        if not os.path.isfile(path):
+        why = textfile.not_a_file(path)
+        if why:
             what = {"replay": "replay config", "host": "host run file"}.get(
                 program if isinstance(program, str) else "", "plugin config")
-            problems.error("run file '%s' does not exist (looked in %s). Fix: --run PATH to "
-                           "your finecast %s" % (run, os.path.dirname(path) or ".", what))
+            problems.error("run file '%s': %s (looked in %s). Fix: --run PATH to "
+                           "your finecast %s" % (run, why, os.path.dirname(path) or ".", what))

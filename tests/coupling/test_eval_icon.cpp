@@ -25,6 +25,7 @@
 #include "eval/evaluation.hpp"
 #include "coupling/grid/icon_geometry.hpp"
 #include "coupling/grid/icon_grid.hpp"
+#include "coupling/grid/icosahedral_grid.hpp"
 #include "coupling/io/ensemble_writer.hpp"
 #include "coupling/io/nc_metadata.hpp"
 #include "eval/cli/icon_levels.hpp"
@@ -122,6 +123,30 @@ TEST(EvalCells, PatchMeansResidualAndStdOnAHandExample) {
   // Deviations -3 (weight 1) and 1 (weight 3): variance (9 + 3) / 4 = 3.
   EXPECT_DOUBLE_EQ(fe::patch_std(L, f.data())[0], std::sqrt(3.0));
   EXPECT_DOUBLE_EQ(fe::patch_std(L, f.data())[1], 0.0);
+}
+
+// A limited-area grid: finecast-eval's layouts need every fine cell in a patch, so it says it does
+// not score one yet, before it builds any patch map.
+TEST(EvalIconLevels, ALimitedAreaIsRefusedNamingTheGrid) {
+  fc::IconGrid lam = fc::make_icosahedral_grid(3, 0);
+  lam.path = "lam.nc";
+  lam.n_cells = 2000;  // the first 2,000 cells of R2B3: a part of the sphere
+  lam.cell_vertices.resize(2000);
+  lam.clon.resize(2000);
+  lam.clat.resize(2000);
+  lam.cell_area.resize(2000);
+  lam.parent_cell.resize(2000);
+  lam.cell_neighbours.clear();
+  fc::complete_icon_grid(lam);
+  try {
+    finecast::tools::IconLevels levels(lam);
+    FAIL() << "a limited area was accepted";
+  } catch (const finecast::ConfigError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("grid 'lam.nc' is a limited area (R2B3), which finecast-eval does not score yet"),
+        std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(EvalCells, InconsistentLayoutsAreRefused) {

@@ -11,6 +11,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,9 +21,11 @@
 #include "coupling/grid/icon_grid_file_writer.hpp"
 #include "coupling/grid/icon_hierarchy.hpp"
 #include "coupling/grid/icosahedral_grid.hpp"
+#include "coupling/grid/spherical.hpp"
 #include "common/error.hpp"
 
 namespace fc = finecast::coupling;
+namespace sphere = finecast::coupling::sphere;
 
 namespace {
 
@@ -529,5 +533,217 @@ TEST(GridTool, WritesAnIconGridFileAndChecksIt) {
   EXPECT_EQ(run(kTool, out), 1) << "nothing to do";
   ASSERT_EQ(run(kTool + " --help", out), 0);
   EXPECT_NE(out.find("--write-icon-grid"), std::string::npos) << out;
+  std::remove(path.c_str());
+}
+
+// ---- R<n>B<k> and limited-area grid files ----
+
+TEST(IconGridFileWriter, R3BFileIsConsistentAndFinecastCoarsensIt) {
+  const std::string path = temp_path("icon_r3b1.nc");
+  fc::IconGridFileRequest request;
+  request.root = 3;
+  request.level = 1;
+  const fc::IconGridFileSummary w = fc::write_icon_grid_file(path, request);
+  EXPECT_EQ(w.n_cells, 720);
+  EXPECT_EQ(w.n_vertices, 362);
+  EXPECT_EQ(w.uuid, fc::uniform_icon_grid_uuid(1, 3));
+  EXPECT_NE(w.uuid, fc::uniform_icon_grid_uuid(1));
+  const fc::IconGridFileCheck check = fc::check_icon_grid_file(path);
+  EXPECT_TRUE(check.ok()) << (check.problems.empty() ? "" : check.problems[0]);
+  EXPECT_EQ(check.pentagons, 12);
+  EXPECT_FALSE(check.limited_area);
+  const fc::IconGrid g = fc::read_icon_grid(path);
+  EXPECT_EQ(g.grid_root, 3);
+  EXPECT_EQ(g.grid_level, 1);
+  // parent_cell_index names the R3B0 parents, 4 children each; one level coarser are they.
+  const fc::PatchMap pm = fc::icon_patch_map(g, 0);
+  EXPECT_EQ(pm.n_coarse, 180);
+  // R3B0's parents are the icosahedron's 20 faces, 9 cells each.
+  const std::string root = temp_path("icon_r3b0.nc");
+  request.level = 0;
+  fc::write_icon_grid_file(root, request);
+  const std::vector<int> parents = ints(root, "parent_cell_index");
+  for (size_t c = 0; c < parents.size(); ++c) ASSERT_EQ(parents[c], static_cast<int>(c / 9 + 1)) << c;
+  EXPECT_TRUE(fc::check_icon_grid_file(root).ok());
+  std::remove(root.c_str());
+  std::remove(path.c_str());
+}
+
+// A limited area cut from R2B4 over Europe: the cells whose centres lie in the box, renumbered by
+// boundary row (ICON's index lists), references outside the domain 0, parents the global R2B3
+// cells, refin_c_ctrl 1 + the distance of a cell's nearest corner from the boundary (vertex hops),
+// and the tables consistent as check_icon_grid_file reads them.
+TEST(IconGridFileWriter, LimitedAreaCutIsRenumberedByRowAndConsistent) {
+  const std::string path = temp_path("icon_lam.nc");
+  fc::IconGridFileRequest request;
+  request.level = 4;
+  request.region = fc::parse_latlon_box("25,65,-15,45", "--region");
+  request.boundary_depth = 6;
+  const fc::IconGridFileSummary w = fc::write_icon_grid_file(path, request);
+  ASSERT_TRUE(w.limited_area);
+  ASSERT_EQ(w.cells_per_row.size(), 6u);
+  const fc::IconGridFileCheck check = fc::check_icon_grid_file(path);
+  EXPECT_TRUE(check.ok()) << check.n_problems
+                          << " problems, first: " << (check.problems.empty() ? "" : check.problems[0]);
+  EXPECT_TRUE(check.limited_area);
+  EXPECT_EQ(check.n_vertices - check.n_edges + check.n_cells, 1);
+  const fc::IconGrid lam = fc::read_icon_grid(path);
+  ASSERT_EQ(lam.n_cells, w.n_cells);
+  EXPECT_EQ(lam.grid_root, 2);
+  EXPECT_EQ(lam.grid_level, 4);
+  // The global grid's cells, found by their centres.
+  const fc::IconGrid g = fc::make_icosahedral_grid(4, 0);
+  std::map<std::pair<long long, long long>, int64_t> by_centre;
+  auto key = [](double lon, double lat) { return std::make_pair(std::llround(lon * 1e9), std::llround(lat * 1e9)); };
+  for (int64_t c = 0; c < g.n_cells; ++c) by_centre[key(g.clon[c], g.clat[c])] = c;
+  std::vector<int64_t> global(static_cast<size_t>(lam.n_cells));
+  std::set<int64_t> in_domain;
+  for (int64_t c = 0; c < lam.n_cells; ++c) {
+    const auto it = by_centre.find(key(lam.clon[c], lam.clat[c]));
+    ASSERT_NE(it, by_centre.end()) << "cell " << c << " is no cell of the global grid";
+    global[c] = it->second;
+    in_domain.insert(it->second);
+    EXPECT_GE(lam.clat[c] / sphere::kDeg, 25 - 1e-9);
+    EXPECT_LE(lam.clat[c] / sphere::kDeg, 65 + 1e-9);
+    EXPECT_EQ(lam.parent_cell[c], g.parent_cell[global[c]]) << "cell " << c;
+  }
+  // Every global neighbour inside the domain is a neighbour; one outside is 0 in the file.
+  const std::vector<int> nbr = ints(path, "neighbor_cell_index");
+  int64_t outside = 0;
+  for (int64_t c = 0; c < lam.n_cells; ++c)
+    for (int k = 0; k < 3; ++k) {
+      const int n = nbr[k * lam.n_cells + c];
+      if (n == 0) {
+        ++outside;
+        continue;
+      }
+      EXPECT_TRUE(std::count(g.cell_neighbours[global[c]].begin(), g.cell_neighbours[global[c]].end(), global[n - 1]) ==
+                  1)
+          << "cell " << c;
+    }
+  int64_t expect_outside = 0;
+  for (int64_t c = 0; c < lam.n_cells; ++c)
+    for (int32_t n : g.cell_neighbours[global[c]]) expect_outside += in_domain.count(n) == 0;
+  EXPECT_EQ(outside, expect_outside);
+  EXPECT_GT(outside, 0);
+  // Rows: breadth-first vertex hops from the boundary, counted here on the file's own tables.
+  const std::vector<int> adjacent = ints(path, "adjacent_cell_of_edge"), ev = ints(path, "edge_vertices");
+  const int64_t ne = check.n_edges, nv = check.n_vertices;
+  std::vector<int> hops(static_cast<size_t>(nv), -1), queue;
+  for (int64_t e = 0; e < ne; ++e)
+    if (adjacent[ne + e] == 0)
+      for (int s = 0; s < 2; ++s)
+        if (hops[ev[s * ne + e] - 1] < 0) {
+          hops[ev[s * ne + e] - 1] = 0;
+          queue.push_back(ev[s * ne + e] - 1);
+        }
+  std::vector<std::vector<int>> adj(static_cast<size_t>(nv));
+  for (int64_t e = 0; e < ne; ++e) {
+    adj[ev[e] - 1].push_back(ev[ne + e] - 1);
+    adj[ev[ne + e] - 1].push_back(ev[e] - 1);
+  }
+  for (size_t head = 0; head < queue.size(); ++head)
+    for (int u : adj[queue[head]])
+      if (hops[u] < 0) {
+        hops[u] = hops[queue[head]] + 1;
+        queue.push_back(u);
+      }
+  const std::vector<int> voc = ints(path, "vertex_of_cell"), refin = ints(path, "refin_c_ctrl");
+  std::vector<int64_t> per_row(6, 0);
+  int previous_key = 1;
+  for (int64_t c = 0; c < lam.n_cells; ++c) {
+    int nearest = 1 << 30;
+    for (int k = 0; k < 3; ++k) nearest = std::min(nearest, hops[voc[k * lam.n_cells + c] - 1]);
+    EXPECT_EQ(refin[c], nearest < 6 ? nearest + 1 : 0) << "cell " << c;
+    if (refin[c] >= 1) ++per_row[refin[c] - 1];
+    const int row_key = refin[c] >= 1 && refin[c] <= 5 ? refin[c] : 6;  // ICON's max_rlcell = 5
+    EXPECT_GE(row_key, previous_key) << "cells are sorted by row: cell " << c;
+    previous_key = row_key;
+  }
+  EXPECT_EQ(per_row, w.cells_per_row);
+  // The index lists: row 1 starts at cell 1, level 0 after row 5, ending at the last cell.
+  const std::vector<int> start = ints(path, "start_idx_c"), end = ints(path, "end_idx_c");
+  EXPECT_EQ(start[8 + 1], 1);  // storage from level -8: level 1 at position 9
+  EXPECT_EQ(end[8 + 1], static_cast<int>(per_row[0]));
+  EXPECT_EQ(start[8], static_cast<int>(per_row[0] + per_row[1] + per_row[2] + per_row[3] + per_row[4] + 1));
+  EXPECT_EQ(end[8], lam.n_cells);
+  // A boundary vertex's ring is an open fan: k cells, k + 1 edges.
+  const std::vector<int> cov = ints(path, "cells_of_vertex"), eov = ints(path, "edges_of_vertex");
+  int64_t fans = 0;
+  for (int64_t v = 0; v < nv; ++v) {
+    if (hops[v] != 0) continue;
+    int cells = 0, edges = 0;
+    for (int i = 0; i < 6; ++i) {
+      cells += cov[i * nv + v] != 0;
+      edges += eov[i * nv + v] != 0;
+    }
+    EXPECT_EQ(edges, cells + 1) << "vertex " << v;
+    ++fans;
+  }
+  EXPECT_GT(fans, 0);
+  // finecast's hierarchy of the file, from parent_cell_index one level up.
+  const fc::PatchMap pm = fc::icon_patch_map(lam, 3);
+  EXPECT_EQ(pm.limited_area.hierarchy, "parent_cell_index");
+  EXPECT_GT(pm.limited_area.left_out_boundary, 0);
+  std::remove(path.c_str());
+}
+
+// The checker names what a limited-area file gets wrong: a missing first adjacent cell, an open
+// ring with a cell too many, cells out of row order.
+TEST(IconGridFileCheck, NamesLimitedAreaFaults) {
+  const std::string clean = temp_path("icon_lam_clean.nc");
+  fc::IconGridFileRequest request;
+  request.level = 3;
+  request.region = fc::parse_latlon_box("-40,10,100,170", "--region");
+  request.boundary_depth = 3;
+  const fc::IconGridFileSummary w = fc::write_icon_grid_file(clean, request);
+  ASSERT_TRUE(fc::check_icon_grid_file(clean).ok());
+  const std::string bad = temp_path("icon_lam_bad.nc");
+  // Edge 1 (row 1: on the boundary) with its one cell removed.
+  ASSERT_EQ(std::system(("cp " + clean + " " + bad).c_str()), 0);
+  poke(bad, "adjacent_cell_of_edge", 0, 0.0);
+  EXPECT_TRUE(has_problem(fc::check_icon_grid_file(bad), "adjacent_cell_of_edge at 1: adjacent cell 1 is 0"));
+  // The last cell (inside) flagged as row 1: no longer sorted by row.
+  ASSERT_EQ(std::system(("cp " + clean + " " + bad).c_str()), 0);
+  poke(bad, "refin_c_ctrl", static_cast<size_t>(w.n_cells - 1), 1.0);
+  EXPECT_TRUE(
+      has_problem(fc::check_icon_grid_file(bad), "refin_c_ctrl: the entities are not sorted by refinement row"));
+  // The end of row 1 moved.
+  ASSERT_EQ(std::system(("cp " + clean + " " + bad).c_str()), 0);
+  poke(bad, "end_idx_c", 9, static_cast<double>(w.cells_per_row[0] - 1));
+  EXPECT_TRUE(
+      has_problem(fc::check_icon_grid_file(bad), "start_idx_c/end_idx_c: not the lists of the refinement rows"));
+  std::remove(bad.c_str());
+  std::remove(clean.c_str());
+}
+
+TEST(GridTool, WritesLimitedAreaAndR3BGridsAndSaysWhatItLeavesOut) {
+  const std::string path = temp_path("tool_lam.nc");
+  std::string out;
+  ASSERT_EQ(run(kTool + " --write-icon-grid " + path +
+                    " --level 5 --region 35,60,-10,30 --boundary-depth 8 "
+                    "--coarse-level 3",
+                out),
+            0)
+      << out;
+  EXPECT_NE(out.find("ICON grid R02B05, limited area:"), std::string::npos) << out;
+  EXPECT_NE(out.find("refin_c_ctrl rows 1..8 from the lateral boundary:"), std::string::npos) << out;
+  EXPECT_NE(out.find("ICON grid tables: consistent (limited area:"), std::string::npos) << out;
+  EXPECT_NE(out.find("fine level: R2B5, coarse level: R2B3 (limited area)"), std::string::npos) << out;
+  EXPECT_NE(out.find("lateral boundary zone (refin_c_ctrl 1..4)"), std::string::npos) << out;
+  EXPECT_NE(out.find("consistent: yes"), std::string::npos) << out;
+  ASSERT_EQ(run(kTool + " " + path + " --coarse-level 4 --boundary-rows 0", out), 0) << out;
+  EXPECT_NE(out.find("hierarchy from parent_cell_index"), std::string::npos) << out;
+  EXPECT_NE(out.find(" 0 reaching into the lateral boundary zone"), std::string::npos) << out;
+  const std::string r3 = temp_path("tool_r3b2.nc");
+  ASSERT_EQ(run(kTool + " --write-icon-grid " + r3 + " --level 2 --root 3 --coarse-level 0", out), 0) << out;
+  EXPECT_NE(out.find("(ICON grid R03B02: 2880 cells"), std::string::npos) << out;
+  EXPECT_NE(out.find("fine cells per coarse cell: min 16, max 16"), std::string::npos) << out;
+  // (stderr too: the braces put it on the pipe before run() sends the group's to /dev/null)
+  EXPECT_NE(run("{ " + kTool + " --write-icon-grid " + path + " --level 3 --region 1,2,3 2>&1; }", out), 0)
+      << "three numbers";
+  EXPECT_NE(out.find("expected lat0,lat1,lon0,lon1"), std::string::npos) << out;
+  EXPECT_NE(run(kTool + " " + path + " --boundary-depth 3", out), 0) << "--boundary-depth needs --region";
+  std::remove(r3.c_str());
   std::remove(path.c_str());
 }

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <sstream>
 #include <string>
@@ -149,6 +151,78 @@ print("remapped_mean=%.4f" % float((r * w).sum() / (w.sum() * r.sizes["lon"])))
   ASSERT_EQ(means.at("rc"), "0") << means.at("");
   EXPECT_EQ(means.at("missing"), "0");
   EXPECT_NEAR(number(means, "remapped_mean"), std::stod(fine.output), 0.01) << means.at("") << fine.output;
+}
+
+// finecast-host on 2 ranks on a limited-area grid that finecast-grid cuts from R2B5 over Europe
+// (refin_c_ctrl rows, cells renumbered by row, neighbours outside the domain 0): the plugin says
+// at start-up which coarse cells it leaves out, trains, and samples exactly the kept patches
+// (the other fine cells, which the plugin does not gather, are missing in every variable of the
+// output, which cdo reads as an unstructured grid of all the domain's cells).
+TEST(CfOutput, LimitedAreaHostRunOnTwoRanksTrainsAndCdoReadsTheOutput) {
+  ftr::ScratchDir dir("cf_lam");
+  const std::string d = dir.path();
+  const ftr::CommandResult grid = ftr::run_command(
+      "cd '" + d + "' && " + ftr::binary("finecast-grid") +
+      " --write-icon-grid grid.nc --level 5 --region 30,65,-15,35 --boundary-depth 8 --coarse-level 3");
+  ASSERT_EQ(grid.rc, 0) << grid.output;
+  ftr::write_text(
+      d + "/plugin.yaml",
+      "fields: [ts]\nseed: 5\ndevice: cpu\ngrid: {type: icon, file: grid.nc, coarse_level: 3}\n"
+      "patch: {context_rings: 1, residual: interp}\n"
+      "buffer: {capacity: 4}\nmodel: {hidden: 16, depth: 1, time_embedding: 8, diffusion_steps: 5}\n"
+      "train: {async: false, every: 4, min_steps: 4, epochs: 1, batch_size: 32, warmup_steps: 1, threads: 1}\n"
+      "sample: {every: 4, members: 2, steps: 2, output: out.nc}\n"
+      "checkpoint: {dir: ckpt, every: 8, keep: 2}\n");
+  ftr::write_text(d + "/host.yaml",
+                  "grid: grid.nc\norography: /usr/share/ferret-vis/data/etopo20.cdf\norography_variable: ROSE\n"
+                  "start: 1979-01-01T00:00:00\ndt: 1800\nsteps: 8\nnproma: 16\nnlev: 1\nprogress_every: 0\n"
+                  "plugins:\n  - {name: finecast, library: " +
+                      ftr::plugin_library() + ", options: plugin.yaml}\n");
+  const ftr::CommandResult host =
+      ftr::run_command("cd '" + d + "' && mpiexec -n 2 --oversubscribe " + ftr::binary("finecast-host") + " host.yaml");
+  ASSERT_EQ(host.rc, 0) << host.output;
+  const size_t line = host.output.find("Grid grid.nc: limited area: ");
+  ASSERT_NE(line, std::string::npos) << host.output;
+  EXPECT_NE(host.output.find("lateral boundary zone (refin_c_ctrl 1..4)", line), std::string::npos) << host.output;
+  const size_t sessions = host.output.find(" training sessions", line);
+  ASSERT_NE(sessions, std::string::npos) << host.output;
+  EXPECT_GE(std::atoi(host.output.c_str() + host.output.rfind(' ', sessions - 1) + 1), 1) << host.output;
+  EXPECT_FALSE(ftr::newest_checkpoint(d + "/ckpt").empty());
+  long long kept = 0, covered = 0, cells = 0;
+  ASSERT_EQ(std::sscanf(host.output.c_str() + line, "Grid grid.nc: limited area: %lld of", &kept), 1);
+  const size_t in_no_patch = host.output.find(" fine cells in no patch", line);
+  ASSERT_NE(in_no_patch, std::string::npos);
+  const size_t of = host.output.rfind(" of ", in_no_patch);
+  const size_t semicolon = host.output.rfind("; ", of);
+  ASSERT_EQ(std::sscanf(host.output.c_str() + semicolon + 2, "%lld of %lld", &covered, &cells), 2)
+      << host.output.substr(semicolon, 80);
+  covered = cells - covered;
+  EXPECT_EQ(covered, kept * 16);
+
+  // Sampled values, the coarse input and the host's field exactly on the kept patches' cells.
+  const auto facts = python_facts(d, R"(
+import numpy as np, netCDF4
+f = netCDF4.Dataset("out.nc")
+ts, host, coarse = f["ts"][-1, 0, :], f["ts_host"][-1, :], f["ts_coarse"][-1, :]
+sampled = ~np.ma.getmaskarray(ts) & np.isfinite(np.ma.filled(ts, np.nan))
+print("cells=%d" % ts.shape[0])
+print("sampled=%d" % int(sampled.sum()))
+print("coarse_where_sampled=%d" % int((np.isfinite(np.ma.filled(coarse, np.nan)) == sampled).all()))
+print("host_where_sampled=%d" % int((np.isfinite(np.ma.filled(host, np.nan)) == sampled).all()))
+print("rmse=%.3f" % float(np.sqrt(np.mean((ts[sampled] - host[sampled]) ** 2))))
+f.close()
+)");
+  ASSERT_EQ(facts.at("rc"), "0") << facts.at("");
+  EXPECT_EQ(facts.at("cells"), std::to_string(cells));
+  EXPECT_EQ(facts.at("sampled"), std::to_string(covered));
+  EXPECT_EQ(facts.at("coarse_where_sampled"), "1");
+  EXPECT_EQ(facts.at("host_where_sampled"), "1");
+  EXPECT_LT(number(facts, "rmse"), 20.0) << facts.at("");  // K: samples near the host's field, not garbage
+
+  const ftr::CommandResult info = ftr::run_command("cdo -s sinfon '" + d + "/out.nc'");
+  ASSERT_EQ(info.rc, 0) << info.output;
+  EXPECT_NE(info.output.find("unstructured"), std::string::npos) << info.output;
+  EXPECT_NE(info.output.find("points=" + std::to_string(cells)), std::string::npos) << info.output;
 }
 
 // finecast-replay of a EURO-CORDEX field on a rotated-pole grid: the output keeps rlat/rlon,

@@ -479,6 +479,22 @@ TEST(PluginRuns, BufferProgressAndValidationAreLogged) {
   EXPECT_EQ(r.output.find("WARNING: validation"), std::string::npos) << r.output;
 }
 
+// A buffer that holds train.min_steps before the first multiple of train.every says so once, with
+// the wait; it once printed "Buffer 3/2 steps" at every step until the session came.
+TEST(PluginRuns, AFirstSessionThatWaitsForTrainEveryIsSaidOnce) {
+  const fs::path dir = workdir("buffer_wait");
+  write_file(dir / "plugin.yaml", tiny_plugin_config("train: {min_steps: 2, every: 4}\n"));
+  write_file(dir / "host.yaml", host_run_file(5, "plugin.yaml"));
+  const Result r = run_host(dir, 2);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Buffer 2/2 steps; first training session in 2 coupling steps (the next multiple of "
+                          "train.every 4)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("Buffer 3/2"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Training session 1 "), std::string::npos) << r.output;
+}
+
 // The NetCDF output opens with ncdump, has the ensemble layout, and every sampled patch's
 // area-weighted mean equals its coarse value (conservative mode, the default).
 TEST(PluginRuns, OutputIsCfNetcdfAndConservative) {

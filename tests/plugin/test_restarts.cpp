@@ -215,6 +215,27 @@ std::vector<std::string> output_times(const std::string& dir) {
 
 }  // namespace
 
+// Every rank runs the schedule on the resumed count of coupling steps, which only the trainer
+// reads from the checkpoint: a chunk resumed at step 5 samples with write-back at step 8 (04:00)
+// on every rank. Once the other ranks counted from 0, did not sample there, and the trainer waited
+// for them in the write-back forever (found in the real ICON's restart: scripts/icon/run_jabw.sh).
+TEST(RestartChain, EveryRankSamplesOnTheResumedCount) {
+  ftr::ScratchDir dir("resumed_count");
+  std::string config = every4_config("auto");
+  config.replace(config.find("output: out.nc"), 14, "output: out.nc, write_back: ts_finecast");
+  ftr::write_text(dir.file("plugin.yaml"), config);
+  const ftr::CommandResult first = run_chunk(dir.path(), 0, 5);
+  ASSERT_EQ(first.rc, 0) << first.output;
+  ftr::write_text(dir.file("host.yaml"), host_run_file(5, 6));
+  const ftr::CommandResult r =
+      ftr::run_command("cd '" + dir.path() + "' && timeout -k 5 120 mpiexec -n 2 --oversubscribe " +
+                       ftr::binary("finecast-host") + " host.yaml");
+  ASSERT_NE(r.rc, 124) << "the resumed run hung:\n" << r.output;
+  ASSERT_EQ(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("5 coupling steps so far"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Sampled 2 member(s) at 1979-01-01T04:00:00"), std::string::npos) << r.output;
+}
+
 // ICON restarts from its restart file at 04:00 while finecast's directory also holds checkpoints
 // of 06:00 (written before the job was lost): the run takes the one at 04:00 and leaves the later
 // one alone.

@@ -296,6 +296,51 @@ assert_eq "$rc" 2 "no RUNPATH: refused"
 assert_contains "$(cat stderr)" "libfinecast_comin.so finds libfinecast_trainer.so.0 only through LD_LIBRARY_PATH=$WORK/norunpath" \
   "no RUNPATH: names the library and the folder"
 
+# ---- the grid: grid.file resolved as the model sees it (from the run directory the script
+# changes to), checked with the build's finecast-grid ----
+if [[ -x "$BIN/bin/finecast-grid" ]]; then
+  mkdir -p grid-bin icon/grids
+  ln -sf "$BIN/bin/finecast-grid" grid-bin/finecast-grid
+  # ICON's grid, a limited area cut from R2B4, where exec.iconrun links grids from: ${basedir}/grids.
+  "$BIN/bin/finecast-grid" --write-icon-grid icon/grids/icon_grid_0013_R02B04_G.nc --level 4 \
+    --region 25,60,-20,35 --boundary-depth 6 --coarse-level 2 >/dev/null || fail "grid: finecast-grid could not write the grid"
+  printf 'fields: [ts]\ndevice: cpu\ngrid: {file: icon_grid_0013_R02B04_G.nc, coarse_level: 2}\n' >lam.yaml
+  cp original.run grid.run
+  launch --icon-runscript grid.run --run lam.yaml --bin-dir grid-bin  # (edits in place: its notes on stderr)
+  assert_eq "$rc" 0 "grid: a usable limited area ($(cat stderr))"
+  assert_contains "$(cat stderr)" "grid.file icon_grid_0013_R02B04_G.nc (linked into the run directory from \${HGRIDDIR} = $WORK/icon/grids (exec.iconrun)) checked with finecast-grid: fine level: R2B4, coarse level: R2B2 (limited area)" \
+    "grid: found where the script links grids from, and checked"
+  assert_contains "$(cat stderr)" "limited area: " "grid: the check's summary names what is left out"
+  # R2B0 cells are larger than the domain: none is left inside it, so finecast cannot use it.
+  launch --icon-runscript grid.run --run lam.yaml --bin-dir grid-bin --set grid.coarse_level=0 --dry-run
+  assert_eq "$rc" 2 "grid: no coarse cell inside the domain: refused"
+  assert_contains "$(cat stderr)" "finecast cannot use grid.file icon_grid_0013_R02B04_G.nc ($WORK/icon/grids/icon_grid_0013_R02B04_G.nc)" \
+    "grid: the refusal names the file"
+  assert_contains "$(cat stderr)" "choose a finer coarse level" "grid: and finecast-grid's reason"
+  # A file of that name already in the experiment directory (${basedir}/experiments/${EXPNAME},
+  # where the script cd's) is the one the model reads: a damaged one is refused.
+  mkdir -p icon/experiments/finecast_test
+  echo "not a grid" >icon/experiments/finecast_test/icon_grid_0013_R02B04_G.nc
+  launch --icon-runscript grid.run --run lam.yaml --bin-dir grid-bin --dry-run
+  assert_eq "$rc" 2 "grid: a damaged file in the run directory: refused"
+  assert_contains "$(cat stderr)" "finecast cannot read grid.file icon_grid_0013_R02B04_G.nc ($WORK/icon/experiments/finecast_test/icon_grid_0013_R02B04_G.nc)" \
+    "grid: resolved in the run directory the script changes to"
+  rm -r icon/experiments
+  # A grid.file that is not ICON's grid is warned about; one that is nowhere is not checked.
+  "$BIN/bin/finecast-grid" --write-icon-grid icon/grids/other.nc --level 2 >/dev/null
+  launch --icon-runscript grid.run --run lam.yaml --bin-dir grid-bin --set grid.file=other.nc --set grid.coarse_level=0
+  assert_eq "$rc" 0 "grid: another grid ($(cat stderr))"
+  assert_contains "$(cat stderr)" "grid.file other.nc is not the grid ICON runs on (&grid_nml dynamics_grid_filename icon_grid_0013_R02B04_G.nc)" \
+    "grid: not ICON's grid"
+  launch --icon-runscript grid.run --run lam.yaml --bin-dir grid-bin --set grid.file=missing.nc --dry-run
+  assert_eq "$rc" 0 "grid: a grid that is nowhere yet: a warning"
+  assert_contains "$(cat stderr)" "grid.file missing.nc: not in the run directory $WORK/icon/experiments/finecast_test (line " \
+    "grid: says where it looked"
+  rm -rf icon/grids grid.run
+else
+  echo "skipping the grid checks: $BIN/bin/finecast-grid is not built"
+fi
+
 # ---- refusals ----
 rejects() {  # rejects WHAT NEEDLE ARGS...
   local what="$1" needle="$2"
@@ -316,6 +361,9 @@ rejects "a line break in --set" "set.seed: the value '3\\nx' holds a line break"
 rejects "--chain" "--chain with --icon-runscript: the run script chains itself" \
   --icon-runscript original.run --run finecast.yaml --chain 2
 rejects "no --run" "missing --run: the finecast plugin config" --icon-runscript original.run
+ln -sf /dev/zero zero.run
+rejects "a run script linked to /dev/zero" "--icon-runscript zero.run: not a regular file (a character device)" \
+  --icon-runscript zero.run --run finecast.yaml --bin-dir probe-bin
 cmp -s original.run "$SRC/tests/slurm/exp.finecast_test.run" || true  # (the copy has the test's basedir)
 [[ ! -e original.run.orig && ! -e no_start.run.orig ]] || fail "a refused call wrote a backup"
 

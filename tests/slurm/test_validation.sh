@@ -30,8 +30,12 @@ rejects "more GPUs than the node has" \
   --profile gpu --run run.yaml --dry-run --param gpus.count=8
 rejects "GPU profile without GPUs" "a gpu profile needs gpus.count >= 1" \
   --profile gpu --run run.yaml --dry-run --param gpus.count=0
-rejects "missing run file" "run file '$WORK/missing.yaml' does not exist" \
+rejects "missing run file" "run file '$WORK/missing.yaml': no such file" \
   --profile cpu --run missing.yaml --dry-run
+# A run file that is a link to /dev/zero (read without end) is named for what it is, not as missing.
+ln -sf /dev/zero "$WORK/zero.yaml"
+rejects "run file linked to a device" "run file '$WORK/zero.yaml': not a regular file (a character device)" \
+  --profile cpu --run zero.yaml --dry-run
 rejects "bad time" "time '90min' is not a SLURM time; use MM, HH:MM:SS or D-HH:MM:SS" \
   --profile cpu --run run.yaml --dry-run --param time=90min
 rejects "zero nodes" "nodes must be from 1 to 200000, got 0" --profile cpu --run run.yaml --dry-run --param nodes=0
@@ -130,6 +134,22 @@ assert_not_contains "$(cat stderr)" "Traceback" "control character: no traceback
 rejects "two problems" "time 'soon' is not a SLURM time" \
   --profile gpu --run run.yaml --dry-run --param time=soon --param cpus_per_task=32
 assert_contains "$(cat stderr)" "4 x 32 = 128 cores" "two problems: the core count too"
+
+# The plugin's grid.file, relative to the job's working directory, is checked with the build's
+# finecast-grid at its grid.coarse_level: a limited area without an R2B0 cell inside is refused.
+if [[ -x "$BIN/bin/finecast-grid" ]]; then
+  mkdir -p grid-bin
+  ln -sf "$BIN/bin/finecast-grid" grid-bin/finecast-grid
+  "$BIN/bin/finecast-grid" --write-icon-grid lam.nc --level 4 --region 25,60,-20,35 --coarse-level 2 >/dev/null ||
+    fail "finecast-grid could not write lam.nc"
+  printf 'fields: [ts]\ndevice: cpu\ngrid: {file: lam.nc, coarse_level: 0}\n' >lam.yaml
+  printf 'plugins:\n  - {name: finecast, library: lib/libfinecast_comin.so, options: lam.yaml}\n' >lam-run.yaml
+  rejects "a grid finecast cannot use" "finecast cannot use grid.file lam.nc ($WORK/lam.nc): ICON grid '$WORK/lam.nc' (limited area): none of its 10 R2B0 cells lies wholly in the domain" \
+    --profile cpu --run lam-run.yaml --bin-dir grid-bin --dry-run
+  rc=0
+  "$LAUNCH" --profile cpu --run lam-run.yaml --bin-dir grid-bin --dry-run --set grid.coarse_level=2 >stdout 2>stderr || rc=$?
+  assert_eq "$rc" 0 "the same grid at R2B2: accepted ($(cat stderr))"
+fi
 
 # An invalid profile submits nothing.
 rejects "no submission" "cores_per_node = 128" --profile cpu --run run.yaml --param cpus_per_task=64

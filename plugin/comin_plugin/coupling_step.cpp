@@ -235,10 +235,11 @@ std::string skipped_sampling_line(const PluginState& s) {
   std::string next = "; no more samplings are scheduled (the run's end samples a trained model)";
   if (every > 0) {
     const long long due = (step / every + 1) * every, ran = step - s.stats.first_step;
-    next = "; the next sampling is due at coupling step " + std::to_string(due) + " (in " +
-           std::to_string(due - step) + " steps";
+    next = "; the next sampling is due at coupling step " + std::to_string(due) + " (in " + std::to_string(due - step) +
+           " steps";
     if (ran > 0) {
-      const double in = seconds_since(s.stats.first_step_at) / static_cast<double>(ran) * static_cast<double>(due - step);
+      const double in =
+          seconds_since(s.stats.first_step_at) / static_cast<double>(ran) * static_cast<double>(due - step);
       next += ", ~" + log::duration(in) + " at this run's pace)";
       const double left = s.trainer->session.seconds_left();
       if (left > in) next += ", before the session ends: it will find no model either";
@@ -455,8 +456,7 @@ void finish_run(PluginState& s) {
       std::snprintf(line, sizeof line,
                     "Sampling anatomy (%lld samplings): %.3f s: drawing %.3f, output %.3f, write-back and the "
                     "ranks' agreement %.3f",
-                    t.sampled, t.sample, t.sample_draw, t.sample_output,
-                    t.sample - t.sample_draw - t.sample_output);
+                    t.sampled, t.sample, t.sample_draw, t.sample_output, t.sample - t.sample_draw - t.sample_output);
       log::info(line);
     }
   }

@@ -154,10 +154,10 @@ struct TrainerState : TrainerShare, TrainerModel, TrainerOutput {
 
 /// Wall-clock seconds spent per activity, for the summary at EP_DESTRUCTOR.
 struct Timers {
-  double gather = 0;      ///< pack + collective gather (every rank)
-  double patches = 0;     ///< coarsening, patch extraction, buffer insert (trainer rank)
-  double train_wait = 0;  ///< time the host waited for training (sync mode, or final join)
-  double sample = 0;      ///< sampling + output + write-back
+  double gather = 0;         ///< pack + collective gather (every rank)
+  double patches = 0;        ///< coarsening, patch extraction, buffer insert (trainer rank)
+  double train_wait = 0;     ///< time the host waited for training (sync mode, or final join)
+  double sample = 0;         ///< sampling + output + write-back
   double sample_draw = 0;    ///< of which drawing the ensembles (trainer ranks)
   double sample_output = 0;  ///< of which the NetCDF output (trainer ranks)
   long long sampled = 0;     ///< samplings this run drew (those above; a resumed run's count starts anew)

@@ -487,11 +487,11 @@ void check_memory(const Config& cfg, int64_t n_patches, int64_t C, int64_t P) {
       static_cast<double>(cfg.sample.members) * static_cast<double>(n_patches) * static_cast<double>(P) * 4.0;
   if (buffer + members <= node) return;
   auto gb = [](double bytes) { return std::to_string(bytes / 1e9).substr(0, 6) + " GB"; };
-  throw ConfigError(cfg.source + ": buffer.capacity " + std::to_string(cfg.buffer.capacity) + " and sample.members " +
-                    std::to_string(cfg.sample.members) + " need " + gb(buffer) + " (buffer and the sessions' copy of it) + " + gb(members) +
-                    " (members) on this trainer rank for its " + std::to_string(n_patches) +
-                    " patches, more than this node's memory (" + gb(node) +
-                    "): lower them, or add trainer ranks (train.ranks)");
+  throw ConfigError(
+      cfg.source + ": buffer.capacity " + std::to_string(cfg.buffer.capacity) + " and sample.members " +
+      std::to_string(cfg.sample.members) + " need " + gb(buffer) + " (buffer and the sessions' copy of it) + " +
+      gb(members) + " (members) on this trainer rank for its " + std::to_string(n_patches) +
+      " patches, more than this node's memory (" + gb(node) + "): lower them, or add trainer ranks (train.ranks)");
 }
 
 /// A trainer rank: grid, its share of the patches, device, model (fresh or resumed), buffer.
@@ -561,9 +561,8 @@ std::unique_ptr<TrainerState> setup_trainer(PluginState& s, const HostFacts& fac
   // LibTorch's threads are set around finecast's own work only (the host's OpenMP count stays
   // as it is); the device line reports them. LibTorch is loaded here, on trainer ranks only.
   t->torch_threads = torch_threads(cfg, ranks_on_node);
-  t->model =
-      build_model(cfg, t->patch_options, C, static_cast<int>(P), trainer_device(cfg, c.trainers), t->torch_threads,
-                  ranks_on_node);
+  t->model = build_model(cfg, t->patch_options, C, static_cast<int>(P), trainer_device(cfg, c.trainers),
+                         t->torch_threads, ranks_on_node);
   t->model->set_pause_gate(t->pause);
   t->session.set_nice(cfg.train.nice);
   if (n_trainers > 1) {

@@ -44,10 +44,10 @@ std::string sec(double s) {
 /// "snapshot 0.004, thread start 0.000, cleaning ..., other 0.001": the parts outside the
 /// epochs; `other` is what no part accounts for.
 std::string parts(const SessionTimes& p, const trainer::SessionAnatomy& a, double other) {
-  return "snapshot " + sec(p.snapshot) + ", thread start " + sec(p.thread_start) + ", cleaning " + sec(a.cleaning) +
-         ", split " + sec(a.split) + ", normalisation " + sec(a.normalisation) + ", thread tuning " +
-         sec(a.thread_tuning) + ", validation " + sec(a.validation) + ", publishing " + sec(a.publishing) +
-         ", other " + sec(other);
+  return "snapshot " + sec(p.snapshot) + ", thread start " + sec(p.thread_start) + ", thread setup " +
+         sec(p.thread_setup) + ", epoch lines " + sec(p.epoch_lines) + ", cleaning " + sec(a.cleaning) + ", split " +
+         sec(a.split) + ", normalisation " + sec(a.normalisation) + ", thread tuning " + sec(a.thread_tuning) +
+         ", validation " + sec(a.validation) + ", publishing " + sec(a.publishing) + ", other " + sec(other);
 }
 
 /// Outside / epochs as "0.05x" ("-" without epochs).
@@ -63,7 +63,7 @@ std::string ratio(double outside, double epochs) {
 std::string anatomy_line(long long session, const SessionTimes& t, const trainer::SessionStats& st) {
   const trainer::SessionAnatomy& a = st.anatomy;
   const double outside = t.total() - a.epochs;
-  const double other = t.total() - t.snapshot - t.thread_start - a.sum();
+  const double other = t.total() - t.snapshot - t.thread_start - t.thread_setup - t.epoch_lines - a.sum();
   return "Session " + std::to_string(session) + " anatomy: " + sec(t.total()) + " s, host blocked " +
          sec(t.host_blocked) + " s; epochs " + sec(a.epochs) + " s, outside them " + sec(outside) + " s (" +
          ratio(outside, a.epochs) + "): " + parts(t, a, other) + "; the training thread's CPU outside them " +
@@ -79,6 +79,8 @@ void AnatomySums::add(long long session, const SessionTimes& t, const trainer::S
   plugin.snapshot += t.snapshot;
   plugin.thread_start += t.thread_start;
   plugin.run += t.run;
+  plugin.thread_setup += t.thread_setup;
+  plugin.epoch_lines += t.epoch_lines;
   plugin.host_blocked += t.host_blocked;
   trainer.cleaning += a.cleaning;
   trainer.split += a.split;
@@ -93,7 +95,8 @@ void AnatomySums::add(long long session, const SessionTimes& t, const trainer::S
 std::string AnatomySums::line() const {
   if (sessions == 0) return "";
   const double outside = plugin.total() - trainer.epochs;
-  const double other = plugin.total() - plugin.snapshot - plugin.thread_start - trainer.sum();
+  const double other =
+      plugin.total() - plugin.snapshot - plugin.thread_start - plugin.thread_setup - plugin.epoch_lines - trainer.sum();
   return "Session anatomy (" + std::to_string(sessions) + " sessions): " + sec(plugin.total()) + " s, host blocked " +
          sec(plugin.host_blocked) + " s; epochs " + sec(trainer.epochs) + " s, outside them " + sec(outside) + " s (" +
          ratio(outside, trainer.epochs) + "): " + parts(plugin, trainer, other) + "; first session outside " +
@@ -181,13 +184,18 @@ void TrainingSession::run(Model* model, int epochs, int threads, Clock::time_poi
     stats_ = model->train_session(
         view, epochs, threads, [](const std::string& event) { log::warning(event); },
         [this, epochs, &notes_from](const trainer::SessionStats& so_far) {
+          const auto t0 = Clock::now();
           log::progress(epoch_line(so_far, epochs));
           notes_from(so_far);
-          std::lock_guard<std::mutex> lock(progress_mutex_);
-          progress_ = {static_cast<int>(so_far.epochs.size()), epochs, time_left(so_far, epochs), Clock::now()};
+          {
+            std::lock_guard<std::mutex> lock(progress_mutex_);
+            progress_ = {static_cast<int>(so_far.epochs.size()), epochs, time_left(so_far, epochs), Clock::now()};
+          }
+          times_.epoch_lines += seconds_since(t0);
         });
     notes_from(stats_);
     times_.run = seconds_since(began);
+    times_.thread_setup = times_.run - stats_.seconds;
     finished_ = true;
   } catch (...) {
     error_ = std::current_exception();

@@ -32,6 +32,10 @@ struct SessionTimes {
   double snapshot = 0;      ///< Snapshot::seconds
   double thread_start = 0;  ///< from start() to the session's first instruction (on its thread when asynchronous)
   double run = 0;           ///< from there to its end: the `before` hook, then train_session
+  /// Of `run`, what is not train_session's (SessionStats::seconds): the thread's priority, the
+  /// `before` hook, setting its thread count and back, its last notes.
+  double thread_setup = 0;
+  double epoch_lines = 0;   ///< of train_session's time, the progress lines after each epoch (this class's callback)
   double host_blocked = 0;  ///< what the host waited: the snapshot and start() (the whole session inline)
   double total() const { return snapshot + thread_start + run; }
 };

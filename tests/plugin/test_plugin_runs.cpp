@@ -616,8 +616,7 @@ TEST(PluginRuns, ASkippedSamplingSaysWhyAndWhenTheNextIsDue) {
         "trains (epoch ",
         "; the next sampling is due at coupling step 6 (in 2 steps, ~",
         "Waiting at the host's restart at 1979-01-01T02:30:00 for training session 1 (epoch ",
-        "), then writes the checkpoint",
-        "Session 1 anatomy: ", "Session anatomy (1 sessions): "})
+        "), then writes the checkpoint", "Session 1 anatomy: ", "Session anatomy (1 sessions): "})
     EXPECT_NE(r.output.find(line), std::string::npos) << line << "\n" << r.output;
 }
 

@@ -30,6 +30,16 @@ namespace {
 constexpr int kEvery = 48;
 constexpr int kSampleEvery = 50;
 
+/// One session's anatomy from finecast's log (plugin/comin_plugin/training_session.cpp,
+/// anatomy_line): the seconds of the whole session, what it blocked the host, its epochs, and the
+/// parts outside them.
+struct SessionParts {
+  double total = 0, host_blocked = 0, epochs = 0, outside = 0;
+  double cpu_outside = 0;  ///< the training thread's CPU seconds outside the epochs (trainer's part)
+  std::vector<std::pair<std::string, double>> parts;  ///< snapshot, thread start, cleaning, ..., other
+  double ratio() const { return epochs > 0 ? outside / epochs : 0; }
+};
+
 struct Case {
   std::string name;
   std::string args;  ///< extra finecast-host arguments
@@ -49,6 +59,9 @@ struct Case {
   double train_samples_per_s = 0;
   double trainer_peak_mib = 0;
   double gpu_peak_mib = 0;  ///< with a CUDA device: the most GPU memory all processes held at once
+  // finecast's session anatomy (its log's "Session N anatomy" lines), per session in order:
+  std::vector<SessionParts> session_parts{};
+  double sampling_draw_s = 0, sampling_output_s = 0, sampling_rest_s = 0;  ///< mean per sampling (its log)
 };
 
 /// Runs a command, returns its output (stdout + stderr) and exit code.
@@ -172,6 +185,25 @@ void finecast_log_statistics(const std::string& output, Case& c) {
   }
   const std::regex peak(R"(Peak resident memory (\d+) MiB; LibTorch loaded \(trainer rank\))");
   if (std::regex_search(output, m, peak)) c.trainer_peak_mib = std::stod(m[1]);
+  const std::regex anatomy(
+      R"(Session \d+ anatomy: ([0-9.]+) s, host blocked ([0-9.]+) s; epochs ([0-9.]+) s, outside them (-?[0-9.]+) s \([^)]*\): ([^;\n]*); the training thread's CPU outside them (-?[0-9.]+) s)");
+  const std::regex part(R"(([a-z ]+) (-?[0-9.]+)(, |$))");
+  for (auto it = std::sregex_iterator(output.begin(), output.end(), anatomy); it != std::sregex_iterator(); ++it) {
+    SessionParts p{std::stod((*it)[1]), std::stod((*it)[2]), std::stod((*it)[3]),
+                   std::stod((*it)[4]), std::stod((*it)[6]), {}};
+    const std::string list = (*it)[5];
+    for (auto k = std::sregex_iterator(list.begin(), list.end(), part); k != std::sregex_iterator(); ++k)
+      p.parts.emplace_back((*k)[1], std::stod((*k)[2]));
+    c.session_parts.push_back(std::move(p));
+  }
+  const std::regex sampling(
+      R"(Sampling anatomy \((\d+) samplings\): [0-9.]+ s: drawing ([0-9.]+), output ([0-9.]+), write-back and the ranks' agreement (-?[0-9.]+))");
+  if (std::regex_search(output, m, sampling) && std::stoi(m[1]) > 0) {
+    const double n = std::stod(m[1]);
+    c.sampling_draw_s = std::stod(m[2]) / n;
+    c.sampling_output_s = std::stod(m[3]) / n;
+    c.sampling_rest_s = std::stod(m[4]) / n;
+  }
 }
 
 /// The Python plugin's report (bench/python_reference_plugin.py --report).
@@ -185,6 +217,47 @@ void python_report_statistics(const std::string& path, Case& c) {
   c.trainer_peak_mib = r["rank0_peak_resident_mib"].get<double>();
   c.sessions = static_cast<int>(r["sessions"].size());
   c.samplings = static_cast<int>(r["samplings"].size());
+}
+
+/// A case's sessions as JSON: each session's seconds and parts, the first session's and the
+/// largest ratio of the time outside the epochs to the epochs.
+nlohmann::json anatomy_json(const Case& c) {
+  nlohmann::json j = nlohmann::json::object();
+  if (c.session_parts.empty()) return j;
+  double worst = 0;
+  for (const SessionParts& p : c.session_parts) {
+    nlohmann::json s = {
+        {"total_s", p.total},     {"host_blocked_s", p.host_blocked}, {"epochs_s", p.epochs},
+        {"outside_s", p.outside}, {"outside_vs_epochs", p.ratio()},   {"training_thread_cpu_outside_s", p.cpu_outside}};
+    for (const auto& [name, seconds] : p.parts) s["parts_s"][name] = seconds;
+    j["sessions"].push_back(s);
+    worst = std::max(worst, p.ratio());
+  }
+  j["first_outside_vs_epochs"] = c.session_parts.front().ratio();
+  j["max_outside_vs_epochs"] = worst;
+  return j;
+}
+
+/// finecast's sessions, one line each: where the time went outside the epochs.
+void print_anatomy(const std::vector<Case>& cases) {
+  for (const Case& c : cases) {
+    if (c.session_parts.empty()) continue;
+    std::printf("\nsession anatomy, %s (seconds; outside = the session less its epochs):\n", c.name.c_str());
+    for (size_t i = 0; i < c.session_parts.size(); ++i) {
+      const SessionParts& p = c.session_parts[i];
+      std::printf("  session %zu: %.3f s, host blocked %.3f s, epochs %.3f s, outside %.3f s (%.3fx):", i + 1, p.total,
+                  p.host_blocked, p.epochs, p.outside, p.ratio());
+      for (const auto& [name, seconds] : p.parts) std::printf(" %s %.3f", name.c_str(), seconds);
+      std::printf("; training thread CPU outside %.3f\n", p.cpu_outside);
+    }
+    double worst = 0;
+    for (const SessionParts& p : c.session_parts) worst = std::max(worst, p.ratio());
+    std::printf("  outside the epochs / the epochs: first session %.3fx, largest %.3fx (issue 44's bar: 0.1x)\n",
+                c.session_parts.front().ratio(), worst);
+    if (c.sampling_draw_s > 0)
+      std::printf("  per sampling: drawing %.3f s, output %.3f s, write-back and agreement %.3f s\n", c.sampling_draw_s,
+                  c.sampling_output_s, c.sampling_rest_s);
+  }
 }
 
 /// The run file's keys up to its plugin list, followed by `plugins`.
@@ -209,7 +282,8 @@ int bench_plugin(int argc, char** argv) {
   std::string run_file = "configs/demo_host.yaml";
   std::string bin_dir, adapter, device = "cpu", mpiexec = "mpiexec --oversubscribe";
   int ranks = 4, steps = 120, epochs = 30, threads = 2, members = 8;
-  double step_seconds = 0;
+  double step_seconds = 0, step_work = 0;
+  std::vector<std::string> sets;
   bool json = false, python = false;
   finecast::cli::add_config(app, run_file, "host run file (default configs/demo_host.yaml; --run FILE too)", false,
                             "--run");
@@ -217,6 +291,10 @@ int bench_plugin(int argc, char** argv) {
   app.add_option("--steps", steps, "host steps per case (default 120: training sessions at steps 48 and 96)");
   app.add_option("--step-seconds", step_seconds,
                  "minimum wall time per host step (default 0: the toy model's own speed)");
+  app.add_option("--step-work", step_work,
+                 "CPU seconds every host rank computes per step (finecast-host --step-work: a busy loop, so a "
+                 "step takes longer when another thread holds its core; default 0)");
+  app.add_option("--set", sets, "KEY=VALUE: a finecast config override for every finecast case (repeatable)");
   app.add_option("--epochs", epochs, "epochs per training session (default 30)");
   app.add_option("--threads", threads, "trainer threads of both plugins (default 2)");
   app.add_option("--members", members, "ensemble members per sampling (default 8)");
@@ -255,6 +333,8 @@ int bench_plugin(int argc, char** argv) {
         " --set model.depth=3 --set train.batch_size=16 --set buffer.capacity=48 --set train.every=48"
         " --set train.min_steps=48 --set sample.every=50 --set sample.sampler=ddpm --set sample.members=" +
         std::to_string(members);
+  // The user's overrides last: they win.
+  for (const std::string& kv : sets) common += " --set '" + kv + "'";
   std::vector<Case> cases = {{"no plugin", " --no-plugins", run_file},
                              {"plugin, train.async: false", common + " --set train.async=false", run_file},
                              {"plugin, train.async: true", common + " --set train.async=true", run_file}};
@@ -280,7 +360,7 @@ int bench_plugin(int argc, char** argv) {
     const std::string cmd = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " + mpiexec + " -n " +
                             std::to_string(ranks) + " " + bin_dir + "/finecast-host " + c.run_file + " --steps " +
                             std::to_string(steps) + " --step-seconds " + std::to_string(step_seconds) +
-                            " --step-times " + times + c.args;
+                            " --step-work " + std::to_string(step_work) + " --step-times " + times + c.args;
     if (!json) std::fprintf(stderr, "[bench plugin] %s: %s\n", c.name.c_str(), cmd.c_str());
     std::string output;
     GpuMemoryPoll gpu(device.rfind("cuda", 0) == 0);
@@ -307,6 +387,7 @@ int bench_plugin(int argc, char** argv) {
     nlohmann::json j = {{"ranks", ranks},
                         {"steps", steps},
                         {"step_seconds", step_seconds},
+                        {"step_work", step_work},
                         {"epochs", epochs},
                         {"device", device},
                         {"no_plugin_s_per_step", base},
@@ -331,7 +412,11 @@ int bench_plugin(int argc, char** argv) {
                             {"samplings", c.samplings},
                             {"train_samples_per_s", c.train_samples_per_s},
                             {"trainer_peak_mib", c.trainer_peak_mib},
-                            {"gpu_peak_mib", c.gpu_peak_mib}});
+                            {"gpu_peak_mib", c.gpu_peak_mib},
+                            {"session_anatomy", anatomy_json(c)},
+                            {"sampling_draw_s", c.sampling_draw_s},
+                            {"sampling_output_s", c.sampling_output_s},
+                            {"sampling_rest_s", c.sampling_rest_s}});
     if (python)
       j["sync_session_blocked_vs_python"] = cases[1].session_blocked_s / std::max(1e-12, cases[3].session_blocked_s);
     std::printf("%s\n", j.dump().c_str());
@@ -365,6 +450,7 @@ int bench_plugin(int argc, char** argv) {
   if (python)
     std::printf("finecast sync session / Python session (host-blocked): %.3f\n",
                 cases[1].session_blocked_s / std::max(1e-12, cases[3].session_blocked_s));
+  print_anatomy(cases);
   return 0;
 }
 

@@ -174,6 +174,9 @@ const schema::Table<Config>& config_table() {
     Table<TrainConfig> train{
         boolean("async", &TrainConfig::async,
                 "train on a background thread of the trainer rank while the host keeps stepping"),
+        integer("nice", &TrainConfig::nice, 0, 19,
+                "with async: nice levels the training thread and its OpenMP threads run below the host's "
+                "(Linux; at most 19 in all; 0 = the host's priority): the host's ranks take the cores first"),
         integer("every", &TrainConfig::every, 1, kMax, "coupling steps between training sessions"),
         integer("min_steps", &TrainConfig::min_steps, 1, kMax,
                 "buffered steps before the first session (<= buffer.capacity)"),

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -53,52 +54,128 @@ torch::Tensor patch_mean(const torch::Tensor& fine, const torch::Tensor& w) {
   return w.defined() ? (fine * w).sum(1) : fine.mean(1);
 }
 
+namespace {
+
+/// Whether none of x[0..m) is NaN or Inf (all exponent bits set): an integer test the compiler
+/// vectorises.
+bool finite_row(const float* x, int64_t m) {
+  uint32_t bad = 0;
+  for (int64_t i = 0; i < m; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, x + i, sizeof bits);
+    bad |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+  }
+  return bad == 0;
+}
+
+/// The sum of x[j] * w[j] (w null: of x[j]), in double, with four partial sums so that the adds
+/// do not wait on each other.
+double row_sum(const float* x, const float* w, int64_t m) {
+  double a[4] = {0, 0, 0, 0};
+  int64_t j = 0;
+  for (; j + 4 <= m; j += 4)
+    for (int k = 0; k < 4; ++k) a[k] += w ? static_cast<double>(w[j + k]) * x[j + k] : static_cast<double>(x[j + k]);
+  for (; j < m; ++j) a[0] += w ? static_cast<double>(w[j]) * x[j] : static_cast<double>(x[j]);
+  return (a[0] + a[1]) + (a[2] + a[3]);
+}
+
+/// A patch's mean: weighted by its (normalised) weights, else plain.
+double patch_mean_of(const float* f, const float* w, int64_t P) {
+  return w ? row_sum(f, w, P) : row_sum(f, nullptr, P) / static_cast<double>(P);
+}
+
+/// Row `row` of a contiguous float [n, cols] tensor.
+const float* row_of(const torch::Tensor& t, int64_t row) { return t.data_ptr<float>() + row * t.size(1); }
+
+}  // namespace
+
+// One pass over the rows on the calling thread, in plain loops: a session's set-up ran LibTorch's
+// element-wise operations a dozen times over the data (each a parallel region, each a fresh
+// buffer), which on a shared or oversubscribed core cost as much as an epoch.
 CleanData clean(const DataView& d, int64_t C, int64_t P, const char* who) {
   if (d.n < 0) throw std::invalid_argument(std::string(who) + ": n must be >= 0");
   if (d.n > 0 && (!d.fine || (C > 0 && !d.context)))
     throw std::invalid_argument(std::string(who) + ": context and fine must not be null");
+  std::vector<int64_t> kept;
+  kept.reserve(static_cast<size_t>(d.n));
+  for (int64_t i = 0; i < d.n; ++i)
+    if (finite_row(d.fine + i * P, P) && (C == 0 || finite_row(d.context + i * C, C)) &&
+        (!d.weights || finite_row(d.weights + i * P, P)))
+      kept.push_back(i);
+  const auto m = static_cast<int64_t>(kept.size());
   CleanData c;
-  c.context = C > 0 ? cpu_float(d.context, d.n, C) : torch::zeros({d.n, 0});
-  c.fine = cpu_float(d.fine, d.n, P);
-  auto ok = torch::isfinite(c.fine).all(1);
-  if (C > 0) ok = ok & torch::isfinite(c.context).all(1);
+  if (m == d.n) {  // nothing dropped: the rows as they are (not copied)
+    c.context = C > 0 ? cpu_float(d.context, d.n, C) : torch::zeros({d.n, 0});
+    c.fine = cpu_float(d.fine, d.n, P);
+  } else {
+    c.context = torch::empty({m, C}, torch::kFloat32);
+    c.fine = torch::empty({m, P}, torch::kFloat32);
+    for (int64_t k = 0; k < m; ++k) {
+      const int64_t i = kept[static_cast<size_t>(k)];
+      if (C > 0) std::memcpy(c.context.data_ptr<float>() + k * C, d.context + i * C, sizeof(float) * C);
+      std::memcpy(c.fine.data_ptr<float>() + k * P, d.fine + i * P, sizeof(float) * P);
+    }
+    c.rows = torch::tensor(kept, torch::kInt64);
+    c.dropped = d.n - m;
+  }
   if (d.weights) {
-    c.weights = cpu_float(d.weights, d.n, P);
-    ok = ok & torch::isfinite(c.weights).all(1);
+    // Each row normalised to sum 1.
+    c.weights = torch::empty({m, P}, torch::kFloat32);
+    for (int64_t k = 0; k < m; ++k) {
+      const float* w = d.weights + kept[static_cast<size_t>(k)] * P;
+      float* out = c.weights.data_ptr<float>() + k * P;
+      uint32_t negative = 0;
+      for (int64_t j = 0; j < P; ++j) negative |= static_cast<uint32_t>(w[j] < 0);
+      if (negative) throw std::invalid_argument(std::string(who) + ": weights must be >= 0");
+      const auto sum = static_cast<float>(row_sum(w, nullptr, P));
+      if (!(sum > 0)) throw std::invalid_argument(std::string(who) + ": every weights row needs a positive sum");
+      for (int64_t j = 0; j < P; ++j) out[j] = w[j] / sum;
+    }
   }
-  const int64_t good = ok.sum().item<int64_t>();
-  if (good < d.n) {
-    auto idx = ok.nonzero().squeeze(1);
-    c.context = c.context.index_select(0, idx);
-    c.fine = c.fine.index_select(0, idx);
-    if (c.weights.defined()) c.weights = c.weights.index_select(0, idx);
-    c.rows = idx;
-    c.dropped = d.n - good;
-  }
-  if (c.weights.defined()) c.weights = normalised_weights(c.weights, who);
   return c;
 }
 
 void accumulate_normalisation(NormSums& s, const CleanData& c, int64_t C) {
-  const int64_t n = c.fine.size(0);
+  const int64_t n = c.fine.size(0), P = c.fine.size(1);
   if (n == 0) return;
   if (s.context_sum.empty()) {
     s.context_sum.assign(static_cast<size_t>(C), 0.0);
     s.context_sumsq.assign(static_cast<size_t>(C), 0.0);
   }
-  auto ctx = c.context.to(torch::kFloat64);
-  auto csum = ctx.sum(0).contiguous(), csq = (ctx * ctx).sum(0).contiguous();
-  for (int64_t i = 0; i < C; ++i) {
-    s.context_sum[i] += csum.data_ptr<double>()[i];
-    s.context_sumsq[i] += csq.data_ptr<double>()[i];
+  const torch::Tensor ctx = c.context.contiguous(), fine = c.fine.contiguous();
+  const torch::Tensor w = c.weights.defined() ? c.weights.contiguous() : torch::Tensor();
+  double residual_sumsq = 0, fine_sumsq = 0;
+  for (int64_t r = 0; r < n; ++r) {
+    if (C > 0) {
+      const float* x = row_of(ctx, r);
+      for (int64_t i = 0; i < C; ++i) {
+        s.context_sum[static_cast<size_t>(i)] += x[i];
+        s.context_sumsq[static_cast<size_t>(i)] += static_cast<double>(x[i]) * x[i];
+      }
+    }
+    const float* f = row_of(fine, r);
+    const double mean = patch_mean_of(f, w.defined() ? row_of(w, r) : nullptr, P);
+    // Sums of squares about the mean and about 0, four partial sums each.
+    double e2[4] = {0, 0, 0, 0}, f2[4] = {0, 0, 0, 0};
+    int64_t j = 0;
+    for (; j + 4 <= P; j += 4)
+      for (int k = 0; k < 4; ++k) {
+        const double v = f[j + k], e = v - mean;
+        e2[k] += e * e;
+        f2[k] += v * v;
+      }
+    for (; j < P; ++j) {
+      const double v = f[j], e = v - mean;
+      e2[0] += e * e;
+      f2[0] += v * v;
+    }
+    residual_sumsq += (e2[0] + e2[1]) + (e2[2] + e2[3]);
+    fine_sumsq += (f2[0] + f2[1]) + (f2[2] + f2[3]);
   }
   s.context_count += static_cast<double>(n);
-  auto fine = c.fine.to(torch::kFloat64);
-  auto w = c.weights.defined() ? c.weights.to(torch::kFloat64) : torch::Tensor();
-  auto res = fine - patch_mean(fine, w).unsqueeze(1);
-  s.residual_sumsq += (res * res).sum().item<double>();
-  s.residual_count += static_cast<double>(res.numel());
-  s.fine_sumsq += (fine * fine).sum().item<double>();
+  s.residual_sumsq += residual_sumsq;
+  s.residual_count += static_cast<double>(n * P);
+  s.fine_sumsq += fine_sumsq;
 }
 
 TimeSplit split_by_time(const int64_t* time, int64_t n, double fraction) {
@@ -192,10 +269,26 @@ EpochTensors normalise(const CleanData& c, const NormApplied& norm, const torch:
   torch::NoGradGuard no_grad;
   EpochTensors e;
   e.n = c.fine.size(0);
-  auto coarse = patch_mean(c.fine, c.weights).unsqueeze(1);
-  e.r0 = ((c.fine - coarse) / norm.residual_std).to(device).contiguous();
-  e.ctx = ((c.context.to(device) - norm.context_mean) / norm.context_std).contiguous();
-  if (c.weights.defined()) e.w = c.weights.to(device).contiguous();
+  const int64_t n = e.n, P = c.fine.size(1), C = c.context.size(1);
+  const torch::Tensor fine = c.fine.contiguous(), ctx = c.context.contiguous();
+  const torch::Tensor w = c.weights.defined() ? c.weights.contiguous() : torch::Tensor();
+  const torch::Tensor mean = norm.context_mean.to(torch::kCPU).contiguous();
+  const torch::Tensor sd = norm.context_std.to(torch::kCPU).contiguous();
+  torch::Tensor r0 = torch::empty({n, P}, torch::kFloat32), x = torch::empty({n, C}, torch::kFloat32);
+  const auto scale = static_cast<float>(norm.residual_std);
+  for (int64_t r = 0; r < n; ++r) {
+    // The residual from the patch's (weighted) mean, in the residual's scale.
+    const float* f = row_of(fine, r);
+    const auto coarse = static_cast<float>(patch_mean_of(f, w.defined() ? row_of(w, r) : nullptr, P));
+    float* out = r0.data_ptr<float>() + r * P;
+    for (int64_t j = 0; j < P; ++j) out[j] = (f[j] - coarse) / scale;
+    const float* in = C > 0 ? row_of(ctx, r) : nullptr;
+    float* xo = x.data_ptr<float>() + r * C;
+    for (int64_t i = 0; i < C; ++i) xo[i] = (in[i] - mean.data_ptr<float>()[i]) / sd.data_ptr<float>()[i];
+  }
+  e.r0 = r0.to(device);
+  e.ctx = x.to(device);
+  if (w.defined()) e.w = w.to(device);
   return e;
 }
 

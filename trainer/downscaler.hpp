@@ -48,6 +48,23 @@ struct EpochStats {
   bool budget_spent = false;    ///< train.max_seconds or max_steps ran out during this epoch (it ended early)
 };
 
+/// Where a train_session's wall time went, in seconds: its parts in the order they run, which
+/// together make up SessionStats::seconds (up to microseconds of bookkeeping between them).
+struct SessionAnatomy {
+  double cleaning = 0;       ///< the rows as tensors, those holding NaN/Inf dropped
+  double split = 0;          ///< the validation split (in a group: the group's row numbering too)
+  double normalisation = 0;  ///< the statistics, and the normalised epoch tensors on the device
+  double thread_tuning = 0;  ///< threads: auto's measurement (the first session only)
+  double epochs = 0;         ///< the epochs (the sum of EpochStats::seconds; validation within them too)
+  double validation = 0;     ///< scoring the held-out samples at the session's end
+  double publishing = 0;     ///< the EMA weights to the sampling copy
+  /// CPU seconds the training thread itself spent in the parts outside the epochs (its OpenMP
+  /// threads not counted): against their wall time, how long the thread waited for a core.
+  double cpu_outside_epochs = 0;
+  /// The named parts together.
+  double sum() const { return cleaning + split + normalisation + thread_tuning + epochs + validation + publishing; }
+};
+
 /// What one train_session did (one line per session in the log).
 struct SessionStats {
   static constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
@@ -78,6 +95,7 @@ struct SessionStats {
   int64_t micro_batch = 0, accumulate = 1;  ///< after any out-of-memory back-off
   int train_threads = 0;                    ///< intra-op threads used (0 = not set by the trainer)
   double seconds = 0;
+  SessionAnatomy anatomy;  ///< where `seconds` went
 };
 
 /// Where validation-driven training stands; stored in checkpoints.

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "trainer/threads.hpp"
 #include "trainer/downscaler.hpp"
 #include "trainer/downscaler_impl.hpp"
 #include "trainer/sample_graph.hpp"
@@ -171,14 +172,14 @@ void Downscaler::sample(const float* context, const float* coarse, const float* 
   if (o.threads > 0) use = static_cast<int>(o.threads);
   if (o.threads == -1)
     use = threads::tune_sampling(im, m, std::min<int64_t>(n, std::max<int64_t>(1, 16384 / o.members)), o);
-  if (use > 0 && use != before) at::set_num_threads(use);
+  if (use > 0 && use != before) set_thread_count(use);
   try {
     sampling::draw(im, m, context, coarse, weights, n, o, seed, out, progress);
   } catch (...) {
-    if (use > 0 && use != before) at::set_num_threads(before);
+    if (use > 0 && use != before) set_thread_count(before);
     throw;
   }
-  if (use > 0 && use != before) at::set_num_threads(before);
+  if (use > 0 && use != before) set_thread_count(before);
 }
 
 }  // namespace finecast::trainer

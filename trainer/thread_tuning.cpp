@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "trainer/threads.hpp"
 #include "trainer/training_internal.hpp"
 
 namespace finecast::trainer::threads {
@@ -61,7 +62,7 @@ int tune_training(Downscaler::Impl& im, const EpochTensors& data,
   std::vector<double> per_step;
   try {
     for (int n = 1; n <= limit; ++n) {
-      at::set_num_threads(n);
+      set_thread_count(n);
       auto one = [&] {
         const LossAndNorm r = forward_backward(im, data, d);
         apply_update(im, r.norm);
@@ -79,7 +80,7 @@ int tune_training(Downscaler::Impl& im, const EpochTensors& data,
     }
   } catch (const std::exception& e) {
     im.apply_state(saved);
-    at::set_num_threads(before);
+    set_thread_count(before);
     event(std::string("train.threads auto: measuring failed (") + e.what() + "); keeping " + std::to_string(before) +
           " threads");
     return before;
@@ -113,7 +114,7 @@ int tune_sampling(const Downscaler::Impl& im, const sampling::Model& m, int64_t 
   probe.eta = 0;
   std::vector<double> per_call;
   for (int n = 1; n <= limit; ++n) {
-    at::set_num_threads(n);
+    set_thread_count(n);
     auto once = [&] {
       sampling::draw(im, m, ctx.data_ptr<float>(), coarse.data(), nullptr, rows, probe, 1, out.data(), {});
     };
@@ -126,7 +127,7 @@ int tune_sampling(const Downscaler::Impl& im, const sampling::Model& m, int64_t 
     }
     per_call.push_back(best);
   }
-  at::set_num_threads(before);
+  set_thread_count(before);
   size_t best = 0;
   const std::string measured = describe(per_call, &best);
   const std::string line = "sample.threads auto: per call (3 DDIM steps) of " + std::to_string(B) + " rows with 1.." +

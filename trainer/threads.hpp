@@ -22,4 +22,8 @@ class ScopedTorchThreads {
 /// LibTorch's (and OpenMP's) thread count on the calling thread.
 int torch_threads();
 
+/// Sets LibTorch's thread count on the calling thread (n <= 0 or the count it has: nothing),
+/// through the thread's OpenMP count where LibTorch shares finecast's OpenMP runtime.
+void set_thread_count(int n);
+
 }  // namespace finecast::trainer

@@ -3,6 +3,7 @@
 // CPU path or autograd, NaN/Inf recovery, out-of-memory back-off, and the training session
 // (time split, validation, early stopping, plateau, best state, threads).
 #include <ATen/Parallel.h>
+#include <time.h>
 
 #include <algorithm>
 #include <limits>
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "trainer/threads.hpp"
 #include "trainer/adamw.hpp"
 #include "trainer/autocast.hpp"
 #include "trainer/philox_fill.hpp"
@@ -429,6 +431,13 @@ void Downscaler::set_pause_gate(std::shared_ptr<PauseGate> gate) { impl_->pause 
 
 namespace {
 
+/// The calling thread's CPU time (its OpenMP threads not counted).
+double thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
 /// Data-parallel bookkeeping of a session: the group's split by time (from the union of the
 /// members' time steps) and each kept row's index among the group's kept rows (renumbered past
 /// rows any member dropped), so that training rows are 0..train_rows-1 in every member.
@@ -705,6 +714,16 @@ SessionStats Downscaler::train_session(const DataView& data, int64_t epochs,
   };
   if (epochs < 0) throw std::invalid_argument("train_session: epochs must be >= 0");
   SessionStats st;
+  SessionAnatomy& anatomy = st.anatomy;
+  const double cpu_start = thread_cpu_seconds();
+  double cpu_in_epochs = 0;
+  // Each part's seconds since the previous part ended (the anatomy of the session).
+  auto part_start = t0;
+  auto lap = [&part_start](double& part) {
+    const auto now = std::chrono::steady_clock::now();
+    part += std::chrono::duration<double>(now - part_start).count();
+    part_start = now;
+  };
   auto finish = [&]() {
     const auto& v = im.validation;
     st.best_score = v.best_score;
@@ -716,6 +735,7 @@ SessionStats Downscaler::train_session(const DataView& data, int64_t epochs,
     st.accumulate = im.accumulate;
     st.train_threads = im.train_threads;
     st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    st.anatomy.cpu_outside_epochs = thread_cpu_seconds() - cpu_start - cpu_in_epochs;
     return st;
   };
   if (im.validation.stopped) {
@@ -730,6 +750,7 @@ SessionStats Downscaler::train_session(const DataView& data, int64_t epochs,
     torch::NoGradGuard no_grad;
     all = clean(data, C, P, "train_session");
   }
+  lap(anatomy.cleaning);
   if (all.dropped > 0)
     event("train_session: dropped " + std::to_string(all.dropped) + " of " + std::to_string(data.n) +
           " samples holding NaN/Inf");
@@ -763,9 +784,11 @@ SessionStats Downscaler::train_session(const DataView& data, int64_t epochs,
           " time step(s): no score for keep_best, early_stop or plateau this session "
           "(train.validation_split: patches holds out samples of one step)");
   const CleanData train = select_rows(all, split.train);
+  const CleanData held_out = split.validation.empty() ? CleanData{} : select_rows(all, split.validation);
   st.train_samples = static_cast<int64_t>(split.train.size());
   st.validation_samples = static_cast<int64_t>(split.validation.size());
   st.validation_steps = split.validation_steps;
+  lap(anatomy.split);
 
   add_session_normalisation(im, train, C);
   im.norm = im.derive_norm();
@@ -777,28 +800,37 @@ SessionStats Downscaler::train_session(const DataView& data, int64_t epochs,
     for (size_t i = 0; i < split.train.size(); ++i)
       e.global_to_local[static_cast<size_t>(g.global[static_cast<size_t>(split.train[i])])] = static_cast<int64_t>(i);
   }
+  lap(anatomy.normalisation);
   if (im.to.threads == -1 && im.train_threads == 0 && e.n > 0) {
     im.train_threads = threads::tune_training(im, e, event);
   } else if (im.to.threads > 0) {
     im.train_threads = static_cast<int>(im.to.threads);
   }
-  if (im.train_threads > 0) at::set_num_threads(im.train_threads);
+  set_thread_count(im.train_threads);
+  lap(anatomy.thread_tuning);
 
-  const CleanData held_out = split.validation.empty() ? CleanData{} : select_rows(all, split.validation);
   // train.validation_every: also at the end of every epoch that reaches the next multiple.
   int64_t validated_at = -1;
   const int64_t every = im.to.validation_every;
   auto after_epoch = [&]() {
     if (every <= 0 || n_validation == 0 || im.step - std::max<int64_t>(validated_at, 0) < every) return false;
+    const auto v0 = std::chrono::steady_clock::now();
     validate_session(im, held_out, g.validation_rows, st, event);
+    anatomy.validation += std::chrono::duration<double>(std::chrono::steady_clock::now() - v0).count();
     validated_at = im.step;
     return im.validation.stopped;
   };
+  const double cpu_epochs = thread_cpu_seconds();
   run_epochs(im, e, epochs, all.dropped, st, event, on_epoch, after_epoch);
+  cpu_in_epochs = thread_cpu_seconds() - cpu_epochs;
+  for (const EpochStats& k : st.epochs) anatomy.epochs += k.seconds;
+  part_start = std::chrono::steady_clock::now();  // (the epochs' progress lines: other)
   st.trained = true;
   ++im.validation.sessions;
   if (n_validation > 0 && validated_at != im.step) validate_session(im, held_out, g.validation_rows, st, event);
+  lap(anatomy.validation);
   publish();
+  lap(anatomy.publishing);
   return finish();
 }
 

@@ -4,6 +4,7 @@
 // finecast-replay runs too).
 #include <mpi.h>
 #include <omp.h>
+#include <time.h>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -45,6 +46,7 @@ struct Options {
   std::string run_file;
   int steps = 0;
   double step_seconds = -1;  ///< < 0: the run file's value
+  double step_work = -1;     ///< < 0: the run file's step_work_seconds
   bool no_plugins = false;
   bool device_fields = false;  ///< --device-fields: the run file's device_fields: true
   std::string log_level = "info";
@@ -198,6 +200,21 @@ struct RunTimes {
   double total = 0;   ///< from the secondary constructors to the end
 };
 
+/// Spins until the calling thread has used `seconds` of CPU time (step_work_seconds): a model's
+/// work that needs its core, so that the step's wall time shows whoever else holds it.
+void busy_work(double seconds) {
+  if (seconds <= 0) return;
+  auto cpu = [] {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+  };
+  const double end = cpu() + seconds;
+  volatile double sink = 1.0;
+  while (cpu() < end)
+    for (int i = 0; i < 20000; ++i) sink = sink * 1.0000001 + 1e-9;  // ~50 us between the clock's reads
+}
+
 /// The run in ICON's order of entry points (fh::run_time_loop): the model computes its fields
 /// in the integration, output every `output_every` steps, a restart every `restart_every` steps
 /// and at the end of the run (as ICON writes its restart files); each step ends with the global
@@ -216,6 +233,7 @@ void time_loop(const fh::HostRunConfig& cfg, const RunClock& time, const fh::Hos
   loop.integrate = [&](int64_t step) {
     const double t0 = now();
     model.compute(time.run_offset + cfg.dt * static_cast<double>(step), fields);
+    busy_work(cfg.step_work_seconds);
     if (device) device->upload(kStepFields);  // a GPU model's step ends with its fields there
     times.fields += now() - t0;
   };
@@ -313,6 +331,7 @@ int run(const Options& opt, const fc::ModelComms& comms) {
   fh::HostRunConfig cfg = fh::load_host_run_config(opt.run_file);
   if (opt.steps > 0) cfg.steps = opt.steps;
   if (opt.step_seconds >= 0) cfg.step_seconds = opt.step_seconds;
+  if (opt.step_work >= 0) cfg.step_work_seconds = opt.step_work;
   if (opt.device_fields) cfg.device_fields = true;
   if (!opt.write_orography.empty()) return write_orography(opt, cfg, rank);
   const std::vector<ch::PluginSpec> plugins = plugins_to_load(opt, cfg);
@@ -412,6 +431,9 @@ int main(int argc, char** argv) {
   namespace lim = fh::run_file::limits;
   app.add_option("--steps", opt.steps, "override the run file's number of steps")->check(CLI::Range(1LL, lim::kSteps));
   app.add_option("--step-seconds", opt.step_seconds, "override the run file's minimum wall time per step (0 = none)")
+      ->check(CLI::Range(0.0, lim::kStepSeconds));
+  app.add_option("--step-work", opt.step_work,
+                 "override the run file's step_work_seconds: CPU seconds each rank's step computes (0 = none)")
       ->check(CLI::Range(0.0, lim::kStepSeconds));
   app.add_flag("--no-plugins", opt.no_plugins, "run without any plugin (baseline for overhead measurements)");
   app.add_flag("--device-fields", opt.device_fields,

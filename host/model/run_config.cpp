@@ -40,6 +40,8 @@ const schema::Table<HostRunConfig>& host_run_table() {
               "steps between progress lines; 0 = about ten per run"),
       real("step_seconds", &C::step_seconds, 0.0, lim::kStepSeconds,
            "minimum wall time of one step (0 = as fast as possible)"),
+      real("step_work_seconds", &C::step_work_seconds, 0.0, lim::kStepSeconds,
+           "CPU time each rank's step computes besides the toy model (a busy loop; 0 = none)"),
       boolean("device_fields", &C::device_fields,
               "keep a device copy of every field, as ICON built for GPUs does (finecast-host built with CUDA)"),
       text("comin_namelist", &C::comin_namelist, "ICON &comin_nml file; replaces `plugins` when set")};

@@ -43,6 +43,10 @@ struct HostRunConfig {
   /// time to training time (the pause sleeps, so it leaves the cores to the trainer, as a
   /// GPU-resident model would). 0 = as fast as possible.
   double step_seconds = 0.0;
+  /// CPU work of one step on every rank: the integration spins until its thread has used this
+  /// much CPU time, so that a step takes longer when something else holds its core (a plugin's
+  /// training thread, e.g.); what step_seconds's sleep cannot show. 0 = none.
+  double step_work_seconds = 0.0;
   /// Keep a device copy of every field, as ICON built for GPUs does (a CUDA build only): plugins
   /// may then read them with COMIN_FLAG_DEVICE, and ComIn copies those they read without it.
   bool device_fields = false;

@@ -214,6 +214,43 @@ void write_back(PluginState& s, int outcome) {
   });
 }
 
+/// Why the trainers have no model to sample (the first session still trains, the buffer is not
+/// full yet, no session has trained on valid data).
+std::string no_model_reason(const PluginState& s) {
+  const Config& cfg = s.config;
+  const TrainerState& t = *s.trainer;
+  if (t.session.in_flight())
+    return "training session " + std::to_string(s.stats.sessions) + " still trains (" + t.session.progress() + ")";
+  const long long held = t.buffer->steps(), needed = cfg.train.min_steps;
+  if (s.stats.sessions == 0 && held < needed)
+    return "the buffer holds " + std::to_string(held) + " of the train.min_steps " + std::to_string(needed) +
+           " steps the first session needs";
+  return "no training session has trained on valid data yet";
+}
+
+/// "Sampling at T skipped: no trained model yet: <why>; the next sampling is due at coupling step
+/// 100 (in 50 steps, ~15 s at this run's pace)": a scheduled sampling is never skipped silently.
+std::string skipped_sampling_line(const PluginState& s) {
+  const long long every = s.config.sample.every, step = s.stats.steps;
+  std::string next = "; no more samplings are scheduled (the run's end samples a trained model)";
+  if (every > 0) {
+    const long long due = (step / every + 1) * every, ran = step - s.stats.first_step;
+    next = "; the next sampling is due at coupling step " + std::to_string(due) + " (in " + std::to_string(due - step) +
+           " steps";
+    if (ran > 0) {
+      const double in =
+          seconds_since(s.stats.first_step_at) / static_cast<double>(ran) * static_cast<double>(due - step);
+      next += ", ~" + log::duration(in) + " at this run's pace)";
+      const double left = s.trainer->session.seconds_left();
+      if (left > in) next += ", before the session ends: it will find no model either";
+    } else {
+      next += ")";
+    }
+  }
+  return "Sampling at " + s.stats.datetime + " (coupling step " + std::to_string(step) +
+         ") skipped: no trained model yet: " + no_model_reason(s) + next;
+}
+
 void sampling_step(PluginState& s, bool with_write_back) {
   const auto t0 = Clock::now();
   int outcome = kNothing;
@@ -226,19 +263,24 @@ void sampling_step(PluginState& s, bool with_write_back) {
     if (!trainers_agree(s, ranks)) {
       outcome = kFailedSampling;
     } else if (s.phase() != Phase::kReady) {  // the same phase on every trainer
-      log::progress("Sampling at " + s.stats.datetime + " skipped: no trained model yet");
+      log::progress(skipped_sampling_line(s));
     } else {
+      const auto t_draw = Clock::now();
       bool ok = local(s, "sampling", [&] {
         // A background session on the same cores waits meanwhile (docs/plugin.md, "Sampling").
         const trainer::PauseGate::Hold hold(model.session.in_flight() ? model.pause.get() : nullptr);
         draw_samples(run, ranks, share, model, out, s.stats);
       });
+      s.stats.timers.sample_draw += seconds_since(t_draw);
+      ++s.stats.timers.sampled;
       int64_t masked = 0;  // values masked over every trainer's patches (the same on each)
       if (trainers_agree(s, ranks)) {
         CHECK_MPI(MPI_Allreduce(&out.masked, &masked, 1, MPI_INT64_T, MPI_SUM, ranks.trainers));
         // Collective among the trainers; a failure to write (on the lead) comes after the last piece.
+        const auto t_output = Clock::now();
         ok = local(s, "output", [&] { write_samples(s.config, *s.trainer, *s.coupling, s.faults, s.stats, masked); }) &&
              ok;
+        s.stats.timers.sample_output += seconds_since(t_output);
         if (ok && with_write_back && masked == 0)
           ok = local(s, "write_back", [&] { compute_slot_mean(run.config, share, out); });
       } else {
@@ -288,6 +330,10 @@ void restart_checkpoint(PluginState& s, const std::string& occasion) {
 void coupling_step(PluginState& s, const std::string& datetime) {
   const Config& cfg = s.config;
   if (s.phase() == Phase::kStopped || ++s.stats.calls % cfg.coupling.every != 0) return;
+  if (s.stats.first_step_at == Clock::time_point{}) {
+    s.stats.first_step = s.stats.steps;
+    s.stats.first_step_at = Clock::now();
+  }
   ++s.stats.steps;
   s.stats.datetime = datetime;
   if (s.phase() == Phase::kCoupled) s.transition(Phase::kBuffering);
@@ -362,6 +408,9 @@ void finish_run(PluginState& s) {
     const TrainerShare& share = t;
     TrainerModel& model = t;
     const auto t0 = Clock::now();
+    // The host's own estimate of its end knows nothing of this wait: say what it holds.
+    if (model.session.in_flight())
+      log::progress(waiting_line(s.stats, model, "the end of the run", "then samples its weights and checkpoints"));
     model.session.wait();
     s.stats.timers.train_wait += seconds_since(t0);
     local(s, "training", [&] { collect_session(cfg, ranks, share, model, s.stats, phase); });
@@ -401,6 +450,15 @@ void finish_run(PluginState& s) {
         s.stats.steps, s.stats.sessions, s.stats.samplings, s.stats.timers.gather, s.stats.timers.patches,
         s.stats.timers.train_wait, s.stats.timers.sample, s.stats.timers.checkpoint);
     log::info(line);
+    if (s.is_trainer() && s.stats.anatomy.sessions > 0) log::info(s.stats.anatomy.line());
+    if (s.is_trainer() && s.stats.timers.sampled > 0) {
+      const Timers& t = s.stats.timers;
+      std::snprintf(line, sizeof line,
+                    "Sampling anatomy (%lld samplings): %.3f s: drawing %.3f, output %.3f, write-back and the "
+                    "ranks' agreement %.3f",
+                    t.sampled, t.sample, t.sample_draw, t.sample_output, t.sample - t.sample_draw - t.sample_output);
+      log::info(line);
+    }
   }
 }
 

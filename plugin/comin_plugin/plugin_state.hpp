@@ -9,6 +9,7 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
@@ -153,10 +154,13 @@ struct TrainerState : TrainerShare, TrainerModel, TrainerOutput {
 
 /// Wall-clock seconds spent per activity, for the summary at EP_DESTRUCTOR.
 struct Timers {
-  double gather = 0;      ///< pack + collective gather (every rank)
-  double patches = 0;     ///< coarsening, patch extraction, buffer insert (trainer rank)
-  double train_wait = 0;  ///< time the host waited for training (sync mode, or final join)
-  double sample = 0;      ///< sampling + output + write-back
+  double gather = 0;         ///< pack + collective gather (every rank)
+  double patches = 0;        ///< coarsening, patch extraction, buffer insert (trainer rank)
+  double train_wait = 0;     ///< time the host waited for training (sync mode, or final join)
+  double sample = 0;         ///< sampling + output + write-back
+  double sample_draw = 0;    ///< of which drawing the ensembles (trainer ranks)
+  double sample_output = 0;  ///< of which the NetCDF output (trainer ranks)
+  long long sampled = 0;     ///< samplings this run drew (those above; a resumed run's count starts anew)
   double checkpoint = 0;
 };
 
@@ -168,6 +172,11 @@ struct RunStats {
   long long samplings = 0;
   std::string datetime;  ///< model time of the latest coupling step
   Timers timers;
+  AnatomySums anatomy;  ///< where the sessions' time went (trainer ranks)
+  /// The run's pace: its first coupling step (stats.steps then; a resumed run counts on from the
+  /// checkpoint's) and when it began, for the log's estimates of when work falls due.
+  long long first_step = 0;
+  std::chrono::steady_clock::time_point first_step_at;
 };
 
 /// The run's configuration and identity, from comin_main (finecast-trainer: from the host's

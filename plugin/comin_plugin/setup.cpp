@@ -3,6 +3,7 @@
 // the model and the buffer. Everything that can be checked before the first time step is.
 #include "plugin/comin_plugin/setup.hpp"
 
+#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -70,6 +71,20 @@ int torch_threads(const Config& cfg, int ranks_on_node) {
   if (cfg.train.threads > 0) return cfg.train.threads;
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return std::max(1, cores / std::max(1, ranks_on_node));
+}
+
+/// The cores the host's ranks leave this trainer: the node's cores less one per host rank on it
+/// (an asynchronous session trains while its own rank steps too; a synchronous one has its
+/// rank's core), at most the cores this process may run on (an MPI launcher that binds each rank
+/// to a core leaves it one), at least 1.
+int free_cores(int ranks_on_node, bool async) {
+  const int node = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int mine = node;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) mine = std::max(1, CPU_COUNT(&set));
+  const int left = node - std::max(1, ranks_on_node) + (async ? 0 : 1);
+  return std::max(1, std::min(mine, left));
 }
 
 /// A host variable the plugin reads or writes. The variable list is checked first, so that an
@@ -168,7 +183,7 @@ int64_t read_grid(const Config& cfg, TrainerState& t, bool lead) {
 }
 
 std::unique_ptr<Model> build_model(const Config& cfg, const coupling::PatchOptions& options, int context_size,
-                                   int patch_size, const std::string& device, int threads) {
+                                   int patch_size, const std::string& device, int threads, int ranks_on_node) {
   // The config's model and train sections are the trainer's options; the run adds what it
   // derives (context and patch size from the grid and fields, the covariate channels) and the seed.
   trainer::ModelOptions mo = cfg.model;
@@ -177,6 +192,14 @@ std::unique_ptr<Model> build_model(const Config& cfg, const coupling::PatchOptio
   mo.static_channels = coupling::static_channels(options);
   trainer::TrainOptions to = cfg.train;
   to.seed = cfg.seed;
+  if (to.threads == -1 && to.max_threads == 0) {
+    // threads: auto measures 1..N threads at the first session: N is what the host leaves free.
+    to.max_threads = free_cores(ranks_on_node, cfg.train.async);
+    log::info("train.threads auto: at most " + std::to_string(to.max_threads) + " thread(s): the core(s) " +
+              std::to_string(ranks_on_node) + " host rank(s) on this node leave free of " +
+              std::to_string(std::max(1u, std::thread::hardware_concurrency())) +
+              (cfg.train.async ? " (train.async: the trainer's own rank steps meanwhile)" : ""));
+  }
   std::string device_line;
   auto model = trainer_module().create_model(mo, to, device, cfg.sample.device, threads, device_line);
   log::info(device_line);
@@ -456,17 +479,19 @@ void check_memory(const Config& cfg, int64_t n_patches, int64_t C, int64_t P) {
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   if (pages <= 0 || page <= 0) return;
   const double node = static_cast<double>(pages) * static_cast<double>(page);
-  const double buffer =
-      static_cast<double>(cfg.buffer.capacity) * static_cast<double>(n_patches) * static_cast<double>(C + P + 1) * 4.0;
+  // The buffer, and the sessions' copy of it (context, fine values, weights, two row indices),
+  // which is kept from set-up on.
+  const double rows = static_cast<double>(cfg.buffer.capacity) * static_cast<double>(n_patches);
+  const double buffer = rows * static_cast<double>(C + P + 1) * 4.0 + rows * static_cast<double>(C + 2 * P + 4) * 4.0;
   const double members =
       static_cast<double>(cfg.sample.members) * static_cast<double>(n_patches) * static_cast<double>(P) * 4.0;
   if (buffer + members <= node) return;
   auto gb = [](double bytes) { return std::to_string(bytes / 1e9).substr(0, 6) + " GB"; };
-  throw ConfigError(cfg.source + ": buffer.capacity " + std::to_string(cfg.buffer.capacity) + " and sample.members " +
-                    std::to_string(cfg.sample.members) + " need " + gb(buffer) + " (buffer) + " + gb(members) +
-                    " (members) on this trainer rank for its " + std::to_string(n_patches) +
-                    " patches, more than this node's memory (" + gb(node) +
-                    "): lower them, or add trainer ranks (train.ranks)");
+  throw ConfigError(
+      cfg.source + ": buffer.capacity " + std::to_string(cfg.buffer.capacity) + " and sample.members " +
+      std::to_string(cfg.sample.members) + " need " + gb(buffer) + " (buffer and the sessions' copy of it) + " +
+      gb(members) + " (members) on this trainer rank for its " + std::to_string(n_patches) +
+      " patches, more than this node's memory (" + gb(node) + "): lower them, or add trainer ranks (train.ranks)");
 }
 
 /// A trainer rank: grid, its share of the patches, device, model (fresh or resumed), buffer.
@@ -536,9 +561,10 @@ std::unique_ptr<TrainerState> setup_trainer(PluginState& s, const HostFacts& fac
   // LibTorch's threads are set around finecast's own work only (the host's OpenMP count stays
   // as it is); the device line reports them. LibTorch is loaded here, on trainer ranks only.
   t->torch_threads = torch_threads(cfg, ranks_on_node);
-  t->model =
-      build_model(cfg, t->patch_options, C, static_cast<int>(P), trainer_device(cfg, c.trainers), t->torch_threads);
+  t->model = build_model(cfg, t->patch_options, C, static_cast<int>(P), trainer_device(cfg, c.trainers),
+                         t->torch_threads, ranks_on_node);
   t->model->set_pause_gate(t->pause);
+  t->session.set_nice(cfg.train.nice);
   if (n_trainers > 1) {
     t->reducer = std::make_shared<MpiReducer>(c.training);
     t->model->set_reducer(t->reducer);
@@ -554,6 +580,8 @@ std::unique_ptr<TrainerState> setup_trainer(PluginState& s, const HostFacts& fac
   std::vector<float> weights(t->shard.fine_weight.begin(), t->shard.fine_weight.end());
   t->buffer = std::make_unique<coupling::RollingBuffer>(cfg.buffer.capacity, t->n_patches, C, static_cast<int>(P),
                                                         std::move(weights));
+  // The sessions' copy of the buffer, allocated now rather than in the first session's step.
+  t->session.reserve(static_cast<int64_t>(cfg.buffer.capacity) * t->n_patches, C, static_cast<int>(P));
   t->command = facts.command;
   if (!cfg.checkpoint.resume.empty()) {
     if (ResumeSource source = choose_resume_source(cfg, *t, c.trainers, facts); !source.checkpoint.empty())

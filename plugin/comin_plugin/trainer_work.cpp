@@ -131,6 +131,16 @@ void check_field_scales(const Config& cfg, const Ranks& ranks, TrainerShare& t, 
 
 }  // namespace
 
+std::string waiting_line(const RunStats& stats, const TrainerModel& model, const std::string& occasion,
+                         const std::string& then) {
+  const Timers& t = stats.timers;
+  // The run's end samples the final weights after the wait: what a sampling took so far.
+  const std::string sampling =
+      t.sampled > 0 ? "; a sampling takes ~" + log::duration(t.sample / static_cast<double>(t.sampled)) + " here" : "";
+  return "Waiting at " + occasion + " for training session " + std::to_string(stats.sessions) + " (" +
+         model.session.progress() + "), " + then + sampling;
+}
+
 std::string buffer_part_path(const std::string& dir, long long step, int index) {
   if (index == 0) return buffer_path_for_step(dir, step);
   char name[64];
@@ -142,6 +152,8 @@ void collect_session(const Config& cfg, const Ranks& ranks, const TrainerShare& 
                      RunPhase& phase) {
   if (!model.session.collect()) return;  // rethrows the error of a failed session
   const trainer::SessionStats& st = model.session.last_stats();
+  stats.anatomy.add(stats.sessions, model.session.last_times(), st);
+  if (ranks.is_lead) log::info(anatomy_line(stats.sessions, model.session.last_times(), st));
   int64_t good_batches = 0;
   for (const auto& e : st.epochs) good_batches += e.batches - e.bad_steps;
   // (Not after early stopping, or with the run's time budget spent: the model trained before.)
@@ -276,7 +288,8 @@ void write_model_checkpoint(const RunSettings& run, const Ranks& ranks, const Tr
 void start_session(const RunSettings& run, const Ranks& ranks, const TrainerShare& t, TrainerModel& model,
                    RunStats& stats, RunPhase& phase) {
   const Config& cfg = run.config;
-  Snapshot snap;
+  const auto t_snapshot = Clock::now();
+  Snapshot snap = model.session.recycled();
   t.buffer->snapshot(snap.context, snap.fine, snap.weights, &snap.step);
   snap.n = t.buffer->samples();
   // The rows in the order one trainer holding every patch would have them (by step, then by
@@ -303,6 +316,7 @@ void start_session(const RunSettings& run, const Ranks& ranks, const TrainerShar
     snap.global_row[static_cast<size_t>(r)] = step_offset[i] + before_me[i] + seen[i]++;
   }
   snap.global_rows = total;
+  snap.seconds = seconds_since(t_snapshot);
 
   if (total == 0) {
     // Every buffered patch held NaN/Inf (a coupled field not yet defined, e.g.): a session
@@ -378,6 +392,8 @@ void finish_session(const Config& cfg, const Ranks& ranks, const TrainerShare& t
                     RunPhase& phase, const std::string& occasion) {
   if (model.session.in_flight()) {
     const auto t0 = Clock::now();
+    // The host's own estimate of its end knows nothing of this wait: say what it holds.
+    log::progress(waiting_line(stats, model, occasion, "then writes the checkpoint"));
     model.session.wait();
     stats.timers.train_wait += seconds_since(t0);
     log::info("Waited " + std::to_string(seconds_since(t0)).substr(0, 5) + " s for the training session to finish (" +

@@ -1,26 +1,128 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "plugin/comin_plugin/training_session.hpp"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <stdexcept>
 
 #include "common/log.hpp"
 
 namespace finecast::plugin {
+namespace {
 
-std::string epoch_line(const trainer::SessionStats& so_far, int epochs) {
-  const trainer::EpochStats& e = so_far.epochs.back();
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+/// Lowers the calling thread's priority by `steps` nice levels (at most to 19); the threads it
+/// starts afterwards (LibTorch's and OpenBLAS's OpenMP workers) inherit it. On Linux a nice value
+/// belongs to a thread (setpriority on its thread id), not to the whole process.
+void lower_this_threads_priority(int steps) {
+  if (steps <= 0) return;
+  const auto tid = static_cast<id_t>(syscall(SYS_gettid));
+  errno = 0;
+  const int now = getpriority(PRIO_PROCESS, tid);
+  if (now == -1 && errno != 0) return;
+  const int target = std::min(19, now + steps);
+  if (target != now && setpriority(PRIO_PROCESS, tid, target) != 0)
+    log::warning(std::string("train.nice: the training thread's priority stays as the host's (setpriority: ") +
+                 std::strerror(errno) + ")");
+}
+
+/// "0.123" (seconds, 3 decimals).
+std::string sec(double s) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3f", s);
+  return b;
+}
+
+/// "snapshot 0.004, thread start 0.000, cleaning ..., other 0.001": the parts outside the
+/// epochs; `other` is what no part accounts for.
+std::string parts(const SessionTimes& p, const trainer::SessionAnatomy& a, double other) {
+  return "snapshot " + sec(p.snapshot) + ", thread start " + sec(p.thread_start) + ", thread setup " +
+         sec(p.thread_setup) + ", epoch lines " + sec(p.epoch_lines) + ", cleaning " + sec(a.cleaning) + ", split " +
+         sec(a.split) + ", normalisation " + sec(a.normalisation) + ", thread tuning " + sec(a.thread_tuning) +
+         ", validation " + sec(a.validation) + ", publishing " + sec(a.publishing) + ", other " + sec(other);
+}
+
+/// Outside / epochs as "0.05x" ("-" without epochs).
+std::string ratio(double outside, double epochs) {
+  if (!(epochs > 0)) return "-";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3fx", outside / epochs);
+  return b;
+}
+
+}  // namespace
+
+std::string anatomy_line(long long session, const SessionTimes& t, const trainer::SessionStats& st) {
+  const trainer::SessionAnatomy& a = st.anatomy;
+  const double outside = t.total() - a.epochs;
+  const double other = t.total() - t.snapshot - t.thread_start - t.thread_setup - t.epoch_lines - a.sum();
+  return "Session " + std::to_string(session) + " anatomy: " + sec(t.total()) + " s, host blocked " +
+         sec(t.host_blocked) + " s; epochs " + sec(a.epochs) + " s, outside them " + sec(outside) + " s (" +
+         ratio(outside, a.epochs) + "): " + parts(t, a, other) + "; the training thread's CPU outside them " +
+         sec(a.cpu_outside_epochs) + " s";
+}
+
+void AnatomySums::add(long long session, const SessionTimes& t, const trainer::SessionStats& st) {
+  const trainer::SessionAnatomy& a = st.anatomy;
+  const double outside = t.total() - a.epochs;
+  if (sessions == 0) first_outside = outside, first_epochs = a.epochs;
+  if (a.epochs > 0 && outside / a.epochs >= worst_ratio) worst_ratio = outside / a.epochs, worst_session = session;
+  ++sessions;
+  plugin.snapshot += t.snapshot;
+  plugin.thread_start += t.thread_start;
+  plugin.run += t.run;
+  plugin.thread_setup += t.thread_setup;
+  plugin.epoch_lines += t.epoch_lines;
+  plugin.host_blocked += t.host_blocked;
+  trainer.cleaning += a.cleaning;
+  trainer.split += a.split;
+  trainer.normalisation += a.normalisation;
+  trainer.thread_tuning += a.thread_tuning;
+  trainer.epochs += a.epochs;
+  trainer.validation += a.validation;
+  trainer.publishing += a.publishing;
+  trainer.cpu_outside_epochs += a.cpu_outside_epochs;
+}
+
+std::string AnatomySums::line() const {
+  if (sessions == 0) return "";
+  const double outside = plugin.total() - trainer.epochs;
+  const double other =
+      plugin.total() - plugin.snapshot - plugin.thread_start - plugin.thread_setup - plugin.epoch_lines - trainer.sum();
+  return "Session anatomy (" + std::to_string(sessions) + " sessions): " + sec(plugin.total()) + " s, host blocked " +
+         sec(plugin.host_blocked) + " s; epochs " + sec(trainer.epochs) + " s, outside them " + sec(outside) + " s (" +
+         ratio(outside, trainer.epochs) + "): " + parts(plugin, trainer, other) + "; first session outside " +
+         sec(first_outside) + " s (" + ratio(first_outside, first_epochs) + "); most outside: session " +
+         std::to_string(worst_session) + " (" + (worst_session > 0 ? ratio(worst_ratio, 1.0) : "-") + ")";
+}
+
+double time_left(const trainer::SessionStats& so_far, int epochs) {
   const auto done = static_cast<int>(so_far.epochs.size());
+  if (done == 0) return 0;
   double seconds = 0;
   for (const trainer::EpochStats& k : so_far.epochs) seconds += k.seconds;
   // The time left by optimizer steps when the trainer planned them (a step budget, train.max_steps,
   // may end the session long before its epochs), else by epochs.
   const int64_t steps = so_far.session_steps, planned = so_far.session_steps_planned;
-  const bool by_steps = planned > 0 && steps > 0;
-  const bool more = by_steps ? steps < planned : done < epochs;
-  const double left = by_steps ? seconds / static_cast<double>(steps) * static_cast<double>(planned - steps)
-                               : seconds / done * std::max(0, epochs - done);
+  if (planned > 0 && steps > 0)
+    return seconds / static_cast<double>(steps) * static_cast<double>(std::max<int64_t>(0, planned - steps));
+  return seconds / done * std::max(0, epochs - done);
+}
+
+std::string epoch_line(const trainer::SessionStats& so_far, int epochs) {
+  const trainer::EpochStats& e = so_far.epochs.back();
+  const auto done = static_cast<int>(so_far.epochs.size());
+  const int64_t steps = so_far.session_steps, planned = so_far.session_steps_planned;
+  const bool more = planned > 0 && steps > 0 ? steps < planned : done < epochs;
+  const double left = time_left(so_far, epochs);
   char line[200];
   std::snprintf(line, sizeof line, "Epoch %d/%d: avg loss = %.4f (%lld batches, %.2f s, %.0f samples/s)%s", done,
                 epochs, e.avg_loss, static_cast<long long>(e.batches), e.seconds,
@@ -35,22 +137,36 @@ TrainingSession::~TrainingSession() {
 
 void TrainingSession::start(Model& model, Snapshot data, int epochs, bool async, int threads,
                             std::function<void()> before) {
+  const auto started = Clock::now();
   if (in_flight()) throw std::logic_error("a training session is already in flight");
   if (thread_.joinable()) thread_.join();
   data_ = std::move(data);
+  {
+    std::lock_guard<std::mutex> lock(progress_mutex_);
+    progress_ = Progress{0, epochs, 0.0, started};
+  }
   error_ = nullptr;
   finished_ = false;
   before_ = std::move(before);
+  times_ = SessionTimes{};
+  times_.snapshot = data_.seconds;
+  async_ = async;
   running_ = true;
   if (async) {
-    thread_ = std::thread(&TrainingSession::run, this, &model, epochs, threads);
+    thread_ = std::thread(&TrainingSession::run, this, &model, epochs, threads, started);
   } else {
-    run(&model, epochs, threads);
+    run(&model, epochs, threads, started);
   }
+  // (The training thread writes the other members of times_ meanwhile; collect() reads them
+  // after joining it.)
+  times_.host_blocked = times_.snapshot + seconds_since(started);
 }
 
-void TrainingSession::run(Model* model, int epochs, int threads) noexcept {
+void TrainingSession::run(Model* model, int epochs, int threads, Clock::time_point started) noexcept {
+  const auto began = Clock::now();
+  times_.thread_start = std::chrono::duration<double>(began - started).count();
   try {
+    if (async_) lower_this_threads_priority(nice_);
     if (before_) before_();
     trainer::DataView view{data_.context.data(), data_.fine.data(), data_.weights.data(), data_.n};
     if (static_cast<int64_t>(data_.step.size()) == data_.n) view.time = data_.step.data();
@@ -67,11 +183,19 @@ void TrainingSession::run(Model* model, int epochs, int threads) noexcept {
     };
     stats_ = model->train_session(
         view, epochs, threads, [](const std::string& event) { log::warning(event); },
-        [epochs, &notes_from](const trainer::SessionStats& so_far) {
+        [this, epochs, &notes_from](const trainer::SessionStats& so_far) {
+          const auto t0 = Clock::now();
           log::progress(epoch_line(so_far, epochs));
           notes_from(so_far);
+          {
+            std::lock_guard<std::mutex> lock(progress_mutex_);
+            progress_ = {static_cast<int>(so_far.epochs.size()), epochs, time_left(so_far, epochs), Clock::now()};
+          }
+          times_.epoch_lines += seconds_since(t0);
         });
     notes_from(stats_);
+    times_.run = seconds_since(began);
+    times_.thread_setup = times_.run - stats_.seconds;
     finished_ = true;
   } catch (...) {
     error_ = std::current_exception();
@@ -86,11 +210,47 @@ void TrainingSession::run(Model* model, int epochs, int threads) noexcept {
       group_failure_(what);
     }
   }
-  data_ = Snapshot{};  // free the copy
-  running_ = false;
+  running_ = false;  // (data_ stays: the next snapshot reuses its memory, recycled())
 }
 
 bool TrainingSession::in_flight() const { return running_; }
+
+void TrainingSession::reserve(int64_t rows, int C, int P) {
+  if (in_flight()) throw std::logic_error("reserve(): a training session is in flight");
+  const auto n = static_cast<size_t>(rows);
+  data_.context.resize(n * static_cast<size_t>(C));
+  data_.fine.resize(n * static_cast<size_t>(P));
+  data_.weights.resize(n * static_cast<size_t>(P));
+  data_.step.resize(n);
+  data_.global_row.resize(n);
+}
+
+Snapshot TrainingSession::recycled() {
+  if (in_flight()) throw std::logic_error("recycled(): a training session is in flight");
+  if (thread_.joinable()) thread_.join();
+  Snapshot s = std::move(data_);
+  data_ = Snapshot{};
+  return s;
+}
+
+double TrainingSession::seconds_left() const {
+  if (!running_) return -1;
+  std::lock_guard<std::mutex> lock(progress_mutex_);
+  // The estimate at the latest epoch's end, less the time since (sampling steps that paused the
+  // session are in its epochs' times, and so in the estimate).
+  return progress_.done == 0 ? -1 : std::max(0.0, progress_.left - seconds_since(progress_.at));
+}
+
+std::string TrainingSession::progress() const {
+  if (!running_) return "";
+  const double left = seconds_left();
+  std::lock_guard<std::mutex> lock(progress_mutex_);
+  if (progress_.done == 0 || left < 0)
+    return "epoch 1/" + std::to_string(progress_.epochs) + " started " + log::duration(seconds_since(progress_.at)) +
+           " ago";
+  return "epoch " + std::to_string(progress_.done) + "/" + std::to_string(progress_.epochs) + " done, ends in ~" +
+         log::duration(left);
+}
 
 bool TrainingSession::collect() {
   if (running_) return false;

@@ -599,6 +599,29 @@ TEST(PluginRuns, ASessionOwedWhenTheRunEndsIsLogged) {
       << r.output;
 }
 
+// Under load a session may outlast several samplings (the demo's first session once ran past
+// all four): each skipped sampling says why (the session still trains, how far it is) and when
+// the next is due; the end of the run says what it waits for (the host's ETA cannot know); the
+// session's anatomy is logged when it ends and summed at the end.
+TEST(PluginRuns, ASkippedSamplingSaysWhyAndWhenTheNextIsDue) {
+  const fs::path dir = workdir("skipped_sampling");
+  write_file(dir / "plugin.yaml", tiny_plugin_config("train: {async: true, every: 1, min_steps: 1, epochs: 2000}\n"
+                                                     "sample: {every: 2}\n"));
+  write_file(dir / "host.yaml", host_run_file(5, "plugin.yaml"));
+  const Result r = run_host(dir, 2);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const std::string& line :
+       {"Sampling at 1979-01-01T01:00:00 (coupling step 2) skipped: no trained model yet: training session 1 still "
+        "trains (epoch ",
+        "; the next sampling is due at coupling step 4 (in 2 steps, ~",
+        "Sampling at 1979-01-01T02:00:00 (coupling step 4) skipped: no trained model yet: training session 1 still "
+        "trains (epoch ",
+        "; the next sampling is due at coupling step 6 (in 2 steps, ~",
+        "Waiting at the host's restart at 1979-01-01T02:30:00 for training session 1 (epoch ",
+        "), then writes the checkpoint", "Session 1 anatomy: ", "Session anatomy (1 sessions): "})
+    EXPECT_NE(r.output.find(line), std::string::npos) << line << "\n" << r.output;
+}
+
 // Output and checkpoint places that cannot be written stop the run at start-up (the secondary
 // constructor), naming the key and the path, not at the first sampling or checkpoint hours in;
 // /proc takes no files even from root (for whom access(W_OK) says yes). A missing output

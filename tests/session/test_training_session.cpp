@@ -6,13 +6,22 @@
 // own buffer, samples from the published weights, logs, polls collect()), failures carried to
 // collect(), and the thread count left as it was. Its own executable, so that
 // `scripts/test.sh --sanitize` can run it under ThreadSanitizer without the rest of the plugin.
+#include <ATen/ATen.h>
 #include <gtest/gtest.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <future>
+#include <iterator>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -286,4 +295,117 @@ TEST(TrainingSession, TheEpochLinesTimeLeftFollowsTheStepBudget) {
   st.session_steps_planned = 0;  // no plan: by epochs, 1 of 3 done in 2 s
   EXPECT_NE(fp::epoch_line(st, 3).find("; session ends in ~" + flog::duration(4)), std::string::npos)
       << fp::epoch_line(st, 3);
+}
+
+namespace {
+
+/// The nice value of thread `tid` of this process: field 19 of /proc/self/task/<tid>/stat (the
+/// fields after the command name in parentheses start at field 3).
+int nice_of_thread(long tid) {
+  std::ifstream in("/proc/self/task/" + std::to_string(tid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+  std::string field;
+  for (int k = 3; k <= 19 && fields >> field; ++k) {
+  }
+  return std::stoi(field);
+}
+
+long this_thread_id() { return static_cast<long>(syscall(SYS_gettid)); }
+
+}  // namespace
+
+// train.nice: an asynchronous session's thread runs below the priority of the thread that
+// started it, and so do the OpenMP threads LibTorch runs its parallel loops on (created by it);
+// the starting thread keeps its own, and a synchronous session (on the host's thread) changes
+// nothing. Read from the kernel's own record of each thread.
+TEST(TrainingSession, AnAsynchronousSessionRunsNiceAndSoDoItsOpenMPThreads) {
+  LogCapture log;
+  KnownDistribution d(128, 26);
+  const auto model = make_model();
+  const int host_nice = nice_of_thread(this_thread_id());
+  if (host_nice >= 19) GTEST_SKIP() << "this test runs at nice 19 already: nothing lower to see";
+  const int expected = std::min(19, host_nice + 7);
+  fp::TrainingSession session;
+  session.set_nice(7);
+  std::mutex mutex;
+  std::map<long, int> seen;  // thread id -> its nice value, as it ran
+  session.start(*model, snapshot_of(d), 1, /*async=*/true, /*threads=*/2, [&] {
+    const std::lock_guard<std::mutex> lock(mutex);
+    seen[this_thread_id()] = nice_of_thread(this_thread_id());
+  });
+  session.wait();
+  ASSERT_TRUE(session.collect());
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen.begin()->second, expected) << "the training thread runs at the host's priority";
+  EXPECT_EQ(nice_of_thread(this_thread_id()), host_nice) << "the starting thread's priority changed";
+
+  // An element-wise operation of LibTorch large enough to run in parallel, on the training thread:
+  // the OpenMP threads it runs on are that thread's (each thread that starts parallel regions has
+  // its own), started by it, and idle in its pool afterwards; every one of them is nice.
+  int nice_threads = 0;
+  session.start(*model, snapshot_of(d), 1, true, 2, [&] {
+    const ft::ScopedTorchThreads two(2);
+    EXPECT_GT(at::ones({1 << 22}).exp_().sum().item<float>(), 0.0f);
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task"))
+      nice_threads += nice_of_thread(std::stol(task.path().filename().string())) == expected;
+  });
+  session.wait();
+  ASSERT_TRUE(session.collect());
+  EXPECT_GE(nice_threads, 2) << "LibTorch's OpenMP threads run at the host's priority";
+
+  seen.clear();
+  session.start(*model, snapshot_of(d), 1, /*async=*/false, 1, [&] { seen[this_thread_id()] = -100; });
+  ASSERT_TRUE(session.collect());
+  EXPECT_EQ(seen.count(this_thread_id()), 1u) << "a synchronous session runs on the calling thread";
+  EXPECT_EQ(nice_of_thread(this_thread_id()), host_nice) << "a synchronous session lowered the host's priority";
+}
+
+// The anatomy of a session: its parts (the snapshot, the thread's start, cleaning, split,
+// normalisation, thread tuning, the epochs, validation, publishing) are each timed and together
+// make up the session's time; the epochs' part is the sum of the epochs' own times; the log line
+// and the run's sums name them.
+TEST(TrainingSession, TheAnatomyOfASessionAddsUpToItsTime) {
+  LogCapture log;
+  KnownDistribution d(512, 27);
+  const auto model = make_model();
+  fp::TrainingSession session;
+  fp::AnatomySums sums;
+  for (const bool async : {false, true}) {
+    fp::Snapshot snap = snapshot_of(d);
+    snap.seconds = 0.002;  // as the plugin measured taking it
+    session.start(*model, std::move(snap), 3, async, 1);
+    session.wait();
+    ASSERT_TRUE(session.collect());
+    const ft::SessionStats& st = session.last_stats();
+    const fp::SessionTimes& t = session.last_times();
+    const ft::SessionAnatomy& a = st.anatomy;
+    double epochs = 0;
+    for (const auto& e : st.epochs) epochs += e.seconds;
+    EXPECT_DOUBLE_EQ(a.epochs, epochs);
+    EXPECT_GT(a.epochs, 0.0);
+    for (double part : {a.cleaning, a.split, a.normalisation, a.thread_tuning, a.validation, a.publishing,
+                        t.thread_start, t.run, t.thread_setup, t.epoch_lines})
+      EXPECT_GE(part, 0.0);
+    EXPECT_DOUBLE_EQ(t.snapshot, 0.002);
+    // The parts are timed back to back (each one's end is the next one's start), so what they
+    // miss is the few instructions between two clock reads and the epochs' loop, not a machine's load.
+    EXPECT_LE(a.sum() + t.epoch_lines, st.seconds + 1e-9) << "the trainer's parts overlap";
+    EXPECT_LT(st.seconds - a.sum() - t.epoch_lines, 1e-3) << "the trainer's parts miss some of its time";
+    const double named = t.snapshot + t.thread_start + t.thread_setup + t.epoch_lines + a.sum();
+    EXPECT_NEAR(named, t.total(), 1e-3) << "the parts miss some of the session's time";
+    if (async) {
+      EXPECT_LT(t.host_blocked, t.total()) << "in the background, the host waits for the start only";
+    } else {
+      EXPECT_NEAR(t.host_blocked, t.total(), 5e-3) << "inline, the host waits for all of it";
+    }
+    const std::string line = fp::anatomy_line(1, t, st);
+    for (const char* name :
+         {"snapshot ", "thread start ", "thread setup ", "cleaning ", "split ", "normalisation ", "thread tuning ",
+          "epoch lines ", "validation ", "publishing ", "other ", "epochs ", "outside them "})
+      EXPECT_NE(line.find(name), std::string::npos) << name << " in " << line;
+    sums.add(async ? 2 : 1, t, st);
+  }
+  EXPECT_EQ(sums.sessions, 2);
+  EXPECT_NE(sums.line().find("Session anatomy (2 sessions): "), std::string::npos) << sums.line();
 }

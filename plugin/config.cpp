@@ -206,7 +206,11 @@ const schema::Table<Config>& config_table() {
       train.push_back(f);
     add(nested(&Config::train, train, "train."));
     Table<SampleConfig> sample{integer("every", &SampleConfig::every, 0, kMax,
-                                       "coupling steps between samplings; 0 = only at the end of the run")};
+                                       "coupling steps between samplings; 0 = only at the end of the run"),
+                               boolean("at_end", &SampleConfig::at_end,
+                                       "sample the final weights at the end of the run (unless the latest "
+                                       "sampling used them); false with every 0: no sampling at all (an "
+                                       "evaluation that samples with finecast-downscale)")};
     for (const auto& f : inherited<SampleConfig>(in_scope(trainer::sample_options_table(), Scope::kConfig)))
       sample.push_back(f);
     sample.push_back(

@@ -120,6 +120,9 @@ struct TrainConfig : trainer::TrainOptions {
 /// The sample section: when and where the plugin samples, plus the trainer's sampling options.
 struct SampleConfig : trainer::SampleOptions {
   int every = 0;  ///< coupling steps between samplings; 0 = only at the end of the run
+  /// Sample the final weights at the end of the run (unless the latest sampling used them);
+  /// false: an offline evaluation that samples with finecast-downscale skips it (issue 43).
+  bool at_end = true;
   std::string output = "finecast_output.nc";
   std::string write_back;  ///< host variable (created by the plugin) for the ensemble mean; "" = none
   std::string device;      ///< device that samples ("" = the training device)

@@ -33,8 +33,9 @@ CASE:
            hold out the 18 R2B0 cells wholly inside lat 0..90, lon -180..0. val: the 13 inside
            lon 30..150 (the training then sees the test box: for tuning only).
   Spatial cases (eur11, icon) replay the whole field with --hold-out: the held-out patches are
-  never trained on, their coarse values stay in their neighbours' context, and finecast-eval
-  scores them only (--hold-out), with regression_cons fitted on the rest.
+  never trained on, their coarse values stay in their neighbours' context, finecast-downscale
+  samples them only (--hold-out) and finecast-eval scores them only (--hold-out), with
+  regression_cons fitted on the rest. The replay itself samples nothing (sample.at_end: false).
 
 Options:
   --split test|val   which split (default: test). Tune on val; test is scored once.
@@ -52,8 +53,9 @@ Options:
   --set KEY=VALUE    plugin config override for the replay (repeatable), e.g. train.epochs=5
   --seeds S1,S2,...  train one model per seed (the plugin's seed, over --set seed=) into
                      checkpoints_s<S>/ and pool their members: finecast-downscale draws
-                     members / N from each (default: icon 42,43, the others one model with the
-                     config's seed; "--seeds 42" trains one model with seed 42)
+                     members / N from each, the k-th with the sampling seed
+                     42 + k (default: icon 42,43, the others one model with the config's
+                     seed; "--seeds 42" trains one model with seed 42)
   --geometry G       icon: file | uniform, the cells' coordinates for every tool (finecast-host
                      --write-orography, finecast-replay, finecast-downscale, finecast-eval;
                      docs/grids.md). Default: each tool's own (file)
@@ -220,13 +222,15 @@ else
 fi
 
 # 4. the ensemble on the held-out data (finecast-downscale coarsens the fine field first); the
-#    spatial cases downscale the whole field (the held-out patches see their true neighbours)
+#    spatial cases sample only the held-out patches finecast-eval scores (--hold-out), with their
+#    contexts from the whole field (the held-out patches see their true neighbours; issue 43)
 TEST=$OUT/data/test.nc
-if [[ -n $HOLD ]]; then TEST=$OUT/data/data.nc; fi
+HOLD_ARGS=()
+if [[ -n $HOLD ]]; then TEST=$OUT/data/data.nc HOLD_ARGS=(--hold-out "$HOLD"); fi
 GRID_ARGS=()
 if [[ $CASE == icon ]]; then GRID_ARGS=(--grid "$ICON_GRID" "${GEO_ARGS[@]}"); fi
 DOWN=("$BUILD/bin/finecast-downscale" "${CHECKPOINTS[@]}" --input "$TEST" --var "$VAR" "${GRID_ARGS[@]}"
-      "${STATICS[@]}" --output "$OUT/downscaled.nc" --members "${MEMBERS:-$DEFAULT_MEMBERS}" --device cpu
+      "${STATICS[@]}" "${HOLD_ARGS[@]}" --output "$OUT/downscaled.nc" --members "${MEMBERS:-$DEFAULT_MEMBERS}" --device cpu
       --sampler "${SAMPLER:-$DEFAULT_SAMPLER}" --steps "$STEPS" --eta "$ETA" "${INFLATION_ARGS[@]}" --threads "$THREADS" --seed 42)
 if [[ $ONLY_EVAL == 0 ]]; then
   log "downscale: ${DOWN[*]}"

@@ -2,12 +2,16 @@
 // The spec's grid and patch map, the sampling seed, and drawn residuals to fine values.
 #include "coupling/conditioning/conditioning_pipeline.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/error.hpp"
+#include "common/region.hpp"
 #include "coupling/grid/context_stencil.hpp"
+#include "coupling/grid/hold_out_mask.hpp"
 #include "coupling/grid/icon_geometry.hpp"
 #include "coupling/grid/icon_hierarchy.hpp"
+#include "coupling/io/static_field.hpp"
 
 namespace finecast::coupling {
 namespace {
@@ -95,6 +99,71 @@ ConditioningGrid read_conditioning_grid(const ConditioningSpec& spec, const std:
     read_latlon(spec, source, with_output, g);
   prepare_for(spec, g.map);
   return g;
+}
+
+std::vector<char> patches_inside(const ConditioningGrid& grid, const Region& region) {
+  const PatchMap& map = grid.map;
+  std::vector<char> inside(static_cast<size_t>(map.n_coarse), 0);
+  for (int64_t c = 0; c < map.n_coarse; ++c) {
+    bool in = true;
+    for (int k = 0; k < map.patch_size && in; ++k) {
+      double lat = 0, lon = 0;
+      grid.cell_lat_lon(map.fine_of_patch[c * map.patch_size + k], lat, lon);
+      in = region.contains_lat(lat) && region.contains_lon(lon);
+    }
+    inside[static_cast<size_t>(c)] = in ? 1 : 0;
+  }
+  return inside;
+}
+
+std::vector<char> held_out_patches(const ConditioningGrid& grid, const std::string& text, const std::string& key) {
+  const bool box = is_region_text(text);
+  std::vector<char> held;
+  if (box) {
+    held = patches_inside(grid, parse_region(text, key));
+  } else {
+    const auto [file, var] = split_file_var(text);
+    if (file.empty() || var.empty())
+      throw ConfigError(key + " " + text +
+                        ": expected lat0,lat1,lon0,lon1 in degrees or FILE:VAR (a NetCDF mask on the fine grid)");
+    std::vector<float> mask;
+    try {
+      mask = grid.icon ? read_static_icon(file, var, *grid.icon)
+                       : read_static_latlon(file, var, *grid.latlon, "the grid " + grid.text);
+    } catch (const Error& e) {
+      throw ConfigError(key + " " + text + ": " + e.what() + "; expected variable '" + var + "' of '" + file +
+                        "' on the fine grid " + grid.text + " (non-zero cells mark the held-out patches)");
+    }
+    held = patches_held_out(grid.map, mask.data());
+  }
+  if (std::find(held.begin(), held.end(), 1) == held.end())
+    throw ConfigError(key + " " + text + ": " +
+                      (box ? "no patch lies wholly inside the box" : "the mask flags no cell of any patch") + " (" +
+                      grid.text + ")");
+  return held;
+}
+
+void select_patches(const Patches& all, const std::vector<int64_t>& rows, Patches& out) {
+  const auto n = static_cast<int64_t>(rows.size());
+  out.n = n;
+  out.C = all.C;
+  out.P = all.P;
+  out.n_invalid = 0;
+  // Per patch `width` values of `from`, the rows' in order (an empty array stays empty).
+  auto take = [&](const auto& from, auto& to, int64_t width) {
+    to.resize(from.empty() ? 0 : static_cast<size_t>(n * width));
+    if (from.empty()) return;
+    for (int64_t j = 0; j < n; ++j)
+      std::copy_n(from.begin() + rows[static_cast<size_t>(j)] * width, width, to.begin() + j * width);
+  };
+  take(all.context, out.context, all.C);
+  take(all.fine, out.fine, all.P);
+  take(all.coarse, out.coarse, 1);
+  take(all.base, out.base, all.P);
+  take(all.residual, out.residual, all.P);
+  take(all.weights, out.weights, all.P);
+  take(all.valid, out.valid, 1);
+  for (uint8_t v : out.valid) out.n_invalid += v ? 0 : 1;
 }
 
 void prepare_for(const ConditioningSpec& spec, PatchMap& map) {

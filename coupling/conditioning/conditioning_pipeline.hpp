@@ -10,6 +10,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "coupling/conditioning/conditioning_spec.hpp"
 #include "coupling/grid/icon_grid.hpp"
@@ -17,6 +18,10 @@
 #include "coupling/grid/patch_map.hpp"
 #include "coupling/grid/patches.hpp"
 #include "coupling/io/nc_metadata.hpp"
+
+namespace finecast {
+struct Region;
+}
 
 namespace finecast::coupling {
 
@@ -41,6 +46,23 @@ struct ConditioningGrid {
 /// (a copy of its coordinates, which only the rank that writes needs).
 ConditioningGrid read_conditioning_grid(const ConditioningSpec& spec, const std::string& source,
                                         bool with_output = true);
+
+/// The patches whose fine cell centres all lie inside `region` (degrees, in the grid's own
+/// coordinates: rotated on rotated grids), 1 per such patch.
+std::vector<char> patches_inside(const ConditioningGrid& grid, const Region& region);
+
+/// The patches a hold-out flags (1 = held out), the rule train.hold_out, finecast-eval's and
+/// finecast-downscale's --hold-out share: `text` is a box "lat0,lat1,lon0,lon1" (patches_inside),
+/// or FILE:VAR, a mask on the fine grid (or a larger grid holding it, matched by coordinates):
+/// the patches with a finite non-zero cell (grid/hold_out_mask.hpp). Throws ConfigError naming
+/// `key` (e.g. "--hold-out"), FILE and VAR when the mask is not on the grid, and when no patch
+/// is flagged.
+std::vector<char> held_out_patches(const ConditioningGrid& grid, const std::string& text, const std::string& key);
+
+/// Patches `rows` of `all` (indices into it) as `out`, in that order: the contexts, coarse means,
+/// weights, fine values, valid flags and residual base that sample_fine needs, so that a subset of
+/// a whole field's patches is sampled with the contexts of the whole field. Reuses out's storage.
+void select_patches(const Patches& all, const std::vector<int64_t>& rows, Patches& out);
 
 /// Prepares `map` for what the spec's context needs: the ring table of its context_rings and, with
 /// a residual base or static covariates, the conservative interpolant.

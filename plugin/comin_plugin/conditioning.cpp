@@ -9,7 +9,6 @@
 #include "common/log.hpp"
 #include "common/region.hpp"
 #include "coupling/grid/context_stencil.hpp"
-#include "coupling/grid/hold_out_mask.hpp"
 #include "coupling/grid/patch_regression.hpp"
 #include "coupling/io/static_field.hpp"
 
@@ -40,58 +39,20 @@ coupling::ConditioningSpec conditioning_spec(const Config& cfg, const std::strin
   return spec;
 }
 
-namespace {
-
-/// train.hold_out FILE:VAR: the patches with a flagged (finite, non-zero) fine cell, the rule of
-/// finecast-eval's --hold-out FILE:VAR (coupling/grid/hold_out_mask.hpp).
-std::vector<char> patches_of_mask(const Config& cfg, const coupling::ConditioningGrid& grid) {
-  const auto [file, var] = coupling::split_file_var(cfg.train.hold_out);
-  const std::string key = cfg.source + ": train.hold_out " + cfg.train.hold_out;
-  if (file.empty() || var.empty())
-    throw ConfigError(key + ": expected lat0,lat1,lon0,lon1 in degrees or FILE:VAR (a NetCDF mask on the fine grid)");
-  std::vector<float> mask;
-  try {
-    mask = grid.icon ? coupling::read_static_icon(file, var, *grid.icon)
-                     : coupling::read_static_latlon(file, var, *grid.latlon, "grid.file " + cfg.grid.file);
-  } catch (const Error& e) {
-    throw ConfigError(key + ": " + e.what() + "; expected variable '" + var + "' of '" + file +
-                      "' on the fine grid of grid.file " + cfg.grid.file +
-                      " (non-zero cells mark the held-out patches)");
-  }
-  return coupling::patches_held_out(grid.map, mask.data());
-}
-
-}  // namespace
-
 void setup_conditioning(const Config& cfg, const coupling::ConditioningGrid& grid, ConditioningState& state) {
   const coupling::PatchMap& map = grid.map;
   state.held_out.assign(static_cast<size_t>(map.n_coarse), 0);
   state.n_held_out = 0;
   if (cfg.train.hold_out.empty()) return;
-  const bool box = is_region_text(cfg.train.hold_out);
-  if (box) {
-    const Region region = parse_region(cfg.train.hold_out, cfg.source + ": train.hold_out");
-    for (int64_t c = 0; c < map.n_coarse; ++c) {
-      bool inside = true;
-      for (int k = 0; k < map.patch_size && inside; ++k) {
-        double lat = 0, lon = 0;
-        grid.cell_lat_lon(map.fine_of_patch[c * map.patch_size + k], lat, lon);
-        inside = region.contains_lat(lat) && region.contains_lon(lon);
-      }
-      state.held_out[c] = inside ? 1 : 0;
-    }
-  } else {
-    const std::vector<char> held = patches_of_mask(cfg, grid);
-    std::copy(held.begin(), held.end(), state.held_out.begin());
-  }
+  // A box: the patches wholly inside it (in the grid's own coordinates); FILE:VAR: those with a
+  // flagged (finite, non-zero) fine cell, the rule of finecast-eval's --hold-out.
+  const std::vector<char> held = coupling::held_out_patches(grid, cfg.train.hold_out, cfg.source + ": train.hold_out");
+  std::copy(held.begin(), held.end(), state.held_out.begin());
   for (uint8_t h : state.held_out) state.n_held_out += h;
-  if (state.n_held_out == 0)
-    throw ConfigError(cfg.source + ": train.hold_out " + cfg.train.hold_out + ": " +
-                      (box ? "no patch lies wholly inside the box" : "the mask flags no cell of any patch") +
-                      " (grid.file " + cfg.grid.file + ")");
   if (state.n_held_out == map.n_coarse)
     throw ConfigError(cfg.source + ": train.hold_out " + cfg.train.hold_out + ": every patch " +
-                      (box ? "lies inside the box" : "has a flagged cell") + "; nothing would be trained on");
+                      (is_region_text(cfg.train.hold_out) ? "lies inside the box" : "has a flagged cell") +
+                      "; nothing would be trained on");
   log::info("train.hold_out " + cfg.train.hold_out + ": " + std::to_string(state.n_held_out) + " of " +
             std::to_string(map.n_coarse) + " patches are never trained on (their coarse values stay in the context)");
 }

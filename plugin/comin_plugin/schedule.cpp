@@ -18,7 +18,7 @@ Work scheduled(long long step, const ScheduleConfig& c, const ScheduleState& sta
 }  // namespace
 
 ScheduleConfig schedule_config(const Config& cfg) {
-  return {cfg.train.every, cfg.train.min_steps, cfg.sample.every, cfg.checkpoint.every};
+  return {cfg.train.every, cfg.train.min_steps, cfg.sample.every, cfg.checkpoint.every, cfg.sample.at_end};
 }
 
 Work due(long long step, const ScheduleConfig& config, const ScheduleState& state) {
@@ -40,7 +40,7 @@ Work owed_after(long long step, const ScheduleConfig& config, const ScheduleStat
 
 Work due_at_end(long long steps, const ScheduleConfig& config, const ScheduleState& state) {
   Work w;
-  w.sample = steps > 0 && state.ready && (config.sample_every == 0 || state.fresh_weights);
+  w.sample = config.sample_at_end && steps > 0 && state.ready && (config.sample_every == 0 || state.fresh_weights);
   w.checkpoint = true;
   return w;
 }

@@ -13,12 +13,14 @@ namespace finecast::plugin {
 
 struct Config;
 
-/// The settings the schedule follows (train.every, train.min_steps, sample.every, checkpoint.every).
+/// The settings the schedule follows (train.every, train.min_steps, sample.every, checkpoint.every,
+/// sample.at_end).
 struct ScheduleConfig {
   long long train_every = 48;
   long long min_steps = 48;        ///< buffered steps before the first session
   long long sample_every = 0;      ///< 0 = only at the end of the run
   long long checkpoint_every = 0;  ///< 0 = only at the end of the run (and at the host's restarts)
+  bool sample_at_end = true;       ///< sample.at_end: sample the final weights at the end of the run
 };
 ScheduleConfig schedule_config(const Config& config);
 
@@ -53,8 +55,8 @@ Work owed_after(long long step, const ScheduleConfig& config, const ScheduleStat
 
 /// The work at the end of a run of `steps` coupling steps: a sampling of the final weights when
 /// the model is trained,
-/// unless the latest sampling already used them (with sample_every 0 the run's only sampling),
-/// and a checkpoint.
+/// unless the latest sampling already used them (with sample_every 0 the run's only sampling) or
+/// sample_at_end is false, and a checkpoint.
 Work due_at_end(long long steps, const ScheduleConfig& config, const ScheduleState& state);
 
 }  // namespace finecast::plugin

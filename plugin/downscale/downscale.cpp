@@ -27,6 +27,7 @@
 #include "coupling/io/static_field.hpp"
 #include "coupling/io/step_select.hpp"
 #include "common/log.hpp"
+#include "common/region.hpp"
 #include "plugin/comin_plugin/output.hpp"
 #include "plugin/config.hpp"
 #include "trainer/checkpoint.hpp"
@@ -434,6 +435,33 @@ Source load_source(const DownscaleOptions& opt, const std::string& path,
   return src;
 }
 
+/// The patches to sample (issue 43): every patch, or those --hold-out and --region select (as
+/// finecast-eval scores them). `what` describes the choice for the log and the output.
+std::vector<int64_t> sampled_patches(const DownscaleOptions& opt, const coupling::ConditioningGrid& grid,
+                                     std::string& what) {
+  const int64_t n = grid.map.n_coarse;
+  std::vector<char> chosen(static_cast<size_t>(n), 1);
+  if (!opt.hold_out.empty()) chosen = coupling::held_out_patches(grid, opt.hold_out, "--hold-out");
+  if (!opt.region.empty()) {
+    const std::vector<char> inside = coupling::patches_inside(grid, parse_region(opt.region, "--region"));
+    for (size_t c = 0; c < chosen.size(); ++c) chosen[c] = chosen[c] && inside[c];
+  }
+  std::vector<int64_t> rows;
+  for (int64_t c = 0; c < n; ++c)
+    if (chosen[static_cast<size_t>(c)]) rows.push_back(c);
+  std::string by;
+  if (!opt.hold_out.empty()) by = "held out by --hold-out " + opt.hold_out;
+  if (!opt.region.empty()) by += (by.empty() ? "" : " and ") + std::string("inside --region ") + opt.region;
+  if (rows.empty())
+    throw ConfigError("no patch of " + grid.text + " is " + by +
+                      (opt.hold_out.empty() || opt.region.empty() ? "" : " (each selects some, but none both)") +
+                      ": nothing to sample");
+  what = std::to_string(rows.size()) + " of " + std::to_string(n) + " patches, those " + by +
+         "; the others were not sampled (missing values), their coarse values are in <var>_coarse and in the "
+         "sampled patches' contexts";
+  return rows;
+}
+
 }  // namespace
 
 DownscaleResult run_downscale(const DownscaleOptions& opt) {
@@ -469,6 +497,21 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
   result.coarse_input = is_coarse_input(opt, first, grid);
   const std::vector<int64_t> times = coupling::select_steps(first, opt.times);
   result.n_coarse = map.n_coarse;
+  // Only the patches scored (issue 43): their contexts still come from the whole field.
+  const bool restricted = !opt.hold_out.empty() || !opt.region.empty();
+  std::string restriction;
+  std::vector<int64_t> rows;
+  if (restricted) rows = sampled_patches(opt, grid, restriction);
+  result.n_sampled = restricted ? static_cast<long long>(rows.size()) : map.n_coarse;
+  if (restricted) log::info("Sampling " + restriction);
+  // Distinct sampling seeds for pooled checkpoints: two models sampled with the same noise give
+  // near copies (issue 43: correlation 0.95 between their members).
+  std::string seeds;
+  for (int k = 0; k < n_sources; ++k) {
+    result.seeds.push_back(opt.seed + static_cast<unsigned long long>(k));
+    seeds += (k ? ", " : "") + sources[static_cast<size_t>(k)].checkpoint + ": " + std::to_string(result.seeds.back());
+  }
+  log::info((n_sources > 1 ? "Sampling seeds (--seed + k for the k-th --checkpoint): " : "Sampling seed: ") + seeds);
   result.patch_size = map.patch_size;
   log::info("Input " + opt.input + ": " + first.var() + (result.coarse_input ? " (coarse)" : " (fine, coarsened)") +
             "; grid " + grid.text + ": " + std::to_string(map.n_coarse) + " patches; " + std::to_string(times.size()) +
@@ -479,14 +522,19 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
             ", " + sampling_text(lead.sampling));
 
   const auto target = static_cast<size_t>(lead.patch_options.target);
-  Output output(opt.output, grid.output, opt.vars[target], readers[target].attributes(), opt.members,
-                output_attributes(map, result.checkpoint, lead.sampling), ExistingOutput::kReplace, "");
+  std::map<std::string, std::string> attrs = output_attributes(map, result.checkpoint, lead.sampling);
+  if (restricted) attrs["finecast_sampled_patches"] = restriction;
+  Output output(opt.output, grid.output, opt.vars[target], readers[target].attributes(), opt.members, attrs,
+                ExistingOutput::kReplace, "");
   std::vector<std::vector<float>> fine(
       static_cast<size_t>(n_vars),
       std::vector<float>(static_cast<size_t>(map.n_fine), std::numeric_limits<float>::quiet_NaN()));
   std::vector<float> raw(static_cast<size_t>(first.n_values()));
   const auto P = static_cast<size_t>(map.patch_size);
-  std::vector<float> samples(static_cast<size_t>(map.n_coarse * opt.members) * P);
+  // Patches not sampled stay NaN: missing values in the output.
+  std::vector<float> samples(static_cast<size_t>(map.n_coarse * opt.members) * P,
+                             std::numeric_limits<float>::quiet_NaN());
+  coupling::Patches selected;
   for (size_t i = 0; i < times.size(); ++i) {
     const std::vector<const float*> fields = read_step(readers, times[i], result.coarse_input, map, raw, fine);
     for (size_t k = 0; k < sources.size(); ++k) {
@@ -498,18 +546,22 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
                      " patch(es) with missing values; their output is NaN");
       // Same seed sequence as the plugin's samplings: 1st, 2nd, ... write.
       SamplingProgress progress(i, times.size());
-      src.samples.resize(static_cast<size_t>(map.n_coarse * each) * P);
+      if (restricted) coupling::select_patches(src.patches, rows, selected);
+      coupling::Patches& drawn = restricted ? selected : src.patches;
+      src.samples.resize(static_cast<size_t>(drawn.n * each) * P);
       coupling::sample_fine(
-          src.patches, each, coupling::sampling_seed(opt.seed + k, static_cast<long long>(i) + 1), src.samples.data(),
+          drawn, each, coupling::sampling_seed(result.seeds[k], static_cast<long long>(i) + 1), src.samples.data(),
           [&](const float* context, const float* coarse, const float* weights, int64_t n, uint64_t seed, float* out) {
             trainer::SampleOptions so = src.sampling;
             so.members = each;
             src.model.sample(context, coarse, weights, n, so, seed, out, std::ref(progress));
           });
-      // Members k*each .. (k+1)*each-1 of every patch.
-      for (int64_t c = 0; c < map.n_coarse; ++c)
-        std::copy_n(src.samples.data() + static_cast<size_t>(c * each) * P, static_cast<size_t>(each) * P,
+      // Members k*each .. (k+1)*each-1 of every patch sampled.
+      for (int64_t j = 0; j < drawn.n; ++j) {
+        const int64_t c = restricted ? rows[static_cast<size_t>(j)] : j;
+        std::copy_n(src.samples.data() + static_cast<size_t>(j * each) * P, static_cast<size_t>(each) * P,
                     samples.data() + (static_cast<size_t>(c * opt.members) + k * each) * P);
+      }
     }
     // A fine input is the truth the downscaled ensemble can be scored against: keep it beside it.
     write_patch_record(output, map, first.time_string(times[i]), samples.data(), opt.members,

@@ -43,6 +43,13 @@ struct DownscaleOptions {
   std::string orography;
   /// FILE:VAR, one per static covariate of a checkpoint trained with patch.static, in its order.
   std::vector<std::string> statics;
+  /// Sample only the patches finecast-eval --hold-out scores (issue 43): a box lat0,lat1,lon0,lon1
+  /// (patches wholly inside, in the grid's own coordinates) or FILE:VAR, a mask on the fine grid
+  /// (patches with a finite non-zero cell); the rule of train.hold_out. "" = every patch.
+  std::string hold_out;
+  /// Sample only the patches wholly inside this box (finecast-eval --region); "" = every patch.
+  /// With hold_out: the patches both select.
+  std::string region;
 };
 
 /// What run_downscale did.
@@ -57,6 +64,8 @@ struct DownscaleResult {
   int n_static = 0;              ///< static covariates read (--static)
   std::string sampling;          ///< the first checkpoint's sampling options, as logged ("ddpm, inflation 2")
   long long n_coarse = 0, patch_size = 0, steps_written = 0;
+  long long n_sampled = 0;                ///< patches sampled per step: n_coarse, or those --hold-out / --region select
+  std::vector<unsigned long long> seeds;  ///< the sampling seed of each --checkpoint (--seed + k)
 };
 
 /// Loads the checkpoint (and those of `pool`), builds the patches exactly as the plugin does (coarsening a fine input

@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> checkpoints;
   app.add_option("--checkpoint", checkpoints,
                  "checkpoint file (.h5), or a directory: its newest valid checkpoint; repeated: the members are "
-                 "pooled, --members / N from each (the k-th, from 0, with --seed + k)")
+                 "pooled, --members / N from each (the k-th, from 0, with --seed + k: distinct seeds, logged)")
       ->required();
   app.add_option("--input,-i", opt.input, "NetCDF file with the field (fine or coarse)")->required();
   app.add_option("--var", opt.vars,
@@ -62,6 +62,13 @@ int main(int argc, char** argv) {
                  "FILE[:VAR]: the surface height on the fine grid, for checkpoints trained with "
                  "patch.orography (VAR defaults to the field the checkpoint names; finecast-host "
                  "writes its own with --write-orography FILE)");
+  app.add_option("--hold-out", opt.hold_out,
+                 "sample only the patches finecast-eval --hold-out scores: a box lat0,lat1,lon0,lon1 (patches wholly "
+                 "inside, in the grid's own coordinates) or FILE:VAR, a mask on the fine grid (patches with a non-zero "
+                 "cell); their contexts still come from the whole field, the other patches are written as missing");
+  app.add_option("--region", opt.region,
+                 "lat0,lat1,lon0,lon1: sample only the patches wholly inside (finecast-eval --region); with "
+                 "--hold-out, the patches both select");
   // The sampling options default to how the checkpoint's run sampled (DownscaleOptions::sample):
   // only those given here override it.
   finecast::trainer::add_sample_flags(app, opt.sample, "; with several --checkpoint, within each one's members");

@@ -619,3 +619,112 @@ TEST(DownscaleEndToEnd, IconReplayOnThreeRanksIsReproducedOffline) {
             std::string::npos)
       << downscale_error(o);
 }
+
+// Issue 43: --hold-out / --region sample only the patches finecast-eval scores, with contexts from
+// the whole field. The tas grid (96 x 192) has 12 x 24 blocks of 8 x 8; a mask flagging rows 0..7
+// holds out the first block row, patches 0..23 (one non-zero cell per block is enough).
+TEST(DownscaleHoldOut, SamplesOnlyTheScoredPatchesAndEqualsTheWholeFieldThere) {
+  ScratchDir dir("downscale_hold_out");
+  const std::string ck = make_checkpoint(dir.path(), 8, 64);
+  std::vector<float> mask(96 * 192, 0.0f);
+  for (int x = 0; x < 192; x += 8) mask[static_cast<size_t>(3 * 192 + x + 5)] = 1.0f;  // row 3, in each block
+  write_coarse_file(dir.file("mask.nc"), mask, 96, 192);
+  fp::DownscaleOptions whole;
+  whole.checkpoint = ck;
+  whole.input = kTas;
+  whole.vars = {"tas"};
+  whole.device = "cpu";
+  whole.threads = 1;
+  whole.members = 2;
+  whole.times = {"0"};
+  whole.seed = 7;  // DDIM with eta 0 (the defaults): the first draw's noise is the only one
+  whole.output = dir.file("whole.nc");
+  fp::DownscaleOptions held = whole;
+  held.hold_out = dir.file("mask.nc") + ":tas";
+  held.output = dir.file("held.nc");
+  EXPECT_EQ(fp::run_downscale(whole).n_sampled, 288);
+  const fp::DownscaleResult r = fp::run_downscale(held);
+  EXPECT_EQ(r.n_sampled, 24);
+  EXPECT_NE(
+      global_text(held.output, "finecast_sampled_patches").find("24 of 288 patches, those held out by --hold-out"),
+      std::string::npos)
+      << global_text(held.output, "finecast_sampled_patches");
+  for (int m = 0; m < 2; ++m) {
+    const auto a = read_step(whole.output, "tas", 0, m), b = read_step(held.output, "tas", 0, m);
+    ASSERT_EQ(b.size(), 96u * 192u);
+    int64_t sampled = 0;
+    double worst = 0;
+    for (size_t i = 0; i < b.size(); ++i) {
+      const bool in_first_row = i < 8 * 192;
+      const bool finite = std::isfinite(b[i]) && std::fabs(b[i]) < 1e19f;
+      EXPECT_EQ(finite, in_first_row) << "cell " << i << " member " << m;
+      if (!finite || !in_first_row) continue;
+      ++sampled;
+      worst = std::max(worst, std::fabs(double(a[i]) - b[i]));
+    }
+    EXPECT_EQ(sampled, 24 * 64);
+    // The scored patches lead the patch order and fit one batch: the sampler draws them the same
+    // noise as the whole field's run, with the same (whole-field) contexts.
+    EXPECT_LT(worst, 1e-3) << "member " << m;
+  }
+  // The coarse field stays whole: the baselines of finecast-eval interpolate it.
+  const auto coarse = read_step(held.output, "tas_coarse", 0);
+  EXPECT_EQ(max_abs_difference(coarse, read_step(whole.output, "tas_coarse", 0)), 0.0);
+
+  // --region: the blocks wholly north of the equator (6 block rows); with --hold-out, the
+  // patches both select (the flagged block row is the first or the last northern one).
+  fp::DownscaleOptions north = whole;
+  north.region = "0,90,-180,180";
+  north.output = dir.file("north.nc");
+  EXPECT_EQ(fp::run_downscale(north).n_sampled, 144);
+  std::vector<float> two_rows = mask;
+  for (int x = 0; x < 192; x += 8) two_rows[static_cast<size_t>(90 * 192 + x)] = 1.0f;  // the last block row too
+  write_coarse_file(dir.file("two_rows.nc"), two_rows, 96, 192);
+  north.hold_out = dir.file("two_rows.nc") + ":tas";
+  EXPECT_EQ(fp::run_downscale(north).n_sampled, 24);
+
+  // A mask on another grid, a missing variable, a mask that flags nothing: named before sampling.
+  write_coarse_file(dir.file("small.nc"), std::vector<float>(10 * 10, 1.0f), 10, 10);
+  fp::DownscaleOptions bad = held;
+  bad.hold_out = dir.file("small.nc") + ":tas";
+  std::string e = downscale_error(bad);
+  EXPECT_NE(e.find("--hold-out " + dir.file("small.nc") + ":tas: "), std::string::npos) << e;
+  EXPECT_NE(e.find("expected variable 'tas' of '" + dir.file("small.nc") + "' on the fine grid " + kTas),
+            std::string::npos)
+      << e;
+  bad.hold_out = dir.file("mask.nc") + ":nope";
+  e = downscale_error(bad);
+  EXPECT_NE(e.find("expected variable 'nope' of '" + dir.file("mask.nc") + "'"), std::string::npos) << e;
+  write_coarse_file(dir.file("zeros.nc"), std::vector<float>(96 * 192, 0.0f), 96, 192);
+  bad.hold_out = dir.file("zeros.nc") + ":tas";
+  e = downscale_error(bad);
+  EXPECT_NE(e.find("the mask flags no cell of any patch"), std::string::npos) << e;
+  bad.hold_out = "";
+  bad.region = "10,11,0,1";
+  e = downscale_error(bad);
+  EXPECT_NE(e.find("no patch of " + kTas + " (96 x 192, blocks of 8 x 8) is inside --region 10,11,0,1"),
+            std::string::npos)
+      << e;
+}
+
+// Issue 43: members of two models sampled with the same noise are near copies, so pooled
+// checkpoints draw distinct seeds (--seed + k) by default: the same checkpoint given twice gives
+// two different halves.
+TEST(DownscalePool, TheSameCheckpointTwiceDrawsDistinctMembers) {
+  ScratchDir dir("downscale_pool_same");
+  const std::string a = make_checkpoint(dir.path(), 8, 64);
+  fp::DownscaleOptions o;
+  o.checkpoint = a;
+  o.pool = {a};
+  o.input = kTas;
+  o.vars = {"tas"};
+  o.device = "cpu";
+  o.threads = 1;
+  o.times = {"0"};
+  o.members = 2;
+  o.seed = 11;
+  o.output = dir.file("pooled.nc");
+  const fp::DownscaleResult r = fp::run_downscale(o);
+  EXPECT_EQ(r.seeds, (std::vector<unsigned long long>{11, 12}));
+  EXPECT_GT(max_abs_difference(read_step(o.output, "tas", 0, 0), read_step(o.output, "tas", 0, 1)), 1e-3);
+}

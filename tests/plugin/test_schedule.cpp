@@ -73,4 +73,10 @@ TEST(Schedule, TheEndOfTheRunSamplesFreshWeightsOnce) {
   EXPECT_FALSE(fp::due_at_end(10, at_end, at(false, 8)).sample);  // no model
   EXPECT_FALSE(fp::due_at_end(0, at_end, trained).sample);        // no step
   EXPECT_TRUE(fp::due_at_end(0, at_end, at(false, 0)).checkpoint);
+  // sample.at_end: false (issue 43: an evaluation replay samples with finecast-downscale): no
+  // final sampling, with or without samplings during the run; the checkpoint stays.
+  const fp::ScheduleConfig none{2, 4, 0, 0, false}, every4_no_end{2, 4, 4, 8, false};
+  EXPECT_FALSE(fp::due_at_end(10, none, trained).sample);
+  EXPECT_FALSE(fp::due_at_end(10, every4_no_end, trained).sample);
+  EXPECT_TRUE(fp::due_at_end(10, none, trained).checkpoint);
 }

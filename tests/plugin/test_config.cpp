@@ -95,7 +95,8 @@ TEST(Config, OutOfRangeValues) {
 
 TEST(Config, UnknownKeysListTheAllowedOnes) {
   const std::string e = error_of(std::string(kMinimal) + "train:\n  batchsize: 3\n");
-  EXPECT_EQ(e.rfind("configs/x.yaml:5: unknown key train.batchsize (allowed in train: async, every,", 0), 0u) << e;
+  EXPECT_EQ(e.rfind("configs/x.yaml:5: unknown key train.batchsize (allowed in train: async, nice, every,", 0), 0u)
+      << e;
   EXPECT_NE(e.find("batch_size"), std::string::npos);
   EXPECT_EQ(error_of(std::string(kMinimal) + "trian: {}\n").rfind("configs/x.yaml:4: unknown key trian (allowed: ", 0),
             0u);
@@ -147,25 +148,26 @@ TEST(Config, EveryErrorIsReportedInOneRun) {
       "model: {schedule: quadratic}\n"
       "sample: 7\n",
       {"device=gpu"});
-  EXPECT_EQ(e,
-            "configs/x.yaml:3: train.batch_size must be an integer in [1, 1048576], got \"sixteen\"\n"
-            "configs/x.yaml:4: unknown key train.batchsize (allowed in train: async, every, min_steps, epochs, "
-            "ranks, placement, gpu_ids, device_memory_fraction, hold_out, batch_size, lr, weight_decay, warmup_steps, "
-            "decay_steps, "
-            "min_lr_ratio, grad_clip, ema_decay, "
-            "mixed_precision, max_bad_steps, accumulate, validation, validation_split, validation_every, "
-            "validation_members, validation_max_samples, "
-            "validation_metric, early_stop, plateau, plateau_factor, plateau_min_scale, keep_best, max_device_memory, "
-            "force_autograd, threads, max_threads, cuda_graphs, noise_generator, max_seconds, max_steps, budget, "
-            "noise_levels, "
-            "noise_log_mean, noise_log_std, "
-            "context_noise)\n"
-            "configs/x.yaml:5: model.schedule must be one of linear, cosine, got \"quadratic\"\n"
-            "configs/x.yaml:6: sample must be a mapping of keys (every, members, sampler, steps, eta, ddpm_variance, "
-            "inflation, churn, threads, max_threads, cuda_graphs, output, write_back, device)\n"
-            "--set device: device must be one of auto, cpu, cuda, cuda:N, mps, got \"gpu\"\n"
-            "configs/x.yaml: missing required key grid.file (ICON grid file, or a CF file with the lat/lon "
-            "coordinates)");
+  EXPECT_EQ(
+      e,
+      "configs/x.yaml:3: train.batch_size must be an integer in [1, 1048576], got \"sixteen\"\n"
+      "configs/x.yaml:4: unknown key train.batchsize (allowed in train: async, nice, every, min_steps, epochs, "
+      "ranks, placement, gpu_ids, device_memory_fraction, hold_out, batch_size, lr, weight_decay, warmup_steps, "
+      "decay_steps, "
+      "min_lr_ratio, grad_clip, ema_decay, "
+      "mixed_precision, max_bad_steps, accumulate, validation, validation_split, validation_every, "
+      "validation_members, validation_max_samples, "
+      "validation_metric, early_stop, plateau, plateau_factor, plateau_min_scale, keep_best, max_device_memory, "
+      "force_autograd, threads, max_threads, cuda_graphs, noise_generator, max_seconds, max_steps, budget, "
+      "noise_levels, "
+      "noise_log_mean, noise_log_std, "
+      "context_noise)\n"
+      "configs/x.yaml:5: model.schedule must be one of linear, cosine, got \"quadratic\"\n"
+      "configs/x.yaml:6: sample must be a mapping of keys (every, at_end, members, sampler, steps, eta, ddpm_variance, "
+      "inflation, churn, threads, max_threads, cuda_graphs, output, write_back, device)\n"
+      "--set device: device must be one of auto, cpu, cuda, cuda:N, mps, got \"gpu\"\n"
+      "configs/x.yaml: missing required key grid.file (ICON grid file, or a CF file with the lat/lon "
+      "coordinates)");
 }
 
 TEST(Config, RulesOnSeveralKeysSkipKeysThatFailed) {

@@ -98,7 +98,7 @@ struct TrainConfig : trainer::TrainOptions {
   bool async = true;  ///< train on a background thread of the trainer rank
   /// Nice levels the asynchronous training thread runs below the host's thread (Linux; capped at
   /// 19; 0 = the host's priority): the host's ranks take the cores first.
-  int nice = 19;
+  int nice = 0;
   /// "lat0,lat1,lon0,lon1": patches wholly inside (every fine cell centre, in the grid's own
   /// coordinates) are never trained on, though their coarse values stay in their neighbours'
   /// context and they are sampled ("" = none).

@@ -320,7 +320,13 @@ TEST_P(FullDiskAtTheOutput, EndsTheRunNormallyAndKeepsAReadableFile) {
   ASSERT_NE(r.rc, 124) << "the run hung:\n" << r.output;
   EXPECT_EQ(r.rc, 0) << r.output;
   EXPECT_NE(r.output.find("finished 12 steps on 2 rank(s)"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("no room for"), std::string::npos) << r.output;
+  // Synchronous runs sample on schedule and always fill the disk; an asynchronous session ends
+  // when the machine's load lets it, so under load fewer records may not fill the largest disk:
+  // then the output must be there whole.
+  if (r.output.find("no room for") == std::string::npos) {
+    EXPECT_TRUE(c.async) << "the disk never filled:\n" << r.output;
+    EXPECT_TRUE(ftr::exists(out + "/out.nc")) << r.output;
+  }
   if (ftr::exists(out + "/out.nc")) {
     const ftr::CommandResult dump = ftr::run_command("ncdump -h '" + out + "/out.nc'");
     EXPECT_EQ(dump.rc, 0) << r.output << dump.output;

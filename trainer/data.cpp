@@ -42,14 +42,6 @@ torch::Tensor cpu_float(const float* data, int64_t rows, int64_t cols) {
   return torch::from_blob(const_cast<float*>(data), {rows, cols}, torch::kFloat32);
 }
 
-torch::Tensor normalised_weights(const torch::Tensor& w, const char* who) {
-  if ((w < 0).any().item<bool>()) throw std::invalid_argument(std::string(who) + ": weights must be >= 0");
-  auto sum = w.sum(1, true);
-  if ((sum <= 0).any().item<bool>())
-    throw std::invalid_argument(std::string(who) + ": every weights row needs a positive sum");
-  return w / sum;
-}
-
 torch::Tensor patch_mean(const torch::Tensor& fine, const torch::Tensor& w) {
   return w.defined() ? (fine * w).sum(1) : fine.mean(1);
 }
@@ -79,6 +71,17 @@ double row_sum(const float* x, const float* w, int64_t m) {
   return (a[0] + a[1]) + (a[2] + a[3]);
 }
 
+/// w[0..P) scaled to sum 1 (summed in double) into out[0..P); throws, naming `who`, on a negative
+/// weight or a row without a positive sum. Training (clean) and sampling normalise alike.
+void normalise_weight_row(const float* w, float* out, int64_t P, const char* who) {
+  uint32_t negative = 0;
+  for (int64_t j = 0; j < P; ++j) negative |= static_cast<uint32_t>(w[j] < 0);
+  if (negative) throw std::invalid_argument(std::string(who) + ": weights must be >= 0");
+  const auto sum = static_cast<float>(row_sum(w, nullptr, P));
+  if (!(sum > 0)) throw std::invalid_argument(std::string(who) + ": every weights row needs a positive sum");
+  for (int64_t j = 0; j < P; ++j) out[j] = w[j] / sum;
+}
+
 /// A patch's mean: weighted by its (normalised) weights, else plain.
 double patch_mean_of(const float* f, const float* w, int64_t P) {
   return w ? row_sum(f, w, P) : row_sum(f, nullptr, P) / static_cast<double>(P);
@@ -88,6 +91,14 @@ double patch_mean_of(const float* f, const float* w, int64_t P) {
 const float* row_of(const torch::Tensor& t, int64_t row) { return t.data_ptr<float>() + row * t.size(1); }
 
 }  // namespace
+
+torch::Tensor normalised_weights(const torch::Tensor& w, const char* who) {
+  const torch::Tensor in = w.to(torch::kCPU, torch::kFloat32).contiguous();
+  torch::Tensor out = torch::empty_like(in);
+  const int64_t P = in.size(1);
+  for (int64_t r = 0; r < in.size(0); ++r) normalise_weight_row(row_of(in, r), out.data_ptr<float>() + r * P, P, who);
+  return out;
+}
 
 // One pass over the rows on the calling thread, in plain loops: a session's set-up ran LibTorch's
 // element-wise operations a dozen times over the data (each a parallel region, each a fresh
@@ -121,16 +132,8 @@ CleanData clean(const DataView& d, int64_t C, int64_t P, const char* who) {
   if (d.weights) {
     // Each row normalised to sum 1.
     c.weights = torch::empty({m, P}, torch::kFloat32);
-    for (int64_t k = 0; k < m; ++k) {
-      const float* w = d.weights + kept[static_cast<size_t>(k)] * P;
-      float* out = c.weights.data_ptr<float>() + k * P;
-      uint32_t negative = 0;
-      for (int64_t j = 0; j < P; ++j) negative |= static_cast<uint32_t>(w[j] < 0);
-      if (negative) throw std::invalid_argument(std::string(who) + ": weights must be >= 0");
-      const auto sum = static_cast<float>(row_sum(w, nullptr, P));
-      if (!(sum > 0)) throw std::invalid_argument(std::string(who) + ": every weights row needs a positive sum");
-      for (int64_t j = 0; j < P; ++j) out[j] = w[j] / sum;
-    }
+    for (int64_t k = 0; k < m; ++k)
+      normalise_weight_row(d.weights + kept[static_cast<size_t>(k)] * P, c.weights.data_ptr<float>() + k * P, P, who);
   }
   return c;
 }
@@ -276,15 +279,17 @@ EpochTensors normalise(const CleanData& c, const NormApplied& norm, const torch:
   const torch::Tensor sd = norm.context_std.to(torch::kCPU).contiguous();
   torch::Tensor r0 = torch::empty({n, P}, torch::kFloat32), x = torch::empty({n, C}, torch::kFloat32);
   const auto scale = static_cast<float>(norm.residual_std);
+  const float *mu = mean.data_ptr<float>(), *sigma = sd.data_ptr<float>();
+  float *r0_out = r0.data_ptr<float>(), *x_out = x.data_ptr<float>();
   for (int64_t r = 0; r < n; ++r) {
     // The residual from the patch's (weighted) mean, in the residual's scale.
     const float* f = row_of(fine, r);
     const auto coarse = static_cast<float>(patch_mean_of(f, w.defined() ? row_of(w, r) : nullptr, P));
-    float* out = r0.data_ptr<float>() + r * P;
+    float* out = r0_out + r * P;
     for (int64_t j = 0; j < P; ++j) out[j] = (f[j] - coarse) / scale;
     const float* in = C > 0 ? row_of(ctx, r) : nullptr;
-    float* xo = x.data_ptr<float>() + r * C;
-    for (int64_t i = 0; i < C; ++i) xo[i] = (in[i] - mean.data_ptr<float>()[i]) / sd.data_ptr<float>()[i];
+    float* xo = x_out + r * C;
+    for (int64_t i = 0; i < C; ++i) xo[i] = (in[i] - mu[i]) / sigma[i];
   }
   e.r0 = r0.to(device);
   e.ctx = x.to(device);

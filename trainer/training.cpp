@@ -3,7 +3,6 @@
 // CPU path or autograd, NaN/Inf recovery, out-of-memory back-off, and the training session
 // (time split, validation, early stopping, plateau, best state, threads).
 #include <ATen/Parallel.h>
-#include <time.h>
 
 #include <algorithm>
 #include <limits>
@@ -13,6 +12,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "common/thread_clock.hpp"
 #include "trainer/threads.hpp"
 #include "trainer/adamw.hpp"
 #include "trainer/autocast.hpp"
@@ -430,13 +430,6 @@ void Downscaler::set_reducer(std::shared_ptr<Reducer> reducer) { impl_->reducer 
 void Downscaler::set_pause_gate(std::shared_ptr<PauseGate> gate) { impl_->pause = std::move(gate); }
 
 namespace {
-
-/// The calling thread's CPU time (its OpenMP threads not counted).
-double thread_cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
 
 /// Data-parallel bookkeeping of a session: the group's split by time (from the union of the
 /// members' time steps) and each kept row's index among the group's kept rows (renumbered past

@@ -4,7 +4,6 @@
 // finecast-replay runs too).
 #include <mpi.h>
 #include <omp.h>
-#include <time.h>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -22,6 +21,7 @@
 #include "coupling/grid/icon_geometry.hpp"
 #include "coupling/grid/icon_grid.hpp"
 #include "host/model/host_model.hpp"
+#include "common/thread_clock.hpp"
 #include "coupling/program/mpi_program.hpp"
 #include "host/model/nests.hpp"
 #include "host/model/orography.hpp"
@@ -204,14 +204,9 @@ struct RunTimes {
 /// work that needs its core, so that the step's wall time shows whoever else holds it.
 void busy_work(double seconds) {
   if (seconds <= 0) return;
-  auto cpu = [] {
-    timespec t{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-  };
-  const double end = cpu() + seconds;
+  const double end = finecast::thread_cpu_seconds() + seconds;
   volatile double sink = 1.0;
-  while (cpu() < end)
+  while (finecast::thread_cpu_seconds() < end)
     for (int i = 0; i < 20000; ++i) sink = sink * 1.0000001 + 1e-9;  // ~50 us between the clock's reads
 }
 

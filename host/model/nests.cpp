@@ -10,23 +10,19 @@
 
 #include "common/error.hpp"
 #include "coupling/grid/icon_hierarchy.hpp"
+#include "coupling/grid/spherical.hpp"
 
 namespace finecast::host {
 
 namespace {
 
-using Vec = std::array<double, 3>;
+namespace sphere = coupling::sphere;
+using Vec = sphere::Vec3;
 
-Vec unit(double lon, double lat) {
-  return {std::cos(lat) * std::cos(lon), std::cos(lat) * std::sin(lon), std::sin(lat)};
-}
-double dot(const Vec& a, const Vec& b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
 /// (a x b) . c: which side of the great circle through a and b the point c lies on.
-double triple(const Vec& a, const Vec& b, const Vec& c) {
-  return (a[1] * b[2] - a[2] * b[1]) * c[0] + (a[2] * b[0] - a[0] * b[2]) * c[1] + (a[0] * b[1] - a[1] * b[0]) * c[2];
-}
+double side(const Vec& a, const Vec& b, const Vec& c) { return sphere::dot(sphere::cross(a, b), c); }
 
-constexpr double kPi = 3.14159265358979323846;
+constexpr double kPi = sphere::kPi;
 constexpr int kBands = 180;  ///< latitude bands of one degree that index the parent's cells
 
 int band_of(double lat) { return std::clamp(static_cast<int>((lat + kPi / 2) / kPi * kBands), 0, kBands - 1); }
@@ -42,7 +38,7 @@ std::vector<int32_t> locate_in_parent(const IconGrid& parent, const IconGrid& ne
     double lo = 10, hi = -10;
     for (int k = 0; k < 3; ++k) {
       const int32_t v = parent.cell_vertices[c][k];
-      corners[c][k] = unit(parent.vlon[v], parent.vlat[v]);
+      corners[c][k] = sphere::to_xyz(parent.vlon[v], parent.vlat[v]);
       lo = std::min(lo, parent.vlat[v]);
       hi = std::max(hi, parent.vlat[v]);
     }
@@ -52,11 +48,11 @@ std::vector<int32_t> locate_in_parent(const IconGrid& parent, const IconGrid& ne
   }
   std::vector<int32_t> found(static_cast<size_t>(nest.n_cells), -1);
   for (int64_t i = 0; i < nest.n_cells; ++i) {
-    const Vec p = unit(nest.clon[i], nest.clat[i]);
+    const Vec p = sphere::to_xyz(nest.clon[i], nest.clat[i]);
     for (const int32_t c : bands[band_of(nest.clat[i])]) {
       const auto& t = corners[c];
-      if (dot(p, t[0]) <= 0) continue;  // the far hemisphere
-      const double s0 = triple(t[0], t[1], p), s1 = triple(t[1], t[2], p), s2 = triple(t[2], t[0], p);
+      if (sphere::dot(p, t[0]) <= 0) continue;  // the far hemisphere
+      const double s0 = side(t[0], t[1], p), s1 = side(t[1], t[2], p), s2 = side(t[2], t[0], p);
       if ((s0 >= 0 && s1 >= 0 && s2 >= 0) || (s0 <= 0 && s1 <= 0 && s2 <= 0)) {
         found[i] = c;
         break;
@@ -82,7 +78,7 @@ IconGrid read_nest_grid(const std::string& path, const IconGrid& parent, const s
     throw ConfigError(where + ": " + std::to_string(outside) + " of the " + std::to_string(grid.n_cells) +
                       " cells of " + path + " lie outside domain 1 (" + parent.path + "), e.g. cell " +
                       std::to_string(first + 1) + " at " +
-                      fmt::format("{:.2f}N {:.2f}E", grid.clat[first] * 180 / kPi, grid.clon[first] * 180 / kPi) +
+                      fmt::format("{:.2f}N {:.2f}E", grid.clat[first] / sphere::kDeg, grid.clon[first] / sphere::kDeg) +
                       "; a nest must lie inside its parent domain");
   }
   grid.parent_cell = parents;

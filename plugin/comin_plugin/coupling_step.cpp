@@ -407,12 +407,7 @@ void finish_run(PluginState& s) {
     TrainerState& t = *s.trainer;
     const TrainerShare& share = t;
     TrainerModel& model = t;
-    const auto t0 = Clock::now();
-    // The host's own estimate of its end knows nothing of this wait: say what it holds.
-    if (model.session.in_flight())
-      log::progress(waiting_line(s.stats, model, "the end of the run", "then samples its weights and checkpoints"));
-    model.session.wait();
-    s.stats.timers.train_wait += seconds_since(t0);
+    wait_for_session(s.stats, model, "the end of the run", "then samples its weights and checkpoints");
     local(s, "training", [&] { collect_session(cfg, ranks, share, model, s.stats, phase); });
     // No agreement of all ranks comes after the last step: the trainers settle it among them.
     if (!trainers_agree(phase, ranks)) {

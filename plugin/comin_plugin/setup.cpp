@@ -65,12 +65,14 @@ int ranks_on_this_node(MPI_Comm comm) {
   return local;
 }
 
+/// This node's cores (at least 1).
+int node_cores() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
 /// Torch threads for the trainer: the config's value, else this node's cores divided by the
 /// ranks running on it (the host's ranks keep their cores), at least 1.
 int torch_threads(const Config& cfg, int ranks_on_node) {
   if (cfg.train.threads > 0) return cfg.train.threads;
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return std::max(1, cores / std::max(1, ranks_on_node));
+  return std::max(1, node_cores() / std::max(1, ranks_on_node));
 }
 
 /// The cores the host's ranks leave this trainer: the node's cores less one per host rank on it
@@ -78,7 +80,7 @@ int torch_threads(const Config& cfg, int ranks_on_node) {
 /// rank's core), at most the cores this process may run on (an MPI launcher that binds each rank
 /// to a core leaves it one), at least 1.
 int free_cores(int ranks_on_node, bool async) {
-  const int node = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int node = node_cores();
   int mine = node;
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -197,7 +199,7 @@ std::unique_ptr<Model> build_model(const Config& cfg, const coupling::PatchOptio
     to.max_threads = free_cores(ranks_on_node, cfg.train.async);
     log::info("train.threads auto: at most " + std::to_string(to.max_threads) + " thread(s): the core(s) " +
               std::to_string(ranks_on_node) + " host rank(s) on this node leave free of " +
-              std::to_string(std::max(1u, std::thread::hardware_concurrency())) +
+              std::to_string(node_cores()) +
               (cfg.train.async ? " (train.async: the trainer's own rank steps meanwhile)" : ""));
   }
   std::string device_line;

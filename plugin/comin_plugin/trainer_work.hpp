@@ -47,11 +47,11 @@ void compute_slot_mean(const Config& cfg, const TrainerShare& t, TrainerOutput& 
 void finish_session(const Config& cfg, const Ranks& ranks, const TrainerShare& t, TrainerModel& model, RunStats& stats,
                     RunPhase& phase, const std::string& occasion);
 
-/// "Waiting at the end of the run for training session 1 (epoch 2/12 done, ends in ~5 min 43 s),
-/// then writes the checkpoint; a sampling takes ~0.4 s here": what the host waits for when a
-/// session in flight holds it (the host's own estimate of its end cannot know).
-std::string waiting_line(const RunStats& stats, const TrainerModel& model, const std::string& occasion,
-                         const std::string& then);
+/// Waits for a session in flight at `occasion` ("the end of the run"), first saying what the host
+/// waits for and what comes `then` ("then writes the checkpoint"), as the host's own estimate of
+/// its end cannot know; the wait counts in stats.timers.train_wait. Returns the seconds waited, or
+/// -1 when no session was in flight. Does not collect the session.
+double wait_for_session(RunStats& stats, TrainerModel& model, const std::string& occasion, const std::string& then);
 
 /// Buffer snapshot file of trainer `index` for checkpoint step `step`: "buffer_<step>.h5" for
 /// trainer 0, "buffer_<step>.p<index>.h5" for the others.

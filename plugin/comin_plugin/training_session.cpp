@@ -41,15 +41,6 @@ std::string sec(double s) {
   return b;
 }
 
-/// "snapshot 0.004, thread start 0.000, cleaning ..., other 0.001": the parts outside the
-/// epochs; `other` is what no part accounts for.
-std::string parts(const SessionTimes& p, const trainer::SessionAnatomy& a, double other) {
-  return "snapshot " + sec(p.snapshot) + ", thread start " + sec(p.thread_start) + ", thread setup " +
-         sec(p.thread_setup) + ", epoch lines " + sec(p.epoch_lines) + ", cleaning " + sec(a.cleaning) + ", split " +
-         sec(a.split) + ", normalisation " + sec(a.normalisation) + ", thread tuning " + sec(a.thread_tuning) +
-         ", validation " + sec(a.validation) + ", publishing " + sec(a.publishing) + ", other " + sec(other);
-}
-
 /// Outside / epochs as "0.05x" ("-" without epochs).
 std::string ratio(double outside, double epochs) {
   if (!(epochs > 0)) return "-";
@@ -58,16 +49,25 @@ std::string ratio(double outside, double epochs) {
   return b;
 }
 
+/// "2.41 s, host blocked 2.41 s; epochs 2.30 s, outside them 0.11 s (0.048x): snapshot 0.004,
+/// thread start 0.000, cleaning ..., other 0.001": a session's (or the run's summed) times,
+/// `other` being what no part accounts for.
+std::string anatomy_text(const SessionTimes& p, const trainer::SessionAnatomy& a) {
+  const double outside = p.total() - a.epochs;
+  const double other = p.total() - p.snapshot - p.thread_start - p.thread_setup - p.epoch_lines - a.sum();
+  return sec(p.total()) + " s, host blocked " + sec(p.host_blocked) + " s; epochs " + sec(a.epochs) +
+         " s, outside them " + sec(outside) + " s (" + ratio(outside, a.epochs) + "): snapshot " + sec(p.snapshot) +
+         ", thread start " + sec(p.thread_start) + ", thread setup " + sec(p.thread_setup) + ", epoch lines " +
+         sec(p.epoch_lines) + ", cleaning " + sec(a.cleaning) + ", split " + sec(a.split) + ", normalisation " +
+         sec(a.normalisation) + ", thread tuning " + sec(a.thread_tuning) + ", validation " + sec(a.validation) +
+         ", publishing " + sec(a.publishing) + ", other " + sec(other);
+}
+
 }  // namespace
 
 std::string anatomy_line(long long session, const SessionTimes& t, const trainer::SessionStats& st) {
-  const trainer::SessionAnatomy& a = st.anatomy;
-  const double outside = t.total() - a.epochs;
-  const double other = t.total() - t.snapshot - t.thread_start - t.thread_setup - t.epoch_lines - a.sum();
-  return "Session " + std::to_string(session) + " anatomy: " + sec(t.total()) + " s, host blocked " +
-         sec(t.host_blocked) + " s; epochs " + sec(a.epochs) + " s, outside them " + sec(outside) + " s (" +
-         ratio(outside, a.epochs) + "): " + parts(t, a, other) + "; the training thread's CPU outside them " +
-         sec(a.cpu_outside_epochs) + " s";
+  return "Session " + std::to_string(session) + " anatomy: " + anatomy_text(t, st.anatomy) +
+         "; the training thread's CPU outside them " + sec(st.anatomy.cpu_outside_epochs) + " s";
 }
 
 void AnatomySums::add(long long session, const SessionTimes& t, const trainer::SessionStats& st) {
@@ -94,14 +94,10 @@ void AnatomySums::add(long long session, const SessionTimes& t, const trainer::S
 
 std::string AnatomySums::line() const {
   if (sessions == 0) return "";
-  const double outside = plugin.total() - trainer.epochs;
-  const double other =
-      plugin.total() - plugin.snapshot - plugin.thread_start - plugin.thread_setup - plugin.epoch_lines - trainer.sum();
-  return "Session anatomy (" + std::to_string(sessions) + " sessions): " + sec(plugin.total()) + " s, host blocked " +
-         sec(plugin.host_blocked) + " s; epochs " + sec(trainer.epochs) + " s, outside them " + sec(outside) + " s (" +
-         ratio(outside, trainer.epochs) + "): " + parts(plugin, trainer, other) + "; first session outside " +
-         sec(first_outside) + " s (" + ratio(first_outside, first_epochs) + "); most outside: session " +
-         std::to_string(worst_session) + " (" + (worst_session > 0 ? ratio(worst_ratio, 1.0) : "-") + ")";
+  return "Session anatomy (" + std::to_string(sessions) + " sessions): " + anatomy_text(plugin, trainer) +
+         "; first session outside " + sec(first_outside) + " s (" + ratio(first_outside, first_epochs) +
+         "); most outside: session " + std::to_string(worst_session) + " (" +
+         (worst_session > 0 ? ratio(worst_ratio, 1.0) : "-") + ")";
 }
 
 double time_left(const trainer::SessionStats& so_far, int epochs) {
@@ -233,19 +229,23 @@ Snapshot TrainingSession::recycled() {
   return s;
 }
 
+double TrainingSession::Progress::left_now() const {
+  // The estimate at the latest epoch's end, less the time since (sampling steps that paused the
+  // session are in its epochs' times, and so in the estimate).
+  return done == 0 ? -1 : std::max(0.0, left - seconds_since(at));
+}
+
 double TrainingSession::seconds_left() const {
   if (!running_) return -1;
   std::lock_guard<std::mutex> lock(progress_mutex_);
-  // The estimate at the latest epoch's end, less the time since (sampling steps that paused the
-  // session are in its epochs' times, and so in the estimate).
-  return progress_.done == 0 ? -1 : std::max(0.0, progress_.left - seconds_since(progress_.at));
+  return progress_.left_now();
 }
 
 std::string TrainingSession::progress() const {
   if (!running_) return "";
-  const double left = seconds_left();
   std::lock_guard<std::mutex> lock(progress_mutex_);
-  if (progress_.done == 0 || left < 0)
+  const double left = progress_.left_now();
+  if (left < 0)
     return "epoch 1/" + std::to_string(progress_.epochs) + " started " + log::duration(seconds_since(progress_.at)) +
            " ago";
   return "epoch " + std::to_string(progress_.done) + "/" + std::to_string(progress_.epochs) + " done, ends in ~" +

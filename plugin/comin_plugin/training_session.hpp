@@ -130,6 +130,8 @@ class TrainingSession {
     int done = 0, epochs = 0;
     double left = 0;
     std::chrono::steady_clock::time_point at;
+    /// Seconds left now at the epochs' pace; -1 before the first epoch ends.
+    double left_now() const;
   };
   mutable std::mutex progress_mutex_;
   Progress progress_;

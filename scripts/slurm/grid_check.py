@@ -24,6 +24,7 @@ import subprocess
 
 import namelist
 import runscript
+from plugin_setup import lookup as config_lookup
 from slurm_profile import scalar_text
 
 _ASSIGN_RE = re.compile(r"^\s*(?:export\s+)?(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>.*)$")
@@ -195,7 +196,7 @@ def check_grid(tool, path, config, what, problems):
     if not os.access(tool, os.X_OK):
         return None  # no build to check with (the plugin is then not built either: said elsewhere)
     argv = [tool, path]
-    lookup = lambda key, default: scalar_text(_lookup(config, key, default))  # noqa: E731
+    lookup = lambda key, default: scalar_text(config_lookup(config, key, default))  # noqa: E731
     if lookup("grid.type", "icon") != "icon":
         argv += ["--block", lookup("grid.block", "16")]
         variable = lookup("grid.variable", "")
@@ -226,22 +227,13 @@ def check_grid(tool, path, config, what, problems):
     return None
 
 
-def _lookup(config, key, default):
-    node = config
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return default
-        node = node[part]
-    return node
-
-
 def check_runscript_grid(text, source, config, bin_dir, problems):
     """launch.sh --icon-runscript: the plugin's grid.file resolved as the model will see it, checked
     with finecast-grid; returns notes for the user."""
     notes = []
     if config is None:
         return notes
-    grid_file = scalar_text(_lookup(config, "grid.file", ""))
+    grid_file = scalar_text(config_lookup(config, "grid.file", ""))
     if not grid_file:
         return notes
     paths = runscript_paths(text, source)
@@ -272,7 +264,7 @@ def check_config_grid(config, base_dir, bin_dir, problems):
     """A job of a profile: the plugin's grid.file, relative to where the program runs (`base_dir`),
     checked with finecast-grid when it is there (a program that makes its run directory may link
     the grid in at run time: then a warning)."""
-    grid_file = scalar_text(_lookup(config, "grid.file", ""))
+    grid_file = scalar_text(config_lookup(config, "grid.file", ""))
     if not grid_file:
         return
     path = os.path.normpath(os.path.join(base_dir, os.path.expanduser(grid_file)))

@@ -22,7 +22,6 @@ import os
 import re
 import subprocess
 
-import namelist
 import runscript
 from plugin_setup import lookup as config_lookup
 from slurm_profile import scalar_text
@@ -123,13 +122,8 @@ def runscript_paths(text, source):
         for d in docs:
             if runscript.canonical(d.target) != atmo:
                 continue
-            body = "\n".join(lines[d.start + 1:d.end]).replace("$", runscript.DOLLAR)
-            try:
-                value = namelist.get_value(body, "grid_nml", "dynamics_grid_filename", source)
-            except namelist.NamelistError:
-                value = None
+            value = runscript.heredoc_value(lines, d, "grid_nml", "dynamics_grid_filename", source)
             if value:
-                value = value.replace(runscript.DOLLAR, "$")
                 grids_expression = value if not d.quoted else "'%s'" % value.replace("'", "")
                 break
     except runscript.RunscriptError:

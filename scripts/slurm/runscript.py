@@ -186,17 +186,23 @@ def _body(lines, doc):
     return "\n".join(lines[doc.start + 1:doc.end]) + "\n"
 
 
+def heredoc_value(lines, doc, group, key, source):
+    """The raw value of `key` in namelist group `group` of heredoc `doc` (shell $ as written), or
+    None where the heredoc does not set it or does not read as a namelist."""
+    try:
+        value = namelist.get_value(_body(lines, doc).replace("$", DOLLAR), group, key, source)
+    except namelist.NamelistError:
+        return None
+    return value.replace(DOLLAR, "$") if value else value
+
+
 def atmosphere_target(lines, docs, source):
     """The canonical file expression of the atmosphere namelist."""
     for doc in docs:
         if "master" in canonical(doc.target).lower():
-            body = _body(lines, doc).replace("$", DOLLAR)
-            try:
-                value = namelist.get_value(body, "master_model_nml", "model_namelist_filename", source)
-            except namelist.NamelistError:
-                value = None
+            value = heredoc_value(lines, doc, "master_model_nml", "model_namelist_filename", source)
             if value:
-                name = canonical(namelist.unquote(value.replace(DOLLAR, "$")).split(",")[0])
+                name = canonical(namelist.unquote(value).split(",")[0])
                 if any(canonical(d.target) == name for d in docs):
                     return name
     for doc in docs:

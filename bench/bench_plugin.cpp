@@ -340,7 +340,7 @@ int bench_plugin(int argc, char** argv) {
                              {"plugin, train.async: true", common + " --set train.async=true", run_file}};
   if (python) {
     const std::string py_run = out_dir + "/python_host.yaml";
-    const std::string options = std::filesystem::absolute("bench/python_reference_plugin.py").string() +
+    const std::string options = std::string(FINECAST_BENCH_DIR) + "/python_reference_plugin.py" +
                                 " --field ts --capacity 48 --every 48 --epochs " + std::to_string(epochs) +
                                 " --batch 16 --sample-every 50 --members " + std::to_string(members) +
                                 " --sampler ddpm --device " + device + " --threads " + std::to_string(threads) +

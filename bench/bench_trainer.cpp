@@ -315,7 +315,7 @@ int run(int argc, char** argv) {
   bool json = false, no_reference = false, quiet = false;
   std::string threads_arg = "auto", ref_threads_arg = "best", device = "cpu", python = "/usr/bin/python3";
   int repeats = 3;
-  std::string script = (std::filesystem::path(__FILE__).parent_path() / "reference_pytorch.py").string();
+  std::string script = std::string(FINECAST_BENCH_DIR) + "/reference_pytorch.py";
   app.add_flag("--json", json, "print one JSON object instead of the table");
   app.add_option("--threads", threads_arg, "finecast's intra-op threads: auto (measured, as train.threads: auto) or N");
   app.add_option("--reference-threads", ref_threads_arg,

@@ -50,7 +50,8 @@ double relative_max_difference(const torch::Tensor& a, const torch::Tensor& b) {
 
 }  // namespace
 
-// activation, hidden width, depth, conservative with area weights, v objective
+// activation, hidden width, depth, conservative with area weights, v objective; widths 20, 13 and
+// 60 end in a part of the activation pass's 8-float block
 using FusedCase = std::tuple<ft::Activation, int64_t, int64_t, bool, bool>;
 class FusedMlp : public ::testing::TestWithParam<FusedCase> {};
 
@@ -97,13 +98,13 @@ TEST_P(FusedMlp, LossAndEveryGradientEqualAutograd) {
 
 INSTANTIATE_TEST_SUITE_P(ActivationsAndWidths, FusedMlp,
                          ::testing::Values(FusedCase{ft::Activation::kSilu, 128, 3, false, false},
-                                           FusedCase{ft::Activation::kSilu, 16, 1, true, false},
+                                           FusedCase{ft::Activation::kSilu, 20, 1, true, false},
                                            FusedCase{ft::Activation::kSilu, 256, 2, true, true},
                                            FusedCase{ft::Activation::kGelu, 128, 3, false, false},
                                            FusedCase{ft::Activation::kGelu, 64, 2, true, true},
-                                           FusedCase{ft::Activation::kGelu, 16, 1, false, true},
+                                           FusedCase{ft::Activation::kGelu, 13, 1, false, true},
                                            FusedCase{ft::Activation::kRelu, 128, 3, true, false},
-                                           FusedCase{ft::Activation::kRelu, 64, 1, false, true},
+                                           FusedCase{ft::Activation::kRelu, 60, 1, false, true},
                                            FusedCase{ft::Activation::kRelu, 256, 2, false, false}));
 
 TEST(FusedMlpPath, MicroBatchesAccumulateToTheGlobalBatchGradient) {

@@ -8,6 +8,7 @@
 #include <functional>
 #include <vector>
 
+#include "common/checkpoint_files.hpp"
 #include "common/h5.hpp"
 #include "trainer/checkpoint_format.hpp"
 #include "trainer/downscaler.hpp"
@@ -117,23 +118,6 @@ void read_all(const h5::File& f, const std::string& group, std::vector<char>& bu
   }
 }
 
-/// Checkpoint files of `dir` with their steps, newest first.
-std::vector<std::pair<long long, fs::path>> list_checkpoints(const std::string& dir) {
-  std::vector<std::pair<long long, fs::path>> out;
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return out;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    // Exactly "ckpt_" + digits + ".h5": temporary files of interrupted writes never match.
-    if (name.size() < 9 || name.compare(0, 5, "ckpt_") != 0 || name.compare(name.size() - 3, 3, ".h5") != 0) continue;
-    const std::string digits = name.substr(5, name.size() - 8);
-    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) continue;
-    out.emplace_back(std::stoll(digits), entry.path());
-  }
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  return out;
-}
-
 }  // namespace
 
 void verify_checkpoint(const std::string& path) {
@@ -178,24 +162,16 @@ std::optional<SampleOptions> read_checkpoint_sampling(const std::string& path) {
   return o;
 }
 
-std::string checkpoint_path_for_step(const std::string& dir, long long step) {
-  char name[40];
-  std::snprintf(name, sizeof name, "ckpt_%08lld.h5", step);
-  return (fs::path(dir) / name).string();
-}
-
-std::string best_checkpoint_path(const std::string& dir) { return (fs::path(dir) / "ckpt_best.h5").string(); }
-
 std::string save_checkpoint_in_dir(const Downscaler& model, const std::string& dir, int keep,
                                    const std::map<std::string, std::string>& metadata, const CheckpointGroups& groups) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw CheckpointError(dir + ": cannot create the checkpoint directory (" + ec.message() + ")");
-  const std::string path = checkpoint_path_for_step(dir, model.step());
+  const std::string path = checkpoint_files::checkpoint_path(dir, model.step());
   model.save_checkpoint(path, metadata, groups);
   if (model.best_state_step() >= 0) {
     // Rewritten only when the kept best state changed since the file was written.
-    const std::string best = best_checkpoint_path(dir);
+    const std::string best = checkpoint_files::best_path(dir);
     bool current = false;
     if (fs::exists(best, ec)) {
       try {
@@ -208,24 +184,18 @@ std::string save_checkpoint_in_dir(const Downscaler& model, const std::string& d
     if (!current) model.save_best_checkpoint(best, metadata, groups);
   }
   if (keep > 0) {
-    const auto all = list_checkpoints(dir);
+    const auto all = checkpoint_files::checkpoints_newest_first(dir);
     for (size_t i = static_cast<size_t>(keep); i < all.size(); ++i) fs::remove(all[i].second, ec);
   }
   return path;
 }
 
-std::vector<std::pair<long long, std::string>> checkpoints_newest_first(const std::string& dir) {
-  std::vector<std::pair<long long, std::string>> out;
-  for (const auto& [step, path] : list_checkpoints(dir)) out.emplace_back(step, path.string());
-  return out;
-}
-
 std::optional<std::string> newest_valid_checkpoint(const std::string& dir,
                                                    const std::function<void(const std::string&)>& on_skip) {
-  for (const auto& [step, path] : list_checkpoints(dir)) {
+  for (const auto& [step, path] : checkpoint_files::checkpoints_newest_first(dir)) {
     try {
-      verify_checkpoint(path.string());
-      return path.string();
+      verify_checkpoint(path);
+      return path;
     } catch (const CheckpointError& e) {
       if (on_skip) on_skip(std::string("skipping invalid checkpoint: ") + e.what());
     }

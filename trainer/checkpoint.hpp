@@ -54,23 +54,14 @@ std::optional<schema::Record> read_checkpoint_group(const std::string& path, con
 /// CheckpointError naming the file and the key.
 std::optional<SampleOptions> read_checkpoint_sampling(const std::string& path);
 
-/// Path of the checkpoint for `step` in `dir`: "<dir>/ckpt_<step, 8 digits>.h5".
-std::string checkpoint_path_for_step(const std::string& dir, long long step);
-
-/// Saves `model` as the checkpoint for its current step in `dir` (created if missing), then
-/// deletes all but the newest `keep` checkpoints of that directory. Returns the path written.
-/// When the model keeps its best state (train.keep_best), that state is also written to
-/// best_checkpoint_path(dir) unless the file there already holds it; keep-last-K never deletes it.
+/// Saves `model` as the checkpoint for its current step in `dir` (created if missing; the file
+/// names are common/checkpoint_files.hpp's), then deletes all but the newest `keep` checkpoints
+/// of that directory. Returns the path written. When the model keeps its best state
+/// (train.keep_best), that state is also written to checkpoint_files::best_path(dir) unless the
+/// file there already holds it; keep-last-K never deletes it.
 std::string save_checkpoint_in_dir(const Downscaler& model, const std::string& dir, int keep,
                                    const std::map<std::string, std::string>& metadata = {},
                                    const CheckpointGroups& groups = {});
-
-/// "<dir>/ckpt_best.h5": the state at the best validation score (train.keep_best).
-std::string best_checkpoint_path(const std::string& dir);
-
-/// The checkpoint files "ckpt_<step>.h5" of `dir` (not the temporary files of interrupted
-/// writes) with their optimizer steps, the newest step first; none when `dir` does not exist.
-std::vector<std::pair<long long, std::string>> checkpoints_newest_first(const std::string& dir);
 
 /// The newest checkpoint in `dir` that passes verify_checkpoint, skipping corrupt or truncated
 /// ones (each skip is reported through `on_skip` when given); nullopt when there is none.

@@ -5,10 +5,12 @@
 #include <string>
 
 #include "comin.h"
-#include "plugin/comin_plugin/external.hpp"
+#include "plugin/comin_plugin/plugin_comm.hpp"
 #include "plugin/config.hpp"
 
 namespace finecast::plugin {
+
+class PluginState;
 
 /// comin_main: reads the options string ("CONFIG.yaml [key.path=value ...]"), validates the
 /// config, creates the plugin state, requests the write-back variable. A second instance of the
@@ -33,8 +35,5 @@ void setup_coupling(PluginState& s, PluginComm pc, const HostFacts& facts, const
 /// finecast-trainer) needs MPI_THREAD_MULTIPLE; one trainer rank trains asynchronously at any
 /// thread level. ConfigError naming the keys otherwise.
 void check_mpi_thread_level(const Config& cfg, bool external_process);
-
-/// "<dir>/buffer_<step>.h5": the buffer snapshot that belongs to checkpoint "ckpt_<step>.h5".
-std::string buffer_path_for_step(const std::string& dir, long long step);
 
 }  // namespace finecast::plugin

@@ -67,18 +67,13 @@ class TrainerModule {
   virtual std::map<std::string, std::string> checkpoint_metadata(const std::string& checkpoint) = 0;
   /// A typed attribute group of a checkpoint, nullopt when it has none (trainer::read_checkpoint_group).
   virtual std::optional<schema::Record> checkpoint_group(const std::string& checkpoint, const std::string& group) = 0;
-  /// The checkpoints of `dir` with their optimizer steps, the newest step first
-  /// (trainer::checkpoints_newest_first).
-  virtual std::vector<std::pair<long long, std::string>> checkpoints_newest_first(const std::string& dir) = 0;
   /// Throws CheckpointError naming the first problem of a damaged checkpoint (trainer::verify_checkpoint).
   virtual void verify_checkpoint(const std::string& checkpoint) = 0;
-  /// "<dir>/ckpt_<step>.h5".
-  virtual std::string checkpoint_path_for_step(const std::string& dir, long long step) = 0;
 };
 
 /// The module's one exported symbol: returns its TrainerModule (static, lives as long as the
 /// process). The name carries a version, so that a module of another build is refused.
-inline constexpr const char* kTrainerModuleEntry = "finecast_trainer_module_v1";
+inline constexpr const char* kTrainerModuleEntry = "finecast_trainer_module_v2";
 inline constexpr const char* kTrainerModuleFile = "libfinecast_trainer_module.so";
 
 /// Loads the module once per process, from the directory of libfinecast_comin.so (the

@@ -9,12 +9,11 @@
 #include <functional>
 #include <limits>
 #include <map>
-#include <regex>
 
+#include "common/checkpoint_files.hpp"
 #include "common/log.hpp"
 #include "coupling/error.hpp"
 #include "coupling/io/plausibility.hpp"
-#include "plugin/comin_plugin/setup.hpp"
 
 namespace finecast::plugin {
 namespace {
@@ -26,14 +25,10 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 /// written).
 void remove_orphan_snapshots(const std::string& dir) {
   namespace fs = std::filesystem;
-  static const std::regex snapshot("buffer_([0-9]+)(\\.p[0-9]+)?\\.h5");
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    std::smatch m;
-    const std::string name = entry.path().filename().string();
-    if (!std::regex_match(name, m, snapshot)) continue;
-    if (!fs::exists(trainer_module().checkpoint_path_for_step(dir, std::stoll(m[1].str())), ec))
-      fs::remove(entry.path(), ec);
+    const auto step = checkpoint_files::buffer_step(entry.path().filename().string());
+    if (step && !fs::exists(checkpoint_files::checkpoint_path(dir, *step), ec)) fs::remove(entry.path(), ec);
   }
 }
 
@@ -153,13 +148,6 @@ double wait_for_session(RunStats& stats, TrainerModel& model, const std::string&
   return waited;
 }
 
-std::string buffer_part_path(const std::string& dir, long long step, int index) {
-  if (index == 0) return buffer_path_for_step(dir, step);
-  char name[64];
-  std::snprintf(name, sizeof name, "buffer_%08lld.p%d.h5", step, index);
-  return (std::filesystem::path(dir) / name).string();
-}
-
 void collect_session(const Config& cfg, const Ranks& ranks, const TrainerShare& t, TrainerModel& model, RunStats& stats,
                      RunPhase& phase) {
   if (!model.session.collect()) return;  // rethrows the error of a failed session
@@ -261,8 +249,8 @@ void write_buffer_part(const RunSettings& run, const Ranks& ranks, const Trainer
   run.faults.check(FaultPoint::kCheckpoint, stats.steps, ranks.rank, ranks.is_lead);
   const auto t0 = Clock::now();
   if (cfg.checkpoint.buffer)
-    t.buffer->save_h5(buffer_part_path(cfg.checkpoint.dir, model.model->step(), ranks.trainer_index), t.first_patch,
-                      t.map.n_coarse);
+    t.buffer->save_h5(checkpoint_files::buffer_path(cfg.checkpoint.dir, model.model->step(), ranks.trainer_index),
+                      t.first_patch, t.map.n_coarse);
   stats.timers.checkpoint += seconds_since(t0);
 }
 

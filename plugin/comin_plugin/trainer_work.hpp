@@ -53,8 +53,4 @@ void finish_session(const Config& cfg, const Ranks& ranks, const TrainerShare& t
 /// -1 when no session was in flight. Does not collect the session.
 double wait_for_session(RunStats& stats, TrainerModel& model, const std::string& occasion, const std::string& then);
 
-/// Buffer snapshot file of trainer `index` for checkpoint step `step`: "buffer_<step>.h5" for
-/// trainer 0, "buffer_<step>.p<index>.h5" for the others.
-std::string buffer_part_path(const std::string& dir, long long step, int index);
-
 }  // namespace finecast::plugin

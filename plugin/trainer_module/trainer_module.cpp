@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // libfinecast_trainer_module.so: the plugin's interface to the trainer (plugin/comin_plugin/
 // trainer_module.hpp) implemented with trainer::Downscaler. Only trainer ranks load it, so only
-// they map LibTorch. It exports one symbol, finecast_trainer_module_v1.
+// they map LibTorch. It exports one symbol, finecast_trainer_module_v2.
 #include <memory>
 
 #include "plugin/comin_plugin/trainer_module.hpp"
@@ -69,21 +69,13 @@ class Module final : public TrainerModule {
     return trainer::read_checkpoint_group(checkpoint, group);
   }
 
-  std::vector<std::pair<long long, std::string>> checkpoints_newest_first(const std::string& dir) override {
-    return trainer::checkpoints_newest_first(dir);
-  }
-
   void verify_checkpoint(const std::string& checkpoint) override { trainer::verify_checkpoint(checkpoint); }
-
-  std::string checkpoint_path_for_step(const std::string& dir, long long step) override {
-    return trainer::checkpoint_path_for_step(dir, step);
-  }
 };
 
 }  // namespace
 }  // namespace finecast::plugin
 
-extern "C" __attribute__((visibility("default"))) finecast::plugin::TrainerModule* finecast_trainer_module_v1() {
+extern "C" __attribute__((visibility("default"))) finecast::plugin::TrainerModule* finecast_trainer_module_v2() {
   static finecast::plugin::Module module;
   return &module;
 }

@@ -11,6 +11,7 @@
 #include <map>
 #include <sstream>
 
+#include "common/checkpoint_files.hpp"
 #include "common/error.hpp"
 #include "coupling/grid/latlon_grid.hpp"
 #include "coupling/grid/patches.hpp"
@@ -317,7 +318,8 @@ TEST(DownscaleSampling, TheTrainingConfigsSampleOptionsAreTheDefaults) {
 
   // The plugin records its sample.* as the typed group /sampling, which is read before the config
   // text: here the group alone says ddpm with inflation 2.
-  const auto recorded = ft::read_checkpoint_sampling(ft::checkpoints_newest_first(dir.file("checkpoints"))[0].second);
+  const auto recorded = ft::read_checkpoint_sampling(
+      finecast::checkpoint_files::checkpoints_newest_first(dir.file("checkpoints"))[0].second);
   ASSERT_TRUE(recorded.has_value());
   EXPECT_EQ(recorded->sampler, ft::Sampler::kDdpm);
   EXPECT_EQ(recorded->steps, 4);

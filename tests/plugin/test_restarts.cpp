@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/checkpoint_files.hpp"
 #include "coupling/buffer/rolling_buffer.hpp"
 #include "trainer/checkpoint.hpp"
 #include "tests/plugin/replay_test_util.hpp"
@@ -191,7 +192,7 @@ std::string every4_config(const std::string& resume = "auto", const std::string&
 /// The model time of every checkpoint of `dir`, by file name.
 std::map<std::string, std::string> checkpoint_times(const std::string& dir) {
   std::map<std::string, std::string> times;
-  for (const auto& [step, path] : finecast::trainer::checkpoints_newest_first(dir))
+  for (const auto& [step, path] : finecast::checkpoint_files::checkpoints_newest_first(dir))
     times[path] = finecast::trainer::read_checkpoint_metadata(path).at("datetime");
   return times;
 }
@@ -327,7 +328,7 @@ TEST(RestartChain, AChunkThatStartsFreshKeepsTheOutputOfTheChunksBefore) {
   const ftr::CommandResult first = run_chunk(dir.path(), 0, 8);
   ASSERT_EQ(first.rc, 0) << first.output;
   const std::string before = ftr::read_bytes(dir.file("out.nc"));
-  for (const auto& [step, path] : finecast::trainer::checkpoints_newest_first(dir.file("ckpt")))
+  for (const auto& [step, path] : finecast::checkpoint_files::checkpoints_newest_first(dir.file("ckpt")))
     ftr::write_text(path, "not an HDF5 file");
 
   const ftr::CommandResult fresh = run_chunk(dir.path(), 8, 8);

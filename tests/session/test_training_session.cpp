@@ -35,7 +35,7 @@
 #include "trainer/threads.hpp"
 
 // The trainer module's one export (plugin/trainer_module/trainer_module.cpp, linked in).
-extern "C" finecast::plugin::TrainerModule* finecast_trainer_module_v1();
+extern "C" finecast::plugin::TrainerModule* finecast_trainer_module_v2();
 
 namespace fp = finecast::plugin;
 namespace ft = finecast::trainer;
@@ -77,7 +77,7 @@ fp::Snapshot snapshot_of(const KnownDistribution& d) {
 /// A model as the plugin's trainer ranks make it (plugin/trainer_module/trainer_module.cpp).
 std::unique_ptr<fp::Model> make_model() {
   std::string device_line;
-  return finecast_trainer_module_v1()->create_model(tiny_model(), tiny_training(), "cpu", "", 1, device_line);
+  return finecast_trainer_module_v2()->create_model(tiny_model(), tiny_training(), "cpu", "", 1, device_line);
 }
 
 /// Captures the log lines of every thread (the log's own mutex orders them).
@@ -397,7 +397,9 @@ TEST(TrainingSession, TheAnatomyOfASessionAddsUpToItsTime) {
         EXPECT_GE(part, 0.0);
       EXPECT_DOUBLE_EQ(t.snapshot, 0.002);
       EXPECT_LE(a.sum() + t.epoch_lines, st.seconds + 1e-9) << "the trainer's parts overlap";
-      if (async) EXPECT_LT(t.host_blocked, t.total()) << "in the background, the host waits for the start only";
+      if (async) {
+        EXPECT_LT(t.host_blocked, t.total()) << "in the background, the host waits for the start only";
+      }
       const double trainer_gap = st.seconds - a.sum() - t.epoch_lines;
       const double named = t.snapshot + t.thread_start + t.thread_setup + t.epoch_lines + a.sum();
       const double session_gap = std::abs(named - t.total());

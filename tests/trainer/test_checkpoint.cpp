@@ -10,6 +10,7 @@
 #include <limits>
 #include <vector>
 
+#include "common/checkpoint_files.hpp"
 #include "tests/trainer/trainer_test_data.hpp"
 #include "trainer/checkpoint.hpp"
 #include "trainer/downscaler.hpp"
@@ -343,7 +344,7 @@ TEST_F(Checkpoint, DirectoryKeepsTheLastKAndFallsBackToTheNewestValid) {
     a.train_epoch(view());
     written.push_back(ft::save_checkpoint_in_dir(a, d, 3, {{"epoch", std::to_string(e)}}));
   }
-  EXPECT_EQ(written.back(), ft::checkpoint_path_for_step(d, a.step()));
+  EXPECT_EQ(written.back(), finecast::checkpoint_files::checkpoint_path(d, a.step()));
   EXPECT_TRUE(contains(written.back(), "ckpt_000000" + std::to_string(a.step()) + ".h5")) << written.back();
   EXPECT_FALSE(fs::exists(written[0]));  // only the last 3 are kept
   for (int i = 1; i < 4; ++i) EXPECT_TRUE(fs::exists(written[i]));

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/checkpoint_files.hpp"
 #include "tests/trainer/trainer_test_data.hpp"
 #include "trainer/checkpoint.hpp"
 #include "trainer/data.hpp"
@@ -408,7 +409,7 @@ TEST(BestState, IsRecordedInCheckpointsAndKeptAsItsOwnFile) {
   EXPECT_EQ(ds.best_state_step(), best_step);
   EXPECT_DOUBLE_EQ(st.best_score, best);
   const std::string path = ft::save_checkpoint_in_dir(ds, dir.dir().string(), 2);
-  const std::string best_path = ft::best_checkpoint_path(dir.dir().string());
+  const std::string best_path = finecast::checkpoint_files::best_path(dir.dir().string());
   ASSERT_TRUE(std::filesystem::exists(best_path));
   // The periodic checkpoint records the best score; the best file holds the state of that step.
   auto resumed = ft::Downscaler::load_checkpoint(path, "cpu");
@@ -425,7 +426,7 @@ TEST(BestState, IsRecordedInCheckpointsAndKeptAsItsOwnFile) {
   }
   EXPECT_TRUE(std::filesystem::exists(best_path));
   EXPECT_EQ(*ft::newest_valid_checkpoint(dir.dir().string()),
-            ft::checkpoint_path_for_step(dir.dir().string(), ds.step()));
+            finecast::checkpoint_files::checkpoint_path(dir.dir().string(), ds.step()));
 }
 
 TEST(Threads, AutoMeasuresAndLeavesTheTrainingUnchanged) {

@@ -21,9 +21,13 @@ bool is_file(const std::string& path) {
   return std::filesystem::is_regular_file(path, ec);
 }
 
-bool is_directory(const std::string& path) {
-  std::error_code ec;
-  return std::filesystem::is_directory(path, ec);
+/// The files of the buffer snapshot written with checkpoint step `step` in `dir`: trainer rank
+/// 0's part, then those of the other trainer ranks that wrote it; none when rank 0's is missing.
+std::vector<std::string> snapshot_parts(const std::string& dir, long long step) {
+  std::vector<std::string> parts;
+  for (int k = 0; is_file(checkpoint_files::buffer_path(dir, step, k)); ++k)
+    parts.push_back(checkpoint_files::buffer_path(dir, step, k));
+  return parts;
 }
 
 /// Whether model time `a` is later than `b`, by their calendar fields (the host's and the
@@ -42,12 +46,10 @@ std::unique_ptr<coupling::RollingBuffer> read_paired_buffer(const Config& cfg, c
                                                             const std::string& path, long long step) {
   const std::string parent = std::filesystem::path(path).parent_path().string();
   const std::string dir = parent.empty() ? "." : parent;
-  if (!is_file(checkpoint_files::buffer_path(dir, step))) return nullptr;
   // The parts of the trainer ranks that wrote it (any number of them), re-sharded to this
   // trainer's patches.
-  std::vector<std::string> parts{checkpoint_files::buffer_path(dir, step)};
-  for (int k = 1; is_file(checkpoint_files::buffer_path(dir, step, k)); ++k)
-    parts.push_back(checkpoint_files::buffer_path(dir, step, k));
+  const std::vector<std::string> parts = snapshot_parts(dir, step);
+  if (parts.empty()) return nullptr;
   return std::make_unique<coupling::RollingBuffer>(
       coupling::RollingBuffer::load_h5_range(parts, cfg.buffer.capacity, t.first_patch, t.n_patches,
                                              t.buffer->context_size(), t.buffer->patch_size(), t.map.n_coarse));
@@ -120,7 +122,8 @@ ResumeSource choose_resume_source(const Config& cfg, const TrainerState& t, MPI_
   const std::string& resume = cfg.checkpoint.resume;
   const bool automatic = resume == "auto" || resume == "auto-or-fresh";
   ResumeSource source;
-  if (!automatic && !is_directory(resume)) {  // a file: that one (restore() names its problems)
+  if (std::error_code ec;
+      !automatic && !std::filesystem::is_directory(resume, ec)) {  // a file: that one (restore() names its problems)
     source.checkpoint = resume;
     return source;
   }
@@ -227,8 +230,7 @@ void resume(PluginState& s, TrainerState& t, ResumeSource source) {
     if (!source.buffer_read) source.buffer = read_paired_buffer(cfg, t, path, t.model->step());
     if (source.buffer) {
       *t.buffer = std::move(*source.buffer);
-      int parts = 1;
-      while (is_file(checkpoint_files::buffer_path(dir.empty() ? "." : dir, t.model->step(), parts))) ++parts;
+      const size_t parts = snapshot_parts(dir.empty() ? "." : dir, t.model->step()).size();
       log::info("Resumed the rolling buffer from " + paired +
                 (parts > 1 ? " (" + std::to_string(parts) + " parts)" : std::string()) + ": " +
                 std::to_string(t.buffer->steps()) + " steps");

@@ -8,13 +8,7 @@
 #include <cmath>
 #include <vector>
 
-// Not under ThreadSanitizer: the clones' resolvers run while the dynamic linker relocates the
-// library, before TSan's runtime is set up, and their instrumented code crashed there (SIGSEGV).
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
-#define FINECAST_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define FINECAST_CLONES
-#endif
+#include "trainer/simd.hpp"
 
 namespace finecast::trainer::adamw {
 

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "trainer/simd.hpp"
+
 #if FINECAST_HAVE_CBLAS
 // The CBLAS entry points of the OpenBLAS that LibTorch loads; declared here so no cblas.h is
 // needed (the enum values are fixed by the CBLAS standard).
@@ -114,14 +116,6 @@ inline __attribute__((always_inline)) Lanes fast_exp(Lanes x) {
   std::memcpy(&scale, &bits, sizeof scale);
   return p * scale;
 }
-
-// Not under ThreadSanitizer: the clones' resolvers run while the dynamic linker relocates the
-// library, before TSan's runtime is set up, and their instrumented code crashed there (SIGSEGV).
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
-#define FINECAST_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define FINECAST_CLONES
-#endif
 
 /// h = act(z + bias [+ row]) and, when Der, d = act'(...): one pass over [rows, n], eight floats
 /// at a time, one instance per (activation, row term, derivative).

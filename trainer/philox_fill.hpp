@@ -19,8 +19,10 @@ uint64_t key_of(uint64_t seed);
 /// when it runs, so the host may change it between replays of a captured graph.
 void fill_normal(torch::Tensor& out, uint64_t key, const torch::Tensor& stream, Purpose purpose);
 
-/// The same into host memory, for a stream known on the host.
-void fill_normal_cpu(float* out, int64_t n, uint64_t key, uint64_t stream, Purpose purpose);
+/// The same into host memory, for a stream known on the host: out[i] = normal_at(key, stream,
+/// purpose, first + i) for i < n, in parallel and on vectors (to the float, except where a
+/// double lies within an ulp or two of a float rounding boundary: philox_fill.cpp).
+void fill_normal_cpu(float* out, int64_t n, uint64_t key, uint64_t stream, Purpose purpose, uint64_t first = 0);
 
 /// Whether this build has the CUDA kernel.
 bool cuda_compiled();

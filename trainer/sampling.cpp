@@ -12,6 +12,7 @@
 #include "trainer/threads.hpp"
 #include "trainer/downscaler.hpp"
 #include "trainer/downscaler_impl.hpp"
+#include "trainer/philox_fill.hpp"
 #include "trainer/sample_graph.hpp"
 #include "trainer/sampling_internal.hpp"
 #include "trainer/thread_tuning.hpp"
@@ -40,6 +41,16 @@ int64_t noise_draws(const ModelOptions& mo, const SampleOptions& o) {
   return (o.eta > 0 ? n : 1) + churn_draws(mo, o);
 }
 
+torch::Tensor noise(int64_t draws, int64_t first_row, int64_t rows, int64_t members, int64_t P, uint64_t seed) {
+  const int64_t B = rows * members;
+  auto out = torch::empty({draws, B, P}, torch::TensorOptions().dtype(torch::kFloat32));
+  const uint64_t key = philox::key_of(seed);
+  for (int64_t d = 0; d < draws; ++d)
+    philox::fill_normal_cpu(out.data_ptr<float>() + d * B * P, B * P, key, static_cast<uint64_t>(d),
+                            philox::kSamplingNoise, static_cast<uint64_t>(first_row * members * P));
+  return out;
+}
+
 torch::Tensor churn_noise(const ModelOptions& mo, const SampleOptions& o, const torch::Tensor& noise) {
   const int64_t k = churn_draws(mo, o);
   return k > 0 ? noise.narrow(0, noise.size(0) - k, k) : torch::Tensor();
@@ -53,7 +64,7 @@ void draw(const Downscaler::Impl& im, const Model& m, const float* context, cons
   const int64_t draws = noise_draws(im.mo, o);
   if (m.fused && o.churn > 0) throw std::invalid_argument("sample.churn: the fused MLP sampler has no churn");
   c10::InferenceMode inference;
-  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);  // unused: the noise is pre-drawn
   const NormApplied& norm = *m.norm;
   const auto& sc = *m.schedule;
   const auto ddim_ts = diffusion::ddim_timesteps(im.mo.diffusion_steps, o.steps);
@@ -73,8 +84,8 @@ void draw(const Downscaler::Impl& im, const Model& m, const float* context, cons
     if (weights)
       w = normalised_weights(cpu_float(weights + r0 * P, rows, P), "sample").repeat_interleave(M, 0).contiguous();
     auto cc = torch::from_blob(const_cast<float*>(coarse + r0), {rows, 1}, torch::kFloat32).repeat_interleave(M, 0);
-    // All the noise of this batch in one draw, in one copy to the device.
-    auto noise = torch::randn({draws, B, P}, gen, cpu_f);
+    // All the noise of this batch, in one copy to the device.
+    auto noise = sampling::noise(draws, r0, rows, M, P, seed);
 
     torch::Tensor r;  // normalised residual [B,P] (CPU)
     if (m.fused) {

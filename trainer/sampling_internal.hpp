@@ -30,6 +30,11 @@ int64_t noise_draws(const ModelOptions& mo, const SampleOptions& o);
 /// The churn draws at the end of noise_draws: one per network evaluation (DDPM: T; DDIM: its
 /// steps) when o.churn > 0, else 0.
 int64_t churn_draws(const ModelOptions& mo, const SampleOptions& o);
+/// The noise of rows [first_row, first_row + rows) of a sampling with `seed`: [draws, rows *
+/// members, P] (CPU, float). Draw d is stream d of the Philox generator (philox.hpp) keyed by the
+/// seed, for the purpose kSamplingNoise; element (row * members + member) * P + cell of the whole
+/// sampling, so that a patch's noise does not depend on how the rows are batched.
+torch::Tensor noise(int64_t draws, int64_t first_row, int64_t rows, int64_t members, int64_t P, uint64_t seed);
 /// The churn part of pre-drawn noise [noise_draws, B, P] (undefined without churn).
 torch::Tensor churn_noise(const ModelOptions& mo, const SampleOptions& o, const torch::Tensor& noise);
 

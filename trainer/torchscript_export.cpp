@@ -511,6 +511,12 @@ int64_t export_noise_draws(const ModelOptions& model, const SampleOptions& sampl
   return sampling::noise_draws(model, sample);
 }
 
+std::vector<float> export_noise(const ModelOptions& model, const SampleOptions& sample, int64_t n, uint64_t seed) {
+  const auto noise =
+      sampling::noise(sampling::noise_draws(model, sample), 0, n, sample.members, model.patch_size, seed);
+  return std::vector<float>(noise.data_ptr<float>(), noise.data_ptr<float>() + noise.numel());
+}
+
 void export_torchscript(const Downscaler& model, const ExportOptions& options, const std::string& path) {
   const auto& im = internals(model);
   const ModelOptions& mo = im.mo;

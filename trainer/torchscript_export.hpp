@@ -59,4 +59,8 @@ void export_torchscript(const Downscaler& model, const ExportOptions& options, c
 /// noisy sampler update (DDPM: T; DDIM: 1, or `steps` when eta > 0).
 int64_t export_noise_draws(const ModelOptions& model, const SampleOptions& sample);
 
+/// The noise Downscaler::sample draws for `seed` when it samples n patches with these options,
+/// as forward() reads it: [export_noise_draws, n * members, P], row-major (docs/export.md).
+std::vector<float> export_noise(const ModelOptions& model, const SampleOptions& sample, int64_t n, uint64_t seed);
+
 }  // namespace finecast::trainer

@@ -142,7 +142,9 @@ class ExportIcon : public ::testing::Test {
     return r.rc == 0 ? r.output : "failed: " + r.output;
   }
 
-  /// The case ran, and Python's members are finecast-downscale's to 1e-4, and differ from each other.
+  /// The case ran, and Python's members are finecast-downscale's to 2.5e-4 (8 float ulps of a
+  /// 300 K value: the fused CPU sampler rounds in another order than the module; another noise
+  /// would be off by kelvins), and differ from each other.
   static void expect_reproduced(const Case& c) {
     ASSERT_EQ(c.surface.rc, 0) << c.surface.output;
     ASSERT_EQ(c.train.rc, 0) << c.train.output;
@@ -153,7 +155,7 @@ class ExportIcon : public ::testing::Test {
     ASSERT_EQ(c.python.rc, 0) << c.python.output;
     std::printf("%s: %s", c.dir.c_str(), c.python.output.c_str());
     const double worst = number_after(c.python.output, "at most ");
-    EXPECT_LT(worst, 1e-4) << c.python.output;
+    EXPECT_LT(worst, 2.5e-4) << c.python.output;
     EXPECT_GT(number_after(c.python.output, "differ by up to "), 1e-2) << c.python.output;
   }
 

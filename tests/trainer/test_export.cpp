@@ -94,9 +94,10 @@ class Export : public ::testing::Test {
     std::vector<float> expected(static_cast<size_t>(n * M * P));
     model.sample(in.context.data(), in.coarse.data(), with_weights ? in.weights.data() : nullptr, n, so, seed,
                  expected.data());
-    // The noise sample() draws: one [draws, n * members, P] draw from the CPU generator of the seed.
+    // The noise sample() draws for the seed.
+    auto noise_values = ft::export_noise(mo, so, n, seed);
+    auto noise = torch::from_blob(noise_values.data(), {ft::export_noise_draws(mo, so), n * M, P}, torch::kFloat32);
     auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
-    auto noise = torch::randn({ft::export_noise_draws(mo, so), n * M, P}, gen);
     auto ctx = blob(in.context, {n, mo.context_size});
     std::vector<torch::jit::IValue> args{ctx, noise};
     torch::jit::Kwargs kw;
@@ -314,12 +315,14 @@ TEST_F(Export, ProgramWritesAModuleThatDebiansPythonLoadsAndRuns) {
   std::vector<float> expected(static_cast<size_t>(n * M * P));
   model.sample(in.context.data(), in.coarse.data(), in.weights.data(), n, so, 5, expected.data());
   auto gen = at::make_generator<at::CPUGeneratorImpl>(5);
+  auto noise = ft::export_noise(mo, so, n, 5);  // the noise of sample()'s seed 5
   torch::jit::Module ref(c10::QualifiedName("__torch__.finecast.ExportReference"),
                          std::make_shared<torch::jit::CompilationUnit>(), true);
   auto ctx = blob(in.context, {n, mo.context_size});
   ref.register_buffer("context", ctx);
   ref.register_buffer("weights", blob(in.weights, {n, P}));
-  ref.register_buffer("noise", torch::randn({ft::export_noise_draws(mo, so), n * M, P}, gen));
+  ref.register_buffer(
+      "noise", torch::from_blob(noise.data(), {ft::export_noise_draws(mo, so), n * M, P}, torch::kFloat32).clone());
   ref.register_buffer("expected", blob(expected, {n, M, P}));
   auto x = torch::randn({n, P}, gen);
   auto t = torch::tensor(std::vector<int64_t>{0, 5, 11, 19});

@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -73,6 +75,32 @@ TEST(Philox, EachElementDependsOnItsIndexAloneAndTheNormalsAreStandard) {
   px::fill_normal(out, key, torch::full({1}, int64_t{7}, torch::TensorOptions().dtype(torch::kInt64)),
                   px::kTrainingNoise);
   EXPECT_EQ(std::memcmp(out.data_ptr<float>(), all.data(), all.size() * sizeof(float)), 0);
+}
+
+TEST(Philox, TheVectorFillIsTheScalarDrawFromAnyFirstElement) {
+  // fill_normal_cpu computes 16 elements at a time with its own log, sin and cos; normal_at, the
+  // definition (and what the CUDA kernel computes), calls libm's. Every element of a draw of
+  // 2^22 that starts and ends inside a group of 16 must be normal_at's float.
+  const uint64_t key = px::key_of(7), first = 1000003;
+  const int64_t n = (int64_t{1} << 22) + 5;
+  std::vector<float> fast(static_cast<size_t>(n));
+  px::fill_normal_cpu(fast.data(), n, key, 3, px::kSamplingNoise, first);
+  int64_t differ = 0;
+  double worst = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float want = px::normal_at(key, 3, px::kSamplingNoise, first + static_cast<uint64_t>(i));
+    const float got = fast[static_cast<size_t>(i)];
+    if (got != want) {
+      ++differ;
+      worst =
+          std::max(worst, std::abs(static_cast<double>(got) - want) / std::abs(std::nextafter(want, 2 * want) - want));
+    }
+  }
+  std::printf("philox vector fill: %lld of %lld floats differ from normal_at (at most %.1f ulp)\n",
+              static_cast<long long>(differ), static_cast<long long>(n), worst);
+  EXPECT_EQ(differ, 0);
+  // Another purpose is another draw.
+  EXPECT_NE(px::normal_at(key, 3, px::kTrainingNoise, first), fast[0]);
 }
 
 TEST(Philox, TheGraphPathDrawsInTheStepWhatTheEagerPathDrawsOnTheHost) {

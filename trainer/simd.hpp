@@ -1,0 +1,13 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// FINECAST_CLONES: compile a hot loop once per instruction set (AVX-512, AVX2, the baseline) and
+// let the dynamic linker pick the one the CPU runs, so one binary is fast on every x86-64 node.
+// Plain C++ (no torch).
+#pragma once
+
+// Not under ThreadSanitizer: the clones' resolvers run while the dynamic linker relocates the
+// library, before TSan's runtime is set up, and their instrumented code crashed there (SIGSEGV).
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+#define FINECAST_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define FINECAST_CLONES
+#endif

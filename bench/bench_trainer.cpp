@@ -26,6 +26,7 @@
 #include "trainer/downscaler.hpp"
 #include "trainer/downscaler_impl.hpp"
 #include "trainer/sample_graph.hpp"
+#include "trainer/sampling_internal.hpp"
 #include "trainer/train_graph.hpp"
 
 #ifndef FINECAST_BUILD_TYPE
@@ -248,6 +249,18 @@ std::map<std::string, double> measure(const std::string& device, const Data& d, 
   }
   for (const auto& line : last->thread_choices())
     if (line.rfind("sample", 0) == 0) (*notes)["threads_log_sample"] = line;
+  {
+    // DDPM-50's noise on one thread: finecast's Philox fill and LibTorch's normal draw (mt19937,
+    // what the PyTorch reference draws with torch.randn) of the same size.
+    const int before = at::get_num_threads();
+    at::set_num_threads(1);
+    const int64_t draws = mo.diffusion_steps;
+    r["sample_noise_s_ddpm50_1t"] =
+        best_of(nullptr, "", repeats * 3, [&] { finecast::trainer::sampling::noise(draws, 0, 80, 1, kP, 7); });
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(7);
+    r["torch_randn_s_ddpm50_1t"] = best_of(nullptr, "", repeats * 3, [&] { torch::randn({draws, 80, kP}, gen); });
+    at::set_num_threads(before);
+  }
   // The GEMM limit of an epoch: on one core, and on all cores (the definition).
   const int before = at::get_num_threads();
   at::set_num_threads(1);

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "tests/trainer/trainer_test_data.hpp"
@@ -99,6 +100,15 @@ TEST(Philox, TheVectorFillIsTheScalarDrawFromAnyFirstElement) {
   std::printf("philox vector fill: %lld of %lld floats differ from normal_at (at most %.1f ulp)\n",
               static_cast<long long>(differ), static_cast<long long>(n), worst);
   EXPECT_EQ(differ, 0);
+  // Short ranges: inside one group of 32, across two, exactly one.
+  for (const auto& [from, count] : {std::pair<uint64_t, int64_t>{5, 3}, {30, 5}, {64, 32}, {7, 1}}) {
+    std::vector<float> part(static_cast<size_t>(count));
+    px::fill_normal_cpu(part.data(), count, key, 3, px::kSamplingNoise, from);
+    for (int64_t i = 0; i < count; ++i)
+      EXPECT_EQ(part[static_cast<size_t>(i)],
+                px::normal_at(key, 3, px::kSamplingNoise, from + static_cast<uint64_t>(i)))
+          << "element " << from + static_cast<uint64_t>(i);
+  }
   // Another purpose is another draw.
   EXPECT_NE(px::normal_at(key, 3, px::kTrainingNoise, first), fast[0]);
 }

@@ -101,6 +101,9 @@ struct Field {
   /// Other rows are typed by their kind (typed_get, typed_set).
   std::function<Value(const S&)> get_value;
   std::function<void(S&, const Value&)> set_value;  ///< checks like `set`; throws BadValue
+  /// Part of what a model was trained on: a run that resumes it must have the value its checkpoint
+  /// recorded (the conditioning spec's resume check, coupling::resume_differences).
+  bool resume_compares = false;
 
   Field& only_in(Scope s) {
     scope = s;
@@ -108,6 +111,10 @@ struct Field {
   }
   Field& was(std::string old_key) {
     old_keys.push_back(std::move(old_key));
+    return *this;
+  }
+  Field& compared_on_resume() {
+    resume_compares = true;
     return *this;
   }
 };
@@ -318,6 +325,7 @@ Table<Outer> nested(Inner Outer::*member, const Table<Inner>& table, const std::
     f.scope = in.scope;
     f.rule = in.rule;
     for (const auto& k : in.old_keys) f.old_keys.push_back(prefix + k);
+    f.resume_compares = in.resume_compares;
     f.get = [member, get = in.get](const Outer& o) { return get(o.*member); };
     f.set = [member, set = in.set](Outer& o, const std::string& t) { set(o.*member, t); };
     if (in.get_value) {
@@ -343,6 +351,7 @@ Table<Derived> inherited(const Table<Base>& table, const std::string& prefix = "
     f.scope = in.scope;
     f.rule = in.rule;
     for (const auto& k : in.old_keys) f.old_keys.push_back(prefix + k);
+    f.resume_compares = in.resume_compares;
     f.get = [get = in.get](const Derived& d) { return get(static_cast<const Base&>(d)); };
     f.set = [set = in.set](Derived& d, const std::string& t) { set(static_cast<Base&>(d), t); };
     if (in.get_value) {

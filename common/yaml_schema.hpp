@@ -11,6 +11,7 @@
 #include <functional>
 #include <set>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "common/error.hpp"
@@ -64,7 +65,9 @@ struct Entry {
   std::function<YAML::Node()> write;
 };
 
-/// The scalar fields of `table` bound to `object` (which must outlive the entries).
+/// The fields of `table` bound to `object` (which must outlive the entries): scalars, and lists of
+/// names (rows whose typed value is a string array), which a YAML list gives, or a single name
+/// (a list of one), or nothing or "" (none).
 template <class S>
 std::vector<Entry> bind(S& object, const schema::Table<S>& table) {
   std::vector<Entry> out;
@@ -73,6 +76,31 @@ std::vector<Entry> bind(S& object, const schema::Table<S>& table) {
     Entry e;
     e.key = f.key;
     e.comment = f.comment;
+    if (f.get_value && std::holds_alternative<std::vector<std::string>>(f.get_value(object))) {
+      e.read = [&object, set = f.set_value, rule = f.rule](const YAML::Node& n) {
+        std::vector<std::string> names;
+        auto add = [&](const YAML::Node& item) {
+          if (!item.IsScalar() || item.Scalar().empty())
+            throw schema::BadValue("must be " + rule + ", got " + describe(item));
+          names.push_back(item.Scalar());
+        };
+        if (n.IsSequence()) {
+          for (const auto& item : n) add(item);
+        } else if (!n.IsNull() && !(n.IsScalar() && n.Scalar().empty())) {
+          add(n);
+        }
+        set(object, schema::Value(names));
+      };
+      e.write = [&object, get = f.get_value] {
+        YAML::Node n(YAML::NodeType::Sequence);
+        const schema::Value names = get(object);  // held: a range-for would not keep it alive
+        for (const auto& name : std::get<std::vector<std::string>>(names)) n.push_back(name);
+        n.SetStyle(YAML::EmitterStyle::Flow);
+        return n;
+      };
+      out.push_back(std::move(e));
+      continue;
+    }
     e.read = [&object, set = f.set, rule = f.rule](const YAML::Node& n) {
       if (!n.IsScalar()) throw schema::BadValue("must be " + rule + ", got " + describe(n));
       set(object, n.Scalar());

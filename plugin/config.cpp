@@ -76,14 +76,24 @@ bool valid_device(const std::string& d) {
 
 constexpr long long kMax = std::numeric_limits<int>::max();
 
-/// The config's own keys and the trainer's, in file order (after `fields`).
+/// The conditioning settings' rows (coupling/conditioning/conditioning_settings.hpp; the keys a
+/// checkpoint's conditioning spec records) named `name` or in its section ("grid": grid.*), as
+/// the config's rows.
+schema::Table<Config> conditioning_rows(const std::string& name) {
+  schema::Table<Config> out;
+  for (const auto& f : schema::inherited<Config>(coupling::conditioning_settings_table()))
+    if (f.key == name || f.key.rfind(name + ".", 0) == 0) out.push_back(f);
+  return out;
+}
+
+/// The config's own keys, the conditioning settings and the trainer's options, in file order
+/// (after `fields`).
 const schema::Table<Config>& config_table() {
   using namespace schema;
   static const Table<Config> table = [] {
     Table<Config> s;
     auto add = [&s](const Table<Config>& more) { s.insert(s.end(), more.begin(), more.end()); };
-    s.push_back(text("target", &Config::target,
-                     "the downscaled field, one of fields (\"\" = the first); the others are predictors only"));
+    add(conditioning_rows("target"));
     s.push_back(text("device", &Config::device,
                      "auto (CUDA, then MPS, then CPU) | cpu | cuda | cuda:N | mps; explicit GPUs fail when absent",
                      "one of auto, cpu, cuda, cuda:N, mps", valid_device));
@@ -96,26 +106,7 @@ const schema::Table<Config>& config_table() {
                          boolean("all_ranks", &LogConfig::all_ranks,
                                  "print training progress on every rank (default: trainer rank only)")},
         "log."));
-    add(nested(&Config::grid,
-               Table<GridConfig>{
-                   choice("type", &GridConfig::type,
-                          "icon (triangles, patches = coarser ICON cells) | latlon (patches = blocks)"),
-                   text("file", &GridConfig::file, "ICON grid file, or a CF file with the lat/lon coordinates"),
-                   choice("geometry", &GridConfig::geometry,
-                          "icon: the cells' coordinates: file (the grid file's) | uniform (the standard uniform "
-                          "icosahedral R2B<k> geometry rebuilt from the file's topology, for data on the file's "
-                          "cells but not on its coordinates)"),
-                   text("variable", &GridConfig::variable,
-                        "latlon: variable whose coordinates define the grid (\"\" = the first field)"),
-                   integer("coarse_level", &GridConfig::coarse_level, 0, 20,
-                           "icon: patches are the cells of R<n>B<coarse_level> (R2B4 -> R2B0: 256 cells each)"),
-                   integer("boundary_rows", &GridConfig::boundary_rows, 0, 64,
-                           "icon limited area: coarse cells reaching into refin_c_ctrl rows 1..N (ICON's lateral "
-                           "boundary zone, where the driving model's values are prescribed: 4 rows) are left out of "
-                           "training and sampling, as are those cut by the domain's edge; 0 = keep the zone"),
-                   integer("block", &GridConfig::block, 2, 512,
-                           "latlon: patches are block x block cells (at most 512: 262,144 fine values a patch)")},
-               "grid."));
+    add(conditioning_rows("grid"));
     add(nested(
         &Config::coupling,
         Table<CouplingConfig>{
@@ -134,37 +125,7 @@ const schema::Table<Config>& config_table() {
                    "COMIN_FLAG_DEVICE, where the host has a device and the CUDA driver loads; else host access) | "
                    "on (that, or stop) | off (host access: ComIn copies each whole field to the host first)")},
         "coupling."));
-    add(nested(&Config::patch,
-               Table<PatchConfig>{
-                   boolean("static_features", &PatchConfig::static_features,
-                           "add sin lat, cos lat cos lon, cos lat sin lon of the coarse centre to the context"),
-                   text("orography", &PatchConfig::orography,
-                        "host variable with the surface height, added coarse to the context (\"\" = none)"),
-                   boolean("relative_context", &PatchConfig::relative_context,
-                           "the coarse values in the context as differences from the patch's own (its level left out: "
-                           "a model trained where it is warm then meets no unseen levels where it is cold)"),
-                   integer("context_rings", &PatchConfig::context_rings, 0, 8,
-                           "coarse context around each patch: 0 = its edge neighbours (ICON 3, lat-lon 4); K = every "
-                           "coarse cell within K rings (lat-lon: the (2K+1)^2 blocks around; ICON: K edge steps)"),
-                   choice("residual", &PatchConfig::residual,
-                          "the model learns fine minus: mean (the patch's coarse value) | interp (the conservative "
-                          "interpolant of the coarse neighbourhood: bicubic on lat-lon blocks, IDW on ICON) | "
-                          "regression (that interpolant plus a least-squares fit on patch.static, fitted at the first "
-                          "step: a two-stage model; docs/training.md)"),
-                   choice("interpolant", &PatchConfig::interpolant,
-                          "the conservative interpolant of patch.residual interp and regression and of the static "
-                          "covariates' coarse part: lat-lon bicubic (Keys) | bspline (cubic B-spline); ICON idw "
-                          "(inverse-distance) | linear (least-squares gradients); auto = bicubic on lat-lon, idw on "
-                          "ICON (docs/training.md)"),
-                   integer("local_slopes", &PatchConfig::local_slopes, 0, 8,
-                           "patch.residual regression: K > 0 adds, per covariate of patch.local_slope_static, its "
-                           "deviation times the local slope of the target's coarse values on the covariates' block "
-                           "means over the coarse cells within K edge steps (e.g. a lapse rate that changes across "
-                           "the domain); 0 = none (docs/training.md)"),
-                   real("local_slope_ridge", &PatchConfig::local_slope_ridge, 0.0, 1e6,
-                        "ridge of each local fit: shrinks the slopes toward 0 (times the window's cells and each "
-                        "covariate's variance over the field)")},
-               "patch."));
+    add(conditioning_rows("patch"));
     add(nested(&Config::buffer,
                Table<BufferConfig>{integer("capacity", &BufferConfig::capacity, 1, 10000,
                                            "coupling steps held in the rolling buffer (FIFO; at most 10,000, more "
@@ -263,16 +224,16 @@ const schema::Table<Config>& config_table() {
   return table;
 }
 
-/// `fields`: host variables, each a name or {name: NAME, level: K} (ICON level numbering,
-/// 1 = model top) for one level of a 3-D variable.
+/// `fields`: the conditioning settings' row, with the levels only the config has: host variables,
+/// each a name or {name: NAME, level: K} (ICON level numbering, 1 = model top) for one level of a
+/// 3-D variable.
 yaml_schema::Entry fields_entry(Config& c) {
+  const schema::Field<Config> row = conditioning_rows("fields").at(0);
   yaml_schema::Entry e;
-  e.key = "fields";
+  e.key = row.key;
   e.required = true;
-  e.comment =
-      "host variables to couple, each a name or {name: NAME, level: K} (one level of a 3-D variable, 1 = model top); "
-      "the first one is downscaled";
-  e.read = [&c](const YAML::Node& n) {
+  e.comment = row.comment;
+  e.read = [&c, set_names = row.set_value](const YAML::Node& n) {
     std::vector<std::string> names;
     std::vector<int> levels;
     auto add = [&](const YAML::Node& item) {
@@ -308,7 +269,7 @@ yaml_schema::Entry fields_entry(Config& c) {
       add(n);
     }
     if (names.empty()) throw BadValue("must be a non-empty list of variable names, got " + yaml_schema::describe(n));
-    c.fields = names;
+    set_names(c, schema::Value(names));
     c.field_levels = levels;
   };
   e.write = [&c] {
@@ -357,39 +318,8 @@ yaml_schema::Entry gpu_ids_entry(Config& c) {
   return e;
 }
 
-/// A list of host variable names (a single name is a list of one): patch.static,
-/// patch.local_slope_static.
-yaml_schema::Entry names_entry(std::string key, std::vector<std::string>& names_out, std::string comment) {
-  yaml_schema::Entry e;
-  e.key = std::move(key);
-  e.comment = std::move(comment);
-  e.read = [&names_out](const YAML::Node& n) {
-    std::vector<std::string> names;
-    auto add = [&](const YAML::Node& item) {
-      if (!item.IsScalar() || item.Scalar().empty())
-        throw BadValue("must be a list of host variable names, got " + yaml_schema::describe(item));
-      names.push_back(item.Scalar());
-    };
-    if (n.IsSequence()) {
-      for (const auto& item : n) add(item);
-    } else if (n.IsScalar() && !n.Scalar().empty()) {
-      add(n);
-    } else if (!n.IsNull() && !(n.IsScalar() && n.Scalar().empty())) {
-      throw BadValue("must be a list of host variable names, got " + yaml_schema::describe(n));
-    }
-    names_out = names;
-  };
-  e.write = [&names_out] {
-    YAML::Node n(YAML::NodeType::Sequence);
-    for (const auto& name : names_out) n.push_back(name);
-    n.SetStyle(YAML::EmitterStyle::Flow);
-    return n;
-  };
-  return e;
-}
-
 /// Every key of the config bound to `c`, in file order: `fields` first, then the table (with
-/// patch.static after the patch section's scalar keys, train.gpu_ids after train.placement).
+/// train.gpu_ids after train.placement).
 std::vector<yaml_schema::Entry> config_entries(Config& c) {
   std::vector<yaml_schema::Entry> entries{fields_entry(c)};
   for (auto& e : yaml_schema::bind(c, config_table())) {
@@ -397,14 +327,6 @@ std::vector<yaml_schema::Entry> config_entries(Config& c) {
     const std::string key = e.key;
     entries.push_back(std::move(e));
     if (key == "train.placement") entries.push_back(gpu_ids_entry(c));
-    if (key == "patch.residual")
-      entries.push_back(names_entry("patch.static", c.patch.statics,
-                                    "host variables with fine static covariates (e.g. [topography_c, fr_land]), "
-                                    "gathered once; each adds its normalised block mean and fine anomalies to the "
-                                    "context"));
-    if (key == "patch.local_slope_ridge")
-      entries.push_back(names_entry("patch.local_slope_static", c.patch.local_slope_static,
-                                    "the covariates of patch.static that get a local-slope term (empty = all)"));
   }
   return entries;
 }
@@ -493,17 +415,8 @@ void validate_together(const Config& c, ErrorList& errors) {
     }
     return std::string();
   });
-  rule({"patch.local_slopes", "patch.residual", "patch.static", "patch.local_slope_static"}, [&] {
-    if (c.patch.local_slopes > 0 && c.patch.residual != Residual::kRegression)
-      return std::string(
-                 "patch.local_slopes adds terms to the regression of patch.residual regression, but "
-                 "patch.residual is ") +
-             schema::name_of(c.patch.residual);
-    for (const auto& v : c.patch.local_slope_static)
-      if (std::find(c.patch.statics.begin(), c.patch.statics.end(), v) == c.patch.statics.end())
-        return "patch.local_slope_static: \"" + v + "\" is not one of patch.static";
-    return std::string();
-  });
+  rule({"patch.local_slopes", "patch.residual", "patch.static", "patch.local_slope_static"},
+       [&] { return coupling::local_slope_problem(c.patch); });
   rule({"patch.interpolant", "grid.type"},
        [&] { return coupling::interpolant_mismatch(c.patch.interpolant, c.grid.type == GridType::kLatLon); });
   rule({"patch.residual", "patch.static"}, [&] {
@@ -692,7 +605,8 @@ std::string reference_yaml() {
       "# finecast reference config: every key with its default and what it does.\n"
       "# Check any config with:  build/bin/finecast-config my.yaml   (prints it resolved, or the error)\n"
       "# Keys marked (required) have no default; the values shown for them are examples.\n"
-      "# Generated from the option tables (plugin/config.cpp, trainer/options.cpp), do not edit:\n"
+      "# Generated from the option tables (plugin/config.cpp, coupling/conditioning/conditioning_settings.hpp,\n"
+      "# trainer/options.cpp), do not edit:\n"
       "#   build/bin/finecast-config --reference > configs/reference.yaml\n\n";
   std::string section;
   for (const auto& e : config_entries(c)) {

@@ -8,7 +8,7 @@
 
 #include "common/log.hpp"
 #include "common/schema.hpp"
-#include "coupling/conditioning/conditioning_spec.hpp"
+#include "coupling/conditioning/conditioning_settings.hpp"
 #include "trainer/options.hpp"
 
 namespace finecast::plugin {
@@ -36,24 +36,13 @@ const schema::Names<DeviceFields>& names(DeviceFields);
 const schema::Names<Placement>& names(Placement);
 const schema::Names<FaultPoint>& names(FaultPoint);
 
-/// Every default lives in these initialisers (and in the trainer's option structs) and nowhere
-/// else; every key is declared once, in the option tables of plugin/config.cpp and
-/// trainer/options.cpp; configs/reference.yaml mirrors them and a test keeps the two in agreement.
+/// Every default lives in these initialisers (and in the trainer's option structs and the
+/// conditioning settings) and nowhere else; every key is declared once, in the option tables of
+/// plugin/config.cpp, trainer/options.cpp and coupling/conditioning/conditioning_settings.hpp;
+/// configs/reference.yaml mirrors them and a test keeps the two in agreement.
 struct LogConfig {
   log::Level level = log::Level::kInfo;
   bool all_ranks = false;  ///< training progress on every rank, not only the trainer rank
-};
-
-struct GridConfig {
-  GridType type = GridType::kIcon;
-  std::string file;  ///< required: ICON grid file, or a CF NetCDF file with the lat/lon coordinates
-  IconGeometry geometry = IconGeometry::kFile;  ///< icon: the file's coordinates or the uniform ones
-  std::string variable;  ///< latlon: the variable whose coordinates define the grid ("" = first field)
-  int coarse_level = 0;  ///< icon: patches are the cells of R<n>B<coarse_level>
-  int block = 16;        ///< latlon: patches are block x block cells
-  /// icon limited area: coarse cells reaching into refin_c_ctrl rows 1..boundary_rows (ICON's
-  /// lateral boundary zone) are left out of training and sampling
-  int boundary_rows = 4;
 };
 
 struct CouplingConfig {
@@ -67,25 +56,6 @@ struct CouplingConfig {
   /// of having ComIn copy whole fields to the host before every callback; on: that or stop; off:
   /// host access.
   DeviceFields device_fields = DeviceFields::kAuto;
-};
-
-struct PatchConfig {
-  bool static_features = true;    ///< add sin lat, cos lat cos lon, cos lat sin lon to the context
-  bool relative_context = false;  ///< coarse values in the context relative to the patch's own
-  std::string orography;          ///< host variable with the surface height ("" = none)
-  /// Host variables with fine static covariates (surface height, land fraction), gathered once;
-  /// each adds its normalised block mean and fine anomalies to every patch's context.
-  std::vector<std::string> statics;
-  int context_rings =
-      0;  ///< 0: edge neighbours; K: every coarse cell within K rings (coupling/grid/context_stencil.hpp)
-  Residual residual = Residual::kMean;
-  /// The residual base's interpolant (auto: bicubic on lat-lon, idw on ICON).
-  coupling::Interpolant interpolant = coupling::Interpolant::kAuto;
-  /// patch.residual regression: a local-slope term per covariate of local_slope_static (empty =
-  /// all of statics) over a window of local_slopes edge steps (0 = none; docs/training.md).
-  int local_slopes = 0;
-  double local_slope_ridge = 0.1;
-  std::vector<std::string> local_slope_static;
 };
 
 struct BufferConfig {
@@ -158,18 +128,17 @@ struct TestingConfig {
   int fault_rank = -1;  ///< rank of the plugin communicator that fails; -1 = the trainer rank
 };
 
-struct Config {
-  std::string source;               ///< file the config came from (for messages)
-  std::vector<std::string> fields;  ///< required: host variables, every one a coarse predictor
-  std::string target;               ///< the downscaled field, one of `fields` ("" = the first)
-  std::vector<int> field_levels;    ///< per field: level of a 3-D variable (1 = model top), 0 = 2-D
-  std::string device = "auto";      ///< auto | cpu | cuda | cuda:N | mps
+/// The run configuration. Its conditioning settings (grid, fields, target, patch) are the part a
+/// checkpoint's conditioning spec records (fields required: host variables, every one a coarse
+/// predictor; grid.file required; target "" = the first field).
+struct Config : coupling::ConditioningSettings {
+  std::string source;             ///< file the config came from (for messages)
+  std::vector<int> field_levels;  ///< per field: level of a 3-D variable (1 = model top), 0 = 2-D
+  std::string device = "auto";    ///< auto | cpu | cuda | cuda:N | mps
   uint64_t seed = 42;
   OnError on_error = OnError::kAbort;
   LogConfig log;
-  GridConfig grid;
   CouplingConfig coupling;
-  PatchConfig patch;
   BufferConfig buffer;
   trainer::ModelOptions model;  ///< context_size and patch_size are set by the run from the grid
   TrainConfig train;

@@ -33,34 +33,34 @@ int exact_log4(int64_t n) {
 }
 
 void read_icon(const ConditioningSpec& spec, const std::string& source, bool with_output, ConditioningGrid& g) {
-  const IconGrid& grid = g.icon.emplace(read_icon_grid(spec.grid_file, spec.grid_geometry));
+  const IconGrid& grid = g.icon.emplace(read_icon_grid(spec.grid.file, spec.grid.geometry));
   const IconGridSize size = icon_grid_size(grid);
   const int fine_level = size.level;
-  int level = spec.coarse_level;
+  int level = spec.grid.coarse_level;
   if (level < 0) {
     const int k = exact_log4(spec.patch_size);
     if (k < 0 || k > fine_level)
       throw GridError(source + " has patches of " + std::to_string(spec.patch_size) +
-                      " fine cells, which is no ICON refinement of " + spec.grid_file + " (" +
+                      " fine cells, which is no ICON refinement of " + spec.grid.file + " (" +
                       icon_grid_name(size.root, fine_level) +
                       ": 4^k cells per coarse cell, k <= " + std::to_string(fine_level) + ")");
     level = fine_level - k;
   }
   LimitedAreaRules rules;
-  rules.boundary_rows = spec.boundary_rows;
+  rules.boundary_rows = spec.grid.boundary_rows;
   g.map = icon_patch_map(grid, level, rules);
   if (with_output) g.output = OutputGrid::of(grid);
-  g.text = spec.grid_file + " (" + icon_grid_name(size.root, fine_level) + " -> " + icon_grid_name(size.root, level) +
+  g.text = spec.grid.file + " (" + icon_grid_name(size.root, fine_level) + " -> " + icon_grid_name(size.root, level) +
            (size.limited_area ? ", limited area" : "") +
-           (spec.grid_geometry == IconGeometry::kUniform ? ", uniform geometry)" : ")");
+           (spec.grid.geometry == IconGeometry::kUniform ? ", uniform geometry)" : ")");
 }
 
 void read_latlon(const ConditioningSpec& spec, const std::string& source, bool with_output, ConditioningGrid& g) {
-  g.variable = !spec.grid_variable.empty() ? spec.grid_variable
+  g.variable = !spec.grid.variable.empty() ? spec.grid.variable
                : !spec.fields.empty()      ? spec.fields.front()
-                                           : find_latlon_variable(spec.grid_file);
-  const LatLonGrid& grid = g.latlon.emplace(read_latlon_grid(spec.grid_file, g.variable));
-  int block = spec.block;
+                                           : find_latlon_variable(spec.grid.file);
+  const LatLonGrid& grid = g.latlon.emplace(read_latlon_grid(spec.grid.file, g.variable));
+  int block = spec.grid.block;
   if (block <= 0) {
     block = exact_sqrt(spec.patch_size);
     if (block == 0)
@@ -71,11 +71,11 @@ void read_latlon(const ConditioningSpec& spec, const std::string& source, bool w
   if (with_output) {
     g.output = OutputGrid::of(grid, g.variable);
     if (g.output.n_cells() != g.map.n_fine)
-      throw GridError(spec.grid_file + ": " + g.variable + " has " + std::to_string(g.output.n_cells()) +
+      throw GridError(spec.grid.file + ": " + g.variable + " has " + std::to_string(g.output.n_cells()) +
                       " cells, its coordinates give " + std::to_string(g.map.n_fine));
   }
   g.row_cells = grid.nlon;
-  g.text = spec.grid_file + " (" + std::to_string(grid.nlat) + " x " + std::to_string(grid.nlon) + ", blocks of " +
+  g.text = spec.grid.file + " (" + std::to_string(grid.nlat) + " x " + std::to_string(grid.nlon) + ", blocks of " +
            std::to_string(block) + " x " + std::to_string(block) + ")";
 }
 
@@ -93,7 +93,7 @@ void ConditioningGrid::cell_lat_lon(int64_t i, double& lat, double& lon) const {
 
 ConditioningGrid read_conditioning_grid(const ConditioningSpec& spec, const std::string& source, bool with_output) {
   ConditioningGrid g;
-  if (spec.grid_type == GridType::kIcon)
+  if (spec.grid.type == GridType::kIcon)
     read_icon(spec, source, with_output, g);
   else
     read_latlon(spec, source, with_output, g);
@@ -167,8 +167,8 @@ void select_patches(const Patches& all, const std::vector<int64_t>& rows, Patche
 }
 
 void prepare_for(const ConditioningSpec& spec, PatchMap& map) {
-  prepare_patch_map(map, spec.context_rings, spec.residual != Residual::kMean || !spec.statics.empty(),
-                    spec.interpolant);
+  prepare_patch_map(map, spec.patch.context_rings,
+                    spec.patch.residual != Residual::kMean || !spec.patch.statics.empty(), spec.patch.interpolant);
 }
 
 uint64_t sampling_seed(uint64_t seed, long long sampling, int trainer) {

@@ -38,7 +38,7 @@ struct ConditioningGrid {
   void cell_lat_lon(int64_t i, double& lat, double& lon) const;
 };
 
-/// Reads spec.grid_file as spec.grid_type says (the lat-lon variable: grid_variable, else the
+/// Reads spec.grid.file as spec.grid.type says (the lat-lon variable: grid.variable, else the
 /// first field), cuts it into patches (R2B<coarse_level> cells, or block x block blocks; a
 /// negative level or a block of 0 is taken from spec.patch_size, GridError naming `source` when
 /// the grid has no such patches) and prepares the patch map for the spec's context. Throws

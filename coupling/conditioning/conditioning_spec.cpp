@@ -30,35 +30,6 @@ std::vector<std::string> split_list(const std::string& text) {
   }
 }
 
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& s : items) out += (out.empty() ? "" : ",") + s;
-  return out;
-}
-
-/// A list of names: a string array, as text "a,b,c" ("" = none).
-Field<Spec> names_field(std::string key, std::vector<std::string> Spec::*member, std::string comment) {
-  Field<Spec> f = schema::field_head<Spec>(std::move(key), schema::Kind::kText, std::move(comment));
-  f.rule = "names joined by commas";
-  f.get = [member](const Spec& s) { return join(s.*member); };
-  f.set = [member](Spec& s, const std::string& text) {
-    auto names = split_list(text);
-    if (std::any_of(names.begin(), names.end(), [](const std::string& n) { return n.empty(); }))
-      throw BadValue("must be names joined by commas, got \"" + text + "\"");
-    s.*member = std::move(names);
-  };
-  f.get_value = [member](const Spec& s) { return schema::Value(s.*member); };
-  f.set_value = [member](Spec& s, const schema::Value& v) {
-    const auto& names = schema::value_as<std::vector<std::string>>(v);
-    // The text form joins them with commas: a name holding one would not read back.
-    if (std::any_of(names.begin(), names.end(),
-                    [](const std::string& n) { return n.empty() || n.find(',') != std::string::npos; }))
-      throw BadValue("must be non-empty names without commas, got \"" + schema::to_text(v) + "\"");
-    s.*member = names;
-  };
-  return f;
-}
-
 /// A list of finite reals (an array), `what` saying what the elements are.
 std::vector<double> finite_reals(const schema::Value& v, const std::string& what) {
   const auto& xs = schema::value_as<std::vector<double>>(v);
@@ -81,33 +52,20 @@ Field<Spec> count_field(std::string key, int64_t Spec::*member, std::string comm
   return f;
 }
 
+/// The settings' rows (conditioning_settings.hpp), with what a run derives: the target's units
+/// after the target, the patch size after the grid's rows; then what it learns.
 schema::Table<Spec> make_table() {
   using namespace schema;
   constexpr long long kMax = std::numeric_limits<int>::max();
   Table<Spec> t;
   t.push_back(integer("spec_version", &Spec::spec_version, 1, kMax, "version of this record"));
-  t.push_back(choice("grid.type", &Spec::grid_type, "icon (triangles) or latlon (blocks)"));
-  t.push_back(text("grid.file", &Spec::grid_file, "the fine grid's file when the model was trained"));
-  t.push_back(choice("grid.geometry", &Spec::grid_geometry, "icon: the cells' coordinates (file or uniform)"));
-  t.push_back(text("grid.variable", &Spec::grid_variable, "latlon: the variable whose coordinates define the grid"));
-  t.push_back(integer("grid.coarse_level", &Spec::coarse_level, -1, 20, "icon: patches are the cells of R<n>B<level>"));
-  t.push_back(integer("grid.boundary_rows", &Spec::boundary_rows, 0, 64,
-                      "icon limited area: patches reaching into refin_c_ctrl rows 1..N are left out"));
-  t.push_back(integer("grid.block", &Spec::block, 0, 4096, "latlon: patches are block x block cells"));
-  t.push_back(count_field("patch.size", &Spec::patch_size, "fine cells per patch"));
-  t.push_back(names_field("fields", &Spec::fields, "the coarse predictors, in context order"));
-  t.push_back(text("target", &Spec::target, "the downscaled field"));
-  t.push_back(text("target_units", &Spec::target_units, "the downscaled field's units"));
-  t.push_back(boolean("patch.static_features", &Spec::static_features, "position features in the context"));
-  t.push_back(text("patch.orography", &Spec::orography, "the field whose coarse means are in the context"));
-  t.push_back(integer("patch.context_rings", &Spec::context_rings, 0, 8, "coarse context rings"));
-  t.push_back(boolean("patch.relative_context", &Spec::relative_context, "coarse values relative to the patch's"));
-  t.push_back(choice("patch.residual", &Spec::residual, "what the model's residual is taken from"));
-  t.push_back(choice("patch.interpolant", &Spec::interpolant, "the residual base's interpolant"));
-  t.push_back(names_field("patch.static", &Spec::statics, "fine static covariates"));
-  t.push_back(integer("patch.local_slopes", &Spec::local_slopes, 0, 8, "window of the regression's local slopes"));
-  t.push_back(real("patch.local_slope_ridge", &Spec::local_slope_ridge, 0.0, 1e6, "their shrinkage to the field's"));
-  t.push_back(names_field("patch.local_slope_static", &Spec::local_slope_static, "covariates with a local slope"));
+  for (const auto& f : inherited<Spec>(conditioning_settings_table())) {
+    t.push_back(f);
+    if (f.key == "grid.block")
+      t.push_back(count_field("patch.size", &Spec::patch_size, "fine cells per patch").compared_on_resume());
+    if (f.key == "target")
+      t.push_back(text("target_units", &Spec::target_units, "the downscaled field's units").compared_on_resume());
+  }
   Field<Spec> norms = field_head<Spec>("patch.static_norm", Kind::kText, "the covariates' normalisation");
   norms.rule = "\"mean scale\" pairs joined by ';'";
   norms.get = [](const Spec& s) { return format_static_norms(s.static_norms); };
@@ -150,27 +108,6 @@ schema::Table<Spec> make_table() {
   return t;
 }
 
-/// The keys a resumed model depends on (resume_differences).
-bool compared_on_resume(const std::string& key) {
-  static const std::set<std::string> keys{"grid.type",
-                                          "grid.geometry",
-                                          "patch.size",
-                                          "fields",
-                                          "target",
-                                          "target_units",
-                                          "patch.static_features",
-                                          "patch.orography",
-                                          "patch.context_rings",
-                                          "patch.relative_context",
-                                          "patch.residual",
-                                          "patch.interpolant",
-                                          "patch.static",
-                                          "patch.local_slopes",
-                                          "patch.local_slope_ridge",
-                                          "patch.local_slope_static"};
-  return keys.count(key) > 0;
-}
-
 }  // namespace
 
 const schema::Table<ConditioningSpec>& conditioning_spec_table() {
@@ -180,33 +117,16 @@ const schema::Table<ConditioningSpec>& conditioning_spec_table() {
 
 PatchOptions patch_options(const ConditioningSpec& spec) {
   PatchOptions o;
-  o.static_features = spec.static_features;
-  o.orography = !spec.orography.empty();
-  o.rings = spec.context_rings;
-  o.relative = spec.relative_context;
+  o.static_features = spec.patch.static_features;
+  o.orography = !spec.patch.orography.empty();
+  o.rings = spec.patch.context_rings;
+  o.relative = spec.patch.relative_context;
   const auto it = std::find(spec.fields.begin(), spec.fields.end(), spec.target);
   o.target = it == spec.fields.end() ? 0 : static_cast<int>(it - spec.fields.begin());
-  o.n_static = static_cast<int>(spec.statics.size());
-  o.interp_base = spec.residual != Residual::kMean;
-  if (spec.residual == Residual::kRegression) o.regression = spec.regression;
-  o.local_slopes = local_slope_options(spec);
-  return o;
-}
-
-LocalSlopeOptions local_slope_options(const ConditioningSpec& spec) {
-  LocalSlopeOptions o;
-  if (spec.residual != Residual::kRegression || spec.local_slopes == 0) return o;
-  o.rings = spec.local_slopes;
-  o.ridge = spec.local_slope_ridge;
-  if (spec.local_slope_static.empty())
-    for (size_t s = 0; s < spec.statics.size(); ++s) o.terms.push_back(static_cast<int>(s));
-  for (const auto& name : spec.local_slope_static) {
-    const auto it = std::find(spec.statics.begin(), spec.statics.end(), name);
-    if (it == spec.statics.end())
-      throw ConfigError("patch.local_slope_static: \"" + name + "\" is not one of patch.static [" + join(spec.statics) +
-                        "]");
-    o.terms.push_back(static_cast<int>(it - spec.statics.begin()));
-  }
+  o.n_static = static_cast<int>(spec.patch.statics.size());
+  o.interp_base = spec.patch.residual != Residual::kMean;
+  if (spec.patch.residual == Residual::kRegression) o.regression = spec.regression;
+  o.local_slopes = local_slope_options(spec.patch);
   return o;
 }
 
@@ -222,19 +142,17 @@ StoredSpec finished(StoredSpec stored, const std::string& source) {
   // lat-lon, idw on ICON), compared on resume as if recorded. Without a recorded grid.type (version
   // 0) it stays auto, resolved once the grid is known.
   if (!stored.has("patch.interpolant") && stored.has("grid.type")) {
-    stored.spec.interpolant = legacy_interpolant(stored.spec.grid_type == GridType::kLatLon);
+    stored.spec.patch.interpolant = legacy_interpolant(stored.spec.grid.type == GridType::kLatLon);
     stored.keys.insert("patch.interpolant");
   }
+  // The config's rule, which every run that wrote a checkpoint passed.
+  if (const std::string problem = local_slope_problem(stored.spec.patch); !problem.empty())
+    throw CheckpointError(source + ": " + problem);
   if (!stored.spec.regression.empty()) {
-    LocalSlopeOptions local;
-    try {
-      local = local_slope_options(stored.spec);
-    } catch (const ConfigError& e) {
-      throw CheckpointError(source + ": " + e.what());
-    }
+    const LocalSlopeOptions local = local_slope_options(stored.spec.patch);
     const int terms = local.enabled() ? static_cast<int>(local.terms.size()) : 0;
     parse_regression(format_regression(stored.spec.regression),
-                     2 * static_cast<int>(stored.spec.statics.size()) + terms, source);
+                     2 * static_cast<int>(stored.spec.patch.statics.size()) + terms, source);
   }
   return stored;
 }
@@ -313,15 +231,16 @@ std::string resume_differences(const StoredSpec& recorded, const ConditioningSpe
                                const std::string& configured_name) {
   schema::Table<ConditioningSpec> compared;
   for (const auto& f : conditioning_spec_table()) {
-    if (!compared_on_resume(f.key) || !recorded.has(f.key)) continue;
+    if (!f.resume_compares || !recorded.has(f.key)) continue;
+    // Unknown on either side: units a host does not give, a patch size before the grid is read.
     if (f.key == "target_units" && (recorded.spec.target_units.empty() || configured.target_units.empty())) continue;
     if (f.key == "patch.size" && (recorded.spec.patch_size == 0 || configured.patch_size == 0)) continue;
     compared.push_back(f);
   }
   // Interpolants compared as resolved for their grids (auto is bicubic or idw).
   ConditioningSpec then = recorded.spec, now = configured;
-  then.interpolant = resolve_interpolant(then.interpolant, then.grid_type == GridType::kLatLon);
-  now.interpolant = resolve_interpolant(now.interpolant, now.grid_type == GridType::kLatLon);
+  then.patch.interpolant = resolve_interpolant(then.patch.interpolant, then.grid.type == GridType::kLatLon);
+  now.patch.interpolant = resolve_interpolant(now.patch.interpolant, now.grid.type == GridType::kLatLon);
   return schema::differences(compared, then, now, "the checkpoint", configured_name);
 }
 

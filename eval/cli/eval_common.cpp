@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "common/error.hpp"
+#include "coupling/conditioning/conditioning_settings.hpp"
 #include "eval/report.hpp"
 #include "eval/regression.hpp"
 
@@ -147,25 +148,20 @@ coupling::LocalSlopeOptions local_slope_options(const EvalOptions& o) {
     l.rings = 0;
     return l;
   }
-  l.rings = o.local_slopes;
-  l.ridge = o.local_slope_ridge;
-  const std::vector<std::string> names = static_names(o);
-  if (o.local_slope_static.empty()) {
-    for (std::size_t s = 0; s < names.size(); ++s) l.terms.push_back(static_cast<int>(s));
-    return l;
-  }
+  // regression_local is patch.residual regression's fit with local slopes, offline: the config's
+  // check, under the options' names.
+  coupling::PatchSettings patch;
+  patch.residual = coupling::Residual::kRegression;
+  patch.statics = static_names(o);
+  patch.local_slopes = o.local_slopes;
+  patch.local_slope_ridge = o.local_slope_ridge;
+  patch.local_slope_static = o.local_slope_static;
   std::string known;
-  for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
-  for (const auto& want : o.local_slope_static) {
-    const auto it = std::find(names.begin(), names.end(), want);
-    if (it == names.end())
-      throw ConfigError("--local-slope-static: '" + want + "' is not a --static covariate (known: " + known + ")");
-    const int s = static_cast<int>(it - names.begin());
-    if (std::find(l.terms.begin(), l.terms.end(), s) != l.terms.end())
-      throw ConfigError("--local-slope-static: '" + want + "' is given twice");
-    l.terms.push_back(s);
-  }
-  // Terms in the covariates' order, whatever order the option lists them in.
+  for (const auto& n : patch.statics) known += (known.empty() ? "" : ", ") + n;
+  l = coupling::local_slope_options(
+      patch, {"--local-slopes", "--local-slope-static", "the --static covariates (known: " + known + ")"});
+  // Terms in the covariates' order, whatever order the option lists them in (the plugin keeps
+  // patch.local_slope_static's order, which its checkpoints' coefficients follow).
   std::sort(l.terms.begin(), l.terms.end());
   return l;
 }

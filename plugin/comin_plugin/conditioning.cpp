@@ -16,26 +16,11 @@ namespace finecast::plugin {
 
 coupling::ConditioningSpec conditioning_spec(const Config& cfg, const std::string& target_units) {
   coupling::ConditioningSpec spec;
-  spec.grid_type = cfg.grid.type;
-  spec.grid_file = cfg.grid.file;
-  spec.grid_geometry = cfg.grid.geometry;
-  spec.grid_variable = cfg.grid.variable;
-  spec.coarse_level = cfg.grid.coarse_level;
-  spec.boundary_rows = cfg.grid.boundary_rows;
-  spec.block = cfg.grid.block;
-  spec.fields = cfg.fields;
+  // Every settable key as configured: the config and the spec share their settings part.
+  static_cast<coupling::ConditioningSettings&>(spec) = cfg;
   spec.target = target_field(cfg);
+  spec.patch.interpolant = coupling::resolve_interpolant(cfg.patch.interpolant, cfg.grid.type == GridType::kLatLon);
   spec.target_units = target_units;
-  spec.static_features = cfg.patch.static_features;
-  spec.orography = cfg.patch.orography;
-  spec.context_rings = cfg.patch.context_rings;
-  spec.relative_context = cfg.patch.relative_context;
-  spec.statics = cfg.patch.statics;
-  spec.residual = cfg.patch.residual;
-  spec.interpolant = coupling::resolve_interpolant(cfg.patch.interpolant, cfg.grid.type == GridType::kLatLon);
-  spec.local_slopes = cfg.patch.local_slopes;
-  spec.local_slope_ridge = cfg.patch.local_slope_ridge;
-  spec.local_slope_static = cfg.patch.local_slope_static;
   return spec;
 }
 

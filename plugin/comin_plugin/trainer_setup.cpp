@@ -234,9 +234,9 @@ std::unique_ptr<TrainerState> setup_trainer(PluginState& s, const HostFacts& fac
             "); the model learns fine minus " +
             (cfg.patch.residual == Residual::kRegression
                  ? "the regression on the static covariates over the conservative " +
-                       schema::name_of(t->conditioning.spec.interpolant) + " interpolant"
+                       schema::name_of(t->conditioning.spec.patch.interpolant) + " interpolant"
              : cfg.patch.residual == Residual::kInterp
-                 ? "the conservative " + schema::name_of(t->conditioning.spec.interpolant) + " interpolant"
+                 ? "the conservative " + schema::name_of(t->conditioning.spec.patch.interpolant) + " interpolant"
                  : std::string("the coarse value")) +
             (n_trainers > 1
                  ? "; " + std::to_string(n_trainers) + " trainer ranks, this one holds patches " +

@@ -80,14 +80,14 @@ coupling::PatchOptions context_features(const DownscaleOptions& opt, const std::
   // neighbours, residual from the mean, no covariates) are what they were trained with.
   coupling::PatchOptions recorded = coupling::patch_options(spec);
   std::string statics;
-  for (const auto& v : spec.statics) statics += (statics.empty() ? "" : ",") + v;
-  if (!spec.statics.empty() && opt.statics.size() != spec.statics.size())
-    throw ConfigError("checkpoint " + checkpoint + " was trained with " + std::to_string(spec.statics.size()) +
+  for (const auto& v : spec.patch.statics) statics += (statics.empty() ? "" : ",") + v;
+  if (!spec.patch.statics.empty() && opt.statics.size() != spec.patch.statics.size())
+    throw ConfigError("checkpoint " + checkpoint + " was trained with " + std::to_string(spec.patch.statics.size()) +
                       " static covariate(s) (patch.static: " + statics + ")" +
                       (opt.statics.empty() ? ", but no --static was given"
                                            : ", but " + std::to_string(opt.statics.size()) + " --static given") +
                       ": give each on the fine grid with --static FILE:VAR, in that order");
-  if (spec.statics.empty() && !opt.statics.empty())
+  if (spec.patch.statics.empty() && !opt.statics.empty())
     throw ConfigError("--static " + opt.statics.front() + " given, but checkpoint " + checkpoint +
                       " was trained without static covariates (patch.static is empty)");
   if (stored.has("target") && stored.has("fields") && static_cast<int>(spec.fields.size()) != n_vars)
@@ -95,12 +95,12 @@ coupling::PatchOptions context_features(const DownscaleOptions& opt, const std::
                       " field(s) (" + trained_fields + ", downscaling " + spec.target + "), but " +
                       std::to_string(n_vars) + " --var given: pass them in that order");
 
-  if (oro_known && !spec.orography.empty() && !given)
+  if (oro_known && !spec.patch.orography.empty() && !given)
     throw ConfigError("checkpoint " + checkpoint +
-                      " was trained with an orography context (patch.orography: " + spec.orography +
+                      " was trained with an orography context (patch.orography: " + spec.patch.orography +
                       "): give the surface height on the fine grid with --orography FILE:VAR "
                       "(finecast-host writes its own with --write-orography FILE)");
-  if (oro_known && spec.orography.empty() && given)
+  if (oro_known && spec.patch.orography.empty() && given)
     throw ConfigError("--orography " + opt.orography + " given, but checkpoint " + checkpoint +
                       " was trained without an orography context (patch.orography is unset)");
 
@@ -108,8 +108,8 @@ coupling::PatchOptions context_features(const DownscaleOptions& opt, const std::
   std::vector<coupling::PatchOptions> candidates;
   for (bool st : {true, false})
     for (bool oro : {false, true}) {
-      if (features_known && st != spec.static_features) continue;
-      if (oro_known && oro != !spec.orography.empty()) continue;
+      if (features_known && st != spec.patch.static_features) continue;
+      if (oro_known && oro != !spec.patch.orography.empty()) continue;
       coupling::PatchOptions o = recorded;
       o.static_features = st;
       o.orography = oro;
@@ -139,7 +139,7 @@ coupling::PatchOptions context_features(const DownscaleOptions& opt, const std::
 
 /// A patch.residual: regression checkpoint must hold its coefficients.
 void check_regression(const std::string& checkpoint, const coupling::ConditioningSpec& spec) {
-  if (spec.residual == coupling::Residual::kRegression && spec.regression.empty())
+  if (spec.patch.residual == coupling::Residual::kRegression && spec.regression.empty())
     throw CheckpointError("checkpoint " + checkpoint +
                           " was trained with patch.residual: regression but records no coefficients "
                           "(patch.regression; written before its first coupling step?)");
@@ -152,11 +152,11 @@ std::vector<float> read_orography(const DownscaleOptions& opt, const coupling::C
                                   const coupling::OutputGrid* icon) {
   auto [file, var] = coupling::split_file_var(opt.orography);
   if (var.empty()) {
-    if (spec.orography.empty())
+    if (spec.patch.orography.empty())
       throw ConfigError("--orography " + opt.orography +
                         ": name the variable as FILE:VAR (the checkpoint does not record the "
                         "orography's name)");
-    var = spec.orography;
+    var = spec.patch.orography;
   }
   coupling::FieldReader reader(file, var);
   if (reader.n_values() != map.n_fine)
@@ -226,24 +226,24 @@ coupling::ConditioningGrid fine_grid(const DownscaleOptions& opt, const coupling
                                      int64_t patch_size) {
   coupling::ConditioningSpec spec = trained;
   spec.patch_size = patch_size;
-  spec.coarse_level = opt.coarse_level;
-  spec.block = opt.block;
+  spec.grid.coarse_level = opt.coarse_level;
+  spec.grid.block = opt.block;
   if (first.grid_kind() == coupling::FieldReader::GridKind::kUnstructured) {
     if (opt.grid.empty())
       throw ConfigError("--grid is required for ICON input " + opt.input + " (the fine ICON grid file)");
     if (opt.block > 0)
       throw ConfigError("--block is for lat-lon grids; " + opt.input + " is an ICON field (use --coarse-level)");
-    spec.grid_type = coupling::GridType::kIcon;
-    spec.grid_file = opt.grid;
-    if (!opt.geometry.empty()) spec.grid_geometry = coupling::parse_icon_geometry(opt.geometry, "--geometry");
+    spec.grid.type = coupling::GridType::kIcon;
+    spec.grid.file = opt.grid;
+    if (!opt.geometry.empty()) spec.grid.geometry = coupling::parse_icon_geometry(opt.geometry, "--geometry");
   } else {
     if (opt.coarse_level >= 0)
       throw ConfigError("--coarse-level is for ICON grids; " + opt.input + " is a lat-lon field (use --block)");
-    spec.grid_type = coupling::GridType::kLatLon;
-    spec.grid_file = opt.grid.empty() ? opt.input : opt.grid;
-    spec.grid_variable = !opt.grid_var.empty()         ? opt.grid_var
-                         : spec.grid_file == opt.input ? opt.vars.front()
-                                                       : coupling::find_latlon_variable(spec.grid_file);
+    spec.grid.type = coupling::GridType::kLatLon;
+    spec.grid.file = opt.grid.empty() ? opt.input : opt.grid;
+    spec.grid.variable = !opt.grid_var.empty()         ? opt.grid_var
+                         : spec.grid.file == opt.input ? opt.vars.front()
+                                                       : coupling::find_latlon_variable(spec.grid.file);
   }
   coupling::ConditioningGrid g = coupling::read_conditioning_grid(spec, "checkpoint " + checkpoint);
   if (g.map.patch_size != patch_size)
@@ -259,8 +259,8 @@ std::vector<std::vector<float>> read_statics(const DownscaleOptions& opt, const 
                                              const trainer::ModelOptions& mo, const coupling::ConditioningSpec& spec,
                                              const coupling::ConditioningGrid& grid) {
   std::vector<std::vector<float>> statics;
-  if (spec.statics.empty()) return statics;
-  const auto& names = spec.statics;
+  if (spec.patch.statics.empty()) return statics;
+  const auto& names = spec.patch.statics;
   const auto& norms = spec.static_norms;
   const int channels = coupling::static_channels(coupling::patch_options(spec));
   if (norms.size() != names.size())

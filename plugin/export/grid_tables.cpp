@@ -60,12 +60,12 @@ trainer::ExportSubmodule icon_grid_tables(const coupling::ConditioningSpec& spec
     throw InternalError("icon_grid_tables: not an ICON patch map");
   const coupling::PatchOptions po = coupling::patch_options(spec);
   const int64_t N = map.n_coarse, P = map.patch_size;
-  const auto S = static_cast<int64_t>(spec.statics.size());
-  if (spec.static_norms.size() != spec.statics.size())
+  const auto S = static_cast<int64_t>(spec.patch.statics.size());
+  if (spec.static_norms.size() != spec.patch.statics.size())
     throw CheckpointError("records " + std::to_string(S) + " static covariate(s) but the normalisation of " +
                           std::to_string(spec.static_norms.size()) +
                           " (patch.static_norm; written before its first coupling step?)");
-  if (spec.residual == coupling::Residual::kRegression &&
+  if (spec.patch.residual == coupling::Residual::kRegression &&
       static_cast<int>(spec.regression.size()) != coupling::regression_predictors(po))
     throw CheckpointError("trained with patch.residual: regression, but records " +
                           std::to_string(spec.regression.size()) + " coefficient(s) for its " +
@@ -116,13 +116,13 @@ trainer::ExportSubmodule icon_grid_tables(const coupling::ConditioningSpec& spec
   auto& a = out.attributes;
   a.emplace_back("type", std::string("icon"));
   a.emplace_back("file", grid.icon->path);
-  a.emplace_back("geometry", schema::name_of(spec.grid_geometry));
+  a.emplace_back("geometry", schema::name_of(spec.grid.geometry));
   a.emplace_back("description", grid.text);
   a.emplace_back("n_fine", map.n_fine);
   a.emplace_back("context_rings", int64_t{po.rings});
   a.emplace_back("relative_context", po.relative);
   a.emplace_back("static_features", po.static_features);
-  a.emplace_back("orography", spec.orography);
+  a.emplace_back("orography", spec.patch.orography);
   a.emplace_back("interpolant", W > 0 ? schema::name_of(map.base.kind) : std::string());
   a.emplace_back("slope_terms", terms);
   a.emplace_back("slope_ridge", slopes ? po.local_slopes.ridge : 0.0);
@@ -137,19 +137,19 @@ std::optional<trainer::ExportSubmodule> grid_tables(const std::string& checkpoin
   }
   const coupling::StoredSpec stored = read_checkpoint_spec(checkpoint);
   coupling::ConditioningSpec spec = stored.spec;
-  if (stored.has("grid.type") && spec.grid_type == coupling::GridType::kLatLon) {
+  if (stored.has("grid.type") && spec.grid.type == coupling::GridType::kLatLon) {
     note = "No grid tables: " + checkpoint +
            " was trained on a lat-lon grid, whose patches are blocks of the grid (docs/grids.md, docs/export.md)";
     return std::nullopt;
   }
-  if (!options.grid.empty()) spec.grid_file = options.grid;
-  if (spec.grid_file.empty()) {
+  if (!options.grid.empty()) spec.grid.file = options.grid;
+  if (spec.grid.file.empty()) {
     note = "No grid tables: " + checkpoint + " records no grid file (grid.file); give the ICON grid with --grid FILE";
     return std::nullopt;
   }
-  spec.grid_type = coupling::GridType::kIcon;
+  spec.grid.type = coupling::GridType::kIcon;
   spec.patch_size = model.patch_size;
-  if (!options.geometry.empty()) spec.grid_geometry = coupling::parse_icon_geometry(options.geometry, "--geometry");
+  if (!options.geometry.empty()) spec.grid.geometry = coupling::parse_icon_geometry(options.geometry, "--geometry");
   const std::string hint = "give the fine ICON grid with --grid FILE, or --no-grid to export the module alone";
   coupling::ConditioningGrid grid;
   try {
@@ -174,7 +174,7 @@ std::optional<trainer::ExportSubmodule> grid_tables(const std::string& checkpoin
   note = "Grid tables of " + grid.text + " in " + kGridTables + ": " + std::to_string(grid.map.n_coarse) +
          " patches of " + std::to_string(grid.map.patch_size) + " cells, a context of " + std::to_string(context) +
          " values" + (grid.map.base.width > 0 ? ", the " + schema::name_of(grid.map.base.kind) + " interpolant" : "") +
-         (spec.residual == coupling::Residual::kRegression ? ", the regression's coefficients" : "");
+         (spec.patch.residual == coupling::Residual::kRegression ? ", the regression's coefficients" : "");
   return tables;
 }
 

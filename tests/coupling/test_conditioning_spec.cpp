@@ -5,7 +5,9 @@
 // where the model depends on it. (Through a real checkpoint file: tests/plugin/test_downscale.cpp.)
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 
 #include "common/error.hpp"
@@ -18,19 +20,19 @@ namespace {
 
 fc::ConditioningSpec ts_spec() {
   fc::ConditioningSpec s;
-  s.grid_type = fc::GridType::kIcon;
-  s.grid_file = "grid.nc";
+  s.grid.type = fc::GridType::kIcon;
+  s.grid.file = "grid.nc";
   s.patch_size = 256;
   s.fields = {"ts", "ps"};
   s.target = "ts";
   s.target_units = "K";
-  s.orography = "topography_c";
-  s.context_rings = 2;
-  s.relative_context = true;
-  s.statics = {"topography_c", "fr_land"};
+  s.patch.orography = "topography_c";
+  s.patch.context_rings = 2;
+  s.patch.relative_context = true;
+  s.patch.statics = {"topography_c", "fr_land"};
   s.static_norms = {{300.5, 12.25}, {0.25, 0.5}};
-  s.residual = fc::Residual::kRegression;
-  s.interpolant = fc::Interpolant::kIdw;  // what a checkpoint without patch.interpolant reads back as on ICON
+  s.patch.residual = fc::Residual::kRegression;
+  s.patch.interpolant = fc::Interpolant::kIdw;  // what a checkpoint without patch.interpolant reads back as on ICON
   s.regression = {0.1, -0.2, 1e-17, 3.0};
   return s;
 }
@@ -118,9 +120,9 @@ TEST(ConditioningSpec, ReadsTheOlderStringMap) {
   EXPECT_EQ(s.spec.fields, (std::vector<std::string>{"ts", "ps"}));
   EXPECT_EQ(s.spec.target, "ps");
   EXPECT_EQ(fc::patch_options(s.spec).target, 1);
-  EXPECT_FALSE(s.spec.static_features);
-  EXPECT_EQ(s.spec.context_rings, 1);
-  EXPECT_EQ(s.spec.residual, fc::Residual::kInterp);
+  EXPECT_FALSE(s.spec.patch.static_features);
+  EXPECT_EQ(s.spec.patch.context_rings, 1);
+  EXPECT_EQ(s.spec.patch.residual, fc::Residual::kInterp);
   EXPECT_TRUE(s.has("patch.orography"));
   EXPECT_FALSE(s.has("grid.type"));
   EXPECT_FALSE(s.has("target_units"));
@@ -190,6 +192,78 @@ TEST(ConditioningSpec, RefusesWronglyTypedAttributesNamingThem) {
   EXPECT_THROW(fc::read_spec(unversioned, {}, "ck.h5"), finecast::CheckpointError);
 }
 
+// The settable keys are the config's rows (conditioning_settings_table, which the plugin's config
+// takes in) with the same rules; each row says whether a resume compares it.
+TEST(ConditioningSpec, TheSettingsAreTheSpecsRowsAndFlagWhatAResumeCompares) {
+  const auto& spec = fc::conditioning_spec_table();
+  for (const auto& row : fc::conditioning_settings_table()) {
+    const auto it = std::find_if(spec.begin(), spec.end(), [&](const auto& f) { return f.key == row.key; });
+    ASSERT_NE(it, spec.end()) << row.key;
+    EXPECT_EQ(it->rule, row.rule) << row.key;
+    EXPECT_EQ(it->resume_compares, row.resume_compares) << row.key;
+  }
+  std::set<std::string> compared;
+  for (const auto& f : spec)
+    if (f.resume_compares) compared.insert(f.key);
+  EXPECT_EQ(compared,
+            (std::set<std::string>{"grid.type", "grid.geometry", "patch.size", "fields", "target", "target_units",
+                                   "patch.static_features", "patch.orography", "patch.context_rings",
+                                   "patch.relative_context", "patch.residual", "patch.interpolant", "patch.static",
+                                   "patch.local_slopes", "patch.local_slope_ridge", "patch.local_slope_static"}));
+}
+
+// One range for the config and the checkpoint: what a config may set is what a checkpoint may hold
+// (finecast-downscale's -1 and 0, "from the patch size", never pass through the rows).
+TEST(ConditioningSpec, GridRangesAreTheConfigs) {
+  auto message = [](const std::string& key, int64_t value) {
+    finecast::schema::Record group = fc::spec_record(ts_spec());
+    group[key] = value;
+    try {
+      fc::read_spec(group, {}, "ck.h5");
+    } catch (const finecast::CheckpointError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(message("grid.coarse_level", -1),
+            "ck.h5: /conditioning grid.coarse_level must be an integer in [0, 20], got -1");
+  EXPECT_EQ(message("grid.block", 0), "ck.h5: /conditioning grid.block must be an integer in [2, 512], got 0");
+  EXPECT_EQ(message("grid.block", 1024), "ck.h5: /conditioning grid.block must be an integer in [2, 512], got 1024");
+  EXPECT_EQ(message("grid.block", 512), "");
+}
+
+// The config's local-slope rule, on what a checkpoint recorded.
+TEST(ConditioningSpec, RefusesLocalSlopeSettingsTheConfigRefuses) {
+  auto message = [](const std::string& key, const finecast::schema::Value& value) {
+    finecast::schema::Record group = fc::spec_record(ts_spec());
+    group[key] = value;
+    group.erase("patch.regression");
+    try {
+      fc::read_spec(group, {}, "ck.h5");
+    } catch (const finecast::CheckpointError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(message("patch.local_slope_static", std::vector<std::string>{"hsurf"}),
+            "ck.h5: patch.local_slope_static: \"hsurf\" is not one of patch.static");
+  EXPECT_EQ(message("patch.local_slope_static", std::vector<std::string>{"fr_land", "fr_land"}),
+            "ck.h5: patch.local_slope_static lists \"fr_land\" twice");
+  EXPECT_EQ(message("patch.local_slope_static", std::vector<std::string>{"fr_land"}), "");
+  fc::ConditioningSpec interp = ts_spec();
+  interp.patch.residual = fc::Residual::kInterp;
+  interp.patch.local_slopes = 2;
+  interp.regression.clear();
+  try {
+    fc::read_spec(fc::spec_record(interp), {}, "ck.h5");
+    FAIL() << "local slopes without the regression were read";
+  } catch (const finecast::CheckpointError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "ck.h5: patch.local_slopes adds terms to the regression of patch.residual regression, but "
+              "patch.residual is interp");
+  }
+}
+
 // A checkpoint trained on ts resumed by a run configured with ps: the difference names both fields
 // and both units; what a model does not depend on (file names, learned parts) is not compared.
 TEST(ConditioningSpec, ResumeComparesFieldsUnitsAndContext) {
@@ -207,13 +281,13 @@ TEST(ConditioningSpec, ResumeComparesFieldsUnitsAndContext) {
             "fields: the checkpoint has ts, run.yaml has ps; target: the checkpoint has ts, run.yaml has ps; "
             "target_units: the checkpoint has K, run.yaml has Pa");
   fc::ConditioningSpec moved = ts;
-  moved.grid_file = "elsewhere/grid.nc";
+  moved.grid.file = "elsewhere/grid.nc";
   moved.static_norms = {{1, 2}};
   moved.target_units = "";  // a host that does not say
   EXPECT_EQ(fc::resume_differences(stored, moved, "run.yaml"), "");
   fc::ConditioningSpec rings = ts;
-  rings.context_rings = 1;
-  rings.residual = fc::Residual::kInterp;
+  rings.patch.context_rings = 1;
+  rings.patch.residual = fc::Residual::kInterp;
   EXPECT_EQ(fc::resume_differences(stored, rings, "run.yaml"),
             "patch.context_rings: the checkpoint has 0, run.yaml has 1; patch.residual: the checkpoint has mean, "
             "run.yaml has interp");
@@ -226,27 +300,27 @@ TEST(ConditioningSpec, ResumeComparesFieldsUnitsAndContext) {
 // time, and reads back with it, so that resuming it with another interpolant is refused.
 TEST(ConditioningSpec, CheckpointsWithoutAnInterpolantReadBackTheOneTheyUsed) {
   fc::ConditioningSpec latlon;
-  latlon.grid_type = fc::GridType::kLatLon;
+  latlon.grid.type = fc::GridType::kLatLon;
   latlon.fields = {"tas"};
   latlon.target = "tas";
-  latlon.residual = fc::Residual::kInterp;
-  latlon.interpolant = fc::Interpolant::kBspline;
+  latlon.patch.residual = fc::Residual::kInterp;
+  latlon.patch.interpolant = fc::Interpolant::kBspline;
   finecast::schema::Record record = fc::spec_record(latlon);
   EXPECT_EQ(record.at("patch.interpolant"), finecast::schema::Value(std::string("bspline")));
-  EXPECT_EQ(fc::read_spec(record, {}, "new.h5").spec.interpolant, fc::Interpolant::kBspline);
+  EXPECT_EQ(fc::read_spec(record, {}, "new.h5").spec.patch.interpolant, fc::Interpolant::kBspline);
   record.erase("patch.interpolant");
   const fc::StoredSpec old = fc::read_spec(record, {}, "old.h5");
-  EXPECT_EQ(old.spec.interpolant, fc::Interpolant::kBicubic);
+  EXPECT_EQ(old.spec.patch.interpolant, fc::Interpolant::kBicubic);
   EXPECT_EQ(fc::resume_differences(old, latlon, "run.yaml"),
             "patch.interpolant: the checkpoint has bicubic, run.yaml has bspline");
   fc::ConditioningSpec icon = latlon;
-  icon.grid_type = fc::GridType::kIcon;
-  icon.interpolant = fc::Interpolant::kIdw;
+  icon.grid.type = fc::GridType::kIcon;
+  icon.patch.interpolant = fc::Interpolant::kIdw;
   record = fc::spec_record(icon);
   record.erase("patch.interpolant");
-  EXPECT_EQ(fc::read_spec(record, {}, "old.h5").spec.interpolant, fc::Interpolant::kIdw);
+  EXPECT_EQ(fc::read_spec(record, {}, "old.h5").spec.patch.interpolant, fc::Interpolant::kIdw);
   // Version 0 did not record the grid type: auto, resolved once the grid is known.
-  EXPECT_EQ(fc::read_spec({{"target", "ts"}}, "v0.h5").spec.interpolant, fc::Interpolant::kAuto);
+  EXPECT_EQ(fc::read_spec({{"target", "ts"}}, "v0.h5").spec.patch.interpolant, fc::Interpolant::kAuto);
 }
 
 // The plugin's samplings and finecast-downscale's steps use one seed sequence.

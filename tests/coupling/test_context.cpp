@@ -504,22 +504,22 @@ TEST(RegressionBase, ALocalSlopeTermFollowsALapseRateThatChangesAcrossTheField) 
   for (int64_t i = 0; i < q.n * q.P; ++i) ASSERT_NEAR(q.residual[i], 0.0f, 3e-3) << "slot " << i;
 
   fc::ConditioningSpec spec;
-  spec.statics = {"HSURF", "FR_LAND"};
-  spec.residual = fc::Residual::kRegression;
-  spec.local_slopes = 4;
-  spec.local_slope_static = {"HSURF"};
+  spec.patch.statics = {"HSURF", "FR_LAND"};
+  spec.patch.residual = fc::Residual::kRegression;
+  spec.patch.local_slopes = 4;
+  spec.patch.local_slope_static = {"HSURF"};
   const fc::PatchOptions from_spec = fc::patch_options(spec);
   EXPECT_EQ(from_spec.local_slopes.rings, 4);
   EXPECT_EQ(from_spec.local_slopes.terms, std::vector<int>{0});
   EXPECT_EQ(fc::regression_predictors(from_spec), 5);
-  spec.local_slope_static = {};
-  EXPECT_EQ(fc::local_slope_options(spec).terms, (std::vector<int>{0, 1}));
-  spec.residual = fc::Residual::kInterp;
-  EXPECT_FALSE(fc::local_slope_options(spec).enabled());
-  spec.residual = fc::Residual::kRegression;
-  spec.local_slope_static = {"T_2M"};
+  spec.patch.local_slope_static = {};
+  EXPECT_EQ(fc::local_slope_options(spec.patch).terms, (std::vector<int>{0, 1}));
+  spec.patch.residual = fc::Residual::kInterp;
+  EXPECT_FALSE(fc::local_slope_options(spec.patch).enabled());
+  spec.patch.residual = fc::Residual::kRegression;
+  spec.patch.local_slope_static = {"T_2M"};
   try {
-    fc::local_slope_options(spec);
+    fc::local_slope_options(spec.patch);
     FAIL() << "a covariate outside patch.static was accepted";
   } catch (const finecast::ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("patch.local_slope_static: \"T_2M\" is not one of patch.static"),

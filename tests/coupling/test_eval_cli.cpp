@@ -385,7 +385,7 @@ TEST_F(EvalCli, LocalSlopesAddRegressionLocalSavedWithRegressionConsAndTheirOpti
   r = run_eval(base + "--local-slopes 2 --local-slope-static HSURF,NOPE");
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.out.find("--local-slope-static"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("'NOPE'"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"NOPE\" is not one of the --static covariates"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("known: HSURF"), std::string::npos) << r.out;
   r = run_eval(base + "--local-slopes -1");
   EXPECT_NE(r.rc, 0);

@@ -186,18 +186,18 @@ TEST(UniformGeometry, TheStretchedR2B4FileGetsTheStandardGeometryInItsOwnCellOrd
 TEST(UniformGeometry, GridGeometryReachesTheGridReaderThroughTheConditioningSpec) {
   if (!have(kR2B4)) GTEST_SKIP() << kR2B4 << " (libncarg-data) is not installed";
   fc::ConditioningSpec spec;
-  spec.grid_type = fc::GridType::kIcon;
-  spec.grid_file = kR2B4;
-  spec.coarse_level = 0;
+  spec.grid.type = fc::GridType::kIcon;
+  spec.grid.file = kR2B4;
+  spec.grid.coarse_level = 0;
   fc::StoredSpec stored = fc::read_spec(fc::spec_record(spec), {}, "ck.h5");
-  EXPECT_EQ(stored.spec.grid_geometry, fc::IconGeometry::kFile);
-  spec.grid_geometry = fc::IconGeometry::kUniform;
+  EXPECT_EQ(stored.spec.grid.geometry, fc::IconGeometry::kFile);
+  spec.grid.geometry = fc::IconGeometry::kUniform;
   const finecast::schema::Record record = fc::spec_record(spec);
   EXPECT_EQ(std::get<std::string>(record.at("grid.geometry")), "uniform");
   stored = fc::read_spec(record, {}, "ck.h5");
-  EXPECT_EQ(stored.spec.grid_geometry, fc::IconGeometry::kUniform);
+  EXPECT_EQ(stored.spec.grid.geometry, fc::IconGeometry::kUniform);
   fc::ConditioningSpec other = spec;
-  other.grid_geometry = fc::IconGeometry::kFile;
+  other.grid.geometry = fc::IconGeometry::kFile;
   EXPECT_NE(fc::resume_differences(stored, other, "run.yaml").find("grid.geometry"), std::string::npos);
 
   const fc::ConditioningGrid cg = fc::read_conditioning_grid(spec, "test", true);

@@ -210,6 +210,18 @@ TEST(Config, ResolvedDumpRoundTrips) {
   EXPECT_EQ(fp::to_yaml(again), fp::to_yaml(c));
   EXPECT_DOUBLE_EQ(again.train.lr, 3.0e-4);
   EXPECT_EQ(again.sample.members, 4);
+  // The lists of names (rows of the conditioning settings), a single name a list of one.
+  const fp::Config lists = fp::parse_config(
+      std::string(kMinimal) +
+          "patch: {residual: regression, static: [fr_land, hsurf], local_slopes: 1, local_slope_static: hsurf}\n",
+      "m.yaml");
+  EXPECT_EQ(lists.patch.local_slope_static, std::vector<std::string>{"hsurf"});
+  const std::string dumped = fp::to_yaml(lists);
+  EXPECT_NE(dumped.find("static: [fr_land, hsurf]"), std::string::npos) << dumped;
+  EXPECT_EQ(fp::parse_config(dumped, "dump.yaml").patch.statics, (std::vector<std::string>{"fr_land", "hsurf"}));
+  // A name with a comma would not read back from a checkpoint's text.
+  EXPECT_NE(error_of(std::string(kMinimal) + "patch: {static: ['a,b']}\n").find("patch.static must be"),
+            std::string::npos);
 }
 
 // configs/reference.yaml documents every key with its default: it must parse, list exactly the
@@ -338,6 +350,10 @@ TEST(Config, LocalSlopesNeedTheRegressionAndItsCovariates) {
       error_of(std::string(kMinimal) +
                "patch: {residual: regression, static: [fr_land], local_slopes: 2, local_slope_static: [hsurf]}\n"),
       "configs/x.yaml: patch.local_slope_static: \"hsurf\" is not one of patch.static");
+  // Twice would make the first step's fit collinear.
+  EXPECT_EQ(error_of(std::string(kMinimal) + "patch: {residual: regression, static: [fr_land, hsurf], local_slopes: 2, "
+                                             "local_slope_static: [hsurf, hsurf]}\n"),
+            "configs/x.yaml: patch.local_slope_static lists \"hsurf\" twice");
   const fp::Config c = fp::parse_config(
       std::string(kMinimal) +
           "patch: {residual: regression, static: [fr_land, hsurf], local_slopes: 3, local_slope_static: [hsurf]}\n",

@@ -351,21 +351,21 @@ TEST(DownscaleSampling, TheTrainingConfigsSampleOptionsAreTheDefaults) {
 TEST(DownscaleCheckpointSpec, StoredTypedReadBackAndCheckedByType) {
   ScratchDir dir("downscale_spec");
   fc::ConditioningSpec spec;
-  spec.grid_type = fc::GridType::kLatLon;
-  spec.grid_file = "fine.nc";
-  spec.grid_variable = "tas";
-  spec.block = 4;
+  spec.grid.type = fc::GridType::kLatLon;
+  spec.grid.file = "fine.nc";
+  spec.grid.variable = "tas";
+  spec.grid.block = 4;
   spec.patch_size = 16;
   spec.fields = {"tas", "ps"};
   spec.target = "tas";
   spec.target_units = "K";
-  spec.static_features = false;
-  spec.orography = "oro";
-  spec.context_rings = 1;
-  spec.relative_context = true;
-  spec.statics = {"oro", "fr_land"};
+  spec.patch.static_features = false;
+  spec.patch.orography = "oro";
+  spec.patch.context_rings = 1;
+  spec.patch.relative_context = true;
+  spec.patch.statics = {"oro", "fr_land"};
   spec.static_norms = {{10.5, 2.0}, {0.25, 0.5}};
-  spec.residual = fc::Residual::kRegression;
+  spec.patch.residual = fc::Residual::kRegression;
   spec.regression = {0.5, -1.0, 2.0, 1e-17};
   const std::string path = make_checkpoint(dir.path(), 7, 16, {{"datetime", "2000-01-01T00:00:00"}},
                                            {{fc::kConditioningGroup, fc::spec_record(spec)}}, "typed.h5");
@@ -416,7 +416,7 @@ TEST(DownscaleCheckpointSpec, StoredTypedReadBackAndCheckedByType) {
   const fc::StoredSpec old = fp::read_checkpoint_spec(v1);
   EXPECT_EQ(old.version, 1);
   EXPECT_EQ(old.spec.fields, (std::vector<std::string>{"tas", "ps"}));
-  EXPECT_EQ(old.spec.residual, fc::Residual::kInterp);
+  EXPECT_EQ(old.spec.patch.residual, fc::Residual::kInterp);
   EXPECT_FALSE(old.has("patch.size"));
 }
 

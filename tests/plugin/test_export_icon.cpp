@@ -213,7 +213,7 @@ TEST_F(ExportIcon, GridFlagsAndTheirErrors) {
                             dir_->file(output) + " " + flags);
   };
   fc::ConditioningSpec spec;
-  spec.grid_file = kGrid;
+  spec.grid.file = kGrid;
   spec.patch_size = 256;
   spec.fields = {"ts"};
   spec.target = "ts";
@@ -255,9 +255,9 @@ TEST_F(ExportIcon, GridFlagsAndTheirErrors) {
 
   // A regression base without its coefficients (a checkpoint written before its first step).
   fc::ConditioningSpec regression = spec;
-  regression.statics = {"topography_c"};
+  regression.patch.statics = {"topography_c"};
   regression.static_norms = {{100.0, 50.0}};
-  regression.residual = fc::Residual::kRegression;
+  regression.patch.residual = fc::Residual::kRegression;
   const ftr::CommandResult unfitted = run(checkpoint("unfitted", regression, 7 + 1 + 2 * 256), "unfitted.pt", "");
   EXPECT_NE(unfitted.rc, 0);
   EXPECT_NE(unfitted.output.find(": trained with patch.residual: regression, but records 0 coefficient(s) for its 2 "
@@ -267,12 +267,12 @@ TEST_F(ExportIcon, GridFlagsAndTheirErrors) {
 
   // No tables, with the reason, for a lat-lon checkpoint and for one that records no grid file.
   fc::ConditioningSpec latlon = spec;
-  latlon.grid_type = fc::GridType::kLatLon;
+  latlon.grid.type = fc::GridType::kLatLon;
   const ftr::CommandResult blocks = run(checkpoint("latlon", latlon, 8), "latlon.pt", "");
   ASSERT_EQ(blocks.rc, 0) << blocks.output;
   EXPECT_NE(blocks.output.find("was trained on a lat-lon grid"), std::string::npos) << blocks.output;
   fc::ConditioningSpec nowhere = spec;
-  nowhere.grid_file.clear();
+  nowhere.grid.file.clear();
   const ftr::CommandResult unnamed = run(checkpoint("nowhere", nowhere, 7), "nowhere.pt", "");
   ASSERT_EQ(unnamed.rc, 0) << unnamed.output;
   EXPECT_NE(unnamed.output.find("records no grid file (grid.file); give the ICON grid with --grid FILE"),

@@ -95,9 +95,9 @@ TEST_F(IconOffline, CheckpointRecordsItsContextAndDownscaleReproducesThePlugin) 
   ASSERT_FALSE(ckpt.empty()) << host_->output;
   // The conditioning spec, typed in /conditioning (before spec_version 2: text in /metadata).
   const fc::StoredSpec recorded = fp::read_checkpoint_spec(ckpt);
-  EXPECT_EQ(recorded.spec.orography, "topography_c");
+  EXPECT_EQ(recorded.spec.patch.orography, "topography_c");
   EXPECT_TRUE(recorded.has("patch.static_features"));
-  EXPECT_TRUE(recorded.spec.static_features);
+  EXPECT_TRUE(recorded.spec.patch.static_features);
   EXPECT_EQ(recorded.spec.fields, std::vector<std::string>{"ts"});
   EXPECT_EQ(recorded.version, 2);
   EXPECT_EQ(recorded.spec.target_units, "K");

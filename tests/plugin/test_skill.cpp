@@ -352,7 +352,7 @@ TEST(SkillReplay, LocalSlopeTermsAreRecordedAppliedOfflineAndPinnedOnResume) {
   ASSERT_EQ(r.rc, 0) << r.output;
   EXPECT_NE(r.output.find("sic local slope x"), std::string::npos) << r.output;
   const fc::StoredSpec recorded = fp::read_checkpoint_spec(newest_checkpoint(dir.file("checkpoints")));
-  EXPECT_EQ(recorded.spec.local_slopes, 1);
+  EXPECT_EQ(recorded.spec.patch.local_slopes, 1);
   ASSERT_EQ(recorded.spec.regression.size(), 3u);
   EXPECT_NE(recorded.spec.regression[2], 0.0);
 

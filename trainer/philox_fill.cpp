@@ -54,14 +54,14 @@ inline __attribute__((always_inline)) To bits_as(const From& v) {
 }
 
 /// Exact for 0 <= v < 2^52: v's bits under the exponent of 2^52, less 2^52.
-inline __attribute__((always_inline)) F64x4 to_double(U64x4 v) {
+inline __attribute__((always_inline)) F64x4 to_double(const U64x4& v) {
   return bits_as<F64x4>(v | 0x4330000000000000ull) - 4503599627370496.0;
 }
 
 /// ln(u) for normal u in (0, 1]: u = 2^k m with m in [sqrt(1/2), sqrt(2)); ln m = 2 atanh(s),
 /// s = (m - 1) / (m + 1), |s| <= 0.1716, by its series through s^21 (the next term is 6e-19 of
 /// the sum); k ln 2 with ln 2 in two parts (the first exact times k).
-inline __attribute__((always_inline)) F64x4 log_unit(F64x4 u) {
+inline __attribute__((always_inline)) F64x4 log_unit(const F64x4& u) {
   const I64x4 bits = bits_as<I64x4>(u);
   I64x4 k = ((bits >> 52) & 0x7ff) - 1023;
   F64x4 m = bits_as<F64x4>((bits & 0x000FFFFFFFFFFFFFll) | 0x3FF0000000000000ll);
@@ -81,7 +81,7 @@ inline __attribute__((always_inline)) F64x4 log_unit(F64x4 u) {
 /// sin and cos of a in [0, 2 pi]: a = q pi/2 + r, |r| <= pi/4 (pi/2 in two parts, the first
 /// exact times q), the Taylor series of sin r through r^17 and of cos r through r^18 (the next
 /// terms are below 1e-19), then the quadrant's swap and signs.
-inline __attribute__((always_inline)) void sincos_turn(F64x4 a, F64x4& sin_a, F64x4& cos_a) {
+inline __attribute__((always_inline)) void sincos_turn(const F64x4& a, F64x4& sin_a, F64x4& cos_a) {
   constexpr double kRound = 6755399441055744.0;  // 1.5 * 2^52: adding it rounds to an integer
   const F64x4 shifted = a * 0.6366197723675814 + kRound;
   const F64x4 q = shifted - kRound;
@@ -115,10 +115,8 @@ constexpr int64_t kChunk = 16;       // groups whose words are computed in one c
 /// widening vector multiply (on vectors of 64-bit lanes it emulates a full 64-bit one); a
 /// function of its own, not inlined, because inlined into the Box-Muller loops GCC 12 left it
 /// scalar.
-__attribute__((target_clones("avx512f", "avx2", "default"), noinline)) void philox_words(Words* words, uint64_t g0,
-                                                                                         int64_t count, uint64_t key,
-                                                                                         uint64_t stream,
-                                                                                         uint32_t purpose) {
+FINECAST_CLONES __attribute__((noinline)) void philox_words(Words* words, uint64_t g0, int64_t count, uint64_t key,
+                                                            uint64_t stream, uint32_t purpose) {
   for (int64_t g = 0; g < count; ++g) {
     auto& x = words[g];
     for (int j = 0; j < kBlocks; ++j) {
@@ -146,10 +144,8 @@ __attribute__((target_clones("avx512f", "avx2", "default"), noinline)) void phil
 }
 
 /// Elements [32 g0, 32 (g0 + groups)) of normal_at's draw into out (out[0] is element 32 g0).
-// Its own clone list: x86-64-v3 (AVX2 with FMA) first where there is no AVX-512, for the FMAs of
-// the polynomials.
-__attribute__((target_clones("avx512f", "arch=x86-64-v3", "avx2", "default"))) void fill_groups(
-    float* out, uint64_t g0, int64_t groups, uint64_t key, uint64_t stream, uint32_t purpose) {
+FINECAST_CLONES_FMA void fill_groups(float* out, uint64_t g0, int64_t groups, uint64_t key, uint64_t stream,
+                                     uint32_t purpose) {
   Words words[kChunk];
   for (int64_t g = 0; g < groups; ++g) {
     if (g % kChunk == 0)

@@ -6,8 +6,12 @@
 
 // Not under ThreadSanitizer: the clones' resolvers run while the dynamic linker relocates the
 // library, before TSan's runtime is set up, and their instrumented code crashed there (SIGSEGV).
+// FINECAST_CLONES_FMA puts x86-64-v3 (AVX2 with FMA) before plain AVX2, for loops of polynomials
+// whose multiply-adds it fuses.
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
 #define FINECAST_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#define FINECAST_CLONES_FMA __attribute__((target_clones("avx512f", "arch=x86-64-v3", "avx2", "default")))
 #else
 #define FINECAST_CLONES
+#define FINECAST_CLONES_FMA
 #endif

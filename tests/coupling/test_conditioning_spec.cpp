@@ -156,19 +156,25 @@ TEST(ConditioningSpec, RefusesNewerVersionsAndBadValuesNamingTheKey) {
             std::string::npos);
 }
 
+namespace {
+
+/// What read_spec says of ts_spec()'s record with `key` set to `value` ("" when it reads it).
+std::string read_error(const std::string& key, const finecast::schema::Value& value) {
+  finecast::schema::Record group = fc::spec_record(ts_spec());
+  group[key] = value;
+  try {
+    fc::read_spec(group, {}, "ck.h5");
+  } catch (const finecast::CheckpointError& e) {
+    return std::string(e.what());
+  }
+  return std::string();
+}
+
+}  // namespace
+
 // Version 2: each attribute of /conditioning must have its row's type and pass its row's checks.
 TEST(ConditioningSpec, RefusesWronglyTypedAttributesNamingThem) {
-  using finecast::schema::Value;
-  auto message = [](const std::string& key, const Value& value) {
-    finecast::schema::Record group = fc::spec_record(ts_spec());
-    group[key] = value;
-    try {
-      fc::read_spec(group, {}, "ck.h5");
-    } catch (const finecast::CheckpointError& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  };
+  const auto message = read_error;
   EXPECT_EQ(message("patch.size", 256.0), "ck.h5: /conditioning patch.size is a real number, expected an integer");
   EXPECT_EQ(message("patch.regression", std::vector<std::string>{"0.1"}),
             "ck.h5: /conditioning patch.regression is a string array, expected a real array");
@@ -215,16 +221,7 @@ TEST(ConditioningSpec, TheSettingsAreTheSpecsRowsAndFlagWhatAResumeCompares) {
 // One range for the config and the checkpoint: what a config may set is what a checkpoint may hold
 // (finecast-downscale's -1 and 0, "from the patch size", never pass through the rows).
 TEST(ConditioningSpec, GridRangesAreTheConfigs) {
-  auto message = [](const std::string& key, int64_t value) {
-    finecast::schema::Record group = fc::spec_record(ts_spec());
-    group[key] = value;
-    try {
-      fc::read_spec(group, {}, "ck.h5");
-    } catch (const finecast::CheckpointError& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  };
+  auto message = [](const std::string& key, int64_t value) { return read_error(key, value); };
   EXPECT_EQ(message("grid.coarse_level", -1),
             "ck.h5: /conditioning grid.coarse_level must be an integer in [0, 20], got -1");
   EXPECT_EQ(message("grid.block", 0), "ck.h5: /conditioning grid.block must be an integer in [2, 512], got 0");

@@ -188,12 +188,14 @@ int64_t churn(const SamplerSetup& s, torch::Tensor& x, int64_t t, int64_t k, at:
 
 }  // namespace
 
-torch::Tensor ddpm_sample(const SamplerSetup& s, const NetFn& net, torch::Tensor x, at::Generator& gen) {
+torch::Tensor ddpm_sample(const SamplerSetup& s, const NetFn& net, torch::Tensor x, at::Generator* gen) {
+  if (gen == nullptr && !s.noise.defined())
+    throw std::invalid_argument("ddpm_sample: needs a generator or pre-drawn noise");
   const Schedule& sc = *s.schedule;
   const std::vector<double>& var = s.ddpm_var ? *s.ddpm_var : sc.post_var;
   int64_t draw = 1, k = 0;
   for (int64_t t = sc.steps - 1; t >= 0; --t, ++k) {
-    const int64_t u = churn(s, x, t, k, &gen);
+    const int64_t u = churn(s, x, t, k, gen);
     auto x0 = estimates(s, x, net(x, u), u).first;
     torch::Tensor mean;
     double sd = 0;
@@ -211,7 +213,7 @@ torch::Tensor ddpm_sample(const SamplerSetup& s, const NetFn& net, torch::Tensor
     if (t > 0) {
       auto z = s.noise.defined()
                    ? s.noise[draw++]
-                   : torch::randn(x.sizes(), gen, torch::TensorOptions().dtype(torch::kFloat32)).to(x.device());
+                   : torch::randn(x.sizes(), *gen, torch::TensorOptions().dtype(torch::kFloat32)).to(x.device());
       if (s.conservative) z = remove_mean(z, s.weights);
       mean.add_(z, sd);
     }

@@ -87,11 +87,11 @@ std::vector<double> log_sigmas(const Schedule& s);
 /// and takes the step with the nearest ln sigma_t.
 torch::Tensor draw_timesteps(const TrainOptions& o, const Schedule& s, int64_t n, at::Generator& gen);
 
-/// DDPM ancestral sampling from x_T (noise) through all T steps; returns x_0. `gen` is used
+/// DDPM ancestral sampling from x_T (noise) through all T steps; returns x_0. `gen` is needed
 /// only when s.noise (or, with churn, s.churn_noise) is undefined. With churn, the step at t
 /// evaluates the network at t' = churn_step(t) after re-noising x_t to t' and goes from t' to t-1
 /// with the posterior q(x_{t-1} | x_t', x_0) (the variance's law over the gap t' -> t-1).
-torch::Tensor ddpm_sample(const SamplerSetup& s, const NetFn& net, torch::Tensor x, at::Generator& gen);
+torch::Tensor ddpm_sample(const SamplerSetup& s, const NetFn& net, torch::Tensor x, at::Generator* gen = nullptr);
 /// Deterministic DDIM (eta = 0) over ddim_timesteps(T, steps); returns x_0.
 /// eta scales the noise added at each DDIM step: 0 is deterministic DDIM; 1 with steps = T draws
 /// exactly what ddpm_sample draws (same posterior, same order of generator calls). Values in

@@ -2,8 +2,6 @@
 // Captured sampler loops.
 #include "trainer/sample_graph.hpp"
 
-#include <ATen/CPUGeneratorImpl.h>
-
 #include <cstring>
 #include <vector>
 
@@ -73,9 +71,8 @@ torch::Tensor SampleGraphs::run(const Downscaler::Impl& im, models::Denoiser& ne
     };
     auto x = e.noise[0];
     if (conservative) x = diffusion::remove_mean(x, e.w);
-    auto unused = at::make_generator<at::CPUGeneratorImpl>(0);  // the noise is pre-drawn
-    auto r = ddpm ? diffusion::ddpm_sample(setup, fn, x, unused)
-                  : diffusion::ddim_sample(setup, fn, x, o.steps, o.eta, &unused);
+    // The noise is pre-drawn: no generator.
+    auto r = ddpm ? diffusion::ddpm_sample(setup, fn, x) : diffusion::ddim_sample(setup, fn, x, o.steps, o.eta);
     e.out.copy_(r);
   });
   e.runner->synchronize();

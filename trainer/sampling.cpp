@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Sampling: fine patches from coarse ones with the published weights on the sample device,
 // through the fused CPU MLP sampler, a captured CUDA graph, or the eager samplers.
-#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
 
 #include <algorithm>
@@ -64,7 +63,6 @@ void draw(const Downscaler::Impl& im, const Model& m, const float* context, cons
   const int64_t draws = noise_draws(im.mo, o);
   if (m.fused && o.churn > 0) throw std::invalid_argument("sample.churn: the fused MLP sampler has no churn");
   c10::InferenceMode inference;
-  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);  // unused: the noise is pre-drawn
   const NormApplied& norm = *m.norm;
   const auto& sc = *m.schedule;
   const auto ddim_ts = diffusion::ddim_timesteps(im.mo.diffusion_steps, o.steps);
@@ -132,8 +130,8 @@ void draw(const Downscaler::Impl& im, const Model& m, const float* context, cons
         };
         auto x = noise_d[0];
         if (conservative) x = diffusion::remove_mean(x, w_d);
-        auto res = ddpm ? diffusion::ddpm_sample(setup, net, x, gen)
-                        : diffusion::ddim_sample(setup, net, x, o.steps, o.eta, &gen);
+        // The noise is pre-drawn: no generator.
+        auto res = ddpm ? diffusion::ddpm_sample(setup, net, x) : diffusion::ddim_sample(setup, net, x, o.steps, o.eta);
         r = res.to(torch::kCPU);
       }
       if (progress) progress(r0 + rows, n);

@@ -126,7 +126,7 @@ TEST_P(SamplerOracle, DrawsTheKnownGaussian) {
   auto gen = at::make_generator<at::CPUGeneratorImpl>(11);
   auto x = torch::randn({4000, 8}, gen);
   auto out =
-      sampler == ft::Sampler::kDdpm ? fd::ddpm_sample(setup, oracle, x, gen) : fd::ddim_sample(setup, oracle, x, 100);
+      sampler == ft::Sampler::kDdpm ? fd::ddpm_sample(setup, oracle, x, &gen) : fd::ddim_sample(setup, oracle, x, 100);
   EXPECT_NEAR(out.mean().item<double>(), 1.5, 0.02);
   EXPECT_NEAR(out.std().item<double>(), 0.5, 0.02);
   // A sampler that ignored the network would give mean ~0, std ~1: the tolerances exclude it.
@@ -240,7 +240,7 @@ TEST(Sampler, DdimWithEtaOneOverAllStepsIsDdpm) {
   auto start_gen = at::make_generator<at::CPUGeneratorImpl>(4);
   const auto x = torch::randn({64, 16}, start_gen);
   auto g1 = at::make_generator<at::CPUGeneratorImpl>(5), g2 = at::make_generator<at::CPUGeneratorImpl>(5);
-  const auto ddpm = fd::ddpm_sample(setup, oracle, x.clone(), g1);
+  const auto ddpm = fd::ddpm_sample(setup, oracle, x.clone(), &g1);
   const auto ddim1 = fd::ddim_sample(setup, oracle, x.clone(), 50, 1.0, &g2);
   EXPECT_LT((ddpm - ddim1).abs().max().item<double>(), 1e-4);
   // eta = 0 is the deterministic sampler, which differs from the ancestral draw.
@@ -267,7 +267,7 @@ TEST(Sampler, DdpmVarianceBetaKeepsTheSpreadThatThePosteriorLoses) {
   auto sample = [&](const std::vector<double>* var) {
     setup.ddpm_var = var;
     auto g = at::make_generator<at::CPUGeneratorImpl>(9);
-    return fd::ddpm_sample(setup, oracle, x.clone(), g);
+    return fd::ddpm_sample(setup, oracle, x.clone(), &g);
   };
   const auto plain = sample(nullptr);
   const auto posterior = sample(&fd::ddpm_variance(s, ft::DdpmVariance::kPosterior));
@@ -403,10 +403,9 @@ TEST(Sampler, ChurnZeroIsTheSamplerWithoutItBitForBit) {
     setup.schedule = &s;
     setup.v_objective = true;
     setup.noise = noise;
-    auto run = [&] {
-      auto unused = at::make_generator<at::CPUGeneratorImpl>(0);
-      return ddpm ? fd::ddpm_sample(setup, oracle, noise[0].clone(), unused)
-                  : fd::ddim_sample(setup, oracle, noise[0].clone(), 8, 0.5, &unused);
+    auto run = [&] {  // no generator: every draw must come from the pre-drawn noise
+      return ddpm ? fd::ddpm_sample(setup, oracle, noise[0].clone())
+                  : fd::ddim_sample(setup, oracle, noise[0].clone(), 8, 0.5);
     };
     const auto plain = run();
     setup.churn_noise = churn_noise;
@@ -461,7 +460,7 @@ TEST(Sampler, ChurnFollowsTheVarianceOfGaussianDataWithTheExactDenoiser) {
     for (const bool beta : {true, false}) {
       setup.ddpm_var = beta ? &s.beta : nullptr;
       auto g = at::make_generator<at::CPUGeneratorImpl>(9);
-      const auto out = fd::ddpm_sample(setup, oracle, x.clone(), g);
+      const auto out = fd::ddpm_sample(setup, oracle, x.clone(), &g);
       EXPECT_NEAR(out.mean().item<double>(), 0.0, 0.02) << "churn " << c;
       EXPECT_NEAR(out.std().item<double>(), ddpm_std(c, beta), 0.015) << "ddpm churn " << c << (beta ? " beta" : "");
       if (beta) {

@@ -18,6 +18,7 @@
 #include "trainer/downscaler.hpp"
 #include "trainer/downscaler_impl.hpp"
 #include "trainer/philox_fill.hpp"
+#include "trainer/sampling_internal.hpp"
 #include "trainer/train_graph.hpp"
 
 namespace ft = finecast::trainer;
@@ -111,6 +112,18 @@ TEST(Philox, TheVectorFillIsTheScalarDrawFromAnyFirstElement) {
   }
   // Another purpose is another draw.
   EXPECT_NE(px::normal_at(key, 3, px::kTrainingNoise, first), fast[0]);
+}
+
+TEST(Philox, ASamplingsNoiseOfARowDoesNotDependOnTheBatchItIsDrawnIn) {
+  // sampling::noise indexes by the row of the whole sampling: rows 2..4 drawn as a batch of
+  // their own are those rows of a batch of 0..4 (what lets sample() cut a field into batches).
+  namespace fs = finecast::trainer::sampling;
+  const int64_t draws = 3, members = 2, P = 16;
+  const auto whole = fs::noise(draws, 0, 5, members, P, 11);
+  const auto part = fs::noise(draws, 2, 3, members, P, 11);
+  EXPECT_TRUE(torch::equal(part, whole.narrow(1, 2 * members, 3 * members)));
+  EXPECT_FALSE(torch::equal(part, whole.narrow(1, 0, 3 * members)));
+  EXPECT_FALSE(torch::equal(fs::noise(draws, 2, 3, members, P, 12), part));  // another seed
 }
 
 TEST(Philox, TheGraphPathDrawsInTheStepWhatTheEagerPathDrawsOnTheHost) {

@@ -8,7 +8,9 @@ git-ignored folder (out/eval/...). The copy holds only the chosen field, its lat
 coordinates (CF names and units) and, when the source has one, its time axis; values are copied
 bit for bit, missing values stay missing (_FillValue of the source). A rotated-pole field keeps
 its rotated coordinates (names and attributes as in the source) and its grid mapping; a
-dimension of length 1 between time and the grid (e.g. height) is dropped.
+dimension of length 1 between time and the grid (e.g. height) is dropped. With --time-mean NAME
+the copy is instead the mean of the kept steps, a field NAME without a time axis: the static
+covariate of the time-split evaluation (the training months' climatology, docs/evaluation.md).
 """
 import argparse
 import sys
@@ -31,6 +33,9 @@ def parse_args(argv):
                    help="keep columns C0 <= column < C1 (0-based, file order; not with --lon)")
     p.add_argument("--time", nargs=2, type=int, metavar=("T0", "T1"),
                    help="keep steps T0 <= step < T1 (0-based). Default: all")
+    p.add_argument("--time-mean", metavar="NAME",
+                   help="write the mean over the kept steps (missing values left out) as the "
+                        "field NAME without a time axis, instead of the steps")
     return p.parse_args(argv)
 
 
@@ -89,12 +94,17 @@ def main(argv):
             fail(f"--time {a.time} is outside the {nt} steps of {a.input}")
     elif a.time:
         fail(f"{a.input}:{a.var} has no time dimension; drop --time")
+    elif a.time_mean:
+        fail(f"{a.input}:{a.var} has no time dimension to average; drop --time-mean")
+    out_var = a.time_mean or a.var
 
     src.set_auto_mask(False)  # copy raw values; the fill value travels as an attribute
     out = netCDF4.Dataset(a.output, "w", format="NETCDF4")
     out.setncattr("history", "scripts/eval_crop.py " + " ".join(argv))
     out.setncattr("source", a.input)
-    if has_time:
+    if has_time and a.time_mean:
+        out.setncattr("comment", f"{out_var}: mean of {a.var} over steps {steps[0]}..{steps[-1]} of {a.input}")
+    if has_time and not a.time_mean:
         out.createDimension("time", None)
     yname, xname = (ydim, xdim) if rotated else ("lat", "lon")
     out.createDimension(yname, rows.size)
@@ -114,7 +124,7 @@ def main(argv):
         lo.units, lo.standard_name, lo.axis = "degrees_east", "longitude", "X"
     la[:] = lat[rows]
     lo[:] = lon[cols]
-    if has_time:
+    if has_time and not a.time_mean:
         tdim = dims[0]
         t = out.createVariable("time", "f8", ("time",))
         if tdim in src.variables:
@@ -126,7 +136,8 @@ def main(argv):
         else:
             t[:] = steps
     fill = v.getncattr("_FillValue") if "_FillValue" in v.ncattrs() else None
-    ov = out.createVariable(a.var, v.dtype, (("time",) if has_time else ()) + (yname, xname),
+    timed = has_time and not a.time_mean
+    ov = out.createVariable(out_var, v.dtype, (("time",) if timed else ()) + (yname, xname),
                             fill_value=fill, zlib=True, complevel=1)
     for att in v.ncattrs():
         if att not in ("_FillValue", "coordinates"):
@@ -137,14 +148,25 @@ def main(argv):
         x = np.asarray(v[t, 0, r0:r1, :] if len(v.dimensions) == 4 else v[t, r0:r1, :])
         return x[:, cols]
 
-    if has_time:
+    if timed:
         for i, s in enumerate(steps):
             ov[i] = step_slice(s)
+    elif has_time:  # the mean of the kept steps, in double, missing values left out
+        total = np.zeros((rows.size, cols.size))
+        count = np.zeros((rows.size, cols.size))
+        for s in steps:
+            x = step_slice(s).astype(np.float64)
+            ok = np.isfinite(x) if fill is None else np.isfinite(x) & (x != fill)
+            total[ok] += x[ok]
+            count[ok] += 1
+        mean = np.where(count > 0, total / np.maximum(count, 1), np.nan if fill is None else fill)
+        ov[:] = mean.astype(v.dtype)
     else:
         ov[:] = np.asarray(v[r0:r1, :])[:, cols]
     out.close()
-    print(f"eval_crop.py: wrote {a.output}: {a.var} "
-          f"{(steps.size,) if has_time else ()}{rows.size} x {cols.size}, "
+    what = f"{out_var} (mean of {steps.size} steps)" if has_time and a.time_mean else a.var
+    print(f"eval_crop.py: wrote {a.output}: {what} "
+          f"{(steps.size,) if timed else ()}{rows.size} x {cols.size}, "
           f"lon {lon[cols[0]]:.4f}..{lon[cols[-1]]:.4f}, lat {lat[rows[0]]:.4f}..{lat[rows[-1]]:.4f}")
 
 

@@ -45,6 +45,10 @@ CASE:
 Options:
   --split test|val   which split (default: test). Tune on val; test is scored once.
   --direction D      tas_months: forward | backward (default: forward)
+  --fold I/K         eur11 val split: spatially blocked cross-validation inside the western half
+                     (the test half never enters): fold I (1..K) of K longitude bands of whole block
+                     columns is held out and scored, the rest trained on; fold 3/3 is the single val
+                     split (scripts/eval_folds.py sums the folds up; docs/evaluation.md)
   --build DIR        build folder holding bin/ and lib/ (default: build)
   --ranks N          MPI ranks of the replay (default: 1; N > 1 runs mpiexec --oversubscribe)
   --members N        ensemble members (default: etopo5 4, tas 8)
@@ -78,7 +82,7 @@ die() { echo "evaluate.sh: error: $*" >&2; exit 2; }
 case "$1" in -h|--help) usage; exit 0 ;; esac
 CASE=$1; shift
 SPLIT=test BUILD=build RANKS=1 MEMBERS="" SAMPLER="" STEPS=10 ETA=0 INFLATION="" THREADS=$(nproc) SKIP_TRAIN=0 ONLY_EVAL=0 OUT=""
-SETS=() GEOMETRY="" SEEDS="" DIRECTION=forward
+SETS=() GEOMETRY="" SEEDS="" DIRECTION=forward FOLD=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --split) SPLIT=${2:?--split needs a value}; shift 2 ;;
@@ -94,6 +98,7 @@ while [[ $# -gt 0 ]]; do
     --seeds) SEEDS=${2:?--seeds needs a value}; shift 2 ;;
     --geometry) GEOMETRY=${2:?--geometry needs a value}; shift 2 ;;
     --direction) DIRECTION=${2:?--direction needs a value}; shift 2 ;;
+    --fold) FOLD=${2:?--fold needs a value}; shift 2 ;;
     --skip-train) SKIP_TRAIN=1; shift ;;
     --only-eval) SKIP_TRAIN=1; ONLY_EVAL=1; shift ;;
     --out) OUT=${2:?--out needs a value}; shift 2 ;;
@@ -104,6 +109,12 @@ done
 [[ $SPLIT == test || $SPLIT == val ]] || die "--split must be test or val, got '$SPLIT'"
 [[ $DIRECTION == forward || $DIRECTION == backward ]] || die "--direction must be forward or backward, got '$DIRECTION'"
 [[ $DIRECTION == forward || $CASE == tas_months ]] || die "--direction is for the tas_months case"
+if [[ -n $FOLD ]]; then
+  [[ $FOLD =~ ^([0-9]+)/([0-9]+)$ ]] || die "--fold takes I/K (e.g. 2/3), got '$FOLD'"
+  FOLD_I=${BASH_REMATCH[1]} FOLD_K=${BASH_REMATCH[2]}
+  (( FOLD_K >= 2 && FOLD_I >= 1 && FOLD_I <= FOLD_K )) || die "--fold $FOLD: need 1 <= I <= K and K >= 2"
+  [[ $CASE == eur11 && $SPLIT == val ]] || die "--fold is for the eur11 case's val split (--split val)"
+fi
 GEO_ARGS=()
 if [[ -n ${GEOMETRY:-} ]]; then
   [[ $GEOMETRY == file || $GEOMETRY == uniform ]] || die "--geometry must be file or uniform, got '$GEOMETRY'"
@@ -154,6 +165,20 @@ case "$CASE" in
     STATICS=(--static "$NUG/HSURF_regional_model_0.11deg.nc:HSURF" --static "$NUG/FR-LAND_regional_model_0.11deg.nc:FR_LAND")
     if [[ $SPLIT == test ]]; then DATA_CUT=(--rows 0 400 --cols 0 416); HOLD=-90,90,-5.52,20
     else DATA_CUT=(--rows 0 400 --cols 0 208); HOLD=-90,90,-14.30,20; fi
+    if [[ -n $FOLD ]]; then
+      # Fold I of K: the I-th of K bands of the western half's 13 block columns (columns
+      # floor((I-1) x 13 / K) .. floor(I x 13 / K) - 1), as a box halfway between cell centres.
+      HOLD=$($PY - "$SRC" "$FOLD_I" "$FOLD_K" <<'PYEOF'
+import sys, netCDF4
+x = netCDF4.Dataset(sys.argv[1])["rlon"][:208]
+i, k = int(sys.argv[2]), int(sys.argv[3])
+b0, b1 = (i - 1) * 13 // k * 16, i * 13 // k * 16
+lo = x[b0] - 0.05 if b0 > 0 else -90.0
+hi = x[b1] - 0.05 if b1 < 208 else 20.0
+print(f"-90,90,{lo:.3f},{hi:.3f}")
+PYEOF
+)
+    fi
     TRAIN_HOLD=$HOLD SPLIT_SETS=() ;;
   icon)
     # Two training seeds pooled: their ensemble means differ more than EUR-11's, and the pair
@@ -181,6 +206,7 @@ if [[ -z $OUT ]]; then
   OUT=out/eval/$CASE
   if [[ $DIRECTION == backward ]]; then OUT=${OUT}_backward; fi
   if [[ $SPLIT == val ]]; then OUT=${OUT}_val; fi
+  if [[ -n $FOLD ]]; then OUT=${OUT}_fold${FOLD_I}of${FOLD_K}; fi
 fi
 if (( ${#CLIM_CUT[@]} )); then STATICS=(--static "$OUT/data/clim.nc:tas_clim"); fi
 mkdir -p "$OUT/data" "$OUT/figures"

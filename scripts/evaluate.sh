@@ -45,10 +45,12 @@ CASE:
 Options:
   --split test|val   which split (default: test). Tune on val; test is scored once.
   --direction D      tas_months: forward | backward (default: forward)
-  --fold I/K         eur11 val split: spatially blocked cross-validation inside the western half
-                     (the test half never enters): fold I (1..K) of K longitude bands of whole block
-                     columns is held out and scored, the rest trained on; fold 3/3 is the single val
-                     split (scripts/eval_folds.py sums the folds up; docs/evaluation.md)
+  --fold I/K         eur11: spatially blocked cross-validation: fold I (1..K) of K longitude
+                     bands of whole block columns is held out and scored, the rest trained on. With
+                     --split val the bands split the western half (the test half never enters; fold
+                     3/3 is the single val split); with --split test the whole domain (26 block
+                     columns; the eastern half is folds 3 and 4 of 4). scripts/eval_folds.py sums
+                     the folds up (docs/evaluation.md, "Model choice by spatial cross-validation")
   --build DIR        build folder holding bin/ and lib/ (default: build)
   --ranks N          MPI ranks of the replay (default: 1; N > 1 runs mpiexec --oversubscribe)
   --members N        ensemble members (default: etopo5 4, tas 8)
@@ -113,7 +115,7 @@ if [[ -n $FOLD ]]; then
   [[ $FOLD =~ ^([0-9]+)/([0-9]+)$ ]] || die "--fold takes I/K (e.g. 2/3), got '$FOLD'"
   FOLD_I=${BASH_REMATCH[1]} FOLD_K=${BASH_REMATCH[2]}
   (( FOLD_K >= 2 && FOLD_I >= 1 && FOLD_I <= FOLD_K )) || die "--fold $FOLD: need 1 <= I <= K and K >= 2"
-  [[ $CASE == eur11 && $SPLIT == val ]] || die "--fold is for the eur11 case's val split (--split val)"
+  [[ $CASE == eur11 ]] || die "--fold is for the eur11 case"
 fi
 GEO_ARGS=()
 if [[ -n ${GEOMETRY:-} ]]; then
@@ -166,15 +168,18 @@ case "$CASE" in
     if [[ $SPLIT == test ]]; then DATA_CUT=(--rows 0 400 --cols 0 416); HOLD=-90,90,-5.52,20
     else DATA_CUT=(--rows 0 400 --cols 0 208); HOLD=-90,90,-14.30,20; fi
     if [[ -n $FOLD ]]; then
-      # Fold I of K: the I-th of K bands of the western half's 13 block columns (columns
-      # floor((I-1) x 13 / K) .. floor(I x 13 / K) - 1), as a box halfway between cell centres.
-      HOLD=$($PY - "$SRC" "$FOLD_I" "$FOLD_K" <<'PYEOF'
+      # Fold I of K: the I-th of K bands of the N block columns of the data cut (val: the western
+      # half's 13, test: all 26), columns floor((I-1) x N / K) .. floor(I x N / K) - 1 (times 16
+      # cells), as a box halfway between cell centres.
+      [[ $SPLIT == test ]] && NCOLS=26 || NCOLS=13
+      HOLD=$($PY - "$SRC" "$FOLD_I" "$FOLD_K" "$NCOLS" <<'PYEOF'
 import sys, netCDF4
-x = netCDF4.Dataset(sys.argv[1])["rlon"][:208]
+n = int(sys.argv[4])
+x = netCDF4.Dataset(sys.argv[1])["rlon"][:n * 16]
 i, k = int(sys.argv[2]), int(sys.argv[3])
-b0, b1 = (i - 1) * 13 // k * 16, i * 13 // k * 16
+b0, b1 = (i - 1) * n // k * 16, i * n // k * 16
 lo = x[b0] - 0.05 if b0 > 0 else -90.0
-hi = x[b1] - 0.05 if b1 < 208 else 20.0
+hi = x[b1] - 0.05 if b1 < n * 16 else 90.0
 print(f"-90,90,{lo:.3f},{hi:.3f}")
 PYEOF
 )

@@ -8,7 +8,10 @@ RMSE over the reference row's (--against; best_regression: the regression_* row 
 RMSE in that report, else the best baseline) and the CRPS over the stronger noise reference's.
 The last line is the inflation a config fitted on these reports would carry: 1 / (the mean
 spread/RMSE), meaningful when the reports were sampled without an inflation (docs/evaluation.md,
-"Model choice by spatial cross-validation").
+"Model choice by spatial cross-validation"). With --leave-one-out, each report's inflation is
+fitted on the others (1 / their mean spread/RMSE) and its spread/RMSE at that inflation printed:
+the inflation scales every member's deviation from the mean, so the spread scales with it and
+the ensemble mean, hence the RMSE, stays (scripts/inflate_ensemble.py).
 
     /usr/bin/python3 scripts/eval_folds.py --against best_regression out/eval/eur11_val_fold*of3/eval.json
 """
@@ -65,6 +68,8 @@ def main(argv):
     p.add_argument("reports", nargs="+", help="finecast-eval --json reports (one per fold or seed)")
     p.add_argument("--against", default="best_regression",
                    help="the reference row of the RMSE ratio (default best_regression)")
+    p.add_argument("--leave-one-out", action="store_true",
+                   help="also fit each report's inflation on the other reports and print its spread/RMSE with it")
     a = p.parse_args(argv)
     rows = [(os.path.basename(os.path.dirname(os.path.abspath(r))), scores(r, a.against)) for r in a.reports]
     keys = ("rmse", "crps", "crps_fair", "spread_ratio", "rmse_ratio", "crps_noise_ratio")
@@ -77,6 +82,18 @@ def main(argv):
     print(f"{'mean ± sd':<{width}}  " + "  ".join(f"{stats[k][0]:.4f} ± {stats[k][1]:.4f}".rjust(15) for k in keys))
     print(f"inflation fit over {len(rows)} report(s): 1 / mean spread/RMSE {stats['spread_ratio'][0]:.4f} = "
           f"{1 / stats['spread_ratio'][0]:.3f}")
+    if a.leave_one_out:
+        if len(rows) < 2:
+            fail("--leave-one-out needs at least 2 reports")
+        loo = []
+        for i, (name, s) in enumerate(rows):
+            others = [o["spread_ratio"] for j, (_, o) in enumerate(rows) if j != i]
+            f = len(others) / sum(others)
+            loo.append(f * s["spread_ratio"])
+            print(f"leave-one-out: {name:<{width}} inflation {f:.3f} (fitted on the others), spread/RMSE with it "
+                  f"{loo[-1]:.3f}")
+        mu, sd = mean_sd(loo)
+        print(f"leave-one-out spread/RMSE: {mu:.3f} ± {sd:.3f} (range {min(loo):.3f}..{max(loo):.3f})")
 
 
 if __name__ == "__main__":

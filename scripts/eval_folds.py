@@ -90,7 +90,7 @@ def main(argv):
             others = [o["spread_ratio"] for j, (_, o) in enumerate(rows) if j != i]
             f = len(others) / sum(others)
             loo.append(f * s["spread_ratio"])
-            print(f"leave-one-out: {name:<{width}} inflation {f:.3f} (fitted on the others), spread/RMSE with it "
+            print(f"leave-one-out: {name}: inflation {f:.3f} (fitted on the others), spread/RMSE with it "
                   f"{loo[-1]:.3f}")
         mu, sd = mean_sd(loo)
         print(f"leave-one-out spread/RMSE: {mu:.3f} ± {sd:.3f} (range {min(loo):.3f}..{max(loo):.3f})")

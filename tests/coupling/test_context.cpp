@@ -47,6 +47,15 @@ struct Blocks {
     for (int i = 0; i < nlat; ++i)
       for (int j = 0; j < nlon; ++j) field.push_back(static_cast<float>(1000 * (i / k) + j / k));
   }
+  /// finecast-eval's layout of the same grid in blocks of k.
+  fe::BlockLayout layout(int k) const {
+    fe::BlockLayout L;
+    L.ny = static_cast<int>(grid.nlat);
+    L.nx = static_cast<int>(grid.nlon);
+    L.k = k;
+    L.weight = grid.cell_area;
+    return L;
+  }
 };
 
 const fe::Baseline kBicubicCons{"bicubic_cons", fe::Interp::kBicubic, true};
@@ -493,11 +502,7 @@ TEST(RegressionBase, ThePluginsFitIsFinecastEvalsOnTheSameData) {
   Blocks b(24, 32, 4, false);
   std::vector<double> h(b.field.size()), truth(b.field.size());
   for (size_t i = 0; i < h.size(); ++i) h[i] = 200.0 * std::sin(0.7 * static_cast<double>(i)) + 50.0 * noise(rng);
-  fe::BlockLayout L;
-  L.ny = 24;
-  L.nx = 32;
-  L.k = 4;
-  L.weight = b.grid.cell_area;
+  const fe::BlockLayout L = b.layout(4);
   const fe::Predictors pred = fe::block_predictors(L, {"h"}, {h.data()});
   for (size_t i = 0; i < truth.size(); ++i) {
     const double lat = std::abs(b.grid.lat[i / 32]) / 40.0;
@@ -552,11 +557,7 @@ TEST(RegressionBase, ALocalSlopeTermFollowsALapseRateThatChangesAcrossTheField) 
                    local, 0, b.map.n_coarse, slope);
   EXPECT_LT(slope[0], -0.2);  // the westernmost block's lapse rate has the sign of its column's
   EXPECT_GT(slope[11], 0.5);
-  fe::BlockLayout L;
-  L.ny = 24;
-  L.nx = 48;
-  L.k = 4;
-  L.weight = b.grid.cell_area;
+  const fe::BlockLayout L = b.layout(4);
   const fe::Predictors pred = fe::block_predictors(L, {"h"}, {h.data()});
   const std::vector<double> tc(t_coarse.begin(), t_coarse.end());
   const std::vector<double> base = fe::run_baseline(L, tc, kBicubicCons);

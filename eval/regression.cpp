@@ -27,7 +27,6 @@ void check_sizes(std::size_t n, const std::vector<const double*>& covariates, co
 Predictors block_predictors(const BlockLayout& layout, const std::vector<std::string>& names,
                             const std::vector<const double*>& covariates) {
   check_sizes(layout.size(), covariates, names);
-  static const Baseline bicubic_cons{"bicubic_cons", Interp::kBicubic, true};
   Predictors p;
   const std::size_t n = layout.size();
   p.names = coupling::regression_names(names);
@@ -40,7 +39,7 @@ Predictors block_predictors(const BlockLayout& layout, const std::vector<std::st
         const std::size_t c = static_cast<std::size_t>(i) * layout.nx + j;
         anomaly[c] = x[c] - mean[static_cast<std::size_t>(i / layout.k) * layout.nbx() + j / layout.k];
       }
-    std::vector<double> deviation = run_baseline(layout, mean, bicubic_cons);
+    std::vector<double> deviation = run_baseline(layout, mean, block_regression_base());
     for (std::size_t c = 0; c < n; ++c) deviation[c] = x[c] - deviation[c];
     p.values.push_back(std::move(anomaly));
     p.values.push_back(std::move(deviation));
@@ -52,7 +51,6 @@ Predictors cell_predictors(const CellInterpolator& interp, const std::vector<std
                            const std::vector<const double*>& covariates) {
   const CellLayout& L = interp.layout();
   check_sizes(static_cast<std::size_t>(L.size()), covariates, names);
-  static const CellBaseline idw_cons{"idw_cons", CellInterp::kIdw, true};
   Predictors p;
   p.names = coupling::regression_names(names);
   for (std::size_t s = 0; s < covariates.size(); ++s) {
@@ -60,7 +58,7 @@ Predictors cell_predictors(const CellInterpolator& interp, const std::vector<std
     const std::vector<double> mean = patch_means(L, x);
     std::vector<double> anomaly(static_cast<std::size_t>(L.size()));
     for (int64_t c = 0; c < L.size(); ++c) anomaly[c] = x[c] - mean[L.patch_of(c)];
-    std::vector<double> deviation = interp.run(mean, idw_cons);
+    std::vector<double> deviation = interp.run(mean, cell_regression_base());
     for (int64_t c = 0; c < L.size(); ++c) deviation[c] = x[c] - deviation[c];
     p.values.push_back(std::move(anomaly));
     p.values.push_back(std::move(deviation));

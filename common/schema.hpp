@@ -102,8 +102,12 @@ struct Field {
   std::function<Value(const S&)> get_value;
   std::function<void(S&, const Value&)> set_value;  ///< checks like `set`; throws BadValue
   /// Part of what a model was trained on: a run that resumes it must have the value its checkpoint
-  /// recorded (the conditioning spec's resume check, coupling::resume_differences).
+  /// recorded (the conditioning spec's resume check, coupling::resume_differences; the model
+  /// options' check, trainer's restore).
   bool resume_compares = false;
+  /// When set, the value means something only where this holds (model.hidden: an MLP's width); a
+  /// resume compares it only when it holds on both sides.
+  std::function<bool(const S&)> applies;
 
   Field& only_in(Scope s) {
     scope = s;
@@ -115,6 +119,10 @@ struct Field {
   }
   Field& compared_on_resume() {
     resume_compares = true;
+    return *this;
+  }
+  Field& applies_when(std::function<bool(const S&)> predicate) {
+    applies = std::move(predicate);
     return *this;
   }
 };
@@ -326,6 +334,7 @@ Table<Outer> nested(Inner Outer::*member, const Table<Inner>& table, const std::
     f.rule = in.rule;
     for (const auto& k : in.old_keys) f.old_keys.push_back(prefix + k);
     f.resume_compares = in.resume_compares;
+    if (in.applies) f.applies = [member, applies = in.applies](const Outer& o) { return applies(o.*member); };
     f.get = [member, get = in.get](const Outer& o) { return get(o.*member); };
     f.set = [member, set = in.set](Outer& o, const std::string& t) { set(o.*member, t); };
     if (in.get_value) {
@@ -352,6 +361,8 @@ Table<Derived> inherited(const Table<Base>& table, const std::string& prefix = "
     f.rule = in.rule;
     for (const auto& k : in.old_keys) f.old_keys.push_back(prefix + k);
     f.resume_compares = in.resume_compares;
+    if (in.applies)
+      f.applies = [applies = in.applies](const Derived& d) { return applies(static_cast<const Base&>(d)); };
     f.get = [get = in.get](const Derived& d) { return get(static_cast<const Base&>(d)); };
     f.set = [set = in.set](Derived& d, const std::string& t) { set(static_cast<Base&>(d), t); };
     if (in.get_value) {
@@ -373,6 +384,16 @@ std::string differences(const Table<S>& table, const S& a, const S& b, const std
     if (x == y) continue;
     out += (out.empty() ? "" : "; ") + f.key + ": " + a_name + " has " + x + ", " + b_name + " has " + y;
   }
+  return out;
+}
+
+/// The rows of `table` that a resume compares between `recorded` and `configured`: those flagged
+/// compared_on_resume() that apply to both (Field::applies).
+template <class S>
+Table<S> compared_on_resume(const Table<S>& table, const S& recorded, const S& configured) {
+  Table<S> out;
+  for (const auto& f : table)
+    if (f.resume_compares && (!f.applies || (f.applies(recorded) && f.applies(configured)))) out.push_back(f);
   return out;
 }
 

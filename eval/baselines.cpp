@@ -14,16 +14,6 @@
 
 namespace finecast::eval {
 
-const std::vector<Baseline>& all_baselines() {
-  static const std::vector<Baseline> list = {
-      {"nearest", Interp::kNearest, false},     {"bilinear", Interp::kBilinear, false},
-      {"bicubic", Interp::kBicubic, false},     {"bspline", Interp::kBspline, false},
-      {"nearest_cons", Interp::kNearest, true}, {"bilinear_cons", Interp::kBilinear, true},
-      {"bicubic_cons", Interp::kBicubic, true}, {"bspline_cons", Interp::kBspline, true},
-  };
-  return list;
-}
-
 namespace {
 
 /// Stencil of one fine coordinate along one axis: block indices and their weights.

@@ -1,35 +1,15 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Interpolation baselines: the coarse block means brought back to the fine grid without learning.
+// Interpolation baselines on lat-lon blocks: the coarse block means brought back to the fine grid
+// without learning (the list of baselines: baseline_list.hpp).
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "eval/baseline_list.hpp"
 #include "eval/blocks.hpp"
 
 namespace finecast::eval {
-
-/// How block means (taken to sit at block centres) are interpolated to the fine cells.
-enum class Interp {
-  kNearest,   ///< piecewise constant: each fine cell takes its own block's value
-  kBilinear,  ///< tensor-product linear between block centres
-  kBicubic,   ///< tensor-product cubic convolution (Keys, a = -0.5) between block centres
-  /// Tensor-product cubic B-spline through the block centres: the block values prefiltered to
-  /// B-spline coefficients (a natural spline: zero second derivative at the outer centres, so
-  /// linear fields are exact up to the edges; a periodic one along a closed longitude circle).
-  kBspline,
-};
-
-/// One baseline: an interpolation, optionally followed by restore_block_means.
-struct Baseline {
-  std::string name;  ///< e.g. "bilinear_cons"
-  Interp interp;
-  bool conservative;
-};
-
-/// The eight baselines in report order: nearest, bilinear, bicubic, bspline, then their
-/// conservative forms.
-const std::vector<Baseline>& all_baselines();
 
 /// Interpolates nby*nbx block values to the ny*nx fine grid. Beyond the outer block centres
 /// values are held constant (kBspline: extended linearly), except along x when

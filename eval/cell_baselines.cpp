@@ -41,15 +41,6 @@ void candidates(const CellLayout& L, int64_t p, int rings, std::vector<int64_t>&
 
 }  // namespace
 
-const std::vector<CellBaseline>& cell_baselines() {
-  static const std::vector<CellBaseline> list = {
-      {"nearest", CellInterp::kNearest, false},     {"idw", CellInterp::kIdw, false},
-      {"nearest_cons", CellInterp::kNearest, true}, {"idw_cons", CellInterp::kIdw, true},
-      {"linear_cons", CellInterp::kLinear, true},
-  };
-  return list;
-}
-
 CellInterpolator::CellInterpolator(const CellLayout& layout, IdwOptions options) : layout_(layout), options_(options) {
   if (options_.neighbours < 1)
     throw ConfigError("IDW: neighbours must be >= 1, got " + std::to_string(options_.neighbours));

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Interpolation baselines on unstructured grids: patch (coarse cell) means brought back to the
-// fine cells without learning.
+// fine cells without learning (the list of baselines: baseline_list.hpp).
 #pragma once
 
 #include <array>
@@ -8,35 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "eval/baseline_list.hpp"
 #include "eval/cells.hpp"
 
 namespace finecast::eval {
-
-/// How patch means (taken to sit at the patch centres) reach the fine cells.
-enum class CellInterp {
-  kNearest,  ///< every fine cell takes its own patch's value
-  kIdw,      ///< inverse-distance weighting of nearby patch centres at the fine cell centre
-  /// Linear reconstruction in each patch: the patch value at its centroid (the area-weighted
-  /// mean of its fine cells' unit position vectors) plus a gradient fitted by weighted least
-  /// squares to the differences to the neighbouring patches' values (patches within
-  /// IdwOptions::gradient_rings edge steps, weights 1 / distance^2; 1 ring, the edge neighbours,
-  /// measured best on ICON ts: docs/evaluation_results.md). The gradient is a 3-D
-  /// vector, so fields linear in 3-D position are reproduced exactly; the centroid makes the
-  /// patch mean equal the coarse value.
-  kLinear,
-};
-
-/// One baseline on an unstructured grid: an interpolation, optionally followed by
-/// restore_patch_means. A new baseline is one more entry here and one more CellInterp case.
-struct CellBaseline {
-  std::string name;  ///< e.g. "idw_cons"
-  CellInterp interp;
-  bool conservative;
-};
-
-/// The baselines in report order: nearest, idw, then their conservative forms, then linear_cons
-/// (conservative by construction; no plain form).
-const std::vector<CellBaseline>& cell_baselines();
 
 /// Inverse-distance weighting: the `neighbours` patch centres nearest to a fine cell centre
 /// (great-circle distance d), among the patches within `rings` edge-neighbour steps of the fine

@@ -285,11 +285,6 @@ void GridEvaluator<Layout>::add_noise(const double* truth, const std::vector<cha
 template class GridEvaluator<BlockLayout>;
 template class GridEvaluator<CellLayout>;
 
-namespace {
-const Baseline kBicubicCons{"bicubic_cons", Interp::kBicubic, true};
-const CellBaseline kIdwCons{"idw_cons", CellInterp::kIdw, true};
-}  // namespace
-
 Evaluator::Evaluator(BlockLayout layout)
     : GridEvaluator(std::move(layout), names_of(all_baselines()), "Evaluator", "block") {
   layout_.validate();
@@ -302,7 +297,7 @@ std::vector<double> Evaluator::baseline(std::size_t i, const std::vector<double>
 }
 
 std::vector<double> Evaluator::regression_floor(const std::vector<double>& coarse) const {
-  return run_baseline(layout_, coarse, kBicubicCons);
+  return run_baseline(layout_, coarse, block_regression_base());
 }
 
 RadialSpectrum Evaluator::residual_spectrum(const std::vector<double>& residual) const {
@@ -329,7 +324,7 @@ std::vector<double> CellEvaluator::baseline(std::size_t i, const std::vector<dou
 }
 
 std::vector<double> CellEvaluator::regression_floor(const std::vector<double>& coarse) const {
-  return interp_.run(coarse, kIdwCons);
+  return interp_.run(coarse, cell_regression_base());
 }
 
 RadialSpectrum CellEvaluator::residual_spectrum(const std::vector<double>& residual) const {

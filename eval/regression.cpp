@@ -1,15 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // regression_cons and regression_local: predictors from fine covariates (and the coarse field's
-// local slopes), weighted least squares, JSON round trip.
+// local slopes) and the fits' JSON round trip; the fit is coupling/grid/regression_fit's.
 #include "eval/regression.hpp"
-
-#include <fmt/format.h>
 
 #include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "common/error.hpp"
-#include "common/least_squares.hpp"
 #include "eval/baselines.hpp"
 
 namespace finecast::eval {
@@ -30,9 +27,9 @@ void check_sizes(std::size_t n, const std::vector<const double*>& covariates, co
 Predictors block_predictors(const BlockLayout& layout, const std::vector<std::string>& names,
                             const std::vector<const double*>& covariates) {
   check_sizes(layout.size(), covariates, names);
-  static const Baseline bicubic_cons{"bicubic_cons", Interp::kBicubic, true};
   Predictors p;
   const std::size_t n = layout.size();
+  p.names = coupling::regression_names(names);
   for (std::size_t s = 0; s < covariates.size(); ++s) {
     const double* x = covariates[s];
     const std::vector<double> mean = block_means(layout, x);
@@ -42,11 +39,9 @@ Predictors block_predictors(const BlockLayout& layout, const std::vector<std::st
         const std::size_t c = static_cast<std::size_t>(i) * layout.nx + j;
         anomaly[c] = x[c] - mean[static_cast<std::size_t>(i / layout.k) * layout.nbx() + j / layout.k];
       }
-    std::vector<double> deviation = run_baseline(layout, mean, bicubic_cons);
+    std::vector<double> deviation = run_baseline(layout, mean, block_regression_base());
     for (std::size_t c = 0; c < n; ++c) deviation[c] = x[c] - deviation[c];
-    p.names.push_back(names[s] + " anomaly");
     p.values.push_back(std::move(anomaly));
-    p.names.push_back(names[s] + " deviation");
     p.values.push_back(std::move(deviation));
   }
   return p;
@@ -56,18 +51,16 @@ Predictors cell_predictors(const CellInterpolator& interp, const std::vector<std
                            const std::vector<const double*>& covariates) {
   const CellLayout& L = interp.layout();
   check_sizes(static_cast<std::size_t>(L.size()), covariates, names);
-  static const CellBaseline idw_cons{"idw_cons", CellInterp::kIdw, true};
   Predictors p;
+  p.names = coupling::regression_names(names);
   for (std::size_t s = 0; s < covariates.size(); ++s) {
     const double* x = covariates[s];
     const std::vector<double> mean = patch_means(L, x);
     std::vector<double> anomaly(static_cast<std::size_t>(L.size()));
     for (int64_t c = 0; c < L.size(); ++c) anomaly[c] = x[c] - mean[L.patch_of(c)];
-    std::vector<double> deviation = interp.run(mean, idw_cons);
+    std::vector<double> deviation = interp.run(mean, cell_regression_base());
     for (int64_t c = 0; c < L.size(); ++c) deviation[c] = x[c] - deviation[c];
-    p.names.push_back(names[s] + " anomaly");
     p.values.push_back(std::move(anomaly));
-    p.names.push_back(names[s] + " deviation");
     p.values.push_back(std::move(deviation));
   }
   return p;
@@ -98,9 +91,8 @@ LocalTerms::LocalTerms(std::vector<int64_t> neighbours, int n_neighbours, std::v
 }
 
 std::vector<std::string> LocalTerms::names() const {
-  std::vector<std::string> out;
-  for (int t : options_.terms) out.push_back(names_[t] + " local");
-  return out;
+  const std::vector<std::string> all = coupling::regression_names(names_, options_.terms);
+  return std::vector<std::string>(all.begin() + 2 * static_cast<std::ptrdiff_t>(names_.size()), all.end());
 }
 
 std::vector<double> LocalTerms::slopes(const std::vector<double>& coarse) const {
@@ -119,6 +111,7 @@ Predictors LocalTerms::extend(const Predictors& base, const std::vector<double>&
                         std::to_string(names_.size()) + " covariates");
   const std::vector<double> b = slopes(coarse);
   Predictors p = base;
+  p.names = coupling::regression_names(names_, options_.terms);
   for (std::size_t t = 0; t < options_.terms.size(); ++t) {
     const std::size_t dev = 2 * static_cast<std::size_t>(options_.terms[t]) + 1;
     if (base.names[dev] != names_[options_.terms[t]] + " deviation")
@@ -129,7 +122,6 @@ Predictors LocalTerms::extend(const Predictors& base, const std::vector<double>&
     std::vector<double> v(x.size());
     const double* bt = b.data() + t * static_cast<std::size_t>(n_patches_);
     for (std::size_t i = 0; i < x.size(); ++i) v[i] = bt[patch_of_[i]] * x[i];
-    p.names.push_back(names_[options_.terms[t]] + " local");
     p.values.push_back(std::move(v));
   }
   return p;
@@ -180,76 +172,6 @@ LocalTerms cell_local_terms(const CellLayout& L, const std::vector<std::string>&
   std::vector<int64_t> patch_of(static_cast<std::size_t>(L.size()));
   for (int64_t c = 0; c < L.size(); ++c) patch_of[c] = L.patch_of(c);
   return LocalTerms(s.patch_neighbours, s.n_neighbours, std::move(means), std::move(patch_of), names, options);
-}
-
-RegressionFitter::RegressionFitter(std::vector<std::string> names, std::string baseline)
-    : names_(std::move(names)), baseline_(std::move(baseline)), eq_(static_cast<int>(names_.size())) {}
-
-void RegressionFitter::add(const Predictors& p, const std::vector<double>& residual, const std::vector<double>& w,
-                           const std::vector<char>& use) {
-  const std::size_t m = names_.size();
-  if (p.values.size() != m)
-    throw InternalError("RegressionFitter::add: " + std::to_string(p.values.size()) + " predictors, expected " +
-                        std::to_string(m));
-  const std::size_t n = residual.size();
-  std::vector<double> x(m);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!use.empty() && !use[i]) continue;
-    const double y = residual[i];
-    if (!std::isfinite(y)) continue;
-    bool ok = true;
-    for (std::size_t j = 0; j < m && ok; ++j) {
-      x[j] = p.values[j][i];
-      ok = std::isfinite(x[j]);
-    }
-    if (ok) eq_.add(x.data(), y, w.empty() ? 1.0 : w[i]);
-  }
-}
-
-RegressionFit RegressionFitter::solve(const std::string& fit_on) const {
-  std::string list;
-  for (const auto& n : names_) list += (list.empty() ? "" : ", ") + n;
-  if (eq_.points() == 0 || eq_.weight() <= 0.0)
-    throw ConfigError(baseline_ + ": no fine cell with finite truth and covariates to fit on (" + fit_on + ")");
-  NormalEquations::Solution solution;
-  if (!eq_.solve(solution))
-    throw ConfigError(baseline_ + ": the predictors (" + list + ") are collinear on the fit data (" + fit_on +
-                      "): a covariate constant in every block, or two covariates that are the "
-                      "same field?");
-  RegressionFit fit;
-  fit.baseline = baseline_;
-  fit.names = names_;
-  fit.fit_on = fit_on;
-  fit.n_points = eq_.points();
-  fit.coef = std::move(solution.coef);
-  fit.residual_rms = solution.rms_before;
-  fit.fitted_rms = solution.rms_after;
-  return fit;
-}
-
-std::vector<double> apply_regression(const RegressionFit& fit, const Predictors& p, std::vector<double> base) {
-  if (p.values.size() != fit.coef.size())
-    throw InternalError("apply_regression: " + std::to_string(p.values.size()) + " predictors for " +
-                        std::to_string(fit.coef.size()) + " coefficients");
-  for (std::size_t j = 0; j < fit.coef.size(); ++j) {
-    const std::vector<double>& x = p.values[j];
-    // A missing covariate value adds nothing: the cell keeps the interpolant.
-    for (std::size_t i = 0; i < base.size(); ++i)
-      if (std::isfinite(x[i])) base[i] += fit.coef[j] * x[i];
-  }
-  return base;
-}
-
-std::string describe(const RegressionFit& fit) {
-  std::string s = fit.baseline;
-  if (fit.local_rings > 0)
-    s += fmt::format(" (local slopes within {} edge steps, ridge {:g})", fit.local_rings, fit.local_ridge);
-  s += ": residual =";
-  for (std::size_t j = 0; j < fit.coef.size(); ++j)
-    s += fmt::format("{} {:.6g} * {}", j == 0 ? "" : " +", fit.coef[j], fit.names[j]);
-  s += fmt::format(" (fitted on {}: {} fine cells, residual RMS {:.5g} -> {:.5g})", fit.fit_on, fit.n_points,
-                   fit.residual_rms, fit.fitted_rms);
-  return s;
 }
 
 namespace {

@@ -85,20 +85,8 @@ TrainOptions read_train_options(const h5::File& f) {
 }
 
 std::string describe_differences(const ModelOptions& a, const ModelOptions& b) {
-  // The width and depth belong to the MLP, the channels and attention to the U-Net: compared
-  // only when both models have that architecture.
-  schema::Table<ModelOptions> compared;
-  for (const auto& field : model_options_table()) {
-    const bool mlp_only = field.key == "hidden" || field.key == "depth";
-    const bool unet_only = field.key == "unet_channels" || field.key == "attention";
-    if (mlp_only && !(a.arch == Arch::kMlp && b.arch == Arch::kMlp)) continue;
-    if (unet_only && !(a.arch == Arch::kUnet && b.arch == Arch::kUnet)) continue;
-    // Where the TorchScript file was read from does not matter: the embedded module's hash does
-    // (checkpoint_io.cpp).
-    if (field.key == "file") continue;
-    compared.push_back(field);
-  }
-  return schema::differences(compared, a, b, "file", "this model");
+  // The rows flagged compared_on_resume() in model_options_table() that apply to both models.
+  return schema::differences(schema::compared_on_resume(model_options_table(), a, b), a, b, "file", "this model");
 }
 
 }  // namespace format

@@ -70,34 +70,54 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 const schema::Table<ModelOptions>& model_options_table() {
   using M = ModelOptions;
   using namespace schema;
-  static const Table<M> t = [] {
+  // A resume compares every row but the TorchScript file's path (the embedded module's hash is
+  // compared instead, checkpoint_io.cpp); the MLP's and the U-Net's sizes only between two models
+  // of that architecture.
+  const auto mlp = [](const M& m) { return m.arch == Arch::kMlp; };
+  const auto unet = [](const M& m) { return m.arch == Arch::kUnet; };
+  static const Table<M> t = [&] {
     Table<M> s;
     s.push_back(
         choice("arch", &M::arch,
                "denoiser: mlp; unet (square latlon blocks); graph (ICON triangles: convolutions over the patch's "
-               "edge-neighbour graph); torchscript (your own module: model.file)"));
+               "edge-neighbour graph); torchscript (your own module: model.file)")
+            .compared_on_resume());
     s.push_back(integer("context_size", &M::context_size, 0, 1 << 20, "context values per patch (from the coupling)")
-                    .only_in(Scope::kCheckpoint));
+                    .only_in(Scope::kCheckpoint)
+                    .compared_on_resume());
     s.push_back(integer("patch_size", &M::patch_size, 1, 1 << 26, "fine values per patch (from the grid)")
-                    .only_in(Scope::kCheckpoint));
+                    .only_in(Scope::kCheckpoint)
+                    .compared_on_resume());
     s.push_back(integer("static_channels", &M::static_channels, 0, 1024,
                         "fine covariate fields at the end of the context (from patch.static)")
-                    .only_in(Scope::kCheckpoint));
-    s.push_back(integer("hidden", &M::hidden, 1, 16384, "MLP hidden width (at most 16384: 1 GiB of weights a layer)"));
-    s.push_back(integer("depth", &M::depth, 1, 64, "MLP hidden layers"));
+                    .only_in(Scope::kCheckpoint)
+                    .compared_on_resume());
+    s.push_back(integer("hidden", &M::hidden, 1, 16384, "MLP hidden width (at most 16384: 1 GiB of weights a layer)")
+                    .compared_on_resume()
+                    .applies_when(mlp));
+    s.push_back(integer("depth", &M::depth, 1, 64, "MLP hidden layers").compared_on_resume().applies_when(mlp));
     s.push_back(
-        integer("time_embedding", &M::time_embedding, 2, 4096, "size of the sinusoidal diffusion-step embedding"));
-    s.push_back(choice("activation", &M::activation, "hidden activation: silu | gelu (tanh approximation) | relu"));
+        integer("time_embedding", &M::time_embedding, 2, 4096, "size of the sinusoidal diffusion-step embedding")
+            .compared_on_resume());
+    s.push_back(choice("activation", &M::activation, "hidden activation: silu | gelu (tanh approximation) | relu")
+                    .compared_on_resume());
     s.push_back(
-        integer("unet_channels", &M::unet_channels, 1, 1024, "U-Net and graph denoiser base channels (at most 1024)"));
-    s.push_back(boolean("attention", &M::attention, "unet: self-attention at the lowest resolution"));
+        integer("unet_channels", &M::unet_channels, 1, 1024, "U-Net and graph denoiser base channels (at most 1024)")
+            .compared_on_resume()
+            .applies_when(unet));
+    s.push_back(boolean("attention", &M::attention, "unet: self-attention at the lowest resolution")
+                    .compared_on_resume()
+                    .applies_when(unet));
     s.push_back(
-        integer("diffusion_steps", &M::diffusion_steps, 2, 100000, "diffusion steps (training and DDPM sampling)"));
-    s.push_back(choice("schedule", &M::schedule, "noise schedule: linear | cosine"));
+        integer("diffusion_steps", &M::diffusion_steps, 2, 100000, "diffusion steps (training and DDPM sampling)")
+            .compared_on_resume());
+    s.push_back(choice("schedule", &M::schedule, "noise schedule: linear | cosine").compared_on_resume());
     s.push_back(choice("objective", &M::objective,
-                       "v | eps (eps prediction blows samples up with 50 cosine steps; docs/plugin.md)"));
-    s.push_back(boolean("conservative", &M::conservative,
-                        "every sampled patch's (area-weighted) mean equals its coarse value"));
+                       "v | eps (eps prediction blows samples up with 50 cosine steps; docs/plugin.md)")
+                    .compared_on_resume());
+    s.push_back(
+        boolean("conservative", &M::conservative, "every sampled patch's (area-weighted) mean equals its coarse value")
+            .compared_on_resume());
     s.push_back(text("file", &M::file,
                      "torchscript: the denoiser's TorchScript file, forward(x_t [B,P], t [B] int64, context [B,C]) "
                      "-> [B,P] (embedded in checkpoints)"));

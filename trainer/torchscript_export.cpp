@@ -417,28 +417,31 @@ std::string value_of(const std::map<std::string, std::string>& meta, const std::
   return it == meta.end() ? fallback : it->second;
 }
 
-/// A flag of the metadata: "true" (text, before /conditioning) or "1" (a typed attribute's text).
-bool flag_of(const std::map<std::string, std::string>& meta, const std::string& key) {
-  const std::string v = value_of(meta, key);
-  return v == "true" || v == "1";
-}
-
 /// Where each patch's own coarse value of the downscaled field sits in the context (the layout of
 /// docs/grids.md: per field its own value, then its R ring cells; then 3 position features, the
 /// orography, and per covariate 1 + 2 P values), or -1 where the context holds differences from
-/// it (patch.relative_context) or the metadata does not say enough.
-int64_t coarse_slot(const std::map<std::string, std::string>& meta, const ModelOptions& mo) {
-  if (flag_of(meta, "patch.relative_context")) return -1;
-  const auto fields = split_list(value_of(meta, "context_fields", value_of(meta, "fields")));
-  const auto it = std::find(fields.begin(), fields.end(), value_of(meta, "target"));
-  if (fields.size() <= 1) return mo.context_size > 0 ? 0 : -1;  // one field: its own value comes first
-  if (it == fields.end() || !meta.count("patch.static_features")) return -1;
-  const int64_t n_static = static_cast<int64_t>(split_list(value_of(meta, "patch.static")).size());
-  const int64_t per_fields = mo.context_size - (flag_of(meta, "patch.static_features") ? 3 : 0) -
-                             (value_of(meta, "patch.orography").empty() ? 0 : 1) - n_static * (1 + 2 * mo.patch_size);
-  const auto n_fields = static_cast<int64_t>(fields.size());
+/// it (patch.relative_context) or the conditioning does not say enough.
+int64_t coarse_slot(const ExportConditioning& c, const ModelOptions& mo) {
+  if (c.relative_context) return -1;
+  const auto it = std::find(c.fields.begin(), c.fields.end(), c.target);
+  if (c.fields.size() <= 1) return mo.context_size > 0 ? 0 : -1;  // one field: its own value comes first
+  if (it == c.fields.end() || !c.static_features) return -1;
+  const auto n_static = static_cast<int64_t>(c.covariates.size());
+  const int64_t per_fields =
+      mo.context_size - (*c.static_features ? 3 : 0) - (c.orography ? 1 : 0) - n_static * (1 + 2 * mo.patch_size);
+  const auto n_fields = static_cast<int64_t>(c.fields.size());
   if (per_fields <= 0 || per_fields % n_fields != 0) return -1;
-  return (it - fields.begin()) * (per_fields / n_fields);
+  return (it - c.fields.begin()) * (per_fields / n_fields);
+}
+
+/// Value `key` of `group` as a T (a flag: an int64 0 or 1); `fallback` when the group lacks it.
+template <class T>
+T typed(const schema::Record& group, const std::string& key, const std::string& source, const char* expected,
+        T fallback) {
+  const auto it = group.find(key);
+  if (it == group.end()) return fallback;
+  if (const T* v = std::get_if<T>(&it->second)) return *v;
+  throw CheckpointError(source + ": /conditioning " + key + " must be " + expected);
 }
 
 void add_string(jit::Module& m, const std::string& name, const std::string& value) {
@@ -506,6 +509,36 @@ void add_submodules(jit::Module& m, const std::vector<ExportSubmodule>& submodul
 }
 
 }  // namespace
+
+ExportConditioning export_conditioning(const schema::Record& group, const std::string& source) {
+  using Names = std::vector<std::string>;
+  ExportConditioning c;
+  c.fields = typed<Names>(group, "fields", source, "an array of names", {});
+  c.target = typed<std::string>(group, "target", source, "a name", c.fields.empty() ? "" : c.fields.front());
+  c.covariates = typed<Names>(group, "patch.static", source, "an array of names", {});
+  c.residual = typed<std::string>(group, "patch.residual", source, "a name", "mean");
+  c.relative_context = typed<int64_t>(group, "patch.relative_context", source, "a flag (int64 0 or 1)", 0) != 0;
+  if (group.count("patch.static_features"))
+    c.static_features = typed<int64_t>(group, "patch.static_features", source, "a flag (int64 0 or 1)", 0) != 0;
+  c.orography = !typed<std::string>(group, "patch.orography", source, "a name", "").empty();
+  return c;
+}
+
+ExportConditioning export_conditioning(const std::map<std::string, std::string>& meta) {
+  auto flag = [&](const std::string& key) {
+    const std::string v = value_of(meta, key);
+    return v == "true" || v == "1";
+  };
+  ExportConditioning c;
+  c.fields = split_list(value_of(meta, "context_fields", value_of(meta, "fields")));
+  c.target = value_of(meta, "target", value_of(meta, "fields"));
+  c.covariates = split_list(value_of(meta, "patch.static"));
+  c.residual = value_of(meta, "patch.residual", "mean");
+  c.relative_context = flag("patch.relative_context");
+  if (meta.count("patch.static_features")) c.static_features = flag("patch.static_features");
+  c.orography = !value_of(meta, "patch.orography").empty();
+  return c;
+}
 
 int64_t export_noise_draws(const ModelOptions& model, const SampleOptions& sample) {
   return sampling::noise_draws(model, sample);
@@ -586,15 +619,16 @@ void export_torchscript(const Downscaler& model, const ExportOptions& options, c
   m.register_attribute("steps", c10::IntType::get(), static_cast<int64_t>(c.timesteps.size()));
   m.register_attribute("eta", c10::FloatType::get(), so.sampler == Sampler::kDdpm ? 1.0 : so.eta);
   m.register_attribute("optimizer_step", c10::IntType::get(), im.step);
-  m.register_attribute("coarse_slot", c10::IntType::get(), coarse_slot(meta, mo));
+  const ExportConditioning cond = options.conditioning ? *options.conditioning : export_conditioning(meta);
+  m.register_attribute("coarse_slot", c10::IntType::get(), coarse_slot(cond, mo));
   add_string(m, "sampler", name(so.sampler));
   add_string(m, "arch", name(mo.arch));
   add_string(m, "objective", name(mo.objective));
   add_string(m, "schedule", name(mo.schedule));
-  add_string(m, "residual", value_of(meta, "patch.residual", "mean"));
-  add_string(m, "target", value_of(meta, "target", value_of(meta, "fields")));
-  add_strings(m, "variables", split_list(value_of(meta, "context_fields", value_of(meta, "fields"))));
-  add_strings(m, "covariates", split_list(value_of(meta, "patch.static")));
+  add_string(m, "residual", cond.residual);
+  add_string(m, "target", cond.target);
+  add_strings(m, "variables", cond.fields);
+  add_strings(m, "covariates", cond.covariates);
   add_string(m, "units", value_of(meta, "units"));
   add_string(m, "grid", value_of(meta, "grid"));
   c10::Dict<std::string, std::string> all;

@@ -6,11 +6,13 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
 #include <vector>
 
+#include "common/schema.hpp"
 #include "trainer/downscaler.hpp"
 
 namespace finecast::trainer {
@@ -34,12 +36,34 @@ struct ExportSubmodule {
   std::vector<std::pair<std::string, ExportValue>> attributes;
 };
 
+/// What the model is conditioned on, as far as the module needs it (its attributes, and where
+/// forward() finds each patch's coarse value in the context): part of the plugin's conditioning
+/// spec, which the trainer stores without knowing it.
+struct ExportConditioning {
+  std::vector<std::string> fields;      ///< the context's coarse fields, in order
+  std::string target;                   ///< the downscaled field
+  std::vector<std::string> covariates;  ///< patch.static
+  std::string residual = "mean";        ///< patch.residual
+  bool relative_context = false;        ///< patch.relative_context
+  std::optional<bool> static_features;  ///< patch.static_features; unknown where not recorded
+  bool orography = false;               ///< patch.orography names a field
+};
+
+/// From a checkpoint's typed /conditioning group (the plugin's spec, spec_version 2 on), read by
+/// type: lists as arrays, flags as 0/1. A value of another type is a CheckpointError naming
+/// `source`, the key and what was expected.
+ExportConditioning export_conditioning(const schema::Record& group, const std::string& source);
+/// From the text in /metadata of checkpoints written before the group (spec_version 1: "fields",
+/// lists joined by commas, flags "true"; version 0: the fields under "context_fields").
+ExportConditioning export_conditioning(const std::map<std::string, std::string>& metadata);
+
 /// What the exported module's forward() samples with; the rest comes from the model.
 struct ExportOptions {
   SampleOptions sample;  ///< sampler, steps, eta, ddpm variance and inflation (members and threads are the caller's)
-  /// The checkpoint's user metadata (context_fields, target, patch.*, ...; finecast-export adds
-  /// the attributes of /conditioning as text): the module's attributes, and how forward() finds
-  /// each patch's coarse value in the context.
+  /// What the model is conditioned on; nullopt: read from `metadata`'s text (older checkpoints).
+  std::optional<ExportConditioning> conditioning;
+  /// The checkpoint's user metadata (units, grid, ...; finecast-export adds the attributes of
+  /// /conditioning as text): the module's `metadata` dictionary, `units` and `grid`.
   std::map<std::string, std::string> metadata;
   /// Submodules of tables the module carries for its caller (none by default). Their names must
   /// be identifiers that the module does not use already.

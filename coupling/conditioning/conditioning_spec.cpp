@@ -62,9 +62,15 @@ schema::Table<Spec> make_table() {
   for (const auto& f : inherited<Spec>(conditioning_settings_table())) {
     t.push_back(f);
     if (f.key == "grid.block")
-      t.push_back(count_field("patch.size", &Spec::patch_size, "fine cells per patch").compared_on_resume());
+      // Unknown on either side (0: before the grid is read) is not compared.
+      t.push_back(count_field("patch.size", &Spec::patch_size, "fine cells per patch")
+                      .compared_on_resume()
+                      .applies_when([](const Spec& s) { return s.patch_size != 0; }));
     if (f.key == "target")
-      t.push_back(text("target_units", &Spec::target_units, "the downscaled field's units").compared_on_resume());
+      // Unknown on either side: units a host does not give.
+      t.push_back(text("target_units", &Spec::target_units, "the downscaled field's units")
+                      .compared_on_resume()
+                      .applies_when([](const Spec& s) { return !s.target_units.empty(); }));
   }
   Field<Spec> norms = field_head<Spec>("patch.static_norm", Kind::kText, "the covariates' normalisation");
   norms.rule = "\"mean scale\" pairs joined by ';'";
@@ -230,13 +236,8 @@ StoredSpec read_spec(const std::map<std::string, std::string>& metadata, const s
 std::string resume_differences(const StoredSpec& recorded, const ConditioningSpec& configured,
                                const std::string& configured_name) {
   schema::Table<ConditioningSpec> compared;
-  for (const auto& f : conditioning_spec_table()) {
-    if (!f.resume_compares || !recorded.has(f.key)) continue;
-    // Unknown on either side: units a host does not give, a patch size before the grid is read.
-    if (f.key == "target_units" && (recorded.spec.target_units.empty() || configured.target_units.empty())) continue;
-    if (f.key == "patch.size" && (recorded.spec.patch_size == 0 || configured.patch_size == 0)) continue;
-    compared.push_back(f);
-  }
+  for (const auto& f : schema::compared_on_resume(conditioning_spec_table(), recorded.spec, configured))
+    if (recorded.has(f.key)) compared.push_back(f);
   // Interpolants compared as resolved for their grids (auto is bicubic or idw).
   ConditioningSpec then = recorded.spec, now = configured;
   then.patch.interpolant = resolve_interpolant(then.patch.interpolant, then.grid.type == GridType::kLatLon);

@@ -447,6 +447,7 @@ PatchMap assemble_icon_patch_map(const IconGrid& g, int64_t n_coarse, int64_t P,
   pm.n_neighbours = 3;
   pm.fine_of_patch.resize(n_coarse * P);
   pm.fine_weight.resize(n_coarse * P);
+  pm.patch_area.resize(n_coarse);
   pm.neighbours.assign(n_coarse * 3, -1);
   pm.coarse_lon.resize(n_coarse);
   pm.coarse_lat.resize(n_coarse);
@@ -464,6 +465,7 @@ PatchMap assemble_icon_patch_map(const IconGrid& g, int64_t n_coarse, int64_t P,
       for (int e = 0; e < 3; ++e) centre[e] += g.cell_area[c] * x[e];
     }
     for (int64_t s = 0; s < P; ++s) pm.fine_weight[k * P + s] = g.cell_area[slot_cell[id * P + s]] / total;
+    pm.patch_area[k] = total;
     sphere::to_lonlat(centre, pm.coarse_lon[k], pm.coarse_lat[k]);
   }
 

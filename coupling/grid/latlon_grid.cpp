@@ -254,6 +254,7 @@ PatchMap latlon_patch_map(const LatLonGrid& g, int block) {
   pm.n_neighbours = 4;
   pm.fine_of_patch.resize(pm.n_coarse * P);
   pm.fine_weight.resize(pm.n_coarse * P);
+  pm.patch_area.resize(pm.n_coarse);
   pm.neighbours.resize(pm.n_coarse * 4);
   pm.coarse_lon.resize(pm.n_coarse);
   pm.coarse_lat.resize(pm.n_coarse);
@@ -280,6 +281,7 @@ PatchMap latlon_patch_map(const LatLonGrid& g, int block) {
           for (int e = 0; e < 3; ++e) centre[e] += area * x[e];
         }
       for (int64_t s = 0; s < P; ++s) pm.fine_weight[k * P + s] = g.cell_area[pm.fine_of_patch[k * P + s]] / total;
+      pm.patch_area[k] = total;
       sphere::to_lonlat(centre, pm.coarse_lon[k], pm.coarse_lat[k]);
       int64_t* nb = &pm.neighbours[k * 4];
       nb[0] = I > 0 ? k - cols : -1;

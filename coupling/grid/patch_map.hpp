@@ -78,6 +78,7 @@ struct PatchMap {
   int patch_size = 0;                          ///< P
   std::vector<int64_t> fine_of_patch;          ///< n_coarse*P global fine indices, canonical order
   std::vector<double> fine_weight;             ///< n_coarse*P area weights, each patch sums to 1
+  std::vector<double> patch_area;              ///< n_coarse: each patch's area (its fine cells' sum)
   int n_neighbours = 0;                        ///< 3 (triangles) or 4 (blocks)
   std::vector<int64_t> neighbours;             ///< n_coarse*n_neighbours coarse indices; -1 = none
   std::vector<double> coarse_lon, coarse_lat;  ///< coarse cell centres, radians

@@ -58,20 +58,28 @@ int regression_predictors(const PatchOptions& options) {
          (options.local_slopes.enabled() ? static_cast<int>(options.local_slopes.terms.size()) : 0);
 }
 
+std::vector<std::string> regression_names(const std::vector<std::string>& statics, const PatchOptions& options) {
+  if (static_cast<int>(statics.size()) != options.n_static)
+    throw InternalError("regression_names: " + std::to_string(statics.size()) + " names for " +
+                        std::to_string(options.n_static) + " covariates");
+  return regression_names(statics, options.local_slopes.enabled() ? options.local_slopes.terms : std::vector<int>{});
+}
+
 void add_regression_data(const PatchMap& global, int n_vars, const PatchOptions& options, const Patches& p,
-                         const uint8_t* use, NormalEquations& equations) {
+                         const uint8_t* use, RegressionFitter& fitter) {
   check(global, n_vars, options, p, "add_regression_data");
   const int m = regression_predictors(options), P = p.P;
-  if (equations.size() != m) throw InternalError("add_regression_data: the equations have the wrong size");
+  if (static_cast<int>(fitter.names().size()) != m)
+    throw InternalError("add_regression_data: the fitter has the wrong number of predictors");
+  if (p.area.size() != static_cast<size_t>(p.n)) throw InternalError("add_regression_data: the patches have no areas");
   const int first = predictors_offset(global, n_vars, options);
   std::vector<double> x(static_cast<size_t>(m));
   for (int64_t c = 0; c < p.n; ++c) {
     if (use != nullptr && !use[c]) continue;
     const float* fields = p.context.data() + c * p.C + first;
     for (int k = 0; k < P; ++k) {
-      const double y = p.residual[c * P + k];
-      if (predictors_at(options, p, fields, c, k, x.data()) && std::isfinite(y))
-        equations.add(x.data(), y, p.weights[c * P + k]);
+      predictors_at(options, p, fields, c, k, x.data());  // the fitter skips a cell with a NaN
+      fitter.add(x.data(), p.residual[c * P + k], double(p.weights[c * P + k]) * p.area[c]);
     }
   }
 }

@@ -6,15 +6,16 @@
 // interpolant of its own block means. The diffusion model (the second stage) learns what the
 // regression leaves. The predictors are the ones already in every patch's context (the
 // normalised covariates, docs/grids.md), so the coefficients are per unit of the normalised
-// covariate.
+// covariate (per_covariate_unit gives finecast-eval's). The fit is finecast-eval's
+// (regression_fit.hpp): the same fitter, each fine cell weighted by its area.
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "common/least_squares.hpp"
 #include "coupling/grid/patch_map.hpp"
 #include "coupling/grid/patches.hpp"
+#include "coupling/grid/regression_fit.hpp"
 
 namespace finecast::coupling {
 
@@ -22,11 +23,16 @@ namespace finecast::coupling {
 /// one per patch.local_slopes term (its covariate's deviation times the local slope).
 int regression_predictors(const PatchOptions& options);
 
-/// Adds the patches with use[c] != 0 to the normal equations of their residual (fine minus the
-/// interpolant: patches built without coefficients) on the predictors, weighted by the cells' area weights. `global` is
-/// the map the contexts were built on (fill_contexts), n_vars the number of coarse fields in the context.
+/// The predictors' names (regression_names of the covariates and the local-slope terms).
+std::vector<std::string> regression_names(const std::vector<std::string>& statics, const PatchOptions& options);
+
+/// Adds the fine cells of the patches with use[c] != 0 to the fit of their residual (fine minus
+/// the interpolant: patches built without coefficients) on the predictors, each weighted by its
+/// area (its normalised weight times its patch's area), as finecast-eval weighs its cells.
+/// `global` is the map the contexts were built on (fill_contexts), n_vars the number of coarse
+/// fields in the context; the fitter has regression_predictors(options) names.
 void add_regression_data(const PatchMap& global, int n_vars, const PatchOptions& options, const Patches& patches,
-                         const uint8_t* use, NormalEquations& equations);
+                         const uint8_t* use, RegressionFitter& fitter);
 
 /// Adds sum_j options.regression[j] * predictor j to every patch's base and takes it off its
 /// residual: the base becomes the regression's prediction. fill_contexts does this for options

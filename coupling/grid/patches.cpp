@@ -77,6 +77,10 @@ void coarsen_patches(const PatchMap& map, const std::vector<const float*>& field
   fit(out.fine, static_cast<size_t>(n * P));
   fit(out.coarse, static_cast<size_t>(n));
   fit(out.weights, static_cast<size_t>(n * P));
+  if (map.patch_area.empty())
+    out.area.assign(static_cast<size_t>(n), 1.0);
+  else
+    out.area.assign(map.patch_area.begin(), map.patch_area.begin() + n);
   fit(out.valid, static_cast<size_t>(n));
   fit(out.coarse_vars, static_cast<size_t>(n_vars * n));
   fit(out.coarse_orography, options.orography ? static_cast<size_t>(n) : 0);
@@ -232,6 +236,8 @@ PatchMap shard_map(const PatchMap& global, int64_t first, int64_t count) {
   m.fine_of_patch.resize(static_cast<size_t>(count * P));
   std::iota(m.fine_of_patch.begin(), m.fine_of_patch.end(), int64_t{0});
   m.fine_weight.assign(global.fine_weight.begin() + first * P, global.fine_weight.begin() + (first + count) * P);
+  if (!global.patch_area.empty())
+    m.patch_area.assign(global.patch_area.begin() + first, global.patch_area.begin() + first + count);
   m.neighbours.assign(global.neighbours.begin() + first * nn, global.neighbours.begin() + (first + count) * nn);
   m.coarse_lon.assign(global.coarse_lon.begin() + first, global.coarse_lon.begin() + first + count);
   m.coarse_lat.assign(global.coarse_lat.begin() + first, global.coarse_lat.begin() + first + count);

@@ -67,6 +67,7 @@ struct Patches {
   std::vector<float> base;              ///< n*P conservative interpolant of the target (interp_base only)
   std::vector<float> residual;          ///< n*P fine - base (interp_base only): what the model learns
   std::vector<float> weights;           ///< n*P normalised area weights (each patch sums to 1)
+  std::vector<double> area;             ///< n patch areas (PatchMap::patch_area; 1 on a map without)
   std::vector<uint8_t> valid;           ///< n: 0 when a fine value of the patch is missing
   int64_t n_invalid = 0;                ///< patches with a missing value (excluded from training)
   std::vector<float> coarse_vars;       ///< n_vars*n coarse means, variable-major (scratch, readable)

@@ -168,13 +168,13 @@ coupling::LocalSlopeOptions local_slope_options(const EvalOptions& o) {
 
 void warn_on_weak_covariates(const eval::RegressionFit& r, const std::string& hint) {
   if (!(r.residual_rms > 0)) return;
-  const double explained = 1.0 - (r.fitted_rms / r.residual_rms) * (r.fitted_rms / r.residual_rms);
-  if (explained >= kWeakCovariates) return;
+  const double explained = r.explained();
+  if (explained >= coupling::kWeakCovariates) return;
   std::string names;
   for (const auto& n : r.names) names += (names.empty() ? "" : ", ") + n;
   char share[64];
   std::snprintf(share, sizeof share, "%.1f%% of the fine residual's variance (below %.0f%%)", 100.0 * explained,
-                100.0 * kWeakCovariates);
+                100.0 * coupling::kWeakCovariates);
   std::cerr << "finecast-eval: WARNING: the covariates (" << names << ") explain " << share
             << ": they may not lie where the data lies" << (hint.empty() ? "" : " (" + hint + ")") << "\n";
 }

@@ -99,10 +99,8 @@ std::vector<std::string> static_names(const EvalOptions& options);
 /// ConfigError naming the option for a bad value or an unknown or repeated covariate.
 coupling::LocalSlopeOptions local_slope_options(const EvalOptions& options);
 
-/// regression_cons explains less than this share of the fine residual's variance: a warning.
-inline constexpr double kWeakCovariates = 0.02;
-
-/// Prints a WARNING (stderr) when the covariates of `fit` explain less than kWeakCovariates of
+/// Prints a WARNING (stderr) when the covariates of `fit` explain less than
+/// coupling::kWeakCovariates (the plugin's threshold too) of
 /// the residual's variance on the fit data, with `hint` (what to check; "" = none). Such
 /// covariates are uninformative for the field or not where the data is: issue 26's ICON case,
 /// surface height and land fraction averaged onto the grid file's stretched geometry while the

@@ -204,7 +204,6 @@ void add_cell_fit_data(fe::RegressionFitter& fitter, fe::RegressionFitter* local
                        IconVar& src, const std::vector<std::size_t>& steps, const fe::CellInterpolator& interp,
                        const fe::Predictors& p, const std::vector<char>& use) {
   const fe::CellLayout& L = interp.layout();
-  static const fe::CellBaseline idw_cons{"idw_cons", fe::CellInterp::kIdw, true};
   std::vector<char> cell_use;
   if (!use.empty()) {
     cell_use.resize(static_cast<std::size_t>(L.size()));
@@ -216,7 +215,7 @@ void add_cell_fit_data(fe::RegressionFitter& fitter, fe::RegressionFitter* local
   for (std::size_t t : steps) {
     src.read(t, 0, truth.data());
     const std::vector<double> coarse = fe::patch_means(L, truth.data());
-    const std::vector<double> base = interp.run(coarse, idw_cons);
+    const std::vector<double> base = interp.run(coarse, fe::cell_regression_base());
     std::vector<double> residual(truth.size());
     for (std::size_t i = 0; i < residual.size(); ++i) residual[i] = truth[i] - base[i];
     fitter.add(p, residual, w, cell_use);

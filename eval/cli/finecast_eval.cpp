@@ -270,7 +270,6 @@ void add_fit_data(Fitters& fitters, GridVar& src, Covariates& cov, int y0, int n
   const fe::Predictors p = fe::block_predictors(layout, cov.names, pointers(values));
   std::optional<fe::LocalTerms> terms;
   if (fitters.local) terms.emplace(fe::block_local_terms(layout, cov.names, pointers(values), fitters.slopes));
-  static const fe::Baseline bicubic_cons{"bicubic_cons", fe::Interp::kBicubic, true};
   std::vector<char> use;
   if (!block_use.empty()) {
     use.resize(layout.size());
@@ -282,7 +281,7 @@ void add_fit_data(Fitters& fitters, GridVar& src, Covariates& cov, int y0, int n
   for (std::size_t t : steps) {
     src.read(t, 0, y0, ny, x0, nx, truth.data());
     const std::vector<double> coarse = fe::block_means(layout, truth.data());
-    const std::vector<double> base = fe::run_baseline(layout, coarse, bicubic_cons);
+    const std::vector<double> base = fe::run_baseline(layout, coarse, fe::block_regression_base());
     std::vector<double> residual(layout.size());
     for (std::size_t i = 0; i < residual.size(); ++i) residual[i] = truth[i] - base[i];
     fitters.cons.add(p, residual, layout.weight, use);

@@ -90,38 +90,31 @@ void fit_regression_base(const Config& cfg, const coupling::PatchMap& global, co
                          const ConditioningState& state, const std::function<void(double*, int)>& sum_over_trainers) {
   if (cfg.patch.residual != Residual::kRegression || !options.regression.empty()) return;
   const int n_vars = static_cast<int>(cfg.fields.size());
-  finecast::NormalEquations equations(coupling::regression_predictors(options));
-  coupling::add_regression_data(global, n_vars, options, patches, train_valid.data(), equations);
-  sum_over_trainers(equations.sums().data(), static_cast<int>(equations.sums().size()));
-  finecast::NormalEquations::Solution fit;
-  if (!equations.solve(fit))
-    throw ConfigError(cfg.source + ": patch.residual regression: " +
-                      (equations.points() == 0
-                           ? std::string("the first step has no training patch with finite values to fit on")
-                           : "the covariates of patch.static are collinear on the first step's training patches "
-                             "(one constant in every patch, or two the same field?)"));
-  options.regression = fit.coef;
-  // Per unit of each covariate as the host gives it (the context holds them normalised).
-  std::string terms;
-  for (size_t s = 0; s < cfg.patch.statics.size(); ++s) {
-    const double scale = state.spec.static_norms[s].scale;
-    terms += (terms.empty() ? "" : ", ") + cfg.patch.statics[s] + " anomaly " +
-             std::to_string(fit.coef[2 * s] / scale) + ", deviation " + std::to_string(fit.coef[2 * s + 1] / scale);
+  // finecast-eval's fitter and names: regression_cons, or regression_local with local-slope terms.
+  coupling::RegressionFitter fitter(coupling::regression_names(cfg.patch.statics, options),
+                                    options.local_slopes.enabled() ? "regression_local" : "regression_cons");
+  coupling::add_regression_data(global, n_vars, options, patches, train_valid.data(), fitter);
+  sum_over_trainers(fitter.sums().data(), static_cast<int>(fitter.sums().size()));
+  coupling::RegressionFit fit;
+  try {
+    fit = fitter.solve("the first step's training patches");
+  } catch (const ConfigError& e) {
+    throw ConfigError(cfg.source + ": patch.residual regression: " + e.what());
   }
-  // A local-slope term's coefficient is the share of the local coarse slope that holds at the fine scale.
-  const auto& local = options.local_slopes;
-  for (size_t t = 0; local.enabled() && t < local.terms.size(); ++t)
-    terms += ", " + cfg.patch.statics[local.terms[t]] + " local slope x " +
-             std::to_string(fit.coef[2 * cfg.patch.statics.size() + t]);
-  log::info("patch.residual regression: fitted on " + std::to_string(equations.points()) +
-            " fine cells of the first step, residual RMS " + std::to_string(fit.rms_before) + " -> " +
-            std::to_string(fit.rms_after) + "; per unit of each covariate: " + terms);
+  options.regression = fit.coef;
+  // Logged per unit of each covariate as the host gives it (the context holds them normalised),
+  // as finecast-eval reports its fit.
+  std::vector<double> scales;
+  for (const auto& norm : state.spec.static_norms) scales.push_back(norm.scale);
+  coupling::RegressionFit shown = coupling::per_covariate_unit(fit, scales);
+  shown.local_rings = options.local_slopes.rings;
+  shown.local_ridge = options.local_slopes.ridge;
+  log::info("patch.residual regression: " + coupling::describe(shown));
   // finecast-eval's warning, at training time: covariates that explain under 2% of the residual's
   // variance are uninformative or not where the data is (issue 26: ICON surface fields averaged
   // onto a stretched grid file's geometry while the data lay on the uniform one explained 0.9%).
-  const double explained =
-      fit.rms_before > 0 ? 1.0 - (fit.rms_after / fit.rms_before) * (fit.rms_after / fit.rms_before) : 1.0;
-  if (explained < 0.02)
+  const double explained = fit.explained();
+  if (explained < coupling::kWeakCovariates)
     log::warning(
         "patch.residual regression: the covariates of patch.static explain " + std::to_string(100.0 * explained) +
         "% of the residual's variance: they may not lie where the data lies" +

@@ -11,6 +11,7 @@
 #include "common/log.hpp"
 #include "coupling/error.hpp"
 #include "coupling/io/cf_time.hpp"
+#include "plugin/comin_plugin/run_counters.hpp"
 #include "plugin/comin_plugin/trainer_module.hpp"
 
 namespace finecast::plugin {
@@ -204,14 +205,11 @@ void resume(PluginState& s, TrainerState& t, ResumeSource source) {
   const std::string& path = source.checkpoint;
   const auto meta = trainer_module().checkpoint_metadata(path);
   const coupling::StoredSpec stored = resumable_conditioning(cfg, t, path, meta);
+  const RunCounters counters = read_run_counters(trainer_module().checkpoint_group(path, kRunGroup), meta, path);
   t.model->restore(path);  // checks architecture, shapes and version against this config
-  auto number = [&](const char* key) {
-    auto it = meta.find(key);
-    return it == meta.end() ? 0LL : std::stoll(it->second);
-  };
-  s.stats.sessions = number("sessions");
-  s.stats.steps = number("coupling_steps");
-  s.stats.samplings = number("samplings");
+  s.stats.sessions = counters.sessions;
+  s.stats.steps = counters.coupling_steps;
+  s.stats.samplings = counters.samplings;
   if (auto it = meta.find("datetime"); it != meta.end()) t.resumed_datetime = it->second;
   // The static covariates keep the normalisation the model was trained with, and the residual
   // the regression base it learned the residual of.
@@ -249,7 +247,7 @@ void resume(PluginState& s, TrainerState& t, ResumeSource source) {
   t.fresh_weights = s.stats.sessions > 0;
   // The step count goes on from the checkpoint, so sessions fall due on the same steps as in one
   // long run; a session that was due when the last run ended runs at once.
-  t.owed.train = number("training_due") != 0 && t.buffer->steps() >= cfg.train.min_steps;
+  t.owed.train = counters.training_due && t.buffer->steps() >= cfg.train.min_steps;
 }
 
 }  // namespace finecast::plugin

@@ -14,6 +14,7 @@
 #include "common/log.hpp"
 #include "coupling/error.hpp"
 #include "coupling/io/plausibility.hpp"
+#include "plugin/comin_plugin/run_counters.hpp"
 
 namespace finecast::plugin {
 namespace {
@@ -260,11 +261,7 @@ void write_model_checkpoint(const RunSettings& run, const Ranks& ranks, const Tr
   const auto t0 = Clock::now();
   // The conditioning spec, so that finecast-downscale can rebuild the context without the config
   // (and ask for the static fields it needs), and a resumed run can check its own against it.
-  std::map<std::string, std::string> meta{{"sessions", std::to_string(stats.sessions)},
-                                          {"coupling_steps", std::to_string(stats.steps)},
-                                          {"samplings", std::to_string(stats.samplings)},
-                                          {"training_due", training_due ? "1" : "0"},
-                                          {"datetime", stats.datetime},
+  std::map<std::string, std::string> meta{{"datetime", stats.datetime},
                                           {"config", cfg.source},
                                           {"config_hash", config_hash(run.config_text)},
                                           {"config_resolved", run.config_text},
@@ -273,8 +270,11 @@ void write_model_checkpoint(const RunSettings& run, const Ranks& ranks, const Tr
                                           {"units", out.output_attrs.units},
                                           {"grid", schema::name_of(cfg.grid.type) + " " + cfg.grid.file}};
   // How this run samples, so that finecast-downscale and finecast-export sample the same way.
+  // The run's counters, so that a resumed run counts on (typed: /run).
+  const RunCounters counters{stats.sessions, stats.steps, stats.samplings, training_due};
   const trainer::CheckpointGroups groups{
       {coupling::kConditioningGroup, coupling::spec_record(checkpoint_spec(t.conditioning, t.patch_options))},
+      {kRunGroup, schema::to_record(run_counters_table(), counters)},
       {trainer::kSamplingGroup,
        schema::to_record(trainer::sample_options_table(), static_cast<const trainer::SampleOptions&>(cfg.sample))}};
   const std::string path = model.model->save_in_dir(cfg.checkpoint.dir, cfg.checkpoint.keep, meta, groups);

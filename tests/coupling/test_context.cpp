@@ -47,6 +47,15 @@ struct Blocks {
     for (int i = 0; i < nlat; ++i)
       for (int j = 0; j < nlon; ++j) field.push_back(static_cast<float>(1000 * (i / k) + j / k));
   }
+  /// finecast-eval's layout of the same grid in blocks of k.
+  fe::BlockLayout layout(int k) const {
+    fe::BlockLayout L;
+    L.ny = static_cast<int>(grid.nlat);
+    L.nx = static_cast<int>(grid.nlon);
+    L.k = k;
+    L.weight = grid.cell_area;
+    return L;
+  }
 };
 
 const fe::Baseline kBicubicCons{"bicubic_cons", fe::Interp::kBicubic, true};
@@ -406,16 +415,17 @@ TEST(RegressionBase, RecoversKnownCoefficientsFromTheContextsAndLeavesNoResidual
   // Two halves of the patches, as two trainer ranks hold them, summed.
   std::vector<uint8_t> first_half(static_cast<size_t>(p.n), 0), second_half(static_cast<size_t>(p.n), 0);
   for (int64_t c = 0; c < p.n; ++c) (c < p.n / 2 ? first_half : second_half)[c] = 1;
-  finecast::NormalEquations eq(4), other(4);
+  const std::vector<std::string> names = fc::regression_names({"a", "b"}, o);
+  EXPECT_EQ(names, pred.names);
+  fc::RegressionFitter eq(names), other(names);
   fc::add_regression_data(b.map, 1, o, p, first_half.data(), eq);
   fc::add_regression_data(b.map, 1, o, p, second_half.data(), other);
   for (size_t i = 0; i < eq.sums().size(); ++i) eq.sums()[i] += other.sums()[i];
-  EXPECT_EQ(eq.points(), p.n * p.P);
-  finecast::NormalEquations::Solution fit;
-  ASSERT_TRUE(eq.solve(fit));
+  EXPECT_EQ(eq.n_points(), p.n * p.P);
+  const fc::RegressionFit fit = eq.solve("test");
   for (size_t j = 0; j < coef.size(); ++j) EXPECT_NEAR(fit.coef[j], coef[j], 2e-4) << "coefficient " << j;
-  EXPECT_GT(fit.rms_before, 0.5);
-  EXPECT_LT(fit.rms_after, 1e-3);
+  EXPECT_GT(fit.residual_rms, 0.5);
+  EXPECT_LT(fit.fitted_rms, 1e-3);
 
   // Applied to the patches already built (the plugin's first step), and by extract_patches once
   // the options hold the coefficients (every later step, finecast-downscale): the same base.
@@ -434,6 +444,92 @@ TEST(RegressionBase, RecoversKnownCoefficientsFromTheContextsAndLeavesNoResidual
   EXPECT_THROW(fc::parse_regression(fc::format_regression(fit.coef), 2, "ckpt"), finecast::CheckpointError);
   EXPECT_THROW(fc::parse_regression("1,x,2,3", 4, "ckpt"), finecast::CheckpointError);
   EXPECT_THROW(fc::parse_regression("1,nan,2,3", 4, "ckpt"), finecast::CheckpointError);
+}
+
+namespace {
+
+/// The plugin's in-situ fit of patch.residual regression on `truth` and one covariate `h` (both
+/// fine fields on `map`'s grid): the covariate normalised as the plugin does, the patches built,
+/// the fit per unit of the raw covariate.
+fc::RegressionFit plugin_fit(fc::PatchMap& map, const std::vector<double>& truth, const std::vector<double>& h) {
+  const std::vector<float> tf(truth.begin(), truth.end()), hf(h.begin(), h.end());
+  const fc::StaticNorm norm = fc::static_normalisation(map, hf.data(), "h");
+  std::vector<float> hn(hf.size());
+  fc::normalise_static(norm, hf.data(), hn.data(), static_cast<int64_t>(hn.size()));
+  fc::PatchOptions o;
+  o.interp_base = true;
+  o.n_static = 1;
+  fc::prepare_patch_map(map, 0, true);
+  fc::Patches p;
+  fc::extract_patches(map, {tf.data()}, nullptr, {hn.data()}, o, p);
+  fc::RegressionFitter fitter(fc::regression_names({"h"}, o));
+  fc::add_regression_data(map, 1, o, p, nullptr, fitter);
+  return fc::per_covariate_unit(fitter.solve("the patches"), {norm.scale});
+}
+
+/// finecast-eval's fit of regression_cons on the same fields, `pred` its predictors of h, `base`
+/// its conservative interpolant of the truth's block means, `w` the cells' areas.
+fc::RegressionFit eval_fit(const fe::Predictors& pred, const std::vector<double>& truth,
+                           const std::vector<double>& base, const std::vector<double>& w) {
+  std::vector<double> residual(truth.size());
+  for (size_t i = 0; i < truth.size(); ++i) residual[i] = truth[i] - base[i];
+  fc::RegressionFitter fitter(pred.names);
+  fitter.add(pred, residual, w, {});
+  return fitter.solve("the truth");
+}
+
+void expect_same_fit(const fc::RegressionFit& plugin, const fc::RegressionFit& eval, const std::string& grid) {
+  ASSERT_EQ(plugin.names, eval.names) << grid;
+  EXPECT_EQ(plugin.n_points, eval.n_points) << grid;
+  for (size_t j = 0; j < eval.coef.size(); ++j)
+    EXPECT_NEAR(plugin.coef[j], eval.coef[j], 2e-3 * std::abs(eval.coef[j])) << grid << ": " << eval.names[j];
+  EXPECT_NEAR(plugin.residual_rms, eval.residual_rms, 1e-3 * eval.residual_rms) << grid;
+  EXPECT_NEAR(plugin.fitted_rms, eval.fitted_rms, 1e-3 * eval.fitted_rms) << grid;
+}
+
+}  // namespace
+
+// One regression for the plugin and finecast-eval: on the same data (a field whose response to
+// its covariate grows toward the poles, plus noise, so that no fit is exact and the weighting
+// matters), the plugin's in-situ fit of patch.residual regression from the patches' contexts
+// (normalised covariate, float) and finecast-eval's regression_cons fit from the raw fields give
+// the same coefficients per unit of the covariate, fit points and residual RMS, on lat-lon blocks
+// (bicubic_cons base) and on ICON patches (idw_cons base): both weigh every fine cell by its area.
+TEST(RegressionBase, ThePluginsFitIsFinecastEvalsOnTheSameData) {
+  std::mt19937 rng(3);
+  std::normal_distribution<double> noise(0.0, 1.0);
+  // Lat-lon: 24 x 32 cells from 40 S to 40 N in blocks of 4, cell areas from cos 40 to 1.
+  Blocks b(24, 32, 4, false);
+  std::vector<double> h(b.field.size()), truth(b.field.size());
+  for (size_t i = 0; i < h.size(); ++i) h[i] = 200.0 * std::sin(0.7 * static_cast<double>(i)) + 50.0 * noise(rng);
+  const fe::BlockLayout L = b.layout(4);
+  const fe::Predictors pred = fe::block_predictors(L, {"h"}, {h.data()});
+  for (size_t i = 0; i < truth.size(); ++i) {
+    const double lat = std::abs(b.grid.lat[i / 32]) / 40.0;
+    truth[i] = 280.0 + 0.1 * static_cast<double>(i % 32) - 0.006 * (1 + 3 * lat) * pred.values[1][i] +
+               0.002 * pred.values[0][i] + 0.3 * noise(rng);
+  }
+  const std::vector<double> base = fe::run_baseline(L, fe::block_means(L, truth.data()), kBicubicCons);
+  expect_same_fit(plugin_fit(b.map, truth, h), eval_fit(pred, truth, base, L.weight), "lat-lon");
+
+  // ICON: R2B3 cells in R2B1 patches.
+  const fc::IconGrid g = fc::make_icosahedral_grid(3, 1);
+  fc::PatchMap map = fc::icon_patch_map(g, 1);
+  finecast::eval::cli::IconLevels levels(g);
+  const fe::CellLayout CL(levels.layout_spec(1));
+  const fe::CellInterpolator interp(CL);
+  std::vector<double> hi(static_cast<size_t>(g.n_cells)), ti(hi.size()), w(hi.size());
+  for (int64_t i = 0; i < g.n_cells; ++i) {
+    hi[i] = 300.0 * std::sin(5 * g.clat[i]) * std::cos(3 * g.clon[i]) + 50.0 * noise(rng);
+    w[i] = CL.w(i);
+  }
+  const fe::Predictors ipred = fe::cell_predictors(interp, {"h"}, {hi.data()});
+  for (int64_t i = 0; i < g.n_cells; ++i)
+    ti[i] = 280 + 20 * std::sin(3 * g.clat[i]) - 0.006 * (1 + 3 * std::abs(std::sin(g.clat[i]))) * ipred.values[1][i] +
+            0.3 * noise(rng);
+  const std::vector<double> ibase =
+      interp.run(fe::patch_means(CL, ti.data()), {"idw_cons", fe::CellInterp::kIdw, true});
+  expect_same_fit(plugin_fit(map, ti, hi), eval_fit(ipred, ti, ibase, w), "ICON");
 }
 
 // patch.local_slopes: a fine field whose sub-block temperature follows the coarse field's own
@@ -461,11 +557,7 @@ TEST(RegressionBase, ALocalSlopeTermFollowsALapseRateThatChangesAcrossTheField) 
                    local, 0, b.map.n_coarse, slope);
   EXPECT_LT(slope[0], -0.2);  // the westernmost block's lapse rate has the sign of its column's
   EXPECT_GT(slope[11], 0.5);
-  fe::BlockLayout L;
-  L.ny = 24;
-  L.nx = 48;
-  L.k = 4;
-  L.weight = b.grid.cell_area;
+  const fe::BlockLayout L = b.layout(4);
   const fe::Predictors pred = fe::block_predictors(L, {"h"}, {h.data()});
   const std::vector<double> tc(t_coarse.begin(), t_coarse.end());
   const std::vector<double> base = fe::run_baseline(L, tc, kBicubicCons);
@@ -478,11 +570,9 @@ TEST(RegressionBase, ALocalSlopeTermFollowsALapseRateThatChangesAcrossTheField) 
 
   auto fit_of = [&](const fc::PatchOptions& o, fc::Patches& p) {
     fc::extract_patches(b.map, {b.field.data()}, nullptr, {hf.data()}, o, p);
-    finecast::NormalEquations eq(fc::regression_predictors(o));
+    fc::RegressionFitter eq(fc::regression_names({"h"}, o));
     fc::add_regression_data(b.map, 1, o, p, nullptr, eq);
-    finecast::NormalEquations::Solution fit;
-    EXPECT_TRUE(eq.solve(fit));
-    return fit;
+    return eq.solve("test");
   };
   fc::PatchOptions o;
   o.interp_base = true;
@@ -495,8 +585,8 @@ TEST(RegressionBase, ALocalSlopeTermFollowsALapseRateThatChangesAcrossTheField) 
   ASSERT_EQ(p.local_slopes.size(), static_cast<size_t>(p.n));
   for (int64_t c = 0; c < p.n; ++c) ASSERT_DOUBLE_EQ(p.local_slopes[c], slope[c]) << "block " << c;
   EXPECT_NEAR(with_local.coef[2], share, 2e-3);
-  EXPECT_LT(with_local.rms_after, 2e-3);
-  EXPECT_GT(global.rms_after, 0.5 * global.rms_before);  // one coefficient cannot follow the sign change
+  EXPECT_LT(with_local.fitted_rms, 2e-3);
+  EXPECT_GT(global.fitted_rms, 0.5 * global.residual_rms);  // one coefficient cannot follow the sign change
 
   o.regression = with_local.coef;
   fc::Patches q;

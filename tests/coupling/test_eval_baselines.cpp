@@ -2,12 +2,15 @@
 // Interpolation baselines exact on simple inputs; conservative variants restore block means.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "common/error.hpp"
 #include "eval/baselines.hpp"
 #include "eval/blocks.hpp"
 
@@ -195,4 +198,28 @@ TEST(EvalBaselines, ConservativeBsplineBeatsKeysOnASmoothFieldAndAMissingBlockSt
   int64_t nan_cells = 0;
   for (double v : f) nan_cells += std::isnan(v) ? 1 : 0;
   EXPECT_EQ(nan_cells, 64) << "only the missing block's own cells";
+}
+
+// One list of baselines for both grids: each grid's baselines are the rows that run there, in the
+// list's order (the report order of each, as before the list: lat-lon nearest .. bspline_cons,
+// ICON nearest .. linear_cons), every name once; regression_cons's base is one of them.
+TEST(Baselines, BothGridsTakeTheirBaselinesFromTheOneList) {
+  std::vector<std::string> blocks, cells, all;
+  for (const auto& b : fe::all_baselines()) blocks.push_back(b.name);
+  for (const auto& b : fe::cell_baselines()) cells.push_back(b.name);
+  for (const auto& row : fe::baseline_list()) {
+    all.push_back(row.name);
+    EXPECT_TRUE(row.blocks || row.cells) << row.name << " runs on no grid";
+  }
+  EXPECT_EQ(blocks, (std::vector<std::string>{"nearest", "bilinear", "bicubic", "bspline", "nearest_cons",
+                                              "bilinear_cons", "bicubic_cons", "bspline_cons"}));
+  EXPECT_EQ(cells, (std::vector<std::string>{"nearest", "idw", "nearest_cons", "idw_cons", "linear_cons"}));
+  std::vector<std::string> sorted = all;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end()) << "a name twice";
+  EXPECT_EQ(fe::block_baseline("bicubic_cons").interp, fe::Interp::kBicubic);
+  EXPECT_TRUE(fe::block_regression_base().conservative);
+  EXPECT_EQ(fe::cell_regression_base().interp, fe::CellInterp::kIdw);
+  EXPECT_THROW(fe::block_baseline("idw"), finecast::InternalError);
+  EXPECT_THROW(fe::cell_baseline("bicubic"), finecast::InternalError);
 }

@@ -9,15 +9,19 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "common/checkpoint_files.hpp"
 #include "coupling/buffer/rolling_buffer.hpp"
+#include "plugin/comin_plugin/run_counters.hpp"
 #include "trainer/checkpoint.hpp"
 #include "tests/plugin/replay_test_util.hpp"
 
 namespace ftr = finecast::testing_replay;
+namespace fp = finecast::plugin;
 
 namespace {
 
@@ -116,6 +120,14 @@ TEST(RestartChain, FourShortChunksBufferWhatOneLongRunBuffers) {
   const ftr::CommandResult weights = ftr::run_command("h5diff -d 0 '" + long_dir.file("ckpt/ckpt_00000015.h5") + "' '" +
                                                       chain_dir.file("ckpt/ckpt_00000015.h5") + "' /model");
   EXPECT_EQ(weights.rc, 0) << weights.output;
+  // The run's counters are typed attributes of /run (int64; the flag 0 or 1), not text in /metadata.
+  const std::string last = chain_dir.file("ckpt/ckpt_00000015.h5");
+  const auto run = finecast::trainer::read_checkpoint_group(last, fp::kRunGroup);
+  ASSERT_TRUE(run.has_value());
+  EXPECT_EQ(std::get<int64_t>(run->at("coupling_steps")), 12);
+  EXPECT_EQ(std::get<int64_t>(run->at("sessions")), 3);
+  EXPECT_TRUE(std::holds_alternative<int64_t>(run->at("training_due")));
+  EXPECT_EQ(finecast::trainer::read_checkpoint_metadata(last).count("coupling_steps"), 0u);
 
   // One output file, continued by every chunk that sampled, in time order, with the long run's
   // samples (the sampling seeds go on across chunks too).
@@ -386,4 +398,42 @@ TEST(RestartChain, ARestartThatDoesNotResumeIsWarnedAbout) {
   EXPECT_NE(r.output.find(warning), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("the host restarts at", at + 1), std::string::npos) << "once, not per rank:\n" << r.output;
   EXPECT_EQ(r.output.find("Resumed from"), std::string::npos) << r.output;
+}
+
+// The run's counters: the typed /run group read back as written; a checkpoint written before the
+// group has them as text in /metadata, which is still read; a value that is not one is a
+// CheckpointError naming the file, the key and what was expected.
+TEST(RunCounters, TypedGroupAndTheMetadataTextOfOlderCheckpoints) {
+  const fp::RunCounters written{3, 12, 4, true};
+  const finecast::schema::Record record = finecast::schema::to_record(fp::run_counters_table(), written);
+  EXPECT_EQ(std::get<int64_t>(record.at("coupling_steps")), 12);
+  const fp::RunCounters back = fp::read_run_counters(record, {}, "new.h5");
+  EXPECT_EQ(back.sessions, 3);
+  EXPECT_EQ(back.coupling_steps, 12);
+  EXPECT_EQ(back.samplings, 4);
+  EXPECT_TRUE(back.training_due);
+
+  const std::map<std::string, std::string> old{
+      {"sessions", "2"}, {"coupling_steps", "9"}, {"samplings", "1"}, {"training_due", "1"}, {"config", "x.yaml"}};
+  const fp::RunCounters legacy = fp::read_run_counters(std::nullopt, old, "old.h5");
+  EXPECT_EQ(legacy.sessions, 2);
+  EXPECT_EQ(legacy.coupling_steps, 9);
+  EXPECT_EQ(legacy.samplings, 1);
+  EXPECT_TRUE(legacy.training_due);
+  EXPECT_EQ(fp::read_run_counters(std::nullopt, {}, "older.h5").coupling_steps, 0);
+
+  auto error_of = [](const std::optional<finecast::schema::Record>& group,
+                     const std::map<std::string, std::string>& meta) -> std::string {
+    try {
+      fp::read_run_counters(group, meta, "ckpt_00000007.h5");
+    } catch (const finecast::CheckpointError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  const std::string text = error_of(std::nullopt, {{"coupling_steps", "12x"}});
+  EXPECT_NE(text.find("ckpt_00000007.h5: /metadata coupling_steps"), std::string::npos) << text;
+  EXPECT_NE(text.find("integer"), std::string::npos) << text;
+  const std::string typed = error_of(finecast::schema::Record{{"sessions", std::string("three")}}, {});
+  EXPECT_NE(typed.find("ckpt_00000007.h5: /run sessions"), std::string::npos) << typed;
 }

@@ -287,8 +287,10 @@ TEST(SkillReplay, RegressionBaseIsFittedInSituRecordedAndAppliedOffline) {
   ASSERT_EQ(ri.rc, 0) << ri.output;
   const CommandResult rr = icon_skill_replay(regression, 2, "regression", true);
   ASSERT_EQ(rr.rc, 0) << rr.output;
-  EXPECT_NE(rr.output.find("patch.residual regression: fitted on"), std::string::npos) << rr.output;
-  EXPECT_NE(rr.output.find("sic anomaly"), std::string::npos) << rr.output;
+  // finecast-eval's text of a fit (coupling::describe), per unit of the covariate.
+  EXPECT_NE(rr.output.find("patch.residual regression: regression_cons: residual ="), std::string::npos) << rr.output;
+  EXPECT_NE(rr.output.find("* sic anomaly"), std::string::npos) << rr.output;
+  EXPECT_NE(rr.output.find("(fitted on the first step's training patches:"), std::string::npos) << rr.output;
 
   const fc::StoredSpec recorded = fp::read_checkpoint_spec(newest_checkpoint(regression.file("checkpoints")));
   ASSERT_TRUE(recorded.has("patch.regression"));
@@ -337,7 +339,7 @@ TEST(SkillReplay, RegressionBaseIsFittedInSituRecordedAndAppliedOffline) {
                   regression.file("resumed") + " --set sample.output=" + regression.file("resumed.nc"));
   ASSERT_EQ(resumed.rc, 0) << resumed.output;
   EXPECT_NE(resumed.output.find("Resumed from"), std::string::npos) << resumed.output;
-  EXPECT_EQ(resumed.output.find("patch.residual regression: fitted on"), std::string::npos) << resumed.output;
+  EXPECT_EQ(resumed.output.find("patch.residual regression: regression_cons"), std::string::npos) << resumed.output;
   EXPECT_EQ(fp::read_checkpoint_spec(newest_checkpoint(regression.file("resumed"))).spec.regression, coef);
 }
 
@@ -350,7 +352,10 @@ TEST(SkillReplay, LocalSlopeTermsAreRecordedAppliedOfflineAndPinnedOnResume) {
   ScratchDir dir("skill_local_slopes");
   const CommandResult r = icon_skill_replay(dir, 2, "regression", false, "'0,90,0,180'", " --set patch.local_slopes=1");
   ASSERT_EQ(r.rc, 0) << r.output;
-  EXPECT_NE(r.output.find("sic local slope x"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("patch.residual regression: regression_local (local slopes within 1 edge steps"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("* sic local"), std::string::npos) << r.output;
   const fc::StoredSpec recorded = fp::read_checkpoint_spec(newest_checkpoint(dir.file("checkpoints")));
   EXPECT_EQ(recorded.spec.patch.local_slopes, 1);
   ASSERT_EQ(recorded.spec.regression.size(), 3u);

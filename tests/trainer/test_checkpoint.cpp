@@ -4,10 +4,12 @@
 #include <hdf5.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "common/checkpoint_files.hpp"
@@ -200,6 +202,33 @@ TEST_F(Checkpoint, WrongArchitectureAndShapesAreNamed) {
   const auto e2 = error_of([&] { w.restore(path("mlp.h5")); });
   EXPECT_TRUE(contains(e2, "hidden: file has 32, this model has 48")) << e2;
   EXPECT_TRUE(torch::equal(before, ft::internals(w).flat)) << "a failed restore must leave the model unchanged";
+}
+
+// What a restore compares of the model options is the rows flagged compared_on_resume() in
+// model_options_table() (every row but the TorchScript file's path, whose module's hash is
+// compared instead), the MLP's and the U-Net's sizes only between two models of that architecture.
+TEST(ModelOptionsOnResume, TheFlaggedRowsThatApplyToBothModels) {
+  const auto& table = ft::model_options_table();
+  for (const auto& f : table) EXPECT_EQ(f.resume_compares, f.key != "file") << f.key;
+  auto keys = [&](const ft::ModelOptions& a, const ft::ModelOptions& b) {
+    std::vector<std::string> out;
+    for (const auto& f : finecast::schema::compared_on_resume(table, a, b)) out.push_back(f.key);
+    return out;
+  };
+  auto has = [](const std::vector<std::string>& v, const std::string& k) {
+    return std::find(v.begin(), v.end(), k) != v.end();
+  };
+  ft::ModelOptions unet;
+  unet.arch = ft::Arch::kUnet;
+  ft::ModelOptions mlp;
+  mlp.arch = ft::Arch::kMlp;
+  const auto both_unet = keys(unet, unet), both_mlp = keys(mlp, mlp), mixed = keys(mlp, unet);
+  EXPECT_TRUE(has(both_unet, "unet_channels") && has(both_unet, "attention"));
+  EXPECT_FALSE(has(both_unet, "hidden") || has(both_unet, "depth") || has(both_unet, "file"));
+  EXPECT_TRUE(has(both_mlp, "hidden") && has(both_mlp, "depth"));
+  EXPECT_FALSE(has(both_mlp, "unet_channels") || has(both_mlp, "attention"));
+  EXPECT_TRUE(has(mixed, "arch") && has(mixed, "diffusion_steps"));
+  EXPECT_FALSE(has(mixed, "hidden") || has(mixed, "unet_channels"));
 }
 
 TEST_F(Checkpoint, MissingAndMisshapenTensorsAreListed) {

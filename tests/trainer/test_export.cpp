@@ -254,6 +254,49 @@ TEST_F(Export, ProgramReadsTheConditioningGroup) {
   EXPECT_EQ(all.at("spec_version").toStringRef(), "2");
 }
 
+// The conditioning the module needs, read by type from the typed group (lists as arrays, flags as
+// 0/1) and from the text of older checkpoints alike; a value of another type in the group is an
+// error naming the file, the key and the type expected (no text round trip to hide it).
+TEST(ExportConditioning, TheTypedGroupIsReadByTypeAndOlderTextAlike) {
+  using finecast::schema::Value;
+  const finecast::schema::Record group{{"fields", Value(std::vector<std::string>{"tas", "ps"})},
+                                       {"target", Value(std::string("ps"))},
+                                       {"patch.static", Value(std::vector<std::string>{"HSURF"})},
+                                       {"patch.static_features", Value(int64_t{1})},
+                                       {"patch.relative_context", Value(int64_t{0})},
+                                       {"patch.orography", Value(std::string("topography_c"))},
+                                       {"patch.residual", Value(std::string("regression"))}};
+  const ft::ExportConditioning typed = ft::export_conditioning(group, "new.h5");
+  const ft::ExportConditioning text =
+      ft::export_conditioning(std::map<std::string, std::string>{{"fields", "tas,ps"},
+                                                                 {"target", "ps"},
+                                                                 {"patch.static", "HSURF"},
+                                                                 {"patch.static_features", "true"},
+                                                                 {"patch.relative_context", "false"},
+                                                                 {"patch.orography", "topography_c"},
+                                                                 {"patch.residual", "regression"}});
+  for (const ft::ExportConditioning& c : {typed, text}) {
+    EXPECT_EQ(c.fields, (std::vector<std::string>{"tas", "ps"}));
+    EXPECT_EQ(c.target, "ps");
+    EXPECT_EQ(c.covariates, std::vector<std::string>{"HSURF"});
+    ASSERT_TRUE(c.static_features.has_value());
+    EXPECT_TRUE(*c.static_features);
+    EXPECT_FALSE(c.relative_context);
+    EXPECT_TRUE(c.orography);
+    EXPECT_EQ(c.residual, "regression");
+  }
+  EXPECT_FALSE(ft::export_conditioning(finecast::schema::Record{}, "empty.h5").static_features.has_value());
+  finecast::schema::Record wrong = group;
+  wrong["fields"] = Value(std::string("tas,ps"));
+  try {
+    ft::export_conditioning(wrong, "old.h5");
+    FAIL() << "a list stored as one string was accepted";
+  } catch (const finecast::CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("old.h5: /conditioning fields must be an array of names"), std::string::npos)
+        << e.what();
+  }
+}
+
 // finecast-export's forward samples as the checkpoint's run did (its /sampling: sampler, steps,
 // inflation); a flag overrides only its own option; a recorded churn, which the exported sampler
 // lacks, is refused with the flag that exports without it.

@@ -55,10 +55,13 @@ int export_main(int argc, char** argv, ExportExtension* extension) {
     const std::string path = resolve_checkpoint(checkpoint);
     const Downscaler model = Downscaler::load_checkpoint(path, "cpu");
     opt.metadata = read_checkpoint_metadata(path);
-    // The plugin's conditioning spec (version 2 on: typed attributes of /conditioning; before,
-    // text in /metadata) as the text the module's attributes are read from.
-    if (const auto spec = read_checkpoint_group(path, "conditioning"))
+    // The plugin's conditioning spec, read by type from /conditioning (version 2 on; before, the
+    // module's attributes come from its text in /metadata). The module's metadata dictionary
+    // shows it as text too.
+    if (const auto spec = read_checkpoint_group(path, "conditioning")) {
+      opt.conditioning = export_conditioning(*spec, path);
       for (const auto& [key, value] : *spec) opt.metadata[key] = finecast::schema::to_text(value);
+    }
     // How the checkpoint's run sampled (its /sampling), else the plugin's defaults; then the flags.
     const auto recorded = read_checkpoint_sampling(path);
     if (recorded) opt.sample = *recorded;

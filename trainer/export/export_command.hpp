@@ -19,8 +19,9 @@ class ExportExtension {
   virtual ~ExportExtension() = default;
   /// Registers the extension's flags.
   virtual void add_flags(CLI::App& app) = 0;
-  /// Adds to options.submodules what a caller of checkpoint `path` needs (options.metadata holds
-  /// its metadata and conditioning spec as text). Returns a sentence for the log saying what was
+  /// Adds to options.submodules what a caller of checkpoint `path` needs (options.conditioning
+  /// holds its conditioning spec when the checkpoint has the typed group, options.metadata its
+  /// metadata). Returns a sentence for the log saying what was
   /// added, or why nothing was. Throws finecast's errors (ConfigError, GridError, IoError, ...)
   /// naming the file and flag.
   virtual std::string extend(const std::string& path, const Downscaler& model, ExportOptions& options) = 0;

@@ -11,6 +11,7 @@
 #include "common/checkpoint_files.hpp"
 #include "common/h5.hpp"
 #include "trainer/checkpoint_format.hpp"
+#include "trainer/denoisers/registry.hpp"
 #include "trainer/downscaler.hpp"
 
 namespace fs = std::filesystem;
@@ -85,14 +86,18 @@ TrainOptions read_train_options(const h5::File& f) {
 }
 
 std::string describe_differences(const ModelOptions& a, const ModelOptions& b) {
-  // The width and depth belong to the MLP, the channels and attention to the U-Net: compared
-  // only when both models have that architecture.
+  // An option that shapes only one architecture's network (the MLP's width and depth, the
+  // U-Net's channels and attention) is compared only when both models have that architecture.
+  auto owner = [](const std::string& key) -> const denoisers::Entry* {
+    for (const denoisers::Entry* e : denoisers::all())
+      for (const auto& own : e->own_options)
+        if (own == key) return e;
+    return nullptr;
+  };
   schema::Table<ModelOptions> compared;
   for (const auto& field : model_options_table()) {
-    const bool mlp_only = field.key == "hidden" || field.key == "depth";
-    const bool unet_only = field.key == "unet_channels" || field.key == "attention";
-    if (mlp_only && !(a.arch == Arch::kMlp && b.arch == Arch::kMlp)) continue;
-    if (unet_only && !(a.arch == Arch::kUnet && b.arch == Arch::kUnet)) continue;
+    const denoisers::Entry* only = owner(field.key);
+    if (only && !(a.arch == only->arch && b.arch == only->arch)) continue;
     // Where the TorchScript file was read from does not matter: the embedded module's hash does
     // (checkpoint_io.cpp).
     if (field.key == "file") continue;

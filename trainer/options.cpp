@@ -11,8 +11,9 @@
 namespace finecast::trainer {
 
 const schema::Names<Arch>& names(Arch) {
-  static const schema::Names<Arch> n{
-      {Arch::kMlp, "mlp"}, {Arch::kUnet, "unet"}, {Arch::kGraph, "graph"}, {Arch::kTorchscript, "torchscript"}};
+#define FINECAST_ARCH_NAME(id, arch_name) {Arch::id, #arch_name},
+  static const schema::Names<Arch> n{FINECAST_DENOISERS(FINECAST_ARCH_NAME)};
+#undef FINECAST_ARCH_NAME
   return n;
 }
 const schema::Names<Activation>& names(Activation) {

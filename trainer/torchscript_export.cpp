@@ -67,8 +67,9 @@ jit::Module build(const Node& node, const std::string& type_name, const std::sha
   return m;
 }
 
-/// sampling.cpp's eager path and diffusion.cpp's samplers, with the per-step coefficients as
-/// float64 buffers (read back as Python floats, so every scalar is the double the C++ code uses).
+/// sampling.cpp's eager path and diffusion.cpp's samplers, with their per-step coefficients
+/// (diffusion::sampler_steps, the table the C++ samplers step with) as float64 buffers (read back
+/// as Python floats, so every scalar is the double the C++ code uses).
 const char* kSamplerSource = R"TS(
     def normalise_context(self, context: Tensor) -> Tensor:
         return (context - self.context_mean) / self.context_std
@@ -168,46 +169,6 @@ const char* kSamplerSource = R"TS(
             fine = fine + base.repeat_interleave(members, 0)
         return fine.reshape([n, members, self.patch_size])
 )TS";
-
-/// The sampler's steps and their coefficients, computed as diffusion.cpp computes them.
-struct Coefficients {
-  std::vector<int64_t> timesteps;
-  std::vector<double> a, b, x0, x, eps, z;
-};
-
-Coefficients coefficients(const diffusion::Schedule& sc, const SampleOptions& so) {
-  Coefficients c;
-  const bool ddpm = so.sampler == Sampler::kDdpm;
-  if (ddpm) {
-    for (int64_t t = sc.steps - 1; t >= 0; --t) c.timesteps.push_back(t);
-  } else {
-    c.timesteps = diffusion::ddim_timesteps(sc.steps, so.steps);
-  }
-  for (size_t i = 0; i < c.timesteps.size(); ++i) {
-    const int64_t t = c.timesteps[i];
-    c.a.push_back(std::sqrt(sc.alpha_bar[t]));
-    c.b.push_back(std::sqrt(1.0 - sc.alpha_bar[t]));
-    if (ddpm) {
-      c.x0.push_back(sc.post_c0[t]);
-      c.x.push_back(sc.post_ct[t]);
-      c.eps.push_back(0.0);
-      c.z.push_back(t > 0 ? std::sqrt(diffusion::ddpm_variance(sc, so.ddpm_variance)[t]) : 0.0);  // none at t = 0
-    } else if (i + 1 < c.timesteps.size()) {
-      const double ab = sc.alpha_bar[t], ab_prev = sc.alpha_bar[c.timesteps[i + 1]];
-      const double sigma = so.eta * std::sqrt((1.0 - ab_prev) / (1.0 - ab)) * std::sqrt(1.0 - ab / ab_prev);
-      c.x0.push_back(std::sqrt(ab_prev));
-      c.x.push_back(0.0);
-      c.eps.push_back(std::sqrt(std::max(0.0, 1.0 - ab_prev - sigma * sigma)));
-      c.z.push_back(sigma);
-    } else {
-      c.x0.push_back(0.0);
-      c.x.push_back(0.0);
-      c.eps.push_back(0.0);
-      c.z.push_back(0.0);
-    }
-  }
-  return c;
-}
 
 torch::Tensor f64(const std::vector<double>& v) { return torch::tensor(v, torch::kFloat64); }
 
@@ -373,14 +334,21 @@ void export_torchscript(const Downscaler& model, const ExportOptions& options, c
 
   m.register_buffer("context_mean", im.sample_norm.context_mean.to(torch::kCPU).clone());
   m.register_buffer("context_std", im.sample_norm.context_std.to(torch::kCPU).clone());
-  const Coefficients c = coefficients(im.sample_schedule, so);
-  m.register_buffer("timesteps", torch::tensor(c.timesteps, torch::kInt64));
-  m.register_buffer("coef_a", f64(c.a));
-  m.register_buffer("coef_b", f64(c.b));
-  m.register_buffer("coef_x0", f64(c.x0));
-  m.register_buffer("coef_x", f64(c.x));
-  m.register_buffer("coef_eps", f64(c.eps));
-  m.register_buffer("coef_z", f64(c.z));
+  const auto steps = diffusion::sampler_steps(im.sample_schedule, so);  // no churn (refused above)
+  auto column = [&](double diffusion::StepCoefficients::*field) {
+    std::vector<double> v;
+    for (const auto& c : steps) v.push_back(c.*field);
+    return f64(v);
+  };
+  std::vector<int64_t> timesteps;
+  for (const auto& c : steps) timesteps.push_back(c.t);
+  m.register_buffer("timesteps", torch::tensor(timesteps, torch::kInt64));
+  m.register_buffer("coef_a", column(&diffusion::StepCoefficients::a));
+  m.register_buffer("coef_b", column(&diffusion::StepCoefficients::b));
+  m.register_buffer("coef_x0", column(&diffusion::StepCoefficients::x0_coef));
+  m.register_buffer("coef_x", column(&diffusion::StepCoefficients::x_coef));
+  m.register_buffer("coef_eps", column(&diffusion::StepCoefficients::eps_coef));
+  m.register_buffer("coef_z", column(&diffusion::StepCoefficients::z_coef));
   m.register_buffer("alpha_bar", f64(im.sample_schedule.alpha_bar));
 
   // What forward() needs, then the metadata a user reads.
@@ -395,7 +363,7 @@ void export_torchscript(const Downscaler& model, const ExportOptions& options, c
   m.register_attribute("context_size", c10::IntType::get(), mo.context_size);
   m.register_attribute("static_channels", c10::IntType::get(), mo.static_channels);
   m.register_attribute("diffusion_steps", c10::IntType::get(), mo.diffusion_steps);
-  m.register_attribute("steps", c10::IntType::get(), static_cast<int64_t>(c.timesteps.size()));
+  m.register_attribute("steps", c10::IntType::get(), static_cast<int64_t>(steps.size()));
   m.register_attribute("eta", c10::FloatType::get(), so.sampler == Sampler::kDdpm ? 1.0 : so.eta);
   m.register_attribute("optimizer_step", c10::IntType::get(), im.step);
   m.register_attribute("coarse_slot", c10::IntType::get(), coarse_slot(meta, mo));

@@ -10,6 +10,7 @@
 #include "common/atomic_file.hpp"
 #include "common/h5.hpp"
 #include "trainer/checkpoint_format.hpp"
+#include "trainer/denoisers/registry.hpp"
 #include "trainer/downscaler.hpp"
 #include "trainer/downscaler_impl.hpp"
 #include "trainer/training_internal.hpp"
@@ -50,7 +51,7 @@ ValidationRecord read_validation(const h5::File& f) {
 /// arch torchscript: the module's bytes (/torchscript/module, uint8) with their hash and the file
 /// they came from, so that a resume and finecast-downscale need nothing else.
 void write_torchscript(h5::File& f, const ModelOptions& mo) {
-  if (mo.arch != Arch::kTorchscript || !mo.torchscript) return;
+  if (!denoisers::capabilities(mo.arch).user_module || !mo.torchscript) return;
   const std::string& bytes = *mo.torchscript;
   f.create_group("torchscript");
   f.write("torchscript/module", h5::Type::kUInt8, bytes.data(), {static_cast<int64_t>(bytes.size())});
@@ -174,7 +175,7 @@ void Downscaler::restore(const std::string& path) {
   const ModelOptions file_mo = format::read_model_options(f);
   const std::string diff = format::describe_differences(file_mo, im.mo);
   if (!diff.empty()) throw CheckpointError(path + ": incompatible with this model: " + diff);
-  if (im.mo.arch == Arch::kTorchscript) {
+  if (denoisers::capabilities(im.mo.arch).user_module) {
     const std::string mine = models::torchscript_hash(*im.mo.torchscript);
     const std::string theirs = models::torchscript_hash(*read_torchscript(f, path));
     if (mine != theirs)
@@ -274,7 +275,7 @@ Downscaler Downscaler::load_checkpoint(const std::string& path, const std::strin
     format::check_header(f);
     mo = format::read_model_options(f);
     to = format::read_train_options(f);
-    if (mo.arch == Arch::kTorchscript) mo.torchscript = read_torchscript(f, path);
+    if (denoisers::capabilities(mo.arch).user_module) mo.torchscript = read_torchscript(f, path);
   }
   try {
     models::validate(mo);

@@ -128,12 +128,91 @@ std::vector<int64_t> ddim_timesteps(int64_t T, int64_t n) {
   return ts;
 }
 
+int64_t churn_step(const Schedule& s, int64_t t, double churn) {
+  // Not at the last step (t = 0, to the data), as EDM's S_tmin leaves out the lowest levels: it
+  // returns the x0 estimate itself, whose variance a raised level would only shrink.
+  if (churn <= 0 || t == 0) return t;
+  auto sigma2 = [&](int64_t u) { return (1.0 - s.alpha_bar[u]) / s.alpha_bar[u]; };
+  const double target = (1.0 + churn) * (1.0 + churn) * sigma2(t);
+  // The network knows only the schedule's steps, so the raised level is rounded up to one of them.
+  int64_t u = t + 1;
+  while (u < s.steps - 1 && sigma2(u) < target) ++u;
+  return std::min(u, s.steps - 1);
+}
+
 namespace {
 
-/// (x0, eps) estimates from the network output at step t.
+/// The step from t evaluated at u = churn_step(t): the estimates' a, b and churn's re-noising by
+/// q(x_u | x_t) = N(sqrt(ab_u/ab_t) x_t, (1 - ab_u/ab_t) I).
+StepCoefficients evaluated_at(const Schedule& s, int64_t t, double churn) {
+  StepCoefficients c;
+  c.t = t;
+  c.u = churn_step(s, t, churn);
+  c.a = std::sqrt(s.alpha_bar[c.u]);
+  c.b = std::sqrt(1.0 - s.alpha_bar[c.u]);
+  if (c.u != t) {
+    const double r = s.alpha_bar[c.u] / s.alpha_bar[t];
+    c.keep = std::sqrt(r);
+    c.renoise = std::sqrt(1.0 - r);
+  }
+  return c;
+}
+
+}  // namespace
+
+std::vector<StepCoefficients> ddpm_steps(const Schedule& s, const std::vector<double>& var, double churn) {
+  std::vector<StepCoefficients> steps;
+  for (int64_t t = s.steps - 1; t >= 0; --t) {
+    StepCoefficients c = evaluated_at(s, t, churn);
+    const int64_t u = c.u;
+    if (u == t) {
+      c.x0_coef = s.post_c0[t];
+      c.x_coef = s.post_ct[t];
+      if (t > 0) c.z_coef = std::sqrt(var[t]);
+    } else {
+      // q(x_{t-1} | x_u, x_0) over the gap u -> t-1 (the DDPM posterior's formulas with
+      // alpha_bar_u / alpha_bar_{t-1} in place of 1 - beta_t); the variance's law over the gap:
+      // the forward one where `var` is beta, else the posterior's.
+      const double ab = s.alpha_bar[u], ab_prev = t > 0 ? s.alpha_bar[t - 1] : 1.0;
+      const double gap = 1.0 - ab / ab_prev;
+      c.x0_coef = std::sqrt(ab_prev) * gap / (1.0 - ab);
+      c.x_coef = std::sqrt(1.0 - gap) * (1.0 - ab_prev) / (1.0 - ab);
+      if (t > 0) c.z_coef = std::sqrt(&var == &s.beta ? gap : gap * (1.0 - ab_prev) / (1.0 - ab));
+    }
+    steps.push_back(c);
+  }
+  return steps;
+}
+
+std::vector<StepCoefficients> ddim_steps(const Schedule& s, int64_t n, double eta, double churn) {
+  const auto ts = ddim_timesteps(s.steps, n);
+  std::vector<StepCoefficients> steps;
+  for (size_t i = 0; i < ts.size(); ++i) {
+    StepCoefficients c = evaluated_at(s, ts[i], churn);
+    if (i + 1 < ts.size()) {
+      const double ab = s.alpha_bar[c.u], ab_prev = s.alpha_bar[ts[i + 1]];
+      // Song et al. (2021), eq. 16: sigma = eta * sqrt((1 - ab_prev) / (1 - ab)) * sqrt(1 - ab / ab_prev).
+      const double sigma = eta * std::sqrt((1.0 - ab_prev) / (1.0 - ab)) * std::sqrt(1.0 - ab / ab_prev);
+      c.x0_coef = std::sqrt(ab_prev);
+      c.eps_coef = std::sqrt(std::max(0.0, 1.0 - ab_prev - sigma * sigma));
+      c.z_coef = sigma;
+    }
+    steps.push_back(c);
+  }
+  return steps;
+}
+
+std::vector<StepCoefficients> sampler_steps(const Schedule& s, const SampleOptions& o) {
+  if (o.sampler == Sampler::kDdpm) return ddpm_steps(s, ddpm_variance(s, o.ddpm_variance), o.churn);
+  return ddim_steps(s, o.steps, o.eta, o.churn);
+}
+
+namespace {
+
+/// (x0, eps) estimates from the network output at the step's u.
 std::pair<torch::Tensor, torch::Tensor> estimates(const SamplerSetup& s, const torch::Tensor& x,
-                                                  const torch::Tensor& out, int64_t t) {
-  const double a = std::sqrt(s.schedule->alpha_bar[t]), b = std::sqrt(1.0 - s.schedule->alpha_bar[t]);
+                                                  const torch::Tensor& out, const StepCoefficients& c) {
+  const double a = c.a, b = c.b;
   torch::Tensor x0, eps;
   if (s.v_objective) {
     x0 = a * x - b * out;
@@ -154,36 +233,22 @@ std::pair<torch::Tensor, torch::Tensor> estimates(const SamplerSetup& s, const t
   return {x0, eps};
 }
 
-}  // namespace
-
-int64_t churn_step(const Schedule& s, int64_t t, double churn) {
-  // Not at the last step (t = 0, to the data), as EDM's S_tmin leaves out the lowest levels: it
-  // returns the x0 estimate itself, whose variance a raised level would only shrink.
-  if (churn <= 0 || t == 0) return t;
-  auto sigma2 = [&](int64_t u) { return (1.0 - s.alpha_bar[u]) / s.alpha_bar[u]; };
-  const double target = (1.0 + churn) * (1.0 + churn) * sigma2(t);
-  // The network knows only the schedule's steps, so the raised level is rounded up to one of them.
-  int64_t u = t + 1;
-  while (u < s.steps - 1 && sigma2(u) < target) ++u;
-  return std::min(u, s.steps - 1);
-}
-
-namespace {
-
-/// Churn before evaluation `k` at step t: x re-noised from t to churn_step(t) by q(x_t' | x_t) =
-/// N(sqrt(ab_t'/ab_t) x_t, (1 - ab_t'/ab_t) I) (in place of x); returns t'.
-int64_t churn(const SamplerSetup& s, torch::Tensor& x, int64_t t, int64_t k, at::Generator* gen) {
-  const int64_t u = churn_step(*s.schedule, t, s.churn);
-  if (u == t) return t;
-  if (!s.churn_noise.defined() && gen == nullptr)
-    throw std::invalid_argument("sample.churn: needs a generator or pre-drawn churn noise");
-  const double r = s.schedule->alpha_bar[u] / s.schedule->alpha_bar[t];
-  auto z = s.churn_noise.defined()
-               ? s.churn_noise[k]
+/// Draw `k` of `noise`, or a fresh one from `gen`, without its mean where conservative.
+torch::Tensor noise_of(const SamplerSetup& s, const torch::Tensor& noise, int64_t k, const torch::Tensor& x,
+                       at::Generator* gen) {
+  auto z = noise.defined()
+               ? noise[k]
                : torch::randn(x.sizes(), *gen, torch::TensorOptions().dtype(torch::kFloat32)).to(x.device());
   if (s.conservative) z = remove_mean(z, s.weights);
-  x = std::sqrt(r) * x + std::sqrt(1.0 - r) * z;
-  return u;
+  return z;
+}
+
+/// Churn before evaluation `k`: x re-noised from t to u (in place of x).
+void churn(const SamplerSetup& s, torch::Tensor& x, const StepCoefficients& c, int64_t k, at::Generator* gen) {
+  if (c.u == c.t) return;
+  if (!s.churn_noise.defined() && gen == nullptr)
+    throw std::invalid_argument("sample.churn: needs a generator or pre-drawn churn noise");
+  x = c.keep * x + c.renoise * noise_of(s, s.churn_noise, k, x, gen);
 }
 
 }  // namespace
@@ -192,31 +257,13 @@ torch::Tensor ddpm_sample(const SamplerSetup& s, const NetFn& net, torch::Tensor
   if (gen == nullptr && !s.noise.defined())
     throw std::invalid_argument("ddpm_sample: needs a generator or pre-drawn noise");
   const Schedule& sc = *s.schedule;
-  const std::vector<double>& var = s.ddpm_var ? *s.ddpm_var : sc.post_var;
+  const auto steps = ddpm_steps(sc, s.ddpm_var ? *s.ddpm_var : sc.post_var, s.churn);
   int64_t draw = 1, k = 0;
-  for (int64_t t = sc.steps - 1; t >= 0; --t, ++k) {
-    const int64_t u = churn(s, x, t, k, gen);
-    auto x0 = estimates(s, x, net(x, u), u).first;
-    torch::Tensor mean;
-    double sd = 0;
-    if (u == t) {
-      mean = sc.post_c0[t] * x0 + sc.post_ct[t] * x;
-      if (t > 0) sd = std::sqrt(var[t]);
-    } else {
-      // q(x_{t-1} | x_u, x_0) over the gap u -> t-1 (the DDPM posterior's formulas with
-      // alpha_bar_u / alpha_bar_{t-1} in place of 1 - beta_t).
-      const double ab = sc.alpha_bar[u], ab_prev = t > 0 ? sc.alpha_bar[t - 1] : 1.0;
-      const double gap = 1.0 - ab / ab_prev;
-      mean = (std::sqrt(ab_prev) * gap / (1.0 - ab)) * x0 + (std::sqrt(1.0 - gap) * (1.0 - ab_prev) / (1.0 - ab)) * x;
-      if (t > 0) sd = std::sqrt(&var == &sc.beta ? gap : gap * (1.0 - ab_prev) / (1.0 - ab));
-    }
-    if (t > 0) {
-      auto z = s.noise.defined()
-                   ? s.noise[draw++]
-                   : torch::randn(x.sizes(), *gen, torch::TensorOptions().dtype(torch::kFloat32)).to(x.device());
-      if (s.conservative) z = remove_mean(z, s.weights);
-      mean.add_(z, sd);
-    }
+  for (const StepCoefficients& c : steps) {
+    churn(s, x, c, k++, gen);
+    auto x0 = estimates(s, x, net(x, c.u), c).first;
+    auto mean = c.x0_coef * x0 + c.x_coef * x;
+    if (c.t > 0) mean.add_(noise_of(s, s.noise, draw++, x, gen), c.z_coef);
     x = mean;
   }
   return x;
@@ -229,22 +276,14 @@ torch::Tensor ddim_sample(const SamplerSetup& s, const NetFn& net, torch::Tensor
     throw std::invalid_argument("ddim_sample: eta > 0 needs a generator or pre-drawn noise");
   if (s.churn > 0 && gen == nullptr && !s.churn_noise.defined())
     throw std::invalid_argument("ddim_sample: churn > 0 needs a generator or pre-drawn churn noise");
-  const auto ts = ddim_timesteps(sc.steps, steps);
-  for (size_t i = 0; i < ts.size(); ++i) {
-    const int64_t t = churn(s, x, ts[i], static_cast<int64_t>(i), gen);
-    auto [x0, eps] = estimates(s, x, net(x, t), t);
-    if (i + 1 == ts.size()) return x0;
-    const double ab = sc.alpha_bar[t], ab_prev = sc.alpha_bar[ts[i + 1]];
-    // Song et al. (2021), eq. 16: sigma = eta * sqrt((1 - ab_prev) / (1 - ab)) * sqrt(1 - ab / ab_prev).
-    const double sigma = eta * std::sqrt((1.0 - ab_prev) / (1.0 - ab)) * std::sqrt(1.0 - ab / ab_prev);
-    x = std::sqrt(ab_prev) * x0 + std::sqrt(std::max(0.0, 1.0 - ab_prev - sigma * sigma)) * eps;
-    if (sigma > 0) {
-      auto z = s.noise.defined()
-                   ? s.noise[static_cast<int64_t>(i) + 1]
-                   : torch::randn(x.sizes(), *gen, torch::TensorOptions().dtype(torch::kFloat32)).to(x.device());
-      if (s.conservative) z = remove_mean(z, s.weights);
-      x.add_(z, sigma);
-    }
+  const auto table = ddim_steps(sc, steps, eta, s.churn);
+  for (size_t i = 0; i < table.size(); ++i) {
+    const StepCoefficients& c = table[i];
+    churn(s, x, c, static_cast<int64_t>(i), gen);
+    auto [x0, eps] = estimates(s, x, net(x, c.u), c);
+    if (i + 1 == table.size()) return x0;
+    x = c.x0_coef * x0 + c.eps_coef * eps;
+    if (c.z_coef > 0) x.add_(noise_of(s, s.noise, static_cast<int64_t>(i) + 1, x, gen), c.z_coef);
   }
   return x;
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "trainer/downscaler.hpp"
+#include "trainer/step_coefficients.hpp"
 
 namespace finecast::trainer::diffusion {
 
@@ -86,6 +87,14 @@ std::vector<double> log_sigmas(const Schedule& s);
 /// torch::randint(0, T) exactly; lognormal draws ln sigma ~ N(noise_log_mean, noise_log_std^2)
 /// and takes the step with the nearest ln sigma_t.
 torch::Tensor draw_timesteps(const TrainOptions& o, const Schedule& s, int64_t n, at::Generator& gen);
+
+/// The steps of DDPM (t = T-1..0) with the ancestral variance `var` (schedule.post_var or
+/// schedule.beta) and churn.
+std::vector<StepCoefficients> ddpm_steps(const Schedule& s, const std::vector<double>& var, double churn);
+/// The steps of DDIM over ddim_timesteps(T, steps) with eta and churn; the last returns x0.
+std::vector<StepCoefficients> ddim_steps(const Schedule& s, int64_t steps, double eta, double churn);
+/// The steps of the sampling `o` names (sampler, steps, eta, ddpm_variance, churn).
+std::vector<StepCoefficients> sampler_steps(const Schedule& s, const SampleOptions& o);
 
 /// DDPM ancestral sampling from x_T (noise) through all T steps; returns x_0. `gen` is needed
 /// only when s.noise (or, with churn, s.churn_noise) is undefined. With churn, the step at t

@@ -10,6 +10,7 @@
 
 #include "trainer/sample_graph.hpp"
 #include "trainer/train_graph.hpp"
+#include "trainer/denoisers/registry.hpp"
 #include "trainer/downscaler_impl.hpp"
 #include "trainer/flat_parameters.hpp"
 #include "trainer/torch_device.hpp"
@@ -19,11 +20,10 @@ namespace finecast::trainer {
 
 namespace {
 
-/// The fused MLP over `net`'s flat layout, or null where it does not apply (not an MLP, not on
-/// the CPU, no CBLAS in this build, or switched off).
-std::unique_ptr<fused::Mlp> make_fused(const ModelOptions& mo, const fused::Layout& layout, const torch::Device& device,
-                                       const torch::Tensor& table, bool off) {
-  if (off || mo.arch != Arch::kMlp || !device.is_cpu() || !fused::compiled()) return nullptr;
+/// The fused MLP over `net`'s flat layout, or null where it does not run.
+std::unique_ptr<fused::Mlp> make_fused(const ModelOptions& mo, const fused::Layout& layout, const torch::Tensor& table,
+                                       bool runs) {
+  if (!runs) return nullptr;
   return std::make_unique<fused::Mlp>(mo, layout, table.data_ptr<float>());
 }
 
@@ -35,7 +35,8 @@ Downscaler::Impl::Impl(const ModelOptions& m, const TrainOptions& t, const std::
   validate_train_options(to);
   // A TorchScript denoiser is read once; every copy of the network (training, sampling,
   // validation) loads these bytes, and checkpoints embed them.
-  if (mo.arch == Arch::kTorchscript && !mo.torchscript) mo.torchscript = models::read_torchscript(mo.file);
+  const denoisers::Capabilities& can = denoisers::capabilities(mo.arch);
+  if (can.user_module && !mo.torchscript) mo.torchscript = models::read_torchscript(mo.file);
   cuda = device.is_cuda();
   schedule = diffusion::make_schedule(mo.schedule, mo.diffusion_steps, device);
   sample_schedule = diffusion::make_schedule(mo.schedule, mo.diffusion_steps, sample_device);
@@ -60,13 +61,12 @@ Downscaler::Impl::Impl(const ModelOptions& m, const TrainOptions& t, const std::
   norm = derive_norm();
   sample_norm = derive_normalisation(sums, mo.context_size, sample_device);
 
-  if (mo.arch == Arch::kMlp) step_table_cpu = models::sinusoidal_table(mo.diffusion_steps, mo.time_embedding);
-  // The fused trainer has no noise augmentation of the context: autograd trains it.
-  fused_mlp = make_fused(mo, fused_layout(), device, step_table_cpu, to.force_autograd || to.context_noise > 0);
-  sample_fused = make_fused(mo, fused_layout(), sample_device, step_table_cpu, to.force_autograd);
+  if (can.fused_cpu) step_table_cpu = models::sinusoidal_table(mo.diffusion_steps, mo.time_embedding);
+  fused_mlp = make_fused(mo, fused_layout(), step_table_cpu, train_path(*this) == TrainPath::kFused);
+  sample_fused = make_fused(mo, fused_layout(), step_table_cpu, fused_runs(mo, to, sample_device));
   // A scripted module runs eagerly: its graph executor may re-specialise during the first calls,
   // which a CUDA graph capture cannot hold.
-  if (mo.arch != Arch::kTorchscript) sample_graphs = graphs::make_sample_graphs(sample_device);
+  if (can.graph_capture) sample_graphs = graphs::make_sample_graphs(sample_device);
 }
 
 Downscaler::Impl::~Impl() = default;
@@ -79,7 +79,7 @@ torch::Tensor Downscaler::Impl::view(const torch::Tensor& buf, size_t i) const {
 
 fused::Layout Downscaler::Impl::fused_layout() const {
   fused::Layout l;
-  if (mo.arch != Arch::kMlp) return l;
+  if (!denoisers::capabilities(mo.arch).fused_cpu) return l;
   auto offset_of = [&](const std::string& name) {
     for (size_t i = 0; i < names.size(); ++i)
       if (names[i] == name) return offsets[i];
@@ -154,10 +154,14 @@ double Downscaler::Impl::current_lr() const {
 }
 
 std::string Downscaler::training_path() const {
-  const auto& im = *impl_;
-  if (im.fused_mlp) return "fused-cpu";
-  if (im.cuda && im.to.cuda_graphs && graphs::compiled() && !im.train_graph_failed && im.mo.arch != Arch::kTorchscript)
-    return "autograd+cuda-graphs";
+  switch (train_path(*impl_)) {
+    case TrainPath::kFused:
+      return "fused-cpu";
+    case TrainPath::kGraph:
+      return "autograd+cuda-graphs";
+    case TrainPath::kEager:
+      break;
+  }
   return "autograd";
 }
 

@@ -466,10 +466,8 @@ void Mlp::forward(const float* params, const float* x_t, const float* context, c
     for (int64_t j = 0; j < P; ++j) out[i * P + j] = y_[i * P + j] + bo[j];
 }
 
-void Mlp::sample(const float* params, const SampleInputs& in, const std::vector<double>& alpha_bar,
-                 const std::vector<double>& post_c0, const std::vector<double>& post_ct,
-                 const std::vector<double>& post_var, bool ddpm, const std::vector<int64_t>& ddim_steps, double eta,
-                 bool v_objective, bool conservative, double x0_clip, float* x0_out) {
+void Mlp::sample(const float* params, const SampleInputs& in, const std::vector<diffusion::StepCoefficients>& steps,
+                 bool ddpm, bool v_objective, bool conservative, double x0_clip, float* x0_out) {
   const int64_t b = in.b, P = P_, C = C_, E = E_;
   if (b <= 0) return;
   ensure(b, false);
@@ -493,37 +491,18 @@ void Mlp::sample(const float* params, const SampleInputs& in, const std::vector<
       for (int64_t j = 0; j < P; ++j) x[i * P + j] -= m;
     }
   }
-  std::vector<int64_t> ts;
-  if (ddpm) {
-    for (int64_t t = static_cast<int64_t>(alpha_bar.size()) - 1; t >= 0; --t) ts.push_back(t);
-  } else {
-    ts = ddim_steps;
-  }
   const float* bo = params + layout_.bias[D_];
   int64_t draw = 1;
-  for (size_t k = 0; k < ts.size(); ++k) {
-    const int64_t t = ts[k];
-    const bool last = k + 1 == ts.size();
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const diffusion::StepCoefficients& c = steps[k];
+    if (c.u != c.t) throw std::logic_error("fused sampler: no churn");
+    const int64_t t = c.t;
+    const bool last = k + 1 == steps.size();
     gemv(H_, E, w0 + P + C, in_, table_ + t * E, emb_.data());
     gemm(false, true, b, H_, P, x, P, w0, in_, 0.0f, z_.data(), H_);
     hidden_layers(params, b, false, emb_.data(), g1_.data());
     // The sampler update, row by row (same arithmetic as diffusion.cpp's estimates + step).
-    const double ab = alpha_bar[t];
-    const float a = static_cast<float>(std::sqrt(ab)), s = static_cast<float>(std::sqrt(1.0 - ab));
-    double c_x0 = 0, c_eps = 0, sigma = 0, c_x = 0;
-    bool noisy = false;
-    if (ddpm) {
-      c_x0 = post_c0[t];
-      c_x = post_ct[t];
-      noisy = t > 0;
-      sigma = noisy ? std::sqrt(post_var[t]) : 0.0;
-    } else if (!last) {
-      const double ab_prev = alpha_bar[ts[k + 1]];
-      sigma = eta * std::sqrt((1.0 - ab_prev) / (1.0 - ab)) * std::sqrt(1.0 - ab / ab_prev);
-      c_x0 = std::sqrt(ab_prev);
-      c_eps = std::sqrt(std::max(0.0, 1.0 - ab_prev - sigma * sigma));
-      noisy = sigma > 0;
-    }
+    const bool noisy = ddpm ? t > 0 : c.z_coef > 0;
     const float* z = nullptr;
     if (noisy) {
       if (draw >= in.draws) throw std::logic_error("fused sampler: fewer pre-drawn noise fields than noisy steps");
@@ -536,13 +515,13 @@ void Mlp::sample(const float* params, const SampleInputs& in, const std::vector<
     st.v_objective = v_objective;
     st.ddpm = ddpm;
     st.last = last;
-    st.a = a;
-    st.s = s;
+    st.a = static_cast<float>(c.a);
+    st.s = static_cast<float>(c.b);
     st.clip = static_cast<float>(x0_clip);
-    st.c_x0 = static_cast<float>(c_x0);
-    st.c_x = static_cast<float>(c_x);
-    st.c_eps = static_cast<float>(c_eps);
-    st.sigma = static_cast<float>(sigma);
+    st.c_x0 = static_cast<float>(c.x0_coef);
+    st.c_x = static_cast<float>(c.x_coef);
+    st.c_eps = static_cast<float>(c.eps_coef);
+    st.sigma = static_cast<float>(c.z_coef);
     st.bias = bo;
     st.weights = in.weights;
     st.noise = z;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "trainer/downscaler.hpp"
+#include "trainer/step_coefficients.hpp"
 
 namespace finecast::trainer::fused {
 
@@ -65,13 +66,12 @@ class Mlp {
     const float* noise = nullptr;    ///< [draws, b, P] pre-drawn N(0,1); draw 0 is x_T
     int64_t draws = 0;
   };
-  /// The whole DDPM or DDIM loop (same arithmetic as diffusion::ddpm_sample / ddim_sample with
-  /// the conservative projection and x0 clipping); x0 [b,P] receives the normalised residual.
-  /// Noise draw k (k >= 1) is used at the k-th noisy update, in loop order.
-  void sample(const float* params, const SampleInputs& in, const std::vector<double>& alpha_bar,
-              const std::vector<double>& post_c0, const std::vector<double>& post_ct,
-              const std::vector<double>& post_var, bool ddpm, const std::vector<int64_t>& ddim_steps, double eta,
-              bool v_objective, bool conservative, double x0_clip, float* x0);
+  /// The whole DDPM or DDIM loop over `steps` (diffusion::sampler_steps, without churn: the
+  /// coefficients diffusion::ddpm_sample / ddim_sample step with, and the same conservative
+  /// projection and x0 clipping); x0 [b,P] receives the normalised residual. Noise draw k
+  /// (k >= 1) is used at the k-th noisy update, in loop order.
+  void sample(const float* params, const SampleInputs& in, const std::vector<diffusion::StepCoefficients>& steps,
+              bool ddpm, bool v_objective, bool conservative, double x0_clip, float* x0);
 
  private:
   void ensure(int64_t b, bool derivatives);

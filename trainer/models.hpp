@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Denoiser networks (internal, LibTorch): an MLP over flat patches and a small U-Net over k x k blocks.
+// What the denoisers share (internal, LibTorch); each network is in trainer/denoisers/.
 #pragma once
 
 #include <torch/torch.h>

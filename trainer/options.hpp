@@ -12,10 +12,14 @@
 #include <string>
 
 #include "common/schema.hpp"
+#include "trainer/denoisers/list.hpp"
 
 namespace finecast::trainer {
 
-enum class Arch { kMlp, kUnet, kGraph, kTorchscript };
+/// The denoiser architectures (model.arch): those of trainer/denoisers/list.hpp, in its order.
+#define FINECAST_ARCH_ENUMERATOR(id, arch_name) id,
+enum class Arch { FINECAST_DENOISERS(FINECAST_ARCH_ENUMERATOR) };
+#undef FINECAST_ARCH_ENUMERATOR
 enum class Activation { kSilu, kGelu, kRelu };
 enum class NoiseSchedule { kLinear, kCosine };
 enum class Objective { kEps, kV };

@@ -65,7 +65,7 @@ void draw(const Downscaler::Impl& im, const Model& m, const float* context, cons
   c10::InferenceMode inference;
   const NormApplied& norm = *m.norm;
   const auto& sc = *m.schedule;
-  const auto ddim_ts = diffusion::ddim_timesteps(im.mo.diffusion_steps, o.steps);
+  const auto steps = diffusion::sampler_steps(sc, o);
   // Bounded batches keep memory flat for whole fields (20,480 patches x 8 members).
   const int64_t by_noise = std::max<int64_t>(1, kNoiseBudgetBytes / (draws * P * 4) / M);
   // The fused path gains nothing from batches above a few thousand rows; its buffers stay small.
@@ -94,8 +94,7 @@ void draw(const Downscaler::Impl& im, const Model& m, const float* context, cons
       in.weights = w.defined() ? w.data_ptr<float>() : nullptr;
       in.noise = noise.data_ptr<float>();
       in.draws = draws;
-      m.fused->sample(m.params, in, sc.alpha_bar, sc.post_c0, sc.post_ct, diffusion::ddpm_variance(sc, o.ddpm_variance),
-                      ddpm, ddim_ts, o.eta, im.mo.objective == Objective::kV, conservative,
+      m.fused->sample(m.params, in, steps, ddpm, im.mo.objective == Objective::kV, conservative,
                       diffusion::SamplerSetup{}.x0_clip, r.data_ptr<float>());
       if (progress) progress(r0 + rows, n);  // one pass; no per-step progress on this path
     } else if (m.graphs && o.cuda_graphs) {
@@ -118,7 +117,7 @@ void draw(const Downscaler::Impl& im, const Model& m, const float* context, cons
         setup.churn_noise = churn_noise(im.mo, o, noise_d);
         std::vector<torch::Tensor> t_cache(static_cast<size_t>(im.mo.diffusion_steps));
         // Progress inside a batch: one network evaluation per sampler step.
-        const int64_t evaluations = ddpm ? im.mo.diffusion_steps : static_cast<int64_t>(ddim_ts.size());
+        const auto evaluations = static_cast<int64_t>(steps.size());
         int64_t evaluated = 0;
         auto net = [&](const torch::Tensor& xt, int64_t t) {
           if (progress && evaluated > 0) progress(r0 + rows * evaluated / evaluations, n);

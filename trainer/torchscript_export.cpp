@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The exported TorchScript module: the sampling network's parameters and buffers copied into a
 // torch::jit::Module tree of the same names, and methods compiled from TorchScript source that
-// spell out, operation by operation, what models.cpp's networks and sampling.cpp's eager
-// sampler compute, so that the module reproduces Downscaler::sample for the same noise.
+// spell out, operation by operation, what the network (its definition in trainer/denoisers/, beside
+// its C++ module) and sampling.cpp's eager sampler compute, so that the module reproduces
+// Downscaler::sample for the same noise.
 #include "trainer/torchscript_export.hpp"
 
 #include <torch/script.h>
@@ -19,6 +20,8 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "trainer/denoisers/registry.hpp"
+#include "trainer/denoisers/script_source.hpp"
 #include "trainer/diffusion.hpp"
 #include "trainer/downscaler_impl.hpp"
 #include "trainer/sampling_internal.hpp"
@@ -29,43 +32,7 @@ namespace {
 
 namespace jit = torch::jit;
 
-/// A double as TorchScript source that reads back to the same double.
-std::string literal(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  std::string s = buf;
-  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
-  return s;
-}
-
-/// Module attribute names must be identifiers: "in" (the graph denoiser's input layer) is a
-/// Python keyword.
-std::string identifier(const std::string& name) {
-  static const std::set<std::string> keywords{"in",     "is",   "if",   "or",    "and",  "not",
-                                              "def",    "for",  "from", "with",  "as",   "class",
-                                              "return", "else", "elif", "while", "pass", "lambda"};
-  return keywords.count(name) ? name + "_" : name;
-}
-
-/// "self.net.<path>" with each component an identifier.
-std::string attr(const std::string& path) {
-  std::string out = "self.net";
-  size_t start = 0;
-  while (start <= path.size()) {
-    const size_t dot = path.find('.', start);
-    out += "." + identifier(path.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
-    if (dot == std::string::npos) break;
-    start = dot + 1;
-  }
-  return out;
-}
-
-/// Replaces every "{P}" of `text` by `prefix`.
-std::string with_prefix(std::string text, const std::string& prefix) {
-  for (size_t at = text.find("{P}"); at != std::string::npos; at = text.find("{P}", at + prefix.size()))
-    text.replace(at, 3, prefix);
-  return text;
-}
+using denoisers::script::identifier;
 
 /// The tensors of the network, as a tree of modules of the same (dotted) names.
 struct Node {
@@ -100,163 +67,9 @@ jit::Module build(const Node& node, const std::string& type_name, const std::sha
   return m;
 }
 
-std::string activation_source(Activation a) {
-  switch (a) {
-    case Activation::kSilu:
-      return "torch.silu(x)";
-    case Activation::kGelu:
-      return "torch.gelu(x, approximate=\"tanh\")";
-    case Activation::kRelu:
-      return "torch.relu(x)";
-  }
-  return "x";
-}
-
-/// The conditioning vector of the U-Net and the graph denoiser (context head and step).
-std::string conditioning_source(const ModelOptions& mo) {
-  const int64_t fine = mo.static_channels * mo.patch_size, head = mo.context_size - fine;
-  std::string s = "        head = context.narrow(1, 0, " + std::to_string(head) + ")\n";
-  s += "        cond = self._act(torch.linear(torch.cat([head, " + attr("step_table") + ".index_select(0, t)], 1), " +
-       attr("cond1.weight") + ", " + attr("cond1.bias") + "))\n";
-  s += "        cond = self._act(torch.linear(cond, " + attr("cond2.weight") + ", " + attr("cond2.bias") + "))\n";
-  if (mo.static_channels > 0)
-    s += "        fields = context.narrow(1, " + std::to_string(head) + ", " + std::to_string(fine) +
-         ").reshape([x_t.size(0), " + std::to_string(mo.static_channels) + ", " + std::to_string(mo.patch_size) +
-         "])\n";
-  return s;
-}
-
-bool has(const std::shared_ptr<models::Denoiser>& net, const std::string& name) {
-  for (const auto& p : net->named_parameters(true))
-    if (p.key() == name) return true;
-  return false;
-}
-
-/// models.cpp's MlpDenoiser::forward.
-std::string mlp_source(const ModelOptions& mo) {
-  std::string s =
-      "    def denoise(self, x_t: Tensor, t: Tensor, context: Tensor) -> Tensor:\n"
-      "        h = torch.cat([x_t, context, " +
-      attr("step_table") + ".index_select(0, t)], 1)\n";
-  for (int64_t i = 0; i < mo.depth; ++i) {
-    const std::string l = "layer" + std::to_string(i);
-    s += "        h = self._act(torch.linear(h, " + attr(l + ".weight") + ", " + attr(l + ".bias") + "))\n";
-  }
-  s += "        return torch.linear(h, " + attr("out.weight") + ", " + attr("out.bias") + ")\n";
-  return s;
-}
-
-/// models.cpp's UNetDenoiser::forward, CondBlock and SelfAttention.
-std::string unet_source(const ModelOptions& mo, const std::shared_ptr<models::Denoiser>& net) {
-  const int64_t k = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(mo.patch_size))));
-  const std::string K = std::to_string(k);
-  std::string s;
-  for (const char* block : {"down1", "down2", "mid", "up"}) {
-    const std::string b = block;
-    const std::string skip = has(net, b + ".skip.weight")
-                                 ? "torch.conv2d(x, " + attr(b + ".skip.weight") + ", " + attr(b + ".skip.bias") + ")"
-                                 : "x";
-    s += with_prefix("    def _block_" + b +
-                         "(self, x: Tensor, cond: Tensor) -> Tensor:\n"
-                         "        h = torch.conv2d(self._act(x), {P}.conv1.weight, {P}.conv1.bias, [1, 1], [1, 1]) + "
-                         "torch.linear(cond, {P}.cond.weight, {P}.cond.bias).unsqueeze(-1).unsqueeze(-1)\n"
-                         "        h = torch.conv2d(self._act(h), {P}.conv2.weight, {P}.conv2.bias, [1, 1], [1, 1])\n"
-                         "        return h + " +
-                         skip + "\n",
-                     attr(b));
-  }
-  if (mo.attention) {
-    const int64_t ch = 2 * mo.unet_channels, heads = ch % 4 == 0 ? 4 : 1, d = ch / heads;
-    s += with_prefix(
-        "    def _attention(self, x: Tensor) -> Tensor:\n"
-        "        b = x.size(0)\n"
-        "        h = x.size(2)\n"
-        "        w = x.size(3)\n"
-        "        n = h * w\n"
-        "        tokens = x.flatten(2).transpose(1, 2)\n"
-        "        qkv = torch.linear(torch.layer_norm(tokens, [" +
-            std::to_string(ch) + "]), {P}.qkv.weight, {P}.qkv.bias).view([b, n, 3, " + std::to_string(heads) + ", " +
-            std::to_string(d) +
-            "]).permute([2, 0, 3, 1, 4])\n"
-            "        att = torch.softmax(torch.matmul(qkv[0], qkv[1].transpose(-2, -1)) / " +
-            literal(std::sqrt(static_cast<double>(d))) +
-            ", -1)\n"
-            "        o = torch.matmul(att, qkv[2]).transpose(1, 2).reshape([b, n, " +
-            std::to_string(ch) +
-            "])\n"
-            "        return x + torch.linear(o, {P}.proj.weight, {P}.proj.bias).transpose(1, 2).reshape([b, " +
-            std::to_string(ch) + ", h, w])\n",
-        attr("attn"));
-  }
-  s += "    def denoise(self, x_t: Tensor, t: Tensor, context: Tensor) -> Tensor:\n";
-  s += conditioning_source(mo);
-  s += "        b = x_t.size(0)\n";
-  s += "        image = x_t.reshape([b, 1, " + K + ", " + K + "])\n";
-  if (mo.static_channels > 0)
-    s += "        image = torch.cat([image, fields.reshape([b, " + std::to_string(mo.static_channels) + ", " + K +
-         ", " + K + "])], 1)\n";
-  auto conv = [](const std::string& x, const std::string& name, const std::string& stride) {
-    return "torch.conv2d(" + x + ", " + attr(name + ".weight") + ", " + attr(name + ".bias") + ", [" + stride + ", " +
-           stride + "], [1, 1])";
-  };
-  s += "        h0 = " + conv("image", "conv_in", "1") + "\n";
-  s += "        s1 = self._block_down1(h0, cond)\n";
-  s += "        h = self._block_down2(" + conv("s1", "downsample", "2") + ", cond)\n";
-  if (mo.attention) s += "        h = self._attention(h)\n";
-  s += "        h = self._block_mid(h, cond)\n";
-  s += "        h = " + conv("h.repeat_interleave(2, 2).repeat_interleave(2, 3)", "upconv", "1") + "\n";
-  s += "        h = self._block_up(torch.cat([h, s1], 1), cond)\n";
-  s += "        return " + conv("self._act(h)", "conv_out", "1") + ".reshape([b, " + std::to_string(k * k) + "])\n";
-  return s;
-}
-
-/// models.cpp's GraphDenoiser::forward, GraphBlock and GraphConv.
-std::string graph_source(const ModelOptions& mo, const std::shared_ptr<models::Denoiser>& net) {
-  std::string s =
-      "    def _graph_conv(self, h: Tensor, weight: Tensor, bias: Tensor, neighbours: Tensor) -> Tensor:\n"
-      "        b = h.size(0)\n"
-      "        c = h.size(2)\n"
-      "        n = neighbours.size(0) // 3\n"
-      "        padded = torch.cat([h, h.new_zeros([b, 1, c])], 1)\n"
-      "        nb = padded.index_select(1, neighbours).reshape([b, n, 3 * c])\n"
-      "        return torch.linear(torch.cat([h, nb], 2), weight, bias)\n"
-      "    def _pool(self, h: Tensor, order: Tensor) -> Tensor:\n"
-      "        b = h.size(0)\n"
-      "        n = h.size(1)\n"
-      "        c = h.size(2)\n"
-      "        return h.index_select(1, order).reshape([b, n // 4, 4, c]).mean(2)\n";
-  for (const char* block : {"down0", "down1", "mid", "up1", "up0"}) {
-    const std::string b = block;
-    const std::string skip = has(net, b + ".skip.weight")
-                                 ? "torch.linear(x, " + attr(b + ".skip.weight") + ", " + attr(b + ".skip.bias") + ")"
-                                 : "x";
-    s += with_prefix("    def _block_" + b +
-                         "(self, x: Tensor, cond: Tensor) -> Tensor:\n"
-                         "        h = self._graph_conv(self._act(x), {P}.conv1.lin.weight, {P}.conv1.lin.bias, "
-                         "{P}.conv1.neighbours) + torch.linear(cond, {P}.cond.weight, {P}.cond.bias).unsqueeze(1)\n"
-                         "        h = self._graph_conv(self._act(h), {P}.conv2.lin.weight, {P}.conv2.lin.bias, "
-                         "{P}.conv2.neighbours)\n"
-                         "        return h + " +
-                         skip + "\n",
-                     attr(b));
-  }
-  s += "    def denoise(self, x_t: Tensor, t: Tensor, context: Tensor) -> Tensor:\n";
-  s += conditioning_source(mo);
-  s += "        cells = x_t.unsqueeze(2)\n";
-  if (mo.static_channels > 0) s += "        cells = torch.cat([cells, fields.transpose(1, 2)], 2)\n";
-  s += "        h0 = torch.linear(cells, " + attr("in.weight") + ", " + attr("in.bias") + ") + " + attr("place") +
-       ".unsqueeze(0)\n";
-  s += "        s0 = self._block_down0(h0, cond)\n";
-  s += "        s1 = self._block_down1(self._pool(s0, " + attr("pool0") + "), cond)\n";
-  s += "        h = self._block_mid(self._pool(s1, " + attr("pool1") + "), cond)\n";
-  s += "        h = self._block_up1(torch.cat([h.index_select(1, " + attr("up1") + "_tensor), s1], 2), cond)\n";
-  s += "        h = self._block_up0(torch.cat([h.index_select(1, " + attr("up0") + "_tensor), s0], 2), cond)\n";
-  s += "        return torch.linear(self._act(h), " + attr("out.weight") + ", " + attr("out.bias") + ").squeeze(2)\n";
-  return s;
-}
-
-/// sampling.cpp's eager path and diffusion.cpp's samplers, with the per-step coefficients as
-/// float64 buffers (read back as Python floats, so every scalar is the double the C++ code uses).
+/// sampling.cpp's eager path and diffusion.cpp's samplers, with their per-step coefficients
+/// (diffusion::sampler_steps, the table the C++ samplers step with) as float64 buffers (read back
+/// as Python floats, so every scalar is the double the C++ code uses).
 const char* kSamplerSource = R"TS(
     def normalise_context(self, context: Tensor) -> Tensor:
         return (context - self.context_mean) / self.context_std
@@ -356,46 +169,6 @@ const char* kSamplerSource = R"TS(
             fine = fine + base.repeat_interleave(members, 0)
         return fine.reshape([n, members, self.patch_size])
 )TS";
-
-/// The sampler's steps and their coefficients, computed as diffusion.cpp computes them.
-struct Coefficients {
-  std::vector<int64_t> timesteps;
-  std::vector<double> a, b, x0, x, eps, z;
-};
-
-Coefficients coefficients(const diffusion::Schedule& sc, const SampleOptions& so) {
-  Coefficients c;
-  const bool ddpm = so.sampler == Sampler::kDdpm;
-  if (ddpm) {
-    for (int64_t t = sc.steps - 1; t >= 0; --t) c.timesteps.push_back(t);
-  } else {
-    c.timesteps = diffusion::ddim_timesteps(sc.steps, so.steps);
-  }
-  for (size_t i = 0; i < c.timesteps.size(); ++i) {
-    const int64_t t = c.timesteps[i];
-    c.a.push_back(std::sqrt(sc.alpha_bar[t]));
-    c.b.push_back(std::sqrt(1.0 - sc.alpha_bar[t]));
-    if (ddpm) {
-      c.x0.push_back(sc.post_c0[t]);
-      c.x.push_back(sc.post_ct[t]);
-      c.eps.push_back(0.0);
-      c.z.push_back(t > 0 ? std::sqrt(diffusion::ddpm_variance(sc, so.ddpm_variance)[t]) : 0.0);  // none at t = 0
-    } else if (i + 1 < c.timesteps.size()) {
-      const double ab = sc.alpha_bar[t], ab_prev = sc.alpha_bar[c.timesteps[i + 1]];
-      const double sigma = so.eta * std::sqrt((1.0 - ab_prev) / (1.0 - ab)) * std::sqrt(1.0 - ab / ab_prev);
-      c.x0.push_back(std::sqrt(ab_prev));
-      c.x.push_back(0.0);
-      c.eps.push_back(std::sqrt(std::max(0.0, 1.0 - ab_prev - sigma * sigma)));
-      c.z.push_back(sigma);
-    } else {
-      c.x0.push_back(0.0);
-      c.x.push_back(0.0);
-      c.eps.push_back(0.0);
-      c.z.push_back(0.0);
-    }
-  }
-  return c;
-}
 
 torch::Tensor f64(const std::vector<double>& v) { return torch::tensor(v, torch::kFloat64); }
 
@@ -594,14 +367,21 @@ void export_torchscript(const Downscaler& model, const ExportOptions& options, c
 
   m.register_buffer("context_mean", im.sample_norm.context_mean.to(torch::kCPU).clone());
   m.register_buffer("context_std", im.sample_norm.context_std.to(torch::kCPU).clone());
-  const Coefficients c = coefficients(im.sample_schedule, so);
-  m.register_buffer("timesteps", torch::tensor(c.timesteps, torch::kInt64));
-  m.register_buffer("coef_a", f64(c.a));
-  m.register_buffer("coef_b", f64(c.b));
-  m.register_buffer("coef_x0", f64(c.x0));
-  m.register_buffer("coef_x", f64(c.x));
-  m.register_buffer("coef_eps", f64(c.eps));
-  m.register_buffer("coef_z", f64(c.z));
+  const auto steps = diffusion::sampler_steps(im.sample_schedule, so);  // no churn (refused above)
+  auto column = [&](double diffusion::StepCoefficients::*field) {
+    std::vector<double> v;
+    for (const auto& c : steps) v.push_back(c.*field);
+    return f64(v);
+  };
+  std::vector<int64_t> timesteps;
+  for (const auto& c : steps) timesteps.push_back(c.t);
+  m.register_buffer("timesteps", torch::tensor(timesteps, torch::kInt64));
+  m.register_buffer("coef_a", column(&diffusion::StepCoefficients::a));
+  m.register_buffer("coef_b", column(&diffusion::StepCoefficients::b));
+  m.register_buffer("coef_x0", column(&diffusion::StepCoefficients::x0_coef));
+  m.register_buffer("coef_x", column(&diffusion::StepCoefficients::x_coef));
+  m.register_buffer("coef_eps", column(&diffusion::StepCoefficients::eps_coef));
+  m.register_buffer("coef_z", column(&diffusion::StepCoefficients::z_coef));
   m.register_buffer("alpha_bar", f64(im.sample_schedule.alpha_bar));
 
   // What forward() needs, then the metadata a user reads.
@@ -616,7 +396,7 @@ void export_torchscript(const Downscaler& model, const ExportOptions& options, c
   m.register_attribute("context_size", c10::IntType::get(), mo.context_size);
   m.register_attribute("static_channels", c10::IntType::get(), mo.static_channels);
   m.register_attribute("diffusion_steps", c10::IntType::get(), mo.diffusion_steps);
-  m.register_attribute("steps", c10::IntType::get(), static_cast<int64_t>(c.timesteps.size()));
+  m.register_attribute("steps", c10::IntType::get(), static_cast<int64_t>(steps.size()));
   m.register_attribute("eta", c10::FloatType::get(), so.sampler == Sampler::kDdpm ? 1.0 : so.eta);
   m.register_attribute("optimizer_step", c10::IntType::get(), im.step);
   const ExportConditioning cond = options.conditioning ? *options.conditioning : export_conditioning(meta);
@@ -636,17 +416,20 @@ void export_torchscript(const Downscaler& model, const ExportOptions& options, c
   m.register_attribute("metadata", c10::DictType::create(c10::StringType::get(), c10::StringType::get()), all);
 
   std::string source =
-      "    def _act(self, x: Tensor) -> Tensor:\n        return " + activation_source(mo.activation) + "\n";
-  if (user)
+      "    def _act(self, x: Tensor) -> Tensor:\n        return " + denoisers::script::activation(mo.activation) + "\n";
+  if (user) {
     source +=
         "    def denoise(self, x_t: Tensor, t: Tensor, context: Tensor) -> Tensor:\n"
         "        return self.net.forward(x_t, t, context)\n";
-  else if (mo.arch == Arch::kMlp)
-    source += mlp_source(mo);
-  else if (mo.arch == Arch::kUnet)
-    source += unet_source(mo, im.sample_net);
-  else
-    source += graph_source(mo, im.sample_net);
+  } else {
+    // The architecture's own TorchScript definition, beside its C++ module (trainer/denoisers/).
+    std::set<std::string> parameters;
+    for (const auto& p : im.sample_net->named_parameters(true)) parameters.insert(p.key());
+    const denoisers::Entry& arch = denoisers::entry(mo.arch);
+    if (!arch.torchscript)
+      throw InternalError("finecast-export: model.arch " + name(mo.arch) + " registers no TorchScript definition");
+    source += arch.torchscript(mo, parameters);
+  }
   source += kSamplerSource;
   // define() takes one method per def at the class's indentation: strip the 4 leading spaces.
   std::string dedented;

@@ -195,14 +195,6 @@ EpochResult TrainGraph::finish_epoch(const std::function<void(const std::string&
 }
 
 TrainGraph* train_graph_for(Downscaler::Impl& im, const EpochTensors& data, int64_t global) {
-  // A TorchScript denoiser trains eagerly (downscaler.cpp: no capture of a scripted module).
-  const bool wanted =
-      ((im.cuda && im.to.cuda_graphs && compiled()) || im.force_graph_path) && im.mo.arch != Arch::kTorchscript;
-  // train.context_noise draws per step outside the captured inputs: eager steps.
-  if (!wanted || im.train_graph_failed || im.fused_mlp || im.micro_batch != global || im.to.context_noise > 0)
-    return nullptr;
-  if (im.to.max_device_memory > 0 && estimate_batch_bytes(im.mo, im.flat.numel(), global) > im.to.max_device_memory)
-    return nullptr;
   const bool weighted = data.w.defined();
   if (!im.train_graph || im.train_graph->batch() != global || im.train_graph->weighted() != weighted)
     im.train_graph = std::make_unique<TrainGraph>(im, global, weighted);

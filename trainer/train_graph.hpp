@@ -87,9 +87,8 @@ class TrainGraph {
   torch::Tensor data_r0_, data_ctx_, data_w_;  ///< host copies of the epoch's data
 };
 
-/// The graph for this epoch, or null where the step runs eagerly: not CUDA (unless
-/// im.force_graph_path), train.cuda_graphs off, a failed capture before, micro-batching
-/// (accumulation or an out-of-memory back-off), or a memory limit the batch exceeds.
+/// The graph for this epoch's steps of `global` rows (made, or the last one when it fits), where
+/// train_path (training_internal.hpp) chose TrainPath::kGraph for them.
 TrainGraph* train_graph_for(Downscaler::Impl& im, const EpochTensors& data, int64_t global);
 
 }  // namespace finecast::trainer::graphs

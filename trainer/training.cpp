@@ -16,6 +16,7 @@
 #include "trainer/threads.hpp"
 #include "trainer/adamw.hpp"
 #include "trainer/autocast.hpp"
+#include "trainer/denoisers/registry.hpp"
 #include "trainer/philox_fill.hpp"
 #include "trainer/downscaler.hpp"
 #include "trainer/downscaler_impl.hpp"
@@ -49,18 +50,7 @@ void validate_train_options(const TrainOptions& t) {
 int64_t estimate_batch_bytes(const ModelOptions& mo, int64_t parameters, int64_t b) {
   // Parameters, gradient, Adam moments, EMA, denominator and the NaN-recovery copies.
   const int64_t fixed = 4 * parameters * 9;
-  int64_t per_sample = 0;
-  const int64_t P = mo.patch_size;
-  if (mo.arch == Arch::kMlp) {
-    const int64_t in = P + mo.context_size + mo.time_embedding;
-    per_sample = in + 3 * mo.depth * mo.hidden + 6 * P;
-  } else {
-    // Full-resolution maps of c channels (about 16 kept for backward), half-resolution maps of
-    // 2c channels (about 16), and the attention matrices of the lowest level.
-    const int64_t c = mo.unet_channels, tokens = P / 4;
-    per_sample = 16 * P * c + 16 * tokens * 2 * c + 6 * P;
-    if (mo.attention) per_sample += 3 * 4 * tokens * tokens + 8 * tokens * 2 * c;
-  }
+  const int64_t per_sample = denoisers::entry(mo.arch).activation_floats(mo);
   // x2: forward activations plus the backward pass's temporaries of the same size.
   return fixed + 2 * 4 * per_sample * b;
 }
@@ -77,6 +67,28 @@ bool is_out_of_memory(const std::exception& e) {
 }
 
 bool uses_fused(const Downscaler::Impl& im) { return im.fused_mlp != nullptr; }
+
+bool fused_runs(const ModelOptions& mo, const TrainOptions& to, const torch::Device& device) {
+  return denoisers::capabilities(mo.arch).fused_cpu && device.is_cpu() && fused::compiled() && !to.force_autograd;
+}
+
+TrainPath train_path(const Downscaler::Impl& im, int64_t global, bool group) {
+  // The fused trainer has no noise augmentation of the context: autograd trains it.
+  if (fused_runs(im.mo, im.to, im.device) && im.to.context_noise <= 0) return TrainPath::kFused;
+  // No capture of a scripted module (its graph executor may re-specialise during the first
+  // calls), after a failed capture, or with train.context_noise (drawn per step outside the
+  // captured inputs).
+  const bool capturable = denoisers::capabilities(im.mo.arch).graph_capture &&
+                          ((im.cuda && im.to.cuda_graphs && graphs::compiled()) || im.force_graph_path) &&
+                          !im.train_graph_failed && im.to.context_noise <= 0;
+  if (!capturable) return TrainPath::kEager;
+  if (global > 0) {
+    if (group || im.micro_batch != global) return TrainPath::kEager;
+    if (im.to.max_device_memory > 0 && estimate_batch_bytes(im.mo, im.flat.numel(), global) > im.to.max_device_memory)
+      return TrainPath::kEager;
+  }
+  return TrainPath::kGraph;
+}
 
 namespace {
 
@@ -336,7 +348,8 @@ EpochStats run_epoch(Downscaler::Impl& im, const EpochTensors& data,
   auto perm = torch::randperm(n, im.gen, long_cpu);
   // On CUDA, full global batches replay a captured graph of the whole step (graphs::TrainGraph);
   // it reports its losses and bad steps at the end of the epoch.
-  graphs::TrainGraph* graph = group ? nullptr : graphs::train_graph_for(im, data, global);
+  graphs::TrainGraph* graph =
+      train_path(im, global, group) == TrainPath::kGraph ? graphs::train_graph_for(im, data, global) : nullptr;
 
   for (int64_t start = 0; start < n; start += global) {
     if (im.pause) im.pause->wait_while_held();  // the host samples on these cores meanwhile

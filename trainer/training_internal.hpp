@@ -61,4 +61,22 @@ EpochStats run_epoch(Downscaler::Impl& im, const EpochTensors& data,
 /// Whether the fused CPU MLP path trains this model.
 bool uses_fused(const Downscaler::Impl& im);
 
+/// How a training step runs.
+enum class TrainPath {
+  kEager,  ///< autograd
+  kFused,  ///< the fused CPU MLP (fused_mlp.cpp)
+  kGraph,  ///< the whole step captured in a CUDA graph (train_graph.cpp; eagerly with im.force_graph_path)
+};
+
+/// Whether the fused CPU path runs a model of `mo` on `device`: its architecture has one, the
+/// build has a CBLAS, and train.force_autograd is off. Sampling on that device uses it then;
+/// training also needs train.context_noise off (train_path).
+bool fused_runs(const ModelOptions& mo, const TrainOptions& to, const torch::Device& device);
+
+/// The one choice of the training path. Without an epoch (global = 0): the path the model takes
+/// (training_path(); the constructor builds the fused trainer for kFused). For an epoch of steps
+/// of `global` rows: kGraph only with one micro-batch per step, training alone (not `group`,
+/// data-parallel), and within train.max_device_memory; eager otherwise.
+TrainPath train_path(const Downscaler::Impl& im, int64_t global = 0, bool group = false);
+
 }  // namespace finecast::trainer

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/trainer/random_rows.hpp"
 #include "tests/trainer/trainer_test_data.hpp"
 #include "trainer/checkpoint.hpp"
 #include "trainer/downscaler.hpp"
@@ -26,25 +27,7 @@ namespace {
 
 constexpr double kTolerance = 1e-5;
 
-/// Random training data of the model's shapes: the first context value is the patch mean of
-/// `fine` (the coarse value, as in a one-field context), the rest noise.
-struct Data {
-  std::vector<float> context, fine, coarse, weights;
-  int64_t n = 0;
-  Data(const ft::ModelOptions& mo, int64_t rows, uint64_t seed) : n(rows) {
-    auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
-    auto ctx = torch::randn({rows, mo.context_size}, gen);
-    auto f = torch::randn({rows, mo.patch_size}, gen) * 0.5 + 2.0 * ctx.narrow(1, 0, 1);
-    auto w = torch::rand({rows, mo.patch_size}, gen) + 0.5;
-    w = w / w.sum(1, true);
-    ctx.narrow(1, 0, 1).copy_((f * w).sum(1, true));
-    context.assign(ctx.data_ptr<float>(), ctx.data_ptr<float>() + ctx.numel());
-    fine.assign(f.data_ptr<float>(), f.data_ptr<float>() + f.numel());
-    weights.assign(w.data_ptr<float>(), w.data_ptr<float>() + w.numel());
-    for (int64_t i = 0; i < rows; ++i) coarse.push_back(context[static_cast<size_t>(i * mo.context_size)]);
-  }
-  ft::DataView view() const { return {context.data(), fine.data(), weights.data(), n}; }
-};
+using Data = ft::testing::RandomRows;
 
 torch::Tensor blob(std::vector<float>& v, std::vector<int64_t> shape) {
   return torch::from_blob(v.data(), shape, torch::kFloat32).clone();

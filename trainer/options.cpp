@@ -7,7 +7,6 @@
 #include <sstream>
 
 #include "common/error.hpp"
-#include "trainer/denoisers/registry.hpp"
 
 namespace finecast::trainer {
 
@@ -73,15 +72,12 @@ const schema::Table<ModelOptions>& model_options_table() {
   using M = ModelOptions;
   using namespace schema;
   // A resume compares every row but the TorchScript file's path (the embedded module's hash is
-  // compared instead, checkpoint_io.cpp); an option that shapes only some denoisers' networks (the
-  // `own_options` of their registry entries: the MLP's width and depth, the U-Net's channels and
-  // attention) only between two models that both use it.
-  const auto used_by = [](const std::string& key) {
-    return [key](const M& m) {
-      const auto& own = denoisers::entry(m.arch).own_options;
-      return std::find(own.begin(), own.end(), key) != own.end();
-    };
-  };
+  // compared instead, checkpoint_io.cpp); an option that shapes only one denoiser's network (the
+  // `own_options` of its registry entry, trainer/denoisers/: the MLP's width and depth, the
+  // U-Net's channels and attention) only between two models of that architecture. This library
+  // is torch-free and cannot ask the registry, so the two architectures are named here.
+  const auto mlp = [](const M& m) { return m.arch == Arch::kMlp; };
+  const auto unet = [](const M& m) { return m.arch == Arch::kUnet; };
   static const Table<M> t = [&] {
     Table<M> s;
     s.push_back(
@@ -101,9 +97,8 @@ const schema::Table<ModelOptions>& model_options_table() {
                     .compared_on_resume());
     s.push_back(integer("hidden", &M::hidden, 1, 16384, "MLP hidden width (at most 16384: 1 GiB of weights a layer)")
                     .compared_on_resume()
-                    .applies_when(used_by("hidden")));
-    s.push_back(
-        integer("depth", &M::depth, 1, 64, "MLP hidden layers").compared_on_resume().applies_when(used_by("depth")));
+                    .applies_when(mlp));
+    s.push_back(integer("depth", &M::depth, 1, 64, "MLP hidden layers").compared_on_resume().applies_when(mlp));
     s.push_back(
         integer("time_embedding", &M::time_embedding, 2, 4096, "size of the sinusoidal diffusion-step embedding")
             .compared_on_resume());
@@ -112,10 +107,10 @@ const schema::Table<ModelOptions>& model_options_table() {
     s.push_back(
         integer("unet_channels", &M::unet_channels, 1, 1024, "U-Net and graph denoiser base channels (at most 1024)")
             .compared_on_resume()
-            .applies_when(used_by("unet_channels")));
+            .applies_when(unet));
     s.push_back(boolean("attention", &M::attention, "unet: self-attention at the lowest resolution")
                     .compared_on_resume()
-                    .applies_when(used_by("attention")));
+                    .applies_when(unet));
     s.push_back(
         integer("diffusion_steps", &M::diffusion_steps, 2, 100000, "diffusion steps (training and DDPM sampling)")
             .compared_on_resume());

@@ -172,3 +172,28 @@ TEST(DenoiserRegistry, EveryDenoiserAgreesOnEveryPath) {
     }
   }
 }
+
+// The options an entry owns (denoisers::Entry::own_options) are exactly the model-option rows
+// that apply to its architecture alone (their applies_when in the torch-free options table,
+// which cannot ask the registry): a resume compares them only between two models of that
+// architecture. Registering a denoiser with options of its own needs both; this keeps them equal.
+TEST(DenoiserRegistry, OwnOptionsAreTheRowsThatApplyToTheirArchitectureAlone) {
+  namespace dn = finecast::trainer::denoisers;
+  using finecast::trainer::ModelOptions;
+  for (const auto& row : finecast::trainer::model_options_table()) {
+    std::vector<std::string> owners;
+    for (const dn::Entry* e : dn::all()) {
+      const bool owns = std::find(e->own_options.begin(), e->own_options.end(), row.key) != e->own_options.end();
+      const std::string arch = "arch " + std::to_string(static_cast<int>(e->arch));
+      if (owns) owners.push_back(arch);
+      ModelOptions o;
+      o.arch = e->arch;
+      if (row.applies) {
+        EXPECT_EQ(row.applies(o), owns) << row.key << " for " << arch;
+      } else {
+        EXPECT_FALSE(owns) << row.key << " is owned by " << arch << " but applies to every architecture";
+      }
+    }
+    EXPECT_LE(owners.size(), 1u) << row.key << " is owned by more than one denoiser";
+  }
+}

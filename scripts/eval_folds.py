@@ -21,6 +21,9 @@ import math
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import eval_summary  # noqa: E402  (the rows a report's bars are measured against)
+
 
 def fail(msg):
     print("eval_folds.py: error: " + msg, file=sys.stderr)
@@ -39,16 +42,14 @@ def scores(path, against):
     m = rows["model"]
     if m["members"] < 2 or m.get("spread") is None:
         fail(f"{path}: the model has {m['members']} member(s); spread/RMSE needs at least 2")
-    baselines = [r for n, r in rows.items() if n != "model" and not n.startswith("noise")]
     if against == "best_regression":
-        pool = [r for r in baselines if r["name"].startswith("regression_")] or baselines
-        ref = min(pool, key=lambda r: r["rmse"])
+        baselines = [r for n, r in rows.items() if n != "model" and not n.startswith("noise")]
+        ref = eval_summary.best_regression(rows) or min(baselines, key=lambda r: r["rmse"])
     elif against in rows:
         ref = rows[against]
     else:
         fail(f"{path} has no row '{against}' (--against)")
-    noise = [r for n, r in rows.items() if n.startswith("noise")]
-    strongest = min(noise, key=lambda r: r["crps"]) if noise else None
+    strongest = eval_summary.strongest_noise(rows)
     return {
         "rmse": m["rmse"], "crps": m["crps"], "crps_fair": m["crps_fair"], "spread_ratio": m["spread"] / m["rmse"],
         "rmse_ratio": m["rmse"] / ref["rmse"], "ref": ref["name"],

@@ -30,6 +30,18 @@ import math
 import sys
 
 
+def best_regression(rows):
+    """The regression_* row with the lowest RMSE of a report's rows (name -> row), or None."""
+    regressions = [r for n, r in rows.items() if n.startswith("regression_")]
+    return min(regressions, key=lambda r: r["rmse"]) if regressions else None
+
+
+def strongest_noise(rows):
+    """The noise reference with the lowest CRPS of a report's rows (name -> row), or None."""
+    noise = [r for n, r in rows.items() if n.startswith("noise")]
+    return min(noise, key=lambda r: r["crps"]) if noise else None
+
+
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--json", required=True, help="finecast-eval --json report")
@@ -84,7 +96,7 @@ def main(argv):
         if against == "best_regression":
             if not regressions:
                 sys.exit(f"eval_summary.py: {a.json} has no regression_* row for --against best_regression")
-            against = min(regressions, key=lambda r: r["rmse"])["name"]
+            against = best_regression(rows)["name"]
             out.append(f"{a.prefix}  --against best_regression: {against} (the regression row with the lowest RMSE)")
         if against not in rows:
             sys.exit(f"eval_summary.py: {a.json} has no row '{against}' for --factor")
@@ -95,7 +107,7 @@ def main(argv):
     checks.append((f"CRPS {model['crps']:.4g} < every baseline's (lowest: {worst['name']} {worst['crps']:.4g})",
                    model["crps"] < worst["crps"]))
     if noise:
-        strongest = min(noise, key=lambda r: r["crps"])
+        strongest = strongest_noise(rows)
         scale = "" if a.noise_factor == 1.0 else f"{a.noise_factor} x "
         lim = a.noise_factor * strongest["crps"]
         checks.append((f"CRPS {model['crps']:.4g} < {scale}the stronger noise reference's ({strongest['name']} "

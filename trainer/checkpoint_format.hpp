@@ -17,7 +17,7 @@ namespace finecast::trainer::format {
 //   /rng/state (uint8 generator state), /metadata (user string attributes),
 //   /validation (attributes: best_score, best_step, sessions_without_improvement,
 //   sessions_since_reduction, lr_scale, stopped, sessions; version 2), and the caller's typed
-//   attribute groups (CheckpointGroups: the plugin's /conditioning).
+//   attribute groups (CheckpointGroups: the plugin's /conditioning, /run and /sampling).
 
 /// How checkpoint files report failures: as CheckpointError, the message starting with the path.
 inline const h5::Reporting kCheckpointReporting{ErrorCode::kCheckpoint, ""};

@@ -433,7 +433,7 @@ void finish_run(PluginState& s) {
   } else if (s.is_trainer()) {
     s.trainer->session.wait();
   }
-  // Every rank (shown with log.all_ranks): what finecast's process costs the host's rank.
+  // Every rank, whatever log.all_ranks says: what finecast's process costs the host's rank.
   log::info("Peak resident memory " + std::to_string(static_cast<long long>(peak_resident_mib())) + " MiB; LibTorch " +
             (libtorch_loaded() ? "loaded" : "not loaded") + (s.is_trainer() ? " (trainer rank)" : ""));
   if (s.is_lead()) {

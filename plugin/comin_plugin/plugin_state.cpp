@@ -46,8 +46,8 @@ void RunPhase::transition(Phase to, const std::string& why) {
 }
 
 void PluginState::release() {
-  // The trainer first: its destructor joins a running session (which uses the model), then the
-  // output is published and the model, buffer and patch map are freed.
+  // The trainer first: its output is published and a running session (which uses the model) is
+  // joined (finish_run has already waited for it); then the model, buffer and patch map are freed.
   if (trainer) {
     if (trainer->output) trainer->output->publish();
     trainer.reset();

@@ -111,9 +111,9 @@ TEST(PluginLibrary, LoadsWithDlopenLikeComIn) {
   dlclose(lib);
 }
 
-// The plugin links libcomin by SONAME and defines one dynamic symbol, comin_main: nothing of its
-// C++ code can clash with a host's or another plugin's symbols.
-// comin_main for ComIn; finecast_external_trainer for finecast-trainer (train.placement: external).
+// The plugin links libcomin by SONAME and defines two dynamic symbols, comin_main for ComIn and
+// finecast_external_trainer for finecast-trainer (train.placement: external): nothing of its C++
+// code can clash with a host's or another plugin's symbols.
 TEST(PluginLibrary, ExportsCominMainAndTheExternalTrainerEntryOnly) {
   const Result needed = run("readelf -d " + kPlugin);
   ASSERT_EQ(needed.exit_code, 0) << needed.output;

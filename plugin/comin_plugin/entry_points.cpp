@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The ComIn life cycle of finecast: comin_main (the primary constructor, one of the two
-// symbols the plugin exports; finecast_external_trainer is the other), the secondary constructor, the coupling entry point and the destructor. Each
-// callback is a thin shell around a guard; the work is in setup.cpp and coupling_step.cpp.
+// symbols the plugin exports; finecast_external_trainer is the other), the secondary constructor, the coupling entry
+// point and the destructor. Each callback is a thin shell around a guard; the work is in setup.cpp and
+// coupling_step.cpp.
 #include "comin.h"
 #include "common/log.hpp"
 #include "plugin/comin_plugin/coupling_step.hpp"

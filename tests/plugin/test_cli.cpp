@@ -26,6 +26,14 @@ const std::vector<std::string> kPrograms = {"finecast-host", "finecast-replay", 
                                             "finecast-eval", "finecast-grid",   "finecast-trainer"};
 
 /// A minimal valid plugin config.
+// finecast-bench is built unless FINECAST_BENCH is off (the ASan build of scripts/sanitize.sh).
+#ifdef FINECAST_HAVE_BENCH
+constexpr bool kHaveBench = true;
+#else
+constexpr bool kHaveBench = false;
+#endif
+constexpr const char* kNoBench = "finecast-bench is not built here (FINECAST_BENCH=OFF)";
+
 const std::string kConfig = "fields: [ts]\ngrid: {file: grid.nc}\n";
 
 TEST(Cli, EveryProgramHasHelpAndVersion) {
@@ -38,6 +46,7 @@ TEST(Cli, EveryProgramHasHelpAndVersion) {
     EXPECT_EQ(r.rc, 0) << r.output;
     EXPECT_EQ(r.output, p + " " + FINECAST_VERSION + "\n");
   }
+  if (!kHaveBench) return;
   CommandResult r = run_command(binary("finecast-bench") + " --version");
   EXPECT_EQ(r.rc, 0) << r.output;
   EXPECT_EQ(r.output, std::string("finecast-bench ") + FINECAST_VERSION + "\n");
@@ -174,6 +183,7 @@ TEST(Cli, GridFileComesPositionallyOrAsGrid) {
 // finecast-bench trainer measures for minutes on a small machine: stderr says what it measures,
 // which repeat and the time, while stdout keeps only the result (here one JSON object).
 TEST(Cli, BenchTrainerReportsProgressOnStderrOnly) {
+  if (!kHaveBench) GTEST_SKIP() << kNoBench;
   ScratchDir dir("cli_bench");
   // In a subshell: run_command sends stderr to stdout after the command's own redirections.
   const CommandResult r =
@@ -201,6 +211,7 @@ TEST(Cli, BenchTrainerReportsProgressOnStderrOnly) {
 // measured (every redistribution, all-reduce and training run asked for, with positive times) and
 // the model, whose volumes are checked against numbers computed here.
 TEST(Cli, BenchScaleMeasuresAndModelsTheTrainerGroup) {
+  if (!kHaveBench) GTEST_SKIP() << kNoBench;
   ScratchDir dir("cli_bench_scale");
   const CommandResult r = run_command("(" + binary("finecast-bench") +
                                       " scale --json --ranks 1,2,4 --cells 20480,81920 --steps 4 --train-steps 12 "

@@ -3,6 +3,7 @@
 #include "eval/baseline_list.hpp"
 
 #include "common/error.hpp"
+#include "coupling/grid/context_stencil.hpp"
 
 namespace finecast::eval {
 
@@ -57,8 +58,17 @@ const Baseline& block_baseline(const std::string& name) { return named(all_basel
 
 const CellBaseline& cell_baseline(const std::string& name) { return named(cell_baselines(), name, "ICON patches"); }
 
-const Baseline& block_regression_base() { return block_baseline("bicubic_cons"); }
+std::string regression_base_name(coupling::Interpolant kind, bool latlon) {
+  // The plugin's interpolant names are the list's interpolations: bicubic, bspline, idw, linear.
+  return schema::name_of(coupling::resolve_interpolant(kind, latlon)) + "_cons";
+}
 
-const CellBaseline& cell_regression_base() { return cell_baseline("idw_cons"); }
+const Baseline& block_regression_base(coupling::Interpolant kind) {
+  return block_baseline(regression_base_name(kind, true));
+}
+
+const CellBaseline& cell_regression_base(coupling::Interpolant kind) {
+  return cell_baseline(regression_base_name(kind, false));
+}
 
 }  // namespace finecast::eval

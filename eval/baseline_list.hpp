@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "coupling/grid/patch_map.hpp"
+
 namespace finecast::eval {
 
 /// How block means (taken to sit at block centres) are interpolated to the fine cells.
@@ -79,9 +81,13 @@ const Baseline& block_baseline(const std::string& name);
 const CellBaseline& cell_baseline(const std::string& name);
 
 /// The conservative interpolant that regression_cons and regression_local add their fit to, and
-/// that the covariates' deviations are taken from: bicubic_cons on lat-lon blocks, idw_cons on
-/// ICON patches, the plugin's patch.interpolant auto (docs/evaluation.md, "regression_cons").
-const Baseline& block_regression_base();
-const CellBaseline& cell_regression_base();
+/// that the covariates' deviations are taken from, for the plugin's patch.interpolant `kind`
+/// (finecast-eval --regression-interpolant): the baseline <kind>_cons, auto resolved to
+/// bicubic_cons on lat-lon blocks and idw_cons on ICON patches (docs/evaluation.md,
+/// "regression_cons"). Throws ConfigError (coupling::resolve_interpolant) for a kind of the other
+/// grid.
+std::string regression_base_name(coupling::Interpolant kind, bool latlon);
+const Baseline& block_regression_base(coupling::Interpolant kind);
+const CellBaseline& cell_regression_base(coupling::Interpolant kind);
 
 }  // namespace finecast::eval

@@ -213,11 +213,16 @@ GridEvaluator<Layout>::GridEvaluator(Layout layout, std::vector<std::string> bas
 
 template <class Layout>
 void GridEvaluator<Layout>::set_regression(RegressionFit fit, Predictors predictors) {
+  regression_interpolant_ = fit.interpolant;
   book_.set_regression(std::move(fit), std::move(predictors), static_cast<int64_t>(cell_count(layout_)), who_);
 }
 
 template <class Layout>
 void GridEvaluator<Layout>::set_local_regression(RegressionFit fit, LocalTerms terms) {
+  if (fit.interpolant != regression_interpolant_)
+    throw InternalError(who_ +
+                        "::set_local_regression: regression_local fitted on another interpolant than "
+                        "regression_cons");
   book_.set_local_regression(std::move(fit), std::move(terms), static_cast<int64_t>(cell_count(layout_)),
                              static_cast<int64_t>(patch_count(layout_)), who_);
 }
@@ -297,7 +302,7 @@ std::vector<double> Evaluator::baseline(std::size_t i, const std::vector<double>
 }
 
 std::vector<double> Evaluator::regression_floor(const std::vector<double>& coarse) const {
-  return run_baseline(layout_, coarse, block_regression_base());
+  return run_baseline(layout_, coarse, block_regression_base(regression_interpolant_));
 }
 
 RadialSpectrum Evaluator::residual_spectrum(const std::vector<double>& residual) const {
@@ -324,7 +329,7 @@ std::vector<double> CellEvaluator::baseline(std::size_t i, const std::vector<dou
 }
 
 std::vector<double> CellEvaluator::regression_floor(const std::vector<double>& coarse) const {
-  return interp_.run(coarse, cell_regression_base());
+  return interp_.run(coarse, cell_regression_base(regression_interpolant_));
 }
 
 RadialSpectrum CellEvaluator::residual_spectrum(const std::vector<double>& residual) const {

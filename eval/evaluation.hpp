@@ -188,13 +188,13 @@ class GridEvaluator : public StepEvaluator {
   void add_noise(const double* truth, const std::vector<char>& mask = {}) final;
   const ResidualSpectrum& noise_spectrum() const final { return book_.noise_spectrum(); }
   const std::vector<std::pair<std::string, std::vector<double>>>& last_baselines() const final { return book_.last(); }
-  /// Adds the baseline regression_cons (the grid's conservative baseline plus the fitted
-  /// covariate terms), listed after the interpolation baselines; `predictors` are those of the
-  /// covariates on this layout (block_predictors, cell_predictors).
+  /// Adds the baseline regression_cons (the conservative baseline of fit.interpolant plus the
+  /// fitted covariate terms), listed after the interpolation baselines; `predictors` are those of
+  /// the covariates on this layout for the same interpolant (block_predictors, cell_predictors).
   void set_regression(RegressionFit fit, Predictors predictors);
   /// Adds regression_local after regression_cons (set_regression first): the same predictors
   /// and the local terms of the same covariates on this layout (block_local_terms,
-  /// cell_local_terms), `fit` their coefficients.
+  /// cell_local_terms), `fit` their coefficients (fitted on regression_cons's interpolant).
   void set_local_regression(RegressionFit fit, LocalTerms terms);
   const Layout& layout() const { return layout_; }
 
@@ -204,13 +204,15 @@ class GridEvaluator : public StepEvaluator {
   /// The rows, the mean truth spectrum and the counts; the grid adds its shape.
   void fill(EvalReport& report) const { book_.fill(report); }
   Layout layout_;
+  /// The regressions' interpolant (set_regression's fit.interpolant): their floor is its baseline.
+  coupling::Interpolant regression_interpolant_ = coupling::Interpolant::kAuto;
 
  private:
   /// The area-weighted block (patch) means of the truth.
   virtual std::vector<double> coarse_of(const double* truth) const = 0;
   /// Baseline `i` (in the order of the names given) from the coarse field.
   virtual std::vector<double> baseline(std::size_t i, const std::vector<double>& coarse) const = 0;
-  /// The field regression_cons adds its covariate terms to.
+  /// The field regression_cons adds its covariate terms to: the baseline of regression_interpolant_.
   virtual std::vector<double> regression_floor(const std::vector<double>& coarse) const = 0;
   virtual RadialSpectrum residual_spectrum(const std::vector<double>& residual) const = 0;
   /// InternalError naming `where` when `mask` is neither empty nor one flag per block (patch).

@@ -25,7 +25,7 @@ void check_sizes(std::size_t n, const std::vector<const double*>& covariates, co
 }  // namespace
 
 Predictors block_predictors(const BlockLayout& layout, const std::vector<std::string>& names,
-                            const std::vector<const double*>& covariates) {
+                            const std::vector<const double*>& covariates, coupling::Interpolant kind) {
   check_sizes(layout.size(), covariates, names);
   Predictors p;
   const std::size_t n = layout.size();
@@ -39,7 +39,7 @@ Predictors block_predictors(const BlockLayout& layout, const std::vector<std::st
         const std::size_t c = static_cast<std::size_t>(i) * layout.nx + j;
         anomaly[c] = x[c] - mean[static_cast<std::size_t>(i / layout.k) * layout.nbx() + j / layout.k];
       }
-    std::vector<double> deviation = run_baseline(layout, mean, block_regression_base());
+    std::vector<double> deviation = run_baseline(layout, mean, block_regression_base(kind));
     for (std::size_t c = 0; c < n; ++c) deviation[c] = x[c] - deviation[c];
     p.values.push_back(std::move(anomaly));
     p.values.push_back(std::move(deviation));
@@ -48,7 +48,7 @@ Predictors block_predictors(const BlockLayout& layout, const std::vector<std::st
 }
 
 Predictors cell_predictors(const CellInterpolator& interp, const std::vector<std::string>& names,
-                           const std::vector<const double*>& covariates) {
+                           const std::vector<const double*>& covariates, coupling::Interpolant kind) {
   const CellLayout& L = interp.layout();
   check_sizes(static_cast<std::size_t>(L.size()), covariates, names);
   Predictors p;
@@ -58,7 +58,7 @@ Predictors cell_predictors(const CellInterpolator& interp, const std::vector<std
     const std::vector<double> mean = patch_means(L, x);
     std::vector<double> anomaly(static_cast<std::size_t>(L.size()));
     for (int64_t c = 0; c < L.size(); ++c) anomaly[c] = x[c] - mean[L.patch_of(c)];
-    std::vector<double> deviation = interp.run(mean, cell_regression_base());
+    std::vector<double> deviation = interp.run(mean, cell_regression_base(kind));
     for (int64_t c = 0; c < L.size(); ++c) deviation[c] = x[c] - deviation[c];
     p.values.push_back(std::move(anomaly));
     p.values.push_back(std::move(deviation));
@@ -179,6 +179,7 @@ namespace {
 nlohmann::ordered_json fit_to_json(const RegressionFit& fit) {
   nlohmann::ordered_json j;
   j["baseline"] = fit.baseline;
+  if (fit.interpolant != coupling::Interpolant::kAuto) j["interpolant"] = schema::name_of(fit.interpolant);
   j["fit_on"] = fit.fit_on;
   j["n_points"] = fit.n_points;
   j["residual_rms"] = fit.residual_rms;
@@ -204,6 +205,10 @@ RegressionFit fit_from_json(const nlohmann::ordered_json& j, const std::string& 
   fit.n_points = j.value("n_points", int64_t{0});
   fit.residual_rms = j.value("residual_rms", 0.0);
   fit.fitted_rms = j.value("fitted_rms", 0.0);
+  if (j.contains("interpolant") &&
+      !(j["interpolant"].is_string() && schema::parse_name(j["interpolant"].get<std::string>(), fit.interpolant)))
+    throw ConfigError(source + ": " + what + "'s \"interpolant\" is " + j["interpolant"].dump() + ", expected one of " +
+                      schema::name_list<coupling::Interpolant>());
   if (j.contains("local_slopes")) {
     const auto& l = j["local_slopes"];
     if (!l.is_object() || !l.contains("rings") || !l["rings"].is_number_integer() || !l.contains("ridge") ||

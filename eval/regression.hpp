@@ -30,18 +30,21 @@ using coupling::RegressionFitter;
 /// (patch) mean so that the fitted correction never changes a block mean (the baseline stays
 /// conservative):
 ///  - `anomaly`: the covariate minus its own block mean (within-block anomaly);
-///  - `deviation`: the covariate minus the conservative interpolant of its own block means
-///    (bicubic_cons on lat-lon blocks, idw_cons on ICON patches).
+///  - `deviation`: the covariate minus the conservative interpolant of its own block means, the
+///    regression's base for the interpolant `kind` (block_regression_base, cell_regression_base:
+///    auto is bicubic_cons on lat-lon blocks, idw_cons on ICON patches).
 /// Predictor j = 2 s + 0 is covariate s's anomaly, 2 s + 1 its deviation.
 ///
 /// Predictors of fine covariates on a lat-lon window (each covariates[s] has layout.size()
 /// values in layout order). A NaN in a covariate makes its block's predictors NaN.
 Predictors block_predictors(const BlockLayout& layout, const std::vector<std::string>& names,
-                            const std::vector<const double*>& covariates);
+                            const std::vector<const double*>& covariates,
+                            coupling::Interpolant kind = coupling::Interpolant::kAuto);
 
-/// The same on the patches of an unstructured grid; `interp` gives idw_cons.
+/// The same on the patches of an unstructured grid; `interp` gives the base.
 Predictors cell_predictors(const CellInterpolator& interp, const std::vector<std::string>& names,
-                           const std::vector<const double*>& covariates);
+                           const std::vector<const double*>& covariates,
+                           coupling::Interpolant kind = coupling::Interpolant::kAuto);
 
 /// regression_local's extra predictors (docs/evaluation.md, "regression_local"): for each
 /// covariate s in options.terms, "NAME local" = (NAME deviation) x the local slope of the coarse
@@ -95,8 +98,9 @@ struct RegressionFits {
   std::optional<RegressionFit> local;
 };
 
-/// The fit as JSON (baseline, names, coefficients, points, RMS before and after, fit_on;
-/// regression_local: "local_slopes" with rings and ridge), and back.
+/// The fit as JSON (baseline, the interpolant when recorded, names, coefficients, points, RMS
+/// before and after, fit_on; regression_local: "local_slopes" with rings and ridge), and back (a
+/// fit without "interpolant", as written before it was recorded, reads as kAuto).
 std::string regression_to_json(const RegressionFit& fit);
 /// Throws ConfigError naming `source` when the text is not a fit written by regression_to_json.
 RegressionFit regression_from_json(const std::string& text, const std::string& source);

@@ -240,9 +240,9 @@ int ring_count(const PatchMap& map, int rings) {
   return 3 * rings * (rings + 1) / 2;
 }
 
-Interpolant resolve_interpolant(Interpolant kind, bool latlon) {
+Interpolant resolve_interpolant(Interpolant kind, bool latlon, const std::string& option, const std::string& grid) {
   if (kind == Interpolant::kAuto) return legacy_interpolant(latlon);
-  const std::string mismatch = interpolant_mismatch(kind, latlon);
+  const std::string mismatch = interpolant_mismatch(kind, latlon, option, grid);
   if (!mismatch.empty()) throw ConfigError(mismatch);
   return kind;
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "coupling/grid/patch_map.hpp"
@@ -32,9 +33,10 @@ void cells_within(const int64_t* neighbours, int n_neighbours, int64_t p, int ri
 inline constexpr int kBsplineReach = 7;
 
 /// `kind` for a grid of lat-lon blocks (`latlon`) or ICON cells: kAuto resolved (bicubic on
-/// lat-lon blocks, idw on ICON). Throws ConfigError naming patch.interpolant for a kind of the
-/// other grid type.
-Interpolant resolve_interpolant(Interpolant kind, bool latlon);
+/// lat-lon blocks, idw on ICON). Throws ConfigError naming `option` (interpolant_mismatch) for a
+/// kind of the other grid type.
+Interpolant resolve_interpolant(Interpolant kind, bool latlon, const std::string& option = "patch.interpolant",
+                                const std::string& grid = "grid.type");
 
 /// Builds what extract_patches needs for context_rings = `rings` (> 0: the ring table) and, when
 /// `interpolant` is set, the conservative interpolant's weights for `kind` (resolve_interpolant):

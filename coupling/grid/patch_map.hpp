@@ -35,12 +35,16 @@ inline const schema::Names<Interpolant>& names(Interpolant) {
 inline Interpolant legacy_interpolant(bool latlon) { return latlon ? Interpolant::kBicubic : Interpolant::kIdw; }
 
 /// "" when `kind` interpolates the grid's cells (auto does on both, bicubic and bspline on
-/// lat-lon blocks, idw and linear on ICON cells), else what is wrong and the fix.
-inline std::string interpolant_mismatch(Interpolant kind, bool latlon) {
+/// lat-lon blocks, idw and linear on ICON cells), else what is wrong and the fix. `option` names
+/// the setting and `grid` what says the grid type (the plugin's patch.interpolant and grid.type;
+/// finecast-eval's --regression-interpolant and its prediction's grid).
+inline std::string interpolant_mismatch(Interpolant kind, bool latlon, const std::string& option = "patch.interpolant",
+                                        const std::string& grid = "grid.type") {
   if (kind == Interpolant::kAuto || latlon == (kind == Interpolant::kBicubic || kind == Interpolant::kBspline))
     return std::string();
-  return "patch.interpolant " + schema::name_of(kind) + " interpolates " + (latlon ? "ICON cells" : "lat-lon blocks") +
-         ", but grid.type is " + (latlon ? "latlon: use bicubic or bspline" : "icon: use idw or linear") + " (or auto)";
+  return option + " " + schema::name_of(kind) + " interpolates " + (latlon ? "ICON cells" : "lat-lon blocks") +
+         ", but " + grid + " is " + (latlon ? "latlon: use bicubic or bspline" : "icon: use idw or linear") +
+         " (or auto)";
 }
 
 /// Interpolation weights from coarse cells to fine cells. Lat-lon blocks: separable, `width`

@@ -106,7 +106,9 @@ std::string describe(const RegressionFit& fit) {
   s += ": residual =";
   for (size_t j = 0; j < fit.coef.size(); ++j)
     s += fmt::format("{} {:.6g} * {}", j == 0 ? "" : " +", fit.coef[j], fit.names[j]);
-  s += fmt::format(" (fitted on {}: {} fine cells, residual RMS {:.5g} -> {:.5g})", fit.fit_on, fit.n_points,
+  const std::string base =
+      fit.interpolant == Interpolant::kAuto ? "" : "interpolant " + schema::name_of(fit.interpolant) + ", ";
+  s += fmt::format(" ({}fitted on {}: {} fine cells, residual RMS {:.5g} -> {:.5g})", base, fit.fit_on, fit.n_points,
                    fit.residual_rms, fit.fitted_rms);
   return s;
 }

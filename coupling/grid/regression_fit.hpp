@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/least_squares.hpp"
+#include "coupling/grid/patch_map.hpp"
 
 namespace finecast::coupling {
 
@@ -42,6 +43,9 @@ struct RegressionFit {
   std::string fit_on;         ///< where the fit came from (for reports)
   int local_rings = 0;        ///< regression_local: the local slopes' window (edge steps)
   double local_ridge = 0.0;   ///< and their ridge
+  /// The conservative interpolant the fit's residual was taken from and its predictors'
+  /// deviations are taken from (finecast-eval's <name>_cons; kAuto: not recorded, the grid's default).
+  Interpolant interpolant = Interpolant::kAuto;
   /// The share of the residual's variance the fit explains (1 when there was none).
   double explained() const;
 };
@@ -85,7 +89,7 @@ std::vector<double> apply_regression(const RegressionFit& fit, const Predictors&
 
 /// The coefficients as text: "regression_cons: residual = 0.0061 * HSURF anomaly + ... (fitted on
 /// ...: N fine cells, residual RMS a -> b)" (regression_local's with its local slopes' window and
-/// ridge).
+/// ridge; a recorded interpolant as "interpolant bspline, fitted on ...").
 std::string describe(const RegressionFit& fit);
 
 }  // namespace finecast::coupling

@@ -13,6 +13,7 @@
 
 #include "common/error.hpp"
 #include "coupling/conditioning/conditioning_settings.hpp"
+#include "coupling/grid/context_stencil.hpp"
 #include "eval/report.hpp"
 #include "eval/regression.hpp"
 
@@ -98,13 +99,14 @@ std::pair<std::string, std::string> split_file_var(const std::string& text, cons
 bool check_regression_options(const EvalOptions& o) {
   const EvalOptions defaults;
   if (o.statics.empty()) {
-    const char* needs = !o.fit_on.empty()                                   ? "--fit-on"
-                        : !o.regression_in.empty()                          ? "--regression-in"
-                        : !o.regression_out.empty()                         ? "--regression-out"
-                        : o.local_slopes != defaults.local_slopes           ? "--local-slopes"
-                        : o.local_slope_ridge != defaults.local_slope_ridge ? "--local-slope-ridge"
-                        : !o.local_slope_static.empty()                     ? "--local-slope-static"
-                                                                            : nullptr;
+    const char* needs = !o.fit_on.empty()                                             ? "--fit-on"
+                        : !o.regression_in.empty()                                    ? "--regression-in"
+                        : !o.regression_out.empty()                                   ? "--regression-out"
+                        : o.local_slopes != defaults.local_slopes                     ? "--local-slopes"
+                        : o.local_slope_ridge != defaults.local_slope_ridge           ? "--local-slope-ridge"
+                        : !o.local_slope_static.empty()                               ? "--local-slope-static"
+                        : o.regression_interpolant != defaults.regression_interpolant ? "--regression-interpolant"
+                                                                                      : nullptr;
     if (needs)
       throw ConfigError(std::string(needs) +
                         " is for the regression baselines (regression_cons, regression_local), which need the fine "
@@ -121,6 +123,14 @@ bool check_regression_options(const EvalOptions& o) {
         "--hold-out (it is then fitted on the rest), or --regression-in FILE (saved coefficients)");
   local_slope_options(o);
   return true;
+}
+
+coupling::Interpolant regression_interpolant(const EvalOptions& o, bool latlon) {
+  coupling::Interpolant kind = coupling::Interpolant::kAuto;
+  if (!schema::parse_name(o.regression_interpolant, kind))
+    throw ConfigError("--regression-interpolant " + o.regression_interpolant + ": expected one of " +
+                      schema::name_list<coupling::Interpolant>() + " (the plugin's patch.interpolant)");
+  return coupling::resolve_interpolant(kind, latlon, "--regression-interpolant", "the prediction's grid");
 }
 
 std::vector<std::string> static_names(const EvalOptions& o) {
@@ -187,9 +197,18 @@ std::string joined(const std::vector<std::string>& v) {
   return s;
 }
 
-/// --regression-in's fit of one baseline: the predictors and local slopes this run asks for.
+/// --regression-in's fit of one baseline: the predictors, interpolant (`kind` on a lat-lon or
+/// ICON grid, `latlon`) and local slopes this run asks for.
 void check_saved_fit(const EvalOptions& o, const eval::RegressionFit& r, const std::vector<std::string>& names,
-                     const coupling::LocalSlopeOptions& local) {
+                     coupling::Interpolant kind, bool latlon, const coupling::LocalSlopeOptions& local) {
+  const coupling::Interpolant saved = coupling::resolve_interpolant(r.interpolant, latlon);
+  if (saved != kind)
+    throw ConfigError("--regression-in " + o.regression_in + " holds " + r.baseline + " fitted on interpolant " +
+                      schema::name_of(saved) + " (" + eval::regression_base_name(saved, latlon) +
+                      (r.interpolant == coupling::Interpolant::kAuto ? "; the file records none: auto" : "") +
+                      "), but this run asks for --regression-interpolant " + schema::name_of(kind) + " (" +
+                      eval::regression_base_name(kind, latlon) + "): give --regression-interpolant " +
+                      schema::name_of(saved) + ", or fit anew");
   if (r.names != names)
     throw ConfigError("--regression-in " + o.regression_in + " holds " + r.baseline + " coefficients of " +
                       joined(r.names) + ", but the --static covariates" +
@@ -206,11 +225,12 @@ void check_saved_fit(const EvalOptions& o, const eval::RegressionFit& r, const s
 
 }  // namespace
 
-eval::RegressionFits finish_regression(const EvalOptions& o, const std::vector<std::string>& cons_names,
+eval::RegressionFits finish_regression(const EvalOptions& o, bool latlon, const std::vector<std::string>& cons_names,
                                        const std::vector<std::string>& local_names,
                                        const std::function<eval::RegressionFits()>& fit) {
   namespace fe = eval;
   const coupling::LocalSlopeOptions local = local_slope_options(o);
+  const coupling::Interpolant kind = regression_interpolant(o, latlon);
   fe::RegressionFits r;
   if (!o.regression_in.empty()) {
     std::ifstream in(o.regression_in);
@@ -218,7 +238,7 @@ eval::RegressionFits finish_regression(const EvalOptions& o, const std::vector<s
     std::stringstream text;
     text << in.rdbuf();
     r = fe::regressions_from_json(text.str(), "--regression-in " + o.regression_in);
-    check_saved_fit(o, r.cons, cons_names, local);
+    check_saved_fit(o, r.cons, cons_names, kind, latlon, local);
     if (local_names.empty()) {
       r.local.reset();  // a saved regression_local that this run does not ask for
     } else {
@@ -227,7 +247,7 @@ eval::RegressionFits finish_regression(const EvalOptions& o, const std::vector<s
                           " holds no regression_local fit (only regression_cons's), but --local-slopes " +
                           std::to_string(local.rings) +
                           " asks for one: write the file with --local-slopes, or score without it");
-      check_saved_fit(o, *r.local, local_names, local);
+      check_saved_fit(o, *r.local, local_names, kind, latlon, local);
     }
   } else {
     r = fit();
@@ -236,6 +256,8 @@ eval::RegressionFits finish_regression(const EvalOptions& o, const std::vector<s
       r.local->local_ridge = local.ridge;
     }
   }
+  r.cons.interpolant = kind;
+  if (r.local) r.local->interpolant = kind;
   std::cout << "  " << fe::describe(r.cons) << "\n";
   if (r.local) std::cout << "  " << fe::describe(*r.local) << "\n";
   if (!o.regression_out.empty()) {
@@ -288,6 +310,7 @@ void add_regression_meta(const eval::RegressionFits& fits, std::vector<std::pair
     return v.str();
   };
   const eval::RegressionFit& c = fits.cons;
+  meta.push_back({"regression_interpolant", schema::name_of(c.interpolant)});
   meta.push_back({"regression_fit_on", c.fit_on});
   meta.push_back({"regression_points", std::to_string(c.n_points)});
   for (std::size_t j = 0; j < c.coef.size(); ++j) meta.push_back({"regression_coef " + c.names[j], number(c.coef[j])});

@@ -37,6 +37,9 @@ struct EvalOptions {
   /// prediction's grid (a block is held out when any of its cells is non-zero).
   std::string hold_out;
   std::string regression_in, regression_out;  ///< reuse / save the regression baselines' coefficients
+  /// --regression-interpolant: the plugin's patch.interpolant whose conservative baseline the
+  /// regression baselines are fitted on (auto: bicubic_cons on lat-lon, idw_cons on ICON).
+  std::string regression_interpolant = "auto";
   /// --local-slopes RINGS: regression_local's window in edge steps; 0 = no regression_local.
   int local_slopes = 0;
   double local_slope_ridge = 0.1;  ///< --local-slope-ridge: shrinkage toward the field's slope (>= 0)
@@ -91,6 +94,11 @@ std::pair<std::string, std::string> split_file_var(const std::string& text, cons
 /// (ConfigError naming them).
 bool check_regression_options(const EvalOptions& options);
 
+/// --regression-interpolant for a lat-lon (`latlon`) or ICON grid, auto resolved (bicubic,
+/// idw). Throws ConfigError naming the option, the value and the grid when the name is unknown or
+/// interpolates the other grid type.
+coupling::Interpolant regression_interpolant(const EvalOptions& options, bool latlon);
+
 /// The covariates' names: the VAR of each --static FILE:VAR, in order.
 std::vector<std::string> static_names(const EvalOptions& options);
 
@@ -107,12 +115,14 @@ coupling::LocalSlopeOptions local_slope_options(const EvalOptions& options);
 /// data lay on the uniform one, explained 0.3% of the residual there and 26% on the right one.
 void warn_on_weak_covariates(const eval::RegressionFit& fit, const std::string& hint);
 
-/// After a fit (or --regression-in): prints the coefficients, writes --regression-out. With
+/// After a fit (or --regression-in): records the interpolant (regression_interpolant on a lat-lon
+/// or ICON grid, `latlon`) in the fits, prints the coefficients, writes --regression-out. With
 /// --regression-in, checks that the file's predictors are those given (`cons_names`, and
-/// `local_names` when regression_local is on: non-empty) and its local slopes' settings those of
-/// the options (ConfigError naming the file). `fit` fits both (the local one when local_names is
-/// non-empty).
-eval::RegressionFits finish_regression(const EvalOptions& options, const std::vector<std::string>& cons_names,
+/// `local_names` when regression_local is on: non-empty), its interpolant this run's (a file
+/// without one was fitted on auto) and its local slopes' settings those of the options
+/// (ConfigError naming the file). `fit` fits both (the local one when local_names is non-empty).
+eval::RegressionFits finish_regression(const EvalOptions& options, bool latlon,
+                                       const std::vector<std::string>& cons_names,
                                        const std::vector<std::string>& local_names,
                                        const std::function<eval::RegressionFits()>& fit);
 

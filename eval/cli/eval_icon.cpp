@@ -198,11 +198,12 @@ std::vector<double> read_static(const std::string& spec, const std::string& opti
 }
 
 /// Adds to the fitters (regression_cons's, and regression_local's when `terms` is given) the cells
-/// of the patches flagged in `use` (empty = all), for each step of `src`: residual = truth -
-/// idw_cons(patch means); regression_local's slopes from the same patch means.
+/// of the patches flagged in `use` (empty = all), for each step of `src`: residual = truth - the
+/// interpolant `kind`'s baseline (idw_cons or linear_cons) of the patch means; regression_local's
+/// slopes from the same patch means.
 void add_cell_fit_data(fe::RegressionFitter& fitter, fe::RegressionFitter* local, const fe::LocalTerms* terms,
                        IconVar& src, const std::vector<std::size_t>& steps, const fe::CellInterpolator& interp,
-                       const fe::Predictors& p, const std::vector<char>& use) {
+                       coupling::Interpolant kind, const fe::Predictors& p, const std::vector<char>& use) {
   const fe::CellLayout& L = interp.layout();
   std::vector<char> cell_use;
   if (!use.empty()) {
@@ -215,7 +216,7 @@ void add_cell_fit_data(fe::RegressionFitter& fitter, fe::RegressionFitter* local
   for (std::size_t t : steps) {
     src.read(t, 0, truth.data());
     const std::vector<double> coarse = fe::patch_means(L, truth.data());
-    const std::vector<double> base = interp.run(coarse, fe::cell_regression_base());
+    const std::vector<double> base = interp.run(coarse, fe::cell_regression_base(kind));
     std::vector<double> residual(truth.size());
     for (std::size_t i = 0; i < residual.size(); ++i) residual[i] = truth[i] - base[i];
     fitter.add(p, residual, w, cell_use);
@@ -303,12 +304,13 @@ ScoredPatches scored_patches(const EvalOptions& o, const fe::CellLayout& layout,
   return s;
 }
 
-/// regression_cons: idw_cons plus the covariate terms, fitted on the training split (the cells
-/// not held out, a --fit-on region, or a --fit-on file), and with --local-slopes regression_local
-/// on the same data; handed to the evaluator.
+/// regression_cons: the interpolant `kind`'s baseline (idw_cons or linear_cons) plus the covariate
+/// terms, fitted on the training split (the cells not held out, a --fit-on region, or a --fit-on
+/// file), and with --local-slopes regression_local on the same data; handed to the evaluator.
 fe::RegressionFits fit_regression(const EvalOptions& o, fe::CellEvaluator& ev, IconVar& truth,
                                   const std::vector<std::size_t>& tsteps, const coupling::IconGrid& grid,
-                                  const std::string& grid_path, const std::vector<char>& held, int L) {
+                                  const std::string& grid_path, const std::vector<char>& held, int L,
+                                  coupling::Interpolant kind) {
   const fe::CellLayout& layout = ev.layout();
   std::vector<std::vector<double>> values;
   std::vector<std::string> names;
@@ -318,7 +320,7 @@ fe::RegressionFits fit_regression(const EvalOptions& o, fe::CellEvaluator& ev, I
   }
   std::vector<const double*> ptrs;
   for (const auto& v : values) ptrs.push_back(v.data());
-  fe::Predictors p = fe::cell_predictors(ev.interpolator(), names, ptrs);
+  fe::Predictors p = fe::cell_predictors(ev.interpolator(), names, ptrs, kind);
   const coupling::LocalSlopeOptions slopes = local_slope_options(o);
   std::optional<fe::LocalTerms> terms;
   std::vector<std::string> local_names;
@@ -327,7 +329,7 @@ fe::RegressionFits fit_regression(const EvalOptions& o, fe::CellEvaluator& ev, I
     local_names = p.names;
     for (const auto& n : terms->names()) local_names.push_back(n);
   }
-  fe::RegressionFits fits = finish_regression(o, p.names, local_names, [&] {
+  fe::RegressionFits fits = finish_regression(o, false, p.names, local_names, [&] {
     fe::RegressionFitter fitter(p.names);
     std::optional<fe::RegressionFitter> local;
     if (terms) local.emplace(local_names, "regression_local");
@@ -337,7 +339,7 @@ fe::RegressionFits fit_regression(const EvalOptions& o, fe::CellEvaluator& ev, I
     if (o.fit_on.empty()) {
       std::vector<char> rest(held.size());
       for (std::size_t q = 0; q < held.size(); ++q) rest[q] = held[q] ? 0 : 1;
-      add_cell_fit_data(fitter, lp, tp, truth, tsteps, ev.interpolator(), p, rest);
+      add_cell_fit_data(fitter, lp, tp, truth, tsteps, ev.interpolator(), kind, p, rest);
       where =
           "the R2B" + std::to_string(L) + " cells of " + truth.path() + " not held out (--hold-out " + o.hold_out + ")";
     } else if (fe::is_region_text(o.fit_on)) {
@@ -347,7 +349,7 @@ fe::RegressionFits fit_regression(const EvalOptions& o, fe::CellEvaluator& ev, I
       if (n == 0)
         throw ConfigError("--fit-on " + o.fit_on + ": no R2B" + std::to_string(L) + " cell of grid '" + grid_path +
                           "' lies wholly inside");
-      add_cell_fit_data(fitter, lp, tp, truth, tsteps, ev.interpolator(), p, use);
+      add_cell_fit_data(fitter, lp, tp, truth, tsteps, ev.interpolator(), kind, p, use);
       where = "region " + o.fit_on + " of " + truth.path() + " (" + std::to_string(n) + " R2B" + std::to_string(L) +
               " cells)";
     } else {
@@ -355,7 +357,7 @@ fe::RegressionFits fit_regression(const EvalOptions& o, fe::CellEvaluator& ev, I
       check_on_grid(src, grid, grid_path);
       std::vector<std::size_t> steps;
       for (std::size_t t = 0; t < src.n_times(); ++t) steps.push_back(t);
-      add_cell_fit_data(fitter, lp, tp, src, steps, ev.interpolator(), p, {});
+      add_cell_fit_data(fitter, lp, tp, src, steps, ev.interpolator(), kind, p, {});
       where = o.fit_on + " (" + std::to_string(steps.size()) + " step(s))";
     }
     fe::RegressionFits out{fitter.solve(where), std::nullopt};
@@ -380,6 +382,7 @@ class IconEvalGrid : public EvalGrid {
     if (o.block > 0)
       throw ConfigError("--block is for lat-lon fields; " + pred_.describe() +
                         " is an ICON field (patches are coarse cells: use --coarse-level)");
+    interpolant_ = regression_interpolant(o, false);
     grid_path_ = grid_file(o);
     geometry_ = coupling::parse_icon_geometry(o.geometry, "--geometry");
     grid_ = coupling::read_icon_grid(grid_path_, geometry_);
@@ -435,7 +438,8 @@ class IconEvalGrid : public EvalGrid {
   const std::vector<char>& held() const override { return scored_.held; }
 
   fe::RegressionFits fit_regression(const std::vector<std::size_t>& tsteps) override {
-    return eval::cli::fit_regression(o_, *ev_, truth_, tsteps, grid_, grid_path_, scored_.held, level_.level);
+    return eval::cli::fit_regression(o_, *ev_, truth_, tsteps, grid_, grid_path_, scored_.held, level_.level,
+                                     interpolant_);
   }
   std::string weak_covariates_hint() const override {
     return std::string("the covariates and the data must be on the same geometry; this run uses ") +
@@ -502,6 +506,7 @@ class IconEvalGrid : public EvalGrid {
   std::vector<double> coarse_field_;
   CoarseLevel level_;
   fe::IdwOptions idw_;
+  coupling::Interpolant interpolant_ = coupling::Interpolant::kAuto;  ///< --regression-interpolant, resolved
   std::unique_ptr<fe::CellEvaluator> ev_;
   ScoredPatches scored_;
   double worst_coarse_ = 0.0;

@@ -252,22 +252,24 @@ std::vector<char> hold_out_blocks(const ft::EvalOptions& o, const GridVar& pred,
 }
 
 /// The fitters of the regression baselines: regression_cons's, and regression_local's when the
-/// local slopes are on.
+/// local slopes are on; `kind` their interpolant (--regression-interpolant).
 struct Fitters {
   fe::RegressionFitter cons;
   std::optional<fe::RegressionFitter> local;
   finecast::coupling::LocalSlopeOptions slopes;
+  finecast::coupling::Interpolant kind;
 };
 
 /// Adds to the fitters the cells of the blocks flagged in `block_use` (empty = all) of a window of
-/// `src`, for each of `steps`: residual = truth - bicubic_cons(block means); regression_local's
-/// slopes from the same block means over the whole window.
+/// `src`, for each of `steps`: residual = truth - the interpolant's baseline (bicubic_cons or
+/// bspline_cons) of the block means; regression_local's slopes from the same block means over the
+/// whole window.
 void add_fit_data(Fitters& fitters, GridVar& src, Covariates& cov, int y0, int ny, int x0, int nx, int k,
                   const std::vector<std::size_t>& steps, const std::vector<char>& block_use) {
   const fe::BlockLayout layout = window_layout(src, y0, ny, x0, nx, k);
   layout.validate();
   const auto values = cov.read(src, y0, ny, x0, nx);
-  const fe::Predictors p = fe::block_predictors(layout, cov.names, pointers(values));
+  const fe::Predictors p = fe::block_predictors(layout, cov.names, pointers(values), fitters.kind);
   std::optional<fe::LocalTerms> terms;
   if (fitters.local) terms.emplace(fe::block_local_terms(layout, cov.names, pointers(values), fitters.slopes));
   std::vector<char> use;
@@ -281,7 +283,7 @@ void add_fit_data(Fitters& fitters, GridVar& src, Covariates& cov, int y0, int n
   for (std::size_t t : steps) {
     src.read(t, 0, y0, ny, x0, nx, truth.data());
     const std::vector<double> coarse = fe::block_means(layout, truth.data());
-    const std::vector<double> base = fe::run_baseline(layout, coarse, fe::block_regression_base());
+    const std::vector<double> base = fe::run_baseline(layout, coarse, fe::block_regression_base(fitters.kind));
     std::vector<double> residual(layout.size());
     for (std::size_t i = 0; i < residual.size(); ++i) residual[i] = truth[i] - base[i];
     fitters.cons.add(p, residual, layout.weight, use);
@@ -373,15 +375,16 @@ Window scored_window(const ft::EvalOptions& o, const GridVar& pred, int k) {
   return w;
 }
 
-/// regression_cons (and regression_local): the covariates on the window, coefficients fitted on
-/// the training split (the window's blocks not held out, a --fit-on region of the truth, or a
-/// --fit-on file); handed to the evaluator.
+/// regression_cons (and regression_local) on the interpolant `kind`: the covariates on the window,
+/// coefficients fitted on the training split (the window's blocks not held out, a --fit-on region
+/// of the truth, or a --fit-on file); handed to the evaluator.
 fe::RegressionFits fit_regression(const ft::EvalOptions& o, fe::Evaluator& ev, const fe::BlockLayout& layout,
                                   GridVar& truth, const GridVar& pred, const Window& w, int ty0, int tx0, int k,
-                                  const std::vector<std::size_t>& tsteps, const std::vector<char>& scored) {
+                                  const std::vector<std::size_t>& tsteps, const std::vector<char>& scored,
+                                  finecast::coupling::Interpolant kind) {
   Covariates cov(o.statics);
   const auto values = cov.read(pred, w.y0, w.ny, w.x0, w.nx);
-  fe::Predictors p = fe::block_predictors(layout, cov.names, pointers(values));
+  fe::Predictors p = fe::block_predictors(layout, cov.names, pointers(values), kind);
   const finecast::coupling::LocalSlopeOptions slopes = ft::local_slope_options(o);
   std::optional<fe::LocalTerms> terms;
   std::vector<std::string> local_names;
@@ -390,8 +393,8 @@ fe::RegressionFits fit_regression(const ft::EvalOptions& o, fe::Evaluator& ev, c
     local_names = p.names;
     for (const auto& n : terms->names()) local_names.push_back(n);
   }
-  fe::RegressionFits fits = ft::finish_regression(o, p.names, local_names, [&] {
-    Fitters fitters{fe::RegressionFitter(p.names), std::nullopt, slopes};
+  fe::RegressionFits fits = ft::finish_regression(o, true, p.names, local_names, [&] {
+    Fitters fitters{fe::RegressionFitter(p.names), std::nullopt, slopes, kind};
     if (terms) fitters.local.emplace(local_names, "regression_local");
     std::string where;
     if (o.fit_on.empty()) {
@@ -438,6 +441,7 @@ class LatLonEvalGrid : public ft::EvalGrid {
   explicit LatLonEvalGrid(const ft::EvalOptions& o)
       : o_(o), truth_(o.truth_path(), o.truth_variable(), "truth"), pred_(o.pred, o.var, "prediction") {
     refuse_icon_options(o, pred_);
+    interpolant_ = ft::regression_interpolant(o, true);
     std::tie(ty0_, tx0_) = prediction_offset(truth_, pred_);
     k_ = block_size(o, pred_);
     w_ = scored_window(o, pred_, k_);
@@ -466,7 +470,7 @@ class LatLonEvalGrid : public ft::EvalGrid {
   const std::vector<char>& held() const override { return scored_; }
 
   fe::RegressionFits fit_regression(const std::vector<std::size_t>& tsteps) override {
-    return ::fit_regression(o_, *ev_, ev_->layout(), truth_, pred_, w_, ty0_, tx0_, k_, tsteps, scored_);
+    return ::fit_regression(o_, *ev_, ev_->layout(), truth_, pred_, w_, ty0_, tx0_, k_, tsteps, scored_, interpolant_);
   }
   std::string weak_covariates_hint() const override { return "check that the --static files are on the truth's grid"; }
 
@@ -517,6 +521,7 @@ class LatLonEvalGrid : public ft::EvalGrid {
   const ft::EvalOptions& o_;
   GridVar truth_, pred_;
   int ty0_ = 0, tx0_ = 0, k_ = 0;
+  finecast::coupling::Interpolant interpolant_ = finecast::coupling::Interpolant::kAuto;  ///< resolved
   Window w_;
   std::unique_ptr<fe::Evaluator> ev_;
   std::vector<char> scored_;
@@ -589,12 +594,19 @@ int main(int argc, char** argv) {
                  "NAME[,NAME...]: the covariates (VAR of --static) that get a local term in regression_local "
                  "(default: all; the slopes are always fitted on all of them jointly)")
       ->delimiter(',');
+  app.add_option("--regression-interpolant", o.regression_interpolant,
+                 "the conservative interpolant regression_cons and regression_local are fitted on (and the "
+                 "covariates' deviations taken from), named as the plugin's patch.interpolant: auto (bicubic on "
+                 "lat-lon, idw on ICON), bicubic or bspline (lat-lon: bicubic_cons, bspline_cons), idw or linear "
+                 "(ICON: idw_cons, linear_cons); give the plugin's value to score its patch.residual regression base")
+      ->capture_default_str();
   app.add_option("--regression-out", o.regression_out,
                  "write the regression baselines' coefficients as JSON to this file: regression_cons's fit, "
                  "or with --local-slopes {\"regression_cons\": fit, \"regression_local\": fit}");
   app.add_option("--regression-in", o.regression_in,
                  "use the coefficients of a file written by --regression-out instead of fitting (with "
-                 "--local-slopes the file must hold a regression_local fit)");
+                 "--local-slopes the file must hold a regression_local fit; fitted on the same "
+                 "--regression-interpolant)");
   app.add_option("--noise-members", o.noise_members,
                  "members of the noise references noise_white and noise_spectral (the best deterministic baseline "
                  "plus noise of its residual's RMS with zero block mean: white, or with the residual's spectrum on "

@@ -449,9 +449,10 @@ TEST(RegressionBase, RecoversKnownCoefficientsFromTheContextsAndLeavesNoResidual
 namespace {
 
 /// The plugin's in-situ fit of patch.residual regression on `truth` and one covariate `h` (both
-/// fine fields on `map`'s grid): the covariate normalised as the plugin does, the patches built,
-/// the fit per unit of the raw covariate.
-fc::RegressionFit plugin_fit(fc::PatchMap& map, const std::vector<double>& truth, const std::vector<double>& h) {
+/// fine fields on `map`'s grid) with patch.interpolant `kind`: the covariate normalised as the
+/// plugin does, the patches built, the fit per unit of the raw covariate.
+fc::RegressionFit plugin_fit(fc::PatchMap& map, const std::vector<double>& truth, const std::vector<double>& h,
+                             fc::Interpolant kind = fc::Interpolant::kAuto) {
   const std::vector<float> tf(truth.begin(), truth.end()), hf(h.begin(), h.end());
   const fc::StaticNorm norm = fc::static_normalisation(map, hf.data(), "h");
   std::vector<float> hn(hf.size());
@@ -459,7 +460,7 @@ fc::RegressionFit plugin_fit(fc::PatchMap& map, const std::vector<double>& truth
   fc::PatchOptions o;
   o.interp_base = true;
   o.n_static = 1;
-  fc::prepare_patch_map(map, 0, true);
+  fc::prepare_patch_map(map, 0, true, kind);
   fc::Patches p;
   fc::extract_patches(map, {tf.data()}, nullptr, {hn.data()}, o, p);
   fc::RegressionFitter fitter(fc::regression_names({"h"}, o));
@@ -494,7 +495,9 @@ void expect_same_fit(const fc::RegressionFit& plugin, const fc::RegressionFit& e
 // matters), the plugin's in-situ fit of patch.residual regression from the patches' contexts
 // (normalised covariate, float) and finecast-eval's regression_cons fit from the raw fields give
 // the same coefficients per unit of the covariate, fit points and residual RMS, on lat-lon blocks
-// (bicubic_cons base) and on ICON patches (idw_cons base): both weigh every fine cell by its area.
+// (bicubic_cons base; with patch.interpolant bspline, finecast-eval --regression-interpolant
+// bspline's bspline_cons) and on ICON patches (idw_cons base; linear: linear_cons): both weigh
+// every fine cell by its area.
 TEST(RegressionBase, ThePluginsFitIsFinecastEvalsOnTheSameData) {
   std::mt19937 rng(3);
   std::normal_distribution<double> noise(0.0, 1.0);
@@ -511,6 +514,11 @@ TEST(RegressionBase, ThePluginsFitIsFinecastEvalsOnTheSameData) {
   }
   const std::vector<double> base = fe::run_baseline(L, fe::block_means(L, truth.data()), kBicubicCons);
   expect_same_fit(plugin_fit(b.map, truth, h), eval_fit(pred, truth, base, L.weight), "lat-lon");
+  const fc::Interpolant bspline = fc::Interpolant::kBspline;
+  const fe::Predictors bpred = fe::block_predictors(L, {"h"}, {h.data()}, bspline);
+  const std::vector<double> bbase =
+      fe::run_baseline(L, fe::block_means(L, truth.data()), fe::block_regression_base(bspline));
+  expect_same_fit(plugin_fit(b.map, truth, h, bspline), eval_fit(bpred, truth, bbase, L.weight), "lat-lon bspline");
 
   // ICON: R2B3 cells in R2B1 patches.
   const fc::IconGrid g = fc::make_icosahedral_grid(3, 1);
@@ -530,6 +538,10 @@ TEST(RegressionBase, ThePluginsFitIsFinecastEvalsOnTheSameData) {
   const std::vector<double> ibase =
       interp.run(fe::patch_means(CL, ti.data()), {"idw_cons", fe::CellInterp::kIdw, true});
   expect_same_fit(plugin_fit(map, ti, hi), eval_fit(ipred, ti, ibase, w), "ICON");
+  const fc::Interpolant linear = fc::Interpolant::kLinear;
+  const fe::Predictors lpred = fe::cell_predictors(interp, {"h"}, {hi.data()}, linear);
+  const std::vector<double> lbase = interp.run(fe::patch_means(CL, ti.data()), fe::cell_regression_base(linear));
+  expect_same_fit(plugin_fit(map, ti, hi, linear), eval_fit(lpred, ti, lbase, w), "ICON linear");
 }
 
 // patch.local_slopes: a fine field whose sub-block temperature follows the coarse field's own

@@ -218,8 +218,15 @@ TEST(Baselines, BothGridsTakeTheirBaselinesFromTheOneList) {
   std::sort(sorted.begin(), sorted.end());
   EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end()) << "a name twice";
   EXPECT_EQ(fe::block_baseline("bicubic_cons").interp, fe::Interp::kBicubic);
-  EXPECT_TRUE(fe::block_regression_base().conservative);
-  EXPECT_EQ(fe::cell_regression_base().interp, fe::CellInterp::kIdw);
+  // The regression's base for each of the plugin's patch.interpolant names: <name>_cons.
+  using finecast::coupling::Interpolant;
+  EXPECT_EQ(fe::block_regression_base(Interpolant::kAuto).name, "bicubic_cons");
+  EXPECT_EQ(fe::block_regression_base(Interpolant::kBspline).name, "bspline_cons");
+  EXPECT_TRUE(fe::block_regression_base(Interpolant::kBspline).conservative);
+  EXPECT_EQ(fe::cell_regression_base(Interpolant::kAuto).interp, fe::CellInterp::kIdw);
+  EXPECT_EQ(fe::cell_regression_base(Interpolant::kLinear).name, "linear_cons");
+  EXPECT_THROW(fe::block_regression_base(Interpolant::kIdw), finecast::ConfigError);
+  EXPECT_THROW(fe::cell_regression_base(Interpolant::kBicubic), finecast::ConfigError);
   EXPECT_THROW(fe::block_baseline("idw"), finecast::InternalError);
   EXPECT_THROW(fe::cell_baseline("bicubic"), finecast::InternalError);
 }

@@ -239,6 +239,15 @@ void write_lapse_case(const std::string& truth, const std::string& pred, const s
   w.close();
 }
 
+/// write_lapse_case in `dir` (t.nc, pred.nc) with the height as the covariate HSURF (hsurf.nc) on
+/// the truth's grid: the arguments of a run whose regression is fitted outside lat 0..40.
+std::string lapse_case_args(const std::string& dir, const std::vector<double>& lat, const std::vector<double>& lon) {
+  write_lapse_case(dir + "t.nc", dir + "pred.nc", lat, lon);
+  write_field(dir + "hsurf.nc", "HSURF", lat, lon, height);
+  return "--truth " + dir + "t.nc --pred " + dir + "pred.nc --var ts --static " + dir + "hsurf.nc:HSURF " +
+         "--hold-out=0,40,0,80 ";
+}
+
 }  // namespace
 
 // One prediction value of 1e30 without a _FillValue gave an RMSE of 3e27, rc 0. The plugin's
@@ -318,11 +327,7 @@ TEST_F(EvalCli, RegressionBaselineIsFittedOnTheTrainingRegionPrintedSavedAndScor
 
 TEST_F(EvalCli, LocalSlopesAddRegressionLocalSavedWithRegressionConsAndTheirOptionsAreChecked) {
   // The truth of the regression test above: a smooth field minus a lapse rate on the height.
-  const std::string truth = dir_ + "t.nc", cov = dir_ + "hsurf.nc", pred = dir_ + "pred.nc";
-  write_lapse_case(truth, pred, lat_, lon_);
-  write_field(cov, "HSURF", lat_, lon_, height);
-  const std::string base =
-      "--truth " + truth + " --pred " + pred + " --var ts --static " + cov + ":HSURF --hold-out=0,40,0,80 ";
+  const std::string truth = dir_ + "t.nc", pred = dir_ + "pred.nc", base = lapse_case_args(dir_, lat_, lon_);
   const std::string csv = dir_ + "l.csv", json = dir_ + "l.json", both = dir_ + "both.json";
 
   Result r = run_eval(base + "--local-slopes 2 --csv " + csv + " --json " + json + " --regression-out " + both);
@@ -380,6 +385,11 @@ TEST_F(EvalCli, LocalSlopesAddRegressionLocalSavedWithRegressionConsAndTheirOpti
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.out.find(old), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("no regression_local fit"), std::string::npos) << r.out;
+  // It records no interpolant: it was fitted on the default's (bicubic_cons).
+  r = run_eval(base + "--regression-in " + old + " --regression-interpolant bspline");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.out.find("fitted on interpolant bicubic (bicubic_cons; the file records none: auto)"), std::string::npos)
+      << r.out;
 
   // Bad values: errors naming the option, the value and what was expected.
   r = run_eval(base + "--local-slopes 2 --local-slope-static HSURF,NOPE");
@@ -403,4 +413,49 @@ TEST_F(EvalCli, LocalSlopesAddRegressionLocalSavedWithRegressionConsAndTheirOpti
   r = run_eval("--truth " + truth + " --pred " + pred + " --var ts --local-slopes 2");
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.out.find("--static"), std::string::npos) << r.out;
+}
+
+// --regression-interpolant: the regression baselines on the plugin's patch.interpolant bspline sit
+// on bspline_cons (another regression_cons row than the default's bicubic_cons), the choice is in
+// the report and the saved fit, a name of the other grid type is refused, and so is a saved fit
+// of another interpolant.
+TEST_F(EvalCli, RegressionInterpolantChoosesTheBaseRecordsItAndRefusesAnother) {
+  const std::string base = lapse_case_args(dir_, lat_, lon_);
+  const std::string csv = dir_ + "a.csv", csv2 = dir_ + "b.csv", json = dir_ + "b.json";
+  const std::string fit_auto = dir_ + "auto.json", fit_bspline = dir_ + "bspline.json";
+  Result r = run_eval(base + "--csv " + csv + " --regression-out " + fit_auto);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  r = run_eval(base + "--regression-interpolant bspline --csv " + csv2 + " --json " + json + " --regression-out " +
+               fit_bspline);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("interpolant bspline, fitted on"), std::string::npos) << r.out;
+  auto bicubic = read_csv(csv), bspline = read_csv(csv2);
+  EXPECT_NE(bspline["regression_cons"][kRmse], bicubic["regression_cons"][kRmse]);
+  EXPECT_LT(bspline["regression_cons"][kRmse], 0.5 * bspline["bspline_cons"][kRmse]);
+  EXPECT_NE(slurp(json).find("\"regression_interpolant\": \"bspline\""), std::string::npos) << slurp(json);
+  EXPECT_NE(slurp(fit_bspline).find("\"interpolant\": \"bspline\""), std::string::npos) << slurp(fit_bspline);
+  EXPECT_NE(slurp(fit_auto).find("\"interpolant\": \"bicubic\""), std::string::npos) << slurp(fit_auto);
+
+  // The saved bspline fit scores the same with the same interpolant, and is refused with another.
+  r = run_eval(base + "--regression-interpolant bspline --regression-in " + fit_bspline + " --csv " + csv2);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_DOUBLE_EQ(read_csv(csv2)["regression_cons"][kRmse], bspline["regression_cons"][kRmse]);
+  r = run_eval(base + "--regression-in " + fit_bspline);
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.out.find("--regression-in " + fit_bspline + " holds regression_cons fitted on interpolant bspline"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("asks for --regression-interpolant bicubic"), std::string::npos) << r.out;
+
+  // An interpolant of ICON cells on a lat-lon field, and a name that is none.
+  r = run_eval(base + "--regression-interpolant idw");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.out.find("--regression-interpolant idw interpolates ICON cells, but the prediction's grid is latlon"),
+            std::string::npos)
+      << r.out;
+  r = run_eval(base + "--regression-interpolant cubic");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.out.find("--regression-interpolant cubic: expected one of auto, bicubic, bspline, idw, linear"),
+            std::string::npos)
+      << r.out;
 }

@@ -152,7 +152,9 @@ TEST(EvalRegression, JsonRoundTripKeepsTheFit) {
   fit.residual_rms = 1.3;
   fit.fitted_rms = 0.8;
   fit.fit_on = "train.nc";
+  fit.interpolant = finecast::coupling::Interpolant::kBspline;
   const fe::RegressionFit back = fe::regression_from_json(fe::regression_to_json(fit), "x.json");
+  EXPECT_EQ(back.interpolant, fit.interpolant);
   EXPECT_EQ(back.names, fit.names);
   EXPECT_DOUBLE_EQ(back.coef[0], fit.coef[0]);
   EXPECT_DOUBLE_EQ(back.coef[1], fit.coef[1]);
@@ -161,6 +163,16 @@ TEST(EvalRegression, JsonRoundTripKeepsTheFit) {
   EXPECT_NE(fe::describe(fit).find("-0.00612346 * HSURF anomaly"), std::string::npos) << fe::describe(fit);
   EXPECT_THROW(fe::regression_from_json("{\"x\": 1}", "bad.json"), finecast::ConfigError);
   EXPECT_THROW(fe::regression_from_json("not json", "bad.json"), finecast::ConfigError);
+  try {
+    fe::regression_from_json(R"({"baseline": "regression_cons", "interpolant": "cubic", "coefficients": {}})",
+                             "i.json");
+    ADD_FAILURE() << "an unknown interpolant was read";
+  } catch (const finecast::ConfigError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("i.json: regression_cons's \"interpolant\" is \"cubic\", expected one of auto"),
+        std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(EvalRegression, RecoversKnownCoefficientsOnIconPatches) {

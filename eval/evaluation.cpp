@@ -172,6 +172,9 @@ void ScoreBook::set_regression(RegressionFit fit, Predictors predictors, int64_t
 void ScoreBook::set_local_regression(RegressionFit fit, LocalTerms terms, int64_t n_values, int64_t n_patches,
                                      const std::string& who) {
   if (!has_regression_) throw InternalError(who + "::set_local_regression before set_regression");
+  if (fit.interpolant != fit_.interpolant)
+    throw InternalError(who +
+                        "::set_local_regression: regression_local fitted on another interpolant than regression_cons");
   if (fit.coef.size() != predictors_.values.size() + terms.options().terms.size())
     throw InternalError(who + "::set_local_regression: predictors and coefficients differ in number");
   if (static_cast<int64_t>(terms.n_cells()) != n_values || terms.n_patches() != n_patches)
@@ -213,16 +216,11 @@ GridEvaluator<Layout>::GridEvaluator(Layout layout, std::vector<std::string> bas
 
 template <class Layout>
 void GridEvaluator<Layout>::set_regression(RegressionFit fit, Predictors predictors) {
-  regression_interpolant_ = fit.interpolant;
   book_.set_regression(std::move(fit), std::move(predictors), static_cast<int64_t>(cell_count(layout_)), who_);
 }
 
 template <class Layout>
 void GridEvaluator<Layout>::set_local_regression(RegressionFit fit, LocalTerms terms) {
-  if (fit.interpolant != regression_interpolant_)
-    throw InternalError(who_ +
-                        "::set_local_regression: regression_local fitted on another interpolant than "
-                        "regression_cons");
   book_.set_local_regression(std::move(fit), std::move(terms), static_cast<int64_t>(cell_count(layout_)),
                              static_cast<int64_t>(patch_count(layout_)), who_);
 }
@@ -302,7 +300,7 @@ std::vector<double> Evaluator::baseline(std::size_t i, const std::vector<double>
 }
 
 std::vector<double> Evaluator::regression_floor(const std::vector<double>& coarse) const {
-  return run_baseline(layout_, coarse, block_regression_base(regression_interpolant_));
+  return run_baseline(layout_, coarse, block_regression_base(regression_interpolant()));
 }
 
 RadialSpectrum Evaluator::residual_spectrum(const std::vector<double>& residual) const {
@@ -329,7 +327,7 @@ std::vector<double> CellEvaluator::baseline(std::size_t i, const std::vector<dou
 }
 
 std::vector<double> CellEvaluator::regression_floor(const std::vector<double>& coarse) const {
-  return interp_.run(coarse, cell_regression_base(regression_interpolant_));
+  return interp_.run(coarse, cell_regression_base(regression_interpolant()));
 }
 
 RadialSpectrum CellEvaluator::residual_spectrum(const std::vector<double>& residual) const {

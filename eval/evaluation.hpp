@@ -63,6 +63,8 @@ class ScoreBook {
   /// regression_cons from now on; `who` and `n_values` check the predictors (InternalError).
   void set_regression(RegressionFit fit, Predictors predictors, int64_t n_values, const std::string& who);
   bool has_regression() const { return has_regression_; }
+  /// The interpolant regression_cons's fit was taken on: the regressions' floor is its baseline.
+  coupling::Interpolant regression_interpolant() const { return fit_.interpolant; }
   /// regression_local from now on (after set_regression: its predictors are regression_cons's
   /// followed by `terms`' for each step's coarse field); `fit` has their coefficients.
   void set_local_regression(RegressionFit fit, LocalTerms terms, int64_t n_values, int64_t n_patches,
@@ -203,16 +205,16 @@ class GridEvaluator : public StepEvaluator {
   GridEvaluator(Layout layout, std::vector<std::string> baseline_names, std::string who, std::string unit);
   /// The rows, the mean truth spectrum and the counts; the grid adds its shape.
   void fill(EvalReport& report) const { book_.fill(report); }
+  /// The regressions' interpolant: regression_floor() is its baseline.
+  coupling::Interpolant regression_interpolant() const { return book_.regression_interpolant(); }
   Layout layout_;
-  /// The regressions' interpolant (set_regression's fit.interpolant): their floor is its baseline.
-  coupling::Interpolant regression_interpolant_ = coupling::Interpolant::kAuto;
 
  private:
   /// The area-weighted block (patch) means of the truth.
   virtual std::vector<double> coarse_of(const double* truth) const = 0;
   /// Baseline `i` (in the order of the names given) from the coarse field.
   virtual std::vector<double> baseline(std::size_t i, const std::vector<double>& coarse) const = 0;
-  /// The field regression_cons adds its covariate terms to: the baseline of regression_interpolant_.
+  /// The field regression_cons adds its covariate terms to: the baseline of the regressions' interpolant.
   virtual std::vector<double> regression_floor(const std::vector<double>& coarse) const = 0;
   virtual RadialSpectrum residual_spectrum(const std::vector<double>& residual) const = 0;
   /// InternalError naming `where` when `mask` is neither empty nor one flag per block (patch).

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "trainer/packed_gemm.hpp"
 #include "trainer/simd.hpp"
 
 #if FINECAST_HAVE_CBLAS
@@ -303,6 +304,14 @@ int64_t grain_rows(int64_t n_per_row, int64_t work = 32768) {
   return std::max<int64_t>(1, work / std::max<int64_t>(1, n_per_row));
 }
 
+/// C[m, w.rows()] = A[m, w.depth()] W^T, the column panels split between threads (each element's
+/// sum is the same whatever the split). A chunk gets at least about 2^17 multiply-adds.
+void packed_product(int64_t m, const float* a, int64_t lda, const PackedWeight& w, float* c, int64_t ldc) {
+  const int64_t per_panel = std::max<int64_t>(1, m * w.depth() * PackedWeight::kPanel);
+  at::parallel_for(0, w.panels(), std::max<int64_t>(1, (int64_t{1} << 17) / per_panel),
+                   [&](int64_t p0, int64_t p1) { w.multiply(m, a, lda, c, ldc, p0, p1); });
+}
+
 }  // namespace
 
 bool compiled() {
@@ -349,9 +358,13 @@ void Mlp::ensure(int64_t b, bool derivatives) {
   emb_.assign(static_cast<size_t>(H_), 0.0f);
 }
 
-void Mlp::hidden_layers(const float* params, int64_t b, bool derivative, const float* bias0, const float* row0) {
+void Mlp::hidden_layers(const float* params, int64_t b, bool derivative, const float* bias0, const float* row0,
+                        bool packed) {
   for (int64_t l = 0; l < D_; ++l) {
-    if (l > 0) gemm(false, true, b, H_, H_, h_[l - 1].data(), H_, params + layout_.weight[l], H_, 0.0f, z_.data(), H_);
+    if (l > 0 && packed)
+      packed_product(b, h_[l - 1].data(), H_, packed_[static_cast<size_t>(l)], z_.data(), H_);
+    else if (l > 0)
+      gemm(false, true, b, H_, H_, h_[l - 1].data(), H_, params + layout_.weight[l], H_, 0.0f, z_.data(), H_);
     const float* bias = l == 0 && bias0 ? bias0 : params + layout_.bias[l];
     const float* row = l == 0 ? row0 : nullptr;
     float* h = h_[l].data();
@@ -362,7 +375,10 @@ void Mlp::hidden_layers(const float* params, int64_t b, bool derivative, const f
     });
   }
   // Output layer: y = h_{D-1} Wo^T (bias added by the caller's loss or sampler pass).
-  gemm(false, true, b, P_, H_, h_[D_ - 1].data(), H_, params + layout_.weight[D_], H_, 0.0f, y_.data(), P_);
+  if (packed)
+    packed_product(b, h_[D_ - 1].data(), H_, packed_[static_cast<size_t>(D_)], y_.data(), P_);
+  else
+    gemm(false, true, b, P_, H_, h_[D_ - 1].data(), H_, params + layout_.weight[D_], H_, 0.0f, y_.data(), P_);
 }
 
 double Mlp::train_micro(const float* params, float* grad, const EpochInputs& in, const MicroBatch& mb,
@@ -476,6 +492,12 @@ void Mlp::sample(const float* params, const SampleInputs& in, const std::vector<
   // g1_) + table[t] W_e^T (one gemv per step, in emb_): the context and step columns are not
   // recomputed for each of the 50 steps.
   gemm(false, true, b, H_, C, in.context, C, w0 + P, in_, 0.0f, g1_.data(), H_);
+  // The weights every step multiplies, packed once for the whole loop: layer 0's x_t columns,
+  // the hidden layers, the output layer.
+  packed_.resize(static_cast<size_t>(D_ + 1));
+  packed_[0].pack(w0, H_, P, in_);
+  for (int64_t l = 1; l < D_; ++l) packed_[static_cast<size_t>(l)].pack(params + layout_.weight[l], H_, H_, H_);
+  packed_[static_cast<size_t>(D_)].pack(params + layout_.weight[D_], P_, H_, H_);
   {
     const float* b0 = params + layout_.bias[0];
     for (int64_t i = 0; i < b; ++i)
@@ -499,8 +521,8 @@ void Mlp::sample(const float* params, const SampleInputs& in, const std::vector<
     const int64_t t = c.t;
     const bool last = k + 1 == steps.size();
     gemv(H_, E, w0 + P + C, in_, table_ + t * E, emb_.data());
-    gemm(false, true, b, H_, P, x, P, w0, in_, 0.0f, z_.data(), H_);
-    hidden_layers(params, b, false, emb_.data(), g1_.data());
+    packed_product(b, x, P, packed_[0], z_.data(), H_);
+    hidden_layers(params, b, false, emb_.data(), g1_.data(), true);
     // The sampler update, row by row (same arithmetic as diffusion.cpp's estimates + step).
     const bool noisy = ddpm ? t > 0 : c.z_coef > 0;
     const float* z = nullptr;

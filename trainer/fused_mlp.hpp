@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "trainer/downscaler.hpp"
+#include "trainer/packed_gemm.hpp"
 #include "trainer/step_coefficients.hpp"
 
 namespace finecast::trainer::fused {
@@ -78,7 +79,9 @@ class Mlp {
   /// The hidden layers from layer 0's product already in z_, then the output product in y_
   /// (without its bias). Layer 0 adds `bias0` (default: its bias) and `row0` ([b,H] or nullptr);
   /// fills h_ (activations) and, when `derivative`, d_ (their derivatives).
-  void hidden_layers(const float* params, int64_t b, bool derivative, const float* bias0, const float* row0);
+  /// `packed`: the products use packed_ (sampling) instead of sgemm on `params`.
+  void hidden_layers(const float* params, int64_t b, bool derivative, const float* bias0, const float* row0,
+                     bool packed = false);
 
   ModelOptions mo_;
   Layout layout_;
@@ -91,7 +94,8 @@ class Mlp {
   std::vector<float> z_, y_, dy_, g0_,
       g1_;  ///< scratch [b,H], out [b,P], dout [b,P], ping-pong [b,H]
   std::vector<double> row_sse_;
-  std::vector<float> emb_;  ///< [H] step-embedding term of layer 0 (sampling)
+  std::vector<float> emb_;            ///< [H] step-embedding term of layer 0 (sampling)
+  std::vector<PackedWeight> packed_;  ///< sampling: layer 0's x_t columns, hidden layers 1.., output
 };
 
 }  // namespace finecast::trainer::fused

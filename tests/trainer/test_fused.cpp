@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The fused CPU MLP against LibTorch autograd (loss, every gradient, sampling), and the fused
-// AdamW step against torch::optim::AdamW.
+// AdamW step against torch::optim::AdamW; the sampler's packed product against a product in double.
 #include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <cstdio>
+#include <random>
 #include <tuple>
 
 #include "tests/trainer/trainer_test_data.hpp"
@@ -13,6 +15,7 @@
 #include "trainer/downscaler.hpp"
 #include "trainer/downscaler_impl.hpp"
 #include "trainer/fused_mlp.hpp"
+#include "trainer/packed_gemm.hpp"
 #include "trainer/training_internal.hpp"
 
 namespace ft = finecast::trainer;
@@ -154,6 +157,50 @@ TEST(FusedMlpPath, SamplingEqualsTheAutogradSamplers) {
                 eta, worst, scale);
     EXPECT_LT(worst, 1e-4 * scale) << ft::name(sampler);
   }
+}
+
+TEST(PackedWeight, ProductEqualsTheDoublePrecisionProductAndDoesNotDependOnTheSplit) {
+  // C = A W^T through the packed panels against a product summed in double, for widths that end
+  // inside a 16-column panel and row counts that end inside the 6-row block; leading dimensions
+  // past the shapes, whose extra columns of C must stay untouched. Then the same elements from
+  // other splits (one row at a time, one panel at a time) must be bitwise equal: the sampler's
+  // output must not depend on batch size or thread count.
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal;
+  for (const int64_t m : {1, 5, 6, 7, 13, 80})
+    for (const int64_t n : {1, 15, 16, 17, 37})
+      for (const int64_t k : {1, 7, 64}) {
+        const int64_t lda = k + 3, ldw = k + 2, ldc = n + 5;
+        std::vector<float> a(static_cast<size_t>(m * lda)), w(static_cast<size_t>(n * ldw));
+        for (auto& v : a) v = normal(rng);
+        for (auto& v : w) v = normal(rng);
+        ft::fused::PackedWeight packed;
+        packed.pack(w.data(), n, k, ldw);
+        ASSERT_EQ(packed.panels(), (n + 15) / 16);
+        const float sentinel = 12345.0f;
+        std::vector<float> c(static_cast<size_t>(m * ldc), sentinel);
+        packed.multiply(m, a.data(), lda, c.data(), ldc, 0, packed.panels());
+        double worst = 0;
+        for (int64_t i = 0; i < m; ++i) {
+          for (int64_t j = 0; j < n; ++j) {
+            double exact = 0, magnitude = 0;
+            for (int64_t kk = 0; kk < k; ++kk) {
+              exact += static_cast<double>(a[i * lda + kk]) * w[j * ldw + kk];
+              magnitude += std::abs(static_cast<double>(a[i * lda + kk]) * w[j * ldw + kk]);
+            }
+            worst = std::max(worst, std::abs(c[i * ldc + j] - exact) / magnitude);
+          }
+          for (int64_t j = n; j < ldc; ++j) ASSERT_EQ(c[i * ldc + j], sentinel) << "column " << j << " written";
+        }
+        // The worst-case bound of k float multiply-adds (each rounding once or twice), relative
+        // to the sum of the terms' magnitudes.
+        EXPECT_LE(worst, 2.0 * static_cast<double>(k) * std::ldexp(1.0, -24)) << "m " << m << " n " << n << " k " << k;
+        std::vector<float> split(c.size(), sentinel);
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t p = 0; p < packed.panels(); ++p)
+            packed.multiply(1, a.data() + i * lda, lda, split.data() + i * ldc, ldc, p, p + 1);
+        ASSERT_EQ(split, c) << "m " << m << " n " << n << " k " << k;
+      }
 }
 
 TEST(FusedAdamW, OneStepEqualsTorchOptimAdamW) {

@@ -99,8 +99,7 @@ void PackedWeight::multiply(int64_t m, const float* a, int64_t lda, float* c, in
   if (p0 < 0 || p1 > panels() || p0 > p1) throw std::out_of_range("PackedWeight::multiply: panel range");
   if (m <= 0 || p0 == p1) return;
   if (k_ == 0) {
-    for (int64_t i = 0; i < m; ++i)
-      std::fill(c + i * ldc + p0 * kPanel, c + i * ldc + std::min(n_, p1 * kPanel), 0.0f);
+    for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc + p0 * kPanel, c + i * ldc + std::min(n_, p1 * kPanel), 0.0f);
     return;
   }
   multiply_panels(m, n_, k_, a, lda, storage_.data()->v, c, ldc, p0, p1);

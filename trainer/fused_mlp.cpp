@@ -73,7 +73,6 @@ void gemv(int64_t m, int64_t n, const float* a, int64_t lda, const float* x, flo
 // The helpers below are always inlined, so the ABI of passing 32-byte vectors without AVX (the
 // `default` clone) is never used: GCC's -Wpsabi note about it does not apply.
 #pragma GCC diagnostic ignored "-Wpsabi"
-using Lanes = float __attribute__((vector_size(32), aligned(4)));
 using LaneInts = int32_t __attribute__((vector_size(32), aligned(4)));
 constexpr int64_t kLanes = 8;
 
@@ -304,7 +303,7 @@ int64_t grain_rows(int64_t n_per_row, int64_t work = 32768) {
   return std::max<int64_t>(1, work / std::max<int64_t>(1, n_per_row));
 }
 
-/// C[m, w.rows()] = A[m, w.depth()] W^T, the column panels split between threads (each element's
+/// C[m, n] = A[m, w.depth()] W^T, the column panels split between threads (each element's
 /// sum is the same whatever the split). A chunk gets at least about 2^17 multiply-adds.
 void packed_product(int64_t m, const float* a, int64_t lda, const PackedWeight& w, float* c, int64_t ldc) {
   const int64_t per_panel = std::max<int64_t>(1, m * w.depth() * PackedWeight::kPanel);

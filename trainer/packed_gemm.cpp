@@ -14,10 +14,9 @@ namespace finecast::trainer::fused {
 
 namespace {
 
-// Eight floats as GCC's vector extension, as in fused_mlp.cpp; the helpers are always inlined
-// into the cloned function, so the `default` clone never passes a 32-byte vector by value.
+// Lanes (simd.hpp): the helpers are always inlined into the cloned function, so the `default`
+// clone never passes a 32-byte vector by value.
 #pragma GCC diagnostic ignored "-Wpsabi"
-using Lanes = float __attribute__((vector_size(32), aligned(4)));
 constexpr int64_t kPanel = PackedWeight::kPanel;
 constexpr int kRows = 6;
 
@@ -98,11 +97,8 @@ void PackedWeight::multiply(int64_t m, const float* a, int64_t lda, float* c, in
                             int64_t p1) const {
   if (p0 < 0 || p1 > panels() || p0 > p1) throw std::out_of_range("PackedWeight::multiply: panel range");
   if (m <= 0 || p0 == p1) return;
-  if (k_ == 0) {
-    for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc + p0 * kPanel, c + i * ldc + std::min(n_, p1 * kPanel), 0.0f);
-    return;
-  }
-  multiply_panels(m, n_, k_, a, lda, storage_.data()->v, c, ldc, p0, p1);
+  // (k = 0 reads no panel and writes zeros.)
+  multiply_panels(m, n_, k_, a, lda, reinterpret_cast<const float*>(storage_.data()), c, ldc, p0, p1);
 }
 
 }  // namespace finecast::trainer::fused

@@ -18,7 +18,6 @@ class PackedWeight {
   /// Copies W [n,k] with leading dimension ldw (>= k) into panels; reuses the storage.
   void pack(const float* w, int64_t n, int64_t k, int64_t ldw);
 
-  int64_t rows() const { return n_; }
   int64_t depth() const { return k_; }
   int64_t panels() const { return (n_ + kPanel - 1) / kPanel; }
 

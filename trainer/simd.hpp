@@ -15,3 +15,12 @@
 #define FINECAST_CLONES
 #define FINECAST_CLONES_FMA
 #endif
+
+namespace finecast::trainer {
+
+/// Eight floats as GCC's vector extension (the fused loops' unit; unaligned loads through
+/// memcpy). Functions that take or return it by value are always inlined into a cloned caller, so
+/// GCC's -Wpsabi note about the `default` clone's ABI does not apply (the .cpp files silence it).
+using Lanes = float __attribute__((vector_size(32), aligned(4)));
+
+}  // namespace finecast::trainer

@@ -82,14 +82,28 @@ TEST(DenoiserRegistry, EveryDenoiserAgreesOnEveryPath) {
     const torch::Tensor init = ft::internals(eager).flat.clone();
     const double eager_loss = eager.train_epoch(data.view()).avg_loss;
     eager.publish();
-    const double update = (ft::internals(eager).flat - init).norm().item<double>();
+    // The weights compared are those with a gradient above rounding. AdamW divides each
+    // gradient by its own running magnitude, so a weight whose gradient is zero in exact
+    // arithmetic (an output bias under the conservative constraint's mean removal, a bias in
+    // front of a normalisation) moves by about the learning rate in the direction of its rounding
+    // noise, which differs between two correct paths: on a Xeon with AVX-512 a U-Net's two such
+    // weights moved by 9e-5 and 4e-4 on the graph path against 1e-4 on the eager one, their
+    // root-mean-square gradient 1e-10 against 1e-3 at most. Those are left out; every other
+    // weight must take the same steps.
+    const torch::Tensor rms_grad = ft::internals(eager).exp_avg_sq.sqrt();
+    const torch::Tensor above_rounding = rms_grad >= 1e-6 * rms_grad.max();
+    const double update = ((ft::internals(eager).flat - init) * above_rounding).norm().item<double>();
     ASSERT_GT(update, 0.0);
     auto trains_alike = [&](ft::Downscaler& other, const std::string& path) {
       ASSERT_TRUE(torch::equal(ft::internals(other).flat, init)) << path << ": same seed, same weights";
       const double loss = other.train_epoch(data.view()).avg_loss;
-      const double diff = (ft::internals(other).flat - ft::internals(eager).flat).norm().item<double>() / update;
-      std::printf("[registry] %s %s training: loss %.7g vs eager %.7g, weight-update difference %.2e\n", arch.c_str(),
-                  path.c_str(), loss, eager_loss, diff);
+      const double diff =
+          ((ft::internals(other).flat - ft::internals(eager).flat) * above_rounding).norm().item<double>() / update;
+      std::printf(
+          "[registry] %s %s training: loss %.7g vs eager %.7g, weight-update difference %.2e "
+          "(%lld of %lld weights with a gradient above rounding)\n",
+          arch.c_str(), path.c_str(), loss, eager_loss, diff,
+          static_cast<long long>(above_rounding.sum().item<int64_t>()), static_cast<long long>(above_rounding.numel()));
       EXPECT_NEAR(loss, eager_loss, 1e-5 * eager_loss) << path;
       EXPECT_LT(diff, 1e-4) << path;
       other.publish();

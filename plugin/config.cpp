@@ -135,9 +135,14 @@ const schema::Table<Config>& config_table() {
     Table<TrainConfig> train{
         boolean("async", &TrainConfig::async,
                 "train on a background thread of the trainer rank while the host keeps stepping"),
-        integer("nice", &TrainConfig::nice, 0, 19,
-                "with async: nice levels the training thread and its OpenMP threads run below the host's "
-                "(Linux; at most 19 in all; 0 = the host's priority): the host's ranks take the cores first"),
+        integer_or_auto("nice", &TrainConfig::nice, 19,
+                        "with async: nice levels the training thread and its OpenMP threads run below the host's "
+                        "(Linux; at most 19 in all; 0 = the host's priority): the host's ranks take the cores "
+                        "first; auto: 0 on CPUs of its own (free_cores), else 19"),
+        boolean("free_cores", &TrainConfig::free_cores,
+                "with async: where the MPI launcher binds the ranks to cores and leaves some of the node free, "
+                "the training thread and its OpenMP threads run on those (split among the node's trainers), "
+                "not on the trainer rank's own cores; false: on the rank's cores"),
         integer("every", &TrainConfig::every, 1, kMax, "coupling steps between training sessions"),
         integer("min_steps", &TrainConfig::min_steps, 1, kMax,
                 "buffered steps before the first session (<= buffer.capacity)"),

@@ -67,8 +67,13 @@ struct BufferConfig {
 struct TrainConfig : trainer::TrainOptions {
   bool async = true;  ///< train on a background thread of the trainer rank
   /// Nice levels the asynchronous training thread runs below the host's thread (Linux; capped at
-  /// 19; 0 = the host's priority): the host's ranks take the cores first.
-  int nice = 0;
+  /// 19; 0 = the host's priority): the host's ranks take the cores first. -1 (auto): 0 where the
+  /// trainer has CPUs no host rank is bound to (free_cores), 19 where it shares the host's.
+  int nice = -1;
+  /// With async, where the MPI launcher binds the ranks to cores and leaves some of the node's
+  /// free: the training thread and its OpenMP threads run there (shared among the node's
+  /// trainers) rather than on the trainer rank's own cores, which the host's steps need.
+  bool free_cores = true;
   /// "lat0,lat1,lon0,lon1": patches wholly inside (every fine cell centre, in the grid's own
   /// coordinates) are never trained on, though their coarse values stay in their neighbours'
   /// context and they are sampled ("" = none).

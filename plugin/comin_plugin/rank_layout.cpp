@@ -1,15 +1,19 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "plugin/comin_plugin/rank_layout.hpp"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "common/log.hpp"
 #include "coupling/error.hpp"
+#include "plugin/comin_plugin/free_cpus.hpp"
 #include "plugin/comin_plugin/placement.hpp"
 
 namespace finecast::plugin {
@@ -29,16 +33,48 @@ void copy_text(char* out, size_t size, const std::string& text) {
   std::memcpy(out, text.data(), std::min(size - 1, text.size()));
 }
 
+/// The CPUs any thread of this process may run on: with OMP_PROC_BIND the host's OpenMP runtime
+/// binds each of its threads, the calling one included, to one place of the rank's CPUs, so the
+/// calling thread's own affinity may name one core of several.
+cpu_set_t cpus_of_this_process() {
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  if (sched_getaffinity(0, sizeof all, &all) != 0) CPU_ZERO(&all);
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    const pid_t tid = static_cast<pid_t>(std::strtol(task.path().filename().c_str(), nullptr, 10));
+    if (tid > 0 && sched_getaffinity(tid, sizeof one, &one) == 0) CPU_OR(&all, &all, &one);
+  }
+  return all;
+}
+
 }  // namespace
 
-/// Ranks of `comm` on this node. Collective: every rank must call it.
-int ranks_on_this_node(MPI_Comm comm) {
+NodeLayout node_layout(MPI_Comm comm, bool async_trainer) {
   MPI_Comm node;
   CHECK_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-  int local = 1;
+  int local = 1, me = 0;
   MPI_Comm_size(node, &local);
+  MPI_Comm_rank(node, &me);
+  // Each rank's CPUs as bytes (a cpu_set_t's bits, CPU c in byte c / 8), then its flag.
+  constexpr int kBytes = CPU_SETSIZE / 8;
+  std::vector<unsigned char> mine(kBytes + 1, 0), all(static_cast<size_t>(local) * (kBytes + 1));
+  const cpu_set_t set = cpus_of_this_process();
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) mine[static_cast<size_t>(c / 8)] |= static_cast<unsigned char>(1u << (c % 8));
+  mine[kBytes] = async_trainer ? 1 : 0;
+  CHECK_MPI(MPI_Allgather(mine.data(), kBytes + 1, MPI_UNSIGNED_CHAR, all.data(), kBytes + 1, MPI_UNSIGNED_CHAR, node));
   MPI_Comm_free(&node);
-  return local;
+  std::vector<NodeRank> ranks(static_cast<size_t>(local));
+  for (int r = 0; r < local; ++r) {
+    const unsigned char* bytes = all.data() + static_cast<size_t>(r) * (kBytes + 1);
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (bytes[c / 8] & (1u << (c % 8))) ranks[static_cast<size_t>(r)].cpus.push_back(c);
+    ranks[static_cast<size_t>(r)].async_trainer = bytes[kBytes] != 0;
+  }
+  return NodeLayout{local, free_cpu_share(ranks, node_cores(), me)};
 }
 
 /// This node's cores (at least 1).

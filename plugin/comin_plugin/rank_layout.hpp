@@ -5,13 +5,24 @@
 
 #include <mpi.h>
 
+#include <vector>
+
 #include "plugin/comin_plugin/plugin_comm.hpp"
 #include "plugin/comin_plugin/plugin_state.hpp"
 
 namespace finecast::plugin {
 
-/// Ranks of `comm` on this node. Collective: every rank must call it.
-int ranks_on_this_node(MPI_Comm comm);
+/// This node's share of the plugin's communicator, as this rank sees it.
+struct NodeLayout {
+  int ranks = 1;  ///< ranks of the communicator on this node
+  /// With `async_trainer`: the CPUs of this node that no rank of the communicator may run on
+  /// (the launcher bound them elsewhere), this trainer's share (free_cpus.hpp); else empty.
+  std::vector<int> free_cpus;
+};
+
+/// The ranks of `comm` on this node and the CPUs each may run on (the union over its threads'
+/// affinities). Collective: every rank must call it.
+NodeLayout node_layout(MPI_Comm comm, bool async_trainer);
 
 /// This node's cores (at least 1).
 int node_cores();

@@ -170,15 +170,15 @@ void setup_coupling(PluginState& s, PluginComm pc, const HostFacts& facts, const
   const std::vector<int64_t>& owned = c.external ? kNoCells : c.fields.front().owned.global_index;
   c.n_owned = static_cast<int64_t>(owned.size());
   c.local_values.resize(static_cast<size_t>(input_count(cfg)) * static_cast<size_t>(c.n_owned));
-  const int ranks_on_node = ranks_on_this_node(c.comm);  // collective, so before the trainer-only part
+  // Collective, so before the trainer-only part.
+  const NodeLayout node = node_layout(c.comm, c.is_trainer && cfg.train.async && cfg.train.free_cores);
   if (c.trainer_ranks.size() == 1) {
     // One trainer's set-up has no collective inside: its failure (grid file, device, checkpoint)
     // is agreed on too. A group's members wait for each other in theirs, so a failure there
     // stops the run at once (guard), reported by each failing trainer.
-    agree_or_stop(c.comm, c.is_trainer ? failure_of([&] { s.trainer = setup_trainer(s, facts, ranks_on_node); }) : "",
-                  kSetup);
+    agree_or_stop(c.comm, c.is_trainer ? failure_of([&] { s.trainer = setup_trainer(s, facts, node); }) : "", kSetup);
   } else if (c.is_trainer) {
-    s.trainer = setup_trainer(s, facts, ranks_on_node);
+    s.trainer = setup_trainer(s, facts, node);
   }
   report_placement(s);
   // A resumed run counts on from the checkpoint's coupling step, which only the trainers read:

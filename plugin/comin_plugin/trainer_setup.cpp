@@ -17,6 +17,7 @@
 #include "coupling/error.hpp"
 #include "coupling/grid/context_stencil.hpp"
 #include "coupling/grid/icon_hierarchy.hpp"
+#include "plugin/comin_plugin/free_cpus.hpp"
 #include "plugin/comin_plugin/mpi_reducer.hpp"
 #include "plugin/comin_plugin/output_claim.hpp"
 #include "plugin/comin_plugin/rank_layout.hpp"
@@ -38,11 +39,14 @@ int torch_threads(const Config& cfg, int ranks_on_node) {
   return std::max(1, node_cores() / std::max(1, ranks_on_node));
 }
 
-/// The cores the host's ranks leave this trainer: the node's cores less one per host rank on it
-/// (an asynchronous session trains while its own rank steps too; a synchronous one has its
-/// rank's core), at most the cores this process may run on (an MPI launcher that binds each rank
-/// to a core leaves it one), at least 1.
-int free_cores(int ranks_on_node, bool async) {
+/// The cores the host's ranks leave this trainer: with CPUs of its own (an asynchronous trainer
+/// moved to the node's CPUs that no rank may run on), those; else the node's cores less one per
+/// host rank on it (an asynchronous session trains while its own rank steps too; a synchronous
+/// one has its rank's core), at most the cores this process may run on (an MPI launcher that
+/// binds each rank to a core leaves it one), at least 1.
+int free_cores(const NodeLayout& layout, bool async) {
+  if (async && !layout.free_cpus.empty()) return static_cast<int>(layout.free_cpus.size());
+  const int ranks_on_node = layout.ranks;
   const int node = node_cores();
   int mine = node;
   cpu_set_t set;
@@ -97,7 +101,7 @@ int64_t read_grid(const Config& cfg, TrainerState& t, bool lead) {
 }
 
 std::unique_ptr<Model> build_model(const Config& cfg, const coupling::PatchOptions& options, int context_size,
-                                   int patch_size, const std::string& device, int threads, int ranks_on_node) {
+                                   int patch_size, const std::string& device, int threads, const NodeLayout& node) {
   // The config's model and train sections are the trainer's options; the run adds what it
   // derives (context and patch size from the grid and fields, the covariate channels) and the seed.
   trainer::ModelOptions mo = cfg.model;
@@ -108,11 +112,15 @@ std::unique_ptr<Model> build_model(const Config& cfg, const coupling::PatchOptio
   to.seed = cfg.seed;
   if (to.threads == -1 && to.max_threads == 0) {
     // threads: auto measures 1..N threads at the first session: N is what the host leaves free.
-    to.max_threads = free_cores(ranks_on_node, cfg.train.async);
-    log::info("train.threads auto: at most " + std::to_string(to.max_threads) + " thread(s): the core(s) " +
-              std::to_string(ranks_on_node) + " host rank(s) on this node leave free of " +
-              std::to_string(node_cores()) +
-              (cfg.train.async ? " (train.async: the trainer's own rank steps meanwhile)" : ""));
+    to.max_threads = free_cores(node, cfg.train.async);
+    if (cfg.train.async && !node.free_cpus.empty())
+      log::info("train.threads auto: at most " + std::to_string(to.max_threads) + " thread(s): the CPU(s) " +
+                cpu_list_text(node.free_cpus) + " this trainer takes of those no rank on this node is bound to");
+    else
+      log::info("train.threads auto: at most " + std::to_string(to.max_threads) + " thread(s): the core(s) " +
+                std::to_string(node.ranks) + " host rank(s) on this node leave free of " +
+                std::to_string(node_cores()) +
+                (cfg.train.async ? " (train.async: the trainer's own rank steps meanwhile)" : ""));
   }
   std::string device_line;
   auto model = trainer_module().create_model(mo, to, device, cfg.sample.device, threads, device_line);
@@ -184,7 +192,7 @@ void check_memory(const Config& cfg, int64_t n_patches, int64_t C, int64_t P) {
 
 /// A trainer rank: grid, its share of the patches, device, model (fresh or resumed), buffer.
 /// Collective over the trainer ranks.
-std::unique_ptr<TrainerState> setup_trainer(PluginState& s, const HostFacts& facts, int ranks_on_node) {
+std::unique_ptr<TrainerState> setup_trainer(PluginState& s, const HostFacts& facts, const NodeLayout& node) {
   const Config& cfg = s.config;
   const CouplingState& c = *s.coupling;
   auto t = std::make_unique<TrainerState>();
@@ -248,11 +256,23 @@ std::unique_ptr<TrainerState> setup_trainer(PluginState& s, const HostFacts& fac
 
   // LibTorch's threads are set around finecast's own work only (the host's OpenMP count stays
   // as it is); the device line reports them. LibTorch is loaded here, on trainer ranks only.
-  t->torch_threads = torch_threads(cfg, ranks_on_node);
+  t->torch_threads = torch_threads(cfg, node.ranks);
   t->model = build_model(cfg, t->patch_options, C, static_cast<int>(P), trainer_device(cfg, c.trainers),
-                         t->torch_threads, ranks_on_node);
+                         t->torch_threads, node);
   t->model->set_pause_gate(t->pause);
-  t->session.set_nice(cfg.train.nice);
+  // train.nice auto: a trainer on CPUs of its own has no host thread to yield to; one on the host's
+  // cores yields them (nice 19), or the host's steps take up to twice as long (docs/performance.md).
+  const bool own_cpus = cfg.train.async && !node.free_cpus.empty();
+  const int nice = cfg.train.nice >= 0 ? cfg.train.nice : own_cpus ? 0 : 19;
+  t->session.set_nice(nice);
+  if (own_cpus) {
+    t->session.set_cpus(node.free_cpus);
+    log::info("train.free_cores: the training thread runs on CPU(s) " + cpu_list_text(node.free_cpus) +
+              ", which no rank on this node is bound to (this rank's: the host's)" +
+              (cfg.train.nice < 0 ? "; train.nice auto: 0" : ""));
+  } else if (cfg.train.async && cfg.train.nice < 0) {
+    log::info("train.nice auto: 19: the training thread shares this rank's CPUs with the host and yields them");
+  }
   if (n_trainers > 1) {
     t->reducer = std::make_shared<MpiReducer>(c.training);
     t->model->set_reducer(t->reducer);

@@ -7,11 +7,12 @@
 
 #include "plugin/comin_plugin/plugin_comm.hpp"
 #include "plugin/comin_plugin/plugin_state.hpp"
+#include "plugin/comin_plugin/rank_layout.hpp"
 
 namespace finecast::plugin {
 
 /// A trainer rank: grid, its share of the patches, device, model (fresh or resumed), buffer.
 /// Collective over the trainer ranks.
-std::unique_ptr<TrainerState> setup_trainer(PluginState& s, const HostFacts& facts, int ranks_on_node);
+std::unique_ptr<TrainerState> setup_trainer(PluginState& s, const HostFacts& facts, const NodeLayout& node);
 
 }  // namespace finecast::plugin

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "plugin/comin_plugin/training_session.hpp"
 
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include <stdexcept>
 
 #include "common/log.hpp"
+#include "plugin/comin_plugin/free_cpus.hpp"
 
 namespace finecast::plugin {
 namespace {
@@ -32,6 +34,19 @@ void lower_this_threads_priority(int steps) {
   if (target != now && setpriority(PRIO_PROCESS, tid, target) != 0)
     log::warning(std::string("train.nice: the training thread's priority stays as the host's (setpriority: ") +
                  std::strerror(errno) + ")");
+}
+
+/// Moves the calling thread to `cpus` (empty: leaves it where it is); the threads it starts
+/// afterwards inherit them. On Linux an affinity too belongs to a thread.
+void move_this_thread_to(const std::vector<int>& cpus) {
+  if (cpus.empty()) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (const int c : cpus)
+    if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &set);
+  if (sched_setaffinity(0, sizeof set, &set) != 0)  // 0: the calling thread
+    log::warning("train.free_cores: the training thread stays on its rank's cores (sched_setaffinity to CPU(s) " +
+                 cpu_list_text(cpus) + ": " + std::strerror(errno) + ")");
 }
 
 /// "0.123" (seconds, 3 decimals).
@@ -162,7 +177,10 @@ void TrainingSession::run(Model* model, int epochs, int threads, Clock::time_poi
   const auto began = Clock::now();
   times_.thread_start = std::chrono::duration<double>(began - started).count();
   try {
-    if (async_) lower_this_threads_priority(nice_);
+    if (async_) {
+      lower_this_threads_priority(nice_);
+      move_this_thread_to(cpus_);
+    }
     if (before_) before_();
     trainer::DataView view{data_.context.data(), data_.fine.data(), data_.weights.data(), data_.n};
     if (static_cast<int64_t>(data_.step.size()) == data_.n) view.time = data_.step.data();

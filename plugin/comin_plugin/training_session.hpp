@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "plugin/comin_plugin/trainer_module.hpp"
@@ -107,6 +108,9 @@ class TrainingSession {
   /// the priority of the thread that starts it (Linux setpriority, capped at 19; 0 = the same): the
   /// host's ranks take the cores first. A synchronous session runs on the host's own thread, as is.
   void set_nice(int nice) { nice_ = nice; }
+  /// An asynchronous session's thread (and the OpenMP threads it starts) runs on `cpus` (Linux
+  /// sched_setaffinity; empty: where the starting thread may run). A synchronous one, as is.
+  void set_cpus(std::vector<int> cpus) { cpus_ = std::move(cpus); }
   /// Blocks until the running session (if any) ends; collect() then reports its outcome.
   void wait();
   /// The last session's snapshot, for the next one to be taken into: its vectors keep their
@@ -137,6 +141,7 @@ class TrainingSession {
   Progress progress_;
   bool async_ = false;
   int nice_ = 0;
+  std::vector<int> cpus_;
   std::function<void()> before_;
   std::function<void(const std::string&)> group_failure_;
   std::atomic<bool> running_{false};

@@ -157,7 +157,7 @@ TEST(Cli, FinecastConfigListsEveryErrorInOneRun) {
   EXPECT_EQ(r.output,
             f + ":2: grid.type must be one of icon, latlon, got \"hexagons\"\n" + f +
                 ":3: train.epochs must be an integer in [1, 10000000], got 0\n" + f +
-                ":3: unknown key train.batchsize (allowed in train: async, nice, every, min_steps, epochs, "
+                ":3: unknown key train.batchsize (allowed in train: async, nice, free_cores, every, min_steps, epochs, "
                 "ranks, placement, gpu_ids, device_memory_fraction, hold_out, batch_size, lr, weight_decay, "
                 "warmup_steps, decay_steps, min_lr_ratio, "
                 "grad_clip, "

@@ -95,7 +95,9 @@ TEST(Config, OutOfRangeValues) {
 
 TEST(Config, UnknownKeysListTheAllowedOnes) {
   const std::string e = error_of(std::string(kMinimal) + "train:\n  batchsize: 3\n");
-  EXPECT_EQ(e.rfind("configs/x.yaml:5: unknown key train.batchsize (allowed in train: async, nice, every,", 0), 0u)
+  EXPECT_EQ(
+      e.rfind("configs/x.yaml:5: unknown key train.batchsize (allowed in train: async, nice, free_cores, every,", 0),
+      0u)
       << e;
   EXPECT_NE(e.find("batch_size"), std::string::npos);
   EXPECT_EQ(error_of(std::string(kMinimal) + "trian: {}\n").rfind("configs/x.yaml:4: unknown key trian (allowed: ", 0),
@@ -151,7 +153,8 @@ TEST(Config, EveryErrorIsReportedInOneRun) {
   EXPECT_EQ(
       e,
       "configs/x.yaml:3: train.batch_size must be an integer in [1, 1048576], got \"sixteen\"\n"
-      "configs/x.yaml:4: unknown key train.batchsize (allowed in train: async, nice, every, min_steps, epochs, "
+      "configs/x.yaml:4: unknown key train.batchsize (allowed in train: async, nice, free_cores, every, min_steps, "
+      "epochs, "
       "ranks, placement, gpu_ids, device_memory_fraction, hold_out, batch_size, lr, weight_decay, warmup_steps, "
       "decay_steps, "
       "min_lr_ratio, grad_clip, ema_decay, "

@@ -8,6 +8,7 @@
 // `scripts/test.sh --sanitize` can run it under ThreadSanitizer without the rest of the plugin.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "common/log.hpp"
+#include "plugin/comin_plugin/free_cpus.hpp"
 #include "plugin/comin_plugin/trainer_module.hpp"
 #include "plugin/comin_plugin/training_session.hpp"
 #include "tests/trainer/trainer_test_data.hpp"
@@ -313,7 +315,74 @@ int nice_of_thread(long tid) {
 
 long this_thread_id() { return static_cast<long>(syscall(SYS_gettid)); }
 
+/// The CPUs thread `tid` may run on, as the kernel holds them.
+std::vector<int> cpus_of_thread(long tid) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(static_cast<pid_t>(tid), sizeof set, &set) != 0) return {};
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+
 }  // namespace
+
+// train.free_cores: the CPUs no rank of the node is bound to go to the node's asynchronous
+// trainers, split among them; unbound ranks leave none; a rank that is no such trainer gets none.
+TEST(FreeCpus, TheCpusNoRankIsBoundToAreSplitAmongTheAsynchronousTrainers) {
+  using R = fp::NodeRank;
+  // Open MPI's binding of 2 ranks on a 4-core node, rank 0 the trainer.
+  const std::vector<R> bound{{{0}, true}, {{1}, false}};
+  EXPECT_EQ(fp::free_cpu_share(bound, 4, 0), (std::vector<int>{2, 3}));
+  EXPECT_EQ(fp::free_cpu_share(bound, 4, 1), std::vector<int>{}) << "a host rank that does not train";
+  EXPECT_EQ(fp::free_cpu_share(bound, 2, 0), std::vector<int>{}) << "every core bound: none free";
+  // Ranks that may run anywhere: nothing is free, the scheduler places them.
+  EXPECT_EQ(fp::free_cpu_share({{{0, 1, 2, 3}, true}, {{0, 1, 2, 3}, false}}, 4, 0), std::vector<int>{});
+  // Two trainers (ranks 0 and 2) share CPUs 3-6 of 7: contiguous halves, disjoint.
+  const std::vector<R> two{{{0}, true}, {{1}, false}, {{2}, true}};
+  EXPECT_EQ(fp::free_cpu_share(two, 7, 0), (std::vector<int>{3, 4}));
+  EXPECT_EQ(fp::free_cpu_share(two, 7, 2), (std::vector<int>{5, 6}));
+  // Fewer free CPUs than trainers: each trainer gets all of them.
+  EXPECT_EQ(fp::free_cpu_share(two, 4, 0), std::vector<int>{3});
+  EXPECT_EQ(fp::free_cpu_share(two, 4, 2), std::vector<int>{3});
+  EXPECT_EQ(fp::cpu_list_text({0, 2, 3, 4, 7}), "0,2-4,7");
+  EXPECT_EQ(fp::cpu_list_text({5}), "5");
+  EXPECT_EQ(fp::cpu_list_text({}), "");
+}
+
+// An asynchronous session's thread runs on the CPUs it is given, and so do the OpenMP threads it
+// starts; the starting thread keeps its own, and a synchronous session changes nothing.
+TEST(TrainingSession, AnAsynchronousSessionRunsOnTheCpusItIsGiven) {
+  LogCapture log;
+  KnownDistribution d(128, 28);
+  const auto model = make_model();
+  const std::vector<int> host_cpus = cpus_of_thread(this_thread_id());
+  if (host_cpus.size() < 2) GTEST_SKIP() << "this process may run on one CPU only: nowhere else to go";
+  const std::vector<int> given{host_cpus.back()};
+  fp::TrainingSession session;
+  session.set_cpus(given);
+  std::vector<int> seen;
+  int on_given = 0;
+  session.start(*model, snapshot_of(d), 1, /*async=*/true, /*threads=*/2, [&] {
+    seen = cpus_of_thread(this_thread_id());
+    // LibTorch's OpenMP threads, started by this thread for a loop large enough to run in parallel.
+    const ft::ScopedTorchThreads two(2);
+    EXPECT_GT(at::ones({1 << 22}).exp_().sum().item<float>(), 0.0f);
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task"))
+      on_given += cpus_of_thread(std::stol(task.path().filename().string())) == given;
+  });
+  session.wait();
+  ASSERT_TRUE(session.collect());
+  EXPECT_EQ(seen, given) << "the training thread runs where the starting thread may";
+  EXPECT_GE(on_given, 2) << "LibTorch's OpenMP threads run where the starting thread may";
+  EXPECT_EQ(cpus_of_thread(this_thread_id()), host_cpus) << "the starting thread was moved";
+
+  session.start(*model, snapshot_of(d), 1, /*async=*/false, 1, [&] { seen = cpus_of_thread(this_thread_id()); });
+  ASSERT_TRUE(session.collect());
+  EXPECT_EQ(seen, host_cpus) << "a synchronous session moved the host's thread";
+  EXPECT_EQ(cpus_of_thread(this_thread_id()), host_cpus);
+}
 
 // train.nice: an asynchronous session's thread runs below the priority of the thread that
 // started it, and so do the OpenMP threads LibTorch runs its parallel loops on (created by it);

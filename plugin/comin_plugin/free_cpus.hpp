@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The CPUs of a node that no rank of the host may run on, and each asynchronous trainer's share
+// of them. An MPI launcher that binds every rank to its cores (Open MPI binds each rank to a core
+// for up to 2 ranks, srun --cpu-bind likewise) confines a training thread started by a rank to that
+// rank's cores: the trainer and the host's time steps then share one core while the node's other
+// cores idle (docs/performance.md, "What a session and the training thread cost the host").
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace finecast::plugin {
+
+/// One rank of a node: the CPUs it may run on, and whether it trains asynchronously.
+struct NodeRank {
+  std::vector<int> cpus;
+  bool async_trainer = false;
+};
+
+/// This rank's (`me`, an index into `ranks`) share of the CPUs 0..node_cpus-1 that no rank in
+/// `ranks` may run on: those free CPUs split into contiguous, near-equal parts among the
+/// asynchronous trainers in their order, or all of them for each trainer when there are fewer
+/// free CPUs than trainers. Empty when `me` trains no asynchronous session or no CPU is free
+/// (ranks that are not bound may each run anywhere).
+std::vector<int> free_cpu_share(const std::vector<NodeRank>& ranks, int node_cpus, int me);
+
+/// The CPUs as Linux lists them ("0", "2-5", "0,2,4-7"); `cpus` ascending.
+std::string cpu_list_text(const std::vector<int>& cpus);
+
+}  // namespace finecast::plugin

@@ -74,8 +74,13 @@ struct Patches {
   std::vector<float> coarse_orography;  ///< n coarse orography means (when options.orography)
   std::vector<float> static_means;      ///< n_static*n block means of the covariates (scratch)
   std::vector<float> static_interp;     ///< n_static*n*P their conservative interpolant (scratch)
-  std::vector<double> local_slopes;     ///< terms*n local slopes of the target (options.local_slopes)
-  std::vector<float> zeros;             ///< n zeros: sampler_coarse with a residual base
+  /// The map, first patch and covariates' block means (n_static*N, all patches) static_interp
+  /// was interpolated from: the covariates are static, so a step with the same ones reuses it.
+  const PatchMap* static_interp_map = nullptr;
+  int64_t static_interp_first = -1;
+  std::vector<float> static_interp_of;
+  std::vector<double> local_slopes;  ///< terms*n local slopes of the target (options.local_slopes)
+  std::vector<float> zeros;          ///< n zeros: sampler_coarse with a residual base
 };
 
 /// Builds the patches of one step. fields[v] points at a global fine field (n_fine values by

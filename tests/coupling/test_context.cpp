@@ -168,6 +168,35 @@ TEST(ContextRings, ContextOrderIsFieldsWithRingsFeaturesOrographyCovariateMeansT
                finecast::InternalError);
 }
 
+// The covariates' interpolant is kept from one step to the next (they are static in a run), but a
+// call with other covariates gets theirs: the same contexts as a first call.
+TEST(StaticCovariates, AStepWithOtherCovariatesGetsTheirInterpolantNotTheLastOnes) {
+  Blocks b(8, 8, 2, false);
+  const int64_t n_fine = 64;
+  std::vector<float> s0(n_fine), s1(n_fine);
+  for (int64_t i = 0; i < n_fine; ++i) {
+    s0[i] = static_cast<float>(i % 8) * 3.0f;
+    s1[i] = static_cast<float>(i / 8) * 5.0f + static_cast<float>(i % 3);
+  }
+  fc::PatchOptions o;
+  o.n_static = 1;
+  o.interp_base = true;
+  fc::prepare_patch_map(b.map, o.rings, true);
+  auto fresh = [&](const std::vector<float>& s) {
+    fc::Patches q;
+    fc::extract_patches(b.map, {b.field.data()}, nullptr, {s.data()}, o, q);
+    return q.context;
+  };
+  fc::Patches p;
+  fc::extract_patches(b.map, {b.field.data()}, nullptr, {s0.data()}, o, p);
+  const std::vector<float> first = p.context;
+  fc::extract_patches(b.map, {b.field.data()}, nullptr, {s0.data()}, o, p);
+  EXPECT_EQ(p.context, first) << "the same covariates, the same contexts";
+  fc::extract_patches(b.map, {b.field.data()}, nullptr, {s1.data()}, o, p);
+  EXPECT_EQ(p.context, fresh(s1)) << "other covariates kept the last ones' interpolant";
+  EXPECT_NE(p.context, first);
+}
+
 TEST(ContextRings, IconRingsDoNotDependOnTheNumbering) {
   const fc::IconGrid plain = fc::make_icosahedral_grid(3, 0);
   const fc::IconGrid shuffled = fc::make_icosahedral_grid(3, 20240611);

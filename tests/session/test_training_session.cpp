@@ -17,6 +17,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <iterator>
 #include <map>
@@ -326,6 +327,18 @@ std::vector<int> cpus_of_thread(long tid) {
   return cpus;
 }
 
+/// Runs an element-wise LibTorch operation large enough to run in parallel on 2 threads (on the
+/// calling thread's own OpenMP pool, which it starts), then counts the process's threads for
+/// which `holds` is true.
+int threads_after_a_parallel_loop(const std::function<bool(long)>& holds) {
+  const ft::ScopedTorchThreads two(2);
+  EXPECT_GT(at::ones({1 << 22}).exp_().sum().item<float>(), 0.0f);
+  int n = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task"))
+    n += holds(std::stol(task.path().filename().string()));
+  return n;
+}
+
 }  // namespace
 
 // train.free_cores: the CPUs no rank of the node is bound to go to the node's asynchronous
@@ -366,11 +379,7 @@ TEST(TrainingSession, AnAsynchronousSessionRunsOnTheCpusItIsGiven) {
   int on_given = 0;
   session.start(*model, snapshot_of(d), 1, /*async=*/true, /*threads=*/2, [&] {
     seen = cpus_of_thread(this_thread_id());
-    // LibTorch's OpenMP threads, started by this thread for a loop large enough to run in parallel.
-    const ft::ScopedTorchThreads two(2);
-    EXPECT_GT(at::ones({1 << 22}).exp_().sum().item<float>(), 0.0f);
-    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task"))
-      on_given += cpus_of_thread(std::stol(task.path().filename().string())) == given;
+    on_given = threads_after_a_parallel_loop([&](long tid) { return cpus_of_thread(tid) == given; });
   });
   session.wait();
   ASSERT_TRUE(session.collect());
@@ -414,10 +423,7 @@ TEST(TrainingSession, AnAsynchronousSessionRunsNiceAndSoDoItsOpenMPThreads) {
   // its own), started by it, and idle in its pool afterwards; every one of them is nice.
   int nice_threads = 0;
   session.start(*model, snapshot_of(d), 1, true, 2, [&] {
-    const ft::ScopedTorchThreads two(2);
-    EXPECT_GT(at::ones({1 << 22}).exp_().sum().item<float>(), 0.0f);
-    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task"))
-      nice_threads += nice_of_thread(std::stol(task.path().filename().string())) == expected;
+    nice_threads = threads_after_a_parallel_loop([&](long tid) { return nice_of_thread(tid) == expected; });
   });
   session.wait();
   ASSERT_TRUE(session.collect());

@@ -63,7 +63,7 @@ inline __attribute__((always_inline)) void edge_rows(int64_t rows, int64_t k, co
   }
 }
 
-FINECAST_CLONES_FMA
+FINECAST_CLONES
 void multiply_panels(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* panels, float* c,
                      int64_t ldc, int64_t p0, int64_t p1) {
   for (int64_t p = p0; p < p1; ++p) {

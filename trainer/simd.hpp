@@ -6,16 +6,14 @@
 
 // Not under ThreadSanitizer: the clones' resolvers run while the dynamic linker relocates the
 // library, before TSan's runtime is set up, and their instrumented code crashed there (SIGSEGV).
-// FINECAST_CLONES_FMA, for loops of multiply-adds (products, polynomials), fuses them: its AVX-512
-// clone is x86-64-v4, which includes FMA, where GCC's "avx512f" alone does not (until 2026-11-29
-// the packed product and the Philox fill ran unfused on AVX-512 CPUs, their FMA-less clone
-// chosen first), and x86-64-v3 (AVX2 with FMA) comes before plain AVX2.
+// The AVX-512 clone is x86-64-v4 and x86-64-v3 (AVX2 with FMA) comes before plain AVX2: both fuse
+// multiply-adds, which GCC's "avx512f" target alone does not. Until 2026-11-29 the AVX-512 clone
+// was "avx512f": on AVX-512 CPUs the packed product, the Philox fill, the activations and the
+// sampler's update ran unfused (docs/performance.md, "The fused clones on an AVX-512 CPU").
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
-#define FINECAST_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#define FINECAST_CLONES_FMA __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "avx2", "default")))
+#define FINECAST_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "avx2", "default")))
 #else
 #define FINECAST_CLONES
-#define FINECAST_CLONES_FMA
 #endif
 
 namespace finecast::trainer {

@@ -145,7 +145,7 @@ FINECAST_CLONES __attribute__((noinline)) void philox_words(Words* words, uint64
 
 /// Elements [32 g0, 32 (g0 + groups)) of normal_at's draw into out (out[0] is element 32 g0).
 FINECAST_CLONES void fill_groups(float* out, uint64_t g0, int64_t groups, uint64_t key, uint64_t stream,
-                                     uint32_t purpose) {
+                                 uint32_t purpose) {
   Words words[kChunk];
   for (int64_t g = 0; g < groups; ++g) {
     if (g % kChunk == 0)

@@ -1,19 +1,22 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "plugin/comin_plugin/free_cpus.hpp"
 
+#include <sched.h>
+
 #include <algorithm>
+#include <cstring>
+#include <thread>
 
 namespace finecast::plugin {
 
-std::vector<int> free_cpu_share(const std::vector<NodeRank>& ranks, int node_cpus, int me) {
+std::vector<int> free_cpu_share(const std::vector<NodeRank>& ranks, const std::vector<int>& usable, int me) {
   if (me < 0 || me >= static_cast<int>(ranks.size()) || !ranks[static_cast<size_t>(me)].async_trainer) return {};
-  std::vector<bool> taken(static_cast<size_t>(std::max(0, node_cpus)), false);
-  for (const NodeRank& r : ranks)
-    for (const int c : r.cpus)
-      if (c >= 0 && c < node_cpus) taken[static_cast<size_t>(c)] = true;
   std::vector<int> free;
-  for (int c = 0; c < node_cpus; ++c)
-    if (!taken[static_cast<size_t>(c)]) free.push_back(c);
+  for (const int c : usable) {
+    bool taken = false;
+    for (const NodeRank& r : ranks) taken = taken || std::find(r.cpus.begin(), r.cpus.end(), c) != r.cpus.end();
+    if (!taken) free.push_back(c);
+  }
   int trainers = 0, mine = 0;
   for (int i = 0; i < static_cast<int>(ranks.size()); ++i) {
     if (!ranks[static_cast<size_t>(i)].async_trainer) continue;
@@ -24,6 +27,19 @@ std::vector<int> free_cpu_share(const std::vector<NodeRank>& ranks, int node_cpu
   if (n < trainers) return free;
   const auto begin = n * mine / trainers, end = n * (mine + 1) / trainers;
   return {free.begin() + begin, free.begin() + end};
+}
+
+std::vector<int> cpus_a_thread_may_use() {
+  std::vector<int> cpus;
+  std::thread probe([&cpus] {
+    cpu_set_t set;
+    std::memset(&set, 0xff, sizeof set);  // every CPU: the kernel keeps those of the cpuset
+    if (sched_setaffinity(0, sizeof set, &set) != 0 || sched_getaffinity(0, sizeof set, &set) != 0) return;
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  });
+  probe.join();
+  return cpus;
 }
 
 std::string cpu_list_text(const std::vector<int>& cpus) {

@@ -17,12 +17,17 @@ struct NodeRank {
   bool async_trainer = false;
 };
 
-/// This rank's (`me`, an index into `ranks`) share of the CPUs 0..node_cpus-1 that no rank in
-/// `ranks` may run on: those free CPUs split into contiguous, near-equal parts among the
+/// This rank's (`me`, an index into `ranks`) share of the CPUs in `usable` (ascending) that no
+/// rank in `ranks` may run on: those free CPUs split into contiguous, near-equal parts among the
 /// asynchronous trainers in their order, or all of them for each trainer when there are fewer
 /// free CPUs than trainers. Empty when `me` trains no asynchronous session or no CPU is free
 /// (ranks that are not bound may each run anywhere).
-std::vector<int> free_cpu_share(const std::vector<NodeRank>& ranks, int node_cpus, int me);
+std::vector<int> free_cpu_share(const std::vector<NodeRank>& ranks, const std::vector<int>& usable, int me);
+
+/// The CPUs a thread of this process may be moved to: those of its cpuset (a batch job's share
+/// of the node), which a launcher's binding hides from sched_getaffinity. A short-lived thread
+/// asks for every CPU and reads back what the kernel granted; the calling thread is not moved.
+std::vector<int> cpus_a_thread_may_use();
 
 /// The CPUs as Linux lists them ("0", "2-5", "0,2,4-7"); `cpus` ascending.
 std::string cpu_list_text(const std::vector<int>& cpus);

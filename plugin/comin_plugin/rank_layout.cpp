@@ -74,7 +74,7 @@ NodeLayout node_layout(MPI_Comm comm, bool async_trainer) {
       if (bytes[c / 8] & (1u << (c % 8))) ranks[static_cast<size_t>(r)].cpus.push_back(c);
     ranks[static_cast<size_t>(r)].async_trainer = bytes[kBytes] != 0;
   }
-  return NodeLayout{local, free_cpu_share(ranks, node_cores(), me)};
+  return NodeLayout{local, async_trainer ? free_cpu_share(ranks, cpus_a_thread_may_use(), me) : std::vector<int>{}};
 }
 
 /// This node's cores (at least 1).

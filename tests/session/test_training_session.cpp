@@ -345,23 +345,37 @@ int threads_after_a_parallel_loop(const std::function<bool(long)>& holds) {
 // trainers, split among them; unbound ranks leave none; a rank that is no such trainer gets none.
 TEST(FreeCpus, TheCpusNoRankIsBoundToAreSplitAmongTheAsynchronousTrainers) {
   using R = fp::NodeRank;
+  const std::vector<int> two_cpus{0, 1}, four{0, 1, 2, 3}, seven{0, 1, 2, 3, 4, 5, 6};
   // Open MPI's binding of 2 ranks on a 4-core node, rank 0 the trainer.
   const std::vector<R> bound{{{0}, true}, {{1}, false}};
-  EXPECT_EQ(fp::free_cpu_share(bound, 4, 0), (std::vector<int>{2, 3}));
-  EXPECT_EQ(fp::free_cpu_share(bound, 4, 1), std::vector<int>{}) << "a host rank that does not train";
-  EXPECT_EQ(fp::free_cpu_share(bound, 2, 0), std::vector<int>{}) << "every core bound: none free";
+  EXPECT_EQ(fp::free_cpu_share(bound, four, 0), (std::vector<int>{2, 3}));
+  EXPECT_EQ(fp::free_cpu_share(bound, four, 1), std::vector<int>{}) << "a host rank that does not train";
+  EXPECT_EQ(fp::free_cpu_share(bound, two_cpus, 0), std::vector<int>{}) << "every core bound: none free";
+  // A batch job's cpuset holds CPUs 0-2 of the node: CPU 3 is another job's.
+  EXPECT_EQ(fp::free_cpu_share(bound, {0, 1, 2}, 0), std::vector<int>{2});
   // Ranks that may run anywhere: nothing is free, the scheduler places them.
-  EXPECT_EQ(fp::free_cpu_share({{{0, 1, 2, 3}, true}, {{0, 1, 2, 3}, false}}, 4, 0), std::vector<int>{});
+  EXPECT_EQ(fp::free_cpu_share({{four, true}, {four, false}}, four, 0), std::vector<int>{});
   // Two trainers (ranks 0 and 2) share CPUs 3-6 of 7: contiguous halves, disjoint.
   const std::vector<R> two{{{0}, true}, {{1}, false}, {{2}, true}};
-  EXPECT_EQ(fp::free_cpu_share(two, 7, 0), (std::vector<int>{3, 4}));
-  EXPECT_EQ(fp::free_cpu_share(two, 7, 2), (std::vector<int>{5, 6}));
+  EXPECT_EQ(fp::free_cpu_share(two, seven, 0), (std::vector<int>{3, 4}));
+  EXPECT_EQ(fp::free_cpu_share(two, seven, 2), (std::vector<int>{5, 6}));
   // Fewer free CPUs than trainers: each trainer gets all of them.
-  EXPECT_EQ(fp::free_cpu_share(two, 4, 0), std::vector<int>{3});
-  EXPECT_EQ(fp::free_cpu_share(two, 4, 2), std::vector<int>{3});
+  EXPECT_EQ(fp::free_cpu_share(two, four, 0), std::vector<int>{3});
+  EXPECT_EQ(fp::free_cpu_share(two, four, 2), std::vector<int>{3});
   EXPECT_EQ(fp::cpu_list_text({0, 2, 3, 4, 7}), "0,2-4,7");
   EXPECT_EQ(fp::cpu_list_text({5}), "5");
   EXPECT_EQ(fp::cpu_list_text({}), "");
+}
+
+// The CPUs a thread of this process may be moved to: at least those the calling thread may run
+// on, and asking does not move the calling thread.
+TEST(FreeCpus, TheCpusAThreadMayUseIncludeTheCallersAndLeaveItWhereItIs) {
+  const std::vector<int> mine = cpus_of_thread(this_thread_id());
+  ASSERT_FALSE(mine.empty());
+  const std::vector<int> usable = fp::cpus_a_thread_may_use();
+  for (const int c : mine) EXPECT_NE(std::find(usable.begin(), usable.end(), c), usable.end()) << "CPU " << c;
+  EXPECT_TRUE(std::is_sorted(usable.begin(), usable.end()));
+  EXPECT_EQ(cpus_of_thread(this_thread_id()), mine);
 }
 
 // An asynchronous session's thread runs on the CPUs it is given, and so do the OpenMP threads it

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "plugin/comin_plugin/free_cpus.hpp"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <cstring>
 #include <thread>
@@ -34,12 +32,25 @@ std::vector<int> cpus_a_thread_may_use() {
   std::thread probe([&cpus] {
     cpu_set_t set;
     std::memset(&set, 0xff, sizeof set);  // every CPU: the kernel keeps those of the cpuset
-    if (sched_setaffinity(0, sizeof set, &set) != 0 || sched_getaffinity(0, sizeof set, &set) != 0) return;
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+    if (sched_setaffinity(0, sizeof set, &set) == 0 && sched_getaffinity(0, sizeof set, &set) == 0) cpus = cpus_in(set);
   });
   probe.join();
   return cpus;
+}
+
+std::vector<int> cpus_in(const cpu_set_t& set) {
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+
+cpu_set_t cpu_set_of(const std::vector<int>& cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (const int c : cpus)
+    if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &set);
+  return set;
 }
 
 std::string cpu_list_text(const std::vector<int>& cpus) {

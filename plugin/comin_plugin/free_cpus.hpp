@@ -6,6 +6,8 @@
 // cores idle (docs/performance.md, "What a session and the training thread cost the host").
 #pragma once
 
+#include <sched.h>
+
 #include <string>
 #include <vector>
 
@@ -28,6 +30,11 @@ std::vector<int> free_cpu_share(const std::vector<NodeRank>& ranks, const std::v
 /// of the node), which a launcher's binding hides from sched_getaffinity. A short-lived thread
 /// asks for every CPU and reads back what the kernel granted; the calling thread is not moved.
 std::vector<int> cpus_a_thread_may_use();
+
+/// The CPUs in `set`, ascending.
+std::vector<int> cpus_in(const cpu_set_t& set);
+/// The set of `cpus` (those below CPU_SETSIZE).
+cpu_set_t cpu_set_of(const std::vector<int>& cpus);
 
 /// The CPUs as Linux lists them ("0", "2-5", "0,2,4-7"); `cpus` ascending.
 std::string cpu_list_text(const std::vector<int>& cpus);

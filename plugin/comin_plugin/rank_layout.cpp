@@ -58,22 +58,17 @@ NodeLayout node_layout(MPI_Comm comm, bool async_trainer) {
   int local = 1, me = 0;
   MPI_Comm_size(node, &local);
   MPI_Comm_rank(node, &me);
-  // Each rank's CPUs as bytes (a cpu_set_t's bits, CPU c in byte c / 8), then its flag.
-  constexpr int kBytes = CPU_SETSIZE / 8;
-  std::vector<unsigned char> mine(kBytes + 1, 0), all(static_cast<size_t>(local) * (kBytes + 1));
-  const cpu_set_t set = cpus_of_this_process();
-  for (int c = 0; c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &set)) mine[static_cast<size_t>(c / 8)] |= static_cast<unsigned char>(1u << (c % 8));
-  mine[kBytes] = async_trainer ? 1 : 0;
-  CHECK_MPI(MPI_Allgather(mine.data(), kBytes + 1, MPI_UNSIGNED_CHAR, all.data(), kBytes + 1, MPI_UNSIGNED_CHAR, node));
+  // Each rank's CPUs and flag as plain bytes (the ranks of a node run the same C library).
+  struct Entry {
+    cpu_set_t cpus;
+    int async_trainer;
+  };
+  const Entry mine{cpus_of_this_process(), async_trainer ? 1 : 0};
+  std::vector<Entry> all(static_cast<size_t>(local));
+  CHECK_MPI(MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, node));
   MPI_Comm_free(&node);
-  std::vector<NodeRank> ranks(static_cast<size_t>(local));
-  for (int r = 0; r < local; ++r) {
-    const unsigned char* bytes = all.data() + static_cast<size_t>(r) * (kBytes + 1);
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (bytes[c / 8] & (1u << (c % 8))) ranks[static_cast<size_t>(r)].cpus.push_back(c);
-    ranks[static_cast<size_t>(r)].async_trainer = bytes[kBytes] != 0;
-  }
+  std::vector<NodeRank> ranks;
+  for (const Entry& e : all) ranks.push_back({cpus_in(e.cpus), e.async_trainer != 0});
   return NodeLayout{local, async_trainer ? free_cpu_share(ranks, cpus_a_thread_may_use(), me) : std::vector<int>{}};
 }
 

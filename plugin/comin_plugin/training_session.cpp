@@ -40,10 +40,7 @@ void lower_this_threads_priority(int steps) {
 /// afterwards inherit them. On Linux an affinity too belongs to a thread.
 void move_this_thread_to(const std::vector<int>& cpus) {
   if (cpus.empty()) return;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  for (const int c : cpus)
-    if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &set);
+  const cpu_set_t set = cpu_set_of(cpus);
   if (sched_setaffinity(0, sizeof set, &set) != 0)  // 0: the calling thread
     log::warning("train.free_cores: the training thread stays on its rank's cores (sched_setaffinity to CPU(s) " +
                  cpu_list_text(cpus) + ": " + std::strerror(errno) + ")");

@@ -321,10 +321,7 @@ std::vector<int> cpus_of_thread(long tid) {
   cpu_set_t set;
   CPU_ZERO(&set);
   if (sched_getaffinity(static_cast<pid_t>(tid), sizeof set, &set) != 0) return {};
-  std::vector<int> cpus;
-  for (int c = 0; c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &set)) cpus.push_back(c);
-  return cpus;
+  return fp::cpus_in(set);
 }
 
 /// Runs an element-wise LibTorch operation large enough to run in parallel on 2 threads (on the
@@ -376,6 +373,19 @@ TEST(FreeCpus, TheCpusAThreadMayUseIncludeTheCallersAndLeaveItWhereItIs) {
   for (const int c : mine) EXPECT_NE(std::find(usable.begin(), usable.end(), c), usable.end()) << "CPU " << c;
   EXPECT_TRUE(std::is_sorted(usable.begin(), usable.end()));
   EXPECT_EQ(cpus_of_thread(this_thread_id()), mine);
+  // From a thread bound to one CPU, as a launcher binds a rank: the answer is still every CPU
+  // the process may use, not the caller's binding, and the caller stays bound.
+  if (mine.size() < 2) GTEST_SKIP() << "this process may run on one CPU only";
+  std::vector<int> from_bound, bound_after;
+  std::thread bound([&] {
+    const cpu_set_t one = fp::cpu_set_of({mine.front()});
+    ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+    from_bound = fp::cpus_a_thread_may_use();
+    bound_after = cpus_of_thread(this_thread_id());
+  });
+  bound.join();
+  EXPECT_EQ(from_bound, usable);
+  EXPECT_EQ(bound_after, std::vector<int>{mine.front()});
 }
 
 // An asynchronous session's thread runs on the CPUs it is given, and so do the OpenMP threads it

@@ -92,6 +92,8 @@ TEST(DenoiserRegistry, EveryDenoiserAgreesOnEveryPath) {
     // weight must take the same steps.
     const torch::Tensor rms_grad = ft::internals(eager).exp_avg_sq.sqrt();
     const torch::Tensor above_rounding = rms_grad >= 1e-6 * rms_grad.max();
+    // At least 80% of the weights are compared (the graph denoiser leaves 11% unused).
+    EXPECT_GE(above_rounding.sum().item<int64_t>() * 5, above_rounding.numel() * 4);
     const double update = ((ft::internals(eager).flat - init) * above_rounding).norm().item<double>();
     ASSERT_GT(update, 0.0);
     auto trains_alike = [&](ft::Downscaler& other, const std::string& path) {

@@ -435,14 +435,17 @@ void validate_together(const Config& c, ErrorList& errors) {
     return c.train.bf16 && c.device == "cpu" ? "train.mixed_precision needs a CUDA device, but device is cpu"
                                              : std::string();
   });
-  // Early stopping, plateau and keep_best act on the validation score, which needs held-out data.
-  const std::pair<const char*, bool> on_validation[] = {{"train.early_stop", c.train.early_stop > 0},
-                                                        {"train.plateau", c.train.plateau > 0},
-                                                        {"train.keep_best", c.train.keep_best}};
+  // Early stopping, plateau and keep_best act on the validation score, and crps_held_out tunes on
+  // the held-out part: they need held-out data.
+  const std::pair<const char*, bool> on_validation[] = {
+      {"train.early_stop", c.train.early_stop > 0},
+      {"train.plateau", c.train.plateau > 0},
+      {"train.keep_best", c.train.keep_best},
+      {"train.crps_held_out", c.train.crps_held_out && c.train.crps_steps > 0}};
   for (const auto& [key, on] : on_validation)
     rule({key, "train.validation"}, [&, key = key, on = on] {
       return on && c.train.validation == 0 ? std::string(key) +
-                                                 " acts on the validation score: set train.validation (e.g. 0.1) to "
+                                                 " needs the held-out part: set train.validation (e.g. 0.1) to "
                                                  "hold out the most recent steps (or samples: train.validation_split)"
                                            : std::string();
     });

@@ -158,7 +158,8 @@ class Downscaler {
   /// stopped training, returns at once with trained = false. `on_event` gets one line per
   /// event worth a warning (thread choice, out-of-memory back-off, ...; validation scores, plateau
   /// and early stopping are SessionStats::notes); `on_epoch` gets the session's stats after each
-  /// epoch (its epochs so far, train_samples, notes), as it goes.
+  /// epoch (its epochs so far, train_samples, notes), as it goes, and during train.crps_steps
+  /// (after the epochs) with each of its progress notes.
   SessionStats train_session(const DataView& data, int64_t epochs,
                              const std::function<void(const std::string&)>& on_event = {},
                              const std::function<void(const SessionStats&)>& on_epoch = {});

@@ -204,6 +204,16 @@ const schema::Table<TrainOptions>& train_options_table() {
                      "noise_levels lognormal: standard deviation of ln sigma", true));
     s.push_back(real("context_noise", &T::context_noise, 0.0, 100.0,
                      "std of the Gaussian noise added to the normalised context in training (0 = none)"));
+    s.push_back(integer("crps_steps", &T::crps_steps, 0, kMax,
+                        "fine-tune the sampling weights for N optimizer steps on the fair CRPS of sampled members "
+                        "at each session's end (0 = none; docs/training.md)"));
+    s.push_back(integer("crps_members", &T::crps_members, 2, 1024, "crps_steps: members per sample (at least 2)"));
+    s.push_back(integer("crps_sampler_steps", &T::crps_sampler_steps, 1, 1000,
+                        "crps_steps: steps of the deterministic DDIM sampler the members are drawn (and "
+                        "differentiated) through; sample with the same (sample.sampler ddim, sample.steps)"));
+    s.push_back(real("crps_lr", &T::crps_lr, 0.0, kInf, "crps_steps: the fine-tuning's constant learning rate", true));
+    s.push_back(boolean("crps_held_out", &T::crps_held_out,
+                        "crps_steps: fine-tune on the held-out part (train.validation) instead of the training part"));
     return s;
   }();
   return t;

@@ -160,6 +160,19 @@ struct TrainOptions {
   /// Noise augmentation of the conditioning: N(0, context_noise^2) added to every normalised
   /// context value of every training sample (0 = none; issue 26).
   double context_noise = 0.0;
+  /// Fine-tuning of the sampling weights at the end of every session that trained (issue 43):
+  /// crps_steps optimizer steps on the fair CRPS of crps_members members per sample, drawn by
+  /// deterministic DDIM with crps_sampler_steps steps and differentiated through the sampler,
+  /// at the constant learning rate crps_lr. 0 steps = none. The members are then meant to be
+  /// drawn the same way (sample.sampler ddim, sample.steps = crps_sampler_steps, sample.eta 0).
+  int64_t crps_steps = 0;
+  int64_t crps_members = 4;
+  int64_t crps_sampler_steps = 10;
+  double crps_lr = 1e-4;
+  /// Fine-tune on the session's held-out part (train.validation) instead of its training part:
+  /// members scored where the network did not learn, so that the spread learns its
+  /// generalisation error too. Needs train.validation > 0.
+  bool crps_held_out = false;
 };
 
 /// How sample() draws. Declared once in sample_options_table().

@@ -44,6 +44,8 @@ void validate_train_options(const TrainOptions& t) {
     if (t.early_stop > 0) bad("early_stop", "needs train.validation > 0 (a held-out part to score)");
     if (t.plateau > 0) bad("plateau", "needs train.validation > 0 (a held-out part to score)");
     if (t.keep_best) bad("keep_best", "needs train.validation > 0 (a held-out part to score)");
+    if (t.crps_held_out && t.crps_steps > 0)
+      bad("crps_held_out", "needs train.validation > 0 (a held-out part to tune on)");
   }
 }
 
@@ -828,6 +830,15 @@ SessionStats Downscaler::train_session(const DataView& data, int64_t epochs,
   };
   const double cpu_epochs = thread_cpu_seconds();
   run_epochs(im, e, epochs, all.dropped, st, event, on_epoch, after_epoch);
+  if (st.session_steps > 0 && (!im.to.crps_held_out || n_validation > 0))
+    crps_finetune(im,
+                  !im.to.crps_held_out      ? e
+                  : held_out.fine.defined() ? normalise(held_out, im.norm, im.device)
+                                            : EpochTensors{},  // a group member holding none of it
+                  st, [&](const std::string& line) {
+                    st.notes.push_back(line);
+                    if (on_epoch) on_epoch(st);  // the progress line goes out with the notes, no new epoch
+                  });
   cpu_in_epochs = thread_cpu_seconds() - cpu_epochs;
   for (const EpochStats& k : st.epochs) anatomy.epochs += k.seconds;
   part_start = std::chrono::steady_clock::now();  // (the epochs' progress lines: other)

@@ -58,6 +58,13 @@ void apply_update(Downscaler::Impl& im, double grad_norm);
 EpochStats run_epoch(Downscaler::Impl& im, const EpochTensors& data,
                      const std::function<void(const std::string&)>& event);
 
+/// train.crps_steps: fine-tunes the EMA (sampling) weights on the fair CRPS of members drawn by
+/// DDIM through the network (crps_finetune.cpp); training's own weights and optimizer state are
+/// left as they were. Adds a note to `st`, and calls `progress` every tenth of the steps.
+/// Nothing when train.crps_steps is 0.
+void crps_finetune(Downscaler::Impl& im, const EpochTensors& e, SessionStats& st,
+                   const std::function<void(const std::string&)>& progress);
+
 /// Whether the fused CPU MLP path trains this model.
 bool uses_fused(const Downscaler::Impl& im);
 

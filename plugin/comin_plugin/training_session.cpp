@@ -188,15 +188,17 @@ void TrainingSession::run(Model* model, int epochs, int threads, Clock::time_poi
     // Each epoch's line as it ends, then the notes it brought (validation scores, ...), from the
     // training thread (the log is thread-safe and prints to the process's own streams, never
     // through the host); the notes of the session's end after it.
-    std::size_t noted = 0;
+    // (After the epochs, train.crps_steps reports its progress as notes: no new epoch line then.)
+    std::size_t noted = 0, lined = 0;
     auto notes_from = [&noted](const trainer::SessionStats& st) {
       for (; noted < st.notes.size(); ++noted) log::info(st.notes[noted]);
     };
     stats_ = model->train_session(
         view, epochs, threads, [](const std::string& event) { log::warning(event); },
-        [this, epochs, &notes_from](const trainer::SessionStats& so_far) {
+        [this, epochs, &notes_from, &lined](const trainer::SessionStats& so_far) {
           const auto t0 = Clock::now();
-          log::progress(epoch_line(so_far, epochs));
+          if (so_far.epochs.size() != lined) log::progress(epoch_line(so_far, epochs));
+          lined = so_far.epochs.size();
           notes_from(so_far);
           {
             std::lock_guard<std::mutex> lock(progress_mutex_);

@@ -167,7 +167,7 @@ TEST(Cli, FinecastConfigListsEveryErrorInOneRun) {
                 "plateau_min_scale, "
                 "keep_best, max_device_memory, force_autograd, threads, max_threads, cuda_graphs, noise_generator, "
                 "max_seconds, max_steps, budget, noise_levels, noise_log_mean, noise_log_std, "
-                "context_noise)\n"
+                "context_noise, crps_steps, crps_members, crps_sampler_steps, crps_lr, crps_held_out)\n"
                 "--set device: device must be one of auto, cpu, cuda, cuda:N, mps, got \"gpu\"\n");
 }
 

@@ -164,7 +164,7 @@ TEST(Config, EveryErrorIsReportedInOneRun) {
       "force_autograd, threads, max_threads, cuda_graphs, noise_generator, max_seconds, max_steps, budget, "
       "noise_levels, "
       "noise_log_mean, noise_log_std, "
-      "context_noise)\n"
+      "context_noise, crps_steps, crps_members, crps_sampler_steps, crps_lr, crps_held_out)\n"
       "configs/x.yaml:5: model.schedule must be one of linear, cosine, got \"quadratic\"\n"
       "configs/x.yaml:6: sample must be a mapping of keys (every, at_end, members, sampler, steps, eta, ddpm_variance, "
       "inflation, churn, threads, max_threads, cuda_graphs, output, write_back, device)\n"

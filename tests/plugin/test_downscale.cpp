@@ -295,9 +295,11 @@ TEST(DownscaleSampling, TheTrainingConfigsSampleOptionsAreTheDefaults) {
   EXPECT_EQ(fp::run_downscale(ddim).sampling, "ddim 4 steps, inflation 3");
 
   // The command line sets only what it is given, and says where the rest came from.
-  const std::string cli = binary("finecast-downscale") + " --checkpoint " + dir.file("checkpoints") + " --input " +
-                          kTas + " --var tas --members 2 --device cpu --time 5 --threads 1 --output " +
-                          dir.file("cli.nc");
+  auto command_for = [](const std::string& checkpoint, const std::string& output) {
+    return binary("finecast-downscale") + " --checkpoint " + checkpoint + " --input " + kTas +
+           " --var tas --members 2 --device cpu --time 5 --threads 1 --output " + output;
+  };
+  const std::string cli = command_for(dir.file("checkpoints"), dir.file("cli.nc"));
   const CommandResult by_default = run_command(cli);
   ASSERT_EQ(by_default.rc, 0) << by_default.output;
   EXPECT_NE(by_default.output.find(": ddpm, inflation 3 (options not given: sample.* of the config it was trained "
@@ -333,6 +335,22 @@ TEST(DownscaleSampling, TheTrainingConfigsSampleOptionsAreTheDefaults) {
   other.checkpoint = make_checkpoint(dir.path(), 8, 64, {{"config_resolved", config}}, {}, "text_only.h5");
   other.output = dir.file("text_only.nc");
   EXPECT_EQ(fp::run_downscale(other).sampling, "ddpm, inflation 3");
+  // A checkpoint fine-tuned on the CRPS of DDIM-10 members (train.crps_steps) says so when it is
+  // sampled another way (here its config's ddpm), and not when it is sampled that way.
+  std::string tuned = config;
+  ASSERT_NE(tuned.find("train: {"), std::string::npos);
+  tuned.replace(tuned.find("train: {"), 8, "train: {crps_steps: 5, ");
+  const std::string tuned_cli = command_for(
+      make_checkpoint(dir.path(), 8, 64, {{"config_resolved", tuned}}, {}, "tuned.h5"), dir.file("tuned.nc"));
+  const CommandResult other_way = run_command(tuned_cli);
+  ASSERT_EQ(other_way.rc, 0) << other_way.output;
+  EXPECT_NE(other_way.output.find("was fine-tuned (train.crps_steps 5) for members drawn by DDIM with 10 steps and eta "
+                                  "0; sampled with ddpm, inflation 3 "),
+            std::string::npos)
+      << other_way.output;
+  const CommandResult same_way = run_command(tuned_cli + " --sampler ddim --steps 10 --eta 0");
+  ASSERT_EQ(same_way.rc, 0) << same_way.output;
+  EXPECT_EQ(same_way.output.find("was fine-tuned"), std::string::npos) << same_way.output;
   // A value of the group that its row refuses is named with the file and the key.
   other.checkpoint = make_checkpoint(dir.path(), 8, 64, {}, {{ft::kSamplingGroup, {{"inflation", std::string("x")}}}},
                                      "bad_sampling.h5");

@@ -465,20 +465,23 @@ TEST(PluginRuns, HostOpenMpThreadCountIsLeftAsItWas) {
 
 // Before the first session the trainer rank says why it is idle, and train.validation reaches
 // the trainer through the config: the session holds out the most recent step and scores it.
-TEST(PluginRuns, BufferProgressAndValidationAreLogged) {
+TEST(PluginRuns, BufferProgressValidationAndCrpsFineTuningAreLogged) {
   const fs::path dir = workdir("validation");
   write_file(dir / "plugin.yaml",
-             tiny_plugin_config("train: {validation: 0.25, validation_members: 2, validation_max_samples: 16}\n"));
+             tiny_plugin_config("train: {validation: 0.25, validation_members: 2, validation_max_samples: 16, "
+                                "crps_steps: 10, crps_members: 2, crps_sampler_steps: 2}\n"));
   write_file(dir / "host.yaml", host_run_file(8, "plugin.yaml"));
   const Result r = run_host(dir, 2);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* line :
        {"Buffer 1/4 steps; first training session in 3 coupling steps", "Buffer 4/4 steps; first training session now",
         "Training session 1 ", "Validation (80 held-out samples of the 1 most recent steps): loss ",
-        "] validation: 80 held-out samples at step "})
+        "] validation: 80 held-out samples at step ", "] crps fine-tuning: step 1 of 10, fair CRPS (normalised) ",
+        "] crps fine-tuning: step 10 of 10, ", "] crps fine-tuning: 10 steps of "})
     EXPECT_NE(r.output.find(line), std::string::npos) << line << "\n" << r.output;
-  // The trainer's validation scores are information, not warnings.
+  // The trainer's validation scores and the fine-tuning's progress are information, not warnings.
   EXPECT_EQ(r.output.find("WARNING: validation"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("WARNING: crps"), std::string::npos) << r.output;
 }
 
 // A buffer that holds train.min_steps before the first multiple of train.every says so once, with

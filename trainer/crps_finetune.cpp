@@ -47,11 +47,11 @@ void crps_finetune(Downscaler::Impl& im, const EpochTensors& e, SessionStats& st
   if (steps <= 0) return;
   const auto t0 = std::chrono::steady_clock::now();
   const int64_t B = std::min<int64_t>(to.batch_size, e.n);
-  // The optimizer of the fine-tuning: AdamW from fresh moments at a constant learning rate, the
-  // EMA switched off (ema_decay 0: the EMA is the weights), clipping as in training.
+  // The optimizer of the fine-tuning: AdamW from fresh moments at a constant learning rate, no
+  // weight average (ema_decay 0: the EMA follows the weights), clipping as in training.
   TrainOptions ft = to;
   ft.ema_decay = 0.0;
-  torch::Tensor online, m, v, denom, ema_out;
+  torch::Tensor online, m, v, denom;
   {
     torch::NoGradGuard no_grad;
     online = im.flat.clone();  // training's own weights come back afterwards
@@ -59,7 +59,6 @@ void crps_finetune(Downscaler::Impl& im, const EpochTensors& e, SessionStats& st
     m = torch::zeros_like(im.flat);
     v = torch::zeros_like(im.flat);
     denom = torch::empty_like(im.flat);
-    ema_out = im.ema.clone();
   }
   const int group = im.reducer ? im.reducer->size() : 1;
   auto gen = at::make_generator<at::CPUGeneratorImpl>(to.seed ^ kCrpsSeed ^ (static_cast<uint64_t>(im.step) << 20) ^
@@ -103,7 +102,7 @@ void crps_finetune(Downscaler::Impl& im, const EpochTensors& e, SessionStats& st
       continue;
     }
     adamw::StepParams p = adamw::step_params(ft, k, to.crps_lr, norm);
-    adamw::update_tensors(im.flat, im.grad, m, v, ema_out, denom, p);
+    adamw::update_tensors(im.flat, im.grad, m, v, im.ema, denom, p);
     if (k < tenth) first += loss_value, ++n_first;
     if (k >= steps - tenth) last += loss_value, ++n_last;
     window += loss_value;
@@ -114,7 +113,7 @@ void crps_finetune(Downscaler::Impl& im, const EpochTensors& e, SessionStats& st
   }
   {
     torch::NoGradGuard no_grad;
-    im.ema.copy_(im.flat);  // what samples, is checkpointed and is published
+    im.ema.copy_(im.flat);  // exactly the fine-tuned weights: what samples, is checkpointed and published
     im.flat.copy_(online);
   }
   im.grad.zero_();

@@ -5,14 +5,15 @@
 
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "trainer/adamw.hpp"
 #include "trainer/diffusion.hpp"
 #include "trainer/downscaler_impl.hpp"
 #include "trainer/training_internal.hpp"
+#include "trainer/validation.hpp"
 
 namespace finecast::trainer {
 
@@ -32,10 +33,11 @@ torch::Tensor fair_crps(const torch::Tensor& members, const torch::Tensor& y, co
   return ((crps * w).sum(1) / w.sum(1)).mean();
 }
 
-std::string fmt(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.5g", v);
-  return buf;
+/// The mean of losses[first, last).
+double mean_of(const std::vector<double>& losses, size_t first, size_t last) {
+  double sum = 0;
+  for (size_t i = first; i < last; ++i) sum += losses[i];
+  return last > first ? sum / static_cast<double>(last - first) : 0.0;
 }
 
 }  // namespace
@@ -69,9 +71,10 @@ void crps_finetune(Downscaler::Impl& im, const EpochTensors& e, SessionStats& st
   setup.schedule = &im.schedule;
   setup.v_objective = im.mo.objective == Objective::kV;
   setup.conservative = im.mo.conservative;
-  double first = 0, last = 0, window = 0;
-  int64_t n_first = 0, n_last = 0, skipped = 0;
-  const int64_t tenth = std::max<int64_t>(1, steps / 10);
+  std::vector<double> losses;  // of the good steps
+  int64_t skipped = 0;
+  const size_t tenth = static_cast<size_t>(std::max<int64_t>(1, steps / 10));
+  auto last_tenth = [&] { return mean_of(losses, losses.size() - std::min(losses.size(), tenth), losses.size()); };
   for (int64_t k = 0; k < steps; ++k) {
     im.grad.zero_();
     double loss_value = 0;
@@ -103,13 +106,10 @@ void crps_finetune(Downscaler::Impl& im, const EpochTensors& e, SessionStats& st
     }
     adamw::StepParams p = adamw::step_params(ft, k, to.crps_lr, norm);
     adamw::update_tensors(im.flat, im.grad, m, v, im.ema, denom, p);
-    if (k < tenth) first += loss_value, ++n_first;
-    if (k >= steps - tenth) last += loss_value, ++n_last;
-    window += loss_value;
-    if ((k + 1) % tenth == 0 && progress)
+    losses.push_back(loss_value);
+    if (static_cast<size_t>(k + 1) % tenth == 0 && progress)
       progress("crps fine-tuning: step " + std::to_string(k + 1) + " of " + std::to_string(steps) +
-               ", fair CRPS (normalised) " + fmt(window / static_cast<double>(tenth)));
-    if ((k + 1) % tenth == 0) window = 0;
+               ", fair CRPS (normalised) " + validation::score_text(last_tenth()));
   }
   {
     torch::NoGradGuard no_grad;
@@ -120,10 +120,11 @@ void crps_finetune(Downscaler::Impl& im, const EpochTensors& e, SessionStats& st
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   st.notes.push_back("crps fine-tuning: " + std::to_string(steps) + " steps of " + std::to_string(B) + " x " +
                      std::to_string(M) + " members (DDIM " + std::to_string(to.crps_sampler_steps) +
-                     "), fair CRPS (normalised) " + fmt(n_first ? first / static_cast<double>(n_first) : 0.0) +
-                     " in the first tenth, " + fmt(n_last ? last / static_cast<double>(n_last) : 0.0) + " in the last" +
+                     "), fair CRPS (normalised) " +
+                     validation::score_text(mean_of(losses, 0, std::min(losses.size(), tenth))) +
+                     " in the first tenth, " + validation::score_text(last_tenth()) + " in the last" +
                      (skipped ? "; " + std::to_string(skipped) + " non-finite steps skipped" : "") + " (" +
-                     fmt(seconds) + " s)");
+                     validation::score_text(seconds) + " s)");
 }
 
 }  // namespace finecast::trainer

@@ -18,12 +18,6 @@ namespace {
 
 constexpr uint64_t kValidationSeed = 0x9E3779B97F4A7C15ULL;  // mixed into train.seed: fixed draws
 
-std::string fmt(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.5g", v);
-  return buf;
-}
-
 /// The network with the EMA weights, for the autograd path.
 models::Denoiser& eval_net(Downscaler::Impl& im) {
   torch::NoGradGuard no_grad;
@@ -159,6 +153,12 @@ double crps(std::vector<float> x, double y) {
   return abs_err - pairs / (m * m);
 }
 
+std::string score_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.5g", v);
+  return buf;
+}
+
 double crps_fair(std::vector<float> x, double y) {
   if (x.size() < 2) return SessionStats::kNone;
   const double m = static_cast<double>(x.size());
@@ -178,10 +178,11 @@ Scores score(Downscaler::Impl& im, const CleanData& held_out, const std::functio
     s.spread_ratio = e.spread_ratio;
   }
   note("validation: " + std::to_string(v.n) + " held-out samples at step " + std::to_string(im.step) + "; loss " +
-       fmt(s.loss) +
-       (std::isnan(s.crps) ? std::string()
-                           : ", CRPS " + fmt(s.crps) + ", fair CRPS " + fmt(s.crps_fair) + ", spread/RMSE " +
-                                 fmt(s.spread_ratio) + " (" + std::to_string(im.to.validation_members) + " members)"));
+       score_text(s.loss) +
+       (std::isnan(s.crps)
+            ? std::string()
+            : ", CRPS " + score_text(s.crps) + ", fair CRPS " + score_text(s.crps_fair) + ", spread/RMSE " +
+                  score_text(s.spread_ratio) + " (" + std::to_string(im.to.validation_members) + " members)"));
   return s;
 }
 
@@ -203,13 +204,13 @@ bool record(Downscaler::Impl& im, double score, const std::function<void(const s
   if (im.to.plateau > 0 && v.sessions_since_reduction >= im.to.plateau && v.lr_scale > im.to.plateau_min_scale) {
     v.lr_scale = std::max(im.to.plateau_min_scale, v.lr_scale * im.to.plateau_factor);
     v.sessions_since_reduction = 0;
-    note("plateau: " + metric + " not better than " + fmt(v.best_score) + " for " +
-         std::to_string(v.sessions_without_improvement) + " sessions; learning rate scaled to " + fmt(v.lr_scale) +
-         " of the schedule");
+    note("plateau: " + metric + " not better than " + score_text(v.best_score) + " for " +
+         std::to_string(v.sessions_without_improvement) + " sessions; learning rate scaled to " +
+         score_text(v.lr_scale) + " of the schedule");
   }
   if (im.to.early_stop > 0 && v.sessions_without_improvement >= im.to.early_stop) {
     v.stopped = true;
-    note("early stopping: " + metric + " not better than " + fmt(v.best_score) + " (step " +
+    note("early stopping: " + metric + " not better than " + score_text(v.best_score) + " (step " +
          std::to_string(v.best_step) + ") for " + std::to_string(v.sessions_without_improvement) +
          " sessions; training stops");
   }

@@ -40,4 +40,7 @@ double crps(std::vector<float> members, double y);
 /// under-dispersed states.
 double crps_fair(std::vector<float> members, double y);
 
+/// A score as the notes print it: 5 significant digits ("%.5g").
+std::string score_text(double v);
+
 }  // namespace finecast::trainer::validation

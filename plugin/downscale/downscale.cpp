@@ -307,23 +307,13 @@ bool is_coarse_input(const DownscaleOptions& opt, const coupling::FieldReader& f
 }
 
 /// A checkpoint whose sampling weights were fine-tuned on the CRPS of members drawn by DDIM with
-/// train.crps_sampler_steps steps (train.crps_steps) is a sampler of its own: drawn another way,
-/// its members are not what the fine-tuning scored. Says so (the config it was trained with is in
-/// its metadata; a checkpoint without one, or of another version, says nothing).
-void warn_if_not_sampled_as_tuned(const std::string& checkpoint, const trainer::SampleOptions& so) {
-  const auto meta = trainer::read_checkpoint_metadata(checkpoint);
-  const auto it = meta.find("config_resolved");
-  if (it == meta.end()) return;
-  int64_t steps = 0, k = 0;
-  try {
-    const Config trained = parse_config(it->second, checkpoint + " (/metadata config_resolved)");
-    steps = trained.train.crps_steps;
-    k = trained.train.crps_sampler_steps;
-  } catch (const ConfigError&) {
-    return;  // sampling_options has said so
-  }
-  if (steps > 0 && (so.sampler != trainer::Sampler::kDdim || so.steps != k || so.eta != 0.0))
-    log::warning("checkpoint " + checkpoint + " was fine-tuned (train.crps_steps " + std::to_string(steps) +
+/// train.crps_sampler_steps steps (train.crps_steps, in its stored train options) is a sampler of
+/// its own: drawn another way, its members are not what the fine-tuning scored. Says so.
+void warn_if_not_sampled_as_tuned(const std::string& checkpoint, const trainer::TrainOptions& to,
+                                  const trainer::SampleOptions& so) {
+  const int64_t k = to.crps_sampler_steps;
+  if (to.crps_steps > 0 && (so.sampler != trainer::Sampler::kDdim || so.steps != k || so.eta != 0.0))
+    log::warning("checkpoint " + checkpoint + " was fine-tuned (train.crps_steps " + std::to_string(to.crps_steps) +
                  ") for members drawn by DDIM with " + std::to_string(k) + " steps and eta 0; sampled with " +
                  sampling_text(so) + " its spread is not what the fine-tuning scored (--sampler ddim --steps " +
                  std::to_string(k) + " --eta 0)");
@@ -455,7 +445,7 @@ Source load_source(const DownscaleOptions& opt, const std::string& path,
   src.sampling = sampling_options(opt, src.checkpoint, origin);
   log::info("Sampling with " + src.checkpoint + ": " + sampling_text(src.sampling) + " (options not given: " + origin +
             ")");
-  warn_if_not_sampled_as_tuned(src.checkpoint, src.sampling);
+  warn_if_not_sampled_as_tuned(src.checkpoint, src.model.train_options(), src.sampling);
   return src;
 }
 

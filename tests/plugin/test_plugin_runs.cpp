@@ -482,6 +482,11 @@ TEST(PluginRuns, BufferProgressValidationAndCrpsFineTuningAreLogged) {
   // The trainer's validation scores and the fine-tuning's progress are information, not warnings.
   EXPECT_EQ(r.output.find("WARNING: validation"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("WARNING: crps"), std::string::npos) << r.output;
+  // The fine-tuning's progress lines come without a repeated epoch line between them.
+  const size_t from = r.output.find("] crps fine-tuning: step 1 of 10"),
+               to = r.output.find("] crps fine-tuning: step 10 of 10", from);
+  ASSERT_NE(to, std::string::npos);
+  EXPECT_EQ(r.output.substr(from, to - from).find("Epoch "), std::string::npos) << r.output.substr(from, to - from);
 }
 
 // A buffer that holds train.min_steps before the first multiple of train.every says so once, with

@@ -543,29 +543,11 @@ TEST(CrpsFinetune, LowersTheFairCrpsOfTheMembersAndLeavesTrainingsWeights) {
   so.sampler = ft::Sampler::kDdim;
   so.steps = 10;
   so.members = 8;
-  auto score = [&](const ft::Downscaler& ds, double& spread) {
-    const int64_t n = test.n, P = test.P, M = so.members;
-    std::vector<float> out(static_cast<size_t>(n * M * P));
-    ds.sample(test.context.data(), test.coarse.data(), nullptr, n, so, 77, out.data());
-    double total = 0, var = 0;
-    std::vector<float> ens(static_cast<size_t>(M));
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < P; ++j) {
-        double mean = 0;
-        for (int64_t k = 0; k < M; ++k) mean += ens[static_cast<size_t>(k)] = out[(i * M + k) * P + j];
-        mean /= static_cast<double>(M);
-        for (float x : ens) var += (x - mean) * (x - mean) / static_cast<double>(M - 1);
-        total += ft::validation::crps_fair(ens, test.fine[i * P + j]);
-      }
-    spread = std::sqrt(var / static_cast<double>(n * P));
-    return total / static_cast<double>(n * P);
-  };
-  double spread_plain = 0, spread_tuned = 0;
-  const double crps_plain = score(plain, spread_plain), crps_tuned = score(tuned, spread_tuned);
-  std::printf("fair CRPS %.4f -> %.4f, spread %.4f -> %.4f (true %.4f)\n", crps_plain, crps_tuned, spread_plain,
-              spread_tuned, test.true_std());
-  EXPECT_LT(crps_tuned, 0.95 * crps_plain);
-  EXPECT_LT(std::abs(spread_tuned - test.true_std()), std::abs(spread_plain - test.true_std()));
+  const Skill before = evaluate(plain, test, so, 77), after = evaluate(tuned, test, so, 77);
+  std::printf("fair CRPS %.4f -> %.4f, spread %.4f -> %.4f (true %.4f)\n", before.crps_fair, after.crps_fair,
+              before.spread, after.spread, test.true_std());
+  EXPECT_LT(after.crps_fair, 0.95 * before.crps_fair);
+  EXPECT_LT(std::abs(after.spread - test.true_std()), std::abs(before.spread - test.true_std()));
 }
 
 TEST(CrpsFinetune, OptionsAreValidatedWithTheirNames) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "trainer/downscaler.hpp"
+#include "trainer/validation.hpp"
 
 namespace finecast::trainer::testing {
 
@@ -88,6 +89,7 @@ inline ft::DataView view(const KnownDistribution& d) { return {d.context.data(),
 /// mean ensemble spread, and the correlation of the sampled pattern amplitude with the true one.
 struct Skill {
   double mean_rmse = 0, spread = 0, amp_corr = 0;
+  double crps_fair = 0;  ///< the members' fair CRPS against the sample itself, mean over cells
 };
 
 inline Skill evaluate(const ft::Downscaler& ds, const KnownDistribution& test, const ft::SampleOptions& so,
@@ -96,17 +98,19 @@ inline Skill evaluate(const ft::Downscaler& ds, const KnownDistribution& test, c
   std::vector<float> out(static_cast<size_t>(n * M * P));
   ds.sample(test.context.data(), test.coarse.data(), nullptr, n, so, seed, out.data());
   Skill s;
-  double se = 0, spread = 0;
+  double se = 0, spread = 0, crps = 0;
   std::vector<double> amp_true(n), amp_est(n);
+  std::vector<float> members(static_cast<size_t>(M));
   for (int64_t i = 0; i < n; ++i) {
     double proj = 0, pp = 0;
     for (int64_t j = 0; j < P; ++j) {
       double m = 0, m2 = 0;
       for (int64_t k = 0; k < M; ++k) {
-        const double v = out[(i * M + k) * P + j];
+        const double v = members[static_cast<size_t>(k)] = out[(i * M + k) * P + j];
         m += v;
         m2 += v * v;
       }
+      if (M >= 2) crps += ft::validation::crps_fair(members, test.fine[i * P + j]);
       m /= M;
       spread += std::sqrt(std::max(0.0, m2 / M - m * m) * M / (M - 1));
       se += (m - test.true_mean(i, j)) * (m - test.true_mean(i, j));
@@ -118,6 +122,7 @@ inline Skill evaluate(const ft::Downscaler& ds, const KnownDistribution& test, c
   }
   s.mean_rmse = std::sqrt(se / static_cast<double>(n * P));
   s.spread = spread / static_cast<double>(n * P);
+  s.crps_fair = crps / static_cast<double>(n * P);
   auto mean = [](const std::vector<double>& v) {
     double m = 0;
     for (double x : v) m += x;

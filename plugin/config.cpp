@@ -424,6 +424,13 @@ void validate_together(const Config& c, ErrorList& errors) {
        [&] { return coupling::local_slope_problem(c.patch); });
   rule({"patch.interpolant", "grid.type"},
        [&] { return coupling::interpolant_mismatch(c.patch.interpolant, c.grid.type == GridType::kLatLon); });
+  rule({"patch.static_refresh", "patch.static"}, [&] {
+    return c.patch.static_refresh && c.patch.statics.empty()
+               ? std::string(
+                     "patch.static_refresh gathers the patch.static fields at every step, but patch.static "
+                     "lists none")
+               : std::string();
+  });
   rule({"patch.residual", "patch.static"}, [&] {
     return c.patch.residual == Residual::kRegression && c.patch.statics.empty()
                ? std::string(

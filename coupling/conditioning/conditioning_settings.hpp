@@ -64,6 +64,10 @@ struct PatchSettings {
   /// Host variables with fine static covariates (surface height, land fraction), gathered once;
   /// each adds its normalised block mean and fine anomalies to every patch's context.
   std::vector<std::string> statics;
+  /// Gather the patch.static fields at every coupling step instead of once: fine covariates that
+  /// the host updates (a running-mean climatology of the target, e.g.). Each step's patches take
+  /// that step's values, normalised as the first step's were.
+  bool static_refresh = false;
   /// The residual base's interpolant (auto: bicubic on lat-lon, idw on ICON; a spec's is resolved).
   Interpolant interpolant = Interpolant::kAuto;
   /// patch.residual regression: a local-slope term per covariate of local_slope_static (empty =
@@ -182,6 +186,10 @@ inline const schema::Table<ConditioningSettings>& conditioning_settings_table() 
                     "host variables with fine static covariates (e.g. [topography_c, fr_land]), gathered once; "
                     "each adds its normalised block mean and fine anomalies to the context")
             .compared_on_resume(),
+        boolean("static_refresh", &PatchSettings::static_refresh,
+                "gather the patch.static fields at every coupling step instead of once: fine covariates the "
+                "host updates (e.g. a running-mean climatology of the target, docs/training.md); each step's "
+                "patches, buffered and sampled, take that step's values, normalised as at the first step"),
         choice("interpolant", &PatchSettings::interpolant,
                "the conservative interpolant of patch.residual interp and regression and of the static "
                "covariates' coarse part: lat-lon bicubic (Keys) | bspline (cubic B-spline); ICON idw "

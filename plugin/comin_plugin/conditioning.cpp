@@ -65,14 +65,17 @@ std::vector<float> prepare_statics(const Config& cfg, const coupling::PatchMap& 
           "patch.static \"" + cfg.patch.statics[s] + "\""));
   }
   const int64_t n_cells = local.n_coarse * local.patch_size, n = local.n_coarse;
-  state.statics.assign(static_cast<size_t>(n_static), std::vector<float>(static_cast<size_t>(n_cells)));
+  const bool first = state.statics.empty();  // a refresh (patch.static_refresh) is not logged
+  if (first) state.statics.assign(static_cast<size_t>(n_static), std::vector<float>(static_cast<size_t>(n_cells)));
   std::vector<float> means(static_cast<size_t>(n_static * n));
   for (int s = 0; s < n_static; ++s) {
     coupling::normalise_static(state.spec.static_norms[s], raw[s], state.statics[s].data(), n_cells);
     coupling::coarsen(local, state.statics[s].data(), means.data() + s * n);
-    log::info("Static covariate " + cfg.patch.statics[s] + ": normalised with mean " +
-              std::to_string(state.spec.static_norms[s].mean) + ", scale " +
-              std::to_string(state.spec.static_norms[s].scale) + (fixed ? " (from the checkpoint)" : ""));
+    if (first)
+      log::info("Static covariate " + cfg.patch.statics[s] + ": normalised with mean " +
+                std::to_string(state.spec.static_norms[s].mean) + ", scale " +
+                std::to_string(state.spec.static_norms[s].scale) + (fixed ? " (from the checkpoint)" : "") +
+                (cfg.patch.static_refresh ? "; gathered at every coupling step (patch.static_refresh)" : ""));
   }
   return means;
 }

@@ -39,9 +39,10 @@ coupling::ConditioningSpec conditioning_spec(const Config& config, const std::st
 /// holds none, or every patch, or a mask that cannot be read onto the grid is a ConfigError.
 void setup_conditioning(const Config& config, const coupling::ConditioningGrid& grid, ConditioningState& state);
 
-/// The static covariates of a trainer's patches, at the first step: `raw[s]` is the host's
-/// field s on `local`'s cells (the trainer's slots). Normalises them into state.statics with the
-/// norms of a resumed checkpoint, or else with the area-weighted moments of the whole field
+/// The static covariates of a trainer's patches, at the first step (with patch.static_refresh, at
+/// every step, with the first step's norms): `raw[s]` is the host's field s on `local`'s cells
+/// (the trainer's slots). Normalises them into state.statics with the norms of a resumed
+/// checkpoint or of an earlier step, or else with the area-weighted moments of the whole field
 /// (`sum_over_trainers` adds each trainer's moments up, in place: every trainer gets the same
 /// norms); returns their block means on local's patches, [n_static][local.n_coarse], which
 /// the trainers then share.

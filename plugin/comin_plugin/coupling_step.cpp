@@ -80,11 +80,12 @@ void follow_trainer(const Ranks& ranks, RunPhase& phase, const Agreement& a) {
   }
 }
 
-/// The host variables sent this step: the orography (the last input) is static, so it is sent
-/// with the first step of the run only (a resumed run counts on from the checkpoint's step, so
-/// this is not "step 1").
+/// The host variables sent this step: the orography and the static covariates (the inputs after
+/// the fields) are static, so they are sent with the first step of the run only (a resumed run
+/// counts on from the checkpoint's step, so this is not "step 1"), unless patch.static_refresh
+/// has them sent at every step.
 int inputs_this_step(const Config& cfg, const CouplingState& c) {
-  return c.static_gathered ? static_cast<int>(cfg.fields.size()) : input_count(cfg);
+  return c.static_gathered && !cfg.patch.static_refresh ? static_cast<int>(cfg.fields.size()) : input_count(cfg);
 }
 
 void pack_fields(const RunSettings& run, CouplingState& c, const RunStats& stats) {

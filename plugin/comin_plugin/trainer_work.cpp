@@ -217,10 +217,10 @@ void share_coarse(const Config& cfg, const Ranks& ranks, TrainerShare& t, const 
   share(t.patches.coarse_vars.data(), static_cast<int64_t>(cfg.fields.size()), t.all_coarse.data());
   report_nonfinite(cfg, ranks, t, stats);
   check_field_scales(cfg, ranks, t, stats);
-  // The static covariates arrive with the first step of the run: normalised over the whole
-  // field, their block means known to every trainer.
+  // The static covariates arrive with the first step of the run (with patch.static_refresh, with
+  // every step): normalised over the whole field, their block means known to every trainer.
   const auto n_static = static_cast<int64_t>(cfg.patch.statics.size());
-  if (n_static > 0 && t.conditioning.statics.empty()) {
+  if (n_static > 0 && (t.conditioning.statics.empty() || cfg.patch.static_refresh)) {
     const int64_t n_slots = t.n_patches * t.map.patch_size;
     const size_t first_static = cfg.fields.size() + (cfg.patch.orography.empty() ? 0 : 1);
     std::vector<const float*> raw;

@@ -334,6 +334,17 @@ TEST(Config, FieldsMayNameALevel) {
                finecast::ConfigError);
 }
 
+TEST(Config, StaticRefreshNeedsStaticCovariates) {
+  EXPECT_EQ(error_of(std::string(kMinimal) + "patch: {static_refresh: true}\n"),
+            "configs/x.yaml: patch.static_refresh gathers the patch.static fields at every step, but patch.static "
+            "lists none");
+  const fp::Config c =
+      fp::parse_config(std::string(kMinimal) + "patch: {static: [clim], static_refresh: true}\n", "x.yaml", {});
+  EXPECT_TRUE(c.patch.static_refresh);
+  EXPECT_FALSE(
+      fp::parse_config(std::string(kMinimal) + "patch: {static: [clim]}\n", "x.yaml", {}).patch.static_refresh);
+}
+
 TEST(Config, RegressionResidualNeedsStaticCovariates) {
   EXPECT_EQ(error_of(std::string(kMinimal) + "patch: {residual: regression}\n"),
             "configs/x.yaml: patch.residual regression fits the fine residual on the static covariates: list them "

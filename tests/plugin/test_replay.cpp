@@ -261,6 +261,40 @@ TEST(ReplayEndToEnd, TwoRanksGiveTheSameResultsAsOne) {
   }
 }
 
+// patch.static_refresh: a covariate the host changes is gathered at every step. The covariate
+// here is the target itself under another name, so the regression base fitted on the first step
+// explains that step's fine deviation exactly (coefficient 1): with the refresh every buffered
+// step's residual is that near-zero misfit; gathered once, the later months keep the first
+// month's covariate and their residuals are the months' differences (kelvins).
+TEST(ReplayEndToEnd, StaticRefreshGathersTheCovariateAtEveryStep) {
+  double rms[2] = {0, 0};
+  for (const bool refresh : {false, true}) {
+    ScratchDir dir(refresh ? "refresh" : "once");
+    write_text(dir.file("plugin.yaml"), tiny_plugin_config(dir.path()) +
+                                            "patch: {residual: regression, interpolant: bspline, static: [tas_now], "
+                                            "static_refresh: " +
+                                            (refresh ? "true" : "false") + "}\n");
+    std::string run = tiny_run_file(dir.file("plugin.yaml"), "round_robin");
+    const std::string vars = "variables: [tas]";
+    ASSERT_NE(run.find(vars), std::string::npos);
+    run.replace(run.find(vars), vars.size(), "variables: [tas, {var: tas, name: tas_now}]");
+    write_text(dir.file("run.yaml"), run);
+    const CommandResult r = run_command("mpiexec -n 2 --oversubscribe " + binary("finecast-replay") + " --config " +
+                                        dir.file("run.yaml") + " --progress lines");
+    ASSERT_EQ(r.rc, 0) << r.output;
+    if (refresh) EXPECT_NE(r.output.find("patch.static_refresh"), std::string::npos) << r.output;
+    const fc::RollingBuffer b = fc::RollingBuffer::load_h5(newest_buffer_snapshot(dir.file("checkpoints")));
+    ASSERT_EQ(b.steps(), 4);  // months 3..6: none of them the month the base was fitted on
+    std::vector<float> context, fine, weights;
+    b.snapshot(context, fine, weights);
+    double sum = 0;
+    for (float x : fine) sum += static_cast<double>(x) * x;
+    rms[refresh ? 1 : 0] = std::sqrt(sum / static_cast<double>(fine.size()));
+  }
+  EXPECT_LT(rms[1], 0.01) << "refreshed: the residuals of every step are the fit's rounding";
+  EXPECT_GT(rms[0], 0.5) << "gathered once: later months differ from the first";
+}
+
 // The shipped replay configs parse, and configs/replay_tas.yaml (which documents every key)
 // still sets every top-level and nested key the parser knows.
 TEST(ReplayConfigs, ShippedRunFilesAndTheirPluginConfigsParse) {

@@ -90,7 +90,11 @@ void report_device_fields(const Config& cfg, const CouplingState& c) {
     const int64_t element = f.datatype == COMIN_VAR_DATATYPE_FLOAT ? sizeof(float) : sizeof(double);
     int shape[5];
     comin_var_get_shape(f.handle, shape);
-    (i < cfg.fields.size() ? per_step : once) += f.owned.region.elements() * element;
+    // The orography and static covariates come once, or with patch.static_refresh the covariates
+    // every step (they follow the fields and the orography).
+    const bool every_step = i < cfg.fields.size() || (cfg.patch.static_refresh &&
+                                                      i >= cfg.fields.size() + (cfg.patch.orography.empty() ? 0 : 1));
+    (every_step ? per_step : once) += f.owned.region.elements() * element;
     whole += int64_t{shape[0]} * shape[1] * shape[2] * shape[3] * shape[4] * element;
   }
   if (c.rank != 0) return;

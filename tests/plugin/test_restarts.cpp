@@ -27,12 +27,14 @@ namespace {
 
 const std::string kGrid = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc";
 
-std::string plugin_config() {
+std::string plugin_config(const std::string& patch = "{orography: topography_c}") {
   return "fields: [ts]\nseed: 5\ndevice: cpu\n"
          "grid: {type: icon, file: " +
          kGrid +
          ", coarse_level: 0}\n"
-         "patch: {orography: topography_c}\n"
+         "patch: " +
+         patch +
+         "\n"
          "buffer: {capacity: 6}\n"
          "model: {hidden: 16, depth: 1, time_embedding: 8, diffusion_steps: 5}\n"
          "train: {async: false, every: 3, min_steps: 6, epochs: 1, batch_size: 96, warmup_steps: 1, threads: 1}\n"
@@ -80,8 +82,11 @@ BufferContent read_buffer(const std::string& path) {
 
 TEST(RestartChain, FourShortChunksBufferWhatOneLongRunBuffers) {
   ftr::ScratchDir long_dir("chain_long"), chain_dir("chain");
-  ftr::write_text(long_dir.file("plugin.yaml"), plugin_config());
-  ftr::write_text(chain_dir.file("plugin.yaml"), plugin_config());
+  // With a covariate gathered at every step (the host's surface pressure), normalised as at the
+  // first step of the long run in every chunk: the chunks after the first take the checkpoint's norms.
+  const std::string patch = "{orography: topography_c, static: [ps], static_refresh: true}";
+  ftr::write_text(long_dir.file("plugin.yaml"), plugin_config(patch));
+  ftr::write_text(chain_dir.file("plugin.yaml"), plugin_config(patch));
   const ftr::CommandResult whole = run_chunk(long_dir.path(), 0, 12);
   ASSERT_EQ(whole.rc, 0) << whole.output;
 
@@ -113,7 +118,8 @@ TEST(RestartChain, FourShortChunksBufferWhatOneLongRunBuffers) {
   ASSERT_EQ(a.datetimes.size(), 6u);
   EXPECT_EQ(a.datetimes, b.datetimes);
   EXPECT_EQ(a.datetimes.back(), "1979-01-01T06:00:00");
-  EXPECT_EQ(a.context, b.context);  // orography included: the static field is gathered in every chunk
+  // The orography and the covariate included: the static fields are gathered in every chunk.
+  EXPECT_EQ(a.context, b.context);
   EXPECT_EQ(a.fine, b.fine);
 
   // The same weights: the chain restores the optimizer, EMA, normalisation and RNG state.

@@ -618,7 +618,7 @@ TEST(PluginRuns, ASkippedSamplingSaysWhyAndWhenTheNextIsDue) {
   write_file(dir / "host.yaml", host_run_file(5, "plugin.yaml"));
   const Result r = run_host(dir, 2);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  for (const std::string& line :
+  for (const char* line :
        {"Sampling at 1979-01-01T01:00:00 (coupling step 2) skipped: no trained model yet: training session 1 still "
         "trains (epoch ",
         "; the next sampling is due at coupling step 4 (in 2 steps, ~",

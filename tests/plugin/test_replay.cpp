@@ -282,7 +282,9 @@ TEST(ReplayEndToEnd, StaticRefreshGathersTheCovariateAtEveryStep) {
     const CommandResult r = run_command("mpiexec -n 2 --oversubscribe " + binary("finecast-replay") + " --config " +
                                         dir.file("run.yaml") + " --progress lines");
     ASSERT_EQ(r.rc, 0) << r.output;
-    if (refresh) EXPECT_NE(r.output.find("patch.static_refresh"), std::string::npos) << r.output;
+    if (refresh) {
+      EXPECT_NE(r.output.find("patch.static_refresh"), std::string::npos) << r.output;
+    }
     const fc::RollingBuffer b = fc::RollingBuffer::load_h5(newest_buffer_snapshot(dir.file("checkpoints")));
     ASSERT_EQ(b.steps(), 4);  // months 3..6: none of them the month the base was fitted on
     std::vector<float> context, fine, weights;

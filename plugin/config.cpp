@@ -28,6 +28,11 @@ const schema::Names<OutputFormat>& names(OutputFormat) {
   static const schema::Names<OutputFormat> n{{OutputFormat::kNetcdf4, "netcdf4"}, {OutputFormat::kCdf5, "cdf5"}};
   return n;
 }
+const schema::Names<Calibration>& names(Calibration) {
+  static const schema::Names<Calibration> n{{Calibration::kNone, "none"}, {Calibration::kPrequential, "prequential"}};
+  return n;
+}
+
 const schema::Names<DeviceFields>& names(DeviceFields) {
   static const schema::Names<DeviceFields> n{
       {DeviceFields::kAuto, "auto"}, {DeviceFields::kOn, "on"}, {DeviceFields::kOff, "off"}};
@@ -186,6 +191,12 @@ const schema::Table<Config>& config_table() {
              "one and writes <stem>_<first time>.nc (docs/output.md)"));
     sample.push_back(text("write_back", &SampleConfig::write_back,
                           "host variable created by the plugin for the ensemble mean (\"\" = none)"));
+    sample.push_back(choice("calibration", &SampleConfig::calibration,
+                            "none (the members' spread times sample.inflation) | prequential (each sampling's "
+                            "inflation from the run's own errors: sqrt(sum of the ensemble mean's squared error "
+                            "against the host's field / sum of the members' variance) over the samplings before "
+                            "it, scored before the model trained on their steps; sample.inflation until the first; "
+                            "needs members >= 2; docs/plugin.md)"));
     sample.push_back(text("device", &SampleConfig::device,
                           "device that samples (\"\" = the training device); e.g. train on cpu, sample on cuda",
                           "\"\" or one of auto, cpu, cuda, cuda:N, mps",
@@ -402,6 +413,12 @@ void validate_together(const Config& c, ErrorList& errors) {
     return c.sample.sampler == trainer::Sampler::kDdim && c.sample.steps > c.model.diffusion_steps
                ? "sample.steps (" + std::to_string(c.sample.steps) + ") must not exceed model.diffusion_steps (" +
                      std::to_string(c.model.diffusion_steps) + "): DDIM takes a subset of the schedule's steps"
+               : std::string();
+  });
+  rule({"sample.calibration", "sample.members"}, [&] {
+    return c.sample.calibration == Calibration::kPrequential && c.sample.members < 2
+               ? "sample.calibration prequential scores the members' spread: it needs sample.members >= 2, got " +
+                     std::to_string(c.sample.members)
                : std::string();
   });
   rule({"sample.write_back", "fields"}, [&] {

@@ -26,6 +26,9 @@ enum class DeviceFields { kAuto, kOn, kOff };
 enum class Placement { kSpread, kPacked, kExternal };
 /// File format of the sampled ensembles (docs/output.md).
 enum class OutputFormat { kNetcdf4, kCdf5 };
+/// sample.calibration: the members' spread as sampled (none: sample.inflation) or inflated by the
+/// run's own errors on the steps it sampled before (prequential).
+enum class Calibration { kNone, kPrequential };
 /// Points of a coupling step where testing.fault makes a run fail on purpose.
 enum class FaultPoint { kNone, kGather, kTraining, kCheckpoint, kSampling, kOutput, kWriteBack };
 
@@ -35,6 +38,7 @@ const schema::Names<CommunicatorKind>& names(CommunicatorKind);
 const schema::Names<DeviceFields>& names(DeviceFields);
 const schema::Names<Placement>& names(Placement);
 const schema::Names<FaultPoint>& names(FaultPoint);
+const schema::Names<Calibration>& names(Calibration);
 
 /// Every default lives in these initialisers (and in the trainer's option structs and the
 /// conditioning settings) and nowhere else; every key is declared once, in the option tables of
@@ -101,6 +105,10 @@ struct SampleConfig : trainer::SampleOptions {
   std::string output = "finecast_output.nc";
   std::string write_back;  ///< host variable (created by the plugin) for the ensemble mean; "" = none
   std::string device;      ///< device that samples ("" = the training device)
+  /// prequential: each sampling's inflation is sqrt(sum e2 / sum s2) over the samplings before it
+  /// (the ensemble mean's squared error against the host's field, the members' variance before
+  /// inflation), sample.inflation until the first; docs/plugin.md, "Calibration".
+  Calibration calibration = Calibration::kNone;
 };
 
 /// The output section: how the sampled ensembles (sample.output) are stored.

@@ -277,6 +277,7 @@ void sampling_step(PluginState& s, bool with_write_back) {
       int64_t masked = 0;  // values masked over every trainer's patches (the same on each)
       if (trainers_agree(s, ranks)) {
         CHECK_MPI(MPI_Allreduce(&out.masked, &masked, 1, MPI_INT64_T, MPI_SUM, ranks.trainers));
+        update_calibration(run.config, ranks, model, out, s.stats);
         // Collective among the trainers; a failure to write (on the lead) comes after the last piece.
         const auto t_output = Clock::now();
         ok = local(s, "output", [&] { write_samples(s.config, *s.trainer, *s.coupling, s.faults, s.stats, masked); }) &&

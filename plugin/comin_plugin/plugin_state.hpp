@@ -122,6 +122,11 @@ struct TrainerModel {
   std::string last_checkpoint;   ///< the latest checkpoint written in this run
   Work owed;                     ///< a session or checkpoint owed from an earlier step (schedule.hpp)
   bool fresh_weights = false;    ///< a session finished (or a trained model was resumed) after the latest sampling
+  /// The coupling step through which the sampled weights have seen the buffer: the step at which
+  /// the latest collected session took its snapshot (a resumed model: the checkpoint's step).
+  /// A sampling at a later step is of data the model has not trained on (sample.calibration).
+  long long trained_through = -1;
+  long long session_through = -1;  ///< the same for the session in flight
 };
 
 /// What a sampling makes: the drawn ensemble of this trainer's patches, its mean (write-back),
@@ -139,6 +144,10 @@ struct TrainerOutput {
   std::vector<float> samples;                         ///< [n_patches][members][P] scratch
   std::vector<float> slot_mean;                       ///< [n_slots]: the ensemble mean for write-back
   int64_t masked = 0;                                 ///< this trainer's samples masked at the last sampling
+  /// sample.calibration prequential (calibration.hpp): the run's sums so far, the inflation the
+  /// last sampling used, and that sampling's sums on this trainer's patches.
+  double calibration_e2 = 0.0, calibration_s2 = 0.0, inflation_used = 1.0;
+  double sampling_e2 = 0.0, sampling_s2 = 0.0;
 };
 
 /// A trainer rank only: its share of the patches and their buffer, the model (the same on every

@@ -210,6 +210,9 @@ void resume(PluginState& s, TrainerState& t, ResumeSource source) {
   s.stats.sessions = counters.sessions;
   s.stats.steps = counters.coupling_steps;
   s.stats.samplings = counters.samplings;
+  t.calibration_e2 = counters.calibration_e2;
+  t.calibration_s2 = counters.calibration_s2;
+  t.trained_through = counters.coupling_steps;
   if (auto it = meta.find("datetime"); it != meta.end()) t.resumed_datetime = it->second;
   // The static covariates keep the normalisation the model was trained with, and the residual
   // the regression base it learned the residual of.

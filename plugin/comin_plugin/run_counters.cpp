@@ -18,6 +18,10 @@ const schema::Table<RunCounters>& run_counters_table() {
     s.push_back(integer("coupling_steps", &R::coupling_steps, 0, kMax, "coupling steps so far"));
     s.push_back(integer("samplings", &R::samplings, 0, kMax, "samplings so far"));
     s.push_back(boolean("training_due", &R::training_due, "a session was due that this model has not had"));
+    s.push_back(real("calibration_e2", &R::calibration_e2, 0.0, std::numeric_limits<double>::max(),
+                     "sample.calibration prequential: the samplings' summed squared error of the ensemble mean"));
+    s.push_back(real("calibration_s2", &R::calibration_s2, 0.0, std::numeric_limits<double>::max(),
+                     "sample.calibration prequential: the samplings' summed variance of the raw members"));
     return s;
   }();
   return t;

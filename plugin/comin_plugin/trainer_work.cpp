@@ -187,6 +187,7 @@ void collect_session(const Config& cfg, const Ranks& ranks, const TrainerShare& 
   if (st.stopped && !st.trained)
     log::progress("Early stopping: training has stopped; sampling goes on with the best model");
   model.fresh_weights = true;
+  model.trained_through = model.session_through;
   if (phase.phase() != Phase::kReady)
     phase.transition(Phase::kReady, ranks.is_lead ? "First model trained: sampling from now on" : "");
 }
@@ -271,12 +272,15 @@ void write_model_checkpoint(const RunSettings& run, const Ranks& ranks, const Tr
                                           {"grid", schema::name_of(cfg.grid.type) + " " + cfg.grid.file}};
   // How this run samples, so that finecast-downscale and finecast-export sample the same way.
   // The run's counters, so that a resumed run counts on (typed: /run).
-  const RunCounters counters{stats.sessions, stats.steps, stats.samplings, training_due};
+  const RunCounters counters{stats.sessions, stats.steps,        stats.samplings,
+                             training_due,   out.calibration_e2, out.calibration_s2};
+  // With sample.calibration prequential, the inflation the next sampling would use.
+  trainer::SampleOptions sampling = cfg.sample;
+  sampling.inflation = sampling_inflation(cfg, out);
   const trainer::CheckpointGroups groups{
       {coupling::kConditioningGroup, coupling::spec_record(checkpoint_spec(t.conditioning, t.patch_options))},
       {kRunGroup, schema::to_record(run_counters_table(), counters)},
-      {trainer::kSamplingGroup,
-       schema::to_record(trainer::sample_options_table(), static_cast<const trainer::SampleOptions&>(cfg.sample))}};
+      {trainer::kSamplingGroup, schema::to_record(trainer::sample_options_table(), sampling)}};
   const std::string path = model.model->save_in_dir(cfg.checkpoint.dir, cfg.checkpoint.keep, meta, groups);
   remove_orphan_snapshots(cfg.checkpoint.dir);
   model.last_checkpoint = path;
@@ -328,6 +332,7 @@ void start_session(const RunSettings& run, const Ranks& ranks, const TrainerShar
     return;
   }
   ++stats.sessions;
+  model.session_through = stats.steps;
   log::progress("Training session " + std::to_string(stats.sessions) + " at " + stats.datetime + ": " +
                 std::to_string(steps) + " steps in buffer = " + std::to_string(total) + " samples" +
                 (n_trainers > 1 ? " on " + std::to_string(n_trainers) + " trainer ranks" : std::string()));
@@ -348,7 +353,9 @@ void draw_samples(const RunSettings& run, const Ranks& ranks, TrainerShare& t, c
   run.faults.check(FaultPoint::kSampling, stats.steps, ranks.rank, ranks.is_lead);
   const int64_t n = t.n_patches, P = t.map.patch_size, members = cfg.sample.members;
   out.samples.resize(static_cast<size_t>(n * members * P));
-  const trainer::SampleOptions& so = cfg.sample;  // the trainer's part of the sample section
+  trainer::SampleOptions so = cfg.sample;  // the trainer's part of the sample section
+  so.inflation = sampling_inflation(cfg, out);
+  out.inflation_used = so.inflation;
   // Each trainer draws its own patches with a seed of its own.
   const uint64_t seed = coupling::sampling_seed(cfg.seed, stats.samplings + 1, ranks.trainer_index);
   coupling::sample_fine(t.patches, members, seed, out.samples.data(),
@@ -357,7 +364,65 @@ void draw_samples(const RunSettings& run, const Ranks& ranks, TrainerShare& t, c
                           model.model->sample(context, coarse, weights, count, so, draw_seed, model.torch_threads,
                                               drawn);
                         });
+  score_sampling(cfg, t, out);
   mask_implausible_samples(out);
+}
+
+double sampling_inflation(const Config& cfg, const TrainerOutput& out) {
+  if (cfg.sample.calibration != Calibration::kPrequential || out.calibration_s2 <= 0.0) return cfg.sample.inflation;
+  return std::sqrt(out.calibration_e2 / out.calibration_s2);
+}
+
+void score_sampling(const Config& cfg, const TrainerShare& t, TrainerOutput& out) {
+  out.sampling_e2 = out.sampling_s2 = 0.0;
+  if (cfg.sample.calibration != Calibration::kPrequential) return;
+  const int64_t P = t.map.patch_size, M = cfg.sample.members;
+  // The members' deviations from their mean were multiplied by the inflation: the raw variance is
+  // the drawn one over its square.
+  const double f2 = out.inflation_used * out.inflation_used;
+  for (int64_t c = 0; c < t.n_patches; ++c) {
+    if (!t.patches.valid[static_cast<size_t>(c)]) continue;
+    for (int64_t p = 0; p < P; ++p) {
+      const float* member = out.samples.data() + (c * M) * P + p;  // member m at member[m * P]
+      double mean = 0, sq = 0;
+      for (int64_t m = 0; m < M; ++m) mean += member[m * P];
+      mean /= static_cast<double>(M);
+      for (int64_t m = 0; m < M; ++m) sq += (member[m * P] - mean) * (member[m * P] - mean);
+      const double y = t.patches.fine[static_cast<size_t>(c * P + p)];
+      const double w = t.patches.weights[static_cast<size_t>(c * P + p)];
+      if (!std::isfinite(mean) || !std::isfinite(sq) || !std::isfinite(y)) continue;
+      out.sampling_e2 += w * (mean - y) * (mean - y);
+      out.sampling_s2 += w * sq / static_cast<double>(M - 1) / f2;
+    }
+  }
+}
+
+void update_calibration(const Config& cfg, const Ranks& ranks, const TrainerModel& model, TrainerOutput& out,
+                        const RunStats& stats) {
+  if (cfg.sample.calibration != Calibration::kPrequential) return;
+  double sums[2] = {out.sampling_e2, out.sampling_s2};
+  CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_DOUBLE, MPI_SUM, ranks.trainers));
+  const bool seen = model.trained_through >= stats.steps;
+  if (!seen && sums[1] > 0.0) {
+    out.calibration_e2 += sums[0];
+    out.calibration_s2 += sums[1];
+  }
+  if (!ranks.is_lead) return;
+  char line[320];
+  if (seen || sums[1] <= 0.0)
+    std::snprintf(line, sizeof line,
+                  "Calibration (sample.calibration prequential): the sampling at %s not scored (%s); the next "
+                  "sampling's inflation stays %.4g",
+                  stats.datetime.c_str(), seen ? "the model trained on this step" : "no valid value",
+                  sampling_inflation(cfg, out));
+  else
+    std::snprintf(line, sizeof line,
+                  "Calibration (sample.calibration prequential): at %s the raw members' spread/RMSE is %.4g "
+                  "(sampled with inflation %.4g); over the samplings so far %.4g, so the next sampling's inflation "
+                  "is %.4g",
+                  stats.datetime.c_str(), std::sqrt(sums[1] / sums[0]), out.inflation_used,
+                  std::sqrt(out.calibration_s2 / out.calibration_e2), sampling_inflation(cfg, out));
+  log::progress(line);
 }
 
 int64_t mask_implausible_samples(TrainerOutput& out) {

@@ -33,14 +33,28 @@ void write_model_checkpoint(const RunSettings& run, const Ranks& ranks, const Tr
 /// synchronous session has ended when this returns; collect_session picks up its outcome.
 void start_session(const RunSettings& run, const Ranks& ranks, const TrainerShare& t, TrainerModel& model,
                    RunStats& stats, RunPhase& phase);
-/// Draws the ensemble of this trainer's patches of the latest step (writing the patches' scratch),
-/// then masks its implausible values (mask_implausible_samples).
+/// Draws the ensemble of this trainer's patches of the latest step (writing the patches' scratch)
+/// with the inflation of sampling_inflation, scores it (score_sampling), then masks its
+/// implausible values (mask_implausible_samples).
 void draw_samples(const RunSettings& run, const Ranks& ranks, TrainerShare& t, const TrainerModel& model,
                   TrainerOutput& out, const RunStats& stats);
 /// Sets every drawn value that is non-finite or outside the plausible range of the field's units
 /// and standard_name (coupling/io/plausibility.hpp) to NaN (missing in the output); returns and
 /// keeps (out.masked) how many.
 int64_t mask_implausible_samples(TrainerOutput& out);
+/// sample.calibration prequential: the inflation of the next sampling, sqrt(e2 / s2) of the run's
+/// sums (sample.inflation until there are some); otherwise sample.inflation.
+double sampling_inflation(const Config& cfg, const TrainerOutput& out);
+/// sample.calibration prequential: this trainer's sums of the drawn ensemble against the host's
+/// field (valid patches, finite values, each patch's area weights): out.sampling_e2, the
+/// ensemble mean's squared error, and out.sampling_s2, the members' variance (M - 1) before the
+/// inflation out.inflation_used.
+void score_sampling(const Config& cfg, const TrainerShare& t, TrainerOutput& out);
+/// Collective among the trainers (sample.calibration prequential): adds the sampling's sums over
+/// every trainer to the run's, unless the sampled weights trained on this step (in sample), and
+/// says on the lead what the next sampling's inflation is.
+void update_calibration(const Config& cfg, const Ranks& ranks, const TrainerModel& model, TrainerOutput& out,
+                        const RunStats& stats);
 /// The ensemble mean of each of this trainer's slots (for write-back).
 void compute_slot_mean(const Config& cfg, const TrainerShare& t, TrainerOutput& out);
 /// Waits for a session in flight (a restart, the end of the run) and picks it up.

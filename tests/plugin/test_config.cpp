@@ -167,7 +167,7 @@ TEST(Config, EveryErrorIsReportedInOneRun) {
       "context_noise, crps_steps, crps_members, crps_sampler_steps, crps_lr, crps_held_out)\n"
       "configs/x.yaml:5: model.schedule must be one of linear, cosine, got \"quadratic\"\n"
       "configs/x.yaml:6: sample must be a mapping of keys (every, at_end, members, sampler, steps, eta, ddpm_variance, "
-      "inflation, churn, threads, max_threads, cuda_graphs, output, write_back, device)\n"
+      "inflation, churn, threads, max_threads, cuda_graphs, output, write_back, calibration, device)\n"
       "--set device: device must be one of auto, cpu, cuda, cuda:N, mps, got \"gpu\"\n"
       "configs/x.yaml: missing required key grid.file (ICON grid file, or a CF file with the lat/lon "
       "coordinates)");
@@ -332,6 +332,15 @@ TEST(Config, FieldsMayNameALevel) {
                finecast::ConfigError);
   EXPECT_THROW(finecast::plugin::parse_config("fields: [{level: 3}]\ngrid: {file: g.nc}\n", "x"),
                finecast::ConfigError);
+}
+
+TEST(Config, PrequentialCalibrationNeedsAnEnsemble) {
+  EXPECT_EQ(error_of(std::string(kMinimal) + "sample: {calibration: prequential, members: 1}\n"),
+            "configs/x.yaml: sample.calibration prequential scores the members' spread: it needs sample.members >= 2, "
+            "got 1");
+  EXPECT_EQ(fp::parse_config(std::string(kMinimal) + "sample: {calibration: prequential, members: 4}\n", "x.yaml", {})
+                .sample.calibration,
+            fp::Calibration::kPrequential);
 }
 
 TEST(Config, StaticRefreshNeedsStaticCovariates) {

@@ -20,6 +20,7 @@
 #include "host/replay/replay_input.hpp"
 #include "host/replay/run_config.hpp"
 #include "plugin/config.hpp"
+#include "trainer/checkpoint.hpp"
 #include "tests/plugin/replay_test_util.hpp"
 
 namespace fc = finecast::coupling;
@@ -295,6 +296,88 @@ TEST(ReplayEndToEnd, StaticRefreshGathersTheCovariateAtEveryStep) {
   }
   EXPECT_LT(rms[1], 0.01) << "refreshed: the residuals of every step are the fit's rounding";
   EXPECT_GT(rms[0], 0.5) << "gathered once: later months differ from the first";
+}
+
+// sample.calibration prequential: each sampling's inflation is sqrt(sum e2 / sum s2) over the
+// samplings before it that the model had not trained on. Two runs of the same 12 months, one
+// calibrated and one not: the same weights and seeds draw the same raw members, so the calibrated
+// members' deviations from their mean are the plain ones times that sampling's inflation, which
+// the test computes from the plain run's members and the file's fine fields. The samplings at a
+// session's step (synchronous: the model trained on it) are drawn but not scored.
+TEST(ReplayEndToEnd, PrequentialCalibrationInflatesByThePastSamplingsErrors) {
+  constexpr int kMembers = 4, kSteps = 12;
+  ScratchDir plain("plain"), calibrated("calibrated");
+  for (const ScratchDir* dir : {&plain, &calibrated}) {
+    std::string config = tiny_plugin_config(dir->path());
+    const std::string from = "sample: {every: 0, members: 2,", train = "every: 2, min_steps: 4";
+    ASSERT_NE(config.find(from), std::string::npos);
+    ASSERT_NE(config.find(train), std::string::npos);
+    config.replace(config.find(from), from.size(),
+                   std::string("sample: {every: 1, members: ") + std::to_string(kMembers) +
+                       ", calibration: " + (dir == &calibrated ? "prequential" : "none") + ",");
+    config.replace(config.find(train), train.size(), "every: 4, min_steps: 4");
+    write_text(dir->file("plugin.yaml"), config);
+    std::string run = tiny_run_file(dir->file("plugin.yaml"), "round_robin");
+    const std::string stop = "stop: 5";
+    ASSERT_NE(run.find(stop), std::string::npos);
+    run.replace(run.find(stop), stop.size(), "stop: " + std::to_string(kSteps - 1));
+    write_text(dir->file("run.yaml"), run);
+    const CommandResult r = run_command("mpiexec -n 2 --oversubscribe " + binary("finecast-replay") + " --config " +
+                                        dir->file("run.yaml") + " --progress lines");
+    ASSERT_EQ(r.rc, 0) << r.output;
+    if (dir == &calibrated) {
+      EXPECT_NE(r.output.find("Calibration (sample.calibration prequential): the sampling at"), std::string::npos)
+          << r.output;
+      EXPECT_NE(r.output.find("not scored (the model trained on this step)"), std::string::npos) << r.output;
+    }
+  }
+  // Samplings at steps 4..12; sessions at 4, 8 and 12 (synchronous) trained on their own step.
+  const fc::PatchMap map = fc::latlon_patch_map(fc::read_latlon_grid(kTas, "tas"), 8);
+  fc::FieldReader truth(kTas, "tas");
+  std::vector<float> y(static_cast<size_t>(truth.n_values()));
+  std::vector<std::vector<float>> a(kMembers, y), b(kMembers, y);
+  double e2_sum = 0, s2_sum = 0;
+  int checked = 0;
+  for (int step = 4; step <= kSteps; ++step) {
+    const int record = step - 4;
+    truth.read(step - 1, y.data());
+    for (int m = 0; m < kMembers; ++m) {
+      fc::FieldReader fa(calibrated.file("out.nc"), "tas", m), fb(plain.file("out.nc"), "tas", m);
+      ASSERT_EQ(fb.n_times(), kSteps - 3);
+      fa.read(record, a[static_cast<size_t>(m)].data());
+      fb.read(record, b[static_cast<size_t>(m)].data());
+    }
+    const double f = s2_sum > 0 ? std::sqrt(e2_sum / s2_sum) : 1.0;  // this sampling's inflation
+    double dev_a = 0, dev_b = 0, e2 = 0, s2 = 0;
+    for (int64_t c = 0; c < map.n_coarse; ++c)
+      for (int p = 0; p < map.patch_size; ++p) {
+        const int64_t cell = map.fine_of_patch[c * map.patch_size + p];
+        const double w = map.fine_weight[c * map.patch_size + p];
+        double mean = 0, sq = 0;
+        for (const auto& member : b) mean += member[static_cast<size_t>(cell)];
+        mean /= kMembers;
+        for (int m = 0; m < kMembers; ++m) {
+          const double db = b[static_cast<size_t>(m)][static_cast<size_t>(cell)] - mean;
+          sq += db * db;
+          dev_b += std::abs(db);
+          dev_a += std::abs(a[static_cast<size_t>(m)][static_cast<size_t>(cell)] - mean);
+        }
+        e2 += w * (mean - y[static_cast<size_t>(cell)]) * (mean - y[static_cast<size_t>(cell)]);
+        s2 += w * sq / (kMembers - 1);
+      }
+    EXPECT_NEAR(dev_a / dev_b, f, 2e-3 * f) << "sampling at step " << step;
+    if (f != 1.0) ++checked;
+    if (step % 4 != 0) {  // scored: the weights had not seen this step
+      e2_sum += e2;
+      s2_sum += s2;
+    }
+  }
+  EXPECT_EQ(checked, kSteps - 4 - 1) << "every sampling after the first scored one is inflated";
+  // The checkpoint records the inflation a sampling after the run would use, for finecast-downscale.
+  const auto sampling = finecast::trainer::read_checkpoint_sampling(newest_checkpoint(calibrated.file("checkpoints")));
+  ASSERT_TRUE(sampling.has_value());
+  EXPECT_NEAR(sampling->inflation, std::sqrt(e2_sum / s2_sum), 1e-3);
+  EXPECT_GT(std::sqrt(e2_sum / s2_sum), 1.05) << "a small model's members are under-dispersed";
 }
 
 // The shipped replay configs parse, and configs/replay_tas.yaml (which documents every key)

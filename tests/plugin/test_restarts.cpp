@@ -148,6 +148,38 @@ TEST(RestartChain, FourShortChunksBufferWhatOneLongRunBuffers) {
   EXPECT_EQ(out.rc, 0) << out.output;
 }
 
+// sample.calibration prequential goes on across a restart: the sums of the samplings before it
+// are in the checkpoint. Samplings every 2 steps, sessions every 3 (synchronous): the sampling at
+// step 8 is scored before the restart at 9, and the resumed chunk's samplings at 10 and 12 are
+// drawn with the inflation it gave, as in the run without a restart (equal outputs; no sampling
+// at the end of a chunk, which the run without a restart would not have).
+TEST(RestartChain, APrequentialCalibrationGoesOnAcrossARestart) {
+  ftr::ScratchDir long_dir("calib_long"), chain_dir("calib_chain");
+  std::string config = plugin_config();
+  const std::string from = "sample: {every: 3,";
+  ASSERT_NE(config.find(from), std::string::npos);
+  config.replace(config.find(from), from.size(), "sample: {every: 2, at_end: false, calibration: prequential,");
+  ftr::write_text(long_dir.file("plugin.yaml"), config);
+  ftr::write_text(chain_dir.file("plugin.yaml"), config);
+  const ftr::CommandResult whole = run_chunk(long_dir.path(), 0, 12);
+  ASSERT_EQ(whole.rc, 0) << whole.output;
+  const ftr::CommandResult first = run_chunk(chain_dir.path(), 0, 9);
+  ASSERT_EQ(first.rc, 0) << first.output;
+  EXPECT_NE(first.output.find("Calibration (sample.calibration prequential): at 1979-01-01T04:00:00"),
+            std::string::npos)
+      << first.output;
+  const ftr::CommandResult second = run_chunk(chain_dir.path(), 9, 3);
+  ASSERT_EQ(second.rc, 0) << second.output;
+  const ftr::CommandResult out = ftr::run_command("/usr/bin/python3 " + std::string(FINECAST_SOURCE_DIR) +
+                                                  "/tests/comin/compare_netcdf.py " + long_dir.file("out.nc") + " " +
+                                                  chain_dir.file("out.nc") + " --ignore history finecast_checkpoint");
+  EXPECT_EQ(out.rc, 0) << out.output;
+  const auto run =
+      finecast::trainer::read_checkpoint_group(ftr::newest_checkpoint(chain_dir.file("ckpt")), fp::kRunGroup);
+  ASSERT_TRUE(run.has_value());
+  EXPECT_GT(std::get<double>(run->at("calibration_s2")), 0.0);
+}
+
 // A run resumes a model only with the conditioning it was trained on: a checkpoint of a ts run
 // resumed by a config that couples ps is refused, naming both fields and both units (the model's
 // shapes alone would have let it through: one field each, the same context).

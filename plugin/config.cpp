@@ -490,9 +490,11 @@ void validate_together(const Config& c, ErrorList& errors) {
 
 const std::string& target_field(const Config& c) { return c.target.empty() ? c.fields.front() : c.target; }
 
-int input_count(const Config& c) {
-  return static_cast<int>(c.fields.size() + (c.patch.orography.empty() ? 0 : 1) + c.patch.statics.size());
+int first_static_input(const Config& c) {
+  return static_cast<int>(c.fields.size() + (c.patch.orography.empty() ? 0 : 1));
 }
+
+int input_count(const Config& c) { return first_static_input(c) + static_cast<int>(c.patch.statics.size()); }
 
 int target_index(const Config& c) {
   const auto it = std::find(c.fields.begin(), c.fields.end(), target_field(c));

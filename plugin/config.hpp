@@ -164,8 +164,10 @@ struct Config : coupling::ConditioningSettings {
 /// The downscaled field: `target`, or the first of `fields`.
 const std::string& target_field(const Config& config);
 /// The host variables the plugin reads: `fields`, then patch.orography when set, then
-/// patch.static (the static ones are sent once).
+/// patch.static (the static ones are sent once, or with patch.static_refresh every step).
 int input_count(const Config& config);
+/// The index among those inputs of the first patch.static variable (after the fields and the orography).
+int first_static_input(const Config& config);
 /// Its index in `fields`.
 int target_index(const Config& config);
 

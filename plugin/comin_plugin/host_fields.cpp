@@ -91,9 +91,9 @@ void report_device_fields(const Config& cfg, const CouplingState& c) {
     int shape[5];
     comin_var_get_shape(f.handle, shape);
     // The orography and static covariates come once, or with patch.static_refresh the covariates
-    // every step (they follow the fields and the orography).
-    const bool every_step = i < cfg.fields.size() || (cfg.patch.static_refresh &&
-                                                      i >= cfg.fields.size() + (cfg.patch.orography.empty() ? 0 : 1));
+    // every step.
+    const bool every_step =
+        i < cfg.fields.size() || (cfg.patch.static_refresh && i >= static_cast<size_t>(first_static_input(cfg)));
     (every_step ? per_step : once) += f.owned.region.elements() * element;
     whole += int64_t{shape[0]} * shape[1] * shape[2] * shape[3] * shape[4] * element;
   }
@@ -122,10 +122,10 @@ void couple_fields(PluginState& s) {
         get_field(cfg, cfg.fields[i], i < cfg.field_levels.size() ? cfg.field_levels[i] : 0, jg, ep, read, "fields"));
   if (!cfg.patch.orography.empty())
     c.fields.push_back(get_field(cfg, cfg.patch.orography, 0, jg, ep, read, "patch.orography"));
-  for (const auto& name : cfg.patch.statics)  // gathered once, like the orography
+  for (const auto& name : cfg.patch.statics)  // gathered once like the orography, or every step (static_refresh)
     c.fields.push_back(get_field(cfg, name, 0, jg, ep, read, "patch.static"));
 
-  const size_t first_static = cfg.fields.size() + (cfg.patch.orography.empty() ? 0 : 1);
+  const auto first_static = static_cast<size_t>(first_static_input(cfg));
   for (size_t i = 0; i < c.fields.size(); ++i)
     locate_owned_cells(cfg, c.fields[i], jg,
                        i < cfg.fields.size() ? "fields"

@@ -223,7 +223,7 @@ void share_coarse(const Config& cfg, const Ranks& ranks, TrainerShare& t, const 
   const auto n_static = static_cast<int64_t>(cfg.patch.statics.size());
   if (n_static > 0 && (t.conditioning.statics.empty() || cfg.patch.static_refresh)) {
     const int64_t n_slots = t.n_patches * t.map.patch_size;
-    const size_t first_static = cfg.fields.size() + (cfg.patch.orography.empty() ? 0 : 1);
+    const auto first_static = static_cast<size_t>(first_static_input(cfg));
     std::vector<const float*> raw;
     for (int64_t k = 0; k < n_static; ++k) raw.push_back(t.slot_values.data() + (first_static + k) * n_slots);
     const std::vector<float> means = prepare_statics(cfg, t.shard, raw, t.conditioning, sum_over(trainers));

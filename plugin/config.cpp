@@ -197,6 +197,10 @@ const schema::Table<Config>& config_table() {
                             "against the host's field / sum of the members' variance) over the samplings before "
                             "it, scored before the model trained on their steps; sample.inflation until the first; "
                             "needs members >= 2; docs/plugin.md)"));
+    sample.push_back(real("calibration_decay", &SampleConfig::calibration_decay, 0.0, 1.0,
+                          "calibration prequential: the weight a scored sampling keeps in the sums at each later "
+                          "one (1: every sampling alike; 0: only the latest; 0.5 halves it per sampling), so that "
+                          "the inflation follows an error that changes over the run (a season)"));
     sample.push_back(text("device", &SampleConfig::device,
                           "device that samples (\"\" = the training device); e.g. train on cpu, sample on cuda",
                           "\"\" or one of auto, cpu, cuda, cuda:N, mps",

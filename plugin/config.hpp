@@ -109,6 +109,10 @@ struct SampleConfig : trainer::SampleOptions {
   /// (the ensemble mean's squared error against the host's field, the members' variance before
   /// inflation), sample.inflation until the first; docs/plugin.md, "Calibration".
   Calibration calibration = Calibration::kNone;
+  /// prequential: the weight each scored sampling's sums keep when the next is scored (a forgetting
+  /// factor): 1 pools every sampling alike, 0 keeps only the latest, 0.5 halves an older one's
+  /// weight at every sampling; docs/plugin.md, "Calibration".
+  double calibration_decay = 0.5;
 };
 
 /// The output section: how the sampled ensembles (sample.output) are stored.

@@ -27,7 +27,9 @@ sampled with that mean, the covariate finecast-eval's regression_cons gets.
 Prequential inflation: each month m after the first scored is also scored with its members'
 spread inflated by F = sqrt(sum RMSE^2 / sum spread^2) over the months scored before it, the
 model's own errors on months it had not yet seen when they came: what a run could measure in situ
-as each month arrives, before training on it. Nothing of month m enters its F.
+as each month arrives, before training on it. Nothing of month m enters its F. Each month's terms
+are weighted down by the decay D at every later month (the plugin's sample.calibration_decay):
+D = 1 pools the months alike, D = 0 takes the month before only.
 Writes into the output folder:
   data/all.nc, data/past_<m>.nc, data/clim_<m>.nc   the months, and months 1..m-1 and their mean
   data/spinup_clim.nc                                with --climatology K: the mean of months 1..K
@@ -50,6 +52,10 @@ Options:
                      one (patch.static_refresh), not only of the spin-up
   --set KEY=VALUE    plugin config override for the replay (repeatable)
   --skip-train       reuse the checkpoints already in the output folder
+  --rescore          reuse the checkpoints and each month's members (month_<m>/downscaled.nc):
+                     only the scores and the prequential inflation are computed again
+  --calibration-decay D
+                     the prequential inflation's decay, 0..1 (default: 0.5, the plugin's)
   --threads N        torch threads of finecast-downscale (default: the number of cores)
   -h, --help         this help
 EOF
@@ -57,7 +63,8 @@ EOF
 
 die() { echo "eval_insitu_months.sh: error: $*" >&2; exit 2; }
 
-BUILD=build OUT=out/eval/tas_insitu SEED="" MEMBERS=16 FIRST="" CLIM=0 REFRESH=0 SKIP_TRAIN=0 THREADS=$(nproc) SETS=()
+BUILD=build OUT=out/eval/tas_insitu SEED="" MEMBERS=16 FIRST="" CLIM=0 REFRESH=0 SKIP_TRAIN=0 RESCORE=0 DECAY=0.5
+THREADS=$(nproc) SETS=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build) BUILD=${2:?--build needs a value}; shift 2 ;;
@@ -69,6 +76,8 @@ while [[ $# -gt 0 ]]; do
     --refresh) REFRESH=1; shift ;;
     --set) SETS+=(--set "${2:?--set needs KEY=VALUE}"); shift 2 ;;
     --skip-train) SKIP_TRAIN=1; shift ;;
+    --rescore) SKIP_TRAIN=1; RESCORE=1; shift ;;
+    --calibration-decay) DECAY=${2:?--calibration-decay needs a value}; shift 2 ;;
     --threads) THREADS=${2:?--threads needs a value}; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
@@ -81,6 +90,7 @@ if [[ -z $FIRST ]]; then FIRST=$(( CLIM + 2 > 3 ? CLIM + 2 : 3 )); fi
 (( FIRST >= CLIM + 2 )) || die "--first $FIRST: with --climatology $CLIM the first month a checkpoint exists for is $((CLIM + 2))"
 [[ $MEMBERS =~ ^[0-9]+$ ]] && (( MEMBERS >= 2 )) || die "--members must be at least 2, got '$MEMBERS'"
 [[ -z $SEED || $SEED =~ ^[0-9]+$ ]] || die "--seed takes an integer, got '$SEED'"
+[[ $DECAY =~ ^(0(\.[0-9]+)?|1(\.0*)?)$ ]] || die "--calibration-decay must be a number in [0, 1], got '$DECAY'"
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -175,9 +185,13 @@ for ((m = FIRST; m <= 12; ++m)); do
   ckpt=$OUT/checkpoints/ckpt_${CKPTS[$((m - 2 - CLIM))]}.h5
   log "month $m: sampled with $ckpt (trained on months $((CLIM + 1))..$((m - 1)))"
   if (( REFRESH )); then STATIC=(--static "$OUT/data/clim_$m.nc:tas_clim"); fi
-  "$BUILD/bin/finecast-downscale" --checkpoint "$ckpt" --input "$OUT/data/all.nc" --var tas --time $((m - 1)) "${STATIC[@]}" \
-    --output "$D/downscaled.nc" --members "$MEMBERS" --device cpu --threads "$THREADS" --seed $((42 + m)) \
-    > "$D/downscale.log" 2>&1 || { cat "$D/downscale.log" >&2; die "finecast-downscale failed for month $m"; }
+  if (( RESCORE )); then
+    [[ -r $D/downscaled.nc ]] || die "--rescore: $D/downscaled.nc is missing (run without --rescore first)"
+  else
+    "$BUILD/bin/finecast-downscale" --checkpoint "$ckpt" --input "$OUT/data/all.nc" --var tas --time $((m - 1)) \
+      "${STATIC[@]}" --output "$D/downscaled.nc" --members "$MEMBERS" --device cpu --threads "$THREADS" \
+      --seed $((42 + m)) > "$D/downscale.log" 2>&1 || { cat "$D/downscale.log" >&2; die "finecast-downscale failed for month $m"; }
+  fi
   "$BUILD/bin/finecast-eval" --truth "$OUT/data/all.nc" --time $((m - 1)) --pred "$D/downscaled.nc" --var tas --block 8 \
     --static "$OUT/data/clim_$m.nc:tas_clim" --fit-on "$OUT/data/past_$m.nc" --json "$D/eval.json" > "$D/eval.txt" 2>&1 \
     || { cat "$D/eval.txt" >&2; die "finecast-eval failed for month $m"; }
@@ -185,14 +199,14 @@ for ((m = FIRST; m <= 12; ++m)); do
   # Month m's members are inflated by F = sqrt(sum RMSE^2 / sum spread^2) over the months scored
   # before it (raw members, each scored before its model saw it): no held-out region, no scalar.
   if (( m > FIRST )); then
-    F=$($PY - "$OUT" "$FIRST" "$m" <<'PYEOF'
+    F=$($PY - "$OUT" "$FIRST" "$m" "$DECAY" <<'PYEOF'
 import json, math, sys
-out, first, m = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+out, first, m, decay = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
 e2 = s2 = 0.0
 for k in range(first, m):
     p = {q["name"]: q for q in json.load(open(f"{out}/month_{k}/eval.json"))["predictions"]}["model"]
-    e2 += p["rmse"] ** 2
-    s2 += p["spread"] ** 2
+    e2 = decay * e2 + p["rmse"] ** 2
+    s2 = decay * s2 + p["spread"] ** 2
 print(f"{math.sqrt(e2 / s2):.6g}")
 PYEOF
 )
@@ -202,14 +216,14 @@ PYEOF
       --block 8 --static "$OUT/data/clim_$m.nc:tas_clim" --fit-on "$OUT/data/past_$m.nc" \
       --json "$D/eval_prequential.json" > "$D/eval_prequential.txt" 2>&1 \
       || { cat "$D/eval_prequential.txt" >&2; die "finecast-eval failed for month $m (prequential)"; }
-    log "month $m: prequential inflation F = $F (months $FIRST..$((m - 1)))"
+    log "month $m: prequential inflation F = $F (months $FIRST..$((m - 1)), decay $DECAY)"
   fi
 done
 
 # 4. per month and the mean over the months scored
-$PY - "$OUT" "$FIRST" <<'PYEOF' | tee -a "$SUMMARY"
+$PY - "$OUT" "$FIRST" "$DECAY" <<'PYEOF' | tee -a "$SUMMARY"
 import json, os, sys
-out, first = sys.argv[1], int(sys.argv[2])
+out, first, decay = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 rows = ("model", "bspline_cons", "regression_cons", "noise_spectral")
 def scores(path):
     return {p["name"]: p for p in json.load(open(path))["predictions"]}
@@ -242,7 +256,7 @@ print("mean   " + "  ".join(f"{sums[r][0] / n:13.3f} {sums[r][1] / n:14.3f}" for
 if preq:
     k = len(preq)
     inside = sum(1 for q in preq if 0.85 <= q[1] <= 1.15)
-    print(f"prequential inflation, months {first + 1}..12: fair CRPS {sum(q[0] for q in preq) / k:.4f} "
+    print(f"prequential inflation (decay {decay}), months {first + 1}..12: fair CRPS {sum(q[0] for q in preq) / k:.4f} "
           f"(raw members {sum(q[2] for q in preq) / k:.4f}), spread/RMSE {sum(q[1] for q in preq) / k:.3f} "
           f"(in 0.85-1.15 in {inside} of {k} months)")
 PYEOF

@@ -144,7 +144,7 @@ struct TrainerOutput {
   std::vector<float> samples;                         ///< [n_patches][members][P] scratch
   std::vector<float> slot_mean;                       ///< [n_slots]: the ensemble mean for write-back
   int64_t masked = 0;                                 ///< this trainer's samples masked at the last sampling
-  /// sample.calibration prequential (calibration.hpp): the run's sums so far, the inflation the
+  /// sample.calibration prequential (trainer_work.hpp): the run's sums so far, the inflation the
   /// last sampling used, and that sampling's sums on this trainer's patches.
   double calibration_e2 = 0.0, calibration_s2 = 0.0, inflation_used = 1.0;
   double sampling_e2 = 0.0, sampling_s2 = 0.0;

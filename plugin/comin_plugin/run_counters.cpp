@@ -19,9 +19,11 @@ const schema::Table<RunCounters>& run_counters_table() {
     s.push_back(integer("samplings", &R::samplings, 0, kMax, "samplings so far"));
     s.push_back(boolean("training_due", &R::training_due, "a session was due that this model has not had"));
     s.push_back(real("calibration_e2", &R::calibration_e2, 0.0, std::numeric_limits<double>::max(),
-                     "sample.calibration prequential: the samplings' summed squared error of the ensemble mean"));
+                     "sample.calibration prequential: the samplings' summed squared error of the ensemble mean "
+                     "(older ones weighted down by sample.calibration_decay)"));
     s.push_back(real("calibration_s2", &R::calibration_s2, 0.0, std::numeric_limits<double>::max(),
-                     "sample.calibration prequential: the samplings' summed variance of the raw members"));
+                     "sample.calibration prequential: the samplings' summed variance of the raw members (older ones "
+                     "weighted down by sample.calibration_decay)"));
     return s;
   }();
   return t;

@@ -21,8 +21,9 @@ struct RunCounters {
   int64_t coupling_steps = 0;  ///< coupling steps so far
   int64_t samplings = 0;       ///< samplings so far
   bool training_due = false;   ///< a session was due that the checkpointed model has not had
-  /// sample.calibration prequential: the sums over the samplings so far (area-weighted, per patch)
-  /// of the ensemble mean's squared error and of the members' variance before inflation.
+  /// sample.calibration prequential: the sums over the samplings so far (area-weighted, per patch,
+  /// each older sampling weighted down by sample.calibration_decay at every later one) of the
+  /// ensemble mean's squared error and of the members' variance before inflation.
   double calibration_e2 = 0.0;
   double calibration_s2 = 0.0;
 };

@@ -404,8 +404,8 @@ void update_calibration(const Config& cfg, const Ranks& ranks, const TrainerMode
   CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_DOUBLE, MPI_SUM, ranks.trainers));
   const bool seen = model.trained_through >= stats.steps;
   if (!seen && sums[1] > 0.0) {
-    out.calibration_e2 += sums[0];
-    out.calibration_s2 += sums[1];
+    out.calibration_e2 = cfg.sample.calibration_decay * out.calibration_e2 + sums[0];
+    out.calibration_s2 = cfg.sample.calibration_decay * out.calibration_s2 + sums[1];
   }
   if (!ranks.is_lead) return;
   char line[320];
@@ -418,10 +418,11 @@ void update_calibration(const Config& cfg, const Ranks& ranks, const TrainerMode
   else
     std::snprintf(line, sizeof line,
                   "Calibration (sample.calibration prequential): at %s the raw members' spread/RMSE is %.4g "
-                  "(sampled with inflation %.4g); over the samplings so far %.4g, so the next sampling's inflation "
-                  "is %.4g",
+                  "(sampled with inflation %.4g); over the samplings so far (decay %.3g) %.4g, so the next "
+                  "sampling's inflation is %.4g",
                   stats.datetime.c_str(), std::sqrt(sums[1] / sums[0]), out.inflation_used,
-                  std::sqrt(out.calibration_s2 / out.calibration_e2), sampling_inflation(cfg, out));
+                  cfg.sample.calibration_decay, std::sqrt(out.calibration_s2 / out.calibration_e2),
+                  sampling_inflation(cfg, out));
   log::progress(line);
 }
 

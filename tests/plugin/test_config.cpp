@@ -167,7 +167,8 @@ TEST(Config, EveryErrorIsReportedInOneRun) {
       "context_noise, crps_steps, crps_members, crps_sampler_steps, crps_lr, crps_held_out)\n"
       "configs/x.yaml:5: model.schedule must be one of linear, cosine, got \"quadratic\"\n"
       "configs/x.yaml:6: sample must be a mapping of keys (every, at_end, members, sampler, steps, eta, ddpm_variance, "
-      "inflation, churn, threads, max_threads, cuda_graphs, output, write_back, calibration, device)\n"
+      "inflation, churn, threads, max_threads, cuda_graphs, output, write_back, calibration, calibration_decay, "
+      "device)\n"
       "--set device: device must be one of auto, cpu, cuda, cuda:N, mps, got \"gpu\"\n"
       "configs/x.yaml: missing required key grid.file (ICON grid file, or a CF file with the lat/lon "
       "coordinates)");
@@ -341,6 +342,9 @@ TEST(Config, PrequentialCalibrationNeedsAnEnsemble) {
   EXPECT_EQ(fp::parse_config(std::string(kMinimal) + "sample: {calibration: prequential, members: 4}\n", "x.yaml", {})
                 .sample.calibration,
             fp::Calibration::kPrequential);
+  EXPECT_EQ(
+      error_of(std::string(kMinimal) + "sample: {calibration: prequential, members: 4, calibration_decay: 1.5}\n"),
+      "configs/x.yaml:4: sample.calibration_decay must be a number in [0, 1], got 1.5");
 }
 
 TEST(Config, StaticRefreshNeedsStaticCovariates) {

@@ -299,13 +299,15 @@ TEST(ReplayEndToEnd, StaticRefreshGathersTheCovariateAtEveryStep) {
 }
 
 // sample.calibration prequential: each sampling's inflation is sqrt(sum e2 / sum s2) over the
-// samplings before it that the model had not trained on. Two runs of the same 12 months, one
+// samplings before it that the model had not trained on, each sum weighted down by
+// sample.calibration_decay (the default, 0.5) at every later scored sampling. Two runs of the same 12 months, one
 // calibrated and one not: the same weights and seeds draw the same raw members, so the calibrated
 // members' deviations from their mean are the plain ones times that sampling's inflation, which
 // the test computes from the plain run's members and the file's fine fields. The samplings at a
 // session's step (synchronous: the model trained on it) are drawn but not scored.
 TEST(ReplayEndToEnd, PrequentialCalibrationInflatesByThePastSamplingsErrors) {
   constexpr int kMembers = 4, kSteps = 12;
+  constexpr double kDecay = 0.5;
   ScratchDir plain("plain"), calibrated("calibrated");
   for (const ScratchDir* dir : {&plain, &calibrated}) {
     std::string config = tiny_plugin_config(dir->path());
@@ -314,7 +316,8 @@ TEST(ReplayEndToEnd, PrequentialCalibrationInflatesByThePastSamplingsErrors) {
     ASSERT_NE(config.find(train), std::string::npos);
     config.replace(config.find(from), from.size(),
                    std::string("sample: {every: 1, members: ") + std::to_string(kMembers) +
-                       ", calibration: " + (dir == &calibrated ? "prequential" : "none") + ",");
+                       ", calibration: " + (dir == &calibrated ? "prequential" : "none") +
+                       ", calibration_decay: " + std::to_string(kDecay) + ",");
     config.replace(config.find(train), train.size(), "every: 4, min_steps: 4");
     write_text(dir->file("plugin.yaml"), config);
     std::string run = tiny_run_file(dir->file("plugin.yaml"), "round_robin");
@@ -368,8 +371,8 @@ TEST(ReplayEndToEnd, PrequentialCalibrationInflatesByThePastSamplingsErrors) {
     EXPECT_NEAR(dev_a / dev_b, f, 2e-3 * f) << "sampling at step " << step;
     if (f != 1.0) ++checked;
     if (step % 4 != 0) {  // scored: the weights had not seen this step
-      e2_sum += e2;
-      s2_sum += s2;
+      e2_sum = kDecay * e2_sum + e2;
+      s2_sum = kDecay * s2_sum + s2;
     }
   }
   EXPECT_EQ(checked, kSteps - 4 - 1) << "every sampling after the first scored one is inflated";

@@ -445,6 +445,14 @@ void validate_together(const Config& c, ErrorList& errors) {
        [&] { return coupling::local_slope_problem(c.patch); });
   rule({"patch.interpolant", "grid.type"},
        [&] { return coupling::interpolant_mismatch(c.patch.interpolant, c.grid.type == GridType::kLatLon); });
+  rule({"patch.regression_refit", "patch.residual"}, [&] {
+    return c.patch.regression_refit && c.patch.residual != Residual::kRegression
+               ? std::string(
+                     "patch.regression_refit refits the base of patch.residual regression, but patch.residual "
+                     "is ") +
+                     schema::name_of(c.patch.residual)
+               : std::string();
+  });
   rule({"patch.static_refresh", "patch.static"}, [&] {
     return c.patch.static_refresh && c.patch.statics.empty()
                ? std::string(

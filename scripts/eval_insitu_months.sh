@@ -23,6 +23,15 @@ checkpoint written after month m - 1. The baselines stay those fitted on months 
 With --refresh as well, the covariate is the running climatology: at month m the mean of months
 1..m-1, a host variable the plugin gathers at every step (patch.static_refresh), and month m is
 sampled with that mean, the covariate finecast-eval's regression_cons gets.
+With --persistence as well (needs --climatology 2 or more), a second covariate tas_prev, the
+month before each month, is gathered at every step beside tas_clim: the model's base becomes the
+regression on both (the reference regression_prev below).
+
+References: finecast-eval's baselines, its regression_cons fitted on months 1..m-1 with their mean
+as the covariate, and regression_prev (months FIRST+1..12): the regression of month m on two
+covariates, the mean of months 1..m-1 and month m-1, with the coefficients fitted on month m-1
+(its covariates the mean of months 1..m-2 and month m-2). It is the strongest reference measured:
+the months' fine deviations persist from one month to the next.
 
 Prequential inflation: each month m after the first scored is also scored with its members'
 spread inflated by F = sqrt(sum RMSE^2 / sum spread^2) over the months scored before it, the
@@ -33,6 +42,8 @@ D = 1 pools the months alike, D = 0 takes the month before only.
 Writes into the output folder:
   data/all.nc, data/past_<m>.nc, data/clim_<m>.nc   the months, and months 1..m-1 and their mean
   data/spinup_clim.nc                                with --climatology K: the mean of months 1..K
+  data/prev_<m>.nc                                   month m-1 as the covariate tas_prev
+  month_<m>/eval_prev.json, regression_prev.json     regression_prev's scores and coefficients
   run.yaml, plugin.yaml, replay.log, checkpoints/    the in-situ training
   month_<m>/downscaled.nc, eval.json, eval.txt       the sampling and scores of month m
   month_<m>/prequential.nc, eval_prequential.json    month m's members inflated by the months before
@@ -50,6 +61,8 @@ Options:
                      (default: 0, no covariate: the B-spline base)
   --refresh          with --climatology: the covariate is the mean of every month before the current
                      one (patch.static_refresh), not only of the spin-up
+  --persistence      with --refresh and --climatology K >= 2: also the month before the current one
+                     as a second refreshed covariate tas_prev
   --set KEY=VALUE    plugin config override for the replay (repeatable)
   --skip-train       reuse the checkpoints already in the output folder
   --rescore          reuse the checkpoints and each month's members (month_<m>/downscaled.nc):
@@ -63,7 +76,7 @@ EOF
 
 die() { echo "eval_insitu_months.sh: error: $*" >&2; exit 2; }
 
-BUILD=build OUT=out/eval/tas_insitu SEED="" MEMBERS=16 FIRST="" CLIM=0 REFRESH=0 SKIP_TRAIN=0 RESCORE=0 DECAY=0.5
+BUILD=build OUT=out/eval/tas_insitu SEED="" MEMBERS=16 FIRST="" CLIM=0 REFRESH=0 PERSIST=0 SKIP_TRAIN=0 RESCORE=0 DECAY=0.5
 THREADS=$(nproc) SETS=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -74,6 +87,7 @@ while [[ $# -gt 0 ]]; do
     --first) FIRST=${2:?--first needs a value}; shift 2 ;;
     --climatology) CLIM=${2:?--climatology needs a value}; shift 2 ;;
     --refresh) REFRESH=1; shift ;;
+    --persistence) PERSIST=1; shift ;;
     --set) SETS+=(--set "${2:?--set needs KEY=VALUE}"); shift 2 ;;
     --skip-train) SKIP_TRAIN=1; shift ;;
     --rescore) SKIP_TRAIN=1; RESCORE=1; shift ;;
@@ -85,6 +99,8 @@ while [[ $# -gt 0 ]]; do
 done
 [[ $CLIM =~ ^[0-9]+$ ]] && (( CLIM <= 9 )) || die "--climatology must be 0..9, got '$CLIM'"
 (( REFRESH == 0 || CLIM > 0 )) || die "--refresh needs --climatology K (the months before the first buffered one)"
+(( PERSIST == 0 || (REFRESH && CLIM >= 2) )) ||
+  die "--persistence needs --refresh and --climatology K >= 2 (at the first month played, the month before and the mean of the months before must differ)"
 if [[ -z $FIRST ]]; then FIRST=$(( CLIM + 2 > 3 ? CLIM + 2 : 3 )); fi
 [[ $FIRST =~ ^[0-9]+$ ]] && (( FIRST >= 2 && FIRST <= 12 )) || die "--first must be 2..12, got '$FIRST'"
 (( FIRST >= CLIM + 2 )) || die "--first $FIRST: with --climatology $CLIM the first month a checkpoint exists for is $((CLIM + 2))"
@@ -114,6 +130,9 @@ for ((m = FIRST; m <= 12; ++m)); do
   $PY scripts/eval_crop.py --input "$SRC" --var tas --output "$OUT/data/past_$m.nc" --time 0 $((m - 1)) >/dev/null
   $PY scripts/eval_crop.py --input "$SRC" --var tas --output "$OUT/data/clim_$m.nc" --time 0 $((m - 1)) \
     --time-mean tas_clim >/dev/null
+  $PY scripts/eval_crop.py --input "$SRC" --var tas --output "$OUT/data/prev_$m.nc" --time $((m - 2)) $((m - 1)) \
+    --time-mean tas_prev >/dev/null
+  $PY scripts/eval_crop.py --input "$SRC" --var tas --output "$OUT/data/month_$m.nc" --time $((m - 1)) $m >/dev/null
 done
 STATIC=()
 if (( CLIM > 0 )); then
@@ -139,8 +158,15 @@ with netCDF4.Dataset(dst, "a") as d:
     for m in range(1, tas.shape[0]):
         clim[m] = tas[:m].mean(axis=0)
     v[:] = clim.astype(np.float32)
+    v = d.createVariable("tas_prev", "f4", d.variables["tas"].dimensions, fill_value=np.float32(1e20))
+    v.units = d.variables["tas"].units if "units" in d.variables["tas"].ncattrs() else "K"
+    v.long_name = "tas of the step before this one"
+    prev = np.full(tas.shape, 1e20)
+    prev[1:] = tas[:-1]
+    v[:] = prev.astype(np.float32)
 PYEOF
   log "refresh: the covariate tas_clim is the mean of the months before each month (data/all_clim.nc)"
+  if (( PERSIST )); then log "persistence: the covariate tas_prev is the month before each month (data/all_clim.nc)"; fi
 fi
 
 # 2. the in-situ training: one replay of the 12 months, a checkpoint after every session
@@ -151,7 +177,8 @@ if (( CLIM > 0 )); then
   # The replay starts after the spin-up and offers its mean as a host variable held constant; the
   # plugin's base becomes the regression on it (fitted on the first month it sees).
   if (( REFRESH )); then
-    sed -i -e "s#^  files: $OUT/data/all.nc#  files: $OUT/data/all_clim.nc#" -e "s#^  variables: \[tas\]#  variables: [tas, tas_clim]#" \
+    VARS="tas, tas_clim"; if (( PERSIST )); then VARS="tas, tas_clim, tas_prev"; fi
+    sed -i -e "s#^  files: $OUT/data/all.nc#  files: $OUT/data/all_clim.nc#" -e "s#^  variables: \[tas\]#  variables: [$VARS]#" \
       "$OUT/run.yaml"
     SETS+=(--set patch.static_refresh=true)
   else
@@ -160,7 +187,8 @@ if (( CLIM > 0 )); then
   sed -i -e "s#^time: {}#time: {start: $CLIM}#" "$OUT/run.yaml"
   grep -q "start: $CLIM" "$OUT/run.yaml" && grep -q "spinup_clim\|tas, tas_clim" "$OUT/run.yaml" \
     || die "configs/eval_tas_insitu.yaml no longer has the 'files:', 'variables:', 'time: {}' and 'static: []' lines this script edits"
-  SETS+=(--set patch.residual=regression --set "patch.static=[tas_clim]")
+  if (( PERSIST )); then SETS+=(--set "patch.static=[tas_clim, tas_prev]"); else SETS+=(--set "patch.static=[tas_clim]"); fi
+  SETS+=(--set patch.residual=regression)
 fi
 if [[ -n $SEED ]]; then SETS+=(--set "seed=$SEED"); fi
 if [[ $SKIP_TRAIN == 0 ]]; then
@@ -185,6 +213,7 @@ for ((m = FIRST; m <= 12; ++m)); do
   ckpt=$OUT/checkpoints/ckpt_${CKPTS[$((m - 2 - CLIM))]}.h5
   log "month $m: sampled with $ckpt (trained on months $((CLIM + 1))..$((m - 1)))"
   if (( REFRESH )); then STATIC=(--static "$OUT/data/clim_$m.nc:tas_clim"); fi
+  if (( PERSIST )); then STATIC+=(--static "$OUT/data/prev_$m.nc:tas_prev"); fi
   if (( RESCORE )); then
     [[ -r $D/downscaled.nc ]] || die "--rescore: $D/downscaled.nc is missing (run without --rescore first)"
   else
@@ -195,6 +224,18 @@ for ((m = FIRST; m <= 12; ++m)); do
   "$BUILD/bin/finecast-eval" --truth "$OUT/data/all.nc" --time $((m - 1)) --pred "$D/downscaled.nc" --var tas --block 8 \
     --static "$OUT/data/clim_$m.nc:tas_clim" --fit-on "$OUT/data/past_$m.nc" --json "$D/eval.json" > "$D/eval.txt" 2>&1 \
     || { cat "$D/eval.txt" >&2; die "finecast-eval failed for month $m"; }
+  # regression_prev: month m from the mean of months 1..m-1 and month m-1, with the coefficients of
+  # the same regression of month m-1 (on the mean of months 1..m-2 and month m-2).
+  if (( m > FIRST )); then
+    "$BUILD/bin/finecast-eval" --truth "$OUT/data/all.nc" --time $((m - 2)) --pred "$OUT/month_$((m - 1))/downscaled.nc" \
+      --var tas --block 8 --static "$OUT/data/clim_$((m - 1)).nc:tas_clim" --static "$OUT/data/prev_$((m - 1)).nc:tas_prev" \
+      --fit-on "$OUT/data/month_$((m - 1)).nc" --regression-out "$D/regression_prev.json" --noise-members 0 \
+      > "$D/fit_prev.txt" 2>&1 || { cat "$D/fit_prev.txt" >&2; die "finecast-eval failed to fit regression_prev for month $m"; }
+    "$BUILD/bin/finecast-eval" --truth "$OUT/data/all.nc" --time $((m - 1)) --pred "$D/downscaled.nc" --var tas --block 8 \
+      --static "$OUT/data/clim_$m.nc:tas_clim" --static "$OUT/data/prev_$m.nc:tas_prev" \
+      --regression-in "$D/regression_prev.json" --json "$D/eval_prev.json" > "$D/eval_prev.txt" 2>&1 \
+      || { cat "$D/eval_prev.txt" >&2; die "finecast-eval failed for month $m (regression_prev)"; }
+  fi
   # Prequential inflation: what a run could measure as each month arrives, before training on it.
   # Month m's members are inflated by F = sqrt(sum RMSE^2 / sum spread^2) over the months scored
   # before it (raw members, each scored before its model saw it): no held-out region, no scalar.
@@ -229,11 +270,12 @@ def scores(path):
     return {p["name"]: p for p in json.load(open(path))["predictions"]}
 print("month  " + "  ".join(f"{r + ' rmse/crps':>28}" for r in rows) + "  spread/rmse  prequential: crps spread/rmse")
 sums = {r: [0.0, 0.0] for r in rows}
-spread, preq = [], []
+spread, preq, prev = [], [], []
 months = list(range(first, 13))
 with open(f"{out}/months.csv", "w") as csv:
     csv.write("month," + ",".join(f"{r}_rmse,{r}_crps" for r in rows) +
-              ",model_spread_ratio,prequential_crps,prequential_spread_ratio\n")
+              ",model_spread_ratio,prequential_crps,prequential_spread_ratio"
+              ",regression_prev_rmse,regression_prev_noise_crps\n")
     for m in months:
         e = scores(f"{out}/month_{m}/eval.json")
         vals = [(e[r]["rmse"], e[r].get("crps_fair", e[r]["crps"])) for r in rows]
@@ -247,9 +289,16 @@ with open(f"{out}/months.csv", "w") as csv:
             p = scores(path)["model"]
             preq.append((p.get("crps_fair", p["crps"]), p["spread"] / p["rmse"], vals[0][1]))
             pq = (f"{preq[-1][0]:.4f}", f"{preq[-1][1]:.3f}")
+        rp = ("", "")
+        path = f"{out}/month_{m}/eval_prev.json"
+        if os.path.exists(path):
+            p = scores(path)
+            noise = min(p[r].get("crps_fair", p[r]["crps"]) for r in ("noise_white", "noise_spectral") if r in p)
+            prev.append((vals[0][0], vals[0][1], p["regression_cons"]["rmse"], noise))
+            rp = (f"{p['regression_cons']['rmse']:.4f}", f"{noise:.4f}")
         print(f"{m:5d}  " + "  ".join(f"{v[0]:13.3f} {v[1]:14.3f}" for v in vals) + f"  {ratio:11.2f}" +
-              (f"  {pq[0]:>17} {pq[1]:>11}" if pq[0] else ""))
-        csv.write(f"{m}," + ",".join(f"{v[0]:.4f},{v[1]:.4f}" for v in vals) + f",{ratio:.3f},{pq[0]},{pq[1]}\n")
+              (f"  {pq[0]:>17} {pq[1]:>11}" if pq[0] else "") + (f"  regression_prev {rp[0]} / {rp[1]}" if rp[0] else ""))
+        csv.write(f"{m}," + ",".join(f"{v[0]:.4f},{v[1]:.4f}" for v in vals) + f",{ratio:.3f},{pq[0]},{pq[1]},{rp[0]},{rp[1]}\n")
 n = len(months)
 print("mean   " + "  ".join(f"{sums[r][0] / n:13.3f} {sums[r][1] / n:14.3f}" for r in rows) +
       f"  {sum(spread) / n:11.2f}")
@@ -259,5 +308,11 @@ if preq:
     print(f"prequential inflation (decay {decay}), months {first + 1}..12: fair CRPS {sum(q[0] for q in preq) / k:.4f} "
           f"(raw members {sum(q[2] for q in preq) / k:.4f}), spread/RMSE {sum(q[1] for q in preq) / k:.3f} "
           f"(in 0.85-1.15 in {inside} of {k} months)")
+if prev:
+    k = len(prev)
+    print(f"regression_prev, months {months[-k]}..12: RMSE {sum(q[2] for q in prev) / k:.4f} (model "
+          f"{sum(q[0] for q in prev) / k:.4f}), noise reference fair CRPS {sum(q[3] for q in prev) / k:.4f} "
+          f"(model {sum(q[1] for q in prev) / k:.4f}); months the model's RMSE is at most regression_prev's: "
+          f"{sum(1 for q in prev if q[0] <= q[2])} of {k}")
 PYEOF
 log "done: $OUT/summary.txt, $OUT/months.csv"

@@ -68,6 +68,10 @@ struct PatchSettings {
   /// the host updates (a running-mean climatology of the target, e.g.). Each step's patches take
   /// that step's values, normalised as the first step's were.
   bool static_refresh = false;
+  /// patch.residual regression: refit the coefficients at every coupling step on that step's
+  /// training patches (instead of once, at the first step), so the base follows a relation that
+  /// changes over the run; a sampling uses the coefficients of the step before its own.
+  bool regression_refit = false;
   /// The residual base's interpolant (auto: bicubic on lat-lon, idw on ICON; a spec's is resolved).
   Interpolant interpolant = Interpolant::kAuto;
   /// patch.residual regression: a local-slope term per covariate of local_slope_static (empty =
@@ -190,6 +194,11 @@ inline const schema::Table<ConditioningSettings>& conditioning_settings_table() 
                 "gather the patch.static fields at every coupling step instead of once: fine covariates the "
                 "host updates (e.g. a running-mean climatology of the target, docs/training.md); each step's "
                 "patches, buffered and sampled, take that step's values, normalised as at the first step"),
+        boolean(
+            "regression_refit", &PatchSettings::regression_refit,
+            "patch.residual regression: refit the coefficients at every coupling step on that step's patches "
+            "instead of once at the first step: a base that follows a relation changing over the run (a "
+            "season); each step is buffered with its own fit, and sampled with the step before's (docs/training.md)"),
         choice("interpolant", &PatchSettings::interpolant,
                "the conservative interpolant of patch.residual interp and regression and of the static "
                "covariates' coarse part: lat-lon bicubic (Keys) | bspline (cubic B-spline); ICON idw "

@@ -90,7 +90,8 @@ void training_valid(const ConditioningState& state, int64_t first, const couplin
 
 void fit_regression_base(const Config& cfg, const coupling::PatchMap& global, coupling::PatchOptions& options,
                          const std::vector<uint8_t>& train_valid, coupling::Patches& patches,
-                         const ConditioningState& state, const std::function<void(double*, int)>& sum_over_trainers) {
+                         const ConditioningState& state, const std::function<void(double*, int)>& sum_over_trainers,
+                         const std::string& refit_at) {
   if (cfg.patch.residual != Residual::kRegression || !options.regression.empty()) return;
   const int n_vars = static_cast<int>(cfg.fields.size());
   // finecast-eval's fitter and names: regression_cons, or regression_local with local-slope terms.
@@ -100,7 +101,7 @@ void fit_regression_base(const Config& cfg, const coupling::PatchMap& global, co
   sum_over_trainers(fitter.sums().data(), static_cast<int>(fitter.sums().size()));
   coupling::RegressionFit fit;
   try {
-    fit = fitter.solve("the first step's training patches");
+    fit = fitter.solve(refit_at.empty() ? "the first step's training patches" : "the training patches of " + refit_at);
   } catch (const ConfigError& e) {
     throw ConfigError(cfg.source + ": patch.residual regression: " + e.what());
   }
@@ -112,7 +113,14 @@ void fit_regression_base(const Config& cfg, const coupling::PatchMap& global, co
   coupling::RegressionFit shown = coupling::per_covariate_unit(fit, scales);
   shown.local_rings = options.local_slopes.rings;
   shown.local_ridge = options.local_slopes.ridge;
-  log::info("patch.residual regression: " + coupling::describe(shown));
+  if (!refit_at.empty()) {
+    log::debug("patch.residual regression refitted at " + refit_at +
+               " (patch.regression_refit): " + coupling::describe(shown));
+    coupling::add_regression_base(global, n_vars, options, patches);
+    return;
+  }
+  log::info("patch.residual regression: " + coupling::describe(shown) +
+            (cfg.patch.regression_refit ? "; refitted at every coupling step (patch.regression_refit)" : ""));
   // finecast-eval's warning, at training time: covariates that explain under 2% of the residual's
   // variance are uninformative or not where the data is (issue 26: ICON surface fields averaged
   // onto a stretched grid file's geometry while the data lay on the uniform one explained 0.9%).

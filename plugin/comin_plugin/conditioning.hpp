@@ -56,14 +56,17 @@ void training_valid(const ConditioningState& state, int64_t first, const couplin
                     std::vector<uint8_t>& train_valid);
 
 /// patch.residual: regression, when `options` has no coefficients yet (the first step of a run
-/// that did not resume them; nothing otherwise): fits them on the training patches
-/// (`train_valid`; every trainer's data, added up by `sum_over_trainers`), logs them, keeps them
-/// in `options` (fill_contexts applies them from the next step on) and adds the fit to these
-/// patches' base. `global` and `options` are those the contexts were built with.
+/// that did not resume them, or a refit, patch.regression_refit; nothing otherwise): fits them on
+/// the training patches (`train_valid`; every trainer's data, added up by `sum_over_trainers`),
+/// logs them (a refit at debug level, naming `refit_at`, the step), keeps them in `options`
+/// (fill_contexts applies them from the next step on) and adds the fit to these patches' base.
+/// `global` and `options` are those the contexts were built with. Throws ConfigError when the
+/// fit is singular.
 void fit_regression_base(const Config& config, const coupling::PatchMap& global, coupling::PatchOptions& options,
                          const std::vector<uint8_t>& train_valid, coupling::Patches& patches,
                          const ConditioningState& state,
-                         const std::function<void(double* values, int n)>& sum_over_trainers);
+                         const std::function<void(double* values, int n)>& sum_over_trainers,
+                         const std::string& refit_at = "");
 
 /// state.statics as pointers (empty when there are none).
 std::vector<const float*> static_pointers(const ConditioningState& state);

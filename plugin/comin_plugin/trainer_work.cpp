@@ -9,10 +9,12 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <utility>
 
 #include "common/checkpoint_files.hpp"
 #include "common/log.hpp"
 #include "coupling/error.hpp"
+#include "coupling/grid/patch_regression.hpp"
 #include "coupling/io/plausibility.hpp"
 #include "plugin/comin_plugin/run_counters.hpp"
 
@@ -234,11 +236,35 @@ void share_coarse(const Config& cfg, const Ranks& ranks, TrainerShare& t, const 
 
 void buffer_step(const Config& cfg, const Ranks& ranks, TrainerShare& t, RunStats& stats, const RunPhase& phase) {
   const auto t0 = Clock::now();
-  coupling::fill_contexts(t.map, t.first_patch, t.shard, t.all_coarse.data(), static_cast<int>(cfg.fields.size()),
-                          t.all_static_means.data(), static_pointers(t.conditioning), t.patch_options, t.patches);
+  const int n_vars = static_cast<int>(cfg.fields.size());
+  // patch.regression_refit: the patches are built on the interpolant alone and fitted anew below.
+  const bool refit = cfg.patch.regression_refit && !t.patch_options.regression.empty();
+  const std::vector<double> before = refit ? std::exchange(t.patch_options.regression, {}) : std::vector<double>();
+  coupling::fill_contexts(t.map, t.first_patch, t.shard, t.all_coarse.data(), n_vars, t.all_static_means.data(),
+                          static_pointers(t.conditioning), t.patch_options, t.patches);
   training_valid(t.conditioning, t.first_patch, t.patches, t.train_valid);
-  fit_regression_base(cfg, t.map, t.patch_options, t.train_valid, t.patches, t.conditioning, sum_over(ranks.trainers));
+  bool refitted = refit;
+  try {
+    fit_regression_base(cfg, t.map, t.patch_options, t.train_valid, t.patches, t.conditioning, sum_over(ranks.trainers),
+                        refit ? stats.datetime : std::string());
+  } catch (const ConfigError& e) {
+    if (!refit) throw;
+    // Every trainer solved the same summed system, so all keep the step before's coefficients.
+    if (ranks.is_lead) log::warning(std::string(e.what()) + "; this step keeps the coefficients of the step before");
+    t.patch_options.regression = before;
+    coupling::add_regression_base(t.map, n_vars, t.patch_options, t.patches);
+    refitted = false;
+  }
   t.buffer->push(stats.datetime, t.patches.context.data(), training_targets(cfg, t.patches), t.train_valid.data());
+  if (refitted) {
+    // The step is buffered with its own fit; a sampling of it takes the fit of the step before,
+    // as a sampling of the next step will take this one: no sampling uses a base fitted on its
+    // own step's fine field. The regression is linear in its coefficients, so adding the
+    // difference of the two fits moves the base from this step's fit to the step before's.
+    coupling::PatchOptions back = t.patch_options;
+    for (size_t j = 0; j < back.regression.size(); ++j) back.regression[j] = before[j] - t.patch_options.regression[j];
+    coupling::add_regression_base(t.map, n_vars, back, t.patches);
+  }
   if (t.patches.n_invalid > 0)
     log::debug(std::to_string(t.patches.n_invalid) + " patch(es) with missing values excluded at " + stats.datetime);
   if (phase.phase() == Phase::kBuffering) report_buffer_progress(cfg, t, stats);

@@ -358,6 +358,17 @@ TEST(Config, StaticRefreshNeedsStaticCovariates) {
       fp::parse_config(std::string(kMinimal) + "patch: {static: [clim]}\n", "x.yaml", {}).patch.static_refresh);
 }
 
+TEST(Config, RegressionRefitNeedsARegressionBase) {
+  EXPECT_EQ(
+      error_of(std::string(kMinimal) + "patch: {residual: interp, regression_refit: true}\n"),
+      "configs/x.yaml: patch.regression_refit refits the base of patch.residual regression, but patch.residual is "
+      "interp");
+  EXPECT_TRUE(fp::parse_config(
+                  std::string(kMinimal) + "patch: {residual: regression, static: [clim], regression_refit: true}\n",
+                  "x.yaml", {})
+                  .patch.regression_refit);
+}
+
 TEST(Config, RegressionResidualNeedsStaticCovariates) {
   EXPECT_EQ(error_of(std::string(kMinimal) + "patch: {residual: regression}\n"),
             "configs/x.yaml: patch.residual regression fits the fine residual on the static covariates: list them "

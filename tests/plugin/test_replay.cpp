@@ -264,6 +264,20 @@ TEST(ReplayEndToEnd, TwoRanksGiveTheSameResultsAsOne) {
   }
 }
 
+// The tiny replay on 2 ranks with the host's tas offered twice, the second time as tas_now (a
+// covariate that is the target under another name), and `patch` (a YAML mapping) as the plugin's
+// patch section.
+static CommandResult replay_with_tas_now(const ScratchDir& dir, const std::string& patch) {
+  write_text(dir.file("plugin.yaml"), tiny_plugin_config(dir.path()) + "patch: " + patch + "\n");
+  std::string run = tiny_run_file(dir.file("plugin.yaml"), "round_robin");
+  const std::string vars = "variables: [tas]";
+  if (run.find(vars) == std::string::npos) return {1, "tiny_run_file has no '" + vars + "' line"};
+  run.replace(run.find(vars), vars.size(), "variables: [tas, {var: tas, name: tas_now}]");
+  write_text(dir.file("run.yaml"), run);
+  return run_command("mpiexec -n 2 --oversubscribe " + binary("finecast-replay") + " --config " + dir.file("run.yaml") +
+                     " --progress lines");
+}
+
 // patch.static_refresh: a covariate the host changes is gathered at every step. The covariate
 // here is the target itself under another name, so the regression base fitted on the first step
 // explains that step's fine deviation exactly (coefficient 1): with the refresh every buffered
@@ -273,17 +287,9 @@ TEST(ReplayEndToEnd, StaticRefreshGathersTheCovariateAtEveryStep) {
   double rms[2] = {0, 0};
   for (const bool refresh : {false, true}) {
     ScratchDir dir(refresh ? "refresh" : "once");
-    write_text(dir.file("plugin.yaml"), tiny_plugin_config(dir.path()) +
-                                            "patch: {residual: regression, interpolant: bspline, static: [tas_now], "
-                                            "static_refresh: " +
-                                            (refresh ? "true" : "false") + "}\n");
-    std::string run = tiny_run_file(dir.file("plugin.yaml"), "round_robin");
-    const std::string vars = "variables: [tas]";
-    ASSERT_NE(run.find(vars), std::string::npos);
-    run.replace(run.find(vars), vars.size(), "variables: [tas, {var: tas, name: tas_now}]");
-    write_text(dir.file("run.yaml"), run);
-    const CommandResult r = run_command("mpiexec -n 2 --oversubscribe " + binary("finecast-replay") + " --config " +
-                                        dir.file("run.yaml") + " --progress lines");
+    const CommandResult r =
+        replay_with_tas_now(dir, std::string("{residual: regression, interpolant: bspline, ") +
+                                     "static: [tas_now], static_refresh: " + (refresh ? "true" : "false") + "}");
     ASSERT_EQ(r.rc, 0) << r.output;
     if (refresh) {
       EXPECT_NE(r.output.find("patch.static_refresh"), std::string::npos) << r.output;
@@ -313,17 +319,9 @@ TEST(ReplayEndToEnd, RegressionRefitFitsTheBaseOnEveryStep) {
   double scale = 0;
   for (const bool refit : {false, true}) {
     ScratchDir dir(refit ? "refit" : "fit_once");
-    write_text(dir.file("plugin.yaml"), tiny_plugin_config(dir.path()) +
-                                            "patch: {residual: regression, interpolant: bspline, static: [tas_now], "
-                                            "regression_refit: " +
-                                            (refit ? "true" : "false") + "}\n");
-    std::string run = tiny_run_file(dir.file("plugin.yaml"), "round_robin");
-    const std::string vars = "variables: [tas]";
-    ASSERT_NE(run.find(vars), std::string::npos);
-    run.replace(run.find(vars), vars.size(), "variables: [tas, {var: tas, name: tas_now}]");
-    write_text(dir.file("run.yaml"), run);
-    const CommandResult r = run_command("mpiexec -n 2 --oversubscribe " + binary("finecast-replay") + " --config " +
-                                        dir.file("run.yaml") + " --progress lines");
+    const CommandResult r =
+        replay_with_tas_now(dir, std::string("{residual: regression, interpolant: bspline, ") +
+                                     "static: [tas_now], regression_refit: " + (refit ? "true" : "false") + "}");
     ASSERT_EQ(r.rc, 0) << r.output;
     EXPECT_EQ(r.output.find("refitted at every coupling step") != std::string::npos, refit) << r.output;
     const fc::StoredSpec spec = finecast::plugin::read_checkpoint_spec(newest_checkpoint(dir.file("checkpoints")));

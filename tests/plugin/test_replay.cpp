@@ -23,6 +23,7 @@
 #include "plugin/config.hpp"
 #include "plugin/downscale/downscale.hpp"
 #include "trainer/checkpoint.hpp"
+#include "tests/plugin/downscale_test_util.hpp"
 #include "tests/plugin/replay_test_util.hpp"
 
 namespace fc = finecast::coupling;
@@ -319,9 +320,9 @@ TEST(ReplayEndToEnd, RegressionRefitFitsTheBaseOnEveryStep) {
   double scale = 0;
   for (const bool refit : {false, true}) {
     ScratchDir dir(refit ? "refit" : "fit_once");
-    const CommandResult r =
-        replay_with_tas_now(dir, std::string("{residual: regression, interpolant: bspline, ") +
-                                     "static: [tas_now], regression_refit: " + (refit ? "true" : "false") + "}");
+    const CommandResult r = replay_with_tas_now(
+        dir, std::string("{residual: regression, interpolant: bspline, ") +
+                 "static: [tas_now], regression_refit: " + (refit ? "true" : "false") + "}\nlog: {level: debug}");
     ASSERT_EQ(r.rc, 0) << r.output;
     EXPECT_EQ(r.output.find("refitted at every coupling step") != std::string::npos, refit) << r.output;
     const fc::StoredSpec spec = finecast::plugin::read_checkpoint_spec(newest_checkpoint(dir.file("checkpoints")));
@@ -371,9 +372,59 @@ TEST(ReplayEndToEnd, RegressionRefitFitsTheBaseOnEveryStep) {
         ss += d * d;
       }
     rms[refit ? 1 : 0] = std::sqrt(ss / static_cast<double>(map.n_coarse * P));
-    if (refit) {
-      EXPECT_LT(worst, 0.05) << "the newest buffered step is the residual of its own fit (K)";
+    if (!refit) continue;
+    EXPECT_LT(worst, 0.05) << "the newest buffered step is the residual of its own fit (K)";
+
+    // The sampling at the end (step 6) takes the fit of step 5, the second-newest refit in the
+    // debug log; the checkpoint holds step 6's. finecast-downscale of the checkpoint draws the
+    // same residuals (the same weights and seed), so the plugin's members minus its members are
+    // the two bases' difference, which finecast-eval computes from step 5's coefficients.
+    std::vector<size_t> refits;
+    for (auto k = r.output.find("regression refitted at "); k != std::string::npos;
+         k = r.output.find("regression refitted at ", k + 1))
+      refits.push_back(r.output.find("regression_cons: residual = ", k));
+    ASSERT_EQ(refits.size(), 5u) << r.output;  // steps 2..6
+    double step5[2] = {0, 0};
+    ASSERT_EQ(std::sscanf(r.output.c_str() + refits[3], "regression_cons: residual = %lf * tas_now anomaly + %lf",
+                          &step5[0], &step5[1]),
+              2);
+    write_text(dir.file("step5.json"),
+               "{\"baseline\": \"regression_cons\", \"interpolant\": \"bspline\", \"coefficients\": "
+               "{\"tas_now anomaly\": " +
+                   std::to_string(step5[0]) + ", \"tas_now deviation\": " + std::to_string(step5[1]) + "}}\n");
+    const CommandResult e5 = run_command(
+        binary("finecast-eval") + " --truth " + kTas + " --time 5 --pred " + dir.file("out.nc") +
+        " --var tas --block 8 --static " + dir.file("first.nc") + ":tas_now --regression-in " + dir.file("step5.json") +
+        " --regression-interpolant bspline --noise-members 0 --baselines-out " + dir.file("baselines5.nc"));
+    ASSERT_EQ(e5.rc, 0) << e5.output;
+    std::vector<float> base5(y.size());
+    fc::FieldReader(dir.file("baselines5.nc"), "regression_cons").read(0, base5.data());
+    finecast::plugin::DownscaleOptions o;
+    o.checkpoint = newest_checkpoint(dir.file("checkpoints"));
+    o.input = kTas;
+    o.vars = {"tas"};
+    o.times = {"5"};
+    o.statics = {dir.file("first.nc") + ":tas_now"};
+    o.output = dir.file("offline.nc");
+    o.members = 2;
+    o.device = "cpu";
+    o.seed = 7;  // tiny_plugin_config's seed: its first sampling
+    o.threads = 1;
+    finecast::plugin::run_downscale(o);
+    double worst_shift = 0, shift_ss = 0;
+    for (int m = 0; m < 2; ++m) {
+      const auto plugin = finecast::testing_downscale::read_step(dir.file("out.nc"), "tas", 0, m),
+                 offline = finecast::testing_downscale::read_step(o.output, "tas", 0, m);
+      ASSERT_EQ(plugin.size(), y.size());
+      ASSERT_EQ(offline.size(), y.size());
+      for (size_t i = 0; i < y.size(); ++i) {
+        const double want = static_cast<double>(base5[i]) - base[i];
+        worst_shift = std::max(worst_shift, std::abs(static_cast<double>(plugin[i]) - offline[i] - want));
+        shift_ss += want * want;
+      }
     }
+    EXPECT_LT(worst_shift, 0.05) << "the plugin sampled step 6 on step 5's fit (K)";
+    EXPECT_GT(std::sqrt(shift_ss / static_cast<double>(2 * y.size())), 0.1) << "the two fits differ (K)";
   }
   // Measured: 0.0024 K (the float and double interpolants) against 1.09 K fitted once.
   EXPECT_LT(rms[1], 0.01) << "refitted: the newest step's residual is from that step's fit";

@@ -51,8 +51,9 @@ double sampling_inflation(const Config& cfg, const TrainerOutput& out);
 /// inflation out.inflation_used.
 void score_sampling(const Config& cfg, const TrainerShare& t, TrainerOutput& out);
 /// Collective among the trainers (sample.calibration prequential): adds the sampling's sums over
-/// every trainer to the run's, those weighted by sample.calibration_decay first, unless the sampled weights trained on
-/// this step (in sample), and says on the lead what the next sampling's inflation is.
+/// every trainer to the run's, those weighted by sample.calibration_decay first, unless the
+/// sampled weights trained on this step (in sample), and says on the lead what the next
+/// sampling's inflation is.
 void update_calibration(const Config& cfg, const Ranks& ranks, const TrainerModel& model, TrainerOutput& out,
                         const RunStats& stats);
 /// The ensemble mean of each of this trainer's slots (for write-back).

@@ -435,11 +435,12 @@ TEST(ReplayEndToEnd, RegressionRefitFitsTheBaseOnEveryStep) {
 
 // sample.calibration prequential: each sampling's inflation is sqrt(sum e2 / sum s2) over the
 // samplings before it that the model had not trained on, each sum weighted down by
-// sample.calibration_decay (the default, 0.5) at every later scored sampling. Two runs of the same 12 months, one
-// calibrated and one not: the same weights and seeds draw the same raw members, so the calibrated
-// members' deviations from their mean are the plain ones times that sampling's inflation, which
-// the test computes from the plain run's members and the file's fine fields. The samplings at a
-// session's step (synchronous: the model trained on it) are drawn but not scored.
+// sample.calibration_decay (0.5) at every later scored sampling. Two runs of the same 12 months,
+// one calibrated and one not: the same weights and seeds draw the same raw members, so the
+// calibrated members' deviations from their mean are the plain ones times that sampling's
+// inflation, which the test computes from the plain run's members and the file's fine fields.
+// The samplings at a session's step (synchronous: the model trained on it) are drawn but not
+// scored.
 TEST(ReplayEndToEnd, PrequentialCalibrationInflatesByThePastSamplingsErrors) {
   constexpr int kMembers = 4, kSteps = 12;
   constexpr double kDecay = 0.5;

@@ -69,6 +69,8 @@ Options:
                      only the scores and the prequential inflation are computed again
   --calibration-decay D
                      the prequential inflation's decay, 0..1 (default: 0.5, the plugin's)
+  --recentre-sigma S finecast-downscale --recentre-sigma S: each month's members recentred on the
+                     denoiser's mean (default: the checkpoint's sample.recentre_sigma)
   --threads N        torch threads of finecast-downscale (default: the number of cores)
   -h, --help         this help
 EOF
@@ -77,7 +79,7 @@ EOF
 die() { echo "eval_insitu_months.sh: error: $*" >&2; exit 2; }
 
 BUILD=build OUT=out/eval/tas_insitu SEED="" MEMBERS=16 FIRST="" CLIM=0 REFRESH=0 PERSIST=0 SKIP_TRAIN=0 RESCORE=0 DECAY=0.5
-THREADS=$(nproc) SETS=()
+THREADS=$(nproc) SETS=() RECENTRE=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build) BUILD=${2:?--build needs a value}; shift 2 ;;
@@ -93,6 +95,7 @@ while [[ $# -gt 0 ]]; do
     --rescore) SKIP_TRAIN=1; RESCORE=1; shift ;;
     --calibration-decay) DECAY=${2:?--calibration-decay needs a value}; shift 2 ;;
     --threads) THREADS=${2:?--threads needs a value}; shift 2 ;;
+    --recentre-sigma) RECENTRE=(--recentre-sigma "${2:?--recentre-sigma needs a value}"); shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
@@ -218,8 +221,8 @@ for ((m = FIRST; m <= 12; ++m)); do
     [[ -r $D/downscaled.nc ]] || die "--rescore: $D/downscaled.nc is missing (run without --rescore first)"
   else
     "$BUILD/bin/finecast-downscale" --checkpoint "$ckpt" --input "$OUT/data/all.nc" --var tas --time $((m - 1)) \
-      "${STATIC[@]}" --output "$D/downscaled.nc" --members "$MEMBERS" --device cpu --threads "$THREADS" \
-      --seed $((42 + m)) > "$D/downscale.log" 2>&1 || { cat "$D/downscale.log" >&2; die "finecast-downscale failed for month $m"; }
+      "${STATIC[@]}" "${RECENTRE[@]}" --output "$D/downscaled.nc" --members "$MEMBERS" --device cpu \
+      --threads "$THREADS" --seed $((42 + m)) > "$D/downscale.log" 2>&1 || { cat "$D/downscale.log" >&2; die "finecast-downscale failed for month $m"; }
   fi
   "$BUILD/bin/finecast-eval" --truth "$OUT/data/all.nc" --time $((m - 1)) --pred "$D/downscaled.nc" --var tas --block 8 \
     --static "$OUT/data/clim_$m.nc:tas_clim" --fit-on "$OUT/data/past_$m.nc" --json "$D/eval.json" > "$D/eval.txt" 2>&1 \

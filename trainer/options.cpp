@@ -238,6 +238,9 @@ const schema::Table<SampleOptions>& sample_options_table() {
     s.push_back(real("churn", &S::churn, 0.0, 10.0,
                      "EDM churn: re-noise each step's x_t to the first step whose sigma is at least (1 + churn) "
                      "times its own, then step from there (0 = none; docs/training.md)"));
+    s.push_back(real("recentre_sigma", &S::recentre_sigma, 0.0, kInf,
+                     "move each patch's members onto the denoiser's estimate of their mean at the step whose "
+                     "noise level is nearest this sigma, instead of their own mean (0 = none; docs/training.md)"));
     s.push_back(integer_or_auto("threads", &S::threads, 4096,
                                 "torch threads of sampling: auto (measured), N, or 0 = as training"));
     s.push_back(integer("max_threads", &S::max_threads, 0, 4096, "upper end of threads: auto (0 = all cores)"));
@@ -255,6 +258,7 @@ std::string sampling_text(const SampleOptions& so) {
   if (so.sampler == Sampler::kDdpm && so.ddpm_variance != DdpmVariance::kPosterior)
     text << ", variance " << schema::name_of(so.ddpm_variance);
   if (so.churn > 0) text << ", churn " << so.churn;
+  if (so.recentre_sigma > 0) text << ", recentred at sigma " << so.recentre_sigma;
   if (so.inflation != 1.0) text << ", inflation " << so.inflation;
   return text.str();
 }
@@ -278,6 +282,7 @@ SampleOptions overridden(SampleOptions base, const SampleOverrides& given) {
   if (given.ddpm_variance) set("ddpm_variance", *given.ddpm_variance);
   if (given.inflation) set("inflation", schema::format_real(*given.inflation));
   if (given.churn) set("churn", schema::format_real(*given.churn));
+  if (given.recentre_sigma) set("recentre_sigma", schema::format_real(*given.recentre_sigma));
   return base;
 }
 

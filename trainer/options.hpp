@@ -194,6 +194,14 @@ struct SampleOptions {
   /// at least (1 + churn) sigma_t (at most T-1) by the forward process's exact marginal
   /// q(x_t' | x_t), and the step is taken from t' (0 = none; docs/training.md, "Churn in the sampler").
   double churn = 0.0;
+  /// Recentring (0 = none): each patch's members are moved onto the denoiser's estimate of their
+  /// conditional mean instead of keeping their own mean, which carries the sampling noise of M
+  /// draws. Each member is noised to the step whose sigma is nearest this value, the network's x0
+  /// estimate there is averaged over the members (Tweedie's formula; its noise falls with the
+  /// sigma, as v / (v + sigma^2) for a residual of variance v), and the members keep their
+  /// deviations, scaled by sqrt(M / (M - 1)) so that their expected spread is that of M
+  /// independent draws. One more network evaluation per member (docs/training.md).
+  double recentre_sigma = 0.0;
   /// Intra-op threads of the calling thread while it samples: 0 = leave as is, -1 = auto (measured
   /// with 1..max_threads at the first call of a given batch size, then remembered), N = N.
   int64_t threads = 0;
@@ -212,6 +220,7 @@ struct SampleOverrides {
   std::optional<std::string> ddpm_variance;  ///< ddpm step variance: posterior | beta (sample.ddpm_variance)
   std::optional<double> inflation;           ///< post-hoc spread inflation (sample.inflation)
   std::optional<double> churn;               ///< EDM churn of the sampler (sample.churn)
+  std::optional<double> recentre_sigma;      ///< the denoiser's mean estimate (sample.recentre_sigma)
 };
 
 /// `base` with every option of `given` set through its row of sample_options_table() (the row's
@@ -220,7 +229,7 @@ SampleOptions overridden(SampleOptions base, const SampleOverrides& given);
 
 /// The sampling options as a phrase ("ddpm, inflation 2.346", "ddim 10 steps"): what the logs and
 /// the outputs' finecast_sampling attribute say; defaults (posterior variance, eta 0, churn 0,
-/// inflation 1) are left out.
+/// recentre_sigma 0, inflation 1) are left out.
 std::string sampling_text(const SampleOptions& sampling);
 
 /// The checkpoint group (trainer::CheckpointGroups) in which the plugin records how it samples:

@@ -18,7 +18,7 @@
 namespace finecast::trainer::philox {
 
 /// What a draw is for (the counter's last word): draws of different purposes never overlap.
-enum Purpose : uint32_t { kTrainingNoise = 1, kSamplingNoise = 2 };
+enum Purpose : uint32_t { kTrainingNoise = 1, kSamplingNoise = 2, kRecentreNoise = 3 };
 
 struct Block {
   uint32_t x[4];

@@ -11,7 +11,7 @@
 
 namespace finecast::trainer {
 
-/// --sampler, --steps, --eta, --ddpm-variance, --inflation and --churn into `given`, each set only
+/// --sampler, --steps, --eta, --ddpm-variance, --inflation, --churn and --recentre-sigma into `given`, each set only
 /// when given on the command line: the others default to how the checkpoint's run sampled (its
 /// /sampling). `inflation_note` ends --inflation's help (how this program applies it).
 inline void add_sample_flags(CLI::App& app, SampleOverrides& given, const std::string& inflation_note) {
@@ -46,6 +46,13 @@ inline void add_sample_flags(CLI::App& app, SampleOverrides& given, const std::s
          "its own and steps from there (docs/training.md)" +
              by_default("churn", "0"))
       ->check(CLI::Range(0.0, 10.0));
+  app.add_option_function<double>(
+         "--recentre-sigma", [&given](double v) { given.recentre_sigma = v; },
+         "move each patch's members onto the denoiser's estimate of their mean, made at the step whose noise "
+         "level is nearest this sigma, instead of their own mean, which carries the noise of M draws (0: none; "
+         "docs/training.md)" +
+             by_default("recentre_sigma", "0"))
+      ->check(CLI::NonNegativeNumber);
 }
 
 }  // namespace finecast::trainer

@@ -55,6 +55,51 @@ torch::Tensor churn_noise(const ModelOptions& mo, const SampleOptions& o, const 
   return k > 0 ? noise.narrow(0, noise.size(0) - k, k) : torch::Tensor();
 }
 
+namespace {
+
+/// sample.recentre_sigma: the members `r` ([rows * M, P], normalised residuals on the CPU; `ctx`
+/// and `w` as the sampler had them) moved onto the denoiser's estimate of their conditional
+/// mean: each member noised to the step whose sigma is nearest `sigma`, the network's x0 estimate
+/// there averaged over the members of its patch. If the members are draws of the model's
+/// p(x0 | context), so are the noised ones of p(x_t | context), and the average of E[x0 | x_t,
+/// context] over them estimates E[x0 | context] with less noise than the members' own mean.
+torch::Tensor recentred(const Downscaler::Impl& im, const Model& m, const torch::Tensor& r, const torch::Tensor& ctx,
+                        const torch::Tensor& w, int64_t first_row, int64_t rows, int64_t M, double sigma,
+                        uint64_t seed) {
+  const auto P = r.size(1), B = r.size(0);
+  const auto& sc = *m.schedule;
+  // The step whose noise level is nearest sigma.
+  const auto ls = diffusion::log_sigmas(sc);
+  const double target = std::log(sigma);
+  int64_t t = 0;
+  for (int64_t u = 1; u < static_cast<int64_t>(ls.size()); ++u)
+    if (std::abs(ls[u] - target) < std::abs(ls[t] - target)) t = u;
+  const double a = std::sqrt(sc.alpha_bar[t]), b = std::sqrt(1.0 - sc.alpha_bar[t]);
+  // Each member noised to step t with a stream of its own: the sampler's draws stay as they are.
+  auto eps = torch::empty({B, P}, torch::TensorOptions().dtype(torch::kFloat32));
+  philox::fill_normal_cpu(eps.data_ptr<float>(), B * P, philox::key_of(seed), 0, philox::kRecentreNoise,
+                          static_cast<uint64_t>(first_row * M * P));
+  const bool conservative = im.mo.conservative;
+  if (conservative) eps = diffusion::remove_mean(eps, w);  // the model's residuals have zero patch mean
+  const auto dev = m.device;
+  auto xt = (a * r + b * eps).to(dev);
+  auto steps = torch::full({B}, t, torch::TensorOptions().dtype(torch::kInt64).device(dev));
+  auto y = im.sample_net->forward(xt, ctx.to(dev), steps);
+  const auto w_d = w.defined() ? w.to(dev) : torch::Tensor();
+  if (conservative) y = diffusion::remove_mean(y, w_d);
+  // The x0 estimate (Tweedie), clipped as the samplers clip it.
+  auto x0 = im.mo.objective == Objective::kV ? a * xt - b * y : (xt - b * y) / a;
+  const double clip = diffusion::SamplerSetup{}.x0_clip;
+  x0 = x0.clamp(-clip, clip);
+  if (conservative) x0 = diffusion::remove_mean(x0, w_d);
+  auto estimate = x0.view({rows, M, P}).mean(1, true).to(torch::kCPU);
+  auto members = r.view({rows, M, P});
+  const double widen = std::sqrt(static_cast<double>(M) / static_cast<double>(M - 1));
+  return (estimate + (members - members.mean(1, true)) * widen).reshape({B, P});
+}
+
+}  // namespace
+
 void draw(const Downscaler::Impl& im, const Model& m, const float* context, const float* coarse, const float* weights,
           int64_t n, const SampleOptions& o, uint64_t seed, float* out,
           const std::function<void(int64_t, int64_t)>& progress) {
@@ -135,6 +180,7 @@ void draw(const Downscaler::Impl& im, const Model& m, const float* context, cons
       }
       if (progress) progress(r0 + rows, n);
     }
+    if (o.recentre_sigma > 0 && M > 1) r = recentred(im, m, r, ctx, w, r0, rows, M, o.recentre_sigma, seed);
     if (o.inflation != 1.0 && M > 1) {
       // Deviations from each patch's ensemble mean, scaled: the mean (and with it every patch
       // mean of a conservative model) stays.

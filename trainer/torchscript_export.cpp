@@ -331,6 +331,10 @@ void export_torchscript(const Downscaler& model, const ExportOptions& options, c
   if (so.churn > 0)
     throw std::invalid_argument("sample.churn: the exported TorchScript sampler has no churn (0 expected, got " +
                                 std::to_string(so.churn) + ")");
+  if (so.recentre_sigma > 0)
+    throw std::invalid_argument(
+        "sample.recentre_sigma: the exported TorchScript sampler does not recentre (0 expected, got " +
+        std::to_string(so.recentre_sigma) + ")");
   const auto& meta = options.metadata;
   torch::NoGradGuard no_grad;
 

@@ -167,8 +167,8 @@ TEST(Config, EveryErrorIsReportedInOneRun) {
       "context_noise, crps_steps, crps_members, crps_sampler_steps, crps_lr, crps_held_out)\n"
       "configs/x.yaml:5: model.schedule must be one of linear, cosine, got \"quadratic\"\n"
       "configs/x.yaml:6: sample must be a mapping of keys (every, at_end, members, sampler, steps, eta, ddpm_variance, "
-      "inflation, churn, threads, max_threads, cuda_graphs, output, write_back, calibration, calibration_decay, "
-      "device)\n"
+      "inflation, churn, recentre_sigma, threads, max_threads, cuda_graphs, output, write_back, calibration, "
+      "calibration_decay, device)\n"
       "--set device: device must be one of auto, cpu, cuda, cuda:N, mps, got \"gpu\"\n"
       "configs/x.yaml: missing required key grid.file (ICON grid file, or a CF file with the lat/lon "
       "coordinates)");
@@ -509,6 +509,16 @@ TEST(SampleFlags, EachFlagSetsItsOwnOptionThroughItsRow) {
   given.churn = 0.25;
   given.inflation = 1.0;
   EXPECT_EQ(ft::sampling_text(ft::overridden(base, given)), "ddpm, variance beta, churn 0.25");
+  given = {};
+  given.recentre_sigma = 16.0;
+  EXPECT_EQ(ft::sampling_text(ft::overridden(base, given)), "ddpm, recentred at sigma 16, inflation 2.5");
+  given.recentre_sigma = -1.0;
+  try {
+    ft::overridden(base, given);
+    ADD_FAILURE() << "--recentre-sigma -1 was taken";
+  } catch (const finecast::schema::BadValue& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("--recentre-sigma must be", 0), 0u) << e.what();
+  }
   given = {};
   given.ddpm_variance = "wide";
   try {

@@ -293,23 +293,47 @@ ft::ModelOptions tiny_mlp() {
   return mo;
 }
 
-}  // namespace
-
-TEST(Sampler, DdpmVarianceReachesTheFusedAndTheEagerSampler) {
+/// The members that the fused CPU sampler and the module's (eager) sampler draw for `so` from
+/// tiny_mlp() (both Downscalers start from the same weights), 3 values of context a patch.
+struct PathSamples {
+  std::vector<float> fused, eager;
+};
+PathSamples sample_both_paths(const ft::SampleOptions& so, const std::vector<float>& ctx,
+                              const std::vector<float>& coarse, uint64_t seed) {
   const ft::ModelOptions mo = tiny_mlp();
   ft::TrainOptions eager_to;
   eager_to.force_autograd = true;  // the MLP on the CPU samples through the fused path unless forced
   ft::Downscaler fused(mo, ft::TrainOptions{}, "cpu"), eager(mo, eager_to, "cpu");
-  std::vector<float> ctx(2 * 3, 0.3f), coarse(2, 1.f), post(2 * 4 * 16), beta(post.size()), beta_eager(post.size());
+  const auto n = static_cast<int64_t>(coarse.size());
+  PathSamples out{std::vector<float>(static_cast<size_t>(n * so.members * mo.patch_size)), {}};
+  out.eager = out.fused;
+  fused.sample(ctx.data(), coarse.data(), nullptr, n, so, seed, out.fused.data());
+  eager.sample(ctx.data(), coarse.data(), nullptr, n, so, seed, out.eager.data());
+  return out;
+}
+
+/// Each member's mean over its patch of P values (members [patch][member][P]) is its patch's coarse value.
+void expect_patch_means(const std::vector<float>& members, const std::vector<float>& coarse, int64_t M, int64_t P) {
+  for (size_t c = 0; c < coarse.size(); ++c)
+    for (int64_t m = 0; m < M; ++m) {
+      double patch = 0;
+      for (int64_t p = 0; p < P; ++p) patch += members[(static_cast<int64_t>(c) * M + m) * P + p] / double(P);
+      EXPECT_NEAR(patch, coarse[c], 1e-4) << "each member keeps its patch mean: patch " << c << " member " << m;
+    }
+}
+
+}  // namespace
+
+TEST(Sampler, DdpmVarianceReachesTheFusedAndTheEagerSampler) {
+  const std::vector<float> ctx(2 * 3, 0.3f), coarse(2, 1.f);
   ft::SampleOptions so;
   so.members = 4;
   so.sampler = ft::Sampler::kDdpm;
-  fused.sample(ctx.data(), coarse.data(), nullptr, 2, so, 1, post.data());
+  const auto post = sample_both_paths(so, ctx, coarse, 1);
   so.ddpm_variance = ft::DdpmVariance::kBeta;
-  fused.sample(ctx.data(), coarse.data(), nullptr, 2, so, 1, beta.data());
-  eager.sample(ctx.data(), coarse.data(), nullptr, 2, so, 1, beta_eager.data());
-  EXPECT_NE(post, beta) << "ddpm_variance must reach the fused sampler";
-  for (size_t i = 0; i < beta.size(); ++i) ASSERT_NEAR(beta[i], beta_eager[i], 1e-4) << i;
+  const auto beta = sample_both_paths(so, ctx, coarse, 1);
+  EXPECT_NE(post.fused, beta.fused) << "ddpm_variance must reach the fused sampler";
+  for (size_t i = 0; i < beta.fused.size(); ++i) ASSERT_NEAR(beta.fused[i], beta.eager[i], 1e-4) << i;
 }
 
 TEST(Sampler, InflationScalesTheDeviationsFromTheEnsembleMeanOnly) {
@@ -342,32 +366,51 @@ TEST(Sampler, InflationScalesTheDeviationsFromTheEnsembleMeanOnly) {
       }
     }
   EXPECT_GT(spread, 1e-3) << "the members must differ for the test to mean anything";
+  expect_patch_means(wide, coarse, M, P);
+}
+
+TEST(Sampler, RecentringMovesTheEnsembleMeanAndKeepsTheWidenedDeviations) {
+  // sample.recentre_sigma draws its noise from a stream of its own: the members before recentring
+  // are those of a plain sampling with the same seed, and recentring moves each patch's members
+  // by one common shift (the ensemble mean changes) and widens their deviations from their mean
+  // by sqrt(M / (M - 1)), on the fused and on the eager path alike.
+  const int64_t n = 3, M = 4, P = 16;
+  const std::vector<float> ctx(n * 3, 0.2f), coarse{1.f, -2.f, 5.f};
+  ft::SampleOptions so;
+  so.members = M;
+  so.sampler = ft::Sampler::kDdpm;
+  const std::vector<float> plain = sample_both_paths(so, ctx, coarse, 3).fused;
+  so.recentre_sigma = 16.0;
+  const auto both = sample_both_paths(so, ctx, coarse, 3);
+  const std::vector<float>& moved = both.fused;
+  for (size_t i = 0; i < moved.size(); ++i) ASSERT_NEAR(moved[i], both.eager[i], 1e-4) << i;
+  const double widen = std::sqrt(double(M) / double(M - 1));
+  double shift = 0;
   for (int64_t c = 0; c < n; ++c)
-    for (int64_t m = 0; m < M; ++m) {
-      double patch = 0;
-      for (int64_t p = 0; p < P; ++p) patch += wide[(c * M + m) * P + p] / double(P);
-      EXPECT_NEAR(patch, coarse[c], 1e-4) << "each member keeps its patch mean";
+    for (int64_t p = 0; p < P; ++p) {
+      double mean = 0, mean_moved = 0;
+      for (int64_t m = 0; m < M; ++m) mean += plain[(c * M + m) * P + p] / double(M);
+      for (int64_t m = 0; m < M; ++m) mean_moved += moved[(c * M + m) * P + p] / double(M);
+      shift += std::abs(mean_moved - mean);
+      for (int64_t m = 0; m < M; ++m)
+        ASSERT_NEAR(moved[(c * M + m) * P + p] - mean_moved, widen * (plain[(c * M + m) * P + p] - mean), 1e-4);
     }
+  EXPECT_GT(shift / double(n * P), 1e-3) << "recentring must move the ensemble mean";
+  expect_patch_means(moved, coarse, M, P);
 }
 
 TEST(Sampler, ChurnSamplesAnMlpThroughItsModule) {
   // The fused CPU sampler of the MLP has no churn: with churn the MLP samples through its module,
   // as a Downscaler that never takes the fused path does.
-  const ft::ModelOptions mo = tiny_mlp();
-  ft::TrainOptions eager_to;
-  eager_to.force_autograd = true;
-  ft::Downscaler fused(mo, ft::TrainOptions{}, "cpu"), eager(mo, eager_to, "cpu");
-  std::vector<float> ctx(2 * 3, 0.3f), coarse(2, 1.f), plain(2 * 4 * 16), churned(plain.size()),
-      churned_eager(plain.size());
+  const std::vector<float> ctx(2 * 3, 0.3f), coarse(2, 1.f);
   ft::SampleOptions so;
   so.members = 4;
   so.sampler = ft::Sampler::kDdpm;
-  fused.sample(ctx.data(), coarse.data(), nullptr, 2, so, 1, plain.data());
+  const std::vector<float> plain = sample_both_paths(so, ctx, coarse, 1).fused;
   so.churn = 0.5;
-  fused.sample(ctx.data(), coarse.data(), nullptr, 2, so, 1, churned.data());
-  eager.sample(ctx.data(), coarse.data(), nullptr, 2, so, 1, churned_eager.data());
-  EXPECT_NE(plain, churned) << "churn must reach the MLP's sampling";
-  EXPECT_EQ(churned, churned_eager);
+  const auto churned = sample_both_paths(so, ctx, coarse, 1);
+  EXPECT_NE(plain, churned.fused) << "churn must reach the MLP's sampling";
+  EXPECT_EQ(churned.fused, churned.eager);
 }
 
 TEST(Sampler, ChurnStepIsTheFirstStepWithTheRaisedNoiseLevel) {

@@ -55,6 +55,20 @@ TEST(Downscaler, LearnsAKnownConditionalDistribution) {
   EXPECT_GT(ddim.amp_corr, 0.95);
   EXPECT_NEAR(ddim.spread, test.true_std(), 0.3 * test.true_std());
 
+  // sample.recentre_sigma: 4 members' own mean carries the noise of 4 draws (0.29 / 2 a cell);
+  // recentred on the denoiser's estimate of the conditional mean it nearly drops, and the
+  // members' spread stays that of independent draws.
+  so.sampler = finecast::trainer::Sampler::kDdpm;
+  so.members = 4;
+  const Skill four = evaluate(ds, test, so, 9);
+  so.recentre_sigma = 16.0;
+  const Skill recentred = evaluate(ds, test, so, 9);
+  EXPECT_LT(recentred.mean_rmse, 0.5 * four.mean_rmse);
+  EXPECT_LT(recentred.mean_rmse, ddpm.mean_rmse) << "4 recentred members against 32 members' own mean";
+  EXPECT_NEAR(recentred.spread, test.true_std(), 0.3 * test.true_std());
+  std::printf("learning test: 4 members' mean rmse %.3f, recentred %.3f (spread %.3f)\n", four.mean_rmse,
+              recentred.mean_rmse, recentred.spread);
+
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   RecordProperty("seconds", std::to_string(secs));
   std::printf(

@@ -281,8 +281,8 @@ TEST(ExportConditioning, TheTypedGroupIsReadByTypeAndOlderTextAlike) {
 }
 
 // finecast-export's forward samples as the checkpoint's run did (its /sampling: sampler, steps,
-// inflation); a flag overrides only its own option; a recorded churn, which the exported sampler
-// lacks, is refused with the flag that exports without it.
+// inflation); a flag overrides only its own option; a recorded churn or recentring, which the
+// exported sampler lacks, is refused with the flag that exports without it.
 TEST_F(Export, ProgramSamplesAsTheCheckpointsRunDid) {
   using finecast::schema::Value;
   const ft::Downscaler model = trained(mlp(), true);
@@ -318,6 +318,11 @@ TEST_F(Export, ProgramSamplesAsTheCheckpointsRunDid) {
   m = exported(churned, "--churn 0");
   ASSERT_TRUE(m.has_value());
   EXPECT_DOUBLE_EQ(m->attr("inflation").toDouble(), 2.5);
+
+  finecast::schema::Record recentred = recorded;
+  recentred["recentre_sigma"] = Value(16.0);
+  EXPECT_FALSE(exported(recentred, "").has_value());
+  EXPECT_TRUE(exported(recentred, "--recentre-sigma 0").has_value());
 }
 
 TEST_F(Export, ProgramWritesAModuleThatDebiansPythonLoadsAndRuns) {

@@ -44,7 +44,8 @@ int export_main(int argc, char** argv, ExportExtension* extension) {
   app.add_option("--checkpoint", checkpoint, "checkpoint file (.h5), or a directory: its newest valid checkpoint")
       ->required();
   app.add_option("--output,-o", output, "TorchScript file to write")->capture_default_str();
-  // forward() samples as the checkpoint's run did unless told otherwise; it has no churn.
+  // forward() samples as the checkpoint's run did unless told otherwise; it has no churn and no
+  // recentring.
   add_sample_flags(app, given, " (forward applies it; an attribute of the module)");
   if (extension) extension->add_flags(app);
   finecast::cli::add_log_level(app, log_level);
@@ -69,6 +70,11 @@ int export_main(int argc, char** argv, ExportExtension* extension) {
       throw finecast::ConfigError(path + " samples with sample.churn " +
                                   finecast::schema::format_real(opt.sample.churn) +
                                   ", which the exported sampler does not have: give --churn 0 to export it without");
+    if (opt.sample.recentre_sigma > 0 && !given.recentre_sigma)
+      throw finecast::ConfigError(path + " samples with sample.recentre_sigma " +
+                                  finecast::schema::format_real(opt.sample.recentre_sigma) +
+                                  ", which the exported sampler does not have: give --recentre-sigma 0 to export it "
+                                  "without");
     opt.sample = overridden(opt.sample, given);
     const std::string extended = extension ? extension->extend(path, model, opt) : std::string();
     export_torchscript(model, opt, output);

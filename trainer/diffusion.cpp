@@ -99,14 +99,29 @@ std::vector<double> log_sigmas(const Schedule& s) {
   return out;
 }
 
+namespace {
+
+/// The boundaries between neighbouring steps' ln sigma (midpoints): a level below the first
+/// belongs to step 0, above the last to step T-1.
+std::vector<double> log_sigma_midpoints(const Schedule& s) {
+  const std::vector<double> ls = log_sigmas(s);
+  std::vector<double> mid(ls.size() - 1);
+  for (size_t i = 0; i + 1 < ls.size(); ++i) mid[i] = 0.5 * (ls[i] + ls[i + 1]);
+  return mid;
+}
+
+}  // namespace
+
+int64_t nearest_step(const Schedule& s, double sigma) {
+  const std::vector<double> mid = log_sigma_midpoints(s);
+  return std::lower_bound(mid.begin(), mid.end(), std::log(sigma)) - mid.begin();
+}
+
 torch::Tensor draw_timesteps(const TrainOptions& o, const Schedule& s, int64_t n, at::Generator& gen) {
   const auto long_cpu = torch::TensorOptions().dtype(torch::kInt64);
   if (o.noise_levels == NoiseLevels::kUniform) return torch::randint(0, s.steps, {n}, gen, long_cpu);
-  // The boundaries between neighbouring steps' ln sigma (midpoints): a draw below the first
-  // goes to step 0, above the last to step T-1.
-  const std::vector<double> ls = log_sigmas(s);
-  std::vector<float> mid(ls.size() - 1);
-  for (size_t i = 0; i + 1 < ls.size(); ++i) mid[i] = static_cast<float>(0.5 * (ls[i] + ls[i + 1]));
+  const std::vector<double> boundaries = log_sigma_midpoints(s);
+  const std::vector<float> mid(boundaries.begin(), boundaries.end());
   const auto draws =
       torch::randn({n}, gen, torch::TensorOptions().dtype(torch::kFloat32)) * o.noise_log_std + o.noise_log_mean;
   return torch::searchsorted(torch::tensor(mid), draws).to(torch::kInt64);
@@ -232,6 +247,14 @@ std::pair<torch::Tensor, torch::Tensor> estimates(const SamplerSetup& s, const t
   }
   return {x0, eps};
 }
+
+}  // namespace
+
+torch::Tensor x0_estimate(const SamplerSetup& s, const torch::Tensor& x_t, const torch::Tensor& out, int64_t t) {
+  return estimates(s, x_t, out, evaluated_at(*s.schedule, t, 0.0)).first;
+}
+
+namespace {
 
 /// Draw `k` of `noise`, or a fresh one from `gen`, without its mean where conservative.
 torch::Tensor noise_of(const SamplerSetup& s, const torch::Tensor& noise, int64_t k, const torch::Tensor& x,

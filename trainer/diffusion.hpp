@@ -83,6 +83,9 @@ const std::vector<double>& ddpm_variance(const Schedule& s, DdpmVariance v);
 
 /// ln sigma_t = ln sqrt((1 - alpha_bar_t) / alpha_bar_t) of every step (increasing in t).
 std::vector<double> log_sigmas(const Schedule& s);
+/// The step whose ln sigma_t is nearest ln `sigma` (sigma > 0; the lower step on a tie): the rule
+/// by which draw_timesteps maps log-normal draws to steps.
+int64_t nearest_step(const Schedule& s, double sigma);
 /// `n` training diffusion steps (int64 [n], CPU) as train.noise_levels says: uniform draws
 /// torch::randint(0, T) exactly; lognormal draws ln sigma ~ N(noise_log_mean, noise_log_std^2)
 /// and takes the step with the nearest ln sigma_t.
@@ -96,6 +99,10 @@ std::vector<StepCoefficients> ddim_steps(const Schedule& s, int64_t steps, doubl
 /// The steps of the sampling `o` names (sampler, steps, eta, ddpm_variance, churn).
 std::vector<StepCoefficients> sampler_steps(const Schedule& s, const SampleOptions& o);
 
+/// The network's estimate of x0 from x_t and its raw output `out` at step t, as the samplers take
+/// it: by s.v_objective, clipped to +-s.x0_clip, without its patch mean (s.weights) where
+/// s.conservative.
+torch::Tensor x0_estimate(const SamplerSetup& s, const torch::Tensor& x_t, const torch::Tensor& out, int64_t t);
 /// DDPM ancestral sampling from x_T (noise) through all T steps; returns x_0. `gen` is needed
 /// only when s.noise (or, with churn, s.churn_noise) is undefined. With churn, the step at t
 /// evaluates the network at t' = churn_step(t) after re-noising x_t to t' and goes from t' to t-1

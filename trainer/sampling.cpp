@@ -67,31 +67,23 @@ torch::Tensor recentred(const Downscaler::Impl& im, const Model& m, const torch:
                         const torch::Tensor& w, int64_t first_row, int64_t rows, int64_t M, double sigma,
                         uint64_t seed) {
   const auto P = r.size(1), B = r.size(0);
-  const auto& sc = *m.schedule;
-  // The step whose noise level is nearest sigma.
-  const auto ls = diffusion::log_sigmas(sc);
-  const double target = std::log(sigma);
-  int64_t t = 0;
-  for (int64_t u = 1; u < static_cast<int64_t>(ls.size()); ++u)
-    if (std::abs(ls[u] - target) < std::abs(ls[t] - target)) t = u;
-  const double a = std::sqrt(sc.alpha_bar[t]), b = std::sqrt(1.0 - sc.alpha_bar[t]);
+  const int64_t t = diffusion::nearest_step(*m.schedule, sigma);
+  const double a = std::sqrt(m.schedule->alpha_bar[t]), b = std::sqrt(1.0 - m.schedule->alpha_bar[t]);
   // Each member noised to step t with a stream of its own: the sampler's draws stay as they are.
   auto eps = torch::empty({B, P}, torch::TensorOptions().dtype(torch::kFloat32));
   philox::fill_normal_cpu(eps.data_ptr<float>(), B * P, philox::key_of(seed), 0, philox::kRecentreNoise,
                           static_cast<uint64_t>(first_row * M * P));
-  const bool conservative = im.mo.conservative;
-  if (conservative) eps = diffusion::remove_mean(eps, w);  // the model's residuals have zero patch mean
+  diffusion::SamplerSetup setup;  // what the samplers' x0 estimate needs
+  setup.schedule = m.schedule;
+  setup.v_objective = im.mo.objective == Objective::kV;
+  setup.conservative = im.mo.conservative;
+  if (setup.conservative) eps = diffusion::remove_mean(eps, w);  // the model's residuals have zero patch mean
   const auto dev = m.device;
+  setup.weights = w.defined() ? w.to(dev) : torch::Tensor();
   auto xt = (a * r + b * eps).to(dev);
-  auto steps = torch::full({B}, t, torch::TensorOptions().dtype(torch::kInt64).device(dev));
-  auto y = im.sample_net->forward(xt, ctx.to(dev), steps);
-  const auto w_d = w.defined() ? w.to(dev) : torch::Tensor();
-  if (conservative) y = diffusion::remove_mean(y, w_d);
-  // The x0 estimate (Tweedie), clipped as the samplers clip it.
-  auto x0 = im.mo.objective == Objective::kV ? a * xt - b * y : (xt - b * y) / a;
-  const double clip = diffusion::SamplerSetup{}.x0_clip;
-  x0 = x0.clamp(-clip, clip);
-  if (conservative) x0 = diffusion::remove_mean(x0, w_d);
+  auto y = im.sample_net->forward(xt, ctx.to(dev), torch::full({B}, t, torch::dtype(torch::kInt64).device(dev)));
+  if (setup.conservative) y = diffusion::remove_mean(y, setup.weights);  // as the samplers' network output
+  auto x0 = diffusion::x0_estimate(setup, xt, y, t);
   auto estimate = x0.view({rows, M, P}).mean(1, true).to(torch::kCPU);
   auto members = r.view({rows, M, P});
   const double widen = std::sqrt(static_cast<double>(M) / static_cast<double>(M - 1));

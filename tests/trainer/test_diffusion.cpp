@@ -413,6 +413,22 @@ TEST(Sampler, ChurnSamplesAnMlpThroughItsModule) {
   EXPECT_EQ(churned.fused, churned.eager);
 }
 
+TEST(Sampler, NearestStepIsTheStepOfTheNearestLogSigma) {
+  // sample.recentre_sigma's step: each step's own sigma gives that step, a level just below or
+  // above the midpoint between two steps' ln sigma the lower or the upper, and levels beyond the
+  // schedule its ends.
+  const auto s = fd::make_schedule(ft::NoiseSchedule::kCosine, 50, torch::kCPU);
+  const std::vector<double> ls = fd::log_sigmas(s);
+  for (int64_t t = 0; t < 50; ++t) EXPECT_EQ(fd::nearest_step(s, std::exp(ls[t])), t);
+  for (int64_t t = 0; t + 1 < 50; ++t) {
+    const double mid = 0.5 * (ls[t] + ls[t + 1]), gap = 1e-6 * (ls[t + 1] - ls[t]);
+    EXPECT_EQ(fd::nearest_step(s, std::exp(mid - gap)), t);
+    EXPECT_EQ(fd::nearest_step(s, std::exp(mid + gap)), t + 1);
+  }
+  EXPECT_EQ(fd::nearest_step(s, 1e-9), 0);
+  EXPECT_EQ(fd::nearest_step(s, 1e9), 49);
+}
+
 TEST(Sampler, ChurnStepIsTheFirstStepWithTheRaisedNoiseLevel) {
   const auto s = fd::make_schedule(ft::NoiseSchedule::kCosine, 50, torch::kCPU);
   auto sigma = [&](int64_t t) { return std::sqrt((1 - s.alpha_bar[t]) / s.alpha_bar[t]); };

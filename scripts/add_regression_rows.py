@@ -83,6 +83,8 @@ def main():
         rows = [r for r in rows if r["name"] not in names]
         last = max((i for i, r in enumerate(rows) if r["name"].startswith("regression_")), default=len(rows) - 1)
         rows = rows[: last + 1] + regs + rows[last + 1 :] + noise
+        if "noise_base" in other["meta"]:
+            doc["meta"][f"noise_base_{interp}"] = f"{other['meta']['noise_base']}_{interp}"
         doc["meta"][f"regression_rows_{interp}"] = (f"{', '.join(sorted(names))}: the rows of {src} "
                                                     f"(--regression-interpolant {interp}; noise base "
                                                     f"{other['meta'].get('noise_base', 'none')})")

@@ -26,7 +26,7 @@ main = dict(meta=meta, predictions=[row("model", 0.50, 16, 0.4), row("bicubic_co
                                     row("regression_cons", 0.60), row("regression_local", 0.55),
                                     row("noise_white", 0.7, 16, 0.7), row("noise_spectral", 0.7, 16, 0.7)])
 json.dump(main, open(f"{w}/eval.json", "w"))
-other = dict(meta=dict(meta, regression_interpolant="bspline"),
+other = dict(meta=dict(meta, regression_interpolant="bspline", noise_base="regression_local"),
              predictions=[row("model", 0.50, 16, 0.4), row("regression_cons", 0.58), row("regression_local", 0.52),
                           row("noise_white", 0.66, 16, 0.66), row("noise_spectral", 0.64, 16, 0.64)])
 json.dump(other, open(f"{w}/other.json", "w"))
@@ -46,6 +46,8 @@ grep -F -- "--against best_regression: regression_local_bspline" >/dev/null <<<"
   fail "best_regression is not the added, lower row: $summary"
 grep -F -- "the stronger noise reference's (noise_spectral_bspline 0.32" >/dev/null <<<"$summary" ||
   fail "the stronger noise reference is not the added, lower one: $summary"
+grep -F -- "noise_spectral_bspline (regression_local_bspline + noise)" >/dev/null <<<"$summary" ||
+  fail "the added noise row does not name its base: $summary"
 "$PY" "$SRC/scripts/add_regression_rows.py" --json "$work/eval.json" --from "$work/other.json" > /dev/null ||
   fail "running it again failed"
 [[ "$(names "$work/eval.json")" == "$expected" ]] || fail "rows after a second run: $(names "$work/eval.json")"

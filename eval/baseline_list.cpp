@@ -20,6 +20,7 @@ const std::vector<BaselineRow>& baseline_list() {
       {"bspline_cons", Interp::kBspline, std::nullopt, true},
       {"idw_cons", std::nullopt, CellInterp::kIdw, true},
       {"linear_cons", std::nullopt, CellInterp::kLinear, true},
+      {"idw_linear_cons", std::nullopt, CellInterp::kIdwLinear, true},
   };
   return list;
 }
@@ -59,7 +60,8 @@ const Baseline& block_baseline(const std::string& name) { return named(all_basel
 const CellBaseline& cell_baseline(const std::string& name) { return named(cell_baselines(), name, "ICON patches"); }
 
 std::string regression_base_name(coupling::Interpolant kind, bool latlon) {
-  // The plugin's interpolant names are the list's interpolations: bicubic, bspline, idw, linear.
+  // The plugin's interpolant names are the list's interpolations: bicubic, bspline, idw, linear,
+  // idw_linear.
   return schema::name_of(coupling::resolve_interpolant(kind, latlon)) + "_cons";
 }
 

@@ -37,6 +37,8 @@ enum class CellInterp {
   /// vector, so fields linear in 3-D position are reproduced exactly; the centroid makes the
   /// patch mean equal the coarse value.
   kLinear,
+  /// The mean of kIdw and kLinear (the plugin's patch.interpolant idw_linear).
+  kIdwLinear,
 };
 
 /// One baseline of the list: its name, how it runs on lat-lon blocks and on ICON patches (none:
@@ -72,7 +74,7 @@ struct CellBaseline {
 const std::vector<Baseline>& all_baselines();
 
 /// The list's baselines on ICON patches, in its order: nearest, idw, then their conservative
-/// forms, then linear_cons (conservative by construction; no plain form).
+/// forms, then linear_cons (conservative by construction; no plain form) and idw_linear_cons.
 const std::vector<CellBaseline>& cell_baselines();
 
 /// The baseline of that name on lat-lon blocks / on ICON patches; InternalError when the list has

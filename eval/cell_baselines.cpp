@@ -170,6 +170,12 @@ std::vector<double> CellInterpolator::interpolate(const std::vector<double>& coa
     return out;
   }
   if (interp == CellInterp::kLinear) return linear(coarse);
+  if (interp == CellInterp::kIdwLinear) {
+    out = interpolate(coarse, CellInterp::kIdw);
+    const std::vector<double> lin = linear(coarse);
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = 0.5 * (out[i] + lin[i]);
+    return out;
+  }
   const int k = options_.neighbours;
   for (int64_t i = 0; i < L.size(); ++i) {
     double v = 0.0, sw = 0.0;

@@ -319,25 +319,29 @@ fi
 if [[ $CASE == eur11 ]]; then EVAL+=(--local-slopes 4 --local-slope-static HSURF); fi
 log "eval: ${EVAL[*]}"
 "${EVAL[@]}" 2>&1 | tee "$OUT/eval.txt"
-# the regressions on the grid's other conservative interpolant too (finecast-eval fits them on one,
+# the regressions on the grid's other conservative interpolants too (finecast-eval fits them on one,
 # bicubic or idw): the strongest regression is not always on it (docs/evaluation.md, "The strongest
 # regression"); their rows and the noise references on them join eval.json as regression_cons_<I>,
 # (regression_local_<I>), noise_white_<I>, noise_spectral_<I>
 if [[ $CASE == eur11 || $CASE == icon || $CASE == tas_months ]]; then
-  if [[ $CASE == icon ]]; then OTHER=linear; else OTHER=bspline; fi
-  REG=()  # the same scoring with its own report and coefficients, no CSV or baselines file
-  for ((i = 0; i < ${#EVAL[@]}; i++)); do
-    case ${EVAL[i]} in
-      --json) REG+=(--json "$OUT/eval_regression_$OTHER.json") && i=$((i + 1)) ;;
-      --regression-out) REG+=(--regression-out "$OUT/regression_$OTHER.json") && i=$((i + 1)) ;;
-      --csv | --baselines-out) i=$((i + 1)) ;;
-      *) REG+=("${EVAL[i]}") ;;
-    esac
+  if [[ $CASE == icon ]]; then OTHERS=(linear idw_linear); else OTHERS=(bspline); fi
+  FROM=()
+  for OTHER in "${OTHERS[@]}"; do
+    REG=()  # the same scoring with its own report and coefficients, no CSV or baselines file
+    for ((i = 0; i < ${#EVAL[@]}; i++)); do
+      case ${EVAL[i]} in
+        --json) REG+=(--json "$OUT/eval_regression_$OTHER.json") && i=$((i + 1)) ;;
+        --regression-out) REG+=(--regression-out "$OUT/regression_$OTHER.json") && i=$((i + 1)) ;;
+        --csv | --baselines-out) i=$((i + 1)) ;;
+        *) REG+=("${EVAL[i]}") ;;
+      esac
+    done
+    REG+=(--regression-interpolant "$OTHER")
+    log "eval on $OTHER: ${REG[*]}"
+    "${REG[@]}" > "$OUT/eval_regression_$OTHER.txt" 2>&1 || die "finecast-eval on $OTHER failed: $OUT/eval_regression_$OTHER.txt"
+    FROM+=(--from "$OUT/eval_regression_$OTHER.json")
   done
-  REG+=(--regression-interpolant "$OTHER")
-  log "eval on $OTHER: ${REG[*]}"
-  "${REG[@]}" > "$OUT/eval_regression_$OTHER.txt" 2>&1 || die "finecast-eval on $OTHER failed: $OUT/eval_regression_$OTHER.txt"
-  "$PY" scripts/add_regression_rows.py --json "$OUT/eval.json" --from "$OUT/eval_regression_$OTHER.json" 2>&1 | tee -a "$SUMMARY"
+  "$PY" scripts/add_regression_rows.py --json "$OUT/eval.json" "${FROM[@]}" 2>&1 | tee -a "$SUMMARY"
 fi
 
 # the quality bars of issues 15 and 26 (docs/evaluation.md): EUR-11 RMSE <= 0.97 x the best regression

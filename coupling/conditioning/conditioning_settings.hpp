@@ -202,8 +202,8 @@ inline const schema::Table<ConditioningSettings>& conditioning_settings_table() 
         choice("interpolant", &PatchSettings::interpolant,
                "the conservative interpolant of patch.residual interp and regression and of the static "
                "covariates' coarse part: lat-lon bicubic (Keys) | bspline (cubic B-spline); ICON idw "
-               "(inverse-distance) | linear (least-squares gradients); auto = bicubic on lat-lon, idw on "
-               "ICON (docs/training.md)")
+               "(inverse-distance) | linear (least-squares gradients) | idw_linear (their mean); auto = "
+               "bicubic on lat-lon, idw on ICON (docs/training.md)")
             .compared_on_resume(),
         integer("local_slopes", &PatchSettings::local_slopes, 0, 8,
                 "patch.residual regression: K > 0 adds, per covariate of patch.local_slope_static, its "

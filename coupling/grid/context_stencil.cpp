@@ -277,6 +277,30 @@ void prepare_patch_map(PatchMap& map, int rings, bool interpolant, Interpolant k
     case Interpolant::kLinear:
       linear_table(map);
       break;
+    case Interpolant::kIdwLinear: {
+      // Both stencils side by side, each at half weight: a fine cell's value is the mean of its
+      // IDW and linear values (the patch mean is restored after, as for each alone).
+      idw_table(map);
+      const CoarseInterpolation idw = std::move(map.base);
+      map.base = CoarseInterpolation{};
+      linear_table(map);
+      const CoarseInterpolation lin = std::move(map.base);
+      map.base = CoarseInterpolation{};
+      map.base.kind = kind;
+      map.base.width = idw.width + lin.width;
+      const auto W = static_cast<std::size_t>(map.base.width);
+      map.base.cell.assign(static_cast<std::size_t>(map.n_fine) * W, -1);
+      map.base.cell_w.assign(static_cast<std::size_t>(map.n_fine) * W, 0.0);
+      for (int64_t c = 0; c < map.n_fine; ++c)
+        for (const CoarseInterpolation* t : {&idw, &lin}) {
+          const std::size_t at = static_cast<std::size_t>(c) * W + (t == &idw ? 0 : static_cast<std::size_t>(idw.width));
+          for (int a = 0; a < t->width; ++a) {
+            map.base.cell[at + a] = t->cell[c * t->width + a];
+            map.base.cell_w[at + a] = 0.5 * t->cell_w[c * t->width + a];
+          }
+        }
+      break;
+    }
     case Interpolant::kAuto:
       throw InternalError("prepare_patch_map: unresolved interpolant");
   }

@@ -19,6 +19,9 @@ enum class Interpolant {
   kBspline,  ///< lat-lon: the cubic B-spline of the block values (finecast-eval's bspline)
   kIdw,      ///< ICON: inverse-distance weighting of nearby coarse centres (finecast-eval's idw)
   kLinear,   ///< ICON: a least-squares gradient in each coarse cell (finecast-eval's linear_cons)
+  /// ICON: the mean of kIdw and kLinear (finecast-eval's idw_linear_cons): their errors differ, and
+  /// the regression on their mean beats both on ICON ts (docs/evaluation.md, "The strongest regression")
+  kIdwLinear,
 };
 
 inline const schema::Names<Interpolant>& names(Interpolant) {
@@ -26,7 +29,8 @@ inline const schema::Names<Interpolant>& names(Interpolant) {
                                             {Interpolant::kBicubic, "bicubic"},
                                             {Interpolant::kBspline, "bspline"},
                                             {Interpolant::kIdw, "idw"},
-                                            {Interpolant::kLinear, "linear"}};
+                                            {Interpolant::kLinear, "linear"},
+                                            {Interpolant::kIdwLinear, "idw_linear"}};
   return n;
 }
 
@@ -35,7 +39,7 @@ inline const schema::Names<Interpolant>& names(Interpolant) {
 inline Interpolant legacy_interpolant(bool latlon) { return latlon ? Interpolant::kBicubic : Interpolant::kIdw; }
 
 /// "" when `kind` interpolates the grid's cells (auto does on both, bicubic and bspline on
-/// lat-lon blocks, idw and linear on ICON cells), else what is wrong and the fix. `option` names
+/// lat-lon blocks, idw, linear and idw_linear on ICON cells), else what is wrong and the fix. `option` names
 /// the setting and `grid` what says the grid type (the plugin's patch.interpolant and grid.type;
 /// finecast-eval's --regression-interpolant and its prediction's grid).
 inline std::string interpolant_mismatch(Interpolant kind, bool latlon, const std::string& option = "patch.interpolant",
@@ -43,7 +47,7 @@ inline std::string interpolant_mismatch(Interpolant kind, bool latlon, const std
   if (kind == Interpolant::kAuto || latlon == (kind == Interpolant::kBicubic || kind == Interpolant::kBspline))
     return std::string();
   return option + " " + schema::name_of(kind) + " interpolates " + (latlon ? "ICON cells" : "lat-lon blocks") +
-         ", but " + grid + " is " + (latlon ? "latlon: use bicubic or bspline" : "icon: use idw or linear") +
+         ", but " + grid + " is " + (latlon ? "latlon: use bicubic or bspline" : "icon: use idw, linear or idw_linear") +
          " (or auto)";
 }
 

@@ -597,8 +597,9 @@ int main(int argc, char** argv) {
   app.add_option("--regression-interpolant", o.regression_interpolant,
                  "the conservative interpolant regression_cons and regression_local are fitted on (and the "
                  "covariates' deviations taken from), named as the plugin's patch.interpolant: auto (bicubic on "
-                 "lat-lon, idw on ICON), bicubic or bspline (lat-lon: bicubic_cons, bspline_cons), idw or linear "
-                 "(ICON: idw_cons, linear_cons); give the plugin's value to score its patch.residual regression base")
+                 "lat-lon, idw on ICON), bicubic or bspline (lat-lon: bicubic_cons, bspline_cons), idw, linear or "
+                 "idw_linear (ICON: idw_cons, linear_cons, idw_linear_cons, their mean); give the plugin's value to "
+                 "score its patch.residual regression base")
       ->capture_default_str();
   app.add_option("--regression-out", o.regression_out,
                  "write the regression baselines' coefficients as JSON to this file: regression_cons's fit, "

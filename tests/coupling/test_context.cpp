@@ -369,6 +369,47 @@ TEST(ResidualBase, IconLinearBaseIsFinecastEvalsLinearCons) {
   EXPECT_GT(apart, 0.1);
 }
 
+// patch.interpolant idw_linear is finecast-eval's idw_linear_cons: at every fine cell the mean of
+// the idw and linear bases (both conservative, so their mean is too).
+TEST(ResidualBase, IconIdwLinearBaseIsTheMeanOfIdwAndLinear) {
+  const fc::IconGrid g = fc::make_icosahedral_grid(4, 3);
+  std::vector<float> f(static_cast<size_t>(g.n_cells));
+  for (int64_t i = 0; i < g.n_cells; ++i)
+    f[i] = static_cast<float>(280 + 20 * std::sin(3 * g.clat[i]) * std::cos(2 * g.clon[i]));
+  fc::PatchOptions o;
+  o.interp_base = true;
+  auto base_of = [&](fc::Interpolant kind) {
+    fc::PatchMap map = fc::icon_patch_map(g, 1);
+    fc::prepare_patch_map(map, 0, true, kind);
+    EXPECT_EQ(map.base.kind, kind);
+    fc::Patches p;
+    fc::extract_patches(map, {f.data()}, nullptr, o, p);
+    return p;
+  };
+  const fc::Patches idw = base_of(fc::Interpolant::kIdw), lin = base_of(fc::Interpolant::kLinear),
+                    both = base_of(fc::Interpolant::kIdwLinear);
+  finecast::eval::cli::IconLevels levels(g);
+  const fe::CellLayout L(levels.layout_spec(1));
+  const fe::CellInterpolator interp(L);
+  const std::vector<double> coarse(both.coarse.begin(), both.coarse.end());
+  const std::vector<double> want = interp.run(coarse, fe::cell_baseline("idw_linear_cons"));
+  const fc::PatchMap map = fc::icon_patch_map(g, 1);
+  const int64_t P = map.patch_size;
+  double apart = 0.0;
+  for (int64_t c = 0; c < map.n_coarse; ++c) {
+    double mean = 0.0;
+    for (int64_t k = 0; k < P; ++k) {
+      const std::size_t at = static_cast<std::size_t>(c * P + k);
+      ASSERT_NEAR(both.base[at], 0.5 * (idw.base[at] + lin.base[at]), 2e-4) << "patch " << c << " slot " << k;
+      ASSERT_NEAR(both.base[at], want[map.fine_of_patch[at]], 2e-4) << "patch " << c << " slot " << k;
+      apart = std::max(apart, static_cast<double>(std::abs(both.base[at] - lin.base[at])));
+      mean += map.fine_weight[at] * both.base[at];
+    }
+    ASSERT_NEAR(mean, both.coarse[c], 2e-4) << "patch " << c << ": not conservative";
+  }
+  EXPECT_GT(apart, 0.05) << "idw_linear is the linear base";
+}
+
 // An interpolant of the other grid type is a ConfigError naming patch.interpolant and the fix.
 TEST(ResidualBase, AnInterpolantOfTheOtherGridIsRefused) {
   Blocks b(8, 8, 2, false);

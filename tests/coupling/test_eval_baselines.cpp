@@ -202,7 +202,7 @@ TEST(EvalBaselines, ConservativeBsplineBeatsKeysOnASmoothFieldAndAMissingBlockSt
 
 // One list of baselines for both grids: each grid's baselines are the rows that run there, in the
 // list's order (the report order of each, as before the list: lat-lon nearest .. bspline_cons,
-// ICON nearest .. linear_cons), every name once; regression_cons's base is one of them.
+// ICON nearest .. linear_cons, then idw_linear_cons), every name once; regression_cons's base is one of them.
 TEST(Baselines, BothGridsTakeTheirBaselinesFromTheOneList) {
   std::vector<std::string> blocks, cells, all;
   for (const auto& b : fe::all_baselines()) blocks.push_back(b.name);
@@ -213,7 +213,8 @@ TEST(Baselines, BothGridsTakeTheirBaselinesFromTheOneList) {
   }
   EXPECT_EQ(blocks, (std::vector<std::string>{"nearest", "bilinear", "bicubic", "bspline", "nearest_cons",
                                               "bilinear_cons", "bicubic_cons", "bspline_cons"}));
-  EXPECT_EQ(cells, (std::vector<std::string>{"nearest", "idw", "nearest_cons", "idw_cons", "linear_cons"}));
+  EXPECT_EQ(cells, (std::vector<std::string>{"nearest", "idw", "nearest_cons", "idw_cons", "linear_cons",
+                                              "idw_linear_cons"}));
   std::vector<std::string> sorted = all;
   std::sort(sorted.begin(), sorted.end());
   EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end()) << "a name twice";
@@ -225,6 +226,7 @@ TEST(Baselines, BothGridsTakeTheirBaselinesFromTheOneList) {
   EXPECT_TRUE(fe::block_regression_base(Interpolant::kBspline).conservative);
   EXPECT_EQ(fe::cell_regression_base(Interpolant::kAuto).interp, fe::CellInterp::kIdw);
   EXPECT_EQ(fe::cell_regression_base(Interpolant::kLinear).name, "linear_cons");
+  EXPECT_EQ(fe::cell_regression_base(Interpolant::kIdwLinear).name, "idw_linear_cons");
   EXPECT_THROW(fe::block_regression_base(Interpolant::kIdw), finecast::ConfigError);
   EXPECT_THROW(fe::cell_regression_base(Interpolant::kBicubic), finecast::ConfigError);
   EXPECT_THROW(fe::block_baseline("idw"), finecast::InternalError);

@@ -336,13 +336,14 @@ TEST(EvalCellEvaluator, PerfectAndInflatedEnsemblesScoreAsExpected) {
   fe::CellEvaluator ev2(fe::CellLayout(levels.layout_spec(0)));
   ev2.add(truth.data(), {doubled.data()});
   const fe::EvalReport rep = ev.report(), rep2 = ev2.report();
-  ASSERT_EQ(rep.rows.size(), 6u);
+  ASSERT_EQ(rep.rows.size(), 7u);
   EXPECT_EQ(rep.rows[0].name, "model");
   EXPECT_EQ(rep.rows[1].name, "nearest");
   EXPECT_EQ(rep.rows[2].name, "idw");
   EXPECT_EQ(rep.rows[3].name, "nearest_cons");
   EXPECT_EQ(rep.rows[4].name, "idw_cons");
   EXPECT_EQ(rep.rows[5].name, "linear_cons");
+  EXPECT_EQ(rep.rows[6].name, "idw_linear_cons");
   const fe::Scores& perfect = rep.rows[0].scores;
   EXPECT_EQ(perfect.n_points, 20480);
   EXPECT_DOUBLE_EQ(perfect.rmse, 0.0);
@@ -421,7 +422,7 @@ TEST_F(EvalIconCli, ScoresAPluginOutputWithItsOwnTruthAndDerivedCoarseLevel) {
             std::string::npos)
       << r.out;
   auto rows = read_csv(csv);
-  ASSERT_EQ(rows.size(), 8u);  // model, five baselines, noise_white, noise_spectral
+  ASSERT_EQ(rows.size(), 9u);  // model, six baselines, noise_white, noise_spectral
   const auto& m = rows["model"];
   EXPECT_EQ(m[kMembers], 2);
   EXPECT_EQ(m[kPoints], 20480);

@@ -33,7 +33,7 @@ std::string error_of(const std::string& text, const std::vector<std::string>& ov
 TEST(Config, AnInterpolantOfTheOtherGridTypeIsRefusedNamingTheFix) {
   EXPECT_NE(
       error_of(std::string(kMinimal) + "patch: {interpolant: bspline}\n")
-          .find("patch.interpolant bspline interpolates lat-lon blocks, but grid.type is icon: use idw or linear"),
+          .find("patch.interpolant bspline interpolates lat-lon blocks, but grid.type is icon: use idw, linear or idw_linear"),
       std::string::npos);
   EXPECT_NE(
       error_of("fields: [ts]\ngrid: {type: latlon, file: f.nc, block: 8}\npatch: {interpolant: linear}\n")

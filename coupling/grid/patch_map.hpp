@@ -25,12 +25,9 @@ enum class Interpolant {
 };
 
 inline const schema::Names<Interpolant>& names(Interpolant) {
-  static const schema::Names<Interpolant> n{{Interpolant::kAuto, "auto"},
-                                            {Interpolant::kBicubic, "bicubic"},
-                                            {Interpolant::kBspline, "bspline"},
-                                            {Interpolant::kIdw, "idw"},
-                                            {Interpolant::kLinear, "linear"},
-                                            {Interpolant::kIdwLinear, "idw_linear"}};
+  static const schema::Names<Interpolant> n{
+      {Interpolant::kAuto, "auto"}, {Interpolant::kBicubic, "bicubic"}, {Interpolant::kBspline, "bspline"},
+      {Interpolant::kIdw, "idw"},   {Interpolant::kLinear, "linear"},   {Interpolant::kIdwLinear, "idw_linear"}};
   return n;
 }
 
@@ -47,8 +44,8 @@ inline std::string interpolant_mismatch(Interpolant kind, bool latlon, const std
   if (kind == Interpolant::kAuto || latlon == (kind == Interpolant::kBicubic || kind == Interpolant::kBspline))
     return std::string();
   return option + " " + schema::name_of(kind) + " interpolates " + (latlon ? "ICON cells" : "lat-lon blocks") +
-         ", but " + grid + " is " + (latlon ? "latlon: use bicubic or bspline" : "icon: use idw, linear or idw_linear") +
-         " (or auto)";
+         ", but " + grid + " is " +
+         (latlon ? "latlon: use bicubic or bspline" : "icon: use idw, linear or idw_linear") + " (or auto)";
 }
 
 /// Interpolation weights from coarse cells to fine cells. Lat-lon blocks: separable, `width`

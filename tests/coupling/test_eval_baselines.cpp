@@ -213,8 +213,8 @@ TEST(Baselines, BothGridsTakeTheirBaselinesFromTheOneList) {
   }
   EXPECT_EQ(blocks, (std::vector<std::string>{"nearest", "bilinear", "bicubic", "bspline", "nearest_cons",
                                               "bilinear_cons", "bicubic_cons", "bspline_cons"}));
-  EXPECT_EQ(cells, (std::vector<std::string>{"nearest", "idw", "nearest_cons", "idw_cons", "linear_cons",
-                                              "idw_linear_cons"}));
+  EXPECT_EQ(cells,
+            (std::vector<std::string>{"nearest", "idw", "nearest_cons", "idw_cons", "linear_cons", "idw_linear_cons"}));
   std::vector<std::string> sorted = all;
   std::sort(sorted.begin(), sorted.end());
   EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end()) << "a name twice";

@@ -455,7 +455,8 @@ TEST_F(EvalCli, RegressionInterpolantChoosesTheBaseRecordsItAndRefusesAnother) {
       << r.out;
   r = run_eval(base + "--regression-interpolant cubic");
   EXPECT_EQ(r.rc, 1);
-  EXPECT_NE(r.out.find("--regression-interpolant cubic: expected one of auto, bicubic, bspline, idw, linear, idw_linear"),
-            std::string::npos)
+  EXPECT_NE(
+      r.out.find("--regression-interpolant cubic: expected one of auto, bicubic, bspline, idw, linear, idw_linear"),
+      std::string::npos)
       << r.out;
 }

@@ -31,10 +31,10 @@ std::string error_of(const std::string& text, const std::vector<std::string>& ov
 
 // patch.interpolant must fit grid.type: named at parse time with the fix, both ways round.
 TEST(Config, AnInterpolantOfTheOtherGridTypeIsRefusedNamingTheFix) {
-  EXPECT_NE(
-      error_of(std::string(kMinimal) + "patch: {interpolant: bspline}\n")
-          .find("patch.interpolant bspline interpolates lat-lon blocks, but grid.type is icon: use idw, linear or idw_linear"),
-      std::string::npos);
+  EXPECT_NE(error_of(std::string(kMinimal) + "patch: {interpolant: bspline}\n")
+                .find("patch.interpolant bspline interpolates lat-lon blocks, but grid.type is icon: use idw, linear "
+                      "or idw_linear"),
+            std::string::npos);
   EXPECT_NE(
       error_of("fields: [ts]\ngrid: {type: latlon, file: f.nc, block: 8}\npatch: {interpolant: linear}\n")
           .find("patch.interpolant linear interpolates ICON cells, but grid.type is latlon: use bicubic or bspline"),

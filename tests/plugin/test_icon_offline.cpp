@@ -221,9 +221,8 @@ TEST_F(IconOffline, EvalScoresThePluginsIconOutput) {
       << r.output;
   const auto rows = read_csv(csv);
   ASSERT_EQ(rows.size(), 9u) << r.output;
-  for (const char* name :
-       {"model", "nearest", "idw", "nearest_cons", "idw_cons", "linear_cons", "idw_linear_cons", "noise_white",
-        "noise_spectral"}) {
+  for (const char* name : {"model", "nearest", "idw", "nearest_cons", "idw_cons", "linear_cons", "idw_linear_cons",
+                           "noise_white", "noise_spectral"}) {
     ASSERT_EQ(rows.count(name), 1u) << name;
     EXPECT_EQ(rows.at(name)[kPoints], 20480) << name;
     EXPECT_TRUE(std::isfinite(rows.at(name)[kRmse])) << name;

@@ -19,13 +19,13 @@ Usage: scripts/blend_ensemble.py --input downscaled.nc --var ts --base baselines
            --weight 0.5 --output blended.nc
 """
 import argparse
-import datetime
 import os
-import shutil
 import sys
 
 import netCDF4
 import numpy as np
+
+import ensemble_io
 
 
 def fail(msg):
@@ -73,43 +73,35 @@ def main(argv):
     if axis not in (0, 1) or (axis == 1 and dims[0] != "time"):
         fail(f"{a.input}: '{a.var}' has dimensions {dims}, expected [time,] realization, cells...")
     base = read_base(a.base, tuple(shape[axis + 1 :]))
-    tmp = os.path.join(os.path.dirname(os.path.abspath(a.output)), f".{os.path.basename(a.output)}.tmp{os.getpid()}")
-    try:
-        shutil.copyfile(a.input, tmp)
-        with netCDF4.Dataset(tmp, "r+") as d:
-            v = d[a.var]
-            v.set_auto_mask(False)
-            mean_var = d.variables.get(a.var + "_mean")
-            if mean_var is not None:
-                mean_var.set_auto_mask(False)
-            for t in range(shape[0]) if axis == 1 else [None]:
-                x = np.asarray(v[t] if t is not None else v[:], dtype=np.float64)
-                finite = np.isfinite(x)
-                if np.any(finite & ~np.isfinite(base)[None]):
-                    fail(f"--base {a.base} is not finite at {int((finite.any(0) & ~np.isfinite(base)).sum())} "
-                         f"cells where members of {a.var} are")
-                mean = x.mean(axis=0)
-                y = np.where(finite, (base + a.weight * (mean - base))[None] + (x - mean[None]), x)
-                if t is not None:
-                    v[t] = y.astype(v.dtype)
+    note = f"mean moved to {a.base} + {a.weight:g} (mean - it), deviations kept"
+
+    def blend(d):
+        v = d[a.var]
+        v.set_auto_mask(False)
+        mean_var = d.variables.get(a.var + "_mean")
+        if mean_var is not None:
+            mean_var.set_auto_mask(False)
+        for t in range(shape[0]) if axis == 1 else [None]:
+            x = np.asarray(v[t] if t is not None else v[:], dtype=np.float64)
+            finite = np.isfinite(x)
+            if np.any(finite & ~np.isfinite(base)[None]):
+                fail(f"--base {a.base} is not finite at {int((finite.any(0) & ~np.isfinite(base)).sum())} "
+                     f"cells where members of {a.var} are")
+            mean = x.mean(axis=0)
+            y = np.where(finite, (base + a.weight * (mean - base))[None] + (x - mean[None]), x)
+            if t is not None:
+                v[t] = y.astype(v.dtype)
+            else:
+                v[:] = y.astype(v.dtype)
+            if mean_var is not None and mean_var.shape[-len(base.shape):] == base.shape:
+                new_mean = np.where(np.isfinite(mean), base + a.weight * (mean - base), mean)
+                if t is not None and mean_var.dimensions[0] == "time":
+                    mean_var[t] = new_mean.astype(mean_var.dtype)
                 else:
-                    v[:] = y.astype(v.dtype)
-                if mean_var is not None and mean_var.shape[-len(base.shape):] == base.shape:
-                    new_mean = np.where(np.isfinite(mean), base + a.weight * (mean - base), mean)
-                    if t is not None and mean_var.dimensions[0] == "time":
-                        mean_var[t] = new_mean.astype(mean_var.dtype)
-                    else:
-                        mean_var[:] = new_mean.astype(mean_var.dtype)
-            now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-            note = f"mean moved to {a.base} + {a.weight:g} (mean - it), deviations kept"
-            d.setncattr("finecast_blend", note)
-            line = f"{now}: {a.var}: {note} (scripts/blend_ensemble.py, from {a.input})"
-            history = d.getncattr("history") if "history" in d.ncattrs() else ""
-            d.setncattr("history", line + ("\n" + history if history else ""))
-        os.replace(tmp, a.output)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+                    mean_var[:] = new_mean.astype(mean_var.dtype)
+        d.setncattr("finecast_blend", note)
+
+    ensemble_io.rewrite(a.input, a.output, f"{a.var}: {note} (scripts/blend_ensemble.py, from {a.input})", blend)
     print(f"blend_ensemble.py: {a.output}: {a.var} of {a.input} with its mean moved to {a.base} + "
           f"{a.weight:g} x (mean - it), its deviations kept")
 

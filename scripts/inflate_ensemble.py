@@ -16,14 +16,14 @@ the input is left as it is.
 Usage: scripts/inflate_ensemble.py --input downscaled.nc --var orog --factor 1.48 --output inflated.nc
 """
 import argparse
-import datetime
 import os
 import re
-import shutil
 import sys
 
 import netCDF4
 import numpy as np
+
+import ensemble_io
 
 
 def inflated_sampling(text, factor):
@@ -53,33 +53,27 @@ def main(argv):
         if "realization" not in d[a.var].dimensions:
             sys.exit(f"inflate_ensemble.py: {a.input}: '{a.var}' has no realization dimension "
                      f"(dimensions {d[a.var].dimensions}): not an ensemble")
-    tmp = os.path.join(os.path.dirname(os.path.abspath(a.output)), f".{os.path.basename(a.output)}.tmp{os.getpid()}")
-    try:
-        shutil.copyfile(a.input, tmp)
-        with netCDF4.Dataset(tmp, "r+") as d:
-            v = d[a.var]
-            v.set_auto_mask(False)
-            axis = v.dimensions.index("realization")
-            for t in range(v.shape[0]) if v.dimensions[0] == "time" else [None]:
-                x = np.asarray(v[t] if t is not None else v[:], dtype=np.float64)
-                ax = axis - 1 if t is not None else axis
-                mean = x.mean(axis=ax, keepdims=True)
-                y = (mean + a.factor * (x - mean)).astype(v.dtype)
-                if t is not None:
-                    v[t] = y
-                else:
-                    v[:] = y
-            attrs = d.ncattrs()
-            sampling = d.getncattr("finecast_sampling") if "finecast_sampling" in attrs else ""
-            d.setncattr("finecast_sampling", inflated_sampling(sampling, a.factor))
-            now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-            line = f"{now}: {a.var} inflated by {a.factor:.6g} (scripts/inflate_ensemble.py, from {a.input})"
-            history = d.getncattr("history") if "history" in attrs else ""
-            d.setncattr("history", line + ("\n" + history if history else ""))
-        os.replace(tmp, a.output)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    sampling = ""
+
+    def inflate(d):
+        nonlocal sampling
+        v = d[a.var]
+        v.set_auto_mask(False)
+        axis = v.dimensions.index("realization")
+        for t in range(v.shape[0]) if v.dimensions[0] == "time" else [None]:
+            x = np.asarray(v[t] if t is not None else v[:], dtype=np.float64)
+            ax = axis - 1 if t is not None else axis
+            mean = x.mean(axis=ax, keepdims=True)
+            y = (mean + a.factor * (x - mean)).astype(v.dtype)
+            if t is not None:
+                v[t] = y
+            else:
+                v[:] = y
+        sampling = d.getncattr("finecast_sampling") if "finecast_sampling" in d.ncattrs() else ""
+        d.setncattr("finecast_sampling", inflated_sampling(sampling, a.factor))
+
+    ensemble_io.rewrite(a.input, a.output,
+                        f"{a.var} inflated by {a.factor:.6g} (scripts/inflate_ensemble.py, from {a.input})", inflate)
     print(f"inflate_ensemble.py: {a.output}: {a.var} of {a.input} with its deviations from the ensemble mean "
           f"times {a.factor:.6g} (finecast_sampling: {inflated_sampling(sampling, a.factor)})")
 

@@ -16,6 +16,9 @@ out/eval/<CASE>/ (or out/eval/<CASE>_val/ with --split val):
                                 --seeds, replay_s<S>.log and checkpoints_s<S>/ per seed)
   downscaled.nc, downscale.log  the ensemble on the held-out data (finecast-downscale)
   eval.txt, eval.json, eval.csv scores of the model and the interpolation baselines
+  eval_regression_<I>.json      eur11, icon, tas_months: the regressions (and noise references)
+                                on the grid's other interpolants I (bspline; icon: linear,
+                                idw_linear), their rows added to eval.json as <row>_<I>
   figures/<CASE>_spectra.png, figures/<CASE>_maps.png
   summary.txt                   machine, load, wall times, commands
 

@@ -42,10 +42,11 @@ def load(path):
     try:
         with open(path) as f:
             doc = json.load(f)
-        doc["meta"], doc["predictions"]  # noqa: B018 (both must be there)
-        return doc
-    except (OSError, ValueError, KeyError, TypeError) as e:
+    except (OSError, ValueError) as e:
         fail(f"{path}: not a finecast-eval --json report ({e})")
+    if not (isinstance(doc, dict) and isinstance(doc.get("meta"), dict) and isinstance(doc.get("predictions"), list)):
+        fail(f"{path}: not a finecast-eval --json report (it needs 'meta' and 'predictions')")
+    return doc
 
 
 def interpolant(doc, path):

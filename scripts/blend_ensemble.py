@@ -79,26 +79,22 @@ def main(argv):
         v = d[a.var]
         v.set_auto_mask(False)
         mean_var = d.variables.get(a.var + "_mean")
+        if mean_var is not None and mean_var.shape[-len(base.shape):] != base.shape:
+            mean_var = None  # not the ensemble mean of these cells: left as it is
         if mean_var is not None:
             mean_var.set_auto_mask(False)
-        for t in range(shape[0]) if axis == 1 else [None]:
-            x = np.asarray(v[t] if t is not None else v[:], dtype=np.float64)
+        for i in ensemble_io.steps(v):
+            x = np.asarray(v[i], dtype=np.float64)
             finite = np.isfinite(x)
             if np.any(finite & ~np.isfinite(base)[None]):
                 fail(f"--base {a.base} is not finite at {int((finite.any(0) & ~np.isfinite(base)).sum())} "
                      f"cells where members of {a.var} are")
             mean = x.mean(axis=0)
             y = np.where(finite, (base + a.weight * (mean - base))[None] + (x - mean[None]), x)
-            if t is not None:
-                v[t] = y.astype(v.dtype)
-            else:
-                v[:] = y.astype(v.dtype)
-            if mean_var is not None and mean_var.shape[-len(base.shape):] == base.shape:
+            v[i] = y.astype(v.dtype)
+            if mean_var is not None:
                 new_mean = np.where(np.isfinite(mean), base + a.weight * (mean - base), mean)
-                if t is not None and mean_var.dimensions[0] == "time":
-                    mean_var[t] = new_mean.astype(mean_var.dtype)
-                else:
-                    mean_var[:] = new_mean.astype(mean_var.dtype)
+                mean_var[i if mean_var.dimensions[0] == "time" else Ellipsis] = new_mean.astype(mean_var.dtype)
         d.setncattr("finecast_blend", note)
 
     ensemble_io.rewrite(a.input, a.output, f"{a.var}: {note} (scripts/blend_ensemble.py, from {a.input})", blend)

@@ -10,6 +10,12 @@ import shutil
 import netCDF4
 
 
+def steps(v):
+    """The index of each step of the netCDF variable `v`: its time steps when its first dimension
+    is time, else the whole variable (...)."""
+    return range(v.shape[0]) if v.dimensions and v.dimensions[0] == "time" else [Ellipsis]
+
+
 def rewrite(src, out, note, edit):
     """Copies `src` to `out` with `edit(dataset)` applied to the copy (opened r+) and `note` as the
     newest line of its history attribute (after a UTC time stamp)."""

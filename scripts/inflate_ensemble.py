@@ -53,23 +53,16 @@ def main(argv):
         if "realization" not in d[a.var].dimensions:
             sys.exit(f"inflate_ensemble.py: {a.input}: '{a.var}' has no realization dimension "
                      f"(dimensions {d[a.var].dimensions}): not an ensemble")
-    sampling = ""
+        sampling = d.getncattr("finecast_sampling") if "finecast_sampling" in d.ncattrs() else ""
 
     def inflate(d):
-        nonlocal sampling
         v = d[a.var]
         v.set_auto_mask(False)
         axis = v.dimensions.index("realization")
-        for t in range(v.shape[0]) if v.dimensions[0] == "time" else [None]:
-            x = np.asarray(v[t] if t is not None else v[:], dtype=np.float64)
-            ax = axis - 1 if t is not None else axis
-            mean = x.mean(axis=ax, keepdims=True)
-            y = (mean + a.factor * (x - mean)).astype(v.dtype)
-            if t is not None:
-                v[t] = y
-            else:
-                v[:] = y
-        sampling = d.getncattr("finecast_sampling") if "finecast_sampling" in d.ncattrs() else ""
+        for i in ensemble_io.steps(v):
+            x = np.asarray(v[i], dtype=np.float64)
+            mean = x.mean(axis=axis if i is Ellipsis else axis - 1, keepdims=True)
+            v[i] = (mean + a.factor * (x - mean)).astype(v.dtype)
         d.setncattr("finecast_sampling", inflated_sampling(sampling, a.factor))
 
     ensemble_io.rewrite(a.input, a.output,

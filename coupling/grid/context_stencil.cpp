@@ -291,15 +291,14 @@ void prepare_patch_map(PatchMap& map, int rings, bool interpolant, Interpolant k
       const auto W = static_cast<std::size_t>(map.base.width);
       map.base.cell.assign(static_cast<std::size_t>(map.n_fine) * W, -1);
       map.base.cell_w.assign(static_cast<std::size_t>(map.n_fine) * W, 0.0);
-      for (int64_t c = 0; c < map.n_fine; ++c)
-        for (const CoarseInterpolation* t : {&idw, &lin}) {
-          const std::size_t at =
-              static_cast<std::size_t>(c) * W + (t == &idw ? 0 : static_cast<std::size_t>(idw.width));
-          for (int a = 0; a < t->width; ++a) {
-            map.base.cell[at + a] = t->cell[c * t->width + a];
-            map.base.cell_w[at + a] = 0.5 * t->cell_w[c * t->width + a];
+      for (int64_t c = 0; c < map.n_fine; ++c) {
+        std::size_t slot = static_cast<std::size_t>(c) * W;
+        for (const CoarseInterpolation* t : {&idw, &lin})
+          for (int a = 0; a < t->width; ++a, ++slot) {
+            map.base.cell[slot] = t->cell[c * t->width + a];
+            map.base.cell_w[slot] = 0.5 * t->cell_w[c * t->width + a];
           }
-        }
+      }
       break;
     }
     case Interpolant::kAuto:

@@ -1,9 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
 # scripts/blend_ensemble.py on a synthetic 3-member output of 2 steps: every member's deviation
-# from the ensemble mean stays, the mean becomes base + W (mean - base), <var>_mean follows, a
-# cell without members stays NaN, the other variables and the input stay; a base of another
-# shape, a base with holes where members are, and W outside [0, 1] are refused, naming what is wrong.
+# from the ensemble mean stays, the mean becomes base + W (mean - base) (also for members without
+# a time dimension), <var>_mean follows, a cell without members stays NaN, the other variables and
+# the input stay; a base of another shape, a base with holes where members are, and W outside
+# [0, 1] are refused, naming what is wrong.
 set -euo pipefail
 
 SRC="${FINECAST_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
@@ -23,6 +24,9 @@ with netCDF4.Dataset(f"{w}/in.nc", "w") as d:
     d.createVariable("tas", "f4", ("time", "realization", "lat", "lon"))[:] = x
     d.createVariable("tas_mean", "f4", ("time", "lat", "lon"))[:] = x.mean(1)
     d.createVariable("tas_host", "f4", ("time", "lat", "lon"))[:] = 280 + rng.normal(0, 1, (2, 4, 6))
+with netCDF4.Dataset(f"{w}/notime.nc", "w") as d:  # members without a time dimension
+    for name, n in [("realization", 3), ("lat", 4), ("lon", 6)]: d.createDimension(name, n)
+    d.createVariable("tas", "f4", ("realization", "lat", "lon"))[:] = 280 + rng.normal(0, 1, (3, 4, 6))
 for name, shape in [("base", (4, 6)), ("wrong", (4, 5))]:
     with netCDF4.Dataset(f"{w}/{name}.nc", "w") as d:
         d.createDimension("lat", shape[0]); d.createDimension("lon", shape[1])
@@ -50,6 +54,17 @@ assert np.allclose(n[ok], (base + 0.25 * (m - base))[ok], atol=1e-4), "the mean 
 assert np.allclose(np.ma.filled(b["tas_mean"][:], np.nan)[ok], n[ok], atol=1e-4), "tas_mean does not follow"
 assert np.array_equal(a["tas_host"][:], b["tas_host"][:]), "another variable changed"
 assert "0.25" in b.getncattr("finecast_blend")
+PY
+"$PY" "$SRC/scripts/blend_ensemble.py" --input "$work/notime.nc" --var tas --base "$work/base.nc:regression_cons" \
+  --weight 0 --output "$work/notime_out.nc" > /dev/null || fail "the blend of members without time failed"
+"$PY" - "$work" <<'PY' || fail "members without time are not centred on the base at W = 0"
+import sys, numpy as np, netCDF4
+w = sys.argv[1]
+x = netCDF4.Dataset(f"{w}/notime.nc")["tas"][:].astype(float)
+y = netCDF4.Dataset(f"{w}/notime_out.nc")["tas"][:].astype(float)
+base = netCDF4.Dataset(f"{w}/base.nc")["regression_cons"][:]
+assert np.allclose(y.mean(0), base, atol=1e-4), "the mean is not the base"
+assert np.allclose(y - y.mean(0), x - x.mean(0), atol=1e-4), "deviations changed"
 PY
 msg="$("$PY" "$SRC/scripts/blend_ensemble.py" --input "$work/in.nc" --var tas --base "$work/wrong.nc:regression_cons" \
   --weight 0.5 --output "$work/bad.nc" 2>&1)" && fail "a base of another shape was accepted"

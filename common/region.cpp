@@ -15,6 +15,15 @@ double mod360(double x) {
   double r = std::fmod(x, 360.0);
   return r < 0 ? r + 360.0 : r;
 }
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, sep)) out.push_back(item);
+  if (!text.empty() && text.back() == sep) out.emplace_back();  // "a;" has an empty last box
+  return out;
+}
 }  // namespace
 
 bool Region::contains_lat(double lat) const { return lat >= lat0 && lat <= lat1; }
@@ -57,6 +66,21 @@ Region parse_region(const std::string& text, const std::string& option) {
   if (v[0] > v[1] || v[0] < -90 || v[1] > 90)
     throw ConfigError(option + " '" + text + "': latitudes must satisfy -90 <= lat0 <= lat1 <= 90");
   return Region{v[0], v[1], v[2], v[3]};
+}
+
+bool is_regions_text(const std::string& text) {
+  const std::vector<std::string> boxes = split(text, ';');
+  if (boxes.empty()) return false;
+  for (const std::string& box : boxes)
+    if (!is_region_text(box)) return false;
+  return true;
+}
+
+std::vector<Region> parse_regions(const std::string& text, const std::string& option) {
+  std::vector<Region> out;
+  for (const std::string& box : split(text, ';')) out.push_back(parse_region(box, option + " '" + text + "': box"));
+  if (out.empty()) throw ConfigError(option + ": expected lat0,lat1,lon0,lon1 (or several joined by ';')");
+  return out;
 }
 
 }  // namespace finecast

@@ -12,8 +12,11 @@ namespace finecast::eval {
 
 /// The box type and its parser live in common/region.hpp (the plugin uses them too).
 using finecast::is_region_text;
+using finecast::is_regions_text;
 using finecast::parse_region;
+using finecast::parse_regions;
 using finecast::Region;
+using finecast::union_of_boxes;
 
 /// Index i such that full[i + j] matches sub[j] for every j within tol times the grid spacing
 /// of `sub` (a cropped grid); -1 when sub is not a contiguous piece of full. Single-value

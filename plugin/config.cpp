@@ -164,12 +164,12 @@ const schema::Table<Config>& config_table() {
              "0.5 leaves half to a GPU model sharing the GPU); no effect on the CPU",
              true),
         text("hold_out", &TrainConfig::hold_out,
-             "lat0,lat1,lon0,lon1: patches wholly inside are never trained on; or FILE:VAR, a mask on the fine "
-             "grid: patches with a non-zero cell are (as finecast-eval --hold-out); their coarse values stay in "
-             "the neighbours' context (offline evaluation); \"\" = none",
-             "\"\", lat0,lat1,lon0,lon1 in degrees or FILE:VAR", [](const std::string& v) {
+             "lat0,lat1,lon0,lon1, or several boxes joined by ';': patches wholly inside one are never trained "
+             "on; or FILE:VAR, a mask on the fine grid: patches with a non-zero cell are (as finecast-eval "
+             "--hold-out); their coarse values stay in the neighbours' context (offline evaluation); \"\" = none",
+             "\"\", lat0,lat1,lon0,lon1 in degrees (';' between boxes) or FILE:VAR", [](const std::string& v) {
                const size_t colon = v.rfind(':');
-               return v.empty() || is_region_text(v) ||
+               return v.empty() || is_regions_text(v) ||
                       (colon != std::string::npos && colon > 0 && colon + 1 < v.size() &&
                        v.find('/', colon) == std::string::npos);
              })};

@@ -52,8 +52,14 @@ Options:
                      bands of whole block columns is held out and scored, the rest trained on. With
                      --split val the bands split the western half (the test half never enters; fold
                      3/3 is the single val split); with --split test the whole domain (26 block
-                     columns; the eastern half is folds 3 and 4 of 4). scripts/eval_folds.py sums
-                     the folds up (docs/evaluation.md, "Model choice by spatial cross-validation")
+                     columns; the eastern half is folds 3 and 4 of 4).
+                     icon: the sphere's quadrants (lat 0..90 / -90..0 x lon -180..0 / 0..180, 18
+                     R2B0 cells each). --split test --fold I/4: quadrant I is held out and scored
+                     (1/4 is the test split: north-west, then south-west, south-east, north-east);
+                     --split val --fold I/3: quadrant I + 1 is scored, and neither it nor the test
+                     quadrant is trained on or fitted (the test quadrant's truth never enters).
+                     scripts/eval_folds.py sums the folds up (docs/evaluation.md, "Model choice by
+                     spatial cross-validation")
   --build DIR        build folder holding bin/ and lib/ (default: build)
   --ranks N          MPI ranks of the replay (default: 1; N > 1 runs mpiexec --oversubscribe)
   --members N        ensemble members (default: etopo5 4, tas 8)
@@ -118,7 +124,7 @@ if [[ -n $FOLD ]]; then
   [[ $FOLD =~ ^([0-9]+)/([0-9]+)$ ]] || die "--fold takes I/K (e.g. 2/3), got '$FOLD'"
   FOLD_I=${BASH_REMATCH[1]} FOLD_K=${BASH_REMATCH[2]}
   (( FOLD_K >= 2 && FOLD_I >= 1 && FOLD_I <= FOLD_K )) || die "--fold $FOLD: need 1 <= I <= K and K >= 2"
-  [[ $CASE == eur11 ]] || die "--fold is for the eur11 case"
+  [[ $CASE == eur11 || $CASE == icon ]] || die "--fold is for the eur11 and icon cases"
 fi
 GEO_ARGS=()
 if [[ -n ${GEOMETRY:-} ]]; then
@@ -133,7 +139,7 @@ PY=/usr/bin/python3
 ETOPO=/usr/share/ferret-vis/data/etopo5.cdf
 TAS=/usr/share/ncarg/data/nug/tas_rectilinear_grid_2D.nc
 NUG=/usr/share/ncarg/data/nug
-HOLD="" STATICS=() TRAIN_HOLD="" CLIM_CUT=()
+HOLD="" STATICS=() TRAIN_HOLD="" CLIM_CUT=() SCORE_REGION=""
 
 case "$CASE" in
   etopo5)
@@ -193,8 +199,21 @@ PYEOF
     # meets every bar in 3 of 3 pairs (docs/evaluation.md, "Calibrated ensembles").
     VAR=ts BLOCK=0 SRC=$NUG/atm_phy_mag0004_1985.nc DEFAULT_SAMPLER=ddpm DEFAULT_MEMBERS=16 DEFAULT_SEEDS=42,43
     ICON_GRID=$NUG/triangular_grid_ICON.nc
-    # The plugin holds out one box, so a val run trains on the test box: val is for tuning only.
+    # A val run without --fold trains on the test box: it is for tuning only.
     if [[ $SPLIT == test ]]; then HOLD=0,90,-180,0; else HOLD=-90,90,30,150; fi
+    if [[ -n $FOLD ]]; then
+      # The sphere's quadrants, 18 R2B0 cells each (8 cells straddle them): 1 the test split's.
+      QUADRANTS=(0,90,-180,0 -90,0,-180,0 -90,0,0,180 0,90,0,180)
+      if [[ $SPLIT == test ]]; then
+        (( FOLD_K == 4 )) || die "icon --split test --fold I/4: the folds are the sphere's 4 quadrants"
+        HOLD=${QUADRANTS[FOLD_I - 1]}
+      else
+        # Quadrant I + 1 is scored; neither it nor the test quadrant is trained on or enters
+        # regression_cons (--hold-out of both, --region of the fold: scored where both select).
+        (( FOLD_K == 3 )) || die "icon --split val --fold I/3: the folds are the 3 quadrants besides the test split's"
+        SCORE_REGION=${QUADRANTS[FOLD_I]} HOLD="${QUADRANTS[FOLD_I]};${QUADRANTS[0]}"
+      fi
+    fi
     TRAIN_HOLD=$HOLD SPLIT_SETS=() ;;
   *) die "unknown case '$CASE' (etopo5, tas, tas_months, eur11 or icon)" ;;
 esac
@@ -293,6 +312,7 @@ fi
 TEST=$OUT/data/test.nc
 HOLD_ARGS=()
 if [[ -n $HOLD ]]; then TEST=$OUT/data/data.nc HOLD_ARGS=(--hold-out "$HOLD"); fi
+if [[ -n $SCORE_REGION ]]; then HOLD_ARGS+=(--region "$SCORE_REGION"); fi
 GRID_ARGS=()
 if [[ $CASE == icon ]]; then GRID_ARGS=(--grid "$ICON_GRID" "${GEO_ARGS[@]}"); fi
 DOWN=("$BUILD/bin/finecast-downscale" "${CHECKPOINTS[@]}" --input "$TEST" --var "$VAR" "${GRID_ARGS[@]}"
@@ -311,7 +331,7 @@ EVAL=("$BUILD/bin/finecast-eval" --truth "$TEST" --pred "$OUT/downscaled.nc" --v
       --json "$OUT/eval.json" --csv "$OUT/eval.csv")
 if [[ $BLOCK -gt 0 ]]; then EVAL+=(--block "$BLOCK"); else EVAL+=("${GRID_ARGS[@]}" --coarse-level 0); fi
 if [[ -n $HOLD ]]; then
-  EVAL+=("${STATICS[@]}" --hold-out "$HOLD" --regression-out "$OUT/regression.json" --baselines-out "$OUT/baselines.nc")
+  EVAL+=("${STATICS[@]}" "${HOLD_ARGS[@]}" --regression-out "$OUT/regression.json" --baselines-out "$OUT/baselines.nc")
 fi
 # the time split: regression_cons on the training months' mean, fitted on the training months
 if [[ $CASE == tas_months ]]; then

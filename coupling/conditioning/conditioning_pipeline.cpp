@@ -117,15 +117,16 @@ std::vector<char> patches_inside(const ConditioningGrid& grid, const Region& reg
 }
 
 std::vector<char> held_out_patches(const ConditioningGrid& grid, const std::string& text, const std::string& key) {
-  const bool box = is_region_text(text);
+  const bool box = is_regions_text(text);
   std::vector<char> held;
   if (box) {
-    held = patches_inside(grid, parse_region(text, key));
+    held = union_of_boxes(parse_regions(text, key), [&](const Region& r) { return patches_inside(grid, r); });
   } else {
     const auto [file, var] = split_file_var(text);
     if (file.empty() || var.empty())
       throw ConfigError(key + " " + text +
-                        ": expected lat0,lat1,lon0,lon1 in degrees or FILE:VAR (a NetCDF mask on the fine grid)");
+                        ": expected lat0,lat1,lon0,lon1 in degrees (several boxes joined by ';') or FILE:VAR (a NetCDF mask "
+                        "on the fine grid)");
     std::vector<float> mask;
     try {
       mask = grid.icon ? read_static_icon(file, var, *grid.icon)
@@ -138,7 +139,7 @@ std::vector<char> held_out_patches(const ConditioningGrid& grid, const std::stri
   }
   if (std::find(held.begin(), held.end(), 1) == held.end())
     throw ConfigError(key + " " + text + ": " +
-                      (box ? "no patch lies wholly inside the box" : "the mask flags no cell of any patch") + " (" +
+                      (box ? "no patch lies wholly inside a box" : "the mask flags no cell of any patch") + " (" +
                       grid.text + ")");
   return held;
 }

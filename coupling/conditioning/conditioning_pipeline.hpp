@@ -53,6 +53,7 @@ std::vector<char> patches_inside(const ConditioningGrid& grid, const Region& reg
 
 /// The patches a hold-out flags (1 = held out), the rule train.hold_out, finecast-eval's and
 /// finecast-downscale's --hold-out share: `text` is a box "lat0,lat1,lon0,lon1" (patches_inside),
+/// or several joined by ';' (the patches wholly inside one of them),
 /// or FILE:VAR, a mask on the fine grid (or a larger grid holding it, matched by coordinates):
 /// the patches with a finite non-zero cell (grid/hold_out_mask.hpp). Throws ConfigError naming
 /// `key` (e.g. "--hold-out"), FILE and VAR when the mask is not on the grid, and when no patch

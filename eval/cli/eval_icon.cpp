@@ -282,8 +282,9 @@ ScoredPatches scored_patches(const EvalOptions& o, const fe::CellLayout& layout,
     s.region_text = o.region;
   }
   if (!o.hold_out.empty()) {
-    if (fe::is_region_text(o.hold_out)) {
-      s.held = patches_inside(layout, grid, fe::parse_region(o.hold_out, "--hold-out"));
+    if (fe::is_regions_text(o.hold_out)) {
+      s.held = fe::union_of_boxes(fe::parse_regions(o.hold_out, "--hold-out"),
+                                  [&](const fe::Region& r) { return patches_inside(layout, grid, r); });
     } else {
       const std::vector<double> m = read_static(o.hold_out, "--hold-out", "hold-out mask", grid, grid_path, nullptr);
       // The plugin's rule for train.hold_out FILE:VAR (a patch with any flagged cell).

@@ -226,13 +226,15 @@ std::vector<char> blocks_in_region(const GridVar& g, const fe::Region& reg, int 
   return mask;
 }
 
-/// --hold-out as a block mask of the scored window of `pred`: a region (blocks wholly inside), or
+/// --hold-out as a block mask of the scored window of `pred`: regions (blocks wholly inside one), or
 /// FILE:VAR (blocks with any non-zero cell).
 std::vector<char> hold_out_blocks(const ft::EvalOptions& o, const GridVar& pred, int y0, int ny, int x0, int nx,
                                   int k) {
   std::vector<char> mask;
-  if (fe::is_region_text(o.hold_out)) {
-    mask = blocks_in_region(pred, fe::parse_region(o.hold_out, "--hold-out"), y0, ny, x0, nx, k, "--hold-out");
+  if (fe::is_regions_text(o.hold_out)) {
+    mask = fe::union_of_boxes(fe::parse_regions(o.hold_out, "--hold-out"), [&](const fe::Region& r) {
+      return blocks_in_region(pred, r, y0, ny, x0, nx, k, "--hold-out");
+    });
   } else {
     const auto [file, var] = ft::split_file_var(o.hold_out, "--hold-out");
     GridVar m(file, var, "covariate");
@@ -577,7 +579,7 @@ int main(int argc, char** argv) {
                  "truth file, or a NetCDF file holding the truth variable on the covariates' grid (all its steps)");
   app.add_option("--hold-out", o.hold_out,
                  "score only the held-out blocks (coarse cells): a region lat0,lat1,lon0,lon1 (whole blocks "
-                 "inside), or FILE:VAR, a mask on the prediction's grid (non-zero = held out); regression_cons "
+                 "inside), several joined by ';' (whole blocks inside one), or FILE:VAR, a mask on the prediction's grid (non-zero = held out); regression_cons "
                  "is then fitted on the rest unless --fit-on says otherwise");
   app.add_option("--baselines-out", o.baselines_out,
                  "write every baseline's field at the last scored step to this NetCDF file (for figures)");

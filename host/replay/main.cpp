@@ -102,9 +102,10 @@ std::vector<ch::PluginSpec> plugins_to_load(const Options& opt, const fr::Replay
   std::vector<std::string> sets = opt.sets;
   if (!opt.hold_out.empty()) {
     const auto [file, var] = fc::split_file_var(opt.hold_out);
-    if (!finecast::is_region_text(opt.hold_out) && (file.empty() || var.empty()))
+    if (!finecast::is_regions_text(opt.hold_out) && (file.empty() || var.empty()))
       throw finecast::ConfigError("--hold-out " + opt.hold_out +
-                                  ": expected a region lat0,lat1,lon0,lon1 in degrees or FILE:VAR (a NetCDF mask on "
+                                  ": expected a region lat0,lat1,lon0,lon1 in degrees (several joined by ';') or FILE:VAR (a "
+                                  "NetCDF mask on "
                                   "the fine grid)");
     sets.push_back("train.hold_out=" + opt.hold_out);
   }
@@ -196,7 +197,7 @@ void add_static_fields(ch::Host& host, const fr::ReplayRunConfig& cfg, const fr:
 /// a missing file or variable, or a mask of another grid, stops the run at once, naming both (the
 /// plugin reads it again to flag its patches, coupling/grid/hold_out_mask.hpp).
 void check_hold_out_mask(const Options& opt, const ReplayGrid& grid, int rank) {
-  if (opt.hold_out.empty() || finecast::is_region_text(opt.hold_out) || rank != 0) return;
+  if (opt.hold_out.empty() || finecast::is_regions_text(opt.hold_out) || rank != 0) return;
   const auto [file, var] = fc::split_file_var(opt.hold_out);
   try {
     if (grid.icon)
@@ -338,8 +339,8 @@ int main(int argc, char** argv) {
                          "KEY=VALUE appended to every plugin's options (finecast: a config override, e.g. "
                          "checkpoint.resume=DIR); PLUGIN:KEY=VALUE for one plugin only.");
   app.add_option("--hold-out", opt.hold_out,
-                 "lat0,lat1,lon0,lon1 (the grid's own coordinates, degrees): the patches wholly inside are not "
-                 "trained on; or FILE:VAR, a mask on the fine grid: the patches with a non-zero cell are not (as "
+                 "lat0,lat1,lon0,lon1 (the grid's own coordinates, degrees), or several boxes joined by ';': the "
+                 "patches wholly inside one are not trained on; or FILE:VAR, a mask on the fine grid: the patches with a non-zero cell are not (as "
                  "finecast-eval --hold-out FILE:VAR). Their coarse values stay in their neighbours' context (sets "
                  "the plugins' train.hold_out)");
   app.add_option("--geometry", opt.geometry,

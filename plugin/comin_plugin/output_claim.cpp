@@ -26,7 +26,7 @@ void check_output_place(const Config& cfg) {
     // The plugin's own inputs, by key; then whatever the host read.
     std::vector<std::pair<std::string, std::string>> read{{"the config file", cfg.source},
                                                           {"grid.file", cfg.grid.file}};
-    if (!cfg.train.hold_out.empty() && !is_region_text(cfg.train.hold_out))
+    if (!cfg.train.hold_out.empty() && !is_regions_text(cfg.train.hold_out))
       read.emplace_back("the train.hold_out mask", coupling::split_file_var(cfg.train.hold_out).first);
     if (cfg.checkpoint.resume != "auto" && cfg.checkpoint.resume != "auto-or-fresh")
       read.emplace_back("checkpoint.resume", cfg.checkpoint.resume);

@@ -2,6 +2,7 @@
 // Grid matching and region selection for finecast-eval.
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "common/error.hpp"
@@ -44,6 +45,39 @@ TEST(EvalWindow, BadRegionsAreConfigErrors) {
   EXPECT_THROW(fe::parse_region("1,2,3,x"), finecast::ConfigError);
   EXPECT_THROW(fe::parse_region("20,10,0,5"), finecast::ConfigError);
   EXPECT_THROW(fe::parse_region("-95,10,0,5"), finecast::ConfigError);
+}
+
+// Hold-outs of several boxes joined by ';': each box parsed as one, a patch held out when one box
+// holds it; a text with an empty or malformed box is not a region (so it is read as FILE:VAR,
+// which then fails naming it) and parsing it names the box at fault.
+TEST(EvalWindow, SeveralBoxesHoldOutTheUnionOfTheirPatches) {
+  EXPECT_TRUE(fe::is_regions_text("0,90,-180,0"));
+  EXPECT_TRUE(fe::is_regions_text("0,90,-180,0;-90,0,0,180"));
+  for (const char* bad : {"", ";", "0,90,-180,0;", ";0,90,-180,0", "0,90,-180,0;;1,2,3,4", "0,90,-180,0;1,2,3",
+                          "mask.nc:held"})
+    EXPECT_FALSE(fe::is_regions_text(bad)) << bad;
+  const std::vector<fe::Region> boxes = fe::parse_regions("0,90,-180,0;-90,0,0,180", "--hold-out");
+  ASSERT_EQ(boxes.size(), 2u);
+  EXPECT_EQ(boxes[1].lat0, -90);
+  EXPECT_EQ(boxes[1].lon1, 180);
+  try {
+    fe::parse_regions("0,90,-180,0;-90,0,0", "--hold-out");
+    ADD_FAILURE() << "a box of 3 numbers was accepted";
+  } catch (const finecast::ConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("--hold-out '0,90,-180,0;-90,0,0'"), std::string::npos) << what;
+    EXPECT_NE(what.find("'-90,0,0'"), std::string::npos) << what;
+  }
+  // The union: a patch (here a point per patch) inside either box, once even where both hold it.
+  const std::vector<double> lat = {45, -45, 45, -45, 0}, lon = {-90, 90, 90, -90, 0};
+  auto inside = [&](const fe::Region& r) {
+    std::vector<char> m(lat.size());
+    for (std::size_t i = 0; i < lat.size(); ++i) m[i] = r.contains_lat(lat[i]) && r.contains_lon(lon[i]);
+    return m;
+  };
+  EXPECT_EQ(fe::union_of_boxes(boxes, inside), (std::vector<char>{1, 1, 0, 0, 1}));
+  EXPECT_EQ(fe::union_of_boxes(fe::parse_regions("0,90,-180,0;0,90,-180,0", "--hold-out"), inside),
+            inside(boxes[0]));
 }
 
 TEST(EvalWindow, BlocksInsideKeepsOnlyWholeBlocks) {

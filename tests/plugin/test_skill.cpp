@@ -274,6 +274,38 @@ TEST(SkillReplay, AHoldOutMaskHoldsOutThePatchesFinecastEvalScores) {
   }
 }
 
+// Two boxes joined by ';' (issue 43's ICON folds: a fold's quadrant and the test quadrant): the
+// plugin never trains on the patches wholly inside either, finecast-eval scores the same patches,
+// and they are the two boxes' patches together (the quadrants share none).
+TEST(SkillReplay, TwoHoldOutBoxesHoldOutThePatchesOfBoth) {
+  if (!exists(kIconData) || !exists(kIconGrid)) GTEST_SKIP() << "libncarg-data is not installed";
+  ScratchDir dir("holdboxes");
+  const std::string a = "0,90,-180,0", b = "-90,0,0,180";
+  const CommandResult r = icon_skill_replay(dir, 1, "interp", false, "'" + a + ";" + b + "'");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  const long held = number_before(r.output, " of 80 patches are never trained on");
+  auto scored = [&](const std::string& hold_out) {
+    const CommandResult e =
+        run_command(binary("finecast-eval") + " --truth " + kIconData + " --pred " + kIconData + " --var ts --grid " +
+                    kIconGrid + " --coarse-level 0 --hold-out '" + hold_out + "' --noise-members 0");
+    EXPECT_EQ(e.rc, 0) << e.output;
+    return number_before(e.output, " of 80 patches scored per step");
+  };
+  const long in_a = scored(a), in_b = scored(b);
+  EXPECT_GT(in_a, 0);
+  EXPECT_GT(in_b, 0);
+  EXPECT_EQ(held, in_a + in_b) << r.output;
+  EXPECT_EQ(scored(a + ";" + b), held);
+  const int C = 2 * 10 + 3 + 1 + 2 * 256, P = 256;
+  const auto buffered = fc::RollingBuffer::load_h5(newest_buffer_snapshot(dir.file("checkpoints")), 1, 80, C, P);
+  EXPECT_EQ(buffered.samples(), 80 - held);
+  // A malformed second box is neither boxes nor FILE:VAR: the replay stops before training.
+  const CommandResult bad = icon_skill_replay(dir, 1, "interp", false, "'" + a + ";-90,0,0'");
+  EXPECT_NE(bad.rc, 0) << bad.output;
+  EXPECT_NE(bad.output.find("train.hold_out"), std::string::npos) << bad.output;
+  EXPECT_EQ(bad.output.find("Training session"), std::string::npos) << bad.output;
+}
+
 // patch.residual: regression on the same replay: the plugin fits the regression on the training
 // patches of the first step, records it in the checkpoint, and buffers what it leaves, which
 // has a smaller (area-weighted) sum of squares than what the interpolant leaves (least squares

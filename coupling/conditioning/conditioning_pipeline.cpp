@@ -124,9 +124,10 @@ std::vector<char> held_out_patches(const ConditioningGrid& grid, const std::stri
   } else {
     const auto [file, var] = split_file_var(text);
     if (file.empty() || var.empty())
-      throw ConfigError(key + " " + text +
-                        ": expected lat0,lat1,lon0,lon1 in degrees (several boxes joined by ';') or FILE:VAR (a NetCDF mask "
-                        "on the fine grid)");
+      throw ConfigError(
+          key + " " + text +
+          ": expected lat0,lat1,lon0,lon1 in degrees (several boxes joined by ';') or FILE:VAR (a NetCDF mask "
+          "on the fine grid)");
     std::vector<float> mask;
     try {
       mask = grid.icon ? read_static_icon(file, var, *grid.icon)

@@ -103,10 +103,11 @@ std::vector<ch::PluginSpec> plugins_to_load(const Options& opt, const fr::Replay
   if (!opt.hold_out.empty()) {
     const auto [file, var] = fc::split_file_var(opt.hold_out);
     if (!finecast::is_regions_text(opt.hold_out) && (file.empty() || var.empty()))
-      throw finecast::ConfigError("--hold-out " + opt.hold_out +
-                                  ": expected a region lat0,lat1,lon0,lon1 in degrees (several joined by ';') or FILE:VAR (a "
-                                  "NetCDF mask on "
-                                  "the fine grid)");
+      throw finecast::ConfigError(
+          "--hold-out " + opt.hold_out +
+          ": expected a region lat0,lat1,lon0,lon1 in degrees (several joined by ';') or FILE:VAR (a "
+          "NetCDF mask on "
+          "the fine grid)");
     sets.push_back("train.hold_out=" + opt.hold_out);
   }
   // The plugins' patches, position features and hold-out box on the cells the host plays.
@@ -340,7 +341,8 @@ int main(int argc, char** argv) {
                          "checkpoint.resume=DIR); PLUGIN:KEY=VALUE for one plugin only.");
   app.add_option("--hold-out", opt.hold_out,
                  "lat0,lat1,lon0,lon1 (the grid's own coordinates, degrees), or several boxes joined by ';': the "
-                 "patches wholly inside one are not trained on; or FILE:VAR, a mask on the fine grid: the patches with a non-zero cell are not (as "
+                 "patches wholly inside one are not trained on; or FILE:VAR, a mask on the fine grid: the patches with "
+                 "a non-zero cell are not (as "
                  "finecast-eval --hold-out FILE:VAR). Their coarse values stay in their neighbours' context (sets "
                  "the plugins' train.hold_out)");
   app.add_option("--geometry", opt.geometry,

@@ -53,8 +53,8 @@ TEST(EvalWindow, BadRegionsAreConfigErrors) {
 TEST(EvalWindow, SeveralBoxesHoldOutTheUnionOfTheirPatches) {
   EXPECT_TRUE(fe::is_regions_text("0,90,-180,0"));
   EXPECT_TRUE(fe::is_regions_text("0,90,-180,0;-90,0,0,180"));
-  for (const char* bad : {"", ";", "0,90,-180,0;", ";0,90,-180,0", "0,90,-180,0;;1,2,3,4", "0,90,-180,0;1,2,3",
-                          "mask.nc:held"})
+  for (const char* bad :
+       {"", ";", "0,90,-180,0;", ";0,90,-180,0", "0,90,-180,0;;1,2,3,4", "0,90,-180,0;1,2,3", "mask.nc:held"})
     EXPECT_FALSE(fe::is_regions_text(bad)) << bad;
   const std::vector<fe::Region> boxes = fe::parse_regions("0,90,-180,0;-90,0,0,180", "--hold-out");
   ASSERT_EQ(boxes.size(), 2u);
@@ -76,8 +76,7 @@ TEST(EvalWindow, SeveralBoxesHoldOutTheUnionOfTheirPatches) {
     return m;
   };
   EXPECT_EQ(fe::union_of_boxes(boxes, inside), (std::vector<char>{1, 1, 0, 0, 1}));
-  EXPECT_EQ(fe::union_of_boxes(fe::parse_regions("0,90,-180,0;0,90,-180,0", "--hold-out"), inside),
-            inside(boxes[0]));
+  EXPECT_EQ(fe::union_of_boxes(fe::parse_regions("0,90,-180,0;0,90,-180,0", "--hold-out"), inside), inside(boxes[0]));
 }
 
 TEST(EvalWindow, BlocksInsideKeepsOnlyWholeBlocks) {

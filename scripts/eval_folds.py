@@ -9,9 +9,12 @@ RMSE in that report, else the best baseline) and the CRPS over the stronger nois
 The last line is the inflation a config fitted on these reports would carry: 1 / (the mean
 spread/RMSE), meaningful when the reports were sampled without an inflation (docs/evaluation.md,
 "Model choice by spatial cross-validation"). With --leave-one-out, each report's inflation is
-fitted on the others (1 / their mean spread/RMSE) and its spread/RMSE at that inflation printed:
-the inflation scales every member's deviation from the mean, so the spread scales with it and
-the ensemble mean, hence the RMSE, stays (scripts/inflate_ensemble.py).
+fitted on the reports of the other folds (1 / their mean spread/RMSE) and its spread/RMSE at that
+inflation printed: the inflation scales every member's deviation from the mean, so the spread
+scales with it and the ensemble mean, hence the RMSE, stays (scripts/inflate_ensemble.py). A
+report's fold is where it was scored, its --hold-out and --region (meta keys hold_out, region):
+the seeds of one fold are left out together, so no fold's inflation is fitted on itself; reports
+without either are a fold each.
 
     /usr/bin/python3 scripts/eval_folds.py --against best_regression out/eval/eur11_val_fold*of3/eval.json
 """
@@ -34,7 +37,8 @@ def scores(path, against):
     """The model's scores in the report at `path`, and its ratios to the reference rows."""
     try:
         with open(path) as f:
-            rows = {r["name"]: r for r in json.load(f)["predictions"]}
+            report = json.load(f)
+        rows = {r["name"]: r for r in report["predictions"]}
     except (OSError, ValueError, KeyError) as e:
         fail(f"{path}: not a finecast-eval --json report ({e})")
     if "model" not in rows:
@@ -54,7 +58,14 @@ def scores(path, against):
         "rmse": m["rmse"], "crps": m["crps"], "crps_fair": m["crps_fair"], "spread_ratio": m["spread"] / m["rmse"],
         "rmse_ratio": m["rmse"] / ref["rmse"], "ref": ref["name"],
         "crps_noise_ratio": m["crps"] / strongest["crps"] if strongest else float("nan"),
+        "fold": fold_of(report.get("meta", {}), path),
     }
+
+
+def fold_of(meta, path):
+    """Where a report was scored: its hold-out and region, or the report itself without them."""
+    where = tuple(meta.get(k, "") for k in ("hold_out", "region")) if isinstance(meta, dict) else ("", "")
+    return where if any(where) else ("report", os.path.abspath(path))
 
 
 def mean_sd(xs):
@@ -70,7 +81,8 @@ def main(argv):
     p.add_argument("--against", default="best_regression",
                    help="the reference row of the RMSE ratio (default best_regression)")
     p.add_argument("--leave-one-out", action="store_true",
-                   help="also fit each report's inflation on the other reports and print its spread/RMSE with it")
+                   help="also fit each report's inflation on the reports of the other folds (another "
+                        "hold-out or region) and print its spread/RMSE with it")
     a = p.parse_args(argv)
     rows = [(os.path.basename(os.path.dirname(os.path.abspath(r))), scores(r, a.against)) for r in a.reports]
     keys = ("rmse", "crps", "crps_fair", "spread_ratio", "rmse_ratio", "crps_noise_ratio")
@@ -84,15 +96,16 @@ def main(argv):
     print(f"inflation fit over {len(rows)} report(s): 1 / mean spread/RMSE {stats['spread_ratio'][0]:.4f} = "
           f"{1 / stats['spread_ratio'][0]:.3f}")
     if a.leave_one_out:
-        if len(rows) < 2:
-            fail("--leave-one-out needs at least 2 reports")
+        folds = {s["fold"] for _, s in rows}
+        if len(folds) < 2:
+            fail(f"--leave-one-out needs reports of at least 2 folds, got {len(rows)} report(s) of {len(folds)}")
         loo = []
-        for i, (name, s) in enumerate(rows):
-            others = [o["spread_ratio"] for j, (_, o) in enumerate(rows) if j != i]
+        for name, s in rows:
+            others = [o["spread_ratio"] for _, o in rows if o["fold"] != s["fold"]]
             f = len(others) / sum(others)
             loo.append(f * s["spread_ratio"])
-            print(f"leave-one-out: {name}: inflation {f:.3f} (fitted on the others), spread/RMSE with it "
-                  f"{loo[-1]:.3f}")
+            print(f"leave-one-out: {name}: inflation {f:.3f} (fitted on the other folds' {len(others)} "
+                  f"report(s)), spread/RMSE with it {loo[-1]:.3f}")
         mu, sd = mean_sd(loo)
         print(f"leave-one-out spread/RMSE: {mu:.3f} ± {sd:.3f} (range {min(loo):.3f}..{max(loo):.3f})")
 

@@ -29,14 +29,14 @@ void setup_conditioning(const Config& cfg, const coupling::ConditioningGrid& gri
   state.held_out.assign(static_cast<size_t>(map.n_coarse), 0);
   state.n_held_out = 0;
   if (cfg.train.hold_out.empty()) return;
-  // A box: the patches wholly inside it (in the grid's own coordinates); FILE:VAR: those with a
+  // Boxes: the patches wholly inside one (in the grid's own coordinates); FILE:VAR: those with a
   // flagged (finite, non-zero) fine cell, the rule of finecast-eval's --hold-out.
   const std::vector<char> held = coupling::held_out_patches(grid, cfg.train.hold_out, cfg.source + ": train.hold_out");
   std::copy(held.begin(), held.end(), state.held_out.begin());
   for (uint8_t h : state.held_out) state.n_held_out += h;
   if (state.n_held_out == map.n_coarse)
     throw ConfigError(cfg.source + ": train.hold_out " + cfg.train.hold_out + ": every patch " +
-                      (is_region_text(cfg.train.hold_out) ? "lies inside the box" : "has a flagged cell") +
+                      (is_regions_text(cfg.train.hold_out) ? "lies inside a box" : "has a flagged cell") +
                       "; nothing would be trained on");
   log::info("train.hold_out " + cfg.train.hold_out + ": " + std::to_string(state.n_held_out) + " of " +
             std::to_string(map.n_coarse) + " patches are never trained on (their coarse values stay in the context)");

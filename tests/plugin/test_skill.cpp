@@ -299,6 +299,10 @@ TEST(SkillReplay, TwoHoldOutBoxesHoldOutThePatchesOfBoth) {
   const int C = 2 * 10 + 3 + 1 + 2 * 256, P = 256;
   const auto buffered = fc::RollingBuffer::load_h5(newest_buffer_snapshot(dir.file("checkpoints")), 1, 80, C, P);
   EXPECT_EQ(buffered.samples(), 80 - held);
+  // Boxes that hold out every patch (the second one is empty) are refused as boxes, not as a mask.
+  const CommandResult all = icon_skill_replay(dir, 1, "interp", false, "'-90,90,-180,180;0,1,0,1'");
+  EXPECT_NE(all.rc, 0) << all.output;
+  EXPECT_NE(all.output.find("every patch lies inside a box"), std::string::npos) << all.output;
   // A malformed second box is neither boxes nor FILE:VAR: the replay stops before training.
   const CommandResult bad = icon_skill_replay(dir, 1, "interp", false, "'" + a + ";-90,0,0'");
   EXPECT_NE(bad.rc, 0) << bad.output;

@@ -57,7 +57,7 @@ Options:
                      R2B0 cells each). --split test --fold I/4: quadrant I is held out and scored
                      (1/4 is the test split: north-west, then south-west, south-east, north-east);
                      --split val --fold I/3: quadrant I + 1 is scored, and neither it nor the test
-                     quadrant is trained on or fitted (the test quadrant's truth never enters).
+                     quadrant is trained on or fitted (the test quadrant's fine truth never enters).
                      scripts/eval_folds.py sums the folds up (docs/evaluation.md, "Model choice by
                      spatial cross-validation")
   --build DIR        build folder holding bin/ and lib/ (default: build)

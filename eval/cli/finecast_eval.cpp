@@ -577,11 +577,11 @@ int main(int argc, char** argv) {
   app.add_option("--fit-on", o.fit_on,
                  "where regression_cons is fitted (the training split): a region lat0,lat1,lon0,lon1 of the "
                  "truth file, or a NetCDF file holding the truth variable on the covariates' grid (all its steps)");
-  app.add_option("--hold-out", o.hold_out,
-                 "score only the held-out blocks (coarse cells): a region lat0,lat1,lon0,lon1 (whole blocks "
-                 "inside), several joined by ';' (whole blocks inside one), or FILE:VAR, a mask on the prediction's "
-                 "grid (non-zero = held out); regression_cons "
-                 "is then fitted on the rest unless --fit-on says otherwise");
+  app.add_option(
+      "--hold-out", o.hold_out,
+      "score only the held-out blocks (coarse cells): a region lat0,lat1,lon0,lon1 (whole blocks "
+      "inside), several joined by ';' (whole blocks inside one), or FILE:VAR, a mask on the prediction's "
+      "grid (non-zero = held out); regression_cons is then fitted on the rest unless --fit-on says otherwise");
   app.add_option("--baselines-out", o.baselines_out,
                  "write every baseline's field at the last scored step to this NetCDF file (for figures)");
   app.add_option("--local-slopes", o.local_slopes,

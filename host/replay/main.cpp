@@ -106,8 +106,7 @@ std::vector<ch::PluginSpec> plugins_to_load(const Options& opt, const fr::Replay
       throw finecast::ConfigError(
           "--hold-out " + opt.hold_out +
           ": expected a region lat0,lat1,lon0,lon1 in degrees (several joined by ';') or FILE:VAR (a "
-          "NetCDF mask on "
-          "the fine grid)");
+          "NetCDF mask on the fine grid)");
     sets.push_back("train.hold_out=" + opt.hold_out);
   }
   // The plugins' patches, position features and hold-out box on the cells the host plays.
@@ -342,8 +341,8 @@ int main(int argc, char** argv) {
   app.add_option("--hold-out", opt.hold_out,
                  "lat0,lat1,lon0,lon1 (the grid's own coordinates, degrees), or several boxes joined by ';': the "
                  "patches wholly inside one are not trained on; or FILE:VAR, a mask on the fine grid: the patches with "
-                 "a non-zero cell are not (as "
-                 "finecast-eval --hold-out FILE:VAR). Their coarse values stay in their neighbours' context (sets "
+                 "a non-zero cell are not (as finecast-eval --hold-out FILE:VAR). Their coarse values stay in their "
+                 "neighbours' context (sets "
                  "the plugins' train.hold_out)");
   app.add_option("--geometry", opt.geometry,
                  std::string(fc::kIconGeometryHelp) + "; also sets the plugins' grid.geometry (default: file)")

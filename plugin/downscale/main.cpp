@@ -65,8 +65,8 @@ int main(int argc, char** argv) {
   app.add_option("--hold-out", opt.hold_out,
                  "sample only the patches finecast-eval --hold-out scores: a box lat0,lat1,lon0,lon1 (patches wholly "
                  "inside, in the grid's own coordinates; several boxes joined by ';') or FILE:VAR, a mask on the fine "
-                 "grid (patches with a non-zero "
-                 "cell); their contexts still come from the whole field, the other patches are written as missing");
+                 "grid (patches with a non-zero cell); their contexts still come from the whole field, the other "
+                 "patches are written as missing");
   app.add_option("--region", opt.region,
                  "lat0,lat1,lon0,lon1: sample only the patches wholly inside (finecast-eval --region); with "
                  "--hold-out, the patches both select");

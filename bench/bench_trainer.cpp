@@ -136,10 +136,11 @@ double epoch_gflop(const finecast::trainer::ModelOptions& mo) {
 /// graph's nodes and kernels, its GPU time per replay alone (CUDA events), the CPU draws of a
 /// step (timesteps and noise from the CPU generator, as training.cpp draws them), against the
 /// whole step (epoch / steps). Replaying changes the weights: after the speed measurements only.
-void step_anatomy(Downscaler& ds, int64_t batch, double epoch_s, std::map<std::string, double>& r) {
+void step_anatomy(Downscaler& ds, int64_t batch, double epoch_s, std::map<std::string, double>& r,
+                  const std::string& suffix = "") {
   auto& im = finecast::trainer::internals(ds);
   if (!im.train_graph || !im.train_graph->captured()) return;
-  const std::string b = "_b" + std::to_string(batch);
+  const std::string b = "_b" + std::to_string(batch) + suffix;
   auto& runner = im.train_graph->runner();
   r["step_s" + b] = epoch_s / static_cast<double>((kN + batch - 1) / batch);
   r["graph_nodes" + b] = static_cast<double>(runner.graph_nodes());
@@ -228,6 +229,20 @@ std::map<std::string, double> measure(const std::string& device, const Data& d, 
           static_cast<double>(st.train_samples) * static_cast<double>(st.epochs.size()) / epochs_s;
     }
     step_anatomy(*ds, batch, s, r);
+    auto& im = finecast::trainer::internals(*ds);
+    if (im.train_graph && im.train_graph->captured() && im.fused_graph_update) {
+      // Side by side: the same step with its optimizer tail as tensor operations (the step
+      // before the two fused kernels), captured anew.
+      im.fused_graph_update = false;
+      im.train_graph.reset();
+      ds->train_epoch(view);  // warm-up and capture
+      const double tensor_s =
+          best_of(&progress, what + " (optimizer tail as tensor operations)", repeats, [&] { ds->train_epoch(view); });
+      r["train_samples_per_s" + b + "_tensor_tail"] = static_cast<double>(kN) / tensor_s;
+      step_anatomy(*ds, batch, tensor_s, r, "_tensor_tail");
+      im.fused_graph_update = true;
+      im.train_graph.reset();
+    }
     last = std::move(ds);
   }
   last->publish();

@@ -6,9 +6,19 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "trainer/simd.hpp"
+
+#if FINECAST_HAVE_CUDA
+#include <c10/cuda/CUDAStream.h>
+extern "C" int64_t finecast_adamw_graph_partials();
+extern "C" int finecast_adamw_graph_update_cuda(float* p, const float* g, float* m, float* v, float* e, int64_t n,
+                                                const float* hyper, const float* loss, double* partial, float* stats,
+                                                void* cuda_stream);
+#endif
 
 namespace finecast::trainer::adamw {
 
@@ -97,6 +107,48 @@ void update_tensors(torch::Tensor& p, torch::Tensor& g, torch::Tensor& m, torch:
   torch::sqrt_out(denom, v).div_(s.bc2_sqrt).add_(s.eps);
   p.addcdiv_(m, denom, -static_cast<double>(s.lr) / s.bc1);
   e.lerp_(p, s.ema_weight);
+}
+
+bool graph_kernels_compiled() {
+#if FINECAST_HAVE_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+int64_t graph_update_partials() {
+#if FINECAST_HAVE_CUDA
+  return finecast_adamw_graph_partials();
+#else
+  return 0;
+#endif
+}
+
+void graph_update_cuda(torch::Tensor& p, const torch::Tensor& g, torch::Tensor& m, torch::Tensor& v, torch::Tensor& e,
+                       const torch::Tensor& hyper, const torch::Tensor& loss, torch::Tensor& partial,
+                       torch::Tensor& stats) {
+#if FINECAST_HAVE_CUDA
+  const int64_t n = p.numel();
+  for (const torch::Tensor* t : {&p, &g, &m, &v, &e, &hyper, &loss, &stats})
+    if (!t->is_cuda() || t->scalar_type() != torch::kFloat32 || !t->is_contiguous() || t->device() != p.device())
+      throw std::invalid_argument("adamw::graph_update_cuda: every tensor must be contiguous float on one CUDA device");
+  if (g.numel() != n || m.numel() != n || v.numel() != n || e.numel() != n || hyper.numel() < 6 || loss.numel() != 1 ||
+      stats.numel() != 5)
+    throw std::invalid_argument("adamw::graph_update_cuda: sizes differ");
+  if (!partial.is_cuda() || partial.scalar_type() != torch::kFloat64 || partial.numel() != graph_update_partials())
+    throw std::invalid_argument("adamw::graph_update_cuda: partial must hold graph_update_partials() doubles");
+  const int err = finecast_adamw_graph_update_cuda(
+      p.data_ptr<float>(), g.data_ptr<float>(), m.data_ptr<float>(), v.data_ptr<float>(), e.data_ptr<float>(), n,
+      hyper.data_ptr<float>(), loss.data_ptr<float>(), partial.data_ptr<double>(), stats.data_ptr<float>(),
+      c10::cuda::getCurrentCUDAStream(p.device().index()).stream());
+  if (err != 0)
+    throw std::runtime_error("adamw::graph_update_cuda: the CUDA kernels did not launch (error " + std::to_string(err) +
+                             ")");
+#else
+  (void)p, (void)g, (void)m, (void)v, (void)e, (void)hyper, (void)loss, (void)partial, (void)stats;
+  throw std::runtime_error("adamw::graph_update_cuda: this build has no CUDA kernels");
+#endif
 }
 
 }  // namespace finecast::trainer::adamw

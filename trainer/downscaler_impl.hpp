@@ -100,6 +100,9 @@ struct Downscaler::Impl {
   /// CUDA graph of the training step (null on the CPU or when switched off).
   std::unique_ptr<graphs::TrainGraph> train_graph;
   bool train_graph_failed = false;  ///< a capture or replay failed: eager from then on
+  /// The captured step's optimizer tail as two CUDA kernels (adamw::graph_update_cuda) rather
+  /// than ~40 tensor operations, where the build has them; off only for benchmarks (side by side).
+  bool fused_graph_update = true;
   /// Tests: run the graph paths (staging, static step, device-side checks) on any device,
   /// eagerly where no CUDA graph can be captured.
   bool force_graph_path = false;

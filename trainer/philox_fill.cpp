@@ -15,6 +15,8 @@
 #include <c10/cuda/CUDAStream.h>
 extern "C" int finecast_philox_normal_cuda(float* out, int64_t n, uint64_t key, const int64_t* stream, uint32_t purpose,
                                            void* cuda_stream);
+extern "C" int finecast_philox_normal_draws_cuda(float* out, int64_t draws, int64_t n, const int64_t* params,
+                                                 uint32_t purpose, void* cuda_stream);
 #endif
 
 namespace finecast::trainer::philox {
@@ -228,6 +230,32 @@ void fill_normal(torch::Tensor& out, uint64_t key, const torch::Tensor& stream, 
 #endif
   }
   fill_normal_cpu(out.data_ptr<float>(), out.numel(), key, static_cast<uint64_t>(stream.item<int64_t>()), purpose);
+}
+
+void fill_normal_draws(torch::Tensor& out, const torch::Tensor& params, Purpose purpose) {
+  if (out.scalar_type() != torch::kFloat32 || !out.is_contiguous() || out.dim() != 2)
+    throw std::invalid_argument("philox::fill_normal_draws: out must be a contiguous float tensor [draws, n]");
+  if (params.scalar_type() != torch::kInt64 || params.numel() != 2 || !params.is_contiguous() ||
+      params.device() != out.device())
+    throw std::invalid_argument("philox::fill_normal_draws: params must be two int64 {key, first} on out's device");
+  const int64_t draws = out.size(0), n = out.size(1);
+  if (out.is_cuda()) {
+#if FINECAST_HAVE_CUDA
+    const int err =
+        finecast_philox_normal_draws_cuda(out.data_ptr<float>(), draws, n, params.data_ptr<int64_t>(), purpose,
+                                          c10::cuda::getCurrentCUDAStream(out.device().index()).stream());
+    if (err != 0)
+      throw std::runtime_error("philox::fill_normal_draws: the CUDA kernel did not launch (error " +
+                               std::to_string(err) + ")");
+    return;
+#else
+    throw std::runtime_error("philox::fill_normal_draws: this build has no CUDA kernel");
+#endif
+  }
+  const int64_t* p = params.data_ptr<int64_t>();
+  for (int64_t d = 0; d < draws; ++d)
+    fill_normal_cpu(out.data_ptr<float>() + d * n, n, static_cast<uint64_t>(p[0]), static_cast<uint64_t>(d), purpose,
+                    static_cast<uint64_t>(p[1]));
 }
 
 bool cuda_compiled() {

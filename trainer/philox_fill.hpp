@@ -24,6 +24,13 @@ void fill_normal(torch::Tensor& out, uint64_t key, const torch::Tensor& stream, 
 /// double lies within an ulp or two of a float rounding boundary: philox_fill.cpp).
 void fill_normal_cpu(float* out, int64_t n, uint64_t key, uint64_t stream, Purpose purpose, uint64_t first = 0);
 
+/// The sampler's noise, [draws, n] (float, contiguous, CPU or CUDA): row d holds elements
+/// [first, first + n) of the draw (key, stream d, purpose), as fill_normal_cpu writes them.
+/// `params`: int64 {key, first} on out's device, read by the kernel when it runs (the key's bits
+/// as an int64), so a captured sampler loop draws the noise of the seed and rows staged for
+/// each replay.
+void fill_normal_draws(torch::Tensor& out, const torch::Tensor& params, Purpose purpose);
+
 /// Whether this build has the CUDA kernel.
 bool cuda_compiled();
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "trainer/philox_fill.hpp"
 #include "trainer/sampling_internal.hpp"
 
 namespace finecast::trainer::graphs {
@@ -18,11 +19,12 @@ void stage(torch::Tensor& host, const torch::Tensor& src) {
 }  // namespace
 
 torch::Tensor SampleGraphs::run(const Downscaler::Impl& im, models::Denoiser& net, const SampleOptions& o,
-                                const torch::Tensor& ctx, const torch::Tensor& w, const torch::Tensor& noise) {
+                                const torch::Tensor& ctx, const torch::Tensor& w, const torch::Tensor& noise_params,
+                                int64_t draws) {
   const int64_t B = ctx.size(0), P = im.mo.patch_size;
   const std::string key = std::to_string(B) + "/" + name(o.sampler) + "/" + std::to_string(o.steps) + "/" +
                           std::to_string(o.eta) + "/" + name(o.ddpm_variance) + "/" + std::to_string(o.churn) + "/" +
-                          (w.defined() ? "w" : "u") + "/" + std::to_string(noise.size(0));
+                          (w.defined() ? "w" : "u") + "/" + std::to_string(draws);
   auto it = entries_.find(key);
   if (it == entries_.end()) {
     Entry e;
@@ -34,8 +36,9 @@ torch::Tensor SampleGraphs::run(const Downscaler::Impl& im, models::Denoiser& ne
       e.host_w = e.runner->host_buffer(w.numel(), torch::kFloat32).view(w.sizes());
       e.w = torch::empty(w.sizes(), fo);
     }
-    e.host_noise = e.runner->host_buffer(noise.numel(), torch::kFloat32).view(noise.sizes());
-    e.noise = torch::empty(noise.sizes(), fo);
+    e.host_params = e.runner->host_buffer(2, torch::kInt64);
+    e.params = torch::empty({2}, torch::TensorOptions().dtype(torch::kInt64).device(device_));
+    e.noise = torch::empty({draws, B, P}, fo);
     e.out = torch::empty({B, P}, fo);
     it = entries_.emplace(key, std::move(e)).first;
   }
@@ -45,14 +48,16 @@ torch::Tensor SampleGraphs::run(const Downscaler::Impl& im, models::Denoiser& ne
   e.runner->wait_slot(0);
   stage(e.host_ctx, ctx);
   if (w.defined()) stage(e.host_w, w);
-  stage(e.host_noise, noise);
+  stage(e.host_params, noise_params);
   e.runner->copy_in(e.ctx, e.host_ctx, 0);
   if (w.defined()) e.runner->copy_in(e.w, e.host_w, 0);
-  e.runner->copy_in(e.noise, e.host_noise, 0);
+  e.runner->copy_in(e.params, e.host_params, 0);
 
   const bool conservative = im.mo.conservative, ddpm = o.sampler == Sampler::kDdpm;
   const diffusion::Schedule* sc = &im.sample_schedule;
   e.runner->run([&] {
+    auto flat_noise = e.noise.view({draws, B * P});
+    philox::fill_normal_draws(flat_noise, e.params, philox::kSamplingNoise);
     diffusion::SamplerSetup setup;
     setup.schedule = sc;
     setup.v_objective = im.mo.objective == Objective::kV;
@@ -71,7 +76,7 @@ torch::Tensor SampleGraphs::run(const Downscaler::Impl& im, models::Denoiser& ne
     };
     auto x = e.noise[0];
     if (conservative) x = diffusion::remove_mean(x, e.w);
-    // The noise is pre-drawn: no generator.
+    // The noise is drawn above: no generator.
     auto r = ddpm ? diffusion::ddpm_sample(setup, fn, x) : diffusion::ddim_sample(setup, fn, x, o.steps, o.eta);
     e.out.copy_(r);
   });

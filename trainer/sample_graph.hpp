@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The whole sampler loop captured as a CUDA graph per batch shape, its noise pre-drawn on the
-// host and copied once per sampling (internal).
+// The whole sampler loop captured as a CUDA graph per batch shape, its noise drawn inside the
+// graph by the Philox kernel (internal).
 #pragma once
 
 #include <torch/torch.h>
@@ -20,10 +20,12 @@ class SampleGraphs {
  public:
   explicit SampleGraphs(const torch::Device& device) : device_(device) {}
   /// The normalised residual [B,P] on the device, from host (CPU) inputs: normalised context
-  /// [B,C], weights [B,P] or undefined, noise [draws,B,P]. Each input reaches the device in one
-  /// asynchronous copy from pinned memory.
+  /// [B,C], weights [B,P] or undefined, and the noise's parameters (sampling::noise_params, int64
+  /// {key, first}). Each input reaches the device in one asynchronous copy from pinned memory;
+  /// the `draws` noise fields [draws,B,P] are drawn on the device, in the graph, and equal
+  /// sampling::noise's.
   torch::Tensor run(const Downscaler::Impl& im, models::Denoiser& net, const SampleOptions& o, const torch::Tensor& ctx,
-                    const torch::Tensor& w, const torch::Tensor& noise);
+                    const torch::Tensor& w, const torch::Tensor& noise_params, int64_t draws);
   size_t shapes() const { return entries_.size(); }
   /// The runner of the shape the last run() used (null before any): for benchmarks.
   Runner* last_runner() { return last_ ? last_->runner.get() : nullptr; }
@@ -31,8 +33,8 @@ class SampleGraphs {
  private:
   struct Entry {
     std::unique_ptr<Runner> runner;
-    torch::Tensor host_ctx, host_w, host_noise;  ///< pinned staging
-    torch::Tensor ctx, w, noise, out;            ///< static device tensors
+    torch::Tensor host_ctx, host_w, host_params;  ///< pinned staging
+    torch::Tensor ctx, w, params, noise, out;     ///< static device tensors
   };
   torch::Device device_;
   std::map<std::string, Entry> entries_;

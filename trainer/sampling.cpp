@@ -40,14 +40,19 @@ int64_t noise_draws(const ModelOptions& mo, const SampleOptions& o) {
   return (o.eta > 0 ? n : 1) + churn_draws(mo, o);
 }
 
+torch::Tensor noise_params(int64_t first_row, int64_t members, int64_t P, uint64_t seed) {
+  auto params = torch::empty({2}, torch::TensorOptions().dtype(torch::kInt64));
+  const uint64_t key = philox::key_of(seed);
+  std::memcpy(params.data_ptr<int64_t>(), &key, sizeof key);  // the key's bits
+  params.data_ptr<int64_t>()[1] = first_row * members * P;
+  return params;
+}
+
 torch::Tensor noise(int64_t draws, int64_t first_row, int64_t rows, int64_t members, int64_t P, uint64_t seed) {
   const int64_t B = rows * members;
-  auto out = torch::empty({draws, B, P}, torch::TensorOptions().dtype(torch::kFloat32));
-  const uint64_t key = philox::key_of(seed);
-  for (int64_t d = 0; d < draws; ++d)
-    philox::fill_normal_cpu(out.data_ptr<float>() + d * B * P, B * P, key, static_cast<uint64_t>(d),
-                            philox::kSamplingNoise, static_cast<uint64_t>(first_row * members * P));
-  return out;
+  auto out = torch::empty({draws, B * P}, torch::TensorOptions().dtype(torch::kFloat32));
+  philox::fill_normal_draws(out, noise_params(first_row, members, P, seed), philox::kSamplingNoise);
+  return out.view({draws, B, P});
 }
 
 torch::Tensor churn_noise(const ModelOptions& mo, const SampleOptions& o, const torch::Tensor& noise) {
@@ -119,8 +124,10 @@ void draw(const Downscaler::Impl& im, const Model& m, const float* context, cons
     if (weights)
       w = normalised_weights(cpu_float(weights + r0 * P, rows, P), "sample").repeat_interleave(M, 0).contiguous();
     auto cc = torch::from_blob(const_cast<float*>(coarse + r0), {rows, 1}, torch::kFloat32).repeat_interleave(M, 0);
-    // All the noise of this batch, in one copy to the device.
-    auto noise = sampling::noise(draws, r0, rows, M, P, seed);
+    // All the noise of this batch: drawn inside a captured loop on the device, else here and
+    // copied to the device at once.
+    const bool graph = !m.fused && m.graphs && o.cuda_graphs;
+    const auto noise = graph ? torch::Tensor() : sampling::noise(draws, r0, rows, M, P, seed);
 
     torch::Tensor r;  // normalised residual [B,P] (CPU)
     if (m.fused) {
@@ -134,8 +141,8 @@ void draw(const Downscaler::Impl& im, const Model& m, const float* context, cons
       m.fused->sample(m.params, in, steps, ddpm, im.mo.objective == Objective::kV, conservative,
                       diffusion::SamplerSetup{}.x0_clip, r.data_ptr<float>());
       if (progress) progress(r0 + rows, n);  // one pass; no per-step progress on this path
-    } else if (m.graphs && o.cuda_graphs) {
-      r = m.graphs->run(im, *m.net, o, ctx, w, noise).to(torch::kCPU);
+    } else if (graph) {
+      r = m.graphs->run(im, *m.net, o, ctx, w, noise_params(r0, M, P, seed), draws).to(torch::kCPU);
       if (progress) progress(r0 + rows, n);
     } else {
       const auto dev = m.device;

@@ -35,11 +35,15 @@ int64_t churn_draws(const ModelOptions& mo, const SampleOptions& o);
 /// seed, for the purpose kSamplingNoise; element (row * members + member) * P + cell of the whole
 /// sampling, so that a patch's noise does not depend on how the rows are batched.
 torch::Tensor noise(int64_t draws, int64_t first_row, int64_t rows, int64_t members, int64_t P, uint64_t seed);
+/// What philox::fill_normal_draws needs to draw that noise anywhere: int64 {key, first element}
+/// (CPU).
+torch::Tensor noise_params(int64_t first_row, int64_t members, int64_t P, uint64_t seed);
 /// The churn part of pre-drawn noise [noise_draws, B, P] (undefined without churn).
 torch::Tensor churn_noise(const ModelOptions& mo, const SampleOptions& o, const torch::Tensor& noise);
 
 /// Draws o.members fine patches per row (see Downscaler::sample) with model `m`. The noise of
-/// each internal batch is drawn at once on the CPU generator of `seed` ([draws, rows*members, P]).
+/// each internal batch is drawn at once ([draws, rows*members, P]): on the CPU, or on the device
+/// inside a captured sampler loop (the same numbers).
 void draw(const Downscaler::Impl& im, const Model& m, const float* context, const float* coarse, const float* weights,
           int64_t n, const SampleOptions& o, uint64_t seed, float* out,
           const std::function<void(int64_t, int64_t)>& progress);

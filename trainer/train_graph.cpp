@@ -15,6 +15,9 @@ namespace finecast::trainer::graphs {
 namespace {
 
 constexpr int kWarmupSteps = 3;
+// adamw::graph_update_cuda reads the hyper-parameters in this order.
+static_assert(StaticStep::kLr == 0 && StaticStep::kDecay == 1 && StaticStep::kStepSize == 2 &&
+              StaticStep::kInvBc2 == 3 && StaticStep::kEmaWeight == 4 && StaticStep::kClip == 5);
 
 }  // namespace
 
@@ -39,6 +42,10 @@ StaticStep::StaticStep(Downscaler::Impl& im, int64_t batch, bool weighted) : im_
   t = device_longs.narrow(0, 0, B);
   noise_stream = device_longs.narrow(0, B, 1);
   statistics = torch::zeros({5}, fo);
+  fused_update = im.cuda && im.device.is_cuda() && im.fused_graph_update && adamw::graph_kernels_compiled();
+  if (fused_update)
+    partial =
+        torch::zeros({adamw::graph_update_partials()}, torch::TensorOptions().dtype(torch::kFloat64).device(im.device));
 }
 
 void StaticStep::reset_statistics() { statistics.zero_(); }
@@ -64,6 +71,11 @@ void StaticStep::run() {
   loss.backward();
   torch::NoGradGuard no_grad;
   loss = loss.detach();
+  if (fused_update) {
+    adamw::graph_update_cuda(im.flat, im.grad, im.exp_avg, im.exp_avg_sq, im.ema, hyper, loss, partial, statistics);
+    return;
+  }
+  // The same tail as tensor operations (the CPU, and builds without the kernels).
   auto norm = im.grad.norm();
   auto ok = torch::isfinite(loss) & torch::isfinite(norm);
   auto okf = ok.to(torch::kFloat32);

@@ -36,6 +36,10 @@ class StaticStep {
   torch::Tensor noise_stream;
   /// loss sum, good steps, bad steps, current bad run, longest bad run (float [5], device).
   torch::Tensor statistics;
+  /// On a GPU of a CUDA build: the tail after backward in two kernels (adamw::graph_update_cuda),
+  /// with its scratch buffer of partial sums; else tensor operations.
+  bool fused_update = false;
+  torch::Tensor partial;
 
   enum Hyper { kLr, kDecay, kStepSize, kInvBc2, kEmaWeight, kClip, kHyper };
   int64_t floats_per_step() const { return device_floats.numel(); }

@@ -129,14 +129,9 @@ sed -n '/== env.sh/,$p' "$out/diagnostics.txt"
 
 # ---- finecast-host: the demo on the R2B4 grid, shortened, the plugin on the GPU ----
 run="$out/run"
-mkdir -p "$run"
-sed -e "s#^grid: .*#grid: $data/triangular_grid_ICON.nc#" \
-  -e "s#^orography: .*#orography: $data/etopo_quarter.nc#" \
-  -e "s#^step_seconds: .*#step_seconds: 0#" -e "s#^progress_every: .*#progress_every: 4#" \
-  -e "s#library: build/lib/#library: $build/lib/#" -e "s#options: configs/demo.yaml#options: $run/demo.yaml#" \
-  configs/demo_host.yaml >"$run/host.yaml"
-sed -e "s#^  file: /usr/share/ncarg/data/nug/triangular_grid_ICON.nc#  file: $data/triangular_grid_ICON.nc#" \
-  -e "s#^device: .*#device: $device#" -e "s#out/demo/#$run/#g" configs/demo.yaml >"$run/demo.yaml"
+# shellcheck source=scripts/device/run_files.sh
+source "$repo/scripts/device/run_files.sh"
+write_host_run "$data" "$build" "$run" "$device"
 # A few coupling steps: buffer 8 steps, train after 8 and every 8 (2 epochs), sample every 12.
 overrides=(--set buffer.capacity=8 --set train.min_steps=8 --set train.every=8 --set train.epochs=2
   --set train.async=false --set sample.every=12 --set checkpoint.every=24 --set train.threads=4)

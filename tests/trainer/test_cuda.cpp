@@ -20,6 +20,7 @@
 #include "trainer/adamw.hpp"
 #include "trainer/philox_fill.hpp"
 #include "trainer/sample_graph.hpp"
+#include "trainer/sampling_internal.hpp"
 #include "trainer/train_graph.hpp"
 #include "trainer/training_internal.hpp"
 
@@ -438,4 +439,81 @@ TEST_F(Cuda, PhiloxNoiseTrainsTheSameInTheGraphEagerlyAndOnTheCpu) {
   EXPECT_EQ(graph.step(), cpu.step());
   EXPECT_LT(ge, 1e-3);
   EXPECT_LT(gc, 0.05);
+}
+
+TEST_F(Cuda, SamplerNoiseDrawnOnTheGpuIsTheHostStream) {
+  // The captured sampler draws its noise on the device from the staged {key, first}: DDPM-50's
+  // 51 draws of rows 7..86, element for element what sampling::noise draws on the host.
+  namespace fs = finecast::trainer::sampling;
+  namespace px = finecast::trainer::philox;
+  const int64_t draws = 51, first_row = 7, rows = 80, members = 2, P = 64;
+  const auto params = fs::noise_params(first_row, members, P, 42);
+  auto gpu =
+      torch::empty({draws, rows * members * P}, torch::TensorOptions().dtype(torch::kFloat32).device(torch::kCUDA));
+  px::fill_normal_draws(gpu, params.cuda(), px::kSamplingNoise);
+  const auto back = gpu.cpu();
+  const auto host = fs::noise(draws, first_row, rows, members, P, 42).contiguous();
+  int64_t differ = 0;
+  for (int64_t i = 0; i < back.numel(); ++i)
+    differ += std::memcmp(back.data_ptr<float>() + i, host.data_ptr<float>() + i, sizeof(float)) != 0;
+  std::printf("sampler noise on cuda vs host: %lld of %lld normals differ\n", static_cast<long long>(differ),
+              static_cast<long long>(back.numel()));
+  EXPECT_EQ(differ, 0);
+}
+
+TEST_F(Cuda, CapturedOptimizerTailEqualsTheTensorFormAndSkipsABadStep) {
+  // adamw::graph_update_cuda (norm, NaN/Inf check, clipping, AdamW, EMA, step counts in two
+  // kernels) against update_tensors with the host's clipping scale; a NaN gradient changes
+  // nothing but the counts.
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(5);
+  const int64_t n = 100003;
+  const auto cuda = torch::TensorOptions().dtype(torch::kFloat32).device(torch::kCUDA);
+  const auto p0 = torch::randn({n}, gen).cuda();
+  auto p = p0.clone(), m = torch::zeros({n}, cuda), v = torch::zeros({n}, cuda), e = p0.clone();
+  auto pr = p0.clone(), mr = torch::zeros({n}, cuda), vr = torch::zeros({n}, cuda), er = p0.clone(),
+       denom = torch::zeros({n}, cuda);
+  auto stats = torch::zeros({5}, cuda);
+  auto partial = torch::zeros({ft::adamw::graph_update_partials()},
+                              torch::TensorOptions().dtype(torch::kFloat64).device(torch::kCUDA));
+  ft::TrainOptions o;
+  o.weight_decay = 0.05;
+  o.grad_clip = 100.0;  // the gradients' norms are ~316 and ~632: clipped
+  const double lr = 2e-3;
+  int64_t good = 0;
+  for (int step = 0; step < 4; ++step) {
+    auto g = (torch::randn({n}, gen) * (1.0 + 0.5 * (step % 2))).cuda();
+    if (step == 2) g[17] = std::nanf("");
+    const double norm = g.cpu().to(torch::kFloat64).norm().item<double>();
+    const auto sp = ft::adamw::step_params(o, good, lr, norm);
+    const auto hyper = torch::tensor({sp.lr, sp.decay_factor, sp.lr / sp.bc1, 1.0f / sp.bc2_sqrt, sp.ema_weight,
+                                      static_cast<float>(o.grad_clip)})
+                           .cuda();
+    const auto loss = torch::full({}, 0.25f, cuda);
+    const auto before = p.clone();
+    ft::adamw::graph_update_cuda(p, g, m, v, e, hyper, loss, partial, stats);
+    if (step == 2) {
+      EXPECT_TRUE(torch::equal(p, before)) << "a NaN gradient must change no weight";
+      EXPECT_TRUE(torch::equal(m, mr) && torch::equal(v, vr) && torch::equal(e, er)) << "nor a moment or the EMA";
+      continue;
+    }
+    auto gr = g.clone();
+    ft::adamw::update_tensors(pr, gr, mr, vr, er, denom, sp);
+    ++good;
+    const double step_size = (pr - before).abs().max().item<double>();
+    EXPECT_LT((p - pr).abs().max().item<double>(), 1e-4 * step_size) << "step " << step;
+    EXPECT_LT((e - er).abs().max().item<double>(), 1e-4 * step_size) << "step " << step;
+    // Each side rounds in its own order: compare one step at a time, from the same state.
+    p.copy_(pr);
+    m.copy_(mr);
+    v.copy_(vr);
+    e.copy_(er);
+  }
+  const auto st = stats.cpu();
+  std::printf("fused optimizer tail: statistics %g %g %g %g %g\n", st[0].item<double>(), st[1].item<double>(),
+              st[2].item<double>(), st[3].item<double>(), st[4].item<double>());
+  EXPECT_FLOAT_EQ(st[0].item<float>(), 0.75f);  // the loss of the 3 good steps
+  EXPECT_EQ(st[1].item<float>(), 3.0f);
+  EXPECT_EQ(st[2].item<float>(), 1.0f);
+  EXPECT_EQ(st[3].item<float>(), 0.0f);  // the bad run ended
+  EXPECT_EQ(st[4].item<float>(), 1.0f);
 }

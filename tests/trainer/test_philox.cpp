@@ -126,6 +126,33 @@ TEST(Philox, ASamplingsNoiseOfARowDoesNotDependOnTheBatchItIsDrawnIn) {
   EXPECT_FALSE(torch::equal(fs::noise(draws, 2, 3, members, P, 12), part));  // another seed
 }
 
+TEST(Philox, TheSamplersDrawsAreOneStreamPerDrawFromTheStagedKeyAndFirstElement) {
+  // What the captured sampler's kernel draws from its staged {key, first} (test_cuda.cpp compares
+  // the kernel with this): row d of fill_normal_draws is stream d of the key from element first.
+  namespace fs = finecast::trainer::sampling;
+  const int64_t draws = 4, rows = 3, members = 2, P = 13;  // first = 5 * 2 * 13: no group boundary
+  const auto params = fs::noise_params(5, members, P, 77);
+  uint64_t key = 0;
+  std::memcpy(&key, params.data_ptr<int64_t>(), sizeof key);
+  EXPECT_EQ(key, px::key_of(77));
+  EXPECT_EQ(params.data_ptr<int64_t>()[1], 5 * members * P);
+  const int64_t n = rows * members * P;
+  auto out = torch::empty({draws, n}, torch::kFloat32);
+  px::fill_normal_draws(out, params, px::kSamplingNoise);
+  int64_t differ = 0;
+  for (int64_t d = 0; d < draws; ++d)
+    for (int64_t i = 0; i < n; ++i)
+      differ += out[d][i].item<float>() !=
+                px::normal_at(key, static_cast<uint64_t>(d), px::kSamplingNoise, static_cast<uint64_t>(130 + i));
+  EXPECT_EQ(differ, 0);
+  EXPECT_TRUE(torch::equal(out.view({draws, rows * members, P}), fs::noise(draws, 5, rows, members, P, 77)));
+  // Malformed parameters are refused, not read out of bounds.
+  auto three = torch::zeros({3}, torch::kInt64);
+  EXPECT_THROW(px::fill_normal_draws(out, three, px::kSamplingNoise), std::invalid_argument);
+  auto flat = out.view({-1});
+  EXPECT_THROW(px::fill_normal_draws(flat, params, px::kSamplingNoise), std::invalid_argument);
+}
+
 TEST(Philox, TheGraphPathDrawsInTheStepWhatTheEagerPathDrawsOnTheHost) {
   KnownDistribution d(300, 2);  // 4 full batches through the graph path, the last 44 eagerly
   auto to = fast_training();

@@ -261,6 +261,18 @@ std::map<std::string, double> measure(const std::string& device, const Data& d, 
     const std::string key = so.sampler == finecast::trainer::Sampler::kDdpm ? "ddpm50" : "ddim10";
     r["sample_" + key + "_80_s"] = best_of(&progress, what, repeats * 3, once);
     sample_anatomy(*last, key, r);
+    auto& graphs = finecast::trainer::internals(*last).sample_graphs;
+    if (graphs && graphs->last_runner() && graphs->last_runner()->captured() &&
+        finecast::trainer::diffusion::fused_steps_compiled()) {
+      // Side by side: the same loop with each step's update as tensor operations.
+      graphs->fused_steps = false;
+      once();  // warm-up, then the capture of this shape
+      once();
+      r["sample_" + key + "_80_s_tensor_steps"] =
+          best_of(&progress, what + " (step updates as tensor operations)", repeats * 3, once);
+      sample_anatomy(*last, key + "_tensor_steps", r);
+      graphs->fused_steps = true;
+    }
   }
   for (const auto& line : last->thread_choices())
     if (line.rfind("sample", 0) == 0) (*notes)["threads_log_sample"] = line;

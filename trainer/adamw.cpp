@@ -130,7 +130,7 @@ void graph_update_cuda(torch::Tensor& p, const torch::Tensor& g, torch::Tensor& 
                        torch::Tensor& stats) {
 #if FINECAST_HAVE_CUDA
   const int64_t n = p.numel();
-  for (const torch::Tensor* t : {&p, &g, &m, &v, &e, &hyper, &loss, &stats})
+  for (const torch::Tensor* t : std::initializer_list<const torch::Tensor*>{&p, &g, &m, &v, &e, &hyper, &loss, &stats})
     if (!t->is_cuda() || t->scalar_type() != torch::kFloat32 || !t->is_contiguous() || t->device() != p.device())
       throw std::invalid_argument("adamw::graph_update_cuda: every tensor must be contiguous float on one CUDA device");
   if (g.numel() != n || m.numel() != n || v.numel() != n || e.numel() != n || hyper.numel() < 6 || loss.numel() != 1 ||

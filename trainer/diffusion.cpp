@@ -5,6 +5,15 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <string>
+
+#if FINECAST_HAVE_CUDA
+#include <c10/cuda/CUDAStream.h>
+extern "C" int finecast_sampler_step_cuda(const float* x, const float* out, const float* z, const float* w, float* next,
+                                          int64_t rows, int64_t P, float a, float b, float x0_coef, float x_coef,
+                                          float eps_coef, float z_coef, float clip, int v_objective, int conservative,
+                                          int last, void* cuda_stream);
+#endif
 
 namespace finecast::trainer::diffusion {
 
@@ -276,14 +285,63 @@ void churn(const SamplerSetup& s, torch::Tensor& x, const StepCoefficients& c, i
 
 }  // namespace
 
+bool fused_steps_compiled() {
+#if FINECAST_HAVE_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+namespace {
+
+/// SamplerSetup::fused_steps applies to x (its conditions).
+bool fused(const SamplerSetup& s, const torch::Tensor& x) {
+  return s.fused_steps && fused_steps_compiled() && x.is_cuda() && s.noise.defined() && x.dim() == 2 &&
+         x.scalar_type() == torch::kFloat32;
+}
+
+/// One step's update in one kernel: x0_coef x0 + x_coef x + eps_coef eps + z_coef z (z may be
+/// undefined), or x0 where `last`; the arithmetic of estimates() and the samplers.
+torch::Tensor fused_step(const SamplerSetup& s, const torch::Tensor& x, const torch::Tensor& out,
+                         const StepCoefficients& c, const torch::Tensor& z, bool last) {
+#if FINECAST_HAVE_CUDA
+  const auto xc = x.contiguous(), oc = out.to(torch::kFloat32).contiguous();
+  const auto zc = z.defined() ? z.contiguous() : torch::Tensor();
+  const bool weighted = s.conservative && s.weights.defined();
+  const auto wc = weighted ? s.weights.to(torch::kFloat32).contiguous() : torch::Tensor();
+  auto next = torch::empty_like(xc);
+  const auto f = [](double v) { return static_cast<float>(v); };
+  const int err = finecast_sampler_step_cuda(
+      xc.data_ptr<float>(), oc.data_ptr<float>(), zc.defined() ? zc.data_ptr<float>() : nullptr,
+      weighted ? wc.data_ptr<float>() : nullptr, next.data_ptr<float>(), xc.size(0), xc.size(1), f(c.a), f(c.b),
+      f(c.x0_coef), f(c.x_coef), f(c.eps_coef), zc.defined() ? f(c.z_coef) : 0.0f, f(s.x0_clip), s.v_objective ? 1 : 0,
+      s.conservative ? 1 : 0, last ? 1 : 0, c10::cuda::getCurrentCUDAStream(x.device().index()).stream());
+  if (err != 0)
+    throw std::runtime_error("sampler: the fused step's CUDA kernel did not launch (error " + std::to_string(err) +
+                             ")");
+  return next;
+#else
+  (void)s, (void)x, (void)out, (void)c, (void)z, (void)last;
+  throw std::runtime_error("sampler: this build has no fused step kernel");
+#endif
+}
+
+}  // namespace
+
 torch::Tensor ddpm_sample(const SamplerSetup& s, const NetFn& net, torch::Tensor x, at::Generator* gen) {
   if (gen == nullptr && !s.noise.defined())
     throw std::invalid_argument("ddpm_sample: needs a generator or pre-drawn noise");
   const Schedule& sc = *s.schedule;
   const auto steps = ddpm_steps(sc, s.ddpm_var ? *s.ddpm_var : sc.post_var, s.churn);
+  const bool one_kernel = fused(s, x);
   int64_t draw = 1, k = 0;
   for (const StepCoefficients& c : steps) {
     churn(s, x, c, k++, gen);
+    if (one_kernel) {
+      x = fused_step(s, x, net(x, c.u), c, c.t > 0 ? s.noise[draw++] : torch::Tensor(), false);
+      continue;
+    }
     auto x0 = estimates(s, x, net(x, c.u), c).first;
     auto mean = c.x0_coef * x0 + c.x_coef * x;
     if (c.t > 0) mean.add_(noise_of(s, s.noise, draw++, x, gen), c.z_coef);
@@ -300,9 +358,17 @@ torch::Tensor ddim_sample(const SamplerSetup& s, const NetFn& net, torch::Tensor
   if (s.churn > 0 && gen == nullptr && !s.churn_noise.defined())
     throw std::invalid_argument("ddim_sample: churn > 0 needs a generator or pre-drawn churn noise");
   const auto table = ddim_steps(sc, steps, eta, s.churn);
+  const bool one_kernel = fused(s, x);
   for (size_t i = 0; i < table.size(); ++i) {
     const StepCoefficients& c = table[i];
     churn(s, x, c, static_cast<int64_t>(i), gen);
+    if (one_kernel) {
+      const bool last = i + 1 == table.size();
+      x = fused_step(s, x, net(x, c.u), c,
+                     !last && c.z_coef > 0 ? s.noise[static_cast<int64_t>(i) + 1] : torch::Tensor(), last);
+      if (last) return x;
+      continue;
+    }
     auto [x0, eps] = estimates(s, x, net(x, c.u), c);
     if (i + 1 == table.size()) return x0;
     x = c.x0_coef * x0 + c.eps_coef * eps;

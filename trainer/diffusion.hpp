@@ -71,6 +71,10 @@ struct SamplerSetup {
   /// With churn: pre-drawn N(0,1) noise [evaluations, B, P] on x's device (draw k re-noises before
   /// the k-th network evaluation), or undefined (draw from the generator).
   torch::Tensor churn_noise;
+  /// On a GPU of a CUDA build, with pre-drawn noise: each step's update in one kernel
+  /// (sampler_cuda.cu) instead of ~10 tensor operations, the same formulas. The captured sampler
+  /// loop sets it (graphs::SampleGraphs); elsewhere the tensor form runs.
+  bool fused_steps = false;
 };
 
 /// The step that churn raises step t to: the first t' > t with sigma_t' >= (1 + churn) sigma_t,
@@ -98,6 +102,9 @@ std::vector<StepCoefficients> ddpm_steps(const Schedule& s, const std::vector<do
 std::vector<StepCoefficients> ddim_steps(const Schedule& s, int64_t steps, double eta, double churn);
 /// The steps of the sampling `o` names (sampler, steps, eta, ddpm_variance, churn).
 std::vector<StepCoefficients> sampler_steps(const Schedule& s, const SampleOptions& o);
+
+/// Whether this build has the fused step's kernel (SamplerSetup::fused_steps).
+bool fused_steps_compiled();
 
 /// The network's estimate of x0 from x_t and its raw output `out` at step t, as the samplers take
 /// it: by s.v_objective, clipped to +-s.x0_clip, without its patch mean (s.weights) where

@@ -24,7 +24,7 @@ torch::Tensor SampleGraphs::run(const Downscaler::Impl& im, models::Denoiser& ne
   const int64_t B = ctx.size(0), P = im.mo.patch_size;
   const std::string key = std::to_string(B) + "/" + name(o.sampler) + "/" + std::to_string(o.steps) + "/" +
                           std::to_string(o.eta) + "/" + name(o.ddpm_variance) + "/" + std::to_string(o.churn) + "/" +
-                          (w.defined() ? "w" : "u") + "/" + std::to_string(draws);
+                          (w.defined() ? "w" : "u") + "/" + std::to_string(draws) + (fused_steps ? "/f" : "/t");
   auto it = entries_.find(key);
   if (it == entries_.end()) {
     Entry e;
@@ -67,6 +67,7 @@ torch::Tensor SampleGraphs::run(const Downscaler::Impl& im, models::Denoiser& ne
     setup.ddpm_var = &diffusion::ddpm_variance(*sc, o.ddpm_variance);
     setup.churn = o.churn;
     setup.churn_noise = sampling::churn_noise(im.mo, o, e.noise);  // a view of the static noise
+    setup.fused_steps = fused_steps;
     std::vector<torch::Tensor> t_cache(static_cast<size_t>(im.mo.diffusion_steps));
     auto fn = [&](const torch::Tensor& xt, int64_t t) {
       auto& tt = t_cache[static_cast<size_t>(t)];

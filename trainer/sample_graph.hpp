@@ -27,6 +27,9 @@ class SampleGraphs {
   torch::Tensor run(const Downscaler::Impl& im, models::Denoiser& net, const SampleOptions& o, const torch::Tensor& ctx,
                     const torch::Tensor& w, const torch::Tensor& noise_params, int64_t draws);
   size_t shapes() const { return entries_.size(); }
+  /// Each step's update in one kernel (diffusion::SamplerSetup::fused_steps); off only for
+  /// benchmarks (side by side with the tensor form). Part of a captured loop's shape.
+  bool fused_steps = true;
   /// The runner of the shape the last run() used (null before any): for benchmarks.
   Runner* last_runner() { return last_ ? last_->runner.get() : nullptr; }
 

@@ -19,7 +19,8 @@ importance; a failing stage does not stop the later ones (except the build):
   1. build       build_cuda.sh --full: plugin, host, trainer module, finecast-bench (with the
                  Python plugin's loader where PY has development files), finecast_trainer_tests
   2. tests       the CUDA tests of the captured paths (test_cuda.cpp), GPU against CPU/eager
-  3. bench       finecast-bench trainer --device cuda --threads 1 beside PyTorch on the GPU
+  3. bench       finecast-bench trainer --device cuda --threads 1 beside PyTorch on the GPU, then
+                 again with --noise-generator philox (bench_cuda.json: one JSON object a line)
   4. insitu      finecast-bench plugin --python-reference --device cuda: finecast and the
                  reference Python plugin in finecast-host (4 ranks, R2B4, 120 steps); without
                  a Python that can embed (headers, libpython, numpy, mpi4py) finecast's cases alone
@@ -121,7 +122,7 @@ site="$("$python" -c 'import site; print(site.getsitepackages()[0])' 2>/dev/null
 if wants tests; then
   tt=$SECONDS rc=0
   timeout 150 "$build/bin/finecast_trainer_tests" \
-    --gtest_filter='Cuda.GraphReplayed*:Cuda.Sampler*:Cuda.Captured*:Cuda.Philox*:Cuda.FusedAdamW*:Cuda.TrainingFollows*:Cuda.AutoSelects*:Philox.*:GraphPath.*' \
+    --gtest_filter='Cuda.GraphReplayed*:Cuda.Sampler*:Cuda.Captured*:Cuda.Fused*:Cuda.Philox*:Cuda.TrainingFollows*:Cuda.AutoSelects*:Philox.*:GraphPath.*' \
     >"$out/cuda_tests.txt" 2>&1 || rc=$?
   stage_done tests "$rc" "$tt"
   grep -E '^(cuda|philox|sampler|fused)|FAILED|PASSED|SKIPPED \]' "$out/cuda_tests.txt" | head -30 | tee -a "$out/summary.txt"
@@ -132,6 +133,9 @@ if wants bench; then
   tbe=$SECONDS rc=0
   timeout 180 "$build/bin/finecast-bench" trainer --json --device cuda --threads 1 --python "$(command -v "$python")" \
     --reference "$repo/bench/reference_pytorch.py" >"$out/bench_cuda.json" 2>>"$log" || rc=$?
+  # A second line: the training noise drawn in the captured step (train.noise_generator philox).
+  timeout 120 "$build/bin/finecast-bench" trainer --json --device cuda --threads 1 --no-reference \
+    --noise-generator philox >>"$out/bench_cuda.json" 2>>"$log" || rc=$?
   stage_done bench "$rc" "$tbe"
   cat "$out/bench_cuda.json" >>"$out/summary.txt"
 fi

@@ -92,6 +92,6 @@ extern "C" int finecast_sampler_step_cuda(const float* x, const float* out, cons
   if (rows > 2147483647) return static_cast<int>(cudaErrorInvalidValue);
   const Step c{a, b, x0_coef, x_coef, eps_coef, z_coef, clip, v_objective, conservative, last};
   step_kernel<<<static_cast<unsigned>(rows), kThreads, 0, static_cast<cudaStream_t>(cuda_stream)>>>(x, out, z, w, next,
-                                                                                                     P, c);
+                                                                                                    P, c);
   return static_cast<int>(cudaGetLastError());
 }

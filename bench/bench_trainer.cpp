@@ -262,8 +262,7 @@ std::map<std::string, double> measure(const std::string& device, const Data& d, 
     r["sample_" + key + "_80_s"] = best_of(&progress, what, repeats * 3, once);
     sample_anatomy(*last, key, r);
     auto& graphs = finecast::trainer::internals(*last).sample_graphs;
-    if (graphs && graphs->last_runner() && graphs->last_runner()->captured() &&
-        finecast::trainer::diffusion::fused_steps_compiled()) {
+    if (graphs && graphs->last_runner() && graphs->last_runner()->captured()) {  // a CUDA build and device
       // Side by side: the same loop with each step's update as tensor operations.
       graphs->fused_steps = false;
       once();  // warm-up, then the capture of this shape

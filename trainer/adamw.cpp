@@ -14,10 +14,8 @@
 
 #if FINECAST_HAVE_CUDA
 #include <c10/cuda/CUDAStream.h>
-extern "C" int64_t finecast_adamw_graph_partials();
-extern "C" int finecast_adamw_graph_update_cuda(float* p, const float* g, float* m, float* v, float* e, int64_t n,
-                                                const float* hyper, const float* loss, double* partial, float* stats,
-                                                void* cuda_stream);
+
+#include "trainer/cuda_kernels.hpp"
 #endif
 
 namespace finecast::trainer::adamw {
@@ -107,14 +105,6 @@ void update_tensors(torch::Tensor& p, torch::Tensor& g, torch::Tensor& m, torch:
   torch::sqrt_out(denom, v).div_(s.bc2_sqrt).add_(s.eps);
   p.addcdiv_(m, denom, -static_cast<double>(s.lr) / s.bc1);
   e.lerp_(p, s.ema_weight);
-}
-
-bool graph_kernels_compiled() {
-#if FINECAST_HAVE_CUDA
-  return true;
-#else
-  return false;
-#endif
 }
 
 int64_t graph_update_partials() {

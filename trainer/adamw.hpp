@@ -33,16 +33,14 @@ double norm_cpu(const float* g, int64_t n);
 void update_tensors(torch::Tensor& p, torch::Tensor& g, torch::Tensor& m, torch::Tensor& v, torch::Tensor& e,
                     torch::Tensor& denom, const StepParams& s);
 
-/// Whether this build has the CUDA kernels of graph_update_cuda.
-bool graph_kernels_compiled();
-
 /// The optimizer tail of a captured training step on the GPU (adamw_cuda.cu), everything read on
 /// the device: the norm of g, the NaN/Inf check of it and of `loss` (a float scalar), clipping
 /// by hyper's maximum, AdamW on p with moments m, v, the EMA e, and the step counted in `stats`
 /// (loss sum, good, bad, current bad run, longest run). A bad step changes none of p, m, v, e.
 /// `hyper`: float {lr, decay factor, step size, 1 / sqrt(bias correction 2), EMA weight, clip}
 /// (graphs::StaticStep::Hyper). `partial`: a double scratch buffer of graph_update_partials()
-/// elements. Two kernels; all on the current stream, so a graph captures them.
+/// elements. Two kernels; all on the current stream, so a graph captures them. CUDA builds only
+/// (graphs::compiled()); elsewhere it throws.
 void graph_update_cuda(torch::Tensor& p, const torch::Tensor& g, torch::Tensor& m, torch::Tensor& v, torch::Tensor& e,
                        const torch::Tensor& hyper, const torch::Tensor& loss, torch::Tensor& partial,
                        torch::Tensor& stats);

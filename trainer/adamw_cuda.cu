@@ -8,25 +8,17 @@
 
 #include <cstdint>
 
+#include "trainer/cuda_block_sum.cuh"
+#include "trainer/cuda_kernels.hpp"
+
 namespace {
+
+using finecast::trainer::cuda::block_sum;
 
 constexpr int kThreads = 256;
 /// Partial sums of the norm: a fixed count, so the sum's order and result do not depend on the
 /// launch (about two blocks per multiprocessor of an H100/H200).
 constexpr int kPartials = 264;
-
-/// The sum over the block of v, in a fixed tree order; every thread gets it.
-__device__ double block_sum(double v, double* shared) {
-  shared[threadIdx.x] = v;
-  __syncthreads();
-  for (int stride = kThreads / 2; stride > 0; stride >>= 1) {
-    if (static_cast<int>(threadIdx.x) < stride) shared[threadIdx.x] += shared[threadIdx.x + stride];
-    __syncthreads();
-  }
-  const double total = shared[0];
-  __syncthreads();  // shared may be reused after this
-  return total;
-}
 
 __global__ void sum_squares_kernel(const float* g, int64_t n, double* partial) {
   __shared__ double shared[kThreads];
@@ -36,7 +28,7 @@ __global__ void sum_squares_kernel(const float* g, int64_t n, double* partial) {
     const double x = g[i];
     acc += x * x;
   }
-  const double total = block_sum(acc, shared);
+  const double total = block_sum<kThreads>(acc, shared);
   if (threadIdx.x == 0) partial[blockIdx.x] = total;
 }
 
@@ -49,7 +41,7 @@ __global__ void update_kernel(float* p, const float* g, float* m, float* v, floa
   double acc = 0;
   for (int j = static_cast<int>(threadIdx.x); j < kPartials; j += kThreads) acc += partial[j];
   // Every block sums the same partials in the same order: one norm for all.
-  const float norm = static_cast<float>(sqrt(block_sum(acc, shared)));
+  const float norm = static_cast<float>(sqrt(block_sum<kThreads>(acc, shared)));
   const float l = *loss;
   const bool ok = isfinite(l) && isfinite(norm);
   if (blockIdx.x == 0 && threadIdx.x == 0) {
@@ -80,15 +72,12 @@ __global__ void update_kernel(float* p, const float* g, float* m, float* v, floa
 
 }  // namespace
 
-/// The number of doubles the `partial` buffer of finecast_adamw_graph_update_cuda holds.
-extern "C" int64_t finecast_adamw_graph_partials() { return kPartials; }
+int64_t finecast_adamw_graph_partials() { return kPartials; }
 
-/// One optimizer step over flat device buffers of n floats (p weights, g gradient, m and v the
-/// moments, e the EMA), all parameters read on the device; returns the cudaError_t of the
-/// launches.
-extern "C" int finecast_adamw_graph_update_cuda(float* p, const float* g, float* m, float* v, float* e, int64_t n,
-                                                const float* hyper, const float* loss, double* partial, float* stats,
-                                                void* cuda_stream) {
+/// p weights, g gradient, m and v the moments, e the EMA; every parameter read on the device.
+int finecast_adamw_graph_update_cuda(float* p, const float* g, float* m, float* v, float* e, int64_t n,
+                                     const float* hyper, const float* loss, double* partial, float* stats,
+                                     void* cuda_stream) {
   const auto stream = static_cast<cudaStream_t>(cuda_stream);
   sum_squares_kernel<<<kPartials, kThreads, 0, stream>>>(g, n, partial);
   cudaError_t err = cudaGetLastError();

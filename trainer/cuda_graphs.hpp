@@ -11,7 +11,8 @@
 
 namespace finecast::trainer::graphs {
 
-/// True when this build can capture CUDA graphs (a CUDA LibTorch).
+/// True in a CUDA build (a CUDA LibTorch): it can capture CUDA graphs, and has finecast's CUDA
+/// kernels (cuda_kernels.hpp).
 bool compiled();
 
 /// Runs a fixed-shape body again and again. On a CUDA device (CUDA build): on its own stream,

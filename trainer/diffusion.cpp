@@ -9,10 +9,8 @@
 
 #if FINECAST_HAVE_CUDA
 #include <c10/cuda/CUDAStream.h>
-extern "C" int finecast_sampler_step_cuda(const float* x, const float* out, const float* z, const float* w, float* next,
-                                          int64_t rows, int64_t P, float a, float b, float x0_coef, float x_coef,
-                                          float eps_coef, float z_coef, float clip, int v_objective, int conservative,
-                                          int last, void* cuda_stream);
+
+#include "trainer/cuda_kernels.hpp"
 #endif
 
 namespace finecast::trainer::diffusion {
@@ -285,20 +283,11 @@ void churn(const SamplerSetup& s, torch::Tensor& x, const StepCoefficients& c, i
 
 }  // namespace
 
-bool fused_steps_compiled() {
-#if FINECAST_HAVE_CUDA
-  return true;
-#else
-  return false;
-#endif
-}
-
 namespace {
 
-/// SamplerSetup::fused_steps applies to x (its conditions).
+/// SamplerSetup::fused_steps applies to x (its conditions; a CUDA tensor means a CUDA build).
 bool fused(const SamplerSetup& s, const torch::Tensor& x) {
-  return s.fused_steps && fused_steps_compiled() && x.is_cuda() && s.noise.defined() && x.dim() == 2 &&
-         x.scalar_type() == torch::kFloat32;
+  return s.fused_steps && x.is_cuda() && s.noise.defined() && x.dim() == 2 && x.scalar_type() == torch::kFloat32;
 }
 
 /// One step's update in one kernel: x0_coef x0 + x_coef x + eps_coef eps + z_coef z (z may be

@@ -103,9 +103,6 @@ std::vector<StepCoefficients> ddim_steps(const Schedule& s, int64_t steps, doubl
 /// The steps of the sampling `o` names (sampler, steps, eta, ddpm_variance, churn).
 std::vector<StepCoefficients> sampler_steps(const Schedule& s, const SampleOptions& o);
 
-/// Whether this build has the fused step's kernel (SamplerSetup::fused_steps).
-bool fused_steps_compiled();
-
 /// The network's estimate of x0 from x_t and its raw output `out` at step t, as the samplers take
 /// it: by s.v_objective, clipped to +-s.x0_clip, without its patch mean (s.weights) where
 /// s.conservative.

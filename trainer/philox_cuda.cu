@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "trainer/cuda_kernels.hpp"
 #include "trainer/philox.hpp"
 
 namespace {
@@ -21,9 +22,8 @@ __global__ void normal_kernel(float* out, int64_t n, uint64_t key, const int64_t
 
 }  // namespace
 
-/// Fills out[0, n) with elements [0, n) of the draw; returns the cudaError_t of the launch.
-extern "C" int finecast_philox_normal_cuda(float* out, int64_t n, uint64_t key, const int64_t* stream, uint32_t purpose,
-                                           void* cuda_stream) {
+int finecast_philox_normal_cuda(float* out, int64_t n, uint64_t key, const int64_t* stream, uint32_t purpose,
+                                void* cuda_stream) {
   if (n <= 0) return 0;
   constexpr int kThreads = 256;
   const auto blocks = static_cast<unsigned>((n + kThreads - 1) / kThreads);
@@ -46,10 +46,8 @@ __global__ void draws_kernel(float* out, int64_t draws, int64_t n, const int64_t
 
 }  // namespace
 
-/// Fills out[0, draws * n) with the draws [0, draws) (elements first..first + n of each); params
-/// (device): {key, first} as int64. Returns the cudaError_t of the launch.
-extern "C" int finecast_philox_normal_draws_cuda(float* out, int64_t draws, int64_t n, const int64_t* params,
-                                                 uint32_t purpose, void* cuda_stream) {
+int finecast_philox_normal_draws_cuda(float* out, int64_t draws, int64_t n, const int64_t* params, uint32_t purpose,
+                                      void* cuda_stream) {
   if (n <= 0 || draws <= 0) return 0;
   if (draws > 65535) return static_cast<int>(cudaErrorInvalidValue);  // gridDim.y
   constexpr int kThreads = 256;

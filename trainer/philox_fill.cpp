@@ -13,10 +13,8 @@
 
 #if FINECAST_HAVE_CUDA
 #include <c10/cuda/CUDAStream.h>
-extern "C" int finecast_philox_normal_cuda(float* out, int64_t n, uint64_t key, const int64_t* stream, uint32_t purpose,
-                                           void* cuda_stream);
-extern "C" int finecast_philox_normal_draws_cuda(float* out, int64_t draws, int64_t n, const int64_t* params,
-                                                 uint32_t purpose, void* cuda_stream);
+
+#include "trainer/cuda_kernels.hpp"
 #endif
 
 namespace finecast::trainer::philox {
@@ -256,14 +254,6 @@ void fill_normal_draws(torch::Tensor& out, const torch::Tensor& params, Purpose 
   for (int64_t d = 0; d < draws; ++d)
     fill_normal_cpu(out.data_ptr<float>() + d * n, n, static_cast<uint64_t>(p[0]), static_cast<uint64_t>(d), purpose,
                     static_cast<uint64_t>(p[1]));
-}
-
-bool cuda_compiled() {
-#if FINECAST_HAVE_CUDA
-  return true;
-#else
-  return false;
-#endif
 }
 
 }  // namespace finecast::trainer::philox

@@ -31,7 +31,4 @@ void fill_normal_cpu(float* out, int64_t n, uint64_t key, uint64_t stream, Purpo
 /// each replay.
 void fill_normal_draws(torch::Tensor& out, const torch::Tensor& params, Purpose purpose);
 
-/// Whether this build has the CUDA kernel.
-bool cuda_compiled();
-
 }  // namespace finecast::trainer::philox

@@ -9,7 +9,12 @@
 
 #include <cstdint>
 
+#include "trainer/cuda_block_sum.cuh"
+#include "trainer/cuda_kernels.hpp"
+
 namespace {
+
+using finecast::trainer::cuda::block_sum;
 
 constexpr int kThreads = 128;
 
@@ -17,19 +22,6 @@ struct Step {
   float a, b, x0_coef, x_coef, eps_coef, z_coef, clip;
   int v_objective, conservative, last;
 };
-
-/// The block's sum of v in a fixed tree order; every thread gets it.
-__device__ float block_sum(float v, float* shared) {
-  shared[threadIdx.x] = v;
-  __syncthreads();
-  for (int stride = kThreads / 2; stride > 0; stride >>= 1) {
-    if (static_cast<int>(threadIdx.x) < stride) shared[threadIdx.x] += shared[threadIdx.x + stride];
-    __syncthreads();
-  }
-  const float total = shared[0];
-  __syncthreads();
-  return total;
-}
 
 __device__ float x0_of(const Step& c, float x, float out) {
   const float x0 = c.v_objective ? c.a * x - c.b * out : (x - c.b * out) / c.a;
@@ -57,8 +49,8 @@ __global__ void step_kernel(const float* x, const float* out, const float* z, co
       if (zr) sz += wj * zr[j];
     }
     const float scale = wr ? 1.0f : 1.0f / static_cast<float>(P);
-    mean_x0 = block_sum(sx, shared) * scale;
-    if (zr) mean_z = block_sum(sz, shared) * scale;
+    mean_x0 = block_sum<kThreads>(sx, shared) * scale;
+    if (zr) mean_z = block_sum<kThreads>(sz, shared) * scale;
   }
   for (int64_t j = threadIdx.x; j < P; j += kThreads) {
     const float xj = xr[j], oj = outr[j];
@@ -82,12 +74,11 @@ __global__ void step_kernel(const float* x, const float* out, const float* z, co
 
 }  // namespace
 
-/// next = the step's update of x (see above) for `rows` patches of P values; z (the step's noise)
-/// and w may be null. Returns the cudaError_t of the launch.
-extern "C" int finecast_sampler_step_cuda(const float* x, const float* out, const float* z, const float* w, float* next,
-                                          int64_t rows, int64_t P, float a, float b, float x0_coef, float x_coef,
-                                          float eps_coef, float z_coef, float clip, int v_objective, int conservative,
-                                          int last, void* cuda_stream) {
+/// next = the step's update of x (see above); z is the step's noise.
+int finecast_sampler_step_cuda(const float* x, const float* out, const float* z, const float* w, float* next,
+                               int64_t rows, int64_t P, float a, float b, float x0_coef, float x_coef, float eps_coef,
+                               float z_coef, float clip, int v_objective, int conservative, int last,
+                               void* cuda_stream) {
   if (rows <= 0 || P <= 0) return 0;
   if (rows > 2147483647) return static_cast<int>(cudaErrorInvalidValue);
   const Step c{a, b, x0_coef, x_coef, eps_coef, z_coef, clip, v_objective, conservative, last};

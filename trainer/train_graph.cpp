@@ -42,7 +42,7 @@ StaticStep::StaticStep(Downscaler::Impl& im, int64_t batch, bool weighted) : im_
   t = device_longs.narrow(0, 0, B);
   noise_stream = device_longs.narrow(0, B, 1);
   statistics = torch::zeros({5}, fo);
-  fused_update = im.cuda && im.device.is_cuda() && im.fused_graph_update && adamw::graph_kernels_compiled();
+  fused_update = im.cuda && im.fused_graph_update && compiled();  // a CUDA device and build
   if (fused_update)
     partial =
         torch::zeros({adamw::graph_update_partials()}, torch::TensorOptions().dtype(torch::kFloat64).device(im.device));

@@ -76,6 +76,8 @@ class TrainGraph {
   void wait();
   EpochResult finish_epoch(const std::function<void(const std::string&)>& event);
   bool captured() const { return runner_->captured(); }
+  /// Whether the step's tail is the two CUDA kernels (StaticStep::fused_update).
+  bool fused_update() const { return body_.fused_update; }
   Runner& runner() { return *runner_; }  ///< for benchmarks (graph size, replay time)
 
  private:

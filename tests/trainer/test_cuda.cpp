@@ -290,6 +290,7 @@ TEST_F(Cuda, GraphReplayedTrainingEqualsEagerTraining) {
   }
   ASSERT_TRUE(ft::internals(graph).train_graph);
   EXPECT_TRUE(ft::internals(graph).train_graph->captured());
+  EXPECT_TRUE(ft::internals(graph).train_graph->fused_update()) << "the replays ran the two-kernel tail";
   EXPECT_EQ(graph.step(), eager.step());
   const double diff = relative_update_difference(ft::internals(graph).flat, ft::internals(eager).flat, init);
   std::printf("cuda graph vs eager after %lld steps: loss %.6f vs %.6f, relative weight-update difference %.2e\n",
@@ -390,7 +391,7 @@ TEST_F(Cuda, PhiloxKernelDrawsTheCpuStream) {
   // train.noise_generator philox: the kernel (stream number read on the device) against the CPU
   // loop, element for element. Both compute Box-Muller in double and round to float.
   namespace px = finecast::trainer::philox;
-  ASSERT_TRUE(px::cuda_compiled());
+  ASSERT_TRUE(ft::graphs::compiled()) << "a CUDA build has the kernels";
   const int64_t n = 262147;
   const uint64_t key = px::key_of(42);
   std::vector<float> cpu(static_cast<size_t>(n));
@@ -550,9 +551,21 @@ TEST_F(Cuda, FusedSamplerStepsEqualTheTensorSteps) {
         ds.sample(d.context.data(), d.coarse.data(), weights, 80, eager, 3 + call, b.data());
         diff = std::max(diff, max_abs_difference(a, b));
       }
-      std::printf("fused sampler steps vs tensor steps (%s, %s): max difference %.2e\n",
-                  conservative ? "conservative, weighted, v" : "eps", ft::name(sampler).c_str(), diff);
+      // The captured loop ran the kernel: the same loop with tensor steps has more kernels.
+      auto& graphs = *ft::internals(ds).sample_graphs;
+      const int64_t fused_kernels = graphs.last_runner()->graph_kernels();
+      graphs.fused_steps = false;
+      for (int call = 0; call < 2; ++call) {  // warm-up, capture
+        std::vector<float> a(static_cast<size_t>(80 * 2 * d.P));
+        ds.sample(d.context.data(), d.coarse.data(), weights, 80, so, 3, a.data());
+      }
+      const int64_t tensor_kernels = graphs.last_runner()->graph_kernels();
+      graphs.fused_steps = true;
+      std::printf("fused sampler steps vs tensor steps (%s, %s): max difference %.2e, kernels %lld vs %lld\n",
+                  conservative ? "conservative, weighted, v" : "eps", ft::name(sampler).c_str(), diff,
+                  static_cast<long long>(fused_kernels), static_cast<long long>(tensor_kernels));
       EXPECT_LT(diff, 1e-4) << ft::name(sampler) << (conservative ? " conservative" : "");
+      EXPECT_LT(fused_kernels, tensor_kernels) << ft::name(sampler) << (conservative ? " conservative" : "");
     }
   }
 }

@@ -342,8 +342,7 @@ int main(int argc, char** argv) {
                  "lat0,lat1,lon0,lon1 (the grid's own coordinates, degrees), or several boxes joined by ';': the "
                  "patches wholly inside one are not trained on; or FILE:VAR, a mask on the fine grid: the patches with "
                  "a non-zero cell are not (as finecast-eval --hold-out FILE:VAR). Their coarse values stay in their "
-                 "neighbours' context (sets "
-                 "the plugins' train.hold_out)");
+                 "neighbours' context (sets the plugins' train.hold_out)");
   app.add_option("--geometry", opt.geometry,
                  std::string(fc::kIconGeometryHelp) + "; also sets the plugins' grid.geometry (default: file)")
       ->check(CLI::IsMember({"file", "uniform"}));

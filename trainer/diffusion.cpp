@@ -126,12 +126,22 @@ int64_t nearest_step(const Schedule& s, double sigma) {
 
 torch::Tensor draw_timesteps(const TrainOptions& o, const Schedule& s, int64_t n, at::Generator& gen) {
   const auto long_cpu = torch::TensorOptions().dtype(torch::kInt64);
-  if (o.noise_levels == NoiseLevels::kUniform) return torch::randint(0, s.steps, {n}, gen, long_cpu);
-  const std::vector<double> boundaries = log_sigma_midpoints(s);
-  const std::vector<float> mid(boundaries.begin(), boundaries.end());
-  const auto draws =
-      torch::randn({n}, gen, torch::TensorOptions().dtype(torch::kFloat32)) * o.noise_log_std + o.noise_log_mean;
-  return torch::searchsorted(torch::tensor(mid), draws).to(torch::kInt64);
+  torch::Tensor t;
+  if (o.noise_levels == NoiseLevels::kUniform) {
+    t = torch::randint(0, s.steps, {n}, gen, long_cpu);
+  } else {
+    const std::vector<double> boundaries = log_sigma_midpoints(s);
+    const std::vector<float> mid(boundaries.begin(), boundaries.end());
+    const auto draws =
+        torch::randn({n}, gen, torch::TensorOptions().dtype(torch::kFloat32)) * o.noise_log_std + o.noise_log_mean;
+    t = torch::searchsorted(torch::tensor(mid), draws).to(torch::kInt64);
+  }
+  // Drawn after the levels, so that without mean_fraction the generator's sequence is what it was.
+  if (o.mean_fraction > 0) {
+    const auto at_mean = torch::rand({n}, gen, torch::TensorOptions().dtype(torch::kFloat32)) < o.mean_fraction;
+    t = torch::where(at_mean, torch::full_like(t, nearest_step(s, o.mean_sigma)), t);
+  }
+  return t;
 }
 
 torch::Tensor remove_mean(const torch::Tensor& x, const torch::Tensor& w) {

@@ -92,7 +92,8 @@ std::vector<double> log_sigmas(const Schedule& s);
 int64_t nearest_step(const Schedule& s, double sigma);
 /// `n` training diffusion steps (int64 [n], CPU) as train.noise_levels says: uniform draws
 /// torch::randint(0, T) exactly; lognormal draws ln sigma ~ N(noise_log_mean, noise_log_std^2)
-/// and takes the step with the nearest ln sigma_t.
+/// and takes the step with the nearest ln sigma_t; then a share mean_fraction of them (each drawn
+/// apart) is replaced by nearest_step(mean_sigma).
 torch::Tensor draw_timesteps(const TrainOptions& o, const Schedule& s, int64_t n, at::Generator& gen);
 
 /// The steps of DDPM (t = T-1..0) with the ancestral variance `var` (schedule.post_var or

@@ -202,6 +202,11 @@ const schema::Table<TrainOptions>& train_options_table() {
     s.push_back(real("noise_log_mean", &T::noise_log_mean, -20.0, 20.0, "noise_levels lognormal: mean of ln sigma"));
     s.push_back(real("noise_log_std", &T::noise_log_std, 0.0, 20.0,
                      "noise_levels lognormal: standard deviation of ln sigma", true));
+    s.push_back(real("mean_fraction", &T::mean_fraction, 0.0, 1.0,
+                     "share of training samples at the step nearest mean_sigma, where the denoiser estimates the "
+                     "conditional mean (0 = none; docs/training.md)"));
+    s.push_back(real("mean_sigma", &T::mean_sigma, 1e-3, 1e4,
+                     "mean_fraction: the noise level sigma_t of those samples (sample.recentre_sigma's)", true));
     s.push_back(real("context_noise", &T::context_noise, 0.0, 100.0,
                      "std of the Gaussian noise added to the normalised context in training (0 = none)"));
     s.push_back(integer("crps_steps", &T::crps_steps, 0, kMax,

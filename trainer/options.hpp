@@ -157,6 +157,11 @@ struct TrainOptions {
   NoiseLevels noise_levels = NoiseLevels::kUniform;
   double noise_log_mean = -1.2;  ///< lognormal: mean of ln sigma (EDM's P_mean)
   double noise_log_std = 1.2;    ///< lognormal: standard deviation of ln sigma (EDM's P_std)
+  /// The share of training samples taken to the step nearest mean_sigma instead (0 = none): the
+  /// denoiser's estimate there is the conditional mean that sample.recentre_sigma reads, which
+  /// log-normal levels around noise_log_mean train rarely (issue 43).
+  double mean_fraction = 0.0;
+  double mean_sigma = 16.0;  ///< mean_fraction: the noise level (sigma_t) of those samples
   /// Noise augmentation of the conditioning: N(0, context_noise^2) added to every normalised
   /// context value of every training sample (0 = none; issue 26).
   double context_noise = 0.0;

@@ -154,21 +154,22 @@ TEST(Cli, FinecastConfigListsEveryErrorInOneRun) {
   const CommandResult r = run_command(binary("finecast-config") + " " + dir.file("bad.yaml") + " --set device=gpu");
   EXPECT_EQ(r.rc, 1) << r.output;
   const std::string f = dir.file("bad.yaml");
-  EXPECT_EQ(r.output,
-            f + ":2: grid.type must be one of icon, latlon, got \"hexagons\"\n" + f +
-                ":3: train.epochs must be an integer in [1, 10000000], got 0\n" + f +
-                ":3: unknown key train.batchsize (allowed in train: async, nice, free_cores, every, min_steps, epochs, "
-                "ranks, placement, gpu_ids, device_memory_fraction, hold_out, batch_size, lr, weight_decay, "
-                "warmup_steps, decay_steps, min_lr_ratio, "
-                "grad_clip, "
-                "ema_decay, mixed_precision, max_bad_steps, accumulate, validation, validation_split, "
-                "validation_every, validation_members, "
-                "validation_max_samples, validation_metric, early_stop, plateau, plateau_factor, "
-                "plateau_min_scale, "
-                "keep_best, max_device_memory, force_autograd, threads, max_threads, cuda_graphs, noise_generator, "
-                "max_seconds, max_steps, budget, noise_levels, noise_log_mean, noise_log_std, "
-                "context_noise, crps_steps, crps_members, crps_sampler_steps, crps_lr, crps_held_out)\n"
-                "--set device: device must be one of auto, cpu, cuda, cuda:N, mps, got \"gpu\"\n");
+  EXPECT_EQ(
+      r.output,
+      f + ":2: grid.type must be one of icon, latlon, got \"hexagons\"\n" + f +
+          ":3: train.epochs must be an integer in [1, 10000000], got 0\n" + f +
+          ":3: unknown key train.batchsize (allowed in train: async, nice, free_cores, every, min_steps, epochs, "
+          "ranks, placement, gpu_ids, device_memory_fraction, hold_out, batch_size, lr, weight_decay, "
+          "warmup_steps, decay_steps, min_lr_ratio, "
+          "grad_clip, "
+          "ema_decay, mixed_precision, max_bad_steps, accumulate, validation, validation_split, "
+          "validation_every, validation_members, "
+          "validation_max_samples, validation_metric, early_stop, plateau, plateau_factor, "
+          "plateau_min_scale, "
+          "keep_best, max_device_memory, force_autograd, threads, max_threads, cuda_graphs, noise_generator, "
+          "max_seconds, max_steps, budget, noise_levels, noise_log_mean, noise_log_std, mean_fraction, mean_sigma, "
+          "context_noise, crps_steps, crps_members, crps_sampler_steps, crps_lr, crps_held_out)\n"
+          "--set device: device must be one of auto, cpu, cuda, cuda:N, mps, got \"gpu\"\n");
 }
 
 TEST(Cli, GridFileComesPositionallyOrAsGrid) {

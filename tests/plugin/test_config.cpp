@@ -163,7 +163,7 @@ TEST(Config, EveryErrorIsReportedInOneRun) {
       "validation_metric, early_stop, plateau, plateau_factor, plateau_min_scale, keep_best, max_device_memory, "
       "force_autograd, threads, max_threads, cuda_graphs, noise_generator, max_seconds, max_steps, budget, "
       "noise_levels, "
-      "noise_log_mean, noise_log_std, "
+      "noise_log_mean, noise_log_std, mean_fraction, mean_sigma, "
       "context_noise, crps_steps, crps_members, crps_sampler_steps, crps_lr, crps_held_out)\n"
       "configs/x.yaml:5: model.schedule must be one of linear, cosine, got \"quadratic\"\n"
       "configs/x.yaml:6: sample must be a mapping of keys (every, at_end, members, sampler, steps, eta, ddpm_variance, "

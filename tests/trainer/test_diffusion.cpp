@@ -567,6 +567,34 @@ TEST(NoiseLevels, UniformIsRandintAndLognormalFollowsLnSigma) {
   EXPECT_LT(std::get<0>(t.median(0)).item<int64_t>(), 15);
 }
 
+TEST(NoiseLevels, MeanFractionTakesThatShareToTheStepNearestMeanSigmaAndKeepsTheRest) {
+  const auto s = fd::make_schedule(ft::NoiseSchedule::kCosine, 1000, torch::kCPU);
+  ft::TrainOptions o;
+  o.noise_levels = ft::NoiseLevels::kLognormal;
+  o.noise_log_mean = -0.5;
+  auto g1 = at::make_generator<at::CPUGeneratorImpl>(5), g2 = at::make_generator<at::CPUGeneratorImpl>(5);
+  const int64_t n = 20000;
+  const auto plain = fd::draw_timesteps(o, s, n, g1);
+  o.mean_fraction = 0.25;
+  o.mean_sigma = 16.0;
+  const auto mixed = fd::draw_timesteps(o, s, n, g2);
+  const int64_t at = fd::nearest_step(s, 16.0);
+  const std::vector<double> ls = fd::log_sigmas(s);
+  ASSERT_LT(std::abs(ls[static_cast<size_t>(at)] - std::log(16.0)), 0.05);
+  // Every draw is either the plain one (the levels come first from the same generator) or the
+  // mean step; about a quarter moved, though log-normal levels around -0.5 almost never reach it.
+  const auto* p = plain.data_ptr<int64_t>();
+  const auto* m = mixed.data_ptr<int64_t>();
+  int64_t moved = 0, plain_at = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_TRUE(m[i] == p[i] || m[i] == at) << i;
+    moved += m[i] != p[i];
+    plain_at += p[i] == at;
+  }
+  EXPECT_LT(plain_at, n / 500);
+  EXPECT_NEAR(static_cast<double>(moved) / static_cast<double>(n), 0.25, 0.02);
+}
+
 TEST(NoiseLevels, ContextNoiseChangesTrainingThroughAutograd) {
   ft::ModelOptions mo;
   mo.context_size = 3;

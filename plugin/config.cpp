@@ -365,6 +365,13 @@ void validate_together(const Config& c, ErrorList& errors) {
                : "train.min_steps (" + std::to_string(c.train.min_steps) + ") must not exceed buffer.capacity (" +
                      std::to_string(c.buffer.capacity) + ")";
   });
+  rule({"train.weight_decay", "train.lr"}, [&] {
+    return c.train.lr * c.train.weight_decay < 1.0
+               ? std::string()
+               : "train.weight_decay (" + std::to_string(c.train.weight_decay) + ") times train.lr (" +
+                     std::to_string(c.train.lr) +
+                     ") must be below 1: AdamW scales the weights by 1 - lr x weight_decay at every step";
+  });
   rule({"model.arch", "grid.type"}, [&] {
     return c.model.arch == trainer::Arch::kUnet && c.grid.type != GridType::kLatLon
                ? "model.arch unet needs square patches: set grid.type: latlon (ICON triangles use mlp or graph)"

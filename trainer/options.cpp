@@ -136,7 +136,8 @@ const schema::Table<TrainOptions>& train_options_table() {
     Table<T> s;
     s.push_back(integer("batch_size", &T::batch_size, 1, 1 << 20, "minibatch size (at most 2^20)"));
     s.push_back(real("lr", &T::lr, 0.0, kInf, "peak learning rate (AdamW)", true));
-    s.push_back(real("weight_decay", &T::weight_decay, 0.0, 1.0, "AdamW weight decay"));
+    s.push_back(real("weight_decay", &T::weight_decay, 0.0, 1000.0,
+                     "AdamW's decoupled weight decay: each step scales the weights by 1 - lr x weight_decay"));
     s.push_back(integer("warmup_steps", &T::warmup_steps, 0, kMax, "linear learning-rate warm-up (optimizer steps)"));
     s.push_back(
         integer("decay_steps", &T::decay_steps, 1, kMax, "cosine decay length after warm-up (optimizer steps)"));

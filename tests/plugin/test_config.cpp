@@ -369,6 +369,15 @@ TEST(Config, RegressionRefitNeedsARegressionBase) {
                   .patch.regression_refit);
 }
 
+TEST(Config, WeightDecayTimesTheLearningRateMustStayBelowOne) {
+  EXPECT_EQ(error_of(std::string(kMinimal) + "train: {lr: 0.01, weight_decay: 100}\n"),
+            "configs/x.yaml: train.weight_decay (100.000000) times train.lr (0.010000) must be below 1: AdamW scales "
+            "the weights by 1 - lr x weight_decay at every step");
+  EXPECT_EQ(fp::parse_config(std::string(kMinimal) + "train: {lr: 0.001, weight_decay: 3}\n", "x.yaml", {})
+                .train.weight_decay,
+            3.0);
+}
+
 TEST(Config, RegressionResidualNeedsStaticCovariates) {
   EXPECT_EQ(error_of(std::string(kMinimal) + "patch: {residual: regression}\n"),
             "configs/x.yaml: patch.residual regression fits the fine residual on the static covariates: list them "

@@ -371,7 +371,7 @@ TEST(Config, RegressionRefitNeedsARegressionBase) {
 
 TEST(Config, WeightDecayTimesTheLearningRateMustStayBelowOne) {
   EXPECT_EQ(error_of(std::string(kMinimal) + "train: {lr: 0.01, weight_decay: 100}\n"),
-            "configs/x.yaml: train.weight_decay (100.000000) times train.lr (0.010000) must be below 1: AdamW scales "
+            "configs/x.yaml: train.weight_decay (100) times train.lr (0.01) must be below 1: AdamW scales "
             "the weights by 1 - lr x weight_decay at every step");
   EXPECT_EQ(fp::parse_config(std::string(kMinimal) + "train: {lr: 0.001, weight_decay: 3}\n", "x.yaml", {})
                 .train.weight_decay,

@@ -351,13 +351,6 @@ std::vector<yaml_schema::Entry> config_entries(Config& c) {
   return entries;
 }
 
-/// A number as a config file would spell it (shortest of 6 significant digits: 0.001, 100, 1e-05).
-std::string number_text(double v) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", v);
-  return text;
-}
-
 void validate_together(const Config& c, ErrorList& errors) {
   // A rule runs only when its keys were read without error, and `check` returns "" or the message.
   auto rule = [&](std::initializer_list<const char*> keys, const std::function<std::string()>& check) {
@@ -375,8 +368,8 @@ void validate_together(const Config& c, ErrorList& errors) {
   rule({"train.weight_decay", "train.lr"}, [&] {
     return c.train.lr * c.train.weight_decay < 1.0
                ? std::string()
-               : "train.weight_decay (" + number_text(c.train.weight_decay) + ") times train.lr (" +
-                     number_text(c.train.lr) +
+               : "train.weight_decay (" + schema::format_real(c.train.weight_decay) + ") times train.lr (" +
+                     schema::format_real(c.train.lr) +
                      ") must be below 1: AdamW scales the weights by 1 - lr x weight_decay at every step";
   });
   rule({"model.arch", "grid.type"}, [&] {

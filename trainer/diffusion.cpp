@@ -70,6 +70,10 @@ Schedule make_schedule(NoiseSchedule kind, int64_t steps, const torch::Device& d
   }
   s.sqrt_ab = torch::tensor(a).to(device);
   s.sqrt_1mab = torch::tensor(b).to(device);
+  const std::vector<double> ls = log_sigmas(s);
+  s.log_sigma_mid.resize(n - 1);
+  for (size_t i = 0; i + 1 < n; ++i) s.log_sigma_mid[i] = 0.5 * (ls[i] + ls[i + 1]);
+  s.log_sigma_mid_f = torch::tensor(std::vector<float>(s.log_sigma_mid.begin(), s.log_sigma_mid.end()));
   return s;
 }
 
@@ -106,21 +110,8 @@ std::vector<double> log_sigmas(const Schedule& s) {
   return out;
 }
 
-namespace {
-
-/// The boundaries between neighbouring steps' ln sigma (midpoints): a level below the first
-/// belongs to step 0, above the last to step T-1.
-std::vector<double> log_sigma_midpoints(const Schedule& s) {
-  const std::vector<double> ls = log_sigmas(s);
-  std::vector<double> mid(ls.size() - 1);
-  for (size_t i = 0; i + 1 < ls.size(); ++i) mid[i] = 0.5 * (ls[i] + ls[i + 1]);
-  return mid;
-}
-
-}  // namespace
-
 int64_t nearest_step(const Schedule& s, double sigma) {
-  const std::vector<double> mid = log_sigma_midpoints(s);
+  const std::vector<double>& mid = s.log_sigma_mid;
   return std::lower_bound(mid.begin(), mid.end(), std::log(sigma)) - mid.begin();
 }
 
@@ -130,11 +121,9 @@ torch::Tensor draw_timesteps(const TrainOptions& o, const Schedule& s, int64_t n
   if (o.noise_levels == NoiseLevels::kUniform) {
     t = torch::randint(0, s.steps, {n}, gen, long_cpu);
   } else {
-    const std::vector<double> boundaries = log_sigma_midpoints(s);
-    const std::vector<float> mid(boundaries.begin(), boundaries.end());
     const auto draws =
         torch::randn({n}, gen, torch::TensorOptions().dtype(torch::kFloat32)) * o.noise_log_std + o.noise_log_mean;
-    t = torch::searchsorted(torch::tensor(mid), draws).to(torch::kInt64);
+    t = torch::searchsorted(s.log_sigma_mid_f, draws).to(torch::kInt64);
   }
   // Drawn after the levels, so that without mean_fraction the generator's sequence is what it was.
   if (o.mean_fraction > 0) {

@@ -20,6 +20,11 @@ struct Schedule {
   /// DDPM posterior q(x_{t-1} | x_t, x_0) = N(c0[t] x_0 + ct[t] x_t, var[t]).
   std::vector<double> post_c0, post_ct, post_var;
   torch::Tensor sqrt_ab, sqrt_1mab;  ///< float32 [T] on the training device, for batched noising
+  /// The boundaries between neighbouring steps' ln sigma_t (midpoints, [T-1]): a level below the
+  /// first belongs to step 0, above the last to step T-1 (nearest_step, draw_timesteps); and the
+  /// same as a float32 CPU tensor, for the log-normal draws of every training step.
+  std::vector<double> log_sigma_mid;
+  torch::Tensor log_sigma_mid_f;
 };
 
 /// beta_t linear from 1e-4 to 0.02, both scaled by 1000/T so that short schedules still end

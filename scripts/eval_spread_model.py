@@ -2,23 +2,32 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Does a spread conditioned on the context transfer to a fold it was not fitted on?
 
-Takes the finecast-eval --json reports of the K folds of a cross-validation on a lat-lon grid
+Takes the finecast-eval --json reports of the K folds of a spatial cross-validation
 (scripts/evaluate.sh ... --fold I/K --inflation 1: members sampled on each fold's held-out blocks
-by a model that never trained on them). For every held-out block it reads the members' variance
-s2 and the ensemble mean's squared error e2 (cell means over the block, weighted by the report's
-cos(lat) weights), and context features that need no truth:
-  r2    the mean square of what the covariates add to the interpolant in that block
-        (the report's noise base row minus bspline_cons, from baselines.nc beside the report)
-  cvar  the variance of the coarse block means over the block's 3 x 3 coarse neighbourhood
+by a model that never trained on them), on a lat-lon grid (k x k blocks) or an ICON grid (the
+coarse cells' patches, read from the report's baselines.nc: coarse_cell, cell_area, scored). A fold
+may pool several runs (seeds): give them as one argument joined by commas. For every held-out block
+it reads the members' variance s2 and the ensemble mean's squared error e2 (cell means over the
+block, weighted as the report's scores), and context features that need no truth:
+  r2    the mean square of what the covariates add to the interpolant in that block (the report's
+        noise base row minus its interpolant: bspline_cons on lat-lon grids, the regression's own
+        interpolant on ICON, from baselines.nc beside the report)
+  cvar  lat-lon grids only: the variance of the coarse block means over the block's 3 x 3 coarse
+        neighbourhood
 Then, leaving each fold out in turn, it fits on the other folds' held-out blocks
     log e2 = a + b log s2 [+ c log r2] [+ d log cvar]
 (weighted least squares, rescaled so that the fitted folds' spread/RMSE is 1) and inflates the
 left-out fold's members block by block, F_b = sqrt(predicted e2 / s2): the ensemble mean, hence
-the RMSE, stays. Printed per model: each fold's spread/RMSE and CRPS, against the raw members
-(F = 1) and one scalar inflation fitted on the other folds (what eval_folds.py --leave-one-out
-gives). docs/evaluation.md, "Spread that transfers", reports EUR-11's 4 folds.
+the RMSE, stays. Printed per model: each fold's spread/RMSE and CRPS (the mean over its runs),
+against the raw members (F = 1) and one scalar inflation fitted on the other folds (what
+eval_folds.py --leave-one-out gives); the mean CRPS over each report's stronger noise reference
+when the reports have noise rows. --apply REPORT,... fits every model on all the folds and scores
+it on those reports (a test split the folds never saw). docs/evaluation.md, "Spread that
+transfers", reports EUR-11's 4 folds and ICON's quadrants.
 
     /usr/bin/python3 scripts/eval_spread_model.py out/eval/cv4_slopes_fold?of4/eval.json
+    /usr/bin/python3 scripts/eval_spread_model.py $(for I in 1 2 3; do echo out/eval/rv_f${I}_s4{2,3,4}/eval.json | tr ' ' ,; done) \
+        --apply out/eval/rt_f1_s4{2,3,4}/eval.json
 """
 import argparse
 import json
@@ -66,8 +75,7 @@ def held_out_blocks(box, lat, lon, b):
     return blocks(inside, b).all(-1)
 
 
-def fold_blocks(report):
-    """The held-out blocks of one report: their weights, s2, e2, r2, cvar, and the members' deviations."""
+def read_report(report):
     try:
         with open(report) as f:
             doc = json.load(f)
@@ -75,20 +83,44 @@ def fold_blocks(report):
         rows = {r["name"]: r for r in doc["predictions"]}
     except (OSError, ValueError, KeyError) as e:
         fail(f"{report}: not a finecast-eval --json report ({e})")
-    for key in ("truth", "pred", "var", "truth_var", "block", "hold_out", "noise_base"):
+    need = ("truth", "pred", "var", "truth_var", "hold_out", "noise_base") + (() if meta.get("grid") == "icon" else ("block",))
+    for key in need:
         if key not in meta:
             fail(f"{report}: meta has no '{key}' (a report of a --hold-out run with covariates is needed)")
     if meta.get("truth_y0", "0") != "0" or meta.get("pred_y0", "0") != "0" or meta.get("truth_steps", "0") != "0":
         fail(f"{report}: only whole-field, one-step reports are supported")
     if int(rows["model"]["members"]) < 2:
         fail(f"{report}: the model has fewer than 2 members")
+    noise = [r["crps"] for name, r in rows.items() if name.startswith("noise_") and "crps" in r]
+    return meta, (min(noise) if noise else None)
+
+
+def run_blocks(report, mb, tb, cw, base, interp, cvar):
+    """One run's held-out blocks (arrays blocks x cells, members first): weights, s2, e2, r2, cvar, deviations."""
+    w = cw.sum(-1)
+    mean = mb.mean(0)
+    return {
+        "name": report,
+        "cw": cw,
+        "w": w,
+        "s2": (cw * mb.var(0, ddof=1)).sum(-1) / w,
+        "e2": (cw * (mean - tb) ** 2).sum(-1) / w,
+        "r2": (cw * (base - interp) ** 2).sum(-1) / w,
+        "cvar": cvar,
+        "mean": mean,
+        "dev": mb - mean,
+        "truth": tb,
+    }
+
+
+def latlon_blocks(report, meta):
     b = int(meta["block"])
     members, (lat, lon) = read(meta["pred"], meta["var"])
     truth, _ = read(meta["truth"], meta["truth_var"])
     coarse, _ = read(meta["pred"], meta["var"] + "_coarse")
     members, truth, coarse = members.reshape(-1, *members.shape[-2:]), truth.reshape(truth.shape[-2:]), coarse.reshape(coarse.shape[-2:])
     if lat is None or lon is None:
-        fail(f"{meta['pred']}: '{meta['var']}' has no 1-D coordinate variables (lat-lon grids only)")
+        fail(f"{meta['pred']}: '{meta['var']}' has no 1-D coordinate variables")
     here = os.path.dirname(os.path.abspath(report))
     base, _ = read(os.path.join(here, "baselines.nc"), meta["noise_base"])
     interp, _ = read(os.path.join(here, "baselines.nc"), "bspline_cons")
@@ -101,26 +133,51 @@ def fold_blocks(report):
     cm = blocks(coarse, b).mean(-1)
     pad = np.pad(cm, 1, mode="edge")
     cvar = np.stack([pad[i : i + cm.shape[0], j : j + cm.shape[1]] for i in range(3) for j in range(3)]).var(0)
-    mean = mb.mean(0)
-    return {
-        "w": blocks(cos, b).mean(-1)[sel],
-        "s2": mb.var(0, ddof=1).mean(-1)[sel],
-        "e2": ((mean - tb) ** 2).mean(-1)[sel],
-        "r2": ((blocks(base, b) - blocks(interp, b)) ** 2).mean(-1)[sel],
-        "cvar": cvar[sel],
-        "mean": mean[sel],
-        "dev": (mb - mean)[:, sel],
-        "truth": tb[sel],
-    }
+    cb = blocks(cos, b)[sel]
+    cw = np.repeat(cb.mean(-1, keepdims=True), cb.shape[-1], -1)  # each cell weighs its block's mean cos(lat)
+    return run_blocks(report, mb[:, sel], tb[sel], cw, blocks(base, b)[sel], blocks(interp, b)[sel], cvar[sel])
+
+
+def icon_blocks(report, meta):
+    """ICON: the scored patches (baselines.nc's coarse_cell and scored) whose members and truth are finite."""
+    bl = os.path.join(os.path.dirname(os.path.abspath(report)), "baselines.nc")
+    interp_name = meta.get("regression_interpolant", "idw") + "_cons"
+    fields = {name: read(bl, name)[0].ravel()
+              for name in ("coarse_cell", "cell_area", "scored", meta["noise_base"], interp_name)}
+    members, _ = read(meta["pred"], meta["var"])
+    truth, _ = read(meta["truth"], meta["truth_var"])
+    members, truth = members.reshape(-1, members.shape[-1]), truth.reshape(-1)
+    patch = fields["coarse_cell"].astype(np.int64)
+    counts = np.bincount(patch)
+    if counts.min() != counts.max():
+        fail(f"{bl}: patches of {counts.min()} to {counts.max()} cells (one size expected)")
+    order = np.argsort(patch, kind="stable")
+
+    def by_patch(a):  # (..., cells) -> (..., patches, cells of the patch)
+        return a[..., order].reshape(*a.shape[:-1], len(counts), counts[0])
+
+    mb, tb = by_patch(members), by_patch(truth)
+    sel = (by_patch(fields["scored"]) == 1).all(-1) & np.isfinite(mb).all((0, -1)) & np.isfinite(tb).all(-1)
+    if not sel.any():
+        fail(f"{report}: no scored patch has finite members and truth")
+    return run_blocks(report, mb[:, sel], tb[sel], by_patch(fields["cell_area"])[sel],
+                      by_patch(fields[meta["noise_base"]])[sel], by_patch(fields[interp_name])[sel], None)
+
+
+def fold_blocks(report):
+    """One report's (run's) held-out blocks and the CRPS of its stronger noise reference (None without one)."""
+    meta, noise = read_report(report)
+    run = icon_blocks(report, meta) if meta.get("grid") == "icon" else latlon_blocks(report, meta)
+    run["noise_crps"] = noise
+    return run
 
 
 def crps(fold, F):
-    """Mean CRPS (weighted by block) of the fold's members inflated by F per block."""
+    """Mean CRPS of the fold's members inflated by F per block, weighted as the report's scores."""
     x = fold["mean"][None] + F[None, :, None] * fold["dev"]  # members, blocks, cells
     t1 = np.abs(x - fold["truth"][None]).mean(0)
     t2 = np.abs(x[:, None] - x[None, :]).mean((0, 1))
-    per_block = (t1 - 0.5 * t2).mean(-1)
-    return float((fold["w"] * per_block).sum() / fold["w"].sum())
+    return float((fold["cw"] * (t1 - 0.5 * t2)).sum() / fold["cw"].sum())
 
 
 def ratio(fold, F):
@@ -145,32 +202,72 @@ def fit_predict(train, test, feats):
     return np.sqrt(scale * np.exp(design(test, feats) @ coef) / (test["s2"] + TINY))
 
 
+def runs_of(arg):
+    return [fold_blocks(r) for r in arg.split(",") if r]
+
+
+def label(runs):
+    lab = os.path.basename(os.path.dirname(os.path.abspath(runs[0]["name"])))
+    return lab + (f" +{len(runs) - 1} runs" if len(runs) > 1 else "")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    p.add_argument("reports", nargs="+", help="finecast-eval --json reports, one per fold")
+    p.add_argument("reports", nargs="+", help="finecast-eval --json reports, one argument per fold "
+                   "(several runs of one fold, e.g. seeds, joined by commas)")
+    p.add_argument("--apply", nargs="+", default=[], metavar="REPORT",
+                   help="reports of a test split: every model fitted on all the folds, scored on each of them")
     p.add_argument("--bar", default="0.85,1.15", help="the spread/RMSE range counted as met (default 0.85,1.15)")
     a = p.parse_args()
     if len(a.reports) < 2:
         fail("at least two folds are needed to leave one out")
     lo, hi = (float(x) for x in a.bar.split(","))
-    folds = [fold_blocks(r) for r in a.reports]
-    labels = [os.path.basename(os.path.dirname(os.path.abspath(r))) for r in a.reports]
-    print(f"{sum(len(f['w']) for f in folds)} held-out blocks in {len(folds)} folds: "
-          + ", ".join(f"{lab} {len(f['w'])}" for lab, f in zip(labels, folds)))
+    folds = [runs_of(arg) for arg in a.reports]
+    tests = [run for arg in a.apply for run in runs_of(arg)]
+    every = [run for fold in folds for run in fold] + tests
+    models = [("raw (F = 1)", None)] + [(n, f) for n, f in MODELS.items()
+                                         if "cvar" not in f or all(run["cvar"] is not None for run in every)]
+    noise = all(run["noise_crps"] for run in every)
+    tail = f"{'mean CRPS':>11s}" + (f"{'/ noise':>9s}" if noise else "")
+    n_runs = sum(len(fold) for fold in folds)
+    print(f"{sum(len(run['w']) for fold in folds for run in fold)} held-out blocks in {len(folds)} folds: "
+          + ", ".join(f"{label(fold)} {sum(len(run['w']) for run in fold)}" for fold in folds))
     print(f"{'spread model':14s}" + "".join(f"{'fold ' + str(i + 1):>16s}" for i in range(len(folds)))
-          + f"{'mean CRPS':>11s}  folds in {lo}..{hi}")
-    candidates = [("raw (F = 1)", None)] + list(MODELS.items())
-    for name, feats in candidates:
-        cells, met, cr = [], 0, []
-        for k, test in enumerate(folds):
-            F = np.ones(len(test["w"])) if feats is None else fit_predict(folds[:k] + folds[k + 1 :], test, feats)
-            r, c = ratio(test, F), crps(test, F)
+          + tail + f"  {'runs' if n_runs > len(folds) else 'folds'} in {lo}..{hi}")
+    for name, feats in models:
+        cells, met, cr, rel = [], 0, [], []
+        for k, fold in enumerate(folds):
+            train = [run for j, f in enumerate(folds) if j != k for run in f]
+            rs, cs = [], []
+            for run in fold:
+                F = np.ones(len(run["w"])) if feats is None else fit_predict(train, run, feats)
+                rs.append(ratio(run, F))
+                cs.append(crps(run, F))
+                met += lo <= rs[-1] <= hi
+                if noise:
+                    rel.append(cs[-1] / run["noise_crps"])
+            cr.append(np.mean(cs))
+            cells.append(f"{np.mean(rs):6.3f} / {np.mean(cs):.4f}")
+        print(f"{name:14s}" + "".join(f"{c:>16s}" for c in cells) + f"{np.mean(cr):11.4f}"
+              + (f"{np.mean(rel):9.4f}" if noise else "") + f"  {met} of {n_runs}")
+    print("(each cell: spread/RMSE / CRPS of that fold, the mean over its runs, the spread model fitted on "
+          "the other folds" + ("; / noise: the mean over the runs of CRPS / the stronger noise reference's" if noise else "") + ")")
+    if not tests:
+        return
+    print(f"\nfitted on all {len(folds)} folds, applied to --apply (each cell: spread/RMSE / CRPS"
+          + (" / CRPS over the stronger noise reference" if noise else "") + "):")
+    for run in tests:
+        print(f"  {label([run])}")
+    train = [run for fold in folds for run in fold]
+    for name, feats in models:
+        cells, met = [], 0
+        for run in tests:
+            F = np.ones(len(run["w"])) if feats is None else fit_predict(train, run, feats)
+            r, c = ratio(run, F), crps(run, F)
             met += lo <= r <= hi
-            cr.append(c)
-            cells.append(f"{r:6.3f} / {c:.4f}")
-        print(f"{name:14s}" + "".join(f"{c:>16s}" for c in cells) + f"{np.mean(cr):11.4f}  {met} of {len(folds)}")
-    print("(each cell: spread/RMSE / CRPS of that fold, the spread model fitted on the other folds)")
+            cells.append(f"{r:.3f} / {c:.4f}" + (f" / {c / run['noise_crps']:.3f}" if noise else ""))
+        print(f"{name:14s} " + ", ".join(cells) + f"  {met} of {len(tests)} in {lo}..{hi}")
 
 
 if __name__ == "__main__":

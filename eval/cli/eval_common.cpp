@@ -287,7 +287,10 @@ void write_baselines(const EvalOptions& o, const std::vector<std::pair<std::stri
   text("pred", o.pred);
   text("var", o.var);
   text("step", step);
-  text("content", "finecast-eval's baselines at the last scored step, computed from the truth's coarse field");
+  text("content",
+       "finecast-eval's baselines at the last scored step, computed from the truth's coarse field (ICON grids "
+       "also coarse_cell, each cell's patch index, cell_area, its weight in the scores, and scored, 1 where its "
+       "patch was scored)");
   std::vector<int> vars;
   for (const auto& f : fields) {
     int v = -1;
@@ -468,7 +471,9 @@ int run(const EvalOptions& o, EvalGrid& grid) {
   grid.report_masked();
   grid.print_notes();
   write_reports(rep, o);
-  write_baselines(o, ev.last_baselines(), grid.field_dims(), grid.field_shape(),
+  auto baseline_fields = ev.last_baselines();
+  for (auto& f : grid.layout_fields()) baseline_fields.push_back(std::move(f));
+  write_baselines(o, baseline_fields, grid.field_dims(), grid.field_shape(),
                   tsteps.empty() ? "" : std::to_string(tsteps.back()));
   return 0;
 }

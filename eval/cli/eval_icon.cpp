@@ -493,6 +493,20 @@ class IconEvalGrid : public EvalGrid {
   }
   std::vector<std::string> field_dims() const override { return {"ncells"}; }
   std::vector<std::size_t> field_shape() const override { return {static_cast<std::size_t>(grid_.n_cells)}; }
+  /// coarse_cell: the index of each cell's R2B<L> patch (the evaluator's patch order); cell_area:
+  /// the weight of each cell in every score; scored: 1 where the cell's patch was scored, else 0.
+  std::vector<std::pair<std::string, std::vector<double>>> layout_fields() const override {
+    const fe::CellLayout& layout = ev_->layout();
+    std::vector<double> patch(static_cast<std::size_t>(layout.size())), area(patch.size()), scored(patch.size());
+    for (int64_t c = 0; c < layout.size(); ++c) {
+      const auto i = static_cast<std::size_t>(c);
+      const int64_t p = layout.patch_of(c);
+      patch[i] = static_cast<double>(p);
+      area[i] = layout.w(c);
+      scored[i] = scored_.mask.empty() || scored_.mask[static_cast<std::size_t>(p)] ? 1.0 : 0.0;
+    }
+    return {{"coarse_cell", std::move(patch)}, {"cell_area", std::move(area)}, {"scored", std::move(scored)}};
+  }
 
  private:
   bool uniform() const { return geometry_ == coupling::IconGeometry::kUniform; }

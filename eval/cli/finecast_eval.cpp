@@ -582,8 +582,10 @@ int main(int argc, char** argv) {
       "score only the held-out blocks (coarse cells): a region lat0,lat1,lon0,lon1 (whole blocks "
       "inside), several joined by ';' (whole blocks inside one), or FILE:VAR, a mask on the prediction's "
       "grid (non-zero = held out); regression_cons is then fitted on the rest unless --fit-on says otherwise");
-  app.add_option("--baselines-out", o.baselines_out,
-                 "write every baseline's field at the last scored step to this NetCDF file (for figures)");
+  app.add_option(
+      "--baselines-out", o.baselines_out,
+      "write every baseline's field at the last scored step to this NetCDF file (for figures; ICON "
+      "grids also each cell's patch, coarse_cell, its weight, cell_area, and scored: 1 in the scored patches)");
   app.add_option("--local-slopes", o.local_slopes,
                  "RINGS: with --static, adds the baseline regression_local: regression_cons plus, per covariate, "
                  "its deviation times the local slope of the coarse truth on the covariates' block means over the "

@@ -4,7 +4,10 @@
 # block's squared error is 0.36 x the square of what the covariates add there, whatever the
 # members' spread, so the spread model on s2 and r2 fitted on two folds calibrates the third
 # exactly (spread/RMSE 1.000 on every fold), while one scalar inflation cannot (the folds' error
-# scales differ). A report without a hold-out is refused, naming the file.
+# scales differ). The same on ICON-like reports: patches given by baselines.nc's coarse_cell (the
+# cells shuffled, so that only that grouping finds them), cell_area and scored; two runs pooled
+# as one fold; and --apply, the model fitted on every fold, on a fourth report. A report without
+# a hold-out is refused, naming the file.
 set -euo pipefail
 
 SRC="${FINECAST_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
@@ -52,6 +55,42 @@ for k in range(3):  # fold k holds out longitudes 16k .. 16k + 15 (2 block colum
         json.dump({"meta": meta, "predictions": [dict(name="model", members=M)]}, open(f"{w}/nohold/eval.json", "w"))
 PY
 
+"$PY" - "$work" <<'PY'
+import json, os, sys
+import netCDF4, numpy as np
+w = sys.argv[1]
+rng = np.random.default_rng(11)
+P, n, M = 12, 4, 8                      # patches of n cells, members
+for k, name in enumerate(["icon1", "icon2a", "icon2b", "icon3", "icon4"]):
+    d = f"{w}/{name}"; os.makedirs(d)
+    scale = {"icon1": 1, "icon2a": 2, "icon2b": 2, "icon3": 3, "icon4": 5}[name]
+    perm = rng.permutation(P * n)       # cell i of the file is cell perm[i] of the patch-major order
+    patch = (np.arange(P * n) // n)[perm]
+    r = (rng.uniform(0.2, 1.0, P) * scale)[patch]
+    sigma = rng.uniform(0.1, 0.6, P)[patch]
+    mean = rng.normal(280, 5, P * n)
+    z = rng.normal(size=(M, P * n)); z -= z.mean(0); z /= z.std(0, ddof=1)
+    members = mean + sigma * z
+    truth = mean + 0.6 * r * np.where(rng.random(P * n) < 0.5, -1.0, 1.0)
+    held = patch >= P // 2              # the scored half
+    members[:, ~held] = np.nan
+    with netCDF4.Dataset(f"{d}/downscaled.nc", "w") as ds:
+        ds.createDimension("realization", M); ds.createDimension("ncells", P * n)
+        ds.createVariable("ts", "f8", ("realization", "ncells"))[:] = members
+    with netCDF4.Dataset(f"{d}/truth.nc", "w") as ds:
+        ds.createDimension("ncells", P * n)
+        ds.createVariable("ts", "f8", ("ncells",))[:] = truth
+    with netCDF4.Dataset(f"{d}/baselines.nc", "w") as ds:
+        ds.createDimension("ncells", P * n)
+        for var, a in dict(coarse_cell=patch, cell_area=rng.uniform(1, 2, P * n), scored=held * 1.0,
+                           idw_cons=mean, regression_cons=mean + r).items():
+            ds.createVariable(var, "f8", ("ncells",))[:] = a
+    meta = dict(grid="icon", truth=f"{d}/truth.nc", pred=f"{d}/downscaled.nc", var="ts", truth_var="ts",
+                hold_out="0,90,0,180", noise_base="regression_cons", regression_interpolant="idw")
+    rows = [dict(name="model", members=M), dict(name="noise_white", crps=2.0 * scale), dict(name="noise_spectral", crps=1.0 * scale)]
+    json.dump({"meta": meta, "predictions": rows}, open(f"{d}/eval.json", "w"))
+PY
+
 failures=0
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 out="$("$PY" "$SRC/scripts/eval_spread_model.py" "$work"/fold{1,2,3}/eval.json)"
@@ -61,6 +100,16 @@ grep -F "12 held-out blocks in 3 folds: fold1 4, fold2 4, fold3 4" >/dev/null <<
 [[ "$(row 's2\+r2' | grep -o ' 1\.000 /' | wc -l)" = 3 ]] || fail "s2+r2 does not calibrate every fold: $(row 's2\+r2')"
 grep -E "3 of 3$" >/dev/null <<<"$(row 's2\+r2')" || fail "s2+r2 not counted as met on 3 folds"
 grep -E "3 of 3$" >/dev/null <<<"$(row 'scalar')" && fail "one scalar met every fold, though the folds' error scales differ"
+out="$("$PY" "$SRC/scripts/eval_spread_model.py" "$work/icon1/eval.json" "$work/icon2a/eval.json,$work/icon2b/eval.json" \
+  "$work/icon3/eval.json" --apply "$work/icon4/eval.json")"
+echo "$out"
+grep -F "24 held-out blocks in 3 folds: icon1 6, icon2a +1 runs 12, icon3 6" >/dev/null <<<"$out" || fail "ICON patches miscounted"
+loo="$(grep -E '^s2\+r2 ' <<<"$out" | head -1)"
+[[ "$(grep -o ' 1\.000 /' <<<"$loo" | wc -l)" = 3 ]] || fail "ICON s2+r2 does not calibrate every fold: $loo"
+grep -E "4 of 4$" >/dev/null <<<"$loo" || fail "ICON s2+r2 not counted as met on the 4 runs: $loo"
+applied="$(grep -E '^s2\+r2 ' <<<"$out" | tail -1)"
+grep -E "^s2\+r2 +1\.000 / [0-9.]+ / [0-9.]+  1 of 1 in" >/dev/null <<<"$applied" || fail "--apply: s2+r2 does not calibrate the fourth report: $applied"
+grep -q "cvar" <<<"$out" && fail "a cvar model was fitted on ICON patches, which have no cvar"
 msg="$("$PY" "$SRC/scripts/eval_spread_model.py" "$work/fold2/eval.json" "$work/nohold/eval.json" 2>&1)" && fail "a report without a hold-out was accepted"
 grep -F "nohold/eval.json: meta has no 'hold_out'" >/dev/null <<<"$msg" || fail "the refusal does not name the file and key: $msg"
 exit $((failures > 0))

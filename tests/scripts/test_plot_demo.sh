@@ -158,6 +158,29 @@ with netCDF4.Dataset("baselines.nc") as b:
         rmse = np.sqrt(np.sum(w * (x - y) ** 2) / np.sum(w))
         if not abs(rmse - r["rmse"]) <= 1e-3 * r["rmse"]:
             bad.append(f"{r['name']}: RMSE of the written field {rmse:.6g}, report {r['rmse']:.6g}")
+# ICON: each cell's patch and weight, as the scores grouped and weighted them: every patch holds
+# as many cells, the nearest baseline (its patch's coarse value) is constant in each patch and
+# differs between patches, and cell_area is proportional to the cell areas above.
+with netCDF4.Dataset("baselines.nc") as b:
+    patch = np.asarray(b["coarse_cell"][:], dtype=np.float64)
+    area = np.asarray(b["cell_area"][:], dtype=np.float64)
+    near = np.asarray(b["nearest"][:], dtype=np.float64)
+    scored = np.asarray(b["scored"][:], dtype=np.float64)
+if not np.all(scored == 1):  # no --region: every patch is scored
+    bad.append(f"scored is 0 in {np.sum(scored != 1)} cells without --region")
+if not np.array_equal(patch, np.round(patch)) or patch.min() != 0:
+    bad.append("coarse_cell holds no 0-based patch indices")
+else:
+    patch = patch.astype(int)
+    counts = np.bincount(patch)
+    if counts.min() != counts.max():
+        bad.append(f"coarse_cell: patches of {counts.min()} to {counts.max()} cells")
+    spread = max(np.ptp(near[patch == k]) for k in range(len(counts)))
+    if spread != 0 or len(np.unique(near)) != len(counts):
+        bad.append(f"coarse_cell does not group the cells by patch (nearest varies by {spread} inside one)")
+ratio = area / w
+if not np.ptp(ratio) <= 1e-6 * ratio.mean():
+    bad.append(f"cell_area is not proportional to the cell areas ({ratio.min()} to {ratio.max()} x)")
 print("baselines.nc: " + ", ".join(names))
 if bad:
     sys.exit("\n".join(bad))

@@ -70,7 +70,11 @@ Options:
                      plugin config's sample.inflation, which finecast-downscale reads from the
                      checkpoint (the committed configs carry the factor fitted on the val split:
                      1 / its mean spread/RMSE over 3 seeds), on the val split 1
-  --threads N        torch threads of finecast-downscale (default: the number of cores)
+  --threads N        torch threads of finecast-downscale (default: the number of cores) and, when
+                     given, of the replay's training too (--set train.threads=N; a later --set
+                     train.threads wins): runs side by side on one node each need their own cores,
+                     OpenMP threads that spin at barriers on a shared core make training up to
+                     ~50x slower (docs/performance.md)
   --set KEY=VALUE    plugin config override for the replay (repeatable), e.g. train.epochs=5
   --seeds S1,S2,...  train one model per seed (the plugin's seed, over --set seed=) into
                      checkpoints_s<S>/ and pool their members: finecast-downscale draws
@@ -94,7 +98,7 @@ die() { echo "evaluate.sh: error: $*" >&2; exit 2; }
 case "$1" in -h|--help) usage; exit 0 ;; esac
 CASE=$1; shift
 SPLIT=test BUILD=build RANKS=1 MEMBERS="" SAMPLER="" STEPS=10 ETA=0 INFLATION="" THREADS=$(nproc) SKIP_TRAIN=0 ONLY_EVAL=0 OUT=""
-SETS=() GEOMETRY="" SEEDS="" DIRECTION=forward FOLD=""
+SETS=() TRAIN_THREADS=() GEOMETRY="" SEEDS="" DIRECTION=forward FOLD=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --split) SPLIT=${2:?--split needs a value}; shift 2 ;;
@@ -105,7 +109,7 @@ while [[ $# -gt 0 ]]; do
     --steps) STEPS=${2:?--steps needs a value}; shift 2 ;;
     --eta) ETA=${2:?--eta needs a value}; shift 2 ;;
     --inflation) INFLATION=${2:?--inflation needs a value}; shift 2 ;;
-    --threads) THREADS=${2:?--threads needs a value}; shift 2 ;;
+    --threads) THREADS=${2:?--threads needs a value}; TRAIN_THREADS=(--set "train.threads=$2"); shift 2 ;;
     --set) SETS+=(--set "${2:?--set needs KEY=VALUE}"); shift 2 ;;
     --seeds) SEEDS=${2:?--seeds needs a value}; shift 2 ;;
     --geometry) GEOMETRY=${2:?--geometry needs a value}; shift 2 ;;
@@ -279,7 +283,8 @@ if [[ -n $INFLATION ]]; then INFLATION_ARGS=(--inflation "$INFLATION"); fi
 train() {  # train CHECKPOINT_DIR LOG [--set ...]
   local dir=$1 replay_log=$2; shift 2
   rm -rf "$dir"
-  REPLAY=("$BUILD/bin/finecast-replay" --config "$OUT/run.yaml" --progress lines "${SPLIT_SETS[@]}" "${SETS[@]}" "$@"
+  REPLAY=("$BUILD/bin/finecast-replay" --config "$OUT/run.yaml" --progress lines "${SPLIT_SETS[@]}" "${TRAIN_THREADS[@]}"
+          "${SETS[@]}" "$@"
           "${GEO_ARGS[@]}")
   if [[ -n $TRAIN_HOLD ]]; then REPLAY+=(--hold-out "$TRAIN_HOLD"); fi
   if [[ $RANKS -gt 1 ]]; then

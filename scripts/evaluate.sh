@@ -60,6 +60,9 @@ Options:
                      quadrant is trained on or fitted (the test quadrant's fine truth never enters).
                      scripts/eval_folds.py sums the folds up (docs/evaluation.md, "Model choice by
                      spatial cross-validation")
+  --hold-out BOX     icon: hold out and score the R2B0 cells wholly inside BOX instead of the test
+                     split's quadrant (lat0,lat1,lon0,lon1 in degrees; several boxes joined by ';'
+                     and quoted): a region of your own, trained around and scored as the test split
   --build DIR        build folder holding bin/ and lib/ (default: build)
   --ranks N          MPI ranks of the replay (default: 1; N > 1 runs mpiexec --oversubscribe)
   --members N        ensemble members (default: etopo5 4, tas 8)
@@ -98,7 +101,7 @@ die() { echo "evaluate.sh: error: $*" >&2; exit 2; }
 case "$1" in -h|--help) usage; exit 0 ;; esac
 CASE=$1; shift
 SPLIT=test BUILD=build RANKS=1 MEMBERS="" SAMPLER="" STEPS=10 ETA=0 INFLATION="" THREADS=$(nproc) SKIP_TRAIN=0 ONLY_EVAL=0 OUT=""
-SETS=() TRAIN_THREADS=() GEOMETRY="" SEEDS="" DIRECTION=forward FOLD=""
+SETS=() TRAIN_THREADS=() GEOMETRY="" SEEDS="" DIRECTION=forward FOLD="" HOLD_BOX=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --split) SPLIT=${2:?--split needs a value}; shift 2 ;;
@@ -115,6 +118,7 @@ while [[ $# -gt 0 ]]; do
     --geometry) GEOMETRY=${2:?--geometry needs a value}; shift 2 ;;
     --direction) DIRECTION=${2:?--direction needs a value}; shift 2 ;;
     --fold) FOLD=${2:?--fold needs a value}; shift 2 ;;
+    --hold-out) HOLD_BOX=${2:?--hold-out needs a value}; shift 2 ;;
     --skip-train) SKIP_TRAIN=1; shift ;;
     --only-eval) SKIP_TRAIN=1; ONLY_EVAL=1; shift ;;
     --out) OUT=${2:?--out needs a value}; shift 2 ;;
@@ -130,6 +134,12 @@ if [[ -n $FOLD ]]; then
   FOLD_I=${BASH_REMATCH[1]} FOLD_K=${BASH_REMATCH[2]}
   (( FOLD_K >= 2 && FOLD_I >= 1 && FOLD_I <= FOLD_K )) || die "--fold $FOLD: need 1 <= I <= K and K >= 2"
   [[ $CASE == eur11 || $CASE == icon ]] || die "--fold is for the eur11 and icon cases"
+fi
+if [[ -n $HOLD_BOX ]]; then
+  [[ $CASE == icon ]] || die "--hold-out is for the icon case"
+  [[ $SPLIT == test && -z $FOLD ]] || die "--hold-out replaces the test split's quadrant: no --split val, no --fold"
+  box='-?[0-9.]+,-?[0-9.]+,-?[0-9.]+,-?[0-9.]+'
+  [[ $HOLD_BOX =~ ^$box(\;$box)*$ ]] || die "--hold-out takes lat0,lat1,lon0,lon1 in degrees (several joined by ';'), got '$HOLD_BOX'"
 fi
 GEO_ARGS=()
 if [[ -n ${GEOMETRY:-} ]]; then
@@ -220,6 +230,7 @@ PYEOF
         SCORE_REGION=${QUADRANTS[FOLD_I]} HOLD="${QUADRANTS[FOLD_I]};${QUADRANTS[0]}"
       fi
     fi
+    if [[ -n $HOLD_BOX ]]; then HOLD=$HOLD_BOX; fi
     TRAIN_HOLD=$HOLD SPLIT_SETS=() ;;
   *) die "unknown case '$CASE' (etopo5, tas, tas_months, eur11 or icon)" ;;
 esac

@@ -1,0 +1,28 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# scripts/evaluate.sh refuses bad arguments before any data work, naming what was expected:
+# --hold-out (a region of one's own, icon only, in place of the test split's quadrant) with a
+# malformed box, on another case, or with --fold; --help documents it and --threads.
+set -euo pipefail
+
+SRC="${FINECAST_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+EV="$SRC/scripts/evaluate.sh"
+failures=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+refused() {  # refused EXPECTED_TEXT ARGS...: exit status 2 and the text on stderr
+  local want=$1 msg rc=0
+  shift
+  msg="$(bash "$EV" "$@" 2>&1 >/dev/null)" || rc=$?
+  [[ $rc == 2 ]] || fail "evaluate.sh $* exited $rc, expected 2"
+  grep -qF -- "$want" <<<"$msg" || fail "evaluate.sh $*: no '$want' in: $msg"
+}
+refused "--hold-out takes lat0,lat1,lon0,lon1 in degrees" icon --hold-out 0,90,0
+refused "got '0,90,0,x'" icon --hold-out 0,90,0,x
+refused "--hold-out takes lat0,lat1,lon0,lon1" icon --hold-out '0,90,0,90;1,2'
+refused "--hold-out is for the icon case" eur11 --hold-out 0,90,0,90
+refused "no --split val, no --fold" icon --fold 1/4 --hold-out 0,90,0,90
+refused "no --split val, no --fold" icon --split val --hold-out 0,90,0,90
+help="$(bash "$EV" --help)"
+grep -q -- "--hold-out BOX" <<<"$help" || fail "--help does not document --hold-out"
+grep -q "train.threads=N" <<<"$help" || fail "--help does not say that --threads sets the training's threads"
+exit $((failures > 0))

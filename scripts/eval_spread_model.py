@@ -142,6 +142,10 @@ def icon_blocks(report, meta):
     """ICON: the scored patches (baselines.nc's coarse_cell and scored) whose members and truth are finite."""
     bl = os.path.join(os.path.dirname(os.path.abspath(report)), "baselines.nc")
     interp_name = meta.get("regression_interpolant", "idw") + "_cons"
+    with netCDF4.Dataset(bl) as ds:
+        if "coarse_cell" not in ds.variables:
+            fail(f"{bl} has no 'coarse_cell': written by a finecast-eval older than the ICON layout in "
+                 "--baselines-out; score the run again (scripts/evaluate.sh ... --only-eval)")
     fields = {name: read(bl, name)[0].ravel()
               for name in ("coarse_cell", "cell_area", "scored", meta["noise_base"], interp_name)}
     members, _ = read(meta["pred"], meta["var"])

@@ -142,6 +142,8 @@ def icon_blocks(report, meta):
     """ICON: the scored patches (baselines.nc's coarse_cell and scored) whose members and truth are finite."""
     bl = os.path.join(os.path.dirname(os.path.abspath(report)), "baselines.nc")
     interp_name = meta.get("regression_interpolant", "idw") + "_cons"
+    if not os.path.isfile(bl):
+        fail(f"{report}: no {bl} beside it (finecast-eval --baselines-out)")
     with netCDF4.Dataset(bl) as ds:
         if "coarse_cell" not in ds.variables:
             fail(f"{bl} has no 'coarse_cell': written by a finecast-eval older than the ICON layout in "

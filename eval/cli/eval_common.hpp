@@ -182,7 +182,8 @@ class EvalGrid {
   virtual std::vector<std::string> field_dims() const = 0;
   virtual std::vector<std::size_t> field_shape() const = 0;
   /// Fields of the layout that --baselines-out writes beside the baselines, so that a script can
-  /// group and weight cells as the scores did (ICON: each cell's patch and area); none by default.
+  /// group and weight cells as the scores did (ICON: each cell's patch, area and whether it was
+  /// scored); none by default.
   virtual std::vector<std::pair<std::string, std::vector<double>>> layout_fields() const { return {}; }
 };
 

@@ -186,6 +186,24 @@ if bad:
     sys.exit("\n".join(bad))
 PY
 "$PY" baselines.py "$last" "$GRID" || fail "the fields of --baselines-out do not give the reported scores"
+# With --region, scored marks exactly the cells the report scored: whole patches, as many cells
+# as the model row's n_points, some but not all of them.
+"$BIN/bin/finecast-eval" --pred out.nc --var ts --time "$last" --region 0,90,-180,0 --json region.json \
+  --baselines-out region.nc >region.txt 2>&1 || { cat region.txt; fail "finecast-eval --region --baselines-out failed"; }
+"$PY" - <<'PY' || fail "--baselines-out's scored does not mark the patches --region scored"
+import json, sys
+import numpy as np, netCDF4
+model = [r for r in json.load(open("region.json"))["predictions"] if r["name"] == "model"][0]
+with netCDF4.Dataset("region.nc") as b:
+    patch = np.asarray(b["coarse_cell"][:]).astype(int)
+    scored = np.asarray(b["scored"][:])
+per_patch = np.bincount(patch, scored) / np.bincount(patch)
+if not np.all((per_patch == 0) | (per_patch == 1)):
+    sys.exit("scored splits a patch")
+if not 0 < scored.sum() < scored.size or scored.sum() != model["n_points"]:
+    sys.exit(f"scored marks {scored.sum():.0f} of {scored.size} cells, the report scored {model['n_points']}")
+print(f"region.nc: {int(per_patch.sum())} of {len(per_patch)} patches scored")
+PY
 out_b="$(plot --output best.png --baselines baselines.nc --eval eval.json)" || { echo "$out_b"; fail "plot_demo.py --baselines failed"; }
 [[ -s best.png ]] || fail "best.png not written"
 summary="$("$PY" "$SRC/scripts/eval_summary.py" --json eval.json --prefix "[demo] ")" || fail "eval_summary.py failed"

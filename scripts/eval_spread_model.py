@@ -144,12 +144,14 @@ def icon_blocks(report, meta):
     interp_name = meta.get("regression_interpolant", "idw") + "_cons"
     if not os.path.isfile(bl):
         fail(f"{report}: no {bl} beside it (finecast-eval --baselines-out)")
+    names = ("coarse_cell", "cell_area", "scored", meta["noise_base"], interp_name)
     with netCDF4.Dataset(bl) as ds:
-        if "coarse_cell" not in ds.variables:
-            fail(f"{bl} has no 'coarse_cell': written by a finecast-eval older than the ICON layout in "
-                 "--baselines-out; score the run again (scripts/evaluate.sh ... --only-eval)")
-    fields = {name: read(bl, name)[0].ravel()
-              for name in ("coarse_cell", "cell_area", "scored", meta["noise_base"], interp_name)}
+        missing = [name for name in names if name not in ds.variables]
+        if missing:
+            fail(f"{bl} has no {', '.join(missing)}" + ("" if "coarse_cell" not in missing else
+                 ": written by a finecast-eval older than the ICON layout in --baselines-out; score the run "
+                 "again (scripts/evaluate.sh ... --only-eval)"))
+        fields = {name: np.ma.filled(ds[name][:].astype(np.float64), np.nan).ravel() for name in names}
     members, _ = read(meta["pred"], meta["var"])
     truth, _ = read(meta["truth"], meta["truth_var"])
     members, truth = members.reshape(-1, members.shape[-1]), truth.reshape(-1)

@@ -110,6 +110,10 @@ grep -E "4 of 4$" >/dev/null <<<"$loo" || fail "ICON s2+r2 not counted as met on
 applied="$(grep -E '^s2\+r2 ' <<<"$out" | tail -1)"
 grep -E "^s2\+r2 +1\.000 / [0-9.]+ / [0-9.]+  1 of 1 in" >/dev/null <<<"$applied" || fail "--apply: s2+r2 does not calibrate the fourth report: $applied"
 grep -q "cvar" <<<"$out" && fail "a cvar model was fitted on ICON patches, which have no cvar"
+# icon4's stronger noise reference is noise_spectral's CRPS, 5: the third number is the second / 5
+read -r crps rel < <(grep -oE '^s2\+r2 +1\.000 / [0-9.]+ / [0-9.]+' <<<"$applied" | awk '{print $4, $6}')
+"$PY" -c "import sys; c, r = float(sys.argv[1]), float(sys.argv[2]); sys.exit(abs(c / 5 - r) > 6e-4)" "${crps:-0}" "${rel:-1}" \
+  || fail "--apply: CRPS / noise $rel is not the CRPS $crps over the stronger noise reference (5)"
 msg="$("$PY" "$SRC/scripts/eval_spread_model.py" "$work/fold2/eval.json" "$work/nohold/eval.json" 2>&1)" && fail "a report without a hold-out was accepted"
 grep -F "nohold/eval.json: meta has no 'hold_out'" >/dev/null <<<"$msg" || fail "the refusal does not name the file and key: $msg"
 exit $((failures > 0))

@@ -358,6 +358,9 @@ fi
 # EUR-11: also regression_local, regression_cons with the coarse field's local slope on the surface
 # height (the lapse rate; docs/evaluation.md, "Local slopes"), the stronger regression on this case
 if [[ $CASE == eur11 ]]; then EVAL+=(--local-slopes 4 --local-slope-static HSURF); fi
+# ICON: regression_local on both covariates with slopes over 3 edge steps, the ring count the 3 val
+# folds choose for it on every interpolant (docs/evaluation.md, "A local regression on ICON")
+if [[ $CASE == icon ]]; then EVAL+=(--local-slopes 3); fi
 log "eval: ${EVAL[*]}"
 "${EVAL[@]}" 2>&1 | tee "$OUT/eval.txt"
 # the regressions on the grid's other conservative interpolants too (finecast-eval fits them on one,

@@ -361,6 +361,9 @@ if [[ $CASE == eur11 ]]; then EVAL+=(--local-slopes 4 --local-slope-static HSURF
 # ICON: regression_local on both covariates with slopes over 3 edge steps, the ring count the 3 val
 # folds choose for it on every interpolant (docs/evaluation.md, "A local regression on ICON")
 if [[ $CASE == icon ]]; then EVAL+=(--local-slopes 3); fi
+# the time split: the same on the training months' mean, over 4 rings of blocks (its two val folds'
+# choice; docs/evaluation.md, "A time-split case")
+if [[ $CASE == tas_months ]]; then EVAL+=(--local-slopes 4); fi
 log "eval: ${EVAL[*]}"
 "${EVAL[@]}" 2>&1 | tee "$OUT/eval.txt"
 # the regressions on the grid's other conservative interpolants too (finecast-eval fits them on one,

@@ -358,12 +358,13 @@ fi
 # EUR-11: also regression_local, regression_cons with the coarse field's local slope on the surface
 # height (the lapse rate; docs/evaluation.md, "Local slopes"), the stronger regression on this case
 if [[ $CASE == eur11 ]]; then EVAL+=(--local-slopes 4 --local-slope-static HSURF); fi
-# ICON: regression_local on both covariates with slopes over 3 edge steps, the ring count the 3 val
-# folds choose for it on every interpolant (docs/evaluation.md, "A local regression on ICON")
-if [[ $CASE == icon ]]; then EVAL+=(--local-slopes 3); fi
-# the time split: the same on the training months' mean, over 4 rings of blocks (its two val folds'
-# choice; docs/evaluation.md, "A time-split case")
-if [[ $CASE == tas_months ]]; then EVAL+=(--local-slopes 4); fi
+# ICON: regression_local on both covariates, slopes over 3 edge steps with ridge 1, the ring count
+# and ridge its 3 val folds choose (docs/evaluation.md, "A local regression on ICON")
+if [[ $CASE == icon ]]; then EVAL+=(--local-slopes 3 --local-slope-ridge 1); fi
+# the time split: the same on the training months' mean, over 12 rings of blocks (each month's own
+# slope on the climatology over half the globe; its two val folds' choice; docs/evaluation.md,
+# "The strongest regression")
+if [[ $CASE == tas_months ]]; then EVAL+=(--local-slopes 12); fi
 log "eval: ${EVAL[*]}"
 "${EVAL[@]}" 2>&1 | tee "$OUT/eval.txt"
 # the regressions on the grid's other conservative interpolants too (finecast-eval fits them on one,

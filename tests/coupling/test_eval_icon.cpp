@@ -4,7 +4,7 @@
 // exact for fields constant per coarse cell, IDW closer than nearest for fields linear in 3-D
 // position, the conservative IDW keeping every coarse mean), the variance by refinement level,
 // and finecast-eval on plugin-shaped ICON outputs (the default truth <var>_host, the coarse
-// level derived from <var>_coarse, and the errors).
+// level derived from <var>_coarse, and the errors), and regression_local's local slopes on cells.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -556,13 +556,13 @@ TEST_F(EvalIconCli, GeometryOptionAndAWarningForCovariatesThatExplainNothing) {
 }
 
 TEST_F(EvalIconCli, LocalSlopesFollowARelationThatChangesAcrossTheSphere) {
-  // The truth is s(lon) times a covariate's departure from 280 K, at the coarse scale (the R2B0
-  // cells' means) and inside the cells alike, with a slope s that changes sign between the eastern and western
-  // hemispheres (like a lapse rate that turns into an inversion; the covariate is written as a temperature, which the
-  // files' plausibility check expects of ts_host). regression_cons fits one coefficient for the whole field and so
-  // finds about none; regression_local takes each R2B0 cell's slope from the coarse cells within 2 edge steps, and
-  // fitted outside the held-out quadrant it explains most of the residual there (measured: 0.27 against 1.13 K).
-  // Without --local-slopes there is no such row.
+  // The truth is s(lon) times a covariate's departure from 280 K, across the R2B0 cells and inside
+  // them alike, with a slope s that changes sign between the eastern and western hemispheres (like
+  // a lapse rate that turns into an inversion; the covariate is written as a temperature, which the
+  // files' plausibility check expects of ts_host). regression_cons fits one coefficient for the
+  // whole field and so finds about none; regression_local takes each R2B0 cell's slope from the
+  // coarse cells within 2 edge steps, and, fitted outside the held-out quadrant, explains most of
+  // the residual there (measured: 0.27 against 1.13 K). Without --local-slopes there is no such row.
   const fc::IconGrid& g = r2b4().grid;
   std::vector<double> cov(truth_.size()), truth(truth_.size(), 285.0);
   for (std::size_t i = 0; i < cov.size(); ++i) {

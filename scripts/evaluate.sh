@@ -155,6 +155,9 @@ ETOPO=/usr/share/ferret-vis/data/etopo5.cdf
 TAS=/usr/share/ncarg/data/nug/tas_rectilinear_grid_2D.nc
 NUG=/usr/share/ncarg/data/nug
 HOLD="" STATICS=() TRAIN_HOLD="" CLIM_CUT=() SCORE_REGION=""
+# finecast-eval's regression_local (the case's strongest regression; docs/evaluation.md, "The
+# strongest regression"): local slopes with the settings each case's val folds choose
+LOCAL_REF=()
 
 case "$CASE" in
   etopo5)
@@ -182,6 +185,8 @@ case "$CASE" in
       else TRAIN_CUT=(--time 6 12); TEST_CUT=(--time 4 6); fi
     fi
     CLIM_CUT=("${TRAIN_CUT[@]}" --time-mean tas_clim)
+    # each month's own slope on the climatology, over 12 rings of blocks (half the globe)
+    LOCAL_REF=(--local-slopes 12)
     SPLIT_SETS=()
     if [[ $SPLIT == val ]]; then  # six training months: buffer them all, train once when they are in
       SPLIT_SETS=(--set buffer.capacity=6 --set train.every=6 --set train.min_steps=6); fi ;;
@@ -189,6 +194,8 @@ case "$CASE" in
     # One field: a spatial split of the same file. DDPM over all 50 steps keeps the fine scales.
     VAR=tas BLOCK=16 SRC=$NUG/tas_rotated_grid_EUR11.nc DEFAULT_SAMPLER=ddpm DEFAULT_MEMBERS=16
     STATICS=(--static "$NUG/HSURF_regional_model_0.11deg.nc:HSURF" --static "$NUG/FR-LAND_regional_model_0.11deg.nc:FR_LAND")
+    # the coarse field's local slope on the surface height: the lapse rate ("Local slopes")
+    LOCAL_REF=(--local-slopes 4 --local-slope-static HSURF)
     if [[ $SPLIT == test ]]; then DATA_CUT=(--rows 0 400 --cols 0 416); HOLD=-90,90,-5.52,20
     else DATA_CUT=(--rows 0 400 --cols 0 208); HOLD=-90,90,-14.30,20; fi
     if [[ -n $FOLD ]]; then
@@ -215,6 +222,8 @@ PYEOF
     # two training seeds (--seeds 42,43), the default before, score alike at twice the cost.
     VAR=ts BLOCK=0 SRC=$NUG/atm_phy_mag0004_1985.nc DEFAULT_SAMPLER=ddpm DEFAULT_MEMBERS=16
     ICON_GRID=$NUG/triangular_grid_ICON.nc
+    # both covariates' slopes over 3 edge steps, ridge 1 ("A local regression on ICON")
+    LOCAL_REF=(--local-slopes 3 --local-slope-ridge 1)
     # A val run without --fold trains on the test box: it is for tuning only.
     if [[ $SPLIT == test ]]; then HOLD=0,90,-180,0; else HOLD=-90,90,30,150; fi
     if [[ -n $FOLD ]]; then
@@ -355,16 +364,7 @@ fi
 if [[ $CASE == tas_months ]]; then
   EVAL+=("${STATICS[@]}" --fit-on "$OUT/data/train.nc" --regression-out "$OUT/regression.json")
 fi
-# EUR-11: also regression_local, regression_cons with the coarse field's local slope on the surface
-# height (the lapse rate; docs/evaluation.md, "Local slopes"), the stronger regression on this case
-if [[ $CASE == eur11 ]]; then EVAL+=(--local-slopes 4 --local-slope-static HSURF); fi
-# ICON: regression_local on both covariates, slopes over 3 edge steps with ridge 1, the ring count
-# and ridge its 3 val folds choose (docs/evaluation.md, "A local regression on ICON")
-if [[ $CASE == icon ]]; then EVAL+=(--local-slopes 3 --local-slope-ridge 1); fi
-# the time split: the same on the training months' mean, over 12 rings of blocks (each month's own
-# slope on the climatology over half the globe; its two val folds' choice; docs/evaluation.md,
-# "The strongest regression")
-if [[ $CASE == tas_months ]]; then EVAL+=(--local-slopes 12); fi
+EVAL+=("${LOCAL_REF[@]}")
 log "eval: ${EVAL[*]}"
 "${EVAL[@]}" 2>&1 | tee "$OUT/eval.txt"
 # the regressions on the grid's other conservative interpolants too (finecast-eval fits them on one,

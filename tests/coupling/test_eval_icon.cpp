@@ -569,8 +569,6 @@ TEST_F(EvalIconCli, LocalSlopesFollowARelationThatChangesAcrossTheSphere) {
     // structure across the R2B0 cells (which the coarse slopes are fitted on) and inside them
     cov[i] = 280.0 + 6.0 * std::sin(3.0 * g.clon[i]) * std::cos(3.0 * g.clat[i]) +
              4.0 * std::sin(23.0 * g.clon[i]) * std::cos(19.0 * g.clat[i]);
-  }
-  for (std::size_t i = 0; i < cov.size(); ++i) {
     const double s = 0.5 * std::sin(g.clon[i]);  // + in the east, - in the west
     truth[i] += s * (cov[i] - 280.0);
   }

@@ -205,7 +205,7 @@ inline const schema::Table<ConditioningSettings>& conditioning_settings_table() 
                "(inverse-distance) | linear (least-squares gradients) | idw_linear (their mean); auto = "
                "bicubic on lat-lon, idw on ICON (docs/training.md)")
             .compared_on_resume(),
-        integer("local_slopes", &PatchSettings::local_slopes, 0, 8,
+        integer("local_slopes", &PatchSettings::local_slopes, 0, 24,
                 "patch.residual regression: K > 0 adds, per covariate of patch.local_slope_static, its "
                 "deviation times the local slope of the target's coarse values on the covariates' block "
                 "means over the coarse cells within K edge steps (e.g. a lapse rate that changes across "

@@ -408,6 +408,15 @@ TEST(Config, LocalSlopesNeedTheRegressionAndItsCovariates) {
   EXPECT_EQ(c.patch.local_slopes, 3);
   EXPECT_EQ(c.patch.local_slope_static, std::vector<std::string>{"hsurf"});
   EXPECT_DOUBLE_EQ(c.patch.local_slope_ridge, 0.1);
+  // A window over half a 12 x 24 block grid (the time split's choice) is allowed; the bound is
+  // that grid's whole extent.
+  EXPECT_EQ(
+      fp::parse_config(std::string(kMinimal) + "patch: {residual: regression, static: [hsurf], local_slopes: 12}\n",
+                       "x.yaml", {})
+          .patch.local_slopes,
+      12);
+  EXPECT_EQ(error_of(std::string(kMinimal) + "patch: {residual: regression, static: [hsurf], local_slopes: 25}\n"),
+            "configs/x.yaml:4: patch.local_slopes must be an integer in [0, 24], got 25");
 }
 
 // Weak spots a probe found accepted without a word (issue 23): each is now refused at validation

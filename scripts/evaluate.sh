@@ -40,7 +40,12 @@ CASE:
            height and land fraction finecast-host averages onto the cells as covariates. test:
            hold out the 18 R2B0 cells wholly inside lat 0..90, lon -180..0. val: the 13 inside
            lon 30..150 (the training then sees the test box: for tuning only).
-  Spatial cases (eur11, icon) replay the whole field with --hold-out: the held-out patches are
+  afr22    the orography f2 case: CORDEX AFR-22 surface height (libncarg-data orog_mod3_...), 2 x 2
+           blocks, no covariates. test: train on the western half (rlon < 17.8), score rlon
+           17.93..38.83 (9,648 blocks). val: --fold I/K only (below).
+  hsurf    the orography f4 case: EUR-11 HSURF cut to 432 x 448, 4 x 4 blocks. test: train on the
+           western half (rlon < -5.2), score rlon -5.165..7.045 (3,024 blocks). val: --fold I/K.
+  Spatial cases (eur11, icon, afr22, hsurf) replay the whole field with --hold-out: the held-out patches are
   never trained on, their coarse values stay in their neighbours' context, finecast-downscale
   samples them only (--hold-out) and finecast-eval scores them only (--hold-out), with
   regression_cons fitted on the rest. The replay itself samples nothing (sample.at_end: false).
@@ -58,6 +63,8 @@ Options:
                      (1/4 is the test split: north-west, then south-west, south-east, north-east);
                      --split val --fold I/3: quadrant I + 1 is scored, and neither it nor the test
                      quadrant is trained on or fitted (the test quadrant's fine truth never enters).
+                     afr22, hsurf: --split val only: fold I of K bands of the western half's
+                     block columns (97, 56) is scored, neither it nor the eastern half trained on.
                      scripts/eval_folds.py sums the folds up (docs/evaluation.md, "Model choice by
                      spatial cross-validation")
   --hold-out BOX     icon: hold out and score the R2B0 cells wholly inside BOX instead of the test
@@ -133,7 +140,7 @@ if [[ -n $FOLD ]]; then
   [[ $FOLD =~ ^([0-9]+)/([0-9]+)$ ]] || die "--fold takes I/K (e.g. 2/3), got '$FOLD'"
   FOLD_I=${BASH_REMATCH[1]} FOLD_K=${BASH_REMATCH[2]}
   (( FOLD_K >= 2 && FOLD_I >= 1 && FOLD_I <= FOLD_K )) || die "--fold $FOLD: need 1 <= I <= K and K >= 2"
-  [[ $CASE == eur11 || $CASE == icon ]] || die "--fold is for the eur11 and icon cases"
+  [[ $CASE == eur11 || $CASE == icon || $CASE == afr22 || $CASE == hsurf ]] || die "--fold is for the eur11, icon, afr22 and hsurf cases"
 fi
 if [[ -n $HOLD_BOX ]]; then
   [[ $CASE == icon ]] || die "--hold-out is for the icon case"
@@ -154,10 +161,25 @@ PY=/usr/bin/python3
 ETOPO=/usr/share/ferret-vis/data/etopo5.cdf
 TAS=/usr/share/ncarg/data/nug/tas_rectilinear_grid_2D.nc
 NUG=/usr/share/ncarg/data/nug
-HOLD="" STATICS=() TRAIN_HOLD="" CLIM_CUT=() SCORE_REGION=""
+HOLD="" STATICS=() TRAIN_HOLD="" CLIM_CUT=() SCORE_REGION="" DATA_CUT=()
 # finecast-eval's regression_local (the case's strongest regression; docs/evaluation.md, "The
 # strongest regression"): local slopes with the settings each case's val folds choose
 LOCAL_REF=()
+# fold_band N TOTAL: the box of fold I of K (--fold) over the first N of the data's TOTAL block
+# columns: columns floor((I-1) x N / K) .. floor(I x N / K) - 1 ($BLOCK cells each) of $SRC's rlon,
+# its edges halfway between cell centres, open (+-90) at the data's own edges
+fold_band() {
+  $PY - "$SRC" "$FOLD_I" "$FOLD_K" "$1" "$2" "$BLOCK" <<'PYEOF'
+import sys, netCDF4
+i, k, n, total, b = (int(a) for a in sys.argv[2:7])
+x = netCDF4.Dataset(sys.argv[1])["rlon"][:]
+half = (x[1] - x[0]) / 2
+b0, b1 = (i - 1) * n // k * b, i * n // k * b
+lo = x[b0] - half if b0 > 0 else -90.0
+hi = x[b1] - half if b1 < total * b else 90.0
+print(f"-90,90,{lo:.3f},{hi:.3f}")
+PYEOF
+}
 
 case "$CASE" in
   etopo5)
@@ -199,21 +221,32 @@ case "$CASE" in
     if [[ $SPLIT == test ]]; then DATA_CUT=(--rows 0 400 --cols 0 416); HOLD=-90,90,-5.52,20
     else DATA_CUT=(--rows 0 400 --cols 0 208); HOLD=-90,90,-14.30,20; fi
     if [[ -n $FOLD ]]; then
-      # Fold I of K: the I-th of K bands of the N block columns of the data cut (val: the western
-      # half's 13, test: all 26), columns floor((I-1) x N / K) .. floor(I x N / K) - 1 (times 16
-      # cells), as a box halfway between cell centres.
+      # Fold I of K: a band of the data cut's block columns (val: the western half's 13, test: all 26)
       [[ $SPLIT == test ]] && NCOLS=26 || NCOLS=13
-      HOLD=$($PY - "$SRC" "$FOLD_I" "$FOLD_K" "$NCOLS" <<'PYEOF'
-import sys, netCDF4
-n = int(sys.argv[4])
-x = netCDF4.Dataset(sys.argv[1])["rlon"][:n * 16]
-i, k = int(sys.argv[2]), int(sys.argv[3])
-b0, b1 = (i - 1) * n // k * 16, i * n // k * 16
-lo = x[b0] - 0.05 if b0 > 0 else -90.0
-hi = x[b1] - 0.05 if b1 < n * 16 else 90.0
-print(f"-90,90,{lo:.3f},{hi:.3f}")
-PYEOF
-)
+      HOLD=$(fold_band "$NCOLS" "$NCOLS")
+    fi
+    TRAIN_HOLD=$HOLD SPLIT_SETS=() ;;
+  afr22 | hsurf)
+    # The orography cases of docs/evaluation.md ("Seeds"): one field, the surface height itself
+    # (no covariates), replayed whole with its eastern half held out, a strip of that scored.
+    # afr22: AFR-22 orog in 2 x 2 blocks, the eastern 97 of 194 block columns held out (rlon >=
+    # 17.93), rlon 17.93..38.83 scored (48 block columns, 9,648 blocks). hsurf: EUR-11 HSURF cut to
+    # 432 x 448, 4 x 4 blocks, the eastern 56 of 112 block columns held out (rlon >= -5.165),
+    # rlon -5.165..7.045 scored (28 block columns, 3,024 blocks).
+    DEFAULT_SAMPLER=ddpm DEFAULT_MEMBERS=16
+    if [[ $CASE == afr22 ]]; then
+      VAR=orog BLOCK=2 SRC=$NUG/orog_mod3_rectilinear_grid_2D.nc NWEST=97 NCOLS=194
+      HOLD=-90,90,17.8,61 SCORE_REGION=-90,90,17.8,39.0
+    else
+      VAR=HSURF BLOCK=4 SRC=$NUG/HSURF_regional_model_0.11deg.nc NWEST=56 NCOLS=112
+      DATA_CUT=(--rows 0 432 --cols 0 448) HOLD=-90,90,-5.2,20 SCORE_REGION=-90,90,-5.2,7.1
+    fi
+    [[ $SPLIT == val || -z $FOLD ]] || die "$CASE: --fold is for --split val (the test split is one strip)"
+    if [[ $SPLIT == val ]]; then
+      [[ -n $FOLD ]] || die "$CASE --split val needs --fold I/K: its val folds are bands of the western half"
+      # Fold I of K: a band of the western half's block columns is scored; neither it nor the
+      # eastern (test) half is trained on or fitted (the test half's fine truth never enters)
+      SCORE_REGION=$(fold_band "$NWEST" "$NCOLS") HOLD="$SCORE_REGION;$HOLD"
     fi
     TRAIN_HOLD=$HOLD SPLIT_SETS=() ;;
   icon)
@@ -241,7 +274,7 @@ PYEOF
     fi
     if [[ -n $HOLD_BOX ]]; then HOLD=$HOLD_BOX; fi
     TRAIN_HOLD=$HOLD SPLIT_SETS=() ;;
-  *) die "unknown case '$CASE' (etopo5, tas, tas_months, eur11 or icon)" ;;
+  *) die "unknown case '$CASE' (etopo5, tas, tas_months, eur11, icon, afr22 or hsurf)" ;;
 esac
 SEEDS=${SEEDS:-${DEFAULT_SEEDS:-}}
 IFS=, read -r -a SEED_LIST <<<"$SEEDS"
@@ -272,10 +305,11 @@ log "load before: $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min; other jobs share
 
 # 1. the split (spatial cases: one data file, and the covariates)
 if [[ -n $HOLD ]]; then
-  if [[ $CASE == eur11 ]]; then
+  if (( ${#DATA_CUT[@]} )); then
     $PY scripts/eval_crop.py --input "$SRC" --var "$VAR" --output "$OUT/data/data.nc" "${DATA_CUT[@]}" | tee -a "$SUMMARY"
-  else
+  elif [[ $CASE == afr22 ]]; then
     cp "$SRC" "$OUT/data/data.nc"
+  else
     # the surface fields finecast-host would hand a plugin: etopo5 averaged onto the R2B4 cells
     sed -e "s#^steps:.*#steps: 1#" configs/demo_host.yaml > "$OUT/host.yaml"
     "$BUILD/bin/finecast-host" "$OUT/host.yaml" --write-orography "$OUT/data/surface.nc" "${GEO_ARGS[@]}" | tee -a "$SUMMARY"
@@ -358,7 +392,9 @@ EVAL=("$BUILD/bin/finecast-eval" --truth "$TEST" --pred "$OUT/downscaled.nc" --v
       --json "$OUT/eval.json" --csv "$OUT/eval.csv")
 if [[ $BLOCK -gt 0 ]]; then EVAL+=(--block "$BLOCK"); else EVAL+=("${GRID_ARGS[@]}" --coarse-level 0); fi
 if [[ -n $HOLD ]]; then
-  EVAL+=("${STATICS[@]}" "${HOLD_ARGS[@]}" --regression-out "$OUT/regression.json" --baselines-out "$OUT/baselines.nc")
+  EVAL+=("${HOLD_ARGS[@]}" --baselines-out "$OUT/baselines.nc")
+  # the regressions need covariates (afr22, the surface height itself, has none)
+  if (( ${#STATICS[@]} )); then EVAL+=("${STATICS[@]}" --regression-out "$OUT/regression.json"); fi
 fi
 # the time split: regression_cons on the training months' mean, fitted on the training months
 if [[ $CASE == tas_months ]]; then

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # scripts/evaluate.sh refuses bad arguments before any data work, naming what was expected:
 # --hold-out (a region of one's own, icon only, in place of the test split's quadrant) with a
-# malformed box, on another case, or with --fold; --help documents it and --threads.
+# malformed box, on another case, or with --fold; --fold on a case or split without folds; --help
+# documents --hold-out and --threads.
 set -euo pipefail
 
 SRC="${FINECAST_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
@@ -22,6 +23,10 @@ refused "--hold-out takes lat0,lat1,lon0,lon1" icon --hold-out '0,90,0,90;1,2'
 refused "--hold-out is for the icon case" eur11 --hold-out 0,90,0,90
 refused "no --split val, no --fold" icon --fold 1/4 --hold-out 0,90,0,90
 refused "no --split val, no --fold" icon --split val --hold-out 0,90,0,90
+# the orography cases' folds split their training half only: the test split stays one strip
+refused "afr22: --fold is for --split val" afr22 --fold 1/3
+refused "hsurf --split val needs --fold I/K" hsurf --split val
+refused "--fold is for the eur11, icon, afr22 and hsurf cases" etopo5 --fold 1/3
 help="$(bash "$EV" --help)"
 grep -q -- "--hold-out BOX" <<<"$help" || fail "--help does not document --hold-out"
 grep -q "train.threads=N" <<<"$help" || fail "--help does not say that --threads sets the training's threads"

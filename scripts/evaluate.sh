@@ -311,9 +311,10 @@ log "load before: $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min; other jobs share
 if [[ -n $HOLD ]]; then
   if (( ${#DATA_CUT[@]} )); then
     $PY scripts/eval_crop.py --input "$SRC" --var "$VAR" --output "$OUT/data/data.nc" "${DATA_CUT[@]}" | tee -a "$SUMMARY"
-  elif [[ $CASE == afr22 ]]; then
-    cp "$SRC" "$OUT/data/data.nc"
   else
+    cp "$SRC" "$OUT/data/data.nc"
+  fi
+  if [[ $CASE == icon ]]; then
     # the surface fields finecast-host would hand a plugin: etopo5 averaged onto the R2B4 cells
     sed -e "s#^steps:.*#steps: 1#" configs/demo_host.yaml > "$OUT/host.yaml"
     "$BUILD/bin/finecast-host" "$OUT/host.yaml" --write-orography "$OUT/data/surface.nc" "${GEO_ARGS[@]}" | tee -a "$SUMMARY"

@@ -45,10 +45,11 @@ CASE:
            17.93..38.83 (9,648 blocks). val: --fold I/K only (below).
   hsurf    the orography f4 case: EUR-11 HSURF cut to 432 x 448, 4 x 4 blocks. test: train on the
            western half (rlon < -5.2), score rlon -5.165..7.045 (3,024 blocks). val: --fold I/K.
-  Spatial cases (eur11, icon, afr22, hsurf) replay the whole field with --hold-out: the held-out patches are
-  never trained on, their coarse values stay in their neighbours' context, finecast-downscale
-  samples them only (--hold-out) and finecast-eval scores them only (--hold-out), with
-  regression_cons fitted on the rest. The replay itself samples nothing (sample.at_end: false).
+  Spatial cases (eur11, icon, afr22, hsurf) replay the whole field with --hold-out: the held-out
+  patches are never trained on, their coarse values stay in their neighbours' context,
+  finecast-downscale samples them only (--hold-out) and finecast-eval scores them only
+  (--hold-out), with regression_cons fitted on the rest (eur11, icon: the cases with covariates).
+  The replay itself samples nothing (sample.at_end: false).
 
 Options:
   --split test|val   which split (default: test). Tune on val; test is scored once.

@@ -238,7 +238,7 @@ case "$CASE" in
     # The scored strip is finecast-downscale's and finecast-eval's --hold-out, not a --region: the
     # output then spans the whole field, and the interpolation baselines, computed on the
     # prediction's window, have no edge inside the data (on the strip alone the B-spline's
-    # prefilter would be cut at its edges: 17.05 m against 16.09 on afr22's test strip).
+    # prefilter would be cut at its edges: 17.05 m against 16.08 on afr22's test strip).
     if [[ $CASE == afr22 ]]; then
       VAR=orog BLOCK=2 SRC=$NUG/orog_mod3_rectilinear_grid_2D.nc NWEST=97 NCOLS=194
       TRAIN_HOLD=-90,90,17.8,61 HOLD=-90,90,17.8,39.0

@@ -116,7 +116,7 @@ const schema::Table<ModelOptions>& model_options_table() {
             .compared_on_resume());
     s.push_back(choice("schedule", &M::schedule, "noise schedule: linear | cosine").compared_on_resume());
     s.push_back(choice("objective", &M::objective,
-                       "v | eps (eps prediction blows samples up with 50 cosine steps; docs/plugin.md)")
+                       "v | eps (eps prediction blows samples up with 50 cosine steps; docs/training.md)")
                     .compared_on_resume());
     s.push_back(
         boolean("conservative", &M::conservative, "every sampled patch's (area-weighted) mean equals its coarse value")

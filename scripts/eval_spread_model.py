@@ -14,8 +14,11 @@ block, weighted as the report's scores), and context features that need no truth
         interpolant on ICON, from baselines.nc beside the report)
   cvar  lat-lon grids only: the variance of the coarse block means over the block's 3 x 3 coarse
         neighbourhood
+  d2    where every argument joins several runs of the same blocks and truth (models of different
+        training seeds): the variance of their ensemble means, the models' disagreement (what a
+        deep ensemble adds to the spread); every run of the argument gets the same d2
 Then, leaving each fold out in turn, it fits on the other folds' held-out blocks
-    log e2 = a + b log s2 [+ c log r2] [+ d log cvar]
+    log e2 = a + b log s2 [+ c log r2] [+ d log cvar] [+ g log d2]
 (weighted least squares, rescaled so that the fitted folds' spread/RMSE is 1) and inflates the
 left-out fold's members block by block, F_b = sqrt(predicted e2 / s2): the ensemble mean, hence
 the RMSE, stays. Printed per model: each fold's spread/RMSE and CRPS (the mean over its runs),
@@ -43,6 +46,8 @@ MODELS = {
     "s2+r2": ["s2", "r2"],
     "s2+cvar": ["s2", "cvar"],
     "s2+r2+cvar": ["s2", "r2", "cvar"],
+    "s2+d2": ["s2", "d2"],
+    "s2+r2+d2": ["s2", "r2", "d2"],
 }
 TINY = 1e-12
 
@@ -107,6 +112,7 @@ def run_blocks(report, mb, tb, cw, base, interp, cvar):
         "e2": (cw * (mean - tb) ** 2).sum(-1) / w,
         "r2": (cw * (base - interp) ** 2).sum(-1) / w,
         "cvar": cvar,
+        "d2": None,
         "mean": mean,
         "dev": mb - mean,
         "truth": tb,
@@ -211,7 +217,18 @@ def fit_predict(train, test, feats):
 
 
 def runs_of(arg):
-    return [fold_blocks(r) for r in arg.split(",") if r]
+    """The runs of one argument. Two or more runs that score the same blocks of the same truth (seeds of
+    one fold) each get their disagreement d2; runs of different truths pooled as one fold get none."""
+    runs = [fold_blocks(r) for r in arg.split(",") if r]
+    same = all(run["truth"].shape == runs[0]["truth"].shape and np.array_equal(run["truth"], runs[0]["truth"])
+               for run in runs)
+    if len(runs) >= 2 and same:
+        means = np.stack([run["mean"] for run in runs])  # runs, blocks, cells
+        cw = runs[0]["cw"]
+        d2 = (cw * means.var(0, ddof=1)).sum(-1) / cw.sum(-1)
+        for run in runs:
+            run["d2"] = d2
+    return runs
 
 
 def label(runs):
@@ -235,7 +252,7 @@ def main():
     tests = [run for arg in a.apply for run in runs_of(arg)]
     every = [run for fold in folds for run in fold] + tests
     models = [("raw (F = 1)", None)] + [(n, f) for n, f in MODELS.items()
-                                         if "cvar" not in f or all(run["cvar"] is not None for run in every)]
+                                         if all(run[x] is not None for x in f if x in ("cvar", "d2") for run in every)]
     noise = all(run["noise_crps"] for run in every)
     tail = f"{'mean CRPS':>11s}" + (f"{'/ noise':>9s}" if noise else "")
     n_runs = sum(len(fold) for fold in folds)

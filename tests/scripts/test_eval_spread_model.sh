@@ -6,8 +6,9 @@
 # exactly (spread/RMSE 1.000 on every fold), while one scalar inflation cannot (the folds' error
 # scales differ). The same on ICON-like reports: patches given by baselines.nc's coarse_cell (the
 # cells shuffled, so that only that grouping finds them), cell_area and scored; two runs pooled
-# as one fold; and --apply, the model fitted on every fold, on a fourth report. A report without
-# a hold-out is refused, naming the file.
+# as one fold; and --apply, the model fitted on every fold, on a fourth report. The runs' (training
+# seeds') disagreement d2, on folds of two runs each whose errors it sets. A report without a
+# hold-out is refused, naming the file.
 set -euo pipefail
 
 SRC="${FINECAST_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
@@ -91,6 +92,42 @@ for k, name in enumerate(["icon1", "icon2a", "icon2b", "icon3", "icon4"]):
     json.dump({"meta": meta, "predictions": rows}, open(f"{d}/eval.json", "w"))
 PY
 
+"$PY" - "$work" <<'PY'
+# Three folds of two runs each (two "training seeds"): the runs' means are m + d and m - d per patch,
+# the truth m, so each run's squared error is d^2 = half the runs' disagreement d2 (the variance of
+# their two means), while the members' spread and the covariates' part are unrelated to it.
+import json, os, sys
+import netCDF4, numpy as np
+w = sys.argv[1]
+rng = np.random.default_rng(5)
+P, n, M = 12, 4, 8
+for k in range(3):
+    patch = np.arange(P * n) // n
+    held = patch >= P // 2
+    mean = rng.normal(280, 5, P * n)
+    d = (rng.uniform(0.2, 1.0, P) * (1 + 2 * k))[patch]
+    area, r = rng.uniform(1, 2, P * n), rng.uniform(0.2, 1.0, P)[patch]
+    for run, sign in (("a", 1.0), ("b", -1.0)) + ((("c", -1.0),) if k == 2 else ()):
+        dd = f"{w}/seeds{k + 1}{run}"; os.makedirs(dd)
+        z = rng.normal(size=(M, P * n)); z -= z.mean(0); z /= z.std(0, ddof=1)
+        members = mean + sign * d + rng.uniform(0.1, 0.6, P)[patch] * z
+        members[:, ~held] = np.nan
+        with netCDF4.Dataset(f"{dd}/downscaled.nc", "w") as ds:
+            ds.createDimension("realization", M); ds.createDimension("ncells", P * n)
+            ds.createVariable("ts", "f8", ("realization", "ncells"))[:] = members
+        with netCDF4.Dataset(f"{dd}/truth.nc", "w") as ds:
+            ds.createDimension("ncells", P * n)
+            ds.createVariable("ts", "f8", ("ncells",))[:] = mean + (run == "c")  # c: another truth
+        with netCDF4.Dataset(f"{dd}/baselines.nc", "w") as ds:
+            ds.createDimension("ncells", P * n)
+            for var, a in dict(coarse_cell=patch, cell_area=area, scored=held * 1.0, idw_cons=mean,
+                               regression_cons=mean + r).items():
+                ds.createVariable(var, "f8", ("ncells",))[:] = a
+        meta = dict(grid="icon", truth=f"{dd}/truth.nc", pred=f"{dd}/downscaled.nc", var="ts", truth_var="ts",
+                    hold_out="0,90,0,180", noise_base="regression_cons", regression_interpolant="idw")
+        json.dump({"meta": meta, "predictions": [dict(name="model", members=M)]}, open(f"{dd}/eval.json", "w"))
+PY
+
 failures=0
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 out="$("$PY" "$SRC/scripts/eval_spread_model.py" "$work"/fold{1,2,3}/eval.json)"
@@ -114,6 +151,19 @@ grep -q "cvar" <<<"$out" && fail "a cvar model was fitted on ICON patches, which
 read -r crps rel < <(grep -oE '^s2\+r2 +1\.000 / [0-9.]+ / [0-9.]+' <<<"$applied" | awk '{print $4, $6}')
 "$PY" -c "import sys; c, r = float(sys.argv[1]), float(sys.argv[2]); sys.exit(abs(c / 5 - r) > 6e-4)" "${crps:-0}" "${rel:-1}" \
   || fail "--apply: CRPS / noise $rel is not the CRPS $crps over the stronger noise reference (5)"
+grep -q "d2" <<<"$out" && fail "a d2 model was fitted where not every fold pools several runs"
+# d2: the runs' disagreement predicts each block's error exactly, so s2+d2 calibrates every fold
+out="$("$PY" "$SRC/scripts/eval_spread_model.py" "$work/seeds1a/eval.json,$work/seeds1b/eval.json" \
+  "$work/seeds2a/eval.json,$work/seeds2b/eval.json" "$work/seeds3a/eval.json,$work/seeds3b/eval.json")"
+echo "$out"
+d2="$(grep -E '^s2\+d2 ' <<<"$out")" || fail "no s2+d2 row where every fold pools two runs"
+[[ "$(grep -o ' 1\.000 /' <<<"$d2" | wc -l)" = 3 ]] || fail "s2+d2 does not calibrate every fold: $d2"
+grep -E "6 of 6$" >/dev/null <<<"$d2" || fail "s2+d2 not counted as met on the 6 runs: $d2"
+grep -E "6 of 6$" >/dev/null <<<"$(grep -E '^s2\+r2 ' <<<"$out")" && fail "s2+r2 met every run, though r2 is unrelated to the errors"
+# runs of different truths (seeds3c's is another field) have no disagreement: no d2 model
+out="$("$PY" "$SRC/scripts/eval_spread_model.py" "$work/seeds1a/eval.json,$work/seeds1b/eval.json" \
+  "$work/seeds3a/eval.json,$work/seeds3c/eval.json")"
+grep -q "d2" <<<"$out" && fail "a d2 model was fitted on runs of different truths"
 msg="$("$PY" "$SRC/scripts/eval_spread_model.py" "$work/fold2/eval.json" "$work/nohold/eval.json" 2>&1)" && fail "a report without a hold-out was accepted"
 grep -F "nohold/eval.json: meta has no 'hold_out'" >/dev/null <<<"$msg" || fail "the refusal does not name the file and key: $msg"
 exit $((failures > 0))

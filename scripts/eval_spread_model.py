@@ -220,9 +220,7 @@ def runs_of(arg):
     """The runs of one argument. Two or more runs that score the same blocks of the same truth (seeds of
     one fold) each get their disagreement d2; runs of different truths pooled as one fold get none."""
     runs = [fold_blocks(r) for r in arg.split(",") if r]
-    same = all(run["truth"].shape == runs[0]["truth"].shape and np.array_equal(run["truth"], runs[0]["truth"])
-               for run in runs)
-    if len(runs) >= 2 and same:
+    if len(runs) >= 2 and all(np.array_equal(run["truth"], runs[0]["truth"]) for run in runs):
         means = np.stack([run["mean"] for run in runs])  # runs, blocks, cells
         cw = runs[0]["cw"]
         d2 = (cw * means.var(0, ddof=1)).sum(-1) / cw.sum(-1)
@@ -252,7 +250,7 @@ def main():
     tests = [run for arg in a.apply for run in runs_of(arg)]
     every = [run for fold in folds for run in fold] + tests
     models = [("raw (F = 1)", None)] + [(n, f) for n, f in MODELS.items()
-                                         if all(run[x] is not None for x in f if x in ("cvar", "d2") for run in every)]
+                                         if all(run[x] is not None for x in f for run in every)]
     noise = all(run["noise_crps"] for run in every)
     tail = f"{'mean CRPS':>11s}" + (f"{'/ noise':>9s}" if noise else "")
     n_runs = sum(len(fold) for fold in folds)

@@ -60,10 +60,28 @@ PY
 import json, os, sys
 import netCDF4, numpy as np
 w = sys.argv[1]
-rng = np.random.default_rng(11)
 P, n, M = 12, 4, 8                      # patches of n cells, members
+
+def icon_report(d, members, truth, patch, area, held, interp, base, rows):
+    """An ICON-like finecast-eval report in d: members, truth, baselines.nc and eval.json."""
+    os.makedirs(d)
+    with netCDF4.Dataset(f"{d}/downscaled.nc", "w") as ds:
+        ds.createDimension("realization", M); ds.createDimension("ncells", P * n)
+        ds.createVariable("ts", "f8", ("realization", "ncells"))[:] = members
+    with netCDF4.Dataset(f"{d}/truth.nc", "w") as ds:
+        ds.createDimension("ncells", P * n)
+        ds.createVariable("ts", "f8", ("ncells",))[:] = truth
+    with netCDF4.Dataset(f"{d}/baselines.nc", "w") as ds:
+        ds.createDimension("ncells", P * n)
+        for var, a in dict(coarse_cell=patch, cell_area=area, scored=held * 1.0,
+                           idw_cons=interp, regression_cons=base).items():
+            ds.createVariable(var, "f8", ("ncells",))[:] = a
+    meta = dict(grid="icon", truth=f"{d}/truth.nc", pred=f"{d}/downscaled.nc", var="ts", truth_var="ts",
+                hold_out="0,90,0,180", noise_base="regression_cons", regression_interpolant="idw")
+    json.dump({"meta": meta, "predictions": rows}, open(f"{d}/eval.json", "w"))
+
+rng = np.random.default_rng(11)
 for k, name in enumerate(["icon1", "icon2a", "icon2b", "icon3", "icon4"]):
-    d = f"{w}/{name}"; os.makedirs(d)
     scale = {"icon1": 1, "icon2a": 2, "icon2b": 2, "icon3": 3, "icon4": 5}[name]
     perm = rng.permutation(P * n)       # cell i of the file is cell perm[i] of the patch-major order
     patch = (np.arange(P * n) // n)[perm]
@@ -75,32 +93,13 @@ for k, name in enumerate(["icon1", "icon2a", "icon2b", "icon3", "icon4"]):
     truth = mean + 0.6 * r * np.where(rng.random(P * n) < 0.5, -1.0, 1.0)
     held = patch >= P // 2              # the scored half
     members[:, ~held] = np.nan
-    with netCDF4.Dataset(f"{d}/downscaled.nc", "w") as ds:
-        ds.createDimension("realization", M); ds.createDimension("ncells", P * n)
-        ds.createVariable("ts", "f8", ("realization", "ncells"))[:] = members
-    with netCDF4.Dataset(f"{d}/truth.nc", "w") as ds:
-        ds.createDimension("ncells", P * n)
-        ds.createVariable("ts", "f8", ("ncells",))[:] = truth
-    with netCDF4.Dataset(f"{d}/baselines.nc", "w") as ds:
-        ds.createDimension("ncells", P * n)
-        for var, a in dict(coarse_cell=patch, cell_area=rng.uniform(1, 2, P * n), scored=held * 1.0,
-                           idw_cons=mean, regression_cons=mean + r).items():
-            ds.createVariable(var, "f8", ("ncells",))[:] = a
-    meta = dict(grid="icon", truth=f"{d}/truth.nc", pred=f"{d}/downscaled.nc", var="ts", truth_var="ts",
-                hold_out="0,90,0,180", noise_base="regression_cons", regression_interpolant="idw")
     rows = [dict(name="model", members=M), dict(name="noise_white", crps=2.0 * scale), dict(name="noise_spectral", crps=1.0 * scale)]
-    json.dump({"meta": meta, "predictions": rows}, open(f"{d}/eval.json", "w"))
-PY
+    icon_report(f"{w}/{name}", members, truth, patch, rng.uniform(1, 2, P * n), held, mean, mean + r, rows)
 
-"$PY" - "$work" <<'PY'
 # Three folds of two runs each (two "training seeds"): the runs' means are m + d and m - d per patch,
 # the truth m, so each run's squared error is d^2 = half the runs' disagreement d2 (the variance of
 # their two means), while the members' spread and the covariates' part are unrelated to it.
-import json, os, sys
-import netCDF4, numpy as np
-w = sys.argv[1]
 rng = np.random.default_rng(5)
-P, n, M = 12, 4, 8
 for k in range(3):
     patch = np.arange(P * n) // n
     held = patch >= P // 2
@@ -108,24 +107,11 @@ for k in range(3):
     d = (rng.uniform(0.2, 1.0, P) * (1 + 2 * k))[patch]
     area, r = rng.uniform(1, 2, P * n), rng.uniform(0.2, 1.0, P)[patch]
     for run, sign in (("a", 1.0), ("b", -1.0)) + ((("c", -1.0),) if k == 2 else ()):
-        dd = f"{w}/seeds{k + 1}{run}"; os.makedirs(dd)
         z = rng.normal(size=(M, P * n)); z -= z.mean(0); z /= z.std(0, ddof=1)
         members = mean + sign * d + rng.uniform(0.1, 0.6, P)[patch] * z
         members[:, ~held] = np.nan
-        with netCDF4.Dataset(f"{dd}/downscaled.nc", "w") as ds:
-            ds.createDimension("realization", M); ds.createDimension("ncells", P * n)
-            ds.createVariable("ts", "f8", ("realization", "ncells"))[:] = members
-        with netCDF4.Dataset(f"{dd}/truth.nc", "w") as ds:
-            ds.createDimension("ncells", P * n)
-            ds.createVariable("ts", "f8", ("ncells",))[:] = mean + (run == "c")  # c: another truth
-        with netCDF4.Dataset(f"{dd}/baselines.nc", "w") as ds:
-            ds.createDimension("ncells", P * n)
-            for var, a in dict(coarse_cell=patch, cell_area=area, scored=held * 1.0, idw_cons=mean,
-                               regression_cons=mean + r).items():
-                ds.createVariable(var, "f8", ("ncells",))[:] = a
-        meta = dict(grid="icon", truth=f"{dd}/truth.nc", pred=f"{dd}/downscaled.nc", var="ts", truth_var="ts",
-                    hold_out="0,90,0,180", noise_base="regression_cons", regression_interpolant="idw")
-        json.dump({"meta": meta, "predictions": [dict(name="model", members=M)]}, open(f"{dd}/eval.json", "w"))
+        icon_report(f"{w}/seeds{k + 1}{run}", members, mean + (run == "c"),  # c: another truth
+                    patch, area, held, mean, mean + r, [dict(name="model", members=M)])
 PY
 
 failures=0

@@ -11,6 +11,7 @@
 #include "coupling/grid/hold_out_mask.hpp"
 #include "coupling/grid/icon_geometry.hpp"
 #include "coupling/grid/icon_hierarchy.hpp"
+#include "coupling/grid/patch_regression.hpp"
 #include "coupling/io/static_field.hpp"
 
 namespace finecast::coupling {
@@ -165,6 +166,7 @@ void select_patches(const Patches& all, const std::vector<int64_t>& rows, Patche
   take(all.residual, out.residual, all.P);
   take(all.weights, out.weights, all.P);
   take(all.valid, out.valid, 1);
+  take(all.global_shift, out.global_shift, all.P);
   for (uint8_t v : out.valid) out.n_invalid += v ? 0 : 1;
 }
 
@@ -177,11 +179,13 @@ uint64_t sampling_seed(uint64_t seed, long long sampling, int trainer) {
   return seed + 7919 * static_cast<uint64_t>(sampling) + 1000003ULL * static_cast<uint64_t>(trainer);
 }
 
-void sample_fine(Patches& patches, int64_t members, uint64_t seed, float* out, const DrawFn& draw) {
+void sample_fine(Patches& patches, int64_t members, uint64_t seed, float* out, const DrawFn& draw,
+                 double global_blend) {
   // With a residual base the model draws the residual from the base (its coarse value is then
   // 0), and the base is added after.
   draw(patches.context.data(), sampler_coarse(patches), patches.weights.data(), patches.n, seed, out);
   add_patch_base(patches, members, out);
+  blend_toward_global(patches, members, global_blend, out);
 }
 
 }  // namespace finecast::coupling

@@ -80,6 +80,10 @@ struct PatchSettings {
   int local_slopes = 0;
   double local_slope_ridge = 0.1;
   std::vector<std::string> local_slope_static;
+  /// patch.residual regression: W, the share of each sampling's ensemble mean kept; the rest moves
+  /// it to the global regression (the base's regression without its local-slope terms, fitted
+  /// beside it), the members' deviations from their mean kept. 1 = off (docs/training.md).
+  double global_blend = 1.0;
 };
 
 /// Every settable conditioning key. The plugin's Config and the ConditioningSpec both derive from
@@ -217,7 +221,12 @@ inline const schema::Table<ConditioningSettings>& conditioning_settings_table() 
             .compared_on_resume(),
         names_field("local_slope_static", &PatchSettings::local_slope_static,
                     "the covariates of patch.static that get a local-slope term (empty = all)")
-            .compared_on_resume()};
+            .compared_on_resume(),
+        real("global_blend", &PatchSettings::global_blend, 0.0, 1.0,
+             "patch.residual regression: W < 1 moves each sampling's ensemble mean to the global regression (the "
+             "base's fit without local slopes, fitted beside it) + W x (mean - it), keeping every member's "
+             "deviation from the mean: an average of the model and a regression that err differently; 1 = off "
+             "(docs/training.md)")};
     Table<ConditioningSettings> t = nested(&ConditioningSettings::grid, grid, "grid.");
     t.push_back(names_field("fields", &ConditioningSettings::fields,
                             "host variables to couple, each a name or {name: NAME, level: K} (one level of a 3-D "

@@ -52,6 +52,23 @@ Field<Spec> count_field(std::string key, int64_t Spec::*member, std::string comm
   return f;
 }
 
+/// A fit's coefficients: finite numbers, as text joined by commas (version 1), typed a real array.
+Field<Spec> coefficients_field(std::string key, std::vector<double> Spec::*member, std::string comment) {
+  Field<Spec> f = schema::field_head<Spec>(key, schema::Kind::kText, std::move(comment));
+  f.rule = "finite numbers joined by commas";
+  f.get = [member](const Spec& s) { return format_regression(s.*member); };
+  f.set = [member, key](Spec& s, const std::string& text) {
+    try {
+      s.*member = parse_regression(text, static_cast<int>(split_list(text).size()), key, key);
+    } catch (const Error&) {
+      throw BadValue("must be finite numbers joined by commas, got \"" + text + "\"");
+    }
+  };
+  f.get_value = [member](const Spec& s) { return schema::Value(s.*member); };
+  f.set_value = [member](Spec& s, const schema::Value& v) { s.*member = finite_reals(v, "finite numbers"); };
+  return f;
+}
+
 /// The settings' rows (conditioning_settings.hpp), with what a run derives: the target's units
 /// after the target, the patch size after the grid's rows; then what it learns.
 schema::Table<Spec> make_table() {
@@ -98,19 +115,9 @@ schema::Table<Spec> make_table() {
     s.static_norms = std::move(out);
   };
   t.push_back(norms);
-  Field<Spec> regression = field_head<Spec>("patch.regression", Kind::kText, "the regression's coefficients");
-  regression.rule = "finite numbers joined by commas";
-  regression.get = [](const Spec& s) { return format_regression(s.regression); };
-  regression.set = [](Spec& s, const std::string& text) {
-    try {
-      s.regression = parse_regression(text, static_cast<int>(split_list(text).size()), "patch.regression");
-    } catch (const Error&) {
-      throw BadValue("must be finite numbers joined by commas, got \"" + text + "\"");
-    }
-  };
-  regression.get_value = [](const Spec& s) { return schema::Value(s.regression); };
-  regression.set_value = [](Spec& s, const schema::Value& v) { s.regression = finite_reals(v, "finite numbers"); };
-  t.push_back(regression);
+  t.push_back(coefficients_field("patch.regression", &Spec::regression, "the regression's coefficients"));
+  t.push_back(coefficients_field("patch.global_regression", &Spec::global_regression,
+                                 "the global regression's coefficients (patch.global_blend)"));
   return t;
 }
 
@@ -131,7 +138,11 @@ PatchOptions patch_options(const ConditioningSpec& spec) {
   o.target = it == spec.fields.end() ? 0 : static_cast<int>(it - spec.fields.begin());
   o.n_static = static_cast<int>(spec.patch.statics.size());
   o.interp_base = spec.patch.residual != Residual::kMean;
-  if (spec.patch.residual == Residual::kRegression) o.regression = spec.regression;
+  if (spec.patch.residual == Residual::kRegression) {
+    o.regression = spec.regression;
+    o.global_regression = spec.global_regression;
+    o.global_blend = spec.patch.global_blend;
+  }
   o.local_slopes = local_slope_options(spec.patch);
   return o;
 }
@@ -160,6 +171,9 @@ StoredSpec finished(StoredSpec stored, const std::string& source) {
     parse_regression(format_regression(stored.spec.regression),
                      2 * static_cast<int>(stored.spec.patch.statics.size()) + terms, source);
   }
+  if (!stored.spec.global_regression.empty())
+    parse_regression(format_regression(stored.spec.global_regression),
+                     2 * static_cast<int>(stored.spec.patch.statics.size()), source, "patch.global_regression");
   return stored;
 }
 

@@ -42,6 +42,10 @@ struct ConditioningSpec : ConditioningSettings {
   std::string target_units;              ///< the target's units ("" = unknown)
   std::vector<StaticNorm> static_norms;  ///< the static covariates' normalisation (empty until the first step)
   std::vector<double> regression;        ///< patch.residual regression's coefficients (empty until fitted)
+  /// The global regression's coefficients (2 per static covariate: the base's fit without local
+  /// slopes, which patch.global_blend moves the ensemble mean toward; empty until fitted, and in
+  /// checkpoints written before it existed).
+  std::vector<double> global_regression;
 };
 
 /// Every key of the spec, in the order a checkpoint lists them.

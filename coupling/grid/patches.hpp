@@ -38,6 +38,11 @@ struct PatchOptions {
   /// local_slopes.terms, their deviation times the target's local coarse slope on them
   /// (local_slopes.hpp); off by default.
   LocalSlopeOptions local_slopes{};
+  /// patch.global_blend: the global regression's coefficients (2 per static covariate: the fit
+  /// without local-slope terms) and W, the share of the ensemble mean kept when sampling; with
+  /// W < 1 and both fits, fill_contexts also fills each patch's global_shift.
+  std::vector<double> global_regression{};
+  double global_blend = 1.0;
 };
 
 /// Context length: n_vars * (1 + ring_count(map, rings)) + (static_features ? 3 : 0) +
@@ -81,6 +86,9 @@ struct Patches {
   std::vector<float> static_interp_of;
   std::vector<double> local_slopes;  ///< terms*n local slopes of the target (options.local_slopes)
   std::vector<float> zeros;          ///< n zeros: sampler_coarse with a residual base
+  /// n*P: the global regression minus the base (options.global_blend < 1 only; empty otherwise):
+  /// where sample_fine moves the ensemble mean toward (patch_regression.hpp).
+  std::vector<float> global_shift;
 };
 
 /// Builds the patches of one step. fields[v] points at a global fine field (n_fine values by

@@ -8,6 +8,7 @@
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "common/region.hpp"
+#include "common/schema.hpp"
 #include "coupling/grid/context_stencil.hpp"
 #include "coupling/grid/patch_regression.hpp"
 #include "coupling/io/static_field.hpp"
@@ -88,12 +89,49 @@ void training_valid(const ConditioningState& state, int64_t first, const couplin
       if (state.held_out[static_cast<size_t>(first + c)]) train_valid[static_cast<size_t>(c)] = 0;
 }
 
+namespace {
+
+/// patch.global_blend's target: the base's regression without its local-slope terms, fitted on
+/// the same training patches (their residual from the interpolant alone); the base's own
+/// coefficients when it has no local slopes. Fitted whatever patch.global_blend is, so that the
+/// checkpoint can be sampled with a blend later (finecast-downscale --global-blend).
+void fit_global_regression(const Config& cfg, const coupling::PatchMap& global, coupling::PatchOptions& options,
+                           const std::vector<uint8_t>& train_valid, const coupling::Patches& patches,
+                           const std::function<void(double*, int)>& sum_over_trainers) {
+  if (!options.local_slopes.enabled()) {
+    options.global_regression = options.regression;
+    return;
+  }
+  coupling::PatchOptions flat = options;
+  flat.local_slopes = {};
+  flat.regression.clear();
+  coupling::RegressionFitter fitter(coupling::regression_names(cfg.patch.statics, flat), "regression_cons");
+  coupling::add_regression_data(global, static_cast<int>(cfg.fields.size()), flat, patches, train_valid.data(), fitter);
+  sum_over_trainers(fitter.sums().data(), static_cast<int>(fitter.sums().size()));
+  try {
+    options.global_regression = fitter.solve("the first step's training patches").coef;
+  } catch (const ConfigError& e) {
+    throw ConfigError(cfg.source + ": patch.global_blend's global regression: " + e.what());
+  }
+}
+
+}  // namespace
+
 void fit_regression_base(const Config& cfg, const coupling::PatchMap& global, coupling::PatchOptions& options,
                          const std::vector<uint8_t>& train_valid, coupling::Patches& patches,
                          const ConditioningState& state, const std::function<void(double*, int)>& sum_over_trainers,
                          const std::string& refit_at) {
-  if (cfg.patch.residual != Residual::kRegression || !options.regression.empty()) return;
+  if (cfg.patch.residual != Residual::kRegression) return;
   const int n_vars = static_cast<int>(cfg.fields.size());
+  if (!options.regression.empty()) {
+    // Resumed (or fitted at an earlier step): the checkpoint's fits hold.
+    if (options.global_blend < 1.0 && options.global_regression.empty())
+      throw ConfigError(cfg.source + ": patch.global_blend " + schema::format_real(options.global_blend) +
+                        " moves the members' mean toward the global regression, but the checkpoint resumed has no "
+                        "patch.global_regression (written before it existed): train anew, or set "
+                        "patch.global_blend: 1");
+    return;
+  }
   // finecast-eval's fitter and names: regression_cons, or regression_local with local-slope terms.
   coupling::RegressionFitter fitter(coupling::regression_names(cfg.patch.statics, options),
                                     options.local_slopes.enabled() ? "regression_local" : "regression_cons");
@@ -106,6 +144,8 @@ void fit_regression_base(const Config& cfg, const coupling::PatchMap& global, co
     throw ConfigError(cfg.source + ": patch.residual regression: " + e.what());
   }
   options.regression = fit.coef;
+  if (options.global_regression.empty())
+    fit_global_regression(cfg, global, options, train_valid, patches, sum_over_trainers);
   // Logged per unit of each covariate as the host gives it (the context holds them normalised),
   // as finecast-eval reports its fit.
   std::vector<double> scales;
@@ -117,6 +157,7 @@ void fit_regression_base(const Config& cfg, const coupling::PatchMap& global, co
     log::debug("patch.residual regression refitted at " + refit_at +
                " (patch.regression_refit): " + coupling::describe(shown));
     coupling::add_regression_base(global, n_vars, options, patches);
+    coupling::set_global_shift(global, n_vars, options, patches);
     return;
   }
   log::info("patch.residual regression: " + coupling::describe(shown) +
@@ -134,6 +175,7 @@ void fit_regression_base(const Config& cfg, const coupling::PatchMap& global, co
              : std::string(" (grid.geometry is ") + (cfg.grid.geometry == IconGeometry::kUniform ? "uniform" : "file") +
                    "; the covariates must come from the same geometry)"));
   coupling::add_regression_base(global, n_vars, options, patches);
+  coupling::set_global_shift(global, n_vars, options, patches);
 }
 
 std::vector<const float*> static_pointers(const ConditioningState& state) {
@@ -149,6 +191,7 @@ const float* training_targets(const Config& cfg, const coupling::Patches& p) {
 coupling::ConditioningSpec checkpoint_spec(const ConditioningState& state, const coupling::PatchOptions& options) {
   coupling::ConditioningSpec spec = state.spec;
   spec.regression = options.regression;
+  spec.global_regression = options.global_regression;
   return spec;
 }
 

@@ -218,8 +218,10 @@ void resume(PluginState& s, TrainerState& t, ResumeSource source) {
   // the regression base it learned the residual of.
   if (stored.has("patch.static_norm") && !cfg.patch.statics.empty())
     t.conditioning.spec.static_norms = stored.spec.static_norms;
-  if (!stored.spec.regression.empty() && cfg.patch.residual == Residual::kRegression)
+  if (!stored.spec.regression.empty() && cfg.patch.residual == Residual::kRegression) {
     t.patch_options.regression = stored.spec.regression;
+    t.patch_options.global_regression = stored.spec.global_regression;
+  }
   t.resumed_from = path;
   log::info("Resumed from " + path + " (optimizer step " + std::to_string(t.model->step()) + ", " +
             std::to_string(s.stats.sessions) + " training sessions and " + std::to_string(s.stats.steps) +

@@ -384,12 +384,13 @@ void draw_samples(const RunSettings& run, const Ranks& ranks, TrainerShare& t, c
   out.inflation_used = so.inflation;
   // Each trainer draws its own patches with a seed of its own.
   const uint64_t seed = coupling::sampling_seed(cfg.seed, stats.samplings + 1, ranks.trainer_index);
-  coupling::sample_fine(t.patches, members, seed, out.samples.data(),
-                        [&](const float* context, const float* coarse, const float* weights, int64_t count,
-                            uint64_t draw_seed, float* drawn) {
-                          model.model->sample(context, coarse, weights, count, so, draw_seed, model.torch_threads,
-                                              drawn);
-                        });
+  coupling::sample_fine(
+      t.patches, members, seed, out.samples.data(),
+      [&](const float* context, const float* coarse, const float* weights, int64_t count, uint64_t draw_seed,
+          float* drawn) {
+        model.model->sample(context, coarse, weights, count, so, draw_seed, model.torch_threads, drawn);
+      },
+      t.patch_options.global_blend);
   score_sampling(cfg, t, out);
   mask_implausible_samples(out);
 }

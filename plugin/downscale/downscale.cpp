@@ -145,6 +145,22 @@ void check_regression(const std::string& checkpoint, const coupling::Conditionin
                           "(patch.regression; written before its first coupling step?)");
 }
 
+/// patch.global_blend W < 1 (the checkpoint's, or --global-blend) needs the global regression the
+/// plugin fits beside the base: a checkpoint of patch.residual regression that records it.
+void check_global_blend(const std::string& checkpoint, const coupling::ConditioningSpec& spec, double weight) {
+  if (weight >= 1.0) return;
+  if (spec.patch.residual != coupling::Residual::kRegression)
+    throw ConfigError("--global-blend " + schema::format_real(weight) + ": checkpoint " + checkpoint +
+                      " was trained with patch.residual: " + schema::name_of(spec.patch.residual) +
+                      ", which has no regression to blend toward (1 = off)");
+  if (spec.global_regression.empty())
+    throw CheckpointError("checkpoint " + checkpoint +
+                          " records no global regression (patch.global_regression; "
+                          "written before it existed), which patch.global_blend " +
+                          schema::format_real(weight) +
+                          " moves the members' mean toward: train anew, or sample with --global-blend 1");
+}
+
 /// The fine orography of --orography, checked against the fine grid (its size, and for ICON
 /// the cell centres when the file has them). Float, as the plugin holds the host's field.
 std::vector<float> read_orography(const DownscaleOptions& opt, const coupling::ConditioningSpec& spec,
@@ -428,6 +444,8 @@ Source load_source(const DownscaleOptions& opt, const std::string& path,
   const coupling::StoredSpec stored = read_checkpoint_spec(src.checkpoint);
   const coupling::ConditioningSpec& spec = stored.spec;
   check_regression(src.checkpoint, spec);
+  const double blend = opt.global_blend.value_or(spec.patch.global_blend);
+  check_global_blend(src.checkpoint, spec, blend);
   if (!grid) grid = fine_grid(opt, first, src.checkpoint, spec, mo.patch_size);
   if (grid->map.patch_size != mo.patch_size)
     throw GridError("checkpoint " + src.checkpoint + " was trained on patches of " + std::to_string(mo.patch_size) +
@@ -439,12 +457,18 @@ Source load_source(const DownscaleOptions& opt, const std::string& path,
                                        static_cast<int>(opt.vars.size()), grid->text);
   if (src.patch_options.orography)
     src.orography = read_orography(opt, spec, grid->map, grid->text, grid->icon ? &grid->output : nullptr);
+  src.patch_options.global_blend = blend;
   src.statics = read_statics(opt, src.checkpoint, mo, spec, *grid);
   for (const auto& v : src.statics) src.static_ptrs.push_back(v.data());
   std::string origin;
   src.sampling = sampling_options(opt, src.checkpoint, origin);
-  log::info("Sampling with " + src.checkpoint + ": " + sampling_text(src.sampling) + " (options not given: " + origin +
-            ")");
+  log::info("Sampling with " + src.checkpoint + ": " + sampling_text(src.sampling) +
+            (src.patch_options.global_blend < 1.0
+                 ? ", the members' mean moved toward the global regression (patch.global_blend " +
+                       schema::format_real(src.patch_options.global_blend) + (opt.global_blend ? "" : ", as trained") +
+                       ")"
+                 : std::string()) +
+            " (options not given: " + origin + ")");
   warn_if_not_sampled_as_tuned(src.checkpoint, src.model.train_options(), src.sampling);
   return src;
 }
@@ -569,7 +593,8 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
             trainer::SampleOptions so = src.sampling;
             so.members = each;
             src.model.sample(context, coarse, weights, n, so, seed, out, std::ref(progress));
-          });
+          },
+          src.patch_options.global_blend);
       // Members k*each .. (k+1)*each-1 of every patch sampled.
       for (int64_t j = 0; j < drawn.n; ++j) {
         const int64_t c = restricted ? rows[static_cast<size_t>(j)] : j;

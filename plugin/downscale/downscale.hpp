@@ -3,6 +3,7 @@
 // NetCDF file, written as the plugin's ensemble output. No MPI.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,10 @@ struct DownscaleOptions {
   /// Sample only the patches wholly inside this box (finecast-eval --region); "" = every patch.
   /// With hold_out: the patches both select.
   std::string region;
+  /// patch.global_blend W for every checkpoint (unset: each one's own, as its run sampled): the
+  /// members' mean moved to the global regression + W (mean - it); W < 1 needs a checkpoint that
+  /// recorded the global regression (patch.global_regression).
+  std::optional<double> global_blend;
 };
 
 /// What run_downscale did.

@@ -73,6 +73,10 @@ int main(int argc, char** argv) {
   // The sampling options default to how the checkpoint's run sampled (DownscaleOptions::sample):
   // only those given here override it.
   finecast::trainer::add_sample_flags(app, opt.sample, "; with several --checkpoint, within each one's members");
+  app.add_option("--global-blend", opt.global_blend,
+                 "W in [0, 1]: move the members' mean to the global regression + W (mean - it), keeping each member's "
+                 "deviation (patch.global_blend; default: the checkpoint's own; 1 = off)")
+      ->check(CLI::Range(0.0, 1.0));
   finecast::cli::add_time(app, opt.times, "time step(s) to downscale (default: all)");
   app.add_option("--seed", opt.seed, "sampling seed")->capture_default_str();
   app.add_option("--threads", opt.threads, "torch threads (0: LibTorch's default)")

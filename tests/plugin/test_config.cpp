@@ -369,6 +369,29 @@ TEST(Config, RegressionRefitNeedsARegressionBase) {
                   .patch.regression_refit);
 }
 
+TEST(Config, GlobalBlendNeedsARegressionFittedOnce) {
+  EXPECT_EQ(error_of(std::string(kMinimal) + "patch: {residual: interp, global_blend: 0.5}\n"),
+            "configs/x.yaml: patch.global_blend moves the members' mean toward the global regression of "
+            "patch.residual regression, but patch.residual is interp");
+  EXPECT_EQ(error_of(std::string(kMinimal) +
+                     "patch: {residual: regression, static: [clim], regression_refit: true, global_blend: 0.5}\n"),
+            "configs/x.yaml: patch.global_blend blends toward the regression fitted at the first step; it does not "
+            "follow patch.regression_refit's fits: set one of them off");
+  EXPECT_NE(error_of(std::string(kMinimal) + "patch: {residual: regression, static: [clim], global_blend: 1.5}\n")
+                .find("patch.global_blend"),
+            std::string::npos);
+  EXPECT_DOUBLE_EQ(
+      fp::parse_config(std::string(kMinimal) + "patch: {residual: regression, static: [clim], global_blend: 0.7}\n",
+                       "x.yaml", {})
+          .patch.global_blend,
+      0.7);
+  // Off (1) goes with any base.
+  EXPECT_DOUBLE_EQ(
+      fp::parse_config(std::string(kMinimal) + "patch: {residual: interp, global_blend: 1}\n", "x.yaml", {})
+          .patch.global_blend,
+      1.0);
+}
+
 TEST(Config, WeightDecayTimesTheLearningRateMustStayBelowOne) {
   EXPECT_EQ(error_of(std::string(kMinimal) + "train: {lr: 0.01, weight_decay: 100}\n"),
             "configs/x.yaml: train.weight_decay (100) times train.lr (0.01) must be below 1: AdamW scales "

@@ -336,6 +336,14 @@ TEST(SkillReplay, RegressionBaseIsFittedInSituRecordedAndAppliedOffline) {
   const fc::StoredSpec interp_spec = fp::read_checkpoint_spec(newest_checkpoint(interp.file("checkpoints")));
   EXPECT_TRUE(interp_spec.has("patch.regression"));
   EXPECT_TRUE(interp_spec.spec.regression.empty());
+  // Without local slopes the global regression (patch.global_blend's) is the base's own.
+  EXPECT_EQ(recorded.spec.global_regression, coef);
+  // A model without a regression has none to blend toward.
+  fp::DownscaleOptions blend = icon_skill_downscale(interp);
+  blend.global_blend = 0.5;
+  const std::string refused = downscale_error(blend);
+  EXPECT_NE(refused.find("--global-blend 0.5"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("patch.residual: interp"), std::string::npos) << refused;
 
   const int C = 2 * 10 + 3 + 1 + 2 * 256, P = 256;
   const auto bi = fc::RollingBuffer::load_h5(newest_buffer_snapshot(interp.file("checkpoints")), 1, 80, C, P);
@@ -382,11 +390,16 @@ TEST(SkillReplay, RegressionBaseIsFittedInSituRecordedAndAppliedOffline) {
 // patch.local_slopes on the same replay: the plugin logs the local-slope term's coefficient and
 // records the key and 3 coefficients (sic's anomaly, deviation, local slope); finecast-downscale
 // rebuilds the slopes from the coarse field and reproduces the plugin's sample; resuming with
-// another window is refused, naming the key.
+// another window is refused, naming the key. The run also blends (patch.global_blend 0.5): it
+// records the global regression (2 coefficients, fitted without the local term), and
+// finecast-downscale reproduces the blended sample; sampled offline with --global-blend 0, the
+// members' mean is the global regression, whatever the sampling seed, each member keeping its
+// deviation from the mean of the same members unblended.
 TEST(SkillReplay, LocalSlopeTermsAreRecordedAppliedOfflineAndPinnedOnResume) {
   if (!exists(kIconData) || !exists(kIconGrid)) GTEST_SKIP() << "libncarg-data is not installed";
   ScratchDir dir("skill_local_slopes");
-  const CommandResult r = icon_skill_replay(dir, 2, "regression", false, "'0,90,0,180'", " --set patch.local_slopes=1");
+  const CommandResult r = icon_skill_replay(dir, 2, "regression", false, "'0,90,0,180'",
+                                            " --set patch.local_slopes=1 --set patch.global_blend=0.5");
   ASSERT_EQ(r.rc, 0) << r.output;
   EXPECT_NE(r.output.find("patch.residual regression: regression_local (local slopes within 1 edge steps"),
             std::string::npos)
@@ -397,12 +410,50 @@ TEST(SkillReplay, LocalSlopeTermsAreRecordedAppliedOfflineAndPinnedOnResume) {
   ASSERT_EQ(recorded.spec.regression.size(), 3u);
   EXPECT_NE(recorded.spec.regression[2], 0.0);
 
+  ASSERT_EQ(recorded.spec.global_regression.size(), 2u);
+  EXPECT_DOUBLE_EQ(recorded.spec.patch.global_blend, 0.5);
+  EXPECT_NE(recorded.spec.global_regression[1], recorded.spec.regression[1]);
+
   fp::DownscaleOptions o = icon_skill_downscale(dir);
   o.statics = {kIconData + ":sic"};
   fp::run_downscale(o);
   const auto plugin = read_step(dir.file("out.nc"), "ts", 0), offline = read_step(o.output, "ts", 0);
   ASSERT_EQ(plugin.size(), 20480u);
   EXPECT_LT(max_abs_difference(plugin, offline), 1e-3);
+
+  // Three members unblended, and blended fully (W = 0) with two sampling seeds.
+  const int M = 3;
+  auto members = [&](double w, unsigned long long seed, const std::string& name) {
+    fp::DownscaleOptions m = o;
+    m.members = M;
+    m.global_blend = w;
+    m.seed = seed;
+    m.output = dir.file(name);
+    fp::run_downscale(m);
+    std::vector<std::vector<float>> x;
+    for (int j = 0; j < M; ++j) x.push_back(read_step(m.output, "ts", 0, j));
+    return x;
+  };
+  const auto raw = members(1.0, 5, "w1.nc"), blended = members(0.0, 5, "w0.nc"), other = members(0.0, 6, "w0b.nc");
+  auto mean = [&](const std::vector<std::vector<float>>& x, size_t i) {
+    double s = 0;
+    for (const auto& v : x) s += v[i];
+    return s / M;
+  };
+  double seeds_apart = 0, means_apart = 0, deviations_apart = 0, moved = 0;
+  for (size_t i = 0; i < 20480; ++i) {
+    if (!std::isfinite(raw[0][i])) continue;
+    seeds_apart = std::max(seeds_apart, std::fabs(double(blended[0][i]) - other[0][i]));
+    means_apart = std::max(means_apart, std::fabs(mean(blended, i) - mean(other, i)));
+    moved = std::max(moved, std::fabs(mean(blended, i) - mean(raw, i)));
+    for (int j = 0; j < M; ++j)
+      deviations_apart =
+          std::max(deviations_apart, std::fabs((blended[j][i] - mean(blended, i)) - (raw[j][i] - mean(raw, i))));
+  }
+  EXPECT_GT(seeds_apart, 0.05);  // other members...
+  EXPECT_LT(means_apart, 2e-3);  // ... about the same mean: the global regression's
+  EXPECT_LT(deviations_apart, 2e-3);
+  EXPECT_GT(moved, 0.05);
 
   const CommandResult resumed =
       run_command("mpiexec -n 1 " + binary("finecast-replay") + " --config " + dir.file("run.yaml") +

@@ -62,6 +62,14 @@ int export_main(int argc, char** argv, ExportExtension* extension) {
     if (const auto spec = read_checkpoint_group(path, "conditioning")) {
       opt.conditioning = export_conditioning(*spec, path);
       for (const auto& [key, value] : *spec) opt.metadata[key] = finecast::schema::to_text(value);
+      // A step after the sampler's (the conditioning pipeline's), which the module does not have.
+      if (const auto blend = spec->find("patch.global_blend"); blend != spec->end()) {
+        const double w = finecast::schema::value_as<double>(blend->second);
+        if (w < 1.0)
+          finecast::log::warning(path + " was trained with patch.global_blend " + finecast::schema::format_real(w) +
+                                 ": the exported module's members are the model's own, their mean not moved "
+                                 "toward the global regression");
+      }
     }
     // How the checkpoint's run sampled (its /sampling), else the plugin's defaults; then the flags.
     const auto recorded = read_checkpoint_sampling(path);

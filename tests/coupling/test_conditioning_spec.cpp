@@ -40,7 +40,9 @@ fc::ConditioningSpec ts_spec() {
 }  // namespace
 
 TEST(ConditioningSpec, CheckpointRecordRoundTrips) {
-  const fc::ConditioningSpec spec = ts_spec();
+  fc::ConditioningSpec spec = ts_spec();
+  spec.global_regression = {0.25, -0.5, 2.0, 1e-3};
+  spec.patch.global_blend = 0.75;
   const finecast::schema::Record record = fc::spec_record(spec);
   EXPECT_EQ(record.size(), fc::conditioning_spec_table().size());
   EXPECT_EQ(record.at("spec_version"), finecast::schema::Value(int64_t{fc::kConditioningSpecVersion}));
@@ -64,6 +66,8 @@ TEST(ConditioningSpec, CheckpointRecordRoundTrips) {
   EXPECT_TRUE(o.interp_base);
   EXPECT_TRUE(o.orography);
   EXPECT_EQ(o.regression.size(), 4u);
+  EXPECT_EQ(o.global_regression, (std::vector<double>{0.25, -0.5, 2.0, 1e-3}));
+  EXPECT_EQ(o.global_blend, 0.75);
 }
 
 // Version 1: the text in /metadata, as the build before the /conditioning group wrote ts_spec().
@@ -153,6 +157,11 @@ TEST(ConditioningSpec, RefusesNewerVersionsAndBadValuesNamingTheKey) {
                 .find("patch.regression holds 3 coefficient(s), expected 2"),
             std::string::npos);
   EXPECT_NE(message({{"spec_version", "2"}}).find("ck.h5: /metadata holds spec_version 2, expected 0 or 1"),
+            std::string::npos);
+  // The global regression has no local-slope terms: 2 coefficients per covariate.
+  EXPECT_NE(message({{"spec_version", "1"}, {"patch.static", "a"}, {"patch.regression", "1,2"},
+                     {"patch.global_regression", "1,2,3"}})
+                .find("ck.h5: patch.global_regression holds 3 coefficient(s), expected 2"),
             std::string::npos);
 }
 

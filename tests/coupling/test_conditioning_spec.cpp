@@ -159,7 +159,9 @@ TEST(ConditioningSpec, RefusesNewerVersionsAndBadValuesNamingTheKey) {
   EXPECT_NE(message({{"spec_version", "2"}}).find("ck.h5: /metadata holds spec_version 2, expected 0 or 1"),
             std::string::npos);
   // The global regression has no local-slope terms: 2 coefficients per covariate.
-  EXPECT_NE(message({{"spec_version", "1"}, {"patch.static", "a"}, {"patch.regression", "1,2"},
+  EXPECT_NE(message({{"spec_version", "1"},
+                     {"patch.static", "a"},
+                     {"patch.regression", "1,2"},
                      {"patch.global_regression", "1,2,3"}})
                 .find("ck.h5: patch.global_regression holds 3 coefficient(s), expected 2"),
             std::string::npos);

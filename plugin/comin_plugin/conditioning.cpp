@@ -4,6 +4,7 @@
 #include "plugin/comin_plugin/conditioning.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "common/error.hpp"
 #include "common/log.hpp"
@@ -94,13 +95,15 @@ namespace {
 /// patch.global_blend's target: the base's regression without its local-slope terms, fitted on
 /// the same training patches (their residual from the interpolant alone); the base's own
 /// coefficients when it has no local slopes. Fitted whatever patch.global_blend is, so that the
-/// checkpoint can be sampled with a blend later (finecast-downscale --global-blend).
-void fit_global_regression(const Config& cfg, const coupling::PatchMap& global, coupling::PatchOptions& options,
-                           const std::vector<uint8_t>& train_valid, const coupling::Patches& patches,
-                           const std::function<void(double*, int)>& sum_over_trainers) {
+/// checkpoint can be sampled with a blend later (finecast-downscale --global-blend). Returns the
+/// fit when it is one of its own.
+std::optional<coupling::RegressionFit> fit_global_regression(
+    const Config& cfg, const coupling::PatchMap& global, coupling::PatchOptions& options,
+    const std::vector<uint8_t>& train_valid, const coupling::Patches& patches,
+    const std::function<void(double*, int)>& sum_over_trainers) {
   if (!options.local_slopes.enabled()) {
     options.global_regression = options.regression;
-    return;
+    return std::nullopt;
   }
   coupling::PatchOptions flat = options;
   flat.local_slopes = {};
@@ -109,7 +112,9 @@ void fit_global_regression(const Config& cfg, const coupling::PatchMap& global, 
   coupling::add_regression_data(global, static_cast<int>(cfg.fields.size()), flat, patches, train_valid.data(), fitter);
   sum_over_trainers(fitter.sums().data(), static_cast<int>(fitter.sums().size()));
   try {
-    options.global_regression = fitter.solve("the first step's training patches").coef;
+    coupling::RegressionFit fit = fitter.solve("the first step's training patches");
+    options.global_regression = fit.coef;
+    return fit;
   } catch (const ConfigError& e) {
     throw ConfigError(cfg.source + ": patch.global_blend's global regression: " + e.what());
   }
@@ -144,8 +149,9 @@ void fit_regression_base(const Config& cfg, const coupling::PatchMap& global, co
     throw ConfigError(cfg.source + ": patch.residual regression: " + e.what());
   }
   options.regression = fit.coef;
+  std::optional<coupling::RegressionFit> flat_fit;
   if (options.global_regression.empty())
-    fit_global_regression(cfg, global, options, train_valid, patches, sum_over_trainers);
+    flat_fit = fit_global_regression(cfg, global, options, train_valid, patches, sum_over_trainers);
   // Logged per unit of each covariate as the host gives it (the context holds them normalised),
   // as finecast-eval reports its fit.
   std::vector<double> scales;
@@ -162,6 +168,13 @@ void fit_regression_base(const Config& cfg, const coupling::PatchMap& global, co
   }
   log::info("patch.residual regression: " + coupling::describe(shown) +
             (cfg.patch.regression_refit ? "; refitted at every coupling step (patch.regression_refit)" : ""));
+  if (options.global_blend < 1.0)
+    log::info("patch.global_blend " + schema::format_real(options.global_blend) +
+              ": each sampling's ensemble mean moves to the global regression + " +
+              schema::format_real(options.global_blend) + " x (mean - it), the members' deviations kept; " +
+              (flat_fit
+                   ? "the global regression: " + coupling::describe(coupling::per_covariate_unit(*flat_fit, scales))
+                   : std::string("the global regression is the base's own (no local slopes)")));
   // finecast-eval's warning, at training time: covariates that explain under 2% of the residual's
   // variance are uninformative or not where the data is (issue 26: ICON surface fields averaged
   // onto a stretched grid file's geometry while the data lay on the uniform one explained 0.9%).

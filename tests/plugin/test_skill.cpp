@@ -405,6 +405,10 @@ TEST(SkillReplay, LocalSlopeTermsAreRecordedAppliedOfflineAndPinnedOnResume) {
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("* sic local"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("patch.global_blend 0.5: each sampling's ensemble mean moves to the global regression + 0.5 "
+                          "x (mean - it), the members' deviations kept; the global regression: regression_cons"),
+            std::string::npos)
+      << r.output;
   const fc::StoredSpec recorded = fp::read_checkpoint_spec(newest_checkpoint(dir.file("checkpoints")));
   EXPECT_EQ(recorded.spec.patch.local_slopes, 1);
   ASSERT_EQ(recorded.spec.regression.size(), 3u);

@@ -166,7 +166,12 @@ void select_patches(const Patches& all, const std::vector<int64_t>& rows, Patche
   take(all.residual, out.residual, all.P);
   take(all.weights, out.weights, all.P);
   take(all.valid, out.valid, 1);
-  take(all.global_shift, out.global_shift, all.P);
+  // The local slopes are term-major (terms x n): each term's rows.
+  const size_t terms = all.n > 0 ? all.local_slopes.size() / static_cast<size_t>(all.n) : 0;
+  out.local_slopes.resize(terms * static_cast<size_t>(n));
+  for (size_t t = 0; t < terms; ++t)
+    for (int64_t j = 0; j < n; ++j)
+      out.local_slopes[t * n + j] = all.local_slopes[t * all.n + rows[static_cast<size_t>(j)]];
   for (uint8_t v : out.valid) out.n_invalid += v ? 0 : 1;
 }
 
@@ -180,12 +185,12 @@ uint64_t sampling_seed(uint64_t seed, long long sampling, int trainer) {
 }
 
 void sample_fine(Patches& patches, int64_t members, uint64_t seed, float* out, const DrawFn& draw,
-                 double global_blend) {
+                 const PatchMap& global, int n_vars, const PatchOptions& options) {
   // With a residual base the model draws the residual from the base (its coarse value is then
   // 0), and the base is added after.
   draw(patches.context.data(), sampler_coarse(patches), patches.weights.data(), patches.n, seed, out);
   add_patch_base(patches, members, out);
-  blend_toward_global(patches, members, global_blend, out);
+  blend_toward_global(global, n_vars, options, patches, members, out);
 }
 
 }  // namespace finecast::coupling

@@ -61,8 +61,9 @@ std::vector<char> patches_inside(const ConditioningGrid& grid, const Region& reg
 std::vector<char> held_out_patches(const ConditioningGrid& grid, const std::string& text, const std::string& key);
 
 /// Patches `rows` of `all` (indices into it) as `out`, in that order: the contexts, coarse means,
-/// weights, fine values, valid flags, residual base and global shift that sample_fine needs, so that a subset of
-/// a whole field's patches is sampled with the contexts of the whole field. Reuses out's storage.
+/// weights, fine values, valid flags, residual base and local slopes that sample_fine needs, so that
+/// a subset of a whole field's patches is sampled with the contexts of the whole field. Reuses out's
+/// storage.
 void select_patches(const Patches& all, const std::vector<int64_t>& rows, Patches& out);
 
 /// Prepares `map` for what the spec's context needs: the ring table of its context_rings and, with
@@ -76,11 +77,11 @@ uint64_t sampling_seed(uint64_t seed, long long sampling, int trainer = 0);
 /// Draws `members` members of every patch [n][members][P] into `out`: `draw(context, coarse,
 /// weights, n, seed, out)` samples the model (conditioned on the patches' coarse means, or on
 /// zeros with a residual base), then the residual base is added, so that `out` holds fine values;
-/// with patches that have a global shift and `global_blend` W < 1 (patch.global_blend), the
-/// members' mean is then moved toward the global regression (blend_toward_global).
+/// with options.global_blend < 1 the members' mean is then moved toward the global regression
+/// (blend_toward_global). `global`, n_vars and `options` are those the patches were built with.
 using DrawFn = std::function<void(const float* context, const float* coarse, const float* weights, int64_t n,
                                   uint64_t seed, float* out)>;
 void sample_fine(Patches& patches, int64_t members, uint64_t seed, float* out, const DrawFn& draw,
-                 double global_blend = 1.0);
+                 const PatchMap& global, int n_vars, const PatchOptions& options);
 
 }  // namespace finecast::coupling

@@ -59,7 +59,7 @@ Field<Spec> coefficients_field(std::string key, std::vector<double> Spec::*membe
   f.get = [member](const Spec& s) { return format_regression(s.*member); };
   f.set = [member, key](Spec& s, const std::string& text) {
     try {
-      s.*member = parse_regression(text, static_cast<int>(split_list(text).size()), key, key);
+      s.*member = parse_regression(text, static_cast<int>(split_list(text).size()), key);
     } catch (const Error&) {
       throw BadValue("must be finite numbers joined by commas, got \"" + text + "\"");
     }
@@ -165,15 +165,19 @@ StoredSpec finished(StoredSpec stored, const std::string& source) {
   // The config's rule, which every run that wrote a checkpoint passed.
   if (const std::string problem = local_slope_problem(stored.spec.patch); !problem.empty())
     throw CheckpointError(source + ": " + problem);
-  if (!stored.spec.regression.empty()) {
-    const LocalSlopeOptions local = local_slope_options(stored.spec.patch);
-    const int terms = local.enabled() ? static_cast<int>(local.terms.size()) : 0;
-    parse_regression(format_regression(stored.spec.regression),
-                     2 * static_cast<int>(stored.spec.patch.statics.size()) + terms, source);
-  }
-  if (!stored.spec.global_regression.empty())
-    parse_regression(format_regression(stored.spec.global_regression),
-                     2 * static_cast<int>(stored.spec.patch.statics.size()), source, "patch.global_regression");
+  // Each fit's coefficients fit its predictors.
+  auto check_count = [&](const std::vector<double>& coef, int count, const std::string& key, const char* what) {
+    if (!coef.empty() && static_cast<int>(coef.size()) != count)
+      throw CheckpointError(source + ": " + key + " holds " + std::to_string(coef.size()) +
+                            " coefficient(s), expected " + std::to_string(count) + " (" + what + ")");
+  };
+  const LocalSlopeOptions local = local_slope_options(stored.spec.patch);
+  const int covariates = 2 * static_cast<int>(stored.spec.patch.statics.size());
+  check_count(stored.spec.regression, covariates + (local.enabled() ? static_cast<int>(local.terms.size()) : 0),
+              "patch.regression",
+              "an anomaly and a deviation per static covariate, then one per patch.local_slopes covariate");
+  check_count(stored.spec.global_regression, covariates, "patch.global_regression",
+              "an anomaly and a deviation per static covariate");
   return stored;
 }
 

@@ -104,48 +104,33 @@ void add_regression_base(const PatchMap& global, int n_vars, const PatchOptions&
   }
 }
 
-void set_global_shift(const PatchMap& global, int n_vars, const PatchOptions& options, Patches& p) {
+void blend_toward_global(const PatchMap& global, int n_vars, const PatchOptions& options, const Patches& p,
+                         int64_t members, float* out) {
   const int m = regression_predictors(options), S = options.n_static;
-  if (options.global_blend >= 1.0 || options.regression.empty() || options.global_regression.empty() || !p.n) {
-    p.global_shift.clear();
-    return;
-  }
-  check(global, n_vars, options, p, "set_global_shift");
+  if (options.global_blend >= 1.0 || options.regression.empty() || options.global_regression.empty() || !p.n) return;
+  check(global, n_vars, options, p, "blend_toward_global");
   if (static_cast<int>(options.regression.size()) != m || static_cast<int>(options.global_regression.size()) != 2 * S)
-    throw InternalError("set_global_shift: " + std::to_string(options.regression.size()) + " and " +
+    throw InternalError("blend_toward_global: " + std::to_string(options.regression.size()) + " and " +
                         std::to_string(options.global_regression.size()) + " coefficients for " + std::to_string(m) +
                         " and " + std::to_string(2 * S) + " predictors");
   // The global fit minus the base's: the covariates' terms differ, the local-slope terms go.
   std::vector<double> d(static_cast<size_t>(m));
   for (int j = 0; j < m; ++j) d[j] = (j < 2 * S ? options.global_regression[j] : 0.0) - options.regression[j];
   const int P = p.P, first = predictors_offset(global, n_vars, options);
-  p.global_shift.assign(static_cast<size_t>(p.n * P), 0.0f);
+  const double keep = options.global_blend;
   std::vector<double> x(static_cast<size_t>(m));
   for (int64_t c = 0; c < p.n; ++c) {
     const float* fields = p.context.data() + c * p.C + first;
-    for (int k = 0; k < P; ++k) {
-      predictors_at(options, p, fields, c, k, x.data());  // a NaN reaches the shift, as it reaches the base
-      double shift = 0.0;
-      for (int j = 0; j < m; ++j) shift += d[j] * x[j];
-      p.global_shift[c * P + k] = static_cast<float>(shift);
-    }
-  }
-}
-
-void blend_toward_global(const Patches& p, int64_t members, double weight, float* out) {
-  if (weight >= 1.0 || p.global_shift.empty()) return;
-  const int P = p.P;
-  if (p.global_shift.size() != static_cast<size_t>(p.n * P) || p.base.size() != p.global_shift.size())
-    throw InternalError("blend_toward_global: the patches have no global shift of their size");
-  for (int64_t c = 0; c < p.n; ++c) {
     float* patch = out + c * members * P;
     for (int k = 0; k < P; ++k) {
+      predictors_at(options, p, fields, c, k, x.data());  // a NaN reaches the target, as it reaches the base
+      double target = p.base[c * P + k];
+      for (int j = 0; j < m; ++j) target += d[j] * x[j];
       double mean = 0.0;
       for (int64_t j = 0; j < members; ++j) mean += patch[j * P + k];
       mean /= static_cast<double>(members);
-      const double target = double(p.base[c * P + k]) + p.global_shift[c * P + k];
       if (!std::isfinite(mean) || !std::isfinite(target)) continue;
-      const auto move = static_cast<float>((1.0 - weight) * (target - mean));
+      const auto move = static_cast<float>((1.0 - keep) * (target - mean));
       for (int64_t j = 0; j < members; ++j) patch[j * P + k] += move;
     }
   }
@@ -161,8 +146,7 @@ std::string format_regression(const std::vector<double>& coef) {
   return out;
 }
 
-std::vector<double> parse_regression(const std::string& text, int count, const std::string& source,
-                                     const std::string& key) {
+std::vector<double> parse_regression(const std::string& text, int count, const std::string& source) {
   std::vector<double> coef;
   size_t start = 0;
   while (start <= text.size() && !text.empty()) {
@@ -171,17 +155,15 @@ std::vector<double> parse_regression(const std::string& text, int count, const s
     char* stop = nullptr;
     const double v = std::strtod(item.c_str(), &stop);
     if (item.empty() || stop != item.c_str() + item.size() || !std::isfinite(v))
-      throw CheckpointError(source + ": " + key + " \"" + text + "\": \"" + item + "\" is not a finite number");
+      throw CheckpointError(source + ": patch.regression \"" + text + "\": \"" + item + "\" is not a finite number");
     coef.push_back(v);
     start = end + 1;
   }
   if (static_cast<int>(coef.size()) != count)
-    throw CheckpointError(source + ": " + key + " holds " + std::to_string(coef.size()) + " coefficient(s), expected " +
-                          std::to_string(count) +
-                          (key == "patch.regression"
-                               ? " (an anomaly and a deviation per static covariate, then one per "
-                                 "patch.local_slopes covariate)"
-                               : " (an anomaly and a deviation per static covariate)"));
+    throw CheckpointError(source + ": patch.regression holds " + std::to_string(coef.size()) +
+                          " coefficient(s), expected " + std::to_string(count) +
+                          " (an anomaly and a deviation per static covariate, then one per patch.local_slopes "
+                          "covariate)");
   return coef;
 }
 

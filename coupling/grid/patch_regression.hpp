@@ -40,25 +40,22 @@ void add_regression_data(const PatchMap& global, int n_vars, const PatchOptions&
 /// Needs patches built with options.interp_base.
 void add_regression_base(const PatchMap& global, int n_vars, const PatchOptions& options, Patches& patches);
 
-/// patch.global_blend: fills p.global_shift with the global regression's prediction minus the
-/// base, per fine cell: with the base's coefficients b (options.regression) and the global ones
-/// g (options.global_regression, one per covariate predictor), (g - b) on the covariates'
-/// predictors minus b on the local-slope terms. Clears it when W = 1 or a fit is missing. Needs
-/// patches whose base holds options.regression (fill_contexts, add_regression_base).
-void set_global_shift(const PatchMap& global, int n_vars, const PatchOptions& options, Patches& patches);
-
-/// Moves the ensemble mean of every fine cell of `out` ([n][members][P] fine values of the
-/// patches) to base + global_shift + weight (mean - base - global_shift), each member keeping its
-/// deviation from the mean. Cells where a member is not finite stay as they are. The global
-/// regression and the base have the patch means of the coarse field (the interpolant is
-/// conservative, and every predictor has zero patch mean), so a conservative ensemble stays so.
-void blend_toward_global(const Patches& patches, int64_t members, double weight, float* out);
+/// patch.global_blend: moves the ensemble mean of every fine cell of `out` ([n][members][P] fine
+/// values of the patches) to g + W (mean - g), each member keeping its deviation from the mean.
+/// g is the global regression's prediction: the base plus, with the base's coefficients b
+/// (options.regression) and the global ones (options.global_regression, one per covariate
+/// predictor), their difference on the covariates' predictors minus b on the local-slope terms.
+/// Nothing when W (options.global_blend) is 1 or a fit is missing; cells where a member is not
+/// finite stay as they are. The global regression and the base have the patch means of the coarse
+/// field (the interpolant is conservative, and every predictor has zero patch mean), so a
+/// conservative ensemble stays so. Needs patches whose base holds options.regression.
+void blend_toward_global(const PatchMap& global, int n_vars, const PatchOptions& options, const Patches& patches,
+                         int64_t members, float* out);
 
 /// The coefficients as the checkpoint records them ("c0,c1,...", full precision), and back;
-/// parse_regression throws CheckpointError naming `source` and the checkpoint's `key` unless the
-/// text holds `count` finite numbers.
+/// parse_regression throws CheckpointError naming `source` unless the text holds `count`
+/// finite numbers.
 std::string format_regression(const std::vector<double>& coef);
-std::vector<double> parse_regression(const std::string& text, int count, const std::string& source,
-                                     const std::string& key = "patch.regression");
+std::vector<double> parse_regression(const std::string& text, int count, const std::string& source);
 
 }  // namespace finecast::coupling

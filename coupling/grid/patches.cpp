@@ -197,11 +197,9 @@ void fill_contexts(const PatchMap& global, int64_t first, const PatchMap& local,
     else
       out.local_slopes.clear();
     if (!options.regression.empty()) add_regression_base(global, n_vars, options, out);
-    set_global_shift(global, n_vars, options, out);
   } else {
     out.base.clear();
     out.residual.clear();
-    out.global_shift.clear();
   }
 }
 

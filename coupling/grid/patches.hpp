@@ -39,8 +39,8 @@ struct PatchOptions {
   /// (local_slopes.hpp); off by default.
   LocalSlopeOptions local_slopes{};
   /// patch.global_blend: the global regression's coefficients (2 per static covariate: the fit
-  /// without local-slope terms) and W, the share of the ensemble mean kept when sampling; with
-  /// W < 1 and both fits, fill_contexts also fills each patch's global_shift.
+  /// without local-slope terms) and W, the share of the ensemble mean kept when sampling
+  /// (blend_toward_global).
   std::vector<double> global_regression{};
   double global_blend = 1.0;
 };
@@ -86,9 +86,6 @@ struct Patches {
   std::vector<float> static_interp_of;
   std::vector<double> local_slopes;  ///< terms*n local slopes of the target (options.local_slopes)
   std::vector<float> zeros;          ///< n zeros: sampler_coarse with a residual base
-  /// n*P: the global regression minus the base (options.global_blend < 1 only; empty otherwise):
-  /// where sample_fine moves the ensemble mean toward (patch_regression.hpp).
-  std::vector<float> global_shift;
 };
 
 /// Builds the patches of one step. fields[v] points at a global fine field (n_fine values by

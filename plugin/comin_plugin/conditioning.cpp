@@ -128,15 +128,7 @@ void fit_regression_base(const Config& cfg, const coupling::PatchMap& global, co
                          const std::string& refit_at) {
   if (cfg.patch.residual != Residual::kRegression) return;
   const int n_vars = static_cast<int>(cfg.fields.size());
-  if (!options.regression.empty()) {
-    // Resumed (or fitted at an earlier step): the checkpoint's fits hold.
-    if (options.global_blend < 1.0 && options.global_regression.empty())
-      throw ConfigError(cfg.source + ": patch.global_blend " + schema::format_real(options.global_blend) +
-                        " moves the members' mean toward the global regression, but the checkpoint resumed has no "
-                        "patch.global_regression (written before it existed): train anew, or set "
-                        "patch.global_blend: 1");
-    return;
-  }
+  if (!options.regression.empty()) return;  // fitted at an earlier step, or resumed
   // finecast-eval's fitter and names: regression_cons, or regression_local with local-slope terms.
   coupling::RegressionFitter fitter(coupling::regression_names(cfg.patch.statics, options),
                                     options.local_slopes.enabled() ? "regression_local" : "regression_cons");
@@ -163,7 +155,6 @@ void fit_regression_base(const Config& cfg, const coupling::PatchMap& global, co
     log::debug("patch.residual regression refitted at " + refit_at +
                " (patch.regression_refit): " + coupling::describe(shown));
     coupling::add_regression_base(global, n_vars, options, patches);
-    coupling::set_global_shift(global, n_vars, options, patches);
     return;
   }
   log::info("patch.residual regression: " + coupling::describe(shown) +
@@ -188,7 +179,6 @@ void fit_regression_base(const Config& cfg, const coupling::PatchMap& global, co
              : std::string(" (grid.geometry is ") + (cfg.grid.geometry == IconGeometry::kUniform ? "uniform" : "file") +
                    "; the covariates must come from the same geometry)"));
   coupling::add_regression_base(global, n_vars, options, patches);
-  coupling::set_global_shift(global, n_vars, options, patches);
 }
 
 std::vector<const float*> static_pointers(const ConditioningState& state) {

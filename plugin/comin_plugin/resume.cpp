@@ -9,6 +9,7 @@
 
 #include "common/checkpoint_files.hpp"
 #include "common/log.hpp"
+#include "common/schema.hpp"
 #include "coupling/error.hpp"
 #include "coupling/io/cf_time.hpp"
 #include "plugin/comin_plugin/run_counters.hpp"
@@ -221,6 +222,11 @@ void resume(PluginState& s, TrainerState& t, ResumeSource source) {
   if (!stored.spec.regression.empty() && cfg.patch.residual == Residual::kRegression) {
     t.patch_options.regression = stored.spec.regression;
     t.patch_options.global_regression = stored.spec.global_regression;
+    if (cfg.patch.global_blend < 1.0 && stored.spec.global_regression.empty())
+      throw ConfigError(cfg.source + ": patch.global_blend " + schema::format_real(cfg.patch.global_blend) +
+                        " moves the members' mean toward the global regression, but checkpoint " + path +
+                        " has no patch.global_regression (written before it existed): train anew, or set "
+                        "patch.global_blend: 1");
   }
   t.resumed_from = path;
   log::info("Resumed from " + path + " (optimizer step " + std::to_string(t.model->step()) + ", " +

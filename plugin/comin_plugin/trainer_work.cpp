@@ -390,7 +390,7 @@ void draw_samples(const RunSettings& run, const Ranks& ranks, TrainerShare& t, c
           float* drawn) {
         model.model->sample(context, coarse, weights, count, so, draw_seed, model.torch_threads, drawn);
       },
-      t.patch_options.global_blend);
+      t.map, static_cast<int>(cfg.fields.size()), t.patch_options);
   score_sampling(cfg, t, out);
   mask_implausible_samples(out);
 }

@@ -594,7 +594,7 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
             so.members = each;
             src.model.sample(context, coarse, weights, n, so, seed, out, std::ref(progress));
           },
-          src.patch_options.global_blend);
+          map, n_vars, src.patch_options);
       // Members k*each .. (k+1)*each-1 of every patch sampled.
       for (int64_t j = 0; j < drawn.n; ++j) {
         const int64_t c = restricted ? rows[static_cast<size_t>(j)] : j;

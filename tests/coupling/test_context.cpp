@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <random>
@@ -675,32 +676,27 @@ TEST(RegressionBase, ALocalSlopeTermFollowsALapseRateThatChangesAcrossTheField) 
   fc::Patches q;
   fc::extract_patches(b.map, {b.field.data()}, nullptr, {hf.data()}, o, q);
   for (int64_t i = 0; i < q.n * q.P; ++i) ASSERT_NEAR(q.residual[i], 0.0f, 3e-3) << "slot " << i;
-  EXPECT_TRUE(q.global_shift.empty());  // patch.global_blend off
-
-  // patch.global_blend: the base plus the shift is the global fit's base, built on its own (the
-  // local-slope term's coefficient 0); blended fully, the members' mean is that base, each member
-  // keeps its deviation, and every patch keeps its mean (both bases are conservative).
+  // patch.global_blend: blended fully, the members' mean is the global fit's base, built on its
+  // own (the local-slope term's coefficient 0); each member keeps its deviation, and every patch
+  // keeps its mean (both bases are conservative). Off (W = 1), the members stay as they are.
   o.global_regression = global.coef;
-  o.global_blend = 0.0;
-  fc::extract_patches(b.map, {b.field.data()}, nullptr, {hf.data()}, o, q);
   fc::PatchOptions flat = o;
   flat.regression = {global.coef[0], global.coef[1], 0.0};
-  flat.global_blend = 1.0;
   fc::Patches g;
   fc::extract_patches(b.map, {b.field.data()}, nullptr, {hf.data()}, flat, g);
-  ASSERT_EQ(q.global_shift.size(), q.base.size());
+  ASSERT_EQ(g.base.size(), q.base.size());
   double largest = 0;
-  for (int64_t i = 0; i < q.n * q.P; ++i) {
-    ASSERT_NEAR(q.base[i] + q.global_shift[i], g.base[i], 1e-3) << "slot " << i;
-    largest = std::max(largest, std::fabs(double(q.global_shift[i])));
-  }
+  for (int64_t i = 0; i < q.n * q.P; ++i) largest = std::max(largest, std::fabs(double(g.base[i]) - q.base[i]));
   EXPECT_GT(largest, 0.5);  // the two fits differ where the lapse rate changes sign
   const int64_t M = 3, P = q.P;
   std::vector<float> members(static_cast<size_t>(q.n * M * P)), raw;
   for (size_t i = 0; i < members.size(); ++i) members[i] = static_cast<float>(280.0 + 0.5 * noise(rng));
   members[5] = std::numeric_limits<float>::quiet_NaN();  // patch 0, member 0, cell 5: left as it is
   raw = members;
-  fc::blend_toward_global(q, M, 0.0, members.data());
+  fc::blend_toward_global(b.map, 1, o, q, M, members.data());  // W = 1
+  EXPECT_EQ(std::memcmp(members.data(), raw.data(), members.size() * sizeof(float)), 0);
+  o.global_blend = 0.0;
+  fc::blend_toward_global(b.map, 1, o, q, M, members.data());
   for (int64_t c = 0; c < q.n; ++c) {
     double moved_sum = 0;
     for (int k = 0; k < P; ++k) {
@@ -713,18 +709,19 @@ TEST(RegressionBase, ALocalSlopeTermFollowsALapseRateThatChangesAcrossTheField) 
         for (int64_t j = 1; j < M; ++j) EXPECT_EQ(members[j * P + k], raw[j * P + k]);
         continue;
       }
-      ASSERT_NEAR(mean, q.base[c * P + k] + q.global_shift[c * P + k], 1e-3) << "patch " << c << " cell " << k;
+      ASSERT_NEAR(mean, g.base[c * P + k], 1e-3) << "patch " << c << " cell " << k;
       for (int64_t j = 0; j < M; ++j)
         ASSERT_NEAR(members[(c * M + j) * P + k] - mean, raw[(c * M + j) * P + k] - raw_mean, 1e-3);
-      moved_sum += double(q.weights[c * P + k]) * q.global_shift[c * P + k];
+      moved_sum += double(q.weights[c * P + k]) * (double(g.base[c * P + k]) - q.base[c * P + k]);
     }
     if (c > 0) {
-      EXPECT_NEAR(moved_sum, 0.0, 1e-4) << "patch " << c;  // the shift has no patch mean
+      EXPECT_NEAR(moved_sum, 0.0, 1e-4) << "patch " << c;  // the global fit moves no patch mean
     }
   }
   // Halfway: the mean halfway between the members' own and the global fit.
   std::vector<float> half = raw;
-  fc::blend_toward_global(q, M, 0.5, half.data());
+  o.global_blend = 0.5;
+  fc::blend_toward_global(b.map, 1, o, q, M, half.data());
   EXPECT_NEAR(half[P + 7], 0.5 * (raw[P + 7] + members[P + 7]), 1e-3);
 
   fc::ConditioningSpec spec;

@@ -427,9 +427,10 @@ TEST(SkillReplay, LocalSlopeTermsAreRecordedAppliedOfflineAndPinnedOnResume) {
 
   // Three members unblended, and blended fully (W = 0) with two sampling seeds.
   const int M = 3;
-  auto members = [&](double w, unsigned long long seed, const std::string& name) {
+  auto members = [&](double w, unsigned long long seed, const std::string& name, const std::string& hold_out = "") {
     fp::DownscaleOptions m = o;
     m.members = M;
+    m.hold_out = hold_out;
     m.global_blend = w;
     m.seed = seed;
     m.output = dir.file(name);
@@ -458,6 +459,16 @@ TEST(SkillReplay, LocalSlopeTermsAreRecordedAppliedOfflineAndPinnedOnResume) {
   EXPECT_LT(means_apart, 2e-3);  // ... about the same mean: the global regression's
   EXPECT_LT(deviations_apart, 2e-3);
   EXPECT_GT(moved, 0.05);
+  // Sampling only the held-out patches (their local slopes selected with them) moves their mean to
+  // the same global regression.
+  const auto part = members(0.0, 5, "w0_part.nc", "0,90,0,180");
+  size_t sampled = 0;
+  for (size_t i = 0; i < 20480; ++i)
+    if (std::isfinite(part[0][i])) {
+      ++sampled;
+      ASSERT_NEAR(mean(part, i), mean(blended, i), 2e-3) << "cell " << i;
+    }
+  EXPECT_GT(sampled, 1000u);
 
   const CommandResult resumed =
       run_command("mpiexec -n 1 " + binary("finecast-replay") + " --config " + dir.file("run.yaml") +

@@ -14,6 +14,11 @@ block, weighted as the report's scores), and context features that need no truth
         interpolant on ICON, from baselines.nc beside the report)
   cvar  lat-lon grids only: the variance of the coarse block means over the block's 3 x 3 coarse
         neighbourhood
+  nov   lat-lon grids, with --static FILE:VAR: how novel the block's covariates are to the model, 1 +
+        the mean distance (in units of the training blocks' spread) from the block's (mean, standard
+        deviation) of each static field to those of its 8 nearest training blocks (those with no
+        cell in the hold-out box; 1 + so that a block like its neighbours, e.g. open sea, has a
+        finite log): an out-of-distribution measure an in-situ run could compute
   d2    where every argument joins several runs of the same blocks and truth (models of different
         training seeds): the variance of their ensemble means, the models' disagreement (what a
         deep ensemble adds to the spread); every run of the argument gets the same d2
@@ -46,10 +51,13 @@ MODELS = {
     "s2+r2": ["s2", "r2"],
     "s2+cvar": ["s2", "cvar"],
     "s2+r2+cvar": ["s2", "r2", "cvar"],
+    "s2+nov": ["s2", "nov"],
+    "s2+r2+nov": ["s2", "r2", "nov"],
     "s2+d2": ["s2", "d2"],
     "s2+r2+d2": ["s2", "r2", "d2"],
 }
 TINY = 1e-12
+NEIGHBOURS = 8  # training blocks averaged over in nov
 
 
 def fail(msg):
@@ -73,11 +81,56 @@ def blocks(a, b):
     return a.swapaxes(-3, -2).reshape(*lead, ny, nx, b * b)
 
 
+def inside_box(box, lat, lon):
+    lat0, lat1, lon0, lon1 = (float(x) for x in box.split(","))
+    return ((lat >= lat0) & (lat <= lat1))[:, None] & ((lon >= lon0) & (lon <= lon1))[None, :]
+
+
 def held_out_blocks(box, lat, lon, b):
     """The blocks wholly inside the report's --hold-out box lat0,lat1,lon0,lon1 (finecast-eval's rule)."""
-    lat0, lat1, lon0, lon1 = (float(x) for x in box.split(","))
-    inside = ((lat >= lat0) & (lat <= lat1))[:, None] & ((lon >= lon0) & (lon <= lon1))[None, :]
-    return blocks(inside, b).all(-1)
+    return blocks(inside_box(box, lat, lon), b).all(-1)
+
+
+def static_window(spec, lat, lon):
+    """The static field FILE:VAR on the truth's grid: the window of the file whose last two
+    coordinates are the truth's (the file may cover a larger grid, as finecast-replay allows)."""
+    path, _, var = spec.rpartition(":")
+    if not path or not var:
+        fail(f"--static {spec}: FILE:VAR expected")
+    if not os.path.isfile(path):
+        fail(f"--static {spec}: no file {path}")
+    field, (slat, slon) = read(path, var)
+    field = field.reshape(field.shape[-2:])
+    if slat is None or slon is None:
+        fail(f"--static {spec}: '{var}' has no 1-D coordinate variables")
+
+    def start(axis, want, name):
+        tol = 1e-3 * abs(want[1] - want[0]) if len(want) > 1 else 1e-6
+        i = int(np.argmin(np.abs(axis - want[0])))
+        if i + len(want) > len(axis) or not np.allclose(axis[i:i + len(want)], want, atol=tol, rtol=0):
+            fail(f"--static {spec}: its {name} coordinates do not contain the truth's "
+                 f"({want[0]:g} .. {want[-1]:g}, {len(want)} values)")
+        return i
+
+    i, j = start(slat, lat, "first"), start(slon, lon, "second")
+    return field[i:i + len(lat), j:j + len(lon)]
+
+
+def novelty(statics, lat, lon, b, box, sel):
+    """nov of the blocks `sel`: 1 + the mean distance of each block's standardised (mean, sd) of every
+    static field to its NEIGHBOURS nearest training blocks (no cell in the hold-out box)."""
+    feats = []
+    for spec in statics:
+        fb = blocks(static_window(spec, lat, lon), b)
+        feats += [fb.mean(-1), fb.std(-1)]
+    X = np.stack(feats, -1)
+    train = ~blocks(inside_box(box, lat, lon), b).any(-1) & np.isfinite(X).all(-1)
+    if train.sum() < NEIGHBOURS:
+        fail(f"fewer than {NEIGHBOURS} training blocks with finite static fields outside the hold-out box {box}")
+    mu, sd = X[train].mean(0), X[train].std(0) + TINY
+    Zt, Zs = (X[train] - mu) / sd, (X[sel] - mu) / sd
+    dist = np.sqrt(((Zs[:, None, :] - Zt[None]) ** 2).sum(-1))
+    return 1.0 + np.sort(dist, 1)[:, :NEIGHBOURS].mean(1)
 
 
 def read_report(report):
@@ -100,7 +153,7 @@ def read_report(report):
     return meta, (min(noise) if noise else None)
 
 
-def run_blocks(report, mb, tb, cw, base, interp, cvar):
+def run_blocks(report, mb, tb, cw, base, interp, cvar, nov=None):
     """One run's held-out blocks (arrays blocks x cells, members first): weights, s2, e2, r2, cvar, deviations."""
     w = cw.sum(-1)
     mean = mb.mean(0)
@@ -112,6 +165,7 @@ def run_blocks(report, mb, tb, cw, base, interp, cvar):
         "e2": (cw * (mean - tb) ** 2).sum(-1) / w,
         "r2": (cw * (base - interp) ** 2).sum(-1) / w,
         "cvar": cvar,
+        "nov": nov,
         "d2": None,
         "mean": mean,
         "dev": mb - mean,
@@ -119,7 +173,7 @@ def run_blocks(report, mb, tb, cw, base, interp, cvar):
     }
 
 
-def latlon_blocks(report, meta):
+def latlon_blocks(report, meta, statics):
     b = int(meta["block"])
     members, (lat, lon) = read(meta["pred"], meta["var"])
     truth, _ = read(meta["truth"], meta["truth_var"])
@@ -141,7 +195,8 @@ def latlon_blocks(report, meta):
     cvar = np.stack([pad[i : i + cm.shape[0], j : j + cm.shape[1]] for i in range(3) for j in range(3)]).var(0)
     cb = blocks(cos, b)[sel]
     cw = np.repeat(cb.mean(-1, keepdims=True), cb.shape[-1], -1)  # each cell weighs its block's mean cos(lat)
-    return run_blocks(report, mb[:, sel], tb[sel], cw, blocks(base, b)[sel], blocks(interp, b)[sel], cvar[sel])
+    nov = novelty(statics, lat, lon, b, meta["hold_out"], sel) if statics else None
+    return run_blocks(report, mb[:, sel], tb[sel], cw, blocks(base, b)[sel], blocks(interp, b)[sel], cvar[sel], nov)
 
 
 def icon_blocks(report, meta):
@@ -178,10 +233,12 @@ def icon_blocks(report, meta):
                       by_patch(fields[meta["noise_base"]])[sel], by_patch(fields[interp_name])[sel], None)
 
 
-def fold_blocks(report):
+def fold_blocks(report, statics):
     """One report's (run's) held-out blocks and the CRPS of its stronger noise reference (None without one)."""
     meta, noise = read_report(report)
-    run = icon_blocks(report, meta) if meta.get("grid") == "icon" else latlon_blocks(report, meta)
+    if meta.get("grid") == "icon" and statics:
+        fail(f"{report}: --static is for lat-lon grids")
+    run = icon_blocks(report, meta) if meta.get("grid") == "icon" else latlon_blocks(report, meta, statics)
     run["noise_crps"] = noise
     return run
 
@@ -216,10 +273,10 @@ def fit_predict(train, test, feats):
     return np.sqrt(scale * np.exp(design(test, feats) @ coef) / (test["s2"] + TINY))
 
 
-def runs_of(arg):
+def runs_of(arg, statics):
     """The runs of one argument. Two or more runs that score the same blocks of the same truth (seeds of
     one fold) each get their disagreement d2; runs of different truths pooled as one fold get none."""
-    runs = [fold_blocks(r) for r in arg.split(",") if r]
+    runs = [fold_blocks(r, statics) for r in arg.split(",") if r]
     if len(runs) >= 2 and all(np.array_equal(run["truth"], runs[0]["truth"]) for run in runs):
         means = np.stack([run["mean"] for run in runs])  # runs, blocks, cells
         cw = runs[0]["cw"]
@@ -241,13 +298,16 @@ def main():
                    "(several runs of one fold, e.g. seeds, joined by commas)")
     p.add_argument("--apply", nargs="+", default=[], metavar="REPORT",
                    help="reports of a test split: every model fitted on all the folds, scored on each of them")
+    p.add_argument("--static", action="append", default=[], metavar="FILE:VAR",
+                   help="a static field of the truth's lat-lon grid (or a larger one holding it), for the "
+                   "novelty feature nov; repeat for several")
     p.add_argument("--bar", default="0.85,1.15", help="the spread/RMSE range counted as met (default 0.85,1.15)")
     a = p.parse_args()
     if len(a.reports) < 2:
         fail("at least two folds are needed to leave one out")
     lo, hi = (float(x) for x in a.bar.split(","))
-    folds = [runs_of(arg) for arg in a.reports]
-    tests = [run for arg in a.apply for run in runs_of(arg)]
+    folds = [runs_of(arg, a.static) for arg in a.reports]
+    tests = [run for arg in a.apply for run in runs_of(arg, a.static)]
     every = [run for fold in folds for run in fold] + tests
     models = [("raw (F = 1)", None)] + [(n, f) for n, f in MODELS.items()
                                          if all(run[x] is not None for x in f for run in every)]
@@ -256,6 +316,10 @@ def main():
     n_runs = sum(len(fold) for fold in folds)
     print(f"{sum(len(run['w']) for fold in folds for run in fold)} held-out blocks in {len(folds)} folds: "
           + ", ".join(f"{label(fold)} {sum(len(run['w']) for run in fold)}" for fold in folds))
+    shown = [x for x in ("e2", "s2", "r2", "nov", "d2") if all(run[x] is not None for fold in folds for run in fold)]
+    print("fold means (weighted as the scores, over its runs): "
+          + "; ".join(f"fold {k + 1} " + " ".join(f"{x} {np.mean([np.average(run[x], weights=run['w']) for run in fold]):.4g}"
+                                                for x in shown) for k, fold in enumerate(folds)))
     print(f"{'spread model':14s}" + "".join(f"{'fold ' + str(i + 1):>16s}" for i in range(len(folds)))
           + tail + f"  {'runs' if n_runs > len(folds) else 'folds'} in {lo}..{hi}")
     for name, feats in models:

@@ -7,8 +7,10 @@
 # scales differ). The same on ICON-like reports: patches given by baselines.nc's coarse_cell (the
 # cells shuffled, so that only that grouping finds them), cell_area and scored; two runs pooled
 # as one fold; and --apply, the model fitted on every fold, on a fourth report. The runs' (training
-# seeds') disagreement d2, on folds of two runs each whose errors it sets. A report without a
-# hold-out is refused, naming the file.
+# seeds') disagreement d2, on folds of two runs each whose errors it sets. The novelty nov of a
+# block's static field (--static, a file on a larger grid than the truth's), on folds whose errors
+# it sets. A report without a hold-out, and a static file that does not hold the truth's grid,
+# are refused, naming the file.
 set -euo pipefail
 
 SRC="${FINECAST_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
@@ -54,6 +56,44 @@ for k in range(3):  # fold k holds out longitudes 16k .. 16k + 15 (2 block colum
         os.makedirs(f"{w}/nohold")
         del meta["hold_out"]
         json.dump({"meta": meta, "predictions": [dict(name="model", members=M)]}, open(f"{w}/nohold/eval.json", "w"))
+
+# nov: a static field h, constant on each block, on a grid 2 rows and 3 columns larger than the truth's
+# (before it). Block columns 2k and 2k + 1 (fold k + 1's held-out ones) take h away from the others by
+# an amount that grows with k; each fold's held-out squared errors are 0.25 x nov^2, nov computed here
+# as defined (1 + the mean distance of the block's standardised h to the 8 nearest training blocks', those
+# outside the fold; h's standard deviation in a block, 0 everywhere, adds nothing), whatever the
+# members' spread and the covariates' part.
+nby, nbx = ny // b, nx // b
+hb = rng.uniform(0, 1, (nby, nbx))
+for k in range(3):
+    hb[:, 2 * k:2 * k + 2] += rng.uniform(0.5, 2.0, (nby, 2)) * (1 + 2 * k)
+for k in range(3):
+    d = f"{w}/nov{k + 1}"; os.makedirs(d)
+    cols = [2 * k, 2 * k + 1]                                  # the held-out block columns
+    train = [hb[i, j] for i in range(nby) for j in range(nbx) if j not in cols]
+    mu, sd = np.mean(train), np.std(train)
+    nov = np.zeros((nby, nbx))
+    for i in range(nby):
+        for j in cols:
+            nov[i, j] = 1 + np.mean(sorted(abs((hb[i, j] - mu) / sd - (t - mu) / sd) for t in train)[:8])
+    mean = rng.normal(280, 5, (ny, nx))
+    members = mean + np.kron(rng.uniform(0.1, 0.6, (nby, nbx)), np.ones((b, b))) * z
+    sign = np.where(rng.random((ny, nx)) < 0.5, -1.0, 1.0)
+    truth = mean + 0.5 * np.kron(nov, np.ones((b, b))) * sign
+    held = (lon >= 16 * k) & (lon <= 16 * k + 15)
+    members[:, :, ~held] = np.nan
+    write(f"{d}/downscaled.nc", tas=members, tas_coarse=mean)
+    write(f"{d}/truth.nc", tas=truth)
+    write(f"{d}/baselines.nc", bspline_cons=mean, regression_local=mean + rng.uniform(0.2, 1.0, (ny, nx)))
+    meta = dict(truth=f"{d}/truth.nc", pred=f"{d}/downscaled.nc", var="tas", truth_var="tas", block=str(b),
+                hold_out=f"-90,90,{16 * k},{16 * k + 15}", noise_base="regression_local")
+    json.dump({"meta": meta, "predictions": [dict(name="model", members=M)]}, open(f"{d}/eval.json", "w"))
+with netCDF4.Dataset(f"{w}/static.nc", "w") as ds:
+    ds.createDimension("lat", ny + 2); ds.createDimension("lon", nx + 3)
+    ds.createVariable("lat", "f8", ("lat",))[:] = np.concatenate([lat[0] - (lat[1] - lat[0]) * np.array([2, 1]), lat])
+    ds.createVariable("lon", "f8", ("lon",))[:] = np.arange(-3, nx) * 1.0
+    h = np.zeros((ny + 2, nx + 3)); h[2:, 3:] = np.kron(hb, np.ones((b, b)))
+    ds.createVariable("h", "f8", ("lat", "lon"))[:] = h
 PY
 
 "$PY" - "$work" <<'PY'
@@ -150,6 +190,27 @@ grep -E "6 of 6$" >/dev/null <<<"$(grep -E '^s2\+r2 ' <<<"$out")" && fail "s2+r2
 out="$("$PY" "$SRC/scripts/eval_spread_model.py" "$work/seeds1a/eval.json,$work/seeds1b/eval.json" \
   "$work/seeds3a/eval.json,$work/seeds3c/eval.json")"
 grep -q "d2" <<<"$out" && fail "a d2 model was fitted on runs of different truths"
+# nov sets every fold's errors: s2+nov, fitted on two folds, calibrates the third
+out="$("$PY" "$SRC/scripts/eval_spread_model.py" --static "$work/static.nc:h" "$work"/nov{1,2,3}/eval.json)"
+echo "$out"
+nov="$(grep -E '^s2\+nov ' <<<"$out")" || fail "no s2+nov row with --static"
+[[ "$(grep -o ' 1\.000 /' <<<"$nov" | wc -l)" = 3 ]] || fail "s2+nov does not calibrate every fold: $nov"
+grep -E "3 of 3$" >/dev/null <<<"$(grep -E '^s2\+r2 ' <<<"$out")" && fail "s2+r2 met every fold, though r2 is unrelated to the errors"
+grep -qE "^fold means.*fold 3 e2 [0-9.e-]+ s2 [0-9.e-]+ r2 [0-9.e-]+ nov [0-9.]+" <<<"$out" || fail "no fold means with nov"
+grep -q "^s2+nov " <<<"$("$PY" "$SRC/scripts/eval_spread_model.py" "$work"/nov{1,2,3}/eval.json)" \
+  && fail "an s2+nov row without --static"
+"$PY" - "$work" <<'PY' || fail "a static file without the truth's coordinates was accepted"
+import netCDF4, sys
+with netCDF4.Dataset(sys.argv[1] + "/shifted.nc", "w") as ds:
+    ds.createDimension("lat", 16); ds.createDimension("lon", 48)
+    ds.createVariable("lat", "f8", ("lat",))[:] = range(16)
+    ds.createVariable("lon", "f8", ("lon",))[:] = [x + 0.5 for x in range(48)]
+    ds.createVariable("h", "f8", ("lat", "lon"))[:] = 0
+PY
+msg="$("$PY" "$SRC/scripts/eval_spread_model.py" --static "$work/shifted.nc:h" "$work"/nov{1,2}/eval.json 2>&1)" \
+  && fail "a static file without the truth's coordinates was accepted"
+grep -F "shifted.nc:h: its first coordinates do not contain the truth's" >/dev/null <<<"$msg" \
+  || fail "the refusal of a static file does not name it and what is missing: $msg"
 msg="$("$PY" "$SRC/scripts/eval_spread_model.py" "$work/fold2/eval.json" "$work/nohold/eval.json" 2>&1)" && fail "a report without a hold-out was accepted"
 grep -F "nohold/eval.json: meta has no 'hold_out'" >/dev/null <<<"$msg" || fail "the refusal does not name the file and key: $msg"
 exit $((failures > 0))

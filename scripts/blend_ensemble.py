@@ -11,8 +11,11 @@ where a member is not finite stay as they are. docs/evaluation.md ("The stronges
 measures this for ICON ts: the model's mean and the regression on the linear interpolant err
 differently, and W = 0.5 (chosen on the val split) beats both on the test split.
 
-The base must have the variable's cell dimensions (a time dimension of one step, or none, is
-applied to every step) and be finite wherever a member is. The output is written beside itself
+The base must have the variable's cell dimensions and be finite wherever a member is. A base
+without a time dimension, or with one step, is applied to every step; one with several steps
+(finecast-eval --baselines-out of a run scored at several steps) gives each step of the ensemble
+the base of the same step, matched by the file's pred_step (the prediction's step indices), and
+every step of the ensemble needs one. The output is written beside itself
 under a temporary name and renamed, so it is whole or absent; the input is left as it is.
 
 Usage: scripts/blend_ensemble.py --input downscaled.nc --var ts --base baselines.nc:regression_cons \\
@@ -33,6 +36,7 @@ def fail(msg):
 
 
 def read_base(spec, cell_shape):
+    """{step: base} for a base of several steps (keyed by pred_step), or {None: base} for one."""
     path, sep, var = spec.rpartition(":")
     if not sep or not path or not var:
         fail(f"--base {spec}: expected FILE:VAR")
@@ -42,10 +46,17 @@ def read_base(spec, cell_shape):
         if var not in d.variables:
             fail(f"--base {spec}: {path} has no variable '{var}' (it has: {', '.join(d.variables)})")
         base = np.ma.filled(d[var][:].astype(np.float64), np.nan)
-    if base.shape != cell_shape and not (base.ndim == len(cell_shape) + 1 and base.shape[0] == 1
-                                         and base.shape[1:] == cell_shape):
-        fail(f"--base {spec}: shape {base.shape}, expected the ensemble's cells {cell_shape}")
-    return base.reshape(cell_shape)
+        timed = base.ndim == len(cell_shape) + 1 and base.shape[1:] == cell_shape
+        if base.shape != cell_shape and not timed:
+            fail(f"--base {spec}: shape {base.shape}, expected the ensemble's cells {cell_shape}, "
+                 f"with or without a time dimension first")
+        if not timed or base.shape[0] == 1:
+            return {None: base.reshape(cell_shape)}
+        if "pred_step" not in d.variables:
+            fail(f"--base {spec}: {base.shape[0]} steps but no pred_step variable in {path} to match them "
+                 "to the ensemble's steps (finecast-eval --baselines-out writes one)")
+        pred_steps = [int(x) for x in np.asarray(d["pred_step"][:]).ravel()]
+    return dict(zip(pred_steps, base))
 
 
 def main(argv):
@@ -72,18 +83,25 @@ def main(argv):
     axis = dims.index("realization")
     if axis not in (0, 1) or (axis == 1 and dims[0] != "time"):
         fail(f"{a.input}: '{a.var}' has dimensions {dims}, expected [time,] realization, cells...")
-    base = read_base(a.base, tuple(shape[axis + 1 :]))
+    bases = read_base(a.base, tuple(shape[axis + 1 :]))
+    if None not in bases:
+        missing = [i for i in range(shape[0] if axis == 1 else 1) if i not in bases]
+        if axis == 0 or missing:
+            fail(f"--base {a.base} has the steps {sorted(bases)} (pred_step) but not the ensemble's step(s) "
+                 f"{missing if axis == 1 else [0]} of {a.input}")
+    cell_shape = tuple(shape[axis + 1 :])
     note = f"mean moved to {a.base} + {a.weight:g} (mean - it), deviations kept"
 
     def blend(d):
         v = d[a.var]
         v.set_auto_mask(False)
         mean_var = d.variables.get(a.var + "_mean")
-        if mean_var is not None and mean_var.shape[-len(base.shape):] != base.shape:
+        if mean_var is not None and mean_var.shape[-len(cell_shape):] != cell_shape:
             mean_var = None  # not the ensemble mean of these cells: left as it is
         if mean_var is not None:
             mean_var.set_auto_mask(False)
         for i in ensemble_io.steps(v):
+            base = bases[None] if None in bases else bases[i]
             x = np.asarray(v[i], dtype=np.float64)
             finite = np.isfinite(x)
             if np.any(finite & ~np.isfinite(base)[None]):

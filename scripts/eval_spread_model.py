@@ -182,8 +182,9 @@ def latlon_blocks(report, meta, statics):
     if lat is None or lon is None:
         fail(f"{meta['pred']}: '{meta['var']}' has no 1-D coordinate variables")
     here = os.path.dirname(os.path.abspath(report))
-    base, _ = read(os.path.join(here, "baselines.nc"), meta["noise_base"])
-    interp, _ = read(os.path.join(here, "baselines.nc"), "bspline_cons")
+    # baselines.nc of a one-step report: (time = 1, y, x), or (y, x) from a finecast-eval before 12/2026
+    base = read(os.path.join(here, "baselines.nc"), meta["noise_base"])[0].reshape(truth.shape)
+    interp = read(os.path.join(here, "baselines.nc"), "bspline_cons")[0].reshape(truth.shape)
     cos = np.cos(np.deg2rad(lat))[:, None] * np.ones((1, truth.shape[-1]))
     sel = held_out_blocks(meta["hold_out"], lat, lon, b)
     mb, tb = blocks(members, b), blocks(truth, b)

@@ -86,6 +86,7 @@ def analyse(out):
         ens = np.asarray(members[0], dtype=float)
         truth = np.asarray(d[f"{var}_host"][0], dtype=float)
         reg = np.asarray(b["regression_cons"][:], dtype=float)
+        reg = reg[0] if reg.ndim == 3 else reg  # (time, y, x): the first scored step, that of members[0]
     mask = held_out_blocks(meta, lat, lon, block)
     w = np.broadcast_to(np.cos(np.deg2rad(np.asarray(lat, dtype=float)))[:, None], truth.shape)[mask]
     t, r = truth[mask], reg[mask]

@@ -234,7 +234,9 @@ def main():
         with netCDF4.Dataset(args.baselines) as b:
             if row["name"] not in b.variables:
                 fail(f"--baselines {args.baselines} has no variable {row['name']} (written by another finecast-eval run?)")
-            best = (row["name"], np.asarray(b.variables[row["name"]][:], dtype=np.float64).reshape(members.shape[1:]),
+            bvar = b.variables[row["name"]]
+            last = bvar[-1] if bvar.dimensions[0] == "time" else bvar[:]  # the last scored step
+            best = (row["name"], np.asarray(last, dtype=np.float64).reshape(members.shape[1:]),
                     row["rmse"], row["mae"])
 
     panels = []  # (title, data, kind)

@@ -268,41 +268,97 @@ eval::RegressionFits finish_regression(const EvalOptions& o, bool latlon, const 
   return r;
 }
 
-void write_baselines(const EvalOptions& o, const std::vector<std::pair<std::string, std::vector<double>>>& fields,
-                     const std::vector<std::string>& dims, const std::vector<std::size_t>& shape,
-                     const std::string& step) {
-  if (o.baselines_out.empty()) return;
-  const std::string ctx = "--baselines-out " + o.baselines_out;
-  int nc = -1;
-  if (nc_create(o.baselines_out.c_str(), NC_CLOBBER | NC_NETCDF4, &nc) != NC_NOERR)
-    throw IoError(ctx + ": cannot create the file");
-  std::vector<int> ids(dims.size());
-  bool ok = true;
-  for (std::size_t d = 0; d < dims.size(); ++d)
-    ok = ok && nc_def_dim(nc, dims[d].c_str(), shape[d], &ids[d]) == NC_NOERR;
+BaselinesWriter::BaselinesWriter(const EvalOptions& o, std::vector<std::string> dims, std::vector<std::size_t> shape,
+                                 std::size_t n_steps, Fields layout)
+    : path_(o.baselines_out),
+      dims_(std::move(dims)),
+      shape_(std::move(shape)),
+      n_steps_(n_steps),
+      layout_(std::move(layout)) {
+  if (path_.empty()) return;
+  file_ = std::make_unique<AtomicFile>(path_);
+  check(nc_create(file_->tmp_path().c_str(), NC_CLOBBER | NC_NETCDF4, &nc_), "cannot create the file");
   auto text = [&](const char* key, const std::string& value) {
-    ok = ok && nc_put_att_text(nc, NC_GLOBAL, key, value.size(), value.c_str()) == NC_NOERR;
+    check(nc_put_att_text(nc_, NC_GLOBAL, key, value.size(), value.c_str()),
+          "writing the attribute " + std::string(key));
   };
   text("truth", o.truth_path());
   text("pred", o.pred);
   text("var", o.var);
-  text("step", step);
   text("content",
-       "finecast-eval's baselines at the last scored step, computed from the truth's coarse field (ICON grids "
-       "also coarse_cell, each cell's patch index, cell_area, its weight in the scores, and scored, 1 where its "
-       "patch was scored)");
-  std::vector<int> vars;
-  for (const auto& f : fields) {
+       "finecast-eval's baselines at every scored step (along time; truth_step and pred_step are the "
+       "files' step indices), computed from the truth's coarse field (ICON grids also coarse_cell, each "
+       "cell's patch index, cell_area, its weight in the scores, and scored, 1 where its patch was scored)");
+}
+
+BaselinesWriter::~BaselinesWriter() {
+  if (nc_ >= 0) nc_close(nc_);  // an abandoned file: AtomicFile removes it
+}
+
+void BaselinesWriter::check(int status, const std::string& what) const {
+  if (status != NC_NOERR) throw IoError("--baselines-out " + path_ + ": " + what + " (" + nc_strerror(status) + ")");
+}
+
+void BaselinesWriter::define(const Fields& baselines) {
+  std::vector<int> ids(dims_.size() + 1);
+  check(nc_def_dim(nc_, "time", n_steps_, &ids[0]), "defining the time dimension");
+  for (std::size_t d = 0; d < dims_.size(); ++d)
+    check(nc_def_dim(nc_, dims_[d].c_str(), shape_[d], &ids[d + 1]), "defining the dimension " + dims_[d]);
+  check(nc_def_var(nc_, "truth_step", NC_INT64, 1, ids.data(), &truth_step_var_), "defining truth_step");
+  check(nc_def_var(nc_, "pred_step", NC_INT64, 1, ids.data(), &pred_step_var_), "defining pred_step");
+  for (const auto& f : baselines) {
     int v = -1;
-    ok = ok && nc_def_var(nc, f.first.c_str(), NC_DOUBLE, static_cast<int>(ids.size()), ids.data(), &v) == NC_NOERR;
-    vars.push_back(v);
+    check(nc_def_var(nc_, f.first.c_str(), NC_DOUBLE, static_cast<int>(ids.size()), ids.data(), &v),
+          "defining the variable " + f.first);
+    names_.push_back(f.first);
+    vars_.push_back(v);
   }
-  ok = ok && nc_enddef(nc) == NC_NOERR;
-  for (std::size_t i = 0; i < fields.size() && ok; ++i)
-    ok = nc_put_var_double(nc, vars[i], fields[i].second.data()) == NC_NOERR;
-  ok = nc_close(nc) == NC_NOERR && ok;
-  if (!ok) throw IoError(ctx + ": writing failed");
-  std::cout << "  baselines of the last scored step written to " << o.baselines_out << "\n";
+  std::vector<int> layout_vars;
+  for (const auto& f : layout_) {
+    int v = -1;
+    check(nc_def_var(nc_, f.first.c_str(), NC_DOUBLE, static_cast<int>(dims_.size()), ids.data() + 1, &v),
+          "defining the variable " + f.first);
+    layout_vars.push_back(v);
+  }
+  check(nc_enddef(nc_), "leaving define mode");
+  for (std::size_t i = 0; i < layout_.size(); ++i)
+    check(nc_put_var_double(nc_, layout_vars[i], layout_[i].second.data()), "writing " + layout_[i].first);
+  layout_.clear();
+}
+
+void BaselinesWriter::add(const Fields& baselines, std::size_t truth_step, std::size_t pred_step) {
+  if (path_.empty()) return;
+  if (written_ == 0) define(baselines);
+  if (written_ >= n_steps_)
+    throw InternalError("--baselines-out " + path_ + ": more steps than the " + std::to_string(n_steps_) + " scored");
+  std::size_t values = 1;
+  for (std::size_t n : shape_) values *= n;
+  std::vector<std::size_t> start(shape_.size() + 1, 0), count(shape_.size() + 1, 1);
+  start[0] = written_;
+  std::copy(shape_.begin(), shape_.end(), count.begin() + 1);
+  for (std::size_t i = 0; i < baselines.size(); ++i) {
+    if (i >= names_.size() || baselines[i].first != names_[i] || baselines[i].second.size() != values)
+      throw InternalError("--baselines-out " + path_ + ": the baselines of step " + std::to_string(truth_step) +
+                          " differ in name or size from the first step's");
+    check(nc_put_vara_double(nc_, vars_[i], start.data(), count.data(), baselines[i].second.data()),
+          "writing " + names_[i] + " at step " + std::to_string(truth_step));
+  }
+  const long long steps[2] = {static_cast<long long>(truth_step), static_cast<long long>(pred_step)};
+  check(nc_put_var1_longlong(nc_, truth_step_var_, start.data(), &steps[0]), "writing truth_step");
+  check(nc_put_var1_longlong(nc_, pred_step_var_, start.data(), &steps[1]), "writing pred_step");
+  ++written_;
+}
+
+void BaselinesWriter::finish() {
+  if (path_.empty()) return;
+  if (written_ != n_steps_)
+    throw InternalError("--baselines-out " + path_ + ": " + std::to_string(written_) + " of " +
+                        std::to_string(n_steps_) + " steps written");
+  const int status = nc_close(nc_);
+  nc_ = -1;
+  check(status, "closing the file");
+  file_->commit();
+  std::cout << "  baselines of the " << n_steps_ << " scored step(s) written to " << path_ << "\n";
 }
 
 void add_regression_meta(const eval::RegressionFits& fits, std::vector<std::pair<std::string, std::string>>& meta) {
@@ -425,6 +481,7 @@ int run(const EvalOptions& o, EvalGrid& grid) {
   std::vector<const double*> mptr;
   for (const auto& m : mbuf) mptr.push_back(m.data());
   std::size_t finite_truth = 0;
+  BaselinesWriter baselines(o, grid.field_dims(), grid.field_shape(), tsteps.size(), grid.layout_fields());
   for (std::size_t i = 0; i < tsteps.size(); ++i) {
     grid.read_truth(tsteps[i], tbuf.data());
     finite_truth +=
@@ -432,6 +489,7 @@ int run(const EvalOptions& o, EvalGrid& grid) {
     for (std::size_t m = 0; m < n_members; ++m) grid.read_member(psteps[i], m, mbuf[m].data());
     grid.check_step(tsteps[i], psteps[i], tbuf.data());
     ev.add(tbuf.data(), mptr, grid.scored());
+    baselines.add(ev.last_baselines(), tsteps[i], psteps[i]);
   }
   check_something_scored(o, ev.report(), finite_truth, tsteps);
   // The noise reference around the best deterministic row: a second pass over the same steps.
@@ -471,10 +529,7 @@ int run(const EvalOptions& o, EvalGrid& grid) {
   grid.report_masked();
   grid.print_notes();
   write_reports(rep, o);
-  auto baseline_fields = ev.last_baselines();
-  for (auto& f : grid.layout_fields()) baseline_fields.push_back(std::move(f));
-  write_baselines(o, baseline_fields, grid.field_dims(), grid.field_shape(),
-                  tsteps.empty() ? "" : std::to_string(tsteps.back()));
+  baselines.finish();
   return 0;
 }
 

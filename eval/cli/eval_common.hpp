@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/atomic_file.hpp"
 #include "coupling/io/field_reader.hpp"
 #include "eval/evaluation.hpp"
 #include "eval/regression.hpp"
@@ -126,12 +127,40 @@ eval::RegressionFits finish_regression(const EvalOptions& options, bool latlon,
                                        const std::vector<std::string>& local_names,
                                        const std::function<eval::RegressionFits()>& fit);
 
-/// Writes every baseline's field of the last scored step to --baselines-out: one variable per
-/// baseline named after it, on `dims` (("ncells") or (y, x)) with `shape`, double precision, and
-/// the global attributes truth/pred/var/step. Throws IoError naming the file.
-void write_baselines(const EvalOptions& options, const std::vector<std::pair<std::string, std::vector<double>>>& fields,
-                     const std::vector<std::string>& dims, const std::vector<std::size_t>& shape,
-                     const std::string& step);
+/// --baselines-out: every baseline's field at every scored step, written step by step as they are
+/// scored (a long run's steps are never all held in memory). One variable per baseline, named after
+/// it, on (time, dims...) in double precision; truth_step and pred_step (the files' step indices)
+/// along time; the grid's layout fields (EvalGrid::layout_fields) without time; the global
+/// attributes truth, pred, var. The file appears complete at finish() or not at all (AtomicFile:
+/// a run that fails leaves an earlier file of that name as it was). Throws IoError naming the file.
+/// Without --baselines-out every call does nothing.
+class BaselinesWriter {
+ public:
+  using Fields = std::vector<std::pair<std::string, std::vector<double>>>;
+  BaselinesWriter(const EvalOptions& options, std::vector<std::string> dims, std::vector<std::size_t> shape,
+                  std::size_t n_steps, Fields layout);
+  ~BaselinesWriter();
+  BaselinesWriter(const BaselinesWriter&) = delete;
+  BaselinesWriter& operator=(const BaselinesWriter&) = delete;
+  /// The baselines of the next scored step (the same names at every step).
+  void add(const Fields& baselines, std::size_t truth_step, std::size_t pred_step);
+  /// Closes and commits the file, once every step was added.
+  void finish();
+
+ private:
+  void define(const Fields& baselines);
+  void check(int status, const std::string& what) const;
+
+  std::string path_;
+  std::unique_ptr<AtomicFile> file_;
+  std::vector<std::string> dims_;
+  std::vector<std::size_t> shape_;
+  std::size_t n_steps_ = 0, written_ = 0;
+  Fields layout_;
+  std::vector<std::string> names_;
+  std::vector<int> vars_;
+  int nc_ = -1, truth_step_var_ = -1, pred_step_var_ = -1;
+};
 
 /// The regressions' meta entries for the JSON report (regression_local's prefixed so).
 void add_regression_meta(const eval::RegressionFits& fits, std::vector<std::pair<std::string, std::string>>& meta);

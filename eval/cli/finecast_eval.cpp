@@ -584,7 +584,7 @@ int main(int argc, char** argv) {
       "grid (non-zero = held out); regression_cons is then fitted on the rest unless --fit-on says otherwise");
   app.add_option(
       "--baselines-out", o.baselines_out,
-      "write every baseline's field at the last scored step to this NetCDF file (for figures; ICON "
+      "write every baseline's field at every scored step to this NetCDF file (along time; for figures; ICON "
       "grids also each cell's patch, coarse_cell, its weight, cell_area, and scored: 1 in the scored patches)");
   app.add_option("--local-slopes", o.local_slopes,
                  "RINGS: with --static, adds the baseline regression_local: regression_cons plus, per covariate, "

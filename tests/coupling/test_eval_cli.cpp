@@ -460,3 +460,94 @@ TEST_F(EvalCli, RegressionInterpolantChoosesTheBaseRecordsItAndRefusesAnother) {
       std::string::npos)
       << r.out;
 }
+
+namespace {
+
+/// The (time, lat, lon) values of `var` in a --baselines-out file, and its `step_var` along time.
+std::vector<double> read_steps(const std::string& path, const std::string& var, std::vector<long long>* steps = nullptr,
+                               const std::string& step_var = "truth_step") {
+  int nc = -1, v = -1, nd = 0, dims[NC_MAX_VAR_DIMS];
+  EXPECT_EQ(nc_open(path.c_str(), NC_NOWRITE, &nc), NC_NOERR) << path;
+  EXPECT_EQ(nc_inq_varid(nc, var.c_str(), &v), NC_NOERR) << var;
+  nc_inq_varndims(nc, v, &nd);
+  nc_inq_vardimid(nc, v, dims);
+  std::size_t n = 1;
+  for (int d = 0; d < nd; ++d) {
+    std::size_t len = 0;
+    nc_inq_dimlen(nc, dims[d], &len);
+    n *= len;
+  }
+  char name[NC_MAX_NAME + 1] = "";
+  nc_inq_dimname(nc, dims[0], name);
+  EXPECT_STREQ(name, "time") << var << " in " << path;
+  std::vector<double> values(n);
+  nc_get_var_double(nc, v, values.data());
+  if (steps) {
+    std::size_t len = 0;
+    nc_inq_dimlen(nc, dims[0], &len);
+    steps->assign(len, -1);
+    EXPECT_EQ(nc_inq_varid(nc, step_var.c_str(), &v), NC_NOERR) << step_var;
+    nc_get_var_longlong(nc, v, steps->data());
+  }
+  nc_close(nc);
+  return values;
+}
+
+}  // namespace
+
+// --baselines-out writes every scored step along time (truth_step, pred_step), each step's
+// baselines those that a run scoring that step alone (--time T) writes; a run that fails after
+// some steps were scored leaves an earlier file of the same name as it was, and no temporary file.
+TEST_F(EvalCli, BaselinesOutHoldsEveryScoredStepAndIsWrittenWholeOrNotAtAll) {
+  const std::vector<double> lat(lat_.begin(), lat_.begin() + 32), lon(lon_.begin(), lon_.begin() + 48);
+  const std::string pred = dir_ + "pred3.nc", out = dir_ + "baselines.nc";
+  {
+    fc::EnsembleWriter w(pred, fc::OutputGrid::latlon(lat, lon), "ts", fc::VarAttributes{"K", "", ""}, 2,
+                         {{"finecast_block", "8"}});
+    for (int t = 0; t < 3; ++t) {
+      std::vector<float> members, host;
+      for (double s : {-0.1, 0.1})
+        for (double a : lat)
+          for (double o : lon) members.push_back(static_cast<float>(field(a, o + 3 * t) + s));
+      for (double a : lat)
+        for (double o : lon) host.push_back(static_cast<float>(field(a, o + 3 * t)));
+      w.write("2000-01-0" + std::to_string(t + 1) + "T00:00:00", members.data(), nullptr, host.data());
+    }
+    w.close();
+  }
+  Result r = run_eval("--pred " + pred + " --var ts --noise-members 0 --baselines-out " + out);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("baselines of the 3 scored step(s) written to " + out), std::string::npos) << r.out;
+  std::vector<long long> truth_steps, pred_steps;
+  const std::vector<double> all = read_steps(out, "bspline_cons", &truth_steps);
+  read_steps(out, "bspline_cons", &pred_steps, "pred_step");
+  EXPECT_EQ(truth_steps, (std::vector<long long>{0, 1, 2}));
+  EXPECT_EQ(pred_steps, (std::vector<long long>{0, 1, 2}));
+  const std::size_t n = lat.size() * lon.size();
+  ASSERT_EQ(all.size(), 3 * n);
+  for (int t : {0, 2}) {
+    const std::string one = dir_ + "t" + std::to_string(t) + ".nc";
+    r = run_eval("--pred " + pred + " --var ts --noise-members 0 --time " + std::to_string(t) + " --baselines-out " +
+                 one);
+    ASSERT_EQ(r.rc, 0) << r.out;
+    std::vector<long long> steps;
+    const std::vector<double> alone = read_steps(one, "bspline_cons", &steps);
+    EXPECT_EQ(steps, (std::vector<long long>{t}));
+    ASSERT_EQ(alone.size(), n);
+    double worst = 0;
+    for (std::size_t i = 0; i < n; ++i) worst = std::max(worst, std::abs(alone[i] - all[t * n + i]));
+    EXPECT_EQ(worst, 0.0) << "step " << t;
+  }
+  // The steps differ (the field moves), so a file of one step repeated would fail above.
+  EXPECT_GT(std::abs(all[0] - all[2 * n]) + std::abs(all[n / 2] - all[2 * n + n / 2]), 1e-3);
+
+  // A truth of NaN only fails after the scoring loop: the earlier file stays whole.
+  const std::string nan = dir_ + "nan.nc", one_step = dir_ + "pred1.nc", before = slurp(out);
+  write_field(nan, "ts", lat, lon, [](double, double) { return std::nan(""); });
+  write_pred(one_step, lat, lon, 0.1, {{"finecast_block", "8"}});
+  r = run_eval("--truth " + nan + " --pred " + one_step + " --var ts --noise-members 0 --baselines-out " + out);
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("has no finite value at the 1 scored time step(s)"), std::string::npos) << r.out;
+  EXPECT_EQ(slurp(out), before);
+  EXPECT_NE(std::system(("ls " + dir_ + " | grep -q tmp").c_str()), 0) << "a temporary file was left behind";
+}

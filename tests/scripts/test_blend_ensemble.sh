@@ -3,8 +3,10 @@
 # scripts/blend_ensemble.py on a synthetic 3-member output of 2 steps: every member's deviation
 # from the ensemble mean stays, the mean becomes base + W (mean - base) (also for members without
 # a time dimension), <var>_mean follows, a cell without members stays NaN, the other variables and
-# the input stay; a base of another shape, a base with holes where members are, and W outside
-# [0, 1] are refused, naming what is wrong.
+# the input stay; a base of several steps (finecast-eval --baselines-out's layout, written in
+# another order than the ensemble's) gives each step its own, matched by pred_step; a base of another
+# shape, a base with holes where members are, a base of several steps without one of the ensemble's,
+# and W outside [0, 1] are refused, naming what is wrong.
 set -euo pipefail
 
 SRC="${FINECAST_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
@@ -34,6 +36,11 @@ for name, shape in [("base", (4, 6)), ("wrong", (4, 5))]:
         d.createVariable("regression_cons", "f8", ("lat", "lon"))[:] = b
         b[1, 1] = np.nan
         d.createVariable("holed", "f8", ("lat", "lon"))[:] = b
+for name, steps in [("steps", [1, 0]), ("steps_short", [0, 5])]:  # the second lacks the ensemble's step 1
+    with netCDF4.Dataset(f"{w}/{name}.nc", "w") as d:
+        for dim, n in [("time", 2), ("lat", 4), ("lon", 6)]: d.createDimension(dim, n)
+        d.createVariable("regression_cons", "f8", ("time", "lat", "lon"))[:] = 281 + 5 * np.arange(2)[:, None, None] + rng.normal(0, 1, (2, 4, 6))
+        d.createVariable("pred_step", "i8", ("time",))[:] = steps
 PY
 
 failures=0
@@ -66,6 +73,21 @@ base = netCDF4.Dataset(f"{w}/base.nc")["regression_cons"][:]
 assert np.allclose(y.mean(0), base, atol=1e-4), "the mean is not the base"
 assert np.allclose(y - y.mean(0), x - x.mean(0), atol=1e-4), "deviations changed"
 PY
+"$PY" "$SRC/scripts/blend_ensemble.py" --input "$work/in.nc" --var tas --base "$work/steps.nc:regression_cons" \
+  --weight 0 --output "$work/steps_out.nc" > /dev/null || fail "the blend toward a base of two steps failed"
+"$PY" - "$work" <<'PY' || fail "a base of two steps is not matched to the ensemble's steps by pred_step"
+import sys, numpy as np, netCDF4
+w = sys.argv[1]
+y = np.ma.filled(netCDF4.Dataset(f"{w}/steps_out.nc")["tas"][:], np.nan).astype(float)
+base = netCDF4.Dataset(f"{w}/steps.nc")["regression_cons"][:]   # its entry 0 is step 1, entry 1 step 0
+ok = np.isfinite(y[0, 0])
+assert np.allclose(y[0].mean(0)[ok], base[1][ok], atol=1e-4), "step 0 is not centred on its base"
+assert np.allclose(y[1].mean(0)[ok], base[0][ok], atol=1e-4), "step 1 is not centred on its base"
+PY
+msg="$("$PY" "$SRC/scripts/blend_ensemble.py" --input "$work/in.nc" --var tas --base "$work/steps_short.nc:regression_cons" \
+  --weight 0.5 --output "$work/bad.nc" 2>&1)" && fail "a base without one of the ensemble's steps was accepted"
+grep -F "steps_short.nc:regression_cons has the steps [0, 5] (pred_step) but not the ensemble's step(s) [1]" >/dev/null <<<"$msg" ||
+  fail "the missing step's refusal does not name it: $msg"
 msg="$("$PY" "$SRC/scripts/blend_ensemble.py" --input "$work/in.nc" --var tas --base "$work/wrong.nc:regression_cons" \
   --weight 0.5 --output "$work/bad.nc" 2>&1)" && fail "a base of another shape was accepted"
 grep -F "wrong.nc:regression_cons: shape (4, 5), expected the ensemble's cells (4, 6)" >/dev/null <<<"$msg" ||

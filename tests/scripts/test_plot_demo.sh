@@ -146,6 +146,8 @@ names = [r["name"] for r in rep["predictions"] if r["name"] != "model"]
 assert "regression_cons" in names, names
 bad = []
 with netCDF4.Dataset("baselines.nc") as b:
+    if list(b["truth_step"][:]) != [t]:  # one scored step, the baselines along time
+        bad.append(f"truth_step {list(b['truth_step'][:])}, expected [{t}]")
     for r in rep["predictions"]:
         # The model and the noise reference (an ensemble around the best baseline) are no
         # deterministic baseline fields.
@@ -154,7 +156,7 @@ with netCDF4.Dataset("baselines.nc") as b:
         if r["name"] not in b.variables:
             bad.append(f"baselines.nc lacks {r['name']}")
             continue
-        x = np.asarray(b[r["name"]][:], dtype=np.float64)
+        x = np.asarray(b[r["name"]][0], dtype=np.float64)
         rmse = np.sqrt(np.sum(w * (x - y) ** 2) / np.sum(w))
         if not abs(rmse - r["rmse"]) <= 1e-3 * r["rmse"]:
             bad.append(f"{r['name']}: RMSE of the written field {rmse:.6g}, report {r['rmse']:.6g}")
@@ -164,7 +166,7 @@ with netCDF4.Dataset("baselines.nc") as b:
 with netCDF4.Dataset("baselines.nc") as b:
     patch = np.asarray(b["coarse_cell"][:], dtype=np.float64)
     area = np.asarray(b["cell_area"][:], dtype=np.float64)
-    near = np.asarray(b["nearest"][:], dtype=np.float64)
+    near = np.asarray(b["nearest"][0], dtype=np.float64)
     scored = np.asarray(b["scored"][:], dtype=np.float64)
 if not np.all(scored == 1):  # no --region: every patch is scored
     bad.append(f"scored is 0 in {np.sum(scored != 1)} cells without --region")

@@ -22,7 +22,10 @@ block, weighted as the report's scores), and context features that need no truth
   d2    where every argument joins several runs of the same blocks and truth (models of different
         training seeds): the variance of their ensemble means, the models' disagreement (what a
         deep ensemble adds to the spread); every run of the argument gets the same d2
-Then, leaving each fold out in turn, it fits on the other folds' held-out blocks
+Two scalar inflations: "scalar", 1 / the fitted folds' pooled spread/RMSE (what the configs use),
+and "scalar, CRPS", the F that minimises the fitted folds' mean CRPS (minimum-CRPS estimation, as
+ensemble post-processing fits its spread). Then, leaving each fold out in turn, it fits on the
+other folds' held-out blocks
     log e2 = a + b log s2 [+ c log r2] [+ d log cvar] [+ g log d2]
 (weighted least squares, rescaled so that the fitted folds' spread/RMSE is 1) and inflates the
 left-out fold's members block by block, F_b = sqrt(predicted e2 / s2): the ensemble mean, hence
@@ -45,8 +48,10 @@ import sys
 import netCDF4
 import numpy as np
 
+MIN_CRPS = "min CRPS"  # the feature list of the scalar fitted by its CRPS
 MODELS = {
     "scalar": [],
+    "scalar, CRPS": MIN_CRPS,
     "s2": ["s2"],
     "s2+r2": ["s2", "r2"],
     "s2+cvar": ["s2", "cvar"],
@@ -252,6 +257,34 @@ def crps(fold, F):
     return float((fold["cw"] * (t1 - 0.5 * t2)).sum() / fold["cw"].sum())
 
 
+def crps_of_scalar(fold):
+    """CRPS(F) of one run for a scalar F, cheaply: the members' mean pair distance scales with F."""
+    cw = fold["cw"] / fold["cw"].sum()
+    pairs = (cw * np.abs(fold["dev"][:, None] - fold["dev"][None]).mean((0, 1))).sum()
+    miss = fold["mean"][None] - fold["truth"][None]
+    return lambda F: float((cw * np.abs(miss + F * fold["dev"]).mean(0)).sum() - 0.5 * F * pairs)
+
+
+def min_crps_scalar(runs, lo=0.2, hi=5.0, tol=1e-4):
+    """The scalar F minimising the runs' mean CRPS (convex in F: golden-section search)."""
+    fs = [crps_of_scalar(run) for run in runs]
+    f = lambda F: np.mean([g(F) for g in fs])
+    ratio_g = (np.sqrt(5.0) - 1) / 2
+    a, b = lo, hi
+    c, d = b - ratio_g * (b - a), a + ratio_g * (b - a)
+    fc, fd = f(c), f(d)
+    while b - a > tol:
+        if fc < fd:
+            b, d, fd = d, c, fc
+            c = b - ratio_g * (b - a)
+            fc = f(c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + ratio_g * (b - a)
+            fd = f(d)
+    return (a + b) / 2
+
+
 def ratio(fold, F):
     return float(np.sqrt((fold["w"] * F**2 * fold["s2"]).sum() / (fold["w"] * fold["e2"]).sum()))
 
@@ -262,6 +295,8 @@ def design(fold, feats):
 
 def fit_predict(train, test, feats):
     """Each test block's inflation from the spread model fitted on the train blocks."""
+    if feats == MIN_CRPS:
+        return np.full(len(test["w"]), min_crps_scalar(train))
     w = np.concatenate([f["w"] for f in train])
     s2 = np.concatenate([f["s2"] for f in train])
     e2 = np.concatenate([f["e2"] for f in train])
@@ -302,6 +337,9 @@ def main():
     p.add_argument("--static", action="append", default=[], metavar="FILE:VAR",
                    help="a static field of the truth's lat-lon grid (or a larger one holding it), for the "
                    "novelty feature nov; repeat for several")
+    p.add_argument("--apply-inflation", type=float, default=1.0, metavar="F",
+                   help="the inflation the --apply reports were sampled with over the folds' (default 1): their "
+                   "members' deviations are divided by it before the fitted models apply theirs")
     p.add_argument("--bar", default="0.85,1.15", help="the spread/RMSE range counted as met (default 0.85,1.15)")
     a = p.parse_args()
     if len(a.reports) < 2:
@@ -309,9 +347,14 @@ def main():
     lo, hi = (float(x) for x in a.bar.split(","))
     folds = [runs_of(arg, a.static) for arg in a.reports]
     tests = [run for arg in a.apply for run in runs_of(arg, a.static)]
+    if a.apply_inflation <= 0:
+        fail(f"--apply-inflation must be positive, got {a.apply_inflation}")
+    for run in tests:
+        run["dev"] = run["dev"] / a.apply_inflation
+        run["s2"] = run["s2"] / a.apply_inflation**2
     every = [run for fold in folds for run in fold] + tests
-    models = [("raw (F = 1)", None)] + [(n, f) for n, f in MODELS.items()
-                                         if all(run[x] is not None for x in f for run in every)]
+    models = [("raw (F = 1)", None)] + [(n, f) for n, f in MODELS.items() if f == MIN_CRPS
+                                         or all(run[x] is not None for x in f for run in every)]
     noise = all(run["noise_crps"] for run in every)
     tail = f"{'mean CRPS':>11s}" + (f"{'/ noise':>9s}" if noise else "")
     n_runs = sum(len(fold) for fold in folds)
@@ -355,7 +398,8 @@ def main():
             r, c = ratio(run, F), crps(run, F)
             met += lo <= r <= hi
             cells.append(f"{r:.3f} / {c:.4f}" + (f" / {c / run['noise_crps']:.3f}" if noise else ""))
-        print(f"{name:14s} " + ", ".join(cells) + f"  {met} of {len(tests)} in {lo}..{hi}")
+        scalar = f" (F = {F[0]:.3f} x the reports' own)" if feats == [] or feats == MIN_CRPS else ""
+        print(f"{name:14s} " + ", ".join(cells) + f"  {met} of {len(tests)} in {lo}..{hi}" + scalar)
 
 
 if __name__ == "__main__":

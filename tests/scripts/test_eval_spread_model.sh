@@ -88,6 +88,22 @@ for k in range(3):
     meta = dict(truth=f"{d}/truth.nc", pred=f"{d}/downscaled.nc", var="tas", truth_var="tas", block=str(b),
                 hold_out=f"-90,90,{16 * k},{16 * k + 15}", noise_base="regression_local")
     json.dump({"meta": meta, "predictions": [dict(name="model", members=M)]}, open(f"{d}/eval.json", "w"))
+# Heavy tails: errors of Student's t with 3 degrees of freedom around the mean, Gaussian members. The
+# CRPS, a proper score, wants members sharper than the spread that matches the RMSE (the t's
+# variance is in its rare large errors), so "scalar, CRPS" fits a smaller F than "scalar".
+for k in range(3):
+    d = f"{w}/tail{k + 1}"; os.makedirs(d)
+    mean = rng.normal(280, 5, (ny, nx))
+    members = mean + 0.3 * z
+    truth = mean + 0.5 * rng.standard_t(3, (ny, nx))
+    held = (lon >= 16 * k) & (lon <= 16 * k + 15)
+    members[:, :, ~held] = np.nan
+    write(f"{d}/downscaled.nc", tas=members, tas_coarse=mean)
+    write(f"{d}/truth.nc", tas=truth)
+    write(f"{d}/baselines.nc", bspline_cons=mean, regression_local=mean + 0.5)
+    meta = dict(truth=f"{d}/truth.nc", pred=f"{d}/downscaled.nc", var="tas", truth_var="tas", block=str(b),
+                hold_out=f"-90,90,{16 * k},{16 * k + 15}", noise_base="regression_local")
+    json.dump({"meta": meta, "predictions": [dict(name="model", members=M)]}, open(f"{d}/eval.json", "w"))
 with netCDF4.Dataset(f"{w}/static.nc", "w") as ds:
     ds.createDimension("lat", ny + 2); ds.createDimension("lon", nx + 3)
     ds.createVariable("lat", "f8", ("lat",))[:] = np.concatenate([lat[0] - (lat[1] - lat[0]) * np.array([2, 1]), lat])
@@ -199,6 +215,24 @@ grep -E "3 of 3$" >/dev/null <<<"$(grep -E '^s2\+r2 ' <<<"$out")" && fail "s2+r2
 grep -qE "^fold means.*fold 3 e2 [0-9.e-]+ s2 [0-9.e-]+ r2 [0-9.e-]+ nov [0-9.]+" <<<"$out" || fail "no fold means with nov"
 grep -q "^s2+nov " <<<"$("$PY" "$SRC/scripts/eval_spread_model.py" "$work"/nov{1,2,3}/eval.json)" \
   && fail "an s2+nov row without --static"
+# the scalar by CRPS, fitted on the three tail folds and applied to them: its mean CRPS over the three
+# is the least of the rows (it minimises exactly that), with a smaller F than the spread-matching scalar
+out="$("$PY" "$SRC/scripts/eval_spread_model.py" "$work"/tail{1,2,3}/eval.json --apply "$work"/tail{1,2,3}/eval.json)"
+echo "$out"
+OUT="$out" "$PY" - <<'PY' || fail "the scalar by CRPS does not minimise the CRPS of the reports it was fitted on"
+import os, re
+rows = {}
+for line in os.environ["OUT"].split("applied to --apply")[1].splitlines():
+    m = re.match(r"^(raw \(F = 1\)|scalar, CRPS|scalar|s2) +(.*?)  \d+ of 3 in", line)
+    if m:
+        crps = [float(c.split(" / ")[1]) for c in m.group(2).split(", ")]
+        f = re.search(r"\(F = ([0-9.]+) x", line)
+        rows[m.group(1)] = (sum(crps) / 3, float(f.group(1)) if f else None)
+assert set(rows) >= {"raw (F = 1)", "scalar", "scalar, CRPS"}, rows
+best = rows["scalar, CRPS"][0]
+assert all(best <= c + 1e-6 for c, _ in rows.values()), rows
+assert rows["scalar, CRPS"][1] < 0.95 * rows["scalar"][1], rows
+PY
 "$PY" - "$work" <<'PY' || fail "a static file without the truth's coordinates was accepted"
 import netCDF4, sys
 with netCDF4.Dataset(sys.argv[1] + "/shifted.nc", "w") as ds:

@@ -5,7 +5,10 @@
 Takes the finecast-eval --json reports of the K folds of a spatial cross-validation
 (scripts/evaluate.sh ... --fold I/K --inflation 1: members sampled on each fold's held-out blocks
 by a model that never trained on them), on a lat-lon grid (k x k blocks) or an ICON grid (the
-coarse cells' patches, read from the report's baselines.nc: coarse_cell, cell_area, scored). A fold
+coarse cells' patches, read from the report's baselines.nc: coarse_cell, cell_area, scored). On a
+lat-lon grid a report may score several steps (each step's blocks count as blocks of their own),
+and with --all-blocks it needs no hold-out: the reports of a split in time, whose whole field is
+unseen (the time split's). A fold
 may pool several runs (seeds): give them as one argument joined by commas. For every held-out block
 it reads the members' variance s2 and the ensemble mean's squared error e2 (cell means over the
 block, weighted as the report's scores), and context features that need no truth:
@@ -138,7 +141,7 @@ def novelty(statics, lat, lon, b, box, sel):
     return 1.0 + np.sort(dist, 1)[:, :NEIGHBOURS].mean(1)
 
 
-def read_report(report):
+def read_report(report, all_blocks=False):
     try:
         with open(report) as f:
             doc = json.load(f)
@@ -146,12 +149,16 @@ def read_report(report):
         rows = {r["name"]: r for r in doc["predictions"]}
     except (OSError, ValueError, KeyError) as e:
         fail(f"{report}: not a finecast-eval --json report ({e})")
-    need = ("truth", "pred", "var", "truth_var", "hold_out", "noise_base") + (() if meta.get("grid") == "icon" else ("block",))
+    icon = meta.get("grid") == "icon"
+    need = ("truth", "pred", "var", "truth_var", "noise_base") + (() if all_blocks else ("hold_out",)) + (() if icon else ("block",))
     for key in need:
         if key not in meta:
-            fail(f"{report}: meta has no '{key}' (a report of a --hold-out run with covariates is needed)")
-    if meta.get("truth_y0", "0") != "0" or meta.get("pred_y0", "0") != "0" or meta.get("truth_steps", "0") != "0":
-        fail(f"{report}: only whole-field, one-step reports are supported")
+            fail(f"{report}: meta has no '{key}' (a report of a --hold-out run with covariates is needed"
+                 + ("" if key != "hold_out" else "; or --all-blocks, for a split in time whose whole field is unseen") + ")")
+    if meta.get("truth_y0", "0") != "0" or meta.get("pred_y0", "0") != "0":
+        fail(f"{report}: only whole-field reports are supported")
+    if icon and meta.get("truth_steps", "0") != "0":
+        fail(f"{report}: only one-step reports are supported on ICON grids")
     if int(rows["model"]["members"]) < 2:
         fail(f"{report}: the model has fewer than 2 members")
     noise = [r["crps"] for name, r in rows.items() if name.startswith("noise_") and "crps" in r]
@@ -168,7 +175,7 @@ def run_blocks(report, mb, tb, cw, base, interp, cvar, nov=None):
         "w": w,
         "s2": (cw * mb.var(0, ddof=1)).sum(-1) / w,
         "e2": (cw * (mean - tb) ** 2).sum(-1) / w,
-        "r2": (cw * (base - interp) ** 2).sum(-1) / w,
+        "r2": None if base is None else (cw * (base - interp) ** 2).sum(-1) / w,
         "cvar": cvar,
         "nov": nov,
         "d2": None,
@@ -178,31 +185,63 @@ def run_blocks(report, mb, tb, cw, base, interp, cvar, nov=None):
     }
 
 
-def latlon_blocks(report, meta, statics):
+def baseline_steps(path, var, tsteps, shape):
+    """{truth step: field} of a --baselines-out variable: (time, y, x) with truth_step, or (y, x), the
+    last scored step of a finecast-eval before 12/2026 (then only a one-step report's step)."""
+    if not os.path.isfile(path):
+        return {}
+    with netCDF4.Dataset(path) as ds:
+        if var not in ds.variables:
+            fail(f"{path} has no variable '{var}'")
+        a = np.ma.filled(ds[var][:].astype(np.float64), np.nan)
+        if a.ndim == 2:
+            return {tsteps[0]: a} if len(tsteps) == 1 else {}
+        steps = [int(x) for x in np.asarray(ds["truth_step"][:]).ravel()] if "truth_step" in ds.variables else [tsteps[-1]]
+    return {t: a[i].reshape(shape) for i, t in enumerate(steps)}
+
+
+def latlon_blocks(report, meta, statics, all_blocks=False):
+    """The held-out blocks of every scored step (a block of each step counts as one)."""
     b = int(meta["block"])
+    tsteps = [int(x) for x in meta.get("truth_steps", "0").split()]
+    psteps = [int(x) for x in meta.get("pred_steps", "0").split()]
     members, (lat, lon) = read(meta["pred"], meta["var"])
     truth, _ = read(meta["truth"], meta["truth_var"])
     coarse, _ = read(meta["pred"], meta["var"] + "_coarse")
-    members, truth, coarse = members.reshape(-1, *members.shape[-2:]), truth.reshape(truth.shape[-2:]), coarse.reshape(coarse.shape[-2:])
     if lat is None or lon is None:
         fail(f"{meta['pred']}: '{meta['var']}' has no 1-D coordinate variables")
+    shape = truth.shape[-2:]
+    members = members.reshape(-1, members.shape[-3], *shape)  # (steps, members, y, x)
+    truth, coarse = truth.reshape(-1, *shape), coarse.reshape(-1, *shape)
     here = os.path.dirname(os.path.abspath(report))
-    # baselines.nc of a one-step report: (time = 1, y, x), or (y, x) from a finecast-eval before 12/2026
-    base = read(os.path.join(here, "baselines.nc"), meta["noise_base"])[0].reshape(truth.shape)
-    interp = read(os.path.join(here, "baselines.nc"), "bspline_cons")[0].reshape(truth.shape)
-    cos = np.cos(np.deg2rad(lat))[:, None] * np.ones((1, truth.shape[-1]))
-    sel = held_out_blocks(meta["hold_out"], lat, lon, b)
-    mb, tb = blocks(members, b), blocks(truth, b)
-    sel &= np.isfinite(mb).all((0, -1)) & np.isfinite(tb).all(-1)
-    if not sel.any():
+    bases = baseline_steps(os.path.join(here, "baselines.nc"), meta["noise_base"], tsteps, shape)
+    interps = baseline_steps(os.path.join(here, "baselines.nc"), "bspline_cons", tsteps, shape)
+    with_r2 = all(t in bases and t in interps for t in tsteps)
+    if not with_r2:
+        print(f"({report}: no baselines.nc beside it with the scored steps (finecast-eval --baselines-out): no r2)")
+    box = meta.get("hold_out")
+    if statics and not box:
+        fail(f"{report}: --static needs a report with a hold-out (nov measures against the training blocks)")
+    held = held_out_blocks(box, lat, lon, b) if box else np.ones((shape[0] // b, shape[1] // b), dtype=bool)
+    cos = np.cos(np.deg2rad(lat))[:, None] * np.ones((1, shape[-1]))
+    parts = []
+    for t, p in zip(tsteps, psteps):
+        if p >= members.shape[0] or t >= truth.shape[0]:
+            fail(f"{report}: step {t} of the truth or {p} of the prediction is not in the files")
+        mb, tb = blocks(members[p], b), blocks(truth[t], b)
+        sel = held & np.isfinite(mb).all((0, -1)) & np.isfinite(tb).all(-1)
+        cm = blocks(coarse[p], b).mean(-1)
+        pad = np.pad(cm, 1, mode="edge")
+        cvar = np.stack([pad[i : i + cm.shape[0], j : j + cm.shape[1]] for i in range(3) for j in range(3)]).var(0)
+        cb = blocks(cos, b)[sel]
+        cw = np.repeat(cb.mean(-1, keepdims=True), cb.shape[-1], -1)  # each cell weighs its block's mean cos(lat)
+        parts.append((mb[:, sel], tb[sel], cw, blocks(bases[t], b)[sel] if with_r2 else None,
+                      blocks(interps[t], b)[sel] if with_r2 else None, cvar[sel],
+                      novelty(statics, lat, lon, b, box, sel) if statics else None))
+    if not sum(len(part[1]) for part in parts):
         fail(f"{report}: no held-out block has finite members and truth")
-    cm = blocks(coarse, b).mean(-1)
-    pad = np.pad(cm, 1, mode="edge")
-    cvar = np.stack([pad[i : i + cm.shape[0], j : j + cm.shape[1]] for i in range(3) for j in range(3)]).var(0)
-    cb = blocks(cos, b)[sel]
-    cw = np.repeat(cb.mean(-1, keepdims=True), cb.shape[-1], -1)  # each cell weighs its block's mean cos(lat)
-    nov = novelty(statics, lat, lon, b, meta["hold_out"], sel) if statics else None
-    return run_blocks(report, mb[:, sel], tb[sel], cw, blocks(base, b)[sel], blocks(interp, b)[sel], cvar[sel], nov)
+    cat = lambda k, axis=0: None if parts[0][k] is None else np.concatenate([part[k] for part in parts], axis)
+    return run_blocks(report, cat(0, 1), cat(1), cat(2), cat(3), cat(4), cat(5), cat(6))
 
 
 def icon_blocks(report, meta):
@@ -239,12 +278,12 @@ def icon_blocks(report, meta):
                       by_patch(fields[meta["noise_base"]])[sel], by_patch(fields[interp_name])[sel], None)
 
 
-def fold_blocks(report, statics):
+def fold_blocks(report, statics, all_blocks=False):
     """One report's (run's) held-out blocks and the CRPS of its stronger noise reference (None without one)."""
-    meta, noise = read_report(report)
-    if meta.get("grid") == "icon" and statics:
-        fail(f"{report}: --static is for lat-lon grids")
-    run = icon_blocks(report, meta) if meta.get("grid") == "icon" else latlon_blocks(report, meta, statics)
+    meta, noise = read_report(report, all_blocks)
+    if meta.get("grid") == "icon" and (statics or all_blocks):
+        fail(f"{report}: --static and --all-blocks are for lat-lon grids")
+    run = icon_blocks(report, meta) if meta.get("grid") == "icon" else latlon_blocks(report, meta, statics, all_blocks)
     run["noise_crps"] = noise
     return run
 
@@ -309,10 +348,10 @@ def fit_predict(train, test, feats):
     return np.sqrt(scale * np.exp(design(test, feats) @ coef) / (test["s2"] + TINY))
 
 
-def runs_of(arg, statics):
+def runs_of(arg, statics, all_blocks=False):
     """The runs of one argument. Two or more runs that score the same blocks of the same truth (seeds of
     one fold) each get their disagreement d2; runs of different truths pooled as one fold get none."""
-    runs = [fold_blocks(r, statics) for r in arg.split(",") if r]
+    runs = [fold_blocks(r, statics, all_blocks) for r in arg.split(",") if r]
     if len(runs) >= 2 and all(np.array_equal(run["truth"], runs[0]["truth"]) for run in runs):
         means = np.stack([run["mean"] for run in runs])  # runs, blocks, cells
         cw = runs[0]["cw"]
@@ -337,6 +376,9 @@ def main():
     p.add_argument("--static", action="append", default=[], metavar="FILE:VAR",
                    help="a static field of the truth's lat-lon grid (or a larger one holding it), for the "
                    "novelty feature nov; repeat for several")
+    p.add_argument("--all-blocks", action="store_true",
+                   help="lat-lon: score every block of reports without a hold-out (a split in time, whose whole "
+                   "field is unseen: the time split's reports)")
     p.add_argument("--apply-inflation", type=float, default=1.0, metavar="F",
                    help="the inflation the --apply reports were sampled with over the folds' (default 1): their "
                    "members' deviations are divided by it before the fitted models apply theirs")
@@ -345,8 +387,8 @@ def main():
     if len(a.reports) < 2:
         fail("at least two folds are needed to leave one out")
     lo, hi = (float(x) for x in a.bar.split(","))
-    folds = [runs_of(arg, a.static) for arg in a.reports]
-    tests = [run for arg in a.apply for run in runs_of(arg, a.static)]
+    folds = [runs_of(arg, a.static, a.all_blocks) for arg in a.reports]
+    tests = [run for arg in a.apply for run in runs_of(arg, a.static, a.all_blocks)]
     if a.apply_inflation <= 0:
         fail(f"--apply-inflation must be positive, got {a.apply_inflation}")
     for run in tests:

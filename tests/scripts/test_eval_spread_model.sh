@@ -104,6 +104,35 @@ for k in range(3):
     meta = dict(truth=f"{d}/truth.nc", pred=f"{d}/downscaled.nc", var="tas", truth_var="tas", block=str(b),
                 hold_out=f"-90,90,{16 * k},{16 * k + 15}", noise_base="regression_local")
     json.dump({"meta": meta, "predictions": [dict(name="model", members=M)]}, open(f"{d}/eval.json", "w"))
+# A split in time: reports of 2 scored steps each and no hold-out (every block unseen), the baselines
+# along time with truth_step (finecast-eval --baselines-out), written in reverse step order so that
+# only truth_step pairs them; each step's errors are 0.36 x its own r2, so s2+r2 calibrates.
+for k in range(3):
+    d = f"{w}/time{k + 1}"; os.makedirs(d)
+    T = 2
+    mean = rng.normal(280, 5, (T, ny, nx))
+    r = np.stack([np.kron(rng.uniform(0.2, 1.0, (ny // b, nx // b)) * (1 + k + t), np.ones((b, b))) for t in range(T)])
+    members = mean[:, None] + np.kron(rng.uniform(0.1, 0.6, (ny // b, nx // b)), np.ones((b, b))) * z[None]
+    truth = mean + 0.6 * r * np.where(rng.random((T, ny, nx)) < 0.5, -1.0, 1.0)
+    with netCDF4.Dataset(f"{d}/downscaled.nc", "w") as ds:
+        for dim, n in [("time", T), ("realization", M), ("lat", ny), ("lon", nx)]: ds.createDimension(dim, n)
+        ds.createVariable("lat", "f8", ("lat",))[:] = lat
+        ds.createVariable("lon", "f8", ("lon",))[:] = lon
+        ds.createVariable("tas", "f8", ("time", "realization", "lat", "lon"))[:] = members
+        ds.createVariable("tas_coarse", "f8", ("time", "lat", "lon"))[:] = mean
+    with netCDF4.Dataset(f"{d}/truth.nc", "w") as ds:
+        for dim, n in [("time", T), ("lat", ny), ("lon", nx)]: ds.createDimension(dim, n)
+        ds.createVariable("lat", "f8", ("lat",))[:] = lat
+        ds.createVariable("lon", "f8", ("lon",))[:] = lon
+        ds.createVariable("tas", "f8", ("time", "lat", "lon"))[:] = truth
+    with netCDF4.Dataset(f"{d}/baselines.nc", "w") as ds:
+        for dim, n in [("time", T), ("lat", ny), ("lon", nx)]: ds.createDimension(dim, n)
+        ds.createVariable("truth_step", "i8", ("time",))[:] = [1, 0]
+        ds.createVariable("bspline_cons", "f8", ("time", "lat", "lon"))[:] = mean[::-1]
+        ds.createVariable("regression_local", "f8", ("time", "lat", "lon"))[:] = (mean + r)[::-1]
+    meta = dict(truth=f"{d}/truth.nc", pred=f"{d}/downscaled.nc", var="tas", truth_var="tas", block=str(b),
+                truth_steps="0 1", pred_steps="0 1", noise_base="regression_local")
+    json.dump({"meta": meta, "predictions": [dict(name="model", members=M)]}, open(f"{d}/eval.json", "w"))
 with netCDF4.Dataset(f"{w}/static.nc", "w") as ds:
     ds.createDimension("lat", ny + 2); ds.createDimension("lon", nx + 3)
     ds.createVariable("lat", "f8", ("lat",))[:] = np.concatenate([lat[0] - (lat[1] - lat[0]) * np.array([2, 1]), lat])
@@ -233,6 +262,14 @@ best = rows["scalar, CRPS"][0]
 assert all(best <= c + 1e-6 for c, _ in rows.values()), rows
 assert rows["scalar, CRPS"][1] < 0.95 * rows["scalar"][1], rows
 PY
+# --all-blocks: reports of a split in time, 2 steps x 12 blocks each, s2+r2 calibrating every fold
+out="$("$PY" "$SRC/scripts/eval_spread_model.py" --all-blocks "$work"/time{1,2,3}/eval.json)"
+echo "$out"
+grep -F "72 held-out blocks in 3 folds: time1 24, time2 24, time3 24" >/dev/null <<<"$out" || fail "steps x blocks miscounted"
+[[ "$(grep -E '^s2\+r2 ' <<<"$out" | grep -o ' 1\.000 /' | wc -l)" = 3 ]] \
+  || fail "s2+r2 does not calibrate the steps of every fold: $(grep -E '^s2\+r2 ' <<<"$out")"
+msg="$("$PY" "$SRC/scripts/eval_spread_model.py" "$work"/time{1,2}/eval.json 2>&1)" && fail "a report without a hold-out was taken without --all-blocks"
+grep -F "time1/eval.json: meta has no 'hold_out'" <<<"$msg" | grep -qF -- "--all-blocks" || fail "the refusal does not name --all-blocks: $msg"
 "$PY" - "$work" <<'PY' || fail "a static file without the truth's coordinates was accepted"
 import netCDF4, sys
 with netCDF4.Dataset(sys.argv[1] + "/shifted.nc", "w") as ds:

@@ -233,8 +233,7 @@ def latlon_blocks(report, meta, statics, all_blocks=False):
         cm = blocks(coarse[p], b).mean(-1)
         pad = np.pad(cm, 1, mode="edge")
         cvar = np.stack([pad[i : i + cm.shape[0], j : j + cm.shape[1]] for i in range(3) for j in range(3)]).var(0)
-        cb = blocks(cos, b)[sel]
-        cw = np.repeat(cb.mean(-1, keepdims=True), cb.shape[-1], -1)  # each cell weighs its block's mean cos(lat)
+        cw = blocks(cos, b)[sel]  # each cell weighs its cos(lat), as finecast-eval's scores
         parts.append((mb[:, sel], tb[sel], cw, blocks(bases[t], b)[sel] if with_r2 else None,
                       blocks(interps[t], b)[sel] if with_r2 else None, cvar[sel],
                       novelty(statics, lat, lon, b, box, sel) if statics else None))

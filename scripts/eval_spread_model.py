@@ -25,16 +25,16 @@ block, weighted as the report's scores), and context features that need no truth
   d2    where every argument joins several runs of the same blocks and truth (models of different
         training seeds): the variance of their ensemble means, the models' disagreement (what a
         deep ensemble adds to the spread); every run of the argument gets the same d2
-Two scalar inflations: "scalar", 1 / the fitted folds' pooled spread/RMSE (what the configs use),
-and "scalar, CRPS", the F that minimises the fitted folds' mean CRPS (minimum-CRPS estimation, as
+Two scalar inflations: "scalar", 1 / the fitted folds' pooled spread/RMSE (the configs take 1 /
+the mean of the runs' ratios instead, as eval_folds.py --leave-one-out: close, not equal), and
+"scalar, CRPS", the F that minimises the fitted folds' mean CRPS (minimum-CRPS estimation, as
 ensemble post-processing fits its spread). Then, leaving each fold out in turn, it fits on the
 other folds' held-out blocks
-    log e2 = a + b log s2 [+ c log r2] [+ d log cvar] [+ g log d2]
+    log e2 = a + b log s2 [+ c log r2] [+ d log cvar] [+ e log nov] [+ g log d2]
 (weighted least squares, rescaled so that the fitted folds' spread/RMSE is 1) and inflates the
 left-out fold's members block by block, F_b = sqrt(predicted e2 / s2): the ensemble mean, hence
 the RMSE, stays. Printed per model: each fold's spread/RMSE and CRPS (the mean over its runs),
-against the raw members (F = 1) and one scalar inflation fitted on the other folds (what
-eval_folds.py --leave-one-out gives); the mean CRPS over each report's stronger noise reference
+against the raw members (F = 1) and the two scalars fitted on the other folds; the mean CRPS over each report's stronger noise reference
 when the reports have noise rows. --apply REPORT,... fits every model on all the folds and scores
 it on those reports (a test split the folds never saw). docs/evaluation.md, "Spread that
 transfers", reports EUR-11's 4 folds and ICON's quadrants.

@@ -84,11 +84,14 @@ def main(argv):
     if axis not in (0, 1) or (axis == 1 and dims[0] != "time"):
         fail(f"{a.input}: '{a.var}' has dimensions {dims}, expected [time,] realization, cells...")
     bases = read_base(a.base, tuple(shape[axis + 1 :]))
-    if None not in bases:
-        missing = [i for i in range(shape[0] if axis == 1 else 1) if i not in bases]
-        if axis == 0 or missing:
+    if None not in bases:  # a base of several steps: one for each of the ensemble's
+        if axis == 0:
+            fail(f"--base {a.base} has the steps {sorted(bases)} (pred_step), but '{a.var}' of {a.input} has no "
+                 "time dimension")
+        missing = [i for i in range(shape[0]) if i not in bases]
+        if missing:
             fail(f"--base {a.base} has the steps {sorted(bases)} (pred_step) but not the ensemble's step(s) "
-                 f"{missing if axis == 1 else [0]} of {a.input}")
+                 f"{missing} of {a.input}")
     cell_shape = tuple(shape[axis + 1 :])
     note = f"mean moved to {a.base} + {a.weight:g} (mean - it), deviations kept"
 

@@ -51,6 +51,8 @@ import sys
 import netCDF4
 import numpy as np
 
+from eval_transfer import minimise
+
 MIN_CRPS = "min CRPS"  # the feature list of the scalar fitted by its CRPS
 MODELS = {
     "scalar": [],
@@ -224,6 +226,7 @@ def latlon_blocks(report, meta, statics, all_blocks=False):
         fail(f"{report}: --static needs a report with a hold-out (nov measures against the training blocks)")
     held = held_out_blocks(box, lat, lon, b) if box else np.ones((shape[0] // b, shape[1] // b), dtype=bool)
     cos = np.cos(np.deg2rad(lat))[:, None] * np.ones((1, shape[-1]))
+    nov = novelty(statics, lat, lon, b, box, held) if statics else None  # the held-out blocks', in order
     parts = []
     for t, p in zip(tsteps, psteps):
         if p >= members.shape[0] or t >= truth.shape[0]:
@@ -236,7 +239,7 @@ def latlon_blocks(report, meta, statics, all_blocks=False):
         cw = blocks(cos, b)[sel]  # each cell weighs its cos(lat), as finecast-eval's scores
         parts.append((mb[:, sel], tb[sel], cw, blocks(bases[t], b)[sel] if with_r2 else None,
                       blocks(interps[t], b)[sel] if with_r2 else None, cvar[sel],
-                      novelty(statics, lat, lon, b, box, sel) if statics else None))
+                      None if nov is None else nov[sel[held]]))
     if not sum(len(part[1]) for part in parts):
         fail(f"{report}: no held-out block has finite members and truth")
     cat = lambda k, axis=0: None if parts[0][k] is None else np.concatenate([part[k] for part in parts], axis)
@@ -287,40 +290,23 @@ def fold_blocks(report, statics, all_blocks=False):
     return run
 
 
+def pair_distance(fold):
+    """Each cell's mean distance between two members' deviations, E|d - d'| (computed once per run:
+    with the deviations inflated by F, the members' pair distance is F times it)."""
+    if "pairs" not in fold:
+        fold["pairs"] = np.abs(fold["dev"][:, None] - fold["dev"][None]).mean((0, 1))
+    return fold["pairs"]
+
+
 def crps(fold, F):
     """Mean CRPS of the fold's members inflated by F per block, weighted as the report's scores."""
-    x = fold["mean"][None] + F[None, :, None] * fold["dev"]  # members, blocks, cells
-    t1 = np.abs(x - fold["truth"][None]).mean(0)
-    t2 = np.abs(x[:, None] - x[None, :]).mean((0, 1))
-    return float((fold["cw"] * (t1 - 0.5 * t2)).sum() / fold["cw"].sum())
+    t1 = np.abs(fold["mean"][None] - fold["truth"][None] + F[None, :, None] * fold["dev"]).mean(0)
+    return float((fold["cw"] * (t1 - 0.5 * F[:, None] * pair_distance(fold))).sum() / fold["cw"].sum())
 
 
-def crps_of_scalar(fold):
-    """CRPS(F) of one run for a scalar F, cheaply: the members' mean pair distance scales with F."""
-    cw = fold["cw"] / fold["cw"].sum()
-    pairs = (cw * np.abs(fold["dev"][:, None] - fold["dev"][None]).mean((0, 1))).sum()
-    miss = fold["mean"][None] - fold["truth"][None]
-    return lambda F: float((cw * np.abs(miss + F * fold["dev"]).mean(0)).sum() - 0.5 * F * pairs)
-
-
-def min_crps_scalar(runs, lo=0.2, hi=5.0, tol=1e-4):
+def min_crps_scalar(runs, lo=0.2, hi=5.0):
     """The scalar F minimising the runs' mean CRPS (convex in F: golden-section search)."""
-    fs = [crps_of_scalar(run) for run in runs]
-    f = lambda F: np.mean([g(F) for g in fs])
-    ratio_g = (np.sqrt(5.0) - 1) / 2
-    a, b = lo, hi
-    c, d = b - ratio_g * (b - a), a + ratio_g * (b - a)
-    fc, fd = f(c), f(d)
-    while b - a > tol:
-        if fc < fd:
-            b, d, fd = d, c, fc
-            c = b - ratio_g * (b - a)
-            fc = f(c)
-        else:
-            a, c, fc = c, d, fd
-            d = a + ratio_g * (b - a)
-            fd = f(d)
-    return (a + b) / 2
+    return minimise(lambda F: np.mean([crps(run, np.full(len(run["w"]), F)) for run in runs]), lo, hi)[0]
 
 
 def ratio(fold, F):
@@ -393,6 +379,7 @@ def main():
     for run in tests:
         run["dev"] = run["dev"] / a.apply_inflation
         run["s2"] = run["s2"] / a.apply_inflation**2
+        run.pop("pairs", None)  # of the deviations before
     every = [run for fold in folds for run in fold] + tests
     models = [("raw (F = 1)", None)] + [(n, f) for n, f in MODELS.items() if f == MIN_CRPS
                                          or all(run[x] is not None for x in f for run in every)]

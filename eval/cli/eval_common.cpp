@@ -270,13 +270,9 @@ eval::RegressionFits finish_regression(const EvalOptions& o, bool latlon, const 
 
 BaselinesWriter::BaselinesWriter(const EvalOptions& o, std::vector<std::string> dims, std::vector<std::size_t> shape,
                                  std::size_t n_steps, Fields layout)
-    : path_(o.baselines_out),
-      dims_(std::move(dims)),
-      shape_(std::move(shape)),
-      n_steps_(n_steps),
-      layout_(std::move(layout)) {
-  if (path_.empty()) return;
-  file_ = std::make_unique<AtomicFile>(path_);
+    : dims_(std::move(dims)), shape_(std::move(shape)), n_steps_(n_steps), layout_(std::move(layout)) {
+  if (o.baselines_out.empty()) return;
+  file_ = std::make_unique<AtomicFile>(o.baselines_out);
   check(nc_create(file_->tmp_path().c_str(), NC_CLOBBER | NC_NETCDF4, &nc_), "cannot create the file");
   auto text = [&](const char* key, const std::string& value) {
     check(nc_put_att_text(nc_, NC_GLOBAL, key, value.size(), value.c_str()),
@@ -296,7 +292,7 @@ BaselinesWriter::~BaselinesWriter() {
 }
 
 void BaselinesWriter::check(int status, const std::string& what) const {
-  if (status != NC_NOERR) throw IoError("--baselines-out " + path_ + ": " + what + " (" + nc_strerror(status) + ")");
+  if (status != NC_NOERR) throw IoError(where() + ": " + what + " (" + nc_strerror(status) + ")");
 }
 
 void BaselinesWriter::define(const Fields& baselines) {
@@ -327,10 +323,10 @@ void BaselinesWriter::define(const Fields& baselines) {
 }
 
 void BaselinesWriter::add(const Fields& baselines, std::size_t truth_step, std::size_t pred_step) {
-  if (path_.empty()) return;
+  if (!file_) return;
   if (written_ == 0) define(baselines);
   if (written_ >= n_steps_)
-    throw InternalError("--baselines-out " + path_ + ": more steps than the " + std::to_string(n_steps_) + " scored");
+    throw InternalError(where() + ": more steps than the " + std::to_string(n_steps_) + " scored");
   std::size_t values = 1;
   for (std::size_t n : shape_) values *= n;
   std::vector<std::size_t> start(shape_.size() + 1, 0), count(shape_.size() + 1, 1);
@@ -338,7 +334,7 @@ void BaselinesWriter::add(const Fields& baselines, std::size_t truth_step, std::
   std::copy(shape_.begin(), shape_.end(), count.begin() + 1);
   for (std::size_t i = 0; i < baselines.size(); ++i) {
     if (i >= names_.size() || baselines[i].first != names_[i] || baselines[i].second.size() != values)
-      throw InternalError("--baselines-out " + path_ + ": the baselines of step " + std::to_string(truth_step) +
+      throw InternalError(where() + ": the baselines of step " + std::to_string(truth_step) +
                           " differ in name or size from the first step's");
     check(nc_put_vara_double(nc_, vars_[i], start.data(), count.data(), baselines[i].second.data()),
           "writing " + names_[i] + " at step " + std::to_string(truth_step));
@@ -350,15 +346,15 @@ void BaselinesWriter::add(const Fields& baselines, std::size_t truth_step, std::
 }
 
 void BaselinesWriter::finish() {
-  if (path_.empty()) return;
+  if (!file_) return;
   if (written_ != n_steps_)
-    throw InternalError("--baselines-out " + path_ + ": " + std::to_string(written_) + " of " +
-                        std::to_string(n_steps_) + " steps written");
+    throw InternalError(where() + ": " + std::to_string(written_) + " of " + std::to_string(n_steps_) +
+                        " steps written");
   const int status = nc_close(nc_);
   nc_ = -1;
   check(status, "closing the file");
   file_->commit();
-  std::cout << "  baselines of the " << n_steps_ << " scored step(s) written to " << path_ << "\n";
+  std::cout << "  baselines of the " << n_steps_ << " scored step(s) written to " << file_->path() << "\n";
 }
 
 void add_regression_meta(const eval::RegressionFits& fits, std::vector<std::pair<std::string, std::string>>& meta) {

@@ -150,9 +150,9 @@ class BaselinesWriter {
  private:
   void define(const Fields& baselines);
   void check(int status, const std::string& what) const;
+  std::string where() const { return "--baselines-out " + file_->path(); }
 
-  std::string path_;
-  std::unique_ptr<AtomicFile> file_;
+  std::unique_ptr<AtomicFile> file_;  ///< null without --baselines-out
   std::vector<std::string> dims_;
   std::vector<std::size_t> shape_;
   std::size_t n_steps_ = 0, written_ = 0;

@@ -88,6 +88,10 @@ msg="$("$PY" "$SRC/scripts/blend_ensemble.py" --input "$work/in.nc" --var tas --
   --weight 0.5 --output "$work/bad.nc" 2>&1)" && fail "a base without one of the ensemble's steps was accepted"
 grep -F "steps_short.nc:regression_cons has the steps [0, 5] (pred_step) but not the ensemble's step(s) [1]" >/dev/null <<<"$msg" ||
   fail "the missing step's refusal does not name it: $msg"
+msg="$("$PY" "$SRC/scripts/blend_ensemble.py" --input "$work/notime.nc" --var tas --base "$work/steps.nc:regression_cons" \
+  --weight 0.5 --output "$work/bad.nc" 2>&1)" && fail "a base of several steps was accepted for members without time"
+grep -F "steps.nc:regression_cons has the steps [0, 1] (pred_step), but 'tas' of $work/notime.nc has no time dimension" \
+  >/dev/null <<<"$msg" || fail "the refusal of a base of several steps for members without time does not say why: $msg"
 msg="$("$PY" "$SRC/scripts/blend_ensemble.py" --input "$work/in.nc" --var tas --base "$work/wrong.nc:regression_cons" \
   --weight 0.5 --output "$work/bad.nc" 2>&1)" && fail "a base of another shape was accepted"
 grep -F "wrong.nc:regression_cons: shape (4, 5), expected the ensemble's cells (4, 6)" >/dev/null <<<"$msg" ||

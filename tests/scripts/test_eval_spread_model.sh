@@ -262,6 +262,28 @@ best = rows["scalar, CRPS"][0]
 assert all(best <= c + 1e-6 for c, _ in rows.values()), rows
 assert rows["scalar, CRPS"][1] < 0.95 * rows["scalar"][1], rows
 PY
+# ... and each row's CRPS is the ensemble CRPS computed here from the files (tail1, the first
+# applied report: its held-out cells, each weighted by cos(lat)), raw and at the fitted F
+OUT="$out" "$PY" - "$work" <<'PY' || fail "the script's CRPS is not the ensemble CRPS of the members"
+import os, re, sys
+import netCDF4, numpy as np
+w = sys.argv[1]
+x = np.ma.filled(netCDF4.Dataset(f"{w}/tail1/downscaled.nc")["tas"][:], np.nan)
+y = np.ma.filled(netCDF4.Dataset(f"{w}/tail1/truth.nc")["tas"][:], np.nan)
+lat = netCDF4.Dataset(f"{w}/tail1/truth.nc")["lat"][:]
+cells = np.isfinite(x).all(0)
+wt = np.broadcast_to(np.cos(np.deg2rad(lat))[:, None], y.shape)[cells]
+def crps(F):
+    m = x.mean(0)
+    e = (m + F * (x - m))[:, cells]
+    t = np.abs(e - y[cells]).mean(0) - 0.5 * np.abs(e[:, None] - e[None]).mean((0, 1))
+    return (wt * t).sum() / wt.sum()
+tail = os.environ["OUT"].split("applied to --apply")[1]
+raw = float(re.search(r"^raw \(F = 1\) +[0-9.]+ / ([0-9.]+),", tail, re.M).group(1))
+fit = re.search(r"^scalar, CRPS +[0-9.]+ / ([0-9.]+),.*\(F = ([0-9.]+) x", tail, re.M)
+assert abs(raw - crps(1.0)) < 1e-4, (raw, crps(1.0))
+assert abs(float(fit.group(1)) - crps(float(fit.group(2)))) < 2e-4, (fit.groups(), crps(float(fit.group(2))))
+PY
 # --all-blocks: reports of a split in time, 2 steps x 12 blocks each, s2+r2 calibrating every fold
 out="$("$PY" "$SRC/scripts/eval_spread_model.py" --all-blocks "$work"/time{1,2,3}/eval.json)"
 echo "$out"

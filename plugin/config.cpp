@@ -460,16 +460,12 @@ void validate_together(const Config& c, ErrorList& errors) {
                      schema::name_of(c.patch.residual)
                : std::string();
   });
-  rule({"patch.global_blend", "patch.residual", "patch.regression_refit"}, [&] {
-    if (c.patch.global_blend >= 1.0) return std::string();
-    if (c.patch.residual != Residual::kRegression)
-      return "patch.global_blend moves the members' mean toward the global regression of patch.residual regression, "
-             "but patch.residual is " +
-             schema::name_of(c.patch.residual);
-    return c.patch.regression_refit ? std::string(
-                                          "patch.global_blend blends toward the regression fitted at the first step; "
-                                          "it does not follow patch.regression_refit's fits: set one of them off")
-                                    : std::string();
+  rule({"patch.global_blend", "patch.residual"}, [&] {
+    return c.patch.global_blend < 1.0 && c.patch.residual != Residual::kRegression
+               ? "patch.global_blend moves the members' mean toward the global regression of patch.residual "
+                 "regression, but patch.residual is " +
+                     schema::name_of(c.patch.residual)
+               : std::string();
   });
   rule({"patch.static_refresh", "patch.static"}, [&] {
     return c.patch.static_refresh && c.patch.statics.empty()

@@ -71,6 +71,9 @@ Options:
                      the prequential inflation's decay, 0..1 (default: 0.5, the plugin's)
   --recentre-sigma S finecast-downscale --recentre-sigma S: each month's members recentred on the
                      denoiser's mean (default: the checkpoint's sample.recentre_sigma)
+  --global-blend W   finecast-downscale --global-blend W: each month's members' mean moved toward the
+                     global regression of the checkpoint's fit (patch.global_blend; default: the
+                     checkpoint's own)
   --threads N        torch threads of finecast-downscale (default: the number of cores)
   -h, --help         this help
 EOF
@@ -79,7 +82,7 @@ EOF
 die() { echo "eval_insitu_months.sh: error: $*" >&2; exit 2; }
 
 BUILD=build OUT=out/eval/tas_insitu SEED="" MEMBERS=16 FIRST="" CLIM=0 REFRESH=0 PERSIST=0 SKIP_TRAIN=0 RESCORE=0 DECAY=0.5
-THREADS=$(nproc) SETS=() RECENTRE=()
+THREADS=$(nproc) SETS=() RECENTRE=() BLEND=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build) BUILD=${2:?--build needs a value}; shift 2 ;;
@@ -96,6 +99,7 @@ while [[ $# -gt 0 ]]; do
     --calibration-decay) DECAY=${2:?--calibration-decay needs a value}; shift 2 ;;
     --threads) THREADS=${2:?--threads needs a value}; shift 2 ;;
     --recentre-sigma) RECENTRE=(--recentre-sigma "${2:?--recentre-sigma needs a value}"); shift 2 ;;
+    --global-blend) BLEND=(--global-blend "${2:?--global-blend needs a value}"); shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
@@ -221,7 +225,7 @@ for ((m = FIRST; m <= 12; ++m)); do
     [[ -r $D/downscaled.nc ]] || die "--rescore: $D/downscaled.nc is missing (run without --rescore first)"
   else
     "$BUILD/bin/finecast-downscale" --checkpoint "$ckpt" --input "$OUT/data/all.nc" --var tas --time $((m - 1)) \
-      "${STATIC[@]}" "${RECENTRE[@]}" --output "$D/downscaled.nc" --members "$MEMBERS" --device cpu \
+      "${STATIC[@]}" "${RECENTRE[@]}" "${BLEND[@]}" --output "$D/downscaled.nc" --members "$MEMBERS" --device cpu \
       --threads "$THREADS" --seed $((42 + m)) > "$D/downscale.log" 2>&1 || { cat "$D/downscale.log" >&2; die "finecast-downscale failed for month $m"; }
   fi
   "$BUILD/bin/finecast-eval" --truth "$OUT/data/all.nc" --time $((m - 1)) --pred "$D/downscaled.nc" --var tas --block 8 \

@@ -93,14 +93,16 @@ void training_valid(const ConditioningState& state, int64_t first, const couplin
 namespace {
 
 /// patch.global_blend's target: the base's regression without its local-slope terms, fitted on
-/// the same training patches (their residual from the interpolant alone); the base's own
-/// coefficients when it has no local slopes. Fitted whatever patch.global_blend is, so that the
-/// checkpoint can be sampled with a blend later (finecast-downscale --global-blend). Returns the
-/// fit when it is one of its own.
-std::optional<coupling::RegressionFit> fit_global_regression(
-    const Config& cfg, const coupling::PatchMap& global, coupling::PatchOptions& options,
-    const std::vector<uint8_t>& train_valid, const coupling::Patches& patches,
-    const std::function<void(double*, int)>& sum_over_trainers) {
+/// the same training patches (their residual from the interpolant alone; `fitted_on` names them);
+/// the base's own coefficients when it has no local slopes. Fitted whatever patch.global_blend is,
+/// so that the checkpoint can be sampled with a blend later (finecast-downscale --global-blend),
+/// and refitted with the base (patch.regression_refit). Returns the fit when it is one of its own.
+std::optional<coupling::RegressionFit> fit_global_regression(const Config& cfg, const coupling::PatchMap& global,
+                                                             coupling::PatchOptions& options,
+                                                             const std::vector<uint8_t>& train_valid,
+                                                             const coupling::Patches& patches,
+                                                             const std::function<void(double*, int)>& sum_over_trainers,
+                                                             const std::string& fitted_on) {
   if (!options.local_slopes.enabled()) {
     options.global_regression = options.regression;
     return std::nullopt;
@@ -112,7 +114,7 @@ std::optional<coupling::RegressionFit> fit_global_regression(
   coupling::add_regression_data(global, static_cast<int>(cfg.fields.size()), flat, patches, train_valid.data(), fitter);
   sum_over_trainers(fitter.sums().data(), static_cast<int>(fitter.sums().size()));
   try {
-    coupling::RegressionFit fit = fitter.solve("the first step's training patches");
+    coupling::RegressionFit fit = fitter.solve(fitted_on);
     options.global_regression = fit.coef;
     return fit;
   } catch (const ConfigError& e) {
@@ -134,16 +136,18 @@ void fit_regression_base(const Config& cfg, const coupling::PatchMap& global, co
                                     options.local_slopes.enabled() ? "regression_local" : "regression_cons");
   coupling::add_regression_data(global, n_vars, options, patches, train_valid.data(), fitter);
   sum_over_trainers(fitter.sums().data(), static_cast<int>(fitter.sums().size()));
+  const std::string fitted_on =
+      refit_at.empty() ? "the first step's training patches" : "the training patches of " + refit_at;
   coupling::RegressionFit fit;
   try {
-    fit = fitter.solve(refit_at.empty() ? "the first step's training patches" : "the training patches of " + refit_at);
+    fit = fitter.solve(fitted_on);
   } catch (const ConfigError& e) {
     throw ConfigError(cfg.source + ": patch.residual regression: " + e.what());
   }
   options.regression = fit.coef;
   std::optional<coupling::RegressionFit> flat_fit;
   if (options.global_regression.empty())
-    flat_fit = fit_global_regression(cfg, global, options, train_valid, patches, sum_over_trainers);
+    flat_fit = fit_global_regression(cfg, global, options, train_valid, patches, sum_over_trainers, fitted_on);
   // Logged per unit of each covariate as the host gives it (the context holds them normalised),
   // as finecast-eval reports its fit.
   std::vector<double> scales;
@@ -153,7 +157,10 @@ void fit_regression_base(const Config& cfg, const coupling::PatchMap& global, co
   shown.local_ridge = options.local_slopes.ridge;
   if (!refit_at.empty()) {
     log::debug("patch.residual regression refitted at " + refit_at +
-               " (patch.regression_refit): " + coupling::describe(shown));
+               " (patch.regression_refit): " + coupling::describe(shown) +
+               (flat_fit
+                    ? "; the global regression: " + coupling::describe(coupling::per_covariate_unit(*flat_fit, scales))
+                    : std::string()));
     coupling::add_regression_base(global, n_vars, options, patches);
     return;
   }

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,10 @@ struct TrainerShare {
   coupling::PatchMap shard;                         ///< this trainer's patches as a map of their own (slots)
   std::vector<int64_t> slot_cells;                  ///< global fine cell of each slot
   coupling::PatchOptions patch_options;
+  /// patch.regression_refit: patch_options with the fits of the step before the latest, which the
+  /// latest step's patches are sampled on (their base, and patch.global_blend's target); unset
+  /// when the latest step was not refitted (then patch_options).
+  std::optional<coupling::PatchOptions> sampling_options;
   std::vector<float> slot_values;       ///< [n_inputs][n_slots]: the fields per step, the static inputs once
   std::vector<float> all_coarse;        ///< [n_vars][n_coarse]: every patch's coarse means (from all trainers)
   std::vector<float> all_static_means;  ///< [n_static][n_coarse]: every patch's covariate means (once)

@@ -237,9 +237,13 @@ void share_coarse(const Config& cfg, const Ranks& ranks, TrainerShare& t, const 
 void buffer_step(const Config& cfg, const Ranks& ranks, TrainerShare& t, RunStats& stats, const RunPhase& phase) {
   const auto t0 = Clock::now();
   const int n_vars = static_cast<int>(cfg.fields.size());
-  // patch.regression_refit: the patches are built on the interpolant alone and fitted anew below.
+  // patch.regression_refit: the patches are built on the interpolant alone and fitted anew below,
+  // the global regression (patch.global_blend's target) with them.
   const bool refit = cfg.patch.regression_refit && !t.patch_options.regression.empty();
   const std::vector<double> before = refit ? std::exchange(t.patch_options.regression, {}) : std::vector<double>();
+  const std::vector<double> before_global =
+      refit ? std::exchange(t.patch_options.global_regression, {}) : std::vector<double>();
+  t.sampling_options.reset();
   coupling::fill_contexts(t.map, t.first_patch, t.shard, t.all_coarse.data(), n_vars, t.all_static_means.data(),
                           static_pointers(t.conditioning), t.patch_options, t.patches);
   training_valid(t.conditioning, t.first_patch, t.patches, t.train_valid);
@@ -252,6 +256,7 @@ void buffer_step(const Config& cfg, const Ranks& ranks, TrainerShare& t, RunStat
     // Every trainer solved the same summed system, so all keep the step before's coefficients.
     if (ranks.is_lead) log::warning(std::string(e.what()) + "; this step keeps the coefficients of the step before");
     t.patch_options.regression = before;
+    t.patch_options.global_regression = before_global;
     coupling::add_regression_base(t.map, n_vars, t.patch_options, t.patches);
     refitted = false;
   }
@@ -264,6 +269,10 @@ void buffer_step(const Config& cfg, const Ranks& ranks, TrainerShare& t, RunStat
     coupling::PatchOptions back = t.patch_options;
     for (size_t j = 0; j < back.regression.size(); ++j) back.regression[j] = before[j] - t.patch_options.regression[j];
     coupling::add_regression_base(t.map, n_vars, back, t.patches);
+    // A sampling of this step blends toward the step before's global regression as well.
+    t.sampling_options = t.patch_options;
+    t.sampling_options->regression = before;
+    t.sampling_options->global_regression = before_global;
   }
   if (t.patches.n_invalid > 0)
     log::debug(std::to_string(t.patches.n_invalid) + " patch(es) with missing values excluded at " + stats.datetime);
@@ -390,7 +399,7 @@ void draw_samples(const RunSettings& run, const Ranks& ranks, TrainerShare& t, c
           float* drawn) {
         model.model->sample(context, coarse, weights, count, so, draw_seed, model.torch_threads, drawn);
       },
-      t.map, static_cast<int>(cfg.fields.size()), t.patch_options);
+      t.map, static_cast<int>(cfg.fields.size()), t.sampling_options ? *t.sampling_options : t.patch_options);
   score_sampling(cfg, t, out);
   mask_implausible_samples(out);
 }

@@ -373,10 +373,13 @@ TEST(Config, GlobalBlendNeedsARegressionFittedOnce) {
   EXPECT_EQ(error_of(std::string(kMinimal) + "patch: {residual: interp, global_blend: 0.5}\n"),
             "configs/x.yaml: patch.global_blend moves the members' mean toward the global regression of "
             "patch.residual regression, but patch.residual is interp");
-  EXPECT_EQ(error_of(std::string(kMinimal) +
-                     "patch: {residual: regression, static: [clim], regression_refit: true, global_blend: 0.5}\n"),
-            "configs/x.yaml: patch.global_blend blends toward the regression fitted at the first step; it does not "
-            "follow patch.regression_refit's fits: set one of them off");
+  // The blend follows the refits (ReplayEndToEnd.RegressionRefitFitsTheBaseOnEveryStep).
+  EXPECT_DOUBLE_EQ(
+      fp::parse_config(std::string(kMinimal) + "patch: {residual: regression, static: [clim], regression_refit: true, "
+                                               "global_blend: 0.5}\n",
+                       "x.yaml", {})
+          .patch.global_blend,
+      0.5);
   EXPECT_NE(error_of(std::string(kMinimal) + "patch: {residual: regression, static: [clim], global_blend: 1.5}\n")
                 .find("patch.global_blend"),
             std::string::npos);

@@ -279,6 +279,25 @@ static CommandResult replay_with_tas_now(const ScratchDir& dir, const std::strin
                      " --progress lines");
 }
 
+// finecast-downscale of the newest checkpoint in `dir`, step 6 (time 5) of the months, with the
+// first month as tas_now (dir/first.nc), 2 members drawn with the plugin's first sampling seed:
+// the file written.
+static std::string downscale_step6(const ScratchDir& dir) {
+  finecast::plugin::DownscaleOptions o;
+  o.checkpoint = newest_checkpoint(dir.file("checkpoints"));
+  o.input = kTas;
+  o.vars = {"tas"};
+  o.times = {"5"};
+  o.statics = {dir.file("first.nc") + ":tas_now"};
+  o.output = dir.file("offline.nc");
+  o.members = 2;
+  o.device = "cpu";
+  o.seed = 7;  // tiny_plugin_config's seed: its first sampling
+  o.threads = 1;
+  finecast::plugin::run_downscale(o);
+  return o.output;
+}
+
 // patch.static_refresh: a covariate the host changes is gathered at every step. The covariate
 // here is the target itself under another name, so the regression base fitted on the first step
 // explains that step's fine deviation exactly (coefficient 1): with the refresh every buffered
@@ -399,27 +418,16 @@ TEST(ReplayEndToEnd, RegressionRefitFitsTheBaseOnEveryStep) {
     ASSERT_EQ(e5.rc, 0) << e5.output;
     std::vector<float> base5(y.size());
     fc::FieldReader(dir.file("baselines5.nc"), "regression_cons").read(0, base5.data());
-    finecast::plugin::DownscaleOptions o;
-    o.checkpoint = newest_checkpoint(dir.file("checkpoints"));
-    o.input = kTas;
-    o.vars = {"tas"};
-    o.times = {"5"};
-    o.statics = {dir.file("first.nc") + ":tas_now"};
-    o.output = dir.file("offline.nc");
-    o.members = 2;
-    o.device = "cpu";
-    o.seed = 7;  // tiny_plugin_config's seed: its first sampling
-    o.threads = 1;
-    finecast::plugin::run_downscale(o);
+    const std::string offline = downscale_step6(dir);
     double worst_shift = 0, shift_ss = 0;
     for (int m = 0; m < 2; ++m) {
       const auto plugin = finecast::testing_downscale::read_step(dir.file("out.nc"), "tas", 0, m),
-                 offline = finecast::testing_downscale::read_step(o.output, "tas", 0, m);
+                 offline_member = finecast::testing_downscale::read_step(offline, "tas", 0, m);
       ASSERT_EQ(plugin.size(), y.size());
-      ASSERT_EQ(offline.size(), y.size());
+      ASSERT_EQ(offline_member.size(), y.size());
       for (size_t i = 0; i < y.size(); ++i) {
         const double want = static_cast<double>(base5[i]) - base[i];
-        worst_shift = std::max(worst_shift, std::abs(static_cast<double>(plugin[i]) - offline[i] - want));
+        worst_shift = std::max(worst_shift, std::abs(static_cast<double>(plugin[i]) - offline_member[i] - want));
         shift_ss += want * want;
       }
     }
@@ -431,6 +439,62 @@ TEST(ReplayEndToEnd, RegressionRefitFitsTheBaseOnEveryStep) {
   EXPECT_GT(rms[0], 0.5) << "fitted once: the newest step's residual is from the first month's fit";
   EXPECT_NEAR(coef[0][1] / scale, 1.0, 1e-3) << "fitted once: on the first month, its own covariate";
   EXPECT_GT(std::abs(coef[1][1] - coef[0][1]) / scale, 0.01) << "refitted: the last month's fit";
+}
+
+// patch.global_blend with patch.regression_refit: the global regression (the base's fit without
+// its local-slope terms) is refitted with the base at every step, and a sampling blends toward
+// the step before's, as its base is the step before's fit. Blended fully (W = 0), the members'
+// mean is that regression: the plugin's last sampling (step 6) is finecast-eval's regression_cons
+// fitted on step 5, and finecast-downscale's of the checkpoint (which records step 6's fits) is
+// regression_cons fitted on step 6. Fitted once instead, both would be the first step's fit.
+TEST(ReplayEndToEnd, GlobalBlendFollowsTheRefits) {
+  ScratchDir dir("refit_blend");
+  const CommandResult r = replay_with_tas_now(dir,
+                                              "{residual: regression, interpolant: bspline, static: [tas_now], "
+                                              "regression_refit: true, local_slopes: 1, global_blend: 0}");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  const std::string crop =
+      "/usr/bin/python3 " + std::string(FINECAST_SOURCE_DIR) + "/scripts/eval_crop.py --input " + kTas + " --var tas ";
+  ASSERT_EQ(run_command(crop + "--output " + dir.file("first.nc") + " --time 0 1 --time-mean tas_now").rc, 0);
+  // regression_cons of step 6 (time 5) fitted on time `fit` alone, as a field.
+  auto regression_cons = [&](int fit) {
+    const std::string month = dir.file("month" + std::to_string(fit) + ".nc"),
+                      out = dir.file("cons" + std::to_string(fit) + ".nc");
+    EXPECT_EQ(
+        run_command(crop + "--output " + month + " --time " + std::to_string(fit) + " " + std::to_string(fit + 1)).rc,
+        0);
+    const CommandResult e =
+        run_command(binary("finecast-eval") + " --truth " + kTas + " --time 5 --pred " + dir.file("out.nc") +
+                    " --var tas --block 8 --static " + dir.file("first.nc") + ":tas_now --fit-on " + month +
+                    " --regression-interpolant bspline --noise-members 0 --baselines-out " + out);
+    EXPECT_EQ(e.rc, 0) << e.output;
+    fc::FieldReader reader(out, "regression_cons");
+    std::vector<float> field(static_cast<size_t>(reader.n_values()));
+    reader.read(0, field.data());
+    return field;
+  };
+  const std::vector<float> fit5 = regression_cons(4), fit6 = regression_cons(5);
+  auto mean_of = [](const std::string& file) {
+    std::vector<double> mean;
+    for (int m = 0; m < 2; ++m) {
+      const auto member = finecast::testing_downscale::read_step(file, "tas", 0, m);
+      mean.resize(member.size(), 0.0);
+      for (size_t i = 0; i < member.size(); ++i) mean[i] += 0.5 * member[i];
+    }
+    return mean;
+  };
+  // The RMS difference of a mean from a field, and the two fits' own.
+  auto rms = [](const std::vector<double>& a, const std::vector<float>& b) {
+    double ss = 0;
+    for (size_t i = 0; i < b.size(); ++i) ss += (a[i] - b[i]) * (a[i] - b[i]);
+    return std::sqrt(ss / static_cast<double>(b.size()));
+  };
+  const std::vector<double> plugin = mean_of(dir.file("out.nc"));
+  ASSERT_EQ(plugin.size(), fit5.size());
+  EXPECT_GT(rms(std::vector<double>(fit6.begin(), fit6.end()), fit5), 0.1) << "the two fits differ (K)";
+  EXPECT_LT(rms(plugin, fit5), 0.01) << "the plugin's sampling blends toward step 5's global fit (K)";
+
+  EXPECT_LT(rms(mean_of(downscale_step6(dir)), fit6), 0.01) << "the checkpoint blends toward step 6's global fit (K)";
 }
 
 // sample.calibration prequential: each sampling's inflation is sqrt(sum e2 / sum s2) over the

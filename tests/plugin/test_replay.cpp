@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -268,12 +269,15 @@ TEST(ReplayEndToEnd, TwoRanksGiveTheSameResultsAsOne) {
 // The tiny replay on 2 ranks with the host's tas offered twice, the second time as tas_now (a
 // covariate that is the target under another name), and `patch` (a YAML mapping) as the plugin's
 // patch section.
-static CommandResult replay_with_tas_now(const ScratchDir& dir, const std::string& patch) {
+static CommandResult replay_with_tas_now(const ScratchDir& dir, const std::string& patch,
+                                         const std::string& input = kTas) {
   write_text(dir.file("plugin.yaml"), tiny_plugin_config(dir.path()) + "patch: " + patch + "\n");
   std::string run = tiny_run_file(dir.file("plugin.yaml"), "round_robin");
-  const std::string vars = "variables: [tas]";
+  const std::string vars = "variables: [tas]", files = "files: [" + kTas + "]";
   if (run.find(vars) == std::string::npos) return {1, "tiny_run_file has no '" + vars + "' line"};
+  if (run.find(files) == std::string::npos) return {1, "tiny_run_file has no '" + files + "' line"};
   run.replace(run.find(vars), vars.size(), "variables: [tas, {var: tas, name: tas_now}]");
+  run.replace(run.find(files), files.size(), "files: [" + input + "]");
   write_text(dir.file("run.yaml"), run);
   return run_command("mpiexec -n 2 --oversubscribe " + binary("finecast-replay") + " --config " + dir.file("run.yaml") +
                      " --progress lines");
@@ -441,6 +445,53 @@ TEST(ReplayEndToEnd, RegressionRefitFitsTheBaseOnEveryStep) {
   EXPECT_GT(std::abs(coef[1][1] - coef[0][1]) / scale, 0.01) << "refitted: the last month's fit";
 }
 
+// finecast-eval's regression_cons of step 6 (time 5) on the first month as tas_now
+// (dir/first.nc), fitted on time `fit` alone, as a field (dir/cons<fit>.nc).
+static std::vector<float> regression_cons_of_step6(const ScratchDir& dir, int fit) {
+  const std::string crop =
+      "/usr/bin/python3 " + std::string(FINECAST_SOURCE_DIR) + "/scripts/eval_crop.py --input " + kTas + " --var tas ";
+  const std::string month = dir.file("month" + std::to_string(fit) + ".nc"),
+                    out = dir.file("cons" + std::to_string(fit) + ".nc");
+  EXPECT_EQ(
+      run_command(crop + "--output " + month + " --time " + std::to_string(fit) + " " + std::to_string(fit + 1)).rc, 0);
+  const CommandResult e =
+      run_command(binary("finecast-eval") + " --truth " + kTas + " --time 5 --pred " + dir.file("out.nc") +
+                  " --var tas --block 8 --static " + dir.file("first.nc") + ":tas_now --fit-on " + month +
+                  " --regression-interpolant bspline --noise-members 0 --baselines-out " + out);
+  EXPECT_EQ(e.rc, 0) << e.output;
+  fc::FieldReader reader(out, "regression_cons");
+  std::vector<float> field(static_cast<size_t>(reader.n_values()));
+  reader.read(0, field.data());
+  return field;
+}
+
+// The mean of the two members of a sampling file's first time.
+static std::vector<double> two_member_mean(const std::string& file) {
+  std::vector<double> mean;
+  for (int m = 0; m < 2; ++m) {
+    const auto member = finecast::testing_downscale::read_step(file, "tas", 0, m);
+    mean.resize(member.size(), 0.0);
+    for (size_t i = 0; i < member.size(); ++i) mean[i] += 0.5 * member[i];
+  }
+  return mean;
+}
+
+// The RMS difference of a mean from a field.
+static double rms_difference(const std::vector<double>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return std::numeric_limits<double>::infinity();
+  double ss = 0;
+  for (size_t i = 0; i < b.size(); ++i) ss += (a[i] - b[i]) * (a[i] - b[i]);
+  return std::sqrt(ss / static_cast<double>(b.size()));
+}
+
+// The first month as tas_now, the covariate of replay_with_tas_now (dir/first.nc).
+static void crop_first_month(const ScratchDir& dir) {
+  ASSERT_EQ(run_command("/usr/bin/python3 " + std::string(FINECAST_SOURCE_DIR) + "/scripts/eval_crop.py --input " +
+                        kTas + " --var tas --output " + dir.file("first.nc") + " --time 0 1 --time-mean tas_now")
+                .rc,
+            0);
+}
+
 // patch.global_blend with patch.regression_refit: the global regression (the base's fit without
 // its local-slope terms) is refitted with the base at every step, and a sampling blends toward
 // the step before's, as its base is the step before's fit. Blended fully (W = 0), the members'
@@ -453,48 +504,49 @@ TEST(ReplayEndToEnd, GlobalBlendFollowsTheRefits) {
                                               "{residual: regression, interpolant: bspline, static: [tas_now], "
                                               "regression_refit: true, local_slopes: 1, global_blend: 0}");
   ASSERT_EQ(r.rc, 0) << r.output;
-  const std::string crop =
-      "/usr/bin/python3 " + std::string(FINECAST_SOURCE_DIR) + "/scripts/eval_crop.py --input " + kTas + " --var tas ";
-  ASSERT_EQ(run_command(crop + "--output " + dir.file("first.nc") + " --time 0 1 --time-mean tas_now").rc, 0);
-  // regression_cons of step 6 (time 5) fitted on time `fit` alone, as a field.
-  auto regression_cons = [&](int fit) {
-    const std::string month = dir.file("month" + std::to_string(fit) + ".nc"),
-                      out = dir.file("cons" + std::to_string(fit) + ".nc");
-    EXPECT_EQ(
-        run_command(crop + "--output " + month + " --time " + std::to_string(fit) + " " + std::to_string(fit + 1)).rc,
-        0);
-    const CommandResult e =
-        run_command(binary("finecast-eval") + " --truth " + kTas + " --time 5 --pred " + dir.file("out.nc") +
-                    " --var tas --block 8 --static " + dir.file("first.nc") + ":tas_now --fit-on " + month +
-                    " --regression-interpolant bspline --noise-members 0 --baselines-out " + out);
-    EXPECT_EQ(e.rc, 0) << e.output;
-    fc::FieldReader reader(out, "regression_cons");
-    std::vector<float> field(static_cast<size_t>(reader.n_values()));
-    reader.read(0, field.data());
-    return field;
-  };
-  const std::vector<float> fit5 = regression_cons(4), fit6 = regression_cons(5);
-  auto mean_of = [](const std::string& file) {
-    std::vector<double> mean;
-    for (int m = 0; m < 2; ++m) {
-      const auto member = finecast::testing_downscale::read_step(file, "tas", 0, m);
-      mean.resize(member.size(), 0.0);
-      for (size_t i = 0; i < member.size(); ++i) mean[i] += 0.5 * member[i];
-    }
-    return mean;
-  };
-  // The RMS difference of a mean from a field, and the two fits' own.
-  auto rms = [](const std::vector<double>& a, const std::vector<float>& b) {
-    double ss = 0;
-    for (size_t i = 0; i < b.size(); ++i) ss += (a[i] - b[i]) * (a[i] - b[i]);
-    return std::sqrt(ss / static_cast<double>(b.size()));
-  };
-  const std::vector<double> plugin = mean_of(dir.file("out.nc"));
+  crop_first_month(dir);
+  const std::vector<float> fit5 = regression_cons_of_step6(dir, 4), fit6 = regression_cons_of_step6(dir, 5);
+  const std::vector<double> plugin = two_member_mean(dir.file("out.nc"));
   ASSERT_EQ(plugin.size(), fit5.size());
-  EXPECT_GT(rms(std::vector<double>(fit6.begin(), fit6.end()), fit5), 0.1) << "the two fits differ (K)";
-  EXPECT_LT(rms(plugin, fit5), 0.01) << "the plugin's sampling blends toward step 5's global fit (K)";
+  EXPECT_GT(rms_difference(std::vector<double>(fit6.begin(), fit6.end()), fit5), 0.1) << "the two fits differ (K)";
+  EXPECT_LT(rms_difference(plugin, fit5), 0.01) << "the plugin's sampling blends toward step 5's global fit (K)";
 
-  EXPECT_LT(rms(mean_of(downscale_step6(dir)), fit6), 0.01) << "the checkpoint blends toward step 6's global fit (K)";
+  EXPECT_LT(rms_difference(two_member_mean(downscale_step6(dir)), fit6), 0.01)
+      << "the checkpoint blends toward step 6's global fit (K)";
+}
+
+// A refit that fails keeps the step before's fits, the base's and the global regression's, with a
+// warning. Here the host's field of month 5 is NaN everywhere: its patches are left out, and a fit
+// on no patches fails. Step 6 is refitted, and its sampling takes the kept fit as its base, so
+// that, blended fully as above, the plugin's members' mean is regression_cons fitted on month 4
+// (time 3). Had the failed refit left no fit, step 6 would have been fitted as a run's first step
+// is and sampled on its own fit (time 5).
+TEST(ReplayEndToEnd, AFailedRefitKeepsTheFitsOfTheStepBefore) {
+  ScratchDir dir("refit_gap");
+  const std::string gap = dir.file("gap.nc");
+  ASSERT_EQ(run_command("/usr/bin/python3 -c \"import shutil, netCDF4; shutil.copy('" + kTas + "', '" + gap +
+                        "'); d = netCDF4.Dataset('" + gap + "', 'a'); d['tas'][4] = float('nan'); d.close()\"")
+                .rc,
+            0);
+  const CommandResult r = replay_with_tas_now(dir,
+                                              "{residual: regression, interpolant: bspline, static: [tas_now], "
+                                              "regression_refit: true, local_slopes: 1, global_blend: 0}\n"
+                                              "log: {level: debug}",
+                                              gap);
+  ASSERT_EQ(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("this step keeps the coefficients of the step before"), std::string::npos) << r.output;
+  // Steps 2, 3, 4 and 6 refitted; step 6 as a refit, not as a first fit.
+  size_t refits = 0;
+  for (auto k = r.output.find("regression refitted at "); k != std::string::npos;
+       k = r.output.find("regression refitted at ", k + 1))
+    ++refits;
+  EXPECT_EQ(refits, 4u) << r.output;
+  crop_first_month(dir);
+  const std::vector<float> fit4 = regression_cons_of_step6(dir, 3), fit6 = regression_cons_of_step6(dir, 5);
+  const std::vector<double> plugin = two_member_mean(dir.file("out.nc"));
+  ASSERT_EQ(plugin.size(), fit4.size());
+  EXPECT_GT(rms_difference(std::vector<double>(fit6.begin(), fit6.end()), fit4), 0.1) << "the two fits differ (K)";
+  EXPECT_LT(rms_difference(plugin, fit4), 0.01) << "step 6 sampled on the fit of step 4, the last that succeeded (K)";
 }
 
 // sample.calibration prequential: each sampling's inflation is sqrt(sum e2 / sum s2) over the

@@ -25,7 +25,8 @@ say() { printf '[sanitize] %s\n' "$*"; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
 
 # Configures and builds `targets` in `dir` with FINECAST_SANITIZE=`kind`; -O1 with line tables
-# (-g1) keeps the build short and the reports readable. Without finecast-bench: its tests
+# (-g1) keeps the build short and the reports readable (the test executables' own files at -O0:
+# tests/CMakeLists.txt). Without finecast-bench: its tests
 # (Cli.Bench*) time repetitions rather than exercise finecast's code, and its three largest files
 # took 300 of the ASan build's 2,750 s of compiler time (docs/reliability.md#ci).
 build() {

@@ -504,7 +504,7 @@ TEST(ReplayEndToEnd, GlobalBlendFollowsTheRefits) {
                                               "{residual: regression, interpolant: bspline, static: [tas_now], "
                                               "regression_refit: true, local_slopes: 1, global_blend: 0}");
   ASSERT_EQ(r.rc, 0) << r.output;
-  crop_first_month(dir);
+  ASSERT_NO_FATAL_FAILURE(crop_first_month(dir));
   const std::vector<float> fit5 = regression_cons_of_step6(dir, 4), fit6 = regression_cons_of_step6(dir, 5);
   const std::vector<double> plugin = two_member_mean(dir.file("out.nc"));
   ASSERT_EQ(plugin.size(), fit5.size());
@@ -541,7 +541,7 @@ TEST(ReplayEndToEnd, AFailedRefitKeepsTheFitsOfTheStepBefore) {
        k = r.output.find("regression refitted at ", k + 1))
     ++refits;
   EXPECT_EQ(refits, 4u) << r.output;
-  crop_first_month(dir);
+  ASSERT_NO_FATAL_FAILURE(crop_first_month(dir));
   const std::vector<float> fit4 = regression_cons_of_step6(dir, 3), fit6 = regression_cons_of_step6(dir, 5);
   const std::vector<double> plugin = two_member_mean(dir.file("out.nc"));
   ASSERT_EQ(plugin.size(), fit4.size());

@@ -302,6 +302,29 @@ static std::string downscale_step6(const ScratchDir& dir) {
   return o.output;
 }
 
+// Times [from, to) of the months' tas into `output` (scripts/eval_crop.py, `extra` its further
+// arguments): the exit status.
+static int crop_tas(const std::string& output, int from, int to, const std::string& extra = "") {
+  return run_command("/usr/bin/python3 " + std::string(FINECAST_SOURCE_DIR) + "/scripts/eval_crop.py --input " + kTas +
+                     " --var tas --output " + output + " --time " + std::to_string(from) + " " + std::to_string(to) +
+                     extra)
+      .rc;
+}
+
+// The first month as tas_now, the covariate of replay_with_tas_now (dir/first.nc).
+static void crop_first_month(const ScratchDir& dir) {
+  ASSERT_EQ(crop_tas(dir.file("first.nc"), 0, 1, " --time-mean tas_now"), 0);
+}
+
+// Where a replay's debug log says the regression base was refitted, in order.
+static std::vector<size_t> refit_lines(const std::string& output) {
+  std::vector<size_t> at;
+  for (auto k = output.find("regression refitted at "); k != std::string::npos;
+       k = output.find("regression refitted at ", k + 1))
+    at.push_back(k);
+  return at;
+}
+
 // patch.static_refresh: a covariate the host changes is gathered at every step. The covariate
 // here is the target itself under another name, so the regression base fitted on the first step
 // explains that step's fine deviation exactly (coefficient 1): with the refresh every buffered
@@ -354,10 +377,8 @@ TEST(ReplayEndToEnd, RegressionRefitFitsTheBaseOnEveryStep) {
     ASSERT_EQ(spec.spec.static_norms.size(), 1u);
     scale = spec.spec.static_norms[0].scale;
     // finecast-eval's fit of the last month (step 5) on the first month as the covariate.
-    const std::string crop = "/usr/bin/python3 " + std::string(FINECAST_SOURCE_DIR) + "/scripts/eval_crop.py --input " +
-                             kTas + " --var tas ";
-    ASSERT_EQ(run_command(crop + "--output " + dir.file("first.nc") + " --time 0 1 --time-mean tas_now").rc, 0);
-    ASSERT_EQ(run_command(crop + "--output " + dir.file("last.nc") + " --time 5 6").rc, 0);
+    ASSERT_NO_FATAL_FAILURE(crop_first_month(dir));
+    ASSERT_EQ(crop_tas(dir.file("last.nc"), 5, 6), 0);
     const CommandResult e = run_command(
         binary("finecast-eval") + " --truth " + kTas + " --time 5 --pred " + dir.file("out.nc") +
         " --var tas --block 8 --static " + dir.file("first.nc") + ":tas_now --fit-on " + dir.file("last.nc") +
@@ -402,10 +423,8 @@ TEST(ReplayEndToEnd, RegressionRefitFitsTheBaseOnEveryStep) {
     // debug log; the checkpoint holds step 6's. finecast-downscale of the checkpoint draws the
     // same residuals (the same weights and seed), so the plugin's members minus its members are
     // the two bases' difference, which finecast-eval computes from step 5's coefficients.
-    std::vector<size_t> refits;
-    for (auto k = r.output.find("regression refitted at "); k != std::string::npos;
-         k = r.output.find("regression refitted at ", k + 1))
-      refits.push_back(r.output.find("regression_cons: residual = ", k));
+    std::vector<size_t> refits = refit_lines(r.output);
+    for (size_t& k : refits) k = r.output.find("regression_cons: residual = ", k);
     ASSERT_EQ(refits.size(), 5u) << r.output;  // steps 2..6
     double step5[2] = {0, 0};
     ASSERT_EQ(std::sscanf(r.output.c_str() + refits[3], "regression_cons: residual = %lf * tas_now anomaly + %lf",
@@ -448,12 +467,9 @@ TEST(ReplayEndToEnd, RegressionRefitFitsTheBaseOnEveryStep) {
 // finecast-eval's regression_cons of step 6 (time 5) on the first month as tas_now
 // (dir/first.nc), fitted on time `fit` alone, as a field (dir/cons<fit>.nc).
 static std::vector<float> regression_cons_of_step6(const ScratchDir& dir, int fit) {
-  const std::string crop =
-      "/usr/bin/python3 " + std::string(FINECAST_SOURCE_DIR) + "/scripts/eval_crop.py --input " + kTas + " --var tas ";
   const std::string month = dir.file("month" + std::to_string(fit) + ".nc"),
                     out = dir.file("cons" + std::to_string(fit) + ".nc");
-  EXPECT_EQ(
-      run_command(crop + "--output " + month + " --time " + std::to_string(fit) + " " + std::to_string(fit + 1)).rc, 0);
+  EXPECT_EQ(crop_tas(month, fit, fit + 1), 0);
   const CommandResult e =
       run_command(binary("finecast-eval") + " --truth " + kTas + " --time 5 --pred " + dir.file("out.nc") +
                   " --var tas --block 8 --static " + dir.file("first.nc") + ":tas_now --fit-on " + month +
@@ -482,14 +498,6 @@ static double rms_difference(const std::vector<double>& a, const std::vector<flo
   double ss = 0;
   for (size_t i = 0; i < b.size(); ++i) ss += (a[i] - b[i]) * (a[i] - b[i]);
   return std::sqrt(ss / static_cast<double>(b.size()));
-}
-
-// The first month as tas_now, the covariate of replay_with_tas_now (dir/first.nc).
-static void crop_first_month(const ScratchDir& dir) {
-  ASSERT_EQ(run_command("/usr/bin/python3 " + std::string(FINECAST_SOURCE_DIR) + "/scripts/eval_crop.py --input " +
-                        kTas + " --var tas --output " + dir.file("first.nc") + " --time 0 1 --time-mean tas_now")
-                .rc,
-            0);
 }
 
 // patch.global_blend with patch.regression_refit: the global regression (the base's fit without
@@ -536,11 +544,7 @@ TEST(ReplayEndToEnd, AFailedRefitKeepsTheFitsOfTheStepBefore) {
   ASSERT_EQ(r.rc, 0) << r.output;
   EXPECT_NE(r.output.find("this step keeps the coefficients of the step before"), std::string::npos) << r.output;
   // Steps 2, 3, 4 and 6 refitted; step 6 as a refit, not as a first fit.
-  size_t refits = 0;
-  for (auto k = r.output.find("regression refitted at "); k != std::string::npos;
-       k = r.output.find("regression refitted at ", k + 1))
-    ++refits;
-  EXPECT_EQ(refits, 4u) << r.output;
+  EXPECT_EQ(refit_lines(r.output).size(), 4u) << r.output;
   ASSERT_NO_FATAL_FAILURE(crop_first_month(dir));
   const std::vector<float> fit4 = regression_cons_of_step6(dir, 3), fit6 = regression_cons_of_step6(dir, 5);
   const std::vector<double> plugin = two_member_mean(dir.file("out.nc"));

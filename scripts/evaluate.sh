@@ -68,9 +68,16 @@ Options:
                      block columns (97, 56) is scored, neither it nor the eastern half trained on.
                      scripts/eval_folds.py sums the folds up (docs/evaluation.md, "Model choice by
                      spatial cross-validation")
-  --hold-out BOX     icon: hold out and score the R2B0 cells wholly inside BOX instead of the test
-                     split's quadrant (lat0,lat1,lon0,lon1 in degrees; several boxes joined by ';'
-                     and quoted): a region of your own, trained around and scored as the test split
+  --hold-out BOX     eur11, icon, afr22, hsurf (test split, no --fold): a region of your own in
+                     place of the test split's, trained around and scored as the test split.
+                     BOX is lat0,lat1,lon0,lon1 in degrees in the grid's own coordinates (rotated
+                     ones on eur11, afr22 and hsurf; several boxes joined by ';' and quoted): the
+                     blocks (icon: R2B0 cells) wholly inside are held out; or FILE:VAR, a mask on
+                     the fine grid (non-zero = held out; lat-lon: this grid or a larger one
+                     containing it; icon: one value per R2B4 cell). Each tool gets the same
+                     --hold-out, so the held-out, sampled and scored blocks agree. On eur11 the
+                     whole 400 x 416 cut is trained around the region (its test split trains on
+                     the western half only), on afr22 and hsurf the whole field
   --build DIR        build folder holding bin/ and lib/ (default: build)
   --ranks N          MPI ranks of the replay (default: 1; N > 1 runs mpiexec --oversubscribe)
   --members N        ensemble members (default: etopo5 4, tas 8)
@@ -144,10 +151,18 @@ if [[ -n $FOLD ]]; then
   [[ $CASE == eur11 || $CASE == icon || $CASE == afr22 || $CASE == hsurf ]] || die "--fold is for the eur11, icon, afr22 and hsurf cases"
 fi
 if [[ -n $HOLD_BOX ]]; then
-  [[ $CASE == icon ]] || die "--hold-out is for the icon case"
-  [[ $SPLIT == test && -z $FOLD ]] || die "--hold-out replaces the test split's quadrant: no --split val, no --fold"
+  [[ $CASE == eur11 || $CASE == icon || $CASE == afr22 || $CASE == hsurf ]] ||
+    die "--hold-out is for the spatial cases (eur11, icon, afr22, hsurf), not $CASE"
+  [[ $SPLIT == test && -z $FOLD ]] || die "--hold-out replaces the test split's region: no --split val, no --fold"
   box='-?[0-9.]+,-?[0-9.]+,-?[0-9.]+,-?[0-9.]+'
-  [[ $HOLD_BOX =~ ^$box(\;$box)*$ ]] || die "--hold-out takes lat0,lat1,lon0,lon1 in degrees (several joined by ';'), got '$HOLD_BOX'"
+  if [[ $HOLD_BOX =~ ^([^,]+):([A-Za-z_][A-Za-z0-9_]*)$ ]]; then
+    [[ -r ${BASH_REMATCH[1]} ]] || die "--hold-out $HOLD_BOX: the mask file ${BASH_REMATCH[1]} cannot be read"
+    # the tools run from the checkout's root: an absolute path keeps a relative one valid
+    HOLD_BOX="$(cd "$(dirname "${BASH_REMATCH[1]}")" && pwd)/$(basename "${BASH_REMATCH[1]}"):${BASH_REMATCH[2]}"
+  else
+    [[ $HOLD_BOX =~ ^$box(\;$box)*$ ]] ||
+      die "--hold-out takes lat0,lat1,lon0,lon1 in degrees (several joined by ';') or FILE:VAR, got '$HOLD_BOX'"
+  fi
 fi
 GEO_ARGS=()
 if [[ -n ${GEOMETRY:-} ]]; then
@@ -226,6 +241,7 @@ case "$CASE" in
       [[ $SPLIT == test ]] && NCOLS=26 || NCOLS=13
       HOLD=$(fold_band "$NCOLS" "$NCOLS")
     fi
+    if [[ -n $HOLD_BOX ]]; then HOLD=$HOLD_BOX; fi
     TRAIN_HOLD=$HOLD SPLIT_SETS=() ;;
   afr22 | hsurf)
     # The orography cases of docs/evaluation.md ("Seeds"): one field, the surface height itself
@@ -253,6 +269,7 @@ case "$CASE" in
       # eastern (test) half is trained on or fitted (the test half's fine truth never enters)
       HOLD=$(fold_band "$NWEST" "$NCOLS") TRAIN_HOLD="$HOLD;$TRAIN_HOLD"
     fi
+    if [[ -n $HOLD_BOX ]]; then HOLD=$HOLD_BOX TRAIN_HOLD=$HOLD_BOX; fi
     SPLIT_SETS=() ;;
   icon)
     # One model, as issue 43 scores it: its config is chosen by the quadrant folds (--fold), for
@@ -305,6 +322,7 @@ SUMMARY=$OUT/summary.txt
 log() { echo "$*" | tee -a "$SUMMARY"; }
 : > "$SUMMARY"
 log "case $CASE, split $SPLIT, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+if [[ -n $HOLD ]]; then log "held out and scored: $HOLD${SCORE_REGION:+ (scored: $SCORE_REGION)}; not trained on: $TRAIN_HOLD"; fi
 log "machine: $(nproc --all) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')), $(free -g | awk '/Mem:/{print $2}') GiB"
 log "load before: $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min; other jobs share these cores)"
 

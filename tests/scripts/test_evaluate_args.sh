@@ -1,9 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
 # scripts/evaluate.sh refuses bad arguments before any data work, naming what was expected:
-# --hold-out (a region of one's own, icon only, in place of the test split's quadrant) with a
-# malformed box, on another case, or with --fold; --fold on a case or split without folds; --help
-# documents --hold-out and --threads.
+# --hold-out (a region of one's own in place of a spatial case's test split) with a malformed box,
+# a mask file that cannot be read, on a case split in time, or with --fold or --split val; --fold
+# on a case or split without folds; --help documents --hold-out and --threads.
 set -euo pipefail
 
 SRC="${FINECAST_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
@@ -20,9 +20,13 @@ refused() {  # refused EXPECTED_TEXT ARGS...: exit status 2 and the text on stde
 refused "--hold-out takes lat0,lat1,lon0,lon1 in degrees" icon --hold-out 0,90,0
 refused "got '0,90,0,x'" icon --hold-out 0,90,0,x
 refused "--hold-out takes lat0,lat1,lon0,lon1" icon --hold-out '0,90,0,90;1,2'
-refused "--hold-out is for the icon case" eur11 --hold-out 0,90,0,90
+refused "--hold-out is for the spatial cases (eur11, icon, afr22, hsurf), not tas_months" tas_months --hold-out 0,90,0,90
+refused "--hold-out /nonexistent/mask.nc:m: the mask file /nonexistent/mask.nc cannot be read" hsurf --hold-out /nonexistent/mask.nc:m
+refused "or FILE:VAR, got 'mask.nc:'" eur11 --hold-out mask.nc:
 refused "no --split val, no --fold" icon --fold 1/4 --hold-out 0,90,0,90
 refused "no --split val, no --fold" icon --split val --hold-out 0,90,0,90
+refused "no --split val, no --fold" eur11 --fold 2/4 --hold-out 0,90,0,90
+refused "no --split val, no --fold" afr22 --split val --fold 1/3 --hold-out 0,90,0,90
 # the orography cases' folds split their training half only: the test split stays one strip
 refused "afr22: --fold is for --split val" afr22 --fold 1/3
 refused "hsurf --split val needs --fold I/K" hsurf --split val

@@ -6,6 +6,9 @@
 # around and scores exactly the blocks the docs name (docs/evaluation.md, "Model choice by spatial
 # cross-validation"): the count finecast-eval scores and the count the plugin never trains on (the
 # fold, and for the val folds of the orography cases and ICON the test half or quadrant too).
+# Then a region of one's own (--hold-out) in place of a test split's: a box of rotated
+# coordinates on eur11, and on hsurf a mask file of the cells above 1,500 m, whose held-out,
+# sampled and scored blocks must be the 4 x 4 blocks of the data cut with such a cell.
 set -euo pipefail
 
 SRC="${FINECAST_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
@@ -54,5 +57,25 @@ fold hsurf "1944 of 12096 blocks" "7992 of 12096" hsurf --split val --fold 1/3
 # ICON, val fold 1 of 3: the south-west quadrant scored (18 R2B0 cells in the uniform geometry),
 # it and the test quadrant (north-west) never trained on
 fold icon "18 of 80 patches" "36 of 80" icon --split val --fold 1/3 --geometry uniform
+
+fold eur11_box "48 of 650 blocks" "48 of 650" eur11 --hold-out -10,5,-20,-8
+# the mask, and independently of finecast the blocks of the 432 x 448 cut that hold a cell above it
+high=$(/usr/bin/python3 - "$NUG/HSURF_regional_model_0.11deg.nc" "$work/high.nc" <<'PYEOF'
+import sys, netCDF4, numpy as np
+src = netCDF4.Dataset(sys.argv[1])
+h = np.ma.filled(src["HSURF"][0].astype(float), 0.0)
+with netCDF4.Dataset(sys.argv[2], "w") as out:
+    for dim in ("rlat", "rlon"):
+        out.createDimension(dim, len(src.dimensions[dim]))
+        v = out.createVariable(dim, "f8", (dim,))
+        v[:] = src[dim][:]
+        v.setncatts({a: src[dim].getncattr(a) for a in src[dim].ncattrs()})
+    out.createVariable("high", "i1", ("rlat", "rlon"))[:] = (h > 1500).astype("i1")
+print(int((h[:432, :448] > 1500).reshape(108, 4, 112, 4).any(axis=(1, 3)).sum()))
+PYEOF
+)
+fold hsurf_mask "$high of 12096 blocks" "$high of 12096" hsurf --hold-out "$work/high.nc:high"
+grep -q "Sampling $high of 12096 patches, those held out by --hold-out" "$work/hsurf_mask/downscale.log" ||
+  fail "hsurf_mask: finecast-downscale did not sample the $high masked patches: $(grep -m1 'Sampling [0-9]' "$work/hsurf_mask/downscale.log")"
 
 exit $((failures > 0))

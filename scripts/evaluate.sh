@@ -73,8 +73,9 @@ Options:
                      BOX is lat0,lat1,lon0,lon1 in degrees in the grid's own coordinates (rotated
                      ones on eur11, afr22 and hsurf; several boxes joined by ';' and quoted): the
                      blocks (icon: R2B0 cells) wholly inside are held out; or FILE:VAR, a mask on
-                     the fine grid (non-zero = held out; lat-lon: this grid or a larger one
-                     containing it; icon: one value per R2B4 cell). Each tool gets the same
+                     the fine grid: the blocks with a non-zero cell are held out (lat-lon: this
+                     grid or a larger one containing it; icon: one value per R2B4 cell; an
+                     example in docs/evaluation.md, "A region of your own"). Each tool gets the same
                      --hold-out, so the held-out, sampled and scored blocks agree. On eur11 the
                      whole 400 x 416 cut is trained around the region (its test split trains on
                      the western half only), on afr22 and hsurf the whole field

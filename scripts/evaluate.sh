@@ -305,6 +305,13 @@ for S in "${SEED_LIST[@]}"; do [[ $S =~ ^[0-9]+$ ]] || die "--seeds takes intege
 if (( ${#SEED_LIST[@]} > 0 && ${MEMBERS:-$DEFAULT_MEMBERS} % ${#SEED_LIST[@]} != 0 )); then
   die "--members ${MEMBERS:-$DEFAULT_MEMBERS} is not a multiple of the ${#SEED_LIST[@]} seeds of --seeds $SEEDS"
 fi
+# The output and build folders are written into the YAML configs as plain text: a comma, '#',
+# bracket, brace, quote or white space there would change what the YAML says.
+bad_yaml="[][{},#\"'[:space:]]"
+for d in "${OUT:-}" "$BUILD"; do
+  [[ ! $d =~ $bad_yaml ]] ||
+    die "the folder '$d' (--out or --build) goes into the YAML configs: it may not hold a comma, '#', bracket, brace, quote or space"
+done
 [[ -r $SRC ]] || die "input $SRC is missing (install the Debian package named in docs/evaluation.md)"
 for exe in "$BUILD/bin/finecast-replay" "$BUILD/bin/finecast-downscale" "$BUILD/bin/finecast-eval" "$BUILD/bin/finecast-config"; do
   [[ -x $exe ]] || die "$exe not built (cmake --build $BUILD --target finecast_comin finecast-replay finecast-downscale finecast-eval finecast-config)"

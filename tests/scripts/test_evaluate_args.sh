@@ -3,7 +3,8 @@
 # scripts/evaluate.sh refuses bad arguments before any data work, naming what was expected:
 # --hold-out (a region of one's own in place of a spatial case's test split) with a malformed box,
 # a mask file that cannot be read, on a case split in time, or with --fold or --split val; --fold
-# on a case or split without folds; --help documents --hold-out and --threads.
+# on a case or split without folds; output or build folders the YAML configs cannot hold; --help
+# documents --hold-out and --threads.
 set -euo pipefail
 
 SRC="${FINECAST_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
@@ -24,6 +25,8 @@ refused "--hold-out is for the spatial cases (eur11, icon, afr22, hsurf), not ta
 refused "--hold-out /nonexistent/mask.nc:m: the mask file /nonexistent/mask.nc cannot be read" hsurf --hold-out /nonexistent/mask.nc:m
 refused "or FILE:VAR, got 'mask.nc:'" eur11 --hold-out mask.nc:
 refused "no --split val, no --fold" icon --fold 1/4 --hold-out 0,90,0,90
+refused "the folder 'out/eval/t=-30,30' (--out or --build) goes into the YAML configs" icon --out out/eval/t=-30,30
+refused "the folder 'my build' (--out or --build) goes into the YAML configs" eur11 --build 'my build'
 refused "no --split val, no --fold" icon --split val --hold-out 0,90,0,90
 refused "no --split val, no --fold" eur11 --fold 2/4 --hold-out 0,90,0,90
 refused "no --split val, no --fold" afr22 --split val --fold 1/3 --hold-out 0,90,0,90

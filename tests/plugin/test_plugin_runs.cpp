@@ -593,9 +593,13 @@ TEST(PluginRuns, OutputTimesStrictlyIncreaseWhenTheLastSessionEndsAfterTheLastSa
 // Asynchronous sessions longer than the run: the session started at step 1 still trains when the
 // next ones fall due (steps 2 and 3), so one is owed; the run ends before it can start. That was
 // silent; the log says so, and the final checkpoint records it as due.
+// Both tests wait at the run's end for 2,000 epochs. At nice 0: at train.nice's default (19 on an
+// oversubscribed node) the session got almost no CPU while the other host rank spun in MPI and
+// ctest ran a second test, and each test took 83-150 s instead of 2-4 s.
 TEST(PluginRuns, ASessionOwedWhenTheRunEndsIsLogged) {
   const fs::path dir = workdir("owed_at_end");
-  write_file(dir / "plugin.yaml", tiny_plugin_config("train: {async: true, every: 1, min_steps: 1, epochs: 2000}\n"));
+  write_file(dir / "plugin.yaml",
+             tiny_plugin_config("train: {async: true, nice: 0, every: 1, min_steps: 1, epochs: 2000}\n"));
   write_file(dir / "host.yaml", host_run_file(3, "plugin.yaml"));
   const Result r = run_host(dir, 2);
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -613,8 +617,9 @@ TEST(PluginRuns, ASessionOwedWhenTheRunEndsIsLogged) {
 // session's anatomy is logged when it ends and summed at the end.
 TEST(PluginRuns, ASkippedSamplingSaysWhyAndWhenTheNextIsDue) {
   const fs::path dir = workdir("skipped_sampling");
-  write_file(dir / "plugin.yaml", tiny_plugin_config("train: {async: true, every: 1, min_steps: 1, epochs: 2000}\n"
-                                                     "sample: {every: 2}\n"));
+  write_file(dir / "plugin.yaml",
+             tiny_plugin_config("train: {async: true, nice: 0, every: 1, min_steps: 1, epochs: 2000}\n"
+                                "sample: {every: 2}\n"));
   write_file(dir / "host.yaml", host_run_file(5, "plugin.yaml"));
   const Result r = run_host(dir, 2);
   ASSERT_EQ(r.exit_code, 0) << r.output;

@@ -212,6 +212,9 @@ class TimedReducer : public trainer::Reducer {
   void sum(float* v, int64_t n) override {
     timed([&] { inner_.sum(v, n); }, n * 4);
   }
+  void max(double* v, int64_t n) override {
+    timed([&] { inner_.max(v, n); }, n * 8);
+  }
   double seconds = 0;
   int64_t calls = 0, bytes = 0;
 

@@ -120,6 +120,10 @@ void write_checkpoint(const std::string& path, const Downscaler::Impl& im, const
     f.write("normalisation/residual_count", h5::Type::kFloat64, &s.residual_count, {});
     f.write("normalisation/residual_sumsq", h5::Type::kFloat64, &s.residual_sumsq, {});
     f.write("normalisation/fine_sumsq", h5::Type::kFloat64, &s.fine_sumsq, {});
+    if (C > 0 && static_cast<int64_t>(s.context_min.size()) == C && static_cast<int64_t>(s.context_max.size()) == C) {
+      f.write("normalisation/context_min", h5::Type::kFloat64, s.context_min.data(), {C});
+      f.write("normalisation/context_max", h5::Type::kFloat64, s.context_max.data(), {C});
+    }
     const auto rng = state.rng_state.contiguous();
     f.write("rng/state", h5::Type::kUInt8, rng.data_ptr<uint8_t>(), {rng.numel()});
     f.set_attr("rng", "kind", std::string("pytorch-cpu-mt19937"));
@@ -246,6 +250,16 @@ void Downscaler::restore(const std::string& path) {
   f.read("normalisation/residual_sumsq", h5::Type::kFloat64, &s.sums.residual_sumsq, 1);
   if (f.exists("normalisation/fine_sumsq"))  // (not in checkpoints of earlier versions)
     f.read("normalisation/fine_sumsq", h5::Type::kFloat64, &s.sums.fine_sumsq, 1);
+  if (f.exists("normalisation/context_min") && f.exists("normalisation/context_max")) {  // (since 2026-12)
+    for (const char* ds : {"normalisation/context_min", "normalisation/context_max"})
+      if (f.info(ds).numel() != C)
+        throw CheckpointError(path + ": /" + ds + " holds " + std::to_string(f.info(ds).numel()) +
+                              " values, the model has " + std::to_string(C) + " context features");
+    s.sums.context_min.resize(static_cast<size_t>(C));
+    s.sums.context_max.resize(static_cast<size_t>(C));
+    f.read("normalisation/context_min", h5::Type::kFloat64, s.sums.context_min.data(), C);
+    f.read("normalisation/context_max", h5::Type::kFloat64, s.sums.context_max.data(), C);
+  }
   const auto state_info = f.info("rng/state");
   s.rng_state = torch::empty({state_info.numel()}, torch::kUInt8);
   f.read("rng/state", h5::Type::kUInt8, s.rng_state.data_ptr<uint8_t>(), s.rng_state.numel());

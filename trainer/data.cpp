@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -26,6 +27,11 @@ NormApplied derive_normalisation(const NormSums& sums, int64_t C, const torch::D
   }
   a.context_mean = torch::tensor(mean, torch::kFloat32).to(device);
   a.context_std = torch::tensor(sd, torch::kFloat32).to(device);
+  if (static_cast<int64_t>(sums.context_min.size()) == C && static_cast<int64_t>(sums.context_max.size()) == C &&
+      C > 0 && sums.context_count > 0) {
+    a.context_min = torch::tensor(sums.context_min, torch::kFloat64).to(torch::kFloat32);
+    a.context_max = torch::tensor(sums.context_max, torch::kFloat64).to(torch::kFloat32);
+  }
   if (sums.residual_count > 0) {
     // Data whose residual is zero (a field its base already reproduces, or a constant field:
     // nothing to add) keeps a vanishing scale, so that samples add nothing either; before any
@@ -138,12 +144,28 @@ CleanData clean(const DataView& d, int64_t C, int64_t P, const char* who) {
   return c;
 }
 
+std::pair<torch::Tensor, torch::Tensor> clip_bounds(const NormApplied& norm, double margin) {
+  if (!norm.context_min.defined()) return {};
+  const auto width = norm.context_max - norm.context_min;
+  return {norm.context_min - margin * width, norm.context_max + margin * width};
+}
+
+torch::Tensor clip_to_training_range(const torch::Tensor& context, const NormApplied& norm, double margin) {
+  const auto [lo, hi] = clip_bounds(norm, margin);
+  if (!lo.defined() || context.size(1) != lo.size(0)) return context;
+  return torch::max(torch::min(context, hi), lo);
+}
+
 void accumulate_normalisation(NormSums& s, const CleanData& c, int64_t C) {
   const int64_t n = c.fine.size(0), P = c.fine.size(1);
   if (n == 0) return;
   if (s.context_sum.empty()) {
     s.context_sum.assign(static_cast<size_t>(C), 0.0);
     s.context_sumsq.assign(static_cast<size_t>(C), 0.0);
+  }
+  if (s.context_min.size() != static_cast<size_t>(C)) {
+    s.context_min.assign(static_cast<size_t>(C), std::numeric_limits<double>::infinity());
+    s.context_max.assign(static_cast<size_t>(C), -std::numeric_limits<double>::infinity());
   }
   const torch::Tensor ctx = c.context.contiguous(), fine = c.fine.contiguous();
   const torch::Tensor w = c.weights.defined() ? c.weights.contiguous() : torch::Tensor();
@@ -154,6 +176,8 @@ void accumulate_normalisation(NormSums& s, const CleanData& c, int64_t C) {
       for (int64_t i = 0; i < C; ++i) {
         s.context_sum[static_cast<size_t>(i)] += x[i];
         s.context_sumsq[static_cast<size_t>(i)] += static_cast<double>(x[i]) * x[i];
+        s.context_min[static_cast<size_t>(i)] = std::min<double>(s.context_min[static_cast<size_t>(i)], x[i]);
+        s.context_max[static_cast<size_t>(i)] = std::max<double>(s.context_max[static_cast<size_t>(i)], x[i]);
       }
     }
     const float* f = row_of(fine, r);

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "trainer/downscaler.hpp"
@@ -20,11 +21,17 @@ struct NormSums {
   /// The squared fine values over the same residual_count values: the field's magnitude, which
   /// the residual's scale may not fall far below (0 from checkpoints written before it was kept).
   double fine_sumsq = 0;
+  /// Each context feature's smallest and largest training value ([C] each; empty in checkpoints
+  /// written before they were kept): the range sample.clip_context holds the network's inputs to.
+  std::vector<double> context_min, context_max;
 };
 
 /// Normalisation as applied: context (x - mean) / std per feature, residual r / std.
 struct NormApplied {
   torch::Tensor context_mean, context_std;  ///< float32 [C] on the device
+  /// The training range of each context feature, float32 [C] on the CPU; undefined when the sums
+  /// have none (no data yet, or a checkpoint from before the range was kept).
+  torch::Tensor context_min, context_max;
   double residual_std = 1.0;
 };
 
@@ -36,6 +43,15 @@ constexpr double kMinResidualScale = 1e-30;
 
 /// Means and standard deviations from the sums (unit scale for constant features), on `device`.
 NormApplied derive_normalisation(const NormSums& sums, int64_t context_size, const torch::Device& device);
+
+/// The bounds sample.clip_context holds each context feature to: its training range widened by
+/// `margin` times its width at both ends ([C] float32 each, CPU); undefined without a range.
+std::pair<torch::Tensor, torch::Tensor> clip_bounds(const NormApplied& norm, double margin);
+
+/// `context` ([n, C], CPU, raw) with each feature held to clip_bounds(norm, margin): a value beyond
+/// them becomes the bound, so that the network is not asked to extrapolate far in a feature;
+/// returned as is when `norm` has no range.
+torch::Tensor clip_to_training_range(const torch::Tensor& context, const NormApplied& norm, double margin);
 
 /// A [rows, cols] float32 CPU tensor over caller memory (not copied).
 torch::Tensor cpu_float(const float* data, int64_t rows, int64_t cols);

@@ -247,6 +247,12 @@ const schema::Table<SampleOptions>& sample_options_table() {
     s.push_back(real("recentre_sigma", &S::recentre_sigma, 0.0, kInf,
                      "move each patch's members onto the denoiser's estimate of their mean at the step whose "
                      "noise level is nearest this sigma, instead of their own mean (0 = none; docs/training.md)"));
+    s.push_back(boolean("clip_context", &S::clip_context,
+                        "hold each context feature of the network to the range it had in training (the base still "
+                        "sees the raw covariates), widened by clip_margin: no far extrapolation in a feature"));
+    s.push_back(real("clip_margin", &S::clip_margin, 0.0, 100.0,
+                     "with clip_context: how far beyond its training range a feature may go, as a fraction of the "
+                     "range's width at each end (0: at the range)"));
     s.push_back(integer_or_auto("threads", &S::threads, 4096,
                                 "torch threads of sampling: auto (measured), N, or 0 = as training"));
     s.push_back(integer("max_threads", &S::max_threads, 0, 4096, "upper end of threads: auto (0 = all cores)"));
@@ -266,6 +272,10 @@ std::string sampling_text(const SampleOptions& so) {
   if (so.churn > 0) text << ", churn " << so.churn;
   if (so.recentre_sigma > 0) text << ", recentred at sigma " << so.recentre_sigma;
   if (so.inflation != 1.0) text << ", inflation " << so.inflation;
+  if (!so.clip_context)
+    text << ", context not clipped";
+  else if (so.clip_margin != SampleOptions{}.clip_margin)
+    text << ", context clipped at margin " << so.clip_margin;
   return text.str();
 }
 
@@ -289,6 +299,8 @@ SampleOptions overridden(SampleOptions base, const SampleOverrides& given) {
   if (given.inflation) set("inflation", schema::format_real(*given.inflation));
   if (given.churn) set("churn", schema::format_real(*given.churn));
   if (given.recentre_sigma) set("recentre_sigma", schema::format_real(*given.recentre_sigma));
+  if (given.clip_context) set("clip_context", *given.clip_context ? "true" : "false");
+  if (given.clip_margin) set("clip_margin", schema::format_real(*given.clip_margin));
   return base;
 }
 

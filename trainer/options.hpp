@@ -207,6 +207,15 @@ struct SampleOptions {
   /// deviations, scaled by sqrt(M / (M - 1)) so that their expected spread is that of M
   /// independent draws. One more network evaluation per member (docs/training.md).
   double recentre_sigma = 0.0;
+  /// Hold each context feature near the range it had in the training data (within clip_margin)
+  /// before the network sees it; the base, which the residual is added to, still sees the raw
+  /// covariates. A network asked about surfaces far higher than any it was trained on
+  /// extrapolates badly (docs/training.md, "Holding the context near its training range").
+  /// Checkpoints from before the range was kept sample unclipped.
+  bool clip_context = true;
+  /// How far beyond its training range a feature may go under clip_context, as a fraction of the
+  /// range's width at each end (0: at the range).
+  double clip_margin = 0.25;
   /// Intra-op threads of the calling thread while it samples: 0 = leave as is, -1 = auto (measured
   /// with 1..max_threads at the first call of a given batch size, then remembered), N = N.
   int64_t threads = 0;
@@ -226,6 +235,8 @@ struct SampleOverrides {
   std::optional<double> inflation;           ///< post-hoc spread inflation (sample.inflation)
   std::optional<double> churn;               ///< EDM churn of the sampler (sample.churn)
   std::optional<double> recentre_sigma;      ///< the denoiser's mean estimate (sample.recentre_sigma)
+  std::optional<bool> clip_context;          ///< the context held to its training range (sample.clip_context)
+  std::optional<double> clip_margin;         ///< how far beyond it (sample.clip_margin)
 };
 
 /// `base` with every option of `given` set through its row of sample_options_table() (the row's

@@ -8,8 +8,8 @@
 
 namespace finecast::trainer {
 
-/// Sums across the group, in place, with the same result on every member (MPI_Allreduce).
-/// Every member calls each operation in the same order.
+/// Sums (and maxima) across the group, in place, with the same result on every member
+/// (MPI_Allreduce). Every member calls each operation in the same order.
 class Reducer {
  public:
   virtual ~Reducer() = default;
@@ -17,6 +17,7 @@ class Reducer {
   virtual int size() const = 0;
   virtual void sum(double* values, int64_t n) = 0;
   virtual void sum(float* values, int64_t n) = 0;
+  virtual void max(double* values, int64_t n) = 0;
 };
 
 }  // namespace finecast::trainer

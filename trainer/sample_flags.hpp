@@ -11,9 +11,9 @@
 
 namespace finecast::trainer {
 
-/// --sampler, --steps, --eta, --ddpm-variance, --inflation, --churn and --recentre-sigma into `given`, each set only
-/// when given on the command line: the others default to how the checkpoint's run sampled (its
-/// /sampling). `inflation_note` ends --inflation's help (how this program applies it).
+/// --sampler, --steps, --eta, --ddpm-variance, --inflation, --churn, --recentre-sigma, --clip-context and --clip-margin
+/// into `given`, each set only when given on the command line: the others default to how the checkpoint's run sampled
+/// (its /sampling). `inflation_note` ends --inflation's help (how this program applies it).
 inline void add_sample_flags(CLI::App& app, SampleOverrides& given, const std::string& inflation_note) {
   const auto by_default = [](const std::string& key, const std::string& otherwise) {
     return " (default: the checkpoint's training config, sample." + key + ", else " + otherwise + ")";
@@ -53,6 +53,18 @@ inline void add_sample_flags(CLI::App& app, SampleOverrides& given, const std::s
          "docs/training.md)" +
              by_default("recentre_sigma", "0"))
       ->check(CLI::NonNegativeNumber);
+  app.add_option_function<std::string>(
+         "--clip-context", [&given](const std::string& v) { given.clip_context = v == "true"; },
+         "true | false: hold each context feature of the network to the range it had in training, so that it "
+         "does not extrapolate (checkpoints from before 2026-12 keep no range and sample unclipped)" +
+             by_default("clip_context", "true"))
+      ->check(CLI::IsMember({"true", "false"}));
+  app.add_option_function<double>(
+         "--clip-margin", [&given](double v) { given.clip_margin = v; },
+         "with --clip-context true: how far beyond its training range a feature may go, as a fraction of the "
+         "range's width at each end (0: at the range)" +
+             by_default("clip_margin", "0.25"))
+      ->check(CLI::Range(0.0, 100.0));
 }
 
 }  // namespace finecast::trainer

@@ -119,6 +119,7 @@ void draw(const Downscaler::Impl& im, const Model& m, const float* context, cons
     const int64_t rows = std::min(rows_per_chunk, n - r0), B = rows * M;
     // Inputs on the CPU first: normalised context and weights, one row per member.
     auto ctx = C > 0 ? cpu_float(context + r0 * C, rows, C) : torch::zeros({rows, 0}, cpu_f);
+    if (o.clip_context) ctx = clip_to_training_range(ctx, norm, o.clip_margin);
     ctx = ((ctx - mean_cpu) / std_cpu).repeat_interleave(M, 0).contiguous();
     torch::Tensor w;
     if (weights)

@@ -12,6 +12,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -72,6 +73,7 @@ jit::Module build(const Node& node, const std::string& type_name, const std::sha
 /// as Python floats, so every scalar is the double the C++ code uses).
 const char* kSamplerSource = R"TS(
     def normalise_context(self, context: Tensor) -> Tensor:
+        context = torch.max(torch.min(context, self.context_max), self.context_min)
         return (context - self.context_mean) / self.context_std
 
     def _remove_mean(self, x: Tensor, w: Optional[Tensor]) -> Tensor:
@@ -371,6 +373,14 @@ void export_torchscript(const Downscaler& model, const ExportOptions& options, c
 
   m.register_buffer("context_mean", im.sample_norm.context_mean.to(torch::kCPU).clone());
   m.register_buffer("context_std", im.sample_norm.context_std.to(torch::kCPU).clone());
+  // sample.clip_context's bounds (the training range and its margin); +-inf (no clip) when it is off
+  // or the checkpoint has no range.
+  const auto [lo, hi] = clip_bounds(im.sample_norm, so.clip_margin);
+  const bool clip = so.clip_context && lo.defined();
+  const auto unbounded = [&](double v) { return torch::full({im.mo.context_size}, v, torch::kFloat32); };
+  const double inf = std::numeric_limits<double>::infinity();
+  m.register_buffer("context_min", clip ? lo.to(torch::kCPU).clone() : unbounded(-inf));
+  m.register_buffer("context_max", clip ? hi.to(torch::kCPU).clone() : unbounded(inf));
   const auto steps = diffusion::sampler_steps(im.sample_schedule, so);  // no churn (refused above)
   auto column = [&](double diffusion::StepCoefficients::*field) {
     std::vector<double> v;

@@ -602,6 +602,20 @@ void add_session_normalisation(Downscaler::Impl& im, const CleanData& train, int
     im.sums.context_sum[static_cast<size_t>(k)] += flat[static_cast<size_t>(4 + k)];
     im.sums.context_sumsq[static_cast<size_t>(k)] += flat[static_cast<size_t>(4 + C + k)];
   }
+  // The group's training range: the largest of -min and of max (a member without rows adds -inf).
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> extremes(static_cast<size_t>(2 * C), -inf);
+  for (size_t k = 0; k < session.context_min.size() && k < static_cast<size_t>(C); ++k) {
+    extremes[k] = -session.context_min[k];
+    extremes[static_cast<size_t>(C) + k] = session.context_max[k];
+  }
+  im.reducer->max(extremes.data(), 2 * C);
+  im.sums.context_min.resize(static_cast<size_t>(C), inf);
+  im.sums.context_max.resize(static_cast<size_t>(C), -inf);
+  for (size_t k = 0; k < static_cast<size_t>(C); ++k) {
+    im.sums.context_min[k] = std::min(im.sums.context_min[k], -extremes[k]);
+    im.sums.context_max[k] = std::max(im.sums.context_max[k], extremes[static_cast<size_t>(C) + k]);
+  }
 }
 
 /// The session's epochs, within train.max_seconds and train.max_steps (per session, or on from

@@ -167,7 +167,8 @@ TEST(Config, EveryErrorIsReportedInOneRun) {
       "context_noise, crps_steps, crps_members, crps_sampler_steps, crps_lr, crps_held_out)\n"
       "configs/x.yaml:5: model.schedule must be one of linear, cosine, got \"quadratic\"\n"
       "configs/x.yaml:6: sample must be a mapping of keys (every, at_end, members, sampler, steps, eta, ddpm_variance, "
-      "inflation, churn, recentre_sigma, threads, max_threads, cuda_graphs, output, write_back, calibration, "
+      "inflation, churn, recentre_sigma, clip_context, clip_margin, threads, max_threads, cuda_graphs, output, "
+      "write_back, calibration, "
       "calibration_decay, device)\n"
       "--set device: device must be one of auto, cpu, cuda, cuda:N, mps, got \"gpu\"\n"
       "configs/x.yaml: missing required key grid.file (ICON grid file, or a CF file with the lat/lon "
@@ -556,6 +557,11 @@ TEST(SampleFlags, EachFlagSetsItsOwnOptionThroughItsRow) {
   given = {};
   given.recentre_sigma = 16.0;
   EXPECT_EQ(ft::sampling_text(ft::overridden(base, given)), "ddpm, recentred at sigma 16, inflation 2.5");
+  given = {};
+  given.clip_context = false;
+  EXPECT_FALSE(ft::overridden(base, given).clip_context);
+  EXPECT_EQ(ft::sampling_text(ft::overridden(base, given)), "ddpm, inflation 2.5, context not clipped");
+  given = {};
   given.recentre_sigma = -1.0;
   try {
     ft::overridden(base, given);

@@ -83,6 +83,9 @@ TEST_F(Checkpoint, RoundTripIsBitwise) {
   EXPECT_EQ(ia.sums.residual_sumsq, ib.sums.residual_sumsq);
   EXPECT_GT(ia.sums.fine_sumsq, 0.0);
   EXPECT_EQ(ia.sums.fine_sumsq, ib.sums.fine_sumsq);
+  ASSERT_EQ(ia.sums.context_min.size(), 3u);
+  EXPECT_EQ(ia.sums.context_min, ib.sums.context_min);
+  EXPECT_EQ(ia.sums.context_max, ib.sums.context_max);
   EXPECT_EQ(a.step(), b.step());
   EXPECT_GT(b.step(), 0);
   EXPECT_TRUE(torch::equal(ia.gen.get_state(), ib.gen.get_state()));

@@ -5,7 +5,9 @@
 // the trainer only sees the Reducer interface).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <condition_variable>
+#include <limits>
 #include <mutex>
 #include <thread>
 
@@ -17,16 +19,24 @@ using namespace finecast::trainer::testing;  // NOLINT: the shared test data
 
 namespace {
 
-/// Sums across `size` threads: each call blocks until every member has contributed, then every
-/// member gets the same sums (accumulated in double).
+/// Sums (maxima) across `size` threads: each call blocks until every member has contributed, then
+/// every member gets the same sums (accumulated in double).
 class ThreadGroup {
  public:
   explicit ThreadGroup(int size) : size_(size) {}
-  void sum(double* v, int64_t n) {
+  void sum(double* v, int64_t n) { reduce(v, n, false); }
+  void max(double* v, int64_t n) { reduce(v, n, true); }
+  int size() const { return size_; }
+
+ private:
+  void reduce(double* v, int64_t n, bool take_max) {
     std::unique_lock<std::mutex> lock(m_);
     const long long generation = generation_;
-    if (arrived_ == 0) acc_.assign(static_cast<size_t>(n), 0.0);
-    for (int64_t i = 0; i < n; ++i) acc_[static_cast<size_t>(i)] += v[i];
+    if (arrived_ == 0) acc_.assign(static_cast<size_t>(n), take_max ? -std::numeric_limits<double>::infinity() : 0.0);
+    for (int64_t i = 0; i < n; ++i) {
+      auto& a = acc_[static_cast<size_t>(i)];
+      a = take_max ? std::max(a, v[i]) : a + v[i];
+    }
     if (++arrived_ == size_) {
       result_ = acc_;
       arrived_ = 0;
@@ -37,9 +47,6 @@ class ThreadGroup {
     }
     for (int64_t i = 0; i < n; ++i) v[i] = result_[static_cast<size_t>(i)];
   }
-  int size() const { return size_; }
-
- private:
   std::mutex m_;
   std::condition_variable cv_;
   int size_, arrived_ = 0;
@@ -58,6 +65,7 @@ class ThreadReducer : public ft::Reducer {
     g_.sum(d.data(), n);
     for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>(d[static_cast<size_t>(i)]);
   }
+  void max(double* v, int64_t n) override { g_.max(v, n); }
 
  private:
   ThreadGroup& g_;
@@ -135,6 +143,9 @@ TEST(DataParallel, AGroupTrainsAsOneMemberHoldingAllRows) {
       EXPECT_NEAR(stats[m].epochs.back().avg_loss, s1.epochs.back().avg_loss, 1e-4 * s1.epochs.back().avg_loss);
       EXPECT_EQ(stats[m].validation_samples, s1.validation_samples);
       EXPECT_EQ(stats[m].train_samples + stats[m].validation_samples > 0, true);
+      // The training range of the context (sample.clip_context) is the group's, not the member's.
+      EXPECT_EQ(ft::internals(*members[m]).sums.context_min, ft::internals(alone).sums.context_min);
+      EXPECT_EQ(ft::internals(*members[m]).sums.context_max, ft::internals(alone).sums.context_max);
     }
   }
 }
@@ -189,4 +200,6 @@ TEST(DataParallel, AMemberWithoutRowsStillTakesPart) {
   EXPECT_GT(a.step(), 0);
   EXPECT_EQ(a.step(), b.step());
   EXPECT_TRUE(torch::equal(ft::internals(a).flat, ft::internals(b).flat));
+  EXPECT_EQ(ft::internals(b).sums.context_min, ft::internals(a).sums.context_min);
+  EXPECT_EQ(ft::internals(b).sums.context_max, ft::internals(a).sums.context_max);
 }

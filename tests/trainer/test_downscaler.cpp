@@ -177,6 +177,56 @@ TEST(Downscaler, SeededTrainingAndSamplingAreDeterministic) {
   EXPECT_FALSE(torch::equal(a.first, c.first));
 }
 
+// sample.clip_context: the network sees each context feature within the range it had in training,
+// widened by sample.clip_margin times its width. A row whose features lie far beyond samples
+// exactly what the row at those bounds does (same seed, same noise); unclipped, or inside the
+// bounds, it samples something else. The range is the training rows' own, to the float.
+TEST(Downscaler, ContextBeyondTheTrainingRangeIsHeldToItsEdges) {
+  KnownDistribution d(200, 6);
+  auto to = fast_training();
+  to.batch_size = 32;
+  ft::Downscaler ds(small_model(), to, "cpu");
+  ds.train_epoch(view(d));
+  ds.publish();
+  std::vector<float> lo(3, 1e30f), hi(3, -1e30f);
+  for (int64_t i = 0; i < d.n; ++i)
+    for (int64_t k = 0; k < 3; ++k) {
+      lo[k] = std::min(lo[k], d.context[i * 3 + k]);
+      hi[k] = std::max(hi[k], d.context[i * 3 + k]);
+    }
+  const auto& sums = ft::internals(ds).sums;
+  for (size_t k = 0; k < 3; ++k) {
+    EXPECT_EQ(sums.context_min[k], lo[k]);
+    EXPECT_EQ(sums.context_max[k], hi[k]);
+  }
+  // Above the range in the first two features, below it in the third.
+  const std::vector<float> edge = {hi[0], hi[1], lo[2]}, beyond = {hi[0] + 5, hi[1] + 40, lo[2] - 3};
+  const float coarse = hi[0];
+  auto sample = [&](const std::vector<float>& context, bool clip, double margin) {
+    ft::SampleOptions so;
+    so.members = 3;
+    so.clip_context = clip;
+    so.clip_margin = margin;
+    std::vector<float> out(static_cast<size_t>(3 * d.P));
+    ds.sample(context.data(), &coarse, nullptr, 1, so, 9, out.data());
+    return out;
+  };
+  EXPECT_EQ(sample(beyond, true, 0), sample(edge, true, 0));
+  EXPECT_NE(sample(beyond, false, 0), sample(edge, false, 0));
+  EXPECT_EQ(sample(edge, false, 0), sample(edge, true, 0));  // inside the range nothing changes
+  // With a margin of a half: the bounds lie half the range's width beyond it, and a value between
+  // the range and them is the network's to see.
+  std::vector<float> bound(3), inside(3);
+  for (int k = 0; k < 3; ++k) {
+    const float width = hi[k] - lo[k], sign = k < 2 ? 1.0f : -1.0f;
+    bound[k] = edge[k] + sign * 0.5f * width;
+    inside[k] = edge[k] + sign * 0.25f * width;
+  }
+  EXPECT_EQ(sample(beyond, true, 0.5), sample(bound, true, 0.5));
+  EXPECT_NE(sample(inside, true, 0.5), sample(edge, true, 0.5));
+  EXPECT_EQ(sample(inside, true, 0.5), sample(inside, false, 0.5));
+}
+
 TEST(Downscaler, SamplingUsesOnlyPublishedWeightsWhileTrainingRuns) {
   KnownDistribution d(2048, 6);
   ft::Downscaler ds(small_model(), fast_training(), "cpu");

@@ -55,8 +55,9 @@ inline void add_sample_flags(CLI::App& app, SampleOverrides& given, const std::s
       ->check(CLI::NonNegativeNumber);
   app.add_option_function<std::string>(
          "--clip-context", [&given](const std::string& v) { given.clip_context = v == "true"; },
-         "true | false: hold each context feature of the network to the range it had in training, so that it "
-         "does not extrapolate (checkpoints from before 2026-12 keep no range and sample unclipped)" +
+         "true | false: hold each context feature of the network within --clip-margin of the range it had in "
+         "training, so that it does not extrapolate far (checkpoints from before 2026-12-02 keep no range and "
+         "sample unclipped)" +
              by_default("clip_context", "true"))
       ->check(CLI::IsMember({"true", "false"}));
   app.add_option_function<double>(

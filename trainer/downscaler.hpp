@@ -184,6 +184,11 @@ class Downscaler {
               uint64_t seed, float* out,
               const std::function<void(int64_t rows_done, int64_t rows)>& progress = {}) const;
 
+  /// How many of the n context rows ([n, C]) have a feature beyond its training range widened by
+  /// `margin` times its width (the bounds sample.clip_context holds the network's input to): the
+  /// patches on which the model would extrapolate. 0 for checkpoints that keep no range.
+  int64_t rows_beyond_training_range(const float* context, int64_t n, double margin) const;
+
   /// Writes an HDF5 checkpoint atomically (temporary file in the same directory, flushed, renamed).
   /// `groups`: typed attribute groups stored with it (CheckpointGroups), in the same atomic write.
   void save_checkpoint(const std::string& path, const std::map<std::string, std::string>& metadata = {},

@@ -198,6 +198,17 @@ void draw(const Downscaler::Impl& im, const Model& m, const float* context, cons
 
 }  // namespace sampling
 
+int64_t Downscaler::rows_beyond_training_range(const float* context, int64_t n, double margin) const {
+  const auto& im = *impl_;
+  const int64_t C = im.mo.context_size;
+  if (n <= 0 || C == 0 || !context) return 0;
+  std::lock_guard<std::mutex> lock(im.sample_mutex);
+  const auto [lo, hi] = clip_bounds(im.sample_norm, margin);
+  if (!lo.defined()) return 0;
+  const auto ctx = cpu_float(context, n, C);
+  return ((ctx < lo) | (ctx > hi)).any(1).sum().item<int64_t>();
+}
+
 void Downscaler::sample(const float* context, const float* coarse, const float* weights, int64_t n,
                         const SampleOptions& o, uint64_t seed, float* out,
                         const std::function<void(int64_t, int64_t)>& progress) const {

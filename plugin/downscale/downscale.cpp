@@ -587,14 +587,22 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
       if (restricted) coupling::select_patches(src.patches, rows, selected);
       coupling::Patches& drawn = restricted ? selected : src.patches;
       src.samples.resize(static_cast<size_t>(drawn.n * each) * P);
+      int64_t beyond = 0;  // patches whose context leaves the training range (+ margin)
       coupling::sample_fine(
           drawn, each, coupling::sampling_seed(result.seeds[k], static_cast<long long>(i) + 1), src.samples.data(),
           [&](const float* context, const float* coarse, const float* weights, int64_t n, uint64_t seed, float* out) {
             trainer::SampleOptions so = src.sampling;
             so.members = each;
+            beyond += src.model.rows_beyond_training_range(context, n, so.clip_margin);
             src.model.sample(context, coarse, weights, n, so, seed, out, std::ref(progress));
           },
           map, n_vars, src.patch_options);
+      if (k == 0 && beyond > 0)
+        log::info(first.time_string(times[i]) + ": " + std::to_string(beyond) + " of " + std::to_string(drawn.n) +
+                  " patches have a context feature beyond the checkpoint's training range widened by " +
+                  fmt::format("{:g}", src.sampling.clip_margin) + " of its width: " +
+                  (src.sampling.clip_context ? "the network's input is held at those bounds there (sample.clip_context)"
+                                             : "the network extrapolates there (--clip-context false)"));
       // Members k*each .. (k+1)*each-1 of every patch sampled.
       for (int64_t j = 0; j < drawn.n; ++j) {
         const int64_t c = restricted ? rows[static_cast<size_t>(j)] : j;

@@ -225,6 +225,14 @@ TEST(Downscaler, ContextBeyondTheTrainingRangeIsHeldToItsEdges) {
   EXPECT_EQ(sample(beyond, true, 0.5), sample(bound, true, 0.5));
   EXPECT_NE(sample(inside, true, 0.5), sample(edge, true, 0.5));
   EXPECT_EQ(sample(inside, true, 0.5), sample(inside, false, 0.5));
+  // The rows the clip would move are counted (finecast-downscale's log line): beyond, not the
+  // edge; with a margin of a half, not `inside`.
+  std::vector<float> rows = edge;
+  rows.insert(rows.end(), beyond.begin(), beyond.end());
+  rows.insert(rows.end(), inside.begin(), inside.end());
+  EXPECT_EQ(ds.rows_beyond_training_range(rows.data(), 3, 0.0), 2);
+  EXPECT_EQ(ds.rows_beyond_training_range(rows.data(), 3, 0.5), 1);
+  EXPECT_EQ(ds.rows_beyond_training_range(d.context.data(), d.n, 0.0), 0);
 }
 
 TEST(Downscaler, SamplingUsesOnlyPublishedWeightsWhileTrainingRuns) {

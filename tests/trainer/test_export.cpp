@@ -98,7 +98,9 @@ class Export : public ::testing::Test {
     torch::Tensor ref;
     {
       torch::NoGradGuard no_grad;
-      ref = im.sample_net->forward(x, (ctx - im.sample_norm.context_mean) / im.sample_norm.context_std, t);
+      // The context as the sampler takes it: held near its training range (sample.clip_context).
+      const auto held = so.clip_context ? ft::clip_to_training_range(ctx, im.sample_norm, so.clip_margin) : ctx;
+      ref = im.sample_net->forward(x, (held - im.sample_norm.context_mean) / im.sample_norm.context_std, t);
     }
     const double denoise_diff = max_abs(out, ref);
     std::printf("[export] %s %s %lld steps eta %.1f inflation %.2f weights %d: forward %.3g, denoise %.3g\n",
@@ -360,9 +362,10 @@ TEST_F(Export, ProgramWritesAModuleThatDebiansPythonLoadsAndRuns) {
   const auto& im = ft::internals(model);
   ref.register_buffer("x_t", x);
   ref.register_buffer("t", t);
+  const auto held = ft::clip_to_training_range(ctx, im.sample_norm, so.clip_margin);  // sample.clip_context
   ref.register_buffer(
       "expected_denoise",
-      im.sample_net->forward(x, (ctx - im.sample_norm.context_mean) / im.sample_norm.context_std, t).detach().clone());
+      im.sample_net->forward(x, (held - im.sample_norm.context_mean) / im.sample_norm.context_std, t).detach().clone());
   const std::string reference = scratch_.path("reference.pt");
   ref.save(reference);
   const std::string source = FINECAST_SOURCE_DIR;

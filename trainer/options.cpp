@@ -279,6 +279,15 @@ std::string sampling_text(const SampleOptions& so) {
   return text.str();
 }
 
+std::string beyond_training_range_text(int64_t beyond, int64_t patches, const SampleOptions& so) {
+  std::ostringstream text;
+  text << beyond << " of " << patches << " patches have a context feature beyond the training range widened by "
+       << so.clip_margin << " of its width: "
+       << (so.clip_context ? "the network's input is held at those bounds there (sample.clip_context)"
+                           : "the network extrapolates there (sample.clip_context false)");
+  return text.str();
+}
+
 SampleOptions overridden(SampleOptions base, const SampleOverrides& given) {
   const auto set = [&base](const std::string& key, const std::string& text) {
     const auto& table = sample_options_table();

@@ -248,6 +248,12 @@ SampleOptions overridden(SampleOptions base, const SampleOverrides& given);
 /// recentre_sigma 0, inflation 1) are left out.
 std::string sampling_text(const SampleOptions& sampling);
 
+/// What the logs say of a sampling's patches whose context leaves the training range widened by
+/// sample.clip_margin (Downscaler::rows_beyond_training_range) and what the sampler did there:
+/// "3 of 18 patches have a context feature beyond the training range widened by 0.25 of its
+/// width: the network's input is held at those bounds there (sample.clip_context)".
+std::string beyond_training_range_text(int64_t beyond, int64_t patches, const SampleOptions& sampling);
+
 /// The checkpoint group (trainer::CheckpointGroups) in which the plugin records how it samples:
 /// schema::to_record(sample_options_table(), its sample.*). finecast-downscale and finecast-export
 /// take their defaults from it (read_checkpoint_sampling).

@@ -274,9 +274,14 @@ void sampling_step(PluginState& s, bool with_write_back) {
       });
       s.stats.timers.sample_draw += seconds_since(t_draw);
       ++s.stats.timers.sampled;
-      int64_t masked = 0;  // values masked over every trainer's patches (the same on each)
+      // Over every trainer's patches (the same on each): values masked, patches drawn, and of
+      // those the patches whose context leaves the training range.
+      int64_t masked = 0, drawn = 0, beyond = 0;
       if (trainers_agree(s, ranks)) {
-        CHECK_MPI(MPI_Allreduce(&out.masked, &masked, 1, MPI_INT64_T, MPI_SUM, ranks.trainers));
+        const int64_t mine[3] = {out.masked, out.drawn_patches, out.beyond_range};
+        int64_t all[3];
+        CHECK_MPI(MPI_Allreduce(mine, all, 3, MPI_INT64_T, MPI_SUM, ranks.trainers));
+        masked = all[0], drawn = all[1], beyond = all[2];
         update_calibration(run.config, ranks, model, out, s.stats);
         // Collective among the trainers; a failure to write (on the lead) comes after the last piece.
         const auto t_output = Clock::now();
@@ -299,7 +304,9 @@ void sampling_step(PluginState& s, bool with_write_back) {
       if (ok)
         log::progress("Sampled " + std::to_string(run.config.sample.members) + " member(s) at " + s.stats.datetime +
                       " (" + trainer::name(run.config.sample.sampler) + ") in " +
-                      std::to_string(seconds_since(t0)).substr(0, 5) + " s");
+                      std::to_string(seconds_since(t0)).substr(0, 5) + " s" +
+                      (beyond > 0 ? "; " + trainer::beyond_training_range_text(beyond, drawn, run.config.sample)
+                                  : std::string()));
     }
   }
   if (with_write_back) write_back(s, outcome);

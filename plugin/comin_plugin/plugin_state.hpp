@@ -149,6 +149,9 @@ struct TrainerOutput {
   std::vector<float> samples;                         ///< [n_patches][members][P] scratch
   std::vector<float> slot_mean;                       ///< [n_slots]: the ensemble mean for write-back
   int64_t masked = 0;                                 ///< this trainer's samples masked at the last sampling
+  /// This trainer's patches drawn at the last sampling, and those of them whose context has a
+  /// feature beyond the training range widened by sample.clip_margin.
+  int64_t drawn_patches = 0, beyond_range = 0;
   /// sample.calibration prequential (trainer_work.hpp): the run's sums so far, the inflation the
   /// last sampling used, and that sampling's sums on this trainer's patches.
   double calibration_e2 = 0.0, calibration_s2 = 0.0, inflation_used = 1.0;

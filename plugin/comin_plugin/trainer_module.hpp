@@ -41,6 +41,9 @@ class Model {
   /// Draws `options.members` fine fields per patch into `out` [n][members][patch_size].
   virtual void sample(const float* context, const float* coarse, const float* weights, int64_t n,
                       const trainer::SampleOptions& options, uint64_t seed, int threads, float* out) = 0;
+  /// How many of the `n` contexts have a feature beyond the training range widened by `margin`
+  /// (trainer::Downscaler::rows_beyond_training_range; 0 for a checkpoint without the range).
+  virtual int64_t rows_beyond_training_range(const float* context, int64_t n, double margin) const = 0;
   /// What the placement report names this model's device by: "cpu", "mps", or for CUDA the
   /// device's UUID ("GPU-8f6b...", as nvidia-smi prints it: the same GPU gives the same UUID in
   /// every process, whatever its CUDA_VISIBLE_DEVICES).

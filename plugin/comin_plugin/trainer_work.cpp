@@ -391,12 +391,15 @@ void draw_samples(const RunSettings& run, const Ranks& ranks, TrainerShare& t, c
   trainer::SampleOptions so = cfg.sample;  // the trainer's part of the sample section
   so.inflation = sampling_inflation(cfg, out);
   out.inflation_used = so.inflation;
+  out.drawn_patches = out.beyond_range = 0;
   // Each trainer draws its own patches with a seed of its own.
   const uint64_t seed = coupling::sampling_seed(cfg.seed, stats.samplings + 1, ranks.trainer_index);
   coupling::sample_fine(
       t.patches, members, seed, out.samples.data(),
       [&](const float* context, const float* coarse, const float* weights, int64_t count, uint64_t draw_seed,
           float* drawn) {
+        out.drawn_patches += count;
+        out.beyond_range += model.model->rows_beyond_training_range(context, count, so.clip_margin);
         model.model->sample(context, coarse, weights, count, so, draw_seed, model.torch_threads, drawn);
       },
       t.map, static_cast<int>(cfg.fields.size()), t.sampling_options ? *t.sampling_options : t.patch_options);

@@ -598,11 +598,8 @@ DownscaleResult run_downscale(const DownscaleOptions& opt) {
           },
           map, n_vars, src.patch_options);
       if (k == 0 && beyond > 0)
-        log::info(first.time_string(times[i]) + ": " + std::to_string(beyond) + " of " + std::to_string(drawn.n) +
-                  " patches have a context feature beyond the checkpoint's training range widened by " +
-                  fmt::format("{:g}", src.sampling.clip_margin) + " of its width: " +
-                  (src.sampling.clip_context ? "the network's input is held at those bounds there (sample.clip_context)"
-                                             : "the network extrapolates there (--clip-context false)"));
+        log::info(first.time_string(times[i]) + ": " +
+                  trainer::beyond_training_range_text(beyond, drawn.n, src.sampling));
       // Members k*each .. (k+1)*each-1 of every patch sampled.
       for (int64_t j = 0; j < drawn.n; ++j) {
         const int64_t c = restricted ? rows[static_cast<size_t>(j)] : j;

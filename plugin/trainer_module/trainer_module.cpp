@@ -35,6 +35,9 @@ class DownscalerModel final : public Model {
     const trainer::ScopedTorchThreads scope(threads);
     model_.sample(context, coarse, weights, n, options, seed, out);
   }
+  int64_t rows_beyond_training_range(const float* context, int64_t n, double margin) const override {
+    return model_.rows_beyond_training_range(context, n, margin);
+  }
 
   std::string device_identity() const override { return trainer::device_identity(device_); }
   void limit_device_memory(double fraction) override { trainer::limit_device_memory(device_, fraction); }

@@ -560,7 +560,9 @@ TEST(ReplayEndToEnd, AFailedRefitKeepsTheFitsOfTheStepBefore) {
 // calibrated members' deviations from their mean are the plain ones times that sampling's
 // inflation, which the test computes from the plain run's members and the file's fine fields.
 // The samplings at a session's step (synchronous: the model trained on it) are drawn but not
-// scored.
+// scored. Held to the training range without a margin (sample.clip_margin 0), the months after a
+// session's have patches beyond it (the northern summer is warmer than the months trained on),
+// and each such sampling's log line says how many.
 TEST(ReplayEndToEnd, PrequentialCalibrationInflatesByThePastSamplingsErrors) {
   constexpr int kMembers = 4, kSteps = 12;
   constexpr double kDecay = 0.5;
@@ -573,7 +575,7 @@ TEST(ReplayEndToEnd, PrequentialCalibrationInflatesByThePastSamplingsErrors) {
     config.replace(config.find(from), from.size(),
                    std::string("sample: {every: 1, members: ") + std::to_string(kMembers) +
                        ", calibration: " + (dir == &calibrated ? "prequential" : "none") +
-                       ", calibration_decay: " + std::to_string(kDecay) + ",");
+                       ", calibration_decay: " + std::to_string(kDecay) + ", clip_margin: 0,");
     config.replace(config.find(train), train.size(), "every: 4, min_steps: 4");
     write_text(dir->file("plugin.yaml"), config);
     std::string run = tiny_run_file(dir->file("plugin.yaml"), "round_robin");
@@ -589,6 +591,10 @@ TEST(ReplayEndToEnd, PrequentialCalibrationInflatesByThePastSamplingsErrors) {
           << r.output;
       EXPECT_NE(r.output.find("not scored (the model trained on this step)"), std::string::npos) << r.output;
     }
+    EXPECT_NE(r.output.find(" of 288 patches have a context feature beyond the training range widened by 0 of its "
+                            "width: the network's input is held at those bounds there (sample.clip_context)"),
+              std::string::npos)
+        << r.output;
   }
   // Samplings at steps 4..12; sessions at 4, 8 and 12 (synchronous) trained on their own step.
   const fc::PatchMap map = fc::latlon_patch_map(fc::read_latlon_grid(kTas, "tas"), 8);

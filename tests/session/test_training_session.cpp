@@ -496,22 +496,25 @@ TEST(TrainingSession, TheAnatomyOfASessionAddsUpToItsTime) {
         EXPECT_GE(part, 0.0);
       EXPECT_DOUBLE_EQ(t.snapshot, 0.002);
       EXPECT_LE(a.sum() + t.epoch_lines, st.seconds + 1e-9) << "the trainer's parts overlap";
-      if (async) {
-        EXPECT_LT(t.host_blocked, t.total()) << "in the background, the host waits for the start only";
-      }
       const double trainer_gap = st.seconds - a.sum() - t.epoch_lines;
       const double named = t.snapshot + t.thread_start + t.thread_setup + t.epoch_lines + a.sum();
       const double session_gap = std::abs(named - t.total());
-      const double blocked_gap = async ? 0.0 : std::abs(t.host_blocked - t.total());
+      // Inline the host is blocked for the whole session; in the background it waits for the
+      // thread's start only, less than the session (unless the core was taken from it meanwhile:
+      // this 3 ms session is shorter than one preemption).
+      const double blocked_gap = std::abs(t.host_blocked - t.total());
+      const bool blocked_right = async ? t.host_blocked < t.total() : blocked_gap < 5e-3;
       // In the background the epochs' loop also starts the new thread's OpenMP team at nice 19
       // (2-6 ms measured on 2 cores at load 4, in every session): not a part of its own.
       const double limit = async ? 1e-2 : 1e-3;
-      closed = trainer_gap < limit && session_gap < limit && blocked_gap < 5e-3;
+      closed = trainer_gap < limit && session_gap < limit && blocked_right;
       gaps += " [trainer " + std::to_string(trainer_gap) + " s, session " + std::to_string(session_gap) +
-              " s, host blocked " + std::to_string(blocked_gap) + " s]";
+              " s, host blocked " + std::to_string(t.host_blocked) + " s of " + std::to_string(t.total()) + " s]";
     }
     EXPECT_TRUE(closed) << (async ? "async" : "sync")
-                        << ": the parts miss some of the session's time in every session:" << gaps;
+                        << ": the parts miss some of the session's time, or the host waited for more than the "
+                           "start of a background session, in every session:"
+                        << gaps;
     const ft::SessionStats& st = session.last_stats();
     const fp::SessionTimes& t = session.last_times();
     const std::string line = fp::anatomy_line(1, t, st);

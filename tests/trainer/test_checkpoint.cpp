@@ -450,3 +450,36 @@ TEST_F(Checkpoint, VersionOneFilesAreReadWithTheNewKeysAtTheirDefaults) {
   EXPECT_TRUE(torch::equal(ft::internals(b).flat, ft::internals(a).flat));
   EXPECT_EQ(b.step(), a.step());
 }
+
+TEST_F(Checkpoint, OneWithoutTheTrainingRangeSamplesUnclipped) {
+  // Checkpoints written before sample.clip_context have no /normalisation/context_min|max: they
+  // sample as they did, the network seeing the context as it is, and no row counts as beyond.
+  ft::Downscaler a(tiny_model(), tiny_training(), "cpu");
+  a.train_epoch(view());
+  a.publish();
+  a.save_checkpoint(path("old.h5"));
+  {
+    const hid_t f = H5Fopen(path("old.h5").c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(f, 0);
+    EXPECT_GE(H5Ldelete(f, "normalisation/context_min", H5P_DEFAULT), 0);
+    EXPECT_GE(H5Ldelete(f, "normalisation/context_max", H5P_DEFAULT), 0);
+    H5Fclose(f);
+  }
+  auto old = ft::Downscaler::load_checkpoint(path("old.h5"), "cpu");
+  EXPECT_TRUE(ft::internals(old).sums.context_min.empty());
+  const std::vector<float> beyond = {1e3f, -1e3f, 1e3f};
+  const float coarse = 0.5f;
+  auto sample = [&](ft::Downscaler& ds, bool clip) {
+    ft::SampleOptions so;
+    so.members = 2;
+    so.clip_context = clip;
+    std::vector<float> out(static_cast<size_t>(2 * tiny_model().patch_size));
+    ds.sample(beyond.data(), &coarse, nullptr, 1, so, 5, out.data());
+    return out;
+  };
+  EXPECT_EQ(sample(old, true), sample(old, false));
+  EXPECT_EQ(sample(old, true), sample(a, false));
+  EXPECT_NE(sample(a, true), sample(a, false));  // with its range the same checkpoint clips
+  EXPECT_EQ(old.rows_beyond_training_range(beyond.data(), 1, 0.25), 0);
+  EXPECT_EQ(a.rows_beyond_training_range(beyond.data(), 1, 0.25), 1);
+}

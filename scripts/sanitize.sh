@@ -19,6 +19,8 @@ kinds=("$@")
 ((${#kinds[@]})) || kinds=(address thread)
 
 say() { printf '[sanitize] %s\n' "$*"; }
+# shellcheck source=scripts/generator.sh
+. "$here/scripts/generator.sh"
 
 "$here/scripts/setup.sh" --install-only
 
@@ -33,8 +35,9 @@ build() {
   local kind="$1" dir="$2"
   shift 2
   say "$kind: configuring $dir"
+  finecast_generator "$dir"
   mkdir -p "$dir"
-  cmake -S "$here" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 \
+  cmake -S "$here" -B "$dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 \
     -DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -DFINECAST_SANITIZE="$kind" -DFINECAST_BENCH=OFF >"$dir/configure.log" 2>&1 \
     || { cat "$dir/configure.log" >&2; exit 1; }
   say "$kind: building $* with $jobs jobs"

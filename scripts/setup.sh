@@ -28,7 +28,7 @@ die() { printf '[setup] ERROR: %s\n' "$*" >&2; exit 1; }
 # NetCDF/HDF5 command-line tools used by tests, the real data sets, and Debian's Python stack
 # for the reference benchmark, the reference Python plugin (bench/python_adapter.c) and the plots.
 packages=(
-  build-essential cmake pkg-config
+  build-essential cmake ninja-build pkg-config
   libtorch-dev libopenblas0-openmp
   libopenmpi-dev openmpi-bin
   libnetcdf-c++4-dev netcdf-bin
@@ -88,8 +88,11 @@ if [ -f "$cache" ]; then
 fi
 
 say "configuring Release build in $build_dir"
+# shellcheck source=scripts/generator.sh
+. "$here/scripts/generator.sh"
+finecast_generator "$build_dir"
 mkdir -p "$build_dir"
-cmake -S "$here" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release "$@" >"$build_dir/configure.log" 2>&1 \
+cmake -S "$here" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "$@" >"$build_dir/configure.log" 2>&1 \
   || { cat "$build_dir/configure.log" >&2; die "cmake configure failed (log above: $build_dir/configure.log)"; }
 if [ "${CONFIGURE_ONLY:-0}" = 1 ]; then
   say "configured (CONFIGURE_ONLY=1: not building); build with: cmake --build $build_dir -j $jobs"

@@ -28,7 +28,14 @@ foreach(line IN LISTS lines)
     list(APPEND suites "${suite}")
     set("tests_${suite}" "")
   elseif(line MATCHES "^  ([^ ]+)$")
-    list(APPEND "tests_${suite}" "${suite}.${CMAKE_MATCH_1}")
+    set(test "${suite}.${CMAKE_MATCH_1}")
+    # A batch names its tests in --gtest_filter, where ':' separates patterns and '-' starts the
+    # negative ones: a test whose name holds either would be run by no batch, or by a wrong one.
+    if(test MATCHES "[:-]")
+      message(FATAL_ERROR "gtest_batches.cmake: test '${test}' of ${EXE} has ':' or '-' in its name, which "
+                          "--gtest_filter cannot name; rename it")
+    endif()
+    list(APPEND "tests_${suite}" "${test}")
   endif()
 endforeach()
 

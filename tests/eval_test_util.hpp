@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Helpers of the tests that run finecast-eval: run it, read its CSV report.
+// Helpers of the evaluation tests: a block layout; running finecast-eval and reading its CSV report.
 #pragma once
 
 #include <sys/wait.h>
@@ -10,9 +10,26 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "eval/baseline_list.hpp"
+#include "eval/blocks.hpp"
+
 namespace finecast::testing_eval {
+
+/// A layout of ny x nx fine cells in k x k blocks, with cell weights `w` (none: equal).
+inline finecast::eval::BlockLayout block_layout(int ny, int nx, int k, std::vector<double> w = {}) {
+  finecast::eval::BlockLayout L;
+  L.ny = ny;
+  L.nx = nx;
+  L.k = k;
+  L.weight = std::move(w);
+  return L;
+}
+
+/// The conservative bicubic baseline: the default base of the regression on lat-lon blocks.
+inline const finecast::eval::Baseline kBicubicCons{"bicubic_cons", finecast::eval::Interp::kBicubic, true};
 
 inline const std::string kEval = std::string(FINECAST_BINARY_DIR) + "/bin/finecast-eval";
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Helpers shared by the NetCDF and rolling-buffer tests: a scratch folder and real-data paths.
+// Helpers shared by the NetCDF, rolling-buffer and grid tests: a scratch folder and real-data paths.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -9,6 +9,8 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+
+#include "coupling/grid/spherical.hpp"
 
 namespace finecast::testing_io {
 
@@ -45,6 +47,12 @@ inline const char* kTasFile = "/usr/share/ncarg/data/nug/tas_rectilinear_grid_2D
 inline const char* kRotatedFile = "/usr/share/ncarg/data/nug/tas_rotated_grid_EUR11.nc";
 inline const char* kIconFile = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc";
 inline const char* kEtopo20File = "/usr/share/ferret-vis/data/etopo20.cdf";
+
+/// The area of the spherical Earth the grids are on (m^2): what a global grid's cells add up to.
+inline double sphere_area() {
+  namespace sphere = finecast::coupling::sphere;
+  return 4.0 * sphere::kPi * sphere::kEarthRadius * sphere::kEarthRadius;
+}
 
 #define FINECAST_REQUIRE_FILE(path)          \
   if (!::finecast::testing_io::exists(path)) \

@@ -28,9 +28,11 @@
 #include "coupling/grid/patches.hpp"
 #include "coupling/grid/static_covariates.hpp"
 #include "eval/cli/icon_levels.hpp"
+#include "tests/eval_test_util.hpp"
 
 namespace fc = finecast::coupling;
 namespace fe = finecast::eval;
+using finecast::testing_eval::kBicubicCons;
 
 namespace {
 
@@ -59,8 +61,6 @@ struct Blocks {
     return L;
   }
 };
-
-const fe::Baseline kBicubicCons{"bicubic_cons", fe::Interp::kBicubic, true};
 
 int64_t clamp(int64_t i, int64_t n) { return std::max<int64_t>(0, std::min(n - 1, i)); }
 

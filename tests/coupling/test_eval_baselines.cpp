@@ -13,25 +13,19 @@
 #include "common/error.hpp"
 #include "eval/baselines.hpp"
 #include "eval/blocks.hpp"
+#include "tests/eval_test_util.hpp"
 
 namespace fe = finecast::eval;
+using finecast::testing_eval::block_layout;
 
 namespace {
-
-fe::BlockLayout layout(int ny, int nx, int k) {
-  fe::BlockLayout L;
-  L.ny = ny;
-  L.nx = nx;
-  L.k = k;
-  return L;
-}
 
 double linear(double i, double j) { return 3.0 + 0.7 * i - 1.3 * j; }
 
 }  // namespace
 
 TEST(EvalBlocks, MeansResidualAndStdOnAHandExample) {
-  auto L = layout(2, 4, 2);
+  auto L = block_layout(2, 4, 2);
   L.weight = {1, 1, 1, 1, 3, 3, 3, 3};
   const std::vector<double> f = {0, 0, 4, 4, 4, 4, 4, 8};
   const std::vector<double> m = fe::block_means(L, f.data());
@@ -53,7 +47,7 @@ TEST(EvalBlocks, LatLonWeightsAreCosLatPerRow) {
 }
 
 TEST(EvalBaselines, NearestEqualsTheCoarseValue) {
-  const auto L = layout(8, 12, 4);
+  const auto L = block_layout(8, 12, 4);
   const std::vector<double> coarse = {1, 2, 3, 4, 5, 6};
   const std::vector<double> f = fe::interpolate(L, coarse, fe::Interp::kNearest);
   for (int i = 0; i < L.ny; ++i)
@@ -62,7 +56,7 @@ TEST(EvalBaselines, NearestEqualsTheCoarseValue) {
 
 TEST(EvalBaselines, BilinearAndBicubicReproduceALinearFieldInTheInterior) {
   const int k = 4;
-  const auto L = layout(20, 24, k);
+  const auto L = block_layout(20, 24, k);
   std::vector<double> fine(L.size());
   for (int i = 0; i < L.ny; ++i)
     for (int j = 0; j < L.nx; ++j) fine[i * L.nx + j] = linear(i, j);
@@ -86,7 +80,7 @@ TEST(EvalBaselines, BilinearAndBicubicReproduceALinearFieldInTheInterior) {
 
 TEST(EvalBaselines, BicubicIsExactForQuadraticsSampledAtBlockCentres) {
   const int k = 3;
-  const auto L = layout(18, 21, k);
+  const auto L = block_layout(18, 21, k);
   auto q = [](double i, double j) { return 0.02 * i * i - 0.05 * j * j + 0.1 * i * j + i; };
   std::vector<double> coarse(L.n_blocks());
   for (int by = 0; by < L.nby(); ++by)
@@ -100,7 +94,7 @@ TEST(EvalBaselines, BicubicIsExactForQuadraticsSampledAtBlockCentres) {
 }
 
 TEST(EvalBaselines, ConservativeVariantsRestoreBlockMeansExactly) {
-  auto L = layout(16, 20, 4);
+  auto L = block_layout(16, 20, 4);
   std::vector<double> lat(L.ny);
   for (int i = 0; i < L.ny; ++i) lat[i] = -70.0 + 9.0 * i;
   L.weight = fe::latlon_weights(lat, L.nx);
@@ -122,7 +116,7 @@ TEST(EvalBaselines, ConservativeVariantsRestoreBlockMeansExactly) {
 }
 
 TEST(EvalBaselines, PeriodicColumnsWrapAroundTheLongitudeCircle) {
-  auto L = layout(4, 12, 4);
+  auto L = block_layout(4, 12, 4);
   const std::vector<double> coarse = {1, 2, 7};  // one block row, three columns
   L.periodic_x = true;
   const std::vector<double> p = fe::interpolate(L, coarse, fe::Interp::kBilinear);
@@ -136,7 +130,7 @@ TEST(EvalBaselines, BsplineInterpolatesTheCentresAndReproducesALinearFieldUpToTh
   // A linear field: its block means (uniform weights) are its values at the block centres, and
   // the natural spline through them is the field itself, edges included (Keys is not exact
   // there: it holds the outer values constant).
-  const auto L = layout(20, 24, 4);
+  const auto L = block_layout(20, 24, 4);
   std::vector<double> fine(L.size());
   for (int i = 0; i < L.ny; ++i)
     for (int j = 0; j < L.nx; ++j) fine[i * L.nx + j] = linear(i, j);
@@ -150,7 +144,7 @@ TEST(EvalBaselines, BsplineInterpolatesTheCentresAndReproducesALinearFieldUpToTh
   std::mt19937 rng(3);
   std::normal_distribution<double> nd;
   for (bool periodic : {false, true}) {
-    auto C = layout(15, 21, 3);
+    auto C = block_layout(15, 21, 3);
     C.periodic_x = periodic;
     std::vector<double> c(C.n_blocks());
     for (double& v : c) v = nd(rng);
@@ -169,7 +163,7 @@ TEST(EvalBaselines, BsplineInterpolatesTheCentresAndReproducesALinearFieldUpToTh
 }
 
 TEST(EvalBaselines, ConservativeBsplineBeatsKeysOnASmoothFieldAndAMissingBlockStaysLocal) {
-  auto L = layout(96, 128, 8);
+  auto L = block_layout(96, 128, 8);
   std::vector<double> lat(L.ny);
   for (int i = 0; i < L.ny; ++i) lat[i] = -60.0 + 1.25 * i;
   L.weight = fe::latlon_weights(lat, L.nx);

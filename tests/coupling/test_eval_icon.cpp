@@ -30,17 +30,15 @@
 #include "coupling/io/nc_metadata.hpp"
 #include "eval/cli/icon_levels.hpp"
 #include "tests/eval_test_util.hpp"
+#include "tests/coupling/io_test_util.hpp"
 
 namespace fc = finecast::coupling;
+namespace fti = finecast::testing_io;
 namespace fe = finecast::eval;
 
 using namespace finecast::testing_eval;
 
 namespace {
-
-const std::string kR2B4 = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc";
-
-bool have(const std::string& path) { return std::ifstream(path).good(); }
 
 /// The real R2B4 grid and its R2B0 layout (with levels 1..3 for the bands), built once.
 struct R2B4 {
@@ -50,7 +48,7 @@ struct R2B4 {
 const R2B4& r2b4() {
   static const R2B4 g = [] {
     R2B4 r;
-    r.grid = fc::read_icon_grid(kR2B4);
+    r.grid = fc::read_icon_grid(fti::kIconFile);
     finecast::eval::cli::IconLevels levels(r.grid);
     r.layout = std::make_unique<fe::CellLayout>(levels.layout_spec(0));
     return r;
@@ -58,7 +56,7 @@ const R2B4& r2b4() {
   return g;
 }
 
-std::array<double, 3> xyz(double lon, double lat) {
+std::array<double, 3> unit_xyz(double lon, double lat) {
   return {std::cos(lat) * std::cos(lon), std::cos(lat) * std::sin(lon), std::sin(lat)};
 }
 
@@ -66,7 +64,7 @@ std::array<double, 3> xyz(double lon, double lat) {
 std::vector<double> linear_field(const fc::IconGrid& g) {
   std::vector<double> f(static_cast<std::size_t>(g.n_cells));
   for (int64_t i = 0; i < g.n_cells; ++i) {
-    const auto p = xyz(g.clon[i], g.clat[i]);
+    const auto p = unit_xyz(g.clon[i], g.clat[i]);
     f[i] = 280.0 + 20.0 * p[0] - 15.0 * p[1] + 30.0 * p[2];
   }
   return f;
@@ -165,7 +163,7 @@ TEST(EvalCells, InconsistentLayoutsAreRefused) {
 }
 
 TEST(EvalCellBaselines, ConstantPerCoarseCellIsReproducedByNearestAndItsConservativeForm) {
-  if (!have(kR2B4)) GTEST_SKIP() << kR2B4 << " missing (install libncarg-data)";
+  if (!fti::exists(fti::kIconFile)) GTEST_SKIP() << fti::kIconFile << " missing (install libncarg-data)";
   const fe::CellLayout& L = *r2b4().layout;
   ASSERT_EQ(L.n_patches(), 80);
   ASSERT_EQ(L.patch_size(), 256);
@@ -186,7 +184,7 @@ TEST(EvalCellBaselines, ConstantPerCoarseCellIsReproducedByNearestAndItsConserva
 }
 
 TEST(EvalCellBaselines, IdwReproducesALinearFieldBetterThanNearest) {
-  if (!have(kR2B4)) GTEST_SKIP() << kR2B4 << " missing (install libncarg-data)";
+  if (!fti::exists(fti::kIconFile)) GTEST_SKIP() << fti::kIconFile << " missing (install libncarg-data)";
   const fe::CellLayout& L = *r2b4().layout;
   const std::vector<double> truth = linear_field(r2b4().grid);
   const std::vector<double> coarse = fe::patch_means(L, truth.data());
@@ -202,7 +200,7 @@ TEST(EvalCellBaselines, IdwReproducesALinearFieldBetterThanNearest) {
 }
 
 TEST(EvalCellBaselines, ConservativeIdwKeepsEveryCoarseMeanExactly) {
-  if (!have(kR2B4)) GTEST_SKIP() << kR2B4 << " missing (install libncarg-data)";
+  if (!fti::exists(fti::kIconFile)) GTEST_SKIP() << fti::kIconFile << " missing (install libncarg-data)";
   const fe::CellLayout& L = *r2b4().layout;
   std::mt19937 rng(11);
   std::normal_distribution<double> noise(0.0, 5.0);
@@ -231,7 +229,7 @@ TEST(EvalCellBaselines, ConservativeIdwKeepsEveryCoarseMeanExactly) {
 }
 
 TEST(EvalCellSpectrum, BandsSumToTheResidualVarianceAndSeparateScales) {
-  if (!have(kR2B4)) GTEST_SKIP() << kR2B4 << " missing (install libncarg-data)";
+  if (!fti::exists(fti::kIconFile)) GTEST_SKIP() << fti::kIconFile << " missing (install libncarg-data)";
   const fe::CellLayout& L = *r2b4().layout;
   ASSERT_EQ(L.n_bands(), 4);  // R2B1, R2B2, R2B3, R2B4
   std::mt19937 rng(3);
@@ -278,7 +276,7 @@ TEST(EvalCellSpectrum, BandsSumToTheResidualVarianceAndSeparateScales) {
 }
 
 TEST(EvalCellSpectrum, SpectralNoiseKeepsThePatchMeansAndHasTheTrainingResidualsBands) {
-  if (!have(kR2B4)) GTEST_SKIP() << kR2B4 << " missing (install libncarg-data)";
+  if (!fti::exists(fti::kIconFile)) GTEST_SKIP() << fti::kIconFile << " missing (install libncarg-data)";
   const fe::CellLayout& L = *r2b4().layout;
   // A linear field plus a texture constant on R2B2 cells: the residual of idw_cons has nearly all
   // of its variance in the two coarsest bands, white noise 3/4 of its own in the finest.
@@ -320,7 +318,7 @@ TEST(EvalCellSpectrum, SpectralNoiseKeepsThePatchMeansAndHasTheTrainingResiduals
 }
 
 TEST(EvalCellEvaluator, PerfectAndInflatedEnsemblesScoreAsExpected) {
-  if (!have(kR2B4)) GTEST_SKIP() << kR2B4 << " missing (install libncarg-data)";
+  if (!fti::exists(fti::kIconFile)) GTEST_SKIP() << fti::kIconFile << " missing (install libncarg-data)";
   finecast::eval::cli::IconLevels levels(r2b4().grid);
   fe::CellEvaluator ev(fe::CellLayout(levels.layout_spec(0)));
   const fe::CellLayout& L = ev.layout();
@@ -396,7 +394,7 @@ void write_icon_output(const std::string& path, const std::vector<double>& truth
 class EvalIconCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!have(kR2B4)) GTEST_SKIP() << kR2B4 << " missing (install libncarg-data)";
+    if (!fti::exists(fti::kIconFile)) GTEST_SKIP() << fti::kIconFile << " missing (install libncarg-data)";
     dir_ = ::testing::TempDir() + "finecast_eval_icon_" +
            ::testing::UnitTest::GetInstance()->current_test_info()->name() + "/";
     ASSERT_EQ(std::system(("mkdir -p " + dir_).c_str()), 0);
@@ -441,8 +439,8 @@ TEST_F(EvalIconCli, ScoresAPluginOutputWithItsOwnTruthAndDerivedCoarseLevel) {
 
   // The same scores from the truth given as a separate file (here the output itself) and an
   // explicit grid and level; a wrong level is caught by ts_coarse.
-  const Result r2 = run_eval("--truth " + pred + " --truth-var ts_host --pred " + pred + " --var ts --grid " + kR2B4 +
-                             " --coarse-level 1 --csv " + csv);
+  const Result r2 = run_eval("--truth " + pred + " --truth-var ts_host --pred " + pred + " --var ts --grid " +
+                             fti::kIconFile + " --coarse-level 1 --csv " + csv);
   ASSERT_EQ(r2.rc, 0) << r2.out;
   EXPECT_NEAR(read_csv(csv)["idw"][kRmse], rows["idw"][kRmse], 1e-12);
   const Result r3 = run_eval("--pred " + pred + " --var ts --coarse-level 0");
@@ -493,7 +491,7 @@ TEST_F(EvalIconCli, MismatchesAreErrorsNamingTheFiles) {
 }
 
 TEST(EvalCellBaselines, LinearReconstructionIsExactForALinearFieldAndConservative) {
-  if (!have(kR2B4)) GTEST_SKIP() << kR2B4 << " missing (install libncarg-data)";
+  if (!fti::exists(fti::kIconFile)) GTEST_SKIP() << fti::kIconFile << " missing (install libncarg-data)";
   const fe::CellLayout& L = *r2b4().layout;
   const std::vector<double> truth = linear_field(r2b4().grid);
   const std::vector<double> coarse = fe::patch_means(L, truth.data());
@@ -522,7 +520,7 @@ TEST(EvalCellBaselines, LinearReconstructionIsExactForALinearFieldAndConservativ
 // issue 26: --geometry uniform scores on the uniform geometry (and refuses outputs written on the
 // file's), and covariates that explain nothing of the fine residual are warned about.
 TEST_F(EvalIconCli, GeometryOptionAndAWarningForCovariatesThatExplainNothing) {
-  const fc::IconGrid uniform = fc::read_icon_grid(kR2B4, fc::IconGeometry::kUniform);
+  const fc::IconGrid uniform = fc::read_icon_grid(fti::kIconFile, fc::IconGeometry::kUniform);
   const std::string on_file = dir_ + "file.nc", on_uniform = dir_ + "uniform.nc", noise = dir_ + "noise.nc";
   write_icon_output(on_file, truth_, 0, 0.5);
   write_icon_output(on_uniform, truth_, 0, 0.5, 0.0, &uniform);

@@ -12,19 +12,12 @@
 #include "eval/evaluation.hpp"
 #include "eval/metrics.hpp"
 #include "eval/report.hpp"
+#include "tests/eval_test_util.hpp"
 
 namespace fe = finecast::eval;
+using finecast::testing_eval::block_layout;
 
 namespace {
-
-fe::BlockLayout layout(int ny, int nx, int k, std::vector<double> w = {}) {
-  fe::BlockLayout L;
-  L.ny = ny;
-  L.nx = nx;
-  L.k = k;
-  L.weight = std::move(w);
-  return L;
-}
 
 fe::Scores score(const fe::BlockLayout& L, const std::vector<double>& truth,
                  const std::vector<std::vector<double>>& members) {
@@ -73,7 +66,7 @@ TEST(EvalMetrics, CrpsMatchesBruteForcePairSum) {
 }
 
 TEST(EvalMetrics, DeterministicRmseBiasMaeAndCrpsEqualsMae) {
-  const auto L = layout(2, 2, 2);
+  const auto L = block_layout(2, 2, 2);
   const std::vector<double> truth = {1, 2, 3, 4};
   const fe::Scores s = score(L, truth, {{2, 2, 2, 6}});  // errors 1, 0, -1, 2
   EXPECT_EQ(s.n_points, 4);
@@ -86,7 +79,7 @@ TEST(EvalMetrics, DeterministicRmseBiasMaeAndCrpsEqualsMae) {
 }
 
 TEST(EvalMetrics, EnsembleScoresUseTheMeanForRmseAndTheMembersForCrps) {
-  const auto L = layout(1, 2, 1);
+  const auto L = block_layout(1, 2, 1);
   const std::vector<double> truth = {1, 1};
   // Point 0: members 0, 2 (mean 1, exact); point 1: members 2, 4 (mean 3, error 2).
   const fe::Scores s = score(L, truth, {{0, 2}, {2, 4}});
@@ -99,14 +92,14 @@ TEST(EvalMetrics, EnsembleScoresUseTheMeanForRmseAndTheMembersForCrps) {
 }
 
 TEST(EvalMetrics, AreaWeightsEnterTheMeans) {
-  const auto L = layout(2, 2, 1, {1, 1, 3, 3});
+  const auto L = block_layout(2, 2, 1, {1, 1, 3, 3});
   const fe::Scores s = score(L, {0, 0, 0, 0}, {{1, 1, -1, -1}});
   EXPECT_DOUBLE_EQ(s.bias, (2.0 - 6.0) / 8.0);
   EXPECT_DOUBLE_EQ(s.rmse, 1.0);
 }
 
 TEST(EvalMetrics, StdRatioAveragesPerBlockStdOverMembers) {
-  const auto L = layout(2, 2, 2);
+  const auto L = block_layout(2, 2, 2);
   const std::vector<double> truth = {0, 0, 2, 2};  // block std 1
   EXPECT_DOUBLE_EQ(score(L, truth, {{0, 0, 1, 1}}).std_ratio, 0.5);
   // Member stds 0.5 and 1.5: the mean over members is 1; the pooled std would not be.
@@ -116,7 +109,7 @@ TEST(EvalMetrics, StdRatioAveragesPerBlockStdOverMembers) {
 }
 
 TEST(EvalMetrics, InvalidBlocksAndNonFiniteMembersAreSkipped) {
-  const auto L = layout(2, 4, 2);
+  const auto L = block_layout(2, 4, 2);
   const double nan = std::nan("");
   // Block 0 (columns 0-1) has a NaN truth value; block 1 is scored.
   const std::vector<double> truth = {nan, 0, 1, 1, 0, 0, 1, 1};
@@ -137,7 +130,7 @@ TEST(EvalMetrics, InvalidBlocksAndNonFiniteMembersAreSkipped) {
 }
 
 TEST(EvalMetrics, AccumulatesOverTimeSteps) {
-  const auto L = layout(1, 2, 1);
+  const auto L = block_layout(1, 2, 1);
   fe::Evaluator ev(L);
   const std::vector<double> t = {0, 0}, p1 = {1, 1}, p2 = {3, 3};
   ev.add(t.data(), {p1.data()});
@@ -149,7 +142,7 @@ TEST(EvalMetrics, AccumulatesOverTimeSteps) {
 }
 
 TEST(EvalMetrics, PerfectEnsembleAndBaselinesOnARoughField) {
-  const auto L = layout(16, 24, 4);
+  const auto L = block_layout(16, 24, 4);
   std::mt19937 rng(3);
   std::normal_distribution<double> nd;
   std::vector<double> truth(L.size());
@@ -182,7 +175,7 @@ TEST(EvalMetrics, PerfectEnsembleAndBaselinesOnARoughField) {
 TEST(EvalMetrics, NoiseReferenceIsCalibratedNoiseAroundTheBestBaselineAndBeatsItsCrps) {
   // A smooth field plus white noise: the best interpolant's error is mostly that noise, and
   // the same amount of noise around it, drawn M times, is a calibrated ensemble.
-  const auto L = layout(64, 96, 4);
+  const auto L = block_layout(64, 96, 4);
   std::mt19937 rng(21);
   std::normal_distribution<double> nd;
   std::vector<double> truth(L.size());
@@ -215,7 +208,7 @@ TEST(EvalMetrics, SpectralNoiseKeepsTheBlockMeansAndHasTheTrainingResidualsSpect
   const int ny = 64, nx = 96;
   std::vector<double> lat(ny);
   for (int i = 0; i < ny; ++i) lat[i] = -60.0 + 120.0 * i / (ny - 1);
-  const auto L = layout(ny, nx, 8, fe::latlon_weights(lat, nx));
+  const auto L = block_layout(ny, nx, 8, fe::latlon_weights(lat, nx));
   std::mt19937 rng(33);
   std::normal_distribution<double> nd;
   std::vector<double> tex(L.size());
@@ -298,11 +291,11 @@ TEST(EvalMetrics, SpectralNoiseKeepsTheBlockMeansAndHasTheTrainingResidualsSpect
 }
 
 TEST(EvalMetrics, BadLayoutIsAConfigError) {
-  EXPECT_THROW(fe::Evaluator(layout(16, 24, 0)), finecast::ConfigError);
-  EXPECT_THROW(fe::Evaluator(layout(16, 24, 5)), finecast::ConfigError);
-  EXPECT_THROW(fe::Evaluator(layout(4, 4, 2, {1, 1})), finecast::ConfigError);
+  EXPECT_THROW(fe::Evaluator(block_layout(16, 24, 0)), finecast::ConfigError);
+  EXPECT_THROW(fe::Evaluator(block_layout(16, 24, 5)), finecast::ConfigError);
+  EXPECT_THROW(fe::Evaluator(block_layout(4, 4, 2, {1, 1})), finecast::ConfigError);
   try {
-    fe::Evaluator ev(layout(10, 24, 4));
+    fe::Evaluator ev(block_layout(10, 24, 4));
     FAIL() << "expected ConfigError";
   } catch (const finecast::ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("10 x 24"), std::string::npos) << e.what();
@@ -310,7 +303,7 @@ TEST(EvalMetrics, BadLayoutIsAConfigError) {
 }
 
 TEST(EvalReport, CsvAndJsonCarryEveryRowAndMarkUndefinedValues) {
-  const auto L = layout(2, 2, 2);
+  const auto L = block_layout(2, 2, 2);
   fe::Evaluator ev(L);
   const std::vector<double> t = {1, 1, 1, 1};  // flat truth: std ratio and spectra undefined
   ev.add(t.data(), {t.data()});

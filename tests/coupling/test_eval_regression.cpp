@@ -29,9 +29,11 @@
 #include "coupling/grid/local_slopes.hpp"
 #include "coupling/io/ensemble_writer.hpp"
 #include "eval/cli/icon_levels.hpp"
+#include "tests/eval_test_util.hpp"
 
 namespace fc = finecast::coupling;
 namespace fe = finecast::eval;
+using finecast::testing_eval::kBicubicCons;
 
 namespace {
 
@@ -53,8 +55,6 @@ fe::BlockLayout layout_32x48() {
   L.weight = fe::latlon_weights(lat, 48);
   return L;
 }
-
-const fe::Baseline kBicubicCons{"bicubic_cons", fe::Interp::kBicubic, true};
 
 }  // namespace
 

@@ -17,22 +17,18 @@
 #include "coupling/grid/icon_limited_area.hpp"
 #include "coupling/grid/icosahedral_grid.hpp"
 #include "coupling/grid/spherical.hpp"
+#include "tests/coupling/io_test_util.hpp"
 
 namespace fc = finecast::coupling;
+namespace fti = finecast::testing_io;
 namespace sphere = finecast::coupling::sphere;
 
 namespace {
 
-const char* kR2B4 = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc";
-
-bool have(const char* path) { return std::ifstream(path).good(); }
-
 const fc::IconGrid& real_r2b4() {
-  static const fc::IconGrid grid = fc::read_icon_grid(kR2B4);
+  static const fc::IconGrid grid = fc::read_icon_grid(fti::kIconFile);
   return grid;
 }
-
-double sphere_area() { return 4.0 * sphere::kPi * sphere::kEarthRadius * sphere::kEarthRadius; }
 
 /// Coarse neighbour slots must be symmetric, distinct, and lie across a real fine edge.
 void expect_consistent_neighbours(const fc::IconGrid& g, const fc::PatchMap& pm) {
@@ -76,7 +72,7 @@ TEST(EdgeNeighbours, SlotKFacesCornerKAndBoundaryEdgesHaveNone) {
 }
 
 TEST(IconGrid, ReadsRealR2B4WithDeduplicatedVerticesAndNeighbours) {
-  if (!have(kR2B4)) GTEST_SKIP() << kR2B4 << " missing (install libncarg-data)";
+  if (!fti::exists(fti::kIconFile)) GTEST_SKIP() << fti::kIconFile << " missing (install libncarg-data)";
   const fc::IconGrid& g = real_r2b4();
   EXPECT_EQ(g.n_cells, 20480);
   EXPECT_EQ(g.n_vertices, 10242);  // 10 * 32^2 + 2 for a global R2B4 grid
@@ -90,13 +86,13 @@ TEST(IconGrid, ReadsRealR2B4WithDeduplicatedVerticesAndNeighbours) {
       EXPECT_TRUE(back[0] == c || back[1] == c || back[2] == c);
     }
   }
-  EXPECT_NEAR(total / sphere_area(), 1.0, 1e-9);
+  EXPECT_NEAR(total / fti::sphere_area(), 1.0, 1e-9);
   EXPECT_EQ(fc::icon_grid_level(g), 4);
   EXPECT_TRUE(g.parent_cell.empty());
 }
 
 TEST(IconHierarchy, RealR2B4ParentsEqualTheFilesHierarchicalNumbering) {
-  if (!have(kR2B4)) GTEST_SKIP() << kR2B4 << " missing (install libncarg-data)";
+  if (!fti::exists(fti::kIconFile)) GTEST_SKIP() << fti::kIconFile << " missing (install libncarg-data)";
   const fc::IconGrid& g = real_r2b4();
   // The file numbers cells hierarchically (parent k holds cells k*P .. k*P+P-1): an oracle that
   // the topology never sees.
@@ -123,7 +119,7 @@ TEST(IconHierarchy, SyntheticUnshuffledGridGivesHierarchicalPatchesAndMatchesPar
   EXPECT_EQ(g.n_vertices, 2562);
   double total = 0.0;
   for (double a : g.cell_area) total += a;
-  EXPECT_NEAR(total / sphere_area(), 1.0, 1e-9);
+  EXPECT_NEAR(total / fti::sphere_area(), 1.0, 1e-9);
   for (int level = 0; level <= 3; ++level) {
     const fc::PatchMap pm = fc::icon_patch_map(g, level);  // level 2 cross-checks parent_cell
     const int64_t P = pm.patch_size;
@@ -254,7 +250,7 @@ TEST(IconGrid, MissingAndWrongFilesNameTheFile) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent/grid.nc"), std::string::npos);
   }
   const char* latlon = "/usr/share/ncarg/data/nug/tas_rectilinear_grid_2D.nc";
-  if (!have(latlon)) GTEST_SKIP();
+  if (!fti::exists(latlon)) GTEST_SKIP();
   try {
     fc::read_icon_grid(latlon);
     FAIL() << "expected IoError";
@@ -306,7 +302,7 @@ TEST(IconHierarchy, R3BGridsCoarsenToEveryLevel) {
   EXPECT_EQ(g.n_vertices, 1442);
   double total = 0.0;
   for (double a : g.cell_area) total += a;
-  EXPECT_NEAR(total / sphere_area(), 1.0, 1e-9);
+  EXPECT_NEAR(total / fti::sphere_area(), 1.0, 1e-9);
   fc::IconGridSize size = fc::icon_grid_size(g);
   EXPECT_EQ(size.root, 3);
   EXPECT_EQ(size.level, 2);

@@ -14,18 +14,14 @@
 #include "coupling/grid/latlon_grid.hpp"
 #include "coupling/grid/spherical.hpp"
 #include "common/log.hpp"
+#include "tests/coupling/io_test_util.hpp"
 
 namespace fc = finecast::coupling;
+namespace fti = finecast::testing_io;
 namespace sphere = finecast::coupling::sphere;
 namespace flog = finecast::log;
 
 namespace {
-
-const char* kTas = "/usr/share/ncarg/data/nug/tas_rectilinear_grid_2D.nc";
-const char* kEtopo = "/usr/share/ferret-vis/data/etopo20.cdf";
-const char* kEur11 = "/usr/share/ncarg/data/nug/tas_rotated_grid_EUR11.nc";
-
-bool have(const char* path) { return std::ifstream(path).good(); }
 
 /// Captures warnings for the lifetime of the object.
 struct WarningCapture {
@@ -39,13 +35,11 @@ struct WarningCapture {
   ~WarningCapture() { flog::set_sink(previous); }
 };
 
-double sphere_area() { return 4.0 * sphere::kPi * sphere::kEarthRadius * sphere::kEarthRadius; }
-
 }  // namespace
 
 TEST(LatLonGrid, ReadsGlobalRectilinearGridWithBoundsAndWrapsBlocks) {
-  if (!have(kTas)) GTEST_SKIP() << kTas << " missing (install libncarg-data)";
-  const fc::LatLonGrid g = fc::read_latlon_grid(kTas, "tas");
+  if (!fti::exists(fti::kTasFile)) GTEST_SKIP() << fti::kTasFile << " missing (install libncarg-data)";
+  const fc::LatLonGrid g = fc::read_latlon_grid(fti::kTasFile, "tas");
   EXPECT_EQ(g.nlat, 96);
   EXPECT_EQ(g.nlon, 192);
   EXPECT_EQ(g.lat_name, "lat");
@@ -54,7 +48,7 @@ TEST(LatLonGrid, ReadsGlobalRectilinearGridWithBoundsAndWrapsBlocks) {
   EXPECT_TRUE(g.global_lon);
   double total = 0.0;
   for (double a : g.cell_area) total += a;
-  EXPECT_NEAR(total / sphere_area(), 1.0, 1e-6);  // lat_bnds run pole to pole
+  EXPECT_NEAR(total / fti::sphere_area(), 1.0, 1e-6);  // lat_bnds run pole to pole
 
   WarningCapture warnings;
   const fc::PatchMap pm = fc::latlon_patch_map(g, 16);
@@ -73,8 +67,8 @@ TEST(LatLonGrid, ReadsGlobalRectilinearGridWithBoundsAndWrapsBlocks) {
 }
 
 TEST(LatLonGrid, CroppingWarnsWithTheDroppedRowsAndColumns) {
-  if (!have(kTas)) GTEST_SKIP() << kTas << " missing (install libncarg-data)";
-  const fc::LatLonGrid g = fc::read_latlon_grid(kTas, "tas");
+  if (!fti::exists(fti::kTasFile)) GTEST_SKIP() << fti::kTasFile << " missing (install libncarg-data)";
+  const fc::LatLonGrid g = fc::read_latlon_grid(fti::kTasFile, "tas");
   WarningCapture warnings;
   const fc::PatchMap pm = fc::latlon_patch_map(g, 5);  // 96 = 19*5 + 1, 192 = 38*5 + 2
   EXPECT_EQ(pm.n_coarse, 19 * 38);
@@ -85,9 +79,9 @@ TEST(LatLonGrid, CroppingWarnsWithTheDroppedRowsAndColumns) {
 }
 
 TEST(LatLonGrid, Etopo20RepeatsItsFirstColumnAndWrapsWhenCroppedToIt) {
-  if (!have(kEtopo)) GTEST_SKIP() << kEtopo << " missing (install ferret-datasets)";
-  EXPECT_EQ(fc::find_latlon_variable(kEtopo), "ROSE");
-  const fc::LatLonGrid g = fc::read_latlon_grid(kEtopo, "ROSE");
+  if (!fti::exists(fti::kEtopo20File)) GTEST_SKIP() << fti::kEtopo20File << " missing (install ferret-datasets)";
+  EXPECT_EQ(fc::find_latlon_variable(fti::kEtopo20File), "ROSE");
+  const fc::LatLonGrid g = fc::read_latlon_grid(fti::kEtopo20File, "ROSE");
   EXPECT_EQ(g.nlat, 540);
   EXPECT_EQ(g.nlon, 1081);
   EXPECT_TRUE(g.global_lon);
@@ -111,8 +105,8 @@ TEST(LatLonGrid, RotatedPoleGridCentresAreGeographic) {
   EXPECT_NEAR(lon, 37.5, 1e-9);
   EXPECT_NEAR(lat, -12.0, 1e-9);
 
-  if (!have(kEur11)) GTEST_SKIP() << kEur11 << " missing (install libncarg-data)";
-  const fc::LatLonGrid g = fc::read_latlon_grid(kEur11, "tas");
+  if (!fti::exists(fti::kRotatedFile)) GTEST_SKIP() << fti::kRotatedFile << " missing (install libncarg-data)";
+  const fc::LatLonGrid g = fc::read_latlon_grid(fti::kRotatedFile, "tas");
   EXPECT_TRUE(g.rotated);
   EXPECT_DOUBLE_EQ(g.pole_lat, 39.25);
   EXPECT_DOUBLE_EQ(g.pole_lon, -162.0);
@@ -157,15 +151,15 @@ TEST(LatLonGrid, BlocksAreRowMajorInsideAndBetweenBlocks) {
 }
 
 TEST(LatLonGrid, BadInputNamesFileAndVariable) {
-  if (!have(kTas)) GTEST_SKIP() << kTas << " missing (install libncarg-data)";
+  if (!fti::exists(fti::kTasFile)) GTEST_SKIP() << fti::kTasFile << " missing (install libncarg-data)";
   try {
-    fc::read_latlon_grid(kTas, "pr");
+    fc::read_latlon_grid(fti::kTasFile, "pr");
     FAIL() << "expected IoError";
   } catch (const finecast::IoError& e) {
     EXPECT_NE(std::string(e.what()).find("'pr'"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find(kTas), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(fti::kTasFile), std::string::npos) << e.what();
   }
-  EXPECT_THROW(fc::read_latlon_grid(kTas, "lat"), finecast::IoError);  // 1-D: not a field
+  EXPECT_THROW(fc::read_latlon_grid(fti::kTasFile, "lat"), finecast::IoError);  // 1-D: not a field
 }
 
 // Latitude 200 went through replay and downscale into the output; the grid reader both use now

@@ -15,15 +15,13 @@
 #include "coupling/grid/icon_geometry.hpp"
 #include "coupling/grid/icosahedral_grid.hpp"
 #include "coupling/grid/spherical.hpp"
+#include "tests/coupling/io_test_util.hpp"
 
 namespace fc = finecast::coupling;
+namespace fti = finecast::testing_io;
 namespace sphere = finecast::coupling::sphere;
 
 namespace {
-
-const char* kR2B4 = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc";
-
-bool have(const char* path) { return std::ifstream(path).good(); }
 
 sphere::Vec3 vertex(const fc::IconGrid& g, int32_t v) { return sphere::to_xyz(g.vlon[v], g.vlat[v]); }
 sphere::Vec3 centre(const fc::IconGrid& g, int64_t c) { return sphere::to_xyz(g.clon[c], g.clat[c]); }
@@ -161,9 +159,9 @@ TEST(UniformGeometry, ATopologyThatIsNoBisectedIcosahedronIsRefusedNamingTheGrid
 }
 
 TEST(UniformGeometry, TheStretchedR2B4FileGetsTheStandardGeometryInItsOwnCellOrder) {
-  if (!have(kR2B4)) GTEST_SKIP() << kR2B4 << " (libncarg-data) is not installed";
-  const fc::IconGrid file = fc::read_icon_grid(kR2B4);
-  const fc::IconGrid g = fc::read_icon_grid(kR2B4, fc::IconGeometry::kUniform);
+  if (!fti::exists(fti::kIconFile)) GTEST_SKIP() << fti::kIconFile << " (libncarg-data) is not installed";
+  const fc::IconGrid file = fc::read_icon_grid(fti::kIconFile);
+  const fc::IconGrid g = fc::read_icon_grid(fti::kIconFile, fc::IconGeometry::kUniform);
   ASSERT_EQ(g.n_cells, file.n_cells);
   EXPECT_EQ(g.cell_vertices, file.cell_vertices);
   EXPECT_EQ(g.cell_neighbours, file.cell_neighbours);
@@ -184,10 +182,10 @@ TEST(UniformGeometry, TheStretchedR2B4FileGetsTheStandardGeometryInItsOwnCellOrd
 }
 
 TEST(UniformGeometry, GridGeometryReachesTheGridReaderThroughTheConditioningSpec) {
-  if (!have(kR2B4)) GTEST_SKIP() << kR2B4 << " (libncarg-data) is not installed";
+  if (!fti::exists(fti::kIconFile)) GTEST_SKIP() << fti::kIconFile << " (libncarg-data) is not installed";
   fc::ConditioningSpec spec;
   spec.grid.type = fc::GridType::kIcon;
-  spec.grid.file = kR2B4;
+  spec.grid.file = fti::kIconFile;
   spec.grid.coarse_level = 0;
   fc::StoredSpec stored = fc::read_spec(fc::spec_record(spec), {}, "ck.h5");
   EXPECT_EQ(stored.spec.grid.geometry, fc::IconGeometry::kFile);
@@ -201,7 +199,7 @@ TEST(UniformGeometry, GridGeometryReachesTheGridReaderThroughTheConditioningSpec
   EXPECT_NE(fc::resume_differences(stored, other, "run.yaml").find("grid.geometry"), std::string::npos);
 
   const fc::ConditioningGrid cg = fc::read_conditioning_grid(spec, "test", true);
-  const fc::IconGrid want = fc::read_icon_grid(kR2B4, fc::IconGeometry::kUniform);
+  const fc::IconGrid want = fc::read_icon_grid(fti::kIconFile, fc::IconGeometry::kUniform);
   ASSERT_TRUE(cg.icon.has_value());
   EXPECT_EQ(cg.icon->clon, want.clon);
   EXPECT_EQ(cg.icon->clat, want.clat);

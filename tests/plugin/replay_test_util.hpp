@@ -19,6 +19,11 @@
 namespace finecast::testing_replay {
 
 inline const std::string kTas = "/usr/share/ncarg/data/nug/tas_rectilinear_grid_2D.nc";
+/// The real R2B4 ICON grid (20,480 cells) and the 20-minute relief on it the host reads.
+inline const std::string kIconGrid = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc";
+inline const std::string kEtopo20 = "/usr/share/ferret-vis/data/etopo20.cdf";
+/// The recorder plugin (host/): records a run in the files of ComIn's replay tool.
+inline const std::string kRecorder = std::string(FINECAST_BINARY_DIR) + "/lib/libfinecast_recorder.so";
 
 inline bool exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
 
@@ -46,6 +51,24 @@ inline std::string newest_checkpoint(const std::string& dir) { return newest_h5(
 
 inline std::string binary(const std::string& name) { return std::string(FINECAST_BINARY_DIR) + "/bin/" + name; }
 inline std::string plugin_library() { return std::string(FINECAST_BINARY_DIR) + "/lib/libfinecast_comin.so"; }
+
+/// A finecast-host run file of `steps` steps of 30 min on R2B4 starting `offset` steps after
+/// 1979-01-01T00:00 (a chunk of a restart chain: a restart run when `offset` > 0), loading the
+/// plugin with plugin.yaml;
+/// `plugin_extra`: more keys of finecast's plugin list entry, `more_plugins` further entries.
+inline std::string chunk_host_file(int offset, int steps, const std::string& plugin_extra = "",
+                                   const std::string& more_plugins = "") {
+  const int minutes = offset * 30;
+  char start[32];
+  std::snprintf(start, sizeof start, "1979-01-01T%02d:%02d:00", minutes / 60, minutes % 60);
+  return "grid: " + kIconGrid +
+         "\norography: /usr/share/ferret-vis/data/etopo20.cdf\norography_variable: ROSE\n"
+         "experiment_start: 1979-01-01T00:00:00\nstart: " +
+         start + "\ndt: 1800\nsteps: " + std::to_string(steps) +
+         "\nnproma: 24\nnlev: 2\nprogress_every: 0\nrestart_run: " + (offset > 0 ? "true" : "false") +
+         "\nplugins:\n  - {name: finecast, library: " + plugin_library() + ", options: plugin.yaml" + plugin_extra +
+         "}\n" + more_plugins;
+}
 
 /// A fresh folder under the test temp dir, removed at the end of the test.
 class ScratchDir {

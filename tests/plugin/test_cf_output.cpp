@@ -19,7 +19,6 @@ namespace ftr = finecast::testing_replay;
 
 namespace {
 
-const std::string kGrid = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc";
 const std::string kRotated = "/usr/share/ncarg/data/nug/tas_rotated_grid_EUR11.nc";
 
 /// Runs a Python snippet (Debian's python with netCDF4 and xarray) that prints "key=value"
@@ -49,10 +48,11 @@ double number(const std::map<std::string, std::string>& facts, const std::string
 TEST(CfOutput, IconOutputHasCornersGridIdentityUnitsAndTheEnsembleMean) {
   ftr::ScratchDir dir("cf_icon");
   const std::string d = dir.path();
-  const ftr::CommandResult copy = ftr::run_command(
-      "cp " + kGrid + " '" + d + "/grid.nc' && /usr/bin/python3 -c \"import netCDF4, numpy; f = netCDF4.Dataset('" + d +
-      "/grid.nc', 'a'); f.uuidOfHGrid = '0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0'; "
-      "f.number_of_grid_used = numpy.int32(42); f.close()\"");
+  const ftr::CommandResult copy =
+      ftr::run_command("cp " + ftr::kIconGrid + " '" + d +
+                       "/grid.nc' && /usr/bin/python3 -c \"import netCDF4, numpy; f = netCDF4.Dataset('" + d +
+                       "/grid.nc', 'a'); f.uuidOfHGrid = '0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0'; "
+                       "f.number_of_grid_used = numpy.int32(42); f.close()\"");
   ASSERT_EQ(copy.rc, 0) << copy.output;
   ftr::write_text(
       d + "/plugin.yaml",

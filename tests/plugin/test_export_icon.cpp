@@ -22,13 +22,11 @@ namespace ftr = finecast::testing_replay;
 
 namespace {
 
-const std::string kGrid = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc";
 const std::string kData = "/usr/share/ncarg/data/nug/atm_phy_mag0004_1985.nc";
-const std::string kRelief = "/usr/share/ferret-vis/data/etopo20.cdf";
 
 /// One model: trained by a replay of the data file's step on 2 ranks, applied by
 /// finecast-downscale (4 members, seed 42) and exported; then the docs' Python block in its folder.
-struct Case {
+struct ExportRun {
   std::string dir;
   ftr::CommandResult surface, train, downscale, exported, python;
 };
@@ -36,7 +34,7 @@ struct Case {
 class ExportIcon : public ::testing::Test {
  protected:
   static bool available() {
-    return ftr::exists(kGrid) && ftr::exists(kData) && ftr::exists(kRelief) &&
+    return ftr::exists(ftr::kIconGrid) && ftr::exists(kData) && ftr::exists(ftr::kEtopo20) &&
            std::system("/usr/bin/python3 -c 'import netCDF4, numpy, torch' > /dev/null 2>&1") == 0;
   }
   static void SetUpTestSuite() {
@@ -51,23 +49,23 @@ class ExportIcon : public ::testing::Test {
   }
   void SetUp() override {
     if (!available())
-      GTEST_SKIP() << "needs " << kGrid << ", " << kData << " (libncarg-data), " << kRelief
+      GTEST_SKIP() << "needs " << ftr::kIconGrid << ", " << kData << " (libncarg-data), " << ftr::kEtopo20
                    << " (ferret-datasets) and /usr/bin/python3 with netCDF4, numpy and torch";
   }
 
   /// The plugin's defaults: a context of 7 values, the residual from the patch mean, an MLP, DDIM 10.
-  static const Case& simple() {
+  static const ExportRun& simple() {
     if (!simple_)
-      simple_ =
-          new Case(run_case("simple", "ts", "model: {hidden: 32, depth: 2, time_embedding: 16, diffusion_steps: 10}\n",
-                            "", "", "--var ts"));
+      simple_ = new ExportRun(run_case("simple", "ts",
+                                       "model: {hidden: 32, depth: 2, time_embedding: 16, diffusion_steps: 10}\n", "",
+                                       "", "--var ts"));
     return *simple_;
   }
   /// Two fields, 2 rings, relative values, the orography, 2 covariates, the regression base with
   /// local slopes, the uniform geometry, the graph denoiser, DDPM with an inflation.
-  static const Case& full() {
+  static const ExportRun& full() {
     if (!full_)
-      full_ = new Case(
+      full_ = new ExportRun(
           run_case("full", "ts, rsns",
                    "patch: {context_rings: 2, relative_context: true, orography: topography_c, static: [topography_c, "
                    "fr_land], residual: regression, local_slopes: 1, local_slope_static: [topography_c]}\n"
@@ -84,23 +82,23 @@ class ExportIcon : public ::testing::Test {
   /// Trains (a replay of the data file's step, twice, on 2 ranks), downscales, exports and runs the
   /// docs' block in dir/name; with `statics` (the replay's input.static), the fine surface height
   /// and land fraction on the data's (uniform) geometry first, as surface.nc.
-  static Case run_case(const std::string& name, const std::string& fields, const std::string& config,
-                       const std::string& sample, const std::string& statics, const std::string& downscale_flags,
-                       const std::string& replay_flags = "") {
-    Case c;
+  static ExportRun run_case(const std::string& name, const std::string& fields, const std::string& config,
+                            const std::string& sample, const std::string& statics, const std::string& downscale_flags,
+                            const std::string& replay_flags = "") {
+    ExportRun c;
     c.dir = dir_->path() + "/" + name;
     c.surface.rc = 0;  // none needed
     const std::string cd = "cd '" + c.dir + "' && ";
     ftr::run_command("mkdir -p '" + c.dir + "'");
     if (!statics.empty()) {
-      ftr::write_text(c.dir + "/host.yaml", "grid: " + kGrid + "\norography: " + kRelief +
+      ftr::write_text(c.dir + "/host.yaml", "grid: " + ftr::kIconGrid + "\norography: " + ftr::kEtopo20 +
                                                 "\norography_variable: ROSE\nstart: 1985-01-01T00:00:00\n"
                                                 "dt: 1800\nsteps: 1\nnproma: 24\nnlev: 1\nprogress_every: 0\n");
       c.surface = ftr::run_command(cd + "mpiexec -n 1 " + ftr::binary("finecast-host") +
                                    " host.yaml --geometry uniform --write-orography surface.nc");
     }
     ftr::write_text(c.dir + "/plugin.yaml",
-                    "fields: [" + fields + "]\ndevice: cpu\nseed: 5\ngrid: {type: icon, file: " + kGrid +
+                    "fields: [" + fields + "]\ndevice: cpu\nseed: 5\ngrid: {type: icon, file: " + ftr::kIconGrid +
                         ", coarse_level: 0}\n"
                         "buffer: {capacity: 2}\n" +
                         config +
@@ -108,14 +106,14 @@ class ExportIcon : public ::testing::Test {
                         "sample: {" +
                         sample + "every: 0, members: 2}\ncheckpoint: {dir: ckpt}\n");
     ftr::write_text(c.dir + "/run.yaml", "input:\n  files: " + kData + "\n  variables: [" + fields + "]\n" + statics +
-                                             "grid: {type: icon, file: " + kGrid +
+                                             "grid: {type: icon, file: " + ftr::kIconGrid +
                                              "}\nepochs: 2\nnproma: 16\ndecomposition: lat_bands\n"
                                              "plugins:\n  - {name: finecast, library: " +
                                              ftr::plugin_library() + ", options: plugin.yaml}\n");
     c.train = ftr::run_command(cd + "mpiexec -n 2 --oversubscribe " + ftr::binary("finecast-replay") +
                                " run.yaml --progress lines" + replay_flags);
     c.downscale = ftr::run_command(cd + ftr::binary("finecast-downscale") + " --checkpoint ckpt --input " + kData +
-                                   " " + downscale_flags + " --grid " + kGrid +
+                                   " " + downscale_flags + " --grid " + ftr::kIconGrid +
                                    " --members 4 --seed 42 --output downscaled.nc --device cpu --threads 1");
     c.exported = ftr::run_command(cd + ftr::binary("finecast-export") + " --checkpoint ckpt --output downscaler.pt");
     // The docs' block that reads netCDF4, as written.
@@ -145,12 +143,12 @@ class ExportIcon : public ::testing::Test {
   /// The case ran, and Python's members are finecast-downscale's to 2.5e-4 (8 float ulps of a
   /// 300 K value: the fused CPU sampler rounds in another order than the module; another noise
   /// would be off by kelvins), and differ from each other.
-  static void expect_reproduced(const Case& c) {
+  static void expect_reproduced(const ExportRun& c) {
     ASSERT_EQ(c.surface.rc, 0) << c.surface.output;
     ASSERT_EQ(c.train.rc, 0) << c.train.output;
     ASSERT_EQ(c.downscale.rc, 0) << c.downscale.output;
     ASSERT_EQ(c.exported.rc, 0) << c.exported.output;
-    EXPECT_NE(c.exported.output.find("Grid tables of " + kGrid + " (R2B4 -> R2B0"), std::string::npos)
+    EXPECT_NE(c.exported.output.find("Grid tables of " + ftr::kIconGrid + " (R2B4 -> R2B0"), std::string::npos)
         << c.exported.output;
     ASSERT_EQ(c.python.rc, 0) << c.python.output;
     std::printf("%s: %s", c.dir.c_str(), c.python.output.c_str());
@@ -160,11 +158,11 @@ class ExportIcon : public ::testing::Test {
   }
 
   static ftr::ScratchDir* dir_;
-  static Case *simple_, *full_;
+  static ExportRun *simple_, *full_;
 };
 ftr::ScratchDir* ExportIcon::dir_ = nullptr;
-Case* ExportIcon::simple_ = nullptr;
-Case* ExportIcon::full_ = nullptr;
+ExportRun* ExportIcon::simple_ = nullptr;
+ExportRun* ExportIcon::full_ = nullptr;
 
 }  // namespace
 
@@ -213,7 +211,7 @@ TEST_F(ExportIcon, GridFlagsAndTheirErrors) {
                             dir_->file(output) + " " + flags);
   };
   fc::ConditioningSpec spec;
-  spec.grid.file = kGrid;
+  spec.grid.file = ftr::kIconGrid;
   spec.patch_size = 256;
   spec.fields = {"ts"};
   spec.target = "ts";
@@ -247,7 +245,7 @@ TEST_F(ExportIcon, GridFlagsAndTheirErrors) {
   // A context the spec does not give on the grid (the checkpoint's model has 8 values, not 7).
   const ftr::CommandResult wider = run(checkpoint("wider", spec, 8), "wider.pt", "");
   EXPECT_NE(wider.rc, 0);
-  EXPECT_NE(wider.output.find("a context of 8 values, but " + kGrid +
+  EXPECT_NE(wider.output.find("a context of 8 values, but " + ftr::kIconGrid +
                               " (R2B4 -> R2B0) with its conditioning spec "
                               "gives 256 and 7"),
             std::string::npos)

@@ -15,14 +15,12 @@ namespace ftr = finecast::testing_replay;
 
 namespace {
 
-const std::string kGrid = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc";
-
 /// Training from step 4, a checkpoint every 4 steps, sampling every 2 with write-back into
 /// finecast's own variable: every failure point is reached within 10 steps.
-std::string plugin_config(const std::string& extra, bool async = false, bool write_back = true) {
+std::string fault_plugin_config(const std::string& extra, bool async = false, bool write_back = true) {
   return "fields: [ts]\nseed: 3\ndevice: cpu\n"
          "grid: {type: icon, file: " +
-         kGrid +
+         ftr::kIconGrid +
          ", coarse_level: 0}\n"
          "buffer: {capacity: 4}\n"
          "model: {hidden: 16, depth: 1, time_embedding: 8, diffusion_steps: 5}\n"
@@ -35,8 +33,8 @@ std::string plugin_config(const std::string& extra, bool async = false, bool wri
 
 /// `step_seconds` gives an asynchronous session time to finish within a few steps, as a real
 /// model's step would: the failure then happens well before the end of the run.
-std::string host_run_file(int steps, double step_seconds = 0) {
-  return "grid: " + kGrid +
+std::string fault_host_run_file(int steps, double step_seconds = 0) {
+  return "grid: " + ftr::kIconGrid +
          "\norography: /usr/share/ferret-vis/data/etopo20.cdf\norography_variable: ROSE\n"
          "start: 1979-01-01T00:00:00\ndt: 1800\nsteps: " +
          std::to_string(steps) +
@@ -52,7 +50,7 @@ ftr::CommandResult run_host(const std::string& dir, int ranks, int limit = 90, c
                           std::to_string(ranks) + " --oversubscribe " + ftr::binary("finecast-host") + " host.yaml");
 }
 
-struct Case {
+struct FaultCase {
   std::string fault;  ///< testing.fault
   int rank;           ///< testing.fault_rank (-1 = the trainer)
   bool async;         ///< train.async
@@ -62,20 +60,20 @@ struct Case {
   enum class Output { kNone, kWritten, kIfSampled } output;
 };
 
-std::string name_of(const Case& c) {
+std::string name_of(const FaultCase& c) {
   return c.fault + (c.rank >= 0 ? "_on_rank" + std::to_string(c.rank) : "_on_trainer") +
          (c.async ? "_async" : "_sync") + (c.write_back ? "_write_back" : "");
 }
 
-class FailureUnderDisable : public ::testing::TestWithParam<Case> {};
+class FailureUnderDisable : public ::testing::TestWithParam<FaultCase> {};
 
 TEST_P(FailureUnderDisable, EveryRankStopsTogetherAndTheHostFinishes) {
-  const Case& c = GetParam();
+  const FaultCase& c = GetParam();
   ftr::ScratchDir dir("failure");
   const std::string extra =
       "on_error: disable\ntesting: {fault: " + c.fault + ", fault_rank: " + std::to_string(c.rank) + "}\n";
-  ftr::write_text(dir.file("plugin.yaml"), plugin_config(extra, c.async, c.write_back));
-  ftr::write_text(dir.file("host.yaml"), host_run_file(12, c.async ? 0.1 : 0));
+  ftr::write_text(dir.file("plugin.yaml"), fault_plugin_config(extra, c.async, c.write_back));
+  ftr::write_text(dir.file("host.yaml"), fault_host_run_file(12, c.async ? 0.1 : 0));
   const ftr::CommandResult r = run_host(dir.path(), 3);
   ASSERT_NE(r.rc, 124) << "the run hung:\n" << r.output;
   EXPECT_EQ(r.rc, 0) << r.output;
@@ -85,7 +83,8 @@ TEST_P(FailureUnderDisable, EveryRankStopsTogetherAndTheHostFinishes) {
   EXPECT_NE(r.output.find("finished 12 steps on 3 rank(s)"), std::string::npos) << r.output;
   // Nothing sampled is discarded: the output keeps the records written before the failure.
   const bool sampled = r.output.find("] Sampled ") != std::string::npos;
-  const bool output_expected = c.output == Case::Output::kWritten || (c.output == Case::Output::kIfSampled && sampled);
+  const bool output_expected =
+      c.output == FaultCase::Output::kWritten || (c.output == FaultCase::Output::kIfSampled && sampled);
   EXPECT_EQ(ftr::exists(dir.file("out.nc")), output_expected) << r.output;
   if (output_expected) {
     const ftr::CommandResult dump = ftr::run_command("ncdump -h " + dir.file("out.nc"));
@@ -96,26 +95,28 @@ TEST_P(FailureUnderDisable, EveryRankStopsTogetherAndTheHostFinishes) {
 // Failures: before the gather (on a non-trainer rank), in the trainer's session, at its
 // checkpoint, sampling, output, and in the write-back on a non-trainer rank; synchronous and
 // asynchronous training; sampling with and without write-back.
-constexpr Case::Output kNone = Case::Output::kNone, kWritten = Case::Output::kWritten,
-                       kIfSampled = Case::Output::kIfSampled;
+constexpr FaultCase::Output kNone = FaultCase::Output::kNone, kWritten = FaultCase::Output::kWritten,
+                            kIfSampled = FaultCase::Output::kIfSampled;
 INSTANTIATE_TEST_SUITE_P(
     Points, FailureUnderDisable,
-    ::testing::Values(Case{"gather", 1, false, true, kNone}, Case{"gather", 0, true, true, kNone},
-                      Case{"training", -1, false, true, kNone}, Case{"training", -1, true, true, kNone},
-                      Case{"checkpoint", -1, false, true, kWritten}, Case{"checkpoint", -1, true, true, kIfSampled},
-                      Case{"sampling", -1, false, true, kNone}, Case{"sampling", -1, true, false, kNone},
-                      Case{"output", -1, false, true, kNone}, Case{"output", -1, true, false, kNone},
-                      Case{"write_back", 2, false, true, kWritten}, Case{"write_back", 1, true, true, kWritten}),
-    [](const ::testing::TestParamInfo<Case>& info) { return name_of(info.param); });
+    ::testing::Values(FaultCase{"gather", 1, false, true, kNone}, FaultCase{"gather", 0, true, true, kNone},
+                      FaultCase{"training", -1, false, true, kNone}, FaultCase{"training", -1, true, true, kNone},
+                      FaultCase{"checkpoint", -1, false, true, kWritten},
+                      FaultCase{"checkpoint", -1, true, true, kIfSampled},
+                      FaultCase{"sampling", -1, false, true, kNone}, FaultCase{"sampling", -1, true, false, kNone},
+                      FaultCase{"output", -1, false, true, kNone}, FaultCase{"output", -1, true, false, kNone},
+                      FaultCase{"write_back", 2, false, true, kWritten},
+                      FaultCase{"write_back", 1, true, true, kWritten}),
+    [](const ::testing::TestParamInfo<FaultCase>& info) { return name_of(info.param); });
 
 class FailureUnderAbort : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(FailureUnderAbort, EveryRankStopsPromptly) {
   ftr::ScratchDir dir("failure_abort");
   ftr::write_text(dir.file("plugin.yaml"),
-                  plugin_config("on_error: abort\ntesting: {fault: " + GetParam() +
-                                ", fault_rank: " + (GetParam() == "gather" ? "2" : "-1") + "}\n"));
-  ftr::write_text(dir.file("host.yaml"), host_run_file(12));
+                  fault_plugin_config("on_error: abort\ntesting: {fault: " + GetParam() +
+                                      ", fault_rank: " + (GetParam() == "gather" ? "2" : "-1") + "}\n"));
+  ftr::write_text(dir.file("host.yaml"), fault_host_run_file(12));
   const ftr::CommandResult r = run_host(dir.path(), 3, 60);
   ASSERT_NE(r.rc, 124) << "the run hung:\n" << r.output;
   EXPECT_NE(r.rc, 0) << r.output;
@@ -138,8 +139,8 @@ ftr::CommandResult run_with_full_disk(const std::string& dir, const std::string&
 
 TEST(FullDisk, AFailedCheckpointEndsTheRunNormallyAndTheOutputIsPublished) {
   ftr::ScratchDir dir("full_disk_checkpoint");
-  ftr::write_text(dir.file("plugin.yaml"), plugin_config("on_error: disable\n"));
-  ftr::write_text(dir.file("host.yaml"), host_run_file(12));
+  ftr::write_text(dir.file("plugin.yaml"), fault_plugin_config("on_error: disable\n"));
+  ftr::write_text(dir.file("host.yaml"), fault_host_run_file(12));
   const ftr::CommandResult r = run_with_full_disk(dir.path(), "/ckpt/", 0);
   ASSERT_NE(r.rc, 124) << "the run hung:\n" << r.output;
   EXPECT_EQ(r.rc, 0) << r.output;
@@ -152,8 +153,8 @@ TEST(FullDisk, AFailedCheckpointEndsTheRunNormallyAndTheOutputIsPublished) {
 
 TEST(FullDisk, AFailedOutputKeepsTheRecordsWrittenBefore) {
   ftr::ScratchDir dir("full_disk_output");
-  ftr::write_text(dir.file("plugin.yaml"), plugin_config("on_error: disable\n"));
-  ftr::write_text(dir.file("host.yaml"), host_run_file(12));
+  ftr::write_text(dir.file("plugin.yaml"), fault_plugin_config("on_error: disable\n"));
+  ftr::write_text(dir.file("host.yaml"), fault_host_run_file(12));
   // The coordinates with their corners and one record (2 members, their mean, the coarse and
   // the host field on 20,480 cells) fit, the second record does not: in NetCDF-4 (the default)
   // the writer's check of the room for a whole record (410 kB uncompressed plus 256 KiB) fails
@@ -212,8 +213,8 @@ TEST(FullDisk, ACheckpointThatDoesNotFitOnARealSmallFileSystemKeepsThePreviousOn
   // The first pair (640 kB) fits, the second snapshot too, its checkpoint does not.
   const SmallTmpfs disk(ckpt, 1200);
   if (!disk.mounted()) GTEST_SKIP() << disk.why();
-  ftr::write_text(dir.file("plugin.yaml"), plugin_config("on_error: disable\n"));
-  ftr::write_text(dir.file("host.yaml"), host_run_file(12));
+  ftr::write_text(dir.file("plugin.yaml"), fault_plugin_config("on_error: disable\n"));
+  ftr::write_text(dir.file("host.yaml"), fault_host_run_file(12));
   const ftr::CommandResult r = run_host(dir.path(), 2);
   ASSERT_NE(r.rc, 124) << "the run hung:\n" << r.output;
   EXPECT_EQ(r.rc, 0) << r.output;
@@ -262,10 +263,10 @@ TEST(NonFiniteSamples, AreMaskedCountedAndNeverWrittenBack) {
                   "torch.jit.script(Denoiser()).save('denoiser.pt')\n");
   ASSERT_EQ(ftr::run_command("cd '" + dir.path() + "' && /usr/bin/python3 make_denoiser.py").rc, 0);
   // model: the user's module instead of the built-in network (the last model key wins).
-  std::string config = plugin_config("on_error: disable\n");
+  std::string config = fault_plugin_config("on_error: disable\n");
   config.replace(config.find("model: {"), 8, "model: {arch: torchscript, file: denoiser.pt, ");
   ftr::write_text(dir.file("plugin.yaml"), config);
-  std::string host = host_run_file(12);
+  std::string host = fault_host_run_file(12);
   host += "  - {name: recorder, library: " + std::string(FINECAST_BINARY_DIR) +
           "/lib/libfinecast_recorder.so, options: \"rec_ vars=ts_finecast\"}\n";
   ftr::write_text(dir.file("host.yaml"), host);
@@ -311,11 +312,11 @@ TEST_P(FullDiskAtTheOutput, EndsTheRunNormallyAndKeepsAReadableFile) {
   const std::string out = dir.file("out");
   const SmallTmpfs disk(out, c.kib);
   if (!disk.mounted()) GTEST_SKIP() << disk.why();
-  std::string config = plugin_config("on_error: disable\n", c.async, c.write_back);
+  std::string config = fault_plugin_config("on_error: disable\n", c.async, c.write_back);
   const std::string from = "output: out.nc", to = "output: out/out.nc";
   config.replace(config.find(from), from.size(), to);
   ftr::write_text(dir.file("plugin.yaml"), config);
-  ftr::write_text(dir.file("host.yaml"), host_run_file(12, c.async ? 0.1 : 0));
+  ftr::write_text(dir.file("host.yaml"), fault_host_run_file(12, c.async ? 0.1 : 0));
   const ftr::CommandResult r = run_host(dir.path(), 2);
   ASSERT_NE(r.rc, 124) << "the run hung:\n" << r.output;
   EXPECT_EQ(r.rc, 0) << r.output;

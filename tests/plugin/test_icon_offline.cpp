@@ -30,12 +30,15 @@ using finecast::testing_downscale::downscale_error;
 using finecast::testing_downscale::max_abs_difference;
 using finecast::testing_downscale::read_step;
 
-using namespace finecast::testing_eval;
+namespace fte = finecast::testing_eval;
+using fte::kMembers;
+using fte::kPoints;
+using fte::kRmse;
+using fte::kSpread;
+using fte::kStdRatio;
+using fte::read_csv;
 
 namespace {
-
-const std::string kGrid = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc";
-const std::string kRelief = "/usr/share/ferret-vis/data/etopo20.cdf";
 
 /// One finecast-host run (2 ranks, 4 steps of the R2B4 model) with the plugin learning ts in
 /// R2B0 patches with the orography in its context: one training session at step 4, the final
@@ -43,13 +46,13 @@ const std::string kRelief = "/usr/share/ferret-vis/data/etopo20.cdf";
 class IconOffline : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    if (!ftr::exists(kGrid) || !ftr::exists(kRelief)) return;
+    if (!ftr::exists(ftr::kIconGrid) || !ftr::exists(ftr::kEtopo20)) return;
     dir_ = new ftr::ScratchDir("icon_offline");
     const std::string d = dir_->path();
     ftr::write_text(d + "/plugin.yaml",
                     "fields: [ts]\nseed: 11\ndevice: cpu\n"
                     "grid: {type: icon, file: " +
-                        kGrid +
+                        ftr::kIconGrid +
                         ", coarse_level: 0}\n"
                         "patch: {orography: topography_c}\n"
                         "buffer: {capacity: 4}\n"
@@ -59,7 +62,7 @@ class IconOffline : public ::testing::Test {
                         "sample: {every: 0, members: 3, sampler: ddim, steps: 3, eta: 0.0, "
                         "output: out.nc}\n"
                         "checkpoint: {dir: ckpt, every: 0}\n");
-    ftr::write_text(d + "/host.yaml", "grid: " + kGrid + "\norography: " + kRelief +
+    ftr::write_text(d + "/host.yaml", "grid: " + ftr::kIconGrid + "\norography: " + ftr::kEtopo20 +
                                           "\norography_variable: ROSE\n"
                                           "start: 1979-01-01T00:00:00\ndt: 1800\nsteps: 4\n"
                                           "nproma: 24\nnlev: 2\nprogress_every: 0\n"
@@ -75,8 +78,8 @@ class IconOffline : public ::testing::Test {
     dir_ = nullptr;
   }
   void SetUp() override {
-    if (!ftr::exists(kGrid) || !ftr::exists(kRelief))
-      GTEST_SKIP() << "needs " << kGrid << " (libncarg-data) and " << kRelief << " (ferret-datasets)";
+    if (!ftr::exists(ftr::kIconGrid) || !ftr::exists(ftr::kEtopo20))
+      GTEST_SKIP() << "needs " << ftr::kIconGrid << " (libncarg-data) and " << ftr::kEtopo20 << " (ferret-datasets)";
     ASSERT_EQ(host_->rc, 0) << host_->output;
   }
   static std::string file(const std::string& name) { return dir_->file(name); }
@@ -120,7 +123,7 @@ TEST_F(IconOffline, CheckpointRecordsItsContextAndDownscaleReproducesThePlugin) 
   o.checkpoint = file("ckpt");
   o.input = file("out.nc");
   o.vars = {"ts_host"};  // the fine field the plugin coarsened at its sampling
-  o.grid = kGrid;
+  o.grid = ftr::kIconGrid;
   o.output = file("offline.nc");
   o.members = 3;
   o.device = "cpu";
@@ -140,7 +143,8 @@ TEST_F(IconOffline, CheckpointRecordsItsContextAndDownscaleReproducesThePlugin) 
   const std::string tas = ftr::kTas;
   o.orography = tas + ":tas";
   const std::string wrong = downscale_error(o);
-  EXPECT_NE(wrong.find("--orography " + tas + ": tas has 18432 values, but the fine grid " + kGrid), std::string::npos)
+  EXPECT_NE(wrong.find("--orography " + tas + ": tas has 18432 values, but the fine grid " + ftr::kIconGrid),
+            std::string::npos)
       << wrong;
 
   // With it (the variable named by the checkpoint), the plugin's own ensemble comes back.
@@ -195,10 +199,10 @@ TEST_F(IconOffline, CheckpointRecordsItsContextAndDownscaleReproducesThePlugin) 
       << downscale_error(p);
 
   // The command line: --orography FILE:VAR.
-  const ftr::CommandResult cli =
-      ftr::run_command(ftr::binary("finecast-downscale") + " --checkpoint " + ckpt + " --input " + file("out.nc") +
-                       " --var ts_host --grid " + kGrid + " --orography " + file("oro.nc") + ":topography_c --output " +
-                       file("cli.nc") + " --members 3 --device cpu --steps 3 --seed 11 --threads 1");
+  const ftr::CommandResult cli = ftr::run_command(
+      ftr::binary("finecast-downscale") + " --checkpoint " + ckpt + " --input " + file("out.nc") +
+      " --var ts_host --grid " + ftr::kIconGrid + " --orography " + file("oro.nc") + ":topography_c --output " +
+      file("cli.nc") + " --members 3 --device cpu --steps 3 --seed 11 --threads 1");
   ASSERT_EQ(cli.rc, 0) << cli.output;
   const auto cli_m0 = read_step(file("cli.nc"), "ts_host", 0, 0);
   const auto plugin_m0 = read_step(file("out.nc"), "ts", 0, 0);
@@ -240,13 +244,13 @@ TEST_F(IconOffline, EvalScoresThePluginsIconOutput) {
   const ftr::CommandResult d =
       ftr::run_command("cd '" + dir_->path() + "' && mpiexec -n 1 " + ftr::binary("finecast-host") +
                        " host.yaml --write-orography oro2.nc && " + ftr::binary("finecast-downscale") +
-                       " --checkpoint ckpt --input out.nc --var ts_host --grid " + kGrid +
+                       " --checkpoint ckpt --input out.nc --var ts_host --grid " + ftr::kIconGrid +
                        " --orography oro2.nc --output down.nc --members 3 --device cpu --steps 3 --seed 11 "
                        "--threads 1");
   ASSERT_EQ(d.rc, 0) << d.output;
   const ftr::CommandResult e =
       ftr::run_command(ftr::binary("finecast-eval") + " --truth " + file("out.nc") + " --truth-var ts_host --pred " +
-                       file("down.nc") + " --var ts_host --grid " + kGrid + " --csv " + file("down.csv"));
+                       file("down.nc") + " --var ts_host --grid " + ftr::kIconGrid + " --csv " + file("down.csv"));
   ASSERT_EQ(e.rc, 0) << e.output;
   const auto down = read_csv(file("down.csv"));
   EXPECT_NEAR(down.at("model")[kRmse], rows.at("model")[kRmse], 1e-4);

@@ -24,12 +24,12 @@
 #include "tests/plugin/yaml_merge.hpp"
 
 namespace fs = std::filesystem;
+namespace ftr = finecast::testing_replay;
 
 namespace {
 
 const std::string kBin = std::string(FINECAST_BINARY_DIR) + "/bin/";
 const std::string kPlugin = std::string(FINECAST_BINARY_DIR) + "/lib/libfinecast_comin.so";
-const std::string kGrid = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc";
 
 struct Result {
   int exit_code = -1;
@@ -60,11 +60,11 @@ void write_file(const fs::path& path, const std::string& text) { std::ofstream(p
 
 /// A small but complete plugin config: R2B4 -> R2B0, tiny model, synchronous training; `extra`
 /// changes or adds keys.
-std::string tiny_plugin_config(const std::string& extra = "") {
+std::string tiny_icon_plugin_config(const std::string& extra = "") {
   return finecast::testing_config::merged_yaml(
       "fields: [ts]\nseed: 3\ndevice: cpu\n"
       "grid: {type: icon, file: " +
-          kGrid +
+          ftr::kIconGrid +
           ", coarse_level: 0}\n"
           "buffer: {capacity: 4}\n"
           "model: {hidden: 32, depth: 2, time_embedding: 16, diffusion_steps: 10}\n"
@@ -76,7 +76,7 @@ std::string tiny_plugin_config(const std::string& extra = "") {
 
 /// A host run file of `steps` steps loading the plugin with `options`.
 std::string host_run_file(int steps, const std::string& options, const std::string& library = kPlugin) {
-  return "grid: " + kGrid +
+  return "grid: " + ftr::kIconGrid +
          "\norography: /usr/share/ferret-vis/data/etopo20.cdf\norography_variable: ROSE\n"
          "start: 1979-01-01T00:00:00\ndt: 1800\nsteps: " +
          std::to_string(steps) +
@@ -139,7 +139,7 @@ TEST(PluginRuns, BufferAndWeightsDoNotDependOnTheNumberOfRanks) {
   std::map<int, fs::path> dirs;
   for (int ranks : {1, 2, 4}) {
     const fs::path dir = workdir("ranks" + std::to_string(ranks));
-    write_file(dir / "plugin.yaml", tiny_plugin_config("patch: {orography: topography_c}\n"));
+    write_file(dir / "plugin.yaml", tiny_icon_plugin_config("patch: {orography: topography_c}\n"));
     write_file(dir / "host.yaml", host_run_file(8, "plugin.yaml"));
     const Result r = run_host(dir, ranks);
     ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -188,7 +188,7 @@ TEST(PluginRuns, MissingConfigStopsAtStartUpNamingTheFile) {
 
 TEST(PluginRuns, UnknownFieldStopsAtStartUpListingTheHostVariables) {
   const fs::path dir = workdir("unknown_field");
-  write_file(dir / "plugin.yaml", tiny_plugin_config());
+  write_file(dir / "plugin.yaml", tiny_icon_plugin_config());
   write_file(dir / "host.yaml", host_run_file(3, "plugin.yaml fields=[tsurf]"));
   const Result r = run_host(dir, 2);
   EXPECT_NE(r.exit_code, 0);
@@ -202,7 +202,7 @@ TEST(PluginRuns, UnknownFieldStopsAtStartUpListingTheHostVariables) {
 // at start-up naming its key and the reason (auto falls back to host access: every other run).
 TEST(PluginRuns, DeviceFieldsWithoutADeviceStopNamingTheKey) {
   const fs::path dir = workdir("device_fields");
-  write_file(dir / "plugin.yaml", tiny_plugin_config());
+  write_file(dir / "plugin.yaml", tiny_icon_plugin_config());
   write_file(dir / "host.yaml", host_run_file(3, "plugin.yaml coupling.device_fields=on"));
   const Result r = run_host(dir, 2);
   EXPECT_NE(r.exit_code, 0);
@@ -225,7 +225,7 @@ TEST(PluginRuns, DeviceFieldsBufferWhatHostAccessBuffers) {
   std::map<std::string, fs::path> dirs;
   for (const std::string mode : {"off", "on"}) {
     const fs::path dir = workdir("device_fields_" + mode);
-    write_file(dir / "plugin.yaml", tiny_plugin_config("patch: {orography: topography_c}\n"));
+    write_file(dir / "plugin.yaml", tiny_icon_plugin_config("patch: {orography: topography_c}\n"));
     write_file(dir / "host.yaml",
                host_run_file(8, "plugin.yaml coupling.device_fields=" + mode) + "device_fields: true\nnlev: 3\n");
     const Result r = run_host(dir, 2);
@@ -278,7 +278,7 @@ std::string joined(const std::vector<std::string>& lines) {
 // at most 2 error lines on 4 ranks, not 2 per rank.
 TEST(PluginRuns, AnErrorOnEveryRankIsPrintedOnceWithTheRanks) {
   const fs::path dir = workdir("error_once");
-  write_file(dir / "plugin.yaml", tiny_plugin_config());
+  write_file(dir / "plugin.yaml", tiny_icon_plugin_config());
   write_file(dir / "host.yaml", host_run_file(3, "plugin.yaml fields=[tsurf]"));
   const Result r = run_host(dir, 4);
   EXPECT_NE(r.exit_code, 0);
@@ -302,7 +302,7 @@ TEST(PluginRuns, AnErrorOnEveryRankIsPrintedOnceWithTheRanks) {
 // stops without waiting for the others.
 TEST(PluginRuns, AnErrorOnTheTrainerAloneIsPrintedOnceAndDoesNotHang) {
   const fs::path dir = workdir("error_trainer");
-  write_file(dir / "plugin.yaml", tiny_plugin_config());
+  write_file(dir / "plugin.yaml", tiny_icon_plugin_config());
   write_file(dir / "host.yaml", host_run_file(3, "plugin.yaml grid.file=no_such_grid.nc"));
   const Result r = run_host(dir, 3, "timeout -k 5 60");
   EXPECT_NE(r.exit_code, 0);
@@ -321,7 +321,7 @@ TEST(PluginRuns, AnErrorOnTheTrainerAloneIsPrintedOnceAndDoesNotHang) {
 // lead trainer says where it runs, and the host's progress lines give the run's ETA.
 TEST(PluginRuns, AsyncTrainingUnderAHostWithMpiThreadSingle) {
   const fs::path dir = workdir("async_single");
-  write_file(dir / "plugin.yaml", tiny_plugin_config("train: {async: true, epochs: 3}\nsample: {every: 4}\n"));
+  write_file(dir / "plugin.yaml", tiny_icon_plugin_config("train: {async: true, epochs: 3}\nsample: {every: 4}\n"));
   write_file(dir / "host.yaml", host_run_file(12, "plugin.yaml"));
   const Result r = run("cd " + dir.string() + " && mpiexec -n 2 --oversubscribe " + kBin +
                        "finecast-host host.yaml --mpi-thread-level single --step-seconds 0.05");
@@ -340,7 +340,7 @@ TEST(PluginRuns, AsyncTrainingUnderAHostWithMpiThreadSingle) {
 // works under any host (finecast-trainer processes initialise MPI themselves).
 TEST(PluginRuns, AnInHostTrainerGroupIsRefusedUnderMpiThreadFunneled) {
   const fs::path dir = workdir("group_funneled");
-  write_file(dir / "plugin.yaml", tiny_plugin_config("train: {async: true, ranks: 2}\n"));
+  write_file(dir / "plugin.yaml", tiny_icon_plugin_config("train: {async: true, ranks: 2}\n"));
   write_file(dir / "host.yaml", host_run_file(3, "plugin.yaml"));
   const std::string host =
       "cd " + dir.string() + " && mpiexec -n 2 --oversubscribe " + kBin + "finecast-host host.yaml";
@@ -361,19 +361,19 @@ TEST(PluginRuns, AnInHostTrainerGroupIsRefusedUnderMpiThreadFunneled) {
 // train.device_memory_fraction is a fraction of the GPU's memory: (0, 1].
 TEST(PluginRuns, DeviceMemoryFractionIsAFractionOfTheDevice) {
   const fs::path dir = workdir("device_memory_fraction");
-  write_file(dir / "plugin.yaml", tiny_plugin_config("train: {device_memory_fraction: 1.5}\n"));
+  write_file(dir / "plugin.yaml", tiny_icon_plugin_config("train: {device_memory_fraction: 1.5}\n"));
   const Result r = run(kBin + "finecast-config " + (dir / "plugin.yaml").string());
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("train.device_memory_fraction must be a number in (0, 1], got 1.5"), std::string::npos)
       << r.output;
-  write_file(dir / "plugin.yaml", tiny_plugin_config("train: {device_memory_fraction: 0.25}\n"));
+  write_file(dir / "plugin.yaml", tiny_icon_plugin_config("train: {device_memory_fraction: 0.25}\n"));
   EXPECT_EQ(run(kBin + "finecast-config " + (dir / "plugin.yaml").string()).exit_code, 0);
 }
 
 // A 3-D field is coupled at one named level (ICON numbering); without one the config is wrong.
 TEST(PluginRuns, ThreeDimensionalFieldsNeedALevel) {
   const fs::path dir = workdir("levels");
-  write_file(dir / "plugin.yaml", tiny_plugin_config());
+  write_file(dir / "plugin.yaml", tiny_icon_plugin_config());
   write_file(dir / "host.yaml", host_run_file(3, "plugin.yaml fields=[temp]"));
   Result r = run_host(dir, 2);
   EXPECT_NE(r.exit_code, 0);
@@ -395,7 +395,7 @@ TEST(PluginRuns, ThreeDimensionalFieldsNeedALevel) {
 // Write-back goes into finecast's own variable; naming a host field is refused before the run.
 TEST(PluginRuns, WriteBackIntoAHostFieldIsRefused) {
   const fs::path dir = workdir("write_back_host_field");
-  write_file(dir / "plugin.yaml", tiny_plugin_config());
+  write_file(dir / "plugin.yaml", tiny_icon_plugin_config());
   for (const std::string field : {"topography_c", "ps"}) {
     write_file(dir / "host.yaml", host_run_file(3, "plugin.yaml sample.write_back=" + field));
     const Result r = run_host(dir, 2);
@@ -411,7 +411,7 @@ TEST(PluginRuns, WriteBackIntoAHostFieldIsRefused) {
 // One instance per process: a plugin list naming the library twice stops at start-up.
 TEST(PluginRuns, ASecondInstanceIsRefused) {
   const fs::path dir = workdir("two_instances");
-  write_file(dir / "plugin.yaml", tiny_plugin_config());
+  write_file(dir / "plugin.yaml", tiny_icon_plugin_config());
   write_file(dir / "host.yaml", host_run_file(3, "plugin.yaml") + "  - name: finecast2\n    library: " + kPlugin +
                                     "\n    options: plugin.yaml\n");
   const Result r = run_host(dir, 1);
@@ -422,7 +422,7 @@ TEST(PluginRuns, ASecondInstanceIsRefused) {
 
 TEST(PluginRuns, UnknownEntryPointStopsAtStartUp) {
   const fs::path dir = workdir("unknown_ep");
-  write_file(dir / "plugin.yaml", tiny_plugin_config("coupling: {entry_point: EP_ATM_NOT_THERE}\n"));
+  write_file(dir / "plugin.yaml", tiny_icon_plugin_config("coupling: {entry_point: EP_ATM_NOT_THERE}\n"));
   write_file(dir / "host.yaml", host_run_file(3, "plugin.yaml"));
   const Result r = run_host(dir, 2);
   EXPECT_NE(r.exit_code, 0);
@@ -450,7 +450,7 @@ TEST(PluginRuns, HostOpenMpThreadCountIsLeftAsItWas) {
         Case{from_the_cores, "train: {threads: auto, async: true}\n"}}) {
     const fs::path dir = workdir("omp_threads");
     write_file(dir / "plugin.yaml",
-               tiny_plugin_config("sample: {every: 4, members: 2, steps: 2, output: out.nc}\n" + c.train));
+               tiny_icon_plugin_config("sample: {every: 4, members: 2, steps: 2, output: out.nc}\n" + c.train));
     write_file(dir / "host.yaml", host_run_file(8, "plugin.yaml"));
     const Result r = run_host(dir, 2, c.env);
     ASSERT_EQ(r.exit_code, 0) << c.train << r.output;
@@ -468,8 +468,8 @@ TEST(PluginRuns, HostOpenMpThreadCountIsLeftAsItWas) {
 TEST(PluginRuns, BufferProgressValidationAndCrpsFineTuningAreLogged) {
   const fs::path dir = workdir("validation");
   write_file(dir / "plugin.yaml",
-             tiny_plugin_config("train: {validation: 0.25, validation_members: 2, validation_max_samples: 16, "
-                                "crps_steps: 10, crps_members: 2, crps_sampler_steps: 2}\n"));
+             tiny_icon_plugin_config("train: {validation: 0.25, validation_members: 2, validation_max_samples: 16, "
+                                     "crps_steps: 10, crps_members: 2, crps_sampler_steps: 2}\n"));
   write_file(dir / "host.yaml", host_run_file(8, "plugin.yaml"));
   const Result r = run_host(dir, 2);
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -493,7 +493,7 @@ TEST(PluginRuns, BufferProgressValidationAndCrpsFineTuningAreLogged) {
 // the wait; it once printed "Buffer 3/2 steps" at every step until the session came.
 TEST(PluginRuns, AFirstSessionThatWaitsForTrainEveryIsSaidOnce) {
   const fs::path dir = workdir("buffer_wait");
-  write_file(dir / "plugin.yaml", tiny_plugin_config("train: {min_steps: 2, every: 4}\n"));
+  write_file(dir / "plugin.yaml", tiny_icon_plugin_config("train: {min_steps: 2, every: 4}\n"));
   write_file(dir / "host.yaml", host_run_file(5, "plugin.yaml"));
   const Result r = run_host(dir, 2);
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -509,7 +509,8 @@ TEST(PluginRuns, AFirstSessionThatWaitsForTrainEveryIsSaidOnce) {
 // area-weighted mean equals its coarse value (conservative mode, the default).
 TEST(PluginRuns, OutputIsCfNetcdfAndConservative) {
   const fs::path dir = workdir("output");
-  write_file(dir / "plugin.yaml", tiny_plugin_config("sample: {every: 4, members: 3, steps: 2, output: out/ts.nc}\n"));
+  write_file(dir / "plugin.yaml",
+             tiny_icon_plugin_config("sample: {every: 4, members: 3, steps: 2, output: out/ts.nc}\n"));
   write_file(dir / "host.yaml", host_run_file(8, "plugin.yaml"));
   const Result r = run_host(dir, 2);
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -528,7 +529,7 @@ TEST(PluginRuns, OutputIsCfNetcdfAndConservative) {
   EXPECT_EQ(xr.exit_code, 0) << xr.output;
   EXPECT_NE(xr.output.find("3 ('time', 'realization', 'ncells')"), std::string::npos) << xr.output;
 
-  const auto grid = finecast::coupling::read_icon_grid(kGrid);
+  const auto grid = finecast::coupling::read_icon_grid(ftr::kIconGrid);
   const auto map = finecast::coupling::icon_patch_map(grid, 0);
   // The member dimension is the reader's "level": one reader per member.
   finecast::coupling::FieldReader coarse((dir / "out/ts.nc").string(), "ts_coarse");
@@ -565,7 +566,7 @@ TEST(PluginRuns, OutputTimesStrictlyIncreaseWhenTheLastSessionEndsAfterTheLastSa
   // build and 2.4 s under ASan beside another test, where 0.2 s steps left it training at step 8
   // (nothing sampled there); at nice 0 a neighbour's busy ranks do not starve it either.
   const fs::path dir = workdir("final_sampling");
-  std::string cfg = tiny_plugin_config("sample: {every: 4, members: 2, steps: 2, output: out.nc}\n");
+  std::string cfg = tiny_icon_plugin_config("sample: {every: 4, members: 2, steps: 2, output: out.nc}\n");
   cfg.replace(cfg.find("async: false"), 12, "async: true, nice: 0");
   write_file(dir / "plugin.yaml", cfg);
   write_file(dir / "host.yaml", host_run_file(8, "plugin.yaml") + "step_seconds: 1.0\n");
@@ -601,7 +602,7 @@ TEST(PluginRuns, OutputTimesStrictlyIncreaseWhenTheLastSessionEndsAfterTheLastSa
 TEST(PluginRuns, ASessionOwedWhenTheRunEndsIsLogged) {
   const fs::path dir = workdir("owed_at_end");
   write_file(dir / "plugin.yaml",
-             tiny_plugin_config("train: {async: true, nice: 0, every: 1, min_steps: 1, epochs: 2000}\n"));
+             tiny_icon_plugin_config("train: {async: true, nice: 0, every: 1, min_steps: 1, epochs: 2000}\n"));
   write_file(dir / "host.yaml", host_run_file(3, "plugin.yaml"));
   const Result r = run_host(dir, 2);
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -620,8 +621,8 @@ TEST(PluginRuns, ASessionOwedWhenTheRunEndsIsLogged) {
 TEST(PluginRuns, ASkippedSamplingSaysWhyAndWhenTheNextIsDue) {
   const fs::path dir = workdir("skipped_sampling");
   write_file(dir / "plugin.yaml",
-             tiny_plugin_config("train: {async: true, nice: 0, every: 1, min_steps: 1, epochs: 2000}\n"
-                                "sample: {every: 2}\n"));
+             tiny_icon_plugin_config("train: {async: true, nice: 0, every: 1, min_steps: 1, epochs: 2000}\n"
+                                     "sample: {every: 2}\n"));
   write_file(dir / "host.yaml", host_run_file(5, "plugin.yaml"));
   const Result r = run_host(dir, 2);
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -643,7 +644,7 @@ TEST(PluginRuns, ASkippedSamplingSaysWhyAndWhenTheNextIsDue) {
 // directory is created, and the log says so.
 TEST(PluginRuns, UnwritableOutputAndCheckpointPlacesStopAtStartUp) {
   const fs::path dir = workdir("unwritable_paths");
-  write_file(dir / "plugin.yaml", tiny_plugin_config());
+  write_file(dir / "plugin.yaml", tiny_icon_plugin_config());
   const std::pair<std::string, std::string> cases[] = {
       {"checkpoint.dir=/proc", "checkpoint.dir: cannot write in the directory: "},
       {"sample.output=/proc/out.nc", "sample.output: cannot write in the directory: "},
@@ -665,7 +666,7 @@ TEST(PluginRuns, UnwritableOutputAndCheckpointPlacesStopAtStartUp) {
 // to the directory, one through "..".
 TEST(PluginRuns, AnOutputInTheCheckpointDirectoryIsRefusedAtStartUp) {
   const fs::path dir = workdir("output_in_checkpoints");
-  write_file(dir / "plugin.yaml", tiny_plugin_config());  // checkpoint.dir: ckpt
+  write_file(dir / "plugin.yaml", tiny_icon_plugin_config());  // checkpoint.dir: ckpt
   fs::create_directories(dir / "ckpt");
   fs::create_directory_symlink("ckpt", dir / "link");
   for (const std::string output : {"ckpt/ckpt_00000008.h5", "link/out.nc", "ckpt/../ckpt/out.nc"})
@@ -682,7 +683,7 @@ TEST(PluginRuns, AnOutputInTheCheckpointDirectoryIsRefusedAtStartUp) {
 // Once the second's create of the same file left the first's NetCDF-4 output unreadable.
 TEST(PluginRuns, TwoRunsOnOneOutputTheSecondIsRefusedAndTheFileKeepsEveryRecord) {
   const fs::path dir = workdir("two_runs_one_output");
-  write_file(dir / "plugin.yaml", tiny_plugin_config("sample: {every: 4}\n"));
+  write_file(dir / "plugin.yaml", tiny_icon_plugin_config("sample: {every: 4}\n"));
   // 12 steps of at least 0.5 s: the first holds the lock while the second starts.
   write_file(dir / "host.yaml", host_run_file(12, "plugin.yaml") + "step_seconds: 0.5\n");
   const std::string host = "OMP_NUM_THREADS=1 mpiexec -n 1 --oversubscribe " + kBin + "finecast-host host.yaml";

@@ -29,9 +29,7 @@ TEST(PythonReference, NeedsPythonHeaders) {
 
 namespace {
 
-const std::string kGrid = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc";
 const std::string kCheck = std::string(FINECAST_SOURCE_DIR) + "/tests/comin/check_python_reference.py";
-const std::string kRecorder = std::string(FINECAST_BINARY_DIR) + "/lib/libfinecast_recorder.so";
 
 /// The Python plugin's options: sessions and samplings at steps 4 and 8 of an 8-step run.
 std::string python_options(const std::string& extra) {
@@ -42,7 +40,7 @@ std::string python_options(const std::string& extra) {
 }
 
 std::string run_file(const std::string& plugins, double step_seconds) {
-  return "grid: " + kGrid +
+  return "grid: " + ftr::kIconGrid +
          "\norography: /usr/share/ferret-vis/data/etopo20.cdf\norography_variable: ROSE\n"
          "start: 1979-01-01T00:00:00\ndt: 1800\nsteps: 8\nnproma: 24\nprogress_every: 0\nstep_seconds: " +
          std::to_string(step_seconds) + "\nplugins:\n" + plugins;
@@ -66,7 +64,7 @@ TEST(PythonReference, WritesBackConservativeSamplesInFinecastHostInItsCallbackAn
     // On a thread the session of step 4 must finish before step 8 samples: the steps take 0.5 s.
     ftr::write_text(d + "/host.yaml", run_file("  - {name: pyref, library: " + std::string(FINECAST_PYTHON_ADAPTER) +
                                                    ", options: \"" + python_options(async ? " --async" : "") +
-                                                   "\"}\n  - {name: recorder, library: " + kRecorder +
+                                                   "\"}\n  - {name: recorder, library: " + ftr::kRecorder +
                                                    ", options: \"rec_ vars=ts,ts_pyref\"}\n",
                                                async ? 0.5 : 0.0));
     const ftr::CommandResult host = mpirun(d, ftr::binary("finecast-host") + " host.yaml --step-times times.csv");
@@ -116,8 +114,9 @@ TEST(PythonReference, RunsUnderTheRealComInReplay) {
   ftr::ScratchDir dir("python_reference_replay");
   const std::string host_dir = dir.file("host"), replay_dir = dir.file("replay");
   ASSERT_EQ(ftr::run_command("mkdir -p '" + host_dir + "/rec' '" + replay_dir + "'").rc, 0);
-  ftr::write_text(host_dir + "/host.yaml",
-                  run_file("  - {name: recorder, library: " + kRecorder + ", options: \"rec/run_ vars=ts\"}\n", 0.0));
+  ftr::write_text(
+      host_dir + "/host.yaml",
+      run_file("  - {name: recorder, library: " + ftr::kRecorder + ", options: \"rec/run_ vars=ts\"}\n", 0.0));
   ASSERT_EQ(mpirun(host_dir, ftr::binary("finecast-host") + " host.yaml").rc, 0);
   const std::string nml =
       "&replay_tool_nml\n  replay_data_path = \"" + host_dir +

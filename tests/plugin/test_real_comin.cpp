@@ -41,18 +41,16 @@ const std::string kRunRecorder = kComin + "/replay_tool/libcomin_run_recorder_pl
 const std::string kVarRecorder = kComin + "/replay_tool/libcomin_var_recorder_plugin.so";
 const std::string kSimpleC = kComin + "/plugins/simple_c/libsimple_c_plugin.so";
 const std::string kProbe = kComin + "/probe/libcomin_probe_plugin.so";
-const std::string kRecorder = std::string(FINECAST_BINARY_DIR) + "/lib/libfinecast_recorder.so";
-const std::string kGrid = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc";
 const std::string kCompare = std::string(FINECAST_SOURCE_DIR) + "/tests/comin/compare_netcdf.py";
 const std::string kRecordedVars = "ts,ps,temp,pres,topography_c,fr_land";
 const std::string kProbeOptions = "vars=ts,temp:5,topography_c out=probe_out";
 
 /// finecast with write-back into its own variable, sampling and checkpoints: every output path
 /// of the plugin is exercised.
-std::string plugin_config() {
+std::string recorded_plugin_config() {
   return "fields: [ts]\nseed: 3\ndevice: cpu\n"
          "grid: {type: icon, file: " +
-         kGrid +
+         ftr::kIconGrid +
          ", coarse_level: 0}\n"
          "patch: {orography: topography_c}\n"
          "buffer: {capacity: 4}\n"
@@ -62,8 +60,8 @@ std::string plugin_config() {
          "checkpoint: {dir: ckpt, keep: 2}\n";
 }
 
-std::string host_run_file(const std::string& plugins) {
-  return "grid: " + kGrid +
+std::string recorded_host_run_file(const std::string& plugins) {
+  return "grid: " + ftr::kIconGrid +
          "\norography: /usr/share/ferret-vis/data/etopo20.cdf\norography_variable: ROSE\n"
          "start: 1979-01-01T00:00:00\ndt: 1800\nsteps: 8\nnproma: 24\nnlev: 5\nprogress_every: 0\n"
          "plugins:\n" +
@@ -133,8 +131,8 @@ FileId file_id(const std::string& path) {
 std::pair<std::string, std::string> host_and_replay_dirs(const ftr::ScratchDir& dir) {
   const std::string host_dir = dir.file("host"), replay_dir = dir.file("replay");
   EXPECT_EQ(ftr::run_command("mkdir -p '" + host_dir + "/rec' '" + replay_dir + "'").rc, 0);
-  ftr::write_text(host_dir + "/plugin.yaml", plugin_config());
-  ftr::write_text(replay_dir + "/plugin.yaml", plugin_config());
+  ftr::write_text(host_dir + "/plugin.yaml", recorded_plugin_config());
+  ftr::write_text(replay_dir + "/plugin.yaml", recorded_plugin_config());
   return {host_dir, replay_dir};
 }
 
@@ -189,10 +187,11 @@ TEST_P(RealComin, TheSamePluginFileGivesTheSameResultsInFinecastHostAndComInRepl
   ftr::ScratchDir dir("real_comin");
   const auto [host_dir, replay_dir] = host_and_replay_dirs(dir);
 
-  ftr::write_text(host_dir + "/host.yaml",
-                  host_run_file(host_plugin("recorder", kRecorder, "rec/run_ vars=" + kRecordedVars) +
-                                host_plugin("probe", kProbe, kProbeOptions) + host_plugin("simple_c", kSimpleC, "") +
-                                host_plugin("finecast", plugin, "plugin.yaml")));
+  ftr::write_text(
+      host_dir + "/host.yaml",
+      recorded_host_run_file(host_plugin("recorder", ftr::kRecorder, "rec/run_ vars=" + kRecordedVars) +
+                             host_plugin("probe", kProbe, kProbeOptions) + host_plugin("simple_c", kSimpleC, "") +
+                             host_plugin("finecast", plugin, "plugin.yaml")));
   const ftr::CommandResult host = mpirun(host_dir, ranks, ftr::binary("finecast-host") + " host.yaml");
   ASSERT_EQ(host.rc, 0) << host.output;
 
@@ -238,8 +237,8 @@ TEST(RealCominExternal, AFinecastTrainerJoinsComInsHandshake) {
   ftr::ScratchDir dir("real_comin_external");
   const auto [host_dir, replay_dir] = host_and_replay_dirs(dir);
   ftr::write_text(host_dir + "/host.yaml",
-                  host_run_file(host_plugin("recorder", kRecorder, "rec/run_ vars=" + kRecordedVars) +
-                                host_plugin("finecast", ftr::plugin_library(), "plugin.yaml")));
+                  recorded_host_run_file(host_plugin("recorder", ftr::kRecorder, "rec/run_ vars=" + kRecordedVars) +
+                                         host_plugin("finecast", ftr::plugin_library(), "plugin.yaml")));
   const ftr::CommandResult host = mpirun(host_dir, 2, ftr::binary("finecast-host") + " host.yaml");
   ASSERT_EQ(host.rc, 0) << host.output;
 
@@ -264,7 +263,7 @@ TEST(RealCominAsync, TrainsAndSamplesUnderComInReplaysMpiInit) {
   ftr::ScratchDir dir("real_comin_async");
   const auto [host_dir, replay_dir] = host_and_replay_dirs(dir);
   ftr::write_text(host_dir + "/host.yaml",
-                  host_run_file(host_plugin("recorder", kRecorder, "rec/run_ vars=" + kRecordedVars)));
+                  recorded_host_run_file(host_plugin("recorder", ftr::kRecorder, "rec/run_ vars=" + kRecordedVars)));
   const ftr::CommandResult host = mpirun(host_dir, 2, ftr::binary("finecast-host") + " host.yaml");
   ASSERT_EQ(host.rc, 0) << host.output;
   ftr::write_text(
@@ -288,7 +287,7 @@ TEST(RealCominRecorder, WritesWhatComInsRecordersWrite) {
   const std::string host_dir = dir.file("host"), replay_dir = dir.file("replay");
   ASSERT_EQ(ftr::run_command("mkdir -p '" + host_dir + "/rec' '" + replay_dir + "'").rc, 0);
   ftr::write_text(host_dir + "/host.yaml",
-                  host_run_file(host_plugin("recorder", kRecorder, "rec/run_ vars=" + kRecordedVars)));
+                  recorded_host_run_file(host_plugin("recorder", ftr::kRecorder, "rec/run_ vars=" + kRecordedVars)));
   ASSERT_EQ(mpirun(host_dir, 2, ftr::binary("finecast-host") + " host.yaml").rc, 0);
   ftr::write_text(
       replay_dir + "/replay.nml",
@@ -304,7 +303,8 @@ TEST(RealCominRecorder, WritesWhatComInsRecordersWrite) {
 // refuses them at load with the reason, instead of crashing.
 TEST(RealCominRecorder, FinecastHostRefusesFortranPluginsWithTheReason) {
   ftr::ScratchDir dir("real_comin_fortran");
-  ftr::write_text(dir.file("host.yaml"), host_run_file(host_plugin("comin_var_recorder_plugin", kVarRecorder, "ts")));
+  ftr::write_text(dir.file("host.yaml"),
+                  recorded_host_run_file(host_plugin("comin_var_recorder_plugin", kVarRecorder, "ts")));
   const ftr::CommandResult r = mpirun(dir.path(), 1, ftr::binary("finecast-host") + " host.yaml");
   EXPECT_NE(r.rc, 0);
   EXPECT_NE(r.output.find("This is a Fortran plugin"), std::string::npos) << r.output;
@@ -317,9 +317,9 @@ void replay_with_an_unknown_field(const ftr::ScratchDir& dir, int ranks, ftr::Co
   const std::string host_dir = dir.file("host"), replay_dir = dir.file("replay");
   ASSERT_EQ(ftr::run_command("mkdir -p '" + host_dir + "/rec' '" + replay_dir + "'").rc, 0);
   ftr::write_text(host_dir + "/host.yaml",
-                  host_run_file(host_plugin("recorder", kRecorder, "rec/run_ vars=ts,topography_c")));
+                  recorded_host_run_file(host_plugin("recorder", ftr::kRecorder, "rec/run_ vars=ts,topography_c")));
   ASSERT_EQ(mpirun(host_dir, ranks, ftr::binary("finecast-host") + " host.yaml").rc, 0);
-  ftr::write_text(replay_dir + "/plugin.yaml", plugin_config());
+  ftr::write_text(replay_dir + "/plugin.yaml", recorded_plugin_config());
   ftr::write_text(
       replay_dir + "/replay.nml",
       replay_namelist(host_dir + "/rec/run_", {{"comin_var_replay_plugin", kVarReplay, host_dir + "/rec/run_vars_"},
@@ -390,7 +390,8 @@ ftr::CommandResult replay_under_comin_02(const std::string& host_dir, const std:
                                          ftr::CommandResult& host) {
   ftr::write_text(
       host_dir + "/host.yaml",
-      host_run_file(host_plugin("recorder", kRecorder, "rec/run_ vars=" + kRecordedVars + " format=0.2") + extra));
+      recorded_host_run_file(host_plugin("recorder", ftr::kRecorder, "rec/run_ vars=" + kRecordedVars + " format=0.2") +
+                             extra));
   host = mpirun(host_dir, ranks, ftr::binary("finecast-host") + " host.yaml");
   if (host.rc != 0) return host;
   std::vector<std::array<std::string, 3> > list = {

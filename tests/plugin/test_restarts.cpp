@@ -25,12 +25,10 @@ namespace fp = finecast::plugin;
 
 namespace {
 
-const std::string kGrid = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc";
-
-std::string plugin_config(const std::string& patch = "{orography: topography_c}") {
+std::string chain_plugin_config(const std::string& patch = "{orography: topography_c}") {
   return "fields: [ts]\nseed: 5\ndevice: cpu\n"
          "grid: {type: icon, file: " +
-         kGrid +
+         ftr::kIconGrid +
          ", coarse_level: 0}\n"
          "patch: " +
          patch +
@@ -42,25 +40,8 @@ std::string plugin_config(const std::string& patch = "{orography: topography_c}"
          "checkpoint: {dir: ckpt, keep: 2, resume: auto}\n";
 }
 
-/// `steps` steps of 30 min starting `offset` steps after 1979-01-01T00:00.
-std::string host_run_file(int offset, int steps) {
-  const int minutes = offset * 30;
-  char start[32];
-  std::snprintf(start, sizeof start, "1979-01-01T%02d:%02d:00", minutes / 60, minutes % 60);
-  return "grid: " + kGrid +
-         "\norography: /usr/share/ferret-vis/data/etopo20.cdf\norography_variable: ROSE\n"
-         "experiment_start: 1979-01-01T00:00:00\nstart: " +
-         start + "\ndt: 1800\nsteps: " + std::to_string(steps) +
-         "\nnproma: 24\nnlev: 2\n"
-         "progress_every: 0\nrestart_run: " +
-         (offset > 0 ? "true" : "false") +
-         "\n"
-         "plugins:\n  - {name: finecast, library: " +
-         ftr::plugin_library() + ", options: plugin.yaml}\n";
-}
-
 ftr::CommandResult run_chunk(const std::string& dir, int offset, int steps) {
-  ftr::write_text(dir + "/host.yaml", host_run_file(offset, steps));
+  ftr::write_text(dir + "/host.yaml", ftr::chunk_host_file(offset, steps));
   return ftr::run_command("cd '" + dir + "' && mpiexec -n 2 --oversubscribe " + ftr::binary("finecast-host") +
                           " host.yaml");
 }
@@ -85,8 +66,8 @@ TEST(RestartChain, FourShortChunksBufferWhatOneLongRunBuffers) {
   // With a covariate gathered at every step (the host's surface pressure), normalised as at the
   // first step of the long run in every chunk: the chunks after the first take the checkpoint's norms.
   const std::string patch = "{orography: topography_c, static: [ps], static_refresh: true}";
-  ftr::write_text(long_dir.file("plugin.yaml"), plugin_config(patch));
-  ftr::write_text(chain_dir.file("plugin.yaml"), plugin_config(patch));
+  ftr::write_text(long_dir.file("plugin.yaml"), chain_plugin_config(patch));
+  ftr::write_text(chain_dir.file("plugin.yaml"), chain_plugin_config(patch));
   const ftr::CommandResult whole = run_chunk(long_dir.path(), 0, 12);
   ASSERT_EQ(whole.rc, 0) << whole.output;
 
@@ -155,7 +136,7 @@ TEST(RestartChain, FourShortChunksBufferWhatOneLongRunBuffers) {
 // at the end of a chunk, which the run without a restart would not have).
 TEST(RestartChain, APrequentialCalibrationGoesOnAcrossARestart) {
   ftr::ScratchDir long_dir("calib_long"), chain_dir("calib_chain");
-  std::string config = plugin_config();
+  std::string config = chain_plugin_config();
   const std::string from = "sample: {every: 3,";
   ASSERT_NE(config.find(from), std::string::npos);
   config.replace(config.find(from), from.size(), "sample: {every: 2, at_end: false, calibration: prequential,");
@@ -185,10 +166,10 @@ TEST(RestartChain, APrequentialCalibrationGoesOnAcrossARestart) {
 // shapes alone would have let it through: one field each, the same context).
 TEST(RestartChain, ResumeWithOtherFieldsIsRefusedNamingBoth) {
   ftr::ScratchDir dir("chain_other_field");
-  ftr::write_text(dir.file("plugin.yaml"), plugin_config());
+  ftr::write_text(dir.file("plugin.yaml"), chain_plugin_config());
   const ftr::CommandResult first = run_chunk(dir.path(), 0, 1);
   ASSERT_EQ(first.rc, 0) << first.output;
-  std::string ps = plugin_config();
+  std::string ps = chain_plugin_config();
   ps.replace(ps.find("fields: [ts]"), 12, "fields: [ps]");
   ftr::write_text(dir.file("plugin.yaml"), ps);
   const ftr::CommandResult second = run_chunk(dir.path(), 1, 1);
@@ -206,10 +187,10 @@ TEST(RestartChain, ResumeWithOtherFieldsIsRefusedNamingBoth) {
 // real reason came only once the snapshot was gone.
 TEST(RestartChain, ACheckpointOfAnotherGridIsRefusedForThatNotAsADamagedSnapshot) {
   ftr::ScratchDir dir("chain_other_grid");
-  ftr::write_text(dir.file("plugin.yaml"), plugin_config());
+  ftr::write_text(dir.file("plugin.yaml"), chain_plugin_config());
   const ftr::CommandResult first = run_chunk(dir.path(), 0, 1);
   ASSERT_EQ(first.rc, 0) << first.output;
-  std::string level1 = plugin_config();
+  std::string level1 = chain_plugin_config();
   level1.replace(level1.find("coarse_level: 0"), 15, "coarse_level: 1");
   ftr::write_text(dir.file("plugin.yaml"), level1);
   const ftr::CommandResult second = run_chunk(dir.path(), 1, 1);
@@ -229,7 +210,7 @@ namespace {
 std::string every4_config(const std::string& resume = "auto", const std::string& extra = "") {
   return "fields: [ts]\nseed: 5\ndevice: cpu\n"
          "grid: {type: icon, file: " +
-         kGrid +
+         ftr::kIconGrid +
          ", coarse_level: 0}\n"
          "buffer: {capacity: 4}\n"
          "model: {hidden: 16, depth: 1, time_embedding: 8, diffusion_steps: 5}\n"
@@ -277,7 +258,7 @@ TEST(RestartChain, EveryRankSamplesOnTheResumedCount) {
   ftr::write_text(dir.file("plugin.yaml"), config);
   const ftr::CommandResult first = run_chunk(dir.path(), 0, 5);
   ASSERT_EQ(first.rc, 0) << first.output;
-  ftr::write_text(dir.file("host.yaml"), host_run_file(5, 6));
+  ftr::write_text(dir.file("host.yaml"), ftr::chunk_host_file(5, 6));
   const ftr::CommandResult r =
       ftr::run_command("cd '" + dir.path() + "' && timeout -k 5 120 mpiexec -n 2 --oversubscribe " +
                        ftr::binary("finecast-host") + " host.yaml");

@@ -98,7 +98,6 @@ TEST(ResidualFormulation, AModelWithNothingToAddReproducesTheInterpolant) {
 namespace {
 
 const std::string kIconData = "/usr/share/ncarg/data/nug/atm_phy_mag0004_1985.nc";
-const std::string kIconGrid = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc";
 
 /// Replays the real R2B4 ts with rings, a covariate (sea-ice fraction, as a stand-in for a
 /// static field), the interpolant base (or `residual`), the graph denoiser and a held-out box on `ranks` ranks.

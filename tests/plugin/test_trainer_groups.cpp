@@ -15,12 +15,10 @@ namespace ftr = finecast::testing_replay;
 
 namespace {
 
-const std::string kGrid = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc";
-
-std::string plugin_config(int ranks, bool async, const std::string& extra = "") {
+std::string group_plugin_config(int ranks, bool async, const std::string& extra = "") {
   return "fields: [ts]\nseed: 3\ndevice: cpu\n"
          "grid: {type: icon, file: " +
-         kGrid +
+         ftr::kIconGrid +
          ", coarse_level: 1}\n"
          "buffer: {capacity: 4}\n"
          "model: {hidden: 32, depth: 2, time_embedding: 16, diffusion_steps: 10}\n"
@@ -34,26 +32,10 @@ std::string plugin_config(int ranks, bool async, const std::string& extra = "") 
          extra;
 }
 
-/// `steps` steps of 30 min starting `offset` steps after 1979-01-01T00:00 (a chunk of a chain);
-/// `plugin_extra`: more keys of finecast's plugin list entry, `more_plugins` further entries.
-std::string host_run_file(int offset, int steps, const std::string& plugin_extra = "",
-                          const std::string& more_plugins = "") {
-  const int minutes = offset * 30;
-  char start[32];
-  std::snprintf(start, sizeof start, "1979-01-01T%02d:%02d:00", minutes / 60, minutes % 60);
-  return "grid: " + kGrid +
-         "\norography: /usr/share/ferret-vis/data/etopo20.cdf\norography_variable: ROSE\n"
-         "experiment_start: 1979-01-01T00:00:00\nstart: " +
-         start + "\ndt: 1800\nsteps: " + std::to_string(steps) +
-         "\nnproma: 24\nnlev: 2\nprogress_every: 0\nrestart_run: " + (offset > 0 ? "true" : "false") +
-         "\nplugins:\n  - {name: finecast, library: " + ftr::plugin_library() + ", options: plugin.yaml" +
-         plugin_extra + "}\n" + more_plugins;
-}
-
 ftr::CommandResult run(const std::string& dir, int ranks, bool async, int offset, int steps,
                        const std::string& extra = "") {
-  ftr::write_text(dir + "/plugin.yaml", plugin_config(ranks, async, extra));
-  ftr::write_text(dir + "/host.yaml", host_run_file(offset, steps));
+  ftr::write_text(dir + "/plugin.yaml", group_plugin_config(ranks, async, extra));
+  ftr::write_text(dir + "/host.yaml", ftr::chunk_host_file(offset, steps));
   return ftr::run_command("cd '" + dir + "' && mpiexec -n 4 --oversubscribe " + ftr::binary("finecast-host") +
                           " host.yaml");
 }
@@ -236,8 +218,8 @@ print("weights=%.3g" % relative(weights(dirs[1] + "/ckpt/" + ckpt), weights(dirs
 // loader's reason, on the trainer rank; the host's other ranks never needed it.
 TEST(TrainerGroups, AMissingTrainerModuleIsAStartUpErrorNamingIt) {
   ftr::ScratchDir dir("trainer_groups_module");
-  ftr::write_text(dir.file("plugin.yaml"), plugin_config(1, false));
-  ftr::write_text(dir.file("host.yaml"), host_run_file(0, 2));
+  ftr::write_text(dir.file("plugin.yaml"), group_plugin_config(1, false));
+  ftr::write_text(dir.file("host.yaml"), ftr::chunk_host_file(0, 2));
   const ftr::CommandResult r =
       ftr::run_command("cd '" + dir.path() +
                        "' && FINECAST_TRAINER_MODULE=/nonexistent/libfinecast_trainer_module.so "
@@ -260,12 +242,12 @@ TEST(ExternalTrainers, GiveWhatTheSameTrainersInsideTheHostGive) {
                                "/lib/libfinecast_recorder.so, options: \"rec/run_ vars=ts_finecast\"}\n";
   const std::string both = "coupling: {communicator: plugin}\nlog: {all_ranks: true}\n";
   ftr::run_command("mkdir -p '" + inside + "/rec' '" + outside + "/rec'");
-  std::string config = plugin_config(2, false, both);
+  std::string config = group_plugin_config(2, false, both);
   ftr::write_text(inside + "/plugin.yaml", config);
   config.replace(config.find("ranks: 2}"), 9, "ranks: 2, placement: external}");
   ftr::write_text(outside + "/plugin.yaml", config);
   for (const std::string& d : {inside, outside})
-    ftr::write_text(d + "/host.yaml", host_run_file(0, 8, ", comm: finecast", recorder));
+    ftr::write_text(d + "/host.yaml", ftr::chunk_host_file(0, 8, ", comm: finecast", recorder));
   const std::string host = ftr::binary("finecast-host") + " host.yaml";
   const ftr::CommandResult a = ftr::run_command("cd '" + inside + "' && mpiexec -n 2 --oversubscribe " + host);
   ASSERT_EQ(a.rc, 0) << a.output;
@@ -326,11 +308,11 @@ TEST(ExternalTrainers, GiveWhatTheSameTrainersInsideTheHostGive) {
 // finecast-trainer processes, and finecast-trainer processes the config does not expect.
 TEST(ExternalTrainers, AMismatchedLayoutIsAStartUpErrorNamingTheKeys) {
   ftr::ScratchDir dir("external_trainers_layout");
-  ftr::write_text(dir.file("host.yaml"), host_run_file(0, 2, ", comm: finecast"));
+  ftr::write_text(dir.file("host.yaml"), ftr::chunk_host_file(0, 2, ", comm: finecast"));
   const std::string host =
       "cd '" + dir.path() + "' && mpiexec -n 2 --oversubscribe " + ftr::binary("finecast-host") + " host.yaml";
   const std::string trainer = " : -n 1 " + ftr::binary("finecast-trainer");
-  ftr::write_text(dir.file("plugin.yaml"), plugin_config(1, false, "coupling: {communicator: plugin}\n"));
+  ftr::write_text(dir.file("plugin.yaml"), group_plugin_config(1, false, "coupling: {communicator: plugin}\n"));
   ftr::CommandResult r = ftr::run_command(host + " --set train.placement=external");
   EXPECT_NE(r.rc, 0) << r.output;
   EXPECT_NE(r.output.find("train.placement external, but no finecast-trainer process joined"), std::string::npos)
@@ -369,12 +351,12 @@ TEST(TrainerGroups, ASessionFailingOnOneTrainerRankAbortsTheRun) {
 // the host runs to its end; under on_error: abort the trainer ends the MPI job.
 TEST(ExternalTrainers, AFailureOnTheTrainerEndsTheRunOnEveryRank) {
   ftr::ScratchDir dir("external_trainers_failure");
-  std::string config = plugin_config(1, false,
-                                     "coupling: {communicator: plugin}\nlog: {all_ranks: true}\n"
-                                     "testing: {fault: training, fault_step: 4}\n");
+  std::string config = group_plugin_config(1, false,
+                                           "coupling: {communicator: plugin}\nlog: {all_ranks: true}\n"
+                                           "testing: {fault: training, fault_step: 4}\n");
   config.replace(config.find("ranks: 1}"), 9, "ranks: 1, placement: external}");
   ftr::write_text(dir.file("plugin.yaml"), config);
-  ftr::write_text(dir.file("host.yaml"), host_run_file(0, 8, ", comm: finecast"));
+  ftr::write_text(dir.file("host.yaml"), ftr::chunk_host_file(0, 8, ", comm: finecast"));
   const std::string run = "cd '" + dir.path() + "' && timeout -k 5 120 mpiexec -n 2 --oversubscribe " +
                           ftr::binary("finecast-host") + " host.yaml --set on_error=";
   const std::string trainer = " : -n 1 " + ftr::binary("finecast-trainer");
@@ -406,7 +388,7 @@ TEST(ExternalTrainers, AFailureOnTheTrainerEndsTheRunOnEveryRank) {
 // keys of its copy that differ, and the checkpoint records the hash of the config it ran with.
 TEST(ExternalTrainers, RunWithTheHostsConfigWhateverTheirOwnCopySays) {
   ftr::ScratchDir dir("external_trainers_config");
-  std::string config = plugin_config(1, false, "coupling: {communicator: plugin}\n");
+  std::string config = group_plugin_config(1, false, "coupling: {communicator: plugin}\n");
   config.replace(config.find("ranks: 1}"), 9, "ranks: 1, placement: external}");
   config.replace(config.find("sample: {every: 4"), 17, "sample: {every: 2");
   ftr::write_text(dir.file("plugin.yaml"), config);
@@ -415,7 +397,7 @@ TEST(ExternalTrainers, RunWithTheHostsConfigWhateverTheirOwnCopySays) {
   copy.replace(copy.find(", write_back: ts_finecast"), 25, "");
   ftr::run_command("mkdir -p '" + dir.file("tr") + "'");
   ftr::write_text(dir.file("tr/plugin.yaml"), copy);
-  ftr::write_text(dir.file("host.yaml"), host_run_file(0, 6, ", comm: finecast"));
+  ftr::write_text(dir.file("host.yaml"), ftr::chunk_host_file(0, 6, ", comm: finecast"));
   const ftr::CommandResult r = ftr::run_command(
       "cd '" + dir.path() + "' && timeout -k 5 60 mpiexec -n 2 --oversubscribe " + ftr::binary("finecast-host") +
       " host.yaml : -n 1 -wdir '" + dir.file("tr") + "' " + ftr::binary("finecast-trainer") + " --comm finecast");

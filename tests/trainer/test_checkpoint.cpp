@@ -24,17 +24,6 @@ using ft::testing::KnownDistribution;
 
 namespace {
 
-ft::ModelOptions tiny_model() {
-  ft::ModelOptions o;
-  o.context_size = 3;
-  o.patch_size = 16;
-  o.hidden = 32;
-  o.depth = 2;
-  o.time_embedding = 16;
-  o.diffusion_steps = 20;
-  return o;
-}
-
 ft::TrainOptions tiny_training() {
   ft::TrainOptions t;
   t.batch_size = 16;
@@ -64,12 +53,10 @@ class Checkpoint : public ::testing::Test {
   ft::DataView view() const { return {data_.context.data(), data_.fine.data(), nullptr, data_.n}; }
 };
 
-bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
-
 }  // namespace
 
 TEST_F(Checkpoint, RoundTripIsBitwise) {
-  ft::Downscaler a(tiny_model(), tiny_training(), "cpu");
+  ft::Downscaler a(ft::testing::tiny_mlp(), tiny_training(), "cpu");
   a.train_epoch(view());
   a.save_checkpoint(path("a.h5"), {{"run", "test"}, {"host_step", "12"}});
   auto b = ft::Downscaler::load_checkpoint(path("a.h5"), "cpu");
@@ -108,7 +95,7 @@ TEST_F(Checkpoint, RoundTripIsBitwise) {
 // write, read back equal, and may not take the name of one of the checkpoint's own groups.
 TEST_F(Checkpoint, TypedGroupsKeepTheirTypes) {
   using finecast::schema::Value;
-  const ft::Downscaler a(tiny_model(), tiny_training(), "cpu");
+  const ft::Downscaler a(ft::testing::tiny_mlp(), tiny_training(), "cpu");
   const finecast::schema::Record group{{"count", Value(int64_t{256})},
                                        {"coefficients", Value(std::vector<double>{0.1, -2.5, 1e-17})},
                                        {"names", Value(std::vector<std::string>{"ts", "fr_land"})},
@@ -160,18 +147,18 @@ TEST_F(Checkpoint, TypedGroupsKeepTheirTypes) {
 
   for (const char* taken : {"model", "options", "metadata", "", "a/b"}) {
     const auto e = error_of([&] { a.save_checkpoint(path("clash.h5"), {}, {{taken, group}}); });
-    EXPECT_TRUE(contains(e, "clash.h5: not written: the group name \"" + std::string(taken) + "\"")) << e;
+    EXPECT_TRUE(ft::testing::contains(e, "clash.h5: not written: the group name \"" + std::string(taken) + "\"")) << e;
     EXPECT_FALSE(fs::exists(path("clash.h5")));
   }
 }
 
 TEST_F(Checkpoint, ResumingEqualsTrainingStraight) {
   // 2N epochs straight == N epochs, save, load into a fresh object, N epochs (same seed, CPU).
-  ft::Downscaler straight(tiny_model(), tiny_training(), "cpu");
+  ft::Downscaler straight(ft::testing::tiny_mlp(), tiny_training(), "cpu");
   for (int e = 0; e < 4; ++e) straight.train_epoch(view());
 
   {
-    ft::Downscaler first(tiny_model(), tiny_training(), "cpu");
+    ft::Downscaler first(ft::testing::tiny_mlp(), tiny_training(), "cpu");
     for (int e = 0; e < 2; ++e) first.train_epoch(view());
     first.save_checkpoint(path("half.h5"));
   }
@@ -181,7 +168,7 @@ TEST_F(Checkpoint, ResumingEqualsTrainingStraight) {
   EXPECT_TRUE(torch::equal(ft::internals(resumed).flat, ft::internals(straight).flat));
   EXPECT_TRUE(torch::equal(ft::internals(resumed).ema, ft::internals(straight).ema));
   // Without the generator state the continuation would differ: the check has teeth.
-  ft::Downscaler other(tiny_model(), tiny_training(), "cpu");
+  ft::Downscaler other(ft::testing::tiny_mlp(), tiny_training(), "cpu");
   other.restore(path("half.h5"));
   ft::internals(other).gen = at::make_generator<at::CPUGeneratorImpl>(999);
   for (int e = 0; e < 2; ++e) other.train_epoch(view());
@@ -189,21 +176,21 @@ TEST_F(Checkpoint, ResumingEqualsTrainingStraight) {
 }
 
 TEST_F(Checkpoint, WrongArchitectureAndShapesAreNamed) {
-  ft::Downscaler mlp(tiny_model(), tiny_training(), "cpu");
+  ft::Downscaler mlp(ft::testing::tiny_mlp(), tiny_training(), "cpu");
   mlp.save_checkpoint(path("mlp.h5"));
-  auto unet_opts = tiny_model();
+  auto unet_opts = ft::testing::tiny_mlp();
   unet_opts.arch = finecast::trainer::Arch::kUnet;
   unet_opts.unet_channels = 4;
   ft::Downscaler unet(unet_opts, tiny_training(), "cpu");
   const auto e1 = error_of([&] { unet.restore(path("mlp.h5")); });
-  EXPECT_TRUE(contains(e1, "arch: file has mlp, this model has unet")) << e1;
+  EXPECT_TRUE(ft::testing::contains(e1, "arch: file has mlp, this model has unet")) << e1;
 
-  auto wide = tiny_model();
+  auto wide = ft::testing::tiny_mlp();
   wide.hidden = 48;
   ft::Downscaler w(wide, tiny_training(), "cpu");
   const auto before = ft::internals(w).flat.clone();
   const auto e2 = error_of([&] { w.restore(path("mlp.h5")); });
-  EXPECT_TRUE(contains(e2, "hidden: file has 32, this model has 48")) << e2;
+  EXPECT_TRUE(ft::testing::contains(e2, "hidden: file has 32, this model has 48")) << e2;
   EXPECT_TRUE(torch::equal(before, ft::internals(w).flat)) << "a failed restore must leave the model unchanged";
 }
 
@@ -235,7 +222,7 @@ TEST(ModelOptionsOnResume, TheFlaggedRowsThatApplyToBothModels) {
 }
 
 TEST_F(Checkpoint, MissingAndMisshapenTensorsAreListed) {
-  ft::Downscaler a(tiny_model(), tiny_training(), "cpu");
+  ft::Downscaler a(ft::testing::tiny_mlp(), tiny_training(), "cpu");
   a.save_checkpoint(path("a.h5"));
   {
     const hid_t f = H5Fopen(path("a.h5").c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
@@ -251,14 +238,14 @@ TEST_F(Checkpoint, MissingAndMisshapenTensorsAreListed) {
     H5Sclose(space);
     H5Fclose(f);
   }
-  ft::Downscaler b(tiny_model(), tiny_training(), "cpu");
+  ft::Downscaler b(ft::testing::tiny_mlp(), tiny_training(), "cpu");
   const auto e = error_of([&] { b.restore(path("a.h5")); });
-  EXPECT_TRUE(contains(e, "missing tensor /ema/layer1.bias")) << e;
-  EXPECT_TRUE(contains(e, "/model/out.weight is float32[7], the model expects float32[16,32]")) << e;
+  EXPECT_TRUE(ft::testing::contains(e, "missing tensor /ema/layer1.bias")) << e;
+  EXPECT_TRUE(ft::testing::contains(e, "/model/out.weight is float32[7], the model expects float32[16,32]")) << e;
 }
 
 TEST_F(Checkpoint, WrongFormatVersionIsRefused) {
-  ft::Downscaler a(tiny_model(), tiny_training(), "cpu");
+  ft::Downscaler a(ft::testing::tiny_mlp(), tiny_training(), "cpu");
   a.save_checkpoint(path("a.h5"));
   {
     const hid_t f = H5Fopen(path("a.h5").c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
@@ -269,15 +256,16 @@ TEST_F(Checkpoint, WrongFormatVersionIsRefused) {
     H5Fclose(f);
   }
   const auto e = error_of([&] { ft::Downscaler::load_checkpoint(path("a.h5"), "cpu"); });
-  EXPECT_TRUE(contains(e, "checkpoint format version " + std::to_string(ft::kCheckpointFormatVersion + 1) +
-                              ", but this build reads versions 1 to " + std::to_string(ft::kCheckpointFormatVersion)))
+  EXPECT_TRUE(ft::testing::contains(e, "checkpoint format version " + std::to_string(ft::kCheckpointFormatVersion + 1) +
+                                           ", but this build reads versions 1 to " +
+                                           std::to_string(ft::kCheckpointFormatVersion)))
       << e;
-  EXPECT_TRUE(contains(e, "newer finecast")) << e;
+  EXPECT_TRUE(ft::testing::contains(e, "newer finecast")) << e;
   EXPECT_FALSE(ft::newest_valid_checkpoint(scratch_.dir().string()).has_value());
 }
 
 TEST_F(Checkpoint, TruncatedCorruptAndForeignFilesGiveClearErrors) {
-  ft::Downscaler a(tiny_model(), tiny_training(), "cpu");
+  ft::Downscaler a(ft::testing::tiny_mlp(), tiny_training(), "cpu");
   a.train_epoch(view());
   a.save_checkpoint(path("good.h5"));
   const auto size = fs::file_size(path("good.h5"));
@@ -285,8 +273,8 @@ TEST_F(Checkpoint, TruncatedCorruptAndForeignFilesGiveClearErrors) {
   fs::copy_file(path("good.h5"), path("truncated.h5"));
   fs::resize_file(path("truncated.h5"), size / 2);
   const auto e1 = error_of([&] { ft::Downscaler::load_checkpoint(path("truncated.h5"), "cpu"); });
-  EXPECT_TRUE(contains(e1, "truncated.h5")) << e1;
-  EXPECT_TRUE(contains(e1, "truncated or corrupt")) << e1;
+  EXPECT_TRUE(ft::testing::contains(e1, "truncated.h5")) << e1;
+  EXPECT_TRUE(ft::testing::contains(e1, "truncated or corrupt")) << e1;
 
   // Flip bytes inside the raw data of one tensor: the Fletcher-32 checksum must catch it.
   fs::copy_file(path("good.h5"), path("corrupt.h5"));
@@ -308,42 +296,42 @@ TEST_F(Checkpoint, TruncatedCorruptAndForeignFilesGiveClearErrors) {
     io.write(junk, sizeof junk);
   }
   const auto e2 = error_of([&] { ft::Downscaler::load_checkpoint(path("corrupt.h5"), "cpu"); });
-  EXPECT_TRUE(contains(e2, "cannot read dataset model/layer0.weight")) << e2;
-  EXPECT_TRUE(contains(e2, "checksum")) << e2;
+  EXPECT_TRUE(ft::testing::contains(e2, "cannot read dataset model/layer0.weight")) << e2;
+  EXPECT_TRUE(ft::testing::contains(e2, "checksum")) << e2;
   const auto e2v = error_of([&] { ft::verify_checkpoint(path("corrupt.h5")); });
-  EXPECT_TRUE(contains(e2v, "layer0.weight")) << e2v;
+  EXPECT_TRUE(ft::testing::contains(e2v, "layer0.weight")) << e2v;
 
   {
     std::ofstream junk(path("text.h5"));
     junk << "this is not HDF5\n";
   }
   const auto e3 = error_of([&] { ft::Downscaler::load_checkpoint(path("text.h5"), "cpu"); });
-  EXPECT_TRUE(contains(e3, "not an HDF5 file")) << e3;
+  EXPECT_TRUE(ft::testing::contains(e3, "not an HDF5 file")) << e3;
 
   const hid_t f = H5Fcreate(path("foreign.h5").c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   H5Fclose(f);
   const auto e4 = error_of([&] { ft::Downscaler::load_checkpoint(path("foreign.h5"), "cpu"); });
-  EXPECT_TRUE(contains(e4, "not a finecast checkpoint")) << e4;
+  EXPECT_TRUE(ft::testing::contains(e4, "not a finecast checkpoint")) << e4;
 
   const auto e5 = error_of([&] { ft::Downscaler::load_checkpoint(path("absent.h5"), "cpu"); });
-  EXPECT_TRUE(contains(e5, "no such checkpoint file")) << e5;
+  EXPECT_TRUE(ft::testing::contains(e5, "no such checkpoint file")) << e5;
 }
 
 // NaN or Inf weights would poison every run resumed from them: they are never written, and a file
 // that holds them with valid checksums (written by another program, or damaged before HDF5
 // computed the checksums) is refused at load instead of downscaling to all-fill output.
 TEST_F(Checkpoint, NonFiniteWeightsAreNeverWrittenAndRefusedAtLoad) {
-  ft::Downscaler a(tiny_model(), tiny_training(), "cpu");
+  ft::Downscaler a(ft::testing::tiny_mlp(), tiny_training(), "cpu");
   a.train_epoch(view());
   a.save_checkpoint(path("good.h5"));
   {
-    ft::Downscaler poisoned(tiny_model(), tiny_training(), "cpu");
+    ft::Downscaler poisoned(ft::testing::tiny_mlp(), tiny_training(), "cpu");
     {
       const torch::NoGradGuard no_grad;
       ft::internals(poisoned).flat.view(-1)[0].fill_(std::numeric_limits<float>::quiet_NaN());
     }
     const auto e = error_of([&] { poisoned.save_checkpoint(path("poisoned.h5")); });
-    EXPECT_TRUE(contains(e, "not written")) << e;
+    EXPECT_TRUE(ft::testing::contains(e, "not written")) << e;
     EXPECT_FALSE(fs::exists(path("poisoned.h5")));
   }
   for (const float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
@@ -363,13 +351,13 @@ TEST_F(Checkpoint, NonFiniteWeightsAreNeverWrittenAndRefusedAtLoad) {
       H5Fclose(f);
     }
     const auto e = error_of([&] { ft::Downscaler::load_checkpoint(path(name), "cpu"); });
-    EXPECT_TRUE(contains(e, name)) << e;
-    EXPECT_TRUE(contains(e, "/model holds NaN or Inf values")) << e;
+    EXPECT_TRUE(ft::testing::contains(e, name)) << e;
+    EXPECT_TRUE(ft::testing::contains(e, "/model holds NaN or Inf values")) << e;
   }
 }
 
 TEST_F(Checkpoint, DirectoryKeepsTheLastKAndFallsBackToTheNewestValid) {
-  ft::Downscaler a(tiny_model(), tiny_training(), "cpu");
+  ft::Downscaler a(ft::testing::tiny_mlp(), tiny_training(), "cpu");
   const std::string d = path("ckpts");
   std::vector<std::string> written;
   for (int e = 0; e < 4; ++e) {
@@ -377,7 +365,8 @@ TEST_F(Checkpoint, DirectoryKeepsTheLastKAndFallsBackToTheNewestValid) {
     written.push_back(ft::save_checkpoint_in_dir(a, d, 3, {{"epoch", std::to_string(e)}}));
   }
   EXPECT_EQ(written.back(), finecast::checkpoint_files::checkpoint_path(d, a.step()));
-  EXPECT_TRUE(contains(written.back(), "ckpt_000000" + std::to_string(a.step()) + ".h5")) << written.back();
+  EXPECT_TRUE(ft::testing::contains(written.back(), "ckpt_000000" + std::to_string(a.step()) + ".h5"))
+      << written.back();
   EXPECT_FALSE(fs::exists(written[0]));  // only the last 3 are kept
   for (int i = 1; i < 4; ++i) EXPECT_TRUE(fs::exists(written[i]));
   EXPECT_EQ(ft::newest_valid_checkpoint(d), written[3]);
@@ -390,27 +379,27 @@ TEST_F(Checkpoint, DirectoryKeepsTheLastKAndFallsBackToTheNewestValid) {
   ASSERT_TRUE(best.has_value());
   EXPECT_EQ(*best, written[2]);
   ASSERT_EQ(skipped.size(), 1u);
-  EXPECT_TRUE(contains(skipped[0], written[3])) << skipped[0];
+  EXPECT_TRUE(ft::testing::contains(skipped[0], written[3])) << skipped[0];
   EXPECT_EQ(ft::read_checkpoint_metadata(*best).at("epoch"), "2");
   EXPECT_FALSE(ft::newest_valid_checkpoint(path("empty")).has_value());
 }
 
 TEST_F(Checkpoint, AFailedWriteLeavesThePreviousCheckpointIntact) {
-  ft::Downscaler a(tiny_model(), tiny_training(), "cpu");
+  ft::Downscaler a(ft::testing::tiny_mlp(), tiny_training(), "cpu");
   a.save_checkpoint(path("keep.h5"));
   const auto bytes = fs::file_size(path("keep.h5"));
   // A directory where the file should go makes the final rename fail after the write.
   fs::create_directories(path("blocked.h5/sub"));
   const auto e = error_of([&] { a.save_checkpoint(path("blocked.h5")); });
-  EXPECT_TRUE(contains(e, "cannot rename")) << e;
+  EXPECT_TRUE(ft::testing::contains(e, "cannot rename")) << e;
   for (const auto& entry : fs::directory_iterator(scratch_.dir()))
-    EXPECT_FALSE(contains(entry.path().filename().string(), ".tmp")) << "temporary file left behind";
+    EXPECT_FALSE(ft::testing::contains(entry.path().filename().string(), ".tmp")) << "temporary file left behind";
   EXPECT_EQ(fs::file_size(path("keep.h5")), bytes);
   EXPECT_NO_THROW(ft::verify_checkpoint(path("keep.h5")));
 }
 
 TEST_F(Checkpoint, FileIsReadableWithStandardTools) {
-  ft::Downscaler a(tiny_model(), tiny_training(), "cpu");
+  ft::Downscaler a(ft::testing::tiny_mlp(), tiny_training(), "cpu");
   a.save_checkpoint(path("a.h5"));
   if (!fs::exists("/usr/bin/h5dump")) GTEST_SKIP() << "h5dump not installed";
   const std::string cmd = "/usr/bin/h5dump -H " + path("a.h5") + " > " + path("dump.txt") + " 2>&1";
@@ -419,13 +408,13 @@ TEST_F(Checkpoint, FileIsReadableWithStandardTools) {
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   for (const char* what : {"GROUP \"model\"", "DATASET \"layer0.weight\"", "GROUP \"optimizer\"",
                            "GROUP \"normalisation\"", "ATTRIBUTE \"format_version\"", "\"rng\""})
-    EXPECT_TRUE(contains(text, what)) << what;
+    EXPECT_TRUE(ft::testing::contains(text, what)) << what;
 }
 
 TEST_F(Checkpoint, VersionOneFilesAreReadWithTheNewKeysAtTheirDefaults) {
   // A version-1 file has no model.activation/attention, none of the version-2 train options and
   // no /validation group: rewrite a new file into that shape and load it.
-  ft::Downscaler a(tiny_model(), tiny_training(), "cpu");
+  ft::Downscaler a(ft::testing::tiny_mlp(), tiny_training(), "cpu");
   a.train_epoch(view());
   a.save_checkpoint(path("v1.h5"));
   {
@@ -454,7 +443,7 @@ TEST_F(Checkpoint, VersionOneFilesAreReadWithTheNewKeysAtTheirDefaults) {
 TEST_F(Checkpoint, OneWithoutTheTrainingRangeSamplesUnclipped) {
   // Checkpoints written before sample.clip_context have no /normalisation/context_min|max: they
   // sample as they did, the network seeing the context as it is, and no row counts as beyond.
-  ft::Downscaler a(tiny_model(), tiny_training(), "cpu");
+  ft::Downscaler a(ft::testing::tiny_mlp(), tiny_training(), "cpu");
   a.train_epoch(view());
   a.publish();
   a.save_checkpoint(path("old.h5"));
@@ -473,7 +462,7 @@ TEST_F(Checkpoint, OneWithoutTheTrainingRangeSamplesUnclipped) {
     ft::SampleOptions so;
     so.members = 2;
     so.clip_context = clip;
-    std::vector<float> out(static_cast<size_t>(2 * tiny_model().patch_size));
+    std::vector<float> out(static_cast<size_t>(2 * ft::testing::tiny_mlp().patch_size));
     ds.sample(beyond.data(), &coarse, nullptr, 1, so, 5, out.data());
     return out;
   };

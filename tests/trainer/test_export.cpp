@@ -110,17 +110,6 @@ class Export : public ::testing::Test {
   }
 };
 
-ft::ModelOptions mlp() {
-  ft::ModelOptions o;
-  o.context_size = 3;
-  o.patch_size = 16;
-  o.hidden = 32;
-  o.depth = 2;
-  o.time_embedding = 16;
-  o.diffusion_steps = 20;
-  return o;
-}
-
 ft::SampleOptions ddim(int64_t steps, double eta) {
   ft::SampleOptions so;
   so.sampler = ft::Sampler::kDdim;
@@ -133,7 +122,7 @@ ft::SampleOptions ddim(int64_t steps, double eta) {
 }  // namespace
 
 TEST_F(Export, MlpModuleReproducesTheSamplerAndTheDenoiser) {
-  ft::Downscaler model = trained(mlp(), /*force_autograd=*/true);
+  ft::Downscaler model = trained(ft::testing::tiny_mlp(), /*force_autograd=*/true);
   ft::SampleOptions ddpm = ddim(10, 0.0);
   ddpm.sampler = ft::Sampler::kDdpm;
   // A fitted spread inflation (sample.inflation) is applied by forward as sample() applies it.
@@ -150,14 +139,14 @@ TEST_F(Export, MlpModuleReproducesTheSamplerAndTheDenoiser) {
 TEST_F(Export, MatchesTheFusedCpuSamplerToItsOwnTolerance) {
   // sample() of an MLP on the CPU runs the fused path (where the build has a CBLAS), whose
   // arithmetic order differs from autograd's; docs/training.md gives it 1e-5 of the field's scale.
-  ft::Downscaler model = trained(mlp(), /*force_autograd=*/false);
+  ft::Downscaler model = trained(ft::testing::tiny_mlp(), /*force_autograd=*/false);
   const auto [sample_diff, denoise_diff] = compare(model, ddim(10, 0.0), true);
   EXPECT_LT(sample_diff, 1e-4);
   EXPECT_LT(denoise_diff, kTolerance);
 }
 
 TEST_F(Export, UnetWithAttentionAndCovariatesReproducesTheSampler) {
-  ft::ModelOptions o = mlp();
+  ft::ModelOptions o = ft::testing::tiny_mlp();
   o.arch = ft::Arch::kUnet;
   o.unet_channels = 4;
   o.attention = true;
@@ -170,7 +159,7 @@ TEST_F(Export, UnetWithAttentionAndCovariatesReproducesTheSampler) {
 }
 
 TEST_F(Export, GraphDenoiserWithCovariatesReproducesTheSampler) {
-  ft::ModelOptions o = mlp();
+  ft::ModelOptions o = ft::testing::tiny_mlp();
   o.arch = ft::Arch::kGraph;
   o.unet_channels = 4;
   o.static_channels = 2;
@@ -184,7 +173,7 @@ TEST_F(Export, GraphDenoiserWithCovariatesReproducesTheSampler) {
 }
 
 TEST_F(Export, ForwardNamesWhatItMisses) {
-  ft::Downscaler model = trained(mlp(), true);
+  ft::Downscaler model = trained(ft::testing::tiny_mlp(), true);
   ft::ExportOptions eo;
   eo.sample = ddim(10, 0.0);
   eo.metadata = {{"context_fields", "tas"}, {"target", "tas"}, {"patch.relative_context", "true"}};
@@ -215,7 +204,7 @@ TEST_F(Export, ForwardNamesWhatItMisses) {
 // 2): finecast-export reads the fields, target and context from it as it reads the older text.
 TEST_F(Export, ProgramReadsTheConditioningGroup) {
   using finecast::schema::Value;
-  const ft::Downscaler model = trained(mlp(), true);
+  const ft::Downscaler model = trained(ft::testing::tiny_mlp(), true);
   const std::string checkpoint = scratch_.path("typed.h5"), file = scratch_.path("typed.pt");
   const finecast::schema::Record spec{
       {"spec_version", Value(int64_t{2})},          {"fields", Value(std::vector<std::string>{"tas", "ps", "ts"})},
@@ -287,7 +276,7 @@ TEST(ExportConditioning, TheTypedGroupIsReadByTypeAndOlderTextAlike) {
 // exported sampler lacks, is refused with the flag that exports without it.
 TEST_F(Export, ProgramSamplesAsTheCheckpointsRunDid) {
   using finecast::schema::Value;
-  const ft::Downscaler model = trained(mlp(), true);
+  const ft::Downscaler model = trained(ft::testing::tiny_mlp(), true);
   const std::string exe = std::string(FINECAST_BINARY_DIR) + "/bin/finecast-export";
   auto exported = [&](const finecast::schema::Record& sampling, const std::string& flags) {
     const std::string checkpoint = scratch_.path("sampling.h5"), file = scratch_.path("sampling.pt");
@@ -307,7 +296,7 @@ TEST_F(Export, ProgramSamplesAsTheCheckpointsRunDid) {
   m = exported(recorded, "--sampler ddpm --inflation 1");
   ASSERT_TRUE(m.has_value());
   EXPECT_EQ(m->attr("sampler").toStringRef(), "ddpm");
-  EXPECT_EQ(m->attr("steps").toInt(), mlp().diffusion_steps);
+  EXPECT_EQ(m->attr("steps").toInt(), ft::testing::tiny_mlp().diffusion_steps);
   EXPECT_DOUBLE_EQ(m->attr("inflation").toDouble(), 1.0);
   m = exported(recorded, "--steps 3");
   ASSERT_TRUE(m.has_value());
@@ -331,7 +320,7 @@ TEST_F(Export, ProgramWritesAModuleThatDebiansPythonLoadsAndRuns) {
   // Debian's python3-torch matches the LibTorch finecast builds against.
   if (std::system("/usr/bin/python3 -c 'import torch' > /dev/null 2>&1") != 0)
     GTEST_SKIP() << "/usr/bin/python3 with torch (python3-torch) is not installed";
-  ft::Downscaler model = trained(mlp(), true);
+  ft::Downscaler model = trained(ft::testing::tiny_mlp(), true);
   const std::string checkpoint = scratch_.path("model.h5"), file = scratch_.path("program.pt");
   const std::string exe = std::string(FINECAST_BINARY_DIR) + "/bin/finecast-export";
   ASSERT_EQ(std::system((exe + " --help > /dev/null").c_str()), 0);

@@ -24,17 +24,6 @@ using ft::testing::KnownDistribution;
 
 namespace {
 
-ft::ModelOptions mlp() {
-  ft::ModelOptions o;
-  o.context_size = 3;
-  o.patch_size = 16;
-  o.hidden = 32;
-  o.depth = 2;
-  o.time_embedding = 16;
-  o.diffusion_steps = 20;
-  return o;
-}
-
 ft::TrainOptions training() {
   ft::TrainOptions t;
   t.batch_size = 16;
@@ -82,7 +71,7 @@ class TorchScriptDenoiser : public ::testing::Test {
   ft::DataView view() const { return {data_.context.data(), data_.fine.data(), nullptr, data_.n}; }
 
   ft::ModelOptions with_module(const torch::jit::Module& m, const std::string& name = "denoiser.pt") {
-    ft::ModelOptions o = mlp();
+    ft::ModelOptions o = ft::testing::tiny_mlp();
     o.arch = ft::Arch::kTorchscript;
     o.file = scratch_.path(name);
     m.save(o.file);
@@ -100,13 +89,11 @@ class TorchScriptDenoiser : public ::testing::Test {
   }
 };
 
-bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
-
 }  // namespace
 
 TEST_F(TorchScriptDenoiser, TrainsToTheBuiltInMlpsWeights) {
-  ft::Downscaler builtin(mlp(), training(), "cpu");
-  ft::Downscaler user(with_module(scripted(kMlpSource, mlp())), training(), "cpu");
+  ft::Downscaler builtin(ft::testing::tiny_mlp(), training(), "cpu");
+  ft::Downscaler user(with_module(scripted(kMlpSource, ft::testing::tiny_mlp())), training(), "cpu");
   EXPECT_EQ(user.training_path(), "autograd");
   const auto& a = ft::internals(builtin);
   const auto& b = ft::internals(user);
@@ -120,12 +107,16 @@ TEST_F(TorchScriptDenoiser, TrainsToTheBuiltInMlpsWeights) {
   EXPECT_GT(a.step, 10);
   EXPECT_LT((a.flat - b.flat).abs().max().item<double>(), 1e-5);
   EXPECT_LT((a.ema - b.ema).abs().max().item<double>(), 1e-5);
-  EXPECT_GT((a.flat - ft::internals(ft::Downscaler(mlp(), training(), "cpu")).flat).abs().max().item<double>(), 1e-3)
+  EXPECT_GT((a.flat - ft::internals(ft::Downscaler(ft::testing::tiny_mlp(), training(), "cpu")).flat)
+                .abs()
+                .max()
+                .item<double>(),
+            1e-3)
       << "training changed nothing: the comparison would prove nothing";
 }
 
 TEST_F(TorchScriptDenoiser, CheckpointEmbedsTheModuleAndResumes) {
-  const ft::ModelOptions o = with_module(scripted(kMlpSource, mlp()));
+  const ft::ModelOptions o = with_module(scripted(kMlpSource, ft::testing::tiny_mlp()));
   ft::Downscaler user(o, training(), "cpu");
   user.train_epoch(view());
   user.publish();
@@ -173,17 +164,17 @@ def forward(self, x_t: Tensor, t: Tensor, context: Tensor) -> Tensor:
     h = torch.relu(torch.linear(h, self.layer1.weight, self.layer1.bias))
     return torch.linear(h, self.out.weight, self.out.bias)
 )";
-  ft::Downscaler different(with_module(scripted(other, mlp()), "other.pt"), training(), "cpu");
+  ft::Downscaler different(with_module(scripted(other, ft::testing::tiny_mlp()), "other.pt"), training(), "cpu");
   try {
     different.restore(ckpt);
     FAIL() << "a checkpoint of a different module was restored";
   } catch (const ft::CheckpointError& e) {
-    EXPECT_TRUE(contains(e.what(), "is not this model's")) << e.what();
+    EXPECT_TRUE(ft::testing::contains(e.what(), "is not this model's")) << e.what();
   }
 }
 
 TEST_F(TorchScriptDenoiser, WrongSignaturesAreRefusedNamingWhatDiffers) {
-  const ft::ModelOptions o = mlp();
+  const ft::ModelOptions o = ft::testing::tiny_mlp();
   auto source_returning = [](const std::string& expr) {
     return "def forward(self, x_t: Tensor, t: Tensor, context: Tensor) -> Tensor:\n"
            "    h = torch.cat([x_t, context, self.step_table.index_select(0, t)], 1)\n"
@@ -195,19 +186,21 @@ TEST_F(TorchScriptDenoiser, WrongSignaturesAreRefusedNamingWhatDiffers) {
   ft::ModelOptions one = o;
   one.depth = 1;
   std::string m = refusal(with_module(scripted(source_returning("torch.cat([h, h], 1)"), one), "wide.pt"));
-  EXPECT_TRUE(contains(m, "forward returns shape [2, 32] for a batch of 2, expected [2, 16]")) << m;
+  EXPECT_TRUE(ft::testing::contains(m, "forward returns shape [2, 32] for a batch of 2, expected [2, 16]")) << m;
   m = refusal(with_module(scripted(source_returning("h.double()"), one), "double.pt"));
-  EXPECT_TRUE(contains(m, "forward returns Double, expected float32")) << m;
+  EXPECT_TRUE(ft::testing::contains(m, "forward returns Double, expected float32")) << m;
   m = refusal(with_module(scripted("def forward(self, x: Tensor, t: Tensor) -> Tensor:\n    return x\n", o), "two.pt"));
-  EXPECT_TRUE(contains(m, "forward takes 2 input(s) (x, t)")) << m;
-  EXPECT_TRUE(contains(m, "finecast calls forward(x_t: Tensor[B,16], t: Tensor[B] int64, context: Tensor[B,3])")) << m;
+  EXPECT_TRUE(ft::testing::contains(m, "forward takes 2 input(s) (x, t)")) << m;
+  EXPECT_TRUE(
+      ft::testing::contains(m, "finecast calls forward(x_t: Tensor[B,16], t: Tensor[B] int64, context: Tensor[B,3])"))
+      << m;
   m = refusal(with_module(scripted("def denoise(self, x: Tensor) -> Tensor:\n    return x\n", o), "none.pt"));
-  EXPECT_TRUE(contains(m, "the module has no method forward")) << m;
+  EXPECT_TRUE(ft::testing::contains(m, "the module has no method forward")) << m;
   m = refusal(with_module(scripted("def forward(self, x_t: Tensor, t: Tensor, context: Tensor) -> Tensor:\n"
                                    "    return x_t\n",
                                    o, /*with_layers=*/false),
                           "empty.pt"));
-  EXPECT_TRUE(contains(m, "the module has no parameters to train")) << m;
+  EXPECT_TRUE(ft::testing::contains(m, "the module has no parameters to train")) << m;
   // A shape error inside the module: the call is reported with the shapes finecast passed.
   ft::ModelOptions wide_context = o;
   wide_context.context_size = 5;
@@ -216,14 +209,15 @@ TEST_F(TorchScriptDenoiser, WrongSignaturesAreRefusedNamingWhatDiffers) {
   wide_context.file = scratch_.path("mlp.pt");
   wide_context.arch = ft::Arch::kTorchscript;
   m = refusal(wide_context);
-  EXPECT_TRUE(contains(m, "forward fails on x_t [2, 16] float32, t [2] int64, context [2, 5] float32")) << m;
+  EXPECT_TRUE(ft::testing::contains(m, "forward fails on x_t [2, 16] float32, t [2] int64, context [2, 5] float32"))
+      << m;
   ft::ModelOptions missing = o;
   missing.arch = ft::Arch::kTorchscript;
   m = refusal(missing);
-  EXPECT_TRUE(contains(m, "model.file: arch torchscript needs")) << m;
+  EXPECT_TRUE(ft::testing::contains(m, "model.file: arch torchscript needs")) << m;
   missing.file = scratch_.path("nope.pt");
   m = refusal(missing);
-  EXPECT_TRUE(contains(m, "nope.pt: cannot be read")) << m;
+  EXPECT_TRUE(ft::testing::contains(m, "nope.pt: cannot be read")) << m;
 }
 
 // A module whose result has the right shape for the start-up probe's batch of 2 but [P, B] for
@@ -240,7 +234,7 @@ def forward(self, x_t: Tensor, t: Tensor, context: Tensor) -> Tensor:
         return out
     return out.t()
 )";
-  const ft::ModelOptions o = with_module(scripted(source, mlp()), "transposed.pt");
+  const ft::ModelOptions o = with_module(scripted(source, ft::testing::tiny_mlp()), "transposed.pt");
   ft::TrainOptions batch8 = training();
   batch8.batch_size = 8;
   ft::Downscaler user(o, batch8, "cpu");  // the probe's batch of 2 passes
@@ -248,9 +242,10 @@ def forward(self, x_t: Tensor, t: Tensor, context: Tensor) -> Tensor:
     user.train_epoch(view());
     FAIL() << "a result of shape [P, B] was trained on";
   } catch (const std::exception& e) {
-    EXPECT_TRUE(contains(e.what(), "model.file " + o.file +
-                                       ": forward returns shape [16, 8] for a batch of 8, expected [8, 16]; "
-                                       "finecast calls forward(x_t: Tensor[B,16]"))
+    EXPECT_TRUE(
+        ft::testing::contains(e.what(), "model.file " + o.file +
+                                            ": forward returns shape [16, 8] for a batch of 8, expected [8, 16]; "
+                                            "finecast calls forward(x_t: Tensor[B,16]"))
         << e.what();
   }
 }
@@ -259,18 +254,21 @@ def forward(self, x_t: Tensor, t: Tensor, context: Tensor) -> Tensor:
 // first bytes: a 3 GB file was read whole (6.3 GB resident) before torch::jit::load refused it, and
 // /dev/zero would be read without end.
 TEST_F(TorchScriptDenoiser, AFileThatIsNoZipArchiveIsRefusedFromItsFirstBytes) {
-  ft::ModelOptions o = mlp();
+  ft::ModelOptions o = ft::testing::tiny_mlp();
   o.arch = ft::Arch::kTorchscript;
   o.file = "/dev/zero";
   std::string m = refusal(o);
-  EXPECT_TRUE(contains(m,
-                       "model.file /dev/zero: not a TorchScript file (torch.jit.save writes a zip archive, "
-                       "which starts with the bytes 50 4b 03 04; this file starts with 00 00 00 00)"))
+  EXPECT_TRUE(
+      ft::testing::contains(m,
+                            "model.file /dev/zero: not a TorchScript file (torch.jit.save writes a zip archive, "
+                            "which starts with the bytes 50 4b 03 04; this file starts with 00 00 00 00)"))
       << m;
   o.file = scratch_.path("empty.pt");
   { std::ofstream(o.file).flush(); }
   m = refusal(o);
-  EXPECT_TRUE(contains(m, "empty.pt: not a TorchScript file") && contains(m, "this file is empty)")) << m;
+  EXPECT_TRUE(ft::testing::contains(m, "empty.pt: not a TorchScript file") &&
+              ft::testing::contains(m, "this file is empty)"))
+      << m;
 }
 
 TEST_F(TorchScriptDenoiser, ThePythonExampleOfTheDocsTrainsLikeTheBuiltInMlp) {

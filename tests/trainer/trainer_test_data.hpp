@@ -72,6 +72,21 @@ inline ft::ModelOptions small_model() {
   return o;
 }
 
+/// A smaller model of the same shape: the checkpoint tests' model, and the built-in MLP that the
+/// TorchScript and export tests write as a script module and compare with.
+inline ft::ModelOptions tiny_mlp() {
+  ft::ModelOptions o;
+  o.context_size = 3;
+  o.patch_size = 16;
+  o.hidden = 32;
+  o.depth = 2;
+  o.time_embedding = 16;
+  o.diffusion_steps = 20;
+  return o;
+}
+
+inline bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+
 inline ft::TrainOptions fast_training() {
   ft::TrainOptions t;
   t.batch_size = 64;

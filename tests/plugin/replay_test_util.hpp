@@ -16,12 +16,15 @@
 #include <stdexcept>
 #include <string>
 
+#include "tests/coupling/io_test_util.hpp"
+
 namespace finecast::testing_replay {
 
-inline const std::string kTas = "/usr/share/ncarg/data/nug/tas_rectilinear_grid_2D.nc";
+// The real data files (tests/coupling/io_test_util.hpp names each path once), as strings.
+inline const std::string kTas = testing_io::kTasFile;
 /// The real R2B4 ICON grid (20,480 cells) and the 20-minute relief on it the host reads.
-inline const std::string kIconGrid = "/usr/share/ncarg/data/nug/triangular_grid_ICON.nc";
-inline const std::string kEtopo20 = "/usr/share/ferret-vis/data/etopo20.cdf";
+inline const std::string kIconGrid = testing_io::kIconFile;
+inline const std::string kEtopo20 = testing_io::kEtopo20File;
 /// The recorder plugin (host/): records a run in the files of ComIn's replay tool.
 inline const std::string kRecorder = std::string(FINECAST_BINARY_DIR) + "/lib/libfinecast_recorder.so";
 
@@ -61,8 +64,8 @@ inline std::string chunk_host_file(int offset, int steps, const std::string& plu
   const int minutes = offset * 30;
   char start[32];
   std::snprintf(start, sizeof start, "1979-01-01T%02d:%02d:00", minutes / 60, minutes % 60);
-  return "grid: " + kIconGrid +
-         "\norography: /usr/share/ferret-vis/data/etopo20.cdf\norography_variable: ROSE\n"
+  return "grid: " + kIconGrid + "\norography: " + kEtopo20 +
+         "\norography_variable: ROSE\n"
          "experiment_start: 1979-01-01T00:00:00\nstart: " +
          start + "\ndt: 1800\nsteps: " + std::to_string(steps) +
          "\nnproma: 24\nnlev: 2\nprogress_every: 0\nrestart_run: " + (offset > 0 ? "true" : "false") +

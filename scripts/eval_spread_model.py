@@ -22,6 +22,13 @@ block, weighted as the report's scores), and context features that need no truth
         deviation) of each static field to those of its 8 nearest training blocks (those with no
         cell in the hold-out box; 1 + so that a block like its neighbours, e.g. open sea, has a
         finite log): an out-of-distribution measure an in-situ run could compute
+  ext   with --range-pair SUFFIX: 1 + how far the patch's context lies beyond the model's training
+        range (the sampler's sample.inflation_range feature e), read as the ratio of each patch's
+        member spread in the prediction sampled with --inflation-range 1 (the report's prediction
+        file with SUFFIX before .nc, the same seed and inflation) to the report's own; the model
+        "ext" fits log(e2 / s2) = a + k log ext, which the sampler applies in situ as
+        sample.inflation = exp(a / 2), sample.inflation_range = k / 2 (and "r2" the same on r2, post hoc:
+        what a per-patch inflation on the regression's share would do)
   d2    where every argument joins several runs of the same blocks and truth (models of different
         training seeds): the variance of their ensemble means, the models' disagreement (what a
         deep ensemble adds to the spread); every run of the argument gets the same d2
@@ -65,9 +72,14 @@ MODELS = {
     "s2+r2+nov": ["s2", "r2", "nov"],
     "s2+d2": ["s2", "d2"],
     "s2+r2+d2": ["s2", "r2", "d2"],
+    "ext": ("in situ", ["ext"]),
+    "r2": ("in situ", ["r2"]),
+    "s2+ext": ["s2", "ext"],
+    "s2+r2+ext": ["s2", "r2", "ext"],
 }
 TINY = 1e-12
 NEIGHBOURS = 8  # training blocks averaged over in nov
+IN_SITU = {}  # the latest fit of an in-situ model: sample.inflation and the slopes (sample.inflation_range)
 
 
 def fail(msg):
@@ -167,7 +179,7 @@ def read_report(report, all_blocks=False):
     return meta, (min(noise) if noise else None)
 
 
-def run_blocks(report, mb, tb, cw, base, interp, cvar, nov=None):
+def run_blocks(report, mb, tb, cw, base, interp, cvar, nov=None, ext=None):
     """One run's held-out blocks (arrays blocks x cells, members first): weights, s2, e2, r2, cvar, deviations."""
     w = cw.sum(-1)
     mean = mb.mean(0)
@@ -180,6 +192,7 @@ def run_blocks(report, mb, tb, cw, base, interp, cvar, nov=None):
         "r2": None if base is None else (cw * (base - interp) ** 2).sum(-1) / w,
         "cvar": cvar,
         "nov": nov,
+        "ext": ext,
         "d2": None,
         "mean": mean,
         "dev": mb - mean,
@@ -246,7 +259,7 @@ def latlon_blocks(report, meta, statics, all_blocks=False):
     return run_blocks(report, cat(0, 1), cat(1), cat(2), cat(3), cat(4), cat(5), cat(6))
 
 
-def icon_blocks(report, meta):
+def icon_blocks(report, meta, range_pair=None):
     """ICON: the scored patches (baselines.nc's coarse_cell and scored) whose members and truth are finite."""
     bl = os.path.join(os.path.dirname(os.path.abspath(report)), "baselines.nc")
     interp_name = meta.get("regression_interpolant", "idw") + "_cons"
@@ -276,16 +289,35 @@ def icon_blocks(report, meta):
     sel = (by_patch(fields["scored"]) == 1).all(-1) & np.isfinite(mb).all((0, -1)) & np.isfinite(tb).all(-1)
     if not sel.any():
         fail(f"{report}: no scored patch has finite members and truth")
+    ext = None
+    if range_pair:
+        stem, dot, tail = meta["pred"].rpartition(".")
+        pair = f"{stem}{range_pair}.{tail}" if dot else meta["pred"] + range_pair
+        if not os.path.isfile(pair):
+            fail(f"{report}: --range-pair {range_pair}: no {pair} (the prediction sampled with --inflation-range 1)")
+        pm, _ = read(pair, meta["var"])
+        pb = by_patch(pm.reshape(-1, pm.shape[-1]))[:, sel]
+        if pb.shape[0] != mb.shape[0] or not np.isfinite(pb).all():
+            fail(f"{pair}: not the members of {meta['pred']} sampled again (members or patches differ)")
+        cw = by_patch(fields["cell_area"])[sel]
+        spread = lambda m: (cw * m.var(0, ddof=1)).sum(-1) / cw.sum(-1)
+        ext = np.sqrt(spread(pb) / (spread(mb[:, sel]) + TINY))
+        if (ext < 1 - 1e-3).any():
+            fail(f"{pair}: a patch's spread is smaller than in {meta['pred']} (not the same seed and inflation?)")
     return run_blocks(report, mb[:, sel], tb[sel], by_patch(fields["cell_area"])[sel],
-                      by_patch(fields[meta["noise_base"]])[sel], by_patch(fields[interp_name])[sel], None)
+                      by_patch(fields[meta["noise_base"]])[sel], by_patch(fields[interp_name])[sel], None, None,
+                      ext)
 
 
-def fold_blocks(report, statics, all_blocks=False):
+def fold_blocks(report, statics, all_blocks=False, range_pair=None):
     """One report's (run's) held-out blocks and the CRPS of its stronger noise reference (None without one)."""
     meta, noise = read_report(report, all_blocks)
     if meta.get("grid") == "icon" and (statics or all_blocks):
         fail(f"{report}: --static and --all-blocks are for lat-lon grids")
-    run = icon_blocks(report, meta) if meta.get("grid") == "icon" else latlon_blocks(report, meta, statics, all_blocks)
+    if meta.get("grid") != "icon" and range_pair:
+        fail(f"{report}: --range-pair is for ICON grids")
+    run = (icon_blocks(report, meta, range_pair) if meta.get("grid") == "icon"
+           else latlon_blocks(report, meta, statics, all_blocks))
     run["noise_crps"] = noise
     return run
 
@@ -326,6 +358,14 @@ def fit_predict(train, test, feats):
     e2 = np.concatenate([f["e2"] for f in train])
     if not feats:  # one scalar: 1 / the fitted folds' pooled spread/RMSE
         return np.full(len(test["w"]), np.sqrt((w * e2).sum() / (w * s2).sum()))
+    if isinstance(feats, tuple):  # ("in situ", features): log(e2 / s2) on them, the spread's own slope 1
+        X = np.vstack([design(f, feats[1]) for f in train])
+        sw = np.sqrt(w)
+        coef, *_ = np.linalg.lstsq(X * sw[:, None], (np.log(e2 + TINY) - np.log(s2 + TINY)) * sw, rcond=None)
+        scale = (w * e2).sum() / (w * s2 * np.exp(X @ coef)).sum()
+        IN_SITU["inflation"] = float(np.sqrt(scale * np.exp(coef[0])))
+        IN_SITU["slopes"] = [float(c / 2) for c in coef[1:]]
+        return np.sqrt(scale * np.exp(design(test, feats[1]) @ coef))
     X = np.vstack([design(f, feats) for f in train])
     sw = np.sqrt(w)
     coef, *_ = np.linalg.lstsq(X * sw[:, None], np.log(e2 + TINY) * sw, rcond=None)
@@ -333,10 +373,10 @@ def fit_predict(train, test, feats):
     return np.sqrt(scale * np.exp(design(test, feats) @ coef) / (test["s2"] + TINY))
 
 
-def runs_of(arg, statics, all_blocks=False):
+def runs_of(arg, statics, all_blocks=False, range_pair=None):
     """The runs of one argument. Two or more runs that score the same blocks of the same truth (seeds of
     one fold) each get their disagreement d2; runs of different truths pooled as one fold get none."""
-    runs = [fold_blocks(r, statics, all_blocks) for r in arg.split(",") if r]
+    runs = [fold_blocks(r, statics, all_blocks, range_pair) for r in arg.split(",") if r]
     if len(runs) >= 2 and all(np.array_equal(run["truth"], runs[0]["truth"]) for run in runs):
         means = np.stack([run["mean"] for run in runs])  # runs, blocks, cells
         cw = runs[0]["cw"]
@@ -367,13 +407,16 @@ def main():
     p.add_argument("--apply-inflation", type=float, default=1.0, metavar="F",
                    help="the inflation the --apply reports were sampled with over the folds' (default 1): their "
                    "members' deviations are divided by it before the fitted models apply theirs")
+    p.add_argument("--range-pair", metavar="SUFFIX",
+                   help="ICON: the feature ext from each report's prediction sampled again with --inflation-range 1, "
+                   "its file name the prediction's with SUFFIX before .nc (e.g. _range1)")
     p.add_argument("--bar", default="0.85,1.15", help="the spread/RMSE range counted as met (default 0.85,1.15)")
     a = p.parse_args()
     if len(a.reports) < 2:
         fail("at least two folds are needed to leave one out")
     lo, hi = (float(x) for x in a.bar.split(","))
-    folds = [runs_of(arg, a.static, a.all_blocks) for arg in a.reports]
-    tests = [run for arg in a.apply for run in runs_of(arg, a.static, a.all_blocks)]
+    folds = [runs_of(arg, a.static, a.all_blocks, a.range_pair) for arg in a.reports]
+    tests = [run for arg in a.apply for run in runs_of(arg, a.static, a.all_blocks, a.range_pair)]
     if a.apply_inflation <= 0:
         fail(f"--apply-inflation must be positive, got {a.apply_inflation}")
     for run in tests:
@@ -381,14 +424,15 @@ def main():
         run["s2"] = run["s2"] / a.apply_inflation**2
         run.pop("pairs", None)  # of the deviations before
     every = [run for fold in folds for run in fold] + tests
+    feats_of = lambda f: f[1] if isinstance(f, tuple) else f
     models = [("raw (F = 1)", None)] + [(n, f) for n, f in MODELS.items() if f == MIN_CRPS
-                                         or all(run[x] is not None for x in f for run in every)]
+                                         or all(run[x] is not None for x in feats_of(f) for run in every)]
     noise = all(run["noise_crps"] for run in every)
     tail = f"{'mean CRPS':>11s}" + (f"{'/ noise':>9s}" if noise else "")
     n_runs = sum(len(fold) for fold in folds)
     print(f"{sum(len(run['w']) for fold in folds for run in fold)} held-out blocks in {len(folds)} folds: "
           + ", ".join(f"{label(fold)} {sum(len(run['w']) for run in fold)}" for fold in folds))
-    shown = [x for x in ("e2", "s2", "r2", "nov", "d2") if all(run[x] is not None for fold in folds for run in fold)]
+    shown = [x for x in ("e2", "s2", "r2", "nov", "ext", "d2") if all(run[x] is not None for fold in folds for run in fold)]
     print("fold means (weighted as the scores, over its runs): "
           + "; ".join(f"fold {k + 1} " + " ".join(f"{x} {np.mean([np.average(run[x], weights=run['w']) for run in fold]):.4g}"
                                                 for x in shown) for k, fold in enumerate(folds)))
@@ -427,6 +471,9 @@ def main():
             met += lo <= r <= hi
             cells.append(f"{r:.3f} / {c:.4f}" + (f" / {c / run['noise_crps']:.3f}" if noise else ""))
         scalar = f" (F = {F[0]:.3f} x the reports' own)" if feats == [] or feats == MIN_CRPS else ""
+        if isinstance(feats, tuple):
+            slopes = ", ".join(f"exponent of {x} {k:.3f}" for x, k in zip(feats[1], IN_SITU["slopes"]))
+            scalar = f" (F = {IN_SITU['inflation']:.3f} x the reports' own x {' x '.join(feats[1])}^exponent: {slopes})"
         print(f"{name:14s} " + ", ".join(cells) + f"  {met} of {len(tests)} in {lo}..{hi}" + scalar)
 
 

@@ -156,6 +156,16 @@ torch::Tensor clip_to_training_range(const torch::Tensor& context, const NormApp
   return torch::max(torch::min(context, hi), lo);
 }
 
+torch::Tensor training_range_excess(const torch::Tensor& context, const NormApplied& norm) {
+  if (!norm.context_min.defined() || context.size(1) != norm.context_min.size(0)) return {};
+  const auto lo = norm.context_min.to(torch::kCPU), hi = norm.context_max.to(torch::kCPU);
+  const auto width = hi - lo;
+  const auto outside = torch::clamp_min(torch::max(lo - context, context - hi), 0.0);
+  const auto excess = torch::where(width > 0, outside / torch::where(width > 0, width, torch::ones_like(width)),
+                                   torch::zeros_like(outside));
+  return context.size(1) > 0 ? std::get<0>(excess.max(1)) : torch::zeros({context.size(0)}, context.options());
+}
+
 void accumulate_normalisation(NormSums& s, const CleanData& c, int64_t C) {
   const int64_t n = c.fine.size(0), P = c.fine.size(1);
   if (n == 0) return;

@@ -53,6 +53,11 @@ std::pair<torch::Tensor, torch::Tensor> clip_bounds(const NormApplied& norm, dou
 /// returned as is when `norm` has no range.
 torch::Tensor clip_to_training_range(const torch::Tensor& context, const NormApplied& norm, double margin);
 
+/// How far each row of `context` ([n, C], CPU, raw) lies beyond the training range: the largest
+/// over its features of the distance outside [min, max], in units of that feature's max - min
+/// ([n] float32; 0 inside; features of zero width left out); undefined when `norm` has no range.
+torch::Tensor training_range_excess(const torch::Tensor& context, const NormApplied& norm);
+
 /// A [rows, cols] float32 CPU tensor over caller memory (not copied).
 torch::Tensor cpu_float(const float* data, int64_t rows, int64_t cols);
 

@@ -241,6 +241,10 @@ const schema::Table<SampleOptions>& sample_options_table() {
     s.push_back(real("inflation", &S::inflation, 0.0, 100.0,
                      "post-hoc spread inflation: each member's deviation from the ensemble mean times this (1 = none; "
                      "fit it on data that is not scored)"));
+    s.push_back(real("inflation_range", &S::inflation_range, 0.0, 10.0,
+                     "per-patch inflation beyond the training range: a patch's deviations times inflation * (1 + "
+                     "e)^inflation_range, e = how far its context lies beyond the training range (the largest over "
+                     "its features, in units of the range's width; 0 inside) (0 = the same for every patch)"));
     s.push_back(real("churn", &S::churn, 0.0, 10.0,
                      "EDM churn: re-noise each step's x_t to the first step whose sigma is at least (1 + churn) "
                      "times its own, then step from there (0 = none; docs/training.md)"));
@@ -272,6 +276,7 @@ std::string sampling_text(const SampleOptions& so) {
   if (so.churn > 0) text << ", churn " << so.churn;
   if (so.recentre_sigma > 0) text << ", recentred at sigma " << so.recentre_sigma;
   if (so.inflation != 1.0) text << ", inflation " << so.inflation;
+  if (so.inflation_range != 0.0) text << ", inflation beyond the training range x (1 + e)^" << so.inflation_range;
   if (!so.clip_context)
     text << ", context not clipped";
   else if (so.clip_margin != SampleOptions{}.clip_margin)
@@ -306,6 +311,7 @@ SampleOptions overridden(SampleOptions base, const SampleOverrides& given) {
   if (given.eta) set("eta", schema::format_real(*given.eta));
   if (given.ddpm_variance) set("ddpm_variance", *given.ddpm_variance);
   if (given.inflation) set("inflation", schema::format_real(*given.inflation));
+  if (given.inflation_range) set("inflation_range", schema::format_real(*given.inflation_range));
   if (given.churn) set("churn", schema::format_real(*given.churn));
   if (given.recentre_sigma) set("recentre_sigma", schema::format_real(*given.recentre_sigma));
   if (given.clip_context) set("clip_context", *given.clip_context ? "true" : "false");

@@ -194,6 +194,13 @@ struct SampleOptions {
   /// multiplied by this (1 = none). The ensemble mean and the patch means stay; fit it on data
   /// that is not scored (docs/evaluation.md, "Calibration"; issue 26).
   double inflation = 1.0;
+  /// Inflation per patch by how far its context lies beyond the training range: a patch's
+  /// deviations are multiplied by inflation * (1 + e)^inflation_range, where e is
+  /// Downscaler::training_range_excess (0 inside the range; the largest excess over the context's
+  /// features, in units of each feature's range width). 0 = one inflation for every patch. Where
+  /// the network is asked about contexts it never saw, its error grows more than its spread
+  /// (docs/evaluation.md, "Regions of one's own: the mountains").
+  double inflation_range = 0.0;
   /// Churn (the stochastic sampler of EDM, Karras et al. 2022) on the discrete schedule: before
   /// each network evaluation at step t, x_t is re-noised to the first step t' > t whose sigma is
   /// at least (1 + churn) sigma_t (at most T-1) by the forward process's exact marginal
@@ -233,6 +240,7 @@ struct SampleOverrides {
   std::optional<double> eta;                 ///< ddim noise per step, 0 deterministic .. 1 ancestral (sample.eta)
   std::optional<std::string> ddpm_variance;  ///< ddpm step variance: posterior | beta (sample.ddpm_variance)
   std::optional<double> inflation;           ///< post-hoc spread inflation (sample.inflation)
+  std::optional<double> inflation_range;     ///< its growth beyond the training range (sample.inflation_range)
   std::optional<double> churn;               ///< EDM churn of the sampler (sample.churn)
   std::optional<double> recentre_sigma;      ///< the denoiser's mean estimate (sample.recentre_sigma)
   std::optional<bool> clip_context;          ///< the context held to its training range (sample.clip_context)

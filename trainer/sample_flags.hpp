@@ -11,9 +11,10 @@
 
 namespace finecast::trainer {
 
-/// --sampler, --steps, --eta, --ddpm-variance, --inflation, --churn, --recentre-sigma, --clip-context and --clip-margin
-/// into `given`, each set only when given on the command line: the others default to how the checkpoint's run sampled
-/// (its /sampling). `inflation_note` ends --inflation's help (how this program applies it).
+/// --sampler, --steps, --eta, --ddpm-variance, --inflation, --inflation-range, --churn, --recentre-sigma,
+/// --clip-context and --clip-margin into `given`, each set only when given on the command line: the others default to
+/// how the checkpoint's run sampled (its /sampling). `inflation_note` ends --inflation's help (how this program applies
+/// it).
 inline void add_sample_flags(CLI::App& app, SampleOverrides& given, const std::string& inflation_note) {
   const auto by_default = [](const std::string& key, const std::string& otherwise) {
     return " (default: the checkpoint's training config, sample." + key + ", else " + otherwise + ")";
@@ -40,6 +41,13 @@ inline void add_sample_flags(CLI::App& app, SampleOverrides& given, const std::s
          "that is not scored" +
              inflation_note + by_default("inflation", "1"))
       ->check(CLI::Range(0.0, 100.0));
+  app.add_option_function<double>(
+         "--inflation-range", [&given](double v) { given.inflation_range = v; },
+         "per-patch inflation beyond the training range: a patch's deviations times inflation * (1 + e)^this, e = "
+         "how far its context lies beyond the checkpoint's training range (the largest over its features, in units "
+         "of the range's width; 0 inside)" +
+             by_default("inflation_range", "0"))
+      ->check(CLI::Range(0.0, 10.0));
   app.add_option_function<double>(
          "--churn", [&given](double v) { given.churn = v; },
          "EDM churn: each step re-noises x_t to the first step whose noise level is at least (1 + churn) times "

@@ -119,6 +119,12 @@ void draw(const Downscaler::Impl& im, const Model& m, const float* context, cons
     const int64_t rows = std::min(rows_per_chunk, n - r0), B = rows * M;
     // Inputs on the CPU first: normalised context and weights, one row per member.
     auto ctx = C > 0 ? cpu_float(context + r0 * C, rows, C) : torch::zeros({rows, 0}, cpu_f);
+    // sample.inflation_range: each patch's inflation from its raw context's excess over the range.
+    torch::Tensor inflation;
+    if (o.inflation_range != 0.0 && M > 1 && C > 0) {
+      const auto excess = training_range_excess(ctx, norm);
+      if (excess.defined()) inflation = o.inflation * torch::pow(1.0 + excess, o.inflation_range).view({rows, 1, 1});
+    }
     if (o.clip_context) ctx = clip_to_training_range(ctx, norm, o.clip_margin);
     ctx = ((ctx - mean_cpu) / std_cpu).repeat_interleave(M, 0).contiguous();
     torch::Tensor w;
@@ -181,12 +187,14 @@ void draw(const Downscaler::Impl& im, const Model& m, const float* context, cons
       if (progress) progress(r0 + rows, n);
     }
     if (o.recentre_sigma > 0 && M > 1) r = recentred(im, m, r, ctx, w, r0, rows, M, o.recentre_sigma, seed);
-    if (o.inflation != 1.0 && M > 1) {
+    if ((o.inflation != 1.0 || inflation.defined()) && M > 1) {
       // Deviations from each patch's ensemble mean, scaled: the mean (and with it every patch
       // mean of a conservative model) stays.
       auto rm = r.view({rows, M, P});
       auto mean = rm.mean(1, true);
-      r = (mean + (rm - mean) * o.inflation).reshape({B, P});
+      auto deviation = rm - mean;
+      deviation = inflation.defined() ? deviation * inflation : deviation * o.inflation;
+      r = (mean + deviation).reshape({B, P});
     }
     auto fine = cc + r * norm.residual_std;
     // Re-centre in the output precision so the weighted mean equals coarse to float rounding.

@@ -76,6 +76,16 @@ const char* kSamplerSource = R"TS(
         context = torch.max(torch.min(context, self.context_max), self.context_min)
         return (context - self.context_mean) / self.context_std
 
+    def _row_inflation(self, context: Tensor) -> Tensor:
+        f = torch.full_like(context.select(1, 0), self.inflation) if context.size(1) > 0 else context.new_full([context.size(0)], self.inflation)
+        if self.inflation_range == 0.0 or context.size(1) == 0:
+            return f
+        width = self.range_max - self.range_min
+        outside = torch.clamp_min(torch.maximum(self.range_min - context, context - self.range_max), 0.0)
+        known = width > 0
+        excess = torch.where(known, outside / torch.where(known, width, torch.ones_like(width)), torch.zeros_like(outside))
+        return f * torch.pow(1.0 + excess.amax(1), self.inflation_range)
+
     def _remove_mean(self, x: Tensor, w: Optional[Tensor]) -> Tensor:
         if w is None:
             return x - x.mean(1, True)
@@ -160,10 +170,10 @@ const char* kSamplerSource = R"TS(
             assert self.coarse_slot >= 0, "finecast: the context does not hold the coarse value (patch.relative_context): pass coarse=[N]"
             cc = context.narrow(1, self.coarse_slot, 1).repeat_interleave(members, 0)
         r = self.sample_residual(ctx, noise, w)
-        if self.inflation != 1.0 and members > 1:
+        if (self.inflation != 1.0 or self.inflation_range != 0.0) and members > 1:
             rm = r.reshape([n, members, self.patch_size])
             mean = rm.mean(1, True)
-            r = (mean + (rm - mean) * self.inflation).reshape([rows, self.patch_size])
+            r = (mean + (rm - mean) * self._row_inflation(context).reshape([n, 1, 1])).reshape([rows, self.patch_size])
         fine = cc + r * self.residual_std
         if self.conservative:
             fine = fine - self._patch_mean(fine, w).unsqueeze(1) + cc
@@ -381,6 +391,12 @@ void export_torchscript(const Downscaler& model, const ExportOptions& options, c
   const double inf = std::numeric_limits<double>::infinity();
   m.register_buffer("context_min", clip ? lo.to(torch::kCPU).clone() : unbounded(-inf));
   m.register_buffer("context_max", clip ? hi.to(torch::kCPU).clone() : unbounded(inf));
+  // sample.inflation_range's training range (+-inf without one: no patch lies beyond it).
+  const bool ranged = im.sample_norm.context_min.defined();
+  m.register_buffer("range_min",
+                    ranged ? im.sample_norm.context_min.to(torch::kCPU, torch::kFloat32).clone() : unbounded(-inf));
+  m.register_buffer("range_max",
+                    ranged ? im.sample_norm.context_max.to(torch::kCPU, torch::kFloat32).clone() : unbounded(inf));
   const auto steps = diffusion::sampler_steps(im.sample_schedule, so);  // no churn (refused above)
   auto column = [&](double diffusion::StepCoefficients::*field) {
     std::vector<double> v;
@@ -401,6 +417,7 @@ void export_torchscript(const Downscaler& model, const ExportOptions& options, c
   // What forward() needs, then the metadata a user reads.
   m.register_attribute("residual_std", c10::FloatType::get(), im.sample_norm.residual_std);
   m.register_attribute("inflation", c10::FloatType::get(), so.inflation);
+  m.register_attribute("inflation_range", c10::FloatType::get(), so.inflation_range);
   m.register_attribute("conservative", c10::BoolType::get(), mo.conservative);
   m.register_attribute("v_objective", c10::BoolType::get(), mo.objective == Objective::kV);
   m.register_attribute("x0_clip", c10::FloatType::get(), diffusion::SamplerSetup{}.x0_clip);

@@ -26,6 +26,16 @@ class OneTorchThread : public ::testing::Environment {
 };
 [[maybe_unused]] ::testing::Environment* const kOneThread = ::testing::AddGlobalTestEnvironment(new OneTorchThread);
 
+/// The training-range tests' model: small, one epoch on `d` in batches of 32, published.
+ft::Downscaler range_test_model(const KnownDistribution& d) {
+  auto to = fast_training();
+  to.batch_size = 32;
+  ft::Downscaler ds(small_model(), to, "cpu");
+  ds.train_epoch(view(d));
+  ds.publish();
+  return ds;
+}
+
 }  // namespace
 
 TEST(Downscaler, LearnsAKnownConditionalDistribution) {
@@ -182,12 +192,8 @@ TEST(Downscaler, SeededTrainingAndSamplingAreDeterministic) {
 // exactly what the row at those bounds does (same seed, same noise); unclipped, or inside the
 // bounds, it samples something else. The range is the training rows' own, to the float.
 TEST(Downscaler, ContextBeyondTheTrainingRangeIsHeldToItsEdges) {
-  KnownDistribution d(200, 6);
-  auto to = fast_training();
-  to.batch_size = 32;
-  ft::Downscaler ds(small_model(), to, "cpu");
-  ds.train_epoch(view(d));
-  ds.publish();
+  const KnownDistribution d(200, 6);
+  ft::Downscaler ds = range_test_model(d);
   std::vector<float> lo(3, 1e30f), hi(3, -1e30f);
   for (int64_t i = 0; i < d.n; ++i)
     for (int64_t k = 0; k < 3; ++k) {
@@ -233,6 +239,55 @@ TEST(Downscaler, ContextBeyondTheTrainingRangeIsHeldToItsEdges) {
   EXPECT_EQ(ds.rows_beyond_training_range(rows.data(), 3, 0.0), 2);
   EXPECT_EQ(ds.rows_beyond_training_range(rows.data(), 3, 0.5), 1);
   EXPECT_EQ(ds.rows_beyond_training_range(d.context.data(), d.n, 0.0), 0);
+}
+
+// sample.inflation_range: a patch's members spread around their mean by inflation * (1 + e)^k,
+// e the largest excess of its raw context over the training range in units of the range's width.
+// Inside the range the members are those of the plain inflation; beyond it their deviations from
+// the same mean are (1 + e)^k times as large (same seed, same noise), with or without the clip.
+TEST(Downscaler, InflationGrowsWithTheContextsExcessOverTheTrainingRange) {
+  const KnownDistribution d(200, 6);
+  ft::Downscaler ds = range_test_model(d);
+  const auto& sums = ft::internals(ds).sums;
+  const auto lo = [&](int k) { return static_cast<float>(sums.context_min[static_cast<size_t>(k)]); };
+  const auto hi = [&](int k) { return static_cast<float>(sums.context_max[static_cast<size_t>(k)]); };
+  const auto width = [&](int k) { return static_cast<double>(hi(k)) - lo(k); };
+  // Inside; beyond in two features (the larger excess, 0.6 of the second's width, counts); below.
+  const std::vector<float> rows = {
+      lo(0), hi(1), lo(2), static_cast<float>(hi(0) + 0.2 * width(0)), static_cast<float>(hi(1) + 0.6 * width(1)),
+      lo(2), lo(0), lo(1), static_cast<float>(lo(2) - 1.5 * width(2))};
+  const std::vector<float> coarse = {0.1f, 0.2f, 0.3f};
+  const int M = 4;
+  auto sample = [&](double k, bool clip) {
+    ft::SampleOptions so;
+    so.members = M;
+    so.inflation = 1.5;
+    so.inflation_range = k;
+    so.clip_context = clip;
+    std::vector<float> out(static_cast<size_t>(3 * M * d.P));
+    ds.sample(rows.data(), coarse.data(), nullptr, 3, so, 17, out.data());
+    return out;
+  };
+  for (const bool clip : {true, false}) {
+    const auto plain = sample(0.0, clip), grown = sample(2.0, clip);
+    const double excess[3] = {0.0, 0.6, 1.5};
+    for (int r = 0; r < 3; ++r) {
+      const double factor = std::pow(1.0 + excess[r], 2.0);
+      for (int64_t i = 0; i < d.P; ++i) {
+        double mean_plain = 0, mean_grown = 0;
+        for (int m = 0; m < M; ++m) {
+          mean_plain += plain[static_cast<size_t>((r * M + m) * d.P + i)] / M;
+          mean_grown += grown[static_cast<size_t>((r * M + m) * d.P + i)] / M;
+        }
+        EXPECT_NEAR(mean_grown, mean_plain, 1e-4) << "row " << r << " clip " << clip;
+        for (int m = 0; m < M; ++m) {
+          const double dev_plain = plain[static_cast<size_t>((r * M + m) * d.P + i)] - mean_plain;
+          const double dev_grown = grown[static_cast<size_t>((r * M + m) * d.P + i)] - mean_grown;
+          EXPECT_NEAR(dev_grown, factor * dev_plain, 1e-4 * (1 + std::abs(dev_grown))) << "row " << r;
+        }
+      }
+    }
+  }
 }
 
 TEST(Downscaler, SamplingUsesOnlyPublishedWeightsWhileTrainingRuns) {

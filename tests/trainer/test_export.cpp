@@ -61,8 +61,10 @@ class Export : public ::testing::Test {
   }
 
   /// Exports `model`, loads the file back and checks forward() and denoise() against the
-  /// trainer's sample() and network; returns the worst differences.
-  std::pair<double, double> compare(const ft::Downscaler& model, const ft::SampleOptions& so, bool with_weights) {
+  /// trainer's sample() and network; returns the worst differences. The patches' contexts are
+  /// random, times `context_scale` (3: some beyond the training range).
+  std::pair<double, double> compare(const ft::Downscaler& model, const ft::SampleOptions& so, bool with_weights,
+                                    float context_scale = 1.0f) {
     const ft::ModelOptions& mo = model.model_options();
     ft::ExportOptions eo;
     eo.sample = so;
@@ -73,6 +75,9 @@ class Export : public ::testing::Test {
 
     const int64_t n = 5, M = so.members, P = mo.patch_size;
     Data in(mo, n, 11);
+    for (auto& v : in.context) v *= context_scale;
+    for (auto& v : in.coarse) v *= context_scale;  // the context's coarse value, as forward() takes it
+    if (context_scale > 2.0f) EXPECT_GT(model.rows_beyond_training_range(in.context.data(), n, 0.0), 0);
     const uint64_t seed = 77;
     std::vector<float> expected(static_cast<size_t>(n * M * P));
     model.sample(in.context.data(), in.coarse.data(), with_weights ? in.weights.data() : nullptr, n, so, seed,
@@ -103,9 +108,9 @@ class Export : public ::testing::Test {
       ref = im.sample_net->forward(x, (held - im.sample_norm.context_mean) / im.sample_norm.context_std, t);
     }
     const double denoise_diff = max_abs(out, ref);
-    std::printf("[export] %s %s %lld steps eta %.1f inflation %.2f weights %d: forward %.3g, denoise %.3g\n",
+    std::printf("[export] %s %s %lld steps eta %.1f inflation %.2f range %.1f weights %d: forward %.3g, denoise %.3g\n",
                 ft::name(mo.arch).c_str(), ft::name(so.sampler).c_str(), static_cast<long long>(so.steps), so.eta,
-                so.inflation, with_weights ? 1 : 0, sample_diff, denoise_diff);
+                so.inflation, so.inflation_range, with_weights ? 1 : 0, sample_diff, denoise_diff);
     return {sample_diff, denoise_diff};
   }
 };
@@ -128,9 +133,13 @@ TEST_F(Export, MlpModuleReproducesTheSamplerAndTheDenoiser) {
   // A fitted spread inflation (sample.inflation) is applied by forward as sample() applies it.
   ft::SampleOptions inflated = ddpm;
   inflated.inflation = 1.7;
-  for (const auto& so : {ddim(10, 0.0), ddim(5, 0.7), ddpm, inflated})
+  // And per patch by the context's excess over the training range (sample.inflation_range), on
+  // contexts that leave the range.
+  ft::SampleOptions ranged = inflated;
+  ranged.inflation_range = 0.8;
+  for (const auto& so : {ddim(10, 0.0), ddim(5, 0.7), ddpm, inflated, ranged})
     for (bool weights : {false, true}) {
-      const auto [sample_diff, denoise_diff] = compare(model, so, weights);
+      const auto [sample_diff, denoise_diff] = compare(model, so, weights, so.inflation_range > 0 ? 3.0f : 1.0f);
       EXPECT_LT(sample_diff, kTolerance) << ft::name(so.sampler) << " eta " << so.eta << " weights " << weights;
       EXPECT_LT(denoise_diff, kTolerance);
     }

@@ -467,6 +467,13 @@ void validate_together(const Config& c, ErrorList& errors) {
                      schema::name_of(c.patch.residual)
                : std::string();
   });
+  rule({"patch.spread_regression", "patch.residual"}, [&] {
+    return c.patch.spread_regression > 0.0 && c.patch.residual != Residual::kRegression
+               ? "patch.spread_regression spreads the members by the global regression's term of patch.residual "
+                 "regression, but patch.residual is " +
+                     schema::name_of(c.patch.residual)
+               : std::string();
+  });
   rule({"patch.static_refresh", "patch.static"}, [&] {
     return c.patch.static_refresh && c.patch.statics.empty()
                ? std::string(

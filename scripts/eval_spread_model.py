@@ -27,8 +27,8 @@ block, weighted as the report's scores), and context features that need no truth
         member spread in the prediction sampled with --inflation-range 1 (the report's prediction
         file with SUFFIX before .nc, the same seed and inflation) to the report's own; the model
         "ext" fits log(e2 / s2) = a + k log ext, which the sampler applies in situ as
-        sample.inflation = exp(a / 2), sample.inflation_range = k / 2 (and "r2" the same on r2, post hoc:
-        what a per-patch inflation on the regression's share would do)
+        sample.inflation = exp(a / 2), sample.inflation_range = k / 2 (and "r2" the same on r2: the plugin's
+        sample.inflation = exp(a / 2) and patch.spread_regression = k / 2)
   d2    where every argument joins several runs of the same blocks and truth (models of different
         training seeds): the variance of their ensemble means, the models' disagreement (what a
         deep ensemble adds to the spread); every run of the argument gets the same d2

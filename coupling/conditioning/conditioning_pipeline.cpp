@@ -191,6 +191,7 @@ void sample_fine(Patches& patches, int64_t members, uint64_t seed, float* out, c
   draw(patches.context.data(), sampler_coarse(patches), patches.weights.data(), patches.n, seed, out);
   add_patch_base(patches, members, out);
   blend_toward_global(global, n_vars, options, patches, members, out);
+  spread_by_regression(global, n_vars, options, patches, members, out);
 }
 
 }  // namespace finecast::coupling

@@ -78,7 +78,9 @@ uint64_t sampling_seed(uint64_t seed, long long sampling, int trainer = 0);
 /// weights, n, seed, out)` samples the model (conditioned on the patches' coarse means, or on
 /// zeros with a residual base), then the residual base is added, so that `out` holds fine values;
 /// with options.global_blend < 1 the members' mean is then moved toward the global regression
-/// (blend_toward_global). `global`, n_vars and `options` are those the patches were built with.
+/// (blend_toward_global), and with options.spread_regression > 0 each patch's members spread by
+/// its regression's share (spread_by_regression). `global`, n_vars and `options` are those the
+/// patches were built with.
 using DrawFn = std::function<void(const float* context, const float* coarse, const float* weights, int64_t n,
                                   uint64_t seed, float* out)>;
 void sample_fine(Patches& patches, int64_t members, uint64_t seed, float* out, const DrawFn& draw,

@@ -84,6 +84,10 @@ struct PatchSettings {
   /// it to the global regression (the base's regression without its local-slope terms, fitted
   /// beside it), the members' deviations from their mean kept. 1 = off (docs/training.md).
   double global_blend = 1.0;
+  /// patch.residual regression: k, each sampling's members spread around their mean times r2^k
+  /// per patch, r2 the mean square over the patch of what the global regression adds to the
+  /// interpolant (in the target's units squared); 0 = off (docs/training.md).
+  double spread_regression = 0.0;
 };
 
 /// Every settable conditioning key. The plugin's Config and the ConditioningSpec both derive from
@@ -226,7 +230,12 @@ inline const schema::Table<ConditioningSettings>& conditioning_settings_table() 
              "patch.residual regression: W < 1 moves each sampling's ensemble mean to the global regression (the "
              "base's fit without local slopes, fitted beside it) + W x (mean - it), keeping every member's "
              "deviation from the mean: an average of the model and a regression that err differently; 1 = off "
-             "(docs/training.md)")};
+             "(docs/training.md)"),
+        real("spread_regression", &PatchSettings::spread_regression, 0.0, 10.0,
+             "patch.residual regression: k > 0 spreads each patch's members around their mean by r2^k (times "
+             "sample.inflation), r2 the mean square over the patch of what the global regression on the "
+             "covariates adds to the interpolant, in the target's units squared: wider where the covariates "
+             "matter more; 0 = off (docs/training.md)")};
     Table<ConditioningSettings> t = nested(&ConditioningSettings::grid, grid, "grid.");
     t.push_back(names_field("fields", &ConditioningSettings::fields,
                             "host variables to couple, each a name or {name: NAME, level: K} (one level of a 3-D "

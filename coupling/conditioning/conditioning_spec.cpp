@@ -142,6 +142,7 @@ PatchOptions patch_options(const ConditioningSpec& spec) {
     o.regression = spec.regression;
     o.global_regression = spec.global_regression;
     o.global_blend = spec.patch.global_blend;
+    o.spread_regression = spec.patch.spread_regression;
   }
   o.local_slopes = local_slope_options(spec.patch);
   return o;

@@ -52,6 +52,20 @@ void add_regression_base(const PatchMap& global, int n_vars, const PatchOptions&
 void blend_toward_global(const PatchMap& global, int n_vars, const PatchOptions& options, const Patches& patches,
                          int64_t members, float* out);
 
+/// patch.spread_regression k: multiplies every member's deviation from the ensemble mean of its
+/// fine cell by r2^k per patch, r2 = the area-weighted mean over the patch of the global
+/// regression's term (options.global_regression on the covariates' predictors) squared, plus
+/// 1e-12 (as scripts/eval_spread_model.py fits it): a wider ensemble where the covariates add more
+/// to the interpolant. The mean (hence every patch mean) stays. Nothing when k is 0; throws
+/// InternalError when k > 0 and the global regression is missing. Cells where a member is not
+/// finite stay as they are; a patch whose r2 is not finite too.
+void spread_by_regression(const PatchMap& global, int n_vars, const PatchOptions& options, const Patches& patches,
+                          int64_t members, float* out);
+
+/// The factor r2^k of each patch (spread_by_regression's), [n].
+std::vector<double> regression_spread_factors(const PatchMap& global, int n_vars, const PatchOptions& options,
+                                              const Patches& patches);
+
 /// The coefficients as the checkpoint records them ("c0,c1,...", full precision), and back;
 /// parse_regression throws CheckpointError naming `source` unless the text holds `count`
 /// finite numbers.

@@ -43,6 +43,9 @@ struct PatchOptions {
   /// (blend_toward_global).
   std::vector<double> global_regression{};
   double global_blend = 1.0;
+  /// patch.spread_regression: k, each patch's members spread around their mean times r2^k, r2 the
+  /// global regression's mean square term over the patch (spread_by_regression); 0 = off.
+  double spread_regression = 0.0;
 };
 
 /// Context length: n_vars * (1 + ring_count(map, rings)) + (static_features ? 3 : 0) +

@@ -227,6 +227,11 @@ void resume(PluginState& s, TrainerState& t, ResumeSource source) {
                         " moves the members' mean toward the global regression, but checkpoint " + path +
                         " has no patch.global_regression (written before it existed): train anew, or set "
                         "patch.global_blend: 1");
+    if (cfg.patch.spread_regression > 0.0 && stored.spec.global_regression.empty())
+      throw ConfigError(cfg.source + ": patch.spread_regression " + schema::format_real(cfg.patch.spread_regression) +
+                        " spreads the members by the global regression's term, but checkpoint " + path +
+                        " has no patch.global_regression (written before it existed): train anew, or set "
+                        "patch.spread_regression: 0");
   }
   t.resumed_from = path;
   log::info("Resumed from " + path + " (optimizer step " + std::to_string(t.model->step()) + ", " +

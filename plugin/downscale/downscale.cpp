@@ -147,18 +147,20 @@ void check_regression(const std::string& checkpoint, const coupling::Conditionin
 
 /// patch.global_blend W < 1 (the checkpoint's, or --global-blend) needs the global regression the
 /// plugin fits beside the base: a checkpoint of patch.residual regression that records it.
-void check_global_blend(const std::string& checkpoint, const coupling::ConditioningSpec& spec, double weight) {
-  if (weight >= 1.0) return;
+/// The same for patch.spread_regression k > 0, whose r2 is that regression's term.
+void check_global_regression(const std::string& checkpoint, const coupling::ConditioningSpec& spec,
+                             const std::string& key, double value, bool used, const std::string& off) {
+  if (!used) return;
   if (spec.patch.residual != coupling::Residual::kRegression)
-    throw ConfigError("--global-blend " + schema::format_real(weight) + ": checkpoint " + checkpoint +
+    throw ConfigError("--" + key + " " + schema::format_real(value) + ": checkpoint " + checkpoint +
                       " was trained with patch.residual: " + schema::name_of(spec.patch.residual) +
-                      ", which has no regression to blend toward (1 = off)");
+                      ", which has no global regression (" + off + ")");
   if (spec.global_regression.empty())
     throw CheckpointError("checkpoint " + checkpoint +
                           " records no global regression (patch.global_regression; "
-                          "written before it existed), which patch.global_blend " +
-                          schema::format_real(weight) +
-                          " moves the members' mean toward: train anew, or sample with --global-blend 1");
+                          "written before it existed), which patch." +
+                          key.substr(0, key.find('-')) + "_" + key.substr(key.find('-') + 1) + " " +
+                          schema::format_real(value) + " needs: train anew, or sample with --" + key + " " + off);
 }
 
 /// The fine orography of --orography, checked against the fine grid (its size, and for ICON
@@ -445,7 +447,9 @@ Source load_source(const DownscaleOptions& opt, const std::string& path,
   const coupling::ConditioningSpec& spec = stored.spec;
   check_regression(src.checkpoint, spec);
   const double blend = opt.global_blend.value_or(spec.patch.global_blend);
-  check_global_blend(src.checkpoint, spec, blend);
+  check_global_regression(src.checkpoint, spec, "global-blend", blend, blend < 1.0, "1 = off");
+  const double spread = opt.spread_regression.value_or(spec.patch.spread_regression);
+  check_global_regression(src.checkpoint, spec, "spread-regression", spread, spread > 0.0, "0 = off");
   if (!grid) grid = fine_grid(opt, first, src.checkpoint, spec, mo.patch_size);
   if (grid->map.patch_size != mo.patch_size)
     throw GridError("checkpoint " + src.checkpoint + " was trained on patches of " + std::to_string(mo.patch_size) +
@@ -458,6 +462,7 @@ Source load_source(const DownscaleOptions& opt, const std::string& path,
   if (src.patch_options.orography)
     src.orography = read_orography(opt, spec, grid->map, grid->text, grid->icon ? &grid->output : nullptr);
   src.patch_options.global_blend = blend;
+  src.patch_options.spread_regression = spread;
   src.statics = read_statics(opt, src.checkpoint, mo, spec, *grid);
   for (const auto& v : src.statics) src.static_ptrs.push_back(v.data());
   std::string origin;
@@ -468,6 +473,9 @@ Source load_source(const DownscaleOptions& opt, const std::string& path,
                        schema::format_real(src.patch_options.global_blend) + (opt.global_blend ? "" : ", as trained") +
                        ")"
                  : std::string()) +
+            (spread > 0.0 ? ", each patch's spread times r2^" + schema::format_real(spread) +
+                                " (patch.spread_regression" + (opt.spread_regression ? "" : ", as trained") + ")"
+                          : std::string()) +
             " (options not given: " + origin + ")");
   warn_if_not_sampled_as_tuned(src.checkpoint, src.model.train_options(), src.sampling);
   return src;

@@ -55,6 +55,9 @@ struct DownscaleOptions {
   /// members' mean moved to the global regression + W (mean - it); W < 1 needs a checkpoint that
   /// recorded the global regression (patch.global_regression).
   std::optional<double> global_blend;
+  /// patch.spread_regression k for every checkpoint (unset: each one's own): each patch's members
+  /// spread by r2^k, r2 the global regression's mean square term; k > 0 needs that regression.
+  std::optional<double> spread_regression;
 };
 
 /// What run_downscale did.

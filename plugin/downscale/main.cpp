@@ -77,6 +77,11 @@ int main(int argc, char** argv) {
                  "W in [0, 1]: move the members' mean to the global regression + W (mean - it), keeping each member's "
                  "deviation (patch.global_blend; default: the checkpoint's own; 1 = off)")
       ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--spread-regression", opt.spread_regression,
+                 "k >= 0: spread each patch's members around their mean by r2^k, r2 the mean square over the patch of "
+                 "what the global regression on the covariates adds to the interpolant (patch.spread_regression; "
+                 "default: the checkpoint's own; 0 = off)")
+      ->check(CLI::Range(0.0, 10.0));
   finecast::cli::add_time(app, opt.times, "time step(s) to downscale (default: all)");
   app.add_option("--seed", opt.seed, "sampling seed")->capture_default_str();
   app.add_option("--threads", opt.threads, "torch threads (0: LibTorch's default)")

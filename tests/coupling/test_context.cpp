@@ -724,6 +724,43 @@ TEST(RegressionBase, ALocalSlopeTermFollowsALapseRateThatChangesAcrossTheField) 
   fc::blend_toward_global(b.map, 1, o, q, M, half.data());
   EXPECT_NEAR(half[P + 7], 0.5 * (raw[P + 7] + members[P + 7]), 1e-3);
 
+  // patch.spread_regression k: each patch's members spread around their mean by r2^k, r2 the
+  // mean square over the patch of the global fit's term, i.e. of its base minus the interpolant.
+  fc::PatchOptions interpolant_only;
+  interpolant_only.interp_base = true;
+  interpolant_only.n_static = 1;
+  fc::Patches ip;
+  fc::extract_patches(b.map, {b.field.data()}, nullptr, {hf.data()}, interpolant_only, ip);
+  o.global_blend = 1.0;
+  o.spread_regression = 0.5;
+  std::vector<float> spread = raw;
+  fc::spread_by_regression(b.map, 1, o, q, M, spread.data());
+  double smallest = 1e300, largest_factor = 0;
+  for (int64_t c = 0; c < q.n; ++c) {
+    double r2 = 0;
+    for (int k = 0; k < P; ++k)
+      r2 += double(q.weights[c * P + k]) * std::pow(double(g.base[c * P + k]) - ip.base[c * P + k], 2);
+    const double f = std::sqrt(r2 + 1e-12);
+    smallest = std::min(smallest, f);
+    largest_factor = std::max(largest_factor, f);
+    for (int k = 0; k < P; ++k) {
+      if (c == 0 && k == 5) continue;  // a member is NaN: left as it is
+      double mean = 0;
+      for (int64_t j = 0; j < M; ++j) mean += raw[(c * M + j) * P + k] / double(M);
+      for (int64_t j = 0; j < M; ++j)
+        ASSERT_NEAR(spread[(c * M + j) * P + k] - mean, f * (raw[(c * M + j) * P + k] - mean), 1e-3 * (1 + f))
+            << "patch " << c << " cell " << k;
+    }
+  }
+  EXPECT_GT(largest_factor, 2 * smallest);  // the covariates matter more in some patches than in others
+  o.spread_regression = 0.0;                // off: the members stay as they are
+  spread = raw;
+  fc::spread_by_regression(b.map, 1, o, q, M, spread.data());
+  EXPECT_EQ(std::memcmp(spread.data(), raw.data(), spread.size() * sizeof(float)), 0);
+  o.spread_regression = 0.5;  // on, without the global fit: an error, not a silent no-op
+  o.global_regression.clear();
+  EXPECT_ANY_THROW(fc::spread_by_regression(b.map, 1, o, q, M, spread.data()));
+
   fc::ConditioningSpec spec;
   spec.patch.statics = {"HSURF", "FR_LAND"};
   spec.patch.residual = fc::Residual::kRegression;

@@ -70,6 +70,14 @@ int export_main(int argc, char** argv, ExportExtension* extension) {
                                  ": the exported module's members are the model's own, their mean not moved "
                                  "toward the global regression");
       }
+      if (const auto k = spec->find("patch.spread_regression"); k != spec->end()) {
+        const double exponent = finecast::schema::value_as<double>(k->second);
+        if (exponent > 0.0)
+          finecast::log::warning(path + " was trained with patch.spread_regression " +
+                                 finecast::schema::format_real(exponent) +
+                                 ": the exported module's members keep sample.inflation's spread, not spread by "
+                                 "the regression's share per patch");
+      }
     }
     // How the checkpoint's run sampled (its /sampling), else the plugin's defaults; then the flags.
     const auto recorded = read_checkpoint_sampling(path);

@@ -149,18 +149,19 @@ void check_regression(const std::string& checkpoint, const coupling::Conditionin
 /// plugin fits beside the base: a checkpoint of patch.residual regression that records it.
 /// The same for patch.spread_regression k > 0, whose r2 is that regression's term.
 void check_global_regression(const std::string& checkpoint, const coupling::ConditioningSpec& spec,
-                             const std::string& key, double value, bool used, const std::string& off) {
+                             const std::string& flag, const std::string& key, double value, bool used,
+                             const std::string& off) {
   if (!used) return;
   if (spec.patch.residual != coupling::Residual::kRegression)
-    throw ConfigError("--" + key + " " + schema::format_real(value) + ": checkpoint " + checkpoint +
+    throw ConfigError("--" + flag + " " + schema::format_real(value) + ": checkpoint " + checkpoint +
                       " was trained with patch.residual: " + schema::name_of(spec.patch.residual) +
-                      ", which has no global regression (" + off + ")");
+                      ", which has no global regression (" + off + " = off)");
   if (spec.global_regression.empty())
     throw CheckpointError("checkpoint " + checkpoint +
                           " records no global regression (patch.global_regression; "
-                          "written before it existed), which patch." +
-                          key.substr(0, key.find('-')) + "_" + key.substr(key.find('-') + 1) + " " +
-                          schema::format_real(value) + " needs: train anew, or sample with --" + key + " " + off);
+                          "written before it existed), which " +
+                          key + " " + schema::format_real(value) + " needs: train anew, or sample with --" + flag +
+                          " " + off);
 }
 
 /// The fine orography of --orography, checked against the fine grid (its size, and for ICON
@@ -447,9 +448,10 @@ Source load_source(const DownscaleOptions& opt, const std::string& path,
   const coupling::ConditioningSpec& spec = stored.spec;
   check_regression(src.checkpoint, spec);
   const double blend = opt.global_blend.value_or(spec.patch.global_blend);
-  check_global_regression(src.checkpoint, spec, "global-blend", blend, blend < 1.0, "1 = off");
+  check_global_regression(src.checkpoint, spec, "global-blend", "patch.global_blend", blend, blend < 1.0, "1");
   const double spread = opt.spread_regression.value_or(spec.patch.spread_regression);
-  check_global_regression(src.checkpoint, spec, "spread-regression", spread, spread > 0.0, "0 = off");
+  check_global_regression(src.checkpoint, spec, "spread-regression", "patch.spread_regression", spread, spread > 0.0,
+                          "0");
   if (!grid) grid = fine_grid(opt, first, src.checkpoint, spec, mo.patch_size);
   if (grid->map.patch_size != mo.patch_size)
     throw GridError("checkpoint " + src.checkpoint + " was trained on patches of " + std::to_string(mo.patch_size) +

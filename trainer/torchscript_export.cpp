@@ -77,7 +77,7 @@ const char* kSamplerSource = R"TS(
         return (context - self.context_mean) / self.context_std
 
     def _row_inflation(self, context: Tensor) -> Tensor:
-        f = torch.full_like(context.select(1, 0), self.inflation) if context.size(1) > 0 else context.new_full([context.size(0)], self.inflation)
+        f = context.new_full([context.size(0)], self.inflation)
         if self.inflation_range == 0.0 or context.size(1) == 0:
             return f
         width = self.range_max - self.range_min

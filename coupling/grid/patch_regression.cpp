@@ -51,6 +51,33 @@ bool predictors_at(const PatchOptions& options, const Patches& p, const float* f
   return ok;
 }
 
+/// The factor r2^k of each patch (spread_by_regression's), [n].
+std::vector<double> regression_spread_factors(const PatchMap& global, int n_vars, const PatchOptions& options,
+                                              const Patches& p) {
+  const int S = options.n_static;
+  if (static_cast<int>(options.global_regression.size()) != 2 * S || S == 0)
+    throw InternalError("regression_spread_factors: patch.spread_regression needs the global regression (" +
+                        std::to_string(options.global_regression.size()) + " coefficients for " + std::to_string(S) +
+                        " covariates)");
+  check(global, n_vars, options, p, "regression_spread_factors");
+  const int m = regression_predictors(options), P = p.P, first = predictors_offset(global, n_vars, options);
+  std::vector<double> x(static_cast<size_t>(m)), factors(static_cast<size_t>(p.n));
+  for (int64_t c = 0; c < p.n; ++c) {
+    const float* fields = p.context.data() + c * p.C + first;
+    double r2 = 0.0, weight = 0.0;
+    for (int k = 0; k < P; ++k) {
+      predictors_at(options, p, fields, c, k, x.data());
+      double term = 0.0;
+      for (int j = 0; j < 2 * S; ++j) term += options.global_regression[static_cast<size_t>(j)] * x[j];
+      const double w = p.weights[c * P + k];
+      r2 += w * term * term;
+      weight += w;
+    }
+    factors[static_cast<size_t>(c)] = std::pow(r2 / weight + 1e-12, options.spread_regression);
+  }
+  return factors;
+}
+
 }  // namespace
 
 int regression_predictors(const PatchOptions& options) {
@@ -134,32 +161,6 @@ void blend_toward_global(const PatchMap& global, int n_vars, const PatchOptions&
       for (int64_t j = 0; j < members; ++j) patch[j * P + k] += move;
     }
   }
-}
-
-std::vector<double> regression_spread_factors(const PatchMap& global, int n_vars, const PatchOptions& options,
-                                              const Patches& p) {
-  const int S = options.n_static;
-  if (static_cast<int>(options.global_regression.size()) != 2 * S || S == 0)
-    throw InternalError("regression_spread_factors: patch.spread_regression needs the global regression (" +
-                        std::to_string(options.global_regression.size()) + " coefficients for " + std::to_string(S) +
-                        " covariates)");
-  check(global, n_vars, options, p, "regression_spread_factors");
-  const int m = regression_predictors(options), P = p.P, first = predictors_offset(global, n_vars, options);
-  std::vector<double> x(static_cast<size_t>(m)), factors(static_cast<size_t>(p.n));
-  for (int64_t c = 0; c < p.n; ++c) {
-    const float* fields = p.context.data() + c * p.C + first;
-    double r2 = 0.0, weight = 0.0;
-    for (int k = 0; k < P; ++k) {
-      predictors_at(options, p, fields, c, k, x.data());
-      double term = 0.0;
-      for (int j = 0; j < 2 * S; ++j) term += options.global_regression[static_cast<size_t>(j)] * x[j];
-      const double w = p.weights[c * P + k];
-      r2 += w * term * term;
-      weight += w;
-    }
-    factors[static_cast<size_t>(c)] = std::pow(r2 / weight + 1e-12, options.spread_regression);
-  }
-  return factors;
 }
 
 void spread_by_regression(const PatchMap& global, int n_vars, const PatchOptions& options, const Patches& p,

@@ -62,10 +62,6 @@ void blend_toward_global(const PatchMap& global, int n_vars, const PatchOptions&
 void spread_by_regression(const PatchMap& global, int n_vars, const PatchOptions& options, const Patches& patches,
                           int64_t members, float* out);
 
-/// The factor r2^k of each patch (spread_by_regression's), [n].
-std::vector<double> regression_spread_factors(const PatchMap& global, int n_vars, const PatchOptions& options,
-                                              const Patches& patches);
-
 /// The coefficients as the checkpoint records them ("c0,c1,...", full precision), and back;
 /// parse_regression throws CheckpointError naming `source` unless the text holds `count`
 /// finite numbers.

@@ -452,6 +452,17 @@ void validate_together(const Config& c, ErrorList& errors) {
        [&] { return coupling::local_slope_problem(c.patch); });
   rule({"patch.interpolant", "grid.type"},
        [&] { return coupling::interpolant_mismatch(c.patch.interpolant, c.grid.type == GridType::kLatLon); });
+  rule({"patch.global_interpolant", "grid.type"}, [&] {
+    return coupling::interpolant_mismatch(c.patch.global_interpolant, c.grid.type == GridType::kLatLon,
+                                          "patch.global_interpolant");
+  });
+  rule({"patch.global_interpolant", "patch.residual"}, [&] {
+    return c.patch.global_interpolant != coupling::Interpolant::kAuto && c.patch.residual != Residual::kRegression
+               ? "patch.global_interpolant is the interpolant of the global regression of patch.residual regression, "
+                 "but patch.residual is " +
+                     schema::name_of(c.patch.residual)
+               : std::string();
+  });
   rule({"patch.regression_refit", "patch.residual"}, [&] {
     return c.patch.regression_refit && c.patch.residual != Residual::kRegression
                ? std::string(

@@ -95,6 +95,8 @@ Options:
   --spread-regression K  each patch's members spread by r2^K, r2 the mean square of what the
                      global regression adds to the interpolant there (finecast-downscale; default:
                      the checkpoint's patch.spread_regression, else 0)
+  --global-blend W   the members' mean moved to the global regression + W x (mean - it)
+                     (finecast-downscale; default: the checkpoint's patch.global_blend)
   --threads N        torch threads of finecast-downscale (default: the number of cores) and, when
                      given, of the replay's training too (--set train.threads=N; a later --set
                      train.threads wins): runs side by side on one node each need their own cores,
@@ -122,7 +124,7 @@ die() { echo "evaluate.sh: error: $*" >&2; exit 2; }
 [[ $# -ge 1 ]] || { usage >&2; exit 2; }
 case "$1" in -h|--help) usage; exit 0 ;; esac
 CASE=$1; shift
-SPLIT=test BUILD=build RANKS=1 MEMBERS="" SAMPLER="" STEPS=10 ETA=0 INFLATION="" INFLATION_RANGE="" SPREAD_REGRESSION="" THREADS=$(nproc) SKIP_TRAIN=0 ONLY_EVAL=0 OUT=""
+SPLIT=test BUILD=build RANKS=1 MEMBERS="" SAMPLER="" STEPS=10 ETA=0 INFLATION="" INFLATION_RANGE="" SPREAD_REGRESSION="" GLOBAL_BLEND="" THREADS=$(nproc) SKIP_TRAIN=0 ONLY_EVAL=0 OUT=""
 SETS=() TRAIN_THREADS=() GEOMETRY="" SEEDS="" DIRECTION=forward FOLD="" HOLD_BOX=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -136,6 +138,7 @@ while [[ $# -gt 0 ]]; do
     --inflation) INFLATION=${2:?--inflation needs a value}; shift 2 ;;
     --inflation-range) INFLATION_RANGE=${2:?--inflation-range needs a value}; shift 2 ;;
     --spread-regression) SPREAD_REGRESSION=${2:?--spread-regression needs a value}; shift 2 ;;
+    --global-blend) GLOBAL_BLEND=${2:?--global-blend needs a value}; shift 2 ;;
     --threads) THREADS=${2:?--threads needs a value}; TRAIN_THREADS=(--set "train.threads=$2"); shift 2 ;;
     --set) SETS+=(--set "${2:?--set needs KEY=VALUE}"); shift 2 ;;
     --seeds) SEEDS=${2:?--seeds needs a value}; shift 2 ;;
@@ -374,6 +377,7 @@ if [[ -z $INFLATION && $SPLIT == val ]]; then INFLATION=1; fi
 if [[ -n $INFLATION ]]; then INFLATION_ARGS=(--inflation "$INFLATION"); fi
 if [[ -n $INFLATION_RANGE ]]; then INFLATION_ARGS+=(--inflation-range "$INFLATION_RANGE"); fi
 if [[ -n $SPREAD_REGRESSION ]]; then INFLATION_ARGS+=(--spread-regression "$SPREAD_REGRESSION"); fi
+if [[ -n $GLOBAL_BLEND ]]; then INFLATION_ARGS+=(--global-blend "$GLOBAL_BLEND"); fi
 
 # 3. training: replay the training split through the plugin, once per seed of --seeds
 train() {  # train CHECKPOINT_DIR LOG [--set ...]

@@ -164,6 +164,7 @@ void select_patches(const Patches& all, const std::vector<int64_t>& rows, Patche
   take(all.coarse, out.coarse, 1);
   take(all.base, out.base, all.P);
   take(all.residual, out.residual, all.P);
+  take(all.global_interp, out.global_interp, all.P);
   take(all.weights, out.weights, all.P);
   take(all.valid, out.valid, 1);
   // The local slopes are term-major (terms x n): each term's rows.
@@ -177,7 +178,8 @@ void select_patches(const Patches& all, const std::vector<int64_t>& rows, Patche
 
 void prepare_for(const ConditioningSpec& spec, PatchMap& map) {
   prepare_patch_map(map, spec.patch.context_rings,
-                    spec.patch.residual != Residual::kMean || !spec.patch.statics.empty(), spec.patch.interpolant);
+                    spec.patch.residual != Residual::kMean || !spec.patch.statics.empty(), spec.patch.interpolant,
+                    spec.patch.residual == Residual::kRegression ? spec.patch.global_interpolant : Interpolant::kAuto);
 }
 
 uint64_t sampling_seed(uint64_t seed, long long sampling, int trainer) {

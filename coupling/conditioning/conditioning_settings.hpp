@@ -84,6 +84,9 @@ struct PatchSettings {
   /// it to the global regression (the base's regression without its local-slope terms, fitted
   /// beside it), the members' deviations from their mean kept. 1 = off (docs/training.md).
   double global_blend = 1.0;
+  /// patch.residual regression: the global regression's own interpolant (auto: the base's,
+  /// patch.interpolant): the regression is then fitted on the fine values minus it.
+  Interpolant global_interpolant = Interpolant::kAuto;
   /// patch.residual regression: k, each sampling's members spread around their mean times r2^k
   /// per patch, r2 the mean square over the patch of what the global regression adds to the
   /// interpolant (in the target's units squared); 0 = off (docs/training.md).
@@ -231,6 +234,12 @@ inline const schema::Table<ConditioningSettings>& conditioning_settings_table() 
              "base's fit without local slopes, fitted beside it) + W x (mean - it), keeping every member's "
              "deviation from the mean: an average of the model and a regression that err differently; 1 = off "
              "(docs/training.md)"),
+        choice("global_interpolant", &PatchSettings::global_interpolant,
+               "patch.residual regression: the interpolant of the global regression (patch.global_blend's target, "
+               "patch.spread_regression's term), fitted on the fine values minus it: auto = patch.interpolant's; "
+               "another one (e.g. linear beside an idw_linear base) when the regression on it is the stronger "
+               "(docs/training.md)")
+            .compared_on_resume(),
         real("spread_regression", &PatchSettings::spread_regression, 0.0, 10.0,
              "patch.residual regression: k > 0 spreads each patch's members around their mean by r2^k (times "
              "sample.inflation), r2 the mean square over the patch of what the global regression on the "

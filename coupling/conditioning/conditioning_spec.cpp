@@ -163,6 +163,9 @@ StoredSpec finished(StoredSpec stored, const std::string& source) {
     stored.spec.patch.interpolant = legacy_interpolant(stored.spec.grid.type == GridType::kLatLon);
     stored.keys.insert("patch.interpolant");
   }
+  // Written before patch.global_interpolant existed: its global regression (if any) is on the
+  // base's interpolant, auto, compared on resume as if recorded.
+  if (stored.has("patch.residual")) stored.keys.insert("patch.global_interpolant");
   // The config's rule, which every run that wrote a checkpoint passed.
   if (const std::string problem = local_slope_problem(stored.spec.patch); !problem.empty())
     throw CheckpointError(source + ": " + problem);
@@ -261,6 +264,9 @@ std::string resume_differences(const StoredSpec& recorded, const ConditioningSpe
   ConditioningSpec then = recorded.spec, now = configured;
   then.patch.interpolant = resolve_interpolant(then.patch.interpolant, then.grid.type == GridType::kLatLon);
   now.patch.interpolant = resolve_interpolant(now.patch.interpolant, now.grid.type == GridType::kLatLon);
+  // The global regression's interpolant named as the base's own is auto.
+  for (ConditioningSpec* c : {&then, &now})
+    if (c->patch.global_interpolant == c->patch.interpolant) c->patch.global_interpolant = Interpolant::kAuto;
   return schema::differences(compared, then, now, "the checkpoint", configured_name);
 }
 

@@ -78,12 +78,11 @@ double angle(const sphere::Vec3& a, const sphere::Vec3& b) {
 
 /// Inverse-distance weights of the 6 nearest coarse centres (among those within 3 edge steps),
 /// 1/d^2: finecast-eval's idw with its defaults.
-void idw_table(PatchMap& m) {
+void idw_table(const PatchMap& m, CoarseInterpolation& ip) {
   constexpr int kNeighbours = 6, kRings = 3;
   constexpr double kPower = 2.0;
   if (m.fine_lon.size() != static_cast<std::size_t>(m.n_fine))
     throw InternalError("prepare_patch_map: the ICON patch map holds no fine cell centres");
-  CoarseInterpolation& ip = m.base;
   ip.width = kNeighbours;
   ip.cell.assign(static_cast<std::size_t>(m.n_fine * kNeighbours), -1);
   ip.cell_w.assign(static_cast<std::size_t>(m.n_fine * kNeighbours), 0.0);
@@ -150,11 +149,10 @@ void bspline_axis(int64_t nb, int k, bool wrap, int width, std::vector<int64_t>&
 /// vectors and g fitted to c_q - c_p over its edge neighbours q, weights 1/|m_q - m_p|^2, with
 /// the same tiny ridge. Linear in the coarse values: weight w_q y . d_q on neighbour q, where
 /// (D^T W D + ridge) y = x - m_p, and the rest on p.
-void linear_table(PatchMap& m) {
+void linear_table(const PatchMap& m, CoarseInterpolation& ip) {
   if (m.fine_lon.size() != static_cast<std::size_t>(m.n_fine))
     throw InternalError("prepare_patch_map: the ICON patch map holds no fine cell centres");
   const int nn = m.n_neighbours, width = 1 + nn;
-  CoarseInterpolation& ip = m.base;
   ip.width = width;
   ip.cell.assign(static_cast<std::size_t>(m.n_fine * width), -1);
   ip.cell_w.assign(static_cast<std::size_t>(m.n_fine * width), 0.0);
@@ -247,56 +245,45 @@ Interpolant resolve_interpolant(Interpolant kind, bool latlon, const std::string
   return kind;
 }
 
-void prepare_patch_map(PatchMap& map, int rings, bool interpolant, Interpolant kind) {
-  if (rings > 0 && (map.rings != rings || map.ring_cells.empty())) {
-    if (is_latlon(map) && (map.block_rows <= 0 || map.block_cols <= 0))
-      throw InternalError("prepare_patch_map: the lat-lon patch map has no block grid");
-    build_rings(map, rings);
-  }
-  if (!interpolant) return;
-  kind = resolve_interpolant(kind, is_latlon(map));
-  if (map.base.width != 0 && map.base.kind == kind) return;
-  map.base = CoarseInterpolation{};
-  map.base.kind = kind;
+namespace {
+
+/// The interpolation weights of `kind` (resolved) on the map.
+CoarseInterpolation interpolation_table(const PatchMap& map, Interpolant kind) {
+  CoarseInterpolation t;
   switch (kind) {
     case Interpolant::kBicubic:
-      cubic_axis(map.block_rows, map.block, false, map.base.row, map.base.row_w);
-      cubic_axis(map.block_cols, map.block, map.wrap_columns, map.base.col, map.base.col_w);
-      map.base.width = 4;
+      cubic_axis(map.block_rows, map.block, false, t.row, t.row_w);
+      cubic_axis(map.block_cols, map.block, map.wrap_columns, t.col, t.col_w);
+      t.width = 4;
       break;
     case Interpolant::kBspline: {
       const int width = 4 + 2 * kBsplineReach;
-      bspline_axis(map.block_rows, map.block, false, width, map.base.row, map.base.row_w);
-      bspline_axis(map.block_cols, map.block, map.wrap_columns, width, map.base.col, map.base.col_w);
-      map.base.width = width;
+      bspline_axis(map.block_rows, map.block, false, width, t.row, t.row_w);
+      bspline_axis(map.block_cols, map.block, map.wrap_columns, width, t.col, t.col_w);
+      t.width = width;
       break;
     }
     case Interpolant::kIdw:
-      idw_table(map);
+      idw_table(map, t);
       break;
     case Interpolant::kLinear:
-      linear_table(map);
+      linear_table(map, t);
       break;
     case Interpolant::kIdwLinear: {
       // Both stencils side by side, each at half weight: a fine cell's value is the mean of its
       // IDW and linear values (the patch mean is restored after, as for each alone).
-      idw_table(map);
-      const CoarseInterpolation idw = std::move(map.base);
-      map.base = CoarseInterpolation{};
-      linear_table(map);
-      const CoarseInterpolation lin = std::move(map.base);
-      map.base = CoarseInterpolation{};
-      map.base.kind = kind;
-      map.base.width = idw.width + lin.width;
-      const auto W = static_cast<std::size_t>(map.base.width);
-      map.base.cell.assign(static_cast<std::size_t>(map.n_fine) * W, -1);
-      map.base.cell_w.assign(static_cast<std::size_t>(map.n_fine) * W, 0.0);
+      const CoarseInterpolation idw = interpolation_table(map, Interpolant::kIdw),
+                                lin = interpolation_table(map, Interpolant::kLinear);
+      t.width = idw.width + lin.width;
+      const auto W = static_cast<std::size_t>(t.width);
+      t.cell.assign(static_cast<std::size_t>(map.n_fine) * W, -1);
+      t.cell_w.assign(static_cast<std::size_t>(map.n_fine) * W, 0.0);
       for (int64_t c = 0; c < map.n_fine; ++c) {
         std::size_t slot = static_cast<std::size_t>(c) * W;
-        for (const CoarseInterpolation* t : {&idw, &lin})
-          for (int a = 0; a < t->width; ++a, ++slot) {
-            map.base.cell[slot] = t->cell[c * t->width + a];
-            map.base.cell_w[slot] = 0.5 * t->cell_w[c * t->width + a];
+        for (const CoarseInterpolation* from : {&idw, &lin})
+          for (int a = 0; a < from->width; ++a, ++slot) {
+            t.cell[slot] = from->cell[c * from->width + a];
+            t.cell_w[slot] = 0.5 * from->cell_w[c * from->width + a];
           }
       }
       break;
@@ -304,17 +291,44 @@ void prepare_patch_map(PatchMap& map, int rings, bool interpolant, Interpolant k
     case Interpolant::kAuto:
       throw InternalError("prepare_patch_map: unresolved interpolant");
   }
+  t.kind = kind;
+  return t;
+}
+
+}  // namespace
+
+void prepare_patch_map(PatchMap& map, int rings, bool interpolant, Interpolant kind, Interpolant global_kind) {
+  if (rings > 0 && (map.rings != rings || map.ring_cells.empty())) {
+    if (is_latlon(map) && (map.block_rows <= 0 || map.block_cols <= 0))
+      throw InternalError("prepare_patch_map: the lat-lon patch map has no block grid");
+    build_rings(map, rings);
+  }
+  if (!interpolant) return;
+  kind = resolve_interpolant(kind, is_latlon(map));
+  if (map.base.width == 0 || map.base.kind != kind) map.base = interpolation_table(map, kind);
+  // patch.global_interpolant: auto or the base's own needs no table of its own.
+  if (global_kind != Interpolant::kAuto)
+    global_kind = resolve_interpolant(global_kind, is_latlon(map), "patch.global_interpolant");
+  if (global_kind == Interpolant::kAuto || global_kind == kind)
+    map.global_base = CoarseInterpolation{};
+  else if (map.global_base.width == 0 || map.global_base.kind != global_kind)
+    map.global_base = interpolation_table(map, global_kind);
 }
 
 void interpolate_patches(const PatchMap& m, const float* coarse, float* out, int64_t first, int64_t count) {
-  if (m.base.width == 0)
+  interpolate_patches(m, m.base, coarse, out, first, count);
+}
+
+void interpolate_patches(const PatchMap& m, const CoarseInterpolation& table, const float* coarse, float* out,
+                         int64_t first, int64_t count) {
+  if (table.width == 0)
     throw InternalError("interpolate_patches: the patch map has no interpolant (prepare_patch_map)");
   if (count < 0) count = m.n_coarse - first;
   if (first < 0 || first + count > m.n_coarse)
     throw InternalError("interpolate_patches: patches " + std::to_string(first) + "+" + std::to_string(count) +
                         " outside the map's " + std::to_string(m.n_coarse));
   const int64_t P = m.patch_size;
-  const int W = m.base.width;
+  const int W = table.width;
   std::vector<double> v_of(static_cast<std::size_t>(P));
   for (int64_t p = first; p < first + count; ++p) {
     const double own = coarse[p];
@@ -331,15 +345,15 @@ void interpolate_patches(const PatchMap& m, const float* coarse, float* out, int
         const int64_t row = f / m.grid_columns, col = f % m.grid_columns;
         for (int a = 0; a < W; ++a) {
           double r = 0.0;
-          const int64_t brow = m.base.row[row * W + a];
+          const int64_t brow = table.row[row * W + a];
           for (int b = 0; b < W; ++b)
-            r += m.base.col_w[col * W + b] * value(brow * m.block_cols + m.base.col[col * W + b]);
-          v += m.base.row_w[row * W + a] * r;
+            r += table.col_w[col * W + b] * value(brow * m.block_cols + table.col[col * W + b]);
+          v += table.row_w[row * W + a] * r;
         }
       } else {
         for (int a = 0; a < W; ++a) {
-          const int64_t q = m.base.cell[f * W + a];
-          if (q >= 0) v += m.base.cell_w[f * W + a] * value(q);
+          const int64_t q = table.cell[f * W + a];
+          if (q >= 0) v += table.cell_w[f * W + a] * value(q);
         }
       }
       v_of[k] = v;

@@ -56,7 +56,10 @@ Interpolant resolve_interpolant(Interpolant kind, bool latlon, const std::string
 ///    so the order depends neither on how the cells are numbered nor on the decomposition.
 /// Idempotent. Throws GridError naming the grid kind when the map cannot hold the rings (e.g.
 /// more cells within K steps than a triangular lattice has).
-void prepare_patch_map(PatchMap& map, int rings, bool interpolant, Interpolant kind = Interpolant::kAuto);
+/// `global_kind` (patch.global_interpolant) other than auto and the base's adds its weights as
+/// map.global_base, the interpolant of the global regression; auto or the base's own clears them.
+void prepare_patch_map(PatchMap& map, int rings, bool interpolant, Interpolant kind = Interpolant::kAuto,
+                       Interpolant global_kind = Interpolant::kAuto);
 
 /// The conservative interpolant of `coarse` (n_coarse values; a missing value counts as the
 /// patch's own) at every patch's fine cells, patch-major [n_coarse][P] in canonical order, each
@@ -64,5 +67,8 @@ void prepare_patch_map(PatchMap& map, int rings, bool interpolant, Interpolant k
 /// prepare_patch_map(map, ..., true). With `count` >= 0, only patches first..first+count-1
 /// (out then holds count patches; `coarse` is still indexed by every patch).
 void interpolate_patches(const PatchMap& map, const float* coarse, float* out, int64_t first = 0, int64_t count = -1);
+/// The same with the weights of `table` (map.base or map.global_base).
+void interpolate_patches(const PatchMap& map, const CoarseInterpolation& table, const float* coarse, float* out,
+                         int64_t first = 0, int64_t count = -1);
 
 }  // namespace finecast::coupling

@@ -101,6 +101,8 @@ struct PatchMap {
   int ring_count = 0;               ///< coarse cells per patch in ring_cells
   std::vector<int64_t> ring_cells;  ///< n_coarse*ring_count, canonical order; -1 = none
   CoarseInterpolation base;         ///< the residual base's interpolation weights
+  /// patch.global_interpolant's weights, when it is not the base's (width 0: the base's)
+  CoarseInterpolation global_base;
 
   LimitedAreaSummary limited_area;  ///< ICON limited-area grids: what was left out and why
 };

@@ -93,12 +93,13 @@ std::vector<std::string> regression_names(const std::vector<std::string>& static
 }
 
 void add_regression_data(const PatchMap& global, int n_vars, const PatchOptions& options, const Patches& p,
-                         const uint8_t* use, RegressionFitter& fitter) {
+                         const uint8_t* use, RegressionFitter& fitter, const float* target) {
   check(global, n_vars, options, p, "add_regression_data");
   const int m = regression_predictors(options), P = p.P;
   if (static_cast<int>(fitter.names().size()) != m)
     throw InternalError("add_regression_data: the fitter has the wrong number of predictors");
   if (p.area.size() != static_cast<size_t>(p.n)) throw InternalError("add_regression_data: the patches have no areas");
+  if (target == nullptr) target = p.residual.data();
   const int first = predictors_offset(global, n_vars, options);
   std::vector<double> x(static_cast<size_t>(m));
   for (int64_t c = 0; c < p.n; ++c) {
@@ -106,7 +107,7 @@ void add_regression_data(const PatchMap& global, int n_vars, const PatchOptions&
     const float* fields = p.context.data() + c * p.C + first;
     for (int k = 0; k < P; ++k) {
       predictors_at(options, p, fields, c, k, x.data());  // the fitter skips a cell with a NaN
-      fitter.add(x.data(), p.residual[c * P + k], double(p.weights[c * P + k]) * p.area[c]);
+      fitter.add(x.data(), target[c * P + k], double(p.weights[c * P + k]) * p.area[c]);
     }
   }
 }
@@ -140,9 +141,11 @@ void blend_toward_global(const PatchMap& global, int n_vars, const PatchOptions&
     throw InternalError("blend_toward_global: " + std::to_string(options.regression.size()) + " and " +
                         std::to_string(options.global_regression.size()) + " coefficients for " + std::to_string(m) +
                         " and " + std::to_string(2 * S) + " predictors");
-  // The global fit minus the base's: the covariates' terms differ, the local-slope terms go.
-  std::vector<double> d(static_cast<size_t>(m));
-  for (int j = 0; j < m; ++j) d[j] = (j < 2 * S ? options.global_regression[j] : 0.0) - options.regression[j];
+  // g = its interpolant + the global fit on the covariates' predictors. The interpolant is the
+  // base's (the base minus the base's own fit) unless patch.global_interpolant gave it its own.
+  const bool own_interp = !p.global_interp.empty();
+  if (own_interp && p.global_interp.size() != p.base.size())
+    throw InternalError("blend_toward_global: the patches' global interpolant does not match their base");
   const int P = p.P, first = predictors_offset(global, n_vars, options);
   const double keep = options.global_blend;
   std::vector<double> x(static_cast<size_t>(m));
@@ -151,8 +154,11 @@ void blend_toward_global(const PatchMap& global, int n_vars, const PatchOptions&
     float* patch = out + c * members * P;
     for (int k = 0; k < P; ++k) {
       predictors_at(options, p, fields, c, k, x.data());  // a NaN reaches the target, as it reaches the base
-      double target = p.base[c * P + k];
-      for (int j = 0; j < m; ++j) target += d[j] * x[j];
+      double target = own_interp ? p.global_interp[c * P + k] : p.base[c * P + k];
+      for (int j = 0; j < m; ++j) {
+        const double g = j < 2 * S ? options.global_regression[j] : 0.0;
+        target += (own_interp ? g : g - options.regression[j]) * x[j];
+      }
       double mean = 0.0;
       for (int64_t j = 0; j < members; ++j) mean += patch[j * P + k];
       mean /= static_cast<double>(members);

@@ -30,9 +30,11 @@ std::vector<std::string> regression_names(const std::vector<std::string>& static
 /// the interpolant: patches built without coefficients) on the predictors, each weighted by its
 /// area (its normalised weight times its patch's area), as finecast-eval weighs its cells.
 /// `global` is the map the contexts were built on (fill_contexts), n_vars the number of coarse
-/// fields in the context; the fitter has regression_predictors(options) names.
+/// fields in the context; the fitter has regression_predictors(options) names. `target` (n*P,
+/// patch-major) replaces the residual as what is fitted (the global regression's on its own
+/// interpolant: fine minus patches.global_interp); null = the residual.
 void add_regression_data(const PatchMap& global, int n_vars, const PatchOptions& options, const Patches& patches,
-                         const uint8_t* use, RegressionFitter& fitter);
+                         const uint8_t* use, RegressionFitter& fitter, const float* target = nullptr);
 
 /// Adds sum_j options.regression[j] * predictor j to every patch's base and takes it off its
 /// residual: the base becomes the regression's prediction. fill_contexts does this for options
@@ -42,9 +44,10 @@ void add_regression_base(const PatchMap& global, int n_vars, const PatchOptions&
 
 /// patch.global_blend: moves the ensemble mean of every fine cell of `out` ([n][members][P] fine
 /// values of the patches) to g + W (mean - g), each member keeping its deviation from the mean.
-/// g is the global regression's prediction: the base plus, with the base's coefficients b
-/// (options.regression) and the global ones (options.global_regression, one per covariate
-/// predictor), their difference on the covariates' predictors minus b on the local-slope terms.
+/// g is the global regression's prediction: its interpolant plus the global coefficients
+/// (options.global_regression, one per covariate predictor) on the covariates' predictors. Its
+/// interpolant is patches.global_interp (patch.global_interpolant) when the patches have one, else
+/// the base's: the base minus the base's own fit (options.regression, local-slope terms included).
 /// Nothing when W (options.global_blend) is 1 or a fit is missing; cells where a member is not
 /// finite stay as they are. The global regression and the base have the patch means of the coarse
 /// field (the interpolant is conservative, and every predictor has zero patch mean), so a

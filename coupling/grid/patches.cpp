@@ -191,6 +191,13 @@ void fill_contexts(const PatchMap& global, int64_t first, const PatchMap& local,
     fit(out.residual, static_cast<size_t>(n * P));
     interpolate_patches(global, all_coarse_vars + options.target * N, out.base.data(), first, n);
     for (int64_t i = 0; i < n * P; ++i) out.residual[i] = out.fine[i] - out.base[i];
+    if (global.global_base.width != 0) {
+      fit(out.global_interp, static_cast<size_t>(n * P));
+      interpolate_patches(global, global.global_base, all_coarse_vars + options.target * N, out.global_interp.data(),
+                          first, n);
+    } else {
+      out.global_interp.clear();
+    }
     if (options.local_slopes.enabled() && options.n_static > 0)
       local_slopes(global.neighbours.data(), global.n_neighbours, N, all_coarse_vars + options.target * N,
                    all_static_means, options.n_static, options.local_slopes, first, n, out.local_slopes);
@@ -200,6 +207,7 @@ void fill_contexts(const PatchMap& global, int64_t first, const PatchMap& local,
   } else {
     out.base.clear();
     out.residual.clear();
+    out.global_interp.clear();
   }
 }
 

@@ -74,6 +74,7 @@ struct Patches {
   std::vector<float> coarse;            ///< n area-weighted means of the target
   std::vector<float> base;              ///< n*P conservative interpolant of the target (interp_base only)
   std::vector<float> residual;          ///< n*P fine - base (interp_base only): what the model learns
+  std::vector<float> global_interp;     ///< n*P patch.global_interpolant's (map.global_base), else empty
   std::vector<float> weights;           ///< n*P normalised area weights (each patch sums to 1)
   std::vector<double> area;             ///< n patch areas (PatchMap::patch_area; 1 on a map without)
   std::vector<uint8_t> valid;           ///< n: 0 when a fine value of the patch is missing

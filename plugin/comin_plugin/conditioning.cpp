@@ -94,24 +94,32 @@ namespace {
 
 /// patch.global_blend's target: the base's regression without its local-slope terms, fitted on
 /// the same training patches (their residual from the interpolant alone; `fitted_on` names them);
-/// the base's own coefficients when it has no local slopes. Fitted whatever patch.global_blend is,
-/// so that the checkpoint can be sampled with a blend later (finecast-downscale --global-blend),
-/// and refitted with the base (patch.regression_refit). Returns the fit when it is one of its own.
+/// the base's own coefficients when it has no local slopes and no interpolant of its own
+/// (patch.global_interpolant: then the fit is of the fine values minus that one). Fitted whatever patch.global_blend
+/// is, so that the checkpoint can be sampled with a blend later (finecast-downscale --global-blend), and refitted with
+/// the base (patch.regression_refit). Returns the fit when it is one of its own.
 std::optional<coupling::RegressionFit> fit_global_regression(const Config& cfg, const coupling::PatchMap& global,
                                                              coupling::PatchOptions& options,
                                                              const std::vector<uint8_t>& train_valid,
                                                              const coupling::Patches& patches,
                                                              const std::function<void(double*, int)>& sum_over_trainers,
                                                              const std::string& fitted_on) {
-  if (!options.local_slopes.enabled()) {
+  const bool own_interp = !patches.global_interp.empty();
+  if (!options.local_slopes.enabled() && !own_interp) {
     options.global_regression = options.regression;
     return std::nullopt;
   }
   coupling::PatchOptions flat = options;
   flat.local_slopes = {};
   flat.regression.clear();
+  std::vector<float> target;
+  if (own_interp) {
+    target.resize(patches.fine.size());
+    for (size_t i = 0; i < target.size(); ++i) target[i] = patches.fine[i] - patches.global_interp[i];
+  }
   coupling::RegressionFitter fitter(coupling::regression_names(cfg.patch.statics, flat), "regression_cons");
-  coupling::add_regression_data(global, static_cast<int>(cfg.fields.size()), flat, patches, train_valid.data(), fitter);
+  coupling::add_regression_data(global, static_cast<int>(cfg.fields.size()), flat, patches, train_valid.data(), fitter,
+                                own_interp ? target.data() : nullptr);
   sum_over_trainers(fitter.sums().data(), static_cast<int>(fitter.sums().size()));
   try {
     coupling::RegressionFit fit = fitter.solve(fitted_on);
@@ -171,7 +179,11 @@ void fit_regression_base(const Config& cfg, const coupling::PatchMap& global, co
               ": each sampling's ensemble mean moves to the global regression + " +
               schema::format_real(options.global_blend) + " x (mean - it), the members' deviations kept; " +
               (flat_fit
-                   ? "the global regression: " + coupling::describe(coupling::per_covariate_unit(*flat_fit, scales))
+                   ? "the global regression" +
+                         (cfg.patch.global_interpolant != coupling::Interpolant::kAuto
+                              ? " (on patch.global_interpolant " + schema::name_of(cfg.patch.global_interpolant) + ")"
+                              : std::string()) +
+                         ": " + coupling::describe(coupling::per_covariate_unit(*flat_fit, scales))
                    : std::string("the global regression is the base's own (no local slopes)")));
   // finecast-eval's warning, at training time: covariates that explain under 2% of the residual's
   // variance are uninformative or not where the data is (issue 26: ICON surface fields averaged

@@ -471,9 +471,12 @@ Source load_source(const DownscaleOptions& opt, const std::string& path,
   src.sampling = sampling_options(opt, src.checkpoint, origin);
   log::info("Sampling with " + src.checkpoint + ": " + sampling_text(src.sampling) +
             (src.patch_options.global_blend < 1.0
-                 ? ", the members' mean moved toward the global regression (patch.global_blend " +
-                       schema::format_real(src.patch_options.global_blend) + (opt.global_blend ? "" : ", as trained") +
-                       ")"
+                 ? ", the members' mean moved toward the global regression" +
+                       (spec.patch.global_interpolant != coupling::Interpolant::kAuto
+                            ? " on the " + schema::name_of(spec.patch.global_interpolant) + " interpolant"
+                            : std::string()) +
+                       " (patch.global_blend " + schema::format_real(src.patch_options.global_blend) +
+                       (opt.global_blend ? "" : ", as trained") + ")"
                  : std::string()) +
             (spread > 0.0 ? ", each patch's spread times r2^" + schema::format_real(spread) +
                                 " (patch.spread_regression" + (opt.spread_regression ? "" : ", as trained") + ")"

@@ -222,11 +222,11 @@ TEST(ConditioningSpec, TheSettingsAreTheSpecsRowsAndFlagWhatAResumeCompares) {
   std::set<std::string> compared;
   for (const auto& f : spec)
     if (f.resume_compares) compared.insert(f.key);
-  EXPECT_EQ(compared,
-            (std::set<std::string>{"grid.type", "grid.geometry", "patch.size", "fields", "target", "target_units",
-                                   "patch.static_features", "patch.orography", "patch.context_rings",
-                                   "patch.relative_context", "patch.residual", "patch.interpolant", "patch.static",
-                                   "patch.local_slopes", "patch.local_slope_ridge", "patch.local_slope_static"}));
+  EXPECT_EQ(compared, (std::set<std::string>{
+                          "grid.type", "grid.geometry", "patch.size", "fields", "target", "target_units",
+                          "patch.static_features", "patch.orography", "patch.context_rings", "patch.relative_context",
+                          "patch.residual", "patch.interpolant", "patch.static", "patch.local_slopes",
+                          "patch.local_slope_ridge", "patch.local_slope_static", "patch.global_interpolant"}));
 }
 
 // One range for the config and the checkpoint: what a config may set is what a checkpoint may hold
@@ -321,6 +321,15 @@ TEST(ConditioningSpec, CheckpointsWithoutAnInterpolantReadBackTheOneTheyUsed) {
   EXPECT_EQ(old.spec.patch.interpolant, fc::Interpolant::kBicubic);
   EXPECT_EQ(fc::resume_differences(old, latlon, "run.yaml"),
             "patch.interpolant: the checkpoint has bicubic, run.yaml has bspline");
+  // patch.global_interpolant likewise: a checkpoint without it blended toward its base's own, so
+  // another one is refused; naming the base's own is the same as auto.
+  fc::ConditioningSpec own = latlon;
+  own.patch.interpolant = fc::Interpolant::kBicubic;
+  own.patch.global_interpolant = fc::Interpolant::kBspline;
+  EXPECT_EQ(fc::resume_differences(old, own, "run.yaml"),
+            "patch.global_interpolant: the checkpoint has auto, run.yaml has bspline");
+  own.patch.global_interpolant = fc::Interpolant::kBicubic;
+  EXPECT_EQ(fc::resume_differences(old, own, "run.yaml"), "");
   fc::ConditioningSpec icon = latlon;
   icon.grid.type = fc::GridType::kIcon;
   icon.patch.interpolant = fc::Interpolant::kIdw;

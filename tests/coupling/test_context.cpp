@@ -616,6 +616,98 @@ TEST(RegressionBase, ThePluginsFitIsFinecastEvalsOnTheSameData) {
   expect_same_fit(plugin_fit(map, ti, hi, linear), eval_fit(lpred, ti, lbase, w), "ICON linear");
 }
 
+// patch.global_interpolant: the global regression on an interpolant of its own (linear beside an
+// idw_linear base). A fine field built as the linear interpolant of its coarse means plus known
+// multiples of two covariates' predictors: the patches carry that interpolant (the base of a
+// map prepared with linear, exactly), the fit of the fine values minus it recovers the multiples,
+// and a blend with W = 0 centres the members on the field itself, each keeping its deviation.
+// The blend toward the base's own interpolant (no global_interp) does not.
+TEST(RegressionBase, AGlobalRegressionOnItsOwnInterpolantIsTheBlendsTarget) {
+  const fc::IconGrid g = fc::make_icosahedral_grid(4, 3);
+  const int64_t n = g.n_cells;
+  std::mt19937 rng(11);
+  std::normal_distribution<double> noise(0.0, 1.0);
+  std::vector<float> f(static_cast<size_t>(n)), x1(f.size()), x2(f.size());
+  for (int64_t i = 0; i < n; ++i) {
+    f[i] = static_cast<float>(280 + 20 * std::sin(3 * g.clat[i]) * std::cos(2 * g.clon[i]));
+    x1[i] = static_cast<float>(std::sin(5 * g.clat[i]) * std::cos(3 * g.clon[i]) + 0.3 * noise(rng));
+    x2[i] = static_cast<float>(0.5 * noise(rng));
+  }
+  fc::PatchOptions o;
+  o.interp_base = true;
+  o.n_static = 2;
+  fc::PatchMap map = fc::icon_patch_map(g, 1), lin = fc::icon_patch_map(g, 1);
+  fc::prepare_patch_map(map, 0, true, fc::Interpolant::kIdwLinear, fc::Interpolant::kLinear);
+  fc::prepare_patch_map(lin, 0, true, fc::Interpolant::kLinear);
+  ASSERT_EQ(map.global_base.kind, fc::Interpolant::kLinear);
+  fc::PatchMap same = map;  // the base's own interpolant needs no table of its own
+  fc::prepare_patch_map(same, 0, true, fc::Interpolant::kIdwLinear, fc::Interpolant::kIdwLinear);
+  EXPECT_EQ(same.global_base.width, 0);
+  EXPECT_THROW(fc::prepare_patch_map(same, 0, true, fc::Interpolant::kIdwLinear, fc::Interpolant::kBspline),
+               finecast::ConfigError);
+
+  // The predictors have zero patch means, so adding them keeps the coarse means and with them
+  // the interpolant: the field below is linear_cons of its own means plus 0.7 x1' - 1.3 x2''.
+  fc::Patches p;
+  fc::extract_patches(map, {f.data()}, nullptr, {x1.data(), x2.data()}, o, p);
+  const int P = p.P, first = fc::static_offset(map, 1, o) + o.n_static;
+  const std::vector<double> coef = {0.0, 0.7, 0.0, -1.3};  // anomaly and deviation of each covariate
+  std::vector<float> fine(f.size());
+  for (int64_t c = 0; c < p.n; ++c) {
+    const float* x = p.context.data() + c * p.C + first;
+    for (int k = 0; k < P; ++k) {
+      double v = p.global_interp[c * P + k];
+      for (int j = 0; j < 4; ++j) v += coef[j] * x[(j / 2) * 2 * P + (j % 2) * P + k];
+      fine[map.fine_of_patch[c * P + k]] = static_cast<float>(v);
+    }
+  }
+  fc::Patches q, ql;
+  fc::extract_patches(map, {fine.data()}, nullptr, {x1.data(), x2.data()}, o, q);
+  fc::extract_patches(lin, {fine.data()}, nullptr, {x1.data(), x2.data()}, o, ql);
+  ASSERT_EQ(q.global_interp.size(), q.base.size());
+  double apart = 0.0;
+  for (size_t i = 0; i < q.base.size(); ++i) {
+    ASSERT_EQ(q.global_interp[i], ql.base[i]) << "slot " << i << ": not the linear base";
+    apart = std::max(apart, static_cast<double>(std::abs(q.global_interp[i] - q.base[i])));
+  }
+  EXPECT_GT(apart, 0.05) << "the global interpolant is the idw_linear base";
+
+  // The base's fit (on the residual from idw_linear), then the global one on fine - linear.
+  const std::vector<std::string> names = fc::regression_names({"a", "b"}, o);
+  fc::RegressionFitter base_fit(names), global_fit(names);
+  fc::add_regression_data(map, 1, o, q, nullptr, base_fit);
+  std::vector<float> target(q.fine.size());
+  for (size_t i = 0; i < target.size(); ++i) target[i] = q.fine[i] - q.global_interp[i];
+  fc::add_regression_data(map, 1, o, q, nullptr, global_fit, target.data());
+  o.regression = base_fit.solve("test").coef;
+  o.global_regression = global_fit.solve("test").coef;
+  for (size_t j = 0; j < coef.size(); ++j) EXPECT_NEAR(o.global_regression[j], coef[j], 2e-3) << "coefficient " << j;
+  fc::add_regression_base(map, 1, o, q);
+
+  // Two members +-1 around the base, blended all the way (W = 0).
+  const int64_t M = 2;
+  std::vector<float> members(static_cast<size_t>(q.n * M * P));
+  for (int64_t c = 0; c < q.n; ++c)
+    for (int64_t m = 0; m < M; ++m)
+      for (int k = 0; k < P; ++k) members[(c * M + m) * P + k] = q.base[c * P + k] + (m == 0 ? 1.0f : -1.0f);
+  o.global_blend = 0.0;
+  std::vector<float> own = members, base_own = members;
+  fc::blend_toward_global(map, 1, o, q, M, own.data());
+  fc::Patches without = q;
+  without.global_interp.clear();
+  fc::blend_toward_global(map, 1, o, without, M, base_own.data());
+  double off = 0.0;
+  for (int64_t c = 0; c < q.n; ++c)
+    for (int k = 0; k < P; ++k) {
+      const float* a = &own[(c * M) * P + k];
+      ASSERT_NEAR(0.5 * (a[0] + a[P]), q.fine[c * P + k], 2e-3) << "patch " << c << " slot " << k;
+      ASSERT_NEAR(a[0] - a[P], 2.0f, 1e-4) << "patch " << c << " slot " << k << ": the deviations changed";
+      const float* b = &base_own[(c * M) * P + k];
+      off = std::max(off, std::abs(0.5 * (b[0] + b[P]) - q.fine[c * P + k]));
+    }
+  EXPECT_GT(off, 0.05) << "the blend toward the base's own interpolant reached the field as well";
+}
+
 // patch.local_slopes: a fine field whose sub-block temperature follows the coarse field's own
 // local lapse rate (it changes sign from west to east, as in a winter with a continental
 // inversion) is the regression's base with the local-slope term, whose coefficient the fit

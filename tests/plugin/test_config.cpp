@@ -395,6 +395,20 @@ TEST(Config, GlobalBlendNeedsARegressionFittedOnce) {
       fp::parse_config(std::string(kMinimal) + "patch: {residual: interp, global_blend: 1}\n", "x.yaml", {})
           .patch.global_blend,
       1.0);
+  // The global regression's own interpolant: of a regression, and of the grid's kind.
+  EXPECT_EQ(error_of(std::string(kMinimal) + "patch: {residual: interp, global_interpolant: linear}\n"),
+            "configs/x.yaml: patch.global_interpolant is the interpolant of the global regression of patch.residual "
+            "regression, but patch.residual is interp");
+  EXPECT_NE(
+      error_of(std::string(kMinimal) + "patch: {residual: regression, static: [clim], global_interpolant: bspline}\n")
+          .find("patch.global_interpolant bspline interpolates lat-lon blocks, but grid.type is icon"),
+      std::string::npos);
+  EXPECT_EQ(
+      fp::parse_config(std::string(kMinimal) + "patch: {residual: regression, static: [clim], interpolant: idw_linear, "
+                                               "global_interpolant: linear, global_blend: 0.75}\n",
+                       "x.yaml", {})
+          .patch.global_interpolant,
+      finecast::coupling::Interpolant::kLinear);
 }
 
 TEST(Config, WeightDecayTimesTheLearningRateMustStayBelowOne) {

@@ -389,8 +389,9 @@ TEST(SkillReplay, RegressionBaseIsFittedInSituRecordedAndAppliedOffline) {
 // patch.local_slopes on the same replay: the plugin logs the local-slope term's coefficient and
 // records the key and 3 coefficients (sic's anomaly, deviation, local slope); finecast-downscale
 // rebuilds the slopes from the coarse field and reproduces the plugin's sample; resuming with
-// another window is refused, naming the key. The run also blends (patch.global_blend 0.5): it
-// records the global regression (2 coefficients, fitted without the local term), and
+// another window is refused, naming the key. The run also blends (patch.global_blend 0.5) toward
+// a global regression on an interpolant of its own (patch.global_interpolant linear beside the
+// idw base): it records it (2 coefficients, fitted without the local term) and its interpolant, and
 // finecast-downscale reproduces the blended sample; sampled offline with --global-blend 0, the
 // members' mean is the global regression, whatever the sampling seed, each member keeping its
 // deviation from the mean of the same members unblended.
@@ -398,14 +399,16 @@ TEST(SkillReplay, LocalSlopeTermsAreRecordedAppliedOfflineAndPinnedOnResume) {
   if (!exists(kIconData) || !exists(kIconGrid)) GTEST_SKIP() << "libncarg-data is not installed";
   ScratchDir dir("skill_local_slopes");
   const CommandResult r = icon_skill_replay(dir, 2, "regression", false, "'0,90,0,180'",
-                                            " --set patch.local_slopes=1 --set patch.global_blend=0.5");
+                                            " --set patch.local_slopes=1 --set patch.global_blend=0.5 "
+                                            "--set patch.global_interpolant=linear");
   ASSERT_EQ(r.rc, 0) << r.output;
   EXPECT_NE(r.output.find("patch.residual regression: regression_local (local slopes within 1 edge steps"),
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("* sic local"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("patch.global_blend 0.5: each sampling's ensemble mean moves to the global regression + 0.5 "
-                          "x (mean - it), the members' deviations kept; the global regression: regression_cons"),
+                          "x (mean - it), the members' deviations kept; the global regression (on "
+                          "patch.global_interpolant linear): regression_cons"),
             std::string::npos)
       << r.output;
   const fc::StoredSpec recorded = fp::read_checkpoint_spec(newest_checkpoint(dir.file("checkpoints")));
@@ -415,6 +418,7 @@ TEST(SkillReplay, LocalSlopeTermsAreRecordedAppliedOfflineAndPinnedOnResume) {
 
   ASSERT_EQ(recorded.spec.global_regression.size(), 2u);
   EXPECT_DOUBLE_EQ(recorded.spec.patch.global_blend, 0.5);
+  EXPECT_EQ(recorded.spec.patch.global_interpolant, fc::Interpolant::kLinear);
   EXPECT_NE(recorded.spec.global_regression[1], recorded.spec.regression[1]);
 
   fp::DownscaleOptions o = icon_skill_downscale(dir);
